@@ -1,0 +1,119 @@
+//! Errors the domain speaks in. Only the server maps them to HTTP statuses and the contract's
+//! error body; libraries below it never think in status codes.
+
+use std::fmt;
+
+/// One problem with one field of the input: the dotted path of the field (`data.destination.timeout_ms`),
+/// a short machine-readable code and a sentence for people.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    pub field: String,
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(field: impl Into<String>, code: &'static str, message: impl Into<String>) -> Self {
+        FieldError {
+            field: field.into(),
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn required(field: impl Into<String>) -> Self {
+        let field = field.into();
+        let message = format!("{field} is required");
+        FieldError::new(field, "required", message)
+    }
+}
+
+/// Why valid credentials may still not be used on a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Forbidden {
+    /// The token belongs to another shop than the one in the path.
+    OtherShop,
+    /// The token lacks the scope the route needs.
+    MissingScope(crate::credentials::Scope),
+}
+
+impl fmt::Display for Forbidden {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Forbidden::OtherShop => f.write_str("the token belongs to another shop"),
+            Forbidden::MissingScope(scope) => {
+                write!(f, "the token lacks the scope {}", scope.as_str())
+            }
+        }
+    }
+}
+
+/// A storage failure. The text is for the log only: it may hold SQL or driver messages and
+/// must never reach a client.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("storage failure: {0}")]
+pub struct StorageError(pub String);
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum DomainError {
+    /// An unknown resource; `resource` names its kind (`shop`, `token`).
+    #[error("{resource} not found")]
+    NotFound { resource: &'static str },
+    /// The change clashes with stored state (a duplicate, a second live destination).
+    #[error("{message}")]
+    Conflict { code: &'static str, message: String },
+    /// The input is well formed but breaks the rules; one entry per problem.
+    #[error("invalid input ({} problem(s))", .0.len())]
+    Invalid(Vec<FieldError>),
+    /// Missing, unknown or revoked credentials.
+    #[error("missing or invalid credentials")]
+    Unauthenticated,
+    /// Valid credentials that may not be used here.
+    #[error("forbidden: {0}")]
+    Forbidden(Forbidden),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+impl DomainError {
+    pub fn not_found(resource: &'static str) -> Self {
+        DomainError::NotFound { resource }
+    }
+
+    pub fn invalid(field: impl Into<String>, code: &'static str, message: impl Into<String>) -> Self {
+        DomainError::Invalid(vec![FieldError::new(field, code, message)])
+    }
+}
+
+/// Collects field errors while validating, so a client hears about every problem at once.
+#[derive(Debug, Default)]
+pub struct Problems(Vec<FieldError>);
+
+impl Problems {
+    pub fn new() -> Self {
+        Problems(Vec::new())
+    }
+
+    pub fn push(&mut self, error: FieldError) {
+        self.0.push(error);
+    }
+
+    /// Records the error of a failed check, and gives back the value of a passed one.
+    pub fn check<T>(&mut self, result: Result<T, FieldError>) -> Option<T> {
+        match result {
+            Ok(value) => Some(value),
+            Err(error) => {
+                self.0.push(error);
+                None
+            }
+        }
+    }
+
+    pub fn into_result(self) -> Result<(), DomainError> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(DomainError::Invalid(self.0))
+        }
+    }
+}

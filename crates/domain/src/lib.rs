@@ -1,0 +1,19 @@
+//! Mercer's domain: resource types, validation and rules, and the ports (traits) through which
+//! the rest of the system reaches storage and the outside world.
+//!
+//! Architecture invariant: this crate does no I/O of its own. It depends on no database, HTTP or
+//! async crate (checked by `cargo xtask tidy`). Use cases are functions over the ports, so they are
+//! tested here against the in-memory store of [`testing`].
+
+pub mod auth;
+pub mod credentials;
+pub mod error;
+pub mod ports;
+pub mod secrets;
+pub mod shop;
+pub mod testing;
+pub mod time;
+pub mod version;
+
+pub use error::{DomainError, FieldError, StorageError};
+pub use time::Timestamp;
