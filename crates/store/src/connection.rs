@@ -1,0 +1,122 @@
+//! Connections: a diesel `MultiConnection` over both backends, and the r2d2 manager that opens
+//! the backend the URL names and sets SQLite's PRAGMAs on every new connection.
+
+use diesel::connection::{AnsiTransactionManager, SimpleConnection, TransactionManager};
+use diesel::prelude::*;
+use diesel::r2d2::ManageConnection;
+use diesel::{PgConnection, SqliteConnection};
+
+use crate::url::DatabaseUrl;
+
+#[derive(diesel::MultiConnection)]
+pub enum DbConnection {
+    Sqlite(SqliteConnection),
+    Pg(PgConnection),
+}
+
+/// Runs `$body` with `$c` bound to the concrete connection of either backend. For statements
+/// diesel's `MultiBackend` cannot express (`RETURNING`, `ON CONFLICT`, `FOR UPDATE SKIP LOCKED`):
+/// the query is built once in the source and compiled for each backend.
+macro_rules! on_backend {
+    ($conn:expr, |$c:ident| $body:expr) => {
+        match $conn {
+            $crate::connection::DbConnection::Sqlite($c) => $body,
+            $crate::connection::DbConnection::Pg($c) => $body,
+        }
+    };
+}
+pub(crate) use on_backend;
+
+/// Per-connection SQLite settings: WAL so readers never block the writer, a busy timeout so a
+/// writer waits for another instead of failing, enforced foreign keys, and NORMAL sync (safe
+/// with WAL: a power cut may lose the last commits, never corrupt the file).
+const SQLITE_PRAGMAS: &str = "PRAGMA journal_mode = WAL;
+PRAGMA busy_timeout = 5000;
+PRAGMA foreign_keys = ON;
+PRAGMA synchronous = NORMAL;";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("cannot connect: {0}")]
+    Connection(#[from] diesel::ConnectionError),
+    #[error("connection check failed: {0}")]
+    Query(#[from] diesel::result::Error),
+}
+
+pub struct ConnectionManager {
+    url: DatabaseUrl,
+}
+
+impl ConnectionManager {
+    pub fn new(url: DatabaseUrl) -> Self {
+        ConnectionManager { url }
+    }
+}
+
+pub fn establish(url: &DatabaseUrl) -> Result<DbConnection, ConnectError> {
+    match url {
+        DatabaseUrl::Sqlite { path } => {
+            let mut conn = SqliteConnection::establish(path)?;
+            conn.batch_execute(SQLITE_PRAGMAS)?;
+            Ok(DbConnection::Sqlite(conn))
+        }
+        DatabaseUrl::Postgres { url } => Ok(DbConnection::Pg(PgConnection::establish(url)?)),
+    }
+}
+
+/// Whether a transaction is still open on the connection (or its state is broken).
+fn in_transaction(conn: &mut DbConnection) -> bool {
+    let depth = match conn {
+        DbConnection::Sqlite(c) => {
+            AnsiTransactionManager::transaction_manager_status_mut(c).transaction_depth()
+        }
+        DbConnection::Pg(c) => {
+            AnsiTransactionManager::transaction_manager_status_mut(c).transaction_depth()
+        }
+    };
+    !matches!(depth, Ok(None))
+}
+
+impl ManageConnection for ConnectionManager {
+    type Connection = DbConnection;
+    type Error = ConnectError;
+
+    fn connect(&self) -> Result<DbConnection, ConnectError> {
+        establish(&self.url)
+    }
+
+    fn is_valid(&self, conn: &mut DbConnection) -> Result<(), ConnectError> {
+        conn.batch_execute("SELECT 1")?;
+        Ok(())
+    }
+
+    /// A connection given back with a transaction still open (its user panicked) is dropped
+    /// rather than handed to the next user.
+    fn has_broken(&self, conn: &mut DbConnection) -> bool {
+        in_transaction(conn)
+    }
+}
+
+/// Opens a write transaction. On SQLite it is `BEGIN IMMEDIATE`, which takes the write lock at
+/// once: a deferred transaction that reads and then writes can fail with SQLITE_BUSY when
+/// another writer got in between, which busy_timeout cannot cure.
+pub fn begin_write(conn: &mut DbConnection) -> diesel::QueryResult<()> {
+    match conn {
+        DbConnection::Sqlite(c) => AnsiTransactionManager::begin_transaction_sql(c, "BEGIN IMMEDIATE"),
+        DbConnection::Pg(c) => AnsiTransactionManager::begin_transaction(c),
+    }
+}
+
+pub fn commit(conn: &mut DbConnection) -> diesel::QueryResult<()> {
+    match conn {
+        DbConnection::Sqlite(c) => AnsiTransactionManager::commit_transaction(c),
+        DbConnection::Pg(c) => AnsiTransactionManager::commit_transaction(c),
+    }
+}
+
+pub fn rollback(conn: &mut DbConnection) -> diesel::QueryResult<()> {
+    match conn {
+        DbConnection::Sqlite(c) => AnsiTransactionManager::rollback_transaction(c),
+        DbConnection::Pg(c) => AnsiTransactionManager::rollback_transaction(c),
+    }
+}

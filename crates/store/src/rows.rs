@@ -1,0 +1,206 @@
+//! Table rows and their conversion to and from domain types.
+
+use diesel::prelude::*;
+use mercer_domain::Timestamp;
+use mercer_domain::credentials::{ApiToken, NewApiToken, ScopeSet, Secret, TokenSource};
+use mercer_domain::secrets::{SecretKind, SharedSecret};
+use mercer_domain::shop::{NewShop, Shop, ShopIdentifier};
+use mercer_domain::StorageError;
+
+use crate::schema::{api_tokens, shared_secrets, shops};
+
+fn time(micros: i64) -> Timestamp {
+    Timestamp::from_micros(micros)
+}
+
+fn corrupt(what: &str, value: &str) -> StorageError {
+    StorageError(format!("stored {what} {value:?} is not valid"))
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = shops)]
+pub struct ShopRow {
+    pub id: i64,
+    pub identifier: String,
+    pub shop_domain: String,
+    pub custom_domain: Option<String>,
+    pub platform_type: String,
+    pub timezone: String,
+    pub currency: String,
+    pub currency_format: String,
+    pub shop_owner: String,
+    pub admin_email: String,
+    pub pii_redacted_at: Option<i64>,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub deleted_at: Option<i64>,
+}
+
+impl TryFrom<ShopRow> for Shop {
+    type Error = StorageError;
+
+    fn try_from(row: ShopRow) -> Result<Self, StorageError> {
+        let identifier =
+            ShopIdentifier::parse(&row.identifier).ok_or_else(|| corrupt("shop identifier", &row.identifier))?;
+        Ok(Shop {
+            id: row.id,
+            identifier,
+            shop_domain: row.shop_domain,
+            custom_domain: row.custom_domain,
+            platform_type: row.platform_type,
+            timezone: row.timezone,
+            currency: row.currency,
+            currency_format: row.currency_format,
+            shop_owner: row.shop_owner,
+            admin_email: row.admin_email,
+            pii_redacted_at: row.pii_redacted_at.map(time),
+            created_at: time(row.created_at),
+            updated_at: time(row.updated_at),
+            deleted_at: row.deleted_at.map(time),
+        })
+    }
+}
+
+#[derive(Insertable)]
+#[diesel(table_name = shops)]
+pub struct NewShopRow<'a> {
+    pub identifier: &'a str,
+    pub shop_domain: &'a str,
+    pub custom_domain: Option<&'a str>,
+    pub platform_type: &'a str,
+    pub timezone: &'a str,
+    pub currency: &'a str,
+    pub currency_format: &'a str,
+    pub shop_owner: &'a str,
+    pub admin_email: &'a str,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl<'a> From<&'a NewShop> for NewShopRow<'a> {
+    fn from(shop: &'a NewShop) -> Self {
+        NewShopRow {
+            identifier: shop.identifier.as_str(),
+            shop_domain: &shop.shop_domain,
+            custom_domain: shop.custom_domain.as_deref(),
+            platform_type: &shop.platform_type,
+            timezone: &shop.timezone,
+            currency: &shop.currency,
+            currency_format: &shop.currency_format,
+            shop_owner: &shop.shop_owner,
+            admin_email: &shop.admin_email,
+            created_at: shop.created_at.as_micros(),
+            updated_at: shop.created_at.as_micros(),
+        }
+    }
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = api_tokens)]
+pub struct TokenRow {
+    pub id: i64,
+    pub shop_id: i64,
+    pub name: String,
+    pub token_prefix: String,
+    pub scopes: String,
+    pub source: String,
+    pub created_at: i64,
+    pub revoked_at: Option<i64>,
+}
+
+impl TryFrom<TokenRow> for ApiToken {
+    type Error = StorageError;
+
+    fn try_from(row: TokenRow) -> Result<Self, StorageError> {
+        Ok(ApiToken {
+            id: row.id,
+            shop_id: row.shop_id,
+            name: row.name,
+            token_prefix: row.token_prefix,
+            scopes: ScopeSet::parse(&row.scopes).map_err(|_| corrupt("scopes", &row.scopes))?,
+            source: TokenSource::parse(&row.source).ok_or_else(|| corrupt("token source", &row.source))?,
+            created_at: time(row.created_at),
+            revoked_at: row.revoked_at.map(time),
+        })
+    }
+}
+
+#[derive(Insertable)]
+#[diesel(table_name = api_tokens)]
+pub struct NewTokenRow<'a> {
+    pub shop_id: i64,
+    pub name: &'a str,
+    pub token_hash: &'a str,
+    pub token_prefix: &'a str,
+    pub scopes: String,
+    pub source: &'static str,
+    pub created_at: i64,
+}
+
+impl<'a> From<&'a NewApiToken> for NewTokenRow<'a> {
+    fn from(token: &'a NewApiToken) -> Self {
+        NewTokenRow {
+            shop_id: token.shop_id,
+            name: &token.name,
+            token_hash: &token.token_hash,
+            token_prefix: &token.token_prefix,
+            scopes: token.scopes.to_string(),
+            source: token.source.as_str(),
+            created_at: token.created_at.as_micros(),
+        }
+    }
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = shared_secrets)]
+pub struct SecretRow {
+    pub shop_id: i64,
+    pub kind: String,
+    pub current_secret: String,
+    pub previous_secret: Option<String>,
+    pub previous_valid_until: Option<i64>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl TryFrom<SecretRow> for SharedSecret {
+    type Error = StorageError;
+
+    fn try_from(row: SecretRow) -> Result<Self, StorageError> {
+        Ok(SharedSecret {
+            shop_id: row.shop_id,
+            kind: SecretKind::parse(&row.kind).ok_or_else(|| corrupt("secret kind", &row.kind))?,
+            current: Secret::new(row.current_secret),
+            previous: row.previous_secret.map(Secret::new),
+            previous_valid_until: row.previous_valid_until.map(time),
+            created_at: time(row.created_at),
+            updated_at: time(row.updated_at),
+        })
+    }
+}
+
+#[derive(Insertable, AsChangeset)]
+#[diesel(table_name = shared_secrets, treat_none_as_null = true)]
+pub struct SecretValues<'a> {
+    pub shop_id: i64,
+    pub kind: &'static str,
+    pub current_secret: &'a str,
+    pub previous_secret: Option<&'a str>,
+    pub previous_valid_until: Option<i64>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl<'a> From<&'a SharedSecret> for SecretValues<'a> {
+    fn from(secret: &'a SharedSecret) -> Self {
+        SecretValues {
+            shop_id: secret.shop_id,
+            kind: secret.kind.as_str(),
+            current_secret: secret.current.expose(),
+            previous_secret: secret.previous.as_ref().map(Secret::expose),
+            previous_valid_until: secret.previous_valid_until.map(Timestamp::as_micros),
+            created_at: secret.created_at.as_micros(),
+            updated_at: secret.updated_at.as_micros(),
+        }
+    }
+}

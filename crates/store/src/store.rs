@@ -1,0 +1,152 @@
+//! The pooled store: opens the database, applies the embedded migrations, and runs the domain's
+//! units of work (`Database::read` and `Database::write`).
+
+use std::time::Duration;
+
+use diesel::connection::SimpleConnection;
+use diesel::r2d2::{Pool, PooledConnection};
+use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
+use mercer_domain::ports::{Database, Repositories};
+use mercer_domain::{DomainError, StorageError};
+
+use crate::connection::{self, ConnectionManager, DbConnection};
+use crate::repos::StoreTx;
+use crate::url::{Backend, DatabaseUrl};
+
+const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite");
+const POSTGRES_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/postgres");
+
+/// Serialises migration runs of several `mercer` processes starting on one PostgreSQL database.
+const MIGRATION_LOCK_KEY: i64 = 0x6d65_7263_6572; // "mercer"
+
+#[derive(Debug, Clone)]
+pub struct PoolOptions {
+    /// Most connections open at once.
+    pub max_connections: u32,
+    /// How long a caller waits for a free connection (and a new pool for its first one).
+    pub connection_timeout: Duration,
+}
+
+impl Default for PoolOptions {
+    fn default() -> Self {
+        PoolOptions {
+            max_connections: 10,
+            connection_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("cannot open the database {url}: {reason}")]
+    Connect { url: String, reason: String },
+    #[error("cannot apply migrations: {0}")]
+    Migrate(String),
+}
+
+#[derive(Clone)]
+pub struct Store {
+    pool: Pool<ConnectionManager>,
+    backend: Backend,
+}
+
+impl Store {
+    /// Opens a pool on the database; fails when no connection can be made.
+    pub fn open(url: &DatabaseUrl, options: &PoolOptions) -> Result<Store, OpenError> {
+        let pool = Pool::builder()
+            .max_size(options.max_connections.max(1))
+            .min_idle(Some(1))
+            .connection_timeout(options.connection_timeout)
+            .build(ConnectionManager::new(url.clone()))
+            .map_err(|error| OpenError::Connect {
+                url: url.redacted(),
+                reason: error.to_string(),
+            })?;
+        Ok(Store {
+            pool,
+            backend: url.backend(),
+        })
+    }
+
+    /// Opens the database and brings its schema up to date.
+    pub fn open_and_migrate(url: &DatabaseUrl, options: &PoolOptions) -> Result<Store, OpenError> {
+        let store = Store::open(url, options)?;
+        store.migrate()?;
+        Ok(store)
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Applies pending migrations; returns the versions applied (empty when up to date).
+    pub fn migrate(&self) -> Result<Vec<String>, OpenError> {
+        let mut conn = self
+            .pool
+            .get()
+            .map_err(|error| OpenError::Migrate(error.to_string()))?;
+        let applied = match &mut *conn {
+            DbConnection::Sqlite(c) => c
+                .run_pending_migrations(SQLITE_MIGRATIONS)
+                .map(|versions| versions.iter().map(ToString::to_string).collect()),
+            DbConnection::Pg(c) => {
+                let lock = format!("SELECT pg_advisory_lock({MIGRATION_LOCK_KEY})");
+                let unlock = format!("SELECT pg_advisory_unlock({MIGRATION_LOCK_KEY})");
+                c.batch_execute(&lock)
+                    .map_err(|error| OpenError::Migrate(error.to_string()))?;
+                let result = c
+                    .run_pending_migrations(POSTGRES_MIGRATIONS)
+                    .map(|versions| versions.iter().map(ToString::to_string).collect());
+                let _ = c.batch_execute(&unlock);
+                result
+            }
+        };
+        applied.map_err(|error| OpenError::Migrate(error.to_string()))
+    }
+
+    /// Whether the database answers a query now.
+    pub fn ping(&self) -> Result<(), StorageError> {
+        let mut conn = self.connection()?;
+        conn.batch_execute("SELECT 1").map_err(storage_error)
+    }
+
+    fn connection(&self) -> Result<PooledConnection<ConnectionManager>, StorageError> {
+        self.pool
+            .get()
+            .map_err(|error| StorageError(format!("no database connection: {error}")))
+    }
+}
+
+pub(crate) fn storage_error(error: diesel::result::Error) -> StorageError {
+    StorageError(error.to_string())
+}
+
+impl Database for Store {
+    fn read<T>(
+        &self,
+        work: impl FnOnce(&mut dyn Repositories) -> Result<T, DomainError>,
+    ) -> Result<T, DomainError> {
+        let mut conn = self.connection()?;
+        work(&mut StoreTx::new(&mut conn))
+    }
+
+    fn write<T>(
+        &self,
+        work: impl FnOnce(&mut dyn Repositories) -> Result<T, DomainError>,
+    ) -> Result<T, DomainError> {
+        let mut conn = self.connection()?;
+        connection::begin_write(&mut conn).map_err(storage_error)?;
+        match work(&mut StoreTx::new(&mut conn)) {
+            Ok(value) => {
+                connection::commit(&mut conn).map_err(storage_error)?;
+                Ok(value)
+            }
+            Err(error) => {
+                if let Err(rollback) = connection::rollback(&mut conn) {
+                    log::warn!("rollback failed: {rollback}");
+                }
+                Err(error)
+            }
+        }
+    }
+}
