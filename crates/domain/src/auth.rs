@@ -67,7 +67,8 @@ mod tests {
                 };
                 let a = create_shop(tx, shop("a.shop.test"), now)?;
                 let b = create_shop(tx, shop("b.shop.test"), now)?;
-                let (full, record) = mint_token(a.id, "full", ScopeSet::all(), TokenSource::Cli, now);
+                let (full, record) =
+                    mint_token(a.id, "full", ScopeSet::all(), TokenSource::Cli, now);
                 tx.insert_token(&record)?;
                 let read_only = ScopeSet::parse("read_shop_settings").unwrap_or_default();
                 let (limited, record) = mint_token(a.id, "ro", read_only, TokenSource::Cli, now);
@@ -84,14 +85,25 @@ mod tests {
         }
     }
 
-    fn check(w: &World, bearer: Option<&str>, shop: &str, scope: Option<Scope>) -> Result<Access, DomainError> {
+    fn check(
+        w: &World,
+        bearer: Option<&str>,
+        shop: &str,
+        scope: Option<Scope>,
+    ) -> Result<Access, DomainError> {
         w.db.read(|tx| authorize(tx, bearer, shop, scope))
     }
 
     #[test]
     fn the_right_token_on_its_own_shop_with_the_scope_passes() {
         let w = world();
-        let access = check(&w, Some(&w.token_a), w.shop_a.identifier.as_str(), Some(Scope::ReadSubscriptions)).unwrap();
+        let access = check(
+            &w,
+            Some(&w.token_a),
+            w.shop_a.identifier.as_str(),
+            Some(Scope::ReadSubscriptions),
+        )
+        .unwrap();
         assert_eq!(access.shop.id, w.shop_a.id);
     }
 
@@ -99,8 +111,14 @@ mod tests {
     fn missing_or_unknown_tokens_are_unauthenticated_even_on_unknown_shops() {
         let w = world();
         for bearer in [None, Some(""), Some("mct_0000")] {
-            for shop in [w.shop_a.identifier.as_str(), "ffffffffffffffffffffffffffffffff"] {
-                assert!(matches!(check(&w, bearer, shop, None), Err(DomainError::Unauthenticated)));
+            for shop in [
+                w.shop_a.identifier.as_str(),
+                "ffffffffffffffffffffffffffffffff",
+            ] {
+                assert!(matches!(
+                    check(&w, bearer, shop, None),
+                    Err(DomainError::Unauthenticated)
+                ));
             }
         }
     }
@@ -108,27 +126,49 @@ mod tests {
     #[test]
     fn a_valid_token_on_an_unknown_shop_is_not_found() {
         let w = world();
-        let result = check(&w, Some(&w.token_a), "ffffffffffffffffffffffffffffffff", None);
-        assert!(matches!(result, Err(DomainError::NotFound { resource: "shop" })));
+        let result = check(
+            &w,
+            Some(&w.token_a),
+            "ffffffffffffffffffffffffffffffff",
+            None,
+        );
+        assert!(matches!(
+            result,
+            Err(DomainError::NotFound { resource: "shop" })
+        ));
     }
 
     #[test]
     fn another_shops_path_or_a_missing_scope_is_forbidden() {
         let w = world();
         let other = check(&w, Some(&w.token_a), w.shop_b.identifier.as_str(), None);
-        assert!(matches!(other, Err(DomainError::Forbidden(Forbidden::OtherShop))));
-        let scope = check(&w, Some(&w.token_a_readonly), w.shop_a.identifier.as_str(), Some(Scope::ReadSubscriptions));
+        assert!(matches!(
+            other,
+            Err(DomainError::Forbidden(Forbidden::OtherShop))
+        ));
+        let scope = check(
+            &w,
+            Some(&w.token_a_readonly),
+            w.shop_a.identifier.as_str(),
+            Some(Scope::ReadSubscriptions),
+        );
         assert!(matches!(
             scope,
-            Err(DomainError::Forbidden(Forbidden::MissingScope(Scope::ReadSubscriptions)))
+            Err(DomainError::Forbidden(Forbidden::MissingScope(
+                Scope::ReadSubscriptions
+            )))
         ));
     }
 
     #[test]
     fn revoked_tokens_are_unauthenticated() {
         let w = world();
-        let token = w.db.read(|tx| Ok(tx.active_token_by_hash(&hash_token(&w.token_a))?)).unwrap().unwrap();
-        w.db.write(|tx| Ok(tx.revoke_token(w.shop_a.id, token.id, Timestamp::from_micros(1))?)).unwrap();
+        let token =
+            w.db.read(|tx| Ok(tx.active_token_by_hash(&hash_token(&w.token_a))?))
+                .unwrap()
+                .unwrap();
+        w.db.write(|tx| Ok(tx.revoke_token(w.shop_a.id, token.id, Timestamp::from_micros(1))?))
+            .unwrap();
         let result = check(&w, Some(&w.token_a), w.shop_a.identifier.as_str(), None);
         assert!(matches!(result, Err(DomainError::Unauthenticated)));
     }

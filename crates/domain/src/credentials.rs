@@ -347,26 +347,45 @@ mod tests {
         let now = Timestamp::from_micros(0);
         let shop = db
             .write(|tx| {
-                let input = ShopInput { shop_domain: "a.shop.test".into(), ..ShopInput::default() };
+                let input = ShopInput {
+                    shop_domain: "a.shop.test".into(),
+                    ..ShopInput::default()
+                };
                 create_shop(tx, input, now)
             })
             .unwrap();
         let id = shop.identifier.as_str();
         let created = db
-            .write(|tx| create_token(tx, id, "ci", "read_orders write_orders", TokenSource::Cli, now))
+            .write(|tx| {
+                create_token(
+                    tx,
+                    id,
+                    "ci",
+                    "read_orders write_orders",
+                    TokenSource::Cli,
+                    now,
+                )
+            })
             .unwrap();
         assert_eq!(created.token.scopes.to_string(), "read_orders write_orders");
 
-        let unknown = db.write(|tx| create_token(tx, id, "x", "read_orders nope", TokenSource::Cli, now));
-        let Err(DomainError::Invalid(problems)) = unknown else { panic!("expected 422") };
+        let unknown =
+            db.write(|tx| create_token(tx, id, "x", "read_orders nope", TokenSource::Cli, now));
+        let Err(DomainError::Invalid(problems)) = unknown else {
+            panic!("expected 422")
+        };
         assert_eq!(problems[0].field, "scope");
         assert!(problems[0].message.contains("nope"));
         let empty = db.write(|tx| create_token(tx, id, "x", " ", TokenSource::Cli, now));
         assert!(matches!(empty, Err(DomainError::Invalid(_))));
 
-        db.write(|tx| revoke_token(tx, id, created.token.id, now)).unwrap();
+        db.write(|tx| revoke_token(tx, id, created.token.id, now))
+            .unwrap();
         let again = db.write(|tx| revoke_token(tx, id, created.token.id, now));
-        assert!(matches!(again, Err(DomainError::NotFound { resource: "token" })));
+        assert!(matches!(
+            again,
+            Err(DomainError::NotFound { resource: "token" })
+        ));
         let (_, tokens) = db.read(|tx| list_tokens(tx, id)).unwrap();
         assert_eq!(tokens.len(), 1);
         assert_eq!(tokens[0].revoked_at, Some(now));

@@ -80,7 +80,11 @@ impl DomainError {
         DomainError::NotFound { resource }
     }
 
-    pub fn invalid(field: impl Into<String>, code: &'static str, message: impl Into<String>) -> Self {
+    pub fn invalid(
+        field: impl Into<String>,
+        code: &'static str,
+        message: impl Into<String>,
+    ) -> Self {
         DomainError::Invalid(vec![FieldError::new(field, code, message)])
     }
 }

@@ -29,7 +29,11 @@ pub trait TokenRepository {
 }
 
 pub trait SecretRepository {
-    fn shared_secret(&mut self, shop_id: i64, kind: SecretKind) -> StoreResult<Option<SharedSecret>>;
+    fn shared_secret(
+        &mut self,
+        shop_id: i64,
+        kind: SecretKind,
+    ) -> StoreResult<Option<SharedSecret>>;
     /// Inserts or replaces the shop's secret of that kind.
     fn save_shared_secret(&mut self, secret: &SharedSecret) -> StoreResult<()>;
 }

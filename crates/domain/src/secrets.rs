@@ -25,7 +25,9 @@ impl SecretKind {
     }
 
     pub fn parse(text: &str) -> Option<Self> {
-        SecretKind::ALL.into_iter().find(|kind| kind.as_str() == text)
+        SecretKind::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == text)
     }
 }
 
@@ -59,20 +61,21 @@ impl SharedSecret {
     }
 }
 
-/// Replaces the shop's secret of `kind` with a fresh random one and returns it, the only time it
-/// is shown. The old secret stays valid for [`ROTATION_GRACE_SECONDS`].
+/// Replaces the shop's secret of `kind` with a fresh random one and returns the stored record,
+/// whose `current` is shown to the caller this one time. The old secret stays valid for
+/// [`ROTATION_GRACE_SECONDS`].
 pub fn rotate_secret(
     tx: &mut dyn Repositories,
     shop_id: i64,
     kind: SecretKind,
     now: Timestamp,
-) -> Result<Secret, DomainError> {
+) -> Result<SharedSecret, DomainError> {
     let fresh = Secret::new(random_hex(32));
     let existing = tx.shared_secret(shop_id, kind)?;
     let secret = SharedSecret {
         shop_id,
         kind,
-        current: fresh.clone(),
+        current: fresh,
         previous: existing.as_ref().map(|old| old.current.clone()),
         previous_valid_until: existing
             .as_ref()
@@ -81,7 +84,7 @@ pub fn rotate_secret(
         updated_at: now,
     };
     tx.save_shared_secret(&secret)?;
-    Ok(fresh)
+    Ok(secret)
 }
 
 /// Checks a secret chosen by a client: present, a string of 8..255 characters.
@@ -135,26 +138,52 @@ mod tests {
     fn rotation_keeps_the_old_secret_compatible_for_24_hours() {
         let db = MemoryDatabase::default();
         let t0 = Timestamp::from_micros(1_000_000);
-        let first = db.write(|tx| rotate_secret(tx, 7, SecretKind::Connector, t0)).unwrap();
-        let stored = db.read(|tx| Ok(tx.shared_secret(7, SecretKind::Connector)?)).unwrap().unwrap();
+        let first = db
+            .write(|tx| rotate_secret(tx, 7, SecretKind::Connector, t0))
+            .unwrap()
+            .current;
+        let stored = db
+            .read(|tx| Ok(tx.shared_secret(7, SecretKind::Connector)?))
+            .unwrap()
+            .unwrap();
         assert_eq!(stored.current, first);
         assert_eq!(stored.compatible(t0), &first, "no previous secret yet");
 
         let t1 = t0.plus_seconds(60);
-        let second = db.write(|tx| rotate_secret(tx, 7, SecretKind::Connector, t1)).unwrap();
+        let second = db
+            .write(|tx| rotate_secret(tx, 7, SecretKind::Connector, t1))
+            .unwrap()
+            .current;
         assert_ne!(first, second);
-        let stored = db.read(|tx| Ok(tx.shared_secret(7, SecretKind::Connector)?)).unwrap().unwrap();
+        let stored = db
+            .read(|tx| Ok(tx.shared_secret(7, SecretKind::Connector)?))
+            .unwrap()
+            .unwrap();
         assert_eq!(stored.current, second);
         assert_eq!(stored.compatible(t1), &first);
-        assert_eq!(stored.compatible(t1.plus_seconds(ROTATION_GRACE_SECONDS - 1)), &first);
-        assert_eq!(stored.compatible(t1.plus_seconds(ROTATION_GRACE_SECONDS)), &second);
+        assert_eq!(
+            stored.compatible(t1.plus_seconds(ROTATION_GRACE_SECONDS - 1)),
+            &first
+        );
+        assert_eq!(
+            stored.compatible(t1.plus_seconds(ROTATION_GRACE_SECONDS)),
+            &second
+        );
         assert_eq!(stored.created_at, t0);
     }
 
     #[test]
     fn client_secrets_must_be_8_to_255_characters() {
-        assert_eq!(check_client_secret("shared_secret", None).unwrap_err().code, "required");
-        assert_eq!(check_client_secret("shared_secret", Some("short")).unwrap_err().code, "length");
+        assert_eq!(
+            check_client_secret("shared_secret", None).unwrap_err().code,
+            "required"
+        );
+        assert_eq!(
+            check_client_secret("shared_secret", Some("short"))
+                .unwrap_err()
+                .code,
+            "length"
+        );
         assert!(check_client_secret("shared_secret", Some("12345678")).is_ok());
         assert!(check_client_secret("shared_secret", Some(&"é".repeat(255))).is_ok());
         assert!(check_client_secret("shared_secret", Some(&"x".repeat(256))).is_err());
@@ -164,10 +193,13 @@ mod tests {
     fn configuring_replaces_without_grace() {
         let db = MemoryDatabase::default();
         let t0 = Timestamp::from_micros(0);
-        db.write(|tx| rotate_secret(tx, 1, SecretKind::CheckoutIntegration, t0)).unwrap();
+        db.write(|tx| rotate_secret(tx, 1, SecretKind::CheckoutIntegration, t0))
+            .unwrap();
         let chosen = Secret::new("a-chosen-secret");
         let saved = db
-            .write(|tx| configure_secret(tx, 1, SecretKind::CheckoutIntegration, chosen.clone(), t0))
+            .write(|tx| {
+                configure_secret(tx, 1, SecretKind::CheckoutIntegration, chosen.clone(), t0)
+            })
             .unwrap();
         assert_eq!(saved.current, chosen);
         assert_eq!(saved.compatible(t0), &chosen);

@@ -167,11 +167,15 @@ impl ShopInput {
         let mut problems = Problems::new();
         let shop_domain = problems.check(check_domain("shop_domain", &self.shop_domain));
         let custom_domain = match &self.custom_domain {
-            Some(domain) => problems.check(check_domain("custom_domain", domain)).map(Some),
+            Some(domain) => problems
+                .check(check_domain("custom_domain", domain))
+                .map(Some),
             None => Some(None),
         };
         let platform_type = problems.check(check_platform_type(
-            self.platform_type.as_deref().unwrap_or(DEFAULT_PLATFORM_TYPE),
+            self.platform_type
+                .as_deref()
+                .unwrap_or(DEFAULT_PLATFORM_TYPE),
         ));
         let timezone = problems.check(check_timezone(self.timezone.as_deref().unwrap_or("UTC")));
         let currency = problems.check(check_currency(self.currency.as_deref().unwrap_or("USD")));
@@ -181,7 +185,14 @@ impl ShopInput {
             (None, None) => None,
         };
         problems.into_result()?;
-        match (shop_domain, custom_domain, platform_type, timezone, currency, admin_email) {
+        match (
+            shop_domain,
+            custom_domain,
+            platform_type,
+            timezone,
+            currency,
+            admin_email,
+        ) {
             (
                 Some(shop_domain),
                 Some(custom_domain),
@@ -341,7 +352,9 @@ mod tests {
 
     #[test]
     fn validation_fills_defaults() {
-        let shop = input("Example.MyShop.test").validate(Timestamp::from_micros(5)).unwrap();
+        let shop = input("Example.MyShop.test")
+            .validate(Timestamp::from_micros(5))
+            .unwrap();
         assert_eq!(shop.shop_domain, "example.myshop.test");
         assert_eq!(shop.platform_type, "custom");
         assert_eq!(shop.currency, "USD");
@@ -363,16 +376,26 @@ mod tests {
             panic!("expected validation errors");
         };
         let fields: Vec<&str> = problems.iter().map(|p| p.field.as_str()).collect();
-        assert_eq!(fields, ["shop_domain", "platform_type", "currency", "admin_email"]);
+        assert_eq!(
+            fields,
+            ["shop_domain", "platform_type", "currency", "admin_email"]
+        );
     }
 
     #[test]
     fn a_second_shop_with_the_same_domain_is_a_conflict() {
         let db = MemoryDatabase::default();
         let now = Timestamp::from_micros(0);
-        db.write(|tx| create_shop(tx, input("a.shop.test"), now)).unwrap();
+        db.write(|tx| create_shop(tx, input("a.shop.test"), now))
+            .unwrap();
         let again = db.write(|tx| create_shop(tx, input("a.shop.test"), now));
-        assert!(matches!(again, Err(DomainError::Conflict { code: "shop.domain_taken", .. })));
+        assert!(matches!(
+            again,
+            Err(DomainError::Conflict {
+                code: "shop.domain_taken",
+                ..
+            })
+        ));
     }
 
     #[test]
@@ -391,12 +414,19 @@ mod tests {
     fn find_shop_treats_malformed_unknown_and_deleted_as_not_found() {
         let db = MemoryDatabase::default();
         let now = Timestamp::from_micros(0);
-        let shop = db.write(|tx| create_shop(tx, input("a.shop.test"), now)).unwrap();
-        let found = db.read(|tx| find_shop(tx, shop.identifier.as_str())).unwrap();
+        let shop = db
+            .write(|tx| create_shop(tx, input("a.shop.test"), now))
+            .unwrap();
+        let found = db
+            .read(|tx| find_shop(tx, shop.identifier.as_str()))
+            .unwrap();
         assert_eq!(found.id, shop.id);
         for identifier in ["nope", "0123456789abcdef0123456789abcdef"] {
             let result = db.read(|tx| find_shop(tx, identifier));
-            assert!(matches!(result, Err(DomainError::NotFound { resource: "shop" })));
+            assert!(matches!(
+                result,
+                Err(DomainError::NotFound { resource: "shop" })
+            ));
         }
         db.with_state(|state| state.shops[0].deleted_at = Some(now));
         let deleted = db.read(|tx| find_shop(tx, shop.identifier.as_str()));

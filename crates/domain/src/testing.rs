@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::credentials::{ApiToken, NewApiToken};
 use crate::error::DomainError;
-use crate::ports::{Database, Repositories, SecretRepository, ShopRepository, StoreResult, TokenRepository};
+use crate::ports::{
+    Database, Repositories, SecretRepository, ShopRepository, StoreResult, TokenRepository,
+};
 use crate::secrets::{SecretKind, SharedSecret};
 use crate::shop::{NewShop, Shop, ShopIdentifier};
 use crate::time::Timestamp;
@@ -26,7 +28,9 @@ pub struct MemoryDatabase {
 impl MemoryDatabase {
     fn lock(&self) -> MutexGuard<'_, MemoryState> {
         // A test that panicked while holding the lock leaves usable state behind.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Lets a test reach into the state directly.
@@ -79,7 +83,11 @@ impl ShopRepository for MemoryState {
     }
 
     fn shop_by_identifier(&mut self, identifier: &ShopIdentifier) -> StoreResult<Option<Shop>> {
-        Ok(self.shops.iter().find(|s| &s.identifier == identifier).cloned())
+        Ok(self
+            .shops
+            .iter()
+            .find(|s| &s.identifier == identifier)
+            .cloned())
     }
 
     fn shop_by_domain(&mut self, domain: &str) -> StoreResult<Option<Shop>> {
@@ -143,7 +151,11 @@ impl TokenRepository for MemoryState {
 }
 
 impl SecretRepository for MemoryState {
-    fn shared_secret(&mut self, shop_id: i64, kind: SecretKind) -> StoreResult<Option<SharedSecret>> {
+    fn shared_secret(
+        &mut self,
+        shop_id: i64,
+        kind: SecretKind,
+    ) -> StoreResult<Option<SharedSecret>> {
         Ok(self
             .secrets
             .iter()

@@ -39,10 +39,13 @@ pub fn resolve_version(header: Option<&str>) -> Result<ApiVersion, VersionError>
     let text = text.trim();
     // Exactly YYYY-MM-DD: chrono alone would also take `2022-5-1`.
     let shaped = text.len() == 10
-        && text
-            .bytes()
-            .enumerate()
-            .all(|(i, b)| if i == 4 || i == 7 { b == b'-' } else { b.is_ascii_digit() });
+        && text.bytes().enumerate().all(|(i, b)| {
+            if i == 4 || i == 7 {
+                b == b'-'
+            } else {
+                b.is_ascii_digit()
+            }
+        });
     let date = shaped
         .then(|| NaiveDate::parse_from_str(text, "%Y-%m-%d").ok())
         .flatten()
@@ -68,15 +71,35 @@ mod tests {
 
     #[test]
     fn dates_on_or_after_the_first_version_resolve_to_the_newest_before_them() {
-        assert_eq!(resolve_version(Some("2022-05-01")).unwrap().as_string(), "2022-05-01");
-        assert_eq!(resolve_version(Some("2030-01-31")).unwrap().as_string(), "2022-05-01");
+        assert_eq!(
+            resolve_version(Some("2022-05-01")).unwrap().as_string(),
+            "2022-05-01"
+        );
+        assert_eq!(
+            resolve_version(Some("2030-01-31")).unwrap().as_string(),
+            "2022-05-01"
+        );
     }
 
     #[test]
     fn malformed_and_unsupported_dates_are_told_apart() {
-        for bad in ["", "2022-5-1", "20220501", "2022-02-30", "yesterday", "2022-05-01T00:00:00Z"] {
-            assert_eq!(resolve_version(Some(bad)), Err(VersionError::Malformed), "{bad}");
+        for bad in [
+            "",
+            "2022-5-1",
+            "20220501",
+            "2022-02-30",
+            "yesterday",
+            "2022-05-01T00:00:00Z",
+        ] {
+            assert_eq!(
+                resolve_version(Some(bad)),
+                Err(VersionError::Malformed),
+                "{bad}"
+            );
         }
-        assert_eq!(resolve_version(Some("2022-04-30")), Err(VersionError::Unsupported));
+        assert_eq!(
+            resolve_version(Some("2022-04-30")),
+            Err(VersionError::Unsupported)
+        );
     }
 }

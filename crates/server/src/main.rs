@@ -1,1 +1,24 @@
-fn main() {}
+//! `mercer`: the HTTP API server and the operator's command line, in one binary.
+
+mod cli;
+mod commands;
+mod http;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    env_logger::Builder::new()
+        .parse_filters(&cli.log_level)
+        .format_target(true)
+        .init();
+    match commands::run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}

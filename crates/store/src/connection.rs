@@ -102,7 +102,9 @@ impl ManageConnection for ConnectionManager {
 /// another writer got in between, which busy_timeout cannot cure.
 pub fn begin_write(conn: &mut DbConnection) -> diesel::QueryResult<()> {
     match conn {
-        DbConnection::Sqlite(c) => AnsiTransactionManager::begin_transaction_sql(c, "BEGIN IMMEDIATE"),
+        DbConnection::Sqlite(c) => {
+            AnsiTransactionManager::begin_transaction_sql(c, "BEGIN IMMEDIATE")
+        }
         DbConnection::Pg(c) => AnsiTransactionManager::begin_transaction(c),
     }
 }

@@ -1,11 +1,11 @@
 //! The domain's storage ports, implemented with diesel on one pooled connection.
 
 use diesel::prelude::*;
+use mercer_domain::Timestamp;
 use mercer_domain::credentials::{ApiToken, NewApiToken};
 use mercer_domain::ports::{SecretRepository, ShopRepository, StoreResult, TokenRepository};
 use mercer_domain::secrets::{SecretKind, SharedSecret};
 use mercer_domain::shop::{NewShop, Shop, ShopIdentifier};
-use mercer_domain::Timestamp;
 
 use crate::connection::{DbConnection, on_backend};
 use crate::rows::{NewShopRow, NewTokenRow, SecretRow, SecretValues, ShopRow, TokenRow};
@@ -129,7 +129,11 @@ impl TokenRepository for StoreTx<'_> {
 }
 
 impl SecretRepository for StoreTx<'_> {
-    fn shared_secret(&mut self, shop_id: i64, kind: SecretKind) -> StoreResult<Option<SharedSecret>> {
+    fn shared_secret(
+        &mut self,
+        shop_id: i64,
+        kind: SecretKind,
+    ) -> StoreResult<Option<SharedSecret>> {
         shared_secrets::table
             .filter(shared_secrets::shop_id.eq(shop_id))
             .filter(shared_secrets::kind.eq(kind.as_str()))

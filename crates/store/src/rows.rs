@@ -1,11 +1,11 @@
 //! Table rows and their conversion to and from domain types.
 
 use diesel::prelude::*;
+use mercer_domain::StorageError;
 use mercer_domain::Timestamp;
 use mercer_domain::credentials::{ApiToken, NewApiToken, ScopeSet, Secret, TokenSource};
 use mercer_domain::secrets::{SecretKind, SharedSecret};
 use mercer_domain::shop::{NewShop, Shop, ShopIdentifier};
-use mercer_domain::StorageError;
 
 use crate::schema::{api_tokens, shared_secrets, shops};
 
@@ -40,8 +40,8 @@ impl TryFrom<ShopRow> for Shop {
     type Error = StorageError;
 
     fn try_from(row: ShopRow) -> Result<Self, StorageError> {
-        let identifier =
-            ShopIdentifier::parse(&row.identifier).ok_or_else(|| corrupt("shop identifier", &row.identifier))?;
+        let identifier = ShopIdentifier::parse(&row.identifier)
+            .ok_or_else(|| corrupt("shop identifier", &row.identifier))?;
         Ok(Shop {
             id: row.id,
             identifier,
@@ -118,7 +118,8 @@ impl TryFrom<TokenRow> for ApiToken {
             name: row.name,
             token_prefix: row.token_prefix,
             scopes: ScopeSet::parse(&row.scopes).map_err(|_| corrupt("scopes", &row.scopes))?,
-            source: TokenSource::parse(&row.source).ok_or_else(|| corrupt("token source", &row.source))?,
+            source: TokenSource::parse(&row.source)
+                .ok_or_else(|| corrupt("token source", &row.source))?,
             created_at: time(row.created_at),
             revoked_at: row.revoked_at.map(time),
         })

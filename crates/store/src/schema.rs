@@ -77,4 +77,10 @@ diesel::joinable!(api_tokens -> shops (shop_id));
 diesel::joinable!(shared_secrets -> shops (shop_id));
 diesel::joinable!(staff_accounts -> shops (shop_id));
 
-diesel::allow_tables_to_appear_in_same_query!(shops, api_tokens, shared_secrets, staff_accounts, oauth_apps);
+diesel::allow_tables_to_appear_in_same_query!(
+    shops,
+    api_tokens,
+    shared_secrets,
+    staff_accounts,
+    oauth_apps
+);

@@ -7,9 +7,9 @@
 //! A test on PostgreSQL fails when none answers: `cargo xtask test` leaves those tests out, and
 //! says so, when PostgreSQL is down and `--require-postgres` was not given.
 
+use diesel::PgConnection;
 use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
-use diesel::PgConnection;
 
 use crate::connection::establish;
 use crate::store::{PoolOptions, Store};
@@ -74,7 +74,10 @@ impl TestDatabase {
                 let name = format!(
                     "mercer_test_{}_{}",
                     std::process::id(),
-                    suffix.iter().map(|b| format!("{b:02x}")).collect::<String>()
+                    suffix
+                        .iter()
+                        .map(|b| format!("{b:02x}"))
+                        .collect::<String>()
                 );
                 let mut admin = PgConnection::establish(&admin_url).unwrap_or_else(|error| {
                     panic!(
@@ -101,7 +104,9 @@ impl TestDatabase {
     pub fn migrated(backend: Backend) -> (TestDatabase, Store) {
         let database = TestDatabase::create(backend);
         let store = database.open_store();
-        store.migrate().expect("migrations must apply to a fresh database");
+        store
+            .migrate()
+            .expect("migrations must apply to a fresh database");
         (database, store)
     }
 
@@ -141,7 +146,8 @@ impl Drop for TestDatabase {
         if let Cleanup::Postgres { admin_url, name } = &self.cleanup
             && let Ok(mut admin) = PgConnection::establish(admin_url)
         {
-            let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"));
+            let _ =
+                admin.batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"));
         }
     }
 }
@@ -176,8 +182,14 @@ mod tests {
 
     #[test]
     fn replaces_the_database_name() {
-        assert_eq!(with_database("postgres://u@h:5432/postgres", "t1"), "postgres://u@h:5432/t1");
-        assert_eq!(with_database("postgres://u@h/postgres?sslmode=disable", "t1"), "postgres://u@h/t1?sslmode=disable");
+        assert_eq!(
+            with_database("postgres://u@h:5432/postgres", "t1"),
+            "postgres://u@h:5432/t1"
+        );
+        assert_eq!(
+            with_database("postgres://u@h/postgres?sslmode=disable", "t1"),
+            "postgres://u@h/t1?sslmode=disable"
+        );
         assert_eq!(with_database("postgres://u@h", "t1"), "postgres://u@h/t1");
     }
 }

@@ -32,7 +32,9 @@ pub enum UrlError {
     UnsupportedScheme,
     #[error("the sqlite:// URL names no file")]
     MissingPath,
-    #[error("in-memory SQLite is not supported: every pooled connection would see its own database")]
+    #[error(
+        "in-memory SQLite is not supported: every pooled connection would see its own database"
+    )]
     InMemory,
 }
 
@@ -46,10 +48,14 @@ impl DatabaseUrl {
             if path == ":memory:" || path.contains("mode=memory") {
                 return Err(UrlError::InMemory);
             }
-            return Ok(DatabaseUrl::Sqlite { path: path.to_string() });
+            return Ok(DatabaseUrl::Sqlite {
+                path: path.to_string(),
+            });
         }
         if text.starts_with("postgres://") || text.starts_with("postgresql://") {
-            return Ok(DatabaseUrl::Postgres { url: text.to_string() });
+            return Ok(DatabaseUrl::Postgres {
+                url: text.to_string(),
+            });
         }
         Err(UrlError::UnsupportedScheme)
     }
@@ -100,24 +106,46 @@ mod tests {
     fn picks_the_backend_from_the_scheme() {
         assert_eq!(
             DatabaseUrl::parse("sqlite://mercer.db"),
-            Ok(DatabaseUrl::Sqlite { path: "mercer.db".into() })
+            Ok(DatabaseUrl::Sqlite {
+                path: "mercer.db".into()
+            })
         );
         assert_eq!(
             DatabaseUrl::parse("sqlite:///var/lib/mercer.db").map(|u| u.backend()),
             Ok(Backend::Sqlite)
         );
-        assert_eq!(DatabaseUrl::parse("postgres://u@h/db").map(|u| u.backend()), Ok(Backend::Postgres));
-        assert_eq!(DatabaseUrl::parse("postgresql://u@h/db").map(|u| u.backend()), Ok(Backend::Postgres));
-        assert_eq!(DatabaseUrl::parse("mysql://u@h/db"), Err(UrlError::UnsupportedScheme));
-        assert_eq!(DatabaseUrl::parse("mercer.db"), Err(UrlError::UnsupportedScheme));
+        assert_eq!(
+            DatabaseUrl::parse("postgres://u@h/db").map(|u| u.backend()),
+            Ok(Backend::Postgres)
+        );
+        assert_eq!(
+            DatabaseUrl::parse("postgresql://u@h/db").map(|u| u.backend()),
+            Ok(Backend::Postgres)
+        );
+        assert_eq!(
+            DatabaseUrl::parse("mysql://u@h/db"),
+            Err(UrlError::UnsupportedScheme)
+        );
+        assert_eq!(
+            DatabaseUrl::parse("mercer.db"),
+            Err(UrlError::UnsupportedScheme)
+        );
         assert_eq!(DatabaseUrl::parse("sqlite://"), Err(UrlError::MissingPath));
-        assert_eq!(DatabaseUrl::parse("sqlite://:memory:"), Err(UrlError::InMemory));
+        assert_eq!(
+            DatabaseUrl::parse("sqlite://:memory:"),
+            Err(UrlError::InMemory)
+        );
     }
 
     #[test]
     fn redacts_passwords() {
-        let url = DatabaseUrl::parse("postgres://mercer:s3cret@db.internal:5432/mercer?sslmode=require").unwrap();
-        assert_eq!(url.redacted(), "postgres://mercer:***@db.internal:5432/mercer?sslmode=require");
+        let url =
+            DatabaseUrl::parse("postgres://mercer:s3cret@db.internal:5432/mercer?sslmode=require")
+                .unwrap();
+        assert_eq!(
+            url.redacted(),
+            "postgres://mercer:***@db.internal:5432/mercer?sslmode=require"
+        );
         assert!(!format!("{url:?}").contains("s3cret"));
         let no_password = DatabaseUrl::parse("postgres://root@127.0.0.1/db").unwrap();
         assert_eq!(no_password.redacted(), "postgres://root@127.0.0.1/db");

@@ -1,6 +1,8 @@
 //! The store against both real databases: every storage port, transactions and migrations.
 
-use mercer_domain::credentials::{NewApiToken, ScopeSet, Secret, TokenSource, hash_token, mint_token};
+use mercer_domain::credentials::{
+    NewApiToken, ScopeSet, Secret, TokenSource, hash_token, mint_token,
+};
 use mercer_domain::ports::Database;
 use mercer_domain::secrets::{SecretKind, SharedSecret, rotate_secret};
 use mercer_domain::shop::{ShopInput, create_shop};
@@ -24,13 +26,18 @@ fn migrations_apply_once(backend: Backend) {
     let store = database.open_store();
     let applied = store.migrate().unwrap();
     assert!(!applied.is_empty(), "a fresh database gets every migration");
-    assert!(store.migrate().unwrap().is_empty(), "a second run applies nothing");
+    assert!(
+        store.migrate().unwrap().is_empty(),
+        "a second run applies nothing"
+    );
     store.ping().unwrap();
 }
 
 fn shops_round_trip(backend: Backend) {
     let (_db, store) = TestDatabase::migrated(backend);
-    let created = store.write(|tx| create_shop(tx, shop_input("a.shop.test"), now())).unwrap();
+    let created = store
+        .write(|tx| create_shop(tx, shop_input("a.shop.test"), now()))
+        .unwrap();
     assert!(created.id > 0);
     let found = store
         .read(|tx| Ok(tx.shop_by_identifier(&created.identifier)?))
@@ -38,9 +45,13 @@ fn shops_round_trip(backend: Backend) {
         .unwrap();
     assert_eq!(found, created);
     assert_eq!(found.created_at, now());
-    let by_domain = store.read(|tx| Ok(tx.shop_by_domain("a.shop.test")?)).unwrap();
+    let by_domain = store
+        .read(|tx| Ok(tx.shop_by_domain("a.shop.test")?))
+        .unwrap();
     assert_eq!(by_domain.map(|s| s.id), Some(created.id));
-    store.write(|tx| create_shop(tx, shop_input("b.shop.test"), now())).unwrap();
+    store
+        .write(|tx| create_shop(tx, shop_input("b.shop.test"), now()))
+        .unwrap();
     assert_eq!(store.read(|tx| Ok(tx.count_shops()?)).unwrap(), 2);
     let domains: Vec<String> = store
         .read(|tx| Ok(tx.list_shops()?))
@@ -64,7 +75,9 @@ fn duplicate_domains_are_refused_by_the_database_too(backend: Backend) {
 
 fn tokens_are_found_by_hash_until_revoked(backend: Backend) {
     let (_db, store) = TestDatabase::migrated(backend);
-    let shop = store.write(|tx| create_shop(tx, shop_input("a.shop.test"), now())).unwrap();
+    let shop = store
+        .write(|tx| create_shop(tx, shop_input("a.shop.test"), now()))
+        .unwrap();
     let scopes = ScopeSet::parse("read_orders write_customers").unwrap();
     let (secret, record) = mint_token(shop.id, "ci", scopes.clone(), TokenSource::Cli, now());
     let stored = store.write(|tx| Ok(tx.insert_token(&record)?)).unwrap();
@@ -76,13 +89,28 @@ fn tokens_are_found_by_hash_until_revoked(backend: Backend) {
         .read(|tx| Ok(tx.active_token_by_hash(&hash_token(secret.expose()))?))
         .unwrap();
     assert_eq!(found.as_ref().map(|t| t.id), Some(stored.id));
-    let plain = store.read(|tx| Ok(tx.active_token_by_hash(secret.expose())?)).unwrap();
+    let plain = store
+        .read(|tx| Ok(tx.active_token_by_hash(secret.expose())?))
+        .unwrap();
     assert!(plain.is_none(), "the token itself is not what is stored");
 
-    assert!(store.write(|tx| Ok(tx.revoke_token(shop.id + 1, stored.id, now())?)).map(|changed| !changed).unwrap(),
-        "another shop cannot revoke the token");
-    assert!(store.write(|tx| Ok(tx.revoke_token(shop.id, stored.id, now())?)).unwrap());
-    assert!(!store.write(|tx| Ok(tx.revoke_token(shop.id, stored.id, now())?)).unwrap());
+    assert!(
+        store
+            .write(|tx| Ok(tx.revoke_token(shop.id + 1, stored.id, now())?))
+            .map(|changed| !changed)
+            .unwrap(),
+        "another shop cannot revoke the token"
+    );
+    assert!(
+        store
+            .write(|tx| Ok(tx.revoke_token(shop.id, stored.id, now())?))
+            .unwrap()
+    );
+    assert!(
+        !store
+            .write(|tx| Ok(tx.revoke_token(shop.id, stored.id, now())?))
+            .unwrap()
+    );
     let gone = store
         .read(|tx| Ok(tx.active_token_by_hash(&hash_token(secret.expose()))?))
         .unwrap();
@@ -108,17 +136,28 @@ fn foreign_keys_are_enforced(backend: Backend) {
 
 fn shared_secrets_upsert_and_rotate(backend: Backend) {
     let (_db, store) = TestDatabase::migrated(backend);
-    let shop = store.write(|tx| create_shop(tx, shop_input("a.shop.test"), now())).unwrap();
-    let first = store.write(|tx| rotate_secret(tx, shop.id, SecretKind::Connector, now())).unwrap();
+    let shop = store
+        .write(|tx| create_shop(tx, shop_input("a.shop.test"), now()))
+        .unwrap();
+    let first = store
+        .write(|tx| rotate_secret(tx, shop.id, SecretKind::Connector, now()))
+        .unwrap()
+        .current;
     let later = now().plus_seconds(10);
-    let second = store.write(|tx| rotate_secret(tx, shop.id, SecretKind::Connector, later)).unwrap();
+    let second = store
+        .write(|tx| rotate_secret(tx, shop.id, SecretKind::Connector, later))
+        .unwrap()
+        .current;
     let stored: SharedSecret = store
         .read(|tx| Ok(tx.shared_secret(shop.id, SecretKind::Connector)?))
         .unwrap()
         .unwrap();
     assert_eq!(stored.current, second);
     assert_eq!(stored.previous, Some(first.clone()));
-    assert_eq!(stored.previous_valid_until, Some(later.plus_seconds(24 * 3600)));
+    assert_eq!(
+        stored.previous_valid_until,
+        Some(later.plus_seconds(24 * 3600))
+    );
     assert_eq!(stored.created_at, now());
     assert_eq!(stored.updated_at, later);
     let other_kind = store
@@ -137,7 +176,9 @@ fn a_failed_unit_of_work_leaves_nothing_behind(backend: Backend) {
     assert!(result.is_err());
     assert_eq!(store.read(|tx| Ok(tx.count_shops()?)).unwrap(), 0);
     // The connection went back to the pool clean: the next unit of work commits.
-    store.write(|tx| create_shop(tx, shop_input("b.shop.test"), now())).unwrap();
+    store
+        .write(|tx| create_shop(tx, shop_input("b.shop.test"), now()))
+        .unwrap();
     assert_eq!(store.read(|tx| Ok(tx.count_shops()?)).unwrap(), 1);
 }
 
@@ -153,7 +194,9 @@ fn a_panicking_unit_of_work_does_not_poison_the_pool(backend: Backend) {
     .join();
     assert!(outcome.is_err());
     for i in 0..6 {
-        store.write(|tx| create_shop(tx, shop_input(&format!("s{i}.shop.test")), now())).unwrap();
+        store
+            .write(|tx| create_shop(tx, shop_input(&format!("s{i}.shop.test")), now()))
+            .unwrap();
     }
     assert_eq!(store.read(|tx| Ok(tx.count_shops()?)).unwrap(), 6);
 }
@@ -197,11 +240,16 @@ backend_tests!(
 #[test]
 fn sqlite_runs_in_wal_mode() {
     let (database, store) = TestDatabase::migrated(Backend::Sqlite);
-    store.write(|tx| create_shop(tx, shop_input("a.shop.test"), now())).unwrap();
+    store
+        .write(|tx| create_shop(tx, shop_input("a.shop.test"), now()))
+        .unwrap();
     let DatabaseUrl::Sqlite { path } = database.url() else {
         unreachable!()
     };
-    assert!(std::path::Path::new(&format!("{path}-wal")).exists(), "WAL file next to the database");
+    assert!(
+        std::path::Path::new(&format!("{path}-wal")).exists(),
+        "WAL file next to the database"
+    );
 }
 
 #[test]

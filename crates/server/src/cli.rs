@@ -1,0 +1,147 @@
+//! The command line of the `mercer` binary: the server and the operator's tools.
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "mercer",
+    version,
+    about = "Mercer: a self-hostable commerce integration backend.",
+    long_about = "Mercer: a self-hostable commerce integration backend.\n\n\
+        `mercer serve` runs the HTTP API; the other commands are the operator's tools and work \
+        on the same database."
+)]
+pub struct Cli {
+    /// Database: sqlite://PATH (embedded, no setup) or postgres://USER[:PASSWORD]@HOST[:PORT]/DB.
+    #[arg(
+        long,
+        env = "DATABASE_URL",
+        default_value = "sqlite://mercer.db",
+        global = true
+    )]
+    pub database_url: String,
+
+    /// Log filter: a level (error, warn, info, debug, trace) or env_logger directives such as
+    /// `info,mercer::http=warn`. Logs go to standard error.
+    #[arg(long, env = "MERCER_LOG", default_value = "info", global = true)]
+    pub log_level: String,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the HTTP API. Applies pending migrations first; on an empty database it also creates
+    /// a demo shop and prints an all-scope API token for it, once.
+    Serve(ServeArgs),
+    /// Apply pending database migrations, then exit.
+    Migrate,
+    /// Manage shops.
+    #[command(subcommand)]
+    Shop(ShopCommand),
+    /// Manage API access tokens. A token is printed once, on standard output; only its SHA-256
+    /// hash is stored.
+    #[command(subcommand)]
+    Token(TokenCommand),
+    /// Manage shared secrets (printed once, on standard output).
+    #[command(subcommand)]
+    Secret(SecretCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address and port to listen on; port 0 picks a free one (the chosen address is printed).
+    #[arg(long, env = "MERCER_BIND", default_value = "127.0.0.1:8080")]
+    pub bind: String,
+
+    /// HTTP worker threads (default: one per CPU core).
+    #[arg(long, env = "MERCER_WORKERS")]
+    pub workers: Option<usize>,
+
+    /// Largest request body accepted, in bytes; larger ones get 413.
+    #[arg(long, env = "MERCER_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
+    pub max_body_bytes: usize,
+
+    /// Most database connections open at once.
+    #[arg(long, env = "MERCER_DB_POOL_SIZE", default_value_t = 10)]
+    pub db_pool_size: u32,
+
+    /// On SIGTERM or SIGINT, how many seconds requests in flight get to finish.
+    #[arg(long, env = "MERCER_SHUTDOWN_TIMEOUT", default_value_t = 30)]
+    pub shutdown_timeout: u64,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ShopCommand {
+    /// Create a shop; prints its shop_identifier on standard output.
+    Create(ShopCreateArgs),
+    /// List every shop.
+    List,
+}
+
+#[derive(Debug, Args)]
+pub struct ShopCreateArgs {
+    /// The shop's domain on its platform, such as example.myshop.test.
+    #[arg(long)]
+    pub domain: String,
+    /// The e-commerce platform behind the shop.
+    #[arg(long, default_value = "custom")]
+    pub platform_type: String,
+    /// IANA time zone of the shop.
+    #[arg(long, default_value = "UTC")]
+    pub timezone: String,
+    /// ISO 4217 currency of the shop.
+    #[arg(long, default_value = "USD")]
+    pub currency: String,
+    /// Name of the shop's owner (default: the domain).
+    #[arg(long)]
+    pub owner: Option<String>,
+    /// Email of the shop's administrator (default: admin@DOMAIN).
+    #[arg(long)]
+    pub admin_email: Option<String>,
+    /// A custom domain the shop is also reached at.
+    #[arg(long)]
+    pub custom_domain: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create a token for a shop; prints the token once on standard output.
+    Create {
+        /// The shop_identifier.
+        #[arg(long)]
+        shop: String,
+        /// Scopes, space- or comma-separated, or repeated; `all` for every scope.
+        #[arg(long, required = true, num_args = 1..)]
+        scope: Vec<String>,
+        /// A name to tell the token apart in listings.
+        #[arg(long, default_value = "cli")]
+        name: String,
+    },
+    /// List a shop's tokens (never the tokens themselves: their first characters only).
+    List {
+        #[arg(long)]
+        shop: String,
+    },
+    /// Revoke a token by its id (from `token list`); it is refused from then on.
+    Revoke {
+        #[arg(long)]
+        shop: String,
+        /// The token's id.
+        id: i64,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SecretCommand {
+    /// Replace a shop's shared secret with a new random one and print it once. For `connector`
+    /// the old secret stays valid (X-Compatible-HMAC) for 24 hours.
+    Rotate {
+        #[arg(long)]
+        shop: String,
+        /// Which secret: connector or checkout_integration.
+        #[arg(long)]
+        kind: String,
+    },
+}

@@ -1,0 +1,264 @@
+//! What each command of the binary does. This is the composition root: it opens the store,
+//! builds the app state and starts the server.
+
+use std::io::Write;
+use std::net::SocketAddr;
+
+use mercer_domain::credentials::{Scope, TokenSource, create_token, list_tokens, revoke_token};
+use mercer_domain::ports::{Clock, Database, SystemClock};
+use mercer_domain::secrets::{SecretKind, rotate_secret};
+use mercer_domain::shop::{DemoCredentials, ShopInput, bootstrap_demo, create_shop, find_shop};
+use mercer_domain::{DomainError, Timestamp};
+use mercer_store::{DatabaseUrl, OpenError, PoolOptions, Store, UrlError};
+
+use crate::cli::{
+    Cli, Command, SecretCommand, ServeArgs, ShopCommand, ShopCreateArgs, TokenCommand,
+};
+use crate::http::{self, ServeOptions, state::AppState};
+
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    #[error("{0}")]
+    Url(#[from] UrlError),
+    #[error("{0}")]
+    Open(#[from] OpenError),
+    #[error("{}", describe(.0))]
+    Domain(#[from] DomainError),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Usage(String),
+}
+
+fn describe(error: &DomainError) -> String {
+    match error {
+        DomainError::Invalid(problems) => problems
+            .iter()
+            .map(|p| format!("{}: {}", p.field, p.message))
+            .collect::<Vec<_>>()
+            .join("; "),
+        other => other.to_string(),
+    }
+}
+
+pub fn run(cli: Cli) -> Result<(), CommandError> {
+    let url = DatabaseUrl::parse(&cli.database_url)?;
+    match cli.command {
+        Command::Serve(args) => serve(&url, args),
+        Command::Migrate => {
+            let store = Store::open(&url, &PoolOptions::default())?;
+            let applied = store.migrate()?;
+            if applied.is_empty() {
+                println!("{}: already up to date", url.redacted());
+            } else {
+                println!("{}: applied {}", url.redacted(), applied.join(", "));
+            }
+            Ok(())
+        }
+        Command::Shop(command) => shop_command(&open(&url)?, command),
+        Command::Token(command) => token_command(&open(&url)?, command),
+        Command::Secret(command) => secret_command(&open(&url)?, command),
+    }
+}
+
+/// The store for an operator command: migrated, so the commands work on a new database too.
+fn open(url: &DatabaseUrl) -> Result<Store, CommandError> {
+    Ok(Store::open_and_migrate(url, &PoolOptions::default())?)
+}
+
+fn now() -> Timestamp {
+    SystemClock.now()
+}
+
+fn shop_command(store: &Store, command: ShopCommand) -> Result<(), CommandError> {
+    match command {
+        ShopCommand::Create(args) => {
+            let ShopCreateArgs {
+                domain,
+                platform_type,
+                timezone,
+                currency,
+                owner,
+                admin_email,
+                custom_domain,
+            } = args;
+            let input = ShopInput {
+                shop_domain: domain,
+                custom_domain,
+                platform_type: Some(platform_type),
+                timezone: Some(timezone),
+                currency: Some(currency),
+                shop_owner: owner,
+                admin_email,
+            };
+            let shop = store.write(|tx| create_shop(tx, input, now()))?;
+            eprintln!(
+                "Created shop {} ({}).",
+                shop.shop_domain, shop.platform_type
+            );
+            println!("{}", shop.identifier.as_str());
+            Ok(())
+        }
+        ShopCommand::List => {
+            let shops = store.read(|tx| Ok(tx.list_shops()?))?;
+            println!(
+                "{:<32}  {:<10}  {:<24}  DOMAIN",
+                "SHOP_IDENTIFIER", "PLATFORM", "CREATED"
+            );
+            for shop in shops {
+                println!(
+                    "{:<32}  {:<10}  {:<24}  {}",
+                    shop.identifier.as_str(),
+                    shop.platform_type,
+                    shop.created_at.to_rfc3339(),
+                    shop.shop_domain
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+/// `--scope` values joined; `all` stands for every scope.
+fn scope_list(values: &[String]) -> String {
+    if values.iter().any(|value| value.trim() == "all") {
+        Scope::ALL
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    } else {
+        values.join(" ")
+    }
+}
+
+fn token_command(store: &Store, command: TokenCommand) -> Result<(), CommandError> {
+    match command {
+        TokenCommand::Create { shop, scope, name } => {
+            let scopes = scope_list(&scope);
+            let created = store
+                .write(|tx| create_token(tx, &shop, &name, &scopes, TokenSource::Cli, now()))?;
+            eprintln!(
+                "Created token {} ({}) with scopes: {}. It is shown only this once:",
+                created.token.id, created.token.name, created.token.scopes
+            );
+            println!("{}", created.secret.expose());
+            Ok(())
+        }
+        TokenCommand::List { shop } => {
+            let (_, tokens) = store.read(|tx| list_tokens(tx, &shop))?;
+            println!(
+                "{:>5}  {:<16}  {:<12}  {:<6}  {:<24}  {:<24}  SCOPES",
+                "ID", "NAME", "PREFIX", "SOURCE", "CREATED", "REVOKED"
+            );
+            for token in tokens {
+                println!(
+                    "{:>5}  {:<16}  {:<12}  {:<6}  {:<24}  {:<24}  {}",
+                    token.id,
+                    token.name,
+                    token.token_prefix,
+                    token.source.as_str(),
+                    token.created_at.to_rfc3339(),
+                    token
+                        .revoked_at
+                        .map_or_else(|| "-".to_string(), |t| t.to_rfc3339()),
+                    token.scopes
+                );
+            }
+            Ok(())
+        }
+        TokenCommand::Revoke { shop, id } => {
+            store.write(|tx| revoke_token(tx, &shop, id, now()))?;
+            eprintln!("Revoked token {id}.");
+            Ok(())
+        }
+    }
+}
+
+fn secret_command(store: &Store, command: SecretCommand) -> Result<(), CommandError> {
+    match command {
+        SecretCommand::Rotate { shop, kind } => {
+            let kind = SecretKind::parse(&kind).ok_or_else(|| {
+                let known: Vec<&str> = SecretKind::ALL.iter().map(|k| k.as_str()).collect();
+                CommandError::Usage(format!(
+                    "unknown secret kind {kind:?}; use one of: {}",
+                    known.join(", ")
+                ))
+            })?;
+            let rotated = store.write(|tx| {
+                let shop = find_shop(tx, &shop)?;
+                rotate_secret(tx, shop.id, kind, now())
+            })?;
+            match rotated.previous_valid_until {
+                Some(until) => eprintln!(
+                    "New {} secret; the previous one stays valid until {until}. Shown only this once:",
+                    kind.as_str()
+                ),
+                None => eprintln!("New {} secret. Shown only this once:", kind.as_str()),
+            }
+            println!("{}", rotated.current.expose());
+            Ok(())
+        }
+    }
+}
+
+/// An address a person can paste into curl: a wildcard bind is reached on loopback.
+fn reachable(address: &SocketAddr) -> String {
+    let host = match address.ip() {
+        ip if ip.is_unspecified() && ip.is_ipv4() => "127.0.0.1".to_string(),
+        ip if ip.is_unspecified() => "[::1]".to_string(),
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        ip => ip.to_string(),
+    };
+    format!("http://{host}:{}", address.port())
+}
+
+fn print_demo(demo: &DemoCredentials, base: &str) {
+    let shop = demo.shop.identifier.as_str();
+    let token = demo.token.expose();
+    println!(
+        "This is a new database: Mercer created a demo shop and an API token with every scope."
+    );
+    println!("  shop_identifier  {shop}");
+    println!("  API token        {token}");
+    println!("The token is shown only this once. Try it:");
+    println!(
+        "  curl -H \"Authorization: Bearer {token}\" {base}/subscriptions/v1/shops/{shop}/shop"
+    );
+}
+
+fn serve(url: &DatabaseUrl, args: ServeArgs) -> Result<(), CommandError> {
+    let options = PoolOptions {
+        max_connections: args.db_pool_size,
+        ..PoolOptions::default()
+    };
+    let store = Store::open_and_migrate(url, &options)?;
+    let demo = store.write(|tx| bootstrap_demo(tx, now()))?;
+    let state = AppState {
+        store,
+        clock: SystemClock,
+        max_body_bytes: args.max_body_bytes,
+    };
+    let serve_options = ServeOptions {
+        bind: args.bind,
+        workers: args.workers,
+        shutdown_timeout_secs: args.shutdown_timeout,
+    };
+    actix_web::rt::System::new().block_on(async move {
+        let server = http::bind(state, &serve_options)?;
+        let base = server
+            .addresses
+            .first()
+            .map(reachable)
+            .unwrap_or_else(|| format!("http://{}", serve_options.bind));
+        if let Some(demo) = &demo {
+            print_demo(demo, &base);
+        }
+        println!("Mercer listening on {base} (database {})", url.redacted());
+        std::io::stdout().flush()?;
+        log::info!("listening on {base}, database {}", url.redacted());
+        server.run().await?;
+        log::info!("stopped");
+        Ok(())
+    })
+}

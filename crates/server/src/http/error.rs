@@ -1,0 +1,279 @@
+//! The contract's error body (§1), the one HTTP error type of the server, and the mapping of
+//! domain errors to statuses.
+//!
+//! `{"errors":[{"message","type","field","severity","sub_type"}]}`, one entry per problem.
+
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::{HttpResponse, ResponseError};
+use mercer_domain::error::Forbidden;
+use mercer_domain::version::VersionError;
+use mercer_domain::{DomainError, FieldError};
+use serde::Serialize;
+use std::fmt;
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ErrorEntry {
+    pub message: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub field: Option<String>,
+    pub severity: &'static str,
+    pub sub_type: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    status: StatusCode,
+    entries: Vec<ErrorEntry>,
+}
+
+/// Problems with the client's input are `validation`; everything else is `critical`.
+fn severity(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        400 | 413 | 415 | 422 => "validation",
+        _ => "critical",
+    }
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, kind: &str, sub_type: &str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            entries: vec![ErrorEntry {
+                message: message.into(),
+                kind: kind.to_string(),
+                field: None,
+                severity: severity(status),
+                sub_type: sub_type.to_string(),
+            }],
+        }
+    }
+
+    pub fn with_field(mut self, field: impl Into<String>) -> Self {
+        let field = field.into();
+        for entry in &mut self.entries {
+            entry.field = Some(field.clone());
+        }
+        self
+    }
+
+    #[cfg(test)]
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    #[cfg(test)]
+    pub fn entries(&self) -> &[ErrorEntry] {
+        &self.entries
+    }
+
+    pub fn malformed_json(detail: impl fmt::Display) -> Self {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "request.malformed_json",
+            "syntax",
+            format!("the request body is not valid JSON: {detail}"),
+        )
+    }
+
+    pub fn invalid_query(field: &str, message: impl Into<String>) -> Self {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "request.invalid_query",
+            "invalid_value",
+            message,
+        )
+        .with_field(field)
+    }
+
+    pub fn payload_too_large(limit: usize) -> Self {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "request.too_large",
+            "body_limit",
+            format!("the request body is larger than {limit} bytes"),
+        )
+    }
+
+    pub fn unsupported_media_type() -> Self {
+        ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "request.unsupported_media_type",
+            "content_type",
+            "the request body must be sent as Content-Type: application/json",
+        )
+    }
+
+    pub fn route_not_found() -> Self {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "resource.not_found",
+            "route",
+            "no such route",
+        )
+    }
+
+    pub fn method_not_allowed() -> Self {
+        ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "request.method_not_allowed",
+            "method",
+            "this route does not take that method",
+        )
+    }
+
+    pub fn internal() -> Self {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal.error",
+            "internal",
+            "internal error",
+        )
+    }
+
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "service.unavailable",
+            "database",
+            message,
+        )
+    }
+
+    /// A field of a well-formed body has the wrong type or shape (a serde data error).
+    pub fn invalid_body_shape(field: Option<String>, message: impl Into<String>) -> Self {
+        let mut error = ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "validation.failed",
+            "invalid_type",
+            message,
+        );
+        error.entries[0].field = field;
+        error
+    }
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let messages: Vec<&str> = self.entries.iter().map(|e| e.message.as_str()).collect();
+        write!(f, "{} {}", self.status.as_u16(), messages.join("; "))
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        self.status
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let mut response = HttpResponse::build(self.status);
+        if self.status == StatusCode::UNAUTHORIZED {
+            response.insert_header((header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer")));
+        }
+        response.json(serde_json::json!({ "errors": self.entries }))
+    }
+}
+
+fn field_entry(problem: FieldError) -> ErrorEntry {
+    ErrorEntry {
+        message: problem.message,
+        kind: "validation.failed".to_string(),
+        field: Some(problem.field),
+        severity: "validation",
+        sub_type: problem.code.to_string(),
+    }
+}
+
+impl From<DomainError> for ApiError {
+    fn from(error: DomainError) -> Self {
+        match error {
+            DomainError::NotFound { resource } => ApiError::new(
+                StatusCode::NOT_FOUND,
+                "resource.not_found",
+                resource,
+                format!("{resource} not found"),
+            ),
+            DomainError::Conflict { code, message } => {
+                ApiError::new(StatusCode::CONFLICT, code, "conflict", message)
+            }
+            DomainError::Invalid(problems) => ApiError {
+                status: StatusCode::UNPROCESSABLE_ENTITY,
+                entries: problems.into_iter().map(field_entry).collect(),
+            },
+            DomainError::Unauthenticated => ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "auth.unauthenticated",
+                "invalid_token",
+                "a valid API access token is required: Authorization: Bearer <token>",
+            ),
+            DomainError::Forbidden(reason) => {
+                let sub_type = match reason {
+                    Forbidden::OtherShop => "other_shop",
+                    Forbidden::MissingScope(_) => "missing_scope",
+                };
+                ApiError::new(
+                    StatusCode::FORBIDDEN,
+                    "auth.forbidden",
+                    sub_type,
+                    reason.to_string(),
+                )
+            }
+            DomainError::Storage(error) => {
+                // The detail may hold SQL or driver text: it goes to the log, never to the client.
+                log::error!("{error}");
+                ApiError::internal()
+            }
+        }
+    }
+}
+
+impl From<VersionError> for ApiError {
+    fn from(error: VersionError) -> Self {
+        let kind = match error {
+            VersionError::Malformed => "version.malformed",
+            VersionError::Unsupported => "version.unsupported",
+        };
+        ApiError::new(StatusCode::BAD_REQUEST, kind, "header", error.to_string())
+            .with_field("Svc-API-Version-Date")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mercer_domain::StorageError;
+
+    #[test]
+    fn storage_errors_become_a_bare_500() {
+        let error = ApiError::from(DomainError::Storage(StorageError(
+            "syntax error at or near \"SELEC\" in SELECT * FROM api_tokens".into(),
+        )));
+        assert_eq!(error.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let body = serde_json::to_string(error.entries()).unwrap();
+        assert!(!body.contains("SELEC"), "{body}");
+        assert!(!body.contains("api_tokens"), "{body}");
+    }
+
+    #[test]
+    fn each_field_problem_is_its_own_entry() {
+        let error = ApiError::from(DomainError::Invalid(vec![
+            FieldError::required("data.destination.topic"),
+            FieldError::new(
+                "data.destination.timeout_ms",
+                "range",
+                "timeout_ms must be 100..30000",
+            ),
+        ]));
+        assert_eq!(error.status(), StatusCode::UNPROCESSABLE_ENTITY);
+        let fields: Vec<_> = error.entries().iter().map(|e| e.field.clone()).collect();
+        assert_eq!(
+            fields,
+            [
+                Some("data.destination.topic".to_string()),
+                Some("data.destination.timeout_ms".to_string())
+            ]
+        );
+        assert!(error.entries().iter().all(|e| e.severity == "validation"));
+    }
+}

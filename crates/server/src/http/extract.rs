@@ -1,0 +1,181 @@
+//! Extractors: the authorized shop of a request, and a JSON body whose problems are reported
+//! in the contract's error body.
+
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+
+use actix_web::dev::Payload;
+use actix_web::http::header;
+use actix_web::{FromRequest, HttpRequest, web};
+use mercer_domain::auth::{Access, authorize};
+use mercer_domain::credentials::{Scope, Secret};
+use serde::de::DeserializeOwned;
+
+use super::error::ApiError;
+use super::state::AppState;
+
+/// The scope a route needs, as a type, so the route declares it in its signature.
+pub trait RequiredScope {
+    const SCOPE: Option<Scope>;
+}
+
+macro_rules! scope_markers {
+    ($($marker:ident => $scope:ident),+ $(,)?) => {
+        $(
+            #[doc = concat!("Routes that need the `", stringify!($scope), "` scope.")]
+            pub struct $marker;
+            impl RequiredScope for $marker {
+                const SCOPE: Option<Scope> = Some(Scope::$scope);
+            }
+        )+
+    };
+}
+
+/// Routes open to any valid token of the shop.
+#[allow(dead_code)]
+pub struct AnyScope;
+impl RequiredScope for AnyScope {
+    const SCOPE: Option<Scope> = None;
+}
+
+/// One marker per scope of contract §2; routes adopt them as they land.
+#[allow(dead_code)]
+pub mod scopes {
+    use super::*;
+    scope_markers!(
+        ReadCustomers => ReadCustomers,
+        WriteCustomers => WriteCustomers,
+        ReadOrders => ReadOrders,
+        WriteOrders => WriteOrders,
+        ReadProducts => ReadProducts,
+        WriteProducts => WriteProducts,
+        ReadShopSettings => ReadShopSettings,
+        ModifyShopSettings => ModifyShopSettings,
+        ReadSubscriptions => ReadSubscriptions,
+        WriteSubscriptions => WriteSubscriptions,
+        ReadSubscriptionGroups => ReadSubscriptionGroups,
+        WriteSubscriptionGroups => WriteSubscriptionGroups,
+    );
+}
+
+/// The bearer token of the request, if it has one in the `Bearer` scheme.
+fn bearer_token(request: &HttpRequest) -> Option<Secret> {
+    let value = request
+        .headers()
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| Secret::new(token.trim()))
+}
+
+/// A request whose bearer token may act on the shop named by the path's `{shop}` with scope `S`.
+/// Extracting it answers 401, 403 or 404 as contract §2 says.
+pub struct Authorized<S: RequiredScope> {
+    pub access: Access,
+    scope: PhantomData<S>,
+}
+
+impl<S: RequiredScope> FromRequest for Authorized<S> {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let state = request.app_data::<web::Data<AppState>>().cloned();
+        let shop = request
+            .match_info()
+            .get("shop")
+            .unwrap_or_default()
+            .to_string();
+        let bearer = bearer_token(request);
+        Box::pin(async move {
+            let state = state.ok_or_else(ApiError::internal)?;
+            let access = state
+                .read(move |tx| authorize(tx, bearer.as_ref().map(Secret::expose), &shop, S::SCOPE))
+                .await?;
+            Ok(Authorized {
+                access,
+                scope: PhantomData,
+            })
+        })
+    }
+}
+
+/// A request body meant to be JSON. Extracting it never fails: its problems (415, 413, 400,
+/// 422) come out of [`JsonBody::parse`], so a handler checks credentials first.
+pub struct JsonBody(Result<web::Bytes, ApiError>);
+
+fn is_json(request: &HttpRequest) -> bool {
+    let Some(value) = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let essence = value
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+fn declared_length(request: &HttpRequest) -> Option<usize> {
+    request
+        .headers()
+        .get(header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()
+}
+
+impl FromRequest for JsonBody {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(request: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let limit = request
+            .app_data::<web::Data<AppState>>()
+            .map_or(1 << 20, |state| state.max_body_bytes);
+        if !is_json(request) {
+            return Box::pin(async { Ok(JsonBody(Err(ApiError::unsupported_media_type()))) });
+        }
+        if declared_length(request).is_some_and(|length| length > limit) {
+            return Box::pin(async move { Ok(JsonBody(Err(ApiError::payload_too_large(limit)))) });
+        }
+        let bytes = web::Bytes::from_request(request, payload);
+        Box::pin(async move {
+            let body = bytes.await.map_err(|error| {
+                match error.as_error::<actix_web::error::PayloadError>() {
+                    Some(actix_web::error::PayloadError::Overflow) => {
+                        ApiError::payload_too_large(limit)
+                    }
+                    _ => ApiError::malformed_json(format!("the body could not be read ({error})")),
+                }
+            });
+            Ok(JsonBody(body))
+        })
+    }
+}
+
+impl JsonBody {
+    /// The body as `T`: 400 when it is not JSON at all, 422 (with the field's path) when it is
+    /// JSON of the wrong shape.
+    pub fn parse<T: DeserializeOwned>(self) -> Result<T, ApiError> {
+        let bytes = self.0?;
+        let value: serde_json::Value =
+            serde_json::from_slice(&bytes).map_err(ApiError::malformed_json)?;
+        serde_path_to_error::deserialize(value).map_err(|error| {
+            let path = error.path().to_string();
+            let field = (path != ".").then_some(path);
+            ApiError::invalid_body_shape(field, error.into_inner().to_string())
+        })
+    }
+}

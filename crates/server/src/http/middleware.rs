@@ -1,0 +1,58 @@
+//! Middleware run on every request: the API version header, and one log line per request.
+
+use std::time::Instant;
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::middleware::Next;
+use actix_web::{Error, HttpMessage};
+use mercer_domain::version::{VersionError, resolve_version};
+
+use super::error::ApiError;
+
+pub const VERSION_HEADER: &str = "svc-api-version-date";
+
+/// Checks `Svc-API-Version-Date` (400 when malformed or too old), keeps the resolved version in
+/// the request's extensions, and names it in the response's header of the same name.
+pub async fn api_version(
+    request: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, Error> {
+    let header = match request.headers().get(VERSION_HEADER) {
+        None => None,
+        Some(value) => Some(
+            value
+                .to_str()
+                .map_err(|_| ApiError::from(VersionError::Malformed))?,
+        ),
+    };
+    let version = resolve_version(header).map_err(ApiError::from)?;
+    request.extensions_mut().insert(version);
+    let mut response = next.call(request).await?;
+    if let Ok(value) = HeaderValue::from_str(&version.as_string()) {
+        response
+            .headers_mut()
+            .insert(HeaderName::from_static(VERSION_HEADER), value);
+    }
+    Ok(response)
+}
+
+/// One line per request: method, path (never the query, which may carry a token), status and
+/// time taken. Headers and bodies are not logged.
+pub async fn log_request(
+    request: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, Error> {
+    let started = Instant::now();
+    let method = request.method().clone();
+    let path = request.path().to_string();
+    let result = next.call(request).await;
+    let status = match &result {
+        Ok(response) => response.status(),
+        Err(error) => error.as_response_error().status_code(),
+    };
+    let millis = started.elapsed().as_secs_f64() * 1000.0;
+    log::info!(target: "mercer::http", "{method} {path} {} {millis:.1}ms", status.as_u16());
+    result
+}

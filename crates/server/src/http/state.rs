@@ -1,0 +1,58 @@
+//! What every handler shares: the store and the clock, and the bridge that runs blocking
+//! storage work off the async threads.
+
+use actix_web::web;
+use mercer_domain::DomainError;
+use mercer_domain::Timestamp;
+use mercer_domain::ports::{Clock, Database, Repositories, SystemClock};
+use mercer_store::Store;
+
+use super::error::ApiError;
+
+pub struct AppState {
+    pub store: Store,
+    pub clock: SystemClock,
+    /// Largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+}
+
+impl AppState {
+    pub fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    /// Runs read-only storage work on the blocking pool.
+    pub async fn read<T, F>(&self, work: F) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut dyn Repositories) -> Result<T, DomainError> + Send + 'static,
+    {
+        let store = self.store.clone();
+        run_blocking(move || store.read(work)).await
+    }
+
+    /// Runs storage work in one transaction on the blocking pool.
+    pub async fn write<T, F>(&self, work: F) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut dyn Repositories) -> Result<T, DomainError> + Send + 'static,
+    {
+        let store = self.store.clone();
+        run_blocking(move || store.write(work)).await
+    }
+}
+
+/// diesel blocks: never call it on an actix worker thread, always through here.
+pub async fn run_blocking<T, F>(work: F) -> Result<T, ApiError>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T, DomainError> + Send + 'static,
+{
+    match web::block(work).await {
+        Ok(result) => result.map_err(ApiError::from),
+        Err(error) => {
+            log::error!("blocking task failed: {error}");
+            Err(ApiError::internal())
+        }
+    }
+}
