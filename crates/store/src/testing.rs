@@ -4,7 +4,8 @@
 //!
 //! PostgreSQL is reached at `MERCER_TEST_POSTGRES_URL` (default
 //! `postgres://postgres@127.0.0.1:5432/postgres`); that user must be allowed to create databases.
-//! A test on PostgreSQL fails when none answers: `cargo xtask test` leaves those tests out, and
+//! A test on PostgreSQL fails when none answers. Every such test has `postgres` in its name
+//! (`backend_tests!` puts them in a `postgres` module): `cargo xtask test` leaves them out, and
 //! says so, when PostgreSQL is down and `--require-postgres` was not given.
 
 use diesel::PgConnection;
@@ -141,14 +142,22 @@ impl TestDatabase {
     }
 }
 
-impl Drop for TestDatabase {
-    fn drop(&mut self) {
+impl TestDatabase {
+    /// Removes the database now, cutting off whoever is connected: for tests of what happens
+    /// when the database goes away. (A SQLite database is removed when the test ends.)
+    pub fn destroy(&self) {
         if let Cleanup::Postgres { admin_url, name } = &self.cleanup
             && let Ok(mut admin) = PgConnection::establish(admin_url)
         {
             let _ =
                 admin.batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"));
         }
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        self.destroy();
     }
 }
 

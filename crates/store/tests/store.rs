@@ -253,7 +253,7 @@ fn sqlite_runs_in_wal_mode() {
 }
 
 #[test]
-fn opening_an_unreachable_postgres_fails_with_a_redacted_url() {
+fn opening_an_unreachable_server_fails_with_a_redacted_url() {
     let url = DatabaseUrl::parse("postgres://mercer:topsecret@127.0.0.1:1/mercer").unwrap();
     let options = mercer_store::PoolOptions {
         max_connections: 1,

@@ -1,0 +1,245 @@
+//! The operator's command line, run as a user runs it, on both databases.
+
+use mercer_tests::{Backend, TestDatabase, backend_tests, mercer_binary, run_cli};
+
+fn shop_create_prints_the_identifier_and_refuses_bad_input(backend: Backend) {
+    let database = TestDatabase::create(backend);
+    let created = run_cli(
+        &database,
+        &[
+            "shop",
+            "create",
+            "--domain",
+            "Example.MyShop.test",
+            "--currency",
+            "CAD",
+        ],
+    );
+    let shop = created.value();
+    assert_eq!(shop.len(), 32);
+    assert!(
+        shop.bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    );
+
+    let listing = run_cli(&database, &["shop", "list"]);
+    assert!(
+        listing.stdout.contains(&shop) && listing.stdout.contains("example.myshop.test"),
+        "{}",
+        listing.stdout
+    );
+
+    let duplicate = run_cli(
+        &database,
+        &["shop", "create", "--domain", "example.myshop.test"],
+    );
+    assert!(!duplicate.success);
+    assert!(
+        duplicate.stderr.contains("already exists"),
+        "{}",
+        duplicate.stderr
+    );
+
+    let invalid = run_cli(
+        &database,
+        &[
+            "shop",
+            "create",
+            "--domain",
+            "not a domain",
+            "--currency",
+            "dollars",
+        ],
+    );
+    assert!(!invalid.success);
+    assert!(
+        invalid.stderr.contains("shop_domain") && invalid.stderr.contains("currency"),
+        "{}",
+        invalid.stderr
+    );
+}
+
+fn token_create_checks_shop_and_scopes(backend: Backend) {
+    let database = TestDatabase::create(backend);
+    let shop = run_cli(&database, &["shop", "create", "--domain", "a.shop.test"]).value();
+    let token = run_cli(
+        &database,
+        &[
+            "token",
+            "create",
+            "--shop",
+            &shop,
+            "--scope",
+            "read_orders",
+            "--scope",
+            "write_orders",
+        ],
+    )
+    .value();
+    assert!(token.starts_with("mct_"));
+
+    let listing = run_cli(&database, &["token", "list", "--shop", &shop]);
+    assert!(
+        listing.stdout.contains("read_orders write_orders"),
+        "{}",
+        listing.stdout
+    );
+    assert!(
+        listing.stdout.contains(&token[..12]),
+        "the prefix identifies the token"
+    );
+    assert!(!listing.stdout.contains(&token));
+
+    let unknown_scope = run_cli(
+        &database,
+        &[
+            "token",
+            "create",
+            "--shop",
+            &shop,
+            "--scope",
+            "read_everything",
+        ],
+    );
+    assert!(!unknown_scope.success);
+    assert!(
+        unknown_scope.stderr.contains("read_everything"),
+        "{}",
+        unknown_scope.stderr
+    );
+
+    let unknown_shop = run_cli(
+        &database,
+        &[
+            "token",
+            "create",
+            "--shop",
+            "ffffffffffffffffffffffffffffffff",
+            "--scope",
+            "all",
+        ],
+    );
+    assert!(!unknown_shop.success);
+    assert!(
+        unknown_shop.stderr.contains("shop not found"),
+        "{}",
+        unknown_shop.stderr
+    );
+
+    let revoke_unknown = run_cli(&database, &["token", "revoke", "--shop", &shop, "999"]);
+    assert!(!revoke_unknown.success);
+    assert!(
+        revoke_unknown.stderr.contains("token not found"),
+        "{}",
+        revoke_unknown.stderr
+    );
+}
+
+fn secret_rotate_prints_a_new_secret_once(backend: Backend) {
+    let database = TestDatabase::create(backend);
+    let shop = run_cli(&database, &["shop", "create", "--domain", "a.shop.test"]).value();
+    let first = run_cli(
+        &database,
+        &["secret", "rotate", "--shop", &shop, "--kind", "connector"],
+    );
+    let first_secret = first.value();
+    assert_eq!(first_secret.len(), 64);
+    let second = run_cli(
+        &database,
+        &["secret", "rotate", "--shop", &shop, "--kind", "connector"],
+    );
+    assert_ne!(second.value(), first_secret);
+    assert!(
+        second.stderr.contains("previous one stays valid until"),
+        "{}",
+        second.stderr
+    );
+
+    let bad_kind = run_cli(
+        &database,
+        &["secret", "rotate", "--shop", &shop, "--kind", "password"],
+    );
+    assert!(!bad_kind.success);
+    assert!(
+        bad_kind.stderr.contains("connector"),
+        "names the kinds there are: {}",
+        bad_kind.stderr
+    );
+}
+
+fn migrate_applies_once(backend: Backend) {
+    let database = TestDatabase::create(backend);
+    let first = run_cli(&database, &["migrate"]);
+    assert!(first.success, "{}", first.stderr);
+    assert!(first.stdout.contains("applied"), "{}", first.stdout);
+    let second = run_cli(&database, &["migrate"]);
+    assert!(
+        second.stdout.contains("already up to date"),
+        "{}",
+        second.stdout
+    );
+}
+
+backend_tests!(
+    shop_create_prints_the_identifier_and_refuses_bad_input,
+    token_create_checks_shop_and_scopes,
+    secret_rotate_prints_a_new_secret_once,
+    migrate_applies_once,
+);
+
+#[test]
+fn help_explains_every_setting() {
+    let help = |args: &[&str]| {
+        let output = std::process::Command::new(mercer_binary())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(output.status.success());
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let top = help(&["--help"]);
+    for word in [
+        "serve",
+        "migrate",
+        "shop",
+        "token",
+        "secret",
+        "--database-url",
+        "DATABASE_URL",
+        "--log-level",
+        "MERCER_LOG",
+    ] {
+        assert!(
+            top.contains(word),
+            "`mercer --help` mentions {word}:\n{top}"
+        );
+    }
+    let serve = help(&["serve", "--help"]);
+    for word in [
+        "--bind",
+        "MERCER_BIND",
+        "127.0.0.1:8080",
+        "sqlite://mercer.db",
+        "--max-body-bytes",
+        "--shutdown-timeout",
+    ] {
+        assert!(
+            serve.contains(word),
+            "`mercer serve --help` mentions {word}:\n{serve}"
+        );
+    }
+}
+
+#[test]
+fn an_unsupported_database_url_is_refused_clearly() {
+    let output = std::process::Command::new(mercer_binary())
+        .args(["--database-url", "mysql://root@localhost/mercer", "migrate"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("sqlite://") && stderr.contains("postgres://"),
+        "{stderr}"
+    );
+}
