@@ -1,6 +1,8 @@
 //! End-to-end tests: the real `mercer` binary, over HTTP, on SQLite and on PostgreSQL.
 //! One test binary for the whole suite keeps link times down.
 
+#![allow(clippy::unwrap_used)] // test code: a panic is a failed assertion
+
 mod cli;
 mod foundation;
 mod lifecycle;

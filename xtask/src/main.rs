@@ -1,1 +1,90 @@
-fn main() {}
+//! `cargo xtask`: the project's tasks, in Rust so they run wherever cargo does.
+//!
+//! - `cargo xtask test [--require-postgres] [-- <cargo test args>]`: the whole suite on SQLite,
+//!   and on PostgreSQL when one answers; prints which backends ran.
+//! - `cargo xtask ci`: what CI runs: fmt check, clippy -D warnings, tidy, test --require-postgres.
+//! - `cargo xtask tidy [--manifest-path PATH]`: the layering invariants of docs/ARCHITECTURE.md.
+
+mod test;
+mod tidy;
+
+use std::process::{Command, ExitCode};
+
+fn usage() -> ExitCode {
+    eprintln!(
+        "usage: cargo xtask <task>\n\n\
+         tasks:\n  \
+         test [--require-postgres] [-- ARGS]   the whole suite on SQLite and PostgreSQL\n  \
+         ci                                    fmt check, clippy, tidy, test --require-postgres\n  \
+         tidy [--manifest-path PATH]           check the crate layering invariants"
+    );
+    ExitCode::from(2)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(task) = args.first() else {
+        return usage();
+    };
+    let rest = &args[1..];
+    let result = match task.as_str() {
+        "test" => test::run(rest),
+        "ci" => ci(),
+        "tidy" => tidy::run(rest),
+        _ => return usage(),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask {task}: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs a command from the workspace root, failing with its name when it fails.
+pub fn run_step(program: &str, args: &[&str]) -> Result<(), String> {
+    eprintln!("$ {program} {}", args.join(" "));
+    let status = Command::new(program)
+        .args(args)
+        .current_dir(workspace_root())
+        .status()
+        .map_err(|error| format!("cannot run {program}: {error}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`{program} {}` failed ({status})", args.join(" ")))
+    }
+}
+
+pub fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string())
+}
+
+pub fn workspace_root() -> std::path::PathBuf {
+    let manifest_dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or(manifest_dir)
+}
+
+fn ci() -> Result<(), String> {
+    let cargo = cargo();
+    run_step(&cargo, &["fmt", "--all", "--check"])?;
+    run_step(
+        &cargo,
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
+    )?;
+    tidy::run(&[])?;
+    test::run(&["--require-postgres".to_string()])?;
+    eprintln!("xtask ci: all checks passed");
+    Ok(())
+}

@@ -1,5 +1,7 @@
 //! The store against both real databases: every storage port, transactions and migrations.
 
+#![allow(clippy::unwrap_used)] // test code: a panic is a failed assertion
+
 use mercer_domain::credentials::{
     NewApiToken, ScopeSet, Secret, TokenSource, hash_token, mint_token,
 };
