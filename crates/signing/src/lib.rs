@@ -31,7 +31,10 @@ pub fn x_hmac(secret: &str, timestamp: &str) -> String {
 /// Whether `signature` is the `X-HMAC` of `timestamp` under `secret`, compared in constant time.
 pub fn verify_x_hmac(secret: &str, timestamp: &str, signature: &str) -> bool {
     let expected = x_hmac(secret, timestamp);
-    expected.as_bytes().ct_eq(signature.trim().as_bytes()).into()
+    expected
+        .as_bytes()
+        .ct_eq(signature.trim().as_bytes())
+        .into()
 }
 
 #[cfg(test)]
@@ -42,7 +45,10 @@ mod tests {
     fn hmac_sha256_matches_rfc_4231_test_case_2() {
         let mac = hmac_sha256(b"Jefe", b"what do ya want for nothing?");
         let hex: String = mac.iter().map(|b| format!("{b:02x}")).collect();
-        assert_eq!(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+        assert_eq!(
+            hex,
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
     }
 
     #[test]
@@ -59,9 +65,25 @@ mod tests {
     #[test]
     fn verification_accepts_only_the_right_secret_and_timestamp() {
         let signature = x_hmac("connector-secret", "2024-03-01T10:30:00Z");
-        assert!(verify_x_hmac("connector-secret", "2024-03-01T10:30:00Z", &signature));
-        assert!(!verify_x_hmac("other-secret", "2024-03-01T10:30:00Z", &signature));
-        assert!(!verify_x_hmac("connector-secret", "2024-03-01T10:30:01Z", &signature));
-        assert!(!verify_x_hmac("connector-secret", "2024-03-01T10:30:00Z", ""));
+        assert!(verify_x_hmac(
+            "connector-secret",
+            "2024-03-01T10:30:00Z",
+            &signature
+        ));
+        assert!(!verify_x_hmac(
+            "other-secret",
+            "2024-03-01T10:30:00Z",
+            &signature
+        ));
+        assert!(!verify_x_hmac(
+            "connector-secret",
+            "2024-03-01T10:30:01Z",
+            &signature
+        ));
+        assert!(!verify_x_hmac(
+            "connector-secret",
+            "2024-03-01T10:30:00Z",
+            ""
+        ));
     }
 }
