@@ -48,11 +48,41 @@ impl fmt::Display for Forbidden {
     }
 }
 
-/// A storage failure. The text is for the log only: it may hold SQL or driver messages and
+/// A storage failure. The detail is for the log only: it may hold SQL or driver messages and
 /// must never reach a client.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("storage failure: {0}")]
-pub struct StorageError(pub String);
+#[error("storage failure: {detail}")]
+pub struct StorageError {
+    pub kind: StorageErrorKind,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StorageErrorKind {
+    /// A unique constraint refused the change: someone else stored the same key first.
+    UniqueViolation,
+    Other,
+}
+
+impl StorageError {
+    pub fn other(detail: impl Into<String>) -> Self {
+        StorageError {
+            kind: StorageErrorKind::Other,
+            detail: detail.into(),
+        }
+    }
+
+    pub fn unique_violation(detail: impl Into<String>) -> Self {
+        StorageError {
+            kind: StorageErrorKind::UniqueViolation,
+            detail: detail.into(),
+        }
+    }
+
+    pub fn is_unique_violation(&self) -> bool {
+        self.kind == StorageErrorKind::UniqueViolation
+    }
+}
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum DomainError {

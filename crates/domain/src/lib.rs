@@ -15,5 +15,5 @@ pub mod testing;
 pub mod time;
 pub mod version;
 
-pub use error::{DomainError, FieldError, StorageError};
+pub use error::{DomainError, FieldError, StorageError, StorageErrorKind};
 pub use time::Timestamp;

@@ -212,7 +212,12 @@ impl ShopInput {
                 admin_email,
                 created_at: now,
             }),
-            _ => Err(DomainError::Invalid(Vec::new())),
+            // Every None above recorded a problem, so into_result() has returned already.
+            _ => Err(DomainError::invalid(
+                "shop_domain",
+                "invalid",
+                "the shop is invalid",
+            )),
         }
     }
 }
@@ -236,13 +241,21 @@ pub fn create_shop(
     now: Timestamp,
 ) -> Result<Shop, DomainError> {
     let new_shop = input.validate(now)?;
+    let taken = || DomainError::Conflict {
+        code: "shop.domain_taken",
+        message: format!("a shop with domain {} already exists", new_shop.shop_domain),
+    };
     if tx.shop_by_domain(&new_shop.shop_domain)?.is_some() {
-        return Err(DomainError::Conflict {
-            code: "shop.domain_taken",
-            message: format!("a shop with domain {} already exists", new_shop.shop_domain),
-        });
+        return Err(taken());
     }
-    Ok(tx.insert_shop(&new_shop)?)
+    // Another writer may have stored the same domain since the check: the unique index says so.
+    tx.insert_shop(&new_shop).map_err(|error| {
+        if error.is_unique_violation() {
+            taken()
+        } else {
+            error.into()
+        }
+    })
 }
 
 /// The live (not deleted) shop with this identifier, or `NotFound`. Malformed identifiers name
@@ -273,7 +286,9 @@ pub fn bootstrap_demo(
     if tx.count_shops()? > 0 {
         return Ok(None);
     }
-    let shop = create_shop(
+    // Two processes starting on one new database both see no shop; the second to insert the
+    // demo shop finds it taken and leaves the demo to the first.
+    let shop = match create_shop(
         tx,
         ShopInput {
             shop_domain: DEMO_SHOP_DOMAIN.to_string(),
@@ -281,7 +296,11 @@ pub fn bootstrap_demo(
             ..ShopInput::default()
         },
         now,
-    )?;
+    ) {
+        Ok(shop) => shop,
+        Err(DomainError::Conflict { .. }) => return Ok(None),
+        Err(error) => return Err(error),
+    };
     let (token, record) = mint_token(shop.id, "demo", ScopeSet::all(), TokenSource::Demo, now);
     tx.insert_token(&record)?;
     Ok(Some(DemoCredentials { shop, token }))

@@ -14,7 +14,7 @@ fn time(micros: i64) -> Timestamp {
 }
 
 fn corrupt(what: &str, value: &str) -> StorageError {
-    StorageError(format!("stored {what} {value:?} is not valid"))
+    StorageError::other(format!("stored {what} {value:?} is not valid"))
 }
 
 #[derive(Queryable, Selectable)]

@@ -113,12 +113,18 @@ impl Store {
     fn connection(&self) -> Result<PooledConnection<ConnectionManager>, StorageError> {
         self.pool
             .get()
-            .map_err(|error| StorageError(format!("no database connection: {error}")))
+            .map_err(|error| StorageError::other(format!("no database connection: {error}")))
     }
 }
 
 pub(crate) fn storage_error(error: diesel::result::Error) -> StorageError {
-    StorageError(error.to_string())
+    use diesel::result::{DatabaseErrorKind, Error};
+    match error {
+        Error::DatabaseError(DatabaseErrorKind::UniqueViolation, _) => {
+            StorageError::unique_violation(error.to_string())
+        }
+        _ => StorageError::other(error.to_string()),
+    }
 }
 
 impl Database for Store {

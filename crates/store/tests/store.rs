@@ -7,7 +7,7 @@ use mercer_domain::credentials::{
 };
 use mercer_domain::ports::Database;
 use mercer_domain::secrets::{SecretKind, SharedSecret, rotate_secret};
-use mercer_domain::shop::{ShopInput, create_shop};
+use mercer_domain::shop::{ShopInput, bootstrap_demo, create_shop};
 use mercer_domain::{DomainError, Timestamp};
 use mercer_store::testing::TestDatabase;
 use mercer_store::{Backend, DatabaseUrl, Store, backend_tests};
@@ -71,7 +71,10 @@ fn duplicate_domains_are_refused_by_the_database_too(backend: Backend) {
     second.identifier = mercer_domain::shop::ShopIdentifier::generate();
     store.write(|tx| Ok(tx.insert_shop(&first)?)).unwrap();
     let clash = store.write(|tx| Ok(tx.insert_shop(&second)?));
-    assert!(matches!(clash, Err(DomainError::Storage(_))));
+    let Err(DomainError::Storage(error)) = clash else {
+        panic!("expected a storage error, got {clash:?}");
+    };
+    assert!(error.is_unique_violation(), "{error}");
     assert_eq!(store.read(|tx| Ok(tx.count_shops()?)).unwrap(), 1);
 }
 
@@ -227,7 +230,31 @@ fn concurrent_writers_all_land(backend: Backend) {
     assert_eq!(store.read(|tx| Ok(tx.count_shops()?)).unwrap(), 90);
 }
 
+fn processes_starting_together_make_one_demo(backend: Backend) {
+    let (_db, store) = TestDatabase::migrated(backend);
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(4));
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let store = store.clone();
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                barrier.wait();
+                store
+                    .write(|tx| bootstrap_demo(tx, now()))
+                    .map(|demo| demo.is_some())
+            })
+        })
+        .collect();
+    let made: Vec<bool> = threads
+        .into_iter()
+        .map(|t| t.join().unwrap().unwrap())
+        .collect();
+    assert_eq!(made.iter().filter(|made| **made).count(), 1, "{made:?}");
+    assert_eq!(store.read(|tx| Ok(tx.count_shops()?)).unwrap(), 1);
+}
+
 backend_tests!(
+    processes_starting_together_make_one_demo,
     migrations_apply_once,
     shops_round_trip,
     duplicate_domains_are_refused_by_the_database_too,

@@ -246,8 +246,8 @@ mod tests {
 
     #[test]
     fn storage_errors_become_a_bare_500() {
-        let error = ApiError::from(DomainError::Storage(StorageError(
-            "syntax error at or near \"SELEC\" in SELECT * FROM api_tokens".into(),
+        let error = ApiError::from(DomainError::Storage(StorageError::other(
+            "syntax error at or near \"SELEC\" in SELECT * FROM api_tokens",
         )));
         assert_eq!(error.status(), StatusCode::INTERNAL_SERVER_ERROR);
         let body = serde_json::to_string(error.entries()).unwrap();
