@@ -33,12 +33,7 @@ fn shop_create_prints_the_identifier_and_refuses_bad_input(backend: Backend) {
         &database,
         &["shop", "create", "--domain", "example.myshop.test"],
     );
-    assert!(!duplicate.success);
-    assert!(
-        duplicate.stderr.contains("already exists"),
-        "{}",
-        duplicate.stderr
-    );
+    duplicate.assert_failed_with("already exists");
 
     let invalid = run_cli(
         &database,
@@ -51,12 +46,8 @@ fn shop_create_prints_the_identifier_and_refuses_bad_input(backend: Backend) {
             "dollars",
         ],
     );
-    assert!(!invalid.success);
-    assert!(
-        invalid.stderr.contains("shop_domain") && invalid.stderr.contains("currency"),
-        "{}",
-        invalid.stderr
-    );
+    invalid.assert_failed_with("shop_domain");
+    invalid.assert_failed_with("currency");
 }
 
 fn token_create_checks_shop_and_scopes(backend: Backend) {
@@ -101,12 +92,7 @@ fn token_create_checks_shop_and_scopes(backend: Backend) {
             "read_everything",
         ],
     );
-    assert!(!unknown_scope.success);
-    assert!(
-        unknown_scope.stderr.contains("read_everything"),
-        "{}",
-        unknown_scope.stderr
-    );
+    unknown_scope.assert_failed_with("read_everything");
 
     let unknown_shop = run_cli(
         &database,
@@ -119,20 +105,10 @@ fn token_create_checks_shop_and_scopes(backend: Backend) {
             "all",
         ],
     );
-    assert!(!unknown_shop.success);
-    assert!(
-        unknown_shop.stderr.contains("shop not found"),
-        "{}",
-        unknown_shop.stderr
-    );
+    unknown_shop.assert_failed_with("shop not found");
 
     let revoke_unknown = run_cli(&database, &["token", "revoke", "--shop", &shop, "999"]);
-    assert!(!revoke_unknown.success);
-    assert!(
-        revoke_unknown.stderr.contains("token not found"),
-        "{}",
-        revoke_unknown.stderr
-    );
+    revoke_unknown.assert_failed_with("token not found");
 }
 
 fn secret_rotate_prints_a_new_secret_once(backend: Backend) {
@@ -159,12 +135,7 @@ fn secret_rotate_prints_a_new_secret_once(backend: Backend) {
         &database,
         &["secret", "rotate", "--shop", &shop, "--kind", "password"],
     );
-    assert!(!bad_kind.success);
-    assert!(
-        bad_kind.stderr.contains("connector"),
-        "names the kinds there are: {}",
-        bad_kind.stderr
-    );
+    bad_kind.assert_failed_with("connector");
 }
 
 fn migrate_applies_once(backend: Backend) {

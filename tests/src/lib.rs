@@ -266,6 +266,20 @@ pub struct CliOutput {
 }
 
 impl CliOutput {
+    /// Asserts that the command failed and said `needle` on standard error.
+    pub fn assert_failed_with(&self, needle: &str) {
+        assert!(
+            !self.success,
+            "the command should fail; it printed {}",
+            self.stdout
+        );
+        assert!(
+            self.stderr.contains(needle),
+            "expected {needle:?} in: {}",
+            self.stderr
+        );
+    }
+
     /// Standard output's one line, for commands that print a single value (a token, an id).
     pub fn value(&self) -> String {
         assert!(self.success, "the command failed: {}", self.stderr);
