@@ -95,6 +95,16 @@ pub enum DomainError {
     /// The input is well formed but breaks the rules; one entry per problem.
     #[error("invalid input ({} problem(s))", .0.len())]
     Invalid(Vec<FieldError>),
+    /// The request's query (or another part that is not a JSON body) does not parse; 400.
+    #[error("bad request ({} problem(s))", .0.len())]
+    BadRequest(Vec<FieldError>),
+    /// A remote party (connector, override) answered wrongly (502) or not in time (504).
+    #[error("{message}")]
+    Remote {
+        code: &'static str,
+        timed_out: bool,
+        message: String,
+    },
     /// Missing, unknown or revoked credentials.
     #[error("missing or invalid credentials")]
     Unauthenticated,

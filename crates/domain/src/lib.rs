@@ -6,11 +6,18 @@
 //! tested here against the in-memory store of [`testing`].
 
 pub mod auth;
+pub mod connector;
 pub mod credentials;
+pub mod destinations;
+pub mod directory;
 pub mod error;
+pub mod events;
+pub mod outbox;
+pub mod platform;
 pub mod ports;
 pub mod secrets;
 pub mod shop;
+pub mod sync;
 pub mod testing;
 pub mod time;
 pub mod version;

@@ -2,9 +2,16 @@
 //! the storage ports over SQLite and PostgreSQL; [`crate::testing`] implements them in memory.
 
 use crate::credentials::{ApiToken, NewApiToken};
+use crate::destinations::{Destination, DestinationSettings, Topic};
+use crate::directory::{DirectoryAddress, DirectoryCustomer, DirectoryPage, DirectoryQuery, Label};
 use crate::error::{DomainError, StorageError};
+use crate::events::{
+    EntityKind, EntityRecord, InboundEvent, NewInboundEvent, Outcome, SavedEntity,
+};
+use crate::outbox::{ConnectorCall, OutboxEntry, OutboxStatus};
 use crate::secrets::{SecretKind, SharedSecret};
 use crate::shop::{NewShop, Shop, ShopIdentifier};
+use crate::sync::{SyncRun, SyncStatus};
 use crate::time::Timestamp;
 
 pub type StoreResult<T> = Result<T, StorageError>;
@@ -13,6 +20,7 @@ pub trait ShopRepository {
     fn insert_shop(&mut self, shop: &NewShop) -> StoreResult<Shop>;
     fn shop_by_identifier(&mut self, identifier: &ShopIdentifier) -> StoreResult<Option<Shop>>;
     fn shop_by_domain(&mut self, domain: &str) -> StoreResult<Option<Shop>>;
+    fn shop_by_id(&mut self, id: i64) -> StoreResult<Option<Shop>>;
     fn count_shops(&mut self) -> StoreResult<i64>;
     /// All shops, oldest first.
     fn list_shops(&mut self) -> StoreResult<Vec<Shop>>;
@@ -38,10 +46,203 @@ pub trait SecretRepository {
     fn save_shared_secret(&mut self, secret: &SharedSecret) -> StoreResult<()>;
 }
 
-/// Everything a use case may touch inside one unit of work.
-pub trait Repositories: ShopRepository + TokenRepository + SecretRepository {}
+pub trait DestinationRepository {
+    fn insert_destination(
+        &mut self,
+        shop_id: i64,
+        settings: &DestinationSettings,
+        now: Timestamp,
+    ) -> StoreResult<Destination>;
+    fn update_destination(
+        &mut self,
+        shop_id: i64,
+        id: i64,
+        settings: &DestinationSettings,
+        now: Timestamp,
+    ) -> StoreResult<()>;
+    fn delete_destination(&mut self, shop_id: i64, id: i64, now: Timestamp) -> StoreResult<()>;
+    /// A destination of the shop, deleted or not.
+    fn destination(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<Destination>>;
+    fn live_destination(&mut self, shop_id: i64, topic: Topic) -> StoreResult<Option<Destination>>;
+    /// The shop's live destinations, oldest first.
+    fn live_destinations(&mut self, shop_id: i64) -> StoreResult<Vec<Destination>>;
+}
 
-impl<T: ShopRepository + TokenRepository + SecretRepository> Repositories for T {}
+/// Customers, orders, products and categories received from the platform.
+pub trait PlatformRepository {
+    fn platform_entity(
+        &mut self,
+        shop_id: i64,
+        kind: EntityKind,
+        platform_id: &str,
+    ) -> StoreResult<Option<EntityRecord>>;
+    /// Inserts or replaces the entity (and what is pulled out of it: addresses, variants),
+    /// clearing any deletion.
+    fn save_platform_entity(
+        &mut self,
+        shop_id: i64,
+        entity: &SavedEntity,
+        now: Timestamp,
+    ) -> StoreResult<()>;
+    /// Marks the entity deleted at `deleted_at`, creating a tombstone when it is unknown.
+    fn delete_platform_entity(
+        &mut self,
+        shop_id: i64,
+        kind: EntityKind,
+        platform_id: &str,
+        deleted_at: Timestamp,
+        now: Timestamp,
+    ) -> StoreResult<()>;
+}
+
+/// The durable queue of events received and not yet applied.
+pub trait EventQueueRepository {
+    fn insert_inbound_events(&mut self, events: &[NewInboundEvent]) -> StoreResult<()>;
+    /// The oldest unapplied events, in order of arrival.
+    fn pending_inbound_events(&mut self, limit: usize) -> StoreResult<Vec<InboundEvent>>;
+    fn mark_inbound_events(
+        &mut self,
+        outcomes: &[(i64, Outcome)],
+        at: Timestamp,
+    ) -> StoreResult<()>;
+    fn count_pending_inbound_events(&mut self) -> StoreResult<i64>;
+    /// Takes the right to apply events until the transaction ends; false when another process
+    /// holds it. Events must be applied by one applier at a time to keep their order.
+    fn lock_event_applier(&mut self) -> StoreResult<bool>;
+}
+
+pub trait SyncRepository {
+    fn running_sync(&mut self, shop_id: i64, topic: Topic) -> StoreResult<Option<SyncRun>>;
+    fn insert_sync_run(
+        &mut self,
+        shop_id: i64,
+        topic: Topic,
+        now: Timestamp,
+    ) -> StoreResult<SyncRun>;
+    /// Counts a page pulled, and reports the run alive.
+    fn record_sync_page(
+        &mut self,
+        id: i64,
+        items: i64,
+        skipped: i64,
+        now: Timestamp,
+    ) -> StoreResult<()>;
+    fn finish_sync(
+        &mut self,
+        id: i64,
+        status: SyncStatus,
+        error: Option<&str>,
+        now: Timestamp,
+    ) -> StoreResult<()>;
+    fn sync_run(&mut self, id: i64) -> StoreResult<Option<SyncRun>>;
+}
+
+/// Calls to make on connectors, kept until made.
+pub trait OutboxRepository {
+    fn insert_outbox_call(
+        &mut self,
+        shop_id: i64,
+        call: &ConnectorCall,
+        now: Timestamp,
+    ) -> StoreResult<i64>;
+    /// Pending calls due by `now` that no other worker holds, leased until `lease_until`.
+    fn claim_outbox_calls(
+        &mut self,
+        now: Timestamp,
+        limit: usize,
+        lease_until: Timestamp,
+    ) -> StoreResult<Vec<OutboxEntry>>;
+    fn retry_outbox_call(
+        &mut self,
+        id: i64,
+        attempts: i64,
+        next_attempt_at: Timestamp,
+        error: &str,
+    ) -> StoreResult<()>;
+    fn finish_outbox_call(
+        &mut self,
+        id: i64,
+        status: OutboxStatus,
+        attempts: i64,
+        error: Option<&str>,
+        now: Timestamp,
+    ) -> StoreResult<()>;
+    /// The shop's calls, oldest first.
+    fn outbox_entries(&mut self, shop_id: i64) -> StoreResult<Vec<OutboxEntry>>;
+}
+
+pub trait DirectoryRepository {
+    fn list_directory_customers(
+        &mut self,
+        shop_id: i64,
+        query: &DirectoryQuery,
+    ) -> StoreResult<DirectoryPage>;
+    /// A customer of the shop, deleted or not.
+    fn directory_customer(
+        &mut self,
+        shop_id: i64,
+        id: i64,
+    ) -> StoreResult<Option<DirectoryCustomer>>;
+    fn directory_customer_by_platform_id(
+        &mut self,
+        shop_id: i64,
+        platform_id: &str,
+    ) -> StoreResult<Option<DirectoryCustomer>>;
+    /// The live addresses of these customers, by customer then id.
+    fn addresses_of_customers(
+        &mut self,
+        shop_id: i64,
+        customer_ids: &[i64],
+    ) -> StoreResult<Vec<DirectoryAddress>>;
+    /// The live labels of these customers, by customer then id.
+    fn labels_of_customers(
+        &mut self,
+        shop_id: i64,
+        customer_ids: &[i64],
+    ) -> StoreResult<Vec<Label>>;
+    fn insert_label(
+        &mut self,
+        shop_id: i64,
+        customer_id: i64,
+        name: &str,
+        now: Timestamp,
+    ) -> StoreResult<Label>;
+    /// Marks a live label deleted; false when there is none.
+    fn delete_label(
+        &mut self,
+        shop_id: i64,
+        customer_id: i64,
+        label_id: i64,
+        now: Timestamp,
+    ) -> StoreResult<bool>;
+}
+
+/// Everything a use case may touch inside one unit of work.
+pub trait Repositories:
+    ShopRepository
+    + TokenRepository
+    + SecretRepository
+    + DestinationRepository
+    + PlatformRepository
+    + EventQueueRepository
+    + SyncRepository
+    + OutboxRepository
+    + DirectoryRepository
+{
+}
+
+impl<T> Repositories for T where
+    T: ShopRepository
+        + TokenRepository
+        + SecretRepository
+        + DestinationRepository
+        + PlatformRepository
+        + EventQueueRepository
+        + SyncRepository
+        + OutboxRepository
+        + DirectoryRepository
+{
+}
 
 /// A database that runs units of work. `write` runs its closure in one transaction that commits
 /// only when the closure returns `Ok`; `read` is for work that changes nothing.

@@ -5,19 +5,47 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::credentials::{ApiToken, NewApiToken};
+use crate::destinations::{Destination, DestinationSettings, Topic};
+use crate::directory::{DirectoryAddress, DirectoryCustomer, DirectoryPage, DirectoryQuery, Label};
 use crate::error::DomainError;
+use crate::events::{
+    EntityDocument, EntityKind, EntityRecord, InboundEvent, NewInboundEvent, Outcome, SavedEntity,
+};
+use crate::outbox::{ConnectorCall, OutboxEntry, OutboxStatus};
 use crate::ports::{
-    Database, Repositories, SecretRepository, ShopRepository, StoreResult, TokenRepository,
+    Database, DestinationRepository, DirectoryRepository, EventQueueRepository, OutboxRepository,
+    PlatformRepository, Repositories, SecretRepository, ShopRepository, StoreResult,
+    SyncRepository, TokenRepository,
 };
 use crate::secrets::{SecretKind, SharedSecret};
 use crate::shop::{NewShop, Shop, ShopIdentifier};
+use crate::sync::{SyncRun, SyncStatus};
 use crate::time::Timestamp;
+
+/// A platform entity as the memory store keeps it.
+#[derive(Debug, Clone)]
+pub struct MemoryEntity {
+    pub shop_id: i64,
+    pub kind: EntityKind,
+    pub platform_id: String,
+    pub record: EntityRecord,
+    pub document: Option<EntityDocument>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
 
 #[derive(Debug, Clone, Default)]
 pub struct MemoryState {
     pub shops: Vec<Shop>,
     pub tokens: Vec<(ApiToken, String)>,
     pub secrets: Vec<SharedSecret>,
+    pub destinations: Vec<Destination>,
+    pub entities: Vec<MemoryEntity>,
+    /// Events with their outcome once applied.
+    pub events: Vec<(InboundEvent, Option<Outcome>)>,
+    pub syncs: Vec<SyncRun>,
+    pub outbox: Vec<OutboxEntry>,
+    pub labels: Vec<Label>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -94,6 +122,10 @@ impl ShopRepository for MemoryState {
         Ok(self.shops.iter().find(|s| s.shop_domain == domain).cloned())
     }
 
+    fn shop_by_id(&mut self, id: i64) -> StoreResult<Option<Shop>> {
+        Ok(self.shops.iter().find(|s| s.id == id).cloned())
+    }
+
     fn count_shops(&mut self) -> StoreResult<i64> {
         Ok(self.shops.len() as i64)
     }
@@ -168,5 +200,506 @@ impl SecretRepository for MemoryState {
             .retain(|s| !(s.shop_id == secret.shop_id && s.kind == secret.kind));
         self.secrets.push(secret.clone());
         Ok(())
+    }
+}
+
+impl DestinationRepository for MemoryState {
+    fn insert_destination(
+        &mut self,
+        shop_id: i64,
+        settings: &DestinationSettings,
+        now: Timestamp,
+    ) -> StoreResult<Destination> {
+        let destination = Destination {
+            id: self.destinations.len() as i64 + 1,
+            shop_id,
+            topic: settings.topic,
+            url: settings.url.clone(),
+            version: settings.version.clone(),
+            timeout_ms: settings.timeout_ms,
+            created_at: now,
+            updated_at: now,
+            deleted_at: None,
+        };
+        self.destinations.push(destination.clone());
+        Ok(destination)
+    }
+
+    fn update_destination(
+        &mut self,
+        shop_id: i64,
+        id: i64,
+        settings: &DestinationSettings,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        if let Some(d) = self
+            .destinations
+            .iter_mut()
+            .find(|d| d.id == id && d.shop_id == shop_id)
+        {
+            d.topic = settings.topic;
+            d.url = settings.url.clone();
+            d.version = settings.version.clone();
+            d.timeout_ms = settings.timeout_ms;
+            d.updated_at = now;
+        }
+        Ok(())
+    }
+
+    fn delete_destination(&mut self, shop_id: i64, id: i64, now: Timestamp) -> StoreResult<()> {
+        if let Some(d) = self
+            .destinations
+            .iter_mut()
+            .find(|d| d.id == id && d.shop_id == shop_id)
+        {
+            d.deleted_at = Some(now);
+            d.updated_at = now;
+        }
+        Ok(())
+    }
+
+    fn destination(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<Destination>> {
+        Ok(self
+            .destinations
+            .iter()
+            .find(|d| d.id == id && d.shop_id == shop_id)
+            .cloned())
+    }
+
+    fn live_destination(&mut self, shop_id: i64, topic: Topic) -> StoreResult<Option<Destination>> {
+        Ok(self
+            .destinations
+            .iter()
+            .find(|d| d.shop_id == shop_id && d.topic == topic && d.deleted_at.is_none())
+            .cloned())
+    }
+
+    fn live_destinations(&mut self, shop_id: i64) -> StoreResult<Vec<Destination>> {
+        Ok(self
+            .destinations
+            .iter()
+            .filter(|d| d.shop_id == shop_id && d.deleted_at.is_none())
+            .cloned()
+            .collect())
+    }
+}
+
+impl MemoryState {
+    fn entity_mut(
+        &mut self,
+        shop_id: i64,
+        kind: EntityKind,
+        platform_id: &str,
+    ) -> Option<&mut MemoryEntity> {
+        self.entities
+            .iter_mut()
+            .find(|e| e.shop_id == shop_id && e.kind == kind && e.platform_id == platform_id)
+    }
+
+    fn directory_entry(entity: &MemoryEntity) -> DirectoryCustomer {
+        let customer = match &entity.document {
+            Some(EntityDocument::Customer(customer)) => Some(customer),
+            _ => None,
+        };
+        DirectoryCustomer {
+            id: entity.record.id,
+            platform_id: Some(entity.platform_id.clone()),
+            email: customer.and_then(|c| c.email.clone()),
+            first_name: customer.and_then(|c| c.first_name.clone()),
+            last_name: customer.and_then(|c| c.last_name.clone()),
+            phone: customer.and_then(|c| c.phone.clone()),
+            platform_created_at: customer.and_then(|c| c.platform_created_at),
+            created_at: entity.created_at,
+            updated_at: entity.updated_at,
+            deleted_at: entity.record.platform_deleted_at.map(|_| entity.updated_at),
+        }
+    }
+}
+
+impl PlatformRepository for MemoryState {
+    fn platform_entity(
+        &mut self,
+        shop_id: i64,
+        kind: EntityKind,
+        platform_id: &str,
+    ) -> StoreResult<Option<EntityRecord>> {
+        Ok(self
+            .entity_mut(shop_id, kind, platform_id)
+            .map(|e| e.record.clone()))
+    }
+
+    fn save_platform_entity(
+        &mut self,
+        shop_id: i64,
+        entity: &SavedEntity,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        let next_id = self.entities.len() as i64 + 1;
+        match self.entity_mut(shop_id, entity.kind, &entity.platform_id) {
+            Some(existing) => {
+                existing.record.platform_updated_at = Some(entity.platform_updated_at);
+                existing.record.platform_deleted_at = None;
+                existing.record.document = Some(entity.json.clone());
+                existing.document = Some(entity.document.clone());
+                existing.updated_at = now;
+            }
+            None => self.entities.push(MemoryEntity {
+                shop_id,
+                kind: entity.kind,
+                platform_id: entity.platform_id.clone(),
+                record: EntityRecord {
+                    id: next_id,
+                    platform_updated_at: Some(entity.platform_updated_at),
+                    platform_deleted_at: None,
+                    document: Some(entity.json.clone()),
+                },
+                document: Some(entity.document.clone()),
+                created_at: now,
+                updated_at: now,
+            }),
+        }
+        Ok(())
+    }
+
+    fn delete_platform_entity(
+        &mut self,
+        shop_id: i64,
+        kind: EntityKind,
+        platform_id: &str,
+        deleted_at: Timestamp,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        let next_id = self.entities.len() as i64 + 1;
+        match self.entity_mut(shop_id, kind, platform_id) {
+            Some(existing) => {
+                existing.record.platform_deleted_at = Some(deleted_at);
+                existing.updated_at = now;
+            }
+            None => self.entities.push(MemoryEntity {
+                shop_id,
+                kind,
+                platform_id: platform_id.to_string(),
+                record: EntityRecord {
+                    id: next_id,
+                    platform_updated_at: None,
+                    platform_deleted_at: Some(deleted_at),
+                    document: None,
+                },
+                document: None,
+                created_at: now,
+                updated_at: now,
+            }),
+        }
+        Ok(())
+    }
+}
+
+impl EventQueueRepository for MemoryState {
+    fn insert_inbound_events(&mut self, events: &[NewInboundEvent]) -> StoreResult<()> {
+        for event in events {
+            let id = self.events.len() as i64 + 1;
+            self.events.push((
+                InboundEvent {
+                    id,
+                    event: event.clone(),
+                },
+                None,
+            ));
+        }
+        Ok(())
+    }
+
+    fn pending_inbound_events(&mut self, limit: usize) -> StoreResult<Vec<InboundEvent>> {
+        Ok(self
+            .events
+            .iter()
+            .filter(|(_, outcome)| outcome.is_none())
+            .take(limit)
+            .map(|(e, _)| e.clone())
+            .collect())
+    }
+
+    fn mark_inbound_events(
+        &mut self,
+        outcomes: &[(i64, Outcome)],
+        _at: Timestamp,
+    ) -> StoreResult<()> {
+        for (id, outcome) in outcomes {
+            if let Some(entry) = self.events.iter_mut().find(|(e, _)| e.id == *id) {
+                entry.1 = Some(*outcome);
+            }
+        }
+        Ok(())
+    }
+
+    fn count_pending_inbound_events(&mut self) -> StoreResult<i64> {
+        Ok(self
+            .events
+            .iter()
+            .filter(|(_, outcome)| outcome.is_none())
+            .count() as i64)
+    }
+
+    fn lock_event_applier(&mut self) -> StoreResult<bool> {
+        Ok(true)
+    }
+}
+
+impl SyncRepository for MemoryState {
+    fn running_sync(&mut self, shop_id: i64, topic: Topic) -> StoreResult<Option<SyncRun>> {
+        Ok(self
+            .syncs
+            .iter()
+            .find(|r| r.shop_id == shop_id && r.topic == topic && r.status == SyncStatus::Running)
+            .cloned())
+    }
+
+    fn insert_sync_run(
+        &mut self,
+        shop_id: i64,
+        topic: Topic,
+        now: Timestamp,
+    ) -> StoreResult<SyncRun> {
+        let run = SyncRun {
+            id: self.syncs.len() as i64 + 1,
+            shop_id,
+            topic,
+            status: SyncStatus::Running,
+            pages: 0,
+            items: 0,
+            skipped: 0,
+            error: None,
+            started_at: now,
+            heartbeat_at: now,
+            finished_at: None,
+        };
+        self.syncs.push(run.clone());
+        Ok(run)
+    }
+
+    fn record_sync_page(
+        &mut self,
+        id: i64,
+        items: i64,
+        skipped: i64,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        if let Some(run) = self.syncs.iter_mut().find(|r| r.id == id) {
+            run.pages += 1;
+            run.items += items;
+            run.skipped += skipped;
+            run.heartbeat_at = now;
+        }
+        Ok(())
+    }
+
+    fn finish_sync(
+        &mut self,
+        id: i64,
+        status: SyncStatus,
+        error: Option<&str>,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        if let Some(run) = self.syncs.iter_mut().find(|r| r.id == id) {
+            run.status = status;
+            run.error = error.map(str::to_string);
+            run.finished_at = Some(now);
+            run.heartbeat_at = now;
+        }
+        Ok(())
+    }
+
+    fn sync_run(&mut self, id: i64) -> StoreResult<Option<SyncRun>> {
+        Ok(self.syncs.iter().find(|r| r.id == id).cloned())
+    }
+}
+
+impl OutboxRepository for MemoryState {
+    fn insert_outbox_call(
+        &mut self,
+        shop_id: i64,
+        call: &ConnectorCall,
+        now: Timestamp,
+    ) -> StoreResult<i64> {
+        let id = self.outbox.len() as i64 + 1;
+        self.outbox.push(OutboxEntry {
+            id,
+            shop_id,
+            call: call.clone(),
+            status: OutboxStatus::Pending,
+            attempts: 0,
+            next_attempt_at: now,
+            last_error: None,
+            created_at: now,
+        });
+        Ok(id)
+    }
+
+    /// Memory has one worker: claiming moves the next attempt to the lease's end.
+    fn claim_outbox_calls(
+        &mut self,
+        now: Timestamp,
+        limit: usize,
+        lease_until: Timestamp,
+    ) -> StoreResult<Vec<OutboxEntry>> {
+        let mut claimed = Vec::new();
+        for entry in self
+            .outbox
+            .iter_mut()
+            .filter(|e| e.status == OutboxStatus::Pending && e.next_attempt_at <= now)
+            .take(limit)
+        {
+            claimed.push(entry.clone());
+            entry.next_attempt_at = lease_until;
+        }
+        Ok(claimed)
+    }
+
+    fn retry_outbox_call(
+        &mut self,
+        id: i64,
+        attempts: i64,
+        next_attempt_at: Timestamp,
+        error: &str,
+    ) -> StoreResult<()> {
+        if let Some(entry) = self.outbox.iter_mut().find(|e| e.id == id) {
+            entry.attempts = attempts;
+            entry.next_attempt_at = next_attempt_at;
+            entry.last_error = Some(error.to_string());
+        }
+        Ok(())
+    }
+
+    fn finish_outbox_call(
+        &mut self,
+        id: i64,
+        status: OutboxStatus,
+        attempts: i64,
+        error: Option<&str>,
+        _now: Timestamp,
+    ) -> StoreResult<()> {
+        if let Some(entry) = self.outbox.iter_mut().find(|e| e.id == id) {
+            entry.status = status;
+            entry.attempts = attempts;
+            entry.last_error = error.map(str::to_string);
+        }
+        Ok(())
+    }
+
+    fn outbox_entries(&mut self, shop_id: i64) -> StoreResult<Vec<OutboxEntry>> {
+        Ok(self
+            .outbox
+            .iter()
+            .filter(|e| e.shop_id == shop_id)
+            .cloned()
+            .collect())
+    }
+}
+
+/// The memory directory lists every live customer by id and ignores the query's filters,
+/// sorting and paging: those are SQL, tested against both real databases.
+impl DirectoryRepository for MemoryState {
+    fn list_directory_customers(
+        &mut self,
+        shop_id: i64,
+        _query: &DirectoryQuery,
+    ) -> StoreResult<DirectoryPage> {
+        let customers: Vec<DirectoryCustomer> = self
+            .entities
+            .iter()
+            .filter(|e| {
+                e.shop_id == shop_id
+                    && e.kind == EntityKind::Customer
+                    && e.record.platform_deleted_at.is_none()
+            })
+            .map(MemoryState::directory_entry)
+            .collect();
+        Ok(DirectoryPage {
+            total: customers.len() as i64,
+            customers,
+        })
+    }
+
+    fn directory_customer(
+        &mut self,
+        shop_id: i64,
+        id: i64,
+    ) -> StoreResult<Option<DirectoryCustomer>> {
+        Ok(self
+            .entities
+            .iter()
+            .find(|e| e.shop_id == shop_id && e.kind == EntityKind::Customer && e.record.id == id)
+            .map(MemoryState::directory_entry))
+    }
+
+    fn directory_customer_by_platform_id(
+        &mut self,
+        shop_id: i64,
+        platform_id: &str,
+    ) -> StoreResult<Option<DirectoryCustomer>> {
+        Ok(self
+            .entity_mut(shop_id, EntityKind::Customer, platform_id)
+            .map(|e| MemoryState::directory_entry(e)))
+    }
+
+    fn addresses_of_customers(
+        &mut self,
+        _shop_id: i64,
+        _customer_ids: &[i64],
+    ) -> StoreResult<Vec<DirectoryAddress>> {
+        Ok(Vec::new())
+    }
+
+    fn labels_of_customers(
+        &mut self,
+        shop_id: i64,
+        customer_ids: &[i64],
+    ) -> StoreResult<Vec<Label>> {
+        let _ = shop_id;
+        Ok(self
+            .labels
+            .iter()
+            .filter(|l| customer_ids.contains(&l.customer_id) && l.deleted_at.is_none())
+            .cloned()
+            .collect())
+    }
+
+    fn insert_label(
+        &mut self,
+        _shop_id: i64,
+        customer_id: i64,
+        name: &str,
+        now: Timestamp,
+    ) -> StoreResult<Label> {
+        let label = Label {
+            id: self.labels.len() as i64 + 1,
+            customer_id,
+            name: name.to_string(),
+            created_at: now,
+            updated_at: now,
+            deleted_at: None,
+        };
+        self.labels.push(label.clone());
+        Ok(label)
+    }
+
+    fn delete_label(
+        &mut self,
+        _shop_id: i64,
+        customer_id: i64,
+        label_id: i64,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        match self
+            .labels
+            .iter_mut()
+            .find(|l| l.id == label_id && l.customer_id == customer_id && l.deleted_at.is_none())
+        {
+            Some(label) => {
+                label.deleted_at = Some(now);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
     }
 }

@@ -65,6 +65,18 @@ impl serde::Serialize for Timestamp {
     }
 }
 
+/// Accepts an RFC 3339 date-time string (any offset), kept as the same instant in UTC.
+impl<'de> serde::Deserialize<'de> for Timestamp {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        Timestamp::parse_rfc3339(&text).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "{text:?} is not an RFC 3339 date-time such as 2024-03-01T10:30:00Z"
+            ))
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,6 +93,15 @@ mod tests {
     fn rejects_text_that_is_not_rfc3339() {
         assert_eq!(Timestamp::parse_rfc3339("2024-03-01 10:30:00"), None);
         assert_eq!(Timestamp::parse_rfc3339("yesterday"), None);
+    }
+
+    #[test]
+    fn deserializes_rfc3339_and_names_the_bad_value() {
+        let t: Timestamp = serde_json::from_str("\"2024-03-01T10:30:00Z\"").unwrap();
+        assert_eq!(t.to_rfc3339(), "2024-03-01T10:30:00Z");
+        let error = serde_json::from_str::<Timestamp>("\"last tuesday\"").unwrap_err();
+        assert!(error.to_string().contains("last tuesday"), "{error}");
+        assert!(serde_json::from_str::<Timestamp>("1700000000").is_err());
     }
 
     #[test]

@@ -1,0 +1,824 @@
+//! Events a connector sends when platform data changes (seed 000 §6, contract §3.4), and the
+//! rules that apply them in order even when they arrive out of order.
+//!
+//! An event is checked, stored (the 202 waits for that), and applied later by one applier, in
+//! order of arrival. Per entity Mercer keeps the `platform_updated_at` of the last save it
+//! applied and the `platform_deleted_at` of a deletion:
+//! - a Saved event older than the last applied save is dropped; one with the same time and the
+//!   same content changes nothing;
+//! - a Saved event at or before a deletion is dropped; a later one brings the entity back;
+//! - a Deleted event older than the last applied save is dropped.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::destinations::Topic;
+use crate::error::{DomainError, FieldError};
+use crate::platform::{Category, Customer, Order, PlatformId, Product};
+use crate::ports::{Clock, Database, Repositories};
+use crate::time::Timestamp;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EntityKind {
+    Customer,
+    Order,
+    Product,
+    Category,
+}
+
+impl EntityKind {
+    pub const ALL: [EntityKind; 4] = [
+        EntityKind::Customer,
+        EntityKind::Order,
+        EntityKind::Product,
+        EntityKind::Category,
+    ];
+
+    /// The key of the entity in an event body (`data.customer`), also its stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntityKind::Customer => "customer",
+            EntityKind::Order => "order",
+            EntityKind::Product => "product",
+            EntityKind::Category => "category",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        EntityKind::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == text)
+    }
+
+    /// The destination topic whose connector serves this kind.
+    pub fn topic(self) -> Topic {
+        match self {
+            EntityKind::Customer => Topic::Customers,
+            EntityKind::Order => Topic::Orders,
+            EntityKind::Product | EntityKind::Category => Topic::Products,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventAction {
+    Saved,
+    Deleted,
+}
+
+impl EventAction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventAction::Saved => "saved",
+            EventAction::Deleted => "deleted",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "saved" => Some(EventAction::Saved),
+            "deleted" => Some(EventAction::Deleted),
+            _ => None,
+        }
+    }
+}
+
+/// Where an event came from: the connector's push, or a sync pulling the connector's lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventSource {
+    Webhook,
+    Sync,
+}
+
+impl EventSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventSource::Webhook => "webhook",
+            EventSource::Sync => "sync",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "webhook" => Some(EventSource::Webhook),
+            "sync" => Some(EventSource::Sync),
+            _ => None,
+        }
+    }
+}
+
+/// A checked event, ready to store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewInboundEvent {
+    pub shop_id: i64,
+    pub kind: EntityKind,
+    pub action: EventAction,
+    pub platform_id: String,
+    /// `platform_updated_at` of a save, `platform_deleted_at` of a deletion.
+    pub occurred_at: Timestamp,
+    /// The entity as JSON text (absent fields left out), for saves.
+    pub document: Option<String>,
+    pub source: EventSource,
+    pub received_at: Timestamp,
+}
+
+/// A stored event; `id` gives the order of arrival.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InboundEvent {
+    pub id: i64,
+    pub event: NewInboundEvent,
+}
+
+/// What Mercer holds of one platform entity, as the rules need it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EntityRecord {
+    pub id: i64,
+    pub platform_updated_at: Option<Timestamp>,
+    pub platform_deleted_at: Option<Timestamp>,
+    /// The entity as JSON text; absent for an entity known only from its deletion.
+    pub document: Option<String>,
+}
+
+/// A typed entity, for storage to pull out the columns it indexes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EntityDocument {
+    Customer(Customer),
+    Order(Order),
+    Product(Product),
+    Category(Category),
+}
+
+/// An entity to store after a Saved event was applied.
+#[derive(Debug, Clone)]
+pub struct SavedEntity {
+    pub kind: EntityKind,
+    pub platform_id: String,
+    pub platform_updated_at: Timestamp,
+    /// The merged entity as JSON text.
+    pub json: String,
+    pub document: EntityDocument,
+}
+
+/// What applying one event did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Applied,
+    Unchanged,
+    /// Older than what was already applied (the out-of-sequence rule).
+    Stale,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Applied => "applied",
+            Outcome::Unchanged => "unchanged",
+            Outcome::Stale => "stale",
+        }
+    }
+}
+
+/// The platform id and time every event names.
+pub trait Stamped {
+    fn platform_id(&self) -> Option<&PlatformId>;
+    fn platform_updated_at(&self) -> Option<Timestamp>;
+}
+
+macro_rules! stamped {
+    ($($ty:ty),+) => {
+        $(impl Stamped for $ty {
+            fn platform_id(&self) -> Option<&PlatformId> {
+                self.platform_id.as_ref()
+            }
+            fn platform_updated_at(&self) -> Option<Timestamp> {
+                self.platform_updated_at
+            }
+        })+
+    };
+}
+stamped!(Customer, Order, Product, Category);
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct DeletedRef {
+    platform_id: Option<PlatformId>,
+    platform_deleted_at: Option<Timestamp>,
+}
+
+/// `data.{kind}` of an event body, or the 422 that names what is missing.
+fn entity_value(body: &Value, kind: EntityKind) -> Result<&Value, DomainError> {
+    let data = match body.get("data") {
+        Some(data) if data.is_object() => data,
+        Some(_) => {
+            return Err(DomainError::invalid(
+                "data",
+                "invalid_type",
+                "data must be an object",
+            ));
+        }
+        None => return Err(DomainError::Invalid(vec![FieldError::required("data")])),
+    };
+    let path = format!("data.{}", kind.as_str());
+    match data.get(kind.as_str()) {
+        Some(entity) if entity.is_object() => Ok(entity),
+        Some(_) => Err(DomainError::invalid(
+            path.clone(),
+            "invalid_type",
+            format!("{path} must be an object"),
+        )),
+        None => Err(DomainError::Invalid(vec![FieldError::required(path)])),
+    }
+}
+
+/// Deserializes `value` as `T`, naming the offending field by its full path on failure.
+fn typed<T: DeserializeOwned>(value: &Value, prefix: &str) -> Result<T, DomainError> {
+    serde_path_to_error::deserialize(value).map_err(|error| {
+        let path = error.path().to_string();
+        let field = if path == "." {
+            prefix.to_string()
+        } else {
+            format!("{prefix}.{path}")
+        };
+        DomainError::invalid(field, "invalid_type", error.into_inner().to_string())
+    })
+}
+
+fn required_id(id: Option<&PlatformId>, prefix: &str) -> Result<String, FieldError> {
+    match id {
+        Some(id) if !id.is_blank() => Ok(id.as_str().to_string()),
+        _ => Err(FieldError::required(format!("{prefix}.platform_id"))),
+    }
+}
+
+fn parse_saved<T: DeserializeOwned + Serialize + Stamped>(
+    value: &Value,
+    prefix: &str,
+) -> Result<(String, Timestamp, String), DomainError> {
+    let entity: T = typed(value, prefix)?;
+    let mut problems = Vec::new();
+    let id = required_id(entity.platform_id(), prefix)
+        .map_err(|e| problems.push(e))
+        .ok();
+    let at = entity.platform_updated_at();
+    if at.is_none() {
+        problems.push(FieldError::required(format!(
+            "{prefix}.platform_updated_at"
+        )));
+    }
+    match (id, at) {
+        (Some(id), Some(at)) if problems.is_empty() => {
+            let json = serde_json::to_string(&entity)
+                .map_err(|error| DomainError::invalid(prefix, "invalid", error.to_string()))?;
+            Ok((id, at, json))
+        }
+        _ => Err(DomainError::Invalid(problems)),
+    }
+}
+
+/// Checks an event body and turns it into an event to store. Every 422 names its field.
+pub fn parse_event(
+    shop_id: i64,
+    kind: EntityKind,
+    action: EventAction,
+    body: &Value,
+    source: EventSource,
+    now: Timestamp,
+) -> Result<NewInboundEvent, DomainError> {
+    let value = entity_value(body, kind)?;
+    let prefix = format!("data.{}", kind.as_str());
+    let (platform_id, occurred_at, document) = match action {
+        EventAction::Saved => {
+            let (id, at, json) = match kind {
+                EntityKind::Customer => parse_saved::<Customer>(value, &prefix)?,
+                EntityKind::Order => parse_saved::<Order>(value, &prefix)?,
+                EntityKind::Product => parse_saved::<Product>(value, &prefix)?,
+                EntityKind::Category => parse_saved::<Category>(value, &prefix)?,
+            };
+            (id, at, Some(json))
+        }
+        EventAction::Deleted => {
+            let deleted: DeletedRef = typed(value, &prefix)?;
+            let mut problems = Vec::new();
+            let id = required_id(deleted.platform_id.as_ref(), &prefix)
+                .map_err(|e| problems.push(e))
+                .ok();
+            if deleted.platform_deleted_at.is_none() {
+                problems.push(FieldError::required(format!(
+                    "{prefix}.platform_deleted_at"
+                )));
+            }
+            match (id, deleted.platform_deleted_at) {
+                (Some(id), Some(at)) if problems.is_empty() => (id, at, None),
+                _ => return Err(DomainError::Invalid(problems)),
+            }
+        }
+    };
+    Ok(NewInboundEvent {
+        shop_id,
+        kind,
+        action,
+        platform_id,
+        occurred_at,
+        document,
+        source,
+        received_at: now,
+    })
+}
+
+/// A save event for an entity a sync pulled from the connector.
+pub fn synced_event<T: Serialize + Stamped>(
+    shop_id: i64,
+    kind: EntityKind,
+    entity: &T,
+    now: Timestamp,
+) -> Option<NewInboundEvent> {
+    let platform_id = entity.platform_id().filter(|id| !id.is_blank())?;
+    Some(NewInboundEvent {
+        shop_id,
+        kind,
+        action: EventAction::Saved,
+        platform_id: platform_id.as_str().to_string(),
+        occurred_at: entity.platform_updated_at()?,
+        document: Some(serde_json::to_string(entity).ok()?),
+        source: EventSource::Sync,
+        received_at: now,
+    })
+}
+
+/// Pulls the synced customers out as events; those without id or time are counted, not kept.
+pub fn synced_customer_events(
+    shop_id: i64,
+    customers: &[Customer],
+    now: Timestamp,
+) -> (Vec<NewInboundEvent>, usize) {
+    synced_events(shop_id, EntityKind::Customer, customers, now)
+}
+
+pub fn synced_order_events(
+    shop_id: i64,
+    orders: &[Order],
+    now: Timestamp,
+) -> (Vec<NewInboundEvent>, usize) {
+    synced_events(shop_id, EntityKind::Order, orders, now)
+}
+
+fn synced_events<T: Serialize + Stamped>(
+    shop_id: i64,
+    kind: EntityKind,
+    entities: &[T],
+    now: Timestamp,
+) -> (Vec<NewInboundEvent>, usize) {
+    let events: Vec<_> = entities
+        .iter()
+        .filter_map(|e| synced_event(shop_id, kind, e, now))
+        .collect();
+    let skipped = entities.len() - events.len();
+    (events, skipped)
+}
+
+/// Top-level fields of `incoming` replace those of `stored`; fields it leaves out stay.
+fn merge(stored: Option<&str>, incoming: &str) -> Result<Value, serde_json::Error> {
+    let incoming: Map<String, Value> = serde_json::from_str(incoming)?;
+    let mut merged: Map<String, Value> = match stored {
+        Some(text) => serde_json::from_str(text)?,
+        None => Map::new(),
+    };
+    for (key, value) in incoming {
+        merged.insert(key, value);
+    }
+    Ok(Value::Object(merged))
+}
+
+fn typed_document(kind: EntityKind, value: Value) -> Result<EntityDocument, serde_json::Error> {
+    Ok(match kind {
+        EntityKind::Customer => EntityDocument::Customer(serde_json::from_value(value)?),
+        EntityKind::Order => EntityDocument::Order(serde_json::from_value(value)?),
+        EntityKind::Product => EntityDocument::Product(serde_json::from_value(value)?),
+        EntityKind::Category => EntityDocument::Category(serde_json::from_value(value)?),
+    })
+}
+
+/// The out-of-sequence rule for a Saved event at `at`.
+pub fn decide_save(record: Option<&EntityRecord>, at: Timestamp, document: &str) -> Outcome {
+    let Some(record) = record else {
+        return Outcome::Applied;
+    };
+    if record
+        .platform_deleted_at
+        .is_some_and(|deleted| at <= deleted)
+    {
+        return Outcome::Stale;
+    }
+    match record.platform_updated_at {
+        Some(applied) if at < applied => Outcome::Stale,
+        Some(applied) if at == applied && record.platform_deleted_at.is_none() => {
+            let same = match (
+                &record.document,
+                merge(record.document.as_deref(), document),
+            ) {
+                (Some(stored), Ok(merged)) => {
+                    serde_json::from_str::<Value>(stored).ok() == Some(merged)
+                }
+                _ => false,
+            };
+            if same {
+                Outcome::Unchanged
+            } else {
+                Outcome::Applied
+            }
+        }
+        _ => Outcome::Applied,
+    }
+}
+
+/// The out-of-sequence rule for a Deleted event at `at`.
+pub fn decide_delete(record: Option<&EntityRecord>, at: Timestamp) -> Outcome {
+    let Some(record) = record else {
+        return Outcome::Applied;
+    };
+    if record
+        .platform_updated_at
+        .is_some_and(|applied| at < applied)
+    {
+        return Outcome::Stale;
+    }
+    match record.platform_deleted_at {
+        Some(deleted) if deleted >= at => Outcome::Unchanged,
+        _ => Outcome::Applied,
+    }
+}
+
+/// Applies one stored event to the entity it names, by the out-of-sequence rule.
+pub fn apply_event(
+    tx: &mut dyn Repositories,
+    event: &NewInboundEvent,
+    now: Timestamp,
+) -> Result<Outcome, DomainError> {
+    let record = tx.platform_entity(event.shop_id, event.kind, &event.platform_id)?;
+    match event.action {
+        EventAction::Saved => {
+            let Some(document) = &event.document else {
+                return Ok(Outcome::Unchanged);
+            };
+            let outcome = decide_save(record.as_ref(), event.occurred_at, document);
+            if outcome != Outcome::Applied {
+                return Ok(outcome);
+            }
+            // A deleted entity comes back whole: the stored fields are not merged into it.
+            let base = record
+                .as_ref()
+                .filter(|r| r.platform_deleted_at.is_none())
+                .and_then(|r| r.document.as_deref());
+            let corrupt = |error: serde_json::Error| {
+                crate::StorageError::other(format!("stored event does not parse: {error}"))
+            };
+            let merged = merge(base, document).map_err(corrupt)?;
+            let json = merged.to_string();
+            let typed = typed_document(event.kind, merged).map_err(corrupt)?;
+            tx.save_platform_entity(
+                event.shop_id,
+                &SavedEntity {
+                    kind: event.kind,
+                    platform_id: event.platform_id.clone(),
+                    platform_updated_at: event.occurred_at,
+                    json,
+                    document: typed,
+                },
+                now,
+            )?;
+            Ok(Outcome::Applied)
+        }
+        EventAction::Deleted => {
+            let outcome = decide_delete(record.as_ref(), event.occurred_at);
+            if outcome == Outcome::Applied {
+                tx.delete_platform_entity(
+                    event.shop_id,
+                    event.kind,
+                    &event.platform_id,
+                    event.occurred_at,
+                    now,
+                )?;
+            }
+            Ok(outcome)
+        }
+    }
+}
+
+/// Applies up to `limit` pending events in order of arrival, in one transaction; returns how
+/// many. Does nothing while another process holds the applier's lock.
+pub fn apply_pending(
+    db: &impl Database,
+    clock: &dyn Clock,
+    limit: usize,
+) -> Result<usize, DomainError> {
+    db.write(|tx| {
+        if !tx.lock_event_applier()? {
+            return Ok(0);
+        }
+        let events = tx.pending_inbound_events(limit)?;
+        let now = clock.now();
+        let mut outcomes = Vec::with_capacity(events.len());
+        for stored in &events {
+            outcomes.push((stored.id, apply_event(tx, &stored.event, now)?));
+        }
+        tx.mark_inbound_events(&outcomes, now)?;
+        Ok(events.len())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ports::SystemClock;
+    use crate::testing::MemoryDatabase;
+    use serde_json::json;
+
+    const SHOP: i64 = 1;
+
+    fn at(seconds: i64) -> Timestamp {
+        Timestamp::from_micros(1_700_000_000_000_000).plus_seconds(seconds)
+    }
+
+    fn saved(id: &str, seconds: i64, extra: Value) -> NewInboundEvent {
+        let mut customer =
+            json!({ "platform_id": id, "platform_updated_at": at(seconds).to_rfc3339() });
+        if let (Some(target), Some(fields)) = (customer.as_object_mut(), extra.as_object()) {
+            target.extend(fields.clone());
+        }
+        parse_event(
+            SHOP,
+            EntityKind::Customer,
+            EventAction::Saved,
+            &json!({ "data": { "customer": customer } }),
+            EventSource::Webhook,
+            at(0),
+        )
+        .unwrap()
+    }
+
+    fn deleted(id: &str, seconds: i64) -> NewInboundEvent {
+        let body = json!({ "data": { "customer": { "platform_id": id, "platform_deleted_at": at(seconds).to_rfc3339() } } });
+        parse_event(
+            SHOP,
+            EntityKind::Customer,
+            EventAction::Deleted,
+            &body,
+            EventSource::Webhook,
+            at(0),
+        )
+        .unwrap()
+    }
+
+    fn apply_all(db: &MemoryDatabase, events: &[NewInboundEvent]) -> Vec<Outcome> {
+        events
+            .iter()
+            .map(|event| db.write(|tx| apply_event(tx, event, at(1000))).unwrap())
+            .collect()
+    }
+
+    fn stored(db: &MemoryDatabase, id: &str) -> Option<EntityRecord> {
+        db.read(|tx| Ok(tx.platform_entity(SHOP, EntityKind::Customer, id)?))
+            .unwrap()
+    }
+
+    fn stored_json(db: &MemoryDatabase, id: &str) -> Value {
+        let record = stored(db, id).unwrap();
+        serde_json::from_str(record.document.as_deref().unwrap()).unwrap()
+    }
+
+    fn problems(result: Result<NewInboundEvent, DomainError>) -> Vec<(String, &'static str)> {
+        match result {
+            Err(DomainError::Invalid(problems)) => {
+                problems.into_iter().map(|p| (p.field, p.code)).collect()
+            }
+            other => panic!("expected 422, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_missing_or_bad_field_is_named() {
+        let parse = |action, body: Value| {
+            parse_event(
+                SHOP,
+                EntityKind::Customer,
+                action,
+                &body,
+                EventSource::Webhook,
+                at(0),
+            )
+        };
+        assert_eq!(
+            problems(parse(EventAction::Saved, json!({}))),
+            [("data".to_string(), "required")]
+        );
+        assert_eq!(
+            problems(parse(EventAction::Saved, json!({"data": {}}))),
+            [("data.customer".to_string(), "required")]
+        );
+        assert_eq!(
+            problems(parse(EventAction::Saved, json!({"data": {"order": {}}}))),
+            [("data.customer".to_string(), "required")]
+        );
+        assert_eq!(
+            problems(parse(
+                EventAction::Saved,
+                json!({"data": {"customer": {"email": "a@b.test"}}})
+            )),
+            [
+                ("data.customer.platform_id".to_string(), "required"),
+                ("data.customer.platform_updated_at".to_string(), "required")
+            ]
+        );
+        let bad_time = problems(parse(
+            EventAction::Saved,
+            json!({"data": {"customer": {"platform_id": "c1", "platform_updated_at": "yesterday"}}}),
+        ));
+        assert_eq!(bad_time[0].0, "data.customer.platform_updated_at");
+        let blank_id = problems(parse(
+            EventAction::Saved,
+            json!({"data": {"customer": {"platform_id": " ", "platform_updated_at": "2024-01-01T00:00:00Z"}}}),
+        ));
+        assert_eq!(
+            blank_id,
+            [("data.customer.platform_id".to_string(), "required")]
+        );
+        let nested = problems(parse(
+            EventAction::Saved,
+            json!({"data": {"customer": {"platform_id": "c1", "platform_updated_at": "2024-01-01T00:00:00Z", "addresses": [{"city": 5}]}}}),
+        ));
+        assert_eq!(nested[0].0, "data.customer.addresses[0].city");
+        assert_eq!(
+            problems(parse(
+                EventAction::Deleted,
+                json!({"data": {"customer": {"platform_id": "c1"}}})
+            )),
+            [("data.customer.platform_deleted_at".to_string(), "required")]
+        );
+        let products = parse_event(
+            SHOP,
+            EntityKind::Product,
+            EventAction::Saved,
+            &json!({"data": {"product": {"platform_id": "p1", "platform_updated_at": "2024-01-01T00:00:00Z", "variants": [{"price": 10}]}}}),
+            EventSource::Webhook,
+            at(0),
+        );
+        assert_eq!(problems(products)[0].0, "data.product.variants[0].price");
+    }
+
+    #[test]
+    fn any_delivery_order_ends_at_the_newest_version() {
+        let versions: Vec<NewInboundEvent> = (1..=4)
+            .map(|n| {
+                saved(
+                    "c1",
+                    n * 10,
+                    json!({ "email": format!("v{n}@example.test") }),
+                )
+            })
+            .collect();
+        // Every permutation of four versions.
+        let mut orders = vec![vec![0usize, 1, 2, 3]];
+        for _ in 0..23 {
+            let mut next = orders.last().unwrap().clone();
+            let i = (0..3).rev().find(|&i| next[i] < next[i + 1]).unwrap();
+            let j = (i + 1..4).rev().find(|&j| next[j] > next[i]).unwrap();
+            next.swap(i, j);
+            next[i + 1..].reverse();
+            orders.push(next);
+        }
+        for order in orders {
+            let db = MemoryDatabase::default();
+            let shuffled: Vec<NewInboundEvent> =
+                order.iter().map(|&i| versions[i].clone()).collect();
+            apply_all(&db, &shuffled);
+            assert_eq!(
+                stored_json(&db, "c1")["email"],
+                "v4@example.test",
+                "order {order:?}"
+            );
+            assert_eq!(stored(&db, "c1").unwrap().platform_updated_at, Some(at(40)));
+        }
+    }
+
+    #[test]
+    fn omitted_fields_are_left_alone() {
+        let db = MemoryDatabase::default();
+        apply_all(
+            &db,
+            &[
+                saved(
+                    "c1",
+                    10,
+                    json!({"email": "a@example.test", "first_name": "Ada"}),
+                ),
+                saved("c1", 20, json!({"first_name": "Grace"})),
+            ],
+        );
+        let customer = stored_json(&db, "c1");
+        assert_eq!(customer["email"], "a@example.test");
+        assert_eq!(customer["first_name"], "Grace");
+    }
+
+    #[test]
+    fn equal_time_and_content_changes_nothing() {
+        let db = MemoryDatabase::default();
+        let event = saved("c1", 10, json!({"email": "a@example.test"}));
+        assert_eq!(
+            apply_all(&db, &[event.clone(), event]),
+            [Outcome::Applied, Outcome::Unchanged]
+        );
+        let changed = saved("c1", 10, json!({"email": "b@example.test"}));
+        assert_eq!(
+            apply_all(&db, &[changed]),
+            [Outcome::Applied],
+            "same time, new content: applied"
+        );
+    }
+
+    #[test]
+    fn deletion_beats_older_saves_and_yields_to_newer_ones() {
+        let db = MemoryDatabase::default();
+        let outcomes = apply_all(
+            &db,
+            &[
+                saved("c1", 10, json!({"email": "a@example.test"})),
+                deleted("c1", 20),
+                saved("c1", 15, json!({})),
+                saved("c1", 20, json!({})),
+            ],
+        );
+        assert_eq!(
+            outcomes,
+            [
+                Outcome::Applied,
+                Outcome::Applied,
+                Outcome::Stale,
+                Outcome::Stale
+            ]
+        );
+        assert!(stored(&db, "c1").unwrap().platform_deleted_at.is_some());
+
+        let back = apply_all(&db, &[saved("c1", 30, json!({"first_name": "Back"}))]);
+        assert_eq!(back, [Outcome::Applied]);
+        let record = stored(&db, "c1").unwrap();
+        assert_eq!(record.platform_deleted_at, None);
+        let customer = stored_json(&db, "c1");
+        assert_eq!(customer["first_name"], "Back");
+        assert!(
+            customer.get("email").is_none(),
+            "a returning entity starts afresh"
+        );
+    }
+
+    #[test]
+    fn a_deletion_older_than_the_last_save_is_dropped() {
+        let db = MemoryDatabase::default();
+        assert_eq!(
+            apply_all(&db, &[saved("c1", 20, json!({})), deleted("c1", 10)]),
+            [Outcome::Applied, Outcome::Stale]
+        );
+        assert_eq!(stored(&db, "c1").unwrap().platform_deleted_at, None);
+    }
+
+    #[test]
+    fn a_deletion_before_any_save_leaves_a_tombstone_that_drops_older_saves() {
+        let db = MemoryDatabase::default();
+        assert_eq!(
+            apply_all(&db, &[deleted("c1", 20), saved("c1", 10, json!({}))]),
+            [Outcome::Applied, Outcome::Stale]
+        );
+        assert_eq!(apply_all(&db, &[deleted("c1", 15)]), [Outcome::Unchanged]);
+    }
+
+    #[test]
+    fn pending_events_are_applied_in_arrival_order_and_marked() {
+        let db = MemoryDatabase::default();
+        let events = vec![
+            saved("c1", 20, json!({"email": "new@example.test"})),
+            saved("c1", 10, json!({"email": "old@example.test"})),
+            saved("c2", 5, json!({})),
+        ];
+        db.write(|tx| Ok(tx.insert_inbound_events(&events)?))
+            .unwrap();
+        assert_eq!(apply_pending(&db, &SystemClock, 2).unwrap(), 2);
+        assert_eq!(
+            db.read(|tx| Ok(tx.count_pending_inbound_events()?))
+                .unwrap(),
+            1
+        );
+        assert_eq!(apply_pending(&db, &SystemClock, 10).unwrap(), 1);
+        assert_eq!(apply_pending(&db, &SystemClock, 10).unwrap(), 0);
+        let outcomes: Vec<Option<Outcome>> =
+            db.with_state(|state| state.events.iter().map(|(_, o)| *o).collect());
+        assert_eq!(
+            outcomes,
+            [
+                Some(Outcome::Applied),
+                Some(Outcome::Stale),
+                Some(Outcome::Applied)
+            ]
+        );
+        assert_eq!(stored_json(&db, "c1")["email"], "new@example.test");
+    }
+}
