@@ -144,8 +144,8 @@ pub struct EntityRecord {
 #[derive(Debug, Clone, PartialEq)]
 pub enum EntityDocument {
     Customer(Customer),
-    Order(Order),
-    Product(Product),
+    Order(Box<Order>),
+    Product(Box<Product>),
     Category(Category),
 }
 
@@ -393,8 +393,8 @@ fn merge(stored: Option<&str>, incoming: &str) -> Result<Value, serde_json::Erro
 fn typed_document(kind: EntityKind, value: Value) -> Result<EntityDocument, serde_json::Error> {
     Ok(match kind {
         EntityKind::Customer => EntityDocument::Customer(serde_json::from_value(value)?),
-        EntityKind::Order => EntityDocument::Order(serde_json::from_value(value)?),
-        EntityKind::Product => EntityDocument::Product(serde_json::from_value(value)?),
+        EntityKind::Order => EntityDocument::Order(Box::new(serde_json::from_value(value)?)),
+        EntityKind::Product => EntityDocument::Product(Box::new(serde_json::from_value(value)?)),
         EntityKind::Category => EntityDocument::Category(serde_json::from_value(value)?),
     })
 }

@@ -77,10 +77,201 @@ diesel::joinable!(api_tokens -> shops (shop_id));
 diesel::joinable!(shared_secrets -> shops (shop_id));
 diesel::joinable!(staff_accounts -> shops (shop_id));
 
+diesel::table! {
+    destinations (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        topic -> Text,
+        url -> Text,
+        version -> Text,
+        timeout_ms -> BigInt,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+        deleted_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    platform_customers (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        platform_id -> Text,
+        email -> Text,
+        first_name -> Text,
+        last_name -> Text,
+        phone -> Text,
+        platform_created_at -> Nullable<BigInt>,
+        platform_updated_at -> Nullable<BigInt>,
+        platform_deleted_at -> Nullable<BigInt>,
+        document -> Nullable<Text>,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+        deleted_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    customer_addresses (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        customer_id -> BigInt,
+        platform_id -> Nullable<Text>,
+        is_default -> Bool,
+        document -> Text,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+        deleted_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    customer_labels (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        customer_id -> BigInt,
+        name -> Text,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+        deleted_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    platform_orders (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        platform_id -> Text,
+        platform_customer_id -> Nullable<Text>,
+        order_number -> Nullable<Text>,
+        fulfillment_status -> Nullable<Text>,
+        financial_status -> Nullable<Text>,
+        placed_at -> Nullable<BigInt>,
+        platform_updated_at -> Nullable<BigInt>,
+        platform_deleted_at -> Nullable<BigInt>,
+        document -> Nullable<Text>,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+        deleted_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    platform_products (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        platform_id -> Text,
+        name -> Nullable<Text>,
+        handle -> Nullable<Text>,
+        published -> Nullable<Bool>,
+        platform_updated_at -> Nullable<BigInt>,
+        platform_deleted_at -> Nullable<BigInt>,
+        document -> Nullable<Text>,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+        deleted_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    product_variants (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        product_id -> BigInt,
+        platform_id -> Nullable<Text>,
+        sku -> Nullable<Text>,
+        name -> Nullable<Text>,
+        price -> Nullable<Text>,
+        inventory_quantity -> Nullable<BigInt>,
+        document -> Text,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+        deleted_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    platform_categories (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        platform_id -> Text,
+        name -> Nullable<Text>,
+        image_url -> Nullable<Text>,
+        platform_updated_at -> Nullable<BigInt>,
+        platform_deleted_at -> Nullable<BigInt>,
+        document -> Nullable<Text>,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+        deleted_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    inbound_events (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        entity -> Text,
+        action -> Text,
+        platform_id -> Text,
+        occurred_at -> BigInt,
+        document -> Nullable<Text>,
+        source -> Text,
+        received_at -> BigInt,
+        applied_at -> Nullable<BigInt>,
+        outcome -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    sync_runs (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        topic -> Text,
+        status -> Text,
+        pages -> BigInt,
+        items -> BigInt,
+        skipped -> BigInt,
+        error -> Nullable<Text>,
+        started_at -> BigInt,
+        heartbeat_at -> BigInt,
+        finished_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    connector_outbox (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        topic -> Text,
+        call -> Text,
+        status -> Text,
+        attempts -> BigInt,
+        next_attempt_at -> BigInt,
+        locked_until -> Nullable<BigInt>,
+        last_error -> Nullable<Text>,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::joinable!(customer_addresses -> platform_customers (customer_id));
+diesel::joinable!(customer_labels -> platform_customers (customer_id));
+diesel::joinable!(product_variants -> platform_products (product_id));
+
 diesel::allow_tables_to_appear_in_same_query!(
     shops,
     api_tokens,
     shared_secrets,
     staff_accounts,
-    oauth_apps
+    oauth_apps,
+    destinations,
+    platform_customers,
+    customer_addresses,
+    customer_labels,
+    platform_orders,
+    platform_products,
+    product_variants,
+    platform_categories,
+    inbound_events,
+    sync_runs,
+    connector_outbox,
 );

@@ -1,5 +1,12 @@
 //! The domain's storage ports, implemented with diesel on one pooled connection.
 
+mod destinations;
+mod directory;
+mod events;
+mod outbox;
+mod platform;
+mod sync;
+
 use diesel::prelude::*;
 use mercer_domain::Timestamp;
 use mercer_domain::credentials::{ApiToken, NewApiToken};
@@ -14,7 +21,7 @@ use crate::store::storage_error;
 
 /// One connection, inside or outside a transaction, seen through the domain's ports.
 pub struct StoreTx<'a> {
-    conn: &'a mut DbConnection,
+    pub(super) conn: &'a mut DbConnection,
 }
 
 impl<'a> StoreTx<'a> {
@@ -50,6 +57,17 @@ impl ShopRepository for StoreTx<'_> {
     fn shop_by_domain(&mut self, domain: &str) -> StoreResult<Option<Shop>> {
         shops::table
             .filter(shops::shop_domain.eq(domain))
+            .select(ShopRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(storage_error)?
+            .map(Shop::try_from)
+            .transpose()
+    }
+
+    fn shop_by_id(&mut self, id: i64) -> StoreResult<Option<Shop>> {
+        shops::table
+            .filter(shops::id.eq(id))
             .select(ShopRow::as_select())
             .first(self.conn)
             .optional()

@@ -1,0 +1,156 @@
+//! The durable queue of inbound events.
+
+use diesel::prelude::*;
+use mercer_domain::events::{
+    EntityKind, EventAction, EventSource, InboundEvent, NewInboundEvent, Outcome,
+};
+use mercer_domain::ports::{EventQueueRepository, StoreResult};
+use mercer_domain::{StorageError, Timestamp};
+
+use super::StoreTx;
+use crate::connection::{DbConnection, on_backend};
+use crate::schema::inbound_events;
+use crate::store::storage_error;
+
+/// Serialises appliers of several processes on one PostgreSQL database.
+const APPLIER_LOCK_KEY: i64 = 0x6d65_7263_6572 + 1;
+
+#[derive(Insertable)]
+#[diesel(table_name = inbound_events)]
+struct NewEventRow<'a> {
+    shop_id: i64,
+    entity: &'static str,
+    action: &'static str,
+    platform_id: &'a str,
+    occurred_at: i64,
+    document: Option<&'a str>,
+    source: &'static str,
+    received_at: i64,
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = inbound_events)]
+struct EventRow {
+    id: i64,
+    shop_id: i64,
+    entity: String,
+    action: String,
+    platform_id: String,
+    occurred_at: i64,
+    document: Option<String>,
+    source: String,
+    received_at: i64,
+}
+
+impl TryFrom<EventRow> for InboundEvent {
+    type Error = StorageError;
+
+    fn try_from(row: EventRow) -> Result<Self, StorageError> {
+        let corrupt =
+            |what: &str| StorageError::other(format!("stored event {} has a bad {what}", row.id));
+        Ok(InboundEvent {
+            id: row.id,
+            event: NewInboundEvent {
+                shop_id: row.shop_id,
+                kind: EntityKind::parse(&row.entity).ok_or_else(|| corrupt("entity"))?,
+                action: EventAction::parse(&row.action).ok_or_else(|| corrupt("action"))?,
+                platform_id: row.platform_id.clone(),
+                occurred_at: Timestamp::from_micros(row.occurred_at),
+                document: row.document.clone(),
+                source: EventSource::parse(&row.source).ok_or_else(|| corrupt("source"))?,
+                received_at: Timestamp::from_micros(row.received_at),
+            },
+        })
+    }
+}
+
+fn lock_applier(conn: &mut DbConnection) -> QueryResult<bool> {
+    match conn {
+        // One process per SQLite file, and its write transaction already excludes the others.
+        DbConnection::Sqlite(_) => Ok(true),
+        DbConnection::Pg(c) => diesel::select(diesel::dsl::sql::<diesel::sql_types::Bool>(
+            &format!("pg_try_advisory_xact_lock({APPLIER_LOCK_KEY})"),
+        ))
+        .get_result(c),
+    }
+}
+
+impl EventQueueRepository for StoreTx<'_> {
+    fn insert_inbound_events(&mut self, events: &[NewInboundEvent]) -> StoreResult<()> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let rows: Vec<NewEventRow<'_>> = events
+            .iter()
+            .map(|event| NewEventRow {
+                shop_id: event.shop_id,
+                entity: event.kind.as_str(),
+                action: event.action.as_str(),
+                platform_id: &event.platform_id,
+                occurred_at: event.occurred_at.as_micros(),
+                document: event.document.as_deref(),
+                source: event.source.as_str(),
+                received_at: event.received_at.as_micros(),
+            })
+            .collect();
+        // One statement per chunk: SQLite allows 32766 bound values, PostgreSQL 65535.
+        for chunk in rows.chunks(1000) {
+            on_backend!(&mut *self.conn, |c| diesel::insert_into(
+                inbound_events::table
+            )
+            .values(chunk)
+            .execute(c))
+            .map_err(storage_error)?;
+        }
+        Ok(())
+    }
+
+    fn pending_inbound_events(&mut self, limit: usize) -> StoreResult<Vec<InboundEvent>> {
+        inbound_events::table
+            .filter(inbound_events::applied_at.is_null())
+            .order(inbound_events::id.asc())
+            .limit(limit as i64)
+            .select(EventRow::as_select())
+            .load(self.conn)
+            .map_err(storage_error)?
+            .into_iter()
+            .map(InboundEvent::try_from)
+            .collect()
+    }
+
+    fn mark_inbound_events(
+        &mut self,
+        outcomes: &[(i64, Outcome)],
+        at: Timestamp,
+    ) -> StoreResult<()> {
+        for outcome in [Outcome::Applied, Outcome::Unchanged, Outcome::Stale] {
+            let ids: Vec<i64> = outcomes
+                .iter()
+                .filter(|(_, o)| *o == outcome)
+                .map(|(id, _)| *id)
+                .collect();
+            for chunk in ids.chunks(1000) {
+                diesel::update(inbound_events::table.filter(inbound_events::id.eq_any(chunk)))
+                    .set((
+                        inbound_events::applied_at.eq(Some(at.as_micros())),
+                        inbound_events::outcome.eq(Some(outcome.as_str())),
+                    ))
+                    .execute(self.conn)
+                    .map_err(storage_error)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn count_pending_inbound_events(&mut self) -> StoreResult<i64> {
+        inbound_events::table
+            .filter(inbound_events::applied_at.is_null())
+            .count()
+            .get_result(self.conn)
+            .map_err(storage_error)
+    }
+
+    fn lock_event_applier(&mut self) -> StoreResult<bool> {
+        lock_applier(self.conn).map_err(storage_error)
+    }
+}

@@ -1,0 +1,670 @@
+//! The platform connector's storage on both real databases: destinations, entities and the
+//! event rules, the event queue, syncs, the outbox and the directory's queries.
+
+#![allow(clippy::unwrap_used)] // test code: a panic is a failed assertion
+
+use mercer_domain::destinations::{DestinationSettings, Topic};
+use mercer_domain::directory::{DirectoryQuery, parse_directory_query};
+use mercer_domain::events::{EntityKind, EventAction, EventSource, apply_pending, parse_event};
+use mercer_domain::outbox::{ConnectorCall, OutboxStatus};
+use mercer_domain::ports::{Database, SystemClock};
+use mercer_domain::shop::{Shop, ShopInput, create_shop};
+use mercer_domain::sync::SyncStatus;
+use mercer_domain::{DomainError, Timestamp};
+use mercer_store::testing::TestDatabase;
+use mercer_store::{Backend, Store, backend_tests};
+use serde_json::{Value, json};
+
+fn at(seconds: i64) -> Timestamp {
+    Timestamp::from_micros(1_700_000_000_000_000).plus_seconds(seconds)
+}
+
+fn shop(store: &Store, domain: &str) -> Shop {
+    store
+        .write(|tx| {
+            create_shop(
+                tx,
+                ShopInput {
+                    shop_domain: domain.into(),
+                    ..ShopInput::default()
+                },
+                at(0),
+            )
+        })
+        .unwrap()
+}
+
+fn settings(topic: Topic) -> DestinationSettings {
+    DestinationSettings {
+        topic,
+        url: "http://127.0.0.1:9/connector".into(),
+        version: "v1".into(),
+        timeout_ms: 500,
+    }
+}
+
+fn destinations_allow_one_live_per_topic(backend: Backend) {
+    let (_db, store) = TestDatabase::migrated(backend);
+    let shop = shop(&store, "a.shop.test");
+    let first = store
+        .write(|tx| Ok(tx.insert_destination(shop.id, &settings(Topic::Customers), at(1))?))
+        .unwrap();
+    assert_eq!(first.timeout_ms, 500);
+    let second =
+        store.write(|tx| Ok(tx.insert_destination(shop.id, &settings(Topic::Customers), at(2))?));
+    let Err(DomainError::Storage(error)) = second else {
+        panic!("a second live destination must be refused")
+    };
+    assert!(error.is_unique_violation());
+    store
+        .write(|tx| Ok(tx.insert_destination(shop.id, &settings(Topic::Orders), at(2))?))
+        .unwrap();
+    store
+        .write(|tx| Ok(tx.delete_destination(shop.id, first.id, at(3))?))
+        .unwrap();
+    let again = store
+        .write(|tx| Ok(tx.insert_destination(shop.id, &settings(Topic::Customers), at(4))?))
+        .unwrap();
+    let live = store.read(|tx| Ok(tx.live_destinations(shop.id)?)).unwrap();
+    assert_eq!(
+        live.iter().map(|d| d.topic).collect::<Vec<_>>(),
+        [Topic::Orders, Topic::Customers]
+    );
+    assert_eq!(live[1].id, again.id);
+    let deleted = store
+        .read(|tx| Ok(tx.destination(shop.id, first.id)?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(deleted.deleted_at, Some(at(3)));
+    let mut changed = settings(Topic::Customers);
+    changed.timeout_ms = 30_000;
+    store
+        .write(|tx| Ok(tx.update_destination(shop.id, again.id, &changed, at(5))?))
+        .unwrap();
+    let updated = store
+        .read(|tx| Ok(tx.live_destination(shop.id, Topic::Customers)?))
+        .unwrap()
+        .unwrap();
+    assert_eq!((updated.timeout_ms, updated.updated_at), (30_000, at(5)));
+}
+
+fn customer_event(
+    shop_id: i64,
+    id: &str,
+    seconds: i64,
+    customer: Value,
+) -> mercer_domain::events::NewInboundEvent {
+    let mut body = customer;
+    body["platform_id"] = json!(id);
+    body["platform_updated_at"] = json!(at(seconds).to_rfc3339());
+    parse_event(
+        shop_id,
+        EntityKind::Customer,
+        EventAction::Saved,
+        &json!({"data": {"customer": body}}),
+        EventSource::Webhook,
+        at(0),
+    )
+    .unwrap()
+}
+
+fn deleted_event(
+    shop_id: i64,
+    kind: EntityKind,
+    id: &str,
+    seconds: i64,
+) -> mercer_domain::events::NewInboundEvent {
+    let body = json!({"data": {kind.as_str(): {"platform_id": id, "platform_deleted_at": at(seconds).to_rfc3339()}}});
+    parse_event(
+        shop_id,
+        kind,
+        EventAction::Deleted,
+        &body,
+        EventSource::Webhook,
+        at(0),
+    )
+    .unwrap()
+}
+
+fn address(id: &str, city: &str, default: bool) -> Value {
+    json!({"platform_id": id, "first_name": "Ada", "street_1": "1 Main St", "city": city, "postal_code": "69001", "country_code": "FR", "is_default": default})
+}
+
+fn queue_and_apply(store: &Store, events: Vec<mercer_domain::events::NewInboundEvent>) {
+    store
+        .write(|tx| Ok(tx.insert_inbound_events(&events)?))
+        .unwrap();
+    while apply_pending(store, &SystemClock, 100).unwrap() > 0 {}
+}
+
+fn events_are_queued_then_applied_in_order(backend: Backend) {
+    let (_db, store) = TestDatabase::migrated(backend);
+    let shop = shop(&store, "a.shop.test");
+    let events = vec![
+        customer_event(
+            shop.id,
+            "c1",
+            30,
+            json!({"email": "newest@example.test", "addresses": [address("a1", "Lyon", true), address("a2", "Paris", false)]}),
+        ),
+        customer_event(shop.id, "c1", 10, json!({"email": "oldest@example.test"})),
+        customer_event(
+            shop.id,
+            "c2",
+            10,
+            json!({"email": "two@example.test", "first_name": "Grace"}),
+        ),
+        deleted_event(shop.id, EntityKind::Customer, "c2", 20),
+        customer_event(shop.id, "c2", 15, json!({"email": "late@example.test"})),
+    ];
+    store
+        .write(|tx| Ok(tx.insert_inbound_events(&events)?))
+        .unwrap();
+    assert_eq!(
+        store
+            .read(|tx| Ok(tx.count_pending_inbound_events()?))
+            .unwrap(),
+        5
+    );
+    let pending = store.read(|tx| Ok(tx.pending_inbound_events(10)?)).unwrap();
+    assert_eq!(
+        pending.iter().map(|e| e.event.clone()).collect::<Vec<_>>(),
+        events,
+        "stored as received, in order"
+    );
+    assert_eq!(apply_pending(&store, &SystemClock, 3).unwrap(), 3);
+    assert_eq!(apply_pending(&store, &SystemClock, 10).unwrap(), 2);
+    assert_eq!(
+        store
+            .read(|tx| Ok(tx.count_pending_inbound_events()?))
+            .unwrap(),
+        0
+    );
+
+    let c1 = store
+        .read(|tx| Ok(tx.directory_customer_by_platform_id(shop.id, "c1")?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(c1.email.as_deref(), Some("newest@example.test"));
+    let addresses = store
+        .read(|tx| Ok(tx.addresses_of_customers(shop.id, &[c1.id])?))
+        .unwrap();
+    assert_eq!(
+        addresses
+            .iter()
+            .map(|a| a.city.clone().unwrap())
+            .collect::<Vec<_>>(),
+        ["Lyon", "Paris"]
+    );
+    assert!(addresses[0].is_default && !addresses[1].is_default);
+    assert_eq!(addresses[0].zip.as_deref(), Some("69001"));
+    let c2 = store
+        .read(|tx| Ok(tx.directory_customer_by_platform_id(shop.id, "c2")?))
+        .unwrap()
+        .unwrap();
+    assert!(
+        c2.deleted_at.is_some(),
+        "deleted, and the older save after it was dropped"
+    );
+}
+
+fn addresses_keep_their_ids_across_saves(backend: Backend) {
+    let (_db, store) = TestDatabase::migrated(backend);
+    let shop = shop(&store, "a.shop.test");
+    queue_and_apply(
+        &store,
+        vec![customer_event(
+            shop.id,
+            "c1",
+            10,
+            json!({"addresses": [address("a1", "Lyon", true), address("a2", "Paris", false)]}),
+        )],
+    );
+    let customer = store
+        .read(|tx| Ok(tx.directory_customer_by_platform_id(shop.id, "c1")?))
+        .unwrap()
+        .unwrap();
+    let before = store
+        .read(|tx| Ok(tx.addresses_of_customers(shop.id, &[customer.id])?))
+        .unwrap();
+    queue_and_apply(
+        &store,
+        vec![customer_event(
+            shop.id,
+            "c1",
+            20,
+            json!({"addresses": [address("a2", "Marseille", true), address("a3", "Nice", false)]}),
+        )],
+    );
+    let after = store
+        .read(|tx| Ok(tx.addresses_of_customers(shop.id, &[customer.id])?))
+        .unwrap();
+    assert_eq!(after.len(), 2, "a1 is gone");
+    assert_eq!(after[0].id, before[1].id, "a2 kept its id");
+    assert_eq!(after[0].city.as_deref(), Some("Marseille"));
+    assert_eq!(after[1].platform_id.as_deref(), Some("a3"));
+    // An event without addresses leaves them alone.
+    queue_and_apply(
+        &store,
+        vec![customer_event(
+            shop.id,
+            "c1",
+            30,
+            json!({"first_name": "Ada"}),
+        )],
+    );
+    assert_eq!(
+        store
+            .read(|tx| Ok(tx.addresses_of_customers(shop.id, &[customer.id])?))
+            .unwrap()
+            .len(),
+        2
+    );
+}
+
+fn orders_products_and_categories_follow_the_same_rules(backend: Backend) {
+    let (_db, store) = TestDatabase::migrated(backend);
+    let shop = shop(&store, "a.shop.test");
+    let event = |kind: EntityKind, seconds: i64, body: Value| {
+        let mut body = body;
+        body["platform_updated_at"] = json!(at(seconds).to_rfc3339());
+        parse_event(
+            shop.id,
+            kind,
+            EventAction::Saved,
+            &json!({"data": {kind.as_str(): body}}),
+            EventSource::Webhook,
+            at(0),
+        )
+        .unwrap()
+    };
+    queue_and_apply(
+        &store,
+        vec![
+            event(
+                EntityKind::Order,
+                10,
+                json!({"platform_id": "o1", "fulfillment_status": "unfulfilled", "total": "10.00"}),
+            ),
+            event(
+                EntityKind::Order,
+                20,
+                json!({"platform_id": "o1", "fulfillment_status": "fulfilled"}),
+            ),
+            event(
+                EntityKind::Product,
+                10,
+                json!({"platform_id": "p1", "name": "Tea", "variants": [{"platform_id": "v1", "sku": "TEA-1", "price": "4.50"}, {"platform_id": "v2", "sku": "TEA-2"}]}),
+            ),
+            event(
+                EntityKind::Product,
+                5,
+                json!({"platform_id": "p1", "name": "Old tea"}),
+            ),
+            event(
+                EntityKind::Category,
+                10,
+                json!({"platform_id": "k1", "name": "Drinks"}),
+            ),
+            deleted_event(shop.id, EntityKind::Category, "k1", 20),
+        ],
+    );
+    let order = store
+        .read(|tx| Ok(tx.platform_entity(shop.id, EntityKind::Order, "o1")?))
+        .unwrap()
+        .unwrap();
+    let document: Value = serde_json::from_str(order.document.as_deref().unwrap()).unwrap();
+    assert_eq!(document["fulfillment_status"], "fulfilled");
+    assert_eq!(
+        document["total"], "10.00",
+        "fields the newer event left out stay"
+    );
+    let product = store
+        .read(|tx| Ok(tx.platform_entity(shop.id, EntityKind::Product, "p1")?))
+        .unwrap()
+        .unwrap();
+    let document: Value = serde_json::from_str(product.document.as_deref().unwrap()).unwrap();
+    assert_eq!(document["name"], "Tea");
+    assert_eq!(document["variants"].as_array().unwrap().len(), 2);
+    let category = store
+        .read(|tx| Ok(tx.platform_entity(shop.id, EntityKind::Category, "k1")?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(category.platform_deleted_at, Some(at(20)));
+}
+
+fn sync_runs_are_one_at_a_time(backend: Backend) {
+    let (_db, store) = TestDatabase::migrated(backend);
+    let shop = shop(&store, "a.shop.test");
+    let run = store
+        .write(|tx| Ok(tx.insert_sync_run(shop.id, Topic::Customers, at(1))?))
+        .unwrap();
+    let Err(DomainError::Storage(error)) =
+        store.write(|tx| Ok(tx.insert_sync_run(shop.id, Topic::Customers, at(2))?))
+    else {
+        panic!("a second running sync must be refused");
+    };
+    assert!(error.is_unique_violation());
+    store
+        .write(|tx| Ok(tx.insert_sync_run(shop.id, Topic::Orders, at(2))?))
+        .unwrap();
+    store
+        .write(|tx| Ok(tx.record_sync_page(run.id, 250, 1, at(3))?))
+        .unwrap();
+    store
+        .write(|tx| Ok(tx.record_sync_page(run.id, 10, 0, at(4))?))
+        .unwrap();
+    store
+        .write(|tx| Ok(tx.finish_sync(run.id, SyncStatus::Succeeded, None, at(5))?))
+        .unwrap();
+    let done = store.read(|tx| Ok(tx.sync_run(run.id)?)).unwrap().unwrap();
+    assert_eq!(
+        (
+            done.status,
+            done.pages,
+            done.items,
+            done.skipped,
+            done.finished_at
+        ),
+        (SyncStatus::Succeeded, 2, 260, 1, Some(at(5)))
+    );
+    assert!(
+        store
+            .read(|tx| Ok(tx.running_sync(shop.id, Topic::Customers)?))
+            .unwrap()
+            .is_none()
+    );
+    store
+        .write(|tx| Ok(tx.insert_sync_run(shop.id, Topic::Customers, at(6))?))
+        .unwrap();
+}
+
+fn outbox_calls_are_claimed_leased_and_retried(backend: Backend) {
+    let (_db, store) = TestDatabase::migrated(backend);
+    let shop = shop(&store, "a.shop.test");
+    let call = ConnectorCall::DeleteCustomer {
+        platform_id: "c1".into(),
+    };
+    let id = store
+        .write(|tx| Ok(tx.insert_outbox_call(shop.id, &call, at(0))?))
+        .unwrap();
+    assert!(
+        store
+            .write(|tx| Ok(tx.claim_outbox_calls(at(-1), 10, at(100))?))
+            .unwrap()
+            .is_empty(),
+        "not due yet"
+    );
+    let claimed = store
+        .write(|tx| Ok(tx.claim_outbox_calls(at(1), 10, at(100))?))
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].call, call);
+    assert!(
+        store
+            .write(|tx| Ok(tx.claim_outbox_calls(at(2), 10, at(100))?))
+            .unwrap()
+            .is_empty(),
+        "leased"
+    );
+    store
+        .write(|tx| Ok(tx.retry_outbox_call(id, 1, at(10), "connector answered 500")?))
+        .unwrap();
+    let again = store
+        .write(|tx| Ok(tx.claim_outbox_calls(at(10), 10, at(200))?))
+        .unwrap();
+    assert_eq!(
+        (again[0].attempts, again[0].last_error.as_deref()),
+        (1, Some("connector answered 500"))
+    );
+    store
+        .write(|tx| Ok(tx.finish_outbox_call(id, OutboxStatus::Delivered, 2, None, at(11))?))
+        .unwrap();
+    assert!(
+        store
+            .write(|tx| Ok(tx.claim_outbox_calls(at(500), 10, at(600))?))
+            .unwrap()
+            .is_empty(),
+        "delivered calls stay done"
+    );
+    let entries = store.read(|tx| Ok(tx.outbox_entries(shop.id)?)).unwrap();
+    assert_eq!(
+        (entries[0].status, entries[0].attempts),
+        (OutboxStatus::Delivered, 2)
+    );
+}
+
+fn concurrent_claimers_never_share_a_call(backend: Backend) {
+    let (_db, store) = TestDatabase::migrated(backend);
+    let shop = shop(&store, "a.shop.test");
+    for n in 0..60 {
+        let call = ConnectorCall::DeleteCustomer {
+            platform_id: format!("c{n}"),
+        };
+        store
+            .write(|tx| Ok(tx.insert_outbox_call(shop.id, &call, at(0))?))
+            .unwrap();
+    }
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                let mut mine = Vec::new();
+                loop {
+                    let batch = store
+                        .write(|tx| Ok(tx.claim_outbox_calls(at(1), 5, at(1000))?))
+                        .unwrap();
+                    if batch.is_empty() {
+                        return mine;
+                    }
+                    mine.extend(batch.into_iter().map(|entry| entry.id));
+                }
+            })
+        })
+        .collect();
+    let mut all: Vec<i64> = workers
+        .into_iter()
+        .flat_map(|w| w.join().unwrap())
+        .collect();
+    all.sort_unstable();
+    let before = all.len();
+    all.dedup();
+    assert_eq!(
+        (before, all.len()),
+        (60, 60),
+        "every call claimed exactly once"
+    );
+}
+
+fn directory(store: &Store, shop: &Shop, query: &[(&str, &str)]) -> (Vec<String>, i64) {
+    let pairs: Vec<(String, String)> = query
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let query: DirectoryQuery = parse_directory_query(&pairs).unwrap();
+    let page = store
+        .read(|tx| Ok(tx.list_directory_customers(shop.id, &query)?))
+        .unwrap();
+    (
+        page.customers
+            .into_iter()
+            .map(|c| c.platform_id.unwrap())
+            .collect(),
+        page.total,
+    )
+}
+
+fn the_directory_filters_sorts_and_pages(backend: Backend) {
+    let (_db, store) = TestDatabase::migrated(backend);
+    let shop = shop(&store, "a.shop.test");
+    let other = self::shop(&store, "b.shop.test");
+    let people = [
+        ("c1", "ada@example.test", "Ada", "Lovelace"),
+        ("c2", "grace@navy.test", "Grace", "Hopper"),
+        ("c3", "alan@example.test", "alan", "Turing"),
+        ("c4", "Barbara@Example.test", "Barbara", "Liskov"),
+        ("c5", "edsger@example.test", "Edsger", "Dijkstra"),
+    ];
+    let events: Vec<_> = people
+        .iter()
+        .enumerate()
+        .map(|(n, (id, email, first, last))| customer_event(shop.id, id, n as i64, json!({"email": email, "first_name": first, "last_name": last, "platform_created_at": at(n as i64 * 100).to_rfc3339()})))
+        .chain([customer_event(other.id, "x1", 0, json!({"email": "ada@example.test"}))])
+        .chain([deleted_event(shop.id, EntityKind::Customer, "c5", 50)])
+        .collect();
+    queue_and_apply(&store, events);
+
+    assert_eq!(
+        directory(&store, &shop, &[]),
+        (vec!["c1".into(), "c2".into(), "c3".into(), "c4".into()], 4),
+        "deleted customers and other shops stay out"
+    );
+    assert_eq!(
+        directory(&store, &shop, &[("search", "EXAMPLE")]).1,
+        3,
+        "search ignores case"
+    );
+    assert_eq!(directory(&store, &shop, &[("search", "hop")]).0, ["c2"]);
+    assert_eq!(
+        directory(&store, &shop, &[("search", "%")]).1,
+        0,
+        "wildcards in a search are literal"
+    );
+    assert_eq!(
+        directory(&store, &shop, &[("orderby", "first_name")]).0,
+        ["c1", "c3", "c4", "c2"],
+        "names sort ignoring case"
+    );
+    assert_eq!(
+        directory(
+            &store,
+            &shop,
+            &[("orderby", "last_name"), ("orderdirection", "desc")]
+        )
+        .0,
+        ["c3", "c1", "c4", "c2"]
+    );
+    assert_eq!(
+        directory(&store, &shop, &[("orderby", "email")]).0,
+        ["c1", "c3", "c4", "c2"]
+    );
+    let c2_id = store
+        .read(|tx| Ok(tx.directory_customer_by_platform_id(shop.id, "c2")?))
+        .unwrap()
+        .unwrap()
+        .id;
+    assert_eq!(
+        directory(&store, &shop, &[("since_id", &c2_id.to_string())]).0,
+        ["c3", "c4"]
+    );
+    assert_eq!(
+        directory(
+            &store,
+            &shop,
+            &[("filter", &format!("gte(id:{c2_id}),lt(id:{})", c2_id + 2))]
+        )
+        .0,
+        ["c2", "c3"]
+    );
+    assert_eq!(
+        directory(&store, &shop, &[("filter", "like(email:%@example.test)")]).0,
+        ["c1", "c3", "c4"]
+    );
+    assert_eq!(
+        directory(&store, &shop, &[("filter", "eq(first_name:alan)")]).0,
+        ["c3"]
+    );
+    let cutoff = at(150).to_rfc3339();
+    assert_eq!(
+        directory(
+            &store,
+            &shop,
+            &[("filter", &format!("lt(platform_created_at:{cutoff})"))]
+        )
+        .0,
+        ["c1", "c2"]
+    );
+    assert_eq!(
+        directory(&store, &shop, &[("ids", &format!("{c2_id},{}", c2_id + 1))]).0,
+        ["c2", "c3"]
+    );
+    let page2 = directory(&store, &shop, &[("limit", "3"), ("page", "2")]);
+    assert_eq!(page2, (vec!["c4".into()], 4));
+    assert_eq!(
+        directory(&store, &shop, &[("limit", "3"), ("page", "3")]),
+        (vec![], 4)
+    );
+    let later = Timestamp::now().plus_seconds(60).to_rfc3339();
+    assert_eq!(directory(&store, &shop, &[("updated_at_min", &later)]).1, 0);
+    assert_eq!(directory(&store, &shop, &[("updated_at_max", &later)]).1, 4);
+
+    let c1 = store
+        .read(|tx| Ok(tx.directory_customer_by_platform_id(shop.id, "c1")?))
+        .unwrap()
+        .unwrap();
+    let vip = store
+        .write(|tx| Ok(tx.insert_label(shop.id, c1.id, "vip", at(1))?))
+        .unwrap();
+    store
+        .write(|tx| Ok(tx.insert_label(shop.id, c2_id, "vip", at(1))?))
+        .unwrap();
+    assert_eq!(
+        directory(&store, &shop, &[("label", "vip")]).0,
+        ["c1", "c2"]
+    );
+    assert!(
+        store
+            .write(|tx| Ok(tx.delete_label(shop.id, c1.id, vip.id, at(2))?))
+            .unwrap()
+    );
+    assert!(
+        !store
+            .write(|tx| Ok(tx.delete_label(shop.id, c1.id, vip.id, at(3))?))
+            .unwrap()
+    );
+    assert_eq!(directory(&store, &shop, &[("label", "vip")]).0, ["c2"]);
+}
+
+fn the_applier_lock_is_exclusive(backend: Backend) {
+    let (_db, store) = TestDatabase::migrated(backend);
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let holder = {
+        let store = store.clone();
+        std::thread::spawn(move || {
+            store
+                .write(|tx| {
+                    assert!(tx.lock_event_applier()?);
+                    held_tx.send(()).unwrap();
+                    release_rx.recv().unwrap();
+                    Ok(())
+                })
+                .unwrap();
+        })
+    };
+    held_rx.recv().unwrap();
+    if backend == Backend::Postgres {
+        assert!(
+            !store.write(|tx| Ok(tx.lock_event_applier()?)).unwrap(),
+            "another process holds the lock"
+        );
+    }
+    release_tx.send(()).unwrap();
+    holder.join().unwrap();
+    assert!(
+        store.write(|tx| Ok(tx.lock_event_applier()?)).unwrap(),
+        "released with its transaction"
+    );
+}
+
+backend_tests!(
+    destinations_allow_one_live_per_topic,
+    events_are_queued_then_applied_in_order,
+    addresses_keep_their_ids_across_saves,
+    orders_products_and_categories_follow_the_same_rules,
+    sync_runs_are_one_at_a_time,
+    outbox_calls_are_claimed_leased_and_retried,
+    concurrent_claimers_never_share_a_call,
+    the_directory_filters_sorts_and_pages,
+    the_applier_lock_is_exclusive,
+);

@@ -1,0 +1,11 @@
+DROP TABLE connector_outbox;
+DROP TABLE sync_runs;
+DROP TABLE inbound_events;
+DROP TABLE platform_categories;
+DROP TABLE product_variants;
+DROP TABLE platform_products;
+DROP TABLE platform_orders;
+DROP TABLE customer_labels;
+DROP TABLE customer_addresses;
+DROP TABLE platform_customers;
+DROP TABLE destinations;
