@@ -33,6 +33,12 @@ impl Timestamp {
             .to_rfc3339_opts(SecondsFormat::AutoSi, true)
     }
 
+    /// RFC 3339 in UTC with `Z` and whole seconds, as `X-HMAC-Timestamp` is written.
+    pub fn to_rfc3339_seconds(self) -> String {
+        self.to_datetime()
+            .to_rfc3339_opts(SecondsFormat::Secs, true)
+    }
+
     /// Parses an RFC 3339 date-time with any offset, kept as the same instant in UTC.
     pub fn parse_rfc3339(text: &str) -> Option<Self> {
         DateTime::parse_from_rfc3339(text)

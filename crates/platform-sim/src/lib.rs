@@ -1,3 +1,14 @@
-//! A reference e-commerce platform behind a connector, served from memory, that pushes events
-//! to Mercer. Not built yet: it arrives with the platform connector work (issue 3). The crate
-//! exists now so the workspace has its final shape and `cargo xtask tidy` guards it.
+//! A reference e-commerce platform behind a connector (seed 000 §4.2), served from memory.
+//!
+//! It answers every connector operation by the seed's rules, checks Mercer's HMACs with the
+//! connector kit, pushes Saved and Deleted events to a Mercer server when its own data changes
+//! (through its admin API), and can be told to misbehave (statuses, delays, wrong HMACs,
+//! malformed JSON) for fault tests. Run it as `mercer-platform-sim serve`, or embed it with
+//! [`RunningSimulator::start`].
+
+pub mod push;
+pub mod server;
+pub mod state;
+
+pub use server::{RunningSimulator, Simulator, app};
+pub use state::{Faults, MercerLink};

@@ -1,0 +1,591 @@
+//! The HTTP client for connector operations (contract §3.2, §3.3).
+
+use std::time::Duration;
+
+use mercer_domain::Timestamp;
+use mercer_domain::connector::{
+    ConnectorError, ConnectorResult, ConnectorTarget, Page, PlatformConnector,
+};
+use mercer_domain::platform::{Customer, CustomerAddress, Order, Pagination, Payment};
+use mercer_signing::{verify_x_hmac, x_hmac};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::headers;
+
+/// Calls connectors over HTTP, keeping connections alive between calls.
+#[derive(Clone)]
+pub struct HttpConnector {
+    agent: ureq::Agent,
+}
+
+impl Default for HttpConnector {
+    fn default() -> Self {
+        HttpConnector::new()
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Method {
+    Get,
+    Post,
+    Patch,
+    Delete,
+}
+
+/// What came back from a connector.
+struct Answer {
+    status: u16,
+    body: Vec<u8>,
+}
+
+fn transport_error(error: ureq::Error, timeout: Duration) -> ConnectorError {
+    match error {
+        ureq::Error::Timeout(_) => ConnectorError::Timeout(timeout),
+        ureq::Error::Io(io)
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+            ) =>
+        {
+            ConnectorError::Timeout(timeout)
+        }
+        ureq::Error::BodyExceedsLimit(limit) => {
+            ConnectorError::Malformed(format!("the answer is larger than {limit} bytes"))
+        }
+        ureq::Error::Protocol(problem) => ConnectorError::Malformed(problem.to_string()),
+        other => ConnectorError::Unreachable(other.to_string()),
+    }
+}
+
+/// `{base}/{version}/shops/{shop}/{segments…}`, each segment percent-encoded.
+fn operation_url(target: &ConnectorTarget, segments: &[&str]) -> ConnectorResult<url::Url> {
+    let mut url = url::Url::parse(&target.base_url).map_err(|error| {
+        ConnectorError::Unreachable(format!("the destination URL is invalid: {error}"))
+    })?;
+    {
+        let mut path = url.path_segments_mut().map_err(|()| {
+            ConnectorError::Unreachable("the destination URL cannot have a path".to_string())
+        })?;
+        path.pop_if_empty()
+            .push(&target.version)
+            .push("shops")
+            .push(&target.shop_identifier);
+        for segment in segments {
+            path.push(segment);
+        }
+    }
+    Ok(url)
+}
+
+/// `data.{key}` of a connector's answer, as `T`.
+fn data<T: DeserializeOwned>(body: &[u8], key: &str) -> ConnectorResult<T> {
+    let mut value: Value = serde_json::from_slice(body)
+        .map_err(|error| ConnectorError::Malformed(format!("the answer is not JSON: {error}")))?;
+    let entity = value
+        .get_mut("data")
+        .and_then(|data| data.get_mut(key))
+        .map(Value::take)
+        .ok_or_else(|| ConnectorError::Malformed(format!("the answer has no data.{key}")))?;
+    serde_json::from_value(entity)
+        .map_err(|error| ConnectorError::Malformed(format!("data.{key}: {error}")))
+}
+
+fn list<T: DeserializeOwned>(body: &[u8], key: &str) -> ConnectorResult<Page<T>> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|error| ConnectorError::Malformed(format!("the answer is not JSON: {error}")))?;
+    let items = value
+        .get("data")
+        .and_then(|data| data.get(key))
+        .cloned()
+        .ok_or_else(|| ConnectorError::Malformed(format!("the answer has no data.{key}")))?;
+    let items: Vec<T> = serde_json::from_value(items)
+        .map_err(|error| ConnectorError::Malformed(format!("data.{key}: {error}")))?;
+    // The seed puts `pagination` beside `data`; connectors that nest it in `data` work too.
+    let pagination = value
+        .get("pagination")
+        .or_else(|| value.get("data").and_then(|data| data.get("pagination")))
+        .cloned()
+        .map(serde_json::from_value::<Pagination>)
+        .transpose()
+        .map_err(|error| ConnectorError::Malformed(format!("pagination: {error}")))?
+        .unwrap_or_default();
+    Ok(Page { items, pagination })
+}
+
+fn wrap<T: Serialize>(key: &str, entity: &T) -> Vec<u8> {
+    json!({ "data": { key: entity } }).to_string().into_bytes()
+}
+
+impl HttpConnector {
+    pub fn new() -> Self {
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .user_agent(headers::USER_AGENT)
+            .max_idle_connections_per_host(16)
+            .build()
+            .into();
+        HttpConnector { agent }
+    }
+
+    /// Makes one signed call. Statuses are answers here; only transport problems are errors.
+    fn call(
+        &self,
+        target: &ConnectorTarget,
+        method: Method,
+        segments: &[&str],
+        query: &[(&str, &str)],
+        body: Option<Vec<u8>>,
+        idempotency_key: Option<&str>,
+    ) -> ConnectorResult<Answer> {
+        let url = operation_url(target, segments)?;
+        let timestamp = Timestamp::now().to_rfc3339_seconds();
+        let signature = x_hmac(target.secret.expose(), &timestamp);
+        let compatible = x_hmac(target.compatible_secret.expose(), &timestamp);
+        let timeout = target.timeout;
+        macro_rules! prepare {
+            ($builder:expr) => {{
+                let mut builder = $builder
+                    .config()
+                    .timeout_global(Some(timeout))
+                    .build()
+                    .header(headers::TIMESTAMP, timestamp.as_str())
+                    .header(headers::HMAC, signature.as_str())
+                    .header(headers::COMPATIBLE_HMAC, compatible.as_str())
+                    .header("Accept", "application/json");
+                for (key, value) in query {
+                    builder = builder.query(*key, *value);
+                }
+                if let Some(key) = idempotency_key {
+                    builder = builder.header(headers::IDEMPOTENCY_KEY, key);
+                }
+                builder
+            }};
+        }
+        let url = url.as_str();
+        let result = match (method, body) {
+            (Method::Get, _) => prepare!(self.agent.get(url)).call(),
+            (Method::Delete, _) => prepare!(self.agent.delete(url)).call(),
+            (Method::Post, body) => prepare!(self.agent.post(url))
+                .header("Content-Type", "application/json")
+                .send(body.unwrap_or_else(|| b"{}".to_vec())),
+            (Method::Patch, body) => prepare!(self.agent.patch(url))
+                .header("Content-Type", "application/json")
+                .send(body.unwrap_or_else(|| b"{}".to_vec())),
+        };
+        let mut response = result.map_err(|error| transport_error(error, timeout))?;
+        let status = response.status().as_u16();
+        let body = response
+            .body_mut()
+            .with_config()
+            .limit(32 * 1024 * 1024)
+            .read_to_vec()
+            .map_err(|error| transport_error(error, timeout))?;
+        Ok(Answer { status, body })
+    }
+
+    /// The answer's body when its status is `expected` (or any 2xx), else the matching error.
+    fn expect(answer: Answer, expected: u16) -> ConnectorResult<Vec<u8>> {
+        match answer.status {
+            status if status == expected || (200..300).contains(&status) => Ok(answer.body),
+            404 => Err(ConnectorError::NotFound),
+            status => Err(ConnectorError::Failed { status }),
+        }
+    }
+
+    /// Every page of List Customers, following `pagination.next` until it is empty.
+    pub fn customer_pages<'a>(
+        &'a self,
+        target: &'a ConnectorTarget,
+        limit: Option<u32>,
+        email: Option<&'a str>,
+    ) -> Pages<'a, Customer> {
+        Pages::new(Box::new(move |cursor| {
+            self.list_customers(target, limit, cursor, email)
+        }))
+    }
+
+    /// Every page of List Orders, following `pagination.next` until it is empty.
+    pub fn order_pages<'a>(
+        &'a self,
+        target: &'a ConnectorTarget,
+        limit: Option<u32>,
+    ) -> Pages<'a, Order> {
+        Pages::new(Box::new(move |cursor| {
+            self.list_orders(target, limit, cursor)
+        }))
+    }
+}
+
+type Fetch<'a, T> = Box<dyn FnMut(Option<&str>) -> ConnectorResult<Page<T>> + 'a>;
+
+/// An iterator over the pages of a connector list. It stops after the last page, after an
+/// error, or when the connector hands back the cursor it was given (which would loop forever).
+pub struct Pages<'a, T> {
+    fetch: Fetch<'a, T>,
+    cursor: Option<String>,
+    done: bool,
+}
+
+impl<'a, T> Pages<'a, T> {
+    fn new(fetch: Fetch<'a, T>) -> Self {
+        Pages {
+            fetch,
+            cursor: None,
+            done: false,
+        }
+    }
+}
+
+impl<T> Iterator for Pages<'_, T> {
+    type Item = ConnectorResult<Vec<T>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        match (self.fetch)(self.cursor.as_deref()) {
+            Ok(page) => {
+                let next = page.pagination.next_cursor().map(str::to_string);
+                if next.is_none() || next == self.cursor {
+                    self.done = true;
+                }
+                self.cursor = next;
+                Some(Ok(page.items))
+            }
+            Err(error) => {
+                self.done = true;
+                Some(Err(error))
+            }
+        }
+    }
+}
+
+fn limit_text(limit: Option<u32>) -> Option<String> {
+    limit.map(|limit| limit.to_string())
+}
+
+impl PlatformConnector for HttpConnector {
+    fn verify(&self, target: &ConnectorTarget) -> ConnectorResult<()> {
+        let url = operation_url(target, &["verification"])?;
+        let timestamp = Timestamp::now().to_rfc3339_seconds();
+        let signature = x_hmac(target.secret.expose(), &timestamp);
+        let compatible = x_hmac(target.compatible_secret.expose(), &timestamp);
+        let response = self
+            .agent
+            .get(url.as_str())
+            .config()
+            .timeout_global(Some(target.timeout))
+            .build()
+            .header(headers::TIMESTAMP, timestamp.as_str())
+            .header(headers::HMAC, signature.as_str())
+            .header(headers::COMPATIBLE_HMAC, compatible.as_str())
+            .call()
+            .map_err(|error| transport_error(error, target.timeout))?;
+        let status = response.status().as_u16();
+        if status != 200 {
+            return Err(ConnectorError::Failed { status });
+        }
+        let echoed = response
+            .headers()
+            .get(headers::HMAC)
+            .and_then(|value| value.to_str().ok())
+            .ok_or(ConnectorError::BadSignature)?;
+        // During a rotation's grace a connector still on the old secret answers with it.
+        let matches = verify_x_hmac(target.secret.expose(), &timestamp, echoed)
+            || verify_x_hmac(target.compatible_secret.expose(), &timestamp, echoed);
+        if matches {
+            Ok(())
+        } else {
+            Err(ConnectorError::BadSignature)
+        }
+    }
+
+    fn list_customers(
+        &self,
+        target: &ConnectorTarget,
+        limit: Option<u32>,
+        cursor: Option<&str>,
+        email: Option<&str>,
+    ) -> ConnectorResult<Page<Customer>> {
+        let limit = limit_text(limit);
+        let mut query = Vec::new();
+        if let Some(limit) = &limit {
+            query.push(("limit", limit.as_str()));
+        }
+        if let Some(cursor) = cursor {
+            query.push(("cursor", cursor));
+        }
+        if let Some(email) = email {
+            query.push(("email", email));
+        }
+        let answer = self.call(target, Method::Get, &["customers"], &query, None, None)?;
+        list(&Self::expect(answer, 200)?, "customers")
+    }
+
+    fn create_customer(
+        &self,
+        target: &ConnectorTarget,
+        customer: &Customer,
+    ) -> ConnectorResult<Customer> {
+        let answer = self.call(
+            target,
+            Method::Post,
+            &["customers"],
+            &[],
+            Some(wrap("customer", customer)),
+            None,
+        )?;
+        data(&Self::expect(answer, 201)?, "customer")
+    }
+
+    fn update_customer(
+        &self,
+        target: &ConnectorTarget,
+        platform_id: &str,
+        customer: &Customer,
+    ) -> ConnectorResult<Customer> {
+        let answer = self.call(
+            target,
+            Method::Patch,
+            &["customers", platform_id],
+            &[],
+            Some(wrap("customer", customer)),
+            None,
+        )?;
+        data(&Self::expect(answer, 200)?, "customer")
+    }
+
+    fn delete_customer(&self, target: &ConnectorTarget, platform_id: &str) -> ConnectorResult<()> {
+        let answer = self.call(
+            target,
+            Method::Delete,
+            &["customers", platform_id],
+            &[],
+            None,
+            None,
+        )?;
+        Self::expect(answer, 204).map(drop)
+    }
+
+    fn validate_customer_jwt(
+        &self,
+        target: &ConnectorTarget,
+        platform_id: &str,
+        token: &str,
+    ) -> ConnectorResult<bool> {
+        let body = json!({ "data": { "token_info": { "token": token } } })
+            .to_string()
+            .into_bytes();
+        let answer = self.call(
+            target,
+            Method::Post,
+            &["customers", platform_id, "validate"],
+            &[],
+            Some(body),
+            None,
+        )?;
+        let body = Self::expect(answer, 200)?;
+        let value: Value = serde_json::from_slice(&body)
+            .map_err(|error| ConnectorError::Malformed(error.to_string()))?;
+        value
+            .pointer("/data/token_status/active")
+            .and_then(Value::as_bool)
+            .ok_or_else(|| {
+                ConnectorError::Malformed("the answer has no data.token_status.active".to_string())
+            })
+    }
+
+    fn create_address(
+        &self,
+        target: &ConnectorTarget,
+        platform_customer_id: &str,
+        address: &CustomerAddress,
+    ) -> ConnectorResult<CustomerAddress> {
+        let answer = self.call(
+            target,
+            Method::Post,
+            &["customers", platform_customer_id, "addresses"],
+            &[],
+            Some(wrap("address", address)),
+            None,
+        )?;
+        data(&Self::expect(answer, 201)?, "address")
+    }
+
+    fn update_address(
+        &self,
+        target: &ConnectorTarget,
+        platform_customer_id: &str,
+        platform_id: &str,
+        address: &CustomerAddress,
+    ) -> ConnectorResult<CustomerAddress> {
+        let segments = ["customers", platform_customer_id, "addresses", platform_id];
+        let answer = self.call(
+            target,
+            Method::Patch,
+            &segments,
+            &[],
+            Some(wrap("address", address)),
+            None,
+        )?;
+        data(&Self::expect(answer, 200)?, "address")
+    }
+
+    fn delete_address(
+        &self,
+        target: &ConnectorTarget,
+        platform_customer_id: &str,
+        platform_id: &str,
+    ) -> ConnectorResult<()> {
+        let segments = ["customers", platform_customer_id, "addresses", platform_id];
+        let answer = self.call(target, Method::Delete, &segments, &[], None, None)?;
+        Self::expect(answer, 204).map(drop)
+    }
+
+    fn list_orders(
+        &self,
+        target: &ConnectorTarget,
+        limit: Option<u32>,
+        cursor: Option<&str>,
+    ) -> ConnectorResult<Page<Order>> {
+        let limit = limit_text(limit);
+        let mut query = Vec::new();
+        if let Some(limit) = &limit {
+            query.push(("limit", limit.as_str()));
+        }
+        if let Some(cursor) = cursor {
+            query.push(("cursor", cursor));
+        }
+        let answer = self.call(target, Method::Get, &["orders"], &query, None, None)?;
+        list(&Self::expect(answer, 200)?, "orders")
+    }
+
+    fn create_order(
+        &self,
+        target: &ConnectorTarget,
+        order: &Order,
+        idempotency_key: Option<&str>,
+    ) -> ConnectorResult<Order> {
+        let answer = self.call(
+            target,
+            Method::Post,
+            &["orders"],
+            &[],
+            Some(wrap("order", order)),
+            idempotency_key,
+        )?;
+        data(&Self::expect(answer, 201)?, "order")
+    }
+
+    fn get_order(&self, target: &ConnectorTarget, platform_id: &str) -> ConnectorResult<Order> {
+        let answer = self.call(
+            target,
+            Method::Get,
+            &["orders", platform_id],
+            &[],
+            None,
+            None,
+        )?;
+        data(&Self::expect(answer, 200)?, "order")
+    }
+
+    fn update_order(
+        &self,
+        target: &ConnectorTarget,
+        platform_id: &str,
+        order: &Order,
+    ) -> ConnectorResult<Order> {
+        let answer = self.call(
+            target,
+            Method::Patch,
+            &["orders", platform_id],
+            &[],
+            Some(wrap("order", order)),
+            None,
+        )?;
+        data(&Self::expect(answer, 200)?, "order")
+    }
+
+    fn create_payment(
+        &self,
+        target: &ConnectorTarget,
+        platform_order_id: &str,
+        payment: &Payment,
+    ) -> ConnectorResult<Payment> {
+        let answer = self.call(
+            target,
+            Method::Post,
+            &["orders", platform_order_id, "payments"],
+            &[],
+            Some(wrap("payment", payment)),
+            None,
+        )?;
+        data(&Self::expect(answer, 201)?, "payment")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mercer_domain::credentials::Secret;
+
+    fn target(base: &str) -> ConnectorTarget {
+        ConnectorTarget {
+            base_url: base.to_string(),
+            version: "v1".into(),
+            shop_identifier: "0123456789abcdef0123456789abcdef".into(),
+            timeout: Duration::from_millis(500),
+            secret: Secret::new("s"),
+            compatible_secret: Secret::new("s"),
+        }
+    }
+
+    #[test]
+    fn operation_urls_encode_their_segments() {
+        let url = operation_url(
+            &target("http://127.0.0.1:9/connector/"),
+            &["customers", "a b/c", "addresses"],
+        )
+        .unwrap();
+        assert_eq!(
+            url.as_str(),
+            "http://127.0.0.1:9/connector/v1/shops/0123456789abcdef0123456789abcdef/customers/a%20b%2Fc/addresses"
+        );
+        let bare = operation_url(&target("http://127.0.0.1:9"), &["verification"]).unwrap();
+        assert_eq!(
+            bare.as_str(),
+            "http://127.0.0.1:9/v1/shops/0123456789abcdef0123456789abcdef/verification"
+        );
+    }
+
+    #[test]
+    fn lists_read_pagination_beside_or_inside_data() {
+        let beside: Page<Customer> = list(br#"{"data":{"customers":[{"platform_id":"1"}]},"pagination":{"next":"abc","prev":""}}"#, "customers").unwrap();
+        assert_eq!(beside.pagination.next_cursor(), Some("abc"));
+        let inside: Page<Customer> = list(
+            br#"{"data":{"customers":[],"pagination":{"next":""}}}"#,
+            "customers",
+        )
+        .unwrap();
+        assert_eq!(inside.pagination.next_cursor(), None);
+        assert!(matches!(
+            list::<Customer>(b"{}", "customers"),
+            Err(ConnectorError::Malformed(_))
+        ));
+        assert!(matches!(
+            list::<Customer>(b"<html>", "customers"),
+            Err(ConnectorError::Malformed(_))
+        ));
+    }
+
+    #[test]
+    fn an_unreachable_connector_is_told_apart() {
+        // Port 9 (discard) is closed on this machine's loopback.
+        let error = HttpConnector::new()
+            .verify(&target("http://127.0.0.1:9"))
+            .unwrap_err();
+        assert!(matches!(error, ConnectorError::Unreachable(_)), "{error:?}");
+    }
+}

@@ -1,0 +1,215 @@
+//! `mercer-platform-sim`: run the simulated platform, or drive a running one.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use actix_web::{HttpServer, web};
+use clap::{Parser, Subcommand};
+use mercer_platform_sim::{Simulator, app};
+use serde_json::{Value, json};
+
+#[derive(Parser)]
+#[command(
+    name = "mercer-platform-sim",
+    version,
+    about = "A simulated e-commerce platform behind a Mercer platform connector."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the connector operations and the admin API.
+    Serve {
+        /// Address and port; port 0 picks a free one (printed).
+        #[arg(long, env = "SIM_BIND", default_value = "127.0.0.1:9090")]
+        bind: String,
+    },
+    /// Register a shop: its connector secret, and where to push its events.
+    Shop {
+        #[arg(long, env = "SIM_ADMIN_URL", default_value = "http://127.0.0.1:9090")]
+        admin_url: String,
+        #[arg(long)]
+        shop: String,
+        /// The shop's connector shared secret (from `mercer secret rotate --kind connector`).
+        #[arg(long)]
+        secret: String,
+        /// Mercer's base URL, to push events to.
+        #[arg(long)]
+        mercer_url: Option<String>,
+        /// A Mercer API token with write_customers, write_orders and write_products.
+        #[arg(long)]
+        mercer_token: Option<String>,
+    },
+    /// Create a customer on the platform (pushes Customer Saved to Mercer).
+    CreateCustomer {
+        #[arg(long, env = "SIM_ADMIN_URL", default_value = "http://127.0.0.1:9090")]
+        admin_url: String,
+        #[arg(long)]
+        shop: String,
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        first_name: Option<String>,
+        #[arg(long)]
+        last_name: Option<String>,
+    },
+    /// Delete a customer on the platform (pushes Customer Deleted to Mercer).
+    DeleteCustomer {
+        #[arg(long, env = "SIM_ADMIN_URL", default_value = "http://127.0.0.1:9090")]
+        admin_url: String,
+        #[arg(long)]
+        shop: String,
+        #[arg(long)]
+        platform_id: String,
+    },
+    /// Fill the platform with customers and orders without pushing events (for syncs).
+    Seed {
+        #[arg(long, env = "SIM_ADMIN_URL", default_value = "http://127.0.0.1:9090")]
+        admin_url: String,
+        #[arg(long)]
+        shop: String,
+        #[arg(long, default_value_t = 0)]
+        customers: usize,
+        #[arg(long, default_value_t = 0)]
+        orders: usize,
+    },
+    /// Make connector operations misbehave; `--clear` makes them behave again.
+    Fault {
+        #[arg(long, env = "SIM_ADMIN_URL", default_value = "http://127.0.0.1:9090")]
+        admin_url: String,
+        #[arg(long)]
+        status: Option<u16>,
+        #[arg(long)]
+        delay_ms: Option<u64>,
+        #[arg(long)]
+        wrong_hmac: bool,
+        #[arg(long)]
+        malformed_json: bool,
+        #[arg(long)]
+        times: Option<u32>,
+        #[arg(long)]
+        clear: bool,
+    },
+}
+
+fn admin(method: &str, url: String, body: Option<Value>) -> Result<(), String> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(30)))
+        .build()
+        .into();
+    let result = match (method, body) {
+        ("DELETE", _) => agent.delete(&url).call(),
+        ("PATCH", Some(body)) => agent.patch(&url).send_json(body),
+        ("PUT", Some(body)) => agent.put(&url).send_json(body),
+        (_, Some(body)) => agent.post(&url).send_json(body),
+        (_, None) => agent.get(&url).call(),
+    };
+    let mut response = result.map_err(|error| format!("{url}: {error}"))?;
+    let status = response.status().as_u16();
+    let text = response.body_mut().read_to_string().unwrap_or_default();
+    println!("{text}");
+    if (200..300).contains(&status) {
+        Ok(())
+    } else {
+        Err(format!("{url} answered {status}"))
+    }
+}
+
+fn serve(bind: &str) -> Result<(), String> {
+    let data = web::Data::new(Simulator::new());
+    actix_web::rt::System::new().block_on(async move {
+        let server = HttpServer::new(move || app(data.clone()))
+            .bind(bind)
+            .map_err(|error| format!("cannot bind {bind}: {error}"))?;
+        let address = server
+            .addrs()
+            .first()
+            .map(|a| a.to_string())
+            .unwrap_or_else(|| bind.to_string());
+        println!("Platform simulator listening on http://{address}");
+        let _ = std::io::stdout().flush();
+        server.run().await.map_err(|error| error.to_string())
+    })
+}
+
+fn main() -> ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    let result = match Cli::parse().command {
+        Command::Serve { bind } => serve(&bind),
+        Command::Shop {
+            admin_url,
+            shop,
+            secret,
+            mercer_url,
+            mercer_token,
+        } => admin(
+            "PUT",
+            format!("{admin_url}/admin/shops/{shop}"),
+            Some(
+                json!({ "secret": secret, "mercer_url": mercer_url, "mercer_token": mercer_token }),
+            ),
+        ),
+        Command::CreateCustomer {
+            admin_url,
+            shop,
+            email,
+            first_name,
+            last_name,
+        } => admin(
+            "POST",
+            format!("{admin_url}/admin/shops/{shop}/customers"),
+            Some(json!({ "email": email, "first_name": first_name, "last_name": last_name })),
+        ),
+        Command::DeleteCustomer {
+            admin_url,
+            shop,
+            platform_id,
+        } => admin(
+            "DELETE",
+            format!("{admin_url}/admin/shops/{shop}/customers/{platform_id}"),
+            None,
+        ),
+        Command::Seed {
+            admin_url,
+            shop,
+            customers,
+            orders,
+        } => admin(
+            "POST",
+            format!("{admin_url}/admin/shops/{shop}/seed"),
+            Some(json!({ "customers": customers, "orders": orders })),
+        ),
+        Command::Fault {
+            admin_url,
+            clear: true,
+            ..
+        } => admin("DELETE", format!("{admin_url}/admin/faults"), None),
+        Command::Fault {
+            admin_url,
+            status,
+            delay_ms,
+            wrong_hmac,
+            malformed_json,
+            times,
+            clear: false,
+        } => admin(
+            "PUT",
+            format!("{admin_url}/admin/faults"),
+            Some(
+                json!({ "status": status, "delay_ms": delay_ms, "wrong_hmac": wrong_hmac, "malformed_json": malformed_json, "times": times }),
+            ),
+        ),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}

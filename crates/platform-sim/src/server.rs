@@ -1,0 +1,822 @@
+//! The simulator's HTTP side: the connector operations (contract §3.2) under
+//! `/{version}/shops/{shop}`, checked with the connector kit, and an admin API under `/admin`
+//! that changes the platform's data (pushing events to Mercer) and makes it misbehave.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::StatusCode;
+use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::middleware::{Next, from_fn};
+use actix_web::{App, HttpRequest, HttpResponse, web};
+use mercer_connector::headers;
+use mercer_connector::kit::{
+    DEFAULT_MAX_SKEW_SECONDS, SignedHeaders, verification_answer, verify_request,
+};
+use mercer_domain::Timestamp;
+use mercer_domain::platform::{Category, Customer, CustomerAddress, Order, Payment, Product};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::push::{self, EventKind};
+use crate::state::{Faults, MercerLink, RequestRecord, ShopData, SimError, SimState, page_limit};
+
+/// The simulator: its state, shared by its HTTP workers and by tests that embed it.
+#[derive(Clone, Default)]
+pub struct Simulator {
+    state: Arc<Mutex<SimState>>,
+}
+
+impl Simulator {
+    pub fn new() -> Self {
+        Simulator::default()
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, SimState> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Registers a shop with the connector secret it shares with Mercer.
+    pub fn add_shop(&self, shop: &str, secret: &str, mercer: Option<MercerLink>) {
+        let mut state = self.lock();
+        let data = state.shops.entry(shop.to_string()).or_default();
+        data.secret = secret.to_string();
+        data.mercer = mercer;
+    }
+}
+
+fn error_response(error: SimError) -> HttpResponse {
+    match error {
+        SimError::NotFound => HttpResponse::NotFound().json(json!({ "error": "not found" })),
+        SimError::Invalid(message) => HttpResponse::BadRequest().json(json!({ "error": message })),
+    }
+}
+
+fn path_shop(request: &HttpRequest) -> String {
+    request
+        .match_info()
+        .get("shop")
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// `{"data":{key: T}}` of a request body.
+fn entity<T: DeserializeOwned>(body: &[u8], key: &str) -> Result<T, HttpResponse> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|error| error_response(SimError::Invalid(error.to_string())))?;
+    let inner = value
+        .get("data")
+        .and_then(|data| data.get(key))
+        .cloned()
+        .ok_or_else(|| error_response(SimError::Invalid(format!("missing data.{key}"))))?;
+    serde_json::from_value(inner)
+        .map_err(|error| error_response(SimError::Invalid(error.to_string())))
+}
+
+fn ok_data(status: StatusCode, key: &str, value: impl serde::Serialize) -> HttpResponse {
+    HttpResponse::build(status).json(json!({ "data": { key: value } }))
+}
+
+/// Checks the HMAC headers with the kit, applies faults, and records the request.
+async fn connector_gate(
+    request: ServiceRequest,
+    next: Next<BoxBody>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let Some(sim) = request.app_data::<web::Data<Simulator>>().cloned() else {
+        return Ok(request.into_response(HttpResponse::InternalServerError().finish()));
+    };
+    let shop = path_shop(request.request());
+    let header = |name: &str| {
+        request
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let (timestamp, hmac, compatible) = (
+        header(headers::TIMESTAMP),
+        header(headers::HMAC),
+        header(headers::COMPATIBLE_HMAC),
+    );
+    let idempotency_key = header(headers::IDEMPOTENCY_KEY);
+    let method = request.method().to_string();
+    let path = request.path().to_string();
+    let (secret, fault) = {
+        let mut state = sim.lock();
+        let secret = state.shops.get(&shop).map(|data| data.secret.clone());
+        (secret, state.take_fault())
+    };
+    let record = |status: u16| {
+        sim.lock().requests.push(RequestRecord {
+            method: method.clone(),
+            path: path.clone(),
+            idempotency_key: idempotency_key.clone(),
+            status,
+        });
+    };
+    let Some(secret) = secret else {
+        record(404);
+        return Ok(request
+            .into_response(HttpResponse::NotFound().json(json!({ "error": "unknown shop" }))));
+    };
+    let signed = SignedHeaders {
+        timestamp: timestamp.as_deref(),
+        hmac: hmac.as_deref(),
+        compatible_hmac: compatible.as_deref(),
+    };
+    if let Err(error) = verify_request(&signed, &secret, Timestamp::now(), DEFAULT_MAX_SKEW_SECONDS)
+    {
+        record(401);
+        return Ok(request.into_response(
+            HttpResponse::Unauthorized().json(json!({ "error": error.to_string() })),
+        ));
+    }
+    if let Some(delay) = fault.as_ref().and_then(|f| f.delay_ms) {
+        actix_web::rt::time::sleep(Duration::from_millis(delay)).await;
+    }
+    if let Some(status) = fault.as_ref().and_then(|f| f.status) {
+        record(status);
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        return Ok(request.into_response(
+            HttpResponse::build(status).json(json!({ "error": "simulated failure" })),
+        ));
+    }
+    let mut response = next.call(request).await?;
+    record(response.status().as_u16());
+    if let Some(fault) = fault {
+        if fault.wrong_hmac
+            && let Ok(value) = HeaderValue::from_str(&verification_answer(
+                "not-the-shared-secret",
+                timestamp.as_deref().unwrap_or_default(),
+            ))
+        {
+            response
+                .headers_mut()
+                .insert(HeaderName::from_static("x-hmac"), value);
+        }
+        if fault.malformed_json {
+            return Ok(response.map_body(|_, _| "{\"data\": not json".boxed()));
+        }
+    }
+    Ok(response)
+}
+
+async fn verification(request: HttpRequest, sim: web::Data<Simulator>) -> HttpResponse {
+    let shop = path_shop(&request);
+    let secret = sim
+        .lock()
+        .shops
+        .get(&shop)
+        .map(|data| data.secret.clone())
+        .unwrap_or_default();
+    let timestamp = request
+        .headers()
+        .get(headers::TIMESTAMP)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    HttpResponse::Ok()
+        .insert_header((headers::HMAC, verification_answer(&secret, timestamp)))
+        .json(json!({}))
+}
+
+#[derive(Deserialize)]
+struct ListQuery {
+    limit: Option<String>,
+    cursor: Option<String>,
+    email: Option<String>,
+}
+
+async fn list_customers(
+    request: HttpRequest,
+    sim: web::Data<Simulator>,
+    query: web::Query<ListQuery>,
+) -> HttpResponse {
+    let limit = page_limit(query.limit.as_deref());
+    match sim.lock().list_customers(
+        &path_shop(&request),
+        limit,
+        query.cursor.as_deref(),
+        query.email.as_deref(),
+    ) {
+        Ok((customers, pagination)) => HttpResponse::Ok()
+            .json(json!({ "data": { "customers": customers }, "pagination": pagination })),
+        Err(error) => error_response(error),
+    }
+}
+
+async fn create_customer(
+    request: HttpRequest,
+    sim: web::Data<Simulator>,
+    body: web::Bytes,
+) -> HttpResponse {
+    let customer: Customer = match entity(&body, "customer") {
+        Ok(customer) => customer,
+        Err(response) => return response,
+    };
+    match sim.lock().create_customer(&path_shop(&request), customer) {
+        Ok(created) => ok_data(StatusCode::CREATED, "customer", created),
+        Err(error) => error_response(error),
+    }
+}
+
+async fn update_customer(
+    request: HttpRequest,
+    sim: web::Data<Simulator>,
+    id: web::Path<(String, String, String)>,
+    body: web::Bytes,
+) -> HttpResponse {
+    let customer: Customer = match entity(&body, "customer") {
+        Ok(customer) => customer,
+        Err(response) => return response,
+    };
+    match sim
+        .lock()
+        .update_customer(&path_shop(&request), &id.2, customer)
+    {
+        Ok(updated) => ok_data(StatusCode::OK, "customer", updated),
+        Err(error) => error_response(error),
+    }
+}
+
+async fn delete_customer(
+    request: HttpRequest,
+    sim: web::Data<Simulator>,
+    id: web::Path<(String, String, String)>,
+) -> HttpResponse {
+    match sim.lock().delete_customer(&path_shop(&request), &id.2) {
+        Ok(_) => HttpResponse::NoContent().finish(),
+        Err(error) => error_response(error),
+    }
+}
+
+async fn validate_customer(
+    request: HttpRequest,
+    sim: web::Data<Simulator>,
+    id: web::Path<(String, String, String)>,
+    body: web::Bytes,
+) -> HttpResponse {
+    let token: String = match entity::<Value>(&body, "token_info") {
+        Ok(info) => info
+            .get("token")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        Err(response) => return response,
+    };
+    match sim
+        .lock()
+        .validate_customer_token(&path_shop(&request), &id.2, &token)
+    {
+        Ok(active) => ok_data(StatusCode::OK, "token_status", json!({ "active": active })),
+        Err(error) => error_response(error),
+    }
+}
+
+async fn create_address(
+    request: HttpRequest,
+    sim: web::Data<Simulator>,
+    id: web::Path<(String, String, String)>,
+    body: web::Bytes,
+) -> HttpResponse {
+    let address: CustomerAddress = match entity(&body, "address") {
+        Ok(address) => address,
+        Err(response) => return response,
+    };
+    match sim
+        .lock()
+        .create_address(&path_shop(&request), &id.2, address)
+    {
+        Ok(created) => ok_data(StatusCode::CREATED, "address", created),
+        Err(error) => error_response(error),
+    }
+}
+
+async fn update_address(
+    request: HttpRequest,
+    sim: web::Data<Simulator>,
+    ids: web::Path<(String, String, String, String)>,
+    body: web::Bytes,
+) -> HttpResponse {
+    let address: CustomerAddress = match entity(&body, "address") {
+        Ok(address) => address,
+        Err(response) => return response,
+    };
+    match sim
+        .lock()
+        .update_address(&path_shop(&request), &ids.2, &ids.3, address)
+    {
+        Ok(updated) => ok_data(StatusCode::OK, "address", updated),
+        Err(error) => error_response(error),
+    }
+}
+
+async fn delete_address(
+    request: HttpRequest,
+    sim: web::Data<Simulator>,
+    ids: web::Path<(String, String, String, String)>,
+) -> HttpResponse {
+    match sim
+        .lock()
+        .delete_address(&path_shop(&request), &ids.2, &ids.3)
+    {
+        Ok(()) => HttpResponse::NoContent().finish(),
+        Err(error) => error_response(error),
+    }
+}
+
+async fn list_orders(
+    request: HttpRequest,
+    sim: web::Data<Simulator>,
+    query: web::Query<ListQuery>,
+) -> HttpResponse {
+    let limit = page_limit(query.limit.as_deref());
+    match sim
+        .lock()
+        .list_orders(&path_shop(&request), limit, query.cursor.as_deref())
+    {
+        Ok((orders, pagination)) => HttpResponse::Ok()
+            .json(json!({ "data": { "orders": orders }, "pagination": pagination })),
+        Err(error) => error_response(error),
+    }
+}
+
+async fn create_order(
+    request: HttpRequest,
+    sim: web::Data<Simulator>,
+    body: web::Bytes,
+) -> HttpResponse {
+    let order: Order = match entity(&body, "order") {
+        Ok(order) => order,
+        Err(response) => return response,
+    };
+    let key = request
+        .headers()
+        .get(headers::IDEMPOTENCY_KEY)
+        .and_then(|v| v.to_str().ok());
+    match sim.lock().create_order(&path_shop(&request), order, key) {
+        Ok((order, _)) => ok_data(StatusCode::CREATED, "order", order),
+        Err(error) => error_response(error),
+    }
+}
+
+async fn get_order(
+    request: HttpRequest,
+    sim: web::Data<Simulator>,
+    id: web::Path<(String, String, String)>,
+) -> HttpResponse {
+    match sim.lock().get_order(&path_shop(&request), &id.2) {
+        Ok(order) => ok_data(StatusCode::OK, "order", order),
+        Err(error) => error_response(error),
+    }
+}
+
+async fn update_order(
+    request: HttpRequest,
+    sim: web::Data<Simulator>,
+    id: web::Path<(String, String, String)>,
+    body: web::Bytes,
+) -> HttpResponse {
+    let order: Order = match entity(&body, "order") {
+        Ok(order) => order,
+        Err(response) => return response,
+    };
+    match sim.lock().update_order(&path_shop(&request), &id.2, order) {
+        Ok(order) => ok_data(StatusCode::OK, "order", order),
+        Err(error) => error_response(error),
+    }
+}
+
+async fn create_payment(
+    request: HttpRequest,
+    sim: web::Data<Simulator>,
+    id: web::Path<(String, String, String)>,
+    body: web::Bytes,
+) -> HttpResponse {
+    let payment: Payment = match entity(&body, "payment") {
+        Ok(payment) => payment,
+        Err(response) => return response,
+    };
+    match sim
+        .lock()
+        .create_payment(&path_shop(&request), &id.2, payment)
+    {
+        Ok(payment) => ok_data(StatusCode::CREATED, "payment", payment),
+        Err(error) => error_response(error),
+    }
+}
+
+// ---- admin API -------------------------------------------------------------------------
+
+#[derive(Deserialize)]
+struct ShopSettings {
+    secret: String,
+    mercer_url: Option<String>,
+    mercer_token: Option<String>,
+}
+
+async fn admin_put_shop(
+    sim: web::Data<Simulator>,
+    shop: web::Path<String>,
+    settings: web::Json<ShopSettings>,
+) -> HttpResponse {
+    let settings = settings.into_inner();
+    let link = match (settings.mercer_url, settings.mercer_token) {
+        (Some(base_url), Some(token)) => Some(MercerLink { base_url, token }),
+        _ => None,
+    };
+    sim.add_shop(&shop, &settings.secret, link);
+    HttpResponse::Ok().json(json!({ "shop": shop.as_str() }))
+}
+
+fn link_of(sim: &Simulator, shop: &str) -> Option<MercerLink> {
+    sim.lock()
+        .shops
+        .get(shop)
+        .and_then(|data: &ShopData| data.mercer.clone())
+}
+
+/// Runs a platform-side change, then pushes its event to Mercer off the async thread.
+async fn change_and_push(
+    sim: web::Data<Simulator>,
+    shop: String,
+    change: impl FnOnce(
+        &mut SimState,
+    ) -> Result<
+        (
+            Value,
+            Box<dyn FnOnce(&MercerLink) -> push::PushOutcome + Send>,
+        ),
+        SimError,
+    >,
+) -> HttpResponse {
+    let outcome = {
+        let mut state = sim.lock();
+        change(&mut state)
+    };
+    let (entity, pusher) = match outcome {
+        Ok(result) => result,
+        Err(error) => return error_response(error),
+    };
+    let push = match link_of(&sim, &shop) {
+        Some(link) => web::block(move || pusher(&link)).await.ok(),
+        None => None,
+    };
+    HttpResponse::Ok().json(json!({ "data": entity, "push": push }))
+}
+
+async fn admin_create_customer(
+    sim: web::Data<Simulator>,
+    shop: web::Path<String>,
+    customer: web::Json<Customer>,
+) -> HttpResponse {
+    let shop = shop.into_inner();
+    let shop_for_push = shop.clone();
+    change_and_push(sim, shop.clone(), move |state| {
+        let created = state.create_customer(&shop, customer.into_inner())?;
+        let value = serde_json::to_value(&created).unwrap_or_default();
+        Ok((
+            value,
+            Box::new(move |link: &MercerLink| {
+                push::saved(link, &shop_for_push, EventKind::Customer, &created)
+            }),
+        ))
+    })
+    .await
+}
+
+async fn admin_update_customer(
+    sim: web::Data<Simulator>,
+    ids: web::Path<(String, String)>,
+    patch: web::Json<Customer>,
+) -> HttpResponse {
+    let (shop, id) = ids.into_inner();
+    let shop_for_push = shop.clone();
+    change_and_push(sim, shop.clone(), move |state| {
+        let updated = state.update_customer(&shop, &id, patch.into_inner())?;
+        let value = serde_json::to_value(&updated).unwrap_or_default();
+        Ok((
+            value,
+            Box::new(move |link: &MercerLink| {
+                push::saved(link, &shop_for_push, EventKind::Customer, &updated)
+            }),
+        ))
+    })
+    .await
+}
+
+async fn admin_delete_customer(
+    sim: web::Data<Simulator>,
+    ids: web::Path<(String, String)>,
+) -> HttpResponse {
+    let (shop, id) = ids.into_inner();
+    let shop_for_push = shop.clone();
+    change_and_push(sim, shop.clone(), move |state| {
+        let at = state.delete_customer(&shop, &id)?;
+        Ok((
+            json!({ "platform_id": id, "platform_deleted_at": at }),
+            Box::new(move |link: &MercerLink| {
+                push::deleted(link, &shop_for_push, EventKind::Customer, &id, at)
+            }),
+        ))
+    })
+    .await
+}
+
+async fn admin_customer_token(
+    sim: web::Data<Simulator>,
+    ids: web::Path<(String, String)>,
+) -> HttpResponse {
+    match sim.lock().issue_customer_token(&ids.0, &ids.1) {
+        Ok(token) => HttpResponse::Ok().json(json!({ "token": token })),
+        Err(error) => error_response(error),
+    }
+}
+
+async fn admin_create_order(
+    sim: web::Data<Simulator>,
+    shop: web::Path<String>,
+    order: web::Json<Order>,
+) -> HttpResponse {
+    let shop = shop.into_inner();
+    let shop_for_push = shop.clone();
+    change_and_push(sim, shop.clone(), move |state| {
+        let (created, _) = state.create_order(&shop, order.into_inner(), None)?;
+        let value = serde_json::to_value(&created).unwrap_or_default();
+        Ok((
+            value,
+            Box::new(move |link: &MercerLink| {
+                push::saved(link, &shop_for_push, EventKind::Order, &created)
+            }),
+        ))
+    })
+    .await
+}
+
+async fn admin_update_order(
+    sim: web::Data<Simulator>,
+    ids: web::Path<(String, String)>,
+    patch: web::Json<Order>,
+) -> HttpResponse {
+    let (shop, id) = ids.into_inner();
+    let shop_for_push = shop.clone();
+    change_and_push(sim, shop.clone(), move |state| {
+        let updated = state.update_order(&shop, &id, patch.into_inner())?;
+        let value = serde_json::to_value(&updated).unwrap_or_default();
+        Ok((
+            value,
+            Box::new(move |link: &MercerLink| {
+                push::saved(link, &shop_for_push, EventKind::Order, &updated)
+            }),
+        ))
+    })
+    .await
+}
+
+async fn admin_save_product(
+    sim: web::Data<Simulator>,
+    shop: web::Path<String>,
+    product: web::Json<Product>,
+) -> HttpResponse {
+    let shop = shop.into_inner();
+    let shop_for_push = shop.clone();
+    change_and_push(sim, shop.clone(), move |state| {
+        let saved = state.save_product(&shop, product.into_inner())?;
+        let value = serde_json::to_value(&saved).unwrap_or_default();
+        Ok((
+            value,
+            Box::new(move |link: &MercerLink| {
+                push::saved(link, &shop_for_push, EventKind::Product, &saved)
+            }),
+        ))
+    })
+    .await
+}
+
+async fn admin_save_category(
+    sim: web::Data<Simulator>,
+    shop: web::Path<String>,
+    category: web::Json<Category>,
+) -> HttpResponse {
+    let shop = shop.into_inner();
+    let shop_for_push = shop.clone();
+    change_and_push(sim, shop.clone(), move |state| {
+        let saved = state.save_category(&shop, category.into_inner())?;
+        let value = serde_json::to_value(&saved).unwrap_or_default();
+        Ok((
+            value,
+            Box::new(move |link: &MercerLink| {
+                push::saved(link, &shop_for_push, EventKind::Category, &saved)
+            }),
+        ))
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+struct SeedRequest {
+    #[serde(default)]
+    customers: usize,
+    #[serde(default)]
+    orders: usize,
+}
+
+/// Fills the platform with customers (two addresses each) and orders, pushing nothing: for syncs.
+async fn admin_seed(
+    sim: web::Data<Simulator>,
+    shop: web::Path<String>,
+    seed: web::Json<SeedRequest>,
+) -> HttpResponse {
+    let mut state = sim.lock();
+    for n in 0..seed.customers {
+        let customer: Customer = serde_json::from_value(json!({
+            "email": format!("customer{n:05}@example.test"),
+            "first_name": format!("First{n:05}"),
+            "last_name": format!("Last{:05}", seed.customers - n),
+            "phone": format!("+1555{n:07}"),
+            "addresses": [
+                {"address_type": "shipping", "first_name": "Ship", "street_1": format!("{n} Main St"), "city": "Springfield", "postal_code": "12345", "country": "United States", "country_code": "US", "is_default": true},
+                {"address_type": "billing", "first_name": "Bill", "street_1": format!("{n} Side St"), "city": "Shelbyville", "postal_code": "54321", "country": "United States", "country_code": "US", "is_default": false}
+            ]
+        }))
+        .unwrap_or_default();
+        if let Err(error) = state.create_customer(&shop, customer) {
+            return error_response(error);
+        }
+    }
+    for n in 0..seed.orders {
+        let order: Order = serde_json::from_value(json!({"order_number": format!("{}", 1000 + n), "total": "10.00", "currency": "USD", "fulfillment_status": "unfulfilled"})).unwrap_or_default();
+        if let Err(error) = state.create_order(&shop, order, None) {
+            return error_response(error);
+        }
+    }
+    HttpResponse::Ok().json(json!({ "customers": seed.customers, "orders": seed.orders }))
+}
+
+/// Everything the platform holds for a shop, and the connector requests it received.
+async fn admin_state(sim: web::Data<Simulator>, shop: web::Path<String>) -> HttpResponse {
+    let state = sim.lock();
+    let Some(data) = state.shops.get(shop.as_str()) else {
+        return error_response(SimError::NotFound);
+    };
+    let prefix = format!("/shops/{}/", shop.as_str());
+    let requests: Vec<&RequestRecord> = state
+        .requests
+        .iter()
+        .filter(|r| r.path.contains(&prefix))
+        .collect();
+    HttpResponse::Ok().json(json!({
+        "customers": data.customers.values().collect::<Vec<_>>(),
+        "deleted_customers": data.deleted_customers.keys().collect::<Vec<_>>(),
+        "orders": data.orders.values().collect::<Vec<_>>(),
+        "products": data.products.values().collect::<Vec<_>>(),
+        "categories": data.categories.values().collect::<Vec<_>>(),
+        "requests": requests,
+    }))
+}
+
+async fn admin_put_faults(sim: web::Data<Simulator>, faults: web::Json<Faults>) -> HttpResponse {
+    sim.lock().faults = faults.into_inner();
+    HttpResponse::Ok().json(json!({ "faults": sim.lock().faults.clone() }))
+}
+
+async fn admin_clear_faults(sim: web::Data<Simulator>) -> HttpResponse {
+    sim.lock().faults = Faults::default();
+    HttpResponse::NoContent().finish()
+}
+
+/// The whole simulator app.
+pub fn app(
+    sim: web::Data<Simulator>,
+) -> App<
+    impl actix_web::dev::ServiceFactory<
+        ServiceRequest,
+        Config = (),
+        Response = ServiceResponse<impl MessageBody>,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
+    App::new()
+        .app_data(sim)
+        .app_data(web::PayloadConfig::new(16 * 1024 * 1024))
+        .app_data(web::JsonConfig::default().limit(16 * 1024 * 1024))
+        .service(
+            web::scope("/admin")
+                .route("/faults", web::put().to(admin_put_faults))
+                .route("/faults", web::delete().to(admin_clear_faults))
+                .route("/shops/{shop}", web::put().to(admin_put_shop))
+                .route("/shops/{shop}/state", web::get().to(admin_state))
+                .route("/shops/{shop}/seed", web::post().to(admin_seed))
+                .route(
+                    "/shops/{shop}/customers",
+                    web::post().to(admin_create_customer),
+                )
+                .route(
+                    "/shops/{shop}/customers/{id}",
+                    web::patch().to(admin_update_customer),
+                )
+                .route(
+                    "/shops/{shop}/customers/{id}",
+                    web::delete().to(admin_delete_customer),
+                )
+                .route(
+                    "/shops/{shop}/customers/{id}/token",
+                    web::post().to(admin_customer_token),
+                )
+                .route("/shops/{shop}/orders", web::post().to(admin_create_order))
+                .route(
+                    "/shops/{shop}/orders/{id}",
+                    web::patch().to(admin_update_order),
+                )
+                .route("/shops/{shop}/products", web::post().to(admin_save_product))
+                .route(
+                    "/shops/{shop}/categories",
+                    web::post().to(admin_save_category),
+                ),
+        )
+        .service(
+            web::scope("/{version}/shops/{shop}")
+                .wrap(from_fn(connector_gate))
+                .route("/verification", web::get().to(verification))
+                .route("/customers", web::get().to(list_customers))
+                .route("/customers", web::post().to(create_customer))
+                .route("/customers/{id}", web::patch().to(update_customer))
+                .route("/customers/{id}", web::delete().to(delete_customer))
+                .route(
+                    "/customers/{id}/validate",
+                    web::post().to(validate_customer),
+                )
+                .route("/customers/{id}/addresses", web::post().to(create_address))
+                .route(
+                    "/customers/{customer}/addresses/{id}",
+                    web::patch().to(update_address),
+                )
+                .route(
+                    "/customers/{customer}/addresses/{id}",
+                    web::delete().to(delete_address),
+                )
+                .route("/orders", web::get().to(list_orders))
+                .route("/orders", web::post().to(create_order))
+                .route("/orders/{id}", web::get().to(get_order))
+                .route("/orders/{id}", web::patch().to(update_order))
+                .route("/orders/{id}/payments", web::post().to(create_payment)),
+        )
+}
+
+/// A running simulator on a local port, for tests that embed it.
+pub struct RunningSimulator {
+    pub base_url: String,
+    pub simulator: Simulator,
+    handle: actix_web::dev::ServerHandle,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl RunningSimulator {
+    /// Serves the simulator on `127.0.0.1` and a free port, in a thread of its own.
+    pub fn start() -> std::io::Result<RunningSimulator> {
+        let simulator = Simulator::new();
+        let data = web::Data::new(simulator.clone());
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        let address = listener.local_addr()?;
+        let (handle_tx, handle_rx) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let system = actix_web::rt::System::new();
+            let server = match actix_web::HttpServer::new(move || app(data.clone()))
+                .workers(2)
+                .disable_signals()
+                .shutdown_timeout(1)
+                .listen(listener)
+            {
+                Ok(server) => server.run(),
+                Err(error) => {
+                    let _ = handle_tx.send(Err(error));
+                    return;
+                }
+            };
+            let _ = handle_tx.send(Ok(server.handle()));
+            let _ = system.block_on(server);
+        });
+        let handle = handle_rx.recv().map_err(std::io::Error::other)??;
+        Ok(RunningSimulator {
+            base_url: format!("http://{address}"),
+            simulator,
+            handle,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for RunningSimulator {
+    fn drop(&mut self) {
+        let handle = self.handle.clone();
+        actix_web::rt::System::new().block_on(handle.stop(false));
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
