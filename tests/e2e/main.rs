@@ -4,5 +4,6 @@
 #![allow(clippy::unwrap_used)] // test code: a panic is a failed assertion
 
 mod cli;
+mod connector;
 mod foundation;
 mod lifecycle;

@@ -16,6 +16,20 @@ pub use mercer_store::testing::TestDatabase;
 pub use mercer_store::{Backend, backend_tests};
 use serde_json::Value;
 
+/// Polls `done` until it holds or `timeout` passes; says whether it held.
+pub fn wait_until(timeout: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if done() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(25));
+    }
+}
+
 /// The `mercer` binary under test.
 pub fn mercer_binary() -> PathBuf {
     if let Some(path) = std::env::var_os("MERCER_BIN") {

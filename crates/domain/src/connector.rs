@@ -70,6 +70,9 @@ impl ConnectorError {
 
 pub type ConnectorResult<T> = Result<T, ConnectorError>;
 
+/// A connector client shared by request handlers and workers.
+pub type PlatformConnectorHandle = std::sync::Arc<dyn PlatformConnector>;
+
 pub trait PlatformConnector: Send + Sync {
     /// Verify Platform Connector Destination: succeeds only when the connector echoes the right
     /// `X-HMAC` of the timestamp sent.

@@ -66,16 +66,15 @@ fn path_shop(request: &HttpRequest) -> String {
 }
 
 /// `{"data":{key: T}}` of a request body.
-fn entity<T: DeserializeOwned>(body: &[u8], key: &str) -> Result<T, HttpResponse> {
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|error| error_response(SimError::Invalid(error.to_string())))?;
+fn entity<T: DeserializeOwned>(body: &[u8], key: &str) -> Result<T, SimError> {
+    let value: Value =
+        serde_json::from_slice(body).map_err(|error| SimError::Invalid(error.to_string()))?;
     let inner = value
         .get("data")
         .and_then(|data| data.get(key))
         .cloned()
-        .ok_or_else(|| error_response(SimError::Invalid(format!("missing data.{key}"))))?;
-    serde_json::from_value(inner)
-        .map_err(|error| error_response(SimError::Invalid(error.to_string())))
+        .ok_or_else(|| SimError::Invalid(format!("missing data.{key}")))?;
+    serde_json::from_value(inner).map_err(|error| SimError::Invalid(error.to_string()))
 }
 
 fn ok_data(status: StatusCode, key: &str, value: impl serde::Serialize) -> HttpResponse {
@@ -216,7 +215,7 @@ async fn create_customer(
 ) -> HttpResponse {
     let customer: Customer = match entity(&body, "customer") {
         Ok(customer) => customer,
-        Err(response) => return response,
+        Err(error) => return error_response(error),
     };
     match sim.lock().create_customer(&path_shop(&request), customer) {
         Ok(created) => ok_data(StatusCode::CREATED, "customer", created),
@@ -232,7 +231,7 @@ async fn update_customer(
 ) -> HttpResponse {
     let customer: Customer = match entity(&body, "customer") {
         Ok(customer) => customer,
-        Err(response) => return response,
+        Err(error) => return error_response(error),
     };
     match sim
         .lock()
@@ -266,7 +265,7 @@ async fn validate_customer(
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string(),
-        Err(response) => return response,
+        Err(error) => return error_response(error),
     };
     match sim
         .lock()
@@ -285,7 +284,7 @@ async fn create_address(
 ) -> HttpResponse {
     let address: CustomerAddress = match entity(&body, "address") {
         Ok(address) => address,
-        Err(response) => return response,
+        Err(error) => return error_response(error),
     };
     match sim
         .lock()
@@ -304,7 +303,7 @@ async fn update_address(
 ) -> HttpResponse {
     let address: CustomerAddress = match entity(&body, "address") {
         Ok(address) => address,
-        Err(response) => return response,
+        Err(error) => return error_response(error),
     };
     match sim
         .lock()
@@ -352,7 +351,7 @@ async fn create_order(
 ) -> HttpResponse {
     let order: Order = match entity(&body, "order") {
         Ok(order) => order,
-        Err(response) => return response,
+        Err(error) => return error_response(error),
     };
     let key = request
         .headers()
@@ -383,7 +382,7 @@ async fn update_order(
 ) -> HttpResponse {
     let order: Order = match entity(&body, "order") {
         Ok(order) => order,
-        Err(response) => return response,
+        Err(error) => return error_response(error),
     };
     match sim.lock().update_order(&path_shop(&request), &id.2, order) {
         Ok(order) => ok_data(StatusCode::OK, "order", order),
@@ -399,7 +398,7 @@ async fn create_payment(
 ) -> HttpResponse {
     let payment: Payment = match entity(&body, "payment") {
         Ok(payment) => payment,
-        Err(response) => return response,
+        Err(error) => return error_response(error),
     };
     match sim
         .lock()

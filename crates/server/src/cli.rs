@@ -47,6 +47,15 @@ pub enum Command {
     /// Manage shared secrets (printed once, on standard output).
     #[command(subcommand)]
     Secret(SecretCommand),
+    /// Look at the queue of events received from connectors.
+    #[command(subcommand)]
+    Events(EventsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EventsCommand {
+    /// Print how many received events are not applied yet.
+    Pending,
 }
 
 #[derive(Debug, Args)]

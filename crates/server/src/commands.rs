@@ -3,7 +3,10 @@
 
 use std::io::Write;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
+use mercer_connector::HttpConnector;
+use mercer_domain::connector::PlatformConnectorHandle;
 use mercer_domain::credentials::{Scope, TokenSource, create_token, list_tokens, revoke_token};
 use mercer_domain::ports::{Clock, Database, SystemClock};
 use mercer_domain::secrets::{SecretKind, rotate_secret};
@@ -12,9 +15,11 @@ use mercer_domain::{DomainError, Timestamp};
 use mercer_store::{DatabaseUrl, OpenError, PoolOptions, Store, UrlError};
 
 use crate::cli::{
-    Cli, Command, SecretCommand, ServeArgs, ShopCommand, ShopCreateArgs, TokenCommand,
+    Cli, Command, EventsCommand, SecretCommand, ServeArgs, ShopCommand, ShopCreateArgs,
+    TokenCommand,
 };
 use crate::http::{self, ServeOptions, state::AppState};
+use crate::workers::Workers;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CommandError {
@@ -53,6 +58,11 @@ pub fn run(cli: Cli) -> Result<(), CommandError> {
             } else {
                 println!("{}: applied {}", url.redacted(), applied.join(", "));
             }
+            Ok(())
+        }
+        Command::Events(EventsCommand::Pending) => {
+            let pending = open(&url)?.read(|tx| Ok(tx.count_pending_inbound_events()?))?;
+            println!("{pending}");
             Ok(())
         }
         Command::Shop(command) => shop_command(&open(&url)?, command),
@@ -234,10 +244,15 @@ fn serve(url: &DatabaseUrl, args: ServeArgs) -> Result<(), CommandError> {
     };
     let store = Store::open_and_migrate(url, &options)?;
     let demo = store.write(|tx| bootstrap_demo(tx, now()))?;
+    let connector: PlatformConnectorHandle = Arc::new(HttpConnector::new());
+    let workers = Workers::start(&store, connector.clone())?;
     let state = AppState {
         store,
         clock: SystemClock,
         max_body_bytes: args.max_body_bytes,
+        connector,
+        ingest: workers.ingest.clone(),
+        applier: workers.applier.clone(),
     };
     let serve_options = ServeOptions {
         bind: args.bind,
@@ -258,7 +273,9 @@ fn serve(url: &DatabaseUrl, args: ServeArgs) -> Result<(), CommandError> {
         std::io::stdout().flush()?;
         log::info!("listening on {base}, database {}", url.redacted());
         server.run().await?;
-        log::info!("stopped");
-        Ok(())
-    })
+        Ok::<(), CommandError>(())
+    })?;
+    workers.stop();
+    log::info!("stopped");
+    Ok(())
 }

@@ -3,6 +3,7 @@
 mod cli;
 mod commands;
 mod http;
+mod workers;
 
 use std::process::ExitCode;
 

@@ -201,6 +201,37 @@ impl From<DomainError> for ApiError {
                 status: StatusCode::UNPROCESSABLE_ENTITY,
                 entries: problems.into_iter().map(field_entry).collect(),
             },
+            DomainError::BadRequest(problems) => ApiError {
+                status: StatusCode::BAD_REQUEST,
+                entries: problems
+                    .into_iter()
+                    .map(|problem| ErrorEntry {
+                        message: problem.message,
+                        kind: "request.invalid_query".to_string(),
+                        field: Some(problem.field),
+                        severity: "validation",
+                        sub_type: problem.code.to_string(),
+                    })
+                    .collect(),
+            },
+            DomainError::Remote {
+                code,
+                timed_out,
+                message,
+            } => {
+                let status = if timed_out {
+                    StatusCode::GATEWAY_TIMEOUT
+                } else {
+                    StatusCode::BAD_GATEWAY
+                };
+                log::warn!("remote party failed ({code}): {message}");
+                ApiError::new(
+                    status,
+                    code,
+                    if timed_out { "timeout" } else { "remote" },
+                    message,
+                )
+            }
             DomainError::Unauthenticated => ApiError::new(
                 StatusCode::UNAUTHORIZED,
                 "auth.unauthenticated",

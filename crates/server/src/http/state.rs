@@ -4,16 +4,23 @@
 use actix_web::web;
 use mercer_domain::DomainError;
 use mercer_domain::Timestamp;
+use mercer_domain::connector::PlatformConnectorHandle;
 use mercer_domain::ports::{Clock, Database, Repositories, SystemClock};
 use mercer_store::Store;
 
 use super::error::ApiError;
+use crate::workers::{Ingest, Wake};
 
 pub struct AppState {
     pub store: Store,
     pub clock: SystemClock,
     /// Largest request body accepted, in bytes.
     pub max_body_bytes: usize,
+    pub connector: PlatformConnectorHandle,
+    /// Stores inbound events before their 202.
+    pub ingest: Ingest,
+    /// Wakes the event applier (after a sync stored a page).
+    pub applier: Wake,
 }
 
 impl AppState {

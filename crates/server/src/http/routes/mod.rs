@@ -1,5 +1,8 @@
 //! The route table. Handlers parse, call the domain, render; nothing else.
 
+mod destinations;
+mod directory;
+mod events;
 mod health;
 mod settings;
 mod shop;
@@ -30,5 +33,93 @@ pub fn configure(config: &mut web::ServiceConfig) {
         .service(
             resource("/integrations/v1/shops/{shop}/shared_secret/rotate")
                 .route(web::post().to(settings::rotate_connector_secret)),
+        )
+        .service(
+            resource("/integrations/v1/shops/{shop}/platform_connector_destinations")
+                .route(web::post().to(destinations::create))
+                .route(web::get().to(destinations::list)),
+        )
+        .service(
+            resource("/integrations/v1/shops/{shop}/platform_connector_destinations/{id}")
+                .route(web::get().to(destinations::get))
+                .route(web::patch().to(destinations::update))
+                .route(web::put().to(destinations::update))
+                .route(web::delete().to(destinations::delete)),
+        );
+    macro_rules! event_route {
+        ($service:literal, $collection:literal, $action:literal, $handler:path) => {
+            config.service(
+                resource(concat!(
+                    "/",
+                    $service,
+                    "/v1/shops/{shop}/platforms/custom/webhooks/",
+                    $collection,
+                    "/",
+                    $action
+                ))
+                .route(web::post().to($handler)),
+            );
+        };
+    }
+    event_route!("customers", "customers", "saved", events::customer_saved);
+    event_route!(
+        "customers",
+        "customers",
+        "deleted",
+        events::customer_deleted
+    );
+    event_route!("orders", "orders", "saved", events::order_saved);
+    event_route!("orders", "orders", "deleted", events::order_deleted);
+    event_route!("products", "products", "saved", events::product_saved);
+    event_route!("products", "products", "deleted", events::product_deleted);
+    event_route!("products", "categories", "saved", events::category_saved);
+    event_route!(
+        "products",
+        "categories",
+        "deleted",
+        events::category_deleted
+    );
+    config
+        .service(
+            resource("/customers/v2/shops/{shop}/sync")
+                .route(web::post().to(events::sync_customers)),
+        )
+        .service(
+            resource("/customers/v2/shops/{shop}/sync/{id}")
+                .route(web::get().to(events::customer_sync_status)),
+        )
+        .service(
+            resource("/orders/v2/shops/{shop}/sync").route(web::post().to(events::sync_orders)),
+        )
+        .service(
+            resource("/orders/v2/shops/{shop}/sync/{id}")
+                .route(web::get().to(events::order_sync_status)),
+        )
+        .service(
+            resource("/customers/v2/shops/{shop}/customers").route(web::get().to(directory::list)),
+        )
+        .service(
+            resource("/customers/v2/shops/{shop}/customers/pid/{platform_id}")
+                .route(web::get().to(directory::get_by_platform_id)),
+        )
+        .service(
+            resource("/customers/v2/shops/{shop}/customers/{id}")
+                .route(web::get().to(directory::get)),
+        )
+        .service(
+            resource("/customers/v2/shops/{shop}/customers/{id}/addresses")
+                .route(web::get().to(directory::addresses)),
+        )
+        .service(
+            resource("/customers/v2/shops/{shop}/customers/{id}/addresses/{address_id}")
+                .route(web::get().to(directory::address)),
+        )
+        .service(
+            resource("/customers/v2/shops/{shop}/customers/{id}/labels")
+                .route(web::post().to(directory::add_customer_label)),
+        )
+        .service(
+            resource("/customers/v2/shops/{shop}/customers/{id}/labels/{label_id}")
+                .route(web::delete().to(directory::delete_customer_label)),
         );
 }

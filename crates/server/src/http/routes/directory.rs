@@ -1,0 +1,219 @@
+//! The customer directory (contract §6).
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use mercer_domain::directory::{
+    DirectoryQuery, add_label, address_resource, customer_resources, delete_label, find_customer,
+    find_customer_by_platform_id, parse_directory_query,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::http::error::ApiError;
+use crate::http::extract::{Authorized, JsonBody, scopes};
+use crate::http::state::AppState;
+
+/// The query's pairs, in order, repeated keys kept (`filter` may come several times).
+fn query_pairs(request: &HttpRequest) -> Result<Vec<(String, String)>, ApiError> {
+    web::Query::<Vec<(String, String)>>::from_query(request.query_string())
+        .map(web::Query::into_inner)
+        .map_err(|error| ApiError::invalid_query("query", error.to_string()))
+}
+
+/// This request's URL with `page` replaced.
+fn page_url(request: &HttpRequest, pairs: &[(String, String)], page: i64) -> String {
+    let info = request.connection_info();
+    let mut query: Vec<(String, String)> = pairs
+        .iter()
+        .filter(|(key, _)| key != "page")
+        .cloned()
+        .collect();
+    query.push(("page".to_string(), page.to_string()));
+    let encoded: Vec<String> = query
+        .iter()
+        .map(|(key, value)| format!("{}={}", url_encode(key), url_encode(value)))
+        .collect();
+    format!(
+        "{}://{}{}?{}",
+        info.scheme(),
+        info.host(),
+        request.path(),
+        encoded.join("&")
+    )
+}
+
+fn url_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn pagination(
+    request: &HttpRequest,
+    pairs: &[(String, String)],
+    query: &DirectoryQuery,
+    total: i64,
+    count: usize,
+) -> Value {
+    let total_pages = (total + query.limit - 1) / query.limit;
+    let next = (query.page < total_pages).then(|| page_url(request, pairs, query.page + 1));
+    let previous = (query.page > 1)
+        .then(|| page_url(request, pairs, (query.page - 1).min(total_pages.max(1))));
+    json!({
+        "total": total,
+        "count": count,
+        "per_page": query.limit,
+        "current_page": query.page,
+        "total_pages": total_pages,
+        "next_url": next,
+        "previous_url": previous,
+    })
+}
+
+/// List Customers with every seed parameter; 400 names a parameter that does not parse.
+pub async fn list(
+    state: web::Data<AppState>,
+    request: Authorized<scopes::ReadCustomers>,
+    http: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let pairs = query_pairs(&http)?;
+    let query = parse_directory_query(&pairs)?;
+    let shop = request.access.shop;
+    let (customers, total, count) = {
+        let query = query.clone();
+        state
+            .read(move |tx| {
+                let page = tx.list_directory_customers(shop.id, &query)?;
+                let count = page.customers.len();
+                Ok((
+                    customer_resources(tx, &shop, &page.customers)?,
+                    page.total,
+                    count,
+                ))
+            })
+            .await?
+    };
+    Ok(HttpResponse::Ok().json(json!({
+        "pagination": pagination(&http, &pairs, &query, total, count),
+        "customers": customers,
+    })))
+}
+
+/// Get Customer by ID.
+pub async fn get(
+    state: web::Data<AppState>,
+    request: Authorized<scopes::ReadCustomers>,
+    path: web::Path<(String, i64)>,
+) -> Result<HttpResponse, ApiError> {
+    let (shop, id) = (request.access.shop, path.1);
+    let customer = state
+        .read(move |tx| {
+            let customer = find_customer(tx, &shop, id)?;
+            Ok(customer_resources(tx, &shop, &[customer])?.remove(0))
+        })
+        .await?;
+    Ok(HttpResponse::Ok().json(json!({ "customer": customer })))
+}
+
+/// Get Customer by Platform ID.
+pub async fn get_by_platform_id(
+    state: web::Data<AppState>,
+    request: Authorized<scopes::ReadCustomers>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let shop = request.access.shop;
+    let platform_id = path.into_inner().1;
+    let customer = state
+        .read(move |tx| {
+            let customer = find_customer_by_platform_id(tx, &shop, &platform_id)?;
+            Ok(customer_resources(tx, &shop, &[customer])?.remove(0))
+        })
+        .await?;
+    Ok(HttpResponse::Ok().json(json!({ "customer": customer })))
+}
+
+/// List Customer Addresses.
+pub async fn addresses(
+    state: web::Data<AppState>,
+    request: Authorized<scopes::ReadCustomers>,
+    path: web::Path<(String, i64)>,
+) -> Result<HttpResponse, ApiError> {
+    let (shop, id) = (request.access.shop, path.1);
+    let addresses = state
+        .read(move |tx| {
+            find_customer(tx, &shop, id)?;
+            let addresses = tx.addresses_of_customers(shop.id, &[id])?;
+            Ok(addresses
+                .iter()
+                .map(|address| address_resource(&shop, address))
+                .collect::<Vec<_>>())
+        })
+        .await?;
+    Ok(HttpResponse::Ok().json(json!({ "addresses": addresses })))
+}
+
+/// Get Customer Address by ID.
+pub async fn address(
+    state: web::Data<AppState>,
+    request: Authorized<scopes::ReadCustomers>,
+    path: web::Path<(String, i64, i64)>,
+) -> Result<HttpResponse, ApiError> {
+    let shop = request.access.shop;
+    let (_, customer_id, address_id) = path.into_inner();
+    let address = state
+        .read(move |tx| {
+            find_customer(tx, &shop, customer_id)?;
+            let address = tx
+                .addresses_of_customers(shop.id, &[customer_id])?
+                .into_iter()
+                .find(|address| address.id == address_id)
+                .ok_or(mercer_domain::DomainError::not_found("address"))?;
+            Ok(address_resource(&shop, &address))
+        })
+        .await?;
+    Ok(HttpResponse::Ok().json(json!({ "address": address })))
+}
+
+#[derive(Deserialize)]
+struct LabelBody {
+    name: Option<String>,
+}
+
+/// Add a label: 201 with the new label, or 200 with the customer's label of that name.
+pub async fn add_customer_label(
+    state: web::Data<AppState>,
+    request: Authorized<scopes::WriteCustomers>,
+    path: web::Path<(String, i64)>,
+    body: JsonBody,
+) -> Result<HttpResponse, ApiError> {
+    let body: LabelBody = body.parse()?;
+    let (shop, id, now) = (request.access.shop, path.1, state.now());
+    let (label, created) = state
+        .write(move |tx| add_label(tx, &shop, id, body.name.as_deref(), now))
+        .await?;
+    let mut response = if created {
+        HttpResponse::Created()
+    } else {
+        HttpResponse::Ok()
+    };
+    Ok(response.json(json!({ "label": label })))
+}
+
+/// Remove a label: 204.
+pub async fn delete_customer_label(
+    state: web::Data<AppState>,
+    request: Authorized<scopes::WriteCustomers>,
+    path: web::Path<(String, i64, i64)>,
+) -> Result<HttpResponse, ApiError> {
+    let shop = request.access.shop;
+    let (_, customer_id, label_id) = path.into_inner();
+    let now = state.now();
+    state
+        .write(move |tx| delete_label(tx, &shop, customer_id, label_id, now))
+        .await?;
+    Ok(HttpResponse::NoContent().finish())
+}

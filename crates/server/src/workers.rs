@@ -1,0 +1,203 @@
+//! Background work of a `mercer serve` process, each on a thread of its own (diesel and ureq
+//! block): the ingest writer that stores events before their 202, the applier that applies
+//! them in order, and the outbox worker that makes calls to connectors.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use mercer_domain::DomainError;
+use mercer_domain::connector::PlatformConnectorHandle;
+use mercer_domain::events::{NewInboundEvent, apply_pending};
+use mercer_domain::outbox::deliver_due_calls;
+use mercer_domain::ports::{Database, SystemClock};
+use mercer_store::Store;
+use tokio::sync::oneshot;
+
+/// Most events one ingest transaction stores (several requests' worth: group commit).
+const INGEST_BATCH: usize = 512;
+/// Most events the applier applies in one transaction.
+const APPLY_BATCH: usize = 500;
+/// How often idle workers look for work nobody told them about (another process's, a retry).
+const IDLE_POLL: Duration = Duration::from_millis(500);
+
+/// A wake-up call for a worker thread, with polling as the fallback.
+#[derive(Clone, Default)]
+pub struct Wake(Arc<(Mutex<bool>, Condvar)>);
+
+impl Wake {
+    pub fn notify(&self) {
+        let (flag, condvar) = &*self.0;
+        *flag.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        condvar.notify_all();
+    }
+
+    /// Waits for a notification or `timeout`, whichever comes first.
+    fn wait(&self, timeout: Duration) {
+        let (flag, condvar) = &*self.0;
+        let guard = flag.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut guard, _) = condvar
+            .wait_timeout_while(guard, timeout, |woken| !*woken)
+            .unwrap_or_else(|e| e.into_inner());
+        *guard = false;
+    }
+}
+
+struct IngestJob {
+    events: Vec<NewInboundEvent>,
+    reply: oneshot::Sender<Result<(), DomainError>>,
+}
+
+/// The handle request handlers use to store events durably.
+#[derive(Clone)]
+pub struct Ingest {
+    jobs: Sender<IngestJob>,
+}
+
+impl Ingest {
+    /// Stores the events; returns once they are committed.
+    pub async fn submit(&self, events: Vec<NewInboundEvent>) -> Result<(), DomainError> {
+        let (reply, answer) = oneshot::channel();
+        let stopped = || {
+            DomainError::Storage(mercer_domain::StorageError::other(
+                "the ingest writer has stopped",
+            ))
+        };
+        self.jobs
+            .send(IngestJob { events, reply })
+            .map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
+    }
+}
+
+/// Takes jobs as they come and stores everything waiting in one transaction, so a burst of
+/// requests costs one commit, not one each.
+fn ingest_writer(store: Store, jobs: Receiver<IngestJob>, applier: Wake, stop: Arc<AtomicBool>) {
+    loop {
+        let first = match jobs.recv_timeout(IDLE_POLL) {
+            Ok(job) => job,
+            // Asked to stop and nothing is waiting: every request has had its answer.
+            Err(RecvTimeoutError::Timeout) if stop.load(Ordering::Relaxed) => return,
+            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Disconnected) => return,
+        };
+        let mut batch = vec![first];
+        let mut count = batch[0].events.len();
+        while count < INGEST_BATCH {
+            match jobs.try_recv() {
+                Ok(job) => {
+                    count += job.events.len();
+                    batch.push(job);
+                }
+                Err(_) => break,
+            }
+        }
+        let events: Vec<NewInboundEvent> = batch
+            .iter()
+            .flat_map(|job| job.events.iter().cloned())
+            .collect();
+        let result = store.write(|tx| Ok(tx.insert_inbound_events(&events)?));
+        if let Err(error) = &result {
+            log::error!(target: "mercer::ingest", "storing {} event(s) failed: {error}", events.len());
+        }
+        for job in batch {
+            let _ = job.reply.send(result.clone());
+        }
+        if result.is_ok() {
+            applier.notify();
+        }
+    }
+}
+
+fn applier(store: Store, wake: Wake, stop: Arc<AtomicBool>) {
+    let clock = SystemClock;
+    while !stop.load(Ordering::Relaxed) {
+        match apply_pending(&store, &clock, APPLY_BATCH) {
+            Ok(0) => wake.wait(IDLE_POLL),
+            Ok(_) => {}
+            Err(error) => {
+                log::error!(target: "mercer::events", "applying events failed: {error}");
+                wake.wait(IDLE_POLL);
+            }
+        }
+    }
+}
+
+fn outbox_worker(
+    store: Store,
+    connector: PlatformConnectorHandle,
+    wake: Wake,
+    stop: Arc<AtomicBool>,
+) {
+    let clock = SystemClock;
+    while !stop.load(Ordering::Relaxed) {
+        match deliver_due_calls(&store, connector.as_ref(), &clock, 20) {
+            Ok(0) => wake.wait(IDLE_POLL),
+            Ok(_) => {}
+            Err(error) => {
+                log::error!(target: "mercer::outbox", "delivering connector calls failed: {error}");
+                wake.wait(IDLE_POLL);
+            }
+        }
+    }
+}
+
+/// The running workers of one process.
+pub struct Workers {
+    pub ingest: Ingest,
+    pub applier: Wake,
+    pub outbox: Wake,
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+fn spawn(name: &str, work: impl FnOnce() + Send + 'static) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(work)
+}
+
+impl Workers {
+    pub fn start(store: &Store, connector: PlatformConnectorHandle) -> std::io::Result<Workers> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let applier_wake = Wake::default();
+        let outbox_wake = Wake::default();
+        let (jobs, received) = mpsc::channel();
+        let ingest_thread = {
+            let (store, wake, stop) = (store.clone(), applier_wake.clone(), stop.clone());
+            spawn("mercer-ingest", move || {
+                ingest_writer(store, received, wake, stop)
+            })?
+        };
+        let applier_thread = {
+            let (store, wake, stop) = (store.clone(), applier_wake.clone(), stop.clone());
+            spawn("mercer-applier", move || applier(store, wake, stop))?
+        };
+        let outbox_thread = {
+            let (store, wake, stop) = (store.clone(), outbox_wake.clone(), stop.clone());
+            spawn("mercer-outbox", move || {
+                outbox_worker(store, connector, wake, stop)
+            })?
+        };
+        Ok(Workers {
+            ingest: Ingest { jobs },
+            applier: applier_wake,
+            outbox: outbox_wake,
+            stop,
+            threads: vec![ingest_thread, applier_thread, outbox_thread],
+        })
+    }
+
+    /// Call after the HTTP server has stopped: the ingest writer stores what is still queued,
+    /// the applier finishes its batch, then the threads end.
+    pub fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.applier.notify();
+        self.outbox.notify();
+        for thread in self.threads {
+            let _ = thread.join();
+        }
+    }
+}
