@@ -29,7 +29,12 @@ const ALLOWED_DIRECT: &[(&str, &[&str])] = &[
     ("diesel_migrations", &["mercer-store"]),
     (
         "ureq",
-        &["mercer-connector", "mercer-webhooks", "mercer-tests"],
+        &[
+            "mercer-connector",
+            "mercer-webhooks",
+            "mercer-platform-sim",
+            "mercer-tests",
+        ],
     ),
 ];
 

@@ -90,7 +90,9 @@ fn tidy_fails_when_the_domain_reaches_actix_through_another_crate() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("helper depends on actix-web, which only mercer-server may use"),
+        stderr.contains(
+            "helper depends on actix-web, which only mercer-server, mercer-platform-sim may use"
+        ),
         "{stderr}"
     );
 }

@@ -55,17 +55,26 @@ impl Store {
     pub fn open(url: &DatabaseUrl, options: &PoolOptions) -> Result<Store, OpenError> {
         let pool = Pool::builder()
             .max_size(options.max_connections.max(1))
-            .min_idle(Some(1))
+            // No idle connections kept warm: r2d2 would open them on its own threads at any
+            // time, and a process exiting while libpq negotiates TLS on one of them crashes
+            // inside OpenSSL's cleanup. Connections are opened when asked for, and reused.
+            .min_idle(Some(0))
             .connection_timeout(options.connection_timeout)
             .build(ConnectionManager::new(url.clone()))
             .map_err(|error| OpenError::Connect {
                 url: url.redacted(),
                 reason: error.to_string(),
             })?;
-        Ok(Store {
+        let store = Store {
             pool,
             backend: url.backend(),
-        })
+        };
+        // With no connection opened eagerly, make one now so a bad URL fails here.
+        store.ping().map_err(|error| OpenError::Connect {
+            url: url.redacted(),
+            reason: error.detail,
+        })?;
+        Ok(store)
     }
 
     /// Opens the database and brings its schema up to date.
