@@ -5,6 +5,7 @@
 //! - `cargo xtask ci`: what CI runs: fmt check, clippy -D warnings, tidy, test --require-postgres.
 //! - `cargo xtask tidy [--manifest-path PATH]`: the layering invariants of docs/ARCHITECTURE.md.
 
+mod bench;
 mod test;
 mod tidy;
 
@@ -16,7 +17,8 @@ fn usage() -> ExitCode {
          tasks:\n  \
          test [--require-postgres] [-- ARGS]   the whole suite on SQLite and PostgreSQL\n  \
          ci                                    fmt check, clippy, tidy, test --require-postgres\n  \
-         tidy [--manifest-path PATH]           check the crate layering invariants"
+         tidy [--manifest-path PATH]           check the crate layering invariants\n  \
+         bench ingest                          the event ingest benchmark (release build)"
     );
     ExitCode::from(2)
 }
@@ -31,6 +33,15 @@ fn main() -> ExitCode {
         "test" => test::run(rest),
         "ci" => ci(),
         "tidy" => tidy::run(rest),
+        "bench" => bench(rest),
+        // Internal: the release-mode halves of `bench`.
+        "bench-run-ingest" => bench::ingest(
+            rest.first().map_or("", String::as_str),
+            &std::env::current_exe()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+        ),
+        "bench-floor" => bench::floor_server(),
         _ => return usage(),
     };
     match result {
@@ -67,6 +78,25 @@ pub fn workspace_root() -> std::path::PathBuf {
         .parent()
         .map(std::path::Path::to_path_buf)
         .unwrap_or(manifest_dir)
+}
+
+/// Builds release binaries, then runs the benchmark's load generator in release mode.
+fn bench(args: &[String]) -> Result<(), String> {
+    match args.first().map(String::as_str) {
+        Some("ingest") => {}
+        _ => return Err("usage: cargo xtask bench ingest".to_string()),
+    }
+    let cargo = cargo();
+    run_step(
+        &cargo,
+        &["build", "--release", "-p", "mercer-server", "-p", "xtask"],
+    )?;
+    let target = workspace_root().join("target").join("release");
+    let mercer = target.join("mercer").display().to_string();
+    run_step(
+        &target.join("xtask").display().to_string(),
+        &["bench-run-ingest", &mercer],
+    )
 }
 
 fn ci() -> Result<(), String> {

@@ -1,0 +1,496 @@
+//! `cargo xtask bench ingest`: the event ingest benchmark of docs/benchmarks.md.
+//!
+//! 50,000 Customer Saved events (10,000 customers, five versions each, two addresses; one
+//! event in five delivered after a newer version of its customer) posted by 32 keep-alive
+//! connections on loopback to a release `mercer`, on SQLite and on PostgreSQL. Then the same
+//! load against a bare actix handler that answers 202 (the floor). Prints accepted events/s,
+//! p50/p99 accept latency, the time from the last 202 until every event is applied, peak
+//! memory, and the ratio to the floor.
+//!
+//! The load generator runs in this process: xtask re-runs itself in release mode for it.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const CUSTOMERS: usize = 10_000;
+const VERSIONS: usize = 5;
+const CONNECTIONS: usize = 32;
+
+/// The events in delivery order: (path suffix is fixed) bodies, and the customers' final emails.
+fn events() -> Vec<String> {
+    let base = 1_700_000_000i64;
+    let mut order: Vec<(usize, usize)> = Vec::with_capacity(CUSTOMERS * VERSIONS);
+    // Interleave customers; within each, swap one adjacent pair of versions so one event in
+    // five (the older of the pair) arrives after a newer one and must be dropped.
+    let mut seed: u64 = 0x6d65_7263;
+    let mut per_customer: Vec<Vec<usize>> =
+        (0..CUSTOMERS).map(|_| (1..=VERSIONS).collect()).collect();
+    for versions in &mut per_customer {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let k = (seed >> 33) as usize % (VERSIONS - 1);
+        versions.swap(k, k + 1);
+    }
+    for round in 0..VERSIONS {
+        for (customer, versions) in per_customer.iter().enumerate() {
+            order.push((customer, versions[round]));
+        }
+    }
+    order
+        .into_iter()
+        .map(|(customer, version)| {
+            let updated = chrono_like(base + customer as i64 + version as i64 * 100_000);
+            json!({"data": {"customer": {
+                "platform_id": format!("bench-{customer:06}"),
+                "platform_created_at": chrono_like(base),
+                "platform_updated_at": updated,
+                "email": format!("customer{customer:06}.v{version}@bench.example.test"),
+                "first_name": format!("First{customer}"),
+                "last_name": format!("Last{customer}"),
+                "phone": format!("+1555{customer:07}"),
+                "addresses": [
+                    {"platform_id": format!("bench-{customer:06}-ship"), "address_type": "shipping", "first_name": format!("First{customer}"), "last_name": format!("Last{customer}"), "street_1": format!("{version} Main Street"), "street_2": "Suite 100", "city": "Springfield", "province": "Illinois", "province_code": "IL", "country": "United States", "country_code": "US", "postal_code": "62701", "phone": "+15551234567", "company": "Acme", "is_default": true},
+                    {"platform_id": format!("bench-{customer:06}-bill"), "address_type": "billing", "first_name": format!("First{customer}"), "last_name": format!("Last{customer}"), "street_1": "1 Market Square", "city": "Shelbyville", "province": "Illinois", "province_code": "IL", "country": "United States", "country_code": "US", "postal_code": "62565", "is_default": false}
+                ]
+            }}})
+            .to_string()
+        })
+        .collect()
+}
+
+/// RFC 3339 UTC of unix seconds, without a date library.
+fn chrono_like(seconds: i64) -> String {
+    let days = seconds.div_euclid(86_400);
+    let rem = seconds.rem_euclid(86_400);
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+struct LoadResult {
+    accepted: usize,
+    failed: usize,
+    elapsed: Duration,
+    latencies: Vec<Duration>,
+    last_accept: Instant,
+}
+
+impl LoadResult {
+    fn rate(&self) -> f64 {
+        self.accepted as f64 / self.elapsed.as_secs_f64()
+    }
+
+    fn percentile(&self, p: f64) -> Duration {
+        if self.latencies.is_empty() {
+            return Duration::ZERO;
+        }
+        let index = ((self.latencies.len() as f64 - 1.0) * p).round() as usize;
+        self.latencies[index]
+    }
+}
+
+/// Posts every body once over `CONNECTIONS` keep-alive connections.
+fn load(url: &str, token: Option<&str>, bodies: &Arc<Vec<String>>) -> LoadResult {
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let threads: Vec<_> = (0..CONNECTIONS)
+        .map(|_| {
+            let (next, bodies, url) = (next.clone(), bodies.clone(), url.to_string());
+            let authorization = token.map(|token| format!("Bearer {token}"));
+            std::thread::spawn(move || {
+                let agent: ureq::Agent = ureq::Agent::config_builder()
+                    .http_status_as_error(false)
+                    .max_idle_connections_per_host(1)
+                    .timeout_global(Some(Duration::from_secs(60)))
+                    .build()
+                    .into();
+                let mut latencies = Vec::new();
+                let (mut accepted, mut failed) = (0, 0);
+                let mut last = Instant::now();
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(body) = bodies.get(index) else { break };
+                    let sent = Instant::now();
+                    let mut request = agent.post(&url).header("Content-Type", "application/json");
+                    if let Some(authorization) = &authorization {
+                        request = request.header("Authorization", authorization);
+                    }
+                    match request.send(body.as_bytes()) {
+                        Ok(mut response) if response.status().as_u16() == 202 => {
+                            let _ = response.body_mut().read_to_vec();
+                            last = Instant::now();
+                            latencies.push(last - sent);
+                            accepted += 1;
+                        }
+                        Ok(mut response) => {
+                            if failed == 0 {
+                                let text = response.body_mut().read_to_string().unwrap_or_default();
+                                eprintln!("  unexpected {}: {text}", response.status());
+                            }
+                            failed += 1;
+                        }
+                        Err(error) => {
+                            if failed == 0 {
+                                eprintln!("  request failed: {error}");
+                            }
+                            failed += 1;
+                        }
+                    }
+                }
+                (latencies, accepted, failed, last)
+            })
+        })
+        .collect();
+    let mut result = LoadResult {
+        accepted: 0,
+        failed: 0,
+        elapsed: Duration::ZERO,
+        latencies: Vec::new(),
+        last_accept: started,
+    };
+    for thread in threads {
+        if let Ok((latencies, accepted, failed, last)) = thread.join() {
+            result.latencies.extend(latencies);
+            result.accepted += accepted;
+            result.failed += failed;
+            result.last_accept = result.last_accept.max(last);
+        }
+    }
+    result.elapsed = result.last_accept - started;
+    result.latencies.sort_unstable();
+    result
+}
+
+/// Reads the child's stdout until it prints its address; returns the lines read.
+fn wait_for_listen(child: &mut Child, marker: &str) -> Result<Vec<String>, String> {
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let mut reader = BufReader::new(stdout);
+    let mut lines = Vec::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).map_err(|e| e.to_string())? == 0 {
+            return Err(format!(
+                "the process ended before printing {marker:?}: {lines:?}"
+            ));
+        }
+        let done = line.contains(marker);
+        lines.push(line.trim_end().to_string());
+        if done {
+            // Keep draining so the child never blocks on a full pipe.
+            std::thread::spawn(move || for _ in reader.lines() {});
+            return Ok(lines);
+        }
+    }
+}
+
+fn value_after(lines: &[String], label: &str) -> Option<String> {
+    lines.iter().find_map(|line| {
+        line.trim()
+            .strip_prefix(label)
+            .map(|rest| rest.trim().to_string())
+    })
+}
+
+fn peak_memory_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+struct Mercer {
+    child: Child,
+    base_url: String,
+    shop: String,
+    token: String,
+    database_url: String,
+}
+
+impl Drop for Mercer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_mercer(binary: &str, database_url: &str) -> Result<Mercer, String> {
+    let mut child = Command::new(binary)
+        .args([
+            "--database-url",
+            database_url,
+            "--log-level",
+            "warn",
+            "serve",
+            "--bind",
+            "127.0.0.1:0",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("cannot start {binary}: {e}"))?;
+    let lines = wait_for_listen(&mut child, "Mercer listening on")?;
+    let base_url = value_after(&lines, "Mercer listening on")
+        .and_then(|rest| rest.split_whitespace().next().map(str::to_string))
+        .ok_or("no address")?;
+    let shop = value_after(&lines, "shop_identifier")
+        .ok_or("no demo shop (the database was not empty)")?;
+    let token = value_after(&lines, "API token").ok_or("no demo token")?;
+    Ok(Mercer {
+        child,
+        base_url,
+        shop,
+        token,
+        database_url: database_url.to_string(),
+    })
+}
+
+fn pending(binary: &str, database_url: &str) -> Option<u64> {
+    let output = Command::new(binary)
+        .args([
+            "--database-url",
+            database_url,
+            "--log-level",
+            "error",
+            "events",
+            "pending",
+        ])
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&output.stdout).trim().parse().ok()
+}
+
+fn directory_check(mercer: &Mercer) -> Result<String, String> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let url = format!(
+        "{}/customers/v2/shops/{}/customers?limit=1",
+        mercer.base_url, mercer.shop
+    );
+    let mut response = agent
+        .get(&url)
+        .header("Authorization", &format!("Bearer {}", mercer.token))
+        .call()
+        .map_err(|e| e.to_string())?;
+    let body: Value = serde_json::from_str(
+        &response
+            .body_mut()
+            .read_to_string()
+            .map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| e.to_string())?;
+    let total = body["pagination"]["total"].as_u64().unwrap_or(0);
+    let sample = format!(
+        "{}/customers/v2/shops/{}/customers/pid/bench-004242",
+        mercer.base_url, mercer.shop
+    );
+    let mut response = agent
+        .get(&sample)
+        .header("Authorization", &format!("Bearer {}", mercer.token))
+        .call()
+        .map_err(|e| e.to_string())?;
+    let customer: Value = serde_json::from_str(
+        &response
+            .body_mut()
+            .read_to_string()
+            .map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| e.to_string())?;
+    let email = customer["customer"]["email"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    if total != CUSTOMERS as u64 || email != "customer004242.v5@bench.example.test" {
+        return Err(format!(
+            "wrong final state: {total} customers, sample email {email:?}"
+        ));
+    }
+    Ok(format!(
+        "{total} customers, every one at its newest version (sample checked)"
+    ))
+}
+
+fn run_backend(
+    binary: &str,
+    name: &str,
+    database_url: &str,
+    bodies: &Arc<Vec<String>>,
+    floor: f64,
+) -> Result<(), String> {
+    let mercer = start_mercer(binary, database_url)?;
+    let url = format!(
+        "{}/customers/v1/shops/{}/platforms/custom/webhooks/customers/saved",
+        mercer.base_url, mercer.shop
+    );
+    let result = load(&url, Some(&mercer.token), bodies);
+    let applied_at = loop {
+        match pending(binary, &mercer.database_url) {
+            Some(0) => break Instant::now(),
+            Some(_) => std::thread::sleep(Duration::from_millis(20)),
+            None => return Err("cannot read the queue".to_string()),
+        }
+        if result.last_accept.elapsed() > Duration::from_secs(600) {
+            return Err("events still pending after 10 minutes".to_string());
+        }
+    };
+    let drain = applied_at.saturating_duration_since(result.last_accept);
+    let memory = peak_memory_kib(mercer.child.id()).map_or("?".to_string(), |kib| {
+        format!("{:.0} MiB", kib as f64 / 1024.0)
+    });
+    let check = directory_check(&mercer)?;
+    println!("{name}:");
+    println!(
+        "  accepted        {} events ({} failed) in {:.2} s",
+        result.accepted,
+        result.failed,
+        result.elapsed.as_secs_f64()
+    );
+    println!(
+        "  throughput      {:.0} events/s ({:.0}% of the floor)",
+        result.rate(),
+        100.0 * result.rate() / floor
+    );
+    println!(
+        "  accept latency  p50 {:.2} ms, p99 {:.2} ms",
+        ms(result.percentile(0.5)),
+        ms(result.percentile(0.99))
+    );
+    println!(
+        "  all applied     {:.2} s after the last 202",
+        drain.as_secs_f64()
+    );
+    println!("  peak memory     {memory} (mercer's VmHWM)");
+    println!("  final state     {check}");
+    if result.failed > 0 {
+        return Err(format!("{} events were refused", result.failed));
+    }
+    Ok(())
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+/// `xtask bench-floor`: a bare actix handler answering 202 to every POST, with mercer's workers.
+pub fn floor_server() -> Result<(), String> {
+    use actix_web::{App, HttpResponse, HttpServer, web};
+    actix_web::rt::System::new().block_on(async {
+        let server = HttpServer::new(|| {
+            App::new().default_service(web::to(|_body: web::Bytes| async {
+                HttpResponse::Accepted().finish()
+            }))
+        })
+        .bind("127.0.0.1:0")
+        .map_err(|e| e.to_string())?;
+        let address = server
+            .addrs()
+            .first()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        println!("Floor listening on http://{address}");
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        server.run().await.map_err(|e| e.to_string())
+    })
+}
+
+fn postgres_database() -> Result<Option<String>, String> {
+    let admin = std::env::var("MERCER_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_string());
+    let name = format!("mercer_bench_{}", std::process::id());
+    let status = Command::new("psql")
+        .args([admin.as_str(), "-qc", &format!("CREATE DATABASE {name}")])
+        .status();
+    match status {
+        Ok(status) if status.success() => {
+            let base = admin
+                .rsplit_once('/')
+                .map_or(admin.as_str(), |(base, _)| base);
+            Ok(Some(format!("{base}/{name}")))
+        }
+        _ => Ok(None),
+    }
+}
+
+fn drop_postgres_database(url: &str) {
+    let admin = std::env::var("MERCER_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_string());
+    if let Some((_, name)) = url.rsplit_once('/') {
+        let _ = Command::new("psql")
+            .args([
+                admin.as_str(),
+                "-qc",
+                &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+            ])
+            .status();
+    }
+}
+
+/// The release half of `cargo xtask bench ingest`.
+pub fn ingest(binary: &str, xtask: &str) -> Result<(), String> {
+    let bodies = Arc::new(events());
+    let bytes: usize = bodies.iter().map(String::len).sum();
+    println!(
+        "ingest benchmark: {} Customer Saved events ({} customers x {VERSIONS} versions, 1 in 5 out of order), {} bytes each on average, {CONNECTIONS} keep-alive connections",
+        bodies.len(),
+        CUSTOMERS,
+        bytes / bodies.len()
+    );
+
+    let mut floor_child = Command::new(xtask)
+        .arg("bench-floor")
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let lines = wait_for_listen(&mut floor_child, "Floor listening on")?;
+    let floor_url = value_after(&lines, "Floor listening on").unwrap_or_default();
+    let floor = load(&format!("{floor_url}/customers/saved"), None, &bodies);
+    let _ = floor_child.kill();
+    let _ = floor_child.wait();
+    println!("floor (bare actix handler answering 202):");
+    println!(
+        "  throughput      {:.0} requests/s, p50 {:.2} ms, p99 {:.2} ms",
+        floor.rate(),
+        ms(floor.percentile(0.5)),
+        ms(floor.percentile(0.99))
+    );
+
+    let dir = std::env::temp_dir().join(format!("mercer-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let sqlite = format!("sqlite://{}", dir.join("bench.db").display());
+    let sqlite_result = run_backend(binary, "SQLite", &sqlite, &bodies, floor.rate());
+    let _ = std::fs::remove_dir_all(&dir);
+    sqlite_result?;
+
+    match postgres_database()? {
+        Some(url) => {
+            let result = run_backend(binary, "PostgreSQL", &url, &bodies, floor.rate());
+            drop_postgres_database(&url);
+            result?;
+        }
+        None => println!("PostgreSQL: NOT RUN (psql could not create a database)"),
+    }
+    Ok(())
+}
