@@ -7,9 +7,11 @@
 //! p50/p99 accept latency, the time from the last 202 until every event is applied, peak
 //! memory, and the ratio to the floor.
 //!
-//! The load generator runs in this process: xtask re-runs itself in release mode for it.
+//! The load generator runs in this process (xtask re-runs itself in release mode for it) and
+//! speaks HTTP/1.1 over plain sockets, so it takes little of the two cores from the server.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -109,43 +111,120 @@ impl LoadResult {
     }
 }
 
+/// A keep-alive HTTP/1.1 connection that posts JSON and reads the status. Hand-rolled so the
+/// load generator costs little CPU next to the server it measures on the same two cores.
+struct Connection {
+    address: String,
+    reader: BufReader<TcpStream>,
+    writer: TcpStream,
+}
+
+impl Connection {
+    fn open(address: &str) -> std::io::Result<Connection> {
+        let stream = TcpStream::connect(address)?;
+        stream.set_nodelay(true)?;
+        stream.set_read_timeout(Some(Duration::from_secs(60)))?;
+        Ok(Connection {
+            address: address.to_string(),
+            reader: BufReader::new(stream.try_clone()?),
+            writer: stream,
+        })
+    }
+
+    /// Posts `body` to `path`; the answer's status and body.
+    fn post(
+        &mut self,
+        path: &str,
+        authorization: Option<&str>,
+        body: &str,
+    ) -> std::io::Result<(u16, String)> {
+        let mut request = format!(
+            "POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+            self.address,
+            body.len()
+        );
+        if let Some(authorization) = authorization {
+            request.push_str("Authorization: ");
+            request.push_str(authorization);
+            request.push_str("\r\n");
+        }
+        request.push_str("\r\n");
+        request.push_str(body);
+        self.writer.write_all(request.as_bytes())?;
+        let mut line = String::new();
+        self.reader.read_line(&mut line)?;
+        let status: u16 = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| std::io::Error::other(format!("bad status line {line:?}")))?;
+        let (mut length, mut close) = (0usize, false);
+        loop {
+            line.clear();
+            if self.reader.read_line(&mut line)? == 0 {
+                return Err(std::io::Error::other("connection closed"));
+            }
+            let header = line.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':') {
+                if name.eq_ignore_ascii_case("content-length") {
+                    length = value.trim().parse().unwrap_or(0);
+                } else if name.eq_ignore_ascii_case("connection")
+                    && value.trim().eq_ignore_ascii_case("close")
+                {
+                    close = true;
+                }
+            }
+        }
+        let mut answer = vec![0u8; length];
+        self.reader.read_exact(&mut answer)?;
+        if close {
+            *self = Connection::open(&self.address.clone())?;
+        }
+        Ok((status, String::from_utf8_lossy(&answer).into_owned()))
+    }
+}
+
 /// Posts every body once over `CONNECTIONS` keep-alive connections.
-fn load(url: &str, token: Option<&str>, bodies: &Arc<Vec<String>>) -> LoadResult {
+fn load(base_url: &str, path: &str, token: Option<&str>, bodies: &Arc<Vec<String>>) -> LoadResult {
+    let address = base_url.trim_start_matches("http://").to_string();
     let next = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
     let threads: Vec<_> = (0..CONNECTIONS)
         .map(|_| {
-            let (next, bodies, url) = (next.clone(), bodies.clone(), url.to_string());
+            let (next, bodies, address, path) = (
+                next.clone(),
+                bodies.clone(),
+                address.clone(),
+                path.to_string(),
+            );
             let authorization = token.map(|token| format!("Bearer {token}"));
             std::thread::spawn(move || {
-                let agent: ureq::Agent = ureq::Agent::config_builder()
-                    .http_status_as_error(false)
-                    .max_idle_connections_per_host(1)
-                    .timeout_global(Some(Duration::from_secs(60)))
-                    .build()
-                    .into();
                 let mut latencies = Vec::new();
                 let (mut accepted, mut failed) = (0, 0);
                 let mut last = Instant::now();
+                let mut connection = match Connection::open(&address) {
+                    Ok(connection) => connection,
+                    Err(error) => {
+                        eprintln!("  cannot connect: {error}");
+                        return (latencies, accepted, bodies.len(), last);
+                    }
+                };
                 loop {
                     let index = next.fetch_add(1, Ordering::Relaxed);
                     let Some(body) = bodies.get(index) else { break };
                     let sent = Instant::now();
-                    let mut request = agent.post(&url).header("Content-Type", "application/json");
-                    if let Some(authorization) = &authorization {
-                        request = request.header("Authorization", authorization);
-                    }
-                    match request.send(body.as_bytes()) {
-                        Ok(mut response) if response.status().as_u16() == 202 => {
-                            let _ = response.body_mut().read_to_vec();
+                    match connection.post(&path, authorization.as_deref(), body) {
+                        Ok((202, _)) => {
                             last = Instant::now();
                             latencies.push(last - sent);
                             accepted += 1;
                         }
-                        Ok(mut response) => {
+                        Ok((status, text)) => {
                             if failed == 0 {
-                                let text = response.body_mut().read_to_string().unwrap_or_default();
-                                eprintln!("  unexpected {}: {text}", response.status());
+                                eprintln!("  unexpected {status}: {text}");
                             }
                             failed += 1;
                         }
@@ -154,6 +233,10 @@ fn load(url: &str, token: Option<&str>, bodies: &Arc<Vec<String>>) -> LoadResult
                                 eprintln!("  request failed: {error}");
                             }
                             failed += 1;
+                            match Connection::open(&address) {
+                                Ok(fresh) => connection = fresh,
+                                Err(_) => break,
+                            }
                         }
                     }
                 }
@@ -340,11 +423,11 @@ fn run_backend(
     floor: f64,
 ) -> Result<(), String> {
     let mercer = start_mercer(binary, database_url)?;
-    let url = format!(
-        "{}/customers/v1/shops/{}/platforms/custom/webhooks/customers/saved",
-        mercer.base_url, mercer.shop
+    let path = format!(
+        "/customers/v1/shops/{}/platforms/custom/webhooks/customers/saved",
+        mercer.shop
     );
-    let result = load(&url, Some(&mercer.token), bodies);
+    let result = load(&mercer.base_url, &path, Some(&mercer.token), bodies);
     let applied_at = loop {
         match pending(binary, &mercer.database_url) {
             Some(0) => break Instant::now(),
@@ -410,7 +493,6 @@ pub fn floor_server() -> Result<(), String> {
             .map(|a| a.to_string())
             .unwrap_or_default();
         println!("Floor listening on http://{address}");
-        use std::io::Write;
         let _ = std::io::stdout().flush();
         server.run().await.map_err(|e| e.to_string())
     })
@@ -466,7 +548,7 @@ pub fn ingest(binary: &str, xtask: &str) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let lines = wait_for_listen(&mut floor_child, "Floor listening on")?;
     let floor_url = value_after(&lines, "Floor listening on").unwrap_or_default();
-    let floor = load(&format!("{floor_url}/customers/saved"), None, &bodies);
+    let floor = load(&floor_url, "/customers/saved", None, &bodies);
     let _ = floor_child.kill();
     let _ = floor_child.wait();
     println!("floor (bare actix handler answering 202):");

@@ -11,6 +11,8 @@
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+
 use serde_json::{Map, Value};
 
 use crate::destinations::Topic;
@@ -149,15 +151,16 @@ pub enum EntityDocument {
     Category(Category),
 }
 
-/// An entity to store after a Saved event was applied.
+/// The whole state of an entity to store after a batch of events was applied to it.
 #[derive(Debug, Clone)]
-pub struct SavedEntity {
-    pub kind: EntityKind,
+pub struct EntityWrite {
     pub platform_id: String,
-    pub platform_updated_at: Timestamp,
-    /// The merged entity as JSON text.
-    pub json: String,
-    pub document: EntityDocument,
+    pub platform_updated_at: Option<Timestamp>,
+    pub platform_deleted_at: Option<Timestamp>,
+    /// The entity as JSON text; absent for one known only from its deletion.
+    pub json: Option<String>,
+    /// The same, typed, for the store to pull out the columns it indexes (live entities only).
+    pub document: Option<EntityDocument>,
 }
 
 /// What applying one event did.
@@ -449,60 +452,150 @@ pub fn decide_delete(record: Option<&EntityRecord>, at: Timestamp) -> Outcome {
     }
 }
 
-/// Applies one stored event to the entity it names, by the out-of-sequence rule.
+/// The entity after one event, by the out-of-sequence rule, or None when the event changes
+/// nothing.
+fn next_state(
+    record: Option<&EntityRecord>,
+    event: &NewInboundEvent,
+) -> Result<(Outcome, Option<EntityRecord>), DomainError> {
+    match event.action {
+        EventAction::Saved => {
+            let Some(document) = &event.document else {
+                return Ok((Outcome::Unchanged, None));
+            };
+            let outcome = decide_save(record, event.occurred_at, document);
+            if outcome != Outcome::Applied {
+                return Ok((outcome, None));
+            }
+            // A deleted entity comes back whole: the stored fields are not merged into it.
+            let base = record
+                .filter(|r| r.platform_deleted_at.is_none())
+                .and_then(|r| r.document.as_deref());
+            let merged = merge(base, document).map_err(corrupt)?;
+            Ok((
+                Outcome::Applied,
+                Some(EntityRecord {
+                    id: record.map_or(0, |r| r.id),
+                    platform_updated_at: Some(event.occurred_at),
+                    platform_deleted_at: None,
+                    document: Some(merged.to_string()),
+                }),
+            ))
+        }
+        EventAction::Deleted => {
+            let outcome = decide_delete(record, event.occurred_at);
+            if outcome != Outcome::Applied {
+                return Ok((outcome, None));
+            }
+            let mut deleted = record.cloned().unwrap_or(EntityRecord {
+                id: 0,
+                platform_updated_at: None,
+                platform_deleted_at: None,
+                document: None,
+            });
+            deleted.platform_deleted_at = Some(event.occurred_at);
+            Ok((Outcome::Applied, Some(deleted)))
+        }
+    }
+}
+
+fn corrupt(error: serde_json::Error) -> DomainError {
+    crate::StorageError::other(format!("a stored entity or event does not parse: {error}")).into()
+}
+
+type EntityKey = (i64, EntityKind, String);
+
+/// Applies stored events in their order, by the out-of-sequence rule, and stores the final
+/// state of every entity they changed: one read and one write per kind of entity, however
+/// many events the batch holds.
+pub fn apply_events(
+    tx: &mut dyn Repositories,
+    events: &[InboundEvent],
+    now: Timestamp,
+) -> Result<Vec<(i64, Outcome)>, DomainError> {
+    // The entities named, grouped by shop and kind, in order of first appearance.
+    let mut wanted: Vec<((i64, EntityKind), Vec<&str>)> = Vec::new();
+    for stored in events {
+        let event = &stored.event;
+        let group_key = (event.shop_id, event.kind);
+        let index = match wanted.iter().position(|(key, _)| *key == group_key) {
+            Some(index) => index,
+            None => {
+                wanted.push((group_key, Vec::new()));
+                wanted.len() - 1
+            }
+        };
+        let ids = &mut wanted[index].1;
+        if !ids.contains(&event.platform_id.as_str()) {
+            ids.push(&event.platform_id);
+        }
+    }
+    let mut states: HashMap<EntityKey, EntityRecord> = HashMap::new();
+    for ((shop_id, kind), ids) in &wanted {
+        for (platform_id, record) in tx.platform_entities(*shop_id, *kind, ids)? {
+            states.insert((*shop_id, *kind, platform_id), record);
+        }
+    }
+    let mut outcomes = Vec::with_capacity(events.len());
+    let mut changed: Vec<EntityKey> = Vec::new();
+    let mut seen: HashSet<EntityKey> = HashSet::new();
+    for stored in events {
+        let event = &stored.event;
+        let key = (event.shop_id, event.kind, event.platform_id.clone());
+        let (outcome, next) = next_state(states.get(&key), event)?;
+        if let Some(next) = next {
+            if seen.insert(key.clone()) {
+                changed.push(key.clone());
+            }
+            states.insert(key, next);
+        }
+        outcomes.push((stored.id, outcome));
+    }
+    for ((shop_id, kind), _) in &wanted {
+        let mut writes = Vec::new();
+        for key in changed
+            .iter()
+            .filter(|(shop, k, _)| shop == shop_id && k == kind)
+        {
+            let Some(record) = states.get(key) else {
+                continue;
+            };
+            let document = match (&record.document, record.platform_deleted_at) {
+                (Some(json), None) => {
+                    let value = serde_json::from_str(json).map_err(corrupt)?;
+                    Some(typed_document(*kind, value).map_err(corrupt)?)
+                }
+                _ => None,
+            };
+            writes.push(EntityWrite {
+                platform_id: key.2.clone(),
+                platform_updated_at: record.platform_updated_at,
+                platform_deleted_at: record.platform_deleted_at,
+                json: record.document.clone(),
+                document,
+            });
+        }
+        if !writes.is_empty() {
+            tx.put_platform_entities(*shop_id, *kind, &writes, now)?;
+        }
+    }
+    Ok(outcomes)
+}
+
+/// Applies one event: a batch of one.
 pub fn apply_event(
     tx: &mut dyn Repositories,
     event: &NewInboundEvent,
     now: Timestamp,
 ) -> Result<Outcome, DomainError> {
-    let record = tx.platform_entity(event.shop_id, event.kind, &event.platform_id)?;
-    match event.action {
-        EventAction::Saved => {
-            let Some(document) = &event.document else {
-                return Ok(Outcome::Unchanged);
-            };
-            let outcome = decide_save(record.as_ref(), event.occurred_at, document);
-            if outcome != Outcome::Applied {
-                return Ok(outcome);
-            }
-            // A deleted entity comes back whole: the stored fields are not merged into it.
-            let base = record
-                .as_ref()
-                .filter(|r| r.platform_deleted_at.is_none())
-                .and_then(|r| r.document.as_deref());
-            let corrupt = |error: serde_json::Error| {
-                crate::StorageError::other(format!("stored event does not parse: {error}"))
-            };
-            let merged = merge(base, document).map_err(corrupt)?;
-            let json = merged.to_string();
-            let typed = typed_document(event.kind, merged).map_err(corrupt)?;
-            tx.save_platform_entity(
-                event.shop_id,
-                &SavedEntity {
-                    kind: event.kind,
-                    platform_id: event.platform_id.clone(),
-                    platform_updated_at: event.occurred_at,
-                    json,
-                    document: typed,
-                },
-                now,
-            )?;
-            Ok(Outcome::Applied)
-        }
-        EventAction::Deleted => {
-            let outcome = decide_delete(record.as_ref(), event.occurred_at);
-            if outcome == Outcome::Applied {
-                tx.delete_platform_entity(
-                    event.shop_id,
-                    event.kind,
-                    &event.platform_id,
-                    event.occurred_at,
-                    now,
-                )?;
-            }
-            Ok(outcome)
-        }
-    }
+    let stored = InboundEvent {
+        id: 0,
+        event: event.clone(),
+    };
+    let outcomes = apply_events(tx, std::slice::from_ref(&stored), now)?;
+    Ok(outcomes
+        .first()
+        .map_or(Outcome::Unchanged, |(_, outcome)| *outcome))
 }
 
 /// Applies up to `limit` pending events in order of arrival, in one transaction; returns how
@@ -518,10 +611,7 @@ pub fn apply_pending(
         }
         let events = tx.pending_inbound_events(limit)?;
         let now = clock.now();
-        let mut outcomes = Vec::with_capacity(events.len());
-        for stored in &events {
-            outcomes.push((stored.id, apply_event(tx, &stored.event, now)?));
-        }
+        let outcomes = apply_events(tx, &events, now)?;
         tx.mark_inbound_events(&outcomes, now)?;
         Ok(events.len())
     })
@@ -699,6 +789,54 @@ mod tests {
             );
             assert_eq!(stored(&db, "c1").unwrap().platform_updated_at, Some(at(40)));
         }
+    }
+
+    #[test]
+    fn a_batch_gives_what_one_by_one_gives() {
+        let versions: Vec<NewInboundEvent> = vec![
+            saved("c1", 30, json!({"email": "v3@example.test"})),
+            saved(
+                "c1",
+                10,
+                json!({"email": "v1@example.test", "first_name": "Ada"}),
+            ),
+            deleted("c2", 5),
+            saved("c2", 20, json!({"email": "back@example.test"})),
+            saved("c1", 40, json!({"phone": "+1"})),
+            saved("c2", 15, json!({"email": "stale@example.test"})),
+        ];
+        let one_by_one = MemoryDatabase::default();
+        let expected = apply_all(&one_by_one, &versions);
+        let batched = MemoryDatabase::default();
+        let stored: Vec<InboundEvent> = versions
+            .iter()
+            .enumerate()
+            .map(|(i, e)| InboundEvent {
+                id: i as i64,
+                event: e.clone(),
+            })
+            .collect();
+        let outcomes = batched
+            .write(|tx| apply_events(tx, &stored, at(1000)))
+            .unwrap();
+        assert_eq!(
+            outcomes.iter().map(|(_, o)| *o).collect::<Vec<_>>(),
+            expected
+        );
+        for id in ["c1", "c2"] {
+            assert_eq!(
+                stored_json(&batched, id),
+                stored_json(&one_by_one, id),
+                "{id}"
+            );
+        }
+        assert_eq!(stored_json(&batched, "c1")["email"], "v3@example.test");
+        assert_eq!(stored_json(&batched, "c1")["phone"], "+1");
+        assert_eq!(
+            batched.with_state(|state| state.entities.len()),
+            2,
+            "one entity each, written once"
+        );
     }
 
     #[test]

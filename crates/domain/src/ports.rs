@@ -6,7 +6,7 @@ use crate::destinations::{Destination, DestinationSettings, Topic};
 use crate::directory::{DirectoryAddress, DirectoryCustomer, DirectoryPage, DirectoryQuery, Label};
 use crate::error::{DomainError, StorageError};
 use crate::events::{
-    EntityKind, EntityRecord, InboundEvent, NewInboundEvent, Outcome, SavedEntity,
+    EntityKind, EntityRecord, EntityWrite, InboundEvent, NewInboundEvent, Outcome,
 };
 use crate::outbox::{ConnectorCall, OutboxEntry, OutboxStatus};
 use crate::secrets::{SecretKind, SharedSecret};
@@ -70,29 +70,36 @@ pub trait DestinationRepository {
 
 /// Customers, orders, products and categories received from the platform.
 pub trait PlatformRepository {
+    /// What is held of these entities of one kind; unknown ones are left out.
+    fn platform_entities(
+        &mut self,
+        shop_id: i64,
+        kind: EntityKind,
+        platform_ids: &[&str],
+    ) -> StoreResult<Vec<(String, EntityRecord)>>;
+
+    /// Inserts or replaces entities of one kind (and what is pulled out of them: addresses,
+    /// variants), each with its whole state: document, platform times, deletion.
+    fn put_platform_entities(
+        &mut self,
+        shop_id: i64,
+        kind: EntityKind,
+        entities: &[EntityWrite],
+        now: Timestamp,
+    ) -> StoreResult<()>;
+
     fn platform_entity(
         &mut self,
         shop_id: i64,
         kind: EntityKind,
         platform_id: &str,
-    ) -> StoreResult<Option<EntityRecord>>;
-    /// Inserts or replaces the entity (and what is pulled out of it: addresses, variants),
-    /// clearing any deletion.
-    fn save_platform_entity(
-        &mut self,
-        shop_id: i64,
-        entity: &SavedEntity,
-        now: Timestamp,
-    ) -> StoreResult<()>;
-    /// Marks the entity deleted at `deleted_at`, creating a tombstone when it is unknown.
-    fn delete_platform_entity(
-        &mut self,
-        shop_id: i64,
-        kind: EntityKind,
-        platform_id: &str,
-        deleted_at: Timestamp,
-        now: Timestamp,
-    ) -> StoreResult<()>;
+    ) -> StoreResult<Option<EntityRecord>> {
+        Ok(self
+            .platform_entities(shop_id, kind, &[platform_id])?
+            .into_iter()
+            .next()
+            .map(|(_, record)| record))
+    }
 }
 
 /// The durable queue of events received and not yet applied.

@@ -9,7 +9,7 @@ use crate::destinations::{Destination, DestinationSettings, Topic};
 use crate::directory::{DirectoryAddress, DirectoryCustomer, DirectoryPage, DirectoryQuery, Label};
 use crate::error::DomainError;
 use crate::events::{
-    EntityDocument, EntityKind, EntityRecord, InboundEvent, NewInboundEvent, Outcome, SavedEntity,
+    EntityDocument, EntityKind, EntityRecord, EntityWrite, InboundEvent, NewInboundEvent, Outcome,
 };
 use crate::outbox::{ConnectorCall, OutboxEntry, OutboxStatus};
 use crate::ports::{
@@ -317,78 +317,55 @@ impl MemoryState {
 }
 
 impl PlatformRepository for MemoryState {
-    fn platform_entity(
+    fn platform_entities(
         &mut self,
         shop_id: i64,
         kind: EntityKind,
-        platform_id: &str,
-    ) -> StoreResult<Option<EntityRecord>> {
+        platform_ids: &[&str],
+    ) -> StoreResult<Vec<(String, EntityRecord)>> {
         Ok(self
-            .entity_mut(shop_id, kind, platform_id)
-            .map(|e| e.record.clone()))
+            .entities
+            .iter()
+            .filter(|e| {
+                e.shop_id == shop_id
+                    && e.kind == kind
+                    && platform_ids.contains(&e.platform_id.as_str())
+            })
+            .map(|e| (e.platform_id.clone(), e.record.clone()))
+            .collect())
     }
 
-    fn save_platform_entity(
-        &mut self,
-        shop_id: i64,
-        entity: &SavedEntity,
-        now: Timestamp,
-    ) -> StoreResult<()> {
-        let next_id = self.entities.len() as i64 + 1;
-        match self.entity_mut(shop_id, entity.kind, &entity.platform_id) {
-            Some(existing) => {
-                existing.record.platform_updated_at = Some(entity.platform_updated_at);
-                existing.record.platform_deleted_at = None;
-                existing.record.document = Some(entity.json.clone());
-                existing.document = Some(entity.document.clone());
-                existing.updated_at = now;
-            }
-            None => self.entities.push(MemoryEntity {
-                shop_id,
-                kind: entity.kind,
-                platform_id: entity.platform_id.clone(),
-                record: EntityRecord {
-                    id: next_id,
-                    platform_updated_at: Some(entity.platform_updated_at),
-                    platform_deleted_at: None,
-                    document: Some(entity.json.clone()),
-                },
-                document: Some(entity.document.clone()),
-                created_at: now,
-                updated_at: now,
-            }),
-        }
-        Ok(())
-    }
-
-    fn delete_platform_entity(
+    fn put_platform_entities(
         &mut self,
         shop_id: i64,
         kind: EntityKind,
-        platform_id: &str,
-        deleted_at: Timestamp,
+        entities: &[EntityWrite],
         now: Timestamp,
     ) -> StoreResult<()> {
-        let next_id = self.entities.len() as i64 + 1;
-        match self.entity_mut(shop_id, kind, platform_id) {
-            Some(existing) => {
-                existing.record.platform_deleted_at = Some(deleted_at);
-                existing.updated_at = now;
+        for write in entities {
+            let next_id = self.entities.len() as i64 + 1;
+            let record = |id| EntityRecord {
+                id,
+                platform_updated_at: write.platform_updated_at,
+                platform_deleted_at: write.platform_deleted_at,
+                document: write.json.clone(),
+            };
+            match self.entity_mut(shop_id, kind, &write.platform_id) {
+                Some(existing) => {
+                    existing.record = record(existing.record.id);
+                    existing.document = write.document.clone();
+                    existing.updated_at = now;
+                }
+                None => self.entities.push(MemoryEntity {
+                    shop_id,
+                    kind,
+                    platform_id: write.platform_id.clone(),
+                    record: record(next_id),
+                    document: write.document.clone(),
+                    created_at: now,
+                    updated_at: now,
+                }),
             }
-            None => self.entities.push(MemoryEntity {
-                shop_id,
-                kind,
-                platform_id: platform_id.to_string(),
-                record: EntityRecord {
-                    id: next_id,
-                    platform_updated_at: None,
-                    platform_deleted_at: Some(deleted_at),
-                    document: None,
-                },
-                document: None,
-                created_at: now,
-                updated_at: now,
-            }),
         }
         Ok(())
     }

@@ -115,6 +115,7 @@ diesel::table! {
         id -> BigInt,
         shop_id -> BigInt,
         customer_id -> BigInt,
+        address_key -> Text,
         platform_id -> Nullable<Text>,
         is_default -> Bool,
         document -> Text,

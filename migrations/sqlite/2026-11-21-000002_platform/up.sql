@@ -42,6 +42,8 @@ CREATE TABLE customer_addresses (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     shop_id BIGINT NOT NULL REFERENCES shops (id),
     customer_id BIGINT NOT NULL REFERENCES platform_customers (id),
+    -- The platform id, or the address's position for addresses the platform gave no id.
+    address_key TEXT NOT NULL,
     platform_id TEXT,
     is_default BOOLEAN NOT NULL,
     document TEXT NOT NULL,
@@ -49,7 +51,7 @@ CREATE TABLE customer_addresses (
     updated_at BIGINT NOT NULL,
     deleted_at BIGINT
 );
-CREATE INDEX customer_addresses_customer ON customer_addresses (customer_id);
+CREATE UNIQUE INDEX customer_addresses_key ON customer_addresses (customer_id, address_key);
 
 CREATE TABLE customer_labels (
     id INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -1,12 +1,13 @@
 //! The platform's customers (with addresses), orders, products (with variants) and categories.
+//! Writes come in batches (the applier's): one upsert statement per kind and chunk.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use diesel::prelude::*;
 use diesel::upsert::excluded;
 use mercer_domain::Timestamp;
-use mercer_domain::events::{EntityDocument, EntityKind, EntityRecord, SavedEntity};
-use mercer_domain::platform::{Category, Customer, CustomerAddress, Order, Product, Variant};
+use mercer_domain::events::{EntityDocument, EntityKind, EntityRecord, EntityWrite};
+use mercer_domain::platform::{CustomerAddress, Variant};
 use mercer_domain::ports::{PlatformRepository, StoreResult};
 
 use super::StoreTx;
@@ -17,53 +18,24 @@ use crate::schema::{
 };
 use crate::store::storage_error;
 
-type RecordColumns = (i64, Option<i64>, Option<i64>, Option<String>);
+/// Rows per statement: well under both databases' limits on bound values.
+const CHUNK: usize = 400;
 
-macro_rules! record_of {
-    ($conn:expr, $table:ident, $shop_id:expr, $platform_id:expr) => {
+type RecordColumns = (String, i64, Option<i64>, Option<i64>, Option<String>);
+
+macro_rules! records_of {
+    ($conn:expr, $table:ident, $shop_id:expr, $ids:expr) => {
         $table::table
             .filter($table::shop_id.eq($shop_id))
-            .filter($table::platform_id.eq($platform_id))
+            .filter($table::platform_id.eq_any($ids))
             .select((
+                $table::platform_id,
                 $table::id,
                 $table::platform_updated_at,
                 $table::platform_deleted_at,
                 $table::document,
             ))
-            .first::<RecordColumns>($conn)
-            .optional()
-    };
-}
-
-/// Marks the entity deleted, or leaves a tombstone for an entity never seen.
-macro_rules! delete_or_tombstone {
-    ($conn:expr, $table:ident, $shop_id:expr, $platform_id:expr, $deleted_at:expr, $now:expr) => {
-        (|| -> QueryResult<()> {
-            let changed = diesel::update(
-                $table::table
-                    .filter($table::shop_id.eq($shop_id))
-                    .filter($table::platform_id.eq($platform_id)),
-            )
-            .set((
-                $table::platform_deleted_at.eq(Some($deleted_at)),
-                $table::deleted_at.eq(Some($now)),
-                $table::updated_at.eq($now),
-            ))
-            .execute($conn)?;
-            if changed == 0 {
-                diesel::insert_into($table::table)
-                    .values((
-                        $table::shop_id.eq($shop_id),
-                        $table::platform_id.eq($platform_id),
-                        $table::platform_deleted_at.eq(Some($deleted_at)),
-                        $table::created_at.eq($now),
-                        $table::updated_at.eq($now),
-                        $table::deleted_at.eq(Some($now)),
-                    ))
-                    .execute($conn)?;
-            }
-            Ok(())
-        })()
+            .load::<RecordColumns>($conn)
     };
 }
 
@@ -71,180 +43,237 @@ fn micros(time: Option<Timestamp>) -> Option<i64> {
     time.map(Timestamp::as_micros)
 }
 
-#[derive(Insertable, AsChangeset)]
-#[diesel(table_name = customer_addresses, treat_none_as_null = true)]
-struct AddressValues<'a> {
+/// Mercer's own deletion time: set when the platform's deletion is.
+fn deleted_at(write: &EntityWrite, now: i64) -> Option<i64> {
+    write.platform_deleted_at.map(|_| now)
+}
+
+#[derive(Insertable)]
+#[diesel(table_name = platform_customers, treat_none_as_default_value = false)]
+struct CustomerRow<'a> {
     shop_id: i64,
-    customer_id: i64,
-    platform_id: Option<&'a str>,
-    is_default: bool,
-    document: String,
+    platform_id: &'a str,
+    email: &'a str,
+    first_name: &'a str,
+    last_name: &'a str,
+    phone: &'a str,
+    platform_created_at: Option<i64>,
+    platform_updated_at: Option<i64>,
+    platform_deleted_at: Option<i64>,
+    document: Option<&'a str>,
+    created_at: i64,
     updated_at: i64,
     deleted_at: Option<i64>,
 }
 
-impl<'a> AddressValues<'a> {
-    fn new(shop_id: i64, customer_id: i64, address: &'a CustomerAddress, now: i64) -> Self {
-        AddressValues {
-            shop_id,
-            customer_id,
-            platform_id: address.platform_id.as_ref().map(|id| id.as_str()),
-            is_default: address.is_default.unwrap_or(false),
-            document: serde_json::to_string(address).unwrap_or_else(|_| "{}".to_string()),
-            updated_at: now,
-            deleted_at: None,
-        }
-    }
-}
-
-/// Makes the customer's live addresses those of the event: matched by platform id they keep
-/// their ids, new ones are added, missing ones are marked deleted.
-fn sync_addresses(
-    conn: &mut DbConnection,
+#[derive(Insertable)]
+#[diesel(table_name = customer_addresses, treat_none_as_default_value = false)]
+struct AddressRow<'a> {
     shop_id: i64,
     customer_id: i64,
-    addresses: &[CustomerAddress],
-    now: i64,
-) -> QueryResult<()> {
-    let existing: Vec<(i64, Option<String>)> = customer_addresses::table
-        .filter(customer_addresses::customer_id.eq(customer_id))
-        .filter(customer_addresses::deleted_at.is_null())
-        .select((customer_addresses::id, customer_addresses::platform_id))
-        .load(conn)?;
-    let mut kept = HashSet::new();
-    let mut new_rows = Vec::new();
-    for address in addresses {
-        let values = AddressValues::new(shop_id, customer_id, address, now);
-        let matched = values.platform_id.and_then(|platform_id| {
-            existing
-                .iter()
-                .find(|(id, stored)| stored.as_deref() == Some(platform_id) && !kept.contains(id))
-                .map(|(id, _)| *id)
-        });
-        match matched {
-            Some(id) => {
-                diesel::update(customer_addresses::table.find(id))
-                    .set(&values)
-                    .execute(conn)?;
-                kept.insert(id);
-            }
-            None => new_rows.push((values, customer_addresses::created_at.eq(now))),
-        }
-    }
-    if !new_rows.is_empty() {
-        on_backend!(&mut *conn, |c| diesel::insert_into(
-            customer_addresses::table
-        )
-        .values(&new_rows)
-        .execute(c))?;
-    }
-    let gone: Vec<i64> = existing
-        .iter()
-        .map(|(id, _)| *id)
-        .filter(|id| !kept.contains(id))
-        .collect();
-    if !gone.is_empty() {
-        diesel::update(customer_addresses::table.filter(customer_addresses::id.eq_any(gone)))
-            .set((
-                customer_addresses::deleted_at.eq(Some(now)),
-                customer_addresses::updated_at.eq(now),
-            ))
-            .execute(conn)?;
-    }
-    Ok(())
+    address_key: String,
+    platform_id: Option<&'a str>,
+    is_default: bool,
+    document: String,
+    created_at: i64,
+    updated_at: i64,
+    deleted_at: Option<i64>,
 }
 
-fn save_customer(
+fn put_customers(
     conn: &mut DbConnection,
     shop_id: i64,
-    entity: &SavedEntity,
-    customer: &Customer,
+    writes: &[EntityWrite],
     now: i64,
 ) -> QueryResult<()> {
     use platform_customers as t;
-    let values = (
-        t::shop_id.eq(shop_id),
-        t::platform_id.eq(&entity.platform_id),
-        t::email.eq(customer.email.as_deref().unwrap_or_default()),
-        t::first_name.eq(customer.first_name.as_deref().unwrap_or_default()),
-        t::last_name.eq(customer.last_name.as_deref().unwrap_or_default()),
-        t::phone.eq(customer.phone.as_deref().unwrap_or_default()),
-        t::platform_created_at.eq(micros(customer.platform_created_at)),
-        t::platform_updated_at.eq(Some(entity.platform_updated_at.as_micros())),
-        t::platform_deleted_at.eq(None::<i64>),
-        t::document.eq(Some(&entity.json)),
-        t::created_at.eq(now),
-        t::updated_at.eq(now),
-        t::deleted_at.eq(None::<i64>),
-    );
-    let id: i64 = on_backend!(&mut *conn, |c| {
-        diesel::insert_into(t::table)
-            .values(values)
-            .on_conflict((t::shop_id, t::platform_id))
-            .do_update()
-            .set((
-                t::email.eq(excluded(t::email)),
-                t::first_name.eq(excluded(t::first_name)),
-                t::last_name.eq(excluded(t::last_name)),
-                t::phone.eq(excluded(t::phone)),
-                t::platform_created_at.eq(excluded(t::platform_created_at)),
-                t::platform_updated_at.eq(excluded(t::platform_updated_at)),
-                t::platform_deleted_at.eq(excluded(t::platform_deleted_at)),
-                t::document.eq(excluded(t::document)),
-                t::updated_at.eq(excluded(t::updated_at)),
-                t::deleted_at.eq(excluded(t::deleted_at)),
-            ))
-            .returning(t::id)
-            .get_result(c)
-    })?;
-    if let Some(addresses) = &customer.addresses {
-        sync_addresses(conn, shop_id, id, addresses, now)?;
+    let mut ids: HashMap<String, i64> = HashMap::new();
+    for chunk in writes.chunks(CHUNK) {
+        let rows: Vec<CustomerRow<'_>> = chunk
+            .iter()
+            .map(|write| {
+                let customer = match &write.document {
+                    Some(EntityDocument::Customer(customer)) => Some(customer),
+                    _ => None,
+                };
+                let text = |pick: fn(&mercer_domain::platform::Customer) -> Option<&String>| {
+                    customer.and_then(pick).map_or("", String::as_str)
+                };
+                CustomerRow {
+                    shop_id,
+                    platform_id: &write.platform_id,
+                    email: text(|c| c.email.as_ref()),
+                    first_name: text(|c| c.first_name.as_ref()),
+                    last_name: text(|c| c.last_name.as_ref()),
+                    phone: text(|c| c.phone.as_ref()),
+                    platform_created_at: customer.and_then(|c| micros(c.platform_created_at)),
+                    platform_updated_at: micros(write.platform_updated_at),
+                    platform_deleted_at: micros(write.platform_deleted_at),
+                    document: write.json.as_deref(),
+                    created_at: now,
+                    updated_at: now,
+                    deleted_at: deleted_at(write, now),
+                }
+            })
+            .collect();
+        let returned: Vec<(i64, String)> = on_backend!(&mut *conn, |c| {
+            diesel::insert_into(t::table)
+                .values(&rows)
+                .on_conflict((t::shop_id, t::platform_id))
+                .do_update()
+                .set((
+                    t::email.eq(excluded(t::email)),
+                    t::first_name.eq(excluded(t::first_name)),
+                    t::last_name.eq(excluded(t::last_name)),
+                    t::phone.eq(excluded(t::phone)),
+                    t::platform_created_at.eq(excluded(t::platform_created_at)),
+                    t::platform_updated_at.eq(excluded(t::platform_updated_at)),
+                    t::platform_deleted_at.eq(excluded(t::platform_deleted_at)),
+                    t::document.eq(excluded(t::document)),
+                    t::updated_at.eq(excluded(t::updated_at)),
+                    t::deleted_at.eq(excluded(t::deleted_at)),
+                ))
+                .returning((t::id, t::platform_id))
+                .get_results(c)
+        })?;
+        ids.extend(
+            returned
+                .into_iter()
+                .map(|(id, platform_id)| (platform_id, id)),
+        );
+    }
+    put_addresses(conn, shop_id, writes, &ids, now)
+}
+
+/// Makes each live customer's addresses those of its document: matched by platform id (or
+/// position, for addresses without one) they keep their ids; the others are marked deleted.
+/// Customers whose document leaves `addresses` out keep theirs.
+fn put_addresses(
+    conn: &mut DbConnection,
+    shop_id: i64,
+    writes: &[EntityWrite],
+    ids: &HashMap<String, i64>,
+    now: i64,
+) -> QueryResult<()> {
+    use customer_addresses as t;
+    let mut rows = Vec::new();
+    let mut customers = Vec::new();
+    for write in writes {
+        let Some(EntityDocument::Customer(customer)) = &write.document else {
+            continue;
+        };
+        let (Some(addresses), Some(&customer_id)) =
+            (&customer.addresses, ids.get(&write.platform_id))
+        else {
+            continue;
+        };
+        customers.push(customer_id);
+        let mut keys = HashSet::new();
+        for (position, address) in addresses.iter().enumerate() {
+            let platform_id = address.platform_id.as_ref().map(|id| id.as_str());
+            let key = platform_id.map_or_else(|| format!("#{position}"), str::to_string);
+            // Two addresses with one platform id: the later wins, as it would field by field.
+            if !keys.insert(key.clone()) {
+                rows.retain(|row: &AddressRow<'_>| {
+                    !(row.customer_id == customer_id && row.address_key == key)
+                });
+            }
+            rows.push(AddressRow {
+                shop_id,
+                customer_id,
+                address_key: key,
+                platform_id,
+                is_default: address.is_default.unwrap_or(false),
+                document: address_document(address),
+                created_at: now,
+                updated_at: now,
+                deleted_at: None,
+            });
+        }
+    }
+    for chunk in rows.chunks(CHUNK) {
+        on_backend!(&mut *conn, |c| {
+            diesel::insert_into(t::table)
+                .values(chunk)
+                .on_conflict((t::customer_id, t::address_key))
+                .do_update()
+                .set((
+                    t::platform_id.eq(excluded(t::platform_id)),
+                    t::is_default.eq(excluded(t::is_default)),
+                    t::document.eq(excluded(t::document)),
+                    t::updated_at.eq(excluded(t::updated_at)),
+                    t::deleted_at.eq(excluded(t::deleted_at)),
+                ))
+                .execute(c)
+        })?;
+    }
+    // Every address written above carries `now`; the live ones that do not are gone.
+    for chunk in customers.chunks(CHUNK) {
+        diesel::update(
+            t::table
+                .filter(t::customer_id.eq_any(chunk))
+                .filter(t::deleted_at.is_null())
+                .filter(t::updated_at.ne(now)),
+        )
+        .set((t::deleted_at.eq(Some(now)), t::updated_at.eq(now)))
+        .execute(conn)?;
     }
     Ok(())
 }
 
-fn save_order(
+fn address_document(address: &CustomerAddress) -> String {
+    serde_json::to_string(address).unwrap_or_else(|_| "{}".to_string())
+}
+
+fn put_orders(
     conn: &mut DbConnection,
     shop_id: i64,
-    entity: &SavedEntity,
-    order: &Order,
+    writes: &[EntityWrite],
     now: i64,
 ) -> QueryResult<()> {
     use platform_orders as t;
-    let values = (
-        t::shop_id.eq(shop_id),
-        t::platform_id.eq(&entity.platform_id),
-        t::platform_customer_id.eq(order.platform_customer_id.as_ref().map(|id| id.as_str())),
-        t::order_number.eq(order.order_number.as_deref()),
-        t::fulfillment_status.eq(order.fulfillment_status.as_deref()),
-        t::financial_status.eq(order.financial_status.as_deref()),
-        t::placed_at.eq(micros(order.placed_at)),
-        t::platform_updated_at.eq(Some(entity.platform_updated_at.as_micros())),
-        t::platform_deleted_at.eq(None::<i64>),
-        t::document.eq(Some(&entity.json)),
-        t::created_at.eq(now),
-        t::updated_at.eq(now),
-        t::deleted_at.eq(None::<i64>),
-    );
-    on_backend!(&mut *conn, |c| {
-        diesel::insert_into(t::table)
-            .values(values)
-            .on_conflict((t::shop_id, t::platform_id))
-            .do_update()
-            .set((
-                t::platform_customer_id.eq(excluded(t::platform_customer_id)),
-                t::order_number.eq(excluded(t::order_number)),
-                t::fulfillment_status.eq(excluded(t::fulfillment_status)),
-                t::financial_status.eq(excluded(t::financial_status)),
-                t::placed_at.eq(excluded(t::placed_at)),
-                t::platform_updated_at.eq(excluded(t::platform_updated_at)),
-                t::platform_deleted_at.eq(excluded(t::platform_deleted_at)),
-                t::document.eq(excluded(t::document)),
-                t::updated_at.eq(excluded(t::updated_at)),
-                t::deleted_at.eq(excluded(t::deleted_at)),
-            ))
-            .execute(c)
-    })?;
+    for write in writes {
+        let order = match &write.document {
+            Some(EntityDocument::Order(order)) => Some(order.as_ref()),
+            _ => None,
+        };
+        let values = (
+            t::shop_id.eq(shop_id),
+            t::platform_id.eq(&write.platform_id),
+            t::platform_customer_id.eq(order
+                .and_then(|o| o.platform_customer_id.as_ref())
+                .map(|id| id.as_str())),
+            t::order_number.eq(order.and_then(|o| o.order_number.as_deref())),
+            t::fulfillment_status.eq(order.and_then(|o| o.fulfillment_status.as_deref())),
+            t::financial_status.eq(order.and_then(|o| o.financial_status.as_deref())),
+            t::placed_at.eq(order.and_then(|o| micros(o.placed_at))),
+            t::platform_updated_at.eq(micros(write.platform_updated_at)),
+            t::platform_deleted_at.eq(micros(write.platform_deleted_at)),
+            t::document.eq(write.json.as_deref()),
+            t::created_at.eq(now),
+            t::updated_at.eq(now),
+            t::deleted_at.eq(deleted_at(write, now)),
+        );
+        on_backend!(&mut *conn, |c| {
+            diesel::insert_into(t::table)
+                .values(values.clone())
+                .on_conflict((t::shop_id, t::platform_id))
+                .do_update()
+                .set((
+                    t::platform_customer_id.eq(excluded(t::platform_customer_id)),
+                    t::order_number.eq(excluded(t::order_number)),
+                    t::fulfillment_status.eq(excluded(t::fulfillment_status)),
+                    t::financial_status.eq(excluded(t::financial_status)),
+                    t::placed_at.eq(excluded(t::placed_at)),
+                    t::platform_updated_at.eq(excluded(t::platform_updated_at)),
+                    t::platform_deleted_at.eq(excluded(t::platform_deleted_at)),
+                    t::document.eq(excluded(t::document)),
+                    t::updated_at.eq(excluded(t::updated_at)),
+                    t::deleted_at.eq(excluded(t::deleted_at)),
+                ))
+                .execute(c)
+        })?;
+    }
     Ok(())
 }
 
@@ -314,172 +343,149 @@ fn sync_variants(
     Ok(())
 }
 
-fn save_product(
+fn put_products(
     conn: &mut DbConnection,
     shop_id: i64,
-    entity: &SavedEntity,
-    product: &Product,
+    writes: &[EntityWrite],
     now: i64,
 ) -> QueryResult<()> {
     use platform_products as t;
-    let values = (
-        t::shop_id.eq(shop_id),
-        t::platform_id.eq(&entity.platform_id),
-        t::name.eq(product.name.as_deref()),
-        t::handle.eq(product.handle.as_deref()),
-        t::published.eq(product.published),
-        t::platform_updated_at.eq(Some(entity.platform_updated_at.as_micros())),
-        t::platform_deleted_at.eq(None::<i64>),
-        t::document.eq(Some(&entity.json)),
-        t::created_at.eq(now),
-        t::updated_at.eq(now),
-        t::deleted_at.eq(None::<i64>),
-    );
-    let id: i64 = on_backend!(&mut *conn, |c| {
-        diesel::insert_into(t::table)
-            .values(values)
-            .on_conflict((t::shop_id, t::platform_id))
-            .do_update()
-            .set((
-                t::name.eq(excluded(t::name)),
-                t::handle.eq(excluded(t::handle)),
-                t::published.eq(excluded(t::published)),
-                t::platform_updated_at.eq(excluded(t::platform_updated_at)),
-                t::platform_deleted_at.eq(excluded(t::platform_deleted_at)),
-                t::document.eq(excluded(t::document)),
-                t::updated_at.eq(excluded(t::updated_at)),
-                t::deleted_at.eq(excluded(t::deleted_at)),
-            ))
-            .returning(t::id)
-            .get_result(c)
-    })?;
-    if let Some(variants) = &product.variants {
-        sync_variants(conn, shop_id, id, variants, now)?;
+    for write in writes {
+        let product = match &write.document {
+            Some(EntityDocument::Product(product)) => Some(product.as_ref()),
+            _ => None,
+        };
+        let values = (
+            t::shop_id.eq(shop_id),
+            t::platform_id.eq(&write.platform_id),
+            t::name.eq(product.and_then(|p| p.name.as_deref())),
+            t::handle.eq(product.and_then(|p| p.handle.as_deref())),
+            t::published.eq(product.and_then(|p| p.published)),
+            t::platform_updated_at.eq(micros(write.platform_updated_at)),
+            t::platform_deleted_at.eq(micros(write.platform_deleted_at)),
+            t::document.eq(write.json.as_deref()),
+            t::created_at.eq(now),
+            t::updated_at.eq(now),
+            t::deleted_at.eq(deleted_at(write, now)),
+        );
+        let id: i64 = on_backend!(&mut *conn, |c| {
+            diesel::insert_into(t::table)
+                .values(values.clone())
+                .on_conflict((t::shop_id, t::platform_id))
+                .do_update()
+                .set((
+                    t::name.eq(excluded(t::name)),
+                    t::handle.eq(excluded(t::handle)),
+                    t::published.eq(excluded(t::published)),
+                    t::platform_updated_at.eq(excluded(t::platform_updated_at)),
+                    t::platform_deleted_at.eq(excluded(t::platform_deleted_at)),
+                    t::document.eq(excluded(t::document)),
+                    t::updated_at.eq(excluded(t::updated_at)),
+                    t::deleted_at.eq(excluded(t::deleted_at)),
+                ))
+                .returning(t::id)
+                .get_result(c)
+        })?;
+        if let Some(variants) = product.and_then(|p| p.variants.as_ref()) {
+            sync_variants(conn, shop_id, id, variants, now)?;
+        }
     }
     Ok(())
 }
 
-fn save_category(
+fn put_categories(
     conn: &mut DbConnection,
     shop_id: i64,
-    entity: &SavedEntity,
-    category: &Category,
+    writes: &[EntityWrite],
     now: i64,
 ) -> QueryResult<()> {
     use platform_categories as t;
-    let values = (
-        t::shop_id.eq(shop_id),
-        t::platform_id.eq(&entity.platform_id),
-        t::name.eq(category.name.as_deref()),
-        t::image_url.eq(category.image_url.as_deref()),
-        t::platform_updated_at.eq(Some(entity.platform_updated_at.as_micros())),
-        t::platform_deleted_at.eq(None::<i64>),
-        t::document.eq(Some(&entity.json)),
-        t::created_at.eq(now),
-        t::updated_at.eq(now),
-        t::deleted_at.eq(None::<i64>),
-    );
-    on_backend!(&mut *conn, |c| {
-        diesel::insert_into(t::table)
-            .values(values)
-            .on_conflict((t::shop_id, t::platform_id))
-            .do_update()
-            .set((
-                t::name.eq(excluded(t::name)),
-                t::image_url.eq(excluded(t::image_url)),
-                t::platform_updated_at.eq(excluded(t::platform_updated_at)),
-                t::platform_deleted_at.eq(excluded(t::platform_deleted_at)),
-                t::document.eq(excluded(t::document)),
-                t::updated_at.eq(excluded(t::updated_at)),
-                t::deleted_at.eq(excluded(t::deleted_at)),
-            ))
-            .execute(c)
-    })?;
+    for write in writes {
+        let category = match &write.document {
+            Some(EntityDocument::Category(category)) => Some(category),
+            _ => None,
+        };
+        let values = (
+            t::shop_id.eq(shop_id),
+            t::platform_id.eq(&write.platform_id),
+            t::name.eq(category.and_then(|c| c.name.as_deref())),
+            t::image_url.eq(category.and_then(|c| c.image_url.as_deref())),
+            t::platform_updated_at.eq(micros(write.platform_updated_at)),
+            t::platform_deleted_at.eq(micros(write.platform_deleted_at)),
+            t::document.eq(write.json.as_deref()),
+            t::created_at.eq(now),
+            t::updated_at.eq(now),
+            t::deleted_at.eq(deleted_at(write, now)),
+        );
+        on_backend!(&mut *conn, |c| {
+            diesel::insert_into(t::table)
+                .values(values.clone())
+                .on_conflict((t::shop_id, t::platform_id))
+                .do_update()
+                .set((
+                    t::name.eq(excluded(t::name)),
+                    t::image_url.eq(excluded(t::image_url)),
+                    t::platform_updated_at.eq(excluded(t::platform_updated_at)),
+                    t::platform_deleted_at.eq(excluded(t::platform_deleted_at)),
+                    t::document.eq(excluded(t::document)),
+                    t::updated_at.eq(excluded(t::updated_at)),
+                    t::deleted_at.eq(excluded(t::deleted_at)),
+                ))
+                .execute(c)
+        })?;
+    }
     Ok(())
 }
 
 impl PlatformRepository for StoreTx<'_> {
-    fn platform_entity(
+    fn platform_entities(
         &mut self,
         shop_id: i64,
         kind: EntityKind,
-        platform_id: &str,
-    ) -> StoreResult<Option<EntityRecord>> {
-        let conn = &mut *self.conn;
-        let row = match kind {
-            EntityKind::Customer => record_of!(conn, platform_customers, shop_id, platform_id),
-            EntityKind::Order => record_of!(conn, platform_orders, shop_id, platform_id),
-            EntityKind::Product => record_of!(conn, platform_products, shop_id, platform_id),
-            EntityKind::Category => record_of!(conn, platform_categories, shop_id, platform_id),
+        platform_ids: &[&str],
+    ) -> StoreResult<Vec<(String, EntityRecord)>> {
+        let mut found = Vec::with_capacity(platform_ids.len());
+        for chunk in platform_ids.chunks(CHUNK) {
+            let conn = &mut *self.conn;
+            let rows = match kind {
+                EntityKind::Customer => records_of!(conn, platform_customers, shop_id, chunk),
+                EntityKind::Order => records_of!(conn, platform_orders, shop_id, chunk),
+                EntityKind::Product => records_of!(conn, platform_products, shop_id, chunk),
+                EntityKind::Category => records_of!(conn, platform_categories, shop_id, chunk),
+            }
+            .map_err(storage_error)?;
+            found.extend(
+                rows.into_iter()
+                    .map(|(platform_id, id, updated, deleted, document)| {
+                        (
+                            platform_id,
+                            EntityRecord {
+                                id,
+                                platform_updated_at: updated.map(Timestamp::from_micros),
+                                platform_deleted_at: deleted.map(Timestamp::from_micros),
+                                document,
+                            },
+                        )
+                    }),
+            );
         }
-        .map_err(storage_error)?;
-        Ok(row.map(|(id, updated, deleted, document)| EntityRecord {
-            id,
-            platform_updated_at: updated.map(Timestamp::from_micros),
-            platform_deleted_at: deleted.map(Timestamp::from_micros),
-            document,
-        }))
+        Ok(found)
     }
 
-    fn save_platform_entity(
+    fn put_platform_entities(
         &mut self,
         shop_id: i64,
-        entity: &SavedEntity,
+        kind: EntityKind,
+        entities: &[EntityWrite],
         now: Timestamp,
     ) -> StoreResult<()> {
         let conn = &mut *self.conn;
         let now = now.as_micros();
-        match &entity.document {
-            EntityDocument::Customer(customer) => {
-                save_customer(conn, shop_id, entity, customer, now)
-            }
-            EntityDocument::Order(order) => save_order(conn, shop_id, entity, order, now),
-            EntityDocument::Product(product) => save_product(conn, shop_id, entity, product, now),
-            EntityDocument::Category(category) => {
-                save_category(conn, shop_id, entity, category, now)
-            }
-        }
-        .map_err(storage_error)
-    }
-
-    fn delete_platform_entity(
-        &mut self,
-        shop_id: i64,
-        kind: EntityKind,
-        platform_id: &str,
-        deleted_at: Timestamp,
-        now: Timestamp,
-    ) -> StoreResult<()> {
-        let conn = &mut *self.conn;
-        let (deleted_at, now) = (deleted_at.as_micros(), now.as_micros());
         match kind {
-            EntityKind::Customer => delete_or_tombstone!(
-                conn,
-                platform_customers,
-                shop_id,
-                platform_id,
-                deleted_at,
-                now
-            ),
-            EntityKind::Order => {
-                delete_or_tombstone!(conn, platform_orders, shop_id, platform_id, deleted_at, now)
-            }
-            EntityKind::Product => delete_or_tombstone!(
-                conn,
-                platform_products,
-                shop_id,
-                platform_id,
-                deleted_at,
-                now
-            ),
-            EntityKind::Category => delete_or_tombstone!(
-                conn,
-                platform_categories,
-                shop_id,
-                platform_id,
-                deleted_at,
-                now
-            ),
+            EntityKind::Customer => put_customers(conn, shop_id, entities, now),
+            EntityKind::Order => put_orders(conn, shop_id, entities, now),
+            EntityKind::Product => put_products(conn, shop_id, entities, now),
+            EntityKind::Category => put_categories(conn, shop_id, entities, now),
         }
         .map_err(storage_error)
     }
