@@ -405,6 +405,22 @@ fn a_revoked_token_is_refused(backend: Backend) {
             .cli(&["token", "revoke", "--shop", &demo.shop, id])
             .success
     );
+    // A process keeps a successful authorization for up to 2 s; revocation (here by another
+    // process, the CLI) takes effect within that.
+    let revoked_at = std::time::Instant::now();
+    let refused = mercer_tests::wait_until(std::time::Duration::from_secs(5), || {
+        server
+            .get(&shop_path(&demo.shop))
+            .bearer(&token)
+            .call()
+            .status
+            == 401
+    });
+    assert!(refused, "the revoked token is refused");
+    assert!(
+        revoked_at.elapsed() < std::time::Duration::from_millis(2600),
+        "within the 2 s cache lifetime"
+    );
     server
         .get(&shop_path(&demo.shop))
         .bearer(&token)

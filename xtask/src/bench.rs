@@ -312,13 +312,34 @@ struct Mercer {
 
 impl Drop for Mercer {
     fn drop(&mut self) {
+        // SIGINT: mercer stops gracefully, and perf (when profiling) writes its data out.
+        let _ = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }
 
 fn start_mercer(binary: &str, database_url: &str) -> Result<Mercer, String> {
-    let mut child = Command::new(binary)
+    // MERCER_BENCH_PROFILE=FILE runs mercer under `perf record`, for finding where time goes.
+    let mut command = match std::env::var("MERCER_BENCH_PROFILE") {
+        Ok(file) => {
+            let mut perf = Command::new("perf");
+            let output = format!("{file}.{}", std::process::id());
+            perf.args(["record", "-F", "499", "-g", "-o", &output, "--", binary]);
+            perf
+        }
+        Err(_) => Command::new(binary),
+    };
+    let mut child = command
         .args([
             "--database-url",
             database_url,

@@ -24,19 +24,36 @@ pub fn authorize(
     let bearer = bearer
         .filter(|token| !token.is_empty())
         .ok_or(DomainError::Unauthenticated)?;
+    let access = authorize_hashed(tx, &hash_token(bearer), shop_identifier)?;
+    check_scope(&access, required)?;
+    Ok(access)
+}
+
+/// The checks that need storage, for a token already hashed: 401, 404, 403 (other shop).
+/// The scope is checked apart ([`check_scope`]) so a caller may keep the access for a while.
+pub fn authorize_hashed(
+    tx: &mut dyn Repositories,
+    token_hash: &str,
+    shop_identifier: &str,
+) -> Result<Access, DomainError> {
     let token = tx
-        .active_token_by_hash(&hash_token(bearer))?
+        .active_token_by_hash(token_hash)?
         .ok_or(DomainError::Unauthenticated)?;
     let shop = find_shop(tx, shop_identifier)?;
     if token.shop_id != shop.id {
         return Err(DomainError::Forbidden(Forbidden::OtherShop));
     }
-    if let Some(scope) = required
-        && !token.scopes.contains(scope)
-    {
-        return Err(DomainError::Forbidden(Forbidden::MissingScope(scope)));
-    }
     Ok(Access { shop, token })
+}
+
+/// 403 when the access lacks the route's scope.
+pub fn check_scope(access: &Access, required: Option<Scope>) -> Result<(), DomainError> {
+    match required {
+        Some(scope) if !access.token.scopes.contains(scope) => {
+            Err(DomainError::Forbidden(Forbidden::MissingScope(scope)))
+        }
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -380,17 +380,12 @@ fn synced_events<T: Serialize + Stamped>(
     (events, skipped)
 }
 
-/// Top-level fields of `incoming` replace those of `stored`; fields it leaves out stay.
-fn merge(stored: Option<&str>, incoming: &str) -> Result<Value, serde_json::Error> {
-    let incoming: Map<String, Value> = serde_json::from_str(incoming)?;
-    let mut merged: Map<String, Value> = match stored {
-        Some(text) => serde_json::from_str(text)?,
-        None => Map::new(),
-    };
+/// Top-level fields of `incoming` replace those of `base`; fields it leaves out stay.
+fn merge_into(mut base: Map<String, Value>, incoming: Map<String, Value>) -> Map<String, Value> {
     for (key, value) in incoming {
-        merged.insert(key, value);
+        base.insert(key, value);
     }
-    Ok(Value::Object(merged))
+    base
 }
 
 fn typed_document(kind: EntityKind, value: Value) -> Result<EntityDocument, serde_json::Error> {
@@ -402,99 +397,123 @@ fn typed_document(kind: EntityKind, value: Value) -> Result<EntityDocument, serd
     })
 }
 
-/// The out-of-sequence rule for a Saved event at `at`.
-pub fn decide_save(record: Option<&EntityRecord>, at: Timestamp, document: &str) -> Outcome {
-    let Some(record) = record else {
-        return Outcome::Applied;
-    };
-    if record
-        .platform_deleted_at
-        .is_some_and(|deleted| at <= deleted)
-    {
+/// An entity as the rules see it while a batch is applied: its document parsed once.
+#[derive(Debug, Clone)]
+struct Working {
+    id: i64,
+    platform_updated_at: Option<Timestamp>,
+    platform_deleted_at: Option<Timestamp>,
+    document: Option<Map<String, Value>>,
+}
+
+impl Working {
+    fn from_record(record: EntityRecord) -> Result<Working, DomainError> {
+        let document = record
+            .document
+            .as_deref()
+            .map(serde_json::from_str)
+            .transpose()
+            .map_err(corrupt)?;
+        Ok(Working {
+            id: record.id,
+            platform_updated_at: record.platform_updated_at,
+            platform_deleted_at: record.platform_deleted_at,
+            document,
+        })
+    }
+
+    fn is_live(&self) -> bool {
+        self.platform_deleted_at.is_none()
+    }
+}
+
+/// The out-of-sequence rule for a Saved event at `at` on an entity last saved at `applied` and
+/// deleted at `deleted`; `same_content` tells whether the event would change nothing.
+fn decide_save(
+    applied: Option<Timestamp>,
+    deleted: Option<Timestamp>,
+    at: Timestamp,
+    same_content: impl FnOnce() -> bool,
+) -> Outcome {
+    if deleted.is_some_and(|deleted| at <= deleted) {
         return Outcome::Stale;
     }
-    match record.platform_updated_at {
+    match applied {
         Some(applied) if at < applied => Outcome::Stale,
-        Some(applied) if at == applied && record.platform_deleted_at.is_none() => {
-            let same = match (
-                &record.document,
-                merge(record.document.as_deref(), document),
-            ) {
-                (Some(stored), Ok(merged)) => {
-                    serde_json::from_str::<Value>(stored).ok() == Some(merged)
-                }
-                _ => false,
-            };
-            if same {
-                Outcome::Unchanged
-            } else {
-                Outcome::Applied
-            }
-        }
+        Some(applied) if at == applied && deleted.is_none() && same_content() => Outcome::Unchanged,
         _ => Outcome::Applied,
     }
 }
 
 /// The out-of-sequence rule for a Deleted event at `at`.
-pub fn decide_delete(record: Option<&EntityRecord>, at: Timestamp) -> Outcome {
-    let Some(record) = record else {
-        return Outcome::Applied;
-    };
-    if record
-        .platform_updated_at
-        .is_some_and(|applied| at < applied)
-    {
+fn decide_delete(applied: Option<Timestamp>, deleted: Option<Timestamp>, at: Timestamp) -> Outcome {
+    if applied.is_some_and(|applied| at < applied) {
         return Outcome::Stale;
     }
-    match record.platform_deleted_at {
+    match deleted {
         Some(deleted) if deleted >= at => Outcome::Unchanged,
         _ => Outcome::Applied,
     }
 }
 
-/// The entity after one event, by the out-of-sequence rule, or None when the event changes
-/// nothing.
+/// The entity after one event, by the out-of-sequence rule. The entity is handed over and
+/// handed back, changed or not, so a batch never copies documents.
 fn next_state(
-    record: Option<&EntityRecord>,
+    current: Option<Working>,
     event: &NewInboundEvent,
-) -> Result<(Outcome, Option<EntityRecord>), DomainError> {
+) -> Result<(Outcome, Option<Working>), DomainError> {
+    let (applied, deleted) = current.as_ref().map_or((None, None), |w| {
+        (w.platform_updated_at, w.platform_deleted_at)
+    });
     match event.action {
         EventAction::Saved => {
             let Some(document) = &event.document else {
-                return Ok((Outcome::Unchanged, None));
+                return Ok((Outcome::Unchanged, current));
             };
-            let outcome = decide_save(record, event.occurred_at, document);
+            let incoming: Map<String, Value> = serde_json::from_str(document).map_err(corrupt)?;
+            let same_content = || {
+                current
+                    .as_ref()
+                    .and_then(|w| w.document.as_ref())
+                    .is_some_and(|stored| {
+                        incoming
+                            .iter()
+                            .all(|(key, value)| stored.get(key) == Some(value))
+                    })
+            };
+            let outcome = decide_save(applied, deleted, event.occurred_at, same_content);
             if outcome != Outcome::Applied {
-                return Ok((outcome, None));
+                return Ok((outcome, current));
             }
             // A deleted entity comes back whole: the stored fields are not merged into it.
-            let base = record
-                .filter(|r| r.platform_deleted_at.is_none())
-                .and_then(|r| r.document.as_deref());
-            let merged = merge(base, document).map_err(corrupt)?;
+            let id = current.as_ref().map_or(0, |w| w.id);
+            let base = current
+                .filter(Working::is_live)
+                .and_then(|w| w.document)
+                .unwrap_or_default();
             Ok((
                 Outcome::Applied,
-                Some(EntityRecord {
-                    id: record.map_or(0, |r| r.id),
+                Some(Working {
+                    id,
                     platform_updated_at: Some(event.occurred_at),
                     platform_deleted_at: None,
-                    document: Some(merged.to_string()),
+                    document: Some(merge_into(base, incoming)),
                 }),
             ))
         }
         EventAction::Deleted => {
-            let outcome = decide_delete(record, event.occurred_at);
+            let outcome = decide_delete(applied, deleted, event.occurred_at);
             if outcome != Outcome::Applied {
-                return Ok((outcome, None));
+                return Ok((outcome, current));
             }
-            let mut deleted = record.cloned().unwrap_or(EntityRecord {
+            let mut gone = current.unwrap_or(Working {
                 id: 0,
                 platform_updated_at: None,
                 platform_deleted_at: None,
                 document: None,
             });
-            deleted.platform_deleted_at = Some(event.occurred_at);
-            Ok((Outcome::Applied, Some(deleted)))
+            gone.platform_deleted_at = Some(event.occurred_at);
+            Ok((Outcome::Applied, Some(gone)))
         }
     }
 }
@@ -530,10 +549,13 @@ pub fn apply_events(
             ids.push(&event.platform_id);
         }
     }
-    let mut states: HashMap<EntityKey, EntityRecord> = HashMap::new();
+    let mut states: HashMap<EntityKey, Working> = HashMap::new();
     for ((shop_id, kind), ids) in &wanted {
         for (platform_id, record) in tx.platform_entities(*shop_id, *kind, ids)? {
-            states.insert((*shop_id, *kind, platform_id), record);
+            states.insert(
+                (*shop_id, *kind, platform_id),
+                Working::from_record(record)?,
+            );
         }
     }
     let mut outcomes = Vec::with_capacity(events.len());
@@ -542,11 +564,11 @@ pub fn apply_events(
     for stored in events {
         let event = &stored.event;
         let key = (event.shop_id, event.kind, event.platform_id.clone());
-        let (outcome, next) = next_state(states.get(&key), event)?;
+        let (outcome, next) = next_state(states.remove(&key), event)?;
+        if outcome == Outcome::Applied && seen.insert(key.clone()) {
+            changed.push(key.clone());
+        }
         if let Some(next) = next {
-            if seen.insert(key.clone()) {
-                changed.push(key.clone());
-            }
             states.insert(key, next);
         }
         outcomes.push((stored.id, outcome));
@@ -557,21 +579,27 @@ pub fn apply_events(
             .iter()
             .filter(|(shop, k, _)| shop == shop_id && k == kind)
         {
-            let Some(record) = states.get(key) else {
+            let Some(working) = states.remove(key) else {
                 continue;
             };
-            let document = match (&record.document, record.platform_deleted_at) {
-                (Some(json), None) => {
-                    let value = serde_json::from_str(json).map_err(corrupt)?;
-                    Some(typed_document(*kind, value).map_err(corrupt)?)
+            let live = working.is_live();
+            let json = working
+                .document
+                .as_ref()
+                .map(serde_json::to_string)
+                .transpose()
+                .map_err(corrupt)?;
+            let document = match working.document {
+                Some(map) if live => {
+                    Some(typed_document(*kind, Value::Object(map)).map_err(corrupt)?)
                 }
                 _ => None,
             };
             writes.push(EntityWrite {
                 platform_id: key.2.clone(),
-                platform_updated_at: record.platform_updated_at,
-                platform_deleted_at: record.platform_deleted_at,
-                json: record.document.clone(),
+                platform_updated_at: working.platform_updated_at,
+                platform_deleted_at: working.platform_deleted_at,
+                json,
                 document,
             });
         }

@@ -253,6 +253,7 @@ fn serve(url: &DatabaseUrl, args: ServeArgs) -> Result<(), CommandError> {
         connector,
         ingest: workers.ingest.clone(),
         applier: workers.applier.clone(),
+        access_cache: Default::default(),
     };
     let serve_options = ServeOptions {
         bind: args.bind,

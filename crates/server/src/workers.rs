@@ -13,13 +13,15 @@ use mercer_domain::connector::PlatformConnectorHandle;
 use mercer_domain::events::{NewInboundEvent, apply_pending};
 use mercer_domain::outbox::deliver_due_calls;
 use mercer_domain::ports::{Database, SystemClock};
-use mercer_store::Store;
+use mercer_store::{Backend, Store};
 use tokio::sync::oneshot;
 
 /// Most events one ingest transaction stores (several requests' worth: group commit).
 const INGEST_BATCH: usize = 512;
 /// Most events the applier applies in one transaction.
 const APPLY_BATCH: usize = 500;
+/// On SQLite, where storing waits while applying: small batches keep the 202s quick.
+const SQLITE_APPLY_BATCH: usize = 200;
 /// How often idle workers look for work nobody told them about (another process's, a retry).
 const IDLE_POLL: Duration = Duration::from_millis(500);
 
@@ -74,39 +76,91 @@ impl Ingest {
 
 /// Takes jobs as they come and stores everything waiting in one transaction, so a burst of
 /// requests costs one commit, not one each.
+/// Waits for the first job (at most `wait`), then takes every job already queued, up to
+/// [`INGEST_BATCH`] events. None when nothing came.
+fn next_batch(
+    jobs: &Receiver<IngestJob>,
+    wait: Duration,
+) -> Result<Option<Vec<IngestJob>>, RecvTimeoutError> {
+    let first = match jobs.recv_timeout(wait) {
+        Ok(job) => job,
+        Err(RecvTimeoutError::Timeout) => return Ok(None),
+        Err(disconnected) => return Err(disconnected),
+    };
+    let mut count = first.events.len();
+    let mut batch = vec![first];
+    while count < INGEST_BATCH {
+        match jobs.try_recv() {
+            Ok(job) => {
+                count += job.events.len();
+                batch.push(job);
+            }
+            Err(_) => break,
+        }
+    }
+    Ok(Some(batch))
+}
+
+/// Stores a batch of requests' events in one transaction and answers each request.
+fn store_batch(store: &Store, batch: Vec<IngestJob>) -> bool {
+    let events: Vec<NewInboundEvent> = batch
+        .iter()
+        .flat_map(|job| job.events.iter().cloned())
+        .collect();
+    let result = store.write(|tx| Ok(tx.insert_inbound_events(&events)?));
+    if let Err(error) = &result {
+        log::error!(target: "mercer::ingest", "storing {} event(s) failed: {error}", events.len());
+    }
+    for job in batch {
+        let _ = job.reply.send(result.clone());
+    }
+    result.is_ok()
+}
+
+/// PostgreSQL: the ingest writer only stores; appliers (of any process) run beside it.
 fn ingest_writer(store: Store, jobs: Receiver<IngestJob>, applier: Wake, stop: Arc<AtomicBool>) {
     loop {
-        let first = match jobs.recv_timeout(IDLE_POLL) {
-            Ok(job) => job,
-            // Asked to stop and nothing is waiting: every request has had its answer.
-            Err(RecvTimeoutError::Timeout) if stop.load(Ordering::Relaxed) => return,
-            Err(RecvTimeoutError::Timeout) => continue,
-            Err(RecvTimeoutError::Disconnected) => return,
-        };
-        let mut batch = vec![first];
-        let mut count = batch[0].events.len();
-        while count < INGEST_BATCH {
-            match jobs.try_recv() {
-                Ok(job) => {
-                    count += job.events.len();
-                    batch.push(job);
+        match next_batch(&jobs, IDLE_POLL) {
+            Ok(Some(batch)) => {
+                if store_batch(&store, batch) {
+                    applier.notify();
                 }
-                Err(_) => break,
             }
+            // Asked to stop and nothing is waiting: every request has had its answer.
+            Ok(None) if stop.load(Ordering::Relaxed) => return,
+            Ok(None) => {}
+            Err(_) => return,
         }
-        let events: Vec<NewInboundEvent> = batch
-            .iter()
-            .flat_map(|job| job.events.iter().cloned())
-            .collect();
-        let result = store.write(|tx| Ok(tx.insert_inbound_events(&events)?));
-        if let Err(error) = &result {
-            log::error!(target: "mercer::ingest", "storing {} event(s) failed: {error}", events.len());
-        }
-        for job in batch {
-            let _ = job.reply.send(result.clone());
-        }
-        if result.is_ok() {
-            applier.notify();
+    }
+}
+
+/// SQLite has one writer at a time, and a second writer waiting for the lock sleeps rather
+/// than waking when it frees. So one thread does all the queue's writing: it stores what
+/// requests sent, then applies a small batch, and again, never blocking while work is queued.
+fn sqlite_writer(store: Store, jobs: Receiver<IngestJob>, wake: Wake, stop: Arc<AtomicBool>) {
+    let clock = SystemClock;
+    let mut backlog = false;
+    loop {
+        let wait = if backlog {
+            Duration::ZERO
+        } else {
+            IDLE_POLL.min(Duration::from_millis(100))
+        };
+        let stored = match next_batch(&jobs, wait) {
+            Ok(Some(batch)) => store_batch(&store, batch),
+            Ok(None) => false,
+            Err(_) => return,
+        };
+        backlog = match apply_pending(&store, &clock, SQLITE_APPLY_BATCH) {
+            Ok(applied) => applied > 0,
+            Err(error) => {
+                log::error!(target: "mercer::events", "applying events failed: {error}");
+                wake.wait(IDLE_POLL);
+                false
+            }
+        };
+        if !stored && !backlog && stop.load(Ordering::Relaxed) {
+            return;
         }
     }
 }
@@ -165,28 +219,37 @@ impl Workers {
         let applier_wake = Wake::default();
         let outbox_wake = Wake::default();
         let (jobs, received) = mpsc::channel();
-        let ingest_thread = {
-            let (store, wake, stop) = (store.clone(), applier_wake.clone(), stop.clone());
-            spawn("mercer-ingest", move || {
-                ingest_writer(store, received, wake, stop)
-            })?
-        };
-        let applier_thread = {
-            let (store, wake, stop) = (store.clone(), applier_wake.clone(), stop.clone());
-            spawn("mercer-applier", move || applier(store, wake, stop))?
-        };
+        let mut threads = Vec::new();
+        match store.backend() {
+            Backend::Sqlite => {
+                let (store, wake, stop) = (store.clone(), applier_wake.clone(), stop.clone());
+                threads.push(spawn("mercer-writer", move || {
+                    sqlite_writer(store, received, wake, stop)
+                })?);
+            }
+            Backend::Postgres => {
+                let (ingest_store, wake, ingest_stop) =
+                    (store.clone(), applier_wake.clone(), stop.clone());
+                threads.push(spawn("mercer-ingest", move || {
+                    ingest_writer(ingest_store, received, wake, ingest_stop)
+                })?);
+                let (store, wake, stop) = (store.clone(), applier_wake.clone(), stop.clone());
+                threads.push(spawn("mercer-applier", move || applier(store, wake, stop))?);
+            }
+        }
         let outbox_thread = {
             let (store, wake, stop) = (store.clone(), outbox_wake.clone(), stop.clone());
             spawn("mercer-outbox", move || {
                 outbox_worker(store, connector, wake, stop)
             })?
         };
+        threads.push(outbox_thread);
         Ok(Workers {
             ingest: Ingest { jobs },
             applier: applier_wake,
             outbox: outbox_wake,
             stop,
-            threads: vec![ingest_thread, applier_thread, outbox_thread],
+            threads,
         })
     }
 

@@ -90,10 +90,10 @@ impl ManageConnection for ConnectionManager {
         Ok(())
     }
 
-    /// A connection given back with a transaction still open (its user panicked) is dropped
-    /// rather than handed to the next user.
+    /// A connection given back with a transaction still open (its user panicked), or that
+    /// diesel found broken, is dropped rather than handed to the next user.
     fn has_broken(&self, conn: &mut DbConnection) -> bool {
-        in_transaction(conn)
+        in_transaction(conn) || diesel::r2d2::R2D2Connection::is_broken(conn)
     }
 }
 

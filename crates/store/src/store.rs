@@ -59,6 +59,9 @@ impl Store {
             // time, and a process exiting while libpq negotiates TLS on one of them crashes
             // inside OpenSSL's cleanup. Connections are opened when asked for, and reused.
             .min_idle(Some(0))
+            // A broken connection is dropped when it is handed back (`has_broken`), so no
+            // query per checkout is needed to find it.
+            .test_on_check_out(false)
             .connection_timeout(options.connection_timeout)
             .build(ConnectionManager::new(url.clone()))
             .map_err(|error| OpenError::Connect {

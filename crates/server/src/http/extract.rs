@@ -8,8 +8,9 @@ use std::pin::Pin;
 use actix_web::dev::Payload;
 use actix_web::http::header;
 use actix_web::{FromRequest, HttpRequest, web};
-use mercer_domain::auth::{Access, authorize};
-use mercer_domain::credentials::{Scope, Secret};
+use mercer_domain::DomainError;
+use mercer_domain::auth::{Access, authorize_hashed, check_scope};
+use mercer_domain::credentials::{Scope, Secret, hash_token};
 use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
@@ -90,12 +91,25 @@ impl<S: RequiredScope> FromRequest for Authorized<S> {
             .get("shop")
             .unwrap_or_default()
             .to_string();
-        let bearer = bearer_token(request);
+        let token_hash = bearer_token(request)
+            .filter(|token| !token.expose().is_empty())
+            .map(|token| hash_token(token.expose()));
         Box::pin(async move {
             let state = state.ok_or_else(ApiError::internal)?;
-            let access = state
-                .read(move |tx| authorize(tx, bearer.as_ref().map(Secret::expose), &shop, S::SCOPE))
-                .await?;
+            let token_hash =
+                token_hash.ok_or_else(|| ApiError::from(DomainError::Unauthenticated))?;
+            let access = match state.access_cache.get(&token_hash, &shop) {
+                Some(access) => access,
+                None => {
+                    let (hash, identifier) = (token_hash.clone(), shop.clone());
+                    let access = state
+                        .read(move |tx| authorize_hashed(tx, &hash, &identifier))
+                        .await?;
+                    state.access_cache.put(&token_hash, &shop, &access);
+                    access
+                }
+            };
+            check_scope(&access, S::SCOPE)?;
             Ok(Authorized {
                 access,
                 scope: PhantomData,

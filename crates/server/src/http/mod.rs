@@ -1,5 +1,6 @@
 //! The HTTP API: actix-web app, routes, extractors, errors, and the server's life cycle.
 
+pub mod access_cache;
 pub mod error;
 pub mod extract;
 pub mod middleware;

@@ -8,6 +8,7 @@ use mercer_domain::connector::PlatformConnectorHandle;
 use mercer_domain::ports::{Clock, Database, Repositories, SystemClock};
 use mercer_store::Store;
 
+use super::access_cache::AccessCache;
 use super::error::ApiError;
 use crate::workers::{Ingest, Wake};
 
@@ -21,6 +22,8 @@ pub struct AppState {
     pub ingest: Ingest,
     /// Wakes the event applier (after a sync stored a page).
     pub applier: Wake,
+    /// Recent successful authorizations.
+    pub access_cache: AccessCache,
 }
 
 impl AppState {

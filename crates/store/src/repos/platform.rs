@@ -256,7 +256,7 @@ fn put_orders(
         );
         on_backend!(&mut *conn, |c| {
             diesel::insert_into(t::table)
-                .values(values.clone())
+                .values(values)
                 .on_conflict((t::shop_id, t::platform_id))
                 .do_update()
                 .set((
@@ -370,7 +370,7 @@ fn put_products(
         );
         let id: i64 = on_backend!(&mut *conn, |c| {
             diesel::insert_into(t::table)
-                .values(values.clone())
+                .values(values)
                 .on_conflict((t::shop_id, t::platform_id))
                 .do_update()
                 .set((
@@ -419,7 +419,7 @@ fn put_categories(
         );
         on_backend!(&mut *conn, |c| {
             diesel::insert_into(t::table)
-                .values(values.clone())
+                .values(values)
                 .on_conflict((t::shop_id, t::platform_id))
                 .do_update()
                 .set((
