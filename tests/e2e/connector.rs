@@ -246,6 +246,43 @@ fn destinations_are_verified_with_the_connector(backend: Backend) {
     );
 }
 
+fn a_connector_on_the_previous_secret_works_through_the_grace(backend: Backend) {
+    let w = World::new(backend);
+    // The simulator holds the secret of World::new; Mercer now rotates to a new one.
+    let rotate = format!("/integrations/v1/shops/{}/shared_secret/rotate", w.shop);
+    let rotated = w.server.post(&rotate).bearer(&w.token).call().json();
+    let new_secret = rotated["data"]["shared_secret"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(rotated["data"]["previous_valid_until"].is_string());
+    let created = w.create_destination("customers", &w.sim.base_url, 5000);
+    assert_eq!(
+        created.status, 200,
+        "X-Compatible-HMAC carries the old secret's HMAC: {}",
+        created.text
+    );
+    // Once the connector takes the new secret it keeps working too.
+    w.sim.simulator.add_shop(&w.shop, &new_secret, None);
+    let id = created.json()["data"]["destination"]["id"]
+        .as_i64()
+        .unwrap();
+    let path = format!("{}/{id}", w.destinations());
+    let updated = w
+        .server
+        .request("PATCH", &path)
+        .bearer(&w.token)
+        .json(&json!({"data": {"destination": {"timeout_ms": 4000}}}));
+    assert_eq!(updated.status, 200, "{}", updated.text);
+    // A connector on a secret Mercer never had is refused.
+    w.sim.simulator.add_shop(&w.shop, "some-other-secret", None);
+    w.server
+        .request("PATCH", &path)
+        .bearer(&w.token)
+        .json(&json!({"data": {"destination": {"timeout_ms": 3000}}}))
+        .assert_error(502, "connector.verification_failed");
+}
+
 fn bad_connectors_are_refused_and_nothing_is_stored(backend: Backend) {
     let w = World::new(backend);
     w.fault(Faults {
@@ -1185,6 +1222,7 @@ fn service_side_changes_reach_the_connector_through_the_outbox(backend: Backend)
 
 backend_tests!(
     destinations_are_verified_with_the_connector,
+    a_connector_on_the_previous_secret_works_through_the_grace,
     bad_connectors_are_refused_and_nothing_is_stored,
     destination_input_is_checked_field_by_field,
     every_invalid_event_is_422_and_stores_nothing,
