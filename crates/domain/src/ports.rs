@@ -107,6 +107,8 @@ pub trait EventQueueRepository {
     fn insert_inbound_events(&mut self, events: &[NewInboundEvent]) -> StoreResult<()>;
     /// The oldest unapplied events, in order of arrival.
     fn pending_inbound_events(&mut self, limit: usize) -> StoreResult<Vec<InboundEvent>>;
+    /// Records that these events were applied, with what outcome; they are pending no more
+    /// (the store may forget them).
     fn mark_inbound_events(
         &mut self,
         outcomes: &[(i64, Outcome)],

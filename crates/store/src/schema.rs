@@ -217,8 +217,6 @@ diesel::table! {
         document -> Nullable<Text>,
         source -> Text,
         received_at -> BigInt,
-        applied_at -> Nullable<BigInt>,
-        outcome -> Nullable<Text>,
     }
 }
 

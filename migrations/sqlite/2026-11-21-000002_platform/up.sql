@@ -132,7 +132,8 @@ CREATE TABLE platform_categories (
     UNIQUE (shop_id, platform_id)
 );
 
--- Events received and stored before their 202; applied in id (arrival) order.
+-- Events received and stored before their 202, applied in id (arrival) order, then deleted:
+-- the table holds what is still to apply.
 CREATE TABLE inbound_events (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     shop_id BIGINT NOT NULL REFERENCES shops (id),
@@ -142,11 +143,8 @@ CREATE TABLE inbound_events (
     occurred_at BIGINT NOT NULL,
     document TEXT,
     source TEXT NOT NULL,
-    received_at BIGINT NOT NULL,
-    applied_at BIGINT,
-    outcome TEXT
+    received_at BIGINT NOT NULL
 );
-CREATE INDEX inbound_events_pending ON inbound_events (id) WHERE applied_at IS NULL;
 
 CREATE TABLE sync_runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,

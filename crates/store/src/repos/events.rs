@@ -107,7 +107,6 @@ impl EventQueueRepository for StoreTx<'_> {
 
     fn pending_inbound_events(&mut self, limit: usize) -> StoreResult<Vec<InboundEvent>> {
         inbound_events::table
-            .filter(inbound_events::applied_at.is_null())
             .order(inbound_events::id.asc())
             .limit(limit as i64)
             .select(EventRow::as_select())
@@ -118,33 +117,31 @@ impl EventQueueRepository for StoreTx<'_> {
             .collect()
     }
 
+    /// Applied events are removed: the queue holds only what is still to apply, so storing an
+    /// event costs one insert and applying it one delete, with no index of pending rows to keep.
     fn mark_inbound_events(
         &mut self,
         outcomes: &[(i64, Outcome)],
-        at: Timestamp,
+        _at: Timestamp,
     ) -> StoreResult<()> {
-        for outcome in [Outcome::Applied, Outcome::Unchanged, Outcome::Stale] {
-            let ids: Vec<i64> = outcomes
+        let ids: Vec<i64> = outcomes.iter().map(|(id, _)| *id).collect();
+        for chunk in ids.chunks(1000) {
+            diesel::delete(inbound_events::table.filter(inbound_events::id.eq_any(chunk)))
+                .execute(self.conn)
+                .map_err(storage_error)?;
+        }
+        if log::log_enabled!(target: "mercer::events", log::Level::Debug) {
+            let stale = outcomes
                 .iter()
-                .filter(|(_, o)| *o == outcome)
-                .map(|(id, _)| *id)
-                .collect();
-            for chunk in ids.chunks(1000) {
-                diesel::update(inbound_events::table.filter(inbound_events::id.eq_any(chunk)))
-                    .set((
-                        inbound_events::applied_at.eq(Some(at.as_micros())),
-                        inbound_events::outcome.eq(Some(outcome.as_str())),
-                    ))
-                    .execute(self.conn)
-                    .map_err(storage_error)?;
-            }
+                .filter(|(_, outcome)| *outcome == Outcome::Stale)
+                .count();
+            log::debug!(target: "mercer::events", "applied {} event(s), {stale} out of sequence", outcomes.len());
         }
         Ok(())
     }
 
     fn count_pending_inbound_events(&mut self) -> StoreResult<i64> {
         inbound_events::table
-            .filter(inbound_events::applied_at.is_null())
             .count()
             .get_result(self.conn)
             .map_err(storage_error)
