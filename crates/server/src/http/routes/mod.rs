@@ -19,33 +19,7 @@ fn resource(path: &str) -> Resource {
 }
 
 pub fn configure(config: &mut web::ServiceConfig) {
-    config
-        .service(resource("/healthz").route(web::get().to(health::healthz)))
-        .service(resource("/readyz").route(web::get().to(health::readyz)))
-        .service(
-            resource("/subscriptions/v1/shops/{shop}/shop")
-                .route(web::get().to(shop::get_shop_information)),
-        )
-        .service(
-            resource("/checkout/shop/{shop}/integration/config")
-                .route(web::post().to(settings::configure_integration)),
-        )
-        .service(
-            resource("/integrations/v1/shops/{shop}/shared_secret/rotate")
-                .route(web::post().to(settings::rotate_connector_secret)),
-        )
-        .service(
-            resource("/integrations/v1/shops/{shop}/platform_connector_destinations")
-                .route(web::post().to(destinations::create))
-                .route(web::get().to(destinations::list)),
-        )
-        .service(
-            resource("/integrations/v1/shops/{shop}/platform_connector_destinations/{id}")
-                .route(web::get().to(destinations::get))
-                .route(web::patch().to(destinations::update))
-                .route(web::put().to(destinations::update))
-                .route(web::delete().to(destinations::delete)),
-        );
+    // Connector events first: they are the busiest routes, and actix tries routes in order.
     macro_rules! event_route {
         ($service:literal, $collection:literal, $action:literal, $handler:path) => {
             config.service(
@@ -79,6 +53,33 @@ pub fn configure(config: &mut web::ServiceConfig) {
         "deleted",
         events::category_deleted
     );
+    config
+        .service(resource("/healthz").route(web::get().to(health::healthz)))
+        .service(resource("/readyz").route(web::get().to(health::readyz)))
+        .service(
+            resource("/subscriptions/v1/shops/{shop}/shop")
+                .route(web::get().to(shop::get_shop_information)),
+        )
+        .service(
+            resource("/checkout/shop/{shop}/integration/config")
+                .route(web::post().to(settings::configure_integration)),
+        )
+        .service(
+            resource("/integrations/v1/shops/{shop}/shared_secret/rotate")
+                .route(web::post().to(settings::rotate_connector_secret)),
+        )
+        .service(
+            resource("/integrations/v1/shops/{shop}/platform_connector_destinations")
+                .route(web::post().to(destinations::create))
+                .route(web::get().to(destinations::list)),
+        )
+        .service(
+            resource("/integrations/v1/shops/{shop}/platform_connector_destinations/{id}")
+                .route(web::get().to(destinations::get))
+                .route(web::patch().to(destinations::update))
+                .route(web::put().to(destinations::update))
+                .route(web::delete().to(destinations::delete)),
+        );
     config
         .service(
             resource("/customers/v2/shops/{shop}/sync")
