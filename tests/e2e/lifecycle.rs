@@ -76,11 +76,10 @@ fn a_stop_signal_lets_requests_in_flight_finish(backend: Backend, signal: &str) 
         "a graceful stop exits 0: {status:?}\n{}",
         server.output()
     );
-    assert!(
-        server.log().contains(&format!("SIG{signal} received")),
-        "{}",
-        server.log()
-    );
+    let logged = mercer_tests::wait_until(Duration::from_secs(5), || {
+        server.log().contains(&format!("SIG{signal} received"))
+    });
+    assert!(logged, "{}", server.log());
 }
 
 fn sigterm_is_graceful(backend: Backend) {

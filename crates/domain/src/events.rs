@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::destinations::Topic;
@@ -142,13 +143,18 @@ pub struct EntityRecord {
     pub document: Option<String>,
 }
 
-/// A typed entity, for storage to pull out the columns it indexes.
-#[derive(Debug, Clone, PartialEq)]
-pub enum EntityDocument {
-    Customer(Customer),
-    Order(Box<Order>),
-    Product(Box<Product>),
-    Category(Category),
+/// An entity's document: the JSON object as checked on the way in (fields Mercer does not know
+/// dropped, ids as strings, times as RFC 3339), fields merged event after event.
+pub type Document = Map<String, Value>;
+
+/// A text field of a document.
+pub fn text<'a>(document: &'a Document, field: &str) -> Option<&'a str> {
+    document.get(field).and_then(Value::as_str)
+}
+
+/// A time field of a document.
+pub fn time(document: &Document, field: &str) -> Option<Timestamp> {
+    text(document, field).and_then(Timestamp::parse_rfc3339)
 }
 
 /// The whole state of an entity to store after a batch of events was applied to it.
@@ -159,8 +165,8 @@ pub struct EntityWrite {
     pub platform_deleted_at: Option<Timestamp>,
     /// The entity as JSON text; absent for one known only from its deletion.
     pub json: Option<String>,
-    /// The same, typed, for the store to pull out the columns it indexes (live entities only).
-    pub document: Option<EntityDocument>,
+    /// The same, parsed, for the store to pull out the columns it indexes (live entities only).
+    pub document: Option<Document>,
 }
 
 /// What applying one event did.
@@ -209,34 +215,63 @@ struct DeletedRef {
     platform_deleted_at: Option<Timestamp>,
 }
 
-/// `data.{kind}` of an event body, or the 422 that names what is missing.
-fn entity_value(body: &Value, kind: EntityKind) -> Result<&Value, DomainError> {
-    let data = match body.get("data") {
-        Some(data) if data.is_object() => data,
+/// Why an event body was refused: not JSON at all (400), or JSON that breaks the rules (422).
+#[derive(Debug)]
+pub enum EventBodyError {
+    Malformed(serde_json::Error),
+    Invalid(DomainError),
+}
+
+impl From<DomainError> for EventBodyError {
+    fn from(error: DomainError) -> Self {
+        EventBodyError::Invalid(error)
+    }
+}
+
+type RawObject<'a> = std::collections::BTreeMap<String, &'a RawValue>;
+
+/// The object `raw` holds, or None when it holds another kind of value.
+fn raw_object(raw: &RawValue) -> Option<RawObject<'_>> {
+    serde_json::from_str(raw.get()).ok()
+}
+
+fn is_object(raw: &RawValue) -> bool {
+    raw.get().trim_start().starts_with('{')
+}
+
+/// `data.{kind}` of an event body, as raw JSON, or the 422 that names what is missing. The body
+/// is checked for JSON syntax as a whole on the way (400 when it fails).
+fn entity_text<'a>(body: &'a [u8], kind: EntityKind) -> Result<&'a RawValue, EventBodyError> {
+    let outer: Option<RawObject<'a>> = match serde_json::from_slice::<&RawValue>(body) {
+        Ok(raw) => raw_object(raw),
+        Err(error) => return Err(EventBodyError::Malformed(error)),
+    };
+    let data = match outer.as_ref().and_then(|outer| outer.get("data")) {
+        Some(data) if is_object(data) => raw_object(data).unwrap_or_default(),
         Some(_) => {
-            return Err(DomainError::invalid(
-                "data",
-                "invalid_type",
-                "data must be an object",
-            ));
+            return Err(
+                DomainError::invalid("data", "invalid_type", "data must be an object").into(),
+            );
         }
-        None => return Err(DomainError::Invalid(vec![FieldError::required("data")])),
+        None => return Err(DomainError::Invalid(vec![FieldError::required("data")]).into()),
     };
     let path = format!("data.{}", kind.as_str());
     match data.get(kind.as_str()) {
-        Some(entity) if entity.is_object() => Ok(entity),
+        Some(entity) if is_object(entity) => Ok(*entity),
         Some(_) => Err(DomainError::invalid(
             path.clone(),
             "invalid_type",
             format!("{path} must be an object"),
-        )),
-        None => Err(DomainError::Invalid(vec![FieldError::required(path)])),
+        )
+        .into()),
+        None => Err(DomainError::Invalid(vec![FieldError::required(path)]).into()),
     }
 }
 
-/// Deserializes `value` as `T`, naming the offending field by its full path on failure.
-fn typed<T: DeserializeOwned>(value: &Value, prefix: &str) -> Result<T, DomainError> {
-    serde_path_to_error::deserialize(value).map_err(|error| {
+/// Deserializes `raw` as `T`, naming the offending field by its full path on failure.
+fn typed<T: DeserializeOwned>(raw: &RawValue, prefix: &str) -> Result<T, DomainError> {
+    let mut deserializer = serde_json::Deserializer::from_str(raw.get());
+    serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
         let path = error.path().to_string();
         let field = if path == "." {
             prefix.to_string()
@@ -255,10 +290,10 @@ fn required_id(id: Option<&PlatformId>, prefix: &str) -> Result<String, FieldErr
 }
 
 fn parse_saved<T: DeserializeOwned + Serialize + Stamped>(
-    value: &Value,
+    raw: &RawValue,
     prefix: &str,
 ) -> Result<(String, Timestamp, String), DomainError> {
-    let entity: T = typed(value, prefix)?;
+    let entity: T = typed(raw, prefix)?;
     let mut problems = Vec::new();
     let id = required_id(entity.platform_id(), prefix)
         .map_err(|e| problems.push(e))
@@ -271,6 +306,7 @@ fn parse_saved<T: DeserializeOwned + Serialize + Stamped>(
     }
     match (id, at) {
         (Some(id), Some(at)) if problems.is_empty() => {
+            // Stored as checked: fields Mercer does not know are left out.
             let json = serde_json::to_string(&entity)
                 .map_err(|error| DomainError::invalid(prefix, "invalid", error.to_string()))?;
             Ok((id, at, json))
@@ -279,29 +315,30 @@ fn parse_saved<T: DeserializeOwned + Serialize + Stamped>(
     }
 }
 
-/// Checks an event body and turns it into an event to store. Every 422 names its field.
-pub fn parse_event(
+/// Checks an event body (the request's bytes) and turns it into an event to store. Every 422
+/// names its field.
+pub fn parse_event_body(
     shop_id: i64,
     kind: EntityKind,
     action: EventAction,
-    body: &Value,
+    body: &[u8],
     source: EventSource,
     now: Timestamp,
-) -> Result<NewInboundEvent, DomainError> {
-    let value = entity_value(body, kind)?;
+) -> Result<NewInboundEvent, EventBodyError> {
+    let raw = entity_text(body, kind)?;
     let prefix = format!("data.{}", kind.as_str());
     let (platform_id, occurred_at, document) = match action {
         EventAction::Saved => {
             let (id, at, json) = match kind {
-                EntityKind::Customer => parse_saved::<Customer>(value, &prefix)?,
-                EntityKind::Order => parse_saved::<Order>(value, &prefix)?,
-                EntityKind::Product => parse_saved::<Product>(value, &prefix)?,
-                EntityKind::Category => parse_saved::<Category>(value, &prefix)?,
+                EntityKind::Customer => parse_saved::<Customer>(raw, &prefix)?,
+                EntityKind::Order => parse_saved::<Order>(raw, &prefix)?,
+                EntityKind::Product => parse_saved::<Product>(raw, &prefix)?,
+                EntityKind::Category => parse_saved::<Category>(raw, &prefix)?,
             };
             (id, at, Some(json))
         }
         EventAction::Deleted => {
-            let deleted: DeletedRef = typed(value, &prefix)?;
+            let deleted: DeletedRef = typed(raw, &prefix)?;
             let mut problems = Vec::new();
             let id = required_id(deleted.platform_id.as_ref(), &prefix)
                 .map_err(|e| problems.push(e))
@@ -313,7 +350,7 @@ pub fn parse_event(
             }
             match (id, deleted.platform_deleted_at) {
                 (Some(id), Some(at)) if problems.is_empty() => (id, at, None),
-                _ => return Err(DomainError::Invalid(problems)),
+                _ => return Err(DomainError::Invalid(problems).into()),
             }
         }
     };
@@ -327,6 +364,31 @@ pub fn parse_event(
         source,
         received_at: now,
     })
+}
+
+/// [`parse_event_body`] for a body already parsed, as tests and tools have it.
+pub fn parse_event(
+    shop_id: i64,
+    kind: EntityKind,
+    action: EventAction,
+    body: &Value,
+    source: EventSource,
+    now: Timestamp,
+) -> Result<NewInboundEvent, DomainError> {
+    match parse_event_body(
+        shop_id,
+        kind,
+        action,
+        body.to_string().as_bytes(),
+        source,
+        now,
+    ) {
+        Ok(event) => Ok(event),
+        Err(EventBodyError::Invalid(error)) => Err(error),
+        Err(EventBodyError::Malformed(error)) => {
+            Err(DomainError::invalid("data", "invalid", error.to_string()))
+        }
+    }
 }
 
 /// A save event for an entity a sync pulled from the connector.
@@ -386,15 +448,6 @@ fn merge_into(mut base: Map<String, Value>, incoming: Map<String, Value>) -> Map
         base.insert(key, value);
     }
     base
-}
-
-fn typed_document(kind: EntityKind, value: Value) -> Result<EntityDocument, serde_json::Error> {
-    Ok(match kind {
-        EntityKind::Customer => EntityDocument::Customer(serde_json::from_value(value)?),
-        EntityKind::Order => EntityDocument::Order(Box::new(serde_json::from_value(value)?)),
-        EntityKind::Product => EntityDocument::Product(Box::new(serde_json::from_value(value)?)),
-        EntityKind::Category => EntityDocument::Category(serde_json::from_value(value)?),
-    })
 }
 
 /// An entity as the rules see it while a batch is applied: its document parsed once.
@@ -589,12 +642,7 @@ pub fn apply_events(
                 .map(serde_json::to_string)
                 .transpose()
                 .map_err(corrupt)?;
-            let document = match working.document {
-                Some(map) if live => {
-                    Some(typed_document(*kind, Value::Object(map)).map_err(corrupt)?)
-                }
-                _ => None,
-            };
+            let document = working.document.filter(|_| live);
             writes.push(EntityWrite {
                 platform_id: key.2.clone(),
                 platform_updated_at: working.platform_updated_at,

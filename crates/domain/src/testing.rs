@@ -9,7 +9,7 @@ use crate::destinations::{Destination, DestinationSettings, Topic};
 use crate::directory::{DirectoryAddress, DirectoryCustomer, DirectoryPage, DirectoryQuery, Label};
 use crate::error::DomainError;
 use crate::events::{
-    EntityDocument, EntityKind, EntityRecord, EntityWrite, InboundEvent, NewInboundEvent, Outcome,
+    Document, EntityKind, EntityRecord, EntityWrite, InboundEvent, NewInboundEvent, Outcome,
 };
 use crate::outbox::{ConnectorCall, OutboxEntry, OutboxStatus};
 use crate::ports::{
@@ -29,7 +29,7 @@ pub struct MemoryEntity {
     pub kind: EntityKind,
     pub platform_id: String,
     pub record: EntityRecord,
-    pub document: Option<EntityDocument>,
+    pub document: Option<Document>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }
@@ -297,18 +297,24 @@ impl MemoryState {
     }
 
     fn directory_entry(entity: &MemoryEntity) -> DirectoryCustomer {
-        let customer = match &entity.document {
-            Some(EntityDocument::Customer(customer)) => Some(customer),
-            _ => None,
+        let field = |name: &str| {
+            entity
+                .document
+                .as_ref()
+                .and_then(|d| crate::events::text(d, name))
+                .map(str::to_string)
         };
         DirectoryCustomer {
             id: entity.record.id,
             platform_id: Some(entity.platform_id.clone()),
-            email: customer.and_then(|c| c.email.clone()),
-            first_name: customer.and_then(|c| c.first_name.clone()),
-            last_name: customer.and_then(|c| c.last_name.clone()),
-            phone: customer.and_then(|c| c.phone.clone()),
-            platform_created_at: customer.and_then(|c| c.platform_created_at),
+            email: field("email"),
+            first_name: field("first_name"),
+            last_name: field("last_name"),
+            phone: field("phone"),
+            platform_created_at: entity
+                .document
+                .as_ref()
+                .and_then(|d| crate::events::time(d, "platform_created_at")),
             created_at: entity.created_at,
             updated_at: entity.updated_at,
             deleted_at: entity.record.platform_deleted_at.map(|_| entity.updated_at),

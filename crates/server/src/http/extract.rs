@@ -182,6 +182,12 @@ impl FromRequest for JsonBody {
 impl JsonBody {
     /// The body as `T`: 400 when it is not JSON at all, 422 (with the field's path) when it is
     /// JSON of the wrong shape.
+    /// The body's bytes, once the content type and size were found right; for parsers of
+    /// their own.
+    pub fn bytes(self) -> Result<web::Bytes, ApiError> {
+        self.0
+    }
+
     pub fn parse<T: DeserializeOwned>(self) -> Result<T, ApiError> {
         let bytes = self.0?;
         let value: serde_json::Value =

@@ -1,14 +1,15 @@
 //! The platform's customers (with addresses), orders, products (with variants) and categories.
-//! Writes come in batches (the applier's): one upsert statement per kind and chunk.
+//! Writes come in batches (the applier's): one upsert statement per kind and chunk. Columns are
+//! pulled out of the checked JSON documents the domain hands over.
 
 use std::collections::{HashMap, HashSet};
 
 use diesel::prelude::*;
 use diesel::upsert::excluded;
 use mercer_domain::Timestamp;
-use mercer_domain::events::{EntityDocument, EntityKind, EntityRecord, EntityWrite};
-use mercer_domain::platform::{CustomerAddress, Variant};
+use mercer_domain::events::{Document, EntityKind, EntityRecord, EntityWrite, text, time};
 use mercer_domain::ports::{PlatformRepository, StoreResult};
+use serde_json::Value;
 
 use super::StoreTx;
 use crate::connection::{DbConnection, on_backend};
@@ -46,6 +47,18 @@ fn micros(time: Option<Timestamp>) -> Option<i64> {
 /// Mercer's own deletion time: set when the platform's deletion is.
 fn deleted_at(write: &EntityWrite, now: i64) -> Option<i64> {
     write.platform_deleted_at.map(|_| now)
+}
+
+/// A text field of a write's document, when the entity is live.
+fn field<'a>(write: &'a EntityWrite, name: &str) -> Option<&'a str> {
+    write
+        .document
+        .as_ref()
+        .and_then(|document| text(document, name))
+}
+
+fn json_text(value: &Document) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "{}".to_string())
 }
 
 #[derive(Insertable)]
@@ -91,29 +104,25 @@ fn put_customers(
     for chunk in writes.chunks(CHUNK) {
         let rows: Vec<CustomerRow<'_>> = chunk
             .iter()
-            .map(|write| {
-                let customer = match &write.document {
-                    Some(EntityDocument::Customer(customer)) => Some(customer),
-                    _ => None,
-                };
-                let text = |pick: fn(&mercer_domain::platform::Customer) -> Option<&String>| {
-                    customer.and_then(pick).map_or("", String::as_str)
-                };
-                CustomerRow {
-                    shop_id,
-                    platform_id: &write.platform_id,
-                    email: text(|c| c.email.as_ref()),
-                    first_name: text(|c| c.first_name.as_ref()),
-                    last_name: text(|c| c.last_name.as_ref()),
-                    phone: text(|c| c.phone.as_ref()),
-                    platform_created_at: customer.and_then(|c| micros(c.platform_created_at)),
-                    platform_updated_at: micros(write.platform_updated_at),
-                    platform_deleted_at: micros(write.platform_deleted_at),
-                    document: write.json.as_deref(),
-                    created_at: now,
-                    updated_at: now,
-                    deleted_at: deleted_at(write, now),
-                }
+            .map(|write| CustomerRow {
+                shop_id,
+                platform_id: &write.platform_id,
+                email: field(write, "email").unwrap_or_default(),
+                first_name: field(write, "first_name").unwrap_or_default(),
+                last_name: field(write, "last_name").unwrap_or_default(),
+                phone: field(write, "phone").unwrap_or_default(),
+                platform_created_at: micros(
+                    write
+                        .document
+                        .as_ref()
+                        .and_then(|d| time(d, "platform_created_at")),
+                ),
+                platform_updated_at: micros(write.platform_updated_at),
+                platform_deleted_at: micros(write.platform_deleted_at),
+                document: write.json.as_deref(),
+                created_at: now,
+                updated_at: now,
+                deleted_at: deleted_at(write, now),
             })
             .collect();
         let returned: Vec<(i64, String)> = on_backend!(&mut *conn, |c| {
@@ -156,35 +165,39 @@ fn put_addresses(
     now: i64,
 ) -> QueryResult<()> {
     use customer_addresses as t;
-    let mut rows = Vec::new();
+    let mut rows: Vec<AddressRow<'_>> = Vec::new();
     let mut customers = Vec::new();
     for write in writes {
-        let Some(EntityDocument::Customer(customer)) = &write.document else {
+        let Some(document) = &write.document else {
             continue;
         };
-        let (Some(addresses), Some(&customer_id)) =
-            (&customer.addresses, ids.get(&write.platform_id))
+        let (Some(Value::Array(addresses)), Some(&customer_id)) =
+            (document.get("addresses"), ids.get(&write.platform_id))
         else {
             continue;
         };
         customers.push(customer_id);
         let mut keys = HashSet::new();
         for (position, address) in addresses.iter().enumerate() {
-            let platform_id = address.platform_id.as_ref().map(|id| id.as_str());
+            let Value::Object(address) = address else {
+                continue;
+            };
+            let platform_id = text(address, "platform_id");
             let key = platform_id.map_or_else(|| format!("#{position}"), str::to_string);
             // Two addresses with one platform id: the later wins, as it would field by field.
             if !keys.insert(key.clone()) {
-                rows.retain(|row: &AddressRow<'_>| {
-                    !(row.customer_id == customer_id && row.address_key == key)
-                });
+                rows.retain(|row| !(row.customer_id == customer_id && row.address_key == key));
             }
             rows.push(AddressRow {
                 shop_id,
                 customer_id,
                 address_key: key,
                 platform_id,
-                is_default: address.is_default.unwrap_or(false),
-                document: address_document(address),
+                is_default: address
+                    .get("is_default")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+                document: json_text(address),
                 created_at: now,
                 updated_at: now,
                 deleted_at: None,
@@ -221,10 +234,6 @@ fn put_addresses(
     Ok(())
 }
 
-fn address_document(address: &CustomerAddress) -> String {
-    serde_json::to_string(address).unwrap_or_else(|_| "{}".to_string())
-}
-
 fn put_orders(
     conn: &mut DbConnection,
     shop_id: i64,
@@ -233,20 +242,16 @@ fn put_orders(
 ) -> QueryResult<()> {
     use platform_orders as t;
     for write in writes {
-        let order = match &write.document {
-            Some(EntityDocument::Order(order)) => Some(order.as_ref()),
-            _ => None,
-        };
         let values = (
             t::shop_id.eq(shop_id),
             t::platform_id.eq(&write.platform_id),
-            t::platform_customer_id.eq(order
-                .and_then(|o| o.platform_customer_id.as_ref())
-                .map(|id| id.as_str())),
-            t::order_number.eq(order.and_then(|o| o.order_number.as_deref())),
-            t::fulfillment_status.eq(order.and_then(|o| o.fulfillment_status.as_deref())),
-            t::financial_status.eq(order.and_then(|o| o.financial_status.as_deref())),
-            t::placed_at.eq(order.and_then(|o| micros(o.placed_at))),
+            t::platform_customer_id.eq(field(write, "platform_customer_id")),
+            t::order_number.eq(field(write, "order_number")),
+            t::fulfillment_status.eq(field(write, "fulfillment_status")),
+            t::financial_status.eq(field(write, "financial_status")),
+            t::placed_at.eq(micros(
+                write.document.as_ref().and_then(|d| time(d, "placed_at")),
+            )),
             t::platform_updated_at.eq(micros(write.platform_updated_at)),
             t::platform_deleted_at.eq(micros(write.platform_deleted_at)),
             t::document.eq(write.json.as_deref()),
@@ -277,12 +282,12 @@ fn put_orders(
     Ok(())
 }
 
-/// Makes the product's live variants those of the event, matched by platform id.
+/// Makes the product's live variants those of its document, matched by platform id.
 fn sync_variants(
     conn: &mut DbConnection,
     shop_id: i64,
     product_id: i64,
-    variants: &[Variant],
+    variants: &[Value],
     now: i64,
 ) -> QueryResult<()> {
     use product_variants as t;
@@ -293,14 +298,17 @@ fn sync_variants(
         .load(conn)?;
     let mut kept = HashSet::new();
     for variant in variants {
-        let platform_id = variant.platform_id.as_ref().map(|id| id.as_str());
-        let document = serde_json::to_string(variant).unwrap_or_else(|_| "{}".to_string());
+        let Value::Object(variant) = variant else {
+            continue;
+        };
+        let platform_id = text(variant, "platform_id");
+        let document = json_text(variant);
         let values = (
             t::platform_id.eq(platform_id),
-            t::sku.eq(variant.sku.as_deref()),
-            t::name.eq(variant.name.as_deref()),
-            t::price.eq(variant.price.as_ref().map(|price| price.as_str())),
-            t::inventory_quantity.eq(variant.inventory_quantity),
+            t::sku.eq(text(variant, "sku")),
+            t::name.eq(text(variant, "name")),
+            t::price.eq(text(variant, "price")),
+            t::inventory_quantity.eq(variant.get("inventory_quantity").and_then(Value::as_i64)),
             t::document.eq(&document),
             t::updated_at.eq(now),
             t::deleted_at.eq(None::<i64>),
@@ -351,16 +359,17 @@ fn put_products(
 ) -> QueryResult<()> {
     use platform_products as t;
     for write in writes {
-        let product = match &write.document {
-            Some(EntityDocument::Product(product)) => Some(product.as_ref()),
-            _ => None,
-        };
+        let published = write
+            .document
+            .as_ref()
+            .and_then(|d| d.get("published"))
+            .and_then(Value::as_bool);
         let values = (
             t::shop_id.eq(shop_id),
             t::platform_id.eq(&write.platform_id),
-            t::name.eq(product.and_then(|p| p.name.as_deref())),
-            t::handle.eq(product.and_then(|p| p.handle.as_deref())),
-            t::published.eq(product.and_then(|p| p.published)),
+            t::name.eq(field(write, "name")),
+            t::handle.eq(field(write, "handle")),
+            t::published.eq(published),
             t::platform_updated_at.eq(micros(write.platform_updated_at)),
             t::platform_deleted_at.eq(micros(write.platform_deleted_at)),
             t::document.eq(write.json.as_deref()),
@@ -386,7 +395,9 @@ fn put_products(
                 .returning(t::id)
                 .get_result(c)
         })?;
-        if let Some(variants) = product.and_then(|p| p.variants.as_ref()) {
+        if let Some(Value::Array(variants)) =
+            write.document.as_ref().and_then(|d| d.get("variants"))
+        {
             sync_variants(conn, shop_id, id, variants, now)?;
         }
     }
@@ -401,15 +412,11 @@ fn put_categories(
 ) -> QueryResult<()> {
     use platform_categories as t;
     for write in writes {
-        let category = match &write.document {
-            Some(EntityDocument::Category(category)) => Some(category),
-            _ => None,
-        };
         let values = (
             t::shop_id.eq(shop_id),
             t::platform_id.eq(&write.platform_id),
-            t::name.eq(category.and_then(|c| c.name.as_deref())),
-            t::image_url.eq(category.and_then(|c| c.image_url.as_deref())),
+            t::name.eq(field(write, "name")),
+            t::image_url.eq(field(write, "image_url")),
             t::platform_updated_at.eq(micros(write.platform_updated_at)),
             t::platform_deleted_at.eq(micros(write.platform_deleted_at)),
             t::document.eq(write.json.as_deref()),

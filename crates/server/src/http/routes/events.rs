@@ -2,7 +2,9 @@
 
 use actix_web::{HttpResponse, web};
 use mercer_domain::destinations::Topic;
-use mercer_domain::events::{EntityKind, EventAction, EventSource, parse_event};
+use mercer_domain::events::{
+    EntityKind, EventAction, EventBodyError, EventSource, parse_event_body,
+};
 use mercer_domain::ports::SystemClock;
 use mercer_domain::shop::Shop;
 use mercer_domain::sync::{SyncRun, run_sync, start_sync};
@@ -20,15 +22,20 @@ async fn accept<S: RequiredScope>(
     kind: EntityKind,
     action: EventAction,
 ) -> Result<HttpResponse, ApiError> {
-    let body: Value = body.parse()?;
-    let event = parse_event(
-        request.access.shop.id,
+    let bytes = body.bytes()?;
+    let shop_id = request.access.shop.id;
+    let event = parse_event_body(
+        shop_id,
         kind,
         action,
-        &body,
+        &bytes,
         EventSource::Webhook,
         state.now(),
-    )?;
+    )
+    .map_err(|error| match error {
+        EventBodyError::Malformed(error) => ApiError::malformed_json(error),
+        EventBodyError::Invalid(error) => ApiError::from(error),
+    })?;
     state.ingest.submit(vec![event]).await?;
     Ok(HttpResponse::Accepted().finish())
 }
