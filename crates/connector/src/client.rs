@@ -262,8 +262,19 @@ impl<T> Iterator for Pages<'_, T> {
     }
 }
 
-fn limit_text(limit: Option<u32>) -> Option<String> {
-    limit.map(|limit| limit.to_string())
+/// The query of a list operation: `limit` and `cursor` when given.
+fn page_query<'a>(
+    limit: &'a Option<String>,
+    cursor: Option<&'a str>,
+) -> Vec<(&'static str, &'a str)> {
+    let mut query = Vec::new();
+    if let Some(limit) = limit {
+        query.push(("limit", limit.as_str()));
+    }
+    if let Some(cursor) = cursor {
+        query.push(("cursor", cursor));
+    }
+    query
 }
 
 impl PlatformConnector for HttpConnector {
@@ -309,14 +320,8 @@ impl PlatformConnector for HttpConnector {
         cursor: Option<&str>,
         email: Option<&str>,
     ) -> ConnectorResult<Page<Customer>> {
-        let limit = limit_text(limit);
-        let mut query = Vec::new();
-        if let Some(limit) = &limit {
-            query.push(("limit", limit.as_str()));
-        }
-        if let Some(cursor) = cursor {
-            query.push(("cursor", cursor));
-        }
+        let limit = limit.map(|limit| limit.to_string());
+        let mut query = page_query(&limit, cursor);
         if let Some(email) = email {
             query.push(("email", email));
         }
@@ -450,14 +455,8 @@ impl PlatformConnector for HttpConnector {
         limit: Option<u32>,
         cursor: Option<&str>,
     ) -> ConnectorResult<Page<Order>> {
-        let limit = limit_text(limit);
-        let mut query = Vec::new();
-        if let Some(limit) = &limit {
-            query.push(("limit", limit.as_str()));
-        }
-        if let Some(cursor) = cursor {
-            query.push(("cursor", cursor));
-        }
+        let limit = limit.map(|limit| limit.to_string());
+        let query = page_query(&limit, cursor);
         let answer = self.call(target, Method::Get, &["orders"], &query, None, None)?;
         list(&Self::expect(answer, 200)?, "orders")
     }

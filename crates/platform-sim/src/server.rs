@@ -439,30 +439,27 @@ fn link_of(sim: &Simulator, shop: &str) -> Option<MercerLink> {
         .and_then(|data: &ShopData| data.mercer.clone())
 }
 
-/// Runs a platform-side change, then pushes its event to Mercer off the async thread.
-async fn change_and_push(
+/// A platform-side save: runs `change`, then pushes a Saved event of what it saved to Mercer
+/// (off the async thread), and answers with the entity and the push's outcome.
+async fn save_and_push<T: serde::Serialize + Send + 'static>(
     sim: web::Data<Simulator>,
     shop: String,
-    change: impl FnOnce(
-        &mut SimState,
-    ) -> Result<
-        (
-            Value,
-            Box<dyn FnOnce(&MercerLink) -> push::PushOutcome + Send>,
-        ),
-        SimError,
-    >,
+    kind: EventKind,
+    change: impl FnOnce(&mut SimState, &str) -> Result<T, SimError>,
 ) -> HttpResponse {
-    let outcome = {
+    let saved = {
         let mut state = sim.lock();
-        change(&mut state)
+        change(&mut state, &shop)
     };
-    let (entity, pusher) = match outcome {
-        Ok(result) => result,
+    let saved = match saved {
+        Ok(saved) => saved,
         Err(error) => return error_response(error),
     };
+    let entity = serde_json::to_value(&saved).unwrap_or_default();
     let push = match link_of(&sim, &shop) {
-        Some(link) => web::block(move || pusher(&link)).await.ok(),
+        Some(link) => web::block(move || push::saved(&link, &shop, kind, &saved))
+            .await
+            .ok(),
         None => None,
     };
     HttpResponse::Ok().json(json!({ "data": entity, "push": push }))
@@ -473,18 +470,12 @@ async fn admin_create_customer(
     shop: web::Path<String>,
     customer: web::Json<Customer>,
 ) -> HttpResponse {
-    let shop = shop.into_inner();
-    let shop_for_push = shop.clone();
-    change_and_push(sim, shop.clone(), move |state| {
-        let created = state.create_customer(&shop, customer.into_inner())?;
-        let value = serde_json::to_value(&created).unwrap_or_default();
-        Ok((
-            value,
-            Box::new(move |link: &MercerLink| {
-                push::saved(link, &shop_for_push, EventKind::Customer, &created)
-            }),
-        ))
-    })
+    save_and_push(
+        sim,
+        shop.into_inner(),
+        EventKind::Customer,
+        |state, shop| state.create_customer(shop, customer.into_inner()),
+    )
     .await
 }
 
@@ -494,16 +485,8 @@ async fn admin_update_customer(
     patch: web::Json<Customer>,
 ) -> HttpResponse {
     let (shop, id) = ids.into_inner();
-    let shop_for_push = shop.clone();
-    change_and_push(sim, shop.clone(), move |state| {
-        let updated = state.update_customer(&shop, &id, patch.into_inner())?;
-        let value = serde_json::to_value(&updated).unwrap_or_default();
-        Ok((
-            value,
-            Box::new(move |link: &MercerLink| {
-                push::saved(link, &shop_for_push, EventKind::Customer, &updated)
-            }),
-        ))
+    save_and_push(sim, shop, EventKind::Customer, |state, shop| {
+        state.update_customer(shop, &id, patch.into_inner())
     })
     .await
 }
@@ -513,17 +496,19 @@ async fn admin_delete_customer(
     ids: web::Path<(String, String)>,
 ) -> HttpResponse {
     let (shop, id) = ids.into_inner();
-    let shop_for_push = shop.clone();
-    change_and_push(sim, shop.clone(), move |state| {
-        let at = state.delete_customer(&shop, &id)?;
-        Ok((
-            json!({ "platform_id": id, "platform_deleted_at": at }),
-            Box::new(move |link: &MercerLink| {
-                push::deleted(link, &shop_for_push, EventKind::Customer, &id, at)
-            }),
-        ))
-    })
-    .await
+    let deleted = sim.lock().delete_customer(&shop, &id);
+    let at = match deleted {
+        Ok(at) => at,
+        Err(error) => return error_response(error),
+    };
+    let entity = json!({ "platform_id": id, "platform_deleted_at": at });
+    let push = match link_of(&sim, &shop) {
+        Some(link) => web::block(move || push::deleted(&link, &shop, EventKind::Customer, &id, at))
+            .await
+            .ok(),
+        None => None,
+    };
+    HttpResponse::Ok().json(json!({ "data": entity, "push": push }))
 }
 
 async fn admin_customer_token(
@@ -541,17 +526,10 @@ async fn admin_create_order(
     shop: web::Path<String>,
     order: web::Json<Order>,
 ) -> HttpResponse {
-    let shop = shop.into_inner();
-    let shop_for_push = shop.clone();
-    change_and_push(sim, shop.clone(), move |state| {
-        let (created, _) = state.create_order(&shop, order.into_inner(), None)?;
-        let value = serde_json::to_value(&created).unwrap_or_default();
-        Ok((
-            value,
-            Box::new(move |link: &MercerLink| {
-                push::saved(link, &shop_for_push, EventKind::Order, &created)
-            }),
-        ))
+    save_and_push(sim, shop.into_inner(), EventKind::Order, |state, shop| {
+        state
+            .create_order(shop, order.into_inner(), None)
+            .map(|(order, _)| order)
     })
     .await
 }
@@ -562,16 +540,8 @@ async fn admin_update_order(
     patch: web::Json<Order>,
 ) -> HttpResponse {
     let (shop, id) = ids.into_inner();
-    let shop_for_push = shop.clone();
-    change_and_push(sim, shop.clone(), move |state| {
-        let updated = state.update_order(&shop, &id, patch.into_inner())?;
-        let value = serde_json::to_value(&updated).unwrap_or_default();
-        Ok((
-            value,
-            Box::new(move |link: &MercerLink| {
-                push::saved(link, &shop_for_push, EventKind::Order, &updated)
-            }),
-        ))
+    save_and_push(sim, shop, EventKind::Order, |state, shop| {
+        state.update_order(shop, &id, patch.into_inner())
     })
     .await
 }
@@ -581,17 +551,8 @@ async fn admin_save_product(
     shop: web::Path<String>,
     product: web::Json<Product>,
 ) -> HttpResponse {
-    let shop = shop.into_inner();
-    let shop_for_push = shop.clone();
-    change_and_push(sim, shop.clone(), move |state| {
-        let saved = state.save_product(&shop, product.into_inner())?;
-        let value = serde_json::to_value(&saved).unwrap_or_default();
-        Ok((
-            value,
-            Box::new(move |link: &MercerLink| {
-                push::saved(link, &shop_for_push, EventKind::Product, &saved)
-            }),
-        ))
+    save_and_push(sim, shop.into_inner(), EventKind::Product, |state, shop| {
+        state.save_product(shop, product.into_inner())
     })
     .await
 }
@@ -601,18 +562,12 @@ async fn admin_save_category(
     shop: web::Path<String>,
     category: web::Json<Category>,
 ) -> HttpResponse {
-    let shop = shop.into_inner();
-    let shop_for_push = shop.clone();
-    change_and_push(sim, shop.clone(), move |state| {
-        let saved = state.save_category(&shop, category.into_inner())?;
-        let value = serde_json::to_value(&saved).unwrap_or_default();
-        Ok((
-            value,
-            Box::new(move |link: &MercerLink| {
-                push::saved(link, &shop_for_push, EventKind::Category, &saved)
-            }),
-        ))
-    })
+    save_and_push(
+        sim,
+        shop.into_inner(),
+        EventKind::Category,
+        |state, shop| state.save_category(shop, category.into_inner()),
+    )
     .await
 }
 
