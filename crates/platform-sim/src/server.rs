@@ -190,22 +190,53 @@ struct ListQuery {
     email: Option<String>,
 }
 
+/// `{"data":{key: value}}` with `status`, or the error's answer.
+fn answer<T: serde::Serialize>(
+    status: StatusCode,
+    key: &str,
+    result: Result<T, SimError>,
+) -> HttpResponse {
+    match result {
+        Ok(value) => ok_data(status, key, value),
+        Err(error) => error_response(error),
+    }
+}
+
+fn no_content(result: Result<impl Sized, SimError>) -> HttpResponse {
+    match result {
+        Ok(_) => HttpResponse::NoContent().finish(),
+        Err(error) => error_response(error),
+    }
+}
+
+fn page<T: serde::Serialize>(
+    key: &str,
+    result: Result<(Vec<T>, mercer_domain::platform::Pagination), SimError>,
+) -> HttpResponse {
+    match result {
+        Ok((items, pagination)) => {
+            HttpResponse::Ok().json(json!({ "data": { key: items }, "pagination": pagination }))
+        }
+        Err(error) => error_response(error),
+    }
+}
+
+type Ids3 = web::Path<(String, String, String)>;
+type Ids4 = web::Path<(String, String, String, String)>;
+
 async fn list_customers(
     request: HttpRequest,
     sim: web::Data<Simulator>,
     query: web::Query<ListQuery>,
 ) -> HttpResponse {
     let limit = page_limit(query.limit.as_deref());
-    match sim.lock().list_customers(
+    let result = sim.lock().list_customers(
         &path_shop(&request),
         limit,
         query.cursor.as_deref(),
         query.email.as_deref(),
-    ) {
-        Ok((customers, pagination)) => HttpResponse::Ok()
-            .json(json!({ "data": { "customers": customers }, "pagination": pagination })),
-        Err(error) => error_response(error),
-    }
+    );
+    page("customers", result)
 }
 
 async fn create_customer(
@@ -213,119 +244,88 @@ async fn create_customer(
     sim: web::Data<Simulator>,
     body: web::Bytes,
 ) -> HttpResponse {
-    let customer: Customer = match entity(&body, "customer") {
-        Ok(customer) => customer,
-        Err(error) => return error_response(error),
-    };
-    match sim.lock().create_customer(&path_shop(&request), customer) {
-        Ok(created) => ok_data(StatusCode::CREATED, "customer", created),
-        Err(error) => error_response(error),
-    }
+    let result = entity(&body, "customer")
+        .and_then(|customer| sim.lock().create_customer(&path_shop(&request), customer));
+    answer(StatusCode::CREATED, "customer", result)
 }
 
 async fn update_customer(
     request: HttpRequest,
     sim: web::Data<Simulator>,
-    id: web::Path<(String, String, String)>,
+    id: Ids3,
     body: web::Bytes,
 ) -> HttpResponse {
-    let customer: Customer = match entity(&body, "customer") {
-        Ok(customer) => customer,
-        Err(error) => return error_response(error),
-    };
-    match sim
-        .lock()
-        .update_customer(&path_shop(&request), &id.2, customer)
-    {
-        Ok(updated) => ok_data(StatusCode::OK, "customer", updated),
-        Err(error) => error_response(error),
-    }
+    let result = entity(&body, "customer").and_then(|customer| {
+        sim.lock()
+            .update_customer(&path_shop(&request), &id.2, customer)
+    });
+    answer(StatusCode::OK, "customer", result)
 }
 
 async fn delete_customer(
     request: HttpRequest,
     sim: web::Data<Simulator>,
-    id: web::Path<(String, String, String)>,
+    id: Ids3,
 ) -> HttpResponse {
-    match sim.lock().delete_customer(&path_shop(&request), &id.2) {
-        Ok(_) => HttpResponse::NoContent().finish(),
-        Err(error) => error_response(error),
-    }
+    no_content(sim.lock().delete_customer(&path_shop(&request), &id.2))
 }
 
 async fn validate_customer(
     request: HttpRequest,
     sim: web::Data<Simulator>,
-    id: web::Path<(String, String, String)>,
+    id: Ids3,
     body: web::Bytes,
 ) -> HttpResponse {
-    let token: String = match entity::<Value>(&body, "token_info") {
-        Ok(info) => info
+    let result = entity::<Value>(&body, "token_info").and_then(|info| {
+        let token = info
             .get("token")
             .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
-        Err(error) => return error_response(error),
-    };
-    match sim
-        .lock()
-        .validate_customer_token(&path_shop(&request), &id.2, &token)
-    {
-        Ok(active) => ok_data(StatusCode::OK, "token_status", json!({ "active": active })),
-        Err(error) => error_response(error),
-    }
+            .unwrap_or_default();
+        sim.lock()
+            .validate_customer_token(&path_shop(&request), &id.2, token)
+    });
+    answer(
+        StatusCode::OK,
+        "token_status",
+        result.map(|active| json!({ "active": active })),
+    )
 }
 
 async fn create_address(
     request: HttpRequest,
     sim: web::Data<Simulator>,
-    id: web::Path<(String, String, String)>,
+    id: Ids3,
     body: web::Bytes,
 ) -> HttpResponse {
-    let address: CustomerAddress = match entity(&body, "address") {
-        Ok(address) => address,
-        Err(error) => return error_response(error),
-    };
-    match sim
-        .lock()
-        .create_address(&path_shop(&request), &id.2, address)
-    {
-        Ok(created) => ok_data(StatusCode::CREATED, "address", created),
-        Err(error) => error_response(error),
-    }
+    let result = entity::<CustomerAddress>(&body, "address").and_then(|address| {
+        sim.lock()
+            .create_address(&path_shop(&request), &id.2, address)
+    });
+    answer(StatusCode::CREATED, "address", result)
 }
 
 async fn update_address(
     request: HttpRequest,
     sim: web::Data<Simulator>,
-    ids: web::Path<(String, String, String, String)>,
+    ids: Ids4,
     body: web::Bytes,
 ) -> HttpResponse {
-    let address: CustomerAddress = match entity(&body, "address") {
-        Ok(address) => address,
-        Err(error) => return error_response(error),
-    };
-    match sim
-        .lock()
-        .update_address(&path_shop(&request), &ids.2, &ids.3, address)
-    {
-        Ok(updated) => ok_data(StatusCode::OK, "address", updated),
-        Err(error) => error_response(error),
-    }
+    let result = entity::<CustomerAddress>(&body, "address").and_then(|address| {
+        sim.lock()
+            .update_address(&path_shop(&request), &ids.2, &ids.3, address)
+    });
+    answer(StatusCode::OK, "address", result)
 }
 
 async fn delete_address(
     request: HttpRequest,
     sim: web::Data<Simulator>,
-    ids: web::Path<(String, String, String, String)>,
+    ids: Ids4,
 ) -> HttpResponse {
-    match sim
-        .lock()
-        .delete_address(&path_shop(&request), &ids.2, &ids.3)
-    {
-        Ok(()) => HttpResponse::NoContent().finish(),
-        Err(error) => error_response(error),
-    }
+    no_content(
+        sim.lock()
+            .delete_address(&path_shop(&request), &ids.2, &ids.3),
+    )
 }
 
 async fn list_orders(
@@ -334,14 +334,11 @@ async fn list_orders(
     query: web::Query<ListQuery>,
 ) -> HttpResponse {
     let limit = page_limit(query.limit.as_deref());
-    match sim
-        .lock()
-        .list_orders(&path_shop(&request), limit, query.cursor.as_deref())
-    {
-        Ok((orders, pagination)) => HttpResponse::Ok()
-            .json(json!({ "data": { "orders": orders }, "pagination": pagination })),
-        Err(error) => error_response(error),
-    }
+    page(
+        "orders",
+        sim.lock()
+            .list_orders(&path_shop(&request), limit, query.cursor.as_deref()),
+    )
 }
 
 async fn create_order(
@@ -349,64 +346,45 @@ async fn create_order(
     sim: web::Data<Simulator>,
     body: web::Bytes,
 ) -> HttpResponse {
-    let order: Order = match entity(&body, "order") {
-        Ok(order) => order,
-        Err(error) => return error_response(error),
-    };
     let key = request
         .headers()
         .get(headers::IDEMPOTENCY_KEY)
         .and_then(|v| v.to_str().ok());
-    match sim.lock().create_order(&path_shop(&request), order, key) {
-        Ok((order, _)) => ok_data(StatusCode::CREATED, "order", order),
-        Err(error) => error_response(error),
-    }
+    let result = entity::<Order>(&body, "order")
+        .and_then(|order| sim.lock().create_order(&path_shop(&request), order, key));
+    answer(StatusCode::CREATED, "order", result.map(|(order, _)| order))
 }
 
-async fn get_order(
-    request: HttpRequest,
-    sim: web::Data<Simulator>,
-    id: web::Path<(String, String, String)>,
-) -> HttpResponse {
-    match sim.lock().get_order(&path_shop(&request), &id.2) {
-        Ok(order) => ok_data(StatusCode::OK, "order", order),
-        Err(error) => error_response(error),
-    }
+async fn get_order(request: HttpRequest, sim: web::Data<Simulator>, id: Ids3) -> HttpResponse {
+    answer(
+        StatusCode::OK,
+        "order",
+        sim.lock().get_order(&path_shop(&request), &id.2),
+    )
 }
 
 async fn update_order(
     request: HttpRequest,
     sim: web::Data<Simulator>,
-    id: web::Path<(String, String, String)>,
+    id: Ids3,
     body: web::Bytes,
 ) -> HttpResponse {
-    let order: Order = match entity(&body, "order") {
-        Ok(order) => order,
-        Err(error) => return error_response(error),
-    };
-    match sim.lock().update_order(&path_shop(&request), &id.2, order) {
-        Ok(order) => ok_data(StatusCode::OK, "order", order),
-        Err(error) => error_response(error),
-    }
+    let result = entity::<Order>(&body, "order")
+        .and_then(|order| sim.lock().update_order(&path_shop(&request), &id.2, order));
+    answer(StatusCode::OK, "order", result)
 }
 
 async fn create_payment(
     request: HttpRequest,
     sim: web::Data<Simulator>,
-    id: web::Path<(String, String, String)>,
+    id: Ids3,
     body: web::Bytes,
 ) -> HttpResponse {
-    let payment: Payment = match entity(&body, "payment") {
-        Ok(payment) => payment,
-        Err(error) => return error_response(error),
-    };
-    match sim
-        .lock()
-        .create_payment(&path_shop(&request), &id.2, payment)
-    {
-        Ok(payment) => ok_data(StatusCode::CREATED, "payment", payment),
-        Err(error) => error_response(error),
-    }
+    let result = entity::<Payment>(&body, "payment").and_then(|payment| {
+        sim.lock()
+            .create_payment(&path_shop(&request), &id.2, payment)
+    });
+    answer(StatusCode::CREATED, "payment", result)
 }
 
 // ---- admin API -------------------------------------------------------------------------
