@@ -1,7 +1,10 @@
 //! The signatures Mercer makes and checks, each with sign and verify, constant-time comparison
-//! and known-answer tests. So far: `X-HMAC` for calls to platform connectors (contract §3.3).
-//! The webhook schemes (draft-cavage-12, Standard Webhooks, `x-svc-signature`) join them with
-//! the webhook engine.
+//! and known-answer tests: `X-HMAC` for calls to platform connectors (contract §3.3),
+//! draft-cavage-12 `Signature` for checkout webhooks and override requests, Standard Webhooks
+//! headers on every webhook, and `x-svc-signature` for subscription webhooks (contract §4.3, §5).
+
+pub mod cavage;
+pub mod standard_webhooks;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -37,6 +40,24 @@ pub fn verify_x_hmac(secret: &str, timestamp: &str, signature: &str) -> bool {
         .into()
 }
 
+/// Constant-time equality of two texts.
+pub fn same(a: &str, b: &str) -> bool {
+    a.as_bytes().ct_eq(b.as_bytes()).into()
+}
+
+/// `x-svc-signature` of a subscription webhook: lowercase hex HMAC-SHA256 of the raw body,
+/// keyed with the subscription's shared secret.
+pub fn svc_signature(secret: &str, body: &[u8]) -> String {
+    hex::encode(hmac_sha256(secret.as_bytes(), body))
+}
+
+pub fn verify_svc_signature(secret: &str, body: &[u8], header: &str) -> bool {
+    same(
+        &svc_signature(secret, body),
+        &header.trim().to_ascii_lowercase(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,6 +81,26 @@ mod tests {
         let signature = x_hmac("connector-secret", "2024-03-01T10:30:00Z");
         assert_eq!(signature.len(), 44);
         assert!(signature.ends_with('='));
+    }
+
+    #[test]
+    fn svc_signature_is_hex_hmac_of_the_body() {
+        // RFC 4231 test case 2 again, as lowercase hex.
+        assert_eq!(
+            svc_signature("Jefe", b"what do ya want for nothing?"),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+        let signature = svc_signature("sub-secret", b"{\"id\":1}");
+        assert!(verify_svc_signature(
+            "sub-secret",
+            b"{\"id\":1}",
+            &signature.to_ascii_uppercase()
+        ));
+        assert!(!verify_svc_signature(
+            "sub-secret",
+            b"{\"id\":2}",
+            &signature
+        ));
     }
 
     #[test]
