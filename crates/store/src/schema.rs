@@ -273,4 +273,55 @@ diesel::allow_tables_to_appear_in_same_query!(
     inbound_events,
     sync_runs,
     connector_outbox,
+    webhook_endpoints,
+    webhook_messages,
+    webhook_attempts,
 );
+
+diesel::table! {
+    webhook_endpoints (id) {
+        id -> BigInt,
+        public_id -> Text,
+        shop_id -> BigInt,
+        kind -> Text,
+        topic -> Text,
+        callback_url -> Text,
+        secret -> Nullable<Text>,
+        disabled_at -> Nullable<BigInt>,
+        disabled_reason -> Nullable<Text>,
+        failing_since -> Nullable<BigInt>,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+        deleted_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    webhook_messages (id) {
+        id -> BigInt,
+        message_id -> Text,
+        shop_id -> BigInt,
+        endpoint_id -> BigInt,
+        topic -> Text,
+        payload -> Text,
+        status -> Text,
+        attempts -> BigInt,
+        next_attempt_at -> BigInt,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+        delivered_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    webhook_attempts (id) {
+        id -> BigInt,
+        message_id -> BigInt,
+        attempted_at -> BigInt,
+        status -> Nullable<Integer>,
+        latency_us -> BigInt,
+        response -> Nullable<Text>,
+        error -> Nullable<Text>,
+        retry_after_ms -> Nullable<BigInt>,
+    }
+}

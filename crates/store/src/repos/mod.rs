@@ -6,6 +6,7 @@ mod events;
 mod outbox;
 mod platform;
 mod sync;
+mod webhooks;
 
 use diesel::prelude::*;
 use mercer_domain::Timestamp;

@@ -1,0 +1,526 @@
+//! Webhooks Mercer sends (contract §4.2, §4.3, §5): endpoints that subscribe to topics, messages
+//! enqueued in the same transaction as the change that causes them, and the delivery rules —
+//! the retry schedule with jitter and `Retry-After`, disabling on 410 or after days of failure.
+//!
+//! The sending itself (signing, HTTP, the address guard) is `mercer-webhooks`'s; the rules are
+//! here so they are tested without a network.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::credentials::{Secret, random_hex};
+use crate::error::{DomainError, FieldError};
+use crate::ports::Repositories;
+use crate::time::Timestamp;
+
+/// Which family an endpoint belongs to: how its deliveries are signed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WebhookKind {
+    /// Checkout webhooks: draft-cavage `Signature` with the shop's integration secret.
+    Checkout,
+    /// Subscription webhooks: `x-svc-signature` with the endpoint's own secret.
+    Subscription,
+}
+
+impl WebhookKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WebhookKind::Checkout => "checkout",
+            WebhookKind::Subscription => "subscription",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "checkout" => Some(WebhookKind::Checkout),
+            "subscription" => Some(WebhookKind::Subscription),
+            _ => None,
+        }
+    }
+}
+
+/// The checkout topics of contract §4.2, by their fixed ids.
+pub const CHECKOUT_TOPICS: [(i64, &str); 6] = [
+    (1, "order/processed"),
+    (2, "order/created"),
+    (3, "order/fulfilled"),
+    (4, "order/abandoned"),
+    (5, "order/failed"),
+    (6, "gift_card/created"),
+];
+
+pub fn checkout_topic(id: i64) -> Option<&'static str> {
+    CHECKOUT_TOPICS
+        .iter()
+        .find(|(topic_id, _)| *topic_id == id)
+        .map(|(_, name)| *name)
+}
+
+pub fn checkout_topic_id(name: &str) -> Option<i64> {
+    CHECKOUT_TOPICS
+        .iter()
+        .find(|(_, topic)| *topic == name)
+        .map(|(id, _)| *id)
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookEndpoint {
+    pub id: i64,
+    /// The id clients see: 32 hex characters for checkout webhooks.
+    pub public_id: String,
+    pub shop_id: i64,
+    pub kind: WebhookKind,
+    pub topic: String,
+    pub callback_url: String,
+    /// The endpoint's own secret (subscription webhooks); checkout webhooks use the shop's
+    /// integration secret at the time of sending.
+    pub secret: Option<Secret>,
+    pub disabled_at: Option<Timestamp>,
+    pub disabled_reason: Option<String>,
+    /// When the endpoint started failing without a success since.
+    pub failing_since: Option<Timestamp>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl WebhookEndpoint {
+    pub fn is_active(&self) -> bool {
+        self.disabled_at.is_none()
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct NewWebhookEndpoint {
+    pub shop_id: i64,
+    pub kind: WebhookKind,
+    pub topic: String,
+    pub callback_url: String,
+    pub secret: Option<Secret>,
+    pub created_at: Timestamp,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageStatus {
+    Pending,
+    Delivered,
+    /// Given up: the schedule ran out, or the endpoint was disabled.
+    Failed,
+    /// The endpoint went away before delivery.
+    Cancelled,
+}
+
+impl MessageStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessageStatus::Pending => "pending",
+            MessageStatus::Delivered => "delivered",
+            MessageStatus::Failed => "failed",
+            MessageStatus::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        [
+            MessageStatus::Pending,
+            MessageStatus::Delivered,
+            MessageStatus::Failed,
+            MessageStatus::Cancelled,
+        ]
+        .into_iter()
+        .find(|status| status.as_str() == text)
+    }
+}
+
+/// One message to one endpoint; its `message_id` (`webhook-id`) stays the same on every attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookMessage {
+    pub id: i64,
+    pub message_id: String,
+    pub shop_id: i64,
+    pub endpoint_id: i64,
+    pub topic: String,
+    pub payload: String,
+    pub status: MessageStatus,
+    pub attempts: i64,
+    pub next_attempt_at: Timestamp,
+    pub created_at: Timestamp,
+    pub delivered_at: Option<Timestamp>,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewWebhookMessage {
+    pub message_id: String,
+    pub shop_id: i64,
+    pub endpoint_id: i64,
+    pub topic: String,
+    pub payload: String,
+    pub created_at: Timestamp,
+}
+
+/// What one attempt got back.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AttemptOutcome {
+    /// The HTTP status, when there was an answer.
+    pub status: Option<u16>,
+    pub latency: Duration,
+    /// The first KiB of the answer's body.
+    pub response: Option<String>,
+    /// Why there was no usable answer (timeout, refused, blocked address).
+    pub error: Option<String>,
+    /// The answer's `Retry-After`, when it had one.
+    pub retry_after: Option<Duration>,
+}
+
+impl AttemptOutcome {
+    pub fn succeeded(&self) -> bool {
+        self.status
+            .is_some_and(|status| (200..300).contains(&status))
+    }
+}
+
+/// A message's state after an attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageUpdate {
+    pub id: i64,
+    pub status: MessageStatus,
+    pub attempts: i64,
+    pub next_attempt_at: Timestamp,
+    pub delivered_at: Option<Timestamp>,
+}
+
+/// One recorded attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryAttempt {
+    pub message_row: i64,
+    pub attempted_at: Timestamp,
+    pub outcome: AttemptOutcome,
+}
+
+/// When to try again after failures, and when to give up on an endpoint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryPolicy {
+    /// The delay before each attempt: the first is the initial one (normally 0).
+    pub delays: Vec<Duration>,
+    /// How much a delay may vary either way (0.2 = ±20%).
+    pub jitter: f64,
+    /// The longest a `Retry-After` is honoured.
+    pub max_retry_after: Duration,
+    /// An endpoint that has only failed for this long is disabled.
+    pub disable_after: Duration,
+}
+
+const MINUTE: u64 = 60;
+const HOUR: u64 = 60 * MINUTE;
+
+impl Default for RetryPolicy {
+    /// Immediately, then 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, each ±20%; `Retry-After` up
+    /// to 10 h; endpoints disabled after 5 days of failures only.
+    fn default() -> Self {
+        RetryPolicy {
+            delays: [
+                0,
+                5,
+                5 * MINUTE,
+                30 * MINUTE,
+                2 * HOUR,
+                5 * HOUR,
+                10 * HOUR,
+                10 * HOUR,
+            ]
+            .into_iter()
+            .map(Duration::from_secs)
+            .collect(),
+            jitter: 0.2,
+            max_retry_after: Duration::from_secs(10 * HOUR),
+            disable_after: Duration::from_secs(5 * 24 * HOUR),
+        }
+    }
+}
+
+/// What follows an attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AfterAttempt {
+    Delivered,
+    /// Try again at this time.
+    Retry(Timestamp),
+    /// The schedule ran out: the message failed.
+    GiveUp,
+    /// The endpoint is disabled (410, or failing too long): this message fails and the
+    /// endpoint's other pending messages stop.
+    Disable(String),
+}
+
+fn micros(duration: Duration) -> i64 {
+    i64::try_from(duration.as_micros()).unwrap_or(i64::MAX)
+}
+
+impl RetryPolicy {
+    /// Parses `0s,5s,5m,30m,2h,5h,10h,10h` (units ms, s, m, h).
+    pub fn parse_delays(text: &str) -> Result<Vec<Duration>, String> {
+        text.split(',')
+            .map(str::trim)
+            .filter(|part| !part.is_empty())
+            .map(|part| {
+                let (number, unit) = part.split_at(
+                    part.find(|c: char| !c.is_ascii_digit())
+                        .unwrap_or(part.len()),
+                );
+                let number: u64 = number
+                    .parse()
+                    .map_err(|_| format!("{part:?} is not a duration such as 5s"))?;
+                Ok(match unit {
+                    "ms" => Duration::from_millis(number),
+                    "s" | "" => Duration::from_secs(number),
+                    "m" => Duration::from_secs(number * MINUTE),
+                    "h" => Duration::from_secs(number * HOUR),
+                    _ => return Err(format!("{part:?}: the unit must be ms, s, m or h")),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .and_then(|delays| {
+                if delays.is_empty() {
+                    Err("no delays given".to_string())
+                } else {
+                    Ok(delays)
+                }
+            })
+    }
+
+    /// The rules after `attempts` attempts of which this one got `outcome`. `failing_since` is
+    /// the endpoint's, before this attempt. `spread` is a random number in [-1, 1] that picks
+    /// the jitter.
+    pub fn after_attempt(
+        &self,
+        attempts: i64,
+        outcome: &AttemptOutcome,
+        failing_since: Option<Timestamp>,
+        now: Timestamp,
+        spread: f64,
+    ) -> AfterAttempt {
+        if outcome.succeeded() {
+            return AfterAttempt::Delivered;
+        }
+        if outcome.status == Some(410) {
+            return AfterAttempt::Disable("the endpoint answered 410 Gone".to_string());
+        }
+        let failing_since = failing_since.unwrap_or(now);
+        if now.as_micros() - failing_since.as_micros() >= micros(self.disable_after) {
+            return AfterAttempt::Disable(format!(
+                "every delivery failed for {} hours",
+                self.disable_after.as_secs() / HOUR
+            ));
+        }
+        let Some(delay) = usize::try_from(attempts)
+            .ok()
+            .and_then(|n| self.delays.get(n))
+        else {
+            return AfterAttempt::GiveUp;
+        };
+        let factor = 1.0 + self.jitter * spread.clamp(-1.0, 1.0);
+        let jittered = Duration::from_secs_f64(delay.as_secs_f64() * factor);
+        // A receiver's own Retry-After wins over the schedule, within bounds.
+        let wait = match outcome.retry_after {
+            Some(asked) => asked.min(self.max_retry_after),
+            None => jittered,
+        };
+        AfterAttempt::Retry(Timestamp::from_micros(
+            now.as_micros().saturating_add(micros(wait)),
+        ))
+    }
+}
+
+/// A new `webhook-id`: `msg_` and 32 hex characters.
+pub fn new_message_id() -> String {
+    format!("msg_{}", random_hex(16))
+}
+
+/// Enqueues `payload` for every active endpoint of the shop on `topic`, in the caller's
+/// transaction; returns the messages' row ids (none when nobody subscribes).
+pub fn enqueue_for_topic(
+    tx: &mut dyn Repositories,
+    shop_id: i64,
+    kind: WebhookKind,
+    topic: &str,
+    payload: &serde_json::Value,
+    now: Timestamp,
+) -> Result<Vec<i64>, DomainError> {
+    let endpoints = tx.active_webhook_endpoints(shop_id, kind, topic)?;
+    let messages: Vec<NewWebhookMessage> = endpoints
+        .iter()
+        .map(|endpoint| NewWebhookMessage {
+            message_id: new_message_id(),
+            shop_id,
+            endpoint_id: endpoint.id,
+            topic: topic.to_string(),
+            payload: payload.to_string(),
+            created_at: now,
+        })
+        .collect();
+    Ok(tx.insert_webhook_messages(&messages)?)
+}
+
+/// Enqueues `payload` for one endpoint (a test delivery, a resend), in the caller's transaction.
+pub fn enqueue_for_endpoint(
+    tx: &mut dyn Repositories,
+    endpoint: &WebhookEndpoint,
+    payload: &serde_json::Value,
+    now: Timestamp,
+) -> Result<i64, DomainError> {
+    let message = NewWebhookMessage {
+        message_id: new_message_id(),
+        shop_id: endpoint.shop_id,
+        endpoint_id: endpoint.id,
+        topic: endpoint.topic.clone(),
+        payload: payload.to_string(),
+        created_at: now,
+    };
+    tx.insert_webhook_messages(std::slice::from_ref(&message))?
+        .first()
+        .copied()
+        .ok_or_else(|| crate::StorageError::other("no message id came back").into())
+}
+
+/// Checks a callback URL's form: absolute http(s) with a host. Whether its address is allowed
+/// is the sender's [`AddressGuard`]'s to say.
+pub fn check_callback_url(field: &str, url: &str) -> Result<String, FieldError> {
+    crate::destinations::check_base_url(field, url).map(|_| url.trim().to_string())
+}
+
+/// Whether a URL's host may be called: the SSRF guard, a port because it resolves names.
+pub trait AddressGuard: Send + Sync {
+    /// `Err(reason)` when the host resolves to an address that must not be called.
+    fn check(&self, url: &str) -> Result<(), String>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> Timestamp {
+        Timestamp::from_micros(1_700_000_000_000_000)
+    }
+
+    fn failed(status: u16) -> AttemptOutcome {
+        AttemptOutcome {
+            status: Some(status),
+            ..AttemptOutcome::default()
+        }
+    }
+
+    fn retry_in(after: AfterAttempt) -> Duration {
+        match after {
+            AfterAttempt::Retry(at) => {
+                Duration::from_micros((at.as_micros() - now().as_micros()) as u64)
+            }
+            other => panic!("expected a retry, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_schedule_without_jitter() {
+        let policy = RetryPolicy::default();
+        let waits: Vec<u64> = (1..=7)
+            .map(|attempts| {
+                retry_in(policy.after_attempt(attempts, &failed(500), None, now(), 0.0)).as_secs()
+            })
+            .collect();
+        assert_eq!(waits, [5, 300, 1800, 7200, 18_000, 36_000, 36_000]);
+        assert_eq!(
+            policy.after_attempt(8, &failed(500), None, now(), 0.0),
+            AfterAttempt::GiveUp
+        );
+    }
+
+    #[test]
+    fn jitter_stays_within_twenty_percent() {
+        let policy = RetryPolicy::default();
+        assert_eq!(
+            retry_in(policy.after_attempt(1, &failed(500), None, now(), 1.0)),
+            Duration::from_secs(6)
+        );
+        assert_eq!(
+            retry_in(policy.after_attempt(1, &failed(500), None, now(), -1.0)),
+            Duration::from_secs(4)
+        );
+        assert_eq!(
+            retry_in(policy.after_attempt(1, &failed(500), None, now(), 7.0)),
+            Duration::from_secs(6),
+            "spread is clamped"
+        );
+    }
+
+    #[test]
+    fn retry_after_is_honoured_up_to_ten_hours() {
+        let policy = RetryPolicy::default();
+        let asked = |seconds| AttemptOutcome {
+            status: Some(503),
+            retry_after: Some(Duration::from_secs(seconds)),
+            ..AttemptOutcome::default()
+        };
+        assert_eq!(
+            retry_in(policy.after_attempt(1, &asked(120), None, now(), 0.0)),
+            Duration::from_secs(120)
+        );
+        assert_eq!(
+            retry_in(policy.after_attempt(1, &asked(2), None, now(), 0.0)),
+            Duration::from_secs(2),
+            "a shorter wait asked for is taken"
+        );
+        assert_eq!(
+            retry_in(policy.after_attempt(1, &asked(50 * 3600), None, now(), 0.0)),
+            Duration::from_secs(10 * 3600)
+        );
+    }
+
+    #[test]
+    fn success_410_and_long_failure() {
+        let policy = RetryPolicy::default();
+        assert_eq!(
+            policy.after_attempt(3, &failed(204), Some(now()), now(), 0.0),
+            AfterAttempt::Delivered
+        );
+        assert!(matches!(
+            policy.after_attempt(1, &failed(410), None, now(), 0.0),
+            AfterAttempt::Disable(_)
+        ));
+        let six_days_ago = now().plus_seconds(-6 * 24 * 3600);
+        assert!(matches!(
+            policy.after_attempt(2, &failed(500), Some(six_days_ago), now(), 0.0),
+            AfterAttempt::Disable(_)
+        ));
+        let timeout = AttemptOutcome {
+            error: Some("timed out".into()),
+            ..AttemptOutcome::default()
+        };
+        assert!(matches!(
+            policy.after_attempt(1, &timeout, None, now(), 0.0),
+            AfterAttempt::Retry(_)
+        ));
+    }
+
+    #[test]
+    fn delays_parse_with_units() {
+        assert_eq!(
+            RetryPolicy::parse_delays("0s, 200ms,5m,2h,7").unwrap(),
+            [
+                Duration::ZERO,
+                Duration::from_millis(200),
+                Duration::from_secs(300),
+                Duration::from_secs(7200),
+                Duration::from_secs(7)
+            ]
+        );
+        assert!(RetryPolicy::parse_delays("5 days").is_err());
+        assert!(RetryPolicy::parse_delays("").is_err());
+    }
+
+    #[test]
+    fn checkout_topics_have_fixed_ids() {
+        assert_eq!(checkout_topic(1), Some("order/processed"));
+        assert_eq!(checkout_topic(6), Some("gift_card/created"));
+        assert_eq!(checkout_topic(7), None);
+        assert_eq!(checkout_topic_id("order/failed"), Some(5));
+    }
+}
