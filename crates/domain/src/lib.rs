@@ -21,6 +21,7 @@ pub mod sync;
 pub mod testing;
 pub mod time;
 pub mod version;
+pub mod wake;
 pub mod webhooks;
 
 pub use error::{DomainError, FieldError, StorageError, StorageErrorKind};

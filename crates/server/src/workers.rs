@@ -2,9 +2,9 @@
 //! block): the ingest writer that stores events before their 202, the applier that applies
 //! them in order, and the outbox worker that makes calls to connectors.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -25,27 +25,7 @@ const SQLITE_APPLY_BATCH: usize = 200;
 /// How often idle workers look for work nobody told them about (another process's, a retry).
 const IDLE_POLL: Duration = Duration::from_millis(500);
 
-/// A wake-up call for a worker thread, with polling as the fallback.
-#[derive(Clone, Default)]
-pub struct Wake(Arc<(Mutex<bool>, Condvar)>);
-
-impl Wake {
-    pub fn notify(&self) {
-        let (flag, condvar) = &*self.0;
-        *flag.lock().unwrap_or_else(|e| e.into_inner()) = true;
-        condvar.notify_all();
-    }
-
-    /// Waits for a notification or `timeout`, whichever comes first.
-    fn wait(&self, timeout: Duration) {
-        let (flag, condvar) = &*self.0;
-        let guard = flag.lock().unwrap_or_else(|e| e.into_inner());
-        let (mut guard, _) = condvar
-            .wait_timeout_while(guard, timeout, |woken| !*woken)
-            .unwrap_or_else(|e| e.into_inner());
-        *guard = false;
-    }
-}
+pub use mercer_domain::wake::Wake;
 
 struct IngestJob {
     events: Vec<NewInboundEvent>,

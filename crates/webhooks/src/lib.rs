@@ -1,4 +1,12 @@
-//! The webhook delivery engine: claim due deliveries, sign, send, record attempts, retry,
-//! disable failing endpoints, guard against SSRF. Not built yet: it arrives with the webhook
-//! engine work (issue 4). The crate exists now so the workspace has its final shape and
-//! `cargo xtask tidy` guards it.
+//! Webhook delivery (contract §4.3, §5): workers claim due messages, sign them (Standard
+//! Webhooks on all; draft-cavage for checkout topics; `x-svc-signature` for subscription
+//! topics), send them with ureq, record every attempt, and schedule retries or disable
+//! endpoints by the domain's rules. [`guard`] keeps callbacks out of private networks.
+//!
+//! Everything here blocks: it runs on threads of its own.
+
+pub mod dispatcher;
+pub mod guard;
+
+pub use dispatcher::{BatchReport, DispatcherConfig, Sender, build_request, dispatch_batch, start};
+pub use guard::PrivateAddressGuard;

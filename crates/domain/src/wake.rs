@@ -1,0 +1,25 @@
+//! A wake-up call for a worker thread, with polling as the fallback.
+
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+#[derive(Clone, Default)]
+pub struct Wake(Arc<(Mutex<bool>, Condvar)>);
+
+impl Wake {
+    pub fn notify(&self) {
+        let (flag, condvar) = &*self.0;
+        *flag.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        condvar.notify_all();
+    }
+
+    /// Waits for a notification or `timeout`, whichever comes first.
+    pub fn wait(&self, timeout: Duration) {
+        let (flag, condvar) = &*self.0;
+        let guard = flag.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut guard, _) = condvar
+            .wait_timeout_while(guard, timeout, |woken| !*woken)
+            .unwrap_or_else(|e| e.into_inner());
+        *guard = false;
+    }
+}

@@ -1,0 +1,453 @@
+//! The dispatcher: workers claim due messages, sign and send them, record every attempt, and
+//! schedule what follows by the domain's [`RetryPolicy`].
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use mercer_domain::credentials::Secret;
+use mercer_domain::ports::{Clock, Database, SystemClock};
+use mercer_domain::secrets::SecretKind;
+use mercer_domain::wake::Wake;
+use mercer_domain::webhooks::{
+    AddressGuard, AfterAttempt, AttemptOutcome, DeliveryAttempt, MessageStatus, MessageUpdate,
+    RetryPolicy, WebhookEndpoint, WebhookKind, WebhookMessage,
+};
+use mercer_domain::{DomainError, Timestamp};
+use mercer_signing::{cavage, standard_webhooks, svc_signature};
+
+use crate::guard::PrivateAddressGuard;
+
+#[derive(Debug, Clone)]
+pub struct DispatcherConfig {
+    /// Threads sending at once.
+    pub workers: usize,
+    /// Messages one worker claims at a time.
+    pub batch: usize,
+    pub connect_timeout: Duration,
+    /// The whole attempt, answer included.
+    pub timeout: Duration,
+    /// Send to loopback and private addresses (local development, tests).
+    pub allow_private: bool,
+    pub policy: RetryPolicy,
+    /// How long a claimed message is held by its worker before another may take it.
+    pub lease: Duration,
+    /// How often idle workers look for due messages nobody woke them for.
+    pub idle_poll: Duration,
+}
+
+impl Default for DispatcherConfig {
+    fn default() -> Self {
+        DispatcherConfig {
+            workers: 4,
+            batch: 16,
+            connect_timeout: Duration::from_secs(5),
+            timeout: Duration::from_secs(15),
+            allow_private: false,
+            policy: RetryPolicy::default(),
+            lease: Duration::from_secs(60),
+            idle_poll: Duration::from_millis(250),
+        }
+    }
+}
+
+/// The most of an answer's body that is kept with the attempt.
+const RESPONSE_KEPT: u64 = 1024;
+
+/// A request ready to send.
+pub struct OutgoingWebhook {
+    pub url: String,
+    pub headers: Vec<(&'static str, String)>,
+    pub body: Vec<u8>,
+}
+
+/// The headers of one delivery (contract §4.3, §5): Standard Webhooks on every message; the
+/// draft-cavage `Signature` and `Date` for checkout webhooks; `x-svc-signature` for
+/// subscription webhooks.
+pub fn build_request(
+    endpoint: &WebhookEndpoint,
+    message: &WebhookMessage,
+    secret: &Secret,
+    now: Timestamp,
+) -> OutgoingWebhook {
+    let body = message.payload.as_bytes().to_vec();
+    let timestamp = now.as_micros() / 1_000_000;
+    let mut headers = vec![
+        ("Content-Type", "application/json".to_string()),
+        ("User-Agent", "Svc-API".to_string()),
+        ("webhook-id", message.message_id.clone()),
+        ("webhook-timestamp", timestamp.to_string()),
+        (
+            "webhook-signature",
+            standard_webhooks::sign(
+                secret.expose().as_bytes(),
+                &message.message_id,
+                timestamp,
+                &body,
+            ),
+        ),
+        ("X-Svc-Topic", message.topic.clone()),
+    ];
+    match endpoint.kind {
+        WebhookKind::Checkout => {
+            let date = now
+                .to_datetime()
+                .format("%a, %d %b %Y %H:%M:%S GMT")
+                .to_string();
+            let target = url::Url::parse(&endpoint.callback_url)
+                .map(|url| match url.query() {
+                    Some(query) => format!("{}?{query}", url.path()),
+                    None => url.path().to_string(),
+                })
+                .unwrap_or_else(|_| "/".to_string());
+            headers.push((
+                "Signature",
+                cavage::signature_header(secret.expose(), "POST", &target, &date),
+            ));
+            headers.push(("Date", date));
+        }
+        WebhookKind::Subscription => {
+            headers.push(("x-svc-signature", svc_signature(secret.expose(), &body)))
+        }
+    }
+    OutgoingWebhook {
+        url: endpoint.callback_url.clone(),
+        headers,
+        body,
+    }
+}
+
+/// `Retry-After` as seconds or an HTTP date.
+fn retry_after(value: &str, now: Timestamp) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let at = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+    let wait = at.timestamp_micros() - now.as_micros();
+    Some(Duration::from_micros(u64::try_from(wait).unwrap_or(0)))
+}
+
+/// A random spread in [-1, 1] for the retry jitter.
+fn spread() -> f64 {
+    let mut bytes = [0u8; 8];
+    if getrandom::fill(&mut bytes).is_err() {
+        return 0.0;
+    }
+    (u64::from_le_bytes(bytes) as f64 / u64::MAX as f64) * 2.0 - 1.0
+}
+
+fn error_text(error: &ureq::Error, timeout: Duration) -> String {
+    match error {
+        ureq::Error::Timeout(_) => format!("no answer within {timeout:?}"),
+        other => other.to_string(),
+    }
+}
+
+/// One worker's sending: an HTTP agent and the guard.
+pub struct Sender {
+    agent: ureq::Agent,
+    timeout: Duration,
+    guard: PrivateAddressGuard,
+}
+
+impl Sender {
+    pub fn new(config: &DispatcherConfig) -> Sender {
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_connect(Some(config.connect_timeout))
+            .timeout_global(Some(config.timeout))
+            .max_redirects(0)
+            .user_agent("Svc-API")
+            .build()
+            .into();
+        Sender {
+            agent,
+            timeout: config.timeout,
+            guard: PrivateAddressGuard {
+                allow_private: config.allow_private,
+            },
+        }
+    }
+
+    /// Sends one request and reports what came back.
+    pub fn send(&self, request: &OutgoingWebhook, now: Timestamp) -> AttemptOutcome {
+        if let Err(reason) = self.guard.check(&request.url) {
+            return AttemptOutcome {
+                error: Some(format!("refused: {reason}")),
+                ..AttemptOutcome::default()
+            };
+        }
+        let started = Instant::now();
+        let mut builder = self.agent.post(&request.url);
+        for (name, value) in &request.headers {
+            builder = builder.header(*name, value.as_str());
+        }
+        match builder.send(&request.body[..]) {
+            Ok(mut response) => {
+                let status = response.status().as_u16();
+                let asked = response
+                    .headers()
+                    .get("retry-after")
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| retry_after(v, now));
+                let mut kept = Vec::new();
+                let _ = response
+                    .body_mut()
+                    .as_reader()
+                    .take(RESPONSE_KEPT)
+                    .read_to_end(&mut kept);
+                AttemptOutcome {
+                    status: Some(status),
+                    latency: started.elapsed(),
+                    response: Some(String::from_utf8_lossy(&kept).into_owned()),
+                    error: None,
+                    retry_after: asked,
+                }
+            }
+            Err(error) => AttemptOutcome {
+                latency: started.elapsed(),
+                error: Some(error_text(&error, self.timeout)),
+                ..AttemptOutcome::default()
+            },
+        }
+    }
+}
+
+/// What one batch did, for the caller's logs and counters.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct BatchReport {
+    pub claimed: usize,
+    pub delivered: usize,
+    pub retried: usize,
+    pub failed: usize,
+}
+
+fn outcome_label(after: &AfterAttempt) -> &'static str {
+    match after {
+        AfterAttempt::Delivered => "delivered",
+        AfterAttempt::Retry(_) => "retried",
+        AfterAttempt::GiveUp => "failed",
+        AfterAttempt::Disable(_) => "disabled",
+    }
+}
+
+/// Claims due messages, sends them, records the attempts, and schedules what follows.
+pub fn dispatch_batch(
+    db: &impl Database,
+    sender: &Sender,
+    config: &DispatcherConfig,
+    clock: &dyn Clock,
+) -> Result<BatchReport, DomainError> {
+    let now = clock.now();
+    let lease_until = Timestamp::from_micros(
+        now.as_micros() + i64::try_from(config.lease.as_micros()).unwrap_or(i64::MAX),
+    );
+    let claimed =
+        db.write(|tx| Ok(tx.claim_webhook_messages(now, config.batch, lease_until)?))?;
+    let mut report = BatchReport {
+        claimed: claimed.len(),
+        ..BatchReport::default()
+    };
+    if claimed.is_empty() {
+        return Ok(report);
+    }
+    let endpoint_ids: Vec<i64> = claimed.iter().map(|m| m.endpoint_id).collect();
+    let (endpoints, secrets) = db.read(|tx| {
+        let endpoints: HashMap<i64, (WebhookEndpoint, bool)> = tx
+            .webhook_endpoints_by_ids(&endpoint_ids)?
+            .into_iter()
+            .map(|(e, deleted)| (e.id, (e, deleted)))
+            .collect();
+        let mut secrets: HashMap<i64, Option<Secret>> = HashMap::new();
+        for (endpoint, _) in endpoints.values() {
+            if endpoint.kind == WebhookKind::Checkout && !secrets.contains_key(&endpoint.shop_id) {
+                let secret = tx
+                    .shared_secret(endpoint.shop_id, SecretKind::CheckoutIntegration)?
+                    .map(|s| s.current);
+                secrets.insert(endpoint.shop_id, secret);
+            }
+        }
+        Ok((endpoints, secrets))
+    })?;
+
+    let mut attempts = Vec::new();
+    let mut updates = Vec::new();
+    // Per endpoint: its failing-since after this batch, and a disabling if one happened.
+    let mut health: HashMap<i64, (Option<Timestamp>, Option<String>)> = HashMap::new();
+    let mut cancelled = Vec::new();
+    for message in claimed {
+        let Some((endpoint, deleted)) = endpoints.get(&message.endpoint_id) else {
+            continue;
+        };
+        let sent_at = clock.now();
+        if *deleted
+            || !endpoint.is_active()
+            || health
+                .get(&endpoint.id)
+                .is_some_and(|(_, disabled)| disabled.is_some())
+        {
+            cancelled.push(MessageUpdate {
+                id: message.id,
+                status: MessageStatus::Cancelled,
+                attempts: message.attempts,
+                next_attempt_at: sent_at,
+                delivered_at: None,
+            });
+            continue;
+        }
+        let secret = match endpoint.kind {
+            WebhookKind::Checkout => secrets.get(&endpoint.shop_id).cloned().flatten(),
+            WebhookKind::Subscription => endpoint.secret.clone(),
+        };
+        let outcome = match &secret {
+            Some(secret) => {
+                sender.send(&build_request(endpoint, &message, secret, sent_at), sent_at)
+            }
+            None => AttemptOutcome {
+                error: Some("no shared secret to sign with is configured".to_string()),
+                ..AttemptOutcome::default()
+            },
+        };
+        let attempts_made = message.attempts + 1;
+        let failing_since = health
+            .get(&endpoint.id)
+            .map_or(endpoint.failing_since, |(since, _)| *since);
+        let after =
+            config
+                .policy
+                .after_attempt(attempts_made, &outcome, failing_since, sent_at, spread());
+        metrics::counter!("mercer_webhook_deliveries_total", "outcome" => outcome_label(&after))
+            .increment(1);
+        metrics::histogram!("mercer_webhook_attempt_seconds").record(outcome.latency.as_secs_f64());
+        log::info!(
+            target: "mercer::webhooks",
+            "{} {} attempt {attempts_made}: {} {:.1}ms → {}",
+            message.message_id,
+            message.topic,
+            outcome.status.map_or_else(|| outcome.error.clone().unwrap_or_default(), |s| s.to_string()),
+            outcome.latency.as_secs_f64() * 1000.0,
+            outcome_label(&after)
+        );
+        let (status, next, delivered_at, endpoint_health) = match &after {
+            AfterAttempt::Delivered => {
+                report.delivered += 1;
+                (
+                    MessageStatus::Delivered,
+                    sent_at,
+                    Some(sent_at),
+                    (None, None),
+                )
+            }
+            AfterAttempt::Retry(at) => {
+                report.retried += 1;
+                (
+                    MessageStatus::Pending,
+                    *at,
+                    None,
+                    (Some(failing_since.unwrap_or(sent_at)), None),
+                )
+            }
+            AfterAttempt::GiveUp => {
+                report.failed += 1;
+                (
+                    MessageStatus::Failed,
+                    sent_at,
+                    None,
+                    (Some(failing_since.unwrap_or(sent_at)), None),
+                )
+            }
+            AfterAttempt::Disable(reason) => {
+                report.failed += 1;
+                (
+                    MessageStatus::Failed,
+                    sent_at,
+                    None,
+                    (Some(failing_since.unwrap_or(sent_at)), Some(reason.clone())),
+                )
+            }
+        };
+        health.insert(endpoint.id, endpoint_health);
+        attempts.push(DeliveryAttempt {
+            message_row: message.id,
+            attempted_at: sent_at,
+            outcome,
+        });
+        updates.push(MessageUpdate {
+            id: message.id,
+            status,
+            attempts: attempts_made,
+            next_attempt_at: next,
+            delivered_at,
+        });
+    }
+    updates.extend(cancelled);
+    let now = clock.now();
+    db.write(|tx| {
+        tx.record_webhook_attempts(&attempts, &updates)?;
+        for (endpoint_id, (failing_since, disabled)) in &health {
+            let disabled = disabled.as_deref().map(|reason| (now, reason));
+            tx.set_webhook_endpoint_health(*endpoint_id, *failing_since, disabled, now)?;
+            if disabled.is_some() {
+                tx.end_pending_webhook_messages(*endpoint_id, MessageStatus::Failed, now)?;
+                log::warn!(target: "mercer::webhooks", "endpoint {endpoint_id} disabled");
+            }
+        }
+        Ok(())
+    })?;
+    Ok(report)
+}
+
+/// Runs `config.workers` threads until `stop`; `wake` makes idle workers look at once.
+pub fn start<D: Database>(
+    db: D,
+    config: DispatcherConfig,
+    wake: Wake,
+    stop: Arc<AtomicBool>,
+) -> std::io::Result<Vec<std::thread::JoinHandle<()>>> {
+    (0..config.workers.max(1))
+        .map(|n| {
+            let (db, config, wake, stop) = (db.clone(), config.clone(), wake.clone(), stop.clone());
+            std::thread::Builder::new().name(format!("mercer-webhooks-{n}")).spawn(move || {
+                let sender = Sender::new(&config);
+                let clock = SystemClock;
+                while !stop.load(Ordering::Relaxed) {
+                    match dispatch_batch(&db, &sender, &config, &clock) {
+                        Ok(report) if report.claimed > 0 => {}
+                        Ok(_) => wake.wait(config.idle_poll),
+                        Err(error) => {
+                            log::error!(target: "mercer::webhooks", "dispatching failed: {error}");
+                            wake.wait(config.idle_poll);
+                        }
+                    }
+                }
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_reads_seconds_and_dates() {
+        let now = Timestamp::parse_rfc3339("2024-03-01T10:00:00Z").unwrap();
+        assert_eq!(retry_after("120", now), Some(Duration::from_secs(120)));
+        assert_eq!(
+            retry_after("Fri, 01 Mar 2024 10:01:00 GMT", now),
+            Some(Duration::from_secs(60))
+        );
+        assert_eq!(retry_after("soon", now), None);
+    }
+
+    #[test]
+    fn spread_stays_in_range() {
+        for _ in 0..100 {
+            let s = spread();
+            assert!((-1.0..=1.0).contains(&s));
+        }
+    }
+}
