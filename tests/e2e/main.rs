@@ -7,3 +7,4 @@ mod cli;
 mod connector;
 mod foundation;
 mod lifecycle;
+mod webhooks;

@@ -4,6 +4,8 @@
 //! The binary is looked up at `$MERCER_BIN`, else next to the test executable's profile folder
 //! (`target/debug/mercer`). `cargo xtask test` builds it before running the tests.
 
+pub mod receiver;
+
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};

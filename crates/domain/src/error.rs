@@ -95,6 +95,9 @@ pub enum DomainError {
     /// The input is well formed but breaks the rules; one entry per problem.
     #[error("invalid input ({} problem(s))", .0.len())]
     Invalid(Vec<FieldError>),
+    /// A well-formed request the shop's state does not allow (422 with this type).
+    #[error("{message}")]
+    Unprocessable { code: &'static str, message: String },
     /// The request's query (or another part that is not a JSON body) does not parse; 400.
     #[error("bad request ({} problem(s))", .0.len())]
     BadRequest(Vec<FieldError>),

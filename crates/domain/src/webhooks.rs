@@ -361,13 +361,14 @@ pub fn enqueue_for_topic(
     Ok(tx.insert_webhook_messages(&messages)?)
 }
 
-/// Enqueues `payload` for one endpoint (a test delivery, a resend), in the caller's transaction.
+/// Enqueues `payload` for one endpoint (a test delivery, a resend), in the caller's
+/// transaction; returns the message's row id and `webhook-id`.
 pub fn enqueue_for_endpoint(
     tx: &mut dyn Repositories,
     endpoint: &WebhookEndpoint,
     payload: &serde_json::Value,
     now: Timestamp,
-) -> Result<i64, DomainError> {
+) -> Result<(i64, String), DomainError> {
     let message = NewWebhookMessage {
         message_id: new_message_id(),
         shop_id: endpoint.shop_id,
@@ -376,16 +377,33 @@ pub fn enqueue_for_endpoint(
         payload: payload.to_string(),
         created_at: now,
     };
-    tx.insert_webhook_messages(std::slice::from_ref(&message))?
+    let row = tx
+        .insert_webhook_messages(std::slice::from_ref(&message))?
         .first()
         .copied()
-        .ok_or_else(|| crate::StorageError::other("no message id came back").into())
+        .ok_or_else(|| crate::StorageError::other("no message id came back"))?;
+    Ok((row, message.message_id))
 }
 
 /// Checks a callback URL's form: absolute http(s) with a host. Whether its address is allowed
 /// is the sender's [`AddressGuard`]'s to say.
 pub fn check_callback_url(field: &str, url: &str) -> Result<String, FieldError> {
-    crate::destinations::check_base_url(field, url).map(|_| url.trim().to_string())
+    let invalid = |why: &str| FieldError::new(field, "invalid_url", format!("{field} {why}"));
+    let parsed =
+        url::Url::parse(url.trim()).map_err(|_| invalid("must be an absolute http(s) URL"))?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none_or(str::is_empty) {
+        return Err(invalid("must be an absolute http(s) URL"));
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(invalid("must not carry credentials"));
+    }
+    if parsed.fragment().is_some() {
+        return Err(invalid("must not have a fragment"));
+    }
+    if url.len() > 2048 {
+        return Err(invalid("must be at most 2048 characters"));
+    }
+    Ok(url.trim().to_string())
 }
 
 /// Whether a URL's host may be called: the SSRF guard, a port because it resolves names.
@@ -522,5 +540,182 @@ mod tests {
         assert_eq!(checkout_topic(6), Some("gift_card/created"));
         assert_eq!(checkout_topic(7), None);
         assert_eq!(checkout_topic_id("order/failed"), Some(5));
+    }
+}
+
+/// Checkout webhooks (contract §4.2): registration, changes and the resource clients see.
+pub mod checkout {
+    use serde::Deserialize;
+    use serde_json::{Value, json};
+
+    use super::{
+        AddressGuard, NewWebhookEndpoint, WebhookEndpoint, WebhookKind, check_callback_url,
+        checkout_topic, checkout_topic_id,
+    };
+    use crate::error::{DomainError, FieldError, Problems};
+    use crate::ports::Repositories;
+    use crate::secrets::SecretKind;
+    use crate::shop::Shop;
+    use crate::time::Timestamp;
+
+    #[derive(Debug, Clone, Default, Deserialize)]
+    #[serde(default)]
+    pub struct WebhookInput {
+        pub webhook_topic_id: Option<i64>,
+        pub callback_url: Option<String>,
+    }
+
+    /// Checks a callback URL's form and, through the guard, where it leads (422 either way).
+    /// Runs before any transaction: the guard resolves names.
+    pub fn check_callback(
+        url: Option<&str>,
+        guard: &dyn AddressGuard,
+    ) -> Result<String, FieldError> {
+        let url = url.ok_or_else(|| FieldError::required("callback_url"))?;
+        let url = check_callback_url("callback_url", url)?;
+        guard.check(&url).map_err(|reason| {
+            FieldError::new(
+                "callback_url",
+                "address_not_allowed",
+                format!("callback_url is not allowed: {reason}"),
+            )
+        })?;
+        Ok(url)
+    }
+
+    /// Create Webhook, with the callback URL already checked.
+    pub fn create(
+        tx: &mut dyn Repositories,
+        shop: &Shop,
+        topic_id: Option<i64>,
+        callback: Result<String, FieldError>,
+        now: Timestamp,
+    ) -> Result<WebhookEndpoint, DomainError> {
+        if tx
+            .shared_secret(shop.id, SecretKind::CheckoutIntegration)?
+            .is_none()
+        {
+            return Err(DomainError::Unprocessable {
+                code: "integration.not_configured",
+                message: "configure the integration's shared secret first (POST /checkout/shop/{shop}/integration/config)"
+                    .to_string(),
+            });
+        }
+        let mut problems = Problems::new();
+        let topic = match topic_id {
+            None => {
+                problems.push(FieldError::required("webhook_topic_id"));
+                None
+            }
+            Some(id) => problems.check(checkout_topic(id).ok_or_else(|| {
+                FieldError::new(
+                    "webhook_topic_id",
+                    "invalid_value",
+                    "webhook_topic_id must be one of the ids of List Webhook Topics (1..6)",
+                )
+            })),
+        };
+        let url = problems.check(callback);
+        problems.into_result()?;
+        let (Some(topic), Some(callback_url)) = (topic, url) else {
+            return Err(DomainError::invalid(
+                "webhook_topic_id",
+                "invalid",
+                "the webhook is invalid",
+            ));
+        };
+        Ok(tx.insert_webhook_endpoint(&NewWebhookEndpoint {
+            shop_id: shop.id,
+            kind: WebhookKind::Checkout,
+            topic: topic.to_string(),
+            callback_url,
+            secret: None,
+            created_at: now,
+        })?)
+    }
+
+    /// A checkout webhook of the shop, or 404.
+    pub fn find(
+        tx: &mut dyn Repositories,
+        shop: &Shop,
+        public_id: &str,
+    ) -> Result<WebhookEndpoint, DomainError> {
+        tx.webhook_endpoint(shop.id, public_id)?
+            .filter(|endpoint| endpoint.kind == WebhookKind::Checkout)
+            .ok_or(DomainError::not_found("webhook"))
+    }
+
+    /// Update Webhook: a new callback URL, already checked.
+    pub fn update(
+        tx: &mut dyn Repositories,
+        shop: &Shop,
+        public_id: &str,
+        callback: Result<String, FieldError>,
+        now: Timestamp,
+    ) -> Result<WebhookEndpoint, DomainError> {
+        let endpoint = find(tx, shop, public_id)?;
+        let url = callback.map_err(|problem| DomainError::Invalid(vec![problem]))?;
+        tx.update_webhook_endpoint_url(endpoint.id, &url, now)?;
+        find(tx, shop, public_id)
+    }
+
+    pub fn delete(
+        tx: &mut dyn Repositories,
+        shop: &Shop,
+        public_id: &str,
+        now: Timestamp,
+    ) -> Result<(), DomainError> {
+        let endpoint = find(tx, shop, public_id)?;
+        tx.delete_webhook_endpoint(endpoint.id, now)?;
+        Ok(())
+    }
+
+    /// `{"id","webhook_topic_id","webhook_topic_name","callback_url","created_at","updated_at"}`,
+    /// and whether Mercer disabled it (and why).
+    pub fn resource(endpoint: &WebhookEndpoint) -> Value {
+        json!({
+            "id": endpoint.public_id,
+            "webhook_topic_id": checkout_topic_id(&endpoint.topic),
+            "webhook_topic_name": endpoint.topic,
+            "callback_url": endpoint.callback_url,
+            "created_at": endpoint.created_at,
+            "updated_at": endpoint.updated_at,
+            "disabled_at": endpoint.disabled_at,
+            "disabled_reason": endpoint.disabled_reason,
+        })
+    }
+
+    /// A sample payload of a topic, in the shape of seed 001 §2, marked `"test": true`.
+    pub fn sample_payload(shop: &Shop, topic: &str) -> Value {
+        let domain = shop.shop_domain.as_str();
+        match topic {
+            "order/abandoned" => json!({
+                "test": true,
+                "customer": {"accepts_marketing": false, "email_address": "test.customer@example.test", "first_name": "Test", "last_name": "Customer", "public_id": "0000000000000000000000000000000a", "platform_id": null, "saved_addresses": []},
+                "line_items": [{"discounts": [], "fees": [], "taxes": [], "product_data": {"barcode": "", "compare_at_price": 0, "description": "A test product", "id": "1", "image_url": "", "line_item_key": "test-line", "price": 1000, "product_id": "1", "properties": [], "quantity": 1, "requires_shipping": true, "sku": "TEST-SKU", "tags": "", "taxable": true, "title": "Test product", "total_price": 1000, "variant_id": "1", "vendor": "", "visible": 1, "weight": 0, "weight_unit": "g"}}],
+                "order_meta_data": {"cart_parameters": {}, "note_attributes": {}, "notes": "", "tags": []},
+                "public_order_id": "00000000000000000000000000000000",
+                "resumable_link": format!("https://{domain}/checkout/resume/00000000000000000000000000000000"),
+            }),
+            "gift_card/created" => json!({
+                "test": true,
+                "platform_domain": domain, "domain": domain,
+                "platform_order_id": "test-order", "public_order_id": "00000000000000000000000000000000",
+                "platform_customer_id": null,
+                "customer": {"email_address": "test.customer@example.test", "first_name": "Test", "last_name": "Customer"},
+                "gift_card_email": "test.customer@example.test", "gift_card_token": "test-token", "gift_card_key": "test-key", "gift_card_amount": 2500,
+            }),
+            _ => json!({
+                "test": true,
+                "platform_domain": domain, "domain": domain,
+                "application_state": {},
+                "order_id": 0,
+                "public_order_id": "00000000000000000000000000000000",
+                "platform_order_id": "", "platform_friendly_identifier": "",
+                "order_source": "test", "order_source_name": "Mercer test delivery",
+                "fulfillment_status": if topic == "order/fulfilled" { "fulfilled" } else { "unfulfilled" },
+                "fulfillment_data": [],
+            }),
+        }
     }
 }

@@ -79,6 +79,45 @@ pub struct ServeArgs {
     /// On SIGTERM or SIGINT, how many seconds requests in flight get to finish.
     #[arg(long, env = "MERCER_SHUTDOWN_TIMEOUT", default_value_t = 30)]
     pub shutdown_timeout: u64,
+
+    /// Let webhook callback URLs reach loopback and private addresses (local development and
+    /// tests); refused by default, at registration and again when sending.
+    #[arg(long, env = "MERCER_WEBHOOK_ALLOW_PRIVATE")]
+    pub webhook_allow_private: bool,
+
+    /// Threads delivering webhooks.
+    #[arg(long, env = "MERCER_WEBHOOK_WORKERS", default_value_t = 4)]
+    pub webhook_workers: usize,
+
+    /// Seconds a webhook delivery may take to connect.
+    #[arg(long, env = "MERCER_WEBHOOK_CONNECT_TIMEOUT", default_value_t = 5)]
+    pub webhook_connect_timeout: u64,
+
+    /// Seconds a webhook delivery may take in all.
+    #[arg(long, env = "MERCER_WEBHOOK_TIMEOUT", default_value_t = 15)]
+    pub webhook_timeout: u64,
+
+    /// Delay before each webhook attempt, the first included (units ms, s, m, h); after the
+    /// last, the message fails. Each delay varies by ±20%.
+    #[arg(
+        long,
+        env = "MERCER_WEBHOOK_RETRY_SCHEDULE",
+        default_value = "0s,5s,5m,30m,2h,5h,10h,10h"
+    )]
+    pub webhook_retry_schedule: String,
+
+    /// Seconds a dispatcher holds the messages it took; if its process dies, others (or the
+    /// next start) take them when this runs out.
+    #[arg(long, env = "MERCER_WEBHOOK_LEASE", default_value_t = 60)]
+    pub webhook_lease: u64,
+
+    /// Hours an endpoint may fail, without a single success, before it is disabled.
+    #[arg(
+        long,
+        env = "MERCER_WEBHOOK_DISABLE_AFTER_HOURS",
+        default_value_t = 120
+    )]
+    pub webhook_disable_after_hours: u64,
 }
 
 #[derive(Debug, Subcommand)]

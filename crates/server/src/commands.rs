@@ -4,6 +4,12 @@
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use mercer_domain::wake::Wake;
+use mercer_domain::webhooks::RetryPolicy;
+use mercer_webhooks::{DispatcherConfig, PrivateAddressGuard};
 
 use mercer_connector::HttpConnector;
 use mercer_domain::connector::PlatformConnectorHandle;
@@ -242,10 +248,27 @@ fn serve(url: &DatabaseUrl, args: ServeArgs) -> Result<(), CommandError> {
         max_connections: args.db_pool_size,
         ..PoolOptions::default()
     };
+    let dispatcher = dispatcher_config(&args)?;
     let store = Store::open_and_migrate(url, &options)?;
     let demo = store.write(|tx| bootstrap_demo(tx, now()))?;
     let connector: PlatformConnectorHandle = Arc::new(HttpConnector::new());
     let workers = Workers::start(&store, connector.clone())?;
+    let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
+        .install_recorder()
+        .map_err(|error| {
+            CommandError::Usage(format!("cannot install the metrics recorder: {error}"))
+        })?;
+    let webhooks = Wake::default();
+    let stop_webhooks = Arc::new(AtomicBool::new(false));
+    let address_guard = PrivateAddressGuard {
+        allow_private: dispatcher.allow_private,
+    };
+    let webhook_threads = mercer_webhooks::start(
+        store.clone(),
+        dispatcher,
+        webhooks.clone(),
+        stop_webhooks.clone(),
+    )?;
     let state = AppState {
         store,
         clock: SystemClock,
@@ -254,6 +277,9 @@ fn serve(url: &DatabaseUrl, args: ServeArgs) -> Result<(), CommandError> {
         ingest: workers.ingest.clone(),
         applier: workers.applier.clone(),
         access_cache: Default::default(),
+        webhooks: webhooks.clone(),
+        address_guard,
+        metrics,
     };
     let serve_options = ServeOptions {
         bind: args.bind,
@@ -277,6 +303,29 @@ fn serve(url: &DatabaseUrl, args: ServeArgs) -> Result<(), CommandError> {
         Ok::<(), CommandError>(())
     })?;
     workers.stop();
+    stop_webhooks.store(true, Ordering::Relaxed);
+    webhooks.notify();
+    for thread in webhook_threads {
+        let _ = thread.join();
+    }
     log::info!("stopped");
     Ok(())
+}
+
+fn dispatcher_config(args: &ServeArgs) -> Result<DispatcherConfig, CommandError> {
+    let delays = RetryPolicy::parse_delays(&args.webhook_retry_schedule)
+        .map_err(|error| CommandError::Usage(format!("--webhook-retry-schedule: {error}")))?;
+    Ok(DispatcherConfig {
+        workers: args.webhook_workers.max(1),
+        connect_timeout: Duration::from_secs(args.webhook_connect_timeout),
+        timeout: Duration::from_secs(args.webhook_timeout),
+        allow_private: args.webhook_allow_private,
+        lease: Duration::from_secs(args.webhook_lease.max(1)),
+        policy: RetryPolicy {
+            delays,
+            disable_after: Duration::from_secs(args.webhook_disable_after_hours * 3600),
+            ..RetryPolicy::default()
+        },
+        ..DispatcherConfig::default()
+    })
 }

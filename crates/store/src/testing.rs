@@ -45,7 +45,12 @@ fn with_database(url: &str, name: &str) -> String {
 
 enum Cleanup {
     Sqlite(#[allow(dead_code)] tempfile::TempDir),
-    Postgres { admin_url: String, name: String },
+    Postgres {
+        admin_url: String,
+        name: String,
+    },
+    /// Another `TestDatabase` owns it.
+    Borrowed,
 }
 
 /// A database made for one test and removed after it.
@@ -98,6 +103,14 @@ impl TestDatabase {
                     cleanup: Cleanup::Postgres { admin_url, name },
                 }
             }
+        }
+    }
+
+    /// The same database as `other`, for a second process; `other` removes it.
+    pub fn attach(other: &TestDatabase) -> TestDatabase {
+        TestDatabase {
+            url: other.url.clone(),
+            cleanup: Cleanup::Borrowed,
         }
     }
 

@@ -128,7 +128,7 @@ fn messages_are_leased_attempted_and_finished(backend: Backend) {
     let (_db, store) = TestDatabase::migrated(backend);
     let shop = shop(&store);
     let target = endpoint(&store, &shop, WebhookKind::Checkout, "order/created");
-    let row = store
+    let (row, message_id) = store
         .write(|tx| enqueue_for_endpoint(tx, &target, &json!({"a": 1}), at(0)))
         .unwrap();
     let claimed = store
@@ -137,6 +137,7 @@ fn messages_are_leased_attempted_and_finished(backend: Backend) {
     assert_eq!(claimed.len(), 1);
     let message = &claimed[0];
     assert!(message.message_id.starts_with("msg_") && message.message_id.len() == 36);
+    assert_eq!(message.message_id, message_id);
     assert_eq!(
         (message.id, message.payload.as_str(), message.attempts),
         (row, "{\"a\":1}", 0)

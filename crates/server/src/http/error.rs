@@ -201,6 +201,9 @@ impl From<DomainError> for ApiError {
                 status: StatusCode::UNPROCESSABLE_ENTITY,
                 entries: problems.into_iter().map(field_entry).collect(),
             },
+            DomainError::Unprocessable { code, message } => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, "state", message)
+            }
             DomainError::BadRequest(problems) => ApiError {
                 status: StatusCode::BAD_REQUEST,
                 entries: problems

@@ -52,7 +52,22 @@ pub async fn log_request(
         Ok(response) => response.status(),
         Err(error) => error.as_response_error().status_code(),
     };
-    let millis = started.elapsed().as_secs_f64() * 1000.0;
-    log::info!(target: "mercer::http", "{method} {path} {} {millis:.1}ms", status.as_u16());
+    let elapsed = started.elapsed().as_secs_f64();
+    // Routes by their pattern, so shop identifiers and ids do not make a label each.
+    let route = match &result {
+        Ok(response) => response
+            .request()
+            .match_pattern()
+            .unwrap_or_else(|| "unmatched".to_string()),
+        Err(_) => "unmatched".to_string(),
+    };
+    let labels = [
+        ("method", method.to_string()),
+        ("route", route),
+        ("status", status.as_u16().to_string()),
+    ];
+    metrics::counter!("mercer_http_requests_total", &labels).increment(1);
+    metrics::histogram!("mercer_http_request_seconds", &labels[..2]).record(elapsed);
+    log::info!(target: "mercer::http", "{method} {path} {} {:.1}ms", status.as_u16(), elapsed * 1000.0);
     result
 }

@@ -11,6 +11,8 @@ use mercer_store::Store;
 use super::access_cache::AccessCache;
 use super::error::ApiError;
 use crate::workers::{Ingest, Wake};
+use mercer_webhooks::PrivateAddressGuard;
+use metrics_exporter_prometheus::PrometheusHandle;
 
 pub struct AppState {
     pub store: Store,
@@ -24,6 +26,12 @@ pub struct AppState {
     pub applier: Wake,
     /// Recent successful authorizations.
     pub access_cache: AccessCache,
+    /// Wakes the webhook dispatchers after a message is enqueued.
+    pub webhooks: Wake,
+    /// Where webhook callbacks may lead.
+    pub address_guard: PrivateAddressGuard,
+    /// Renders the metrics in Prometheus's text format.
+    pub metrics: PrometheusHandle,
 }
 
 impl AppState {

@@ -4,8 +4,10 @@ mod destinations;
 mod directory;
 mod events;
 mod health;
+mod metrics;
 mod settings;
 mod shop;
+mod webhooks;
 
 use actix_web::{Resource, web};
 
@@ -56,6 +58,25 @@ pub fn configure(config: &mut web::ServiceConfig) {
     config
         .service(resource("/healthz").route(web::get().to(health::healthz)))
         .service(resource("/readyz").route(web::get().to(health::readyz)))
+        .service(resource("/metrics").route(web::get().to(metrics::metrics)))
+        .service(
+            resource("/checkout/shop/{shop}/webhooks/topics")
+                .route(web::get().to(webhooks::topics)),
+        )
+        .service(
+            resource("/checkout/shop/{shop}/webhooks")
+                .route(web::post().to(webhooks::create))
+                .route(web::get().to(webhooks::list)),
+        )
+        .service(
+            resource("/checkout/shop/{shop}/webhooks/{id}")
+                .route(web::patch().to(webhooks::update))
+                .route(web::delete().to(webhooks::delete)),
+        )
+        .service(
+            resource("/checkout/shop/{shop}/webhooks/{id}/test")
+                .route(web::post().to(webhooks::test)),
+        )
         .service(
             resource("/subscriptions/v1/shops/{shop}/shop")
                 .route(web::get().to(shop::get_shop_information)),
