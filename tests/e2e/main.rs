@@ -7,4 +7,5 @@ mod cli;
 mod connector;
 mod foundation;
 mod lifecycle;
+mod verifiers;
 mod webhooks;

@@ -5,6 +5,7 @@
 //! (`target/debug/mercer`). `cargo xtask test` builds it before running the tests.
 
 pub mod receiver;
+pub mod verifiers;
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;

@@ -1,0 +1,178 @@
+//! Independent verifiers of Mercer's webhook signatures, installed from their registries the
+//! first time a test needs them (into `target/test-verifiers`), and run as real HTTP receivers:
+//! npm's `http-signature` 1.4 (`parseRequest` + `verifyHMAC`) for the draft-cavage `Signature`,
+//! and PyPI's `standardwebhooks` (`Webhook(secret).verify`) for the Standard Webhooks headers.
+//! Each answers 200 when the request verifies and 401 (with the reason) when it does not.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+
+const NODE_RECEIVER: &str = r#"
+const http = require('http');
+const httpSignature = require('http-signature');
+const secret = process.argv[2];
+const server = http.createServer((req, res) => {
+  let body = '';
+  req.on('data', (chunk) => { body += chunk; });
+  req.on('end', () => {
+    let status = 401, text = '';
+    try {
+      const parsed = httpSignature.parseRequest(req, { headers: ['(request-target)', 'date'] });
+      if (httpSignature.verifyHMAC(parsed, secret)) { status = 200; text = 'verified'; } else { text = 'signature does not verify'; }
+    } catch (error) { text = 'unparsable: ' + error.message; }
+    res.writeHead(status, { 'Content-Type': 'text/plain' });
+    res.end(text);
+  });
+});
+server.listen(0, '127.0.0.1', () => console.log('listening ' + server.address().port));
+"#;
+
+const PYTHON_RECEIVER: &str = r#"
+import base64, http.server, sys
+from standardwebhooks.webhooks import Webhook
+webhook = Webhook("whsec_" + base64.b64encode(sys.argv[1].encode()).decode())
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        try:
+            webhook.verify(body, {key.lower(): value for key, value in self.headers.items()})
+            status, text = 200, b"verified"
+        except Exception as error:
+            status, text = 401, str(error).encode()
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(text)))
+        self.end_headers()
+        self.wfile.write(text)
+    def log_message(self, *args):
+        pass
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+print("listening", server.server_address[1], flush=True)
+server.serve_forever()
+"#;
+
+fn verifiers_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test executable has a path");
+    // target/<profile>/deps/e2e-<hash> → target/test-verifiers
+    exe.ancestors()
+        .nth(3)
+        .map_or_else(|| PathBuf::from("target"), Path::to_path_buf)
+        .join("test-verifiers")
+}
+
+fn run(command: &mut Command, what: &str) -> Result<(), String> {
+    let output = command
+        .output()
+        .map_err(|error| format!("cannot run {what}: {error}"))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} failed: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ))
+    }
+}
+
+/// Installs both verifiers once per test run; a failure is the test's failure, never a skip.
+fn install() -> &'static Result<PathBuf, String> {
+    static INSTALLED: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        let dir = verifiers_dir();
+        let node = dir.join("node");
+        std::fs::create_dir_all(&node).map_err(|e| e.to_string())?;
+        if !node
+            .join("node_modules/http-signature/package.json")
+            .exists()
+        {
+            run(
+                Command::new("npm")
+                    .args(["install", "--no-audit", "--no-fund", "--prefix"])
+                    .arg(&node)
+                    .arg("http-signature@1.4"),
+                "npm install http-signature@1.4",
+            )?;
+        }
+        std::fs::write(node.join("receiver.js"), NODE_RECEIVER).map_err(|e| e.to_string())?;
+        let venv = dir.join("venv");
+        if !venv.join("bin/python").exists() {
+            run(
+                Command::new("python3").args(["-m", "venv"]).arg(&venv),
+                "python3 -m venv",
+            )?;
+        }
+        if run(
+            Command::new(venv.join("bin/python")).args(["-c", "import standardwebhooks"]),
+            "import standardwebhooks",
+        )
+        .is_err()
+        {
+            run(
+                Command::new(venv.join("bin/pip")).args(["install", "--quiet", "standardwebhooks"]),
+                "pip install standardwebhooks",
+            )?;
+        }
+        std::fs::write(dir.join("receiver.py"), PYTHON_RECEIVER).map_err(|e| e.to_string())?;
+        Ok(dir)
+    })
+}
+
+/// A verifier running as an HTTP receiver; killed when dropped.
+pub struct Verifier {
+    child: Child,
+    pub url: String,
+}
+
+impl Drop for Verifier {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(mut command: Command) -> Verifier {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the verifier starts");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("the verifier prints its port");
+    let port = line
+        .split_whitespace()
+        .nth(1)
+        .expect("listening PORT")
+        .to_string();
+    Verifier {
+        child,
+        url: format!("http://127.0.0.1:{port}/verify"),
+    }
+}
+
+/// npm `http-signature` checking the draft-cavage `Signature` with `secret`.
+pub fn http_signature(secret: &str) -> Verifier {
+    let dir = install()
+        .as_ref()
+        .unwrap_or_else(|error| panic!("installing the verifiers failed: {error}"));
+    let mut command = Command::new("node");
+    command
+        .arg(dir.join("node/receiver.js"))
+        .arg(secret)
+        .env("NODE_PATH", dir.join("node/node_modules"));
+    start(command)
+}
+
+/// PyPI `standardwebhooks` checking the Standard Webhooks headers with `secret`.
+pub fn standard_webhooks(secret: &str) -> Verifier {
+    let dir = install()
+        .as_ref()
+        .unwrap_or_else(|error| panic!("installing the verifiers failed: {error}"));
+    let mut command = Command::new(dir.join("venv/bin/python"));
+    command.arg(dir.join("receiver.py")).arg(secret);
+    start(command)
+}
