@@ -113,14 +113,14 @@ impl LoadResult {
 
 /// A keep-alive HTTP/1.1 connection that posts JSON and reads the status. Hand-rolled so the
 /// load generator costs little CPU next to the server it measures on the same two cores.
-struct Connection {
+pub(crate) struct Connection {
     address: String,
     reader: BufReader<TcpStream>,
     writer: TcpStream,
 }
 
 impl Connection {
-    fn open(address: &str) -> std::io::Result<Connection> {
+    pub(crate) fn open(address: &str) -> std::io::Result<Connection> {
         let stream = TcpStream::connect(address)?;
         stream.set_nodelay(true)?;
         stream.set_read_timeout(Some(Duration::from_secs(60)))?;
@@ -132,7 +132,7 @@ impl Connection {
     }
 
     /// Posts `body` to `path`; the answer's status and body.
-    fn post(
+    pub(crate) fn post(
         &mut self,
         path: &str,
         authorization: Option<&str>,
@@ -265,7 +265,7 @@ fn load(base_url: &str, path: &str, token: Option<&str>, bodies: &Arc<Vec<String
 }
 
 /// Reads the child's stdout until it prints its address; returns the lines read.
-fn wait_for_listen(child: &mut Child, marker: &str) -> Result<Vec<String>, String> {
+pub(crate) fn wait_for_listen(child: &mut Child, marker: &str) -> Result<Vec<String>, String> {
     let stdout = child.stdout.take().ok_or("no stdout")?;
     let mut reader = BufReader::new(stdout);
     let mut lines = Vec::new();
@@ -286,7 +286,7 @@ fn wait_for_listen(child: &mut Child, marker: &str) -> Result<Vec<String>, Strin
     }
 }
 
-fn value_after(lines: &[String], label: &str) -> Option<String> {
+pub(crate) fn value_after(lines: &[String], label: &str) -> Option<String> {
     lines.iter().find_map(|line| {
         line.trim()
             .strip_prefix(label)
@@ -294,7 +294,7 @@ fn value_after(lines: &[String], label: &str) -> Option<String> {
     })
 }
 
-fn peak_memory_kib(pid: u32) -> Option<u64> {
+pub(crate) fn peak_memory_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
         .lines()
@@ -302,12 +302,13 @@ fn peak_memory_kib(pid: u32) -> Option<u64> {
         .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
-struct Mercer {
-    child: Child,
-    base_url: String,
-    shop: String,
-    token: String,
-    database_url: String,
+pub(crate) struct Mercer {
+    pub(crate) child: Child,
+    pub(crate) base_url: String,
+    /// The demo shop and token, printed on the first start of an empty database.
+    pub(crate) shop: String,
+    pub(crate) token: String,
+    pub(crate) database_url: String,
 }
 
 impl Drop for Mercer {
@@ -328,7 +329,11 @@ impl Drop for Mercer {
     }
 }
 
-fn start_mercer(binary: &str, database_url: &str) -> Result<Mercer, String> {
+pub(crate) fn start_mercer(
+    binary: &str,
+    database_url: &str,
+    serve_args: &[&str],
+) -> Result<Mercer, String> {
     // MERCER_BENCH_PROFILE=FILE runs mercer under `perf record`, for finding where time goes.
     let mut command = match std::env::var("MERCER_BENCH_PROFILE") {
         Ok(file) => {
@@ -349,6 +354,7 @@ fn start_mercer(binary: &str, database_url: &str) -> Result<Mercer, String> {
             "--bind",
             "127.0.0.1:0",
         ])
+        .args(serve_args)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -357,9 +363,8 @@ fn start_mercer(binary: &str, database_url: &str) -> Result<Mercer, String> {
     let base_url = value_after(&lines, "Mercer listening on")
         .and_then(|rest| rest.split_whitespace().next().map(str::to_string))
         .ok_or("no address")?;
-    let shop = value_after(&lines, "shop_identifier")
-        .ok_or("no demo shop (the database was not empty)")?;
-    let token = value_after(&lines, "API token").ok_or("no demo token")?;
+    let shop = value_after(&lines, "shop_identifier").unwrap_or_default();
+    let token = value_after(&lines, "API token").unwrap_or_default();
     Ok(Mercer {
         child,
         base_url,
@@ -443,7 +448,7 @@ fn run_backend(
     bodies: &Arc<Vec<String>>,
     floor: f64,
 ) -> Result<(), String> {
-    let mercer = start_mercer(binary, database_url)?;
+    let mercer = start_mercer(binary, database_url, &[])?;
     let path = format!(
         "/customers/v1/shops/{}/platforms/custom/webhooks/customers/saved",
         mercer.shop
@@ -493,7 +498,7 @@ fn run_backend(
     Ok(())
 }
 
-fn ms(duration: Duration) -> f64 {
+pub(crate) fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1000.0
 }
 
@@ -519,7 +524,7 @@ pub fn floor_server() -> Result<(), String> {
     })
 }
 
-fn postgres_database() -> Result<Option<String>, String> {
+pub(crate) fn postgres_database() -> Result<Option<String>, String> {
     let admin = std::env::var("MERCER_TEST_POSTGRES_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_string());
     let name = format!("mercer_bench_{}", std::process::id());
@@ -537,7 +542,7 @@ fn postgres_database() -> Result<Option<String>, String> {
     }
 }
 
-fn drop_postgres_database(url: &str) {
+pub(crate) fn drop_postgres_database(url: &str) {
     let admin = std::env::var("MERCER_TEST_POSTGRES_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_string());
     if let Some((_, name)) = url.rsplit_once('/') {

@@ -6,6 +6,7 @@
 //! - `cargo xtask tidy [--manifest-path PATH]`: the layering invariants of docs/ARCHITECTURE.md.
 
 mod bench;
+mod bench_dispatch;
 mod test;
 mod tidy;
 
@@ -18,7 +19,7 @@ fn usage() -> ExitCode {
          test [--require-postgres] [-- ARGS]   the whole suite on SQLite and PostgreSQL\n  \
          ci                                    fmt check, clippy, tidy, test --require-postgres\n  \
          tidy [--manifest-path PATH]           check the crate layering invariants\n  \
-         bench ingest                          the event ingest benchmark (release build)"
+         bench ingest|dispatch                 the ingest or webhook benchmark (release build)"
     );
     ExitCode::from(2)
 }
@@ -42,6 +43,7 @@ fn main() -> ExitCode {
                 .unwrap_or_default(),
         ),
         "bench-floor" => bench::floor_server(),
+        "bench-run-dispatch" => bench_dispatch::dispatch(rest.first().map_or("", String::as_str)),
         _ => return usage(),
     };
     match result {
@@ -82,10 +84,11 @@ pub fn workspace_root() -> std::path::PathBuf {
 
 /// Builds release binaries, then runs the benchmark's load generator in release mode.
 fn bench(args: &[String]) -> Result<(), String> {
-    match args.first().map(String::as_str) {
-        Some("ingest") => {}
-        _ => return Err("usage: cargo xtask bench ingest".to_string()),
-    }
+    let run = match args.first().map(String::as_str) {
+        Some("ingest") => "bench-run-ingest",
+        Some("dispatch") => "bench-run-dispatch",
+        _ => return Err("usage: cargo xtask bench ingest|dispatch".to_string()),
+    };
     let cargo = cargo();
     run_step(
         &cargo,
@@ -93,10 +96,7 @@ fn bench(args: &[String]) -> Result<(), String> {
     )?;
     let target = workspace_root().join("target").join("release");
     let mercer = target.join("mercer").display().to_string();
-    run_step(
-        &target.join("xtask").display().to_string(),
-        &["bench-run-ingest", &mercer],
-    )
+    run_step(&target.join("xtask").display().to_string(), &[run, &mercer])
 }
 
 fn ci() -> Result<(), String> {

@@ -85,7 +85,7 @@ pub struct ServeArgs {
     #[arg(long, env = "MERCER_WEBHOOK_ALLOW_PRIVATE")]
     pub webhook_allow_private: bool,
 
-    /// Threads delivering webhooks.
+    /// Threads delivering webhooks; 0 for a process that only serves the API (others deliver).
     #[arg(long, env = "MERCER_WEBHOOK_WORKERS", default_value_t = 4)]
     pub webhook_workers: usize,
 

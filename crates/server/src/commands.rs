@@ -316,7 +316,7 @@ fn dispatcher_config(args: &ServeArgs) -> Result<DispatcherConfig, CommandError>
     let delays = RetryPolicy::parse_delays(&args.webhook_retry_schedule)
         .map_err(|error| CommandError::Usage(format!("--webhook-retry-schedule: {error}")))?;
     Ok(DispatcherConfig {
-        workers: args.webhook_workers.max(1),
+        workers: args.webhook_workers,
         connect_timeout: Duration::from_secs(args.webhook_connect_timeout),
         timeout: Duration::from_secs(args.webhook_timeout),
         allow_private: args.webhook_allow_private,

@@ -400,14 +400,15 @@ pub fn dispatch_batch(
     Ok(report)
 }
 
-/// Runs `config.workers` threads until `stop`; `wake` makes idle workers look at once.
+/// Runs `config.workers` threads (none: this process only enqueues) until `stop`; `wake`
+/// makes idle workers look at once.
 pub fn start<D: Database>(
     db: D,
     config: DispatcherConfig,
     wake: Wake,
     stop: Arc<AtomicBool>,
 ) -> std::io::Result<Vec<std::thread::JoinHandle<()>>> {
-    (0..config.workers.max(1))
+    (0..config.workers)
         .map(|n| {
             let (db, config, wake, stop) = (db.clone(), config.clone(), wake.clone(), stop.clone());
             std::thread::Builder::new().name(format!("mercer-webhooks-{n}")).spawn(move || {
@@ -431,6 +432,107 @@ pub fn start<D: Database>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn endpoint(kind: WebhookKind, url: &str) -> WebhookEndpoint {
+        let at = Timestamp::from_micros(0);
+        WebhookEndpoint {
+            id: 1,
+            public_id: "0".repeat(32),
+            shop_id: 1,
+            kind,
+            topic: "subscription_created".into(),
+            callback_url: url.into(),
+            secret: None,
+            disabled_at: None,
+            disabled_reason: None,
+            failing_since: None,
+            created_at: at,
+            updated_at: at,
+        }
+    }
+
+    fn message() -> WebhookMessage {
+        WebhookMessage {
+            id: 7,
+            message_id: "msg_0123".into(),
+            shop_id: 1,
+            endpoint_id: 1,
+            topic: "subscription_created".into(),
+            payload: "{\"id\":42}".into(),
+            status: MessageStatus::Pending,
+            attempts: 0,
+            next_attempt_at: Timestamp::from_micros(0),
+            created_at: Timestamp::from_micros(0),
+            delivered_at: None,
+        }
+    }
+
+    fn header<'a>(request: &'a OutgoingWebhook, name: &str) -> Option<&'a str> {
+        request
+            .headers
+            .iter()
+            .find(|(key, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+
+    #[test]
+    fn subscription_webhooks_carry_x_svc_signature_and_standard_webhooks() {
+        let now = Timestamp::parse_rfc3339("2024-03-01T10:00:00Z").unwrap();
+        let secret = Secret::new("subscription-secret");
+        let request = build_request(
+            &endpoint(WebhookKind::Subscription, "https://example.test/hooks"),
+            &message(),
+            &secret,
+            now,
+        );
+        assert_eq!(request.body, b"{\"id\":42}");
+        assert_eq!(
+            header(&request, "x-svc-signature"),
+            Some(svc_signature("subscription-secret", b"{\"id\":42}").as_str())
+        );
+        assert!(
+            header(&request, "Signature").is_none(),
+            "no draft-cavage signature on subscription webhooks"
+        );
+        assert_eq!(header(&request, "webhook-id"), Some("msg_0123"));
+        assert_eq!(header(&request, "webhook-timestamp"), Some("1709287200"));
+        assert!(standard_webhooks::verify(
+            b"subscription-secret",
+            "msg_0123",
+            1_709_287_200,
+            b"{\"id\":42}",
+            header(&request, "webhook-signature").unwrap()
+        ));
+        assert_eq!(
+            header(&request, "X-Svc-Topic"),
+            Some("subscription_created")
+        );
+    }
+
+    #[test]
+    fn checkout_webhooks_sign_the_path_and_query_with_the_date() {
+        let now = Timestamp::parse_rfc3339("2024-03-01T10:00:00Z").unwrap();
+        let secret = Secret::new("integration-secret");
+        let request = build_request(
+            &endpoint(WebhookKind::Checkout, "https://example.test/hooks/a?shop=1"),
+            &message(),
+            &secret,
+            now,
+        );
+        assert_eq!(
+            header(&request, "Date"),
+            Some("Fri, 01 Mar 2024 10:00:00 GMT")
+        );
+        let signature = header(&request, "Signature").unwrap();
+        assert!(cavage::verify(
+            "integration-secret",
+            "POST",
+            "/hooks/a?shop=1",
+            "Fri, 01 Mar 2024 10:00:00 GMT",
+            signature
+        ));
+        assert!(header(&request, "x-svc-signature").is_none());
+    }
 
     #[test]
     fn retry_after_reads_seconds_and_dates() {

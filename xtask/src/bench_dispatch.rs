@@ -1,0 +1,312 @@
+//! `cargo xtask bench dispatch`: the webhook delivery benchmark of docs/benchmarks.md.
+//!
+//! On each database: 20,000 messages queued by a process that does not deliver (so the queue is
+//! full), then delivered by a second process to a local receiver that answers 200 at once —
+//! deliveries per second at saturation; then 5,000 messages offered at 500 per second through
+//! the test-delivery route — enqueue-to-delivery latency (p50, p99); and peak memory.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::bench::{
+    Connection, Mercer, drop_postgres_database, ms, peak_memory_kib, postgres_database,
+    start_mercer,
+};
+
+const SATURATION_MESSAGES: usize = 20_000;
+const PACED_MESSAGES: usize = 5_000;
+const PACED_RATE: f64 = 500.0;
+const SECRET: &str = "bench-integration-secret";
+
+/// A receiver that answers 200 at once and notes when each `webhook-id` arrived.
+#[derive(Clone)]
+struct Receiver {
+    url: String,
+    arrivals: Arc<Mutex<HashMap<String, Instant>>>,
+}
+
+fn serve_connection(stream: TcpStream, arrivals: Arc<Mutex<HashMap<String, Instant>>>) {
+    let _ = stream.set_nodelay(true);
+    let Ok(mut writer) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let (mut length, mut id) = (0usize, None);
+        loop {
+            line.clear();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            let header = line.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':') {
+                if name.eq_ignore_ascii_case("content-length") {
+                    length = value.trim().parse().unwrap_or(0);
+                } else if name.eq_ignore_ascii_case("webhook-id") {
+                    id = Some(value.trim().to_string());
+                }
+            }
+        }
+        let mut body = vec![0u8; length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        if let Some(id) = id {
+            arrivals
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry(id)
+                .or_insert_with(Instant::now);
+        }
+        if writer
+            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+impl Receiver {
+    fn start() -> Result<Receiver, String> {
+        let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+        let url = format!(
+            "http://{}/hook",
+            listener.local_addr().map_err(|e| e.to_string())?
+        );
+        let arrivals = Arc::new(Mutex::new(HashMap::new()));
+        let shared = arrivals.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().map_while(Result::ok) {
+                let arrivals = shared.clone();
+                std::thread::spawn(move || serve_connection(stream, arrivals));
+            }
+        });
+        Ok(Receiver { url, arrivals })
+    }
+
+    fn count(&self) -> usize {
+        self.arrivals
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
+    }
+
+    fn take(&self) -> HashMap<String, Instant> {
+        std::mem::take(&mut *self.arrivals.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+fn connect(mercer: &Mercer) -> Result<Connection, String> {
+    Connection::open(mercer.base_url.trim_start_matches("http://")).map_err(|e| e.to_string())
+}
+
+/// Configures the integration secret and registers a checkout webhook to the receiver.
+fn register(mercer: &Mercer, receiver: &Receiver) -> Result<String, String> {
+    let mut connection = connect(mercer)?;
+    let authorization = format!("Bearer {}", mercer.token);
+    let config = format!("/checkout/shop/{}/integration/config", mercer.shop);
+    connection
+        .post(
+            &config,
+            Some(&authorization),
+            &format!("{{\"shared_secret\":\"{SECRET}\"}}"),
+        )
+        .map_err(|e| e.to_string())?;
+    let body = format!(
+        "{{\"webhook_topic_id\":2,\"callback_url\":\"{}\"}}",
+        receiver.url
+    );
+    let (status, text) = connection
+        .post(
+            &format!("/checkout/shop/{}/webhooks", mercer.shop),
+            Some(&authorization),
+            &body,
+        )
+        .map_err(|e| e.to_string())?;
+    if status != 201 {
+        return Err(format!("creating the webhook answered {status}: {text}"));
+    }
+    let created: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    created["data"]["id"]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| "no webhook id".to_string())
+}
+
+fn test_path(shop: &str, webhook: &str) -> String {
+    format!("/checkout/shop/{shop}/webhooks/{webhook}/test")
+}
+
+fn message_id(text: &str) -> Option<String> {
+    serde_json::from_str::<Value>(text).ok()?["data"]["message_id"]
+        .as_str()
+        .map(str::to_string)
+}
+
+/// Enqueues `count` messages over 16 connections as fast as they go; returns the rate.
+fn enqueue_all(
+    mercer: &Mercer,
+    shop: &str,
+    token: &str,
+    webhook: &str,
+    count: usize,
+) -> Result<f64, String> {
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let threads: Vec<_> = (0..16)
+        .map(|_| {
+            let next = next.clone();
+            let (path, authorization) = (test_path(shop, webhook), format!("Bearer {token}"));
+            let mut connection = connect(mercer);
+            std::thread::spawn(move || -> Result<(), String> {
+                let connection = connection.as_mut().map_err(|e| e.clone())?;
+                while next.fetch_add(1, Ordering::Relaxed) < count {
+                    let (status, text) = connection
+                        .post(&path, Some(&authorization), "")
+                        .map_err(|e| e.to_string())?;
+                    if status != 202 {
+                        return Err(format!("the test route answered {status}: {text}"));
+                    }
+                }
+                Ok(())
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread
+            .join()
+            .map_err(|_| "an enqueuing thread panicked".to_string())??;
+    }
+    Ok(count as f64 / started.elapsed().as_secs_f64())
+}
+
+fn wait_for(receiver: &Receiver, count: usize, limit: Duration) -> Result<(), String> {
+    let deadline = Instant::now() + limit;
+    while receiver.count() < count {
+        if Instant::now() > deadline {
+            return Err(format!(
+                "only {} of {count} messages arrived within {limit:?}",
+                receiver.count()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Ok(())
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted
+        .get(((sorted.len() as f64 - 1.0) * p).round() as usize)
+        .copied()
+        .unwrap_or_default()
+}
+
+fn run_backend(binary: &str, name: &str, database_url: &str) -> Result<(), String> {
+    let receiver = Receiver::start()?;
+    // A process that only enqueues: the queue fills without being drained.
+    let enqueuer = start_mercer(
+        binary,
+        database_url,
+        &["--webhook-allow-private", "--webhook-workers", "0"],
+    )?;
+    let (shop, token) = (enqueuer.shop.clone(), enqueuer.token.clone());
+    let webhook = register(&enqueuer, &receiver)?;
+    let enqueue_rate = enqueue_all(&enqueuer, &shop, &token, &webhook, SATURATION_MESSAGES)?;
+    drop(enqueuer);
+
+    let dispatcher = start_mercer(binary, database_url, &["--webhook-allow-private"])?;
+    wait_for(&receiver, SATURATION_MESSAGES, Duration::from_secs(600))?;
+    let arrivals: Vec<Instant> = receiver.take().into_values().collect();
+    let first = arrivals.iter().min().copied().unwrap_or_else(Instant::now);
+    let last = arrivals.iter().max().copied().unwrap_or_else(Instant::now);
+    let saturation = SATURATION_MESSAGES as f64 / (last - first).as_secs_f64().max(1e-9);
+
+    // Paced: 500 messages a second through the API, each timed from its request to its arrival.
+    let mut connection = connect(&dispatcher)?;
+    let (path, authorization) = (test_path(&shop, &webhook), format!("Bearer {token}"));
+    let interval = Duration::from_secs_f64(1.0 / PACED_RATE);
+    let started = Instant::now();
+    let mut sent: Vec<(String, Instant)> = Vec::with_capacity(PACED_MESSAGES);
+    for n in 0..PACED_MESSAGES {
+        let slot = started + interval * n as u32;
+        if let Some(wait) = slot.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+        let at = Instant::now();
+        let (status, text) = connection
+            .post(&path, Some(&authorization), "")
+            .map_err(|e| e.to_string())?;
+        if status != 202 {
+            return Err(format!("the test route answered {status}: {text}"));
+        }
+        sent.push((message_id(&text).ok_or("no message id")?, at));
+    }
+    let offered = PACED_MESSAGES as f64 / started.elapsed().as_secs_f64();
+    wait_for(&receiver, PACED_MESSAGES, Duration::from_secs(120))?;
+    let arrivals = receiver.take();
+    let mut latencies: Vec<Duration> = sent
+        .iter()
+        .filter_map(|(id, at)| {
+            arrivals
+                .get(id)
+                .map(|arrived| arrived.saturating_duration_since(*at))
+        })
+        .collect();
+    latencies.sort_unstable();
+    let memory = peak_memory_kib(dispatcher.child.id()).map_or("?".to_string(), |kib| {
+        format!("{:.0} MiB", kib as f64 / 1024.0)
+    });
+    println!("{name}:");
+    println!(
+        "  enqueued        {SATURATION_MESSAGES} messages at {enqueue_rate:.0}/s through the test-delivery route"
+    );
+    println!(
+        "  saturation      {saturation:.0} deliveries/s ({SATURATION_MESSAGES} queued, 4 workers)"
+    );
+    println!(
+        "  at {offered:.0}/s offered  enqueue-to-delivery p50 {:.1} ms, p99 {:.1} ms ({} of {PACED_MESSAGES} timed)",
+        ms(percentile(&latencies, 0.5)),
+        ms(percentile(&latencies, 0.99)),
+        latencies.len()
+    );
+    println!("  peak memory     {memory} (the delivering process's VmHWM)");
+    drop(dispatcher);
+    Ok(())
+}
+
+/// The release half of `cargo xtask bench dispatch`.
+pub fn dispatch(binary: &str) -> Result<(), String> {
+    println!(
+        "dispatch benchmark: a local receiver answering 200 at once; {SATURATION_MESSAGES} queued messages, then {PACED_MESSAGES} at {PACED_RATE:.0}/s"
+    );
+    let dir = std::env::temp_dir().join(format!("mercer-bench-dispatch-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let sqlite = format!("sqlite://{}", dir.join("bench.db").display());
+    let result = run_backend(binary, "SQLite", &sqlite);
+    let _ = std::fs::remove_dir_all(&dir);
+    result?;
+    match postgres_database()? {
+        Some(url) => {
+            let result = run_backend(binary, "PostgreSQL", &url);
+            drop_postgres_database(&url);
+            result?;
+        }
+        None => println!("PostgreSQL: NOT RUN (psql could not create a database)"),
+    }
+    Ok(())
+}
