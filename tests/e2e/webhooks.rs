@@ -473,8 +473,182 @@ fn metrics_are_exposed(backend: Backend) {
     }
 }
 
+fn the_delivery_log_resend_recover_and_enable(backend: Backend) {
+    let server = MercerServer::start_with(
+        TestDatabase::create(backend),
+        &["--webhook-allow-private", "--webhook-retry-schedule", "0s"],
+    );
+    let shop = shop(&server);
+    let receiver = Receiver::start();
+    let webhook = create(&server, &shop, 1, &receiver.url);
+    let id = webhook["id"].as_str().unwrap().to_string();
+    let base = format!("{}/{id}", webhooks_path(&shop));
+
+    // One attempt only: a 500 fails the message for good.
+    receiver.script(&[Reply::status(500)]);
+    let failed = send_test(&server, &shop, &id);
+    let store = server.database().open_store();
+    let status_of = |message_id: &str| {
+        store
+            .read(|tx| Ok(tx.webhook_message(message_id)?))
+            .unwrap()
+            .map(|m| m.status)
+    };
+    assert!(wait_until(Duration::from_secs(10), || status_of(&failed)
+        == Some(MessageStatus::Failed)));
+    let log = server
+        .get(&format!("{base}/deliveries"))
+        .bearer(&shop.token)
+        .call()
+        .json();
+    assert_eq!(log["data"][0]["message_id"], failed.as_str());
+    assert_eq!(log["data"][0]["status"], "failed");
+    assert_eq!(log["data"][0]["last_attempt"]["status"], 500);
+    let one = server
+        .get(&format!("{base}/deliveries/{failed}"))
+        .bearer(&shop.token)
+        .call()
+        .json();
+    assert_eq!(one["data"]["payload"]["test"], true);
+    assert_eq!(one["data"]["attempts"].as_array().unwrap().len(), 1);
+    assert_eq!(one["data"]["attempts"][0]["response"], "ok");
+    server
+        .get(&format!("{base}/deliveries/msg_unknown"))
+        .bearer(&shop.token)
+        .call()
+        .assert_error(404, "resource.not_found");
+
+    // Resend: the same webhook-id, one more attempt.
+    let resent = server
+        .post(&format!("{base}/deliveries/{failed}/resend"))
+        .bearer(&shop.token)
+        .call();
+    assert_eq!(resent.status, 202, "{}", resent.text);
+    assert!(wait_until(Duration::from_secs(10), || status_of(&failed)
+        == Some(MessageStatus::Delivered)));
+    let ids: Vec<String> = receiver
+        .received()
+        .iter()
+        .filter_map(|r| r.header("webhook-id").map(str::to_string))
+        .collect();
+    assert_eq!(ids, [failed.clone(), failed.clone()]);
+
+    // Recover: every failed message since a time goes again.
+    receiver.script(&[Reply::status(503), Reply::status(503)]);
+    let since = mercer_domain::Timestamp::now()
+        .plus_seconds(-1)
+        .to_rfc3339();
+    let a = send_test(&server, &shop, &id);
+    let b = send_test(&server, &shop, &id);
+    assert!(wait_until(Duration::from_secs(10), || status_of(&a)
+        == Some(MessageStatus::Failed)
+        && status_of(&b) == Some(MessageStatus::Failed)));
+    let recovered = server
+        .post(&format!("{base}/recover"))
+        .bearer(&shop.token)
+        .json(&json!({ "since": since }));
+    assert_eq!(recovered.status, 202, "{}", recovered.text);
+    assert_eq!(recovered.json()["data"]["recovered"], 2);
+    assert!(wait_until(Duration::from_secs(10), || status_of(&a)
+        == Some(MessageStatus::Delivered)
+        && status_of(&b) == Some(MessageStatus::Delivered)));
+    let entries = server
+        .post(&format!("{base}/recover"))
+        .bearer(&shop.token)
+        .json(&json!({ "since": "yesterday" }))
+        .assert_error(422, "validation.failed");
+    assert_eq!(entries[0]["field"], "since");
+
+    // Enable: after a 410, the webhook gets messages again once enabled.
+    receiver.script(&[Reply::status(410)]);
+    let gone = send_test(&server, &shop, &id);
+    assert!(wait_until(Duration::from_secs(10), || status_of(&gone)
+        == Some(MessageStatus::Failed)));
+    server
+        .post(&format!("{base}/test"))
+        .bearer(&shop.token)
+        .call()
+        .assert_error(422, "webhook.disabled");
+    server
+        .post(&format!("{base}/deliveries/{gone}/resend"))
+        .bearer(&shop.token)
+        .call()
+        .assert_error(422, "webhook.disabled");
+    let enabled = server
+        .post(&format!("{base}/enable"))
+        .bearer(&shop.token)
+        .call();
+    assert_eq!(enabled.status, 200);
+    assert!(enabled.json()["data"]["disabled_at"].is_null());
+    let after = send_test(&server, &shop, &id);
+    assert!(wait_until(Duration::from_secs(10), || status_of(&after)
+        == Some(MessageStatus::Delivered)));
+
+    // Reading the log needs read_shop_settings; resending needs modify_shop_settings.
+    let reader = server
+        .cli(&[
+            "token",
+            "create",
+            "--shop",
+            &shop.id,
+            "--scope",
+            "read_shop_settings",
+        ])
+        .value();
+    assert_eq!(
+        server
+            .get(&format!("{base}/deliveries"))
+            .bearer(&reader)
+            .call()
+            .status,
+        200
+    );
+    server
+        .post(&format!("{base}/deliveries/{after}/resend"))
+        .bearer(&reader)
+        .call()
+        .assert_error(403, "auth.forbidden");
+}
+
+fn a_new_integration_secret_signs_later_deliveries(backend: Backend) {
+    let server = MercerServer::start_with(TestDatabase::create(backend), FAST);
+    let shop = shop(&server);
+    let receiver = Receiver::start();
+    let webhook = create(&server, &shop, 1, &receiver.url);
+    let id = webhook["id"].as_str().unwrap().to_string();
+    send_test(&server, &shop, &id);
+    assert!(wait_until(Duration::from_secs(10), || receiver
+        .received()
+        .len()
+        == 1));
+    let configured = server
+        .post(&format!("/checkout/shop/{}/integration/config", shop.id))
+        .bearer(&shop.token)
+        .json(&json!({ "shared_secret": "the-next-secret" }));
+    assert_eq!(configured.status, 200);
+    send_test(&server, &shop, &id);
+    assert!(wait_until(Duration::from_secs(10), || receiver
+        .received()
+        .len()
+        == 2));
+    let signed_with = |request: &mercer_tests::receiver::Received, secret: &str| {
+        cavage::verify(
+            secret,
+            "POST",
+            &request.target,
+            request.header("Date").unwrap(),
+            request.header("Signature").unwrap(),
+        )
+    };
+    let received = receiver.received();
+    assert!(signed_with(&received[0], SECRET) && !signed_with(&received[0], "the-next-secret"));
+    assert!(signed_with(&received[1], "the-next-secret") && !signed_with(&received[1], SECRET));
+}
+
 backend_tests!(
     checkout_webhooks_are_registered_and_checked,
+    the_delivery_log_resend_recover_and_enable,
+    a_new_integration_secret_signs_later_deliveries,
     a_receiver_that_fails_three_times_gets_the_same_message,
     gone_410_disables_the_webhook,
     a_slow_receiver_times_out_and_is_retried,

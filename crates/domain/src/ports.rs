@@ -314,6 +314,15 @@ pub trait WebhookRepository {
     fn webhook_attempts(&mut self, message_row: i64) -> StoreResult<Vec<DeliveryAttempt>>;
     /// How many endpoints are disabled.
     fn count_disabled_webhook_endpoints(&mut self) -> StoreResult<i64>;
+    /// Makes a message pending and due at `now` again (its `webhook-id` stays).
+    fn requeue_webhook_message(&mut self, id: i64, now: Timestamp) -> StoreResult<()>;
+    /// Makes the endpoint's failed messages created since `since` pending and due again; how many.
+    fn requeue_failed_webhook_messages(
+        &mut self,
+        endpoint_id: i64,
+        since: Timestamp,
+        now: Timestamp,
+    ) -> StoreResult<u64>;
 }
 
 /// Everything a use case may touch inside one unit of work.

@@ -936,6 +936,33 @@ impl WebhookRepository for MemoryState {
             .collect())
     }
 
+    fn requeue_webhook_message(&mut self, id: i64, now: Timestamp) -> StoreResult<()> {
+        if let Some(message) = self.webhook_messages.iter_mut().find(|m| m.id == id) {
+            message.status = MessageStatus::Pending;
+            message.next_attempt_at = now;
+        }
+        Ok(())
+    }
+
+    fn requeue_failed_webhook_messages(
+        &mut self,
+        endpoint_id: i64,
+        since: Timestamp,
+        now: Timestamp,
+    ) -> StoreResult<u64> {
+        let mut count = 0;
+        for message in self.webhook_messages.iter_mut().filter(|m| {
+            m.endpoint_id == endpoint_id
+                && m.status == MessageStatus::Failed
+                && m.created_at >= since
+        }) {
+            message.status = MessageStatus::Pending;
+            message.next_attempt_at = now;
+            count += 1;
+        }
+        Ok(count)
+    }
+
     fn count_disabled_webhook_endpoints(&mut self) -> StoreResult<i64> {
         Ok(self
             .webhook_endpoints

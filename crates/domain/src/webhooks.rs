@@ -670,6 +670,126 @@ pub mod checkout {
         Ok(())
     }
 
+    /// A message of the webhook by its `webhook-id`, or 404.
+    fn message_of(
+        tx: &mut dyn Repositories,
+        endpoint: &WebhookEndpoint,
+        message_id: &str,
+    ) -> Result<super::WebhookMessage, DomainError> {
+        tx.webhook_message(message_id)?
+            .filter(|message| message.endpoint_id == endpoint.id)
+            .ok_or(DomainError::not_found("message"))
+    }
+
+    fn attempt_resource(attempt: &super::DeliveryAttempt) -> Value {
+        json!({
+            "attempted_at": attempt.attempted_at,
+            "status": attempt.outcome.status,
+            "latency_ms": attempt.outcome.latency.as_secs_f64() * 1000.0,
+            "response": attempt.outcome.response,
+            "error": attempt.outcome.error,
+        })
+    }
+
+    fn message_resource(message: &super::WebhookMessage) -> Value {
+        json!({
+            "message_id": message.message_id,
+            "topic": message.topic,
+            "status": message.status,
+            "attempts": message.attempts,
+            "created_at": message.created_at,
+            "next_attempt_at": (message.status == super::MessageStatus::Pending).then_some(message.next_attempt_at),
+            "delivered_at": message.delivered_at,
+        })
+    }
+
+    /// The webhook's delivery log: its latest messages, newest first, each with its last attempt.
+    pub fn deliveries(
+        tx: &mut dyn Repositories,
+        shop: &Shop,
+        public_id: &str,
+        limit: usize,
+    ) -> Result<Vec<Value>, DomainError> {
+        let endpoint = find(tx, shop, public_id)?;
+        let messages = tx.webhook_messages_of_endpoint(endpoint.id, limit)?;
+        let mut log = Vec::with_capacity(messages.len());
+        for message in &messages {
+            let attempts = tx.webhook_attempts(message.id)?;
+            let mut resource = message_resource(message);
+            resource["last_attempt"] = attempts.last().map_or(Value::Null, attempt_resource);
+            log.push(resource);
+        }
+        Ok(log)
+    }
+
+    /// One message with its payload and every attempt.
+    pub fn delivery(
+        tx: &mut dyn Repositories,
+        shop: &Shop,
+        public_id: &str,
+        message_id: &str,
+    ) -> Result<Value, DomainError> {
+        let endpoint = find(tx, shop, public_id)?;
+        let message = message_of(tx, &endpoint, message_id)?;
+        let attempts = tx.webhook_attempts(message.id)?;
+        let mut resource = message_resource(&message);
+        resource["payload"] = serde_json::from_str(&message.payload).unwrap_or(Value::Null);
+        resource["attempts"] = attempts.iter().map(attempt_resource).collect();
+        Ok(resource)
+    }
+
+    /// Sends a message again, with the same `webhook-id`, whatever became of it.
+    pub fn resend(
+        tx: &mut dyn Repositories,
+        shop: &Shop,
+        public_id: &str,
+        message_id: &str,
+        now: Timestamp,
+    ) -> Result<(), DomainError> {
+        let endpoint = find(tx, shop, public_id)?;
+        if !endpoint.is_active() {
+            return Err(disabled());
+        }
+        let message = message_of(tx, &endpoint, message_id)?;
+        tx.requeue_webhook_message(message.id, now)?;
+        Ok(())
+    }
+
+    /// Sends again every message of the webhook that failed, created since `since`; how many.
+    pub fn recover(
+        tx: &mut dyn Repositories,
+        shop: &Shop,
+        public_id: &str,
+        since: Timestamp,
+        now: Timestamp,
+    ) -> Result<u64, DomainError> {
+        let endpoint = find(tx, shop, public_id)?;
+        if !endpoint.is_active() {
+            return Err(disabled());
+        }
+        Ok(tx.requeue_failed_webhook_messages(endpoint.id, since, now)?)
+    }
+
+    /// Enables a disabled webhook again, as new (its failure history forgotten).
+    pub fn enable(
+        tx: &mut dyn Repositories,
+        shop: &Shop,
+        public_id: &str,
+        now: Timestamp,
+    ) -> Result<WebhookEndpoint, DomainError> {
+        let endpoint = find(tx, shop, public_id)?;
+        tx.enable_webhook_endpoint(endpoint.id, now)?;
+        find(tx, shop, public_id)
+    }
+
+    pub fn disabled() -> DomainError {
+        DomainError::Unprocessable {
+            code: "webhook.disabled",
+            message: "the webhook is disabled; enable it again first (POST …/webhooks/{id}/enable)"
+                .to_string(),
+        }
+    }
+
     /// `{"id","webhook_topic_id","webhook_topic_name","callback_url","created_at","updated_at"}`,
     /// and whether Mercer disabled it (and why).
     pub fn resource(endpoint: &WebhookEndpoint) -> Value {

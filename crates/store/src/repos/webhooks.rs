@@ -528,6 +528,40 @@ impl WebhookRepository for StoreTx<'_> {
             .collect())
     }
 
+    fn requeue_webhook_message(&mut self, id: i64, now: Timestamp) -> StoreResult<()> {
+        diesel::update(webhook_messages::table.find(id))
+            .set((
+                webhook_messages::status.eq(MessageStatus::Pending.as_str()),
+                webhook_messages::next_attempt_at.eq(now.as_micros()),
+                webhook_messages::updated_at.eq(now.as_micros()),
+            ))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+        Ok(())
+    }
+
+    fn requeue_failed_webhook_messages(
+        &mut self,
+        endpoint_id: i64,
+        since: Timestamp,
+        now: Timestamp,
+    ) -> StoreResult<u64> {
+        let count = diesel::update(
+            webhook_messages::table
+                .filter(webhook_messages::endpoint_id.eq(endpoint_id))
+                .filter(webhook_messages::status.eq(MessageStatus::Failed.as_str()))
+                .filter(webhook_messages::created_at.ge(since.as_micros())),
+        )
+        .set((
+            webhook_messages::status.eq(MessageStatus::Pending.as_str()),
+            webhook_messages::next_attempt_at.eq(now.as_micros()),
+            webhook_messages::updated_at.eq(now.as_micros()),
+        ))
+        .execute(self.conn)
+        .map_err(storage_error)?;
+        Ok(count as u64)
+    }
+
     fn count_disabled_webhook_endpoints(&mut self) -> StoreResult<i64> {
         webhook_endpoints::table
             .filter(webhook_endpoints::deleted_at.is_null())

@@ -78,6 +78,26 @@ pub fn configure(config: &mut web::ServiceConfig) {
                 .route(web::post().to(webhooks::test)),
         )
         .service(
+            resource("/checkout/shop/{shop}/webhooks/{id}/deliveries")
+                .route(web::get().to(webhooks::deliveries)),
+        )
+        .service(
+            resource("/checkout/shop/{shop}/webhooks/{id}/deliveries/{message_id}")
+                .route(web::get().to(webhooks::delivery)),
+        )
+        .service(
+            resource("/checkout/shop/{shop}/webhooks/{id}/deliveries/{message_id}/resend")
+                .route(web::post().to(webhooks::resend)),
+        )
+        .service(
+            resource("/checkout/shop/{shop}/webhooks/{id}/recover")
+                .route(web::post().to(webhooks::recover)),
+        )
+        .service(
+            resource("/checkout/shop/{shop}/webhooks/{id}/enable")
+                .route(web::post().to(webhooks::enable)),
+        )
+        .service(
             resource("/subscriptions/v1/shops/{shop}/shop")
                 .route(web::get().to(shop::get_shop_information)),
         )
