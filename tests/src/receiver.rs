@@ -42,6 +42,9 @@ impl Reply {
     }
 }
 
+/// Computes an answer's status and JSON body from the request (an override server).
+pub type Responder = Arc<dyn Fn(&Received) -> (u16, String) + Send + Sync>;
+
 #[derive(Default)]
 struct State {
     received: Vec<Received>,
@@ -92,6 +95,18 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Received> {
 impl Receiver {
     /// Starts a receiver that answers 200 unless told otherwise.
     pub fn start() -> Receiver {
+        Self::listen(None)
+    }
+
+    /// Starts a server whose answers `responder` computes; a scripted reply's delay still
+    /// applies first, and its status only when the responder is not asked.
+    pub fn answering(
+        responder: impl Fn(&Received) -> (u16, String) + Send + Sync + 'static,
+    ) -> Receiver {
+        Self::listen(Some(Arc::new(responder)))
+    }
+
+    fn listen(responder: Option<Responder>) -> Receiver {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind a receiver");
         let url = format!("http://{}", listener.local_addr().expect("an address"));
         let state = Arc::new(Mutex::new(State::default()));
@@ -99,6 +114,7 @@ impl Receiver {
         thread::spawn(move || {
             for stream in listener.incoming().map_while(Result::ok) {
                 let state = shared.clone();
+                let responder = responder.clone();
                 thread::spawn(move || {
                     let Ok(writer) = stream.try_clone() else {
                         return;
@@ -106,6 +122,7 @@ impl Receiver {
                     let mut writer = writer;
                     let mut reader = BufReader::new(stream);
                     while let Some(request) = read_request(&mut reader) {
+                        let answered = responder.as_ref().map(|respond| respond(&request));
                         let reply = {
                             let mut state = state.lock().unwrap_or_else(|e| e.into_inner());
                             state.received.push(request);
@@ -116,9 +133,13 @@ impl Receiver {
                                 .unwrap_or(Reply::status(200))
                         };
                         thread::sleep(reply.delay);
+                        let (status, kind, body) = match answered {
+                            Some((status, body)) => (status, "application/json", body),
+                            None => (reply.status, "text/plain", "ok".to_string()),
+                        };
                         let answer = format!(
-                            "HTTP/1.1 {} Status\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok",
-                            reply.status
+                            "HTTP/1.1 {status} Status\r\nContent-Length: {}\r\nContent-Type: {kind}\r\n\r\n{body}",
+                            body.len()
                         );
                         if writer.write_all(answer.as_bytes()).is_err() {
                             return;

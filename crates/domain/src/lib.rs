@@ -13,6 +13,7 @@ pub mod directory;
 pub mod error;
 pub mod events;
 pub mod outbox;
+pub mod overrides;
 pub mod platform;
 pub mod ports;
 pub mod secrets;

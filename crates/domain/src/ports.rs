@@ -9,6 +9,7 @@ use crate::events::{
     EntityKind, EntityRecord, EntityWrite, InboundEvent, NewInboundEvent, Outcome,
 };
 use crate::outbox::{ConnectorCall, OutboxEntry, OutboxStatus};
+use crate::overrides::{ApiOverride, NewApiOverride, OverrideType};
 use crate::secrets::{SecretKind, SharedSecret};
 use crate::shop::{NewShop, Shop, ShopIdentifier};
 use crate::sync::{SyncRun, SyncStatus};
@@ -325,6 +326,27 @@ pub trait WebhookRepository {
     ) -> StoreResult<u64>;
 }
 
+/// API overrides of shops (contract §4.1).
+pub trait OverrideRepository {
+    fn insert_override(&mut self, new: &NewApiOverride) -> StoreResult<ApiOverride>;
+    fn override_by_public_id(
+        &mut self,
+        shop_id: i64,
+        public_id: &str,
+    ) -> StoreResult<Option<ApiOverride>>;
+    /// The shop's overrides, oldest first.
+    fn overrides_of_shop(&mut self, shop_id: i64) -> StoreResult<Vec<ApiOverride>>;
+    /// The shop's most recently created override of the type.
+    fn newest_override(
+        &mut self,
+        shop_id: i64,
+        override_type: OverrideType,
+    ) -> StoreResult<Option<ApiOverride>>;
+    /// Writes the type, URL, secret and `updated_at` of a stored override.
+    fn update_override(&mut self, stored: &ApiOverride) -> StoreResult<()>;
+    fn delete_override(&mut self, id: i64) -> StoreResult<()>;
+}
+
 /// Everything a use case may touch inside one unit of work.
 pub trait Repositories:
     ShopRepository
@@ -337,6 +359,7 @@ pub trait Repositories:
     + OutboxRepository
     + DirectoryRepository
     + WebhookRepository
+    + OverrideRepository
 {
 }
 
@@ -351,6 +374,7 @@ impl<T> Repositories for T where
         + OutboxRepository
         + DirectoryRepository
         + WebhookRepository
+        + OverrideRepository
 {
 }
 

@@ -12,10 +12,11 @@ use crate::events::{
     Document, EntityKind, EntityRecord, EntityWrite, InboundEvent, NewInboundEvent, Outcome,
 };
 use crate::outbox::{ConnectorCall, OutboxEntry, OutboxStatus};
+use crate::overrides::{ApiOverride, NewApiOverride, OverrideType};
 use crate::ports::{
     Database, DestinationRepository, DirectoryRepository, EventQueueRepository, OutboxRepository,
-    PlatformRepository, Repositories, SecretRepository, ShopRepository, StoreResult,
-    SyncRepository, TokenRepository, WebhookRepository,
+    OverrideRepository, PlatformRepository, Repositories, SecretRepository, ShopRepository,
+    StoreResult, SyncRepository, TokenRepository, WebhookRepository,
 };
 use crate::secrets::{SecretKind, SharedSecret};
 use crate::shop::{NewShop, Shop, ShopIdentifier};
@@ -54,6 +55,7 @@ pub struct MemoryState {
     pub webhook_endpoints: Vec<(WebhookEndpoint, bool)>,
     pub webhook_messages: Vec<WebhookMessage>,
     pub webhook_attempts: Vec<DeliveryAttempt>,
+    pub overrides: Vec<ApiOverride>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -969,5 +971,68 @@ impl WebhookRepository for MemoryState {
             .iter()
             .filter(|(e, deleted)| !deleted && !e.is_active())
             .count() as i64)
+    }
+}
+
+impl OverrideRepository for MemoryState {
+    fn insert_override(&mut self, new: &NewApiOverride) -> StoreResult<ApiOverride> {
+        let stored = ApiOverride {
+            id: self.overrides.iter().map(|o| o.id).max().unwrap_or(0) + 1,
+            public_id: crate::credentials::random_hex(16),
+            shop_id: new.shop_id,
+            override_type: new.override_type,
+            url: new.url.clone(),
+            shared_secret: new.shared_secret.clone(),
+            created_at: new.created_at,
+            updated_at: new.created_at,
+        };
+        self.overrides.push(stored.clone());
+        Ok(stored)
+    }
+
+    fn override_by_public_id(
+        &mut self,
+        shop_id: i64,
+        public_id: &str,
+    ) -> StoreResult<Option<ApiOverride>> {
+        Ok(self
+            .overrides
+            .iter()
+            .find(|o| o.shop_id == shop_id && o.public_id == public_id)
+            .cloned())
+    }
+
+    fn overrides_of_shop(&mut self, shop_id: i64) -> StoreResult<Vec<ApiOverride>> {
+        Ok(self
+            .overrides
+            .iter()
+            .filter(|o| o.shop_id == shop_id)
+            .cloned()
+            .collect())
+    }
+
+    fn newest_override(
+        &mut self,
+        shop_id: i64,
+        override_type: OverrideType,
+    ) -> StoreResult<Option<ApiOverride>> {
+        Ok(self
+            .overrides
+            .iter()
+            .filter(|o| o.shop_id == shop_id && o.override_type == override_type)
+            .max_by_key(|o| o.id)
+            .cloned())
+    }
+
+    fn update_override(&mut self, stored: &ApiOverride) -> StoreResult<()> {
+        if let Some(existing) = self.overrides.iter_mut().find(|o| o.id == stored.id) {
+            *existing = stored.clone();
+        }
+        Ok(())
+    }
+
+    fn delete_override(&mut self, id: i64) -> StoreResult<()> {
+        self.overrides.retain(|o| o.id != id);
+        Ok(())
     }
 }

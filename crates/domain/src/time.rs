@@ -39,6 +39,11 @@ impl Timestamp {
             .to_rfc3339_opts(SecondsFormat::Secs, true)
     }
 
+    /// `YYYY-MM-DD HH:MM:SS` in UTC, the form seed 001 gives API override times.
+    pub fn to_date_time_seconds(self) -> String {
+        self.to_datetime().format("%Y-%m-%d %H:%M:%S").to_string()
+    }
+
     /// Parses an RFC 3339 date-time with any offset, kept as the same instant in UTC.
     pub fn parse_rfc3339(text: &str) -> Option<Self> {
         DateTime::parse_from_rfc3339(text)

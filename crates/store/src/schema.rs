@@ -252,6 +252,36 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    api_overrides (id) {
+        id -> BigInt,
+        public_id -> Text,
+        shop_id -> BigInt,
+        override_type -> Text,
+        url -> Text,
+        shared_secret -> Text,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    oauth_codes (id) {
+        id -> BigInt,
+        code_hash -> Text,
+        app_id -> BigInt,
+        shop_id -> BigInt,
+        staff_id -> BigInt,
+        redirect_uri -> Text,
+        scopes -> Text,
+        code_challenge -> Nullable<Text>,
+        expires_at -> BigInt,
+        used_at -> Nullable<BigInt>,
+        token_id -> Nullable<BigInt>,
+        created_at -> BigInt,
+    }
+}
+
 diesel::joinable!(customer_addresses -> platform_customers (customer_id));
 diesel::joinable!(customer_labels -> platform_customers (customer_id));
 diesel::joinable!(product_variants -> platform_products (product_id));
@@ -276,6 +306,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     webhook_endpoints,
     webhook_messages,
     webhook_attempts,
+    api_overrides,
+    oauth_codes,
 );
 
 diesel::table! {

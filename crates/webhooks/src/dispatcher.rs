@@ -92,16 +92,8 @@ pub fn build_request(
     ];
     match endpoint.kind {
         WebhookKind::Checkout => {
-            let date = now
-                .to_datetime()
-                .format("%a, %d %b %Y %H:%M:%S GMT")
-                .to_string();
-            let target = url::Url::parse(&endpoint.callback_url)
-                .map(|url| match url.query() {
-                    Some(query) => format!("{}?{query}", url.path()),
-                    None => url.path().to_string(),
-                })
-                .unwrap_or_else(|_| "/".to_string());
+            let date = http_date(now);
+            let target = request_target(&endpoint.callback_url);
             headers.push((
                 "Signature",
                 cavage::signature_header(secret.expose(), "POST", &target, &date),
@@ -117,6 +109,23 @@ pub fn build_request(
         headers,
         body,
     }
+}
+
+/// A `Date` header value (IMF-fixdate).
+pub(crate) fn http_date(now: Timestamp) -> String {
+    now.to_datetime()
+        .format("%a, %d %b %Y %H:%M:%S GMT")
+        .to_string()
+}
+
+/// The path and query of a URL, as draft-cavage's `(request-target)` signs them.
+pub(crate) fn request_target(url: &str) -> String {
+    url::Url::parse(url)
+        .map(|url| match url.query() {
+            Some(query) => format!("{}?{query}", url.path()),
+            None => url.path().to_string(),
+        })
+        .unwrap_or_else(|_| "/".to_string())
 }
 
 /// `Retry-After` as seconds or an HTTP date.

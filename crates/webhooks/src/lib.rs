@@ -2,11 +2,14 @@
 //! Webhooks on all; draft-cavage for checkout topics; `x-svc-signature` for subscription
 //! topics), send them with ureq, record every attempt, and schedule retries or disable
 //! endpoints by the domain's rules. [`guard`] keeps callbacks out of private networks.
+//! [`overrides`] calls API overrides, signed the same way as checkout webhooks.
 //!
 //! Everything here blocks: it runs on threads of its own.
 
 pub mod dispatcher;
 pub mod guard;
+pub mod overrides;
 
 pub use dispatcher::{BatchReport, DispatcherConfig, Sender, build_request, dispatch_batch, start};
 pub use guard::PrivateAddressGuard;
+pub use overrides::HttpOverrideCaller;

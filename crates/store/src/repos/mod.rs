@@ -4,6 +4,7 @@ mod destinations;
 mod directory;
 mod events;
 mod outbox;
+mod overrides;
 mod platform;
 mod sync;
 mod webhooks;

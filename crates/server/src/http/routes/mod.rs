@@ -5,6 +5,7 @@ mod directory;
 mod events;
 mod health;
 mod metrics;
+mod overrides;
 mod settings;
 mod shop;
 mod webhooks;
@@ -59,6 +60,16 @@ pub fn configure(config: &mut web::ServiceConfig) {
         .service(resource("/healthz").route(web::get().to(health::healthz)))
         .service(resource("/readyz").route(web::get().to(health::readyz)))
         .service(resource("/metrics").route(web::get().to(metrics::metrics)))
+        .service(
+            resource("/checkout/shop/{shop}/overrides")
+                .route(web::post().to(overrides::create))
+                .route(web::get().to(overrides::list)),
+        )
+        .service(
+            resource("/checkout/shop/{shop}/overrides/{id}")
+                .route(web::patch().to(overrides::update))
+                .route(web::delete().to(overrides::delete)),
+        )
         .service(
             resource("/checkout/shop/{shop}/webhooks/topics")
                 .route(web::get().to(webhooks::topics)),

@@ -1,0 +1,2 @@
+DROP TABLE oauth_codes;
+DROP TABLE api_overrides;
