@@ -8,5 +8,6 @@ mod cli;
 mod connector;
 mod foundation;
 mod lifecycle;
+mod oauth;
 mod verifiers;
 mod webhooks;

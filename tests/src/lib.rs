@@ -164,6 +164,8 @@ impl MercerServer {
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_global(Some(Duration::from_secs(30)))
+            // Tests look at redirects themselves (the OAuth flow).
+            .max_redirects(0)
             .build()
             .into();
         MercerServer {
@@ -304,6 +306,39 @@ impl CliOutput {
     }
 }
 
+/// Runs `mercer --database-url <database> <args>` with `input` on standard input.
+pub fn run_cli_with_input(database: &TestDatabase, args: &[&str], input: &str) -> CliOutput {
+    use std::io::Write as _;
+    let mut child = Command::new(mercer_binary())
+        .args([
+            "--database-url",
+            &database.url_string(),
+            "--log-level",
+            "warn",
+        ])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("cannot run mercer");
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(input.as_bytes())
+            .expect("write to mercer's stdin");
+    }
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = child.wait_with_output().expect("mercer did not finish");
+    CliOutput {
+        success: status.success(),
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+    }
+}
+
 /// Runs `mercer --database-url <database> <args>`.
 pub fn run_cli(database: &TestDatabase, args: &[&str]) -> CliOutput {
     let Output {
@@ -424,6 +459,17 @@ impl Call {
             .send_bytes(Some(body.to_string().into_bytes()))
     }
 
+    /// Sends `fields` as an HTML form does (`application/x-www-form-urlencoded`).
+    pub fn form(self, fields: &[(&str, &str)]) -> Answer {
+        let body = fields
+            .iter()
+            .map(|(name, value)| format!("{}={}", form_encode(name), form_encode(value)))
+            .collect::<Vec<_>>()
+            .join("&");
+        self.header("Content-Type", "application/x-www-form-urlencoded")
+            .send_bytes(Some(body.into_bytes()))
+    }
+
     /// Sends raw bytes with whatever Content-Type the caller set (or none).
     pub fn send_bytes(self, body: Option<Vec<u8>>) -> Answer {
         let mut request = ureq::http::Request::builder()
@@ -453,4 +499,19 @@ impl Call {
             text,
         }
     }
+}
+
+/// `application/x-www-form-urlencoded` encoding of one name or value.
+pub fn form_encode(text: &str) -> String {
+    let mut out = String::new();
+    for byte in text.bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'*' => {
+                out.push(byte as char)
+            }
+            b' ' => out.push('+'),
+            other => out.push_str(&format!("%{other:02X}")),
+        }
+    }
+    out
 }

@@ -8,6 +8,9 @@ use crate::error::{DomainError, StorageError};
 use crate::events::{
     EntityKind, EntityRecord, EntityWrite, InboundEvent, NewInboundEvent, Outcome,
 };
+use crate::oauth::{
+    AuthorizationCode, NewAuthorizationCode, NewOAuthApp, NewStaffAccount, OAuthApp, StaffAccount,
+};
 use crate::outbox::{ConnectorCall, OutboxEntry, OutboxStatus};
 use crate::overrides::{ApiOverride, NewApiOverride, OverrideType};
 use crate::secrets::{SecretKind, SharedSecret};
@@ -347,6 +350,34 @@ pub trait OverrideRepository {
     fn delete_override(&mut self, id: i64) -> StoreResult<()>;
 }
 
+/// OAuth apps, staff accounts and authorization codes (contract §2).
+pub trait OAuthRepository {
+    fn insert_oauth_app(&mut self, new: &NewOAuthApp) -> StoreResult<OAuthApp>;
+    fn oauth_app_by_client_id(&mut self, client_id: &str) -> StoreResult<Option<OAuthApp>>;
+    fn insert_staff_account(&mut self, new: &NewStaffAccount) -> StoreResult<StaffAccount>;
+    fn staff_account(&mut self, shop_id: i64, email: &str) -> StoreResult<Option<StaffAccount>>;
+    fn staff_account_by_id(&mut self, id: i64) -> StoreResult<Option<StaffAccount>>;
+    fn set_staff_sign_in_state(
+        &mut self,
+        id: i64,
+        failed_sign_ins: i32,
+        locked_until: Option<Timestamp>,
+        now: Timestamp,
+    ) -> StoreResult<()>;
+    fn insert_authorization_code(&mut self, new: &NewAuthorizationCode) -> StoreResult<()>;
+    fn authorization_code_by_hash(
+        &mut self,
+        code_hash: &str,
+    ) -> StoreResult<Option<AuthorizationCode>>;
+    /// Marks the code used for this token, unless it already was: false then.
+    fn redeem_authorization_code(
+        &mut self,
+        id: i64,
+        token_id: i64,
+        now: Timestamp,
+    ) -> StoreResult<bool>;
+}
+
 /// Everything a use case may touch inside one unit of work.
 pub trait Repositories:
     ShopRepository
@@ -360,6 +391,7 @@ pub trait Repositories:
     + DirectoryRepository
     + WebhookRepository
     + OverrideRepository
+    + OAuthRepository
 {
 }
 
@@ -375,6 +407,7 @@ impl<T> Repositories for T where
         + DirectoryRepository
         + WebhookRepository
         + OverrideRepository
+        + OAuthRepository
 {
 }
 

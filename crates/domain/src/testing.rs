@@ -11,12 +11,15 @@ use crate::error::DomainError;
 use crate::events::{
     Document, EntityKind, EntityRecord, EntityWrite, InboundEvent, NewInboundEvent, Outcome,
 };
+use crate::oauth::{
+    AuthorizationCode, NewAuthorizationCode, NewOAuthApp, NewStaffAccount, OAuthApp, StaffAccount,
+};
 use crate::outbox::{ConnectorCall, OutboxEntry, OutboxStatus};
 use crate::overrides::{ApiOverride, NewApiOverride, OverrideType};
 use crate::ports::{
-    Database, DestinationRepository, DirectoryRepository, EventQueueRepository, OutboxRepository,
-    OverrideRepository, PlatformRepository, Repositories, SecretRepository, ShopRepository,
-    StoreResult, SyncRepository, TokenRepository, WebhookRepository,
+    Database, DestinationRepository, DirectoryRepository, EventQueueRepository, OAuthRepository,
+    OutboxRepository, OverrideRepository, PlatformRepository, Repositories, SecretRepository,
+    ShopRepository, StoreResult, SyncRepository, TokenRepository, WebhookRepository,
 };
 use crate::secrets::{SecretKind, SharedSecret};
 use crate::shop::{NewShop, Shop, ShopIdentifier};
@@ -56,6 +59,10 @@ pub struct MemoryState {
     pub webhook_messages: Vec<WebhookMessage>,
     pub webhook_attempts: Vec<DeliveryAttempt>,
     pub overrides: Vec<ApiOverride>,
+    pub oauth_apps: Vec<OAuthApp>,
+    pub staff: Vec<StaffAccount>,
+    /// Codes with their hashes.
+    pub codes: Vec<(AuthorizationCode, String)>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -1034,5 +1041,117 @@ impl OverrideRepository for MemoryState {
     fn delete_override(&mut self, id: i64) -> StoreResult<()> {
         self.overrides.retain(|o| o.id != id);
         Ok(())
+    }
+}
+
+impl OAuthRepository for MemoryState {
+    fn insert_oauth_app(&mut self, new: &NewOAuthApp) -> StoreResult<OAuthApp> {
+        let app = OAuthApp {
+            id: self.oauth_apps.len() as i64 + 1,
+            client_id: new.client_id.clone(),
+            client_secret_hash: new.client_secret_hash.clone(),
+            name: new.name.clone(),
+            redirect_uris: new.redirect_uris.clone(),
+            created_at: new.created_at,
+            revoked_at: None,
+        };
+        self.oauth_apps.push(app.clone());
+        Ok(app)
+    }
+
+    fn oauth_app_by_client_id(&mut self, client_id: &str) -> StoreResult<Option<OAuthApp>> {
+        Ok(self
+            .oauth_apps
+            .iter()
+            .find(|app| app.client_id == client_id)
+            .cloned())
+    }
+
+    fn insert_staff_account(&mut self, new: &NewStaffAccount) -> StoreResult<StaffAccount> {
+        let staff = StaffAccount {
+            id: self.staff.len() as i64 + 1,
+            shop_id: new.shop_id,
+            email: new.email.clone(),
+            password_hash: new.password_hash.clone(),
+            failed_sign_ins: 0,
+            locked_until: None,
+            created_at: new.created_at,
+        };
+        self.staff.push(staff.clone());
+        Ok(staff)
+    }
+
+    fn staff_account(&mut self, shop_id: i64, email: &str) -> StoreResult<Option<StaffAccount>> {
+        Ok(self
+            .staff
+            .iter()
+            .find(|s| s.shop_id == shop_id && s.email == email)
+            .cloned())
+    }
+
+    fn staff_account_by_id(&mut self, id: i64) -> StoreResult<Option<StaffAccount>> {
+        Ok(self.staff.iter().find(|s| s.id == id).cloned())
+    }
+
+    fn set_staff_sign_in_state(
+        &mut self,
+        id: i64,
+        failed_sign_ins: i32,
+        locked_until: Option<Timestamp>,
+        _now: Timestamp,
+    ) -> StoreResult<()> {
+        if let Some(staff) = self.staff.iter_mut().find(|s| s.id == id) {
+            staff.failed_sign_ins = failed_sign_ins;
+            staff.locked_until = locked_until;
+        }
+        Ok(())
+    }
+
+    fn insert_authorization_code(&mut self, new: &NewAuthorizationCode) -> StoreResult<()> {
+        let code = AuthorizationCode {
+            id: self.codes.len() as i64 + 1,
+            app_id: new.app_id,
+            shop_id: new.shop_id,
+            staff_id: new.staff_id,
+            redirect_uri: new.redirect_uri.clone(),
+            scopes: new.scopes.clone(),
+            code_challenge: new.code_challenge.clone(),
+            expires_at: new.expires_at,
+            used_at: None,
+            token_id: None,
+        };
+        self.codes.push((code, new.code_hash.clone()));
+        Ok(())
+    }
+
+    fn authorization_code_by_hash(
+        &mut self,
+        code_hash: &str,
+    ) -> StoreResult<Option<AuthorizationCode>> {
+        Ok(self
+            .codes
+            .iter()
+            .find(|(_, hash)| hash == code_hash)
+            .map(|(code, _)| code.clone()))
+    }
+
+    fn redeem_authorization_code(
+        &mut self,
+        id: i64,
+        token_id: i64,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        match self
+            .codes
+            .iter_mut()
+            .find(|(code, _)| code.id == id && code.used_at.is_none())
+        {
+            Some((code, _)) => {
+                code.used_at = Some(now);
+                code.token_id = Some(token_id);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
     }
 }

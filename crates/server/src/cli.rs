@@ -47,6 +47,14 @@ pub enum Command {
     /// Manage shared secrets (printed once, on standard output).
     #[command(subcommand)]
     Secret(SecretCommand),
+
+    /// OAuth apps (public integrations that ask shops for access).
+    #[command(subcommand)]
+    App(AppCommand),
+
+    /// Staff accounts: the people who sign in to approve an OAuth app for their shop.
+    #[command(subcommand)]
+    Staff(StaffCommand),
     /// Look at the queue of events received from connectors.
     #[command(subcommand)]
     Events(EventsCommand),
@@ -191,5 +199,35 @@ pub enum SecretCommand {
         /// Which secret: connector or checkout_integration.
         #[arg(long)]
         kind: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AppCommand {
+    /// Register an app; prints its client id, then its client secret (shown only this once).
+    Create {
+        /// The name shown to staff on the consent page.
+        #[arg(long)]
+        name: String,
+        /// A redirect URI the app may use, matched exactly; repeat for several. https, or http
+        /// on localhost or a loopback address.
+        #[arg(long = "redirect-uri", required = true)]
+        redirect_uris: Vec<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StaffCommand {
+    /// Create a staff account for a shop. The password is read from standard input (its first
+    /// line) with --password-stdin; otherwise a random one is made and printed once.
+    Create {
+        /// The shop_identifier.
+        #[arg(long)]
+        shop: String,
+        #[arg(long)]
+        email: String,
+        /// Read the password from standard input instead of generating one.
+        #[arg(long)]
+        password_stdin: bool,
     },
 }

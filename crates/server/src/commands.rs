@@ -14,6 +14,7 @@ use mercer_webhooks::{DispatcherConfig, PrivateAddressGuard};
 use mercer_connector::HttpConnector;
 use mercer_domain::connector::PlatformConnectorHandle;
 use mercer_domain::credentials::{Scope, TokenSource, create_token, list_tokens, revoke_token};
+use mercer_domain::oauth;
 use mercer_domain::ports::{Clock, Database, SystemClock};
 use mercer_domain::secrets::{SecretKind, rotate_secret};
 use mercer_domain::shop::{DemoCredentials, ShopInput, bootstrap_demo, create_shop, find_shop};
@@ -21,8 +22,8 @@ use mercer_domain::{DomainError, Timestamp};
 use mercer_store::{DatabaseUrl, OpenError, PoolOptions, Store, UrlError};
 
 use crate::cli::{
-    Cli, Command, EventsCommand, SecretCommand, ServeArgs, ShopCommand, ShopCreateArgs,
-    TokenCommand,
+    AppCommand, Cli, Command, EventsCommand, SecretCommand, ServeArgs, ShopCommand, ShopCreateArgs,
+    StaffCommand, TokenCommand,
 };
 use crate::http::{self, ServeOptions, state::AppState};
 use crate::workers::Workers;
@@ -74,6 +75,57 @@ pub fn run(cli: Cli) -> Result<(), CommandError> {
         Command::Shop(command) => shop_command(&open(&url)?, command),
         Command::Token(command) => token_command(&open(&url)?, command),
         Command::Secret(command) => secret_command(&open(&url)?, command),
+        Command::App(command) => app_command(&open(&url)?, command),
+        Command::Staff(command) => staff_command(&open(&url)?, command),
+    }
+}
+
+fn app_command(store: &Store, command: AppCommand) -> Result<(), CommandError> {
+    match command {
+        AppCommand::Create {
+            name,
+            redirect_uris,
+        } => {
+            let created = store.write(|tx| oauth::create_app(tx, &name, &redirect_uris, now()))?;
+            eprintln!(
+                "Registered app {:?} with redirect URIs {}. Client id, then client secret (shown only this once):",
+                created.app.name,
+                created.app.redirect_uris.join(" ")
+            );
+            println!("{}", created.app.client_id);
+            println!("{}", created.client_secret.expose());
+            Ok(())
+        }
+    }
+}
+
+fn staff_command(store: &Store, command: StaffCommand) -> Result<(), CommandError> {
+    match command {
+        StaffCommand::Create {
+            shop,
+            email,
+            password_stdin,
+        } => {
+            let (password, generated) = if password_stdin {
+                let mut line = String::new();
+                std::io::stdin().read_line(&mut line)?;
+                (line.trim_end_matches(['\r', '\n']).to_string(), false)
+            } else {
+                (mercer_domain::credentials::random_hex(12), true)
+            };
+            let staff =
+                store.write(|tx| oauth::create_staff(tx, &shop, &email, &password, now()))?;
+            if generated {
+                eprintln!(
+                    "Created staff account {} for shop {shop}. Its password (shown only this once):",
+                    staff.email
+                );
+                println!("{password}");
+            } else {
+                eprintln!("Created staff account {} for shop {shop}.", staff.email);
+            }
+            Ok(())
+        }
     }
 }
 
@@ -280,6 +332,7 @@ fn serve(url: &DatabaseUrl, args: ServeArgs) -> Result<(), CommandError> {
         webhooks: webhooks.clone(),
         address_guard,
         metrics,
+        sign_ins: Default::default(),
     };
     let serve_options = ServeOptions {
         bind: args.bind,

@@ -5,6 +5,7 @@ pub mod error;
 pub mod extract;
 pub mod middleware;
 pub mod routes;
+pub mod sign_in_limiter;
 pub mod state;
 
 use std::net::SocketAddr;

@@ -10,6 +10,7 @@ use mercer_store::Store;
 
 use super::access_cache::AccessCache;
 use super::error::ApiError;
+use super::sign_in_limiter::SignInLimiter;
 use crate::workers::{Ingest, Wake};
 use mercer_webhooks::PrivateAddressGuard;
 use metrics_exporter_prometheus::PrometheusHandle;
@@ -32,6 +33,8 @@ pub struct AppState {
     pub address_guard: PrivateAddressGuard,
     /// Renders the metrics in Prometheus's text format.
     pub metrics: PrometheusHandle,
+    /// Sign-in failures per client address (the OAuth authorize page).
+    pub sign_ins: SignInLimiter,
 }
 
 impl AppState {

@@ -3,6 +3,7 @@
 mod destinations;
 mod directory;
 mod events;
+mod oauth;
 mod outbox;
 mod overrides;
 mod platform;

@@ -5,6 +5,7 @@ mod directory;
 mod events;
 mod health;
 mod metrics;
+mod oauth;
 mod overrides;
 mod settings;
 mod shop;
@@ -60,6 +61,12 @@ pub fn configure(config: &mut web::ServiceConfig) {
         .service(resource("/healthz").route(web::get().to(health::healthz)))
         .service(resource("/readyz").route(web::get().to(health::readyz)))
         .service(resource("/metrics").route(web::get().to(metrics::metrics)))
+        .service(
+            resource("/accounts/dashboard/authorize")
+                .route(web::get().to(oauth::authorize_page))
+                .route(web::post().to(oauth::authorize_submit)),
+        )
+        .service(resource("/auth/oauth2/token").route(web::post().to(oauth::token)))
         .service(
             resource("/checkout/shop/{shop}/overrides")
                 .route(web::post().to(overrides::create))
