@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used)] // test code: a panic is a failed assertion
 
+mod browser;
 mod checkout_settings;
 mod cli;
 mod connector;

@@ -4,6 +4,7 @@
 //! The binary is looked up at `$MERCER_BIN`, else next to the test executable's profile folder
 //! (`target/debug/mercer`). `cargo xtask test` builds it before running the tests.
 
+pub mod browser;
 pub mod receiver;
 pub mod verifiers;
 

@@ -52,7 +52,7 @@ print("listening", server.server_address[1], flush=True)
 server.serve_forever()
 "#;
 
-fn verifiers_dir() -> PathBuf {
+pub(crate) fn verifiers_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("the test executable has a path");
     // target/<profile>/deps/e2e-<hash> → target/test-verifiers
     exe.ancestors()
@@ -61,7 +61,7 @@ fn verifiers_dir() -> PathBuf {
         .join("test-verifiers")
 }
 
-fn run(command: &mut Command, what: &str) -> Result<(), String> {
+pub(crate) fn run(command: &mut Command, what: &str) -> Result<(), String> {
     let output = command
         .output()
         .map_err(|error| format!("cannot run {what}: {error}"))?;

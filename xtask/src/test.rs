@@ -97,6 +97,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
     // The end-to-end suite starts the real binary: build it first, in the test profile's folder.
     crate::run_step(&cargo, &["build", "-p", "mercer-server", "--bin", "mercer"])?;
 
+    // The browser test leaves this file when Chromium cannot be installed; say so at the end.
+    let browser_skipped = crate::workspace_root().join("target/test-verifiers/BROWSER_SKIPPED");
+    let _ = std::fs::remove_file(&browser_skipped);
+
     let mut command = Command::new(&cargo);
     command
         .current_dir(crate::workspace_root())
@@ -159,6 +163,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
         ignored: sqlite.ignored + postgres.ignored + other.ignored,
     };
     println!("{}, {} skipped", total.describe(), total.ignored);
+    if let Ok(reason) = std::fs::read_to_string(&browser_skipped) {
+        let rule = "!".repeat(78);
+        println!("{rule}\n{reason}\n{rule}");
+    }
 
     if !status.success() {
         return Err("some tests failed".to_string());
