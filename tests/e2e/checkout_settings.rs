@@ -158,11 +158,13 @@ fn api_overrides_are_kept_and_checked(backend: Backend) {
             .json(&json!({ "url": "https://93.184.216.34/x" }))
             .assert_error(404, "resource.not_found");
     }
-    server
-        .request("PATCH", &format!("{path}/not-an-id"))
-        .bearer(&demo.token)
-        .json(&json!({}))
-        .assert_error(404, "resource.not_found");
+    for body in [json!({}), json!({ "url": 5, "override_type": "nope" })] {
+        server
+            .request("PATCH", &format!("{path}/not-an-id"))
+            .bearer(&demo.token)
+            .json(&body)
+            .assert_error(404, "resource.not_found");
+    }
     let left = server.get(&path).bearer(&demo.token).call().json();
     assert_eq!(left["data"].as_array().unwrap().len(), 1);
     let log = server.log();

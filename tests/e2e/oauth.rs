@@ -394,7 +394,7 @@ fn failed_sign_ins_are_rate_limited(backend: Backend) {
     let server = MercerServer::start(backend);
     let world = oauth_world(&server, REDIRECT);
     let query = authorize_query(&world, &[]);
-    for attempt in 1..=5 {
+    for attempt in 1..=4 {
         assert_eq!(
             sign_in(&server, &world, &query, "wrong password").status,
             401,
@@ -409,9 +409,27 @@ fn failed_sign_ins_are_rate_limited(backend: Backend) {
     assert_eq!(sign_in(&server, &world, &query, PASSWORD).status, 429);
 }
 
+fn a_burst_of_sign_ins_cannot_outrun_the_lock(backend: Backend) {
+    let server = MercerServer::start(backend);
+    let world = oauth_world(&server, REDIRECT);
+    let query = authorize_query(&world, &[]);
+    let statuses: Vec<u16> = std::thread::scope(|scope| {
+        let attempts: Vec<_> = (0..16)
+            .map(|_| scope.spawn(|| sign_in(&server, &world, &query, "wrong password").status))
+            .collect();
+        attempts.into_iter().map(|a| a.join().unwrap()).collect()
+    });
+    let wrong = statuses.iter().filter(|s| **s == 401).count();
+    let limited = statuses.iter().filter(|s| **s == 429).count();
+    assert_eq!(wrong + limited, 16, "{statuses:?}");
+    // At most four passwords were checked before the fifth failure locked the account.
+    assert!(wrong <= 4, "{statuses:?}");
+}
+
 backend_tests!(
     the_authorization_code_flow_issues_a_scoped_token,
     pkce_lets_a_public_client_exchange_without_a_secret,
     bad_requests_get_rfc_6749_errors,
     failed_sign_ins_are_rate_limited,
+    a_burst_of_sign_ins_cannot_outrun_the_lock,
 );

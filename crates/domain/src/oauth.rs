@@ -266,7 +266,10 @@ pub struct AuthorizeParams {
 #[derive(Debug, Clone)]
 pub struct ValidAuthorize {
     pub app: OAuthApp,
+    /// Where to send the browser back: the one given, or the app's only one.
     pub redirect_uri: String,
+    /// Whether the request named it; then the token request must name the same (RFC 6749 §4.1.3).
+    pub redirect_uri_given: bool,
     pub scopes: ScopeSet,
     pub state: Option<String>,
     pub code_challenge: Option<String>,
@@ -375,6 +378,7 @@ pub fn check_authorize(
     Ok(ValidAuthorize {
         app,
         redirect_uri,
+        redirect_uri_given: params.redirect_uri.is_some(),
         scopes,
         state: params.state.clone(),
         code_challenge,
@@ -418,35 +422,32 @@ pub fn locked_for(staff: &StaffAccount, now: Timestamp) -> Option<i64> {
     (wait > 0).then(|| (wait + 999_999) / 1_000_000)
 }
 
-/// Records a sign-in's outcome. A success clears the failures; a failure counts, and from the
-/// sixth in a row locks the account (30 s, doubling, at most 15 min). Returns how long it is
-/// locked for, if it is.
+/// Records a sign-in's outcome. A success clears the failures; a failure counts (atomically, so
+/// failures at the same moment all count), and from the fifth in a row locks the account (30 s,
+/// doubling with each further failure, at most 15 min). Returns how long it is locked for, if it
+/// is.
 pub fn record_sign_in(
     tx: &mut dyn Repositories,
     staff_id: i64,
     succeeded: bool,
     now: Timestamp,
 ) -> Result<Option<i64>, DomainError> {
-    let Some(staff) = tx.staff_account_by_id(staff_id)? else {
-        return Err(DomainError::not_found("staff account"));
-    };
     if succeeded {
         tx.set_staff_sign_in_state(staff_id, 0, None, now)?;
         return Ok(None);
     }
-    let failures = staff.failed_sign_ins.saturating_add(1);
-    let locked = (failures > FREE_SIGN_IN_FAILURES).then(|| {
-        let doublings = u32::try_from(failures - FREE_SIGN_IN_FAILURES - 1).unwrap_or(u32::MAX);
+    let Some(failures) = tx.increment_staff_sign_in_failures(staff_id, now)? else {
+        return Err(DomainError::not_found("staff account"));
+    };
+    let locked = (failures >= FREE_SIGN_IN_FAILURES).then(|| {
+        let doublings = u32::try_from(failures - FREE_SIGN_IN_FAILURES).unwrap_or(u32::MAX);
         FIRST_LOCK_SECONDS
             .saturating_mul(2_i64.saturating_pow(doublings.min(20)))
             .min(MAX_LOCK_SECONDS)
     });
-    tx.set_staff_sign_in_state(
-        staff_id,
-        failures,
-        locked.map(|seconds| now.plus_seconds(seconds)),
-        now,
-    )?;
+    if let Some(seconds) = locked {
+        tx.lock_staff_account(staff_id, now.plus_seconds(seconds), now)?;
+    }
     Ok(locked)
 }
 
@@ -463,7 +464,12 @@ pub fn issue_code(
         app_id: request.app.id,
         shop_id: staff.shop_id,
         staff_id: staff.id,
-        redirect_uri: request.redirect_uri.clone(),
+        // Empty when the request named none: the token request need not name one either.
+        redirect_uri: if request.redirect_uri_given {
+            request.redirect_uri.clone()
+        } else {
+            String::new()
+        },
         scopes: request.scopes.clone(),
         code_challenge: request.code_challenge.clone(),
         expires_at: now.plus_seconds(CODE_LIFETIME_SECONDS),
@@ -554,7 +560,6 @@ pub fn exchange_code(
         }
     }
     let code = or_client_error!(required(&params.code, "code"));
-    let redirect_uri = or_client_error!(required(&params.redirect_uri, "redirect_uri"));
     let client_id = or_client_error!(required(&params.client_id, "client_id"));
     let unknown_client = || OAuthError::new("invalid_client", "client authentication failed");
     let Some(app) = tx
@@ -586,7 +591,20 @@ pub fn exchange_code(
     if now >= stored.expires_at {
         return Ok(Err(invalid_grant("the code has expired")));
     }
-    if stored.redirect_uri != redirect_uri {
+    let redirect_uri = params.redirect_uri.as_deref().filter(|v| !v.is_empty());
+    let redirect_matches = match redirect_uri {
+        // Named in the authorization request: the same one is required.
+        _ if !stored.redirect_uri.is_empty() => redirect_uri == Some(stored.redirect_uri.as_str()),
+        Some(uri) => app.redirect_uris.iter().any(|known| known == uri),
+        None => true,
+    };
+    if !redirect_matches {
+        if redirect_uri.is_none() {
+            return Ok(Err(OAuthError::new(
+                "invalid_request",
+                "redirect_uri is required: the authorization request named one",
+            )));
+        }
         return Ok(Err(invalid_grant(
             "redirect_uri does not match the authorization request",
         )));
@@ -603,9 +621,15 @@ pub fn exchange_code(
                 "code_verifier is required: the code was asked for with a code_challenge",
             )));
         }
+        // A verifier for a code asked without a challenge is a downgrade attempt (RFC 9700).
+        (None, Some(_)) => {
+            return Ok(Err(invalid_grant(
+                "code_verifier was sent, but the code was asked for without code_challenge",
+            )));
+        }
         // Without PKCE the client must prove itself with its secret.
-        (None, _) if secret_given.is_none() => return Ok(Err(unknown_client())),
-        (None, _) => {}
+        (None, None) if secret_given.is_none() => return Ok(Err(unknown_client())),
+        (None, None) => {}
     }
     let Some(shop) = tx
         .shop_by_id(stored.shop_id)?
@@ -622,10 +646,15 @@ pub fn exchange_code(
     );
     let token = tx.insert_token(&record)?;
     if !tx.redeem_authorization_code(stored.id, token.id, now)? {
-        return Err(DomainError::Conflict {
-            code: "oauth.code_race",
-            message: "the code was used at the same moment".to_string(),
-        });
+        // Another exchange of the same code won at the same moment: neither token may stand.
+        tx.revoke_token(shop.id, token.id, now)?;
+        if let Some(winner) = tx
+            .authorization_code_by_hash(&hash_token(&code))?
+            .and_then(|used| used.token_id)
+        {
+            tx.revoke_token(shop.id, winner, now)?;
+        }
+        return Ok(Err(invalid_grant("the code was already used")));
     }
     Ok(Ok(IssuedToken {
         access_token,
@@ -837,6 +866,34 @@ mod tests {
     }
 
     #[test]
+    fn redirect_uri_is_required_at_the_token_endpoint_only_if_it_was_named() {
+        let world = world();
+        let now = Timestamp::from_micros(0);
+        let mut unnamed = params(&world);
+        unnamed.redirect_uri = None;
+        let code = code_for(&world, &unnamed, now);
+        let mut body = token_body(&world, &code);
+        body.redirect_uri = None;
+        assert!(exchange(&world, body, now).is_ok());
+
+        let code = code_for(&world, &params(&world), now);
+        let mut body = token_body(&world, &code);
+        body.redirect_uri = None;
+        assert_eq!(
+            exchange(&world, body, now).unwrap_err().error,
+            "invalid_request"
+        );
+        // A verifier for a code asked without a challenge is refused, secret or not.
+        let mut downgrade = token_body(&world, &code);
+        downgrade.code_verifier = Some("v".repeat(43));
+        assert_eq!(
+            exchange(&world, downgrade, now).unwrap_err().error,
+            "invalid_grant"
+        );
+        assert!(exchange(&world, token_body(&world, &code), now).is_ok());
+    }
+
+    #[test]
     fn pkce_replaces_the_client_secret() {
         let world = world();
         let now = Timestamp::from_micros(0);
@@ -889,11 +946,11 @@ mod tests {
                 None,
                 None,
                 None,
-                None,
                 Some(30),
                 Some(60),
                 Some(120),
-                Some(240)
+                Some(240),
+                Some(480)
             ]
         );
         let staff = world
@@ -901,8 +958,8 @@ mod tests {
             .read(|tx| Ok(tx.staff_account_by_id(world.staff.id)?))
             .unwrap()
             .unwrap();
-        assert_eq!(locked_for(&staff, now), Some(240));
-        assert_eq!(locked_for(&staff, now.plus_seconds(240)), None);
+        assert_eq!(locked_for(&staff, now), Some(480));
+        assert_eq!(locked_for(&staff, now.plus_seconds(480)), None);
         world
             .db
             .write(|tx| record_sign_in(tx, world.staff.id, true, now))

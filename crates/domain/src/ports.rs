@@ -364,6 +364,14 @@ pub trait OAuthRepository {
         locked_until: Option<Timestamp>,
         now: Timestamp,
     ) -> StoreResult<()>;
+    /// Adds one to the account's failed sign-ins in one statement; the new count, or `None`
+    /// when there is no such account.
+    fn increment_staff_sign_in_failures(
+        &mut self,
+        id: i64,
+        now: Timestamp,
+    ) -> StoreResult<Option<i32>>;
+    fn lock_staff_account(&mut self, id: i64, until: Timestamp, now: Timestamp) -> StoreResult<()>;
     fn insert_authorization_code(&mut self, new: &NewAuthorizationCode) -> StoreResult<()>;
     fn authorization_code_by_hash(
         &mut self,

@@ -1107,6 +1107,29 @@ impl OAuthRepository for MemoryState {
         Ok(())
     }
 
+    fn increment_staff_sign_in_failures(
+        &mut self,
+        id: i64,
+        _now: Timestamp,
+    ) -> StoreResult<Option<i32>> {
+        Ok(self.staff.iter_mut().find(|s| s.id == id).map(|staff| {
+            staff.failed_sign_ins += 1;
+            staff.failed_sign_ins
+        }))
+    }
+
+    fn lock_staff_account(
+        &mut self,
+        id: i64,
+        until: Timestamp,
+        _now: Timestamp,
+    ) -> StoreResult<()> {
+        if let Some(staff) = self.staff.iter_mut().find(|s| s.id == id) {
+            staff.locked_until = Some(until);
+        }
+        Ok(())
+    }
+
     fn insert_authorization_code(&mut self, new: &NewAuthorizationCode) -> StoreResult<()> {
         let code = AuthorizationCode {
             id: self.codes.len() as i64 + 1,

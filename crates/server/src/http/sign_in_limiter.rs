@@ -1,44 +1,108 @@
-//! Sign-in failures per client address: past a limit in a window, that address waits (429).
-//! Accounts lock on their own as well (the domain's rule, kept in the database); this stops one
-//! address from trying many accounts.
+//! Limits on sign-in attempts in this process, beside the account lock the domain keeps in the
+//! database:
+//! - a client address gets at most [`MAX_FAILURES`] failures in any [`WINDOW`] (IPv6 addresses
+//!   count per /64, the block one client usually holds); an attempt counts as a failure from
+//!   its start and is forgiven when it succeeds, so attempts sent at once cannot all slip in;
+//! - one attempt at a time per account, so a burst cannot outrun the account lock;
+//! - a few password checks at a time in all (Argon2 takes ~19 MiB and a core's time each).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::IpAddr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use tokio::sync::Semaphore;
+
 /// Failures an address may have in one window.
-const MAX_FAILURES: u32 = 20;
-const WINDOW: Duration = Duration::from_secs(10 * 60);
-/// Past this many addresses, expired windows are dropped.
+pub const MAX_FAILURES: usize = 20;
+pub const WINDOW: Duration = Duration::from_secs(10 * 60);
+/// Past this many addresses, those without a failure in the window are dropped.
 const PRUNE_AT: usize = 10_000;
 
-#[derive(Debug, Default)]
+/// Where failures are counted: the address, or its /64 for IPv6.
+fn client_key(address: IpAddr) -> IpAddr {
+    match address {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let mut segments = v6.segments();
+                segments[4..].fill(0);
+                IpAddr::from(segments)
+            }
+        },
+        v4 => v4,
+    }
+}
+
 pub struct SignInLimiter {
-    windows: Mutex<HashMap<IpAddr, (Instant, u32)>>,
+    failures: Mutex<HashMap<IpAddr, VecDeque<Instant>>>,
+    accounts: Arc<Mutex<HashSet<i64>>>,
+    /// Password checks running at once.
+    pub checks: Semaphore,
+}
+
+impl Default for SignInLimiter {
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        SignInLimiter {
+            failures: Mutex::default(),
+            accounts: Arc::default(),
+            checks: Semaphore::new(cores),
+        }
+    }
+}
+
+/// An account's attempt in progress; the account is free again when it is dropped.
+pub struct AccountClaim {
+    accounts: Arc<Mutex<HashSet<i64>>>,
+    id: i64,
+}
+
+impl Drop for AccountClaim {
+    fn drop(&mut self) {
+        self.accounts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.id);
+    }
 }
 
 impl SignInLimiter {
-    /// How long the address must wait, if it has used up its failures.
-    pub fn wait(&self, address: IpAddr) -> Option<Duration> {
-        let windows = self.windows.lock().unwrap_or_else(|e| e.into_inner());
-        let (started, failures) = windows.get(&address)?;
-        let ends = *started + WINDOW;
+    /// Starts an attempt from `address`, counted as a failure until [`Self::forgive`]; or how
+    /// long the address must wait.
+    pub fn begin(&self, address: IpAddr) -> Result<(), Duration> {
         let now = Instant::now();
-        (*failures >= MAX_FAILURES && ends > now).then(|| ends - now)
+        let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        if failures.len() >= PRUNE_AT {
+            failures.retain(|_, times| times.back().is_some_and(|last| *last + WINDOW > now));
+        }
+        let times = failures.entry(client_key(address)).or_default();
+        while times.front().is_some_and(|first| *first + WINDOW <= now) {
+            times.pop_front();
+        }
+        if times.len() >= MAX_FAILURES {
+            let oldest = times.front().copied().unwrap_or(now);
+            return Err((oldest + WINDOW).saturating_duration_since(now));
+        }
+        times.push_back(now);
+        Ok(())
     }
 
-    pub fn record_failure(&self, address: IpAddr) {
-        let mut windows = self.windows.lock().unwrap_or_else(|e| e.into_inner());
-        let now = Instant::now();
-        if windows.len() >= PRUNE_AT {
-            windows.retain(|_, (started, _)| *started + WINDOW > now);
+    /// The attempt succeeded: it does not count.
+    pub fn forgive(&self, address: IpAddr) {
+        let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(times) = failures.get_mut(&client_key(address)) {
+            times.pop_back();
         }
-        let entry = windows.entry(address).or_insert((now, 0));
-        if entry.0 + WINDOW <= now {
-            *entry = (now, 0);
-        }
-        entry.1 += 1;
+    }
+
+    /// The account for this attempt, unless another attempt on it is in progress.
+    pub fn claim_account(&self, id: i64) -> Option<AccountClaim> {
+        let mut accounts = self.accounts.lock().unwrap_or_else(|e| e.into_inner());
+        accounts.insert(id).then(|| AccountClaim {
+            accounts: self.accounts.clone(),
+            id,
+        })
     }
 }
 
@@ -51,13 +115,43 @@ mod tests {
         let limiter = SignInLimiter::default();
         let address: IpAddr = [10, 0, 0, 1].into();
         let other: IpAddr = [10, 0, 0, 2].into();
-        for _ in 0..MAX_FAILURES - 1 {
-            limiter.record_failure(address);
+        for _ in 0..MAX_FAILURES {
+            assert!(limiter.begin(address).is_ok());
         }
-        assert_eq!(limiter.wait(address), None);
-        limiter.record_failure(address);
-        let wait = limiter.wait(address).expect("a wait");
+        let wait = limiter.begin(address).expect_err("a wait");
         assert!(wait <= WINDOW && wait > WINDOW - Duration::from_secs(5));
-        assert_eq!(limiter.wait(other), None);
+        assert!(limiter.begin(other).is_ok());
+        // A success is forgiven, and makes room for one more attempt.
+        limiter.forgive(address);
+        assert!(limiter.begin(address).is_ok());
+    }
+
+    #[test]
+    fn ipv6_addresses_count_per_64() {
+        let limiter = SignInLimiter::default();
+        for last in 0..MAX_FAILURES as u16 {
+            let address = IpAddr::from([0x2001, 0xdb8, 1, 2, 0, 0, 0, last]);
+            assert!(limiter.begin(address).is_ok());
+        }
+        assert!(
+            limiter
+                .begin(IpAddr::from([0x2001, 0xdb8, 1, 2, 9, 9, 9, 9]))
+                .is_err()
+        );
+        assert!(
+            limiter
+                .begin(IpAddr::from([0x2001, 0xdb8, 1, 3, 0, 0, 0, 1]))
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn one_attempt_at_a_time_per_account() {
+        let limiter = SignInLimiter::default();
+        let claim = limiter.claim_account(7).expect("free");
+        assert!(limiter.claim_account(7).is_none());
+        assert!(limiter.claim_account(8).is_some());
+        drop(claim);
+        assert!(limiter.claim_account(7).is_some());
     }
 }

@@ -198,6 +198,36 @@ impl OAuthRepository for StoreTx<'_> {
         Ok(())
     }
 
+    fn increment_staff_sign_in_failures(
+        &mut self,
+        id: i64,
+        now: Timestamp,
+    ) -> StoreResult<Option<i32>> {
+        // One statement: failures at the same moment each count (PostgreSQL locks the row).
+        on_backend!(&mut *self.conn, |c| {
+            diesel::update(staff_accounts::table.filter(staff_accounts::id.eq(id)))
+                .set((
+                    staff_accounts::failed_sign_ins.eq(staff_accounts::failed_sign_ins + 1),
+                    staff_accounts::updated_at.eq(now.as_micros()),
+                ))
+                .returning(staff_accounts::failed_sign_ins)
+                .get_result::<i32>(c)
+                .optional()
+        })
+        .map_err(storage_error)
+    }
+
+    fn lock_staff_account(&mut self, id: i64, until: Timestamp, now: Timestamp) -> StoreResult<()> {
+        diesel::update(staff_accounts::table.filter(staff_accounts::id.eq(id)))
+            .set((
+                staff_accounts::locked_until.eq(until.as_micros()),
+                staff_accounts::updated_at.eq(now.as_micros()),
+            ))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+        Ok(())
+    }
+
     fn insert_authorization_code(&mut self, new: &NewAuthorizationCode) -> StoreResult<()> {
         diesel::insert_into(oauth_codes::table)
             .values((

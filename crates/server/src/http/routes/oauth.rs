@@ -125,7 +125,7 @@ fn consent_page(
     let _ = write!(body, "<form method=\"post\" action=\"{AUTHORIZE_PATH}\">");
     let hidden = [
         ("client_id", &params.client_id),
-        ("redirect_uri", &Some(request.redirect_uri.clone())),
+        ("redirect_uri", &params.redirect_uri),
         ("scope", &params.scope),
         ("state", &params.state),
         ("response_type", &params.response_type),
@@ -288,7 +288,8 @@ pub async fn authorize_submit(
         ]));
     }
     let address = client_address(&request);
-    if let Some(wait) = state.sign_ins.wait(address) {
+    // Counted as a failure from here on, forgiven below if it succeeds.
+    if let Err(wait) = state.sign_ins.begin(address) {
         return Ok(too_many(wait.as_secs().max(1)));
     }
     let (shop_reference, email) = (
@@ -299,13 +300,24 @@ pub async fn authorize_submit(
         .read(move |tx| oauth::find_staff(tx, &shop_reference, &email))
         .await?;
     let now = state.now();
-    if let Some((_, staff)) = &found
-        && let Some(wait) = oauth::locked_for(staff, now)
-    {
-        return Ok(too_many(u64::try_from(wait).unwrap_or(1)));
-    }
+    let _claim = match &found {
+        Some((_, staff)) => {
+            if let Some(wait) = oauth::locked_for(staff, now) {
+                return Ok(too_many(u64::try_from(wait).unwrap_or(1)));
+            }
+            // One attempt at a time per account: a burst cannot outrun the lock.
+            match state.sign_ins.claim_account(staff.id) {
+                Some(claim) => Some(claim),
+                None => return Ok(too_many(1)),
+            }
+        }
+        None => None,
+    };
     let stored_hash = found.as_ref().map(|(_, staff)| staff.password_hash.clone());
     let password = fields.password.clone();
+    let Ok(_permit) = state.sign_ins.checks.acquire().await else {
+        return Err(ApiError::internal());
+    };
     // Verified even for an unknown account, so its absence takes as long as a wrong password.
     let matches = run_blocking(move || {
         let hash = stored_hash
@@ -317,7 +329,6 @@ pub async fn authorize_submit(
     let staff = match found {
         Some((_, staff)) if matches => staff,
         found => {
-            state.sign_ins.record_failure(address);
             if let Some((_, staff)) = found {
                 let locked = state
                     .write(move |tx| oauth::record_sign_in(tx, staff.id, false, now))
@@ -335,6 +346,7 @@ pub async fn authorize_submit(
             ));
         }
     };
+    state.sign_ins.forgive(address);
     let approved = valid.clone();
     let code = state
         .write(move |tx| {

@@ -59,8 +59,13 @@ pub async fn update(
     path: web::Path<(String, String)>,
     body: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let changes = check(&state, body.parse()?, false).await?;
     let (shop, id, now) = (request.access.shop, path.into_inner().1, state.now());
+    // An unknown id is 404 whatever the body holds.
+    let (known_shop, known_id) = (shop.clone(), id.clone());
+    state
+        .read(move |tx| overrides::find(tx, &known_shop, &known_id))
+        .await?;
+    let changes = check(&state, body.parse()?, false).await?;
     let updated = state
         .write(move |tx| overrides::update(tx, &shop, &id, changes, now))
         .await?;
