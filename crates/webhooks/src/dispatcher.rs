@@ -442,6 +442,38 @@ pub fn start<D: Database>(
 mod tests {
     use super::*;
 
+    #[test]
+    fn https_callbacks_get_a_tls_handshake() {
+        // A server that is not TLS: the attempt must fail in the handshake, which shows TLS is
+        // built in (without it ureq refuses https before connecting).
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            use std::io::Write;
+            for mut stream in listener.incoming().map_while(Result::ok) {
+                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+            }
+        });
+        let sender = Sender::new(&DispatcherConfig {
+            allow_private: true,
+            timeout: Duration::from_secs(5),
+            ..DispatcherConfig::default()
+        });
+        let outcome = sender.send(
+            &OutgoingWebhook {
+                url: format!("https://127.0.0.1:{port}/hook"),
+                headers: Vec::new(),
+                body: Vec::new(),
+            },
+            Timestamp::from_micros(0),
+        );
+        let error = outcome.error.unwrap_or_default().to_lowercase();
+        assert!(outcome.status.is_none());
+        // With TLS built in, rustls reads the plain answer as a corrupt record; without it,
+        // ureq says "tls required, but transport is unsecured" and never tries.
+        assert!(error.contains("corrupt message"), "{error}");
+    }
+
     fn endpoint(kind: WebhookKind, url: &str) -> WebhookEndpoint {
         let at = Timestamp::from_micros(0);
         WebhookEndpoint {
