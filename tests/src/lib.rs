@@ -340,28 +340,9 @@ pub fn run_cli_with_input(database: &TestDatabase, args: &[&str], input: &str) -
     }
 }
 
-/// Runs `mercer --database-url <database> <args>`.
+/// Runs `mercer --database-url <database> <args>` with nothing on standard input.
 pub fn run_cli(database: &TestDatabase, args: &[&str]) -> CliOutput {
-    let Output {
-        status,
-        stdout,
-        stderr,
-    } = Command::new(mercer_binary())
-        .args([
-            "--database-url",
-            &database.url_string(),
-            "--log-level",
-            "warn",
-        ])
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("cannot run mercer");
-    CliOutput {
-        success: status.success(),
-        stdout: String::from_utf8_lossy(&stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&stderr).into_owned(),
-    }
+    run_cli_with_input(database, args, "")
 }
 
 /// A request being built.
