@@ -9,12 +9,13 @@
 //! - a Saved event at or before a deletion is dropped; a later one brings the entity back;
 //! - a Deleted event older than the last applied save is dropped.
 
-use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde::de::{DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use std::collections::{HashMap, HashSet};
+use std::fmt;
 
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
 
 use crate::destinations::Topic;
 use crate::error::{DomainError, FieldError};
@@ -120,8 +121,8 @@ pub struct NewInboundEvent {
     pub platform_id: String,
     /// `platform_updated_at` of a save, `platform_deleted_at` of a deletion.
     pub occurred_at: Timestamp,
-    /// The entity as JSON text (absent fields left out), for saves.
-    pub document: Option<String>,
+    /// The entity as checked, for saves.
+    pub document: Option<EntityDocument>,
     pub source: EventSource,
     pub received_at: Timestamp,
 }
@@ -143,18 +144,76 @@ pub struct EntityRecord {
     pub document: Option<String>,
 }
 
-/// An entity's document: the JSON object as checked on the way in (fields Mercer does not know
-/// dropped, ids as strings, times as RFC 3339), fields merged event after event.
-pub type Document = Map<String, Value>;
-
-/// A text field of a document.
-pub fn text<'a>(document: &'a Document, field: &str) -> Option<&'a str> {
-    document.get(field).and_then(Value::as_str)
+/// An entity's document: the typed entity as checked on the way in (fields Mercer does not
+/// know dropped), fields merged event after event. Stored as its JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EntityDocument {
+    Customer(Box<Customer>),
+    Order(Box<Order>),
+    Product(Box<Product>),
+    Category(Box<Category>),
 }
 
-/// A time field of a document.
-pub fn time(document: &Document, field: &str) -> Option<Timestamp> {
-    text(document, field).and_then(Timestamp::parse_rfc3339)
+impl EntityDocument {
+    pub fn kind(&self) -> EntityKind {
+        match self {
+            EntityDocument::Customer(_) => EntityKind::Customer,
+            EntityDocument::Order(_) => EntityKind::Order,
+            EntityDocument::Product(_) => EntityKind::Product,
+            EntityDocument::Category(_) => EntityKind::Category,
+        }
+    }
+
+    /// A document of `kind` from its stored JSON.
+    pub fn parse(kind: EntityKind, json: &str) -> Result<Self, serde_json::Error> {
+        Ok(match kind {
+            EntityKind::Customer => EntityDocument::Customer(serde_json::from_str(json)?),
+            EntityKind::Order => EntityDocument::Order(serde_json::from_str(json)?),
+            EntityKind::Product => EntityDocument::Product(serde_json::from_str(json)?),
+            EntityKind::Category => EntityDocument::Category(serde_json::from_str(json)?),
+        })
+    }
+
+    /// The JSON stored for the document (absent fields left out).
+    pub fn to_json(&self) -> Result<String, serde_json::Error> {
+        match self {
+            EntityDocument::Customer(entity) => serde_json::to_string(entity),
+            EntityDocument::Order(entity) => serde_json::to_string(entity),
+            EntityDocument::Product(entity) => serde_json::to_string(entity),
+            EntityDocument::Category(entity) => serde_json::to_string(entity),
+        }
+    }
+
+    /// The fields `incoming` has replace these; the fields it leaves out stay. A document of
+    /// another kind (never asked for) replaces this one whole.
+    fn merge_from(&mut self, incoming: &EntityDocument) {
+        match (self, incoming) {
+            (EntityDocument::Customer(base), EntityDocument::Customer(new)) => {
+                base.merge_from((**new).clone())
+            }
+            (EntityDocument::Order(base), EntityDocument::Order(new)) => {
+                base.merge_from((**new).clone())
+            }
+            (EntityDocument::Product(base), EntityDocument::Product(new)) => {
+                base.merge_from((**new).clone())
+            }
+            (EntityDocument::Category(base), EntityDocument::Category(new)) => {
+                base.merge_from((**new).clone())
+            }
+            (base, new) => *base = new.clone(),
+        }
+    }
+
+    /// Whether applying `incoming` would change nothing.
+    fn covers(&self, incoming: &EntityDocument) -> bool {
+        match (self, incoming) {
+            (EntityDocument::Customer(base), EntityDocument::Customer(new)) => base.covers(new),
+            (EntityDocument::Order(base), EntityDocument::Order(new)) => base.covers(new),
+            (EntityDocument::Product(base), EntityDocument::Product(new)) => base.covers(new),
+            (EntityDocument::Category(base), EntityDocument::Category(new)) => base.covers(new),
+            _ => false,
+        }
+    }
 }
 
 /// The whole state of an entity to store after a batch of events was applied to it.
@@ -165,8 +224,11 @@ pub struct EntityWrite {
     pub platform_deleted_at: Option<Timestamp>,
     /// The entity as JSON text; absent for one known only from its deletion.
     pub json: Option<String>,
-    /// The same, parsed, for the store to pull out the columns it indexes (live entities only).
-    pub document: Option<Document>,
+    /// The same, typed, for the store to pull out the columns it indexes (live entities only).
+    pub document: Option<EntityDocument>,
+    /// The live document stored before this write, if there was one: what the store already
+    /// holds, so it can leave alone what did not change.
+    pub previous: Option<EntityDocument>,
 }
 
 /// What applying one event did.
@@ -192,16 +254,20 @@ impl Outcome {
 pub trait Stamped {
     fn platform_id(&self) -> Option<&PlatformId>;
     fn platform_updated_at(&self) -> Option<Timestamp>;
+    fn into_document(self) -> EntityDocument;
 }
 
 macro_rules! stamped {
-    ($($ty:ty),+) => {
+    ($($ty:ident),+) => {
         $(impl Stamped for $ty {
             fn platform_id(&self) -> Option<&PlatformId> {
                 self.platform_id.as_ref()
             }
             fn platform_updated_at(&self) -> Option<Timestamp> {
                 self.platform_updated_at
+            }
+            fn into_document(self) -> EntityDocument {
+                EntityDocument::$ty(Box::new(self))
             }
         })+
     };
@@ -268,6 +334,79 @@ fn entity_text<'a>(body: &'a [u8], kind: EntityKind) -> Result<&'a RawValue, Eve
     }
 }
 
+/// `{"data": {"<kind>": …}}` read in one pass, yielding the entity as raw JSON. Any other
+/// shape, or anything unusual (a key written with escapes, `data` twice), reads as an error,
+/// and the precise path ([`entity_text`], [`typed`]) then says what is wrong.
+struct FastEnvelope {
+    /// The key under `data`: the entity kind's name.
+    field: &'static str,
+    /// Reading `data` itself rather than the whole body.
+    inner: bool,
+}
+
+impl<'de> DeserializeSeed<'de> for FastEnvelope {
+    type Value = &'de RawValue;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FastEnvelope {
+    type Value = &'de RawValue;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        use serde::de::Error;
+        let wanted = if self.inner { self.field } else { "data" };
+        let mut found = None;
+        while let Some(key) = map.next_key::<&'de str>()? {
+            if key != wanted {
+                map.next_value::<IgnoredAny>()?;
+            } else if found.is_some() {
+                return Err(A::Error::custom("repeated key"));
+            } else if self.inner {
+                found = Some(map.next_value::<&'de RawValue>()?);
+            } else {
+                found = Some(map.next_value_seed(FastEnvelope {
+                    field: self.field,
+                    inner: true,
+                })?);
+            }
+        }
+        found.ok_or_else(|| A::Error::custom("missing key"))
+    }
+}
+
+/// The entity of a well-formed event body, without tracking paths; None when anything is off.
+fn fast_entity<T: DeserializeOwned>(body: &[u8], kind: EntityKind) -> Option<T> {
+    let mut deserializer = serde_json::Deserializer::from_slice(body);
+    let raw = FastEnvelope {
+        field: kind.as_str(),
+        inner: false,
+    }
+    .deserialize(&mut deserializer)
+    .ok()?;
+    deserializer.end().ok()?;
+    if !is_object(raw) {
+        return None;
+    }
+    serde_json::from_str(raw.get()).ok()
+}
+
+/// `data.{kind}` of an event body as `T`: quickly when the body is right, otherwise through
+/// the path that names what is wrong (400 for bad JSON, 422 with the field's path).
+fn entity_of<T: DeserializeOwned>(body: &[u8], kind: EntityKind) -> Result<T, EventBodyError> {
+    if let Some(entity) = fast_entity(body, kind) {
+        return Ok(entity);
+    }
+    let raw = entity_text(body, kind)?;
+    Ok(typed(raw, &format!("data.{}", kind.as_str()))?)
+}
+
 /// Deserializes `raw` as `T`, naming the offending field by its full path on failure.
 fn typed<T: DeserializeOwned>(raw: &RawValue, prefix: &str) -> Result<T, DomainError> {
     let mut deserializer = serde_json::Deserializer::from_str(raw.get());
@@ -289,11 +428,12 @@ fn required_id(id: Option<&PlatformId>, prefix: &str) -> Result<String, FieldErr
     }
 }
 
-fn parse_saved<T: DeserializeOwned + Serialize + Stamped>(
-    raw: &RawValue,
+fn parse_saved<T: DeserializeOwned + Stamped>(
+    body: &[u8],
+    kind: EntityKind,
     prefix: &str,
-) -> Result<(String, Timestamp, String), DomainError> {
-    let entity: T = typed(raw, prefix)?;
+) -> Result<(String, Timestamp, EntityDocument), EventBodyError> {
+    let entity: T = entity_of(body, kind)?;
     let mut problems = Vec::new();
     let id = required_id(entity.platform_id(), prefix)
         .map_err(|e| problems.push(e))
@@ -305,13 +445,9 @@ fn parse_saved<T: DeserializeOwned + Serialize + Stamped>(
         )));
     }
     match (id, at) {
-        (Some(id), Some(at)) if problems.is_empty() => {
-            // Stored as checked: fields Mercer does not know are left out.
-            let json = serde_json::to_string(&entity)
-                .map_err(|error| DomainError::invalid(prefix, "invalid", error.to_string()))?;
-            Ok((id, at, json))
-        }
-        _ => Err(DomainError::Invalid(problems)),
+        // Kept as checked: fields Mercer does not know are left out.
+        (Some(id), Some(at)) if problems.is_empty() => Ok((id, at, entity.into_document())),
+        _ => Err(DomainError::Invalid(problems).into()),
     }
 }
 
@@ -325,20 +461,19 @@ pub fn parse_event_body(
     source: EventSource,
     now: Timestamp,
 ) -> Result<NewInboundEvent, EventBodyError> {
-    let raw = entity_text(body, kind)?;
     let prefix = format!("data.{}", kind.as_str());
     let (platform_id, occurred_at, document) = match action {
         EventAction::Saved => {
-            let (id, at, json) = match kind {
-                EntityKind::Customer => parse_saved::<Customer>(raw, &prefix)?,
-                EntityKind::Order => parse_saved::<Order>(raw, &prefix)?,
-                EntityKind::Product => parse_saved::<Product>(raw, &prefix)?,
-                EntityKind::Category => parse_saved::<Category>(raw, &prefix)?,
+            let (id, at, document) = match kind {
+                EntityKind::Customer => parse_saved::<Customer>(body, kind, &prefix)?,
+                EntityKind::Order => parse_saved::<Order>(body, kind, &prefix)?,
+                EntityKind::Product => parse_saved::<Product>(body, kind, &prefix)?,
+                EntityKind::Category => parse_saved::<Category>(body, kind, &prefix)?,
             };
-            (id, at, Some(json))
+            (id, at, Some(document))
         }
         EventAction::Deleted => {
-            let deleted: DeletedRef = typed(raw, &prefix)?;
+            let deleted: DeletedRef = entity_of(body, kind)?;
             let mut problems = Vec::new();
             let id = required_id(deleted.platform_id.as_ref(), &prefix)
                 .map_err(|e| problems.push(e))
@@ -392,7 +527,7 @@ pub fn parse_event(
 }
 
 /// A save event for an entity a sync pulled from the connector.
-pub fn synced_event<T: Serialize + Stamped>(
+pub fn synced_event<T: Clone + Stamped>(
     shop_id: i64,
     kind: EntityKind,
     entity: &T,
@@ -405,7 +540,7 @@ pub fn synced_event<T: Serialize + Stamped>(
         action: EventAction::Saved,
         platform_id: platform_id.as_str().to_string(),
         occurred_at: entity.platform_updated_at()?,
-        document: Some(serde_json::to_string(entity).ok()?),
+        document: Some(entity.clone().into_document()),
         source: EventSource::Sync,
         received_at: now,
     })
@@ -428,7 +563,7 @@ pub fn synced_order_events(
     synced_events(shop_id, EntityKind::Order, orders, now)
 }
 
-fn synced_events<T: Serialize + Stamped>(
+fn synced_events<T: Clone + Stamped>(
     shop_id: i64,
     kind: EntityKind,
     entities: &[T],
@@ -442,29 +577,21 @@ fn synced_events<T: Serialize + Stamped>(
     (events, skipped)
 }
 
-/// Top-level fields of `incoming` replace those of `base`; fields it leaves out stay.
-fn merge_into(mut base: Map<String, Value>, incoming: Map<String, Value>) -> Map<String, Value> {
-    for (key, value) in incoming {
-        base.insert(key, value);
-    }
-    base
-}
-
 /// An entity as the rules see it while a batch is applied: its document parsed once.
 #[derive(Debug, Clone)]
 struct Working {
     id: i64,
     platform_updated_at: Option<Timestamp>,
     platform_deleted_at: Option<Timestamp>,
-    document: Option<Map<String, Value>>,
+    document: Option<EntityDocument>,
 }
 
 impl Working {
-    fn from_record(record: EntityRecord) -> Result<Working, DomainError> {
+    fn from_record(kind: EntityKind, record: EntityRecord) -> Result<Working, DomainError> {
         let document = record
             .document
             .as_deref()
-            .map(serde_json::from_str)
+            .map(|json| EntityDocument::parse(kind, json))
             .transpose()
             .map_err(corrupt)?;
         Ok(Working {
@@ -523,16 +650,12 @@ fn next_state(
             let Some(document) = &event.document else {
                 return Ok((Outcome::Unchanged, current));
             };
-            let incoming: Map<String, Value> = serde_json::from_str(document).map_err(corrupt)?;
+            let incoming = document;
             let same_content = || {
                 current
                     .as_ref()
                     .and_then(|w| w.document.as_ref())
-                    .is_some_and(|stored| {
-                        incoming
-                            .iter()
-                            .all(|(key, value)| stored.get(key) == Some(value))
-                    })
+                    .is_some_and(|stored| stored.covers(incoming))
             };
             let outcome = decide_save(applied, deleted, event.occurred_at, same_content);
             if outcome != Outcome::Applied {
@@ -540,17 +663,20 @@ fn next_state(
             }
             // A deleted entity comes back whole: the stored fields are not merged into it.
             let id = current.as_ref().map_or(0, |w| w.id);
-            let base = current
-                .filter(Working::is_live)
-                .and_then(|w| w.document)
-                .unwrap_or_default();
+            let document = match current.filter(Working::is_live).and_then(|w| w.document) {
+                Some(mut base) => {
+                    base.merge_from(incoming);
+                    base
+                }
+                None => incoming.clone(),
+            };
             Ok((
                 Outcome::Applied,
                 Some(Working {
                     id,
                     platform_updated_at: Some(event.occurred_at),
                     platform_deleted_at: None,
-                    document: Some(merge_into(base, incoming)),
+                    document: Some(document),
                 }),
             ))
         }
@@ -582,13 +708,12 @@ type EntityKey = (i64, EntityKind, String);
 /// many events the batch holds.
 pub fn apply_events(
     tx: &mut dyn Repositories,
-    events: &[InboundEvent],
+    events: &[&NewInboundEvent],
     now: Timestamp,
-) -> Result<Vec<(i64, Outcome)>, DomainError> {
+) -> Result<Vec<Outcome>, DomainError> {
     // The entities named, grouped by shop and kind, in order of first appearance.
     let mut wanted: Vec<((i64, EntityKind), Vec<&str>)> = Vec::new();
-    for stored in events {
-        let event = &stored.event;
+    for event in events {
         let group_key = (event.shop_id, event.kind);
         let index = match wanted.iter().position(|(key, _)| *key == group_key) {
             Some(index) => index,
@@ -607,24 +732,35 @@ pub fn apply_events(
         for (platform_id, record) in tx.platform_entities(*shop_id, *kind, ids)? {
             states.insert(
                 (*shop_id, *kind, platform_id),
-                Working::from_record(record)?,
+                Working::from_record(*kind, record)?,
             );
         }
     }
     let mut outcomes = Vec::with_capacity(events.len());
     let mut changed: Vec<EntityKey> = Vec::new();
     let mut seen: HashSet<EntityKey> = HashSet::new();
-    for stored in events {
-        let event = &stored.event;
+    // The live documents as they were before the batch, for the store to write only what
+    // changed (a customer's addresses).
+    let mut before: HashMap<EntityKey, EntityDocument> = HashMap::new();
+    for event in events {
         let key = (event.shop_id, event.kind, event.platform_id.clone());
-        let (outcome, next) = next_state(states.remove(&key), event)?;
+        let current = states.remove(&key);
+        let first_change = !seen.contains(&key);
+        let previous = current
+            .as_ref()
+            .filter(|working| first_change && working.is_live())
+            .and_then(|working| working.document.clone());
+        let (outcome, next) = next_state(current, event)?;
         if outcome == Outcome::Applied && seen.insert(key.clone()) {
             changed.push(key.clone());
+            if let Some(previous) = previous {
+                before.insert(key.clone(), previous);
+            }
         }
         if let Some(next) = next {
             states.insert(key, next);
         }
-        outcomes.push((stored.id, outcome));
+        outcomes.push(outcome);
     }
     for ((shop_id, kind), _) in &wanted {
         let mut writes = Vec::new();
@@ -639,11 +775,12 @@ pub fn apply_events(
             let json = working
                 .document
                 .as_ref()
-                .map(serde_json::to_string)
+                .map(EntityDocument::to_json)
                 .transpose()
                 .map_err(corrupt)?;
             let document = working.document.filter(|_| live);
             writes.push(EntityWrite {
+                previous: before.remove(key),
                 platform_id: key.2.clone(),
                 platform_updated_at: working.platform_updated_at,
                 platform_deleted_at: working.platform_deleted_at,
@@ -664,14 +801,8 @@ pub fn apply_event(
     event: &NewInboundEvent,
     now: Timestamp,
 ) -> Result<Outcome, DomainError> {
-    let stored = InboundEvent {
-        id: 0,
-        event: event.clone(),
-    };
-    let outcomes = apply_events(tx, std::slice::from_ref(&stored), now)?;
-    Ok(outcomes
-        .first()
-        .map_or(Outcome::Unchanged, |(_, outcome)| *outcome))
+    let outcomes = apply_events(tx, &[event], now)?;
+    Ok(outcomes.first().copied().unwrap_or(Outcome::Unchanged))
 }
 
 /// Applies up to `limit` pending events in order of arrival, in one transaction; returns how
@@ -687,10 +818,44 @@ pub fn apply_pending(
         }
         let events = tx.pending_inbound_events(limit)?;
         let now = clock.now();
-        let outcomes = apply_events(tx, &events, now)?;
-        tx.mark_inbound_events(&outcomes, now)?;
+        let refs: Vec<&NewInboundEvent> = events.iter().map(|stored| &stored.event).collect();
+        let outcomes = apply_events(tx, &refs, now)?;
+        let marks: Vec<(i64, Outcome)> = events
+            .iter()
+            .zip(outcomes)
+            .map(|(stored, outcome)| (stored.id, outcome))
+            .collect();
+        tx.mark_inbound_events(&marks, now)?;
         Ok(events.len())
     })
+}
+
+/// What [`accept_events`] did with the events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accepted {
+    /// Applied at once: nothing was waiting before them.
+    Applied,
+    /// Queued behind events still waiting to be applied.
+    Queued,
+}
+
+/// Stores checked events before their 202, in one transaction. When no earlier event waits to
+/// be applied (and this process may apply), they are applied at once instead of queued: the
+/// entities they change are written in this transaction, which makes them as durable as
+/// storing them would, and saves storing, reading back and deleting them. Otherwise they join
+/// the queue, so the applier keeps arrival order.
+pub fn accept_events(
+    tx: &mut dyn Repositories,
+    events: &[NewInboundEvent],
+    now: Timestamp,
+) -> Result<Accepted, DomainError> {
+    if !tx.has_pending_inbound_events()? && tx.lock_event_applier()? {
+        let refs: Vec<&NewInboundEvent> = events.iter().collect();
+        apply_events(tx, &refs, now)?;
+        return Ok(Accepted::Applied);
+    }
+    tx.insert_inbound_events(events)?;
+    Ok(Accepted::Queued)
 }
 
 #[cfg(test)]
@@ -884,21 +1049,11 @@ mod tests {
         let one_by_one = MemoryDatabase::default();
         let expected = apply_all(&one_by_one, &versions);
         let batched = MemoryDatabase::default();
-        let stored: Vec<InboundEvent> = versions
-            .iter()
-            .enumerate()
-            .map(|(i, e)| InboundEvent {
-                id: i as i64,
-                event: e.clone(),
-            })
-            .collect();
+        let stored: Vec<&NewInboundEvent> = versions.iter().collect();
         let outcomes = batched
             .write(|tx| apply_events(tx, &stored, at(1000)))
             .unwrap();
-        assert_eq!(
-            outcomes.iter().map(|(_, o)| *o).collect::<Vec<_>>(),
-            expected
-        );
+        assert_eq!(outcomes, expected);
         for id in ["c1", "c2"] {
             assert_eq!(
                 stored_json(&batched, id),

@@ -74,21 +74,60 @@ impl fmt::Display for PlatformId {
 
 impl<'de> Deserialize<'de> for PlatformId {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Text(String),
-            Integer(i64),
-            Unsigned(u64),
-        }
-        match Raw::deserialize(deserializer) {
-            Ok(Raw::Text(text)) => Ok(PlatformId(text)),
-            Ok(Raw::Integer(number)) => Ok(PlatformId(number.to_string())),
-            Ok(Raw::Unsigned(number)) => Ok(PlatformId(number.to_string())),
-            Err(_) => Err(serde::de::Error::custom(
-                "expected a platform id (a string or an integer)",
-            )),
-        }
+        deserializer.deserialize_any(PlatformIdVisitor)
+    }
+}
+
+/// Strings and integers are platform ids; anything else is refused with one message.
+struct PlatformIdVisitor;
+
+impl PlatformIdVisitor {
+    fn refuse<E: serde::de::Error>() -> E {
+        E::custom("expected a platform id (a string or an integer)")
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for PlatformIdVisitor {
+    type Value = PlatformId;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("a platform id (a string or an integer)")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<PlatformId, E> {
+        Ok(PlatformId(text.to_string()))
+    }
+
+    fn visit_string<E: serde::de::Error>(self, text: String) -> Result<PlatformId, E> {
+        Ok(PlatformId(text))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, number: i64) -> Result<PlatformId, E> {
+        Ok(PlatformId(number.to_string()))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, number: u64) -> Result<PlatformId, E> {
+        Ok(PlatformId(number.to_string()))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<PlatformId, E> {
+        Err(Self::refuse())
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<PlatformId, E> {
+        Err(Self::refuse())
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<PlatformId, E> {
+        Err(Self::refuse())
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, _: A) -> Result<PlatformId, A::Error> {
+        Err(Self::refuse())
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, _: A) -> Result<PlatformId, A::Error> {
+        Err(Self::refuse())
     }
 }
 
@@ -118,6 +157,22 @@ macro_rules! model {
                 #[serde(skip_serializing_if = "Option::is_none")]
                 pub $field: Option<$ty>,
             )*
+        }
+
+        impl $name {
+            /// The fields `incoming` has replace these; the fields it leaves out stay.
+            pub fn merge_from(&mut self, incoming: $name) {
+                $(
+                    if incoming.$field.is_some() {
+                        self.$field = incoming.$field;
+                    }
+                )*
+            }
+
+            /// Whether every field `incoming` has is already here with the same value.
+            pub fn covers(&self, incoming: &$name) -> bool {
+                true $(&& (incoming.$field.is_none() || self.$field == incoming.$field))*
+            }
         }
     };
 }

@@ -123,6 +123,8 @@ pub trait EventQueueRepository {
         at: Timestamp,
     ) -> StoreResult<()>;
     fn count_pending_inbound_events(&mut self) -> StoreResult<i64>;
+    /// Whether any event waits to be applied (cheaper than counting them).
+    fn has_pending_inbound_events(&mut self) -> StoreResult<bool>;
     /// Takes the right to apply events until the transaction ends; false when another process
     /// holds it. Events must be applied by one applier at a time to keep their order.
     fn lock_event_applier(&mut self) -> StoreResult<bool>;

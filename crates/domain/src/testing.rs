@@ -9,7 +9,7 @@ use crate::destinations::{Destination, DestinationSettings, Topic};
 use crate::directory::{DirectoryAddress, DirectoryCustomer, DirectoryPage, DirectoryQuery, Label};
 use crate::error::DomainError;
 use crate::events::{
-    Document, EntityKind, EntityRecord, EntityWrite, InboundEvent, NewInboundEvent, Outcome,
+    EntityDocument, EntityKind, EntityRecord, EntityWrite, InboundEvent, NewInboundEvent, Outcome,
 };
 use crate::oauth::{
     AuthorizationCode, NewAuthorizationCode, NewOAuthApp, NewStaffAccount, OAuthApp, StaffAccount,
@@ -37,7 +37,7 @@ pub struct MemoryEntity {
     pub kind: EntityKind,
     pub platform_id: String,
     pub record: EntityRecord,
-    pub document: Option<Document>,
+    pub document: Option<EntityDocument>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }
@@ -314,24 +314,21 @@ impl MemoryState {
     }
 
     fn directory_entry(entity: &MemoryEntity) -> DirectoryCustomer {
-        let field = |name: &str| {
-            entity
-                .document
-                .as_ref()
-                .and_then(|d| crate::events::text(d, name))
-                .map(str::to_string)
+        let customer = match &entity.document {
+            Some(EntityDocument::Customer(customer)) => Some(&**customer),
+            _ => None,
+        };
+        let field = |pick: fn(&crate::platform::Customer) -> &Option<String>| {
+            customer.and_then(|c| pick(c).clone())
         };
         DirectoryCustomer {
             id: entity.record.id,
             platform_id: Some(entity.platform_id.clone()),
-            email: field("email"),
-            first_name: field("first_name"),
-            last_name: field("last_name"),
-            phone: field("phone"),
-            platform_created_at: entity
-                .document
-                .as_ref()
-                .and_then(|d| crate::events::time(d, "platform_created_at")),
+            email: field(|c| &c.email),
+            first_name: field(|c| &c.first_name),
+            last_name: field(|c| &c.last_name),
+            phone: field(|c| &c.phone),
+            platform_created_at: customer.and_then(|c| c.platform_created_at),
             created_at: entity.created_at,
             updated_at: entity.updated_at,
             deleted_at: entity.record.platform_deleted_at.map(|_| entity.updated_at),
@@ -438,6 +435,10 @@ impl EventQueueRepository for MemoryState {
             .iter()
             .filter(|(_, outcome)| outcome.is_none())
             .count() as i64)
+    }
+
+    fn has_pending_inbound_events(&mut self) -> StoreResult<bool> {
+        Ok(self.events.iter().any(|(_, outcome)| outcome.is_none()))
     }
 
     fn lock_event_applier(&mut self) -> StoreResult<bool> {

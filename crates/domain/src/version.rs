@@ -6,16 +6,22 @@ use chrono::NaiveDate;
 /// version released on or before that date.
 pub const VERSIONS: [&str; 1] = ["2022-05-01"];
 
+/// One of [`VERSIONS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ApiVersion(NaiveDate);
+pub struct ApiVersion(&'static str);
 
 impl ApiVersion {
     pub fn newest() -> Self {
-        ApiVersion(parse_known(VERSIONS[VERSIONS.len() - 1]))
+        ApiVersion(VERSIONS[VERSIONS.len() - 1])
+    }
+
+    /// `YYYY-MM-DD`, as the header writes it.
+    pub fn as_str(self) -> &'static str {
+        self.0
     }
 
     pub fn as_string(self) -> String {
-        self.0.format("%Y-%m-%d").to_string()
+        self.0.to_string()
     }
 }
 
@@ -53,9 +59,8 @@ pub fn resolve_version(header: Option<&str>) -> Result<ApiVersion, VersionError>
     VERSIONS
         .iter()
         .rev()
-        .map(|known| parse_known(known))
-        .find(|known| *known <= date)
-        .map(ApiVersion)
+        .find(|known| parse_known(known) <= date)
+        .map(|known| ApiVersion(known))
         .ok_or(VersionError::Unsupported)
 }
 

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use mercer_domain::DomainError;
 use mercer_domain::connector::PlatformConnectorHandle;
-use mercer_domain::events::{NewInboundEvent, apply_pending};
+use mercer_domain::events::{Accepted, NewInboundEvent, accept_events, apply_pending};
 use mercer_domain::outbox::deliver_due_calls;
-use mercer_domain::ports::{Database, SystemClock};
+use mercer_domain::ports::{Clock, Database, SystemClock};
 use mercer_store::{Backend, Store};
 use tokio::sync::oneshot;
 
@@ -81,20 +81,34 @@ fn next_batch(
     Ok(Some(batch))
 }
 
-/// Stores a batch of requests' events in one transaction and answers each request.
-fn store_batch(store: &Store, batch: Vec<IngestJob>) -> bool {
+/// Stores a batch of requests' events in one transaction and answers each request. With
+/// `apply_at_once`, events nothing waits before are applied in that transaction instead
+/// ([`accept_events`]); should applying fail, they are queued as usual.
+/// None when storing failed (every request then has its error).
+fn store_batch(store: &Store, batch: Vec<IngestJob>, apply_at_once: bool) -> Option<Accepted> {
     let events: Vec<NewInboundEvent> = batch
         .iter()
         .flat_map(|job| job.events.iter().cloned())
         .collect();
-    let result = store.write(|tx| Ok(tx.insert_inbound_events(&events)?));
+    let queue = || store.write(|tx| Ok(tx.insert_inbound_events(&events)?));
+    let result = if apply_at_once {
+        let now = SystemClock.now();
+        store
+            .write(|tx| accept_events(tx, &events, now))
+            .or_else(|error| {
+                log::warn!(target: "mercer::events", "applying {} event(s) at once failed ({error}); queueing them", events.len());
+                queue().map(|()| Accepted::Queued)
+            })
+    } else {
+        queue().map(|()| Accepted::Queued)
+    };
     if let Err(error) = &result {
         log::error!(target: "mercer::ingest", "storing {} event(s) failed: {error}", events.len());
     }
     for job in batch {
-        let _ = job.reply.send(result.clone());
+        let _ = job.reply.send(result.clone().map(|_| ()));
     }
-    result.is_ok()
+    result.ok()
 }
 
 /// PostgreSQL: the ingest writer only stores; appliers (of any process) run beside it.
@@ -102,7 +116,7 @@ fn ingest_writer(store: Store, jobs: Receiver<IngestJob>, applier: Wake, stop: A
     loop {
         match next_batch(&jobs, IDLE_POLL) {
             Ok(Some(batch)) => {
-                if store_batch(&store, batch) {
+                if store_batch(&store, batch, false).is_some() {
                     applier.notify();
                 }
             }
@@ -115,8 +129,10 @@ fn ingest_writer(store: Store, jobs: Receiver<IngestJob>, applier: Wake, stop: A
 }
 
 /// SQLite has one writer at a time, and a second writer waiting for the lock sleeps rather
-/// than waking when it frees. So one thread does all the queue's writing: it stores what
-/// requests sent, then applies a small batch, and again, never blocking while work is queued.
+/// than waking when it frees. So one thread does all the event writing: it takes what
+/// requests sent and applies it at once when nothing waits before it, or queues it; queued
+/// events (and those a sync stored) it applies a small batch at a time between requests,
+/// never blocking while work is queued.
 fn sqlite_writer(store: Store, jobs: Receiver<IngestJob>, wake: Wake, stop: Arc<AtomicBool>) {
     let clock = SystemClock;
     let mut backlog = false;
@@ -126,11 +142,18 @@ fn sqlite_writer(store: Store, jobs: Receiver<IngestJob>, wake: Wake, stop: Arc<
         } else {
             IDLE_POLL.min(Duration::from_millis(100))
         };
-        let stored = match next_batch(&jobs, wait) {
-            Ok(Some(batch)) => store_batch(&store, batch),
-            Ok(None) => false,
+        let (stored, queued) = match next_batch(&jobs, wait) {
+            Ok(Some(batch)) => match store_batch(&store, batch, true) {
+                Some(accepted) => (true, accepted == Accepted::Queued),
+                None => (false, false),
+            },
+            // Nothing came: a moment to look for events a sync queued.
+            Ok(None) => (false, true),
             Err(_) => return,
         };
+        if !(backlog || queued) {
+            continue;
+        }
         backlog = match apply_pending(&store, &clock, SQLITE_APPLY_BATCH) {
             Ok(applied) => applied > 0,
             Err(error) => {

@@ -1,8 +1,10 @@
 //! Connections: a diesel `MultiConnection` over both backends, and the r2d2 manager that opens
 //! the backend the URL names and sets SQLite's PRAGMAs on every new connection.
 
+use diesel::backend::Backend;
 use diesel::connection::{AnsiTransactionManager, SimpleConnection, TransactionManager};
 use diesel::prelude::*;
+use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
 use diesel::r2d2::ManageConnection;
 use diesel::{PgConnection, SqliteConnection};
 
@@ -30,10 +32,13 @@ pub(crate) use on_backend;
 /// Per-connection SQLite settings: WAL so readers never block the writer, a busy timeout so a
 /// writer waits for another instead of failing, enforced foreign keys, and NORMAL sync (safe
 /// with WAL: a power cut may lose the last commits, never corrupt the file).
+/// Pages are read through a memory map (up to 1 GiB of the file) rather than copied in by a
+/// system call each.
 const SQLITE_PRAGMAS: &str = "PRAGMA journal_mode = WAL;
 PRAGMA busy_timeout = 5000;
 PRAGMA foreign_keys = ON;
-PRAGMA synchronous = NORMAL;";
+PRAGMA synchronous = NORMAL;
+PRAGMA mmap_size = 1073741824;";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
@@ -122,3 +127,33 @@ pub fn rollback(conn: &mut DbConnection) -> diesel::QueryResult<()> {
         DbConnection::Pg(c) => AnsiTransactionManager::rollback_transaction(c),
     }
 }
+
+/// A statement whose SQL text is the same every time it runs, for diesel to keep prepared.
+/// diesel declines to cache upserts, updates and single-row inserts of derived `Insertable`s
+/// (their text can vary with the values, such as `None` fields left out), so on SQLite each
+/// would be parsed and planned again for every row, which costs more than writing the row.
+/// Caching them is sound: without a static query id diesel keys its cache by the SQL text.
+/// Run it by value (`get_result`, `load`, so give it a `RETURNING`): `execute` hands diesel a
+/// reference, whose caching check walks the statement and never asks this wrapper.
+pub(crate) struct KeepPrepared<Q>(pub Q);
+
+impl<Q> QueryId for KeepPrepared<Q> {
+    type QueryId = ();
+    const HAS_STATIC_QUERY_ID: bool = false;
+}
+
+impl<Q: QueryFragment<DB>, DB: Backend> QueryFragment<DB> for KeepPrepared<Q> {
+    fn walk_ast<'b>(&'b self, pass: AstPass<'_, 'b, DB>) -> diesel::QueryResult<()> {
+        self.0.walk_ast(pass)
+    }
+
+    fn is_safe_to_cache_prepared(&self, _backend: &DB) -> diesel::QueryResult<bool> {
+        Ok(true)
+    }
+}
+
+impl<Q: Query> Query for KeepPrepared<Q> {
+    type SqlType = Q::SqlType;
+}
+
+impl<Q, C> diesel::RunQueryDsl<C> for KeepPrepared<Q> {}

@@ -5,7 +5,9 @@
 
 use mercer_domain::destinations::{DestinationSettings, Topic};
 use mercer_domain::directory::{DirectoryQuery, parse_directory_query};
-use mercer_domain::events::{EntityKind, EventAction, EventSource, apply_pending, parse_event};
+use mercer_domain::events::{
+    Accepted, EntityKind, EventAction, EventSource, accept_events, apply_pending, parse_event,
+};
 use mercer_domain::outbox::{ConnectorCall, OutboxStatus};
 use mercer_domain::ports::{Database, SystemClock};
 use mercer_domain::shop::{Shop, ShopInput, create_shop};
@@ -260,6 +262,119 @@ fn addresses_keep_their_ids_across_saves(backend: Backend) {
             .len(),
         2
     );
+}
+
+fn accept(
+    store: &Store,
+    events: Vec<mercer_domain::events::NewInboundEvent>,
+    now: Timestamp,
+) -> Accepted {
+    store.write(|tx| accept_events(tx, &events, now)).unwrap()
+}
+
+fn pending(store: &Store) -> i64 {
+    store
+        .read(|tx| Ok(tx.count_pending_inbound_events()?))
+        .unwrap()
+}
+
+fn events_apply_at_once_unless_others_wait(backend: Backend) {
+    let (_db, store) = TestDatabase::migrated(backend);
+    let shop = shop(&store, "a.shop.test");
+    let saved =
+        |seconds: i64, email: &str| customer_event(shop.id, "c1", seconds, json!({"email": email}));
+    assert_eq!(
+        accept(&store, vec![saved(10, "first@example.test")], at(100)),
+        Accepted::Applied
+    );
+    assert_eq!(pending(&store), 0, "nothing queued");
+    let email = |store: &Store| {
+        store
+            .read(|tx| Ok(tx.directory_customer_by_platform_id(shop.id, "c1")?))
+            .unwrap()
+            .unwrap()
+            .email
+    };
+    assert_eq!(email(&store).as_deref(), Some("first@example.test"));
+    // Something waits (a sync's page, say): new events queue behind it, in order.
+    store
+        .write(|tx| Ok(tx.insert_inbound_events(&[saved(20, "queued@example.test")])?))
+        .unwrap();
+    assert_eq!(
+        accept(&store, vec![saved(15, "older@example.test")], at(200)),
+        Accepted::Queued
+    );
+    assert_eq!(pending(&store), 2);
+    assert_eq!(
+        email(&store).as_deref(),
+        Some("first@example.test"),
+        "not applied yet"
+    );
+    while apply_pending(&store, &SystemClock, 100).unwrap() > 0 {}
+    assert_eq!(
+        email(&store).as_deref(),
+        Some("queued@example.test"),
+        "the older one was dropped"
+    );
+}
+
+fn only_changed_addresses_are_written(backend: Backend) {
+    let (_db, store) = TestDatabase::migrated(backend);
+    let shop = shop(&store, "a.shop.test");
+    let saved = |seconds: i64, addresses: Value| {
+        customer_event(shop.id, "c1", seconds, json!({"addresses": addresses}))
+    };
+    accept(
+        &store,
+        vec![saved(
+            10,
+            json!([address("a1", "Lyon", true), address("a2", "Paris", false)]),
+        )],
+        at(100),
+    );
+    let customer_id = store
+        .read(|tx| Ok(tx.directory_customer_by_platform_id(shop.id, "c1")?))
+        .unwrap()
+        .unwrap()
+        .id;
+    let addresses = |store: &Store| {
+        store
+            .read(|tx| Ok(tx.addresses_of_customers(shop.id, &[customer_id])?))
+            .unwrap()
+    };
+    accept(
+        &store,
+        vec![saved(
+            20,
+            json!([address("a1", "Nice", true), address("a2", "Paris", false)]),
+        )],
+        at(200),
+    );
+    let rows = addresses(&store);
+    assert_eq!(rows.len(), 2);
+    assert_eq!(
+        (rows[0].city.as_deref(), rows[0].updated_at),
+        (Some("Nice"), at(200))
+    );
+    assert_eq!(
+        rows[1].updated_at,
+        at(100),
+        "a2 did not change, so it was not written"
+    );
+    // Deleted, then back with a2 only: a1 must not come back with it.
+    accept(
+        &store,
+        vec![deleted_event(shop.id, EntityKind::Customer, "c1", 30)],
+        at(300),
+    );
+    accept(
+        &store,
+        vec![saved(40, json!([address("a2", "Paris", false)]))],
+        at(400),
+    );
+    let rows = addresses(&store);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0].platform_id.as_deref(), Some("a2"));
 }
 
 fn orders_products_and_categories_follow_the_same_rules(backend: Backend) {
@@ -661,6 +776,8 @@ backend_tests!(
     destinations_allow_one_live_per_topic,
     events_are_queued_then_applied_in_order,
     addresses_keep_their_ids_across_saves,
+    events_apply_at_once_unless_others_wait,
+    only_changed_addresses_are_written,
     orders_products_and_categories_follow_the_same_rules,
     sync_runs_are_one_at_a_time,
     outbox_calls_are_claimed_leased_and_retried,

@@ -30,11 +30,10 @@ pub async fn api_version(
     let version = resolve_version(header).map_err(ApiError::from)?;
     request.extensions_mut().insert(version);
     let mut response = next.call(request).await?;
-    if let Ok(value) = HeaderValue::from_str(&version.as_string()) {
-        response
-            .headers_mut()
-            .insert(HeaderName::from_static(VERSION_HEADER), value);
-    }
+    response.headers_mut().insert(
+        HeaderName::from_static(VERSION_HEADER),
+        HeaderValue::from_static(version.as_str()),
+    );
     Ok(response)
 }
 

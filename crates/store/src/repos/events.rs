@@ -2,13 +2,13 @@
 
 use diesel::prelude::*;
 use mercer_domain::events::{
-    EntityKind, EventAction, EventSource, InboundEvent, NewInboundEvent, Outcome,
+    EntityDocument, EntityKind, EventAction, EventSource, InboundEvent, NewInboundEvent, Outcome,
 };
 use mercer_domain::ports::{EventQueueRepository, StoreResult};
 use mercer_domain::{StorageError, Timestamp};
 
 use super::StoreTx;
-use crate::connection::{DbConnection, on_backend};
+use crate::connection::{DbConnection, KeepPrepared};
 use crate::schema::inbound_events;
 use crate::store::storage_error;
 
@@ -23,7 +23,7 @@ struct NewEventRow<'a> {
     action: &'static str,
     platform_id: &'a str,
     occurred_at: i64,
-    document: Option<&'a str>,
+    document: Option<String>,
     source: &'static str,
     received_at: i64,
 }
@@ -48,15 +48,22 @@ impl TryFrom<EventRow> for InboundEvent {
     fn try_from(row: EventRow) -> Result<Self, StorageError> {
         let corrupt =
             |what: &str| StorageError::other(format!("stored event {} has a bad {what}", row.id));
+        let kind = EntityKind::parse(&row.entity).ok_or_else(|| corrupt("entity"))?;
+        let document = row
+            .document
+            .as_deref()
+            .map(|json| EntityDocument::parse(kind, json))
+            .transpose()
+            .map_err(|_| corrupt("document"))?;
         Ok(InboundEvent {
             id: row.id,
             event: NewInboundEvent {
                 shop_id: row.shop_id,
-                kind: EntityKind::parse(&row.entity).ok_or_else(|| corrupt("entity"))?,
+                kind,
                 action: EventAction::parse(&row.action).ok_or_else(|| corrupt("action"))?,
-                platform_id: row.platform_id.clone(),
+                platform_id: row.platform_id,
                 occurred_at: Timestamp::from_micros(row.occurred_at),
-                document: row.document.clone(),
+                document,
                 source: EventSource::parse(&row.source).ok_or_else(|| corrupt("source"))?,
                 received_at: Timestamp::from_micros(row.received_at),
             },
@@ -80,27 +87,49 @@ impl EventQueueRepository for StoreTx<'_> {
         if events.is_empty() {
             return Ok(());
         }
-        let rows: Vec<NewEventRow<'_>> = events
+        let rows = events
             .iter()
-            .map(|event| NewEventRow {
-                shop_id: event.shop_id,
-                entity: event.kind.as_str(),
-                action: event.action.as_str(),
-                platform_id: &event.platform_id,
-                occurred_at: event.occurred_at.as_micros(),
-                document: event.document.as_deref(),
-                source: event.source.as_str(),
-                received_at: event.received_at.as_micros(),
+            .map(|event| {
+                let document = event
+                    .document
+                    .as_ref()
+                    .map(EntityDocument::to_json)
+                    .transpose()
+                    .map_err(|error| StorageError::other(error.to_string()))?;
+                Ok(NewEventRow {
+                    shop_id: event.shop_id,
+                    entity: event.kind.as_str(),
+                    action: event.action.as_str(),
+                    platform_id: &event.platform_id,
+                    occurred_at: event.occurred_at.as_micros(),
+                    document,
+                    source: event.source.as_str(),
+                    received_at: event.received_at.as_micros(),
+                })
             })
-            .collect();
-        // One statement per chunk: SQLite allows 32766 bound values, PostgreSQL 65535.
-        for chunk in rows.chunks(1000) {
-            on_backend!(&mut *self.conn, |c| diesel::insert_into(
-                inbound_events::table
-            )
-            .values(chunk)
-            .execute(c))
-            .map_err(storage_error)?;
+            .collect::<StoreResult<Vec<NewEventRow<'_>>>>()?;
+        match &mut *self.conn {
+            // One prepared statement, row after row (see `KeepPrepared`).
+            DbConnection::Sqlite(c) => {
+                for row in &rows {
+                    KeepPrepared(
+                        diesel::insert_into(inbound_events::table)
+                            .values(row)
+                            .returning(inbound_events::id),
+                    )
+                    .get_result::<i64>(c)
+                    .map_err(storage_error)?;
+                }
+            }
+            // One statement per chunk: PostgreSQL allows 65535 bound values.
+            DbConnection::Pg(c) => {
+                for chunk in rows.chunks(1000) {
+                    diesel::insert_into(inbound_events::table)
+                        .values(chunk)
+                        .execute(c)
+                        .map_err(storage_error)?;
+                }
+            }
         }
         Ok(())
     }
@@ -145,6 +174,14 @@ impl EventQueueRepository for StoreTx<'_> {
             .count()
             .get_result(self.conn)
             .map_err(storage_error)
+    }
+
+    fn has_pending_inbound_events(&mut self) -> StoreResult<bool> {
+        diesel::select(diesel::dsl::exists(
+            inbound_events::table.select(inbound_events::id),
+        ))
+        .get_result(self.conn)
+        .map_err(storage_error)
     }
 
     fn lock_event_applier(&mut self) -> StoreResult<bool> {

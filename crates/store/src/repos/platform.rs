@@ -1,43 +1,75 @@
 //! The platform's customers (with addresses), orders, products (with variants) and categories.
-//! Writes come in batches (the applier's): one upsert statement per kind and chunk. Columns are
-//! pulled out of the checked JSON documents the domain hands over.
+//! Writes come in batches (the applier's). On SQLite each row goes through one statement that
+//! stays prepared (a statement whose shape varies, such as a multi-row insert, is prepared anew
+//! every time, which costs more than the rows); on PostgreSQL rows go in chunks, one round trip
+//! each. Columns are pulled out of the typed documents the domain hands over.
 
 use std::collections::{HashMap, HashSet};
 
 use diesel::prelude::*;
 use diesel::upsert::excluded;
 use mercer_domain::Timestamp;
-use mercer_domain::events::{Document, EntityKind, EntityRecord, EntityWrite, text, time};
+use mercer_domain::events::{EntityDocument, EntityKind, EntityRecord, EntityWrite};
+use mercer_domain::platform::{
+    Category, Customer, CustomerAddress, Order, PlatformId, Product, Variant,
+};
 use mercer_domain::ports::{PlatformRepository, StoreResult};
-use serde_json::Value;
 
 use super::StoreTx;
-use crate::connection::{DbConnection, on_backend};
+use crate::connection::{DbConnection, KeepPrepared, on_backend};
 use crate::schema::{
     customer_addresses, platform_categories, platform_customers, platform_orders,
     platform_products, product_variants,
 };
 use crate::store::storage_error;
 
-/// Rows per statement: well under both databases' limits on bound values.
+/// Rows per statement on PostgreSQL: well under its limit on bound values.
 const CHUNK: usize = 400;
 
 type RecordColumns = (String, i64, Option<i64>, Option<i64>, Option<String>);
 
+/// The stored records of `ids`: one prepared lookup per id on SQLite, `IN` lists elsewhere.
 macro_rules! records_of {
-    ($conn:expr, $table:ident, $shop_id:expr, $ids:expr) => {
-        $table::table
-            .filter($table::shop_id.eq($shop_id))
-            .filter($table::platform_id.eq_any($ids))
-            .select((
-                $table::platform_id,
-                $table::id,
-                $table::platform_updated_at,
-                $table::platform_deleted_at,
-                $table::document,
-            ))
-            .load::<RecordColumns>($conn)
-    };
+    ($conn:expr, $table:ident, $shop_id:expr, $ids:expr) => {{
+        let columns = (
+            $table::platform_id,
+            $table::id,
+            $table::platform_updated_at,
+            $table::platform_deleted_at,
+            $table::document,
+        );
+        let mut found: Vec<RecordColumns> = Vec::with_capacity($ids.len());
+        let mut load = || -> QueryResult<()> {
+            match $conn {
+                DbConnection::Sqlite(c) => {
+                    for id in $ids {
+                        found.extend(
+                            $table::table
+                                .filter($table::shop_id.eq($shop_id))
+                                .filter($table::platform_id.eq(*id))
+                                .select(columns)
+                                // Not `first()`: SQLite prepares a statement again whenever
+                                // its `LIMIT ?` is bound anew. The unique index allows one row.
+                                .load::<RecordColumns>(c)?,
+                        );
+                    }
+                }
+                DbConnection::Pg(c) => {
+                    for chunk in $ids.chunks(CHUNK) {
+                        found.extend(
+                            $table::table
+                                .filter($table::shop_id.eq($shop_id))
+                                .filter($table::platform_id.eq_any(chunk))
+                                .select(columns)
+                                .load::<RecordColumns>(c)?,
+                        );
+                    }
+                }
+            }
+            Ok(())
+        };
+        load().map(|()| found)
+    }};
 }
 
 fn micros(time: Option<Timestamp>) -> Option<i64> {
@@ -49,15 +81,39 @@ fn deleted_at(write: &EntityWrite, now: i64) -> Option<i64> {
     write.platform_deleted_at.map(|_| now)
 }
 
-/// A text field of a write's document, when the entity is live.
-fn field<'a>(write: &'a EntityWrite, name: &str) -> Option<&'a str> {
-    write
-        .document
-        .as_ref()
-        .and_then(|document| text(document, name))
+fn id_text(id: &Option<PlatformId>) -> Option<&str> {
+    id.as_ref().map(PlatformId::as_str)
 }
 
-fn json_text(value: &Document) -> String {
+fn customer_of(write: &EntityWrite) -> Option<&Customer> {
+    match &write.document {
+        Some(EntityDocument::Customer(customer)) => Some(customer),
+        _ => None,
+    }
+}
+
+fn order_of(write: &EntityWrite) -> Option<&Order> {
+    match &write.document {
+        Some(EntityDocument::Order(order)) => Some(order),
+        _ => None,
+    }
+}
+
+fn product_of(write: &EntityWrite) -> Option<&Product> {
+    match &write.document {
+        Some(EntityDocument::Product(product)) => Some(product),
+        _ => None,
+    }
+}
+
+fn category_of(write: &EntityWrite) -> Option<&Category> {
+    match &write.document {
+        Some(EntityDocument::Category(category)) => Some(category),
+        _ => None,
+    }
+}
+
+fn json_text<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "{}".to_string())
 }
 
@@ -93,6 +149,9 @@ struct AddressRow<'a> {
     deleted_at: Option<i64>,
 }
 
+/// An address row as stored: (id, customer, key, platform id, default, document, deleted).
+type StoredAddress = (i64, i64, String, Option<String>, bool, String, Option<i64>);
+
 fn put_customers(
     conn: &mut DbConnection,
     shop_id: i64,
@@ -100,34 +159,48 @@ fn put_customers(
     now: i64,
 ) -> QueryResult<()> {
     use platform_customers as t;
-    let mut ids: HashMap<String, i64> = HashMap::new();
-    for chunk in writes.chunks(CHUNK) {
-        let rows: Vec<CustomerRow<'_>> = chunk
-            .iter()
-            .map(|write| CustomerRow {
+    let text = |write: &EntityWrite, pick: fn(&Customer) -> &Option<String>| {
+        customer_of(write)
+            .and_then(|customer| pick(customer).as_deref())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let columns: Vec<[String; 4]> = writes
+        .iter()
+        .map(|write| {
+            [
+                text(write, |c| &c.email),
+                text(write, |c| &c.first_name),
+                text(write, |c| &c.last_name),
+                text(write, |c| &c.phone),
+            ]
+        })
+        .collect();
+    let rows: Vec<CustomerRow<'_>> = writes
+        .iter()
+        .zip(&columns)
+        .map(
+            |(write, [email, first_name, last_name, phone])| CustomerRow {
                 shop_id,
                 platform_id: &write.platform_id,
-                email: field(write, "email").unwrap_or_default(),
-                first_name: field(write, "first_name").unwrap_or_default(),
-                last_name: field(write, "last_name").unwrap_or_default(),
-                phone: field(write, "phone").unwrap_or_default(),
-                platform_created_at: micros(
-                    write
-                        .document
-                        .as_ref()
-                        .and_then(|d| time(d, "platform_created_at")),
-                ),
+                email,
+                first_name,
+                last_name,
+                phone,
+                platform_created_at: micros(customer_of(write).and_then(|c| c.platform_created_at)),
                 platform_updated_at: micros(write.platform_updated_at),
                 platform_deleted_at: micros(write.platform_deleted_at),
                 document: write.json.as_deref(),
                 created_at: now,
                 updated_at: now,
                 deleted_at: deleted_at(write, now),
-            })
-            .collect();
-        let returned: Vec<(i64, String)> = on_backend!(&mut *conn, |c| {
+            },
+        )
+        .collect();
+    macro_rules! upsert {
+        ($values:expr) => {
             diesel::insert_into(t::table)
-                .values(&rows)
+                .values($values)
                 .on_conflict((t::shop_id, t::platform_id))
                 .do_update()
                 .set((
@@ -142,20 +215,101 @@ fn put_customers(
                     t::updated_at.eq(excluded(t::updated_at)),
                     t::deleted_at.eq(excluded(t::deleted_at)),
                 ))
-                .returning((t::id, t::platform_id))
-                .get_results(c)
-        })?;
-        ids.extend(
-            returned
-                .into_iter()
-                .map(|(id, platform_id)| (platform_id, id)),
-        );
+                .returning((t::platform_id, t::id))
+        };
+    }
+    let mut ids: HashMap<String, i64> = HashMap::with_capacity(rows.len());
+    match &mut *conn {
+        DbConnection::Sqlite(c) => {
+            for row in &rows {
+                let (platform_id, id) =
+                    KeepPrepared(upsert!(row)).get_result::<(String, i64)>(c)?;
+                ids.insert(platform_id, id);
+            }
+        }
+        DbConnection::Pg(c) => {
+            for chunk in rows.chunks(CHUNK) {
+                ids.extend(upsert!(chunk).get_results::<(String, i64)>(c)?);
+            }
+        }
     }
     put_addresses(conn, shop_id, writes, &ids, now)
 }
 
-/// Makes each live customer's addresses those of its document: matched by platform id (or
-/// position, for addresses without one) they keep their ids; the others are marked deleted.
+/// The stored address rows of `customers`, live or not.
+fn stored_addresses(conn: &mut DbConnection, customers: &[i64]) -> QueryResult<Vec<StoredAddress>> {
+    use customer_addresses as t;
+    let columns = (
+        t::id,
+        t::customer_id,
+        t::address_key,
+        t::platform_id,
+        t::is_default,
+        t::document,
+        t::deleted_at,
+    );
+    let mut stored = Vec::new();
+    match conn {
+        DbConnection::Sqlite(c) => {
+            for customer in customers {
+                stored.extend(
+                    t::table
+                        .filter(t::customer_id.eq(customer))
+                        .select(columns)
+                        .load::<StoredAddress>(c)?,
+                );
+            }
+        }
+        DbConnection::Pg(c) => {
+            for chunk in customers.chunks(CHUNK) {
+                stored.extend(
+                    t::table
+                        .filter(t::customer_id.eq_any(chunk))
+                        .select(columns)
+                        .load::<StoredAddress>(c)?,
+                );
+            }
+        }
+    }
+    Ok(stored)
+}
+
+/// A customer's addresses by key: platform id, or position for addresses without one. Two
+/// addresses with one platform id: the later wins, as it would field by field.
+fn keyed_addresses(addresses: &[CustomerAddress]) -> Vec<(String, &CustomerAddress)> {
+    let mut keyed: Vec<(String, &CustomerAddress)> = Vec::with_capacity(addresses.len());
+    for (position, address) in addresses.iter().enumerate() {
+        let key =
+            id_text(&address.platform_id).map_or_else(|| format!("#{position}"), str::to_string);
+        keyed.retain(|(known, _)| *known != key);
+        keyed.push((key, address));
+    }
+    keyed
+}
+
+fn address_row(
+    shop_id: i64,
+    customer_id: i64,
+    key: String,
+    address: &CustomerAddress,
+    now: i64,
+) -> AddressRow<'_> {
+    AddressRow {
+        shop_id,
+        customer_id,
+        address_key: key,
+        platform_id: id_text(&address.platform_id),
+        is_default: address.is_default.unwrap_or(false),
+        document: json_text(address),
+        created_at: now,
+        updated_at: now,
+        deleted_at: None,
+    }
+}
+
+/// Makes each live customer's addresses those of its document: matched by key they keep their
+/// ids; the others are marked deleted. Only rows that change are written: compared with the
+/// customer's previous document when the domain has it, with the stored rows otherwise.
 /// Customers whose document leaves `addresses` out keep theirs.
 fn put_addresses(
     conn: &mut DbConnection,
@@ -165,49 +319,76 @@ fn put_addresses(
     now: i64,
 ) -> QueryResult<()> {
     use customer_addresses as t;
-    let mut rows: Vec<AddressRow<'_>> = Vec::new();
-    let mut customers = Vec::new();
+    let mut changed: Vec<AddressRow<'_>> = Vec::new();
+    let mut gone: Vec<(i64, String)> = Vec::new();
+    // Customers known only from the store: (customer, its rows as the document makes them).
+    let mut unknown: Vec<(i64, Vec<AddressRow<'_>>)> = Vec::new();
     for write in writes {
-        let Some(document) = &write.document else {
+        let (Some(addresses), Some(&customer_id)) = (
+            customer_of(write).and_then(|c| c.addresses.as_ref()),
+            ids.get(&write.platform_id),
+        ) else {
             continue;
         };
-        let (Some(Value::Array(addresses)), Some(&customer_id)) =
-            (document.get("addresses"), ids.get(&write.platform_id))
-        else {
+        let keyed = keyed_addresses(addresses);
+        let previous = match &write.previous {
+            Some(EntityDocument::Customer(previous)) => previous.addresses.as_deref(),
+            _ => None,
+        };
+        let Some(previous) = previous else {
+            let rows = keyed
+                .into_iter()
+                .map(|(key, address)| address_row(shop_id, customer_id, key, address, now))
+                .collect();
+            unknown.push((customer_id, rows));
             continue;
         };
-        customers.push(customer_id);
-        let mut keys = HashSet::new();
-        for (position, address) in addresses.iter().enumerate() {
-            let Value::Object(address) = address else {
-                continue;
-            };
-            let platform_id = text(address, "platform_id");
-            let key = platform_id.map_or_else(|| format!("#{position}"), str::to_string);
-            // Two addresses with one platform id: the later wins, as it would field by field.
-            if !keys.insert(key.clone()) {
-                rows.retain(|row| !(row.customer_id == customer_id && row.address_key == key));
+        let before = keyed_addresses(previous);
+        for (key, _) in &before {
+            if !keyed.iter().any(|(kept, _)| kept == key) {
+                gone.push((customer_id, key.clone()));
             }
-            rows.push(AddressRow {
-                shop_id,
-                customer_id,
-                address_key: key,
-                platform_id,
-                is_default: address
-                    .get("is_default")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false),
-                document: json_text(address),
-                created_at: now,
-                updated_at: now,
-                deleted_at: None,
-            });
+        }
+        for (key, address) in keyed {
+            let same = before
+                .iter()
+                .any(|(old_key, old)| *old_key == key && *old == address);
+            if !same {
+                changed.push(address_row(shop_id, customer_id, key, address, now));
+            }
         }
     }
-    for chunk in rows.chunks(CHUNK) {
-        on_backend!(&mut *conn, |c| {
+    if !unknown.is_empty() {
+        let customers: Vec<i64> = unknown.iter().map(|(customer, _)| *customer).collect();
+        let stored = stored_addresses(conn, &customers)?;
+        for (customer_id, rows) in unknown {
+            let live = stored
+                .iter()
+                .filter(|row| row.1 == customer_id && row.6.is_none());
+            for row in live {
+                if !rows.iter().any(|wanted| wanted.address_key == row.2) {
+                    gone.push((customer_id, row.2.clone()));
+                }
+            }
+            for wanted in rows {
+                let same = stored.iter().any(|row| {
+                    row.1 == customer_id
+                        && row.2 == wanted.address_key
+                        && row.6.is_none()
+                        && row.3.as_deref() == wanted.platform_id
+                        && row.4 == wanted.is_default
+                        && row.5 == wanted.document
+                });
+                if !same {
+                    changed.push(wanted);
+                }
+            }
+        }
+    }
+    macro_rules! upsert {
+        ($values:expr) => {
             diesel::insert_into(t::table)
-                .values(chunk)
+                .values($values)
                 .on_conflict((t::customer_id, t::address_key))
                 .do_update()
                 .set((
@@ -217,19 +398,36 @@ fn put_addresses(
                     t::updated_at.eq(excluded(t::updated_at)),
                     t::deleted_at.eq(excluded(t::deleted_at)),
                 ))
-                .execute(c)
-        })?;
+        };
     }
-    // Every address written above carries `now`; the live ones that do not are gone.
-    for chunk in customers.chunks(CHUNK) {
-        diesel::update(
-            t::table
-                .filter(t::customer_id.eq_any(chunk))
-                .filter(t::deleted_at.is_null())
-                .filter(t::updated_at.ne(now)),
-        )
-        .set((t::deleted_at.eq(Some(now)), t::updated_at.eq(now)))
-        .execute(conn)?;
+    macro_rules! mark_gone {
+        ($customer_id:expr, $key:expr) => {
+            diesel::update(
+                t::table
+                    .filter(t::customer_id.eq($customer_id))
+                    .filter(t::address_key.eq($key))
+                    .filter(t::deleted_at.is_null()),
+            )
+            .set((t::deleted_at.eq(Some(now)), t::updated_at.eq(now)))
+        };
+    }
+    match conn {
+        DbConnection::Sqlite(c) => {
+            for row in &changed {
+                KeepPrepared(upsert!(row).returning(t::id)).get_result::<i64>(c)?;
+            }
+            for (customer_id, key) in &gone {
+                KeepPrepared(mark_gone!(customer_id, key).returning(t::id)).load::<i64>(c)?;
+            }
+        }
+        DbConnection::Pg(c) => {
+            for chunk in changed.chunks(CHUNK) {
+                upsert!(chunk).execute(c)?;
+            }
+            for (customer_id, key) in &gone {
+                mark_gone!(customer_id, key).execute(c)?;
+            }
+        }
     }
     Ok(())
 }
@@ -242,16 +440,15 @@ fn put_orders(
 ) -> QueryResult<()> {
     use platform_orders as t;
     for write in writes {
+        let order = order_of(write);
         let values = (
             t::shop_id.eq(shop_id),
             t::platform_id.eq(&write.platform_id),
-            t::platform_customer_id.eq(field(write, "platform_customer_id")),
-            t::order_number.eq(field(write, "order_number")),
-            t::fulfillment_status.eq(field(write, "fulfillment_status")),
-            t::financial_status.eq(field(write, "financial_status")),
-            t::placed_at.eq(micros(
-                write.document.as_ref().and_then(|d| time(d, "placed_at")),
-            )),
+            t::platform_customer_id.eq(order.and_then(|o| id_text(&o.platform_customer_id))),
+            t::order_number.eq(order.and_then(|o| o.order_number.as_deref())),
+            t::fulfillment_status.eq(order.and_then(|o| o.fulfillment_status.as_deref())),
+            t::financial_status.eq(order.and_then(|o| o.financial_status.as_deref())),
+            t::placed_at.eq(micros(order.and_then(|o| o.placed_at))),
             t::platform_updated_at.eq(micros(write.platform_updated_at)),
             t::platform_deleted_at.eq(micros(write.platform_deleted_at)),
             t::document.eq(write.json.as_deref()),
@@ -260,23 +457,26 @@ fn put_orders(
             t::deleted_at.eq(deleted_at(write, now)),
         );
         on_backend!(&mut *conn, |c| {
-            diesel::insert_into(t::table)
-                .values(values)
-                .on_conflict((t::shop_id, t::platform_id))
-                .do_update()
-                .set((
-                    t::platform_customer_id.eq(excluded(t::platform_customer_id)),
-                    t::order_number.eq(excluded(t::order_number)),
-                    t::fulfillment_status.eq(excluded(t::fulfillment_status)),
-                    t::financial_status.eq(excluded(t::financial_status)),
-                    t::placed_at.eq(excluded(t::placed_at)),
-                    t::platform_updated_at.eq(excluded(t::platform_updated_at)),
-                    t::platform_deleted_at.eq(excluded(t::platform_deleted_at)),
-                    t::document.eq(excluded(t::document)),
-                    t::updated_at.eq(excluded(t::updated_at)),
-                    t::deleted_at.eq(excluded(t::deleted_at)),
-                ))
-                .execute(c)
+            KeepPrepared(
+                diesel::insert_into(t::table)
+                    .values(values)
+                    .on_conflict((t::shop_id, t::platform_id))
+                    .do_update()
+                    .set((
+                        t::platform_customer_id.eq(excluded(t::platform_customer_id)),
+                        t::order_number.eq(excluded(t::order_number)),
+                        t::fulfillment_status.eq(excluded(t::fulfillment_status)),
+                        t::financial_status.eq(excluded(t::financial_status)),
+                        t::placed_at.eq(excluded(t::placed_at)),
+                        t::platform_updated_at.eq(excluded(t::platform_updated_at)),
+                        t::platform_deleted_at.eq(excluded(t::platform_deleted_at)),
+                        t::document.eq(excluded(t::document)),
+                        t::updated_at.eq(excluded(t::updated_at)),
+                        t::deleted_at.eq(excluded(t::deleted_at)),
+                    ))
+                    .returning(t::id),
+            )
+            .get_result::<i64>(c)
         })?;
     }
     Ok(())
@@ -287,7 +487,7 @@ fn sync_variants(
     conn: &mut DbConnection,
     shop_id: i64,
     product_id: i64,
-    variants: &[Value],
+    variants: &[Variant],
     now: i64,
 ) -> QueryResult<()> {
     use product_variants as t;
@@ -298,17 +498,14 @@ fn sync_variants(
         .load(conn)?;
     let mut kept = HashSet::new();
     for variant in variants {
-        let Value::Object(variant) = variant else {
-            continue;
-        };
-        let platform_id = text(variant, "platform_id");
+        let platform_id = id_text(&variant.platform_id);
         let document = json_text(variant);
         let values = (
             t::platform_id.eq(platform_id),
-            t::sku.eq(text(variant, "sku")),
-            t::name.eq(text(variant, "name")),
-            t::price.eq(text(variant, "price")),
-            t::inventory_quantity.eq(variant.get("inventory_quantity").and_then(Value::as_i64)),
+            t::sku.eq(variant.sku.as_deref()),
+            t::name.eq(variant.name.as_deref()),
+            t::price.eq(variant.price.as_ref().map(|price| price.as_str())),
+            t::inventory_quantity.eq(variant.inventory_quantity),
             t::document.eq(&document),
             t::updated_at.eq(now),
             t::deleted_at.eq(None::<i64>),
@@ -359,17 +556,13 @@ fn put_products(
 ) -> QueryResult<()> {
     use platform_products as t;
     for write in writes {
-        let published = write
-            .document
-            .as_ref()
-            .and_then(|d| d.get("published"))
-            .and_then(Value::as_bool);
+        let product = product_of(write);
         let values = (
             t::shop_id.eq(shop_id),
             t::platform_id.eq(&write.platform_id),
-            t::name.eq(field(write, "name")),
-            t::handle.eq(field(write, "handle")),
-            t::published.eq(published),
+            t::name.eq(product.and_then(|p| p.name.as_deref())),
+            t::handle.eq(product.and_then(|p| p.handle.as_deref())),
+            t::published.eq(product.and_then(|p| p.published)),
             t::platform_updated_at.eq(micros(write.platform_updated_at)),
             t::platform_deleted_at.eq(micros(write.platform_deleted_at)),
             t::document.eq(write.json.as_deref()),
@@ -378,26 +571,26 @@ fn put_products(
             t::deleted_at.eq(deleted_at(write, now)),
         );
         let id: i64 = on_backend!(&mut *conn, |c| {
-            diesel::insert_into(t::table)
-                .values(values)
-                .on_conflict((t::shop_id, t::platform_id))
-                .do_update()
-                .set((
-                    t::name.eq(excluded(t::name)),
-                    t::handle.eq(excluded(t::handle)),
-                    t::published.eq(excluded(t::published)),
-                    t::platform_updated_at.eq(excluded(t::platform_updated_at)),
-                    t::platform_deleted_at.eq(excluded(t::platform_deleted_at)),
-                    t::document.eq(excluded(t::document)),
-                    t::updated_at.eq(excluded(t::updated_at)),
-                    t::deleted_at.eq(excluded(t::deleted_at)),
-                ))
-                .returning(t::id)
-                .get_result(c)
+            KeepPrepared(
+                diesel::insert_into(t::table)
+                    .values(values)
+                    .on_conflict((t::shop_id, t::platform_id))
+                    .do_update()
+                    .set((
+                        t::name.eq(excluded(t::name)),
+                        t::handle.eq(excluded(t::handle)),
+                        t::published.eq(excluded(t::published)),
+                        t::platform_updated_at.eq(excluded(t::platform_updated_at)),
+                        t::platform_deleted_at.eq(excluded(t::platform_deleted_at)),
+                        t::document.eq(excluded(t::document)),
+                        t::updated_at.eq(excluded(t::updated_at)),
+                        t::deleted_at.eq(excluded(t::deleted_at)),
+                    ))
+                    .returning(t::id),
+            )
+            .get_result(c)
         })?;
-        if let Some(Value::Array(variants)) =
-            write.document.as_ref().and_then(|d| d.get("variants"))
-        {
+        if let Some(variants) = product.and_then(|p| p.variants.as_ref()) {
             sync_variants(conn, shop_id, id, variants, now)?;
         }
     }
@@ -412,11 +605,12 @@ fn put_categories(
 ) -> QueryResult<()> {
     use platform_categories as t;
     for write in writes {
+        let category = category_of(write);
         let values = (
             t::shop_id.eq(shop_id),
             t::platform_id.eq(&write.platform_id),
-            t::name.eq(field(write, "name")),
-            t::image_url.eq(field(write, "image_url")),
+            t::name.eq(category.and_then(|c| c.name.as_deref())),
+            t::image_url.eq(category.and_then(|c| c.image_url.as_deref())),
             t::platform_updated_at.eq(micros(write.platform_updated_at)),
             t::platform_deleted_at.eq(micros(write.platform_deleted_at)),
             t::document.eq(write.json.as_deref()),
@@ -425,20 +619,23 @@ fn put_categories(
             t::deleted_at.eq(deleted_at(write, now)),
         );
         on_backend!(&mut *conn, |c| {
-            diesel::insert_into(t::table)
-                .values(values)
-                .on_conflict((t::shop_id, t::platform_id))
-                .do_update()
-                .set((
-                    t::name.eq(excluded(t::name)),
-                    t::image_url.eq(excluded(t::image_url)),
-                    t::platform_updated_at.eq(excluded(t::platform_updated_at)),
-                    t::platform_deleted_at.eq(excluded(t::platform_deleted_at)),
-                    t::document.eq(excluded(t::document)),
-                    t::updated_at.eq(excluded(t::updated_at)),
-                    t::deleted_at.eq(excluded(t::deleted_at)),
-                ))
-                .execute(c)
+            KeepPrepared(
+                diesel::insert_into(t::table)
+                    .values(values)
+                    .on_conflict((t::shop_id, t::platform_id))
+                    .do_update()
+                    .set((
+                        t::name.eq(excluded(t::name)),
+                        t::image_url.eq(excluded(t::image_url)),
+                        t::platform_updated_at.eq(excluded(t::platform_updated_at)),
+                        t::platform_deleted_at.eq(excluded(t::platform_deleted_at)),
+                        t::document.eq(excluded(t::document)),
+                        t::updated_at.eq(excluded(t::updated_at)),
+                        t::deleted_at.eq(excluded(t::deleted_at)),
+                    ))
+                    .returning(t::id),
+            )
+            .get_result::<i64>(c)
         })?;
     }
     Ok(())
@@ -451,32 +648,30 @@ impl PlatformRepository for StoreTx<'_> {
         kind: EntityKind,
         platform_ids: &[&str],
     ) -> StoreResult<Vec<(String, EntityRecord)>> {
-        let mut found = Vec::with_capacity(platform_ids.len());
-        for chunk in platform_ids.chunks(CHUNK) {
-            let conn = &mut *self.conn;
-            let rows = match kind {
-                EntityKind::Customer => records_of!(conn, platform_customers, shop_id, chunk),
-                EntityKind::Order => records_of!(conn, platform_orders, shop_id, chunk),
-                EntityKind::Product => records_of!(conn, platform_products, shop_id, chunk),
-                EntityKind::Category => records_of!(conn, platform_categories, shop_id, chunk),
+        let conn = &mut *self.conn;
+        let rows = match kind {
+            EntityKind::Customer => records_of!(conn, platform_customers, shop_id, platform_ids),
+            EntityKind::Order => records_of!(conn, platform_orders, shop_id, platform_ids),
+            EntityKind::Product => records_of!(conn, platform_products, shop_id, platform_ids),
+            EntityKind::Category => {
+                records_of!(conn, platform_categories, shop_id, platform_ids)
             }
-            .map_err(storage_error)?;
-            found.extend(
-                rows.into_iter()
-                    .map(|(platform_id, id, updated, deleted, document)| {
-                        (
-                            platform_id,
-                            EntityRecord {
-                                id,
-                                platform_updated_at: updated.map(Timestamp::from_micros),
-                                platform_deleted_at: deleted.map(Timestamp::from_micros),
-                                document,
-                            },
-                        )
-                    }),
-            );
         }
-        Ok(found)
+        .map_err(storage_error)?;
+        Ok(rows
+            .into_iter()
+            .map(|(platform_id, id, updated, deleted, document)| {
+                (
+                    platform_id,
+                    EntityRecord {
+                        id,
+                        platform_updated_at: updated.map(Timestamp::from_micros),
+                        platform_deleted_at: deleted.map(Timestamp::from_micros),
+                        document,
+                    },
+                )
+            })
+            .collect())
     }
 
     fn put_platform_entities(
