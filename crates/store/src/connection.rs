@@ -7,6 +7,7 @@ use diesel::prelude::*;
 use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
 use diesel::r2d2::ManageConnection;
 use diesel::{PgConnection, SqliteConnection};
+use std::marker::PhantomData;
 
 use crate::url::DatabaseUrl;
 
@@ -132,17 +133,38 @@ pub fn rollback(conn: &mut DbConnection) -> diesel::QueryResult<()> {
 /// diesel declines to cache upserts, updates and single-row inserts of derived `Insertable`s
 /// (their text can vary with the values, such as `None` fields left out), so on SQLite each
 /// would be parsed and planned again for every row, which costs more than writing the row.
-/// Caching them is sound: without a static query id diesel keys its cache by the SQL text.
+/// `Site` names the one place in the code that runs it: diesel finds the prepared statement by
+/// that type, without writing the SQL out again each time. So each site type must stand for
+/// one statement text (declare them with [`statement_sites!`], one per call site).
 /// Run it by value (`get_result`, `load`, so give it a `RETURNING`): `execute` hands diesel a
 /// reference, whose caching check walks the statement and never asks this wrapper.
-pub(crate) struct KeepPrepared<Q>(pub Q);
+pub(crate) struct KeepPrepared<Site, Q>(Q, PhantomData<Site>);
 
-impl<Q> QueryId for KeepPrepared<Q> {
-    type QueryId = ();
-    const HAS_STATIC_QUERY_ID: bool = false;
+/// A place in the code that runs one [`KeepPrepared`] statement.
+pub(crate) trait StatementSite: 'static {}
+
+macro_rules! statement_sites {
+    ($($site:ident),+ $(,)?) => {
+        $(
+            pub(crate) struct $site;
+            impl $crate::connection::StatementSite for $site {}
+        )+
+    };
+}
+pub(crate) use statement_sites;
+
+impl<Site: StatementSite, Q> KeepPrepared<Site, Q> {
+    pub(crate) fn new(query: Q) -> Self {
+        KeepPrepared(query, PhantomData)
+    }
 }
 
-impl<Q: QueryFragment<DB>, DB: Backend> QueryFragment<DB> for KeepPrepared<Q> {
+impl<Site: StatementSite, Q> QueryId for KeepPrepared<Site, Q> {
+    type QueryId = Site;
+    const HAS_STATIC_QUERY_ID: bool = true;
+}
+
+impl<Site, Q: QueryFragment<DB>, DB: Backend> QueryFragment<DB> for KeepPrepared<Site, Q> {
     fn walk_ast<'b>(&'b self, pass: AstPass<'_, 'b, DB>) -> diesel::QueryResult<()> {
         self.0.walk_ast(pass)
     }
@@ -152,8 +174,8 @@ impl<Q: QueryFragment<DB>, DB: Backend> QueryFragment<DB> for KeepPrepared<Q> {
     }
 }
 
-impl<Q: Query> Query for KeepPrepared<Q> {
+impl<Site, Q: Query> Query for KeepPrepared<Site, Q> {
     type SqlType = Q::SqlType;
 }
 
-impl<Q, C> diesel::RunQueryDsl<C> for KeepPrepared<Q> {}
+impl<Site, Q, C> diesel::RunQueryDsl<C> for KeepPrepared<Site, Q> {}

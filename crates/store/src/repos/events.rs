@@ -8,7 +8,9 @@ use mercer_domain::ports::{EventQueueRepository, StoreResult};
 use mercer_domain::{StorageError, Timestamp};
 
 use super::StoreTx;
-use crate::connection::{DbConnection, KeepPrepared};
+use crate::connection::{DbConnection, KeepPrepared, statement_sites};
+
+statement_sites!(InsertEvent);
 use crate::schema::inbound_events;
 use crate::store::storage_error;
 
@@ -112,7 +114,7 @@ impl EventQueueRepository for StoreTx<'_> {
             // One prepared statement, row after row (see `KeepPrepared`).
             DbConnection::Sqlite(c) => {
                 for row in &rows {
-                    KeepPrepared(
+                    KeepPrepared::<InsertEvent, _>::new(
                         diesel::insert_into(inbound_events::table)
                             .values(row)
                             .returning(inbound_events::id),

@@ -16,7 +16,16 @@ use mercer_domain::platform::{
 use mercer_domain::ports::{PlatformRepository, StoreResult};
 
 use super::StoreTx;
-use crate::connection::{DbConnection, KeepPrepared, on_backend};
+use crate::connection::{DbConnection, KeepPrepared, on_backend, statement_sites};
+
+statement_sites!(
+    UpsertCustomer,
+    UpsertAddress,
+    MarkAddressGone,
+    UpsertOrder,
+    UpsertProduct,
+    UpsertCategory,
+);
 use crate::schema::{
     customer_addresses, platform_categories, platform_customers, platform_orders,
     platform_products, product_variants,
@@ -222,8 +231,8 @@ fn put_customers(
     match &mut *conn {
         DbConnection::Sqlite(c) => {
             for row in &rows {
-                let (platform_id, id) =
-                    KeepPrepared(upsert!(row)).get_result::<(String, i64)>(c)?;
+                let (platform_id, id) = KeepPrepared::<UpsertCustomer, _>::new(upsert!(row))
+                    .get_result::<(String, i64)>(c)?;
                 ids.insert(platform_id, id);
             }
         }
@@ -414,10 +423,14 @@ fn put_addresses(
     match conn {
         DbConnection::Sqlite(c) => {
             for row in &changed {
-                KeepPrepared(upsert!(row).returning(t::id)).get_result::<i64>(c)?;
+                KeepPrepared::<UpsertAddress, _>::new(upsert!(row).returning(t::id))
+                    .get_result::<i64>(c)?;
             }
             for (customer_id, key) in &gone {
-                KeepPrepared(mark_gone!(customer_id, key).returning(t::id)).load::<i64>(c)?;
+                KeepPrepared::<MarkAddressGone, _>::new(
+                    mark_gone!(customer_id, key).returning(t::id),
+                )
+                .load::<i64>(c)?;
             }
         }
         DbConnection::Pg(c) => {
@@ -457,7 +470,7 @@ fn put_orders(
             t::deleted_at.eq(deleted_at(write, now)),
         );
         on_backend!(&mut *conn, |c| {
-            KeepPrepared(
+            KeepPrepared::<UpsertOrder, _>::new(
                 diesel::insert_into(t::table)
                     .values(values)
                     .on_conflict((t::shop_id, t::platform_id))
@@ -571,7 +584,7 @@ fn put_products(
             t::deleted_at.eq(deleted_at(write, now)),
         );
         let id: i64 = on_backend!(&mut *conn, |c| {
-            KeepPrepared(
+            KeepPrepared::<UpsertProduct, _>::new(
                 diesel::insert_into(t::table)
                     .values(values)
                     .on_conflict((t::shop_id, t::platform_id))
@@ -619,7 +632,7 @@ fn put_categories(
             t::deleted_at.eq(deleted_at(write, now)),
         );
         on_backend!(&mut *conn, |c| {
-            KeepPrepared(
+            KeepPrepared::<UpsertCategory, _>::new(
                 diesel::insert_into(t::table)
                     .values(values)
                     .on_conflict((t::shop_id, t::platform_id))
