@@ -2,7 +2,8 @@
 //! rules that apply them in order even when they arrive out of order.
 //!
 //! An event is checked, stored (the 202 waits for that), and applied later by one applier, in
-//! order of arrival. Per entity Mercer keeps the `platform_updated_at` of the last save it
+//! order of arrival; or, when nothing waits before it, applied in the storing transaction
+//! ([`accept_events`]). Per entity Mercer keeps the `platform_updated_at` of the last save it
 //! applied and the `platform_deleted_at` of a deletion:
 //! - a Saved event older than the last applied save is dropped; one with the same time and the
 //!   same content changes nothing;
