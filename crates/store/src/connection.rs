@@ -135,7 +135,10 @@ pub fn rollback(conn: &mut DbConnection) -> diesel::QueryResult<()> {
 /// would be parsed and planned again for every row, which costs more than writing the row.
 /// `Site` names the one place in the code that runs it: diesel finds the prepared statement by
 /// that type, without writing the SQL out again each time. So each site type must stand for
-/// one statement text (declare them with [`statement_sites!`], one per call site).
+/// one statement text (declare them with [`statement_sites!`], one per call site), and the
+/// statement must not vary with its values: derived `Insertable`s need
+/// `treat_none_as_default_value = false`, or a `None` turns into `DEFAULT` and the prepared
+/// statement of the other shape would receive the wrong values.
 /// Run it by value (`get_result`, `load`, so give it a `RETURNING`): `execute` hands diesel a
 /// reference, whose caching check walks the statement and never asks this wrapper.
 pub(crate) struct KeepPrepared<Site, Q>(Q, PhantomData<Site>);

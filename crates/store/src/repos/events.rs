@@ -17,8 +17,10 @@ use crate::store::storage_error;
 /// Serialises appliers of several processes on one PostgreSQL database.
 const APPLIER_LOCK_KEY: i64 = 0x6d65_7263_6572 + 1;
 
+/// `treat_none_as_default_value = false`: a missing document is bound as NULL, so the insert's
+/// SQL text never varies, as `KeepPrepared` requires.
 #[derive(Insertable)]
-#[diesel(table_name = inbound_events)]
+#[diesel(table_name = inbound_events, treat_none_as_default_value = false)]
 struct NewEventRow<'a> {
     shop_id: i64,
     entity: &'static str,

@@ -122,6 +122,13 @@ fn category_of(write: &EntityWrite) -> Option<&Category> {
     }
 }
 
+/// A text field of a write's customer, empty when absent (the columns are NOT NULL).
+fn customer_text(write: &EntityWrite, pick: fn(&Customer) -> &Option<String>) -> &str {
+    customer_of(write)
+        .and_then(|customer| pick(customer).as_deref())
+        .unwrap_or_default()
+}
+
 fn json_text<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "{}".to_string())
 }
@@ -168,43 +175,23 @@ fn put_customers(
     now: i64,
 ) -> QueryResult<()> {
     use platform_customers as t;
-    let text = |write: &EntityWrite, pick: fn(&Customer) -> &Option<String>| {
-        customer_of(write)
-            .and_then(|customer| pick(customer).as_deref())
-            .unwrap_or_default()
-            .to_string()
-    };
-    let columns: Vec<[String; 4]> = writes
-        .iter()
-        .map(|write| {
-            [
-                text(write, |c| &c.email),
-                text(write, |c| &c.first_name),
-                text(write, |c| &c.last_name),
-                text(write, |c| &c.phone),
-            ]
-        })
-        .collect();
     let rows: Vec<CustomerRow<'_>> = writes
         .iter()
-        .zip(&columns)
-        .map(
-            |(write, [email, first_name, last_name, phone])| CustomerRow {
-                shop_id,
-                platform_id: &write.platform_id,
-                email,
-                first_name,
-                last_name,
-                phone,
-                platform_created_at: micros(customer_of(write).and_then(|c| c.platform_created_at)),
-                platform_updated_at: micros(write.platform_updated_at),
-                platform_deleted_at: micros(write.platform_deleted_at),
-                document: write.json.as_deref(),
-                created_at: now,
-                updated_at: now,
-                deleted_at: deleted_at(write, now),
-            },
-        )
+        .map(|write| CustomerRow {
+            shop_id,
+            platform_id: &write.platform_id,
+            email: customer_text(write, |c| &c.email),
+            first_name: customer_text(write, |c| &c.first_name),
+            last_name: customer_text(write, |c| &c.last_name),
+            phone: customer_text(write, |c| &c.phone),
+            platform_created_at: micros(customer_of(write).and_then(|c| c.platform_created_at)),
+            platform_updated_at: micros(write.platform_updated_at),
+            platform_deleted_at: micros(write.platform_deleted_at),
+            document: write.json.as_deref(),
+            created_at: now,
+            updated_at: now,
+            deleted_at: deleted_at(write, now),
+        })
         .collect();
     macro_rules! upsert {
         ($values:expr) => {
