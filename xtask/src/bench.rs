@@ -302,6 +302,62 @@ pub(crate) fn peak_memory_kib(pid: u32) -> Option<u64> {
         .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
+/// CPU time (user + system) a process has used so far, from `/proc/PID/stat` (Linux's
+/// USER_HZ is 100 on every architecture it runs on).
+pub(crate) fn cpu_seconds(pid: u32) -> Option<f64> {
+    cpu_seconds_of(&format!("/proc/{pid}/stat"))
+}
+
+/// User + system seconds from a `/proc/…/stat` file (a process's or a thread's).
+fn cpu_seconds_of(stat_path: &str) -> Option<f64> {
+    let stat = std::fs::read_to_string(stat_path).ok()?;
+    // Fields after the parenthesised command name; utime and stime are the 12th and 13th.
+    let mut fields = stat.rsplit_once(") ")?.1.split(' ').skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some((user + system) as f64 / 100.0)
+}
+
+/// CPU time (user + system) used so far by each of a process's threads, summed by thread name
+/// (actix's workers share one), busiest first.
+fn cpu_seconds_by_thread(pid: u32) -> Vec<(String, f64)> {
+    let mut by_name: Vec<(String, f64)> = Vec::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return by_name;
+    };
+    for task in tasks.flatten() {
+        let Ok(tid) = task.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let name = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        let name = name
+            .trim()
+            .split('|')
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        let Some(seconds) = cpu_seconds_of(&format!("/proc/{pid}/task/{tid}/stat")) else {
+            continue;
+        };
+        match by_name.iter_mut().find(|(known, _)| *known == name) {
+            Some((_, total)) => *total += seconds,
+            None => by_name.push((name, seconds)),
+        }
+    }
+    by_name.sort_by(|a, b| b.1.total_cmp(&a.1));
+    by_name
+}
+
+/// Microseconds of a process's CPU per request over a load, when both readings exist.
+fn cpu_micros_per_request(before: Option<f64>, after: Option<f64>, requests: usize) -> String {
+    match (before, after) {
+        (Some(before), Some(after)) if requests > 0 => {
+            format!("{:.1} µs", (after - before) * 1e6 / requests as f64)
+        }
+        _ => "?".to_string(),
+    }
+}
+
 pub(crate) struct Mercer {
     pub(crate) child: Child,
     pub(crate) base_url: String,
@@ -453,6 +509,7 @@ fn run_backend(
         "/customers/v1/shops/{}/platforms/custom/webhooks/customers/saved",
         mercer.shop
     );
+    let cpu_before = cpu_seconds(mercer.child.id());
     let result = load(&mercer.base_url, &path, Some(&mercer.token), bodies);
     let applied_at = loop {
         match pending(binary, &mercer.database_url) {
@@ -465,6 +522,17 @@ fn run_backend(
         }
     };
     let drain = applied_at.saturating_duration_since(result.last_accept);
+    let cpu = cpu_micros_per_request(cpu_before, cpu_seconds(mercer.child.id()), result.accepted);
+    let threads: Vec<String> = cpu_seconds_by_thread(mercer.child.id())
+        .into_iter()
+        .filter(|(_, seconds)| *seconds >= 0.01)
+        .map(|(name, seconds)| {
+            format!(
+                "{name} {:.1}",
+                seconds * 1e6 / result.accepted.max(1) as f64
+            )
+        })
+        .collect();
     let memory = peak_memory_kib(mercer.child.id()).map_or("?".to_string(), |kib| {
         format!("{:.0} MiB", kib as f64 / 1024.0)
     });
@@ -489,6 +557,11 @@ fn run_backend(
     println!(
         "  all applied     {:.2} s after the last 202",
         drain.as_secs_f64()
+    );
+    println!("  mercer's CPU    {cpu} per event (user + system, until all applied)");
+    println!(
+        "  by thread       {} µs per event (since start)",
+        threads.join(", ")
     );
     println!("  peak memory     {memory} (mercer's VmHWM)");
     println!("  final state     {check}");
@@ -574,7 +647,13 @@ pub fn ingest(binary: &str, xtask: &str) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let lines = wait_for_listen(&mut floor_child, "Floor listening on")?;
     let floor_url = value_after(&lines, "Floor listening on").unwrap_or_default();
+    let floor_cpu_before = cpu_seconds(floor_child.id());
     let floor = load(&floor_url, "/customers/saved", None, &bodies);
+    let floor_cpu = cpu_micros_per_request(
+        floor_cpu_before,
+        cpu_seconds(floor_child.id()),
+        floor.accepted,
+    );
     let _ = floor_child.kill();
     let _ = floor_child.wait();
     println!("floor (bare actix handler answering 202):");
@@ -584,6 +663,7 @@ pub fn ingest(binary: &str, xtask: &str) -> Result<(), String> {
         ms(floor.percentile(0.5)),
         ms(floor.percentile(0.99))
     );
+    println!("  server's CPU    {floor_cpu} per request (user + system)");
 
     let dir = std::env::temp_dir().join(format!("mercer-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;

@@ -220,6 +220,8 @@ impl EntityDocument {
 /// The whole state of an entity to store after a batch of events was applied to it.
 #[derive(Debug, Clone)]
 pub struct EntityWrite {
+    /// The stored row's id; None for an entity not stored yet.
+    pub stored_id: Option<i64>,
     pub platform_id: String,
     pub platform_updated_at: Option<Timestamp>,
     pub platform_deleted_at: Option<Timestamp>,
@@ -581,7 +583,8 @@ fn synced_events<T: Clone + Stamped>(
 /// An entity as the rules see it while a batch is applied: its document parsed once.
 #[derive(Debug, Clone)]
 struct Working {
-    id: i64,
+    /// The stored row's id; None for an entity not stored yet.
+    stored_id: Option<i64>,
     platform_updated_at: Option<Timestamp>,
     platform_deleted_at: Option<Timestamp>,
     document: Option<EntityDocument>,
@@ -596,7 +599,7 @@ impl Working {
             .transpose()
             .map_err(corrupt)?;
         Ok(Working {
-            id: record.id,
+            stored_id: Some(record.id),
             platform_updated_at: record.platform_updated_at,
             platform_deleted_at: record.platform_deleted_at,
             document,
@@ -663,7 +666,7 @@ fn next_state(
                 return Ok((outcome, current));
             }
             // A deleted entity comes back whole: the stored fields are not merged into it.
-            let id = current.as_ref().map_or(0, |w| w.id);
+            let stored_id = current.as_ref().and_then(|w| w.stored_id);
             let document = match current.filter(Working::is_live).and_then(|w| w.document) {
                 Some(mut base) => {
                     base.merge_from(incoming);
@@ -674,7 +677,7 @@ fn next_state(
             Ok((
                 Outcome::Applied,
                 Some(Working {
-                    id,
+                    stored_id,
                     platform_updated_at: Some(event.occurred_at),
                     platform_deleted_at: None,
                     document: Some(document),
@@ -687,7 +690,7 @@ fn next_state(
                 return Ok((outcome, current));
             }
             let mut gone = current.unwrap_or(Working {
-                id: 0,
+                stored_id: None,
                 platform_updated_at: None,
                 platform_deleted_at: None,
                 document: None,
@@ -781,6 +784,7 @@ pub fn apply_events(
                 .map_err(corrupt)?;
             let document = working.document.filter(|_| live);
             writes.push(EntityWrite {
+                stored_id: working.stored_id,
                 previous: before.remove(key),
                 platform_id: key.2.clone(),
                 platform_updated_at: working.platform_updated_at,

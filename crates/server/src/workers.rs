@@ -24,6 +24,9 @@ const APPLY_BATCH: usize = 500;
 const SQLITE_APPLY_BATCH: usize = 200;
 /// How often idle workers look for work nobody told them about (another process's, a retry).
 const IDLE_POLL: Duration = Duration::from_millis(500);
+/// SQLite: the least time between two checkpoints while events keep coming. Pages written
+/// again meanwhile are copied back once.
+const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(25);
 
 pub use mercer_domain::wake::Wake;
 
@@ -86,10 +89,12 @@ fn next_batch(
 /// ([`accept_events`]); should applying fail, they are queued as usual.
 /// None when storing failed (every request then has its error).
 fn store_batch(store: &Store, batch: Vec<IngestJob>, apply_at_once: bool) -> Option<Accepted> {
-    let events: Vec<NewInboundEvent> = batch
-        .iter()
-        .flat_map(|job| job.events.iter().cloned())
-        .collect();
+    let mut events: Vec<NewInboundEvent> = Vec::with_capacity(batch.len());
+    let mut replies = Vec::with_capacity(batch.len());
+    for job in batch {
+        events.extend(job.events);
+        replies.push(job.reply);
+    }
     let queue = || store.write(|tx| Ok(tx.insert_inbound_events(&events)?));
     let result = if apply_at_once {
         let now = SystemClock.now();
@@ -105,8 +110,8 @@ fn store_batch(store: &Store, batch: Vec<IngestJob>, apply_at_once: bool) -> Opt
     if let Err(error) = &result {
         log::error!(target: "mercer::ingest", "storing {} event(s) failed: {error}", events.len());
     }
-    for job in batch {
-        let _ = job.reply.send(result.clone().map(|_| ()));
+    for reply in replies {
+        let _ = reply.send(result.clone().map(|_| ()));
     }
     result.ok()
 }
@@ -133,7 +138,13 @@ fn ingest_writer(store: Store, jobs: Receiver<IngestJob>, applier: Wake, stop: A
 /// requests sent and applies it at once when nothing waits before it, or queues it; queued
 /// events (and those a sync stored) it applies a small batch at a time between requests,
 /// never blocking while work is queued.
-fn sqlite_writer(store: Store, jobs: Receiver<IngestJob>, wake: Wake, stop: Arc<AtomicBool>) {
+fn sqlite_writer(
+    store: Store,
+    jobs: Receiver<IngestJob>,
+    wake: Wake,
+    commits: Wake,
+    stop: Arc<AtomicBool>,
+) {
     let clock = SystemClock;
     let mut backlog = false;
     loop {
@@ -144,7 +155,10 @@ fn sqlite_writer(store: Store, jobs: Receiver<IngestJob>, wake: Wake, stop: Arc<
         };
         let (stored, queued) = match next_batch(&jobs, wait) {
             Ok(Some(batch)) => match store_batch(&store, batch, true) {
-                Some(accepted) => (true, accepted == Accepted::Queued),
+                Some(accepted) => {
+                    commits.notify();
+                    (true, accepted == Accepted::Queued)
+                }
                 None => (false, false),
             },
             // Nothing came: a moment to look for events a sync queued.
@@ -165,6 +179,22 @@ fn sqlite_writer(store: Store, jobs: Receiver<IngestJob>, wake: Wake, stop: Arc<
         if !stored && !backlog && stop.load(Ordering::Relaxed) {
             return;
         }
+    }
+}
+
+/// SQLite: copies committed pages back into the database file off the writer's path, at most
+/// every [`CHECKPOINT_INTERVAL`] while the writer commits, so the writer's own checkpoint
+/// (when the WAL reaches its size) has only the last pages left to copy.
+fn checkpointer(store: Store, commits: Wake, stop: Arc<AtomicBool>) {
+    loop {
+        commits.wait(IDLE_POLL);
+        if let Err(error) = store.checkpoint() {
+            log::warn!(target: "mercer::store", "checkpoint failed: {error}");
+        }
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        std::thread::sleep(CHECKPOINT_INTERVAL);
     }
 }
 
@@ -206,6 +236,8 @@ pub struct Workers {
     pub ingest: Ingest,
     pub applier: Wake,
     pub outbox: Wake,
+    /// SQLite's checkpointer (woken by commits; on PostgreSQL nobody waits on it).
+    checkpoint: Wake,
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
 }
@@ -221,13 +253,23 @@ impl Workers {
         let stop = Arc::new(AtomicBool::new(false));
         let applier_wake = Wake::default();
         let outbox_wake = Wake::default();
+        let checkpoint_wake = Wake::default();
         let (jobs, received) = mpsc::channel();
         let mut threads = Vec::new();
         match store.backend() {
             Backend::Sqlite => {
-                let (store, wake, stop) = (store.clone(), applier_wake.clone(), stop.clone());
+                let (writer_store, wake, commits, writer_stop) = (
+                    store.clone(),
+                    applier_wake.clone(),
+                    checkpoint_wake.clone(),
+                    stop.clone(),
+                );
                 threads.push(spawn("mercer-writer", move || {
-                    sqlite_writer(store, received, wake, stop)
+                    sqlite_writer(writer_store, received, wake, commits, writer_stop)
+                })?);
+                let (store, commits, stop) = (store.clone(), checkpoint_wake.clone(), stop.clone());
+                threads.push(spawn("mercer-checkpoint", move || {
+                    checkpointer(store, commits, stop)
                 })?);
             }
             Backend::Postgres => {
@@ -251,6 +293,7 @@ impl Workers {
             ingest: Ingest { jobs },
             applier: applier_wake,
             outbox: outbox_wake,
+            checkpoint: checkpoint_wake,
             stop,
             threads,
         })
@@ -262,6 +305,7 @@ impl Workers {
         self.stop.store(true, Ordering::Relaxed);
         self.applier.notify();
         self.outbox.notify();
+        self.checkpoint.notify();
         for thread in self.threads {
             let _ = thread.join();
         }

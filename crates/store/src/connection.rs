@@ -35,11 +35,16 @@ pub(crate) use on_backend;
 /// with WAL: a power cut may lose the last commits, never corrupt the file).
 /// Pages are read through a memory map (up to 1 GiB of the file) rather than copied in by a
 /// system call each.
+/// A committing connection checkpoints only once the WAL holds 16,384 pages (64 MiB at 4 KiB),
+/// not SQLite's 1,000: `mercer serve` checkpoints on a thread of its own
+/// ([`crate::Store::checkpoint`]), so its event writer only finishes what that left over
+/// (SQLite can restart the WAL only once every frame is copied back, and only a writer can).
 const SQLITE_PRAGMAS: &str = "PRAGMA journal_mode = WAL;
 PRAGMA busy_timeout = 5000;
 PRAGMA foreign_keys = ON;
 PRAGMA synchronous = NORMAL;
-PRAGMA mmap_size = 1073741824;";
+PRAGMA mmap_size = 1073741824;
+PRAGMA wal_autocheckpoint = 16384;";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {

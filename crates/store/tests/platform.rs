@@ -6,7 +6,8 @@
 use mercer_domain::destinations::{DestinationSettings, Topic};
 use mercer_domain::directory::{DirectoryQuery, parse_directory_query};
 use mercer_domain::events::{
-    Accepted, EntityKind, EventAction, EventSource, accept_events, apply_pending, parse_event,
+    Accepted, EntityKind, EntityWrite, EventAction, EventSource, accept_events, apply_pending,
+    parse_event,
 };
 use mercer_domain::outbox::{ConnectorCall, OutboxStatus};
 use mercer_domain::ports::{Database, SystemClock};
@@ -375,6 +376,55 @@ fn only_changed_addresses_are_written(backend: Backend) {
     let rows = addresses(&store);
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!(rows[0].platform_id.as_deref(), Some("a2"));
+}
+
+/// Rows believed stored are updated in place; when one is not there after all (the domain's
+/// knowledge is stale), the write still lands, by insertion.
+fn writes_to_rows_believed_stored_still_land_when_they_are_not(backend: Backend) {
+    let (_db, store) = TestDatabase::migrated(backend);
+    let shop = shop(&store, "a.shop.test");
+    let customer_document = |city: &str| {
+        customer_event(
+            shop.id,
+            "c1",
+            10,
+            json!({"email": "ada@example.test", "addresses": [address("a1", city, true)]}),
+        )
+        .document
+        .unwrap()
+    };
+    let now = at(100);
+    store
+        .write(|tx| {
+            let document = customer_document("Lyon");
+            tx.put_platform_entities(
+                shop.id,
+                EntityKind::Customer,
+                &[EntityWrite {
+                    stored_id: Some(424_242),
+                    platform_id: "c1".to_string(),
+                    platform_updated_at: Some(at(10)),
+                    platform_deleted_at: None,
+                    json: Some(document.to_json().unwrap()),
+                    document: Some(document),
+                    // Says a1 is stored (with another city): it is not.
+                    previous: Some(customer_document("Paris")),
+                }],
+                now,
+            )?;
+            Ok(())
+        })
+        .unwrap();
+    let customer = store
+        .read(|tx| Ok(tx.directory_customer_by_platform_id(shop.id, "c1")?))
+        .unwrap()
+        .expect("the customer was inserted");
+    assert_eq!(customer.email.as_deref(), Some("ada@example.test"));
+    let addresses = store
+        .read(|tx| Ok(tx.addresses_of_customers(shop.id, &[customer.id])?))
+        .unwrap();
+    assert_eq!(addresses.len(), 1, "{addresses:?}");
+    assert_eq!(addresses[0].city.as_deref(), Some("Lyon"));
 }
 
 fn orders_products_and_categories_follow_the_same_rules(backend: Backend) {
@@ -778,6 +828,7 @@ backend_tests!(
     addresses_keep_their_ids_across_saves,
     events_apply_at_once_unless_others_wait,
     only_changed_addresses_are_written,
+    writes_to_rows_believed_stored_still_land_when_they_are_not,
     orders_products_and_categories_follow_the_same_rules,
     sync_runs_are_one_at_a_time,
     outbox_calls_are_claimed_leased_and_retried,

@@ -281,6 +281,26 @@ fn sqlite_runs_in_wal_mode() {
     );
 }
 
+/// Committing leaves pages in the WAL (the committing connection does not checkpoint a small
+/// WAL); `checkpoint` copies them back into the database file.
+#[test]
+fn sqlite_checkpoints_copy_the_wal_back_when_asked() {
+    let (database, store) = TestDatabase::migrated(Backend::Sqlite);
+    let DatabaseUrl::Sqlite { path } = database.url() else {
+        unreachable!()
+    };
+    let size = || std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let before = size();
+    for n in 0..200 {
+        store
+            .write(|tx| create_shop(tx, shop_input(&format!("shop{n}.test")), now()))
+            .unwrap();
+    }
+    assert_eq!(size(), before, "commits stay in the WAL");
+    store.checkpoint().unwrap();
+    assert!(size() > before, "{} bytes, was {before}", size());
+}
+
 #[test]
 fn opening_an_unreachable_server_fails_with_a_redacted_url() {
     let url = DatabaseUrl::parse("postgres://mercer:topsecret@127.0.0.1:1/mercer").unwrap();

@@ -20,7 +20,9 @@ use crate::connection::{DbConnection, KeepPrepared, on_backend, statement_sites}
 
 statement_sites!(
     UpsertCustomer,
+    UpdateCustomer,
     UpsertAddress,
+    UpdateAddress,
     MarkAddressGone,
     UpsertOrder,
     UpsertProduct,
@@ -163,6 +165,9 @@ struct AddressRow<'a> {
     created_at: i64,
     updated_at: i64,
     deleted_at: Option<i64>,
+    /// Whether a row with this key is stored: it is then updated in place.
+    #[diesel(skip_insertion)]
+    stored: bool,
 }
 
 /// An address row as stored: (id, customer, key, platform id, default, document, deleted).
@@ -217,7 +222,32 @@ fn put_customers(
     let mut ids: HashMap<String, i64> = HashMap::with_capacity(rows.len());
     match &mut *conn {
         DbConnection::Sqlite(c) => {
-            for row in &rows {
+            for (row, write) in rows.iter().zip(writes) {
+                // A row known to exist is updated in place: no conflict to detect, and (one
+                // row by its id) no statement journal. Should it be gone, the upsert follows.
+                if let Some(id) = write.stored_id {
+                    let updated = KeepPrepared::<UpdateCustomer, _>::new(
+                        diesel::update(t::table.filter(t::id.eq(id)))
+                            .set((
+                                t::email.eq(row.email),
+                                t::first_name.eq(row.first_name),
+                                t::last_name.eq(row.last_name),
+                                t::phone.eq(row.phone),
+                                t::platform_created_at.eq(row.platform_created_at),
+                                t::platform_updated_at.eq(row.platform_updated_at),
+                                t::platform_deleted_at.eq(row.platform_deleted_at),
+                                t::document.eq(row.document),
+                                t::updated_at.eq(row.updated_at),
+                                t::deleted_at.eq(row.deleted_at),
+                            ))
+                            .returning(t::id),
+                    )
+                    .load::<i64>(c)?;
+                    if !updated.is_empty() {
+                        ids.insert(write.platform_id.clone(), id);
+                        continue;
+                    }
+                }
                 let (platform_id, id) = KeepPrepared::<UpsertCustomer, _>::new(upsert!(row))
                     .get_result::<(String, i64)>(c)?;
                 ids.insert(platform_id, id);
@@ -300,6 +330,7 @@ fn address_row(
         created_at: now,
         updated_at: now,
         deleted_at: None,
+        stored: false,
     }
 }
 
@@ -346,12 +377,13 @@ fn put_addresses(
             }
         }
         for (key, address) in keyed {
-            let same = before
-                .iter()
-                .any(|(old_key, old)| *old_key == key && *old == address);
-            if !same {
-                changed.push(address_row(shop_id, customer_id, key, address, now));
+            let old = before.iter().find(|(old_key, _)| *old_key == key);
+            if old.is_some_and(|(_, old)| *old == address) {
+                continue;
             }
+            let mut row = address_row(shop_id, customer_id, key, address, now);
+            row.stored = old.is_some();
+            changed.push(row);
         }
     }
     if !unknown.is_empty() {
@@ -366,16 +398,18 @@ fn put_addresses(
                     gone.push((customer_id, row.2.clone()));
                 }
             }
-            for wanted in rows {
-                let same = stored.iter().any(|row| {
-                    row.1 == customer_id
-                        && row.2 == wanted.address_key
-                        && row.6.is_none()
+            for mut wanted in rows {
+                let old = stored
+                    .iter()
+                    .find(|row| row.1 == customer_id && row.2 == wanted.address_key);
+                let same = old.is_some_and(|row| {
+                    row.6.is_none()
                         && row.3.as_deref() == wanted.platform_id
                         && row.4 == wanted.is_default
                         && row.5 == wanted.document
                 });
                 if !same {
+                    wanted.stored = old.is_some();
                     changed.push(wanted);
                 }
             }
@@ -410,6 +444,28 @@ fn put_addresses(
     match conn {
         DbConnection::Sqlite(c) => {
             for row in &changed {
+                // As for customers: in place when stored (one row by its unique key).
+                if row.stored {
+                    let updated = KeepPrepared::<UpdateAddress, _>::new(
+                        diesel::update(
+                            t::table
+                                .filter(t::customer_id.eq(row.customer_id))
+                                .filter(t::address_key.eq(&row.address_key)),
+                        )
+                        .set((
+                            t::platform_id.eq(row.platform_id),
+                            t::is_default.eq(row.is_default),
+                            t::document.eq(&row.document),
+                            t::updated_at.eq(row.updated_at),
+                            t::deleted_at.eq(row.deleted_at),
+                        ))
+                        .returning(t::id),
+                    )
+                    .load::<i64>(c)?;
+                    if !updated.is_empty() {
+                        continue;
+                    }
+                }
                 KeepPrepared::<UpsertAddress, _>::new(upsert!(row).returning(t::id))
                     .get_result::<i64>(c)?;
             }
