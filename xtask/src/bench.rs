@@ -639,13 +639,19 @@ impl Drop for Floor {
 pub fn floor_server() -> Result<(), String> {
     use actix_web::{App, HttpResponse, HttpServer, web};
     actix_web::rt::System::new().block_on(async {
-        let server = HttpServer::new(|| {
+        let mut server = HttpServer::new(|| {
             App::new().default_service(web::to(|_body: web::Bytes| async {
                 HttpResponse::Accepted().finish()
             }))
-        })
-        .bind("127.0.0.1:0")
-        .map_err(|e| e.to_string())?;
+        });
+        // The worker count mercer is given, if any (mercer reads the same variable).
+        if let Some(workers) = std::env::var("MERCER_WORKERS")
+            .ok()
+            .and_then(|n| n.parse::<usize>().ok())
+        {
+            server = server.workers(workers);
+        }
+        let server = server.bind("127.0.0.1:0").map_err(|e| e.to_string())?;
         let address = server
             .addrs()
             .first()
