@@ -134,6 +134,27 @@ pub fn rollback(conn: &mut DbConnection) -> diesel::QueryResult<()> {
     }
 }
 
+/// Runs statements that PostgreSQL must plan for the values at hand, not once for all. The
+/// tables of events and entities go from empty to tens of thousands of rows within seconds, and
+/// a generic plan PostgreSQL settles on while one is nearly empty can stay bad for good: for the
+/// entity lookups by `platform_id = ANY(…)` it scanned every customer of the shop through
+/// another index, and a burst's backlog took ten seconds to drain instead of a fraction of one,
+/// in one benchmark run out of three. SQLite has no such plans: the statements just run.
+pub(crate) fn planned_each_time<T>(
+    conn: &mut DbConnection,
+    statements: impl FnOnce(&mut DbConnection) -> diesel::QueryResult<T>,
+) -> diesel::QueryResult<T> {
+    let DbConnection::Pg(pg) = &mut *conn else {
+        return statements(conn);
+    };
+    pg.batch_execute("SET LOCAL plan_cache_mode = force_custom_plan")?;
+    let result = statements(conn);
+    if let DbConnection::Pg(pg) = &mut *conn {
+        pg.batch_execute("SET LOCAL plan_cache_mode TO DEFAULT")?;
+    }
+    result
+}
+
 /// A statement whose SQL text is the same every time it runs, for diesel to keep prepared.
 /// diesel declines to cache upserts, updates and single-row inserts of derived `Insertable`s
 /// (their text can vary with the values, such as `None` fields left out), so on SQLite each

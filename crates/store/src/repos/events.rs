@@ -8,7 +8,7 @@ use mercer_domain::ports::{EventQueueRepository, StoreResult};
 use mercer_domain::{StorageError, Timestamp};
 
 use super::StoreTx;
-use crate::connection::{DbConnection, KeepPrepared, statement_sites};
+use crate::connection::{DbConnection, KeepPrepared, planned_each_time, statement_sites};
 
 statement_sites!(InsertEvent);
 use crate::schema::inbound_events;
@@ -139,15 +139,17 @@ impl EventQueueRepository for StoreTx<'_> {
     }
 
     fn pending_inbound_events(&mut self, limit: usize) -> StoreResult<Vec<InboundEvent>> {
-        inbound_events::table
-            .order(inbound_events::id.asc())
-            .limit(limit as i64)
-            .select(EventRow::as_select())
-            .load(self.conn)
-            .map_err(storage_error)?
-            .into_iter()
-            .map(InboundEvent::try_from)
-            .collect()
+        planned_each_time(self.conn, |conn| {
+            inbound_events::table
+                .order(inbound_events::id.asc())
+                .limit(limit as i64)
+                .select(EventRow::as_select())
+                .load(conn)
+        })
+        .map_err(storage_error)?
+        .into_iter()
+        .map(InboundEvent::try_from)
+        .collect()
     }
 
     /// Applied events are removed: the queue holds only what is still to apply, so storing an
@@ -159,9 +161,11 @@ impl EventQueueRepository for StoreTx<'_> {
     ) -> StoreResult<()> {
         let ids: Vec<i64> = outcomes.iter().map(|(id, _)| *id).collect();
         for chunk in ids.chunks(1000) {
-            diesel::delete(inbound_events::table.filter(inbound_events::id.eq_any(chunk)))
-                .execute(self.conn)
-                .map_err(storage_error)?;
+            planned_each_time(self.conn, |conn| {
+                diesel::delete(inbound_events::table.filter(inbound_events::id.eq_any(chunk)))
+                    .execute(conn)
+            })
+            .map_err(storage_error)?;
         }
         if log::log_enabled!(target: "mercer::events", log::Level::Debug) {
             let stale = outcomes

@@ -16,7 +16,9 @@ use mercer_domain::platform::{
 use mercer_domain::ports::{PlatformRepository, StoreResult};
 
 use super::StoreTx;
-use crate::connection::{DbConnection, KeepPrepared, on_backend, statement_sites};
+use crate::connection::{
+    DbConnection, KeepPrepared, on_backend, planned_each_time, statement_sites,
+};
 
 statement_sites!(
     UpsertCustomer,
@@ -65,15 +67,15 @@ macro_rules! records_of {
                         );
                     }
                 }
-                DbConnection::Pg(c) => {
+                DbConnection::Pg(_) => {
                     for chunk in $ids.chunks(CHUNK) {
-                        found.extend(
+                        found.extend(planned_each_time($conn, |c| {
                             $table::table
                                 .filter($table::shop_id.eq($shop_id))
                                 .filter($table::platform_id.eq_any(chunk))
                                 .select(columns)
-                                .load::<RecordColumns>(c)?,
-                        );
+                                .load::<RecordColumns>(c)
+                        })?);
                     }
                 }
             }
@@ -286,14 +288,14 @@ fn stored_addresses(conn: &mut DbConnection, customers: &[i64]) -> QueryResult<V
                 );
             }
         }
-        DbConnection::Pg(c) => {
+        DbConnection::Pg(_) => {
             for chunk in customers.chunks(CHUNK) {
-                stored.extend(
+                stored.extend(planned_each_time(conn, |c| {
                     t::table
                         .filter(t::customer_id.eq_any(chunk))
                         .select(columns)
-                        .load::<StoredAddress>(c)?,
-                );
+                        .load::<StoredAddress>(c)
+                })?);
             }
         }
     }
