@@ -208,3 +208,37 @@ impl<Site, Q: Query> Query for KeepPrepared<Site, Q> {
 }
 
 impl<Site, Q, C> diesel::RunQueryDsl<C> for KeepPrepared<Site, Q> {}
+
+#[cfg(all(test, feature = "testing"))]
+mod tests {
+    #![allow(clippy::unwrap_used)] // test code: a panic is a failed assertion
+
+    use super::*;
+    use crate::testing::TestDatabase;
+    use crate::url::Backend as DatabaseBackend;
+
+    fn plan_cache_mode(conn: &mut DbConnection) -> String {
+        let DbConnection::Pg(pg) = conn else {
+            unreachable!("a PostgreSQL test")
+        };
+        diesel::select(diesel::dsl::sql::<diesel::sql_types::Text>(
+            "current_setting('plan_cache_mode')",
+        ))
+        .get_result(pg)
+        .unwrap()
+    }
+
+    /// Inside, PostgreSQL plans each statement for its values; after, the session's own
+    /// setting is back for the rest of the transaction.
+    #[test]
+    fn postgres_statements_planned_each_time_get_custom_plans_and_only_they() {
+        let database = TestDatabase::create(DatabaseBackend::Postgres);
+        let mut conn = establish(database.url()).unwrap();
+        begin_write(&mut conn).unwrap();
+        assert_eq!(plan_cache_mode(&mut conn), "auto");
+        let inside = planned_each_time(&mut conn, |conn| Ok(plan_cache_mode(conn))).unwrap();
+        assert_eq!(inside, "force_custom_plan");
+        assert_eq!(plan_cache_mode(&mut conn), "auto");
+        commit(&mut conn).unwrap();
+    }
+}
