@@ -185,24 +185,18 @@ impl EntityDocument {
         }
     }
 
-    /// The fields `incoming` has replace these; the fields it leaves out stay. A document of
-    /// another kind (never asked for) replaces this one whole.
-    fn merge_from(&mut self, incoming: &EntityDocument) {
-        match (self, incoming) {
-            (EntityDocument::Customer(base), EntityDocument::Customer(new)) => {
-                base.merge_from((**new).clone())
-            }
-            (EntityDocument::Order(base), EntityDocument::Order(new)) => {
-                base.merge_from((**new).clone())
-            }
-            (EntityDocument::Product(base), EntityDocument::Product(new)) => {
-                base.merge_from((**new).clone())
-            }
-            (EntityDocument::Category(base), EntityDocument::Category(new)) => {
-                base.merge_from((**new).clone())
-            }
-            (base, new) => *base = new.clone(),
+    /// `incoming` applied to `base`: the fields it has, and `base`'s where it leaves them out.
+    /// A document of another kind (never asked for) is taken whole.
+    fn merged(base: &EntityDocument, incoming: &EntityDocument) -> EntityDocument {
+        let mut merged = incoming.clone();
+        match (&mut merged, base) {
+            (EntityDocument::Customer(new), EntityDocument::Customer(base)) => new.fill_from(base),
+            (EntityDocument::Order(new), EntityDocument::Order(base)) => new.fill_from(base),
+            (EntityDocument::Product(new), EntityDocument::Product(base)) => new.fill_from(base),
+            (EntityDocument::Category(new), EntityDocument::Category(base)) => new.fill_from(base),
+            _ => {}
         }
+        merged
     }
 
     /// Whether applying `incoming` would change nothing.
@@ -640,21 +634,34 @@ fn decide_delete(applied: Option<Timestamp>, deleted: Option<Timestamp>, at: Tim
     }
 }
 
+/// What one event does to an entity.
+struct Step {
+    outcome: Outcome,
+    /// The entity afterwards (None for one still unknown).
+    next: Option<Working>,
+    /// The live document an applied save replaced, handed back rather than copied: the store
+    /// compares it with the new one to write only what changed.
+    replaced: Option<EntityDocument>,
+}
+
 /// The entity after one event, by the out-of-sequence rule. The entity is handed over and
-/// handed back, changed or not, so a batch never copies documents.
-fn next_state(
-    current: Option<Working>,
-    event: &NewInboundEvent,
-) -> Result<(Outcome, Option<Working>), DomainError> {
+/// handed back, changed or not, so a batch copies only the incoming documents it applies.
+fn next_state(current: Option<Working>, event: &NewInboundEvent) -> Result<Step, DomainError> {
+    let unchanged = |outcome, current| {
+        Ok(Step {
+            outcome,
+            next: current,
+            replaced: None,
+        })
+    };
     let (applied, deleted) = current.as_ref().map_or((None, None), |w| {
         (w.platform_updated_at, w.platform_deleted_at)
     });
     match event.action {
         EventAction::Saved => {
-            let Some(document) = &event.document else {
-                return Ok((Outcome::Unchanged, current));
+            let Some(incoming) = &event.document else {
+                return unchanged(Outcome::Unchanged, current);
             };
-            let incoming = document;
             let same_content = || {
                 current
                     .as_ref()
@@ -663,31 +670,30 @@ fn next_state(
             };
             let outcome = decide_save(applied, deleted, event.occurred_at, same_content);
             if outcome != Outcome::Applied {
-                return Ok((outcome, current));
+                return unchanged(outcome, current);
             }
-            // A deleted entity comes back whole: the stored fields are not merged into it.
             let stored_id = current.as_ref().and_then(|w| w.stored_id);
-            let document = match current.filter(Working::is_live).and_then(|w| w.document) {
-                Some(mut base) => {
-                    base.merge_from(incoming);
-                    base
-                }
+            // A deleted entity comes back whole: the stored fields are not merged into it.
+            let replaced = current.filter(Working::is_live).and_then(|w| w.document);
+            let document = match &replaced {
+                Some(base) => EntityDocument::merged(base, incoming),
                 None => incoming.clone(),
             };
-            Ok((
-                Outcome::Applied,
-                Some(Working {
+            Ok(Step {
+                outcome: Outcome::Applied,
+                next: Some(Working {
                     stored_id,
                     platform_updated_at: Some(event.occurred_at),
                     platform_deleted_at: None,
                     document: Some(document),
                 }),
-            ))
+                replaced,
+            })
         }
         EventAction::Deleted => {
             let outcome = decide_delete(applied, deleted, event.occurred_at);
             if outcome != Outcome::Applied {
-                return Ok((outcome, current));
+                return unchanged(outcome, current);
             }
             let mut gone = current.unwrap_or(Working {
                 stored_id: None,
@@ -696,7 +702,7 @@ fn next_state(
                 document: None,
             });
             gone.platform_deleted_at = Some(event.occurred_at);
-            Ok((Outcome::Applied, Some(gone)))
+            unchanged(Outcome::Applied, Some(gone))
         }
     }
 }
@@ -748,23 +754,17 @@ pub fn apply_events(
     let mut before: HashMap<EntityKey, EntityDocument> = HashMap::new();
     for event in events {
         let key = (event.shop_id, event.kind, event.platform_id.clone());
-        let current = states.remove(&key);
-        let first_change = !seen.contains(&key);
-        let previous = current
-            .as_ref()
-            .filter(|working| first_change && working.is_live())
-            .and_then(|working| working.document.clone());
-        let (outcome, next) = next_state(current, event)?;
-        if outcome == Outcome::Applied && seen.insert(key.clone()) {
+        let step = next_state(states.remove(&key), event)?;
+        if step.outcome == Outcome::Applied && seen.insert(key.clone()) {
             changed.push(key.clone());
-            if let Some(previous) = previous {
+            if let Some(previous) = step.replaced {
                 before.insert(key.clone(), previous);
             }
         }
-        if let Some(next) = next {
+        if let Some(next) = step.next {
             states.insert(key, next);
         }
-        outcomes.push(outcome);
+        outcomes.push(step.outcome);
     }
     for ((shop_id, kind), _) in &wanted {
         let mut writes = Vec::new();

@@ -160,11 +160,12 @@ macro_rules! model {
         }
 
         impl $name {
-            /// The fields `incoming` has replace these; the fields it leaves out stay.
-            pub fn merge_from(&mut self, incoming: $name) {
+            /// The fields this one leaves out take `base`'s values: applied to an incoming
+            /// partial update, the stored fields it does not mention stay.
+            pub fn fill_from(&mut self, base: &$name) {
                 $(
-                    if incoming.$field.is_some() {
-                        self.$field = incoming.$field;
+                    if self.$field.is_none() {
+                        self.$field = base.$field.clone();
                     }
                 )*
             }
