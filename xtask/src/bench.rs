@@ -512,6 +512,7 @@ fn run_backend(
         mercer.shop
     );
     let cpu_before = cpu_seconds(mercer.child.id());
+    let threads_before = cpu_seconds_by_thread(mercer.child.id());
     let result = load(&mercer.base_url, &path, Some(&mercer.token), bodies);
     let applied_at = loop {
         match pending(binary, &mercer.database_url) {
@@ -525,9 +526,20 @@ fn run_backend(
     };
     let drain = applied_at.saturating_duration_since(result.last_accept);
     let cpu = cpu_micros_per_request(cpu_before, cpu_seconds(mercer.child.id()), result.accepted);
-    let threads: Vec<String> = cpu_seconds_by_thread(mercer.child.id())
+    let mut spent: Vec<(String, f64)> = cpu_seconds_by_thread(mercer.child.id())
         .into_iter()
+        .map(|(name, seconds)| {
+            let before = threads_before
+                .iter()
+                .find(|(known, _)| *known == name)
+                .map_or(0.0, |(_, before)| *before);
+            (name, seconds - before)
+        })
         .filter(|(_, seconds)| *seconds >= 0.01)
+        .collect();
+    spent.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let threads: Vec<String> = spent
+        .into_iter()
         .map(|(name, seconds)| {
             format!(
                 "{name} {:.1}",
@@ -567,7 +579,7 @@ fn run_backend(
     );
     println!("  mercer's CPU    {cpu} per event (user + system, until all applied)");
     println!(
-        "  by thread       {} µs per event (since start)",
+        "  by thread       {} µs per event (same span)",
         threads.join(", ")
     );
     println!("  peak memory     {memory} (mercer's VmHWM)");

@@ -749,8 +749,9 @@ pub fn apply_events(
     let mut outcomes = Vec::with_capacity(events.len());
     let mut changed: Vec<EntityKey> = Vec::new();
     let mut seen: HashSet<EntityKey> = HashSet::new();
-    // The live documents as they were before the batch, for the store to write only what
-    // changed (a customer's addresses).
+    // The live document a save replaced, when the entity's first applied event in the batch
+    // is that save: the store compares with it to write only what changed (a customer's
+    // addresses). Otherwise (new, deleted first, or coming back) it compares with its rows.
     let mut before: HashMap<EntityKey, EntityDocument> = HashMap::new();
     for event in events {
         let key = (event.shop_id, event.kind, event.platform_id.clone());

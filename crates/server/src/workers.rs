@@ -169,7 +169,12 @@ fn sqlite_writer(
             continue;
         }
         backlog = match apply_pending(&store, &clock, SQLITE_APPLY_BATCH) {
-            Ok(applied) => applied > 0,
+            Ok(applied) => {
+                if applied > 0 {
+                    commits.notify();
+                }
+                applied > 0
+            }
             Err(error) => {
                 log::error!(target: "mercer::events", "applying events failed: {error}");
                 wake.wait(IDLE_POLL);

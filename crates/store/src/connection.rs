@@ -39,12 +39,15 @@ pub(crate) use on_backend;
 /// not SQLite's 1,000: `mercer serve` checkpoints on a thread of its own
 /// ([`crate::Store::checkpoint`]), so its event writer only finishes what that left over
 /// (SQLite can restart the WAL only once every frame is copied back, and only a writer can).
+/// A `-wal` file that grew past 64 MiB (a reader holding an old snapshot meanwhile) is cut
+/// back to that when the WAL restarts.
 const SQLITE_PRAGMAS: &str = "PRAGMA journal_mode = WAL;
 PRAGMA busy_timeout = 5000;
 PRAGMA foreign_keys = ON;
 PRAGMA synchronous = NORMAL;
 PRAGMA mmap_size = 1073741824;
-PRAGMA wal_autocheckpoint = 16384;";
+PRAGMA wal_autocheckpoint = 16384;
+PRAGMA journal_size_limit = 67108864;";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
@@ -140,6 +143,8 @@ pub fn rollback(conn: &mut DbConnection) -> diesel::QueryResult<()> {
 /// entity lookups by `platform_id = ANY(…)` it scanned every customer of the shop through
 /// another index, and a burst's backlog took ten seconds to drain instead of a fraction of one,
 /// in one benchmark run out of three. SQLite has no such plans: the statements just run.
+/// The setting is `SET LOCAL`, so it needs the caller's transaction (outside one PostgreSQL
+/// ignores it, with a warning); afterwards the configured default is back for the rest of it.
 pub(crate) fn planned_each_time<T>(
     conn: &mut DbConnection,
     statements: impl FnOnce(&mut DbConnection) -> diesel::QueryResult<T>,
@@ -148,11 +153,13 @@ pub(crate) fn planned_each_time<T>(
         return statements(conn);
     };
     pg.batch_execute("SET LOCAL plan_cache_mode = force_custom_plan")?;
-    let result = statements(conn);
+    let result = statements(conn)?;
+    // Only after success: a failed statement aborts the transaction, whose rollback undoes
+    // the setting, and resetting it would replace the statement's error with "aborted".
     if let DbConnection::Pg(pg) = &mut *conn {
         pg.batch_execute("SET LOCAL plan_cache_mode TO DEFAULT")?;
     }
-    result
+    Ok(result)
 }
 
 /// A statement whose SQL text is the same every time it runs, for diesel to keep prepared.
@@ -228,8 +235,8 @@ mod tests {
         .unwrap()
     }
 
-    /// Inside, PostgreSQL plans each statement for its values; after, the session's own
-    /// setting is back for the rest of the transaction.
+    /// Inside, PostgreSQL plans each statement for its values; after, the configured default
+    /// is back for the rest of the transaction.
     #[test]
     fn postgres_statements_planned_each_time_get_custom_plans_and_only_they() {
         let database = TestDatabase::create(DatabaseBackend::Postgres);
@@ -240,5 +247,22 @@ mod tests {
         assert_eq!(inside, "force_custom_plan");
         assert_eq!(plan_cache_mode(&mut conn), "auto");
         commit(&mut conn).unwrap();
+    }
+
+    /// A statement that fails inside reports its own error, not the aborted transaction's.
+    #[test]
+    fn postgres_statements_planned_each_time_keep_their_errors() {
+        let database = TestDatabase::create(DatabaseBackend::Postgres);
+        let mut conn = establish(database.url()).unwrap();
+        begin_write(&mut conn).unwrap();
+        let error = planned_each_time(&mut conn, |conn| {
+            let DbConnection::Pg(pg) = conn else {
+                unreachable!("a PostgreSQL test")
+            };
+            pg.batch_execute("SELECT 1 / 0")
+        })
+        .unwrap_err();
+        assert!(error.to_string().contains("division by zero"), "{error}");
+        rollback(&mut conn).unwrap();
     }
 }

@@ -122,9 +122,10 @@ impl Store {
         conn.batch_execute("SELECT 1").map_err(storage_error)
     }
 
-    /// SQLite: copies the pages the WAL holds back into the database file without waiting for
-    /// (or blocking) anyone, so the committing writer has little left to copy when the WAL
-    /// reaches its checkpoint size. PostgreSQL checkpoints by itself: nothing to do.
+    /// SQLite: copies the pages the WAL holds back into the database file (PASSIVE: it neither
+    /// waits for nor blocks readers and the writer, only for a pool connection), so the
+    /// committing writer has little left to copy when the WAL reaches its checkpoint size.
+    /// PostgreSQL checkpoints by itself: nothing to do.
     pub fn checkpoint(&self) -> Result<(), StorageError> {
         if self.backend != Backend::Sqlite {
             return Ok(());

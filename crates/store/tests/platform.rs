@@ -378,6 +378,55 @@ fn only_changed_addresses_are_written(backend: Backend) {
     assert_eq!(rows[0].platform_id.as_deref(), Some("a2"));
 }
 
+/// A deletion and a newer save of the same customer in one batch: the store has no previous
+/// document to compare with and goes by the stored rows, so the addresses the save leaves out
+/// are gone and the one it keeps keeps its id.
+fn a_deletion_and_a_newer_save_in_one_batch_leave_the_saved_addresses(backend: Backend) {
+    let (_db, store) = TestDatabase::migrated(backend);
+    let shop = shop(&store, "a.shop.test");
+    accept(
+        &store,
+        vec![customer_event(
+            shop.id,
+            "c1",
+            10,
+            json!({"addresses": [address("a1", "Lyon", true), address("a2", "Paris", false)]}),
+        )],
+        at(100),
+    );
+    let customer_id = store
+        .read(|tx| Ok(tx.directory_customer_by_platform_id(shop.id, "c1")?))
+        .unwrap()
+        .unwrap()
+        .id;
+    let addresses = |store: &Store| {
+        store
+            .read(|tx| Ok(tx.addresses_of_customers(shop.id, &[customer_id])?))
+            .unwrap()
+    };
+    let a2_id = addresses(&store)
+        .iter()
+        .find(|row| row.platform_id.as_deref() == Some("a2"))
+        .unwrap()
+        .id;
+    accept(
+        &store,
+        vec![
+            deleted_event(shop.id, EntityKind::Customer, "c1", 20),
+            customer_event(
+                shop.id,
+                "c1",
+                30,
+                json!({"addresses": [address("a2", "Nice", false)]}),
+            ),
+        ],
+        at(200),
+    );
+    let rows = addresses(&store);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!((rows[0].id, rows[0].city.as_deref()), (a2_id, Some("Nice")));
+}
+
 /// Rows believed stored are updated in place; when one is not there after all (the domain's
 /// knowledge is stale), the write still lands, by insertion.
 fn writes_to_rows_believed_stored_still_land_when_they_are_not(backend: Backend) {
@@ -829,6 +878,7 @@ backend_tests!(
     events_apply_at_once_unless_others_wait,
     only_changed_addresses_are_written,
     writes_to_rows_believed_stored_still_land_when_they_are_not,
+    a_deletion_and_a_newer_save_in_one_batch_leave_the_saved_addresses,
     orders_products_and_categories_follow_the_same_rules,
     sync_runs_are_one_at_a_time,
     outbox_calls_are_claimed_leased_and_retried,

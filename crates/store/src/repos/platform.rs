@@ -200,24 +200,33 @@ fn put_customers(
             deleted_at: deleted_at(write, now),
         })
         .collect();
+    // The columns a write replaces (not the key, nor `created_at`), listed once for the
+    // upsert and the in-place update alike.
+    macro_rules! changes {
+        ($value:ident) => {
+            changes!(
+                $value: email,
+                first_name,
+                last_name,
+                phone,
+                platform_created_at,
+                platform_updated_at,
+                platform_deleted_at,
+                document,
+                updated_at,
+                deleted_at
+            )
+        };
+        (excluded: $($column:ident),+) => { ($(t::$column.eq(excluded(t::$column)),)+) };
+        ($row:ident: $($column:ident),+) => { ($(t::$column.eq($row.$column),)+) };
+    }
     macro_rules! upsert {
         ($values:expr) => {
             diesel::insert_into(t::table)
                 .values($values)
                 .on_conflict((t::shop_id, t::platform_id))
                 .do_update()
-                .set((
-                    t::email.eq(excluded(t::email)),
-                    t::first_name.eq(excluded(t::first_name)),
-                    t::last_name.eq(excluded(t::last_name)),
-                    t::phone.eq(excluded(t::phone)),
-                    t::platform_created_at.eq(excluded(t::platform_created_at)),
-                    t::platform_updated_at.eq(excluded(t::platform_updated_at)),
-                    t::platform_deleted_at.eq(excluded(t::platform_deleted_at)),
-                    t::document.eq(excluded(t::document)),
-                    t::updated_at.eq(excluded(t::updated_at)),
-                    t::deleted_at.eq(excluded(t::deleted_at)),
-                ))
+                .set(changes!(excluded))
                 .returning((t::platform_id, t::id))
         };
     }
@@ -228,21 +237,16 @@ fn put_customers(
                 // A row known to exist is updated in place: no conflict to detect, and (one
                 // row by its id) no statement journal. Should it be gone, the upsert follows.
                 if let Some(id) = write.stored_id {
+                    // The key too, so a stale id can never land on another entity's row.
                     let updated = KeepPrepared::<UpdateCustomer, _>::new(
-                        diesel::update(t::table.filter(t::id.eq(id)))
-                            .set((
-                                t::email.eq(row.email),
-                                t::first_name.eq(row.first_name),
-                                t::last_name.eq(row.last_name),
-                                t::phone.eq(row.phone),
-                                t::platform_created_at.eq(row.platform_created_at),
-                                t::platform_updated_at.eq(row.platform_updated_at),
-                                t::platform_deleted_at.eq(row.platform_deleted_at),
-                                t::document.eq(row.document),
-                                t::updated_at.eq(row.updated_at),
-                                t::deleted_at.eq(row.deleted_at),
-                            ))
-                            .returning(t::id),
+                        diesel::update(
+                            t::table
+                                .filter(t::id.eq(id))
+                                .filter(t::shop_id.eq(shop_id))
+                                .filter(t::platform_id.eq(row.platform_id)),
+                        )
+                        .set(changes!(row))
+                        .returning(t::id),
                     )
                     .load::<i64>(c)?;
                     if !updated.is_empty() {
@@ -417,19 +421,21 @@ fn put_addresses(
             }
         }
     }
+    // As for customers: the replaced columns, listed once.
+    macro_rules! changes {
+        ($value:ident) => {
+            changes!($value: platform_id, is_default, document, updated_at, deleted_at)
+        };
+        (excluded: $($column:ident),+) => { ($(t::$column.eq(excluded(t::$column)),)+) };
+        ($row:ident: $($column:ident),+) => { ($(t::$column.eq(&$row.$column),)+) };
+    }
     macro_rules! upsert {
         ($values:expr) => {
             diesel::insert_into(t::table)
                 .values($values)
                 .on_conflict((t::customer_id, t::address_key))
                 .do_update()
-                .set((
-                    t::platform_id.eq(excluded(t::platform_id)),
-                    t::is_default.eq(excluded(t::is_default)),
-                    t::document.eq(excluded(t::document)),
-                    t::updated_at.eq(excluded(t::updated_at)),
-                    t::deleted_at.eq(excluded(t::deleted_at)),
-                ))
+                .set(changes!(excluded))
         };
     }
     macro_rules! mark_gone {
@@ -454,13 +460,7 @@ fn put_addresses(
                                 .filter(t::customer_id.eq(row.customer_id))
                                 .filter(t::address_key.eq(&row.address_key)),
                         )
-                        .set((
-                            t::platform_id.eq(row.platform_id),
-                            t::is_default.eq(row.is_default),
-                            t::document.eq(&row.document),
-                            t::updated_at.eq(row.updated_at),
-                            t::deleted_at.eq(row.deleted_at),
-                        ))
+                        .set(changes!(row))
                         .returning(t::id),
                     )
                     .load::<i64>(c)?;
