@@ -123,7 +123,7 @@ pub struct NewInboundEvent {
     /// `platform_updated_at` of a save, `platform_deleted_at` of a deletion.
     pub occurred_at: Timestamp,
     /// The entity as checked, for saves.
-    pub document: Option<EntityDocument>,
+    pub document: Option<EventDocument>,
     pub source: EventSource,
     pub received_at: Timestamp,
 }
@@ -185,18 +185,19 @@ impl EntityDocument {
         }
     }
 
-    /// `incoming` applied to `base`: the fields it has, and `base`'s where it leaves them out.
-    /// A document of another kind (never asked for) is taken whole.
-    fn merged(base: &EntityDocument, incoming: &EntityDocument) -> EntityDocument {
+    /// `incoming` applied to `base`: the fields it has, and `base`'s where it leaves them out;
+    /// with whether `base` added any (if not, the result is `incoming` as it came). A document
+    /// of another kind (never asked for) is taken whole.
+    fn merged(base: &EntityDocument, incoming: &EntityDocument) -> (EntityDocument, bool) {
         let mut merged = incoming.clone();
-        match (&mut merged, base) {
+        let filled = match (&mut merged, base) {
             (EntityDocument::Customer(new), EntityDocument::Customer(base)) => new.fill_from(base),
             (EntityDocument::Order(new), EntityDocument::Order(base)) => new.fill_from(base),
             (EntityDocument::Product(new), EntityDocument::Product(base)) => new.fill_from(base),
             (EntityDocument::Category(new), EntityDocument::Category(base)) => new.fill_from(base),
-            _ => {}
-        }
-        merged
+            _ => false,
+        };
+        (merged, filled)
     }
 
     /// Whether applying `incoming` would change nothing.
@@ -208,6 +209,36 @@ impl EntityDocument {
             (EntityDocument::Category(base), EntityDocument::Category(new)) => base.covers(new),
             _ => false,
         }
+    }
+}
+
+/// An event's entity as checked on the way in, with the JSON stored for it: made once, where
+/// the event arrives (an HTTP worker), not again by the single writer that applies it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventDocument {
+    entity: EntityDocument,
+    json: String,
+}
+
+impl EventDocument {
+    pub fn new(entity: EntityDocument) -> Result<Self, serde_json::Error> {
+        let json = entity.to_json()?;
+        Ok(EventDocument { entity, json })
+    }
+
+    /// An event's document from the JSON stored for it.
+    pub fn from_json(kind: EntityKind, json: String) -> Result<Self, serde_json::Error> {
+        let entity = EntityDocument::parse(kind, &json)?;
+        Ok(EventDocument { entity, json })
+    }
+
+    pub fn entity(&self) -> &EntityDocument {
+        &self.entity
+    }
+
+    /// The JSON stored for the entity: [`EntityDocument::to_json`] of it.
+    pub fn json(&self) -> &str {
+        &self.json
     }
 }
 
@@ -467,6 +498,13 @@ pub fn parse_event_body(
                 EntityKind::Product => parse_saved::<Product>(body, kind, &prefix)?,
                 EntityKind::Category => parse_saved::<Category>(body, kind, &prefix)?,
             };
+            let document = EventDocument::new(document).map_err(|error| {
+                EventBodyError::Invalid(DomainError::invalid(
+                    prefix.as_str(),
+                    "invalid",
+                    error.to_string(),
+                ))
+            })?;
             (id, at, Some(document))
         }
         EventAction::Deleted => {
@@ -537,7 +575,9 @@ pub fn synced_event<T: Clone + Stamped>(
         action: EventAction::Saved,
         platform_id: platform_id.as_str().to_string(),
         occurred_at: entity.platform_updated_at()?,
-        document: Some(entity.clone().into_document()),
+        // An entity that cannot be written out as JSON (never seen) is skipped like one
+        // without an id.
+        document: Some(EventDocument::new(entity.clone().into_document()).ok()?),
         source: EventSource::Sync,
         received_at: now,
     })
@@ -582,6 +622,8 @@ struct Working {
     platform_updated_at: Option<Timestamp>,
     platform_deleted_at: Option<Timestamp>,
     document: Option<EntityDocument>,
+    /// The document's JSON when it is an incoming event's document as it came (made then).
+    json: Option<String>,
 }
 
 impl Working {
@@ -597,6 +639,7 @@ impl Working {
             platform_updated_at: record.platform_updated_at,
             platform_deleted_at: record.platform_deleted_at,
             document,
+            json: None,
         })
     }
 
@@ -662,6 +705,7 @@ fn next_state(current: Option<Working>, event: &NewInboundEvent) -> Result<Step,
             let Some(incoming) = &event.document else {
                 return unchanged(Outcome::Unchanged, current);
             };
+            let (incoming_json, incoming) = (incoming.json(), incoming.entity());
             let same_content = || {
                 current
                     .as_ref()
@@ -675,10 +719,11 @@ fn next_state(current: Option<Working>, event: &NewInboundEvent) -> Result<Step,
             let stored_id = current.as_ref().and_then(|w| w.stored_id);
             // A deleted entity comes back whole: the stored fields are not merged into it.
             let replaced = current.filter(Working::is_live).and_then(|w| w.document);
-            let document = match &replaced {
+            let (document, filled) = match &replaced {
                 Some(base) => EntityDocument::merged(base, incoming),
-                None => incoming.clone(),
+                None => (incoming.clone(), false),
             };
+            let json = (!filled).then(|| incoming_json.to_string());
             Ok(Step {
                 outcome: Outcome::Applied,
                 next: Some(Working {
@@ -686,6 +731,7 @@ fn next_state(current: Option<Working>, event: &NewInboundEvent) -> Result<Step,
                     platform_updated_at: Some(event.occurred_at),
                     platform_deleted_at: None,
                     document: Some(document),
+                    json,
                 }),
                 replaced,
             })
@@ -700,6 +746,7 @@ fn next_state(current: Option<Working>, event: &NewInboundEvent) -> Result<Step,
                 platform_updated_at: None,
                 platform_deleted_at: None,
                 document: None,
+                json: None,
             });
             gone.platform_deleted_at = Some(event.occurred_at);
             unchanged(Outcome::Applied, Some(gone))
@@ -777,12 +824,15 @@ pub fn apply_events(
                 continue;
             };
             let live = working.is_live();
-            let json = working
-                .document
-                .as_ref()
-                .map(EntityDocument::to_json)
-                .transpose()
-                .map_err(corrupt)?;
+            let json = match working.json {
+                Some(json) => Some(json),
+                None => working
+                    .document
+                    .as_ref()
+                    .map(EntityDocument::to_json)
+                    .transpose()
+                    .map_err(corrupt)?,
+            };
             let document = working.document.filter(|_| live);
             writes.push(EntityWrite {
                 stored_id: working.stored_id,

@@ -161,13 +161,17 @@ macro_rules! model {
 
         impl $name {
             /// The fields this one leaves out take `base`'s values: applied to an incoming
-            /// partial update, the stored fields it does not mention stay.
-            pub fn fill_from(&mut self, base: &$name) {
+            /// partial update, the stored fields it does not mention stay. Returns whether
+            /// `base` had any such field.
+            pub fn fill_from(&mut self, base: &$name) -> bool {
+                let mut filled = false;
                 $(
-                    if self.$field.is_none() {
+                    if self.$field.is_none() && base.$field.is_some() {
                         self.$field = base.$field.clone();
+                        filled = true;
                     }
                 )*
+                filled
             }
 
             /// Whether every field `incoming` has is already here with the same value.

@@ -441,6 +441,8 @@ fn writes_to_rows_believed_stored_still_land_when_they_are_not(backend: Backend)
         )
         .document
         .unwrap()
+        .entity()
+        .clone()
     };
     let now = at(100);
     store

@@ -2,7 +2,7 @@
 
 use diesel::prelude::*;
 use mercer_domain::events::{
-    EntityDocument, EntityKind, EventAction, EventSource, InboundEvent, NewInboundEvent, Outcome,
+    EntityKind, EventAction, EventDocument, EventSource, InboundEvent, NewInboundEvent, Outcome,
 };
 use mercer_domain::ports::{EventQueueRepository, StoreResult};
 use mercer_domain::{StorageError, Timestamp};
@@ -27,7 +27,7 @@ struct NewEventRow<'a> {
     action: &'static str,
     platform_id: &'a str,
     occurred_at: i64,
-    document: Option<String>,
+    document: Option<&'a str>,
     source: &'static str,
     received_at: i64,
 }
@@ -55,8 +55,7 @@ impl TryFrom<EventRow> for InboundEvent {
         let kind = EntityKind::parse(&row.entity).ok_or_else(|| corrupt("entity"))?;
         let document = row
             .document
-            .as_deref()
-            .map(|json| EntityDocument::parse(kind, json))
+            .map(|json| EventDocument::from_json(kind, json))
             .transpose()
             .map_err(|_| corrupt("document"))?;
         Ok(InboundEvent {
@@ -91,27 +90,19 @@ impl EventQueueRepository for StoreTx<'_> {
         if events.is_empty() {
             return Ok(());
         }
-        let rows = events
+        let rows: Vec<NewEventRow<'_>> = events
             .iter()
-            .map(|event| {
-                let document = event
-                    .document
-                    .as_ref()
-                    .map(EntityDocument::to_json)
-                    .transpose()
-                    .map_err(|error| StorageError::other(error.to_string()))?;
-                Ok(NewEventRow {
-                    shop_id: event.shop_id,
-                    entity: event.kind.as_str(),
-                    action: event.action.as_str(),
-                    platform_id: &event.platform_id,
-                    occurred_at: event.occurred_at.as_micros(),
-                    document,
-                    source: event.source.as_str(),
-                    received_at: event.received_at.as_micros(),
-                })
+            .map(|event| NewEventRow {
+                shop_id: event.shop_id,
+                entity: event.kind.as_str(),
+                action: event.action.as_str(),
+                platform_id: &event.platform_id,
+                occurred_at: event.occurred_at.as_micros(),
+                document: event.document.as_ref().map(EventDocument::json),
+                source: event.source.as_str(),
+                received_at: event.received_at.as_micros(),
             })
-            .collect::<StoreResult<Vec<NewEventRow<'_>>>>()?;
+            .collect();
         match &mut *self.conn {
             // One prepared statement, row after row (see `KeepPrepared`).
             DbConnection::Sqlite(c) => {
