@@ -1,6 +1,7 @@
 //! Background work of a `mercer serve` process, each on a thread of its own (diesel and ureq
 //! block): the ingest writer that stores events before their 202, the applier that applies
-//! them in order, and the outbox worker that makes calls to connectors.
+//! them in order, the outbox worker that makes calls to connectors, and on SQLite the
+//! checkpointer that copies the WAL back into the database file.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
