@@ -1126,6 +1126,36 @@ mod tests {
         );
     }
 
+    /// serde would read a struct from an array of its fields in order; an entity must be an
+    /// object, and the 422 names it.
+    #[test]
+    fn an_entity_that_is_not_an_object_is_refused_with_its_path() {
+        for body in [
+            r#"{"data":{"customer":["c1","2026-01-01T00:00:00Z"]}}"#,
+            r#"{"data":{"customer":"c1"}}"#,
+        ] {
+            let error = parse_event_body(
+                SHOP,
+                EntityKind::Customer,
+                EventAction::Saved,
+                body.as_bytes(),
+                EventSource::Webhook,
+                at(0),
+            )
+            .unwrap_err();
+            match error {
+                EventBodyError::Invalid(DomainError::Invalid(problems)) => {
+                    assert_eq!(
+                        (problems[0].field.as_str(), problems[0].code),
+                        ("data.customer", "invalid_type"),
+                        "{body}"
+                    );
+                }
+                other => panic!("{body}: {other:?}"),
+            }
+        }
+    }
+
     #[test]
     fn omitted_fields_are_left_alone() {
         let db = MemoryDatabase::default();
