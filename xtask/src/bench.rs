@@ -3,10 +3,11 @@
 //! 50,000 Customer Saved events (10,000 customers, five versions each, two addresses; one
 //! event in five delivered after a newer version of its customer) posted by 32 keep-alive
 //! connections on loopback to a release `mercer`, on SQLite and on PostgreSQL, and the same
-//! load against a bare actix handler that answers 202 (the floor), before the first backend
+//! load against a bare actix handler that answers 202 (the floor) and against the same handler
+//! answering after a round trip to another thread (the handoff floor), before the first backend
 //! and after each. Prints accepted events/s, p50/p99 accept latency, the time from the last
 //! 202 until every event is applied, mercer's CPU per event (by thread), peak memory, and the
-//! ratio to the floor measured around the run.
+//! ratio to each floor measured around the run.
 //!
 //! The load generator runs in this process (xtask re-runs itself in release mode for it) and
 //! speaks HTTP/1.1 over plain sockets, so it takes little of the two cores from the server.
@@ -503,9 +504,9 @@ fn run_backend(
     name: &str,
     database_url: &str,
     bodies: &Arc<Vec<String>>,
-    floor: &mut Floor,
+    floors: &mut [Floor],
 ) -> Result<(), String> {
-    let floor_before = floor.rate;
+    let floors_before: Vec<f64> = floors.iter().map(|floor| floor.rate).collect();
     let mercer = start_mercer(binary, database_url, &[])?;
     let path = format!(
         "/customers/v1/shops/{}/platforms/custom/webhooks/customers/saved",
@@ -552,10 +553,21 @@ fn run_backend(
     });
     let check = directory_check(&mercer)?;
     drop(mercer);
-    // The machine's speed drifts from run to run: the share is taken against the floor
+    // The machine's speed drifts from run to run: the share is taken against each floor
     // measured just before and just after this load.
-    let floor_after = floor.measure(bodies, &format!("after {name}"));
-    let floor_rate = (floor_before + floor_after) / 2.0;
+    let shares: Vec<String> = floors
+        .iter_mut()
+        .zip(floors_before)
+        .map(|(floor, before)| {
+            let after = floor.measure(bodies, &format!("after {name}"));
+            let rate = (before + after) / 2.0;
+            format!(
+                "{:.0}% of {} ({rate:.0} requests/s)",
+                100.0 * result.rate() / rate,
+                floor.name
+            )
+        })
+        .collect();
     println!("{name}:");
     println!(
         "  accepted        {} events ({} failed) in {:.2} s",
@@ -563,10 +575,10 @@ fn run_backend(
         result.failed,
         result.elapsed.as_secs_f64()
     );
+    println!("  throughput      {:.0} events/s", result.rate());
     println!(
-        "  throughput      {:.0} events/s ({:.0}% of the floor: {floor_rate:.0} requests/s, the mean of the runs before and after)",
-        result.rate(),
-        100.0 * result.rate() / floor_rate
+        "  share           {} (each floor: the mean of its runs before and after)",
+        shares.join(", ")
     );
     println!(
         "  accept latency  p50 {:.2} ms, p99 {:.2} ms",
@@ -599,14 +611,29 @@ pub(crate) fn ms(duration: Duration) -> f64 {
 struct Floor {
     child: Child,
     url: String,
+    /// Its short name in the shares ("the floor", "the handoff floor") and what it is.
+    name: &'static str,
+    what: &'static str,
     /// Requests/s of the latest measurement.
     rate: f64,
 }
 
 impl Floor {
-    fn start(xtask: &str) -> Result<Floor, String> {
-        let mut child = Command::new(xtask)
-            .arg("bench-floor")
+    fn start(xtask: &str, handoff: bool) -> Result<Floor, String> {
+        let mut command = Command::new(xtask);
+        command.arg("bench-floor");
+        if handoff {
+            command.arg("--handoff");
+        }
+        let (name, what) = if handoff {
+            (
+                "the handoff floor",
+                "the same handler, answering after a round trip to another thread",
+            )
+        } else {
+            ("the floor", "bare actix handler answering 202")
+        };
+        let mut child = command
             .stdout(Stdio::piped())
             .spawn()
             .map_err(|e| e.to_string())?;
@@ -615,6 +642,8 @@ impl Floor {
         Ok(Floor {
             child,
             url,
+            name,
+            what,
             rate: 0.0,
         })
     }
@@ -627,7 +656,7 @@ impl Floor {
         let cpu_before = cpu_seconds(self.child.id());
         let result = load(&self.url, "/customers/saved", None, bodies);
         let cpu = cpu_micros_per_request(cpu_before, cpu_seconds(self.child.id()), result.accepted);
-        println!("floor (bare actix handler answering 202), {when}:");
+        println!("{} ({}), {when}:", self.name, self.what);
         println!(
             "  throughput      {:.0} requests/s, p50 {:.2} ms, p99 {:.2} ms",
             result.rate(),
@@ -647,13 +676,66 @@ impl Drop for Floor {
     }
 }
 
-/// `xtask bench-floor`: a bare actix handler answering 202 to every POST, with mercer's workers.
-pub fn floor_server() -> Result<(), String> {
+/// Mean time for a token to go from one thread to another and back over channels: what a
+/// hand-off between an HTTP worker and the writer costs on this machine when the other thread
+/// sleeps (on virtual machines it can cost more than the work handed off).
+fn wake_round_trip_micros() -> f64 {
+    const TRIPS: u32 = 2_000;
+    let (to_echo, echo_in) = std::sync::mpsc::channel::<u32>();
+    let (echo_out, from_echo) = std::sync::mpsc::channel::<u32>();
+    let echo = std::thread::spawn(move || {
+        while let Ok(token) = echo_in.recv() {
+            if echo_out.send(token).is_err() {
+                break;
+            }
+        }
+    });
+    let started = Instant::now();
+    for trip in 0..TRIPS {
+        if to_echo.send(trip).is_err() || from_echo.recv().is_err() {
+            break;
+        }
+    }
+    let elapsed = started.elapsed();
+    drop(to_echo);
+    let _ = echo.join();
+    elapsed.as_secs_f64() * 1e6 / f64::from(TRIPS)
+}
+
+/// `xtask bench-floor [--handoff]`: a bare actix handler answering 202 to every POST, with
+/// mercer's workers. With `--handoff` the handler first passes each request to one other thread
+/// and answers once that thread has replied, which it does at once: the shape of mercer's ingest
+/// (HTTP workers must not block, one writer thread stores) with no work done, so the cost of
+/// the shape alone shows.
+pub fn floor_server(handoff: bool) -> Result<(), String> {
     use actix_web::{App, HttpResponse, HttpServer, web};
+    type Reply = tokio::sync::oneshot::Sender<()>;
+    let (jobs, queue) = std::sync::mpsc::channel::<Reply>();
+    if handoff {
+        // Takes whatever is queued and replies to all of it, as mercer's writer takes a batch.
+        std::thread::spawn(move || {
+            while let Ok(first) = queue.recv() {
+                let _ = first.send(());
+                while let Ok(next) = queue.try_recv() {
+                    let _ = next.send(());
+                }
+            }
+        });
+    }
     actix_web::rt::System::new().block_on(async {
-        let mut server = HttpServer::new(|| {
-            App::new().default_service(web::to(|_body: web::Bytes| async {
-                HttpResponse::Accepted().finish()
+        let mut server = HttpServer::new(move || {
+            let jobs = jobs.clone();
+            App::new().default_service(web::to(move |_body: web::Bytes| {
+                let jobs = jobs.clone();
+                async move {
+                    if handoff {
+                        let (reply, answer) = tokio::sync::oneshot::channel();
+                        if jobs.send(reply).is_err() || answer.await.is_err() {
+                            return HttpResponse::InternalServerError().finish();
+                        }
+                    }
+                    HttpResponse::Accepted().finish()
+                }
             }))
         });
         // The worker count mercer is given, if any (mercer reads the same variable).
@@ -718,19 +800,25 @@ pub fn ingest(binary: &str, xtask: &str) -> Result<(), String> {
         bytes / bodies.len()
     );
 
-    let mut floor = Floor::start(xtask)?;
-    floor.measure(&bodies, "before the backends");
+    println!(
+        "thread wake-up round trip on this machine: {:.1} µs (two threads passing a token back and forth)",
+        wake_round_trip_micros()
+    );
+    let mut floors = [Floor::start(xtask, false)?, Floor::start(xtask, true)?];
+    for floor in &mut floors {
+        floor.measure(&bodies, "before the backends");
+    }
 
     let dir = std::env::temp_dir().join(format!("mercer-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let sqlite = format!("sqlite://{}", dir.join("bench.db").display());
-    let sqlite_result = run_backend(binary, "SQLite", &sqlite, &bodies, &mut floor);
+    let sqlite_result = run_backend(binary, "SQLite", &sqlite, &bodies, &mut floors);
     let _ = std::fs::remove_dir_all(&dir);
     sqlite_result?;
 
     match postgres_database()? {
         Some(url) => {
-            let result = run_backend(binary, "PostgreSQL", &url, &bodies, &mut floor);
+            let result = run_backend(binary, "PostgreSQL", &url, &bodies, &mut floors);
             drop_postgres_database(&url);
             result?;
         }

@@ -42,7 +42,7 @@ fn main() -> ExitCode {
                 .map(|p| p.display().to_string())
                 .unwrap_or_default(),
         ),
-        "bench-floor" => bench::floor_server(),
+        "bench-floor" => bench::floor_server(rest.iter().any(|arg| arg == "--handoff")),
         "bench-run-dispatch" => bench_dispatch::dispatch(rest.first().map_or("", String::as_str)),
         _ => return usage(),
     };

@@ -96,7 +96,7 @@ fn store_batch(store: &Store, batch: Vec<IngestJob>, apply_at_once: bool) -> Opt
         events.extend(job.events);
         replies.push(job.reply);
     }
-    let queue = || store.write(|tx| Ok(tx.insert_inbound_events(&events)?));
+    let queue = || store.queue_inbound_events(&events);
     let result = if apply_at_once {
         let now = SystemClock.now();
         store

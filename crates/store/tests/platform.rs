@@ -873,9 +873,54 @@ fn the_applier_lock_is_exclusive(backend: Backend) {
     );
 }
 
+/// The ingest writer's queueing: every event in order, or none when one of them cannot be
+/// stored, whether the batch fits in one INSERT (PostgreSQL: run without a transaction) or not.
+fn queued_batches_are_stored_whole_or_not_at_all(backend: Backend) {
+    let (_db, store) = TestDatabase::migrated(backend);
+    let shop = shop(&store, "a.shop.test");
+    let pending = || {
+        store
+            .read(|tx| Ok(tx.count_pending_inbound_events()?))
+            .unwrap()
+    };
+    let batch = |count: usize, first: usize| -> Vec<mercer_domain::events::NewInboundEvent> {
+        (first..first + count)
+            .map(|n| customer_event(shop.id, &format!("c{n}"), n as i64, json!({})))
+            .collect()
+    };
+    // No shop 999999: the foreign key refuses this event.
+    let unstorable = customer_event(999_999, "nobody", 1, json!({}));
+
+    let small = batch(3, 0);
+    store.queue_inbound_events(&small).unwrap();
+    let stored = store.read(|tx| Ok(tx.pending_inbound_events(10)?)).unwrap();
+    assert_eq!(
+        stored.into_iter().map(|e| e.event).collect::<Vec<_>>(),
+        small
+    );
+
+    let mut refused = batch(2, 10);
+    refused.push(unstorable.clone());
+    assert!(store.queue_inbound_events(&refused).is_err());
+    assert_eq!(pending(), 3, "a refused small batch leaves nothing behind");
+
+    // More events than one INSERT holds, the unstorable one last (in the last INSERT).
+    let mut large = batch(1_500, 100);
+    assert!(store.queue_inbound_events(&large).is_ok());
+    assert_eq!(pending(), 1_503);
+    large.push(unstorable);
+    assert!(store.queue_inbound_events(&large).is_err());
+    assert_eq!(
+        pending(),
+        1_503,
+        "a refused large batch leaves nothing behind"
+    );
+}
+
 backend_tests!(
     destinations_allow_one_live_per_topic,
     events_are_queued_then_applied_in_order,
+    queued_batches_are_stored_whole_or_not_at_all,
     addresses_keep_their_ids_across_saves,
     events_apply_at_once_unless_others_wait,
     only_changed_addresses_are_written,

@@ -14,6 +14,9 @@ statement_sites!(InsertEvent);
 use crate::schema::inbound_events;
 use crate::store::storage_error;
 
+/// Most events one PostgreSQL INSERT stores (8 values a row; PostgreSQL allows 65535).
+pub(crate) const EVENTS_PER_INSERT: usize = 1000;
+
 /// Serialises appliers of several processes on one PostgreSQL database.
 const APPLIER_LOCK_KEY: i64 = 0x6d65_7263_6572 + 1;
 
@@ -118,7 +121,7 @@ impl EventQueueRepository for StoreTx<'_> {
             }
             // One statement per chunk: PostgreSQL allows 65535 bound values.
             DbConnection::Pg(c) => {
-                for chunk in rows.chunks(1000) {
+                for chunk in rows.chunks(EVENTS_PER_INSERT) {
                     diesel::insert_into(inbound_events::table)
                         .values(chunk)
                         .execute(c)

@@ -2,7 +2,7 @@
 
 mod destinations;
 mod directory;
-mod events;
+pub(crate) mod events;
 mod oauth;
 mod outbox;
 mod overrides;
