@@ -490,23 +490,16 @@ fn put_addresses(
     Ok(())
 }
 
-fn put_orders(
-    conn: &mut DbConnection,
-    shop_id: i64,
-    writes: &[EntityWrite],
-    now: i64,
-) -> QueryResult<()> {
-    use platform_orders as t;
-    for write in writes {
-        let order = order_of(write);
+/// Upserts one row of an entity table by (shop_id, platform_id): the entity's own columns,
+/// then those every entity table has. A conflict updates all of them but the key and
+/// created_at. Evaluates to the row's id.
+macro_rules! upsert_entity {
+    ($conn:expr, $site:ty, $write:expr, $shop_id:expr, $now:expr, { $($column:ident: $value:expr),* $(,)? }) => {{
+        let (write, now) = ($write, $now);
         let values = (
-            t::shop_id.eq(shop_id),
+            t::shop_id.eq($shop_id),
             t::platform_id.eq(&write.platform_id),
-            t::platform_customer_id.eq(order.and_then(|o| id_text(&o.platform_customer_id))),
-            t::order_number.eq(order.and_then(|o| o.order_number.as_deref())),
-            t::fulfillment_status.eq(order.and_then(|o| o.fulfillment_status.as_deref())),
-            t::financial_status.eq(order.and_then(|o| o.financial_status.as_deref())),
-            t::placed_at.eq(micros(order.and_then(|o| o.placed_at))),
+            $(t::$column.eq($value),)*
             t::platform_updated_at.eq(micros(write.platform_updated_at)),
             t::platform_deleted_at.eq(micros(write.platform_deleted_at)),
             t::document.eq(write.json.as_deref()),
@@ -514,18 +507,14 @@ fn put_orders(
             t::updated_at.eq(now),
             t::deleted_at.eq(deleted_at(write, now)),
         );
-        on_backend!(&mut *conn, |c| {
-            KeepPrepared::<UpsertOrder, _>::new(
+        on_backend!(&mut *$conn, |c| {
+            KeepPrepared::<$site, _>::new(
                 diesel::insert_into(t::table)
                     .values(values)
                     .on_conflict((t::shop_id, t::platform_id))
                     .do_update()
                     .set((
-                        t::platform_customer_id.eq(excluded(t::platform_customer_id)),
-                        t::order_number.eq(excluded(t::order_number)),
-                        t::fulfillment_status.eq(excluded(t::fulfillment_status)),
-                        t::financial_status.eq(excluded(t::financial_status)),
-                        t::placed_at.eq(excluded(t::placed_at)),
+                        $(t::$column.eq(excluded(t::$column)),)*
                         t::platform_updated_at.eq(excluded(t::platform_updated_at)),
                         t::platform_deleted_at.eq(excluded(t::platform_deleted_at)),
                         t::document.eq(excluded(t::document)),
@@ -535,6 +524,25 @@ fn put_orders(
                     .returning(t::id),
             )
             .get_result::<i64>(c)
+        })
+    }};
+}
+
+fn put_orders(
+    conn: &mut DbConnection,
+    shop_id: i64,
+    writes: &[EntityWrite],
+    now: i64,
+) -> QueryResult<()> {
+    use platform_orders as t;
+    for write in writes {
+        let order = order_of(write);
+        upsert_entity!(conn, UpsertOrder, write, shop_id, now, {
+            platform_customer_id: order.and_then(|o| id_text(&o.platform_customer_id)),
+            order_number: order.and_then(|o| o.order_number.as_deref()),
+            fulfillment_status: order.and_then(|o| o.fulfillment_status.as_deref()),
+            financial_status: order.and_then(|o| o.financial_status.as_deref()),
+            placed_at: micros(order.and_then(|o| o.placed_at)),
         })?;
     }
     Ok(())
@@ -615,38 +623,10 @@ fn put_products(
     use platform_products as t;
     for write in writes {
         let product = product_of(write);
-        let values = (
-            t::shop_id.eq(shop_id),
-            t::platform_id.eq(&write.platform_id),
-            t::name.eq(product.and_then(|p| p.name.as_deref())),
-            t::handle.eq(product.and_then(|p| p.handle.as_deref())),
-            t::published.eq(product.and_then(|p| p.published)),
-            t::platform_updated_at.eq(micros(write.platform_updated_at)),
-            t::platform_deleted_at.eq(micros(write.platform_deleted_at)),
-            t::document.eq(write.json.as_deref()),
-            t::created_at.eq(now),
-            t::updated_at.eq(now),
-            t::deleted_at.eq(deleted_at(write, now)),
-        );
-        let id: i64 = on_backend!(&mut *conn, |c| {
-            KeepPrepared::<UpsertProduct, _>::new(
-                diesel::insert_into(t::table)
-                    .values(values)
-                    .on_conflict((t::shop_id, t::platform_id))
-                    .do_update()
-                    .set((
-                        t::name.eq(excluded(t::name)),
-                        t::handle.eq(excluded(t::handle)),
-                        t::published.eq(excluded(t::published)),
-                        t::platform_updated_at.eq(excluded(t::platform_updated_at)),
-                        t::platform_deleted_at.eq(excluded(t::platform_deleted_at)),
-                        t::document.eq(excluded(t::document)),
-                        t::updated_at.eq(excluded(t::updated_at)),
-                        t::deleted_at.eq(excluded(t::deleted_at)),
-                    ))
-                    .returning(t::id),
-            )
-            .get_result(c)
+        let id = upsert_entity!(conn, UpsertProduct, write, shop_id, now, {
+            name: product.and_then(|p| p.name.as_deref()),
+            handle: product.and_then(|p| p.handle.as_deref()),
+            published: product.and_then(|p| p.published),
         })?;
         if let Some(variants) = product.and_then(|p| p.variants.as_ref()) {
             sync_variants(conn, shop_id, id, variants, now)?;
@@ -664,36 +644,9 @@ fn put_categories(
     use platform_categories as t;
     for write in writes {
         let category = category_of(write);
-        let values = (
-            t::shop_id.eq(shop_id),
-            t::platform_id.eq(&write.platform_id),
-            t::name.eq(category.and_then(|c| c.name.as_deref())),
-            t::image_url.eq(category.and_then(|c| c.image_url.as_deref())),
-            t::platform_updated_at.eq(micros(write.platform_updated_at)),
-            t::platform_deleted_at.eq(micros(write.platform_deleted_at)),
-            t::document.eq(write.json.as_deref()),
-            t::created_at.eq(now),
-            t::updated_at.eq(now),
-            t::deleted_at.eq(deleted_at(write, now)),
-        );
-        on_backend!(&mut *conn, |c| {
-            KeepPrepared::<UpsertCategory, _>::new(
-                diesel::insert_into(t::table)
-                    .values(values)
-                    .on_conflict((t::shop_id, t::platform_id))
-                    .do_update()
-                    .set((
-                        t::name.eq(excluded(t::name)),
-                        t::image_url.eq(excluded(t::image_url)),
-                        t::platform_updated_at.eq(excluded(t::platform_updated_at)),
-                        t::platform_deleted_at.eq(excluded(t::platform_deleted_at)),
-                        t::document.eq(excluded(t::document)),
-                        t::updated_at.eq(excluded(t::updated_at)),
-                        t::deleted_at.eq(excluded(t::deleted_at)),
-                    ))
-                    .returning(t::id),
-            )
-            .get_result::<i64>(c)
+        upsert_entity!(conn, UpsertCategory, write, shop_id, now, {
+            name: category.and_then(|c| c.name.as_deref()),
+            image_url: category.and_then(|c| c.image_url.as_deref()),
         })?;
     }
     Ok(())
