@@ -4,7 +4,9 @@
 #![allow(clippy::unwrap_used)] // test code: a panic is a failed assertion
 
 use mercer_domain::destinations::{DestinationSettings, Topic};
-use mercer_domain::directory::{DirectoryQuery, parse_directory_query};
+use mercer_domain::directory::{
+    DirectoryAddress, DirectoryCustomer, DirectoryQuery, parse_directory_query,
+};
 use mercer_domain::events::{
     Accepted, EntityKind, EntityWrite, EventAction, EventSource, accept_events, apply_pending,
     parse_event,
@@ -133,6 +135,21 @@ fn address(id: &str, city: &str, default: bool) -> Value {
     json!({"platform_id": id, "first_name": "Ada", "street_1": "1 Main St", "city": city, "postal_code": "69001", "country_code": "FR", "is_default": default})
 }
 
+/// The directory's view of a stored customer (which must be there).
+fn stored_customer(store: &Store, shop_id: i64, platform_id: &str) -> DirectoryCustomer {
+    store
+        .read(|tx| Ok(tx.directory_customer_by_platform_id(shop_id, platform_id)?))
+        .unwrap()
+        .expect("the customer is stored")
+}
+
+/// A stored customer's addresses, as the directory reads them.
+fn stored_addresses(store: &Store, shop_id: i64, customer_id: i64) -> Vec<DirectoryAddress> {
+    store
+        .read(|tx| Ok(tx.addresses_of_customers(shop_id, &[customer_id])?))
+        .unwrap()
+}
+
 fn queue_and_apply(store: &Store, events: Vec<mercer_domain::events::NewInboundEvent>) {
     store
         .write(|tx| Ok(tx.insert_inbound_events(&events)?))
@@ -184,14 +201,9 @@ fn events_are_queued_then_applied_in_order(backend: Backend) {
         0
     );
 
-    let c1 = store
-        .read(|tx| Ok(tx.directory_customer_by_platform_id(shop.id, "c1")?))
-        .unwrap()
-        .unwrap();
+    let c1 = stored_customer(&store, shop.id, "c1");
     assert_eq!(c1.email.as_deref(), Some("newest@example.test"));
-    let addresses = store
-        .read(|tx| Ok(tx.addresses_of_customers(shop.id, &[c1.id])?))
-        .unwrap();
+    let addresses = stored_addresses(&store, shop.id, c1.id);
     assert_eq!(
         addresses
             .iter()
@@ -201,10 +213,7 @@ fn events_are_queued_then_applied_in_order(backend: Backend) {
     );
     assert!(addresses[0].is_default && !addresses[1].is_default);
     assert_eq!(addresses[0].zip.as_deref(), Some("69001"));
-    let c2 = store
-        .read(|tx| Ok(tx.directory_customer_by_platform_id(shop.id, "c2")?))
-        .unwrap()
-        .unwrap();
+    let c2 = stored_customer(&store, shop.id, "c2");
     assert!(
         c2.deleted_at.is_some(),
         "deleted, and the older save after it was dropped"
@@ -223,13 +232,8 @@ fn addresses_keep_their_ids_across_saves(backend: Backend) {
             json!({"addresses": [address("a1", "Lyon", true), address("a2", "Paris", false)]}),
         )],
     );
-    let customer = store
-        .read(|tx| Ok(tx.directory_customer_by_platform_id(shop.id, "c1")?))
-        .unwrap()
-        .unwrap();
-    let before = store
-        .read(|tx| Ok(tx.addresses_of_customers(shop.id, &[customer.id])?))
-        .unwrap();
+    let customer = stored_customer(&store, shop.id, "c1");
+    let before = stored_addresses(&store, shop.id, customer.id);
     queue_and_apply(
         &store,
         vec![customer_event(
@@ -239,9 +243,7 @@ fn addresses_keep_their_ids_across_saves(backend: Backend) {
             json!({"addresses": [address("a2", "Marseille", true), address("a3", "Nice", false)]}),
         )],
     );
-    let after = store
-        .read(|tx| Ok(tx.addresses_of_customers(shop.id, &[customer.id])?))
-        .unwrap();
+    let after = stored_addresses(&store, shop.id, customer.id);
     assert_eq!(after.len(), 2, "a1 is gone");
     assert_eq!(after[0].id, before[1].id, "a2 kept its id");
     assert_eq!(after[0].city.as_deref(), Some("Marseille"));
@@ -256,13 +258,7 @@ fn addresses_keep_their_ids_across_saves(backend: Backend) {
             json!({"first_name": "Ada"}),
         )],
     );
-    assert_eq!(
-        store
-            .read(|tx| Ok(tx.addresses_of_customers(shop.id, &[customer.id])?))
-            .unwrap()
-            .len(),
-        2
-    );
+    assert_eq!(stored_addresses(&store, shop.id, customer.id).len(), 2);
 }
 
 fn accept(
@@ -289,13 +285,7 @@ fn events_apply_at_once_unless_others_wait(backend: Backend) {
         Accepted::Applied
     );
     assert_eq!(pending(&store), 0, "nothing queued");
-    let email = |store: &Store| {
-        store
-            .read(|tx| Ok(tx.directory_customer_by_platform_id(shop.id, "c1")?))
-            .unwrap()
-            .unwrap()
-            .email
-    };
+    let email = |store: &Store| stored_customer(store, shop.id, "c1").email;
     assert_eq!(email(&store).as_deref(), Some("first@example.test"));
     // Something waits (a sync's page, say): new events queue behind it, in order.
     store
@@ -333,16 +323,8 @@ fn only_changed_addresses_are_written(backend: Backend) {
         )],
         at(100),
     );
-    let customer_id = store
-        .read(|tx| Ok(tx.directory_customer_by_platform_id(shop.id, "c1")?))
-        .unwrap()
-        .unwrap()
-        .id;
-    let addresses = |store: &Store| {
-        store
-            .read(|tx| Ok(tx.addresses_of_customers(shop.id, &[customer_id])?))
-            .unwrap()
-    };
+    let customer_id = stored_customer(&store, shop.id, "c1").id;
+    let addresses = |store: &Store| stored_addresses(store, shop.id, customer_id);
     accept(
         &store,
         vec![saved(
@@ -394,16 +376,8 @@ fn a_deletion_and_a_newer_save_in_one_batch_leave_the_saved_addresses(backend: B
         )],
         at(100),
     );
-    let customer_id = store
-        .read(|tx| Ok(tx.directory_customer_by_platform_id(shop.id, "c1")?))
-        .unwrap()
-        .unwrap()
-        .id;
-    let addresses = |store: &Store| {
-        store
-            .read(|tx| Ok(tx.addresses_of_customers(shop.id, &[customer_id])?))
-            .unwrap()
-    };
+    let customer_id = stored_customer(&store, shop.id, "c1").id;
+    let addresses = |store: &Store| stored_addresses(store, shop.id, customer_id);
     let a2_id = addresses(&store)
         .iter()
         .find(|row| row.platform_id.as_deref() == Some("a2"))
@@ -466,14 +440,9 @@ fn writes_to_rows_believed_stored_still_land_when_they_are_not(backend: Backend)
             Ok(())
         })
         .unwrap();
-    let customer = store
-        .read(|tx| Ok(tx.directory_customer_by_platform_id(shop.id, "c1")?))
-        .unwrap()
-        .expect("the customer was inserted");
+    let customer = stored_customer(&store, shop.id, "c1");
     assert_eq!(customer.email.as_deref(), Some("ada@example.test"));
-    let addresses = store
-        .read(|tx| Ok(tx.addresses_of_customers(shop.id, &[customer.id])?))
-        .unwrap();
+    let addresses = stored_addresses(&store, shop.id, customer.id);
     assert_eq!(addresses.len(), 1, "{addresses:?}");
     assert_eq!(addresses[0].city.as_deref(), Some("Lyon"));
 }
@@ -764,11 +733,7 @@ fn the_directory_filters_sorts_and_pages(backend: Backend) {
         directory(&store, &shop, &[("orderby", "email")]).0,
         ["c1", "c3", "c4", "c2"]
     );
-    let c2_id = store
-        .read(|tx| Ok(tx.directory_customer_by_platform_id(shop.id, "c2")?))
-        .unwrap()
-        .unwrap()
-        .id;
+    let c2_id = stored_customer(&store, shop.id, "c2").id;
     assert_eq!(
         directory(&store, &shop, &[("since_id", &c2_id.to_string())]).0,
         ["c3", "c4"]
@@ -814,10 +779,7 @@ fn the_directory_filters_sorts_and_pages(backend: Backend) {
     assert_eq!(directory(&store, &shop, &[("updated_at_min", &later)]).1, 0);
     assert_eq!(directory(&store, &shop, &[("updated_at_max", &later)]).1, 4);
 
-    let c1 = store
-        .read(|tx| Ok(tx.directory_customer_by_platform_id(shop.id, "c1")?))
-        .unwrap()
-        .unwrap();
+    let c1 = stored_customer(&store, shop.id, "c1");
     let vip = store
         .write(|tx| Ok(tx.insert_label(shop.id, c1.id, "vip", at(1))?))
         .unwrap();
