@@ -5,6 +5,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::error::{DomainError, FieldError};
+use crate::limits::{MAX_ID_CHARS, MAX_SEARCH_CHARS, check_parameter};
 use crate::ports::Repositories;
 use crate::shop::Shop;
 use crate::time::Timestamp;
@@ -199,6 +200,7 @@ pub fn parse_filters(text: &str) -> Result<Vec<Filter>, FieldError> {
             if !matches!(op, FilterOp::Eq | FilterOp::Like) {
                 return Err(bad("filter", format!("{field_name} takes eq or like")));
             }
+            check_parameter("filter", value, MAX_SEARCH_CHARS)?;
             FilterValue::Text(value.to_string())
         } else if op == FilterOp::Like {
             return Err(bad(
@@ -252,7 +254,10 @@ pub fn parse_directory_query(pairs: &[(String, String)]) -> Result<DirectoryQuer
                 "since_id" => query.since_id = Some(parse_int(key, value)?),
                 "updated_at_min" => query.updated_at_min = Some(parse_time(key, value)?),
                 "updated_at_max" => query.updated_at_max = Some(parse_time(key, value)?),
-                "search" => query.search = Some(value.trim().to_string()).filter(|s| !s.is_empty()),
+                "search" => {
+                    check_parameter(key, value, MAX_SEARCH_CHARS)?;
+                    query.search = Some(value.trim().to_string()).filter(|s| !s.is_empty())
+                }
                 "ids" => {
                     let ids = value
                         .split(',')
@@ -274,7 +279,10 @@ pub fn parse_directory_query(pairs: &[(String, String)]) -> Result<DirectoryQuer
                     }
                 }
                 "filter" => query.filters.extend(parse_filters(value)?),
-                "label" => query.label = Some(value.trim().to_string()).filter(|s| !s.is_empty()),
+                "label" => {
+                    check_parameter(key, value, MAX_ID_CHARS)?;
+                    query.label = Some(value.trim().to_string()).filter(|s| !s.is_empty())
+                }
                 "limit" => {
                     let limit = parse_int(key, value)?;
                     if !(1..=MAX_LIMIT).contains(&limit) {
@@ -604,6 +612,33 @@ mod tests {
             );
             assert_eq!(problems[0].field, key);
         }
+    }
+
+    #[test]
+    fn nul_and_overlong_search_terms_are_400() {
+        let long = "a".repeat(MAX_SEARCH_CHARS + 1);
+        for (key, value, needle) in [
+            ("search", "a\0".to_string(), "U+0000"),
+            ("search", long.clone(), "256 characters"),
+            ("filter", format!("like(email:{long})"), "256 characters"),
+            ("filter", format!("eq(first_name:{long})"), "256 characters"),
+            ("filter", "like(email:%\0%)".to_string(), "U+0000"),
+            ("label", "v\0".to_string(), "U+0000"),
+        ] {
+            let Err(DomainError::BadRequest(problems)) =
+                parse_directory_query(&pairs(&[(key, &value)]))
+            else {
+                panic!("{key}={value:?} must be refused");
+            };
+            assert_eq!(problems[0].field, key);
+            assert!(
+                problems[0].message.contains(needle),
+                "{}",
+                problems[0].message
+            );
+        }
+        let longest = "a".repeat(MAX_SEARCH_CHARS);
+        assert!(parse_directory_query(&pairs(&[("search", &longest)])).is_ok());
     }
 
     #[test]

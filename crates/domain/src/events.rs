@@ -133,6 +133,18 @@ pub struct NewInboundEvent {
 pub struct InboundEvent {
     pub id: i64,
     pub event: NewInboundEvent,
+    /// Attempts at applying it that failed so far.
+    pub attempts: i64,
+}
+
+/// An event set aside after its last attempt failed (`mercer events failed`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailedInboundEvent {
+    pub id: i64,
+    pub event: NewInboundEvent,
+    pub attempts: i64,
+    pub error: String,
+    pub failed_at: Timestamp,
 }
 
 /// What Mercer holds of one platform entity, as the rules need it.
@@ -861,19 +873,34 @@ pub fn apply_event(
     Ok(outcomes.first().copied().unwrap_or(Outcome::Unchanged))
 }
 
-/// Applies up to `limit` pending events in order of arrival, in one transaction; returns how
-/// many. Does nothing while another process holds the applier's lock.
+/// Times an event is tried before it is set aside as failed.
+pub const APPLY_ATTEMPTS: i64 = 3;
+
+/// Seconds before trying a failed event again, after `attempts` failures: 1, 4, 16…
+fn retry_delay_seconds(attempts: i64) -> i64 {
+    1 << (2 * (attempts - 1).clamp(0, 10))
+}
+
+/// Applies up to `limit` queued events in arrival order; returns how many it dealt with (0 when
+/// none was due, or another process's applier holds the lock).
+///
+/// A batch is applied in one transaction. Should it fail, the events are taken one at a time,
+/// each in its own transaction, up to the one that fails: that one is retried later
+/// ([`APPLY_ATTEMPTS`] times in all, then set aside with its error for `mercer events failed`)
+/// and the events behind it, of its shop and others, go on. An entity's later events apply
+/// by the out-of-sequence rule as always, so one applied while an earlier one waits makes the
+/// earlier one stale when it is tried again.
 pub fn apply_pending(
     db: &impl Database,
     clock: &dyn Clock,
     limit: usize,
 ) -> Result<usize, DomainError> {
-    db.write(|tx| {
+    let result = db.write(|tx| {
         if !tx.lock_event_applier()? {
             return Ok(0);
         }
-        let events = tx.pending_inbound_events(limit)?;
         let now = clock.now();
+        let events = tx.pending_inbound_events(limit, now)?;
         let refs: Vec<&NewInboundEvent> = events.iter().map(|stored| &stored.event).collect();
         let outcomes = apply_events(tx, &refs, now)?;
         let marks: Vec<(i64, Outcome)> = events
@@ -883,6 +910,97 @@ pub fn apply_pending(
             .collect();
         tx.mark_inbound_events(&marks, now)?;
         Ok(events.len())
+    });
+    match result {
+        Ok(applied) => Ok(applied),
+        Err(error) => {
+            log::warn!(target: "mercer::events", "applying a batch of events failed ({error}); applying them one at a time");
+            apply_one_at_a_time(db, clock, limit)
+        }
+    }
+}
+
+/// Applies the queue's first events one transaction each, up to the first that fails, whose
+/// failure is recorded ([`record_apply_failure`]).
+fn apply_one_at_a_time(
+    db: &impl Database,
+    clock: &dyn Clock,
+    limit: usize,
+) -> Result<usize, DomainError> {
+    for done in 0..limit {
+        let mut head: Option<InboundEvent> = None;
+        let result = db.write(|tx| {
+            if !tx.lock_event_applier()? {
+                return Ok(false);
+            }
+            let now = clock.now();
+            let Some(stored) = tx.pending_inbound_events(1, now)?.pop() else {
+                return Ok(false);
+            };
+            let stored = head.insert(stored);
+            let outcomes = apply_events(tx, &[&stored.event], now)?;
+            let marks: Vec<(i64, Outcome)> = outcomes.into_iter().map(|o| (stored.id, o)).collect();
+            tx.mark_inbound_events(&marks, now)?;
+            Ok(true)
+        });
+        match (result, head) {
+            (Ok(true), _) => {}
+            (Ok(false), _) => return Ok(done),
+            (Err(error), Some(failed)) => {
+                record_apply_failure(db, clock, &failed, &error)?;
+                return Ok(done + 1);
+            }
+            // Failed before an event was read: nothing to blame it on.
+            (Err(error), None) => return Err(error),
+        }
+    }
+    Ok(limit)
+}
+
+/// Counts a failed attempt at applying `failed`: due again after a delay, or, after its last
+/// attempt, set aside.
+fn record_apply_failure(
+    db: &impl Database,
+    clock: &dyn Clock,
+    failed: &InboundEvent,
+    error: &DomainError,
+) -> Result<(), DomainError> {
+    let attempts = failed.attempts + 1;
+    let message = error.to_string();
+    let now = clock.now();
+    let event = &failed.event;
+    if attempts >= APPLY_ATTEMPTS {
+        log::error!(
+            target: "mercer::events",
+            "event {} ({} {} {} of shop {}) failed its last attempt and is set aside: {message}",
+            failed.id, event.kind.as_str(), event.action.as_str(), event.platform_id, event.shop_id
+        );
+        db.write(|tx| Ok(tx.set_aside_inbound_event(failed.id, attempts, &message, now)?))
+    } else {
+        let retry_at = now.plus_seconds(retry_delay_seconds(attempts));
+        log::warn!(
+            target: "mercer::events",
+            "event {} ({} {} {} of shop {}) failed to apply (attempt {attempts} of {APPLY_ATTEMPTS}): {message}",
+            failed.id, event.kind.as_str(), event.action.as_str(), event.platform_id, event.shop_id
+        );
+        db.write(|tx| Ok(tx.postpone_inbound_event(failed.id, attempts, &message, retry_at)?))
+    }
+}
+
+/// Puts events set aside back into the queue (`mercer events retry`): every one when `ids` is
+/// None. Returns the ids put back; an id that names no failed event is `not_found`.
+pub fn retry_failed_events(
+    db: &impl Database,
+    ids: Option<&[i64]>,
+) -> Result<Vec<i64>, DomainError> {
+    db.write(|tx| {
+        let requeued = tx.requeue_failed_inbound_events(ids)?;
+        if let Some(ids) = ids
+            && requeued.len() < ids.len()
+        {
+            return Err(DomainError::not_found("failed event"));
+        }
+        Ok(requeued)
     })
 }
 

@@ -12,6 +12,7 @@ pub mod destinations;
 pub mod directory;
 pub mod error;
 pub mod events;
+pub mod limits;
 pub mod oauth;
 pub mod outbox;
 pub mod overrides;

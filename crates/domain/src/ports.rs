@@ -6,7 +6,8 @@ use crate::destinations::{Destination, DestinationSettings, Topic};
 use crate::directory::{DirectoryAddress, DirectoryCustomer, DirectoryPage, DirectoryQuery, Label};
 use crate::error::{DomainError, StorageError};
 use crate::events::{
-    EntityKind, EntityRecord, EntityWrite, InboundEvent, NewInboundEvent, Outcome,
+    EntityKind, EntityRecord, EntityWrite, FailedInboundEvent, InboundEvent, NewInboundEvent,
+    Outcome,
 };
 use crate::oauth::{
     AuthorizationCode, NewAuthorizationCode, NewOAuthApp, NewStaffAccount, OAuthApp, StaffAccount,
@@ -113,8 +114,13 @@ pub trait PlatformRepository {
 /// The durable queue of events received and not yet applied.
 pub trait EventQueueRepository {
     fn insert_inbound_events(&mut self, events: &[NewInboundEvent]) -> StoreResult<()>;
-    /// The oldest unapplied events, in order of arrival.
-    fn pending_inbound_events(&mut self, limit: usize) -> StoreResult<Vec<InboundEvent>>;
+    /// The oldest unapplied events due by `now` (an event waiting to be retried is due at its
+    /// `retry_at`), in order of arrival.
+    fn pending_inbound_events(
+        &mut self,
+        limit: usize,
+        now: Timestamp,
+    ) -> StoreResult<Vec<InboundEvent>>;
     /// Records that these events were applied, with what outcome; they are pending no more
     /// (the store may forget them).
     fn mark_inbound_events(
@@ -128,6 +134,28 @@ pub trait EventQueueRepository {
     /// Takes the right to apply events until the transaction ends; false when another process
     /// holds it. Events must be applied by one applier at a time to keep their order.
     fn lock_event_applier(&mut self) -> StoreResult<bool>;
+    /// Records a failed attempt at applying a queued event; it is due again at `retry_at`.
+    fn postpone_inbound_event(
+        &mut self,
+        id: i64,
+        attempts: i64,
+        error: &str,
+        retry_at: Timestamp,
+    ) -> StoreResult<()>;
+    /// Moves a queued event that failed its last attempt out of the queue, with its error.
+    fn set_aside_inbound_event(
+        &mut self,
+        id: i64,
+        attempts: i64,
+        error: &str,
+        at: Timestamp,
+    ) -> StoreResult<()>;
+    /// Events set aside, oldest first.
+    fn failed_inbound_events(&mut self, limit: usize) -> StoreResult<Vec<FailedInboundEvent>>;
+    fn count_failed_inbound_events(&mut self) -> StoreResult<i64>;
+    /// Puts events set aside back into the queue under their own ids (every one when `ids` is
+    /// None), with their attempts reset; returns the ids put back.
+    fn requeue_failed_inbound_events(&mut self, ids: Option<&[i64]>) -> StoreResult<Vec<i64>>;
 }
 
 pub trait SyncRepository {

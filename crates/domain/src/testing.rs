@@ -9,7 +9,8 @@ use crate::destinations::{Destination, DestinationSettings, Topic};
 use crate::directory::{DirectoryAddress, DirectoryCustomer, DirectoryPage, DirectoryQuery, Label};
 use crate::error::DomainError;
 use crate::events::{
-    EntityDocument, EntityKind, EntityRecord, EntityWrite, InboundEvent, NewInboundEvent, Outcome,
+    EntityDocument, EntityKind, EntityRecord, EntityWrite, FailedInboundEvent, InboundEvent,
+    NewInboundEvent, Outcome,
 };
 use crate::oauth::{
     AuthorizationCode, NewAuthorizationCode, NewOAuthApp, NewStaffAccount, OAuthApp, StaffAccount,
@@ -51,6 +52,10 @@ pub struct MemoryState {
     pub entities: Vec<MemoryEntity>,
     /// Events with their outcome once applied.
     pub events: Vec<(InboundEvent, Option<Outcome>)>,
+    /// When events that failed to apply are due again, by event id.
+    pub event_retry_at: std::collections::HashMap<i64, Timestamp>,
+    /// Events set aside after their last attempt.
+    pub failed_events: Vec<FailedInboundEvent>,
     pub syncs: Vec<SyncRun>,
     pub outbox: Vec<OutboxEntry>,
     pub labels: Vec<Label>,
@@ -394,11 +399,13 @@ impl PlatformRepository for MemoryState {
 impl EventQueueRepository for MemoryState {
     fn insert_inbound_events(&mut self, events: &[NewInboundEvent]) -> StoreResult<()> {
         for event in events {
-            let id = self.events.len() as i64 + 1;
+            // Ids are never reused, as on the databases (a set-aside event keeps its own).
+            let id = self.events.len() as i64 + self.failed_events.len() as i64 + 1;
             self.events.push((
                 InboundEvent {
                     id,
                     event: event.clone(),
+                    attempts: 0,
                 },
                 None,
             ));
@@ -406,11 +413,18 @@ impl EventQueueRepository for MemoryState {
         Ok(())
     }
 
-    fn pending_inbound_events(&mut self, limit: usize) -> StoreResult<Vec<InboundEvent>> {
+    fn pending_inbound_events(
+        &mut self,
+        limit: usize,
+        now: Timestamp,
+    ) -> StoreResult<Vec<InboundEvent>> {
+        let retry_at = &self.event_retry_at;
         Ok(self
             .events
             .iter()
-            .filter(|(_, outcome)| outcome.is_none())
+            .filter(|(event, outcome)| {
+                outcome.is_none() && retry_at.get(&event.id).is_none_or(|due| *due <= now)
+            })
             .take(limit)
             .map(|(e, _)| e.clone())
             .collect())
@@ -443,6 +457,67 @@ impl EventQueueRepository for MemoryState {
 
     fn lock_event_applier(&mut self) -> StoreResult<bool> {
         Ok(true)
+    }
+
+    fn postpone_inbound_event(
+        &mut self,
+        id: i64,
+        attempts: i64,
+        _error: &str,
+        retry_at: Timestamp,
+    ) -> StoreResult<()> {
+        if let Some((event, _)) = self.events.iter_mut().find(|(e, _)| e.id == id) {
+            event.attempts = attempts;
+            self.event_retry_at.insert(id, retry_at);
+        }
+        Ok(())
+    }
+
+    fn set_aside_inbound_event(
+        &mut self,
+        id: i64,
+        attempts: i64,
+        error: &str,
+        at: Timestamp,
+    ) -> StoreResult<()> {
+        if let Some(index) = self.events.iter().position(|(e, _)| e.id == id) {
+            let (event, _) = self.events.remove(index);
+            self.event_retry_at.remove(&id);
+            self.failed_events.push(FailedInboundEvent {
+                id,
+                event: event.event,
+                attempts,
+                error: error.to_string(),
+                failed_at: at,
+            });
+        }
+        Ok(())
+    }
+
+    fn failed_inbound_events(&mut self, limit: usize) -> StoreResult<Vec<FailedInboundEvent>> {
+        Ok(self.failed_events.iter().take(limit).cloned().collect())
+    }
+
+    fn count_failed_inbound_events(&mut self) -> StoreResult<i64> {
+        Ok(self.failed_events.len() as i64)
+    }
+
+    fn requeue_failed_inbound_events(&mut self, ids: Option<&[i64]>) -> StoreResult<Vec<i64>> {
+        let (back, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.failed_events)
+            .into_iter()
+            .partition(|failed| ids.is_none_or(|ids| ids.contains(&failed.id)));
+        self.failed_events = kept;
+        let requeued = back.iter().map(|failed| failed.id).collect();
+        for failed in back {
+            let event = InboundEvent {
+                id: failed.id,
+                event: failed.event,
+                attempts: 0,
+            };
+            let at = self.events.partition_point(|(e, _)| e.id < event.id);
+            self.events.insert(at, (event, None));
+        }
+        Ok(requeued)
     }
 }
 

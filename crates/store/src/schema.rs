@@ -217,6 +217,26 @@ diesel::table! {
         document -> Nullable<Text>,
         source -> Text,
         received_at -> BigInt,
+        attempts -> BigInt,
+        retry_at -> BigInt,
+        last_error -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    failed_inbound_events (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        entity -> Text,
+        action -> Text,
+        platform_id -> Text,
+        occurred_at -> BigInt,
+        document -> Nullable<Text>,
+        source -> Text,
+        received_at -> BigInt,
+        attempts -> BigInt,
+        error -> Text,
+        failed_at -> BigInt,
     }
 }
 
@@ -301,6 +321,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     product_variants,
     platform_categories,
     inbound_events,
+    failed_inbound_events,
     sync_runs,
     connector_outbox,
     webhook_endpoints,

@@ -155,6 +155,42 @@ impl TestDatabase {
     }
 }
 
+/// The email that makes writing a customer fail once [`TestDatabase::fail_customer_writes`]
+/// ran: for tests of events that cannot be applied.
+pub const POISONED_EMAIL: &str = "poison@example.test";
+
+impl TestDatabase {
+    /// Makes every write of a customer whose email is [`POISONED_EMAIL`] fail (a trigger), until
+    /// [`TestDatabase::heal_customer_writes`].
+    pub fn fail_customer_writes(&self) {
+        self.execute(&match self.backend() {
+            Backend::Sqlite => format!(
+                "CREATE TRIGGER poisoned_insert BEFORE INSERT ON platform_customers \
+                 WHEN NEW.email = '{POISONED_EMAIL}' BEGIN SELECT RAISE(ABORT, 'forced failure'); END; \
+                 CREATE TRIGGER poisoned_update BEFORE UPDATE ON platform_customers \
+                 WHEN NEW.email = '{POISONED_EMAIL}' BEGIN SELECT RAISE(ABORT, 'forced failure'); END;"
+            ),
+            Backend::Postgres => format!(
+                "CREATE FUNCTION poisoned() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+                 IF NEW.email = '{POISONED_EMAIL}' THEN RAISE EXCEPTION 'forced failure'; END IF; \
+                 RETURN NEW; END $$; \
+                 CREATE TRIGGER poisoned BEFORE INSERT OR UPDATE ON platform_customers \
+                 FOR EACH ROW EXECUTE FUNCTION poisoned();"
+            ),
+        });
+    }
+
+    /// Undoes [`TestDatabase::fail_customer_writes`].
+    pub fn heal_customer_writes(&self) {
+        self.execute(match self.backend() {
+            Backend::Sqlite => "DROP TRIGGER poisoned_insert; DROP TRIGGER poisoned_update;",
+            Backend::Postgres => {
+                "DROP TRIGGER poisoned ON platform_customers; DROP FUNCTION poisoned();"
+            }
+        });
+    }
+}
+
 impl TestDatabase {
     /// Removes the database now, cutting off whoever is connected: for tests of what happens
     /// when the database goes away. (A SQLite database is removed when the test ends.)

@@ -9,14 +9,14 @@ use mercer_domain::directory::{
 };
 use mercer_domain::events::{
     Accepted, EntityKind, EntityWrite, EventAction, EventSource, accept_events, apply_pending,
-    parse_event,
+    parse_event, retry_failed_events,
 };
 use mercer_domain::outbox::{ConnectorCall, OutboxStatus};
-use mercer_domain::ports::{Database, SystemClock};
+use mercer_domain::ports::{Clock, Database, SystemClock};
 use mercer_domain::shop::{Shop, ShopInput, create_shop};
 use mercer_domain::sync::SyncStatus;
 use mercer_domain::{DomainError, Timestamp};
-use mercer_store::testing::TestDatabase;
+use mercer_store::testing::{POISONED_EMAIL, TestDatabase};
 use mercer_store::{Backend, Store, backend_tests};
 use serde_json::{Value, json};
 
@@ -186,7 +186,9 @@ fn events_are_queued_then_applied_in_order(backend: Backend) {
             .unwrap(),
         5
     );
-    let pending = store.read(|tx| Ok(tx.pending_inbound_events(10)?)).unwrap();
+    let pending = store
+        .read(|tx| Ok(tx.pending_inbound_events(10, Timestamp::now())?))
+        .unwrap();
     assert_eq!(
         pending.iter().map(|e| e.event.clone()).collect::<Vec<_>>(),
         events,
@@ -855,7 +857,9 @@ fn queued_batches_are_stored_whole_or_not_at_all(backend: Backend) {
 
     let small = batch(3, 0);
     store.queue_inbound_events(&small).unwrap();
-    let stored = store.read(|tx| Ok(tx.pending_inbound_events(10)?)).unwrap();
+    let stored = store
+        .read(|tx| Ok(tx.pending_inbound_events(10, Timestamp::now())?))
+        .unwrap();
     assert_eq!(
         stored.into_iter().map(|e| e.event).collect::<Vec<_>>(),
         small
@@ -879,7 +883,139 @@ fn queued_batches_are_stored_whole_or_not_at_all(backend: Backend) {
     );
 }
 
+/// A clock the test moves by hand.
+struct TestClock(std::sync::Mutex<Timestamp>);
+
+impl TestClock {
+    fn advance(&self, seconds: i64) {
+        let mut now = self.0.lock().unwrap();
+        *now = now.plus_seconds(seconds);
+    }
+}
+
+impl Clock for TestClock {
+    fn now(&self) -> Timestamp {
+        *self.0.lock().unwrap()
+    }
+}
+
+fn an_event_that_fails_to_apply_is_retried_then_set_aside_while_the_queue_goes_on(
+    backend: Backend,
+) {
+    let (db, store) = TestDatabase::migrated(backend);
+    let (a, b) = (shop(&store, "a.shop.test"), shop(&store, "b.shop.test"));
+    db.fail_customer_writes();
+    let clock = TestClock(std::sync::Mutex::new(Timestamp::now()));
+    let events = vec![
+        customer_event(a.id, "c1", 10, json!({"email": "one@example.test"})),
+        customer_event(a.id, "p", 10, json!({"email": POISONED_EMAIL})),
+        customer_event(a.id, "c2", 10, json!({"email": "two@example.test"})),
+        customer_event(b.id, "c3", 10, json!({"email": "three@example.test"})),
+    ];
+    store
+        .write(|tx| Ok(tx.insert_inbound_events(&events)?))
+        .unwrap();
+
+    // The batch fails; one at a time, c1 applies and the poisoned event fails its first attempt.
+    assert_eq!(apply_pending(&store, &clock, 10).unwrap(), 2);
+    assert_eq!(
+        stored_customer(&store, a.id, "c1").email.as_deref(),
+        Some("one@example.test")
+    );
+    // The poisoned entity's later save applies by the out-of-sequence rule.
+    let later = customer_event(a.id, "p", 20, json!({"email": "cured@example.test"}));
+    store
+        .write(|tx| Ok(tx.insert_inbound_events(&[later])?))
+        .unwrap();
+    // The events behind it apply, of both shops, while it waits for its retry.
+    assert_eq!(apply_pending(&store, &clock, 10).unwrap(), 3);
+    assert_eq!(
+        stored_customer(&store, b.id, "c3").email.as_deref(),
+        Some("three@example.test")
+    );
+    assert_eq!(
+        stored_customer(&store, a.id, "p").email.as_deref(),
+        Some("cured@example.test")
+    );
+    assert_eq!(pending(&store), 1, "the failed event waits for its retry");
+    assert_eq!(apply_pending(&store, &clock, 10).unwrap(), 0, "not due yet");
+
+    // Tried again after 1 s, it is older than the save applied meanwhile: skipped, not failed.
+    clock.advance(1);
+    assert_eq!(apply_pending(&store, &clock, 10).unwrap(), 1);
+    assert_eq!(pending(&store), 0);
+    assert_eq!(
+        stored_customer(&store, a.id, "p").email.as_deref(),
+        Some("cured@example.test")
+    );
+
+    // An event with no later save fails its three attempts (again after 1 s, then 4 s) and is
+    // set aside.
+    let stuck = customer_event(b.id, "q", 10, json!({"email": POISONED_EMAIL}));
+    store
+        .write(|tx| Ok(tx.insert_inbound_events(std::slice::from_ref(&stuck))?))
+        .unwrap();
+    assert_eq!(apply_pending(&store, &clock, 10).unwrap(), 1);
+    clock.advance(1);
+    assert_eq!(apply_pending(&store, &clock, 10).unwrap(), 1);
+    assert_eq!(pending(&store), 1);
+    clock.advance(3);
+    assert_eq!(apply_pending(&store, &clock, 10).unwrap(), 0, "not due yet");
+    clock.advance(1);
+    assert_eq!(apply_pending(&store, &clock, 10).unwrap(), 1);
+    assert_eq!(pending(&store), 0);
+    let failed = store.read(|tx| Ok(tx.failed_inbound_events(10)?)).unwrap();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].event, stuck);
+    assert_eq!(failed[0].attempts, 3);
+    assert!(
+        failed[0].error.contains("forced failure"),
+        "{}",
+        failed[0].error
+    );
+    assert_eq!(
+        store
+            .read(|tx| Ok(tx.count_failed_inbound_events()?))
+            .unwrap(),
+        1
+    );
+
+    // An unknown id is refused and changes nothing; the known one goes back under its id.
+    assert!(matches!(
+        retry_failed_events(&store, Some(&[failed[0].id, 999_999])),
+        Err(DomainError::NotFound { .. })
+    ));
+    assert_eq!(
+        store
+            .read(|tx| Ok(tx.count_failed_inbound_events()?))
+            .unwrap(),
+        1
+    );
+    db.heal_customer_writes();
+    assert_eq!(
+        retry_failed_events(&store, None).unwrap(),
+        vec![failed[0].id]
+    );
+    let queued = store
+        .read(|tx| Ok(tx.pending_inbound_events(10, clock.now())?))
+        .unwrap();
+    assert_eq!((queued[0].id, queued[0].attempts), (failed[0].id, 0));
+    assert_eq!(apply_pending(&store, &clock, 10).unwrap(), 1);
+    assert_eq!(
+        stored_customer(&store, b.id, "q").email.as_deref(),
+        Some(POISONED_EMAIL)
+    );
+    assert_eq!(
+        store
+            .read(|tx| Ok(tx.count_failed_inbound_events()?))
+            .unwrap(),
+        0
+    );
+    assert!(retry_failed_events(&store, None).unwrap().is_empty());
+}
+
 backend_tests!(
+    an_event_that_fails_to_apply_is_retried_then_set_aside_while_the_queue_goes_on,
     destinations_allow_one_live_per_topic,
     events_are_queued_then_applied_in_order,
     queued_batches_are_stored_whole_or_not_at_all,

@@ -2,7 +2,8 @@
 
 use diesel::prelude::*;
 use mercer_domain::events::{
-    EntityKind, EventAction, EventDocument, EventSource, InboundEvent, NewInboundEvent, Outcome,
+    EntityKind, EventAction, EventDocument, EventSource, FailedInboundEvent, InboundEvent,
+    NewInboundEvent, Outcome,
 };
 use mercer_domain::ports::{EventQueueRepository, StoreResult};
 use mercer_domain::{StorageError, Timestamp};
@@ -11,7 +12,7 @@ use super::StoreTx;
 use crate::connection::{DbConnection, KeepPrepared, planned_each_time, statement_sites};
 
 statement_sites!(InsertEvent);
-use crate::schema::inbound_events;
+use crate::schema::{failed_inbound_events, inbound_events};
 use crate::store::storage_error;
 
 /// Most events one PostgreSQL INSERT stores (8 values a row; PostgreSQL allows 65535).
@@ -47,6 +48,67 @@ struct EventRow {
     document: Option<String>,
     source: String,
     received_at: i64,
+    attempts: i64,
+}
+
+/// An event set aside, as stored; also what is written to set one aside.
+#[derive(Queryable, Selectable, Insertable)]
+#[diesel(table_name = failed_inbound_events)]
+struct FailedEventRow {
+    id: i64,
+    shop_id: i64,
+    entity: String,
+    action: String,
+    platform_id: String,
+    occurred_at: i64,
+    document: Option<String>,
+    source: String,
+    received_at: i64,
+    attempts: i64,
+    error: String,
+    failed_at: i64,
+}
+
+/// An event put back into the queue under its own id.
+#[derive(Insertable)]
+#[diesel(table_name = inbound_events)]
+struct RequeuedEventRow {
+    id: i64,
+    shop_id: i64,
+    entity: String,
+    action: String,
+    platform_id: String,
+    occurred_at: i64,
+    document: Option<String>,
+    source: String,
+    received_at: i64,
+}
+
+impl TryFrom<FailedEventRow> for FailedInboundEvent {
+    type Error = StorageError;
+
+    fn try_from(row: FailedEventRow) -> Result<Self, StorageError> {
+        let (error, failed_at) = (row.error, Timestamp::from_micros(row.failed_at));
+        let queued = InboundEvent::try_from(EventRow {
+            id: row.id,
+            shop_id: row.shop_id,
+            entity: row.entity,
+            action: row.action,
+            platform_id: row.platform_id,
+            occurred_at: row.occurred_at,
+            document: row.document,
+            source: row.source,
+            received_at: row.received_at,
+            attempts: row.attempts,
+        })?;
+        Ok(FailedInboundEvent {
+            id: queued.id,
+            event: queued.event,
+            attempts: queued.attempts,
+            error,
+            failed_at,
+        })
+    }
 }
 
 impl TryFrom<EventRow> for InboundEvent {
@@ -73,6 +135,7 @@ impl TryFrom<EventRow> for InboundEvent {
                 source: EventSource::parse(&row.source).ok_or_else(|| corrupt("source"))?,
                 received_at: Timestamp::from_micros(row.received_at),
             },
+            attempts: row.attempts,
         })
     }
 }
@@ -132,9 +195,14 @@ impl EventQueueRepository for StoreTx<'_> {
         Ok(())
     }
 
-    fn pending_inbound_events(&mut self, limit: usize) -> StoreResult<Vec<InboundEvent>> {
+    fn pending_inbound_events(
+        &mut self,
+        limit: usize,
+        now: Timestamp,
+    ) -> StoreResult<Vec<InboundEvent>> {
         planned_each_time(self.conn, |conn| {
             inbound_events::table
+                .filter(inbound_events::retry_at.le(now.as_micros()))
                 .order(inbound_events::id.asc())
                 .limit(limit as i64)
                 .select(EventRow::as_select())
@@ -188,5 +256,117 @@ impl EventQueueRepository for StoreTx<'_> {
 
     fn lock_event_applier(&mut self) -> StoreResult<bool> {
         lock_applier(self.conn).map_err(storage_error)
+    }
+
+    fn postpone_inbound_event(
+        &mut self,
+        id: i64,
+        attempts: i64,
+        error: &str,
+        retry_at: Timestamp,
+    ) -> StoreResult<()> {
+        diesel::update(inbound_events::table.find(id))
+            .set((
+                inbound_events::attempts.eq(attempts),
+                inbound_events::last_error.eq(error),
+                inbound_events::retry_at.eq(retry_at.as_micros()),
+            ))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+        Ok(())
+    }
+
+    fn set_aside_inbound_event(
+        &mut self,
+        id: i64,
+        attempts: i64,
+        error: &str,
+        at: Timestamp,
+    ) -> StoreResult<()> {
+        let Some(row) = inbound_events::table
+            .find(id)
+            .select(EventRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(storage_error)?
+        else {
+            return Ok(());
+        };
+        diesel::insert_into(failed_inbound_events::table)
+            .values(FailedEventRow {
+                id: row.id,
+                shop_id: row.shop_id,
+                entity: row.entity,
+                action: row.action,
+                platform_id: row.platform_id,
+                occurred_at: row.occurred_at,
+                document: row.document,
+                source: row.source,
+                received_at: row.received_at,
+                attempts,
+                error: error.to_string(),
+                failed_at: at.as_micros(),
+            })
+            .execute(self.conn)
+            .map_err(storage_error)?;
+        diesel::delete(inbound_events::table.find(id))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+        Ok(())
+    }
+
+    fn failed_inbound_events(&mut self, limit: usize) -> StoreResult<Vec<FailedInboundEvent>> {
+        failed_inbound_events::table
+            .order(failed_inbound_events::id.asc())
+            .limit(limit as i64)
+            .select(FailedEventRow::as_select())
+            .load(self.conn)
+            .map_err(storage_error)?
+            .into_iter()
+            .map(FailedInboundEvent::try_from)
+            .collect()
+    }
+
+    fn count_failed_inbound_events(&mut self) -> StoreResult<i64> {
+        failed_inbound_events::table
+            .count()
+            .get_result(self.conn)
+            .map_err(storage_error)
+    }
+
+    fn requeue_failed_inbound_events(&mut self, ids: Option<&[i64]>) -> StoreResult<Vec<i64>> {
+        let mut query = failed_inbound_events::table
+            .select(FailedEventRow::as_select())
+            .order(failed_inbound_events::id.asc())
+            .into_boxed();
+        if let Some(ids) = ids {
+            query = query.filter(failed_inbound_events::id.eq_any(ids));
+        }
+        let rows: Vec<FailedEventRow> = query.load(self.conn).map_err(storage_error)?;
+        let requeued: Vec<i64> = rows.iter().map(|row| row.id).collect();
+        for row in rows {
+            diesel::insert_into(inbound_events::table)
+                .values(RequeuedEventRow {
+                    id: row.id,
+                    shop_id: row.shop_id,
+                    entity: row.entity,
+                    action: row.action,
+                    platform_id: row.platform_id,
+                    occurred_at: row.occurred_at,
+                    document: row.document,
+                    source: row.source,
+                    received_at: row.received_at,
+                })
+                .execute(self.conn)
+                .map_err(storage_error)?;
+        }
+        for chunk in requeued.chunks(1000) {
+            diesel::delete(
+                failed_inbound_events::table.filter(failed_inbound_events::id.eq_any(chunk)),
+            )
+            .execute(self.conn)
+            .map_err(storage_error)?;
+        }
+        Ok(requeued)
     }
 }
