@@ -1014,7 +1014,43 @@ fn an_event_that_fails_to_apply_is_retried_then_set_aside_while_the_queue_goes_o
     assert!(retry_failed_events(&store, None).unwrap().is_empty());
 }
 
+fn an_unreadable_outbox_call_is_failed_and_the_others_are_claimed(backend: Backend) {
+    let (db, store) = TestDatabase::migrated(backend);
+    let shop = shop(&store, "a.shop.test");
+    let call = |id: &str| ConnectorCall::DeleteCustomer {
+        platform_id: id.into(),
+    };
+    let ids: Vec<i64> = ["c1", "c2", "c3"]
+        .iter()
+        .map(|id| {
+            store
+                .write(|tx| Ok(tx.insert_outbox_call(shop.id, &call(id), at(0))?))
+                .unwrap()
+        })
+        .collect();
+    db.execute(&format!(
+        "UPDATE connector_outbox SET call = 'not a call' WHERE id = {}",
+        ids[1]
+    ));
+    let claimed = store
+        .write(|tx| Ok(tx.claim_outbox_calls(at(1), 10, at(100))?))
+        .unwrap();
+    assert_eq!(
+        claimed.iter().map(|entry| entry.id).collect::<Vec<_>>(),
+        vec![ids[0], ids[2]]
+    );
+    // Failed, it is never claimed again (after the lease, the other two are).
+    let again = store
+        .write(|tx| Ok(tx.claim_outbox_calls(at(200), 10, at(300))?))
+        .unwrap();
+    assert_eq!(
+        again.iter().map(|entry| entry.id).collect::<Vec<_>>(),
+        vec![ids[0], ids[2]]
+    );
+}
+
 backend_tests!(
+    an_unreadable_outbox_call_is_failed_and_the_others_are_claimed,
     an_event_that_fails_to_apply_is_retried_then_set_aside_while_the_queue_goes_on,
     destinations_allow_one_live_per_topic,
     events_are_queued_then_applied_in_order,

@@ -113,7 +113,27 @@ impl OutboxRepository for StoreTx<'_> {
                 .execute(self.conn)
                 .map_err(storage_error)?;
         }
-        rows.into_iter().map(OutboxEntry::try_from).collect()
+        // A row that does not read back (a call stored by another version, a hand edit) is
+        // failed with the reason, so it cannot hold up the calls claimed with it.
+        let mut entries = Vec::with_capacity(rows.len());
+        for row in rows {
+            let id = row.id;
+            match OutboxEntry::try_from(row) {
+                Ok(entry) => entries.push(entry),
+                Err(error) => {
+                    log::error!(target: "mercer::outbox", "connector call {id} is unreadable and failed: {error}");
+                    diesel::update(connector_outbox::table.find(id))
+                        .set((
+                            connector_outbox::status.eq(OutboxStatus::Failed.as_str()),
+                            connector_outbox::locked_until.eq(None::<i64>),
+                            connector_outbox::last_error.eq(Some(error.to_string())),
+                        ))
+                        .execute(self.conn)
+                        .map_err(storage_error)?;
+                }
+            }
+        }
+        Ok(entries)
     }
 
     fn retry_outbox_call(

@@ -208,14 +208,22 @@ impl WebhookRepository for StoreTx<'_> {
         &mut self,
         ids: &[i64],
     ) -> StoreResult<Vec<(WebhookEndpoint, bool)>> {
-        webhook_endpoints::table
+        let rows: Vec<EndpointRow> = webhook_endpoints::table
             .filter(webhook_endpoints::id.eq_any(ids))
             .select(EndpointRow::as_select())
             .load(self.conn)
-            .map_err(storage_error)?
+            .map_err(storage_error)?;
+        Ok(rows
             .into_iter()
-            .map(EndpointRow::into_endpoint)
-            .collect()
+            // An unreadable endpoint is left out (its messages then fail), rather than failing
+            // the dispatcher's batch with every other endpoint's messages in it.
+            .filter_map(|row| {
+                let id = row.id;
+                EndpointRow::into_endpoint(row)
+                    .inspect_err(|error| log::error!(target: "mercer::webhooks", "webhook endpoint {id} is unreadable: {error}"))
+                    .ok()
+            })
+            .collect())
     }
 
     fn webhook_endpoints(
