@@ -11,6 +11,7 @@ use actix_web::{FromRequest, HttpRequest, web};
 use mercer_domain::DomainError;
 use mercer_domain::auth::{Access, authorize_hashed, check_scope};
 use mercer_domain::credentials::{Scope, Secret, hash_token};
+use mercer_domain::limits;
 use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
@@ -180,16 +181,20 @@ impl FromRequest for JsonBody {
 }
 
 impl JsonBody {
-    /// The body as `T`: 400 when it is not JSON at all, 422 (with the field's path) when it is
-    /// JSON of the wrong shape.
-    /// The body's bytes, once the content type and size were found right; for parsers of
-    /// their own.
+    /// The body's bytes, once the content type and size were found right and its text within
+    /// the limits every database can store ([`limits::check_json_body`]: 422 naming the
+    /// field); for parsers of their own.
     pub fn bytes(self) -> Result<web::Bytes, ApiError> {
-        self.0
+        let bytes = self.0?;
+        limits::check_json_body(&bytes)
+            .map_err(|problem| ApiError::from(DomainError::Invalid(vec![problem])))?;
+        Ok(bytes)
     }
 
+    /// The body as `T`: 400 when it is not JSON at all, 422 (with the field's path) when it is
+    /// JSON of the wrong shape or holds text no database can store.
     pub fn parse<T: DeserializeOwned>(self) -> Result<T, ApiError> {
-        let bytes = self.0?;
+        let bytes = self.bytes()?;
         let value: serde_json::Value =
             serde_json::from_slice(&bytes).map_err(ApiError::malformed_json)?;
         serde_path_to_error::deserialize(value).map_err(|error| {

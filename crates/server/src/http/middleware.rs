@@ -14,7 +14,8 @@ use super::error::ApiError;
 pub const VERSION_HEADER: &str = "svc-api-version-date";
 
 /// Checks `Svc-API-Version-Date` (400 when malformed or too old), keeps the resolved version in
-/// the request's extensions, and names it in the response's header of the same name.
+/// the request's extensions, and names it in the response's header of the same name. Then
+/// refuses a NUL anywhere in the path or the query ([`refuse_nul`]).
 pub async fn api_version(
     request: ServiceRequest,
     next: Next<impl MessageBody>,
@@ -28,6 +29,7 @@ pub async fn api_version(
         ),
     };
     let version = resolve_version(header).map_err(ApiError::from)?;
+    refuse_nul(&request)?;
     request.extensions_mut().insert(version);
     let mut response = next.call(request).await?;
     response.headers_mut().insert(
@@ -35,6 +37,32 @@ pub async fn api_version(
         HeaderValue::from_static(version.as_str()),
     );
     Ok(response)
+}
+
+/// A NUL (`%00`) in a path segment or a query parameter is 400 on every route, whatever the
+/// route does with it: no database stores it in text (PostgreSQL refuses it, SQLite would cut
+/// the string there), and no id, search or name needs one.
+fn refuse_nul(request: &ServiceRequest) -> Result<(), ApiError> {
+    if request.path().contains("%00") {
+        return Err(ApiError::new(
+            actix_web::http::StatusCode::BAD_REQUEST,
+            "request.invalid_path",
+            "invalid_value",
+            "the path must not contain the character U+0000",
+        )
+        .with_field("path"));
+    }
+    let query = request.query_string();
+    if query.contains("%00") {
+        let name = url::form_urlencoded::parse(query.as_bytes())
+            .find(|(key, value)| key.contains('\0') || value.contains('\0'))
+            .map_or_else(|| "query".to_string(), |(key, _)| key.into_owned());
+        return Err(ApiError::invalid_query(
+            &name,
+            format!("{name} must not contain the character U+0000"),
+        ));
+    }
+    Ok(())
 }
 
 /// One line per request: method, path (never the query, which may carry a token), status and

@@ -9,13 +9,14 @@ use crate::http::state::{AppState, run_blocking};
 
 pub async fn metrics(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let (store, now) = (state.store.clone(), state.now());
-    let ((due, delayed), disabled, pending_events) = run_blocking(move || {
+    let ((due, delayed), disabled, pending_events, failed_events) = run_blocking(move || {
         use mercer_domain::ports::Database;
         store.read(|tx| {
             Ok((
                 tx.webhook_queue_depth(now)?,
                 tx.count_disabled_webhook_endpoints()?,
                 tx.count_pending_inbound_events()?,
+                tx.count_failed_inbound_events()?,
             ))
         })
     })
@@ -24,6 +25,7 @@ pub async fn metrics(state: web::Data<AppState>) -> Result<HttpResponse, ApiErro
     metrics::gauge!("mercer_webhook_queue_depth", "state" => "delayed").set(delayed as f64);
     metrics::gauge!("mercer_webhook_endpoints_disabled").set(disabled as f64);
     metrics::gauge!("mercer_inbound_events_pending").set(pending_events as f64);
+    metrics::gauge!("mercer_inbound_events_failed").set(failed_events as f64);
     Ok(HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")
         .body(state.metrics.render()))
