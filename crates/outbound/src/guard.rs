@@ -1,0 +1,146 @@
+//! The SSRF guard: an outgoing call must not reach into the network Mercer runs in.
+
+use std::fmt;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+
+use mercer_domain::webhooks::AddressGuard;
+
+use crate::address::forbidden;
+
+/// Refuses addresses that [`forbidden`] names, unless private targets were allowed (local
+/// development, tests). Only http and https are ever allowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PrivateAddressGuard {
+    pub allow_private: bool,
+}
+
+impl PrivateAddressGuard {
+    /// The default: only public addresses.
+    pub const STRICT: PrivateAddressGuard = PrivateAddressGuard {
+        allow_private: false,
+    };
+    /// `--allow-private-targets`: loopback and private networks too.
+    pub const ALLOW_PRIVATE: PrivateAddressGuard = PrivateAddressGuard {
+        allow_private: true,
+    };
+
+    /// Refuses `address` when it is forbidden and private targets are not allowed.
+    pub fn check_address(&self, address: IpAddr) -> Result<(), AddressNotAllowed> {
+        match forbidden(address) {
+            Some(why) if !self.allow_private => Err(AddressNotAllowed { why }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Refuses the lot when any one address is forbidden: a name that also resolves to a
+    /// private address is not trusted with its public ones either.
+    pub fn check_addresses(
+        &self,
+        addresses: impl IntoIterator<Item = SocketAddr>,
+    ) -> Result<(), AddressNotAllowed> {
+        addresses
+            .into_iter()
+            .try_for_each(|address| self.check_address(address.ip()))
+    }
+}
+
+/// An outgoing call refused by the guard. It says which kind of address, never which address:
+/// its text reaches API clients, who must not learn how names resolve inside Mercer's network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AddressNotAllowed {
+    /// The kind of address: "loopback", "private", "cloud metadata"…
+    pub why: &'static str,
+}
+
+impl fmt::Display for AddressNotAllowed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "it leads to a {} address", self.why)
+    }
+}
+
+impl std::error::Error for AddressNotAllowed {}
+
+/// The registration check (webhook callbacks, overrides, connector destinations): the URL's
+/// scheme, and every address its host resolves to now. Calls are checked again when they are
+/// made, by [`crate::GuardedResolver`], since a name may resolve differently later.
+impl AddressGuard for PrivateAddressGuard {
+    fn check(&self, url: &str) -> Result<(), String> {
+        let parsed = url::Url::parse(url).map_err(|_| "not an absolute URL".to_string())?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err("only http and https URLs are allowed".to_string());
+        }
+        if self.allow_private {
+            return Ok(());
+        }
+        // The url crate has already turned every IPv4 spelling (decimal, octal, hex, short
+        // forms) into dotted quads, and bracketed IPv6 into its address.
+        let addresses: Vec<SocketAddr> = match parsed.host() {
+            Some(url::Host::Ipv4(ip)) => vec![SocketAddr::new(ip.into(), 0)],
+            Some(url::Host::Ipv6(ip)) => vec![SocketAddr::new(ip.into(), 0)],
+            Some(url::Host::Domain(name)) => {
+                let port = parsed.port_or_known_default().unwrap_or(80);
+                (name, port)
+                    .to_socket_addrs()
+                    .map_err(|_| format!("{name} does not resolve"))?
+                    .collect()
+            }
+            None => return Err("the URL has no host".to_string()),
+        };
+        if addresses.is_empty() {
+            return Err("its host does not resolve".to_string());
+        }
+        self.check_addresses(addresses)
+            .map_err(|refused| refused.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guards_urls_unless_private_is_allowed() {
+        let strict = PrivateAddressGuard::STRICT;
+        let refused = strict.check("http://127.0.0.1:8080/hook").unwrap_err();
+        assert_eq!(refused, "it leads to a loopback address");
+        assert!(strict.check("http://localhost/hook").is_err());
+        assert!(strict.check("http://[::1]/hook").is_err());
+        assert!(
+            strict
+                .check("http://169.254.169.254/latest")
+                .unwrap_err()
+                .contains("metadata")
+        );
+        assert!(
+            strict
+                .check("ftp://example.test/")
+                .unwrap_err()
+                .contains("http")
+        );
+        assert!(
+            strict.check("http://93.184.216.34/hook").is_ok(),
+            "a public address literal"
+        );
+        let open = PrivateAddressGuard::ALLOW_PRIVATE;
+        assert!(open.check("http://127.0.0.1:8080/hook").is_ok());
+        assert!(open.check("file:///etc/passwd").is_err());
+    }
+
+    #[test]
+    fn one_forbidden_address_refuses_a_name() {
+        let public: SocketAddr = "93.184.216.34:80".parse().unwrap();
+        let private: SocketAddr = "10.0.0.1:80".parse().unwrap();
+        assert_eq!(
+            PrivateAddressGuard::STRICT.check_addresses([public, private]),
+            Err(AddressNotAllowed { why: "private" })
+        );
+        assert_eq!(
+            PrivateAddressGuard::STRICT.check_addresses([public]),
+            Ok(())
+        );
+        assert_eq!(
+            PrivateAddressGuard::ALLOW_PRIVATE.check_addresses([public, private]),
+            Ok(())
+        );
+    }
+}

@@ -1,0 +1,48 @@
+//! Mercer's outgoing HTTP calls (connector destinations, webhook callbacks, API overrides) and
+//! the SSRF guard they all share:
+//!
+//! - [`forbidden`] says which addresses are inside Mercer's network (loopback, private,
+//!   link-local, metadata and other special ones, IPv4 embedded in IPv6 included);
+//! - [`PrivateAddressGuard`] checks a URL when it is registered (the domain's
+//!   [`AddressGuard`](mercer_domain::webhooks::AddressGuard) port);
+//! - [`agent`] builds the ureq agent every outgoing call uses: names are resolved once by
+//!   [`GuardedResolver`], which refuses forbidden addresses and connects only to the checked
+//!   ones; redirects are never followed; no proxy from the environment is used, since a proxy
+//!   would resolve names itself, past the guard.
+//!
+//! Everything here blocks.
+
+pub mod address;
+mod guard;
+mod resolver;
+
+pub use address::{embedded_ipv4, forbidden};
+pub use guard::{AddressNotAllowed, PrivateAddressGuard};
+pub use resolver::GuardedResolver;
+
+use ureq::config::ConfigBuilder;
+use ureq::typestate::AgentScope;
+use ureq::unversioned::transport::DefaultConnector;
+
+/// An agent for outgoing calls, configured by `config` (timeouts, user agent…) and then made
+/// safe: [`GuardedResolver`] with `guard`, no redirects, no proxy. Redirects matter for more
+/// than the guard: a connector's redirect would carry its signed headers to wherever it points.
+pub fn agent(guard: PrivateAddressGuard, config: ConfigBuilder<AgentScope>) -> ureq::Agent {
+    agent_with(GuardedResolver::new(guard), config)
+}
+
+fn agent_with(resolver: GuardedResolver, config: ConfigBuilder<AgentScope>) -> ureq::Agent {
+    let config = config.max_redirects(0).proxy(None).build();
+    ureq::Agent::with_parts(config, DefaultConnector::default(), resolver)
+}
+
+/// The guard's refusal inside a ureq error, if that is what it is.
+pub fn refusal(error: &ureq::Error) -> Option<AddressNotAllowed> {
+    match error {
+        ureq::Error::Other(inner) => inner.downcast_ref::<AddressNotAllowed>().copied(),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests;
