@@ -11,6 +11,7 @@ use mercer_domain::overrides::{
 };
 use mercer_domain::ports::Database;
 use mercer_domain::shop::find_shop;
+use mercer_outbound::PrivateAddressGuard;
 use mercer_signing::cavage;
 use mercer_tests::receiver::{Received, Receiver};
 use mercer_tests::{Answer, Backend, MercerServer, backend_tests};
@@ -82,7 +83,7 @@ fn api_overrides_are_kept_and_checked(backend: Backend) {
     ] {
         assert_eq!(field_of(&post(body.clone())), [field], "{body}");
     }
-    // Without --webhook-allow-private, an override may not point into a private network.
+    // Without --allow-private-targets, an override may not point into a private network.
     let private = post(
         json!({ "override_type": "tax", "url": "http://127.0.0.1:9/tax", "shared_secret": SECRET }),
     );
@@ -363,6 +364,7 @@ fn override_server(secret: Arc<Mutex<String>>) -> Receiver {
 fn the_override_caller_picks_signs_and_checks_answers(backend: Backend) {
     let server = MercerServer::start_with(
         mercer_tests::TestDatabase::create(backend),
+        // The flag's former name, still accepted.
         &["--webhook-allow-private"],
     );
     let demo = server.demo().clone();
@@ -387,7 +389,10 @@ fn the_override_caller_picks_signs_and_checks_answers(backend: Backend) {
     let store = server.database().open_store();
     let shop = store.read(|tx| find_shop(tx, &demo.shop)).unwrap();
     // The contract's 5 s, shortened so the slow case below takes one second.
-    let caller = HttpOverrideCaller::with_timeout(true, Duration::from_millis(800));
+    let caller = HttpOverrideCaller::with_timeout(
+        PrivateAddressGuard::ALLOW_PRIVATE,
+        Duration::from_millis(800),
+    );
     let run = |orders: &[OrderOverride], kind: OverrideType| {
         overrides::run(
             &store,

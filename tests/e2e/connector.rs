@@ -7,7 +7,8 @@ use mercer_domain::outbox::{ConnectorCall, OutboxStatus, request_connector_chang
 use mercer_domain::ports::Database;
 use mercer_platform_sim::{Faults, MercerLink, RunningSimulator};
 use mercer_store::Store;
-use mercer_tests::{Answer, Backend, MercerServer, backend_tests, wait_until};
+use mercer_tests::receiver::Receiver;
+use mercer_tests::{Answer, Backend, MercerServer, TestDatabase, backend_tests, wait_until};
 use serde_json::{Value, json};
 
 struct World {
@@ -19,8 +20,15 @@ struct World {
 }
 
 impl World {
+    /// Mercer and the simulator, both on loopback: Mercer runs with `--allow-private-targets`.
     fn new(backend: Backend) -> World {
-        let server = MercerServer::start(backend);
+        World::start(MercerServer::start_with(
+            TestDatabase::create(backend),
+            &["--allow-private-targets"],
+        ))
+    }
+
+    fn start(server: MercerServer) -> World {
         let demo = server.demo().clone();
         let rotated = server
             .post(&format!(
@@ -1220,8 +1228,162 @@ fn service_side_changes_reach_the_connector_through_the_outbox(backend: Backend)
     assert_eq!(w.requests_to_sim().len(), before);
 }
 
+/// The 422 of a destination the SSRF guard refuses.
+fn assert_refused_address(answer: &Answer, url: &str) {
+    assert_eq!(answer.status, 422, "{url}: {}", answer.text);
+    let entries = answer.errors();
+    assert_eq!(entries[0]["type"], "validation.failed", "{url}");
+    assert_eq!(entries[0]["field"], "data.destination.destination", "{url}");
+    assert_eq!(entries[0]["sub_type"], "address_not_allowed", "{url}");
+}
+
+fn private_destinations_are_refused_without_the_flag(backend: Backend) {
+    let w = World::new(backend);
+    let id = w.register("customers");
+    let sim_url = w.sim.base_url.clone();
+    let port = sim_url.rsplit(':').next().unwrap().to_string();
+    // The same process without --allow-private-targets.
+    let shop = w.shop.clone();
+    let token = w.token.clone();
+    let database = w.server.into_database();
+    let strict = MercerServer::start_with(database, &[]);
+    let destinations = format!("/integrations/v1/shops/{shop}/platform_connector_destinations");
+    let create = |url: &str| {
+        strict
+            .post(&destinations)
+            .bearer(&token)
+            .json(&json!({"data": {"destination": {"topic": "orders", "destination": url}}}))
+    };
+    for url in [
+        sim_url.clone(),
+        format!("http://localhost:{port}"),
+        format!("http://2130706433:{port}"),
+        format!("http://0x7f.1:{port}"),
+        "http://10.0.0.1".to_string(),
+        "http://169.254.169.254/latest".to_string(),
+        format!("http://[::1]:{port}"),
+        // IPv4-mapped, IPv4-compatible, NAT64, 6to4, Teredo (client, then server), discard.
+        format!("http://[::ffff:127.0.0.1]:{port}"),
+        format!("http://[::127.0.0.1]:{port}"),
+        format!("http://[64:ff9b::7f00:1]:{port}"),
+        format!("http://[2002:7f00:1::1]:{port}"),
+        format!("http://[2001:0:4136:e378:8000:63bf:80ff:fffe]:{port}"),
+        format!("http://[2001:0:7f00:1::f7f7:f7f7]:{port}"),
+        format!("http://[100::1]:{port}"),
+    ] {
+        assert_refused_address(&create(&url), &url);
+    }
+    assert_eq!(
+        w.sim
+            .simulator
+            .lock()
+            .requests
+            .iter()
+            .filter(|r| r.path.ends_with("/verification"))
+            .count(),
+        1,
+        "only the first registration, with the flag, reached the connector"
+    );
+    // Updating the destination stored while private targets were allowed is refused too.
+    let updated = strict
+        .request("PATCH", &format!("{destinations}/{id}"))
+        .bearer(&token)
+        .json(&json!({"data": {"destination": {"timeout_ms": 3000}}}));
+    assert_refused_address(&updated, &sim_url);
+    // And calling it is refused when the call is made: a sync fails without reaching it.
+    let before = w.sim.simulator.lock().requests.len();
+    let sync = format!("/customers/v2/shops/{shop}/sync");
+    let started = strict.post(&sync).bearer(&token).call();
+    assert_eq!(started.status, 202, "{}", started.text);
+    let run = started.json()["data"]["sync"]["id"].as_i64().unwrap();
+    let status = || {
+        strict
+            .get(&format!("{sync}/{run}"))
+            .bearer(&token)
+            .call()
+            .json()["data"]["sync"]
+            .clone()
+    };
+    assert!(wait_until(Duration::from_secs(30), || status()["status"] != "running"));
+    let done = status();
+    assert_eq!(done["status"], "failed", "{done}");
+    assert_eq!(
+        done["error"], "the connector could not be reached",
+        "{done}"
+    );
+    assert_eq!(w.sim.simulator.lock().requests.len(), before);
+}
+
+fn redirects_are_not_followed_and_carry_no_signature(backend: Backend) {
+    let w = World::new(backend);
+    let elsewhere = Receiver::start();
+    let redirect = |status: u16| Faults {
+        status: Some(status),
+        location: Some(format!("{}/stolen", elsewhere.url)),
+        ..Faults::default()
+    };
+    // The verification call answered with a redirect: refused, not followed.
+    w.fault(redirect(307));
+    let entries = w
+        .create_destination("customers", &w.sim.base_url, 5000)
+        .assert_error(502, "connector.verification_failed");
+    assert_eq!(
+        entries[0]["message"],
+        "the connector answered with an error (HTTP 307)"
+    );
+    assert_eq!(w.requests_to_sim().len(), 1, "one call, to the destination");
+    // An operation answered with a redirect: the sync fails, nothing follows it.
+    w.fault(Faults::default());
+    w.register("customers");
+    w.fault(redirect(302));
+    let sync = format!("/customers/v2/shops/{}/sync", w.shop);
+    let started = w.server.post(&sync).bearer(&w.token).call();
+    assert_eq!(started.status, 202, "{}", started.text);
+    let id = started.json()["data"]["sync"]["id"].as_i64().unwrap();
+    let status = || {
+        w.server
+            .get(&format!("{sync}/{id}"))
+            .bearer(&w.token)
+            .call()
+            .json()["data"]["sync"]
+            .clone()
+    };
+    assert!(wait_until(Duration::from_secs(30), || status()["status"] != "running"));
+    let done = status();
+    assert_eq!(done["status"], "failed", "{done}");
+    assert_eq!(
+        done["error"], "the connector answered with an error (HTTP 302)",
+        "{done}"
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let reached = elsewhere.received();
+    assert!(
+        reached.is_empty(),
+        "the redirect's target got requests (X-HMAC: {:?})",
+        reached
+            .iter()
+            .map(|r| r.header("X-HMAC"))
+            .collect::<Vec<_>>()
+    );
+}
+
+fn an_unreachable_connector_is_reported_without_network_details(backend: Backend) {
+    let w = World::new(backend);
+    let entries = w
+        .create_destination("customers", "http://127.0.0.1:9/nothing-listens", 5000)
+        .assert_error(502, "connector.verification_failed");
+    let message = entries[0]["message"].as_str().unwrap();
+    assert_eq!(message, "the connector could not be reached");
+    for revealing in ["os error", "refused", "127.0.0.1"] {
+        assert!(!message.contains(revealing), "{message}");
+    }
+}
+
 backend_tests!(
     destinations_are_verified_with_the_connector,
+    private_destinations_are_refused_without_the_flag,
+    redirects_are_not_followed_and_carry_no_signature,
+    an_unreachable_connector_is_reported_without_network_details,
     a_connector_on_the_previous_secret_works_through_the_grace,
     bad_connectors_are_refused_and_nothing_is_stored,
     destination_input_is_checked_field_by_field,

@@ -61,7 +61,7 @@ fn deliver(
 fn independent_verifiers_accept_mercers_requests(backend: Backend) {
     let server = MercerServer::start_with(
         TestDatabase::create(backend),
-        &["--webhook-allow-private", "--webhook-retry-schedule", "0s"],
+        &["--allow-private-targets", "--webhook-retry-schedule", "0s"],
     );
     let demo = server.demo().clone();
     let configured = server

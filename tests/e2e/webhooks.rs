@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 const SECRET: &str = "integration-secret-for-webhooks";
 /// Fast retries, so tests of retrying take milliseconds.
 const FAST: &[&str] = &[
-    "--webhook-allow-private",
+    "--allow-private-targets",
     "--webhook-retry-schedule",
     "0s,100ms,100ms,100ms,100ms,100ms",
 ];
@@ -381,7 +381,7 @@ fn private_callbacks_are_refused_when_sending_too(backend: Backend) {
 
 fn a_killed_process_loses_no_message(backend: Backend) {
     let args = [
-        "--webhook-allow-private",
+        "--allow-private-targets",
         "--webhook-retry-schedule",
         "0s,100ms",
         "--webhook-lease",
@@ -476,7 +476,7 @@ fn metrics_are_exposed(backend: Backend) {
 fn the_delivery_log_resend_recover_and_enable(backend: Backend) {
     let server = MercerServer::start_with(
         TestDatabase::create(backend),
-        &["--webhook-allow-private", "--webhook-retry-schedule", "0s"],
+        &["--allow-private-targets", "--webhook-retry-schedule", "0s"],
     );
     let shop = shop(&server);
     let receiver = Receiver::start();
@@ -659,7 +659,7 @@ backend_tests!(
 
 #[test]
 fn two_processes_on_one_postgres_deliver_each_message_once() {
-    let args = ["--webhook-allow-private", "--webhook-workers", "3"];
+    let args = ["--allow-private-targets", "--webhook-workers", "3"];
     let first = MercerServer::start_with(TestDatabase::create(Backend::Postgres), &args);
     let shop = shop(&first);
     let receiver = Receiver::start();

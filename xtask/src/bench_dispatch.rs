@@ -222,14 +222,14 @@ fn run_backend(binary: &str, name: &str, database_url: &str) -> Result<(), Strin
     let enqueuer = start_mercer(
         binary,
         database_url,
-        &["--webhook-allow-private", "--webhook-workers", "0"],
+        &["--allow-private-targets", "--webhook-workers", "0"],
     )?;
     let (shop, token) = (enqueuer.shop.clone(), enqueuer.token.clone());
     let webhook = register(&enqueuer, &receiver)?;
     let enqueue_rate = enqueue_all(&enqueuer, &shop, &token, &webhook, SATURATION_MESSAGES)?;
     drop(enqueuer);
 
-    let dispatcher = start_mercer(binary, database_url, &["--webhook-allow-private"])?;
+    let dispatcher = start_mercer(binary, database_url, &["--allow-private-targets"])?;
     wait_for(&receiver, SATURATION_MESSAGES, Duration::from_secs(600))?;
     let arrivals: Vec<Instant> = receiver.take().into_values().collect();
     let first = arrivals.iter().min().copied().unwrap_or_else(Instant::now);

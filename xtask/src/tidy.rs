@@ -34,6 +34,7 @@ const ALLOWED_DIRECT: &[(&str, &[&str])] = &[
     (
         "ureq",
         &[
+            "mercer-outbound",
             "mercer-connector",
             "mercer-webhooks",
             "mercer-platform-sim",
@@ -48,8 +49,15 @@ const ALLOWED_WORKSPACE_DEPS: &[(&str, &[&str])] = &[
     ("mercer-domain", &[]),
     ("mercer-signing", &[]),
     ("mercer-store", &["mercer-domain"]),
-    ("mercer-connector", &["mercer-domain", "mercer-signing"]),
-    ("mercer-webhooks", &["mercer-domain", "mercer-signing"]),
+    ("mercer-outbound", &["mercer-domain"]),
+    (
+        "mercer-connector",
+        &["mercer-domain", "mercer-signing", "mercer-outbound"],
+    ),
+    (
+        "mercer-webhooks",
+        &["mercer-domain", "mercer-signing", "mercer-outbound"],
+    ),
     (
         "mercer-platform-sim",
         &["mercer-domain", "mercer-signing", "mercer-connector"],

@@ -7,6 +7,7 @@ use mercer_domain::connector::{
     ConnectorError, ConnectorResult, ConnectorTarget, Page, PlatformConnector,
 };
 use mercer_domain::platform::{Customer, CustomerAddress, Order, Pagination, Payment};
+use mercer_outbound::PrivateAddressGuard;
 use mercer_signing::{verify_x_hmac, x_hmac};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -14,16 +15,12 @@ use serde_json::{Value, json};
 
 use crate::headers;
 
-/// Calls connectors over HTTP, keeping connections alive between calls.
+/// Calls connectors over HTTP, keeping connections alive between calls. Its agent is
+/// `mercer-outbound`'s: connectors in private networks are refused (unless allowed) and
+/// redirects are never followed, so the signed headers go nowhere but the destination.
 #[derive(Clone)]
 pub struct HttpConnector {
     agent: ureq::Agent,
-}
-
-impl Default for HttpConnector {
-    fn default() -> Self {
-        HttpConnector::new()
-    }
 }
 
 #[derive(Clone, Copy)]
@@ -40,7 +37,13 @@ struct Answer {
     body: Vec<u8>,
 }
 
+/// What went wrong on the way, as the port's error. The details (an OS error, an address, the
+/// guard's reason) stay in `Unreachable`'s payload and the debug log: the error's text reaches
+/// API clients, and must not tell them about the network Mercer runs in.
 fn transport_error(error: ureq::Error, timeout: Duration) -> ConnectorError {
+    if let Some(refused) = mercer_outbound::refusal(&error) {
+        return unreachable(format!("refused by the address guard: {refused}"));
+    }
     match error {
         ureq::Error::Timeout(_) => ConnectorError::Timeout(timeout),
         ureq::Error::Io(io)
@@ -55,19 +58,23 @@ fn transport_error(error: ureq::Error, timeout: Duration) -> ConnectorError {
             ConnectorError::Malformed(format!("the answer is larger than {limit} bytes"))
         }
         ureq::Error::Protocol(problem) => ConnectorError::Malformed(problem.to_string()),
-        other => ConnectorError::Unreachable(other.to_string()),
+        other => unreachable(other.to_string()),
     }
+}
+
+fn unreachable(detail: String) -> ConnectorError {
+    log::debug!(target: "mercer::connector", "a connector could not be reached: {detail}");
+    ConnectorError::Unreachable(detail)
 }
 
 /// `{base}/{version}/shops/{shop}/{segments…}`, each segment percent-encoded.
 fn operation_url(target: &ConnectorTarget, segments: &[&str]) -> ConnectorResult<url::Url> {
-    let mut url = url::Url::parse(&target.base_url).map_err(|error| {
-        ConnectorError::Unreachable(format!("the destination URL is invalid: {error}"))
-    })?;
+    let mut url = url::Url::parse(&target.base_url)
+        .map_err(|error| unreachable(format!("the destination URL is invalid: {error}")))?;
     {
-        let mut path = url.path_segments_mut().map_err(|()| {
-            ConnectorError::Unreachable("the destination URL cannot have a path".to_string())
-        })?;
+        let mut path = url
+            .path_segments_mut()
+            .map_err(|()| unreachable("the destination URL cannot have a path".to_string()))?;
         path.pop_if_empty()
             .push(&target.version)
             .push("shops")
@@ -119,13 +126,15 @@ fn wrap<T: Serialize>(key: &str, entity: &T) -> Vec<u8> {
 }
 
 impl HttpConnector {
-    pub fn new() -> Self {
-        let agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .user_agent(headers::USER_AGENT)
-            .max_idle_connections_per_host(16)
-            .build()
-            .into();
+    /// `guard` says whether connectors may live on loopback and private networks.
+    pub fn new(guard: PrivateAddressGuard) -> Self {
+        let agent = mercer_outbound::agent(
+            guard,
+            ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .user_agent(headers::USER_AGENT)
+                .max_idle_connections_per_host(16),
+        );
         HttpConnector { agent }
     }
 
@@ -582,9 +591,25 @@ mod tests {
     #[test]
     fn an_unreachable_connector_is_told_apart() {
         // Port 9 (discard) is closed on this machine's loopback.
-        let error = HttpConnector::new()
+        let error = HttpConnector::new(PrivateAddressGuard::ALLOW_PRIVATE)
             .verify(&target("http://127.0.0.1:9"))
             .unwrap_err();
         assert!(matches!(error, ConnectorError::Unreachable(_)), "{error:?}");
+        // The OS's words stay out of the text API clients see.
+        assert_eq!(error.to_string(), "the connector could not be reached");
+    }
+
+    #[test]
+    fn a_loopback_connector_is_refused_unless_allowed() {
+        let error = HttpConnector::new(PrivateAddressGuard::STRICT)
+            .verify(&target("http://127.0.0.1:9"))
+            .unwrap_err();
+        assert_eq!(
+            error,
+            ConnectorError::Unreachable(
+                "refused by the address guard: it leads to a loopback address".to_string()
+            )
+        );
+        assert_eq!(error.to_string(), "the connector could not be reached");
     }
 }

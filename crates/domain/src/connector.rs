@@ -30,15 +30,22 @@ pub struct Page<T> {
 
 /// How a call to a connector failed. Each is told apart so callers can react: a 404 is an
 /// answer, a timeout may be retried, a malformed answer is the connector's bug.
+///
+/// The texts reach API clients (502 messages, sync and outbox errors), so they say nothing of
+/// the network Mercer runs in: no OS error, no address.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConnectorError {
     #[error("the connector does not know that resource (404)")]
     NotFound,
-    #[error("the connector answered {status}")]
+    /// Any other status, redirects included (they are never followed). Only a host the
+    /// address guard allowed can have answered, so its status may be told.
+    #[error("the connector answered with an error (HTTP {status})")]
     Failed { status: u16 },
     #[error("the connector did not answer within {0:?}")]
     Timeout(Duration),
-    #[error("the connector cannot be reached: {0}")]
+    /// Nothing listening, a name that does not resolve, an address the guard refuses…: the
+    /// payload says which, for logs and tests, never in the error's text.
+    #[error("the connector could not be reached")]
     Unreachable(String),
     #[error("the connector's answer is malformed: {0}")]
     Malformed(String),

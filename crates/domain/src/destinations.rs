@@ -11,6 +11,7 @@ use crate::ports::{Database, Repositories};
 use crate::secrets::SecretKind;
 use crate::shop::Shop;
 use crate::time::Timestamp;
+use crate::webhooks::AddressGuard;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Topic {
@@ -357,16 +358,32 @@ fn verify(connector: &dyn PlatformConnector, target: &ConnectorTarget) -> Result
     })
 }
 
+/// Where a destination leads, through the SSRF guard: 422 `address_not_allowed` on
+/// `data.destination.destination` for a loopback, private, link-local or metadata address
+/// (unless the operator allows private targets). Runs outside any transaction: the guard
+/// resolves names. Each call is checked again when it is made.
+fn check_address(guard: &dyn AddressGuard, url: &str) -> Result<(), DomainError> {
+    guard.check(url).map_err(|reason| {
+        DomainError::Invalid(vec![FieldError::new(
+            field("destination"),
+            "address_not_allowed",
+            format!("destination is not allowed: {reason}"),
+        )])
+    })
+}
+
 /// Create Destination: checks, verifies with the connector (outside any transaction: it may
 /// take up to `timeout_ms`), then stores.
 pub fn create_destination(
     db: &impl Database,
     connector: &dyn PlatformConnector,
+    guard: &dyn AddressGuard,
     shop: &Shop,
     input: &DestinationInput,
     now: Timestamp,
 ) -> Result<Destination, DomainError> {
     let settings = input.for_create(shop)?;
+    check_address(guard, &settings.url)?;
     let timeout = Duration::from_millis(settings.timeout_ms as u64);
     let target = db.read(|tx| {
         if tx.live_destination(shop.id, settings.topic)?.is_some() {
@@ -411,11 +428,13 @@ fn find_live_destination(
     }
 }
 
-/// Update Destination: fields present replace stored ones; the result is verified with the
-/// connector before it is stored.
+/// Update Destination: fields present replace stored ones; the result is checked by the guard
+/// (the stored URL too: the operator may have stopped allowing private targets) and verified
+/// with the connector before it is stored.
 pub fn update_destination(
     db: &impl Database,
     connector: &dyn PlatformConnector,
+    guard: &dyn AddressGuard,
     shop: &Shop,
     id: i64,
     input: &DestinationInput,
@@ -433,6 +452,7 @@ pub fn update_destination(
         let target = connector_target(tx, shop, &settings.url, &settings.version, timeout, now)?;
         Ok((settings, target))
     })?;
+    check_address(guard, &settings.url)?;
     verify(connector, &target)?;
     db.write(|tx| {
         find_live_destination(tx, shop, id)?;

@@ -141,9 +141,11 @@ async fn connector_gate(
     if let Some(status) = fault.as_ref().and_then(|f| f.status) {
         record(status);
         let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        return Ok(request.into_response(
-            HttpResponse::build(status).json(json!({ "error": "simulated failure" })),
-        ));
+        let mut answer = HttpResponse::build(status);
+        if let Some(location) = fault.as_ref().and_then(|f| f.location.as_deref()) {
+            answer.insert_header((actix_web::http::header::LOCATION, location));
+        }
+        return Ok(request.into_response(answer.json(json!({ "error": "simulated failure" }))));
     }
     let mut response = next.call(request).await?;
     record(response.status().as_u16());

@@ -41,6 +41,8 @@ pub struct ShopData {
 pub struct Faults {
     /// Answer every connector operation with this status.
     pub status: Option<u16>,
+    /// With `status`, this `Location` header: a connector that redirects.
+    pub location: Option<String>,
     /// Wait this long before answering.
     pub delay_ms: Option<u64>,
     /// Sign the verification answer with a wrong secret.

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use mercer_connector::types::{Customer, CustomerAddress, Order, Payment};
 use mercer_connector::{ConnectorError, ConnectorTarget, HttpConnector, PlatformConnector};
 use mercer_domain::credentials::Secret;
+use mercer_outbound::PrivateAddressGuard;
 use mercer_platform_sim::{Faults, RunningSimulator};
 use serde_json::json;
 
@@ -39,7 +40,9 @@ fn fault(sim: &RunningSimulator, faults: Faults) {
 #[test]
 fn verification_succeeds_with_the_shared_secret() {
     let (_sim, target) = setup();
-    HttpConnector::new().verify(&target).unwrap();
+    HttpConnector::new(PrivateAddressGuard::ALLOW_PRIVATE)
+        .verify(&target)
+        .unwrap();
 }
 
 #[test]
@@ -47,15 +50,19 @@ fn verification_accepts_a_connector_still_on_the_previous_secret() {
     let (sim, mut target) = setup();
     target.secret = Secret::new("the-new-secret");
     target.compatible_secret = Secret::new(SECRET);
-    HttpConnector::new().verify(&target).unwrap();
+    HttpConnector::new(PrivateAddressGuard::ALLOW_PRIVATE)
+        .verify(&target)
+        .unwrap();
     sim.simulator.add_shop(SHOP, "the-new-secret", None);
-    HttpConnector::new().verify(&target).unwrap();
+    HttpConnector::new(PrivateAddressGuard::ALLOW_PRIVATE)
+        .verify(&target)
+        .unwrap();
 }
 
 #[test]
 fn each_failure_of_a_connector_is_told_apart() {
     let (sim, target) = setup();
-    let client = HttpConnector::new();
+    let client = HttpConnector::new(PrivateAddressGuard::ALLOW_PRIVATE);
     fault(
         &sim,
         Faults {
@@ -125,7 +132,7 @@ fn each_failure_of_a_connector_is_told_apart() {
 #[test]
 fn customers_and_addresses_round_trip() {
     let (sim, target) = setup();
-    let client = HttpConnector::new();
+    let client = HttpConnector::new(PrivateAddressGuard::ALLOW_PRIVATE);
     let created = client
         .create_customer(&target, &customer(json!({"email": "ada@example.test", "first_name": "Ada", "addresses": [{"city": "Lyon"}]})))
         .unwrap();
@@ -217,7 +224,7 @@ fn customers_and_addresses_round_trip() {
 #[test]
 fn orders_and_payments_round_trip_and_create_order_is_idempotent() {
     let (sim, target) = setup();
-    let client = HttpConnector::new();
+    let client = HttpConnector::new(PrivateAddressGuard::ALLOW_PRIVATE);
     let order: Order = serde_json::from_value(json!({"order_number": "1001", "total": "24.00", "line_items": [{"sku": "TEA", "quantity": 2}]})).unwrap();
     let first = client
         .create_order(&target, &order, Some("sub-1-2024-03-01"))
@@ -286,7 +293,7 @@ fn the_page_iterator_walks_every_page_in_order() {
                 .unwrap();
         }
     }
-    let client = HttpConnector::new();
+    let client = HttpConnector::new(PrivateAddressGuard::ALLOW_PRIVATE);
     let pages: Vec<Vec<Customer>> = client
         .customer_pages(&target, Some(3), None)
         .collect::<Result<_, _>>()

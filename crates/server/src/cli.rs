@@ -88,10 +88,16 @@ pub struct ServeArgs {
     #[arg(long, env = "MERCER_SHUTDOWN_TIMEOUT", default_value_t = 30)]
     pub shutdown_timeout: u64,
 
-    /// Let webhook callback URLs reach loopback and private addresses (local development and
-    /// tests); refused by default, at registration and again when sending.
-    #[arg(long, env = "MERCER_WEBHOOK_ALLOW_PRIVATE")]
-    pub webhook_allow_private: bool,
+    /// Let outgoing calls (connector destinations, webhook callbacks, API overrides) reach
+    /// loopback, private, link-local and metadata addresses (local development and tests);
+    /// refused by default, at registration and again at each call. `--webhook-allow-private`
+    /// is its former name.
+    #[arg(
+        long,
+        visible_alias = "webhook-allow-private",
+        env = "MERCER_ALLOW_PRIVATE_TARGETS"
+    )]
+    pub allow_private_targets: bool,
 
     /// Threads delivering webhooks; 0 for a process that only serves the API (others deliver).
     #[arg(long, env = "MERCER_WEBHOOK_WORKERS", default_value_t = 4)]

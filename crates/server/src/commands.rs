@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use mercer_domain::wake::Wake;
 use mercer_domain::webhooks::RetryPolicy;
-use mercer_webhooks::{DispatcherConfig, PrivateAddressGuard};
+use mercer_outbound::PrivateAddressGuard;
+use mercer_webhooks::DispatcherConfig;
 
 use mercer_connector::HttpConnector;
 use mercer_domain::connector::PlatformConnectorHandle;
@@ -303,7 +304,11 @@ fn serve(url: &DatabaseUrl, args: ServeArgs) -> Result<(), CommandError> {
     let dispatcher = dispatcher_config(&args)?;
     let store = Store::open_and_migrate(url, &options)?;
     let demo = store.write(|tx| bootstrap_demo(tx, now()))?;
-    let connector: PlatformConnectorHandle = Arc::new(HttpConnector::new());
+    // One guard for all three kinds of outgoing call: connectors, webhooks, overrides.
+    let address_guard = PrivateAddressGuard {
+        allow_private: args.allow_private_targets,
+    };
+    let connector: PlatformConnectorHandle = Arc::new(HttpConnector::new(address_guard));
     let workers = Workers::start(&store, connector.clone())?;
     let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
         .install_recorder()
@@ -312,9 +317,6 @@ fn serve(url: &DatabaseUrl, args: ServeArgs) -> Result<(), CommandError> {
         })?;
     let webhooks = Wake::default();
     let stop_webhooks = Arc::new(AtomicBool::new(false));
-    let address_guard = PrivateAddressGuard {
-        allow_private: dispatcher.allow_private,
-    };
     let webhook_threads = mercer_webhooks::start(
         store.clone(),
         dispatcher,
@@ -372,7 +374,7 @@ fn dispatcher_config(args: &ServeArgs) -> Result<DispatcherConfig, CommandError>
         workers: args.webhook_workers,
         connect_timeout: Duration::from_secs(args.webhook_connect_timeout),
         timeout: Duration::from_secs(args.webhook_timeout),
-        allow_private: args.webhook_allow_private,
+        allow_private: args.allow_private_targets,
         lease: Duration::from_secs(args.webhook_lease.max(1)),
         policy: RetryPolicy {
             delays,

@@ -12,13 +12,12 @@ use mercer_domain::ports::{Clock, Database, SystemClock};
 use mercer_domain::secrets::SecretKind;
 use mercer_domain::wake::Wake;
 use mercer_domain::webhooks::{
-    AddressGuard, AfterAttempt, AttemptOutcome, DeliveryAttempt, MessageStatus, MessageUpdate,
-    RetryPolicy, WebhookEndpoint, WebhookKind, WebhookMessage,
+    AfterAttempt, AttemptOutcome, DeliveryAttempt, MessageStatus, MessageUpdate, RetryPolicy,
+    WebhookEndpoint, WebhookKind, WebhookMessage,
 };
 use mercer_domain::{DomainError, Timestamp};
+use mercer_outbound::PrivateAddressGuard;
 use mercer_signing::{cavage, standard_webhooks, svc_signature};
-
-use crate::guard::PrivateAddressGuard;
 
 #[derive(Debug, Clone)]
 pub struct DispatcherConfig {
@@ -149,46 +148,43 @@ fn spread() -> f64 {
 }
 
 fn error_text(error: &ureq::Error, timeout: Duration) -> String {
+    if let Some(refused) = mercer_outbound::refusal(error) {
+        return format!("refused: {refused}");
+    }
     match error {
         ureq::Error::Timeout(_) => format!("no answer within {timeout:?}"),
         other => other.to_string(),
     }
 }
 
-/// One worker's sending: an HTTP agent and the guard.
+/// One worker's sending: an HTTP agent whose resolver holds the guard.
 pub struct Sender {
     agent: ureq::Agent,
     timeout: Duration,
-    guard: PrivateAddressGuard,
 }
 
 impl Sender {
     pub fn new(config: &DispatcherConfig) -> Sender {
-        let agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_connect(Some(config.connect_timeout))
-            .timeout_global(Some(config.timeout))
-            .max_redirects(0)
-            .user_agent("Svc-API")
-            .build()
-            .into();
+        let guard = PrivateAddressGuard {
+            allow_private: config.allow_private,
+        };
+        let agent = mercer_outbound::agent(
+            guard,
+            ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .timeout_connect(Some(config.connect_timeout))
+                .timeout_global(Some(config.timeout))
+                .user_agent("Svc-API"),
+        );
         Sender {
             agent,
             timeout: config.timeout,
-            guard: PrivateAddressGuard {
-                allow_private: config.allow_private,
-            },
         }
     }
 
-    /// Sends one request and reports what came back.
+    /// Sends one request and reports what came back. A callback leading into a private network
+    /// is refused by the agent's resolver, before any connection: an attempt without status.
     pub fn send(&self, request: &OutgoingWebhook, now: Timestamp) -> AttemptOutcome {
-        if let Err(reason) = self.guard.check(&request.url) {
-            return AttemptOutcome {
-                error: Some(format!("refused: {reason}")),
-                ..AttemptOutcome::default()
-            };
-        }
         let started = Instant::now();
         let mut builder = self.agent.post(&request.url);
         for (name, value) in &request.headers {
@@ -286,9 +282,18 @@ pub fn dispatch_batch(
     let mut updates = Vec::new();
     // Per endpoint: its failing-since after this batch, and a disabling if one happened.
     let mut health: HashMap<i64, (Option<Timestamp>, Option<String>)> = HashMap::new();
-    let mut cancelled = Vec::new();
+    let mut unsent = Vec::new();
     for message in claimed {
         let Some((endpoint, deleted)) = endpoints.get(&message.endpoint_id) else {
+            // Its endpoint could not be read: the message fails now rather than coming back
+            // after every lease.
+            unsent.push(MessageUpdate {
+                id: message.id,
+                status: MessageStatus::Failed,
+                attempts: message.attempts,
+                next_attempt_at: clock.now(),
+                delivered_at: None,
+            });
             continue;
         };
         let sent_at = clock.now();
@@ -298,7 +303,7 @@ pub fn dispatch_batch(
                 .get(&endpoint.id)
                 .is_some_and(|(_, disabled)| disabled.is_some())
         {
-            cancelled.push(MessageUpdate {
+            unsent.push(MessageUpdate {
                 id: message.id,
                 status: MessageStatus::Cancelled,
                 attempts: message.attempts,
@@ -392,7 +397,7 @@ pub fn dispatch_batch(
             delivered_at,
         });
     }
-    updates.extend(cancelled);
+    updates.extend(unsent);
     let now = clock.now();
     db.write(|tx| {
         tx.record_webhook_attempts(&attempts, &updates)?;
@@ -439,7 +444,7 @@ pub fn start<D: Database>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -472,6 +477,85 @@ mod tests {
         // With TLS built in, rustls reads the plain answer as a corrupt record; without it,
         // ureq says "tls required, but transport is unsecured" and never tries.
         assert!(error.contains("corrupt message"), "{error}");
+    }
+
+    /// A loopback server answering every connection with `answer`; it counts connections.
+    pub(crate) fn local_server(answer: String) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+        use std::io::{BufRead, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = connections.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().map_while(Result::ok) {
+                counted.fetch_add(1, Ordering::SeqCst);
+                let mut reader = std::io::BufReader::new(&stream);
+                let mut line = String::new();
+                // The head; then the body is left unread, the answer does not wait for it.
+                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                    line.clear();
+                }
+                let _ = (&stream).write_all(answer.as_bytes());
+            }
+        });
+        (url, connections)
+    }
+
+    /// A server that redirects everything to `location`.
+    pub(crate) fn redirecting_to(location: &str) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+        local_server(format!(
+            "HTTP/1.1 307 Temporary Redirect\r\nLocation: {location}\r\n\
+             Content-Length: 0\r\nConnection: close\r\n\r\n"
+        ))
+    }
+
+    #[test]
+    fn redirects_are_not_followed() {
+        let (target, reached) =
+            local_server("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".to_string());
+        let (redirecting, asked) = redirecting_to(&format!("{target}/stolen"));
+        let sender = Sender::new(&DispatcherConfig {
+            allow_private: true,
+            ..DispatcherConfig::default()
+        });
+        let outcome = sender.send(
+            &OutgoingWebhook {
+                url: format!("{redirecting}/hook"),
+                headers: vec![("Signature", "signed".to_string())],
+                body: b"{}".to_vec(),
+            },
+            Timestamp::from_micros(0),
+        );
+        assert_eq!(outcome.status, Some(307), "{outcome:?}");
+        assert_eq!(asked.load(Ordering::SeqCst), 1);
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(
+            reached.load(Ordering::SeqCst),
+            0,
+            "the redirect was followed"
+        );
+    }
+
+    #[test]
+    fn loopback_callbacks_are_refused_before_connecting() {
+        let (url, reached) =
+            local_server("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".to_string());
+        let sender = Sender::new(&DispatcherConfig::default());
+        let outcome = sender.send(
+            &OutgoingWebhook {
+                url: format!("{url}/hook"),
+                headers: Vec::new(),
+                body: Vec::new(),
+            },
+            Timestamp::from_micros(0),
+        );
+        assert_eq!(outcome.status, None);
+        assert_eq!(
+            outcome.error.as_deref(),
+            Some("refused: it leads to a loopback address")
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(reached.load(Ordering::SeqCst), 0);
     }
 
     fn endpoint(kind: WebhookKind, url: &str) -> WebhookEndpoint {

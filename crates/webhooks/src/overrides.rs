@@ -9,11 +9,10 @@ use mercer_domain::Timestamp;
 use mercer_domain::overrides::{
     OverrideAnswer, OverrideCaller, OverrideFailure, OverrideRequest, OverrideTarget,
 };
-use mercer_domain::webhooks::AddressGuard;
+use mercer_outbound::PrivateAddressGuard;
 use mercer_signing::cavage;
 
 use crate::dispatcher::{http_date, request_target};
-use crate::guard::PrivateAddressGuard;
 
 /// How long an override has to answer (contract §4.1).
 pub const OVERRIDE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -24,28 +23,24 @@ const MAX_ANSWER_BYTES: u64 = 1024 * 1024;
 /// Calls overrides over HTTP. Cheap to share: one agent keeps connections alive.
 pub struct HttpOverrideCaller {
     agent: ureq::Agent,
-    guard: PrivateAddressGuard,
 }
 
 impl HttpOverrideCaller {
-    /// `allow_private` lets overrides live on loopback and private networks (development,
-    /// tests), as `--webhook-allow-private` does for webhooks.
-    pub fn new(allow_private: bool) -> Self {
-        Self::with_timeout(allow_private, OVERRIDE_TIMEOUT)
+    /// `guard` says whether overrides may live on loopback and private networks (development,
+    /// tests: `--allow-private-targets`).
+    pub fn new(guard: PrivateAddressGuard) -> Self {
+        Self::with_timeout(guard, OVERRIDE_TIMEOUT)
     }
 
-    pub fn with_timeout(allow_private: bool, timeout: Duration) -> Self {
-        let agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(timeout))
-            .max_redirects(0)
-            .user_agent("Svc-API")
-            .build()
-            .into();
-        HttpOverrideCaller {
-            agent,
-            guard: PrivateAddressGuard { allow_private },
-        }
+    pub fn with_timeout(guard: PrivateAddressGuard, timeout: Duration) -> Self {
+        let agent = mercer_outbound::agent(
+            guard,
+            ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .timeout_global(Some(timeout))
+                .user_agent("Svc-API"),
+        );
+        HttpOverrideCaller { agent }
     }
 }
 
@@ -55,9 +50,6 @@ impl OverrideCaller for HttpOverrideCaller {
         target: &OverrideTarget,
         request: &OverrideRequest,
     ) -> Result<OverrideAnswer, OverrideFailure> {
-        self.guard
-            .check(&target.url)
-            .map_err(|reason| OverrideFailure::Failed(format!("refused: {reason}")))?;
         let date = http_date(Timestamp::now());
         let signature = cavage::signature_header(
             target.shared_secret.expose(),
@@ -75,7 +67,12 @@ impl OverrideCaller for HttpOverrideCaller {
         let mut response = match sent {
             Ok(response) => response,
             Err(ureq::Error::Timeout(_)) => return Err(OverrideFailure::TimedOut),
-            Err(error) => return Err(OverrideFailure::Failed(error.to_string())),
+            Err(error) => match mercer_outbound::refusal(&error) {
+                Some(refused) => {
+                    return Err(OverrideFailure::Failed(format!("refused: {refused}")));
+                }
+                None => return Err(OverrideFailure::Failed(error.to_string())),
+            },
         };
         let status = response.status().as_u16();
         let mut body = Vec::new();
@@ -98,5 +95,67 @@ impl OverrideCaller for HttpOverrideCaller {
         }
         OverrideAnswer::parse(request.override_type, &body)
             .map_err(|why| OverrideFailure::Failed(format!("wrong answer: {why}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use mercer_domain::credentials::Secret;
+    use mercer_domain::overrides::OverrideType;
+
+    use super::*;
+    use crate::dispatcher::tests::{local_server, redirecting_to};
+
+    fn call(caller: &HttpOverrideCaller, url: String) -> Result<OverrideAnswer, OverrideFailure> {
+        caller.call(
+            &OverrideTarget {
+                url,
+                shared_secret: Secret::new("override-secret"),
+            },
+            &OverrideRequest {
+                override_type: OverrideType::Tax,
+                shop_identifier: "0".repeat(32),
+                public_order_id: "order-1".to_string(),
+                data: serde_json::json!({}),
+            },
+        )
+    }
+
+    #[test]
+    fn redirects_are_not_followed() {
+        let (target, reached) = local_server(
+            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: application/json\r\n\r\n[]"
+                .to_string(),
+        );
+        let (redirecting, asked) = redirecting_to(&format!("{target}/tax"));
+        let caller = HttpOverrideCaller::new(PrivateAddressGuard::ALLOW_PRIVATE);
+        assert_eq!(
+            call(&caller, format!("{redirecting}/tax")),
+            Err(OverrideFailure::Failed("answered HTTP 307".to_string()))
+        );
+        assert_eq!(asked.load(Ordering::SeqCst), 1);
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(
+            reached.load(Ordering::SeqCst),
+            0,
+            "the redirect was followed"
+        );
+    }
+
+    #[test]
+    fn loopback_overrides_are_refused_before_connecting() {
+        let (url, reached) =
+            local_server("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".to_string());
+        let caller = HttpOverrideCaller::new(PrivateAddressGuard::STRICT);
+        assert_eq!(
+            call(&caller, format!("{url}/tax")),
+            Err(OverrideFailure::Failed(
+                "refused: it leads to a loopback address".to_string()
+            ))
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(reached.load(Ordering::SeqCst), 0);
     }
 }

@@ -12,7 +12,7 @@ use super::access_cache::AccessCache;
 use super::error::ApiError;
 use super::sign_in_limiter::SignInLimiter;
 use crate::workers::{Ingest, Wake};
-use mercer_webhooks::PrivateAddressGuard;
+use mercer_outbound::PrivateAddressGuard;
 use metrics_exporter_prometheus::PrometheusHandle;
 
 pub struct AppState {
@@ -29,7 +29,7 @@ pub struct AppState {
     pub access_cache: AccessCache,
     /// Wakes the webhook dispatchers after a message is enqueued.
     pub webhooks: Wake,
-    /// Where webhook callbacks may lead.
+    /// Where outgoing calls (connectors, webhook callbacks, overrides) may lead.
     pub address_guard: PrivateAddressGuard,
     /// Renders the metrics in Prometheus's text format.
     pub metrics: PrometheusHandle,

@@ -5,6 +5,7 @@ use mercer_domain::destinations::{
     DestinationEnvelope, DestinationResource, create_destination, delete_destination,
     find_destination, update_destination,
 };
+use mercer_domain::webhooks::AddressGuard;
 use serde_json::json;
 
 use crate::http::error::ApiError;
@@ -28,10 +29,20 @@ pub async fn create(
     let input = body.parse::<DestinationEnvelope>()?.into_input()?;
     let shop = request.access.shop;
     let (store, connector, now) = (state.store.clone(), state.connector.clone(), state.now());
+    let guard = state.address_guard;
     let created = {
         let shop = shop.clone();
-        run_blocking(move || create_destination(&store, connector.as_ref(), &shop, &input, now))
-            .await?
+        run_blocking(move || {
+            create_destination(
+                &store,
+                connector.as_ref(),
+                &guard as &dyn AddressGuard,
+                &shop,
+                &input,
+                now,
+            )
+        })
+        .await?
     };
     log::info!(target: "mercer::destinations", "shop {} registered {} at {}", shop.identifier.as_str(), created.topic.as_str(), created.url);
     Ok(one(&created, &shop))
@@ -82,10 +93,21 @@ pub async fn update(
     let shop = request.access.shop;
     let id = path.1;
     let (store, connector, now) = (state.store.clone(), state.connector.clone(), state.now());
+    let guard = state.address_guard;
     let updated = {
         let shop = shop.clone();
-        run_blocking(move || update_destination(&store, connector.as_ref(), &shop, id, &input, now))
-            .await?
+        run_blocking(move || {
+            update_destination(
+                &store,
+                connector.as_ref(),
+                &guard as &dyn AddressGuard,
+                &shop,
+                id,
+                &input,
+                now,
+            )
+        })
+        .await?
     };
     Ok(one(&updated, &shop))
 }
