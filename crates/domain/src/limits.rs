@@ -89,22 +89,45 @@ pub fn check_parameter(name: &str, value: &str, max_chars: usize) -> Result<(), 
 /// Most bodies hold no NUL and no long string; one pass over the bytes tells, so only the
 /// others are parsed here.
 pub fn check_json_body(body: &[u8]) -> Result<(), FieldError> {
-    if !may_break_text_rules(body) {
-        return Ok(());
-    }
-    match serde_json::from_slice::<Value>(body) {
-        Ok(value) => check_value(&value, &mut String::new(), TextKind::Other),
-        Err(_) => Ok(()),
+    match scan(body) {
+        Scan::Plain => Ok(()),
+        Scan::LoneSurrogate => Err(FieldError::new(
+            "body",
+            "invalid_character",
+            "the body holds a lone UTF-16 surrogate (an unpaired \\uD800-\\uDFFF escape), which is not text",
+        )),
+        Scan::Suspect => match serde_json::from_slice::<Value>(body) {
+            Ok(value) => check_value(&value, &mut String::new(), TextKind::Other),
+            Err(_) => Ok(()),
+        },
     }
 }
 
-/// Whether the JSON text has an escaped NUL (`\u0000`; JSON cannot hold a raw one) or a
-/// string longer than the shortest limit. Bytes overcount characters, so this never misses.
-fn may_break_text_rules(body: &[u8]) -> bool {
+/// What one pass over a JSON text found.
+#[derive(Debug, PartialEq, Eq)]
+enum Scan {
+    /// No escaped NUL, no string longer than the shortest limit: nothing to check.
+    Plain,
+    /// An escaped NUL (`\u0000`; JSON cannot hold a raw one) or a long string: the parsed
+    /// body must be walked. Bytes overcount characters, so this never misses one.
+    Suspect,
+    /// A surrogate escape without its pair. Parsers differ on it (serde skips one in a field
+    /// it ignores and refuses one in a field it reads), so it is refused whatever the field.
+    LoneSurrogate,
+}
+
+/// One pass over the bytes of a JSON text, string by string.
+fn scan(body: &[u8]) -> Scan {
     let mut in_string = false;
     let mut escaped = false;
     let mut length = 0usize;
-    for (index, &byte) in body.iter().enumerate() {
+    let mut suspect = false;
+    // Set after a high surrogate escape: the next character must be a low one.
+    let mut awaiting_low = false;
+    let mut index = 0;
+    while index < body.len() {
+        let byte = body[index];
+        index += 1;
         if !in_string {
             if byte == b'"' {
                 in_string = true;
@@ -114,21 +137,44 @@ fn may_break_text_rules(body: &[u8]) -> bool {
         }
         if escaped {
             escaped = false;
-            if byte == b'u' && body.get(index + 1..index + 5) == Some(b"0000") {
-                return true;
+            let unit = (byte == b'u')
+                .then(|| body.get(index..index + 4))
+                .flatten()
+                .and_then(|hex| std::str::from_utf8(hex).ok())
+                .and_then(|hex| u16::from_str_radix(hex, 16).ok());
+            let is_low = unit.is_some_and(|unit| (0xDC00..=0xDFFF).contains(&unit));
+            if awaiting_low != is_low {
+                return Scan::LoneSurrogate;
             }
+            if let Some(unit) = unit {
+                index += 4;
+                suspect |= unit == 0;
+                awaiting_low = (0xD800..=0xDBFF).contains(&unit);
+            }
+        } else if awaiting_low {
+            // Anything but an escape after a high surrogate leaves it alone.
+            if byte != b'\\' {
+                return Scan::LoneSurrogate;
+            }
+            escaped = true;
+            continue;
         } else if byte == b'\\' {
             escaped = true;
+            continue;
         } else if byte == b'"' {
             in_string = false;
             continue;
         }
         length += 1;
-        if length > MAX_ID_CHARS {
-            return true;
-        }
+        suspect |= length > MAX_ID_CHARS;
     }
-    false
+    if awaiting_low {
+        Scan::LoneSurrogate
+    } else if suspect {
+        Scan::Suspect
+    } else {
+        Scan::Plain
+    }
 }
 
 fn check_value(value: &Value, path: &mut String, kind: TextKind) -> Result<(), FieldError> {
@@ -215,19 +261,47 @@ mod tests {
 
     #[test]
     fn ordinary_bodies_are_not_parsed_again() {
-        assert!(!may_break_text_rules(
-            br#"{"data":{"customer":{"email":"a@b"}}}"#
-        ));
-        assert!(
-            !may_break_text_rules(br#"{"a":"\\u0000"}"#),
+        assert_eq!(
+            scan(br#"{"data":{"customer":{"email":"a@b"}}}"#),
+            Scan::Plain
+        );
+        assert_eq!(
+            scan(br#"{"a":"\\u0000"}"#),
+            Scan::Plain,
             "an escaped backslash"
         );
-        assert!(may_break_text_rules(br#"{"a":"x\u0000"}"#));
-        let long = format!(r#"{{"a":"{}"}}"#, r#"x\""#.repeat(100));
-        assert!(
-            may_break_text_rules(long.as_bytes()),
+        assert_eq!(scan(br#"{"a":"x\u0000"}"#), Scan::Suspect);
+        let long = format!(r#"{{"a":"{}"}}"#, r#"x\""#.repeat(200));
+        assert_eq!(
+            scan(long.as_bytes()),
+            Scan::Suspect,
             "escaped quotes do not end a string"
         );
+        assert_eq!(
+            scan(br#"{"a":"\ud83d\ude00 \u00e9\n"}"#),
+            Scan::Plain,
+            "a pair"
+        );
+    }
+
+    #[test]
+    fn lone_surrogates_are_refused_wherever_they_are() {
+        for body in [
+            r#"{"ignored":"\ud800"}"#,
+            r#"{"a":"\ud800x"}"#,
+            r#"{"a":"\ud800\n"}"#,
+            r#"{"a":"\ud800\ud800"}"#,
+            r#"{"a":"\udc00"}"#,
+            r#"{"a":"x\uDFFF"}"#,
+            r#"{"\ud800":1}"#,
+        ] {
+            let problem = check_json_body(body.as_bytes()).unwrap_err();
+            assert_eq!(
+                (problem.field.as_str(), problem.code),
+                ("body", "invalid_character"),
+                "{body}"
+            );
+        }
     }
 
     #[test]

@@ -64,6 +64,25 @@ pub enum Command {
 pub enum EventsCommand {
     /// Print how many received events are not applied yet.
     Pending,
+    /// List the events set aside after failing to apply, oldest first, with their error.
+    Failed {
+        /// Most events to list.
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+    },
+    /// Put events set aside back into the queue, to be applied again (by the out-of-sequence
+    /// rule: one older than what Mercer holds now is skipped).
+    Retry(EventsRetryArgs),
+}
+
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
+pub struct EventsRetryArgs {
+    /// Ids from `mercer events failed`.
+    pub ids: Vec<i64>,
+    /// Every event set aside.
+    #[arg(long)]
+    pub all: bool,
 }
 
 #[derive(Debug, Args)]

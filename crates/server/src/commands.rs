@@ -15,6 +15,7 @@ use mercer_webhooks::DispatcherConfig;
 use mercer_connector::HttpConnector;
 use mercer_domain::connector::PlatformConnectorHandle;
 use mercer_domain::credentials::{Scope, TokenSource, create_token, list_tokens, revoke_token};
+use mercer_domain::events::retry_failed_events;
 use mercer_domain::oauth;
 use mercer_domain::ports::{Clock, Database, SystemClock};
 use mercer_domain::secrets::{SecretKind, rotate_secret};
@@ -68,11 +69,7 @@ pub fn run(cli: Cli) -> Result<(), CommandError> {
             }
             Ok(())
         }
-        Command::Events(EventsCommand::Pending) => {
-            let pending = open(&url)?.read(|tx| Ok(tx.count_pending_inbound_events()?))?;
-            println!("{pending}");
-            Ok(())
-        }
+        Command::Events(command) => events_command(&open(&url)?, command),
         Command::Shop(command) => shop_command(&open(&url)?, command),
         Command::Token(command) => token_command(&open(&url)?, command),
         Command::Secret(command) => secret_command(&open(&url)?, command),
@@ -137,6 +134,54 @@ fn open(url: &DatabaseUrl) -> Result<Store, CommandError> {
 
 fn now() -> Timestamp {
     SystemClock.now()
+}
+
+fn events_command(store: &Store, command: EventsCommand) -> Result<(), CommandError> {
+    match command {
+        EventsCommand::Pending => {
+            let pending = store.read(|tx| Ok(tx.count_pending_inbound_events()?))?;
+            println!("{pending}");
+        }
+        EventsCommand::Failed { limit } => {
+            let (failed, shops) =
+                store.read(|tx| Ok((tx.failed_inbound_events(limit)?, tx.list_shops()?)))?;
+            if failed.is_empty() {
+                eprintln!("No event is set aside.");
+                return Ok(());
+            }
+            println!(
+                "{:<8}  {:<32}  {:<17}  {:<24}  {:<8}  {:<24}  ERROR",
+                "ID", "SHOP_IDENTIFIER", "EVENT", "PLATFORM_ID", "ATTEMPTS", "FAILED_AT"
+            );
+            for failed in failed {
+                let event = &failed.event;
+                let shop = shops
+                    .iter()
+                    .find(|shop| shop.id == event.shop_id)
+                    .map_or("?", |shop| shop.identifier.as_str());
+                println!(
+                    "{:<8}  {:<32}  {:<17}  {:<24}  {:<8}  {:<24}  {}",
+                    failed.id,
+                    shop,
+                    format!("{} {}", event.kind.as_str(), event.action.as_str()),
+                    event.platform_id,
+                    failed.attempts,
+                    failed.failed_at.to_rfc3339_seconds(),
+                    failed.error.replace('\n', " ")
+                );
+            }
+        }
+        EventsCommand::Retry(args) => {
+            let ids = (!args.all).then_some(args.ids.as_slice());
+            let requeued = retry_failed_events(store, ids)?;
+            eprintln!(
+                "Put {} event(s) back into the queue; a running `mercer serve` applies them within a second.",
+                requeued.len()
+            );
+            println!("{}", requeued.len());
+        }
+    }
+    Ok(())
 }
 
 fn shop_command(store: &Store, command: ShopCommand) -> Result<(), CommandError> {

@@ -10,6 +10,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use mercer_domain::credentials::Scope;
+use mercer_domain::limits;
 use mercer_domain::oauth::{
     self, AuthorizeError, AuthorizeParams, OAuthError, TokenParams, ValidAuthorize,
 };
@@ -263,9 +264,10 @@ pub async fn authorize_submit(
     request: HttpRequest,
     body: web::Bytes,
 ) -> Result<HttpResponse, ApiError> {
-    let (Ok(params), Ok(fields)) = (
+    let (Ok(params), Ok(fields), false) = (
         serde_urlencoded::from_bytes::<AuthorizeParams>(&body),
         serde_urlencoded::from_bytes::<SignInFields>(&body),
+        form_holds_nul(&body),
     ) else {
         return Ok(error_page(
             StatusCode::BAD_REQUEST,
@@ -392,7 +394,18 @@ fn basic_credentials(request: &HttpRequest) -> Option<(String, String)> {
             .map(|(_, value)| value.into_owned())
             .unwrap_or_default()
     };
-    Some((unescape(id), unescape(secret)))
+    let (id, secret) = (unescape(id), unescape(secret));
+    // No stored client id or secret holds a NUL; PostgreSQL could not even compare one.
+    (!id.contains('\0') && !secret.contains('\0')).then_some((id, secret))
+}
+
+/// Whether a form body holds a NUL, raw or percent-encoded: no field Mercer reads may (no
+/// database stores one), so such a form is refused before it is read.
+fn form_holds_nul(body: &[u8]) -> bool {
+    body.contains(&0)
+        || body
+            .windows(3)
+            .any(|window| window == b"%00")
 }
 
 /// `POST /auth/oauth2/token`: a code (with the client secret or a PKCE verifier) for a token.
@@ -411,13 +424,17 @@ pub async fn token(
         .unwrap_or_default()
         .trim()
         .to_ascii_lowercase();
+    let nul = "parameters must not contain the character U+0000";
     let parsed = match content_type.as_str() {
+        "application/x-www-form-urlencoded" if form_holds_nul(&body) => Err(nul.to_string()),
         "application/x-www-form-urlencoded" => {
             serde_urlencoded::from_bytes::<TokenParams>(&body).map_err(|e| e.to_string())
         }
-        "application/json" => {
-            serde_json::from_slice::<TokenParams>(&body).map_err(|e| e.to_string())
-        }
+        "application/json" => limits::check_json_body(&body)
+            .map_err(|problem| problem.message)
+            .and_then(|()| {
+                serde_json::from_slice::<TokenParams>(&body).map_err(|e| e.to_string())
+            }),
         _ => Err("send the parameters as application/x-www-form-urlencoded or JSON".to_string()),
     };
     let mut params = match parsed {

@@ -1,0 +1,237 @@
+//! Property test (issue 11 part 5): every event route and every JSON body, given a string with a
+//! NUL, a lone surrogate or an extreme length (among control characters and other text) in
+//! any of its fields, answers 4xx on both databases and leaves the stored data as it was.
+//!
+//! The server runs without `--allow-private-targets` and every URL in the bodies is loopback, so
+//! nothing could be registered, let alone called, even if a body were wrongly taken.
+
+use mercer_domain::directory::parse_directory_query;
+use mercer_domain::ports::Database;
+use mercer_domain::webhooks::WebhookKind;
+use mercer_store::Store;
+use mercer_tests::{Backend, MercerServer, backend_tests};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use serde_json::{Value, json};
+
+/// Stands for the hostile string in a body; replaced in the JSON text, since a lone surrogate
+/// cannot be held by a `serde_json::Value`.
+const MARKER: &str = "HOSTILE_VALUE";
+
+/// Every route taking a JSON body, as (method, path, body).
+fn routes(shop: &str) -> Vec<(&'static str, String, Value)> {
+    let time = "2026-01-01T00:00:00Z";
+    let mut routes = Vec::new();
+    for (service, collection, key) in [
+        ("customers", "customers", "customer"),
+        ("orders", "orders", "order"),
+        ("products", "products", "product"),
+        ("products", "categories", "category"),
+    ] {
+        let base = format!("/{service}/v1/shops/{shop}/platforms/custom/webhooks/{collection}");
+        routes.push((
+            "POST",
+            format!("{base}/saved"),
+            json!({"data": {key: {
+                "platform_id": "x1", "platform_customer_id": "c1", "email": "a@x.test",
+                "first_name": "Ada", "name": "Thing", "platform_updated_at": time,
+                "addresses": [{"platform_id": "a1", "city": "Berlin", "email": "b@x.test"}],
+                "custom_attributes": {"size": {"description": "Size", "value": "M"}},
+            }}}),
+        ));
+        routes.push((
+            "POST",
+            format!("{base}/deleted"),
+            json!({"data": {key: {"platform_id": "x1", "platform_deleted_at": time}}}),
+        ));
+    }
+    let destinations = format!("/integrations/v1/shops/{shop}/platform_connector_destinations");
+    let destination = json!({"data": {"destination": {
+        "shop_identifier": shop, "topic": "customers",
+        "destination": "http://127.0.0.1:9/connector", "version": "v1", "timeout_ms": 500,
+    }}});
+    routes.push(("POST", destinations.clone(), destination.clone()));
+    routes.push(("PUT", format!("{destinations}/1"), destination.clone()));
+    routes.push(("PATCH", format!("{destinations}/1"), destination));
+    let override_body = json!({
+        "override_type": "tax", "url": "http://127.0.0.1:9/tax", "shared_secret": "0123456789abcdef",
+    });
+    routes.push((
+        "POST",
+        format!("/checkout/shop/{shop}/overrides"),
+        override_body.clone(),
+    ));
+    routes.push((
+        "PATCH",
+        format!("/checkout/shop/{shop}/overrides/{}", "0".repeat(32)),
+        override_body,
+    ));
+    let webhook = json!({"webhook_topic_id": 1, "callback_url": "http://127.0.0.1:9/hook"});
+    routes.push((
+        "POST",
+        format!("/checkout/shop/{shop}/webhooks"),
+        webhook.clone(),
+    ));
+    routes.push((
+        "PATCH",
+        format!("/checkout/shop/{shop}/webhooks/1"),
+        webhook,
+    ));
+    routes.push((
+        "POST",
+        format!("/checkout/shop/{shop}/webhooks/1/recover"),
+        json!({"since": time}),
+    ));
+    routes.push((
+        "POST",
+        format!("/checkout/shop/{shop}/integration/config"),
+        json!({"shared_secret": "0123456789abcdef"}),
+    ));
+    routes.push((
+        "POST",
+        format!("/customers/v2/shops/{shop}/customers/1/labels"),
+        json!({"name": "vip"}),
+    ));
+    routes.push((
+        "POST",
+        "/auth/oauth2/token".to_string(),
+        json!({"grant_type": "authorization_code", "code": "abc", "client_id": "mci_x",
+               "redirect_uri": "http://127.0.0.1:9/cb", "code_verifier": "v"}),
+    ));
+    routes
+}
+
+/// The paths of a body's string values and object keys, as [key or index, …].
+fn string_places(value: &Value, path: &mut Vec<String>, places: &mut Vec<Vec<String>>) {
+    match value {
+        Value::String(_) => places.push(path.clone()),
+        Value::Array(items) => {
+            for (index, item) in items.iter().enumerate() {
+                path.push(index.to_string());
+                string_places(item, path, places);
+                path.pop();
+            }
+        }
+        Value::Object(fields) => {
+            for (name, item) in fields {
+                path.push(name.clone());
+                string_places(item, path, places);
+                path.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+fn replace_at(value: &mut Value, path: &[String]) {
+    match path.split_first() {
+        None => *value = Value::String(MARKER.to_string()),
+        Some((step, rest)) => {
+            let next = match value {
+                Value::Array(items) => step.parse::<usize>().ok().and_then(|i| items.get_mut(i)),
+                Value::Object(fields) => fields.get_mut(step),
+                _ => None,
+            };
+            if let Some(next) = next {
+                replace_at(next, rest);
+            }
+        }
+    }
+}
+
+/// JSON string contents (without quotes) that no database may be handed: a NUL, a lone
+/// surrogate or a length over every limit, with arbitrary text (control characters included)
+/// around it.
+fn hostile_fragment() -> impl Strategy<Value = String> {
+    let text = proptest::collection::vec(
+        prop_oneof![
+            (1u32..0x20).prop_map(|c| format!("\\u{c:04x}")),
+            Just("\\u007f".to_string()),
+            any::<char>()
+                .prop_filter("plain text", |c| *c != '"' && *c != '\\' && !c.is_control())
+                .prop_map(String::from),
+        ],
+        0..8,
+    )
+    .prop_map(|parts| parts.concat());
+    let poison = prop_oneof![
+        Just("\\u0000".to_string()),
+        Just("\\ud800".to_string()),
+        Just("\\udfff".to_string()),
+        Just("a".repeat(64 * 1024 + 1)),
+        Just("\\u00e9".repeat(64 * 1024 + 1)),
+    ];
+    (text.clone(), poison, text).prop_map(|(before, poison, after)| before + &poison + &after)
+}
+
+/// What a client could have changed: counts of every kind of record the routes write.
+fn snapshot(store: &Store) -> Vec<i64> {
+    store
+        .read(|tx| {
+            let mut counts = vec![
+                tx.count_pending_inbound_events()?,
+                tx.count_failed_inbound_events()?,
+            ];
+            for shop in tx.list_shops()? {
+                let query = parse_directory_query(&[])?;
+                counts.push(tx.list_directory_customers(shop.id, &query)?.total);
+                counts.push(tx.live_destinations(shop.id)?.len() as i64);
+                counts.push(tx.overrides_of_shop(shop.id)?.len() as i64);
+                counts.push(tx.webhook_endpoints(shop.id, WebhookKind::Checkout)?.len() as i64);
+            }
+            Ok(counts)
+        })
+        .unwrap()
+}
+
+fn hostile_strings_in_any_json_body_are_refused_and_change_nothing(backend: Backend) {
+    let server = MercerServer::start(backend);
+    let demo = server.demo().clone();
+    let store = server.database().open_store();
+    let routes = routes(&demo.shop);
+    let before = snapshot(&store);
+    let cases: Vec<(usize, Vec<String>)> = routes
+        .iter()
+        .enumerate()
+        .flat_map(|(index, (_, _, body))| {
+            let mut places = Vec::new();
+            string_places(body, &mut Vec::new(), &mut places);
+            places.into_iter().map(move |place| (index, place))
+        })
+        .collect();
+    let mut runner = TestRunner::new(Config {
+        cases: 96,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    runner
+        .run(
+            &(proptest::sample::select(cases), hostile_fragment()),
+            |((route, place), fragment)| {
+                let (method, path, body) = &routes[route];
+                let mut body = body.clone();
+                replace_at(&mut body, &place);
+                let text = body
+                    .to_string()
+                    .replace(&format!("\"{MARKER}\""), &format!("\"{fragment}\""));
+                let answer = server
+                    .request(method, path)
+                    .bearer(&demo.token)
+                    .header("Content-Type", "application/json")
+                    .send_bytes(Some(text.into_bytes()));
+                prop_assert!(
+                    (400..500).contains(&answer.status),
+                    "{method} {path} with {place:?} = {:.80}: {} {}",
+                    fragment,
+                    answer.status,
+                    answer.text
+                );
+                prop_assert!(answer.json()["errors"].is_array() || answer.json()["error"].is_string());
+                prop_assert_eq!(snapshot(&store), before.clone());
+                Ok::<(), TestCaseError>(())
+            },
+        )
+        .unwrap();
+}
+
+backend_tests!(hostile_strings_in_any_json_body_are_refused_and_change_nothing);
