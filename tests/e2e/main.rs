@@ -8,6 +8,7 @@ mod checkout_settings;
 mod cli;
 mod connector;
 mod foundation;
+mod hostile_bodies;
 mod hostile_input;
 mod lifecycle;
 mod oauth;
