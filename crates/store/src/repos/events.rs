@@ -51,64 +51,23 @@ struct EventRow {
     attempts: i64,
 }
 
-/// An event set aside, as stored; also what is written to set one aside.
-#[derive(Queryable, Selectable, Insertable)]
-#[diesel(table_name = failed_inbound_events)]
-struct FailedEventRow {
-    id: i64,
-    shop_id: i64,
-    entity: String,
-    action: String,
-    platform_id: String,
-    occurred_at: i64,
-    document: Option<String>,
-    source: String,
-    received_at: i64,
-    attempts: i64,
-    error: String,
-    failed_at: i64,
-}
-
-/// An event put back into the queue under its own id.
-#[derive(Insertable)]
-#[diesel(table_name = inbound_events)]
-struct RequeuedEventRow {
-    id: i64,
-    shop_id: i64,
-    entity: String,
-    action: String,
-    platform_id: String,
-    occurred_at: i64,
-    document: Option<String>,
-    source: String,
-    received_at: i64,
-}
-
-impl TryFrom<FailedEventRow> for FailedInboundEvent {
-    type Error = StorageError;
-
-    fn try_from(row: FailedEventRow) -> Result<Self, StorageError> {
-        let (error, failed_at) = (row.error, Timestamp::from_micros(row.failed_at));
-        let queued = InboundEvent::try_from(EventRow {
-            id: row.id,
-            shop_id: row.shop_id,
-            entity: row.entity,
-            action: row.action,
-            platform_id: row.platform_id,
-            occurred_at: row.occurred_at,
-            document: row.document,
-            source: row.source,
-            received_at: row.received_at,
-            attempts: row.attempts,
-        })?;
-        Ok(FailedInboundEvent {
-            id: queued.id,
-            event: queued.event,
-            attempts: queued.attempts,
-            error,
-            failed_at,
-        })
-    }
+/// The columns an event has, in the queue and set aside alike, in [`EventRow`]'s order;
+/// `$extra` columns or values follow.
+macro_rules! event_columns {
+    ($table:ident $(, $extra:expr)*) => {
+        (
+            $table::id,
+            $table::shop_id,
+            $table::entity,
+            $table::action,
+            $table::platform_id,
+            $table::occurred_at,
+            $table::document,
+            $table::source,
+            $table::received_at
+            $(, $extra)*
+        )
+    };
 }
 
 impl TryFrom<EventRow> for InboundEvent {
@@ -283,30 +242,20 @@ impl EventQueueRepository for StoreTx<'_> {
         error: &str,
         at: Timestamp,
     ) -> StoreResult<()> {
-        let Some(row) = inbound_events::table
-            .find(id)
-            .select(EventRow::as_select())
-            .first(self.conn)
-            .optional()
-            .map_err(storage_error)?
-        else {
-            return Ok(());
-        };
+        use diesel::sql_types::{BigInt, Text};
         diesel::insert_into(failed_inbound_events::table)
-            .values(FailedEventRow {
-                id: row.id,
-                shop_id: row.shop_id,
-                entity: row.entity,
-                action: row.action,
-                platform_id: row.platform_id,
-                occurred_at: row.occurred_at,
-                document: row.document,
-                source: row.source,
-                received_at: row.received_at,
-                attempts,
-                error: error.to_string(),
-                failed_at: at.as_micros(),
-            })
+            .values(inbound_events::table.find(id).select(event_columns!(
+                inbound_events,
+                attempts.into_sql::<BigInt>(),
+                error.into_sql::<Text>(),
+                at.as_micros().into_sql::<BigInt>()
+            )))
+            .into_columns(event_columns!(
+                failed_inbound_events,
+                failed_inbound_events::attempts,
+                failed_inbound_events::error,
+                failed_inbound_events::failed_at
+            ))
             .execute(self.conn)
             .map_err(storage_error)?;
         diesel::delete(inbound_events::table.find(id))
@@ -316,14 +265,27 @@ impl EventQueueRepository for StoreTx<'_> {
     }
 
     fn failed_inbound_events(&mut self, limit: usize) -> StoreResult<Vec<FailedInboundEvent>> {
-        failed_inbound_events::table
+        let rows: Vec<(EventRow, String, i64)> = failed_inbound_events::table
             .order(failed_inbound_events::id.asc())
             .limit(limit as i64)
-            .select(FailedEventRow::as_select())
+            .select((
+                event_columns!(failed_inbound_events, failed_inbound_events::attempts),
+                failed_inbound_events::error,
+                failed_inbound_events::failed_at,
+            ))
             .load(self.conn)
-            .map_err(storage_error)?
-            .into_iter()
-            .map(FailedInboundEvent::try_from)
+            .map_err(storage_error)?;
+        rows.into_iter()
+            .map(|(row, error, failed_at)| {
+                let queued = InboundEvent::try_from(row)?;
+                Ok(FailedInboundEvent {
+                    id: queued.id,
+                    event: queued.event,
+                    attempts: queued.attempts,
+                    error,
+                    failed_at: Timestamp::from_micros(failed_at),
+                })
+            })
             .collect()
     }
 
@@ -335,37 +297,25 @@ impl EventQueueRepository for StoreTx<'_> {
     }
 
     fn requeue_failed_inbound_events(&mut self, ids: Option<&[i64]>) -> StoreResult<Vec<i64>> {
-        let mut query = failed_inbound_events::table
-            .select(FailedEventRow::as_select())
+        let mut chosen = failed_inbound_events::table
+            .select(failed_inbound_events::id)
             .order(failed_inbound_events::id.asc())
             .into_boxed();
         if let Some(ids) = ids {
-            query = query.filter(failed_inbound_events::id.eq_any(ids));
+            chosen = chosen.filter(failed_inbound_events::id.eq_any(ids));
         }
-        let rows: Vec<FailedEventRow> = query.load(self.conn).map_err(storage_error)?;
-        let requeued: Vec<i64> = rows.iter().map(|row| row.id).collect();
-        for row in rows {
+        let requeued: Vec<i64> = chosen.load(self.conn).map_err(storage_error)?;
+        for chunk in requeued.chunks(1000) {
+            let rows =
+                || failed_inbound_events::table.filter(failed_inbound_events::id.eq_any(chunk));
             diesel::insert_into(inbound_events::table)
-                .values(RequeuedEventRow {
-                    id: row.id,
-                    shop_id: row.shop_id,
-                    entity: row.entity,
-                    action: row.action,
-                    platform_id: row.platform_id,
-                    occurred_at: row.occurred_at,
-                    document: row.document,
-                    source: row.source,
-                    received_at: row.received_at,
-                })
+                .values(rows().select(event_columns!(failed_inbound_events)))
+                .into_columns(event_columns!(inbound_events))
                 .execute(self.conn)
                 .map_err(storage_error)?;
-        }
-        for chunk in requeued.chunks(1000) {
-            diesel::delete(
-                failed_inbound_events::table.filter(failed_inbound_events::id.eq_any(chunk)),
-            )
-            .execute(self.conn)
-            .map_err(storage_error)?;
+            diesel::delete(rows())
+                .execute(self.conn)
+                .map_err(storage_error)?;
         }
         Ok(requeued)
     }
