@@ -147,12 +147,21 @@ fn spread() -> f64 {
     (u64::from_le_bytes(bytes) as f64 / u64::MAX as f64) * 2.0 - 1.0
 }
 
+/// What an attempt's record says of a failed call. Integrators read it in the delivery log, so
+/// it says what went wrong without what the network looks like (OS errors, addresses): the
+/// detail goes to the debug log.
 fn error_text(error: &ureq::Error, timeout: Duration) -> String {
     if let Some(refused) = mercer_outbound::refusal(error) {
         return format!("refused: {refused}");
     }
     match error {
         ureq::Error::Timeout(_) => format!("no answer within {timeout:?}"),
+        // InvalidData is TLS (a bad certificate, a corrupt record): the integrator's to fix.
+        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::InvalidData => error.to_string(),
+        ureq::Error::Io(_) | ureq::Error::HostNotFound | ureq::Error::ConnectionFailed => {
+            log::debug!(target: "mercer::webhooks", "a webhook endpoint could not be reached: {error}");
+            "the endpoint could not be reached".to_string()
+        }
         other => other.to_string(),
     }
 }
@@ -477,6 +486,30 @@ pub(crate) mod tests {
         // With TLS built in, rustls reads the plain answer as a corrupt record; without it,
         // ureq says "tls required, but transport is unsecured" and never tries.
         assert!(error.contains("corrupt message"), "{error}");
+    }
+
+    #[test]
+    fn an_unreachable_endpoint_is_recorded_without_network_details() {
+        let port = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap().port()
+        };
+        let sender = Sender::new(&DispatcherConfig {
+            allow_private: true,
+            ..DispatcherConfig::default()
+        });
+        let outcome = sender.send(
+            &OutgoingWebhook {
+                url: format!("http://127.0.0.1:{port}/hook"),
+                headers: Vec::new(),
+                body: Vec::new(),
+            },
+            Timestamp::from_micros(0),
+        );
+        assert_eq!(
+            outcome.error.as_deref(),
+            Some("the endpoint could not be reached")
+        );
     }
 
     /// A loopback server answering every connection with `answer`; it counts connections.
