@@ -1,7 +1,11 @@
 //! Contract §1 and §2 end to end: credentials, scopes, shop scoping, the version header, and the
 //! error body of every failure, the framework's own included.
 
-use mercer_tests::{Backend, MercerServer, backend_tests};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use mercer_tests::{Answer, Backend, MercerServer, backend_tests};
 use serde_json::{Value, json};
 
 const UNKNOWN_SHOP: &str = "ffffffffffffffffffffffffffffffff";
@@ -467,6 +471,98 @@ fn health_and_readiness(backend: Backend) {
     assert_eq!(ready.json()["database"], backend.name());
 }
 
+/// Reads one answer off a raw connection: its head, then `content-length` bytes of body.
+fn read_answer(stream: &mut TcpStream) -> Answer {
+    let mut head = Vec::new();
+    let mut byte = [0u8];
+    while !head.ends_with(b"\r\n\r\n") {
+        stream.read_exact(&mut byte).expect("an answer head");
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8(head).expect("an ASCII head");
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|line| line.split(' ').nth(1))
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("no status line in {head}"));
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.to_string(), value.trim().to_string()))
+        .collect();
+    let length = headers
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, value)| value.parse().ok())
+        .unwrap_or_else(|| panic!("no content-length in {head}"));
+    let mut body = vec![0; length];
+    stream.read_exact(&mut body).expect("the answer's body");
+    Answer {
+        status,
+        headers,
+        text: String::from_utf8(body).expect("a UTF-8 body"),
+    }
+}
+
+/// httparse refuses a head with a control byte in a header value before any app code runs;
+/// the answer is still the contract's, and ordinary keep-alive connections are untouched.
+fn a_header_with_a_control_byte_gets_the_error_body(backend: Backend) {
+    let server = MercerServer::start(backend);
+    let address = server.base_url.trim_start_matches("http://").to_string();
+    let healthz = format!("GET /healthz HTTP/1.1\r\nHost: {address}\r\n\r\n");
+    let connect = || {
+        let stream = TcpStream::connect(&address).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        stream
+    };
+
+    let mut keep_alive = connect();
+    for _ in 0..3 {
+        keep_alive.write_all(healthz.as_bytes()).unwrap();
+        let answer = read_answer(&mut keep_alive);
+        assert_eq!(answer.status, 200, "{}", answer.text);
+        assert_eq!(answer.json()["status"], "ok");
+        assert_eq!(
+            answer.header("connection"),
+            None,
+            "the connection stays open"
+        );
+    }
+
+    for control in [0x01u8, 0x7f, 0x00] {
+        // After an ordinary request on the same connection, as a client reusing it would.
+        let mut stream = connect();
+        stream.write_all(healthz.as_bytes()).unwrap();
+        assert_eq!(read_answer(&mut stream).status, 200);
+        let mut request =
+            format!("GET /healthz HTTP/1.1\r\nHost: {address}\r\nX-A: a").into_bytes();
+        request.extend_from_slice(&[control, b'b']);
+        request.extend_from_slice(b"\r\n\r\n");
+        stream.write_all(&request).unwrap();
+        let answer = read_answer(&mut stream);
+        let entries = answer.assert_error(400, "request.malformed");
+        assert_eq!(entries.len(), 1, "{}", answer.text);
+        assert_eq!(entries[0]["sub_type"], "header");
+        assert_eq!(entries[0]["severity"], "validation");
+        assert_eq!(entries[0]["field"], Value::Null);
+        assert_eq!(answer.header("content-type"), Some("application/json"));
+        assert_eq!(answer.header("connection"), Some("close"));
+        let mut rest = Vec::new();
+        stream.read_to_end(&mut rest).unwrap();
+        assert!(rest.is_empty(), "nothing after the answer: {rest:?}");
+
+        // As the first request of a connection too.
+        let mut first = connect();
+        first.write_all(&request).unwrap();
+        read_answer(&mut first).assert_error(400, "request.malformed");
+    }
+
+    keep_alive.write_all(healthz.as_bytes()).unwrap();
+    assert_eq!(read_answer(&mut keep_alive).status, 200, "still open");
+}
+
 backend_tests!(
     get_shop_information_answers_with_the_demo_token,
     missing_or_bad_credentials_are_401,
@@ -482,6 +578,7 @@ backend_tests!(
     a_revoked_token_is_refused,
     internal_errors_leak_nothing,
     health_and_readiness,
+    a_header_with_a_control_byte_gets_the_error_body,
 );
 
 #[test]

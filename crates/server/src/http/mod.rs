@@ -7,11 +7,16 @@ pub mod middleware;
 pub mod routes;
 pub mod sign_in_limiter;
 pub mod state;
+pub mod transport;
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
+use actix_http::{HttpService, KeepAlive};
+use actix_service::{IntoServiceFactory, ServiceFactoryExt, map_config};
+use actix_web::dev::AppConfig;
 use actix_web::middleware::from_fn;
-use actix_web::{App, HttpServer, web};
+use actix_web::{App, web};
 
 use error::ApiError;
 use state::AppState;
@@ -62,19 +67,51 @@ pub struct BoundServer {
     pub addresses: Vec<SocketAddr>,
 }
 
+/// Binds the server. It is actix-web's `HttpServer` assembled by hand, with its settings, so that
+/// connections go through `transport::ContractStream` (the contract's body on actix-http's bare
+/// parse-error answers).
 pub fn bind(state: AppState, options: &ServeOptions) -> std::io::Result<BoundServer> {
     let state = web::Data::new(state);
-    let mut server = HttpServer::new(move || app(state.clone()))
+    let mut builder = actix_server::Server::build()
         // Signals are ours (see `BoundServer::run`): actix would stop at once on SIGINT.
         .disable_signals()
         .shutdown_timeout(options.shutdown_timeout_secs);
     if let Some(workers) = options.workers {
-        server = server.workers(workers);
+        builder = builder.workers(workers);
     }
-    let server = server.bind(&options.bind)?;
-    let addresses = server.addrs();
+    let mut addresses = Vec::new();
+    for listener in transport::listeners(&options.bind)? {
+        let address = listener.local_addr()?;
+        // Lets idle keep-alive connections close when a graceful stop begins.
+        let stopping = builder.graceful_shutdown_signal();
+        let state = state.clone();
+        let factory = move || {
+            let stopping = stopping.clone();
+            let app = app(state.clone())
+                .into_factory()
+                .map_err(|error: actix_web::Error| error.error_response());
+            let host = address.to_string();
+            let http = HttpService::build()
+                .graceful_shutdown_signal(move || {
+                    let stopping = stopping.clone();
+                    async move { stopping.notified().await }
+                })
+                .keep_alive(KeepAlive::default())
+                .client_request_timeout(Duration::from_secs(5))
+                .client_disconnect_timeout(Duration::from_secs(1))
+                .h1_allow_half_closed(true)
+                .local_addr(address)
+                // `AppConfig::new` is crate-private; this is its public (hidden) twin.
+                .finish(map_config(app, move |()| {
+                    AppConfig::__priv_test_new(false, host.clone(), address)
+                }));
+            transport::accept().and_then(http)
+        };
+        builder = builder.listen(format!("mercer-{address}"), listener, factory)?;
+        addresses.push(address);
+    }
     Ok(BoundServer {
-        server: server.run(),
+        server: builder.run(),
         addresses,
     })
 }

@@ -1,0 +1,415 @@
+//! The server's TCP side: its listeners, and the stream that gives actix-http's own bodiless error
+//! answers the contract's error body.
+//!
+//! actix-http refuses a request head it cannot parse (a control byte in a header value, a
+//! malformed request line…) with a hard-coded `400` without a body, a head too large for its
+//! buffer with `431`, and a first head that does not arrive in time with `408`. It does so before
+//! any app code runs and offers no hook to change the answer, so [`ContractStream`] wraps each
+//! connection's socket and, when the bytes about to be written end with one of those bare
+//! answers, writes the contract's JSON answer in their place.
+
+use std::io;
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::ops::Range;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use actix_http::Protocol;
+use actix_http::error::DispatchError;
+use actix_web::dev::{ServiceFactory, fn_service};
+use actix_web::rt::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use super::error::ErrorEntry;
+
+/// Binds `address` as actix-web's `HttpServer::bind` does: every address it resolves to that can
+/// be bound, with `SO_REUSEADDR` and a backlog of 1024.
+pub fn listeners(address: &str) -> io::Result<Vec<TcpListener>> {
+    let mut listeners = Vec::new();
+    let mut last_error = None;
+    for address in address.to_socket_addrs()? {
+        match listener(address) {
+            Ok(listener) => listeners.push(listener),
+            Err(error) => last_error = Some(error),
+        }
+    }
+    match last_error {
+        Some(error) if listeners.is_empty() => Err(error),
+        None if listeners.is_empty() => Err(io::Error::other("the address resolves to nothing")),
+        _ => Ok(listeners),
+    }
+}
+
+fn listener(address: SocketAddr) -> io::Result<TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(
+        Domain::for_address(address),
+        Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )?;
+    socket.set_reuse_address(true)?;
+    socket.bind(&address.into())?;
+    socket.listen(1024)?;
+    Ok(socket.into())
+}
+
+/// Turns an accepted connection into what `actix_http::HttpService` serves: the wrapped stream,
+/// HTTP/1, and the peer's address (for the request log and the sign-in limiter).
+pub fn accept() -> impl ServiceFactory<
+    TcpStream,
+    Config = (),
+    Response = (ContractStream<TcpStream>, Protocol, Option<SocketAddr>),
+    Error = DispatchError,
+    InitError = (),
+> {
+    fn_service(|io: TcpStream| async move {
+        let peer = io.peer_addr().ok();
+        Ok::<_, DispatchError>((ContractStream::new(io), Protocol::Http1, peer))
+    })
+}
+
+/// A connection's stream that writes the contract's error answer in place of actix-http's bare
+/// ones; everything else passes through untouched.
+pub struct ContractStream<Io> {
+    io: Io,
+    replacing: Option<Replacement>,
+}
+
+/// The contract's answer being written in place of a bare one.
+struct Replacement {
+    bytes: Vec<u8>,
+    written: usize,
+    /// How many of the caller's bytes (the bare answer) it stands for.
+    stands_for: usize,
+}
+
+impl<Io> ContractStream<Io> {
+    pub fn new(io: Io) -> Self {
+        ContractStream {
+            io,
+            replacing: None,
+        }
+    }
+}
+
+impl<Io: AsyncRead + Unpin> AsyncRead for ContractStream<Io> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
+    }
+}
+
+impl<Io: AsyncWrite + Unpin> AsyncWrite for ContractStream<Io> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let replacement = match &mut this.replacing {
+            Some(replacement) => replacement,
+            None => match find_bare_answer(buf) {
+                None => return Pin::new(&mut this.io).poll_write(cx, buf),
+                // Earlier answers of a pipelined connection go out first, as they are.
+                Some(found) if found.start > 0 => {
+                    return Pin::new(&mut this.io).poll_write(cx, &buf[..found.start]);
+                }
+                Some(found) => this.replacing.insert(Replacement {
+                    bytes: contract_answer(buf, &found),
+                    written: 0,
+                    stands_for: buf.len(),
+                }),
+            },
+        };
+        // The caller retries with the same bytes after `Pending`; they are reported written
+        // only once the whole replacement is.
+        while replacement.written < replacement.bytes.len() {
+            let n = ready!(
+                Pin::new(&mut this.io).poll_write(cx, &replacement.bytes[replacement.written..])
+            )?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            replacement.written += n;
+        }
+        let stands_for = replacement.stands_for.min(buf.len());
+        this.replacing = None;
+        Poll::Ready(Ok(stands_for))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BareAnswer {
+    Malformed,
+    HeadTooLarge,
+    HeadTimeout,
+}
+
+/// actix-http's bare answers, by their status line after the version.
+const BARE_ANSWERS: &[(&[u8], BareAnswer)] = &[
+    (b" 400 Bad Request", BareAnswer::Malformed),
+    (
+        b" 431 Request Header Fields Too Large",
+        BareAnswer::HeadTooLarge,
+    ),
+    (b" 408 Request Timeout", BareAnswer::HeadTimeout),
+];
+
+impl BareAnswer {
+    fn entry(self) -> ErrorEntry {
+        let (kind, sub_type, severity, message) = match self {
+            BareAnswer::Malformed => (
+                "request.malformed",
+                "header",
+                "validation",
+                "the request's head does not parse: a header value holds a control byte, or a \
+                 header or the request line is otherwise malformed",
+            ),
+            BareAnswer::HeadTooLarge => (
+                "request.too_large",
+                "header_limit",
+                "validation",
+                "the request's headers are larger than the server accepts",
+            ),
+            BareAnswer::HeadTimeout => (
+                "request.timeout",
+                "head",
+                "critical",
+                "the request's head did not arrive in time",
+            ),
+        };
+        ErrorEntry {
+            message: message.to_string(),
+            kind: kind.to_string(),
+            field: None,
+            severity,
+            sub_type: sub_type.to_string(),
+        }
+    }
+}
+
+/// A bare answer at the end of the bytes to write.
+#[derive(Debug, PartialEq, Eq)]
+struct Found {
+    /// Where it starts: bytes before it are earlier answers on a pipelined connection.
+    start: usize,
+    /// Where its status line (`HTTP/1.1 400 Bad Request`) ends.
+    status_line_end: usize,
+    /// Its `date: …\r\n` line.
+    date_line: Range<usize>,
+    kind: BareAnswer,
+}
+
+/// `date: `, an IMF-fixdate (always 29 bytes), CRLF.
+const DATE_LINE_LEN: usize = 6 + 29 + 2;
+
+/// Finds a bare answer ending `buf`. actix-http writes one as
+/// `HTTP/1.x <status>\r\ncontent-length: 0\r\n[connection: close|keep-alive\r\n]date: …\r\n\r\n`
+/// and closes the connection after it, so it is always the last thing written. Every answer of
+/// the app carries at least `content-type` or the version header, so none matches.
+fn find_bare_answer(buf: &[u8]) -> Option<Found> {
+    // Answers with a body fail this first test, which is all the hot path pays.
+    if !buf.ends_with(b"\r\n\r\n") {
+        return None;
+    }
+    let date_start = buf.len().checked_sub(DATE_LINE_LEN + 2)?;
+    if !buf[date_start..].starts_with(b"date: ") {
+        return None;
+    }
+    let before_date = &buf[..date_start];
+    let before_connection = before_date
+        .strip_suffix(b"connection: close\r\n")
+        .or_else(|| before_date.strip_suffix(b"connection: keep-alive\r\n"))
+        .unwrap_or(before_date);
+    let status_line = before_connection.strip_suffix(b"\r\ncontent-length: 0\r\n")?;
+    BARE_ANSWERS.iter().find_map(|&(status, kind)| {
+        let version = status_line.strip_suffix(status)?;
+        let start = version.len().checked_sub(b"HTTP/1.1".len())?;
+        matches!(&version[start..], b"HTTP/1.1" | b"HTTP/1.0").then(|| Found {
+            start,
+            status_line_end: status_line.len(),
+            date_line: date_start..buf.len() - 2,
+            kind,
+        })
+    })
+}
+
+/// The contract's answer for a bare one: same status line and date, the JSON error body, and
+/// `connection: close` (actix-http closes the connection after a bare answer).
+fn contract_answer(buf: &[u8], found: &Found) -> Vec<u8> {
+    let body = serde_json::json!({ "errors": [found.kind.entry()] }).to_string();
+    let mut answer = Vec::with_capacity(256 + body.len());
+    answer.extend_from_slice(&buf[found.start..found.status_line_end]);
+    answer.extend_from_slice(b"\r\ncontent-type: application/json\r\ncontent-length: ");
+    answer.extend_from_slice(body.len().to_string().as_bytes());
+    answer.extend_from_slice(b"\r\nconnection: close\r\n");
+    answer.extend_from_slice(&buf[found.date_line.clone()]);
+    answer.extend_from_slice(b"\r\n");
+    answer.extend_from_slice(body.as_bytes());
+    answer
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+    use std::task::Waker;
+
+    const DATE: &str = "date: Sun, 22 Nov 2026 16:04:04 GMT\r\n\r\n";
+
+    fn bare(status_line: &str, connection: &str) -> String {
+        format!("{status_line}\r\ncontent-length: 0\r\n{connection}{DATE}")
+    }
+
+    fn ok_answer() -> String {
+        format!(
+            "HTTP/1.1 200 OK\r\ncontent-length: 15\r\ncontent-type: application/json\r\n\
+             svc-api-version-date: 2022-05-01\r\n{DATE}{{\"status\":\"ok\"}}"
+        )
+    }
+
+    #[test]
+    fn finds_each_bare_answer_in_each_form_actix_writes() {
+        for (status_line, kind) in [
+            ("HTTP/1.1 400 Bad Request", BareAnswer::Malformed),
+            ("HTTP/1.0 400 Bad Request", BareAnswer::Malformed),
+            (
+                "HTTP/1.1 431 Request Header Fields Too Large",
+                BareAnswer::HeadTooLarge,
+            ),
+            ("HTTP/1.1 408 Request Timeout", BareAnswer::HeadTimeout),
+        ] {
+            for connection in ["connection: close\r\n", "connection: keep-alive\r\n", ""] {
+                let alone = bare(status_line, connection);
+                let found = find_bare_answer(alone.as_bytes()).expect(&alone);
+                assert_eq!((found.start, found.kind), (0, kind), "{alone}");
+                assert_eq!(&alone[..found.status_line_end], status_line);
+                assert_eq!(&alone[found.date_line.clone()], &DATE[..DATE.len() - 2]);
+
+                let pipelined = format!("{}{alone}", ok_answer());
+                let found = find_bare_answer(pipelined.as_bytes()).expect(&pipelined);
+                assert_eq!(found.start, ok_answer().len(), "{pipelined}");
+            }
+        }
+    }
+
+    #[test]
+    fn answers_of_the_app_are_never_taken_for_bare_ones() {
+        for answer in [
+            ok_answer(),
+            // The app's own 400s have a body and headers.
+            format!(
+                "HTTP/1.1 400 Bad Request\r\ncontent-length: 2\r\ncontent-type: \
+                 application/json\r\n{DATE}{{}}"
+            ),
+            // A bodiless answer with the app's headers.
+            format!("HTTP/1.1 204 No Content\r\nsvc-api-version-date: 2022-05-01\r\n{DATE}"),
+            format!(
+                "HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\
+                 svc-api-version-date: 2022-05-01\r\n{DATE}"
+            ),
+            bare("HTTP/1.1 404 Not Found", ""),
+            "HTTP/1.1 100 Continue\r\n\r\n".to_string(),
+            String::new(),
+            "\r\n\r\n".to_string(),
+        ] {
+            assert_eq!(find_bare_answer(answer.as_bytes()), None, "{answer}");
+        }
+    }
+
+    /// A socket that takes at most `chunk` bytes per write, and is not ready every other time.
+    struct Slow {
+        written: Vec<u8>,
+        chunk: usize,
+        ready: bool,
+    }
+
+    impl AsyncWrite for Slow {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            let this = self.get_mut();
+            this.ready = !this.ready;
+            if !this.ready {
+                return Poll::Pending;
+            }
+            let n = buf.len().min(this.chunk);
+            this.written.extend_from_slice(&buf[..n]);
+            Poll::Ready(Ok(n))
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// Writes `bytes` as actix-http's dispatcher does: retrying with what is left.
+    fn write_all(stream: &mut ContractStream<Slow>, bytes: &[u8]) {
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut written = 0;
+        while written < bytes.len() {
+            if let Poll::Ready(n) = Pin::new(&mut *stream).poll_write(&mut cx, &bytes[written..]) {
+                let n = n.expect("the mock does not fail");
+                assert!(n > 0);
+                written += n;
+            }
+        }
+    }
+
+    #[test]
+    fn the_bare_answer_is_replaced_across_partial_writes_and_earlier_answers_pass_through() {
+        let bytes = format!("{}{}", ok_answer(), bare("HTTP/1.1 400 Bad Request", ""));
+        let mut stream = ContractStream::new(Slow {
+            written: Vec::new(),
+            chunk: 7,
+            ready: false,
+        });
+        write_all(&mut stream, bytes.as_bytes());
+        let written = String::from_utf8(stream.io.written).expect("ASCII");
+        let (earlier, replaced) = written.split_at(ok_answer().len());
+        assert_eq!(earlier, ok_answer());
+        let (head, body) = replaced.split_once("\r\n\r\n").expect("a head");
+        assert_eq!(
+            head,
+            format!(
+                "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n\
+                 content-length: {}\r\nconnection: close\r\n{}",
+                body.len(),
+                &DATE[..DATE.len() - 4]
+            )
+        );
+        let body: Value = serde_json::from_str(body).expect("JSON");
+        assert_eq!(body["errors"][0]["type"], "request.malformed");
+        assert_eq!(body["errors"][0]["sub_type"], "header");
+        assert_eq!(body["errors"][0]["severity"], "validation");
+        assert_eq!(body["errors"][0]["field"], Value::Null);
+    }
+
+    #[test]
+    fn other_answers_pass_through_untouched() {
+        let mut stream = ContractStream::new(Slow {
+            written: Vec::new(),
+            chunk: 5,
+            ready: false,
+        });
+        write_all(&mut stream, ok_answer().as_bytes());
+        assert_eq!(stream.io.written, ok_answer().as_bytes());
+    }
+}
