@@ -226,7 +226,9 @@ fn hostile_strings_in_any_json_body_are_refused_and_change_nothing(backend: Back
                     answer.status,
                     answer.text
                 );
-                prop_assert!(answer.json()["errors"].is_array() || answer.json()["error"].is_string());
+                prop_assert!(
+                    answer.json()["errors"].is_array() || answer.json()["error"].is_string()
+                );
                 prop_assert_eq!(snapshot(&store), before.clone());
                 Ok::<(), TestCaseError>(())
             },

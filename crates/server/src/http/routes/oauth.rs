@@ -402,10 +402,7 @@ fn basic_credentials(request: &HttpRequest) -> Option<(String, String)> {
 /// Whether a form body holds a NUL, raw or percent-encoded: no field Mercer reads may (no
 /// database stores one), so such a form is refused before it is read.
 fn form_holds_nul(body: &[u8]) -> bool {
-    body.contains(&0)
-        || body
-            .windows(3)
-            .any(|window| window == b"%00")
+    body.contains(&0) || body.windows(3).any(|window| window == b"%00")
 }
 
 /// `POST /auth/oauth2/token`: a code (with the client secret or a PKCE verifier) for a token.
@@ -432,9 +429,7 @@ pub async fn token(
         }
         "application/json" => limits::check_json_body(&body)
             .map_err(|problem| problem.message)
-            .and_then(|()| {
-                serde_json::from_slice::<TokenParams>(&body).map_err(|e| e.to_string())
-            }),
+            .and_then(|()| serde_json::from_slice::<TokenParams>(&body).map_err(|e| e.to_string())),
         _ => Err("send the parameters as application/x-www-form-urlencoded or JSON".to_string()),
     };
     let mut params = match parsed {
