@@ -581,15 +581,25 @@ pub fn synced_event<T: Clone + Stamped>(
     now: Timestamp,
 ) -> Option<NewInboundEvent> {
     let platform_id = entity.platform_id().filter(|id| !id.is_blank())?;
+    // An entity that cannot be written out as JSON (never seen) is skipped like one without an
+    // id; so is one holding text no database stores, by the rule events are held to.
+    let document = EventDocument::new(entity.clone().into_document()).ok()?;
+    if let Err(problem) = crate::limits::check_json_body(document.json().as_bytes()) {
+        log::warn!(
+            target: "mercer::sync",
+            "skipped synced {} {platform_id} of shop {shop_id}: {}",
+            kind.as_str(),
+            problem.message
+        );
+        return None;
+    }
     Some(NewInboundEvent {
         shop_id,
         kind,
         action: EventAction::Saved,
         platform_id: platform_id.as_str().to_string(),
         occurred_at: entity.platform_updated_at()?,
-        // An entity that cannot be written out as JSON (never seen) is skipped like one
-        // without an id.
-        document: Some(EventDocument::new(entity.clone().into_document()).ok()?),
+        document: Some(document),
         source: EventSource::Sync,
         received_at: now,
     })
@@ -1040,6 +1050,30 @@ mod tests {
     use serde_json::json;
 
     const SHOP: i64 = 1;
+
+    #[test]
+    fn synced_entities_holding_text_no_database_stores_are_skipped() {
+        let customer = |id: &str, email: &str| -> Customer {
+            serde_json::from_value(json!({
+                "platform_id": id,
+                "email": email,
+                "platform_updated_at": at(1).to_rfc3339(),
+            }))
+            .unwrap()
+        };
+        let (events, skipped) = synced_customer_events(
+            SHOP,
+            &[
+                customer("c1", "a@x.test"),
+                customer("c2", "a\u{0}b@x.test"),
+                customer(&"9".repeat(256), "b@x.test"),
+            ],
+            at(2),
+        );
+        assert_eq!(skipped, 2);
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].platform_id, "c1");
+    }
 
     fn at(seconds: i64) -> Timestamp {
         Timestamp::from_micros(1_700_000_000_000_000).plus_seconds(seconds)
