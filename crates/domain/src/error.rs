@@ -61,6 +61,9 @@ pub struct StorageError {
 pub enum StorageErrorKind {
     /// A unique constraint refused the change: someone else stored the same key first.
     UniqueViolation,
+    /// The database could not do it now (a lost connection, a deadlock or serialization
+    /// failure, a busy SQLite file); the same work may well succeed when tried again.
+    Transient,
     Other,
 }
 
@@ -79,8 +82,19 @@ impl StorageError {
         }
     }
 
+    pub fn transient(detail: impl Into<String>) -> Self {
+        StorageError {
+            kind: StorageErrorKind::Transient,
+            detail: detail.into(),
+        }
+    }
+
     pub fn is_unique_violation(&self) -> bool {
         self.kind == StorageErrorKind::UniqueViolation
+    }
+
+    pub fn is_transient(&self) -> bool {
+        self.kind == StorageErrorKind::Transient
     }
 }
 

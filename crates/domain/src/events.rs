@@ -137,11 +137,23 @@ pub struct InboundEvent {
     pub attempts: i64,
 }
 
-/// An event set aside after its last attempt failed (`mercer events failed`).
+/// A queued event whose stored row does not read back (written by another version, or edited
+/// by hand): it is set aside at once, so it cannot hold up the queue.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnreadableEvent {
+    pub id: i64,
+    pub reason: String,
+}
+
+/// An event set aside after its last attempt failed (`mercer events failed`), as stored: its
+/// columns as text, so an unreadable one is listed too.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FailedInboundEvent {
     pub id: i64,
-    pub event: NewInboundEvent,
+    pub shop_id: i64,
+    pub kind: String,
+    pub action: String,
+    pub platform_id: String,
     pub attempts: i64,
     pub error: String,
     pub failed_at: Timestamp,
@@ -910,7 +922,17 @@ pub fn apply_pending(
             return Ok(0);
         }
         let now = clock.now();
-        let events = tx.pending_inbound_events(limit, now)?;
+        let mut events = Vec::new();
+        let mut unreadable = 0;
+        for pending in tx.pending_inbound_events(limit, now)? {
+            match pending {
+                Ok(event) => events.push(event),
+                Err(bad) => {
+                    set_aside_unreadable(tx, &bad, now)?;
+                    unreadable += 1;
+                }
+            }
+        }
         let refs: Vec<&NewInboundEvent> = events.iter().map(|stored| &stored.event).collect();
         let outcomes = apply_events(tx, &refs, now)?;
         let marks: Vec<(i64, Outcome)> = events
@@ -919,7 +941,7 @@ pub fn apply_pending(
             .map(|(stored, outcome)| (stored.id, outcome))
             .collect();
         tx.mark_inbound_events(&marks, now)?;
-        Ok(events.len())
+        Ok(events.len() + unreadable)
     });
     match result {
         Ok(applied) => Ok(applied),
@@ -944,10 +966,14 @@ fn apply_one_at_a_time(
                 return Ok(false);
             }
             let now = clock.now();
-            let Some(stored) = tx.pending_inbound_events(1, now)?.pop() else {
-                return Ok(false);
+            let stored = match tx.pending_inbound_events(1, now)?.pop() {
+                None => return Ok(false),
+                Some(Err(bad)) => {
+                    set_aside_unreadable(tx, &bad, now)?;
+                    return Ok(true);
+                }
+                Some(Ok(stored)) => head.insert(stored),
             };
-            let stored = head.insert(stored);
             let outcomes = apply_events(tx, &[&stored.event], now)?;
             let marks: Vec<(i64, Outcome)> = outcomes.into_iter().map(|o| (stored.id, o)).collect();
             tx.mark_inbound_events(&marks, now)?;
@@ -967,14 +993,29 @@ fn apply_one_at_a_time(
     Ok(limit)
 }
 
+fn set_aside_unreadable(
+    tx: &mut dyn Repositories,
+    bad: &UnreadableEvent,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    log::error!(target: "mercer::events", "event {} is unreadable and set aside: {}", bad.id, bad.reason);
+    tx.set_aside_inbound_event(bad.id, 1, &format!("unreadable: {}", bad.reason), now)?;
+    Ok(())
+}
+
 /// Counts a failed attempt at applying `failed`: due again after a delay, or, after its last
-/// attempt, set aside.
+/// attempt, set aside. A failure the database calls transient (a lost connection, a deadlock)
+/// is not the event's fault and is not counted: the error is handed back, and the applier tries
+/// again after its pause.
 fn record_apply_failure(
     db: &impl Database,
     clock: &dyn Clock,
     failed: &InboundEvent,
     error: &DomainError,
 ) -> Result<(), DomainError> {
+    if matches!(error, DomainError::Storage(storage) if storage.is_transient()) {
+        return Err(error.clone());
+    }
     let attempts = failed.attempts + 1;
     let message = error.to_string();
     let now = clock.now();
@@ -982,18 +1023,30 @@ fn record_apply_failure(
     if attempts >= APPLY_ATTEMPTS {
         log::error!(
             target: "mercer::events",
-            "event {} ({} {} {} of shop {}) failed its last attempt and is set aside: {message}",
+            "event {} ({} {} {:?} of shop {}) failed its last attempt and is set aside: {message}",
             failed.id, event.kind.as_str(), event.action.as_str(), event.platform_id, event.shop_id
         );
-        db.write(|tx| Ok(tx.set_aside_inbound_event(failed.id, attempts, &message, now)?))
+        db.write(|tx| {
+            // Under the applier's lock, like applying: another process's applier may be at the
+            // same event.
+            if tx.lock_event_applier()? {
+                tx.set_aside_inbound_event(failed.id, attempts, &message, now)?;
+            }
+            Ok(())
+        })
     } else {
         let retry_at = now.plus_seconds(retry_delay_seconds(attempts));
         log::warn!(
             target: "mercer::events",
-            "event {} ({} {} {} of shop {}) failed to apply (attempt {attempts} of {APPLY_ATTEMPTS}): {message}",
+            "event {} ({} {} {:?} of shop {}) failed to apply (attempt {attempts} of {APPLY_ATTEMPTS}): {message}",
             failed.id, event.kind.as_str(), event.action.as_str(), event.platform_id, event.shop_id
         );
-        db.write(|tx| Ok(tx.postpone_inbound_event(failed.id, attempts, &message, retry_at)?))
+        db.write(|tx| {
+            if tx.lock_event_applier()? {
+                tx.postpone_inbound_event(failed.id, attempts, &message, retry_at)?;
+            }
+            Ok(())
+        })
     }
 }
 
@@ -1003,6 +1056,13 @@ pub fn retry_failed_events(
     db: &impl Database,
     ids: Option<&[i64]>,
 ) -> Result<Vec<i64>, DomainError> {
+    let ids = ids.map(|ids| {
+        let mut ids = ids.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    });
+    let ids = ids.as_deref();
     db.write(|tx| {
         let requeued = tx.requeue_failed_inbound_events(ids)?;
         if let Some(ids) = ids

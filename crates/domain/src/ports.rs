@@ -7,7 +7,7 @@ use crate::directory::{DirectoryAddress, DirectoryCustomer, DirectoryPage, Direc
 use crate::error::{DomainError, StorageError};
 use crate::events::{
     EntityKind, EntityRecord, EntityWrite, FailedInboundEvent, InboundEvent, NewInboundEvent,
-    Outcome,
+    Outcome, UnreadableEvent,
 };
 use crate::oauth::{
     AuthorizationCode, NewAuthorizationCode, NewOAuthApp, NewStaffAccount, OAuthApp, StaffAccount,
@@ -115,12 +115,12 @@ pub trait PlatformRepository {
 pub trait EventQueueRepository {
     fn insert_inbound_events(&mut self, events: &[NewInboundEvent]) -> StoreResult<()>;
     /// The oldest unapplied events due by `now` (an event waiting to be retried is due at its
-    /// `retry_at`), in order of arrival.
+    /// `retry_at`), in order of arrival; a row that does not read back comes as unreadable.
     fn pending_inbound_events(
         &mut self,
         limit: usize,
         now: Timestamp,
-    ) -> StoreResult<Vec<InboundEvent>>;
+    ) -> StoreResult<Vec<Result<InboundEvent, UnreadableEvent>>>;
     /// Records that these events were applied, with what outcome; they are pending no more
     /// (the store may forget them).
     fn mark_inbound_events(

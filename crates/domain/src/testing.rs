@@ -10,7 +10,7 @@ use crate::directory::{DirectoryAddress, DirectoryCustomer, DirectoryPage, Direc
 use crate::error::DomainError;
 use crate::events::{
     EntityDocument, EntityKind, EntityRecord, EntityWrite, FailedInboundEvent, InboundEvent,
-    NewInboundEvent, Outcome,
+    NewInboundEvent, Outcome, UnreadableEvent,
 };
 use crate::oauth::{
     AuthorizationCode, NewAuthorizationCode, NewOAuthApp, NewStaffAccount, OAuthApp, StaffAccount,
@@ -54,8 +54,8 @@ pub struct MemoryState {
     pub events: Vec<(InboundEvent, Option<Outcome>)>,
     /// When events that failed to apply are due again, by event id.
     pub event_retry_at: std::collections::HashMap<i64, Timestamp>,
-    /// Events set aside after their last attempt.
-    pub failed_events: Vec<FailedInboundEvent>,
+    /// Events set aside after their last attempt, with the event as it was queued.
+    pub failed_events: Vec<(FailedInboundEvent, NewInboundEvent)>,
     pub syncs: Vec<SyncRun>,
     pub outbox: Vec<OutboxEntry>,
     pub labels: Vec<Label>,
@@ -417,7 +417,7 @@ impl EventQueueRepository for MemoryState {
         &mut self,
         limit: usize,
         now: Timestamp,
-    ) -> StoreResult<Vec<InboundEvent>> {
+    ) -> StoreResult<Vec<Result<InboundEvent, UnreadableEvent>>> {
         let retry_at = &self.event_retry_at;
         Ok(self
             .events
@@ -426,7 +426,7 @@ impl EventQueueRepository for MemoryState {
                 outcome.is_none() && retry_at.get(&event.id).is_none_or(|due| *due <= now)
             })
             .take(limit)
-            .map(|(e, _)| e.clone())
+            .map(|(e, _)| Ok(e.clone()))
             .collect())
     }
 
@@ -481,21 +481,33 @@ impl EventQueueRepository for MemoryState {
         at: Timestamp,
     ) -> StoreResult<()> {
         if let Some(index) = self.events.iter().position(|(e, _)| e.id == id) {
-            let (event, _) = self.events.remove(index);
+            let (queued, _) = self.events.remove(index);
             self.event_retry_at.remove(&id);
-            self.failed_events.push(FailedInboundEvent {
-                id,
-                event: event.event,
-                attempts,
-                error: error.to_string(),
-                failed_at: at,
-            });
+            let event = queued.event;
+            self.failed_events.push((
+                FailedInboundEvent {
+                    id,
+                    shop_id: event.shop_id,
+                    kind: event.kind.as_str().to_string(),
+                    action: event.action.as_str().to_string(),
+                    platform_id: event.platform_id.clone(),
+                    attempts,
+                    error: error.to_string(),
+                    failed_at: at,
+                },
+                event,
+            ));
         }
         Ok(())
     }
 
     fn failed_inbound_events(&mut self, limit: usize) -> StoreResult<Vec<FailedInboundEvent>> {
-        Ok(self.failed_events.iter().take(limit).cloned().collect())
+        Ok(self
+            .failed_events
+            .iter()
+            .take(limit)
+            .map(|(failed, _)| failed.clone())
+            .collect())
     }
 
     fn count_failed_inbound_events(&mut self) -> StoreResult<i64> {
@@ -505,13 +517,13 @@ impl EventQueueRepository for MemoryState {
     fn requeue_failed_inbound_events(&mut self, ids: Option<&[i64]>) -> StoreResult<Vec<i64>> {
         let (back, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.failed_events)
             .into_iter()
-            .partition(|failed| ids.is_none_or(|ids| ids.contains(&failed.id)));
+            .partition(|(failed, _)| ids.is_none_or(|ids| ids.contains(&failed.id)));
         self.failed_events = kept;
-        let requeued = back.iter().map(|failed| failed.id).collect();
-        for failed in back {
+        let requeued = back.iter().map(|(failed, _)| failed.id).collect();
+        for (failed, event) in back {
             let event = InboundEvent {
                 id: failed.id,
-                event: failed.event,
+                event,
                 attempts: 0,
             };
             let at = self.events.partition_point(|(e, _)| e.id < event.id);

@@ -154,20 +154,21 @@ fn events_command(store: &Store, command: EventsCommand) -> Result<(), CommandEr
                 "ID", "SHOP_IDENTIFIER", "EVENT", "PLATFORM_ID", "ATTEMPTS", "FAILED_AT"
             );
             for failed in failed {
-                let event = &failed.event;
                 let shop = shops
                     .iter()
-                    .find(|shop| shop.id == event.shop_id)
+                    .find(|shop| shop.id == failed.shop_id)
                     .map_or("?", |shop| shop.identifier.as_str());
+                // Platform ids and errors come from outside: escaped, so a control character
+                // cannot rewrite the operator's terminal.
                 println!(
                     "{:<8}  {:<32}  {:<17}  {:<24}  {:<8}  {:<24}  {}",
                     failed.id,
                     shop,
-                    format!("{} {}", event.kind.as_str(), event.action.as_str()),
-                    event.platform_id,
+                    format!("{} {}", failed.kind, failed.action),
+                    failed.platform_id.escape_debug().to_string(),
                     failed.attempts,
                     failed.failed_at.to_rfc3339_seconds(),
-                    failed.error.replace('\n', " ")
+                    failed.error.escape_debug()
                 );
             }
         }

@@ -153,15 +153,34 @@ impl Store {
     fn connection(&self) -> Result<PooledConnection<ConnectionManager>, StorageError> {
         self.pool
             .get()
-            .map_err(|error| StorageError::other(format!("no database connection: {error}")))
+            .map_err(|error| StorageError::transient(format!("no database connection: {error}")))
     }
 }
 
 pub(crate) fn storage_error(error: diesel::result::Error) -> StorageError {
     use diesel::result::{DatabaseErrorKind, Error};
-    match error {
+    match &error {
         Error::DatabaseError(DatabaseErrorKind::UniqueViolation, _) => {
             StorageError::unique_violation(error.to_string())
+        }
+        Error::DatabaseError(
+            DatabaseErrorKind::SerializationFailure
+            | DatabaseErrorKind::ClosedConnection
+            | DatabaseErrorKind::UnableToSendCommand,
+            _,
+        ) => StorageError::transient(error.to_string()),
+        // Reported without a kind of their own: PostgreSQL's deadlock (40P01) and statement
+        // timeout, SQLite's busy file.
+        Error::DatabaseError(_, info)
+            if [
+                "deadlock detected",
+                "statement timeout",
+                "database is locked",
+            ]
+            .iter()
+            .any(|needle| info.message().contains(needle)) =>
+        {
+            StorageError::transient(error.to_string())
         }
         _ => StorageError::other(error.to_string()),
     }
@@ -194,5 +213,40 @@ impl Database for Store {
                 Err(error)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use diesel::result::{DatabaseErrorKind, Error};
+
+    fn database_error(kind: DatabaseErrorKind, message: &str) -> Error {
+        Error::DatabaseError(kind, Box::new(message.to_string()))
+    }
+
+    #[test]
+    fn errors_worth_trying_again_are_told_apart() {
+        for error in [
+            database_error(
+                DatabaseErrorKind::SerializationFailure,
+                "could not serialize",
+            ),
+            database_error(
+                DatabaseErrorKind::ClosedConnection,
+                "server closed the connection",
+            ),
+            database_error(DatabaseErrorKind::Unknown, "deadlock detected"),
+            database_error(DatabaseErrorKind::Unknown, "database is locked"),
+        ] {
+            assert!(storage_error(error).is_transient());
+        }
+        let unique = storage_error(database_error(DatabaseErrorKind::UniqueViolation, "dup"));
+        assert!(unique.is_unique_violation() && !unique.is_transient());
+        let other = storage_error(database_error(
+            DatabaseErrorKind::Unknown,
+            "invalid byte sequence for encoding \"UTF8\": 0x00",
+        ));
+        assert!(!other.is_transient());
     }
 }

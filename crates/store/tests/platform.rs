@@ -190,7 +190,10 @@ fn events_are_queued_then_applied_in_order(backend: Backend) {
         .read(|tx| Ok(tx.pending_inbound_events(10, Timestamp::now())?))
         .unwrap();
     assert_eq!(
-        pending.iter().map(|e| e.event.clone()).collect::<Vec<_>>(),
+        pending
+            .iter()
+            .map(|e| e.as_ref().unwrap().event.clone())
+            .collect::<Vec<_>>(),
         events,
         "stored as received, in order"
     );
@@ -861,7 +864,10 @@ fn queued_batches_are_stored_whole_or_not_at_all(backend: Backend) {
         .read(|tx| Ok(tx.pending_inbound_events(10, Timestamp::now())?))
         .unwrap();
     assert_eq!(
-        stored.into_iter().map(|e| e.event).collect::<Vec<_>>(),
+        stored
+            .into_iter()
+            .map(|e| e.unwrap().event)
+            .collect::<Vec<_>>(),
         small
     );
 
@@ -966,7 +972,15 @@ fn an_event_that_fails_to_apply_is_retried_then_set_aside_while_the_queue_goes_o
     assert_eq!(pending(&store), 0);
     let failed = store.read(|tx| Ok(tx.failed_inbound_events(10)?)).unwrap();
     assert_eq!(failed.len(), 1);
-    assert_eq!(failed[0].event, stuck);
+    assert_eq!(
+        (
+            failed[0].shop_id,
+            failed[0].kind.as_str(),
+            failed[0].action.as_str()
+        ),
+        (b.id, "customer", "saved")
+    );
+    assert_eq!(failed[0].platform_id, stuck.platform_id);
     assert_eq!(failed[0].attempts, 3);
     assert!(
         failed[0].error.contains("forced failure"),
@@ -999,7 +1013,11 @@ fn an_event_that_fails_to_apply_is_retried_then_set_aside_while_the_queue_goes_o
     let queued = store
         .read(|tx| Ok(tx.pending_inbound_events(10, clock.now())?))
         .unwrap();
-    assert_eq!((queued[0].id, queued[0].attempts), (failed[0].id, 0));
+    let queued = queued[0].as_ref().unwrap();
+    assert_eq!(
+        (queued.id, queued.attempts, &queued.event),
+        (failed[0].id, 0, &stuck)
+    );
     assert_eq!(apply_pending(&store, &clock, 10).unwrap(), 1);
     assert_eq!(
         stored_customer(&store, b.id, "q").email.as_deref(),
@@ -1049,7 +1067,40 @@ fn an_unreadable_outbox_call_is_failed_and_the_others_are_claimed(backend: Backe
     );
 }
 
+fn an_unreadable_queued_event_is_set_aside_and_the_others_apply(backend: Backend) {
+    let (db, store) = TestDatabase::migrated(backend);
+    let shop = shop(&store, "a.shop.test");
+    let events: Vec<_> = ["c1", "c2", "c3"]
+        .iter()
+        .map(|id| customer_event(shop.id, id, 10, json!({"email": format!("{id}@x.test")})))
+        .collect();
+    store
+        .write(|tx| Ok(tx.insert_inbound_events(&events)?))
+        .unwrap();
+    db.execute("UPDATE inbound_events SET entity = 'gadget' WHERE platform_id = 'c2'");
+    assert_eq!(apply_pending(&store, &SystemClock, 10).unwrap(), 3);
+    assert_eq!(pending(&store), 0);
+    for id in ["c1", "c3"] {
+        assert_eq!(
+            stored_customer(&store, shop.id, id).email,
+            Some(format!("{id}@x.test"))
+        );
+    }
+    let failed = store.read(|tx| Ok(tx.failed_inbound_events(10)?)).unwrap();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(
+        (failed[0].kind.as_str(), failed[0].platform_id.as_str()),
+        ("gadget", "c2")
+    );
+    assert!(
+        failed[0].error.starts_with("unreadable: "),
+        "{}",
+        failed[0].error
+    );
+}
+
 backend_tests!(
+    an_unreadable_queued_event_is_set_aside_and_the_others_apply,
     an_unreadable_outbox_call_is_failed_and_the_others_are_claimed,
     an_event_that_fails_to_apply_is_retried_then_set_aside_while_the_queue_goes_on,
     destinations_allow_one_live_per_topic,

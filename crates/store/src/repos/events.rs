@@ -3,7 +3,7 @@
 use diesel::prelude::*;
 use mercer_domain::events::{
     EntityKind, EventAction, EventDocument, EventSource, FailedInboundEvent, InboundEvent,
-    NewInboundEvent, Outcome,
+    NewInboundEvent, Outcome, UnreadableEvent,
 };
 use mercer_domain::ports::{EventQueueRepository, StoreResult};
 use mercer_domain::{StorageError, Timestamp};
@@ -158,8 +158,8 @@ impl EventQueueRepository for StoreTx<'_> {
         &mut self,
         limit: usize,
         now: Timestamp,
-    ) -> StoreResult<Vec<InboundEvent>> {
-        planned_each_time(self.conn, |conn| {
+    ) -> StoreResult<Vec<Result<InboundEvent, UnreadableEvent>>> {
+        let rows: Vec<EventRow> = planned_each_time(self.conn, |conn| {
             inbound_events::table
                 .filter(inbound_events::retry_at.le(now.as_micros()))
                 .order(inbound_events::id.asc())
@@ -167,10 +167,17 @@ impl EventQueueRepository for StoreTx<'_> {
                 .select(EventRow::as_select())
                 .load(conn)
         })
-        .map_err(storage_error)?
-        .into_iter()
-        .map(InboundEvent::try_from)
-        .collect()
+        .map_err(storage_error)?;
+        Ok(rows
+            .into_iter()
+            .map(|row| {
+                let id = row.id;
+                InboundEvent::try_from(row).map_err(|error| UnreadableEvent {
+                    id,
+                    reason: error.detail,
+                })
+            })
+            .collect())
     }
 
     /// Applied events are removed: the queue holds only what is still to apply, so storing an
@@ -265,28 +272,39 @@ impl EventQueueRepository for StoreTx<'_> {
     }
 
     fn failed_inbound_events(&mut self, limit: usize) -> StoreResult<Vec<FailedInboundEvent>> {
-        let rows: Vec<(EventRow, String, i64)> = failed_inbound_events::table
+        type Row = (i64, i64, String, String, String, i64, String, i64);
+        let rows: Vec<Row> = failed_inbound_events::table
             .order(failed_inbound_events::id.asc())
             .limit(limit as i64)
             .select((
-                event_columns!(failed_inbound_events, failed_inbound_events::attempts),
+                failed_inbound_events::id,
+                failed_inbound_events::shop_id,
+                failed_inbound_events::entity,
+                failed_inbound_events::action,
+                failed_inbound_events::platform_id,
+                failed_inbound_events::attempts,
                 failed_inbound_events::error,
                 failed_inbound_events::failed_at,
             ))
             .load(self.conn)
             .map_err(storage_error)?;
-        rows.into_iter()
-            .map(|(row, error, failed_at)| {
-                let queued = InboundEvent::try_from(row)?;
-                Ok(FailedInboundEvent {
-                    id: queued.id,
-                    event: queued.event,
-                    attempts: queued.attempts,
-                    error,
-                    failed_at: Timestamp::from_micros(failed_at),
-                })
-            })
-            .collect()
+        Ok(rows
+            .into_iter()
+            .map(
+                |(id, shop_id, kind, action, platform_id, attempts, error, failed_at)| {
+                    FailedInboundEvent {
+                        id,
+                        shop_id,
+                        kind,
+                        action,
+                        platform_id,
+                        attempts,
+                        error,
+                        failed_at: Timestamp::from_micros(failed_at),
+                    }
+                },
+            )
+            .collect())
     }
 
     fn count_failed_inbound_events(&mut self) -> StoreResult<i64> {
