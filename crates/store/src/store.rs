@@ -157,6 +157,18 @@ impl Store {
     }
 }
 
+/// Text from outside (a receiver's answer, a remote party's error) as a text column can hold
+/// it: a NUL, which PostgreSQL refuses in text, becomes U+FFFD. What clients send is held to
+/// `mercer_domain::limits` at the door; this is for what remote parties answer, which no one
+/// checked.
+pub(crate) fn storable(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains('\0') {
+        std::borrow::Cow::Owned(text.replace('\0', "\u{FFFD}"))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
+}
+
 pub(crate) fn storage_error(error: diesel::result::Error) -> StorageError {
     use diesel::result::{DatabaseErrorKind, Error};
     match &error {

@@ -299,7 +299,49 @@ fn concurrent_dispatchers_never_share_a_message(backend: Backend) {
     assert_eq!((claimed, all.len()), (80, 80));
 }
 
+/// A receiver's answer, or an error text, holding a NUL is stored with U+FFFD in its place: on
+/// PostgreSQL the NUL would fail the whole batch's record, and its messages would be sent again.
+fn answers_holding_a_nul_are_recorded(backend: Backend) {
+    let (_db, store) = TestDatabase::migrated(backend);
+    let shop = shop(&store);
+    let target = endpoint(&store, &shop, WebhookKind::Checkout, "order/created");
+    let (row, _) = store
+        .write(|tx| enqueue_for_endpoint(tx, &target, &json!({"a": 1}), at(0)))
+        .unwrap();
+    let attempt = DeliveryAttempt {
+        message_row: row,
+        attempted_at: at(1),
+        outcome: AttemptOutcome {
+            status: Some(500),
+            latency: Duration::from_millis(2),
+            response: Some("bad\0answer".into()),
+            error: Some("odd\0error".into()),
+            retry_after: None,
+        },
+    };
+    let update = MessageUpdate {
+        id: row,
+        status: MessageStatus::Pending,
+        attempts: 1,
+        next_attempt_at: at(8),
+        delivered_at: None,
+    };
+    store
+        .write(|tx| Ok(tx.record_webhook_attempts(&[attempt], &[update])?))
+        .unwrap();
+    let attempts = store.read(|tx| Ok(tx.webhook_attempts(row)?)).unwrap();
+    assert_eq!(
+        attempts[0].outcome.response.as_deref(),
+        Some("bad\u{FFFD}answer")
+    );
+    assert_eq!(
+        attempts[0].outcome.error.as_deref(),
+        Some("odd\u{FFFD}error")
+    );
+}
+
 backend_tests!(
+    answers_holding_a_nul_are_recorded,
     endpoints_fan_out_by_topic,
     messages_are_leased_attempted_and_finished,
     deleting_an_endpoint_cancels_its_pending_messages,

@@ -13,7 +13,7 @@ use crate::connection::{DbConnection, KeepPrepared, planned_each_time, statement
 
 statement_sites!(InsertEvent);
 use crate::schema::{failed_inbound_events, inbound_events};
-use crate::store::storage_error;
+use crate::store::{storable, storage_error};
 
 /// Most events one PostgreSQL INSERT stores (8 values a row; PostgreSQL allows 65535).
 pub(crate) const EVENTS_PER_INSERT: usize = 1000;
@@ -234,7 +234,7 @@ impl EventQueueRepository for StoreTx<'_> {
         diesel::update(inbound_events::table.find(id))
             .set((
                 inbound_events::attempts.eq(attempts),
-                inbound_events::last_error.eq(error),
+                inbound_events::last_error.eq(storable(error)),
                 inbound_events::retry_at.eq(retry_at.as_micros()),
             ))
             .execute(self.conn)
@@ -254,7 +254,7 @@ impl EventQueueRepository for StoreTx<'_> {
             .values(inbound_events::table.find(id).select(event_columns!(
                 inbound_events,
                 attempts.into_sql::<BigInt>(),
-                error.into_sql::<Text>(),
+                storable(error).into_owned().into_sql::<Text>(),
                 at.as_micros().into_sql::<BigInt>()
             )))
             .into_columns(event_columns!(

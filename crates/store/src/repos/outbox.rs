@@ -8,7 +8,7 @@ use mercer_domain::{StorageError, Timestamp};
 use super::StoreTx;
 use crate::connection::{DbConnection, on_backend};
 use crate::schema::connector_outbox;
-use crate::store::storage_error;
+use crate::store::{storable, storage_error};
 
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = connector_outbox)]
@@ -126,7 +126,8 @@ impl OutboxRepository for StoreTx<'_> {
                         .set((
                             connector_outbox::status.eq(OutboxStatus::Failed.as_str()),
                             connector_outbox::locked_until.eq(None::<i64>),
-                            connector_outbox::last_error.eq(Some(error.to_string())),
+                            connector_outbox::last_error
+                                .eq(Some(storable(&error.to_string()).into_owned())),
                         ))
                         .execute(self.conn)
                         .map_err(storage_error)?;
@@ -148,7 +149,7 @@ impl OutboxRepository for StoreTx<'_> {
                 connector_outbox::attempts.eq(attempts),
                 connector_outbox::next_attempt_at.eq(next_attempt_at.as_micros()),
                 connector_outbox::locked_until.eq(None::<i64>),
-                connector_outbox::last_error.eq(Some(error)),
+                connector_outbox::last_error.eq(Some(storable(error))),
             ))
             .execute(self.conn)
             .map_err(storage_error)?;
@@ -168,7 +169,7 @@ impl OutboxRepository for StoreTx<'_> {
                 connector_outbox::status.eq(status.as_str()),
                 connector_outbox::attempts.eq(attempts),
                 connector_outbox::locked_until.eq(None::<i64>),
-                connector_outbox::last_error.eq(error),
+                connector_outbox::last_error.eq(error.map(storable)),
                 connector_outbox::updated_at.eq(now.as_micros()),
             ))
             .execute(self.conn)

@@ -9,7 +9,7 @@ use mercer_domain::{StorageError, Timestamp};
 use super::StoreTx;
 use crate::connection::on_backend;
 use crate::schema::sync_runs;
-use crate::store::storage_error;
+use crate::store::{storable, storage_error};
 
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = sync_runs)]
@@ -118,7 +118,7 @@ impl SyncRepository for StoreTx<'_> {
         diesel::update(sync_runs::table.find(id))
             .set((
                 sync_runs::status.eq(status.as_str()),
-                sync_runs::error.eq(error),
+                sync_runs::error.eq(error.map(storable)),
                 sync_runs::heartbeat_at.eq(now.as_micros()),
                 sync_runs::finished_at.eq(Some(now.as_micros())),
             ))

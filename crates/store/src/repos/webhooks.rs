@@ -15,7 +15,7 @@ use mercer_domain::{StorageError, Timestamp};
 use super::StoreTx;
 use crate::connection::{DbConnection, on_backend};
 use crate::schema::{webhook_attempts, webhook_endpoints, webhook_messages};
-use crate::store::storage_error;
+use crate::store::{storable, storage_error};
 
 const CHUNK: usize = 500;
 
@@ -122,8 +122,8 @@ struct NewAttemptRow<'a> {
     attempted_at: i64,
     status: Option<i32>,
     latency_us: i64,
-    response: Option<&'a str>,
-    error: Option<&'a str>,
+    response: Option<std::borrow::Cow<'a, str>>,
+    error: Option<std::borrow::Cow<'a, str>>,
     retry_after_ms: Option<i64>,
 }
 
@@ -307,7 +307,7 @@ impl WebhookRepository for StoreTx<'_> {
                 .set((
                     failing,
                     webhook_endpoints::disabled_at.eq(Some(at.as_micros())),
-                    webhook_endpoints::disabled_reason.eq(Some(reason)),
+                    webhook_endpoints::disabled_reason.eq(Some(storable(reason))),
                     webhook_endpoints::updated_at.eq(now.as_micros()),
                 ))
                 .execute(self.conn),
@@ -404,8 +404,8 @@ impl WebhookRepository for StoreTx<'_> {
                     status: attempt.outcome.status.map(i32::from),
                     latency_us: i64::try_from(attempt.outcome.latency.as_micros())
                         .unwrap_or(i64::MAX),
-                    response: attempt.outcome.response.as_deref(),
-                    error: attempt.outcome.error.as_deref(),
+                    response: attempt.outcome.response.as_deref().map(storable),
+                    error: attempt.outcome.error.as_deref().map(storable),
                     retry_after_ms: attempt
                         .outcome
                         .retry_after
