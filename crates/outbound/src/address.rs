@@ -28,6 +28,9 @@ pub fn embedded_ipv4(ip: Ipv6Addr) -> Vec<Ipv4Addr> {
         // IPv4-compatible ::a.b.c.d (deprecated, but still routed by some stacks). `::` and
         // `::1` land here too, as 0.0.0.0 and 0.0.0.1: refused either way.
         vec![v4(s[6], s[7])]
+    } else if s[..6] == [0, 0, 0, 0, 0xffff, 0] {
+        // IPv4-translated ::ffff:0:a.b.c.d (RFC 2765 SIIT).
+        vec![v4(s[6], s[7])]
     } else if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
         // NAT64 well-known prefix 64:ff9b::/96 (RFC 6052).
         vec![v4(s[6], s[7])]
@@ -61,6 +64,11 @@ fn forbidden_v4(ip: Ipv4Addr) -> Option<&'static str> {
         Some("broadcast, multicast or reserved")
     } else if (a, b, c) == (192, 0, 0) || (a, b) == (198, 18) || (a, b) == (198, 19) {
         Some("reserved for protocols and benchmarks")
+    } else if matches!((a, b, c), (192, 0, 2) | (198, 51, 100) | (203, 0, 113)) {
+        Some("reserved for documentation")
+    } else if (a, b, c) == (192, 88, 99) {
+        // The 6to4 relay anycast (RFC 7526, deprecated): a relay in someone's network.
+        Some("6to4 relay")
     } else {
         None
     }
@@ -82,6 +90,8 @@ fn forbidden_v6(ip: Ipv6Addr) -> Option<&'static str> {
         Some("site-local")
     } else if ip.is_multicast() {
         Some("multicast")
+    } else if s[..2] == [0x2001, 0x0db8] {
+        Some("reserved for documentation")
     } else if s[..4] == [0x0100, 0, 0, 0] {
         // RFC 6666: routed nowhere on purpose; a call there is never meant.
         Some("discard-only")
@@ -129,6 +139,13 @@ mod tests {
             ("fd00:ec2::254", Some("cloud metadata")),
             ("100::1", Some("discard-only")),
             ("64:ff9b:1::a00:1", Some("local-use NAT64")),
+            ("::ffff:0:10.0.0.1", Some("private")),
+            ("::ffff:0:127.0.0.1", Some("loopback")),
+            ("192.0.2.1", Some("reserved for documentation")),
+            ("198.51.100.7", Some("reserved for documentation")),
+            ("203.0.113.9", Some("reserved for documentation")),
+            ("192.88.99.1", Some("6to4 relay")),
+            ("2001:db8::1", Some("reserved for documentation")),
             ("93.184.216.34", None),
             ("2606:4700::1111", None),
         ] {

@@ -63,6 +63,10 @@ impl std::error::Error for AddressNotAllowed {}
 /// The registration check (webhook callbacks, overrides, connector destinations): the URL's
 /// scheme, and every address its host resolves to now. Calls are checked again when they are
 /// made, by [`crate::GuardedResolver`], since a name may resolve differently later.
+/// Why a host name is refused, whether it does not resolve or resolves to a forbidden address.
+pub const NAME_REFUSED: &str =
+    "its host name does not resolve to an address Mercer may call (public addresses only)";
+
 impl AddressGuard for PrivateAddressGuard {
     fn check(&self, url: &str) -> Result<(), String> {
         let parsed = url::Url::parse(url).map_err(|_| "not an absolute URL".to_string())?;
@@ -74,23 +78,30 @@ impl AddressGuard for PrivateAddressGuard {
         }
         // The url crate has already turned every IPv4 spelling (decimal, octal, hex, short
         // forms) into dotted quads, and bracketed IPv6 into its address.
-        let addresses: Vec<SocketAddr> = match parsed.host() {
-            Some(url::Host::Ipv4(ip)) => vec![SocketAddr::new(ip.into(), 0)],
-            Some(url::Host::Ipv6(ip)) => vec![SocketAddr::new(ip.into(), 0)],
+        let address = |ip: IpAddr| vec![SocketAddr::new(ip, 0)];
+        match parsed.host() {
+            // An address the client wrote itself: saying which kind it is tells them nothing.
+            Some(url::Host::Ipv4(ip)) => self
+                .check_addresses(address(ip.into()))
+                .map_err(|refused| refused.to_string()),
+            Some(url::Host::Ipv6(ip)) => self
+                .check_addresses(address(ip.into()))
+                .map_err(|refused| refused.to_string()),
+            // A name: one answer whether it does not resolve or resolves inside, so the
+            // answers cannot be used to map the names of Mercer's network.
             Some(url::Host::Domain(name)) => {
                 let port = parsed.port_or_known_default().unwrap_or(80);
-                (name, port)
+                let addresses: Vec<SocketAddr> = (name, port)
                     .to_socket_addrs()
-                    .map_err(|_| format!("{name} does not resolve"))?
-                    .collect()
+                    .map(Iterator::collect)
+                    .unwrap_or_default();
+                if addresses.is_empty() || self.check_addresses(addresses).is_err() {
+                    return Err(NAME_REFUSED.to_string());
+                }
+                Ok(())
             }
-            None => return Err("the URL has no host".to_string()),
-        };
-        if addresses.is_empty() {
-            return Err("its host does not resolve".to_string());
+            None => Err("the URL has no host".to_string()),
         }
-        self.check_addresses(addresses)
-            .map_err(|refused| refused.to_string())
     }
 }
 
@@ -103,7 +114,17 @@ mod tests {
         let strict = PrivateAddressGuard::STRICT;
         let refused = strict.check("http://127.0.0.1:8080/hook").unwrap_err();
         assert_eq!(refused, "it leads to a loopback address");
-        assert!(strict.check("http://localhost/hook").is_err());
+        // Names get one answer, resolving inside or not at all.
+        assert_eq!(
+            strict.check("http://localhost/hook").unwrap_err(),
+            NAME_REFUSED
+        );
+        assert_eq!(
+            strict
+                .check("http://no-such-host.invalid/hook")
+                .unwrap_err(),
+            NAME_REFUSED
+        );
         assert!(strict.check("http://[::1]/hook").is_err());
         assert!(
             strict

@@ -36,6 +36,18 @@ fn agent_with(resolver: GuardedResolver, config: ConfigBuilder<AgentScope>) -> u
     ureq::Agent::with_parts(config, DefaultConnector::default(), resolver)
 }
 
+/// Whether a failed call never reached a server that answered: nothing listening, a name that
+/// does not resolve, a connection cut. Callers report these with one sentence of their own
+/// rather than the OS's words, which tell a client what Mercer's network looks like. TLS
+/// failures (`InvalidData`) are not among them: they are the far side's to fix.
+pub fn is_unreachable(error: &ureq::Error) -> bool {
+    match error {
+        ureq::Error::Io(io) => io.kind() != std::io::ErrorKind::InvalidData,
+        ureq::Error::HostNotFound | ureq::Error::ConnectionFailed => true,
+        _ => false,
+    }
+}
+
 /// The guard's refusal inside a ureq error, if that is what it is.
 pub fn refusal(error: &ureq::Error) -> Option<AddressNotAllowed> {
     match error {

@@ -156,9 +156,7 @@ fn error_text(error: &ureq::Error, timeout: Duration) -> String {
     }
     match error {
         ureq::Error::Timeout(_) => format!("no answer within {timeout:?}"),
-        // InvalidData is TLS (a bad certificate, a corrupt record): the integrator's to fix.
-        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::InvalidData => error.to_string(),
-        ureq::Error::Io(_) | ureq::Error::HostNotFound | ureq::Error::ConnectionFailed => {
+        error if mercer_outbound::is_unreachable(error) => {
             log::debug!(target: "mercer::webhooks", "a webhook endpoint could not be reached: {error}");
             "the endpoint could not be reached".to_string()
         }

@@ -71,6 +71,12 @@ impl OverrideCaller for HttpOverrideCaller {
                 Some(refused) => {
                     return Err(OverrideFailure::Failed(format!("refused: {refused}")));
                 }
+                None if mercer_outbound::is_unreachable(&error) => {
+                    log::debug!(target: "mercer::overrides", "an override could not be reached: {error}");
+                    return Err(OverrideFailure::Failed(
+                        "the override could not be reached".to_string(),
+                    ));
+                }
                 None => return Err(OverrideFailure::Failed(error.to_string())),
             },
         };
