@@ -251,7 +251,8 @@ fn checkout_settings_routes_check_credentials(backend: Backend) {
     let demo = server.demo().clone();
     let other_shop = server
         .cli(&["shop", "create", "--domain", "other.shop.test"])
-        .value();
+        .values()[0]
+        .clone();
     let other_token = server
         .cli(&["token", "create", "--shop", &other_shop, "--scope", "all"])
         .value();

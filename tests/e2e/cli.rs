@@ -2,7 +2,7 @@
 
 use mercer_tests::{Backend, TestDatabase, backend_tests, mercer_binary, run_cli};
 
-fn shop_create_prints_the_identifier_and_refuses_bad_input(backend: Backend) {
+fn shop_create_prints_the_identifier_and_secret_and_refuses_bad_input(backend: Backend) {
     let database = TestDatabase::create(backend);
     let created = run_cli(
         &database,
@@ -15,7 +15,17 @@ fn shop_create_prints_the_identifier_and_refuses_bad_input(backend: Backend) {
             "CAD",
         ],
     );
-    let shop = created.value();
+    let values = created.values();
+    assert_eq!(
+        values.len(),
+        2,
+        "identifier, then secret: {}",
+        created.stdout
+    );
+    let (shop, secret) = (values[0].clone(), &values[1]);
+    // The connector secret: 64 hex characters, shown this once.
+    assert_eq!(secret.len(), 64, "{secret}");
+    assert!(secret.bytes().all(|b| b.is_ascii_hexdigit()));
     assert_eq!(shop.len(), 32);
     assert!(
         shop.bytes()
@@ -52,7 +62,8 @@ fn shop_create_prints_the_identifier_and_refuses_bad_input(backend: Backend) {
 
 fn token_create_checks_shop_and_scopes(backend: Backend) {
     let database = TestDatabase::create(backend);
-    let shop = run_cli(&database, &["shop", "create", "--domain", "a.shop.test"]).value();
+    let shop =
+        run_cli(&database, &["shop", "create", "--domain", "a.shop.test"]).values()[0].clone();
     let token = run_cli(
         &database,
         &[
@@ -113,7 +124,8 @@ fn token_create_checks_shop_and_scopes(backend: Backend) {
 
 fn secret_rotate_prints_a_new_secret_once(backend: Backend) {
     let database = TestDatabase::create(backend);
-    let shop = run_cli(&database, &["shop", "create", "--domain", "a.shop.test"]).value();
+    let shop =
+        run_cli(&database, &["shop", "create", "--domain", "a.shop.test"]).values()[0].clone();
     let first = run_cli(
         &database,
         &["secret", "rotate", "--shop", &shop, "--kind", "connector"],
@@ -152,7 +164,7 @@ fn migrate_applies_once(backend: Backend) {
 }
 
 backend_tests!(
-    shop_create_prints_the_identifier_and_refuses_bad_input,
+    shop_create_prints_the_identifier_and_secret_and_refuses_bad_input,
     token_create_checks_shop_and_scopes,
     secret_rotate_prints_a_new_secret_once,
     migrate_applies_once,

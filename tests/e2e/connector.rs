@@ -254,9 +254,12 @@ fn destinations_are_verified_with_the_connector(backend: Backend) {
     );
 }
 
-fn a_connector_on_the_previous_secret_works_through_the_grace(backend: Backend) {
+fn a_connector_on_the_previous_secret_is_called_through_the_grace_but_not_verified(
+    backend: Backend,
+) {
     let w = World::new(backend);
-    // The simulator holds the secret of World::new; Mercer now rotates to a new one.
+    let id = w.register("customers");
+    // Mercer rotates; the simulator still holds the secret of World::new.
     let rotate = format!("/integrations/v1/shops/{}/shared_secret/rotate", w.shop);
     let rotated = w.server.post(&rotate).bearer(&w.token).call().json();
     let new_secret = rotated["data"]["shared_secret"]
@@ -264,31 +267,80 @@ fn a_connector_on_the_previous_secret_works_through_the_grace(backend: Backend) 
         .unwrap()
         .to_string();
     assert!(rotated["data"]["previous_valid_until"].is_string());
-    let created = w.create_destination("customers", &w.sim.base_url, 5000);
-    assert_eq!(
-        created.status, 200,
-        "X-Compatible-HMAC carries the old secret's HMAC: {}",
-        created.text
-    );
-    // Once the connector takes the new secret it keeps working too.
-    w.sim.simulator.add_shop(&w.shop, &new_secret, None);
-    let id = created.json()["data"]["destination"]["id"]
-        .as_i64()
-        .unwrap();
+    // Operations go on through the grace: X-Compatible-HMAC carries the old secret's HMAC.
+    let sync = format!("/customers/v2/shops/{}/sync", w.shop);
+    let started = w.server.post(&sync).bearer(&w.token).call();
+    assert_eq!(started.status, 202, "{}", started.text);
+    let run = started.json()["data"]["sync"]["id"].as_i64().unwrap();
+    let status = || {
+        w.server
+            .get(&format!("{sync}/{run}"))
+            .bearer(&w.token)
+            .call()
+            .json()["data"]["sync"]
+            .clone()
+    };
+    assert!(wait_until(Duration::from_secs(30), || status()["status"] != "running"));
+    assert_eq!(status()["status"], "succeeded", "{}", status());
+    // Verification takes the current secret only: the connector still on the old one is refused.
     let path = format!("{}/{id}", w.destinations());
-    let updated = w
-        .server
-        .request("PATCH", &path)
-        .bearer(&w.token)
-        .json(&json!({"data": {"destination": {"timeout_ms": 4000}}}));
+    let patch = |timeout_ms: i64| {
+        w.server
+            .request("PATCH", &path)
+            .bearer(&w.token)
+            .json(&json!({"data": {"destination": {"timeout_ms": timeout_ms}}}))
+    };
+    patch(4000).assert_error(502, "connector.verification_failed");
+    // Once the connector takes the new secret, it verifies.
+    w.sim.simulator.add_shop(&w.shop, &new_secret, None);
+    let updated = patch(4000);
     assert_eq!(updated.status, 200, "{}", updated.text);
     // A connector on a secret Mercer never had is refused.
     w.sim.simulator.add_shop(&w.shop, "some-other-secret", None);
-    w.server
-        .request("PATCH", &path)
-        .bearer(&w.token)
-        .json(&json!({"data": {"destination": {"timeout_ms": 3000}}}))
-        .assert_error(502, "connector.verification_failed");
+    patch(3000).assert_error(502, "connector.verification_failed");
+}
+
+/// A new shop has its connector secret from the start: the demo's, printed once, is all a
+/// connector needs, with no rotation first.
+fn a_new_shop_registers_a_destination_without_a_rotation(backend: Backend) {
+    let server =
+        MercerServer::start_with(TestDatabase::create(backend), &["--allow-private-targets"]);
+    let demo = server.demo().clone();
+    let sim = RunningSimulator::start().unwrap();
+    sim.simulator
+        .add_shop(&demo.shop, &demo.connector_secret, None);
+    let body = json!({"data": {"destination": {"shop_identifier": demo.shop, "topic": "customers",
+        "destination": sim.base_url, "version": "v1", "timeout_ms": 5000}}});
+    let created = server
+        .post(&format!(
+            "/integrations/v1/shops/{}/platform_connector_destinations",
+            demo.shop
+        ))
+        .bearer(&demo.token)
+        .json(&body);
+    assert_eq!(created.status, 200, "{}", created.text);
+}
+
+fn an_update_naming_another_id_is_422(backend: Backend) {
+    let w = World::new(backend);
+    let id = w.register("customers");
+    let path = format!("{}/{id}", w.destinations());
+    let patch = |body: Value| {
+        w.server
+            .request("PATCH", &path)
+            .bearer(&w.token)
+            .json(&body)
+    };
+    let answer = patch(json!({"data": {"destination": {"id": id + 1, "timeout_ms": 4000}}}));
+    let errors = answer.assert_error(422, "validation.failed");
+    assert_eq!(errors[0]["field"], "data.destination.id", "{}", answer.text);
+    let unchanged = w.server.get(&path).bearer(&w.token).call().json();
+    assert_eq!(unchanged["data"]["destination"]["timeout_ms"], 5000);
+    // The path's own id, as a number or as text, is fine.
+    for same in [json!(id), json!(id.to_string())] {
+        let answer = patch(json!({"data": {"destination": {"id": same, "timeout_ms": 4000}}}));
+        assert_eq!(answer.status, 200, "{}", answer.text);
+    }
 }
 
 fn bad_connectors_are_refused_and_nothing_is_stored(backend: Backend) {
@@ -452,11 +504,17 @@ fn destination_input_is_checked_field_by_field(backend: Backend) {
         200
     );
 
-    // Without a connector secret there is nothing to verify with.
+    // Without a connector secret there is nothing to verify with: a shop from before every new
+    // shop got one.
     let other = w
         .server
         .cli(&["shop", "create", "--domain", "nosecret.shop.test"])
-        .value();
+        .values()[0]
+        .clone();
+    w.server.database().execute(
+        "DELETE FROM shared_secrets WHERE shop_id = \
+         (SELECT id FROM shops WHERE shop_domain = 'nosecret.shop.test')",
+    );
     let other_token = w
         .server
         .cli(&["token", "create", "--shop", &other, "--scope", "all"])
@@ -1384,7 +1442,9 @@ backend_tests!(
     private_destinations_are_refused_without_the_flag,
     redirects_are_not_followed_and_carry_no_signature,
     an_unreachable_connector_is_reported_without_network_details,
-    a_connector_on_the_previous_secret_works_through_the_grace,
+    a_connector_on_the_previous_secret_is_called_through_the_grace_but_not_verified,
+    a_new_shop_registers_a_destination_without_a_rotation,
+    an_update_naming_another_id_is_422,
     bad_connectors_are_refused_and_nothing_is_stored,
     destination_input_is_checked_field_by_field,
     every_invalid_event_is_422_and_stores_nothing,

@@ -214,7 +214,8 @@ fn an_event_that_cannot_be_applied_is_set_aside_while_later_events_apply(backend
     };
     let b_identifier = server
         .cli(&["shop", "create", "--domain", "b.shop.test"])
-        .value();
+        .values()[0]
+        .clone();
     let b = Shop {
         token: server
             .cli(&["token", "create", "--shop", &b_identifier, "--scope", "all"])

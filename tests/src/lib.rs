@@ -60,6 +60,8 @@ pub fn mercer_binary() -> PathBuf {
 pub struct Demo {
     pub shop: String,
     pub token: String,
+    /// The demo shop's connector shared secret, printed once with the token.
+    pub connector_secret: String,
 }
 
 /// A running `mercer serve` on its own database. Killed when dropped.
@@ -138,7 +140,7 @@ impl MercerServer {
         );
 
         let deadline = Instant::now() + Duration::from_secs(60);
-        let (mut shop, mut token, mut base_url) = (None, None, None);
+        let (mut shop, mut token, mut secret, mut base_url) = (None, None, None, None);
         while base_url.is_none() {
             let left = deadline.saturating_duration_since(Instant::now());
             match lines_rx.recv_timeout(left) {
@@ -147,6 +149,8 @@ impl MercerServer {
                         shop = Some(value.to_string());
                     } else if let Some(value) = value_after(&line, "API token") {
                         token = Some(value.to_string());
+                    } else if let Some(value) = value_after(&line, "connector shared secret") {
+                        secret = Some(value.to_string());
                     } else if let Some(rest) = line.strip_prefix("Mercer listening on ") {
                         base_url = rest.split_whitespace().next().map(str::to_string);
                     }
@@ -158,8 +162,12 @@ impl MercerServer {
                 }
             }
         }
-        let demo = match (shop, token) {
-            (Some(shop), Some(token)) => Some(Demo { shop, token }),
+        let demo = match (shop, token, secret) {
+            (Some(shop), Some(token), Some(connector_secret)) => Some(Demo {
+                shop,
+                token,
+                connector_secret,
+            }),
             _ => None,
         };
         let agent = ureq::Agent::config_builder()
@@ -298,6 +306,13 @@ impl CliOutput {
             "expected {needle:?} in: {}",
             self.stderr
         );
+    }
+
+    /// Standard output's lines, for commands that print several values (`shop create`: the
+    /// shop_identifier, then the connector secret).
+    pub fn values(&self) -> Vec<String> {
+        assert!(self.success, "the command failed: {}", self.stderr);
+        self.stdout.lines().map(str::to_string).collect()
     }
 
     /// Standard output's one line, for commands that print a single value (a token, an id).

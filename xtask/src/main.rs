@@ -82,6 +82,46 @@ pub fn workspace_root() -> std::path::PathBuf {
         .unwrap_or(manifest_dir)
 }
 
+/// Where cargo puts its builds: `CARGO_TARGET_DIR` when set (relative to the directory cargo
+/// was run in, as cargo reads it), else the workspace's `target`.
+fn target_dir(
+    from_env: Option<std::ffi::OsString>,
+    current: &std::path::Path,
+    root: &std::path::Path,
+) -> std::path::PathBuf {
+    match from_env.filter(|dir| !dir.is_empty()) {
+        Some(dir) => current.join(dir),
+        None => root.join("target"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::target_dir;
+    use std::path::Path;
+
+    #[test]
+    fn the_target_dir_follows_cargo_target_dir() {
+        let (current, root) = (Path::new("/work/here"), Path::new("/work/repo"));
+        assert_eq!(
+            target_dir(None, current, root),
+            Path::new("/work/repo/target")
+        );
+        assert_eq!(
+            target_dir(Some("/elsewhere/t".into()), current, root),
+            Path::new("/elsewhere/t")
+        );
+        assert_eq!(
+            target_dir(Some("build".into()), current, root),
+            Path::new("/work/here/build")
+        );
+        assert_eq!(
+            target_dir(Some("".into()), current, root),
+            Path::new("/work/repo/target")
+        );
+    }
+}
+
 /// Builds release binaries, then runs the benchmark's load generator in release mode.
 fn bench(args: &[String]) -> Result<(), String> {
     let run = match args.first().map(String::as_str) {
@@ -94,7 +134,13 @@ fn bench(args: &[String]) -> Result<(), String> {
         &cargo,
         &["build", "--release", "-p", "mercer-server", "-p", "xtask"],
     )?;
-    let target = workspace_root().join("target").join("release");
+    let current = std::env::current_dir().map_err(|error| error.to_string())?;
+    let target = target_dir(
+        std::env::var_os("CARGO_TARGET_DIR"),
+        &current,
+        &workspace_root(),
+    )
+    .join("release");
     let mercer = target.join("mercer").display().to_string();
     run_step(&target.join("xtask").display().to_string(), &[run, &mercer])
 }

@@ -312,10 +312,9 @@ impl PlatformConnector for HttpConnector {
             .get(headers::HMAC)
             .and_then(|value| value.to_str().ok())
             .ok_or(ConnectorError::BadSignature)?;
-        // During a rotation's grace a connector still on the old secret answers with it.
-        let matches = verify_x_hmac(target.secret.expose(), &timestamp, echoed)
-            || verify_x_hmac(target.compatible_secret.expose(), &timestamp, echoed);
-        if matches {
+        // Only the current secret verifies: a destination is registered with the connector that
+        // holds it. (Operations keep working through a rotation's grace by X-Compatible-HMAC.)
+        if verify_x_hmac(target.secret.expose(), &timestamp, echoed) {
             Ok(())
         } else {
             Err(ConnectorError::BadSignature)

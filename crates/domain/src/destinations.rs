@@ -179,6 +179,23 @@ fn check_shop(input: &DestinationInput, shop: &Shop, problems: &mut Problems) {
     }
 }
 
+/// An update's body may repeat the destination's id (as a number or its text); another one is
+/// a mistake worth saying, not a silent update of the destination in the path.
+fn check_id(input: &DestinationInput, current: &Destination, problems: &mut Problems) {
+    let Some(id) = input.id.as_ref().filter(|id| !id.is_null()) else {
+        return;
+    };
+    let same = id.as_i64() == Some(current.id)
+        || id.as_str().and_then(|text| text.parse::<i64>().ok()) == Some(current.id);
+    if !same {
+        problems.push(FieldError::new(
+            field("id"),
+            "mismatch",
+            format!("id must be the id of the path ({})", current.id),
+        ));
+    }
+}
+
 impl DestinationInput {
     /// Settings for a new destination: topic and destination required, the rest defaulted.
     pub fn for_create(&self, shop: &Shop) -> Result<DestinationSettings, DomainError> {
@@ -225,6 +242,7 @@ impl DestinationInput {
     ) -> Result<DestinationSettings, DomainError> {
         let mut problems = Problems::new();
         check_shop(self, shop, &mut problems);
+        check_id(self, current, &mut problems);
         let topic = match &self.topic {
             Some(topic) => problems.check(check_topic(topic)),
             None => Some(current.topic),

@@ -5,6 +5,7 @@ use serde::Serialize;
 use crate::credentials::{ScopeSet, Secret, TokenSource, mint_token, random_hex};
 use crate::error::{DomainError, FieldError, Problems};
 use crate::ports::Repositories;
+use crate::secrets::{SecretKind, rotate_secret};
 use crate::time::Timestamp;
 
 /// The `shop_identifier` of the contract: 32 lowercase hex characters.
@@ -249,13 +250,28 @@ pub fn create_shop(
         return Err(taken());
     }
     // Another writer may have stored the same domain since the check: the unique index says so.
-    tx.insert_shop(&new_shop).map_err(|error| {
+    let shop = tx.insert_shop(&new_shop).map_err(|error| {
         if error.is_unique_violation() {
             taken()
         } else {
-            error.into()
+            DomainError::from(error)
         }
-    })
+    })?;
+    // Every shop has a connector secret from the start, so a destination can be registered
+    // at once; its creator reads it once (`connector_secret`).
+    rotate_secret(tx, shop.id, SecretKind::Connector, now)?;
+    Ok(shop)
+}
+
+/// The connector shared secret of a shop, to show its creator once.
+pub fn connector_secret(tx: &mut dyn Repositories, shop: &Shop) -> Result<Secret, DomainError> {
+    tx.shared_secret(shop.id, SecretKind::Connector)?
+        .map(|secret| secret.current)
+        .ok_or_else(|| {
+            DomainError::Storage(crate::StorageError::other(
+                "the new shop has no connector secret",
+            ))
+        })
 }
 
 /// The live (not deleted) shop with this identifier, or `NotFound`. Malformed identifiers name
@@ -275,6 +291,7 @@ pub const DEMO_SHOP_DOMAIN: &str = "demo.mercer.test";
 pub struct DemoCredentials {
     pub shop: Shop,
     pub token: Secret,
+    pub connector_secret: Secret,
 }
 
 /// On a database with no shop at all, creates the demo shop and an all-scope token for it, in
@@ -303,7 +320,12 @@ pub fn bootstrap_demo(
     };
     let (token, record) = mint_token(shop.id, "demo", ScopeSet::all(), TokenSource::Demo, now);
     tx.insert_token(&record)?;
-    Ok(Some(DemoCredentials { shop, token }))
+    let connector_secret = connector_secret(tx, &shop)?;
+    Ok(Some(DemoCredentials {
+        shop,
+        token,
+        connector_secret,
+    }))
 }
 
 /// The Shop resource of seed 002 §2.5, with the seed's own spelling `shop_identifer`.

@@ -46,13 +46,15 @@ fn verification_succeeds_with_the_shared_secret() {
 }
 
 #[test]
-fn verification_accepts_a_connector_still_on_the_previous_secret() {
+fn verification_takes_only_the_current_secret() {
     let (sim, mut target) = setup();
     target.secret = Secret::new("the-new-secret");
     target.compatible_secret = Secret::new(SECRET);
-    HttpConnector::new(PrivateAddressGuard::ALLOW_PRIVATE)
-        .verify(&target)
-        .unwrap();
+    // The connector still on the previous secret answers with its HMAC: refused.
+    assert!(matches!(
+        HttpConnector::new(PrivateAddressGuard::ALLOW_PRIVATE).verify(&target),
+        Err(ConnectorError::BadSignature)
+    ));
     sim.simulator.add_shop(SHOP, "the-new-secret", None);
     HttpConnector::new(PrivateAddressGuard::ALLOW_PRIVATE)
         .verify(&target)

@@ -19,7 +19,9 @@ use mercer_domain::events::retry_failed_events;
 use mercer_domain::oauth;
 use mercer_domain::ports::{Clock, Database, SystemClock};
 use mercer_domain::secrets::{SecretKind, rotate_secret};
-use mercer_domain::shop::{DemoCredentials, ShopInput, bootstrap_demo, create_shop, find_shop};
+use mercer_domain::shop::{
+    DemoCredentials, ShopInput, bootstrap_demo, connector_secret, create_shop, find_shop,
+};
 use mercer_domain::{DomainError, Timestamp};
 use mercer_store::{DatabaseUrl, OpenError, PoolOptions, Store, UrlError};
 
@@ -206,12 +208,19 @@ fn shop_command(store: &Store, command: ShopCommand) -> Result<(), CommandError>
                 shop_owner: owner,
                 admin_email,
             };
-            let shop = store.write(|tx| create_shop(tx, input, now()))?;
+            let (shop, secret) = store.write(|tx| {
+                let shop = create_shop(tx, input, now())?;
+                let secret = connector_secret(tx, &shop)?;
+                Ok((shop, secret))
+            })?;
             eprintln!(
-                "Created shop {} ({}).",
+                "Created shop {} ({}). Its shop_identifier, then its connector shared secret \
+                 (for the platform connector's X-HMAC; shown only this once, `mercer secret \
+                 rotate` replaces it):",
                 shop.shop_domain, shop.platform_type
             );
             println!("{}", shop.identifier.as_str());
+            println!("{}", secret.expose());
             Ok(())
         }
         ShopCommand::List => {
@@ -334,9 +343,15 @@ fn print_demo(demo: &DemoCredentials, base: &str) {
     println!(
         "This is a new database: Mercer created a demo shop and an API token with every scope."
     );
-    println!("  shop_identifier  {shop}");
-    println!("  API token        {token}");
-    println!("The token is shown only this once. Try it:");
+    println!("  shop_identifier           {shop}");
+    println!("  API token                 {token}");
+    println!(
+        "  connector shared secret   {}",
+        demo.connector_secret.expose()
+    );
+    println!(
+        "The token and the secret (your platform connector's X-HMAC key) are shown only this once. Try it:"
+    );
     println!(
         "  curl -H \"Authorization: Bearer {token}\" {base}/subscriptions/v1/shops/{shop}/shop"
     );

@@ -68,17 +68,17 @@ struct AddressRow {
     deleted_at: Option<i64>,
 }
 
-impl From<AddressRow> for DirectoryAddress {
-    fn from(row: AddressRow) -> Self {
+/// An address row with its owning customer's platform id: an address's `platform_customer_id`
+/// is that, whatever the address's own document says (events carry none).
+impl AddressRow {
+    fn into_address(self, customer_platform_id: String) -> DirectoryAddress {
         // Stored by this crate from a checked address, so it parses; an empty one if not.
-        let address: CustomerAddress = serde_json::from_str(&row.document).unwrap_or_default();
+        let address: CustomerAddress = serde_json::from_str(&self.document).unwrap_or_default();
         DirectoryAddress {
-            id: row.id,
-            customer_id: row.customer_id,
-            platform_id: row.platform_id,
-            platform_customer_id: address
-                .platform_customer_id
-                .map(|id| id.as_str().to_string()),
+            id: self.id,
+            customer_id: self.customer_id,
+            platform_id: self.platform_id,
+            platform_customer_id: Some(customer_platform_id).filter(|id| !id.is_empty()),
             first_name: address.first_name,
             last_name: address.last_name,
             company: address.company,
@@ -93,10 +93,10 @@ impl From<AddressRow> for DirectoryAddress {
             country_code: address.country_code,
             address_type: address.address_type,
             address_use: address.address_use,
-            is_default: row.is_default,
-            created_at: Timestamp::from_micros(row.created_at),
-            updated_at: Timestamp::from_micros(row.updated_at),
-            deleted_at: row.deleted_at.map(Timestamp::from_micros),
+            is_default: self.is_default,
+            created_at: Timestamp::from_micros(self.created_at),
+            updated_at: Timestamp::from_micros(self.updated_at),
+            deleted_at: self.deleted_at.map(Timestamp::from_micros),
         }
     }
 }
@@ -328,7 +328,8 @@ impl DirectoryRepository for StoreTx<'_> {
         if customer_ids.is_empty() {
             return Ok(Vec::new());
         }
-        let rows: Vec<AddressRow> = customer_addresses::table
+        let rows: Vec<(AddressRow, String)> = customer_addresses::table
+            .inner_join(platform_customers::table)
             .filter(customer_addresses::shop_id.eq(shop_id))
             .filter(customer_addresses::customer_id.eq_any(customer_ids))
             .filter(customer_addresses::deleted_at.is_null())
@@ -336,10 +337,13 @@ impl DirectoryRepository for StoreTx<'_> {
                 customer_addresses::customer_id.asc(),
                 customer_addresses::id.asc(),
             ))
-            .select(AddressRow::as_select())
+            .select((AddressRow::as_select(), platform_customers::platform_id))
             .load(self.conn)
             .map_err(storage_error)?;
-        Ok(rows.into_iter().map(DirectoryAddress::from).collect())
+        Ok(rows
+            .into_iter()
+            .map(|(row, customer)| row.into_address(customer))
+            .collect())
     }
 
     fn labels_of_customers(
