@@ -4,9 +4,11 @@ use std::time::Instant;
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::error::InternalError;
 use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::middleware::Next;
-use actix_web::{Error, HttpMessage};
+use actix_web::{Error, HttpMessage, ResponseError};
+use mercer_domain::credentials::random_hex;
 use mercer_domain::version::{VersionError, resolve_version};
 
 use super::error::ApiError;
@@ -65,8 +67,22 @@ fn refuse_nul(request: &ServiceRequest) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// One line per request: method, path (never the query, which may carry a token), status and
-/// time taken. Headers and bodies are not logged.
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// The request's id: the client's `X-Request-Id` when it is 1 to 128 visible ASCII characters
+/// (so it can go into a log line and a header as it is), else a new one.
+fn request_id(request: &ServiceRequest) -> String {
+    request
+        .headers()
+        .get(REQUEST_ID_HEADER)
+        .and_then(|value| value.to_str().ok())
+        .filter(|id| (1..=128).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_graphic()))
+        .map_or_else(|| random_hex(16), str::to_string)
+}
+
+/// One line per request: method, path (never the query, which may carry a token), status, time
+/// taken and request id; headers and bodies are not logged. Every answer carries its request id
+/// in `X-Request-Id`, errors included.
 pub async fn log_request(
     request: ServiceRequest,
     next: Next<impl MessageBody>,
@@ -74,20 +90,38 @@ pub async fn log_request(
     let started = Instant::now();
     let method = request.method().clone();
     let path = request.path().to_string();
-    let result = next.call(request).await;
-    let status = match &result {
-        Ok(response) => response.status(),
-        Err(error) => error.as_response_error().status_code(),
+    let id = request_id(&request);
+    let id_header = HeaderValue::from_str(&id).ok();
+    let header_name = HeaderName::from_static(REQUEST_ID_HEADER);
+    let result = match next.call(request).await {
+        Ok(mut response) => {
+            if let Some(value) = id_header {
+                response.headers_mut().insert(header_name, value);
+            }
+            Ok(response)
+        }
+        // An error that is no answer yet (the version check's) is made one here, so that it
+        // carries the id too.
+        Err(error) => {
+            let mut answer = error.error_response();
+            if let Some(value) = id_header {
+                answer.headers_mut().insert(header_name, value);
+            }
+            Err(InternalError::from_response(error.to_string(), answer))
+        }
+    };
+    let (status, route) = match &result {
+        // Routes by their pattern, so shop identifiers and ids do not make a label each.
+        Ok(response) => (
+            response.status(),
+            response
+                .request()
+                .match_pattern()
+                .unwrap_or_else(|| "unmatched".to_string()),
+        ),
+        Err(error) => (error.status_code(), "unmatched".to_string()),
     };
     let elapsed = started.elapsed().as_secs_f64();
-    // Routes by their pattern, so shop identifiers and ids do not make a label each.
-    let route = match &result {
-        Ok(response) => response
-            .request()
-            .match_pattern()
-            .unwrap_or_else(|| "unmatched".to_string()),
-        Err(_) => "unmatched".to_string(),
-    };
     let labels = [
         ("method", method.to_string()),
         ("route", route),
@@ -95,6 +129,6 @@ pub async fn log_request(
     ];
     metrics::counter!("mercer_http_requests_total", &labels).increment(1);
     metrics::histogram!("mercer_http_request_seconds", &labels[..2]).record(elapsed);
-    log::info!(target: "mercer::http", "{method} {path} {} {:.1}ms", status.as_u16(), elapsed * 1000.0);
-    result
+    log::info!(target: "mercer::http", "{method} {path} {} {:.1}ms request_id={id}", status.as_u16(), elapsed * 1000.0);
+    result.map_err(Error::from)
 }

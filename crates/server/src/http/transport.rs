@@ -254,6 +254,10 @@ fn contract_answer(buf: &[u8], found: &Found) -> Vec<u8> {
     answer.extend_from_slice(b"\r\ncontent-type: application/json\r\ncontent-length: ");
     answer.extend_from_slice(body.len().to_string().as_bytes());
     answer.extend_from_slice(b"\r\nconnection: close\r\n");
+    // No request was read, so no client id to echo: a new one, like any other answer's.
+    answer.extend_from_slice(b"x-request-id: ");
+    answer.extend_from_slice(mercer_domain::credentials::random_hex(16).as_bytes());
+    answer.extend_from_slice(b"\r\n");
     answer.extend_from_slice(&buf[found.date_line.clone()]);
     answer.extend_from_slice(b"\r\n");
     answer.extend_from_slice(body.as_bytes());
@@ -386,6 +390,14 @@ mod tests {
         let (earlier, replaced) = written.split_at(ok_answer().len());
         assert_eq!(earlier, ok_answer());
         let (head, body) = replaced.split_once("\r\n\r\n").expect("a head");
+        // A fresh request id, like every answer's; then the rest as expected.
+        let (before_id, after_id) = head.split_once("x-request-id: ").expect("a request id");
+        let (id, after_id) = after_id.split_once("\r\n").expect("the id's line ends");
+        assert!(
+            id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{id}"
+        );
+        let head = format!("{before_id}{after_id}");
         assert_eq!(
             head,
             format!(
