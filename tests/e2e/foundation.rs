@@ -118,6 +118,28 @@ fn a_token_of_another_shop_is_403(backend: Backend) {
     assert_eq!(own.json()["shop"]["shop_domain"], "other.shop.test");
 }
 
+/// A process keeps successful authorizations for 2 s, keyed by token *and* shop: a token just
+/// granted on its own shop is still refused on another shop's path, however warm the cache.
+fn a_token_cached_on_its_own_shop_is_refused_on_another(backend: Backend) {
+    let server = MercerServer::start(backend);
+    let demo = server.demo().clone();
+    let (other, other_token) = other_shop(&server);
+    for (own, token, foreign) in [
+        (&other, &other_token, &demo.shop),
+        (&demo.shop, &demo.token, &other),
+    ] {
+        let cached_at = std::time::Instant::now();
+        assert_eq!(server.get(&shop_path(own)).bearer(token).call().status, 200);
+        let answer = server.get(&shop_path(foreign)).bearer(token).call();
+        assert!(
+            cached_at.elapsed() < Duration::from_secs(2),
+            "the second request must come while the first one's grant is cached"
+        );
+        let entries = answer.assert_error(403, "auth.forbidden");
+        assert_eq!(entries[0]["sub_type"], "other_shop");
+    }
+}
+
 fn a_token_without_the_scope_is_403(backend: Backend) {
     let server = MercerServer::start(backend);
     let demo = server.demo().clone();
@@ -567,6 +589,7 @@ backend_tests!(
     get_shop_information_answers_with_the_demo_token,
     missing_or_bad_credentials_are_401,
     a_token_of_another_shop_is_403,
+    a_token_cached_on_its_own_shop_is_refused_on_another,
     a_token_without_the_scope_is_403,
     an_unknown_shop_is_404,
     the_version_header_is_checked,

@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use mercer_tests::{Backend, MercerServer, backend_tests};
+use mercer_tests::{Backend, MercerServer, TestDatabase, backend_tests, run_cli};
 
 fn the_demo_is_made_once_and_data_survives_a_restart(backend: Backend) {
     let first = MercerServer::start(backend);
@@ -54,10 +54,21 @@ fn a_stop_signal_lets_requests_in_flight_finish(backend: Backend, signal: &str) 
     std::thread::sleep(Duration::from_millis(300));
 
     server.signal(signal);
-    std::thread::sleep(Duration::from_millis(300));
+    // The listener must close at once, while the request in flight still holds the process:
+    // a connection attempt is refused soon after the signal, and the process has not exited
+    // (it cannot have: that request is unanswered until the rest of its body comes).
+    let refused = mercer_tests::wait_until(Duration::from_secs(2), || {
+        TcpStream::connect(&address).is_err()
+    });
     assert!(
-        TcpStream::connect(&address).is_err() || server.wait_for_exit(Duration::ZERO).is_none(),
-        "after the signal the server takes no new connections (or is still finishing)"
+        refused,
+        "2 s after the signal the server still takes new connections:\n{}",
+        server.log()
+    );
+    assert!(
+        server.wait_for_exit(Duration::from_millis(50)).is_none(),
+        "the server waits for the request in flight: {}",
+        server.output()
     );
     stream.write_all(&body[10..]).unwrap();
     let mut answer = String::new();
@@ -95,3 +106,49 @@ backend_tests!(
     sigterm_is_graceful,
     sigint_is_graceful
 );
+
+/// Processes starting together on an empty PostgreSQL database migrate it under an advisory
+/// lock: every one succeeds, one applies the migrations, the others find them applied. Without
+/// the lock they would all run the first migration and all but one fail on its tables.
+#[test]
+fn migrations_started_together_on_an_empty_postgres_apply_once() {
+    const PROCESSES: usize = 4;
+    // A few rounds, each on a new database: one may by chance not overlap.
+    for round in 0..3 {
+        let database = TestDatabase::create(Backend::Postgres);
+        let start = std::sync::Barrier::new(PROCESSES);
+        let outputs: Vec<_> = std::thread::scope(|scope| {
+            let runs: Vec<_> = (0..PROCESSES)
+                .map(|_| {
+                    scope.spawn(|| {
+                        start.wait();
+                        run_cli(&database, &["migrate"])
+                    })
+                })
+                .collect();
+            runs.into_iter().map(|run| run.join().unwrap()).collect()
+        });
+        for output in &outputs {
+            assert!(
+                output.success,
+                "round {round}: a migrate failed: {}",
+                output.stderr
+            );
+        }
+        let applied: Vec<&str> = outputs
+            .iter()
+            .filter(|output| !output.stdout.contains("already up to date"))
+            .map(|output| output.stdout.as_str())
+            .collect();
+        assert_eq!(
+            applied.len(),
+            1,
+            "round {round}: exactly one process applies the migrations: {outputs:?}"
+        );
+        assert!(applied[0].contains(": applied "), "{}", applied[0]);
+        assert!(
+            database.open_store().migrate().unwrap().is_empty(),
+            "round {round}: the schema is complete"
+        );
+    }
+}

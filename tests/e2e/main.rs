@@ -7,6 +7,7 @@ mod browser;
 mod checkout_settings;
 mod cli;
 mod connector;
+mod events;
 mod foundation;
 mod hostile_bodies;
 mod hostile_input;

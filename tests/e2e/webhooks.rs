@@ -306,6 +306,7 @@ fn a_slow_receiver_times_out_and_is_retried(backend: Backend) {
     receiver.script(&[Reply {
         status: 200,
         delay: Duration::from_millis(2500),
+        headers: &[],
     }]);
     let webhook = create(&server, &shop, 3, &receiver.url);
     let message_id = send_test(&server, &shop, webhook["id"].as_str().unwrap());
@@ -395,6 +396,7 @@ fn a_killed_process_loses_no_message(backend: Backend) {
     receiver.otherwise(Reply {
         status: 200,
         delay: Duration::from_millis(20),
+        headers: &[],
     });
     let webhook = create(&server, &shop, 2, &receiver.url);
     let id = webhook["id"].as_str().unwrap().to_string();
@@ -429,6 +431,58 @@ fn a_killed_process_loses_no_message(backend: Backend) {
         })
     });
     assert!(delivered);
+}
+
+/// A receiver's `Retry-After` decides when the next attempt comes: the schedule here would wait
+/// 30 s (24 s at the least, with jitter), the receiver asks for 2 s.
+fn a_receivers_retry_after_is_honoured(backend: Backend) {
+    let args = [
+        "--allow-private-targets",
+        "--webhook-retry-schedule",
+        "0s,30s,30s",
+    ];
+    let server = MercerServer::start_with(TestDatabase::create(backend), &args);
+    let shop = shop(&server);
+    let receiver = Receiver::start();
+    receiver.script(&[Reply {
+        headers: &[("Retry-After", "2")],
+        ..Reply::status(503)
+    }]);
+    let webhook = create(&server, &shop, 2, &receiver.url);
+    let message_id = send_test(&server, &shop, webhook["id"].as_str().unwrap());
+    assert!(
+        wait_until(Duration::from_secs(15), || receiver.received().len() >= 2),
+        "the retry came when the receiver asked, not 30 s later: {} request(s)",
+        receiver.received().len()
+    );
+    let store = server.database().open_store();
+    let delivered = wait_until(Duration::from_secs(5), || {
+        store
+            .read(|tx| Ok(tx.webhook_message(&message_id)?))
+            .unwrap()
+            .is_some_and(|m| m.status == MessageStatus::Delivered)
+    });
+    assert!(delivered);
+    let message = store
+        .read(|tx| Ok(tx.webhook_message(&message_id)?))
+        .unwrap()
+        .unwrap();
+    let attempts = store
+        .read(|tx| Ok(tx.webhook_attempts(message.id)?))
+        .unwrap();
+    assert_eq!(attempts.len(), 2, "{attempts:?}");
+    assert_eq!(attempts[0].outcome.status, Some(503));
+    assert_eq!(
+        attempts[0].outcome.retry_after,
+        Some(Duration::from_secs(2)),
+        "the header is recorded with the attempt"
+    );
+    // Not sooner than asked either (the attempt times are the dispatcher's own clock).
+    let gap = attempts[1].attempted_at.as_micros() - attempts[0].attempted_at.as_micros();
+    assert!(
+        (2_000_000..10_000_000).contains(&gap),
+        "the second attempt came {gap} µs after the first"
+    );
 }
 
 fn metrics_are_exposed(backend: Backend) {
@@ -652,6 +706,7 @@ backend_tests!(
     a_receiver_that_fails_three_times_gets_the_same_message,
     gone_410_disables_the_webhook,
     a_slow_receiver_times_out_and_is_retried,
+    a_receivers_retry_after_is_honoured,
     private_callbacks_are_refused_when_sending_too,
     a_killed_process_loses_no_message,
     metrics_are_exposed,

@@ -31,6 +31,8 @@ impl Received {
 pub struct Reply {
     pub status: u16,
     pub delay: Duration,
+    /// Extra headers of the answer (e.g. `Retry-After`).
+    pub headers: &'static [(&'static str, &'static str)],
 }
 
 impl Reply {
@@ -38,6 +40,7 @@ impl Reply {
         Reply {
             status,
             delay: Duration::ZERO,
+            headers: &[],
         }
     }
 }
@@ -137,8 +140,13 @@ impl Receiver {
                             Some((status, body)) => (status, "application/json", body),
                             None => (reply.status, "text/plain", "ok".to_string()),
                         };
+                        let extra: String = reply
+                            .headers
+                            .iter()
+                            .map(|(name, value)| format!("{name}: {value}\r\n"))
+                            .collect();
                         let answer = format!(
-                            "HTTP/1.1 {status} Status\r\nContent-Length: {}\r\nContent-Type: {kind}\r\n\r\n{body}",
+                            "HTTP/1.1 {status} Status\r\nContent-Length: {}\r\nContent-Type: {kind}\r\n{extra}\r\n{body}",
                             body.len()
                         );
                         if writer.write_all(answer.as_bytes()).is_err() {

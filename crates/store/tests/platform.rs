@@ -209,6 +209,13 @@ fn events_are_queued_then_applied_in_order(backend: Backend) {
     let c1 = stored_customer(&store, shop.id, "c1");
     assert_eq!(c1.email.as_deref(), Some("newest@example.test"));
     let addresses = stored_addresses(&store, shop.id, c1.id);
+    // Events carry no platform_customer_id on addresses: it is the owning customer's.
+    assert!(!addresses.is_empty());
+    assert!(
+        addresses
+            .iter()
+            .all(|a| a.platform_customer_id.as_deref() == Some("c1"))
+    );
     assert_eq!(
         addresses
             .iter()
@@ -624,7 +631,15 @@ fn outbox_calls_are_claimed_leased_and_retried(backend: Backend) {
     );
 }
 
+/// Two claimers overlapping in time never take the same call. The second claims while the
+/// first one's transaction is still open: on PostgreSQL it skips the rows the first one locked
+/// (`SKIP LOCKED`) and gets others at once; on SQLite the first one's write transaction
+/// (`BEGIN IMMEDIATE`) makes it wait, and it then sees the first one's lease. Then four claimers
+/// drain the rest, each call claimed exactly once.
 fn concurrent_claimers_never_share_a_call(backend: Backend) {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
     let (_db, store) = TestDatabase::migrated(backend);
     let shop = shop(&store, "a.shop.test");
     for n in 0..60 {
@@ -635,27 +650,86 @@ fn concurrent_claimers_never_share_a_call(backend: Backend) {
             .write(|tx| Ok(tx.insert_outbox_call(shop.id, &call, at(0))?))
             .unwrap();
     }
+    let claim = |store: &Store, limit: usize| -> Vec<i64> {
+        store
+            .write(|tx| Ok(tx.claim_outbox_calls(at(1), limit, at(1000))?))
+            .unwrap()
+            .into_iter()
+            .map(|entry| entry.id)
+            .collect()
+    };
+
+    let (claimed_tx, claimed_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let first = {
+        let store = store.clone();
+        std::thread::spawn(move || {
+            store
+                .write(|tx| {
+                    let ids: Vec<i64> = tx
+                        .claim_outbox_calls(at(1), 5, at(1000))?
+                        .into_iter()
+                        .map(|entry| entry.id)
+                        .collect();
+                    claimed_tx.send(ids).unwrap();
+                    // Held open until the second claimer has had its chance.
+                    release_rx.recv().unwrap();
+                    Ok(())
+                })
+                .unwrap();
+        })
+    };
+    let first_ids = claimed_rx.recv().unwrap();
+    assert_eq!(first_ids.len(), 5);
+    let (second_tx, second_rx) = mpsc::channel();
+    let second = {
+        let store = store.clone();
+        std::thread::spawn(move || second_tx.send(claim(&store, 5)).unwrap())
+    };
+    let second_ids = match backend {
+        Backend::Postgres => {
+            let ids = second_rx
+                .recv_timeout(Duration::from_secs(5))
+                .expect("SKIP LOCKED: the second claimer does not wait for the first");
+            release_tx.send(()).unwrap();
+            ids
+        }
+        Backend::Sqlite => {
+            assert!(
+                second_rx.recv_timeout(Duration::from_millis(300)).is_err(),
+                "the second claimer waits while the first one's transaction is open"
+            );
+            release_tx.send(()).unwrap();
+            second_rx.recv_timeout(Duration::from_secs(5)).unwrap()
+        }
+    };
+    first.join().unwrap();
+    second.join().unwrap();
+    assert_eq!(second_ids.len(), 5);
+    assert!(
+        second_ids.iter().all(|id| !first_ids.contains(id)),
+        "overlapping claims share no call: {first_ids:?} and {second_ids:?}"
+    );
+
     let workers: Vec<_> = (0..4)
         .map(|_| {
             let store = store.clone();
             std::thread::spawn(move || {
                 let mut mine = Vec::new();
-                loop {
-                    let batch = store
-                        .write(|tx| Ok(tx.claim_outbox_calls(at(1), 5, at(1000))?))
-                        .unwrap();
+                // Bounded, so a claim that leases nothing fails the test instead of spinning.
+                for _ in 0..60 {
+                    let batch = claim(&store, 5);
                     if batch.is_empty() {
-                        return mine;
+                        break;
                     }
-                    mine.extend(batch.into_iter().map(|entry| entry.id));
+                    mine.extend(batch);
                 }
+                mine
             })
         })
         .collect();
-    let mut all: Vec<i64> = workers
-        .into_iter()
-        .flat_map(|w| w.join().unwrap())
-        .collect();
+    let mut all: Vec<i64> = first_ids.into_iter().chain(second_ids).collect();
+    all.extend(workers.into_iter().flat_map(|w| w.join().unwrap()));
     all.sort_unstable();
     let before = all.len();
     all.dedup();

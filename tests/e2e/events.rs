@@ -1,0 +1,160 @@
+//! Connector events end to end (contract §3.4): the 202 is given only for stored events, and the
+//! out-of-sequence rule's tie between a save and a deletion of the same time.
+
+use std::time::Duration;
+
+use mercer_domain::ports::Database;
+use mercer_store::testing::POISONED_EMAIL;
+use mercer_tests::{Answer, Backend, MercerServer, backend_tests, wait_until};
+use serde_json::{Value, json};
+
+fn time(seconds: i64) -> String {
+    mercer_domain::Timestamp::from_micros(1_700_000_000_000_000)
+        .plus_seconds(seconds)
+        .to_rfc3339()
+}
+
+fn event(server: &MercerServer, action: &str, customer: Value) -> Answer {
+    let demo = server.demo();
+    server
+        .post(&format!(
+            "/customers/v1/shops/{}/platforms/custom/webhooks/customers/{action}",
+            demo.shop
+        ))
+        .bearer(&demo.token)
+        .json(&json!({"data": {"customer": customer}}))
+}
+
+fn directory_status(server: &MercerServer, platform_id: &str) -> u16 {
+    let demo = server.demo();
+    server
+        .get(&format!(
+            "/customers/v2/shops/{}/customers/pid/{platform_id}",
+            demo.shop
+        ))
+        .bearer(&demo.token)
+        .call()
+        .status
+}
+
+/// Makes every insert into `inbound_events` fail, as a full disk or a lost connection would.
+fn fail_event_queueing(server: &MercerServer) {
+    let database = server.database();
+    database.execute(match database.backend() {
+        Backend::Sqlite => {
+            "CREATE TRIGGER refuse_events BEFORE INSERT ON inbound_events \
+             BEGIN SELECT RAISE(ABORT, 'forced failure'); END;"
+        }
+        Backend::Postgres => {
+            "CREATE FUNCTION refuse_events() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+             RAISE EXCEPTION 'forced failure'; END $$; \
+             CREATE TRIGGER refuse_events BEFORE INSERT ON inbound_events \
+             FOR EACH ROW EXECUTE FUNCTION refuse_events();"
+        }
+    });
+}
+
+fn heal_event_queueing(server: &MercerServer) {
+    server
+        .database()
+        .execute(match server.database().backend() {
+            Backend::Sqlite => "DROP TRIGGER refuse_events;",
+            Backend::Postgres => {
+                "DROP TRIGGER refuse_events ON inbound_events; DROP FUNCTION refuse_events();"
+            }
+        });
+}
+
+/// The ingest writer answers a request only after its events are committed: when storing
+/// fails, the client gets the contract's 500, never a 202 for an event that was lost.
+fn an_event_that_cannot_be_stored_gets_a_500_never_a_202(backend: Backend) {
+    let server = MercerServer::start(backend);
+    // Storing an event takes one of two paths: on SQLite with an empty queue the writer applies
+    // it at once (writing the customer), and queues it only if that fails; on PostgreSQL it
+    // always queues it. Both are made to fail, so whichever path is taken, nothing is stored.
+    server.database().fail_customer_writes();
+    fail_event_queueing(&server);
+    let customer =
+        json!({"platform_id": "c1", "platform_updated_at": time(10), "email": POISONED_EMAIL});
+    for _ in 0..3 {
+        let answer = event(&server, "saved", customer.clone());
+        assert_ne!(answer.status, 202, "a 202 for an event that was not stored");
+        answer.assert_error(500, "internal.error");
+    }
+    let store = server.database().open_store();
+    assert_eq!(
+        store
+            .read(|tx| Ok(tx.count_pending_inbound_events()?))
+            .unwrap(),
+        0
+    );
+    assert_eq!(directory_status(&server, "c1"), 404);
+
+    // The same event is accepted once storing works again: the 500 came from the storing.
+    heal_event_queueing(&server);
+    server.database().heal_customer_writes();
+    assert_eq!(event(&server, "saved", customer).status, 202);
+    let applied = wait_until(Duration::from_secs(10), || {
+        directory_status(&server, "c1") == 200
+    });
+    assert!(applied, "the accepted event is applied");
+}
+
+/// A save and a deletion with the same time: the deletion wins, in either order of arrival.
+fn a_deletion_wins_a_same_time_tie_with_a_save(backend: Backend) {
+    let server = MercerServer::start(backend);
+    let saved = |id: &str| {
+        let answer = event(
+            &server,
+            "saved",
+            json!({"platform_id": id, "platform_updated_at": time(10), "email": "a@example.test"}),
+        );
+        assert_eq!(answer.status, 202, "{}", answer.text);
+    };
+    let deleted = |id: &str| {
+        let answer = event(
+            &server,
+            "deleted",
+            json!({"platform_id": id, "platform_deleted_at": time(10)}),
+        );
+        assert_eq!(answer.status, 202, "{}", answer.text);
+    };
+    // Saved, then deleted at the same time: the deletion applies.
+    saved("c1");
+    deleted("c1");
+    // Deleted, then saved at the same time: the save is stale.
+    deleted("c2");
+    saved("c2");
+    // A control that shows events are applied by now: saved at a later time than its deletion.
+    deleted("c3");
+    let answer = event(
+        &server,
+        "saved",
+        json!({"platform_id": "c3", "platform_updated_at": time(11), "email": "b@example.test"}),
+    );
+    assert_eq!(answer.status, 202);
+    let store = server.database().open_store();
+    let applied = wait_until(Duration::from_secs(10), || {
+        store
+            .read(|tx| Ok(tx.count_pending_inbound_events()?))
+            .unwrap()
+            == 0
+            && directory_status(&server, "c3") == 200
+    });
+    assert!(applied, "events still pending after 10 s");
+    assert_eq!(
+        directory_status(&server, "c1"),
+        404,
+        "saved then deleted at the same time: deleted"
+    );
+    assert_eq!(
+        directory_status(&server, "c2"),
+        404,
+        "deleted then saved at the same time: still deleted"
+    );
+}
+
+backend_tests!(
+    an_event_that_cannot_be_stored_gets_a_500_never_a_202,
+    a_deletion_wins_a_same_time_tie_with_a_save,
+);
