@@ -13,5 +13,6 @@ mod hostile_bodies;
 mod hostile_input;
 mod lifecycle;
 mod oauth;
+mod request_ids;
 mod verifiers;
 mod webhooks;
