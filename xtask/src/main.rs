@@ -95,33 +95,6 @@ fn target_dir(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::target_dir;
-    use std::path::Path;
-
-    #[test]
-    fn the_target_dir_follows_cargo_target_dir() {
-        let (current, root) = (Path::new("/work/here"), Path::new("/work/repo"));
-        assert_eq!(
-            target_dir(None, current, root),
-            Path::new("/work/repo/target")
-        );
-        assert_eq!(
-            target_dir(Some("/elsewhere/t".into()), current, root),
-            Path::new("/elsewhere/t")
-        );
-        assert_eq!(
-            target_dir(Some("build".into()), current, root),
-            Path::new("/work/here/build")
-        );
-        assert_eq!(
-            target_dir(Some("".into()), current, root),
-            Path::new("/work/repo/target")
-        );
-    }
-}
-
 /// Builds release binaries, then runs the benchmark's load generator in release mode.
 fn bench(args: &[String]) -> Result<(), String> {
     let run = match args.first().map(String::as_str) {
@@ -163,4 +136,31 @@ fn ci() -> Result<(), String> {
     test::run(&["--require-postgres".to_string()])?;
     eprintln!("xtask ci: all checks passed");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::target_dir;
+    use std::path::Path;
+
+    #[test]
+    fn the_target_dir_follows_cargo_target_dir() {
+        let (current, root) = (Path::new("/work/here"), Path::new("/work/repo"));
+        assert_eq!(
+            target_dir(None, current, root),
+            Path::new("/work/repo/target")
+        );
+        assert_eq!(
+            target_dir(Some("/elsewhere/t".into()), current, root),
+            Path::new("/elsewhere/t")
+        );
+        assert_eq!(
+            target_dir(Some("build".into()), current, root),
+            Path::new("/work/here/build")
+        );
+        assert_eq!(
+            target_dir(Some("".into()), current, root),
+            Path::new("/work/repo/target")
+        );
+    }
 }
