@@ -76,10 +76,38 @@ fn an_event_that_cannot_be_stored_gets_a_500_never_a_202(backend: Backend) {
     fail_event_queueing(&server);
     let customer =
         json!({"platform_id": "c1", "platform_updated_at": time(10), "email": POISONED_EMAIL});
+    let mut request_ids = Vec::new();
     for _ in 0..3 {
         let answer = event(&server, "saved", customer.clone());
         assert_ne!(answer.status, 202, "a 202 for an event that was not stored");
         answer.assert_error(500, "internal.error");
+        // The answer says nothing of the cause; the log has it, once, with the request's method,
+        // route pattern and id.
+        assert!(!answer.text.contains("storage"), "{}", answer.text);
+        request_ids.push(
+            answer
+                .header("x-request-id")
+                .unwrap_or_default()
+                .to_string(),
+        );
+    }
+    let route = "POST /customers/v1/shops/{shop}/platforms/custom/webhooks/customers/saved failed: storage failure";
+    wait_until(Duration::from_secs(5), || {
+        server
+            .log()
+            .contains(&format!("request_id={}", request_ids[2]))
+    });
+    let log = server.log();
+    for id in &request_ids {
+        let lines: Vec<&str> = log
+            .lines()
+            .filter(|line| line.contains(route) && line.contains(&format!("request_id={id}")))
+            .collect();
+        assert_eq!(
+            lines.len(),
+            1,
+            "one line with the cause per failed request:\n{log}"
+        );
     }
     let store = server.database().open_store();
     assert_eq!(

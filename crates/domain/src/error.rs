@@ -49,12 +49,15 @@ impl fmt::Display for Forbidden {
 }
 
 /// A storage failure. The detail is for the log only: it may hold SQL or driver messages and
-/// must never reach a client.
+/// must never reach a client. `source` is the database's own error, when there was one, for
+/// embedders that want to look at it (`std::error::Error::source`).
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("storage failure: {detail}")]
 pub struct StorageError {
     pub kind: StorageErrorKind,
     pub detail: String,
+    #[source]
+    pub source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +75,7 @@ impl StorageError {
         StorageError {
             kind: StorageErrorKind::Other,
             detail: detail.into(),
+            source: None,
         }
     }
 
@@ -79,6 +83,7 @@ impl StorageError {
         StorageError {
             kind: StorageErrorKind::UniqueViolation,
             detail: detail.into(),
+            source: None,
         }
     }
 
@@ -86,7 +91,14 @@ impl StorageError {
         StorageError {
             kind: StorageErrorKind::Transient,
             detail: detail.into(),
+            source: None,
         }
+    }
+
+    /// The same error, keeping `source` as its cause.
+    pub fn caused_by(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(std::sync::Arc::new(source));
+        self
     }
 
     pub fn is_unique_violation(&self) -> bool {

@@ -521,14 +521,21 @@ fn pkce_s256(verifier: &str) -> String {
     URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
 }
 
-/// Exchanges a code for a token. The outer error is a storage failure; the inner one the
-/// client's, returned as `Ok(Err(..))` so that what it changed (revoking the token of a code
-/// presented twice) is kept.
+/// How an exchange of a code ended, when storage did not fail.
+#[derive(Debug)]
+pub enum Exchange {
+    Issued(Box<IssuedToken>),
+    /// The client's error (RFC 6749 §5.2). It is an outcome, not an `Err`, so that what the
+    /// exchange changed (revoking the token of a code presented twice) is committed.
+    Refused(OAuthError),
+}
+
+/// Exchanges a code for a token. `Err` is a storage failure only.
 pub fn exchange_code(
     tx: &mut dyn Repositories,
     params: &TokenParams,
     now: Timestamp,
-) -> Result<Result<IssuedToken, OAuthError>, DomainError> {
+) -> Result<Exchange, DomainError> {
     let required = |value: &Option<String>, name: &str| {
         value
             .as_deref()
@@ -540,20 +547,20 @@ pub fn exchange_code(
         ($result:expr) => {
             match $result {
                 Ok(value) => value,
-                Err(error) => return Ok(Err(error)),
+                Err(error) => return Ok(Exchange::Refused(error)),
             }
         };
     }
     match params.grant_type.as_deref() {
         Some("authorization_code") => {}
         None | Some("") => {
-            return Ok(Err(OAuthError::new(
+            return Ok(Exchange::Refused(OAuthError::new(
                 "invalid_request",
                 "grant_type is required",
             )));
         }
         Some(_) => {
-            return Ok(Err(OAuthError::new(
+            return Ok(Exchange::Refused(OAuthError::new(
                 "unsupported_grant_type",
                 "only grant_type=authorization_code is supported",
             )));
@@ -566,30 +573,34 @@ pub fn exchange_code(
         .oauth_app_by_client_id(&client_id)?
         .filter(|app| app.revoked_at.is_none())
     else {
-        return Ok(Err(unknown_client()));
+        return Ok(Exchange::Refused(unknown_client()));
     };
     let secret_given = params.client_secret.as_deref().filter(|s| !s.is_empty());
     if let Some(secret) = secret_given
         && hash_token(secret) != app.client_secret_hash
     {
-        return Ok(Err(unknown_client()));
+        return Ok(Exchange::Refused(unknown_client()));
     }
     let invalid_grant = |why: &str| OAuthError::new("invalid_grant", why);
     let Some(stored) = tx.authorization_code_by_hash(&hash_token(&code))? else {
-        return Ok(Err(invalid_grant("the code is not valid")));
+        return Ok(Exchange::Refused(invalid_grant("the code is not valid")));
     };
     if stored.app_id != app.id {
-        return Ok(Err(invalid_grant("the code was issued to another client")));
+        return Ok(Exchange::Refused(invalid_grant(
+            "the code was issued to another client",
+        )));
     }
     if stored.used_at.is_some() {
         // A code presented twice may have been stolen: the token it gave is revoked too.
         if let Some(token_id) = stored.token_id {
             tx.revoke_token(stored.shop_id, token_id, now)?;
         }
-        return Ok(Err(invalid_grant("the code was already used")));
+        return Ok(Exchange::Refused(invalid_grant(
+            "the code was already used",
+        )));
     }
     if now >= stored.expires_at {
-        return Ok(Err(invalid_grant("the code has expired")));
+        return Ok(Exchange::Refused(invalid_grant("the code has expired")));
     }
     let redirect_uri = params.redirect_uri.as_deref().filter(|v| !v.is_empty());
     let redirect_matches = match redirect_uri {
@@ -600,42 +611,46 @@ pub fn exchange_code(
     };
     if !redirect_matches {
         if redirect_uri.is_none() {
-            return Ok(Err(OAuthError::new(
+            return Ok(Exchange::Refused(OAuthError::new(
                 "invalid_request",
                 "redirect_uri is required: the authorization request named one",
             )));
         }
-        return Ok(Err(invalid_grant(
+        return Ok(Exchange::Refused(invalid_grant(
             "redirect_uri does not match the authorization request",
         )));
     }
     match (&stored.code_challenge, params.code_verifier.as_deref()) {
         (Some(challenge), Some(verifier)) => {
             if !is_pkce_value(verifier) || pkce_s256(verifier) != *challenge {
-                return Ok(Err(invalid_grant("the code_verifier does not match")));
+                return Ok(Exchange::Refused(invalid_grant(
+                    "the code_verifier does not match",
+                )));
             }
         }
         (Some(_), None) => {
-            return Ok(Err(OAuthError::new(
+            return Ok(Exchange::Refused(OAuthError::new(
                 "invalid_request",
                 "code_verifier is required: the code was asked for with a code_challenge",
             )));
         }
         // A verifier for a code asked without a challenge is a downgrade attempt (RFC 9700).
         (None, Some(_)) => {
-            return Ok(Err(invalid_grant(
+            return Ok(Exchange::Refused(invalid_grant(
                 "code_verifier was sent, but the code was asked for without code_challenge",
             )));
         }
         // Without PKCE the client must prove itself with its secret.
-        (None, None) if secret_given.is_none() => return Ok(Err(unknown_client())),
+        (None, None) if secret_given.is_none() => return Ok(Exchange::Refused(unknown_client())),
         (None, None) => {}
     }
     let Some(shop) = tx
         .shop_by_id(stored.shop_id)?
         .filter(|s| s.deleted_at.is_none())
     else {
-        return Ok(Err(invalid_grant("the shop no longer exists")));
+        return Ok(Exchange::Refused(invalid_grant(
+            "the shop no longer exists",
+        )));
     };
     let (access_token, record) = mint_token(
         shop.id,
@@ -654,13 +669,15 @@ pub fn exchange_code(
         {
             tx.revoke_token(shop.id, winner, now)?;
         }
-        return Ok(Err(invalid_grant("the code was already used")));
+        return Ok(Exchange::Refused(invalid_grant(
+            "the code was already used",
+        )));
     }
-    Ok(Ok(IssuedToken {
+    Ok(Exchange::Issued(Box::new(IssuedToken {
         access_token,
         scopes: stored.scopes,
         shop,
-    }))
+    })))
 }
 
 #[cfg(test)]
@@ -742,7 +759,10 @@ mod tests {
         body: TokenParams,
         now: Timestamp,
     ) -> Result<IssuedToken, OAuthError> {
-        world.db.write(|tx| exchange_code(tx, &body, now)).unwrap()
+        match world.db.write(|tx| exchange_code(tx, &body, now)).unwrap() {
+            Exchange::Issued(issued) => Ok(*issued),
+            Exchange::Refused(error) => Err(error),
+        }
     }
 
     fn token_body(world: &World, code: &str) -> TokenParams {

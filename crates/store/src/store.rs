@@ -171,7 +171,7 @@ pub(crate) fn storable(text: &str) -> std::borrow::Cow<'_, str> {
 
 pub(crate) fn storage_error(error: diesel::result::Error) -> StorageError {
     use diesel::result::{DatabaseErrorKind, Error};
-    match &error {
+    let kept = match &error {
         Error::DatabaseError(DatabaseErrorKind::UniqueViolation, _) => {
             StorageError::unique_violation(error.to_string())
         }
@@ -195,7 +195,8 @@ pub(crate) fn storage_error(error: diesel::result::Error) -> StorageError {
             StorageError::transient(error.to_string())
         }
         _ => StorageError::other(error.to_string()),
-    }
+    };
+    kept.caused_by(error)
 }
 
 impl Database for Store {
@@ -254,6 +255,12 @@ mod tests {
             assert!(storage_error(error).is_transient());
         }
         let unique = storage_error(database_error(DatabaseErrorKind::UniqueViolation, "dup"));
+        let cause = std::error::Error::source(&unique).map(ToString::to_string);
+        assert_eq!(
+            cause.as_deref(),
+            Some("dup"),
+            "the database's error is kept as the source"
+        );
         assert!(unique.is_unique_violation() && !unique.is_transient());
         let other = storage_error(database_error(
             DatabaseErrorKind::Unknown,

@@ -26,6 +26,9 @@ pub struct ErrorEntry {
 pub struct ApiError {
     status: StatusCode,
     entries: Vec<ErrorEntry>,
+    /// What went wrong on Mercer's side or a remote party's, for the log only: the request-log
+    /// middleware writes it once, with the method, the route and the request id.
+    cause: Option<String>,
 }
 
 /// Problems with the client's input are `validation`; everything else is `critical`.
@@ -47,7 +50,18 @@ impl ApiError {
                 severity: severity(status),
                 sub_type: sub_type.to_string(),
             }],
+            cause: None,
         }
+    }
+
+    /// Keeps `cause` for the log (never the answer).
+    pub fn with_cause(mut self, cause: impl fmt::Display) -> Self {
+        self.cause = Some(cause.to_string());
+        self
+    }
+
+    pub fn cause(&self) -> Option<&str> {
+        self.cause.as_deref()
     }
 
     pub fn with_field(mut self, field: impl Into<String>) -> Self {
@@ -200,6 +214,7 @@ impl From<DomainError> for ApiError {
             DomainError::Invalid(problems) => ApiError {
                 status: StatusCode::UNPROCESSABLE_ENTITY,
                 entries: problems.into_iter().map(field_entry).collect(),
+                cause: None,
             },
             DomainError::Unprocessable { code, message } => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, "state", message)
@@ -216,6 +231,7 @@ impl From<DomainError> for ApiError {
                         sub_type: problem.code.to_string(),
                     })
                     .collect(),
+                cause: None,
             },
             DomainError::Remote {
                 code,
@@ -227,13 +243,14 @@ impl From<DomainError> for ApiError {
                 } else {
                     StatusCode::BAD_GATEWAY
                 };
-                log::warn!("remote party failed ({code}): {message}");
+                let cause = format!("remote party failed ({code}): {message}");
                 ApiError::new(
                     status,
                     code,
                     if timed_out { "timeout" } else { "remote" },
                     message,
                 )
+                .with_cause(cause)
             }
             DomainError::Unauthenticated => ApiError::new(
                 StatusCode::UNAUTHORIZED,
@@ -253,11 +270,8 @@ impl From<DomainError> for ApiError {
                     reason.to_string(),
                 )
             }
-            DomainError::Storage(error) => {
-                // The detail may hold SQL or driver text: it goes to the log, never to the client.
-                log::error!("{error}");
-                ApiError::internal()
-            }
+            // The detail may hold SQL or driver text: it goes to the log, never to the client.
+            DomainError::Storage(error) => ApiError::internal().with_cause(error),
         }
     }
 }

@@ -122,6 +122,23 @@ pub async fn log_request(
         Err(error) => (error.status_code(), "unmatched".to_string()),
     };
     let elapsed = started.elapsed().as_secs_f64();
+    // The cause of a failure on Mercer's side (or a remote party's), logged once, here, where
+    // the request's method, route and id are known.
+    let cause = match &result {
+        Ok(response) => response.response().error(),
+        // Only the version check's errors get here: the client's, without a cause.
+        Err(_) => None,
+    }
+    .and_then(|error| error.as_error::<ApiError>())
+    .and_then(ApiError::cause);
+    if let Some(cause) = cause {
+        let level = if status == actix_web::http::StatusCode::INTERNAL_SERVER_ERROR {
+            log::Level::Error
+        } else {
+            log::Level::Warn
+        };
+        log::log!(target: "mercer::http", level, "{method} {route} failed: {cause} request_id={id}");
+    }
     let labels = [
         ("method", method.to_string()),
         ("route", route),

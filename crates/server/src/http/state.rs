@@ -72,8 +72,7 @@ where
     match web::block(work).await {
         Ok(result) => result.map_err(ApiError::from),
         Err(error) => {
-            log::error!("blocking task failed: {error}");
-            Err(ApiError::internal())
+            Err(ApiError::internal().with_cause(format!("blocking task failed: {error}")))
         }
     }
 }

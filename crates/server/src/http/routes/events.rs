@@ -115,8 +115,7 @@ async fn trigger(
         applier.notify();
     });
     if let Err(error) = spawned {
-        log::error!(target: "mercer::sync", "cannot start a sync thread: {error}");
-        return Err(ApiError::internal());
+        return Err(ApiError::internal().with_cause(format!("cannot start a sync thread: {error}")));
     }
     Ok(HttpResponse::Accepted().json(json!({ "data": { "sync": sync_resource(&run) } })))
 }

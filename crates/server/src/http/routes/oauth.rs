@@ -318,7 +318,7 @@ pub async fn authorize_submit(
     let stored_hash = found.as_ref().map(|(_, staff)| staff.password_hash.clone());
     let password = fields.password.clone();
     let Ok(_permit) = state.sign_ins.checks.acquire().await else {
-        return Err(ApiError::internal());
+        return Err(ApiError::internal().with_cause("the password check limiter is closed"));
     };
     // Verified even for an unknown account, so its absence takes as long as a wrong password.
     let matches = run_blocking(move || {
@@ -456,7 +456,7 @@ pub async fn token(
         .write(move |tx| oauth::exchange_code(tx, &params, now))
         .await?;
     Ok(match outcome {
-        Ok(issued) => HttpResponse::Ok()
+        oauth::Exchange::Issued(issued) => HttpResponse::Ok()
             .insert_header((header::CACHE_CONTROL, "no-store"))
             .insert_header((header::PRAGMA, "no-cache"))
             .json(json!({
@@ -465,6 +465,6 @@ pub async fn token(
                 "scope": issued.scopes.to_string(),
                 "shop_identifier": issued.shop.identifier.as_str(),
             })),
-        Err(error) => oauth_error(&error),
+        oauth::Exchange::Refused(error) => oauth_error(&error),
     })
 }
