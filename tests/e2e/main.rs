@@ -14,5 +14,6 @@ mod hostile_input;
 mod lifecycle;
 mod oauth;
 mod request_ids;
+mod route_scopes;
 mod verifiers;
 mod webhooks;

@@ -1,0 +1,394 @@
+//! Every authenticated route's scope, compared with the contract (§2–§6, and docs/
+//! api-conventions.md for the routes beyond it): one table, checked against the real binary, and
+//! checked to cover every route that `crates/server/src/http/routes/mod.rs` registers.
+
+use std::collections::BTreeSet;
+
+use mercer_tests::{Backend, MercerServer, backend_tests};
+
+/// Every scope of contract §2, spelled as the contract spells them (not taken from the code).
+const SCOPES: [&str; 12] = [
+    "read_customers",
+    "write_customers",
+    "read_orders",
+    "write_orders",
+    "read_products",
+    "write_products",
+    "read_shop_settings",
+    "modify_shop_settings",
+    "read_subscriptions",
+    "write_subscriptions",
+    "read_subscription_groups",
+    "write_subscription_groups",
+];
+
+/// (method, path template as registered, the scope the contract names).
+const ROUTES: &[(&str, &str, &str)] = &[
+    // §3.4 events and sync triggers; sync progress is docs/api-conventions.md's.
+    (
+        "POST",
+        "/customers/v1/shops/{shop}/platforms/custom/webhooks/customers/saved",
+        "write_customers",
+    ),
+    (
+        "POST",
+        "/customers/v1/shops/{shop}/platforms/custom/webhooks/customers/deleted",
+        "write_customers",
+    ),
+    (
+        "POST",
+        "/orders/v1/shops/{shop}/platforms/custom/webhooks/orders/saved",
+        "write_orders",
+    ),
+    (
+        "POST",
+        "/orders/v1/shops/{shop}/platforms/custom/webhooks/orders/deleted",
+        "write_orders",
+    ),
+    (
+        "POST",
+        "/products/v1/shops/{shop}/platforms/custom/webhooks/products/saved",
+        "write_products",
+    ),
+    (
+        "POST",
+        "/products/v1/shops/{shop}/platforms/custom/webhooks/products/deleted",
+        "write_products",
+    ),
+    (
+        "POST",
+        "/products/v1/shops/{shop}/platforms/custom/webhooks/categories/saved",
+        "write_products",
+    ),
+    (
+        "POST",
+        "/products/v1/shops/{shop}/platforms/custom/webhooks/categories/deleted",
+        "write_products",
+    ),
+    ("POST", "/customers/v2/shops/{shop}/sync", "write_customers"),
+    (
+        "GET",
+        "/customers/v2/shops/{shop}/sync/{id}",
+        "read_customers",
+    ),
+    ("POST", "/orders/v2/shops/{shop}/sync", "write_orders"),
+    ("GET", "/orders/v2/shops/{shop}/sync/{id}", "read_orders"),
+    // §4.1 overrides.
+    (
+        "POST",
+        "/checkout/shop/{shop}/overrides",
+        "modify_shop_settings",
+    ),
+    (
+        "GET",
+        "/checkout/shop/{shop}/overrides",
+        "read_shop_settings",
+    ),
+    (
+        "PATCH",
+        "/checkout/shop/{shop}/overrides/{id}",
+        "modify_shop_settings",
+    ),
+    (
+        "DELETE",
+        "/checkout/shop/{shop}/overrides/{id}",
+        "modify_shop_settings",
+    ),
+    // §4.2 checkout webhooks, all modify_shop_settings; the delivery log and its actions are
+    // docs/api-conventions.md's (reads read_shop_settings, actions modify_shop_settings).
+    (
+        "POST",
+        "/checkout/shop/{shop}/integration/config",
+        "modify_shop_settings",
+    ),
+    (
+        "GET",
+        "/checkout/shop/{shop}/webhooks/topics",
+        "modify_shop_settings",
+    ),
+    (
+        "POST",
+        "/checkout/shop/{shop}/webhooks",
+        "modify_shop_settings",
+    ),
+    (
+        "GET",
+        "/checkout/shop/{shop}/webhooks",
+        "modify_shop_settings",
+    ),
+    (
+        "PATCH",
+        "/checkout/shop/{shop}/webhooks/{id}",
+        "modify_shop_settings",
+    ),
+    (
+        "DELETE",
+        "/checkout/shop/{shop}/webhooks/{id}",
+        "modify_shop_settings",
+    ),
+    (
+        "POST",
+        "/checkout/shop/{shop}/webhooks/{id}/test",
+        "modify_shop_settings",
+    ),
+    (
+        "GET",
+        "/checkout/shop/{shop}/webhooks/{id}/deliveries",
+        "read_shop_settings",
+    ),
+    (
+        "GET",
+        "/checkout/shop/{shop}/webhooks/{id}/deliveries/{message_id}",
+        "read_shop_settings",
+    ),
+    (
+        "POST",
+        "/checkout/shop/{shop}/webhooks/{id}/deliveries/{message_id}/resend",
+        "modify_shop_settings",
+    ),
+    (
+        "POST",
+        "/checkout/shop/{shop}/webhooks/{id}/recover",
+        "modify_shop_settings",
+    ),
+    (
+        "POST",
+        "/checkout/shop/{shop}/webhooks/{id}/enable",
+        "modify_shop_settings",
+    ),
+    // §5: reads of the subscription API.
+    (
+        "GET",
+        "/subscriptions/v1/shops/{shop}/shop",
+        "read_subscriptions",
+    ),
+    // §3.3 rotation, §3.1 destinations (writes modify, reads read).
+    (
+        "POST",
+        "/integrations/v1/shops/{shop}/shared_secret/rotate",
+        "modify_shop_settings",
+    ),
+    (
+        "POST",
+        "/integrations/v1/shops/{shop}/platform_connector_destinations",
+        "modify_shop_settings",
+    ),
+    (
+        "GET",
+        "/integrations/v1/shops/{shop}/platform_connector_destinations",
+        "read_shop_settings",
+    ),
+    (
+        "GET",
+        "/integrations/v1/shops/{shop}/platform_connector_destinations/{id}",
+        "read_shop_settings",
+    ),
+    (
+        "PATCH",
+        "/integrations/v1/shops/{shop}/platform_connector_destinations/{id}",
+        "modify_shop_settings",
+    ),
+    (
+        "PUT",
+        "/integrations/v1/shops/{shop}/platform_connector_destinations/{id}",
+        "modify_shop_settings",
+    ),
+    (
+        "DELETE",
+        "/integrations/v1/shops/{shop}/platform_connector_destinations/{id}",
+        "modify_shop_settings",
+    ),
+    // §6 customer directory: reads read_customers, labels write_customers.
+    (
+        "GET",
+        "/customers/v2/shops/{shop}/customers",
+        "read_customers",
+    ),
+    (
+        "GET",
+        "/customers/v2/shops/{shop}/customers/pid/{platform_id}",
+        "read_customers",
+    ),
+    (
+        "GET",
+        "/customers/v2/shops/{shop}/customers/{id}",
+        "read_customers",
+    ),
+    (
+        "GET",
+        "/customers/v2/shops/{shop}/customers/{id}/addresses",
+        "read_customers",
+    ),
+    (
+        "GET",
+        "/customers/v2/shops/{shop}/customers/{id}/addresses/{address_id}",
+        "read_customers",
+    ),
+    (
+        "POST",
+        "/customers/v2/shops/{shop}/customers/{id}/labels",
+        "write_customers",
+    ),
+    (
+        "DELETE",
+        "/customers/v2/shops/{shop}/customers/{id}/labels/{label_id}",
+        "write_customers",
+    ),
+];
+
+/// Routes without a shop token: probes, metrics, and OAuth (which authenticates otherwise).
+const PUBLIC: &[(&str, &str)] = &[
+    ("GET", "/healthz"),
+    ("GET", "/readyz"),
+    ("GET", "/metrics"),
+    ("GET", "/accounts/dashboard/authorize"),
+    ("POST", "/accounts/dashboard/authorize"),
+    ("POST", "/auth/oauth2/token"),
+];
+
+/// The string literals of `text`, in order (no escapes occur in route paths).
+fn literals(text: &str) -> Vec<&str> {
+    text.split('"').skip(1).step_by(2).collect()
+}
+
+/// (method, path) of every route `routes/mod.rs` registers, read from its source: each
+/// `resource("…")` with the `web::<method>()` routes that follow it, and each `event_route!`
+/// invocation, expanded as its `macro_rules!` does (POST
+/// `/{service}/v1/shops/{shop}/platforms/custom/webhooks/{collection}/{action}`).
+fn registered_routes() -> BTreeSet<(String, String)> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../crates/server/src/http/routes/mod.rs"
+    );
+    let source = std::fs::read_to_string(path).unwrap();
+    let compact: String = source.chars().filter(|c| !c.is_whitespace()).collect();
+    let mut routes = BTreeSet::new();
+    for invocation in compact.split("event_route!(").skip(1) {
+        // The macro's definition is `macro_rules! event_route {`, never `event_route!(`.
+        let arguments = invocation.split(");").next().unwrap();
+        let [service, collection, action] = literals(arguments)[..] else {
+            panic!("an event_route! invocation of another shape: {arguments}");
+        };
+        routes.insert((
+            "POST".to_string(),
+            format!("/{service}/v1/shops/{{shop}}/platforms/custom/webhooks/{collection}/{action}"),
+        ));
+    }
+    // The first piece is `fn resource(path: &str)`'s own definition and what comes before it.
+    for registration in compact.split("resource(\"").skip(1) {
+        let (path, rest) = registration.split_once('"').unwrap();
+        let rest = rest.split(".service(").next().unwrap();
+        let mut methods = 0;
+        for piece in rest.split("web::").skip(1) {
+            if let Some((method, _)) = piece.split_once("()")
+                && ["get", "post", "put", "patch", "delete"].contains(&method)
+            {
+                routes.insert((method.to_uppercase(), path.to_string()));
+                methods += 1;
+            }
+        }
+        assert!(methods > 0, "no method read for {path}");
+    }
+    routes
+}
+
+/// The template with concrete values: numeric ids (and 32-hex ids for webhooks and overrides)
+/// that name nothing, so a handler reached answers 404 or 422 at worst.
+fn concrete(template: &str, shop: &str) -> String {
+    template
+        .replace("{shop}", shop)
+        .replace("{message_id}", "msg_0123456789abcdef0123456789abcdef")
+        .replace("{platform_id}", "pid-1")
+        .replace("{address_id}", "1")
+        .replace("{label_id}", "1")
+        .replace(
+            "{id}",
+            if template.contains("/overrides/") || template.contains("/webhooks/{id}") {
+                "0123456789abcdef0123456789abcdef"
+            } else {
+                "1"
+            },
+        )
+}
+
+#[test]
+fn the_table_covers_every_registered_route() {
+    let registered = registered_routes();
+    let listed: BTreeSet<(String, String)> = ROUTES
+        .iter()
+        .map(|(method, path, _)| (method.to_string(), path.to_string()))
+        .chain(
+            PUBLIC
+                .iter()
+                .map(|(method, path)| (method.to_string(), path.to_string())),
+        )
+        .collect();
+    assert_eq!(
+        listed.len(),
+        ROUTES.len() + PUBLIC.len(),
+        "a route is listed twice"
+    );
+    let unlisted: Vec<_> = registered.difference(&listed).collect();
+    let gone: Vec<_> = listed.difference(&registered).collect();
+    assert!(
+        unlisted.is_empty() && gone.is_empty(),
+        "routes registered but not in the scope table: {unlisted:?}; in the table but not \
+         registered: {gone:?}"
+    );
+    for (_, _, scope) in ROUTES {
+        assert!(SCOPES.contains(scope), "{scope} is not a contract scope");
+    }
+}
+
+fn every_route_requires_the_scope_the_contract_names(backend: Backend) {
+    let server = MercerServer::start(backend);
+    let shop = server
+        .cli(&["shop", "create", "--domain", "scopes.shop.test"])
+        .values()[0]
+        .clone();
+    let token = |scopes: &[&str]| -> String {
+        server
+            .cli(&[
+                "token",
+                "create",
+                "--shop",
+                &shop,
+                "--scope",
+                &scopes.join(","),
+            ])
+            .value()
+    };
+    let used: BTreeSet<&str> = ROUTES.iter().map(|(_, _, scope)| *scope).collect();
+    let mut failures = Vec::new();
+    for scope in used {
+        let only = token(&[scope]);
+        let others: Vec<&str> = SCOPES.iter().copied().filter(|s| *s != scope).collect();
+        let all_but = token(&others);
+        for (method, template, _) in ROUTES.iter().filter(|(_, _, s)| *s == scope) {
+            let path = concrete(template, &shop);
+            let refused = server.request(method, &path).bearer(&all_but).call();
+            let entry = (refused.status == 403)
+                .then(|| refused.errors().into_iter().next())
+                .flatten();
+            let forbidden = entry.as_ref().is_some_and(|entry| {
+                entry["type"] == "auth.forbidden" && entry["sub_type"] == "missing_scope"
+            });
+            if !forbidden {
+                failures.push(format!(
+                    "{method} {template} without {scope}: {} {}",
+                    refused.status, refused.text
+                ));
+            }
+            let allowed = server.request(method, &path).bearer(&only).call();
+            if allowed.status == 401 || allowed.status == 403 {
+                failures.push(format!(
+                    "{method} {template} with only {scope}: {} {}",
+                    allowed.status, allowed.text
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+backend_tests!(every_route_requires_the_scope_the_contract_names);
