@@ -96,9 +96,10 @@ fn value_after<'a>(line: &'a str, label: &str) -> Option<&'a str> {
 }
 
 impl MercerServer {
-    /// `mercer serve` on a new, empty database of `backend`.
+    /// `mercer serve` on a new database of `backend`, migrated already (a copy of the suite's
+    /// template; tests that start on an empty database say `TestDatabase::create`).
     pub fn start(backend: Backend) -> MercerServer {
-        MercerServer::start_with(TestDatabase::create(backend), &[])
+        MercerServer::start_with(TestDatabase::create_migrated(backend), &[])
     }
 
     /// `mercer serve` on `database`, with extra arguments for `serve`.

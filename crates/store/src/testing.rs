@@ -2,6 +2,11 @@
 //! each other's rows: a temporary SQLite file, or a PostgreSQL database of its own that is
 //! dropped when the test ends.
 //!
+//! A migrated one is a copy of a template migrated once and kept between runs, named by the
+//! migrations' fingerprint (so a template of other migrations is never used): on PostgreSQL
+//! `CREATE DATABASE … TEMPLATE mercer_template_<fingerprint>`, on SQLite a copy of
+//! `<temp dir>/mercer-template-<fingerprint>.db`.
+//!
 //! PostgreSQL is reached at `MERCER_TEST_POSTGRES_URL` (default
 //! `postgres://postgres@127.0.0.1:5432/postgres`); that user must be allowed to create databases.
 //! A test on PostgreSQL fails when none answers. Every such test has `postgres` in its name
@@ -43,6 +48,106 @@ fn with_database(url: &str, name: &str) -> String {
     }
 }
 
+/// `prefix_<pid>_<random>`: unique among concurrent tests and processes.
+fn unique_name(prefix: &str) -> String {
+    let mut suffix = [0u8; 6];
+    getrandom::fill(&mut suffix).expect("no random source");
+    let suffix: String = suffix.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{prefix}_{}_{suffix}", std::process::id())
+}
+
+fn postgres_admin(admin_url: &str) -> PgConnection {
+    PgConnection::establish(admin_url).unwrap_or_else(|error| {
+        panic!(
+            "PostgreSQL does not answer at {admin_url} ({error}). Start it \
+             (pg_ctlcluster --skip-systemctl-redirect 15 main start), set \
+             {POSTGRES_URL_VAR}, or run `cargo xtask test`, which leaves PostgreSQL \
+             tests out when none is running"
+        )
+    })
+}
+
+const MIGRATIONS_FINGERPRINT: &str = env!("MERCER_MIGRATIONS_FINGERPRINT");
+
+/// Migrates the database at `url` and closes every connection to it (a PostgreSQL template
+/// may have none).
+fn migrate(url: &DatabaseUrl) {
+    let store = Store::open(url, &PoolOptions::default()).expect("cannot open the template");
+    store
+        .migrate()
+        .expect("migrations must apply to a fresh database");
+}
+
+/// The SQLite template's path, made once (by whichever process gets there first: it is built
+/// under a name of its own and renamed into place, so no one copies a half-made file).
+fn sqlite_template() -> &'static std::path::Path {
+    static TEMPLATE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    TEMPLATE.get_or_init(|| {
+        let dir = std::env::temp_dir();
+        let path = dir.join(format!("mercer-template-{MIGRATIONS_FINGERPRINT}.db"));
+        if !path.exists() {
+            let building = dir.join(format!("{}.db", unique_name("mercer-template-building")));
+            migrate(&DatabaseUrl::Sqlite {
+                path: building.to_string_lossy().into_owned(),
+            });
+            // The store is closed: the WAL is checkpointed into the file and removed.
+            std::fs::rename(&building, &path).expect("cannot put the template in place");
+        }
+        path
+    })
+}
+
+/// The PostgreSQL template's name, made once per fingerprint and kept between runs; older
+/// templates are dropped when a new one is made.
+fn postgres_template() -> &'static str {
+    static TEMPLATE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEMPLATE.get_or_init(|| {
+        let admin_url = postgres_admin_url();
+        let mut admin = postgres_admin(&admin_url);
+        let name = format!("mercer_template_{MIGRATIONS_FINGERPRINT}");
+        let exists = |admin: &mut PgConnection| {
+            diesel::select(diesel::dsl::sql::<diesel::sql_types::Bool>(&format!(
+                "EXISTS (SELECT 1 FROM pg_database WHERE datname = '{name}')"
+            )))
+            .get_result::<bool>(admin)
+            .expect("cannot look for the template")
+        };
+        if !exists(&mut admin) {
+            let building = unique_name("mercer_template_building");
+            admin
+                .batch_execute(&format!("CREATE DATABASE \"{building}\""))
+                .expect("cannot create the template");
+            migrate(&DatabaseUrl::Postgres {
+                url: with_database(&admin_url, &building),
+            });
+            // Another process may have finished one meanwhile: then this one goes.
+            let renamed = admin.batch_execute(&format!(
+                "ALTER DATABASE \"{building}\" RENAME TO \"{name}\""
+            ));
+            if renamed.is_err() {
+                let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS \"{building}\""));
+            }
+            let old: Vec<String> = diesel::dsl::sql_query(format!(
+                "SELECT datname AS name FROM pg_database WHERE datname LIKE 'mercer\\_template\\_%' \
+                 AND datname <> '{name}' AND datname NOT LIKE 'mercer\\_template\\_building%'"
+            ))
+            .load::<DatabaseName>(&mut admin)
+            .map(|rows| rows.into_iter().map(|row| row.name).collect())
+            .unwrap_or_default();
+            for old in old {
+                let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS \"{old}\""));
+            }
+        }
+        name
+    })
+}
+
+#[derive(QueryableByName)]
+struct DatabaseName {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    name: String,
+}
+
 enum Cleanup {
     Sqlite(#[allow(dead_code)] tempfile::TempDir),
     Postgres {
@@ -73,36 +178,24 @@ impl TestDatabase {
                     cleanup: Cleanup::Sqlite(dir),
                 }
             }
-            Backend::Postgres => {
-                let admin_url = postgres_admin_url();
-                let mut suffix = [0u8; 6];
-                getrandom::fill(&mut suffix).expect("no random source");
-                let name = format!(
-                    "mercer_test_{}_{}",
-                    std::process::id(),
-                    suffix
-                        .iter()
-                        .map(|b| format!("{b:02x}"))
-                        .collect::<String>()
-                );
-                let mut admin = PgConnection::establish(&admin_url).unwrap_or_else(|error| {
-                    panic!(
-                        "PostgreSQL does not answer at {admin_url} ({error}). Start it \
-                         (pg_ctlcluster --skip-systemctl-redirect 15 main start), set \
-                         {POSTGRES_URL_VAR}, or run `cargo xtask test`, which leaves PostgreSQL \
-                         tests out when none is running"
-                    )
-                });
-                admin
-                    .batch_execute(&format!("CREATE DATABASE \"{name}\""))
-                    .expect("cannot create a test database");
-                TestDatabase {
-                    url: DatabaseUrl::Postgres {
-                        url: with_database(&admin_url, &name),
-                    },
-                    cleanup: Cleanup::Postgres { admin_url, name },
-                }
-            }
+            Backend::Postgres => TestDatabase::create_postgres(None),
+        }
+    }
+
+    /// A PostgreSQL database of its own: empty, or a copy of `template`.
+    fn create_postgres(template: Option<&str>) -> TestDatabase {
+        let admin_url = postgres_admin_url();
+        let name = unique_name("mercer_test");
+        let mut admin = postgres_admin(&admin_url);
+        let template = template.map_or_else(String::new, |t| format!(" TEMPLATE \"{t}\""));
+        admin
+            .batch_execute(&format!("CREATE DATABASE \"{name}\"{template}"))
+            .expect("cannot create a test database");
+        TestDatabase {
+            url: DatabaseUrl::Postgres {
+                url: with_database(&admin_url, &name),
+            },
+            cleanup: Cleanup::Postgres { admin_url, name },
         }
     }
 
@@ -116,12 +209,27 @@ impl TestDatabase {
 
     /// A database on `backend` with every migration applied, and a store on it.
     pub fn migrated(backend: Backend) -> (TestDatabase, Store) {
-        let database = TestDatabase::create(backend);
+        let database = TestDatabase::create_migrated(backend);
         let store = database.open_store();
-        store
-            .migrate()
-            .expect("migrations must apply to a fresh database");
         (database, store)
+    }
+
+    /// A database on `backend` with every migration applied: a copy of the template.
+    pub fn create_migrated(backend: Backend) -> TestDatabase {
+        match backend {
+            Backend::Sqlite => {
+                let template = sqlite_template();
+                let database = TestDatabase::create(Backend::Sqlite);
+                if let DatabaseUrl::Sqlite { path } = &database.url {
+                    std::fs::copy(template, path).expect("cannot copy the template database");
+                }
+                database
+            }
+            Backend::Postgres => {
+                let template = postgres_template();
+                TestDatabase::create_postgres(Some(template))
+            }
+        }
     }
 
     pub fn open_store(&self) -> Store {
