@@ -31,7 +31,12 @@ fn main() -> ExitCode {
     };
     let rest = &args[1..];
     let result = match task.as_str() {
-        "test" => test::run(rest),
+        "test" => {
+            let mut phases = test::Phases::default();
+            let result = test::run(rest, &mut phases);
+            phases.print();
+            result
+        }
         "ci" => ci(),
         "tidy" => tidy::run(rest),
         "bench" => bench(rest),
@@ -118,24 +123,41 @@ fn bench(args: &[String]) -> Result<(), String> {
     run_step(&target.join("xtask").display().to_string(), &[run, &mercer])
 }
 
+/// fmt, clippy, tidy, then every test with PostgreSQL and the browser required; prints the
+/// wall time of each phase at the end, whatever happened.
 fn ci() -> Result<(), String> {
-    let cargo = cargo();
-    run_step(&cargo, &["fmt", "--all", "--check"])?;
-    run_step(
-        &cargo,
-        &[
-            "clippy",
-            "--workspace",
-            "--all-targets",
-            "--",
-            "-D",
-            "warnings",
-        ],
-    )?;
-    tidy::run(&[])?;
-    test::run(&["--require-postgres".to_string()])?;
+    let mut phases = test::Phases::default();
+    let result = ci_phases(&mut phases);
+    phases.print();
+    result?;
     eprintln!("xtask ci: all checks passed");
     Ok(())
+}
+
+fn ci_phases(phases: &mut test::Phases) -> Result<(), String> {
+    let cargo = cargo();
+    phases.time("clippy", || {
+        run_step(&cargo, &["fmt", "--all", "--check"])?;
+        run_step(
+            &cargo,
+            &[
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ],
+        )?;
+        tidy::run(&[])
+    })?;
+    test::run(
+        &[
+            "--require-postgres".to_string(),
+            "--require-browser".to_string(),
+        ],
+        phases,
+    )
 }
 
 #[cfg(test)]

@@ -65,18 +65,20 @@ impl Tally {
     }
 }
 
-pub fn run(args: &[String]) -> Result<(), String> {
+pub fn run(args: &[String], phases: &mut Phases) -> Result<(), String> {
     let (own, passthrough) = match args.iter().position(|a| a == "--") {
         Some(split) => (&args[..split], &args[split + 1..]),
         None => (args, &[][..]),
     };
-    let mut require_postgres = false;
+    let (mut require_postgres, mut require_browser) = (false, false);
     for arg in own {
         match arg.as_str() {
             "--require-postgres" => require_postgres = true,
+            "--require-browser" => require_browser = true,
             other => {
                 return Err(format!(
-                    "unknown option {other}; usage: cargo xtask test [--require-postgres] [-- ARGS]"
+                    "unknown option {other}; usage: cargo xtask test [--require-postgres] \
+                     [--require-browser] [-- ARGS]"
                 ));
             }
         }
@@ -94,54 +96,61 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
 
     let cargo = crate::cargo();
-    // The end-to-end suite starts the real binary: build it first, in the test profile's folder.
-    crate::run_step(&cargo, &["build", "-p", "mercer-server", "--bin", "mercer"])?;
-
     // The browser test leaves this file when Chromium cannot be installed; say so at the end.
     let browser_skipped = crate::workspace_root().join("target/test-verifiers/BROWSER_SKIPPED");
     let _ = std::fs::remove_file(&browser_skipped);
 
-    let mut command = Command::new(&cargo);
-    command
-        .current_dir(crate::workspace_root())
-        .args(["test", "--workspace", "--"]);
-    if !postgres_up {
-        command.args(["--skip", "postgres"]);
-    }
-    command.args(passthrough).stdout(Stdio::piped());
-    eprintln!(
-        "$ cargo test --workspace -- {}",
-        if postgres_up { "" } else { "--skip postgres" }
-    );
-    let mut child = command
-        .spawn()
-        .map_err(|error| format!("cannot run cargo test: {error}"))?;
+    // Everything is compiled first, so the phases after it time the tests alone. The end-to-end
+    // suite starts the real binary: it is built too, in the test profile's folder.
+    phases.time("build", || {
+        crate::run_step(&cargo, &["build", "-p", "mercer-server", "--bin", "mercer"])?;
+        crate::run_step(&cargo, &["test", "--workspace", "--no-run"])
+    })?;
 
-    let (mut sqlite, mut postgres, mut other) =
-        (Tally::default(), Tally::default(), Tally::default());
-    if let Some(stdout) = child.stdout.take() {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            println!("{line}");
-            // libtest prints `test <name> ... <outcome>`.
-            if let Some((name, outcome)) = line
-                .strip_prefix("test ")
-                .and_then(|rest| rest.rsplit_once(" ... "))
-            {
-                let tally = if name.contains("postgres") {
-                    &mut postgres
-                } else if name.contains("sqlite") {
-                    &mut sqlite
-                } else {
-                    &mut other
-                };
-                tally.count(outcome.trim());
-            }
-        }
+    let mut run = TestRun {
+        cargo: &cargo,
+        skip_postgres: !postgres_up,
+        passthrough,
+        tallies: Tallies::default(),
+        failed_phases: Vec::new(),
+    };
+    // The browser runs last and alone: it is slow, and Chromium wants the cores to itself.
+    phases.time("unit", || {
+        run.phase("unit", &["--workspace", "--lib", "--bins"], &[])
+    })?;
+    phases.time("store", || {
+        run.phase(
+            "store",
+            &["--workspace", "--exclude", "mercer-tests", "--test", "*"],
+            &[],
+        )
+    })?;
+    phases.time("e2e", || {
+        run.phase(
+            "e2e",
+            &["-p", "mercer-tests", "--test", "e2e"],
+            &["--skip", "browser"],
+        )
+    })?;
+    // Filters given after `--` are OR'd with the phase's own: with some, the browser phase runs
+    // only if they name it, and then by their filter alone, so no test runs twice.
+    let filtered = !passthrough.is_empty();
+    if !filtered || passthrough.iter().any(|arg| arg.contains("browser")) {
+        let own_filter: &[&str] = if filtered { &[] } else { &["browser"] };
+        phases.time("browser", || {
+            run.phase(
+                "browser",
+                &["-p", "mercer-tests", "--test", "e2e"],
+                own_filter,
+            )
+        })?;
     }
-    let status = child
-        .wait()
-        .map_err(|error| format!("cargo test did not finish: {error}"))?;
 
+    let Tallies {
+        sqlite,
+        postgres,
+        other,
+    } = &run.tallies;
     println!();
     println!("Backends:");
     println!("  SQLite      {}", sqlite.describe());
@@ -163,18 +172,126 @@ pub fn run(args: &[String]) -> Result<(), String> {
         ignored: sqlite.ignored + postgres.ignored + other.ignored,
     };
     println!("{}, {} skipped", total.describe(), total.ignored);
-    if let Ok(reason) = std::fs::read_to_string(&browser_skipped) {
+    let browser_was_skipped = std::fs::read_to_string(&browser_skipped).ok();
+    if let Some(reason) = &browser_was_skipped {
         let rule = "!".repeat(78);
         println!("{rule}\n{reason}\n{rule}");
     }
 
-    if !status.success() {
-        return Err("some tests failed".to_string());
+    if !run.failed_phases.is_empty() {
+        return Err(format!(
+            "some tests failed (phases: {})",
+            run.failed_phases.join(", ")
+        ));
     }
     if postgres_up && postgres.passed == 0 {
         return Err("PostgreSQL answered but no PostgreSQL test ran".to_string());
     }
+    if require_browser && browser_was_skipped.is_some() {
+        return Err(
+            "the browser test was skipped, and --require-browser was given (CI installs Chromium)"
+                .to_string(),
+        );
+    }
     Ok(())
+}
+
+#[derive(Default)]
+struct Tallies {
+    sqlite: Tally,
+    postgres: Tally,
+    other: Tally,
+}
+
+impl Tallies {
+    /// Counts a libtest line, `test <name> ... <outcome>`, by the backend its name says.
+    fn count(&mut self, line: &str) {
+        if let Some((name, outcome)) = line
+            .strip_prefix("test ")
+            .and_then(|rest| rest.rsplit_once(" ... "))
+        {
+            let tally = if name.contains("postgres") {
+                &mut self.postgres
+            } else if name.contains("sqlite") {
+                &mut self.sqlite
+            } else {
+                &mut self.other
+            };
+            tally.count(outcome.trim());
+        }
+    }
+}
+
+/// The `cargo test` runs of one `cargo xtask test`, counted together.
+struct TestRun<'a> {
+    cargo: &'a str,
+    skip_postgres: bool,
+    passthrough: &'a [String],
+    tallies: Tallies,
+    failed_phases: Vec<&'static str>,
+}
+
+impl TestRun<'_> {
+    /// `cargo test <selection> -- <filters> [--skip postgres] <passthrough>`, its output shown
+    /// and counted. A failure is noted and the next phases still run.
+    fn phase(
+        &mut self,
+        name: &'static str,
+        selection: &[&str],
+        filters: &[&str],
+    ) -> Result<(), String> {
+        let mut args: Vec<&str> = vec!["test"];
+        args.extend_from_slice(selection);
+        args.push("--");
+        args.extend_from_slice(filters);
+        if self.skip_postgres {
+            args.extend_from_slice(&["--skip", "postgres"]);
+        }
+        args.extend(self.passthrough.iter().map(String::as_str));
+        eprintln!("$ cargo {}", args.join(" "));
+        let mut child = Command::new(self.cargo)
+            .current_dir(crate::workspace_root())
+            .args(&args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|error| format!("cannot run cargo test: {error}"))?;
+        if let Some(stdout) = child.stdout.take() {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                println!("{line}");
+                self.tallies.count(&line);
+            }
+        }
+        let status = child
+            .wait()
+            .map_err(|error| format!("cargo test did not finish: {error}"))?;
+        if !status.success() {
+            self.failed_phases.push(name);
+        }
+        Ok(())
+    }
+}
+
+/// Wall times of `cargo xtask ci`'s phases, printed as a table at the end.
+#[derive(Default)]
+pub struct Phases(Vec<(&'static str, std::time::Duration)>);
+
+impl Phases {
+    pub fn time<T>(&mut self, name: &'static str, work: impl FnOnce() -> T) -> T {
+        let started = std::time::Instant::now();
+        let result = work();
+        self.0.push((name, started.elapsed()));
+        result
+    }
+
+    pub fn print(&self) {
+        let total: std::time::Duration = self.0.iter().map(|(_, took)| *took).sum();
+        eprintln!();
+        eprintln!("{:<10} {:>9}", "phase", "wall time");
+        for (name, took) in &self.0 {
+            eprintln!("{name:<10} {:>8.1}s", took.as_secs_f64());
+        }
+        eprintln!("{:<10} {:>8.1}s", "total", total.as_secs_f64());
+    }
 }
 
 #[cfg(test)]
