@@ -1,13 +1,18 @@
 //! Independent verifiers of Mercer's webhook signatures, installed from their registries the
 //! first time a test needs them (into `target/test-verifiers`), and run as real HTTP receivers:
 //! npm's `http-signature` 1.4 (`parseRequest` + `verifyHMAC`) for the draft-cavage `Signature`,
-//! and PyPI's `standardwebhooks` (`Webhook(secret).verify`) for the Standard Webhooks headers.
-//! Each answers 200 when the request verifies and 401 (with the reason) when it does not.
+//! and PyPI's `standardwebhooks` (`Webhook(secret).verify`) for the Standard Webhooks headers;
+//! and a few lines of Python's own `hmac` for `x-svc-signature` (contract §5: lowercase hex
+//! HMAC-SHA256 of the raw body). Each answers 200 when the request verifies and 401 (with the
+//! reason) when it does not. [`replay`] sends a request another receiver recorded to a verifier.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
+use std::time::Duration;
+
+use crate::receiver::Received;
 
 const NODE_RECEIVER: &str = r#"
 const http = require('http');
@@ -41,6 +46,33 @@ class Handler(http.server.BaseHTTPRequestHandler):
             status, text = 200, b"verified"
         except Exception as error:
             status, text = 401, str(error).encode()
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(text)))
+        self.end_headers()
+        self.wfile.write(text)
+    def log_message(self, *args):
+        pass
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+print("listening", server.server_address[1], flush=True)
+server.serve_forever()
+"#;
+
+/// Nothing to install: Python's standard library only. The header must be exactly the lowercase
+/// hex digest, as the contract spells it.
+const SVC_SIGNATURE_RECEIVER: &str = r#"
+import hashlib, hmac, http.server, sys
+secret = sys.argv[1].encode()
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        given = self.headers.get("x-svc-signature")
+        expected = hmac.new(secret, body, hashlib.sha256).hexdigest()
+        if given is None:
+            status, text = 401, b"no x-svc-signature header"
+        elif hmac.compare_digest(given, expected):
+            status, text = 200, b"verified"
+        else:
+            status, text = 401, b"x-svc-signature does not verify"
         self.send_response(status)
         self.send_header("Content-Length", str(len(text)))
         self.end_headers()
@@ -123,6 +155,8 @@ fn install() -> &'static Result<PathBuf, String> {
 pub struct Verifier {
     child: Child,
     pub url: String,
+    /// `http://127.0.0.1:PORT`: it verifies a request to any path.
+    pub origin: String,
 }
 
 impl Drop for Verifier {
@@ -148,9 +182,11 @@ fn start(mut command: Command) -> Verifier {
         .nth(1)
         .expect("listening PORT")
         .to_string();
+    let origin = format!("http://127.0.0.1:{port}");
     Verifier {
         child,
-        url: format!("http://127.0.0.1:{port}/verify"),
+        url: format!("{origin}/verify"),
+        origin,
     }
 }
 
@@ -175,4 +211,40 @@ pub fn standard_webhooks(secret: &str) -> Verifier {
     let mut command = Command::new(dir.join("venv/bin/python"));
     command.arg(dir.join("receiver.py")).arg(secret);
     start(command)
+}
+
+/// Python's `hmac` checking `x-svc-signature` with `secret`.
+pub fn x_svc_signature(secret: &str) -> Verifier {
+    let mut command = Command::new("python3");
+    command.args(["-c", SVC_SIGNATURE_RECEIVER, secret]);
+    start(command)
+}
+
+/// Sends `request`, as another receiver recorded it (method, path and query, headers, body), to
+/// `verifier`; gives back the verifier's status and answer. Signatures cover the path and the
+/// headers, so the copy verifies exactly when the original would have.
+pub fn replay(verifier: &Verifier, request: &Received) -> (u16, String) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(10)))
+        .build()
+        .into();
+    let mut copy = ureq::http::Request::builder()
+        .method(request.method.as_str())
+        .uri(format!("{}{}", verifier.origin, request.target));
+    for (name, value) in &request.headers {
+        // The connection's own headers are the new connection's to set.
+        let own = ["host", "content-length", "connection", "transfer-encoding"];
+        if !own.iter().any(|n| name.eq_ignore_ascii_case(n)) {
+            copy = copy.header(name, value);
+        }
+    }
+    let mut answer = agent
+        .run(copy.body(request.body.clone()).expect("a valid request"))
+        .unwrap_or_else(|error| panic!("the verifier did not answer: {error}"));
+    let status = answer.status().as_u16();
+    (
+        status,
+        answer.body_mut().read_to_string().unwrap_or_default(),
+    )
 }
