@@ -310,9 +310,16 @@ pub fn dispatch_batch(
                 .get(&endpoint.id)
                 .is_some_and(|(_, disabled)| disabled.is_some())
         {
+            // As documented: `cancelled` when the webhook was deleted, `failed` when it was
+            // disabled (as its messages still in the queue are, by end_pending_webhook_messages).
+            let status = if *deleted {
+                MessageStatus::Cancelled
+            } else {
+                MessageStatus::Failed
+            };
             unsent.push(MessageUpdate {
                 id: message.id,
-                status: MessageStatus::Cancelled,
+                status,
                 attempts: message.attempts,
                 next_attempt_at: sent_at,
                 delivered_at: None,

@@ -132,6 +132,10 @@ struct Setup {
 }
 
 fn setup(backend: Backend, status: u16) -> Setup {
+    setup_with(backend, status, config())
+}
+
+fn setup_with(backend: Backend, status: u16, config: DispatcherConfig) -> Setup {
     let (db, store) = TestDatabase::migrated(backend);
     let receiver = Receiver::start(status);
     let shop = store
@@ -158,7 +162,6 @@ fn setup(backend: Backend, status: u16) -> Setup {
     let endpoint = store
         .write(|tx| Ok(tx.insert_webhook_endpoint(&new)?))
         .unwrap();
-    let config = config();
     Setup {
         _db: db,
         store,
@@ -308,7 +311,30 @@ fn a_success_in_between_resets_failing_since(backend: Backend) {
     assert_eq!(setup.message(&second).status, MessageStatus::Failed);
 }
 
+/// Both messages in one claimed batch: the one after the disabling attempt is `failed` like
+/// those still in the queue (`cancelled` is for a deleted webhook).
+fn a_message_claimed_with_the_disabling_one_fails_too(backend: Backend) {
+    let setup = setup_with(
+        backend,
+        500,
+        DispatcherConfig {
+            batch: 2,
+            ..config()
+        },
+    );
+    let (one, two) = (setup.enqueue(at(0)), setup.enqueue(at(0)));
+    assert_eq!(setup.dispatch_at(at(0)), report(2, 0, 2, 0));
+    let after = at(5 * DAY + HOUR);
+    setup.dispatch_at(after);
+    assert_eq!(setup.endpoint().disabled_at, Some(after));
+    assert_eq!(setup.receiver.received(), 3, "the second one is not sent");
+    for id in [&one, &two] {
+        assert_eq!(setup.message(id).status, MessageStatus::Failed);
+    }
+}
+
 backend_tests!(
+    a_message_claimed_with_the_disabling_one_fails_too,
     an_endpoint_failing_for_5_days_is_disabled_and_its_messages_stop,
     a_success_in_between_resets_failing_since,
 );
