@@ -254,6 +254,24 @@ fn destinations_are_verified_with_the_connector(backend: Backend) {
     );
 }
 
+/// Starts a customer sync and waits (up to 30 s) for its end; its resource then.
+fn customer_sync_to_the_end(server: &MercerServer, shop: &str, token: &str) -> Value {
+    let sync = format!("/customers/v2/shops/{shop}/sync");
+    let started = server.post(&sync).bearer(token).call();
+    assert_eq!(started.status, 202, "{}", started.text);
+    let run = started.json()["data"]["sync"]["id"].as_i64().unwrap();
+    let status = || {
+        server
+            .get(&format!("{sync}/{run}"))
+            .bearer(token)
+            .call()
+            .json()["data"]["sync"]
+            .clone()
+    };
+    assert!(wait_until(Duration::from_secs(30), || status()["status"] != "running"));
+    status()
+}
+
 fn a_connector_on_the_previous_secret_is_called_through_the_grace_but_not_verified(
     backend: Backend,
 ) {
@@ -268,20 +286,8 @@ fn a_connector_on_the_previous_secret_is_called_through_the_grace_but_not_verifi
         .to_string();
     assert!(rotated["data"]["previous_valid_until"].is_string());
     // Operations go on through the grace: X-Compatible-HMAC carries the old secret's HMAC.
-    let sync = format!("/customers/v2/shops/{}/sync", w.shop);
-    let started = w.server.post(&sync).bearer(&w.token).call();
-    assert_eq!(started.status, 202, "{}", started.text);
-    let run = started.json()["data"]["sync"]["id"].as_i64().unwrap();
-    let status = || {
-        w.server
-            .get(&format!("{sync}/{run}"))
-            .bearer(&w.token)
-            .call()
-            .json()["data"]["sync"]
-            .clone()
-    };
-    assert!(wait_until(Duration::from_secs(30), || status()["status"] != "running"));
-    assert_eq!(status()["status"], "succeeded", "{}", status());
+    let done = customer_sync_to_the_end(&w.server, &w.shop, &w.token);
+    assert_eq!(done["status"], "succeeded", "{done}");
     // Verification takes the current secret only: the connector still on the old one is refused.
     let path = format!("{}/{id}", w.destinations());
     let patch = |timeout_ms: i64| {
@@ -1350,20 +1356,7 @@ fn private_destinations_are_refused_without_the_flag(backend: Backend) {
     assert_refused_address(&updated, &sim_url);
     // And calling it is refused when the call is made: a sync fails without reaching it.
     let before = w.sim.simulator.lock().requests.len();
-    let sync = format!("/customers/v2/shops/{shop}/sync");
-    let started = strict.post(&sync).bearer(&token).call();
-    assert_eq!(started.status, 202, "{}", started.text);
-    let run = started.json()["data"]["sync"]["id"].as_i64().unwrap();
-    let status = || {
-        strict
-            .get(&format!("{sync}/{run}"))
-            .bearer(&token)
-            .call()
-            .json()["data"]["sync"]
-            .clone()
-    };
-    assert!(wait_until(Duration::from_secs(30), || status()["status"] != "running"));
-    let done = status();
+    let done = customer_sync_to_the_end(&strict, &shop, &token);
     assert_eq!(done["status"], "failed", "{done}");
     assert_eq!(
         done["error"], "the connector could not be reached",
@@ -1394,20 +1387,7 @@ fn redirects_are_not_followed_and_carry_no_signature(backend: Backend) {
     w.fault(Faults::default());
     w.register("customers");
     w.fault(redirect(302));
-    let sync = format!("/customers/v2/shops/{}/sync", w.shop);
-    let started = w.server.post(&sync).bearer(&w.token).call();
-    assert_eq!(started.status, 202, "{}", started.text);
-    let id = started.json()["data"]["sync"]["id"].as_i64().unwrap();
-    let status = || {
-        w.server
-            .get(&format!("{sync}/{id}"))
-            .bearer(&w.token)
-            .call()
-            .json()["data"]["sync"]
-            .clone()
-    };
-    assert!(wait_until(Duration::from_secs(30), || status()["status"] != "running"));
-    let done = status();
+    let done = customer_sync_to_the_end(&w.server, &w.shop, &w.token);
     assert_eq!(done["status"], "failed", "{done}");
     assert_eq!(
         done["error"], "the connector answered with an error (HTTP 302)",

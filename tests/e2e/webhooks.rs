@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use mercer_domain::ports::Database;
-use mercer_domain::webhooks::MessageStatus;
+use mercer_domain::webhooks::{DeliveryAttempt, MessageStatus, WebhookMessage};
 use mercer_tests::receiver::{Receiver, Reply};
 use mercer_tests::verifiers::{Verifier, http_signature, replay, standard_webhooks};
 use mercer_tests::{Backend, MercerServer, TestDatabase, backend_tests, wait_until};
@@ -59,6 +59,28 @@ fn send_test(server: &MercerServer, shop: &Shop, id: &str) -> String {
         .as_str()
         .unwrap()
         .to_string()
+}
+
+/// Waits (up to `timeout`) for the message to be delivered, and gives it back with its attempts.
+fn delivered(
+    store: &mercer_store::Store,
+    message_id: &str,
+    timeout: Duration,
+) -> (WebhookMessage, Vec<DeliveryAttempt>) {
+    let read = || {
+        store
+            .read(|tx| Ok(tx.webhook_message(message_id)?))
+            .unwrap()
+    };
+    let done = wait_until(timeout, || {
+        read().is_some_and(|m| m.status == MessageStatus::Delivered)
+    });
+    assert!(done, "message {message_id} not delivered in {timeout:?}");
+    let message = read().unwrap();
+    let attempts = store
+        .read(|tx| Ok(tx.webhook_attempts(message.id)?))
+        .unwrap();
+    (message, attempts)
 }
 
 fn checkout_webhooks_are_registered_and_checked(backend: Backend) {
@@ -227,21 +249,8 @@ fn a_receiver_that_fails_three_times_gets_the_same_message(backend: Backend) {
     );
 
     let store = server.database().open_store();
-    let delivered = wait_until(Duration::from_secs(5), || {
-        store
-            .read(|tx| Ok(tx.webhook_message(&message_id)?))
-            .unwrap()
-            .is_some_and(|m| m.status == MessageStatus::Delivered)
-    });
-    assert!(delivered);
-    let message = store
-        .read(|tx| Ok(tx.webhook_message(&message_id)?))
-        .unwrap()
-        .unwrap();
+    let (message, attempts) = delivered(&store, &message_id, Duration::from_secs(5));
     assert_eq!(message.attempts, 4);
-    let attempts = store
-        .read(|tx| Ok(tx.webhook_attempts(message.id)?))
-        .unwrap();
     let statuses: Vec<Option<u16>> = attempts.iter().map(|a| a.outcome.status).collect();
     assert_eq!(statuses, [Some(500), Some(502), Some(503), Some(200)]);
     assert!(
@@ -306,20 +315,7 @@ fn a_slow_receiver_times_out_and_is_retried(backend: Backend) {
     let webhook = create(&server, &shop, 3, &receiver.url);
     let message_id = send_test(&server, &shop, webhook["id"].as_str().unwrap());
     let store = server.database().open_store();
-    let delivered = wait_until(Duration::from_secs(20), || {
-        store
-            .read(|tx| Ok(tx.webhook_message(&message_id)?))
-            .unwrap()
-            .is_some_and(|m| m.status == MessageStatus::Delivered)
-    });
-    assert!(delivered);
-    let message = store
-        .read(|tx| Ok(tx.webhook_message(&message_id)?))
-        .unwrap()
-        .unwrap();
-    let attempts = store
-        .read(|tx| Ok(tx.webhook_attempts(message.id)?))
-        .unwrap();
+    let (_, attempts) = delivered(&store, &message_id, Duration::from_secs(20));
     assert_eq!(attempts.len(), 2);
     assert_eq!(attempts[0].outcome.status, None);
     assert!(
@@ -451,20 +447,7 @@ fn a_receivers_retry_after_is_honoured(backend: Backend) {
         receiver.received().len()
     );
     let store = server.database().open_store();
-    let delivered = wait_until(Duration::from_secs(5), || {
-        store
-            .read(|tx| Ok(tx.webhook_message(&message_id)?))
-            .unwrap()
-            .is_some_and(|m| m.status == MessageStatus::Delivered)
-    });
-    assert!(delivered);
-    let message = store
-        .read(|tx| Ok(tx.webhook_message(&message_id)?))
-        .unwrap()
-        .unwrap();
-    let attempts = store
-        .read(|tx| Ok(tx.webhook_attempts(message.id)?))
-        .unwrap();
+    let (_, attempts) = delivered(&store, &message_id, Duration::from_secs(5));
     assert_eq!(attempts.len(), 2, "{attempts:?}");
     assert_eq!(attempts[0].outcome.status, Some(503));
     assert_eq!(

@@ -1020,34 +1020,37 @@ fn record_apply_failure(
     let message = error.to_string();
     let now = clock.now();
     let event = &failed.event;
-    if attempts >= APPLY_ATTEMPTS {
-        log::error!(
-            target: "mercer::events",
-            "event {} ({} {} {:?} of shop {}) failed its last attempt and is set aside: {message}",
-            failed.id, event.kind.as_str(), event.action.as_str(), event.platform_id, event.shop_id
-        );
-        db.write(|tx| {
-            // Under the applier's lock, like applying: another process's applier may be at the
-            // same event.
-            if tx.lock_event_applier()? {
-                tx.set_aside_inbound_event(failed.id, attempts, &message, now)?;
-            }
-            Ok(())
-        })
+    let set_aside = attempts >= APPLY_ATTEMPTS;
+    let what = if set_aside {
+        "failed its last attempt and is set aside".to_string()
     } else {
-        let retry_at = now.plus_seconds(retry_delay_seconds(attempts));
-        log::warn!(
-            target: "mercer::events",
-            "event {} ({} {} {:?} of shop {}) failed to apply (attempt {attempts} of {APPLY_ATTEMPTS}): {message}",
-            failed.id, event.kind.as_str(), event.action.as_str(), event.platform_id, event.shop_id
-        );
-        db.write(|tx| {
-            if tx.lock_event_applier()? {
-                tx.postpone_inbound_event(failed.id, attempts, &message, retry_at)?;
-            }
-            Ok(())
-        })
-    }
+        format!("failed to apply (attempt {attempts} of {APPLY_ATTEMPTS})")
+    };
+    let level = if set_aside {
+        log::Level::Error
+    } else {
+        log::Level::Warn
+    };
+    log::log!(
+        target: "mercer::events",
+        level,
+        "event {} ({} {} {:?} of shop {}) {what}: {message}",
+        failed.id, event.kind.as_str(), event.action.as_str(), event.platform_id, event.shop_id
+    );
+    db.write(|tx| {
+        // Under the applier's lock, like applying: another process's applier may be at the
+        // same event.
+        if !tx.lock_event_applier()? {
+            return Ok(());
+        }
+        if set_aside {
+            tx.set_aside_inbound_event(failed.id, attempts, &message, now)?;
+        } else {
+            let retry_at = now.plus_seconds(retry_delay_seconds(attempts));
+            tx.postpone_inbound_event(failed.id, attempts, &message, retry_at)?;
+        }
+        Ok(())
+    })
 }
 
 /// Puts events set aside back into the queue (`mercer events retry`): every one when `ids` is
