@@ -252,6 +252,74 @@ pub enum AfterAttempt {
     Disable(String),
 }
 
+/// An endpoint's health after an attempt: since when it has failed without a success (None
+/// after a success), and why it was disabled, if this attempt disabled it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndpointHealth {
+    pub failing_since: Option<Timestamp>,
+    pub disabled: Option<String>,
+}
+
+impl AfterAttempt {
+    /// What this decision makes of the message (its `attempts`-th attempt, made at `sent_at`)
+    /// and of its endpoint, which had been failing since `failing_since`.
+    pub fn settle(
+        &self,
+        message_id: i64,
+        attempts: i64,
+        failing_since: Option<Timestamp>,
+        sent_at: Timestamp,
+    ) -> (MessageUpdate, EndpointHealth) {
+        let still_failing = Some(failing_since.unwrap_or(sent_at));
+        let (status, next_attempt_at, delivered_at, health) = match self {
+            AfterAttempt::Delivered => (
+                MessageStatus::Delivered,
+                sent_at,
+                Some(sent_at),
+                EndpointHealth {
+                    failing_since: None,
+                    disabled: None,
+                },
+            ),
+            AfterAttempt::Retry(at) => (
+                MessageStatus::Pending,
+                *at,
+                None,
+                EndpointHealth {
+                    failing_since: still_failing,
+                    disabled: None,
+                },
+            ),
+            AfterAttempt::GiveUp => (
+                MessageStatus::Failed,
+                sent_at,
+                None,
+                EndpointHealth {
+                    failing_since: still_failing,
+                    disabled: None,
+                },
+            ),
+            AfterAttempt::Disable(reason) => (
+                MessageStatus::Failed,
+                sent_at,
+                None,
+                EndpointHealth {
+                    failing_since: still_failing,
+                    disabled: Some(reason.clone()),
+                },
+            ),
+        };
+        let update = MessageUpdate {
+            id: message_id,
+            status,
+            attempts,
+            next_attempt_at,
+            delivered_at,
+        };
+        (update, health)
+    }
+}
+
 fn micros(duration: Duration) -> i64 {
     i64::try_from(duration.as_micros()).unwrap_or(i64::MAX)
 }
@@ -434,6 +502,59 @@ mod tests {
             }
             other => panic!("expected a retry, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn each_decision_settles_the_message_and_the_endpoint() {
+        let (sent, since, later) = (now(), now().plus_seconds(-60), now().plus_seconds(300));
+        let settle = |after: AfterAttempt, failing_since| after.settle(7, 3, failing_since, sent);
+
+        let (update, health) = settle(AfterAttempt::Delivered, Some(since));
+        assert_eq!(
+            (
+                update.id,
+                update.status,
+                update.attempts,
+                update.delivered_at
+            ),
+            (7, MessageStatus::Delivered, 3, Some(sent))
+        );
+        assert_eq!(
+            (health.failing_since, health.disabled),
+            (None, None),
+            "a success resets"
+        );
+
+        let (update, health) = settle(AfterAttempt::Retry(later), Some(since));
+        assert_eq!(
+            (update.status, update.next_attempt_at, update.delivered_at),
+            (MessageStatus::Pending, later, None)
+        );
+        assert_eq!(
+            health.failing_since,
+            Some(since),
+            "still failing since the first failure"
+        );
+        let (_, health) = settle(AfterAttempt::Retry(later), None);
+        assert_eq!(
+            health.failing_since,
+            Some(sent),
+            "a first failure starts the count"
+        );
+
+        let (update, health) = settle(AfterAttempt::GiveUp, None);
+        assert_eq!(
+            (update.status, health.disabled),
+            (MessageStatus::Failed, None)
+        );
+        assert_eq!(health.failing_since, Some(sent));
+
+        let (update, health) = settle(AfterAttempt::Disable("gone".into()), Some(since));
+        assert_eq!(update.status, MessageStatus::Failed);
+        assert_eq!(
+            (health.failing_since, health.disabled.as_deref()),
+            (Some(since), Some("gone"))
+        );
     }
 
     #[test]

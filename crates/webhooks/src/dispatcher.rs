@@ -12,8 +12,8 @@ use mercer_domain::ports::{Clock, Database, SystemClock};
 use mercer_domain::secrets::SecretKind;
 use mercer_domain::wake::Wake;
 use mercer_domain::webhooks::{
-    AfterAttempt, AttemptOutcome, DeliveryAttempt, MessageStatus, MessageUpdate, RetryPolicy,
-    WebhookEndpoint, WebhookKind, WebhookMessage,
+    AfterAttempt, AttemptOutcome, DeliveryAttempt, EndpointHealth, MessageStatus, MessageUpdate,
+    RetryPolicy, WebhookEndpoint, WebhookKind, WebhookMessage,
 };
 use mercer_domain::{DomainError, Timestamp};
 use mercer_outbound::PrivateAddressGuard;
@@ -288,7 +288,7 @@ pub fn dispatch_batch(
     let mut attempts = Vec::new();
     let mut updates = Vec::new();
     // Per endpoint: its failing-since after this batch, and a disabling if one happened.
-    let mut health: HashMap<i64, (Option<Timestamp>, Option<String>)> = HashMap::new();
+    let mut health: HashMap<i64, EndpointHealth> = HashMap::new();
     let mut unsent = Vec::new();
     for message in claimed {
         let Some((endpoint, deleted)) = endpoints.get(&message.endpoint_id) else {
@@ -308,7 +308,7 @@ pub fn dispatch_batch(
             || !endpoint.is_active()
             || health
                 .get(&endpoint.id)
-                .is_some_and(|(_, disabled)| disabled.is_some())
+                .is_some_and(|health| health.disabled.is_some())
         {
             // As documented: `cancelled` when the webhook was deleted, `failed` when it was
             // disabled (as its messages still in the queue are, by end_pending_webhook_messages).
@@ -342,7 +342,7 @@ pub fn dispatch_batch(
         let attempts_made = message.attempts + 1;
         let failing_since = health
             .get(&endpoint.id)
-            .map_or(endpoint.failing_since, |(since, _)| *since);
+            .map_or(endpoint.failing_since, |health| health.failing_since);
         let after =
             config
                 .policy
@@ -359,65 +359,28 @@ pub fn dispatch_batch(
             outcome.latency.as_secs_f64() * 1000.0,
             outcome_label(&after)
         );
-        let (status, next, delivered_at, endpoint_health) = match &after {
-            AfterAttempt::Delivered => {
-                report.delivered += 1;
-                (
-                    MessageStatus::Delivered,
-                    sent_at,
-                    Some(sent_at),
-                    (None, None),
-                )
-            }
-            AfterAttempt::Retry(at) => {
-                report.retried += 1;
-                (
-                    MessageStatus::Pending,
-                    *at,
-                    None,
-                    (Some(failing_since.unwrap_or(sent_at)), None),
-                )
-            }
-            AfterAttempt::GiveUp => {
-                report.failed += 1;
-                (
-                    MessageStatus::Failed,
-                    sent_at,
-                    None,
-                    (Some(failing_since.unwrap_or(sent_at)), None),
-                )
-            }
-            AfterAttempt::Disable(reason) => {
-                report.failed += 1;
-                (
-                    MessageStatus::Failed,
-                    sent_at,
-                    None,
-                    (Some(failing_since.unwrap_or(sent_at)), Some(reason.clone())),
-                )
-            }
-        };
+        match &after {
+            AfterAttempt::Delivered => report.delivered += 1,
+            AfterAttempt::Retry(_) => report.retried += 1,
+            AfterAttempt::GiveUp | AfterAttempt::Disable(_) => report.failed += 1,
+        }
+        let (update, endpoint_health) =
+            after.settle(message.id, attempts_made, failing_since, sent_at);
         health.insert(endpoint.id, endpoint_health);
         attempts.push(DeliveryAttempt {
             message_row: message.id,
             attempted_at: sent_at,
             outcome,
         });
-        updates.push(MessageUpdate {
-            id: message.id,
-            status,
-            attempts: attempts_made,
-            next_attempt_at: next,
-            delivered_at,
-        });
+        updates.push(update);
     }
     updates.extend(unsent);
     let now = clock.now();
     db.write(|tx| {
         tx.record_webhook_attempts(&attempts, &updates)?;
-        for (endpoint_id, (failing_since, disabled)) in &health {
-            let disabled = disabled.as_deref().map(|reason| (now, reason));
-            tx.set_webhook_endpoint_health(*endpoint_id, *failing_since, disabled, now)?;
+        for (endpoint_id, health) in &health {
+            let disabled = health.disabled.as_deref().map(|reason| (now, reason));
+            tx.set_webhook_endpoint_health(*endpoint_id, health.failing_since, disabled, now)?;
             if disabled.is_some() {
                 tx.end_pending_webhook_messages(*endpoint_id, MessageStatus::Failed, now)?;
                 log::warn!(target: "mercer::webhooks", "endpoint {endpoint_id} disabled");
