@@ -159,4 +159,24 @@ mod tests {
         let date_only = header.replace("(request-target) date", "date");
         assert!(!verify("s3cret-value", "POST", "/hook", DATE, &date_only));
     }
+
+    #[test]
+    fn a_parameter_name_inside_a_value_is_not_taken_for_that_parameter() {
+        // A key id that spells another parameter: its `signature=` is inside the quoted value,
+        // so the signature is still the one of the `signature` parameter after it.
+        let sig = signature("s3cret-value", "POST", "/hook", DATE);
+        let header = format!(
+            "keyId=\"signature=old\",signature=\"{sig}\",algorithm=\"hmac-sha256\",headers=\"(request-target) date\""
+        );
+        assert_eq!(
+            parse(&header),
+            Some(ParsedSignature {
+                key_id: "signature=old".to_string(),
+                algorithm: "hmac-sha256".to_string(),
+                headers: vec!["(request-target)".to_string(), "date".to_string()],
+                signature: sig,
+            })
+        );
+        assert!(verify("s3cret-value", "POST", "/hook", DATE, &header));
+    }
 }
