@@ -154,6 +154,29 @@ mod tests {
     }
 
     #[test]
+    fn refuses_broadcast_multicast_and_the_reserved_ipv4_blocks() {
+        for (address, expected) in [
+            ("255.255.255.255", Some("broadcast, multicast or reserved")),
+            ("224.0.0.1", Some("broadcast, multicast or reserved")),
+            ("239.255.255.250", Some("broadcast, multicast or reserved")),
+            ("240.0.0.1", Some("broadcast, multicast or reserved")),
+            ("192.0.0.8", Some("reserved for protocols and benchmarks")),
+            ("198.18.0.1", Some("reserved for protocols and benchmarks")),
+            (
+                "198.19.255.254",
+                Some("reserved for protocols and benchmarks"),
+            ),
+            // Their public neighbours.
+            ("223.255.255.254", None),
+            ("192.0.1.1", None),
+            ("198.17.255.254", None),
+            ("198.20.0.1", None),
+        ] {
+            assert_eq!(forbidden(ip(address)), expected, "{address}");
+        }
+    }
+
+    #[test]
     fn unwraps_each_ipv6_form_that_embeds_ipv4() {
         for (address, embedded) in [
             ("::ffff:127.0.0.1", vec!["127.0.0.1"]),
