@@ -6,11 +6,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mercer_domain::DomainError;
+use mercer_domain::access::shop::find_shop;
 use mercer_domain::overrides::{
     self, OrderOverride, OverrideAnswer, OverrideTarget, OverrideType, ShippingLine,
 };
 use mercer_domain::ports::Database;
-use mercer_domain::shop::find_shop;
 use mercer_outbound::PrivateAddressGuard;
 use mercer_signing::cavage;
 use mercer_tests::receiver::{Received, Receiver};
@@ -468,7 +468,7 @@ fn the_override_caller_picks_signs_and_checks_answers(backend: Backend) {
         override_type: OverrideType::Shipping,
         target: OverrideTarget {
             url: format!("{}/order-shipping", receiver.url),
-            shared_secret: mercer_domain::credentials::Secret::new(SECRET),
+            shared_secret: mercer_domain::access::credentials::Secret::new(SECRET),
         },
     }];
     assert!(matches!(

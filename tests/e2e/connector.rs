@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use mercer_domain::outbox::{ConnectorCall, OutboxStatus, request_connector_change};
+use mercer_domain::platform::outbox::{ConnectorCall, OutboxStatus, request_connector_change};
 use mercer_domain::ports::Database;
 use mercer_platform_sim::{Faults, MercerLink, RunningSimulator};
 use mercer_store::Store;
@@ -612,10 +612,10 @@ fn every_invalid_event_is_422_and_stores_nothing(backend: Backend) {
         .assert_error(422, "validation.failed");
     w.wait_applied();
     // The valid events were stored and applied; the refused ones left nothing.
-    use mercer_domain::events::EntityKind;
+    use mercer_domain::platform::events::EntityKind;
     let shop_id = w
         .store
-        .read(|tx| Ok(mercer_domain::shop::find_shop(tx, &w.shop)?.id))
+        .read(|tx| Ok(mercer_domain::access::shop::find_shop(tx, &w.shop)?.id))
         .unwrap();
     for kind in EntityKind::ALL {
         let record = w
@@ -1087,7 +1087,7 @@ fn service_side_changes_reach_the_connector_through_the_outbox(backend: Backend)
     let w = World::new(backend);
     let shop_id = w
         .store
-        .read(|tx| Ok(mercer_domain::shop::find_shop(tx, &w.shop)?.id))
+        .read(|tx| Ok(mercer_domain::access::shop::find_shop(tx, &w.shop)?.id))
         .unwrap();
     let now = mercer_domain::Timestamp::now();
     let customer_id = {

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
+use mercer_domain::access::shop::ShopIdentifier;
 use mercer_domain::ports::Database;
-use mercer_domain::shop::ShopIdentifier;
 use mercer_store::Store;
 use mercer_store::testing::POISONED_EMAIL;
 use mercer_tests::{Answer, Backend, MercerServer, backend_tests, wait_until};

@@ -1,6 +1,6 @@
 //! Every authenticated route's scope, compared with the contract (§2–§6, and docs/
 //! api-conventions.md for the routes beyond it): one table, checked against the real binary, and
-//! checked to cover every route that `crates/server/src/http/routes/mod.rs` registers.
+//! checked to cover every route that the route folders of `crates/server/src/http/routes` register.
 
 use std::collections::BTreeSet;
 
@@ -251,18 +251,34 @@ fn literals(text: &str) -> Vec<&str> {
     text.split('"').skip(1).step_by(2).collect()
 }
 
-/// (method, path) of every route `routes/mod.rs` registers, read from its source: each
+/// (method, path) of every route the route folders register, read from the source of every
+/// `configure()` (`routes/mod.rs` and each feature's `routes/<feature>/mod.rs`): each
 /// `resource("…")` with the `web::<method>()` routes that follow it, and each `event_route!`
 /// invocation, expanded as its `macro_rules!` does (POST
 /// `/{service}/v1/shops/{shop}/platforms/custom/webhooks/{collection}/{action}`).
 fn registered_routes() -> BTreeSet<(String, String)> {
-    let path = concat!(
+    let root = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../crates/server/src/http/routes/mod.rs"
+        "/../crates/server/src/http/routes"
     );
-    let source = std::fs::read_to_string(path).unwrap();
-    let compact: String = source.chars().filter(|c| !c.is_whitespace()).collect();
+    let mut sources = vec![std::fs::read_to_string(format!("{root}/mod.rs")).unwrap()];
+    for folder in std::fs::read_dir(root).unwrap() {
+        let folder = folder.unwrap().path();
+        if folder.is_dir() {
+            sources.push(std::fs::read_to_string(folder.join("mod.rs")).unwrap());
+        }
+    }
+    assert!(sources.len() > 5, "the route folders were not found");
     let mut routes = BTreeSet::new();
+    for source in &sources {
+        read_routes(source, &mut routes);
+    }
+    routes
+}
+
+/// The routes one `configure()` source registers.
+fn read_routes(source: &str, routes: &mut BTreeSet<(String, String)>) {
+    let compact: String = source.chars().filter(|c| !c.is_whitespace()).collect();
     for invocation in compact.split("event_route!(").skip(1) {
         // The macro's definition is `macro_rules! event_route {`, never `event_route!(`.
         let arguments = invocation.split(");").next().unwrap();
@@ -274,7 +290,8 @@ fn registered_routes() -> BTreeSet<(String, String)> {
             format!("/{service}/v1/shops/{{shop}}/platforms/custom/webhooks/{collection}/{action}"),
         ));
     }
-    // The first piece is `fn resource(path: &str)`'s own definition and what comes before it.
+    // The first piece is what comes before the first registration (in `routes/mod.rs`, the
+    // definition of `fn resource(path: &str)`).
     for registration in compact.split("resource(\"").skip(1) {
         let (path, rest) = registration.split_once('"').unwrap();
         let rest = rest.split(".service(").next().unwrap();
@@ -289,7 +306,6 @@ fn registered_routes() -> BTreeSet<(String, String)> {
         }
         assert!(methods > 0, "no method read for {path}");
     }
-    routes
 }
 
 /// The template with concrete values: numeric ids (and 32-hex ids for webhooks and overrides)

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use mercer_domain::Timestamp;
-use mercer_domain::credentials::Secret;
+use mercer_domain::access::credentials::Secret;
 use mercer_domain::ports::Database;
 use mercer_domain::webhooks::{MessageStatus, WebhookEndpoint, WebhookKind, WebhookMessage};
 use mercer_tests::verifiers::{Verifier, http_signature, standard_webhooks, x_svc_signature};

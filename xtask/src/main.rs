@@ -7,6 +7,7 @@
 
 mod bench;
 mod bench_dispatch;
+mod features;
 mod test;
 mod tidy;
 

@@ -1,5 +1,6 @@
 //! The architecture invariants of docs/ARCHITECTURE.md, checked on the dependency graph that
-//! `cargo metadata` reports (normal and build dependencies; dev-dependencies are for tests).
+//! `cargo metadata` reports (normal and build dependencies; dev-dependencies are for tests), and
+//! which feature may import which ([`crate::features`]).
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::process::Command;
@@ -233,5 +234,6 @@ pub fn check(metadata: &Value) -> Vec<String> {
             }
         }
     }
+    violations.extend(crate::features::check(metadata));
     violations.into_iter().collect()
 }

@@ -1,5 +1,5 @@
 //! `cargo xtask tidy` run for real: on this workspace it passes; on a workspace whose domain
-//! crate depends on diesel it fails and says why.
+//! crate depends on diesel, or whose features import what they may not, it fails and says why.
 
 #![allow(clippy::unwrap_used)] // test code: a panic is a failed assertion
 
@@ -105,5 +105,109 @@ fn tidy_passes_on_this_workspace() {
         output.status.success(),
         "{}",
         String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// A clean fake workspace whose domain has these feature files (path under `src/`, text).
+fn workspace_with_features(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let workspace = fake_workspace("");
+    let src = workspace.path().join("mercer-domain/src");
+    for (path, text) in files {
+        write(&src.join(path), text);
+    }
+    workspace
+}
+
+fn tidy_stderr(workspace: &tempfile::TempDir) -> (bool, String) {
+    let output = tidy(&workspace.path().join("Cargo.toml"));
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn tidy_fails_when_a_feature_imports_a_feature_it_may_not_use() {
+    let workspace = workspace_with_features(&[
+        ("kernel/mod.rs", "pub struct Error;\n"),
+        ("access/mod.rs", "use crate::kernel::Error;\n"),
+        (
+            "platform/mod.rs",
+            "use crate::access::Shop;\nuse crate::webhooks::Endpoint;\n",
+        ),
+        ("webhooks/mod.rs", "use crate::kernel::Error;\n"),
+    ]);
+    let (passed, stderr) = tidy_stderr(&workspace);
+    assert!(!passed, "tidy must fail: {stderr}");
+    assert!(
+        stderr.contains("domain feature `platform` imports `webhooks`"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("imports `access`"), "{stderr}");
+}
+
+#[test]
+fn tidy_fails_on_an_import_cycle_between_features() {
+    let workspace = workspace_with_features(&[
+        ("kernel/mod.rs", "use crate::access::Shop;\n"),
+        ("access/mod.rs", "use crate::kernel::Error;\n"),
+    ]);
+    let (passed, stderr) = tidy_stderr(&workspace);
+    assert!(!passed, "tidy must fail: {stderr}");
+    assert!(
+        stderr.contains("import cycle between domain features: access -> kernel -> access"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("the kernel uses no feature"), "{stderr}");
+}
+
+#[test]
+fn tidy_fails_when_a_feature_imports_the_combined_ports() {
+    let workspace = workspace_with_features(&[
+        ("kernel/mod.rs", ""),
+        ("platform/mod.rs", "use crate::ports::Repositories;\n"),
+    ]);
+    let (passed, stderr) = tidy_stderr(&workspace);
+    assert!(!passed, "tidy must fail: {stderr}");
+    assert!(
+        stderr.contains("domain feature `platform` imports `crate::ports`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn tidy_lets_tests_use_any_feature() {
+    let workspace = workspace_with_features(&[
+        ("kernel/mod.rs", ""),
+        (
+            "platform/mod.rs",
+            "use crate::kernel::X;\n#[cfg(test)]\nmod tests {\n    use crate::webhooks::Endpoint;\n}\n",
+        ),
+        ("webhooks/mod.rs", ""),
+    ]);
+    let (passed, stderr) = tidy_stderr(&workspace);
+    assert!(passed, "{stderr}");
+}
+
+#[test]
+fn tidy_fails_when_a_route_folder_imports_another_feature() {
+    let workspace = workspace_with_features(&[("kernel/mod.rs", ""), ("webhooks/mod.rs", "")]);
+    let root = workspace.path();
+    fake_crate(root, "mercer-server", "");
+    write(
+        &root.join("mercer-server/src/http/routes/overrides/mod.rs"),
+        "use mercer_domain::{kernel::X, webhooks::Endpoint};\n",
+    );
+    write(&root.join("mercer-domain/src/overrides/mod.rs"), "");
+    let manifest = root.join("Cargo.toml");
+    let text = fs::read_to_string(&manifest)
+        .unwrap()
+        .replace("\"actix-web\"]", "\"actix-web\", \"mercer-server\"]");
+    fs::write(&manifest, text).unwrap();
+    let (passed, stderr) = tidy_stderr(&workspace);
+    assert!(!passed, "tidy must fail: {stderr}");
+    assert!(
+        stderr.contains("imports the domain's `webhooks`"),
+        "{stderr}"
     );
 }

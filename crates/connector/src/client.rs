@@ -3,10 +3,10 @@
 use std::time::Duration;
 
 use mercer_domain::Timestamp;
-use mercer_domain::connector::{
+use mercer_domain::platform::connector::{
     ConnectorError, ConnectorResult, ConnectorTarget, Page, PlatformConnector,
 };
-use mercer_domain::platform::{Customer, CustomerAddress, Order, Pagination, Payment};
+use mercer_domain::platform::resources::{Customer, CustomerAddress, Order, Pagination, Payment};
 use mercer_outbound::PrivateAddressGuard;
 use mercer_signing::{verify_x_hmac, x_hmac};
 use serde::Serialize;
@@ -536,7 +536,7 @@ impl PlatformConnector for HttpConnector {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mercer_domain::credentials::Secret;
+    use mercer_domain::access::credentials::Secret;
 
     fn target(base: &str) -> ConnectorTarget {
         ConnectorTarget {

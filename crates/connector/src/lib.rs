@@ -1,7 +1,7 @@
 //! Mercer's side of the platform connector interface (seed 000, contract §3):
 //!
 //! - [`HttpConnector`], the client for every connector operation (it implements the domain's
-//!   [`PlatformConnector`](mercer_domain::connector::PlatformConnector) port): signed requests,
+//!   [`PlatformConnector`](mercer_domain::platform::connector::PlatformConnector) port): signed requests,
 //!   the destination's timeout, typed answers and distinct errors;
 //! - [`kit`], for people who write connectors: checks Mercer's signed requests and computes the
 //!   verification answer.
@@ -12,11 +12,11 @@ mod client;
 pub mod kit;
 
 pub use client::{HttpConnector, Pages};
-pub use mercer_domain::connector::{
+pub use mercer_domain::platform::connector::{
     ConnectorError, ConnectorResult, ConnectorTarget, Page, PlatformConnector,
 };
 /// The resources of the connector interface, for connector authors.
-pub use mercer_domain::platform as types;
+pub use mercer_domain::platform::resources as types;
 
 /// Headers of the connector interface.
 pub mod headers {

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 
-use mercer_domain::webhooks::AddressGuard;
+use mercer_domain::kernel::outbound::AddressGuard;
 
 use crate::address::forbidden;
 

@@ -4,7 +4,7 @@
 //! - [`forbidden`] says which addresses are inside Mercer's network (loopback, private,
 //!   link-local, metadata and other special ones, IPv4 embedded in IPv6 included);
 //! - [`PrivateAddressGuard`] checks a URL when it is registered (the domain's
-//!   [`AddressGuard`](mercer_domain::webhooks::AddressGuard) port);
+//!   [`AddressGuard`](mercer_domain::kernel::outbound::AddressGuard) port);
 //! - [`agent`] builds the ureq agent every outgoing call uses: names are resolved once by
 //!   [`GuardedResolver`], which refuses forbidden addresses and connects only to the checked
 //!   ones; redirects are never followed; no proxy from the environment is used, since a proxy

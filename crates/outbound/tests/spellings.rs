@@ -4,7 +4,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use mercer_domain::webhooks::AddressGuard;
+use mercer_domain::kernel::outbound::AddressGuard;
 use mercer_outbound::{GuardedResolver, PrivateAddressGuard, forbidden, refusal};
 use proptest::prelude::*;
 use ureq::unversioned::resolver::Resolver;

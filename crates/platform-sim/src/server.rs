@@ -16,7 +16,9 @@ use mercer_connector::kit::{
     DEFAULT_MAX_SKEW_SECONDS, SignedHeaders, verification_answer, verify_request,
 };
 use mercer_domain::Timestamp;
-use mercer_domain::platform::{Category, Customer, CustomerAddress, Order, Payment, Product};
+use mercer_domain::platform::resources::{
+    Category, Customer, CustomerAddress, Order, Payment, Product,
+};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -213,7 +215,7 @@ fn no_content(result: Result<impl Sized, SimError>) -> HttpResponse {
 
 fn page<T: serde::Serialize>(
     key: &str,
-    result: Result<(Vec<T>, mercer_domain::platform::Pagination), SimError>,
+    result: Result<(Vec<T>, mercer_domain::platform::resources::Pagination), SimError>,
 ) -> HttpResponse {
     match result {
         Ok((items, pagination)) => {

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use mercer_domain::Timestamp;
-use mercer_domain::platform::{
+use mercer_domain::platform::resources::{
     Category, Customer, CustomerAddress, Order, Pagination, Payment, PlatformId, Product,
 };
 use serde::Serialize;

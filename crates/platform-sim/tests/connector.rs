@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use mercer_connector::types::{Customer, CustomerAddress, Order, Payment};
 use mercer_connector::{ConnectorError, ConnectorTarget, HttpConnector, PlatformConnector};
-use mercer_domain::credentials::Secret;
+use mercer_domain::access::credentials::Secret;
 use mercer_outbound::PrivateAddressGuard;
 use mercer_platform_sim::{Faults, RunningSimulator};
 use serde_json::json;

@@ -7,21 +7,24 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use mercer_domain::wake::Wake;
+use mercer_domain::kernel::wake::Wake;
 use mercer_domain::webhooks::RetryPolicy;
 use mercer_outbound::PrivateAddressGuard;
 use mercer_webhooks::DispatcherConfig;
 
 use mercer_connector::HttpConnector;
-use mercer_domain::connector::PlatformConnectorHandle;
-use mercer_domain::credentials::{Scope, TokenSource, create_token, list_tokens, revoke_token};
-use mercer_domain::events::retry_failed_events;
-use mercer_domain::oauth;
-use mercer_domain::ports::{Clock, Database, SystemClock};
-use mercer_domain::secrets::{SecretKind, rotate_secret};
-use mercer_domain::shop::{
+use mercer_domain::access::credentials::{
+    Scope, TokenSource, create_token, list_tokens, revoke_token,
+};
+use mercer_domain::access::oauth;
+use mercer_domain::access::secrets::{SecretKind, rotate_secret};
+use mercer_domain::access::shop::{
     DemoCredentials, ShopInput, bootstrap_demo, connector_secret, create_shop, find_shop,
 };
+use mercer_domain::kernel::time::{Clock, SystemClock};
+use mercer_domain::platform::connector::PlatformConnectorHandle;
+use mercer_domain::platform::events::retry_failed_events;
+use mercer_domain::ports::Database;
 use mercer_domain::{DomainError, Timestamp};
 use mercer_store::{DatabaseUrl, OpenError, PoolOptions, Store, UrlError};
 
@@ -30,7 +33,7 @@ use crate::cli::{
     StaffCommand, TokenCommand,
 };
 use crate::http::{self, ServeOptions, state::AppState};
-use crate::workers::Workers;
+use crate::runtime::Workers;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CommandError {
@@ -111,7 +114,7 @@ fn staff_command(store: &Store, command: StaffCommand) -> Result<(), CommandErro
                 std::io::stdin().read_line(&mut line)?;
                 (line.trim_end_matches(['\r', '\n']).to_string(), false)
             } else {
-                (mercer_domain::credentials::random_hex(12), true)
+                (mercer_domain::access::credentials::random_hex(12), true)
             };
             let staff =
                 store.write(|tx| oauth::create_staff(tx, &shop, &email, &password, now()))?;

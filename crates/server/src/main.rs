@@ -3,7 +3,7 @@
 mod cli;
 mod commands;
 mod http;
-mod workers;
+mod runtime;
 
 use std::process::ExitCode;
 

@@ -3,9 +3,9 @@
 use diesel::prelude::*;
 use mercer_domain::StorageError;
 use mercer_domain::Timestamp;
-use mercer_domain::credentials::{ApiToken, NewApiToken, ScopeSet, Secret, TokenSource};
-use mercer_domain::secrets::{SecretKind, SharedSecret};
-use mercer_domain::shop::{NewShop, Shop, ShopIdentifier};
+use mercer_domain::access::credentials::{ApiToken, NewApiToken, ScopeSet, Secret, TokenSource};
+use mercer_domain::access::secrets::{SecretKind, SharedSecret};
+use mercer_domain::access::shop::{NewShop, Shop, ShopIdentifier};
 
 use crate::schema::{api_tokens, shared_secrets, shops};
 

@@ -6,13 +6,14 @@ use std::time::Duration;
 use diesel::connection::SimpleConnection;
 use diesel::r2d2::{Pool, PooledConnection};
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
-use mercer_domain::events::NewInboundEvent;
-use mercer_domain::ports::{Database, EventQueueRepository, Repositories};
+use mercer_domain::platform::EventQueueRepository;
+use mercer_domain::platform::events::NewInboundEvent;
+use mercer_domain::ports::{Database, Repositories};
 use mercer_domain::{DomainError, StorageError};
 
 use crate::connection::{self, ConnectionManager, DbConnection};
 use crate::repos::StoreTx;
-use crate::repos::events::EVENTS_PER_INSERT;
+use crate::repos::platform::events::EVENTS_PER_INSERT;
 use crate::url::{Backend, DatabaseUrl};
 
 const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite");
@@ -159,7 +160,7 @@ impl Store {
 
 /// Text from outside (a receiver's answer, a remote party's error) as a text column can hold
 /// it: a NUL, which PostgreSQL refuses in text, becomes U+FFFD. What clients send is held to
-/// `mercer_domain::limits` at the door; this is for what remote parties answer, which no one
+/// `mercer_domain::kernel::limits` at the door; this is for what remote parties answer, which no one
 /// checked.
 pub(crate) fn storable(text: &str) -> std::borrow::Cow<'_, str> {
     if text.contains('\0') {

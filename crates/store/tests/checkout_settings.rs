@@ -3,11 +3,11 @@
 #![allow(clippy::unwrap_used)] // test code: a panic is a failed assertion
 
 use mercer_domain::Timestamp;
-use mercer_domain::credentials::{ScopeSet, Secret, TokenSource, hash_token, mint_token};
-use mercer_domain::oauth::{NewAuthorizationCode, create_app, create_staff};
+use mercer_domain::access::credentials::{ScopeSet, Secret, TokenSource, hash_token, mint_token};
+use mercer_domain::access::oauth::{NewAuthorizationCode, create_app, create_staff};
+use mercer_domain::access::shop::{ShopInput, create_shop};
 use mercer_domain::overrides::{NewApiOverride, OverrideType};
 use mercer_domain::ports::Database;
-use mercer_domain::shop::{ShopInput, create_shop};
 use mercer_store::testing::TestDatabase;
 use mercer_store::{Backend, backend_tests};
 

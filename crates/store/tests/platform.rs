@@ -3,18 +3,19 @@
 
 #![allow(clippy::unwrap_used)] // test code: a panic is a failed assertion
 
-use mercer_domain::destinations::{DestinationSettings, Topic};
+use mercer_domain::access::shop::{Shop, ShopInput, create_shop};
 use mercer_domain::directory::{
     DirectoryAddress, DirectoryCustomer, DirectoryQuery, parse_directory_query,
 };
-use mercer_domain::events::{
+use mercer_domain::kernel::time::{Clock, SystemClock};
+use mercer_domain::platform::destinations::{DestinationSettings, Topic};
+use mercer_domain::platform::events::{
     Accepted, EntityKind, EntityWrite, EventAction, EventSource, accept_events, apply_pending,
     parse_event, retry_failed_events,
 };
-use mercer_domain::outbox::{ConnectorCall, OutboxStatus};
-use mercer_domain::ports::{Clock, Database, SystemClock};
-use mercer_domain::shop::{Shop, ShopInput, create_shop};
-use mercer_domain::sync::SyncStatus;
+use mercer_domain::platform::outbox::{ConnectorCall, OutboxStatus};
+use mercer_domain::platform::sync::SyncStatus;
+use mercer_domain::ports::Database;
 use mercer_domain::{DomainError, Timestamp};
 use mercer_store::testing::{POISONED_EMAIL, TestDatabase};
 use mercer_store::{Backend, Store, backend_tests};
@@ -98,7 +99,7 @@ fn customer_event(
     id: &str,
     seconds: i64,
     customer: Value,
-) -> mercer_domain::events::NewInboundEvent {
+) -> mercer_domain::platform::events::NewInboundEvent {
     let mut body = customer;
     body["platform_id"] = json!(id);
     body["platform_updated_at"] = json!(at(seconds).to_rfc3339());
@@ -118,7 +119,7 @@ fn deleted_event(
     kind: EntityKind,
     id: &str,
     seconds: i64,
-) -> mercer_domain::events::NewInboundEvent {
+) -> mercer_domain::platform::events::NewInboundEvent {
     let body = json!({"data": {kind.as_str(): {"platform_id": id, "platform_deleted_at": at(seconds).to_rfc3339()}}});
     parse_event(
         shop_id,
@@ -150,7 +151,7 @@ fn stored_addresses(store: &Store, shop_id: i64, customer_id: i64) -> Vec<Direct
         .unwrap()
 }
 
-fn queue_and_apply(store: &Store, events: Vec<mercer_domain::events::NewInboundEvent>) {
+fn queue_and_apply(store: &Store, events: Vec<mercer_domain::platform::events::NewInboundEvent>) {
     store
         .write(|tx| Ok(tx.insert_inbound_events(&events)?))
         .unwrap();
@@ -275,7 +276,7 @@ fn addresses_keep_their_ids_across_saves(backend: Backend) {
 
 fn accept(
     store: &Store,
-    events: Vec<mercer_domain::events::NewInboundEvent>,
+    events: Vec<mercer_domain::platform::events::NewInboundEvent>,
     now: Timestamp,
 ) -> Accepted {
     store.write(|tx| accept_events(tx, &events, now)).unwrap()
@@ -924,11 +925,12 @@ fn queued_batches_are_stored_whole_or_not_at_all(backend: Backend) {
             .read(|tx| Ok(tx.count_pending_inbound_events()?))
             .unwrap()
     };
-    let batch = |count: usize, first: usize| -> Vec<mercer_domain::events::NewInboundEvent> {
-        (first..first + count)
-            .map(|n| customer_event(shop.id, &format!("c{n}"), n as i64, json!({})))
-            .collect()
-    };
+    let batch =
+        |count: usize, first: usize| -> Vec<mercer_domain::platform::events::NewInboundEvent> {
+            (first..first + count)
+                .map(|n| customer_event(shop.id, &format!("c{n}"), n as i64, json!({})))
+                .collect()
+        };
     // No shop 999999: the foreign key refuses this event.
     let unstorable = customer_event(999_999, "nobody", 1, json!({}));
 

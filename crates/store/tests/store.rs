@@ -2,12 +2,12 @@
 
 #![allow(clippy::unwrap_used)] // test code: a panic is a failed assertion
 
-use mercer_domain::credentials::{
+use mercer_domain::access::credentials::{
     NewApiToken, ScopeSet, Secret, TokenSource, hash_token, mint_token,
 };
+use mercer_domain::access::secrets::{SecretKind, SharedSecret, rotate_secret};
+use mercer_domain::access::shop::{ShopInput, bootstrap_demo, create_shop};
 use mercer_domain::ports::Database;
-use mercer_domain::secrets::{SecretKind, SharedSecret, rotate_secret};
-use mercer_domain::shop::{ShopInput, bootstrap_demo, create_shop};
 use mercer_domain::{DomainError, Timestamp};
 use mercer_store::testing::TestDatabase;
 use mercer_store::{Backend, DatabaseUrl, Store, backend_tests};
@@ -68,7 +68,7 @@ fn duplicate_domains_are_refused_by_the_database_too(backend: Backend) {
     let (_db, store) = TestDatabase::migrated(backend);
     let first = shop_input("a.shop.test").validate(now()).unwrap();
     let mut second = shop_input("a.shop.test").validate(now()).unwrap();
-    second.identifier = mercer_domain::shop::ShopIdentifier::generate();
+    second.identifier = mercer_domain::access::shop::ShopIdentifier::generate();
     store.write(|tx| Ok(tx.insert_shop(&first)?)).unwrap();
     let clash = store.write(|tx| Ok(tx.insert_shop(&second)?));
     let Err(DomainError::Storage(error)) = clash else {

@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use mercer_domain::Timestamp;
-use mercer_domain::credentials::Secret;
+use mercer_domain::access::credentials::Secret;
+use mercer_domain::access::shop::{Shop, ShopInput, create_shop};
 use mercer_domain::ports::Database;
-use mercer_domain::shop::{Shop, ShopInput, create_shop};
 use mercer_domain::webhooks::{
     AttemptOutcome, DeliveryAttempt, MessageStatus, MessageUpdate, NewWebhookEndpoint, WebhookKind,
     enqueue_for_endpoint, enqueue_for_topic,

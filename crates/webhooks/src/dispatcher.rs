@@ -7,10 +7,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use mercer_domain::credentials::Secret;
-use mercer_domain::ports::{Clock, Database, SystemClock};
-use mercer_domain::secrets::SecretKind;
-use mercer_domain::wake::Wake;
+use mercer_domain::access::credentials::Secret;
+use mercer_domain::access::secrets::SecretKind;
+use mercer_domain::kernel::time::{Clock, SystemClock};
+use mercer_domain::kernel::wake::Wake;
+use mercer_domain::ports::Database;
 use mercer_domain::webhooks::{
     AfterAttempt, AttemptOutcome, DeliveryAttempt, EndpointHealth, MessageStatus, MessageUpdate,
     RetryPolicy, WebhookEndpoint, WebhookKind, WebhookMessage,

@@ -108,7 +108,7 @@ impl OverrideCaller for HttpOverrideCaller {
 mod tests {
     use std::sync::atomic::Ordering;
 
-    use mercer_domain::credentials::Secret;
+    use mercer_domain::access::credentials::Secret;
     use mercer_domain::overrides::OverrideType;
 
     use super::*;

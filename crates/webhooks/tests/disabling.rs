@@ -12,9 +12,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mercer_domain::Timestamp;
-use mercer_domain::credentials::Secret;
-use mercer_domain::ports::{Clock, Database};
-use mercer_domain::shop::{ShopInput, create_shop};
+use mercer_domain::access::credentials::Secret;
+use mercer_domain::access::shop::{ShopInput, create_shop};
+use mercer_domain::kernel::time::Clock;
+use mercer_domain::ports::Database;
 use mercer_domain::webhooks::{
     MessageStatus, NewWebhookEndpoint, RetryPolicy, WebhookEndpoint, WebhookKind, WebhookMessage,
     enqueue_for_endpoint,

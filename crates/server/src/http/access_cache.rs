@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use mercer_domain::auth::Access;
+use mercer_domain::access::auth::Access;
 
 pub const ACCESS_TTL: Duration = Duration::from_secs(2);
 /// Beyond this many entries the cache starts afresh rather than grow.

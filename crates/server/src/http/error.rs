@@ -6,8 +6,8 @@
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
-use mercer_domain::error::Forbidden;
-use mercer_domain::version::VersionError;
+use mercer_domain::kernel::error::Forbidden;
+use mercer_domain::kernel::version::VersionError;
 use mercer_domain::{DomainError, FieldError};
 use serde::Serialize;
 use std::fmt;

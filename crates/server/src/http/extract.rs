@@ -9,9 +9,9 @@ use actix_web::dev::Payload;
 use actix_web::http::header;
 use actix_web::{FromRequest, HttpRequest, web};
 use mercer_domain::DomainError;
-use mercer_domain::auth::{Access, authorize_hashed, check_scope};
-use mercer_domain::credentials::{Scope, Secret, hash_token};
-use mercer_domain::limits;
+use mercer_domain::access::auth::{Access, authorize_hashed, check_scope};
+use mercer_domain::access::credentials::{Scope, Secret, hash_token};
+use mercer_domain::kernel::limits;
 use serde::de::DeserializeOwned;
 
 use super::error::ApiError;

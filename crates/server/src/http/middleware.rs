@@ -8,8 +8,8 @@ use actix_web::error::InternalError;
 use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::middleware::Next;
 use actix_web::{Error, HttpMessage, ResponseError};
-use mercer_domain::credentials::random_hex;
-use mercer_domain::version::{VersionError, resolve_version};
+use mercer_domain::access::credentials::random_hex;
+use mercer_domain::kernel::version::{VersionError, resolve_version};
 
 use super::error::ApiError;
 

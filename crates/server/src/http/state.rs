@@ -4,14 +4,15 @@
 use actix_web::web;
 use mercer_domain::DomainError;
 use mercer_domain::Timestamp;
-use mercer_domain::connector::PlatformConnectorHandle;
-use mercer_domain::ports::{Clock, Database, Repositories, SystemClock};
+use mercer_domain::kernel::time::{Clock, SystemClock};
+use mercer_domain::platform::connector::PlatformConnectorHandle;
+use mercer_domain::ports::{Database, Repositories};
 use mercer_store::Store;
 
 use super::access_cache::AccessCache;
 use super::error::ApiError;
 use super::sign_in_limiter::SignInLimiter;
-use crate::workers::{Ingest, Wake};
+use crate::runtime::{Ingest, Wake};
 use mercer_outbound::PrivateAddressGuard;
 use metrics_exporter_prometheus::PrometheusHandle;
 

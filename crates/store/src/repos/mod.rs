@@ -1,26 +1,13 @@
-//! The domain's storage ports, implemented with diesel on one pooled connection.
+//! The domain's storage ports, implemented with diesel on one pooled connection: one folder per
+//! feature, with the domain's names.
 
-mod destinations;
+mod access;
 mod directory;
-pub(crate) mod events;
-mod oauth;
-mod outbox;
 mod overrides;
-mod platform;
-mod sync;
+pub(crate) mod platform;
 mod webhooks;
 
-use diesel::prelude::*;
-use mercer_domain::Timestamp;
-use mercer_domain::credentials::{ApiToken, NewApiToken};
-use mercer_domain::ports::{SecretRepository, ShopRepository, StoreResult, TokenRepository};
-use mercer_domain::secrets::{SecretKind, SharedSecret};
-use mercer_domain::shop::{NewShop, Shop, ShopIdentifier};
-
-use crate::connection::{DbConnection, on_backend};
-use crate::rows::{NewShopRow, NewTokenRow, SecretRow, SecretValues, ShopRow, TokenRow};
-use crate::schema::{api_tokens, shared_secrets, shops};
-use crate::store::storage_error;
+use crate::connection::DbConnection;
 
 /// One connection, inside or outside a transaction, seen through the domain's ports.
 pub struct StoreTx<'a> {
@@ -30,153 +17,5 @@ pub struct StoreTx<'a> {
 impl<'a> StoreTx<'a> {
     pub fn new(conn: &'a mut DbConnection) -> Self {
         StoreTx { conn }
-    }
-}
-
-impl ShopRepository for StoreTx<'_> {
-    fn insert_shop(&mut self, shop: &NewShop) -> StoreResult<Shop> {
-        let values = NewShopRow::from(shop);
-        let row: ShopRow = on_backend!(&mut *self.conn, |c| {
-            diesel::insert_into(shops::table)
-                .values(&values)
-                .returning(ShopRow::as_returning())
-                .get_result(c)
-        })
-        .map_err(storage_error)?;
-        row.try_into()
-    }
-
-    fn shop_by_identifier(&mut self, identifier: &ShopIdentifier) -> StoreResult<Option<Shop>> {
-        shops::table
-            .filter(shops::identifier.eq(identifier.as_str()))
-            .select(ShopRow::as_select())
-            .first(self.conn)
-            .optional()
-            .map_err(storage_error)?
-            .map(Shop::try_from)
-            .transpose()
-    }
-
-    fn shop_by_domain(&mut self, domain: &str) -> StoreResult<Option<Shop>> {
-        shops::table
-            .filter(shops::shop_domain.eq(domain))
-            .select(ShopRow::as_select())
-            .first(self.conn)
-            .optional()
-            .map_err(storage_error)?
-            .map(Shop::try_from)
-            .transpose()
-    }
-
-    fn shop_by_id(&mut self, id: i64) -> StoreResult<Option<Shop>> {
-        shops::table
-            .filter(shops::id.eq(id))
-            .select(ShopRow::as_select())
-            .first(self.conn)
-            .optional()
-            .map_err(storage_error)?
-            .map(Shop::try_from)
-            .transpose()
-    }
-
-    fn count_shops(&mut self) -> StoreResult<i64> {
-        shops::table
-            .count()
-            .get_result(self.conn)
-            .map_err(storage_error)
-    }
-
-    fn list_shops(&mut self) -> StoreResult<Vec<Shop>> {
-        shops::table
-            .order(shops::id.asc())
-            .select(ShopRow::as_select())
-            .load(self.conn)
-            .map_err(storage_error)?
-            .into_iter()
-            .map(Shop::try_from)
-            .collect()
-    }
-}
-
-impl TokenRepository for StoreTx<'_> {
-    fn insert_token(&mut self, token: &NewApiToken) -> StoreResult<ApiToken> {
-        let values = NewTokenRow::from(token);
-        let row: TokenRow = on_backend!(&mut *self.conn, |c| {
-            diesel::insert_into(api_tokens::table)
-                .values(&values)
-                .returning(TokenRow::as_returning())
-                .get_result(c)
-        })
-        .map_err(storage_error)?;
-        row.try_into()
-    }
-
-    fn active_token_by_hash(&mut self, token_hash: &str) -> StoreResult<Option<ApiToken>> {
-        api_tokens::table
-            .filter(api_tokens::token_hash.eq(token_hash))
-            .filter(api_tokens::revoked_at.is_null())
-            .select(TokenRow::as_select())
-            .first(self.conn)
-            .optional()
-            .map_err(storage_error)?
-            .map(ApiToken::try_from)
-            .transpose()
-    }
-
-    fn tokens_of_shop(&mut self, shop_id: i64) -> StoreResult<Vec<ApiToken>> {
-        api_tokens::table
-            .filter(api_tokens::shop_id.eq(shop_id))
-            .order(api_tokens::id.asc())
-            .select(TokenRow::as_select())
-            .load(self.conn)
-            .map_err(storage_error)?
-            .into_iter()
-            .map(ApiToken::try_from)
-            .collect()
-    }
-
-    fn revoke_token(&mut self, shop_id: i64, token_id: i64, at: Timestamp) -> StoreResult<bool> {
-        let changed = diesel::update(
-            api_tokens::table
-                .filter(api_tokens::id.eq(token_id))
-                .filter(api_tokens::shop_id.eq(shop_id))
-                .filter(api_tokens::revoked_at.is_null()),
-        )
-        .set(api_tokens::revoked_at.eq(at.as_micros()))
-        .execute(self.conn)
-        .map_err(storage_error)?;
-        Ok(changed == 1)
-    }
-}
-
-impl SecretRepository for StoreTx<'_> {
-    fn shared_secret(
-        &mut self,
-        shop_id: i64,
-        kind: SecretKind,
-    ) -> StoreResult<Option<SharedSecret>> {
-        shared_secrets::table
-            .filter(shared_secrets::shop_id.eq(shop_id))
-            .filter(shared_secrets::kind.eq(kind.as_str()))
-            .select(SecretRow::as_select())
-            .first(self.conn)
-            .optional()
-            .map_err(storage_error)?
-            .map(SharedSecret::try_from)
-            .transpose()
-    }
-
-    fn save_shared_secret(&mut self, secret: &SharedSecret) -> StoreResult<()> {
-        let values = SecretValues::from(secret);
-        on_backend!(&mut *self.conn, |c| {
-            diesel::insert_into(shared_secrets::table)
-                .values(&values)
-                .on_conflict((shared_secrets::shop_id, shared_secrets::kind))
-                .do_update()
-                .set(&values)
-                .execute(c)
-        })
-        .map_err(storage_error)?;
-        Ok(())
     }
 }

@@ -1,0 +1,14 @@
+//! Who may do what: shops, API tokens and their scopes, the auth decision of contract §2,
+//! connector and checkout shared secrets, and OAuth (apps, staff sign-in, codes, exchange).
+
+pub mod auth;
+pub mod credentials;
+pub mod oauth;
+mod repository;
+pub mod secrets;
+pub mod shop;
+
+pub use repository::{
+    AccessDatabase, AccessRepositories, OAuthRepository, SecretRepository, ShopRepository,
+    TokenRepository,
+};

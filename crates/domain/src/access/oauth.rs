@@ -1,0 +1,1008 @@
+//! OAuth 2.0 authorization code flow for public integrations (contract §2; RFC 6749 with PKCE,
+//! RFC 7636): apps and staff accounts made by the operator, staff sign-in with lockout, codes
+//! that are single-use and live 10 minutes, and their exchange for an ordinary API token.
+//!
+//! The HTML page and the HTTP shapes are the server's; the rules are here.
+
+use argon2::Argon2;
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use sha2::{Digest, Sha256};
+
+use crate::access::AccessRepositories;
+use crate::access::credentials::{
+    ScopeSet, Secret, TokenSource, hash_token, mint_token, random_hex,
+};
+use crate::access::shop::{Shop, ShopIdentifier, find_shop};
+use crate::kernel::error::{DomainError, FieldError, Problems};
+use crate::kernel::time::Timestamp;
+
+/// How long an authorization code may be exchanged (contract §2).
+pub const CODE_LIFETIME_SECONDS: i64 = 10 * 60;
+/// Consecutive sign-in failures before an account is locked for a while.
+pub const FREE_SIGN_IN_FAILURES: i32 = 5;
+/// The first lock lasts this long; each further failure doubles it, up to [`MAX_LOCK_SECONDS`].
+pub const FIRST_LOCK_SECONDS: i64 = 30;
+pub const MAX_LOCK_SECONDS: i64 = 15 * 60;
+/// The shortest staff password accepted.
+pub const MIN_PASSWORD_CHARS: usize = 10;
+
+/// The prefix of client ids and secrets, so people and secret scanners recognise them.
+const CLIENT_ID_PREFIX: &str = "mci_";
+const CLIENT_SECRET_PREFIX: &str = "mcs_";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OAuthApp {
+    pub id: i64,
+    pub client_id: String,
+    /// SHA-256 of the client secret, hex.
+    pub client_secret_hash: String,
+    pub name: String,
+    pub redirect_uris: Vec<String>,
+    pub created_at: Timestamp,
+    pub revoked_at: Option<Timestamp>,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewOAuthApp {
+    pub client_id: String,
+    pub client_secret_hash: String,
+    pub name: String,
+    pub redirect_uris: Vec<String>,
+    pub created_at: Timestamp,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaffAccount {
+    pub id: i64,
+    pub shop_id: i64,
+    pub email: String,
+    /// Argon2id, PHC string form.
+    pub password_hash: String,
+    pub failed_sign_ins: i32,
+    pub locked_until: Option<Timestamp>,
+    pub created_at: Timestamp,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewStaffAccount {
+    pub shop_id: i64,
+    pub email: String,
+    pub password_hash: String,
+    pub created_at: Timestamp,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthorizationCode {
+    pub id: i64,
+    pub app_id: i64,
+    pub shop_id: i64,
+    pub staff_id: i64,
+    pub redirect_uri: String,
+    pub scopes: ScopeSet,
+    /// The PKCE S256 challenge the code was asked with.
+    pub code_challenge: Option<String>,
+    pub expires_at: Timestamp,
+    pub used_at: Option<Timestamp>,
+    /// The token the code was exchanged for.
+    pub token_id: Option<i64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewAuthorizationCode {
+    pub code_hash: String,
+    pub app_id: i64,
+    pub shop_id: i64,
+    pub staff_id: i64,
+    pub redirect_uri: String,
+    pub scopes: ScopeSet,
+    pub code_challenge: Option<String>,
+    pub expires_at: Timestamp,
+    pub created_at: Timestamp,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Apps and staff accounts (the operator's CLI).
+
+/// A redirect URI an app may register: absolute, no fragment, https — or http on a loopback
+/// host, for native and local clients (RFC 8252 §7.3).
+pub fn check_redirect_uri(uri: &str) -> Result<String, FieldError> {
+    let invalid = |why: &str| FieldError::new("redirect_uri", "invalid_url", why.to_string());
+    let parsed =
+        url::Url::parse(uri).map_err(|_| invalid("redirect_uri must be an absolute URL"))?;
+    if parsed.fragment().is_some() {
+        return Err(invalid("redirect_uri must not have a fragment"));
+    }
+    let loopback = matches!(
+        parsed.host(),
+        Some(url::Host::Domain("localhost"))
+            | Some(url::Host::Ipv4(std::net::Ipv4Addr::LOCALHOST))
+            | Some(url::Host::Ipv6(std::net::Ipv6Addr::LOCALHOST))
+    );
+    match parsed.scheme() {
+        "https" => Ok(uri.to_string()),
+        "http" if loopback => Ok(uri.to_string()),
+        _ => Err(invalid(
+            "redirect_uri must be https (or http on localhost or a loopback address)",
+        )),
+    }
+}
+
+/// What creating an app gives back: the app and its client secret, shown this once.
+#[derive(Debug)]
+pub struct CreatedApp {
+    pub app: OAuthApp,
+    pub client_secret: Secret,
+}
+
+/// Registers an app (`mercer app create`).
+pub fn create_app(
+    tx: &mut dyn AccessRepositories,
+    name: &str,
+    redirect_uris: &[String],
+    now: Timestamp,
+) -> Result<CreatedApp, DomainError> {
+    let mut problems = Problems::new();
+    let name = name.trim();
+    if name.is_empty() {
+        problems.push(FieldError::required("name"));
+    }
+    if redirect_uris.is_empty() {
+        problems.push(FieldError::required("redirect_uri"));
+    }
+    let uris: Vec<String> = redirect_uris
+        .iter()
+        .filter_map(|uri| problems.check(check_redirect_uri(uri)))
+        .collect();
+    problems.into_result()?;
+    let client_secret = Secret::new(format!("{CLIENT_SECRET_PREFIX}{}", random_hex(32)));
+    let app = tx.insert_oauth_app(&NewOAuthApp {
+        client_id: format!("{CLIENT_ID_PREFIX}{}", random_hex(16)),
+        client_secret_hash: hash_token(client_secret.expose()),
+        name: name.to_string(),
+        redirect_uris: uris,
+        created_at: now,
+    })?;
+    Ok(CreatedApp { app, client_secret })
+}
+
+/// An Argon2id hash of a password, in PHC string form.
+pub fn hash_password(password: &str) -> Result<String, DomainError> {
+    let mut salt = [0u8; 16];
+    getrandom::fill(&mut salt).map_err(|_| {
+        DomainError::Storage(crate::kernel::error::StorageError::other(
+            "the operating system's random source failed",
+        ))
+    })?;
+    let salt = SaltString::encode_b64(&salt).map_err(|error| {
+        DomainError::Storage(crate::kernel::error::StorageError::other(error.to_string()))
+    })?;
+    Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .map(|hash| hash.to_string())
+        .map_err(|error| {
+            DomainError::Storage(crate::kernel::error::StorageError::other(error.to_string()))
+        })
+}
+
+/// Whether the password matches the stored hash. Slow on purpose; call it off async threads.
+pub fn verify_password(password: &str, stored_hash: &str) -> bool {
+    PasswordHash::new(stored_hash)
+        .map(|hash| {
+            Argon2::default()
+                .verify_password(password.as_bytes(), &hash)
+                .is_ok()
+        })
+        .unwrap_or(false)
+}
+
+/// A hash that matches no password: verified against when the account does not exist, so an
+/// unknown email takes as long as a wrong password.
+pub fn decoy_password_hash() -> &'static str {
+    static DECOY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DECOY.get_or_init(|| hash_password(&random_hex(16)).unwrap_or_default())
+}
+
+fn normalize_email(email: &str) -> String {
+    email.trim().to_ascii_lowercase()
+}
+
+/// Creates a staff account for a shop (`mercer staff create`).
+pub fn create_staff(
+    tx: &mut dyn AccessRepositories,
+    shop_identifier: &str,
+    email: &str,
+    password: &str,
+    now: Timestamp,
+) -> Result<StaffAccount, DomainError> {
+    let shop = find_shop(tx, shop_identifier)?;
+    let email = normalize_email(email);
+    let mut problems = Problems::new();
+    let parts: Vec<&str> = email.split('@').collect();
+    if parts.len() != 2 || parts.iter().any(|part| part.is_empty()) || email.contains(' ') {
+        problems.push(FieldError::new(
+            "email",
+            "invalid_value",
+            "email must be an email address",
+        ));
+    }
+    if password.chars().count() < MIN_PASSWORD_CHARS {
+        problems.push(FieldError::new(
+            "password",
+            "length",
+            format!("the password must be at least {MIN_PASSWORD_CHARS} characters"),
+        ));
+    }
+    problems.into_result()?;
+    if tx.staff_account(shop.id, &email)?.is_some() {
+        return Err(DomainError::Conflict {
+            code: "staff.email_taken",
+            message: format!("the shop already has a staff account for {email}"),
+        });
+    }
+    Ok(tx.insert_staff_account(&NewStaffAccount {
+        shop_id: shop.id,
+        email,
+        password_hash: hash_password(password)?,
+        created_at: now,
+    })?)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The authorize request.
+
+/// The query of `GET /accounts/dashboard/authorize` (and the hidden fields of its form).
+#[derive(Debug, Clone, Default, serde::Deserialize, serde::Serialize)]
+#[serde(default)]
+pub struct AuthorizeParams {
+    pub client_id: Option<String>,
+    pub redirect_uri: Option<String>,
+    pub scope: Option<String>,
+    pub state: Option<String>,
+    pub response_type: Option<String>,
+    pub code_challenge: Option<String>,
+    pub code_challenge_method: Option<String>,
+    pub shop: Option<String>,
+}
+
+/// An authorize request that passed its checks.
+#[derive(Debug, Clone)]
+pub struct ValidAuthorize {
+    pub app: OAuthApp,
+    /// Where to send the browser back: the one given, or the app's only one.
+    pub redirect_uri: String,
+    /// Whether the request named it; then the token request must name the same (RFC 6749 §4.1.3).
+    pub redirect_uri_given: bool,
+    pub scopes: ScopeSet,
+    pub state: Option<String>,
+    pub code_challenge: Option<String>,
+}
+
+/// Why an authorize request cannot go on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuthorizeError {
+    /// The client or its redirect URI cannot be trusted: show the error, never redirect
+    /// (RFC 6749 §4.1.2.1).
+    NoRedirect(String),
+    /// Tell the client, by redirecting with `error`, `error_description` and `state`.
+    Redirect {
+        redirect_uri: String,
+        error: &'static str,
+        description: String,
+        state: Option<String>,
+    },
+}
+
+fn is_pkce_value(text: &str) -> bool {
+    (43..=128).contains(&text.len())
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'))
+}
+
+/// Checks an authorize request in the order RFC 6749 §4.1.2.1 asks: client and redirect URI
+/// first (errors shown), then the rest (errors redirected).
+pub fn check_authorize(
+    tx: &mut dyn AccessRepositories,
+    params: &AuthorizeParams,
+) -> Result<ValidAuthorize, AuthorizeError> {
+    let no_redirect = |why: &str| AuthorizeError::NoRedirect(why.to_string());
+    let client_id = params
+        .client_id
+        .as_deref()
+        .filter(|id| !id.is_empty())
+        .ok_or_else(|| no_redirect("The request names no client_id."))?;
+    let app = tx
+        .oauth_app_by_client_id(client_id)
+        .map_err(|_| no_redirect("The request cannot be checked right now; try again."))?
+        .filter(|app| app.revoked_at.is_none())
+        .ok_or_else(|| no_redirect("The client_id is not a registered app."))?;
+    let redirect_uri = match params.redirect_uri.as_deref() {
+        Some(uri) if app.redirect_uris.iter().any(|known| known == uri) => uri.to_string(),
+        Some(_) => {
+            return Err(no_redirect(
+                "The redirect_uri is not one registered for this app.",
+            ));
+        }
+        None if app.redirect_uris.len() == 1 => app.redirect_uris[0].clone(),
+        None => return Err(no_redirect("The request names no redirect_uri.")),
+    };
+    let redirect = |error: &'static str, description: &str| AuthorizeError::Redirect {
+        redirect_uri: redirect_uri.clone(),
+        error,
+        description: description.to_string(),
+        state: params.state.clone(),
+    };
+    match params.response_type.as_deref() {
+        Some("code") => {}
+        None => return Err(redirect("invalid_request", "response_type is required")),
+        Some(_) => {
+            return Err(redirect(
+                "unsupported_response_type",
+                "only response_type=code is supported",
+            ));
+        }
+    }
+    let scopes = match params.scope.as_deref().map(ScopeSet::parse) {
+        Some(Ok(scopes)) if !scopes.is_empty() => scopes,
+        Some(Err(unknown)) => {
+            return Err(redirect(
+                "invalid_scope",
+                &format!("unknown scope(s): {}", unknown.join(", ")),
+            ));
+        }
+        _ => return Err(redirect("invalid_scope", "scope is required")),
+    };
+    let code_challenge = match (
+        params.code_challenge.as_deref(),
+        params.code_challenge_method.as_deref(),
+    ) {
+        (None, None) => None,
+        (Some(challenge), Some("S256")) if is_pkce_value(challenge) => Some(challenge.to_string()),
+        (Some(_), Some("S256")) => {
+            return Err(redirect(
+                "invalid_request",
+                "code_challenge must be 43 to 128 characters of base64url",
+            ));
+        }
+        (Some(_), None | Some(_)) => {
+            return Err(redirect(
+                "invalid_request",
+                "code_challenge_method must be S256",
+            ));
+        }
+        (None, Some(_)) => {
+            return Err(redirect(
+                "invalid_request",
+                "code_challenge_method was given without code_challenge",
+            ));
+        }
+    };
+    Ok(ValidAuthorize {
+        app,
+        redirect_uri,
+        redirect_uri_given: params.redirect_uri.is_some(),
+        scopes,
+        state: params.state.clone(),
+        code_challenge,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sign-in.
+
+/// The shop a sign-in names: its identifier or its domain.
+pub fn find_shop_by_reference(
+    tx: &mut dyn AccessRepositories,
+    reference: &str,
+) -> Result<Option<Shop>, DomainError> {
+    let reference = reference.trim();
+    let shop = match ShopIdentifier::parse(reference) {
+        Some(identifier) => tx.shop_by_identifier(&identifier)?,
+        None => tx.shop_by_domain(&reference.to_ascii_lowercase())?,
+    };
+    Ok(shop.filter(|shop| shop.deleted_at.is_none()))
+}
+
+/// The account a sign-in names, if there is one.
+pub fn find_staff(
+    tx: &mut dyn AccessRepositories,
+    shop_reference: &str,
+    email: &str,
+) -> Result<Option<(Shop, StaffAccount)>, DomainError> {
+    let Some(shop) = find_shop_by_reference(tx, shop_reference)? else {
+        return Ok(None);
+    };
+    Ok(tx
+        .staff_account(shop.id, &normalize_email(email))?
+        .map(|staff| (shop, staff)))
+}
+
+/// Seconds the account must still wait before it may try again, if it is locked.
+pub fn locked_for(staff: &StaffAccount, now: Timestamp) -> Option<i64> {
+    let until = staff.locked_until?;
+    let wait = until.as_micros() - now.as_micros();
+    (wait > 0).then(|| (wait + 999_999) / 1_000_000)
+}
+
+/// Records a sign-in's outcome. A success clears the failures; a failure counts (atomically, so
+/// failures at the same moment all count), and from the fifth in a row locks the account (30 s,
+/// doubling with each further failure, at most 15 min). Returns how long it is locked for, if it
+/// is.
+pub fn record_sign_in(
+    tx: &mut dyn AccessRepositories,
+    staff_id: i64,
+    succeeded: bool,
+    now: Timestamp,
+) -> Result<Option<i64>, DomainError> {
+    if succeeded {
+        tx.set_staff_sign_in_state(staff_id, 0, None, now)?;
+        return Ok(None);
+    }
+    let Some(failures) = tx.increment_staff_sign_in_failures(staff_id, now)? else {
+        return Err(DomainError::not_found("staff account"));
+    };
+    let locked = (failures >= FREE_SIGN_IN_FAILURES).then(|| {
+        let doublings = u32::try_from(failures - FREE_SIGN_IN_FAILURES).unwrap_or(u32::MAX);
+        FIRST_LOCK_SECONDS
+            .saturating_mul(2_i64.saturating_pow(doublings.min(20)))
+            .min(MAX_LOCK_SECONDS)
+    });
+    if let Some(seconds) = locked {
+        tx.lock_staff_account(staff_id, now.plus_seconds(seconds), now)?;
+    }
+    Ok(locked)
+}
+
+/// Issues a code for an approved request; the code itself is returned this once.
+pub fn issue_code(
+    tx: &mut dyn AccessRepositories,
+    request: &ValidAuthorize,
+    staff: &StaffAccount,
+    now: Timestamp,
+) -> Result<Secret, DomainError> {
+    let code = Secret::new(random_hex(32));
+    tx.insert_authorization_code(&NewAuthorizationCode {
+        code_hash: hash_token(code.expose()),
+        app_id: request.app.id,
+        shop_id: staff.shop_id,
+        staff_id: staff.id,
+        // Empty when the request named none: the token request need not name one either.
+        redirect_uri: if request.redirect_uri_given {
+            request.redirect_uri.clone()
+        } else {
+            String::new()
+        },
+        scopes: request.scopes.clone(),
+        code_challenge: request.code_challenge.clone(),
+        expires_at: now.plus_seconds(CODE_LIFETIME_SECONDS),
+        created_at: now,
+    })?;
+    Ok(code)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The token endpoint.
+
+/// The body of `POST /auth/oauth2/token`, as form fields or JSON.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(default)]
+pub struct TokenParams {
+    pub grant_type: Option<String>,
+    pub code: Option<String>,
+    pub redirect_uri: Option<String>,
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+    pub code_verifier: Option<String>,
+}
+
+/// An RFC 6749 §5.2 error: `invalid_client` is 401, the others 400.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OAuthError {
+    pub error: &'static str,
+    pub description: String,
+}
+
+impl OAuthError {
+    fn new(error: &'static str, description: impl Into<String>) -> Self {
+        OAuthError {
+            error,
+            description: description.into(),
+        }
+    }
+}
+
+/// What a successful exchange gives: the token (shown this once) and what it is for.
+#[derive(Debug)]
+pub struct IssuedToken {
+    pub access_token: Secret,
+    pub scopes: ScopeSet,
+    pub shop: Shop,
+}
+
+fn pkce_s256(verifier: &str) -> String {
+    URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
+}
+
+/// How an exchange of a code ended, when storage did not fail.
+#[derive(Debug)]
+pub enum Exchange {
+    Issued(Box<IssuedToken>),
+    /// The client's error (RFC 6749 §5.2). It is an outcome, not an `Err`, so that what the
+    /// exchange changed (revoking the token of a code presented twice) is committed.
+    Refused(OAuthError),
+}
+
+/// Exchanges a code for a token. `Err` is a storage failure only.
+pub fn exchange_code(
+    tx: &mut dyn AccessRepositories,
+    params: &TokenParams,
+    now: Timestamp,
+) -> Result<Exchange, DomainError> {
+    let required = |value: &Option<String>, name: &str| {
+        value
+            .as_deref()
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
+            .ok_or_else(|| OAuthError::new("invalid_request", format!("{name} is required")))
+    };
+    macro_rules! or_client_error {
+        ($result:expr) => {
+            match $result {
+                Ok(value) => value,
+                Err(error) => return Ok(Exchange::Refused(error)),
+            }
+        };
+    }
+    match params.grant_type.as_deref() {
+        Some("authorization_code") => {}
+        None | Some("") => {
+            return Ok(Exchange::Refused(OAuthError::new(
+                "invalid_request",
+                "grant_type is required",
+            )));
+        }
+        Some(_) => {
+            return Ok(Exchange::Refused(OAuthError::new(
+                "unsupported_grant_type",
+                "only grant_type=authorization_code is supported",
+            )));
+        }
+    }
+    let code = or_client_error!(required(&params.code, "code"));
+    let client_id = or_client_error!(required(&params.client_id, "client_id"));
+    let unknown_client = || OAuthError::new("invalid_client", "client authentication failed");
+    let Some(app) = tx
+        .oauth_app_by_client_id(&client_id)?
+        .filter(|app| app.revoked_at.is_none())
+    else {
+        return Ok(Exchange::Refused(unknown_client()));
+    };
+    let secret_given = params.client_secret.as_deref().filter(|s| !s.is_empty());
+    if let Some(secret) = secret_given
+        && hash_token(secret) != app.client_secret_hash
+    {
+        return Ok(Exchange::Refused(unknown_client()));
+    }
+    let invalid_grant = |why: &str| OAuthError::new("invalid_grant", why);
+    let Some(stored) = tx.authorization_code_by_hash(&hash_token(&code))? else {
+        return Ok(Exchange::Refused(invalid_grant("the code is not valid")));
+    };
+    if stored.app_id != app.id {
+        return Ok(Exchange::Refused(invalid_grant(
+            "the code was issued to another client",
+        )));
+    }
+    if stored.used_at.is_some() {
+        // A code presented twice may have been stolen: the token it gave is revoked too.
+        if let Some(token_id) = stored.token_id {
+            tx.revoke_token(stored.shop_id, token_id, now)?;
+        }
+        return Ok(Exchange::Refused(invalid_grant(
+            "the code was already used",
+        )));
+    }
+    if now >= stored.expires_at {
+        return Ok(Exchange::Refused(invalid_grant("the code has expired")));
+    }
+    let redirect_uri = params.redirect_uri.as_deref().filter(|v| !v.is_empty());
+    let redirect_matches = match redirect_uri {
+        // Named in the authorization request: the same one is required.
+        _ if !stored.redirect_uri.is_empty() => redirect_uri == Some(stored.redirect_uri.as_str()),
+        Some(uri) => app.redirect_uris.iter().any(|known| known == uri),
+        None => true,
+    };
+    if !redirect_matches {
+        if redirect_uri.is_none() {
+            return Ok(Exchange::Refused(OAuthError::new(
+                "invalid_request",
+                "redirect_uri is required: the authorization request named one",
+            )));
+        }
+        return Ok(Exchange::Refused(invalid_grant(
+            "redirect_uri does not match the authorization request",
+        )));
+    }
+    match (&stored.code_challenge, params.code_verifier.as_deref()) {
+        (Some(challenge), Some(verifier)) => {
+            if !is_pkce_value(verifier) || pkce_s256(verifier) != *challenge {
+                return Ok(Exchange::Refused(invalid_grant(
+                    "the code_verifier does not match",
+                )));
+            }
+        }
+        (Some(_), None) => {
+            return Ok(Exchange::Refused(OAuthError::new(
+                "invalid_request",
+                "code_verifier is required: the code was asked for with a code_challenge",
+            )));
+        }
+        // A verifier for a code asked without a challenge is a downgrade attempt (RFC 9700).
+        (None, Some(_)) => {
+            return Ok(Exchange::Refused(invalid_grant(
+                "code_verifier was sent, but the code was asked for without code_challenge",
+            )));
+        }
+        // Without PKCE the client must prove itself with its secret.
+        (None, None) if secret_given.is_none() => return Ok(Exchange::Refused(unknown_client())),
+        (None, None) => {}
+    }
+    let Some(shop) = tx
+        .shop_by_id(stored.shop_id)?
+        .filter(|s| s.deleted_at.is_none())
+    else {
+        return Ok(Exchange::Refused(invalid_grant(
+            "the shop no longer exists",
+        )));
+    };
+    let (access_token, record) = mint_token(
+        shop.id,
+        &format!("oauth: {}", app.name),
+        stored.scopes.clone(),
+        TokenSource::OAuth,
+        now,
+    );
+    let token = tx.insert_token(&record)?;
+    if !tx.redeem_authorization_code(stored.id, token.id, now)? {
+        // Another exchange of the same code won at the same moment: neither token may stand.
+        tx.revoke_token(shop.id, token.id, now)?;
+        if let Some(winner) = tx
+            .authorization_code_by_hash(&hash_token(&code))?
+            .and_then(|used| used.token_id)
+        {
+            tx.revoke_token(shop.id, winner, now)?;
+        }
+        return Ok(Exchange::Refused(invalid_grant(
+            "the code was already used",
+        )));
+    }
+    Ok(Exchange::Issued(Box::new(IssuedToken {
+        access_token,
+        scopes: stored.scopes,
+        shop,
+    })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::access::shop::{ShopInput, create_shop};
+    use crate::ports::Database;
+    use crate::testing::MemoryDatabase;
+
+    struct World {
+        db: MemoryDatabase,
+        shop: Shop,
+        app: OAuthApp,
+        client_secret: String,
+        staff: StaffAccount,
+    }
+
+    const REDIRECT: &str = "https://client.example.test/callback";
+
+    fn world() -> World {
+        let db = MemoryDatabase::default();
+        let now = Timestamp::from_micros(0);
+        let (shop, created, staff) = db
+            .write(|tx| {
+                let shop = create_shop(
+                    tx,
+                    ShopInput {
+                        shop_domain: "oauth.shop.test".into(),
+                        ..ShopInput::default()
+                    },
+                    now,
+                )?;
+                let created = create_app(tx, "Client", &[REDIRECT.to_string()], now)?;
+                let staff = create_staff(
+                    tx,
+                    shop.identifier.as_str(),
+                    " Owner@Shop.Test ",
+                    "correct horse battery",
+                    now,
+                )?;
+                Ok((shop, created, staff))
+            })
+            .unwrap();
+        World {
+            db,
+            shop,
+            client_secret: created.client_secret.expose().to_string(),
+            app: created.app,
+            staff,
+        }
+    }
+
+    fn params(world: &World) -> AuthorizeParams {
+        AuthorizeParams {
+            client_id: Some(world.app.client_id.clone()),
+            redirect_uri: Some(REDIRECT.to_string()),
+            scope: Some("read_orders read_shop_settings".to_string()),
+            state: Some("xyz".to_string()),
+            response_type: Some("code".to_string()),
+            ..AuthorizeParams::default()
+        }
+    }
+
+    fn code_for(world: &World, params: &AuthorizeParams, now: Timestamp) -> String {
+        world
+            .db
+            .write(|tx| {
+                let valid = check_authorize(tx, params)
+                    .map_err(|e| DomainError::invalid("authorize", "invalid", format!("{e:?}")))?;
+                issue_code(tx, &valid, &world.staff, now)
+            })
+            .unwrap()
+            .expose()
+            .to_string()
+    }
+
+    fn exchange(
+        world: &World,
+        body: TokenParams,
+        now: Timestamp,
+    ) -> Result<IssuedToken, OAuthError> {
+        match world.db.write(|tx| exchange_code(tx, &body, now)).unwrap() {
+            Exchange::Issued(issued) => Ok(*issued),
+            Exchange::Refused(error) => Err(error),
+        }
+    }
+
+    fn token_body(world: &World, code: &str) -> TokenParams {
+        TokenParams {
+            grant_type: Some("authorization_code".to_string()),
+            code: Some(code.to_string()),
+            redirect_uri: Some(REDIRECT.to_string()),
+            client_id: Some(world.app.client_id.clone()),
+            client_secret: Some(world.client_secret.clone()),
+            code_verifier: None,
+        }
+    }
+
+    #[test]
+    fn passwords_are_hashed_with_argon2id_and_emails_normalised() {
+        let world = world();
+        assert_eq!(world.staff.email, "owner@shop.test");
+        assert!(world.staff.password_hash.starts_with("$argon2id$"));
+        assert!(verify_password(
+            "correct horse battery",
+            &world.staff.password_hash
+        ));
+        assert!(!verify_password(
+            "wrong horse battery",
+            &world.staff.password_hash
+        ));
+        assert!(!verify_password("anything", decoy_password_hash()));
+    }
+
+    #[test]
+    fn untrusted_clients_are_never_redirected_to() {
+        let world = world();
+        let check = |params: AuthorizeParams| {
+            world
+                .db
+                .write(|tx| Ok(check_authorize(tx, &params)))
+                .unwrap()
+        };
+        let mut unknown = params(&world);
+        unknown.client_id = Some("mci_nope".to_string());
+        assert!(matches!(check(unknown), Err(AuthorizeError::NoRedirect(_))));
+        let mut elsewhere = params(&world);
+        elsewhere.redirect_uri = Some("https://client.example.test/callback/".to_string());
+        assert!(matches!(
+            check(elsewhere),
+            Err(AuthorizeError::NoRedirect(_))
+        ));
+        let mut token_flow = params(&world);
+        token_flow.response_type = Some("token".to_string());
+        assert!(matches!(
+            check(token_flow),
+            Err(AuthorizeError::Redirect { error: "unsupported_response_type", state: Some(ref s), .. }) if s == "xyz"
+        ));
+        let mut bad_scope = params(&world);
+        bad_scope.scope = Some("read_orders admin".to_string());
+        assert!(matches!(
+            check(bad_scope),
+            Err(AuthorizeError::Redirect {
+                error: "invalid_scope",
+                ..
+            })
+        ));
+        let mut plain = params(&world);
+        plain.code_challenge = Some("a".repeat(43));
+        plain.code_challenge_method = Some("plain".to_string());
+        assert!(matches!(
+            check(plain),
+            Err(AuthorizeError::Redirect {
+                error: "invalid_request",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn a_code_is_exchanged_once_for_a_token_of_its_scopes() {
+        let world = world();
+        let now = Timestamp::from_micros(1_000_000);
+        let code = code_for(&world, &params(&world), now);
+        let issued = exchange(&world, token_body(&world, &code), now).unwrap();
+        assert_eq!(issued.scopes.to_string(), "read_orders read_shop_settings");
+        assert_eq!(issued.shop.id, world.shop.id);
+        let token_hash = hash_token(issued.access_token.expose());
+        let live = |db: &MemoryDatabase| {
+            db.read(|tx| Ok(tx.active_token_by_hash(&token_hash)?))
+                .unwrap()
+        };
+        assert!(live(&world.db).is_some());
+        // The second time is refused, and the token the code gave is revoked.
+        let again = exchange(&world, token_body(&world, &code), now).unwrap_err();
+        assert_eq!(again.error, "invalid_grant");
+        assert!(live(&world.db).is_none());
+    }
+
+    #[test]
+    fn the_exchange_checks_client_code_and_redirect() {
+        let world = world();
+        let now = Timestamp::from_micros(0);
+        let error =
+            |body: TokenParams, at: Timestamp| exchange(&world, body, at).unwrap_err().error;
+        let code = code_for(&world, &params(&world), now);
+        let mut wrong_secret = token_body(&world, &code);
+        wrong_secret.client_secret = Some("mcs_wrong".to_string());
+        assert_eq!(error(wrong_secret, now), "invalid_client");
+        let mut no_secret = token_body(&world, &code);
+        no_secret.client_secret = None;
+        assert_eq!(error(no_secret, now), "invalid_client");
+        let mut other_redirect = token_body(&world, &code);
+        other_redirect.redirect_uri = Some("https://client.example.test/other".to_string());
+        assert_eq!(error(other_redirect, now), "invalid_grant");
+        let mut grant = token_body(&world, &code);
+        grant.grant_type = Some("password".to_string());
+        assert_eq!(error(grant, now), "unsupported_grant_type");
+        let mut missing = token_body(&world, &code);
+        missing.code = None;
+        assert_eq!(error(missing, now), "invalid_request");
+        assert_eq!(error(token_body(&world, "0000"), now), "invalid_grant");
+        // Ten minutes later the code has expired.
+        let late = now.plus_seconds(CODE_LIFETIME_SECONDS);
+        assert_eq!(error(token_body(&world, &code), late), "invalid_grant");
+    }
+
+    #[test]
+    fn redirect_uri_is_required_at_the_token_endpoint_only_if_it_was_named() {
+        let world = world();
+        let now = Timestamp::from_micros(0);
+        let mut unnamed = params(&world);
+        unnamed.redirect_uri = None;
+        let code = code_for(&world, &unnamed, now);
+        let mut body = token_body(&world, &code);
+        body.redirect_uri = None;
+        assert!(exchange(&world, body, now).is_ok());
+
+        let code = code_for(&world, &params(&world), now);
+        let mut body = token_body(&world, &code);
+        body.redirect_uri = None;
+        assert_eq!(
+            exchange(&world, body, now).unwrap_err().error,
+            "invalid_request"
+        );
+        // A verifier for a code asked without a challenge is refused, secret or not.
+        let mut downgrade = token_body(&world, &code);
+        downgrade.code_verifier = Some("v".repeat(43));
+        assert_eq!(
+            exchange(&world, downgrade, now).unwrap_err().error,
+            "invalid_grant"
+        );
+        assert!(exchange(&world, token_body(&world, &code), now).is_ok());
+    }
+
+    #[test]
+    fn pkce_replaces_the_client_secret() {
+        let world = world();
+        let now = Timestamp::from_micros(0);
+        let verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
+        // RFC 7636 appendix B.
+        assert_eq!(
+            pkce_s256(verifier),
+            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+        );
+        let mut with_pkce = params(&world);
+        with_pkce.code_challenge = Some(pkce_s256(verifier));
+        with_pkce.code_challenge_method = Some("S256".to_string());
+        let code = code_for(&world, &with_pkce, now);
+        let public = |verifier: Option<&str>| TokenParams {
+            client_secret: None,
+            code_verifier: verifier.map(str::to_string),
+            ..token_body(&world, &code)
+        };
+        assert_eq!(
+            exchange(&world, public(None), now).unwrap_err().error,
+            "invalid_request"
+        );
+        let wrong = "x".repeat(43);
+        assert_eq!(
+            exchange(&world, public(Some(&wrong)), now)
+                .unwrap_err()
+                .error,
+            "invalid_grant"
+        );
+        assert!(exchange(&world, public(Some(verifier)), now).is_ok());
+    }
+
+    #[test]
+    fn failures_lock_the_account_with_growing_waits() {
+        let world = world();
+        let now = Timestamp::from_micros(0);
+        let mut locks = Vec::new();
+        for _ in 0..9 {
+            locks.push(
+                world
+                    .db
+                    .write(|tx| record_sign_in(tx, world.staff.id, false, now))
+                    .unwrap(),
+            );
+        }
+        assert_eq!(
+            locks,
+            [
+                None,
+                None,
+                None,
+                None,
+                Some(30),
+                Some(60),
+                Some(120),
+                Some(240),
+                Some(480)
+            ]
+        );
+        let staff = world
+            .db
+            .read(|tx| Ok(tx.staff_account_by_id(world.staff.id)?))
+            .unwrap()
+            .unwrap();
+        assert_eq!(locked_for(&staff, now), Some(480));
+        assert_eq!(locked_for(&staff, now.plus_seconds(480)), None);
+        world
+            .db
+            .write(|tx| record_sign_in(tx, world.staff.id, true, now))
+            .unwrap();
+        let staff = world
+            .db
+            .read(|tx| Ok(tx.staff_account_by_id(world.staff.id)?))
+            .unwrap()
+            .unwrap();
+        assert_eq!((staff.failed_sign_ins, staff.locked_until), (0, None));
+    }
+
+    #[test]
+    fn redirect_uris_must_be_https_or_loopback_http() {
+        assert!(check_redirect_uri("https://app.example.test/cb").is_ok());
+        assert!(check_redirect_uri("http://127.0.0.1:8123/cb").is_ok());
+        assert!(check_redirect_uri("http://localhost/cb").is_ok());
+        assert!(check_redirect_uri("http://app.example.test/cb").is_err());
+        assert!(check_redirect_uri("https://app.example.test/cb#frag").is_err());
+        assert!(check_redirect_uri("/cb").is_err());
+    }
+}

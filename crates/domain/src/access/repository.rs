@@ -1,0 +1,93 @@
+//! What access needs from storage: shops, tokens, shared secrets, OAuth apps and staff.
+
+use crate::access::credentials::{ApiToken, NewApiToken};
+use crate::access::oauth::{
+    AuthorizationCode, NewAuthorizationCode, NewOAuthApp, NewStaffAccount, OAuthApp, StaffAccount,
+};
+use crate::access::secrets::{SecretKind, SharedSecret};
+use crate::access::shop::{NewShop, Shop, ShopIdentifier};
+use crate::kernel::error::StoreResult;
+use crate::kernel::time::Timestamp;
+
+crate::feature_database!(
+    /// The database as access sees it.
+    AccessDatabase,
+    AccessRepositories
+);
+
+/// Every repository access's use cases may touch in one unit of work.
+pub trait AccessRepositories:
+    ShopRepository + TokenRepository + SecretRepository + OAuthRepository
+{
+}
+
+impl<T> AccessRepositories for T where
+    T: ShopRepository + TokenRepository + SecretRepository + OAuthRepository + ?Sized
+{
+}
+
+pub trait ShopRepository {
+    fn insert_shop(&mut self, shop: &NewShop) -> StoreResult<Shop>;
+    fn shop_by_identifier(&mut self, identifier: &ShopIdentifier) -> StoreResult<Option<Shop>>;
+    fn shop_by_domain(&mut self, domain: &str) -> StoreResult<Option<Shop>>;
+    fn shop_by_id(&mut self, id: i64) -> StoreResult<Option<Shop>>;
+    fn count_shops(&mut self) -> StoreResult<i64>;
+    /// All shops, oldest first.
+    fn list_shops(&mut self) -> StoreResult<Vec<Shop>>;
+}
+
+pub trait TokenRepository {
+    fn insert_token(&mut self, token: &NewApiToken) -> StoreResult<ApiToken>;
+    /// The token with this SHA-256 hash, unless it was revoked.
+    fn active_token_by_hash(&mut self, token_hash: &str) -> StoreResult<Option<ApiToken>>;
+    /// Every token of the shop, revoked ones included, oldest first.
+    fn tokens_of_shop(&mut self, shop_id: i64) -> StoreResult<Vec<ApiToken>>;
+    /// Marks the token revoked; false when the shop has no such live token.
+    fn revoke_token(&mut self, shop_id: i64, token_id: i64, at: Timestamp) -> StoreResult<bool>;
+}
+
+pub trait SecretRepository {
+    fn shared_secret(
+        &mut self,
+        shop_id: i64,
+        kind: SecretKind,
+    ) -> StoreResult<Option<SharedSecret>>;
+    /// Inserts or replaces the shop's secret of that kind.
+    fn save_shared_secret(&mut self, secret: &SharedSecret) -> StoreResult<()>;
+}
+
+/// OAuth apps, staff accounts and authorization codes (contract §2).
+pub trait OAuthRepository {
+    fn insert_oauth_app(&mut self, new: &NewOAuthApp) -> StoreResult<OAuthApp>;
+    fn oauth_app_by_client_id(&mut self, client_id: &str) -> StoreResult<Option<OAuthApp>>;
+    fn insert_staff_account(&mut self, new: &NewStaffAccount) -> StoreResult<StaffAccount>;
+    fn staff_account(&mut self, shop_id: i64, email: &str) -> StoreResult<Option<StaffAccount>>;
+    fn staff_account_by_id(&mut self, id: i64) -> StoreResult<Option<StaffAccount>>;
+    fn set_staff_sign_in_state(
+        &mut self,
+        id: i64,
+        failed_sign_ins: i32,
+        locked_until: Option<Timestamp>,
+        now: Timestamp,
+    ) -> StoreResult<()>;
+    /// Adds one to the account's failed sign-ins in one statement; the new count, or `None`
+    /// when there is no such account.
+    fn increment_staff_sign_in_failures(
+        &mut self,
+        id: i64,
+        now: Timestamp,
+    ) -> StoreResult<Option<i32>>;
+    fn lock_staff_account(&mut self, id: i64, until: Timestamp, now: Timestamp) -> StoreResult<()>;
+    fn insert_authorization_code(&mut self, new: &NewAuthorizationCode) -> StoreResult<()>;
+    fn authorization_code_by_hash(
+        &mut self,
+        code_hash: &str,
+    ) -> StoreResult<Option<AuthorizationCode>>;
+    /// Marks the code used for this token, unless it already was: false then.
+    fn redeem_authorization_code(
+        &mut self,
+        id: i64,
+        token_id: i64,
+        now: Timestamp,
+    ) -> StoreResult<bool>;
+}

@@ -1,0 +1,479 @@
+//! Shops (seed 002 §2.5): created by the operator, addressed by their 32-hex identifier.
+
+use serde::Serialize;
+
+use crate::access::AccessRepositories;
+use crate::access::credentials::{ScopeSet, Secret, TokenSource, mint_token, random_hex};
+use crate::access::secrets::{SecretKind, rotate_secret};
+use crate::kernel::error::{DomainError, FieldError, Problems};
+use crate::kernel::time::Timestamp;
+
+/// The `shop_identifier` of the contract: 32 lowercase hex characters.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(transparent)]
+pub struct ShopIdentifier(String);
+
+impl ShopIdentifier {
+    pub fn parse(text: &str) -> Option<Self> {
+        let valid = text.len() == 32
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        valid.then(|| ShopIdentifier(text.to_string()))
+    }
+
+    pub fn generate() -> Self {
+        ShopIdentifier(random_hex(16))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shop {
+    pub id: i64,
+    pub identifier: ShopIdentifier,
+    pub shop_domain: String,
+    pub custom_domain: Option<String>,
+    pub platform_type: String,
+    pub timezone: String,
+    pub currency: String,
+    pub currency_format: String,
+    pub shop_owner: String,
+    pub admin_email: String,
+    pub pii_redacted_at: Option<Timestamp>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub deleted_at: Option<Timestamp>,
+}
+
+/// What the operator gives to create a shop; everything but the domain has a default.
+#[derive(Debug, Clone, Default)]
+pub struct ShopInput {
+    pub shop_domain: String,
+    pub custom_domain: Option<String>,
+    pub platform_type: Option<String>,
+    pub timezone: Option<String>,
+    pub currency: Option<String>,
+    pub shop_owner: Option<String>,
+    pub admin_email: Option<String>,
+}
+
+/// A validated shop, ready to store.
+#[derive(Debug, Clone)]
+pub struct NewShop {
+    pub identifier: ShopIdentifier,
+    pub shop_domain: String,
+    pub custom_domain: Option<String>,
+    pub platform_type: String,
+    pub timezone: String,
+    pub currency: String,
+    pub currency_format: String,
+    pub shop_owner: String,
+    pub admin_email: String,
+    pub created_at: Timestamp,
+}
+
+pub const DEFAULT_PLATFORM_TYPE: &str = "custom";
+
+fn check_domain(field: &str, value: &str) -> Result<String, FieldError> {
+    let value = value.trim().to_ascii_lowercase();
+    let labels_ok = value.split('.').all(|label| {
+        !label.is_empty()
+            && label.len() <= 63
+            && !label.starts_with('-')
+            && !label.ends_with('-')
+            && label
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    });
+    if value.is_empty() || value.len() > 253 || !labels_ok || !value.contains('.') {
+        return Err(FieldError::new(
+            field,
+            "invalid_domain",
+            format!("{field} must be a host name such as example.myshop.test"),
+        ));
+    }
+    Ok(value)
+}
+
+fn check_platform_type(value: &str) -> Result<String, FieldError> {
+    let ok = !value.is_empty()
+        && value.len() <= 32
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if ok {
+        Ok(value.to_string())
+    } else {
+        Err(FieldError::new(
+            "platform_type",
+            "invalid_format",
+            "platform_type must be 1..32 of a-z, 0-9 and _",
+        ))
+    }
+}
+
+fn check_currency(value: &str) -> Result<String, FieldError> {
+    if value.len() == 3 && value.bytes().all(|b| b.is_ascii_uppercase()) {
+        Ok(value.to_string())
+    } else {
+        Err(FieldError::new(
+            "currency",
+            "invalid_format",
+            "currency must be an ISO 4217 code such as USD",
+        ))
+    }
+}
+
+fn check_timezone(value: &str) -> Result<String, FieldError> {
+    // An IANA name (`UTC`, `America/Toronto`); the zone database itself is not bundled.
+    let ok = !value.is_empty()
+        && value.len() <= 64
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'_' | b'-' | b'+'));
+    if ok {
+        Ok(value.to_string())
+    } else {
+        Err(FieldError::new(
+            "timezone",
+            "invalid_format",
+            "timezone must be an IANA zone name such as America/Toronto",
+        ))
+    }
+}
+
+fn check_email(field: &str, value: &str) -> Result<String, FieldError> {
+    let value = value.trim();
+    let ok = match value.split_once('@') {
+        Some((local, host)) => !local.is_empty() && host.contains('.') && !value.contains(' '),
+        None => false,
+    };
+    if ok {
+        Ok(value.to_string())
+    } else {
+        Err(FieldError::new(
+            field,
+            "invalid_email",
+            format!("{field} must be an email address"),
+        ))
+    }
+}
+
+impl ShopInput {
+    pub fn validate(self, now: Timestamp) -> Result<NewShop, DomainError> {
+        let mut problems = Problems::new();
+        let shop_domain = problems.check(check_domain("shop_domain", &self.shop_domain));
+        let custom_domain = match &self.custom_domain {
+            Some(domain) => problems
+                .check(check_domain("custom_domain", domain))
+                .map(Some),
+            None => Some(None),
+        };
+        let platform_type = problems.check(check_platform_type(
+            self.platform_type
+                .as_deref()
+                .unwrap_or(DEFAULT_PLATFORM_TYPE),
+        ));
+        let timezone = problems.check(check_timezone(self.timezone.as_deref().unwrap_or("UTC")));
+        let currency = problems.check(check_currency(self.currency.as_deref().unwrap_or("USD")));
+        let admin_email = match (&self.admin_email, &shop_domain) {
+            (Some(email), _) => problems.check(check_email("admin_email", email)),
+            (None, Some(domain)) => Some(format!("admin@{domain}")),
+            (None, None) => None,
+        };
+        problems.into_result()?;
+        match (
+            shop_domain,
+            custom_domain,
+            platform_type,
+            timezone,
+            currency,
+            admin_email,
+        ) {
+            (
+                Some(shop_domain),
+                Some(custom_domain),
+                Some(platform_type),
+                Some(timezone),
+                Some(currency),
+                Some(admin_email),
+            ) => Ok(NewShop {
+                identifier: ShopIdentifier::generate(),
+                currency_format: currency_format(&currency),
+                shop_owner: self.shop_owner.unwrap_or_else(|| shop_domain.clone()),
+                shop_domain,
+                custom_domain,
+                platform_type,
+                timezone,
+                currency,
+                admin_email,
+                created_at: now,
+            }),
+            // Every None above recorded a problem, so into_result() has returned already.
+            _ => Err(DomainError::invalid(
+                "shop_domain",
+                "invalid",
+                "the shop is invalid",
+            )),
+        }
+    }
+}
+
+/// How amounts of a currency are shown, `${{amount}}` style as platforms write it.
+fn currency_format(currency: &str) -> String {
+    let symbol = match currency {
+        "USD" | "CAD" | "AUD" | "NZD" | "MXN" => "$",
+        "EUR" => "€",
+        "GBP" => "£",
+        "JPY" => "¥",
+        _ => return format!("{{{{amount}}}} {currency}"),
+    };
+    format!("{symbol}{{{{amount}}}}")
+}
+
+/// Creates a shop from the operator's input.
+pub fn create_shop(
+    tx: &mut dyn AccessRepositories,
+    input: ShopInput,
+    now: Timestamp,
+) -> Result<Shop, DomainError> {
+    let new_shop = input.validate(now)?;
+    let taken = || DomainError::Conflict {
+        code: "shop.domain_taken",
+        message: format!("a shop with domain {} already exists", new_shop.shop_domain),
+    };
+    if tx.shop_by_domain(&new_shop.shop_domain)?.is_some() {
+        return Err(taken());
+    }
+    // Another writer may have stored the same domain since the check: the unique index says so.
+    let shop = tx.insert_shop(&new_shop).map_err(|error| {
+        if error.is_unique_violation() {
+            taken()
+        } else {
+            DomainError::from(error)
+        }
+    })?;
+    // Every shop has a connector secret from the start, so a destination can be registered
+    // at once; its creator reads it once (`connector_secret`).
+    rotate_secret(tx, shop.id, SecretKind::Connector, now)?;
+    Ok(shop)
+}
+
+/// The connector shared secret of a shop, to show its creator once.
+pub fn connector_secret(
+    tx: &mut dyn AccessRepositories,
+    shop: &Shop,
+) -> Result<Secret, DomainError> {
+    tx.shared_secret(shop.id, SecretKind::Connector)?
+        .map(|secret| secret.current)
+        .ok_or_else(|| {
+            DomainError::Storage(crate::StorageError::other(
+                "the new shop has no connector secret",
+            ))
+        })
+}
+
+/// The live (not deleted) shop with this identifier, or `NotFound`. Malformed identifiers name
+/// no shop, so they are `NotFound` too.
+pub fn find_shop(tx: &mut dyn AccessRepositories, identifier: &str) -> Result<Shop, DomainError> {
+    let identifier = ShopIdentifier::parse(identifier).ok_or(DomainError::not_found("shop"))?;
+    match tx.shop_by_identifier(&identifier)? {
+        Some(shop) if shop.deleted_at.is_none() => Ok(shop),
+        _ => Err(DomainError::not_found("shop")),
+    }
+}
+
+pub const DEMO_SHOP_DOMAIN: &str = "demo.mercer.test";
+
+/// What the first start of an empty database prints once.
+#[derive(Debug)]
+pub struct DemoCredentials {
+    pub shop: Shop,
+    pub token: Secret,
+    pub connector_secret: Secret,
+}
+
+/// On a database with no shop at all, creates the demo shop and an all-scope token for it, in
+/// the caller's transaction. Does nothing (None) when any shop exists.
+pub fn bootstrap_demo(
+    tx: &mut dyn AccessRepositories,
+    now: Timestamp,
+) -> Result<Option<DemoCredentials>, DomainError> {
+    if tx.count_shops()? > 0 {
+        return Ok(None);
+    }
+    // Two processes starting on one new database both see no shop; the second to insert the
+    // demo shop finds it taken and leaves the demo to the first.
+    let shop = match create_shop(
+        tx,
+        ShopInput {
+            shop_domain: DEMO_SHOP_DOMAIN.to_string(),
+            shop_owner: Some("Demo Owner".to_string()),
+            ..ShopInput::default()
+        },
+        now,
+    ) {
+        Ok(shop) => shop,
+        Err(DomainError::Conflict { .. }) => return Ok(None),
+        Err(error) => return Err(error),
+    };
+    let (token, record) = mint_token(shop.id, "demo", ScopeSet::all(), TokenSource::Demo, now);
+    tx.insert_token(&record)?;
+    let connector_secret = connector_secret(tx, &shop)?;
+    Ok(Some(DemoCredentials {
+        shop,
+        token,
+        connector_secret,
+    }))
+}
+
+/// The Shop resource of seed 002 §2.5, with the seed's own spelling `shop_identifer`.
+#[derive(Debug, Serialize)]
+pub struct ShopResource<'a> {
+    pub id: i64,
+    pub shop_domain: &'a str,
+    pub custom_domain: Option<&'a str>,
+    pub shop_identifer: &'a str,
+    pub platform_type: &'a str,
+    pub timezone: &'a str,
+    pub currency: &'a str,
+    pub currency_format: &'a str,
+    pub shop_owner: &'a str,
+    pub admin_email: &'a str,
+    pub pii_redacted_at: Option<Timestamp>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub deleted_at: Option<Timestamp>,
+}
+
+impl<'a> From<&'a Shop> for ShopResource<'a> {
+    fn from(shop: &'a Shop) -> Self {
+        ShopResource {
+            id: shop.id,
+            shop_domain: &shop.shop_domain,
+            custom_domain: shop.custom_domain.as_deref(),
+            shop_identifer: shop.identifier.as_str(),
+            platform_type: &shop.platform_type,
+            timezone: &shop.timezone,
+            currency: &shop.currency,
+            currency_format: &shop.currency_format,
+            shop_owner: &shop.shop_owner,
+            admin_email: &shop.admin_email,
+            pii_redacted_at: shop.pii_redacted_at,
+            created_at: shop.created_at,
+            updated_at: shop.updated_at,
+            deleted_at: shop.deleted_at,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ports::Database;
+    use crate::testing::MemoryDatabase;
+
+    fn input(domain: &str) -> ShopInput {
+        ShopInput {
+            shop_domain: domain.to_string(),
+            ..ShopInput::default()
+        }
+    }
+
+    #[test]
+    fn identifiers_are_32_lowercase_hex() {
+        assert!(ShopIdentifier::parse("0123456789abcdef0123456789abcdef").is_some());
+        assert!(ShopIdentifier::parse("0123456789ABCDEF0123456789abcdef").is_none());
+        assert!(ShopIdentifier::parse("0123456789abcdef").is_none());
+        assert!(ShopIdentifier::parse("g123456789abcdef0123456789abcdef").is_none());
+        let generated = ShopIdentifier::generate();
+        assert!(ShopIdentifier::parse(generated.as_str()).is_some());
+    }
+
+    #[test]
+    fn validation_fills_defaults() {
+        let shop = input("Example.MyShop.test")
+            .validate(Timestamp::from_micros(5))
+            .unwrap();
+        assert_eq!(shop.shop_domain, "example.myshop.test");
+        assert_eq!(shop.platform_type, "custom");
+        assert_eq!(shop.currency, "USD");
+        assert_eq!(shop.currency_format, "${{amount}}");
+        assert_eq!(shop.timezone, "UTC");
+        assert_eq!(shop.admin_email, "admin@example.myshop.test");
+    }
+
+    #[test]
+    fn validation_reports_every_problem_with_its_field() {
+        let bad = ShopInput {
+            shop_domain: "not a domain".into(),
+            platform_type: Some("Has Spaces".into()),
+            currency: Some("usd".into()),
+            admin_email: Some("nobody".into()),
+            ..ShopInput::default()
+        };
+        let Err(DomainError::Invalid(problems)) = bad.validate(Timestamp::from_micros(0)) else {
+            panic!("expected validation errors");
+        };
+        let fields: Vec<&str> = problems.iter().map(|p| p.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            ["shop_domain", "platform_type", "currency", "admin_email"]
+        );
+    }
+
+    #[test]
+    fn a_second_shop_with_the_same_domain_is_a_conflict() {
+        let db = MemoryDatabase::default();
+        let now = Timestamp::from_micros(0);
+        db.write(|tx| create_shop(tx, input("a.shop.test"), now))
+            .unwrap();
+        let again = db.write(|tx| create_shop(tx, input("a.shop.test"), now));
+        assert!(matches!(
+            again,
+            Err(DomainError::Conflict {
+                code: "shop.domain_taken",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn demo_bootstrap_happens_once_on_an_empty_database() {
+        let db = MemoryDatabase::default();
+        let now = Timestamp::from_micros(0);
+        let demo = db.write(|tx| bootstrap_demo(tx, now)).unwrap().unwrap();
+        assert_eq!(demo.shop.shop_domain, DEMO_SHOP_DOMAIN);
+        let tokens = db.read(|tx| Ok(tx.tokens_of_shop(demo.shop.id)?)).unwrap();
+        assert_eq!(tokens.len(), 1);
+        assert_eq!(tokens[0].scopes, ScopeSet::all());
+        assert!(db.write(|tx| bootstrap_demo(tx, now)).unwrap().is_none());
+    }
+
+    #[test]
+    fn find_shop_treats_malformed_unknown_and_deleted_as_not_found() {
+        let db = MemoryDatabase::default();
+        let now = Timestamp::from_micros(0);
+        let shop = db
+            .write(|tx| create_shop(tx, input("a.shop.test"), now))
+            .unwrap();
+        let found = db
+            .read(|tx| find_shop(tx, shop.identifier.as_str()))
+            .unwrap();
+        assert_eq!(found.id, shop.id);
+        for identifier in ["nope", "0123456789abcdef0123456789abcdef"] {
+            let result = db.read(|tx| find_shop(tx, identifier));
+            assert!(matches!(
+                result,
+                Err(DomainError::NotFound { resource: "shop" })
+            ));
+        }
+        db.with_state(|state| state.shops[0].deleted_at = Some(now));
+        let deleted = db.read(|tx| find_shop(tx, shop.identifier.as_str()));
+        assert!(matches!(deleted, Err(DomainError::NotFound { .. })));
+    }
+}

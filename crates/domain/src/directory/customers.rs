@@ -1,0 +1,655 @@
+//! The customer directory (seed 002 §4.4, contract §6): the shop's customers as received from
+//! its connector (and, later, those created in the service), searchable and paged.
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::DirectoryRepositories;
+use crate::access::shop::Shop;
+use crate::kernel::error::{DomainError, FieldError};
+use crate::kernel::limits::{MAX_ID_CHARS, MAX_SEARCH_CHARS, check_parameter};
+use crate::kernel::time::Timestamp;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OrderBy {
+    Id,
+    CreatedAt,
+    UpdatedAt,
+    Email,
+    FirstName,
+    LastName,
+}
+
+impl OrderBy {
+    const NAMES: [(&'static str, OrderBy); 6] = [
+        ("id", OrderBy::Id),
+        ("created_at", OrderBy::CreatedAt),
+        ("updated_at", OrderBy::UpdatedAt),
+        ("email", OrderBy::Email),
+        ("first_name", OrderBy::FirstName),
+        ("last_name", OrderBy::LastName),
+    ];
+
+    fn parse(text: &str) -> Option<Self> {
+        OrderBy::NAMES
+            .iter()
+            .find(|(name, _)| *name == text)
+            .map(|(_, order)| *order)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterOp {
+    Lt,
+    Lte,
+    Gt,
+    Gte,
+    Eq,
+    Like,
+}
+
+impl FilterOp {
+    fn parse(text: &str) -> Option<Self> {
+        match text {
+            "lt" => Some(FilterOp::Lt),
+            "lte" => Some(FilterOp::Lte),
+            "gt" => Some(FilterOp::Gt),
+            "gte" => Some(FilterOp::Gte),
+            "eq" => Some(FilterOp::Eq),
+            "like" => Some(FilterOp::Like),
+            _ => None,
+        }
+    }
+}
+
+/// Fields a filter may name, by the type of their values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterField {
+    Id,
+    CreatedAt,
+    UpdatedAt,
+    PlatformCreatedAt,
+    Email,
+    FirstName,
+    LastName,
+    Phone,
+    PlatformId,
+}
+
+impl FilterField {
+    fn parse(text: &str) -> Option<Self> {
+        Some(match text {
+            "id" => FilterField::Id,
+            "created_at" => FilterField::CreatedAt,
+            "updated_at" => FilterField::UpdatedAt,
+            "platform_created_at" => FilterField::PlatformCreatedAt,
+            "email" => FilterField::Email,
+            "first_name" => FilterField::FirstName,
+            "last_name" => FilterField::LastName,
+            "phone" => FilterField::Phone,
+            "platform_id" => FilterField::PlatformId,
+            _ => return None,
+        })
+    }
+
+    fn is_text(self) -> bool {
+        matches!(
+            self,
+            FilterField::Email
+                | FilterField::FirstName
+                | FilterField::LastName
+                | FilterField::Phone
+                | FilterField::PlatformId
+        )
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FilterValue {
+    Integer(i64),
+    Time(Timestamp),
+    Text(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Filter {
+    pub field: FilterField,
+    pub op: FilterOp,
+    pub value: FilterValue,
+}
+
+/// A checked List Customers query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirectoryQuery {
+    pub since_id: Option<i64>,
+    pub updated_at_min: Option<Timestamp>,
+    pub updated_at_max: Option<Timestamp>,
+    /// Matched, ignoring case, within email, first and last name and phone.
+    pub search: Option<String>,
+    pub ids: Option<Vec<i64>>,
+    pub order_by: OrderBy,
+    pub descending: bool,
+    pub filters: Vec<Filter>,
+    pub label: Option<String>,
+    pub limit: i64,
+    pub page: i64,
+}
+
+impl DirectoryQuery {
+    pub fn offset(&self) -> i64 {
+        (self.page - 1).saturating_mul(self.limit)
+    }
+}
+
+pub const DEFAULT_LIMIT: i64 = 50;
+pub const MAX_LIMIT: i64 = 250;
+
+fn bad(field: &str, message: impl Into<String>) -> FieldError {
+    FieldError::new(field, "invalid_value", message)
+}
+
+fn parse_int(field: &str, text: &str) -> Result<i64, FieldError> {
+    text.trim()
+        .parse()
+        .map_err(|_| bad(field, format!("{field} must be an integer")))
+}
+
+fn parse_time(field: &str, text: &str) -> Result<Timestamp, FieldError> {
+    Timestamp::parse_rfc3339(text.trim()).ok_or_else(|| {
+        bad(
+            field,
+            format!("{field} must be an RFC 3339 date-time such as 2024-03-01T10:30:00Z"),
+        )
+    })
+}
+
+/// Parses `op(field:value)` conditions joined by commas: `gt(id:5),like(email:%@example.test)`.
+pub fn parse_filters(text: &str) -> Result<Vec<Filter>, FieldError> {
+    let mut filters = Vec::new();
+    let mut rest = text.trim();
+    while !rest.is_empty() {
+        let open = rest
+            .find('(')
+            .ok_or_else(|| bad("filter", format!("expected op(field:value) in {text:?}")))?;
+        let close = rest
+            .find(')')
+            .ok_or_else(|| bad("filter", format!("missing ) in {text:?}")))?;
+        if close < open {
+            return Err(bad(
+                "filter",
+                format!("expected op(field:value) in {text:?}"),
+            ));
+        }
+        let op_name = rest[..open].trim();
+        let op = FilterOp::parse(op_name).ok_or_else(|| {
+            bad(
+                "filter",
+                format!("unknown operator {op_name:?}; use lt, lte, gt, gte, eq or like"),
+            )
+        })?;
+        let (field_name, value) = rest[open + 1..close].split_once(':').ok_or_else(|| {
+            bad(
+                "filter",
+                format!("expected field:value inside {op_name}(…)"),
+            )
+        })?;
+        let field_name = field_name.trim();
+        let field = FilterField::parse(field_name)
+            .ok_or_else(|| bad("filter", format!("unknown filter field {field_name:?}")))?;
+        let value = if field.is_text() {
+            if !matches!(op, FilterOp::Eq | FilterOp::Like) {
+                return Err(bad("filter", format!("{field_name} takes eq or like")));
+            }
+            check_parameter("filter", value, MAX_SEARCH_CHARS)?;
+            FilterValue::Text(value.to_string())
+        } else if op == FilterOp::Like {
+            return Err(bad(
+                "filter",
+                format!("like applies to text fields, not {field_name}"),
+            ));
+        } else if field == FilterField::Id {
+            FilterValue::Integer(parse_int("filter", value)?)
+        } else {
+            FilterValue::Time(parse_time("filter", value)?)
+        };
+        filters.push(Filter { field, op, value });
+        rest = rest[close + 1..].trim_start();
+        if let Some(after_comma) = rest.strip_prefix(',') {
+            rest = after_comma.trim_start();
+        } else if !rest.is_empty() {
+            return Err(bad(
+                "filter",
+                format!("conditions must be joined by commas in {text:?}"),
+            ));
+        }
+    }
+    Ok(filters)
+}
+
+/// Checks the query of List Customers; every problem is a 400 naming its parameter.
+pub fn parse_directory_query(pairs: &[(String, String)]) -> Result<DirectoryQuery, DomainError> {
+    let mut query = DirectoryQuery {
+        since_id: None,
+        updated_at_min: None,
+        updated_at_max: None,
+        search: None,
+        ids: None,
+        order_by: OrderBy::Id,
+        descending: false,
+        filters: Vec::new(),
+        label: None,
+        limit: DEFAULT_LIMIT,
+        page: 1,
+    };
+    let mut problems = Vec::new();
+    let mut check = |result: Result<(), FieldError>| {
+        if let Err(problem) = result {
+            problems.push(problem);
+        }
+    };
+    for (key, value) in pairs {
+        let key = key.strip_suffix("[]").unwrap_or(key);
+        check((|| {
+            match key {
+                "since_id" => query.since_id = Some(parse_int(key, value)?),
+                "updated_at_min" => query.updated_at_min = Some(parse_time(key, value)?),
+                "updated_at_max" => query.updated_at_max = Some(parse_time(key, value)?),
+                "search" => {
+                    check_parameter(key, value, MAX_SEARCH_CHARS)?;
+                    query.search = Some(value.trim().to_string()).filter(|s| !s.is_empty())
+                }
+                "ids" => {
+                    let ids = value
+                        .split(',')
+                        .filter(|id| !id.trim().is_empty())
+                        .map(|id| parse_int(key, id))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    query.ids.get_or_insert_with(Vec::new).extend(ids);
+                }
+                "orderby" => {
+                    query.order_by = OrderBy::parse(value.trim()).ok_or_else(|| {
+                        bad(key, "orderby must be one of id, created_at, updated_at, email, first_name, last_name")
+                    })?
+                }
+                "orderdirection" => {
+                    query.descending = match value.trim().to_ascii_lowercase().as_str() {
+                        "asc" => false,
+                        "desc" => true,
+                        _ => return Err(bad(key, "orderdirection must be asc or desc")),
+                    }
+                }
+                "filter" => query.filters.extend(parse_filters(value)?),
+                "label" => {
+                    check_parameter(key, value, MAX_ID_CHARS)?;
+                    query.label = Some(value.trim().to_string()).filter(|s| !s.is_empty())
+                }
+                "limit" => {
+                    let limit = parse_int(key, value)?;
+                    if !(1..=MAX_LIMIT).contains(&limit) {
+                        return Err(bad(key, format!("limit must be between 1 and {MAX_LIMIT}")));
+                    }
+                    query.limit = limit;
+                }
+                "page" => {
+                    let page = parse_int(key, value)?;
+                    if page < 1 {
+                        return Err(bad(key, "page must be 1 or more"));
+                    }
+                    query.page = page;
+                }
+                _ => {}
+            }
+            Ok(())
+        })());
+    }
+    if problems.is_empty() {
+        Ok(query)
+    } else {
+        Err(DomainError::BadRequest(problems))
+    }
+}
+
+/// A directory customer as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirectoryCustomer {
+    pub id: i64,
+    pub platform_id: Option<String>,
+    pub email: Option<String>,
+    pub first_name: Option<String>,
+    pub last_name: Option<String>,
+    pub phone: Option<String>,
+    pub platform_created_at: Option<Timestamp>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub deleted_at: Option<Timestamp>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirectoryAddress {
+    pub id: i64,
+    pub customer_id: i64,
+    pub platform_id: Option<String>,
+    pub platform_customer_id: Option<String>,
+    pub first_name: Option<String>,
+    pub last_name: Option<String>,
+    pub company: Option<String>,
+    pub phone: Option<String>,
+    pub street_1: Option<String>,
+    pub street_2: Option<String>,
+    pub city: Option<String>,
+    pub province: Option<String>,
+    pub province_code: Option<String>,
+    pub zip: Option<String>,
+    pub country: Option<String>,
+    pub country_code: Option<String>,
+    pub address_type: Option<String>,
+    pub address_use: Option<String>,
+    pub is_default: bool,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub deleted_at: Option<Timestamp>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Label {
+    pub id: i64,
+    pub customer_id: i64,
+    pub name: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub deleted_at: Option<Timestamp>,
+}
+
+/// A page of the directory, as the repository answers it.
+#[derive(Debug, Clone, Default)]
+pub struct DirectoryPage {
+    pub customers: Vec<DirectoryCustomer>,
+    pub total: i64,
+}
+
+/// The platform id union of seed 002 §2.6: the text, and its integer value when it is one.
+fn platform_id_union(id: Option<&str>) -> Value {
+    let text = id.unwrap_or_default();
+    json!({ "string_value": text, "int64_value": text.parse::<i64>().unwrap_or(0) })
+}
+
+/// The nullable text of seed 002 §2.6.
+fn nullable_text(text: Option<&str>) -> Value {
+    json!({ "value": text.unwrap_or_default(), "valid": text.is_some() })
+}
+
+pub fn address_resource(shop: &Shop, address: &DirectoryAddress) -> Value {
+    json!({
+        "id": address.id,
+        "svc_customer_id": address.customer_id,
+        "shop_identifier": shop.identifier.as_str(),
+        "platform_type": shop.platform_type,
+        "first_name": address.first_name.as_deref().unwrap_or_default(),
+        "last_name": address.last_name.as_deref().unwrap_or_default(),
+        "street_1": address.street_1.as_deref().unwrap_or_default(),
+        "city": address.city.as_deref().unwrap_or_default(),
+        "province": address.province.as_deref().unwrap_or_default(),
+        "province_code": address.province_code.as_deref().unwrap_or_default(),
+        "zip": address.zip.as_deref().unwrap_or_default(),
+        "country": address.country.as_deref().unwrap_or_default(),
+        "country_iso2": address.country_code.as_deref().unwrap_or_default(),
+        "address_type": address.address_type.as_deref().unwrap_or_default(),
+        "address_use": address.address_use.as_deref().unwrap_or_default(),
+        "is_default": address.is_default,
+        "created_at": address.created_at,
+        "updated_at": address.updated_at,
+        "deleted_at": address.deleted_at,
+        "platform_id": platform_id_union(address.platform_id.as_deref()),
+        "platform_customer_id": platform_id_union(address.platform_customer_id.as_deref()),
+        "company": nullable_text(address.company.as_deref()),
+        "street_2": nullable_text(address.street_2.as_deref()),
+        "phone": nullable_text(address.phone.as_deref()),
+    })
+}
+
+pub fn customer_resource(
+    shop: &Shop,
+    customer: &DirectoryCustomer,
+    addresses: &[&DirectoryAddress],
+    labels: &[&Label],
+) -> Value {
+    let default = addresses
+        .iter()
+        .find(|address| address.is_default)
+        .or(addresses.first())
+        .map(|address| address_resource(shop, address));
+    json!({
+        "id": customer.id,
+        "shop_identifier": shop.identifier.as_str(),
+        "platform_type": shop.platform_type,
+        "first_name": customer.first_name.as_deref().unwrap_or_default(),
+        "last_name": customer.last_name.as_deref().unwrap_or_default(),
+        "email": customer.email.as_deref().unwrap_or_default(),
+        "phone": customer.phone.as_deref().unwrap_or_default(),
+        "tags": "",
+        "created_at": customer.created_at,
+        "updated_at": customer.updated_at,
+        "deleted_at": customer.deleted_at,
+        "platform_created_at": customer.platform_created_at,
+        "platform_id": platform_id_union(customer.platform_id.as_deref()),
+        "addresses": addresses.iter().map(|address| address_resource(shop, address)).collect::<Vec<_>>(),
+        "default_address": default,
+        "labels": labels,
+        "groups": [],
+    })
+}
+
+/// Customers with their addresses and labels, in the order given.
+pub fn customer_resources(
+    tx: &mut dyn DirectoryRepositories,
+    shop: &Shop,
+    customers: &[DirectoryCustomer],
+) -> Result<Vec<Value>, DomainError> {
+    let ids: Vec<i64> = customers.iter().map(|c| c.id).collect();
+    let addresses = tx.addresses_of_customers(shop.id, &ids)?;
+    let labels = tx.labels_of_customers(shop.id, &ids)?;
+    Ok(customers
+        .iter()
+        .map(|customer| {
+            let own_addresses: Vec<&DirectoryAddress> = addresses
+                .iter()
+                .filter(|a| a.customer_id == customer.id)
+                .collect();
+            let own_labels: Vec<&Label> = labels
+                .iter()
+                .filter(|l| l.customer_id == customer.id)
+                .collect();
+            customer_resource(shop, customer, &own_addresses, &own_labels)
+        })
+        .collect())
+}
+
+/// One live directory customer of the shop, or NotFound.
+pub fn find_customer(
+    tx: &mut dyn DirectoryRepositories,
+    shop: &Shop,
+    id: i64,
+) -> Result<DirectoryCustomer, DomainError> {
+    tx.directory_customer(shop.id, id)?
+        .filter(|customer| customer.deleted_at.is_none())
+        .ok_or(DomainError::not_found("customer"))
+}
+
+pub fn find_customer_by_platform_id(
+    tx: &mut dyn DirectoryRepositories,
+    shop: &Shop,
+    platform_id: &str,
+) -> Result<DirectoryCustomer, DomainError> {
+    tx.directory_customer_by_platform_id(shop.id, platform_id)?
+        .filter(|customer| customer.deleted_at.is_none())
+        .ok_or(DomainError::not_found("customer"))
+}
+
+/// Adds a label to a customer; an existing live label of that name is returned as it is.
+/// The bool is true when the label is new.
+pub fn add_label(
+    tx: &mut dyn DirectoryRepositories,
+    shop: &Shop,
+    customer_id: i64,
+    name: Option<&str>,
+    now: Timestamp,
+) -> Result<(Label, bool), DomainError> {
+    let name = name.map(str::trim).unwrap_or_default();
+    if name.is_empty() {
+        return Err(DomainError::Invalid(vec![FieldError::required("name")]));
+    }
+    if name.chars().count() > 255 {
+        return Err(DomainError::invalid(
+            "name",
+            "length",
+            "name must be at most 255 characters",
+        ));
+    }
+    find_customer(tx, shop, customer_id)?;
+    if let Some(existing) = tx
+        .labels_of_customers(shop.id, &[customer_id])?
+        .into_iter()
+        .find(|label| label.name == name)
+    {
+        return Ok((existing, false));
+    }
+    Ok((tx.insert_label(shop.id, customer_id, name, now)?, true))
+}
+
+pub fn delete_label(
+    tx: &mut dyn DirectoryRepositories,
+    shop: &Shop,
+    customer_id: i64,
+    label_id: i64,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    find_customer(tx, shop, customer_id)?;
+    if tx.delete_label(shop.id, customer_id, label_id, now)? {
+        Ok(())
+    } else {
+        Err(DomainError::not_found("label"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
+        items
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults() {
+        let query = parse_directory_query(&[]).unwrap();
+        assert_eq!(
+            (query.limit, query.page, query.order_by, query.descending),
+            (50, 1, OrderBy::Id, false)
+        );
+    }
+
+    #[test]
+    fn parses_every_parameter() {
+        let query = parse_directory_query(&pairs(&[
+            ("since_id", "10"),
+            ("updated_at_min", "2024-01-01T00:00:00Z"),
+            ("updated_at_max", "2024-12-31T23:59:59Z"),
+            ("search", " ada "),
+            ("ids", "1,2,3"),
+            ("orderby", "email"),
+            ("orderdirection", "DESC"),
+            ("filter[]", "gt(id:5),like(email:%@example.test)"),
+            ("filter", "lte(created_at:2024-06-01T00:00:00Z)"),
+            ("label", "vip"),
+            ("limit", "250"),
+            ("page", "3"),
+        ]))
+        .unwrap();
+        assert_eq!(query.since_id, Some(10));
+        assert_eq!(query.search.as_deref(), Some("ada"));
+        assert_eq!(query.ids, Some(vec![1, 2, 3]));
+        assert_eq!((query.order_by, query.descending), (OrderBy::Email, true));
+        assert_eq!(query.filters.len(), 3);
+        assert_eq!(
+            query.filters[1],
+            Filter {
+                field: FilterField::Email,
+                op: FilterOp::Like,
+                value: FilterValue::Text("%@example.test".into())
+            }
+        );
+        assert_eq!(query.offset(), 500);
+    }
+
+    #[test]
+    fn unknown_orderby_filter_field_or_operator_are_400() {
+        for (key, value, needle) in [
+            ("orderby", "shoe_size", "orderby"),
+            ("filter", "gt(shoe_size:5)", "unknown filter field"),
+            ("filter", "between(id:5)", "unknown operator"),
+            ("filter", "like(id:5)", "text fields"),
+            ("filter", "gt(email:a)", "eq or like"),
+            ("filter", "gt(created_at:yesterday)", "RFC 3339"),
+            ("filter", "gt(id:5) lt(id:9)", "commas"),
+            ("limit", "0", "between 1 and 250"),
+            ("limit", "251", "between 1 and 250"),
+            ("page", "0", "1 or more"),
+            ("since_id", "abc", "integer"),
+            ("orderdirection", "up", "asc or desc"),
+        ] {
+            let Err(DomainError::BadRequest(problems)) =
+                parse_directory_query(&pairs(&[(key, value)]))
+            else {
+                panic!("{key}={value} must be refused");
+            };
+            assert!(
+                problems[0].message.contains(needle),
+                "{key}={value}: {}",
+                problems[0].message
+            );
+            assert_eq!(problems[0].field, key);
+        }
+    }
+
+    #[test]
+    fn nul_and_overlong_search_terms_are_400() {
+        let long = "a".repeat(MAX_SEARCH_CHARS + 1);
+        for (key, value, needle) in [
+            ("search", "a\0".to_string(), "U+0000"),
+            ("search", long.clone(), "256 characters"),
+            ("filter", format!("like(email:{long})"), "256 characters"),
+            ("filter", format!("eq(first_name:{long})"), "256 characters"),
+            ("filter", "like(email:%\0%)".to_string(), "U+0000"),
+            ("label", "v\0".to_string(), "U+0000"),
+        ] {
+            let Err(DomainError::BadRequest(problems)) =
+                parse_directory_query(&pairs(&[(key, &value)]))
+            else {
+                panic!("{key}={value:?} must be refused");
+            };
+            assert_eq!(problems[0].field, key);
+            assert!(
+                problems[0].message.contains(needle),
+                "{}",
+                problems[0].message
+            );
+        }
+        let longest = "a".repeat(MAX_SEARCH_CHARS);
+        assert!(parse_directory_query(&pairs(&[("search", &longest)])).is_ok());
+    }
+
+    #[test]
+    fn platform_id_union_carries_the_number_when_there_is_one() {
+        assert_eq!(
+            platform_id_union(Some("123")),
+            json!({"string_value": "123", "int64_value": 123})
+        );
+        assert_eq!(
+            platform_id_union(Some("cus_1")),
+            json!({"string_value": "cus_1", "int64_value": 0})
+        );
+    }
+}

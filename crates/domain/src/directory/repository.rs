@@ -1,0 +1,63 @@
+//! What the customer directory needs from storage.
+
+use crate::access::AccessRepositories;
+use crate::directory::{DirectoryAddress, DirectoryCustomer, DirectoryPage, DirectoryQuery, Label};
+use crate::kernel::error::StoreResult;
+use crate::kernel::time::Timestamp;
+
+crate::feature_database!(
+    /// The database as directory sees it.
+    DirectoryDatabase,
+    DirectoryRepositories
+);
+
+/// Every repository the directory's use cases may touch in one unit of work.
+pub trait DirectoryRepositories: AccessRepositories + DirectoryRepository {}
+
+impl<T> DirectoryRepositories for T where T: AccessRepositories + DirectoryRepository + ?Sized {}
+
+pub trait DirectoryRepository {
+    fn list_directory_customers(
+        &mut self,
+        shop_id: i64,
+        query: &DirectoryQuery,
+    ) -> StoreResult<DirectoryPage>;
+    /// A customer of the shop, deleted or not.
+    fn directory_customer(
+        &mut self,
+        shop_id: i64,
+        id: i64,
+    ) -> StoreResult<Option<DirectoryCustomer>>;
+    fn directory_customer_by_platform_id(
+        &mut self,
+        shop_id: i64,
+        platform_id: &str,
+    ) -> StoreResult<Option<DirectoryCustomer>>;
+    /// The live addresses of these customers, by customer then id.
+    fn addresses_of_customers(
+        &mut self,
+        shop_id: i64,
+        customer_ids: &[i64],
+    ) -> StoreResult<Vec<DirectoryAddress>>;
+    /// The live labels of these customers, by customer then id.
+    fn labels_of_customers(
+        &mut self,
+        shop_id: i64,
+        customer_ids: &[i64],
+    ) -> StoreResult<Vec<Label>>;
+    fn insert_label(
+        &mut self,
+        shop_id: i64,
+        customer_id: i64,
+        name: &str,
+        now: Timestamp,
+    ) -> StoreResult<Label>;
+    /// Marks a live label deleted; false when there is none.
+    fn delete_label(
+        &mut self,
+        shop_id: i64,
+        customer_id: i64,
+        label_id: i64,
+        now: Timestamp,
+    ) -> StoreResult<bool>;
+}

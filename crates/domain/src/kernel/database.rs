@@ -1,0 +1,23 @@
+//! How a feature runs its units of work without knowing every other feature's repositories.
+
+/// Declares a feature's database: a database seen through that feature's repositories.
+/// `write_tx` runs its closure in one transaction that commits only when the closure returns
+/// `Ok`; `read_tx` is for work that changes nothing. `ports::Database` implements every
+/// feature's database, so a feature never names the others' repositories.
+#[macro_export]
+macro_rules! feature_database {
+    ($(#[$doc:meta])* $name:ident, $repositories:path) => {
+        $(#[$doc])*
+        pub trait $name {
+            fn read_tx<T>(
+                &self,
+                work: impl FnOnce(&mut dyn $repositories) -> Result<T, $crate::DomainError>,
+            ) -> Result<T, $crate::DomainError>;
+
+            fn write_tx<T>(
+                &self,
+                work: impl FnOnce(&mut dyn $repositories) -> Result<T, $crate::DomainError>,
+            ) -> Result<T, $crate::DomainError>;
+        }
+    };
+}

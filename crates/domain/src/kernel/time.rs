@@ -1,0 +1,137 @@
+//! Time as Mercer stores it: integer microseconds since the Unix epoch, UTC.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use std::fmt;
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp(i64);
+
+impl Timestamp {
+    pub const fn from_micros(micros: i64) -> Self {
+        Timestamp(micros)
+    }
+
+    pub const fn as_micros(self) -> i64 {
+        self.0
+    }
+
+    pub fn now() -> Self {
+        Timestamp::from(Utc::now())
+    }
+
+    pub fn plus_seconds(self, seconds: i64) -> Self {
+        Timestamp(self.0.saturating_add(seconds.saturating_mul(1_000_000)))
+    }
+
+    pub fn to_datetime(self) -> DateTime<Utc> {
+        DateTime::from_timestamp_micros(self.0).unwrap_or_default()
+    }
+
+    /// RFC 3339 in UTC with `Z`; fractional seconds only when there are any.
+    pub fn to_rfc3339(self) -> String {
+        self.to_datetime()
+            .to_rfc3339_opts(SecondsFormat::AutoSi, true)
+    }
+
+    /// RFC 3339 in UTC with `Z` and whole seconds, as `X-HMAC-Timestamp` is written.
+    pub fn to_rfc3339_seconds(self) -> String {
+        self.to_datetime()
+            .to_rfc3339_opts(SecondsFormat::Secs, true)
+    }
+
+    /// `YYYY-MM-DD HH:MM:SS` in UTC, the form seed 001 gives API override times.
+    pub fn to_date_time_seconds(self) -> String {
+        self.to_datetime().format("%Y-%m-%d %H:%M:%S").to_string()
+    }
+
+    /// Parses an RFC 3339 date-time with any offset, kept as the same instant in UTC.
+    pub fn parse_rfc3339(text: &str) -> Option<Self> {
+        DateTime::parse_from_rfc3339(text)
+            .ok()
+            .map(|time| Timestamp::from(time.with_timezone(&Utc)))
+    }
+}
+
+impl From<DateTime<Utc>> for Timestamp {
+    fn from(time: DateTime<Utc>) -> Self {
+        Timestamp(time.timestamp_micros())
+    }
+}
+
+impl fmt::Debug for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Timestamp({})", self.to_rfc3339())
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_rfc3339())
+    }
+}
+
+impl serde::Serialize for Timestamp {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.to_rfc3339())
+    }
+}
+
+/// Accepts an RFC 3339 date-time string (any offset), kept as the same instant in UTC.
+impl<'de> serde::Deserialize<'de> for Timestamp {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        Timestamp::parse_rfc3339(&text).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "{text:?} is not an RFC 3339 date-time such as 2024-03-01T10:30:00Z"
+            ))
+        })
+    }
+}
+
+/// The time of day, as a port so rules about time are testable.
+pub trait Clock: Send + Sync + 'static {
+    fn now(&self) -> Timestamp;
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        Timestamp::now()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_rfc3339_utc_with_z() {
+        let t = Timestamp::parse_rfc3339("2024-03-01T12:30:00+02:00").unwrap();
+        assert_eq!(t.to_rfc3339(), "2024-03-01T10:30:00Z");
+        let with_fraction = Timestamp::from_micros(t.as_micros() + 250_000);
+        assert_eq!(with_fraction.to_rfc3339(), "2024-03-01T10:30:00.250Z");
+    }
+
+    #[test]
+    fn rejects_text_that_is_not_rfc3339() {
+        assert_eq!(Timestamp::parse_rfc3339("2024-03-01 10:30:00"), None);
+        assert_eq!(Timestamp::parse_rfc3339("yesterday"), None);
+    }
+
+    #[test]
+    fn deserializes_rfc3339_and_names_the_bad_value() {
+        let t: Timestamp = serde_json::from_str("\"2024-03-01T10:30:00Z\"").unwrap();
+        assert_eq!(t.to_rfc3339(), "2024-03-01T10:30:00Z");
+        let error = serde_json::from_str::<Timestamp>("\"last tuesday\"").unwrap_err();
+        assert!(error.to_string().contains("last tuesday"), "{error}");
+        assert!(serde_json::from_str::<Timestamp>("1700000000").is_err());
+    }
+
+    #[test]
+    fn adds_seconds() {
+        let t = Timestamp::from_micros(0).plus_seconds(86_400);
+        assert_eq!(t.to_rfc3339(), "1970-01-02T00:00:00Z");
+    }
+}

@@ -1,0 +1,654 @@
+//! API overrides (seed 001 §4.1, contract §4.1): an integration takes over a checkout function
+//! (address validation, shipping, discounts, inventory, tax) by naming a URL that Mercer calls,
+//! signed with the override's shared secret, whenever checkout needs that function.
+//!
+//! This module keeps the overrides (create, list, update, delete), picks the one that applies
+//! to an order, and checks what the override answered. The call itself goes through the
+//! [`OverrideCaller`] port: `mercer-webhooks` implements it over HTTP.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::OverrideDatabase;
+use super::OverrideRepositories;
+use crate::access::credentials::Secret;
+use crate::access::secrets::check_client_secret;
+use crate::access::shop::Shop;
+use crate::kernel::error::{DomainError, FieldError};
+use crate::kernel::outbound::{AddressGuard, check_callback_url};
+use crate::kernel::time::Timestamp;
+
+/// The checkout functions an override can take over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OverrideType {
+    AddressValidate,
+    Shipping,
+    Discount,
+    Inventory,
+    Tax,
+}
+
+impl OverrideType {
+    pub const ALL: [OverrideType; 5] = [
+        OverrideType::AddressValidate,
+        OverrideType::Shipping,
+        OverrideType::Discount,
+        OverrideType::Inventory,
+        OverrideType::Tax,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OverrideType::AddressValidate => "address_validate",
+            OverrideType::Shipping => "shipping",
+            OverrideType::Discount => "discount",
+            OverrideType::Inventory => "inventory",
+            OverrideType::Tax => "tax",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        OverrideType::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == text)
+    }
+}
+
+/// A stored override of a shop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiOverride {
+    pub id: i64,
+    /// The 32-hex id clients see.
+    pub public_id: String,
+    pub shop_id: i64,
+    pub override_type: OverrideType,
+    pub url: String,
+    pub shared_secret: Secret,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewApiOverride {
+    pub shop_id: i64,
+    pub override_type: OverrideType,
+    pub url: String,
+    pub shared_secret: Secret,
+    pub created_at: Timestamp,
+}
+
+/// The body of Create and Update API Override, as sent.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct OverrideInput {
+    pub override_type: Option<String>,
+    pub url: Option<String>,
+    pub shared_secret: Option<String>,
+}
+
+/// The fields of an override body that passed their checks; `None` where a field was absent.
+#[derive(Debug, Clone, Default)]
+pub struct OverrideChanges {
+    pub override_type: Option<OverrideType>,
+    pub url: Option<String>,
+    pub shared_secret: Option<Secret>,
+}
+
+/// Checks an override body on its own: the type, the URL (form and, through the guard, where
+/// it leads) and the secret's length. Runs before any transaction, since the guard resolves
+/// names. With `creating`, every field is required.
+pub fn check_input(
+    input: &OverrideInput,
+    guard: &dyn AddressGuard,
+    creating: bool,
+) -> Result<OverrideChanges, Vec<FieldError>> {
+    let mut problems = Vec::new();
+    let mut changes = OverrideChanges::default();
+    match input.override_type.as_deref() {
+        None if creating => problems.push(FieldError::required("override_type")),
+        None => {}
+        Some(text) => match OverrideType::parse(text) {
+            Some(kind) => changes.override_type = Some(kind),
+            None => problems.push(FieldError::new(
+                "override_type",
+                "invalid_value",
+                "override_type must be one of address_validate, shipping, discount, inventory, tax",
+            )),
+        },
+    }
+    match input.url.as_deref() {
+        None if creating => problems.push(FieldError::required("url")),
+        None => {}
+        Some(url) => match check_callback_url("url", url).and_then(|url| {
+            guard.check(&url).map(|()| url).map_err(|reason| {
+                FieldError::new(
+                    "url",
+                    "address_not_allowed",
+                    format!("url is not allowed: {reason}"),
+                )
+            })
+        }) {
+            Ok(url) => changes.url = Some(url),
+            Err(problem) => problems.push(problem),
+        },
+    }
+    if creating || input.shared_secret.is_some() {
+        match check_client_secret("shared_secret", input.shared_secret.as_deref()) {
+            Ok(secret) => changes.shared_secret = Some(secret),
+            Err(problem) => problems.push(problem),
+        }
+    }
+    if problems.is_empty() {
+        Ok(changes)
+    } else {
+        Err(problems)
+    }
+}
+
+/// Create API Override, with the body already checked by [`check_input`].
+pub fn create(
+    tx: &mut dyn OverrideRepositories,
+    shop: &Shop,
+    changes: Result<OverrideChanges, Vec<FieldError>>,
+    now: Timestamp,
+) -> Result<ApiOverride, DomainError> {
+    let changes = changes.map_err(DomainError::Invalid)?;
+    let missing: Vec<FieldError> = [
+        ("override_type", changes.override_type.is_none()),
+        ("url", changes.url.is_none()),
+        ("shared_secret", changes.shared_secret.is_none()),
+    ]
+    .into_iter()
+    .filter(|(_, absent)| *absent)
+    .map(|(field, _)| FieldError::required(field))
+    .collect();
+    let (Some(override_type), Some(url), Some(shared_secret)) =
+        (changes.override_type, changes.url, changes.shared_secret)
+    else {
+        return Err(DomainError::Invalid(missing));
+    };
+    Ok(tx.insert_override(&NewApiOverride {
+        shop_id: shop.id,
+        override_type,
+        url,
+        shared_secret,
+        created_at: now,
+    })?)
+}
+
+/// An override of the shop by its 32-hex id, or 404.
+pub fn find(
+    tx: &mut dyn OverrideRepositories,
+    shop: &Shop,
+    public_id: &str,
+) -> Result<ApiOverride, DomainError> {
+    tx.override_by_public_id(shop.id, public_id)?
+        .ok_or(DomainError::not_found("override"))
+}
+
+/// List API Overrides, oldest first.
+pub fn list(
+    tx: &mut dyn OverrideRepositories,
+    shop: &Shop,
+) -> Result<Vec<ApiOverride>, DomainError> {
+    Ok(tx.overrides_of_shop(shop.id)?)
+}
+
+/// Update API Override: the fields present replace the stored ones (404 before 422).
+pub fn update(
+    tx: &mut dyn OverrideRepositories,
+    shop: &Shop,
+    public_id: &str,
+    changes: Result<OverrideChanges, Vec<FieldError>>,
+    now: Timestamp,
+) -> Result<ApiOverride, DomainError> {
+    let mut stored = find(tx, shop, public_id)?;
+    let changes = changes.map_err(DomainError::Invalid)?;
+    if let Some(kind) = changes.override_type {
+        stored.override_type = kind;
+    }
+    if let Some(url) = changes.url {
+        stored.url = url;
+    }
+    if let Some(secret) = changes.shared_secret {
+        stored.shared_secret = secret;
+    }
+    stored.updated_at = now;
+    tx.update_override(&stored)?;
+    Ok(stored)
+}
+
+/// Delete API Override.
+pub fn delete(
+    tx: &mut dyn OverrideRepositories,
+    shop: &Shop,
+    public_id: &str,
+) -> Result<(), DomainError> {
+    let stored = find(tx, shop, public_id)?;
+    tx.delete_override(stored.id)?;
+    Ok(())
+}
+
+/// An override as clients see it: never its secret. Times in the seed's `YYYY-MM-DD HH:MM:SS`.
+pub fn resource(stored: &ApiOverride) -> Value {
+    json!({
+        "id": stored.public_id,
+        "override_type": stored.override_type.as_str(),
+        "url": stored.url,
+        "created_at": stored.created_at.to_date_time_seconds(),
+        "updated_at": stored.updated_at.to_date_time_seconds(),
+    })
+}
+
+/// Where an override request goes, and the secret that signs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OverrideTarget {
+    pub url: String,
+    pub shared_secret: Secret,
+}
+
+/// An override given in the checkout init body for one order; it wins over the shop's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrderOverride {
+    pub override_type: OverrideType,
+    pub target: OverrideTarget,
+}
+
+/// What checkout asks an override.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OverrideRequest {
+    pub override_type: OverrideType,
+    pub shop_identifier: String,
+    pub public_order_id: String,
+    /// The function's input (the address, the cart, the discount code…).
+    pub data: Value,
+}
+
+impl OverrideRequest {
+    /// The JSON body sent to the override (contract §4.1).
+    pub fn body(&self) -> Vec<u8> {
+        json!({
+            "override_type": self.override_type.as_str(),
+            "shop_identifier": self.shop_identifier,
+            "public_order_id": self.public_order_id,
+            "data": self.data,
+        })
+        .to_string()
+        .into_bytes()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct AddressError {
+    pub field: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct AddressValidation {
+    pub valid: bool,
+    #[serde(default)]
+    pub errors: Vec<AddressError>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ShippingLine {
+    #[serde(deserialize_with = "string_or_number")]
+    pub id: String,
+    pub description: String,
+    /// Minor units (cents).
+    pub amount: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct TaxLine {
+    pub name: String,
+    /// Minor units (cents).
+    pub amount: u64,
+    pub rate: f64,
+    #[serde(default)]
+    pub tag: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Discount {
+    pub code: String,
+    /// Minor units (cents).
+    pub amount: u64,
+    #[serde(default)]
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct DiscountAnswer {
+    pub valid: bool,
+    #[serde(default)]
+    pub discount: Option<Discount>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct InventoryItem {
+    pub line_item_key: String,
+    pub available: bool,
+    #[serde(default)]
+    pub quantity: Option<u64>,
+}
+
+/// An override's answer, checked against the shape of its type.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OverrideAnswer {
+    AddressValidate(AddressValidation),
+    Shipping(Vec<ShippingLine>),
+    Tax(Vec<TaxLine>),
+    Discount(DiscountAnswer),
+    Inventory(Vec<InventoryItem>),
+}
+
+#[derive(Deserialize)]
+struct ShippingAnswer {
+    shipping_lines: Vec<ShippingLine>,
+}
+
+#[derive(Deserialize)]
+struct TaxAnswer {
+    taxes: Vec<TaxLine>,
+}
+
+#[derive(Deserialize)]
+struct InventoryAnswer {
+    items: Vec<InventoryItem>,
+}
+
+fn string_or_number<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    match Value::deserialize(deserializer)? {
+        Value::String(text) => Ok(text),
+        Value::Number(number) => Ok(number.to_string()),
+        other => Err(serde::de::Error::custom(format!(
+            "expected a string or a number, found {other}"
+        ))),
+    }
+}
+
+fn parse_as<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, String> {
+    let mut deserializer = serde_json::Deserializer::from_slice(body);
+    serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+        let path = error.path().to_string();
+        if path == "." {
+            error.inner().to_string()
+        } else {
+            format!("{path}: {}", error.inner())
+        }
+    })
+}
+
+impl OverrideAnswer {
+    /// Checks an answer's body against its type's shape; `Err` says what is wrong.
+    pub fn parse(override_type: OverrideType, body: &[u8]) -> Result<OverrideAnswer, String> {
+        let answer = match override_type {
+            OverrideType::AddressValidate => OverrideAnswer::AddressValidate(parse_as(body)?),
+            OverrideType::Shipping => {
+                OverrideAnswer::Shipping(parse_as::<ShippingAnswer>(body)?.shipping_lines)
+            }
+            OverrideType::Tax => OverrideAnswer::Tax(parse_as::<TaxAnswer>(body)?.taxes),
+            OverrideType::Discount => {
+                let answer: DiscountAnswer = parse_as(body)?;
+                if answer.valid && answer.discount.is_none() {
+                    return Err("discount: a valid discount must say what it is".to_string());
+                }
+                OverrideAnswer::Discount(answer)
+            }
+            OverrideType::Inventory => {
+                OverrideAnswer::Inventory(parse_as::<InventoryAnswer>(body)?.items)
+            }
+        };
+        if let OverrideAnswer::Tax(taxes) = &answer
+            && let Some(bad) = taxes
+                .iter()
+                .position(|tax| !tax.rate.is_finite() || tax.rate < 0.0)
+        {
+            return Err(format!("taxes[{bad}].rate: must be a number of at least 0"));
+        }
+        Ok(answer)
+    }
+}
+
+/// Why an override call failed; both end the checkout step with 502 `override.failed`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OverrideFailure {
+    /// No answer within the time limit (5 s).
+    TimedOut,
+    /// Refused, unreachable, a non-2xx status, or an answer of the wrong shape.
+    Failed(String),
+}
+
+impl From<OverrideFailure> for DomainError {
+    fn from(failure: OverrideFailure) -> Self {
+        let message = match failure {
+            OverrideFailure::TimedOut => "the override did not answer in time".to_string(),
+            OverrideFailure::Failed(why) => format!("the override failed: {why}"),
+        };
+        DomainError::Remote {
+            code: "override.failed",
+            // The contract answers 502 for a slow override too.
+            timed_out: false,
+            message,
+        }
+    }
+}
+
+/// The port through which checkout calls an override: sends the request signed with the
+/// target's secret (contract §4.3), within the time limit, and checks the answer with
+/// [`OverrideAnswer::parse`]. It blocks.
+pub trait OverrideCaller: Send + Sync {
+    fn call(
+        &self,
+        target: &OverrideTarget,
+        request: &OverrideRequest,
+    ) -> Result<OverrideAnswer, OverrideFailure>;
+}
+
+/// The override that applies: one given for the order wins (the last of its type); then the
+/// shop's newest of the type. `None` when checkout does the function itself.
+pub fn pick(
+    tx: &mut dyn OverrideRepositories,
+    shop_id: i64,
+    order_overrides: &[OrderOverride],
+    override_type: OverrideType,
+) -> Result<Option<OverrideTarget>, DomainError> {
+    if let Some(order_level) = order_overrides
+        .iter()
+        .rev()
+        .find(|given| given.override_type == override_type)
+    {
+        return Ok(Some(order_level.target.clone()));
+    }
+    Ok(tx
+        .newest_override(shop_id, override_type)?
+        .map(|stored| OverrideTarget {
+            url: stored.url,
+            shared_secret: stored.shared_secret,
+        }))
+}
+
+/// Runs a checkout function through its override, if there is one: `Ok(None)` means no
+/// override applies; a failed call is [`DomainError::Remote`] `override.failed`. Blocks (a read,
+/// then the call outside any transaction).
+pub fn run<D: OverrideDatabase>(
+    database: &D,
+    caller: &dyn OverrideCaller,
+    shop: &Shop,
+    order_overrides: &[OrderOverride],
+    public_order_id: &str,
+    override_type: OverrideType,
+    data: Value,
+) -> Result<Option<OverrideAnswer>, DomainError> {
+    let shop_id = shop.id;
+    let Some(target) = database.read_tx(|tx| pick(tx, shop_id, order_overrides, override_type))?
+    else {
+        return Ok(None);
+    };
+    let request = OverrideRequest {
+        override_type,
+        shop_identifier: shop.identifier.as_str().to_string(),
+        public_order_id: public_order_id.to_string(),
+        data,
+    };
+    Ok(Some(caller.call(&target, &request)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_checked_against_their_type() {
+        let shipping = br#"{"shipping_lines":[{"id":1,"description":"Ground","amount":500}]}"#;
+        assert_eq!(
+            OverrideAnswer::parse(OverrideType::Shipping, shipping),
+            Ok(OverrideAnswer::Shipping(vec![ShippingLine {
+                id: "1".to_string(),
+                description: "Ground".to_string(),
+                amount: 500
+            }]))
+        );
+        let wrong = br#"{"shipping_lines":[{"id":"a","description":"Ground","amount":-5}]}"#;
+        let why = OverrideAnswer::parse(OverrideType::Shipping, wrong).unwrap_err();
+        assert!(why.starts_with("shipping_lines[0].amount"), "{why}");
+        assert!(OverrideAnswer::parse(OverrideType::Tax, b"not json").is_err());
+        assert!(
+            OverrideAnswer::parse(OverrideType::Discount, br#"{"valid":true}"#)
+                .unwrap_err()
+                .contains("discount")
+        );
+        assert_eq!(
+            OverrideAnswer::parse(OverrideType::Discount, br#"{"valid":false}"#),
+            Ok(OverrideAnswer::Discount(DiscountAnswer {
+                valid: false,
+                discount: None
+            }))
+        );
+        let taxes = br#"{"taxes":[{"name":"VAT","amount":100,"rate":-0.2}]}"#;
+        assert!(OverrideAnswer::parse(OverrideType::Tax, taxes).is_err());
+        let items = br#"{"items":[{"line_item_key":"k1","available":true,"quantity":3}]}"#;
+        assert!(OverrideAnswer::parse(OverrideType::Inventory, items).is_ok());
+        let address = br#"{"valid":false,"errors":[{"field":"zip","message":"unknown"}]}"#;
+        assert!(OverrideAnswer::parse(OverrideType::AddressValidate, address).is_ok());
+    }
+
+    struct AllowAll;
+
+    impl AddressGuard for AllowAll {
+        fn check(&self, _url: &str) -> Result<(), String> {
+            Ok(())
+        }
+    }
+
+    fn input(kind: Option<&str>, url: Option<&str>, secret: Option<&str>) -> OverrideInput {
+        OverrideInput {
+            override_type: kind.map(str::to_string),
+            url: url.map(str::to_string),
+            shared_secret: secret.map(str::to_string),
+        }
+    }
+
+    fn fields(problems: Vec<FieldError>) -> Vec<String> {
+        problems.into_iter().map(|p| p.field).collect()
+    }
+
+    #[test]
+    fn input_rules() {
+        let all_wrong = input(Some("refunds"), Some("ftp://x.test/"), Some("short"));
+        assert_eq!(
+            fields(check_input(&all_wrong, &AllowAll, true).unwrap_err()),
+            ["override_type", "url", "shared_secret"]
+        );
+        assert_eq!(
+            fields(check_input(&input(None, None, None), &AllowAll, true).unwrap_err()),
+            ["override_type", "url", "shared_secret"]
+        );
+        // An update may name any subset; what it names must still be valid.
+        assert!(check_input(&input(None, None, None), &AllowAll, false).is_ok());
+        assert_eq!(
+            fields(
+                check_input(&input(None, Some("/relative"), None), &AllowAll, false).unwrap_err()
+            ),
+            ["url"]
+        );
+        let long = "x".repeat(256);
+        assert!(check_input(&input(None, None, Some(&long)), &AllowAll, false).is_err());
+        assert!(check_input(&input(None, None, Some(&long[..255])), &AllowAll, false).is_ok());
+    }
+
+    #[test]
+    fn the_order_override_wins_then_the_shops_newest_of_the_type() {
+        use crate::access::shop::{ShopInput, create_shop};
+        use crate::ports::Database;
+        use crate::testing::MemoryDatabase;
+
+        let db = MemoryDatabase::default();
+        let now = Timestamp::from_micros(0);
+        let target = |url: &str| OverrideTarget {
+            url: url.to_string(),
+            shared_secret: Secret::new("secret-123"),
+        };
+        let picked = db
+            .write(|tx| {
+                let shop = create_shop(
+                    tx,
+                    ShopInput {
+                        shop_domain: "o.shop.test".into(),
+                        ..ShopInput::default()
+                    },
+                    now,
+                )?;
+                let mut add = |kind: &str, url: &str| {
+                    let changes = check_input(
+                        &input(Some(kind), Some(url), Some("secret-123")),
+                        &AllowAll,
+                        true,
+                    );
+                    create(tx, &shop, changes, now)
+                };
+                add("shipping", "https://old.test/ship")?;
+                add("shipping", "https://new.test/ship")?;
+                add("tax", "https://tax.test/")?;
+                let order = [OrderOverride {
+                    override_type: OverrideType::Tax,
+                    target: target("https://order.test/tax"),
+                }];
+                Ok((
+                    pick(tx, shop.id, &order, OverrideType::Shipping)?,
+                    pick(tx, shop.id, &order, OverrideType::Tax)?,
+                    pick(tx, shop.id, &[], OverrideType::Tax)?,
+                    pick(tx, shop.id, &order, OverrideType::Discount)?,
+                ))
+            })
+            .unwrap();
+        assert_eq!(
+            picked.0.map(|t| t.url).as_deref(),
+            Some("https://new.test/ship")
+        );
+        assert_eq!(
+            picked.1.map(|t| t.url).as_deref(),
+            Some("https://order.test/tax")
+        );
+        assert_eq!(
+            picked.2.map(|t| t.url).as_deref(),
+            Some("https://tax.test/")
+        );
+        assert_eq!(picked.3, None);
+    }
+
+    #[test]
+    fn failures_are_override_failed_with_502() {
+        let error = DomainError::from(OverrideFailure::TimedOut);
+        assert!(matches!(
+            error,
+            DomainError::Remote {
+                code: "override.failed",
+                timed_out: false,
+                ..
+            }
+        ));
+    }
+}

@@ -1,0 +1,508 @@
+//! Platform connector destinations (seed 000 §4.4, contract §3.1): where a shop's connector
+//! serves one topic. Creating or changing one calls the connector's Verify operation first.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::access::secrets::SecretKind;
+use crate::access::shop::Shop;
+use crate::kernel::error::{DomainError, FieldError, Problems};
+use crate::kernel::outbound::AddressGuard;
+use crate::kernel::time::Timestamp;
+use crate::platform::PlatformDatabase;
+use crate::platform::PlatformRepositories;
+use crate::platform::connector::{ConnectorTarget, PlatformConnector};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Topic {
+    Customers,
+    Orders,
+    Products,
+}
+
+impl Topic {
+    pub const ALL: [Topic; 3] = [Topic::Customers, Topic::Orders, Topic::Products];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Topic::Customers => "customers",
+            Topic::Orders => "orders",
+            Topic::Products => "products",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Topic> {
+        Topic::ALL.into_iter().find(|topic| topic.as_str() == text)
+    }
+}
+
+pub const DESTINATION_VERSIONS: [&str; 1] = ["v1"];
+pub const MIN_TIMEOUT_MS: i64 = 100;
+pub const MAX_TIMEOUT_MS: i64 = 30_000;
+pub const DEFAULT_TIMEOUT_MS: i64 = 20_000;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Destination {
+    pub id: i64,
+    pub shop_id: i64,
+    pub topic: Topic,
+    /// The connector's base URL.
+    pub url: String,
+    pub version: String,
+    pub timeout_ms: i64,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub deleted_at: Option<Timestamp>,
+}
+
+impl Destination {
+    pub fn timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms.clamp(MIN_TIMEOUT_MS, MAX_TIMEOUT_MS) as u64)
+    }
+}
+
+/// The settings of a destination, validated, before it is stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DestinationSettings {
+    pub topic: Topic,
+    pub url: String,
+    pub version: String,
+    pub timeout_ms: i64,
+}
+
+/// `data.destination` of a create or update body; every field optional here, checked below.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct DestinationInput {
+    pub id: Option<serde_json::Value>,
+    pub shop_identifier: Option<String>,
+    pub topic: Option<String>,
+    pub destination: Option<String>,
+    pub version: Option<String>,
+    pub timeout_ms: Option<i64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct DestinationEnvelope {
+    pub data: Option<DestinationData>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct DestinationData {
+    pub destination: Option<DestinationInput>,
+}
+
+impl DestinationEnvelope {
+    pub fn into_input(self) -> Result<DestinationInput, DomainError> {
+        match self.data {
+            None => Err(DomainError::Invalid(vec![FieldError::required("data")])),
+            Some(DestinationData { destination: None }) => {
+                Err(DomainError::Invalid(vec![FieldError::required(
+                    "data.destination",
+                )]))
+            }
+            Some(DestinationData {
+                destination: Some(input),
+            }) => Ok(input),
+        }
+    }
+}
+
+const FIELD: &str = "data.destination";
+
+fn field(name: &str) -> String {
+    format!("{FIELD}.{name}")
+}
+
+fn check_topic(text: &str) -> Result<Topic, FieldError> {
+    Topic::parse(text).ok_or_else(|| {
+        FieldError::new(
+            field("topic"),
+            "invalid_value",
+            "topic must be one of customers, orders, products",
+        )
+    })
+}
+
+/// An absolute http(s) URL with a host, no query, no fragment, no credentials.
+pub fn check_base_url(field_name: &str, text: &str) -> Result<String, FieldError> {
+    let invalid =
+        |why: &str| FieldError::new(field_name, "invalid_url", format!("{field_name} {why}"));
+    let url = url::Url::parse(text).map_err(|_| invalid("must be an absolute http(s) URL"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
+        return Err(invalid("must be an absolute http(s) URL"));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(invalid("must not have a query or fragment"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(invalid("must not carry credentials"));
+    }
+    Ok(text.trim_end_matches('/').to_string())
+}
+
+fn check_version(text: &str) -> Result<String, FieldError> {
+    if DESTINATION_VERSIONS.contains(&text) {
+        Ok(text.to_string())
+    } else {
+        Err(FieldError::new(
+            field("version"),
+            "invalid_value",
+            "version must be v1",
+        ))
+    }
+}
+
+fn check_timeout(value: i64) -> Result<i64, FieldError> {
+    if (MIN_TIMEOUT_MS..=MAX_TIMEOUT_MS).contains(&value) {
+        Ok(value)
+    } else {
+        Err(FieldError::new(
+            field("timeout_ms"),
+            "out_of_range",
+            format!("timeout_ms must be between {MIN_TIMEOUT_MS} and {MAX_TIMEOUT_MS}"),
+        ))
+    }
+}
+
+fn check_shop(input: &DestinationInput, shop: &Shop, problems: &mut Problems) {
+    if let Some(named) = &input.shop_identifier
+        && named != shop.identifier.as_str()
+    {
+        problems.push(FieldError::new(
+            field("shop_identifier"),
+            "mismatch",
+            "shop_identifier must be the shop of the path",
+        ));
+    }
+}
+
+/// An update's body may repeat the destination's id (as a number or its text); another one is
+/// a mistake worth saying, not a silent update of the destination in the path.
+fn check_id(input: &DestinationInput, current: &Destination, problems: &mut Problems) {
+    let Some(id) = input.id.as_ref().filter(|id| !id.is_null()) else {
+        return;
+    };
+    let same = id.as_i64() == Some(current.id)
+        || id.as_str().and_then(|text| text.parse::<i64>().ok()) == Some(current.id);
+    if !same {
+        problems.push(FieldError::new(
+            field("id"),
+            "mismatch",
+            format!("id must be the id of the path ({})", current.id),
+        ));
+    }
+}
+
+impl DestinationInput {
+    /// Settings for a new destination: topic and destination required, the rest defaulted.
+    pub fn for_create(&self, shop: &Shop) -> Result<DestinationSettings, DomainError> {
+        let mut problems = Problems::new();
+        check_shop(self, shop, &mut problems);
+        let topic = match &self.topic {
+            Some(topic) => problems.check(check_topic(topic)),
+            None => {
+                problems.push(FieldError::required(field("topic")));
+                None
+            }
+        };
+        let url = match &self.destination {
+            Some(url) => problems.check(check_base_url(&field("destination"), url)),
+            None => {
+                problems.push(FieldError::required(field("destination")));
+                None
+            }
+        };
+        let version = problems.check(check_version(self.version.as_deref().unwrap_or("v1")));
+        let timeout_ms =
+            problems.check(check_timeout(self.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS)));
+        problems.into_result()?;
+        match (topic, url, version, timeout_ms) {
+            (Some(topic), Some(url), Some(version), Some(timeout_ms)) => Ok(DestinationSettings {
+                topic,
+                url,
+                version,
+                timeout_ms,
+            }),
+            _ => Err(DomainError::invalid(
+                FIELD,
+                "invalid",
+                "the destination is invalid",
+            )),
+        }
+    }
+
+    /// The stored settings with the fields present in the body replacing them.
+    pub fn for_update(
+        &self,
+        shop: &Shop,
+        current: &Destination,
+    ) -> Result<DestinationSettings, DomainError> {
+        let mut problems = Problems::new();
+        check_shop(self, shop, &mut problems);
+        check_id(self, current, &mut problems);
+        let topic = match &self.topic {
+            Some(topic) => problems.check(check_topic(topic)),
+            None => Some(current.topic),
+        };
+        let url = match &self.destination {
+            Some(url) => problems.check(check_base_url(&field("destination"), url)),
+            None => Some(current.url.clone()),
+        };
+        let version = match &self.version {
+            Some(version) => problems.check(check_version(version)),
+            None => Some(current.version.clone()),
+        };
+        let timeout_ms = match self.timeout_ms {
+            Some(timeout) => problems.check(check_timeout(timeout)),
+            None => Some(current.timeout_ms),
+        };
+        problems.into_result()?;
+        match (topic, url, version, timeout_ms) {
+            (Some(topic), Some(url), Some(version), Some(timeout_ms)) => Ok(DestinationSettings {
+                topic,
+                url,
+                version,
+                timeout_ms,
+            }),
+            _ => Err(DomainError::invalid(
+                FIELD,
+                "invalid",
+                "the destination is invalid",
+            )),
+        }
+    }
+}
+
+/// The Destination resource of seed 000 §2, with the base URL under `destination`.
+#[derive(Debug, Serialize)]
+pub struct DestinationResource<'a> {
+    pub id: i64,
+    pub shop_identifier: &'a str,
+    pub topic: &'static str,
+    pub destination: &'a str,
+    pub version: &'a str,
+    pub timeout_ms: i64,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub deleted_at: Option<Timestamp>,
+}
+
+impl<'a> DestinationResource<'a> {
+    pub fn new(destination: &'a Destination, shop: &'a Shop) -> Self {
+        DestinationResource {
+            id: destination.id,
+            shop_identifier: shop.identifier.as_str(),
+            topic: destination.topic.as_str(),
+            destination: &destination.url,
+            version: &destination.version,
+            timeout_ms: destination.timeout_ms,
+            created_at: destination.created_at,
+            updated_at: destination.updated_at,
+            deleted_at: destination.deleted_at,
+        }
+    }
+}
+
+fn topic_taken(topic: Topic) -> DomainError {
+    DomainError::Conflict {
+        code: "destination.topic_taken",
+        message: format!(
+            "the shop already has a live destination for {}; update or delete it first",
+            topic.as_str()
+        ),
+    }
+}
+
+/// How to reach the connector of `settings` for `shop`, with the shop's connector secrets.
+pub fn connector_target(
+    tx: &mut dyn PlatformRepositories,
+    shop: &Shop,
+    url: &str,
+    version: &str,
+    timeout: Duration,
+    now: Timestamp,
+) -> Result<ConnectorTarget, DomainError> {
+    let secret = tx
+        .shared_secret(shop.id, SecretKind::Connector)?
+        .ok_or_else(|| DomainError::Conflict {
+            code: "connector.secret_not_configured",
+            message: "the shop has no connector shared secret yet: rotate one first \
+                      (POST /integrations/v1/shops/{shop}/shared_secret/rotate or \
+                      `mercer secret rotate --kind connector`)"
+                .to_string(),
+        })?;
+    Ok(ConnectorTarget {
+        base_url: url.to_string(),
+        version: version.to_string(),
+        shop_identifier: shop.identifier.as_str().to_string(),
+        timeout,
+        compatible_secret: secret.compatible(now).clone(),
+        secret: secret.current,
+    })
+}
+
+/// The live destination of `topic` and a target to call it, or None when the topic has none.
+pub fn live_target(
+    tx: &mut dyn PlatformRepositories,
+    shop: &Shop,
+    topic: Topic,
+    now: Timestamp,
+) -> Result<Option<(Destination, ConnectorTarget)>, DomainError> {
+    let Some(destination) = tx.live_destination(shop.id, topic)? else {
+        return Ok(None);
+    };
+    let target = connector_target(
+        tx,
+        shop,
+        &destination.url,
+        &destination.version,
+        destination.timeout(),
+        now,
+    )?;
+    Ok(Some((destination, target)))
+}
+
+fn verify(connector: &dyn PlatformConnector, target: &ConnectorTarget) -> Result<(), DomainError> {
+    connector.verify(target).map_err(|error| {
+        let code = if matches!(
+            error,
+            crate::platform::connector::ConnectorError::Timeout(_)
+        ) {
+            "connector.timeout"
+        } else {
+            "connector.verification_failed"
+        };
+        error.into_domain(code)
+    })
+}
+
+/// Where a destination leads, through the SSRF guard: 422 `address_not_allowed` on
+/// `data.destination.destination` for a loopback, private, link-local or metadata address
+/// (unless the operator allows private targets). Runs outside any transaction: the guard
+/// resolves names. Each call is checked again when it is made.
+fn check_address(guard: &dyn AddressGuard, url: &str) -> Result<(), DomainError> {
+    guard.check(url).map_err(|reason| {
+        DomainError::Invalid(vec![FieldError::new(
+            field("destination"),
+            "address_not_allowed",
+            format!("destination is not allowed: {reason}"),
+        )])
+    })
+}
+
+/// Create Destination: checks, verifies with the connector (outside any transaction: it may
+/// take up to `timeout_ms`), then stores.
+pub fn create_destination(
+    db: &impl PlatformDatabase,
+    connector: &dyn PlatformConnector,
+    guard: &dyn AddressGuard,
+    shop: &Shop,
+    input: &DestinationInput,
+    now: Timestamp,
+) -> Result<Destination, DomainError> {
+    let settings = input.for_create(shop)?;
+    check_address(guard, &settings.url)?;
+    let timeout = Duration::from_millis(settings.timeout_ms as u64);
+    let target = db.read_tx(|tx| {
+        if tx.live_destination(shop.id, settings.topic)?.is_some() {
+            return Err(topic_taken(settings.topic));
+        }
+        connector_target(tx, shop, &settings.url, &settings.version, timeout, now)
+    })?;
+    verify(connector, &target)?;
+    db.write_tx(|tx| {
+        if tx.live_destination(shop.id, settings.topic)?.is_some() {
+            return Err(topic_taken(settings.topic));
+        }
+        tx.insert_destination(shop.id, &settings, now)
+            .map_err(|error| {
+                if error.is_unique_violation() {
+                    topic_taken(settings.topic)
+                } else {
+                    error.into()
+                }
+            })
+    })
+}
+
+/// A destination of the shop, deleted ones included; NotFound otherwise.
+pub fn find_destination(
+    tx: &mut dyn PlatformRepositories,
+    shop: &Shop,
+    id: i64,
+) -> Result<Destination, DomainError> {
+    tx.destination(shop.id, id)?
+        .ok_or(DomainError::not_found("destination"))
+}
+
+fn find_live_destination(
+    tx: &mut dyn PlatformRepositories,
+    shop: &Shop,
+    id: i64,
+) -> Result<Destination, DomainError> {
+    match find_destination(tx, shop, id)? {
+        destination if destination.deleted_at.is_none() => Ok(destination),
+        _ => Err(DomainError::not_found("destination")),
+    }
+}
+
+/// Update Destination: fields present replace stored ones; the result is checked by the guard
+/// (the stored URL too: the operator may have stopped allowing private targets) and verified
+/// with the connector before it is stored.
+pub fn update_destination(
+    db: &impl PlatformDatabase,
+    connector: &dyn PlatformConnector,
+    guard: &dyn AddressGuard,
+    shop: &Shop,
+    id: i64,
+    input: &DestinationInput,
+    now: Timestamp,
+) -> Result<Destination, DomainError> {
+    let (settings, target) = db.read_tx(|tx| {
+        let current = find_live_destination(tx, shop, id)?;
+        let settings = input.for_update(shop, &current)?;
+        if let Some(other) = tx.live_destination(shop.id, settings.topic)?
+            && other.id != id
+        {
+            return Err(topic_taken(settings.topic));
+        }
+        let timeout = Duration::from_millis(settings.timeout_ms as u64);
+        let target = connector_target(tx, shop, &settings.url, &settings.version, timeout, now)?;
+        Ok((settings, target))
+    })?;
+    check_address(guard, &settings.url)?;
+    verify(connector, &target)?;
+    db.write_tx(|tx| {
+        find_live_destination(tx, shop, id)?;
+        if let Some(other) = tx.live_destination(shop.id, settings.topic)?
+            && other.id != id
+        {
+            return Err(topic_taken(settings.topic));
+        }
+        tx.update_destination(shop.id, id, &settings, now)
+            .map_err(|error| {
+                if error.is_unique_violation() {
+                    topic_taken(settings.topic)
+                } else {
+                    error.into()
+                }
+            })?;
+        find_destination(tx, shop, id)
+    })
+}
+
+/// Delete Destination: marks it deleted; from then on nothing calls that connector for its topic.
+pub fn delete_destination(
+    tx: &mut dyn PlatformRepositories,
+    shop: &Shop,
+    id: i64,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    find_live_destination(tx, shop, id)?;
+    tx.delete_destination(shop.id, id, now)?;
+    Ok(())
+}

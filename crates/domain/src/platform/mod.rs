@@ -1,0 +1,16 @@
+//! The platform connector (seed 000): the platform's resources, destinations and their
+//! verification, the connector port, inbound events and their apply rule, syncs, and the outbox
+//! of service-side changes.
+
+pub mod connector;
+pub mod destinations;
+pub mod events;
+pub mod outbox;
+mod repository;
+pub mod resources;
+pub mod sync;
+
+pub use repository::{
+    DestinationRepository, EventQueueRepository, OutboxRepository, PlatformDatabase,
+    PlatformRepositories, PlatformRepository, SyncRepository,
+};

@@ -1,0 +1,319 @@
+//! Service-side changes of a registered topic (seed 000 §4.4 rule 2, contract §3.4 last rule):
+//! recorded in the same transaction as the change, then delivered to the connector by a worker
+//! with retries and backoff. Nothing is recorded, and nothing is called, for a topic without a
+//! live destination.
+
+use serde::{Deserialize, Serialize};
+
+use crate::kernel::error::DomainError;
+use crate::kernel::time::Clock;
+use crate::kernel::time::Timestamp;
+use crate::platform::PlatformDatabase;
+use crate::platform::PlatformRepositories;
+use crate::platform::connector::{
+    ConnectorError, ConnectorResult, ConnectorTarget, PlatformConnector,
+};
+use crate::platform::destinations::{Topic, live_target};
+use crate::platform::resources::{Customer, CustomerAddress, Order, Payment};
+
+/// One call to make on the connector, as it is kept in the outbox.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "operation", rename_all = "snake_case")]
+pub enum ConnectorCall {
+    CreateCustomer {
+        customer: Customer,
+    },
+    UpdateCustomer {
+        platform_id: String,
+        customer: Customer,
+    },
+    DeleteCustomer {
+        platform_id: String,
+    },
+    CreateAddress {
+        platform_customer_id: String,
+        address: CustomerAddress,
+    },
+    UpdateAddress {
+        platform_customer_id: String,
+        platform_id: String,
+        address: CustomerAddress,
+    },
+    DeleteAddress {
+        platform_customer_id: String,
+        platform_id: String,
+    },
+    CreateOrder {
+        order: Order,
+        idempotency_key: Option<String>,
+    },
+    UpdateOrder {
+        platform_id: String,
+        order: Order,
+    },
+    CreatePayment {
+        platform_order_id: String,
+        payment: Payment,
+    },
+}
+
+impl ConnectorCall {
+    pub fn topic(&self) -> Topic {
+        match self {
+            ConnectorCall::CreateCustomer { .. }
+            | ConnectorCall::UpdateCustomer { .. }
+            | ConnectorCall::DeleteCustomer { .. }
+            | ConnectorCall::CreateAddress { .. }
+            | ConnectorCall::UpdateAddress { .. }
+            | ConnectorCall::DeleteAddress { .. } => Topic::Customers,
+            ConnectorCall::CreateOrder { .. }
+            | ConnectorCall::UpdateOrder { .. }
+            | ConnectorCall::CreatePayment { .. } => Topic::Orders,
+        }
+    }
+
+    pub fn perform(
+        &self,
+        connector: &dyn PlatformConnector,
+        target: &ConnectorTarget,
+    ) -> ConnectorResult<()> {
+        match self {
+            ConnectorCall::CreateCustomer { customer } => {
+                connector.create_customer(target, customer).map(drop)
+            }
+            ConnectorCall::UpdateCustomer {
+                platform_id,
+                customer,
+            } => connector
+                .update_customer(target, platform_id, customer)
+                .map(drop),
+            ConnectorCall::DeleteCustomer { platform_id } => {
+                connector.delete_customer(target, platform_id)
+            }
+            ConnectorCall::CreateAddress {
+                platform_customer_id,
+                address,
+            } => connector
+                .create_address(target, platform_customer_id, address)
+                .map(drop),
+            ConnectorCall::UpdateAddress {
+                platform_customer_id,
+                platform_id,
+                address,
+            } => connector
+                .update_address(target, platform_customer_id, platform_id, address)
+                .map(drop),
+            ConnectorCall::DeleteAddress {
+                platform_customer_id,
+                platform_id,
+            } => connector.delete_address(target, platform_customer_id, platform_id),
+            ConnectorCall::CreateOrder {
+                order,
+                idempotency_key,
+            } => connector
+                .create_order(target, order, idempotency_key.as_deref())
+                .map(drop),
+            ConnectorCall::UpdateOrder { platform_id, order } => {
+                connector.update_order(target, platform_id, order).map(drop)
+            }
+            ConnectorCall::CreatePayment {
+                platform_order_id,
+                payment,
+            } => connector
+                .create_payment(target, platform_order_id, payment)
+                .map(drop),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutboxStatus {
+    Pending,
+    Delivered,
+    /// Gave up: a permanent error, or every retry failed.
+    Failed,
+    /// The topic lost its destination before the call could be made.
+    Cancelled,
+}
+
+impl OutboxStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutboxStatus::Pending => "pending",
+            OutboxStatus::Delivered => "delivered",
+            OutboxStatus::Failed => "failed",
+            OutboxStatus::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        [
+            OutboxStatus::Pending,
+            OutboxStatus::Delivered,
+            OutboxStatus::Failed,
+            OutboxStatus::Cancelled,
+        ]
+        .into_iter()
+        .find(|status| status.as_str() == text)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutboxEntry {
+    pub id: i64,
+    pub shop_id: i64,
+    pub call: ConnectorCall,
+    pub status: OutboxStatus,
+    pub attempts: i64,
+    pub next_attempt_at: Timestamp,
+    pub last_error: Option<String>,
+    pub created_at: Timestamp,
+}
+
+/// Seconds to wait after the n-th failed attempt; after the last one the call is given up.
+pub const RETRY_AFTER_SECONDS: [i64; 8] = [5, 30, 120, 600, 1800, 3600, 3 * 3600, 6 * 3600];
+/// How long a worker holds the calls it claimed before another may take them.
+pub const CLAIM_LEASE_SECONDS: i64 = 120;
+
+/// Records `call` for the shop's connector in the caller's transaction; None (and nothing
+/// recorded) when its topic has no live destination.
+pub fn request_connector_change(
+    tx: &mut dyn PlatformRepositories,
+    shop_id: i64,
+    call: &ConnectorCall,
+    now: Timestamp,
+) -> Result<Option<i64>, DomainError> {
+    if tx.live_destination(shop_id, call.topic())?.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(tx.insert_outbox_call(shop_id, call, now)?))
+}
+
+/// The next attempt after `attempts` failures, or None when the call is given up.
+pub fn next_attempt(attempts: i64, now: Timestamp) -> Option<Timestamp> {
+    let index = usize::try_from(attempts).ok()?.checked_sub(1)?;
+    RETRY_AFTER_SECONDS
+        .get(index)
+        .map(|seconds| now.plus_seconds(*seconds))
+}
+
+/// Claims due calls and makes them. Returns how many were claimed.
+pub fn deliver_due_calls(
+    db: &impl PlatformDatabase,
+    connector: &dyn PlatformConnector,
+    clock: &dyn Clock,
+    limit: usize,
+) -> Result<usize, DomainError> {
+    let now = clock.now();
+    let claimed = db.write_tx(|tx| {
+        Ok(tx.claim_outbox_calls(now, limit, now.plus_seconds(CLAIM_LEASE_SECONDS))?)
+    })?;
+    for entry in &claimed {
+        let now = clock.now();
+        let target = db.read_tx(|tx| {
+            let Some(shop) = tx.shop_by_id(entry.shop_id)? else {
+                return Ok(None);
+            };
+            Ok(live_target(tx, &shop, entry.call.topic(), now)?.map(|(_, target)| target))
+        });
+        let target = match target {
+            Ok(Some(target)) => target,
+            Ok(None) => {
+                db.write_tx(|tx| {
+                    Ok(tx.finish_outbox_call(
+                        entry.id,
+                        OutboxStatus::Cancelled,
+                        entry.attempts,
+                        Some("no live destination"),
+                        now,
+                    )?)
+                })?;
+                continue;
+            }
+            Err(error) => {
+                // The secret went missing, or the database is down: try again later.
+                let attempts = entry.attempts + 1;
+                let message = error.to_string();
+                reschedule(db, entry.id, attempts, &message, now)?;
+                continue;
+            }
+        };
+        let attempts = entry.attempts + 1;
+        match entry.call.perform(connector, &target) {
+            Ok(()) => db.write_tx(|tx| {
+                Ok(tx.finish_outbox_call(
+                    entry.id,
+                    OutboxStatus::Delivered,
+                    attempts,
+                    None,
+                    clock.now(),
+                )?)
+            })?,
+            Err(error) => {
+                log::warn!(
+                    target: "mercer::outbox",
+                    "connector call {} of shop {} failed (attempt {attempts}): {error}",
+                    entry.id,
+                    entry.shop_id
+                );
+                if error.is_transient() || matches!(error, ConnectorError::Failed { .. }) {
+                    reschedule(db, entry.id, attempts, &error.to_string(), clock.now())?;
+                } else {
+                    db.write_tx(|tx| {
+                        Ok(tx.finish_outbox_call(
+                            entry.id,
+                            OutboxStatus::Failed,
+                            attempts,
+                            Some(&error.to_string()),
+                            clock.now(),
+                        )?)
+                    })?;
+                }
+            }
+        }
+    }
+    Ok(claimed.len())
+}
+
+fn reschedule(
+    db: &impl PlatformDatabase,
+    id: i64,
+    attempts: i64,
+    error: &str,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    db.write_tx(|tx| {
+        match next_attempt(attempts, now) {
+            Some(at) => tx.retry_outbox_call(id, attempts, at, error)?,
+            None => tx.finish_outbox_call(id, OutboxStatus::Failed, attempts, Some(error), now)?,
+        }
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_back_off_then_give_up() {
+        let now = Timestamp::from_micros(0);
+        assert_eq!(next_attempt(1, now), Some(now.plus_seconds(5)));
+        assert_eq!(next_attempt(2, now), Some(now.plus_seconds(30)));
+        assert_eq!(next_attempt(8, now), Some(now.plus_seconds(6 * 3600)));
+        assert_eq!(next_attempt(9, now), None);
+        assert_eq!(next_attempt(0, now), None);
+    }
+
+    #[test]
+    fn calls_serialize_with_their_operation() {
+        let call = ConnectorCall::DeleteAddress {
+            platform_customer_id: "c1".into(),
+            platform_id: "a1".into(),
+        };
+        let json = serde_json::to_value(&call).unwrap();
+        assert_eq!(json["operation"], "delete_address");
+        assert_eq!(serde_json::from_value::<ConnectorCall>(json).unwrap(), call);
+        assert_eq!(call.topic(), Topic::Customers);
+    }
+}

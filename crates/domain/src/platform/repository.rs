@@ -1,0 +1,205 @@
+//! What the platform feature needs from storage: destinations, platform entities, the inbound
+//! event queue, sync runs and the connector outbox.
+
+use crate::access::AccessRepositories;
+use crate::kernel::error::StoreResult;
+use crate::kernel::time::Timestamp;
+use crate::platform::destinations::{Destination, DestinationSettings, Topic};
+use crate::platform::events::{
+    EntityKind, EntityRecord, EntityWrite, FailedInboundEvent, InboundEvent, NewInboundEvent,
+    Outcome, UnreadableEvent,
+};
+use crate::platform::outbox::{ConnectorCall, OutboxEntry, OutboxStatus};
+use crate::platform::sync::{SyncRun, SyncStatus};
+
+crate::feature_database!(
+    /// The database as platform sees it.
+    PlatformDatabase,
+    PlatformRepositories
+);
+
+/// Every repository the platform feature's use cases may touch in one unit of work (access's
+/// included: a feature may use access).
+pub trait PlatformRepositories:
+    AccessRepositories
+    + DestinationRepository
+    + PlatformRepository
+    + EventQueueRepository
+    + SyncRepository
+    + OutboxRepository
+{
+}
+
+impl<T> PlatformRepositories for T where
+    T: AccessRepositories
+        + DestinationRepository
+        + PlatformRepository
+        + EventQueueRepository
+        + SyncRepository
+        + OutboxRepository
+        + ?Sized
+{
+}
+
+pub trait DestinationRepository {
+    fn insert_destination(
+        &mut self,
+        shop_id: i64,
+        settings: &DestinationSettings,
+        now: Timestamp,
+    ) -> StoreResult<Destination>;
+    fn update_destination(
+        &mut self,
+        shop_id: i64,
+        id: i64,
+        settings: &DestinationSettings,
+        now: Timestamp,
+    ) -> StoreResult<()>;
+    fn delete_destination(&mut self, shop_id: i64, id: i64, now: Timestamp) -> StoreResult<()>;
+    /// A destination of the shop, deleted or not.
+    fn destination(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<Destination>>;
+    fn live_destination(&mut self, shop_id: i64, topic: Topic) -> StoreResult<Option<Destination>>;
+    /// The shop's live destinations, oldest first.
+    fn live_destinations(&mut self, shop_id: i64) -> StoreResult<Vec<Destination>>;
+}
+
+/// Customers, orders, products and categories received from the platform.
+pub trait PlatformRepository {
+    /// What is held of these entities of one kind; unknown ones are left out.
+    fn platform_entities(
+        &mut self,
+        shop_id: i64,
+        kind: EntityKind,
+        platform_ids: &[&str],
+    ) -> StoreResult<Vec<(String, EntityRecord)>>;
+
+    /// Inserts or replaces entities of one kind (and what is pulled out of them: addresses,
+    /// variants), each with its whole state: document, platform times, deletion.
+    fn put_platform_entities(
+        &mut self,
+        shop_id: i64,
+        kind: EntityKind,
+        entities: &[EntityWrite],
+        now: Timestamp,
+    ) -> StoreResult<()>;
+
+    fn platform_entity(
+        &mut self,
+        shop_id: i64,
+        kind: EntityKind,
+        platform_id: &str,
+    ) -> StoreResult<Option<EntityRecord>> {
+        Ok(self
+            .platform_entities(shop_id, kind, &[platform_id])?
+            .into_iter()
+            .next()
+            .map(|(_, record)| record))
+    }
+}
+
+/// The durable queue of events received and not yet applied.
+pub trait EventQueueRepository {
+    fn insert_inbound_events(&mut self, events: &[NewInboundEvent]) -> StoreResult<()>;
+    /// The oldest unapplied events due by `now` (an event waiting to be retried is due at its
+    /// `retry_at`), in order of arrival; a row that does not read back comes as unreadable.
+    fn pending_inbound_events(
+        &mut self,
+        limit: usize,
+        now: Timestamp,
+    ) -> StoreResult<Vec<Result<InboundEvent, UnreadableEvent>>>;
+    /// Records that these events were applied, with what outcome; they are pending no more
+    /// (the store may forget them).
+    fn mark_inbound_events(
+        &mut self,
+        outcomes: &[(i64, Outcome)],
+        at: Timestamp,
+    ) -> StoreResult<()>;
+    fn count_pending_inbound_events(&mut self) -> StoreResult<i64>;
+    /// Whether any event waits to be applied (cheaper than counting them).
+    fn has_pending_inbound_events(&mut self) -> StoreResult<bool>;
+    /// Takes the right to apply events until the transaction ends; false when another process
+    /// holds it. Events must be applied by one applier at a time to keep their order.
+    fn lock_event_applier(&mut self) -> StoreResult<bool>;
+    /// Records a failed attempt at applying a queued event; it is due again at `retry_at`.
+    fn postpone_inbound_event(
+        &mut self,
+        id: i64,
+        attempts: i64,
+        error: &str,
+        retry_at: Timestamp,
+    ) -> StoreResult<()>;
+    /// Moves a queued event that failed its last attempt out of the queue, with its error.
+    fn set_aside_inbound_event(
+        &mut self,
+        id: i64,
+        attempts: i64,
+        error: &str,
+        at: Timestamp,
+    ) -> StoreResult<()>;
+    /// Events set aside, oldest first.
+    fn failed_inbound_events(&mut self, limit: usize) -> StoreResult<Vec<FailedInboundEvent>>;
+    fn count_failed_inbound_events(&mut self) -> StoreResult<i64>;
+    /// Puts events set aside back into the queue under their own ids (every one when `ids` is
+    /// None), with their attempts reset; returns the ids put back.
+    fn requeue_failed_inbound_events(&mut self, ids: Option<&[i64]>) -> StoreResult<Vec<i64>>;
+}
+
+pub trait SyncRepository {
+    fn running_sync(&mut self, shop_id: i64, topic: Topic) -> StoreResult<Option<SyncRun>>;
+    fn insert_sync_run(
+        &mut self,
+        shop_id: i64,
+        topic: Topic,
+        now: Timestamp,
+    ) -> StoreResult<SyncRun>;
+    /// Counts a page pulled, and reports the run alive.
+    fn record_sync_page(
+        &mut self,
+        id: i64,
+        items: i64,
+        skipped: i64,
+        now: Timestamp,
+    ) -> StoreResult<()>;
+    fn finish_sync(
+        &mut self,
+        id: i64,
+        status: SyncStatus,
+        error: Option<&str>,
+        now: Timestamp,
+    ) -> StoreResult<()>;
+    fn sync_run(&mut self, id: i64) -> StoreResult<Option<SyncRun>>;
+}
+
+/// Calls to make on connectors, kept until made.
+pub trait OutboxRepository {
+    fn insert_outbox_call(
+        &mut self,
+        shop_id: i64,
+        call: &ConnectorCall,
+        now: Timestamp,
+    ) -> StoreResult<i64>;
+    /// Pending calls due by `now` that no other worker holds, leased until `lease_until`.
+    fn claim_outbox_calls(
+        &mut self,
+        now: Timestamp,
+        limit: usize,
+        lease_until: Timestamp,
+    ) -> StoreResult<Vec<OutboxEntry>>;
+    fn retry_outbox_call(
+        &mut self,
+        id: i64,
+        attempts: i64,
+        next_attempt_at: Timestamp,
+        error: &str,
+    ) -> StoreResult<()>;
+    fn finish_outbox_call(
+        &mut self,
+        id: i64,
+        status: OutboxStatus,
+        attempts: i64,
+        error: Option<&str>,
+        now: Timestamp,
+    ) -> StoreResult<()>;
+    /// The shop's calls, oldest first.
+    fn outbox_entries(&mut self, shop_id: i64) -> StoreResult<Vec<OutboxEntry>>;
+}

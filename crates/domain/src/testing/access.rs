@@ -1,0 +1,262 @@
+//! Shops, tokens, shared secrets and OAuth, in memory.
+
+use super::MemoryState;
+use crate::access::credentials::{ApiToken, NewApiToken};
+use crate::access::oauth::{
+    AuthorizationCode, NewAuthorizationCode, NewOAuthApp, NewStaffAccount, OAuthApp, StaffAccount,
+};
+use crate::access::secrets::{SecretKind, SharedSecret};
+use crate::access::shop::{NewShop, Shop, ShopIdentifier};
+use crate::access::*;
+use crate::kernel::error::StoreResult;
+use crate::kernel::time::Timestamp;
+
+impl ShopRepository for MemoryState {
+    fn insert_shop(&mut self, new: &NewShop) -> StoreResult<Shop> {
+        let shop = Shop {
+            id: self.shops.len() as i64 + 1,
+            identifier: new.identifier.clone(),
+            shop_domain: new.shop_domain.clone(),
+            custom_domain: new.custom_domain.clone(),
+            platform_type: new.platform_type.clone(),
+            timezone: new.timezone.clone(),
+            currency: new.currency.clone(),
+            currency_format: new.currency_format.clone(),
+            shop_owner: new.shop_owner.clone(),
+            admin_email: new.admin_email.clone(),
+            pii_redacted_at: None,
+            created_at: new.created_at,
+            updated_at: new.created_at,
+            deleted_at: None,
+        };
+        self.shops.push(shop.clone());
+        Ok(shop)
+    }
+
+    fn shop_by_identifier(&mut self, identifier: &ShopIdentifier) -> StoreResult<Option<Shop>> {
+        Ok(self
+            .shops
+            .iter()
+            .find(|s| &s.identifier == identifier)
+            .cloned())
+    }
+
+    fn shop_by_domain(&mut self, domain: &str) -> StoreResult<Option<Shop>> {
+        Ok(self.shops.iter().find(|s| s.shop_domain == domain).cloned())
+    }
+
+    fn shop_by_id(&mut self, id: i64) -> StoreResult<Option<Shop>> {
+        Ok(self.shops.iter().find(|s| s.id == id).cloned())
+    }
+
+    fn count_shops(&mut self) -> StoreResult<i64> {
+        Ok(self.shops.len() as i64)
+    }
+
+    fn list_shops(&mut self) -> StoreResult<Vec<Shop>> {
+        Ok(self.shops.clone())
+    }
+}
+
+impl TokenRepository for MemoryState {
+    fn insert_token(&mut self, new: &NewApiToken) -> StoreResult<ApiToken> {
+        let token = ApiToken {
+            id: self.tokens.len() as i64 + 1,
+            shop_id: new.shop_id,
+            name: new.name.clone(),
+            token_prefix: new.token_prefix.clone(),
+            scopes: new.scopes.clone(),
+            source: new.source,
+            created_at: new.created_at,
+            revoked_at: None,
+        };
+        self.tokens.push((token.clone(), new.token_hash.clone()));
+        Ok(token)
+    }
+
+    fn active_token_by_hash(&mut self, token_hash: &str) -> StoreResult<Option<ApiToken>> {
+        Ok(self
+            .tokens
+            .iter()
+            .find(|(token, hash)| hash == token_hash && token.revoked_at.is_none())
+            .map(|(token, _)| token.clone()))
+    }
+
+    fn tokens_of_shop(&mut self, shop_id: i64) -> StoreResult<Vec<ApiToken>> {
+        Ok(self
+            .tokens
+            .iter()
+            .filter(|(token, _)| token.shop_id == shop_id)
+            .map(|(token, _)| token.clone())
+            .collect())
+    }
+
+    fn revoke_token(&mut self, shop_id: i64, token_id: i64, at: Timestamp) -> StoreResult<bool> {
+        let live = self.tokens.iter_mut().find(|(token, _)| {
+            token.id == token_id && token.shop_id == shop_id && token.revoked_at.is_none()
+        });
+        Ok(match live {
+            Some((token, _)) => {
+                token.revoked_at = Some(at);
+                true
+            }
+            None => false,
+        })
+    }
+}
+
+impl SecretRepository for MemoryState {
+    fn shared_secret(
+        &mut self,
+        shop_id: i64,
+        kind: SecretKind,
+    ) -> StoreResult<Option<SharedSecret>> {
+        Ok(self
+            .secrets
+            .iter()
+            .find(|s| s.shop_id == shop_id && s.kind == kind)
+            .cloned())
+    }
+
+    fn save_shared_secret(&mut self, secret: &SharedSecret) -> StoreResult<()> {
+        self.secrets
+            .retain(|s| !(s.shop_id == secret.shop_id && s.kind == secret.kind));
+        self.secrets.push(secret.clone());
+        Ok(())
+    }
+}
+
+impl OAuthRepository for MemoryState {
+    fn insert_oauth_app(&mut self, new: &NewOAuthApp) -> StoreResult<OAuthApp> {
+        let app = OAuthApp {
+            id: self.oauth_apps.len() as i64 + 1,
+            client_id: new.client_id.clone(),
+            client_secret_hash: new.client_secret_hash.clone(),
+            name: new.name.clone(),
+            redirect_uris: new.redirect_uris.clone(),
+            created_at: new.created_at,
+            revoked_at: None,
+        };
+        self.oauth_apps.push(app.clone());
+        Ok(app)
+    }
+
+    fn oauth_app_by_client_id(&mut self, client_id: &str) -> StoreResult<Option<OAuthApp>> {
+        Ok(self
+            .oauth_apps
+            .iter()
+            .find(|app| app.client_id == client_id)
+            .cloned())
+    }
+
+    fn insert_staff_account(&mut self, new: &NewStaffAccount) -> StoreResult<StaffAccount> {
+        let staff = StaffAccount {
+            id: self.staff.len() as i64 + 1,
+            shop_id: new.shop_id,
+            email: new.email.clone(),
+            password_hash: new.password_hash.clone(),
+            failed_sign_ins: 0,
+            locked_until: None,
+            created_at: new.created_at,
+        };
+        self.staff.push(staff.clone());
+        Ok(staff)
+    }
+
+    fn staff_account(&mut self, shop_id: i64, email: &str) -> StoreResult<Option<StaffAccount>> {
+        Ok(self
+            .staff
+            .iter()
+            .find(|s| s.shop_id == shop_id && s.email == email)
+            .cloned())
+    }
+
+    fn staff_account_by_id(&mut self, id: i64) -> StoreResult<Option<StaffAccount>> {
+        Ok(self.staff.iter().find(|s| s.id == id).cloned())
+    }
+
+    fn set_staff_sign_in_state(
+        &mut self,
+        id: i64,
+        failed_sign_ins: i32,
+        locked_until: Option<Timestamp>,
+        _now: Timestamp,
+    ) -> StoreResult<()> {
+        if let Some(staff) = self.staff.iter_mut().find(|s| s.id == id) {
+            staff.failed_sign_ins = failed_sign_ins;
+            staff.locked_until = locked_until;
+        }
+        Ok(())
+    }
+
+    fn increment_staff_sign_in_failures(
+        &mut self,
+        id: i64,
+        _now: Timestamp,
+    ) -> StoreResult<Option<i32>> {
+        Ok(self.staff.iter_mut().find(|s| s.id == id).map(|staff| {
+            staff.failed_sign_ins += 1;
+            staff.failed_sign_ins
+        }))
+    }
+
+    fn lock_staff_account(
+        &mut self,
+        id: i64,
+        until: Timestamp,
+        _now: Timestamp,
+    ) -> StoreResult<()> {
+        if let Some(staff) = self.staff.iter_mut().find(|s| s.id == id) {
+            staff.locked_until = Some(until);
+        }
+        Ok(())
+    }
+
+    fn insert_authorization_code(&mut self, new: &NewAuthorizationCode) -> StoreResult<()> {
+        let code = AuthorizationCode {
+            id: self.codes.len() as i64 + 1,
+            app_id: new.app_id,
+            shop_id: new.shop_id,
+            staff_id: new.staff_id,
+            redirect_uri: new.redirect_uri.clone(),
+            scopes: new.scopes.clone(),
+            code_challenge: new.code_challenge.clone(),
+            expires_at: new.expires_at,
+            used_at: None,
+            token_id: None,
+        };
+        self.codes.push((code, new.code_hash.clone()));
+        Ok(())
+    }
+
+    fn authorization_code_by_hash(
+        &mut self,
+        code_hash: &str,
+    ) -> StoreResult<Option<AuthorizationCode>> {
+        Ok(self
+            .codes
+            .iter()
+            .find(|(_, hash)| hash == code_hash)
+            .map(|(code, _)| code.clone()))
+    }
+
+    fn redeem_authorization_code(
+        &mut self,
+        id: i64,
+        token_id: i64,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        match self
+            .codes
+            .iter_mut()
+            .find(|(code, _)| code.id == id && code.used_at.is_none())
+        {
+            Some((code, _)) => {
+                code.used_at = Some(now);
+                code.token_id = Some(token_id);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! An in-memory implementation of the storage ports, for testing use cases without a database.
+//! A unit of work runs on a copy of the state that replaces the state only when the work
+//! succeeds, which is what a transaction does. One file per feature, as in the domain.
+
+mod access;
+mod directory;
+mod overrides;
+mod platform;
+mod webhooks;
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::access::credentials::ApiToken;
+use crate::access::oauth::{AuthorizationCode, OAuthApp, StaffAccount};
+use crate::access::secrets::SharedSecret;
+use crate::access::shop::Shop;
+use crate::directory::Label;
+use crate::kernel::error::DomainError;
+use crate::kernel::time::Timestamp;
+use crate::overrides::ApiOverride;
+use crate::platform::destinations::Destination;
+use crate::platform::events::{
+    EntityDocument, EntityKind, EntityRecord, FailedInboundEvent, InboundEvent, NewInboundEvent,
+    Outcome,
+};
+use crate::platform::outbox::OutboxEntry;
+use crate::platform::sync::SyncRun;
+use crate::ports::{Database, Repositories};
+use crate::webhooks::{DeliveryAttempt, WebhookEndpoint, WebhookMessage};
+
+/// A platform entity as the memory store keeps it.
+#[derive(Debug, Clone)]
+pub struct MemoryEntity {
+    pub shop_id: i64,
+    pub kind: EntityKind,
+    pub platform_id: String,
+    pub record: EntityRecord,
+    pub document: Option<EntityDocument>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct MemoryState {
+    pub shops: Vec<Shop>,
+    pub tokens: Vec<(ApiToken, String)>,
+    pub secrets: Vec<SharedSecret>,
+    pub destinations: Vec<Destination>,
+    pub entities: Vec<MemoryEntity>,
+    /// Events with their outcome once applied.
+    pub events: Vec<(InboundEvent, Option<Outcome>)>,
+    /// When events that failed to apply are due again, by event id.
+    pub event_retry_at: std::collections::HashMap<i64, Timestamp>,
+    /// Events set aside after their last attempt, with the event as it was queued.
+    pub failed_events: Vec<(FailedInboundEvent, NewInboundEvent)>,
+    pub syncs: Vec<SyncRun>,
+    pub outbox: Vec<OutboxEntry>,
+    pub labels: Vec<Label>,
+    /// Endpoints, with whether they are deleted.
+    pub webhook_endpoints: Vec<(WebhookEndpoint, bool)>,
+    pub webhook_messages: Vec<WebhookMessage>,
+    pub webhook_attempts: Vec<DeliveryAttempt>,
+    pub overrides: Vec<ApiOverride>,
+    pub oauth_apps: Vec<OAuthApp>,
+    pub staff: Vec<StaffAccount>,
+    /// Codes with their hashes.
+    pub codes: Vec<(AuthorizationCode, String)>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct MemoryDatabase {
+    state: Arc<Mutex<MemoryState>>,
+}
+
+impl MemoryDatabase {
+    fn lock(&self) -> MutexGuard<'_, MemoryState> {
+        // A test that panicked while holding the lock leaves usable state behind.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Lets a test reach into the state directly.
+    pub fn with_state<T>(&self, f: impl FnOnce(&mut MemoryState) -> T) -> T {
+        f(&mut self.lock())
+    }
+}
+
+impl Database for MemoryDatabase {
+    fn read<T>(
+        &self,
+        work: impl FnOnce(&mut dyn Repositories) -> Result<T, DomainError>,
+    ) -> Result<T, DomainError> {
+        let mut copy = self.lock().clone();
+        work(&mut copy)
+    }
+
+    fn write<T>(
+        &self,
+        work: impl FnOnce(&mut dyn Repositories) -> Result<T, DomainError>,
+    ) -> Result<T, DomainError> {
+        let mut state = self.lock();
+        let mut copy = state.clone();
+        let result = work(&mut copy)?;
+        *state = copy;
+        Ok(result)
+    }
+}

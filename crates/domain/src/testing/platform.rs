@@ -1,0 +1,450 @@
+//! Destinations, platform entities, the event queue, syncs and the outbox, in memory.
+
+use super::{MemoryEntity, MemoryState};
+use crate::kernel::error::StoreResult;
+use crate::kernel::time::Timestamp;
+use crate::platform::destinations::{Destination, DestinationSettings, Topic};
+use crate::platform::events::{
+    EntityKind, EntityRecord, EntityWrite, FailedInboundEvent, InboundEvent, NewInboundEvent,
+    Outcome, UnreadableEvent,
+};
+use crate::platform::outbox::{ConnectorCall, OutboxEntry, OutboxStatus};
+use crate::platform::sync::{SyncRun, SyncStatus};
+use crate::platform::*;
+
+impl DestinationRepository for MemoryState {
+    fn insert_destination(
+        &mut self,
+        shop_id: i64,
+        settings: &DestinationSettings,
+        now: Timestamp,
+    ) -> StoreResult<Destination> {
+        let destination = Destination {
+            id: self.destinations.len() as i64 + 1,
+            shop_id,
+            topic: settings.topic,
+            url: settings.url.clone(),
+            version: settings.version.clone(),
+            timeout_ms: settings.timeout_ms,
+            created_at: now,
+            updated_at: now,
+            deleted_at: None,
+        };
+        self.destinations.push(destination.clone());
+        Ok(destination)
+    }
+
+    fn update_destination(
+        &mut self,
+        shop_id: i64,
+        id: i64,
+        settings: &DestinationSettings,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        if let Some(d) = self
+            .destinations
+            .iter_mut()
+            .find(|d| d.id == id && d.shop_id == shop_id)
+        {
+            d.topic = settings.topic;
+            d.url = settings.url.clone();
+            d.version = settings.version.clone();
+            d.timeout_ms = settings.timeout_ms;
+            d.updated_at = now;
+        }
+        Ok(())
+    }
+
+    fn delete_destination(&mut self, shop_id: i64, id: i64, now: Timestamp) -> StoreResult<()> {
+        if let Some(d) = self
+            .destinations
+            .iter_mut()
+            .find(|d| d.id == id && d.shop_id == shop_id)
+        {
+            d.deleted_at = Some(now);
+            d.updated_at = now;
+        }
+        Ok(())
+    }
+
+    fn destination(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<Destination>> {
+        Ok(self
+            .destinations
+            .iter()
+            .find(|d| d.id == id && d.shop_id == shop_id)
+            .cloned())
+    }
+
+    fn live_destination(&mut self, shop_id: i64, topic: Topic) -> StoreResult<Option<Destination>> {
+        Ok(self
+            .destinations
+            .iter()
+            .find(|d| d.shop_id == shop_id && d.topic == topic && d.deleted_at.is_none())
+            .cloned())
+    }
+
+    fn live_destinations(&mut self, shop_id: i64) -> StoreResult<Vec<Destination>> {
+        Ok(self
+            .destinations
+            .iter()
+            .filter(|d| d.shop_id == shop_id && d.deleted_at.is_none())
+            .cloned()
+            .collect())
+    }
+}
+
+impl MemoryState {
+    pub(super) fn entity_mut(
+        &mut self,
+        shop_id: i64,
+        kind: EntityKind,
+        platform_id: &str,
+    ) -> Option<&mut MemoryEntity> {
+        self.entities
+            .iter_mut()
+            .find(|e| e.shop_id == shop_id && e.kind == kind && e.platform_id == platform_id)
+    }
+}
+
+impl PlatformRepository for MemoryState {
+    fn platform_entities(
+        &mut self,
+        shop_id: i64,
+        kind: EntityKind,
+        platform_ids: &[&str],
+    ) -> StoreResult<Vec<(String, EntityRecord)>> {
+        Ok(self
+            .entities
+            .iter()
+            .filter(|e| {
+                e.shop_id == shop_id
+                    && e.kind == kind
+                    && platform_ids.contains(&e.platform_id.as_str())
+            })
+            .map(|e| (e.platform_id.clone(), e.record.clone()))
+            .collect())
+    }
+
+    fn put_platform_entities(
+        &mut self,
+        shop_id: i64,
+        kind: EntityKind,
+        entities: &[EntityWrite],
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        for write in entities {
+            let next_id = self.entities.len() as i64 + 1;
+            let record = |id| EntityRecord {
+                id,
+                platform_updated_at: write.platform_updated_at,
+                platform_deleted_at: write.platform_deleted_at,
+                document: write.json.clone(),
+            };
+            match self.entity_mut(shop_id, kind, &write.platform_id) {
+                Some(existing) => {
+                    existing.record = record(existing.record.id);
+                    existing.document = write.document.clone();
+                    existing.updated_at = now;
+                }
+                None => self.entities.push(MemoryEntity {
+                    shop_id,
+                    kind,
+                    platform_id: write.platform_id.clone(),
+                    record: record(next_id),
+                    document: write.document.clone(),
+                    created_at: now,
+                    updated_at: now,
+                }),
+            }
+        }
+        Ok(())
+    }
+}
+
+impl EventQueueRepository for MemoryState {
+    fn insert_inbound_events(&mut self, events: &[NewInboundEvent]) -> StoreResult<()> {
+        for event in events {
+            // Ids are never reused, as on the databases (a set-aside event keeps its own).
+            let id = self.events.len() as i64 + self.failed_events.len() as i64 + 1;
+            self.events.push((
+                InboundEvent {
+                    id,
+                    event: event.clone(),
+                    attempts: 0,
+                },
+                None,
+            ));
+        }
+        Ok(())
+    }
+
+    fn pending_inbound_events(
+        &mut self,
+        limit: usize,
+        now: Timestamp,
+    ) -> StoreResult<Vec<Result<InboundEvent, UnreadableEvent>>> {
+        let retry_at = &self.event_retry_at;
+        Ok(self
+            .events
+            .iter()
+            .filter(|(event, outcome)| {
+                outcome.is_none() && retry_at.get(&event.id).is_none_or(|due| *due <= now)
+            })
+            .take(limit)
+            .map(|(e, _)| Ok(e.clone()))
+            .collect())
+    }
+
+    fn mark_inbound_events(
+        &mut self,
+        outcomes: &[(i64, Outcome)],
+        _at: Timestamp,
+    ) -> StoreResult<()> {
+        for (id, outcome) in outcomes {
+            if let Some(entry) = self.events.iter_mut().find(|(e, _)| e.id == *id) {
+                entry.1 = Some(*outcome);
+            }
+        }
+        Ok(())
+    }
+
+    fn count_pending_inbound_events(&mut self) -> StoreResult<i64> {
+        Ok(self
+            .events
+            .iter()
+            .filter(|(_, outcome)| outcome.is_none())
+            .count() as i64)
+    }
+
+    fn has_pending_inbound_events(&mut self) -> StoreResult<bool> {
+        Ok(self.events.iter().any(|(_, outcome)| outcome.is_none()))
+    }
+
+    fn lock_event_applier(&mut self) -> StoreResult<bool> {
+        Ok(true)
+    }
+
+    fn postpone_inbound_event(
+        &mut self,
+        id: i64,
+        attempts: i64,
+        _error: &str,
+        retry_at: Timestamp,
+    ) -> StoreResult<()> {
+        if let Some((event, _)) = self.events.iter_mut().find(|(e, _)| e.id == id) {
+            event.attempts = attempts;
+            self.event_retry_at.insert(id, retry_at);
+        }
+        Ok(())
+    }
+
+    fn set_aside_inbound_event(
+        &mut self,
+        id: i64,
+        attempts: i64,
+        error: &str,
+        at: Timestamp,
+    ) -> StoreResult<()> {
+        if let Some(index) = self.events.iter().position(|(e, _)| e.id == id) {
+            let (queued, _) = self.events.remove(index);
+            self.event_retry_at.remove(&id);
+            let event = queued.event;
+            self.failed_events.push((
+                FailedInboundEvent {
+                    id,
+                    shop_id: event.shop_id,
+                    kind: event.kind.as_str().to_string(),
+                    action: event.action.as_str().to_string(),
+                    platform_id: event.platform_id.clone(),
+                    attempts,
+                    error: error.to_string(),
+                    failed_at: at,
+                },
+                event,
+            ));
+        }
+        Ok(())
+    }
+
+    fn failed_inbound_events(&mut self, limit: usize) -> StoreResult<Vec<FailedInboundEvent>> {
+        Ok(self
+            .failed_events
+            .iter()
+            .take(limit)
+            .map(|(failed, _)| failed.clone())
+            .collect())
+    }
+
+    fn count_failed_inbound_events(&mut self) -> StoreResult<i64> {
+        Ok(self.failed_events.len() as i64)
+    }
+
+    fn requeue_failed_inbound_events(&mut self, ids: Option<&[i64]>) -> StoreResult<Vec<i64>> {
+        let (back, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.failed_events)
+            .into_iter()
+            .partition(|(failed, _)| ids.is_none_or(|ids| ids.contains(&failed.id)));
+        self.failed_events = kept;
+        let requeued = back.iter().map(|(failed, _)| failed.id).collect();
+        for (failed, event) in back {
+            let event = InboundEvent {
+                id: failed.id,
+                event,
+                attempts: 0,
+            };
+            let at = self.events.partition_point(|(e, _)| e.id < event.id);
+            self.events.insert(at, (event, None));
+        }
+        Ok(requeued)
+    }
+}
+
+impl SyncRepository for MemoryState {
+    fn running_sync(&mut self, shop_id: i64, topic: Topic) -> StoreResult<Option<SyncRun>> {
+        Ok(self
+            .syncs
+            .iter()
+            .find(|r| r.shop_id == shop_id && r.topic == topic && r.status == SyncStatus::Running)
+            .cloned())
+    }
+
+    fn insert_sync_run(
+        &mut self,
+        shop_id: i64,
+        topic: Topic,
+        now: Timestamp,
+    ) -> StoreResult<SyncRun> {
+        let run = SyncRun {
+            id: self.syncs.len() as i64 + 1,
+            shop_id,
+            topic,
+            status: SyncStatus::Running,
+            pages: 0,
+            items: 0,
+            skipped: 0,
+            error: None,
+            started_at: now,
+            heartbeat_at: now,
+            finished_at: None,
+        };
+        self.syncs.push(run.clone());
+        Ok(run)
+    }
+
+    fn record_sync_page(
+        &mut self,
+        id: i64,
+        items: i64,
+        skipped: i64,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        if let Some(run) = self.syncs.iter_mut().find(|r| r.id == id) {
+            run.pages += 1;
+            run.items += items;
+            run.skipped += skipped;
+            run.heartbeat_at = now;
+        }
+        Ok(())
+    }
+
+    fn finish_sync(
+        &mut self,
+        id: i64,
+        status: SyncStatus,
+        error: Option<&str>,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        if let Some(run) = self.syncs.iter_mut().find(|r| r.id == id) {
+            run.status = status;
+            run.error = error.map(str::to_string);
+            run.finished_at = Some(now);
+            run.heartbeat_at = now;
+        }
+        Ok(())
+    }
+
+    fn sync_run(&mut self, id: i64) -> StoreResult<Option<SyncRun>> {
+        Ok(self.syncs.iter().find(|r| r.id == id).cloned())
+    }
+}
+
+impl OutboxRepository for MemoryState {
+    fn insert_outbox_call(
+        &mut self,
+        shop_id: i64,
+        call: &ConnectorCall,
+        now: Timestamp,
+    ) -> StoreResult<i64> {
+        let id = self.outbox.len() as i64 + 1;
+        self.outbox.push(OutboxEntry {
+            id,
+            shop_id,
+            call: call.clone(),
+            status: OutboxStatus::Pending,
+            attempts: 0,
+            next_attempt_at: now,
+            last_error: None,
+            created_at: now,
+        });
+        Ok(id)
+    }
+
+    /// Memory has one worker: claiming moves the next attempt to the lease's end.
+    fn claim_outbox_calls(
+        &mut self,
+        now: Timestamp,
+        limit: usize,
+        lease_until: Timestamp,
+    ) -> StoreResult<Vec<OutboxEntry>> {
+        let mut claimed = Vec::new();
+        for entry in self
+            .outbox
+            .iter_mut()
+            .filter(|e| e.status == OutboxStatus::Pending && e.next_attempt_at <= now)
+            .take(limit)
+        {
+            claimed.push(entry.clone());
+            entry.next_attempt_at = lease_until;
+        }
+        Ok(claimed)
+    }
+
+    fn retry_outbox_call(
+        &mut self,
+        id: i64,
+        attempts: i64,
+        next_attempt_at: Timestamp,
+        error: &str,
+    ) -> StoreResult<()> {
+        if let Some(entry) = self.outbox.iter_mut().find(|e| e.id == id) {
+            entry.attempts = attempts;
+            entry.next_attempt_at = next_attempt_at;
+            entry.last_error = Some(error.to_string());
+        }
+        Ok(())
+    }
+
+    fn finish_outbox_call(
+        &mut self,
+        id: i64,
+        status: OutboxStatus,
+        attempts: i64,
+        error: Option<&str>,
+        _now: Timestamp,
+    ) -> StoreResult<()> {
+        if let Some(entry) = self.outbox.iter_mut().find(|e| e.id == id) {
+            entry.status = status;
+            entry.attempts = attempts;
+            entry.last_error = error.map(str::to_string);
+        }
+        Ok(())
+    }
+
+    fn outbox_entries(&mut self, shop_id: i64) -> StoreResult<Vec<OutboxEntry>> {
+        Ok(self
+            .outbox
+            .iter()
+            .filter(|e| e.shop_id == shop_id)
+            .cloned()
+            .collect())
+    }
+}

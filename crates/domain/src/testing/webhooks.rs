@@ -1,0 +1,287 @@
+//! Webhook endpoints, messages and attempts, in memory.
+
+use super::MemoryState;
+use crate::kernel::error::StoreResult;
+use crate::kernel::time::Timestamp;
+use crate::webhooks::*;
+use crate::webhooks::{
+    DeliveryAttempt, MessageStatus, MessageUpdate, NewWebhookEndpoint, NewWebhookMessage,
+    WebhookEndpoint, WebhookKind, WebhookMessage,
+};
+
+/// Webhooks in memory: enough to test the use cases; the dispatcher's claiming and leasing is
+/// tested against the real databases.
+impl WebhookRepository for MemoryState {
+    fn insert_webhook_endpoint(
+        &mut self,
+        new: &NewWebhookEndpoint,
+    ) -> StoreResult<WebhookEndpoint> {
+        let endpoint = WebhookEndpoint {
+            id: self.webhook_endpoints.len() as i64 + 1,
+            public_id: crate::access::credentials::random_hex(16),
+            shop_id: new.shop_id,
+            kind: new.kind,
+            topic: new.topic.clone(),
+            callback_url: new.callback_url.clone(),
+            secret: new.secret.clone(),
+            disabled_at: None,
+            disabled_reason: None,
+            failing_since: None,
+            created_at: new.created_at,
+            updated_at: new.created_at,
+        };
+        self.webhook_endpoints.push((endpoint.clone(), false));
+        Ok(endpoint)
+    }
+
+    fn webhook_endpoint(
+        &mut self,
+        shop_id: i64,
+        public_id: &str,
+    ) -> StoreResult<Option<WebhookEndpoint>> {
+        Ok(self
+            .webhook_endpoints
+            .iter()
+            .find(|(e, deleted)| !deleted && e.shop_id == shop_id && e.public_id == public_id)
+            .map(|(e, _)| e.clone()))
+    }
+
+    fn webhook_endpoints_by_ids(
+        &mut self,
+        ids: &[i64],
+    ) -> StoreResult<Vec<(WebhookEndpoint, bool)>> {
+        Ok(self
+            .webhook_endpoints
+            .iter()
+            .filter(|(e, _)| ids.contains(&e.id))
+            .cloned()
+            .collect())
+    }
+
+    fn webhook_endpoints(
+        &mut self,
+        shop_id: i64,
+        kind: WebhookKind,
+    ) -> StoreResult<Vec<WebhookEndpoint>> {
+        Ok(self
+            .webhook_endpoints
+            .iter()
+            .filter(|(e, deleted)| !deleted && e.shop_id == shop_id && e.kind == kind)
+            .map(|(e, _)| e.clone())
+            .collect())
+    }
+
+    fn active_webhook_endpoints(
+        &mut self,
+        shop_id: i64,
+        kind: WebhookKind,
+        topic: &str,
+    ) -> StoreResult<Vec<WebhookEndpoint>> {
+        Ok(self
+            .webhook_endpoints(shop_id, kind)?
+            .into_iter()
+            .filter(|e| e.topic == topic && e.is_active())
+            .collect())
+    }
+
+    fn update_webhook_endpoint_url(
+        &mut self,
+        id: i64,
+        url: &str,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        if let Some((endpoint, _)) = self.webhook_endpoints.iter_mut().find(|(e, _)| e.id == id) {
+            endpoint.callback_url = url.to_string();
+            endpoint.updated_at = now;
+        }
+        Ok(())
+    }
+
+    fn delete_webhook_endpoint(&mut self, id: i64, now: Timestamp) -> StoreResult<()> {
+        if let Some(entry) = self.webhook_endpoints.iter_mut().find(|(e, _)| e.id == id) {
+            entry.1 = true;
+        }
+        self.end_pending_webhook_messages(id, MessageStatus::Cancelled, now)?;
+        Ok(())
+    }
+
+    fn set_webhook_endpoint_health(
+        &mut self,
+        id: i64,
+        failing_since: Option<Timestamp>,
+        disabled: Option<(Timestamp, &str)>,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        if let Some((endpoint, _)) = self.webhook_endpoints.iter_mut().find(|(e, _)| e.id == id) {
+            endpoint.failing_since = failing_since;
+            if let Some((at, reason)) = disabled {
+                endpoint.disabled_at = Some(at);
+                endpoint.disabled_reason = Some(reason.to_string());
+            }
+            endpoint.updated_at = now;
+        }
+        Ok(())
+    }
+
+    fn enable_webhook_endpoint(&mut self, id: i64, now: Timestamp) -> StoreResult<()> {
+        if let Some((endpoint, _)) = self.webhook_endpoints.iter_mut().find(|(e, _)| e.id == id) {
+            endpoint.disabled_at = None;
+            endpoint.disabled_reason = None;
+            endpoint.failing_since = None;
+            endpoint.updated_at = now;
+        }
+        Ok(())
+    }
+
+    fn insert_webhook_messages(&mut self, messages: &[NewWebhookMessage]) -> StoreResult<Vec<i64>> {
+        let mut ids = Vec::new();
+        for new in messages {
+            let id = self.webhook_messages.len() as i64 + 1;
+            self.webhook_messages.push(WebhookMessage {
+                id,
+                message_id: new.message_id.clone(),
+                shop_id: new.shop_id,
+                endpoint_id: new.endpoint_id,
+                topic: new.topic.clone(),
+                payload: new.payload.clone(),
+                status: MessageStatus::Pending,
+                attempts: 0,
+                next_attempt_at: new.created_at,
+                created_at: new.created_at,
+                delivered_at: None,
+            });
+            ids.push(id);
+        }
+        Ok(ids)
+    }
+
+    fn claim_webhook_messages(
+        &mut self,
+        now: Timestamp,
+        limit: usize,
+        lease_until: Timestamp,
+    ) -> StoreResult<Vec<WebhookMessage>> {
+        let mut claimed = Vec::new();
+        for message in self
+            .webhook_messages
+            .iter_mut()
+            .filter(|m| m.status == MessageStatus::Pending && m.next_attempt_at <= now)
+            .take(limit)
+        {
+            claimed.push(message.clone());
+            message.next_attempt_at = lease_until;
+        }
+        Ok(claimed)
+    }
+
+    fn record_webhook_attempts(
+        &mut self,
+        attempts: &[DeliveryAttempt],
+        updates: &[MessageUpdate],
+    ) -> StoreResult<()> {
+        self.webhook_attempts.extend(attempts.iter().cloned());
+        for update in updates {
+            if let Some(message) = self.webhook_messages.iter_mut().find(|m| m.id == update.id) {
+                message.status = update.status;
+                message.attempts = update.attempts;
+                message.next_attempt_at = update.next_attempt_at;
+                message.delivered_at = update.delivered_at;
+            }
+        }
+        Ok(())
+    }
+
+    fn end_pending_webhook_messages(
+        &mut self,
+        endpoint_id: i64,
+        status: MessageStatus,
+        _now: Timestamp,
+    ) -> StoreResult<u64> {
+        let mut ended = 0;
+        for message in self
+            .webhook_messages
+            .iter_mut()
+            .filter(|m| m.endpoint_id == endpoint_id && m.status == MessageStatus::Pending)
+        {
+            message.status = status;
+            ended += 1;
+        }
+        Ok(ended)
+    }
+
+    fn webhook_queue_depth(&mut self, now: Timestamp) -> StoreResult<(i64, i64)> {
+        let pending = self
+            .webhook_messages
+            .iter()
+            .filter(|m| m.status == MessageStatus::Pending);
+        let (due, later): (Vec<_>, Vec<_>) = pending.partition(|m| m.next_attempt_at <= now);
+        Ok((due.len() as i64, later.len() as i64))
+    }
+
+    fn webhook_message(&mut self, message_id: &str) -> StoreResult<Option<WebhookMessage>> {
+        Ok(self
+            .webhook_messages
+            .iter()
+            .find(|m| m.message_id == message_id)
+            .cloned())
+    }
+
+    fn webhook_messages_of_endpoint(
+        &mut self,
+        endpoint_id: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<WebhookMessage>> {
+        Ok(self
+            .webhook_messages
+            .iter()
+            .rev()
+            .filter(|m| m.endpoint_id == endpoint_id)
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
+    fn webhook_attempts(&mut self, message_row: i64) -> StoreResult<Vec<DeliveryAttempt>> {
+        Ok(self
+            .webhook_attempts
+            .iter()
+            .filter(|a| a.message_row == message_row)
+            .cloned()
+            .collect())
+    }
+
+    fn requeue_webhook_message(&mut self, id: i64, now: Timestamp) -> StoreResult<()> {
+        if let Some(message) = self.webhook_messages.iter_mut().find(|m| m.id == id) {
+            message.status = MessageStatus::Pending;
+            message.next_attempt_at = now;
+        }
+        Ok(())
+    }
+
+    fn requeue_failed_webhook_messages(
+        &mut self,
+        endpoint_id: i64,
+        since: Timestamp,
+        now: Timestamp,
+    ) -> StoreResult<u64> {
+        let mut count = 0;
+        for message in self.webhook_messages.iter_mut().filter(|m| {
+            m.endpoint_id == endpoint_id
+                && m.status == MessageStatus::Failed
+                && m.created_at >= since
+        }) {
+            message.status = MessageStatus::Pending;
+            message.next_attempt_at = now;
+            count += 1;
+        }
+        Ok(count)
+    }
+
+    fn count_disabled_webhook_endpoints(&mut self) -> StoreResult<i64> {
+        Ok(self
+            .webhook_endpoints
+            .iter()
+            .filter(|(e, deleted)| !deleted && !e.is_active())
+            .count() as i64)
+    }
+}

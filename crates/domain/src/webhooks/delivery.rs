@@ -1,0 +1,935 @@
+//! Webhooks Mercer sends (contract §4.2, §4.3, §5): endpoints that subscribe to topics, messages
+//! enqueued in the same transaction as the change that causes them, and the delivery rules —
+//! the retry schedule with jitter and `Retry-After`, disabling on 410 or after days of failure.
+//!
+//! The sending itself (signing, HTTP, the address guard) is `mercer-webhooks`'s; the rules are
+//! here so they are tested without a network.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::WebhookRepositories;
+use crate::access::credentials::{Secret, random_hex};
+use crate::kernel::error::DomainError;
+use crate::kernel::time::Timestamp;
+
+/// Which family an endpoint belongs to: how its deliveries are signed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WebhookKind {
+    /// Checkout webhooks: draft-cavage `Signature` with the shop's integration secret.
+    Checkout,
+    /// Subscription webhooks: `x-svc-signature` with the endpoint's own secret.
+    Subscription,
+}
+
+impl WebhookKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WebhookKind::Checkout => "checkout",
+            WebhookKind::Subscription => "subscription",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "checkout" => Some(WebhookKind::Checkout),
+            "subscription" => Some(WebhookKind::Subscription),
+            _ => None,
+        }
+    }
+}
+
+/// The checkout topics of contract §4.2, by their fixed ids.
+pub const CHECKOUT_TOPICS: [(i64, &str); 6] = [
+    (1, "order/processed"),
+    (2, "order/created"),
+    (3, "order/fulfilled"),
+    (4, "order/abandoned"),
+    (5, "order/failed"),
+    (6, "gift_card/created"),
+];
+
+pub fn checkout_topic(id: i64) -> Option<&'static str> {
+    CHECKOUT_TOPICS
+        .iter()
+        .find(|(topic_id, _)| *topic_id == id)
+        .map(|(_, name)| *name)
+}
+
+pub fn checkout_topic_id(name: &str) -> Option<i64> {
+    CHECKOUT_TOPICS
+        .iter()
+        .find(|(_, topic)| *topic == name)
+        .map(|(id, _)| *id)
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookEndpoint {
+    pub id: i64,
+    /// The id clients see: 32 hex characters for checkout webhooks.
+    pub public_id: String,
+    pub shop_id: i64,
+    pub kind: WebhookKind,
+    pub topic: String,
+    pub callback_url: String,
+    /// The endpoint's own secret (subscription webhooks); checkout webhooks use the shop's
+    /// integration secret at the time of sending.
+    pub secret: Option<Secret>,
+    pub disabled_at: Option<Timestamp>,
+    pub disabled_reason: Option<String>,
+    /// When the endpoint started failing without a success since.
+    pub failing_since: Option<Timestamp>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl WebhookEndpoint {
+    pub fn is_active(&self) -> bool {
+        self.disabled_at.is_none()
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct NewWebhookEndpoint {
+    pub shop_id: i64,
+    pub kind: WebhookKind,
+    pub topic: String,
+    pub callback_url: String,
+    pub secret: Option<Secret>,
+    pub created_at: Timestamp,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageStatus {
+    Pending,
+    Delivered,
+    /// Given up: the schedule ran out, or the endpoint was disabled.
+    Failed,
+    /// The endpoint went away before delivery.
+    Cancelled,
+}
+
+impl MessageStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessageStatus::Pending => "pending",
+            MessageStatus::Delivered => "delivered",
+            MessageStatus::Failed => "failed",
+            MessageStatus::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        [
+            MessageStatus::Pending,
+            MessageStatus::Delivered,
+            MessageStatus::Failed,
+            MessageStatus::Cancelled,
+        ]
+        .into_iter()
+        .find(|status| status.as_str() == text)
+    }
+}
+
+/// One message to one endpoint; its `message_id` (`webhook-id`) stays the same on every attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookMessage {
+    pub id: i64,
+    pub message_id: String,
+    pub shop_id: i64,
+    pub endpoint_id: i64,
+    pub topic: String,
+    pub payload: String,
+    pub status: MessageStatus,
+    pub attempts: i64,
+    pub next_attempt_at: Timestamp,
+    pub created_at: Timestamp,
+    pub delivered_at: Option<Timestamp>,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewWebhookMessage {
+    pub message_id: String,
+    pub shop_id: i64,
+    pub endpoint_id: i64,
+    pub topic: String,
+    pub payload: String,
+    pub created_at: Timestamp,
+}
+
+/// What one attempt got back.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AttemptOutcome {
+    /// The HTTP status, when there was an answer.
+    pub status: Option<u16>,
+    pub latency: Duration,
+    /// The first KiB of the answer's body.
+    pub response: Option<String>,
+    /// Why there was no usable answer (timeout, refused, blocked address).
+    pub error: Option<String>,
+    /// The answer's `Retry-After`, when it had one.
+    pub retry_after: Option<Duration>,
+}
+
+impl AttemptOutcome {
+    pub fn succeeded(&self) -> bool {
+        self.status
+            .is_some_and(|status| (200..300).contains(&status))
+    }
+}
+
+/// A message's state after an attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageUpdate {
+    pub id: i64,
+    pub status: MessageStatus,
+    pub attempts: i64,
+    pub next_attempt_at: Timestamp,
+    pub delivered_at: Option<Timestamp>,
+}
+
+/// One recorded attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryAttempt {
+    pub message_row: i64,
+    pub attempted_at: Timestamp,
+    pub outcome: AttemptOutcome,
+}
+
+/// When to try again after failures, and when to give up on an endpoint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryPolicy {
+    /// The delay before each attempt: the first is the initial one (normally 0).
+    pub delays: Vec<Duration>,
+    /// How much a delay may vary either way (0.2 = ±20%).
+    pub jitter: f64,
+    /// The longest a `Retry-After` is honoured.
+    pub max_retry_after: Duration,
+    /// An endpoint that has only failed for this long is disabled.
+    pub disable_after: Duration,
+}
+
+const MINUTE: u64 = 60;
+const HOUR: u64 = 60 * MINUTE;
+
+impl Default for RetryPolicy {
+    /// Immediately, then 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, each ±20%; `Retry-After` up
+    /// to 10 h; endpoints disabled after 5 days of failures only.
+    fn default() -> Self {
+        RetryPolicy {
+            delays: [
+                0,
+                5,
+                5 * MINUTE,
+                30 * MINUTE,
+                2 * HOUR,
+                5 * HOUR,
+                10 * HOUR,
+                10 * HOUR,
+            ]
+            .into_iter()
+            .map(Duration::from_secs)
+            .collect(),
+            jitter: 0.2,
+            max_retry_after: Duration::from_secs(10 * HOUR),
+            disable_after: Duration::from_secs(5 * 24 * HOUR),
+        }
+    }
+}
+
+/// What follows an attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AfterAttempt {
+    Delivered,
+    /// Try again at this time.
+    Retry(Timestamp),
+    /// The schedule ran out: the message failed.
+    GiveUp,
+    /// The endpoint is disabled (410, or failing too long): this message fails and the
+    /// endpoint's other pending messages stop.
+    Disable(String),
+}
+
+/// An endpoint's health after an attempt: since when it has failed without a success (None
+/// after a success), and why it was disabled, if this attempt disabled it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndpointHealth {
+    pub failing_since: Option<Timestamp>,
+    pub disabled: Option<String>,
+}
+
+impl AfterAttempt {
+    /// What this decision makes of the message (its `attempts`-th attempt, made at `sent_at`)
+    /// and of its endpoint, which had been failing since `failing_since`.
+    pub fn settle(
+        &self,
+        message_id: i64,
+        attempts: i64,
+        failing_since: Option<Timestamp>,
+        sent_at: Timestamp,
+    ) -> (MessageUpdate, EndpointHealth) {
+        let still_failing = Some(failing_since.unwrap_or(sent_at));
+        let (status, next_attempt_at, delivered_at, health) = match self {
+            AfterAttempt::Delivered => (
+                MessageStatus::Delivered,
+                sent_at,
+                Some(sent_at),
+                EndpointHealth {
+                    failing_since: None,
+                    disabled: None,
+                },
+            ),
+            AfterAttempt::Retry(at) => (
+                MessageStatus::Pending,
+                *at,
+                None,
+                EndpointHealth {
+                    failing_since: still_failing,
+                    disabled: None,
+                },
+            ),
+            AfterAttempt::GiveUp => (
+                MessageStatus::Failed,
+                sent_at,
+                None,
+                EndpointHealth {
+                    failing_since: still_failing,
+                    disabled: None,
+                },
+            ),
+            AfterAttempt::Disable(reason) => (
+                MessageStatus::Failed,
+                sent_at,
+                None,
+                EndpointHealth {
+                    failing_since: still_failing,
+                    disabled: Some(reason.clone()),
+                },
+            ),
+        };
+        let update = MessageUpdate {
+            id: message_id,
+            status,
+            attempts,
+            next_attempt_at,
+            delivered_at,
+        };
+        (update, health)
+    }
+}
+
+fn micros(duration: Duration) -> i64 {
+    i64::try_from(duration.as_micros()).unwrap_or(i64::MAX)
+}
+
+impl RetryPolicy {
+    /// Parses `0s,5s,5m,30m,2h,5h,10h,10h` (units ms, s, m, h).
+    pub fn parse_delays(text: &str) -> Result<Vec<Duration>, String> {
+        text.split(',')
+            .map(str::trim)
+            .filter(|part| !part.is_empty())
+            .map(|part| {
+                let (number, unit) = part.split_at(
+                    part.find(|c: char| !c.is_ascii_digit())
+                        .unwrap_or(part.len()),
+                );
+                let number: u64 = number
+                    .parse()
+                    .map_err(|_| format!("{part:?} is not a duration such as 5s"))?;
+                Ok(match unit {
+                    "ms" => Duration::from_millis(number),
+                    "s" | "" => Duration::from_secs(number),
+                    "m" => Duration::from_secs(number * MINUTE),
+                    "h" => Duration::from_secs(number * HOUR),
+                    _ => return Err(format!("{part:?}: the unit must be ms, s, m or h")),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .and_then(|delays| {
+                if delays.is_empty() {
+                    Err("no delays given".to_string())
+                } else {
+                    Ok(delays)
+                }
+            })
+    }
+
+    /// The rules after `attempts` attempts of which this one got `outcome`. `failing_since` is
+    /// the endpoint's, before this attempt. `spread` is a random number in [-1, 1] that picks
+    /// the jitter.
+    pub fn after_attempt(
+        &self,
+        attempts: i64,
+        outcome: &AttemptOutcome,
+        failing_since: Option<Timestamp>,
+        now: Timestamp,
+        spread: f64,
+    ) -> AfterAttempt {
+        if outcome.succeeded() {
+            return AfterAttempt::Delivered;
+        }
+        if outcome.status == Some(410) {
+            return AfterAttempt::Disable("the endpoint answered 410 Gone".to_string());
+        }
+        let failing_since = failing_since.unwrap_or(now);
+        if now.as_micros() - failing_since.as_micros() >= micros(self.disable_after) {
+            return AfterAttempt::Disable(format!(
+                "every delivery failed for {} hours",
+                self.disable_after.as_secs() / HOUR
+            ));
+        }
+        let Some(delay) = usize::try_from(attempts)
+            .ok()
+            .and_then(|n| self.delays.get(n))
+        else {
+            return AfterAttempt::GiveUp;
+        };
+        let factor = 1.0 + self.jitter * spread.clamp(-1.0, 1.0);
+        let jittered = Duration::from_secs_f64(delay.as_secs_f64() * factor);
+        // A receiver's own Retry-After wins over the schedule, within bounds.
+        let wait = match outcome.retry_after {
+            Some(asked) => asked.min(self.max_retry_after),
+            None => jittered,
+        };
+        AfterAttempt::Retry(Timestamp::from_micros(
+            now.as_micros().saturating_add(micros(wait)),
+        ))
+    }
+}
+
+/// A new `webhook-id`: `msg_` and 32 hex characters.
+pub fn new_message_id() -> String {
+    format!("msg_{}", random_hex(16))
+}
+
+/// Enqueues `payload` for every active endpoint of the shop on `topic`, in the caller's
+/// transaction; returns the messages' row ids (none when nobody subscribes).
+pub fn enqueue_for_topic(
+    tx: &mut dyn WebhookRepositories,
+    shop_id: i64,
+    kind: WebhookKind,
+    topic: &str,
+    payload: &serde_json::Value,
+    now: Timestamp,
+) -> Result<Vec<i64>, DomainError> {
+    let endpoints = tx.active_webhook_endpoints(shop_id, kind, topic)?;
+    let messages: Vec<NewWebhookMessage> = endpoints
+        .iter()
+        .map(|endpoint| NewWebhookMessage {
+            message_id: new_message_id(),
+            shop_id,
+            endpoint_id: endpoint.id,
+            topic: topic.to_string(),
+            payload: payload.to_string(),
+            created_at: now,
+        })
+        .collect();
+    Ok(tx.insert_webhook_messages(&messages)?)
+}
+
+/// Enqueues `payload` for one endpoint (a test delivery, a resend), in the caller's
+/// transaction; returns the message's row id and `webhook-id`.
+pub fn enqueue_for_endpoint(
+    tx: &mut dyn WebhookRepositories,
+    endpoint: &WebhookEndpoint,
+    payload: &serde_json::Value,
+    now: Timestamp,
+) -> Result<(i64, String), DomainError> {
+    let message = NewWebhookMessage {
+        message_id: new_message_id(),
+        shop_id: endpoint.shop_id,
+        endpoint_id: endpoint.id,
+        topic: endpoint.topic.clone(),
+        payload: payload.to_string(),
+        created_at: now,
+    };
+    let row = tx
+        .insert_webhook_messages(std::slice::from_ref(&message))?
+        .first()
+        .copied()
+        .ok_or_else(|| crate::StorageError::other("no message id came back"))?;
+    Ok((row, message.message_id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> Timestamp {
+        Timestamp::from_micros(1_700_000_000_000_000)
+    }
+
+    fn failed(status: u16) -> AttemptOutcome {
+        AttemptOutcome {
+            status: Some(status),
+            ..AttemptOutcome::default()
+        }
+    }
+
+    fn retry_in(after: AfterAttempt) -> Duration {
+        match after {
+            AfterAttempt::Retry(at) => {
+                Duration::from_micros((at.as_micros() - now().as_micros()) as u64)
+            }
+            other => panic!("expected a retry, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn each_decision_settles_the_message_and_the_endpoint() {
+        let (sent, since, later) = (now(), now().plus_seconds(-60), now().plus_seconds(300));
+        let settle = |after: AfterAttempt, failing_since| after.settle(7, 3, failing_since, sent);
+
+        let (update, health) = settle(AfterAttempt::Delivered, Some(since));
+        assert_eq!(
+            (
+                update.id,
+                update.status,
+                update.attempts,
+                update.delivered_at
+            ),
+            (7, MessageStatus::Delivered, 3, Some(sent))
+        );
+        assert_eq!(
+            (health.failing_since, health.disabled),
+            (None, None),
+            "a success resets"
+        );
+
+        let (update, health) = settle(AfterAttempt::Retry(later), Some(since));
+        assert_eq!(
+            (update.status, update.next_attempt_at, update.delivered_at),
+            (MessageStatus::Pending, later, None)
+        );
+        assert_eq!(
+            health.failing_since,
+            Some(since),
+            "still failing since the first failure"
+        );
+        let (_, health) = settle(AfterAttempt::Retry(later), None);
+        assert_eq!(
+            health.failing_since,
+            Some(sent),
+            "a first failure starts the count"
+        );
+
+        let (update, health) = settle(AfterAttempt::GiveUp, None);
+        assert_eq!(
+            (update.status, health.disabled),
+            (MessageStatus::Failed, None)
+        );
+        assert_eq!(health.failing_since, Some(sent));
+
+        let (update, health) = settle(AfterAttempt::Disable("gone".into()), Some(since));
+        assert_eq!(update.status, MessageStatus::Failed);
+        assert_eq!(
+            (health.failing_since, health.disabled.as_deref()),
+            (Some(since), Some("gone"))
+        );
+    }
+
+    #[test]
+    fn the_schedule_without_jitter() {
+        let policy = RetryPolicy::default();
+        let waits: Vec<u64> = (1..=7)
+            .map(|attempts| {
+                retry_in(policy.after_attempt(attempts, &failed(500), None, now(), 0.0)).as_secs()
+            })
+            .collect();
+        assert_eq!(waits, [5, 300, 1800, 7200, 18_000, 36_000, 36_000]);
+        assert_eq!(
+            policy.after_attempt(8, &failed(500), None, now(), 0.0),
+            AfterAttempt::GiveUp
+        );
+    }
+
+    #[test]
+    fn jitter_stays_within_twenty_percent() {
+        let policy = RetryPolicy::default();
+        assert_eq!(
+            retry_in(policy.after_attempt(1, &failed(500), None, now(), 1.0)),
+            Duration::from_secs(6)
+        );
+        assert_eq!(
+            retry_in(policy.after_attempt(1, &failed(500), None, now(), -1.0)),
+            Duration::from_secs(4)
+        );
+        assert_eq!(
+            retry_in(policy.after_attempt(1, &failed(500), None, now(), 7.0)),
+            Duration::from_secs(6),
+            "spread is clamped"
+        );
+    }
+
+    #[test]
+    fn retry_after_is_honoured_up_to_ten_hours() {
+        let policy = RetryPolicy::default();
+        let asked = |seconds| AttemptOutcome {
+            status: Some(503),
+            retry_after: Some(Duration::from_secs(seconds)),
+            ..AttemptOutcome::default()
+        };
+        assert_eq!(
+            retry_in(policy.after_attempt(1, &asked(120), None, now(), 0.0)),
+            Duration::from_secs(120)
+        );
+        assert_eq!(
+            retry_in(policy.after_attempt(1, &asked(2), None, now(), 0.0)),
+            Duration::from_secs(2),
+            "a shorter wait asked for is taken"
+        );
+        assert_eq!(
+            retry_in(policy.after_attempt(1, &asked(50 * 3600), None, now(), 0.0)),
+            Duration::from_secs(10 * 3600)
+        );
+    }
+
+    #[test]
+    fn success_410_and_long_failure() {
+        let policy = RetryPolicy::default();
+        assert_eq!(
+            policy.after_attempt(3, &failed(204), Some(now()), now(), 0.0),
+            AfterAttempt::Delivered
+        );
+        assert!(matches!(
+            policy.after_attempt(1, &failed(410), None, now(), 0.0),
+            AfterAttempt::Disable(_)
+        ));
+        let six_days_ago = now().plus_seconds(-6 * 24 * 3600);
+        assert!(matches!(
+            policy.after_attempt(2, &failed(500), Some(six_days_ago), now(), 0.0),
+            AfterAttempt::Disable(_)
+        ));
+        let timeout = AttemptOutcome {
+            error: Some("timed out".into()),
+            ..AttemptOutcome::default()
+        };
+        assert!(matches!(
+            policy.after_attempt(1, &timeout, None, now(), 0.0),
+            AfterAttempt::Retry(_)
+        ));
+    }
+
+    #[test]
+    fn delays_parse_with_units() {
+        assert_eq!(
+            RetryPolicy::parse_delays("0s, 200ms,5m,2h,7").unwrap(),
+            [
+                Duration::ZERO,
+                Duration::from_millis(200),
+                Duration::from_secs(300),
+                Duration::from_secs(7200),
+                Duration::from_secs(7)
+            ]
+        );
+        assert!(RetryPolicy::parse_delays("5 days").is_err());
+        assert!(RetryPolicy::parse_delays("").is_err());
+    }
+
+    #[test]
+    fn checkout_topics_have_fixed_ids() {
+        assert_eq!(checkout_topic(1), Some("order/processed"));
+        assert_eq!(checkout_topic(6), Some("gift_card/created"));
+        assert_eq!(checkout_topic(7), None);
+        assert_eq!(checkout_topic_id("order/failed"), Some(5));
+    }
+}
+
+/// Checkout webhooks (contract §4.2): registration, changes and the resource clients see.
+pub mod checkout {
+    use serde::Deserialize;
+    use serde_json::{Value, json};
+
+    use super::{
+        NewWebhookEndpoint, WebhookEndpoint, WebhookKind, checkout_topic, checkout_topic_id,
+    };
+    use crate::access::secrets::SecretKind;
+    use crate::access::shop::Shop;
+    use crate::kernel::error::{DomainError, FieldError, Problems};
+    use crate::kernel::outbound::{AddressGuard, check_callback_url};
+    use crate::kernel::time::Timestamp;
+    use crate::webhooks::WebhookRepositories;
+
+    #[derive(Debug, Clone, Default, Deserialize)]
+    #[serde(default)]
+    pub struct WebhookInput {
+        pub webhook_topic_id: Option<i64>,
+        pub callback_url: Option<String>,
+    }
+
+    /// Checks a callback URL's form and, through the guard, where it leads (422 either way).
+    /// Runs before any transaction: the guard resolves names.
+    pub fn check_callback(
+        url: Option<&str>,
+        guard: &dyn AddressGuard,
+    ) -> Result<String, FieldError> {
+        let url = url.ok_or_else(|| FieldError::required("callback_url"))?;
+        let url = check_callback_url("callback_url", url)?;
+        guard.check(&url).map_err(|reason| {
+            FieldError::new(
+                "callback_url",
+                "address_not_allowed",
+                format!("callback_url is not allowed: {reason}"),
+            )
+        })?;
+        Ok(url)
+    }
+
+    /// Create Webhook, with the callback URL already checked.
+    pub fn create(
+        tx: &mut dyn WebhookRepositories,
+        shop: &Shop,
+        topic_id: Option<i64>,
+        callback: Result<String, FieldError>,
+        now: Timestamp,
+    ) -> Result<WebhookEndpoint, DomainError> {
+        if tx
+            .shared_secret(shop.id, SecretKind::CheckoutIntegration)?
+            .is_none()
+        {
+            return Err(DomainError::Unprocessable {
+                code: "integration.not_configured",
+                message: "configure the integration's shared secret first (POST /checkout/shop/{shop}/integration/config)"
+                    .to_string(),
+            });
+        }
+        let mut problems = Problems::new();
+        let topic = match topic_id {
+            None => {
+                problems.push(FieldError::required("webhook_topic_id"));
+                None
+            }
+            Some(id) => problems.check(checkout_topic(id).ok_or_else(|| {
+                FieldError::new(
+                    "webhook_topic_id",
+                    "invalid_value",
+                    "webhook_topic_id must be one of the ids of List Webhook Topics (1..6)",
+                )
+            })),
+        };
+        let url = problems.check(callback);
+        problems.into_result()?;
+        let (Some(topic), Some(callback_url)) = (topic, url) else {
+            return Err(DomainError::invalid(
+                "webhook_topic_id",
+                "invalid",
+                "the webhook is invalid",
+            ));
+        };
+        Ok(tx.insert_webhook_endpoint(&NewWebhookEndpoint {
+            shop_id: shop.id,
+            kind: WebhookKind::Checkout,
+            topic: topic.to_string(),
+            callback_url,
+            secret: None,
+            created_at: now,
+        })?)
+    }
+
+    /// A checkout webhook of the shop, or 404.
+    pub fn find(
+        tx: &mut dyn WebhookRepositories,
+        shop: &Shop,
+        public_id: &str,
+    ) -> Result<WebhookEndpoint, DomainError> {
+        tx.webhook_endpoint(shop.id, public_id)?
+            .filter(|endpoint| endpoint.kind == WebhookKind::Checkout)
+            .ok_or(DomainError::not_found("webhook"))
+    }
+
+    /// Update Webhook: a new callback URL, already checked.
+    pub fn update(
+        tx: &mut dyn WebhookRepositories,
+        shop: &Shop,
+        public_id: &str,
+        callback: Result<String, FieldError>,
+        now: Timestamp,
+    ) -> Result<WebhookEndpoint, DomainError> {
+        let endpoint = find(tx, shop, public_id)?;
+        let url = callback.map_err(|problem| DomainError::Invalid(vec![problem]))?;
+        tx.update_webhook_endpoint_url(endpoint.id, &url, now)?;
+        find(tx, shop, public_id)
+    }
+
+    pub fn delete(
+        tx: &mut dyn WebhookRepositories,
+        shop: &Shop,
+        public_id: &str,
+        now: Timestamp,
+    ) -> Result<(), DomainError> {
+        let endpoint = find(tx, shop, public_id)?;
+        tx.delete_webhook_endpoint(endpoint.id, now)?;
+        Ok(())
+    }
+
+    /// A message of the webhook by its `webhook-id`, or 404.
+    fn message_of(
+        tx: &mut dyn WebhookRepositories,
+        endpoint: &WebhookEndpoint,
+        message_id: &str,
+    ) -> Result<super::WebhookMessage, DomainError> {
+        tx.webhook_message(message_id)?
+            .filter(|message| message.endpoint_id == endpoint.id)
+            .ok_or(DomainError::not_found("message"))
+    }
+
+    fn attempt_resource(attempt: &super::DeliveryAttempt) -> Value {
+        json!({
+            "attempted_at": attempt.attempted_at,
+            "status": attempt.outcome.status,
+            "latency_ms": attempt.outcome.latency.as_secs_f64() * 1000.0,
+            "response": attempt.outcome.response,
+            "error": attempt.outcome.error,
+        })
+    }
+
+    fn message_resource(message: &super::WebhookMessage) -> Value {
+        json!({
+            "message_id": message.message_id,
+            "topic": message.topic,
+            "status": message.status,
+            "attempts": message.attempts,
+            "created_at": message.created_at,
+            "next_attempt_at": (message.status == super::MessageStatus::Pending).then_some(message.next_attempt_at),
+            "delivered_at": message.delivered_at,
+        })
+    }
+
+    /// The webhook's delivery log: its latest messages, newest first, each with its last attempt.
+    pub fn deliveries(
+        tx: &mut dyn WebhookRepositories,
+        shop: &Shop,
+        public_id: &str,
+        limit: usize,
+    ) -> Result<Vec<Value>, DomainError> {
+        let endpoint = find(tx, shop, public_id)?;
+        let messages = tx.webhook_messages_of_endpoint(endpoint.id, limit)?;
+        let mut log = Vec::with_capacity(messages.len());
+        for message in &messages {
+            let attempts = tx.webhook_attempts(message.id)?;
+            let mut resource = message_resource(message);
+            resource["last_attempt"] = attempts.last().map_or(Value::Null, attempt_resource);
+            log.push(resource);
+        }
+        Ok(log)
+    }
+
+    /// One message with its payload and every attempt.
+    pub fn delivery(
+        tx: &mut dyn WebhookRepositories,
+        shop: &Shop,
+        public_id: &str,
+        message_id: &str,
+    ) -> Result<Value, DomainError> {
+        let endpoint = find(tx, shop, public_id)?;
+        let message = message_of(tx, &endpoint, message_id)?;
+        let attempts = tx.webhook_attempts(message.id)?;
+        let mut resource = message_resource(&message);
+        resource["payload"] = serde_json::from_str(&message.payload).unwrap_or(Value::Null);
+        resource["attempts"] = attempts.iter().map(attempt_resource).collect();
+        Ok(resource)
+    }
+
+    /// Sends a message again, with the same `webhook-id`, whatever became of it.
+    pub fn resend(
+        tx: &mut dyn WebhookRepositories,
+        shop: &Shop,
+        public_id: &str,
+        message_id: &str,
+        now: Timestamp,
+    ) -> Result<(), DomainError> {
+        let endpoint = find(tx, shop, public_id)?;
+        if !endpoint.is_active() {
+            return Err(disabled());
+        }
+        let message = message_of(tx, &endpoint, message_id)?;
+        tx.requeue_webhook_message(message.id, now)?;
+        Ok(())
+    }
+
+    /// Sends again every message of the webhook that failed, created since `since`; how many.
+    pub fn recover(
+        tx: &mut dyn WebhookRepositories,
+        shop: &Shop,
+        public_id: &str,
+        since: Timestamp,
+        now: Timestamp,
+    ) -> Result<u64, DomainError> {
+        let endpoint = find(tx, shop, public_id)?;
+        if !endpoint.is_active() {
+            return Err(disabled());
+        }
+        Ok(tx.requeue_failed_webhook_messages(endpoint.id, since, now)?)
+    }
+
+    /// Enables a disabled webhook again, as new (its failure history forgotten).
+    pub fn enable(
+        tx: &mut dyn WebhookRepositories,
+        shop: &Shop,
+        public_id: &str,
+        now: Timestamp,
+    ) -> Result<WebhookEndpoint, DomainError> {
+        let endpoint = find(tx, shop, public_id)?;
+        tx.enable_webhook_endpoint(endpoint.id, now)?;
+        find(tx, shop, public_id)
+    }
+
+    pub fn disabled() -> DomainError {
+        DomainError::Unprocessable {
+            code: "webhook.disabled",
+            message: "the webhook is disabled; enable it again first (POST …/webhooks/{id}/enable)"
+                .to_string(),
+        }
+    }
+
+    /// `{"id","webhook_topic_id","webhook_topic_name","callback_url","created_at","updated_at"}`,
+    /// and whether Mercer disabled it (and why).
+    pub fn resource(endpoint: &WebhookEndpoint) -> Value {
+        json!({
+            "id": endpoint.public_id,
+            "webhook_topic_id": checkout_topic_id(&endpoint.topic),
+            "webhook_topic_name": endpoint.topic,
+            "callback_url": endpoint.callback_url,
+            "created_at": endpoint.created_at,
+            "updated_at": endpoint.updated_at,
+            "disabled_at": endpoint.disabled_at,
+            "disabled_reason": endpoint.disabled_reason,
+        })
+    }
+
+    /// A sample payload of a topic, in the shape of seed 001 §2, marked `"test": true`.
+    pub fn sample_payload(shop: &Shop, topic: &str) -> Value {
+        let domain = shop.shop_domain.as_str();
+        match topic {
+            "order/abandoned" => json!({
+                "test": true,
+                "customer": {"accepts_marketing": false, "email_address": "test.customer@example.test", "first_name": "Test", "last_name": "Customer", "public_id": "0000000000000000000000000000000a", "platform_id": null, "saved_addresses": []},
+                "line_items": [{"discounts": [], "fees": [], "taxes": [], "product_data": {"barcode": "", "compare_at_price": 0, "description": "A test product", "id": "1", "image_url": "", "line_item_key": "test-line", "price": 1000, "product_id": "1", "properties": [], "quantity": 1, "requires_shipping": true, "sku": "TEST-SKU", "tags": "", "taxable": true, "title": "Test product", "total_price": 1000, "variant_id": "1", "vendor": "", "visible": 1, "weight": 0, "weight_unit": "g"}}],
+                "order_meta_data": {"cart_parameters": {}, "note_attributes": {}, "notes": "", "tags": []},
+                "public_order_id": "00000000000000000000000000000000",
+                "resumable_link": format!("https://{domain}/checkout/resume/00000000000000000000000000000000"),
+            }),
+            "gift_card/created" => json!({
+                "test": true,
+                "platform_domain": domain, "domain": domain,
+                "platform_order_id": "test-order", "public_order_id": "00000000000000000000000000000000",
+                "platform_customer_id": null,
+                "customer": {"email_address": "test.customer@example.test", "first_name": "Test", "last_name": "Customer"},
+                "gift_card_email": "test.customer@example.test", "gift_card_token": "test-token", "gift_card_key": "test-key", "gift_card_amount": 2500,
+            }),
+            _ => json!({
+                "test": true,
+                "platform_domain": domain, "domain": domain,
+                "application_state": {},
+                "order_id": 0,
+                "public_order_id": "00000000000000000000000000000000",
+                "platform_order_id": "", "platform_friendly_identifier": "",
+                "order_source": "test", "order_source_name": "Mercer test delivery",
+                "fulfillment_status": if topic == "order/fulfilled" { "fulfilled" } else { "unfulfilled" },
+                "fulfillment_data": [],
+            }),
+        }
+    }
+}

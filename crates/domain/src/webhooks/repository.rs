@@ -1,0 +1,115 @@
+//! What webhooks need from storage: endpoints, messages and their attempts.
+
+use crate::access::AccessRepositories;
+use crate::kernel::error::StoreResult;
+use crate::kernel::time::Timestamp;
+use crate::webhooks::{
+    DeliveryAttempt, MessageStatus, MessageUpdate, NewWebhookEndpoint, NewWebhookMessage,
+    WebhookEndpoint, WebhookKind, WebhookMessage,
+};
+
+crate::feature_database!(
+    /// The database as webhooks sees it.
+    WebhookDatabase,
+    WebhookRepositories
+);
+
+/// Every repository the webhooks' use cases may touch in one unit of work.
+pub trait WebhookRepositories: AccessRepositories + WebhookRepository {}
+
+impl<T> WebhookRepositories for T where T: AccessRepositories + WebhookRepository + ?Sized {}
+
+/// Webhook endpoints, the messages queued for them, and every delivery attempt.
+pub trait WebhookRepository {
+    fn insert_webhook_endpoint(
+        &mut self,
+        endpoint: &NewWebhookEndpoint,
+    ) -> StoreResult<WebhookEndpoint>;
+    /// An endpoint of the shop by the id clients see, unless deleted.
+    fn webhook_endpoint(
+        &mut self,
+        shop_id: i64,
+        public_id: &str,
+    ) -> StoreResult<Option<WebhookEndpoint>>;
+    /// Endpoints by row id, deleted ones included (the dispatcher needs them all).
+    fn webhook_endpoints_by_ids(
+        &mut self,
+        ids: &[i64],
+    ) -> StoreResult<Vec<(WebhookEndpoint, bool)>>;
+    /// The shop's endpoints of a kind that are not deleted, oldest first.
+    fn webhook_endpoints(
+        &mut self,
+        shop_id: i64,
+        kind: WebhookKind,
+    ) -> StoreResult<Vec<WebhookEndpoint>>;
+    /// The endpoints that get messages of `topic`: not deleted, not disabled.
+    fn active_webhook_endpoints(
+        &mut self,
+        shop_id: i64,
+        kind: WebhookKind,
+        topic: &str,
+    ) -> StoreResult<Vec<WebhookEndpoint>>;
+    fn update_webhook_endpoint_url(
+        &mut self,
+        id: i64,
+        url: &str,
+        now: Timestamp,
+    ) -> StoreResult<()>;
+    /// Marks the endpoint deleted and cancels its pending messages.
+    fn delete_webhook_endpoint(&mut self, id: i64, now: Timestamp) -> StoreResult<()>;
+    /// Records whether the endpoint is failing (and since when), and disables it with a reason.
+    fn set_webhook_endpoint_health(
+        &mut self,
+        id: i64,
+        failing_since: Option<Timestamp>,
+        disabled: Option<(Timestamp, &str)>,
+        now: Timestamp,
+    ) -> StoreResult<()>;
+    /// Enables a disabled endpoint again, as new.
+    fn enable_webhook_endpoint(&mut self, id: i64, now: Timestamp) -> StoreResult<()>;
+    /// Stores messages; returns their row ids in order.
+    fn insert_webhook_messages(&mut self, messages: &[NewWebhookMessage]) -> StoreResult<Vec<i64>>;
+    /// Pending messages due by `now` that no other worker holds, leased until `lease_until`.
+    fn claim_webhook_messages(
+        &mut self,
+        now: Timestamp,
+        limit: usize,
+        lease_until: Timestamp,
+    ) -> StoreResult<Vec<WebhookMessage>>;
+    /// Stores attempts and the messages' new states.
+    fn record_webhook_attempts(
+        &mut self,
+        attempts: &[DeliveryAttempt],
+        updates: &[MessageUpdate],
+    ) -> StoreResult<()>;
+    /// Ends the endpoint's pending messages with `status`; how many.
+    fn end_pending_webhook_messages(
+        &mut self,
+        endpoint_id: i64,
+        status: MessageStatus,
+        now: Timestamp,
+    ) -> StoreResult<u64>;
+    /// (due now, due later) among pending messages.
+    fn webhook_queue_depth(&mut self, now: Timestamp) -> StoreResult<(i64, i64)>;
+    /// A message by its `webhook-id`.
+    fn webhook_message(&mut self, message_id: &str) -> StoreResult<Option<WebhookMessage>>;
+    /// The endpoint's messages, newest first.
+    fn webhook_messages_of_endpoint(
+        &mut self,
+        endpoint_id: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<WebhookMessage>>;
+    /// A message's attempts, oldest first.
+    fn webhook_attempts(&mut self, message_row: i64) -> StoreResult<Vec<DeliveryAttempt>>;
+    /// How many endpoints are disabled.
+    fn count_disabled_webhook_endpoints(&mut self) -> StoreResult<i64>;
+    /// Makes a message pending and due at `now` again (its `webhook-id` stays).
+    fn requeue_webhook_message(&mut self, id: i64, now: Timestamp) -> StoreResult<()>;
+    /// Makes the endpoint's failed messages created since `since` pending and due again; how many.
+    fn requeue_failed_webhook_messages(
+        &mut self,
+        endpoint_id: i64,
+        since: Timestamp,
+        now: Timestamp,
+    ) -> StoreResult<u64>;
+}

@@ -1,0 +1,31 @@
+//! Access routes: OAuth sign-in and token exchange, shared secrets, the shop's information.
+
+mod oauth;
+mod secrets;
+mod shop;
+
+use actix_web::web;
+
+use super::resource;
+
+pub fn configure(config: &mut web::ServiceConfig) {
+    config
+        .service(
+            resource("/accounts/dashboard/authorize")
+                .route(web::get().to(oauth::authorize_page))
+                .route(web::post().to(oauth::authorize_submit)),
+        )
+        .service(resource("/auth/oauth2/token").route(web::post().to(oauth::token)))
+        .service(
+            resource("/subscriptions/v1/shops/{shop}/shop")
+                .route(web::get().to(shop::get_shop_information)),
+        )
+        .service(
+            resource("/checkout/shop/{shop}/integration/config")
+                .route(web::post().to(secrets::configure_integration)),
+        )
+        .service(
+            resource("/integrations/v1/shops/{shop}/shared_secret/rotate")
+                .route(web::post().to(secrets::rotate_connector_secret)),
+        );
+}

@@ -1,0 +1,470 @@
+//! The OAuth 2.0 authorization code flow (contract §2): the sign-in and consent page, and the
+//! token endpoint. The page is plain server-rendered HTML with a form: it works without
+//! JavaScript. Errors of the token endpoint are RFC 6749 §5.2 JSON, not the contract's body.
+
+use std::fmt::Write as _;
+use std::net::{IpAddr, Ipv4Addr};
+
+use actix_web::http::{StatusCode, header};
+use actix_web::{HttpRequest, HttpResponse, web};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use mercer_domain::access::credentials::Scope;
+use mercer_domain::access::oauth::{
+    self, AuthorizeError, AuthorizeParams, OAuthError, TokenParams, ValidAuthorize,
+};
+use mercer_domain::kernel::limits;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::http::error::ApiError;
+use crate::http::state::{AppState, run_blocking};
+
+const AUTHORIZE_PATH: &str = "/accounts/dashboard/authorize";
+const WRONG_CREDENTIALS: &str = "The shop, email or password is not right.";
+
+/// What a staff member may let an app do, in words.
+fn scope_text(scope: Scope) -> &'static str {
+    match scope {
+        Scope::ReadCustomers => "See customers",
+        Scope::WriteCustomers => "Change customers",
+        Scope::ReadOrders => "See orders",
+        Scope::WriteOrders => "Create and change orders",
+        Scope::ReadProducts => "See products",
+        Scope::WriteProducts => "Change products",
+        Scope::ReadShopSettings => "See shop settings",
+        Scope::ModifyShopSettings => "Change shop settings (overrides, webhooks)",
+        Scope::ReadSubscriptions => "See subscriptions",
+        Scope::WriteSubscriptions => "Create and change subscriptions",
+        Scope::ReadSubscriptionGroups => "See subscription groups",
+        Scope::WriteSubscriptionGroups => "Change subscription groups",
+    }
+}
+
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;background:#f4f4f6;margin:0;color:#1d1d24}\
+main{max-width:28rem;margin:3rem auto;background:#fff;padding:2rem;border-radius:8px;box-shadow:0 1px 4px #0002}\
+h1{font-size:1.3rem;margin-top:0}label{display:block;margin:.8rem 0 .2rem;font-weight:600}\
+input[type=email],input[type=password],input[type=text]{width:100%;box-sizing:border-box;padding:.5rem;font-size:1rem}\
+.buttons{display:flex;gap:.6rem;margin-top:1.2rem}button{padding:.6rem 1rem;font-size:1rem;cursor:pointer}\
+.approve{background:#2d5bd7;color:#fff;border:0;border-radius:4px}.alert{color:#a4161a;font-weight:600}\
+.fine{color:#555;font-size:.85rem}";
+
+/// An HTML answer that no one may frame or cache.
+fn page(status: StatusCode, title: &str, body: &str) -> HttpResponse {
+    let html = format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+<title>{}</title><style>{STYLE}</style></head><body><main>{body}</main></body></html>",
+        escape(title)
+    );
+    HttpResponse::build(status)
+        .content_type("text/html; charset=utf-8")
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .insert_header((header::X_FRAME_OPTIONS, "DENY"))
+        .insert_header((
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
+        ))
+        .insert_header(("Referrer-Policy", "no-referrer"))
+        .body(html)
+}
+
+fn error_page(status: StatusCode, message: &str) -> HttpResponse {
+    page(
+        status,
+        "Authorization failed",
+        &format!(
+            "<h1>This authorization request cannot be used</h1><p class=\"alert\" role=\"alert\">{}</p>\
+<p class=\"fine\">Go back to the app and start again, or tell its developer.</p>",
+            escape(message)
+        ),
+    )
+}
+
+/// The sign-in and consent form, with the request carried in hidden fields.
+fn consent_page(
+    status: StatusCode,
+    request: &ValidAuthorize,
+    params: &AuthorizeParams,
+    alert: Option<&str>,
+    email: &str,
+) -> HttpResponse {
+    let app = escape(&request.app.name);
+    let mut body = format!("<h1>{app} wants access to your shop</h1>");
+    body.push_str("<p>Sign in with your staff account to let it:</p><ul>");
+    for scope in request.scopes.iter() {
+        let _ = write!(
+            body,
+            "<li>{} <span class=\"fine\">({})</span></li>",
+            scope_text(scope),
+            scope.as_str()
+        );
+    }
+    body.push_str("</ul>");
+    if let Some(alert) = alert {
+        let _ = write!(
+            body,
+            "<p class=\"alert\" role=\"alert\">{}</p>",
+            escape(alert)
+        );
+    }
+    let _ = write!(body, "<form method=\"post\" action=\"{AUTHORIZE_PATH}\">");
+    let hidden = [
+        ("client_id", &params.client_id),
+        ("redirect_uri", &params.redirect_uri),
+        ("scope", &params.scope),
+        ("state", &params.state),
+        ("response_type", &params.response_type),
+        ("code_challenge", &params.code_challenge),
+        ("code_challenge_method", &params.code_challenge_method),
+    ];
+    for (name, value) in hidden {
+        if let Some(value) = value {
+            let _ = write!(
+                body,
+                "<input type=\"hidden\" name=\"{name}\" value=\"{}\">",
+                escape(value)
+            );
+        }
+    }
+    let shop = params.shop.as_deref().unwrap_or_default();
+    let _ = write!(
+        body,
+        "<label for=\"shop\">Shop (domain or identifier)</label>\
+<input type=\"text\" id=\"shop\" name=\"shop\" value=\"{}\" required>\
+<label for=\"email\">Email</label>\
+<input type=\"email\" id=\"email\" name=\"email\" value=\"{}\" autocomplete=\"username\" required>\
+<label for=\"password\">Password</label>\
+<input type=\"password\" id=\"password\" name=\"password\" autocomplete=\"current-password\" required>\
+<div class=\"buttons\"><button class=\"approve\" type=\"submit\" name=\"decision\" value=\"approve\">Sign in and approve</button>\
+<button type=\"submit\" name=\"decision\" value=\"deny\" formnovalidate>Deny</button></div></form>",
+        escape(shop),
+        escape(email)
+    );
+    let destination = url::Url::parse(&request.redirect_uri)
+        .ok()
+        .and_then(|url| url.host_str().map(str::to_string))
+        .unwrap_or_default();
+    let _ = write!(
+        body,
+        "<p class=\"fine\">After you decide, you go back to {}.</p>",
+        escape(&destination)
+    );
+    page(status, &format!("Authorize {}", request.app.name), &body)
+}
+
+/// Back to the client: `redirect_uri` with these query pairs added (RFC 6749 §4.1.2).
+fn redirect_to(redirect_uri: &str, pairs: &[(&str, Option<&str>)]) -> HttpResponse {
+    let Ok(mut url) = url::Url::parse(redirect_uri) else {
+        return error_page(StatusCode::BAD_REQUEST, "The redirect_uri is not a URL.");
+    };
+    {
+        let mut query = url.query_pairs_mut();
+        for (name, value) in pairs {
+            if let Some(value) = value {
+                query.append_pair(name, value);
+            }
+        }
+    }
+    HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, url.to_string()))
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .finish()
+}
+
+fn refuse(error: AuthorizeError) -> HttpResponse {
+    match error {
+        AuthorizeError::NoRedirect(message) => error_page(StatusCode::BAD_REQUEST, &message),
+        AuthorizeError::Redirect {
+            redirect_uri,
+            error,
+            description,
+            state,
+        } => redirect_to(
+            &redirect_uri,
+            &[
+                ("error", Some(error)),
+                ("error_description", Some(&description)),
+                ("state", state.as_deref()),
+            ],
+        ),
+    }
+}
+
+async fn check(
+    state: &AppState,
+    params: AuthorizeParams,
+) -> Result<Result<(ValidAuthorize, AuthorizeParams), AuthorizeError>, ApiError> {
+    state
+        .read(move |tx| Ok(oauth::check_authorize(tx, &params).map(|valid| (valid, params))))
+        .await
+}
+
+/// `GET /accounts/dashboard/authorize`: the sign-in and consent page.
+pub async fn authorize_page(
+    state: web::Data<AppState>,
+    request: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let Ok(params) = serde_urlencoded::from_str::<AuthorizeParams>(request.query_string()) else {
+        return Ok(error_page(
+            StatusCode::BAD_REQUEST,
+            "The request's query cannot be read.",
+        ));
+    };
+    Ok(match check(&state, params).await? {
+        Ok((valid, params)) => consent_page(StatusCode::OK, &valid, &params, None, ""),
+        Err(error) => refuse(error),
+    })
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct SignInFields {
+    email: String,
+    password: String,
+    decision: String,
+}
+
+fn client_address(request: &HttpRequest) -> IpAddr {
+    request
+        .peer_addr()
+        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |address| address.ip())
+}
+
+fn too_many(wait_seconds: u64) -> HttpResponse {
+    let mut answer = error_page(
+        StatusCode::TOO_MANY_REQUESTS,
+        &format!("Too many failed sign-ins. Try again in {wait_seconds} seconds."),
+    );
+    if let Ok(value) = header::HeaderValue::from_str(&wait_seconds.to_string()) {
+        answer.headers_mut().insert(header::RETRY_AFTER, value);
+    }
+    answer
+}
+
+/// `POST /accounts/dashboard/authorize`: the form. Deny goes back with `access_denied`;
+/// approve signs in and goes back with a code.
+pub async fn authorize_submit(
+    state: web::Data<AppState>,
+    request: HttpRequest,
+    body: web::Bytes,
+) -> Result<HttpResponse, ApiError> {
+    let (Ok(params), Ok(fields), false) = (
+        serde_urlencoded::from_bytes::<AuthorizeParams>(&body),
+        serde_urlencoded::from_bytes::<SignInFields>(&body),
+        form_holds_nul(&body),
+    ) else {
+        return Ok(error_page(
+            StatusCode::BAD_REQUEST,
+            "The form cannot be read.",
+        ));
+    };
+    let (valid, params) = match check(&state, params).await? {
+        Ok(checked) => checked,
+        Err(error) => return Ok(refuse(error)),
+    };
+    let back = |pairs: &[(&str, Option<&str>)]| redirect_to(&valid.redirect_uri, pairs);
+    if fields.decision != "approve" {
+        return Ok(back(&[
+            ("error", Some("access_denied")),
+            (
+                "error_description",
+                Some("the shop's staff denied the request"),
+            ),
+            ("state", valid.state.as_deref()),
+        ]));
+    }
+    let address = client_address(&request);
+    // Counted as a failure from here on, forgiven below if it succeeds.
+    if let Err(wait) = state.sign_ins.begin(address) {
+        return Ok(too_many(wait.as_secs().max(1)));
+    }
+    let (shop_reference, email) = (
+        params.shop.clone().unwrap_or_default(),
+        fields.email.clone(),
+    );
+    let found = state
+        .read(move |tx| oauth::find_staff(tx, &shop_reference, &email))
+        .await?;
+    let now = state.now();
+    let _claim = match &found {
+        Some((_, staff)) => {
+            if let Some(wait) = oauth::locked_for(staff, now) {
+                return Ok(too_many(u64::try_from(wait).unwrap_or(1)));
+            }
+            // One attempt at a time per account: a burst cannot outrun the lock.
+            match state.sign_ins.claim_account(staff.id) {
+                Some(claim) => Some(claim),
+                None => return Ok(too_many(1)),
+            }
+        }
+        None => None,
+    };
+    let stored_hash = found.as_ref().map(|(_, staff)| staff.password_hash.clone());
+    let password = fields.password.clone();
+    let Ok(_permit) = state.sign_ins.checks.acquire().await else {
+        return Err(ApiError::internal().with_cause("the password check limiter is closed"));
+    };
+    // Verified even for an unknown account, so its absence takes as long as a wrong password.
+    let matches = run_blocking(move || {
+        let hash = stored_hash
+            .as_deref()
+            .unwrap_or_else(|| oauth::decoy_password_hash());
+        Ok(oauth::verify_password(&password, hash))
+    })
+    .await?;
+    let staff = match found {
+        Some((_, staff)) if matches => staff,
+        found => {
+            if let Some((_, staff)) = found {
+                let locked = state
+                    .write(move |tx| oauth::record_sign_in(tx, staff.id, false, now))
+                    .await?;
+                if let Some(seconds) = locked {
+                    return Ok(too_many(u64::try_from(seconds).unwrap_or(1)));
+                }
+            }
+            return Ok(consent_page(
+                StatusCode::UNAUTHORIZED,
+                &valid,
+                &params,
+                Some(WRONG_CREDENTIALS),
+                &fields.email,
+            ));
+        }
+    };
+    state.sign_ins.forgive(address);
+    let approved = valid.clone();
+    let code = state
+        .write(move |tx| {
+            oauth::record_sign_in(tx, staff.id, true, now)?;
+            oauth::issue_code(tx, &approved, &staff, now)
+        })
+        .await?;
+    Ok(back(&[
+        ("code", Some(code.expose())),
+        ("state", valid.state.as_deref()),
+    ]))
+}
+
+fn oauth_error(error: &OAuthError) -> HttpResponse {
+    let status = if error.error == "invalid_client" {
+        StatusCode::UNAUTHORIZED
+    } else {
+        StatusCode::BAD_REQUEST
+    };
+    let mut answer = HttpResponse::build(status);
+    answer
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .insert_header((header::PRAGMA, "no-cache"));
+    if status == StatusCode::UNAUTHORIZED {
+        answer.insert_header((header::WWW_AUTHENTICATE, "Basic realm=\"mercer\""));
+    }
+    answer.json(json!({ "error": error.error, "error_description": error.description }))
+}
+
+/// Client credentials from `Authorization: Basic` (RFC 6749 §2.3.1), if sent.
+fn basic_credentials(request: &HttpRequest) -> Option<(String, String)> {
+    let value = request
+        .headers()
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    let encoded = value.strip_prefix("Basic ")?;
+    let decoded = String::from_utf8(STANDARD.decode(encoded.trim()).ok()?).ok()?;
+    let (id, secret) = decoded.split_once(':')?;
+    let unescape = |text: &str| {
+        url::form_urlencoded::parse(format!("v={text}").as_bytes())
+            .next()
+            .map(|(_, value)| value.into_owned())
+            .unwrap_or_default()
+    };
+    let (id, secret) = (unescape(id), unescape(secret));
+    // No stored client id or secret holds a NUL; PostgreSQL could not even compare one.
+    (!id.contains('\0') && !secret.contains('\0')).then_some((id, secret))
+}
+
+/// Whether a form body holds a NUL, raw or percent-encoded: no field Mercer reads may (no
+/// database stores one), so such a form is refused before it is read.
+fn form_holds_nul(body: &[u8]) -> bool {
+    body.contains(&0) || body.windows(3).any(|window| window == b"%00")
+}
+
+/// `POST /auth/oauth2/token`: a code (with the client secret or a PKCE verifier) for a token.
+pub async fn token(
+    state: web::Data<AppState>,
+    request: HttpRequest,
+    body: web::Bytes,
+) -> Result<HttpResponse, ApiError> {
+    let content_type = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    let nul = "parameters must not contain the character U+0000";
+    let parsed = match content_type.as_str() {
+        "application/x-www-form-urlencoded" if form_holds_nul(&body) => Err(nul.to_string()),
+        "application/x-www-form-urlencoded" => {
+            serde_urlencoded::from_bytes::<TokenParams>(&body).map_err(|e| e.to_string())
+        }
+        "application/json" => limits::check_json_body(&body)
+            .map_err(|problem| problem.message)
+            .and_then(|()| serde_json::from_slice::<TokenParams>(&body).map_err(|e| e.to_string())),
+        _ => Err("send the parameters as application/x-www-form-urlencoded or JSON".to_string()),
+    };
+    let mut params = match parsed {
+        Ok(params) => params,
+        Err(why) => {
+            return Ok(oauth_error(&OAuthError {
+                error: "invalid_request",
+                description: why,
+            }));
+        }
+    };
+    if let Some((id, secret)) = basic_credentials(&request) {
+        if params.client_id.as_deref().is_some_and(|given| given != id) {
+            return Ok(oauth_error(&OAuthError {
+                error: "invalid_request",
+                description: "client_id differs from the Authorization header's".to_string(),
+            }));
+        }
+        params.client_id = Some(id);
+        params.client_secret = Some(secret);
+    }
+    let now = state.now();
+    let outcome = state
+        .write(move |tx| oauth::exchange_code(tx, &params, now))
+        .await?;
+    Ok(match outcome {
+        oauth::Exchange::Issued(issued) => HttpResponse::Ok()
+            .insert_header((header::CACHE_CONTROL, "no-store"))
+            .insert_header((header::PRAGMA, "no-cache"))
+            .json(json!({
+                "access_token": issued.access_token.expose(),
+                "token_type": "Bearer",
+                "scope": issued.scopes.to_string(),
+                "shop_identifier": issued.shop.identifier.as_str(),
+            })),
+        oauth::Exchange::Refused(error) => oauth_error(&error),
+    })
+}

@@ -1,0 +1,21 @@
+//! API override routes.
+
+mod handlers;
+
+use actix_web::web;
+
+use super::resource;
+
+pub fn configure(config: &mut web::ServiceConfig) {
+    config
+        .service(
+            resource("/checkout/shop/{shop}/overrides")
+                .route(web::post().to(handlers::create))
+                .route(web::get().to(handlers::list)),
+        )
+        .service(
+            resource("/checkout/shop/{shop}/overrides/{id}")
+                .route(web::patch().to(handlers::update))
+                .route(web::delete().to(handlers::delete)),
+        );
+}

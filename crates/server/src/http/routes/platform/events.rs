@@ -1,0 +1,168 @@
+//! Events from connectors and sync triggers (contract §3.4).
+
+use actix_web::{HttpResponse, web};
+use mercer_domain::access::shop::Shop;
+use mercer_domain::kernel::time::SystemClock;
+use mercer_domain::platform::destinations::Topic;
+use mercer_domain::platform::events::{
+    EntityKind, EventAction, EventBodyError, EventSource, parse_event_body,
+};
+use mercer_domain::platform::sync::{SyncRun, run_sync, start_sync};
+use serde_json::{Value, json};
+
+use crate::http::error::ApiError;
+use crate::http::extract::{Authorized, JsonBody, RequiredScope, scopes};
+use crate::http::state::AppState;
+
+/// Checks the event, stores it, and answers 202 with an empty body once it is stored.
+async fn accept<S: RequiredScope>(
+    state: web::Data<AppState>,
+    request: Authorized<S>,
+    body: JsonBody,
+    kind: EntityKind,
+    action: EventAction,
+) -> Result<HttpResponse, ApiError> {
+    let bytes = body.bytes()?;
+    let shop_id = request.access.shop.id;
+    let event = parse_event_body(
+        shop_id,
+        kind,
+        action,
+        &bytes,
+        EventSource::Webhook,
+        state.now(),
+    )
+    .map_err(|error| match error {
+        EventBodyError::Malformed(error) => ApiError::malformed_json(error),
+        EventBodyError::Invalid(error) => ApiError::from(error),
+    })?;
+    state.ingest.submit(vec![event]).await?;
+    Ok(HttpResponse::Accepted().finish())
+}
+
+macro_rules! event_routes {
+    ($($name:ident => $scope:ident, $kind:ident, $action:ident;)+) => {
+        $(
+            pub async fn $name(
+                state: web::Data<AppState>,
+                request: Authorized<scopes::$scope>,
+                body: JsonBody,
+            ) -> Result<HttpResponse, ApiError> {
+                accept(state, request, body, EntityKind::$kind, EventAction::$action).await
+            }
+        )+
+    };
+}
+
+event_routes! {
+    customer_saved => WriteCustomers, Customer, Saved;
+    customer_deleted => WriteCustomers, Customer, Deleted;
+    order_saved => WriteOrders, Order, Saved;
+    order_deleted => WriteOrders, Order, Deleted;
+    product_saved => WriteProducts, Product, Saved;
+    product_deleted => WriteProducts, Product, Deleted;
+    category_saved => WriteProducts, Category, Saved;
+    category_deleted => WriteProducts, Category, Deleted;
+}
+
+fn sync_resource(run: &SyncRun) -> Value {
+    json!({
+        "id": run.id,
+        "topic": run.topic.as_str(),
+        "status": run.status.as_str(),
+        "pages": run.pages,
+        "items": run.items,
+        "skipped": run.skipped,
+        "error": run.error,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+    })
+}
+
+/// Starts a sync and pulls its pages on a thread of its own; 202 at once, 409 while one runs.
+async fn trigger(
+    state: web::Data<AppState>,
+    shop: Shop,
+    topic: Topic,
+) -> Result<HttpResponse, ApiError> {
+    let now = state.now();
+    let run = {
+        let shop = shop.clone();
+        state
+            .write(move |tx| start_sync(tx, &shop, topic, now))
+            .await?
+    };
+    let (store, connector, applier) = (
+        state.store.clone(),
+        state.connector.clone(),
+        state.applier.clone(),
+    );
+    let pulled = run.clone();
+    let spawned = std::thread::Builder::new().name("mercer-sync".to_string()).spawn(move || {
+        match run_sync(&store, connector.as_ref(), &SystemClock, &shop, &pulled) {
+            Ok(done) => log::info!(
+                target: "mercer::sync",
+                "{} sync {} of shop {} ended {}: {} page(s), {} item(s)",
+                topic.as_str(),
+                done.id,
+                shop.identifier.as_str(),
+                done.status.as_str(),
+                done.pages,
+                done.items
+            ),
+            Err(error) => log::error!(target: "mercer::sync", "sync {} could not record its end: {error}", pulled.id),
+        }
+        applier.notify();
+    });
+    if let Err(error) = spawned {
+        return Err(ApiError::internal().with_cause(format!("cannot start a sync thread: {error}")));
+    }
+    Ok(HttpResponse::Accepted().json(json!({ "data": { "sync": sync_resource(&run) } })))
+}
+
+pub async fn sync_customers(
+    state: web::Data<AppState>,
+    request: Authorized<scopes::WriteCustomers>,
+) -> Result<HttpResponse, ApiError> {
+    trigger(state, request.access.shop, Topic::Customers).await
+}
+
+pub async fn sync_orders(
+    state: web::Data<AppState>,
+    request: Authorized<scopes::WriteOrders>,
+) -> Result<HttpResponse, ApiError> {
+    trigger(state, request.access.shop, Topic::Orders).await
+}
+
+/// `GET …/sync/{id}`: how a sync is doing.
+async fn sync_status(
+    state: web::Data<AppState>,
+    shop: Shop,
+    topic: Topic,
+    id: i64,
+) -> Result<HttpResponse, ApiError> {
+    let run = state
+        .read(move |tx| {
+            tx.sync_run(id)?
+                .filter(|run| run.shop_id == shop.id && run.topic == topic)
+                .ok_or(mercer_domain::DomainError::not_found("sync"))
+        })
+        .await?;
+    Ok(HttpResponse::Ok().json(json!({ "data": { "sync": sync_resource(&run) } })))
+}
+
+pub async fn customer_sync_status(
+    state: web::Data<AppState>,
+    request: Authorized<scopes::ReadCustomers>,
+    path: web::Path<(String, i64)>,
+) -> Result<HttpResponse, ApiError> {
+    sync_status(state, request.access.shop, Topic::Customers, path.1).await
+}
+
+pub async fn order_sync_status(
+    state: web::Data<AppState>,
+    request: Authorized<scopes::ReadOrders>,
+    path: web::Path<(String, i64)>,
+) -> Result<HttpResponse, ApiError> {
+    sync_status(state, request.access.shop, Topic::Orders, path.1).await
+}

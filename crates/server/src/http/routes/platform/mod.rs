@@ -1,0 +1,73 @@
+//! The platform connector's routes: connector events, syncs, destinations.
+
+mod destinations;
+mod events;
+
+use actix_web::web;
+
+use super::resource;
+
+pub fn configure(config: &mut web::ServiceConfig) {
+    // Connector events first: they are the busiest routes, and actix tries routes in order.
+    macro_rules! event_route {
+        ($service:literal, $collection:literal, $action:literal, $handler:path) => {
+            config.service(
+                resource(concat!(
+                    "/",
+                    $service,
+                    "/v1/shops/{shop}/platforms/custom/webhooks/",
+                    $collection,
+                    "/",
+                    $action
+                ))
+                .route(web::post().to($handler)),
+            );
+        };
+    }
+    event_route!("customers", "customers", "saved", events::customer_saved);
+    event_route!(
+        "customers",
+        "customers",
+        "deleted",
+        events::customer_deleted
+    );
+    event_route!("orders", "orders", "saved", events::order_saved);
+    event_route!("orders", "orders", "deleted", events::order_deleted);
+    event_route!("products", "products", "saved", events::product_saved);
+    event_route!("products", "products", "deleted", events::product_deleted);
+    event_route!("products", "categories", "saved", events::category_saved);
+    event_route!(
+        "products",
+        "categories",
+        "deleted",
+        events::category_deleted
+    );
+    config
+        .service(
+            resource("/integrations/v1/shops/{shop}/platform_connector_destinations")
+                .route(web::post().to(destinations::create))
+                .route(web::get().to(destinations::list)),
+        )
+        .service(
+            resource("/integrations/v1/shops/{shop}/platform_connector_destinations/{id}")
+                .route(web::get().to(destinations::get))
+                .route(web::patch().to(destinations::update))
+                .route(web::put().to(destinations::update))
+                .route(web::delete().to(destinations::delete)),
+        )
+        .service(
+            resource("/customers/v2/shops/{shop}/sync")
+                .route(web::post().to(events::sync_customers)),
+        )
+        .service(
+            resource("/customers/v2/shops/{shop}/sync/{id}")
+                .route(web::get().to(events::customer_sync_status)),
+        )
+        .service(
+            resource("/orders/v2/shops/{shop}/sync").route(web::post().to(events::sync_orders)),
+        )
+        .service(
+            resource("/orders/v2/shops/{shop}/sync/{id}")
+                .route(web::get().to(events::order_sync_status)),
+        );
+}

@@ -1,0 +1,49 @@
+//! Checkout webhook routes: endpoints, test sends, deliveries, resend, recover, enable.
+
+mod handlers;
+
+use actix_web::web;
+
+use super::resource;
+
+pub fn configure(config: &mut web::ServiceConfig) {
+    config
+        .service(
+            resource("/checkout/shop/{shop}/webhooks/topics")
+                .route(web::get().to(handlers::topics)),
+        )
+        .service(
+            resource("/checkout/shop/{shop}/webhooks")
+                .route(web::post().to(handlers::create))
+                .route(web::get().to(handlers::list)),
+        )
+        .service(
+            resource("/checkout/shop/{shop}/webhooks/{id}")
+                .route(web::patch().to(handlers::update))
+                .route(web::delete().to(handlers::delete)),
+        )
+        .service(
+            resource("/checkout/shop/{shop}/webhooks/{id}/test")
+                .route(web::post().to(handlers::test)),
+        )
+        .service(
+            resource("/checkout/shop/{shop}/webhooks/{id}/deliveries")
+                .route(web::get().to(handlers::deliveries)),
+        )
+        .service(
+            resource("/checkout/shop/{shop}/webhooks/{id}/deliveries/{message_id}")
+                .route(web::get().to(handlers::delivery)),
+        )
+        .service(
+            resource("/checkout/shop/{shop}/webhooks/{id}/deliveries/{message_id}/resend")
+                .route(web::post().to(handlers::resend)),
+        )
+        .service(
+            resource("/checkout/shop/{shop}/webhooks/{id}/recover")
+                .route(web::post().to(handlers::recover)),
+        )
+        .service(
+            resource("/checkout/shop/{shop}/webhooks/{id}/enable")
+                .route(web::post().to(handlers::enable)),
+        );
+}

@@ -1,0 +1,320 @@
+//! Background work of a `mercer serve` process, each on a thread of its own (diesel and ureq
+//! block): the ingest writer that stores events before their 202, the applier that applies
+//! them in order, the outbox worker that makes calls to connectors, and on SQLite the
+//! checkpointer that copies the WAL back into the database file.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use mercer_domain::DomainError;
+use mercer_domain::kernel::time::{Clock, SystemClock};
+use mercer_domain::platform::connector::PlatformConnectorHandle;
+use mercer_domain::platform::events::{Accepted, NewInboundEvent, accept_events, apply_pending};
+use mercer_domain::platform::outbox::deliver_due_calls;
+use mercer_domain::ports::Database;
+use mercer_store::{Backend, Store};
+use tokio::sync::oneshot;
+
+/// Most events one ingest transaction stores (several requests' worth: group commit).
+const INGEST_BATCH: usize = 512;
+/// Most events the applier applies in one transaction.
+const APPLY_BATCH: usize = 500;
+/// On SQLite, where storing waits while applying: small batches keep the 202s quick.
+const SQLITE_APPLY_BATCH: usize = 200;
+/// How often idle workers look for work nobody told them about (another process's, a retry).
+const IDLE_POLL: Duration = Duration::from_millis(500);
+/// SQLite: the least time between two checkpoints while events keep coming. Pages written
+/// again meanwhile are copied back once.
+const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(25);
+
+pub use mercer_domain::kernel::wake::Wake;
+
+struct IngestJob {
+    events: Vec<NewInboundEvent>,
+    reply: oneshot::Sender<Result<(), DomainError>>,
+}
+
+/// The handle request handlers use to store events durably.
+#[derive(Clone)]
+pub struct Ingest {
+    jobs: Sender<IngestJob>,
+}
+
+impl Ingest {
+    /// Stores the events; returns once they are committed.
+    pub async fn submit(&self, events: Vec<NewInboundEvent>) -> Result<(), DomainError> {
+        let (reply, answer) = oneshot::channel();
+        let stopped = || {
+            DomainError::Storage(mercer_domain::StorageError::other(
+                "the ingest writer has stopped",
+            ))
+        };
+        self.jobs
+            .send(IngestJob { events, reply })
+            .map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
+    }
+}
+
+/// Takes jobs as they come and stores everything waiting in one transaction, so a burst of
+/// requests costs one commit, not one each.
+/// Waits for the first job (at most `wait`), then takes every job already queued, up to
+/// [`INGEST_BATCH`] events. None when nothing came.
+fn next_batch(
+    jobs: &Receiver<IngestJob>,
+    wait: Duration,
+) -> Result<Option<Vec<IngestJob>>, RecvTimeoutError> {
+    let first = match jobs.recv_timeout(wait) {
+        Ok(job) => job,
+        Err(RecvTimeoutError::Timeout) => return Ok(None),
+        Err(disconnected) => return Err(disconnected),
+    };
+    let mut count = first.events.len();
+    let mut batch = vec![first];
+    while count < INGEST_BATCH {
+        match jobs.try_recv() {
+            Ok(job) => {
+                count += job.events.len();
+                batch.push(job);
+            }
+            Err(_) => break,
+        }
+    }
+    Ok(Some(batch))
+}
+
+/// Stores a batch of requests' events in one transaction and answers each request. With
+/// `apply_at_once`, events nothing waits before are applied in that transaction instead
+/// ([`accept_events`]); should applying fail, they are queued as usual.
+/// None when storing failed (every request then has its error).
+fn store_batch(store: &Store, batch: Vec<IngestJob>, apply_at_once: bool) -> Option<Accepted> {
+    let mut events: Vec<NewInboundEvent> = Vec::with_capacity(batch.len());
+    let mut replies = Vec::with_capacity(batch.len());
+    for job in batch {
+        events.extend(job.events);
+        replies.push(job.reply);
+    }
+    let queue = || store.queue_inbound_events(&events);
+    let result = if apply_at_once {
+        let now = SystemClock.now();
+        store
+            .write(|tx| accept_events(tx, &events, now))
+            .or_else(|error| {
+                log::warn!(target: "mercer::events", "applying {} event(s) at once failed ({error}); queueing them", events.len());
+                queue().map(|()| Accepted::Queued)
+            })
+    } else {
+        queue().map(|()| Accepted::Queued)
+    };
+    if let Err(error) = &result {
+        log::error!(target: "mercer::ingest", "storing {} event(s) failed: {error}", events.len());
+    }
+    for reply in replies {
+        let _ = reply.send(result.clone().map(|_| ()));
+    }
+    result.ok()
+}
+
+/// PostgreSQL: the ingest writer only stores; appliers (of any process) run beside it.
+fn ingest_writer(store: Store, jobs: Receiver<IngestJob>, applier: Wake, stop: Arc<AtomicBool>) {
+    loop {
+        match next_batch(&jobs, IDLE_POLL) {
+            Ok(Some(batch)) => {
+                if store_batch(&store, batch, false).is_some() {
+                    applier.notify();
+                }
+            }
+            // Asked to stop and nothing is waiting: every request has had its answer.
+            Ok(None) if stop.load(Ordering::Relaxed) => return,
+            Ok(None) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// SQLite has one writer at a time, and a second writer waiting for the lock sleeps rather
+/// than waking when it frees. So one thread does all the event writing: it takes what
+/// requests sent and applies it at once when nothing waits before it, or queues it; queued
+/// events (and those a sync stored) it applies a small batch at a time between requests,
+/// never blocking while work is queued.
+fn sqlite_writer(
+    store: Store,
+    jobs: Receiver<IngestJob>,
+    wake: Wake,
+    commits: Wake,
+    stop: Arc<AtomicBool>,
+) {
+    let clock = SystemClock;
+    let mut backlog = false;
+    loop {
+        let wait = if backlog {
+            Duration::ZERO
+        } else {
+            IDLE_POLL.min(Duration::from_millis(100))
+        };
+        let (stored, queued) = match next_batch(&jobs, wait) {
+            Ok(Some(batch)) => match store_batch(&store, batch, true) {
+                Some(accepted) => {
+                    commits.notify();
+                    (true, accepted == Accepted::Queued)
+                }
+                None => (false, false),
+            },
+            // Nothing came: a moment to look for events a sync queued.
+            Ok(None) => (false, true),
+            Err(_) => return,
+        };
+        if !(backlog || queued) {
+            continue;
+        }
+        backlog = match apply_pending(&store, &clock, SQLITE_APPLY_BATCH) {
+            Ok(applied) => {
+                if applied > 0 {
+                    commits.notify();
+                }
+                applied > 0
+            }
+            Err(error) => {
+                log::error!(target: "mercer::events", "applying events failed: {error}");
+                wake.wait(IDLE_POLL);
+                false
+            }
+        };
+        if !stored && !backlog && stop.load(Ordering::Relaxed) {
+            return;
+        }
+    }
+}
+
+/// SQLite: copies committed pages back into the database file off the writer's path, at most
+/// every [`CHECKPOINT_INTERVAL`] while the writer commits, so the writer's own checkpoint
+/// (when the WAL reaches its size) has only the last pages left to copy.
+fn checkpointer(store: Store, commits: Wake, stop: Arc<AtomicBool>) {
+    loop {
+        commits.wait(IDLE_POLL);
+        if let Err(error) = store.checkpoint() {
+            log::warn!(target: "mercer::store", "checkpoint failed: {error}");
+        }
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        std::thread::sleep(CHECKPOINT_INTERVAL);
+    }
+}
+
+fn applier(store: Store, wake: Wake, stop: Arc<AtomicBool>) {
+    let clock = SystemClock;
+    while !stop.load(Ordering::Relaxed) {
+        match apply_pending(&store, &clock, APPLY_BATCH) {
+            Ok(0) => wake.wait(IDLE_POLL),
+            Ok(_) => {}
+            Err(error) => {
+                log::error!(target: "mercer::events", "applying events failed: {error}");
+                wake.wait(IDLE_POLL);
+            }
+        }
+    }
+}
+
+fn outbox_worker(
+    store: Store,
+    connector: PlatformConnectorHandle,
+    wake: Wake,
+    stop: Arc<AtomicBool>,
+) {
+    let clock = SystemClock;
+    while !stop.load(Ordering::Relaxed) {
+        match deliver_due_calls(&store, connector.as_ref(), &clock, 20) {
+            Ok(0) => wake.wait(IDLE_POLL),
+            Ok(_) => {}
+            Err(error) => {
+                log::error!(target: "mercer::outbox", "delivering connector calls failed: {error}");
+                wake.wait(IDLE_POLL);
+            }
+        }
+    }
+}
+
+/// The running workers of one process.
+pub struct Workers {
+    pub ingest: Ingest,
+    pub applier: Wake,
+    pub outbox: Wake,
+    /// SQLite's checkpointer (woken by commits; on PostgreSQL nobody waits on it).
+    checkpoint: Wake,
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+fn spawn(name: &str, work: impl FnOnce() + Send + 'static) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(work)
+}
+
+impl Workers {
+    pub fn start(store: &Store, connector: PlatformConnectorHandle) -> std::io::Result<Workers> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let applier_wake = Wake::default();
+        let outbox_wake = Wake::default();
+        let checkpoint_wake = Wake::default();
+        let (jobs, received) = mpsc::channel();
+        let mut threads = Vec::new();
+        match store.backend() {
+            Backend::Sqlite => {
+                let (writer_store, wake, commits, writer_stop) = (
+                    store.clone(),
+                    applier_wake.clone(),
+                    checkpoint_wake.clone(),
+                    stop.clone(),
+                );
+                threads.push(spawn("mercer-writer", move || {
+                    sqlite_writer(writer_store, received, wake, commits, writer_stop)
+                })?);
+                let (store, commits, stop) = (store.clone(), checkpoint_wake.clone(), stop.clone());
+                threads.push(spawn("mercer-checkpoint", move || {
+                    checkpointer(store, commits, stop)
+                })?);
+            }
+            Backend::Postgres => {
+                let (ingest_store, wake, ingest_stop) =
+                    (store.clone(), applier_wake.clone(), stop.clone());
+                threads.push(spawn("mercer-ingest", move || {
+                    ingest_writer(ingest_store, received, wake, ingest_stop)
+                })?);
+                let (store, wake, stop) = (store.clone(), applier_wake.clone(), stop.clone());
+                threads.push(spawn("mercer-applier", move || applier(store, wake, stop))?);
+            }
+        }
+        let outbox_thread = {
+            let (store, wake, stop) = (store.clone(), outbox_wake.clone(), stop.clone());
+            spawn("mercer-outbox", move || {
+                outbox_worker(store, connector, wake, stop)
+            })?
+        };
+        threads.push(outbox_thread);
+        Ok(Workers {
+            ingest: Ingest { jobs },
+            applier: applier_wake,
+            outbox: outbox_wake,
+            checkpoint: checkpoint_wake,
+            stop,
+            threads,
+        })
+    }
+
+    /// Call after the HTTP server has stopped: the ingest writer stores what is still queued,
+    /// the applier finishes its batch, then the threads end.
+    pub fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.applier.notify();
+        self.outbox.notify();
+        self.checkpoint.notify();
+        for thread in self.threads {
+            let _ = thread.join();
+        }
+    }
+}

@@ -1,0 +1,284 @@
+//! OAuth apps, staff accounts and authorization codes (contract §2).
+
+use diesel::prelude::*;
+use mercer_domain::access::OAuthRepository;
+use mercer_domain::access::credentials::ScopeSet;
+use mercer_domain::access::oauth::{
+    AuthorizationCode, NewAuthorizationCode, NewOAuthApp, NewStaffAccount, OAuthApp, StaffAccount,
+};
+use mercer_domain::kernel::error::StoreResult;
+use mercer_domain::{StorageError, Timestamp};
+
+use crate::connection::on_backend;
+use crate::repos::StoreTx;
+use crate::schema::{oauth_apps, oauth_codes, staff_accounts};
+use crate::store::storage_error;
+
+fn time(micros: i64) -> Timestamp {
+    Timestamp::from_micros(micros)
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = oauth_apps)]
+struct AppRow {
+    id: i64,
+    client_id: String,
+    client_secret_hash: String,
+    name: String,
+    redirect_uris: String,
+    created_at: i64,
+    revoked_at: Option<i64>,
+}
+
+impl TryFrom<AppRow> for OAuthApp {
+    type Error = StorageError;
+
+    fn try_from(row: AppRow) -> Result<Self, StorageError> {
+        Ok(OAuthApp {
+            id: row.id,
+            client_id: row.client_id,
+            client_secret_hash: row.client_secret_hash,
+            name: row.name,
+            redirect_uris: serde_json::from_str(&row.redirect_uris)
+                .map_err(|error| StorageError::other(format!("stored redirect_uris: {error}")))?,
+            created_at: time(row.created_at),
+            revoked_at: row.revoked_at.map(time),
+        })
+    }
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = staff_accounts)]
+struct StaffRow {
+    id: i64,
+    shop_id: i64,
+    email: String,
+    password_hash: String,
+    failed_sign_ins: i32,
+    locked_until: Option<i64>,
+    created_at: i64,
+}
+
+impl From<StaffRow> for StaffAccount {
+    fn from(row: StaffRow) -> Self {
+        StaffAccount {
+            id: row.id,
+            shop_id: row.shop_id,
+            email: row.email,
+            password_hash: row.password_hash,
+            failed_sign_ins: row.failed_sign_ins,
+            locked_until: row.locked_until.map(time),
+            created_at: time(row.created_at),
+        }
+    }
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = oauth_codes)]
+struct CodeRow {
+    id: i64,
+    app_id: i64,
+    shop_id: i64,
+    staff_id: i64,
+    redirect_uri: String,
+    scopes: String,
+    code_challenge: Option<String>,
+    expires_at: i64,
+    used_at: Option<i64>,
+    token_id: Option<i64>,
+}
+
+impl TryFrom<CodeRow> for AuthorizationCode {
+    type Error = StorageError;
+
+    fn try_from(row: CodeRow) -> Result<Self, StorageError> {
+        Ok(AuthorizationCode {
+            id: row.id,
+            app_id: row.app_id,
+            shop_id: row.shop_id,
+            staff_id: row.staff_id,
+            redirect_uri: row.redirect_uri,
+            scopes: ScopeSet::parse(&row.scopes)
+                .map_err(|unknown| StorageError::other(format!("stored scopes {unknown:?}")))?,
+            code_challenge: row.code_challenge,
+            expires_at: time(row.expires_at),
+            used_at: row.used_at.map(time),
+            token_id: row.token_id,
+        })
+    }
+}
+
+impl OAuthRepository for StoreTx<'_> {
+    fn insert_oauth_app(&mut self, new: &NewOAuthApp) -> StoreResult<OAuthApp> {
+        let uris = serde_json::to_string(&new.redirect_uris)
+            .map_err(|error| StorageError::other(error.to_string()))?;
+        let values = (
+            oauth_apps::client_id.eq(&new.client_id),
+            oauth_apps::client_secret_hash.eq(&new.client_secret_hash),
+            oauth_apps::name.eq(&new.name),
+            oauth_apps::redirect_uris.eq(uris),
+            oauth_apps::created_at.eq(new.created_at.as_micros()),
+            oauth_apps::updated_at.eq(new.created_at.as_micros()),
+        );
+        let row: AppRow = on_backend!(&mut *self.conn, |c| {
+            diesel::insert_into(oauth_apps::table)
+                .values(values)
+                .returning(AppRow::as_returning())
+                .get_result(c)
+        })
+        .map_err(storage_error)?;
+        row.try_into()
+    }
+
+    fn oauth_app_by_client_id(&mut self, client_id: &str) -> StoreResult<Option<OAuthApp>> {
+        oauth_apps::table
+            .filter(oauth_apps::client_id.eq(client_id))
+            .select(AppRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(storage_error)?
+            .map(OAuthApp::try_from)
+            .transpose()
+    }
+
+    fn insert_staff_account(&mut self, new: &NewStaffAccount) -> StoreResult<StaffAccount> {
+        let values = (
+            staff_accounts::shop_id.eq(new.shop_id),
+            staff_accounts::email.eq(&new.email),
+            staff_accounts::password_hash.eq(&new.password_hash),
+            staff_accounts::failed_sign_ins.eq(0),
+            staff_accounts::created_at.eq(new.created_at.as_micros()),
+            staff_accounts::updated_at.eq(new.created_at.as_micros()),
+        );
+        let row: StaffRow = on_backend!(&mut *self.conn, |c| {
+            diesel::insert_into(staff_accounts::table)
+                .values(values)
+                .returning(StaffRow::as_returning())
+                .get_result(c)
+        })
+        .map_err(storage_error)?;
+        Ok(row.into())
+    }
+
+    fn staff_account(&mut self, shop_id: i64, email: &str) -> StoreResult<Option<StaffAccount>> {
+        Ok(staff_accounts::table
+            .filter(staff_accounts::shop_id.eq(shop_id))
+            .filter(staff_accounts::email.eq(email))
+            .select(StaffRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(storage_error)?
+            .map(StaffAccount::from))
+    }
+
+    fn staff_account_by_id(&mut self, id: i64) -> StoreResult<Option<StaffAccount>> {
+        Ok(staff_accounts::table
+            .filter(staff_accounts::id.eq(id))
+            .select(StaffRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(storage_error)?
+            .map(StaffAccount::from))
+    }
+
+    fn set_staff_sign_in_state(
+        &mut self,
+        id: i64,
+        failed_sign_ins: i32,
+        locked_until: Option<Timestamp>,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        diesel::update(staff_accounts::table.filter(staff_accounts::id.eq(id)))
+            .set((
+                staff_accounts::failed_sign_ins.eq(failed_sign_ins),
+                staff_accounts::locked_until.eq(locked_until.map(Timestamp::as_micros)),
+                staff_accounts::updated_at.eq(now.as_micros()),
+            ))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+        Ok(())
+    }
+
+    fn increment_staff_sign_in_failures(
+        &mut self,
+        id: i64,
+        now: Timestamp,
+    ) -> StoreResult<Option<i32>> {
+        // One statement: failures at the same moment each count (PostgreSQL locks the row).
+        on_backend!(&mut *self.conn, |c| {
+            diesel::update(staff_accounts::table.filter(staff_accounts::id.eq(id)))
+                .set((
+                    staff_accounts::failed_sign_ins.eq(staff_accounts::failed_sign_ins + 1),
+                    staff_accounts::updated_at.eq(now.as_micros()),
+                ))
+                .returning(staff_accounts::failed_sign_ins)
+                .get_result::<i32>(c)
+                .optional()
+        })
+        .map_err(storage_error)
+    }
+
+    fn lock_staff_account(&mut self, id: i64, until: Timestamp, now: Timestamp) -> StoreResult<()> {
+        diesel::update(staff_accounts::table.filter(staff_accounts::id.eq(id)))
+            .set((
+                staff_accounts::locked_until.eq(until.as_micros()),
+                staff_accounts::updated_at.eq(now.as_micros()),
+            ))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+        Ok(())
+    }
+
+    fn insert_authorization_code(&mut self, new: &NewAuthorizationCode) -> StoreResult<()> {
+        diesel::insert_into(oauth_codes::table)
+            .values((
+                oauth_codes::code_hash.eq(&new.code_hash),
+                oauth_codes::app_id.eq(new.app_id),
+                oauth_codes::shop_id.eq(new.shop_id),
+                oauth_codes::staff_id.eq(new.staff_id),
+                oauth_codes::redirect_uri.eq(&new.redirect_uri),
+                oauth_codes::scopes.eq(new.scopes.to_string()),
+                oauth_codes::code_challenge.eq(new.code_challenge.as_deref()),
+                oauth_codes::expires_at.eq(new.expires_at.as_micros()),
+                oauth_codes::created_at.eq(new.created_at.as_micros()),
+            ))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+        Ok(())
+    }
+
+    fn authorization_code_by_hash(
+        &mut self,
+        code_hash: &str,
+    ) -> StoreResult<Option<AuthorizationCode>> {
+        oauth_codes::table
+            .filter(oauth_codes::code_hash.eq(code_hash))
+            .select(CodeRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(storage_error)?
+            .map(AuthorizationCode::try_from)
+            .transpose()
+    }
+
+    fn redeem_authorization_code(
+        &mut self,
+        id: i64,
+        token_id: i64,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        // The `used_at IS NULL` condition makes a second exchange at the same moment lose.
+        let changed = diesel::update(
+            oauth_codes::table
+                .filter(oauth_codes::id.eq(id))
+                .filter(oauth_codes::used_at.is_null()),
+        )
+        .set((
+            oauth_codes::used_at.eq(now.as_micros()),
+            oauth_codes::token_id.eq(token_id),
+        ))
+        .execute(self.conn)
+        .map_err(storage_error)?;
+        Ok(changed == 1)
+    }
+}

@@ -1,0 +1,141 @@
+//! Sync runs.
+
+use diesel::prelude::*;
+use mercer_domain::kernel::error::StoreResult;
+use mercer_domain::platform::SyncRepository;
+use mercer_domain::platform::destinations::Topic;
+use mercer_domain::platform::sync::{SyncRun, SyncStatus};
+use mercer_domain::{StorageError, Timestamp};
+
+use crate::connection::on_backend;
+use crate::repos::StoreTx;
+use crate::schema::sync_runs;
+use crate::store::{storable, storage_error};
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = sync_runs)]
+struct SyncRow {
+    id: i64,
+    shop_id: i64,
+    topic: String,
+    status: String,
+    pages: i64,
+    items: i64,
+    skipped: i64,
+    error: Option<String>,
+    started_at: i64,
+    heartbeat_at: i64,
+    finished_at: Option<i64>,
+}
+
+impl TryFrom<SyncRow> for SyncRun {
+    type Error = StorageError;
+
+    fn try_from(row: SyncRow) -> Result<Self, StorageError> {
+        Ok(SyncRun {
+            id: row.id,
+            shop_id: row.shop_id,
+            topic: Topic::parse(&row.topic)
+                .ok_or_else(|| StorageError::other("stored sync topic"))?,
+            status: SyncStatus::parse(&row.status)
+                .ok_or_else(|| StorageError::other("stored sync status"))?,
+            pages: row.pages,
+            items: row.items,
+            skipped: row.skipped,
+            error: row.error,
+            started_at: Timestamp::from_micros(row.started_at),
+            heartbeat_at: Timestamp::from_micros(row.heartbeat_at),
+            finished_at: row.finished_at.map(Timestamp::from_micros),
+        })
+    }
+}
+
+impl SyncRepository for StoreTx<'_> {
+    fn running_sync(&mut self, shop_id: i64, topic: Topic) -> StoreResult<Option<SyncRun>> {
+        sync_runs::table
+            .filter(sync_runs::shop_id.eq(shop_id))
+            .filter(sync_runs::topic.eq(topic.as_str()))
+            .filter(sync_runs::status.eq(SyncStatus::Running.as_str()))
+            .select(SyncRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(storage_error)?
+            .map(SyncRun::try_from)
+            .transpose()
+    }
+
+    fn insert_sync_run(
+        &mut self,
+        shop_id: i64,
+        topic: Topic,
+        now: Timestamp,
+    ) -> StoreResult<SyncRun> {
+        let values = (
+            sync_runs::shop_id.eq(shop_id),
+            sync_runs::topic.eq(topic.as_str()),
+            sync_runs::status.eq(SyncStatus::Running.as_str()),
+            sync_runs::pages.eq(0),
+            sync_runs::items.eq(0),
+            sync_runs::skipped.eq(0),
+            sync_runs::started_at.eq(now.as_micros()),
+            sync_runs::heartbeat_at.eq(now.as_micros()),
+        );
+        let row: SyncRow = on_backend!(&mut *self.conn, |c| {
+            diesel::insert_into(sync_runs::table)
+                .values(values)
+                .returning(SyncRow::as_returning())
+                .get_result(c)
+        })
+        .map_err(storage_error)?;
+        row.try_into()
+    }
+
+    fn record_sync_page(
+        &mut self,
+        id: i64,
+        items: i64,
+        skipped: i64,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        diesel::update(sync_runs::table.find(id))
+            .set((
+                sync_runs::pages.eq(sync_runs::pages + 1),
+                sync_runs::items.eq(sync_runs::items + items),
+                sync_runs::skipped.eq(sync_runs::skipped + skipped),
+                sync_runs::heartbeat_at.eq(now.as_micros()),
+            ))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+        Ok(())
+    }
+
+    fn finish_sync(
+        &mut self,
+        id: i64,
+        status: SyncStatus,
+        error: Option<&str>,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        diesel::update(sync_runs::table.find(id))
+            .set((
+                sync_runs::status.eq(status.as_str()),
+                sync_runs::error.eq(error.map(storable)),
+                sync_runs::heartbeat_at.eq(now.as_micros()),
+                sync_runs::finished_at.eq(Some(now.as_micros())),
+            ))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+        Ok(())
+    }
+
+    fn sync_run(&mut self, id: i64) -> StoreResult<Option<SyncRun>> {
+        sync_runs::table
+            .find(id)
+            .select(SyncRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(storage_error)?
+            .map(SyncRun::try_from)
+            .transpose()
+    }
+}

@@ -1,0 +1,582 @@
+//! Webhook endpoints, messages and attempts.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use diesel::prelude::*;
+use mercer_domain::access::credentials::{Secret, random_hex};
+use mercer_domain::kernel::error::StoreResult;
+use mercer_domain::webhooks::WebhookRepository;
+use mercer_domain::webhooks::{
+    AttemptOutcome, DeliveryAttempt, MessageStatus, MessageUpdate, NewWebhookEndpoint,
+    NewWebhookMessage, WebhookEndpoint, WebhookKind, WebhookMessage,
+};
+use mercer_domain::{StorageError, Timestamp};
+
+use crate::connection::{DbConnection, on_backend};
+use crate::repos::StoreTx;
+use crate::schema::{webhook_attempts, webhook_endpoints, webhook_messages};
+use crate::store::{storable, storage_error};
+
+const CHUNK: usize = 500;
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = webhook_endpoints)]
+struct EndpointRow {
+    id: i64,
+    public_id: String,
+    shop_id: i64,
+    kind: String,
+    topic: String,
+    callback_url: String,
+    secret: Option<String>,
+    disabled_at: Option<i64>,
+    disabled_reason: Option<String>,
+    failing_since: Option<i64>,
+    created_at: i64,
+    updated_at: i64,
+    deleted_at: Option<i64>,
+}
+
+fn time(micros: i64) -> Timestamp {
+    Timestamp::from_micros(micros)
+}
+
+impl EndpointRow {
+    fn into_endpoint(self) -> StoreResult<(WebhookEndpoint, bool)> {
+        let kind = WebhookKind::parse(&self.kind)
+            .ok_or_else(|| StorageError::other(format!("stored webhook kind {:?}", self.kind)))?;
+        Ok((
+            WebhookEndpoint {
+                id: self.id,
+                public_id: self.public_id,
+                shop_id: self.shop_id,
+                kind,
+                topic: self.topic,
+                callback_url: self.callback_url,
+                secret: self.secret.map(Secret::new),
+                disabled_at: self.disabled_at.map(time),
+                disabled_reason: self.disabled_reason,
+                failing_since: self.failing_since.map(time),
+                created_at: time(self.created_at),
+                updated_at: time(self.updated_at),
+            },
+            self.deleted_at.is_some(),
+        ))
+    }
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = webhook_messages)]
+struct MessageRow {
+    id: i64,
+    message_id: String,
+    shop_id: i64,
+    endpoint_id: i64,
+    topic: String,
+    payload: String,
+    status: String,
+    attempts: i64,
+    next_attempt_at: i64,
+    created_at: i64,
+    delivered_at: Option<i64>,
+}
+
+impl TryFrom<MessageRow> for WebhookMessage {
+    type Error = StorageError;
+
+    fn try_from(row: MessageRow) -> Result<Self, StorageError> {
+        Ok(WebhookMessage {
+            id: row.id,
+            message_id: row.message_id,
+            shop_id: row.shop_id,
+            endpoint_id: row.endpoint_id,
+            topic: row.topic,
+            payload: row.payload,
+            status: MessageStatus::parse(&row.status).ok_or_else(|| {
+                StorageError::other(format!("stored message status {:?}", row.status))
+            })?,
+            attempts: row.attempts,
+            next_attempt_at: time(row.next_attempt_at),
+            created_at: time(row.created_at),
+            delivered_at: row.delivered_at.map(time),
+        })
+    }
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = webhook_attempts)]
+struct AttemptRow {
+    message_id: i64,
+    attempted_at: i64,
+    status: Option<i32>,
+    latency_us: i64,
+    response: Option<String>,
+    error: Option<String>,
+    retry_after_ms: Option<i64>,
+}
+
+#[derive(Insertable)]
+#[diesel(table_name = webhook_attempts, treat_none_as_default_value = false)]
+struct NewAttemptRow<'a> {
+    message_id: i64,
+    attempted_at: i64,
+    status: Option<i32>,
+    latency_us: i64,
+    response: Option<std::borrow::Cow<'a, str>>,
+    error: Option<std::borrow::Cow<'a, str>>,
+    retry_after_ms: Option<i64>,
+}
+
+#[derive(Insertable)]
+#[diesel(table_name = webhook_messages)]
+struct NewMessageRow<'a> {
+    message_id: &'a str,
+    shop_id: i64,
+    endpoint_id: i64,
+    topic: &'a str,
+    payload: &'a str,
+    status: &'static str,
+    attempts: i64,
+    next_attempt_at: i64,
+    created_at: i64,
+    updated_at: i64,
+}
+
+/// Pending messages due by `$now`, oldest due first.
+macro_rules! due {
+    ($now:expr, $limit:expr) => {
+        webhook_messages::table
+            .filter(webhook_messages::status.eq(MessageStatus::Pending.as_str()))
+            .filter(webhook_messages::next_attempt_at.le($now))
+            .order(webhook_messages::next_attempt_at.asc())
+            .limit($limit as i64)
+            .select(MessageRow::as_select())
+    };
+}
+
+fn claim(conn: &mut DbConnection, now: i64, limit: usize) -> QueryResult<Vec<MessageRow>> {
+    match conn {
+        DbConnection::Sqlite(c) => due!(now, limit).load(c),
+        // Several processes share the queue: each takes rows the others have not locked.
+        DbConnection::Pg(c) => due!(now, limit).for_update().skip_locked().load(c),
+    }
+}
+
+impl WebhookRepository for StoreTx<'_> {
+    fn insert_webhook_endpoint(
+        &mut self,
+        new: &NewWebhookEndpoint,
+    ) -> StoreResult<WebhookEndpoint> {
+        let values = (
+            webhook_endpoints::public_id.eq(random_hex(16)),
+            webhook_endpoints::shop_id.eq(new.shop_id),
+            webhook_endpoints::kind.eq(new.kind.as_str()),
+            webhook_endpoints::topic.eq(&new.topic),
+            webhook_endpoints::callback_url.eq(&new.callback_url),
+            webhook_endpoints::secret.eq(new.secret.as_ref().map(Secret::expose)),
+            webhook_endpoints::created_at.eq(new.created_at.as_micros()),
+            webhook_endpoints::updated_at.eq(new.created_at.as_micros()),
+        );
+        let row: EndpointRow = on_backend!(&mut *self.conn, |c| {
+            diesel::insert_into(webhook_endpoints::table)
+                .values(values)
+                .returning(EndpointRow::as_returning())
+                .get_result(c)
+        })
+        .map_err(storage_error)?;
+        Ok(row.into_endpoint()?.0)
+    }
+
+    fn webhook_endpoint(
+        &mut self,
+        shop_id: i64,
+        public_id: &str,
+    ) -> StoreResult<Option<WebhookEndpoint>> {
+        webhook_endpoints::table
+            .filter(webhook_endpoints::shop_id.eq(shop_id))
+            .filter(webhook_endpoints::public_id.eq(public_id))
+            .filter(webhook_endpoints::deleted_at.is_null())
+            .select(EndpointRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(storage_error)?
+            .map(|row| row.into_endpoint().map(|(endpoint, _)| endpoint))
+            .transpose()
+    }
+
+    fn webhook_endpoints_by_ids(
+        &mut self,
+        ids: &[i64],
+    ) -> StoreResult<Vec<(WebhookEndpoint, bool)>> {
+        let rows: Vec<EndpointRow> = webhook_endpoints::table
+            .filter(webhook_endpoints::id.eq_any(ids))
+            .select(EndpointRow::as_select())
+            .load(self.conn)
+            .map_err(storage_error)?;
+        Ok(rows
+            .into_iter()
+            // An unreadable endpoint is left out (its messages then fail), rather than failing
+            // the dispatcher's batch with every other endpoint's messages in it.
+            .filter_map(|row| {
+                let id = row.id;
+                EndpointRow::into_endpoint(row)
+                    .inspect_err(|error| log::error!(target: "mercer::webhooks", "webhook endpoint {id} is unreadable: {error}"))
+                    .ok()
+            })
+            .collect())
+    }
+
+    fn webhook_endpoints(
+        &mut self,
+        shop_id: i64,
+        kind: WebhookKind,
+    ) -> StoreResult<Vec<WebhookEndpoint>> {
+        webhook_endpoints::table
+            .filter(webhook_endpoints::shop_id.eq(shop_id))
+            .filter(webhook_endpoints::kind.eq(kind.as_str()))
+            .filter(webhook_endpoints::deleted_at.is_null())
+            .order(webhook_endpoints::id.asc())
+            .select(EndpointRow::as_select())
+            .load(self.conn)
+            .map_err(storage_error)?
+            .into_iter()
+            .map(|row| row.into_endpoint().map(|(endpoint, _)| endpoint))
+            .collect()
+    }
+
+    fn active_webhook_endpoints(
+        &mut self,
+        shop_id: i64,
+        kind: WebhookKind,
+        topic: &str,
+    ) -> StoreResult<Vec<WebhookEndpoint>> {
+        webhook_endpoints::table
+            .filter(webhook_endpoints::shop_id.eq(shop_id))
+            .filter(webhook_endpoints::kind.eq(kind.as_str()))
+            .filter(webhook_endpoints::topic.eq(topic))
+            .filter(webhook_endpoints::deleted_at.is_null())
+            .filter(webhook_endpoints::disabled_at.is_null())
+            .order(webhook_endpoints::id.asc())
+            .select(EndpointRow::as_select())
+            .load(self.conn)
+            .map_err(storage_error)?
+            .into_iter()
+            .map(|row| row.into_endpoint().map(|(endpoint, _)| endpoint))
+            .collect()
+    }
+
+    fn update_webhook_endpoint_url(
+        &mut self,
+        id: i64,
+        url: &str,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        diesel::update(webhook_endpoints::table.find(id))
+            .set((
+                webhook_endpoints::callback_url.eq(url),
+                webhook_endpoints::updated_at.eq(now.as_micros()),
+            ))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+        Ok(())
+    }
+
+    fn delete_webhook_endpoint(&mut self, id: i64, now: Timestamp) -> StoreResult<()> {
+        diesel::update(webhook_endpoints::table.find(id))
+            .set((
+                webhook_endpoints::deleted_at.eq(Some(now.as_micros())),
+                webhook_endpoints::updated_at.eq(now.as_micros()),
+            ))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+        self.end_pending_webhook_messages(id, MessageStatus::Cancelled, now)?;
+        Ok(())
+    }
+
+    fn set_webhook_endpoint_health(
+        &mut self,
+        id: i64,
+        failing_since: Option<Timestamp>,
+        disabled: Option<(Timestamp, &str)>,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        let target = webhook_endpoints::table.find(id);
+        let failing = webhook_endpoints::failing_since.eq(failing_since.map(Timestamp::as_micros));
+        let result = match disabled {
+            Some((at, reason)) => diesel::update(target)
+                .set((
+                    failing,
+                    webhook_endpoints::disabled_at.eq(Some(at.as_micros())),
+                    webhook_endpoints::disabled_reason.eq(Some(storable(reason))),
+                    webhook_endpoints::updated_at.eq(now.as_micros()),
+                ))
+                .execute(self.conn),
+            None => diesel::update(target).set(failing).execute(self.conn),
+        };
+        result.map_err(storage_error)?;
+        Ok(())
+    }
+
+    fn enable_webhook_endpoint(&mut self, id: i64, now: Timestamp) -> StoreResult<()> {
+        diesel::update(webhook_endpoints::table.find(id))
+            .set((
+                webhook_endpoints::disabled_at.eq(None::<i64>),
+                webhook_endpoints::disabled_reason.eq(None::<String>),
+                webhook_endpoints::failing_since.eq(None::<i64>),
+                webhook_endpoints::updated_at.eq(now.as_micros()),
+            ))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+        Ok(())
+    }
+
+    fn insert_webhook_messages(&mut self, messages: &[NewWebhookMessage]) -> StoreResult<Vec<i64>> {
+        let mut ids = Vec::with_capacity(messages.len());
+        for chunk in messages.chunks(CHUNK) {
+            let rows: Vec<NewMessageRow<'_>> = chunk
+                .iter()
+                .map(|m| NewMessageRow {
+                    message_id: &m.message_id,
+                    shop_id: m.shop_id,
+                    endpoint_id: m.endpoint_id,
+                    topic: &m.topic,
+                    payload: &m.payload,
+                    status: MessageStatus::Pending.as_str(),
+                    attempts: 0,
+                    next_attempt_at: m.created_at.as_micros(),
+                    created_at: m.created_at.as_micros(),
+                    updated_at: m.created_at.as_micros(),
+                })
+                .collect();
+            let returned: Vec<(i64, String)> = on_backend!(&mut *self.conn, |c| {
+                diesel::insert_into(webhook_messages::table)
+                    .values(&rows)
+                    .returning((webhook_messages::id, webhook_messages::message_id))
+                    .get_results(c)
+            })
+            .map_err(storage_error)?;
+            // Rows come back in insertion order on both databases; keyed anyway, to be sure.
+            let by_message: BTreeMap<String, i64> = returned
+                .into_iter()
+                .map(|(id, message_id)| (message_id, id))
+                .collect();
+            for message in chunk {
+                ids.push(
+                    *by_message
+                        .get(&message.message_id)
+                        .ok_or_else(|| StorageError::other("a message id did not come back"))?,
+                );
+            }
+        }
+        Ok(ids)
+    }
+
+    /// A claimed message's next attempt moves to the lease's end, so no other worker takes it
+    /// meanwhile; if this worker dies, the message is due again when the lease ends.
+    fn claim_webhook_messages(
+        &mut self,
+        now: Timestamp,
+        limit: usize,
+        lease_until: Timestamp,
+    ) -> StoreResult<Vec<WebhookMessage>> {
+        let rows = claim(self.conn, now.as_micros(), limit).map_err(storage_error)?;
+        let ids: Vec<i64> = rows.iter().map(|row| row.id).collect();
+        if !ids.is_empty() {
+            diesel::update(webhook_messages::table.filter(webhook_messages::id.eq_any(&ids)))
+                .set(webhook_messages::next_attempt_at.eq(lease_until.as_micros()))
+                .execute(self.conn)
+                .map_err(storage_error)?;
+        }
+        rows.into_iter().map(WebhookMessage::try_from).collect()
+    }
+
+    fn record_webhook_attempts(
+        &mut self,
+        attempts: &[DeliveryAttempt],
+        updates: &[MessageUpdate],
+    ) -> StoreResult<()> {
+        for chunk in attempts.chunks(CHUNK) {
+            let rows: Vec<NewAttemptRow<'_>> = chunk
+                .iter()
+                .map(|attempt| NewAttemptRow {
+                    message_id: attempt.message_row,
+                    attempted_at: attempt.attempted_at.as_micros(),
+                    status: attempt.outcome.status.map(i32::from),
+                    latency_us: i64::try_from(attempt.outcome.latency.as_micros())
+                        .unwrap_or(i64::MAX),
+                    response: attempt.outcome.response.as_deref().map(storable),
+                    error: attempt.outcome.error.as_deref().map(storable),
+                    retry_after_ms: attempt
+                        .outcome
+                        .retry_after
+                        .and_then(|d| i64::try_from(d.as_millis()).ok()),
+                })
+                .collect();
+            on_backend!(&mut *self.conn, |c| diesel::insert_into(
+                webhook_attempts::table
+            )
+            .values(&rows)
+            .execute(c))
+            .map_err(storage_error)?;
+        }
+        // Messages that end alike are updated together (all the delivered ones of a batch, say).
+        let mut groups: BTreeMap<(&'static str, i64, i64, Option<i64>), Vec<i64>> = BTreeMap::new();
+        for update in updates {
+            let key = (
+                update.status.as_str(),
+                update.attempts,
+                update.next_attempt_at.as_micros(),
+                update.delivered_at.map(Timestamp::as_micros),
+            );
+            groups.entry(key).or_default().push(update.id);
+        }
+        for ((status, attempts, next_attempt_at, delivered_at), ids) in groups {
+            diesel::update(webhook_messages::table.filter(webhook_messages::id.eq_any(ids)))
+                .set((
+                    webhook_messages::status.eq(status),
+                    webhook_messages::attempts.eq(attempts),
+                    webhook_messages::next_attempt_at.eq(next_attempt_at),
+                    webhook_messages::delivered_at.eq(delivered_at),
+                    webhook_messages::updated_at.eq(delivered_at.unwrap_or(next_attempt_at)),
+                ))
+                .execute(self.conn)
+                .map_err(storage_error)?;
+        }
+        Ok(())
+    }
+
+    fn end_pending_webhook_messages(
+        &mut self,
+        endpoint_id: i64,
+        status: MessageStatus,
+        now: Timestamp,
+    ) -> StoreResult<u64> {
+        let ended = diesel::update(
+            webhook_messages::table
+                .filter(webhook_messages::endpoint_id.eq(endpoint_id))
+                .filter(webhook_messages::status.eq(MessageStatus::Pending.as_str())),
+        )
+        .set((
+            webhook_messages::status.eq(status.as_str()),
+            webhook_messages::updated_at.eq(now.as_micros()),
+        ))
+        .execute(self.conn)
+        .map_err(storage_error)?;
+        Ok(ended as u64)
+    }
+
+    fn webhook_queue_depth(&mut self, now: Timestamp) -> StoreResult<(i64, i64)> {
+        let pending = || {
+            webhook_messages::table
+                .filter(webhook_messages::status.eq(MessageStatus::Pending.as_str()))
+        };
+        let due: i64 = pending()
+            .filter(webhook_messages::next_attempt_at.le(now.as_micros()))
+            .count()
+            .get_result(self.conn)
+            .map_err(storage_error)?;
+        let later: i64 = pending()
+            .filter(webhook_messages::next_attempt_at.gt(now.as_micros()))
+            .count()
+            .get_result(self.conn)
+            .map_err(storage_error)?;
+        Ok((due, later))
+    }
+
+    fn webhook_message(&mut self, message_id: &str) -> StoreResult<Option<WebhookMessage>> {
+        webhook_messages::table
+            .filter(webhook_messages::message_id.eq(message_id))
+            .select(MessageRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(storage_error)?
+            .map(WebhookMessage::try_from)
+            .transpose()
+    }
+
+    fn webhook_messages_of_endpoint(
+        &mut self,
+        endpoint_id: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<WebhookMessage>> {
+        webhook_messages::table
+            .filter(webhook_messages::endpoint_id.eq(endpoint_id))
+            .order(webhook_messages::id.desc())
+            .limit(limit as i64)
+            .select(MessageRow::as_select())
+            .load(self.conn)
+            .map_err(storage_error)?
+            .into_iter()
+            .map(WebhookMessage::try_from)
+            .collect()
+    }
+
+    fn webhook_attempts(&mut self, message_row: i64) -> StoreResult<Vec<DeliveryAttempt>> {
+        Ok(webhook_attempts::table
+            .filter(webhook_attempts::message_id.eq(message_row))
+            .order(webhook_attempts::id.asc())
+            .select(AttemptRow::as_select())
+            .load(self.conn)
+            .map_err(storage_error)?
+            .into_iter()
+            .map(|row| DeliveryAttempt {
+                message_row: row.message_id,
+                attempted_at: time(row.attempted_at),
+                outcome: AttemptOutcome {
+                    status: row.status.and_then(|s| u16::try_from(s).ok()),
+                    latency: Duration::from_micros(u64::try_from(row.latency_us).unwrap_or(0)),
+                    response: row.response,
+                    error: row.error,
+                    retry_after: row
+                        .retry_after_ms
+                        .and_then(|ms| u64::try_from(ms).ok())
+                        .map(Duration::from_millis),
+                },
+            })
+            .collect())
+    }
+
+    fn requeue_webhook_message(&mut self, id: i64, now: Timestamp) -> StoreResult<()> {
+        diesel::update(webhook_messages::table.find(id))
+            .set((
+                webhook_messages::status.eq(MessageStatus::Pending.as_str()),
+                webhook_messages::next_attempt_at.eq(now.as_micros()),
+                webhook_messages::updated_at.eq(now.as_micros()),
+            ))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+        Ok(())
+    }
+
+    fn requeue_failed_webhook_messages(
+        &mut self,
+        endpoint_id: i64,
+        since: Timestamp,
+        now: Timestamp,
+    ) -> StoreResult<u64> {
+        let count = diesel::update(
+            webhook_messages::table
+                .filter(webhook_messages::endpoint_id.eq(endpoint_id))
+                .filter(webhook_messages::status.eq(MessageStatus::Failed.as_str()))
+                .filter(webhook_messages::created_at.ge(since.as_micros())),
+        )
+        .set((
+            webhook_messages::status.eq(MessageStatus::Pending.as_str()),
+            webhook_messages::next_attempt_at.eq(now.as_micros()),
+            webhook_messages::updated_at.eq(now.as_micros()),
+        ))
+        .execute(self.conn)
+        .map_err(storage_error)?;
+        Ok(count as u64)
+    }
+
+    fn count_disabled_webhook_endpoints(&mut self) -> StoreResult<i64> {
+        webhook_endpoints::table
+            .filter(webhook_endpoints::deleted_at.is_null())
+            .filter(webhook_endpoints::disabled_at.is_not_null())
+            .count()
+            .get_result(self.conn)
+            .map_err(storage_error)
+    }
+}
