@@ -4,10 +4,13 @@
 //!   and on PostgreSQL when one answers; prints which backends ran.
 //! - `cargo xtask ci`: what CI runs: fmt check, clippy -D warnings, tidy, test --require-postgres.
 //! - `cargo xtask tidy [--manifest-path PATH]`: the layering invariants of docs/ARCHITECTURE.md.
+//! - `cargo xtask mutants [TARGET…] [-- ARGS]`: cargo-mutants over the code listed in
+//!   docs/testing.md (not part of CI).
 
 mod bench;
 mod bench_dispatch;
 mod features;
+mod mutants;
 mod test;
 mod tidy;
 
@@ -20,7 +23,8 @@ fn usage() -> ExitCode {
          test [--require-postgres] [-- ARGS]   the whole suite on SQLite and PostgreSQL\n  \
          ci                                    fmt check, clippy, tidy, test --require-postgres\n  \
          tidy [--manifest-path PATH]           check the crate layering invariants\n  \
-         bench ingest|dispatch                 the ingest or webhook benchmark (release build)"
+         bench ingest|dispatch                 the ingest or webhook benchmark (release build)\n  \
+         mutants [TARGET...] [-- ARGS]         cargo-mutants over signing, events, access, guard"
     );
     ExitCode::from(2)
 }
@@ -40,6 +44,7 @@ fn main() -> ExitCode {
         }
         "ci" => ci(),
         "tidy" => tidy::run(rest),
+        "mutants" => mutants::run(rest),
         "bench" => bench(rest),
         // Internal: the release-mode halves of `bench`.
         "bench-run-ingest" => bench::ingest(

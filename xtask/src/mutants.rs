@@ -110,8 +110,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     let root = crate::workspace_root();
     let current = std::env::current_dir().map_err(|error| error.to_string())?;
-    let base = crate::target_dir(std::env::var_os("CARGO_TARGET_DIR"), &current, &root)
-        .join("mutants");
+    let base =
+        crate::target_dir(std::env::var_os("CARGO_TARGET_DIR"), &current, &root).join("mutants");
     let mut reports = Vec::new();
     for target in chosen {
         for file in target.files {
