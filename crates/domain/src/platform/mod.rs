@@ -2,6 +2,7 @@
 //! verification, the connector port, inbound events and their apply rule, syncs, and the outbox
 //! of service-side changes.
 
+pub mod addresses;
 pub mod connector;
 pub mod destinations;
 pub mod events;

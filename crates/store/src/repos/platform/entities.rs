@@ -11,10 +11,11 @@ use diesel::upsert::excluded;
 use mercer_domain::Timestamp;
 use mercer_domain::kernel::error::StoreResult;
 use mercer_domain::platform::PlatformRepository;
-use mercer_domain::platform::events::{EntityDocument, EntityKind, EntityRecord, EntityWrite};
-use mercer_domain::platform::resources::{
-    Category, Customer, CustomerAddress, Order, PlatformId, Product, Variant,
+use mercer_domain::platform::addresses::{
+    AddressChanges, AddressKey, AddressesBefore, StoredAddress, address_changes,
 };
+use mercer_domain::platform::events::{EntityDocument, EntityKind, EntityRecord, EntityWrite};
+use mercer_domain::platform::resources::{Category, Customer, Order, PlatformId, Product, Variant};
 
 use crate::connection::{
     DbConnection, KeepPrepared, on_backend, planned_each_time, statement_sites,
@@ -158,11 +159,11 @@ struct CustomerRow<'a> {
 
 #[derive(Insertable)]
 #[diesel(table_name = customer_addresses, treat_none_as_default_value = false)]
-struct AddressRow<'a> {
+struct AddressRow {
     shop_id: i64,
     customer_id: i64,
     address_key: String,
-    platform_id: Option<&'a str>,
+    platform_id: Option<String>,
     is_default: bool,
     document: String,
     created_at: i64,
@@ -173,8 +174,8 @@ struct AddressRow<'a> {
     stored: bool,
 }
 
-/// An address row as stored: (id, customer, key, platform id, default, document, deleted).
-type StoredAddress = (i64, i64, String, Option<String>, bool, String, Option<i64>);
+/// An address row as stored: (customer, key, platform id, default, document, deleted).
+type StoredColumns = (i64, String, Option<String>, bool, String, Option<i64>);
 
 fn put_customers(
     conn: &mut DbConnection,
@@ -270,10 +271,9 @@ fn put_customers(
 }
 
 /// The stored address rows of `customers`, live or not.
-fn stored_addresses(conn: &mut DbConnection, customers: &[i64]) -> QueryResult<Vec<StoredAddress>> {
+fn stored_addresses(conn: &mut DbConnection, customers: &[i64]) -> QueryResult<Vec<StoredColumns>> {
     use customer_addresses as t;
     let columns = (
-        t::id,
         t::customer_id,
         t::address_key,
         t::platform_id,
@@ -289,7 +289,7 @@ fn stored_addresses(conn: &mut DbConnection, customers: &[i64]) -> QueryResult<V
                     t::table
                         .filter(t::customer_id.eq(customer))
                         .select(columns)
-                        .load::<StoredAddress>(c)?,
+                        .load::<StoredColumns>(c)?,
                 );
             }
         }
@@ -299,7 +299,7 @@ fn stored_addresses(conn: &mut DbConnection, customers: &[i64]) -> QueryResult<V
                     t::table
                         .filter(t::customer_id.eq_any(chunk))
                         .select(columns)
-                        .load::<StoredAddress>(c)
+                        .load::<StoredColumns>(c)
                 })?);
             }
         }
@@ -307,44 +307,41 @@ fn stored_addresses(conn: &mut DbConnection, customers: &[i64]) -> QueryResult<V
     Ok(stored)
 }
 
-/// A customer's addresses by key: platform id, or position for addresses without one. Two
-/// addresses with one platform id: the later wins, as it would field by field.
-fn keyed_addresses(addresses: &[CustomerAddress]) -> Vec<(String, &CustomerAddress)> {
-    let mut keyed: Vec<(String, &CustomerAddress)> = Vec::with_capacity(addresses.len());
-    for (position, address) in addresses.iter().enumerate() {
-        let key =
-            id_text(&address.platform_id).map_or_else(|| format!("#{position}"), str::to_string);
-        keyed.retain(|(known, _)| *known != key);
-        keyed.push((key, address));
-    }
-    keyed
-}
-
-fn address_row(
+/// The rows that make a customer's address rows those of its document (the domain's
+/// [`address_changes`]), and the keys to mark gone.
+fn collect_changes(
     shop_id: i64,
     customer_id: i64,
-    key: String,
-    address: &CustomerAddress,
+    changes: AddressChanges,
     now: i64,
-) -> AddressRow<'_> {
-    AddressRow {
+    changed: &mut Vec<AddressRow>,
+    gone: &mut Vec<(i64, String)>,
+) {
+    changed.extend(changes.written.into_iter().map(|write| AddressRow {
         shop_id,
         customer_id,
-        address_key: key,
-        platform_id: id_text(&address.platform_id),
-        is_default: address.is_default.unwrap_or(false),
-        document: json_text(address),
+        address_key: write.row.key.into_string(),
+        platform_id: write.row.platform_id,
+        is_default: write.row.is_default,
+        document: write.row.document,
         created_at: now,
         updated_at: now,
         deleted_at: None,
-        stored: false,
-    }
+        stored: write.stored,
+    }));
+    gone.extend(
+        changes
+            .gone
+            .into_iter()
+            .map(|key| (customer_id, key.into_string())),
+    );
 }
 
 /// Makes each live customer's addresses those of its document: matched by key they keep their
 /// ids; the others are marked deleted. Only rows that change are written: compared with the
-/// customer's previous document when the domain has it, with the stored rows otherwise.
-/// Customers whose document leaves `addresses` out keep theirs.
+/// customer's previous document when the domain has it, with the stored rows otherwise (the
+/// decision is the domain's [`address_changes`]). Customers whose document leaves `addresses`
+/// out keep theirs.
 fn put_addresses(
     conn: &mut DbConnection,
     shop_id: i64,
@@ -353,10 +350,10 @@ fn put_addresses(
     now: i64,
 ) -> QueryResult<()> {
     use customer_addresses as t;
-    let mut changed: Vec<AddressRow<'_>> = Vec::new();
+    let mut changed: Vec<AddressRow> = Vec::new();
     let mut gone: Vec<(i64, String)> = Vec::new();
-    // Customers known only from the store: (customer, its rows as the document makes them).
-    let mut unknown: Vec<(i64, Vec<AddressRow<'_>>)> = Vec::new();
+    // Customers known only from the store: (customer, its document's addresses).
+    let mut unknown = Vec::new();
     for write in writes {
         let (Some(addresses), Some(&customer_id)) = (
             customer_of(write).and_then(|c| c.addresses.as_ref()),
@@ -364,62 +361,39 @@ fn put_addresses(
         ) else {
             continue;
         };
-        let keyed = keyed_addresses(addresses);
         let previous = match &write.previous {
             Some(EntityDocument::Customer(previous)) => previous.addresses.as_deref(),
             _ => None,
         };
-        let Some(previous) = previous else {
-            let rows = keyed
-                .into_iter()
-                .map(|(key, address)| address_row(shop_id, customer_id, key, address, now))
-                .collect();
-            unknown.push((customer_id, rows));
-            continue;
-        };
-        let before = keyed_addresses(previous);
-        for (key, _) in &before {
-            if !keyed.iter().any(|(kept, _)| kept == key) {
-                gone.push((customer_id, key.clone()));
+        match previous {
+            Some(previous) => {
+                let changes = address_changes(AddressesBefore::Document(previous), addresses);
+                collect_changes(shop_id, customer_id, changes, now, &mut changed, &mut gone);
             }
-        }
-        for (key, address) in keyed {
-            let old = before.iter().find(|(old_key, _)| *old_key == key);
-            if old.is_some_and(|(_, old)| *old == address) {
-                continue;
-            }
-            let mut row = address_row(shop_id, customer_id, key, address, now);
-            row.stored = old.is_some();
-            changed.push(row);
+            None => unknown.push((customer_id, addresses)),
         }
     }
     if !unknown.is_empty() {
         let customers: Vec<i64> = unknown.iter().map(|(customer, _)| *customer).collect();
         let stored = stored_addresses(conn, &customers)?;
-        for (customer_id, rows) in unknown {
-            let live = stored
+        for (customer_id, addresses) in unknown {
+            let rows: Vec<StoredAddress> = stored
                 .iter()
-                .filter(|row| row.1 == customer_id && row.6.is_none());
-            for row in live {
-                if !rows.iter().any(|wanted| wanted.address_key == row.2) {
-                    gone.push((customer_id, row.2.clone()));
-                }
-            }
-            for mut wanted in rows {
-                let old = stored
-                    .iter()
-                    .find(|row| row.1 == customer_id && row.2 == wanted.address_key);
-                let same = old.is_some_and(|row| {
-                    row.6.is_none()
-                        && row.3.as_deref() == wanted.platform_id
-                        && row.4 == wanted.is_default
-                        && row.5 == wanted.document
-                });
-                if !same {
-                    wanted.stored = old.is_some();
-                    changed.push(wanted);
-                }
-            }
+                .filter(|row| row.0 == customer_id)
+                .map(
+                    |(_, key, platform_id, is_default, document, deleted_at)| StoredAddress {
+                        row: mercer_domain::platform::addresses::AddressRow {
+                            key: AddressKey::stored(key.clone()),
+                            platform_id: platform_id.clone(),
+                            is_default: *is_default,
+                            document: document.clone(),
+                        },
+                        deleted: deleted_at.is_some(),
+                    },
+                )
+                .collect();
+            let changes = address_changes(AddressesBefore::Stored(&rows), addresses);
+            collect_changes(shop_id, customer_id, changes, now, &mut changed, &mut gone);
         }
     }
     // As for customers: the replaced columns, listed once.
