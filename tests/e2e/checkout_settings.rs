@@ -247,7 +247,7 @@ fn checkout_settings_routes(shop: &str) -> Vec<(&'static str, String, &'static s
 }
 
 fn checkout_settings_routes_check_credentials(backend: Backend) {
-    let server = MercerServer::start(backend);
+    let server = MercerServer::in_process(backend);
     let demo = server.demo().clone();
     let other_shop = server
         .cli(&["shop", "create", "--domain", "other.shop.test"])

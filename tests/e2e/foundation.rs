@@ -31,7 +31,7 @@ fn other_shop(server: &MercerServer) -> (String, String) {
 }
 
 fn get_shop_information_answers_with_the_demo_token(backend: Backend) {
-    let server = MercerServer::start(backend);
+    let server = MercerServer::in_process(backend);
     let demo = server.demo().clone();
     let answer = server
         .get(&shop_path(&demo.shop))
@@ -79,7 +79,7 @@ fn get_shop_information_answers_with_the_demo_token(backend: Backend) {
 }
 
 fn missing_or_bad_credentials_are_401(backend: Backend) {
-    let server = MercerServer::start(backend);
+    let server = MercerServer::in_process(backend);
     let demo = server.demo().clone();
     let path = shop_path(&demo.shop);
     let none = server.get(&path).call();
@@ -104,7 +104,7 @@ fn missing_or_bad_credentials_are_401(backend: Backend) {
 }
 
 fn a_token_of_another_shop_is_403(backend: Backend) {
-    let server = MercerServer::start(backend);
+    let server = MercerServer::in_process(backend);
     let demo = server.demo().clone();
     let (other, other_token) = other_shop(&server);
     let answer = server
@@ -122,7 +122,7 @@ fn a_token_of_another_shop_is_403(backend: Backend) {
 /// A process keeps successful authorizations for 2 s, keyed by token *and* shop: a token just
 /// granted on its own shop is still refused on another shop's path, however warm the cache.
 fn a_token_cached_on_its_own_shop_is_refused_on_another(backend: Backend) {
-    let server = MercerServer::start(backend);
+    let server = MercerServer::in_process(backend);
     let demo = server.demo().clone();
     let (other, other_token) = other_shop(&server);
     for (own, token, foreign) in [
@@ -142,7 +142,7 @@ fn a_token_cached_on_its_own_shop_is_refused_on_another(backend: Backend) {
 }
 
 fn a_token_without_the_scope_is_403(backend: Backend) {
-    let server = MercerServer::start(backend);
+    let server = MercerServer::in_process(backend);
     let demo = server.demo().clone();
     let limited = server
         .cli(&[
@@ -184,7 +184,7 @@ fn a_token_without_the_scope_is_403(backend: Backend) {
 }
 
 fn an_unknown_shop_is_404(backend: Backend) {
-    let server = MercerServer::start(backend);
+    let server = MercerServer::in_process(backend);
     let token = server.demo().token.clone();
     let entries = server
         .get(&shop_path(UNKNOWN_SHOP))
@@ -201,7 +201,7 @@ fn an_unknown_shop_is_404(backend: Backend) {
 }
 
 fn the_version_header_is_checked(backend: Backend) {
-    let server = MercerServer::start(backend);
+    let server = MercerServer::in_process(backend);
     let demo = server.demo().clone();
     let path = shop_path(&demo.shop);
     let call = |value: &str| {
@@ -229,7 +229,7 @@ fn the_version_header_is_checked(backend: Backend) {
 }
 
 fn unknown_routes_and_wrong_methods_get_the_error_body(backend: Backend) {
-    let server = MercerServer::start(backend);
+    let server = MercerServer::in_process(backend);
     let demo = server.demo().clone();
     server
         .get("/no/such/route")
@@ -248,7 +248,7 @@ fn unknown_routes_and_wrong_methods_get_the_error_body(backend: Backend) {
 }
 
 fn json_bodies_are_checked_in_order(backend: Backend) {
-    let server = MercerServer::start(backend);
+    let server = MercerServer::in_process(backend);
     let demo = server.demo().clone();
     let path = config_path(&demo.shop);
     let post = || server.post(&path).bearer(&demo.token);
@@ -298,7 +298,7 @@ fn json_bodies_are_checked_in_order(backend: Backend) {
 }
 
 fn configuring_the_integration_secret_never_returns_it(backend: Backend) {
-    let server = MercerServer::start(backend);
+    let server = MercerServer::in_process(backend);
     let demo = server.demo().clone();
     let secret = "integration-secret-4f8a";
     let answer = server
@@ -329,7 +329,7 @@ fn configuring_the_integration_secret_never_returns_it(backend: Backend) {
 }
 
 fn the_connector_secret_rotates_through_the_api(backend: Backend) {
-    let server = MercerServer::start(backend);
+    let server = MercerServer::in_process(backend);
     let demo = server.demo().clone();
     let path = format!("/integrations/v1/shops/{}/shared_secret/rotate", demo.shop);
     let first = server.post(&path).bearer(&demo.token).call();
@@ -396,7 +396,7 @@ fn secrets_and_tokens_never_reach_the_log(backend: Backend) {
 }
 
 fn a_revoked_token_is_refused(backend: Backend) {
-    let server = MercerServer::start(backend);
+    let server = MercerServer::in_process(backend);
     let demo = server.demo().clone();
     let token = server
         .cli(&[
@@ -487,7 +487,7 @@ fn internal_errors_leak_nothing(backend: Backend) {
 }
 
 fn health_and_readiness(backend: Backend) {
-    let server = MercerServer::start(backend);
+    let server = MercerServer::in_process(backend);
     let health = server.get("/healthz").call();
     assert_eq!(health.status, 200);
     assert_eq!(health.json()["status"], "ok");
@@ -532,7 +532,7 @@ fn read_answer(stream: &mut TcpStream) -> Answer {
 /// httparse refuses a head with a control byte in a header value before any app code runs;
 /// the answer is still the contract's, and ordinary keep-alive connections are untouched.
 fn a_header_with_a_control_byte_gets_the_error_body(backend: Backend) {
-    let server = MercerServer::start(backend);
+    let server = MercerServer::in_process(backend);
     let address = server.base_url.trim_start_matches("http://").to_string();
     let healthz = format!("GET /healthz HTTP/1.1\r\nHost: {address}\r\n\r\n");
     let connect = || {
@@ -609,7 +609,7 @@ backend_tests!(
 
 #[test]
 fn readiness_fails_when_postgres_goes_away() {
-    let server = MercerServer::start(Backend::Postgres);
+    let server = MercerServer::in_process(Backend::Postgres);
     assert_eq!(server.get("/readyz").call().status, 200);
     server.database().destroy();
     let answer = server.get("/readyz").call();

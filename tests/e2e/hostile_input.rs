@@ -60,7 +60,7 @@ fn stored_email(store: &Store, shop: &str, platform_id: &str) -> Option<String> 
 }
 
 fn text_no_database_can_store_is_refused_with_its_field(backend: Backend) {
-    let server = MercerServer::start(backend);
+    let server = MercerServer::in_process(backend);
     let demo = server.demo();
     let shop = Shop {
         identifier: demo.shop.clone(),
@@ -112,7 +112,7 @@ fn text_no_database_can_store_is_refused_with_its_field(backend: Backend) {
 }
 
 fn bad_query_and_path_input_is_400(backend: Backend) {
-    let server = MercerServer::start(backend);
+    let server = MercerServer::in_process(backend);
     let demo = server.demo();
     let customers = format!("/customers/v2/shops/{}/customers", demo.shop);
     // One customer, so that a search matching everything would show.
@@ -153,13 +153,18 @@ fn bad_query_and_path_input_is_400(backend: Backend) {
         let errors = answer.assert_error(400, "request.invalid_path");
         assert_eq!(errors[0]["field"], "path", "{path}: {}", answer.text);
     }
-    // A label name is a JSON body: 422 naming it.
-    let id = server
-        .get(&format!("{customers}/pid/c1"))
-        .bearer(&demo.token)
-        .call()
-        .json()["customer"]["id"]
-        .clone();
+    // A label name is a JSON body: 422 naming it. The 202 came before the event was applied.
+    let by_platform_id = || {
+        server
+            .get(&format!("{customers}/pid/c1"))
+            .bearer(&demo.token)
+            .call()
+    };
+    assert!(
+        wait_until(Duration::from_secs(10), || by_platform_id().status == 200),
+        "the customer was not applied"
+    );
+    let id = by_platform_id().json()["customer"]["id"].clone();
     let answer = server
         .post(&format!("{customers}/{id}/labels"))
         .bearer(&demo.token)

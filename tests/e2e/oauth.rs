@@ -164,7 +164,7 @@ fn token(server: &MercerServer, fields: &[(&str, &str)]) -> Answer {
 }
 
 fn the_authorization_code_flow_issues_a_scoped_token(backend: Backend) {
-    let server = MercerServer::start(backend);
+    let server = MercerServer::in_process(backend);
     let world = oauth_world(&server, REDIRECT);
     let query = authorize_query(&world, &[]);
 
@@ -260,7 +260,7 @@ fn the_authorization_code_flow_issues_a_scoped_token(backend: Backend) {
 }
 
 fn pkce_lets_a_public_client_exchange_without_a_secret(backend: Backend) {
-    let server = MercerServer::start(backend);
+    let server = MercerServer::in_process(backend);
     let world = oauth_world(&server, REDIRECT);
     let verifier = "pkce-verifier-0123456789-abcdefghijklmnopqrstuvwxyz";
     let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
@@ -298,7 +298,7 @@ fn pkce_lets_a_public_client_exchange_without_a_secret(backend: Backend) {
 }
 
 fn bad_requests_get_rfc_6749_errors(backend: Backend) {
-    let server = MercerServer::start(backend);
+    let server = MercerServer::in_process(backend);
     let world = oauth_world(&server, REDIRECT);
     let page = |extra: &[(&str, &str)]| {
         server
@@ -391,7 +391,7 @@ fn bad_requests_get_rfc_6749_errors(backend: Backend) {
 }
 
 fn failed_sign_ins_are_rate_limited(backend: Backend) {
-    let server = MercerServer::start(backend);
+    let server = MercerServer::in_process(backend);
     let world = oauth_world(&server, REDIRECT);
     let query = authorize_query(&world, &[]);
     for attempt in 1..=4 {
@@ -410,7 +410,7 @@ fn failed_sign_ins_are_rate_limited(backend: Backend) {
 }
 
 fn a_burst_of_sign_ins_cannot_outrun_the_lock(backend: Backend) {
-    let server = MercerServer::start(backend);
+    let server = MercerServer::in_process(backend);
     let world = oauth_world(&server, REDIRECT);
     let query = authorize_query(&world, &[]);
     let statuses: Vec<u16> = std::thread::scope(|scope| {

@@ -357,7 +357,7 @@ fn the_table_covers_every_registered_route() {
 }
 
 fn every_route_requires_the_scope_the_contract_names(backend: Backend) {
-    let server = MercerServer::start(backend);
+    let server = MercerServer::in_process(backend);
     let shop = server
         .cli(&["shop", "create", "--domain", "scopes.shop.test"])
         .values()[0]

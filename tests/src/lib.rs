@@ -64,9 +64,12 @@ pub struct Demo {
     pub connector_secret: String,
 }
 
-/// A running `mercer serve` on its own database. Killed when dropped.
+/// A running Mercer on its own database: the real `mercer serve` process ([`MercerServer::start`],
+/// killed when dropped), or the same server in this process ([`MercerServer::in_process`],
+/// stopped when dropped) for contract checks that need no process of their own.
 pub struct MercerServer {
     child: Option<Child>,
+    embedded: Option<mercer_server::embedded::EmbeddedServer>,
     pub base_url: String,
     /// Dropped after the process is killed (fields drop after `Drop::drop`).
     database: Option<TestDatabase>,
@@ -89,6 +92,16 @@ fn collect_lines(
             lines.lock().unwrap_or_else(|e| e.into_inner()).push(line);
         }
     });
+}
+
+fn test_agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(30)))
+        // Tests look at redirects themselves (the OAuth flow).
+        .max_redirects(0)
+        .build()
+        .into()
 }
 
 fn value_after<'a>(line: &'a str, label: &str) -> Option<&'a str> {
@@ -171,21 +184,42 @@ impl MercerServer {
             }),
             _ => None,
         };
-        let agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(Duration::from_secs(30)))
-            // Tests look at redirects themselves (the OAuth flow).
-            .max_redirects(0)
-            .build()
-            .into();
         MercerServer {
             child: Some(child),
+            embedded: None,
             base_url: base_url.unwrap_or_default(),
             database: Some(database),
             demo,
             stdout,
             stderr,
-            agent,
+            agent: test_agent(),
+        }
+    }
+
+    /// The server of `mercer serve`, run in this process on a new migrated database of
+    /// `backend`: the same app, transport, workers and dispatcher, without a process to start.
+    /// It has no output or log to read and takes no signal: tests of those use [`Self::start`].
+    pub fn in_process(backend: Backend) -> MercerServer {
+        let database = TestDatabase::create_migrated(backend);
+        let embedded = mercer_server::embedded::EmbeddedServer::start(
+            &database.url_string(),
+            &["--bind", "127.0.0.1:0", "--workers", "2", "--db-pool-size", "4"],
+        )
+        .unwrap_or_else(|error| panic!("the in-process server did not start: {error}"));
+        let demo = embedded.demo.as_ref().map(|demo| Demo {
+            shop: demo.shop.identifier.as_str().to_string(),
+            token: demo.token.expose().to_string(),
+            connector_secret: demo.connector_secret.expose().to_string(),
+        });
+        MercerServer {
+            child: None,
+            base_url: embedded.base_url.clone(),
+            embedded: Some(embedded),
+            database: Some(database),
+            demo,
+            stdout: Arc::default(),
+            stderr: Arc::default(),
+            agent: test_agent(),
         }
     }
 
@@ -236,7 +270,10 @@ impl MercerServer {
     }
 
     pub fn pid(&self) -> u32 {
-        self.child.as_ref().map_or(0, Child::id)
+        self.child
+            .as_ref()
+            .map(Child::id)
+            .expect("an in-process server has no process of its own")
     }
 
     /// Sends a signal (`TERM`, `INT`, `KILL`) to the server.
@@ -279,6 +316,7 @@ impl MercerServer {
 
 impl Drop for MercerServer {
     fn drop(&mut self) {
+        drop(self.embedded.take());
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();

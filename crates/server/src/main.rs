@@ -1,13 +1,9 @@
 //! `mercer`: the HTTP API server and the operator's command line, in one binary.
 
-mod cli;
-mod commands;
-mod http;
-mod runtime;
-
 use std::process::ExitCode;
 
 use clap::Parser;
+use mercer_server::{cli, commands};
 
 /// mimalloc: the server allocates many short-lived buffers (JSON documents, rows) on several
 /// threads, where glibc's allocator spent a tenth of the CPU in the ingest benchmark.

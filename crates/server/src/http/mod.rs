@@ -128,6 +128,17 @@ impl BoundServer {
         });
         self.server.await
     }
+
+    /// The handle that stops the server (for a server run without [`BoundServer::run`]'s
+    /// signal handling).
+    pub fn handle(&self) -> actix_web::dev::ServerHandle {
+        self.server.handle()
+    }
+
+    /// Serves until stopped through [`BoundServer::handle`]; signals are left to the caller.
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        self.server.await
+    }
 }
 
 async fn wait_for_stop_signal() -> &'static str {

@@ -1,0 +1,9 @@
+//! Mercer's server: the HTTP API (actix-web), the operator's command line, and the composition
+//! root that starts the store, the workers and the webhook dispatcher. The `mercer` binary is a
+//! thin `main` over [`commands::run`]; [`embedded`] runs the same server inside another program.
+
+pub mod cli;
+pub mod commands;
+pub mod embedded;
+pub mod http;
+pub mod runtime;
