@@ -11,6 +11,7 @@ mod events;
 mod foundation;
 mod hostile_bodies;
 mod hostile_input;
+mod jobs;
 mod lifecycle;
 mod oauth;
 mod request_ids;

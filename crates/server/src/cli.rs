@@ -58,6 +58,42 @@ pub enum Command {
     /// Look at the queue of events received from connectors.
     #[command(subcommand)]
     Events(EventsCommand),
+    /// Look at and manage background jobs (syncs, connector outbox deliveries).
+    #[command(subcommand)]
+    Jobs(JobsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum JobsCommand {
+    /// List jobs, oldest first, with their state, attempts and last error. A done job is
+    /// deleted: the list holds jobs waiting, running, failed or cancelled.
+    List {
+        /// Only jobs in this state: queued, running, failed or cancelled.
+        #[arg(long)]
+        state: Option<String>,
+        /// Most jobs to list.
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+    },
+    /// Put failed or cancelled jobs back into the queue, due now, attempts counted from zero
+    /// (not one whose work another unfinished job already does).
+    Retry(JobsRetryArgs),
+    /// Cancel queued, running or failed jobs; a running one stops at its next step.
+    Cancel {
+        /// Ids from `mercer jobs list`.
+        #[arg(required = true)]
+        ids: Vec<i64>,
+    },
+}
+
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
+pub struct JobsRetryArgs {
+    /// Ids from `mercer jobs list`.
+    pub ids: Vec<i64>,
+    /// Every failed job.
+    #[arg(long)]
+    pub all: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -143,6 +179,16 @@ pub struct ServeArgs {
     /// next start) take them when this runs out.
     #[arg(long, env = "MERCER_WEBHOOK_LEASE", default_value_t = 60)]
     pub webhook_lease: u64,
+
+    /// Threads running background jobs (syncs, connector outbox deliveries); 0 for a process
+    /// that runs none (others do).
+    #[arg(long, env = "MERCER_JOB_WORKERS", default_value_t = 2)]
+    pub job_workers: usize,
+
+    /// Seconds a job worker holds the job it took, renewed while its process lives; the job of
+    /// a process that died is taken up again when this runs out.
+    #[arg(long, env = "MERCER_JOB_LEASE", default_value_t = 30)]
+    pub job_lease: u64,
 
     /// Hours an endpoint may fail, without a single success, before it is disabled.
     #[arg(

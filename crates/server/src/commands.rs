@@ -11,6 +11,7 @@ use mercer_domain::kernel::wake::Wake;
 use mercer_domain::webhooks::RetryPolicy;
 use mercer_outbound::PrivateAddressGuard;
 use mercer_webhooks::DispatcherConfig;
+use metrics_exporter_prometheus::PrometheusHandle;
 
 use mercer_connector::HttpConnector;
 use mercer_domain::access::credentials::{
@@ -21,19 +22,22 @@ use mercer_domain::access::secrets::{SecretKind, rotate_secret};
 use mercer_domain::access::shop::{
     DemoCredentials, ShopInput, bootstrap_demo, connector_secret, create_shop, find_shop,
 };
+use mercer_domain::kernel::jobs::JobState;
 use mercer_domain::kernel::time::{Clock, SystemClock};
 use mercer_domain::platform::connector::PlatformConnectorHandle;
 use mercer_domain::platform::events::retry_failed_events;
+use mercer_domain::platform::outbox::enqueue_waiting_deliveries;
 use mercer_domain::ports::Database;
 use mercer_domain::{DomainError, Timestamp};
 use mercer_store::{DatabaseUrl, OpenError, PoolOptions, Store, UrlError};
 
 use crate::cli::{
-    AppCommand, Cli, Command, EventsCommand, SecretCommand, ServeArgs, ShopCommand, ShopCreateArgs,
-    StaffCommand, TokenCommand,
+    AppCommand, Cli, Command, EventsCommand, JobsCommand, SecretCommand, ServeArgs, ShopCommand,
+    ShopCreateArgs, StaffCommand, TokenCommand,
 };
 use crate::http::{self, ServeOptions, state::AppState};
 use crate::runtime::Workers;
+use crate::runtime::jobs::JobRunnerConfig;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CommandError {
@@ -75,6 +79,7 @@ pub fn run(cli: Cli) -> Result<(), CommandError> {
             Ok(())
         }
         Command::Events(command) => events_command(&open(&url)?, command),
+        Command::Jobs(command) => jobs_command(&open(&url)?, command),
         Command::Shop(command) => shop_command(&open(&url)?, command),
         Command::Token(command) => token_command(&open(&url)?, command),
         Command::Secret(command) => secret_command(&open(&url)?, command),
@@ -185,6 +190,67 @@ fn events_command(store: &Store, command: EventsCommand) -> Result<(), CommandEr
                 requeued.len()
             );
             println!("{}", requeued.len());
+        }
+    }
+    Ok(())
+}
+
+fn jobs_command(store: &Store, command: JobsCommand) -> Result<(), CommandError> {
+    match command {
+        JobsCommand::List { state, limit } => {
+            let state = match state.as_deref() {
+                None => None,
+                Some(text) => Some(JobState::parse(text).ok_or_else(|| {
+                    CommandError::Usage(format!(
+                        "--state {}: not one of queued, running, failed, cancelled",
+                        text.escape_debug()
+                    ))
+                })?),
+            };
+            let jobs = store.read(|tx| Ok(tx.list_jobs(state, limit)?))?;
+            if jobs.is_empty() {
+                eprintln!("No job (a done job is deleted).");
+                return Ok(());
+            }
+            println!(
+                "{:<8}  {:<16}  {:<9}  {:<8}  {:<20}  {:<28}  LAST_ERROR",
+                "ID", "KIND", "STATE", "ATTEMPTS", "RUN_AT", "KEY"
+            );
+            for job in jobs {
+                // Errors carry remote text (a connector's answer): escaped, so a control
+                // character cannot rewrite the operator's terminal; kinds and keys too.
+                println!(
+                    "{:<8}  {:<16}  {:<9}  {:<8}  {:<20}  {:<28}  {}",
+                    job.id,
+                    job.kind.escape_debug().to_string(),
+                    job.state.as_str(),
+                    format!("{}/{}", job.attempts, job.max_attempts),
+                    job.run_at.to_rfc3339_seconds(),
+                    job.unique_key
+                        .as_deref()
+                        .unwrap_or("-")
+                        .escape_debug()
+                        .to_string(),
+                    job.last_error.as_deref().unwrap_or("").escape_debug()
+                );
+            }
+        }
+        JobsCommand::Retry(args) => {
+            let ids = (!args.all).then_some(args.ids.as_slice());
+            let requeued = store.write(|tx| Ok(tx.requeue_jobs(ids, now())?))?;
+            eprintln!(
+                "Put {} job(s) back into the queue; a running `mercer serve` runs them within a second.",
+                requeued.len()
+            );
+            println!("{}", requeued.len());
+        }
+        JobsCommand::Cancel { ids } => {
+            let cancelled = store.write(|tx| Ok(tx.cancel_jobs(&ids, now())?))?;
+            eprintln!(
+                "Cancelled {} job(s); a running one stops at its next step.",
+                cancelled.len()
+            );
+            println!("{}", cancelled.len());
         }
     }
     Ok(())
@@ -330,7 +396,7 @@ fn secret_command(store: &Store, command: SecretCommand) -> Result<(), CommandEr
 }
 
 /// An address a person can paste into curl: a wildcard bind is reached on loopback.
-fn reachable(address: &SocketAddr) -> String {
+pub fn reachable(address: &SocketAddr) -> String {
     let host = match address.ip() {
         ip if ip.is_unspecified() && ip.is_ipv4() => "127.0.0.1".to_string(),
         ip if ip.is_unspecified() => "[::1]".to_string(),
@@ -360,12 +426,39 @@ fn print_demo(demo: &DemoCredentials, base: &str) {
     );
 }
 
-fn serve(url: &DatabaseUrl, args: ServeArgs) -> Result<(), CommandError> {
+/// What `mercer serve` runs beside the HTTP server: the workers and the webhook dispatcher.
+pub struct Services {
+    workers: Workers,
+    webhooks: Wake,
+    stop_webhooks: Arc<AtomicBool>,
+    webhook_threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Services {
+    /// Stops the workers (queued events are stored first) and the dispatcher, and joins them.
+    pub fn stop(self) {
+        self.workers.stop();
+        self.stop_webhooks.store(true, Ordering::Relaxed);
+        self.webhooks.notify();
+        for thread in self.webhook_threads {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Everything `mercer serve` starts before it binds: the store (migrated), the demo shop on a
+/// first start, the workers and the webhook dispatcher, and the app state over them. `metrics`
+/// renders `GET /metrics`.
+pub fn start_services(
+    url: &DatabaseUrl,
+    args: &ServeArgs,
+    metrics: PrometheusHandle,
+) -> Result<(AppState, Services, Option<DemoCredentials>), CommandError> {
     let options = PoolOptions {
         max_connections: args.db_pool_size,
         ..PoolOptions::default()
     };
-    let dispatcher = dispatcher_config(&args)?;
+    let dispatcher = dispatcher_config(args)?;
     let store = Store::open_and_migrate(url, &options)?;
     let demo = store.write(|tx| bootstrap_demo(tx, now()))?;
     // One guard for all three kinds of outgoing call: connectors, webhooks, overrides.
@@ -373,12 +466,15 @@ fn serve(url: &DatabaseUrl, args: ServeArgs) -> Result<(), CommandError> {
         allow_private: args.allow_private_targets,
     };
     let connector: PlatformConnectorHandle = Arc::new(HttpConnector::new(address_guard));
-    let workers = Workers::start(&store, connector.clone())?;
-    let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
-        .install_recorder()
-        .map_err(|error| {
-            CommandError::Usage(format!("cannot install the metrics recorder: {error}"))
-        })?;
+    // Calls left without a delivery job (its job failed for good, or an older version recorded
+    // them) get one.
+    store.write(|tx| enqueue_waiting_deliveries(tx, now()))?;
+    let jobs = JobRunnerConfig {
+        workers: args.job_workers,
+        lease: Duration::from_secs(args.job_lease.max(1)),
+        ..JobRunnerConfig::default()
+    };
+    let workers = Workers::start(&store, connector.clone(), jobs)?;
     let webhooks = Wake::default();
     let stop_webhooks = Arc::new(AtomicBool::new(false));
     let webhook_threads = mercer_webhooks::start(
@@ -394,17 +490,39 @@ fn serve(url: &DatabaseUrl, args: ServeArgs) -> Result<(), CommandError> {
         connector,
         ingest: workers.ingest.clone(),
         applier: workers.applier.clone(),
+        jobs: workers.jobs.clone(),
         access_cache: Default::default(),
         webhooks: webhooks.clone(),
         address_guard,
         metrics,
         sign_ins: Default::default(),
     };
-    let serve_options = ServeOptions {
-        bind: args.bind,
+    let services = Services {
+        workers,
+        webhooks,
+        stop_webhooks,
+        webhook_threads,
+    };
+    Ok((state, services, demo))
+}
+
+/// How `serve` binds, from its arguments.
+pub fn serve_options(args: &ServeArgs) -> ServeOptions {
+    ServeOptions {
+        bind: args.bind.clone(),
         workers: args.workers,
         shutdown_timeout_secs: args.shutdown_timeout,
-    };
+    }
+}
+
+fn serve(url: &DatabaseUrl, args: ServeArgs) -> Result<(), CommandError> {
+    let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
+        .install_recorder()
+        .map_err(|error| {
+            CommandError::Usage(format!("cannot install the metrics recorder: {error}"))
+        })?;
+    let (state, services, demo) = start_services(url, &args, metrics)?;
+    let serve_options = serve_options(&args);
     actix_web::rt::System::new().block_on(async move {
         let server = http::bind(state, &serve_options)?;
         let base = server
@@ -421,12 +539,7 @@ fn serve(url: &DatabaseUrl, args: ServeArgs) -> Result<(), CommandError> {
         server.run().await?;
         Ok::<(), CommandError>(())
     })?;
-    workers.stop();
-    stop_webhooks.store(true, Ordering::Relaxed);
-    webhooks.notify();
-    for thread in webhook_threads {
-        let _ = thread.join();
-    }
+    services.stop();
     log::info!("stopped");
     Ok(())
 }

@@ -253,6 +253,7 @@ diesel::table! {
         started_at -> BigInt,
         heartbeat_at -> BigInt,
         finished_at -> Nullable<BigInt>,
+        next_cursor -> Nullable<Text>,
     }
 }
 
@@ -376,5 +377,24 @@ diesel::table! {
         response -> Nullable<Text>,
         error -> Nullable<Text>,
         retry_after_ms -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    jobs (id) {
+        id -> BigInt,
+        kind -> Text,
+        payload -> Text,
+        unique_key -> Nullable<Text>,
+        state -> Text,
+        run_at -> BigInt,
+        attempts -> BigInt,
+        max_attempts -> BigInt,
+        locked_by -> Nullable<Text>,
+        locked_until -> Nullable<BigInt>,
+        again_at -> Nullable<BigInt>,
+        last_error -> Nullable<Text>,
+        created_at -> BigInt,
+        updated_at -> BigInt,
     }
 }

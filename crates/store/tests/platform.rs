@@ -547,10 +547,10 @@ fn sync_runs_are_one_at_a_time(backend: Backend) {
         .write(|tx| Ok(tx.insert_sync_run(shop.id, Topic::Orders, at(2))?))
         .unwrap();
     store
-        .write(|tx| Ok(tx.record_sync_page(run.id, 250, 1, at(3))?))
+        .write(|tx| Ok(tx.record_sync_page(run.id, 250, 1, Some("p2"), at(3))?))
         .unwrap();
     store
-        .write(|tx| Ok(tx.record_sync_page(run.id, 10, 0, at(4))?))
+        .write(|tx| Ok(tx.record_sync_page(run.id, 10, 0, None, at(4))?))
         .unwrap();
     store
         .write(|tx| Ok(tx.finish_sync(run.id, SyncStatus::Succeeded, None, at(5))?))
@@ -588,19 +588,19 @@ fn outbox_calls_are_claimed_leased_and_retried(backend: Backend) {
         .unwrap();
     assert!(
         store
-            .write(|tx| Ok(tx.claim_outbox_calls(at(-1), 10, at(100))?))
+            .write(|tx| Ok(tx.claim_outbox_calls(shop.id, at(-1), 10, at(100))?))
             .unwrap()
             .is_empty(),
         "not due yet"
     );
     let claimed = store
-        .write(|tx| Ok(tx.claim_outbox_calls(at(1), 10, at(100))?))
+        .write(|tx| Ok(tx.claim_outbox_calls(shop.id, at(1), 10, at(100))?))
         .unwrap();
     assert_eq!(claimed.len(), 1);
     assert_eq!(claimed[0].call, call);
     assert!(
         store
-            .write(|tx| Ok(tx.claim_outbox_calls(at(2), 10, at(100))?))
+            .write(|tx| Ok(tx.claim_outbox_calls(shop.id, at(2), 10, at(100))?))
             .unwrap()
             .is_empty(),
         "leased"
@@ -609,7 +609,7 @@ fn outbox_calls_are_claimed_leased_and_retried(backend: Backend) {
         .write(|tx| Ok(tx.retry_outbox_call(id, 1, at(10), "connector answered 500")?))
         .unwrap();
     let again = store
-        .write(|tx| Ok(tx.claim_outbox_calls(at(10), 10, at(200))?))
+        .write(|tx| Ok(tx.claim_outbox_calls(shop.id, at(10), 10, at(200))?))
         .unwrap();
     assert_eq!(
         (again[0].attempts, again[0].last_error.as_deref()),
@@ -620,7 +620,7 @@ fn outbox_calls_are_claimed_leased_and_retried(backend: Backend) {
         .unwrap();
     assert!(
         store
-            .write(|tx| Ok(tx.claim_outbox_calls(at(500), 10, at(600))?))
+            .write(|tx| Ok(tx.claim_outbox_calls(shop.id, at(500), 10, at(600))?))
             .unwrap()
             .is_empty(),
         "delivered calls stay done"
@@ -651,9 +651,10 @@ fn concurrent_claimers_never_share_a_call(backend: Backend) {
             .write(|tx| Ok(tx.insert_outbox_call(shop.id, &call, at(0))?))
             .unwrap();
     }
-    let claim = |store: &Store, limit: usize| -> Vec<i64> {
+    let shop_id = shop.id;
+    let claim = move |store: &Store, limit: usize| -> Vec<i64> {
         store
-            .write(|tx| Ok(tx.claim_outbox_calls(at(1), limit, at(1000))?))
+            .write(|tx| Ok(tx.claim_outbox_calls(shop_id, at(1), limit, at(1000))?))
             .unwrap()
             .into_iter()
             .map(|entry| entry.id)
@@ -668,7 +669,7 @@ fn concurrent_claimers_never_share_a_call(backend: Backend) {
             store
                 .write(|tx| {
                     let ids: Vec<i64> = tx
-                        .claim_outbox_calls(at(1), 5, at(1000))?
+                        .claim_outbox_calls(shop_id, at(1), 5, at(1000))?
                         .into_iter()
                         .map(|entry| entry.id)
                         .collect();
@@ -1127,7 +1128,7 @@ fn an_unreadable_outbox_call_is_failed_and_the_others_are_claimed(backend: Backe
         ids[1]
     ));
     let claimed = store
-        .write(|tx| Ok(tx.claim_outbox_calls(at(1), 10, at(100))?))
+        .write(|tx| Ok(tx.claim_outbox_calls(shop.id, at(1), 10, at(100))?))
         .unwrap();
     assert_eq!(
         claimed.iter().map(|entry| entry.id).collect::<Vec<_>>(),
@@ -1135,7 +1136,7 @@ fn an_unreadable_outbox_call_is_failed_and_the_others_are_claimed(backend: Backe
     );
     // Failed, it is never claimed again (after the lease, the other two are).
     let again = store
-        .write(|tx| Ok(tx.claim_outbox_calls(at(200), 10, at(300))?))
+        .write(|tx| Ok(tx.claim_outbox_calls(shop.id, at(200), 10, at(300))?))
         .unwrap();
     assert_eq!(
         again.iter().map(|entry| entry.id).collect::<Vec<_>>(),

@@ -1,11 +1,12 @@
 //! Service-side changes of a registered topic (seed 000 §4.4 rule 2, contract §3.4 last rule):
-//! recorded in the same transaction as the change, then delivered to the connector by a worker
-//! with retries and backoff. Nothing is recorded, and nothing is called, for a topic without a
-//! live destination.
+//! recorded in the same transaction as the change, then delivered to the connector with retries
+//! and backoff by the shop's delivery job ([`OutboxJob`], docs/jobs.md), enqueued with the call.
+//! Nothing is recorded, and nothing is called, for a topic without a live destination.
 
 use serde::{Deserialize, Serialize};
 
 use crate::kernel::error::DomainError;
+use crate::kernel::jobs::{JobControl, JobFailure, JobOutcome, JobPayload, enqueue};
 use crate::kernel::time::Clock;
 use crate::kernel::time::Timestamp;
 use crate::platform::PlatformDatabase;
@@ -175,8 +176,23 @@ pub const RETRY_AFTER_SECONDS: [i64; 8] = [5, 30, 120, 600, 1800, 3600, 3 * 3600
 /// How long a worker holds the calls it claimed before another may take them.
 pub const CLAIM_LEASE_SECONDS: i64 = 120;
 
-/// Records `call` for the shop's connector in the caller's transaction; None (and nothing
-/// recorded) when its topic has no live destination.
+/// The job that delivers a shop's due calls: one per shop (its key), so a shop's calls go out
+/// in order, from one worker at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutboxJob {
+    pub shop_id: i64,
+}
+
+impl JobPayload for OutboxJob {
+    const KIND: &'static str = "platform.outbox";
+
+    fn unique_key(&self) -> Option<String> {
+        Some(format!("platform.outbox:{}", self.shop_id))
+    }
+}
+
+/// Records `call` for the shop's connector and enqueues the shop's delivery job, in the
+/// caller's transaction; None (and nothing recorded) when its topic has no live destination.
 pub fn request_connector_change(
     tx: &mut dyn PlatformRepositories,
     shop_id: i64,
@@ -186,7 +202,45 @@ pub fn request_connector_change(
     if tx.live_destination(shop_id, call.topic())?.is_none() {
         return Ok(None);
     }
-    Ok(Some(tx.insert_outbox_call(shop_id, call, now)?))
+    let id = tx.insert_outbox_call(shop_id, call, now)?;
+    enqueue(tx, &OutboxJob { shop_id }, now, now)?;
+    Ok(Some(id))
+}
+
+/// Enqueues the delivery job of every shop with pending calls (coalescing with those queued),
+/// due when its next call is: at start, so no call is left without a job (one whose job
+/// failed for good, one recorded by an older version).
+pub fn enqueue_waiting_deliveries(
+    tx: &mut dyn PlatformRepositories,
+    now: Timestamp,
+) -> Result<usize, DomainError> {
+    let shops = tx.shops_with_pending_outbox_calls()?;
+    for &shop_id in &shops {
+        let due = tx.next_outbox_attempt(shop_id)?.unwrap_or(now);
+        enqueue(tx, &OutboxJob { shop_id }, due, now)?;
+    }
+    Ok(shops.len())
+}
+
+/// Runs a shop's delivery job: makes its due calls, then ends, or comes back when the next
+/// call waiting for a retry is due.
+pub fn deliver_shop_calls(
+    db: &impl PlatformDatabase,
+    connector: &dyn PlatformConnector,
+    clock: &dyn Clock,
+    outbox: OutboxJob,
+    control: &dyn JobControl,
+) -> Result<JobOutcome, JobFailure> {
+    loop {
+        if control.should_stop() {
+            return Ok(JobOutcome::Interrupted);
+        }
+        if deliver_due_calls(db, connector, clock, outbox.shop_id, 20)? == 0 {
+            break;
+        }
+    }
+    let next = db.read_tx(|tx| Ok(tx.next_outbox_attempt(outbox.shop_id)?))?;
+    Ok(next.map_or(JobOutcome::Done, JobOutcome::RunAgainAt))
 }
 
 /// The next attempt after `attempts` failures, or None when the call is given up.
@@ -197,16 +251,18 @@ pub fn next_attempt(attempts: i64, now: Timestamp) -> Option<Timestamp> {
         .map(|seconds| now.plus_seconds(*seconds))
 }
 
-/// Claims due calls and makes them. Returns how many were claimed.
+/// Claims the shop's due calls and makes them. Returns how many were claimed.
 pub fn deliver_due_calls(
     db: &impl PlatformDatabase,
     connector: &dyn PlatformConnector,
     clock: &dyn Clock,
+    shop_id: i64,
     limit: usize,
 ) -> Result<usize, DomainError> {
     let now = clock.now();
     let claimed = db.write_tx(|tx| {
-        Ok(tx.claim_outbox_calls(now, limit, now.plus_seconds(CLAIM_LEASE_SECONDS))?)
+        let lease_until = now.plus_seconds(CLAIM_LEASE_SECONDS);
+        Ok(tx.claim_outbox_calls(shop_id, now, limit, lease_until)?)
     })?;
     for entry in &claimed {
         let now = clock.now();

@@ -3,6 +3,7 @@
 
 use crate::access::AccessRepositories;
 use crate::kernel::error::StoreResult;
+use crate::kernel::jobs::JobRepository;
 use crate::kernel::time::Timestamp;
 use crate::platform::destinations::{Destination, DestinationSettings, Topic};
 use crate::platform::events::{
@@ -19,7 +20,7 @@ crate::feature_database!(
 );
 
 /// Every repository the platform feature's use cases may touch in one unit of work (access's
-/// included: a feature may use access).
+/// and the kernel's jobs queue included: a feature may use both).
 pub trait PlatformRepositories:
     AccessRepositories
     + DestinationRepository
@@ -27,6 +28,7 @@ pub trait PlatformRepositories:
     + EventQueueRepository
     + SyncRepository
     + OutboxRepository
+    + JobRepository
 {
 }
 
@@ -37,6 +39,7 @@ impl<T> PlatformRepositories for T where
         + EventQueueRepository
         + SyncRepository
         + OutboxRepository
+        + JobRepository
         + ?Sized
 {
 }
@@ -152,14 +155,16 @@ pub trait SyncRepository {
         topic: Topic,
         now: Timestamp,
     ) -> StoreResult<SyncRun>;
-    /// Counts a page pulled, and reports the run alive.
+    /// Counts a page pulled, keeps the cursor of the next one (None after the last), and
+    /// reports the run alive; false (nothing changed) when the run is no longer running.
     fn record_sync_page(
         &mut self,
         id: i64,
         items: i64,
         skipped: i64,
+        next_cursor: Option<&str>,
         now: Timestamp,
-    ) -> StoreResult<()>;
+    ) -> StoreResult<bool>;
     fn finish_sync(
         &mut self,
         id: i64,
@@ -178,9 +183,11 @@ pub trait OutboxRepository {
         call: &ConnectorCall,
         now: Timestamp,
     ) -> StoreResult<i64>;
-    /// Pending calls due by `now` that no other worker holds, leased until `lease_until`.
+    /// The shop's pending calls due by `now` that no other worker holds, oldest due first,
+    /// leased until `lease_until`.
     fn claim_outbox_calls(
         &mut self,
+        shop_id: i64,
         now: Timestamp,
         limit: usize,
         lease_until: Timestamp,
@@ -202,4 +209,8 @@ pub trait OutboxRepository {
     ) -> StoreResult<()>;
     /// The shop's calls, oldest first.
     fn outbox_entries(&mut self, shop_id: i64) -> StoreResult<Vec<OutboxEntry>>;
+    /// When the shop's next pending call is due (or its lease ends); None when none is pending.
+    fn next_outbox_attempt(&mut self, shop_id: i64) -> StoreResult<Option<Timestamp>>;
+    /// The shops with pending calls.
+    fn shops_with_pending_outbox_calls(&mut self) -> StoreResult<Vec<i64>>;
 }

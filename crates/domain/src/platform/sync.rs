@@ -1,8 +1,12 @@
 //! Customer and order syncs (contract §3.4): pull every page of the connector's list and feed
-//! each entity through the same queue and rules as the connector's events.
+//! each entity through the same queue and rules as the connector's events. A sync runs as a
+//! job ([`SyncJob`], docs/jobs.md) that goes on from the stored cursor when it is taken up again.
+
+use serde::{Deserialize, Serialize};
 
 use crate::access::shop::Shop;
 use crate::kernel::error::DomainError;
+use crate::kernel::jobs::{Job, JobControl, JobFailure, JobOutcome, JobPayload, enqueue};
 use crate::kernel::time::Clock;
 use crate::kernel::time::Timestamp;
 use crate::platform::connector::{ConnectorError, PlatformConnector};
@@ -50,6 +54,23 @@ pub struct SyncRun {
     pub started_at: Timestamp,
     pub heartbeat_at: Timestamp,
     pub finished_at: Option<Timestamp>,
+    /// Where the next page starts: the sync goes on from here after a restart.
+    pub next_cursor: Option<String>,
+}
+
+/// The job that pulls a sync run's pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncJob {
+    pub run_id: i64,
+}
+
+impl JobPayload for SyncJob {
+    const KIND: &'static str = "platform.sync";
+    const MAX_ATTEMPTS: i64 = 5;
+
+    fn unique_key(&self) -> Option<String> {
+        Some(format!("platform.sync:{}", self.run_id))
+    }
 }
 
 /// A running sync that has not reported for this long is taken for dead (its process stopped).
@@ -68,7 +89,8 @@ fn syncable(topic: Topic) -> Result<(), DomainError> {
     }
 }
 
-/// Starts a sync of `topic` for the shop; 409 while one runs or when the topic has no destination.
+/// Starts a sync of `topic` for the shop and enqueues its job; 409 while one runs or when the
+/// topic has no destination.
 pub fn start_sync(
     tx: &mut dyn PlatformRepositories,
     shop: &Shop,
@@ -100,32 +122,80 @@ pub fn start_sync(
             now,
         )?;
     }
-    tx.insert_sync_run(shop.id, topic, now).map_err(|error| {
+    let run = tx.insert_sync_run(shop.id, topic, now).map_err(|error| {
         if error.is_unique_violation() {
             running()
         } else {
             error.into()
         }
-    })
+    })?;
+    enqueue(tx, &SyncJob { run_id: run.id }, now, now)?;
+    Ok(run)
 }
 
-/// Pulls every page and queues the entities; records the outcome on the run.
-pub fn run_sync(
+/// How pulling pages ended, short of an error.
+enum Pulled {
+    /// The last page is stored, and the run ended as succeeded with it.
+    All,
+    /// Asked to stop between pages: the job goes back to the queue.
+    Stopped,
+    /// The run ended meanwhile (declared abandoned): nothing more to do.
+    Ended,
+}
+
+/// Runs a sync's job: pulls the pages from where the run stopped (its stored cursor) to the
+/// last. A connector error ends the run as failed; a storage error fails the job's attempt,
+/// tried again from the stored cursor, and ends the run on the job's last attempt.
+pub fn run_sync_job(
     db: &impl PlatformDatabase,
     connector: &dyn PlatformConnector,
     clock: &dyn Clock,
-    shop: &Shop,
-    run: &SyncRun,
-) -> Result<SyncRun, DomainError> {
-    let result = pull_pages(db, connector, clock, shop, run);
-    let (status, error) = match &result {
-        Ok(()) => (SyncStatus::Succeeded, None),
-        Err(error) => (SyncStatus::Failed, Some(error.to_string())),
+    sync: SyncJob,
+    job: &Job,
+    control: &dyn JobControl,
+) -> Result<JobOutcome, JobFailure> {
+    let found = db.read_tx(|tx| {
+        let Some(run) = tx.sync_run(sync.run_id)? else {
+            return Ok(None);
+        };
+        Ok(tx.shop_by_id(run.shop_id)?.map(|shop| (run, shop)))
+    })?;
+    let Some((run, shop)) = found else {
+        return Ok(JobOutcome::Done);
     };
-    db.write_tx(|tx| {
-        tx.finish_sync(run.id, status, error.as_deref(), clock.now())?;
-        tx.sync_run(run.id)?.ok_or(DomainError::not_found("sync"))
-    })
+    if run.status != SyncStatus::Running {
+        return Ok(JobOutcome::Done);
+    }
+    let error = match pull_pages(db, connector, clock, &shop, &run, control) {
+        Ok(Pulled::All) => {
+            log_end(db, run.id);
+            return Ok(JobOutcome::Done);
+        }
+        Ok(Pulled::Ended) => return Ok(JobOutcome::Done),
+        Ok(Pulled::Stopped) => return Ok(JobOutcome::Interrupted),
+        Err(DomainError::Storage(error)) if !job.is_last_attempt() => {
+            return Err(JobFailure::retry(error.to_string()));
+        }
+        Err(error) => error.to_string(),
+    };
+    db.write_tx(|tx| Ok(tx.finish_sync(run.id, SyncStatus::Failed, Some(&error), clock.now())?))?;
+    log_end(db, run.id);
+    Ok(JobOutcome::Done)
+}
+
+fn log_end(db: &impl PlatformDatabase, id: i64) {
+    if let Ok(Some(run)) = db.read_tx(|tx| Ok(tx.sync_run(id)?)) {
+        log::info!(
+            target: "mercer::sync",
+            "{} sync {} of shop {} ended {}: {} page(s), {} item(s)",
+            run.topic.as_str(),
+            run.id,
+            run.shop_id,
+            run.status.as_str(),
+            run.pages,
+            run.items
+        );
+    }
 }
 
 fn pull_pages(
@@ -134,10 +204,14 @@ fn pull_pages(
     clock: &dyn Clock,
     shop: &Shop,
     run: &SyncRun,
-) -> Result<(), DomainError> {
+    control: &dyn JobControl,
+) -> Result<Pulled, DomainError> {
     let failed = |error: ConnectorError| error.into_domain("connector.failed");
-    let mut cursor: Option<String> = None;
+    let mut cursor: Option<String> = run.next_cursor.clone();
     loop {
+        if control.should_stop() {
+            return Ok(Pulled::Stopped);
+        }
         let now = clock.now();
         let (_, target) = db
             .read_tx(|tx| live_target(tx, shop, run.topic, now))?
@@ -170,23 +244,33 @@ fn pull_pages(
                     page.items.len(),
                 )
             }
-            Topic::Products => return syncable(run.topic),
+            Topic::Products => return syncable(run.topic).map(|()| Pulled::Ended),
         };
-        db.write_tx(|tx| {
+        if next.is_some() && next == cursor {
+            return Err(DomainError::Remote {
+                code: "connector.failed",
+                timed_out: false,
+                message: "the connector returned the same cursor twice".to_string(),
+            });
+        }
+        // The page's events, the run's counters and the next cursor in one transaction (the
+        // last page ends the run in it too): a run taken up again after a crash neither skips
+        // nor repeats a stored page.
+        let recorded = db.write_tx(|tx| {
+            let (items, skipped) = (count as i64, skipped as i64);
+            if !tx.record_sync_page(run.id, items, skipped, next.as_deref(), now)? {
+                return Ok(false);
+            }
             tx.insert_inbound_events(&events)?;
-            tx.record_sync_page(run.id, count as i64, skipped as i64, now)?;
-            Ok(())
+            if next.is_none() {
+                tx.finish_sync(run.id, SyncStatus::Succeeded, None, now)?;
+            }
+            Ok(true)
         })?;
         match next {
-            Some(next) if Some(&next) == cursor.as_ref() => {
-                return Err(DomainError::Remote {
-                    code: "connector.failed",
-                    timed_out: false,
-                    message: "the connector returned the same cursor twice".to_string(),
-                });
-            }
+            _ if !recorded => return Ok(Pulled::Ended),
             Some(next) => cursor = Some(next),
-            None => return Ok(()),
+            None => return Ok(Pulled::All),
         }
     }
 }

@@ -4,6 +4,7 @@
 
 mod access;
 mod directory;
+mod kernel;
 mod overrides;
 mod platform;
 mod webhooks;
@@ -65,6 +66,14 @@ pub struct MemoryState {
     pub staff: Vec<StaffAccount>,
     /// Codes with their hashes.
     pub codes: Vec<(AuthorizationCode, String)>,
+    pub jobs: Vec<MemoryJob>,
+}
+
+/// A job as the memory store keeps it: with when it runs again if enqueued while running.
+#[derive(Debug, Clone)]
+pub struct MemoryJob {
+    pub job: crate::kernel::jobs::Job,
+    pub again_at: Option<Timestamp>,
 }
 
 #[derive(Debug, Clone, Default)]

@@ -325,6 +325,7 @@ impl SyncRepository for MemoryState {
             started_at: now,
             heartbeat_at: now,
             finished_at: None,
+            next_cursor: None,
         };
         self.syncs.push(run.clone());
         Ok(run)
@@ -335,15 +336,22 @@ impl SyncRepository for MemoryState {
         id: i64,
         items: i64,
         skipped: i64,
+        next_cursor: Option<&str>,
         now: Timestamp,
-    ) -> StoreResult<()> {
-        if let Some(run) = self.syncs.iter_mut().find(|r| r.id == id) {
-            run.pages += 1;
-            run.items += items;
-            run.skipped += skipped;
-            run.heartbeat_at = now;
-        }
-        Ok(())
+    ) -> StoreResult<bool> {
+        let Some(run) = self
+            .syncs
+            .iter_mut()
+            .find(|r| r.id == id && r.status == SyncStatus::Running)
+        else {
+            return Ok(false);
+        };
+        run.pages += 1;
+        run.items += items;
+        run.skipped += skipped;
+        run.next_cursor = next_cursor.map(str::to_string);
+        run.heartbeat_at = now;
+        Ok(true)
     }
 
     fn finish_sync(
@@ -391,6 +399,7 @@ impl OutboxRepository for MemoryState {
     /// Memory has one worker: claiming moves the next attempt to the lease's end.
     fn claim_outbox_calls(
         &mut self,
+        shop_id: i64,
         now: Timestamp,
         limit: usize,
         lease_until: Timestamp,
@@ -399,7 +408,11 @@ impl OutboxRepository for MemoryState {
         for entry in self
             .outbox
             .iter_mut()
-            .filter(|e| e.status == OutboxStatus::Pending && e.next_attempt_at <= now)
+            .filter(|e| {
+                e.shop_id == shop_id
+                    && e.status == OutboxStatus::Pending
+                    && e.next_attempt_at <= now
+            })
             .take(limit)
         {
             claimed.push(entry.clone());
@@ -446,5 +459,26 @@ impl OutboxRepository for MemoryState {
             .filter(|e| e.shop_id == shop_id)
             .cloned()
             .collect())
+    }
+
+    fn next_outbox_attempt(&mut self, shop_id: i64) -> StoreResult<Option<Timestamp>> {
+        Ok(self
+            .outbox
+            .iter()
+            .filter(|e| e.shop_id == shop_id && e.status == OutboxStatus::Pending)
+            .map(|e| e.next_attempt_at)
+            .min())
+    }
+
+    fn shops_with_pending_outbox_calls(&mut self) -> StoreResult<Vec<i64>> {
+        let mut shops: Vec<i64> = self
+            .outbox
+            .iter()
+            .filter(|e| e.status == OutboxStatus::Pending)
+            .map(|e| e.shop_id)
+            .collect();
+        shops.sort_unstable();
+        shops.dedup();
+        Ok(shops)
     }
 }

@@ -24,8 +24,10 @@ pub struct AppState {
     pub connector: PlatformConnectorHandle,
     /// Stores inbound events before their 202.
     pub ingest: Ingest,
-    /// Wakes the event applier (after a sync stored a page).
+    /// Wakes the event applier.
     pub applier: Wake,
+    /// Wakes the job runner after a job is enqueued (a sync started).
+    pub jobs: Wake,
     /// Recent successful authorizations.
     pub access_cache: AccessCache,
     /// Wakes the webhook dispatchers after a message is enqueued.

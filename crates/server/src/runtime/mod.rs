@@ -1,7 +1,9 @@
 //! Background work of a `mercer serve` process, each on a thread of its own (diesel and ureq
 //! block): the ingest writer that stores events before their 202, the applier that applies
-//! them in order, the outbox worker that makes calls to connectors, and on SQLite the
-//! checkpointer that copies the WAL back into the database file.
+//! them in order, the job runner ([`jobs`]: syncs, connector outbox deliveries), and on SQLite
+//! the checkpointer that copies the WAL back into the database file.
+
+pub mod jobs;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,10 +15,13 @@ use mercer_domain::DomainError;
 use mercer_domain::kernel::time::{Clock, SystemClock};
 use mercer_domain::platform::connector::PlatformConnectorHandle;
 use mercer_domain::platform::events::{Accepted, NewInboundEvent, accept_events, apply_pending};
-use mercer_domain::platform::outbox::deliver_due_calls;
+use mercer_domain::platform::outbox::{OutboxJob, deliver_shop_calls};
+use mercer_domain::platform::sync::{SyncJob, run_sync_job};
 use mercer_domain::ports::Database;
 use mercer_store::{Backend, Store};
 use tokio::sync::oneshot;
+
+use self::jobs::{JobHandlers, JobRunner, JobRunnerConfig};
 
 /// Most events one ingest transaction stores (several requests' worth: group commit).
 const INGEST_BATCH: usize = 512;
@@ -219,30 +224,42 @@ fn applier(store: Store, wake: Wake, stop: Arc<AtomicBool>) {
     }
 }
 
-fn outbox_worker(
-    store: Store,
-    connector: PlatformConnectorHandle,
-    wake: Wake,
-    stop: Arc<AtomicBool>,
-) {
-    let clock = SystemClock;
-    while !stop.load(Ordering::Relaxed) {
-        match deliver_due_calls(&store, connector.as_ref(), &clock, 20) {
-            Ok(0) => wake.wait(IDLE_POLL),
-            Ok(_) => {}
-            Err(error) => {
-                log::error!(target: "mercer::outbox", "delivering connector calls failed: {error}");
-                wake.wait(IDLE_POLL);
-            }
-        }
-    }
+/// The kinds of job a `mercer serve` process runs, with their handlers.
+fn job_handlers(store: &Store, connector: PlatformConnectorHandle, applier: Wake) -> JobHandlers {
+    let (sync_store, sync_connector) = (store.clone(), connector.clone());
+    let outbox_store = store.clone();
+    JobHandlers::default()
+        .register(move |sync: SyncJob, job, control| {
+            let ran = run_sync_job(
+                &sync_store,
+                sync_connector.as_ref(),
+                &SystemClock,
+                sync,
+                job,
+                control,
+            );
+            // The pages' events wait in the queue.
+            applier.notify();
+            ran
+        })
+        .register(move |outbox: OutboxJob, _job, control| {
+            deliver_shop_calls(
+                &outbox_store,
+                connector.as_ref(),
+                &SystemClock,
+                outbox,
+                control,
+            )
+        })
 }
 
 /// The running workers of one process.
 pub struct Workers {
     pub ingest: Ingest,
     pub applier: Wake,
-    pub outbox: Wake,
+    /// Wakes the job runner after an enqueue.
+    pub jobs: Wake,
+    runner: JobRunner,
     /// SQLite's checkpointer (woken by commits; on PostgreSQL nobody waits on it).
     checkpoint: Wake,
     stop: Arc<AtomicBool>,
@@ -256,12 +273,15 @@ fn spawn(name: &str, work: impl FnOnce() + Send + 'static) -> std::io::Result<Jo
 }
 
 impl Workers {
-    pub fn start(store: &Store, connector: PlatformConnectorHandle) -> std::io::Result<Workers> {
+    pub fn start(
+        store: &Store,
+        connector: PlatformConnectorHandle,
+        jobs: JobRunnerConfig,
+    ) -> std::io::Result<Workers> {
         let stop = Arc::new(AtomicBool::new(false));
         let applier_wake = Wake::default();
-        let outbox_wake = Wake::default();
         let checkpoint_wake = Wake::default();
-        let (jobs, received) = mpsc::channel();
+        let (ingested, received) = mpsc::channel();
         let mut threads = Vec::new();
         match store.backend() {
             Backend::Sqlite => {
@@ -289,29 +309,30 @@ impl Workers {
                 threads.push(spawn("mercer-applier", move || applier(store, wake, stop))?);
             }
         }
-        let outbox_thread = {
-            let (store, wake, stop) = (store.clone(), outbox_wake.clone(), stop.clone());
-            spawn("mercer-outbox", move || {
-                outbox_worker(store, connector, wake, stop)
-            })?
-        };
-        threads.push(outbox_thread);
+        let runner = JobRunner::start(
+            store.clone(),
+            job_handlers(store, connector, applier_wake.clone()),
+            jobs,
+            Wake::default(),
+        )?;
         Ok(Workers {
-            ingest: Ingest { jobs },
+            ingest: Ingest { jobs: ingested },
             applier: applier_wake,
-            outbox: outbox_wake,
+            jobs: runner.wake(),
+            runner,
             checkpoint: checkpoint_wake,
             stop,
             threads,
         })
     }
 
-    /// Call after the HTTP server has stopped: the ingest writer stores what is still queued,
-    /// the applier finishes its batch, then the threads end.
+    /// Call after the HTTP server has stopped: running jobs stop at their next step and go
+    /// back to the queue, the ingest writer stores what is still queued, the applier finishes
+    /// its batch, then the threads end.
     pub fn stop(self) {
+        self.runner.stop();
         self.stop.store(true, Ordering::Relaxed);
         self.applier.notify();
-        self.outbox.notify();
         self.checkpoint.notify();
         for thread in self.threads {
             let _ = thread.join();

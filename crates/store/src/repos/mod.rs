@@ -3,6 +3,7 @@
 
 mod access;
 mod directory;
+mod kernel;
 mod overrides;
 pub(crate) mod platform;
 mod webhooks;

@@ -47,23 +47,32 @@ impl TryFrom<OutboxRow> for OutboxEntry {
     }
 }
 
-/// Pending calls due by `$now`, oldest due first.
+/// The shop's pending calls due by `$now`, oldest due first (in the order recorded).
 macro_rules! due {
-    ($now:expr, $limit:expr) => {
+    ($shop_id:expr, $now:expr, $limit:expr) => {
         connector_outbox::table
+            .filter(connector_outbox::shop_id.eq($shop_id))
             .filter(connector_outbox::status.eq(OutboxStatus::Pending.as_str()))
             .filter(connector_outbox::next_attempt_at.le($now))
-            .order(connector_outbox::next_attempt_at.asc())
+            .order((
+                connector_outbox::next_attempt_at.asc(),
+                connector_outbox::id.asc(),
+            ))
             .limit($limit as i64)
             .select(OutboxRow::as_select())
     };
 }
 
-fn claim(conn: &mut DbConnection, now: i64, limit: usize) -> QueryResult<Vec<OutboxRow>> {
+fn claim(
+    conn: &mut DbConnection,
+    shop_id: i64,
+    now: i64,
+    limit: usize,
+) -> QueryResult<Vec<OutboxRow>> {
     match conn {
-        DbConnection::Sqlite(c) => due!(now, limit).load(c),
-        // Several processes share the queue: each takes rows the others have not locked.
-        DbConnection::Pg(c) => due!(now, limit).for_update().skip_locked().load(c),
+        DbConnection::Sqlite(c) => due!(shop_id, now, limit).load(c),
+        // Several workers may deliver at once: each takes rows the others have not locked.
+        DbConnection::Pg(c) => due!(shop_id, now, limit).for_update().skip_locked().load(c),
     }
 }
 
@@ -99,11 +108,12 @@ impl OutboxRepository for StoreTx<'_> {
     /// meanwhile; if this worker dies, the call is due again when the lease ends.
     fn claim_outbox_calls(
         &mut self,
+        shop_id: i64,
         now: Timestamp,
         limit: usize,
         lease_until: Timestamp,
     ) -> StoreResult<Vec<OutboxEntry>> {
-        let rows = claim(self.conn, now.as_micros(), limit).map_err(storage_error)?;
+        let rows = claim(self.conn, shop_id, now.as_micros(), limit).map_err(storage_error)?;
         let ids: Vec<i64> = rows.iter().map(|row| row.id).collect();
         if !ids.is_empty() {
             diesel::update(connector_outbox::table.filter(connector_outbox::id.eq_any(&ids)))
@@ -188,5 +198,25 @@ impl OutboxRepository for StoreTx<'_> {
             .into_iter()
             .map(OutboxEntry::try_from)
             .collect()
+    }
+
+    fn next_outbox_attempt(&mut self, shop_id: i64) -> StoreResult<Option<Timestamp>> {
+        let next: Option<i64> = connector_outbox::table
+            .filter(connector_outbox::shop_id.eq(shop_id))
+            .filter(connector_outbox::status.eq(OutboxStatus::Pending.as_str()))
+            .select(diesel::dsl::min(connector_outbox::next_attempt_at))
+            .first(self.conn)
+            .map_err(storage_error)?;
+        Ok(next.map(Timestamp::from_micros))
+    }
+
+    fn shops_with_pending_outbox_calls(&mut self) -> StoreResult<Vec<i64>> {
+        connector_outbox::table
+            .filter(connector_outbox::status.eq(OutboxStatus::Pending.as_str()))
+            .select(connector_outbox::shop_id)
+            .distinct()
+            .order(connector_outbox::shop_id.asc())
+            .load(self.conn)
+            .map_err(storage_error)
     }
 }

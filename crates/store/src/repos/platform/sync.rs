@@ -26,6 +26,7 @@ struct SyncRow {
     started_at: i64,
     heartbeat_at: i64,
     finished_at: Option<i64>,
+    next_cursor: Option<String>,
 }
 
 impl TryFrom<SyncRow> for SyncRun {
@@ -46,6 +47,7 @@ impl TryFrom<SyncRow> for SyncRun {
             started_at: Timestamp::from_micros(row.started_at),
             heartbeat_at: Timestamp::from_micros(row.heartbeat_at),
             finished_at: row.finished_at.map(Timestamp::from_micros),
+            next_cursor: row.next_cursor,
         })
     }
 }
@@ -95,18 +97,24 @@ impl SyncRepository for StoreTx<'_> {
         id: i64,
         items: i64,
         skipped: i64,
+        next_cursor: Option<&str>,
         now: Timestamp,
-    ) -> StoreResult<()> {
-        diesel::update(sync_runs::table.find(id))
+    ) -> StoreResult<bool> {
+        let running = sync_runs::table
+            .find(id)
+            .filter(sync_runs::status.eq(SyncStatus::Running.as_str()));
+        let changed = diesel::update(running)
             .set((
                 sync_runs::pages.eq(sync_runs::pages + 1),
                 sync_runs::items.eq(sync_runs::items + items),
                 sync_runs::skipped.eq(sync_runs::skipped + skipped),
+                // The connector's cursor: a NUL in it (which PostgreSQL refuses) is replaced.
+                sync_runs::next_cursor.eq(next_cursor.map(storable)),
                 sync_runs::heartbeat_at.eq(now.as_micros()),
             ))
             .execute(self.conn)
             .map_err(storage_error)?;
-        Ok(())
+        Ok(changed == 1)
     }
 
     fn finish_sync(

@@ -1,15 +1,18 @@
 //! `GET /metrics`: Prometheus's text format. Queue depths are read from the database at each
 //! scrape; counters and histograms are kept by the code that counts (HTTP middleware, webhook
-//! dispatchers).
+//! dispatchers, the job runner).
 
 use actix_web::{HttpResponse, web};
+use mercer_domain::kernel::jobs::{JobPayload, JobState};
+use mercer_domain::platform::outbox::OutboxJob;
+use mercer_domain::platform::sync::SyncJob;
 
 use crate::http::error::ApiError;
 use crate::http::state::{AppState, run_blocking};
 
 pub async fn metrics(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let (store, now) = (state.store.clone(), state.now());
-    let ((due, delayed), disabled, pending_events, failed_events) = run_blocking(move || {
+    let ((due, delayed), disabled, pending_events, failed_events, jobs) = run_blocking(move || {
         use mercer_domain::ports::Database;
         store.read(|tx| {
             Ok((
@@ -17,10 +20,29 @@ pub async fn metrics(state: web::Data<AppState>) -> Result<HttpResponse, ApiErro
                 tx.count_disabled_webhook_endpoints()?,
                 tx.count_pending_inbound_events()?,
                 tx.count_failed_inbound_events()?,
+                tx.count_jobs()?,
             ))
         })
     })
     .await?;
+    // Every known kind in every state, so a count that falls to zero reads zero.
+    for kind in [SyncJob::KIND, OutboxJob::KIND] {
+        for state in JobState::ALL {
+            let count = jobs
+                .iter()
+                .find(|count| count.kind == kind && count.state == state)
+                .map_or(0, |count| count.count);
+            metrics::gauge!("mercer_jobs", "kind" => kind, "state" => state.as_str())
+                .set(count as f64);
+        }
+    }
+    for count in jobs
+        .iter()
+        .filter(|count| ![SyncJob::KIND, OutboxJob::KIND].contains(&count.kind.as_str()))
+    {
+        metrics::gauge!("mercer_jobs", "kind" => count.kind.clone(), "state" => count.state.as_str())
+            .set(count.count as f64);
+    }
     metrics::gauge!("mercer_webhook_queue_depth", "state" => "due").set(due as f64);
     metrics::gauge!("mercer_webhook_queue_depth", "state" => "delayed").set(delayed as f64);
     metrics::gauge!("mercer_webhook_endpoints_disabled").set(disabled as f64);

@@ -2,12 +2,11 @@
 
 use actix_web::{HttpResponse, web};
 use mercer_domain::access::shop::Shop;
-use mercer_domain::kernel::time::SystemClock;
 use mercer_domain::platform::destinations::Topic;
 use mercer_domain::platform::events::{
     EntityKind, EventAction, EventBodyError, EventSource, parse_event_body,
 };
-use mercer_domain::platform::sync::{SyncRun, run_sync, start_sync};
+use mercer_domain::platform::sync::{SyncRun, start_sync};
 use serde_json::{Value, json};
 
 use crate::http::error::ApiError;
@@ -79,44 +78,18 @@ fn sync_resource(run: &SyncRun) -> Value {
     })
 }
 
-/// Starts a sync and pulls its pages on a thread of its own; 202 at once, 409 while one runs.
+/// Starts a sync and enqueues its job (the job runner pulls the pages); 202 at once, 409 while
+/// one runs.
 async fn trigger(
     state: web::Data<AppState>,
     shop: Shop,
     topic: Topic,
 ) -> Result<HttpResponse, ApiError> {
     let now = state.now();
-    let run = {
-        let shop = shop.clone();
-        state
-            .write(move |tx| start_sync(tx, &shop, topic, now))
-            .await?
-    };
-    let (store, connector, applier) = (
-        state.store.clone(),
-        state.connector.clone(),
-        state.applier.clone(),
-    );
-    let pulled = run.clone();
-    let spawned = std::thread::Builder::new().name("mercer-sync".to_string()).spawn(move || {
-        match run_sync(&store, connector.as_ref(), &SystemClock, &shop, &pulled) {
-            Ok(done) => log::info!(
-                target: "mercer::sync",
-                "{} sync {} of shop {} ended {}: {} page(s), {} item(s)",
-                topic.as_str(),
-                done.id,
-                shop.identifier.as_str(),
-                done.status.as_str(),
-                done.pages,
-                done.items
-            ),
-            Err(error) => log::error!(target: "mercer::sync", "sync {} could not record its end: {error}", pulled.id),
-        }
-        applier.notify();
-    });
-    if let Err(error) = spawned {
-        return Err(ApiError::internal().with_cause(format!("cannot start a sync thread: {error}")));
-    }
+    let run = state
+        .write(move |tx| start_sync(tx, &shop, topic, now))
+        .await?;
+    state.jobs.notify();
     Ok(HttpResponse::Accepted().json(json!({ "data": { "sync": sync_resource(&run) } })))
 }
 

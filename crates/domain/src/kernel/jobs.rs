@@ -1,0 +1,396 @@
+//! Background work as typed jobs on one durable queue (docs/jobs.md). A job is a kind, a JSON
+//! payload and a time to run at; a worker claims it with a lease, runs it, and then deletes it
+//! (done), puts it back with a later time (retry, or a recurring job's next run), or marks it
+//! failed for an operator. Every feature's background work uses this queue; the payload types
+//! live with their feature (`platform::sync::SyncJob`, `platform::outbox::OutboxJob`).
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::kernel::error::{DomainError, StorageError, StoreResult};
+use crate::kernel::time::Timestamp;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JobState {
+    /// Waiting for its `run_at`.
+    Queued,
+    /// Claimed by a worker until its lease ends; due again if the lease runs out.
+    Running,
+    /// Gave up: its last attempt failed, or it failed for good. `mercer jobs retry` requeues it.
+    Failed,
+    /// Cancelled by an operator.
+    Cancelled,
+}
+
+impl JobState {
+    pub const ALL: [JobState; 4] = [
+        JobState::Queued,
+        JobState::Running,
+        JobState::Failed,
+        JobState::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Queued => "queued",
+            JobState::Running => "running",
+            JobState::Failed => "failed",
+            JobState::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        JobState::ALL
+            .into_iter()
+            .find(|state| state.as_str() == text)
+    }
+}
+
+/// A job as it is stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Job {
+    pub id: i64,
+    pub kind: String,
+    pub payload: String,
+    pub unique_key: Option<String>,
+    pub state: JobState,
+    /// When a queued job is due; while it runs, when its lease ends.
+    pub run_at: Timestamp,
+    /// Attempts started, the running one included.
+    pub attempts: i64,
+    pub max_attempts: i64,
+    pub locked_by: Option<String>,
+    pub last_error: Option<String>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl Job {
+    /// The payload as its kind's type. A payload that does not read is a permanent failure.
+    pub fn payload<J: JobPayload>(&self) -> Result<J, JobFailure> {
+        serde_json::from_str(&self.payload).map_err(|error| {
+            JobFailure::permanent(format!(
+                "the {} job's payload does not read: {error}",
+                self.kind
+            ))
+        })
+    }
+
+    /// Whether a failure now is the last one allowed.
+    pub fn is_last_attempt(&self) -> bool {
+        self.attempts >= self.max_attempts
+    }
+}
+
+/// A job to enqueue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewJob {
+    pub kind: &'static str,
+    pub payload: String,
+    pub unique_key: Option<String>,
+    pub run_at: Timestamp,
+    pub max_attempts: i64,
+}
+
+/// A kind of job: the payload it carries and its rules.
+pub trait JobPayload: Serialize + DeserializeOwned {
+    /// The kind's name in the table, `feature.name`. Never rename one that may be queued.
+    const KIND: &'static str;
+    /// Attempts before the job fails (a crash during an attempt counts as one).
+    const MAX_ATTEMPTS: i64 = 10;
+
+    /// Names the work when it must be done by one job at a time: while a job with the key is
+    /// queued or running, enqueueing it again coalesces into that job (see [`Enqueued`]).
+    fn unique_key(&self) -> Option<String> {
+        None
+    }
+}
+
+/// What enqueueing did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Enqueued {
+    /// A new job, with its id.
+    New(i64),
+    /// A queued job with the key now runs no later than asked; a running one runs once more
+    /// when it ends.
+    Coalesced(i64),
+}
+
+impl Enqueued {
+    pub fn id(self) -> i64 {
+        match self {
+            Enqueued::New(id) | Enqueued::Coalesced(id) => id,
+        }
+    }
+}
+
+/// What one run of a job came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobOutcome {
+    /// The work is done: the job is deleted (or runs again if it was enqueued meanwhile).
+    Done,
+    /// A recurring job: it runs again at this time, attempts counted from zero.
+    RunAgainAt(Timestamp),
+    /// The job stopped early because the worker is stopping or lost its lease: it goes back
+    /// to the queue, due now, and this attempt does not count.
+    Interrupted,
+}
+
+/// A failed run: retried with backoff unless permanent or the last attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobFailure {
+    pub message: String,
+    pub permanent: bool,
+}
+
+impl JobFailure {
+    pub fn retry(message: impl Into<String>) -> Self {
+        JobFailure {
+            message: message.into(),
+            permanent: false,
+        }
+    }
+
+    pub fn permanent(message: impl Into<String>) -> Self {
+        JobFailure {
+            message: message.into(),
+            permanent: true,
+        }
+    }
+}
+
+impl From<DomainError> for JobFailure {
+    /// Storage errors and remote failures are worth another attempt; a job whose input is
+    /// wrong is not.
+    fn from(error: DomainError) -> Self {
+        let permanent = !matches!(error, DomainError::Storage(_) | DomainError::Remote { .. });
+        JobFailure {
+            message: error.to_string(),
+            permanent,
+        }
+    }
+}
+
+impl From<StorageError> for JobFailure {
+    fn from(error: StorageError) -> Self {
+        JobFailure::retry(error.to_string())
+    }
+}
+
+/// Seconds before the attempt after the n-th failed one: 5 s doubling, at most an hour.
+pub fn backoff_seconds(attempts: i64) -> i64 {
+    let doublings = attempts.saturating_sub(1).clamp(0, 20) as u32;
+    (5_i64 << doublings).min(3600)
+}
+
+/// What becomes of a job whose attempt failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterFailure {
+    RetryAt(Timestamp),
+    Fail,
+}
+
+pub fn after_failure(job: &Job, failure: &JobFailure, now: Timestamp) -> AfterFailure {
+    if failure.permanent || job.is_last_attempt() {
+        AfterFailure::Fail
+    } else {
+        AfterFailure::RetryAt(now.plus_seconds(backoff_seconds(job.attempts)))
+    }
+}
+
+/// How a running job learns that it should stop early: its process is stopping, or its lease
+/// was lost (it ran out, or an operator cancelled the job). A long job looks between steps
+/// and answers [`JobOutcome::Interrupted`].
+pub trait JobControl {
+    fn should_stop(&self) -> bool;
+}
+
+/// A control that never stops: for running a job to its end (tests).
+pub struct RunToEnd;
+
+impl JobControl for RunToEnd {
+    fn should_stop(&self) -> bool {
+        false
+    }
+}
+
+/// Jobs of one kind in one state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobCount {
+    pub kind: String,
+    pub state: JobState,
+    pub count: i64,
+}
+
+/// The storage of the jobs queue. Every change to a claimed job names the worker that holds
+/// it, and does nothing (false) when the worker no longer does: its lease ran out and another
+/// worker took the job, or an operator cancelled it.
+pub trait JobRepository {
+    /// Inserts a job, or coalesces it into the unfinished job with its unique key.
+    fn enqueue_job(&mut self, job: &NewJob, now: Timestamp) -> StoreResult<Enqueued>;
+    /// Claims up to `limit` due jobs of `kinds` (queued, or running with an ended lease) for
+    /// `worker` until `lease_until`, counting an attempt. A job whose ended lease was its
+    /// last attempt is failed instead. PostgreSQL: `FOR UPDATE SKIP LOCKED`.
+    fn claim_jobs(
+        &mut self,
+        kinds: &[&str],
+        worker: &str,
+        now: Timestamp,
+        lease_until: Timestamp,
+        limit: usize,
+    ) -> StoreResult<Vec<Job>>;
+    /// Extends the leases `worker` still holds among `ids`; returns those.
+    fn renew_job_leases(
+        &mut self,
+        ids: &[i64],
+        worker: &str,
+        lease_until: Timestamp,
+        now: Timestamp,
+    ) -> StoreResult<Vec<i64>>;
+    /// The run succeeded: deletes the job, or queues it again at `again_at` (a recurring job)
+    /// or when it was enqueued again meanwhile, whichever is sooner, with attempts from zero.
+    fn complete_job(
+        &mut self,
+        id: i64,
+        worker: &str,
+        again_at: Option<Timestamp>,
+        now: Timestamp,
+    ) -> StoreResult<bool>;
+    /// The run failed and is tried again at `run_at`.
+    fn retry_job(
+        &mut self,
+        id: i64,
+        worker: &str,
+        run_at: Timestamp,
+        error: &str,
+        now: Timestamp,
+    ) -> StoreResult<bool>;
+    /// The run failed for good.
+    fn fail_job(&mut self, id: i64, worker: &str, error: &str, now: Timestamp)
+    -> StoreResult<bool>;
+    /// The run stopped early: queued again, due now, the attempt not counted.
+    fn release_job(&mut self, id: i64, worker: &str, now: Timestamp) -> StoreResult<bool>;
+    fn job(&mut self, id: i64) -> StoreResult<Option<Job>>;
+    /// Jobs oldest first, of one state or all.
+    fn list_jobs(&mut self, state: Option<JobState>, limit: usize) -> StoreResult<Vec<Job>>;
+    fn count_jobs(&mut self) -> StoreResult<Vec<JobCount>>;
+    /// Failed or cancelled jobs among `ids` (every failed one when None) queued again, due
+    /// now, attempts from zero; not one whose key an unfinished job holds. Returns their ids.
+    fn requeue_jobs(&mut self, ids: Option<&[i64]>, now: Timestamp) -> StoreResult<Vec<i64>>;
+    /// Queued, running or failed jobs among `ids` cancelled; returns their ids.
+    fn cancel_jobs(&mut self, ids: &[i64], now: Timestamp) -> StoreResult<Vec<i64>>;
+}
+
+/// Enqueues `job`, due at `run_at`, in the caller's transaction.
+pub fn enqueue<J: JobPayload>(
+    tx: &mut (impl JobRepository + ?Sized),
+    job: &J,
+    run_at: Timestamp,
+    now: Timestamp,
+) -> Result<Enqueued, DomainError> {
+    let payload = serde_json::to_string(job)
+        .map_err(|error| StorageError::other(format!("a {} job: {error}", J::KIND)))?;
+    Ok(tx.enqueue_job(
+        &NewJob {
+            kind: J::KIND,
+            payload,
+            unique_key: job.unique_key(),
+            run_at,
+            max_attempts: J::MAX_ATTEMPTS,
+        },
+        now,
+    )?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_an_hour() {
+        assert_eq!(backoff_seconds(1), 5);
+        assert_eq!(backoff_seconds(2), 10);
+        assert_eq!(backoff_seconds(4), 40);
+        assert_eq!(backoff_seconds(10), 2560);
+        assert_eq!(backoff_seconds(11), 3600);
+        assert_eq!(backoff_seconds(i64::MAX), 3600);
+        assert_eq!(backoff_seconds(0), 5);
+    }
+
+    #[test]
+    fn failures_retry_until_the_last_attempt_or_a_permanent_one() {
+        let now = Timestamp::from_micros(0);
+        let mut job = Job {
+            id: 1,
+            kind: "k".into(),
+            payload: "{}".into(),
+            unique_key: None,
+            state: JobState::Running,
+            run_at: now,
+            attempts: 1,
+            max_attempts: 3,
+            locked_by: Some("w".into()),
+            last_error: None,
+            created_at: now,
+            updated_at: now,
+        };
+        let retry = JobFailure::retry("down");
+        assert_eq!(
+            after_failure(&job, &retry, now),
+            AfterFailure::RetryAt(now.plus_seconds(5))
+        );
+        assert_eq!(
+            after_failure(&job, &JobFailure::permanent("bad"), now),
+            AfterFailure::Fail
+        );
+        job.attempts = 3;
+        assert_eq!(after_failure(&job, &retry, now), AfterFailure::Fail);
+    }
+
+    /// The memory store keeps the queue's rules too: a key coalesces, a running job enqueued
+    /// again runs once more, a recurring one comes back at its time.
+    #[test]
+    fn the_memory_queue_coalesces_and_requeues() {
+        use crate::testing::MemoryState;
+
+        #[derive(serde::Serialize, serde::Deserialize)]
+        struct Tick;
+        impl JobPayload for Tick {
+            const KIND: &'static str = "test.tick";
+            fn unique_key(&self) -> Option<String> {
+                Some("tick".into())
+            }
+        }
+
+        let at = |seconds| Timestamp::from_micros(0).plus_seconds(seconds);
+        let mut state = MemoryState::default();
+        let id = enqueue(&mut state, &Tick, at(10), at(0)).unwrap().id();
+        assert_eq!(
+            enqueue(&mut state, &Tick, at(5), at(0)).unwrap(),
+            Enqueued::Coalesced(id)
+        );
+        assert!(
+            state
+                .claim_jobs(&["test.tick"], "w", at(4), at(60), 5)
+                .unwrap()
+                .is_empty()
+        );
+        let claimed = state
+            .claim_jobs(&["test.tick"], "w", at(5), at(60), 5)
+            .unwrap();
+        assert_eq!((claimed[0].id, claimed[0].attempts), (id, 1));
+        enqueue(&mut state, &Tick, at(20), at(6)).unwrap();
+        assert!(state.complete_job(id, "w", Some(at(3600)), at(7)).unwrap());
+        let queued = state.job(id).unwrap().unwrap();
+        assert_eq!(
+            (queued.state, queued.run_at, queued.attempts),
+            (JobState::Queued, at(20), 0)
+        );
+        state
+            .claim_jobs(&["test.tick"], "w", at(20), at(60), 5)
+            .unwrap();
+        assert!(!state.complete_job(id, "other", None, at(21)).unwrap());
+        assert!(state.complete_job(id, "w", None, at(21)).unwrap());
+        assert_eq!(state.job(id).unwrap(), None);
+    }
+}

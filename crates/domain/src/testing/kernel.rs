@@ -1,0 +1,274 @@
+//! The kernel's jobs queue in memory, by the rules of the store's (`repos/kernel/jobs.rs`).
+
+use super::{MemoryJob, MemoryState};
+use crate::kernel::error::StoreResult;
+use crate::kernel::jobs::{Enqueued, Job, JobCount, JobRepository, JobState, NewJob};
+use crate::kernel::time::Timestamp;
+
+fn unfinished(job: &Job) -> bool {
+    matches!(job.state, JobState::Queued | JobState::Running)
+}
+
+impl MemoryState {
+    fn held(&mut self, id: i64, worker: &str) -> Option<&mut MemoryJob> {
+        self.jobs.iter_mut().find(|held| {
+            held.job.id == id
+                && held.job.state == JobState::Running
+                && held.job.locked_by.as_deref() == Some(worker)
+        })
+    }
+}
+
+impl JobRepository for MemoryState {
+    fn enqueue_job(&mut self, new: &NewJob, now: Timestamp) -> StoreResult<Enqueued> {
+        if let Some(key) = &new.unique_key
+            && let Some(held) = self
+                .jobs
+                .iter_mut()
+                .find(|held| unfinished(&held.job) && held.job.unique_key.as_ref() == Some(key))
+        {
+            if held.job.state == JobState::Queued {
+                held.job.run_at = held.job.run_at.min(new.run_at);
+            } else {
+                held.again_at = Some(held.again_at.map_or(new.run_at, |at| at.min(new.run_at)));
+            }
+            held.job.updated_at = now;
+            return Ok(Enqueued::Coalesced(held.job.id));
+        }
+        let id = self.jobs.iter().map(|held| held.job.id).max().unwrap_or(0) + 1;
+        self.jobs.push(MemoryJob {
+            job: Job {
+                id,
+                kind: new.kind.to_string(),
+                payload: new.payload.clone(),
+                unique_key: new.unique_key.clone(),
+                state: JobState::Queued,
+                run_at: new.run_at,
+                attempts: 0,
+                max_attempts: new.max_attempts.max(1),
+                locked_by: None,
+                last_error: None,
+                created_at: now,
+                updated_at: now,
+            },
+            again_at: None,
+        });
+        Ok(Enqueued::New(id))
+    }
+
+    fn claim_jobs(
+        &mut self,
+        kinds: &[&str],
+        worker: &str,
+        now: Timestamp,
+        lease_until: Timestamp,
+        limit: usize,
+    ) -> StoreResult<Vec<Job>> {
+        let mut due: Vec<usize> = (0..self.jobs.len())
+            .filter(|&n| {
+                let job = &self.jobs[n].job;
+                unfinished(job) && job.run_at <= now && kinds.contains(&job.kind.as_str())
+            })
+            .collect();
+        due.sort_by_key(|&n| (self.jobs[n].job.run_at, self.jobs[n].job.id));
+        let mut claimed = Vec::new();
+        for n in due.into_iter().take(limit) {
+            let held = &mut self.jobs[n];
+            held.job.updated_at = now;
+            if held.job.state == JobState::Running && held.job.attempts >= held.job.max_attempts {
+                held.job.state = JobState::Failed;
+                held.job.locked_by = None;
+                held.again_at = None;
+                held.job.last_error = Some("its worker stopped during the last attempt".into());
+                continue;
+            }
+            held.job.state = JobState::Running;
+            held.job.attempts += 1;
+            held.job.locked_by = Some(worker.to_string());
+            held.job.run_at = lease_until;
+            claimed.push(held.job.clone());
+        }
+        Ok(claimed)
+    }
+
+    fn renew_job_leases(
+        &mut self,
+        ids: &[i64],
+        worker: &str,
+        lease_until: Timestamp,
+        now: Timestamp,
+    ) -> StoreResult<Vec<i64>> {
+        let mut held = Vec::new();
+        for &id in ids {
+            if let Some(job) = self.held(id, worker) {
+                job.job.run_at = lease_until;
+                job.job.updated_at = now;
+                held.push(id);
+            }
+        }
+        Ok(held)
+    }
+
+    fn complete_job(
+        &mut self,
+        id: i64,
+        worker: &str,
+        again_at: Option<Timestamp>,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        let Some(held) = self.held(id, worker) else {
+            return Ok(false);
+        };
+        let next = match (again_at, held.again_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        match next {
+            None => self.jobs.retain(|held| held.job.id != id),
+            Some(at) => {
+                held.job.state = JobState::Queued;
+                held.job.run_at = at;
+                held.job.attempts = 0;
+                held.job.locked_by = None;
+                held.job.last_error = None;
+                held.job.updated_at = now;
+                held.again_at = None;
+            }
+        }
+        Ok(true)
+    }
+
+    fn retry_job(
+        &mut self,
+        id: i64,
+        worker: &str,
+        run_at: Timestamp,
+        error: &str,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        let Some(held) = self.held(id, worker) else {
+            return Ok(false);
+        };
+        held.job.state = JobState::Queued;
+        held.job.run_at = run_at;
+        held.job.locked_by = None;
+        held.job.last_error = Some(error.to_string());
+        held.job.updated_at = now;
+        held.again_at = None;
+        Ok(true)
+    }
+
+    fn fail_job(
+        &mut self,
+        id: i64,
+        worker: &str,
+        error: &str,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        let Some(held) = self.held(id, worker) else {
+            return Ok(false);
+        };
+        held.job.state = JobState::Failed;
+        held.job.locked_by = None;
+        held.job.last_error = Some(error.to_string());
+        held.job.updated_at = now;
+        held.again_at = None;
+        Ok(true)
+    }
+
+    fn release_job(&mut self, id: i64, worker: &str, now: Timestamp) -> StoreResult<bool> {
+        let Some(held) = self.held(id, worker) else {
+            return Ok(false);
+        };
+        held.job.state = JobState::Queued;
+        held.job.run_at = now;
+        held.job.attempts -= 1;
+        held.job.locked_by = None;
+        held.job.updated_at = now;
+        held.again_at = None;
+        Ok(true)
+    }
+
+    fn job(&mut self, id: i64) -> StoreResult<Option<Job>> {
+        Ok(self
+            .jobs
+            .iter()
+            .find(|held| held.job.id == id)
+            .map(|held| held.job.clone()))
+    }
+
+    fn list_jobs(&mut self, state: Option<JobState>, limit: usize) -> StoreResult<Vec<Job>> {
+        let mut jobs: Vec<Job> = self
+            .jobs
+            .iter()
+            .filter(|held| state.is_none_or(|state| held.job.state == state))
+            .map(|held| held.job.clone())
+            .collect();
+        jobs.sort_by_key(|job| job.id);
+        jobs.truncate(limit);
+        Ok(jobs)
+    }
+
+    fn count_jobs(&mut self) -> StoreResult<Vec<JobCount>> {
+        let mut counts: Vec<JobCount> = Vec::new();
+        for held in &self.jobs {
+            match counts
+                .iter_mut()
+                .find(|count| count.kind == held.job.kind && count.state == held.job.state)
+            {
+                Some(count) => count.count += 1,
+                None => counts.push(JobCount {
+                    kind: held.job.kind.clone(),
+                    state: held.job.state,
+                    count: 1,
+                }),
+            }
+        }
+        Ok(counts)
+    }
+
+    fn requeue_jobs(&mut self, ids: Option<&[i64]>, now: Timestamp) -> StoreResult<Vec<i64>> {
+        let mut requeued = Vec::new();
+        for n in 0..self.jobs.len() {
+            let job = &self.jobs[n].job;
+            let chosen = match ids {
+                Some(ids) => {
+                    ids.contains(&job.id)
+                        && matches!(job.state, JobState::Failed | JobState::Cancelled)
+                }
+                None => job.state == JobState::Failed,
+            };
+            let key_held = job.unique_key.as_ref().is_some_and(|key| {
+                self.jobs.iter().any(|other| {
+                    unfinished(&other.job) && other.job.unique_key.as_ref() == Some(key)
+                })
+            });
+            if !chosen || key_held {
+                continue;
+            }
+            let job = &mut self.jobs[n].job;
+            job.state = JobState::Queued;
+            job.run_at = now;
+            job.attempts = 0;
+            job.locked_by = None;
+            job.updated_at = now;
+            requeued.push(job.id);
+        }
+        Ok(requeued)
+    }
+
+    fn cancel_jobs(&mut self, ids: &[i64], now: Timestamp) -> StoreResult<Vec<i64>> {
+        let mut cancelled = Vec::new();
+        for held in &mut self.jobs {
+            if ids.contains(&held.job.id) && held.job.state != JobState::Cancelled {
+                held.job.state = JobState::Cancelled;
+                held.job.locked_by = None;
+                held.job.updated_at = now;
+                held.again_at = None;
+                cancelled.push(held.job.id);
+            }
+        }
+        cancelled.sort_unstable();
+        Ok(cancelled)
+    }
+}

@@ -1,0 +1,322 @@
+//! The job runner (docs/jobs.md): worker threads that claim due jobs from the jobs table, run
+//! each with the handler registered for its kind, and record how it ended; a lease keeper that
+//! extends the leases of the jobs this process runs, so a job outlives its lease only when its
+//! process dies. Workers wake on an in-process signal after an enqueue and poll otherwise
+//! (another process's enqueue, a retry coming due, a lease running out).
+
+use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use mercer_domain::kernel::jobs::{
+    AfterFailure, Job, JobControl, JobFailure, JobOutcome, JobPayload, after_failure,
+};
+use mercer_domain::kernel::time::{Clock, SystemClock, Timestamp};
+use mercer_domain::kernel::wake::Wake;
+use mercer_domain::ports::Database;
+use mercer_store::Store;
+
+/// Runs one job of a kind: its payload is already read.
+type Handler = Box<dyn Fn(&Job, &dyn JobControl) -> Result<JobOutcome, JobFailure> + Send + Sync>;
+
+/// The kinds this process runs, each with its handler. A process claims only kinds it knows,
+/// so an older process beside a newer one leaves the newer kinds alone.
+#[derive(Default)]
+pub struct JobHandlers {
+    handlers: HashMap<&'static str, Handler>,
+}
+
+impl JobHandlers {
+    pub fn register<J: JobPayload + 'static>(
+        mut self,
+        run: impl Fn(J, &Job, &dyn JobControl) -> Result<JobOutcome, JobFailure> + Send + Sync + 'static,
+    ) -> Self {
+        let handler: Handler = Box::new(move |job, control| run(job.payload::<J>()?, job, control));
+        self.handlers.insert(J::KIND, handler);
+        self
+    }
+
+    fn kinds(&self) -> Vec<&'static str> {
+        let mut kinds: Vec<&'static str> = self.handlers.keys().copied().collect();
+        kinds.sort_unstable();
+        kinds
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct JobRunnerConfig {
+    /// Worker threads; 0 runs no job in this process.
+    pub workers: usize,
+    /// How long a claimed job is held before another worker may take it, unless renewed.
+    pub lease: Duration,
+    /// How often idle workers look for due jobs nobody told them about.
+    pub poll: Duration,
+}
+
+impl Default for JobRunnerConfig {
+    fn default() -> Self {
+        JobRunnerConfig {
+            workers: 2,
+            lease: Duration::from_secs(30),
+            poll: Duration::from_millis(500),
+        }
+    }
+}
+
+/// The jobs this process runs now, each with the flag that tells it to stop early.
+type InFlight = Arc<Mutex<HashMap<i64, Arc<AtomicBool>>>>;
+
+struct Shared {
+    store: Store,
+    handlers: JobHandlers,
+    kinds: Vec<&'static str>,
+    config: JobRunnerConfig,
+    /// Names this process in `locked_by`.
+    worker_id: String,
+    wake: Wake,
+    /// Tells workers (and through `JobControl`, running jobs) to stop.
+    stop: Arc<AtomicBool>,
+    /// Tells the lease keeper to stop, once the workers have.
+    keeper_stop: AtomicBool,
+    in_flight: InFlight,
+}
+
+struct Control<'a> {
+    stop: &'a AtomicBool,
+    lost: &'a AtomicBool,
+}
+
+impl JobControl for Control<'_> {
+    fn should_stop(&self) -> bool {
+        self.stop.load(Ordering::Relaxed) || self.lost.load(Ordering::Relaxed)
+    }
+}
+
+/// The running job runner of one process.
+pub struct JobRunner {
+    shared: Arc<Shared>,
+    workers: Vec<JoinHandle<()>>,
+    keeper: Option<JoinHandle<()>>,
+}
+
+/// When a lease taken `now` ends.
+fn lease_end(now: Timestamp, lease: Duration) -> Timestamp {
+    let micros = i64::try_from(lease.as_micros()).unwrap_or(i64::MAX);
+    Timestamp::from_micros(now.as_micros().saturating_add(micros))
+}
+
+impl JobRunner {
+    pub fn start(
+        store: Store,
+        handlers: JobHandlers,
+        config: JobRunnerConfig,
+        wake: Wake,
+    ) -> std::io::Result<JobRunner> {
+        let stop = Arc::new(AtomicBool::new(false));
+        // Unique per process start: a restarted process does not take its predecessor's jobs
+        // for its own.
+        let worker_id = format!(
+            "{}:{}:{:x}",
+            hostname(),
+            std::process::id(),
+            SystemClock.now().as_micros()
+        );
+        let shared = Arc::new(Shared {
+            store,
+            kinds: handlers.kinds(),
+            handlers,
+            config: config.clone(),
+            worker_id,
+            wake: wake.clone(),
+            stop: stop.clone(),
+            keeper_stop: AtomicBool::new(false),
+            in_flight: Arc::default(),
+        });
+        let mut workers = Vec::with_capacity(config.workers);
+        for n in 0..config.workers {
+            let shared = shared.clone();
+            workers.push(
+                std::thread::Builder::new()
+                    .name(format!("mercer-jobs-{n}"))
+                    .spawn(move || work(&shared))?,
+            );
+        }
+        let keeper = if config.workers > 0 {
+            let shared = shared.clone();
+            Some(
+                std::thread::Builder::new()
+                    .name("mercer-job-leases".to_string())
+                    .spawn(move || keep_leases(&shared))?,
+            )
+        } else {
+            None
+        };
+        Ok(JobRunner {
+            shared,
+            workers,
+            keeper,
+        })
+    }
+
+    /// Wakes the workers: a job was enqueued.
+    pub fn wake(&self) -> Wake {
+        self.shared.wake.clone()
+    }
+
+    /// Asks running jobs to stop at their next step (they go back to the queue, due now) and
+    /// joins every worker, then the lease keeper (which renews leases until the last job ends).
+    pub fn stop(self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        self.shared.wake.notify();
+        for worker in self.workers {
+            let _ = worker.join();
+        }
+        self.shared.keeper_stop.store(true, Ordering::Relaxed);
+        if let Some(keeper) = self.keeper {
+            let _ = keeper.join();
+        }
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().to_string())
+        .unwrap_or_else(|_| "mercer".to_string())
+}
+
+fn work(shared: &Shared) {
+    let clock = SystemClock;
+    while !shared.stop.load(Ordering::Relaxed) {
+        let now = clock.now();
+        let lease_until = lease_end(now, shared.config.lease);
+        let claimed = shared.store.write(|tx| {
+            Ok(tx.claim_jobs(&shared.kinds, &shared.worker_id, now, lease_until, 1)?)
+        });
+        match claimed {
+            Ok(jobs) if jobs.is_empty() => shared.wake.wait(shared.config.poll),
+            Ok(jobs) => {
+                for job in jobs {
+                    run_one(shared, &job);
+                }
+            }
+            Err(error) => {
+                log::error!(target: "mercer::jobs", "claiming jobs failed: {error}");
+                shared.wake.wait(shared.config.poll);
+            }
+        }
+    }
+}
+
+fn run_one(shared: &Shared, job: &Job) {
+    let lost = Arc::new(AtomicBool::new(false));
+    lock(&shared.in_flight).insert(job.id, lost.clone());
+    let started = Instant::now();
+    let control = Control {
+        stop: &shared.stop,
+        lost: &lost,
+    };
+    let result = match shared.handlers.handlers.get(job.kind.as_str()) {
+        Some(handler) => catch_unwind(AssertUnwindSafe(|| handler(job, &control)))
+            .unwrap_or_else(|_| Err(JobFailure::retry("the job panicked"))),
+        None => Err(JobFailure::permanent("no handler for this kind")),
+    };
+    let outcome = record(shared, job, &result);
+    lock(&shared.in_flight).remove(&job.id);
+    metrics::counter!("mercer_jobs_total", "kind" => job.kind.clone(), "outcome" => outcome)
+        .increment(1);
+    metrics::histogram!("mercer_job_duration_seconds", "kind" => job.kind.clone())
+        .record(started.elapsed().as_secs_f64());
+}
+
+/// Records how a run ended; names the outcome for the metrics.
+fn record(shared: &Shared, job: &Job, result: &Result<JobOutcome, JobFailure>) -> &'static str {
+    let (store, worker, now) = (&shared.store, shared.worker_id.as_str(), SystemClock.now());
+    let (outcome, recorded) = match result {
+        Ok(JobOutcome::Done) => (
+            "succeeded",
+            store.write(|tx| Ok(tx.complete_job(job.id, worker, None, now)?)),
+        ),
+        Ok(JobOutcome::RunAgainAt(at)) => (
+            "succeeded",
+            store.write(|tx| Ok(tx.complete_job(job.id, worker, Some(*at), now)?)),
+        ),
+        Ok(JobOutcome::Interrupted) => (
+            "interrupted",
+            store.write(|tx| Ok(tx.release_job(job.id, worker, now)?)),
+        ),
+        Err(failure) => {
+            log::warn!(
+                target: "mercer::jobs",
+                "{} job {} failed (attempt {} of {}): {}",
+                job.kind, job.id, job.attempts, job.max_attempts, failure.message
+            );
+            match after_failure(job, failure, now) {
+                AfterFailure::RetryAt(at) => (
+                    "retried",
+                    store
+                        .write(|tx| Ok(tx.retry_job(job.id, worker, at, &failure.message, now)?)),
+                ),
+                AfterFailure::Fail => (
+                    "failed",
+                    store.write(|tx| Ok(tx.fail_job(job.id, worker, &failure.message, now)?)),
+                ),
+            }
+        }
+    };
+    match recorded {
+        Ok(true) => outcome,
+        // The lease ran out and another worker has the job, or it was cancelled.
+        Ok(false) => {
+            log::warn!(target: "mercer::jobs", "{} job {} was no longer held when it ended", job.kind, job.id);
+            "lost"
+        }
+        // Left as it is: due again when its lease ends.
+        Err(error) => {
+            log::error!(target: "mercer::jobs", "recording the end of {} job {} failed: {error}", job.kind, job.id);
+            "unrecorded"
+        }
+    }
+}
+
+/// Extends this process's leases every third of a lease; a job whose lease is gone (taken
+/// over, cancelled) is told to stop. Ends after the workers.
+fn keep_leases(shared: &Shared) {
+    let every = shared.config.lease / 3;
+    let mut last = Instant::now();
+    loop {
+        if shared.keeper_stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let ids: Vec<i64> = lock(&shared.in_flight).keys().copied().collect();
+        if last.elapsed() >= every && !ids.is_empty() {
+            last = Instant::now();
+            let now = SystemClock.now();
+            let until = lease_end(now, shared.config.lease);
+            match shared
+                .store
+                .write(|tx| Ok(tx.renew_job_leases(&ids, &shared.worker_id, until, now)?))
+            {
+                Ok(held) => {
+                    for (id, lost) in lock(&shared.in_flight).iter() {
+                        if ids.contains(id) && !held.contains(id) {
+                            lost.store(true, Ordering::Relaxed);
+                        }
+                    }
+                }
+                Err(error) => {
+                    log::warn!(target: "mercer::jobs", "renewing job leases failed: {error}");
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100).min(every.max(Duration::from_millis(10))));
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}

@@ -1,0 +1,479 @@
+//! The jobs queue (docs/jobs.md). A claimed job's `run_at` moves to its lease's end, so it is
+//! due again, for any worker, when the lease runs out; every change to a claimed job checks
+//! that the worker still holds it.
+
+use diesel::prelude::*;
+use mercer_domain::kernel::error::StoreResult;
+use mercer_domain::kernel::jobs::{Enqueued, Job, JobCount, JobRepository, JobState, NewJob};
+use mercer_domain::{StorageError, Timestamp};
+
+use crate::connection::{DbConnection, on_backend};
+use crate::repos::StoreTx;
+use crate::schema::jobs;
+use crate::store::{storable, storage_error};
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = jobs)]
+struct JobRow {
+    id: i64,
+    kind: String,
+    payload: String,
+    unique_key: Option<String>,
+    state: String,
+    run_at: i64,
+    attempts: i64,
+    max_attempts: i64,
+    locked_by: Option<String>,
+    last_error: Option<String>,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl TryFrom<JobRow> for Job {
+    type Error = StorageError;
+
+    fn try_from(row: JobRow) -> Result<Self, StorageError> {
+        Ok(Job {
+            id: row.id,
+            kind: row.kind,
+            payload: row.payload,
+            unique_key: row.unique_key,
+            state: JobState::parse(&row.state)
+                .ok_or_else(|| StorageError::other(format!("job {}: stored state", row.id)))?,
+            run_at: Timestamp::from_micros(row.run_at),
+            attempts: row.attempts,
+            max_attempts: row.max_attempts,
+            locked_by: row.locked_by,
+            last_error: row.last_error,
+            created_at: Timestamp::from_micros(row.created_at),
+            updated_at: Timestamp::from_micros(row.updated_at),
+        })
+    }
+}
+
+const QUEUED: &str = "queued";
+const RUNNING: &str = "running";
+const FAILED: &str = "failed";
+const CANCELLED: &str = "cancelled";
+/// The states the unique key is held in.
+const UNFINISHED: [&str; 2] = [QUEUED, RUNNING];
+
+/// Due jobs of `$kinds`, the longest due first.
+macro_rules! due {
+    ($kinds:expr, $now:expr, $limit:expr) => {
+        jobs::table
+            .filter(jobs::state.eq_any(UNFINISHED))
+            .filter(jobs::run_at.le($now))
+            .filter(jobs::kind.eq_any($kinds))
+            .order((jobs::run_at.asc(), jobs::id.asc()))
+            .limit($limit as i64)
+            .select(JobRow::as_select())
+    };
+}
+
+fn due_rows(
+    conn: &mut DbConnection,
+    kinds: &[&str],
+    now: i64,
+    limit: usize,
+) -> QueryResult<Vec<JobRow>> {
+    match conn {
+        // The claiming transaction is `BEGIN IMMEDIATE`: one claimer at a time.
+        DbConnection::Sqlite(c) => due!(kinds, now, limit).load(c),
+        // Several processes share the queue: each takes rows the others have not locked.
+        DbConnection::Pg(c) => due!(kinds, now, limit).for_update().skip_locked().load(c),
+    }
+}
+
+/// The job `worker` holds.
+macro_rules! held {
+    ($id:expr, $worker:expr) => {
+        jobs::table
+            .filter(jobs::id.eq($id))
+            .filter(jobs::state.eq(RUNNING))
+            .filter(jobs::locked_by.eq($worker))
+    };
+}
+
+impl StoreTx<'_> {
+    fn insert_job(&mut self, job: &NewJob, now: Timestamp) -> StoreResult<Option<i64>> {
+        let values = (
+            jobs::kind.eq(job.kind),
+            jobs::payload.eq(&job.payload),
+            jobs::unique_key.eq(job.unique_key.as_deref()),
+            jobs::state.eq(QUEUED),
+            jobs::run_at.eq(job.run_at.as_micros()),
+            jobs::attempts.eq(0),
+            jobs::max_attempts.eq(job.max_attempts.max(1)),
+            jobs::created_at.eq(now.as_micros()),
+            jobs::updated_at.eq(now.as_micros()),
+        );
+        // A clash with the partial unique index leaves the row out instead of failing the
+        // caller's transaction (PostgreSQL would abort it).
+        on_backend!(&mut *self.conn, |c| {
+            diesel::insert_into(jobs::table)
+                .values(values)
+                .on_conflict_do_nothing()
+                .returning(jobs::id)
+                .get_result::<i64>(c)
+                .optional()
+        })
+        .map_err(storage_error)
+    }
+
+    /// Folds an enqueue into the unfinished job holding `key`: a queued one is due no later
+    /// than `run_at`; a running one runs again after this run.
+    fn coalesce_job(
+        &mut self,
+        key: &str,
+        run_at: Timestamp,
+        now: Timestamp,
+    ) -> StoreResult<Option<i64>> {
+        let Some((id, state, due, again)) = jobs::table
+            .filter(jobs::unique_key.eq(key))
+            .filter(jobs::state.eq_any(UNFINISHED))
+            .select((jobs::id, jobs::state, jobs::run_at, jobs::again_at))
+            .first::<(i64, String, i64, Option<i64>)>(self.conn)
+            .optional()
+            .map_err(storage_error)?
+        else {
+            return Ok(None);
+        };
+        let run_at = run_at.as_micros();
+        let changed = if state == QUEUED {
+            diesel::update(jobs::table.find(id).filter(jobs::state.eq(QUEUED)))
+                .set((
+                    jobs::run_at.eq(due.min(run_at)),
+                    jobs::updated_at.eq(now.as_micros()),
+                ))
+                .execute(self.conn)
+        } else {
+            let again = again.map_or(run_at, |again| again.min(run_at));
+            diesel::update(jobs::table.find(id).filter(jobs::state.eq(RUNNING)))
+                .set((
+                    jobs::again_at.eq(Some(again)),
+                    jobs::updated_at.eq(now.as_micros()),
+                ))
+                .execute(self.conn)
+        }
+        .map_err(storage_error)?;
+        Ok((changed == 1).then_some(id))
+    }
+}
+
+impl JobRepository for StoreTx<'_> {
+    fn enqueue_job(&mut self, job: &NewJob, now: Timestamp) -> StoreResult<Enqueued> {
+        let Some(key) = &job.unique_key else {
+            return match self.insert_job(job, now)? {
+                Some(id) => Ok(Enqueued::New(id)),
+                None => Err(StorageError::other("a job without a key was not inserted")),
+            };
+        };
+        // The job holding the key may end between the two statements: then try again.
+        for _ in 0..3 {
+            if let Some(id) = self.coalesce_job(key, job.run_at, now)? {
+                return Ok(Enqueued::Coalesced(id));
+            }
+            if let Some(id) = self.insert_job(job, now)? {
+                return Ok(Enqueued::New(id));
+            }
+        }
+        Err(StorageError::transient(format!(
+            "the job {key} kept changing while it was enqueued"
+        )))
+    }
+
+    fn claim_jobs(
+        &mut self,
+        kinds: &[&str],
+        worker: &str,
+        now: Timestamp,
+        lease_until: Timestamp,
+        limit: usize,
+    ) -> StoreResult<Vec<Job>> {
+        let rows = due_rows(self.conn, kinds, now.as_micros(), limit).map_err(storage_error)?;
+        let mut claimed = Vec::with_capacity(rows.len());
+        for row in rows {
+            let id = row.id;
+            // Its worker stopped during the last attempt allowed (it crashed, or the job
+            // crashes it): failed rather than tried again.
+            if row.state == RUNNING && row.attempts >= row.max_attempts {
+                diesel::update(jobs::table.find(id))
+                    .set((
+                        jobs::state.eq(FAILED),
+                        jobs::locked_by.eq(None::<String>),
+                        jobs::locked_until.eq(None::<i64>),
+                        jobs::again_at.eq(None::<i64>),
+                        jobs::last_error.eq(Some("its worker stopped during the last attempt")),
+                        jobs::updated_at.eq(now.as_micros()),
+                    ))
+                    .execute(self.conn)
+                    .map_err(storage_error)?;
+                continue;
+            }
+            diesel::update(jobs::table.find(id))
+                .set((
+                    jobs::state.eq(RUNNING),
+                    jobs::attempts.eq(jobs::attempts + 1),
+                    jobs::locked_by.eq(Some(worker)),
+                    jobs::locked_until.eq(Some(lease_until.as_micros())),
+                    jobs::run_at.eq(lease_until.as_micros()),
+                    jobs::updated_at.eq(now.as_micros()),
+                ))
+                .execute(self.conn)
+                .map_err(storage_error)?;
+            let job = JobRow {
+                state: RUNNING.to_string(),
+                attempts: row.attempts + 1,
+                locked_by: Some(worker.to_string()),
+                run_at: lease_until.as_micros(),
+                updated_at: now.as_micros(),
+                ..row
+            };
+            match Job::try_from(job) {
+                Ok(job) => claimed.push(job),
+                Err(error) => {
+                    self.fail_job(id, worker, &error.to_string(), now)?;
+                }
+            }
+        }
+        Ok(claimed)
+    }
+
+    fn renew_job_leases(
+        &mut self,
+        ids: &[i64],
+        worker: &str,
+        lease_until: Timestamp,
+        now: Timestamp,
+    ) -> StoreResult<Vec<i64>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mine = || {
+            jobs::table
+                .filter(jobs::id.eq_any(ids))
+                .filter(jobs::state.eq(RUNNING))
+                .filter(jobs::locked_by.eq(worker))
+        };
+        diesel::update(mine())
+            .set((
+                jobs::locked_until.eq(Some(lease_until.as_micros())),
+                jobs::run_at.eq(lease_until.as_micros()),
+                jobs::updated_at.eq(now.as_micros()),
+            ))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+        mine()
+            .select(jobs::id)
+            .load(self.conn)
+            .map_err(storage_error)
+    }
+
+    fn complete_job(
+        &mut self,
+        id: i64,
+        worker: &str,
+        again_at: Option<Timestamp>,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        let Some(enqueued_again) = held!(id, worker)
+            .select(jobs::again_at)
+            .first::<Option<i64>>(self.conn)
+            .optional()
+            .map_err(storage_error)?
+        else {
+            return Ok(false);
+        };
+        let next = match (again_at.map(Timestamp::as_micros), enqueued_again) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let changed = match next {
+            None => diesel::delete(held!(id, worker)).execute(self.conn),
+            Some(run_at) => diesel::update(held!(id, worker))
+                .set((
+                    jobs::state.eq(QUEUED),
+                    jobs::run_at.eq(run_at),
+                    jobs::attempts.eq(0),
+                    jobs::locked_by.eq(None::<String>),
+                    jobs::locked_until.eq(None::<i64>),
+                    jobs::again_at.eq(None::<i64>),
+                    jobs::last_error.eq(None::<String>),
+                    jobs::updated_at.eq(now.as_micros()),
+                ))
+                .execute(self.conn),
+        }
+        .map_err(storage_error)?;
+        Ok(changed == 1)
+    }
+
+    fn retry_job(
+        &mut self,
+        id: i64,
+        worker: &str,
+        run_at: Timestamp,
+        error: &str,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        let changed = diesel::update(held!(id, worker))
+            .set((
+                jobs::state.eq(QUEUED),
+                jobs::run_at.eq(run_at.as_micros()),
+                jobs::locked_by.eq(None::<String>),
+                jobs::locked_until.eq(None::<i64>),
+                jobs::again_at.eq(None::<i64>),
+                jobs::last_error.eq(Some(storable(error))),
+                jobs::updated_at.eq(now.as_micros()),
+            ))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+        Ok(changed == 1)
+    }
+
+    fn fail_job(
+        &mut self,
+        id: i64,
+        worker: &str,
+        error: &str,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        let changed = diesel::update(held!(id, worker))
+            .set((
+                jobs::state.eq(FAILED),
+                jobs::locked_by.eq(None::<String>),
+                jobs::locked_until.eq(None::<i64>),
+                jobs::again_at.eq(None::<i64>),
+                jobs::last_error.eq(Some(storable(error))),
+                jobs::updated_at.eq(now.as_micros()),
+            ))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+        Ok(changed == 1)
+    }
+
+    fn release_job(&mut self, id: i64, worker: &str, now: Timestamp) -> StoreResult<bool> {
+        let changed = diesel::update(held!(id, worker))
+            .set((
+                jobs::state.eq(QUEUED),
+                jobs::run_at.eq(now.as_micros()),
+                jobs::attempts.eq(jobs::attempts - 1),
+                jobs::locked_by.eq(None::<String>),
+                jobs::locked_until.eq(None::<i64>),
+                jobs::again_at.eq(None::<i64>),
+                jobs::updated_at.eq(now.as_micros()),
+            ))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+        Ok(changed == 1)
+    }
+
+    fn job(&mut self, id: i64) -> StoreResult<Option<Job>> {
+        jobs::table
+            .find(id)
+            .select(JobRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(storage_error)?
+            .map(Job::try_from)
+            .transpose()
+    }
+
+    fn list_jobs(&mut self, state: Option<JobState>, limit: usize) -> StoreResult<Vec<Job>> {
+        let mut query = jobs::table
+            .order(jobs::id.asc())
+            .limit(limit as i64)
+            .select(JobRow::as_select())
+            .into_boxed();
+        if let Some(state) = state {
+            query = query.filter(jobs::state.eq(state.as_str()));
+        }
+        query
+            .load(self.conn)
+            .map_err(storage_error)?
+            .into_iter()
+            .map(Job::try_from)
+            .collect()
+    }
+
+    fn count_jobs(&mut self) -> StoreResult<Vec<JobCount>> {
+        let rows: Vec<(String, String, i64)> = jobs::table
+            .group_by((jobs::kind, jobs::state))
+            .select((jobs::kind, jobs::state, diesel::dsl::count_star()))
+            .load(self.conn)
+            .map_err(storage_error)?;
+        rows.into_iter()
+            .map(|(kind, state, count)| {
+                Ok(JobCount {
+                    state: JobState::parse(&state)
+                        .ok_or_else(|| StorageError::other("stored job state"))?,
+                    kind,
+                    count,
+                })
+            })
+            .collect()
+    }
+
+    fn requeue_jobs(&mut self, ids: Option<&[i64]>, now: Timestamp) -> StoreResult<Vec<i64>> {
+        let mut query = jobs::table
+            .filter(jobs::state.eq_any([FAILED, CANCELLED]))
+            .select((jobs::id, jobs::unique_key))
+            .order(jobs::id.asc())
+            .into_boxed();
+        match ids {
+            Some(ids) => query = query.filter(jobs::id.eq_any(ids)),
+            None => query = query.filter(jobs::state.eq(FAILED)),
+        }
+        let candidates: Vec<(i64, Option<String>)> =
+            query.load(self.conn).map_err(storage_error)?;
+        let mut requeued = Vec::with_capacity(candidates.len());
+        for (id, key) in candidates {
+            if let Some(key) = key {
+                let held = jobs::table
+                    .filter(jobs::unique_key.eq(&key))
+                    .filter(jobs::state.eq_any(UNFINISHED))
+                    .count()
+                    .get_result::<i64>(self.conn)
+                    .map_err(storage_error)?;
+                if held > 0 {
+                    continue;
+                }
+            }
+            diesel::update(jobs::table.find(id))
+                .set((
+                    jobs::state.eq(QUEUED),
+                    jobs::run_at.eq(now.as_micros()),
+                    jobs::attempts.eq(0),
+                    jobs::locked_by.eq(None::<String>),
+                    jobs::locked_until.eq(None::<i64>),
+                    jobs::updated_at.eq(now.as_micros()),
+                ))
+                .execute(self.conn)
+                .map_err(storage_error)?;
+            requeued.push(id);
+        }
+        Ok(requeued)
+    }
+
+    fn cancel_jobs(&mut self, ids: &[i64], now: Timestamp) -> StoreResult<Vec<i64>> {
+        let cancellable = jobs::table
+            .filter(jobs::id.eq_any(ids))
+            .filter(jobs::state.eq_any([QUEUED, RUNNING, FAILED]));
+        let found: Vec<i64> = cancellable
+            .select(jobs::id)
+            .order(jobs::id.asc())
+            .load(self.conn)
+            .map_err(storage_error)?;
+        diesel::update(jobs::table.filter(jobs::id.eq_any(&found)))
+            .set((
+                jobs::state.eq(CANCELLED),
+                jobs::locked_by.eq(None::<String>),
+                jobs::locked_until.eq(None::<i64>),
+                jobs::again_at.eq(None::<i64>),
+                jobs::updated_at.eq(now.as_micros()),
+            ))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+        Ok(found)
+    }
+}

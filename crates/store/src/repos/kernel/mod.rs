@@ -1,0 +1,3 @@
+//! What every feature uses from storage: the jobs queue.
+
+mod jobs;
