@@ -8,11 +8,25 @@ use crate::access::oauth::{
 use crate::access::secrets::{SecretKind, SharedSecret};
 use crate::access::shop::{NewShop, Shop, ShopIdentifier};
 use crate::access::*;
-use crate::kernel::error::StoreResult;
+use crate::kernel::error::{StorageError, StoreResult};
+
+/// What the store's unique constraint answers when `taken`.
+fn unique(taken: bool, what: &str) -> StoreResult<()> {
+    if taken {
+        return Err(StorageError::unique_violation(format!("{what} is taken")));
+    }
+    Ok(())
+}
 use crate::kernel::time::Timestamp;
 
 impl ShopRepository for MemoryState {
     fn insert_shop(&mut self, new: &NewShop) -> StoreResult<Shop> {
+        unique(
+            self.shops
+                .iter()
+                .any(|s| s.shop_domain == new.shop_domain || s.identifier == new.identifier),
+            "the shop's domain or identifier",
+        )?;
         let shop = Shop {
             id: self.shops.len() as i64 + 1,
             identifier: new.identifier.clone(),
@@ -60,6 +74,10 @@ impl ShopRepository for MemoryState {
 
 impl TokenRepository for MemoryState {
     fn insert_token(&mut self, new: &NewApiToken) -> StoreResult<ApiToken> {
+        unique(
+            self.tokens.iter().any(|(_, hash)| *hash == new.token_hash),
+            "the token hash",
+        )?;
         let token = ApiToken {
             id: self.tokens.len() as i64 + 1,
             shop_id: new.shop_id,
@@ -128,6 +146,12 @@ impl SecretRepository for MemoryState {
 
 impl OAuthRepository for MemoryState {
     fn insert_oauth_app(&mut self, new: &NewOAuthApp) -> StoreResult<OAuthApp> {
+        unique(
+            self.oauth_apps
+                .iter()
+                .any(|app| app.client_id == new.client_id),
+            "the client id",
+        )?;
         let app = OAuthApp {
             id: self.oauth_apps.len() as i64 + 1,
             client_id: new.client_id.clone(),
@@ -150,6 +174,12 @@ impl OAuthRepository for MemoryState {
     }
 
     fn insert_staff_account(&mut self, new: &NewStaffAccount) -> StoreResult<StaffAccount> {
+        unique(
+            self.staff
+                .iter()
+                .any(|s| s.shop_id == new.shop_id && s.email == new.email),
+            "the staff email",
+        )?;
         let staff = StaffAccount {
             id: self.staff.len() as i64 + 1,
             shop_id: new.shop_id,
@@ -213,6 +243,10 @@ impl OAuthRepository for MemoryState {
     }
 
     fn insert_authorization_code(&mut self, new: &NewAuthorizationCode) -> StoreResult<()> {
+        unique(
+            self.codes.iter().any(|(_, hash)| *hash == new.code_hash),
+            "the code hash",
+        )?;
         let code = AuthorizationCode {
             id: self.codes.len() as i64 + 1,
             app_id: new.app_id,

@@ -1,11 +1,42 @@
 //! The customer directory, in memory.
 
-use super::{MemoryEntity, MemoryState};
+use super::{MemoryAddress, MemoryEntity, MemoryLabel, MemoryState};
 use crate::directory::*;
 use crate::directory::{DirectoryAddress, DirectoryCustomer, DirectoryPage, DirectoryQuery, Label};
 use crate::kernel::error::StoreResult;
 use crate::kernel::time::Timestamp;
 use crate::platform::events::{EntityDocument, EntityKind};
+use crate::platform::resources::CustomerAddress;
+
+/// An address row as the directory reads it, as the store does: the fields from its document,
+/// the owning customer's platform id as `platform_customer_id` whatever the document says.
+fn directory_address(row: &MemoryAddress, customer_platform_id: &str) -> DirectoryAddress {
+    let address: CustomerAddress = serde_json::from_str(&row.row.document).unwrap_or_default();
+    DirectoryAddress {
+        id: row.id,
+        customer_id: row.customer_id,
+        platform_id: row.row.platform_id.clone(),
+        platform_customer_id: Some(customer_platform_id.to_string()).filter(|id| !id.is_empty()),
+        first_name: address.first_name,
+        last_name: address.last_name,
+        company: address.company,
+        phone: address.phone,
+        street_1: address.street_1,
+        street_2: address.street_2,
+        city: address.city,
+        province: address.province,
+        province_code: address.province_code,
+        zip: address.postal_code,
+        country: address.country,
+        country_code: address.country_code,
+        address_type: address.address_type,
+        address_use: address.address_use,
+        is_default: row.row.is_default,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+        deleted_at: row.deleted_at,
+    }
+}
 
 impl MemoryState {
     pub(super) fn directory_entry(entity: &MemoryEntity) -> DirectoryCustomer {
@@ -13,8 +44,11 @@ impl MemoryState {
             Some(EntityDocument::Customer(customer)) => Some(&**customer),
             _ => None,
         };
+        // As the store's columns: an empty text is no text.
         let field = |pick: fn(&crate::platform::resources::Customer) -> &Option<String>| {
-            customer.and_then(|c| pick(c).clone())
+            customer
+                .and_then(|c| pick(c).clone())
+                .filter(|text| !text.is_empty())
         };
         DirectoryCustomer {
             id: entity.record.id,
@@ -79,10 +113,29 @@ impl DirectoryRepository for MemoryState {
 
     fn addresses_of_customers(
         &mut self,
-        _shop_id: i64,
-        _customer_ids: &[i64],
+        shop_id: i64,
+        customer_ids: &[i64],
     ) -> StoreResult<Vec<DirectoryAddress>> {
-        Ok(Vec::new())
+        let mut rows: Vec<&MemoryAddress> = self
+            .addresses
+            .iter()
+            .filter(|a| {
+                a.shop_id == shop_id
+                    && customer_ids.contains(&a.customer_id)
+                    && a.deleted_at.is_none()
+            })
+            .collect();
+        rows.sort_by_key(|a| (a.customer_id, a.id));
+        Ok(rows
+            .into_iter()
+            .filter_map(|row| {
+                let customer = self
+                    .entities
+                    .iter()
+                    .find(|e| e.kind == EntityKind::Customer && e.record.id == row.customer_id)?;
+                Some(directory_address(row, &customer.platform_id))
+            })
+            .collect())
     }
 
     fn labels_of_customers(
@@ -90,18 +143,23 @@ impl DirectoryRepository for MemoryState {
         shop_id: i64,
         customer_ids: &[i64],
     ) -> StoreResult<Vec<Label>> {
-        let _ = shop_id;
-        Ok(self
+        let mut labels: Vec<Label> = self
             .labels
             .iter()
-            .filter(|l| customer_ids.contains(&l.customer_id) && l.deleted_at.is_none())
-            .cloned()
-            .collect())
+            .filter(|l| {
+                l.shop_id == shop_id
+                    && customer_ids.contains(&l.label.customer_id)
+                    && l.label.deleted_at.is_none()
+            })
+            .map(|l| l.label.clone())
+            .collect();
+        labels.sort_by_key(|l| (l.customer_id, l.id));
+        Ok(labels)
     }
 
     fn insert_label(
         &mut self,
-        _shop_id: i64,
+        shop_id: i64,
         customer_id: i64,
         name: &str,
         now: Timestamp,
@@ -114,13 +172,16 @@ impl DirectoryRepository for MemoryState {
             updated_at: now,
             deleted_at: None,
         };
-        self.labels.push(label.clone());
+        self.labels.push(MemoryLabel {
+            shop_id,
+            label: label.clone(),
+        });
         Ok(label)
     }
 
     fn delete_label(
         &mut self,
-        _shop_id: i64,
+        shop_id: i64,
         customer_id: i64,
         label_id: i64,
         now: Timestamp,
@@ -128,10 +189,16 @@ impl DirectoryRepository for MemoryState {
         match self
             .labels
             .iter_mut()
-            .find(|l| l.id == label_id && l.customer_id == customer_id && l.deleted_at.is_none())
-        {
-            Some(label) => {
+            .map(|l| (l.shop_id, &mut l.label))
+            .find(|(shop, l)| {
+                *shop == shop_id
+                    && l.id == label_id
+                    && l.customer_id == customer_id
+                    && l.deleted_at.is_none()
+            }) {
+            Some((_, label)) => {
                 label.deleted_at = Some(now);
+                label.updated_at = now;
                 Ok(true)
             }
             None => Ok(false),

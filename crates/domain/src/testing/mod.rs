@@ -41,6 +41,26 @@ pub struct MemoryEntity {
     pub updated_at: Timestamp,
 }
 
+/// A label with the shop it belongs to.
+#[derive(Debug, Clone)]
+pub struct MemoryLabel {
+    pub shop_id: i64,
+    pub label: Label,
+}
+
+/// A customer's address row as the memory store keeps it.
+#[derive(Debug, Clone)]
+pub struct MemoryAddress {
+    pub id: i64,
+    pub shop_id: i64,
+    /// The customer's entity id.
+    pub customer_id: i64,
+    pub row: crate::platform::addresses::AddressRow,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub deleted_at: Option<Timestamp>,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct MemoryState {
     pub shops: Vec<Shop>,
@@ -48,6 +68,8 @@ pub struct MemoryState {
     pub secrets: Vec<SharedSecret>,
     pub destinations: Vec<Destination>,
     pub entities: Vec<MemoryEntity>,
+    /// Customers' address rows, kept by the domain's address rules as the store keeps them.
+    pub addresses: Vec<MemoryAddress>,
     /// Events with their outcome once applied.
     pub events: Vec<(InboundEvent, Option<Outcome>)>,
     /// When events that failed to apply are due again, by event id.
@@ -56,7 +78,7 @@ pub struct MemoryState {
     pub failed_events: Vec<(FailedInboundEvent, NewInboundEvent)>,
     pub syncs: Vec<SyncRun>,
     pub outbox: Vec<OutboxEntry>,
-    pub labels: Vec<Label>,
+    pub labels: Vec<MemoryLabel>,
     /// Endpoints, with whether they are deleted.
     pub webhook_endpoints: Vec<(WebhookEndpoint, bool)>,
     pub webhook_messages: Vec<WebhookMessage>,

@@ -1,12 +1,13 @@
 //! Destinations, platform entities, the event queue, syncs and the outbox, in memory.
 
-use super::{MemoryEntity, MemoryState};
-use crate::kernel::error::StoreResult;
+use super::{MemoryAddress, MemoryEntity, MemoryState};
+use crate::kernel::error::{StorageError, StoreResult};
 use crate::kernel::time::Timestamp;
+use crate::platform::addresses::{AddressChanges, AddressesBefore, StoredAddress, address_changes};
 use crate::platform::destinations::{Destination, DestinationSettings, Topic};
 use crate::platform::events::{
-    EntityKind, EntityRecord, EntityWrite, FailedInboundEvent, InboundEvent, NewInboundEvent,
-    Outcome, UnreadableEvent,
+    EntityDocument, EntityKind, EntityRecord, EntityWrite, FailedInboundEvent, InboundEvent,
+    NewInboundEvent, Outcome, UnreadableEvent,
 };
 use crate::platform::outbox::{ConnectorCall, OutboxEntry, OutboxStatus};
 use crate::platform::sync::{SyncRun, SyncStatus};
@@ -19,6 +20,16 @@ impl DestinationRepository for MemoryState {
         settings: &DestinationSettings,
         now: Timestamp,
     ) -> StoreResult<Destination> {
+        // As the store's partial unique index: one live destination per shop and topic.
+        if self
+            .destinations
+            .iter()
+            .any(|d| d.shop_id == shop_id && d.topic == settings.topic && d.deleted_at.is_none())
+        {
+            return Err(StorageError::unique_violation(
+                "a live destination of this topic exists",
+            ));
+        }
         let destination = Destination {
             id: self.destinations.len() as i64 + 1,
             shop_id,
@@ -157,7 +168,99 @@ impl PlatformRepository for MemoryState {
                 }),
             }
         }
+        if kind == EntityKind::Customer {
+            self.put_addresses(shop_id, entities, now);
+        }
         Ok(())
+    }
+}
+
+impl MemoryState {
+    /// As the store does: each customer whose document has `addresses` gets the rows the
+    /// domain's [`address_changes`] says, decided against its previous document when the write
+    /// has one and against its rows as they were before the batch otherwise; then every row
+    /// written (in place by key, or added), then every row gone marked deleted.
+    fn put_addresses(&mut self, shop_id: i64, writes: &[EntityWrite], now: Timestamp) {
+        // The store writes the customers it knows by their previous document first.
+        let mut known: Vec<(i64, AddressChanges)> = Vec::new();
+        let mut unknown: Vec<(i64, AddressChanges)> = Vec::new();
+        for write in writes {
+            let Some(EntityDocument::Customer(customer)) = &write.document else {
+                continue;
+            };
+            let Some(addresses) = &customer.addresses else {
+                continue;
+            };
+            let Some(customer_id) = self
+                .entity_mut(shop_id, EntityKind::Customer, &write.platform_id)
+                .map(|entity| entity.record.id)
+            else {
+                continue;
+            };
+            let previous = match &write.previous {
+                Some(EntityDocument::Customer(previous)) => previous.addresses.as_deref(),
+                _ => None,
+            };
+            match previous {
+                Some(previous) => known.push((
+                    customer_id,
+                    address_changes(AddressesBefore::Document(previous), addresses),
+                )),
+                None => {
+                    let stored: Vec<StoredAddress> = self
+                        .addresses
+                        .iter()
+                        .filter(|a| a.customer_id == customer_id)
+                        .map(|a| StoredAddress {
+                            row: a.row.clone(),
+                            deleted: a.deleted_at.is_some(),
+                        })
+                        .collect();
+                    unknown.push((
+                        customer_id,
+                        address_changes(AddressesBefore::Stored(&stored), addresses),
+                    ));
+                }
+            }
+        }
+        let changes: Vec<(i64, AddressChanges)> = known.into_iter().chain(unknown).collect();
+        for (customer_id, decided) in &changes {
+            for write in &decided.written {
+                match self
+                    .addresses
+                    .iter_mut()
+                    .find(|a| a.customer_id == *customer_id && a.row.key == write.row.key)
+                {
+                    Some(stored) => {
+                        stored.row = write.row.clone();
+                        stored.updated_at = now;
+                        stored.deleted_at = None;
+                    }
+                    None => {
+                        let id = self.addresses.len() as i64 + 1;
+                        self.addresses.push(MemoryAddress {
+                            id,
+                            shop_id,
+                            customer_id: *customer_id,
+                            row: write.row.clone(),
+                            created_at: now,
+                            updated_at: now,
+                            deleted_at: None,
+                        });
+                    }
+                }
+            }
+        }
+        for (customer_id, decided) in &changes {
+            for key in &decided.gone {
+                for stored in self.addresses.iter_mut().filter(|a| {
+                    a.customer_id == *customer_id && a.row.key == *key && a.deleted_at.is_none()
+                }) {
+                    stored.deleted_at = Some(now);
+                    stored.updated_at = now;
+                }
+            }
+        }
     }
 }
 
@@ -313,6 +416,16 @@ impl SyncRepository for MemoryState {
         topic: Topic,
         now: Timestamp,
     ) -> StoreResult<SyncRun> {
+        // As the store's partial unique index: one running sync per shop and topic.
+        if self
+            .syncs
+            .iter()
+            .any(|r| r.shop_id == shop_id && r.topic == topic && r.status == SyncStatus::Running)
+        {
+            return Err(StorageError::unique_violation(
+                "a sync of this topic is running",
+            ));
+        }
         let run = SyncRun {
             id: self.syncs.len() as i64 + 1,
             shop_id,

@@ -1,7 +1,7 @@
 //! Webhook endpoints, messages and attempts, in memory.
 
 use super::MemoryState;
-use crate::kernel::error::StoreResult;
+use crate::kernel::error::{StorageError, StoreResult};
 use crate::kernel::time::Timestamp;
 use crate::webhooks::*;
 use crate::webhooks::{
@@ -136,6 +136,14 @@ impl WebhookRepository for MemoryState {
     fn insert_webhook_messages(&mut self, messages: &[NewWebhookMessage]) -> StoreResult<Vec<i64>> {
         let mut ids = Vec::new();
         for new in messages {
+            // As the store's unique `message_id`.
+            if self
+                .webhook_messages
+                .iter()
+                .any(|m| m.message_id == new.message_id)
+            {
+                return Err(StorageError::unique_violation("the message id is taken"));
+            }
             let id = self.webhook_messages.len() as i64 + 1;
             self.webhook_messages.push(WebhookMessage {
                 id,

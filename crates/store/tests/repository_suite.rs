@@ -1,0 +1,1995 @@
+//! One repository suite, three targets: every test here is written once against
+//! `mercer_domain::ports::Database` and runs on the in-memory database (`memory::name`), the
+//! store on SQLite (`sqlite::name`) and the store on PostgreSQL (`postgres::name`). The real
+//! store is the reference: where the memory database answers otherwise, the memory database is
+//! wrong. So the fake the domain's own tests run on cannot drift from the real thing.
+//!
+//! It covers what the memory database claims to model. Not covered, because memory does not
+//! model them (they are SQL, tested in the store's other suites on both real databases): the
+//! directory's filters, sorting and paging; concurrent claimers and the leases between
+//! workers; the applier lock held by another process; rows that do not read back.
+
+#![allow(clippy::unwrap_used)] // test code: a panic is a failed assertion
+
+use std::time::Duration;
+
+use mercer_domain::access::credentials::{ApiToken, NewApiToken, ScopeSet, Secret, TokenSource};
+use mercer_domain::access::oauth::{NewAuthorizationCode, NewOAuthApp, NewStaffAccount};
+use mercer_domain::access::secrets::{SecretKind, SharedSecret};
+use mercer_domain::access::shop::{Shop, ShopInput, create_shop};
+use mercer_domain::directory::{DirectoryAddress, DirectoryCustomer, parse_directory_query};
+use mercer_domain::overrides::{NewApiOverride, OverrideType};
+use mercer_domain::platform::destinations::{DestinationSettings, Topic};
+use mercer_domain::platform::events::{
+    EntityKind, EntityWrite, EventAction, EventSource, NewInboundEvent, Outcome, accept_events,
+    parse_event,
+};
+use mercer_domain::platform::outbox::{ConnectorCall, OutboxStatus};
+use mercer_domain::platform::sync::SyncStatus;
+use mercer_domain::ports::Database;
+use mercer_domain::webhooks::{
+    AttemptOutcome, DeliveryAttempt, MessageStatus, MessageUpdate, NewWebhookEndpoint,
+    NewWebhookMessage, WebhookEndpoint, WebhookKind,
+};
+use mercer_domain::{DomainError, Timestamp};
+use serde_json::{Value, json};
+
+/// Turns `fn name(db: &impl Database)` functions into one test per target: `memory::name`,
+/// `sqlite::name` and `postgres::name`, each on a database of its own.
+macro_rules! repository_suite {
+    ($($name:ident),+ $(,)?) => {
+        mod memory {
+            $(
+                #[test]
+                fn $name() {
+                    super::$name(&mercer_domain::testing::MemoryDatabase::default())
+                }
+            )+
+        }
+        mod sqlite {
+            $(
+                #[test]
+                fn $name() {
+                    let (_db, store) =
+                        mercer_store::testing::TestDatabase::migrated(mercer_store::Backend::Sqlite);
+                    super::$name(&store)
+                }
+            )+
+        }
+        mod postgres {
+            $(
+                #[test]
+                fn $name() {
+                    let (_db, store) = mercer_store::testing::TestDatabase::migrated(
+                        mercer_store::Backend::Postgres,
+                    );
+                    super::$name(&store)
+                }
+            )+
+        }
+    };
+}
+
+fn at(seconds: i64) -> Timestamp {
+    Timestamp::from_micros(1_700_000_000_000_000).plus_seconds(seconds)
+}
+
+fn shop(db: &impl Database, domain: &str) -> Shop {
+    db.write(|tx| {
+        create_shop(
+            tx,
+            ShopInput {
+                shop_domain: domain.into(),
+                ..ShopInput::default()
+            },
+            at(0),
+        )
+    })
+    .unwrap()
+}
+
+/// Asserts that the work was refused by a unique constraint.
+fn assert_taken<T: std::fmt::Debug>(result: Result<T, DomainError>) {
+    let Err(DomainError::Storage(error)) = &result else {
+        panic!("must be refused as taken: {result:?}")
+    };
+    assert!(error.is_unique_violation(), "{error:?}");
+}
+
+// --- access: shops, tokens, secrets, OAuth -------------------------------------------------
+
+fn shops_are_found_by_domain_identifier_and_id(db: &impl Database) {
+    let first = shop(db, "a.shop.test");
+    let second = shop(db, "b.shop.test");
+    assert_ne!(first.id, second.id);
+    assert_ne!(first.identifier, second.identifier);
+    let (by_domain, by_id, by_identifier, missing, count, all) = db
+        .read(|tx| {
+            Ok((
+                tx.shop_by_domain("b.shop.test")?,
+                tx.shop_by_id(first.id)?,
+                tx.shop_by_identifier(&second.identifier)?,
+                tx.shop_by_domain("c.shop.test")?,
+                tx.count_shops()?,
+                tx.list_shops()?,
+            ))
+        })
+        .unwrap();
+    assert_eq!(by_domain.map(|s| s.id), Some(second.id));
+    assert_eq!(
+        by_id.map(|s| s.shop_domain),
+        Some("a.shop.test".to_string())
+    );
+    assert_eq!(by_identifier.map(|s| s.id), Some(second.id));
+    assert!(missing.is_none());
+    assert_eq!(count, 2);
+    assert_eq!(
+        all.iter().map(|s| s.id).collect::<Vec<_>>(),
+        [first.id, second.id],
+        "oldest first"
+    );
+    let stored = all[0].clone();
+    assert_eq!(
+        (stored.created_at, stored.updated_at, stored.deleted_at),
+        (at(0), at(0), None)
+    );
+}
+
+fn a_second_shop_with_a_taken_domain_is_refused(db: &impl Database) {
+    let first = shop(db, "a.shop.test");
+    let again = db.write(|tx| {
+        let new = ShopInput {
+            shop_domain: "a.shop.test".into(),
+            ..ShopInput::default()
+        }
+        .validate(at(1))?;
+        Ok(tx.insert_shop(&new)?)
+    });
+    let Err(DomainError::Storage(error)) = again else {
+        panic!("the domain is taken: {again:?}")
+    };
+    assert!(error.is_unique_violation());
+    assert_eq!(db.read(|tx| Ok(tx.count_shops()?)).unwrap(), 1);
+    assert!(
+        db.read(|tx| Ok(tx.shop_by_id(first.id)?))
+            .unwrap()
+            .is_some()
+    );
+}
+
+fn new_token(shop_id: i64, hash: &str, seconds: i64) -> NewApiToken {
+    NewApiToken {
+        shop_id,
+        name: format!("token {hash}"),
+        token_hash: hash.to_string(),
+        token_prefix: "mrc_1234".to_string(),
+        scopes: ScopeSet::all(),
+        source: TokenSource::Cli,
+        created_at: at(seconds),
+    }
+}
+
+fn tokens_are_found_by_hash_until_revoked(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    let other = self::shop(db, "b.shop.test");
+    let (one, two): (ApiToken, ApiToken) = db
+        .write(|tx| {
+            Ok((
+                tx.insert_token(&new_token(shop.id, "hash-1", 1))?,
+                tx.insert_token(&new_token(shop.id, "hash-2", 2))?,
+            ))
+        })
+        .unwrap();
+    db.write(|tx| Ok(tx.insert_token(&new_token(other.id, "hash-3", 3))?))
+        .unwrap();
+    assert_taken(db.write(|tx| Ok(tx.insert_token(&new_token(other.id, "hash-1", 3))?)));
+    let found = db
+        .read(|tx| Ok(tx.active_token_by_hash("hash-1")?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(found, one);
+    assert_eq!(found.scopes, ScopeSet::all());
+    assert_eq!(found.source, TokenSource::Cli);
+    assert!(
+        !db.write(|tx| Ok(tx.revoke_token(other.id, one.id, at(4))?))
+            .unwrap(),
+        "another shop's token"
+    );
+    assert!(
+        db.write(|tx| Ok(tx.revoke_token(shop.id, one.id, at(4))?))
+            .unwrap()
+    );
+    assert!(
+        !db.write(|tx| Ok(tx.revoke_token(shop.id, one.id, at(5))?))
+            .unwrap(),
+        "revoked already"
+    );
+    assert!(
+        db.read(|tx| Ok(tx.active_token_by_hash("hash-1")?))
+            .unwrap()
+            .is_none()
+    );
+    let tokens = db.read(|tx| Ok(tx.tokens_of_shop(shop.id)?)).unwrap();
+    assert_eq!(
+        tokens
+            .iter()
+            .map(|t| (t.id, t.revoked_at))
+            .collect::<Vec<_>>(),
+        [(one.id, Some(at(4))), (two.id, None)],
+        "revoked ones included, oldest first"
+    );
+}
+
+fn shared_secrets_are_one_per_shop_and_kind(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    // create_shop made the connector secret.
+    let connector = db
+        .read(|tx| Ok(tx.shared_secret(shop.id, SecretKind::Connector)?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(connector.kind, SecretKind::Connector);
+    assert!(
+        db.read(|tx| Ok(tx.shared_secret(shop.id, SecretKind::CheckoutIntegration)?))
+            .unwrap()
+            .is_none()
+    );
+    let rotated = SharedSecret {
+        shop_id: shop.id,
+        kind: SecretKind::Connector,
+        current: Secret::new("new-secret"),
+        previous: Some(connector.current.clone()),
+        previous_valid_until: Some(at(60)),
+        created_at: connector.created_at,
+        updated_at: at(10),
+    };
+    let checkout = SharedSecret {
+        kind: SecretKind::CheckoutIntegration,
+        previous: None,
+        previous_valid_until: None,
+        ..rotated.clone()
+    };
+    db.write(|tx| {
+        tx.save_shared_secret(&rotated)?;
+        tx.save_shared_secret(&checkout)?;
+        Ok(())
+    })
+    .unwrap();
+    let (connector, checkout) = db
+        .read(|tx| {
+            Ok((
+                tx.shared_secret(shop.id, SecretKind::Connector)?.unwrap(),
+                tx.shared_secret(shop.id, SecretKind::CheckoutIntegration)?
+                    .unwrap(),
+            ))
+        })
+        .unwrap();
+    assert_eq!(connector.current.expose(), "new-secret");
+    assert_eq!(connector.previous, rotated.previous);
+    assert_eq!(
+        (connector.previous_valid_until, connector.updated_at),
+        (Some(at(60)), at(10))
+    );
+    assert_eq!(checkout.current.expose(), "new-secret");
+    assert!(checkout.previous.is_none());
+}
+
+fn oauth_apps_staff_and_codes(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    let app = db
+        .write(|tx| {
+            Ok(tx.insert_oauth_app(&NewOAuthApp {
+                client_id: "client-1".into(),
+                client_secret_hash: "secret-hash".into(),
+                name: "An app".into(),
+                redirect_uris: vec!["https://app.test/a".into(), "https://app.test/b".into()],
+                created_at: at(1),
+            })?)
+        })
+        .unwrap();
+    assert_taken(db.write(|tx| {
+        Ok(tx.insert_oauth_app(&NewOAuthApp {
+            client_id: "client-1".into(),
+            client_secret_hash: "other".into(),
+            name: "Another app".into(),
+            redirect_uris: Vec::new(),
+            created_at: at(1),
+        })?)
+    }));
+    let found = db
+        .read(|tx| Ok(tx.oauth_app_by_client_id("client-1")?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(found, app);
+    assert_eq!(found.redirect_uris.len(), 2);
+    assert!(found.revoked_at.is_none());
+    assert!(
+        db.read(|tx| Ok(tx.oauth_app_by_client_id("client-2")?))
+            .unwrap()
+            .is_none()
+    );
+
+    let staff = db
+        .write(|tx| {
+            Ok(tx.insert_staff_account(&NewStaffAccount {
+                shop_id: shop.id,
+                email: "staff@a.shop.test".into(),
+                password_hash: "phc".into(),
+                created_at: at(2),
+            })?)
+        })
+        .unwrap();
+    assert_eq!((staff.failed_sign_ins, staff.locked_until), (0, None));
+    assert_taken(db.write(|tx| {
+        Ok(tx.insert_staff_account(&NewStaffAccount {
+            shop_id: shop.id,
+            email: "staff@a.shop.test".into(),
+            password_hash: "phc".into(),
+            created_at: at(2),
+        })?)
+    }));
+    let by_email = db
+        .read(|tx| Ok(tx.staff_account(shop.id, "staff@a.shop.test")?))
+        .unwrap();
+    assert_eq!(by_email, Some(staff.clone()));
+    assert!(
+        db.read(|tx| Ok(tx.staff_account(shop.id + 1, "staff@a.shop.test")?))
+            .unwrap()
+            .is_none()
+    );
+    let failures = db
+        .write(|tx| {
+            Ok((
+                tx.increment_staff_sign_in_failures(staff.id, at(3))?,
+                tx.increment_staff_sign_in_failures(staff.id, at(3))?,
+                tx.increment_staff_sign_in_failures(staff.id + 100, at(3))?,
+            ))
+        })
+        .unwrap();
+    assert_eq!(failures, (Some(1), Some(2), None));
+    db.write(|tx| Ok(tx.lock_staff_account(staff.id, at(100), at(4))?))
+        .unwrap();
+    let locked = db
+        .read(|tx| Ok(tx.staff_account_by_id(staff.id)?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (locked.failed_sign_ins, locked.locked_until),
+        (2, Some(at(100)))
+    );
+    db.write(|tx| Ok(tx.set_staff_sign_in_state(staff.id, 0, None, at(5))?))
+        .unwrap();
+    let reset = db
+        .read(|tx| Ok(tx.staff_account_by_id(staff.id)?))
+        .unwrap()
+        .unwrap();
+    assert_eq!((reset.failed_sign_ins, reset.locked_until), (0, None));
+
+    let token = db
+        .write(|tx| Ok(tx.insert_token(&new_token(shop.id, "oauth-token", 6))?))
+        .unwrap();
+    db.write(|tx| {
+        Ok(tx.insert_authorization_code(&NewAuthorizationCode {
+            code_hash: "code-hash".into(),
+            app_id: app.id,
+            shop_id: shop.id,
+            staff_id: staff.id,
+            redirect_uri: "https://app.test/a".into(),
+            scopes: ScopeSet::all(),
+            code_challenge: Some("challenge".into()),
+            expires_at: at(600),
+            created_at: at(6),
+        })?)
+    })
+    .unwrap();
+    assert_taken(db.write(|tx| {
+        Ok(tx.insert_authorization_code(&NewAuthorizationCode {
+            code_hash: "code-hash".into(),
+            app_id: app.id,
+            shop_id: shop.id,
+            staff_id: staff.id,
+            redirect_uri: "https://app.test/b".into(),
+            scopes: ScopeSet::all(),
+            code_challenge: None,
+            expires_at: at(600),
+            created_at: at(6),
+        })?)
+    }));
+    let code = db
+        .read(|tx| Ok(tx.authorization_code_by_hash("code-hash")?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (code.app_id, code.shop_id, code.staff_id, code.expires_at),
+        (app.id, shop.id, staff.id, at(600))
+    );
+    assert_eq!(code.code_challenge.as_deref(), Some("challenge"));
+    assert_eq!((code.used_at, code.token_id), (None, None));
+    assert!(
+        db.write(|tx| Ok(tx.redeem_authorization_code(code.id, token.id, at(7))?))
+            .unwrap()
+    );
+    assert!(
+        !db.write(|tx| Ok(tx.redeem_authorization_code(code.id, token.id, at(8))?))
+            .unwrap(),
+        "a code is redeemed once"
+    );
+    let used = db
+        .read(|tx| Ok(tx.authorization_code_by_hash("code-hash")?))
+        .unwrap()
+        .unwrap();
+    assert_eq!((used.used_at, used.token_id), (Some(at(7)), Some(token.id)));
+}
+
+// --- platform: destinations ----------------------------------------------------------------
+
+fn settings(topic: Topic) -> DestinationSettings {
+    DestinationSettings {
+        topic,
+        url: "http://127.0.0.1:9/connector".into(),
+        version: "v1".into(),
+        timeout_ms: 500,
+    }
+}
+
+fn destinations_allow_one_live_per_topic(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    let first = db
+        .write(|tx| Ok(tx.insert_destination(shop.id, &settings(Topic::Customers), at(1))?))
+        .unwrap();
+    assert_eq!((first.timeout_ms, first.created_at), (500, at(1)));
+    let second =
+        db.write(|tx| Ok(tx.insert_destination(shop.id, &settings(Topic::Customers), at(2))?));
+    let Err(DomainError::Storage(error)) = second else {
+        panic!("a second live destination must be refused: {second:?}")
+    };
+    assert!(error.is_unique_violation());
+    db.write(|tx| Ok(tx.insert_destination(shop.id, &settings(Topic::Orders), at(2))?))
+        .unwrap();
+    db.write(|tx| Ok(tx.delete_destination(shop.id, first.id, at(3))?))
+        .unwrap();
+    let again = db
+        .write(|tx| Ok(tx.insert_destination(shop.id, &settings(Topic::Customers), at(4))?))
+        .unwrap();
+    let live = db.read(|tx| Ok(tx.live_destinations(shop.id)?)).unwrap();
+    assert_eq!(
+        live.iter().map(|d| d.topic).collect::<Vec<_>>(),
+        [Topic::Orders, Topic::Customers]
+    );
+    assert_eq!(live[1].id, again.id);
+    let deleted = db
+        .read(|tx| Ok(tx.destination(shop.id, first.id)?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(deleted.deleted_at, Some(at(3)));
+    assert!(
+        db.read(|tx| Ok(tx.destination(shop.id + 1, first.id)?))
+            .unwrap()
+            .is_none(),
+        "another shop's"
+    );
+    let mut changed = settings(Topic::Customers);
+    changed.timeout_ms = 30_000;
+    db.write(|tx| Ok(tx.update_destination(shop.id, again.id, &changed, at(5))?))
+        .unwrap();
+    let updated = db
+        .read(|tx| Ok(tx.live_destination(shop.id, Topic::Customers)?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (updated.id, updated.timeout_ms, updated.updated_at),
+        (again.id, 30_000, at(5))
+    );
+    assert!(
+        db.read(|tx| Ok(tx.live_destination(shop.id, Topic::Products)?))
+            .unwrap()
+            .is_none()
+    );
+}
+
+// --- platform: entities and addresses --------------------------------------------------------
+
+fn customer_event(shop_id: i64, id: &str, seconds: i64, customer: Value) -> NewInboundEvent {
+    let mut body = customer;
+    body["platform_id"] = json!(id);
+    body["platform_updated_at"] = json!(at(seconds).to_rfc3339());
+    parse_event(
+        shop_id,
+        EntityKind::Customer,
+        EventAction::Saved,
+        &json!({"data": {"customer": body}}),
+        EventSource::Webhook,
+        at(0),
+    )
+    .unwrap()
+}
+
+fn deleted_event(shop_id: i64, kind: EntityKind, id: &str, seconds: i64) -> NewInboundEvent {
+    let body = json!({"data": {kind.as_str(): {"platform_id": id, "platform_deleted_at": at(seconds).to_rfc3339()}}});
+    parse_event(
+        shop_id,
+        kind,
+        EventAction::Deleted,
+        &body,
+        EventSource::Webhook,
+        at(0),
+    )
+    .unwrap()
+}
+
+fn saved_event(
+    shop_id: i64,
+    kind: EntityKind,
+    id: &str,
+    seconds: i64,
+    mut body: Value,
+) -> NewInboundEvent {
+    body["platform_id"] = json!(id);
+    body["platform_updated_at"] = json!(at(seconds).to_rfc3339());
+    parse_event(
+        shop_id,
+        kind,
+        EventAction::Saved,
+        &json!({"data": {kind.as_str(): body}}),
+        EventSource::Webhook,
+        at(0),
+    )
+    .unwrap()
+}
+
+fn address(id: Option<&str>, city: &str, default: bool) -> Value {
+    let mut address = json!({"first_name": "Ada", "street_1": "1 Main St", "city": city, "postal_code": "69001", "country_code": "FR", "is_default": default});
+    if let Some(id) = id {
+        address["platform_id"] = json!(id);
+    }
+    address
+}
+
+/// Applies events at once, as the receiving route does when nothing waits.
+fn accept(db: &impl Database, events: Vec<NewInboundEvent>, now: Timestamp) {
+    db.write(|tx| accept_events(tx, &events, now)).unwrap();
+}
+
+fn stored_customer(db: &impl Database, shop_id: i64, platform_id: &str) -> DirectoryCustomer {
+    db.read(|tx| Ok(tx.directory_customer_by_platform_id(shop_id, platform_id)?))
+        .unwrap()
+        .expect("the customer is stored")
+}
+
+fn stored_addresses(db: &impl Database, shop_id: i64, customer_id: i64) -> Vec<DirectoryAddress> {
+    db.read(|tx| Ok(tx.addresses_of_customers(shop_id, &[customer_id])?))
+        .unwrap()
+}
+
+/// (platform id, city, default) of each address, in the directory's order.
+fn summary(addresses: &[DirectoryAddress]) -> Vec<(Option<String>, Option<String>, bool)> {
+    addresses
+        .iter()
+        .map(|a| (a.platform_id.clone(), a.city.clone(), a.is_default))
+        .collect()
+}
+
+fn applied_customer_addresses_are_keyed_by_id(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    accept(
+        db,
+        vec![customer_event(
+            shop.id,
+            "c1",
+            10,
+            json!({"email": "ada@example.test", "addresses": [address(Some("a1"), "Lyon", true), address(Some("a2"), "Paris", false)]}),
+        )],
+        at(100),
+    );
+    let customer = stored_customer(db, shop.id, "c1");
+    assert_eq!(customer.email.as_deref(), Some("ada@example.test"));
+    let before = stored_addresses(db, shop.id, customer.id);
+    assert_eq!(
+        summary(&before),
+        [
+            (Some("a1".into()), Some("Lyon".into()), true),
+            (Some("a2".into()), Some("Paris".into()), false)
+        ]
+    );
+    let first = &before[0];
+    assert_eq!(first.customer_id, customer.id);
+    assert_eq!(
+        first.platform_customer_id.as_deref(),
+        Some("c1"),
+        "events carry no platform_customer_id on addresses: it is the owning customer's"
+    );
+    assert_eq!(
+        (first.first_name.as_deref(), first.street_1.as_deref()),
+        (Some("Ada"), Some("1 Main St"))
+    );
+    assert_eq!(
+        (first.zip.as_deref(), first.country_code.as_deref()),
+        (Some("69001"), Some("FR"))
+    );
+    assert_eq!(
+        (first.created_at, first.updated_at, first.deleted_at),
+        (at(100), at(100), None)
+    );
+    accept(
+        db,
+        vec![customer_event(
+            shop.id,
+            "c1",
+            20,
+            json!({"addresses": [address(Some("a2"), "Marseille", true), address(Some("a3"), "Nice", false)]}),
+        )],
+        at(200),
+    );
+    let after = stored_addresses(db, shop.id, customer.id);
+    assert_eq!(after.len(), 2, "a1 is gone: {after:?}");
+    assert_eq!(after[0].id, before[1].id, "a2 kept its id");
+    assert_eq!(
+        summary(&after),
+        [
+            (Some("a2".into()), Some("Marseille".into()), true),
+            (Some("a3".into()), Some("Nice".into()), false)
+        ]
+    );
+    assert_eq!(
+        (after[0].created_at, after[0].updated_at),
+        (at(100), at(200))
+    );
+    // An event without addresses leaves them alone.
+    accept(
+        db,
+        vec![customer_event(
+            shop.id,
+            "c1",
+            30,
+            json!({"first_name": "Ada"}),
+        )],
+        at(300),
+    );
+    assert_eq!(stored_addresses(db, shop.id, customer.id), after);
+}
+
+fn addresses_without_an_id_are_keyed_by_position(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    let saved = |seconds: i64, addresses: Value| {
+        customer_event(shop.id, "c1", seconds, json!({"addresses": addresses}))
+    };
+    accept(
+        db,
+        vec![saved(
+            10,
+            json!([address(None, "Lyon", true), address(None, "Paris", false)]),
+        )],
+        at(100),
+    );
+    let customer_id = stored_customer(db, shop.id, "c1").id;
+    let before = stored_addresses(db, shop.id, customer_id);
+    assert_eq!(
+        summary(&before),
+        [
+            (None, Some("Lyon".into()), true),
+            (None, Some("Paris".into()), false)
+        ]
+    );
+    // Swapped: the rows are positions, so both are rewritten in place.
+    accept(
+        db,
+        vec![saved(
+            20,
+            json!([address(None, "Paris", false), address(None, "Lyon", true)]),
+        )],
+        at(200),
+    );
+    let swapped = stored_addresses(db, shop.id, customer_id);
+    assert_eq!(
+        swapped.iter().map(|a| a.id).collect::<Vec<_>>(),
+        before.iter().map(|a| a.id).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        summary(&swapped),
+        [
+            (None, Some("Paris".into()), false),
+            (None, Some("Lyon".into()), true)
+        ]
+    );
+    // One dropped: the last position goes.
+    accept(
+        db,
+        vec![saved(30, json!([address(None, "Paris", false)]))],
+        at(300),
+    );
+    let left = stored_addresses(db, shop.id, customer_id);
+    assert_eq!(left.len(), 1);
+    assert_eq!((left[0].id, left[0].updated_at), (before[0].id, at(200)));
+}
+
+fn duplicate_address_ids_keep_the_later_address(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    accept(
+        db,
+        vec![customer_event(
+            shop.id,
+            "c1",
+            10,
+            json!({"addresses": [address(Some("a1"), "Lyon", true), address(Some("a2"), "Paris", false), address(Some("a1"), "Nice", false)]}),
+        )],
+        at(100),
+    );
+    let customer_id = stored_customer(db, shop.id, "c1").id;
+    assert_eq!(
+        summary(&stored_addresses(db, shop.id, customer_id)),
+        [
+            (Some("a2".into()), Some("Paris".into()), false),
+            (Some("a1".into()), Some("Nice".into()), false)
+        ],
+        "the later a1 wins, and is written after a2"
+    );
+}
+
+fn only_changed_addresses_are_written(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    let saved = |seconds: i64, addresses: Value| {
+        customer_event(shop.id, "c1", seconds, json!({"addresses": addresses}))
+    };
+    accept(
+        db,
+        vec![saved(
+            10,
+            json!([
+                address(Some("a1"), "Lyon", true),
+                address(Some("a2"), "Paris", false)
+            ]),
+        )],
+        at(100),
+    );
+    let customer_id = stored_customer(db, shop.id, "c1").id;
+    accept(
+        db,
+        vec![saved(
+            20,
+            json!([
+                address(Some("a1"), "Nice", true),
+                address(Some("a2"), "Paris", false)
+            ]),
+        )],
+        at(200),
+    );
+    let rows = stored_addresses(db, shop.id, customer_id);
+    assert_eq!(rows.len(), 2);
+    assert_eq!(
+        (rows[0].city.as_deref(), rows[0].updated_at),
+        (Some("Nice"), at(200))
+    );
+    assert_eq!(rows[1].updated_at, at(100), "a2 did not change");
+    // Deleted, then back with a2 only: a1 must not come back with it.
+    accept(
+        db,
+        vec![deleted_event(shop.id, EntityKind::Customer, "c1", 30)],
+        at(300),
+    );
+    let deleted = stored_customer(db, shop.id, "c1");
+    assert_eq!(deleted.deleted_at, Some(at(300)));
+    assert_eq!(
+        stored_addresses(db, shop.id, customer_id).len(),
+        2,
+        "a deletion leaves the address rows as they were"
+    );
+    accept(
+        db,
+        vec![saved(40, json!([address(Some("a2"), "Paris", false)]))],
+        at(400),
+    );
+    let rows = stored_addresses(db, shop.id, customer_id);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(
+        (rows[0].platform_id.as_deref(), rows[0].updated_at),
+        (Some("a2"), at(100))
+    );
+    assert!(stored_customer(db, shop.id, "c1").deleted_at.is_none());
+}
+
+fn a_deletion_and_a_newer_save_in_one_batch_leave_the_saved_addresses(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    accept(
+        db,
+        vec![customer_event(
+            shop.id,
+            "c1",
+            10,
+            json!({"addresses": [address(Some("a1"), "Lyon", true), address(Some("a2"), "Paris", false)]}),
+        )],
+        at(100),
+    );
+    let customer_id = stored_customer(db, shop.id, "c1").id;
+    let a2_id = stored_addresses(db, shop.id, customer_id)[1].id;
+    accept(
+        db,
+        vec![
+            deleted_event(shop.id, EntityKind::Customer, "c1", 20),
+            customer_event(
+                shop.id,
+                "c1",
+                30,
+                json!({"addresses": [address(Some("a2"), "Nice", false)]}),
+            ),
+        ],
+        at(200),
+    );
+    let rows = stored_addresses(db, shop.id, customer_id);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!((rows[0].id, rows[0].city.as_deref()), (a2_id, Some("Nice")));
+}
+
+/// Written straight through the repository: a stale `previous` (it says a1 is stored, with
+/// another city) still leaves the rows the document says.
+fn put_platform_entities_with_a_stale_previous_document(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    let document = |city: &str| {
+        customer_event(
+            shop.id,
+            "c1",
+            10,
+            json!({"email": "ada@example.test", "addresses": [address(Some("a1"), city, true)]}),
+        )
+        .document
+        .unwrap()
+        .entity()
+        .clone()
+    };
+    db.write(|tx| {
+        let current = document("Lyon");
+        tx.put_platform_entities(
+            shop.id,
+            EntityKind::Customer,
+            &[EntityWrite {
+                stored_id: Some(424_242),
+                platform_id: "c1".to_string(),
+                platform_updated_at: Some(at(10)),
+                platform_deleted_at: None,
+                json: Some(current.to_json().unwrap()),
+                document: Some(current),
+                previous: Some(document("Paris")),
+            }],
+            at(100),
+        )?;
+        Ok(())
+    })
+    .unwrap();
+    let customer = stored_customer(db, shop.id, "c1");
+    assert_eq!(customer.email.as_deref(), Some("ada@example.test"));
+    let addresses = stored_addresses(db, shop.id, customer.id);
+    assert_eq!(
+        summary(&addresses),
+        [(Some("a1".into()), Some("Lyon".into()), true)]
+    );
+    let record = db
+        .read(|tx| Ok(tx.platform_entity(shop.id, EntityKind::Customer, "c1")?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.id, customer.id);
+    assert_eq!(
+        (record.platform_updated_at, record.platform_deleted_at),
+        (Some(at(10)), None)
+    );
+    assert!(record.document.unwrap().contains("ada@example.test"));
+}
+
+fn entities_of_every_kind_are_held_by_shop_and_platform_id(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    let other = self::shop(db, "b.shop.test");
+    accept(
+        db,
+        vec![
+            saved_event(
+                shop.id,
+                EntityKind::Order,
+                "o1",
+                10,
+                json!({"order_number": "1001"}),
+            ),
+            saved_event(
+                shop.id,
+                EntityKind::Product,
+                "p1",
+                10,
+                json!({"name": "Tea", "variants": [{"platform_id": "v1", "sku": "T-1", "price": "4.50"}]}),
+            ),
+            saved_event(
+                shop.id,
+                EntityKind::Category,
+                "k1",
+                10,
+                json!({"name": "Drinks"}),
+            ),
+            saved_event(
+                shop.id,
+                EntityKind::Order,
+                "o2",
+                10,
+                json!({"order_number": "1002"}),
+            ),
+            deleted_event(shop.id, EntityKind::Order, "o2", 20),
+            deleted_event(shop.id, EntityKind::Product, "p9", 20),
+        ],
+        at(100),
+    );
+    accept(
+        db,
+        vec![saved_event(
+            other.id,
+            EntityKind::Order,
+            "o1",
+            10,
+            json!({"order_number": "9"}),
+        )],
+        at(100),
+    );
+    let (orders, products, categories) = db
+        .read(|tx| {
+            Ok((
+                tx.platform_entities(shop.id, EntityKind::Order, &["o1", "o2", "o3"])?,
+                tx.platform_entities(shop.id, EntityKind::Product, &["p1", "p9"])?,
+                tx.platform_entities(shop.id, EntityKind::Category, &["k1", "o1"])?,
+            ))
+        })
+        .unwrap();
+    let mut orders = orders;
+    orders.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        orders.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(),
+        ["o1", "o2"],
+        "unknown ones are left out"
+    );
+    let o1 = &orders[0].1;
+    assert_eq!(
+        (o1.platform_updated_at, o1.platform_deleted_at),
+        (Some(at(10)), None)
+    );
+    assert!(o1.document.as_deref().unwrap().contains("1001"));
+    let o2 = &orders[1].1;
+    assert_eq!(o2.platform_deleted_at, Some(at(20)));
+    assert!(
+        o2.document.as_deref().unwrap().contains("1002"),
+        "a deleted entity keeps its last document"
+    );
+    let mut products = products;
+    products.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(products.len(), 2);
+    assert!(products[0].1.document.as_deref().unwrap().contains("T-1"));
+    assert_eq!(
+        (
+            products[1].1.platform_deleted_at,
+            products[1].1.document.clone()
+        ),
+        (Some(at(20)), None),
+        "known only from its deletion"
+    );
+    assert_eq!(
+        categories
+            .iter()
+            .map(|(id, _)| id.as_str())
+            .collect::<Vec<_>>(),
+        ["k1"],
+        "kinds are apart"
+    );
+    let theirs = db
+        .read(|tx| Ok(tx.platform_entity(other.id, EntityKind::Order, "o1")?))
+        .unwrap()
+        .unwrap();
+    assert_ne!(theirs.id, o1.id, "shops are apart");
+}
+
+// --- platform: the event queue --------------------------------------------------------------
+
+fn queued(db: &impl Database, now: Timestamp) -> Vec<(i64, String, i64)> {
+    db.read(|tx| Ok(tx.pending_inbound_events(100, now)?))
+        .unwrap()
+        .into_iter()
+        .map(|event| {
+            let event = event.unwrap();
+            (event.id, event.event.platform_id, event.attempts)
+        })
+        .collect()
+}
+
+fn the_event_queue_keeps_order_postpones_sets_aside_and_requeues(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    let events: Vec<NewInboundEvent> = ["c1", "c2", "c3", "c4"]
+        .iter()
+        .map(|id| {
+            customer_event(
+                shop.id,
+                id,
+                10,
+                json!({"email": format!("{id}@example.test")}),
+            )
+        })
+        .collect();
+    assert!(!db.read(|tx| Ok(tx.has_pending_inbound_events()?)).unwrap());
+    db.write(|tx| Ok(tx.insert_inbound_events(&events)?))
+        .unwrap();
+    let stored = db
+        .read(|tx| Ok(tx.pending_inbound_events(10, at(0))?))
+        .unwrap();
+    assert_eq!(
+        stored
+            .iter()
+            .map(|e| e.as_ref().unwrap().event.clone())
+            .collect::<Vec<_>>(),
+        events,
+        "stored as received, in order"
+    );
+    let ids: Vec<i64> = queued(db, at(0)).iter().map(|(id, _, _)| *id).collect();
+    assert!(ids.windows(2).all(|pair| pair[0] < pair[1]));
+    assert_eq!(
+        db.read(|tx| Ok(tx.pending_inbound_events(2, at(0))?))
+            .unwrap()
+            .len(),
+        2,
+        "the limit"
+    );
+    assert_eq!(
+        db.read(|tx| Ok(tx.count_pending_inbound_events()?))
+            .unwrap(),
+        4
+    );
+    assert!(db.read(|tx| Ok(tx.has_pending_inbound_events()?)).unwrap());
+    assert!(db.write(|tx| Ok(tx.lock_event_applier()?)).unwrap());
+
+    // c1 applied; c2 postponed to 60; c3 set aside.
+    db.write(|tx| {
+        tx.mark_inbound_events(&[(ids[0], Outcome::Applied)], at(1))?;
+        tx.postpone_inbound_event(ids[1], 1, "connector down", at(60))?;
+        tx.set_aside_inbound_event(ids[2], 5, "gave up", at(2))?;
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(
+        queued(db, at(59)),
+        [(ids[3], "c4".to_string(), 0)],
+        "c2 is not due before 60"
+    );
+    assert_eq!(
+        queued(db, at(60)),
+        [(ids[1], "c2".to_string(), 1), (ids[3], "c4".to_string(), 0)]
+    );
+    assert_eq!(
+        db.read(|tx| Ok(tx.count_pending_inbound_events()?))
+            .unwrap(),
+        2,
+        "a postponed event is still pending"
+    );
+    let failed = db.read(|tx| Ok(tx.failed_inbound_events(10)?)).unwrap();
+    assert_eq!(failed.len(), 1);
+    let c3 = &failed[0];
+    assert_eq!(
+        (c3.id, c3.shop_id, c3.kind.as_str(), c3.action.as_str()),
+        (ids[2], shop.id, "customer", "saved")
+    );
+    assert_eq!(
+        (
+            c3.platform_id.as_str(),
+            c3.attempts,
+            c3.error.as_str(),
+            c3.failed_at
+        ),
+        ("c3", 5, "gave up", at(2))
+    );
+    assert_eq!(
+        db.read(|tx| Ok(tx.count_failed_inbound_events()?)).unwrap(),
+        1
+    );
+
+    // c4 set aside too; only c3 is put back, under its own id, with its attempts reset.
+    db.write(|tx| Ok(tx.set_aside_inbound_event(ids[3], 5, "gave up", at(3))?))
+        .unwrap();
+    let back = db
+        .write(|tx| Ok(tx.requeue_failed_inbound_events(Some(&[ids[2]]))?))
+        .unwrap();
+    assert_eq!(back, [ids[2]]);
+    assert_eq!(
+        queued(db, at(60)),
+        [(ids[1], "c2".to_string(), 1), (ids[2], "c3".to_string(), 0)],
+        "back in its place"
+    );
+    assert_eq!(
+        db.read(|tx| Ok(tx.count_failed_inbound_events()?)).unwrap(),
+        1
+    );
+    let all = db
+        .write(|tx| Ok(tx.requeue_failed_inbound_events(None)?))
+        .unwrap();
+    assert_eq!(all, [ids[3]]);
+    assert_eq!(
+        db.read(|tx| Ok(tx.count_failed_inbound_events()?)).unwrap(),
+        0
+    );
+    let requeued = db
+        .read(|tx| Ok(tx.pending_inbound_events(10, at(60))?))
+        .unwrap();
+    assert_eq!(
+        requeued.last().unwrap().as_ref().unwrap().event,
+        events[3],
+        "the event as it was queued"
+    );
+    db.write(|tx| {
+        tx.mark_inbound_events(
+            &[
+                (ids[1], Outcome::Applied),
+                (ids[2], Outcome::Stale),
+                (ids[3], Outcome::Unchanged),
+            ],
+            at(70),
+        )?;
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(
+        db.read(|tx| Ok(tx.count_pending_inbound_events()?))
+            .unwrap(),
+        0
+    );
+    assert!(!db.read(|tx| Ok(tx.has_pending_inbound_events()?)).unwrap());
+}
+
+fn new_events_take_ids_after_events_set_aside(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    let event = |id: &str| customer_event(shop.id, id, 10, json!({}));
+    db.write(|tx| Ok(tx.insert_inbound_events(&[event("c1"), event("c2")])?))
+        .unwrap();
+    let ids: Vec<i64> = queued(db, at(0)).iter().map(|(id, _, _)| *id).collect();
+    db.write(|tx| {
+        tx.set_aside_inbound_event(ids[1], 1, "no", at(1))?;
+        tx.mark_inbound_events(&[(ids[0], Outcome::Applied)], at(1))?;
+        Ok(())
+    })
+    .unwrap();
+    db.write(|tx| Ok(tx.insert_inbound_events(&[event("c3")])?))
+        .unwrap();
+    let c3 = queued(db, at(0));
+    assert_eq!(c3.len(), 1);
+    assert!(c3[0].0 > ids[1], "ids are never reused");
+    db.write(|tx| Ok(tx.requeue_failed_inbound_events(None)?))
+        .unwrap();
+    assert_eq!(
+        queued(db, at(0))
+            .iter()
+            .map(|(_, id, _)| id.as_str())
+            .collect::<Vec<_>>(),
+        ["c2", "c3"],
+        "by id: the requeued event before the newer one"
+    );
+}
+
+// --- platform: syncs and the outbox ---------------------------------------------------------
+
+fn sync_runs_are_one_running_per_shop_and_topic(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    assert!(
+        db.read(|tx| Ok(tx.running_sync(shop.id, Topic::Customers)?))
+            .unwrap()
+            .is_none()
+    );
+    let run = db
+        .write(|tx| Ok(tx.insert_sync_run(shop.id, Topic::Customers, at(1))?))
+        .unwrap();
+    assert_eq!(
+        (run.status, run.pages, run.items, run.skipped),
+        (SyncStatus::Running, 0, 0, 0)
+    );
+    assert_eq!(
+        (run.started_at, run.heartbeat_at, run.finished_at),
+        (at(1), at(1), None)
+    );
+    let second = db.write(|tx| Ok(tx.insert_sync_run(shop.id, Topic::Customers, at(2))?));
+    let Err(DomainError::Storage(error)) = second else {
+        panic!("a second running sync must be refused: {second:?}")
+    };
+    assert!(error.is_unique_violation());
+    let orders = db
+        .write(|tx| Ok(tx.insert_sync_run(shop.id, Topic::Orders, at(2))?))
+        .unwrap();
+    assert_ne!(orders.id, run.id);
+    assert!(
+        db.write(|tx| Ok(tx.record_sync_page(run.id, 10, 1, Some("page-2"), at(3))?))
+            .unwrap()
+    );
+    db.write(|tx| Ok(tx.record_sync_page(run.id, 5, 0, None, at(4))?))
+        .unwrap();
+    let running = db
+        .read(|tx| Ok(tx.running_sync(shop.id, Topic::Customers)?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (running.id, running.pages, running.items, running.skipped),
+        (run.id, 2, 15, 1)
+    );
+    assert_eq!((running.heartbeat_at, running.next_cursor), (at(4), None));
+    db.write(|tx| Ok(tx.finish_sync(run.id, SyncStatus::Failed, Some("connector down"), at(5))?))
+        .unwrap();
+    let finished = db.read(|tx| Ok(tx.sync_run(run.id)?)).unwrap().unwrap();
+    assert_eq!(
+        (
+            finished.status,
+            finished.error.as_deref(),
+            finished.finished_at
+        ),
+        (SyncStatus::Failed, Some("connector down"), Some(at(5)))
+    );
+    assert!(
+        !db.write(|tx| Ok(tx.record_sync_page(run.id, 1, 0, None, at(6))?))
+            .unwrap(),
+        "a finished run counts no more pages"
+    );
+    assert_eq!(
+        db.read(|tx| Ok(tx.sync_run(run.id)?))
+            .unwrap()
+            .unwrap()
+            .pages,
+        2
+    );
+    assert!(
+        db.read(|tx| Ok(tx.running_sync(shop.id, Topic::Customers)?))
+            .unwrap()
+            .is_none()
+    );
+    let next = db
+        .write(|tx| Ok(tx.insert_sync_run(shop.id, Topic::Customers, at(7))?))
+        .unwrap();
+    assert_ne!(next.id, run.id, "a new run once the last one finished");
+}
+
+fn delete_call(platform_id: &str) -> ConnectorCall {
+    ConnectorCall::DeleteCustomer {
+        platform_id: platform_id.to_string(),
+    }
+}
+
+fn outbox_calls_are_claimed_retried_and_finished(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    let other = self::shop(db, "b.shop.test");
+    let (one, two, three) = db
+        .write(|tx| {
+            Ok((
+                tx.insert_outbox_call(shop.id, &delete_call("c1"), at(1))?,
+                tx.insert_outbox_call(shop.id, &delete_call("c2"), at(2))?,
+                tx.insert_outbox_call(other.id, &delete_call("c3"), at(3))?,
+            ))
+        })
+        .unwrap();
+    let entries = db.read(|tx| Ok(tx.outbox_entries(shop.id)?)).unwrap();
+    assert_eq!(entries.iter().map(|e| e.id).collect::<Vec<_>>(), [one, two]);
+    let first = &entries[0];
+    assert_eq!(first.call, delete_call("c1"));
+    assert_eq!(
+        (
+            first.status,
+            first.attempts,
+            first.next_attempt_at,
+            first.created_at
+        ),
+        (OutboxStatus::Pending, 0, at(1), at(1))
+    );
+    assert!(first.last_error.is_none());
+    let claimed = db
+        .write(|tx| Ok(tx.claim_outbox_calls(shop.id, at(1), 10, at(31))?))
+        .unwrap();
+    assert_eq!(
+        claimed.iter().map(|e| e.id).collect::<Vec<_>>(),
+        [one],
+        "c2 is not due yet, c3 is another shop's"
+    );
+    assert!(
+        db.write(|tx| Ok(tx.claim_outbox_calls(shop.id, at(2), 10, at(32))?))
+            .unwrap()
+            .iter()
+            .all(|e| e.id == two),
+        "the leased call is held"
+    );
+    db.write(|tx| Ok(tx.retry_outbox_call(one, 1, at(100), "timeout")?))
+        .unwrap();
+    let retried = db.read(|tx| Ok(tx.outbox_entries(shop.id)?)).unwrap()[0].clone();
+    assert_eq!(
+        (retried.status, retried.attempts, retried.next_attempt_at),
+        (OutboxStatus::Pending, 1, at(100))
+    );
+    assert_eq!(retried.last_error.as_deref(), Some("timeout"));
+    assert!(
+        db.write(|tx| Ok(tx.claim_outbox_calls(shop.id, at(99), 10, at(129))?))
+            .unwrap()
+            .iter()
+            .all(|e| e.id == two),
+        "not due before 100 (c2's lease ended at 32)"
+    );
+    assert_eq!(
+        db.write(|tx| Ok(tx.claim_outbox_calls(shop.id, at(100), 10, at(130))?))
+            .unwrap()
+            .iter()
+            .map(|e| e.id)
+            .collect::<Vec<_>>(),
+        [one]
+    );
+    db.write(|tx| {
+        tx.finish_outbox_call(one, OutboxStatus::Delivered, 2, None, at(101))?;
+        tx.finish_outbox_call(two, OutboxStatus::Failed, 3, Some("refused"), at(101))?;
+        Ok(())
+    })
+    .unwrap();
+    let finished = db.read(|tx| Ok(tx.outbox_entries(shop.id)?)).unwrap();
+    assert_eq!(
+        finished
+            .iter()
+            .map(|e| (e.status, e.attempts, e.last_error.clone()))
+            .collect::<Vec<_>>(),
+        [
+            (OutboxStatus::Delivered, 2, None),
+            (OutboxStatus::Failed, 3, Some("refused".to_string()))
+        ]
+    );
+    assert!(
+        db.write(|tx| Ok(tx.claim_outbox_calls(shop.id, at(1000), 10, at(1030))?))
+            .unwrap()
+            .is_empty(),
+        "finished calls are not claimed"
+    );
+    assert_eq!(
+        db.write(|tx| Ok(tx.claim_outbox_calls(other.id, at(1000), 10, at(1030))?))
+            .unwrap()
+            .iter()
+            .map(|e| e.id)
+            .collect::<Vec<_>>(),
+        [three]
+    );
+}
+
+// --- directory ------------------------------------------------------------------------------
+
+fn the_directory_reads_customers_addresses_and_labels(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    let other = self::shop(db, "b.shop.test");
+    accept(
+        db,
+        vec![
+            customer_event(
+                shop.id,
+                "c1",
+                10,
+                json!({"email": "ada@example.test", "first_name": "Ada", "last_name": "", "platform_created_at": at(-100).to_rfc3339(), "addresses": [address(Some("a1"), "Lyon", true)]}),
+            ),
+            customer_event(
+                shop.id,
+                "c2",
+                10,
+                json!({"email": "grace@example.test", "addresses": [address(None, "Paris", false)]}),
+            ),
+            customer_event(shop.id, "c3", 10, json!({"email": "gone@example.test"})),
+            deleted_event(shop.id, EntityKind::Customer, "c3", 20),
+        ],
+        at(100),
+    );
+    accept(
+        db,
+        vec![customer_event(
+            other.id,
+            "c1",
+            10,
+            json!({"email": "theirs@example.test", "addresses": [address(Some("a1"), "Nice", true)]}),
+        )],
+        at(100),
+    );
+    let c1 = stored_customer(db, shop.id, "c1");
+    assert_eq!(c1.platform_id.as_deref(), Some("c1"));
+    assert_eq!(
+        (c1.email.as_deref(), c1.first_name.as_deref()),
+        (Some("ada@example.test"), Some("Ada"))
+    );
+    assert_eq!(
+        (c1.last_name.as_deref(), c1.phone.as_deref()),
+        (None, None),
+        "an empty or absent text is none"
+    );
+    assert_eq!(c1.platform_created_at, Some(at(-100)));
+    assert_eq!(
+        (c1.created_at, c1.updated_at, c1.deleted_at),
+        (at(100), at(100), None)
+    );
+    let by_id = db
+        .read(|tx| Ok(tx.directory_customer(shop.id, c1.id)?))
+        .unwrap();
+    assert_eq!(by_id, Some(c1.clone()));
+    assert!(
+        db.read(|tx| Ok(tx.directory_customer(other.id, c1.id)?))
+            .unwrap()
+            .is_none(),
+        "another shop's customer"
+    );
+    let c2 = stored_customer(db, shop.id, "c2");
+    let c3 = stored_customer(db, shop.id, "c3");
+    assert_eq!(c3.deleted_at, Some(at(100)), "deleted customers are found");
+    assert_eq!(c3.email, None, "and keep nothing of their document");
+    let theirs = stored_customer(db, other.id, "c1");
+
+    // Every live customer, whatever the order: memory does not sort, filter or page.
+    let query = parse_directory_query(&[]).unwrap();
+    let page = db
+        .read(|tx| Ok(tx.list_directory_customers(shop.id, &query)?))
+        .unwrap();
+    let mut listed: Vec<i64> = page.customers.iter().map(|c| c.id).collect();
+    listed.sort_unstable();
+    let mut live = vec![c1.id, c2.id];
+    live.sort_unstable();
+    assert_eq!((listed, page.total), (live, 2));
+
+    let addresses = db
+        .read(|tx| Ok(tx.addresses_of_customers(shop.id, &[c2.id, c1.id, c3.id, theirs.id])?))
+        .unwrap();
+    assert_eq!(
+        addresses
+            .iter()
+            .map(|a| (
+                a.customer_id,
+                a.platform_id.clone(),
+                a.platform_customer_id.clone()
+            ))
+            .collect::<Vec<_>>(),
+        [
+            (c1.id, Some("a1".to_string()), Some("c1".to_string())),
+            (c2.id, None, Some("c2".to_string()))
+        ],
+        "by customer then id, this shop's only"
+    );
+    assert!(
+        db.read(|tx| Ok(tx.addresses_of_customers(shop.id, &[])?))
+            .unwrap()
+            .is_empty()
+    );
+
+    let (vip, late, other_label) = db
+        .write(|tx| {
+            Ok((
+                tx.insert_label(shop.id, c2.id, "vip", at(200))?,
+                tx.insert_label(shop.id, c1.id, "late", at(201))?,
+                tx.insert_label(shop.id, c1.id, "vip", at(202))?,
+            ))
+        })
+        .unwrap();
+    assert_eq!(
+        (
+            vip.customer_id,
+            vip.name.as_str(),
+            vip.created_at,
+            vip.updated_at,
+            vip.deleted_at
+        ),
+        (c2.id, "vip", at(200), at(200), None)
+    );
+    let labels = db
+        .read(|tx| Ok(tx.labels_of_customers(shop.id, &[c1.id, c2.id])?))
+        .unwrap();
+    assert_eq!(
+        labels.iter().map(|l| l.id).collect::<Vec<_>>(),
+        [late.id, other_label.id, vip.id],
+        "by customer then id"
+    );
+    assert!(
+        !db.write(|tx| Ok(tx.delete_label(shop.id, c1.id, vip.id, at(300))?))
+            .unwrap(),
+        "not this customer's label"
+    );
+    assert!(
+        !db.write(|tx| Ok(tx.delete_label(other.id, c2.id, vip.id, at(300))?))
+            .unwrap(),
+        "not this shop's label"
+    );
+    assert!(
+        db.write(|tx| Ok(tx.delete_label(shop.id, c2.id, vip.id, at(300))?))
+            .unwrap()
+    );
+    assert!(
+        !db.write(|tx| Ok(tx.delete_label(shop.id, c2.id, vip.id, at(301))?))
+            .unwrap(),
+        "deleted already"
+    );
+    let labels = db
+        .read(|tx| Ok(tx.labels_of_customers(shop.id, &[c1.id, c2.id])?))
+        .unwrap();
+    assert_eq!(
+        labels.iter().map(|l| l.id).collect::<Vec<_>>(),
+        [late.id, other_label.id]
+    );
+    assert!(
+        db.read(|tx| Ok(tx.labels_of_customers(other.id, &[c1.id])?))
+            .unwrap()
+            .is_empty(),
+        "another shop's labels"
+    );
+}
+
+// --- webhooks -------------------------------------------------------------------------------
+
+fn new_endpoint(shop_id: i64, kind: WebhookKind, topic: &str, seconds: i64) -> NewWebhookEndpoint {
+    NewWebhookEndpoint {
+        shop_id,
+        kind,
+        topic: topic.into(),
+        callback_url: "http://127.0.0.1:9/hook".into(),
+        secret: (kind == WebhookKind::Subscription).then(|| Secret::new("endpoint-secret")),
+        created_at: at(seconds),
+    }
+}
+
+fn endpoint(db: &impl Database, new: NewWebhookEndpoint) -> WebhookEndpoint {
+    db.write(|tx| Ok(tx.insert_webhook_endpoint(&new)?))
+        .unwrap()
+}
+
+fn webhook_endpoints_live_and_die(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    let one = endpoint(
+        db,
+        new_endpoint(shop.id, WebhookKind::Checkout, "order/processed", 1),
+    );
+    let two = endpoint(
+        db,
+        new_endpoint(shop.id, WebhookKind::Checkout, "order/processed", 2),
+    );
+    let failed = endpoint(
+        db,
+        new_endpoint(shop.id, WebhookKind::Checkout, "order/failed", 3),
+    );
+    let subscription = endpoint(
+        db,
+        new_endpoint(shop.id, WebhookKind::Subscription, "order/processed", 4),
+    );
+    assert_eq!(one.public_id.len(), 32);
+    assert_ne!(one.public_id, two.public_id);
+    assert_eq!(subscription.secret, Some(Secret::new("endpoint-secret")));
+    assert_eq!(
+        (
+            one.created_at,
+            one.updated_at,
+            one.disabled_at,
+            one.failing_since
+        ),
+        (at(1), at(1), None, None)
+    );
+    let found = db
+        .read(|tx| Ok(tx.webhook_endpoint(shop.id, &one.public_id)?))
+        .unwrap();
+    assert_eq!(found, Some(one.clone()));
+    assert!(
+        db.read(|tx| Ok(tx.webhook_endpoint(shop.id + 1, &one.public_id)?))
+            .unwrap()
+            .is_none()
+    );
+    let checkout = db
+        .read(|tx| Ok(tx.webhook_endpoints(shop.id, WebhookKind::Checkout)?))
+        .unwrap();
+    assert_eq!(
+        checkout.iter().map(|e| e.id).collect::<Vec<_>>(),
+        [one.id, two.id, failed.id],
+        "oldest first, of the kind"
+    );
+    db.write(|tx| {
+        tx.update_webhook_endpoint_url(two.id, "http://127.0.0.1:9/other", at(5))?;
+        tx.set_webhook_endpoint_health(one.id, Some(at(6)), None, at(6))?;
+        Ok(())
+    })
+    .unwrap();
+    let active = db
+        .read(|tx| {
+            Ok(tx.active_webhook_endpoints(shop.id, WebhookKind::Checkout, "order/processed")?)
+        })
+        .unwrap();
+    assert_eq!(
+        active.iter().map(|e| e.id).collect::<Vec<_>>(),
+        [one.id, two.id]
+    );
+    assert_eq!(
+        active[0].failing_since,
+        Some(at(6)),
+        "failing, still active"
+    );
+    assert_eq!(
+        (active[1].callback_url.as_str(), active[1].updated_at),
+        ("http://127.0.0.1:9/other", at(5))
+    );
+    db.write(|tx| {
+        Ok(tx.set_webhook_endpoint_health(
+            one.id,
+            Some(at(6)),
+            Some((at(7), "failing for days")),
+            at(7),
+        )?)
+    })
+    .unwrap();
+    let disabled = db
+        .read(|tx| Ok(tx.webhook_endpoint(shop.id, &one.public_id)?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (
+            disabled.disabled_at,
+            disabled.disabled_reason.as_deref(),
+            disabled.updated_at
+        ),
+        (Some(at(7)), Some("failing for days"), at(7))
+    );
+    assert_eq!(
+        db.read(|tx| Ok(tx.active_webhook_endpoints(
+            shop.id,
+            WebhookKind::Checkout,
+            "order/processed"
+        )?))
+        .unwrap()
+        .iter()
+        .map(|e| e.id)
+        .collect::<Vec<_>>(),
+        [two.id]
+    );
+    assert_eq!(
+        db.read(|tx| Ok(tx.count_disabled_webhook_endpoints()?))
+            .unwrap(),
+        1
+    );
+    db.write(|tx| Ok(tx.enable_webhook_endpoint(one.id, at(8))?))
+        .unwrap();
+    let enabled = db
+        .read(|tx| Ok(tx.webhook_endpoint(shop.id, &one.public_id)?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (
+            enabled.disabled_at,
+            enabled.disabled_reason,
+            enabled.failing_since,
+            enabled.updated_at
+        ),
+        (None, None, None, at(8)),
+        "as new"
+    );
+    assert_eq!(
+        db.read(|tx| Ok(tx.count_disabled_webhook_endpoints()?))
+            .unwrap(),
+        0
+    );
+    db.write(|tx| Ok(tx.delete_webhook_endpoint(two.id, at(9))?))
+        .unwrap();
+    assert!(
+        db.read(|tx| Ok(tx.webhook_endpoint(shop.id, &two.public_id)?))
+            .unwrap()
+            .is_none()
+    );
+    let mut by_ids = db
+        .read(|tx| Ok(tx.webhook_endpoints_by_ids(&[one.id, two.id])?))
+        .unwrap();
+    by_ids.sort_by_key(|(e, _)| e.id);
+    assert_eq!(
+        by_ids
+            .iter()
+            .map(|(e, deleted)| (e.id, *deleted))
+            .collect::<Vec<_>>(),
+        [(one.id, false), (two.id, true)],
+        "deleted ones included"
+    );
+    assert_eq!(
+        db.read(|tx| Ok(tx.webhook_endpoints(shop.id, WebhookKind::Checkout)?))
+            .unwrap()
+            .len(),
+        2
+    );
+}
+
+fn message(shop_id: i64, endpoint_id: i64, n: u32, seconds: i64) -> NewWebhookMessage {
+    NewWebhookMessage {
+        message_id: format!("msg_{n}"),
+        shop_id,
+        endpoint_id,
+        topic: "order/processed".into(),
+        payload: json!({"n": n}).to_string(),
+        created_at: at(seconds),
+    }
+}
+
+fn webhook_messages_are_claimed_attempted_and_requeued(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    let hook = endpoint(
+        db,
+        new_endpoint(shop.id, WebhookKind::Checkout, "order/processed", 0),
+    );
+    let other = endpoint(
+        db,
+        new_endpoint(shop.id, WebhookKind::Checkout, "order/processed", 0),
+    );
+    let ids = db
+        .write(|tx| {
+            Ok(tx.insert_webhook_messages(&[
+                message(shop.id, hook.id, 1, 1),
+                message(shop.id, hook.id, 2, 2),
+                message(shop.id, other.id, 3, 3),
+            ])?)
+        })
+        .unwrap();
+    assert_eq!(ids.len(), 3);
+    assert_taken(
+        db.write(|tx| Ok(tx.insert_webhook_messages(&[message(shop.id, other.id, 1, 4)])?)),
+    );
+    let first = db
+        .read(|tx| Ok(tx.webhook_message("msg_1")?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (first.id, first.endpoint_id, first.status, first.attempts),
+        (ids[0], hook.id, MessageStatus::Pending, 0)
+    );
+    assert_eq!(
+        (first.next_attempt_at, first.created_at, first.delivered_at),
+        (at(1), at(1), None)
+    );
+    assert_eq!(first.payload, json!({"n": 1}).to_string());
+    assert_eq!(
+        db.read(|tx| Ok(tx.webhook_queue_depth(at(2))?)).unwrap(),
+        (2, 1)
+    );
+    let claimed = db
+        .write(|tx| Ok(tx.claim_webhook_messages(at(2), 10, at(32))?))
+        .unwrap();
+    let mut claimed_ids: Vec<i64> = claimed.iter().map(|m| m.id).collect();
+    claimed_ids.sort_unstable();
+    assert_eq!(claimed_ids, [ids[0], ids[1]]);
+    assert!(
+        db.write(|tx| Ok(tx.claim_webhook_messages(at(3), 10, at(33))?))
+            .unwrap()
+            .iter()
+            .all(|m| m.id == ids[2]),
+        "leased messages are held"
+    );
+    let outcome = |status: u16| AttemptOutcome {
+        status: Some(status),
+        latency: Duration::from_millis(12),
+        response: Some("body".into()),
+        error: None,
+        retry_after: None,
+    };
+    db.write(|tx| {
+        Ok(tx.record_webhook_attempts(
+            &[
+                DeliveryAttempt {
+                    message_row: ids[0],
+                    attempted_at: at(4),
+                    outcome: outcome(500),
+                },
+                DeliveryAttempt {
+                    message_row: ids[0],
+                    attempted_at: at(5),
+                    outcome: outcome(200),
+                },
+                DeliveryAttempt {
+                    message_row: ids[1],
+                    attempted_at: at(5),
+                    outcome: outcome(410),
+                },
+            ],
+            &[
+                MessageUpdate {
+                    id: ids[0],
+                    status: MessageStatus::Delivered,
+                    attempts: 2,
+                    next_attempt_at: at(5),
+                    delivered_at: Some(at(5)),
+                },
+                MessageUpdate {
+                    id: ids[1],
+                    status: MessageStatus::Failed,
+                    attempts: 1,
+                    next_attempt_at: at(5),
+                    delivered_at: None,
+                },
+            ],
+        )?)
+    })
+    .unwrap();
+    let attempts = db.read(|tx| Ok(tx.webhook_attempts(ids[0])?)).unwrap();
+    assert_eq!(
+        attempts
+            .iter()
+            .map(|a| (a.attempted_at, a.outcome.status))
+            .collect::<Vec<_>>(),
+        [(at(4), Some(500)), (at(5), Some(200))],
+        "oldest first"
+    );
+    assert_eq!(attempts[1].outcome.latency, Duration::from_millis(12));
+    assert_eq!(attempts[1].outcome.response.as_deref(), Some("body"));
+    let delivered = db
+        .read(|tx| Ok(tx.webhook_message("msg_1")?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (delivered.status, delivered.attempts, delivered.delivered_at),
+        (MessageStatus::Delivered, 2, Some(at(5)))
+    );
+    let newest_first = db
+        .read(|tx| Ok(tx.webhook_messages_of_endpoint(hook.id, 10)?))
+        .unwrap();
+    assert_eq!(
+        newest_first.iter().map(|m| m.id).collect::<Vec<_>>(),
+        [ids[1], ids[0]]
+    );
+    assert_eq!(
+        db.read(|tx| Ok(tx.webhook_messages_of_endpoint(hook.id, 1)?))
+            .unwrap()
+            .len(),
+        1
+    );
+
+    // The failed one, created at 2: requeued when created since 2, not since 3.
+    assert_eq!(
+        db.write(|tx| Ok(tx.requeue_failed_webhook_messages(hook.id, at(3), at(10))?))
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        db.write(|tx| Ok(tx.requeue_failed_webhook_messages(hook.id, at(2), at(10))?))
+            .unwrap(),
+        1
+    );
+    let again = db
+        .read(|tx| Ok(tx.webhook_message("msg_2")?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (again.status, again.next_attempt_at),
+        (MessageStatus::Pending, at(10))
+    );
+    db.write(|tx| Ok(tx.requeue_webhook_message(ids[0], at(11))?))
+        .unwrap();
+    let resent = db
+        .read(|tx| Ok(tx.webhook_message("msg_1")?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (
+            resent.status,
+            resent.next_attempt_at,
+            resent.message_id.as_str()
+        ),
+        (MessageStatus::Pending, at(11), "msg_1")
+    );
+    assert_eq!(
+        db.write(|tx| Ok(tx.end_pending_webhook_messages(
+            hook.id,
+            MessageStatus::Failed,
+            at(12)
+        )?))
+        .unwrap(),
+        2
+    );
+    assert_eq!(
+        db.read(|tx| Ok(tx.webhook_queue_depth(at(100))?)).unwrap(),
+        (1, 0)
+    );
+    // Deleting the other endpoint cancels its pending message.
+    db.write(|tx| Ok(tx.delete_webhook_endpoint(other.id, at(13))?))
+        .unwrap();
+    let cancelled = db
+        .read(|tx| Ok(tx.webhook_message("msg_3")?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(cancelled.status, MessageStatus::Cancelled);
+    assert_eq!(
+        db.read(|tx| Ok(tx.webhook_queue_depth(at(100))?)).unwrap(),
+        (0, 0)
+    );
+}
+
+// --- overrides ------------------------------------------------------------------------------
+
+fn overrides_are_kept_per_shop(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    let other = self::shop(db, "b.shop.test");
+    let new = |shop_id: i64, override_type: OverrideType, seconds: i64| NewApiOverride {
+        shop_id,
+        override_type,
+        url: format!("https://hooks.test/{seconds}"),
+        shared_secret: Secret::new("override-secret"),
+        created_at: at(seconds),
+    };
+    let (tax, shipping, tax_again) = db
+        .write(|tx| {
+            Ok((
+                tx.insert_override(&new(shop.id, OverrideType::Tax, 1))?,
+                tx.insert_override(&new(shop.id, OverrideType::Shipping, 2))?,
+                tx.insert_override(&new(shop.id, OverrideType::Tax, 3))?,
+            ))
+        })
+        .unwrap();
+    db.write(|tx| Ok(tx.insert_override(&new(other.id, OverrideType::Tax, 4))?))
+        .unwrap();
+    assert_eq!(tax.public_id.len(), 32);
+    assert_eq!((tax.created_at, tax.updated_at), (at(1), at(1)));
+    let found = db
+        .read(|tx| Ok(tx.override_by_public_id(shop.id, &tax.public_id)?))
+        .unwrap();
+    assert_eq!(found, Some(tax.clone()));
+    assert!(
+        db.read(|tx| Ok(tx.override_by_public_id(other.id, &tax.public_id)?))
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(
+        db.read(|tx| Ok(tx.overrides_of_shop(shop.id)?))
+            .unwrap()
+            .iter()
+            .map(|o| o.id)
+            .collect::<Vec<_>>(),
+        [tax.id, shipping.id, tax_again.id],
+        "oldest first"
+    );
+    let newest = db
+        .read(|tx| Ok(tx.newest_override(shop.id, OverrideType::Tax)?))
+        .unwrap();
+    assert_eq!(newest.map(|o| o.id), Some(tax_again.id));
+    assert!(
+        db.read(|tx| Ok(tx.newest_override(shop.id, OverrideType::Discount)?))
+            .unwrap()
+            .is_none()
+    );
+    let mut changed = shipping.clone();
+    changed.override_type = OverrideType::Discount;
+    changed.url = "https://hooks.test/changed".into();
+    changed.shared_secret = Secret::new("rotated");
+    changed.updated_at = at(10);
+    db.write(|tx| Ok(tx.update_override(&changed)?)).unwrap();
+    let updated = db
+        .read(|tx| Ok(tx.override_by_public_id(shop.id, &shipping.public_id)?))
+        .unwrap();
+    assert_eq!(updated, Some(changed));
+    db.write(|tx| Ok(tx.delete_override(tax.id)?)).unwrap();
+    assert_eq!(
+        db.read(|tx| Ok(tx.overrides_of_shop(shop.id)?))
+            .unwrap()
+            .iter()
+            .map(|o| o.id)
+            .collect::<Vec<_>>(),
+        [shipping.id, tax_again.id]
+    );
+}
+
+// --- units of work --------------------------------------------------------------------------
+
+fn a_failed_unit_of_work_leaves_nothing_behind(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    let result: Result<(), DomainError> = db.write(|tx| {
+        tx.insert_destination(shop.id, &settings(Topic::Customers), at(1))?;
+        Err(DomainError::NotFound { resource: "test" })
+    });
+    assert!(result.is_err());
+    assert!(
+        db.read(|tx| Ok(tx.live_destinations(shop.id)?))
+            .unwrap()
+            .is_empty()
+    );
+}
+
+repository_suite!(
+    shops_are_found_by_domain_identifier_and_id,
+    a_second_shop_with_a_taken_domain_is_refused,
+    tokens_are_found_by_hash_until_revoked,
+    shared_secrets_are_one_per_shop_and_kind,
+    oauth_apps_staff_and_codes,
+    destinations_allow_one_live_per_topic,
+    applied_customer_addresses_are_keyed_by_id,
+    addresses_without_an_id_are_keyed_by_position,
+    duplicate_address_ids_keep_the_later_address,
+    only_changed_addresses_are_written,
+    a_deletion_and_a_newer_save_in_one_batch_leave_the_saved_addresses,
+    put_platform_entities_with_a_stale_previous_document,
+    entities_of_every_kind_are_held_by_shop_and_platform_id,
+    the_event_queue_keeps_order_postpones_sets_aside_and_requeues,
+    new_events_take_ids_after_events_set_aside,
+    sync_runs_are_one_running_per_shop_and_topic,
+    outbox_calls_are_claimed_retried_and_finished,
+    the_directory_reads_customers_addresses_and_labels,
+    webhook_endpoints_live_and_die,
+    webhook_messages_are_claimed_attempted_and_requeued,
+    overrides_are_kept_per_shop,
+    a_failed_unit_of_work_leaves_nothing_behind,
+);
