@@ -1307,6 +1307,11 @@ fn outbox_calls_are_claimed_retried_and_finished(db: &impl Database) {
             .collect::<Vec<_>>(),
         [one]
     );
+    assert_eq!(
+        db.read(|tx| Ok(tx.next_outbox_attempt(shop.id)?)).unwrap(),
+        Some(at(129)),
+        "the end of the earliest lease"
+    );
     db.write(|tx| {
         tx.finish_outbox_call(one, OutboxStatus::Delivered, 2, None, at(101))?;
         tx.finish_outbox_call(two, OutboxStatus::Failed, 3, Some("refused"), at(101))?;
@@ -1329,6 +1334,19 @@ fn outbox_calls_are_claimed_retried_and_finished(db: &impl Database) {
             .unwrap()
             .is_empty(),
         "finished calls are not claimed"
+    );
+    assert_eq!(
+        db.read(|tx| Ok(tx.next_outbox_attempt(shop.id)?)).unwrap(),
+        None
+    );
+    assert_eq!(
+        db.read(|tx| Ok(tx.next_outbox_attempt(other.id)?)).unwrap(),
+        Some(at(3))
+    );
+    assert_eq!(
+        db.read(|tx| Ok(tx.shops_with_pending_outbox_calls()?))
+            .unwrap(),
+        [other.id]
     );
     assert_eq!(
         db.write(|tx| Ok(tx.claim_outbox_calls(other.id, at(1000), 10, at(1030))?))
