@@ -396,4 +396,15 @@ mod tests {
         let secret = Secret::new("hunter2hunter2");
         assert_eq!(format!("{secret:?}"), "Secret(<redacted>)");
     }
+
+    #[test]
+    fn a_scope_set_collected_from_scopes_holds_exactly_those() {
+        let set: ScopeSet = [Scope::WriteOrders, Scope::ReadOrders, Scope::WriteOrders]
+            .into_iter()
+            .collect();
+        assert!(set.contains(Scope::ReadOrders));
+        assert!(set.contains(Scope::WriteOrders));
+        assert!(!set.contains(Scope::ReadCustomers));
+        assert_eq!(set.to_string(), "read_orders write_orders");
+    }
 }

@@ -1494,4 +1494,87 @@ mod tests {
         );
         assert_eq!(stored_json(&db, "c1")["email"], "new@example.test");
     }
+
+    #[test]
+    fn a_deletion_at_the_time_of_the_last_save_wins_the_tie() {
+        let db = MemoryDatabase::default();
+        assert_eq!(
+            apply_all(&db, &[saved("c1", 10, json!({})), deleted("c1", 10)]),
+            [Outcome::Applied, Outcome::Applied]
+        );
+        assert_eq!(stored(&db, "c1").unwrap().platform_deleted_at, Some(at(10)));
+    }
+
+    #[test]
+    fn a_later_deletion_moves_the_tombstone_forward() {
+        let db = MemoryDatabase::default();
+        assert_eq!(
+            apply_all(
+                &db,
+                &[
+                    deleted("c1", 10),
+                    deleted("c1", 20),
+                    saved("c1", 15, json!({}))
+                ]
+            ),
+            [Outcome::Applied, Outcome::Applied, Outcome::Stale]
+        );
+        assert_eq!(stored(&db, "c1").unwrap().platform_deleted_at, Some(at(20)));
+    }
+
+    #[test]
+    fn events_that_change_nothing_write_nothing() {
+        let db = MemoryDatabase::default();
+        let first = saved("c1", 20, json!({"email": "a@example.test"}));
+        db.write(|tx| apply_event(tx, &first, at(1000))).unwrap();
+        let batch = [first.clone(), saved("c1", 10, json!({})), deleted("c1", 5)];
+        let refs: Vec<&NewInboundEvent> = batch.iter().collect();
+        assert_eq!(
+            db.write(|tx| apply_events(tx, &refs, at(2000))).unwrap(),
+            [Outcome::Unchanged, Outcome::Stale, Outcome::Stale]
+        );
+        assert_eq!(
+            db.with_state(|state| state.entities[0].updated_at),
+            at(1000),
+            "the entity is not written again"
+        );
+    }
+
+    #[test]
+    fn a_batch_of_several_shops_and_kinds_stores_each_entity_under_its_own() {
+        let order = parse_event(
+            SHOP,
+            EntityKind::Order,
+            EventAction::Saved,
+            &json!({"data": {"order": {"platform_id": "o1", "platform_updated_at": at(10).to_rfc3339()}}}),
+            EventSource::Webhook,
+            at(0),
+        )
+        .unwrap();
+        let mut other_shop = saved("c1", 10, json!({"email": "other@example.test"}));
+        other_shop.shop_id = SHOP + 1;
+        let batch = [
+            saved("c1", 10, json!({"email": "a@example.test"})),
+            order,
+            other_shop,
+            saved("c2", 10, json!({})),
+        ];
+        let refs: Vec<&NewInboundEvent> = batch.iter().collect();
+        let db = MemoryDatabase::default();
+        assert_eq!(
+            db.write(|tx| apply_events(tx, &refs, at(1000))).unwrap(),
+            [Outcome::Applied; 4]
+        );
+        let find = |shop, kind, id| {
+            db.read(|tx| Ok(tx.platform_entity(shop, kind, id)?))
+                .unwrap()
+        };
+        assert!(find(SHOP, EntityKind::Order, "o1").is_some());
+        assert!(find(SHOP, EntityKind::Customer, "o1").is_none());
+        assert_eq!(stored_json(&db, "c1")["email"], "a@example.test");
+        assert!(stored(&db, "c2").is_some());
+        let other = find(SHOP + 1, EntityKind::Customer, "c1").unwrap();
+        assert!(other.document.unwrap().contains("other@example.test"));
+        assert_eq!(db.with_state(|state| state.entities.len()), 4);
+    }
 }
