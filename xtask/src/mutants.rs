@@ -123,6 +123,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
             }
         }
         let output = base.join(target.name);
+        std::fs::create_dir_all(&output)
+            .map_err(|error| format!("cannot create {}: {error}", output.display()))?;
         let code = mutate(&cargo, &root, target, &base.join("build"), &output, extra)?;
         // 0: all caught; 2: some missed; 3: some timed out. Anything else is no result.
         if !matches!(code, Some(0 | 2 | 3)) {
