@@ -2,6 +2,7 @@
 //! override caller against a real local override server that verifies Mercer's signatures,
 //! and the credential rules of every checkout settings route.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -12,8 +13,8 @@ use mercer_domain::overrides::{
 };
 use mercer_domain::ports::Database;
 use mercer_outbound::PrivateAddressGuard;
-use mercer_signing::cavage;
 use mercer_tests::receiver::{Received, Receiver};
+use mercer_tests::verifiers::{Verifier, http_signature, replay};
 use mercer_tests::{Answer, Backend, MercerServer, backend_tests};
 use mercer_webhooks::HttpOverrideCaller;
 use serde_json::{Value, json};
@@ -343,14 +344,31 @@ fn override_answer(path: &str) -> (u16, Value) {
     }
 }
 
-/// An override server built with Mercer's verifier: 401 unless the request's draft-cavage
-/// signature matches its secret.
-fn override_server(secret: Arc<Mutex<String>>) -> Receiver {
-    Receiver::answering(move |request: &Received| {
+/// Stops the verifier processes when the test ends (the receiver's handler may outlive it).
+struct StopVerifiers(Arc<Mutex<HashMap<String, Verifier>>>);
+
+impl Drop for StopVerifiers {
+    fn drop(&mut self) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+}
+
+/// An override server that checks signatures with an independent verifier (npm's
+/// `http-signature`, one per secret): 401 unless the request's draft-cavage signature matches
+/// its current secret.
+fn override_server(secret: Arc<Mutex<String>>) -> (Receiver, StopVerifiers) {
+    let verifiers: Arc<Mutex<HashMap<String, Verifier>>> = Arc::default();
+    let stop = StopVerifiers(verifiers.clone());
+    let receiver = Receiver::answering(move |request: &Received| {
         let secret = secret.lock().unwrap().clone();
-        let date = request.header("date").unwrap_or_default();
-        let signature = request.header("signature").unwrap_or_default();
-        if !cavage::verify(&secret, &request.method, &request.target, date, signature) {
+        let (verified, _) = {
+            let mut verifiers = verifiers.lock().unwrap();
+            let verifier = verifiers
+                .entry(secret.clone())
+                .or_insert_with(|| http_signature(&secret));
+            replay(verifier, request)
+        };
+        if verified != 200 {
             return (401, json!({ "error": "bad signature" }).to_string());
         }
         let path = request.target.split('?').next().unwrap_or_default();
@@ -359,7 +377,8 @@ fn override_server(secret: Arc<Mutex<String>>) -> Receiver {
         }
         let (status, body) = override_answer(path);
         (status, body.to_string())
-    })
+    });
+    (receiver, stop)
 }
 
 fn the_override_caller_picks_signs_and_checks_answers(backend: Backend) {
@@ -370,7 +389,7 @@ fn the_override_caller_picks_signs_and_checks_answers(backend: Backend) {
     );
     let demo = server.demo().clone();
     let secret = Arc::new(Mutex::new(SECRET.to_string()));
-    let receiver = override_server(secret.clone());
+    let (receiver, _verifiers) = override_server(secret.clone());
     let create = |kind: &str, path: &str| -> String {
         let answer = server
             .post(&overrides_path(&demo.shop))

@@ -203,7 +203,14 @@ impl MercerServer {
         let database = TestDatabase::create_migrated(backend);
         let embedded = mercer_server::embedded::EmbeddedServer::start(
             &database.url_string(),
-            &["--bind", "127.0.0.1:0", "--workers", "2", "--db-pool-size", "4"],
+            &[
+                "--bind",
+                "127.0.0.1:0",
+                "--workers",
+                "2",
+                "--db-pool-size",
+                "4",
+            ],
         )
         .unwrap_or_else(|error| panic!("the in-process server did not start: {error}"));
         let demo = embedded.demo.as_ref().map(|demo| Demo {

@@ -94,7 +94,7 @@ impl Drop for EmbeddedServer {
     /// Stops gracefully (requests in flight are answered) and joins the server and its workers.
     fn drop(&mut self) {
         let handle = self.handle.clone();
-        let _ = actix_web::rt::System::new().block_on(handle.stop(true));
+        actix_web::rt::System::new().block_on(handle.stop(true));
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
