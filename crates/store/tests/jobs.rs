@@ -46,10 +46,17 @@ fn jobs_are_claimed_leased_and_deleted_when_done(backend: Backend) {
         panic!("a job without a key is new");
     };
     enqueue(&store, &new_job("test.b", None, at(0)));
+    let due = |now| {
+        store
+            .read(|tx| Ok(tx.has_due_jobs(&["test.a"], now)?))
+            .unwrap()
+    };
+    assert!(!due(at(9)));
     assert!(
         claim(&store, "w1", at(9), at(100)).is_empty(),
         "not due yet"
     );
+    assert!(due(at(10)));
     let claimed = claim(&store, "w1", at(10), at(100));
     assert_eq!(claimed.len(), 1, "only the kinds asked for");
     let claimed = &claimed[0];
@@ -64,6 +71,10 @@ fn jobs_are_claimed_leased_and_deleted_when_done(backend: Backend) {
         (id, JobState::Running, 1, Some("w1"), r#"{"n":1}"#)
     );
     assert!(claim(&store, "w2", at(50), at(150)).is_empty(), "leased");
+    assert!(
+        !due(at(50)) && due(at(100)),
+        "due again when the lease ends"
+    );
     assert!(
         !store
             .write(|tx| Ok(tx.complete_job(id, "w2", None, at(51))?))

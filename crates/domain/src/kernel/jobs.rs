@@ -239,6 +239,9 @@ pub trait JobRepository {
         lease_until: Timestamp,
         limit: usize,
     ) -> StoreResult<Vec<Job>>;
+    /// Whether a job of `kinds` is due: a read, so idle workers look without taking SQLite's
+    /// write lock.
+    fn has_due_jobs(&mut self, kinds: &[&str], now: Timestamp) -> StoreResult<bool>;
     /// Extends the leases `worker` still holds among `ids`; returns those.
     fn renew_job_leases(
         &mut self,

@@ -91,6 +91,14 @@ impl JobRepository for MemoryState {
         Ok(claimed)
     }
 
+    fn has_due_jobs(&mut self, kinds: &[&str], now: Timestamp) -> StoreResult<bool> {
+        Ok(self.jobs.iter().any(|held| {
+            unfinished(&held.job)
+                && held.job.run_at <= now
+                && kinds.contains(&held.job.kind.as_str())
+        }))
+    }
+
     fn renew_job_leases(
         &mut self,
         ids: &[i64],

@@ -192,9 +192,17 @@ fn work(shared: &Shared) {
     while !shared.stop.load(Ordering::Relaxed) {
         let now = clock.now();
         let lease_until = lease_end(now, shared.config.lease);
-        let claimed = shared.store.write(|tx| {
-            Ok(tx.claim_jobs(&shared.kinds, &shared.worker_id, now, lease_until, 1)?)
-        });
+        // Look first, then claim: an idle poll is a read, not a write transaction (on SQLite
+        // a writer waiting for the lock would delay the ingest writer's next commit).
+        let claimed = shared
+            .store
+            .read(|tx| Ok(tx.has_due_jobs(&shared.kinds, now)?))
+            .and_then(|due| match due {
+                false => Ok(Vec::new()),
+                true => shared.store.write(|tx| {
+                    Ok(tx.claim_jobs(&shared.kinds, &shared.worker_id, now, lease_until, 1)?)
+                }),
+            });
         match claimed {
             Ok(jobs) if jobs.is_empty() => shared.wake.wait(shared.config.poll),
             Ok(jobs) => {

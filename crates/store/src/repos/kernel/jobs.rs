@@ -240,6 +240,18 @@ impl JobRepository for StoreTx<'_> {
         Ok(claimed)
     }
 
+    fn has_due_jobs(&mut self, kinds: &[&str], now: Timestamp) -> StoreResult<bool> {
+        let due = jobs::table
+            .filter(jobs::state.eq_any(UNFINISHED))
+            .filter(jobs::run_at.le(now.as_micros()))
+            .filter(jobs::kind.eq_any(kinds))
+            .select(jobs::id)
+            .first::<i64>(self.conn)
+            .optional()
+            .map_err(storage_error)?;
+        Ok(due.is_some())
+    }
+
     fn renew_job_leases(
         &mut self,
         ids: &[i64],
