@@ -7,6 +7,8 @@ use serde_json::{Value, json};
 use super::DirectoryRepositories;
 use crate::access::shop::Shop;
 use crate::kernel::error::{DomainError, FieldError};
+use crate::kernel::filter::{Condition, split_conditions};
+pub use crate::kernel::filter::{FilterOp, FilterValue};
 use crate::kernel::limits::{MAX_ID_CHARS, MAX_SEARCH_CHARS, check_parameter};
 use crate::kernel::time::Timestamp;
 
@@ -35,30 +37,6 @@ impl OrderBy {
             .iter()
             .find(|(name, _)| *name == text)
             .map(|(_, order)| *order)
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FilterOp {
-    Lt,
-    Lte,
-    Gt,
-    Gte,
-    Eq,
-    Like,
-}
-
-impl FilterOp {
-    fn parse(text: &str) -> Option<Self> {
-        match text {
-            "lt" => Some(FilterOp::Lt),
-            "lte" => Some(FilterOp::Lte),
-            "gt" => Some(FilterOp::Gt),
-            "gte" => Some(FilterOp::Gte),
-            "eq" => Some(FilterOp::Eq),
-            "like" => Some(FilterOp::Like),
-            _ => None,
-        }
     }
 }
 
@@ -102,13 +80,6 @@ impl FilterField {
                 | FilterField::PlatformId
         )
     }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FilterValue {
-    Integer(i64),
-    Time(Timestamp),
-    Text(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,34 +137,12 @@ fn parse_time(field: &str, text: &str) -> Result<Timestamp, FieldError> {
 /// Parses `op(field:value)` conditions joined by commas: `gt(id:5),like(email:%@example.test)`.
 pub fn parse_filters(text: &str) -> Result<Vec<Filter>, FieldError> {
     let mut filters = Vec::new();
-    let mut rest = text.trim();
-    while !rest.is_empty() {
-        let open = rest
-            .find('(')
-            .ok_or_else(|| bad("filter", format!("expected op(field:value) in {text:?}")))?;
-        let close = rest
-            .find(')')
-            .ok_or_else(|| bad("filter", format!("missing ) in {text:?}")))?;
-        if close < open {
-            return Err(bad(
-                "filter",
-                format!("expected op(field:value) in {text:?}"),
-            ));
-        }
-        let op_name = rest[..open].trim();
-        let op = FilterOp::parse(op_name).ok_or_else(|| {
-            bad(
-                "filter",
-                format!("unknown operator {op_name:?}; use lt, lte, gt, gte, eq or like"),
-            )
-        })?;
-        let (field_name, value) = rest[open + 1..close].split_once(':').ok_or_else(|| {
-            bad(
-                "filter",
-                format!("expected field:value inside {op_name}(…)"),
-            )
-        })?;
-        let field_name = field_name.trim();
+    for Condition {
+        op,
+        field: field_name,
+        value,
+    } in split_conditions(text, &FilterOp::ALL)?
+    {
         let field = FilterField::parse(field_name)
             .ok_or_else(|| bad("filter", format!("unknown filter field {field_name:?}")))?;
         let value = if field.is_text() {
@@ -213,15 +162,6 @@ pub fn parse_filters(text: &str) -> Result<Vec<Filter>, FieldError> {
             FilterValue::Time(parse_time("filter", value)?)
         };
         filters.push(Filter { field, op, value });
-        rest = rest[close + 1..].trim_start();
-        if let Some(after_comma) = rest.strip_prefix(',') {
-            rest = after_comma.trim_start();
-        } else if !rest.is_empty() {
-            return Err(bad(
-                "filter",
-                format!("conditions must be joined by commas in {text:?}"),
-            ));
-        }
     }
     Ok(filters)
 }

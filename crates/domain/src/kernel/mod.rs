@@ -1,10 +1,11 @@
-//! What every feature uses: errors, time and the clock, the unit-of-work trait features run
-//! their transactions through, text limits, the API version header, the outbound address
-//! rule, the worker wake-up signal and the jobs queue every feature's background work runs on.
-//! The kernel uses no feature.
+//! What every feature uses: errors, the `filter` query language of lists, time and the clock,
+//! the unit-of-work trait features run their transactions through, text limits, the API version
+//! header, the outbound address rule, the worker wake-up signal and the jobs queue every
+//! feature's background work runs on. The kernel uses no feature.
 
 pub mod database;
 pub mod error;
+pub mod filter;
 pub mod jobs;
 pub mod limits;
 pub mod outbound;

@@ -1,0 +1,232 @@
+//! The `filter` query language of list operations (contract §5 and §6): conditions
+//! `op(field:value)` joined by commas, `gt(id:5),lte(created_at:2024-06-01T00:00:00Z)`.
+//!
+//! This module reads the syntax and the operators; each feature names its own fields and the
+//! type of their values (the directory's customers, the subscriptions). Every problem is a
+//! [`FieldError`] on the parameter `filter`, which the caller reports as 400.
+
+use crate::kernel::error::FieldError;
+use crate::kernel::time::Timestamp;
+
+/// The name of the query parameter every problem is reported on.
+pub const FILTER_PARAMETER: &str = "filter";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterOp {
+    Lt,
+    Lte,
+    Gt,
+    Gte,
+    Eq,
+    Like,
+}
+
+impl FilterOp {
+    /// Every operator, `like` included (the directory's text fields take it).
+    pub const ALL: [FilterOp; 6] = [
+        FilterOp::Lt,
+        FilterOp::Lte,
+        FilterOp::Gt,
+        FilterOp::Gte,
+        FilterOp::Eq,
+        FilterOp::Like,
+    ];
+
+    /// The comparisons, for lists that filter only on numbers and times.
+    pub const COMPARISONS: [FilterOp; 5] = [
+        FilterOp::Lt,
+        FilterOp::Lte,
+        FilterOp::Gt,
+        FilterOp::Gte,
+        FilterOp::Eq,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FilterOp::Lt => "lt",
+            FilterOp::Lte => "lte",
+            FilterOp::Gt => "gt",
+            FilterOp::Gte => "gte",
+            FilterOp::Eq => "eq",
+            FilterOp::Like => "like",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        FilterOp::ALL.into_iter().find(|op| op.as_str() == text)
+    }
+
+    /// Whether `left op right` holds, for the comparisons; `like` compares as `eq` here
+    /// (matching a pattern is the caller's business).
+    pub fn holds<T: Ord + ?Sized>(self, left: &T, right: &T) -> bool {
+        match self {
+            FilterOp::Lt => left < right,
+            FilterOp::Lte => left <= right,
+            FilterOp::Gt => left > right,
+            FilterOp::Gte => left >= right,
+            FilterOp::Eq | FilterOp::Like => left == right,
+        }
+    }
+}
+
+/// The value of a condition, typed by its field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FilterValue {
+    Integer(i64),
+    Time(Timestamp),
+    Text(String),
+}
+
+/// One condition as written, before the feature looks its field up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Condition<'a> {
+    pub op: FilterOp,
+    /// The field's name, trimmed.
+    pub field: &'a str,
+    /// The value as written (not trimmed: a text value may hold spaces).
+    pub value: &'a str,
+}
+
+pub fn bad_filter(message: impl Into<String>) -> FieldError {
+    FieldError::new(FILTER_PARAMETER, "invalid_value", message)
+}
+
+fn operator_list(ops: &[FilterOp]) -> String {
+    let names: Vec<&str> = ops.iter().map(|op| op.as_str()).collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        Some((last, _)) => (*last).to_string(),
+        None => String::new(),
+    }
+}
+
+/// Splits `op(field:value),op(field:value)` into its conditions; an operator not in `ops` is
+/// refused, naming the ones allowed.
+pub fn split_conditions<'a>(
+    text: &'a str,
+    ops: &[FilterOp],
+) -> Result<Vec<Condition<'a>>, FieldError> {
+    let mut conditions = Vec::new();
+    let mut rest = text.trim();
+    while !rest.is_empty() {
+        let open = rest
+            .find('(')
+            .ok_or_else(|| bad_filter(format!("expected op(field:value) in {text:?}")))?;
+        let close = rest
+            .find(')')
+            .ok_or_else(|| bad_filter(format!("missing ) in {text:?}")))?;
+        if close < open {
+            return Err(bad_filter(format!("expected op(field:value) in {text:?}")));
+        }
+        let op_name = rest[..open].trim();
+        let op = FilterOp::parse(op_name)
+            .filter(|op| ops.contains(op))
+            .ok_or_else(|| {
+                bad_filter(format!(
+                    "unknown operator {op_name:?}; use {}",
+                    operator_list(ops)
+                ))
+            })?;
+        let (field, value) = rest[open + 1..close]
+            .split_once(':')
+            .ok_or_else(|| bad_filter(format!("expected field:value inside {op_name}(…)")))?;
+        conditions.push(Condition {
+            op,
+            field: field.trim(),
+            value,
+        });
+        rest = rest[close + 1..].trim_start();
+        if let Some(after_comma) = rest.strip_prefix(',') {
+            rest = after_comma.trim_start();
+        } else if !rest.is_empty() {
+            return Err(bad_filter(format!(
+                "conditions must be joined by commas in {text:?}"
+            )));
+        }
+    }
+    Ok(conditions)
+}
+
+/// An integer value of a condition.
+pub fn integer_value(text: &str) -> Result<i64, FieldError> {
+    text.trim()
+        .parse()
+        .map_err(|_| bad_filter("filter values of integer fields must be integers"))
+}
+
+/// A date-time value of a condition (RFC 3339).
+pub fn time_value(text: &str) -> Result<Timestamp, FieldError> {
+    Timestamp::parse_rfc3339(text.trim()).ok_or_else(|| {
+        bad_filter("filter must be an RFC 3339 date-time such as 2024-03-01T10:30:00Z")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_conditions_joined_by_commas() {
+        let conditions = split_conditions(
+            " gt(id:5) , lte( created_at :2024-06-01T00:00:00Z)",
+            &FilterOp::ALL,
+        )
+        .unwrap();
+        assert_eq!(
+            conditions,
+            vec![
+                Condition {
+                    op: FilterOp::Gt,
+                    field: "id",
+                    value: "5"
+                },
+                Condition {
+                    op: FilterOp::Lte,
+                    field: "created_at",
+                    value: "2024-06-01T00:00:00Z"
+                },
+            ]
+        );
+        assert_eq!(split_conditions("", &FilterOp::ALL).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn refuses_operators_not_allowed_and_bad_syntax() {
+        let error = split_conditions("like(email:a%)", &FilterOp::COMPARISONS).unwrap_err();
+        assert_eq!(error.field, "filter");
+        assert!(
+            error.message.contains("unknown operator") && error.message.contains("gte or eq"),
+            "{}",
+            error.message
+        );
+        for (text, why) in [
+            ("between(id:5)", "unknown operator"),
+            ("gt(id:5) lt(id:9)", "commas"),
+            ("gt(id 5)", "field:value"),
+            ("gt(id:5", "missing )"),
+            (")gt(id:5", "expected op"),
+            ("id", "expected op"),
+        ] {
+            let error = split_conditions(text, &FilterOp::ALL).unwrap_err();
+            assert!(error.message.contains(why), "{text}: {}", error.message);
+        }
+    }
+
+    #[test]
+    fn compares_and_types_values() {
+        assert!(FilterOp::Lt.holds(&1, &2));
+        assert!(!FilterOp::Lt.holds(&2, &2));
+        assert!(FilterOp::Lte.holds(&2, &2));
+        assert!(FilterOp::Gt.holds(&3, &2));
+        assert!(FilterOp::Gte.holds(&2, &2));
+        assert!(FilterOp::Eq.holds(&2, &2));
+        assert!(!FilterOp::Eq.holds(&2, &3));
+        assert_eq!(integer_value(" 42 ").unwrap(), 42);
+        assert!(integer_value("4.2").is_err());
+        assert_eq!(
+            time_value("2024-06-01T02:00:00+02:00").unwrap(),
+            Timestamp::parse_rfc3339("2024-06-01T00:00:00Z").unwrap()
+        );
+        assert!(time_value("yesterday").is_err());
+    }
+}
