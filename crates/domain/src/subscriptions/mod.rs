@@ -1,2 +1,7 @@
 //! Subscriptions (seed 002): customers, addresses, subscriptions, actions and states,
-//! recurrence, and the scheduler's rules. Filled by the subscriptions issue.
+//! recurrence, and the scheduler's rules. Pure rules so far; the store, routes and webhooks
+//! come with the rest of the subscriptions issue (docs/subscriptions.md).
+
+pub mod resources;
+pub mod states;
+pub mod topics;

@@ -1,0 +1,180 @@
+//! The subscription webhook topics (seed 002 §6), with the ids List Webhook Topics gives them:
+//! 1..20 in the order the seed lists them (contract §5).
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Topic {
+    CustomerCreated,
+    CustomerUpdated,
+    SubscriptionCancelled,
+    SubscriptionCreated,
+    SubscriptionCreditCardUpdated,
+    SubscriptionExpiringPayment,
+    SubscriptionFrequencyUpdated,
+    SubscriptionOrderCreated,
+    SubscriptionOrderMaxRetriesReached,
+    SubscriptionOrderTransactionFailed,
+    SubscriptionPaymentFailed,
+    SubscriptionPaused,
+    SubscriptionPaymentMethodUpdated,
+    SubscriptionQuantityUpdated,
+    SubscriptionReactivated,
+    SubscriptionResumed,
+    SubscriptionShippingAddressUpdated,
+    SubscriptionSkipped,
+    SubscriptionUpcomingOrder,
+    SubscriptionUpdated,
+}
+
+impl Topic {
+    /// Every topic, in the order of seed 002 §6: a topic's id is its position plus one.
+    pub const ALL: [Topic; 20] = [
+        Topic::CustomerCreated,
+        Topic::CustomerUpdated,
+        Topic::SubscriptionCancelled,
+        Topic::SubscriptionCreated,
+        Topic::SubscriptionCreditCardUpdated,
+        Topic::SubscriptionExpiringPayment,
+        Topic::SubscriptionFrequencyUpdated,
+        Topic::SubscriptionOrderCreated,
+        Topic::SubscriptionOrderMaxRetriesReached,
+        Topic::SubscriptionOrderTransactionFailed,
+        Topic::SubscriptionPaymentFailed,
+        Topic::SubscriptionPaused,
+        Topic::SubscriptionPaymentMethodUpdated,
+        Topic::SubscriptionQuantityUpdated,
+        Topic::SubscriptionReactivated,
+        Topic::SubscriptionResumed,
+        Topic::SubscriptionShippingAddressUpdated,
+        Topic::SubscriptionSkipped,
+        Topic::SubscriptionUpcomingOrder,
+        Topic::SubscriptionUpdated,
+    ];
+
+    /// The `webhook_topic_id` of webhook registration (seed 002 §4.3).
+    pub fn id(self) -> i64 {
+        Topic::ALL
+            .iter()
+            .position(|topic| *topic == self)
+            .map_or(0, |index| index as i64 + 1)
+    }
+
+    pub fn from_id(id: i64) -> Option<Topic> {
+        let index = usize::try_from(id.checked_sub(1)?).ok()?;
+        Topic::ALL.get(index).copied()
+    }
+
+    /// The topic's name, as webhooks carry it (`X-Svc-Topic`) and List Webhook Topics shows it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Topic::CustomerCreated => "customer_created",
+            Topic::CustomerUpdated => "customer_updated",
+            Topic::SubscriptionCancelled => "subscription_cancelled",
+            Topic::SubscriptionCreated => "subscription_created",
+            Topic::SubscriptionCreditCardUpdated => "subscription_credit_card_updated",
+            Topic::SubscriptionExpiringPayment => "subscription_expiring_payment",
+            Topic::SubscriptionFrequencyUpdated => "subscription_frequency_updated",
+            Topic::SubscriptionOrderCreated => "subscription_order_created",
+            Topic::SubscriptionOrderMaxRetriesReached => "subscription_order_max_retries_reached",
+            Topic::SubscriptionOrderTransactionFailed => "subscription_order_transaction_failed",
+            Topic::SubscriptionPaymentFailed => "subscription_payment_failed",
+            Topic::SubscriptionPaused => "subscription_paused",
+            Topic::SubscriptionPaymentMethodUpdated => "subscription_payment_method_updated",
+            Topic::SubscriptionQuantityUpdated => "subscription_quantity_updated",
+            Topic::SubscriptionReactivated => "subscription_reactivated",
+            Topic::SubscriptionResumed => "subscription_resumed",
+            Topic::SubscriptionShippingAddressUpdated => "subscription_shipping_address_updated",
+            Topic::SubscriptionSkipped => "subscription_skipped",
+            Topic::SubscriptionUpcomingOrder => "subscription_upcoming_order",
+            Topic::SubscriptionUpdated => "subscription_updated",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Topic> {
+        Topic::ALL.into_iter().find(|topic| topic.as_str() == name)
+    }
+}
+
+/// One entry of List Webhook Topics: `{"id","name"}` (contract §5).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WebhookTopic {
+    pub id: i64,
+    pub name: &'static str,
+}
+
+/// The `webhook_topics` of List Webhook Topics, by id.
+pub fn webhook_topics() -> Vec<WebhookTopic> {
+    Topic::ALL
+        .into_iter()
+        .map(|topic| WebhookTopic {
+            id: topic.id(),
+            name: topic.as_str(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Seed 002 §6, in its order.
+    const SEED_ORDER: [&str; 20] = [
+        "customer_created",
+        "customer_updated",
+        "subscription_cancelled",
+        "subscription_created",
+        "subscription_credit_card_updated",
+        "subscription_expiring_payment",
+        "subscription_frequency_updated",
+        "subscription_order_created",
+        "subscription_order_max_retries_reached",
+        "subscription_order_transaction_failed",
+        "subscription_payment_failed",
+        "subscription_paused",
+        "subscription_payment_method_updated",
+        "subscription_quantity_updated",
+        "subscription_reactivated",
+        "subscription_resumed",
+        "subscription_shipping_address_updated",
+        "subscription_skipped",
+        "subscription_upcoming_order",
+        "subscription_updated",
+    ];
+
+    #[test]
+    fn ids_are_one_to_twenty_in_the_seed_order() {
+        for (index, name) in SEED_ORDER.iter().enumerate() {
+            let id = index as i64 + 1;
+            let topic = Topic::from_id(id).unwrap();
+            assert_eq!(topic.as_str(), *name);
+            assert_eq!(topic.id(), id);
+            assert_eq!(Topic::parse(name), Some(topic));
+        }
+        assert_eq!(Topic::from_id(0), None);
+        assert_eq!(Topic::from_id(21), None);
+        assert_eq!(Topic::from_id(-1), None);
+        assert_eq!(Topic::parse("subscription_exploded"), None);
+    }
+
+    #[test]
+    fn list_webhook_topics_and_serde_use_the_names() {
+        let list = serde_json::to_value(webhook_topics()).unwrap();
+        assert_eq!(
+            list[0],
+            serde_json::json!({"id": 1, "name": "customer_created"})
+        );
+        assert_eq!(
+            list[19],
+            serde_json::json!({"id": 20, "name": "subscription_updated"})
+        );
+        assert_eq!(list.as_array().unwrap().len(), 20);
+        for topic in Topic::ALL {
+            assert_eq!(
+                serde_json::to_value(topic).unwrap(),
+                serde_json::json!(topic.as_str())
+            );
+        }
+    }
+}
