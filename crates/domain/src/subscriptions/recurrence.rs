@@ -1,0 +1,1323 @@
+//! `order_rrule`: when a subscription's orders fall (seed 002 §2.3, contract §5). The text is
+//! RFC 5545 content lines: one `DTSTART`, one `RRULE`, and any `EXDATE`s:
+//!
+//! ```text
+//! DTSTART;TZID=America/Toronto:20240304T090000
+//! RRULE:FREQ=WEEKLY;INTERVAL=2;BYDAY=MO
+//! EXDATE;TZID=America/Toronto:20240401T090000
+//! ```
+//!
+//! The rule is expanded by the `rrule` crate in one time zone, so a weekly 09:00 stays 09:00
+//! on the wall clock across daylight saving time: the `TZID` of `DTSTART` when it has one,
+//! otherwise the shop's. A `DTSTART` in UTC (`…Z`) gives the first order's instant, and later
+//! orders keep its wall-clock time in the shop's zone; a floating one (no `Z`, no `TZID`) is
+//! the shop's local time. docs/subscriptions.md has the rest of the rules.
+
+use std::str::FromStr;
+
+use chrono::{DateTime, Datelike, Duration, LocalResult, NaiveDate, NaiveDateTime, TimeZone, Utc};
+use rrule::{Frequency, NWeekday, RRule, RRuleSet, Unvalidated, Weekday};
+
+use crate::kernel::error::FieldError;
+use crate::kernel::time::Timestamp;
+
+/// How many occurrences a search looks at before it gives up: a daily rule for a century.
+const MAX_SCAN: usize = 40_000;
+
+/// A shop's time zone, an IANA name (seed 002 §2.5 `timezone`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShopZone(chrono_tz::Tz);
+
+impl ShopZone {
+    pub const UTC: ShopZone = ShopZone(chrono_tz::Tz::UTC);
+
+    pub fn parse(name: &str) -> Option<ShopZone> {
+        chrono_tz::Tz::from_str(name.trim()).ok().map(ShopZone)
+    }
+
+    /// The shop's zone; a name the zone database does not know (the shop's settings check
+    /// only its form) counts as UTC, so a shop's subscriptions still have dates.
+    pub fn of_shop(timezone: &str) -> ShopZone {
+        ShopZone::parse(timezone).unwrap_or(ShopZone::UTC)
+    }
+
+    pub fn name(self) -> &'static str {
+        self.0.name()
+    }
+}
+
+/// A date that `EXDATE` leaves out: an exact occurrence, or every occurrence of a local day
+/// (`EXDATE;VALUE=DATE:20240401`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Exclusion {
+    At(Timestamp),
+    Day(NaiveDate),
+}
+
+/// A checked `order_rrule`.
+#[derive(Debug, Clone)]
+pub struct OrderSchedule {
+    source: String,
+    zone: chrono_tz::Tz,
+    start: DateTime<chrono_tz::Tz>,
+    rule: RRule<Unvalidated>,
+    set: RRuleSet,
+    exclusions: Vec<Exclusion>,
+}
+
+fn invalid(field: &str, message: impl Into<String>) -> FieldError {
+    FieldError::new(field, "invalid_rrule", message)
+}
+
+fn unsupported(field: &str, message: impl Into<String>) -> FieldError {
+    FieldError::new(field, "unsupported_rrule", message)
+}
+
+/// One content line: its name (upper case), its parameters and its value.
+struct ContentLine<'a> {
+    name: String,
+    params: Vec<(String, &'a str)>,
+    value: &'a str,
+}
+
+impl ContentLine<'_> {
+    fn param(&self, key: &str) -> Option<&str> {
+        self.params
+            .iter()
+            .find(|(name, _)| name == key)
+            .map(|(_, value)| *value)
+    }
+}
+
+fn content_line<'a>(field: &str, line: &'a str) -> Result<ContentLine<'a>, FieldError> {
+    let (head, value) = line
+        .split_once(':')
+        .ok_or_else(|| invalid(field, format!("{line:?} is not a NAME:value line")))?;
+    let mut parts = head.split(';');
+    let name = parts.next().unwrap_or_default().trim().to_ascii_uppercase();
+    let mut params = Vec::new();
+    for part in parts {
+        let (key, param) = part
+            .split_once('=')
+            .ok_or_else(|| invalid(field, format!("{part:?} is not a KEY=value parameter")))?;
+        params.push((key.trim().to_ascii_uppercase(), param.trim()));
+    }
+    Ok(ContentLine {
+        name,
+        params,
+        value: value.trim(),
+    })
+}
+
+/// Lines of the text, with RFC 5545 folding undone (a line that starts with a space or tab
+/// goes on the line before).
+fn unfold(text: &str) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for raw in text.split('\n') {
+        let raw = raw.strip_suffix('\r').unwrap_or(raw);
+        match (raw.strip_prefix([' ', '\t']), lines.last_mut()) {
+            (Some(rest), Some(last)) => last.push_str(rest),
+            _ => lines.push(raw.to_string()),
+        }
+    }
+    lines.retain(|line| !line.trim().is_empty());
+    lines
+}
+
+/// A DATE or DATE-TIME value: its local date and time, and whether it was UTC (`Z`).
+struct IcalTime {
+    local: NaiveDateTime,
+    utc: bool,
+    date_only: bool,
+}
+
+fn ical_time(field: &str, property: &str, text: &str) -> Result<IcalTime, FieldError> {
+    let bad = || {
+        invalid(
+            field,
+            format!(
+                "{property} value {text:?} must be a date (20240304) or date-time \
+                 (20240304T090000, or 20240304T090000Z in UTC)"
+            ),
+        )
+    };
+    let text = text.trim();
+    if text.len() == 8 && text.bytes().all(|b| b.is_ascii_digit()) {
+        let date = NaiveDate::parse_from_str(text, "%Y%m%d").map_err(|_| bad())?;
+        return Ok(IcalTime {
+            local: date.and_time(chrono::NaiveTime::MIN),
+            utc: false,
+            date_only: true,
+        });
+    }
+    let (digits, utc) = match text.strip_suffix(['Z', 'z']) {
+        Some(digits) => (digits, true),
+        None => (text, false),
+    };
+    let well_formed = digits.len() == 15
+        && digits.bytes().enumerate().all(|(i, b)| {
+            if i == 8 {
+                b == b'T' || b == b't'
+            } else {
+                b.is_ascii_digit()
+            }
+        });
+    if !well_formed {
+        return Err(bad());
+    }
+    let local = NaiveDateTime::parse_from_str(&digits.to_ascii_uppercase(), "%Y%m%dT%H%M%S")
+        .map_err(|_| bad())?;
+    Ok(IcalTime {
+        local,
+        utc,
+        date_only: false,
+    })
+}
+
+/// A local time in `zone`: the earlier one when the clocks go back, refused when the clocks
+/// skip it.
+fn in_zone(
+    field: &str,
+    property: &str,
+    zone: chrono_tz::Tz,
+    local: NaiveDateTime,
+) -> Result<DateTime<chrono_tz::Tz>, FieldError> {
+    match zone.from_local_datetime(&local) {
+        LocalResult::Single(time) | LocalResult::Ambiguous(time, _) => Ok(time),
+        LocalResult::None => Err(invalid(
+            field,
+            format!(
+                "{property} {local} does not exist in {} (the clocks skip it)",
+                zone.name()
+            ),
+        )),
+    }
+}
+
+fn zone_param(
+    field: &str,
+    line: &ContentLine<'_>,
+    default: chrono_tz::Tz,
+) -> Result<(chrono_tz::Tz, bool), FieldError> {
+    match line.param("TZID") {
+        Some(name) => chrono_tz::Tz::from_str(name.trim_matches('"'))
+            .map(|zone| (zone, true))
+            .map_err(|_| invalid(field, format!("{} has an unknown TZID {name:?}", line.name))),
+        None => Ok((default, false)),
+    }
+}
+
+fn check_value_param(field: &str, line: &ContentLine<'_>) -> Result<(), FieldError> {
+    match line.param("VALUE").map(str::to_ascii_uppercase).as_deref() {
+        None | Some("DATE") | Some("DATE-TIME") => Ok(()),
+        Some(other) => Err(invalid(
+            field,
+            format!("{} VALUE must be DATE or DATE-TIME, not {other}", line.name),
+        )),
+    }
+}
+
+/// The rule's `UNTIL` written in UTC, as the `rrule` crate wants it beside a zoned start; a
+/// floating `UNTIL` is local time in `zone`, a date one the end of that local day.
+fn until_in_utc(field: &str, rule: &str, zone: chrono_tz::Tz) -> Result<String, FieldError> {
+    let mut parts = Vec::new();
+    for part in rule.split(';') {
+        let Some((key, value)) = part.split_once('=') else {
+            parts.push(part.to_string());
+            continue;
+        };
+        if !key.trim().eq_ignore_ascii_case("UNTIL") {
+            parts.push(part.to_string());
+            continue;
+        }
+        let until = ical_time(field, "UNTIL", value)?;
+        let instant = if until.utc {
+            Utc.from_utc_datetime(&until.local)
+        } else {
+            let local = if until.date_only {
+                until.local + Duration::days(1) - Duration::seconds(1)
+            } else {
+                until.local
+            };
+            in_zone(field, "UNTIL", zone, local)?.with_timezone(&Utc)
+        };
+        parts.push(format!("UNTIL={}", instant.format("%Y%m%dT%H%M%SZ")));
+    }
+    Ok(parts.join(";"))
+}
+
+fn to_timestamp<Z: TimeZone>(time: &DateTime<Z>) -> Timestamp {
+    Timestamp::from(time.with_timezone(&Utc))
+}
+
+impl OrderSchedule {
+    /// Checks `text` as an `order_rrule` whose floating and UTC times belong to `shop`'s zone;
+    /// every problem names `field`.
+    pub fn parse(text: &str, shop: ShopZone, field: &str) -> Result<OrderSchedule, FieldError> {
+        let source = text.trim().replace("\r\n", "\n");
+        if source.is_empty() {
+            return Err(FieldError::required(field));
+        }
+        let mut dtstart = None;
+        let mut rrule_value = None;
+        let mut exdates = Vec::new();
+        let lines = unfold(&source);
+        for line in &lines {
+            let line = content_line(field, line)?;
+            match line.name.as_str() {
+                "DTSTART" if dtstart.is_some() => {
+                    return Err(invalid(field, "order_rrule has more than one DTSTART"));
+                }
+                "DTSTART" => dtstart = Some(line),
+                "RRULE" if rrule_value.is_some() => {
+                    return Err(unsupported(field, "order_rrule may have only one RRULE"));
+                }
+                "RRULE" => rrule_value = Some(line.value),
+                "EXDATE" => exdates.push(line),
+                "RDATE" | "EXRULE" => {
+                    return Err(unsupported(
+                        field,
+                        format!(
+                            "{} is not supported; use DTSTART, RRULE and EXDATE",
+                            line.name
+                        ),
+                    ));
+                }
+                other => {
+                    return Err(invalid(
+                        field,
+                        format!("unknown line {other:?}; use DTSTART, RRULE and EXDATE"),
+                    ));
+                }
+            }
+        }
+        let dtstart = dtstart.ok_or_else(|| invalid(field, "order_rrule needs a DTSTART line"))?;
+        let rrule_value = rrule_value.ok_or_else(|| {
+            FieldError::new(
+                field,
+                "not_recurring",
+                "order_rrule needs an RRULE line: a subscription repeats",
+            )
+        })?;
+
+        check_value_param(field, &dtstart)?;
+        let (zone, zoned) = zone_param(field, &dtstart, shop.0)?;
+        let start_time = ical_time(field, "DTSTART", dtstart.value)?;
+        if start_time.utc && zoned {
+            return Err(invalid(field, "DTSTART with a TZID must not end in Z"));
+        }
+        let start = if start_time.utc {
+            Utc.from_utc_datetime(&start_time.local)
+                .with_timezone(&zone)
+        } else {
+            in_zone(field, "DTSTART", zone, start_time.local)?
+        };
+
+        let rule_text = until_in_utc(field, rrule_value, zone)?;
+        let rule = RRule::<Unvalidated>::from_str(&rule_text)
+            .map_err(|error| invalid(field, format!("RRULE: {error}")))?;
+        if rule.get_freq() > Frequency::Daily {
+            return Err(unsupported(
+                field,
+                format!(
+                    "FREQ={} is not supported: orders repeat at most daily",
+                    rule.get_freq()
+                ),
+            ));
+        }
+        if rule.get_by_hour().len() > 1
+            || rule.get_by_minute().len() > 1
+            || rule.get_by_second().len() > 1
+        {
+            return Err(unsupported(
+                field,
+                "a subscription places at most one order a day: give at most one BYHOUR, \
+                 BYMINUTE and BYSECOND",
+            ));
+        }
+        let rrule_start = start.with_timezone(&rrule::Tz::Tz(zone));
+        let validated = rule
+            .clone()
+            .validate(rrule_start)
+            .map_err(|error| invalid(field, format!("RRULE: {error}")))?;
+        let set = RRuleSet::new(rrule_start).rrule(validated).limit();
+
+        let mut exclusions = Vec::new();
+        for line in &exdates {
+            check_value_param(field, line)?;
+            let (exdate_zone, zoned) = zone_param(field, line, zone)?;
+            for value in line.value.split(',') {
+                let time = ical_time(field, "EXDATE", value)?;
+                if time.utc && zoned {
+                    return Err(invalid(field, "EXDATE with a TZID must not end in Z"));
+                }
+                exclusions.push(if time.date_only {
+                    Exclusion::Day(time.local.date())
+                } else if time.utc {
+                    Exclusion::At(Timestamp::from(Utc.from_utc_datetime(&time.local)))
+                } else {
+                    Exclusion::At(to_timestamp(&in_zone(
+                        field,
+                        "EXDATE",
+                        exdate_zone,
+                        time.local,
+                    )?))
+                });
+            }
+        }
+
+        let schedule = OrderSchedule {
+            source,
+            zone,
+            start,
+            rule,
+            set,
+            exclusions,
+        };
+        if schedule.upcoming(None, &[]).take(2).count() < 2 {
+            return Err(FieldError::new(
+                field,
+                "not_recurring",
+                "order_rrule must repeat: it gives at most one order date",
+            ));
+        }
+        Ok(schedule)
+    }
+
+    /// The text as given (trimmed, with `\n` line ends): what `order_rrule` shows.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The zone the rule is expanded in.
+    pub fn zone_name(&self) -> &'static str {
+        self.zone.name()
+    }
+
+    /// `DTSTART`, as an instant.
+    pub fn start(&self) -> Timestamp {
+        to_timestamp(&self.start)
+    }
+
+    /// The calendar day of `at` in the rule's zone.
+    pub fn local_date(&self, at: Timestamp) -> NaiveDate {
+        at.to_datetime().with_timezone(&self.zone).date_naive()
+    }
+
+    fn is_excluded(&self, at: Timestamp) -> bool {
+        self.exclusions.iter().any(|exclusion| match exclusion {
+            Exclusion::At(instant) => *instant == at,
+            Exclusion::Day(day) => *day == self.local_date(at),
+        })
+    }
+
+    /// The order dates in order, from `DTSTART`, less `EXDATE`s and `skipped`, after `after`
+    /// when given.
+    fn upcoming<'a>(
+        &'a self,
+        after: Option<Timestamp>,
+        skipped: &'a [Timestamp],
+    ) -> impl Iterator<Item = Timestamp> + 'a {
+        self.set
+            .clone()
+            .into_iter()
+            .take(MAX_SCAN)
+            .map(|time| to_timestamp(&time))
+            .filter(move |at| after.is_none_or(|after| *at > after))
+            .filter(move |at| !self.is_excluded(*at) && !skipped.contains(at))
+    }
+
+    /// The first order date strictly after `after` that no `EXDATE` leaves out and is not in
+    /// `skipped`; `None` when the rule has ended.
+    pub fn next_after(&self, after: Timestamp, skipped: &[Timestamp]) -> Option<Timestamp> {
+        self.upcoming(Some(after), skipped).next()
+    }
+
+    /// The first order date at `at` or later (`DTSTART` itself when it lies ahead).
+    pub fn first_from(&self, at: Timestamp, skipped: &[Timestamp]) -> Option<Timestamp> {
+        self.next_after(
+            Timestamp::from_micros(at.as_micros().saturating_sub(1)),
+            skipped,
+        )
+    }
+
+    /// The order date that falls on the local calendar `day`, if any.
+    pub fn occurrence_on(&self, day: NaiveDate, skipped: &[Timestamp]) -> Option<Timestamp> {
+        self.upcoming(None, skipped)
+            .take_while(|at| self.local_date(*at) <= day)
+            .find(|at| self.local_date(*at) == day)
+    }
+
+    /// The rule in plain English: "every 2 weeks on Monday", "every month on the 1st and
+    /// 15th", "every day, 10 times", "every week on Friday until March 1, 2025".
+    pub fn text(&self) -> String {
+        describe(&self.rule, &self.start, self.zone)
+    }
+}
+
+/// What skipping a ship date does: the order date left out (kept in the subscription's
+/// skipped dates, not written into `order_rrule`), and where `next_order_datetime` goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SkipPlan {
+    pub skipped: Timestamp,
+    pub next_order_datetime: Option<Timestamp>,
+    /// Whether `next_order_datetime` moved (the skipped date was the next one).
+    pub next_order_moved: bool,
+}
+
+/// Skips the order of the shop-local day of `requested` (Skip a ship date's `order_datetime`:
+/// the day counts, not the time of day). The day must hold an upcoming order: the current
+/// `next_order_datetime` or a later date of the rule that no `EXDATE` or earlier skip removed.
+/// Problems name `field`.
+pub fn plan_skip(
+    schedule: &OrderSchedule,
+    requested: Timestamp,
+    next_order: Option<Timestamp>,
+    skipped: &[Timestamp],
+    now: Timestamp,
+    field: &str,
+) -> Result<SkipPlan, FieldError> {
+    let day = schedule.local_date(requested);
+    let target = match next_order {
+        Some(next) if schedule.local_date(next) == day => Some(next),
+        _ => schedule.occurrence_on(day, skipped),
+    }
+    .filter(|at| *at > now && next_order.is_none_or(|next| *at >= next));
+    let Some(target) = target else {
+        return Err(FieldError::new(
+            field,
+            "not_an_order_date",
+            format!(
+                "{day} is not an upcoming order date of this subscription (days are in {})",
+                schedule.zone_name()
+            ),
+        ));
+    };
+    if next_order != Some(target) {
+        return Ok(SkipPlan {
+            skipped: target,
+            next_order_datetime: next_order,
+            next_order_moved: false,
+        });
+    }
+    let mut all_skipped = skipped.to_vec();
+    all_skipped.push(target);
+    let next = schedule.next_after(target, &all_skipped);
+    Ok(SkipPlan {
+        skipped: target,
+        next_order_datetime: next,
+        next_order_moved: next != next_order,
+    })
+}
+
+/// `next_order_datetime` when a subscription comes back (resume, reactivate): kept when it is
+/// still ahead, else the rule's next date after `now`. The flag says whether it moved.
+pub fn next_order_on_return(
+    schedule: &OrderSchedule,
+    next_order: Option<Timestamp>,
+    skipped: &[Timestamp],
+    now: Timestamp,
+) -> (Option<Timestamp>, bool) {
+    match next_order {
+        Some(next) if next > now => (Some(next), false),
+        _ => {
+            let next = schedule.next_after(now, skipped);
+            (next, next != next_order)
+        }
+    }
+}
+
+const WEEKDAYS: [&str; 7] = [
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+];
+
+const MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+
+fn weekday_name(day: Weekday) -> &'static str {
+    WEEKDAYS[day.num_days_from_monday() as usize]
+}
+
+fn month_name(month: u32) -> &'static str {
+    MONTHS
+        .get((month as usize).wrapping_sub(1))
+        .copied()
+        .unwrap_or("?")
+}
+
+/// "a", "a and b", "a, b and c".
+fn join_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// 1st, 2nd, 3rd, 4th, 11th, 21st…
+fn ordinal(n: i64) -> String {
+    let suffix = match (n % 100, n % 10) {
+        (11..=13, _) => "th",
+        (_, 1) => "st",
+        (_, 2) => "nd",
+        (_, 3) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
+/// The nth of a month for BYDAY: first…fifth, last, second to last, or 6th.
+fn nth_word(n: i64) -> String {
+    let word = |n: i64| match n {
+        1 => "first".to_string(),
+        2 => "second".to_string(),
+        3 => "third".to_string(),
+        4 => "fourth".to_string(),
+        5 => "fifth".to_string(),
+        n => ordinal(n),
+    };
+    match n {
+        -1 => "last".to_string(),
+        n if n < 0 => format!("{} to last", word(-n)),
+        n => word(n),
+    }
+}
+
+fn month_day(n: i8) -> String {
+    match n {
+        -1 => "the last day".to_string(),
+        n if n < 0 => format!("the {} to last day", ordinal(-i64::from(n))),
+        n => format!("the {}", ordinal(i64::from(n))),
+    }
+}
+
+fn every(interval: u16, unit: &str) -> String {
+    if interval == 1 {
+        format!("every {unit}")
+    } else {
+        format!("every {interval} {unit}s")
+    }
+}
+
+fn weekdays(days: &[NWeekday]) -> Vec<Weekday> {
+    let mut days: Vec<Weekday> = days
+        .iter()
+        .map(|day| match day {
+            NWeekday::Every(day) | NWeekday::Nth(_, day) => *day,
+        })
+        .collect();
+    days.sort_by_key(|day| day.num_days_from_monday());
+    days.dedup();
+    days
+}
+
+fn weekday_list(days: &[Weekday]) -> String {
+    join_list(
+        &days
+            .iter()
+            .map(|day| weekday_name(*day).to_string())
+            .collect::<Vec<_>>(),
+    )
+}
+
+fn describe(
+    rule: &RRule<Unvalidated>,
+    start: &DateTime<chrono_tz::Tz>,
+    zone: chrono_tz::Tz,
+) -> String {
+    let interval = rule.get_interval().max(1);
+    let by_day = rule.get_by_weekday();
+    let by_month_day = rule.get_by_month_day();
+    let by_month = rule.get_by_month();
+    let custom = !rule.get_by_set_pos().is_empty()
+        || !rule.get_by_week_no().is_empty()
+        || !rule.get_by_year_day().is_empty();
+    let unit = match rule.get_freq() {
+        Frequency::Daily => "day",
+        Frequency::Weekly => "week",
+        Frequency::Monthly => "month",
+        _ => "year",
+    };
+    let base = every(interval, unit);
+    let body = (|| {
+        if custom {
+            return None;
+        }
+        match rule.get_freq() {
+            Frequency::Daily if by_month.is_empty() && by_month_day.is_empty() => {
+                let days = weekdays(by_day);
+                let working_week = [
+                    Weekday::Mon,
+                    Weekday::Tue,
+                    Weekday::Wed,
+                    Weekday::Thu,
+                    Weekday::Fri,
+                ];
+                Some(if days.is_empty() {
+                    base.clone()
+                } else if interval == 1 && days == working_week {
+                    "every weekday".to_string()
+                } else {
+                    format!("{base} on {}", weekday_list(&days))
+                })
+            }
+            Frequency::Weekly if by_month.is_empty() && by_month_day.is_empty() => {
+                let mut days = weekdays(by_day);
+                if days.is_empty() {
+                    days.push(start.weekday());
+                }
+                Some(format!("{base} on {}", weekday_list(&days)))
+            }
+            Frequency::Monthly if by_month.is_empty() => match (by_day, by_month_day) {
+                ([], []) => Some(format!("{base} on {}", month_day(start.day() as i8))),
+                ([], days) => {
+                    let mut days = days.to_vec();
+                    days.sort_by_key(|day| (*day < 0, day.abs()));
+                    days.dedup();
+                    let names: Vec<String> = days.iter().map(|day| month_day(*day)).collect();
+                    Some(format!("{base} on {}", join_list(&names)))
+                }
+                (weekdays, []) => {
+                    let mut weekdays = weekdays.to_vec();
+                    weekdays.sort_by_key(|day| match day {
+                        NWeekday::Every(day) => (0, 0, day.num_days_from_monday()),
+                        NWeekday::Nth(n, day) => {
+                            (1 + i16::from(*n < 0), n.abs(), day.num_days_from_monday())
+                        }
+                    });
+                    weekdays.dedup();
+                    let names: Vec<String> = weekdays
+                        .iter()
+                        .map(|day| match day {
+                            NWeekday::Every(day) => format!("every {}", weekday_name(*day)),
+                            NWeekday::Nth(n, day) => {
+                                format!("the {} {}", nth_word(i64::from(*n)), weekday_name(*day))
+                            }
+                        })
+                        .collect();
+                    Some(format!("{base} on {}", join_list(&names)))
+                }
+                _ => None,
+            },
+            Frequency::Yearly if by_day.is_empty() => {
+                let months: Vec<u32> = if by_month.is_empty() {
+                    vec![start.month()]
+                } else {
+                    by_month.iter().map(|month| u32::from(*month)).collect()
+                };
+                let days: Vec<i8> = if by_month_day.is_empty() {
+                    vec![start.day() as i8]
+                } else {
+                    by_month_day.to_vec()
+                };
+                if days.iter().any(|day| *day < 1) || months.len() * days.len() > 4 {
+                    return None;
+                }
+                let dates: Vec<String> = months
+                    .iter()
+                    .flat_map(|month| {
+                        days.iter()
+                            .map(move |day| format!("{} {day}", month_name(*month)))
+                    })
+                    .collect();
+                Some(format!("{base} on {}", join_list(&dates)))
+            }
+            _ => None,
+        }
+    })();
+    let mut text = body.unwrap_or_else(|| format!("{base} on a custom schedule"));
+    if let Some(count) = rule.get_count() {
+        text.push_str(&format!(", {count} times"));
+    }
+    if let Some(until) = rule.get_until() {
+        let local = until.with_timezone(&zone);
+        text.push_str(&format!(
+            " until {} {}, {}",
+            month_name(local.month()),
+            local.day(),
+            local.year()
+        ));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> Timestamp {
+        Timestamp::parse_rfc3339(text).unwrap()
+    }
+
+    fn zone(name: &str) -> ShopZone {
+        ShopZone::parse(name).unwrap()
+    }
+
+    fn schedule(text: &str, shop: &str) -> OrderSchedule {
+        OrderSchedule::parse(text, zone(shop), "subscription.order_rrule")
+            .unwrap_or_else(|error| panic!("{text}: {error:?}"))
+    }
+
+    fn refused(text: &str) -> FieldError {
+        OrderSchedule::parse(text, ShopZone::UTC, "subscription.order_rrule")
+            .map(|_| ())
+            .unwrap_err()
+    }
+
+    fn dates(schedule: &OrderSchedule, from: &str, n: usize) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut after = at(from);
+        for _ in 0..n {
+            match schedule.next_after(after, &[]) {
+                Some(next) => {
+                    out.push(next.to_rfc3339());
+                    after = next;
+                }
+                None => break,
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_weekly_rule_keeps_its_local_time_across_daylight_saving() {
+        // New York moves its clocks on 2024-03-10 and 2024-11-03.
+        let weekly = schedule(
+            "DTSTART;TZID=America/New_York:20240301T090000\nRRULE:FREQ=WEEKLY",
+            "UTC",
+        );
+        assert_eq!(
+            dates(&weekly, "2024-03-01T00:00:00Z", 3),
+            vec![
+                "2024-03-01T14:00:00Z",
+                "2024-03-08T14:00:00Z",
+                "2024-03-15T13:00:00Z"
+            ]
+        );
+        assert_eq!(
+            dates(&weekly, "2024-10-27T00:00:00Z", 2),
+            vec!["2024-11-01T13:00:00Z", "2024-11-08T14:00:00Z"]
+        );
+        assert_eq!(weekly.zone_name(), "America/New_York");
+    }
+
+    #[test]
+    fn floating_and_utc_starts_are_expanded_in_the_shop_zone() {
+        let floating = schedule(
+            "DTSTART:20240301T090000\nRRULE:FREQ=WEEKLY",
+            "America/New_York",
+        );
+        assert_eq!(
+            dates(&floating, "2024-03-02T00:00:00Z", 2),
+            vec!["2024-03-08T14:00:00Z", "2024-03-15T13:00:00Z"]
+        );
+        // 14:00Z is 09:00 in New York in March; later orders stay at 09:00 local.
+        let utc = schedule(
+            "DTSTART:20240301T140000Z\nRRULE:FREQ=WEEKLY",
+            "America/New_York",
+        );
+        assert_eq!(utc.start(), at("2024-03-01T14:00:00Z"));
+        assert_eq!(
+            dates(&utc, "2024-03-02T00:00:00Z", 2),
+            vec!["2024-03-08T14:00:00Z", "2024-03-15T13:00:00Z"]
+        );
+        // In a UTC shop, UTC it stays.
+        let plain = schedule("DTSTART:20240301T140000Z\nRRULE:FREQ=WEEKLY", "UTC");
+        assert_eq!(
+            dates(&plain, "2024-03-09T00:00:00Z", 1),
+            vec!["2024-03-15T14:00:00Z"]
+        );
+    }
+
+    #[test]
+    fn a_daily_rule_through_the_spring_gap_keeps_its_time() {
+        let daily = schedule(
+            "DTSTART;TZID=Europe/Berlin:20240329T080000\nRRULE:FREQ=DAILY",
+            "UTC",
+        );
+        // Berlin moves from +01:00 to +02:00 on 2024-03-31.
+        assert_eq!(
+            dates(&daily, "2024-03-29T00:00:00Z", 3),
+            vec![
+                "2024-03-29T07:00:00Z",
+                "2024-03-30T07:00:00Z",
+                "2024-03-31T06:00:00Z"
+            ]
+        );
+    }
+
+    #[test]
+    fn next_after_skips_exdates_and_skipped_dates() {
+        let weekly = schedule(
+            "DTSTART:20240304T090000Z\nRRULE:FREQ=WEEKLY;BYDAY=MO\nEXDATE:20240311T090000Z",
+            "UTC",
+        );
+        assert_eq!(
+            weekly.next_after(at("2024-03-04T09:00:00Z"), &[]),
+            Some(at("2024-03-18T09:00:00Z"))
+        );
+        assert_eq!(
+            weekly.next_after(at("2024-03-04T09:00:00Z"), &[at("2024-03-18T09:00:00Z")]),
+            Some(at("2024-03-25T09:00:00Z"))
+        );
+        // Strictly after: an order date is not its own next one.
+        assert_eq!(
+            weekly.next_after(at("2024-03-18T09:00:00Z"), &[]),
+            Some(at("2024-03-25T09:00:00Z"))
+        );
+        assert_eq!(
+            weekly.first_from(at("2024-03-18T09:00:00Z"), &[]),
+            Some(at("2024-03-18T09:00:00Z"))
+        );
+        assert_eq!(
+            weekly.first_from(at("2024-01-01T00:00:00Z"), &[]),
+            Some(at("2024-03-04T09:00:00Z"))
+        );
+    }
+
+    #[test]
+    fn exdates_may_be_dates_zoned_lists_or_floating() {
+        let daily = schedule(
+            "DTSTART:20240301T090000\nRRULE:FREQ=DAILY\n\
+             EXDATE;VALUE=DATE:20240302\n\
+             EXDATE;TZID=America/New_York:20240303T090000,20240304T090000\n\
+             EXDATE:20240305T090000",
+            "America/New_York",
+        );
+        assert_eq!(
+            daily.next_after(at("2024-03-01T14:00:00Z"), &[]),
+            Some(at("2024-03-06T14:00:00Z"))
+        );
+    }
+
+    #[test]
+    fn a_rule_ends_at_until_or_count() {
+        let counted = schedule("DTSTART:20240301T090000Z\nRRULE:FREQ=DAILY;COUNT=3", "UTC");
+        assert_eq!(dates(&counted, "2024-01-01T00:00:00Z", 5).len(), 3);
+        assert_eq!(counted.next_after(at("2024-03-03T09:00:00Z"), &[]), None);
+        let until = schedule(
+            "DTSTART;TZID=America/Toronto:20240301T090000\nRRULE:FREQ=DAILY;UNTIL=20240303",
+            "UTC",
+        );
+        assert_eq!(
+            dates(&until, "2024-01-01T00:00:00Z", 5),
+            vec![
+                "2024-03-01T14:00:00Z",
+                "2024-03-02T14:00:00Z",
+                "2024-03-03T14:00:00Z"
+            ]
+        );
+        let floating_until = schedule(
+            "DTSTART:20240301T090000\nRRULE:FREQ=DAILY;UNTIL=20240302T090000",
+            "America/Toronto",
+        );
+        assert_eq!(dates(&floating_until, "2024-01-01T00:00:00Z", 5).len(), 2);
+    }
+
+    #[test]
+    fn occurrence_on_finds_the_order_of_a_local_day() {
+        let weekly = schedule(
+            "DTSTART:20240304T230000\nRRULE:FREQ=WEEKLY",
+            "America/Los_Angeles",
+        );
+        // 23:00 in Los Angeles is the next day in UTC; the day is the shop's.
+        let day = NaiveDate::from_ymd_opt(2024, 3, 11).unwrap();
+        assert_eq!(
+            weekly.occurrence_on(day, &[]),
+            Some(at("2024-03-12T06:00:00Z"))
+        );
+        assert_eq!(weekly.local_date(at("2024-03-12T06:00:00Z")), day);
+        assert_eq!(
+            weekly.occurrence_on(NaiveDate::from_ymd_opt(2024, 3, 12).unwrap(), &[]),
+            None
+        );
+        assert_eq!(
+            weekly.occurrence_on(day, &[at("2024-03-12T06:00:00Z")]),
+            None
+        );
+    }
+
+    #[test]
+    fn text_is_plain_english() {
+        let cases = [
+            (
+                "RRULE:FREQ=WEEKLY;INTERVAL=2;BYDAY=MO",
+                "every 2 weeks on Monday",
+            ),
+            ("RRULE:FREQ=WEEKLY", "every week on Monday"),
+            (
+                "RRULE:FREQ=WEEKLY;BYDAY=FR,MO,WE",
+                "every week on Monday, Wednesday and Friday",
+            ),
+            (
+                "RRULE:FREQ=WEEKLY;BYDAY=TU,TH",
+                "every week on Tuesday and Thursday",
+            ),
+            ("RRULE:FREQ=DAILY", "every day"),
+            ("RRULE:FREQ=DAILY;INTERVAL=3", "every 3 days"),
+            ("RRULE:FREQ=DAILY;BYDAY=MO,TU,WE,TH,FR", "every weekday"),
+            ("RRULE:FREQ=MONTHLY", "every month on the 4th"),
+            ("RRULE:FREQ=MONTHLY;INTERVAL=2", "every 2 months on the 4th"),
+            (
+                "RRULE:FREQ=MONTHLY;BYMONTHDAY=15,1",
+                "every month on the 1st and the 15th",
+            ),
+            (
+                "RRULE:FREQ=MONTHLY;BYMONTHDAY=-1",
+                "every month on the last day",
+            ),
+            (
+                "RRULE:FREQ=MONTHLY;BYMONTHDAY=22,-2",
+                "every month on the 22nd and the 2nd to last day",
+            ),
+            (
+                "RRULE:FREQ=MONTHLY;BYDAY=1MO",
+                "every month on the first Monday",
+            ),
+            (
+                "RRULE:FREQ=MONTHLY;BYDAY=-1FR,2TU",
+                "every month on the second Tuesday and the last Friday",
+            ),
+            ("RRULE:FREQ=YEARLY", "every year on March 4"),
+            (
+                "RRULE:FREQ=YEARLY;BYMONTH=1,7;BYMONTHDAY=15",
+                "every 2 years on January 15 and July 15",
+            ),
+            ("RRULE:FREQ=DAILY;COUNT=10", "every day, 10 times"),
+            (
+                "RRULE:FREQ=WEEKLY;BYDAY=FR;UNTIL=20250301T000000Z",
+                "every week on Friday until March 1, 2025",
+            ),
+            (
+                "RRULE:FREQ=MONTHLY;BYDAY=MO,TU;BYSETPOS=1",
+                "every month on a custom schedule",
+            ),
+            (
+                "RRULE:FREQ=YEARLY;BYWEEKNO=20",
+                "every year on a custom schedule",
+            ),
+        ];
+        for (rule, expected) in cases {
+            let rule = if expected.starts_with("every 2 years") {
+                rule.replace("YEARLY", "YEARLY;INTERVAL=2")
+            } else {
+                rule.to_string()
+            };
+            let text = format!("DTSTART:20240304T090000Z\n{rule}");
+            assert_eq!(schedule(&text, "UTC").text(), expected, "{rule}");
+        }
+        assert_eq!(ordinal(11), "11th");
+        assert_eq!(ordinal(21), "21st");
+        assert_eq!(ordinal(112), "112th");
+        assert_eq!(ordinal(23), "23rd");
+        assert_eq!(nth_word(-2), "second to last");
+    }
+
+    #[test]
+    fn the_text_of_until_is_the_day_in_the_rule_zone() {
+        let rule = schedule(
+            "DTSTART;TZID=Asia/Tokyo:20240301T090000\n\
+             RRULE:FREQ=WEEKLY;UNTIL=20240331T200000Z",
+            "UTC",
+        );
+        assert_eq!(rule.text(), "every week on Friday until April 1, 2024");
+    }
+
+    #[test]
+    fn malformed_rules_are_refused_naming_the_field() {
+        for (text, code, why) in [
+            ("", "required", "required"),
+            ("RRULE:FREQ=WEEKLY", "invalid_rrule", "DTSTART"),
+            ("DTSTART:20240301T090000Z", "not_recurring", "RRULE"),
+            (
+                "DTSTART:20240301T090000Z\nRRULE:FREQ=WEEKLY;COUNT=1",
+                "not_recurring",
+                "at most one",
+            ),
+            (
+                "DTSTART:20240301T090000Z\nRRULE:FREQ=DAILY;COUNT=2\n\
+                 EXDATE:20240302T090000Z",
+                "not_recurring",
+                "at most one",
+            ),
+            (
+                "DTSTART:20240301T090000Z\nRRULE:FREQ=FORTNIGHTLY",
+                "invalid_rrule",
+                "RRULE",
+            ),
+            (
+                "DTSTART:20240301T090000Z\nRRULE:FREQ=WEEKLY;BYDAY=XX",
+                "invalid_rrule",
+                "RRULE",
+            ),
+            (
+                "DTSTART:20240301T090000Z\nRRULE:FREQ=MONTHLY;BYMONTHDAY=40",
+                "invalid_rrule",
+                "RRULE",
+            ),
+            (
+                "DTSTART:20240301T090000Z\nRRULE:FREQ=DAILY;UNTIL=20230101T000000Z",
+                "invalid_rrule",
+                "RRULE",
+            ),
+            (
+                "DTSTART:2024-03-01\nRRULE:FREQ=DAILY",
+                "invalid_rrule",
+                "DTSTART value",
+            ),
+            (
+                "DTSTART:20241301T090000Z\nRRULE:FREQ=DAILY",
+                "invalid_rrule",
+                "DTSTART",
+            ),
+            (
+                "DTSTART;TZID=Mars/Olympus:20240301T090000\nRRULE:FREQ=DAILY",
+                "invalid_rrule",
+                "TZID",
+            ),
+            (
+                "DTSTART;TZID=Europe/Paris:20240301T090000Z\nRRULE:FREQ=DAILY",
+                "invalid_rrule",
+                "must not end in Z",
+            ),
+            (
+                "DTSTART;TZID=Europe/Paris:20240331T023000\nRRULE:FREQ=DAILY",
+                "invalid_rrule",
+                "does not exist",
+            ),
+            (
+                "DTSTART:20240301T090000Z\nDTSTART:20240302T090000Z\nRRULE:FREQ=DAILY",
+                "invalid_rrule",
+                "more than one DTSTART",
+            ),
+            (
+                "DTSTART:20240301T090000Z\nRRULE:FREQ=HOURLY;BYMINUTE=0",
+                "unsupported_rrule",
+                "at most daily",
+            ),
+            (
+                "DTSTART:20240301T090000Z\nRRULE:FREQ=DAILY;BYHOUR=9,17",
+                "unsupported_rrule",
+                "one order a day",
+            ),
+            (
+                "DTSTART:20240301T090000Z\nRRULE:FREQ=DAILY\nRRULE:FREQ=WEEKLY",
+                "unsupported_rrule",
+                "only one RRULE",
+            ),
+            (
+                "DTSTART:20240301T090000Z\nRRULE:FREQ=DAILY\nRDATE:20240401T090000Z",
+                "unsupported_rrule",
+                "RDATE",
+            ),
+            (
+                "DTSTART:20240301T090000Z\nRRULE:FREQ=DAILY\nSUMMARY:Coffee",
+                "invalid_rrule",
+                "unknown line",
+            ),
+            ("every monday", "invalid_rrule", "NAME:value"),
+            (
+                "DTSTART:20240301T090000Z\nRRULE:FREQ=DAILY\nEXDATE:soon",
+                "invalid_rrule",
+                "EXDATE value",
+            ),
+        ] {
+            let error = refused(text);
+            assert_eq!(error.field, "subscription.order_rrule", "{text}");
+            assert_eq!(error.code, code, "{text}: {}", error.message);
+            assert!(error.message.contains(why), "{text}: {}", error.message);
+        }
+    }
+
+    #[test]
+    fn crlf_folded_and_lower_case_text_is_read() {
+        let rule = schedule(
+            "dtstart:20240304T090000Z\r\nRRULE:FREQ=WEEKLY;\r\n INTERVAL=2;BYDAY=MO\r\n",
+            "UTC",
+        );
+        assert_eq!(rule.text(), "every 2 weeks on Monday");
+        assert_eq!(
+            rule.source(),
+            "dtstart:20240304T090000Z\nRRULE:FREQ=WEEKLY;\n INTERVAL=2;BYDAY=MO"
+        );
+    }
+
+    /// An order time the clocks skip moves on by the gap (02:30 becomes 03:30); one they pass
+    /// twice is the earlier.
+    #[test]
+    fn order_times_in_a_gap_or_an_overlap() {
+        let spring = schedule(
+            "DTSTART;TZID=America/New_York:20240308T023000\nRRULE:FREQ=DAILY",
+            "UTC",
+        );
+        assert_eq!(
+            dates(&spring, "2024-03-09T00:00:00Z", 3),
+            vec![
+                "2024-03-09T07:30:00Z",
+                "2024-03-10T07:30:00Z",
+                "2024-03-11T06:30:00Z"
+            ]
+        );
+        let autumn = schedule(
+            "DTSTART;TZID=America/New_York:20241101T013000\nRRULE:FREQ=DAILY",
+            "UTC",
+        );
+        assert_eq!(
+            dates(&autumn, "2024-11-02T00:00:00Z", 3),
+            vec![
+                "2024-11-02T05:30:00Z",
+                "2024-11-03T05:30:00Z",
+                "2024-11-04T06:30:00Z"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_start_when_the_clocks_go_back_is_the_earlier_time() {
+        // 01:30 happens twice in New York on 2024-11-03; the first is 05:30Z.
+        let rule = schedule(
+            "DTSTART;TZID=America/New_York:20241103T013000\nRRULE:FREQ=DAILY",
+            "UTC",
+        );
+        assert_eq!(rule.start(), at("2024-11-03T05:30:00Z"));
+    }
+
+    #[test]
+    fn skipping_the_next_date_moves_next_order_past_it() {
+        let weekly = schedule(
+            "DTSTART:20240304T090000\nRRULE:FREQ=WEEKLY\nEXDATE:20240318T090000",
+            "America/Toronto",
+        );
+        let now = at("2024-03-05T00:00:00Z");
+        let next = Some(at("2024-03-11T13:00:00Z"));
+        // Any time of the shop's day will do.
+        let plan = plan_skip(
+            &weekly,
+            at("2024-03-11T23:59:00-04:00"),
+            next,
+            &[],
+            now,
+            "f",
+        )
+        .unwrap();
+        assert_eq!(
+            plan,
+            SkipPlan {
+                skipped: at("2024-03-11T13:00:00Z"),
+                // The 18th is an EXDATE.
+                next_order_datetime: Some(at("2024-03-25T13:00:00Z")),
+                next_order_moved: true,
+            }
+        );
+        // A later date: recorded, next order stays.
+        let plan = plan_skip(&weekly, at("2024-04-01T12:00:00Z"), next, &[], now, "f").unwrap();
+        assert_eq!(plan.skipped, at("2024-04-01T13:00:00Z"));
+        assert_eq!(plan.next_order_datetime, next);
+        assert!(!plan.next_order_moved);
+        // Skipping the next date when the one after is skipped already.
+        let plan = plan_skip(
+            &weekly,
+            at("2024-03-11T12:00:00Z"),
+            next,
+            &[at("2024-03-25T13:00:00Z")],
+            now,
+            "f",
+        )
+        .unwrap();
+        assert_eq!(plan.next_order_datetime, Some(at("2024-04-01T13:00:00Z")));
+    }
+
+    #[test]
+    fn a_next_order_set_by_hand_can_be_skipped_too() {
+        let weekly = schedule("DTSTART:20240304T090000Z\nRRULE:FREQ=WEEKLY", "UTC");
+        let manual = Some(at("2024-03-13T15:00:00Z"));
+        let plan = plan_skip(
+            &weekly,
+            at("2024-03-13T00:00:00Z"),
+            manual,
+            &[],
+            at("2024-03-12T00:00:00Z"),
+            "f",
+        )
+        .unwrap();
+        assert_eq!(plan.skipped, at("2024-03-13T15:00:00Z"));
+        assert_eq!(plan.next_order_datetime, Some(at("2024-03-18T09:00:00Z")));
+    }
+
+    #[test]
+    fn only_upcoming_order_dates_can_be_skipped() {
+        let weekly = schedule(
+            "DTSTART:20240304T090000Z\nRRULE:FREQ=WEEKLY\nEXDATE:20240325T090000Z",
+            "UTC",
+        );
+        let now = at("2024-03-12T00:00:00Z");
+        let next = Some(at("2024-03-18T09:00:00Z"));
+        for (requested, skipped) in [
+            ("2024-03-19T09:00:00Z", vec![]), // not an order day
+            ("2024-03-11T09:00:00Z", vec![]), // past
+            ("2024-03-25T09:00:00Z", vec![]), // an EXDATE
+            ("2024-04-01T09:00:00Z", vec![at("2024-04-01T09:00:00Z")]), // skipped already
+        ] {
+            let error = plan_skip(
+                &weekly,
+                at(requested),
+                next,
+                &skipped,
+                now,
+                "order_datetime",
+            )
+            .unwrap_err();
+            assert_eq!(
+                (error.field.as_str(), error.code),
+                ("order_datetime", "not_an_order_date"),
+                "{requested}"
+            );
+        }
+        // Before a next order pushed later by hand.
+        let later = Some(at("2024-04-08T09:00:00Z"));
+        assert!(plan_skip(&weekly, at("2024-04-01T09:00:00Z"), later, &[], now, "f").is_err());
+    }
+
+    #[test]
+    fn coming_back_finds_a_next_order_ahead() {
+        let weekly = schedule("DTSTART:20240304T090000Z\nRRULE:FREQ=WEEKLY", "UTC");
+        let now = at("2024-04-02T00:00:00Z");
+        assert_eq!(
+            next_order_on_return(&weekly, Some(at("2024-04-08T09:00:00Z")), &[], now),
+            (Some(at("2024-04-08T09:00:00Z")), false)
+        );
+        assert_eq!(
+            next_order_on_return(&weekly, Some(at("2024-03-11T09:00:00Z")), &[], now),
+            (Some(at("2024-04-08T09:00:00Z")), true)
+        );
+        assert_eq!(
+            next_order_on_return(&weekly, None, &[at("2024-04-08T09:00:00Z")], now),
+            (Some(at("2024-04-15T09:00:00Z")), true)
+        );
+    }
+
+    #[test]
+    fn a_shop_zone_the_database_does_not_know_is_utc() {
+        assert_eq!(ShopZone::of_shop("Mars/Olympus"), ShopZone::UTC);
+        assert_eq!(ShopZone::of_shop("Europe/Paris").name(), "Europe/Paris");
+        assert_eq!(ShopZone::parse("nowhere"), None);
+    }
+}
