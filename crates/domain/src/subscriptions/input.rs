@@ -1,0 +1,1269 @@
+//! The body of Create Subscription (seed 002 §4.2) checked into a typed value. Every problem is
+//! a [`FieldError`] naming its field by its path in the body (`subscription.line_items[0].quantity`),
+//! and all of them are reported at once (422, seed 002 §7).
+//!
+//! ```json
+//! {"customer": {"first_name","last_name","email","phone","notes"},
+//!  "subscription": {"idempotency_key","external_id","next_order_datetime","last_order_datetime",
+//!    "placed_at","subscription_status","order_rrule","base_currency","charged_currency",
+//!    "base_to_charged_exchange_rate",
+//!    "line_items": [{"platform_product_id","platform_variant_id","quantity","price","subscription_group_id"}],
+//!    "billing_address": {…}, "shipping_address": {…},
+//!    "payment_details": {"gateway_name","gateway_customer_id","gateway_payment_id"},
+//!    "discount_code","note","order_note"}}
+//! ```
+
+use std::fmt;
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::access::shop::Shop;
+use crate::kernel::error::{DomainError, FieldError, Problems};
+use crate::kernel::time::Timestamp;
+use crate::subscriptions::recurrence::{OrderSchedule, ShopZone};
+use crate::subscriptions::resources::{Cents, CurrencyCode, SubscriptionStatus};
+
+/// At most this many line items in one subscription.
+pub const MAX_LINE_ITEMS: usize = 250;
+
+/// `customer` of the body: found by its email, or created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CustomerInput {
+    pub email: String,
+    pub first_name: Option<String>,
+    pub last_name: Option<String>,
+    pub phone: Option<String>,
+    pub notes: Option<String>,
+}
+
+/// A billing or shipping address of the body (seed 002 §2.2's create fields).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AddressInput {
+    pub first_name: Option<String>,
+    pub last_name: Option<String>,
+    pub company: Option<String>,
+    pub phone: Option<String>,
+    pub street1: String,
+    pub street2: Option<String>,
+    pub city: String,
+    pub province: Option<String>,
+    pub province_code: Option<String>,
+    pub country: Option<String>,
+    /// ISO 3166-1 alpha-2, upper case.
+    pub country_code: String,
+    pub zip: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineItemInput {
+    pub platform_product_id: String,
+    pub platform_variant_id: String,
+    pub quantity: i64,
+    /// The unit price in the base currency.
+    pub price: Cents,
+    pub subscription_group_id: Option<i64>,
+}
+
+/// `payment_details`: kept with the subscription. `gateway_payment_id` is the payment method
+/// token: it is shown only as the seed's `payment_method_token`, and `gateway_name` as
+/// `payment_gateway_public_id`; `gateway_customer_id` is never shown.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PaymentDetails {
+    pub gateway_name: String,
+    pub gateway_customer_id: Option<String>,
+    pub gateway_payment_id: String,
+}
+
+impl fmt::Debug for PaymentDetails {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PaymentDetails")
+            .field("gateway_name", &self.gateway_name)
+            .field(
+                "gateway_customer_id",
+                &self.gateway_customer_id.as_ref().map(|_| "[redacted]"),
+            )
+            .field("gateway_payment_id", &"[redacted]")
+            .finish()
+    }
+}
+
+/// A checked Create Subscription body.
+#[derive(Debug, Clone)]
+pub struct NewSubscription {
+    pub customer: CustomerInput,
+    pub idempotency_key: Option<String>,
+    pub external_id: Option<String>,
+    pub status: SubscriptionStatus,
+    pub schedule: OrderSchedule,
+    /// `order_rrule_text`, and `payment_rrule_text` (payment follows the order rule).
+    pub order_rrule_text: String,
+    /// Given, or the rule's first date from now on; `None` only for an inactive subscription
+    /// whose rule has ended.
+    pub next_order_datetime: Option<Timestamp>,
+    pub last_order_datetime: Option<Timestamp>,
+    pub placed_at: Option<Timestamp>,
+    pub base_currency: CurrencyCode,
+    pub charged_currency: CurrencyCode,
+    pub base_to_charged_exchange_rate: f64,
+    pub line_items: Vec<LineItemInput>,
+    pub billing_address: AddressInput,
+    pub shipping_address: AddressInput,
+    pub payment_details: Option<PaymentDetails>,
+    pub discount_code: Option<String>,
+    pub note: Option<String>,
+    pub order_note: Option<String>,
+    /// SHA-256 (hex) of the body with its object keys sorted: a repeated `idempotency_key` with
+    /// the same fingerprint is the same request (contract §5: 200 with the first subscription),
+    /// with another one a conflict (409).
+    pub fingerprint: String,
+}
+
+fn path(parent: &str, name: &str) -> String {
+    if parent.is_empty() {
+        name.to_string()
+    } else {
+        format!("{parent}.{name}")
+    }
+}
+
+fn type_error(field: String, expected: &str) -> FieldError {
+    let message = format!("{field} must be {expected}");
+    FieldError::new(field, "invalid_type", message)
+}
+
+/// Reads the fields of one JSON object, recording each problem under its path.
+struct Fields<'a, 'p> {
+    path: String,
+    map: &'a Map<String, Value>,
+    problems: &'p mut Problems,
+}
+
+impl<'a> Fields<'a, '_> {
+    fn field(&self, name: &str) -> String {
+        path(&self.path, name)
+    }
+
+    /// The value, when present and not null.
+    fn get(&self, name: &str) -> Option<&'a Value> {
+        self.map.get(name).filter(|value| !value.is_null())
+    }
+
+    fn text(&mut self, name: &str) -> Option<String> {
+        match self.get(name)? {
+            Value::String(text) => Some(text.trim().to_string()).filter(|text| !text.is_empty()),
+            _ => {
+                self.problems.push(type_error(self.field(name), "a string"));
+                None
+            }
+        }
+    }
+
+    fn required_text(&mut self, name: &str) -> Option<String> {
+        match self.get(name) {
+            Some(Value::String(_)) => {
+                let text = self.text(name);
+                if text.is_none() {
+                    self.problems.push(FieldError::required(self.field(name)));
+                }
+                text
+            }
+            Some(_) => self.text(name),
+            None => {
+                self.problems.push(FieldError::required(self.field(name)));
+                None
+            }
+        }
+    }
+
+    /// Whether the field is there but not a string (its problem is recorded when it is read).
+    fn is_not_text(&self, name: &str) -> bool {
+        self.get(name).is_some_and(|value| !value.is_string())
+    }
+
+    /// A platform id: a string, or an integer kept as its decimal text.
+    fn required_id(&mut self, name: &str) -> Option<String> {
+        match self.get(name) {
+            Some(Value::Number(number)) if number.is_i64() || number.is_u64() => {
+                Some(number.to_string())
+            }
+            Some(Value::Number(_)) => {
+                self.problems
+                    .push(type_error(self.field(name), "a string or an integer"));
+                None
+            }
+            _ => self.required_text(name),
+        }
+    }
+
+    fn integer(&mut self, name: &str) -> Option<i64> {
+        let value = self.get(name)?;
+        let integer = value.as_i64();
+        if integer.is_none() {
+            self.problems
+                .push(type_error(self.field(name), "an integer"));
+        }
+        integer
+    }
+
+    fn number(&mut self, name: &str) -> Option<f64> {
+        let value = self.get(name)?;
+        let number = value.as_f64();
+        if number.is_none() {
+            self.problems.push(type_error(self.field(name), "a number"));
+        }
+        number
+    }
+
+    fn time(&mut self, name: &str) -> Option<Timestamp> {
+        let field = self.field(name);
+        let time = match self.get(name)? {
+            Value::String(text) => Timestamp::parse_rfc3339(text.trim()),
+            _ => None,
+        };
+        if time.is_none() {
+            let message =
+                format!("{field} must be an RFC 3339 date-time such as 2024-03-01T10:30:00Z");
+            self.problems
+                .push(FieldError::new(field, "invalid_date", message));
+        }
+        time
+    }
+
+    /// A nested object; `None` (with a problem) when it is there but not an object.
+    fn object<'p2>(&'p2 mut self, name: &str) -> Option<Fields<'a, 'p2>> {
+        let field = self.field(name);
+        match self.get(name)? {
+            Value::Object(map) => Some(Fields {
+                path: field,
+                map,
+                problems: &mut *self.problems,
+            }),
+            _ => {
+                self.problems.push(type_error(field, "an object"));
+                None
+            }
+        }
+    }
+}
+
+fn check_email(field: String, email: &str) -> Result<(), FieldError> {
+    let ok = match email.split_once('@') {
+        Some((local, host)) => {
+            !local.is_empty()
+                && host.contains('.')
+                && !host.starts_with('.')
+                && !host.ends_with('.')
+                && !email.chars().any(char::is_whitespace)
+        }
+        None => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        let message = format!("{field} must be an email address such as ada@example.test");
+        Err(FieldError::new(field, "invalid_email", message))
+    }
+}
+
+fn customer(fields: &mut Fields<'_, '_>) -> Option<CustomerInput> {
+    let email = fields.required_text("email");
+    if let Some(email) = &email {
+        let field = fields.field("email");
+        fields.problems.check(check_email(field, email));
+    }
+    let first_name = fields.text("first_name");
+    let last_name = fields.text("last_name");
+    let phone = fields.text("phone");
+    let notes = fields.text("notes");
+    Some(CustomerInput {
+        email: email?,
+        first_name,
+        last_name,
+        phone,
+        notes,
+    })
+}
+
+fn address(fields: &mut Fields<'_, '_>) -> Option<AddressInput> {
+    let first_name = fields.text("first_name");
+    let last_name = fields.text("last_name");
+    let company = fields.text("company");
+    let phone = fields.text("phone");
+    let street1 = fields.required_text("street1");
+    let street2 = fields.text("street2");
+    let city = fields.required_text("city");
+    let province = fields.text("province");
+    let province_code = fields.text("province_code");
+    let country = fields.text("country");
+    let country_code = fields.required_text("country_code").and_then(|code| {
+        let upper = code.to_ascii_uppercase();
+        if upper.len() == 2 && upper.bytes().all(|b| b.is_ascii_uppercase()) {
+            Some(upper)
+        } else {
+            let field = fields.field("country_code");
+            let message = format!("{field} must be an ISO 3166-1 alpha-2 code such as CA");
+            fields
+                .problems
+                .push(FieldError::new(field, "invalid_value", message));
+            None
+        }
+    });
+    let zip = fields.text("zip");
+    Some(AddressInput {
+        first_name,
+        last_name,
+        company,
+        phone,
+        street1: street1?,
+        street2,
+        city: city?,
+        province,
+        province_code,
+        country,
+        country_code: country_code?,
+        zip,
+    })
+}
+
+fn line_item(fields: &mut Fields<'_, '_>) -> Option<LineItemInput> {
+    let platform_product_id = fields.required_id("platform_product_id");
+    let platform_variant_id = fields.required_id("platform_variant_id");
+    let quantity = match fields.integer("quantity") {
+        None if fields.get("quantity").is_none() => {
+            fields
+                .problems
+                .push(FieldError::required(fields.field("quantity")));
+            None
+        }
+        Some(quantity) if quantity < 1 => {
+            let field = fields.field("quantity");
+            let message = format!("{field} must be at least 1");
+            fields
+                .problems
+                .push(FieldError::new(field, "out_of_range", message));
+            None
+        }
+        quantity => quantity,
+    };
+    let price = match fields.get("price") {
+        None => {
+            fields
+                .problems
+                .push(FieldError::required(fields.field("price")));
+            None
+        }
+        Some(Value::Number(number)) if number.is_i64() || number.is_u64() => {
+            match number.as_i64() {
+                Some(cents) if cents >= 0 => Some(Cents(cents)),
+                _ => {
+                    let field = fields.field("price");
+                    let message = format!(
+                        "{field} must be a price of at least 0, in cents ({} at most)",
+                        i64::MAX
+                    );
+                    fields
+                        .problems
+                        .push(FieldError::new(field, "out_of_range", message));
+                    None
+                }
+            }
+        }
+        Some(_) => {
+            fields.problems.push(type_error(
+                fields.field("price"),
+                "an integer number of cents",
+            ));
+            None
+        }
+    };
+    let subscription_group_id = fields.integer("subscription_group_id");
+    Some(LineItemInput {
+        platform_product_id: platform_product_id?,
+        platform_variant_id: platform_variant_id?,
+        quantity: quantity?,
+        price: price?,
+        subscription_group_id,
+    })
+}
+
+fn line_items(fields: &mut Fields<'_, '_>) -> Option<Vec<LineItemInput>> {
+    let field = fields.field("line_items");
+    let items = match fields.get("line_items") {
+        None => {
+            fields.problems.push(FieldError::required(field));
+            return None;
+        }
+        Some(Value::Array(items)) => items,
+        Some(_) => {
+            fields.problems.push(type_error(field, "an array"));
+            return None;
+        }
+    };
+    if items.is_empty() {
+        let message = format!("{field} must hold at least one line item");
+        fields
+            .problems
+            .push(FieldError::new(field, "empty", message));
+        return None;
+    }
+    if items.len() > MAX_LINE_ITEMS {
+        let message = format!("{field} may hold at most {MAX_LINE_ITEMS} line items");
+        fields
+            .problems
+            .push(FieldError::new(field, "too_many", message));
+        return None;
+    }
+    let mut checked = Vec::with_capacity(items.len());
+    let mut all_ok = true;
+    for (index, item) in items.iter().enumerate() {
+        let item_path = format!("{field}[{index}]");
+        let Value::Object(map) = item else {
+            fields.problems.push(type_error(item_path, "an object"));
+            all_ok = false;
+            continue;
+        };
+        let mut item_fields = Fields {
+            path: item_path,
+            map,
+            problems: &mut *fields.problems,
+        };
+        match line_item(&mut item_fields) {
+            Some(item) => checked.push(item),
+            None => all_ok = false,
+        }
+    }
+    all_ok.then_some(checked)
+}
+
+fn payment_details(fields: &mut Fields<'_, '_>) -> Option<PaymentDetails> {
+    let gateway_name = fields.required_text("gateway_name");
+    let gateway_customer_id = fields.text("gateway_customer_id");
+    let gateway_payment_id = fields.required_text("gateway_payment_id");
+    Some(PaymentDetails {
+        gateway_name: gateway_name?,
+        gateway_customer_id,
+        gateway_payment_id: gateway_payment_id?,
+    })
+}
+
+/// `Some(None)` when absent (a default applies), `None` when wrong (its problem recorded).
+fn currency(fields: &mut Fields<'_, '_>, name: &str) -> Option<Option<CurrencyCode>> {
+    let wrong_type = fields.is_not_text(name);
+    let Some(text) = fields.text(name) else {
+        return (!wrong_type).then_some(None);
+    };
+    match CurrencyCode::parse(&text) {
+        Some(code) => Some(Some(code)),
+        None => {
+            let field = fields.field(name);
+            let message =
+                format!("{field} must be an ISO 4217 currency code such as USD, not {text:?}");
+            fields
+                .problems
+                .push(FieldError::new(field, "invalid_currency", message));
+            None
+        }
+    }
+}
+
+/// `Some(None)` when absent (the rule decides), `None` when wrong (its problem recorded).
+fn status(fields: &mut Fields<'_, '_>) -> Option<Option<SubscriptionStatus>> {
+    let wrong_type = fields.is_not_text("subscription_status");
+    let Some(text) = fields.text("subscription_status") else {
+        return (!wrong_type).then_some(None);
+    };
+    let field = fields.field("subscription_status");
+    match SubscriptionStatus::parse(&text) {
+        Some(SubscriptionStatus::Processing) => {
+            let message = format!(
+                "{field} cannot be processing: only Mercer sets it, while it places an order"
+            );
+            fields
+                .problems
+                .push(FieldError::new(field, "invalid_value", message));
+            None
+        }
+        Some(status) => Some(Some(status)),
+        None => {
+            let message =
+                format!("{field} must be one of active, inactive, scheduled, paused, not {text:?}");
+            fields
+                .problems
+                .push(FieldError::new(field, "invalid_value", message));
+            None
+        }
+    }
+}
+
+/// JSON text with every object's keys sorted, so equal bodies write equal text.
+fn canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (index, key) in keys.into_iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                if let Some(value) = map.get(key) {
+                    canonical(value, out);
+                }
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                canonical(item, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// The fingerprint of a request body: equal for bodies that differ only in key order or
+/// spacing.
+pub fn body_fingerprint(body: &Value) -> String {
+    let mut text = String::new();
+    canonical(body, &mut text);
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+impl NewSubscription {
+    /// Checks a Create Subscription body for `shop` at `now`: its time zone is the rule's (for
+    /// times without a zone) and its currency the default `base_currency`.
+    pub fn parse(
+        body: &Value,
+        shop: &Shop,
+        now: Timestamp,
+    ) -> Result<NewSubscription, DomainError> {
+        let mut problems = Problems::new();
+        let empty = Map::new();
+        let root_map = body.as_object().unwrap_or(&empty);
+        let mut root = Fields {
+            path: String::new(),
+            map: root_map,
+            problems: &mut problems,
+        };
+
+        let customer = match root.object("customer") {
+            Some(mut fields) => customer(&mut fields),
+            None => {
+                if root.get("customer").is_none() {
+                    root.problems.push(FieldError::required("customer"));
+                }
+                None
+            }
+        };
+        let subscription_present = root.get("subscription").is_some();
+        let Some(mut sub) = root.object("subscription") else {
+            if !subscription_present {
+                problems.push(FieldError::required("subscription"));
+            }
+            return Err(problems_into_error(problems));
+        };
+
+        let idempotency_key = sub.text("idempotency_key");
+        let external_id = sub.text("external_id");
+        let next_order_datetime = sub.time("next_order_datetime");
+        let last_order_datetime = sub.time("last_order_datetime");
+        let placed_at = sub.time("placed_at");
+        let status = status(&mut sub);
+
+        let zone = ShopZone::of_shop(&shop.timezone);
+        let rrule_field = sub.field("order_rrule");
+        let schedule = match sub.get("order_rrule") {
+            None => {
+                sub.problems.push(FieldError::required(&rrule_field));
+                None
+            }
+            Some(Value::String(text)) => {
+                sub.problems
+                    .check(OrderSchedule::parse(text, zone, &rrule_field))
+            }
+            Some(_) => {
+                sub.problems
+                    .push(type_error(rrule_field.clone(), "a string"));
+                None
+            }
+        };
+
+        let base_currency = currency(&mut sub, "base_currency").map(|code| {
+            code.or_else(|| CurrencyCode::parse(&shop.currency))
+                .ok_or_else(|| FieldError::required(sub.field("base_currency")))
+        });
+        let base_currency = match base_currency {
+            Some(Ok(code)) => Some(code),
+            Some(Err(problem)) => {
+                sub.problems.push(problem);
+                None
+            }
+            None => None,
+        };
+        let charged_currency = currency(&mut sub, "charged_currency")
+            .and_then(|code| code.or_else(|| base_currency.clone()));
+        let rate_field = sub.field("base_to_charged_exchange_rate");
+        let rate = match sub.get("base_to_charged_exchange_rate") {
+            None => Some(1.0),
+            Some(_) => sub
+                .number("base_to_charged_exchange_rate")
+                .and_then(|rate| {
+                    if rate.is_finite() && rate > 0.0 {
+                        Some(rate)
+                    } else {
+                        let message = format!("{rate_field} must be a number above 0");
+                        sub.problems.push(FieldError::new(
+                            rate_field.clone(),
+                            "out_of_range",
+                            message,
+                        ));
+                        None
+                    }
+                }),
+        };
+        if let (Some(base), Some(charged), Some(rate)) = (&base_currency, &charged_currency, rate)
+            && base == charged
+            && rate != 1.0
+        {
+            let message = format!(
+                "{rate_field} must be 1 when base_currency and charged_currency are the same"
+            );
+            sub.problems.push(FieldError::new(
+                rate_field.clone(),
+                "invalid_value",
+                message,
+            ));
+        }
+
+        let line_items = line_items(&mut sub);
+        let billing_present = sub.get("billing_address").is_some();
+        let billing_address = sub
+            .object("billing_address")
+            .and_then(|mut f| address(&mut f));
+        let shipping_present = sub.get("shipping_address").is_some();
+        let shipping_address = sub
+            .object("shipping_address")
+            .and_then(|mut f| address(&mut f));
+        if !shipping_present {
+            sub.problems
+                .push(FieldError::required(sub.field("shipping_address")));
+        }
+        let payment_present = sub.get("payment_details").is_some();
+        let payment_details = sub
+            .object("payment_details")
+            .and_then(|mut f| payment_details(&mut f));
+        let discount_code = sub.text("discount_code");
+        let note = sub.text("note");
+        let order_note = sub.text("order_note");
+
+        // The status and first order date follow from the rule, once it is known good.
+        let status = schedule.as_ref().and_then(|schedule| {
+            let status = status?.unwrap_or(if schedule.start() > now {
+                SubscriptionStatus::Scheduled
+            } else {
+                SubscriptionStatus::Active
+            });
+            Some(status)
+        });
+        let next_order = match (&schedule, status) {
+            (Some(_), _) if next_order_datetime.is_some() => Some(next_order_datetime),
+            (Some(schedule), Some(status)) => {
+                let next = schedule.first_from(now, &[]);
+                if next.is_none() && status != SubscriptionStatus::Inactive {
+                    let message = format!("{rrule_field} has no order date after {now}");
+                    sub.problems.push(FieldError::new(
+                        rrule_field.clone(),
+                        "no_upcoming_order",
+                        message,
+                    ));
+                    None
+                } else {
+                    Some(next)
+                }
+            }
+            _ => None,
+        };
+
+        problems.into_result()?;
+        let (
+            Some(customer),
+            Some(schedule),
+            Some(status),
+            Some(next_order_datetime),
+            Some(base_currency),
+            Some(charged_currency),
+            Some(rate),
+            Some(line_items),
+            Some(shipping_address),
+        ) = (
+            customer,
+            schedule,
+            status,
+            next_order,
+            base_currency,
+            charged_currency,
+            rate,
+            line_items,
+            shipping_address,
+        )
+        else {
+            // Every None above recorded its problem; this is a gap in the checks.
+            return Err(DomainError::invalid(
+                "subscription",
+                "invalid_value",
+                "the subscription could not be read",
+            ));
+        };
+        let billing_address = match (billing_present, billing_address) {
+            (false, _) => shipping_address.clone(),
+            (true, Some(address)) => address,
+            (true, None) => {
+                return Err(DomainError::invalid(
+                    "subscription.billing_address",
+                    "invalid_value",
+                    "the billing address could not be read",
+                ));
+            }
+        };
+        if payment_present && payment_details.is_none() {
+            return Err(DomainError::invalid(
+                "subscription.payment_details",
+                "invalid_value",
+                "the payment details could not be read",
+            ));
+        }
+        Ok(NewSubscription {
+            customer,
+            idempotency_key,
+            external_id,
+            status,
+            order_rrule_text: schedule.text(),
+            schedule,
+            next_order_datetime,
+            last_order_datetime,
+            placed_at,
+            base_currency,
+            charged_currency,
+            base_to_charged_exchange_rate: rate,
+            line_items,
+            billing_address,
+            shipping_address,
+            payment_details,
+            discount_code,
+            note,
+            order_note,
+            fingerprint: body_fingerprint(body),
+        })
+    }
+}
+
+fn problems_into_error(problems: Problems) -> DomainError {
+    match problems.into_result() {
+        Err(error) => error,
+        Ok(()) => DomainError::invalid("subscription", "required", "subscription is required"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::access::shop::ShopIdentifier;
+
+    fn at(text: &str) -> Timestamp {
+        Timestamp::parse_rfc3339(text).unwrap()
+    }
+
+    fn shop() -> Shop {
+        Shop {
+            id: 1,
+            identifier: ShopIdentifier::parse("0123456789abcdef0123456789abcdef").unwrap(),
+            shop_domain: "example.myshop.test".into(),
+            custom_domain: None,
+            platform_type: "custom".into(),
+            timezone: "America/Toronto".into(),
+            currency: "CAD".into(),
+            currency_format: "${{amount}}".into(),
+            shop_owner: "Owner".into(),
+            admin_email: "owner@example.test".into(),
+            pii_redacted_at: None,
+            created_at: at("2024-01-01T00:00:00Z"),
+            updated_at: at("2024-01-01T00:00:00Z"),
+            deleted_at: None,
+        }
+    }
+
+    const NOW: &str = "2024-03-05T12:00:00Z";
+
+    fn body() -> Value {
+        json!({
+            "customer": {
+                "first_name": "Ada",
+                "last_name": "Lovelace",
+                "email": "ada@example.test",
+                "phone": "+1 555 0100",
+                "notes": "VIP"
+            },
+            "subscription": {
+                "idempotency_key": "order-1001",
+                "external_id": "ext-1",
+                "subscription_status": "active",
+                "order_rrule": "DTSTART:20240304T090000\nRRULE:FREQ=WEEKLY;INTERVAL=2;BYDAY=MO",
+                "base_currency": "USD",
+                "charged_currency": "CAD",
+                "base_to_charged_exchange_rate": 1.35,
+                "line_items": [{
+                    "platform_product_id": "p-1",
+                    "platform_variant_id": 22,
+                    "quantity": 2,
+                    "price": 1250,
+                    "subscription_group_id": 4
+                }],
+                "shipping_address": {
+                    "first_name": "Ada",
+                    "last_name": "Lovelace",
+                    "street1": "1 Analytical Way",
+                    "city": "Toronto",
+                    "province": "Ontario",
+                    "province_code": "ON",
+                    "country": "Canada",
+                    "country_code": "ca",
+                    "zip": "M5V 2T6"
+                },
+                "payment_details": {
+                    "gateway_name": "test",
+                    "gateway_customer_id": "cus_1",
+                    "gateway_payment_id": "tok_success"
+                },
+                "discount_code": "WELCOME",
+                "note": "staff note",
+                "order_note": "leave at the door"
+            }
+        })
+    }
+
+    fn parse(body: &Value) -> Result<NewSubscription, DomainError> {
+        NewSubscription::parse(body, &shop(), at(NOW))
+    }
+
+    fn problems(body: &Value) -> Vec<(String, &'static str)> {
+        match parse(body) {
+            Err(DomainError::Invalid(problems)) => problems
+                .into_iter()
+                .map(|problem| (problem.field, problem.code))
+                .collect(),
+            other => panic!("expected 422, got {other:?}"),
+        }
+    }
+
+    /// The body with the field at `pointer` set (added when absent).
+    fn with(mut body: Value, pointer: &str, value: Value) -> Value {
+        let (parent, name) = pointer.rsplit_once('/').unwrap();
+        match body.pointer_mut(parent).unwrap() {
+            Value::Object(map) => {
+                map.insert(name.to_string(), value);
+            }
+            Value::Array(items) => items[name.parse::<usize>().unwrap()] = value,
+            other => panic!("{other}"),
+        }
+        body
+    }
+
+    fn without(mut body: Value, parent: &str, name: &str) -> Value {
+        body.pointer_mut(parent)
+            .and_then(Value::as_object_mut)
+            .unwrap()
+            .remove(name);
+        body
+    }
+
+    #[test]
+    fn a_good_body_is_checked_into_a_typed_value() {
+        let new = parse(&body()).unwrap();
+        assert_eq!(new.customer.email, "ada@example.test");
+        assert_eq!(new.customer.notes.as_deref(), Some("VIP"));
+        assert_eq!(new.status, SubscriptionStatus::Active);
+        assert_eq!(new.order_rrule_text, "every 2 weeks on Monday");
+        assert_eq!(
+            new.schedule.source(),
+            "DTSTART:20240304T090000\nRRULE:FREQ=WEEKLY;INTERVAL=2;BYDAY=MO"
+        );
+        // The shop's zone: 09:00 in Toronto, two weeks after the 4th.
+        assert_eq!(new.next_order_datetime, Some(at("2024-03-18T13:00:00Z")));
+        assert_eq!(new.base_currency.as_str(), "USD");
+        assert_eq!(new.charged_currency.as_str(), "CAD");
+        assert_eq!(new.base_to_charged_exchange_rate, 1.35);
+        assert_eq!(
+            new.line_items,
+            vec![LineItemInput {
+                platform_product_id: "p-1".into(),
+                platform_variant_id: "22".into(),
+                quantity: 2,
+                price: Cents(1250),
+                subscription_group_id: Some(4),
+            }]
+        );
+        assert_eq!(new.shipping_address.country_code, "CA");
+        // No billing address: the shipping address bills too.
+        assert_eq!(new.billing_address, new.shipping_address);
+        let payment = new.payment_details.clone().unwrap();
+        assert_eq!(payment.gateway_payment_id, "tok_success");
+        assert!(!format!("{new:?}").contains("tok_success"));
+        assert!(!format!("{new:?}").contains("cus_1"));
+        assert_eq!(new.idempotency_key.as_deref(), Some("order-1001"));
+        assert_eq!(new.fingerprint.len(), 64);
+    }
+
+    #[test]
+    fn defaults_come_from_the_shop_and_the_rule() {
+        let mut body = body();
+        for name in [
+            "subscription_status",
+            "base_currency",
+            "charged_currency",
+            "base_to_charged_exchange_rate",
+            "payment_details",
+        ] {
+            body = without(body, "/subscription", name);
+        }
+        let new = parse(&body).unwrap();
+        assert_eq!(new.base_currency.as_str(), "CAD");
+        assert_eq!(new.charged_currency.as_str(), "CAD");
+        assert_eq!(new.base_to_charged_exchange_rate, 1.0);
+        assert_eq!(new.status, SubscriptionStatus::Active);
+        assert_eq!(new.payment_details, None);
+
+        // A rule that starts later: scheduled, first order at its start.
+        let later = with(
+            body.clone(),
+            "/subscription/order_rrule",
+            json!("DTSTART:20240401T090000\nRRULE:FREQ=MONTHLY"),
+        );
+        let new = parse(&later).unwrap();
+        assert_eq!(new.status, SubscriptionStatus::Scheduled);
+        assert_eq!(new.next_order_datetime, Some(at("2024-04-01T13:00:00Z")));
+        assert_eq!(new.order_rrule_text, "every month on the 1st");
+
+        // A given next order date is kept.
+        let given = with(
+            body,
+            "/subscription/next_order_datetime",
+            json!("2024-03-07T10:00:00-05:00"),
+        );
+        assert_eq!(
+            parse(&given).unwrap().next_order_datetime,
+            Some(at("2024-03-07T15:00:00Z"))
+        );
+    }
+
+    #[test]
+    fn every_invalid_field_is_named_at_once() {
+        let mut body = body();
+        body = with(body, "/subscription/base_currency", json!("usd"));
+        body = with(body, "/subscription/charged_currency", json!("EURO"));
+        body = with(body, "/subscription/line_items/0/quantity", json!(0));
+        body = with(body, "/subscription/line_items/0/price", json!(-1));
+        body = with(
+            body,
+            "/subscription/subscription_status",
+            json!("cancelled"),
+        );
+        body = with(body, "/subscription/placed_at", json!("yesterday"));
+        body = with(
+            body,
+            "/subscription/order_rrule",
+            json!("DTSTART:20240304T090000Z"),
+        );
+        body = with(body, "/customer/email", json!("not-an-email"));
+        assert_eq!(
+            problems(&body),
+            vec![
+                ("customer.email".to_string(), "invalid_email"),
+                ("subscription.placed_at".to_string(), "invalid_date"),
+                (
+                    "subscription.subscription_status".to_string(),
+                    "invalid_value"
+                ),
+                ("subscription.order_rrule".to_string(), "not_recurring"),
+                ("subscription.base_currency".to_string(), "invalid_currency"),
+                (
+                    "subscription.charged_currency".to_string(),
+                    "invalid_currency"
+                ),
+                (
+                    "subscription.line_items[0].quantity".to_string(),
+                    "out_of_range"
+                ),
+                (
+                    "subscription.line_items[0].price".to_string(),
+                    "out_of_range"
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn each_rule_of_the_issue_is_a_422_on_its_field() {
+        let cases: Vec<(Value, &str, &str)> = vec![
+            (
+                with(body(), "/subscription/charged_currency", json!("XYZ")),
+                "subscription.charged_currency",
+                "invalid_currency",
+            ),
+            (
+                with(body(), "/subscription/line_items/0/quantity", json!(-3)),
+                "subscription.line_items[0].quantity",
+                "out_of_range",
+            ),
+            (
+                with(body(), "/subscription/line_items/0/quantity", json!(1.5)),
+                "subscription.line_items[0].quantity",
+                "invalid_type",
+            ),
+            (
+                with(body(), "/subscription/line_items/0/price", json!(-100)),
+                "subscription.line_items[0].price",
+                "out_of_range",
+            ),
+            (
+                with(body(), "/subscription/line_items/0/price", json!(12.5)),
+                "subscription.line_items[0].price",
+                "invalid_type",
+            ),
+            (
+                with(body(), "/subscription/line_items/0/price", json!("1250")),
+                "subscription.line_items[0].price",
+                "invalid_type",
+            ),
+            (
+                with(
+                    body(),
+                    "/subscription/order_rrule",
+                    json!("RRULE:FREQ=SOMETIMES"),
+                ),
+                "subscription.order_rrule",
+                "invalid_rrule",
+            ),
+            (
+                with(
+                    body(),
+                    "/subscription/order_rrule",
+                    json!("DTSTART:20240304T090000\nRRULE:FREQ=DAILY;COUNT=1"),
+                ),
+                "subscription.order_rrule",
+                "not_recurring",
+            ),
+            (
+                with(
+                    body(),
+                    "/subscription/order_rrule",
+                    json!("DTSTART:20230304T090000\nRRULE:FREQ=DAILY;COUNT=3"),
+                ),
+                "subscription.order_rrule",
+                "no_upcoming_order",
+            ),
+            (
+                with(body(), "/subscription/order_rrule", json!(7)),
+                "subscription.order_rrule",
+                "invalid_type",
+            ),
+            (
+                without(body(), "/subscription", "order_rrule"),
+                "subscription.order_rrule",
+                "required",
+            ),
+            (
+                with(body(), "/subscription/line_items", json!([])),
+                "subscription.line_items",
+                "empty",
+            ),
+            (
+                without(body(), "/subscription", "line_items"),
+                "subscription.line_items",
+                "required",
+            ),
+            (
+                with(body(), "/subscription/line_items", json!({"quantity": 1})),
+                "subscription.line_items",
+                "invalid_type",
+            ),
+            (
+                with(body(), "/subscription/line_items/0", json!("p-1")),
+                "subscription.line_items[0]",
+                "invalid_type",
+            ),
+            (
+                without(body(), "/subscription/line_items/0", "platform_variant_id"),
+                "subscription.line_items[0].platform_variant_id",
+                "required",
+            ),
+            (
+                with(
+                    body(),
+                    "/subscription/subscription_status",
+                    json!("processing"),
+                ),
+                "subscription.subscription_status",
+                "invalid_value",
+            ),
+            (
+                with(body(), "/subscription/subscription_status", json!(1)),
+                "subscription.subscription_status",
+                "invalid_type",
+            ),
+            (
+                with(
+                    body(),
+                    "/subscription/next_order_datetime",
+                    json!("2024-13-01"),
+                ),
+                "subscription.next_order_datetime",
+                "invalid_date",
+            ),
+            (
+                with(
+                    body(),
+                    "/subscription/last_order_datetime",
+                    json!(1700000000),
+                ),
+                "subscription.last_order_datetime",
+                "invalid_date",
+            ),
+            (
+                with(
+                    body(),
+                    "/subscription/base_to_charged_exchange_rate",
+                    json!(0),
+                ),
+                "subscription.base_to_charged_exchange_rate",
+                "out_of_range",
+            ),
+            (
+                with(body(), "/subscription/charged_currency", json!("USD")),
+                "subscription.base_to_charged_exchange_rate",
+                "invalid_value",
+            ),
+            (
+                without(body(), "/customer", "email"),
+                "customer.email",
+                "required",
+            ),
+            (
+                with(body(), "/customer/email", json!("  ")),
+                "customer.email",
+                "required",
+            ),
+            (without(body(), "", "customer"), "customer", "required"),
+            (
+                without(body(), "/subscription", "shipping_address"),
+                "subscription.shipping_address",
+                "required",
+            ),
+            (
+                without(body(), "/subscription/shipping_address", "street1"),
+                "subscription.shipping_address.street1",
+                "required",
+            ),
+            (
+                with(
+                    body(),
+                    "/subscription/shipping_address/country_code",
+                    json!("CAN"),
+                ),
+                "subscription.shipping_address.country_code",
+                "invalid_value",
+            ),
+            (
+                with(
+                    body(),
+                    "/subscription/billing_address",
+                    json!({"city": "Paris"}),
+                ),
+                "subscription.billing_address.street1",
+                "required",
+            ),
+            (
+                without(
+                    body(),
+                    "/subscription/payment_details",
+                    "gateway_payment_id",
+                ),
+                "subscription.payment_details.gateway_payment_id",
+                "required",
+            ),
+            (
+                with(body(), "/subscription/note", json!(["a"])),
+                "subscription.note",
+                "invalid_type",
+            ),
+        ];
+        for (body, field, code) in cases {
+            let found = problems(&body);
+            assert!(
+                found.contains(&(field.to_string(), code)),
+                "{field} {code}: {found:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_body_without_a_subscription_or_not_an_object_is_422() {
+        assert_eq!(
+            problems(&json!({"customer": {"email": "ada@example.test"}})),
+            vec![("subscription".to_string(), "required")]
+        );
+        assert_eq!(
+            problems(&json!([])),
+            vec![
+                ("customer".to_string(), "required"),
+                ("subscription".to_string(), "required")
+            ]
+        );
+        assert_eq!(
+            problems(&json!({"customer": "ada", "subscription": 3})),
+            vec![
+                ("customer".to_string(), "invalid_type"),
+                ("subscription".to_string(), "invalid_type")
+            ]
+        );
+    }
+
+    #[test]
+    fn an_inactive_subscription_may_have_ended() {
+        let body = with(
+            with(
+                body(),
+                "/subscription/order_rrule",
+                json!("DTSTART:20230304T090000\nRRULE:FREQ=DAILY;COUNT=3"),
+            ),
+            "/subscription/subscription_status",
+            json!("inactive"),
+        );
+        let new = parse(&body).unwrap();
+        assert_eq!(new.status, SubscriptionStatus::Inactive);
+        assert_eq!(new.next_order_datetime, None);
+    }
+
+    #[test]
+    fn the_fingerprint_ignores_key_order_and_spacing_only() {
+        let a: Value = serde_json::from_str(r#"{"a": 1, "b": {"c": [1, 2], "d": "x"}}"#).unwrap();
+        let b: Value = serde_json::from_str(r#"{"b":{"d":"x","c":[1,2]},"a":1}"#).unwrap();
+        let c: Value = serde_json::from_str(r#"{"b":{"d":"x","c":[2,1]},"a":1}"#).unwrap();
+        assert_eq!(body_fingerprint(&a), body_fingerprint(&b));
+        assert_ne!(body_fingerprint(&a), body_fingerprint(&c));
+        let changed = with(body(), "/subscription/line_items/0/quantity", json!(3));
+        assert_ne!(
+            parse(&body()).unwrap().fingerprint,
+            parse(&changed).unwrap().fingerprint
+        );
+    }
+}
