@@ -1,6 +1,7 @@
 //! The body of Create Subscription (seed 002 §4.2) checked into a typed value. Every problem is
 //! a [`FieldError`] naming its field by its path in the body (`subscription.line_items[0].quantity`),
-//! and all of them are reported at once (422, seed 002 §7).
+//! and all of them are reported at once (422, seed 002 §7). The bodies of the actions (skip,
+//! quantity, frequency, shipping address, payment method; contract §5) are checked here too.
 //!
 //! ```json
 //! {"customer": {"first_name","last_name","email","phone","notes"},
@@ -765,6 +766,144 @@ impl NewSubscription {
     }
 }
 
+/// Runs `read` over the fields of an action's body (an object at the root; field paths are
+/// the body's own names), and gives its value when no problem was found.
+fn action_body<T>(
+    body: &Value,
+    read: impl FnOnce(&mut Fields<'_, '_>) -> Option<T>,
+) -> Result<T, DomainError> {
+    let mut problems = Problems::new();
+    let empty = Map::new();
+    let mut fields = Fields {
+        path: String::new(),
+        map: body.as_object().unwrap_or(&empty),
+        problems: &mut problems,
+    };
+    let value = read(&mut fields);
+    problems.into_result()?;
+    value.ok_or_else(|| DomainError::invalid("body", "invalid_value", "the body could not be read"))
+}
+
+/// Skip a ship date: `{"order_datetime"}`, the date to skip (its day in the shop's zone counts;
+/// see `recurrence::plan_skip`).
+pub fn parse_skip(body: &Value) -> Result<Timestamp, DomainError> {
+    action_body(body, |fields| {
+        if fields.get("order_datetime").is_none() {
+            fields.problems.push(FieldError::required("order_datetime"));
+            return None;
+        }
+        fields.time("order_datetime")
+    })
+}
+
+/// Change quantity: `{"quantity"}`, at least 1.
+pub fn parse_quantity(body: &Value) -> Result<i64, DomainError> {
+    action_body(body, |fields| match fields.integer("quantity") {
+        None if fields.get("quantity").is_none() => {
+            fields.problems.push(FieldError::required("quantity"));
+            None
+        }
+        Some(quantity) if quantity < 1 => {
+            fields.problems.push(FieldError::new(
+                "quantity",
+                "out_of_range",
+                "quantity must be at least 1",
+            ));
+            None
+        }
+        quantity => quantity,
+    })
+}
+
+/// Change frequency: `{"order_rrule"}`, checked as at creation.
+pub fn parse_frequency(body: &Value, shop: &Shop) -> Result<OrderSchedule, DomainError> {
+    let zone = ShopZone::of_shop(&shop.timezone);
+    action_body(body, |fields| match fields.get("order_rrule") {
+        Some(Value::String(text)) => {
+            fields
+                .problems
+                .check(OrderSchedule::parse(text, zone, "order_rrule"))
+        }
+        Some(_) => {
+            fields
+                .problems
+                .push(type_error("order_rrule".to_string(), "a string"));
+            None
+        }
+        None => {
+            fields.problems.push(FieldError::required("order_rrule"));
+            None
+        }
+    })
+}
+
+/// Change shipping address: a new address, or one of the customer's by id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShippingAddressChange {
+    New(AddressInput),
+    Existing { address_id: i64 },
+}
+
+/// `{"shipping_address": {…}}` or `{"address_id"}`: exactly one of them.
+pub fn parse_shipping_address_change(body: &Value) -> Result<ShippingAddressChange, DomainError> {
+    action_body(body, |fields| {
+        let has_address = fields.get("shipping_address").is_some();
+        let has_id = fields.get("address_id").is_some();
+        match (has_address, has_id) {
+            (true, true) => {
+                fields.problems.push(FieldError::new(
+                    "address_id",
+                    "invalid_value",
+                    "give shipping_address or address_id, not both",
+                ));
+                None
+            }
+            (false, false) => {
+                fields
+                    .problems
+                    .push(FieldError::required("shipping_address"));
+                None
+            }
+            (true, false) => fields
+                .object("shipping_address")
+                .and_then(|mut address_fields| address(&mut address_fields))
+                .map(ShippingAddressChange::New),
+            (false, true) => fields
+                .integer("address_id")
+                .map(|address_id| ShippingAddressChange::Existing { address_id }),
+        }
+    })
+}
+
+/// Change payment method: the new token and gateway (the token is never shown but as the
+/// subscription's `payment_method_token`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct PaymentMethodChange {
+    pub payment_method_token: String,
+    pub payment_gateway_public_id: String,
+}
+
+impl fmt::Debug for PaymentMethodChange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PaymentMethodChange")
+            .field("payment_method_token", &"[redacted]")
+            .field("payment_gateway_public_id", &self.payment_gateway_public_id)
+            .finish()
+    }
+}
+
+/// `{"payment_method_token","payment_gateway_public_id"}`, both required.
+pub fn parse_payment_method_change(body: &Value) -> Result<PaymentMethodChange, DomainError> {
+    action_body(body, |fields| {
+        let token = fields.required_text("payment_method_token");
+        let gateway = fields.required_text("payment_gateway_public_id");
+        Some(PaymentMethodChange {
+            payment_method_token: token?,
+            payment_gateway_public_id: gateway?,
+        })
+    })
+}
+
 fn problems_into_error(problems: Problems) -> DomainError {
     match problems.into_result() {
         Err(error) => error,
@@ -1251,6 +1390,112 @@ mod tests {
         let new = parse(&body).unwrap();
         assert_eq!(new.status, SubscriptionStatus::Inactive);
         assert_eq!(new.next_order_datetime, None);
+    }
+
+    fn action_problems<T: std::fmt::Debug>(
+        result: Result<T, DomainError>,
+    ) -> Vec<(String, &'static str)> {
+        match result {
+            Err(DomainError::Invalid(problems)) => problems
+                .into_iter()
+                .map(|problem| (problem.field, problem.code))
+                .collect(),
+            other => panic!("expected 422, got {other:?}"),
+        }
+    }
+
+    fn one(field: &str, code: &'static str) -> Vec<(String, &'static str)> {
+        vec![(field.to_string(), code)]
+    }
+
+    #[test]
+    fn action_bodies_are_checked_naming_their_fields() {
+        assert_eq!(
+            parse_skip(&json!({"order_datetime": "2024-03-18T09:00:00Z"})).unwrap(),
+            at("2024-03-18T09:00:00Z")
+        );
+        assert_eq!(
+            action_problems(parse_skip(&json!({}))),
+            one("order_datetime", "required")
+        );
+        assert_eq!(
+            action_problems(parse_skip(&json!({"order_datetime": "next monday"}))),
+            one("order_datetime", "invalid_date")
+        );
+
+        assert_eq!(parse_quantity(&json!({"quantity": 3})).unwrap(), 3);
+        assert_eq!(
+            action_problems(parse_quantity(&json!({"quantity": 0}))),
+            one("quantity", "out_of_range")
+        );
+        assert_eq!(
+            action_problems(parse_quantity(&json!({"quantity": "2"}))),
+            one("quantity", "invalid_type")
+        );
+        assert_eq!(
+            action_problems(parse_quantity(&json!(null))),
+            one("quantity", "required")
+        );
+
+        let schedule = parse_frequency(
+            &json!({"order_rrule": "DTSTART:20240304T090000\nRRULE:FREQ=MONTHLY;BYDAY=1MO"}),
+            &shop(),
+        )
+        .unwrap();
+        assert_eq!(schedule.text(), "every month on the first Monday");
+        assert_eq!(schedule.zone_name(), "America/Toronto");
+        assert_eq!(
+            action_problems(parse_frequency(
+                &json!({"order_rrule": "DTSTART:20240304T090000"}),
+                &shop()
+            )),
+            one("order_rrule", "not_recurring")
+        );
+
+        assert_eq!(
+            parse_shipping_address_change(&json!({"address_id": 12})).unwrap(),
+            ShippingAddressChange::Existing { address_id: 12 }
+        );
+        match parse_shipping_address_change(&json!({"shipping_address": {
+            "street1": "2 Rue de la Paix", "city": "Paris", "country_code": "FR"
+        }}))
+        .unwrap()
+        {
+            ShippingAddressChange::New(address) => assert_eq!(address.city, "Paris"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            action_problems(parse_shipping_address_change(
+                &json!({"shipping_address": {"city": "Paris"}})
+            )),
+            vec![
+                ("shipping_address.street1".to_string(), "required"),
+                ("shipping_address.country_code".to_string(), "required")
+            ]
+        );
+        assert_eq!(
+            action_problems(parse_shipping_address_change(
+                &json!({"address_id": 1, "shipping_address": {}})
+            )),
+            one("address_id", "invalid_value")
+        );
+        assert_eq!(
+            action_problems(parse_shipping_address_change(&json!({}))),
+            one("shipping_address", "required")
+        );
+
+        let change = parse_payment_method_change(
+            &json!({"payment_method_token": "tok_new", "payment_gateway_public_id": "test"}),
+        )
+        .unwrap();
+        assert_eq!(change.payment_method_token, "tok_new");
+        assert!(!format!("{change:?}").contains("tok_new"));
+        assert_eq!(
+            action_problems(parse_payment_method_change(
+                &json!({"payment_gateway_public_id": "test"})
+            )),
+            one("payment_method_token", "required")
+        );
     }
 
     #[test]
