@@ -840,7 +840,7 @@ pub fn parse_frequency(body: &Value, shop: &Shop) -> Result<OrderSchedule, Domai
 /// Change shipping address: a new address, or one of the customer's by id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ShippingAddressChange {
-    New(AddressInput),
+    New(Box<AddressInput>),
     Existing { address_id: i64 },
 }
 
@@ -867,7 +867,7 @@ pub fn parse_shipping_address_change(body: &Value) -> Result<ShippingAddressChan
             (true, false) => fields
                 .object("shipping_address")
                 .and_then(|mut address_fields| address(&mut address_fields))
-                .map(ShippingAddressChange::New),
+                .map(|address| ShippingAddressChange::New(Box::new(address))),
             (false, true) => fields
                 .integer("address_id")
                 .map(|address_id| ShippingAddressChange::Existing { address_id }),
