@@ -97,7 +97,11 @@ pub fn run(args: &[String], phases: &mut Phases) -> Result<(), String> {
 
     let cargo = crate::cargo();
     // The browser test leaves this file when Chromium cannot be installed; say so at the end.
-    let browser_skipped = crate::workspace_root().join("target/test-verifiers/BROWSER_SKIPPED");
+    // It is in the target folder the tests run from: CARGO_TARGET_DIR's when set (relative to
+    // the workspace root, where the cargo steps below run), not always the workspace's `target`.
+    let root = crate::workspace_root();
+    let browser_skipped = crate::target_dir(std::env::var_os("CARGO_TARGET_DIR"), &root, &root)
+        .join("test-verifiers/BROWSER_SKIPPED");
     let _ = std::fs::remove_file(&browser_skipped);
 
     // Everything is compiled first, so the phases after it time the tests alone. The end-to-end
