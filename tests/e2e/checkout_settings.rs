@@ -357,7 +357,13 @@ impl Drop for StopVerifiers {
 /// `http-signature`, one per secret): 401 unless the request's draft-cavage signature matches
 /// its current secret.
 fn override_server(secret: Arc<Mutex<String>>) -> (Receiver, StopVerifiers) {
-    let verifiers: Arc<Mutex<HashMap<String, Verifier>>> = Arc::default();
+    // The current secret's verifier is started now: the first one installs the verifiers, which
+    // must not happen inside the override's 5 s.
+    let current = secret.lock().unwrap().clone();
+    let verifiers = Arc::new(Mutex::new(HashMap::from([(
+        current.clone(),
+        http_signature(&current),
+    )])));
     let stop = StopVerifiers(verifiers.clone());
     let receiver = Receiver::answering(move |request: &Received| {
         let secret = secret.lock().unwrap().clone();
