@@ -1,6 +1,10 @@
 //! The operator's command line, run as a user runs it, on both databases.
 
-use mercer_tests::{Backend, TestDatabase, backend_tests, mercer_binary, run_cli};
+use std::time::Duration;
+
+use mercer_tests::{
+    Backend, MercerServer, TestDatabase, backend_tests, mercer_binary, run_cli, wait_until,
+};
 
 fn shop_create_prints_the_identifier_and_secret_and_refuses_bad_input(backend: Backend) {
     let database = TestDatabase::create(backend);
@@ -163,8 +167,60 @@ fn migrate_applies_once(backend: Backend) {
     );
 }
 
+/// `shop update` changes the time zone and currency that Get Shop Information answers; a bad
+/// value changes nothing and names the option.
+fn shop_update_sets_the_time_zone_and_currency(backend: Backend) {
+    let server = MercerServer::start(backend);
+    let demo = server.demo().clone();
+    let path = format!("/subscriptions/v1/shops/{}/shop", demo.shop);
+    let shop = || server.get(&path).bearer(&demo.token).call().json()["shop"].clone();
+    assert_eq!(shop()["timezone"], "UTC");
+
+    server
+        .cli(&[
+            "shop",
+            "update",
+            "--shop",
+            &demo.shop,
+            "--timezone",
+            "Mars/Base",
+        ])
+        .assert_failed_with("timezone");
+    server
+        .cli(&["shop", "update", "--shop", &demo.shop])
+        .assert_failed_with("nothing to change");
+    server
+        .cli(&[
+            "shop",
+            "update",
+            "--shop",
+            "ffffffffffffffffffffffffffffffff",
+            "--currency",
+            "CAD",
+        ])
+        .assert_failed_with("not found");
+    let updated = server.cli(&[
+        "shop",
+        "update",
+        "--shop",
+        &demo.shop,
+        "--timezone",
+        "America/Toronto",
+        "--currency",
+        "CAD",
+    ]);
+    assert!(updated.success, "{}", updated.stderr);
+    // Authorizations are cached for 2 s, the shop with them.
+    assert!(wait_until(Duration::from_secs(5), || {
+        let shop = shop();
+        shop["timezone"] == "America/Toronto" && shop["currency"] == "CAD"
+    }));
+    assert_eq!(shop()["currency_format"], "${{amount}}");
+}
+
 backend_tests!(
     shop_create_prints_the_identifier_and_secret_and_refuses_bad_input,
+    shop_update_sets_the_time_zone_and_currency,
     token_create_checks_shop_and_scopes,
     secret_rotate_prints_a_new_secret_once,
     migrate_applies_once,

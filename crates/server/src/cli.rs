@@ -205,6 +205,21 @@ pub enum ShopCommand {
     Create(ShopCreateArgs),
     /// List every shop.
     List,
+    /// Change a shop's settings.
+    Update(ShopUpdateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ShopUpdateArgs {
+    /// The shop's shop_identifier.
+    #[arg(long)]
+    pub shop: String,
+    /// IANA time zone, such as America/Toronto: subscription orders are scheduled in it.
+    #[arg(long)]
+    pub timezone: Option<String>,
+    /// ISO 4217 currency, such as CAD.
+    #[arg(long)]
+    pub currency: Option<String>,
 }
 
 #[derive(Debug, Args)]

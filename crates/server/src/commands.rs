@@ -20,7 +20,8 @@ use mercer_domain::access::credentials::{
 use mercer_domain::access::oauth;
 use mercer_domain::access::secrets::{SecretKind, rotate_secret};
 use mercer_domain::access::shop::{
-    DemoCredentials, ShopInput, bootstrap_demo, connector_secret, create_shop, find_shop,
+    DemoCredentials, ShopInput, ShopSettings, bootstrap_demo, connector_secret, create_shop,
+    find_shop, update_shop_settings,
 };
 use mercer_domain::kernel::jobs::JobState;
 use mercer_domain::kernel::time::{Clock, SystemClock};
@@ -307,6 +308,25 @@ fn shop_command(store: &Store, command: ShopCommand) -> Result<(), CommandError>
                     shop.shop_domain
                 );
             }
+            Ok(())
+        }
+        ShopCommand::Update(args) => {
+            if args.timezone.is_none() && args.currency.is_none() {
+                return Err(CommandError::Usage(
+                    "nothing to change: give --timezone and/or --currency".to_string(),
+                ));
+            }
+            let settings = ShopSettings {
+                timezone: args.timezone,
+                currency: args.currency,
+            };
+            let shop = store.write(|tx| update_shop_settings(tx, &args.shop, settings, now()))?;
+            eprintln!(
+                "Shop {} now has time zone {} and currency {} (API answers within 2 s).",
+                shop.identifier.as_str(),
+                shop.timezone,
+                shop.currency
+            );
             Ok(())
         }
     }

@@ -16,7 +16,9 @@ use std::time::Duration;
 use mercer_domain::access::credentials::{ApiToken, NewApiToken, ScopeSet, Secret, TokenSource};
 use mercer_domain::access::oauth::{NewAuthorizationCode, NewOAuthApp, NewStaffAccount};
 use mercer_domain::access::secrets::{SecretKind, SharedSecret};
-use mercer_domain::access::shop::{Shop, ShopInput, create_shop};
+use mercer_domain::access::shop::{
+    Shop, ShopInput, ShopSettings, create_shop, update_shop_settings,
+};
 use mercer_domain::directory::{DirectoryAddress, DirectoryCustomer, parse_directory_query};
 use mercer_domain::kernel::jobs::{Enqueued, JobState, NewJob};
 use mercer_domain::overrides::{NewApiOverride, OverrideType};
@@ -133,6 +135,39 @@ fn shops_are_found_by_domain_identifier_and_id(db: &impl Database) {
     assert_eq!(
         (stored.created_at, stored.updated_at, stored.deleted_at),
         (at(0), at(0), None)
+    );
+}
+
+fn shop_settings_are_written_to_that_shop_only(db: &impl Database) {
+    let first = shop(db, "a.shop.test");
+    let second = shop(db, "b.shop.test");
+    let settings = ShopSettings {
+        timezone: Some("Europe/Paris".to_string()),
+        currency: Some("EUR".to_string()),
+    };
+    db.write(|tx| update_shop_settings(tx, first.identifier.as_str(), settings, at(60)))
+        .unwrap();
+    let (first, second) = db
+        .read(|tx| Ok((tx.shop_by_id(first.id)?, tx.shop_by_id(second.id)?)))
+        .unwrap();
+    let first = first.unwrap();
+    assert_eq!(
+        (
+            first.timezone.as_str(),
+            first.currency.as_str(),
+            first.currency_format.as_str(),
+            first.updated_at
+        ),
+        ("Europe/Paris", "EUR", "€{{amount}}", at(60))
+    );
+    let second = second.unwrap();
+    assert_eq!(
+        (
+            second.timezone.as_str(),
+            second.currency.as_str(),
+            second.updated_at
+        ),
+        ("UTC", "USD", at(0))
     );
 }
 
@@ -2101,6 +2136,7 @@ fn the_jobs_queue_claims_coalesces_retries_and_requeues(db: &impl Database) {
 
 repository_suite!(
     shops_are_found_by_domain_identifier_and_id,
+    shop_settings_are_written_to_that_shop_only,
     a_second_shop_with_a_taken_domain_is_refused,
     tokens_are_found_by_hash_until_revoked,
     shared_secrets_are_one_per_shop_and_kind,

@@ -32,6 +32,8 @@ pub trait ShopRepository {
     fn shop_by_domain(&mut self, domain: &str) -> StoreResult<Option<Shop>>;
     fn shop_by_id(&mut self, id: i64) -> StoreResult<Option<Shop>>;
     fn count_shops(&mut self) -> StoreResult<i64>;
+    /// Writes the shop's settings (time zone, currency and its format) and `updated_at`.
+    fn update_shop_settings(&mut self, shop: &Shop) -> StoreResult<()>;
     /// All shops, oldest first.
     fn list_shops(&mut self) -> StoreResult<Vec<Shop>>;
 }

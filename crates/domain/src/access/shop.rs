@@ -6,6 +6,7 @@ use crate::access::AccessRepositories;
 use crate::access::credentials::{ScopeSet, Secret, TokenSource, mint_token, random_hex};
 use crate::access::secrets::{SecretKind, rotate_secret};
 use crate::kernel::error::{DomainError, FieldError, Problems};
+use crate::kernel::money::CurrencyCode;
 use crate::kernel::time::Timestamp;
 
 /// The `shop_identifier` of the contract: 32 lowercase hex characters.
@@ -117,32 +118,25 @@ fn check_platform_type(value: &str) -> Result<String, FieldError> {
 }
 
 fn check_currency(value: &str) -> Result<String, FieldError> {
-    if value.len() == 3 && value.bytes().all(|b| b.is_ascii_uppercase()) {
-        Ok(value.to_string())
-    } else {
-        Err(FieldError::new(
+    match CurrencyCode::parse(value) {
+        Some(code) => Ok(code.as_str().to_string()),
+        None => Err(FieldError::new(
             "currency",
             "invalid_format",
             "currency must be an ISO 4217 code such as USD",
-        ))
+        )),
     }
 }
 
 fn check_timezone(value: &str) -> Result<String, FieldError> {
-    // An IANA name (`UTC`, `America/Toronto`); the zone database itself is not bundled.
-    let ok = !value.is_empty()
-        && value.len() <= 64
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'_' | b'-' | b'+'));
-    if ok {
-        Ok(value.to_string())
-    } else {
-        Err(FieldError::new(
+    // A zone of the IANA database (`UTC`, `America/Toronto`), which orders are scheduled in.
+    match value.parse::<chrono_tz::Tz>() {
+        Ok(zone) => Ok(zone.name().to_string()),
+        Err(_) => Err(FieldError::new(
             "timezone",
             "invalid_format",
             "timezone must be an IANA zone name such as America/Toronto",
-        ))
+        )),
     }
 }
 
@@ -260,6 +254,43 @@ pub fn create_shop(
     // Every shop has a connector secret from the start, so a destination can be registered
     // at once; its creator reads it once (`connector_secret`).
     rotate_secret(tx, shop.id, SecretKind::Connector, now)?;
+    Ok(shop)
+}
+
+/// What the operator may change of a shop (`mercer shop update`); `None` keeps the value.
+#[derive(Debug, Clone, Default)]
+pub struct ShopSettings {
+    /// IANA time zone, in which subscription orders are scheduled.
+    pub timezone: Option<String>,
+    /// ISO 4217 currency; its display format follows.
+    pub currency: Option<String>,
+}
+
+/// Changes a shop's settings; every invalid value is reported, and then nothing changes.
+pub fn update_shop_settings(
+    tx: &mut dyn AccessRepositories,
+    identifier: &str,
+    settings: ShopSettings,
+    now: Timestamp,
+) -> Result<Shop, DomainError> {
+    let mut shop = find_shop(tx, identifier)?;
+    let mut problems = Problems::new();
+    let timezone = settings
+        .timezone
+        .and_then(|zone| problems.check(check_timezone(&zone)));
+    let currency = settings
+        .currency
+        .and_then(|code| problems.check(check_currency(&code)));
+    problems.into_result()?;
+    if let Some(timezone) = timezone {
+        shop.timezone = timezone;
+    }
+    if let Some(currency) = currency {
+        shop.currency_format = currency_format(&currency);
+        shop.currency = currency;
+    }
+    shop.updated_at = now;
+    tx.update_shop_settings(&shop)?;
     Ok(shop)
 }
 
@@ -475,5 +506,43 @@ mod tests {
         db.with_state(|state| state.shops[0].deleted_at = Some(now));
         let deleted = db.read(|tx| find_shop(tx, shop.identifier.as_str()));
         assert!(matches!(deleted, Err(DomainError::NotFound { .. })));
+    }
+    #[test]
+    fn settings_change_only_when_every_value_is_valid() {
+        let db = MemoryDatabase::default();
+        let now = Timestamp::from_micros(1_700_000_000_000_000);
+        let shop = db
+            .write(|tx| create_shop(tx, input("settings.shop.test"), now))
+            .unwrap();
+        let id = shop.identifier.as_str().to_string();
+        let bad = ShopSettings {
+            timezone: Some("Mars/Olympus_Mons".to_string()),
+            currency: Some("XYZ".to_string()),
+        };
+        let Err(DomainError::Invalid(problems)) =
+            db.write(|tx| update_shop_settings(tx, &id, bad, now))
+        else {
+            panic!("an unknown zone and currency are refused");
+        };
+        let fields: Vec<&str> = problems.iter().map(|p| p.field.as_str()).collect();
+        assert_eq!(fields, ["timezone", "currency"]);
+        let unchanged = db.read(|tx| find_shop(tx, &id)).unwrap();
+        assert_eq!(
+            (unchanged.timezone.as_str(), unchanged.currency.as_str()),
+            ("UTC", "USD")
+        );
+
+        let good = ShopSettings {
+            timezone: Some("America/Toronto".to_string()),
+            currency: Some("EUR".to_string()),
+        };
+        let later = now.plus_seconds(60);
+        db.write(|tx| update_shop_settings(tx, &id, good, later))
+            .unwrap();
+        let changed = db.read(|tx| find_shop(tx, &id)).unwrap();
+        assert_eq!(changed.timezone, "America/Toronto");
+        assert_eq!(changed.currency, "EUR");
+        assert_eq!(changed.currency_format, "€{{amount}}");
+        assert_eq!(changed.updated_at, later);
     }
 }

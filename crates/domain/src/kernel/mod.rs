@@ -8,6 +8,7 @@ pub mod error;
 pub mod filter;
 pub mod jobs;
 pub mod limits;
+pub mod money;
 pub mod outbound;
 pub mod time;
 pub mod version;

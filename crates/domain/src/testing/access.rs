@@ -67,6 +67,16 @@ impl ShopRepository for MemoryState {
         Ok(self.shops.len() as i64)
     }
 
+    fn update_shop_settings(&mut self, shop: &Shop) -> StoreResult<()> {
+        if let Some(stored) = self.shops.iter_mut().find(|s| s.id == shop.id) {
+            stored.timezone = shop.timezone.clone();
+            stored.currency = shop.currency.clone();
+            stored.currency_format = shop.currency_format.clone();
+            stored.updated_at = shop.updated_at;
+        }
+        Ok(())
+    }
+
     fn list_shops(&mut self) -> StoreResult<Vec<Shop>> {
         Ok(self.shops.clone())
     }

@@ -69,6 +69,19 @@ impl ShopRepository for StoreTx<'_> {
             .map_err(storage_error)
     }
 
+    fn update_shop_settings(&mut self, shop: &Shop) -> StoreResult<()> {
+        diesel::update(shops::table.find(shop.id))
+            .set((
+                shops::timezone.eq(&shop.timezone),
+                shops::currency.eq(&shop.currency),
+                shops::currency_format.eq(&shop.currency_format),
+                shops::updated_at.eq(shop.updated_at.as_micros()),
+            ))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+        Ok(())
+    }
+
     fn list_shops(&mut self) -> StoreResult<Vec<Shop>> {
         shops::table
             .order(shops::id.asc())
