@@ -16,5 +16,6 @@ mod lifecycle;
 mod oauth;
 mod request_ids;
 mod route_scopes;
+mod subscription_webhooks;
 mod verifiers;
 mod webhooks;

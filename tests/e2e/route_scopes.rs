@@ -162,6 +162,37 @@ const ROUTES: &[(&str, &str, &str)] = &[
         "/subscriptions/v1/shops/{shop}/shop",
         "read_subscriptions",
     ),
+    // §5 webhook subscriptions: reads read_subscriptions, writes write_subscriptions.
+    (
+        "GET",
+        "/subscriptions/v1/shops/{shop}/webhooks/topics",
+        "read_subscriptions",
+    ),
+    (
+        "POST",
+        "/subscriptions/v1/shops/{shop}/webhooks/subscriptions",
+        "write_subscriptions",
+    ),
+    (
+        "GET",
+        "/subscriptions/v1/shops/{shop}/webhooks/subscriptions",
+        "read_subscriptions",
+    ),
+    (
+        "GET",
+        "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}",
+        "read_subscriptions",
+    ),
+    (
+        "PATCH",
+        "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}",
+        "write_subscriptions",
+    ),
+    (
+        "DELETE",
+        "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}",
+        "write_subscriptions",
+    ),
     // §3.3 rotation, §3.1 destinations (writes modify, reads read).
     (
         "POST",

@@ -20,6 +20,9 @@ const SHARED: &[&str] = &["kernel", "access"];
 pub const ALLOWED_EDGES: &[(&str, &[&str])] = &[
     // The directory lists the customers the platform sent: its rows are the platform's.
     ("directory", &["platform"]),
+    // Subscription webhooks are webhook endpoints (kind `subscription`): registered through the
+    // webhooks feature's repository and delivered by its dispatcher.
+    ("subscriptions", &["webhooks"]),
 ];
 
 /// Domain modules that combine every feature: no feature may import them.

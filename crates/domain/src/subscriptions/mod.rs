@@ -10,3 +10,4 @@ pub mod recurrence;
 pub mod resources;
 pub mod states;
 pub mod topics;
+pub mod webhooks;

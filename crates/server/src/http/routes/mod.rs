@@ -6,6 +6,7 @@ mod directory;
 mod operations;
 mod overrides;
 mod platform;
+mod subscriptions;
 mod webhooks;
 
 use actix_web::{Resource, web};
@@ -26,6 +27,7 @@ pub fn configure(config: &mut web::ServiceConfig) {
     access::configure(config);
     directory::configure(config);
     webhooks::configure(config);
+    subscriptions::configure(config);
     overrides::configure(config);
     operations::configure(config);
 }

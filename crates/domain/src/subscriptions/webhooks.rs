@@ -1,0 +1,462 @@
+//! Subscription webhook registration (seed 002 §4.3, contract §5): the bodies of Create and
+//! Update webhook subscription, checked with every problem on its path, and the use cases over
+//! the webhooks feature's endpoints (kind `subscription`, one topic and its own shared secret
+//! each, signed by the dispatcher with `x-svc-signature` and the Standard Webhooks headers).
+//!
+//! The callback URL is checked as checkout webhooks check theirs (`check_callback_url`, then the
+//! address guard), before any transaction: the guard resolves names.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::topics::{Topic, WebhookTopic, webhook_topics};
+use crate::access::credentials::Secret;
+use crate::access::shop::Shop;
+use crate::kernel::error::{DomainError, FieldError, Problems};
+use crate::kernel::outbound::{AddressGuard, check_callback_url};
+use crate::kernel::time::Timestamp;
+use crate::webhooks::{NewWebhookEndpoint, WebhookEndpoint, WebhookKind, WebhookRepositories};
+
+/// The key the bodies and answers wrap a webhook subscription in.
+pub const WRAPPER: &str = "webhook_subscription";
+const CALLBACK_URL: &str = "webhook_subscription.callback_url";
+const TOPIC_ID: &str = "webhook_subscription.webhook_topic_id";
+const SHARED_SECRET: &str = "webhook_subscription.shared_secret";
+
+/// `shared_secret` length, in characters.
+pub const SECRET_MIN_CHARS: usize = 8;
+pub const SECRET_MAX_CHARS: usize = 255;
+
+/// The fields of `{"webhook_subscription": {…}}`, as sent; every one optional so that a missing
+/// field is a 422 on its path, never a failure to parse.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct WebhookSubscriptionFields {
+    pub callback_url: Option<String>,
+    pub webhook_topic_id: Option<i64>,
+    pub shared_secret: Option<String>,
+}
+
+/// The body of Create and of Update webhook subscription.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct WebhookSubscriptionBody {
+    pub webhook_subscription: Option<WebhookSubscriptionFields>,
+}
+
+impl WebhookSubscriptionBody {
+    /// The wrapped fields, or 422 `required` on `webhook_subscription`.
+    pub fn fields(self) -> Result<WebhookSubscriptionFields, DomainError> {
+        self.webhook_subscription
+            .ok_or_else(|| DomainError::Invalid(vec![FieldError::required(WRAPPER)]))
+    }
+}
+
+/// List Webhook Topics: `{"webhook_topics":[{"id","name"}]}`, ids 1..20.
+pub fn topics() -> Vec<WebhookTopic> {
+    webhook_topics()
+}
+
+/// Checks a callback URL's form and, through the guard, where it leads (422 on
+/// `webhook_subscription.callback_url` either way). Call it outside any transaction.
+pub fn check_callback(url: Option<&str>, guard: &dyn AddressGuard) -> Result<String, FieldError> {
+    let url = url.ok_or_else(|| FieldError::required(CALLBACK_URL))?;
+    let url = check_callback_url(CALLBACK_URL, url)?;
+    guard.check(&url).map_err(|reason| {
+        FieldError::new(
+            CALLBACK_URL,
+            "address_not_allowed",
+            format!("{CALLBACK_URL} is not allowed: {reason}"),
+        )
+    })?;
+    Ok(url)
+}
+
+fn check_topic(id: Option<i64>) -> Result<Topic, FieldError> {
+    let id = id.ok_or_else(|| FieldError::required(TOPIC_ID))?;
+    Topic::from_id(id).ok_or_else(|| {
+        FieldError::new(
+            TOPIC_ID,
+            "invalid_value",
+            format!("{TOPIC_ID} must be one of the ids of List Webhook Topics (1..20)"),
+        )
+    })
+}
+
+fn check_secret(secret: Option<String>) -> Result<Secret, FieldError> {
+    let secret = secret.ok_or_else(|| FieldError::required(SHARED_SECRET))?;
+    let length = secret.chars().count();
+    if !(SECRET_MIN_CHARS..=SECRET_MAX_CHARS).contains(&length) {
+        return Err(FieldError::new(
+            SHARED_SECRET,
+            "invalid_length",
+            format!(
+                "{SHARED_SECRET} must be {SECRET_MIN_CHARS} to {SECRET_MAX_CHARS} characters long"
+            ),
+        ));
+    }
+    if secret.trim().is_empty() {
+        return Err(FieldError::new(
+            SHARED_SECRET,
+            "blank",
+            format!("{SHARED_SECRET} must not be blank"),
+        ));
+    }
+    Ok(Secret::new(secret))
+}
+
+/// A checked Create webhook subscription body.
+#[derive(Debug, Clone)]
+pub struct NewWebhookSubscription {
+    pub topic: Topic,
+    pub callback_url: String,
+    pub shared_secret: Secret,
+}
+
+impl NewWebhookSubscription {
+    /// Every problem of the body at once; `callback` is [`check_callback`]'s answer.
+    pub fn parse(
+        fields: WebhookSubscriptionFields,
+        callback: Result<String, FieldError>,
+    ) -> Result<Self, DomainError> {
+        let mut problems = Problems::new();
+        let callback_url = problems.check(callback);
+        let topic = problems.check(check_topic(fields.webhook_topic_id));
+        let shared_secret = problems.check(check_secret(fields.shared_secret));
+        problems.into_result()?;
+        match (topic, callback_url, shared_secret) {
+            (Some(topic), Some(callback_url), Some(shared_secret)) => Ok(NewWebhookSubscription {
+                topic,
+                callback_url,
+                shared_secret,
+            }),
+            _ => Err(DomainError::invalid(
+                WRAPPER,
+                "invalid",
+                "the body is invalid",
+            )),
+        }
+    }
+}
+
+/// A checked Update webhook subscription body: the callback URL is the only field that changes.
+/// The topic may be repeated as it is; another topic or a new secret is 422 `immutable` (register
+/// a new webhook subscription and delete this one).
+#[derive(Debug, Clone)]
+pub struct WebhookSubscriptionUpdate {
+    pub webhook_topic_id: Option<i64>,
+    pub callback_url: Option<Result<String, FieldError>>,
+    pub shared_secret_given: bool,
+}
+
+impl WebhookSubscriptionUpdate {
+    /// `callback` is [`check_callback`]'s answer when the body has a `callback_url`.
+    pub fn new(
+        fields: &WebhookSubscriptionFields,
+        callback: Option<Result<String, FieldError>>,
+    ) -> Self {
+        WebhookSubscriptionUpdate {
+            webhook_topic_id: fields.webhook_topic_id,
+            callback_url: callback,
+            shared_secret_given: fields.shared_secret.is_some(),
+        }
+    }
+
+    /// The new callback URL, if any, once every field is checked against the endpoint.
+    pub fn check(self, endpoint: &WebhookEndpoint) -> Result<Option<String>, DomainError> {
+        let mut problems = Problems::new();
+        let url = self.callback_url.and_then(|url| problems.check(url));
+        if let Some(id) = self.webhook_topic_id
+            && let Some(topic) = problems.check(check_topic(Some(id)))
+            && topic.as_str() != endpoint.topic
+        {
+            problems.push(FieldError::new(
+                TOPIC_ID,
+                "immutable",
+                "the topic of a webhook subscription does not change: register a new one \
+                 and delete this one",
+            ));
+        }
+        if self.shared_secret_given {
+            problems.push(FieldError::new(
+                SHARED_SECRET,
+                "immutable",
+                "the shared secret of a webhook subscription does not change: register a new \
+                 one and delete this one",
+            ));
+        }
+        problems.into_result()?;
+        Ok(url)
+    }
+}
+
+/// Create webhook subscription.
+pub fn create(
+    tx: &mut dyn WebhookRepositories,
+    shop: &Shop,
+    new: NewWebhookSubscription,
+    now: Timestamp,
+) -> Result<WebhookEndpoint, DomainError> {
+    Ok(tx.insert_webhook_endpoint(&NewWebhookEndpoint {
+        shop_id: shop.id,
+        kind: WebhookKind::Subscription,
+        topic: new.topic.as_str().to_string(),
+        callback_url: new.callback_url,
+        secret: Some(new.shared_secret),
+        created_at: now,
+    })?)
+}
+
+/// The shop's webhook subscriptions, oldest first.
+pub fn list(
+    tx: &mut dyn WebhookRepositories,
+    shop: &Shop,
+) -> Result<Vec<WebhookEndpoint>, DomainError> {
+    Ok(tx.webhook_endpoints(shop.id, WebhookKind::Subscription)?)
+}
+
+/// A webhook subscription of the shop, or 404 (another shop's, a checkout webhook's id, a
+/// deleted one).
+pub fn find(
+    tx: &mut dyn WebhookRepositories,
+    shop: &Shop,
+    id: &str,
+) -> Result<WebhookEndpoint, DomainError> {
+    tx.webhook_endpoint(shop.id, id)?
+        .filter(|endpoint| endpoint.kind == WebhookKind::Subscription)
+        .ok_or(DomainError::not_found("webhook_subscription"))
+}
+
+/// Update webhook subscription.
+pub fn update(
+    tx: &mut dyn WebhookRepositories,
+    shop: &Shop,
+    id: &str,
+    update: WebhookSubscriptionUpdate,
+    now: Timestamp,
+) -> Result<WebhookEndpoint, DomainError> {
+    let endpoint = find(tx, shop, id)?;
+    match update.check(&endpoint)? {
+        Some(url) if url != endpoint.callback_url => {
+            tx.update_webhook_endpoint_url(endpoint.id, &url, now)?;
+            find(tx, shop, id)
+        }
+        _ => Ok(endpoint),
+    }
+}
+
+/// Delete webhook subscription; its pending messages are cancelled.
+pub fn delete(
+    tx: &mut dyn WebhookRepositories,
+    shop: &Shop,
+    id: &str,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    let endpoint = find(tx, shop, id)?;
+    tx.delete_webhook_endpoint(endpoint.id, now)?;
+    Ok(())
+}
+
+/// A webhook subscription as answers show it; the shared secret never appears.
+pub fn resource(endpoint: &WebhookEndpoint) -> Value {
+    let topic = Topic::parse(&endpoint.topic);
+    json!({
+        "id": endpoint.public_id,
+        "callback_url": endpoint.callback_url,
+        "webhook_topic_id": topic.map(Topic::id),
+        "webhook_topic_name": endpoint.topic,
+        "created_at": endpoint.created_at,
+        "updated_at": endpoint.updated_at,
+        "disabled_at": endpoint.disabled_at,
+        "disabled_reason": endpoint.disabled_reason,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Allow;
+    impl AddressGuard for Allow {
+        fn check(&self, _url: &str) -> Result<(), String> {
+            Ok(())
+        }
+    }
+
+    struct Deny;
+    impl AddressGuard for Deny {
+        fn check(&self, _url: &str) -> Result<(), String> {
+            Err("a private address".to_string())
+        }
+    }
+
+    fn fields(topic: Option<i64>, secret: Option<&str>) -> WebhookSubscriptionFields {
+        WebhookSubscriptionFields {
+            callback_url: Some("https://hooks.example.test/in".to_string()),
+            webhook_topic_id: topic,
+            shared_secret: secret.map(str::to_string),
+        }
+    }
+
+    fn problems(error: DomainError) -> Vec<(String, &'static str)> {
+        match error {
+            DomainError::Invalid(problems) => problems
+                .into_iter()
+                .map(|problem| (problem.field, problem.code))
+                .collect(),
+            other => panic!("not a 422: {other:?}"),
+        }
+    }
+
+    fn endpoint(topic: &str) -> WebhookEndpoint {
+        WebhookEndpoint {
+            id: 1,
+            public_id: "0123456789abcdef0123456789abcdef".to_string(),
+            shop_id: 1,
+            kind: WebhookKind::Subscription,
+            topic: topic.to_string(),
+            callback_url: "https://hooks.example.test/in".to_string(),
+            secret: Some(Secret::new("a-secret-of-ours")),
+            disabled_at: None,
+            disabled_reason: None,
+            failing_since: None,
+            created_at: Timestamp::from_micros(0),
+            updated_at: Timestamp::from_micros(0),
+        }
+    }
+
+    #[test]
+    fn a_complete_body_is_accepted() {
+        let body = fields(Some(4), Some("12345678"));
+        let callback = check_callback(body.callback_url.as_deref(), &Allow);
+        let new = NewWebhookSubscription::parse(body, callback).unwrap();
+        assert_eq!(new.topic, Topic::SubscriptionCreated);
+        assert_eq!(new.callback_url, "https://hooks.example.test/in");
+        assert_eq!(new.shared_secret.expose(), "12345678");
+        let longest = "s".repeat(SECRET_MAX_CHARS);
+        let body = fields(Some(20), Some(&longest));
+        assert!(NewWebhookSubscription::parse(body, Ok("https://a.test/".to_string())).is_ok());
+        // Characters, not bytes: 255 two-byte characters fit.
+        let wide = "é".repeat(SECRET_MAX_CHARS);
+        let body = fields(Some(1), Some(&wide));
+        assert!(NewWebhookSubscription::parse(body, Ok("https://a.test/".to_string())).is_ok());
+    }
+
+    #[test]
+    fn every_problem_is_named_on_its_path() {
+        let error = NewWebhookSubscription::parse(
+            WebhookSubscriptionFields::default(),
+            check_callback(None, &Allow),
+        )
+        .unwrap_err();
+        assert_eq!(
+            problems(error),
+            [
+                (CALLBACK_URL.to_string(), "required"),
+                (TOPIC_ID.to_string(), "required"),
+                (SHARED_SECRET.to_string(), "required"),
+            ]
+        );
+        for (topic, secret, field, code) in [
+            (0, "12345678", TOPIC_ID, "invalid_value"),
+            (21, "12345678", TOPIC_ID, "invalid_value"),
+            (-3, "12345678", TOPIC_ID, "invalid_value"),
+            (1, "1234567", SHARED_SECRET, "invalid_length"),
+            (1, "", SHARED_SECRET, "invalid_length"),
+            (1, "        ", SHARED_SECRET, "blank"),
+        ] {
+            let error = NewWebhookSubscription::parse(
+                fields(Some(topic), Some(secret)),
+                Ok("https://a.test/".to_string()),
+            )
+            .unwrap_err();
+            assert_eq!(
+                problems(error),
+                [(field.to_string(), code)],
+                "{topic} {secret:?}"
+            );
+        }
+        let too_long = "s".repeat(SECRET_MAX_CHARS + 1);
+        let error = NewWebhookSubscription::parse(
+            fields(Some(1), Some(&too_long)),
+            Ok("https://a.test/".to_string()),
+        )
+        .unwrap_err();
+        assert_eq!(
+            problems(error),
+            [(SHARED_SECRET.to_string(), "invalid_length")]
+        );
+    }
+
+    #[test]
+    fn callback_urls_are_checked_like_checkout_webhooks() {
+        assert_eq!(
+            check_callback(Some("ftp://a.test/"), &Allow)
+                .unwrap_err()
+                .field,
+            CALLBACK_URL
+        );
+        assert_eq!(
+            check_callback(Some("not a url"), &Allow).unwrap_err().code,
+            "invalid_url"
+        );
+        let denied = check_callback(Some("http://10.0.0.1/"), &Deny).unwrap_err();
+        assert_eq!(
+            (denied.field.as_str(), denied.code),
+            (CALLBACK_URL, "address_not_allowed")
+        );
+    }
+
+    #[test]
+    fn an_update_changes_the_url_only() {
+        let current = endpoint("subscription_created");
+        let same_topic = WebhookSubscriptionUpdate {
+            webhook_topic_id: Some(4),
+            callback_url: Some(Ok("https://new.test/".to_string())),
+            shared_secret_given: false,
+        };
+        assert_eq!(
+            same_topic.check(&current).unwrap().as_deref(),
+            Some("https://new.test/")
+        );
+        let nothing = WebhookSubscriptionUpdate::new(&WebhookSubscriptionFields::default(), None);
+        assert_eq!(nothing.check(&current).unwrap(), None);
+        let everything = WebhookSubscriptionUpdate {
+            webhook_topic_id: Some(5),
+            callback_url: Some(Err(FieldError::new(CALLBACK_URL, "invalid_url", "bad"))),
+            shared_secret_given: true,
+        };
+        assert_eq!(
+            problems(everything.check(&current).unwrap_err()),
+            [
+                (CALLBACK_URL.to_string(), "invalid_url"),
+                (TOPIC_ID.to_string(), "immutable"),
+                (SHARED_SECRET.to_string(), "immutable"),
+            ]
+        );
+        let unknown = WebhookSubscriptionUpdate {
+            webhook_topic_id: Some(99),
+            callback_url: None,
+            shared_secret_given: false,
+        };
+        assert_eq!(
+            problems(unknown.check(&current).unwrap_err()),
+            [(TOPIC_ID.to_string(), "invalid_value")]
+        );
+    }
+
+    #[test]
+    fn the_resource_never_shows_the_secret() {
+        let shown = resource(&endpoint("subscription_paused"));
+        assert_eq!(shown["webhook_topic_id"], 12);
+        assert_eq!(shown["webhook_topic_name"], "subscription_paused");
+        assert!(!shown.to_string().contains("a-secret-of-ours"));
+        assert!(shown.get("shared_secret").is_none());
+    }
+
+    #[test]
+    fn a_body_without_its_wrapper_is_422_on_the_wrapper() {
+        let error = WebhookSubscriptionBody::default().fields().unwrap_err();
+        assert_eq!(problems(error), [(WRAPPER.to_string(), "required")]);
+    }
+}
