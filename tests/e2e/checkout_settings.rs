@@ -46,8 +46,13 @@ fn field_of(answer: &Answer) -> Vec<String> {
         .collect()
 }
 
+/// Overrides are registered at loopback addresses only (nothing listens on port 9): this
+/// server allows private targets; the guard is checked on a second one that keeps it.
 fn api_overrides_are_kept_and_checked(backend: Backend) {
-    let server = MercerServer::start(backend);
+    let server = MercerServer::start_with(
+        mercer_tests::TestDatabase::create_migrated(backend),
+        &["--allow-private-targets"],
+    );
     let demo = server.demo().clone();
     let path = overrides_path(&demo.shop);
     let post = |body: Value| server.post(&path).bearer(&demo.token).json(&body);
@@ -58,7 +63,7 @@ fn api_overrides_are_kept_and_checked(backend: Backend) {
     );
     for (body, field) in [
         (
-            json!({ "override_type": "refunds", "url": "https://93.184.216.34/", "shared_secret": SECRET }),
+            json!({ "override_type": "refunds", "url": "http://127.0.0.1:9/", "shared_secret": SECRET }),
             "override_type",
         ),
         (
@@ -66,28 +71,33 @@ fn api_overrides_are_kept_and_checked(backend: Backend) {
             "url",
         ),
         (
-            json!({ "override_type": "tax", "url": "ftp://93.184.216.34/", "shared_secret": SECRET }),
+            json!({ "override_type": "tax", "url": "ftp://127.0.0.1:9/", "shared_secret": SECRET }),
             "url",
         ),
         (
-            json!({ "override_type": "tax", "url": "https://93.184.216.34/", "shared_secret": "7-chars" }),
+            json!({ "override_type": "tax", "url": "http://127.0.0.1:9/", "shared_secret": "7-chars" }),
             "shared_secret",
         ),
         (
-            json!({ "override_type": "tax", "url": "https://93.184.216.34/", "shared_secret": "x".repeat(256) }),
+            json!({ "override_type": "tax", "url": "http://127.0.0.1:9/", "shared_secret": "x".repeat(256) }),
             "shared_secret",
         ),
         (
-            json!({ "override_type": 5, "url": "https://93.184.216.34/", "shared_secret": SECRET }),
+            json!({ "override_type": 5, "url": "http://127.0.0.1:9/", "shared_secret": SECRET }),
             "override_type",
         ),
     ] {
         assert_eq!(field_of(&post(body.clone())), [field], "{body}");
     }
     // Without --allow-private-targets, an override may not point into a private network.
-    let private = post(
-        json!({ "override_type": "tax", "url": "http://127.0.0.1:9/tax", "shared_secret": SECRET }),
-    );
+    let guarded = MercerServer::in_process(backend);
+    let guarded_demo = guarded.demo().clone();
+    let private = guarded
+        .post(&overrides_path(&guarded_demo.shop))
+        .bearer(&guarded_demo.token)
+        .json(
+            &json!({ "override_type": "tax", "url": "http://127.0.0.1:9/tax", "shared_secret": SECRET }),
+        );
     assert_eq!(
         private.assert_error(422, "validation.failed")[0]["sub_type"],
         "address_not_allowed"
@@ -95,7 +105,7 @@ fn api_overrides_are_kept_and_checked(backend: Backend) {
 
     let created = post(json!({
         "override_type": "shipping",
-        "url": "https://93.184.216.34/shipping",
+        "url": "http://127.0.0.1:9/shipping",
         "shared_secret": "x".repeat(255),
     }));
     assert_eq!(created.status, 200, "{}", created.text);
@@ -139,7 +149,7 @@ fn api_overrides_are_kept_and_checked(backend: Backend) {
     // A shop may have several overrides of a type.
     let second = post(json!({
         "override_type": "tax",
-        "url": "https://93.184.216.34/tax-2",
+        "url": "http://127.0.0.1:9/tax-2",
         "shared_secret": SECRET,
     }));
     assert_eq!(second.status, 200, "{}", second.text);
@@ -157,7 +167,7 @@ fn api_overrides_are_kept_and_checked(backend: Backend) {
         server
             .request(method, &item)
             .bearer(&demo.token)
-            .json(&json!({ "url": "https://93.184.216.34/x" }))
+            .json(&json!({ "url": "http://127.0.0.1:9/x" }))
             .assert_error(404, "resource.not_found");
     }
     for body in [json!({}), json!({ "url": 5, "override_type": "nope" })] {

@@ -14,7 +14,10 @@ use mercer_tests::{Answer, Backend, MercerServer, TestDatabase, backend_tests, w
 use serde_json::{Value, json};
 
 const SECRET: &str = "subscription-webhook-secret";
-const CALLBACK: &str = "https://93.184.216.34/subscriptions";
+/// Loopback only (nothing listens on port 9): the servers of these tests allow private targets,
+/// except where a test checks the address guard.
+const CALLBACK: &str = "http://127.0.0.1:9/subscriptions";
+const ALLOW_PRIVATE: &[&str] = &["--allow-private-targets"];
 const SEED_TOPICS: [&str; 20] = [
     "customer_created",
     "customer_updated",
@@ -90,7 +93,7 @@ fn topics_are_listed_in_the_seed_order(backend: Backend) {
 }
 
 fn webhook_subscriptions_are_created_read_updated_and_deleted(backend: Backend) {
-    let server = MercerServer::in_process(backend);
+    let server = MercerServer::in_process_with(backend, ALLOW_PRIVATE);
     let demo = server.demo().clone();
     let created = server
         .post(&subscriptions(&demo.shop))
@@ -110,7 +113,7 @@ fn webhook_subscriptions_are_created_read_updated_and_deleted(backend: Backend) 
     let second = server
         .post(&subscriptions(&demo.shop))
         .bearer(&demo.token)
-        .json(&body(json!(4), "https://93.184.216.34/created", SECRET));
+        .json(&body(json!(4), "http://127.0.0.1:9/created", SECRET));
     assert_eq!(second.status, 201, "{}", second.text);
 
     let listed = server
@@ -142,18 +145,38 @@ fn webhook_subscriptions_are_created_read_updated_and_deleted(backend: Backend) 
             .request("PATCH", &one)
             .bearer(&demo.token)
             .json(&json!({ "webhook_subscription": {
-            "callback_url": "https://93.184.216.34/moved", "webhook_topic_id": 12
+            "callback_url": "http://127.0.0.1:9/moved", "webhook_topic_id": 12
         } }));
     assert_eq!(patched.status, 200, "{}", patched.text);
     let moved = patched.json()["webhook_subscription"].clone();
-    assert_eq!(moved["callback_url"], "https://93.184.216.34/moved");
+    assert_eq!(moved["callback_url"], "http://127.0.0.1:9/moved");
     assert_eq!(moved["id"], id.as_str());
     assert_eq!(moved["webhook_topic_id"], 12);
     assert!(!patched.text.contains(SECRET));
     let again = server.get(&one).bearer(&demo.token).call().json();
     assert_eq!(
         again["webhook_subscription"]["callback_url"],
-        "https://93.184.216.34/moved"
+        "http://127.0.0.1:9/moved"
+    );
+    // The topic and the secret change too; the secret stays write-only.
+    let retopic =
+        server
+            .request("PATCH", &one)
+            .bearer(&demo.token)
+            .json(&json!({ "webhook_subscription": {
+            "webhook_topic_id": 5, "shared_secret": "a-rotated-secret"
+        } }));
+    assert_eq!(retopic.status, 200, "{}", retopic.text);
+    assert_eq!(
+        retopic.json()["webhook_subscription"]["webhook_topic_id"],
+        5
+    );
+    assert!(!retopic.text.contains("a-rotated-secret"));
+    let again = server.get(&one).bearer(&demo.token).call().json();
+    assert_eq!(again["webhook_subscription"]["webhook_topic_id"], 5);
+    assert_eq!(
+        again["webhook_subscription"]["callback_url"],
+        "http://127.0.0.1:9/moved"
     );
 
     let deleted = server.request("DELETE", &one).bearer(&demo.token).call();
@@ -177,7 +200,7 @@ fn webhook_subscriptions_are_created_read_updated_and_deleted(backend: Backend) 
 }
 
 fn invalid_bodies_are_422_on_their_paths(backend: Backend) {
-    let server = MercerServer::in_process(backend);
+    let server = MercerServer::in_process_with(backend, ALLOW_PRIVATE);
     let demo = server.demo().clone();
     let post = |body: Value| {
         server
@@ -214,16 +237,29 @@ fn invalid_bodies_are_422_on_their_paths(backend: Backend) {
     }
     assert!(post(body(json!(1), CALLBACK, &"s".repeat(255))).status == 201);
     assert!(post(body(json!(1), CALLBACK, "12345678")).status == 201);
+    for url in ["ftp://127.0.0.1:9/a", "not a url"] {
+        assert_eq!(
+            fields(&post(body(json!(1), url, SECRET))),
+            [path("callback_url")],
+            "{url}"
+        );
+    }
+    // The address guard, on a server that keeps it: every one is refused, nothing is stored.
+    let guarded = MercerServer::in_process(backend);
+    let guarded_demo = guarded.demo().clone();
     for url in [
-        "ftp://93.184.216.34/a",
-        "not a url",
         "http://127.0.0.1:9/hook",
         "http://10.0.0.7/hook",
         "http://169.254.169.254/latest",
     ] {
+        let answer = guarded
+            .post(&subscriptions(&guarded_demo.shop))
+            .bearer(&guarded_demo.token)
+            .json(&body(json!(1), url, SECRET));
+        assert_eq!(fields(&answer), [path("callback_url")], "{url}");
         assert_eq!(
-            fields(&post(body(json!(1), url, SECRET))),
-            [path("callback_url")],
+            answer.errors()[0]["sub_type"],
+            "address_not_allowed",
             "{url}"
         );
     }
@@ -239,7 +275,7 @@ fn invalid_bodies_are_422_on_their_paths(backend: Backend) {
             .json(&body)
     };
     let answer = patch(json!({ "webhook_subscription": {
-        "callback_url": "http://10.0.0.7/hook", "webhook_topic_id": 5, "shared_secret": "another-secret"
+        "callback_url": "ftp://127.0.0.1:9/hook", "webhook_topic_id": 21, "shared_secret": "short"
     } }));
     assert_eq!(
         fields(&answer),
@@ -249,7 +285,7 @@ fn invalid_bodies_are_422_on_their_paths(backend: Backend) {
             path("shared_secret")
         ]
     );
-    assert!(!answer.text.contains("another-secret"));
+    assert!(!answer.text.contains("short\""));
     assert_eq!(
         fields(&patch(
             json!({ "webhook_subscription": { "webhook_topic_id": 99 } })
@@ -265,7 +301,7 @@ fn invalid_bodies_are_422_on_their_paths(backend: Backend) {
 }
 
 fn another_shops_webhook_subscription_is_404(backend: Backend) {
-    let server = MercerServer::in_process(backend);
+    let server = MercerServer::in_process_with(backend, ALLOW_PRIVATE);
     let demo = server.demo().clone();
     let (other, other_token) = another_shop(&server, "all");
     let theirs = server
@@ -322,7 +358,7 @@ fn another_shops_webhook_subscription_is_404(backend: Backend) {
 }
 
 fn reads_need_read_subscriptions_and_writes_write_subscriptions(backend: Backend) {
-    let server = MercerServer::in_process(backend);
+    let server = MercerServer::in_process_with(backend, ALLOW_PRIVATE);
     let demo = server.demo().clone();
     let (_, reader) = {
         let token = server

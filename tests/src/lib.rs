@@ -200,19 +200,24 @@ impl MercerServer {
     /// `backend`: the same app, transport, workers and dispatcher, without a process to start.
     /// It has no output or log to read and takes no signal: tests of those use [`Self::start`].
     pub fn in_process(backend: Backend) -> MercerServer {
+        MercerServer::in_process_with(backend, &[])
+    }
+
+    /// [`Self::in_process`] with extra arguments for `serve` (`--allow-private-targets`).
+    pub fn in_process_with(backend: Backend, serve_args: &[&str]) -> MercerServer {
         let database = TestDatabase::create_migrated(backend);
-        let embedded = mercer_server::embedded::EmbeddedServer::start(
-            &database.url_string(),
-            &[
-                "--bind",
-                "127.0.0.1:0",
-                "--workers",
-                "2",
-                "--db-pool-size",
-                "4",
-            ],
-        )
-        .unwrap_or_else(|error| panic!("the in-process server did not start: {error}"));
+        let mut args = vec![
+            "--bind",
+            "127.0.0.1:0",
+            "--workers",
+            "2",
+            "--db-pool-size",
+            "4",
+        ];
+        args.extend_from_slice(serve_args);
+        let embedded =
+            mercer_server::embedded::EmbeddedServer::start(&database.url_string(), &args)
+                .unwrap_or_else(|error| panic!("the in-process server did not start: {error}"));
         let demo = embedded.demo.as_ref().map(|demo| Demo {
             shop: demo.shop.identifier.as_str().to_string(),
             token: demo.token.expose().to_string(),

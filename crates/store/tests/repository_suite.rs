@@ -1623,7 +1623,9 @@ fn webhook_endpoints_live_and_die(db: &impl Database) {
         "oldest first, of the kind"
     );
     db.write(|tx| {
-        tx.update_webhook_endpoint_url(two.id, "http://127.0.0.1:9/other", at(5))?;
+        let mut moved = two.clone();
+        moved.callback_url = "http://127.0.0.1:9/other".to_string();
+        tx.update_webhook_endpoint(&moved, at(5))?;
         tx.set_webhook_endpoint_health(one.id, Some(at(6)), None, at(6))?;
         Ok(())
     })
@@ -1645,6 +1647,23 @@ fn webhook_endpoints_live_and_die(db: &impl Database) {
     assert_eq!(
         (active[1].callback_url.as_str(), active[1].updated_at),
         ("http://127.0.0.1:9/other", at(5))
+    );
+    let mut retopic = subscription.clone();
+    retopic.topic = "subscription_paused".to_string();
+    retopic.secret = Some(Secret::new("rotated-endpoint-secret"));
+    db.write(|tx| Ok(tx.update_webhook_endpoint(&retopic, at(5))?))
+        .unwrap();
+    let stored = db
+        .read(|tx| Ok(tx.webhook_endpoint(shop.id, &subscription.public_id)?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (stored.topic.as_str(), stored.secret, stored.updated_at),
+        (
+            "subscription_paused",
+            Some(Secret::new("rotated-endpoint-secret")),
+            at(5)
+        )
     );
     db.write(|tx| {
         Ok(tx.set_webhook_endpoint_health(

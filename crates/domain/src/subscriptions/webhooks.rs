@@ -139,14 +139,13 @@ impl NewWebhookSubscription {
     }
 }
 
-/// A checked Update webhook subscription body: the callback URL is the only field that changes.
-/// The topic may be repeated as it is; another topic or a new secret is 422 `immutable` (register
-/// a new webhook subscription and delete this one).
+/// A checked Update webhook subscription body: any of the callback URL, the topic and the
+/// shared secret, each checked as at creation.
 #[derive(Debug, Clone)]
 pub struct WebhookSubscriptionUpdate {
     pub webhook_topic_id: Option<i64>,
     pub callback_url: Option<Result<String, FieldError>>,
-    pub shared_secret_given: bool,
+    pub shared_secret: Option<String>,
 }
 
 impl WebhookSubscriptionUpdate {
@@ -158,35 +157,33 @@ impl WebhookSubscriptionUpdate {
         WebhookSubscriptionUpdate {
             webhook_topic_id: fields.webhook_topic_id,
             callback_url: callback,
-            shared_secret_given: fields.shared_secret.is_some(),
+            shared_secret: fields.shared_secret.clone(),
         }
     }
 
-    /// The new callback URL, if any, once every field is checked against the endpoint.
-    pub fn check(self, endpoint: &WebhookEndpoint) -> Result<Option<String>, DomainError> {
+    /// The endpoint as it becomes, once every given field is checked; every problem is
+    /// reported, and then nothing changes.
+    pub fn check(self, endpoint: &WebhookEndpoint) -> Result<WebhookEndpoint, DomainError> {
         let mut problems = Problems::new();
         let url = self.callback_url.and_then(|url| problems.check(url));
-        if let Some(id) = self.webhook_topic_id
-            && let Some(topic) = problems.check(check_topic(Some(id)))
-            && topic.as_str() != endpoint.topic
-        {
-            problems.push(FieldError::new(
-                TOPIC_ID,
-                "immutable",
-                "the topic of a webhook subscription does not change: register a new one \
-                 and delete this one",
-            ));
-        }
-        if self.shared_secret_given {
-            problems.push(FieldError::new(
-                SHARED_SECRET,
-                "immutable",
-                "the shared secret of a webhook subscription does not change: register a new \
-                 one and delete this one",
-            ));
-        }
+        let topic = self
+            .webhook_topic_id
+            .and_then(|id| problems.check(check_topic(Some(id))));
+        let secret = self
+            .shared_secret
+            .and_then(|secret| problems.check(check_secret(Some(secret))));
         problems.into_result()?;
-        Ok(url)
+        let mut changed = endpoint.clone();
+        if let Some(url) = url {
+            changed.callback_url = url;
+        }
+        if let Some(topic) = topic {
+            changed.topic = topic.as_str().to_string();
+        }
+        if let Some(secret) = secret {
+            changed.secret = Some(secret);
+        }
+        Ok(changed)
     }
 }
 
@@ -236,13 +233,16 @@ pub fn update(
     now: Timestamp,
 ) -> Result<WebhookEndpoint, DomainError> {
     let endpoint = find(tx, shop, id)?;
-    match update.check(&endpoint)? {
-        Some(url) if url != endpoint.callback_url => {
-            tx.update_webhook_endpoint_url(endpoint.id, &url, now)?;
-            find(tx, shop, id)
-        }
-        _ => Ok(endpoint),
+    let changed = update.check(&endpoint)?;
+    if changed.callback_url == endpoint.callback_url
+        && changed.topic == endpoint.topic
+        && changed.secret.as_ref().map(Secret::expose)
+            == endpoint.secret.as_ref().map(Secret::expose)
+    {
+        return Ok(endpoint);
     }
+    tx.update_webhook_endpoint(&changed, now)?;
+    find(tx, shop, id)
 }
 
 /// Delete webhook subscription; its pending messages are cancelled.
@@ -408,40 +408,41 @@ mod tests {
     }
 
     #[test]
-    fn an_update_changes_the_url_only() {
+    fn an_update_changes_the_url_topic_and_secret_each_checked() {
         let current = endpoint("subscription_created");
-        let same_topic = WebhookSubscriptionUpdate {
-            webhook_topic_id: Some(4),
+        let all = WebhookSubscriptionUpdate {
+            webhook_topic_id: Some(12),
             callback_url: Some(Ok("https://new.test/".to_string())),
-            shared_secret_given: false,
+            shared_secret: Some("a-new-secret".to_string()),
         };
+        let changed = all.check(&current).unwrap();
+        assert_eq!(changed.callback_url, "https://new.test/");
+        assert_eq!(changed.topic, "subscription_paused");
         assert_eq!(
-            same_topic.check(&current).unwrap().as_deref(),
-            Some("https://new.test/")
+            changed.secret.as_ref().map(Secret::expose),
+            Some("a-new-secret")
         );
+        assert_eq!(changed.id, current.id);
+
         let nothing = WebhookSubscriptionUpdate::new(&WebhookSubscriptionFields::default(), None);
-        assert_eq!(nothing.check(&current).unwrap(), None);
-        let everything = WebhookSubscriptionUpdate {
-            webhook_topic_id: Some(5),
+        let same = nothing.check(&current).unwrap();
+        assert_eq!(
+            (same.callback_url, same.topic),
+            (current.callback_url.clone(), current.topic.clone())
+        );
+
+        let everything_wrong = WebhookSubscriptionUpdate {
+            webhook_topic_id: Some(99),
             callback_url: Some(Err(FieldError::new(CALLBACK_URL, "invalid_url", "bad"))),
-            shared_secret_given: true,
+            shared_secret: Some("short".to_string()),
         };
         assert_eq!(
-            problems(everything.check(&current).unwrap_err()),
+            problems(everything_wrong.check(&current).unwrap_err()),
             [
                 (CALLBACK_URL.to_string(), "invalid_url"),
-                (TOPIC_ID.to_string(), "immutable"),
-                (SHARED_SECRET.to_string(), "immutable"),
+                (TOPIC_ID.to_string(), "invalid_value"),
+                (SHARED_SECRET.to_string(), "invalid_length"),
             ]
-        );
-        let unknown = WebhookSubscriptionUpdate {
-            webhook_topic_id: Some(99),
-            callback_url: None,
-            shared_secret_given: false,
-        };
-        assert_eq!(
-            problems(unknown.check(&current).unwrap_err()),
-            [(TOPIC_ID.to_string(), "invalid_value")]
         );
     }
 

@@ -84,14 +84,19 @@ impl WebhookRepository for MemoryState {
             .collect())
     }
 
-    fn update_webhook_endpoint_url(
+    fn update_webhook_endpoint(
         &mut self,
-        id: i64,
-        url: &str,
+        changed: &WebhookEndpoint,
         now: Timestamp,
     ) -> StoreResult<()> {
-        if let Some((endpoint, _)) = self.webhook_endpoints.iter_mut().find(|(e, _)| e.id == id) {
-            endpoint.callback_url = url.to_string();
+        if let Some((endpoint, _)) = self
+            .webhook_endpoints
+            .iter_mut()
+            .find(|(e, _)| e.id == changed.id)
+        {
+            endpoint.callback_url = changed.callback_url.clone();
+            endpoint.topic = changed.topic.clone();
+            endpoint.secret = changed.secret.clone();
             endpoint.updated_at = now;
         }
         Ok(())

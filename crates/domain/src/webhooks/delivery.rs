@@ -747,9 +747,9 @@ pub mod checkout {
         callback: Result<String, FieldError>,
         now: Timestamp,
     ) -> Result<WebhookEndpoint, DomainError> {
-        let endpoint = find(tx, shop, public_id)?;
-        let url = callback.map_err(|problem| DomainError::Invalid(vec![problem]))?;
-        tx.update_webhook_endpoint_url(endpoint.id, &url, now)?;
+        let mut endpoint = find(tx, shop, public_id)?;
+        endpoint.callback_url = callback.map_err(|problem| DomainError::Invalid(vec![problem]))?;
+        tx.update_webhook_endpoint(&endpoint, now)?;
         find(tx, shop, public_id)
     }
 

@@ -49,10 +49,10 @@ pub trait WebhookRepository {
         kind: WebhookKind,
         topic: &str,
     ) -> StoreResult<Vec<WebhookEndpoint>>;
-    fn update_webhook_endpoint_url(
+    /// Writes the endpoint's callback URL, topic and secret, and `updated_at` = `now`.
+    fn update_webhook_endpoint(
         &mut self,
-        id: i64,
-        url: &str,
+        endpoint: &WebhookEndpoint,
         now: Timestamp,
     ) -> StoreResult<()>;
     /// Marks the endpoint deleted and cancels its pending messages.

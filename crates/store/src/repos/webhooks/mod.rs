@@ -266,15 +266,16 @@ impl WebhookRepository for StoreTx<'_> {
             .collect()
     }
 
-    fn update_webhook_endpoint_url(
+    fn update_webhook_endpoint(
         &mut self,
-        id: i64,
-        url: &str,
+        endpoint: &WebhookEndpoint,
         now: Timestamp,
     ) -> StoreResult<()> {
-        diesel::update(webhook_endpoints::table.find(id))
+        diesel::update(webhook_endpoints::table.find(endpoint.id))
             .set((
-                webhook_endpoints::callback_url.eq(url),
+                webhook_endpoints::callback_url.eq(&endpoint.callback_url),
+                webhook_endpoints::topic.eq(&endpoint.topic),
+                webhook_endpoints::secret.eq(endpoint.secret.as_ref().map(Secret::expose)),
                 webhook_endpoints::updated_at.eq(now.as_micros()),
             ))
             .execute(self.conn)
