@@ -315,11 +315,15 @@ fn operators_list_retry_and_cancel_jobs(backend: Backend) {
         .cli(&["jobs", "retry"])
         .assert_failed_with("required");
 
+    // The job put back by `retry --all` runs and fails a third time: counted once per failure
+    // (the counter moves just after the state is written, so the scrape waits for it).
+    let third_failure = r#"mercer_jobs_total{kind="platform.sync",outcome="failed"} 3"#;
+    assert!(wait_until(Duration::from_secs(10), || server
+        .get("/metrics")
+        .call()
+        .text
+        .contains(third_failure)));
     let metrics = server.get("/metrics").call().text;
-    assert!(
-        metrics.contains(r#"mercer_jobs_total{kind="platform.sync",outcome="failed"} 2"#),
-        "{metrics}"
-    );
     assert!(
         metrics.contains(r#"mercer_jobs{kind="platform.outbox",state="queued"} 0"#),
         "{metrics}"
