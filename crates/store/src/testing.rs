@@ -17,6 +17,13 @@ use diesel::PgConnection;
 use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
 
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+use mercer_domain::DomainError;
+use mercer_domain::ports::{Database, Repositories};
+
 use crate::connection::establish;
 use crate::store::{PoolOptions, Store};
 use crate::url::{Backend, DatabaseUrl};
@@ -320,6 +327,71 @@ impl Drop for TestDatabase {
 
 /// Turns `fn name(backend: Backend)` functions into one test per backend:
 /// `sqlite::name` and `postgres::name`.
+/// Two claimers of one queue, for the tests of its exclusivity: the first claims in a
+/// transaction held open while the second claims. On PostgreSQL (`SKIP LOCKED`) the second must
+/// not wait for the first; on SQLite it must wait until the first commits. `claim` gets the
+/// claimer's name (`first`, `second`) and answers the ids it claimed. Panics when the waiting
+/// rule is broken; returns both claimers' ids.
+pub fn claim_concurrently<F>(backend: Backend, store: &Store, claim: F) -> (Vec<i64>, Vec<i64>)
+where
+    F: Fn(&mut dyn Repositories, &str) -> Result<Vec<i64>, DomainError> + Clone + Send + 'static,
+{
+    let (claimed_tx, claimed_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let first = {
+        let (store, claim) = (store.clone(), claim.clone());
+        thread::spawn(move || {
+            store
+                .write(|tx| {
+                    claimed_tx
+                        .send(claim(tx, "first")?)
+                        .expect("the test waits for the first claim");
+                    // Held open until the second claimer has had its chance.
+                    release_rx
+                        .recv()
+                        .expect("the test releases the first claimer");
+                    Ok(())
+                })
+                .expect("the first claimer's transaction commits");
+        })
+    };
+    let first_ids = claimed_rx.recv().expect("the first claimer claims");
+    let (second_tx, second_rx) = mpsc::channel();
+    let second = {
+        let store = store.clone();
+        thread::spawn(move || {
+            second_tx
+                .send(store.write(|tx| claim(tx, "second")))
+                .expect("the test waits for the second claim")
+        })
+    };
+    let second_ids = match backend {
+        Backend::Postgres => {
+            let ids = second_rx
+                .recv_timeout(Duration::from_secs(5))
+                .expect("SKIP LOCKED: the second claimer does not wait for the first");
+            release_tx.send(()).expect("the first claimer waits");
+            ids
+        }
+        Backend::Sqlite => {
+            assert!(
+                second_rx.recv_timeout(Duration::from_millis(300)).is_err(),
+                "the second claimer waits while the first one's transaction is open"
+            );
+            release_tx.send(()).expect("the first claimer waits");
+            second_rx
+                .recv_timeout(Duration::from_secs(5))
+                .expect("the second claimer claims once the first commits")
+        }
+    };
+    first.join().expect("the first claimer ends");
+    second.join().expect("the second claimer ends");
+    (
+        first_ids,
+        second_ids.expect("the second claimer's transaction commits"),
+    )
+}
+
 #[macro_export]
 macro_rules! backend_tests {
     ($($name:ident),+ $(,)?) => {

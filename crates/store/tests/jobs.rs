@@ -9,7 +9,7 @@ use std::time::Duration;
 use mercer_domain::kernel::jobs::{Enqueued, Job, JobState, NewJob};
 use mercer_domain::ports::Database;
 use mercer_domain::{DomainError, StorageError, Timestamp};
-use mercer_store::testing::TestDatabase;
+use mercer_store::testing::{TestDatabase, claim_concurrently};
 use mercer_store::{Backend, Store, backend_tests};
 
 fn at(seconds: i64) -> Timestamp {
@@ -301,50 +301,13 @@ fn concurrent_claimers_never_share_a_job(backend: Backend) {
             .map(|job| job.id)
             .collect()
     };
-    let (claimed_tx, claimed_rx) = mpsc::channel();
-    let (release_tx, release_rx) = mpsc::channel::<()>();
-    let first = {
-        let store = store.clone();
-        std::thread::spawn(move || {
-            store
-                .write(|tx| {
-                    let ids: Vec<i64> = tx
-                        .claim_jobs(&["test.a"], "first", at(1), at(1000), 1)?
-                        .into_iter()
-                        .map(|job| job.id)
-                        .collect();
-                    claimed_tx.send(ids).unwrap();
-                    release_rx.recv().unwrap();
-                    Ok(())
-                })
-                .unwrap();
-        })
-    };
-    let first_ids = claimed_rx.recv().unwrap();
-    let (second_tx, second_rx) = mpsc::channel();
-    let second = {
-        let store = store.clone();
-        std::thread::spawn(move || second_tx.send(claim_one(&store, "second")).unwrap())
-    };
-    let second_ids = match backend {
-        Backend::Postgres => {
-            let ids = second_rx
-                .recv_timeout(Duration::from_secs(5))
-                .expect("SKIP LOCKED: the second claimer does not wait for the first");
-            release_tx.send(()).unwrap();
-            ids
-        }
-        Backend::Sqlite => {
-            assert!(
-                second_rx.recv_timeout(Duration::from_millis(300)).is_err(),
-                "the second claimer waits while the first one's transaction is open"
-            );
-            release_tx.send(()).unwrap();
-            second_rx.recv_timeout(Duration::from_secs(5)).unwrap()
-        }
-    };
-    first.join().unwrap();
-    second.join().unwrap();
+    let (first_ids, second_ids) = claim_concurrently(backend, &store, |tx, worker| {
+        Ok(tx
+            .claim_jobs(&["test.a"], worker, at(1), at(1000), 1)?
+            .into_iter()
+            .map(|job| job.id)
+            .collect())
+    });
     assert_eq!((first_ids.len(), second_ids.len()), (1, 1));
     assert_ne!(first_ids, second_ids);
 

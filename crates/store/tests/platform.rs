@@ -17,7 +17,7 @@ use mercer_domain::platform::outbox::{ConnectorCall, OutboxStatus};
 use mercer_domain::platform::sync::SyncStatus;
 use mercer_domain::ports::Database;
 use mercer_domain::{DomainError, Timestamp};
-use mercer_store::testing::{POISONED_EMAIL, TestDatabase};
+use mercer_store::testing::{POISONED_EMAIL, TestDatabase, claim_concurrently};
 use mercer_store::{Backend, Store, backend_tests};
 use serde_json::{Value, json};
 
@@ -638,9 +638,6 @@ fn outbox_calls_are_claimed_leased_and_retried(backend: Backend) {
 /// (`BEGIN IMMEDIATE`) makes it wait, and it then sees the first one's lease. Then four claimers
 /// drain the rest, each call claimed exactly once.
 fn concurrent_claimers_never_share_a_call(backend: Backend) {
-    use std::sync::mpsc;
-    use std::time::Duration;
-
     let (_db, store) = TestDatabase::migrated(backend);
     let shop = shop(&store, "a.shop.test");
     for n in 0..60 {
@@ -661,52 +658,14 @@ fn concurrent_claimers_never_share_a_call(backend: Backend) {
             .collect()
     };
 
-    let (claimed_tx, claimed_rx) = mpsc::channel();
-    let (release_tx, release_rx) = mpsc::channel::<()>();
-    let first = {
-        let store = store.clone();
-        std::thread::spawn(move || {
-            store
-                .write(|tx| {
-                    let ids: Vec<i64> = tx
-                        .claim_outbox_calls(shop_id, at(1), 5, at(1000))?
-                        .into_iter()
-                        .map(|entry| entry.id)
-                        .collect();
-                    claimed_tx.send(ids).unwrap();
-                    // Held open until the second claimer has had its chance.
-                    release_rx.recv().unwrap();
-                    Ok(())
-                })
-                .unwrap();
-        })
-    };
-    let first_ids = claimed_rx.recv().unwrap();
+    let (first_ids, second_ids) = claim_concurrently(backend, &store, move |tx, _| {
+        Ok(tx
+            .claim_outbox_calls(shop_id, at(1), 5, at(1000))?
+            .into_iter()
+            .map(|entry| entry.id)
+            .collect())
+    });
     assert_eq!(first_ids.len(), 5);
-    let (second_tx, second_rx) = mpsc::channel();
-    let second = {
-        let store = store.clone();
-        std::thread::spawn(move || second_tx.send(claim(&store, 5)).unwrap())
-    };
-    let second_ids = match backend {
-        Backend::Postgres => {
-            let ids = second_rx
-                .recv_timeout(Duration::from_secs(5))
-                .expect("SKIP LOCKED: the second claimer does not wait for the first");
-            release_tx.send(()).unwrap();
-            ids
-        }
-        Backend::Sqlite => {
-            assert!(
-                second_rx.recv_timeout(Duration::from_millis(300)).is_err(),
-                "the second claimer waits while the first one's transaction is open"
-            );
-            release_tx.send(()).unwrap();
-            second_rx.recv_timeout(Duration::from_secs(5)).unwrap()
-        }
-    };
-    first.join().unwrap();
-    second.join().unwrap();
     assert_eq!(second_ids.len(), 5);
     assert!(
         second_ids.iter().all(|id| !first_ids.contains(id)),
