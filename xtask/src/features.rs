@@ -21,8 +21,10 @@ pub const ALLOWED_EDGES: &[(&str, &[&str])] = &[
     // The directory lists the customers the platform sent: its rows are the platform's.
     ("directory", &["platform"]),
     // Subscription webhooks are webhook endpoints (kind `subscription`): registered through the
-    // webhooks feature's repository and delivered by its dispatcher.
-    ("subscriptions", &["webhooks"]),
+    // webhooks feature's repository and delivered by its dispatcher. A subscription customer is
+    // the directory's customer (one record per shop), whose changes go to the platform's
+    // connector through its outbox.
+    ("subscriptions", &["webhooks", "directory", "platform"]),
 ];
 
 /// Domain modules that combine every feature: no feature may import them.

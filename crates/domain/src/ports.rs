@@ -9,6 +9,7 @@ use crate::directory::{DirectoryDatabase, DirectoryRepositories};
 use crate::kernel::error::DomainError;
 use crate::overrides::{OverrideDatabase, OverrideRepositories};
 use crate::platform::{PlatformDatabase, PlatformRepositories};
+use crate::subscriptions::repository::{SubscriptionDatabase, SubscriptionRepositories};
 use crate::webhooks::{WebhookDatabase, WebhookRepositories};
 
 /// Everything a unit of work may touch: every feature's repositories.
@@ -18,6 +19,7 @@ pub trait Repositories:
     + DirectoryRepositories
     + WebhookRepositories
     + OverrideRepositories
+    + SubscriptionRepositories
 {
 }
 
@@ -27,6 +29,7 @@ impl<T> Repositories for T where
         + DirectoryRepositories
         + WebhookRepositories
         + OverrideRepositories
+        + SubscriptionRepositories
         + ?Sized
 {
 }
@@ -73,4 +76,5 @@ feature_databases!(
     DirectoryDatabase: DirectoryRepositories,
     WebhookDatabase: WebhookRepositories,
     OverrideDatabase: OverrideRepositories,
+    SubscriptionDatabase: SubscriptionRepositories,
 );

@@ -56,7 +56,57 @@ pub enum ConnectorCall {
         platform_order_id: String,
         payment: Payment,
     },
+    /// A customer Mercer made (the subscription API): created on the platform, and the platform
+    /// id answered is stored. Made once: nothing is called when it has a platform id already.
+    CreateServiceCustomer {
+        customer_id: i64,
+        customer: Customer,
+    },
+    /// A change to a customer, by Mercer's id: its platform id is read when the call is made,
+    /// so a change of a customer whose creation is still queued waits for it.
+    UpdateServiceCustomer {
+        customer_id: i64,
+        customer: Customer,
+    },
+    /// An address Mercer made, of a customer by Mercer's id; the platform id answered is stored.
+    CreateServiceAddress {
+        customer_id: i64,
+        address_id: i64,
+        address: CustomerAddress,
+    },
+    UpdateServiceAddress {
+        customer_id: i64,
+        address_id: i64,
+        address: CustomerAddress,
+    },
+    DeleteServiceAddress {
+        customer_id: i64,
+        address_id: i64,
+    },
 }
+
+/// The platform ids of the Mercer records a call names, read when it is made.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PlatformIds {
+    pub customer: Option<String>,
+    pub address: Option<String>,
+}
+
+/// What making a call leaves to record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallOutcome {
+    Done,
+    /// The platform id of a customer Mercer made.
+    CustomerCreated { customer_id: i64, platform_id: String },
+    /// The platform id of an address Mercer made.
+    AddressCreated { address_id: i64, platform_id: String },
+    /// A platform id the call needs is not known yet (its creation is queued or failed): try
+    /// again later.
+    NotYet(&'static str),
+}
+
+const CUSTOMER_NOT_YET: &str = "the customer has no platform id yet";
+const ADDRESS_NOT_YET: &str = "the address has no platform id yet";
 
 impl ConnectorCall {
     pub fn topic(&self) -> Topic {
@@ -66,14 +116,115 @@ impl ConnectorCall {
             | ConnectorCall::DeleteCustomer { .. }
             | ConnectorCall::CreateAddress { .. }
             | ConnectorCall::UpdateAddress { .. }
-            | ConnectorCall::DeleteAddress { .. } => Topic::Customers,
+            | ConnectorCall::DeleteAddress { .. }
+            | ConnectorCall::CreateServiceCustomer { .. }
+            | ConnectorCall::UpdateServiceCustomer { .. }
+            | ConnectorCall::CreateServiceAddress { .. }
+            | ConnectorCall::UpdateServiceAddress { .. }
+            | ConnectorCall::DeleteServiceAddress { .. } => Topic::Customers,
             ConnectorCall::CreateOrder { .. }
             | ConnectorCall::UpdateOrder { .. }
             | ConnectorCall::CreatePayment { .. } => Topic::Orders,
         }
     }
 
+    /// Mercer's ids of the customer and address this call names, when it names them so.
+    pub fn service_ids(&self) -> Option<(i64, Option<i64>)> {
+        match self {
+            ConnectorCall::CreateServiceCustomer { customer_id, .. }
+            | ConnectorCall::UpdateServiceCustomer { customer_id, .. } => Some((*customer_id, None)),
+            ConnectorCall::CreateServiceAddress {
+                customer_id,
+                address_id,
+                ..
+            }
+            | ConnectorCall::UpdateServiceAddress {
+                customer_id,
+                address_id,
+                ..
+            }
+            | ConnectorCall::DeleteServiceAddress {
+                customer_id,
+                address_id,
+            } => Some((*customer_id, Some(*address_id))),
+            _ => None,
+        }
+    }
+
+    /// Makes the call; `ids` are the platform ids of the Mercer records it names.
     pub fn perform(
+        &self,
+        connector: &dyn PlatformConnector,
+        target: &ConnectorTarget,
+        ids: &PlatformIds,
+    ) -> ConnectorResult<CallOutcome> {
+        let customer_platform_id = ids.customer.as_deref();
+        let address_platform_id = ids.address.as_deref();
+        match self {
+            ConnectorCall::CreateServiceCustomer {
+                customer_id,
+                customer,
+            } => {
+                if customer_platform_id.is_some() {
+                    return Ok(CallOutcome::Done);
+                }
+                let created = connector.create_customer(target, customer)?;
+                Ok(match created.platform_id {
+                    Some(platform_id) => CallOutcome::CustomerCreated {
+                        customer_id: *customer_id,
+                        platform_id: platform_id.as_str().to_string(),
+                    },
+                    None => CallOutcome::Done,
+                })
+            }
+            ConnectorCall::UpdateServiceCustomer { customer, .. } => {
+                let Some(platform_id) = customer_platform_id else {
+                    return Ok(CallOutcome::NotYet(CUSTOMER_NOT_YET));
+                };
+                connector.update_customer(target, platform_id, customer)?;
+                Ok(CallOutcome::Done)
+            }
+            ConnectorCall::CreateServiceAddress {
+                address_id,
+                address,
+                ..
+            } => {
+                let Some(customer_platform_id) = customer_platform_id else {
+                    return Ok(CallOutcome::NotYet(CUSTOMER_NOT_YET));
+                };
+                if address_platform_id.is_some() {
+                    return Ok(CallOutcome::Done);
+                }
+                let created = connector.create_address(target, customer_platform_id, address)?;
+                Ok(match created.platform_id {
+                    Some(platform_id) => CallOutcome::AddressCreated {
+                        address_id: *address_id,
+                        platform_id: platform_id.as_str().to_string(),
+                    },
+                    None => CallOutcome::Done,
+                })
+            }
+            ConnectorCall::UpdateServiceAddress { address, .. } => {
+                let (Some(customer), Some(platform_id)) = (customer_platform_id, address_platform_id)
+                else {
+                    return Ok(CallOutcome::NotYet(ADDRESS_NOT_YET));
+                };
+                connector.update_address(target, customer, platform_id, address)?;
+                Ok(CallOutcome::Done)
+            }
+            ConnectorCall::DeleteServiceAddress { .. } => {
+                let (Some(customer), Some(platform_id)) = (customer_platform_id, address_platform_id)
+                else {
+                    return Ok(CallOutcome::NotYet(ADDRESS_NOT_YET));
+                };
+                connector.delete_address(target, customer, platform_id)?;
+                Ok(CallOutcome::Done)
+            }
+            other => other.perform_plain(connector, target).map(|()| CallOutcome::Done),
+        }
+    }
+
+    fn perform_plain(
         &self,
         connector: &dyn PlatformConnector,
         target: &ConnectorTarget,
@@ -123,6 +274,12 @@ impl ConnectorCall {
             } => connector
                 .create_payment(target, platform_order_id, payment)
                 .map(drop),
+            // Made by `perform`, which reads their platform ids first.
+            ConnectorCall::CreateServiceCustomer { .. }
+            | ConnectorCall::UpdateServiceCustomer { .. }
+            | ConnectorCall::CreateServiceAddress { .. }
+            | ConnectorCall::UpdateServiceAddress { .. }
+            | ConnectorCall::DeleteServiceAddress { .. } => Ok(()),
         }
     }
 }
@@ -295,15 +452,40 @@ pub fn deliver_due_calls(
             }
         };
         let attempts = entry.attempts + 1;
-        match entry.call.perform(connector, &target) {
-            Ok(()) => db.write_tx(|tx| {
-                Ok(tx.finish_outbox_call(
-                    entry.id,
-                    OutboxStatus::Delivered,
-                    attempts,
-                    None,
-                    clock.now(),
-                )?)
+        let ids = match entry.call.service_ids() {
+            None => PlatformIds::default(),
+            Some((customer_id, address_id)) => db.read_tx(|tx| {
+                Ok(PlatformIds {
+                    customer: tx.customer_platform_id(entry.shop_id, customer_id)?,
+                    address: match address_id {
+                        Some(id) => tx.address_platform_id(entry.shop_id, id)?,
+                        None => None,
+                    },
+                })
+            })?,
+        };
+        match entry.call.perform(connector, &target, &ids) {
+            Ok(CallOutcome::NotYet(reason)) => {
+                reschedule(db, entry.id, attempts, reason, clock.now())?
+            }
+            Ok(outcome) => db.write_tx(|tx| {
+                let now = clock.now();
+                match &outcome {
+                    CallOutcome::CustomerCreated {
+                        customer_id,
+                        platform_id,
+                    } => {
+                        tx.set_customer_platform_id(entry.shop_id, *customer_id, platform_id, now)?;
+                    }
+                    CallOutcome::AddressCreated {
+                        address_id,
+                        platform_id,
+                    } => {
+                        tx.set_address_platform_id(entry.shop_id, *address_id, platform_id, now)?;
+                    }
+                    CallOutcome::Done | CallOutcome::NotYet(_) => {}
+                }
+                Ok(tx.finish_outbox_call(entry.id, OutboxStatus::Delivered, attempts, None, now)?)
             })?,
             Err(error) => {
                 log::warn!(

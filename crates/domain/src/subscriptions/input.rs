@@ -904,6 +904,232 @@ pub fn parse_payment_method_change(body: &Value) -> Result<PaymentMethodChange, 
     })
 }
 
+/// The fields of a customer that Update Customer (and Update Subscription's `customer`)
+/// changes: those given; the others stay. Blank text clears a field (but `email`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CustomerUpdate {
+    pub email: Option<String>,
+    pub first_name: Option<Option<String>>,
+    pub last_name: Option<Option<String>>,
+    pub phone: Option<Option<String>>,
+    pub notes: Option<Option<String>>,
+}
+
+/// A text field to set: `Some(None)` clears it (null or blank), `None` leaves it.
+fn settable_text(fields: &mut Fields<'_, '_>, name: &str) -> Option<Option<String>> {
+    if !fields.map.contains_key(name) {
+        return None;
+    }
+    if fields.get(name).is_none() {
+        return Some(None);
+    }
+    let wrong_type = fields.is_not_text(name);
+    let text = fields.text(name);
+    (!wrong_type).then_some(text)
+}
+
+fn customer_update(fields: &mut Fields<'_, '_>) -> CustomerUpdate {
+    let email = match fields.get("email") {
+        None => None,
+        Some(_) => {
+            let email = fields.required_text("email");
+            if let Some(email) = &email {
+                let field = fields.field("email");
+                fields.problems.check(check_email(field, email));
+            }
+            email
+        }
+    };
+    CustomerUpdate {
+        email,
+        first_name: settable_text(fields, "first_name"),
+        last_name: settable_text(fields, "last_name"),
+        phone: settable_text(fields, "phone"),
+        notes: settable_text(fields, "notes"),
+    }
+}
+
+/// Update Customer: `{"customer": {first_name, last_name, phone, email, notes}}`.
+pub fn parse_customer_update(body: &Value) -> Result<CustomerUpdate, DomainError> {
+    action_body(body, |fields| match fields.object("customer") {
+        Some(mut customer) => Some(customer_update(&mut customer)),
+        None => {
+            if fields.get("customer").is_none() {
+                fields.problems.push(FieldError::required("customer"));
+            }
+            None
+        }
+    })
+}
+
+/// Create / Update Customer Address: `{"customer_address": {…, is_default}}` (seed 002 §2.2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AddressBody {
+    pub address: AddressInput,
+    /// Absent: a new address is the default when the customer has none; an update keeps it.
+    pub is_default: Option<bool>,
+}
+
+pub fn parse_customer_address(body: &Value) -> Result<AddressBody, DomainError> {
+    action_body(body, |fields| {
+        let Some(mut address_fields) = fields.object("customer_address") else {
+            if fields.get("customer_address").is_none() {
+                fields.problems.push(FieldError::required("customer_address"));
+            }
+            return None;
+        };
+        let is_default = match address_fields.get("is_default") {
+            None => None,
+            Some(Value::Bool(flag)) => Some(*flag),
+            Some(_) => {
+                let field = address_fields.field("is_default");
+                address_fields
+                    .problems
+                    .push(type_error(field, "true or false"));
+                None
+            }
+        };
+        let address = address(&mut address_fields)?;
+        Some(AddressBody {
+            address,
+            is_default,
+        })
+    })
+}
+
+/// Update Subscription (seed 002 §4.2): the fields given change, the others stay. The rule
+/// texts are generated from the rules (given texts are ignored), and `latest_status_log` is
+/// written by actions only (ignored here).
+#[derive(Debug, Clone, Default)]
+pub struct SubscriptionUpdate {
+    pub customer: Option<CustomerUpdate>,
+    pub external_id: Option<Option<String>>,
+    pub idempotency_key: Option<Option<String>>,
+    pub next_order_datetime: Option<Timestamp>,
+    pub next_payment_datetime: Option<Timestamp>,
+    pub next_processing_datetime: Option<Timestamp>,
+    pub last_payment_datetime: Option<Timestamp>,
+    pub last_order_datetime: Option<Timestamp>,
+    pub last_processed_datetime: Option<Timestamp>,
+    pub placed_at: Option<Timestamp>,
+    pub subscription_status: Option<SubscriptionStatus>,
+    pub payment_method_token: Option<String>,
+    pub payment_gateway_public_id: Option<String>,
+    pub order_rrule: Option<OrderSchedule>,
+    pub payment_rrule: Option<OrderSchedule>,
+    pub current_retries: Option<i64>,
+    pub orders_processed: Option<i64>,
+    pub charged_currency: Option<CurrencyCode>,
+    pub base_currency: Option<CurrencyCode>,
+    pub base_to_charged_exchange_rate: Option<f64>,
+    pub billing_address: Option<AddressInput>,
+    pub shipping_address: Option<AddressInput>,
+    pub billing_address_id: Option<i64>,
+    pub shipping_address_id: Option<i64>,
+    pub discount_code: Option<Option<String>>,
+    pub last_failure_code: Option<Option<String>>,
+    pub last_failure_reason: Option<Option<String>>,
+    pub last_failure_message: Option<Option<String>>,
+    pub note: Option<Option<String>>,
+    pub order_note: Option<Option<String>>,
+}
+
+fn rule(fields: &mut Fields<'_, '_>, name: &str, zone: ShopZone) -> Option<OrderSchedule> {
+    let field = fields.field(name);
+    match fields.get(name)? {
+        Value::String(text) => fields.problems.check(OrderSchedule::parse(text, zone, &field)),
+        _ => {
+            fields.problems.push(type_error(field, "a string"));
+            None
+        }
+    }
+}
+
+fn count(fields: &mut Fields<'_, '_>, name: &str) -> Option<i64> {
+    let value = fields.integer(name)?;
+    if value < 0 {
+        let field = fields.field(name);
+        let message = format!("{field} must be 0 or more");
+        fields
+            .problems
+            .push(FieldError::new(field, "out_of_range", message));
+        return None;
+    }
+    Some(value)
+}
+
+/// `{"subscription": {…}}` of Update Subscription, every problem a 422 on its path.
+pub fn parse_subscription_update(
+    body: &Value,
+    shop: &Shop,
+) -> Result<SubscriptionUpdate, DomainError> {
+    let zone = ShopZone::of_shop(&shop.timezone);
+    action_body(body, |root| {
+        let Some(mut sub) = root.object("subscription") else {
+            if root.get("subscription").is_none() {
+                root.problems.push(FieldError::required("subscription"));
+            }
+            return None;
+        };
+        let customer = sub.object("customer").map(|mut c| customer_update(&mut c));
+        let rate_field = sub.field("base_to_charged_exchange_rate");
+        let rate = sub.number("base_to_charged_exchange_rate").and_then(|rate| {
+            if rate.is_finite() && rate > 0.0 {
+                Some(rate)
+            } else {
+                let message = format!("{rate_field} must be a number above 0");
+                sub.problems
+                    .push(FieldError::new(rate_field.clone(), "out_of_range", message));
+                None
+            }
+        });
+        let failure_message = match sub.map.get("last_failure_details") {
+            None => None,
+            Some(Value::Null) => Some(None),
+            Some(_) => sub
+                .object("last_failure_details")
+                .map(|mut details| details.text("message")),
+        };
+        let update = SubscriptionUpdate {
+            customer,
+            external_id: settable_text(&mut sub, "external_id"),
+            idempotency_key: settable_text(&mut sub, "idempotency_key"),
+            next_order_datetime: sub.time("next_order_datetime"),
+            next_payment_datetime: sub.time("next_payment_datetime"),
+            next_processing_datetime: sub.time("next_processing_datetime"),
+            last_payment_datetime: sub.time("last_payment_datetime"),
+            last_order_datetime: sub.time("last_order_datetime"),
+            last_processed_datetime: sub.time("last_processed_datetime"),
+            placed_at: sub.time("placed_at"),
+            subscription_status: status(&mut sub).flatten(),
+            payment_method_token: sub.text("payment_method_token"),
+            payment_gateway_public_id: sub.text("payment_gateway_public_id"),
+            order_rrule: rule(&mut sub, "order_rrule", zone),
+            payment_rrule: rule(&mut sub, "payment_rrule", zone),
+            current_retries: count(&mut sub, "current_retries"),
+            orders_processed: count(&mut sub, "orders_processed"),
+            charged_currency: currency(&mut sub, "charged_currency").flatten(),
+            base_currency: currency(&mut sub, "base_currency").flatten(),
+            base_to_charged_exchange_rate: rate,
+            billing_address: sub
+                .object("billing_address")
+                .and_then(|mut f| address(&mut f)),
+            shipping_address: sub
+                .object("shipping_address")
+                .and_then(|mut f| address(&mut f)),
+            billing_address_id: sub.integer("billing_address_id"),
+            shipping_address_id: sub.integer("shipping_address_id"),
+            discount_code: settable_text(&mut sub, "discount_code"),
+            last_failure_code: settable_text(&mut sub, "last_failure_code"),
+            last_failure_reason: settable_text(&mut sub, "last_failure_reason"),
+            last_failure_message: failure_message,
+            note: settable_text(&mut sub, "note"),
+            order_note: settable_text(&mut sub, "order_note"),
+        };
+        Some(update)
+    })
+}
+
 fn problems_into_error(problems: Problems) -> DomainError {
     match problems.into_result() {
         Err(error) => error,

@@ -4,9 +4,12 @@
 //! use cases and webhook deliveries come with the rest of the subscriptions issue
 //! (docs/subscriptions.md).
 
+pub mod customers;
 pub mod input;
+pub mod operations;
 pub mod query;
 pub mod recurrence;
+pub mod repository;
 pub mod resources;
 pub mod states;
 pub mod topics;

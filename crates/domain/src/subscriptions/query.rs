@@ -13,7 +13,8 @@ use crate::kernel::filter::{
 };
 use crate::kernel::limits::{MAX_ID_CHARS, check_parameter};
 use crate::kernel::time::Timestamp;
-use crate::subscriptions::resources::{Subscription, SubscriptionStatus};
+use crate::subscriptions::repository::StoredSubscription;
+use crate::subscriptions::resources::SubscriptionStatus;
 
 pub const DEFAULT_LIMIT: i64 = 50;
 pub const MAX_LIMIT: i64 = 250;
@@ -114,11 +115,12 @@ pub struct Filter {
 impl Filter {
     /// Whether `subscription` meets the condition. A date-time that is not set meets none
     /// (as SQL's NULL compares), so `lt(placed_at:…)` leaves out subscriptions never placed.
-    pub fn matches(&self, subscription: &Subscription) -> bool {
-        let s = subscription;
+    pub fn matches(&self, subscription: &StoredSubscription) -> bool {
+        let (id, shop_id, created_at) = (subscription.id, subscription.shop_id, subscription.created_at);
+        let s = &subscription.state;
         let integer = match self.field {
-            FilterField::Id => Some(s.id),
-            FilterField::ShopId => Some(s.shop_id),
+            FilterField::Id => Some(id),
+            FilterField::ShopId => Some(shop_id),
             FilterField::CustomerId => Some(s.customer_id),
             FilterField::BillingAddressId => Some(s.billing_address_id),
             FilterField::ShippingAddressId => Some(s.shipping_address_id),
@@ -135,7 +137,7 @@ impl Filter {
             FilterField::LastProcessedDatetime => s.last_processed_datetime,
             FilterField::StatusChangedAt => s.status_changed_at,
             FilterField::PlacedAt => s.placed_at,
-            FilterField::CreatedAt => Some(s.created_at),
+            FilterField::CreatedAt => Some(created_at),
             FilterField::UpdatedAt => Some(s.updated_at),
             _ => None,
         };
@@ -219,10 +221,10 @@ impl Default for ListQuery {
 
 impl ListQuery {
     /// Whether `subscription` belongs in the list (cursor aside).
-    pub fn matches(&self, subscription: &Subscription) -> bool {
-        (self.statuses.is_empty() || self.statuses.contains(&subscription.subscription_status))
-            && (self.customer_ids.is_empty()
-                || self.customer_ids.contains(&subscription.customer_id))
+    pub fn matches(&self, subscription: &StoredSubscription) -> bool {
+        let state = &subscription.state;
+        (self.statuses.is_empty() || self.statuses.contains(&state.subscription_status))
+            && (self.customer_ids.is_empty() || self.customer_ids.contains(&state.customer_id))
             && self
                 .cursor
                 .is_none_or(|cursor| subscription.id > cursor.after_id)
@@ -332,6 +334,7 @@ pub fn time_filter(field: FilterField, op: FilterOp, at: Timestamp) -> Filter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::subscriptions::repository::tests::stored;
     use crate::subscriptions::resources::tests::subscription;
 
     fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -405,9 +408,10 @@ mod tests {
 
     #[test]
     fn a_filter_matches_like_sql_would() {
-        let mut s = subscription();
-        s.orders_processed = 3;
-        let check = |text: &str, s: &Subscription| parse_filters(text).unwrap()[0].matches(s);
+        let mut s = stored(&subscription());
+        s.state.orders_processed = 3;
+        let check =
+            |text: &str, s: &StoredSubscription| parse_filters(text).unwrap()[0].matches(s);
         assert!(check("gte(orders_processed:3)", &s));
         assert!(!check("gt(orders_processed:3)", &s));
         assert!(check("lt(next_order_datetime:2024-03-05T00:00:00Z)", &s));
@@ -491,7 +495,7 @@ mod tests {
 
     #[test]
     fn the_query_keeps_what_matches() {
-        let s = subscription();
+        let s = stored(&subscription());
         let mut query = ListQuery::default();
         assert!(query.matches(&s));
         query.statuses = vec![SubscriptionStatus::Paused];
@@ -500,14 +504,14 @@ mod tests {
         query.cursor = Some(Cursor { after_id: s.id });
         assert!(!query.matches(&s));
         query.cursor = Some(Cursor { after_id: s.id - 1 });
-        query.customer_ids = vec![s.customer_id];
+        query.customer_ids = vec![s.state.customer_id];
         query.filters = vec![time_filter(
             FilterField::NextOrderDatetime,
             FilterOp::Lte,
             at("2024-03-04T09:00:00Z"),
         )];
         assert!(query.matches(&s));
-        query.customer_ids = vec![s.customer_id + 1];
+        query.customer_ids = vec![s.state.customer_id + 1];
         assert!(!query.matches(&s));
     }
 }

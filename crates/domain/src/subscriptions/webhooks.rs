@@ -272,6 +272,33 @@ pub fn resource(endpoint: &WebhookEndpoint) -> Value {
     })
 }
 
+/// Enqueues `topic` with `data` for every live webhook subscription of the shop to it, in the
+/// caller's transaction: `{"topic", "shop_identifier", "created_at", "data"}` (docs/api-conventions.md).
+/// One call is one message per endpoint.
+pub fn emit(
+    tx: &mut dyn WebhookRepositories,
+    shop: &Shop,
+    topic: Topic,
+    data: Value,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    let payload = json!({
+        "topic": topic.as_str(),
+        "shop_identifier": shop.identifier.as_str(),
+        "created_at": now,
+        "data": data,
+    });
+    crate::webhooks::enqueue_for_topic(
+        tx,
+        shop.id,
+        WebhookKind::Subscription,
+        topic.as_str(),
+        &payload,
+        now,
+    )?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -204,3 +204,10 @@ impl JsonBody {
         })
     }
 }
+
+/// The query's pairs, in order, repeated keys kept (`filter`, `status[]` may come several times).
+pub fn query_pairs(request: &HttpRequest) -> Result<Vec<(String, String)>, ApiError> {
+    web::Query::<Vec<(String, String)>>::from_query(request.query_string())
+        .map(web::Query::into_inner)
+        .map_err(|error| ApiError::invalid_query("query", error.to_string()))
+}

@@ -9,15 +9,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::http::error::ApiError;
-use crate::http::extract::{Authorized, JsonBody, scopes};
+use crate::http::extract::{Authorized, JsonBody, query_pairs, scopes};
 use crate::http::state::AppState;
-
-/// The query's pairs, in order, repeated keys kept (`filter` may come several times).
-fn query_pairs(request: &HttpRequest) -> Result<Vec<(String, String)>, ApiError> {
-    web::Query::<Vec<(String, String)>>::from_query(request.query_string())
-        .map(web::Query::into_inner)
-        .map_err(|error| ApiError::invalid_query("query", error.to_string()))
-}
 
 /// This request's URL with `page` replaced.
 fn page_url(request: &HttpRequest, pairs: &[(String, String)], page: i64) -> String {

@@ -1,6 +1,9 @@
-//! Subscription routes (seed 002 §4.1–4.3, contract §5) under `/subscriptions/v1/shops/{shop}`:
-//! so far the webhook subscriptions (reads `read_subscriptions`, writes `write_subscriptions`).
+//! Subscription routes (seed 002 §4.1–4.3, contract §5) under `/subscriptions/v1/shops/{shop}`
+//! (reads `read_subscriptions`, writes `write_subscriptions`): customers and their addresses,
+//! subscriptions and their actions, and the webhook subscriptions.
 
+mod customers;
+mod operations;
 mod webhooks;
 
 use actix_web::web;
@@ -10,9 +13,61 @@ use super::resource;
 pub fn configure(config: &mut web::ServiceConfig) {
     config
         .service(
-            resource("/subscriptions/v1/shops/{shop}/webhooks/topics")
-                .route(web::get().to(webhooks::topics)),
+            resource("/subscriptions/v1/shops/{shop}/customers").route(web::get().to(customers::list)),
         )
+        .service(
+            resource("/subscriptions/v1/shops/{shop}/customers/{customer_id}")
+                .route(web::get().to(customers::get))
+                .route(web::put().to(customers::update)),
+        )
+        .service(
+            resource("/subscriptions/v1/shops/{shop}/customers/{customer_id}/addresses")
+                .route(web::get().to(customers::list_addresses))
+                .route(web::post().to(customers::create_address)),
+        )
+        .service(
+            resource("/subscriptions/v1/shops/{shop}/customers/{customer_id}/addresses/{address_id}")
+                .route(web::put().to(customers::update_address))
+                .route(web::delete().to(customers::delete_address)),
+        )
+        .service(
+            resource("/subscriptions/v1/shops/{shop}/customers/{customer_id}/subscriptions")
+                .route(web::get().to(customers::subscriptions)),
+        )
+        .service(
+            resource("/subscriptions/v1/shops/{shop}/subscriptions")
+                .route(web::get().to(operations::list))
+                .route(web::post().to(operations::create)),
+        )
+        .service(
+            resource("/subscriptions/v1/shops/{shop}/subscriptions/{id}")
+                .route(web::get().to(operations::get))
+                .route(web::put().to(operations::update)),
+        )
+        .service(resource("/subscriptions/v1/shops/{shop}/subscriptions/{id}/cancel").route(web::post().to(operations::cancel)))
+        .service(
+            resource("/subscriptions/v1/shops/{shop}/subscriptions/{id}/reactivate").route(web::post().to(operations::reactivate)),
+        )
+        .service(resource("/subscriptions/v1/shops/{shop}/subscriptions/{id}/pause").route(web::post().to(operations::pause)))
+        .service(resource("/subscriptions/v1/shops/{shop}/subscriptions/{id}/resume").route(web::post().to(operations::resume)))
+        .service(resource("/subscriptions/v1/shops/{shop}/subscriptions/{id}/skip").route(web::post().to(operations::skip)))
+        .service(
+            resource("/subscriptions/v1/shops/{shop}/subscriptions/{id}/line_items/{line_item_id}/quantity")
+                .route(web::put().to(operations::change_quantity)),
+        )
+        .service(
+            resource("/subscriptions/v1/shops/{shop}/subscriptions/{id}/frequency")
+                .route(web::put().to(operations::change_frequency)),
+        )
+        .service(
+            resource("/subscriptions/v1/shops/{shop}/subscriptions/{id}/shipping_address")
+                .route(web::put().to(operations::change_shipping_address)),
+        )
+        .service(
+            resource("/subscriptions/v1/shops/{shop}/subscriptions/{id}/payment_method")
+                .route(web::put().to(operations::change_payment_method)),
+        )
+        .service(resource("/subscriptions/v1/shops/{shop}/webhooks/topics").route(web::get().to(webhooks::topics)))
         .service(
             resource("/subscriptions/v1/shops/{shop}/webhooks/subscriptions")
                 .route(web::post().to(webhooks::create))

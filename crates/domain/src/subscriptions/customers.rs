@@ -1,0 +1,571 @@
+//! Subscription customers and their addresses (seed 002 §2.1, §2.2, §4.1; contract §5).
+//!
+//! A subscription customer *is* the directory's customer: one record per shop, whether the
+//! platform sent it or Create Subscription made it. Changes made here reach the platform
+//! through the connector outbox (contract §3.4 last rule) when the shop has a live `customers`
+//! destination; a customer made here is created there, and the platform ids the connector
+//! answers are stored.
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::access::shop::Shop;
+use crate::directory::DirectoryAddress;
+use crate::kernel::error::{DomainError, FieldError};
+use crate::kernel::limits::{MAX_SEARCH_CHARS, check_parameter};
+use crate::kernel::time::Timestamp;
+use crate::platform::outbox::{ConnectorCall, request_connector_change};
+use crate::platform::resources::{Customer, CustomerAddress, PlatformId};
+use crate::subscriptions::input::{AddressInput, CustomerInput, CustomerUpdate};
+use crate::subscriptions::query::{DEFAULT_LIMIT, MAX_LIMIT};
+use crate::subscriptions::repository::{
+    CustomerFields, CustomerListQuery, CustomerStatus, StoredAddress, SubscriptionRepositories,
+};
+use crate::subscriptions::resources::{
+    CustomerLabel, SubscriptionAddress, SubscriptionCustomer, SubscriptionSummary,
+};
+use crate::subscriptions::topics::Topic;
+use crate::subscriptions::webhooks::emit;
+
+/// The page-numbered pagination of customer lists (seed 002 §2.8, "customer subscriptions").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PagePagination {
+    pub count: i64,
+    pub current_page: i64,
+    pub per_page: i64,
+    pub total: i64,
+    pub total_pages: i64,
+}
+
+impl PagePagination {
+    pub fn new(count: usize, page: i64, per_page: i64, total: i64) -> Self {
+        PagePagination {
+            count: i64::try_from(count).unwrap_or(i64::MAX),
+            current_page: page,
+            per_page,
+            total,
+            total_pages: (total + per_page - 1) / per_page,
+        }
+    }
+}
+
+/// `limit` (1..250, default 50) and `page` (from 1, default 1) of a page-numbered list; 400
+/// naming the parameter otherwise.
+pub fn parse_page(pairs: &[(String, String)]) -> Result<(i64, i64), DomainError> {
+    let (mut limit, mut page) = (DEFAULT_LIMIT, 1);
+    let mut problems = Vec::new();
+    for (key, value) in pairs {
+        match key.as_str() {
+            "limit" => match value.trim().parse::<i64>() {
+                Ok(n) if (1..=MAX_LIMIT).contains(&n) => limit = n,
+                _ => problems.push(FieldError::new(
+                    "limit",
+                    "invalid_value",
+                    format!("limit must be an integer between 1 and {MAX_LIMIT}"),
+                )),
+            },
+            "page" => match value.trim().parse::<i64>() {
+                // Far pages are empty, not an overflow of the offset.
+                Ok(n) if (1..=1_000_000).contains(&n) => page = n,
+                _ => problems.push(FieldError::new(
+                    "page",
+                    "invalid_value",
+                    "page must be an integer from 1",
+                )),
+            },
+            _ => {}
+        }
+    }
+    if problems.is_empty() {
+        Ok((limit, page))
+    } else {
+        Err(DomainError::BadRequest(problems))
+    }
+}
+
+/// List Customers' query: `status` (`all|active|inactive`, repeated, as `status[]` or joined
+/// by commas), `search`, `limit`, `page`.
+pub fn parse_customer_list_query(
+    pairs: &[(String, String)],
+) -> Result<CustomerListQuery, DomainError> {
+    let (limit, page) = parse_page(pairs)?;
+    let mut statuses = Vec::new();
+    let mut search = None;
+    let mut problems = Vec::new();
+    for (key, value) in pairs {
+        match key.strip_suffix("[]").unwrap_or(key) {
+            "status" => {
+                for name in value.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+                    let status = match name {
+                        "all" => CustomerStatus::All,
+                        "active" => CustomerStatus::Active,
+                        "inactive" => CustomerStatus::Inactive,
+                        _ => {
+                            problems.push(FieldError::new(
+                                "status",
+                                "invalid_value",
+                                format!("status must be all, active or inactive, not {name:?}"),
+                            ));
+                            continue;
+                        }
+                    };
+                    if !statuses.contains(&status) {
+                        statuses.push(status);
+                    }
+                }
+            }
+            "search" => {
+                if let Err(problem) = check_parameter("search", value, MAX_SEARCH_CHARS) {
+                    problems.push(problem);
+                } else if !value.trim().is_empty() {
+                    search = Some(value.trim().to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    if !problems.is_empty() {
+        return Err(DomainError::BadRequest(problems));
+    }
+    if statuses.is_empty() || statuses.contains(&CustomerStatus::All) {
+        statuses = vec![CustomerStatus::All];
+    }
+    Ok(CustomerListQuery {
+        statuses,
+        search,
+        limit,
+        page,
+    })
+}
+
+/// A platform id as the seed's integer: the number when it is one, else null (the customer's
+/// `platform_id` text carries it).
+fn integer_id(id: Option<&str>) -> Option<i64> {
+    id.and_then(|id| id.parse().ok())
+}
+
+/// A stored address as the subscription API shows it.
+pub fn stored_address_resource(shop: &Shop, stored: &StoredAddress) -> SubscriptionAddress {
+    let address = &stored.address;
+    SubscriptionAddress {
+        id: stored.id,
+        shop_identifier: shop.identifier.as_str().to_string(),
+        platform_id: integer_id(stored.platform_id.as_deref()),
+        customer_id: stored.customer_id,
+        platform_type: shop.platform_type.clone(),
+        platform_customer_id: integer_id(stored.customer_platform_id.as_deref()),
+        first_name: address.first_name.clone(),
+        last_name: address.last_name.clone(),
+        company: address.company.clone(),
+        phone: address.phone.clone(),
+        street1: address.street_1.clone(),
+        street2: address.street_2.clone(),
+        city: address.city.clone(),
+        province: address.province.clone(),
+        province_code: address.province_code.clone(),
+        country: address.country.clone(),
+        country_code: address.country_code.clone(),
+        zip: address.postal_code.clone(),
+        is_default: stored.is_default,
+        address_use: address.address_use.clone(),
+        address_source: None,
+        created_at: stored.created_at,
+        updated_at: stored.updated_at,
+    }
+}
+
+fn directory_address_resource(shop: &Shop, address: &DirectoryAddress) -> SubscriptionAddress {
+    let document = CustomerAddress {
+        first_name: address.first_name.clone(),
+        last_name: address.last_name.clone(),
+        company: address.company.clone(),
+        phone: address.phone.clone(),
+        street_1: address.street_1.clone(),
+        street_2: address.street_2.clone(),
+        city: address.city.clone(),
+        province: address.province.clone(),
+        province_code: address.province_code.clone(),
+        country: address.country.clone(),
+        country_code: address.country_code.clone(),
+        postal_code: address.zip.clone(),
+        address_use: address.address_use.clone(),
+        address_type: address.address_type.clone(),
+        ..CustomerAddress::default()
+    };
+    stored_address_resource(
+        shop,
+        &StoredAddress {
+            id: address.id,
+            shop_id: shop.id,
+            customer_id: address.customer_id,
+            platform_id: address.platform_id.clone(),
+            customer_platform_id: address.platform_customer_id.clone(),
+            is_default: address.is_default,
+            address: document,
+            created_at: address.created_at,
+            updated_at: address.updated_at,
+            deleted_at: address.deleted_at,
+        },
+    )
+}
+
+/// The platform's form of an address given to the subscription API.
+pub fn platform_address(input: &AddressInput, is_default: bool) -> CustomerAddress {
+    CustomerAddress {
+        first_name: input.first_name.clone(),
+        last_name: input.last_name.clone(),
+        company: input.company.clone(),
+        phone: input.phone.clone(),
+        street_1: Some(input.street1.clone()),
+        street_2: input.street2.clone(),
+        city: Some(input.city.clone()),
+        province: input.province.clone(),
+        province_code: input.province_code.clone(),
+        country: input.country.clone(),
+        country_code: Some(input.country_code.clone()),
+        postal_code: input.zip.clone(),
+        is_default: Some(is_default),
+        ..CustomerAddress::default()
+    }
+}
+
+/// The live customers of `ids` as the subscription API shows them, in the order of `ids`
+/// (unknown and deleted ones left out).
+pub fn customer_resources(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    ids: &[i64],
+) -> Result<Vec<SubscriptionCustomer>, DomainError> {
+    let mut customers = Vec::with_capacity(ids.len());
+    for &id in ids {
+        if let Some(customer) = tx.directory_customer(shop.id, id)?
+            && customer.deleted_at.is_none()
+        {
+            customers.push(customer);
+        }
+    }
+    let live: Vec<i64> = customers.iter().map(|c| c.id).collect();
+    let addresses = tx.addresses_of_customers(shop.id, &live)?;
+    let labels = tx.labels_of_customers(shop.id, &live)?;
+    let notes = tx.customer_notes(shop.id, &live)?;
+    let summaries = tx.subscription_summaries(shop.id, &live)?;
+    Ok(customers
+        .into_iter()
+        .map(|customer| {
+            let addresses: Vec<SubscriptionAddress> = addresses
+                .iter()
+                .filter(|a| a.customer_id == customer.id)
+                .map(|a| directory_address_resource(shop, a))
+                .collect();
+            let default_address = addresses.iter().find(|a| a.is_default).cloned();
+            let figures = summaries
+                .iter()
+                .find(|s| s.customer_id == customer.id)
+                .cloned()
+                .unwrap_or_default();
+            SubscriptionCustomer {
+                id: customer.id,
+                platform_id: customer.platform_id,
+                cashier_public_id: None,
+                first_name: customer.first_name,
+                last_name: customer.last_name,
+                phone: customer.phone,
+                email: customer.email,
+                notes: notes
+                    .iter()
+                    .find(|(id, _)| *id == customer.id)
+                    .map(|(_, text)| text.clone()),
+                default_address,
+                addresses,
+                subscription_summary: SubscriptionSummary {
+                    svc_platform_customer_id: Some(customer.id),
+                    next_order_date: figures.next_order_date,
+                    last_order_date: figures.last_order_date,
+                    active_subscription_count: figures.active_subscription_count,
+                    inactive_subscription_count: figures.inactive_subscription_count,
+                    subscription_order_count: figures.subscription_order_count,
+                },
+                labels: labels
+                    .iter()
+                    .filter(|label| label.customer_id == customer.id)
+                    .map(|label| CustomerLabel {
+                        id: label.id,
+                        customer_id: label.customer_id,
+                        name: label.name.clone(),
+                        created_at: label.created_at,
+                        updated_at: label.updated_at,
+                        deleted_at: label.deleted_at,
+                    })
+                    .collect(),
+            }
+        })
+        .collect())
+}
+
+/// Get Customer: a live customer of the shop, or 404.
+pub fn get_customer(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    id: i64,
+) -> Result<SubscriptionCustomer, DomainError> {
+    customer_resources(tx, shop, &[id])?
+        .into_iter()
+        .next()
+        .ok_or(DomainError::not_found("customer"))
+}
+
+/// List Customers.
+pub fn list_customers(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    query: &CustomerListQuery,
+) -> Result<(Vec<SubscriptionCustomer>, PagePagination), DomainError> {
+    let page = tx.list_subscription_customers(shop.id, query)?;
+    let customers = customer_resources(tx, shop, &page.ids)?;
+    let pagination = PagePagination::new(customers.len(), query.page, query.limit, page.total);
+    Ok((customers, pagination))
+}
+
+fn platform_customer(fields: &CustomerFields) -> Customer {
+    Customer {
+        email: fields.email.clone(),
+        first_name: fields.first_name.clone(),
+        last_name: fields.last_name.clone(),
+        phone: fields.phone.clone(),
+        ..Customer::default()
+    }
+}
+
+fn current_fields(customer: &SubscriptionCustomer) -> CustomerFields {
+    CustomerFields {
+        email: customer.email.clone(),
+        first_name: customer.first_name.clone(),
+        last_name: customer.last_name.clone(),
+        phone: customer.phone.clone(),
+        notes: customer.notes.clone(),
+    }
+}
+
+/// The customer of Create Subscription: the shop's live customer with that email, or a new one
+/// (then created on the platform too). Returns its id and whether it was created.
+pub fn find_or_create_customer(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    input: &CustomerInput,
+    now: Timestamp,
+) -> Result<(i64, bool), DomainError> {
+    if let Some(id) = tx.customer_id_by_email(shop.id, &input.email)? {
+        return Ok((id, false));
+    }
+    let fields = CustomerFields {
+        email: Some(input.email.clone()),
+        first_name: input.first_name.clone(),
+        last_name: input.last_name.clone(),
+        phone: input.phone.clone(),
+        notes: input.notes.clone(),
+    };
+    let id = tx.insert_customer(shop.id, &fields, now)?;
+    let call = ConnectorCall::CreateServiceCustomer {
+        customer_id: id,
+        customer: platform_customer(&fields),
+    };
+    request_connector_change(tx, shop.id, &call, now)?;
+    Ok((id, true))
+}
+
+/// Update Customer: writes the fields given; emits `customer_updated` when the name, email or
+/// phone changed, and sends the change to the platform.
+pub fn update_customer(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    id: i64,
+    update: &CustomerUpdate,
+    now: Timestamp,
+) -> Result<SubscriptionCustomer, DomainError> {
+    let before = get_customer(tx, shop, id)?;
+    let old = current_fields(&before);
+    let new = CustomerFields {
+        email: update.email.clone().or(old.email.clone()),
+        first_name: update.first_name.clone().unwrap_or(old.first_name.clone()),
+        last_name: update.last_name.clone().unwrap_or(old.last_name.clone()),
+        phone: update.phone.clone().unwrap_or(old.phone.clone()),
+        notes: update.notes.clone().unwrap_or(old.notes.clone()),
+    };
+    if new == old {
+        return Ok(before);
+    }
+    tx.update_customer(shop.id, id, &new, now)?;
+    let customer = get_customer(tx, shop, id)?;
+    let shown_changed = (&new.email, &new.first_name, &new.last_name, &new.phone)
+        != (&old.email, &old.first_name, &old.last_name, &old.phone);
+    if shown_changed {
+        let call = ConnectorCall::UpdateServiceCustomer {
+            customer_id: id,
+            customer: platform_customer(&new),
+        };
+        request_connector_change(tx, shop.id, &call, now)?;
+        emit(tx, shop, Topic::CustomerUpdated, customer_data(&customer), now)?;
+    }
+    Ok(customer)
+}
+
+/// A customer as a webhook's `data`.
+pub fn customer_data(customer: &SubscriptionCustomer) -> Value {
+    serde_json::to_value(customer).unwrap_or_else(|_| json!({}))
+}
+
+fn live_customer(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    customer_id: i64,
+) -> Result<(), DomainError> {
+    match tx.directory_customer(shop.id, customer_id)? {
+        Some(customer) if customer.deleted_at.is_none() => Ok(()),
+        _ => Err(DomainError::not_found("customer")),
+    }
+}
+
+/// List Customer Addresses: the customer's live addresses.
+pub fn list_addresses(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    customer_id: i64,
+) -> Result<Vec<SubscriptionAddress>, DomainError> {
+    live_customer(tx, shop, customer_id)?;
+    Ok(tx
+        .addresses_of_customers(shop.id, &[customer_id])?
+        .iter()
+        .map(|a| directory_address_resource(shop, a))
+        .collect())
+}
+
+fn address_of(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    customer_id: i64,
+    address_id: i64,
+) -> Result<StoredAddress, DomainError> {
+    tx.addresses_by_ids(shop.id, &[address_id])?
+        .into_iter()
+        .find(|a| a.customer_id == customer_id && a.deleted_at.is_none())
+        .ok_or(DomainError::not_found("customer_address"))
+}
+
+/// Adds an address to a customer (and to the platform). A customer's first address is its
+/// default whatever `is_default` says: a customer with addresses has exactly one default.
+pub fn add_address(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    customer_id: i64,
+    input: &AddressInput,
+    is_default: Option<bool>,
+    now: Timestamp,
+) -> Result<i64, DomainError> {
+    let has_addresses = !tx.addresses_of_customers(shop.id, &[customer_id])?.is_empty();
+    let is_default = !has_addresses || is_default.unwrap_or(false);
+    let address = platform_address(input, is_default);
+    let id = tx.insert_address(shop.id, customer_id, &address, is_default, now)?;
+    let call = ConnectorCall::CreateServiceAddress {
+        customer_id,
+        address_id: id,
+        address,
+    };
+    request_connector_change(tx, shop.id, &call, now)?;
+    Ok(id)
+}
+
+/// Create Customer Address.
+pub fn create_address(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    customer_id: i64,
+    input: &AddressInput,
+    is_default: Option<bool>,
+    now: Timestamp,
+) -> Result<SubscriptionAddress, DomainError> {
+    live_customer(tx, shop, customer_id)?;
+    let id = add_address(tx, shop, customer_id, input, is_default, now)?;
+    Ok(stored_address_resource(
+        shop,
+        &address_of(tx, shop, customer_id, id)?,
+    ))
+}
+
+/// Update Customer Address: rewrites it; `is_default: true` makes it the default. The default
+/// cannot be unset by `false` (exactly one default): make another the default instead.
+pub fn update_address(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    customer_id: i64,
+    address_id: i64,
+    input: &AddressInput,
+    is_default: Option<bool>,
+    now: Timestamp,
+) -> Result<SubscriptionAddress, DomainError> {
+    live_customer(tx, shop, customer_id)?;
+    let current = address_of(tx, shop, customer_id, address_id)?;
+    if current.is_default && is_default == Some(false) {
+        return Err(DomainError::invalid(
+            "customer_address.is_default",
+            "invalid_value",
+            "a customer has exactly one default address: make another address the default",
+        ));
+    }
+    let is_default = current.is_default || is_default.unwrap_or(false);
+    let mut address = platform_address(input, is_default);
+    address.platform_id = current.platform_id.clone().map(PlatformId::new);
+    tx.update_address(shop.id, customer_id, address_id, &address, is_default, now)?;
+    let call = ConnectorCall::UpdateServiceAddress {
+        customer_id,
+        address_id,
+        address,
+    };
+    request_connector_change(tx, shop.id, &call, now)?;
+    Ok(stored_address_resource(
+        shop,
+        &address_of(tx, shop, customer_id, address_id)?,
+    ))
+}
+
+/// Delete Customer Address. Deleting the default makes the oldest other address the default.
+/// An address a live subscription uses stays (409).
+pub fn delete_address(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    customer_id: i64,
+    address_id: i64,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    live_customer(tx, shop, customer_id)?;
+    let current = address_of(tx, shop, customer_id, address_id)?;
+    let (subscriptions, _) = tx.customer_subscriptions(shop.id, customer_id, 250, 1)?;
+    if subscriptions.iter().any(|s| {
+        s.state.billing_address_id == address_id || s.state.shipping_address_id == address_id
+    }) {
+        return Err(DomainError::Conflict {
+            code: "customer_address.in_use",
+            message: "a subscription of the customer uses this address; give the subscription \
+                      another address first"
+                .to_string(),
+        });
+    }
+    tx.delete_address(shop.id, customer_id, address_id, now)?;
+    if current.is_default
+        && let Some(next) = tx
+            .addresses_of_customers(shop.id, &[customer_id])?
+            .into_iter()
+            .next()
+    {
+        let next_id = next.id;
+        let stored = address_of(tx, shop, customer_id, next_id)?;
+        let mut address = stored.address.clone();
+        address.is_default = Some(true);
+        tx.update_address(shop.id, customer_id, next_id, &address, true, now)?;
+    }
+    let call = ConnectorCall::DeleteServiceAddress {
+        customer_id,
+        address_id,
+    };
+    request_connector_change(tx, shop.id, &call, now)?;
+    Ok(())
+}

@@ -1,0 +1,634 @@
+//! The subscription use cases (seed 002 §4.2, §3; contract §5): create (idempotent), get,
+//! list, update and the nine actions. Each runs in the caller's transaction, writes its status
+//! log entry and enqueues its webhooks in the order `states::topics` gives.
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::access::shop::Shop;
+use crate::kernel::error::{DomainError, FieldError};
+use crate::kernel::time::Timestamp;
+use crate::subscriptions::customers::{
+    PagePagination, add_address, customer_data, customer_resources, find_or_create_customer,
+    stored_address_resource, update_customer,
+};
+use crate::subscriptions::input::{
+    NewSubscription, PaymentMethodChange, ShippingAddressChange, SubscriptionUpdate,
+};
+use crate::subscriptions::query::{Cursor, ListQuery};
+use crate::subscriptions::recurrence::{
+    OrderSchedule, ShopZone, next_order_on_return, plan_skip,
+};
+use crate::subscriptions::repository::{
+    StoredSubscription, SubscriptionRepositories, SubscriptionState,
+};
+use crate::subscriptions::resources::{
+    Actor, Cents, FailureDetails, Subscription, SubscriptionLineItem, SubscriptionStatus,
+};
+use crate::subscriptions::states::{
+    Action, CREATED_REASON, NewStatusLog, action_for_status_change, creation_topics, take_action,
+    topics,
+};
+use crate::subscriptions::topics::Topic;
+use crate::subscriptions::webhooks::emit;
+
+/// The pagination of List Subscriptions (seed 002 §2.8): `next` is the opaque cursor of the
+/// next page, null on the last.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CursorPagination {
+    pub total: i64,
+    pub count: i64,
+    pub per_page: i64,
+    pub total_pages: i64,
+    pub next: Option<String>,
+}
+
+/// A subscription as a webhook's `data`.
+pub fn subscription_data(subscription: &Subscription) -> Value {
+    serde_json::to_value(subscription).unwrap_or_else(|_| json!({}))
+}
+
+/// An amount in the charged currency: `cents × rate`, rounded half away from zero.
+fn charged(amount: Cents, rate: f64) -> Cents {
+    Cents((amount.0 as f64 * rate).round() as i64)
+}
+
+fn line_item(
+    input: &crate::subscriptions::input::LineItemInput,
+    rate: f64,
+    now: Timestamp,
+) -> SubscriptionLineItem {
+    let full = Cents(input.price.0.saturating_mul(input.quantity));
+    SubscriptionLineItem {
+        id: 0,
+        subscription_id: 0,
+        subscription_group_id: input.subscription_group_id,
+        subscription_group_billing_rules_id: None,
+        platform_id: None,
+        platform_product_id: input.platform_product_id.clone(),
+        platform_variant_id: input.platform_variant_id.clone(),
+        title: None,
+        product_name: None,
+        variant_name: None,
+        sku: None,
+        image: None,
+        quantity: input.quantity,
+        price: input.price,
+        price_charged: charged(input.price, rate),
+        discounted_price: input.price,
+        discounted_price_charged: charged(input.price, rate),
+        full_price: full,
+        full_price_charged: charged(full, rate),
+        requires_shipping: true,
+        taxable: true,
+        grams: None,
+        weight: None,
+        weight_unit: None,
+        discounts: Vec::new(),
+        prepaid_metadata: None,
+        line_item_attributes: Vec::new(),
+        created_at: now,
+        updated_at: now,
+    }
+}
+
+/// Stored subscriptions as answers show them: their addresses, and customers when expanded.
+fn resources(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    stored: Vec<StoredSubscription>,
+    expand_customer: bool,
+) -> Result<Vec<Subscription>, DomainError> {
+    let mut address_ids: Vec<i64> = stored
+        .iter()
+        .flat_map(|s| [s.state.billing_address_id, s.state.shipping_address_id])
+        .collect();
+    address_ids.sort_unstable();
+    address_ids.dedup();
+    let addresses = tx.addresses_by_ids(shop.id, &address_ids)?;
+    let customers = if expand_customer {
+        let mut ids: Vec<i64> = stored.iter().map(|s| s.state.customer_id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        customer_resources(tx, shop, &ids)?
+    } else {
+        Vec::new()
+    };
+    let address = |id: i64| {
+        addresses
+            .iter()
+            .find(|a| a.id == id)
+            .map(|a| stored_address_resource(shop, a))
+            .ok_or_else(|| {
+                DomainError::Storage(crate::kernel::error::StorageError::other(format!(
+                    "address {id} of a subscription is missing"
+                )))
+            })
+    };
+    stored
+        .into_iter()
+        .map(|s| {
+            let billing = address(s.state.billing_address_id)?;
+            let shipping = address(s.state.shipping_address_id)?;
+            let customer = customers
+                .iter()
+                .find(|c| c.id == s.state.customer_id)
+                .cloned()
+                .map(Box::new);
+            Ok(s.into_resource(billing, shipping, customer))
+        })
+        .collect()
+}
+
+fn stored(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    id: i64,
+) -> Result<StoredSubscription, DomainError> {
+    tx.subscription(shop.id, id)?
+        .ok_or(DomainError::not_found("subscription"))
+}
+
+/// Get Subscription.
+pub fn get_subscription(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    id: i64,
+    expand_customer: bool,
+) -> Result<Subscription, DomainError> {
+    let subscription = stored(tx, shop, id)?;
+    let mut list = resources(tx, shop, vec![subscription], expand_customer)?;
+    list.pop().ok_or(DomainError::not_found("subscription"))
+}
+
+/// List Subscriptions: a page after the query's cursor, and the pagination with the next cursor.
+pub fn list_subscriptions(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    query: &ListQuery,
+) -> Result<(Vec<Subscription>, CursorPagination), DomainError> {
+    let page = tx.list_subscriptions(shop.id, query)?;
+    let total = tx.count_subscriptions(shop.id, query)?;
+    let next = page
+        .has_more
+        .then(|| page.subscriptions.last().map(|s| Cursor { after_id: s.id }.encode()))
+        .flatten();
+    let subscriptions = resources(tx, shop, page.subscriptions, query.expand_customer)?;
+    let pagination = CursorPagination {
+        total,
+        count: i64::try_from(subscriptions.len()).unwrap_or(i64::MAX),
+        per_page: query.limit,
+        total_pages: (total + query.limit - 1) / query.limit,
+        next,
+    };
+    Ok((subscriptions, pagination))
+}
+
+/// List Customer Subscriptions.
+pub fn customer_subscriptions(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    customer_id: i64,
+    limit: i64,
+    page: i64,
+) -> Result<(Vec<Subscription>, PagePagination), DomainError> {
+    match tx.directory_customer(shop.id, customer_id)? {
+        Some(customer) if customer.deleted_at.is_none() => {}
+        _ => return Err(DomainError::not_found("customer")),
+    }
+    let (stored, total) = tx.customer_subscriptions(shop.id, customer_id, limit, page)?;
+    let subscriptions = resources(tx, shop, stored, false)?;
+    let pagination = PagePagination::new(subscriptions.len(), page, limit, total);
+    Ok((subscriptions, pagination))
+}
+
+fn idempotency_conflict() -> DomainError {
+    DomainError::Conflict {
+        code: "subscription.idempotency_conflict",
+        message: "idempotency_key was used for a subscription with another body".to_string(),
+    }
+}
+
+/// Create Subscription. With an `idempotency_key` the shop used before: the first subscription
+/// when the body is the same (`Ok((subscription, false))`), 409 when it differs.
+pub fn create_subscription(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    new: NewSubscription,
+    actor: Actor,
+    now: Timestamp,
+) -> Result<(Subscription, bool), DomainError> {
+    if let Some(key) = &new.idempotency_key
+        && let Some((id, fingerprint)) = tx.subscription_by_idempotency_key(shop.id, key)?
+    {
+        if fingerprint.as_deref() != Some(new.fingerprint.as_str()) {
+            return Err(idempotency_conflict());
+        }
+        return Ok((get_subscription(tx, shop, id, false)?, false));
+    }
+    let (customer_id, customer_created) = find_or_create_customer(tx, shop, &new.customer, now)?;
+    let shipping_address_id = add_address(tx, shop, customer_id, &new.shipping_address, None, now)?;
+    let billing_address_id = if new.billing_address == new.shipping_address {
+        shipping_address_id
+    } else {
+        add_address(tx, shop, customer_id, &new.billing_address, None, now)?
+    };
+    let rate = new.base_to_charged_exchange_rate;
+    let line_items: Vec<SubscriptionLineItem> = new
+        .line_items
+        .iter()
+        .map(|item| line_item(item, rate, now))
+        .collect();
+    let rule = new.schedule.source().to_string();
+    let (token, gateway, gateway_customer) = match new.payment_details {
+        Some(details) => (
+            Some(details.gateway_payment_id),
+            Some(details.gateway_name),
+            details.gateway_customer_id,
+        ),
+        None => (None, None, None),
+    };
+    let state = SubscriptionState {
+        customer_id,
+        billing_address_id,
+        shipping_address_id,
+        orders_processed: 0,
+        current_retries: 0,
+        external_id: new.external_id,
+        idempotency_key: new.idempotency_key,
+        idempotency_fingerprint: Some(new.fingerprint),
+        next_order_datetime: new.next_order_datetime,
+        next_payment_datetime: new.next_order_datetime,
+        next_processing_datetime: None,
+        last_payment_datetime: None,
+        last_order_datetime: new.last_order_datetime,
+        last_processed_datetime: None,
+        status_changed_at: Some(now),
+        placed_at: new.placed_at,
+        updated_at: now,
+        subscription_status: new.status,
+        payment_method_token: token,
+        payment_gateway_public_id: gateway,
+        payment_gateway_customer_id: gateway_customer,
+        payment_rrule: rule.clone(),
+        payment_rrule_text: new.order_rrule_text.clone(),
+        order_rrule: rule,
+        order_rrule_text: new.order_rrule_text,
+        charged_currency: new.charged_currency,
+        base_currency: new.base_currency,
+        base_to_charged_exchange_rate: rate,
+        percent_discount: 0.0,
+        discount_code: new.discount_code,
+        shipping_lines: Vec::new(),
+        last_failure_code: None,
+        last_failure_reason: None,
+        last_failure_details: None,
+        skipped_dates: Vec::new(),
+        note: new.note,
+        order_note: new.order_note,
+    };
+    let id = tx.insert_subscription(shop.id, &state, &line_items, now)?;
+    tx.insert_status_log(
+        shop.id,
+        &NewStatusLog::new(id, new.status, CREATED_REASON, actor, now),
+    )?;
+    let subscription = get_subscription(tx, shop, id, false)?;
+    for topic in creation_topics(customer_created) {
+        let data = match topic {
+            Topic::CustomerCreated => {
+                let customer = customer_resources(tx, shop, &[customer_id])?;
+                customer.first().map(customer_data).unwrap_or(Value::Null)
+            }
+            _ => subscription_data(&subscription),
+        };
+        emit(tx, shop, topic, data, now)?;
+    }
+    Ok((subscription, true))
+}
+
+/// A client's action on a subscription (contract §5), with its checked body.
+#[derive(Debug, Clone)]
+pub enum ActionRequest {
+    Cancel,
+    Reactivate,
+    Pause,
+    Resume,
+    Skip { order_datetime: Timestamp },
+    ChangeQuantity { line_item_id: i64, quantity: i64 },
+    ChangeFrequency(Box<OrderSchedule>),
+    ChangeShippingAddress(ShippingAddressChange),
+    ChangePaymentMethod(PaymentMethodChange),
+}
+
+impl ActionRequest {
+    pub fn action(&self) -> Action {
+        match self {
+            ActionRequest::Cancel => Action::Cancel,
+            ActionRequest::Reactivate => Action::Reactivate,
+            ActionRequest::Pause => Action::Pause,
+            ActionRequest::Resume => Action::Resume,
+            ActionRequest::Skip { .. } => Action::Skip,
+            ActionRequest::ChangeQuantity { .. } => Action::ChangeQuantity,
+            ActionRequest::ChangeFrequency(_) => Action::ChangeFrequency,
+            ActionRequest::ChangeShippingAddress(_) => Action::ChangeShippingAddress,
+            ActionRequest::ChangePaymentMethod(_) => Action::ChangePaymentMethod,
+        }
+    }
+}
+
+/// The stored rule of a subscription, read in the shop's zone.
+fn schedule_of(shop: &Shop, state: &SubscriptionState) -> Result<OrderSchedule, DomainError> {
+    OrderSchedule::parse(
+        &state.order_rrule,
+        ShopZone::of_shop(&shop.timezone),
+        "order_rrule",
+    )
+    .map_err(|problem| DomainError::Invalid(vec![problem]))
+}
+
+/// An address id given for a subscription: one of its customer's live addresses.
+fn customer_address(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    customer_id: i64,
+    address_id: i64,
+    field: &str,
+) -> Result<i64, DomainError> {
+    let found = tx
+        .addresses_by_ids(shop.id, &[address_id])?
+        .into_iter()
+        .any(|a| a.customer_id == customer_id && a.deleted_at.is_none());
+    if found {
+        Ok(address_id)
+    } else {
+        Err(DomainError::Invalid(vec![FieldError::new(
+            field,
+            "invalid_value",
+            format!("{field} must be an address of the subscription's customer"),
+        )]))
+    }
+}
+
+/// Takes a client's action on a subscription: checks the move, changes the subscription,
+/// writes the status log entry and enqueues the webhooks it implies.
+pub fn take_subscription_action(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    id: i64,
+    request: ActionRequest,
+    actor: Actor,
+    now: Timestamp,
+) -> Result<Subscription, DomainError> {
+    let current = stored(tx, shop, id)?;
+    let mut state = current.state.clone();
+    let action = request.action();
+    // Refused moves are refused before any body is looked at against the subscription.
+    crate::subscriptions::states::transition(state.subscription_status, action)?;
+    let mut moved = false;
+    match request {
+        ActionRequest::Cancel | ActionRequest::Pause => {}
+        ActionRequest::Reactivate | ActionRequest::Resume => {
+            let schedule = schedule_of(shop, &state)?;
+            let (next, next_moved) =
+                next_order_on_return(&schedule, state.next_order_datetime, &state.skipped_dates, now);
+            state.next_order_datetime = next;
+            moved = next_moved;
+        }
+        ActionRequest::Skip { order_datetime } => {
+            let schedule = schedule_of(shop, &state)?;
+            let plan = plan_skip(
+                &schedule,
+                order_datetime,
+                state.next_order_datetime,
+                &state.skipped_dates,
+                now,
+                "order_datetime",
+            )
+            .map_err(|problem| DomainError::Invalid(vec![problem]))?;
+            state.skipped_dates.retain(|at| *at > now);
+            state.skipped_dates.push(plan.skipped);
+            state.skipped_dates.sort();
+            state.next_order_datetime = plan.next_order_datetime;
+            moved = plan.next_order_moved;
+        }
+        ActionRequest::ChangeQuantity {
+            line_item_id,
+            quantity,
+        } => {
+            if !tx.set_line_item_quantity(shop.id, id, line_item_id, quantity, now)? {
+                return Err(DomainError::not_found("line_item"));
+            }
+        }
+        ActionRequest::ChangeFrequency(schedule) => {
+            state.order_rrule = schedule.source().to_string();
+            state.order_rrule_text = schedule.text();
+            state.payment_rrule = state.order_rrule.clone();
+            state.payment_rrule_text = state.order_rrule_text.clone();
+            if state.subscription_status != SubscriptionStatus::Inactive {
+                state.next_order_datetime = schedule.first_from(now, &state.skipped_dates);
+                state.next_payment_datetime = state.next_order_datetime;
+            }
+        }
+        ActionRequest::ChangeShippingAddress(change) => {
+            state.shipping_address_id = match change {
+                ShippingAddressChange::New(input) => {
+                    add_address(tx, shop, state.customer_id, &input, None, now)?
+                }
+                ShippingAddressChange::Existing { address_id } => {
+                    customer_address(tx, shop, state.customer_id, address_id, "address_id")?
+                }
+            };
+        }
+        ActionRequest::ChangePaymentMethod(change) => {
+            state.payment_method_token = Some(change.payment_method_token);
+            state.payment_gateway_public_id = Some(change.payment_gateway_public_id);
+        }
+    }
+    let outcome = take_action(id, state.subscription_status, action, actor, now, moved)?;
+    if outcome.status_changed {
+        state.status_changed_at = Some(now);
+    }
+    state.subscription_status = outcome.status;
+    state.updated_at = now;
+    tx.save_subscription(shop.id, id, &state)?;
+    tx.insert_status_log(shop.id, &outcome.log)?;
+    let subscription = get_subscription(tx, shop, id, false)?;
+    let data = subscription_data(&subscription);
+    for topic in outcome.topics {
+        emit(tx, shop, topic, data.clone(), now)?;
+    }
+    Ok(subscription)
+}
+
+fn set<T>(target: &mut T, value: Option<T>) {
+    if let Some(value) = value {
+        *target = value;
+    }
+}
+
+/// Update Subscription: writes the fields given. A status change is the action it maps to
+/// (the same state machine and status log); changes of the rule, `next_order_datetime`, the
+/// shipping address or the payment method emit their own topics, then `subscription_updated`.
+pub fn update_subscription(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    id: i64,
+    update: SubscriptionUpdate,
+    actor: Actor,
+    now: Timestamp,
+) -> Result<Subscription, DomainError> {
+    let current = stored(tx, shop, id)?;
+    let before = current.state.clone();
+    let mut state = current.state;
+    let status_action = match update.subscription_status {
+        Some(to) => action_for_status_change(state.subscription_status, to)?,
+        None => None,
+    };
+    if let Some(customer) = &update.customer {
+        update_customer(tx, shop, state.customer_id, customer, now)?;
+    }
+    if let Some(key) = &update.idempotency_key
+        && let Some(other) = key
+        && let Some((other_id, _)) = tx.subscription_by_idempotency_key(shop.id, other)?
+        && other_id != id
+    {
+        return Err(DomainError::Conflict {
+            code: "subscription.idempotency_key_taken",
+            message: "another subscription of the shop has this idempotency_key".to_string(),
+        });
+    }
+    set(&mut state.external_id, update.external_id);
+    set(&mut state.idempotency_key, update.idempotency_key);
+    set(&mut state.next_order_datetime, update.next_order_datetime.map(Some));
+    set(&mut state.next_payment_datetime, update.next_payment_datetime.map(Some));
+    set(&mut state.next_processing_datetime, update.next_processing_datetime.map(Some));
+    set(&mut state.last_payment_datetime, update.last_payment_datetime.map(Some));
+    set(&mut state.last_order_datetime, update.last_order_datetime.map(Some));
+    set(&mut state.last_processed_datetime, update.last_processed_datetime.map(Some));
+    set(&mut state.placed_at, update.placed_at.map(Some));
+    set(&mut state.payment_method_token, update.payment_method_token.map(Some));
+    set(&mut state.payment_gateway_public_id, update.payment_gateway_public_id.map(Some));
+    if let Some(schedule) = &update.order_rrule {
+        state.order_rrule = schedule.source().to_string();
+        state.order_rrule_text = schedule.text();
+        if update.payment_rrule.is_none() {
+            state.payment_rrule = state.order_rrule.clone();
+            state.payment_rrule_text = state.order_rrule_text.clone();
+        }
+        if update.next_order_datetime.is_none()
+            && state.subscription_status != SubscriptionStatus::Inactive
+        {
+            state.next_order_datetime = schedule.first_from(now, &state.skipped_dates);
+        }
+    }
+    if let Some(schedule) = &update.payment_rrule {
+        state.payment_rrule = schedule.source().to_string();
+        state.payment_rrule_text = schedule.text();
+    }
+    set(&mut state.current_retries, update.current_retries);
+    set(&mut state.orders_processed, update.orders_processed);
+    set(&mut state.charged_currency, update.charged_currency);
+    set(&mut state.base_currency, update.base_currency);
+    set(&mut state.base_to_charged_exchange_rate, update.base_to_charged_exchange_rate);
+    if state.base_currency == state.charged_currency && state.base_to_charged_exchange_rate != 1.0
+    {
+        return Err(DomainError::invalid(
+            "subscription.base_to_charged_exchange_rate",
+            "invalid_value",
+            "subscription.base_to_charged_exchange_rate must be 1 when base_currency and \
+             charged_currency are the same",
+        ));
+    }
+    if let Some(address_id) = update.billing_address_id {
+        state.billing_address_id = customer_address(
+            tx,
+            shop,
+            state.customer_id,
+            address_id,
+            "subscription.billing_address_id",
+        )?;
+    }
+    if let Some(address_id) = update.shipping_address_id {
+        state.shipping_address_id = customer_address(
+            tx,
+            shop,
+            state.customer_id,
+            address_id,
+            "subscription.shipping_address_id",
+        )?;
+    }
+    if let Some(input) = &update.billing_address {
+        state.billing_address_id = add_address(tx, shop, state.customer_id, input, None, now)?;
+    }
+    if let Some(input) = &update.shipping_address {
+        state.shipping_address_id = add_address(tx, shop, state.customer_id, input, None, now)?;
+    }
+    set(&mut state.discount_code, update.discount_code);
+    set(&mut state.last_failure_code, update.last_failure_code);
+    set(&mut state.last_failure_reason, update.last_failure_reason);
+    if let Some(message) = update.last_failure_message {
+        state.last_failure_details = message.map(|message| FailureDetails { message });
+    }
+    set(&mut state.note, update.note);
+    set(&mut state.order_note, update.order_note);
+
+    let mut emitted: Vec<Topic> = Vec::new();
+    let mut log = None;
+    if let Some(action) = status_action {
+        let moved = if matches!(action, Action::Resume | Action::Reactivate)
+            && update.next_order_datetime.is_none()
+        {
+            let schedule = schedule_of(shop, &state)?;
+            let (next, moved) =
+                next_order_on_return(&schedule, state.next_order_datetime, &state.skipped_dates, now);
+            state.next_order_datetime = next;
+            moved
+        } else {
+            false
+        };
+        let outcome = take_action(id, state.subscription_status, action, actor, now, moved)?;
+        state.subscription_status = outcome.status;
+        state.status_changed_at = Some(now);
+        emitted.extend(outcome.topics);
+        log = Some(outcome.log);
+    }
+    if state.order_rrule != before.order_rrule
+        || state.next_order_datetime != before.next_order_datetime
+    {
+        emitted.push(Topic::SubscriptionFrequencyUpdated);
+    }
+    if state.shipping_address_id != before.shipping_address_id {
+        emitted.push(Topic::SubscriptionShippingAddressUpdated);
+    }
+    if state.payment_method_token != before.payment_method_token
+        || state.payment_gateway_public_id != before.payment_gateway_public_id
+    {
+        emitted.extend(topics(Action::ChangePaymentMethod, false));
+    }
+    let changed = state != before;
+    if changed || update.customer.is_some() {
+        emitted.push(Topic::SubscriptionUpdated);
+    }
+    if !changed {
+        return get_subscription(tx, shop, id, false);
+    }
+    // One message per topic: `subscription_updated` last, every other topic once.
+    let mut ordered: Vec<Topic> = Vec::new();
+    for topic in emitted {
+        if topic != Topic::SubscriptionUpdated && !ordered.contains(&topic) {
+            ordered.push(topic);
+        }
+    }
+    ordered.push(Topic::SubscriptionUpdated);
+    state.updated_at = now;
+    tx.save_subscription(shop.id, id, &state)?;
+    if let Some(log) = log {
+        tx.insert_status_log(shop.id, &log)?;
+    }
+    let subscription = get_subscription(tx, shop, id, false)?;
+    let data = subscription_data(&subscription);
+    for topic in ordered {
+        emit(tx, shop, topic, data.clone(), now)?;
+    }
+    Ok(subscription)
+}

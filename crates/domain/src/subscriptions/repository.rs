@@ -1,0 +1,435 @@
+//! What the subscriptions feature needs from storage: its customers (the shop's one customer
+//! record, shared with the directory and the platform), their addresses, the subscriptions with
+//! their line items and status log.
+
+use crate::directory::DirectoryRepository;
+use crate::kernel::error::StoreResult;
+use crate::kernel::time::Timestamp;
+use crate::platform::PlatformRepositories;
+use crate::platform::resources::CustomerAddress;
+use crate::subscriptions::query::ListQuery;
+use crate::subscriptions::resources::{
+    CurrencyCode, FailureDetails, ShippingLine, StatusLog, Subscription, SubscriptionAddress,
+    SubscriptionCustomer, SubscriptionLineItem, SubscriptionStatus,
+};
+use crate::subscriptions::states::NewStatusLog;
+use crate::webhooks::WebhookRepositories;
+
+crate::feature_database!(
+    /// The database as the subscriptions feature sees it.
+    SubscriptionDatabase,
+    SubscriptionRepositories
+);
+
+/// Every repository the subscriptions' use cases may touch in one unit of work: their own, the
+/// directory's reads of customers and addresses, the platform's outbox (changes sent to the
+/// connector) and the webhooks' messages.
+pub trait SubscriptionRepositories:
+    PlatformRepositories
+    + DirectoryRepository
+    + WebhookRepositories
+    + SubscriptionCustomerRepository
+    + SubscriptionRepository
+{
+}
+
+impl<T> SubscriptionRepositories for T where
+    T: PlatformRepositories
+        + DirectoryRepository
+        + WebhookRepositories
+        + SubscriptionCustomerRepository
+        + SubscriptionRepository
+        + ?Sized
+{
+}
+
+/// A customer's own fields as the subscription API writes them. Absent is no value (the
+/// store keeps NOT NULL text columns as empty text, read back as absent).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CustomerFields {
+    pub email: Option<String>,
+    pub first_name: Option<String>,
+    pub last_name: Option<String>,
+    pub phone: Option<String>,
+    pub notes: Option<String>,
+}
+
+/// Which customers List Customers shows (seed 002 §3, docs/subscriptions.md): every customer
+/// with a subscription (`all`), those with one that is not `inactive` (`active`), and those
+/// whose subscriptions are all `inactive` (`inactive`). Several statuses are their union.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CustomerStatus {
+    All,
+    Active,
+    Inactive,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CustomerListQuery {
+    /// Never empty; `[All]` when the client named none.
+    pub statuses: Vec<CustomerStatus>,
+    /// Case-insensitive substring of the first name, last name, full name, email or phone.
+    pub search: Option<String>,
+    pub limit: i64,
+    /// 1-based.
+    pub page: i64,
+}
+
+/// A page of customer ids, by id ascending, and how many match in all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdPage {
+    pub ids: Vec<i64>,
+    pub total: i64,
+}
+
+/// `subscription_summary` figures of one customer, from its subscriptions.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SummaryFigures {
+    pub customer_id: i64,
+    /// Subscriptions not `inactive`.
+    pub active_subscription_count: i64,
+    pub inactive_subscription_count: i64,
+    /// The earliest `next_order_datetime` of its subscriptions that are not `inactive`.
+    pub next_order_date: Option<Timestamp>,
+    /// The latest `last_order_datetime` of its subscriptions.
+    pub last_order_date: Option<Timestamp>,
+    /// The sum of its subscriptions' `orders_processed`.
+    pub subscription_order_count: i64,
+}
+
+/// A stored address row, whatever its source: the platform's, or one made here.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredAddress {
+    pub id: i64,
+    pub shop_id: i64,
+    pub customer_id: i64,
+    /// The platform's id of the address, once it has one.
+    pub platform_id: Option<String>,
+    /// The platform id of its customer, once it has one.
+    pub customer_platform_id: Option<String>,
+    pub is_default: bool,
+    pub address: CustomerAddress,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub deleted_at: Option<Timestamp>,
+}
+
+/// The subscription feature's writes of customers and addresses. They go to the same rows as
+/// the platform's events and the directory's reads: one customer record per shop.
+pub trait SubscriptionCustomerRepository {
+    /// The live customer of the shop with this email, compared without case; the oldest when
+    /// several have it.
+    fn customer_id_by_email(&mut self, shop_id: i64, email: &str) -> StoreResult<Option<i64>>;
+    /// A customer made here: no platform id until the connector gives one.
+    fn insert_customer(
+        &mut self,
+        shop_id: i64,
+        fields: &CustomerFields,
+        now: Timestamp,
+    ) -> StoreResult<i64>;
+    /// Writes every field of `fields` (absent clears it); false when the shop has no live
+    /// customer of that id.
+    fn update_customer(
+        &mut self,
+        shop_id: i64,
+        customer_id: i64,
+        fields: &CustomerFields,
+        now: Timestamp,
+    ) -> StoreResult<bool>;
+    /// `notes` of these customers (a column only this feature writes), by customer id.
+    fn customer_notes(
+        &mut self,
+        shop_id: i64,
+        customer_ids: &[i64],
+    ) -> StoreResult<Vec<(i64, String)>>;
+    /// List Customers: the ids of a page and the total.
+    fn list_subscription_customers(
+        &mut self,
+        shop_id: i64,
+        query: &CustomerListQuery,
+    ) -> StoreResult<IdPage>;
+    fn subscription_summaries(
+        &mut self,
+        shop_id: i64,
+        customer_ids: &[i64],
+    ) -> StoreResult<Vec<SummaryFigures>>;
+
+    /// Addresses by id, deleted ones included (a subscription keeps showing its address).
+    fn addresses_by_ids(&mut self, shop_id: i64, ids: &[i64]) -> StoreResult<Vec<StoredAddress>>;
+    /// A new address of a customer made here; when `is_default`, the customer's other
+    /// addresses stop being the default.
+    fn insert_address(
+        &mut self,
+        shop_id: i64,
+        customer_id: i64,
+        address: &CustomerAddress,
+        is_default: bool,
+        now: Timestamp,
+    ) -> StoreResult<i64>;
+    /// Rewrites a live address; when `is_default`, the customer's other addresses stop being
+    /// the default. False when the customer has no live address of that id.
+    fn update_address(
+        &mut self,
+        shop_id: i64,
+        customer_id: i64,
+        address_id: i64,
+        address: &CustomerAddress,
+        is_default: bool,
+        now: Timestamp,
+    ) -> StoreResult<bool>;
+    /// Marks a live address deleted (not the default flag of the others: the use case names
+    /// the next default). False when there is none.
+    fn delete_address(
+        &mut self,
+        shop_id: i64,
+        customer_id: i64,
+        address_id: i64,
+        now: Timestamp,
+    ) -> StoreResult<bool>;
+}
+
+/// The scalar state of a subscription: every field of the resource but its id, shop, creation
+/// time and the nested resources, plus what only Mercer sees.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubscriptionState {
+    pub customer_id: i64,
+    pub billing_address_id: i64,
+    pub shipping_address_id: i64,
+    pub orders_processed: i64,
+    pub current_retries: i64,
+    pub external_id: Option<String>,
+    pub idempotency_key: Option<String>,
+    /// `body_fingerprint` of the Create Subscription body, with `idempotency_key`.
+    pub idempotency_fingerprint: Option<String>,
+    pub next_order_datetime: Option<Timestamp>,
+    pub next_payment_datetime: Option<Timestamp>,
+    pub next_processing_datetime: Option<Timestamp>,
+    pub last_payment_datetime: Option<Timestamp>,
+    pub last_order_datetime: Option<Timestamp>,
+    pub last_processed_datetime: Option<Timestamp>,
+    pub status_changed_at: Option<Timestamp>,
+    pub placed_at: Option<Timestamp>,
+    pub updated_at: Timestamp,
+    pub subscription_status: SubscriptionStatus,
+    pub payment_method_token: Option<String>,
+    pub payment_gateway_public_id: Option<String>,
+    /// Never shown (docs/subscriptions.md, payment details).
+    pub payment_gateway_customer_id: Option<String>,
+    pub payment_rrule: String,
+    pub payment_rrule_text: String,
+    pub order_rrule: String,
+    pub order_rrule_text: String,
+    pub charged_currency: CurrencyCode,
+    pub base_currency: CurrencyCode,
+    pub base_to_charged_exchange_rate: f64,
+    pub percent_discount: f64,
+    pub discount_code: Option<String>,
+    pub shipping_lines: Vec<ShippingLine>,
+    pub last_failure_code: Option<String>,
+    pub last_failure_reason: Option<String>,
+    pub last_failure_details: Option<FailureDetails>,
+    /// Order dates skipped with the skip action, kept beside the rule.
+    pub skipped_dates: Vec<Timestamp>,
+    pub note: Option<String>,
+    pub order_note: Option<String>,
+}
+
+/// A subscription as stored: its state, its line items by id, its latest status log entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredSubscription {
+    pub id: i64,
+    pub shop_id: i64,
+    pub created_at: Timestamp,
+    pub state: SubscriptionState,
+    pub line_items: Vec<SubscriptionLineItem>,
+    pub latest_status_log: Option<StatusLog>,
+}
+
+/// A page of List Subscriptions: at most `limit` subscriptions by id ascending, and whether more
+/// follow the last.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubscriptionPage {
+    pub subscriptions: Vec<StoredSubscription>,
+    pub has_more: bool,
+}
+
+pub trait SubscriptionRepository {
+    /// The id and body fingerprint of the shop's subscription created with this key.
+    fn subscription_by_idempotency_key(
+        &mut self,
+        shop_id: i64,
+        key: &str,
+    ) -> StoreResult<Option<(i64, Option<String>)>>;
+    /// Inserts a subscription and its line items (their `id` and `subscription_id` are given by
+    /// the store), created at `now`; returns its id. A second subscription with one shop's
+    /// idempotency key is a `StoreError::Conflict`.
+    fn insert_subscription(
+        &mut self,
+        shop_id: i64,
+        state: &SubscriptionState,
+        line_items: &[SubscriptionLineItem],
+        now: Timestamp,
+    ) -> StoreResult<i64>;
+    /// Writes the whole state of a subscription of the shop; false when there is none.
+    fn save_subscription(
+        &mut self,
+        shop_id: i64,
+        id: i64,
+        state: &SubscriptionState,
+    ) -> StoreResult<bool>;
+    /// Sets a line item's quantity; false when the subscription has no such line item.
+    fn set_line_item_quantity(
+        &mut self,
+        shop_id: i64,
+        subscription_id: i64,
+        line_item_id: i64,
+        quantity: i64,
+        now: Timestamp,
+    ) -> StoreResult<bool>;
+    /// Appends a status log entry; it becomes the subscription's `latest_status_log`.
+    fn insert_status_log(&mut self, shop_id: i64, entry: &NewStatusLog) -> StoreResult<StatusLog>;
+    fn subscription(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<StoredSubscription>>;
+    /// List Subscriptions: the subscriptions `query` matches with an id above its cursor's, by
+    /// id ascending, at most `query.limit`.
+    fn list_subscriptions(
+        &mut self,
+        shop_id: i64,
+        query: &ListQuery,
+    ) -> StoreResult<SubscriptionPage>;
+    /// How many subscriptions `query` matches in all (its cursor and limit aside).
+    fn count_subscriptions(
+        &mut self,
+        shop_id: i64,
+        query: &ListQuery,
+    ) -> StoreResult<i64>;
+    /// A page of a customer's subscriptions, by id ascending (1-based `page`), and the total.
+    fn customer_subscriptions(
+        &mut self,
+        shop_id: i64,
+        customer_id: i64,
+        limit: i64,
+        page: i64,
+    ) -> StoreResult<(Vec<StoredSubscription>, i64)>;
+}
+
+impl StoredSubscription {
+    /// The subscription as answers show it, with its addresses and (when expanded) customer.
+    pub fn into_resource(
+        self,
+        billing_address: SubscriptionAddress,
+        shipping_address: SubscriptionAddress,
+        customer: Option<Box<SubscriptionCustomer>>,
+    ) -> Subscription {
+        let s = self.state;
+        Subscription {
+            id: self.id,
+            shop_id: self.shop_id,
+            customer_id: s.customer_id,
+            billing_address_id: s.billing_address_id,
+            shipping_address_id: s.shipping_address_id,
+            orders_processed: s.orders_processed,
+            current_retries: s.current_retries,
+            external_id: s.external_id,
+            idempotency_key: s.idempotency_key,
+            customer,
+            next_order_datetime: s.next_order_datetime,
+            next_payment_datetime: s.next_payment_datetime,
+            next_processing_datetime: s.next_processing_datetime,
+            last_payment_datetime: s.last_payment_datetime,
+            last_order_datetime: s.last_order_datetime,
+            last_processed_datetime: s.last_processed_datetime,
+            status_changed_at: s.status_changed_at,
+            placed_at: s.placed_at,
+            created_at: self.created_at,
+            updated_at: s.updated_at,
+            subscription_status: s.subscription_status,
+            payment_method_token: s.payment_method_token,
+            payment_gateway_public_id: s.payment_gateway_public_id,
+            payment_rrule: s.payment_rrule,
+            payment_rrule_text: s.payment_rrule_text,
+            order_rrule: s.order_rrule,
+            order_rrule_text: s.order_rrule_text,
+            charged_currency: s.charged_currency,
+            base_currency: s.base_currency,
+            base_to_charged_exchange_rate: s.base_to_charged_exchange_rate,
+            percent_discount: s.percent_discount,
+            discount_code: s.discount_code,
+            line_items: self.line_items,
+            shipping_lines: s.shipping_lines,
+            billing_address,
+            shipping_address,
+            last_failure_code: s.last_failure_code,
+            last_failure_reason: s.last_failure_reason,
+            last_failure_details: s.last_failure_details,
+            latest_status_log: self.latest_status_log,
+            note: s.note,
+            order_note: s.order_note,
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// The stored form of a resource (tests build resources with their fixtures).
+    pub(crate) fn stored(s: &Subscription) -> StoredSubscription {
+        StoredSubscription {
+            id: s.id,
+            shop_id: s.shop_id,
+            created_at: s.created_at,
+            state: SubscriptionState {
+                customer_id: s.customer_id,
+                billing_address_id: s.billing_address_id,
+                shipping_address_id: s.shipping_address_id,
+                orders_processed: s.orders_processed,
+                current_retries: s.current_retries,
+                external_id: s.external_id.clone(),
+                idempotency_key: s.idempotency_key.clone(),
+                idempotency_fingerprint: None,
+                next_order_datetime: s.next_order_datetime,
+                next_payment_datetime: s.next_payment_datetime,
+                next_processing_datetime: s.next_processing_datetime,
+                last_payment_datetime: s.last_payment_datetime,
+                last_order_datetime: s.last_order_datetime,
+                last_processed_datetime: s.last_processed_datetime,
+                status_changed_at: s.status_changed_at,
+                placed_at: s.placed_at,
+                updated_at: s.updated_at,
+                subscription_status: s.subscription_status,
+                payment_method_token: s.payment_method_token.clone(),
+                payment_gateway_public_id: s.payment_gateway_public_id.clone(),
+                payment_gateway_customer_id: None,
+                payment_rrule: s.payment_rrule.clone(),
+                payment_rrule_text: s.payment_rrule_text.clone(),
+                order_rrule: s.order_rrule.clone(),
+                order_rrule_text: s.order_rrule_text.clone(),
+                charged_currency: s.charged_currency.clone(),
+                base_currency: s.base_currency.clone(),
+                base_to_charged_exchange_rate: s.base_to_charged_exchange_rate,
+                percent_discount: s.percent_discount,
+                discount_code: s.discount_code.clone(),
+                shipping_lines: s.shipping_lines.clone(),
+                last_failure_code: s.last_failure_code.clone(),
+                last_failure_reason: s.last_failure_reason.clone(),
+                last_failure_details: s.last_failure_details.clone(),
+                skipped_dates: Vec::new(),
+                note: s.note.clone(),
+                order_note: s.order_note.clone(),
+            },
+            line_items: s.line_items.clone(),
+            latest_status_log: s.latest_status_log.clone(),
+        }
+    }
+
+    #[test]
+    fn a_stored_subscription_answers_as_the_resource_it_came_from() {
+        let resource = crate::subscriptions::resources::tests::subscription();
+        let back = stored(&resource).into_resource(
+            resource.billing_address.clone(),
+            resource.shipping_address.clone(),
+            None,
+        );
+        assert_eq!(back, resource);
+    }
+}
