@@ -10,13 +10,16 @@ use crate::platform::resources::CustomerAddress;
 
 /// An address row as the directory reads it, as the store does: the fields from its document,
 /// the owning customer's platform id as `platform_customer_id` whatever the document says.
-fn directory_address(row: &MemoryAddress, customer_platform_id: &str) -> DirectoryAddress {
+/// An address made by the subscription API under a customer without a platform id has none.
+fn directory_address(row: &MemoryAddress, customer_platform_id: Option<&str>) -> DirectoryAddress {
     let address: CustomerAddress = serde_json::from_str(&row.row.document).unwrap_or_default();
     DirectoryAddress {
         id: row.id,
         customer_id: row.customer_id,
         platform_id: row.row.platform_id.clone(),
-        platform_customer_id: Some(customer_platform_id.to_string()).filter(|id| !id.is_empty()),
+        platform_customer_id: customer_platform_id
+            .filter(|id| !id.is_empty())
+            .map(str::to_string),
         first_name: address.first_name,
         last_name: address.last_name,
         company: address.company,
@@ -45,18 +48,15 @@ impl MemoryState {
             _ => None,
         };
         // As the store's columns: an empty text is no text.
-        let field = |pick: fn(&crate::platform::resources::Customer) -> &Option<String>| {
-            customer
-                .and_then(|c| pick(c).clone())
-                .filter(|text| !text.is_empty())
-        };
+        let field = |text: &String| Some(text.clone()).filter(|text| !text.is_empty());
+        let columns = &entity.columns;
         DirectoryCustomer {
             id: entity.record.id,
-            platform_id: Some(entity.platform_id.clone()),
-            email: field(|c| &c.email),
-            first_name: field(|c| &c.first_name),
-            last_name: field(|c| &c.last_name),
-            phone: field(|c| &c.phone),
+            platform_id: entity.platform_id.clone(),
+            email: field(&columns.email),
+            first_name: field(&columns.first_name),
+            last_name: field(&columns.last_name),
+            phone: field(&columns.phone),
             platform_created_at: customer.and_then(|c| c.platform_created_at),
             created_at: entity.created_at,
             updated_at: entity.updated_at,
@@ -133,7 +133,7 @@ impl DirectoryRepository for MemoryState {
                     .entities
                     .iter()
                     .find(|e| e.kind == EntityKind::Customer && e.record.id == row.customer_id)?;
-                Some(directory_address(row, &customer.platform_id))
+                Some(directory_address(row, customer.platform_id.as_deref()))
             })
             .collect())
     }

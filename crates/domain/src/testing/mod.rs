@@ -7,6 +7,7 @@ mod directory;
 mod kernel;
 mod overrides;
 mod platform;
+mod subscriptions;
 mod webhooks;
 
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -27,6 +28,8 @@ use crate::platform::events::{
 use crate::platform::outbox::OutboxEntry;
 use crate::platform::sync::SyncRun;
 use crate::ports::{Database, Repositories};
+use crate::subscriptions::repository::StoredSubscription;
+use crate::subscriptions::resources::StatusLog;
 use crate::webhooks::{DeliveryAttempt, WebhookEndpoint, WebhookMessage};
 
 /// A platform entity as the memory store keeps it.
@@ -34,11 +37,26 @@ use crate::webhooks::{DeliveryAttempt, WebhookEndpoint, WebhookMessage};
 pub struct MemoryEntity {
     pub shop_id: i64,
     pub kind: EntityKind,
-    pub platform_id: String,
+    /// None for a customer made by the subscription API until the connector gives it one.
+    pub platform_id: Option<String>,
     pub record: EntityRecord,
     pub document: Option<EntityDocument>,
+    /// A customer's own columns (the directory reads these, not the document).
+    pub columns: CustomerColumns,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
+}
+
+/// A customer's columns as the store keeps them: the texts NOT NULL, empty when absent, written
+/// from the platform's document by its events and from the subscription API's fields; `notes`
+/// only by the subscription API.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CustomerColumns {
+    pub email: String,
+    pub first_name: String,
+    pub last_name: String,
+    pub phone: String,
+    pub notes: Option<String>,
 }
 
 /// A label with the shop it belongs to.
@@ -89,6 +107,12 @@ pub struct MemoryState {
     /// Codes with their hashes.
     pub codes: Vec<(AuthorizationCode, String)>,
     pub jobs: Vec<MemoryJob>,
+    /// Subscriptions by id (ids from 1), each with its line items and latest status log.
+    pub subscriptions: Vec<StoredSubscription>,
+    /// How many line items were ever stored: the next one's id is one more.
+    pub line_item_count: i64,
+    /// Every status log entry, with its shop.
+    pub status_logs: Vec<(i64, StatusLog)>,
 }
 
 /// A job as the memory store keeps it: with when it runs again if enqueued while running.

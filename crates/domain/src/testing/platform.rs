@@ -1,9 +1,11 @@
 //! Destinations, platform entities, the event queue, syncs and the outbox, in memory.
 
-use super::{MemoryAddress, MemoryEntity, MemoryState};
+use super::{CustomerColumns, MemoryAddress, MemoryEntity, MemoryState};
 use crate::kernel::error::{StorageError, StoreResult};
 use crate::kernel::time::Timestamp;
-use crate::platform::addresses::{AddressChanges, AddressesBefore, StoredAddress, address_changes};
+use crate::platform::addresses::{
+    AddressChanges, AddressKey, AddressesBefore, StoredAddress, address_changes,
+};
 use crate::platform::destinations::{Destination, DestinationSettings, Topic};
 use crate::platform::events::{
     EntityDocument, EntityKind, EntityRecord, EntityWrite, FailedInboundEvent, InboundEvent,
@@ -111,9 +113,35 @@ impl MemoryState {
         kind: EntityKind,
         platform_id: &str,
     ) -> Option<&mut MemoryEntity> {
+        self.entities.iter_mut().find(|e| {
+            e.shop_id == shop_id && e.kind == kind && e.platform_id.as_deref() == Some(platform_id)
+        })
+    }
+
+    /// A customer of the shop by Mercer's id, deleted or not.
+    pub(super) fn customer_mut(&mut self, shop_id: i64, id: i64) -> Option<&mut MemoryEntity> {
         self.entities
             .iter_mut()
-            .find(|e| e.shop_id == shop_id && e.kind == kind && e.platform_id == platform_id)
+            .find(|e| e.shop_id == shop_id && e.kind == EntityKind::Customer && e.record.id == id)
+    }
+}
+
+/// The columns a write puts in a customer's row, as the store pulls them out of its document:
+/// empty texts when absent; notes are not the platform's and are kept.
+fn columns_of(write: &EntityWrite, notes: Option<String>) -> CustomerColumns {
+    let customer = match &write.document {
+        Some(EntityDocument::Customer(customer)) => Some(&**customer),
+        _ => None,
+    };
+    let text = |pick: fn(&crate::platform::resources::Customer) -> &Option<String>| {
+        customer.and_then(|c| pick(c).clone()).unwrap_or_default()
+    };
+    CustomerColumns {
+        email: text(|c| &c.email),
+        first_name: text(|c| &c.first_name),
+        last_name: text(|c| &c.last_name),
+        phone: text(|c| &c.phone),
+        notes,
     }
 }
 
@@ -127,12 +155,13 @@ impl PlatformRepository for MemoryState {
         Ok(self
             .entities
             .iter()
-            .filter(|e| {
-                e.shop_id == shop_id
-                    && e.kind == kind
-                    && platform_ids.contains(&e.platform_id.as_str())
+            .filter(|e| e.shop_id == shop_id && e.kind == kind)
+            .filter_map(|e| {
+                let id = e.platform_id.as_deref()?;
+                platform_ids
+                    .contains(&id)
+                    .then(|| (id.to_string(), e.record.clone()))
             })
-            .map(|e| (e.platform_id.clone(), e.record.clone()))
             .collect())
     }
 
@@ -155,14 +184,16 @@ impl PlatformRepository for MemoryState {
                 Some(existing) => {
                     existing.record = record(existing.record.id);
                     existing.document = write.document.clone();
+                    existing.columns = columns_of(write, existing.columns.notes.take());
                     existing.updated_at = now;
                 }
                 None => self.entities.push(MemoryEntity {
                     shop_id,
                     kind,
-                    platform_id: write.platform_id.clone(),
+                    platform_id: Some(write.platform_id.clone()),
                     record: record(next_id),
                     document: write.document.clone(),
+                    columns: columns_of(write, None),
                     created_at: now,
                     updated_at: now,
                 }),
@@ -172,6 +203,90 @@ impl PlatformRepository for MemoryState {
             self.put_addresses(shop_id, entities, now);
         }
         Ok(())
+    }
+
+    fn customer_platform_id(
+        &mut self,
+        shop_id: i64,
+        customer_id: i64,
+    ) -> StoreResult<Option<String>> {
+        Ok(self
+            .customer_mut(shop_id, customer_id)
+            .and_then(|customer| customer.platform_id.clone()))
+    }
+
+    fn address_platform_id(
+        &mut self,
+        shop_id: i64,
+        address_id: i64,
+    ) -> StoreResult<Option<String>> {
+        Ok(self
+            .addresses
+            .iter()
+            .find(|a| a.shop_id == shop_id && a.id == address_id)
+            .and_then(|a| a.row.platform_id.clone()))
+    }
+
+    fn set_customer_platform_id(
+        &mut self,
+        shop_id: i64,
+        customer_id: i64,
+        platform_id: &str,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        if self
+            .customer_mut(shop_id, customer_id)
+            .is_none_or(|customer| customer.platform_id.is_some())
+        {
+            return Ok(false);
+        }
+        // As the store's unique key (shop, platform id).
+        if self
+            .entity_mut(shop_id, EntityKind::Customer, platform_id)
+            .is_some()
+        {
+            return Err(StorageError::unique_violation(
+                "a customer of the shop has this platform id",
+            ));
+        }
+        if let Some(customer) = self.customer_mut(shop_id, customer_id) {
+            customer.platform_id = Some(platform_id.to_string());
+            customer.updated_at = now;
+        }
+        Ok(true)
+    }
+
+    fn set_address_platform_id(
+        &mut self,
+        shop_id: i64,
+        address_id: i64,
+        platform_id: &str,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        let Some(customer_id) = self
+            .addresses
+            .iter()
+            .find(|a| a.shop_id == shop_id && a.id == address_id && a.row.platform_id.is_none())
+            .map(|a| a.customer_id)
+        else {
+            return Ok(false);
+        };
+        // As the store's unique key (customer, address key).
+        if self
+            .addresses
+            .iter()
+            .any(|a| a.customer_id == customer_id && a.row.key.as_str() == platform_id)
+        {
+            return Err(StorageError::unique_violation(
+                "an address of the customer has this key",
+            ));
+        }
+        if let Some(address) = self.addresses.iter_mut().find(|a| a.id == address_id) {
+            address.row.platform_id = Some(platform_id.to_string());
+            address.row.key = AddressKey::stored(platform_id);
+            address.updated_at = now;
+        }
+        Ok(true)
     }
 }
 

@@ -1,0 +1,607 @@
+//! The subscriptions' customers, addresses and subscriptions, in memory, by the rules of the
+//! store's (`repos/subscriptions/`): customers and addresses are the platform's rows (one
+//! customer record per shop), those made here without a platform id until the connector gives
+//! one.
+
+use super::{CustomerColumns, MemoryAddress, MemoryEntity, MemoryState};
+use crate::access::credentials::random_hex;
+use crate::kernel::error::{StorageError, StoreResult};
+use crate::kernel::time::Timestamp;
+use crate::platform::addresses::{AddressKey, AddressRow};
+use crate::platform::events::{EntityKind, EntityRecord};
+use crate::platform::resources::CustomerAddress;
+use crate::subscriptions::query::ListQuery;
+use crate::subscriptions::repository::{
+    CustomerFields, CustomerListQuery, CustomerStatus, IdPage, StoredAddress, StoredSubscription,
+    SubscriptionCustomerRepository, SubscriptionPage, SubscriptionRepository, SubscriptionState,
+    SummaryFigures,
+};
+use crate::subscriptions::resources::{StatusLog, SubscriptionLineItem, SubscriptionStatus};
+use crate::subscriptions::states::NewStatusLog;
+
+/// The columns of the subscription API's fields: an absent text is an empty one.
+fn columns_of(fields: &CustomerFields) -> CustomerColumns {
+    let text = |value: &Option<String>| value.clone().unwrap_or_default();
+    CustomerColumns {
+        email: text(&fields.email),
+        first_name: text(&fields.first_name),
+        last_name: text(&fields.last_name),
+        phone: text(&fields.phone),
+        notes: fields.notes.clone(),
+    }
+}
+
+fn is_live_customer(entity: &MemoryEntity, shop_id: i64) -> bool {
+    entity.shop_id == shop_id
+        && entity.kind == EntityKind::Customer
+        && entity.record.platform_deleted_at.is_none()
+}
+
+/// A 1-based page of `items`.
+fn page_of<T>(items: Vec<T>, limit: i64, page: i64) -> Vec<T> {
+    let skip = (page.max(1) - 1).saturating_mul(limit.max(0));
+    items
+        .into_iter()
+        .skip(usize::try_from(skip).unwrap_or(usize::MAX))
+        .take(usize::try_from(limit).unwrap_or(0))
+        .collect()
+}
+
+/// Whether a customer's columns hold `search`, without case.
+fn found_by(columns: &CustomerColumns, search: &str) -> bool {
+    let search = search.to_lowercase();
+    let full_name = format!("{} {}", columns.first_name, columns.last_name);
+    [
+        &columns.first_name,
+        &columns.last_name,
+        &full_name,
+        &columns.email,
+        &columns.phone,
+    ]
+    .iter()
+    .any(|text| text.to_lowercase().contains(&search))
+}
+
+impl MemoryState {
+    /// The shop's subscriptions of a customer, by id.
+    fn subscriptions_of(&self, shop_id: i64, customer_id: i64) -> Vec<&StoredSubscription> {
+        self.subscriptions
+            .iter()
+            .filter(|s| s.shop_id == shop_id && s.state.customer_id == customer_id)
+            .collect()
+    }
+
+    /// The customer's other live addresses stop being the default.
+    fn clear_other_defaults(&mut self, customer_id: i64, address_id: i64, now: Timestamp) {
+        for other in self.addresses.iter_mut().filter(|a| {
+            a.customer_id == customer_id
+                && a.id != address_id
+                && a.deleted_at.is_none()
+                && a.row.is_default
+        }) {
+            other.row.is_default = false;
+            other.updated_at = now;
+        }
+    }
+
+    fn live_address_mut(
+        &mut self,
+        shop_id: i64,
+        customer_id: i64,
+        address_id: i64,
+    ) -> Option<&mut MemoryAddress> {
+        self.addresses.iter_mut().find(|a| {
+            a.shop_id == shop_id
+                && a.customer_id == customer_id
+                && a.id == address_id
+                && a.deleted_at.is_none()
+        })
+    }
+}
+
+/// An address as JSON text, as the store keeps it.
+fn address_document(address: &CustomerAddress) -> String {
+    serde_json::to_string(address).unwrap_or_else(|_| "{}".to_string())
+}
+
+impl SubscriptionCustomerRepository for MemoryState {
+    fn customer_id_by_email(&mut self, shop_id: i64, email: &str) -> StoreResult<Option<i64>> {
+        let email = email.to_lowercase();
+        Ok(self
+            .entities
+            .iter()
+            .filter(|e| is_live_customer(e, shop_id) && e.columns.email.to_lowercase() == email)
+            .map(|e| e.record.id)
+            .min())
+    }
+
+    fn insert_customer(
+        &mut self,
+        shop_id: i64,
+        fields: &CustomerFields,
+        now: Timestamp,
+    ) -> StoreResult<i64> {
+        let id = self.entities.len() as i64 + 1;
+        self.entities.push(MemoryEntity {
+            shop_id,
+            kind: EntityKind::Customer,
+            platform_id: None,
+            record: EntityRecord {
+                id,
+                platform_updated_at: None,
+                platform_deleted_at: None,
+                document: None,
+            },
+            document: None,
+            columns: columns_of(fields),
+            created_at: now,
+            updated_at: now,
+        });
+        Ok(id)
+    }
+
+    fn update_customer(
+        &mut self,
+        shop_id: i64,
+        customer_id: i64,
+        fields: &CustomerFields,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        match self
+            .customer_mut(shop_id, customer_id)
+            .filter(|customer| customer.record.platform_deleted_at.is_none())
+        {
+            Some(customer) => {
+                customer.columns = columns_of(fields);
+                customer.updated_at = now;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn customer_notes(
+        &mut self,
+        shop_id: i64,
+        customer_ids: &[i64],
+    ) -> StoreResult<Vec<(i64, String)>> {
+        let mut notes: Vec<(i64, String)> = self
+            .entities
+            .iter()
+            .filter(|e| {
+                e.shop_id == shop_id
+                    && e.kind == EntityKind::Customer
+                    && customer_ids.contains(&e.record.id)
+            })
+            .filter_map(|e| Some((e.record.id, e.columns.notes.clone()?)))
+            .collect();
+        notes.sort_unstable();
+        Ok(notes)
+    }
+
+    fn list_subscription_customers(
+        &mut self,
+        shop_id: i64,
+        query: &CustomerListQuery,
+    ) -> StoreResult<IdPage> {
+        let mut ids: Vec<i64> = self
+            .entities
+            .iter()
+            .filter(|e| is_live_customer(e, shop_id))
+            .filter(|e| {
+                query
+                    .search
+                    .as_deref()
+                    .is_none_or(|search| found_by(&e.columns, search))
+            })
+            .filter(|e| {
+                let subscriptions = self.subscriptions_of(shop_id, e.record.id);
+                let inactive = |s: &&StoredSubscription| {
+                    s.state.subscription_status == SubscriptionStatus::Inactive
+                };
+                query.statuses.iter().any(|status| match status {
+                    CustomerStatus::All => !subscriptions.is_empty(),
+                    CustomerStatus::Active => subscriptions.iter().any(|s| !inactive(s)),
+                    CustomerStatus::Inactive => {
+                        !subscriptions.is_empty() && subscriptions.iter().all(inactive)
+                    }
+                })
+            })
+            .map(|e| e.record.id)
+            .collect();
+        ids.sort_unstable();
+        let total = ids.len() as i64;
+        Ok(IdPage {
+            ids: page_of(ids, query.limit, query.page),
+            total,
+        })
+    }
+
+    fn subscription_summaries(
+        &mut self,
+        shop_id: i64,
+        customer_ids: &[i64],
+    ) -> StoreResult<Vec<SummaryFigures>> {
+        let mut ids = customer_ids.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        Ok(ids
+            .into_iter()
+            .filter_map(|customer_id| {
+                let subscriptions = self.subscriptions_of(shop_id, customer_id);
+                if subscriptions.is_empty() {
+                    return None;
+                }
+                let (inactive, active): (Vec<&StoredSubscription>, Vec<&StoredSubscription>) =
+                    subscriptions
+                        .iter()
+                        .partition(|s| s.state.subscription_status == SubscriptionStatus::Inactive);
+                Some(SummaryFigures {
+                    customer_id,
+                    active_subscription_count: active.len() as i64,
+                    inactive_subscription_count: inactive.len() as i64,
+                    next_order_date: active
+                        .iter()
+                        .filter_map(|s| s.state.next_order_datetime)
+                        .min(),
+                    last_order_date: subscriptions
+                        .iter()
+                        .filter_map(|s| s.state.last_order_datetime)
+                        .max(),
+                    subscription_order_count: subscriptions
+                        .iter()
+                        .map(|s| s.state.orders_processed)
+                        .sum(),
+                })
+            })
+            .collect())
+    }
+
+    fn addresses_by_ids(&mut self, shop_id: i64, ids: &[i64]) -> StoreResult<Vec<StoredAddress>> {
+        let mut rows: Vec<&MemoryAddress> = self
+            .addresses
+            .iter()
+            .filter(|a| a.shop_id == shop_id && ids.contains(&a.id))
+            .collect();
+        rows.sort_by_key(|a| a.id);
+        Ok(rows
+            .into_iter()
+            .map(|row| StoredAddress {
+                id: row.id,
+                shop_id: row.shop_id,
+                customer_id: row.customer_id,
+                platform_id: row.row.platform_id.clone(),
+                customer_platform_id: self
+                    .entities
+                    .iter()
+                    .find(|e| e.kind == EntityKind::Customer && e.record.id == row.customer_id)
+                    .and_then(|e| e.platform_id.clone()),
+                is_default: row.row.is_default,
+                address: serde_json::from_str(&row.row.document).unwrap_or_default(),
+                created_at: row.created_at,
+                updated_at: row.updated_at,
+                deleted_at: row.deleted_at,
+            })
+            .collect())
+    }
+
+    fn insert_address(
+        &mut self,
+        shop_id: i64,
+        customer_id: i64,
+        address: &CustomerAddress,
+        is_default: bool,
+        now: Timestamp,
+    ) -> StoreResult<i64> {
+        let id = self.addresses.len() as i64 + 1;
+        if is_default {
+            self.clear_other_defaults(customer_id, id, now);
+        }
+        self.addresses.push(MemoryAddress {
+            id,
+            shop_id,
+            customer_id,
+            row: AddressRow {
+                // Unique per customer, and never a platform id nor a position.
+                key: AddressKey::stored(format!("svc:{}", random_hex(16))),
+                platform_id: None,
+                is_default,
+                document: address_document(address),
+            },
+            created_at: now,
+            updated_at: now,
+            deleted_at: None,
+        });
+        Ok(id)
+    }
+
+    fn update_address(
+        &mut self,
+        shop_id: i64,
+        customer_id: i64,
+        address_id: i64,
+        address: &CustomerAddress,
+        is_default: bool,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        let Some(row) = self.live_address_mut(shop_id, customer_id, address_id) else {
+            return Ok(false);
+        };
+        row.row.document = address_document(address);
+        row.row.is_default = is_default;
+        row.updated_at = now;
+        if is_default {
+            self.clear_other_defaults(customer_id, address_id, now);
+        }
+        Ok(true)
+    }
+
+    fn delete_address(
+        &mut self,
+        shop_id: i64,
+        customer_id: i64,
+        address_id: i64,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        let Some(row) = self.live_address_mut(shop_id, customer_id, address_id) else {
+            return Ok(false);
+        };
+        row.deleted_at = Some(now);
+        row.updated_at = now;
+        Ok(true)
+    }
+}
+
+/// A line item as read back: its ids, and its parts' references to them.
+fn with_ids(
+    item: &SubscriptionLineItem,
+    id: i64,
+    subscription_id: i64,
+    now: Timestamp,
+) -> SubscriptionLineItem {
+    let mut item = item.clone();
+    item.id = id;
+    item.subscription_id = subscription_id;
+    item.created_at = now;
+    item.updated_at = now;
+    for discount in &mut item.discounts {
+        discount.subscription_line_item_id = id;
+    }
+    if let Some(prepaid) = &mut item.prepaid_metadata {
+        prepaid.line_item_id = id;
+    }
+    for attribute in &mut item.line_item_attributes {
+        attribute.line_item_id = id;
+        attribute.subscription_id = subscription_id;
+    }
+    item
+}
+
+impl MemoryState {
+    fn subscription_mut(&mut self, shop_id: i64, id: i64) -> Option<&mut StoredSubscription> {
+        self.subscriptions
+            .iter_mut()
+            .find(|s| s.shop_id == shop_id && s.id == id)
+    }
+
+    /// The shop's subscriptions `query` matches (cursor included), by id.
+    fn matching(&self, shop_id: i64, query: &ListQuery) -> Vec<&StoredSubscription> {
+        self.subscriptions
+            .iter()
+            .filter(|s| s.shop_id == shop_id && query.matches(s))
+            .collect()
+    }
+}
+
+impl SubscriptionRepository for MemoryState {
+    fn subscription_by_idempotency_key(
+        &mut self,
+        shop_id: i64,
+        key: &str,
+    ) -> StoreResult<Option<(i64, Option<String>)>> {
+        Ok(self
+            .subscriptions
+            .iter()
+            .find(|s| s.shop_id == shop_id && s.state.idempotency_key.as_deref() == Some(key))
+            .map(|s| (s.id, s.state.idempotency_fingerprint.clone())))
+    }
+
+    fn insert_subscription(
+        &mut self,
+        shop_id: i64,
+        state: &SubscriptionState,
+        line_items: &[SubscriptionLineItem],
+        now: Timestamp,
+    ) -> StoreResult<i64> {
+        // As the store's partial unique index (shop, idempotency key).
+        if let Some(key) = &state.idempotency_key
+            && self
+                .subscription_by_idempotency_key(shop_id, key)?
+                .is_some()
+        {
+            return Err(StorageError::unique_violation(
+                "a subscription of the shop has this idempotency key",
+            ));
+        }
+        let id = self.subscriptions.len() as i64 + 1;
+        let mut items = Vec::with_capacity(line_items.len());
+        for item in line_items {
+            self.line_item_count += 1;
+            items.push(with_ids(item, self.line_item_count, id, now));
+        }
+        self.subscriptions.push(StoredSubscription {
+            id,
+            shop_id,
+            created_at: now,
+            state: state.clone(),
+            line_items: items,
+            latest_status_log: None,
+        });
+        Ok(id)
+    }
+
+    fn save_subscription(
+        &mut self,
+        shop_id: i64,
+        id: i64,
+        state: &SubscriptionState,
+    ) -> StoreResult<bool> {
+        if self.subscription_mut(shop_id, id).is_none() {
+            return Ok(false);
+        }
+        // The same index: a key may only be taken once in the shop.
+        if let Some(key) = &state.idempotency_key
+            && self.subscriptions.iter().any(|s| {
+                s.shop_id == shop_id && s.id != id && s.state.idempotency_key.as_ref() == Some(key)
+            })
+        {
+            return Err(StorageError::unique_violation(
+                "a subscription of the shop has this idempotency key",
+            ));
+        }
+        match self.subscription_mut(shop_id, id) {
+            Some(subscription) => {
+                subscription.state = state.clone();
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn set_line_item_quantity(
+        &mut self,
+        shop_id: i64,
+        subscription_id: i64,
+        line_item_id: i64,
+        quantity: i64,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        let item = self
+            .subscription_mut(shop_id, subscription_id)
+            .and_then(|s| s.line_items.iter_mut().find(|item| item.id == line_item_id));
+        match item {
+            Some(item) => {
+                item.quantity = quantity;
+                item.updated_at = now;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn insert_status_log(&mut self, shop_id: i64, entry: &NewStatusLog) -> StoreResult<StatusLog> {
+        let log = StatusLog {
+            id: self.status_logs.len() as i64 + 1,
+            subscription_status: entry.subscription_status,
+            reason: entry.reason.clone(),
+            metadata: entry.metadata.clone(),
+            created_at: entry.created_at,
+            subscription_id: entry.subscription_id,
+        };
+        self.status_logs.push((shop_id, log.clone()));
+        if let Some(subscription) = self.subscription_mut(shop_id, entry.subscription_id) {
+            subscription.latest_status_log = Some(log.clone());
+        }
+        Ok(log)
+    }
+
+    fn subscription(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<StoredSubscription>> {
+        Ok(self.subscription_mut(shop_id, id).map(|s| s.clone()))
+    }
+
+    fn list_subscriptions(
+        &mut self,
+        shop_id: i64,
+        query: &ListQuery,
+    ) -> StoreResult<SubscriptionPage> {
+        let matching = self.matching(shop_id, query);
+        let limit = usize::try_from(query.limit).unwrap_or(0);
+        Ok(SubscriptionPage {
+            has_more: matching.len() > limit,
+            subscriptions: matching.into_iter().take(limit).cloned().collect(),
+        })
+    }
+
+    fn count_subscriptions(&mut self, shop_id: i64, query: &ListQuery) -> StoreResult<i64> {
+        let all = ListQuery {
+            cursor: None,
+            ..query.clone()
+        };
+        Ok(self.matching(shop_id, &all).len() as i64)
+    }
+
+    fn customer_subscriptions(
+        &mut self,
+        shop_id: i64,
+        customer_id: i64,
+        limit: i64,
+        page: i64,
+    ) -> StoreResult<(Vec<StoredSubscription>, i64)> {
+        let all: Vec<StoredSubscription> = self
+            .subscriptions_of(shop_id, customer_id)
+            .into_iter()
+            .cloned()
+            .collect();
+        let total = all.len() as i64;
+        Ok((page_of(all, limit, page), total))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_are_one_based_and_end_empty() {
+        let items = vec![1, 2, 3, 4, 5];
+        assert_eq!(page_of(items.clone(), 2, 1), [1, 2]);
+        assert_eq!(page_of(items.clone(), 2, 3), [5]);
+        assert!(page_of(items.clone(), 2, 4).is_empty());
+        assert!(page_of(items, 0, 1).is_empty());
+    }
+
+    #[test]
+    fn a_search_finds_each_field_and_the_full_name_without_case() {
+        let columns = CustomerColumns {
+            email: "Ada@Example.test".into(),
+            first_name: "Ada".into(),
+            last_name: "Lovelace".into(),
+            phone: "+1 555 0100".into(),
+            notes: None,
+        };
+        for found in ["ada", "LOVE", "a lovelace", "example.TEST", "555 01"] {
+            assert!(found_by(&columns, found), "{found}");
+        }
+        for missed in ["ada  lovelace", "%", "_", "bob"] {
+            assert!(!found_by(&columns, missed), "{missed}");
+        }
+    }
+
+    #[test]
+    fn a_saved_state_may_not_take_another_subscriptions_key() {
+        let mut state = MemoryState::default();
+        let keyed = |key: &str| SubscriptionState {
+            idempotency_key: Some(key.into()),
+            ..crate::subscriptions::repository::tests::stored(
+                &crate::subscriptions::resources::tests::subscription(),
+            )
+            .state
+        };
+        let now = Timestamp::from_micros(0);
+        let first = state
+            .insert_subscription(1, &keyed("k1"), &[], now)
+            .unwrap();
+        let second = state
+            .insert_subscription(1, &keyed("k2"), &[], now)
+            .unwrap();
+        assert!(
+            state
+                .save_subscription(1, second, &keyed("k1"))
+                .unwrap_err()
+                .is_unique_violation()
+        );
+        assert!(state.save_subscription(1, first, &keyed("k1")).unwrap());
+        assert!(!state.save_subscription(1, 99, &keyed("k1")).unwrap());
+        assert!(state.save_subscription(2, second, &keyed("k1")).is_ok());
+    }
+}
