@@ -163,6 +163,32 @@ const ROUTES: &[(&str, &str, &str)] = &[
         "read_subscriptions",
     ),
     // §5 webhook subscriptions: reads read_subscriptions, writes write_subscriptions.
+    // Subscription webhooks' delivery log (docs/api-conventions.md).
+    (
+        "GET",
+        "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}/deliveries",
+        "read_subscriptions",
+    ),
+    (
+        "GET",
+        "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}/deliveries/{message_id}",
+        "read_subscriptions",
+    ),
+    (
+        "POST",
+        "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}/deliveries/{message_id}/resend",
+        "write_subscriptions",
+    ),
+    (
+        "POST",
+        "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}/recover",
+        "write_subscriptions",
+    ),
+    (
+        "POST",
+        "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}/enable",
+        "write_subscriptions",
+    ),
     // §5 subscription customers, subscriptions and actions.
     (
         "GET",

@@ -16,9 +16,7 @@ use crate::subscriptions::input::{
     NewSubscription, PaymentMethodChange, ShippingAddressChange, SubscriptionUpdate,
 };
 use crate::subscriptions::query::{Cursor, ListQuery};
-use crate::subscriptions::recurrence::{
-    OrderSchedule, ShopZone, next_order_on_return, plan_skip,
-};
+use crate::subscriptions::recurrence::{OrderSchedule, ShopZone, next_order_on_return, plan_skip};
 use crate::subscriptions::repository::{
     StoredSubscription, SubscriptionRepositories, SubscriptionState,
 };
@@ -171,7 +169,11 @@ pub fn list_subscriptions(
     let total = tx.count_subscriptions(shop.id, query)?;
     let next = page
         .has_more
-        .then(|| page.subscriptions.last().map(|s| Cursor { after_id: s.id }.encode()))
+        .then(|| {
+            page.subscriptions
+                .last()
+                .map(|s| Cursor { after_id: s.id }.encode())
+        })
         .flatten();
     let subscriptions = resources(tx, shop, page.subscriptions, query.expand_customer)?;
     let pagination = CursorPagination {
@@ -389,8 +391,12 @@ pub fn take_subscription_action(
         ActionRequest::Cancel | ActionRequest::Pause => {}
         ActionRequest::Reactivate | ActionRequest::Resume => {
             let schedule = schedule_of(shop, &state)?;
-            let (next, next_moved) =
-                next_order_on_return(&schedule, state.next_order_datetime, &state.skipped_dates, now);
+            let (next, next_moved) = next_order_on_return(
+                &schedule,
+                state.next_order_datetime,
+                &state.skipped_dates,
+                now,
+            );
             state.next_order_datetime = next;
             moved = next_moved;
         }
@@ -499,15 +505,39 @@ pub fn update_subscription(
     }
     set(&mut state.external_id, update.external_id);
     set(&mut state.idempotency_key, update.idempotency_key);
-    set(&mut state.next_order_datetime, update.next_order_datetime.map(Some));
-    set(&mut state.next_payment_datetime, update.next_payment_datetime.map(Some));
-    set(&mut state.next_processing_datetime, update.next_processing_datetime.map(Some));
-    set(&mut state.last_payment_datetime, update.last_payment_datetime.map(Some));
-    set(&mut state.last_order_datetime, update.last_order_datetime.map(Some));
-    set(&mut state.last_processed_datetime, update.last_processed_datetime.map(Some));
+    set(
+        &mut state.next_order_datetime,
+        update.next_order_datetime.map(Some),
+    );
+    set(
+        &mut state.next_payment_datetime,
+        update.next_payment_datetime.map(Some),
+    );
+    set(
+        &mut state.next_processing_datetime,
+        update.next_processing_datetime.map(Some),
+    );
+    set(
+        &mut state.last_payment_datetime,
+        update.last_payment_datetime.map(Some),
+    );
+    set(
+        &mut state.last_order_datetime,
+        update.last_order_datetime.map(Some),
+    );
+    set(
+        &mut state.last_processed_datetime,
+        update.last_processed_datetime.map(Some),
+    );
     set(&mut state.placed_at, update.placed_at.map(Some));
-    set(&mut state.payment_method_token, update.payment_method_token.map(Some));
-    set(&mut state.payment_gateway_public_id, update.payment_gateway_public_id.map(Some));
+    set(
+        &mut state.payment_method_token,
+        update.payment_method_token.map(Some),
+    );
+    set(
+        &mut state.payment_gateway_public_id,
+        update.payment_gateway_public_id.map(Some),
+    );
     if let Some(schedule) = &update.order_rrule {
         state.order_rrule = schedule.source().to_string();
         state.order_rrule_text = schedule.text();
@@ -529,9 +559,11 @@ pub fn update_subscription(
     set(&mut state.orders_processed, update.orders_processed);
     set(&mut state.charged_currency, update.charged_currency);
     set(&mut state.base_currency, update.base_currency);
-    set(&mut state.base_to_charged_exchange_rate, update.base_to_charged_exchange_rate);
-    if state.base_currency == state.charged_currency && state.base_to_charged_exchange_rate != 1.0
-    {
+    set(
+        &mut state.base_to_charged_exchange_rate,
+        update.base_to_charged_exchange_rate,
+    );
+    if state.base_currency == state.charged_currency && state.base_to_charged_exchange_rate != 1.0 {
         return Err(DomainError::invalid(
             "subscription.base_to_charged_exchange_rate",
             "invalid_value",
@@ -579,8 +611,12 @@ pub fn update_subscription(
             && update.next_order_datetime.is_none()
         {
             let schedule = schedule_of(shop, &state)?;
-            let (next, moved) =
-                next_order_on_return(&schedule, state.next_order_datetime, &state.skipped_dates, now);
+            let (next, moved) = next_order_on_return(
+                &schedule,
+                state.next_order_datetime,
+                &state.skipped_dates,
+                now,
+            );
             state.next_order_datetime = next;
             moved
         } else {
@@ -631,4 +667,335 @@ pub fn update_subscription(
         emit(tx, shop, topic, data.clone(), now)?;
     }
     Ok(subscription)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::access::shop::ShopIdentifier;
+    use crate::subscriptions::input::{CustomerUpdate, parse_frequency};
+    use crate::subscriptions::repository::SubscriptionDatabase;
+    use crate::subscriptions::resources::ActorType;
+    use crate::testing::MemoryDatabase;
+    use crate::webhooks::{NewWebhookEndpoint, WebhookKind};
+
+    fn at(text: &str) -> Timestamp {
+        Timestamp::parse_rfc3339(text).unwrap()
+    }
+
+    const NOW: &str = "2024-03-05T12:00:00Z";
+
+    fn shop() -> Shop {
+        Shop {
+            id: 1,
+            identifier: ShopIdentifier::parse("0123456789abcdef0123456789abcdef").unwrap(),
+            shop_domain: "example.myshop.test".into(),
+            custom_domain: None,
+            platform_type: "custom".into(),
+            timezone: "UTC".into(),
+            currency: "USD".into(),
+            currency_format: "${{amount}}".into(),
+            shop_owner: "Owner".into(),
+            admin_email: "owner@example.test".into(),
+            pii_redacted_at: None,
+            created_at: at("2024-01-01T00:00:00Z"),
+            updated_at: at("2024-01-01T00:00:00Z"),
+            deleted_at: None,
+        }
+    }
+
+    fn actor() -> Actor {
+        Actor {
+            kind: ActorType::Api,
+            id: 3,
+            name: "demo".into(),
+        }
+    }
+
+    fn body(key: &str) -> Value {
+        json!({
+            "customer": {"first_name": "Ada", "last_name": "Lovelace", "email": "ada@example.test"},
+            "subscription": {
+                "idempotency_key": key,
+                "subscription_status": "active",
+                "order_rrule": "DTSTART:20240304T090000Z\nRRULE:FREQ=WEEKLY;BYDAY=MO",
+                "line_items": [{"platform_product_id": "p-1", "platform_variant_id": "v-1",
+                                "quantity": 2, "price": 1250}],
+                "shipping_address": {"street1": "1 Analytical Way", "city": "London",
+                                     "country_code": "GB"},
+                "payment_details": {"gateway_name": "stripe", "gateway_payment_id": "pm_1",
+                                    "gateway_customer_id": "cus_secret"}
+            }
+        })
+    }
+
+    /// A database with one webhook subscription per topic; `messages` reads the topics sent.
+    fn database() -> MemoryDatabase {
+        let db = MemoryDatabase::default();
+        db.write_tx(|tx| {
+            for topic in crate::subscriptions::topics::webhook_topics() {
+                tx.insert_webhook_endpoint(&NewWebhookEndpoint {
+                    shop_id: 1,
+                    kind: WebhookKind::Subscription,
+                    topic: topic.name.to_string(),
+                    callback_url: "http://127.0.0.1:9/hook".into(),
+                    secret: None,
+                    created_at: at(NOW),
+                })?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        db
+    }
+
+    /// The topics enqueued so far, in order.
+    fn topics_sent(db: &MemoryDatabase) -> Vec<String> {
+        db.with_state(|state| {
+            let mut messages: Vec<_> = state.webhook_messages.iter().collect();
+            messages.sort_by_key(|message| message.id);
+            messages.iter().map(|m| m.topic.clone()).collect()
+        })
+    }
+
+    fn create(db: &MemoryDatabase, key: &str) -> Result<(Subscription, bool), DomainError> {
+        let now = at(NOW);
+        let new = NewSubscription::parse(&body(key), &shop(), now)?;
+        db.write_tx(|tx| create_subscription(tx, &shop(), new, actor(), now))
+    }
+
+    fn act(
+        db: &MemoryDatabase,
+        id: i64,
+        request: ActionRequest,
+    ) -> Result<Subscription, DomainError> {
+        db.write_tx(|tx| take_subscription_action(tx, &shop(), id, request, actor(), at(NOW)))
+    }
+
+    #[test]
+    fn create_stores_the_subscription_and_emits_its_topics() {
+        let db = database();
+        let (subscription, created) = create(&db, "k-1").unwrap();
+        assert!(created);
+        assert_eq!(subscription.subscription_status, SubscriptionStatus::Active);
+        assert_eq!(
+            subscription.next_order_datetime,
+            Some(at("2024-03-11T09:00:00Z"))
+        );
+        assert_eq!(subscription.line_items[0].full_price, Cents(2500));
+        assert_eq!(
+            subscription.billing_address_id,
+            subscription.shipping_address_id
+        );
+        assert_eq!(subscription.payment_method_token.as_deref(), Some("pm_1"));
+        assert!(
+            !serde_json::to_string(&subscription)
+                .unwrap()
+                .contains("cus_secret")
+        );
+        let log = subscription.latest_status_log.unwrap();
+        assert_eq!((log.reason.as_str(), log.metadata.user.id), ("created", 3));
+        assert_eq!(
+            topics_sent(&db),
+            ["customer_created", "subscription_created"]
+        );
+
+        // The same email again: the same customer, no customer_created.
+        let (second, _) = create(&db, "k-2").unwrap();
+        assert_eq!(second.customer_id, subscription.customer_id);
+        assert_eq!(topics_sent(&db).len(), 3);
+    }
+
+    #[test]
+    fn the_same_key_and_body_answers_the_first_and_another_body_conflicts() {
+        let db = database();
+        let (first, _) = create(&db, "k-1").unwrap();
+        let (again, created) = create(&db, "k-1").unwrap();
+        assert!(!created);
+        assert_eq!(again.id, first.id);
+        assert_eq!(topics_sent(&db).len(), 2, "a repeated create emits nothing");
+        let mut other = body("k-1");
+        other["subscription"]["line_items"][0]["quantity"] = json!(3);
+        let new = NewSubscription::parse(&other, &shop(), at(NOW)).unwrap();
+        let error = db
+            .write_tx(|tx| create_subscription(tx, &shop(), new, actor(), at(NOW)))
+            .unwrap_err();
+        assert!(matches!(
+            error,
+            DomainError::Conflict {
+                code: "subscription.idempotency_conflict",
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn each_action_moves_the_status_and_emits_its_topics_in_order() {
+        let db = database();
+        let (s, _) = create(&db, "k-1").unwrap();
+        let sent_before = topics_sent(&db).len();
+        let paused = act(&db, s.id, ActionRequest::Pause).unwrap();
+        assert_eq!(paused.subscription_status, SubscriptionStatus::Paused);
+        assert_eq!(paused.latest_status_log.unwrap().reason, "paused");
+        let resumed = act(&db, s.id, ActionRequest::Resume).unwrap();
+        assert_eq!(resumed.subscription_status, SubscriptionStatus::Active);
+        // Skipping the next order moves it a week on.
+        let skipped = act(
+            &db,
+            s.id,
+            ActionRequest::Skip {
+                order_datetime: at("2024-03-11T00:00:00Z"),
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            skipped.next_order_datetime,
+            Some(at("2024-03-18T09:00:00Z"))
+        );
+        let line_item_id = s.line_items[0].id;
+        let changed = act(
+            &db,
+            s.id,
+            ActionRequest::ChangeQuantity {
+                line_item_id,
+                quantity: 5,
+            },
+        )
+        .unwrap();
+        assert_eq!(changed.line_items[0].quantity, 5);
+        let schedule = parse_frequency(
+            &json!({"order_rrule": "DTSTART:20240304T090000Z\nRRULE:FREQ=WEEKLY;INTERVAL=2"}),
+            &shop(),
+        )
+        .unwrap();
+        let frequency = act(
+            &db,
+            s.id,
+            ActionRequest::ChangeFrequency(Box::new(schedule)),
+        )
+        .unwrap();
+        assert_eq!(frequency.order_rrule_text, "every 2 weeks on Monday");
+        let cancelled = act(&db, s.id, ActionRequest::Cancel).unwrap();
+        assert_eq!(cancelled.subscription_status, SubscriptionStatus::Inactive);
+        assert_eq!(
+            topics_sent(&db)[sent_before..],
+            [
+                "subscription_paused",
+                "subscription_updated",
+                "subscription_resumed",
+                "subscription_updated",
+                "subscription_skipped",
+                "subscription_frequency_updated",
+                "subscription_updated",
+                "subscription_quantity_updated",
+                "subscription_updated",
+                "subscription_frequency_updated",
+                "subscription_updated",
+                "subscription_cancelled",
+                "subscription_updated",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_refused_move_is_422_and_changes_nothing() {
+        let db = database();
+        let (s, _) = create(&db, "k-1").unwrap();
+        let sent = topics_sent(&db).len();
+        for request in [ActionRequest::Resume, ActionRequest::Reactivate] {
+            match act(&db, s.id, request) {
+                Err(DomainError::Unprocessable { code, .. }) => {
+                    assert_eq!(code, "subscription.invalid_transition")
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(topics_sent(&db).len(), sent);
+        let stored = db
+            .read_tx(|tx| get_subscription(tx, &shop(), s.id, false))
+            .unwrap();
+        assert_eq!(stored.latest_status_log.unwrap().reason, "created");
+    }
+
+    #[test]
+    fn update_maps_a_status_change_to_its_action_and_sends_each_topic_once() {
+        let db = database();
+        let (s, _) = create(&db, "k-1").unwrap();
+        let sent = topics_sent(&db).len();
+        let update = crate::subscriptions::input::parse_subscription_update(
+            &json!({"subscription": {
+                "subscription_status": "paused",
+                "next_order_datetime": "2024-04-01T09:00:00Z",
+                "note": "gift"
+            }}),
+            &shop(),
+        )
+        .unwrap();
+        let updated = db
+            .write_tx(|tx| update_subscription(tx, &shop(), s.id, update, actor(), at(NOW)))
+            .unwrap();
+        assert_eq!(updated.subscription_status, SubscriptionStatus::Paused);
+        assert_eq!(updated.note.as_deref(), Some("gift"));
+        assert_eq!(
+            topics_sent(&db)[sent..],
+            [
+                "subscription_paused",
+                "subscription_frequency_updated",
+                "subscription_updated"
+            ]
+        );
+        // Scheduled is refused from paused.
+        let refused = crate::subscriptions::input::parse_subscription_update(
+            &json!({"subscription": {"subscription_status": "scheduled"}}),
+            &shop(),
+        )
+        .unwrap();
+        assert!(
+            db.write_tx(|tx| update_subscription(tx, &shop(), s.id, refused, actor(), at(NOW)))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn a_customer_update_emits_customer_updated_only_for_shown_fields() {
+        let db = database();
+        let (s, _) = create(&db, "k-1").unwrap();
+        let sent = topics_sent(&db).len();
+        let notes = CustomerUpdate {
+            notes: Some(Some("likes tea".into())),
+            ..CustomerUpdate::default()
+        };
+        let customer = db
+            .write_tx(|tx| {
+                crate::subscriptions::customers::update_customer(
+                    tx,
+                    &shop(),
+                    s.customer_id,
+                    &notes,
+                    at(NOW),
+                )
+            })
+            .unwrap();
+        assert_eq!(customer.notes.as_deref(), Some("likes tea"));
+        assert_eq!(topics_sent(&db).len(), sent);
+        let name = CustomerUpdate {
+            last_name: Some(Some("King".into())),
+            ..CustomerUpdate::default()
+        };
+        db.write_tx(|tx| {
+            crate::subscriptions::customers::update_customer(
+                tx,
+                &shop(),
+                s.customer_id,
+                &name,
+                at(NOW),
+            )
+        })
+        .unwrap();
+        assert_eq!(topics_sent(&db)[sent..], ["customer_updated"]);
+        // No destination: nothing is sent to a connector.
+        assert!(db.with_state(|state| state.outbox.is_empty()));
+    }
 }

@@ -272,6 +272,65 @@ pub fn resource(endpoint: &WebhookEndpoint) -> Value {
     })
 }
 
+/// The webhook subscription's delivery log, newest first (the dispatcher's, as for checkout
+/// webhooks).
+pub fn deliveries(
+    tx: &mut dyn WebhookRepositories,
+    shop: &Shop,
+    id: &str,
+    limit: usize,
+) -> Result<Vec<Value>, DomainError> {
+    let endpoint = find(tx, shop, id)?;
+    crate::webhooks::log::deliveries(tx, &endpoint, limit)
+}
+
+/// One message of the webhook subscription, with its payload and every attempt.
+pub fn delivery(
+    tx: &mut dyn WebhookRepositories,
+    shop: &Shop,
+    id: &str,
+    message_id: &str,
+) -> Result<Value, DomainError> {
+    let endpoint = find(tx, shop, id)?;
+    crate::webhooks::log::delivery(tx, &endpoint, message_id)
+}
+
+/// Sends a message again, with the same `webhook-id`.
+pub fn resend(
+    tx: &mut dyn WebhookRepositories,
+    shop: &Shop,
+    id: &str,
+    message_id: &str,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    let endpoint = find(tx, shop, id)?;
+    crate::webhooks::log::resend(tx, &endpoint, message_id, now)
+}
+
+/// Sends again every failed message created since `since`; how many.
+pub fn recover(
+    tx: &mut dyn WebhookRepositories,
+    shop: &Shop,
+    id: &str,
+    since: Timestamp,
+    now: Timestamp,
+) -> Result<u64, DomainError> {
+    let endpoint = find(tx, shop, id)?;
+    crate::webhooks::log::recover(tx, &endpoint, since, now)
+}
+
+/// A disabled webhook subscription gets messages again.
+pub fn enable(
+    tx: &mut dyn WebhookRepositories,
+    shop: &Shop,
+    id: &str,
+    now: Timestamp,
+) -> Result<WebhookEndpoint, DomainError> {
+    let endpoint = find(tx, shop, id)?;
+    tx.enable_webhook_endpoint(endpoint.id, now)?;
+    find(tx, shop, id)
+}
+
 /// Enqueues `topic` with `data` for every live webhook subscription of the shop to it, in the
 /// caller's transaction: `{"topic", "shop_identifier", "created_at", "data"}` (docs/api-conventions.md).
 /// One call is one message per endpoint.

@@ -637,8 +637,121 @@ mod tests {
     }
 }
 
+/// A webhook's delivery log and the tools over it (resend, recover), for every kind of webhook:
+/// the caller has found the endpoint (of its kind, of its shop).
+pub mod log {
+    use serde_json::{Value, json};
+
+    use super::{DeliveryAttempt, MessageStatus, WebhookEndpoint, WebhookMessage};
+    use crate::kernel::error::DomainError;
+    use crate::kernel::time::Timestamp;
+    use crate::webhooks::WebhookRepositories;
+
+    /// A message of the webhook by its `webhook-id`, or 404.
+    fn message_of(
+        tx: &mut dyn WebhookRepositories,
+        endpoint: &WebhookEndpoint,
+        message_id: &str,
+    ) -> Result<WebhookMessage, DomainError> {
+        tx.webhook_message(message_id)?
+            .filter(|message| message.endpoint_id == endpoint.id)
+            .ok_or(DomainError::not_found("message"))
+    }
+
+    fn attempt_resource(attempt: &DeliveryAttempt) -> Value {
+        json!({
+            "attempted_at": attempt.attempted_at,
+            "status": attempt.outcome.status,
+            "latency_ms": attempt.outcome.latency.as_secs_f64() * 1000.0,
+            "response": attempt.outcome.response,
+            "error": attempt.outcome.error,
+        })
+    }
+
+    fn message_resource(message: &WebhookMessage) -> Value {
+        json!({
+            "message_id": message.message_id,
+            "topic": message.topic,
+            "status": message.status,
+            "attempts": message.attempts,
+            "created_at": message.created_at,
+            "next_attempt_at": (message.status == MessageStatus::Pending).then_some(message.next_attempt_at),
+            "delivered_at": message.delivered_at,
+        })
+    }
+
+    /// The webhook's delivery log: its latest messages, newest first, each with its last attempt.
+    pub fn deliveries(
+        tx: &mut dyn WebhookRepositories,
+        endpoint: &WebhookEndpoint,
+        limit: usize,
+    ) -> Result<Vec<Value>, DomainError> {
+        let messages = tx.webhook_messages_of_endpoint(endpoint.id, limit)?;
+        let mut log = Vec::with_capacity(messages.len());
+        for message in &messages {
+            let attempts = tx.webhook_attempts(message.id)?;
+            let mut resource = message_resource(message);
+            resource["last_attempt"] = attempts.last().map_or(Value::Null, attempt_resource);
+            log.push(resource);
+        }
+        Ok(log)
+    }
+
+    /// One message with its payload and every attempt.
+    pub fn delivery(
+        tx: &mut dyn WebhookRepositories,
+        endpoint: &WebhookEndpoint,
+        message_id: &str,
+    ) -> Result<Value, DomainError> {
+        let message = message_of(tx, endpoint, message_id)?;
+        let attempts = tx.webhook_attempts(message.id)?;
+        let mut resource = message_resource(&message);
+        resource["payload"] = serde_json::from_str(&message.payload).unwrap_or(Value::Null);
+        resource["attempts"] = attempts.iter().map(attempt_resource).collect();
+        Ok(resource)
+    }
+
+    /// Sends a message again, with the same `webhook-id`, whatever became of it.
+    pub fn resend(
+        tx: &mut dyn WebhookRepositories,
+        endpoint: &WebhookEndpoint,
+        message_id: &str,
+        now: Timestamp,
+    ) -> Result<(), DomainError> {
+        if !endpoint.is_active() {
+            return Err(disabled());
+        }
+        let message = message_of(tx, endpoint, message_id)?;
+        tx.requeue_webhook_message(message.id, now)?;
+        Ok(())
+    }
+
+    /// Sends again every message of the webhook that failed, created since `since`; how many.
+    pub fn recover(
+        tx: &mut dyn WebhookRepositories,
+        endpoint: &WebhookEndpoint,
+        since: Timestamp,
+        now: Timestamp,
+    ) -> Result<u64, DomainError> {
+        if !endpoint.is_active() {
+            return Err(disabled());
+        }
+        Ok(tx.requeue_failed_webhook_messages(endpoint.id, since, now)?)
+    }
+
+    pub fn disabled() -> DomainError {
+        DomainError::Unprocessable {
+            code: "webhook.disabled",
+            message: "the webhook is disabled; enable it again first (POST …/webhooks/{id}/enable)"
+                .to_string(),
+        }
+    }
+}
+
 /// Checkout webhooks (contract §4.2): registration, changes and the resource clients see.
 pub mod checkout {
+    pub use super::log::disabled;
+
     use serde::Deserialize;
     use serde_json::{Value, json};
 
@@ -764,39 +877,6 @@ pub mod checkout {
         Ok(())
     }
 
-    /// A message of the webhook by its `webhook-id`, or 404.
-    fn message_of(
-        tx: &mut dyn WebhookRepositories,
-        endpoint: &WebhookEndpoint,
-        message_id: &str,
-    ) -> Result<super::WebhookMessage, DomainError> {
-        tx.webhook_message(message_id)?
-            .filter(|message| message.endpoint_id == endpoint.id)
-            .ok_or(DomainError::not_found("message"))
-    }
-
-    fn attempt_resource(attempt: &super::DeliveryAttempt) -> Value {
-        json!({
-            "attempted_at": attempt.attempted_at,
-            "status": attempt.outcome.status,
-            "latency_ms": attempt.outcome.latency.as_secs_f64() * 1000.0,
-            "response": attempt.outcome.response,
-            "error": attempt.outcome.error,
-        })
-    }
-
-    fn message_resource(message: &super::WebhookMessage) -> Value {
-        json!({
-            "message_id": message.message_id,
-            "topic": message.topic,
-            "status": message.status,
-            "attempts": message.attempts,
-            "created_at": message.created_at,
-            "next_attempt_at": (message.status == super::MessageStatus::Pending).then_some(message.next_attempt_at),
-            "delivered_at": message.delivered_at,
-        })
-    }
-
     /// The webhook's delivery log: its latest messages, newest first, each with its last attempt.
     pub fn deliveries(
         tx: &mut dyn WebhookRepositories,
@@ -805,15 +885,7 @@ pub mod checkout {
         limit: usize,
     ) -> Result<Vec<Value>, DomainError> {
         let endpoint = find(tx, shop, public_id)?;
-        let messages = tx.webhook_messages_of_endpoint(endpoint.id, limit)?;
-        let mut log = Vec::with_capacity(messages.len());
-        for message in &messages {
-            let attempts = tx.webhook_attempts(message.id)?;
-            let mut resource = message_resource(message);
-            resource["last_attempt"] = attempts.last().map_or(Value::Null, attempt_resource);
-            log.push(resource);
-        }
-        Ok(log)
+        super::log::deliveries(tx, &endpoint, limit)
     }
 
     /// One message with its payload and every attempt.
@@ -824,12 +896,7 @@ pub mod checkout {
         message_id: &str,
     ) -> Result<Value, DomainError> {
         let endpoint = find(tx, shop, public_id)?;
-        let message = message_of(tx, &endpoint, message_id)?;
-        let attempts = tx.webhook_attempts(message.id)?;
-        let mut resource = message_resource(&message);
-        resource["payload"] = serde_json::from_str(&message.payload).unwrap_or(Value::Null);
-        resource["attempts"] = attempts.iter().map(attempt_resource).collect();
-        Ok(resource)
+        super::log::delivery(tx, &endpoint, message_id)
     }
 
     /// Sends a message again, with the same `webhook-id`, whatever became of it.
@@ -841,12 +908,7 @@ pub mod checkout {
         now: Timestamp,
     ) -> Result<(), DomainError> {
         let endpoint = find(tx, shop, public_id)?;
-        if !endpoint.is_active() {
-            return Err(disabled());
-        }
-        let message = message_of(tx, &endpoint, message_id)?;
-        tx.requeue_webhook_message(message.id, now)?;
-        Ok(())
+        super::log::resend(tx, &endpoint, message_id, now)
     }
 
     /// Sends again every message of the webhook that failed, created since `since`; how many.
@@ -858,10 +920,7 @@ pub mod checkout {
         now: Timestamp,
     ) -> Result<u64, DomainError> {
         let endpoint = find(tx, shop, public_id)?;
-        if !endpoint.is_active() {
-            return Err(disabled());
-        }
-        Ok(tx.requeue_failed_webhook_messages(endpoint.id, since, now)?)
+        super::log::recover(tx, &endpoint, since, now)
     }
 
     /// Enables a disabled webhook again, as new (its failure history forgotten).
@@ -874,14 +933,6 @@ pub mod checkout {
         let endpoint = find(tx, shop, public_id)?;
         tx.enable_webhook_endpoint(endpoint.id, now)?;
         find(tx, shop, public_id)
-    }
-
-    pub fn disabled() -> DomainError {
-        DomainError::Unprocessable {
-            code: "webhook.disabled",
-            message: "the webhook is disabled; enable it again first (POST …/webhooks/{id}/enable)"
-                .to_string(),
-        }
     }
 
     /// `{"id","webhook_topic_id","webhook_topic_name","callback_url","created_at","updated_at"}`,

@@ -78,5 +78,29 @@ pub fn configure(config: &mut web::ServiceConfig) {
                 .route(web::get().to(webhooks::get))
                 .route(web::patch().to(webhooks::update))
                 .route(web::delete().to(webhooks::delete)),
+        )
+        .service(
+            resource("/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}/deliveries")
+                .route(web::get().to(webhooks::deliveries)),
+        )
+        .service(
+            resource(
+                "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}/deliveries/{message_id}",
+            )
+            .route(web::get().to(webhooks::delivery)),
+        )
+        .service(
+            resource(
+                "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}/deliveries/{message_id}/resend",
+            )
+            .route(web::post().to(webhooks::resend)),
+        )
+        .service(
+            resource("/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}/recover")
+                .route(web::post().to(webhooks::recover)),
+        )
+        .service(
+            resource("/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}/enable")
+                .route(web::post().to(webhooks::enable)),
         );
 }

@@ -11,6 +11,7 @@ use mercer_domain::subscriptions::webhooks::{
 use serde_json::json;
 
 use crate::http::error::ApiError;
+use crate::http::routes::webhooks::handlers::{LogQuery, log_limit, recover_since};
 use crate::http::extract::{Authorized, JsonBody, scopes};
 use crate::http::state::{AppState, run_blocking};
 
@@ -111,4 +112,81 @@ pub async fn delete(
         .write(move |tx| registration::delete(tx, &shop, &id, now))
         .await?;
     Ok(HttpResponse::NoContent().finish())
+}
+
+/// `GET …/webhooks/subscriptions/{id}/deliveries?limit=` → `{"deliveries":[message]}`, newest
+/// first (the checkout webhooks' delivery log, docs/api-conventions.md).
+pub async fn deliveries(
+    state: web::Data<AppState>,
+    request: Authorized<scopes::ReadSubscriptions>,
+    path: web::Path<(String, String)>,
+    query: web::Query<LogQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let limit = log_limit(&query)?;
+    let (shop, id) = (request.access.shop, path.into_inner().1);
+    let log = state
+        .read(move |tx| registration::deliveries(tx, &shop, &id, limit))
+        .await?;
+    Ok(HttpResponse::Ok().json(json!({ "deliveries": log })))
+}
+
+/// `GET …/webhooks/subscriptions/{id}/deliveries/{message_id}` → `{"delivery"}` with its
+/// payload and every attempt.
+pub async fn delivery(
+    state: web::Data<AppState>,
+    request: Authorized<scopes::ReadSubscriptions>,
+    path: web::Path<(String, String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (_, id, message_id) = path.into_inner();
+    let shop = request.access.shop;
+    let message = state
+        .read(move |tx| registration::delivery(tx, &shop, &id, &message_id))
+        .await?;
+    Ok(HttpResponse::Ok().json(json!({ "delivery": message })))
+}
+
+/// `POST …/webhooks/subscriptions/{id}/deliveries/{message_id}/resend` → 202 `{"message_id"}`.
+pub async fn resend(
+    state: web::Data<AppState>,
+    request: Authorized<scopes::WriteSubscriptions>,
+    path: web::Path<(String, String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (_, id, message_id) = path.into_inner();
+    let (shop, now) = (request.access.shop, state.now());
+    let resent = message_id.clone();
+    state
+        .write(move |tx| registration::resend(tx, &shop, &id, &message_id, now))
+        .await?;
+    state.webhooks.notify();
+    Ok(HttpResponse::Accepted().json(json!({ "message_id": resent })))
+}
+
+/// `POST …/webhooks/subscriptions/{id}/recover` `{"since"}` → 202 `{"recovered"}`.
+pub async fn recover(
+    state: web::Data<AppState>,
+    request: Authorized<scopes::WriteSubscriptions>,
+    path: web::Path<(String, String)>,
+    body: JsonBody,
+) -> Result<HttpResponse, ApiError> {
+    let since = recover_since(body)?;
+    let (shop, id, now) = (request.access.shop, path.into_inner().1, state.now());
+    let recovered = state
+        .write(move |tx| registration::recover(tx, &shop, &id, since, now))
+        .await?;
+    state.webhooks.notify();
+    Ok(HttpResponse::Accepted().json(json!({ "recovered": recovered })))
+}
+
+/// `POST …/webhooks/subscriptions/{id}/enable` → `{"webhook_subscription"}`.
+pub async fn enable(
+    state: web::Data<AppState>,
+    request: Authorized<scopes::WriteSubscriptions>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (shop, id, now) = (request.access.shop, path.into_inner().1, state.now());
+    let endpoint = state
+        .write(move |tx| registration::enable(tx, &shop, &id, now))
+        .await?;
+    Ok(HttpResponse::Ok()
+        .json(json!({ "webhook_subscription": registration::resource(&endpoint) })))
 }

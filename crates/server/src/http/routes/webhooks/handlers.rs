@@ -133,6 +133,18 @@ pub struct LogQuery {
     limit: Option<usize>,
 }
 
+/// The delivery log's `limit`: 1..250, default 50; 400 otherwise.
+pub(crate) fn log_limit(query: &LogQuery) -> Result<usize, ApiError> {
+    let limit = query.limit.unwrap_or(50);
+    if !(1..=250).contains(&limit) {
+        return Err(ApiError::invalid_query(
+            "limit",
+            "limit must be between 1 and 250",
+        ));
+    }
+    Ok(limit)
+}
+
 /// `GET …/webhooks/{id}/deliveries?limit=`: the latest messages (default 50, at most 250),
 /// newest first, each with its last attempt.
 pub async fn deliveries(
@@ -141,13 +153,7 @@ pub async fn deliveries(
     path: web::Path<(String, String)>,
     query: web::Query<LogQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let limit = query.limit.unwrap_or(50);
-    if !(1..=250).contains(&limit) {
-        return Err(ApiError::invalid_query(
-            "limit",
-            "limit must be between 1 and 250",
-        ));
-    }
+    let limit = log_limit(&query)?;
     let (shop, id) = (request.access.shop, path.into_inner().1);
     let log = state
         .read(move |tx| checkout::deliveries(tx, &shop, &id, limit))
@@ -191,6 +197,26 @@ struct RecoverBody {
     since: Option<String>,
 }
 
+/// `since` of a recover body: required, RFC 3339 (422 otherwise).
+pub(crate) fn recover_since(body: JsonBody) -> Result<mercer_domain::Timestamp, ApiError> {
+    let body: RecoverBody = body.parse()?;
+    match body.since.as_deref() {
+        None => {
+            Err(mercer_domain::DomainError::Invalid(vec![
+                mercer_domain::FieldError::required("since"),
+            ])
+            .into())
+        }
+        Some(text) => mercer_domain::Timestamp::parse_rfc3339(text).ok_or_else(|| {
+            ApiError::from(mercer_domain::DomainError::invalid(
+                "since",
+                "invalid_value",
+                "since must be an RFC 3339 date-time",
+            ))
+        }),
+    }
+}
+
 /// `POST …/webhooks/{id}/recover` `{"since"}`: sends again every failed message created since
 /// then; 202 `{"data":{"recovered"}}`.
 pub async fn recover(
@@ -199,22 +225,7 @@ pub async fn recover(
     path: web::Path<(String, String)>,
     body: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let body: RecoverBody = body.parse()?;
-    let since = match body.since.as_deref() {
-        None => {
-            return Err(mercer_domain::DomainError::Invalid(vec![
-                mercer_domain::FieldError::required("since"),
-            ])
-            .into());
-        }
-        Some(text) => mercer_domain::Timestamp::parse_rfc3339(text).ok_or_else(|| {
-            ApiError::from(mercer_domain::DomainError::invalid(
-                "since",
-                "invalid_value",
-                "since must be an RFC 3339 date-time",
-            ))
-        })?,
-    };
+    let since = recover_since(body)?;
     let (shop, id, now) = (request.access.shop, path.into_inner().1, state.now());
     let recovered = state
         .write(move |tx| checkout::recover(tx, &shop, &id, since, now))

@@ -1,6 +1,6 @@
 //! Checkout webhook routes: endpoints, test sends, deliveries, resend, recover, enable.
 
-mod handlers;
+pub(super) mod handlers;
 
 use actix_web::web;
 
