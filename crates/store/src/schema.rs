@@ -95,7 +95,7 @@ diesel::table! {
     platform_customers (id) {
         id -> BigInt,
         shop_id -> BigInt,
-        platform_id -> Text,
+        platform_id -> Nullable<Text>,
         email -> Text,
         first_name -> Text,
         last_name -> Text,
@@ -107,6 +107,7 @@ diesel::table! {
         created_at -> BigInt,
         updated_at -> BigInt,
         deleted_at -> Nullable<BigInt>,
+        notes -> Nullable<Text>,
     }
 }
 
@@ -303,9 +304,116 @@ diesel::table! {
     }
 }
 
+// `subscriptions` has 41 columns, and `table!` takes 16 here: diesel is built without its
+// `32-column-tables` and `64-column-tables` features, which would take a clean debug build of
+// diesel from about 30 s to 40 s and 150 s. So the one table is declared three times, each
+// declaration a part of its columns (a few in more than one) under its own name:
+// `subscriptions`, with every column without a default (a new row is one INSERT of it), and
+// `subscription_schedule` and `subscription_details` (`sql_name = "subscriptions"`), written
+// by UPDATEs of the same row. A query that needs columns of several declarations joins the
+// row to itself by id through the aliases of `repos::subscriptions`, which give each its own
+// name in the SQL: never join the declarations without them.
+diesel::table! {
+    subscriptions (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        customer_id -> BigInt,
+        billing_address_id -> BigInt,
+        shipping_address_id -> BigInt,
+        subscription_status -> Text,
+        payment_rrule -> Text,
+        payment_rrule_text -> Text,
+        order_rrule -> Text,
+        order_rrule_text -> Text,
+        charged_currency -> Text,
+        base_currency -> Text,
+        base_to_charged_exchange_rate -> Double,
+        latest_status_log_id -> Nullable<BigInt>,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    /// Counts and dates of a subscription: part of `subscriptions` (see there).
+    #[sql_name = "subscriptions"]
+    subscription_schedule (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        customer_id -> BigInt,
+        subscription_status -> Text,
+        orders_processed -> BigInt,
+        current_retries -> BigInt,
+        next_order_datetime -> Nullable<BigInt>,
+        next_payment_datetime -> Nullable<BigInt>,
+        next_processing_datetime -> Nullable<BigInt>,
+        last_payment_datetime -> Nullable<BigInt>,
+        last_order_datetime -> Nullable<BigInt>,
+        last_processed_datetime -> Nullable<BigInt>,
+        status_changed_at -> Nullable<BigInt>,
+        placed_at -> Nullable<BigInt>,
+        skipped_dates -> Text,
+        percent_discount -> Double,
+    }
+}
+
+diesel::table! {
+    /// The other columns of a subscription: part of `subscriptions` (see there).
+    #[sql_name = "subscriptions"]
+    subscription_details (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        external_id -> Nullable<Text>,
+        idempotency_key -> Nullable<Text>,
+        idempotency_fingerprint -> Nullable<Text>,
+        payment_method_token -> Nullable<Text>,
+        payment_gateway_public_id -> Nullable<Text>,
+        payment_gateway_customer_id -> Nullable<Text>,
+        discount_code -> Nullable<Text>,
+        shipping_lines -> Text,
+        last_failure_code -> Nullable<Text>,
+        last_failure_reason -> Nullable<Text>,
+        last_failure_message -> Nullable<Text>,
+        note -> Nullable<Text>,
+        order_note -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    subscription_line_items (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        subscription_id -> BigInt,
+        platform_product_id -> Text,
+        platform_variant_id -> Text,
+        quantity -> BigInt,
+        price -> BigInt,
+        document -> Text,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    subscription_status_logs (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        subscription_id -> BigInt,
+        subscription_status -> Text,
+        reason -> Text,
+        actor_type -> Text,
+        actor_id -> BigInt,
+        actor_name -> Text,
+        created_at -> BigInt,
+    }
+}
+
 diesel::joinable!(customer_addresses -> platform_customers (customer_id));
 diesel::joinable!(customer_labels -> platform_customers (customer_id));
 diesel::joinable!(product_variants -> platform_products (product_id));
+diesel::joinable!(subscriptions -> platform_customers (customer_id));
+diesel::joinable!(subscription_line_items -> subscriptions (subscription_id));
+diesel::joinable!(subscription_status_logs -> subscriptions (subscription_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
     shops,
@@ -330,6 +438,11 @@ diesel::allow_tables_to_appear_in_same_query!(
     webhook_attempts,
     api_overrides,
     oauth_codes,
+    subscriptions,
+    subscription_schedule,
+    subscription_details,
+    subscription_line_items,
+    subscription_status_logs,
 );
 
 diesel::table! {

@@ -6,6 +6,7 @@ mod directory;
 mod kernel;
 mod overrides;
 pub(crate) mod platform;
+mod subscriptions;
 mod webhooks;
 
 use crate::connection::DbConnection;

@@ -24,7 +24,7 @@ diesel::define_sql_function! {
 #[diesel(table_name = platform_customers)]
 struct CustomerRow {
     id: i64,
-    platform_id: String,
+    platform_id: Option<String>,
     email: String,
     first_name: String,
     last_name: String,
@@ -43,7 +43,7 @@ impl From<CustomerRow> for DirectoryCustomer {
     fn from(row: CustomerRow) -> Self {
         DirectoryCustomer {
             id: row.id,
-            platform_id: Some(row.platform_id),
+            platform_id: row.platform_id,
             email: non_empty(row.email),
             first_name: non_empty(row.first_name),
             last_name: non_empty(row.last_name),
@@ -70,16 +70,17 @@ struct AddressRow {
 }
 
 /// An address row with its owning customer's platform id: an address's `platform_customer_id`
-/// is that, whatever the address's own document says (events carry none).
+/// is that, whatever the address's own document says (events carry none). A customer made by
+/// the subscription API has none until the connector gives it one.
 impl AddressRow {
-    fn into_address(self, customer_platform_id: String) -> DirectoryAddress {
+    fn into_address(self, customer_platform_id: Option<String>) -> DirectoryAddress {
         // Stored by this crate from a checked address, so it parses; an empty one if not.
         let address: CustomerAddress = serde_json::from_str(&self.document).unwrap_or_default();
         DirectoryAddress {
             id: self.id,
             customer_id: self.customer_id,
             platform_id: self.platform_id,
-            platform_customer_id: Some(customer_platform_id).filter(|id| !id.is_empty()),
+            platform_customer_id: customer_platform_id.filter(|id| !id.is_empty()),
             first_name: address.first_name,
             last_name: address.last_name,
             company: address.company,
@@ -126,8 +127,8 @@ impl From<LabelRow> for Label {
     }
 }
 
-/// `%term%` for LIKE, with the term's own wildcards taken literally.
-fn contains_pattern(term: &str) -> String {
+/// `%term%` for LIKE (with `escape('\\')`), with the term's own wildcards taken literally.
+pub(crate) fn contains_pattern(term: &str) -> String {
     let escaped = term
         .to_lowercase()
         .replace('\\', "\\\\")
@@ -240,8 +241,8 @@ macro_rules! filtered {
                         (2, true) => q.filter(lower(t::last_name).like(v)),
                         (3, false) => q.filter(t::phone.eq(v)),
                         (3, true) => q.filter(lower(t::phone).like(v)),
-                        (_, false) => q.filter(t::platform_id.eq(v)),
-                        (_, true) => q.filter(lower(t::platform_id).like(v)),
+                        (_, false) => q.filter(t::platform_id.assume_not_null().eq(v)),
+                        (_, true) => q.filter(lower(t::platform_id.assume_not_null()).like(v)),
                     }
                 }
                 // The domain pairs every field with its type of value.
@@ -313,7 +314,11 @@ impl DirectoryRepository for StoreTx<'_> {
     ) -> StoreResult<Option<DirectoryCustomer>> {
         Ok(platform_customers::table
             .filter(platform_customers::shop_id.eq(shop_id))
-            .filter(platform_customers::platform_id.eq(platform_id))
+            .filter(
+                platform_customers::platform_id
+                    .assume_not_null()
+                    .eq(platform_id),
+            )
             .select(CustomerRow::as_select())
             .first(self.conn)
             .optional()
@@ -329,7 +334,7 @@ impl DirectoryRepository for StoreTx<'_> {
         if customer_ids.is_empty() {
             return Ok(Vec::new());
         }
-        let rows: Vec<(AddressRow, String)> = customer_addresses::table
+        let rows: Vec<(AddressRow, Option<String>)> = customer_addresses::table
             .inner_join(platform_customers::table)
             .filter(customer_addresses::shop_id.eq(shop_id))
             .filter(customer_addresses::customer_id.eq_any(customer_ids))

@@ -44,10 +44,12 @@ const CHUNK: usize = 400;
 type RecordColumns = (String, i64, Option<i64>, Option<i64>, Option<String>);
 
 /// The stored records of `ids`: one prepared lookup per id on SQLite, `IN` lists elsewhere.
+/// `$key` is the table's `platform_id` as `Text` (customers' is nullable: a customer made by
+/// the subscription API has none, and the lookup is by a given id).
 macro_rules! records_of {
-    ($conn:expr, $table:ident, $shop_id:expr, $ids:expr) => {{
+    ($conn:expr, $table:ident, $key:expr, $shop_id:expr, $ids:expr) => {{
         let columns = (
-            $table::platform_id,
+            $key,
             $table::id,
             $table::platform_updated_at,
             $table::platform_deleted_at,
@@ -61,7 +63,7 @@ macro_rules! records_of {
                         found.extend(
                             $table::table
                                 .filter($table::shop_id.eq($shop_id))
-                                .filter($table::platform_id.eq(*id))
+                                .filter($key.eq(*id))
                                 .select(columns)
                                 // Not `first()`: SQLite prepares a statement again whenever
                                 // its `LIMIT ?` is bound anew. The unique index allows one row.
@@ -74,7 +76,7 @@ macro_rules! records_of {
                         found.extend(planned_each_time($conn, |c| {
                             $table::table
                                 .filter($table::shop_id.eq($shop_id))
-                                .filter($table::platform_id.eq_any(chunk))
+                                .filter($key.eq_any(chunk))
                                 .select(columns)
                                 .load::<RecordColumns>(c)
                         })?);
@@ -229,7 +231,7 @@ fn put_customers(
                 .on_conflict((t::shop_id, t::platform_id))
                 .do_update()
                 .set(changes!(excluded))
-                .returning((t::platform_id, t::id))
+                .returning((t::platform_id.assume_not_null(), t::id))
         };
     }
     let mut ids: HashMap<String, i64> = HashMap::with_capacity(rows.len());
@@ -245,7 +247,7 @@ fn put_customers(
                             t::table
                                 .filter(t::id.eq(id))
                                 .filter(t::shop_id.eq(shop_id))
-                                .filter(t::platform_id.eq(row.platform_id)),
+                                .filter(t::platform_id.assume_not_null().eq(row.platform_id)),
                         )
                         .set(changes!(row))
                         .returning(t::id),
@@ -636,11 +638,21 @@ impl PlatformRepository for StoreTx<'_> {
     ) -> StoreResult<Vec<(String, EntityRecord)>> {
         let conn = &mut *self.conn;
         let rows = match kind {
-            EntityKind::Customer => records_of!(conn, platform_customers, shop_id, platform_ids),
-            EntityKind::Order => records_of!(conn, platform_orders, shop_id, platform_ids),
-            EntityKind::Product => records_of!(conn, platform_products, shop_id, platform_ids),
+            EntityKind::Customer => {
+                let key = platform_customers::platform_id.assume_not_null();
+                records_of!(conn, platform_customers, key, shop_id, platform_ids)
+            }
+            EntityKind::Order => {
+                let key = platform_orders::platform_id;
+                records_of!(conn, platform_orders, key, shop_id, platform_ids)
+            }
+            EntityKind::Product => {
+                let key = platform_products::platform_id;
+                records_of!(conn, platform_products, key, shop_id, platform_ids)
+            }
             EntityKind::Category => {
-                records_of!(conn, platform_categories, shop_id, platform_ids)
+                let key = platform_categories::platform_id;
+                records_of!(conn, platform_categories, key, shop_id, platform_ids)
             }
         }
         .map_err(storage_error)?;
@@ -676,5 +688,86 @@ impl PlatformRepository for StoreTx<'_> {
             EntityKind::Category => put_categories(conn, shop_id, entities, now),
         }
         .map_err(storage_error)
+    }
+
+    fn customer_platform_id(
+        &mut self,
+        shop_id: i64,
+        customer_id: i64,
+    ) -> StoreResult<Option<String>> {
+        use platform_customers as t;
+        Ok(t::table
+            .filter(t::id.eq(customer_id))
+            .filter(t::shop_id.eq(shop_id))
+            .select(t::platform_id)
+            .first::<Option<String>>(self.conn)
+            .optional()
+            .map_err(storage_error)?
+            .flatten())
+    }
+
+    fn address_platform_id(
+        &mut self,
+        shop_id: i64,
+        address_id: i64,
+    ) -> StoreResult<Option<String>> {
+        use customer_addresses as t;
+        Ok(t::table
+            .filter(t::id.eq(address_id))
+            .filter(t::shop_id.eq(shop_id))
+            .select(t::platform_id)
+            .first::<Option<String>>(self.conn)
+            .optional()
+            .map_err(storage_error)?
+            .flatten())
+    }
+
+    fn set_customer_platform_id(
+        &mut self,
+        shop_id: i64,
+        customer_id: i64,
+        platform_id: &str,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        use platform_customers as t;
+        let changed = diesel::update(
+            t::table
+                .filter(t::id.eq(customer_id))
+                .filter(t::shop_id.eq(shop_id))
+                .filter(t::platform_id.is_null()),
+        )
+        .set((
+            t::platform_id.eq(platform_id),
+            t::updated_at.eq(now.as_micros()),
+        ))
+        .execute(self.conn)
+        .map_err(storage_error)?;
+        Ok(changed == 1)
+    }
+
+    /// The platform id becomes the address's key too (as an address the platform sent is
+    /// keyed), so its next event of the customer updates this row instead of adding one.
+    fn set_address_platform_id(
+        &mut self,
+        shop_id: i64,
+        address_id: i64,
+        platform_id: &str,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        use customer_addresses as t;
+        let changed = diesel::update(
+            t::table
+                .filter(t::id.eq(address_id))
+                .filter(t::shop_id.eq(shop_id))
+                .filter(t::platform_id.is_null()),
+        )
+        .set((
+            t::platform_id.eq(platform_id),
+            t::address_key.eq(platform_id),
+            t::updated_at.eq(now.as_micros()),
+        ))
+        .execute(self.conn)
+        .map_err(storage_error)?;
+        Ok(changed == 1)
     }
 }

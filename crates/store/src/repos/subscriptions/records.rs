@@ -1,0 +1,765 @@
+//! Subscriptions, their line items and status log.
+//!
+//! A subscription row is declared in three parts (`crate::schema`, at `subscriptions`): a new
+//! one is an INSERT of `subscriptions` and an UPDATE of each other part, and reads join the row
+//! to its other parts by id through the aliases below.
+
+use std::collections::HashMap;
+
+use diesel::prelude::*;
+use mercer_domain::kernel::error::StoreResult;
+use mercer_domain::kernel::filter::{FilterOp, FilterValue};
+use mercer_domain::subscriptions::query::{FilterField, ListQuery};
+use mercer_domain::subscriptions::repository::{
+    StoredSubscription, SubscriptionPage, SubscriptionRepository, SubscriptionState,
+};
+use mercer_domain::subscriptions::resources::{
+    Actor, ActorType, Cents, CurrencyCode, FailureDetails, ShippingLine, StatusLog,
+    StatusLogMetadata, SubscriptionLineItem, SubscriptionStatus,
+};
+use mercer_domain::subscriptions::states::NewStatusLog;
+use mercer_domain::{StorageError, Timestamp};
+
+use super::{corrupt, micros, offset, time};
+use crate::connection::{DbConnection, on_backend};
+use crate::repos::StoreTx;
+use crate::schema::{
+    subscription_details, subscription_line_items, subscription_schedule, subscription_status_logs,
+    subscriptions,
+};
+use crate::store::storage_error;
+
+// The other parts of the row under names of their own in the SQL (`"subscriptions" AS
+// "schedule"`), so the row can be joined to them by id.
+diesel::alias!(
+    subscription_schedule as schedule: ScheduleAlias,
+    subscription_details as details: DetailsAlias,
+);
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = subscriptions)]
+struct SubscriptionRow {
+    id: i64,
+    shop_id: i64,
+    customer_id: i64,
+    billing_address_id: i64,
+    shipping_address_id: i64,
+    subscription_status: String,
+    payment_rrule: String,
+    payment_rrule_text: String,
+    order_rrule: String,
+    order_rrule_text: String,
+    charged_currency: String,
+    base_currency: String,
+    base_to_charged_exchange_rate: f64,
+    latest_status_log_id: Option<i64>,
+    created_at: i64,
+    updated_at: i64,
+}
+
+/// `subscription_schedule`'s columns but the key, in the order of [`ScheduleRow`].
+macro_rules! schedule_columns {
+    () => {{
+        use subscription_schedule as t;
+        (
+            t::orders_processed,
+            t::current_retries,
+            t::next_order_datetime,
+            t::next_payment_datetime,
+            t::next_processing_datetime,
+            t::last_payment_datetime,
+            t::last_order_datetime,
+            t::last_processed_datetime,
+            t::status_changed_at,
+            t::placed_at,
+            t::skipped_dates,
+            t::percent_discount,
+        )
+    }};
+}
+
+#[derive(Queryable)]
+struct ScheduleRow {
+    orders_processed: i64,
+    current_retries: i64,
+    next_order_datetime: Option<i64>,
+    next_payment_datetime: Option<i64>,
+    next_processing_datetime: Option<i64>,
+    last_payment_datetime: Option<i64>,
+    last_order_datetime: Option<i64>,
+    last_processed_datetime: Option<i64>,
+    status_changed_at: Option<i64>,
+    placed_at: Option<i64>,
+    skipped_dates: String,
+    percent_discount: f64,
+}
+
+/// `subscription_details`' columns but the key, in the order of [`DetailsRow`].
+macro_rules! details_columns {
+    () => {{
+        use subscription_details as t;
+        (
+            t::external_id,
+            t::idempotency_key,
+            t::idempotency_fingerprint,
+            t::payment_method_token,
+            t::payment_gateway_public_id,
+            t::payment_gateway_customer_id,
+            t::discount_code,
+            t::shipping_lines,
+            t::last_failure_code,
+            t::last_failure_reason,
+            t::last_failure_message,
+            t::note,
+            t::order_note,
+        )
+    }};
+}
+
+#[derive(Queryable)]
+struct DetailsRow {
+    external_id: Option<String>,
+    idempotency_key: Option<String>,
+    idempotency_fingerprint: Option<String>,
+    payment_method_token: Option<String>,
+    payment_gateway_public_id: Option<String>,
+    payment_gateway_customer_id: Option<String>,
+    discount_code: Option<String>,
+    shipping_lines: String,
+    last_failure_code: Option<String>,
+    last_failure_reason: Option<String>,
+    last_failure_message: Option<String>,
+    note: Option<String>,
+    order_note: Option<String>,
+}
+
+type FullRow = (SubscriptionRow, ScheduleRow, DetailsRow);
+
+/// The whole subscription row: `subscriptions` joined by id to its other parts.
+macro_rules! whole_rows {
+    () => {
+        subscriptions::table
+            .inner_join(
+                schedule.on(schedule
+                    .field(subscription_schedule::id)
+                    .eq(subscriptions::id)),
+            )
+            .inner_join(
+                details.on(details
+                    .field(subscription_details::id)
+                    .eq(subscriptions::id)),
+            )
+    };
+}
+
+/// What a query of whole rows selects, as a [`FullRow`].
+macro_rules! whole_row_columns {
+    () => {
+        (
+            SubscriptionRow::as_select(),
+            schedule.fields(schedule_columns!()),
+            details.fields(details_columns!()),
+        )
+    };
+}
+
+/// One condition of a filter on `$column`.
+macro_rules! compare {
+    ($q:expr, $column:expr, $op:expr, $value:expr) => {{
+        let (column, value) = ($column, $value);
+        match $op {
+            FilterOp::Lt => $q.filter(column.lt(value)),
+            FilterOp::Lte => $q.filter(column.le(value)),
+            FilterOp::Gt => $q.filter(column.gt(value)),
+            FilterOp::Gte => $q.filter(column.ge(value)),
+            // `like` is not a comparison of these fields; the domain takes none.
+            FilterOp::Eq | FilterOp::Like => $q.filter(column.eq(value)),
+        }
+    }};
+}
+
+/// `$source` (`subscriptions` joined to at least `schedule`) boxed, with the conditions of a
+/// List Subscriptions query but its cursor.
+macro_rules! listed {
+    ($source:expr, $shop_id:expr, $query:expr) => {{
+        use subscriptions as t;
+        let query: &ListQuery = $query;
+        let mut q = $source.filter(t::shop_id.eq($shop_id)).into_boxed();
+        if !query.statuses.is_empty() {
+            let statuses: Vec<&'static str> = query
+                .statuses
+                .iter()
+                .map(|status| status.as_str())
+                .collect();
+            q = q.filter(t::subscription_status.eq_any(statuses));
+        }
+        if !query.customer_ids.is_empty() {
+            q = q.filter(t::customer_id.eq_any(query.customer_ids.clone()));
+        }
+        for filter in &query.filters {
+            let value = match (filter.field.is_integer(), &filter.value) {
+                (true, FilterValue::Integer(value)) => *value,
+                (false, FilterValue::Time(value)) => value.as_micros(),
+                // A value of another type meets no condition, as `Filter::matches` has it.
+                _ => {
+                    q = q.filter(t::id.is_null());
+                    continue;
+                }
+            };
+            let op = filter.op;
+            macro_rules! s {
+                ($column:ident) => {
+                    schedule.field(subscription_schedule::$column)
+                };
+            }
+            q = match filter.field {
+                FilterField::Id => compare!(q, t::id, op, value),
+                FilterField::ShopId => compare!(q, t::shop_id, op, value),
+                FilterField::CustomerId => compare!(q, t::customer_id, op, value),
+                FilterField::BillingAddressId => compare!(q, t::billing_address_id, op, value),
+                FilterField::ShippingAddressId => {
+                    compare!(q, t::shipping_address_id, op, value)
+                }
+                FilterField::CreatedAt => compare!(q, t::created_at, op, value),
+                FilterField::UpdatedAt => compare!(q, t::updated_at, op, value),
+                FilterField::OrdersProcessed => {
+                    compare!(q, s!(orders_processed), op, value)
+                }
+                FilterField::CurrentRetries => {
+                    compare!(q, s!(current_retries), op, value)
+                }
+                FilterField::NextOrderDatetime => {
+                    compare!(q, s!(next_order_datetime), op, value)
+                }
+                FilterField::NextPaymentDatetime => {
+                    compare!(q, s!(next_payment_datetime), op, value)
+                }
+                FilterField::NextProcessingDatetime => {
+                    compare!(q, s!(next_processing_datetime), op, value)
+                }
+                FilterField::LastPaymentDatetime => {
+                    compare!(q, s!(last_payment_datetime), op, value)
+                }
+                FilterField::LastOrderDatetime => {
+                    compare!(q, s!(last_order_datetime), op, value)
+                }
+                FilterField::LastProcessedDatetime => {
+                    compare!(q, s!(last_processed_datetime), op, value)
+                }
+                FilterField::StatusChangedAt => {
+                    compare!(q, s!(status_changed_at), op, value)
+                }
+                FilterField::PlacedAt => {
+                    compare!(q, s!(placed_at), op, value)
+                }
+            };
+        }
+        q
+    }};
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = subscription_line_items)]
+struct LineItemRow {
+    id: i64,
+    subscription_id: i64,
+    platform_product_id: String,
+    platform_variant_id: String,
+    quantity: i64,
+    price: i64,
+    document: String,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl LineItemRow {
+    /// The stored document, with the columns and the ids the store gave.
+    fn into_line_item(self) -> StoreResult<SubscriptionLineItem> {
+        let mut item: SubscriptionLineItem = serde_json::from_str(&self.document)
+            .map_err(|error| corrupt("subscription line item", self.id, error))?;
+        item.id = self.id;
+        item.subscription_id = self.subscription_id;
+        item.platform_product_id = self.platform_product_id;
+        item.platform_variant_id = self.platform_variant_id;
+        item.quantity = self.quantity;
+        item.price = Cents(self.price);
+        item.created_at = time(self.created_at);
+        item.updated_at = time(self.updated_at);
+        for discount in &mut item.discounts {
+            discount.subscription_line_item_id = self.id;
+        }
+        if let Some(prepaid) = &mut item.prepaid_metadata {
+            prepaid.line_item_id = self.id;
+        }
+        for attribute in &mut item.line_item_attributes {
+            attribute.line_item_id = self.id;
+            attribute.subscription_id = self.subscription_id;
+        }
+        Ok(item)
+    }
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = subscription_status_logs)]
+struct StatusLogRow {
+    id: i64,
+    subscription_id: i64,
+    subscription_status: String,
+    reason: String,
+    actor_type: String,
+    actor_id: i64,
+    actor_name: String,
+    created_at: i64,
+}
+
+/// An actor's type as stored: its name in answers.
+fn actor_type_name(kind: ActorType) -> StoreResult<String> {
+    match serde_json::to_value(kind) {
+        Ok(serde_json::Value::String(name)) => Ok(name),
+        _ => Err(StorageError::other(format!(
+            "actor type {kind:?} has no name"
+        ))),
+    }
+}
+
+impl StatusLogRow {
+    fn into_status_log(self) -> StoreResult<StatusLog> {
+        let id = self.id;
+        let subscription_status = SubscriptionStatus::parse(&self.subscription_status)
+            .ok_or_else(|| corrupt("status log", id, "subscription_status"))?;
+        let kind: ActorType = serde_json::from_value(serde_json::Value::String(self.actor_type))
+            .map_err(|error| corrupt("status log", id, error))?;
+        Ok(StatusLog {
+            id,
+            subscription_status,
+            reason: self.reason,
+            metadata: StatusLogMetadata {
+                user: Actor {
+                    kind,
+                    id: self.actor_id,
+                    name: self.actor_name,
+                },
+            },
+            created_at: time(self.created_at),
+            subscription_id: self.subscription_id,
+        })
+    }
+}
+
+fn currency(text: &str, id: i64, column: &str) -> StoreResult<CurrencyCode> {
+    CurrencyCode::parse(text).ok_or_else(|| corrupt("subscription", id, column))
+}
+
+/// A subscription from its row's parts (without its line items and status log), and the id of
+/// its latest status log entry.
+fn subscription_of(
+    (row, schedule_row, details_row): FullRow,
+) -> StoreResult<(StoredSubscription, Option<i64>)> {
+    let id = row.id;
+    let subscription_status = SubscriptionStatus::parse(&row.subscription_status)
+        .ok_or_else(|| corrupt("subscription", id, "subscription_status"))?;
+    let shipping_lines: Vec<ShippingLine> = serde_json::from_str(&details_row.shipping_lines)
+        .map_err(|error| corrupt("subscription", id, format!("shipping_lines: {error}")))?;
+    let skipped_dates: Vec<i64> = serde_json::from_str(&schedule_row.skipped_dates)
+        .map_err(|error| corrupt("subscription", id, format!("skipped_dates: {error}")))?;
+    let state = SubscriptionState {
+        customer_id: row.customer_id,
+        billing_address_id: row.billing_address_id,
+        shipping_address_id: row.shipping_address_id,
+        orders_processed: schedule_row.orders_processed,
+        current_retries: schedule_row.current_retries,
+        external_id: details_row.external_id,
+        idempotency_key: details_row.idempotency_key,
+        idempotency_fingerprint: details_row.idempotency_fingerprint,
+        next_order_datetime: schedule_row.next_order_datetime.map(time),
+        next_payment_datetime: schedule_row.next_payment_datetime.map(time),
+        next_processing_datetime: schedule_row.next_processing_datetime.map(time),
+        last_payment_datetime: schedule_row.last_payment_datetime.map(time),
+        last_order_datetime: schedule_row.last_order_datetime.map(time),
+        last_processed_datetime: schedule_row.last_processed_datetime.map(time),
+        status_changed_at: schedule_row.status_changed_at.map(time),
+        placed_at: schedule_row.placed_at.map(time),
+        updated_at: time(row.updated_at),
+        subscription_status,
+        payment_method_token: details_row.payment_method_token,
+        payment_gateway_public_id: details_row.payment_gateway_public_id,
+        payment_gateway_customer_id: details_row.payment_gateway_customer_id,
+        payment_rrule: row.payment_rrule,
+        payment_rrule_text: row.payment_rrule_text,
+        order_rrule: row.order_rrule,
+        order_rrule_text: row.order_rrule_text,
+        charged_currency: currency(&row.charged_currency, id, "charged_currency")?,
+        base_currency: currency(&row.base_currency, id, "base_currency")?,
+        base_to_charged_exchange_rate: row.base_to_charged_exchange_rate,
+        percent_discount: schedule_row.percent_discount,
+        discount_code: details_row.discount_code,
+        shipping_lines,
+        last_failure_code: details_row.last_failure_code,
+        last_failure_reason: details_row.last_failure_reason,
+        last_failure_details: details_row
+            .last_failure_message
+            .map(|message| FailureDetails { message }),
+        skipped_dates: skipped_dates.into_iter().map(time).collect(),
+        note: details_row.note,
+        order_note: details_row.order_note,
+    };
+    let subscription = StoredSubscription {
+        id,
+        shop_id: row.shop_id,
+        created_at: time(row.created_at),
+        state,
+        line_items: Vec::new(),
+        latest_status_log: None,
+    };
+    Ok((subscription, row.latest_status_log_id))
+}
+
+/// Whole rows as stored subscriptions, in their order, with their line items (one query) and
+/// latest status log entries (one query).
+fn assemble(
+    conn: &mut DbConnection,
+    shop_id: i64,
+    rows: Vec<FullRow>,
+) -> StoreResult<Vec<StoredSubscription>> {
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<i64> = rows.iter().map(|(row, _, _)| row.id).collect();
+    let log_ids: Vec<i64> = rows
+        .iter()
+        .filter_map(|(row, _, _)| row.latest_status_log_id)
+        .collect();
+    let mut line_items: HashMap<i64, Vec<SubscriptionLineItem>> = HashMap::new();
+    let item_rows: Vec<LineItemRow> = subscription_line_items::table
+        .filter(subscription_line_items::shop_id.eq(shop_id))
+        .filter(subscription_line_items::subscription_id.eq_any(&ids))
+        .order(subscription_line_items::id.asc())
+        .select(LineItemRow::as_select())
+        .load(conn)
+        .map_err(storage_error)?;
+    for item_row in item_rows {
+        let subscription_id = item_row.subscription_id;
+        line_items
+            .entry(subscription_id)
+            .or_default()
+            .push(item_row.into_line_item()?);
+    }
+    let mut logs: HashMap<i64, StatusLog> = HashMap::new();
+    if !log_ids.is_empty() {
+        let log_rows: Vec<StatusLogRow> = subscription_status_logs::table
+            .filter(subscription_status_logs::id.eq_any(&log_ids))
+            .select(StatusLogRow::as_select())
+            .load(conn)
+            .map_err(storage_error)?;
+        for log_row in log_rows {
+            logs.insert(log_row.id, log_row.into_status_log()?);
+        }
+    }
+    rows.into_iter()
+        .map(|full| {
+            let (mut subscription, log_id) = subscription_of(full)?;
+            subscription.line_items = line_items.remove(&subscription.id).unwrap_or_default();
+            subscription.latest_status_log = log_id.and_then(|log_id| logs.remove(&log_id));
+            Ok(subscription)
+        })
+        .collect()
+}
+
+fn json<T: serde::Serialize + ?Sized>(value: &T, what: &str) -> StoreResult<String> {
+    serde_json::to_string(value)
+        .map_err(|error| StorageError::other(format!("{what} as JSON: {error}")))
+}
+
+/// Writes the parts of a subscription's state that are not `subscriptions`' own columns.
+fn write_other_parts(
+    conn: &mut DbConnection,
+    id: i64,
+    state: &SubscriptionState,
+) -> StoreResult<()> {
+    {
+        use subscription_schedule as t;
+        let skipped: Vec<i64> = state
+            .skipped_dates
+            .iter()
+            .map(|at| at.as_micros())
+            .collect();
+        diesel::update(t::table.filter(t::id.eq(id)))
+            .set((
+                t::orders_processed.eq(state.orders_processed),
+                t::current_retries.eq(state.current_retries),
+                t::next_order_datetime.eq(micros(state.next_order_datetime)),
+                t::next_payment_datetime.eq(micros(state.next_payment_datetime)),
+                t::next_processing_datetime.eq(micros(state.next_processing_datetime)),
+                t::last_payment_datetime.eq(micros(state.last_payment_datetime)),
+                t::last_order_datetime.eq(micros(state.last_order_datetime)),
+                t::last_processed_datetime.eq(micros(state.last_processed_datetime)),
+                t::status_changed_at.eq(micros(state.status_changed_at)),
+                t::placed_at.eq(micros(state.placed_at)),
+                t::skipped_dates.eq(json(&skipped, "skipped dates")?),
+                t::percent_discount.eq(state.percent_discount),
+            ))
+            .execute(conn)
+            .map_err(storage_error)?;
+    }
+    {
+        use subscription_details as t;
+        diesel::update(t::table.filter(t::id.eq(id)))
+            .set((
+                t::external_id.eq(state.external_id.as_deref()),
+                t::idempotency_key.eq(state.idempotency_key.as_deref()),
+                t::idempotency_fingerprint.eq(state.idempotency_fingerprint.as_deref()),
+                t::payment_method_token.eq(state.payment_method_token.as_deref()),
+                t::payment_gateway_public_id.eq(state.payment_gateway_public_id.as_deref()),
+                t::payment_gateway_customer_id.eq(state.payment_gateway_customer_id.as_deref()),
+                t::discount_code.eq(state.discount_code.as_deref()),
+                t::shipping_lines.eq(json(&state.shipping_lines, "shipping lines")?),
+                t::last_failure_code.eq(state.last_failure_code.as_deref()),
+                t::last_failure_reason.eq(state.last_failure_reason.as_deref()),
+                t::last_failure_message.eq(state
+                    .last_failure_details
+                    .as_ref()
+                    .map(|failure| failure.message.as_str())),
+                t::note.eq(state.note.as_deref()),
+                t::order_note.eq(state.order_note.as_deref()),
+            ))
+            .execute(conn)
+            .map_err(storage_error)?;
+    }
+    Ok(())
+}
+
+/// `subscriptions`' own columns of a state but the key, shop and creation time.
+macro_rules! own_columns {
+    ($state:expr) => {{
+        use subscriptions as t;
+        let state: &SubscriptionState = $state;
+        (
+            t::customer_id.eq(state.customer_id),
+            t::billing_address_id.eq(state.billing_address_id),
+            t::shipping_address_id.eq(state.shipping_address_id),
+            t::subscription_status.eq(state.subscription_status.as_str()),
+            t::payment_rrule.eq(state.payment_rrule.as_str()),
+            t::payment_rrule_text.eq(state.payment_rrule_text.as_str()),
+            t::order_rrule.eq(state.order_rrule.as_str()),
+            t::order_rrule_text.eq(state.order_rrule_text.as_str()),
+            t::charged_currency.eq(state.charged_currency.as_str()),
+            t::base_currency.eq(state.base_currency.as_str()),
+            t::base_to_charged_exchange_rate.eq(state.base_to_charged_exchange_rate),
+            t::updated_at.eq(state.updated_at.as_micros()),
+        )
+    }};
+}
+
+impl SubscriptionRepository for StoreTx<'_> {
+    fn subscription_by_idempotency_key(
+        &mut self,
+        shop_id: i64,
+        key: &str,
+    ) -> StoreResult<Option<(i64, Option<String>)>> {
+        use subscription_details as t;
+        t::table
+            .filter(t::shop_id.eq(shop_id))
+            .filter(t::idempotency_key.eq(key))
+            .select((t::id, t::idempotency_fingerprint))
+            .first(self.conn)
+            .optional()
+            .map_err(storage_error)
+    }
+
+    fn insert_subscription(
+        &mut self,
+        shop_id: i64,
+        state: &SubscriptionState,
+        line_items: &[SubscriptionLineItem],
+        now: Timestamp,
+    ) -> StoreResult<i64> {
+        let values = (
+            own_columns!(state),
+            (
+                subscriptions::shop_id.eq(shop_id),
+                subscriptions::created_at.eq(now.as_micros()),
+            ),
+        );
+        let id: i64 = on_backend!(&mut *self.conn, |c| {
+            diesel::insert_into(subscriptions::table)
+                .values(values)
+                .returning(subscriptions::id)
+                .get_result(c)
+        })
+        .map_err(storage_error)?;
+        // A second subscription with the shop's idempotency key fails here, on the unique
+        // index: a unique violation.
+        write_other_parts(self.conn, id, state)?;
+        for item in line_items {
+            use subscription_line_items as t;
+            let values = (
+                t::shop_id.eq(shop_id),
+                t::subscription_id.eq(id),
+                t::platform_product_id.eq(item.platform_product_id.as_str()),
+                t::platform_variant_id.eq(item.platform_variant_id.as_str()),
+                t::quantity.eq(item.quantity),
+                t::price.eq(item.price.0),
+                t::document.eq(json(item, "a line item")?),
+                t::created_at.eq(now.as_micros()),
+                t::updated_at.eq(now.as_micros()),
+            );
+            on_backend!(&mut *self.conn, |c| {
+                diesel::insert_into(t::table)
+                    .values(values)
+                    .returning(t::id)
+                    .get_result::<i64>(c)
+            })
+            .map_err(storage_error)?;
+        }
+        Ok(id)
+    }
+
+    fn save_subscription(
+        &mut self,
+        shop_id: i64,
+        id: i64,
+        state: &SubscriptionState,
+    ) -> StoreResult<bool> {
+        let changed = diesel::update(
+            subscriptions::table
+                .filter(subscriptions::id.eq(id))
+                .filter(subscriptions::shop_id.eq(shop_id)),
+        )
+        .set(own_columns!(state))
+        .execute(self.conn)
+        .map_err(storage_error)?;
+        if changed != 1 {
+            return Ok(false);
+        }
+        write_other_parts(self.conn, id, state)?;
+        Ok(true)
+    }
+
+    fn set_line_item_quantity(
+        &mut self,
+        shop_id: i64,
+        subscription_id: i64,
+        line_item_id: i64,
+        quantity: i64,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        use subscription_line_items as t;
+        let changed = diesel::update(
+            t::table
+                .filter(t::id.eq(line_item_id))
+                .filter(t::subscription_id.eq(subscription_id))
+                .filter(t::shop_id.eq(shop_id)),
+        )
+        .set((t::quantity.eq(quantity), t::updated_at.eq(now.as_micros())))
+        .execute(self.conn)
+        .map_err(storage_error)?;
+        Ok(changed == 1)
+    }
+
+    fn insert_status_log(&mut self, shop_id: i64, entry: &NewStatusLog) -> StoreResult<StatusLog> {
+        use subscription_status_logs as t;
+        let actor = &entry.metadata.user;
+        let values = (
+            t::shop_id.eq(shop_id),
+            t::subscription_id.eq(entry.subscription_id),
+            t::subscription_status.eq(entry.subscription_status.as_str()),
+            t::reason.eq(entry.reason.as_str()),
+            t::actor_type.eq(actor_type_name(actor.kind)?),
+            t::actor_id.eq(actor.id),
+            t::actor_name.eq(actor.name.as_str()),
+            t::created_at.eq(entry.created_at.as_micros()),
+        );
+        let id: i64 = on_backend!(&mut *self.conn, |c| {
+            diesel::insert_into(t::table)
+                .values(values)
+                .returning(t::id)
+                .get_result(c)
+        })
+        .map_err(storage_error)?;
+        diesel::update(
+            subscriptions::table
+                .filter(subscriptions::id.eq(entry.subscription_id))
+                .filter(subscriptions::shop_id.eq(shop_id)),
+        )
+        .set(subscriptions::latest_status_log_id.eq(Some(id)))
+        .execute(self.conn)
+        .map_err(storage_error)?;
+        Ok(entry.clone().stored(id))
+    }
+
+    fn subscription(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<StoredSubscription>> {
+        let rows: Vec<FullRow> = on_backend!(&mut *self.conn, |c| {
+            whole_rows!()
+                .filter(subscriptions::id.eq(id))
+                .filter(subscriptions::shop_id.eq(shop_id))
+                .select(whole_row_columns!())
+                .load(c)
+        })
+        .map_err(storage_error)?;
+        Ok(assemble(self.conn, shop_id, rows)?.pop())
+    }
+
+    fn list_subscriptions(
+        &mut self,
+        shop_id: i64,
+        query: &ListQuery,
+    ) -> StoreResult<SubscriptionPage> {
+        let limit = query.limit.max(0);
+        let mut rows: Vec<FullRow> = on_backend!(&mut *self.conn, |c| {
+            let mut q = listed!(whole_rows!(), shop_id, query);
+            if let Some(cursor) = query.cursor {
+                q = q.filter(subscriptions::id.gt(cursor.after_id));
+            }
+            q.order(subscriptions::id.asc())
+                .limit(limit.saturating_add(1))
+                .select(whole_row_columns!())
+                .load(c)
+        })
+        .map_err(storage_error)?;
+        let has_more = rows.len() as i64 > limit;
+        rows.truncate(usize::try_from(limit).unwrap_or_default());
+        Ok(SubscriptionPage {
+            subscriptions: assemble(self.conn, shop_id, rows)?,
+            has_more,
+        })
+    }
+
+    fn count_subscriptions(&mut self, shop_id: i64, query: &ListQuery) -> StoreResult<i64> {
+        on_backend!(&mut *self.conn, |c| {
+            let source = subscriptions::table.inner_join(
+                schedule.on(schedule
+                    .field(subscription_schedule::id)
+                    .eq(subscriptions::id)),
+            );
+            listed!(source, shop_id, query).count().get_result(c)
+        })
+        .map_err(storage_error)
+    }
+
+    fn customer_subscriptions(
+        &mut self,
+        shop_id: i64,
+        customer_id: i64,
+        limit: i64,
+        page: i64,
+    ) -> StoreResult<(Vec<StoredSubscription>, i64)> {
+        let total: i64 = subscriptions::table
+            .filter(subscriptions::shop_id.eq(shop_id))
+            .filter(subscriptions::customer_id.eq(customer_id))
+            .count()
+            .get_result(self.conn)
+            .map_err(storage_error)?;
+        let rows: Vec<FullRow> = on_backend!(&mut *self.conn, |c| {
+            whole_rows!()
+                .filter(subscriptions::shop_id.eq(shop_id))
+                .filter(subscriptions::customer_id.eq(customer_id))
+                .order(subscriptions::id.asc())
+                .limit(limit)
+                .offset(offset(limit, page))
+                .select(whole_row_columns!())
+                .load(c)
+        })
+        .map_err(storage_error)?;
+        Ok((assemble(self.conn, shop_id, rows)?, total))
+    }
+}
