@@ -204,6 +204,10 @@ pub fn customer_subscriptions(
     Ok((subscriptions, pagination))
 }
 
+/// Two creations with one `idempotency_key` raced and this one lost: running it again answers
+/// as the key's subscription does (200 with it, or 409 for another body).
+pub const IDEMPOTENCY_RACE: &str = "subscription.idempotency_race";
+
 fn idempotency_conflict() -> DomainError {
     DomainError::Conflict {
         code: "subscription.idempotency_conflict",
@@ -289,7 +293,21 @@ pub fn create_subscription(
         note: new.note,
         order_note: new.order_note,
     };
-    let id = tx.insert_subscription(shop.id, &state, &line_items, now)?;
+    let id = tx
+        .insert_subscription(shop.id, &state, &line_items, now)
+        .map_err(|error| {
+            if error.is_unique_violation() {
+                // Another request created a subscription with this key meanwhile.
+                DomainError::Conflict {
+                    code: IDEMPOTENCY_RACE,
+                    message: "another request with this idempotency_key was being created; \
+                              send it again"
+                        .to_string(),
+                }
+            } else {
+                DomainError::Storage(error)
+            }
+        })?;
     tx.insert_status_log(
         shop.id,
         &NewStatusLog::new(id, new.status, CREATED_REASON, actor, now),

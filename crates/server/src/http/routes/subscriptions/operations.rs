@@ -3,12 +3,13 @@
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use mercer_domain::access::auth::Access;
+use mercer_domain::access::shop::Shop;
 use mercer_domain::subscriptions::input::{
     NewSubscription, parse_frequency, parse_payment_method_change, parse_quantity,
     parse_shipping_address_change, parse_skip, parse_subscription_update,
 };
 use mercer_domain::subscriptions::operations::{
-    ActionRequest, create_subscription, get_subscription, list_subscriptions,
+    ActionRequest, IDEMPOTENCY_RACE, create_subscription, get_subscription, list_subscriptions,
     take_subscription_action, update_subscription,
 };
 use mercer_domain::subscriptions::query::parse_list_query;
@@ -29,7 +30,9 @@ fn actor(access: &Access) -> Actor {
     }
 }
 
-fn subscription_answer(subscription: &mercer_domain::subscriptions::resources::Subscription) -> HttpResponse {
+fn subscription_answer(
+    subscription: &mercer_domain::subscriptions::resources::Subscription,
+) -> HttpResponse {
     HttpResponse::Ok().json(json!({ "subscription": subscription }))
 }
 
@@ -44,9 +47,14 @@ pub async fn create(
     let (shop, now) = (request.access.shop.clone(), state.now());
     let new = NewSubscription::parse(&body, &shop, now)?;
     let actor = actor(&request.access);
-    let (subscription, _created) = state
-        .write(move |tx| create_subscription(tx, &shop, new, actor, now))
-        .await?;
+    let attempt = |new: NewSubscription, shop: Shop, actor: Actor| {
+        state.write(move |tx| create_subscription(tx, &shop, new, actor, now))
+    };
+    let (subscription, _created) = match attempt(new.clone(), shop.clone(), actor.clone()).await {
+        // Lost a race on the key: once more, which finds the winner's subscription.
+        Err(error) if error.code() == Some(IDEMPOTENCY_RACE) => attempt(new, shop, actor).await?,
+        other => other?,
+    };
     wake(&state);
     Ok(subscription_answer(&subscription))
 }
@@ -62,8 +70,10 @@ pub async fn list(
     let (subscriptions, pagination) = state
         .read(move |tx| list_subscriptions(tx, &shop, &query))
         .await?;
-    Ok(HttpResponse::Ok()
-        .json(json!({ "subscriptions": subscriptions, "pagination": pagination })))
+    Ok(
+        HttpResponse::Ok()
+            .json(json!({ "subscriptions": subscriptions, "pagination": pagination })),
+    )
 }
 
 /// `GET …/subscriptions/{id}?expand=customer` → `{"subscription"}`.
@@ -141,7 +151,13 @@ pub async fn skip(
 ) -> Result<HttpResponse, ApiError> {
     let id = path_id(&path.1, "subscription")?;
     let order_datetime = parse_skip(&json_value(body)?)?;
-    act(state, &request.access, id, ActionRequest::Skip { order_datetime }).await
+    act(
+        state,
+        &request.access,
+        id,
+        ActionRequest::Skip { order_datetime },
+    )
+    .await
 }
 
 /// `PUT …/subscriptions/{id}/line_items/{line_item_id}/quantity` `{"quantity"}`.
@@ -183,7 +199,13 @@ pub async fn change_shipping_address(
 ) -> Result<HttpResponse, ApiError> {
     let id = path_id(&path.1, "subscription")?;
     let change = parse_shipping_address_change(&json_value(body)?)?;
-    act(state, &request.access, id, ActionRequest::ChangeShippingAddress(change)).await
+    act(
+        state,
+        &request.access,
+        id,
+        ActionRequest::ChangeShippingAddress(change),
+    )
+    .await
 }
 
 /// `PUT …/subscriptions/{id}/payment_method` `{"payment_method_token",
@@ -196,6 +218,11 @@ pub async fn change_payment_method(
 ) -> Result<HttpResponse, ApiError> {
     let id = path_id(&path.1, "subscription")?;
     let change = parse_payment_method_change(&json_value(body)?)?;
-    act(state, &request.access, id, ActionRequest::ChangePaymentMethod(change)).await
+    act(
+        state,
+        &request.access,
+        id,
+        ActionRequest::ChangePaymentMethod(change),
+    )
+    .await
 }
-
