@@ -106,6 +106,10 @@ fn address_document(address: &CustomerAddress) -> String {
 
 impl SubscriptionCustomerRepository for MemoryState {
     fn customer_id_by_email(&mut self, shop_id: i64, email: &str) -> StoreResult<Option<i64>> {
+        // No email is stored as empty text: it is no one's email.
+        if email.is_empty() {
+            return Ok(None);
+        }
         let email = email.to_lowercase();
         Ok(self
             .entities
@@ -199,7 +203,14 @@ impl SubscriptionCustomerRepository for MemoryState {
                 let inactive = |s: &&StoredSubscription| {
                     s.state.subscription_status == SubscriptionStatus::Inactive
                 };
-                query.statuses.iter().any(|status| match status {
+                // No status (never meant to happen) is every customer with a subscription.
+                let all = [CustomerStatus::All];
+                let statuses = if query.statuses.is_empty() {
+                    &all[..]
+                } else {
+                    &query.statuses[..]
+                };
+                statuses.iter().any(|status| match status {
                     CustomerStatus::All => !subscriptions.is_empty(),
                     CustomerStatus::Active => subscriptions.iter().any(|s| !inactive(s)),
                     CustomerStatus::Inactive => {
@@ -490,14 +501,7 @@ impl SubscriptionRepository for MemoryState {
     }
 
     fn insert_status_log(&mut self, shop_id: i64, entry: &NewStatusLog) -> StoreResult<StatusLog> {
-        let log = StatusLog {
-            id: self.status_logs.len() as i64 + 1,
-            subscription_status: entry.subscription_status,
-            reason: entry.reason.clone(),
-            metadata: entry.metadata.clone(),
-            created_at: entry.created_at,
-            subscription_id: entry.subscription_id,
-        };
+        let log = entry.clone().stored(self.status_logs.len() as i64 + 1);
         self.status_logs.push((shop_id, log.clone()));
         if let Some(subscription) = self.subscription_mut(shop_id, entry.subscription_id) {
             subscription.latest_status_log = Some(log.clone());
