@@ -16,6 +16,8 @@ mod lifecycle;
 mod oauth;
 mod request_ids;
 mod route_scopes;
+mod subscription_customers;
 mod subscription_webhooks;
+mod subscriptions;
 mod verifiers;
 mod webhooks;

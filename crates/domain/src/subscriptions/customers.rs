@@ -538,16 +538,25 @@ pub fn delete_address(
 ) -> Result<(), DomainError> {
     live_customer(tx, shop, customer_id)?;
     let current = address_of(tx, shop, customer_id, address_id)?;
-    let (subscriptions, _) = tx.customer_subscriptions(shop.id, customer_id, 250, 1)?;
-    if subscriptions.iter().any(|s| {
-        s.state.billing_address_id == address_id || s.state.shipping_address_id == address_id
-    }) {
-        return Err(DomainError::Conflict {
-            code: "customer_address.in_use",
-            message: "a subscription of the customer uses this address; give the subscription \
-                      another address first"
-                .to_string(),
-        });
+    // Every subscription of the customer, page by page: a customer may have more than a page.
+    let mut page = 1;
+    loop {
+        let (subscriptions, total) =
+            tx.customer_subscriptions(shop.id, customer_id, MAX_LIMIT, page)?;
+        if subscriptions.iter().any(|s| {
+            s.state.billing_address_id == address_id || s.state.shipping_address_id == address_id
+        }) {
+            return Err(DomainError::Conflict {
+                code: "customer_address.in_use",
+                message: "a subscription of the customer uses this address; give the \
+                          subscription another address first"
+                    .to_string(),
+            });
+        }
+        if subscriptions.is_empty() || page * MAX_LIMIT >= total {
+            break;
+        }
+        page += 1;
     }
     tx.delete_address(shop.id, customer_id, address_id, now)?;
     if current.is_default
