@@ -2957,7 +2957,7 @@ fn a_saved_subscription_reads_back_with_its_new_state(db: &impl Database) {
     assert_eq!(read_subscription(db, shop.id, id).state, cleared);
 }
 
-fn a_line_items_quantity_is_set_on_its_own_subscription(db: &impl Database) {
+fn a_line_item_is_rewritten_on_its_own_subscription(db: &impl Database) {
     let shop = shop(db, "a.shop.test");
     let (customer, address) = subscriber(db, shop.id, &fields(None, None, None));
     let state = plain_state(customer, address, SubscriptionStatus::Active);
@@ -2974,19 +2974,23 @@ fn a_line_items_quantity_is_set_on_its_own_subscription(db: &impl Database) {
     let other_subscription = insert_subscription(db, shop.id, &state, 11);
     let before = read_subscription(db, shop.id, id);
     let (first, second) = (before.line_items[0].id, before.line_items[1].id);
-    let set = |shop_id: i64, subscription_id: i64, item: i64, quantity: i64| {
-        db.write(|tx| {
-            Ok(tx.set_line_item_quantity(shop_id, subscription_id, item, quantity, at(50))?)
-        })
-        .unwrap()
+    let mut item = before.line_items[1].clone();
+    item.quantity = 5;
+    item.full_price = Cents(item.price.0 * 5);
+    item.full_price_charged = Cents(item.price.0 * 5 + 1);
+    let update = |shop_id: i64, subscription_id: i64, item: &SubscriptionLineItem| {
+        db.write(|tx| Ok(tx.update_line_item(shop_id, subscription_id, item, at(50))?))
+            .unwrap()
     };
-    assert!(set(shop.id, id, second, 5));
+    assert!(update(shop.id, id, &item));
     assert!(
-        !set(shop.id, other_subscription, second, 6),
+        !update(shop.id, other_subscription, &item),
         "another subscription's line item"
     );
-    assert!(!set(shop.id, id, second + 1000, 6));
-    assert!(!set(shop.id + 1000, id, second, 6), "another shop");
+    let mut unknown = item.clone();
+    unknown.id = second + 1000;
+    assert!(!update(shop.id, id, &unknown));
+    assert!(!update(shop.id + 1000, id, &item), "another shop");
     let after = read_subscription(db, shop.id, id);
     assert_eq!(after.line_items[0], before.line_items[0]);
     let changed = &after.line_items[1];
@@ -2994,7 +2998,11 @@ fn a_line_items_quantity_is_set_on_its_own_subscription(db: &impl Database) {
         (changed.id, changed.quantity, changed.updated_at),
         (second, 5, at(50))
     );
-    assert_eq!(changed.price, before.line_items[1].price);
+    assert_eq!(
+        (changed.full_price, changed.full_price_charged),
+        (item.full_price, item.full_price_charged)
+    );
+    assert_eq!(changed.created_at, before.line_items[1].created_at);
     assert_eq!(first, after.line_items[0].id);
 }
 
@@ -3637,7 +3645,7 @@ repository_suite!(
     a_subscription_reads_back_as_it_was_inserted,
     an_idempotency_key_is_taken_once_per_shop,
     a_saved_subscription_reads_back_with_its_new_state,
-    a_line_items_quantity_is_set_on_its_own_subscription,
+    a_line_item_is_rewritten_on_its_own_subscription,
     the_latest_status_log_is_the_last_one_inserted,
     subscriptions_are_listed_by_status_customer_and_filter,
     a_customers_subscriptions_come_in_pages,

@@ -97,9 +97,15 @@ pub struct PlatformIds {
 pub enum CallOutcome {
     Done,
     /// The platform id of a customer Mercer made.
-    CustomerCreated { customer_id: i64, platform_id: String },
+    CustomerCreated {
+        customer_id: i64,
+        platform_id: String,
+    },
     /// The platform id of an address Mercer made.
-    AddressCreated { address_id: i64, platform_id: String },
+    AddressCreated {
+        address_id: i64,
+        platform_id: String,
+    },
     /// A platform id the call needs is not known yet (its creation is queued or failed): try
     /// again later.
     NotYet(&'static str),
@@ -132,7 +138,9 @@ impl ConnectorCall {
     pub fn service_ids(&self) -> Option<(i64, Option<i64>)> {
         match self {
             ConnectorCall::CreateServiceCustomer { customer_id, .. }
-            | ConnectorCall::UpdateServiceCustomer { customer_id, .. } => Some((*customer_id, None)),
+            | ConnectorCall::UpdateServiceCustomer { customer_id, .. } => {
+                Some((*customer_id, None))
+            }
             ConnectorCall::CreateServiceAddress {
                 customer_id,
                 address_id,
@@ -205,7 +213,8 @@ impl ConnectorCall {
                 })
             }
             ConnectorCall::UpdateServiceAddress { address, .. } => {
-                let (Some(customer), Some(platform_id)) = (customer_platform_id, address_platform_id)
+                let (Some(customer), Some(platform_id)) =
+                    (customer_platform_id, address_platform_id)
                 else {
                     return Ok(CallOutcome::NotYet(ADDRESS_NOT_YET));
                 };
@@ -213,14 +222,17 @@ impl ConnectorCall {
                 Ok(CallOutcome::Done)
             }
             ConnectorCall::DeleteServiceAddress { .. } => {
-                let (Some(customer), Some(platform_id)) = (customer_platform_id, address_platform_id)
+                let (Some(customer), Some(platform_id)) =
+                    (customer_platform_id, address_platform_id)
                 else {
                     return Ok(CallOutcome::NotYet(ADDRESS_NOT_YET));
                 };
                 connector.delete_address(target, customer, platform_id)?;
                 Ok(CallOutcome::Done)
             }
-            other => other.perform_plain(connector, target).map(|()| CallOutcome::Done),
+            other => other
+                .perform_plain(connector, target)
+                .map(|()| CallOutcome::Done),
         }
     }
 

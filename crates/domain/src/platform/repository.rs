@@ -101,10 +101,14 @@ pub trait PlatformRepository {
 
     /// The platform id of a customer of the shop (by Mercer's id): None when it has none yet
     /// (made by the subscription API, not yet answered by the connector) or is unknown.
-    fn customer_platform_id(&mut self, shop_id: i64, customer_id: i64)
-    -> StoreResult<Option<String>>;
+    fn customer_platform_id(
+        &mut self,
+        shop_id: i64,
+        customer_id: i64,
+    ) -> StoreResult<Option<String>>;
     /// The platform id of an address of the shop (by Mercer's id), as `customer_platform_id`.
-    fn address_platform_id(&mut self, shop_id: i64, address_id: i64) -> StoreResult<Option<String>>;
+    fn address_platform_id(&mut self, shop_id: i64, address_id: i64)
+    -> StoreResult<Option<String>>;
     /// Records the platform id the connector answered for a customer made by Mercer. Leaves a
     /// customer that already has one alone; false then, or when there is no such customer.
     fn set_customer_platform_id(

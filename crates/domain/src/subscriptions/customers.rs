@@ -404,7 +404,13 @@ pub fn update_customer(
             customer: platform_customer(&new),
         };
         request_connector_change(tx, shop.id, &call, now)?;
-        emit(tx, shop, Topic::CustomerUpdated, customer_data(&customer), now)?;
+        emit(
+            tx,
+            shop,
+            Topic::CustomerUpdated,
+            customer_data(&customer),
+            now,
+        )?;
     }
     Ok(customer)
 }
@@ -461,7 +467,9 @@ pub fn add_address(
     is_default: Option<bool>,
     now: Timestamp,
 ) -> Result<i64, DomainError> {
-    let has_addresses = !tx.addresses_of_customers(shop.id, &[customer_id])?.is_empty();
+    let has_addresses = !tx
+        .addresses_of_customers(shop.id, &[customer_id])?
+        .is_empty();
     let is_default = !has_addresses || is_default.unwrap_or(false);
     let address = platform_address(input, is_default);
     let id = tx.insert_address(shop.id, customer_id, &address, is_default, now)?;

@@ -974,7 +974,9 @@ pub fn parse_customer_address(body: &Value) -> Result<AddressBody, DomainError> 
     action_body(body, |fields| {
         let Some(mut address_fields) = fields.object("customer_address") else {
             if fields.get("customer_address").is_none() {
-                fields.problems.push(FieldError::required("customer_address"));
+                fields
+                    .problems
+                    .push(FieldError::required("customer_address"));
             }
             return None;
         };
@@ -1037,7 +1039,9 @@ pub struct SubscriptionUpdate {
 fn rule(fields: &mut Fields<'_, '_>, name: &str, zone: ShopZone) -> Option<OrderSchedule> {
     let field = fields.field(name);
     match fields.get(name)? {
-        Value::String(text) => fields.problems.check(OrderSchedule::parse(text, zone, &field)),
+        Value::String(text) => fields
+            .problems
+            .check(OrderSchedule::parse(text, zone, &field)),
         _ => {
             fields.problems.push(type_error(field, "a string"));
             None
@@ -1073,16 +1077,18 @@ pub fn parse_subscription_update(
         };
         let customer = sub.object("customer").map(|mut c| customer_update(&mut c));
         let rate_field = sub.field("base_to_charged_exchange_rate");
-        let rate = sub.number("base_to_charged_exchange_rate").and_then(|rate| {
-            if rate.is_finite() && rate > 0.0 {
-                Some(rate)
-            } else {
-                let message = format!("{rate_field} must be a number above 0");
-                sub.problems
-                    .push(FieldError::new(rate_field.clone(), "out_of_range", message));
-                None
-            }
-        });
+        let rate = sub
+            .number("base_to_charged_exchange_rate")
+            .and_then(|rate| {
+                if rate.is_finite() && rate > 0.0 {
+                    Some(rate)
+                } else {
+                    let message = format!("{rate_field} must be a number above 0");
+                    sub.problems
+                        .push(FieldError::new(rate_field.clone(), "out_of_range", message));
+                    None
+                }
+            });
         let failure_message = match sub.map.get("last_failure_details") {
             None => None,
             Some(Value::Null) => Some(None),

@@ -204,10 +204,6 @@ pub fn customer_subscriptions(
     Ok((subscriptions, pagination))
 }
 
-/// Two creations with one `idempotency_key` raced and this one lost: running it again answers
-/// as the key's subscription does (200 with it, or 409 for another body).
-pub const IDEMPOTENCY_RACE: &str = "subscription.idempotency_race";
-
 fn idempotency_conflict() -> DomainError {
     DomainError::Conflict {
         code: "subscription.idempotency_conflict",
@@ -224,6 +220,15 @@ pub fn create_subscription(
     actor: Actor,
     now: Timestamp,
 ) -> Result<(Subscription, bool), DomainError> {
+    // Concurrent creations with one key, or for one new email, run one after the other.
+    if let Some(key) = &new.idempotency_key {
+        tx.lock_for_create(&format!("subscription:{}:{key}", shop.id))?;
+    }
+    tx.lock_for_create(&format!(
+        "customer:{}:{}",
+        shop.id,
+        new.customer.email.to_lowercase()
+    ))?;
     if let Some(key) = &new.idempotency_key
         && let Some((id, fingerprint)) = tx.subscription_by_idempotency_key(shop.id, key)?
     {
@@ -296,18 +301,14 @@ pub fn create_subscription(
     let id = tx
         .insert_subscription(shop.id, &state, &line_items, now)
         .map_err(|error| {
+            // Not expected: creations and updates with one key hold its lock.
             if error.is_unique_violation() {
-                // Another request created a subscription with this key meanwhile.
-                DomainError::Conflict {
-                    code: IDEMPOTENCY_RACE,
-                    message: "another request with this idempotency_key was being created; \
-                              send it again"
-                        .to_string(),
-                }
+                idempotency_conflict()
             } else {
                 DomainError::Storage(error)
             }
         })?;
+
     tx.insert_status_log(
         shop.id,
         &NewStatusLog::new(id, new.status, CREATED_REASON, actor, now),
@@ -439,9 +440,16 @@ pub fn take_subscription_action(
             line_item_id,
             quantity,
         } => {
-            if !tx.set_line_item_quantity(shop.id, id, line_item_id, quantity, now)? {
-                return Err(DomainError::not_found("line_item"));
-            }
+            let mut item = current
+                .line_items
+                .iter()
+                .find(|item| item.id == line_item_id)
+                .cloned()
+                .ok_or(DomainError::not_found("line_item"))?;
+            item.quantity = quantity;
+            item.full_price = Cents(item.price.0.saturating_mul(quantity));
+            item.full_price_charged = charged(item.full_price, state.base_to_charged_exchange_rate);
+            tx.update_line_item(shop.id, id, &item, now)?;
         }
         ActionRequest::ChangeFrequency(schedule) => {
             state.order_rrule = schedule.source().to_string();
@@ -510,6 +518,9 @@ pub fn update_subscription(
     };
     if let Some(customer) = &update.customer {
         update_customer(tx, shop, state.customer_id, customer, now)?;
+    }
+    if let Some(Some(key)) = &update.idempotency_key {
+        tx.lock_for_create(&format!("subscription:{}:{key}", shop.id))?;
     }
     if let Some(key) = &update.idempotency_key
         && let Some(other) = key

@@ -116,7 +116,11 @@ impl Filter {
     /// Whether `subscription` meets the condition. A date-time that is not set meets none
     /// (as SQL's NULL compares), so `lt(placed_at:…)` leaves out subscriptions never placed.
     pub fn matches(&self, subscription: &StoredSubscription) -> bool {
-        let (id, shop_id, created_at) = (subscription.id, subscription.shop_id, subscription.created_at);
+        let (id, shop_id, created_at) = (
+            subscription.id,
+            subscription.shop_id,
+            subscription.created_at,
+        );
         let s = &subscription.state;
         let integer = match self.field {
             FilterField::Id => Some(id),
@@ -410,8 +414,7 @@ mod tests {
     fn a_filter_matches_like_sql_would() {
         let mut s = stored(&subscription());
         s.state.orders_processed = 3;
-        let check =
-            |text: &str, s: &StoredSubscription| parse_filters(text).unwrap()[0].matches(s);
+        let check = |text: &str, s: &StoredSubscription| parse_filters(text).unwrap()[0].matches(s);
         assert!(check("gte(orders_processed:3)", &s));
         assert!(!check("gt(orders_processed:3)", &s));
         assert!(check("lt(next_order_datetime:2024-03-05T00:00:00Z)", &s));

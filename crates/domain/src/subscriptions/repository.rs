@@ -277,15 +277,20 @@ pub trait SubscriptionRepository {
         id: i64,
         state: &SubscriptionState,
     ) -> StoreResult<bool>;
-    /// Sets a line item's quantity; false when the subscription has no such line item.
-    fn set_line_item_quantity(
+    /// Rewrites a line item of the subscription (its quantity, prices, the rest of its fields),
+    /// updated at `now`; false when the subscription has no line item of `item.id`.
+    fn update_line_item(
         &mut self,
         shop_id: i64,
         subscription_id: i64,
-        line_item_id: i64,
-        quantity: i64,
+        item: &SubscriptionLineItem,
         now: Timestamp,
     ) -> StoreResult<bool>;
+    /// Holds a lock named `key` until the unit of work ends, so units of work that look for a
+    /// thing and create it when missing (a customer by email, a subscription by idempotency
+    /// key) run one after the other. PostgreSQL: an advisory transaction lock; SQLite and the
+    /// memory database run one write at a time already.
+    fn lock_for_create(&mut self, key: &str) -> StoreResult<()>;
     /// Appends a status log entry; it becomes the subscription's `latest_status_log`.
     fn insert_status_log(&mut self, shop_id: i64, entry: &NewStatusLog) -> StoreResult<StatusLog>;
     fn subscription(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<StoredSubscription>>;
@@ -297,11 +302,7 @@ pub trait SubscriptionRepository {
         query: &ListQuery,
     ) -> StoreResult<SubscriptionPage>;
     /// How many subscriptions `query` matches in all (its cursor and limit aside).
-    fn count_subscriptions(
-        &mut self,
-        shop_id: i64,
-        query: &ListQuery,
-    ) -> StoreResult<i64>;
+    fn count_subscriptions(&mut self, shop_id: i64, query: &ListQuery) -> StoreResult<i64>;
     /// A page of a customer's subscriptions, by id ascending (1-based `page`), and the total.
     fn customer_subscriptions(
         &mut self,

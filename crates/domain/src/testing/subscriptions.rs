@@ -479,25 +479,32 @@ impl SubscriptionRepository for MemoryState {
         }
     }
 
-    fn set_line_item_quantity(
+    fn update_line_item(
         &mut self,
         shop_id: i64,
         subscription_id: i64,
-        line_item_id: i64,
-        quantity: i64,
+        item: &SubscriptionLineItem,
         now: Timestamp,
     ) -> StoreResult<bool> {
-        let item = self
+        let stored = self
             .subscription_mut(shop_id, subscription_id)
-            .and_then(|s| s.line_items.iter_mut().find(|item| item.id == line_item_id));
-        match item {
-            Some(item) => {
-                item.quantity = quantity;
-                item.updated_at = now;
+            .and_then(|s| s.line_items.iter_mut().find(|stored| stored.id == item.id));
+        match stored {
+            Some(stored) => {
+                let created_at = stored.created_at;
+                *stored = item.clone();
+                stored.subscription_id = subscription_id;
+                stored.created_at = created_at;
+                stored.updated_at = now;
                 Ok(true)
             }
             None => Ok(false),
         }
+    }
+
+    fn lock_for_create(&mut self, _key: &str) -> StoreResult<()> {
+        // One unit of work at a time already.
+        Ok(())
     }
 
     fn insert_status_log(&mut self, shop_id: i64, entry: &NewStatusLog) -> StoreResult<StatusLog> {

@@ -54,11 +54,6 @@ impl ApiError {
         }
     }
 
-    /// The type of the first problem (`subscription.idempotency_race`…).
-    pub fn code(&self) -> Option<&str> {
-        self.entries.first().map(|entry| entry.kind.as_str())
-    }
-
     /// Keeps `cause` for the log (never the answer).
     pub fn with_cause(mut self, cause: impl fmt::Display) -> Self {
         self.cause = Some(cause.to_string());

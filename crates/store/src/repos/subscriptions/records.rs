@@ -635,25 +635,43 @@ impl SubscriptionRepository for StoreTx<'_> {
         Ok(true)
     }
 
-    fn set_line_item_quantity(
+    fn update_line_item(
         &mut self,
         shop_id: i64,
         subscription_id: i64,
-        line_item_id: i64,
-        quantity: i64,
+        item: &SubscriptionLineItem,
         now: Timestamp,
     ) -> StoreResult<bool> {
         use subscription_line_items as t;
         let changed = diesel::update(
             t::table
-                .filter(t::id.eq(line_item_id))
+                .filter(t::id.eq(item.id))
                 .filter(t::subscription_id.eq(subscription_id))
                 .filter(t::shop_id.eq(shop_id)),
         )
-        .set((t::quantity.eq(quantity), t::updated_at.eq(now.as_micros())))
+        .set((
+            t::quantity.eq(item.quantity),
+            t::price.eq(item.price.0),
+            t::document.eq(json(item, "a line item")?),
+            t::updated_at.eq(now.as_micros()),
+        ))
         .execute(self.conn)
         .map_err(storage_error)?;
         Ok(changed == 1)
+    }
+
+    fn lock_for_create(&mut self, key: &str) -> StoreResult<()> {
+        match &mut *self.conn {
+            // SQLite's write transactions (BEGIN IMMEDIATE) run one at a time already.
+            DbConnection::Sqlite(_) => Ok(()),
+            DbConnection::Pg(c) => {
+                diesel::sql_query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+                    .bind::<diesel::sql_types::Text, _>(key)
+                    .execute(c)
+                    .map(drop)
+                    .map_err(storage_error)
+            }
+        }
     }
 
     fn insert_status_log(&mut self, shop_id: i64, entry: &NewStatusLog) -> StoreResult<StatusLog> {

@@ -3,9 +3,7 @@
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use mercer_domain::access::auth::Access;
-use mercer_domain::subscriptions::customers::{
-    self, parse_customer_list_query, parse_page,
-};
+use mercer_domain::subscriptions::customers::{self, parse_customer_list_query, parse_page};
 use mercer_domain::subscriptions::input::{parse_customer_address, parse_customer_update};
 use mercer_domain::subscriptions::operations::customer_subscriptions;
 use serde_json::{Value, json};
@@ -172,6 +170,8 @@ pub async fn subscriptions(
     let (subscriptions, pagination) = state
         .read(move |tx| customer_subscriptions(tx, &shop, id, limit, page))
         .await?;
-    Ok(HttpResponse::Ok()
-        .json(json!({ "subscriptions": subscriptions, "pagination": pagination })))
+    Ok(
+        HttpResponse::Ok()
+            .json(json!({ "subscriptions": subscriptions, "pagination": pagination })),
+    )
 }

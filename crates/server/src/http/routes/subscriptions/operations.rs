@@ -3,13 +3,12 @@
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use mercer_domain::access::auth::Access;
-use mercer_domain::access::shop::Shop;
 use mercer_domain::subscriptions::input::{
     NewSubscription, parse_frequency, parse_payment_method_change, parse_quantity,
     parse_shipping_address_change, parse_skip, parse_subscription_update,
 };
 use mercer_domain::subscriptions::operations::{
-    ActionRequest, IDEMPOTENCY_RACE, create_subscription, get_subscription, list_subscriptions,
+    ActionRequest, create_subscription, get_subscription, list_subscriptions,
     take_subscription_action, update_subscription,
 };
 use mercer_domain::subscriptions::query::parse_list_query;
@@ -47,14 +46,9 @@ pub async fn create(
     let (shop, now) = (request.access.shop.clone(), state.now());
     let new = NewSubscription::parse(&body, &shop, now)?;
     let actor = actor(&request.access);
-    let attempt = |new: NewSubscription, shop: Shop, actor: Actor| {
-        state.write(move |tx| create_subscription(tx, &shop, new, actor, now))
-    };
-    let (subscription, _created) = match attempt(new.clone(), shop.clone(), actor.clone()).await {
-        // Lost a race on the key: once more, which finds the winner's subscription.
-        Err(error) if error.code() == Some(IDEMPOTENCY_RACE) => attempt(new, shop, actor).await?,
-        other => other?,
-    };
+    let (subscription, _created) = state
+        .write(move |tx| create_subscription(tx, &shop, new, actor, now))
+        .await?;
     wake(&state);
     Ok(subscription_answer(&subscription))
 }

@@ -11,8 +11,8 @@ use mercer_domain::subscriptions::webhooks::{
 use serde_json::json;
 
 use crate::http::error::ApiError;
-use crate::http::routes::webhooks::handlers::{LogQuery, log_limit, recover_since};
 use crate::http::extract::{Authorized, JsonBody, scopes};
+use crate::http::routes::webhooks::handlers::{LogQuery, log_limit, recover_since};
 use crate::http::state::{AppState, run_blocking};
 
 /// `GET …/webhooks/topics` → `{"webhook_topics":[{"id","name"}]}`, ids 1..20.

@@ -202,10 +202,12 @@ pub(crate) fn recover_since(body: JsonBody) -> Result<mercer_domain::Timestamp, 
     let body: RecoverBody = body.parse()?;
     match body.since.as_deref() {
         None => {
-            Err(mercer_domain::DomainError::Invalid(vec![
-                mercer_domain::FieldError::required("since"),
-            ])
-            .into())
+            Err(
+                mercer_domain::DomainError::Invalid(vec![mercer_domain::FieldError::required(
+                    "since",
+                )])
+                .into(),
+            )
         }
         Some(text) => mercer_domain::Timestamp::parse_rfc3339(text).ok_or_else(|| {
             ApiError::from(mercer_domain::DomainError::invalid(
