@@ -3,8 +3,12 @@
 
 use std::time::Duration;
 
+use mercer_domain::access::shop::ShopIdentifier;
 use mercer_domain::ports::Database;
-use mercer_domain::webhooks::{DeliveryAttempt, MessageStatus, WebhookMessage};
+use mercer_domain::webhooks::{
+    DeliveryAttempt, MessageStatus, NewWebhookEndpoint, WebhookKind, WebhookMessage,
+};
+use mercer_domain::{DomainError, Timestamp};
 use mercer_tests::receiver::{Receiver, Reply};
 use mercer_tests::verifiers::{Verifier, http_signature, replay, standard_webhooks};
 use mercer_tests::{Backend, MercerServer, TestDatabase, backend_tests, wait_until};
@@ -154,6 +158,39 @@ fn checkout_webhooks_are_registered_and_checked(backend: Backend) {
             .bearer(&guarded_shop.token)
             .json(&json!({ "webhook_topic_id": 1, "callback_url": private }))
             .assert_error(422, "validation.failed");
+        assert_eq!(entries[0]["sub_type"], "address_not_allowed", "{private}");
+    }
+    // PATCH is guarded as creation is: a webhook put in place at loopback behind the guard's
+    // back (straight into its database) cannot be moved to a private address.
+    let identifier = ShopIdentifier::parse(&guarded_shop.id).unwrap();
+    let public_id = guarded
+        .database()
+        .open_store()
+        .write(move |tx| {
+            let shop = tx
+                .shop_by_identifier(&identifier)?
+                .ok_or(DomainError::not_found("shop"))?;
+            let endpoint = tx.insert_webhook_endpoint(&NewWebhookEndpoint {
+                shop_id: shop.id,
+                kind: WebhookKind::Checkout,
+                topic: "order/created".into(),
+                callback_url: "http://127.0.0.1:9/hook".into(),
+                secret: None,
+                created_at: Timestamp::now(),
+            })?;
+            Ok(endpoint.public_id)
+        })
+        .unwrap();
+    for private in ["http://10.0.0.7/hook", "http://[::1]/hook"] {
+        let entries = guarded
+            .request(
+                "PATCH",
+                &format!("{}/{public_id}", webhooks_path(&guarded_shop)),
+            )
+            .bearer(&guarded_shop.token)
+            .json(&json!({ "callback_url": private }))
+            .assert_error(422, "validation.failed");
+        assert_eq!(entries[0]["field"], "callback_url", "{private}");
         assert_eq!(entries[0]["sub_type"], "address_not_allowed", "{private}");
     }
 
