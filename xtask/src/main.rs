@@ -9,6 +9,7 @@
 
 mod bench;
 mod bench_dispatch;
+mod bench_subscriptions;
 mod features;
 mod mutants;
 mod test;
@@ -23,7 +24,7 @@ fn usage() -> ExitCode {
          test [--require-postgres] [-- ARGS]   the whole suite on SQLite and PostgreSQL\n  \
          ci                                    fmt check, clippy, tidy, test --require-postgres\n  \
          tidy [--manifest-path PATH]           check the crate layering invariants\n  \
-         bench ingest|dispatch                 the ingest or webhook benchmark (release build)\n  \
+         bench ingest|dispatch|subscriptions   the ingest, webhook or List Subscriptions benchmark\n  \
          mutants [TARGET...] [-- ARGS]         cargo-mutants over signing, events, access, guard"
     );
     ExitCode::from(2)
@@ -55,6 +56,9 @@ fn main() -> ExitCode {
         ),
         "bench-floor" => bench::floor_server(rest.iter().any(|arg| arg == "--handoff")),
         "bench-run-dispatch" => bench_dispatch::dispatch(rest.first().map_or("", String::as_str)),
+        "bench-run-subscriptions" => {
+            bench_subscriptions::subscriptions(rest.first().map_or("", String::as_str))
+        }
         _ => return usage(),
     };
     match result {
@@ -111,7 +115,8 @@ fn bench(args: &[String]) -> Result<(), String> {
     let run = match args.first().map(String::as_str) {
         Some("ingest") => "bench-run-ingest",
         Some("dispatch") => "bench-run-dispatch",
-        _ => return Err("usage: cargo xtask bench ingest|dispatch".to_string()),
+        Some("subscriptions") => "bench-run-subscriptions",
+        _ => return Err("usage: cargo xtask bench ingest|dispatch|subscriptions".to_string()),
     };
     let cargo = cargo();
     run_step(
