@@ -3069,6 +3069,43 @@ fn count(db: &impl Database, shop_id: i64, query: &ListQuery) -> i64 {
         .unwrap()
 }
 
+fn totals_by_status_follow_every_status_change(db: &impl Database) {
+    use SubscriptionStatus::{Active, Inactive, Paused};
+    let shop = shop(db, "a.shop.test");
+    let other = self::shop(db, "b.shop.test");
+    let (customer, address) = subscriber(db, shop.id, &fields(None, None, None));
+    let (theirs, their_address) = subscriber(db, other.id, &fields(None, None, None));
+    let ids: Vec<i64> = (0..4)
+        .map(|n| insert_subscription(db, shop.id, &plain_state(customer, address, Active), n))
+        .collect();
+    insert_subscription(db, other.id, &plain_state(theirs, their_address, Active), 9);
+    let count = |statuses: &[SubscriptionStatus]| {
+        let query = ListQuery {
+            statuses: statuses.to_vec(),
+            ..ListQuery::default()
+        };
+        db.read(|tx| Ok(tx.count_subscriptions(shop.id, &query)?))
+            .unwrap()
+    };
+    assert_eq!((count(&[]), count(&[Active]), count(&[Paused])), (4, 4, 0));
+    let save = |id: i64, status: SubscriptionStatus| {
+        db.write(|tx| {
+            Ok(tx.save_subscription(shop.id, id, &plain_state(customer, address, status))?)
+        })
+        .unwrap()
+    };
+    save(ids[0], Paused);
+    save(ids[1], Inactive);
+    save(ids[2], Inactive);
+    save(ids[2], Inactive);
+    save(ids[1], Active);
+    assert_eq!(count(&[Active]), 2);
+    assert_eq!(count(&[Paused]), 1);
+    assert_eq!(count(&[Inactive]), 1);
+    assert_eq!(count(&[Active, Paused]), 3);
+    assert_eq!(count(&[]), 4, "another shop's are not counted");
+}
+
 fn subscriptions_are_listed_by_status_customer_and_filter(db: &impl Database) {
     let shop = shop(db, "a.shop.test");
     let other = self::shop(db, "b.shop.test");
@@ -3647,6 +3684,7 @@ repository_suite!(
     a_saved_subscription_reads_back_with_its_new_state,
     a_line_item_is_rewritten_on_its_own_subscription,
     the_latest_status_log_is_the_last_one_inserted,
+    totals_by_status_follow_every_status_change,
     subscriptions_are_listed_by_status_customer_and_filter,
     a_customers_subscriptions_come_in_pages,
     subscription_customers_are_listed_by_status_and_search,

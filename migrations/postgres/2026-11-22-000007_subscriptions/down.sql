@@ -1,3 +1,5 @@
+DROP TABLE subscription_counts;
+DROP FUNCTION subscription_counts_keep CASCADE;
 DROP TABLE subscription_status_logs;
 DROP TABLE subscription_line_items;
 DROP TABLE subscriptions;

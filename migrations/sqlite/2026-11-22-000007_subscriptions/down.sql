@@ -1,3 +1,4 @@
+DROP TABLE subscription_counts;
 DROP TABLE subscription_status_logs;
 DROP TABLE subscription_line_items;
 DROP TABLE subscriptions;

@@ -117,6 +117,32 @@ CREATE TABLE subscription_status_logs (
 );
 CREATE INDEX subscription_status_logs_subscription ON subscription_status_logs (subscription_id, id);
 
+-- How many subscriptions each shop has in each status, kept by the triggers below: List
+-- Subscriptions' `total` by status without reading a million rows.
+CREATE TABLE subscription_counts (
+    shop_id BIGINT NOT NULL REFERENCES shops (id),
+    subscription_status TEXT NOT NULL,
+    subscriptions BIGINT NOT NULL,
+    PRIMARY KEY (shop_id, subscription_status)
+);
+CREATE TRIGGER subscription_counts_insert AFTER INSERT ON subscriptions BEGIN
+    INSERT INTO subscription_counts (shop_id, subscription_status, subscriptions)
+    VALUES (NEW.shop_id, NEW.subscription_status, 1)
+    ON CONFLICT (shop_id, subscription_status) DO UPDATE SET subscriptions = subscriptions + 1;
+END;
+CREATE TRIGGER subscription_counts_update AFTER UPDATE OF subscription_status ON subscriptions
+WHEN OLD.subscription_status <> NEW.subscription_status BEGIN
+    UPDATE subscription_counts SET subscriptions = subscriptions - 1
+    WHERE shop_id = OLD.shop_id AND subscription_status = OLD.subscription_status;
+    INSERT INTO subscription_counts (shop_id, subscription_status, subscriptions)
+    VALUES (NEW.shop_id, NEW.subscription_status, 1)
+    ON CONFLICT (shop_id, subscription_status) DO UPDATE SET subscriptions = subscriptions + 1;
+END;
+CREATE TRIGGER subscription_counts_delete AFTER DELETE ON subscriptions BEGIN
+    UPDATE subscription_counts SET subscriptions = subscriptions - 1
+    WHERE shop_id = OLD.shop_id AND subscription_status = OLD.subscription_status;
+END;
+
 PRAGMA foreign_key_check;
 COMMIT;
 PRAGMA foreign_keys = ON;

@@ -163,101 +163,6 @@ macro_rules! whole_row_columns {
     };
 }
 
-/// One condition of a filter on `$column`.
-macro_rules! compare {
-    ($q:expr, $column:expr, $op:expr, $value:expr) => {{
-        let (column, value) = ($column, $value);
-        match $op {
-            FilterOp::Lt => $q.filter(column.lt(value)),
-            FilterOp::Lte => $q.filter(column.le(value)),
-            FilterOp::Gt => $q.filter(column.gt(value)),
-            FilterOp::Gte => $q.filter(column.ge(value)),
-            // `like` is not a comparison of these fields; the domain takes none.
-            FilterOp::Eq | FilterOp::Like => $q.filter(column.eq(value)),
-        }
-    }};
-}
-
-/// `$source` (`subscriptions` joined to at least `schedule`) boxed, with the conditions of a
-/// List Subscriptions query but its cursor.
-macro_rules! listed {
-    ($source:expr, $shop_id:expr, $query:expr) => {{
-        use subscriptions as t;
-        let query: &ListQuery = $query;
-        let mut q = $source.filter(t::shop_id.eq($shop_id)).into_boxed();
-        if !query.statuses.is_empty() {
-            let statuses: Vec<&'static str> = query
-                .statuses
-                .iter()
-                .map(|status| status.as_str())
-                .collect();
-            q = q.filter(t::subscription_status.eq_any(statuses));
-        }
-        if !query.customer_ids.is_empty() {
-            q = q.filter(t::customer_id.eq_any(query.customer_ids.clone()));
-        }
-        for filter in &query.filters {
-            let value = match (filter.field.is_integer(), &filter.value) {
-                (true, FilterValue::Integer(value)) => *value,
-                (false, FilterValue::Time(value)) => value.as_micros(),
-                // A value of another type meets no condition, as `Filter::matches` has it.
-                _ => {
-                    q = q.filter(t::id.is_null());
-                    continue;
-                }
-            };
-            let op = filter.op;
-            macro_rules! s {
-                ($column:ident) => {
-                    schedule.field(subscription_schedule::$column)
-                };
-            }
-            q = match filter.field {
-                FilterField::Id => compare!(q, t::id, op, value),
-                FilterField::ShopId => compare!(q, t::shop_id, op, value),
-                FilterField::CustomerId => compare!(q, t::customer_id, op, value),
-                FilterField::BillingAddressId => compare!(q, t::billing_address_id, op, value),
-                FilterField::ShippingAddressId => {
-                    compare!(q, t::shipping_address_id, op, value)
-                }
-                FilterField::CreatedAt => compare!(q, t::created_at, op, value),
-                FilterField::UpdatedAt => compare!(q, t::updated_at, op, value),
-                FilterField::OrdersProcessed => {
-                    compare!(q, s!(orders_processed), op, value)
-                }
-                FilterField::CurrentRetries => {
-                    compare!(q, s!(current_retries), op, value)
-                }
-                FilterField::NextOrderDatetime => {
-                    compare!(q, s!(next_order_datetime), op, value)
-                }
-                FilterField::NextPaymentDatetime => {
-                    compare!(q, s!(next_payment_datetime), op, value)
-                }
-                FilterField::NextProcessingDatetime => {
-                    compare!(q, s!(next_processing_datetime), op, value)
-                }
-                FilterField::LastPaymentDatetime => {
-                    compare!(q, s!(last_payment_datetime), op, value)
-                }
-                FilterField::LastOrderDatetime => {
-                    compare!(q, s!(last_order_datetime), op, value)
-                }
-                FilterField::LastProcessedDatetime => {
-                    compare!(q, s!(last_processed_datetime), op, value)
-                }
-                FilterField::StatusChangedAt => {
-                    compare!(q, s!(status_changed_at), op, value)
-                }
-                FilterField::PlacedAt => {
-                    compare!(q, s!(placed_at), op, value)
-                }
-            };
-        }
-        q
-    }};
-}
-
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = subscription_line_items)]
 struct LineItemRow {
@@ -723,35 +628,17 @@ impl SubscriptionRepository for StoreTx<'_> {
         query: &ListQuery,
     ) -> StoreResult<SubscriptionPage> {
         let limit = query.limit.max(0);
-        let mut rows: Vec<FullRow> = on_backend!(&mut *self.conn, |c| {
-            let mut q = listed!(whole_rows!(), shop_id, query);
-            if let Some(cursor) = query.cursor {
-                q = q.filter(subscriptions::id.gt(cursor.after_id));
-            }
-            q.order(subscriptions::id.asc())
-                .limit(limit.saturating_add(1))
-                .select(whole_row_columns!())
-                .load(c)
-        })
-        .map_err(storage_error)?;
-        let has_more = rows.len() as i64 > limit;
-        rows.truncate(usize::try_from(limit).unwrap_or_default());
+        let mut ids = page_ids(self.conn, shop_id, query, limit.saturating_add(1))?;
+        let has_more = ids.len() as i64 > limit;
+        ids.truncate(usize::try_from(limit).unwrap_or_default());
         Ok(SubscriptionPage {
-            subscriptions: assemble(self.conn, shop_id, rows)?,
+            subscriptions: whole_subscriptions(self.conn, shop_id, &ids)?,
             has_more,
         })
     }
 
     fn count_subscriptions(&mut self, shop_id: i64, query: &ListQuery) -> StoreResult<i64> {
-        on_backend!(&mut *self.conn, |c| {
-            let source = subscriptions::table.inner_join(
-                schedule.on(schedule
-                    .field(subscription_schedule::id)
-                    .eq(subscriptions::id)),
-            );
-            listed!(source, shop_id, query).count().get_result(c)
-        })
-        .map_err(storage_error)
+        count_matching(self.conn, shop_id, query)
     }
 
     fn customer_subscriptions(
@@ -780,4 +667,189 @@ impl SubscriptionRepository for StoreTx<'_> {
         .map_err(storage_error)?;
         Ok((assemble(self.conn, shop_id, rows)?, total))
     }
+}
+
+/// A value bound to a statement built as text.
+enum Bind {
+    Integer(i64),
+    Text(&'static str),
+}
+
+/// The conditions of a List Subscriptions query (its cursor aside) as SQL over the
+/// `subscriptions` table alone, with `?` where each bind goes. On SQLite a condition on
+/// another column than `id` is written `+column`, so that the page is read along the
+/// `(shop_id, id)` keyset and stops at `LIMIT` instead of reading a whole date range from its
+/// index and sorting it.
+fn conditions(shop_id: i64, query: &ListQuery, sqlite: bool) -> (String, Vec<Bind>) {
+    let mut sql = String::from("shop_id = ?");
+    let mut binds = vec![Bind::Integer(shop_id)];
+    if !query.statuses.is_empty() {
+        let marks = vec!["?"; query.statuses.len()].join(", ");
+        sql.push_str(&format!(" AND subscription_status IN ({marks})"));
+        binds.extend(
+            query
+                .statuses
+                .iter()
+                .map(|status| Bind::Text(status.as_str())),
+        );
+    }
+    if !query.customer_ids.is_empty() {
+        let marks = vec!["?"; query.customer_ids.len()].join(", ");
+        sql.push_str(&format!(" AND customer_id IN ({marks})"));
+        binds.extend(query.customer_ids.iter().map(|id| Bind::Integer(*id)));
+    }
+    for filter in &query.filters {
+        let value = match (filter.field.is_integer(), &filter.value) {
+            (true, FilterValue::Integer(value)) => *value,
+            (false, FilterValue::Time(value)) => value.as_micros(),
+            // A value of another type meets no condition, as `Filter::matches` has it.
+            _ => {
+                sql.push_str(" AND 1 = 0");
+                continue;
+            }
+        };
+        let op = match filter.op {
+            FilterOp::Lt => "<",
+            FilterOp::Lte => "<=",
+            FilterOp::Gt => ">",
+            FilterOp::Gte => ">=",
+            FilterOp::Eq | FilterOp::Like => "=",
+        };
+        // Every filter field is a column of that name (migration 7).
+        let column = filter.field.as_str();
+        let unindexed = if sqlite && filter.field != FilterField::Id {
+            "+"
+        } else {
+            ""
+        };
+        sql.push_str(&format!(" AND {unindexed}{column} {op} ?"));
+        binds.push(Bind::Integer(value));
+    }
+    (sql, binds)
+}
+
+/// `?` marks as PostgreSQL's `$1`, `$2`…
+fn numbered(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len() + 16);
+    let mut n = 0;
+    for c in sql.chars() {
+        if c == '?' {
+            n += 1;
+            out.push_str(&format!("${n}"));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[derive(QueryableByName)]
+struct IdRow {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    id: i64,
+}
+
+#[derive(QueryableByName)]
+struct CountRow {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    count: i64,
+}
+
+/// Runs `sql` (with `?` marks) with its binds on either backend.
+macro_rules! load_sql {
+    ($conn:expr, $sql:expr, $binds:expr, $row:ty) => {{
+        macro_rules! run {
+            ($c:expr, $backend:ty, $text:expr) => {{
+                let mut statement = diesel::sql_query($text).into_boxed::<$backend>();
+                for bind in $binds {
+                    statement = match bind {
+                        Bind::Integer(value) => {
+                            statement.bind::<diesel::sql_types::BigInt, _>(*value)
+                        }
+                        Bind::Text(value) => statement.bind::<diesel::sql_types::Text, _>(*value),
+                    };
+                }
+                statement.load::<$row>($c)
+            }};
+        }
+        match $conn {
+            DbConnection::Sqlite(c) => run!(c, diesel::sqlite::Sqlite, $sql.to_string()),
+            DbConnection::Pg(c) => run!(c, diesel::pg::Pg, numbered(&$sql)),
+        }
+        .map_err(storage_error)
+    }};
+}
+
+/// The ids of a page: those the query matches after its cursor, by id, at most `limit`.
+fn page_ids(
+    conn: &mut DbConnection,
+    shop_id: i64,
+    query: &ListQuery,
+    limit: i64,
+) -> StoreResult<Vec<i64>> {
+    let sqlite = matches!(conn, DbConnection::Sqlite(_));
+    let (mut sql, mut binds) = conditions(shop_id, query, sqlite);
+    if let Some(cursor) = query.cursor {
+        sql.push_str(" AND id > ?");
+        binds.push(Bind::Integer(cursor.after_id));
+    }
+    binds.push(Bind::Integer(limit));
+    let sql = format!("SELECT id FROM subscriptions WHERE {sql} ORDER BY id LIMIT ?");
+    let rows: Vec<IdRow> = load_sql!(conn, sql, &binds, IdRow)?;
+    Ok(rows.into_iter().map(|row| row.id).collect())
+}
+
+/// How many subscriptions the query matches (cursor and limit aside). By status alone, from
+/// `subscription_counts` (kept by triggers, migration 7) rather than by reading every row.
+fn count_matching(conn: &mut DbConnection, shop_id: i64, query: &ListQuery) -> StoreResult<i64> {
+    let sql = if query.customer_ids.is_empty() && query.filters.is_empty() {
+        let mut sql = String::from(
+            "SELECT CAST(COALESCE(SUM(subscriptions), 0) AS BIGINT) AS count \
+             FROM subscription_counts WHERE shop_id = ?",
+        );
+        let mut binds = vec![Bind::Integer(shop_id)];
+        if !query.statuses.is_empty() {
+            let marks = vec!["?"; query.statuses.len()].join(", ");
+            sql.push_str(&format!(" AND subscription_status IN ({marks})"));
+            binds.extend(
+                query
+                    .statuses
+                    .iter()
+                    .map(|status| Bind::Text(status.as_str())),
+            );
+        }
+        (sql, binds)
+    } else {
+        let (sql, binds) = conditions(shop_id, query, false);
+        (
+            format!("SELECT COUNT(*) AS count FROM subscriptions WHERE {sql}"),
+            binds,
+        )
+    };
+    let rows: Vec<CountRow> = load_sql!(conn, sql.0, &sql.1, CountRow)?;
+    Ok(rows.first().map_or(0, |row| row.count))
+}
+
+/// The whole subscriptions of `ids`, in that order.
+fn whole_subscriptions(
+    conn: &mut DbConnection,
+    shop_id: i64,
+    ids: &[i64],
+) -> StoreResult<Vec<StoredSubscription>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut rows: Vec<FullRow> = on_backend!(&mut *conn, |c| {
+        // The ids on every part, so each is read by its key (no join from the table's start).
+        whole_rows!()
+            .filter(subscriptions::shop_id.eq(shop_id))
+            .filter(subscriptions::id.eq_any(ids))
+            .filter(schedule.field(subscription_schedule::id).eq_any(ids))
+            .filter(details.field(subscription_details::id).eq_any(ids))
+            .select(whole_row_columns!())
+            .load(c)
+    })
+    .map_err(storage_error)?;
+    rows.sort_by_key(|(row, _, _)| ids.iter().position(|id| *id == row.id));
+    assemble(conn, shop_id, rows)
 }
