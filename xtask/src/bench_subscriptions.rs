@@ -437,10 +437,17 @@ fn seed_script(dialect: Dialect, shop_id: i64) -> String {
                 })
                 .collect();
             // The rows are consistent by construction: no foreign key triggers while loading.
+            // That turns off every trigger, the one keeping `subscription_counts` too: its rows
+            // are written from the loaded table instead.
             format!(
                 "SET session_replication_role = replica;\nSET synchronous_commit = off;\n\
                  SET maintenance_work_mem = '256MB';\nBEGIN;\n\
-                 {customers}{addresses}{subscriptions}{status_logs}{line_items}COMMIT;\n{sequences}\
+                 {customers}{addresses}{subscriptions}{status_logs}{line_items}\
+                 DELETE FROM subscription_counts;\n\
+                 INSERT INTO subscription_counts (shop_id, subscription_status, subscriptions) \
+                 SELECT shop_id, subscription_status, count(*) FROM subscriptions \
+                 GROUP BY shop_id, subscription_status;\n\
+                 COMMIT;\n{sequences}\
                  VACUUM ANALYZE {tables};\n"
             )
         }
@@ -605,8 +612,10 @@ fn base64url(bytes: &[u8]) -> String {
 }
 
 /// The cursor `pagination.next` carries after subscription `id` (domain `query::Cursor`).
-fn cursor_after(id: i64) -> String {
-    base64url(format!("s1:{id}").as_bytes())
+/// The cursor a walk reaches after `id`: the domain's `Cursor { after_id, total }.encode()`,
+/// which carries the total its first page counted.
+fn cursor_after(id: i64, total: i64) -> String {
+    base64url(format!("s1:{id}:{total}").as_bytes())
 }
 
 /// A keep-alive HTTP/1.1 connection that GETs with a bearer token and reads whole answers.
@@ -888,7 +897,7 @@ fn measure_variant(
     let probe = warm_up(&mut client, &first_path)?;
     let probe_p50 = percentile(&probe, 0.5);
     let projected = probe_p50 * DEEP_STEPS as u32;
-    let built = cursor_after(deep_id);
+    let built = cursor_after(deep_id, total);
     let (deep_cursor, reached) = if projected <= WALK_BUDGET {
         match walk(&mut client, shop, variant)? {
             Ok((cursor, elapsed)) => {
@@ -1154,9 +1163,9 @@ mod tests {
 
     #[test]
     fn cursors_are_base64url_without_padding() {
-        // As the domain's `Cursor { after_id }.encode()` writes them.
-        assert_eq!(cursor_after(41), "czE6NDE");
-        assert_eq!(cursor_after(500_000), "czE6NTAwMDAw");
+        // As the domain's `Cursor { after_id, total }.encode()` writes them.
+        assert_eq!(cursor_after(41, 7), "czE6NDE6Nw");
+        assert_eq!(cursor_after(500_000, 1_000_000), "czE6NTAwMDAwOjEwMDAwMDA");
         assert_eq!(base64url(b""), "");
         assert_eq!(base64url(b"\xfb\xff"), "-_8");
         assert_eq!(base64url(b"s1:1"), "czE6MQ");

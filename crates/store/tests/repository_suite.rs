@@ -3234,16 +3234,14 @@ fn subscriptions_are_listed_by_status_customer_and_filter(db: &impl Database) {
         if !has_more {
             break;
         }
-        cursor = Some(Cursor {
-            after_id: *ids.last().unwrap(),
-        });
+        cursor = Some(Cursor::after(*ids.last().unwrap()));
         assert!(pages < 10, "paging must end");
     }
     assert_eq!((seen, pages), (vec![s1, s2, s3, s4, s5], 3));
     let paused_after_s2 = ListQuery {
         statuses: vec![Paused],
         limit: 1,
-        cursor: Some(Cursor { after_id: s2 }),
+        cursor: Some(Cursor::after(s2)),
         ..ListQuery::default()
     };
     assert_eq!(list(db, shop.id, &paused_after_s2), (vec![s5], false));

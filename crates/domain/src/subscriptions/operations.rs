@@ -166,15 +166,22 @@ pub fn list_subscriptions(
     query: &ListQuery,
 ) -> Result<(Vec<Subscription>, CursorPagination), DomainError> {
     let page = tx.list_subscriptions(shop.id, query)?;
-    let total = tx.count_subscriptions(shop.id, query)?;
+    // Counted on a walk's first page only, then carried by the cursor.
+    let total = match query.cursor.and_then(|cursor| cursor.total) {
+        Some(total) => total,
+        None => tx.count_subscriptions(shop.id, query)?,
+    };
     let next = page
         .has_more
-        .then(|| {
-            page.subscriptions
-                .last()
-                .map(|s| Cursor { after_id: s.id }.encode())
-        })
-        .flatten();
+        .then(|| page.subscriptions.last())
+        .flatten()
+        .map(|last| {
+            Cursor {
+                after_id: last.id,
+                total: Some(total),
+            }
+            .encode()
+        });
     let subscriptions = resources(tx, shop, page.subscriptions, query.expand_customer)?;
     let pagination = CursorPagination {
         total,
@@ -1026,5 +1033,37 @@ mod tests {
         assert_eq!(topics_sent(&db)[sent..], ["customer_updated"]);
         // No destination: nothing is sent to a connector.
         assert!(db.with_state(|state| state.outbox.is_empty()));
+    }
+
+    #[test]
+    fn a_walk_keeps_the_total_its_first_page_counted() {
+        let db = database();
+        for key in ["k-1", "k-2", "k-3"] {
+            create(&db, key).unwrap();
+        }
+        let first_query = ListQuery {
+            limit: 1,
+            ..ListQuery::default()
+        };
+        let (_, first) = db
+            .read_tx(|tx| list_subscriptions(tx, &shop(), &first_query))
+            .unwrap();
+        assert_eq!((first.total, first.total_pages), (3, 3));
+        create(&db, "k-4").unwrap();
+        let next = ListQuery {
+            limit: 1,
+            cursor: first.next.as_deref().and_then(Cursor::decode),
+            ..ListQuery::default()
+        };
+        assert_eq!(next.cursor.and_then(|cursor| cursor.total), Some(3));
+        let (page, second) = db
+            .read_tx(|tx| list_subscriptions(tx, &shop(), &next))
+            .unwrap();
+        assert_eq!(page.len(), 1);
+        assert_eq!(second.total, 3, "counted once per walk");
+        let (_, fresh) = db
+            .read_tx(|tx| list_subscriptions(tx, &shop(), &first_query))
+            .unwrap();
+        assert_eq!(fresh.total, 4, "a new walk counts again");
     }
 }

@@ -176,24 +176,46 @@ pub fn parse_filters(text: &str) -> Result<Vec<Filter>, FieldError> {
 }
 
 /// Where a page of List Subscriptions starts: after this subscription id (subscriptions are
-/// listed by id). Clients see it only as the opaque `pagination.next`.
+/// listed by id), and the walk's `total` as its first page counted it. Clients see it only as
+/// the opaque `pagination.next`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cursor {
     pub after_id: i64,
+    /// Counted on the walk's first page and carried on: a deep page does not count again
+    /// (`s1:{after_id}` without it is read too).
+    pub total: Option<i64>,
 }
 
 const CURSOR_PREFIX: &str = "s1:";
 
 impl Cursor {
+    pub fn after(after_id: i64) -> Cursor {
+        Cursor {
+            after_id,
+            total: None,
+        }
+    }
+
     pub fn encode(self) -> String {
-        URL_SAFE_NO_PAD.encode(format!("{CURSOR_PREFIX}{}", self.after_id))
+        let text = match self.total {
+            Some(total) => format!("{CURSOR_PREFIX}{}:{total}", self.after_id),
+            None => format!("{CURSOR_PREFIX}{}", self.after_id),
+        };
+        URL_SAFE_NO_PAD.encode(text)
     }
 
     pub fn decode(text: &str) -> Option<Cursor> {
         let bytes = URL_SAFE_NO_PAD.decode(text.trim()).ok()?;
         let text = String::from_utf8(bytes).ok()?;
-        let after_id = text.strip_prefix(CURSOR_PREFIX)?.parse().ok()?;
-        Some(Cursor { after_id })
+        let rest = text.strip_prefix(CURSOR_PREFIX)?;
+        let (after_id, total) = match rest.split_once(':') {
+            Some((id, total)) => (id, Some(total.parse().ok().filter(|t: &i64| *t >= 0)?)),
+            None => (rest, None),
+        };
+        Some(Cursor {
+            after_id: after_id.parse().ok()?,
+            total,
+        })
     }
 }
 
@@ -430,7 +452,7 @@ mod tests {
 
     #[test]
     fn the_list_query_reads_every_parameter() {
-        let cursor = Cursor { after_id: 41 }.encode();
+        let cursor = Cursor::after(41).encode();
         let query = parse_list_query(&pairs(&[
             ("subscription_status[]", "active"),
             ("subscription_status[]", "paused,active"),
@@ -450,7 +472,7 @@ mod tests {
         assert_eq!(query.customer_ids, vec![7, 8]);
         assert!(query.expand_customer);
         assert_eq!(query.limit, 10);
-        assert_eq!(query.cursor, Some(Cursor { after_id: 41 }));
+        assert_eq!(query.cursor, Some(Cursor::after(41)));
         assert_eq!(query.filters.len(), 2);
         assert_eq!(parse_list_query(&[]).unwrap(), ListQuery::default());
     }
@@ -488,10 +510,18 @@ mod tests {
 
     #[test]
     fn cursors_are_opaque_and_round_trip() {
-        let cursor = Cursor { after_id: 123_456 };
+        let cursor = Cursor::after(123_456);
         let text = cursor.encode();
         assert!(!text.contains("123456"));
         assert_eq!(Cursor::decode(&text), Some(cursor));
+        let counted = Cursor {
+            after_id: 7,
+            total: Some(1_000),
+        };
+        assert_eq!(Cursor::decode(&counted.encode()), Some(counted));
+        // `s1:7:x`, `s1:7:-1`: a total that is not a count is no cursor.
+        assert_eq!(Cursor::decode("czE6Nzp4"), None);
+        assert_eq!(Cursor::decode("czE6NzotMQ"), None);
         assert_eq!(Cursor::decode("MTIz"), None);
         assert_eq!(Cursor::decode("%%%"), None);
     }
@@ -504,9 +534,9 @@ mod tests {
         query.statuses = vec![SubscriptionStatus::Paused];
         assert!(!query.matches(&s));
         query.statuses = vec![SubscriptionStatus::Active];
-        query.cursor = Some(Cursor { after_id: s.id });
+        query.cursor = Some(Cursor::after(s.id));
         assert!(!query.matches(&s));
-        query.cursor = Some(Cursor { after_id: s.id - 1 });
+        query.cursor = Some(Cursor::after(s.id - 1));
         query.customer_ids = vec![s.state.customer_id];
         query.filters = vec![time_filter(
             FilterField::NextOrderDatetime,
