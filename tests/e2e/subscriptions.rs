@@ -2,7 +2,8 @@
 //! docs/subscriptions.md): Create Subscription with the seed's body, idempotency, every action
 //! from every status against the states table, the 422s with their field paths, the keyset
 //! cursor over 1,000 subscriptions changing under it, and every webhook the actions emit,
-//! received from the real binary and verified by independent code.
+//! received and verified by independent code. What the "done when" names runs against
+//! the real binary; the other contract checks in-process.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -595,7 +596,7 @@ pub(crate) fn assert_no_platform_id(value: &Value) {
 }
 
 fn an_idempotency_key_returns_the_first_subscription_or_409(backend: Backend) {
-    let server = MercerServer::in_process_with(backend, ALLOW_PRIVATE);
+    let server = MercerServer::start_with(TestDatabase::create(backend), ALLOW_PRIVATE);
     let api = Api::demo(&server);
     let mut body = seed_body("ada@example.test", &running_rule());
     body["subscription"]["idempotency_key"] = json!("checkout-7f3a-1");
@@ -860,7 +861,7 @@ fn create_in(api: &Api<'_>, status: &str, email: &str) -> Value {
 }
 
 fn every_action_from_every_status_follows_the_states_table(backend: Backend) {
-    let server = MercerServer::in_process_with(backend, ALLOW_PRIVATE);
+    let server = MercerServer::start_with(TestDatabase::create(backend), ALLOW_PRIVATE);
     let api = Api::demo(&server);
     for from in ["active", "paused", "inactive", "scheduled"] {
         for act in ACTS {
@@ -1122,7 +1123,7 @@ fn actions_check_their_bodies_and_targets(backend: Backend) {
 }
 
 fn create_subscription_refuses_each_invalid_field_on_its_path(backend: Backend) {
-    let server = MercerServer::in_process_with(backend, ALLOW_PRIVATE);
+    let server = MercerServer::start_with(TestDatabase::create(backend), ALLOW_PRIVATE);
     let api = Api::demo(&server);
     let valid = seed_body("invalid@example.test", &running_rule());
     let with = |change: &dyn Fn(&mut Value)| {
@@ -1323,7 +1324,7 @@ fn walk(
 }
 
 fn a_cursor_walk_sees_every_subscription_once_while_others_change(backend: Backend) {
-    let server = MercerServer::in_process_with(backend, ALLOW_PRIVATE);
+    let server = MercerServer::start_with(TestDatabase::create(backend), ALLOW_PRIVATE);
     let api = Api::demo(&server);
     let rule = running_rule();
     let base = monday(1);
