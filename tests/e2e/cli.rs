@@ -216,6 +216,34 @@ fn shop_update_sets_the_time_zone_and_currency(backend: Backend) {
         shop["timezone"] == "America/Toronto" && shop["currency"] == "CAD"
     }));
     assert_eq!(shop()["currency_format"], "${{amount}}");
+
+    // How failed subscription orders are retried (issue 14's settings).
+    server
+        .cli(&[
+            "shop",
+            "update",
+            "--shop",
+            &demo.shop,
+            "--order-max-retries",
+            "101",
+        ])
+        .assert_failed_with("order_max_retries");
+    let retries = server.cli(&[
+        "shop",
+        "update",
+        "--shop",
+        &demo.shop,
+        "--order-retry-interval",
+        "3600",
+        "--order-max-retries",
+        "5",
+    ]);
+    assert!(retries.success, "{}", retries.stderr);
+    assert!(
+        retries.stderr.contains("every 3600 s up to 5 times"),
+        "{}",
+        retries.stderr
+    );
 }
 
 backend_tests!(

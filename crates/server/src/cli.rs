@@ -220,6 +220,14 @@ pub struct ShopUpdateArgs {
     /// ISO 4217 currency, such as CAD.
     #[arg(long)]
     pub currency: Option<String>,
+    /// Seconds before a failed subscription order is tried again (60 to 2592000; new shops:
+    /// 86400).
+    #[arg(long, value_name = "SECONDS")]
+    pub order_retry_interval: Option<i64>,
+    /// How many times a failed subscription order is retried before the subscription ends (0
+    /// to 100; new shops: 3).
+    #[arg(long, value_name = "N")]
+    pub order_max_retries: Option<i64>,
 }
 
 #[derive(Debug, Args)]

@@ -311,21 +311,32 @@ fn shop_command(store: &Store, command: ShopCommand) -> Result<(), CommandError>
             Ok(())
         }
         ShopCommand::Update(args) => {
-            if args.timezone.is_none() && args.currency.is_none() {
+            if args.timezone.is_none()
+                && args.currency.is_none()
+                && args.order_retry_interval.is_none()
+                && args.order_max_retries.is_none()
+            {
                 return Err(CommandError::Usage(
-                    "nothing to change: give --timezone and/or --currency".to_string(),
+                    "nothing to change: give --timezone, --currency, --order-retry-interval or \
+                     --order-max-retries"
+                        .to_string(),
                 ));
             }
             let settings = ShopSettings {
                 timezone: args.timezone,
                 currency: args.currency,
+                order_retry_interval_seconds: args.order_retry_interval,
+                order_max_retries: args.order_max_retries,
             };
             let shop = store.write(|tx| update_shop_settings(tx, &args.shop, settings, now()))?;
             eprintln!(
-                "Shop {} now has time zone {} and currency {} (API answers within 2 s).",
+                "Shop {} now has time zone {}, currency {}, failed orders retried every {} s up \
+                 to {} times (API answers within 2 s).",
                 shop.identifier.as_str(),
                 shop.timezone,
-                shop.currency
+                shop.currency,
+                shop.order_retry_interval_seconds,
+                shop.order_max_retries
             );
             Ok(())
         }

@@ -34,6 +34,8 @@ pub struct ShopRow {
     pub created_at: i64,
     pub updated_at: i64,
     pub deleted_at: Option<i64>,
+    pub order_retry_interval_seconds: i64,
+    pub order_max_retries: i64,
 }
 
 impl TryFrom<ShopRow> for Shop {
@@ -57,6 +59,8 @@ impl TryFrom<ShopRow> for Shop {
             created_at: time(row.created_at),
             updated_at: time(row.updated_at),
             deleted_at: row.deleted_at.map(time),
+            order_retry_interval_seconds: row.order_retry_interval_seconds,
+            order_max_retries: row.order_max_retries,
         })
     }
 }

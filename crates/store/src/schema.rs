@@ -17,6 +17,8 @@ diesel::table! {
         created_at -> BigInt,
         updated_at -> BigInt,
         deleted_at -> Nullable<BigInt>,
+        order_retry_interval_seconds -> BigInt,
+        order_max_retries -> BigInt,
     }
 }
 

@@ -155,6 +155,8 @@ fn shop_settings_are_written_to_that_shop_only(db: &impl Database) {
     let settings = ShopSettings {
         timezone: Some("Europe/Paris".to_string()),
         currency: Some("EUR".to_string()),
+        order_retry_interval_seconds: Some(600),
+        order_max_retries: Some(5),
     };
     db.write(|tx| update_shop_settings(tx, first.identifier.as_str(), settings, at(60)))
         .unwrap();
@@ -171,6 +173,10 @@ fn shop_settings_are_written_to_that_shop_only(db: &impl Database) {
         ),
         ("Europe/Paris", "EUR", "€{{amount}}", at(60))
     );
+    assert_eq!(
+        (first.order_retry_interval_seconds, first.order_max_retries),
+        (600, 5)
+    );
     let second = second.unwrap();
     assert_eq!(
         (
@@ -179,6 +185,14 @@ fn shop_settings_are_written_to_that_shop_only(db: &impl Database) {
             second.updated_at
         ),
         ("UTC", "USD", at(0))
+    );
+    assert_eq!(
+        (
+            second.order_retry_interval_seconds,
+            second.order_max_retries
+        ),
+        (86_400, 3),
+        "a new shop's defaults"
     );
 }
 

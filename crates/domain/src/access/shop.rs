@@ -48,7 +48,20 @@ pub struct Shop {
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     pub deleted_at: Option<Timestamp>,
+    /// Seconds before a failed subscription order is tried again (the scheduler, issue 14).
+    pub order_retry_interval_seconds: i64,
+    /// How many times a failed subscription order is retried before the subscription ends.
+    pub order_max_retries: i64,
 }
+
+/// A new shop's `order_retry_interval_seconds`: a day.
+pub const DEFAULT_ORDER_RETRY_INTERVAL_SECONDS: i64 = 86_400;
+/// A new shop's `order_max_retries`.
+pub const DEFAULT_ORDER_MAX_RETRIES: i64 = 3;
+/// `order_retry_interval_seconds` is one minute to thirty days.
+pub const ORDER_RETRY_INTERVAL_RANGE: std::ops::RangeInclusive<i64> = 60..=30 * 86_400;
+/// `order_max_retries` is 0 (the first failure ends it) to 100.
+pub const ORDER_MAX_RETRIES_RANGE: std::ops::RangeInclusive<i64> = 0..=100;
 
 /// What the operator gives to create a shop; everything but the domain has a default.
 #[derive(Debug, Clone, Default)]
@@ -264,6 +277,30 @@ pub struct ShopSettings {
     pub timezone: Option<String>,
     /// ISO 4217 currency; its display format follows.
     pub currency: Option<String>,
+    /// Seconds before a failed subscription order is tried again.
+    pub order_retry_interval_seconds: Option<i64>,
+    /// How many times a failed subscription order is retried.
+    pub order_max_retries: Option<i64>,
+}
+
+fn check_range(
+    field: &str,
+    value: i64,
+    range: std::ops::RangeInclusive<i64>,
+) -> Result<i64, FieldError> {
+    if range.contains(&value) {
+        Ok(value)
+    } else {
+        Err(FieldError::new(
+            field,
+            "out_of_range",
+            format!(
+                "{field} must be between {} and {}",
+                range.start(),
+                range.end()
+            ),
+        ))
+    }
 }
 
 /// Changes a shop's settings; every invalid value is reported, and then nothing changes.
@@ -281,7 +318,27 @@ pub fn update_shop_settings(
     let currency = settings
         .currency
         .and_then(|code| problems.check(check_currency(&code)));
+    let retry_interval = settings.order_retry_interval_seconds.and_then(|seconds| {
+        problems.check(check_range(
+            "order_retry_interval_seconds",
+            seconds,
+            ORDER_RETRY_INTERVAL_RANGE,
+        ))
+    });
+    let max_retries = settings.order_max_retries.and_then(|count| {
+        problems.check(check_range(
+            "order_max_retries",
+            count,
+            ORDER_MAX_RETRIES_RANGE,
+        ))
+    });
     problems.into_result()?;
+    if let Some(seconds) = retry_interval {
+        shop.order_retry_interval_seconds = seconds;
+    }
+    if let Some(count) = max_retries {
+        shop.order_max_retries = count;
+    }
     if let Some(timezone) = timezone {
         shop.timezone = timezone;
     }
@@ -518,6 +575,8 @@ mod tests {
         let bad = ShopSettings {
             timezone: Some("Mars/Olympus_Mons".to_string()),
             currency: Some("XYZ".to_string()),
+            order_retry_interval_seconds: Some(59),
+            order_max_retries: Some(101),
         };
         let Err(DomainError::Invalid(problems)) =
             db.write(|tx| update_shop_settings(tx, &id, bad, now))
@@ -525,16 +584,36 @@ mod tests {
             panic!("an unknown zone and currency are refused");
         };
         let fields: Vec<&str> = problems.iter().map(|p| p.field.as_str()).collect();
-        assert_eq!(fields, ["timezone", "currency"]);
+        assert_eq!(
+            fields,
+            [
+                "timezone",
+                "currency",
+                "order_retry_interval_seconds",
+                "order_max_retries"
+            ]
+        );
         let unchanged = db.read(|tx| find_shop(tx, &id)).unwrap();
         assert_eq!(
             (unchanged.timezone.as_str(), unchanged.currency.as_str()),
             ("UTC", "USD")
         );
+        assert_eq!(
+            (
+                unchanged.order_retry_interval_seconds,
+                unchanged.order_max_retries
+            ),
+            (
+                DEFAULT_ORDER_RETRY_INTERVAL_SECONDS,
+                DEFAULT_ORDER_MAX_RETRIES
+            )
+        );
 
         let good = ShopSettings {
             timezone: Some("America/Toronto".to_string()),
             currency: Some("EUR".to_string()),
+            order_retry_interval_seconds: Some(3_600),
+            order_max_retries: Some(0),
         };
         let later = now.plus_seconds(60);
         db.write(|tx| update_shop_settings(tx, &id, good, later))
@@ -543,6 +622,13 @@ mod tests {
         assert_eq!(changed.timezone, "America/Toronto");
         assert_eq!(changed.currency, "EUR");
         assert_eq!(changed.currency_format, "€{{amount}}");
+        assert_eq!(
+            (
+                changed.order_retry_interval_seconds,
+                changed.order_max_retries
+            ),
+            (3_600, 0)
+        );
         assert_eq!(changed.updated_at, later);
     }
 }

@@ -1170,6 +1170,8 @@ mod tests {
             created_at: at("2024-01-01T00:00:00Z"),
             updated_at: at("2024-01-01T00:00:00Z"),
             deleted_at: None,
+            order_retry_interval_seconds: 86_400,
+            order_max_retries: 3,
         }
     }
 

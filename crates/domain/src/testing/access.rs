@@ -6,7 +6,9 @@ use crate::access::oauth::{
     AuthorizationCode, NewAuthorizationCode, NewOAuthApp, NewStaffAccount, OAuthApp, StaffAccount,
 };
 use crate::access::secrets::{SecretKind, SharedSecret};
-use crate::access::shop::{NewShop, Shop, ShopIdentifier};
+use crate::access::shop::{
+    DEFAULT_ORDER_MAX_RETRIES, DEFAULT_ORDER_RETRY_INTERVAL_SECONDS, NewShop, Shop, ShopIdentifier,
+};
 use crate::access::*;
 use crate::kernel::error::{StorageError, StoreResult};
 
@@ -42,6 +44,8 @@ impl ShopRepository for MemoryState {
             created_at: new.created_at,
             updated_at: new.created_at,
             deleted_at: None,
+            order_retry_interval_seconds: DEFAULT_ORDER_RETRY_INTERVAL_SECONDS,
+            order_max_retries: DEFAULT_ORDER_MAX_RETRIES,
         };
         self.shops.push(shop.clone());
         Ok(shop)
@@ -72,6 +76,8 @@ impl ShopRepository for MemoryState {
             stored.timezone = shop.timezone.clone();
             stored.currency = shop.currency.clone();
             stored.currency_format = shop.currency_format.clone();
+            stored.order_retry_interval_seconds = shop.order_retry_interval_seconds;
+            stored.order_max_retries = shop.order_max_retries;
             stored.updated_at = shop.updated_at;
         }
         Ok(())

@@ -75,6 +75,8 @@ impl ShopRepository for StoreTx<'_> {
                 shops::timezone.eq(&shop.timezone),
                 shops::currency.eq(&shop.currency),
                 shops::currency_format.eq(&shop.currency_format),
+                shops::order_retry_interval_seconds.eq(shop.order_retry_interval_seconds),
+                shops::order_max_retries.eq(shop.order_max_retries),
                 shops::updated_at.eq(shop.updated_at.as_micros()),
             ))
             .execute(self.conn)
