@@ -2111,6 +2111,31 @@ fn defaults(db: &impl Database, shop_id: i64, customer_id: i64) -> Vec<i64> {
         .collect()
 }
 
+fn customers_are_read_by_ids_of_their_shop_only(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    let other = self::shop(db, "b.shop.test");
+    let second = new_customer(db, shop.id, &fields(Some("b@example.test"), None, None), 2);
+    let first = new_customer(db, shop.id, &fields(Some("a@example.test"), None, None), 1);
+    let theirs = new_customer(db, other.id, &fields(Some("c@example.test"), None, None), 3);
+    let found = db
+        .read(|tx| {
+            Ok(tx.directory_customers_by_ids(shop.id, &[first, theirs, second, second + 1000])?)
+        })
+        .unwrap();
+    let mut expected = vec![first, second];
+    expected.sort_unstable();
+    let ids: Vec<i64> = found.iter().map(|customer| customer.id).collect();
+    assert_eq!(
+        ids, expected,
+        "by id, another shop's and unknown ids left out"
+    );
+    assert!(
+        db.read(|tx| Ok(tx.directory_customers_by_ids(shop.id, &[])?))
+            .unwrap()
+            .is_empty()
+    );
+}
+
 fn a_customer_made_here_has_no_platform_id_until_the_connector_gives_one(db: &impl Database) {
     let shop = shop(db, "a.shop.test");
     let made = CustomerFields {
@@ -3685,6 +3710,7 @@ repository_suite!(
     overrides_are_kept_per_shop,
     the_jobs_queue_claims_coalesces_retries_and_requeues,
     a_failed_unit_of_work_leaves_nothing_behind,
+    customers_are_read_by_ids_of_their_shop_only,
     a_customer_made_here_has_no_platform_id_until_the_connector_gives_one,
     a_platform_id_another_customer_has_is_refused,
     customers_made_here_are_updated_and_found_by_email_without_case,

@@ -28,6 +28,12 @@ pub trait DirectoryRepository {
         shop_id: i64,
         id: i64,
     ) -> StoreResult<Option<DirectoryCustomer>>;
+    /// The shop's customers of these ids, deleted or not, by id (unknown ids left out).
+    fn directory_customers_by_ids(
+        &mut self,
+        shop_id: i64,
+        ids: &[i64],
+    ) -> StoreResult<Vec<DirectoryCustomer>>;
     fn directory_customer_by_platform_id(
         &mut self,
         shop_id: i64,

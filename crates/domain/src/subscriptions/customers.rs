@@ -236,14 +236,13 @@ pub fn customer_resources(
     shop: &Shop,
     ids: &[i64],
 ) -> Result<Vec<SubscriptionCustomer>, DomainError> {
-    let mut customers = Vec::with_capacity(ids.len());
-    for &id in ids {
-        if let Some(customer) = tx.directory_customer(shop.id, id)?
-            && customer.deleted_at.is_none()
-        {
-            customers.push(customer);
-        }
-    }
+    // One query for the page, then in the order of `ids`.
+    let mut found = tx.directory_customers_by_ids(shop.id, ids)?;
+    found.retain(|customer| customer.deleted_at.is_none());
+    let customers: Vec<_> = ids
+        .iter()
+        .filter_map(|id| found.iter().find(|customer| customer.id == *id).cloned())
+        .collect();
     let live: Vec<i64> = customers.iter().map(|c| c.id).collect();
     let addresses = tx.addresses_of_customers(shop.id, &live)?;
     let labels = tx.labels_of_customers(shop.id, &live)?;

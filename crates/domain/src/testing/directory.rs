@@ -101,6 +101,23 @@ impl DirectoryRepository for MemoryState {
             .map(MemoryState::directory_entry))
     }
 
+    fn directory_customers_by_ids(
+        &mut self,
+        shop_id: i64,
+        ids: &[i64],
+    ) -> StoreResult<Vec<DirectoryCustomer>> {
+        let mut customers: Vec<DirectoryCustomer> = self
+            .entities
+            .iter()
+            .filter(|e| {
+                e.shop_id == shop_id && e.kind == EntityKind::Customer && ids.contains(&e.record.id)
+            })
+            .map(MemoryState::directory_entry)
+            .collect();
+        customers.sort_by_key(|customer| customer.id);
+        Ok(customers)
+    }
+
     fn directory_customer_by_platform_id(
         &mut self,
         shop_id: i64,

@@ -307,6 +307,23 @@ impl DirectoryRepository for StoreTx<'_> {
             .map(DirectoryCustomer::from))
     }
 
+    fn directory_customers_by_ids(
+        &mut self,
+        shop_id: i64,
+        ids: &[i64],
+    ) -> StoreResult<Vec<DirectoryCustomer>> {
+        Ok(platform_customers::table
+            .filter(platform_customers::shop_id.eq(shop_id))
+            .filter(platform_customers::id.eq_any(ids))
+            .order(platform_customers::id.asc())
+            .select(CustomerRow::as_select())
+            .load(self.conn)
+            .map_err(storage_error)?
+            .into_iter()
+            .map(DirectoryCustomer::from)
+            .collect())
+    }
+
     fn directory_customer_by_platform_id(
         &mut self,
         shop_id: i64,
