@@ -58,9 +58,30 @@ pub enum Command {
     /// Look at the queue of events received from connectors.
     #[command(subcommand)]
     Events(EventsCommand),
-    /// Look at and manage background jobs (syncs, connector outbox deliveries).
+    /// Look at and manage background jobs (syncs, connector outbox deliveries, the
+    /// subscription scheduler and its orders).
     #[command(subcommand)]
     Jobs(JobsCommand),
+    /// Look at subscriptions and their orders.
+    #[command(subcommand)]
+    Subscriptions(SubscriptionsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SubscriptionsCommand {
+    /// List a shop's subscriptions whose order is due (or, with --at, will be due by then),
+    /// being placed, or waiting for a retry, earliest order date first, each with why.
+    Due {
+        /// The shop's shop_identifier.
+        #[arg(long)]
+        shop: String,
+        /// Look at this RFC 3339 time instead of now (what will be due by then).
+        #[arg(long, value_name = "TIME")]
+        at: Option<String>,
+        /// Most subscriptions to list.
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -190,6 +211,18 @@ pub struct ServeArgs {
     #[arg(long, env = "MERCER_JOB_LEASE", default_value_t = 30)]
     pub job_lease: u64,
 
+    /// Milliseconds between two runs of the subscription scheduler (which begins the orders
+    /// that have come due); at least 10.
+    #[arg(long, env = "MERCER_SCHEDULER_INTERVAL_MS", default_value_t = 60_000)]
+    pub scheduler_interval_ms: u64,
+
+    /// Start Mercer's clock at this RFC 3339 instant instead of the system's, running at the
+    /// system clock's rate from there: for tests and demos of what Mercer does at a later date
+    /// (orders coming due, retries, expiring payment methods). Signatures on the wire keep the
+    /// system's time.
+    #[arg(long, env = "MERCER_CLOCK_START", value_name = "TIME")]
+    pub clock_start: Option<String>,
+
     /// Hours an endpoint may fail, without a single success, before it is disabled.
     #[arg(
         long,
@@ -220,7 +253,7 @@ pub struct ShopUpdateArgs {
     /// ISO 4217 currency, such as CAD.
     #[arg(long)]
     pub currency: Option<String>,
-    /// Seconds before a failed subscription order is tried again (60 to 2592000; new shops:
+    /// Seconds before a failed subscription order is tried again (1 to 2592000; new shops:
     /// 86400).
     #[arg(long, value_name = "SECONDS")]
     pub order_retry_interval: Option<i64>,
@@ -228,6 +261,10 @@ pub struct ShopUpdateArgs {
     /// to 100; new shops: 3).
     #[arg(long, value_name = "N")]
     pub order_max_retries: Option<i64>,
+    /// Days before a subscription's payment method expires that
+    /// `subscription_expiring_payment` is emitted (0 to 365; new shops: 30).
+    #[arg(long, value_name = "DAYS")]
+    pub expiring_payment_notice_days: Option<i64>,
 }
 
 #[derive(Debug, Args)]

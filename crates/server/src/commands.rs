@@ -23,22 +23,23 @@ use mercer_domain::access::shop::{
     DemoCredentials, ShopInput, ShopSettings, bootstrap_demo, connector_secret, create_shop,
     find_shop, update_shop_settings,
 };
-use mercer_domain::kernel::jobs::JobState;
-use mercer_domain::kernel::time::{Clock, SystemClock};
+use mercer_domain::kernel::jobs::{JobState, enqueue};
+use mercer_domain::kernel::time::{Clock, OffsetClock};
 use mercer_domain::platform::connector::PlatformConnectorHandle;
 use mercer_domain::platform::events::retry_failed_events;
 use mercer_domain::platform::outbox::enqueue_waiting_deliveries;
 use mercer_domain::ports::Database;
+use mercer_domain::subscriptions::scheduler::{DueReason, SchedulerJob, due_report};
 use mercer_domain::{DomainError, Timestamp};
 use mercer_store::{DatabaseUrl, OpenError, PoolOptions, Store, UrlError};
 
 use crate::cli::{
     AppCommand, Cli, Command, EventsCommand, JobsCommand, SecretCommand, ServeArgs, ShopCommand,
-    ShopCreateArgs, StaffCommand, TokenCommand,
+    ShopCreateArgs, StaffCommand, SubscriptionsCommand, TokenCommand,
 };
 use crate::http::{self, ServeOptions, state::AppState};
-use crate::runtime::Workers;
 use crate::runtime::jobs::JobRunnerConfig;
+use crate::runtime::{SchedulerConfig, Workers};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CommandError {
@@ -81,6 +82,7 @@ pub fn run(cli: Cli) -> Result<(), CommandError> {
         }
         Command::Events(command) => events_command(&open(&url)?, command),
         Command::Jobs(command) => jobs_command(&open(&url)?, command),
+        Command::Subscriptions(command) => subscriptions_command(&open(&url)?, command),
         Command::Shop(command) => shop_command(&open(&url)?, command),
         Command::Token(command) => token_command(&open(&url)?, command),
         Command::Secret(command) => secret_command(&open(&url)?, command),
@@ -144,7 +146,7 @@ fn open(url: &DatabaseUrl) -> Result<Store, CommandError> {
 }
 
 fn now() -> Timestamp {
-    SystemClock.now()
+    OffsetClock::SYSTEM.now()
 }
 
 fn events_command(store: &Store, command: EventsCommand) -> Result<(), CommandError> {
@@ -315,10 +317,11 @@ fn shop_command(store: &Store, command: ShopCommand) -> Result<(), CommandError>
                 && args.currency.is_none()
                 && args.order_retry_interval.is_none()
                 && args.order_max_retries.is_none()
+                && args.expiring_payment_notice_days.is_none()
             {
                 return Err(CommandError::Usage(
-                    "nothing to change: give --timezone, --currency, --order-retry-interval or \
-                     --order-max-retries"
+                    "nothing to change: give --timezone, --currency, --order-retry-interval, \
+                     --order-max-retries or --expiring-payment-notice-days"
                         .to_string(),
                 ));
             }
@@ -327,20 +330,103 @@ fn shop_command(store: &Store, command: ShopCommand) -> Result<(), CommandError>
                 currency: args.currency,
                 order_retry_interval_seconds: args.order_retry_interval,
                 order_max_retries: args.order_max_retries,
+                expiring_payment_notice_days: args.expiring_payment_notice_days,
             };
             let shop = store.write(|tx| update_shop_settings(tx, &args.shop, settings, now()))?;
             eprintln!(
                 "Shop {} now has time zone {}, currency {}, failed orders retried every {} s up \
-                 to {} times (API answers within 2 s).",
+                 to {} times, expiring payment methods announced {} days ahead (API answers \
+                 within 2 s).",
                 shop.identifier.as_str(),
                 shop.timezone,
                 shop.currency,
                 shop.order_retry_interval_seconds,
-                shop.order_max_retries
+                shop.order_max_retries,
+                shop.expiring_payment_notice_days
             );
             Ok(())
         }
     }
+}
+
+fn subscriptions_command(store: &Store, command: SubscriptionsCommand) -> Result<(), CommandError> {
+    match command {
+        SubscriptionsCommand::Due { shop, at, limit } => {
+            let at = match at.as_deref() {
+                None => now(),
+                Some(text) => Timestamp::parse_rfc3339(text).ok_or_else(|| {
+                    CommandError::Usage(format!(
+                        "--at {}: not an RFC 3339 time such as 2026-03-09T14:00:00Z",
+                        text.escape_debug()
+                    ))
+                })?,
+            };
+            let (shop, entries) = store.read(|tx| {
+                let shop = find_shop(tx, &shop)?;
+                let entries = due_report(tx, &shop, at, limit)?;
+                Ok((shop, entries))
+            })?;
+            if entries.is_empty() {
+                eprintln!(
+                    "No subscription of shop {} is due at {} (none being placed or waiting for a \
+                     retry either).",
+                    shop.identifier.as_str(),
+                    at.to_rfc3339_seconds()
+                );
+                return Ok(());
+            }
+            println!(
+                "{:<12}  {:<10}  {:<20}  {:<36}  WHY",
+                "SUBSCRIPTION", "STATUS", "NEXT_ORDER", "LOCAL"
+            );
+            for entry in entries {
+                let why = match &entry.reason {
+                    DueReason::Starts => {
+                        "starts: scheduled, its first order date has come; it becomes active \
+                         and the order is placed"
+                            .to_string()
+                    }
+                    DueReason::Due { attempt: 1 } => "due: its order date has come".to_string(),
+                    DueReason::Due { attempt } => format!(
+                        "due: retry {} of its order, the retry wait is over",
+                        attempt - 1
+                    ),
+                    DueReason::WaitingRetry {
+                        attempt,
+                        retry_at,
+                        failure_code,
+                    } => format!(
+                        "waiting: retry {} at {} after {}",
+                        attempt - 1,
+                        retry_at.to_rfc3339_seconds(),
+                        failure_code.as_deref().unwrap_or("a failure")
+                    ),
+                    DueReason::Placing {
+                        attempt,
+                        since,
+                        platform_order_id,
+                    } => format!(
+                        "being placed: attempt {attempt} since {}{}",
+                        since.to_rfc3339_seconds(),
+                        platform_order_id
+                            .as_deref()
+                            .map(|id| format!(", platform order {}", id.escape_debug()))
+                            .unwrap_or_default()
+                    ),
+                };
+                println!(
+                    "{:<12}  {:<10}  {:<20}  {:<36}  {why}",
+                    entry.subscription_id,
+                    entry.status.as_str(),
+                    entry
+                        .next_order_datetime
+                        .map_or_else(|| "-".to_string(), |at| at.to_rfc3339_seconds()),
+                    entry.local_order_time.as_deref().unwrap_or("-"),
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `--scope` values joined; `all` stands for every scope.
@@ -490,7 +576,24 @@ pub fn start_services(
         ..PoolOptions::default()
     };
     let dispatcher = dispatcher_config(args)?;
+    let clock = match args.clock_start.as_deref() {
+        None => OffsetClock::SYSTEM,
+        Some(text) => {
+            OffsetClock::starting_at(Timestamp::parse_rfc3339(text).ok_or_else(|| {
+                CommandError::Usage(format!(
+                    "--clock-start {}: not an RFC 3339 time such as 2026-03-09T13:59:58Z",
+                    text.escape_debug()
+                ))
+            })?)
+        }
+    };
+    if args.scheduler_interval_ms < 10 {
+        return Err(CommandError::Usage(
+            "--scheduler-interval-ms: at least 10".to_string(),
+        ));
+    }
     let store = Store::open_and_migrate(url, &options)?;
+    let now = || clock.now();
     let demo = store.write(|tx| bootstrap_demo(tx, now()))?;
     // One guard for all three kinds of outgoing call: connectors, webhooks, overrides.
     let address_guard = PrivateAddressGuard {
@@ -500,23 +603,33 @@ pub fn start_services(
     // Calls left without a delivery job (its job failed for good, or an older version recorded
     // them) get one.
     store.write(|tx| enqueue_waiting_deliveries(tx, now()))?;
+    // The scheduler's recurring job: one for all processes, due now (it coalesces into the
+    // one queued or running).
+    store.write(|tx| {
+        enqueue(tx, &SchedulerJob {}, now(), now())?;
+        Ok(())
+    })?;
     let jobs = JobRunnerConfig {
         workers: args.job_workers,
         lease: Duration::from_secs(args.job_lease.max(1)),
         ..JobRunnerConfig::default()
     };
-    let workers = Workers::start(&store, connector.clone(), jobs)?;
+    let scheduler = SchedulerConfig {
+        interval: Duration::from_millis(args.scheduler_interval_ms),
+    };
+    let workers = Workers::start(&store, connector.clone(), clock, jobs, scheduler)?;
     let webhooks = Wake::default();
     let stop_webhooks = Arc::new(AtomicBool::new(false));
     let webhook_threads = mercer_webhooks::start(
         store.clone(),
         dispatcher,
+        clock,
         webhooks.clone(),
         stop_webhooks.clone(),
     )?;
     let state = AppState {
         store,
-        clock: SystemClock,
+        clock,
         max_body_bytes: args.max_body_bytes,
         connector,
         ingest: workers.ingest.clone(),

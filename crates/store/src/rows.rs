@@ -7,7 +7,7 @@ use mercer_domain::access::credentials::{ApiToken, NewApiToken, ScopeSet, Secret
 use mercer_domain::access::secrets::{SecretKind, SharedSecret};
 use mercer_domain::access::shop::{NewShop, Shop, ShopIdentifier};
 
-use crate::schema::{api_tokens, shared_secrets, shops};
+use crate::schema::{api_tokens, shared_secrets, shop_settings, shops};
 
 fn time(micros: i64) -> Timestamp {
     Timestamp::from_micros(micros)
@@ -34,14 +34,35 @@ pub struct ShopRow {
     pub created_at: i64,
     pub updated_at: i64,
     pub deleted_at: Option<i64>,
-    pub order_retry_interval_seconds: i64,
-    pub order_max_retries: i64,
 }
 
-impl TryFrom<ShopRow> for Shop {
-    type Error = StorageError;
+/// A shop's row of `shop_settings`.
+#[derive(Queryable, Selectable, Insertable)]
+#[diesel(table_name = shop_settings)]
+pub struct ShopSettingsRow {
+    pub shop_id: i64,
+    pub order_retry_interval_seconds: i64,
+    pub order_max_retries: i64,
+    pub expiring_payment_notice_days: i64,
+    pub updated_at: i64,
+}
 
-    fn try_from(row: ShopRow) -> Result<Self, StorageError> {
+impl ShopSettingsRow {
+    pub fn of(shop: &Shop) -> ShopSettingsRow {
+        ShopSettingsRow {
+            shop_id: shop.id,
+            order_retry_interval_seconds: shop.order_retry_interval_seconds,
+            order_max_retries: shop.order_max_retries,
+            expiring_payment_notice_days: shop.expiring_payment_notice_days,
+            updated_at: shop.updated_at.as_micros(),
+        }
+    }
+}
+
+impl ShopRow {
+    /// The shop, with its settings.
+    pub fn into_shop(self, settings: ShopSettingsRow) -> Result<Shop, StorageError> {
+        let row = self;
         let identifier = ShopIdentifier::parse(&row.identifier)
             .ok_or_else(|| corrupt("shop identifier", &row.identifier))?;
         Ok(Shop {
@@ -59,8 +80,9 @@ impl TryFrom<ShopRow> for Shop {
             created_at: time(row.created_at),
             updated_at: time(row.updated_at),
             deleted_at: row.deleted_at.map(time),
-            order_retry_interval_seconds: row.order_retry_interval_seconds,
-            order_max_retries: row.order_max_retries,
+            order_retry_interval_seconds: settings.order_retry_interval_seconds,
+            order_max_retries: settings.order_max_retries,
+            expiring_payment_notice_days: settings.expiring_payment_notice_days,
         })
     }
 }

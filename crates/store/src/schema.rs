@@ -17,8 +17,17 @@ diesel::table! {
         created_at -> BigInt,
         updated_at -> BigInt,
         deleted_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    /// A shop's settings of the scheduler (and, later, of checkout): one row per shop.
+    shop_settings (shop_id) {
+        shop_id -> BigInt,
         order_retry_interval_seconds -> BigInt,
         order_max_retries -> BigInt,
+        expiring_payment_notice_days -> BigInt,
+        updated_at -> BigInt,
     }
 }
 
@@ -76,6 +85,7 @@ diesel::table! {
 }
 
 diesel::joinable!(api_tokens -> shops (shop_id));
+diesel::joinable!(shop_settings -> shops (shop_id));
 diesel::joinable!(shared_secrets -> shops (shop_id));
 diesel::joinable!(staff_accounts -> shops (shop_id));
 
@@ -306,7 +316,7 @@ diesel::table! {
     }
 }
 
-// `subscriptions` has 41 columns, and `table!` takes 16 here: diesel is built without its
+// `subscriptions` has 43 columns, and `table!` takes 16 here: diesel is built without its
 // `32-column-tables` and `64-column-tables` features, which would take a clean debug build of
 // diesel from about 30 s to 40 s and 150 s. So the one table is declared three times, each
 // declaration a part of its columns (a few in more than one) under its own name:
@@ -314,7 +324,9 @@ diesel::table! {
 // `subscription_schedule` and `subscription_details` (`sql_name = "subscriptions"`), written
 // by UPDATEs of the same row. A query that needs columns of several declarations joins the
 // row to itself by id through the aliases of `repos::subscriptions`, which give each its own
-// name in the SQL: never join the declarations without them.
+// name in the SQL: never join the declarations without them. A fourth declaration,
+// `subscription_payment_notices`, holds the scheduler's `expiring_payment_notified_at`, which
+// no subscription read needs (`repos::subscriptions::orders`).
 diesel::table! {
     subscriptions (id) {
         id -> BigInt,
@@ -378,6 +390,41 @@ diesel::table! {
         last_failure_message -> Nullable<Text>,
         note -> Nullable<Text>,
         order_note -> Nullable<Text>,
+        payment_method_expires_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    /// Whether a subscription's payment method was announced as expiring: part of
+    /// `subscriptions` (see there).
+    #[sql_name = "subscriptions"]
+    subscription_payment_notices (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        subscription_status -> Text,
+        payment_method_expires_at -> Nullable<BigInt>,
+        expiring_payment_notified_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    /// The scheduler's attempts to place subscription orders (docs/scheduler.md).
+    subscription_orders (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        subscription_id -> BigInt,
+        scheduled_at -> BigInt,
+        attempt -> BigInt,
+        idempotency_key -> Text,
+        status -> Text,
+        due_at -> BigInt,
+        platform_order_id -> Nullable<Text>,
+        platform_payment_id -> Nullable<Text>,
+        failure_code -> Nullable<Text>,
+        failure_reason -> Nullable<Text>,
+        finished_at -> Nullable<BigInt>,
+        created_at -> BigInt,
+        updated_at -> BigInt,
     }
 }
 
@@ -419,6 +466,7 @@ diesel::joinable!(subscription_status_logs -> subscriptions (subscription_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
     shops,
+    shop_settings,
     api_tokens,
     shared_secrets,
     staff_accounts,
@@ -445,6 +493,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     subscription_details,
     subscription_line_items,
     subscription_status_logs,
+    subscription_orders,
+    subscription_payment_notices,
 );
 
 diesel::table! {

@@ -38,7 +38,7 @@ use mercer_domain::subscriptions::repository::{
 };
 use mercer_domain::subscriptions::resources::{
     Actor, ActorType, Cents, CurrencyCode, FailureDetails, LineItemAttribute, LineItemDiscount,
-    PrepaidMetadata, ShippingLine, SubscriptionLineItem, SubscriptionStatus,
+    PaymentExpiry, PrepaidMetadata, ShippingLine, SubscriptionLineItem, SubscriptionStatus,
 };
 use mercer_domain::subscriptions::states::NewStatusLog;
 use mercer_domain::webhooks::{
@@ -157,6 +157,7 @@ fn shop_settings_are_written_to_that_shop_only(db: &impl Database) {
         currency: Some("EUR".to_string()),
         order_retry_interval_seconds: Some(600),
         order_max_retries: Some(5),
+        expiring_payment_notice_days: Some(14),
     };
     db.write(|tx| update_shop_settings(tx, first.identifier.as_str(), settings, at(60)))
         .unwrap();
@@ -174,8 +175,12 @@ fn shop_settings_are_written_to_that_shop_only(db: &impl Database) {
         ("Europe/Paris", "EUR", "€{{amount}}", at(60))
     );
     assert_eq!(
-        (first.order_retry_interval_seconds, first.order_max_retries),
-        (600, 5)
+        (
+            first.order_retry_interval_seconds,
+            first.order_max_retries,
+            first.expiring_payment_notice_days
+        ),
+        (600, 5, 14)
     );
     let second = second.unwrap();
     assert_eq!(
@@ -189,9 +194,10 @@ fn shop_settings_are_written_to_that_shop_only(db: &impl Database) {
     assert_eq!(
         (
             second.order_retry_interval_seconds,
-            second.order_max_retries
+            second.order_max_retries,
+            second.expiring_payment_notice_days
         ),
-        (86_400, 3),
+        (86_400, 3, 30),
         "a new shop's defaults"
     );
 }
@@ -2676,6 +2682,7 @@ fn plain_state(customer_id: i64, address_id: i64, status: SubscriptionStatus) ->
         payment_method_token: None,
         payment_gateway_public_id: None,
         payment_gateway_customer_id: None,
+        payment_method_expires_at: None,
         payment_rrule: "RRULE:FREQ=WEEKLY".into(),
         payment_rrule_text: "every week".into(),
         order_rrule: "RRULE:FREQ=WEEKLY".into(),
@@ -2719,6 +2726,7 @@ fn full_state(customer_id: i64, billing: i64, shipping: i64) -> SubscriptionStat
         payment_method_token: Some("tok_1".into()),
         payment_gateway_public_id: Some("gw_1".into()),
         payment_gateway_customer_id: Some("gwc_1".into()),
+        payment_method_expires_at: PaymentExpiry::parse("2027-03"),
         payment_rrule: "DTSTART:20240304T090000Z\nRRULE:FREQ=WEEKLY;INTERVAL=2".into(),
         payment_rrule_text: "every 2 weeks on Monday".into(),
         order_rrule: "DTSTART:20240304T090000Z\nRRULE:FREQ=MONTHLY".into(),

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use mercer_domain::access::credentials::Secret;
 use mercer_domain::access::secrets::SecretKind;
-use mercer_domain::kernel::time::{Clock, SystemClock};
+use mercer_domain::kernel::time::Clock;
 use mercer_domain::kernel::wake::Wake;
 use mercer_domain::ports::Database;
 use mercer_domain::webhooks::{
@@ -332,8 +332,13 @@ pub fn dispatch_batch(
             WebhookKind::Subscription => endpoint.secret.clone(),
         };
         let outcome = match &secret {
+            // Times on the wire are the system's: the receiver checks them against its clock.
             Some(secret) => {
-                sender.send(&build_request(endpoint, &message, secret, sent_at), sent_at)
+                let wire_now = Timestamp::now();
+                sender.send(
+                    &build_request(endpoint, &message, secret, wire_now),
+                    wire_now,
+                )
             }
             None => AttemptOutcome {
                 error: Some("no shared secret to sign with is configured".to_string()),
@@ -393,19 +398,21 @@ pub fn dispatch_batch(
 }
 
 /// Runs `config.workers` threads (none: this process only enqueues) until `stop`; `wake`
-/// makes idle workers look at once.
-pub fn start<D: Database>(
+/// makes idle workers look at once. `clock` is Mercer's (when messages are due, attempts'
+/// times); signatures carry the system's time.
+pub fn start<D: Database, C: Clock + Clone>(
     db: D,
     config: DispatcherConfig,
+    clock: C,
     wake: Wake,
     stop: Arc<AtomicBool>,
 ) -> std::io::Result<Vec<std::thread::JoinHandle<()>>> {
     (0..config.workers)
         .map(|n| {
             let (db, config, wake, stop) = (db.clone(), config.clone(), wake.clone(), stop.clone());
+            let clock = clock.clone();
             std::thread::Builder::new().name(format!("mercer-webhooks-{n}")).spawn(move || {
                 let sender = Sender::new(&config);
-                let clock = SystemClock;
                 while !stop.load(Ordering::Relaxed) {
                     match dispatch_batch(&db, &sender, &config, &clock) {
                         Ok(report) if report.claimed > 0 => {}

@@ -52,16 +52,23 @@ pub struct Shop {
     pub order_retry_interval_seconds: i64,
     /// How many times a failed subscription order is retried before the subscription ends.
     pub order_max_retries: i64,
+    /// Days before a subscription's payment method expires that `subscription_expiring_payment`
+    /// is emitted.
+    pub expiring_payment_notice_days: i64,
 }
 
 /// A new shop's `order_retry_interval_seconds`: a day.
 pub const DEFAULT_ORDER_RETRY_INTERVAL_SECONDS: i64 = 86_400;
 /// A new shop's `order_max_retries`.
 pub const DEFAULT_ORDER_MAX_RETRIES: i64 = 3;
-/// `order_retry_interval_seconds` is one minute to thirty days.
-pub const ORDER_RETRY_INTERVAL_RANGE: std::ops::RangeInclusive<i64> = 60..=30 * 86_400;
+/// `order_retry_interval_seconds` is one second to thirty days.
+pub const ORDER_RETRY_INTERVAL_RANGE: std::ops::RangeInclusive<i64> = 1..=30 * 86_400;
 /// `order_max_retries` is 0 (the first failure ends it) to 100.
 pub const ORDER_MAX_RETRIES_RANGE: std::ops::RangeInclusive<i64> = 0..=100;
+/// A new shop's `expiring_payment_notice_days`.
+pub const DEFAULT_EXPIRING_PAYMENT_NOTICE_DAYS: i64 = 30;
+/// `expiring_payment_notice_days` is 0 (on the day it expires) to a year.
+pub const EXPIRING_PAYMENT_NOTICE_DAYS_RANGE: std::ops::RangeInclusive<i64> = 0..=365;
 
 /// What the operator gives to create a shop; everything but the domain has a default.
 #[derive(Debug, Clone, Default)]
@@ -281,6 +288,8 @@ pub struct ShopSettings {
     pub order_retry_interval_seconds: Option<i64>,
     /// How many times a failed subscription order is retried.
     pub order_max_retries: Option<i64>,
+    /// Days before a payment method expires that the subscription's webhook says so.
+    pub expiring_payment_notice_days: Option<i64>,
 }
 
 fn check_range(
@@ -332,7 +341,17 @@ pub fn update_shop_settings(
             ORDER_MAX_RETRIES_RANGE,
         ))
     });
+    let notice_days = settings.expiring_payment_notice_days.and_then(|days| {
+        problems.check(check_range(
+            "expiring_payment_notice_days",
+            days,
+            EXPIRING_PAYMENT_NOTICE_DAYS_RANGE,
+        ))
+    });
     problems.into_result()?;
+    if let Some(days) = notice_days {
+        shop.expiring_payment_notice_days = days;
+    }
     if let Some(seconds) = retry_interval {
         shop.order_retry_interval_seconds = seconds;
     }
@@ -575,8 +594,9 @@ mod tests {
         let bad = ShopSettings {
             timezone: Some("Mars/Olympus_Mons".to_string()),
             currency: Some("XYZ".to_string()),
-            order_retry_interval_seconds: Some(59),
+            order_retry_interval_seconds: Some(0),
             order_max_retries: Some(101),
+            expiring_payment_notice_days: Some(366),
         };
         let Err(DomainError::Invalid(problems)) =
             db.write(|tx| update_shop_settings(tx, &id, bad, now))
@@ -590,7 +610,8 @@ mod tests {
                 "timezone",
                 "currency",
                 "order_retry_interval_seconds",
-                "order_max_retries"
+                "order_max_retries",
+                "expiring_payment_notice_days"
             ]
         );
         let unchanged = db.read(|tx| find_shop(tx, &id)).unwrap();
@@ -614,6 +635,7 @@ mod tests {
             currency: Some("EUR".to_string()),
             order_retry_interval_seconds: Some(3_600),
             order_max_retries: Some(0),
+            expiring_payment_notice_days: Some(0),
         };
         let later = now.plus_seconds(60);
         db.write(|tx| update_shop_settings(tx, &id, good, later))
@@ -629,6 +651,7 @@ mod tests {
             ),
             (3_600, 0)
         );
+        assert_eq!(changed.expiring_payment_notice_days, 0);
         assert_eq!(changed.updated_at, later);
     }
 }

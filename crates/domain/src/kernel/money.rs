@@ -14,6 +14,25 @@ impl Cents {
     pub fn times(self, quantity: i64) -> Option<Cents> {
         self.0.checked_mul(quantity).map(Cents)
     }
+
+    /// The amount as a decimal string in `currency`'s major unit, as the connector interface
+    /// writes money (seed 000): 1250 cents of USD is `"12.50"`, 500 of JPY `"500"`, 1250 of
+    /// KWD `"1.250"`.
+    pub fn to_decimal(self, currency: &CurrencyCode) -> String {
+        let digits = currency.minor_units();
+        let sign = if self.0 < 0 { "-" } else { "" };
+        let magnitude = self.0.unsigned_abs();
+        if digits == 0 {
+            return format!("{sign}{magnitude}");
+        }
+        let scale = 10u64.pow(digits);
+        format!(
+            "{sign}{}.{:0width$}",
+            magnitude / scale,
+            magnitude % scale,
+            width = digits as usize
+        )
+    }
 }
 
 /// Only whole numbers are cents: `12.5` is refused rather than rounded.
@@ -40,6 +59,18 @@ impl CurrencyCode {
 
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// Digits after the decimal point of the currency's minor unit (ISO 4217): 2 for most,
+    /// 0 for the yen, the won and others without one, 3 for the dinars of Bahrain, Iraq,
+    /// Jordan, Kuwait, Libya, Tunisia and the rial of Oman.
+    pub fn minor_units(&self) -> u32 {
+        match self.0.as_str() {
+            "BIF" | "CLP" | "DJF" | "GNF" | "ISK" | "JPY" | "KMF" | "KRW" | "PYG" | "RWF"
+            | "UGX" | "VND" | "VUV" | "XAF" | "XOF" | "XPF" => 0,
+            "BHD" | "IQD" | "JOD" | "KWD" | "LYD" | "OMR" | "TND" => 3,
+            _ => 2,
+        }
     }
 }
 
@@ -71,3 +102,26 @@ pub const CURRENCY_CODES: [&str; 157] = [
     "VED", "VES", "VND", "VUV", "WST", "XAF", "XCD", "XCG", "XOF", "XPF", "YER", "ZAR", "ZMW",
     "ZWG",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code(text: &str) -> CurrencyCode {
+        CurrencyCode::parse(text).unwrap()
+    }
+
+    #[test]
+    fn cents_are_written_in_the_currencys_major_unit() {
+        assert_eq!(Cents(1250).to_decimal(&code("USD")), "12.50");
+        assert_eq!(Cents(5).to_decimal(&code("EUR")), "0.05");
+        assert_eq!(Cents(0).to_decimal(&code("USD")), "0.00");
+        assert_eq!(Cents(-1999).to_decimal(&code("CAD")), "-19.99");
+        assert_eq!(Cents(500).to_decimal(&code("JPY")), "500");
+        assert_eq!(Cents(1250).to_decimal(&code("KWD")), "1.250");
+        assert_eq!(
+            Cents(i64::MIN).to_decimal(&code("USD")),
+            "-92233720368547758.08"
+        );
+    }
+}

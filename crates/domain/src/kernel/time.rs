@@ -23,6 +23,12 @@ impl Timestamp {
         Timestamp(self.0.saturating_add(seconds.saturating_mul(1_000_000)))
     }
 
+    /// `duration` later.
+    pub fn plus(self, duration: std::time::Duration) -> Self {
+        let micros = i64::try_from(duration.as_micros()).unwrap_or(i64::MAX);
+        Timestamp(self.0.saturating_add(micros))
+    }
+
     pub fn to_datetime(self) -> DateTime<Utc> {
         DateTime::from_timestamp_micros(self.0).unwrap_or_default()
     }
@@ -102,6 +108,43 @@ impl Clock for SystemClock {
     }
 }
 
+/// The system's clock moved by a fixed offset: Mercer's clock when an operator starts it at
+/// another instant (`mercer serve --clock-start`, for tests and demos of what Mercer does on a
+/// later date). Only Mercer's own times follow it; times on the wire (signature timestamps,
+/// `Date` headers) stay the system's, since the other side checks them against its clock.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OffsetClock {
+    offset_micros: i64,
+}
+
+impl OffsetClock {
+    /// The system's clock as it is.
+    pub const SYSTEM: OffsetClock = OffsetClock { offset_micros: 0 };
+
+    /// A clock that reads `start` now and runs at the system clock's rate from here.
+    pub fn starting_at(start: Timestamp) -> OffsetClock {
+        OffsetClock {
+            offset_micros: start
+                .as_micros()
+                .saturating_sub(Timestamp::now().as_micros()),
+        }
+    }
+
+    pub fn offset_micros(self) -> i64 {
+        self.offset_micros
+    }
+}
+
+impl Clock for OffsetClock {
+    fn now(&self) -> Timestamp {
+        Timestamp::from_micros(
+            Timestamp::now()
+                .as_micros()
+                .saturating_add(self.offset_micros),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,6 +170,17 @@ mod tests {
         let error = serde_json::from_str::<Timestamp>("\"last tuesday\"").unwrap_err();
         assert!(error.to_string().contains("last tuesday"), "{error}");
         assert!(serde_json::from_str::<Timestamp>("1700000000").is_err());
+    }
+
+    #[test]
+    fn an_offset_clock_reads_its_start_and_then_runs() {
+        let start = Timestamp::parse_rfc3339("2030-03-10T06:59:58Z").unwrap();
+        let clock = OffsetClock::starting_at(start);
+        let read = clock.now();
+        assert!(read >= start && read < start.plus_seconds(5), "{read}");
+        assert!(clock.now() >= read);
+        let system = OffsetClock::SYSTEM.now();
+        assert!((system.as_micros() - Timestamp::now().as_micros()).abs() < 5_000_000);
     }
 
     #[test]

@@ -1,12 +1,13 @@
 //! The platform connector (seed 000): the platform's resources, destinations and their
-//! verification, the connector port, inbound events and their apply rule, syncs, and the outbox
-//! of service-side changes.
+//! verification, the connector port, inbound events and their apply rule, syncs, the outbox
+//! of service-side changes, and placing orders exactly once.
 
 pub mod addresses;
 pub mod connector;
 pub mod destinations;
 pub mod events;
 pub mod outbox;
+pub mod placement;
 mod repository;
 pub mod resources;
 pub mod sync;

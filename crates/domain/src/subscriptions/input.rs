@@ -8,9 +8,10 @@
 //!  "subscription": {"idempotency_key","external_id","next_order_datetime","last_order_datetime",
 //!    "placed_at","subscription_status","order_rrule","base_currency","charged_currency",
 //!    "base_to_charged_exchange_rate",
-//!    "line_items": [{"platform_product_id","platform_variant_id","quantity","price","subscription_group_id"}],
+//!    "line_items": [{"platform_product_id","platform_variant_id","quantity","price","subscription_group_id",
+//!                    "prepaid_metadata"?: {"prepaid_duration","current_recurrence_count"?,"prepaid_continue"?}}],
 //!    "billing_address": {…}, "shipping_address": {…},
-//!    "payment_details": {"gateway_name","gateway_customer_id","gateway_payment_id"},
+//!    "payment_details": {"gateway_name","gateway_customer_id","gateway_payment_id","expires_at"?},
 //!    "discount_code","note","order_note"}}
 //! ```
 
@@ -23,7 +24,7 @@ use crate::access::shop::Shop;
 use crate::kernel::error::{DomainError, FieldError, Problems};
 use crate::kernel::time::Timestamp;
 use crate::subscriptions::recurrence::{OrderSchedule, ShopZone};
-use crate::subscriptions::resources::{Cents, CurrencyCode, SubscriptionStatus};
+use crate::subscriptions::resources::{Cents, CurrencyCode, PaymentExpiry, SubscriptionStatus};
 
 /// At most this many line items in one subscription.
 pub const MAX_LINE_ITEMS: usize = 250;
@@ -64,6 +65,19 @@ pub struct LineItemInput {
     /// The unit price in the base currency.
     pub price: Cents,
     pub subscription_group_id: Option<i64>,
+    pub prepaid: Option<PrepaidInput>,
+}
+
+/// Most orders one prepaid payment may cover.
+pub const MAX_PREPAID_DURATION: i64 = 1_000;
+
+/// A line item's `prepaid_metadata` (a Mercer extension of the create body): one payment covers
+/// `prepaid_duration` orders; `current_recurrence_count` of them are placed already.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrepaidInput {
+    pub prepaid_duration: i64,
+    pub current_recurrence_count: i64,
+    pub prepaid_continue: Option<String>,
 }
 
 /// `payment_details`: kept with the subscription. `gateway_payment_id` is the payment method
@@ -74,6 +88,8 @@ pub struct PaymentDetails {
     pub gateway_name: String,
     pub gateway_customer_id: Option<String>,
     pub gateway_payment_id: String,
+    /// When the method expires (a Mercer extension).
+    pub expires_at: Option<PaymentExpiry>,
 }
 
 impl fmt::Debug for PaymentDetails {
@@ -85,6 +101,7 @@ impl fmt::Debug for PaymentDetails {
                 &self.gateway_customer_id.as_ref().map(|_| "[redacted]"),
             )
             .field("gateway_payment_id", &"[redacted]")
+            .field("expires_at", &self.expires_at)
             .finish()
     }
 }
@@ -229,6 +246,21 @@ impl<'a> Fields<'a, '_> {
                 .push(FieldError::new(field, "invalid_date", message));
         }
         time
+    }
+
+    /// A year and month, `YYYY-MM` (a payment method's expiry).
+    fn expiry(&mut self, name: &str) -> Option<PaymentExpiry> {
+        let field = self.field(name);
+        let expiry = match self.get(name)? {
+            Value::String(text) => PaymentExpiry::parse(text.trim()),
+            _ => None,
+        };
+        if expiry.is_none() {
+            let message = format!("{field} must be a year and month such as 2027-03");
+            self.problems
+                .push(FieldError::new(field, "invalid_value", message));
+        }
+        expiry
     }
 
     /// A nested object; `None` (with a problem) when it is there but not an object.
@@ -379,12 +411,60 @@ fn line_item(fields: &mut Fields<'_, '_>) -> Option<LineItemInput> {
         }
     };
     let subscription_group_id = fields.integer("subscription_group_id");
+    let prepaid_present = fields.get("prepaid_metadata").is_some();
+    let prepaid = fields
+        .object("prepaid_metadata")
+        .map(|mut prepaid_fields| prepaid(&mut prepaid_fields));
+    let prepaid = match (prepaid_present, prepaid) {
+        (false, _) => None,
+        (true, Some(Some(prepaid))) => Some(prepaid),
+        // Its problem is recorded.
+        (true, _) => return None,
+    };
     Some(LineItemInput {
         platform_product_id: platform_product_id?,
         platform_variant_id: platform_variant_id?,
         quantity: quantity?,
         price: price?,
         subscription_group_id,
+        prepaid,
+    })
+}
+
+fn prepaid(fields: &mut Fields<'_, '_>) -> Option<PrepaidInput> {
+    let duration = match fields.integer("prepaid_duration") {
+        None if fields.get("prepaid_duration").is_none() => {
+            fields
+                .problems
+                .push(FieldError::required(fields.field("prepaid_duration")));
+            None
+        }
+        Some(duration) if !(1..=MAX_PREPAID_DURATION).contains(&duration) => {
+            let field = fields.field("prepaid_duration");
+            let message = format!("{field} must be 1 to {MAX_PREPAID_DURATION} orders");
+            fields
+                .problems
+                .push(FieldError::new(field, "out_of_range", message));
+            None
+        }
+        duration => duration,
+    };
+    let count = match fields.integer("current_recurrence_count") {
+        Some(count) if count < 0 || duration.is_some_and(|duration| count > duration) => {
+            let field = fields.field("current_recurrence_count");
+            let message = format!("{field} must be 0 to prepaid_duration");
+            fields
+                .problems
+                .push(FieldError::new(field, "out_of_range", message));
+            return None;
+        }
+        count => count.unwrap_or(0),
+    };
+    let prepaid_continue = fields.text("prepaid_continue");
+    Some(PrepaidInput {
+        prepaid_duration: duration?,
+        current_recurrence_count: count,
+        prepaid_continue,
     })
 }
 
@@ -441,10 +521,16 @@ fn payment_details(fields: &mut Fields<'_, '_>) -> Option<PaymentDetails> {
     let gateway_name = fields.required_text("gateway_name");
     let gateway_customer_id = fields.text("gateway_customer_id");
     let gateway_payment_id = fields.required_text("gateway_payment_id");
+    let expires_present = fields.get("expires_at").is_some();
+    let expires_at = fields.expiry("expires_at");
+    if expires_present && expires_at.is_none() {
+        return None;
+    }
     Some(PaymentDetails {
         gateway_name: gateway_name?,
         gateway_customer_id,
         gateway_payment_id: gateway_payment_id?,
+        expires_at,
     })
 }
 
@@ -881,6 +967,8 @@ pub fn parse_shipping_address_change(body: &Value) -> Result<ShippingAddressChan
 pub struct PaymentMethodChange {
     pub payment_method_token: String,
     pub payment_gateway_public_id: String,
+    /// When the new method expires (a Mercer extension).
+    pub expires_at: Option<PaymentExpiry>,
 }
 
 impl fmt::Debug for PaymentMethodChange {
@@ -888,18 +976,26 @@ impl fmt::Debug for PaymentMethodChange {
         f.debug_struct("PaymentMethodChange")
             .field("payment_method_token", &"[redacted]")
             .field("payment_gateway_public_id", &self.payment_gateway_public_id)
+            .field("expires_at", &self.expires_at)
             .finish()
     }
 }
 
-/// `{"payment_method_token","payment_gateway_public_id"}`, both required.
+/// `{"payment_method_token","payment_gateway_public_id","expires_at"?}`, the first two
+/// required; `expires_at` is `YYYY-MM`.
 pub fn parse_payment_method_change(body: &Value) -> Result<PaymentMethodChange, DomainError> {
     action_body(body, |fields| {
         let token = fields.required_text("payment_method_token");
         let gateway = fields.required_text("payment_gateway_public_id");
+        let expires_present = fields.get("expires_at").is_some();
+        let expires_at = fields.expiry("expires_at");
+        if expires_present && expires_at.is_none() {
+            return None;
+        }
         Some(PaymentMethodChange {
             payment_method_token: token?,
             payment_gateway_public_id: gateway?,
+            expires_at,
         })
     })
 }
@@ -1017,6 +1113,8 @@ pub struct SubscriptionUpdate {
     pub subscription_status: Option<SubscriptionStatus>,
     pub payment_method_token: Option<String>,
     pub payment_gateway_public_id: Option<String>,
+    /// `Some(None)` clears it (null).
+    pub payment_method_expires_at: Option<Option<PaymentExpiry>>,
     pub order_rrule: Option<OrderSchedule>,
     pub payment_rrule: Option<OrderSchedule>,
     pub current_retries: Option<i64>,
@@ -1110,6 +1208,11 @@ pub fn parse_subscription_update(
             subscription_status: status(&mut sub).flatten(),
             payment_method_token: sub.text("payment_method_token"),
             payment_gateway_public_id: sub.text("payment_gateway_public_id"),
+            payment_method_expires_at: match sub.map.get("payment_method_expires_at") {
+                None => None,
+                Some(Value::Null) => Some(None),
+                Some(_) => sub.expiry("payment_method_expires_at").map(Some),
+            },
             order_rrule: rule(&mut sub, "order_rrule", zone),
             payment_rrule: rule(&mut sub, "payment_rrule", zone),
             current_retries: count(&mut sub, "current_retries"),
@@ -1172,6 +1275,7 @@ mod tests {
             deleted_at: None,
             order_retry_interval_seconds: 86_400,
             order_max_retries: 3,
+            expiring_payment_notice_days: 30,
         }
     }
 
@@ -1283,6 +1387,7 @@ mod tests {
                 quantity: 2,
                 price: Cents(1250),
                 subscription_group_id: Some(4),
+                prepaid: None,
             }]
         );
         assert_eq!(new.shipping_address.country_code, "CA");
@@ -1729,6 +1834,92 @@ mod tests {
                 &json!({"payment_gateway_public_id": "test"})
             )),
             one("payment_method_token", "required")
+        );
+        let change = parse_payment_method_change(&json!({
+            "payment_method_token": "tok_new", "payment_gateway_public_id": "test",
+            "expires_at": "2027-03"
+        }))
+        .unwrap();
+        assert_eq!(change.expires_at, PaymentExpiry::parse("2027-03"));
+        assert_eq!(
+            action_problems(parse_payment_method_change(&json!({
+                "payment_method_token": "tok_new", "payment_gateway_public_id": "test",
+                "expires_at": "03/27"
+            }))),
+            one("expires_at", "invalid_value")
+        );
+    }
+
+    #[test]
+    fn payment_expiry_and_prepaid_line_items_are_read_and_checked() {
+        let body = with(
+            with(
+                body(),
+                "/subscription/payment_details/expires_at",
+                json!("2027-03"),
+            ),
+            "/subscription/line_items/0/prepaid_metadata",
+            json!({"prepaid_duration": 3, "prepaid_continue": "auto_renew"}),
+        );
+        let new = parse(&body).unwrap();
+        assert_eq!(
+            new.payment_details.unwrap().expires_at,
+            PaymentExpiry::parse("2027-03")
+        );
+        assert_eq!(
+            new.line_items[0].prepaid,
+            Some(PrepaidInput {
+                prepaid_duration: 3,
+                current_recurrence_count: 0,
+                prepaid_continue: Some("auto_renew".into()),
+            })
+        );
+
+        let bad = with(
+            with(
+                body.clone(),
+                "/subscription/payment_details/expires_at",
+                json!("2027-13"),
+            ),
+            "/subscription/line_items/0/prepaid_metadata",
+            json!({"prepaid_duration": 0}),
+        );
+        assert_eq!(
+            problems(&bad),
+            [
+                (
+                    "subscription.line_items[0].prepaid_metadata.prepaid_duration".to_string(),
+                    "out_of_range"
+                ),
+                (
+                    "subscription.payment_details.expires_at".to_string(),
+                    "invalid_value"
+                ),
+            ]
+        );
+        let counted_past = with(
+            body.clone(),
+            "/subscription/line_items/0/prepaid_metadata",
+            json!({"prepaid_duration": 2, "current_recurrence_count": 3}),
+        );
+        assert_eq!(
+            problems(&counted_past),
+            [(
+                "subscription.line_items[0].prepaid_metadata.current_recurrence_count".to_string(),
+                "out_of_range"
+            )]
+        );
+        let missing = with(
+            body,
+            "/subscription/line_items/0/prepaid_metadata",
+            json!({"prepaid_continue": "auto_renew"}),
+        );
+        assert_eq!(
+            problems(&missing),
+            [(
+                "subscription.line_items[0].prepaid_metadata.prepaid_duration".to_string(),
+                "required"
+            )]
         );
     }
 

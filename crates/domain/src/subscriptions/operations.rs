@@ -21,11 +21,12 @@ use crate::subscriptions::repository::{
     StoredSubscription, SubscriptionRepositories, SubscriptionState,
 };
 use crate::subscriptions::resources::{
-    Actor, Cents, FailureDetails, Subscription, SubscriptionLineItem, SubscriptionStatus,
+    Actor, Cents, FailureDetails, PrepaidMetadata, Subscription, SubscriptionLineItem,
+    SubscriptionStatus,
 };
 use crate::subscriptions::states::{
-    Action, CREATED_REASON, NewStatusLog, action_for_status_change, creation_topics, take_action,
-    topics,
+    Action, CREATED_REASON, INVALID_TRANSITION, NewStatusLog, action_for_status_change,
+    creation_topics, take_action, topics,
 };
 use crate::subscriptions::topics::Topic;
 use crate::subscriptions::webhooks::emit;
@@ -83,7 +84,13 @@ fn line_item(
         weight: None,
         weight_unit: None,
         discounts: Vec::new(),
-        prepaid_metadata: None,
+        prepaid_metadata: input.prepaid.as_ref().map(|prepaid| PrepaidMetadata {
+            id: 0,
+            line_item_id: 0,
+            prepaid_duration: prepaid.prepaid_duration,
+            current_recurrence_count: prepaid.current_recurrence_count,
+            prepaid_continue: prepaid.prepaid_continue.clone(),
+        }),
         line_item_attributes: Vec::new(),
         created_at: now,
         updated_at: now,
@@ -91,7 +98,7 @@ fn line_item(
 }
 
 /// Stored subscriptions as answers show them: their addresses, and customers when expanded.
-fn resources(
+pub(crate) fn resources(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
     stored: Vec<StoredSubscription>,
@@ -258,13 +265,14 @@ pub fn create_subscription(
         .map(|item| line_item(item, rate, now))
         .collect();
     let rule = new.schedule.source().to_string();
-    let (token, gateway, gateway_customer) = match new.payment_details {
+    let (token, gateway, gateway_customer, expires_at) = match new.payment_details {
         Some(details) => (
             Some(details.gateway_payment_id),
             Some(details.gateway_name),
             details.gateway_customer_id,
+            details.expires_at,
         ),
-        None => (None, None, None),
+        None => (None, None, None, None),
     };
     let state = SubscriptionState {
         customer_id,
@@ -288,6 +296,7 @@ pub fn create_subscription(
         payment_method_token: token,
         payment_gateway_public_id: gateway,
         payment_gateway_customer_id: gateway_customer,
+        payment_method_expires_at: expires_at,
         payment_rrule: rule.clone(),
         payment_rrule_text: new.order_rrule_text.clone(),
         order_rrule: rule,
@@ -365,7 +374,10 @@ impl ActionRequest {
 }
 
 /// The stored rule of a subscription, read in the shop's zone.
-fn schedule_of(shop: &Shop, state: &SubscriptionState) -> Result<OrderSchedule, DomainError> {
+pub(crate) fn schedule_of(
+    shop: &Shop,
+    state: &SubscriptionState,
+) -> Result<OrderSchedule, DomainError> {
     OrderSchedule::parse(
         &state.order_rrule,
         ShopZone::of_shop(&shop.timezone),
@@ -407,6 +419,7 @@ pub fn take_subscription_action(
     actor: Actor,
     now: Timestamp,
 ) -> Result<Subscription, DomainError> {
+    tx.lock_subscription(shop.id, id)?;
     let current = stored(tx, shop, id)?;
     let mut state = current.state.clone();
     let action = request.action();
@@ -416,6 +429,10 @@ pub fn take_subscription_action(
     match request {
         ActionRequest::Cancel | ActionRequest::Pause => {}
         ActionRequest::Reactivate | ActionRequest::Resume => {
+            if action == Action::Reactivate {
+                // A reactivated subscription starts afresh: failures before it do not count.
+                state.current_retries = 0;
+            }
             let schedule = schedule_of(shop, &state)?;
             let (next, next_moved) = next_order_on_return(
                 &schedule,
@@ -481,7 +498,15 @@ pub fn take_subscription_action(
         ActionRequest::ChangePaymentMethod(change) => {
             state.payment_method_token = Some(change.payment_method_token);
             state.payment_gateway_public_id = Some(change.payment_gateway_public_id);
+            state.payment_method_expires_at = change.expires_at;
+            // A new method: an order waiting to be retried is tried again at once.
+            state.next_processing_datetime = None;
+            tx.set_expiring_payment_notified(shop.id, id, None)?;
         }
+    }
+    if state.next_order_datetime != current.state.next_order_datetime {
+        // A new order date: a retry wait for the one before is over.
+        state.next_processing_datetime = None;
     }
     let outcome = take_action(id, state.subscription_status, action, actor, now, moved)?;
     if outcome.status_changed {
@@ -516,7 +541,16 @@ pub fn update_subscription(
     actor: Actor,
     now: Timestamp,
 ) -> Result<Subscription, DomainError> {
+    tx.lock_subscription(shop.id, id)?;
     let current = stored(tx, shop, id)?;
+    if current.state.subscription_status == SubscriptionStatus::Processing {
+        return Err(DomainError::Unprocessable {
+            code: INVALID_TRANSITION,
+            message: "a subscription cannot be updated while its order is being placed \
+                      (processing); try again in a moment"
+                .to_string(),
+        });
+    }
     let before = current.state.clone();
     let mut state = current.state;
     let status_action = match update.subscription_status {
@@ -573,6 +607,10 @@ pub fn update_subscription(
     set(
         &mut state.payment_gateway_public_id,
         update.payment_gateway_public_id.map(Some),
+    );
+    set(
+        &mut state.payment_method_expires_at,
+        update.payment_method_expires_at,
     );
     if let Some(schedule) = &update.order_rrule {
         state.order_rrule = schedule.source().to_string();
@@ -658,11 +696,23 @@ pub fn update_subscription(
         } else {
             false
         };
+        if action == Action::Reactivate && update.current_retries.is_none() {
+            state.current_retries = 0;
+        }
         let outcome = take_action(id, state.subscription_status, action, actor, now, moved)?;
         state.subscription_status = outcome.status;
         state.status_changed_at = Some(now);
         emitted.extend(outcome.topics);
         log = Some(outcome.log);
+    }
+    let payment_changed = state.payment_method_token != before.payment_method_token
+        || state.payment_gateway_public_id != before.payment_gateway_public_id
+        || state.payment_method_expires_at != before.payment_method_expires_at;
+    if update.next_processing_datetime.is_none()
+        && (state.next_order_datetime != before.next_order_datetime || payment_changed)
+    {
+        // A new order date or payment method: a retry wait is over.
+        state.next_processing_datetime = None;
     }
     if state.order_rrule != before.order_rrule
         || state.next_order_datetime != before.next_order_datetime
@@ -672,10 +722,9 @@ pub fn update_subscription(
     if state.shipping_address_id != before.shipping_address_id {
         emitted.push(Topic::SubscriptionShippingAddressUpdated);
     }
-    if state.payment_method_token != before.payment_method_token
-        || state.payment_gateway_public_id != before.payment_gateway_public_id
-    {
+    if payment_changed {
         emitted.extend(topics(Action::ChangePaymentMethod, false));
+        tx.set_expiring_payment_notified(shop.id, id, None)?;
     }
     let changed = state != before;
     if changed || update.customer.is_some() {
@@ -741,6 +790,7 @@ mod tests {
             deleted_at: None,
             order_retry_interval_seconds: 86_400,
             order_max_retries: 3,
+            expiring_payment_notice_days: 30,
         }
     }
 

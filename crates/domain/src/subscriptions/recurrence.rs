@@ -44,6 +44,11 @@ impl ShopZone {
     pub fn name(self) -> &'static str {
         self.0.name()
     }
+
+    /// `at` on the zone's wall clock.
+    pub fn local_time(self, at: Timestamp) -> DateTime<chrono_tz::Tz> {
+        at.to_datetime().with_timezone(&self.0)
+    }
 }
 
 /// A date that `EXDATE` leaves out: an exact occurrence, or every occurrence of a local day

@@ -9,8 +9,8 @@ use crate::platform::PlatformRepositories;
 use crate::platform::resources::CustomerAddress;
 use crate::subscriptions::query::ListQuery;
 use crate::subscriptions::resources::{
-    CurrencyCode, FailureDetails, ShippingLine, StatusLog, Subscription, SubscriptionAddress,
-    SubscriptionCustomer, SubscriptionLineItem, SubscriptionStatus,
+    CurrencyCode, FailureDetails, PaymentExpiry, ShippingLine, StatusLog, Subscription,
+    SubscriptionAddress, SubscriptionCustomer, SubscriptionLineItem, SubscriptionStatus,
 };
 use crate::subscriptions::states::NewStatusLog;
 use crate::webhooks::WebhookRepositories;
@@ -30,6 +30,7 @@ pub trait SubscriptionRepositories:
     + WebhookRepositories
     + SubscriptionCustomerRepository
     + SubscriptionRepository
+    + SubscriptionOrderRepository
 {
 }
 
@@ -39,6 +40,7 @@ impl<T> SubscriptionRepositories for T where
         + WebhookRepositories
         + SubscriptionCustomerRepository
         + SubscriptionRepository
+        + SubscriptionOrderRepository
         + ?Sized
 {
 }
@@ -215,6 +217,7 @@ pub struct SubscriptionState {
     pub payment_gateway_public_id: Option<String>,
     /// Never shown (docs/subscriptions.md, payment details).
     pub payment_gateway_customer_id: Option<String>,
+    pub payment_method_expires_at: Option<PaymentExpiry>,
     pub payment_rrule: String,
     pub payment_rrule_text: String,
     pub order_rrule: String,
@@ -286,6 +289,10 @@ pub trait SubscriptionRepository {
         item: &SubscriptionLineItem,
         now: Timestamp,
     ) -> StoreResult<bool>;
+    /// Locks the subscription's row until the unit of work ends, so that changes made by
+    /// read, change, save (a client's action, the scheduler's) run one after the other.
+    /// PostgreSQL: `SELECT … FOR UPDATE`; SQLite and the memory database write one at a time.
+    fn lock_subscription(&mut self, shop_id: i64, id: i64) -> StoreResult<()>;
     /// Holds a lock named `key` until the unit of work ends, so units of work that look for a
     /// thing and create it when missing (a customer by email, a subscription by idempotency
     /// key) run one after the other. PostgreSQL: an advisory transaction lock; SQLite and the
@@ -311,6 +318,178 @@ pub trait SubscriptionRepository {
         limit: i64,
         page: i64,
     ) -> StoreResult<(Vec<StoredSubscription>, i64)>;
+}
+
+/// Where an attempt to place a subscription's order stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OrderAttemptStatus {
+    /// Being placed: its job calls the connector.
+    Placing,
+    /// The order (and its payment) went through.
+    Placed,
+    /// The connector failed, timed out or the payment was declined.
+    Failed,
+}
+
+impl OrderAttemptStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OrderAttemptStatus::Placing => "placing",
+            OrderAttemptStatus::Placed => "placed",
+            OrderAttemptStatus::Failed => "failed",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        [
+            OrderAttemptStatus::Placing,
+            OrderAttemptStatus::Placed,
+            OrderAttemptStatus::Failed,
+        ]
+        .into_iter()
+        .find(|status| status.as_str() == text)
+    }
+}
+
+/// One attempt to place a subscription's order through the connector (docs/scheduler.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubscriptionOrder {
+    pub id: i64,
+    pub shop_id: i64,
+    pub subscription_id: i64,
+    /// The order date placed: `next_order_datetime` when the attempt began.
+    pub scheduled_at: Timestamp,
+    /// 1 for the first attempt of the date, 2 for its first retry…
+    pub attempt: i64,
+    /// Create Order's `Idempotency-Key`: the same for every attempt of one date.
+    pub idempotency_key: String,
+    pub status: OrderAttemptStatus,
+    /// When the order came due: its date, or the end of the retry wait.
+    pub due_at: Timestamp,
+    pub platform_order_id: Option<String>,
+    pub platform_payment_id: Option<String>,
+    pub failure_code: Option<String>,
+    pub failure_reason: Option<String>,
+    pub finished_at: Option<Timestamp>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+/// An attempt about to begin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewSubscriptionOrder {
+    pub shop_id: i64,
+    pub subscription_id: i64,
+    pub scheduled_at: Timestamp,
+    pub attempt: i64,
+    pub idempotency_key: String,
+    pub due_at: Timestamp,
+    pub created_at: Timestamp,
+}
+
+/// How an attempt ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OrderAttemptEnd {
+    Placed {
+        platform_order_id: String,
+        /// None when nothing was charged (a prepaid order, a total of zero).
+        platform_payment_id: Option<String>,
+    },
+    Failed {
+        code: String,
+        reason: String,
+    },
+}
+
+/// The scheduler's figures at one moment, for `/metrics`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SchedulerBacklog {
+    /// Active subscriptions whose order is due and not begun (retry waits over).
+    pub due: i64,
+    /// Subscriptions whose order is being placed.
+    pub processing: i64,
+    /// Active subscriptions waiting for a retry of a failed order.
+    pub waiting_retry: i64,
+}
+
+/// The scheduler's storage: due subscriptions found through the `(subscription_status,
+/// next_order_datetime)` index, and the attempts to place their orders.
+pub trait SubscriptionOrderRepository {
+    /// Up to `limit` subscriptions (shop id, id) of every shop in `status` whose
+    /// `next_order_datetime` is at or before `now` and whose retry wait
+    /// (`next_processing_datetime`) is over, earliest first, locked until the unit of work ends.
+    /// PostgreSQL skips the rows another unit of work holds (`FOR UPDATE SKIP LOCKED`).
+    fn lock_due_subscriptions(
+        &mut self,
+        status: SubscriptionStatus,
+        now: Timestamp,
+        limit: usize,
+    ) -> StoreResult<Vec<(i64, i64)>>;
+    /// Whole subscriptions of a shop by id, in the order of `ids`.
+    fn subscriptions_by_ids(
+        &mut self,
+        shop_id: i64,
+        ids: &[i64],
+    ) -> StoreResult<Vec<StoredSubscription>>;
+    fn insert_subscription_order(&mut self, order: &NewSubscriptionOrder) -> StoreResult<i64>;
+    fn subscription_order(&mut self, id: i64) -> StoreResult<Option<SubscriptionOrder>>;
+    /// The platform order an attempt for this order date created, if one did.
+    fn platform_order_of_date(
+        &mut self,
+        subscription_id: i64,
+        scheduled_at: Timestamp,
+    ) -> StoreResult<Option<String>>;
+    /// Keeps the platform order id Create Order answered for a placing attempt.
+    fn set_order_platform_id(
+        &mut self,
+        id: i64,
+        platform_order_id: &str,
+        now: Timestamp,
+    ) -> StoreResult<()>;
+    /// Ends a placing attempt; false (and nothing written) when it is not placing any more.
+    fn finish_subscription_order(
+        &mut self,
+        id: i64,
+        end: &OrderAttemptEnd,
+        now: Timestamp,
+    ) -> StoreResult<bool>;
+    /// Attempts still placing that began before `before`, oldest first.
+    fn stalled_subscription_orders(
+        &mut self,
+        before: Timestamp,
+        limit: usize,
+    ) -> StoreResult<Vec<SubscriptionOrder>>;
+    /// The attempts of these subscriptions, newest first, at most `per_subscription` each.
+    fn orders_of_subscriptions(
+        &mut self,
+        subscription_ids: &[i64],
+        per_subscription: usize,
+    ) -> StoreResult<Vec<SubscriptionOrder>>;
+    /// Ids of the shop's subscriptions that are active, scheduled or processing with a
+    /// `next_order_datetime` at or before `until`, earliest first.
+    fn upcoming_subscription_ids(
+        &mut self,
+        shop_id: i64,
+        until: Timestamp,
+        limit: usize,
+    ) -> StoreResult<Vec<i64>>;
+    /// Ids of the shop's active, paused or scheduled subscriptions whose payment method
+    /// expires at or before `by` and was not announced yet, soonest first.
+    fn expiring_payment_subscriptions(
+        &mut self,
+        shop_id: i64,
+        by: Timestamp,
+        limit: usize,
+    ) -> StoreResult<Vec<i64>>;
+    /// Records that `subscription_expiring_payment` was emitted for the subscription's payment
+    /// method (`Some`), or that its new one was not announced yet (`None`).
+    fn set_expiring_payment_notified(
+        &mut self,
+        shop_id: i64,
+        id: i64,
+        at: Option<Timestamp>,
+    ) -> StoreResult<()>;
+    fn scheduler_backlog(&mut self, now: Timestamp) -> StoreResult<SchedulerBacklog>;
 }
 
 impl StoredSubscription {
@@ -346,6 +525,7 @@ impl StoredSubscription {
             subscription_status: s.subscription_status,
             payment_method_token: s.payment_method_token,
             payment_gateway_public_id: s.payment_gateway_public_id,
+            payment_method_expires_at: s.payment_method_expires_at,
             payment_rrule: s.payment_rrule,
             payment_rrule_text: s.payment_rrule_text,
             order_rrule: s.order_rrule,
@@ -401,6 +581,7 @@ pub(crate) mod tests {
                 payment_method_token: s.payment_method_token.clone(),
                 payment_gateway_public_id: s.payment_gateway_public_id.clone(),
                 payment_gateway_customer_id: None,
+                payment_method_expires_at: s.payment_method_expires_at,
                 payment_rrule: s.payment_rrule.clone(),
                 payment_rrule_text: s.payment_rrule_text.clone(),
                 order_rrule: s.order_rrule.clone(),

@@ -210,6 +210,77 @@ pub struct ShippingLine {
     pub updated_at: Timestamp,
 }
 
+/// The month a payment method expires, written `YYYY-MM` (`payment_details.expires_at` and the
+/// payment method change's `expires_at`: a Mercer extension of seed 002). A card is good through
+/// the last day of its month, so it expires at the first instant of the next month (UTC).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PaymentExpiry {
+    year: i32,
+    month: u32,
+}
+
+impl PaymentExpiry {
+    /// `YYYY-MM`, a year from 2000 to 9999 and a month from 01 to 12.
+    pub fn parse(text: &str) -> Option<PaymentExpiry> {
+        let (year, month) = text.split_once('-')?;
+        let digits =
+            |part: &str, len: usize| part.len() == len && part.bytes().all(|b| b.is_ascii_digit());
+        if !digits(year, 4) || !digits(month, 2) {
+            return None;
+        }
+        let (year, month): (i32, u32) = (year.parse().ok()?, month.parse().ok()?);
+        ((2000..=9999).contains(&year) && (1..=12).contains(&month))
+            .then_some(PaymentExpiry { year, month })
+    }
+
+    /// The instant the method stops being good: the first of the following month, 00:00 UTC.
+    pub fn expires_at(self) -> Timestamp {
+        let (year, month) = if self.month == 12 {
+            (self.year + 1, 1)
+        } else {
+            (self.year, self.month + 1)
+        };
+        chrono::NaiveDate::from_ymd_opt(year, month, 1)
+            .and_then(|day| day.and_hms_opt(0, 0, 0))
+            .map(|start| Timestamp::from(start.and_utc()))
+            .unwrap_or(Timestamp::from_micros(i64::MAX))
+    }
+
+    /// The month whose [`Self::expires_at`] is `at` (as the store keeps it).
+    pub fn from_expires_at(at: Timestamp) -> Option<PaymentExpiry> {
+        use chrono::Datelike;
+        let day = at.to_datetime().date_naive();
+        let (year, month) = if day.month() == 1 {
+            (day.year() - 1, 12)
+        } else {
+            (day.year(), day.month() - 1)
+        };
+        let expiry = PaymentExpiry { year, month };
+        (expiry.expires_at() == at).then_some(expiry)
+    }
+}
+
+impl fmt::Display for PaymentExpiry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:04}-{:02}", self.year, self.month)
+    }
+}
+
+impl Serialize for PaymentExpiry {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for PaymentExpiry {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        PaymentExpiry::parse(&text).ok_or_else(|| {
+            serde::de::Error::custom(format!("{text:?} is not a year and month such as 2027-03"))
+        })
+    }
+}
+
 /// `last_failure_details` (seed 002 §2.3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FailureDetails {
@@ -293,6 +364,8 @@ pub struct Subscription {
     pub subscription_status: SubscriptionStatus,
     pub payment_method_token: Option<String>,
     pub payment_gateway_public_id: Option<String>,
+    /// When the payment method expires (a Mercer extension; `null` when unknown).
+    pub payment_method_expires_at: Option<PaymentExpiry>,
     pub payment_rrule: String,
     pub payment_rrule_text: String,
     pub order_rrule: String,
@@ -377,6 +450,7 @@ pub(crate) mod tests {
             subscription_status: SubscriptionStatus::Active,
             payment_method_token: Some("<PAYMENT_METHOD_TOKEN>".into()),
             payment_gateway_public_id: Some("<PAYMENT_GATEWAY_ID>".into()),
+            payment_method_expires_at: PaymentExpiry::parse("2027-03"),
             payment_rrule: "DTSTART:20240304T090000Z\nRRULE:FREQ=WEEKLY;INTERVAL=2".into(),
             payment_rrule_text: "every 2 weeks on Monday".into(),
             order_rrule: "DTSTART:20240304T090000Z\nRRULE:FREQ=WEEKLY;INTERVAL=2".into(),
@@ -524,6 +598,7 @@ pub(crate) mod tests {
                 "subscription_status",
                 "payment_method_token",
                 "payment_gateway_public_id",
+                "payment_method_expires_at",
                 "payment_rrule",
                 "order_rrule",
                 "payment_rrule_text",
@@ -549,6 +624,7 @@ pub(crate) mod tests {
         assert_eq!(value["subscription_status"], "active");
         assert_eq!(value["next_order_datetime"], "2024-03-04T09:00:00Z");
         assert_eq!(value["charged_currency"], "CAD");
+        assert_eq!(value["payment_method_expires_at"], "2027-03");
         assert_eq!(
             value["latest_status_log"],
             json!({
@@ -768,6 +844,43 @@ pub(crate) mod tests {
         }
         assert_eq!(SubscriptionStatus::parse("Active"), None);
         assert_eq!(SubscriptionStatus::parse("cancelled"), None);
+    }
+
+    #[test]
+    fn a_payment_expiry_is_a_year_and_month_good_through_its_last_day() {
+        let march = PaymentExpiry::parse("2027-03").unwrap();
+        assert_eq!(march.to_string(), "2027-03");
+        assert_eq!(march.expires_at(), at("2027-04-01T00:00:00Z"));
+        assert_eq!(
+            PaymentExpiry::from_expires_at(march.expires_at()),
+            Some(march)
+        );
+        let december = PaymentExpiry::parse("2026-12").unwrap();
+        assert_eq!(december.expires_at(), at("2027-01-01T00:00:00Z"));
+        assert_eq!(
+            PaymentExpiry::from_expires_at(december.expires_at()),
+            Some(december)
+        );
+        assert!(PaymentExpiry::parse("2027-02").unwrap() < march);
+        for bad in [
+            "2027-3",
+            "2027-13",
+            "2027-00",
+            "27-03",
+            "2027/03",
+            "1999-12",
+            "2027-03-01",
+            "",
+        ] {
+            assert_eq!(PaymentExpiry::parse(bad), None, "{bad}");
+        }
+        assert_eq!(
+            PaymentExpiry::from_expires_at(at("2027-04-02T00:00:00Z")),
+            None,
+            "not the start of a month"
+        );
+        let json: PaymentExpiry = serde_json::from_str("\"2028-11\"").unwrap();
+        assert_eq!(serde_json::to_string(&json).unwrap(), "\"2028-11\"");
     }
 
     #[test]

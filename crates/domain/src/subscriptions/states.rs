@@ -50,6 +50,8 @@ pub enum Action {
     OrderFailed,
     /// Mercer: placing the order failed for the last time allowed.
     RetriesExhausted,
+    /// Mercer: the rule has no order date left (its `COUNT` or `UNTIL` is reached).
+    Complete,
 }
 
 impl Action {
@@ -67,12 +69,13 @@ impl Action {
     ];
 
     /// Mercer's own moves, made by the scheduler.
-    pub const SYSTEM_ACTIONS: [Action; 5] = [
+    pub const SYSTEM_ACTIONS: [Action; 6] = [
         Action::Start,
         Action::PlaceOrder,
         Action::OrderPlaced,
         Action::OrderFailed,
         Action::RetriesExhausted,
+        Action::Complete,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -91,6 +94,7 @@ impl Action {
             Action::OrderPlaced => "order_placed",
             Action::OrderFailed => "order_failed",
             Action::RetriesExhausted => "retries_exhausted",
+            Action::Complete => "complete",
         }
     }
 
@@ -111,6 +115,7 @@ impl Action {
             Action::OrderPlaced => "order_placed",
             Action::OrderFailed => "order_failed",
             Action::RetriesExhausted => "max_retries_reached",
+            Action::Complete => "completed",
         }
     }
 }
@@ -194,6 +199,8 @@ impl Action {
             Action::Start => &[Scheduled],
             Action::PlaceOrder => &[Active],
             Action::OrderPlaced | Action::OrderFailed | Action::RetriesExhausted => &[Processing],
+            // After the order of its last date was placed.
+            Action::Complete => &[Active],
         }
     }
 }
@@ -207,7 +214,7 @@ pub fn transition(
         return Err(InvalidTransition::Action { from, action });
     }
     Ok(match action {
-        Action::Cancel | Action::RetriesExhausted => Inactive,
+        Action::Cancel | Action::RetriesExhausted | Action::Complete => Inactive,
         Action::Reactivate
         | Action::Resume
         | Action::Start
@@ -282,6 +289,8 @@ pub fn topics(action: Action, next_order_moved: bool) -> Vec<Topic> {
             ],
             None,
         ),
+        // The subscription ends as a cancelled one does: the topic clients know for the end.
+        Action::Complete => (&[Topic::SubscriptionCancelled], None),
     };
     let mut topics = own.to_vec();
     topics.extend(also);
@@ -398,6 +407,7 @@ mod tests {
             (Processing, Action::OrderPlaced, Active),
             (Processing, Action::OrderFailed, Active),
             (Processing, Action::RetriesExhausted, Inactive),
+            (Active, Action::Complete, Inactive),
         ];
         for (from, action, to) in allowed {
             assert_eq!(transition(from, action), Ok(to), "{from} {action}");
@@ -545,7 +555,7 @@ mod tests {
     #[test]
     fn each_action_emits_its_topics_in_order() {
         use Topic::*;
-        let cases: [(Action, bool, Vec<Topic>); 16] = [
+        let cases: [(Action, bool, Vec<Topic>); 17] = [
             (
                 Action::Cancel,
                 false,
@@ -634,6 +644,11 @@ mod tests {
                     SubscriptionUpdated,
                 ],
             ),
+            (
+                Action::Complete,
+                false,
+                vec![SubscriptionCancelled, SubscriptionUpdated],
+            ),
         ];
         for (action, moved, expected) in cases {
             assert_eq!(topics(action, moved), expected, "{action} moved={moved}");
@@ -698,8 +713,8 @@ mod tests {
     fn every_action_has_a_distinct_name_and_reason() {
         let names: std::collections::HashSet<_> = all_actions().map(Action::as_str).collect();
         let reasons: std::collections::HashSet<_> = all_actions().map(Action::reason).collect();
-        assert_eq!(names.len(), 14);
-        assert_eq!(reasons.len(), 14);
+        assert_eq!(names.len(), 15);
+        assert_eq!(reasons.len(), 15);
         assert!(!reasons.contains(CREATED_REASON));
     }
 }

@@ -347,12 +347,43 @@ pub fn emit(
         "created_at": now,
         "data": data,
     });
+    enqueue(tx, shop, topic, &payload, now)
+}
+
+/// [`emit`] for a topic about one of the subscription's orders (`subscription_upcoming_order`,
+/// `subscription_order_*`, `subscription_payment_failed`): the payload also has `"order"`,
+/// the attempt to place it (docs/scheduler.md).
+pub fn emit_with_order(
+    tx: &mut dyn WebhookRepositories,
+    shop: &Shop,
+    topic: Topic,
+    data: Value,
+    order: Value,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    let payload = json!({
+        "topic": topic.as_str(),
+        "shop_identifier": shop.identifier.as_str(),
+        "created_at": now,
+        "data": data,
+        "order": order,
+    });
+    enqueue(tx, shop, topic, &payload, now)
+}
+
+fn enqueue(
+    tx: &mut dyn WebhookRepositories,
+    shop: &Shop,
+    topic: Topic,
+    payload: &Value,
+    now: Timestamp,
+) -> Result<(), DomainError> {
     crate::webhooks::enqueue_for_topic(
         tx,
         shop.id,
         WebhookKind::Subscription,
         topic.as_str(),
-        &payload,
+        payload,
         now,
     )?;
     Ok(())

@@ -7,7 +7,8 @@ use crate::access::oauth::{
 };
 use crate::access::secrets::{SecretKind, SharedSecret};
 use crate::access::shop::{
-    DEFAULT_ORDER_MAX_RETRIES, DEFAULT_ORDER_RETRY_INTERVAL_SECONDS, NewShop, Shop, ShopIdentifier,
+    DEFAULT_EXPIRING_PAYMENT_NOTICE_DAYS, DEFAULT_ORDER_MAX_RETRIES,
+    DEFAULT_ORDER_RETRY_INTERVAL_SECONDS, NewShop, Shop, ShopIdentifier,
 };
 use crate::access::*;
 use crate::kernel::error::{StorageError, StoreResult};
@@ -46,6 +47,7 @@ impl ShopRepository for MemoryState {
             deleted_at: None,
             order_retry_interval_seconds: DEFAULT_ORDER_RETRY_INTERVAL_SECONDS,
             order_max_retries: DEFAULT_ORDER_MAX_RETRIES,
+            expiring_payment_notice_days: DEFAULT_EXPIRING_PAYMENT_NOTICE_DAYS,
         };
         self.shops.push(shop.clone());
         Ok(shop)
@@ -78,6 +80,7 @@ impl ShopRepository for MemoryState {
             stored.currency_format = shop.currency_format.clone();
             stored.order_retry_interval_seconds = shop.order_retry_interval_seconds;
             stored.order_max_retries = shop.order_max_retries;
+            stored.expiring_payment_notice_days = shop.expiring_payment_notice_days;
             stored.updated_at = shop.updated_at;
         }
         Ok(())

@@ -28,7 +28,7 @@ use crate::platform::events::{
 use crate::platform::outbox::OutboxEntry;
 use crate::platform::sync::SyncRun;
 use crate::ports::{Database, Repositories};
-use crate::subscriptions::repository::StoredSubscription;
+use crate::subscriptions::repository::{StoredSubscription, SubscriptionOrder};
 use crate::subscriptions::resources::StatusLog;
 use crate::webhooks::{DeliveryAttempt, WebhookEndpoint, WebhookMessage};
 
@@ -113,6 +113,10 @@ pub struct MemoryState {
     pub line_item_count: i64,
     /// Every status log entry, with its shop.
     pub status_logs: Vec<(i64, StatusLog)>,
+    /// The scheduler's order attempts, by id (ids from 1).
+    pub subscription_orders: Vec<SubscriptionOrder>,
+    /// When `subscription_expiring_payment` was emitted for a subscription's payment method.
+    pub expiring_payment_notified: std::collections::BTreeMap<i64, Timestamp>,
 }
 
 /// A job as the memory store keeps it: with when it runs again if enqueued while running.

@@ -12,9 +12,10 @@ use crate::platform::events::{EntityKind, EntityRecord};
 use crate::platform::resources::CustomerAddress;
 use crate::subscriptions::query::ListQuery;
 use crate::subscriptions::repository::{
-    CustomerFields, CustomerListQuery, CustomerStatus, IdPage, StoredAddress, StoredSubscription,
-    SubscriptionCustomerRepository, SubscriptionPage, SubscriptionRepository, SubscriptionState,
-    SummaryFigures,
+    CustomerFields, CustomerListQuery, CustomerStatus, IdPage, NewSubscriptionOrder,
+    OrderAttemptEnd, OrderAttemptStatus, SchedulerBacklog, StoredAddress, StoredSubscription,
+    SubscriptionCustomerRepository, SubscriptionOrder, SubscriptionOrderRepository,
+    SubscriptionPage, SubscriptionRepository, SubscriptionState, SummaryFigures,
 };
 use crate::subscriptions::resources::{StatusLog, SubscriptionLineItem, SubscriptionStatus};
 use crate::subscriptions::states::NewStatusLog;
@@ -502,6 +503,11 @@ impl SubscriptionRepository for MemoryState {
         }
     }
 
+    fn lock_subscription(&mut self, _shop_id: i64, _id: i64) -> StoreResult<()> {
+        // One unit of work at a time already.
+        Ok(())
+    }
+
     fn lock_for_create(&mut self, _key: &str) -> StoreResult<()> {
         // One unit of work at a time already.
         Ok(())
@@ -555,6 +561,267 @@ impl SubscriptionRepository for MemoryState {
             .collect();
         let total = all.len() as i64;
         Ok((page_of(all, limit, page), total))
+    }
+}
+
+/// Whether the subscription's order is due at `now`: its date has come and no retry wait runs.
+fn is_due(state: &SubscriptionState, now: Timestamp) -> bool {
+    state.next_order_datetime.is_some_and(|next| next <= now)
+        && state
+            .next_processing_datetime
+            .is_none_or(|retry| retry <= now)
+}
+
+impl SubscriptionOrderRepository for MemoryState {
+    fn lock_due_subscriptions(
+        &mut self,
+        status: SubscriptionStatus,
+        now: Timestamp,
+        limit: usize,
+    ) -> StoreResult<Vec<(i64, i64)>> {
+        let mut due: Vec<&StoredSubscription> = self
+            .subscriptions
+            .iter()
+            .filter(|s| s.state.subscription_status == status && is_due(&s.state, now))
+            .collect();
+        due.sort_by_key(|s| (s.state.next_order_datetime, s.id));
+        Ok(due
+            .into_iter()
+            .take(limit)
+            .map(|s| (s.shop_id, s.id))
+            .collect())
+    }
+
+    fn subscriptions_by_ids(
+        &mut self,
+        shop_id: i64,
+        ids: &[i64],
+    ) -> StoreResult<Vec<StoredSubscription>> {
+        Ok(ids
+            .iter()
+            .filter_map(|id| self.subscription_mut(shop_id, *id).map(|s| s.clone()))
+            .collect())
+    }
+
+    fn insert_subscription_order(&mut self, order: &NewSubscriptionOrder) -> StoreResult<i64> {
+        // As the store's unique key (subscription, order date, attempt).
+        if self.subscription_orders.iter().any(|o| {
+            o.subscription_id == order.subscription_id
+                && o.scheduled_at == order.scheduled_at
+                && o.attempt == order.attempt
+        }) {
+            return Err(StorageError::unique_violation(
+                "the subscription has this attempt of this order date",
+            ));
+        }
+        let id = self.subscription_orders.len() as i64 + 1;
+        self.subscription_orders.push(SubscriptionOrder {
+            id,
+            shop_id: order.shop_id,
+            subscription_id: order.subscription_id,
+            scheduled_at: order.scheduled_at,
+            attempt: order.attempt,
+            idempotency_key: order.idempotency_key.clone(),
+            status: OrderAttemptStatus::Placing,
+            due_at: order.due_at,
+            platform_order_id: None,
+            platform_payment_id: None,
+            failure_code: None,
+            failure_reason: None,
+            finished_at: None,
+            created_at: order.created_at,
+            updated_at: order.created_at,
+        });
+        Ok(id)
+    }
+
+    fn subscription_order(&mut self, id: i64) -> StoreResult<Option<SubscriptionOrder>> {
+        Ok(self
+            .subscription_orders
+            .iter()
+            .find(|o| o.id == id)
+            .cloned())
+    }
+
+    fn platform_order_of_date(
+        &mut self,
+        subscription_id: i64,
+        scheduled_at: Timestamp,
+    ) -> StoreResult<Option<String>> {
+        Ok(self
+            .subscription_orders
+            .iter()
+            .filter(|o| o.subscription_id == subscription_id && o.scheduled_at == scheduled_at)
+            .filter_map(|o| o.platform_order_id.clone())
+            .next_back())
+    }
+
+    fn set_order_platform_id(
+        &mut self,
+        id: i64,
+        platform_order_id: &str,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        if let Some(order) = self
+            .subscription_orders
+            .iter_mut()
+            .find(|o| o.id == id && o.status == OrderAttemptStatus::Placing)
+        {
+            order.platform_order_id = Some(platform_order_id.to_string());
+            order.updated_at = now;
+        }
+        Ok(())
+    }
+
+    fn finish_subscription_order(
+        &mut self,
+        id: i64,
+        end: &OrderAttemptEnd,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        let Some(order) = self
+            .subscription_orders
+            .iter_mut()
+            .find(|o| o.id == id && o.status == OrderAttemptStatus::Placing)
+        else {
+            return Ok(false);
+        };
+        match end {
+            OrderAttemptEnd::Placed {
+                platform_order_id,
+                platform_payment_id,
+            } => {
+                order.status = OrderAttemptStatus::Placed;
+                order.platform_order_id = Some(platform_order_id.clone());
+                order.platform_payment_id = platform_payment_id.clone();
+            }
+            OrderAttemptEnd::Failed { code, reason } => {
+                order.status = OrderAttemptStatus::Failed;
+                order.failure_code = Some(code.clone());
+                order.failure_reason = Some(reason.clone());
+            }
+        }
+        order.finished_at = Some(now);
+        order.updated_at = now;
+        Ok(true)
+    }
+
+    fn stalled_subscription_orders(
+        &mut self,
+        before: Timestamp,
+        limit: usize,
+    ) -> StoreResult<Vec<SubscriptionOrder>> {
+        let mut stalled: Vec<SubscriptionOrder> = self
+            .subscription_orders
+            .iter()
+            .filter(|o| o.status == OrderAttemptStatus::Placing && o.created_at < before)
+            .cloned()
+            .collect();
+        stalled.sort_by_key(|o| (o.created_at, o.id));
+        stalled.truncate(limit);
+        Ok(stalled)
+    }
+
+    fn orders_of_subscriptions(
+        &mut self,
+        subscription_ids: &[i64],
+        per_subscription: usize,
+    ) -> StoreResult<Vec<SubscriptionOrder>> {
+        let mut found = Vec::new();
+        for &subscription_id in subscription_ids {
+            found.extend(
+                self.subscription_orders
+                    .iter()
+                    .rev()
+                    .filter(|o| o.subscription_id == subscription_id)
+                    .take(per_subscription)
+                    .cloned(),
+            );
+        }
+        Ok(found)
+    }
+
+    fn upcoming_subscription_ids(
+        &mut self,
+        shop_id: i64,
+        until: Timestamp,
+        limit: usize,
+    ) -> StoreResult<Vec<i64>> {
+        use SubscriptionStatus::{Active, Processing, Scheduled};
+        let mut upcoming: Vec<&StoredSubscription> = self
+            .subscriptions
+            .iter()
+            .filter(|s| {
+                s.shop_id == shop_id
+                    && [Active, Scheduled, Processing].contains(&s.state.subscription_status)
+                    && s.state
+                        .next_order_datetime
+                        .is_some_and(|next| next <= until)
+            })
+            .collect();
+        upcoming.sort_by_key(|s| (s.state.next_order_datetime, s.id));
+        Ok(upcoming.into_iter().take(limit).map(|s| s.id).collect())
+    }
+
+    fn expiring_payment_subscriptions(
+        &mut self,
+        shop_id: i64,
+        by: Timestamp,
+        limit: usize,
+    ) -> StoreResult<Vec<i64>> {
+        use SubscriptionStatus::{Active, Paused, Scheduled};
+        let mut expiring: Vec<(Timestamp, i64)> = self
+            .subscriptions
+            .iter()
+            .filter(|s| {
+                s.shop_id == shop_id
+                    && [Active, Paused, Scheduled].contains(&s.state.subscription_status)
+                    && !self.expiring_payment_notified.contains_key(&s.id)
+            })
+            .filter_map(|s| {
+                let expires_at = s.state.payment_method_expires_at?.expires_at();
+                (expires_at <= by).then_some((expires_at, s.id))
+            })
+            .collect();
+        expiring.sort();
+        Ok(expiring.into_iter().take(limit).map(|(_, id)| id).collect())
+    }
+
+    fn set_expiring_payment_notified(
+        &mut self,
+        shop_id: i64,
+        id: i64,
+        at: Option<Timestamp>,
+    ) -> StoreResult<()> {
+        if self.subscription_mut(shop_id, id).is_none() {
+            return Ok(());
+        }
+        match at {
+            Some(at) => self.expiring_payment_notified.insert(id, at),
+            None => self.expiring_payment_notified.remove(&id),
+        };
+        Ok(())
+    }
+
+    fn scheduler_backlog(&mut self, now: Timestamp) -> StoreResult<SchedulerBacklog> {
+        let mut backlog = SchedulerBacklog::default();
+        for s in &self.subscriptions {
+            let state = &s.state;
+            match state.subscription_status {
+                SubscriptionStatus::Processing => backlog.processing += 1,
+                SubscriptionStatus::Active
+                    if state.next_order_datetime.is_some_and(|next| next <= now) =>
+                {
+                    if is_due(state, now) {
+                        backlog.due += 1;
+                    } else {
+                        backlog.waiting_retry += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(backlog)
     }
 }
 

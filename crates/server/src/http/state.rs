@@ -4,7 +4,7 @@
 use actix_web::web;
 use mercer_domain::DomainError;
 use mercer_domain::Timestamp;
-use mercer_domain::kernel::time::{Clock, SystemClock};
+use mercer_domain::kernel::time::{Clock, OffsetClock};
 use mercer_domain::platform::connector::PlatformConnectorHandle;
 use mercer_domain::ports::{Database, Repositories};
 use mercer_store::Store;
@@ -18,7 +18,8 @@ use metrics_exporter_prometheus::PrometheusHandle;
 
 pub struct AppState {
     pub store: Store,
-    pub clock: SystemClock,
+    /// Mercer's clock: the system's, or started elsewhere with `--clock-start`.
+    pub clock: OffsetClock,
     /// Largest request body accepted, in bytes.
     pub max_body_bytes: usize,
     pub connector: PlatformConnectorHandle,

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use mercer_domain::kernel::jobs::{
     AfterFailure, Job, JobControl, JobFailure, JobOutcome, JobPayload, after_failure,
 };
-use mercer_domain::kernel::time::{Clock, SystemClock, Timestamp};
+use mercer_domain::kernel::time::{Clock, OffsetClock, Timestamp};
 use mercer_domain::kernel::wake::Wake;
 use mercer_domain::ports::Database;
 use mercer_store::Store;
@@ -71,6 +71,8 @@ type InFlight = Arc<Mutex<HashMap<i64, Arc<AtomicBool>>>>;
 
 struct Shared {
     store: Store,
+    /// Mercer's clock: when jobs are due, leases end, outcomes are recorded.
+    clock: OffsetClock,
     handlers: JobHandlers,
     kinds: Vec<&'static str>,
     config: JobRunnerConfig,
@@ -111,6 +113,7 @@ fn lease_end(now: Timestamp, lease: Duration) -> Timestamp {
 impl JobRunner {
     pub fn start(
         store: Store,
+        clock: OffsetClock,
         handlers: JobHandlers,
         config: JobRunnerConfig,
         wake: Wake,
@@ -122,10 +125,11 @@ impl JobRunner {
             "{}:{}:{:x}",
             hostname(),
             std::process::id(),
-            SystemClock.now().as_micros()
+            Timestamp::now().as_micros()
         );
         let shared = Arc::new(Shared {
             store,
+            clock,
             kinds: handlers.kinds(),
             handlers,
             config: config.clone(),
@@ -188,9 +192,8 @@ fn hostname() -> String {
 }
 
 fn work(shared: &Shared) {
-    let clock = SystemClock;
     while !shared.stop.load(Ordering::Relaxed) {
-        let now = clock.now();
+        let now = shared.clock.now();
         let lease_until = lease_end(now, shared.config.lease);
         // Look first, then claim: an idle poll is a read, not a write transaction (on SQLite
         // a writer waiting for the lock would delay the ingest writer's next commit).
@@ -241,7 +244,7 @@ fn run_one(shared: &Shared, job: &Job) {
 
 /// Records how a run ended; names the outcome for the metrics.
 fn record(shared: &Shared, job: &Job, result: &Result<JobOutcome, JobFailure>) -> &'static str {
-    let (store, worker, now) = (&shared.store, shared.worker_id.as_str(), SystemClock.now());
+    let (store, worker, now) = (&shared.store, shared.worker_id.as_str(), shared.clock.now());
     let (outcome, recorded) = match result {
         Ok(JobOutcome::Done) => (
             "succeeded",
@@ -301,7 +304,7 @@ fn keep_leases(shared: &Shared) {
         let ids: Vec<i64> = lock(&shared.in_flight).keys().copied().collect();
         if last.elapsed() >= every && !ids.is_empty() {
             last = Instant::now();
-            let now = SystemClock.now();
+            let now = shared.clock.now();
             let until = lease_end(now, shared.config.lease);
             match shared
                 .store

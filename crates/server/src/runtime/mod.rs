@@ -1,9 +1,11 @@
 //! Background work of a `mercer serve` process, each on a thread of its own (diesel and ureq
 //! block): the ingest writer that stores events before their 202, the applier that applies
-//! them in order, the job runner ([`jobs`]: syncs, connector outbox deliveries), and on SQLite
-//! the checkpointer that copies the WAL back into the database file.
+//! them in order, the job runner ([`jobs`]: syncs, connector outbox deliveries, the
+//! subscription scheduler and its orders ([`scheduler`])), and on SQLite the checkpointer that
+//! copies the WAL back into the database file.
 
 pub mod jobs;
+pub mod scheduler;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,16 +14,18 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use mercer_domain::DomainError;
-use mercer_domain::kernel::time::{Clock, SystemClock};
+use mercer_domain::kernel::time::{Clock, OffsetClock};
 use mercer_domain::platform::connector::PlatformConnectorHandle;
 use mercer_domain::platform::events::{Accepted, NewInboundEvent, accept_events, apply_pending};
 use mercer_domain::platform::outbox::{OutboxJob, deliver_shop_calls};
 use mercer_domain::platform::sync::{SyncJob, run_sync_job};
 use mercer_domain::ports::Database;
+use mercer_domain::subscriptions::scheduler::{OrderJob, SchedulerJob};
 use mercer_store::{Backend, Store};
 use tokio::sync::oneshot;
 
 use self::jobs::{JobHandlers, JobRunner, JobRunnerConfig};
+pub use self::scheduler::SchedulerConfig;
 
 /// Most events one ingest transaction stores (several requests' worth: group commit).
 const INGEST_BATCH: usize = 512;
@@ -95,7 +99,12 @@ fn next_batch(
 /// `apply_at_once`, events nothing waits before are applied in that transaction instead
 /// ([`accept_events`]); should applying fail, they are queued as usual.
 /// None when storing failed (every request then has its error).
-fn store_batch(store: &Store, batch: Vec<IngestJob>, apply_at_once: bool) -> Option<Accepted> {
+fn store_batch(
+    store: &Store,
+    clock: &OffsetClock,
+    batch: Vec<IngestJob>,
+    apply_at_once: bool,
+) -> Option<Accepted> {
     let mut events: Vec<NewInboundEvent> = Vec::with_capacity(batch.len());
     let mut replies = Vec::with_capacity(batch.len());
     for job in batch {
@@ -104,7 +113,7 @@ fn store_batch(store: &Store, batch: Vec<IngestJob>, apply_at_once: bool) -> Opt
     }
     let queue = || store.queue_inbound_events(&events);
     let result = if apply_at_once {
-        let now = SystemClock.now();
+        let now = clock.now();
         store
             .write(|tx| accept_events(tx, &events, now))
             .or_else(|error| {
@@ -124,11 +133,17 @@ fn store_batch(store: &Store, batch: Vec<IngestJob>, apply_at_once: bool) -> Opt
 }
 
 /// PostgreSQL: the ingest writer only stores; appliers (of any process) run beside it.
-fn ingest_writer(store: Store, jobs: Receiver<IngestJob>, applier: Wake, stop: Arc<AtomicBool>) {
+fn ingest_writer(
+    store: Store,
+    clock: OffsetClock,
+    jobs: Receiver<IngestJob>,
+    applier: Wake,
+    stop: Arc<AtomicBool>,
+) {
     loop {
         match next_batch(&jobs, IDLE_POLL) {
             Ok(Some(batch)) => {
-                if store_batch(&store, batch, false).is_some() {
+                if store_batch(&store, &clock, batch, false).is_some() {
                     applier.notify();
                 }
             }
@@ -147,12 +162,12 @@ fn ingest_writer(store: Store, jobs: Receiver<IngestJob>, applier: Wake, stop: A
 /// never blocking while work is queued.
 fn sqlite_writer(
     store: Store,
+    clock: OffsetClock,
     jobs: Receiver<IngestJob>,
     wake: Wake,
     commits: Wake,
     stop: Arc<AtomicBool>,
 ) {
-    let clock = SystemClock;
     let mut backlog = false;
     loop {
         let wait = if backlog {
@@ -161,7 +176,7 @@ fn sqlite_writer(
             IDLE_POLL.min(Duration::from_millis(100))
         };
         let (stored, queued) = match next_batch(&jobs, wait) {
-            Ok(Some(batch)) => match store_batch(&store, batch, true) {
+            Ok(Some(batch)) => match store_batch(&store, &clock, batch, true) {
                 Some(accepted) => {
                     commits.notify();
                     (true, accepted == Accepted::Queued)
@@ -210,8 +225,7 @@ fn checkpointer(store: Store, commits: Wake, stop: Arc<AtomicBool>) {
     }
 }
 
-fn applier(store: Store, wake: Wake, stop: Arc<AtomicBool>) {
-    let clock = SystemClock;
+fn applier(store: Store, clock: OffsetClock, wake: Wake, stop: Arc<AtomicBool>) {
     while !stop.load(Ordering::Relaxed) {
         match apply_pending(&store, &clock, APPLY_BATCH) {
             Ok(0) => wake.wait(IDLE_POLL),
@@ -225,15 +239,22 @@ fn applier(store: Store, wake: Wake, stop: Arc<AtomicBool>) {
 }
 
 /// The kinds of job a `mercer serve` process runs, with their handlers.
-fn job_handlers(store: &Store, connector: PlatformConnectorHandle, applier: Wake) -> JobHandlers {
+fn job_handlers(
+    store: &Store,
+    connector: PlatformConnectorHandle,
+    clock: OffsetClock,
+    scheduler_config: SchedulerConfig,
+    applier: Wake,
+) -> JobHandlers {
     let (sync_store, sync_connector) = (store.clone(), connector.clone());
-    let outbox_store = store.clone();
+    let (outbox_store, outbox_connector) = (store.clone(), connector.clone());
+    let (scheduler_store, order_store) = (store.clone(), store.clone());
     JobHandlers::default()
         .register(move |sync: SyncJob, job, control| {
             let ran = run_sync_job(
                 &sync_store,
                 sync_connector.as_ref(),
-                &SystemClock,
+                &clock,
                 sync,
                 job,
                 control,
@@ -245,11 +266,17 @@ fn job_handlers(store: &Store, connector: PlatformConnectorHandle, applier: Wake
         .register(move |outbox: OutboxJob, _job, control| {
             deliver_shop_calls(
                 &outbox_store,
-                connector.as_ref(),
-                &SystemClock,
+                outbox_connector.as_ref(),
+                &clock,
                 outbox,
                 control,
             )
+        })
+        .register(move |_: SchedulerJob, _job, control| {
+            scheduler::run(&scheduler_store, clock, scheduler_config, control)
+        })
+        .register(move |order: OrderJob, _job, control| {
+            scheduler::place(&order_store, connector.as_ref(), clock, order, control)
         })
 }
 
@@ -276,7 +303,9 @@ impl Workers {
     pub fn start(
         store: &Store,
         connector: PlatformConnectorHandle,
+        clock: OffsetClock,
         jobs: JobRunnerConfig,
+        scheduler: SchedulerConfig,
     ) -> std::io::Result<Workers> {
         let stop = Arc::new(AtomicBool::new(false));
         let applier_wake = Wake::default();
@@ -292,7 +321,7 @@ impl Workers {
                     stop.clone(),
                 );
                 threads.push(spawn("mercer-writer", move || {
-                    sqlite_writer(writer_store, received, wake, commits, writer_stop)
+                    sqlite_writer(writer_store, clock, received, wake, commits, writer_stop)
                 })?);
                 let (store, commits, stop) = (store.clone(), checkpoint_wake.clone(), stop.clone());
                 threads.push(spawn("mercer-checkpoint", move || {
@@ -303,15 +332,18 @@ impl Workers {
                 let (ingest_store, wake, ingest_stop) =
                     (store.clone(), applier_wake.clone(), stop.clone());
                 threads.push(spawn("mercer-ingest", move || {
-                    ingest_writer(ingest_store, received, wake, ingest_stop)
+                    ingest_writer(ingest_store, clock, received, wake, ingest_stop)
                 })?);
                 let (store, wake, stop) = (store.clone(), applier_wake.clone(), stop.clone());
-                threads.push(spawn("mercer-applier", move || applier(store, wake, stop))?);
+                threads.push(spawn("mercer-applier", move || {
+                    applier(store, clock, wake, stop)
+                })?);
             }
         }
         let runner = JobRunner::start(
             store.clone(),
-            job_handlers(store, connector, applier_wake.clone()),
+            clock,
+            job_handlers(store, connector, clock, scheduler, applier_wake.clone()),
             jobs,
             Wake::default(),
         )?;

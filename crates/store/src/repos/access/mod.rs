@@ -6,15 +6,31 @@ use diesel::prelude::*;
 use mercer_domain::Timestamp;
 use mercer_domain::access::credentials::{ApiToken, NewApiToken};
 use mercer_domain::access::secrets::{SecretKind, SharedSecret};
-use mercer_domain::access::shop::{NewShop, Shop, ShopIdentifier};
+use mercer_domain::access::shop::{
+    DEFAULT_EXPIRING_PAYMENT_NOTICE_DAYS, DEFAULT_ORDER_MAX_RETRIES,
+    DEFAULT_ORDER_RETRY_INTERVAL_SECONDS, NewShop, Shop, ShopIdentifier,
+};
 use mercer_domain::access::{SecretRepository, ShopRepository, TokenRepository};
 use mercer_domain::kernel::error::StoreResult;
 
 use crate::connection::on_backend;
 use crate::repos::StoreTx;
-use crate::rows::{NewShopRow, NewTokenRow, SecretRow, SecretValues, ShopRow, TokenRow};
-use crate::schema::{api_tokens, shared_secrets, shops};
+use crate::rows::{
+    NewShopRow, NewTokenRow, SecretRow, SecretValues, ShopRow, ShopSettingsRow, TokenRow,
+};
+use crate::schema::{api_tokens, shared_secrets, shop_settings, shops};
 use crate::store::storage_error;
+
+/// A shop and its settings, as one query's rows.
+macro_rules! shops_with_settings {
+    () => {
+        shops::table.inner_join(shop_settings::table)
+    };
+}
+
+fn shop_of((row, settings): (ShopRow, ShopSettingsRow)) -> StoreResult<Shop> {
+    row.into_shop(settings)
+}
 
 impl ShopRepository for StoreTx<'_> {
     fn insert_shop(&mut self, shop: &NewShop) -> StoreResult<Shop> {
@@ -26,39 +42,50 @@ impl ShopRepository for StoreTx<'_> {
                 .get_result(c)
         })
         .map_err(storage_error)?;
-        row.try_into()
+        let settings = ShopSettingsRow {
+            shop_id: row.id,
+            order_retry_interval_seconds: DEFAULT_ORDER_RETRY_INTERVAL_SECONDS,
+            order_max_retries: DEFAULT_ORDER_MAX_RETRIES,
+            expiring_payment_notice_days: DEFAULT_EXPIRING_PAYMENT_NOTICE_DAYS,
+            updated_at: row.created_at,
+        };
+        diesel::insert_into(shop_settings::table)
+            .values(&settings)
+            .execute(self.conn)
+            .map_err(storage_error)?;
+        shop_of((row, settings))
     }
 
     fn shop_by_identifier(&mut self, identifier: &ShopIdentifier) -> StoreResult<Option<Shop>> {
-        shops::table
+        shops_with_settings!()
             .filter(shops::identifier.eq(identifier.as_str()))
-            .select(ShopRow::as_select())
+            .select((ShopRow::as_select(), ShopSettingsRow::as_select()))
             .first(self.conn)
             .optional()
             .map_err(storage_error)?
-            .map(Shop::try_from)
+            .map(shop_of)
             .transpose()
     }
 
     fn shop_by_domain(&mut self, domain: &str) -> StoreResult<Option<Shop>> {
-        shops::table
+        shops_with_settings!()
             .filter(shops::shop_domain.eq(domain))
-            .select(ShopRow::as_select())
+            .select((ShopRow::as_select(), ShopSettingsRow::as_select()))
             .first(self.conn)
             .optional()
             .map_err(storage_error)?
-            .map(Shop::try_from)
+            .map(shop_of)
             .transpose()
     }
 
     fn shop_by_id(&mut self, id: i64) -> StoreResult<Option<Shop>> {
-        shops::table
+        shops_with_settings!()
             .filter(shops::id.eq(id))
-            .select(ShopRow::as_select())
+            .select((ShopRow::as_select(), ShopSettingsRow::as_select()))
             .first(self.conn)
             .optional()
             .map_err(storage_error)?
-            .map(Shop::try_from)
+            .map(shop_of)
             .transpose()
     }
 
@@ -75,9 +102,19 @@ impl ShopRepository for StoreTx<'_> {
                 shops::timezone.eq(&shop.timezone),
                 shops::currency.eq(&shop.currency),
                 shops::currency_format.eq(&shop.currency_format),
-                shops::order_retry_interval_seconds.eq(shop.order_retry_interval_seconds),
-                shops::order_max_retries.eq(shop.order_max_retries),
                 shops::updated_at.eq(shop.updated_at.as_micros()),
+            ))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+        let settings = ShopSettingsRow::of(shop);
+        diesel::update(shop_settings::table.find(shop.id))
+            .set((
+                shop_settings::order_retry_interval_seconds
+                    .eq(settings.order_retry_interval_seconds),
+                shop_settings::order_max_retries.eq(settings.order_max_retries),
+                shop_settings::expiring_payment_notice_days
+                    .eq(settings.expiring_payment_notice_days),
+                shop_settings::updated_at.eq(settings.updated_at),
             ))
             .execute(self.conn)
             .map_err(storage_error)?;
@@ -85,13 +122,13 @@ impl ShopRepository for StoreTx<'_> {
     }
 
     fn list_shops(&mut self) -> StoreResult<Vec<Shop>> {
-        shops::table
+        shops_with_settings!()
             .order(shops::id.asc())
-            .select(ShopRow::as_select())
+            .select((ShopRow::as_select(), ShopSettingsRow::as_select()))
             .load(self.conn)
             .map_err(storage_error)?
             .into_iter()
-            .map(Shop::try_from)
+            .map(shop_of)
             .collect()
     }
 }

@@ -1,8 +1,9 @@
 //! The subscriptions feature's storage: its writes of the shop's one customer record and its
 //! addresses (the rows the platform's events and the directory share), and the subscriptions
-//! with their line items and status log.
+//! with their line items and status log, and the scheduler's attempts to place their orders.
 
 mod customers;
+mod orders;
 mod records;
 
 use mercer_domain::{StorageError, Timestamp};

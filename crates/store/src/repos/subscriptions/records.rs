@@ -14,7 +14,7 @@ use mercer_domain::subscriptions::repository::{
     StoredSubscription, SubscriptionPage, SubscriptionRepository, SubscriptionState,
 };
 use mercer_domain::subscriptions::resources::{
-    Actor, ActorType, Cents, CurrencyCode, FailureDetails, ShippingLine, StatusLog,
+    Actor, ActorType, Cents, CurrencyCode, FailureDetails, PaymentExpiry, ShippingLine, StatusLog,
     StatusLogMetadata, SubscriptionLineItem, SubscriptionStatus,
 };
 use mercer_domain::subscriptions::states::NewStatusLog;
@@ -112,6 +112,7 @@ macro_rules! details_columns {
             t::last_failure_message,
             t::note,
             t::order_note,
+            t::payment_method_expires_at,
         )
     }};
 }
@@ -131,6 +132,7 @@ struct DetailsRow {
     last_failure_message: Option<String>,
     note: Option<String>,
     order_note: Option<String>,
+    payment_method_expires_at: Option<i64>,
 }
 
 type FullRow = (SubscriptionRow, ScheduleRow, DetailsRow);
@@ -289,6 +291,13 @@ fn subscription_of(
         payment_method_token: details_row.payment_method_token,
         payment_gateway_public_id: details_row.payment_gateway_public_id,
         payment_gateway_customer_id: details_row.payment_gateway_customer_id,
+        payment_method_expires_at: match details_row.payment_method_expires_at {
+            None => None,
+            Some(micros) => Some(
+                PaymentExpiry::from_expires_at(time(micros))
+                    .ok_or_else(|| corrupt("subscription", id, "payment_method_expires_at"))?,
+            ),
+        },
         payment_rrule: row.payment_rrule,
         payment_rrule_text: row.payment_rrule_text,
         order_rrule: row.order_rrule,
@@ -426,6 +435,9 @@ fn write_other_parts(
                     .map(|failure| failure.message.as_str())),
                 t::note.eq(state.note.as_deref()),
                 t::order_note.eq(state.order_note.as_deref()),
+                t::payment_method_expires_at.eq(state
+                    .payment_method_expires_at
+                    .map(|expiry| expiry.expires_at().as_micros())),
             ))
             .execute(conn)
             .map_err(storage_error)?;
@@ -563,6 +575,21 @@ impl SubscriptionRepository for StoreTx<'_> {
         .execute(self.conn)
         .map_err(storage_error)?;
         Ok(changed == 1)
+    }
+
+    fn lock_subscription(&mut self, shop_id: i64, id: i64) -> StoreResult<()> {
+        match &mut *self.conn {
+            // SQLite's write transactions (BEGIN IMMEDIATE) run one at a time already.
+            DbConnection::Sqlite(_) => Ok(()),
+            DbConnection::Pg(c) => subscriptions::table
+                .filter(subscriptions::id.eq(id))
+                .filter(subscriptions::shop_id.eq(shop_id))
+                .select(subscriptions::id)
+                .for_update()
+                .load::<i64>(c)
+                .map(drop)
+                .map_err(storage_error),
+        }
     }
 
     fn lock_for_create(&mut self, key: &str) -> StoreResult<()> {
@@ -831,7 +858,7 @@ fn count_matching(conn: &mut DbConnection, shop_id: i64, query: &ListQuery) -> S
 }
 
 /// The whole subscriptions of `ids`, in that order.
-fn whole_subscriptions(
+pub(super) fn whole_subscriptions(
     conn: &mut DbConnection,
     shop_id: i64,
     ids: &[i64],

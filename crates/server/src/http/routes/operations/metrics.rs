@@ -6,27 +6,36 @@ use actix_web::{HttpResponse, web};
 use mercer_domain::kernel::jobs::{JobPayload, JobState};
 use mercer_domain::platform::outbox::OutboxJob;
 use mercer_domain::platform::sync::SyncJob;
+use mercer_domain::subscriptions::scheduler::{OrderJob, SchedulerJob};
 
 use crate::http::error::ApiError;
 use crate::http::state::{AppState, run_blocking};
 
 pub async fn metrics(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let (store, now) = (state.store.clone(), state.now());
-    let ((due, delayed), disabled, pending_events, failed_events, jobs) = run_blocking(move || {
-        use mercer_domain::ports::Database;
-        store.read(|tx| {
-            Ok((
-                tx.webhook_queue_depth(now)?,
-                tx.count_disabled_webhook_endpoints()?,
-                tx.count_pending_inbound_events()?,
-                tx.count_failed_inbound_events()?,
-                tx.count_jobs()?,
-            ))
+    let ((due, delayed), disabled, pending_events, failed_events, jobs, backlog) =
+        run_blocking(move || {
+            use mercer_domain::ports::Database;
+            store.read(|tx| {
+                Ok((
+                    tx.webhook_queue_depth(now)?,
+                    tx.count_disabled_webhook_endpoints()?,
+                    tx.count_pending_inbound_events()?,
+                    tx.count_failed_inbound_events()?,
+                    tx.count_jobs()?,
+                    tx.scheduler_backlog(now)?,
+                ))
+            })
         })
-    })
-    .await?;
+        .await?;
     // Every known kind in every state, so a count that falls to zero reads zero.
-    for kind in [SyncJob::KIND, OutboxJob::KIND] {
+    let known = [
+        SyncJob::KIND,
+        OutboxJob::KIND,
+        SchedulerJob::KIND,
+        OrderJob::KIND,
+    ];
+    for kind in known {
         for state in JobState::ALL {
             let count = jobs
                 .iter()
@@ -38,7 +47,7 @@ pub async fn metrics(state: web::Data<AppState>) -> Result<HttpResponse, ApiErro
     }
     for count in jobs
         .iter()
-        .filter(|count| ![SyncJob::KIND, OutboxJob::KIND].contains(&count.kind.as_str()))
+        .filter(|count| !known.contains(&count.kind.as_str()))
     {
         metrics::gauge!("mercer_jobs", "kind" => count.kind.clone(), "state" => count.state.as_str())
             .set(count.count as f64);
@@ -48,6 +57,13 @@ pub async fn metrics(state: web::Data<AppState>) -> Result<HttpResponse, ApiErro
     metrics::gauge!("mercer_webhook_endpoints_disabled").set(disabled as f64);
     metrics::gauge!("mercer_inbound_events_pending").set(pending_events as f64);
     metrics::gauge!("mercer_inbound_events_failed").set(failed_events as f64);
+    for (state, count) in [
+        ("due", backlog.due),
+        ("processing", backlog.processing),
+        ("waiting_retry", backlog.waiting_retry),
+    ] {
+        metrics::gauge!("mercer_subscription_orders_pending", "state" => state).set(count as f64);
+    }
     Ok(HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")
         .body(state.metrics.render()))

@@ -1,0 +1,472 @@
+//! A subscription's order as the connector receives it (contract §3.2 Create Order and Create
+//! Payment, seed 000 §2 Order and Payment), and what an order does to the subscription's prepaid
+//! line items. Pure rules; the scheduler (`scheduler`) places the order.
+//!
+//! Amounts are in the charged currency: each line item charges its `discounted_price_charged`
+//! times its quantity, the subscription's `percent_discount` comes off the items' subtotal, and
+//! the shipping lines' `value_charged` are added. A prepaid line item (docs/scheduler.md) charges
+//! its whole period (`prepaid_duration` orders) on the order that starts a period and nothing on
+//! the others.
+
+use crate::kernel::time::Timestamp;
+use crate::platform::placement::with_payment_key;
+use crate::platform::resources::{
+    CustomAttribute, CustomAttributes, Decimal, LineItem, Order, OrderAddress, Payment, PlatformId,
+};
+use crate::subscriptions::resources::{
+    Cents, CurrencyCode, PrepaidMetadata, Subscription, SubscriptionAddress, SubscriptionLineItem,
+};
+
+/// Create Order's `Idempotency-Key` for the order of `scheduled_at`: the subscription's id and
+/// the order date, the same for every attempt of that date (contract §5).
+pub fn idempotency_key(subscription_id: i64, scheduled_at: Timestamp) -> String {
+    format!("{subscription_id}:{}", scheduled_at.to_rfc3339())
+}
+
+/// Mercer's key of the payment of one attempt: a retry pays anew (the payment before was
+/// declined or never made); a resumed attempt finds its own payment by it.
+pub fn payment_key(idempotency_key: &str, attempt: i64) -> String {
+    format!("{idempotency_key}#{attempt}")
+}
+
+/// What one line item charges on this order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineCharge {
+    /// The line item's id.
+    pub line_item_id: i64,
+    /// The unit price charged (0 inside a prepaid period).
+    pub unit: Cents,
+    /// How many units' worth: the quantity, times the period's orders when a prepaid period
+    /// starts.
+    pub units: i64,
+    pub total: Cents,
+}
+
+/// The amounts of one order, in the charged currency.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrderCharge {
+    pub lines: Vec<LineCharge>,
+    pub subtotal: Cents,
+    pub discount: Cents,
+    pub shipping: Cents,
+    pub total: Cents,
+}
+
+/// Whether this order starts a new prepaid period of the item: nothing prepaid yet, or the
+/// period's orders all placed.
+fn starts_prepaid_period(prepaid: &PrepaidMetadata) -> bool {
+    prepaid.current_recurrence_count <= 0
+        || prepaid.current_recurrence_count >= prepaid.prepaid_duration
+}
+
+fn line_charge(item: &SubscriptionLineItem) -> LineCharge {
+    let (unit, units) = match &item.prepaid_metadata {
+        Some(prepaid) if starts_prepaid_period(prepaid) => (
+            item.discounted_price_charged,
+            item.quantity
+                .saturating_mul(prepaid.prepaid_duration.max(1)),
+        ),
+        Some(_) => (Cents::ZERO, item.quantity),
+        None => (item.discounted_price_charged, item.quantity),
+    };
+    LineCharge {
+        line_item_id: item.id,
+        unit,
+        units,
+        total: Cents(unit.0.saturating_mul(units)),
+    }
+}
+
+/// The order's amounts: line items, the percent discount off their subtotal (rounded half away
+/// from zero, never more than the subtotal), and shipping.
+pub fn charge(subscription: &Subscription) -> OrderCharge {
+    let lines: Vec<LineCharge> = subscription.line_items.iter().map(line_charge).collect();
+    let subtotal = Cents(
+        lines
+            .iter()
+            .fold(0i64, |sum, line| sum.saturating_add(line.total.0)),
+    );
+    let percent = if subscription.percent_discount.is_finite() {
+        subscription.percent_discount.clamp(0.0, 100.0)
+    } else {
+        0.0
+    };
+    let discount = Cents(((subtotal.0 as f64) * percent / 100.0).round() as i64)
+        .min(subtotal)
+        .max(Cents::ZERO);
+    let shipping = Cents(
+        subscription
+            .shipping_lines
+            .iter()
+            .fold(0i64, |sum, line| sum.saturating_add(line.value_charged.0)),
+    );
+    let total = Cents(
+        subtotal
+            .0
+            .saturating_sub(discount.0)
+            .saturating_add(shipping.0),
+    );
+    OrderCharge {
+        lines,
+        subtotal,
+        discount,
+        shipping,
+        total,
+    }
+}
+
+fn money(amount: Cents, currency: &CurrencyCode) -> Option<Decimal> {
+    Decimal::parse(&amount.to_decimal(currency))
+}
+
+fn attribute(description: &str, value: impl Into<String>) -> CustomAttribute {
+    CustomAttribute {
+        description: description.to_string(),
+        value: value.into(),
+    }
+}
+
+fn order_address(address: &SubscriptionAddress, kind: &str, email: Option<&str>) -> OrderAddress {
+    OrderAddress {
+        address_type: Some(kind.to_string()),
+        first_name: address.first_name.clone(),
+        last_name: address.last_name.clone(),
+        street_1: address.street1.clone(),
+        street_2: address.street2.clone(),
+        city: address.city.clone(),
+        province: address.province.clone(),
+        country: address.country.clone(),
+        country_code: address.country_code.clone(),
+        phone: address.phone.clone(),
+        postal_code: address.zip.clone(),
+        email: email.map(str::to_string),
+        province_code: address.province_code.clone(),
+        company: address.company.clone(),
+        ..OrderAddress::default()
+    }
+}
+
+fn order_line(item: &SubscriptionLineItem, line: &LineCharge, currency: &CurrencyCode) -> LineItem {
+    let mut attributes: CustomAttributes = item
+        .line_item_attributes
+        .iter()
+        .map(|a| {
+            (
+                a.name.clone(),
+                attribute("line item attribute", a.value.clone()),
+            )
+        })
+        .collect();
+    attributes.insert(
+        "subscription_line_item_id".to_string(),
+        attribute("Mercer's subscription line item", item.id.to_string()),
+    );
+    if let Some(prepaid) = &item.prepaid_metadata {
+        attributes.insert(
+            "prepaid_period_starts".to_string(),
+            attribute(
+                "whether this order starts a prepaid period (and pays for it)",
+                starts_prepaid_period(prepaid).to_string(),
+            ),
+        );
+    }
+    let full = Cents(line.unit.0.saturating_mul(line.units));
+    LineItem {
+        platform_product_id: Some(PlatformId::new(item.platform_product_id.clone())),
+        platform_variant_id: Some(PlatformId::new(item.platform_variant_id.clone())),
+        title: item.title.clone().or_else(|| item.product_name.clone()),
+        sku: item.sku.clone(),
+        image: item.image.clone(),
+        custom_attributes: Some(attributes),
+        quantity: Some(item.quantity),
+        grams: item.grams.map(|grams| grams as f64),
+        weight: item.weight,
+        weight_unit: item.weight_unit.clone(),
+        taxable: Some(item.taxable),
+        requires_shipping: Some(item.requires_shipping),
+        price_per_item: money(line.unit, currency),
+        discount_per_item: money(Cents::ZERO, currency),
+        subtotal: money(full, currency),
+        discounted_subtotal: money(line.total, currency),
+        total: money(line.total, currency),
+        ..LineItem::default()
+    }
+}
+
+/// The customer an order is for: its platform id (None for a customer the platform does not
+/// know yet: the order is then a guest order with the email), and email.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OrderCustomer {
+    pub platform_id: Option<String>,
+    pub email: Option<String>,
+}
+
+/// Create Order's body for the order of `scheduled_at`, placed at `now`.
+pub fn platform_order(
+    subscription: &Subscription,
+    charge: &OrderCharge,
+    customer: &OrderCustomer,
+    scheduled_at: Timestamp,
+    now: Timestamp,
+) -> Order {
+    let currency = &subscription.charged_currency;
+    let email = customer.email.as_deref();
+    let lines = subscription
+        .line_items
+        .iter()
+        .zip(&charge.lines)
+        .map(|(item, line)| order_line(item, line, currency))
+        .collect();
+    let mut attributes = CustomAttributes::new();
+    attributes.insert(
+        "subscription_id".to_string(),
+        attribute("Mercer's subscription", subscription.id.to_string()),
+    );
+    attributes.insert(
+        "order_datetime".to_string(),
+        attribute("the subscription's order date", scheduled_at.to_rfc3339()),
+    );
+    if let Some(code) = &subscription.discount_code {
+        attributes.insert(
+            "discount_code".to_string(),
+            attribute("the subscription's discount code", code.clone()),
+        );
+    }
+    let shipping_method = (!subscription.shipping_lines.is_empty()).then(|| {
+        subscription
+            .shipping_lines
+            .iter()
+            .map(|line| line.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    });
+    Order {
+        placed_at: Some(now),
+        platform_customer_id: customer.platform_id.clone().map(PlatformId::new),
+        shipping_addresses: Some(vec![order_address(
+            &subscription.shipping_address,
+            "shipping",
+            email,
+        )]),
+        billing_address: Some(order_address(
+            &subscription.billing_address,
+            "billing",
+            email,
+        )),
+        line_items: Some(lines),
+        shipping_method,
+        source: Some("subscription".to_string()),
+        created_via: Some("mercer".to_string()),
+        notes: subscription.order_note.clone(),
+        custom_attributes: Some(attributes),
+        shipping_subtotal: money(charge.shipping, currency),
+        discount: money(charge.discount, currency),
+        subtotal: money(charge.subtotal, currency),
+        total: money(charge.total, currency),
+        currency: Some(currency.as_str().to_string()),
+        ..Order::default()
+    }
+}
+
+/// Create Payment's body: the order's total with the subscription's payment method (the
+/// gateway as `provider`, the token as `payment_method`), carrying Mercer's `key` of it.
+pub fn platform_payment(subscription: &Subscription, charge: &OrderCharge, key: &str) -> Payment {
+    let currency = &subscription.charged_currency;
+    with_payment_key(
+        Payment {
+            description: Some(format!("subscription {} order", subscription.id)),
+            provider: subscription.payment_gateway_public_id.clone(),
+            payment_method: subscription.payment_method_token.clone(),
+            currency: Some(currency.as_str().to_string()),
+            amount_planned: money(charge.total, currency),
+            ..Payment::default()
+        },
+        key,
+    )
+}
+
+/// The prepaid line items after an order was placed, with `current_recurrence_count` moved
+/// on: to 1 when the order started a period, else one more. Items without `prepaid_metadata`
+/// are left out.
+pub fn advance_prepaid(
+    items: &[SubscriptionLineItem],
+    now: Timestamp,
+) -> Vec<SubscriptionLineItem> {
+    items
+        .iter()
+        .filter_map(|item| {
+            let prepaid = item.prepaid_metadata.as_ref()?;
+            let count = if starts_prepaid_period(prepaid) {
+                1
+            } else {
+                prepaid.current_recurrence_count + 1
+            };
+            let mut item = item.clone();
+            if let Some(prepaid) = &mut item.prepaid_metadata {
+                prepaid.current_recurrence_count = count;
+            }
+            item.updated_at = now;
+            Some(item)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::subscriptions::resources::{ShippingLine, tests::subscription as fixture};
+
+    fn at(text: &str) -> Timestamp {
+        Timestamp::parse_rfc3339(text).unwrap()
+    }
+
+    fn subscription() -> Subscription {
+        let mut s = fixture();
+        s.line_items.truncate(1);
+        let item = &mut s.line_items[0];
+        item.quantity = 2;
+        item.discounted_price_charged = Cents(1250);
+        item.prepaid_metadata = None;
+        s.percent_discount = 10.0;
+        s.shipping_lines = vec![ShippingLine {
+            id: 1,
+            subscription_id: s.id,
+            name: "Standard".into(),
+            code: None,
+            tag: None,
+            price: Cents(500),
+            value: Cents(500),
+            value_charged: Cents(675),
+            created_at: s.created_at,
+            updated_at: s.created_at,
+        }];
+        s
+    }
+
+    #[test]
+    fn the_key_is_the_subscription_and_its_order_date() {
+        assert_eq!(
+            idempotency_key(42, at("2026-03-09T13:00:00Z")),
+            "42:2026-03-09T13:00:00Z"
+        );
+        assert_eq!(
+            payment_key("42:2026-03-09T13:00:00Z", 2),
+            "42:2026-03-09T13:00:00Z#2"
+        );
+    }
+
+    #[test]
+    fn an_order_charges_its_items_less_the_discount_plus_shipping() {
+        let s = subscription();
+        let charge = charge(&s);
+        assert_eq!(charge.subtotal, Cents(2500));
+        assert_eq!(charge.discount, Cents(250));
+        assert_eq!(charge.shipping, Cents(675));
+        assert_eq!(charge.total, Cents(2925));
+
+        let order = platform_order(
+            &s,
+            &charge,
+            &OrderCustomer {
+                platform_id: Some("cus_9".into()),
+                email: Some("ada@example.test".into()),
+            },
+            at("2026-03-09T13:00:00Z"),
+            at("2026-03-09T13:00:01Z"),
+        );
+        let json = serde_json::to_value(&order).unwrap();
+        assert_eq!(json["platform_customer_id"], "cus_9");
+        assert_eq!(json["currency"], s.charged_currency.as_str());
+        assert_eq!(json["subtotal"], "25.00");
+        assert_eq!(json["discount"], "2.50");
+        assert_eq!(json["shipping_subtotal"], "6.75");
+        assert_eq!(json["total"], "29.25");
+        assert_eq!(json["shipping_method"], "Standard");
+        assert_eq!(json["line_items"][0]["quantity"], 2);
+        assert_eq!(json["line_items"][0]["price_per_item"], "12.50");
+        assert_eq!(json["line_items"][0]["total"], "25.00");
+        assert_eq!(
+            json["custom_attributes"]["subscription_id"]["value"],
+            s.id.to_string()
+        );
+        assert_eq!(
+            json["custom_attributes"]["order_datetime"]["value"],
+            "2026-03-09T13:00:00Z"
+        );
+        assert_eq!(json["shipping_addresses"][0]["email"], "ada@example.test");
+        assert_eq!(json["billing_address"]["address_type"], "billing");
+        assert!(json.get("platform_id").is_none(), "the platform assigns it");
+
+        let payment = platform_payment(&s, &charge, "k#1");
+        let json = serde_json::to_value(&payment).unwrap();
+        assert_eq!(json["amount_planned"], "29.25");
+        assert_eq!(json["provider"], "<PAYMENT_GATEWAY_ID>");
+        assert_eq!(json["payment_method"], "<PAYMENT_METHOD_TOKEN>");
+        assert_eq!(
+            json["custom_attributes"]["mercer_payment_key"]["value"],
+            "k#1"
+        );
+    }
+
+    #[test]
+    fn a_prepaid_item_pays_its_period_on_the_order_that_starts_it() {
+        let mut s = subscription();
+        s.percent_discount = 0.0;
+        s.shipping_lines.clear();
+        s.line_items[0].prepaid_metadata = Some(PrepaidMetadata {
+            id: 1,
+            line_item_id: s.line_items[0].id,
+            prepaid_duration: 3,
+            current_recurrence_count: 0,
+            prepaid_continue: None,
+        });
+        let now = at("2026-03-09T13:00:00Z");
+        let mut charged = Vec::new();
+        let mut counts = Vec::new();
+        for _ in 0..7 {
+            charged.push(charge(&s).total.0);
+            s.line_items = advance_prepaid(&s.line_items, now);
+            counts.push(
+                s.line_items[0]
+                    .prepaid_metadata
+                    .as_ref()
+                    .unwrap()
+                    .current_recurrence_count,
+            );
+        }
+        // 2 × 12.50 × 3 orders on the first of each period of three, nothing on the others.
+        assert_eq!(charged, [7500, 0, 0, 7500, 0, 0, 7500]);
+        assert_eq!(counts, [1, 2, 3, 1, 2, 3, 1]);
+        assert_eq!(s.line_items[0].updated_at, now);
+    }
+
+    #[test]
+    fn a_discount_never_exceeds_the_subtotal() {
+        let mut s = subscription();
+        s.percent_discount = 250.0;
+        s.shipping_lines.clear();
+        assert_eq!(charge(&s).total, Cents::ZERO);
+        s.percent_discount = f64::NAN;
+        assert_eq!(charge(&s).discount, Cents::ZERO);
+    }
+
+    #[test]
+    fn a_customer_the_platform_does_not_know_gets_a_guest_order() {
+        let s = subscription();
+        let order = platform_order(
+            &s,
+            &charge(&s),
+            &OrderCustomer {
+                platform_id: None,
+                email: Some("ada@example.test".into()),
+            },
+            at("2026-03-09T13:00:00Z"),
+            at("2026-03-09T13:00:01Z"),
+        );
+        assert_eq!(order.platform_customer_id, None);
+        assert_eq!(
+            order.billing_address.unwrap().email.as_deref(),
+            Some("ada@example.test")
+        );
+    }
+}

@@ -1,0 +1,889 @@
+//! The subscription scheduler (contract §5 "Orders", docs/scheduler.md): two kinds of job on the
+//! job runner.
+//!
+//! - [`SchedulerJob`], recurring under one key: starts scheduled subscriptions whose first order
+//!   has come, begins the order of every active subscription whose `next_order_datetime` has
+//!   come (status `processing`, an attempt row, `subscription_upcoming_order`, and an
+//!   [`OrderJob`], in one transaction), gives a job again to attempts whose job is gone, and
+//!   announces payment methods about to expire.
+//! - [`OrderJob`], one per attempt: Create Order with `Idempotency-Key` = subscription id + order
+//!   date, then Create Payment, then the outcome in one transaction: on success the next order
+//!   date, counts and `subscription_order_created`; on failure `current_retries`, the retry wait
+//!   or, past the shop's maximum, the end of the subscription, and their topics.
+//!
+//! Exactly once: the attempt is begun in the transaction that claims the subscription (a row
+//! lock, `SKIP LOCKED` on PostgreSQL, and the status check); the attempt's job holds a lease; a
+//! job claimed again after a crash reads what the attempt stored (the platform order id) and
+//! looks for its own payment before paying; the platform answers a repeated `Idempotency-Key`
+//! with the order it made first; and the outcome is written only while the attempt is still
+//! `placing`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::access::shop::Shop;
+use crate::kernel::error::{DomainError, StorageError};
+use crate::kernel::jobs::{Enqueued, JobControl, JobFailure, JobPayload, enqueue};
+use crate::kernel::time::{Clock, Timestamp};
+use crate::platform::connector::{ConnectorTarget, PlatformConnector};
+use crate::platform::destinations::{Topic as DestinationTopic, live_target};
+use crate::platform::placement::{self, PlacementError};
+use crate::subscriptions::operations::{resources, schedule_of, subscription_data};
+use crate::subscriptions::orders::{
+    OrderCharge, OrderCustomer, advance_prepaid, charge, idempotency_key, payment_key,
+    platform_order, platform_payment,
+};
+use crate::subscriptions::repository::{
+    NewSubscriptionOrder, OrderAttemptEnd, OrderAttemptStatus, StoredSubscription,
+    SubscriptionDatabase, SubscriptionOrder, SubscriptionRepositories,
+};
+use crate::subscriptions::resources::{
+    Actor, Cents, FailureDetails, Subscription, SubscriptionStatus,
+};
+use crate::subscriptions::states::{Action, take_action};
+use crate::subscriptions::topics::Topic;
+use crate::subscriptions::webhooks::{emit, emit_with_order};
+
+/// Subscriptions claimed in one transaction.
+pub const DUE_BATCH: usize = 100;
+/// An attempt still `placing` this long after it began, without a job, gets one again.
+pub const STALLED_AFTER_SECONDS: i64 = 300;
+/// Subscriptions announced as expiring in one transaction.
+const EXPIRY_BATCH: usize = 200;
+
+/// The recurring job of the scheduler: one, under a fixed key, enqueued at every start of
+/// `mercer serve`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SchedulerJob {}
+
+impl JobPayload for SchedulerJob {
+    const KIND: &'static str = "subscriptions.scheduler";
+
+    fn unique_key(&self) -> Option<String> {
+        Some(Self::KIND.to_string())
+    }
+}
+
+/// Places the order of one attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrderJob {
+    pub order_id: i64,
+}
+
+impl JobPayload for OrderJob {
+    const KIND: &'static str = "subscriptions.order";
+
+    fn unique_key(&self) -> Option<String> {
+        Some(format!("{}:{}", Self::KIND, self.order_id))
+    }
+}
+
+/// What one run of the scheduler did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SchedulerRun {
+    /// Scheduled subscriptions made active.
+    pub started: usize,
+    /// Orders begun (attempts made, jobs enqueued).
+    pub begun: usize,
+    /// Attempts given a job again.
+    pub resumed: usize,
+    /// `subscription_expiring_payment` messages emitted.
+    pub expiring: usize,
+    /// It stopped early: its process is stopping.
+    pub interrupted: bool,
+}
+
+/// Runs the scheduler once at `clock`'s now.
+pub fn run_scheduler(
+    db: &impl SubscriptionDatabase,
+    clock: &dyn Clock,
+    control: &dyn JobControl,
+) -> Result<SchedulerRun, DomainError> {
+    let mut run = SchedulerRun::default();
+    loop {
+        if control.should_stop() {
+            run.interrupted = true;
+            return Ok(run);
+        }
+        let started = start_scheduled(db, clock, DUE_BATCH)?;
+        run.started += started;
+        if started < DUE_BATCH {
+            break;
+        }
+    }
+    loop {
+        if control.should_stop() {
+            run.interrupted = true;
+            return Ok(run);
+        }
+        let begun = begin_due_orders(db, clock, DUE_BATCH)?;
+        run.begun += begun;
+        if begun < DUE_BATCH {
+            break;
+        }
+    }
+    run.resumed = resume_stalled_orders(db, clock)?;
+    run.expiring = announce_expiring_payments(db, clock, control)?;
+    Ok(run)
+}
+
+/// `(shop id, id)` pairs grouped by shop, each shop's ids in their order.
+fn by_shop(pairs: Vec<(i64, i64)>) -> BTreeMap<i64, Vec<i64>> {
+    let mut shops: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
+    for (shop_id, id) in pairs {
+        shops.entry(shop_id).or_default().push(id);
+    }
+    shops
+}
+
+fn missing_subscription(id: i64) -> DomainError {
+    DomainError::Storage(StorageError::other(format!("subscription {id} is missing")))
+}
+
+/// Makes active the scheduled subscriptions whose first order date has come (contract §5:
+/// `scheduled` → `active` at its start); their orders are begun next. Returns how many.
+pub fn start_scheduled(
+    db: &impl SubscriptionDatabase,
+    clock: &dyn Clock,
+    limit: usize,
+) -> Result<usize, DomainError> {
+    db.write_tx(|tx| {
+        let now = clock.now();
+        let due = tx.lock_due_subscriptions(SubscriptionStatus::Scheduled, now, limit)?;
+        let count = due.len();
+        for (shop_id, ids) in by_shop(due) {
+            let Some(shop) = tx.shop_by_id(shop_id)? else {
+                continue;
+            };
+            for stored in tx.subscriptions_by_ids(shop.id, &ids)? {
+                let mut state = stored.state.clone();
+                let outcome = take_action(
+                    stored.id,
+                    state.subscription_status,
+                    Action::Start,
+                    Actor::system(),
+                    now,
+                    false,
+                )?;
+                state.subscription_status = outcome.status;
+                state.status_changed_at = Some(now);
+                state.updated_at = now;
+                tx.save_subscription(shop.id, stored.id, &state)?;
+                tx.insert_status_log(shop.id, &outcome.log)?;
+                let subscription = one_resource(tx, &shop, stored.id)?;
+                for topic in outcome.topics {
+                    emit(tx, &shop, topic, subscription_data(&subscription), now)?;
+                }
+            }
+        }
+        Ok(count)
+    })
+}
+
+fn one_resource(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    id: i64,
+) -> Result<Subscription, DomainError> {
+    let stored = tx
+        .subscription(shop.id, id)?
+        .ok_or_else(|| missing_subscription(id))?;
+    resources(tx, shop, vec![stored], false)?
+        .pop()
+        .ok_or_else(|| missing_subscription(id))
+}
+
+/// An attempt as the `order` of a webhook payload.
+fn order_data(order: &SubscriptionOrder, charge: &OrderCharge, currency: &str) -> Value {
+    json!({
+        "id": order.id,
+        "order_datetime": order.scheduled_at,
+        "attempt": order.attempt,
+        "idempotency_key": order.idempotency_key,
+        "status": order.status.as_str(),
+        "due_at": order.due_at,
+        "platform_order_id": order.platform_order_id,
+        "platform_payment_id": order.platform_payment_id,
+        "failure_code": order.failure_code,
+        "failure_reason": order.failure_reason,
+        "subtotal": charge.subtotal,
+        "discount": charge.discount,
+        "shipping": charge.shipping,
+        "total": charge.total,
+        "currency": currency,
+    })
+}
+
+/// Begins the order of up to `limit` due active subscriptions, in one transaction: each goes
+/// `processing` (its status log names Mercer), gets an attempt and its job, and, on the first
+/// attempt of its order date, `subscription_upcoming_order`. Returns how many.
+pub fn begin_due_orders(
+    db: &impl SubscriptionDatabase,
+    clock: &dyn Clock,
+    limit: usize,
+) -> Result<usize, DomainError> {
+    db.write_tx(|tx| {
+        let now = clock.now();
+        let due = tx.lock_due_subscriptions(SubscriptionStatus::Active, now, limit)?;
+        let count = due.len();
+        for (shop_id, ids) in by_shop(due) {
+            let Some(shop) = tx.shop_by_id(shop_id)? else {
+                continue;
+            };
+            let mut first_attempts = Vec::new();
+            for stored in tx.subscriptions_by_ids(shop.id, &ids)? {
+                if let Some(order) = begin_order(tx, &shop, &stored, now)?
+                    && order.attempt == 1
+                {
+                    first_attempts.push(order);
+                }
+            }
+            if first_attempts.is_empty() {
+                continue;
+            }
+            let ids: Vec<i64> = first_attempts.iter().map(|o| o.subscription_id).collect();
+            let stored = tx.subscriptions_by_ids(shop.id, &ids)?;
+            for (subscription, order) in resources(tx, &shop, stored, false)?
+                .into_iter()
+                .zip(&first_attempts)
+            {
+                let amounts = charge(&subscription);
+                let order = order_data(order, &amounts, subscription.charged_currency.as_str());
+                emit_with_order(
+                    tx,
+                    &shop,
+                    Topic::SubscriptionUpcomingOrder,
+                    subscription_data(&subscription),
+                    order,
+                    now,
+                )?;
+            }
+        }
+        Ok(count)
+    })
+}
+
+fn begin_order(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    stored: &StoredSubscription,
+    now: Timestamp,
+) -> Result<Option<SubscriptionOrder>, DomainError> {
+    let mut state = stored.state.clone();
+    let Some(scheduled_at) = state.next_order_datetime else {
+        return Ok(None);
+    };
+    let outcome = take_action(
+        stored.id,
+        state.subscription_status,
+        Action::PlaceOrder,
+        Actor::system(),
+        now,
+        false,
+    )?;
+    let attempt = state.current_retries.saturating_add(1);
+    let due_at = state
+        .next_processing_datetime
+        .map_or(scheduled_at, |retry_at| retry_at.max(scheduled_at));
+    state.subscription_status = outcome.status;
+    state.status_changed_at = Some(now);
+    state.updated_at = now;
+    tx.save_subscription(shop.id, stored.id, &state)?;
+    tx.insert_status_log(shop.id, &outcome.log)?;
+    let new = NewSubscriptionOrder {
+        shop_id: shop.id,
+        subscription_id: stored.id,
+        scheduled_at,
+        attempt,
+        idempotency_key: idempotency_key(stored.id, scheduled_at),
+        due_at,
+        created_at: now,
+    };
+    let id = tx.insert_subscription_order(&new)?;
+    enqueue(tx, &OrderJob { order_id: id }, now, now)?;
+    Ok(Some(SubscriptionOrder {
+        id,
+        shop_id: new.shop_id,
+        subscription_id: new.subscription_id,
+        scheduled_at,
+        attempt,
+        idempotency_key: new.idempotency_key,
+        status: OrderAttemptStatus::Placing,
+        due_at,
+        platform_order_id: None,
+        platform_payment_id: None,
+        failure_code: None,
+        failure_reason: None,
+        finished_at: None,
+        created_at: now,
+        updated_at: now,
+    }))
+}
+
+/// Gives a job again to attempts still `placing` [`STALLED_AFTER_SECONDS`] after they began:
+/// their job failed for good or was cancelled (a job that still exists absorbs the enqueue).
+/// Returns how many got a new job.
+pub fn resume_stalled_orders(
+    db: &impl SubscriptionDatabase,
+    clock: &dyn Clock,
+) -> Result<usize, DomainError> {
+    db.write_tx(|tx| {
+        let now = clock.now();
+        let stalled =
+            tx.stalled_subscription_orders(now.plus_seconds(-STALLED_AFTER_SECONDS), DUE_BATCH)?;
+        let mut resumed = 0;
+        for order in stalled {
+            if let Enqueued::New(_) = enqueue(tx, &OrderJob { order_id: order.id }, now, now)? {
+                log::warn!(
+                    target: "mercer::scheduler",
+                    "attempt {} of subscription {} had no job; it has one again",
+                    order.id,
+                    order.subscription_id
+                );
+                resumed += 1;
+            }
+        }
+        Ok(resumed)
+    })
+}
+
+/// Emits `subscription_expiring_payment` once per payment method, the shop's
+/// `expiring_payment_notice_days` before it expires, for subscriptions that are not inactive.
+/// Returns how many subscriptions were announced.
+pub fn announce_expiring_payments(
+    db: &impl SubscriptionDatabase,
+    clock: &dyn Clock,
+    control: &dyn JobControl,
+) -> Result<usize, DomainError> {
+    let shops = db.read_tx(|tx| Ok(tx.list_shops()?))?;
+    let mut announced = 0;
+    for shop in shops.into_iter().filter(|shop| shop.deleted_at.is_none()) {
+        loop {
+            if control.should_stop() {
+                return Ok(announced);
+            }
+            let count = db.write_tx(|tx| {
+                let now = clock.now();
+                let by = now.plus_seconds(shop.expiring_payment_notice_days.saturating_mul(86_400));
+                let ids = tx.expiring_payment_subscriptions(shop.id, by, EXPIRY_BATCH)?;
+                for &id in &ids {
+                    tx.set_expiring_payment_notified(shop.id, id, Some(now))?;
+                }
+                let stored = tx.subscriptions_by_ids(shop.id, &ids)?;
+                for subscription in resources(tx, &shop, stored, false)? {
+                    emit(
+                        tx,
+                        &shop,
+                        Topic::SubscriptionExpiringPayment,
+                        subscription_data(&subscription),
+                        now,
+                    )?;
+                }
+                Ok(ids.len())
+            })?;
+            announced += count;
+            if count < EXPIRY_BATCH {
+                break;
+            }
+        }
+    }
+    Ok(announced)
+}
+
+/// How one run of an [`OrderJob`] ended, for the caller's figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// The order was placed; `lag` is from when it came due to now.
+    Placed { attempt: i64, lag_micros: i64 },
+    /// The attempt failed; `ended` when it was the last one allowed.
+    Failed { attempt: i64, ended: bool },
+    /// Nothing to do: the attempt had ended already.
+    Nothing,
+    /// Its process is stopping: the job goes back to the queue.
+    Interrupted,
+}
+
+/// What an attempt needs, read before the connector is called.
+struct AttemptContext {
+    order: SubscriptionOrder,
+    shop: Shop,
+    subscription: Subscription,
+    customer: OrderCustomer,
+    target: Option<ConnectorTarget>,
+    /// The platform order of this date an earlier attempt or run created.
+    known_platform_order: Option<String>,
+}
+
+fn read_attempt(
+    db: &impl SubscriptionDatabase,
+    clock: &dyn Clock,
+    order_id: i64,
+) -> Result<Option<AttemptContext>, DomainError> {
+    db.read_tx(|tx| {
+        let Some(order) = tx.subscription_order(order_id)? else {
+            return Ok(None);
+        };
+        if order.status != OrderAttemptStatus::Placing {
+            return Ok(None);
+        }
+        let Some(shop) = tx.shop_by_id(order.shop_id)? else {
+            return Ok(None);
+        };
+        let subscription = one_resource(tx, &shop, order.subscription_id)?;
+        let customer = tx
+            .directory_customer(shop.id, subscription.customer_id)?
+            .map(|customer| OrderCustomer {
+                platform_id: customer.platform_id,
+                email: customer.email,
+            })
+            .unwrap_or_default();
+        let target = live_target(tx, &shop, DestinationTopic::Orders, clock.now())?
+            .map(|(_, target)| target);
+        let known_platform_order = match &order.platform_order_id {
+            Some(id) => Some(id.clone()),
+            None => tx.platform_order_of_date(order.subscription_id, order.scheduled_at)?,
+        };
+        Ok(Some(AttemptContext {
+            order,
+            shop,
+            subscription,
+            customer,
+            target,
+            known_platform_order,
+        }))
+    })
+}
+
+/// Why an attempt failed: a code and a sentence for `last_failure_*`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct AttemptFailure {
+    code: String,
+    reason: String,
+    message: String,
+}
+
+impl AttemptFailure {
+    fn new(code: &str, reason: &str, message: impl Into<String>) -> Self {
+        AttemptFailure {
+            code: code.to_string(),
+            reason: reason.to_string(),
+            message: message.into(),
+        }
+    }
+
+    fn placement(error: &PlacementError) -> Self {
+        let reason = match error.code() {
+            "payment_declined" => "the payment was declined",
+            "connector_timeout" => "the platform connector did not answer in time",
+            "connector_unreachable" => "the platform connector could not be reached",
+            "connector_not_found" => "the platform connector does not know the order",
+            "connector_malformed" => "the platform connector's answer could not be read",
+            _ => "the platform connector answered with an error",
+        };
+        AttemptFailure::new(error.code(), reason, error.message())
+    }
+}
+
+/// Runs an [`OrderJob`]: places the attempt's order and records how it went. Storage errors
+/// fail the job (it is retried, and resumes from what the attempt stored).
+pub fn place_order(
+    db: &impl SubscriptionDatabase,
+    connector: &dyn PlatformConnector,
+    clock: &dyn Clock,
+    job: OrderJob,
+    control: &dyn JobControl,
+) -> Result<Placement, JobFailure> {
+    let Some(context) = read_attempt(db, clock, job.order_id)? else {
+        return Ok(Placement::Nothing);
+    };
+    if control.should_stop() {
+        return Ok(Placement::Interrupted);
+    }
+    let amounts = charge(&context.subscription);
+    let result = call_connector(db, connector, clock, &context, &amounts)?;
+    Ok(record_outcome(db, clock, &context, &amounts, result)?)
+}
+
+/// What the connector calls came to: the platform order and payment, or the failure.
+type CallResult = Result<(String, Option<String>), AttemptFailure>;
+
+fn call_connector(
+    db: &impl SubscriptionDatabase,
+    connector: &dyn PlatformConnector,
+    clock: &dyn Clock,
+    context: &AttemptContext,
+    amounts: &OrderCharge,
+) -> Result<CallResult, DomainError> {
+    let (order, subscription) = (&context.order, &context.subscription);
+    let Some(target) = &context.target else {
+        return Ok(Err(AttemptFailure::new(
+            "no_orders_destination",
+            "the shop has no orders destination",
+            "the shop has no live platform connector destination for the orders topic",
+        )));
+    };
+    let pays = amounts.total > Cents::ZERO;
+    if pays
+        && (subscription.payment_method_token.is_none()
+            || subscription.payment_gateway_public_id.is_none())
+    {
+        return Ok(Err(AttemptFailure::new(
+            "payment_method_missing",
+            "the subscription has no payment method",
+            "the subscription has no payment_method_token and payment_gateway_public_id to pay with",
+        )));
+    }
+    // A run of this attempt got past Create Order before: it may have paid too.
+    let resumed = order.platform_order_id.is_some();
+    let platform_order_id = match &context.known_platform_order {
+        Some(id) => id.clone(),
+        None => {
+            let body = platform_order(
+                subscription,
+                amounts,
+                &context.customer,
+                order.scheduled_at,
+                clock.now(),
+            );
+            match placement::create_order(connector, target, &body, &order.idempotency_key) {
+                Ok(id) => id,
+                Err(error) => return Ok(Err(AttemptFailure::placement(&error))),
+            }
+        }
+    };
+    if !resumed {
+        db.write_tx(|tx| {
+            Ok(tx.set_order_platform_id(order.id, &platform_order_id, clock.now())?)
+        })?;
+    }
+    if !pays {
+        return Ok(Ok((platform_order_id, None)));
+    }
+    let payment = platform_payment(
+        subscription,
+        amounts,
+        &payment_key(&order.idempotency_key, order.attempt),
+    );
+    Ok(
+        match placement::pay_once(connector, target, &platform_order_id, &payment, resumed) {
+            Ok(paid) => Ok((platform_order_id, paid.platform_payment_id)),
+            Err(error) => Err(AttemptFailure::placement(&error)),
+        },
+    )
+}
+
+/// Writes the attempt's outcome and what it does to the subscription, in one transaction, and
+/// only while the attempt is still `placing`.
+fn record_outcome(
+    db: &impl SubscriptionDatabase,
+    clock: &dyn Clock,
+    context: &AttemptContext,
+    amounts: &OrderCharge,
+    result: CallResult,
+) -> Result<Placement, DomainError> {
+    let (order, shop) = (&context.order, &context.shop);
+    db.write_tx(|tx| {
+        let now = clock.now();
+        tx.lock_subscription(shop.id, order.subscription_id)?;
+        let end = match &result {
+            Ok((platform_order_id, platform_payment_id)) => OrderAttemptEnd::Placed {
+                platform_order_id: platform_order_id.clone(),
+                platform_payment_id: platform_payment_id.clone(),
+            },
+            Err(failure) => OrderAttemptEnd::Failed {
+                code: failure.code.clone(),
+                reason: failure.message.clone(),
+            },
+        };
+        if !tx.finish_subscription_order(order.id, &end, now)? {
+            return Ok(Placement::Nothing);
+        }
+        let stored = tx
+            .subscription(shop.id, order.subscription_id)?
+            .ok_or_else(|| missing_subscription(order.subscription_id))?;
+        if stored.state.subscription_status != SubscriptionStatus::Processing {
+            // Not expected: a processing subscription refuses every change. The attempt is
+            // ended above; the subscription is left as it is.
+            log::warn!(
+                target: "mercer::scheduler",
+                "subscription {} was {} when its order attempt {} ended",
+                order.subscription_id,
+                stored.state.subscription_status,
+                order.id
+            );
+            return Ok(Placement::Nothing);
+        }
+        let finished = tx
+            .subscription_order(order.id)?
+            .ok_or_else(|| StorageError::other(format!("attempt {} is missing", order.id)))?;
+        match result {
+            Ok(_) => {
+                order_placed(tx, shop, stored, &finished, amounts, now)?;
+                Ok(Placement::Placed {
+                    attempt: order.attempt,
+                    lag_micros: now.as_micros().saturating_sub(order.due_at.as_micros()),
+                })
+            }
+            Err(failure) => {
+                let ended = order_failed(tx, shop, stored, &finished, amounts, &failure, now)?;
+                Ok(Placement::Failed {
+                    attempt: order.attempt,
+                    ended,
+                })
+            }
+        }
+    })
+}
+
+/// Topics in the order given, `subscription_updated` once and last.
+fn ordered(topics: impl IntoIterator<Item = Topic>) -> Vec<Topic> {
+    let mut ordered: Vec<Topic> = Vec::new();
+    for topic in topics {
+        if topic != Topic::SubscriptionUpdated && !ordered.contains(&topic) {
+            ordered.push(topic);
+        }
+    }
+    ordered.push(Topic::SubscriptionUpdated);
+    ordered
+}
+
+/// Whether a topic's payload carries the order attempt.
+fn is_order_topic(topic: Topic) -> bool {
+    matches!(
+        topic,
+        Topic::SubscriptionUpcomingOrder
+            | Topic::SubscriptionOrderCreated
+            | Topic::SubscriptionOrderTransactionFailed
+            | Topic::SubscriptionOrderMaxRetriesReached
+            | Topic::SubscriptionPaymentFailed
+    )
+}
+
+fn emit_all(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    id: i64,
+    topics: Vec<Topic>,
+    order: &SubscriptionOrder,
+    amounts: &OrderCharge,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    let subscription = one_resource(tx, shop, id)?;
+    let data = subscription_data(&subscription);
+    let order = order_data(order, amounts, subscription.charged_currency.as_str());
+    for topic in topics {
+        if is_order_topic(topic) {
+            emit_with_order(tx, shop, topic, data.clone(), order.clone(), now)?;
+        } else {
+            emit(tx, shop, topic, data.clone(), now)?;
+        }
+    }
+    Ok(())
+}
+
+/// The order went through: the subscription counts it, moves to its next order date (or ends
+/// when its rule has none left), and says so.
+fn order_placed(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    stored: StoredSubscription,
+    order: &SubscriptionOrder,
+    amounts: &OrderCharge,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    let id = stored.id;
+    let mut state = stored.state;
+    let placed = take_action(
+        id,
+        state.subscription_status,
+        Action::OrderPlaced,
+        Actor::system(),
+        now,
+        false,
+    )?;
+    state.subscription_status = placed.status;
+    state.status_changed_at = Some(now);
+    state.updated_at = now;
+    state.orders_processed = state.orders_processed.saturating_add(1);
+    state.current_retries = 0;
+    state.next_processing_datetime = None;
+    state.last_order_datetime = Some(order.scheduled_at);
+    state.last_processed_datetime = Some(now);
+    if amounts.total > Cents::ZERO {
+        state.last_payment_datetime = Some(now);
+    }
+    state.skipped_dates.retain(|at| *at > now);
+    // Missed dates are not made up: one order for the date owed, then the next date to come.
+    let after = order.scheduled_at.max(now);
+    let next = match schedule_of(shop, &state) {
+        Ok(schedule) => schedule.next_after(after, &state.skipped_dates),
+        Err(error) => {
+            log::warn!(target: "mercer::scheduler", "subscription {id}'s order_rrule does not read ({error}); it has no next order");
+            None
+        }
+    };
+    state.next_order_datetime = next;
+    state.next_payment_datetime = next;
+    for item in advance_prepaid(&stored.line_items, now) {
+        tx.update_line_item(shop.id, id, &item, now)?;
+    }
+    let mut logs = vec![placed.log];
+    let mut topics = placed.topics;
+    if next.is_none() {
+        let completed = take_action(
+            id,
+            state.subscription_status,
+            Action::Complete,
+            Actor::system(),
+            now,
+            false,
+        )?;
+        state.subscription_status = completed.status;
+        logs.push(completed.log);
+        topics.extend(completed.topics);
+    }
+    tx.save_subscription(shop.id, id, &state)?;
+    for log in &logs {
+        tx.insert_status_log(shop.id, log)?;
+    }
+    emit_all(tx, shop, id, ordered(topics), order, amounts, now)
+}
+
+/// The attempt failed: the subscription counts the failure and waits the shop's retry
+/// interval, or ends when it has failed more times than the shop retries. Returns whether it
+/// ended.
+fn order_failed(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    stored: StoredSubscription,
+    order: &SubscriptionOrder,
+    amounts: &OrderCharge,
+    failure: &AttemptFailure,
+    now: Timestamp,
+) -> Result<bool, DomainError> {
+    let id = stored.id;
+    let mut state = stored.state;
+    // The subscription's first transaction: Mercer never placed one of its orders.
+    let first_transaction = state.orders_processed == 0;
+    state.current_retries = state.current_retries.saturating_add(1);
+    let ended = state.current_retries > shop.order_max_retries;
+    let action = if ended {
+        Action::RetriesExhausted
+    } else {
+        Action::OrderFailed
+    };
+    let outcome = take_action(
+        id,
+        state.subscription_status,
+        action,
+        Actor::system(),
+        now,
+        false,
+    )?;
+    state.subscription_status = outcome.status;
+    state.status_changed_at = Some(now);
+    state.updated_at = now;
+    state.last_failure_code = Some(failure.code.clone());
+    state.last_failure_reason = Some(failure.reason.clone());
+    state.last_failure_details = Some(FailureDetails {
+        message: failure.message.clone(),
+    });
+    state.next_processing_datetime =
+        (!ended).then(|| now.plus_seconds(shop.order_retry_interval_seconds));
+    tx.save_subscription(shop.id, id, &state)?;
+    tx.insert_status_log(shop.id, &outcome.log)?;
+    let mut topics = Vec::with_capacity(outcome.topics.len() + 1);
+    for topic in outcome.topics {
+        topics.push(topic);
+        if topic == Topic::SubscriptionOrderTransactionFailed && first_transaction {
+            topics.push(Topic::SubscriptionPaymentFailed);
+        }
+    }
+    emit_all(tx, shop, id, ordered(topics), order, amounts, now)?;
+    Ok(ended)
+}
+
+/// Why a subscription is in `mercer subscriptions due`'s list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DueReason {
+    /// Scheduled: it starts with its first order, which is due.
+    Starts,
+    /// Its order date has come; `attempt` is 1, or the retry it is at.
+    Due { attempt: i64 },
+    /// A failed attempt waits for its retry.
+    WaitingRetry {
+        attempt: i64,
+        retry_at: Timestamp,
+        failure_code: Option<String>,
+    },
+    /// Being placed now.
+    Placing {
+        attempt: i64,
+        since: Timestamp,
+        platform_order_id: Option<String>,
+    },
+}
+
+/// A line of `mercer subscriptions due`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DueEntry {
+    pub subscription_id: i64,
+    pub status: SubscriptionStatus,
+    pub next_order_datetime: Option<Timestamp>,
+    /// The order date in the shop's zone, for people (`2026-03-09 09:00 America/New_York`).
+    pub local_order_time: Option<String>,
+    pub reason: DueReason,
+}
+
+/// The shop's subscriptions whose order is due at `at` (now, or a later time to look ahead),
+/// being placed, or waiting for a retry, with why; earliest order date first.
+pub fn due_report(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    at: Timestamp,
+    limit: usize,
+) -> Result<Vec<DueEntry>, DomainError> {
+    let ids = tx.upcoming_subscription_ids(shop.id, at, limit)?;
+    let stored = tx.subscriptions_by_ids(shop.id, &ids)?;
+    let latest = tx.orders_of_subscriptions(&ids, 1)?;
+    let zone = crate::subscriptions::recurrence::ShopZone::of_shop(&shop.timezone);
+    Ok(stored
+        .into_iter()
+        .map(|s| {
+            let state = &s.state;
+            let attempt = state.current_retries + 1;
+            let last = latest.iter().find(|o| o.subscription_id == s.id);
+            let reason = match state.subscription_status {
+                SubscriptionStatus::Scheduled => DueReason::Starts,
+                SubscriptionStatus::Processing => DueReason::Placing {
+                    attempt: last.map_or(attempt, |o| o.attempt),
+                    since: last.map_or(state.updated_at, |o| o.created_at),
+                    platform_order_id: last.and_then(|o| o.platform_order_id.clone()),
+                },
+                _ => match state.next_processing_datetime {
+                    Some(retry_at) if retry_at > at => DueReason::WaitingRetry {
+                        attempt,
+                        retry_at,
+                        failure_code: state.last_failure_code.clone(),
+                    },
+                    _ => DueReason::Due { attempt },
+                },
+            };
+            DueEntry {
+                subscription_id: s.id,
+                status: state.subscription_status,
+                next_order_datetime: state.next_order_datetime,
+                local_order_time: state.next_order_datetime.map(|next| {
+                    format!(
+                        "{} {}",
+                        zone.local_time(next).format("%Y-%m-%d %H:%M"),
+                        zone.name()
+                    )
+                }),
+                reason,
+            }
+        })
+        .collect())
+}

@@ -1,0 +1,362 @@
+//! The scheduler's storage (docs/scheduler.md): due subscriptions, found through the
+//! `(subscription_status, next_order_datetime)` index and locked (`FOR UPDATE SKIP LOCKED` on
+//! PostgreSQL, so several processes take different ones), the attempts to place their orders,
+//! and payment methods not yet announced as expiring.
+
+use diesel::dsl::count_star;
+use diesel::prelude::*;
+use mercer_domain::Timestamp;
+use mercer_domain::kernel::error::StoreResult;
+use mercer_domain::subscriptions::repository::{
+    NewSubscriptionOrder, OrderAttemptEnd, OrderAttemptStatus, SchedulerBacklog,
+    StoredSubscription, SubscriptionOrder, SubscriptionOrderRepository,
+};
+use mercer_domain::subscriptions::resources::SubscriptionStatus;
+
+use super::records::whole_subscriptions;
+use super::{corrupt, time};
+use crate::connection::{DbConnection, on_backend};
+use crate::repos::StoreTx;
+use crate::schema::{subscription_orders, subscription_payment_notices, subscription_schedule};
+use crate::store::{storable, storage_error};
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = subscription_orders)]
+struct OrderRow {
+    id: i64,
+    shop_id: i64,
+    subscription_id: i64,
+    scheduled_at: i64,
+    attempt: i64,
+    idempotency_key: String,
+    status: String,
+    due_at: i64,
+    platform_order_id: Option<String>,
+    platform_payment_id: Option<String>,
+    failure_code: Option<String>,
+    failure_reason: Option<String>,
+    finished_at: Option<i64>,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl OrderRow {
+    fn into_order(self) -> StoreResult<SubscriptionOrder> {
+        let status = OrderAttemptStatus::parse(&self.status)
+            .ok_or_else(|| corrupt("subscription order", self.id, "status"))?;
+        Ok(SubscriptionOrder {
+            id: self.id,
+            shop_id: self.shop_id,
+            subscription_id: self.subscription_id,
+            scheduled_at: time(self.scheduled_at),
+            attempt: self.attempt,
+            idempotency_key: self.idempotency_key,
+            status,
+            due_at: time(self.due_at),
+            platform_order_id: self.platform_order_id,
+            platform_payment_id: self.platform_payment_id,
+            failure_code: self.failure_code,
+            failure_reason: self.failure_reason,
+            finished_at: self.finished_at.map(time),
+            created_at: time(self.created_at),
+            updated_at: time(self.updated_at),
+        })
+    }
+}
+
+fn orders(rows: Vec<OrderRow>) -> StoreResult<Vec<SubscriptionOrder>> {
+    rows.into_iter().map(OrderRow::into_order).collect()
+}
+
+const PLACING: &str = "placing";
+
+/// Subscriptions in `$status` whose order is due at `$now`: the date has come, no retry wait
+/// runs. Read along the `(subscription_status, next_order_datetime)` index.
+macro_rules! due {
+    ($status:expr, $now:expr) => {{
+        use subscription_schedule as s;
+        s::table
+            .filter(s::subscription_status.eq($status))
+            .filter(s::next_order_datetime.le($now))
+            .filter(
+                s::next_processing_datetime
+                    .is_null()
+                    .or(s::next_processing_datetime.le($now)),
+            )
+    }};
+}
+
+impl SubscriptionOrderRepository for StoreTx<'_> {
+    fn lock_due_subscriptions(
+        &mut self,
+        status: SubscriptionStatus,
+        now: Timestamp,
+        limit: usize,
+    ) -> StoreResult<Vec<(i64, i64)>> {
+        use subscription_schedule as s;
+        let (status, now, limit) = (status.as_str(), now.as_micros(), limit as i64);
+        // Ties of the order date come in the index's order: no sort of a large tie.
+        match &mut *self.conn {
+            // The claiming transaction is `BEGIN IMMEDIATE`: one claimer at a time.
+            DbConnection::Sqlite(c) => due!(status, now)
+                .order(s::next_order_datetime.asc())
+                .limit(limit)
+                .select((s::shop_id, s::id))
+                .load(c),
+            // Several processes claim at once: each takes rows the others have not locked.
+            DbConnection::Pg(c) => due!(status, now)
+                .order(s::next_order_datetime.asc())
+                .limit(limit)
+                .select((s::shop_id, s::id))
+                .for_update()
+                .skip_locked()
+                .load(c),
+        }
+        .map_err(storage_error)
+    }
+
+    fn subscriptions_by_ids(
+        &mut self,
+        shop_id: i64,
+        ids: &[i64],
+    ) -> StoreResult<Vec<StoredSubscription>> {
+        whole_subscriptions(self.conn, shop_id, ids)
+    }
+
+    fn insert_subscription_order(&mut self, order: &NewSubscriptionOrder) -> StoreResult<i64> {
+        use subscription_orders as t;
+        let values = (
+            t::shop_id.eq(order.shop_id),
+            t::subscription_id.eq(order.subscription_id),
+            t::scheduled_at.eq(order.scheduled_at.as_micros()),
+            t::attempt.eq(order.attempt),
+            t::idempotency_key.eq(order.idempotency_key.as_str()),
+            t::status.eq(PLACING),
+            t::due_at.eq(order.due_at.as_micros()),
+            t::created_at.eq(order.created_at.as_micros()),
+            t::updated_at.eq(order.created_at.as_micros()),
+        );
+        on_backend!(&mut *self.conn, |c| {
+            diesel::insert_into(t::table)
+                .values(values)
+                .returning(t::id)
+                .get_result(c)
+        })
+        .map_err(storage_error)
+    }
+
+    fn subscription_order(&mut self, id: i64) -> StoreResult<Option<SubscriptionOrder>> {
+        use subscription_orders as t;
+        t::table
+            .filter(t::id.eq(id))
+            .select(OrderRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(storage_error)?
+            .map(OrderRow::into_order)
+            .transpose()
+    }
+
+    fn platform_order_of_date(
+        &mut self,
+        subscription_id: i64,
+        scheduled_at: Timestamp,
+    ) -> StoreResult<Option<String>> {
+        use subscription_orders as t;
+        t::table
+            .filter(t::subscription_id.eq(subscription_id))
+            .filter(t::scheduled_at.eq(scheduled_at.as_micros()))
+            .filter(t::platform_order_id.is_not_null())
+            .order(t::id.desc())
+            .select(t::platform_order_id)
+            .first::<Option<String>>(self.conn)
+            .optional()
+            .map(Option::flatten)
+            .map_err(storage_error)
+    }
+
+    fn set_order_platform_id(
+        &mut self,
+        id: i64,
+        platform_order_id: &str,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        use subscription_orders as t;
+        diesel::update(t::table.filter(t::id.eq(id)).filter(t::status.eq(PLACING)))
+            .set((
+                t::platform_order_id.eq(storable(platform_order_id).as_ref()),
+                t::updated_at.eq(now.as_micros()),
+            ))
+            .execute(self.conn)
+            .map(drop)
+            .map_err(storage_error)
+    }
+
+    fn finish_subscription_order(
+        &mut self,
+        id: i64,
+        end: &OrderAttemptEnd,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        use subscription_orders as t;
+        let placing = t::table.filter(t::id.eq(id)).filter(t::status.eq(PLACING));
+        let changed = match end {
+            OrderAttemptEnd::Placed {
+                platform_order_id,
+                platform_payment_id,
+            } => diesel::update(placing)
+                .set((
+                    t::status.eq(OrderAttemptStatus::Placed.as_str()),
+                    t::platform_order_id.eq(storable(platform_order_id).as_ref()),
+                    t::platform_payment_id.eq(platform_payment_id
+                        .as_deref()
+                        .map(|id| storable(id).into_owned())),
+                    t::finished_at.eq(now.as_micros()),
+                    t::updated_at.eq(now.as_micros()),
+                ))
+                .execute(self.conn),
+            OrderAttemptEnd::Failed { code, reason } => diesel::update(placing)
+                .set((
+                    t::status.eq(OrderAttemptStatus::Failed.as_str()),
+                    t::failure_code.eq(code.as_str()),
+                    t::failure_reason.eq(storable(reason).as_ref()),
+                    t::finished_at.eq(now.as_micros()),
+                    t::updated_at.eq(now.as_micros()),
+                ))
+                .execute(self.conn),
+        }
+        .map_err(storage_error)?;
+        Ok(changed == 1)
+    }
+
+    fn stalled_subscription_orders(
+        &mut self,
+        before: Timestamp,
+        limit: usize,
+    ) -> StoreResult<Vec<SubscriptionOrder>> {
+        use subscription_orders as t;
+        let rows = t::table
+            .filter(t::status.eq(PLACING))
+            .filter(t::created_at.lt(before.as_micros()))
+            .order((t::created_at.asc(), t::id.asc()))
+            .limit(limit as i64)
+            .select(OrderRow::as_select())
+            .load(self.conn)
+            .map_err(storage_error)?;
+        orders(rows)
+    }
+
+    fn orders_of_subscriptions(
+        &mut self,
+        subscription_ids: &[i64],
+        per_subscription: usize,
+    ) -> StoreResult<Vec<SubscriptionOrder>> {
+        use subscription_orders as t;
+        let mut found = Vec::new();
+        // One short read of the (subscription_id, id) index per subscription.
+        for &subscription_id in subscription_ids {
+            let rows = t::table
+                .filter(t::subscription_id.eq(subscription_id))
+                .order(t::id.desc())
+                .limit(per_subscription as i64)
+                .select(OrderRow::as_select())
+                .load(self.conn)
+                .map_err(storage_error)?;
+            found.extend(orders(rows)?);
+        }
+        Ok(found)
+    }
+
+    fn upcoming_subscription_ids(
+        &mut self,
+        shop_id: i64,
+        until: Timestamp,
+        limit: usize,
+    ) -> StoreResult<Vec<i64>> {
+        use subscription_schedule as s;
+        let statuses = [
+            SubscriptionStatus::Active,
+            SubscriptionStatus::Scheduled,
+            SubscriptionStatus::Processing,
+        ]
+        .map(SubscriptionStatus::as_str);
+        s::table
+            .filter(s::shop_id.eq(shop_id))
+            .filter(s::next_order_datetime.le(until.as_micros()))
+            .filter(s::subscription_status.eq_any(statuses))
+            .order((s::next_order_datetime.asc(), s::id.asc()))
+            .limit(limit as i64)
+            .select(s::id)
+            .load(self.conn)
+            .map_err(storage_error)
+    }
+
+    fn expiring_payment_subscriptions(
+        &mut self,
+        shop_id: i64,
+        by: Timestamp,
+        limit: usize,
+    ) -> StoreResult<Vec<i64>> {
+        use subscription_payment_notices as n;
+        let statuses = [
+            SubscriptionStatus::Active,
+            SubscriptionStatus::Paused,
+            SubscriptionStatus::Scheduled,
+        ]
+        .map(SubscriptionStatus::as_str);
+        // The partial index of methods not yet announced, by shop and expiry.
+        n::table
+            .filter(n::shop_id.eq(shop_id))
+            .filter(n::expiring_payment_notified_at.is_null())
+            .filter(n::payment_method_expires_at.is_not_null())
+            .filter(n::payment_method_expires_at.le(by.as_micros()))
+            .filter(n::subscription_status.eq_any(statuses))
+            .order((n::payment_method_expires_at.asc(), n::id.asc()))
+            .limit(limit as i64)
+            .select(n::id)
+            .load(self.conn)
+            .map_err(storage_error)
+    }
+
+    fn set_expiring_payment_notified(
+        &mut self,
+        shop_id: i64,
+        id: i64,
+        at: Option<Timestamp>,
+    ) -> StoreResult<()> {
+        use subscription_payment_notices as n;
+        diesel::update(n::table.filter(n::id.eq(id)).filter(n::shop_id.eq(shop_id)))
+            .set(n::expiring_payment_notified_at.eq(at.map(Timestamp::as_micros)))
+            .execute(self.conn)
+            .map(drop)
+            .map_err(storage_error)
+    }
+
+    fn scheduler_backlog(&mut self, now: Timestamp) -> StoreResult<SchedulerBacklog> {
+        use subscription_schedule as s;
+        let now = now.as_micros();
+        let active = SubscriptionStatus::Active.as_str();
+        let due: i64 = due!(active, now)
+            .select(count_star())
+            .get_result(self.conn)
+            .map_err(storage_error)?;
+        // Retry waits are of orders whose date has come: the same index range.
+        let waiting_retry: i64 = s::table
+            .filter(s::subscription_status.eq(active))
+            .filter(s::next_order_datetime.le(now))
+            .filter(s::next_processing_datetime.gt(now))
+            .select(count_star())
+            .get_result(self.conn)
+            .map_err(storage_error)?;
+        let processing: i64 = s::table
+            .filter(s::subscription_status.eq(SubscriptionStatus::Processing.as_str()))
+            .select(count_star())
+            .get_result(self.conn)
+            .map_err(storage_error)?;
+        Ok(SchedulerBacklog {
+            due,
+            processing,
+            waiting_retry,
+        })
+    }
+}
