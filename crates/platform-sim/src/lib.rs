@@ -11,4 +11,4 @@ pub mod server;
 pub mod state;
 
 pub use server::{RunningSimulator, Simulator, app};
-pub use state::{Faults, MercerLink};
+pub use state::{DECLINED_TOKEN, Faults, MercerLink};

@@ -1,16 +1,20 @@
 //! The simulated platform's data and the rules of seed 000 §4.2: unique ids, partial updates
 //! that leave omitted fields alone, ascending `platform_id` pages with opaque cursors, soft
-//! deletes, and idempotent Create Order.
+//! deletes, idempotent Create Order, and a test gateway that declines one token.
 
 use std::collections::{BTreeMap, HashMap};
 
 use mercer_domain::Timestamp;
 use mercer_domain::platform::resources::{
     Category, Customer, CustomerAddress, Order, Pagination, Payment, PlatformId, Product,
+    Transaction,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
+
+/// The payment method (token) the simulated gateway declines.
+pub const DECLINED_TOKEN: &str = "tok_decline";
 
 /// Where the simulator pushes events for a shop.
 #[derive(Debug, Clone, Serialize)]
@@ -415,6 +419,9 @@ impl SimState {
         page(&self.shop(shop)?.orders, limit, cursor, |_: &Order| true)
     }
 
+    /// Create Payment: the test gateway's rule, as Mercer's checkout has it: a payment method
+    /// (token) `tok_decline` is declined (answered 201 with status `declined` and a failed
+    /// transaction), any other is paid.
     pub fn create_payment(
         &mut self,
         shop: &str,
@@ -426,6 +433,17 @@ impl SimState {
         let now = self.tick();
         payment.platform_created_at = Some(now);
         payment.platform_updated_at = Some(now);
+        let declined = payment.payment_method.as_deref() == Some(DECLINED_TOKEN);
+        payment.status = Some(if declined { "declined" } else { "paid" }.to_string());
+        if payment.transactions.is_none() {
+            payment.transactions = Some(vec![Transaction {
+                amount: payment.amount_planned.clone(),
+                currency: payment.currency.clone(),
+                status: Some(if declined { "failure" } else { "success" }.to_string()),
+                r#type: Some("sale".to_string()),
+                ..Transaction::default()
+            }]);
+        }
         for transaction in payment.transactions.iter_mut().flatten() {
             if transaction.platform_id.is_none() {
                 transaction.platform_id = Some(self.next_id("txn"));
@@ -582,6 +600,35 @@ mod tests {
         assert_eq!(updated.email.as_deref(), Some("a@example.test"));
         assert_eq!(updated.first_name.as_deref(), Some("Grace"));
         assert!(updated.platform_updated_at > created.platform_updated_at);
+    }
+
+    #[test]
+    fn the_gateway_declines_its_declining_token_and_pays_the_others() {
+        let mut state = state_with_shop();
+        let (order, _) = state.create_order("s", Order::default(), None).unwrap();
+        let id = order.platform_id.unwrap();
+        let pay = |state: &mut SimState, token: &str| {
+            state
+                .create_payment(
+                    "s",
+                    id.as_str(),
+                    Payment {
+                        payment_method: Some(token.to_string()),
+                        ..Payment::default()
+                    },
+                )
+                .unwrap()
+        };
+        let declined = pay(&mut state, DECLINED_TOKEN);
+        assert_eq!(declined.status.as_deref(), Some("declined"));
+        assert_eq!(
+            declined.transactions.unwrap()[0].status.as_deref(),
+            Some("failure")
+        );
+        let paid = pay(&mut state, "tok_success");
+        assert_eq!(paid.status.as_deref(), Some("paid"));
+        let stored = state.get_order("s", id.as_str()).unwrap();
+        assert_eq!(stored.payments.unwrap().len(), 2);
     }
 
     #[test]

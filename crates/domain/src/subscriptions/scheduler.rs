@@ -887,3 +887,7 @@ pub fn due_report(
         })
         .collect())
 }
+
+#[cfg(test)]
+#[path = "scheduler_tests.rs"]
+mod tests;

@@ -1,0 +1,1073 @@
+//! The scheduler's use cases on the memory database, with a platform in memory behind the
+//! connector port and a clock the tests move.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::access::shop::{ShopInput, ShopSettings, create_shop, update_shop_settings};
+use crate::kernel::jobs::RunToEnd;
+use crate::platform::connector::{ConnectorError, ConnectorResult, Page};
+use crate::platform::destinations::DestinationSettings;
+use crate::platform::resources::{Customer, CustomerAddress, Order, Payment, PlatformId};
+use crate::ports::Database;
+use crate::subscriptions::input::{NewSubscription, parse_payment_method_change};
+use crate::subscriptions::operations::{
+    ActionRequest, create_subscription, get_subscription, take_subscription_action,
+    update_subscription,
+};
+use crate::subscriptions::resources::ActorType;
+use crate::testing::MemoryDatabase;
+use crate::webhooks::{NewWebhookEndpoint, WebhookKind};
+
+fn at(text: &str) -> Timestamp {
+    Timestamp::parse_rfc3339(text).unwrap()
+}
+
+/// A clock the test sets.
+struct TestClock(Mutex<Timestamp>);
+
+impl TestClock {
+    fn new(text: &str) -> TestClock {
+        TestClock(Mutex::new(at(text)))
+    }
+
+    fn set(&self, text: &str) {
+        *self.0.lock().unwrap() = at(text);
+    }
+
+    fn advance(&self, seconds: i64) {
+        let mut now = self.0.lock().unwrap();
+        *now = now.plus_seconds(seconds);
+    }
+}
+
+impl Clock for TestClock {
+    fn now(&self) -> Timestamp {
+        *self.0.lock().unwrap()
+    }
+}
+
+/// What the platform holds and was asked.
+#[derive(Default)]
+struct PlatformState {
+    orders: Vec<Order>,
+    by_key: HashMap<String, usize>,
+    create_order_calls: Vec<String>,
+    payment_calls: usize,
+    get_order_calls: usize,
+    /// The next this-many Create Order calls fail with 500.
+    failing_orders: usize,
+    /// Create Order calls time out (after creating the order, as a slow platform would).
+    timing_out: bool,
+}
+
+/// A platform in memory: Create Order is idempotent by key; a payment with token
+/// `tok_decline` is declined.
+#[derive(Default)]
+struct FakePlatform(Mutex<PlatformState>);
+
+impl FakePlatform {
+    fn state<T>(&self, f: impl FnOnce(&mut PlatformState) -> T) -> T {
+        f(&mut self.0.lock().unwrap())
+    }
+
+    fn payments(&self) -> Vec<Payment> {
+        self.state(|s| {
+            s.orders
+                .iter()
+                .flat_map(|o| o.payments.clone().unwrap_or_default())
+                .collect()
+        })
+    }
+}
+
+fn unused<T>() -> ConnectorResult<T> {
+    Err(ConnectorError::NotFound)
+}
+
+impl PlatformConnector for FakePlatform {
+    fn verify(&self, _: &ConnectorTarget) -> ConnectorResult<()> {
+        Ok(())
+    }
+    fn list_customers(
+        &self,
+        _: &ConnectorTarget,
+        _: Option<u32>,
+        _: Option<&str>,
+        _: Option<&str>,
+    ) -> ConnectorResult<Page<Customer>> {
+        unused()
+    }
+    fn create_customer(&self, _: &ConnectorTarget, _: &Customer) -> ConnectorResult<Customer> {
+        unused()
+    }
+    fn update_customer(
+        &self,
+        _: &ConnectorTarget,
+        _: &str,
+        _: &Customer,
+    ) -> ConnectorResult<Customer> {
+        unused()
+    }
+    fn delete_customer(&self, _: &ConnectorTarget, _: &str) -> ConnectorResult<()> {
+        unused()
+    }
+    fn validate_customer_jwt(
+        &self,
+        _: &ConnectorTarget,
+        _: &str,
+        _: &str,
+    ) -> ConnectorResult<bool> {
+        unused()
+    }
+    fn create_address(
+        &self,
+        _: &ConnectorTarget,
+        _: &str,
+        _: &CustomerAddress,
+    ) -> ConnectorResult<CustomerAddress> {
+        unused()
+    }
+    fn update_address(
+        &self,
+        _: &ConnectorTarget,
+        _: &str,
+        _: &str,
+        _: &CustomerAddress,
+    ) -> ConnectorResult<CustomerAddress> {
+        unused()
+    }
+    fn delete_address(&self, _: &ConnectorTarget, _: &str, _: &str) -> ConnectorResult<()> {
+        unused()
+    }
+    fn list_orders(
+        &self,
+        _: &ConnectorTarget,
+        _: Option<u32>,
+        _: Option<&str>,
+    ) -> ConnectorResult<Page<Order>> {
+        unused()
+    }
+    fn create_order(
+        &self,
+        _: &ConnectorTarget,
+        order: &Order,
+        key: Option<&str>,
+    ) -> ConnectorResult<Order> {
+        self.state(|s| {
+            let key = key.unwrap_or_default().to_string();
+            s.create_order_calls.push(key.clone());
+            if s.failing_orders > 0 {
+                s.failing_orders -= 1;
+                return Err(ConnectorError::Failed { status: 500 });
+            }
+            let index = match s.by_key.get(&key) {
+                Some(index) => *index,
+                None => {
+                    let mut order = order.clone();
+                    order.platform_id =
+                        Some(PlatformId::new(format!("ord-{}", s.orders.len() + 1)));
+                    s.orders.push(order);
+                    s.by_key.insert(key, s.orders.len() - 1);
+                    s.orders.len() - 1
+                }
+            };
+            if s.timing_out {
+                return Err(ConnectorError::Timeout(std::time::Duration::from_secs(20)));
+            }
+            Ok(s.orders[index].clone())
+        })
+    }
+    fn get_order(&self, _: &ConnectorTarget, platform_id: &str) -> ConnectorResult<Order> {
+        self.state(|s| {
+            s.get_order_calls += 1;
+            s.orders
+                .iter()
+                .find(|o| o.platform_id.as_ref().map(PlatformId::as_str) == Some(platform_id))
+                .cloned()
+                .ok_or(ConnectorError::NotFound)
+        })
+    }
+    fn update_order(&self, _: &ConnectorTarget, _: &str, _: &Order) -> ConnectorResult<Order> {
+        unused()
+    }
+    fn create_payment(
+        &self,
+        _: &ConnectorTarget,
+        platform_order_id: &str,
+        payment: &Payment,
+    ) -> ConnectorResult<Payment> {
+        self.state(|s| {
+            s.payment_calls += 1;
+            let mut payment = payment.clone();
+            payment.platform_id = Some(PlatformId::new(format!("pay-{}", s.payment_calls)));
+            payment.status = Some(
+                if payment.payment_method.as_deref() == Some("tok_decline") {
+                    "declined"
+                } else {
+                    "paid"
+                }
+                .to_string(),
+            );
+            let order = s
+                .orders
+                .iter_mut()
+                .find(|o| o.platform_id.as_ref().map(PlatformId::as_str) == Some(platform_order_id))
+                .ok_or(ConnectorError::NotFound)?;
+            order.payments.get_or_insert_default().push(payment.clone());
+            Ok(payment)
+        })
+    }
+}
+
+struct World {
+    db: MemoryDatabase,
+    platform: FakePlatform,
+    clock: TestClock,
+    shop: Shop,
+}
+
+const SHOP_ZONE: &str = "America/New_York";
+
+impl World {
+    /// A shop in New York with an orders destination and a webhook subscription per topic.
+    fn new(now: &str) -> World {
+        let db = MemoryDatabase::default();
+        let clock = TestClock::new(now);
+        let shop = db
+            .write(|tx| {
+                let shop = create_shop(
+                    tx,
+                    ShopInput {
+                        shop_domain: "scheduler.shop.test".into(),
+                        timezone: Some(SHOP_ZONE.into()),
+                        ..ShopInput::default()
+                    },
+                    clock.now(),
+                )?;
+                tx.insert_destination(
+                    shop.id,
+                    &DestinationSettings {
+                        topic: DestinationTopic::Orders,
+                        url: "http://127.0.0.1:9".into(),
+                        version: "v1".into(),
+                        timeout_ms: 5000,
+                    },
+                    clock.now(),
+                )?;
+                for topic in crate::subscriptions::topics::webhook_topics() {
+                    tx.insert_webhook_endpoint(&NewWebhookEndpoint {
+                        shop_id: shop.id,
+                        kind: WebhookKind::Subscription,
+                        topic: topic.name.to_string(),
+                        callback_url: "http://127.0.0.1:9/hook".into(),
+                        secret: None,
+                        created_at: clock.now(),
+                    })?;
+                }
+                Ok(shop)
+            })
+            .unwrap();
+        World {
+            db,
+            platform: FakePlatform::default(),
+            clock,
+            shop,
+        }
+    }
+
+    fn settings(&mut self, settings: ShopSettings) {
+        let now = self.clock.now();
+        self.shop = self
+            .db
+            .write(|tx| update_shop_settings(tx, self.shop.identifier.as_str(), settings, now))
+            .unwrap();
+    }
+
+    /// Creates a subscription from a body's `subscription` fields over a default one.
+    fn create(&self, fields: Value) -> Subscription {
+        let mut body = json!({
+            "customer": {"email": "ada@example.test", "first_name": "Ada"},
+            "subscription": {
+                "order_rrule": "DTSTART;TZID=America/New_York:20260302T090000\nRRULE:FREQ=WEEKLY",
+                "line_items": [{"platform_product_id": "p-1", "platform_variant_id": "v-1",
+                                "quantity": 2, "price": 1250}],
+                "shipping_address": {"street1": "1 Main St", "city": "New York", "country_code": "US"},
+                "payment_details": {"gateway_name": "test", "gateway_payment_id": "tok_success"}
+            }
+        });
+        for (name, value) in fields.as_object().unwrap() {
+            body["subscription"][name] = value.clone();
+        }
+        let now = self.clock.now();
+        let new = NewSubscription::parse(&body, &self.shop, now).unwrap();
+        self.db
+            .write(|tx| create_subscription(tx, &self.shop, new, api(), now))
+            .unwrap()
+            .0
+    }
+
+    fn get(&self, id: i64) -> Subscription {
+        self.db
+            .read(|tx| get_subscription(tx, &self.shop, id, false))
+            .unwrap()
+    }
+
+    fn tick(&self) -> SchedulerRun {
+        run_scheduler(&self.db, &self.clock, &RunToEnd).unwrap()
+    }
+
+    /// Runs every due order job to its end, as the job runner would.
+    fn place_due(&self) -> Vec<Placement> {
+        let mut placements = Vec::new();
+        loop {
+            let now = self.clock.now();
+            let jobs = self
+                .db
+                .write(|tx| {
+                    Ok(tx.claim_jobs(&[OrderJob::KIND], "test", now, now.plus_seconds(30), 10)?)
+                })
+                .unwrap();
+            if jobs.is_empty() {
+                return placements;
+            }
+            for job in jobs {
+                let payload: OrderJob = job.payload().unwrap();
+                placements.push(
+                    place_order(&self.db, &self.platform, &self.clock, payload, &RunToEnd).unwrap(),
+                );
+                self.db
+                    .write(|tx| Ok(tx.complete_job(job.id, "test", None, now)?))
+                    .unwrap();
+            }
+        }
+    }
+
+    /// The topics sent so far, in order, with their payloads.
+    fn messages(&self) -> Vec<(String, Value)> {
+        self.db.with_state(|state| {
+            let mut messages: Vec<_> = state.webhook_messages.iter().collect();
+            messages.sort_by_key(|m| m.id);
+            messages
+                .iter()
+                .map(|m| (m.topic.clone(), serde_json::from_str(&m.payload).unwrap()))
+                .collect()
+        })
+    }
+
+    fn topics_since(&self, from: usize) -> Vec<String> {
+        self.messages()[from..]
+            .iter()
+            .map(|(topic, _)| topic.clone())
+            .collect()
+    }
+
+    fn attempts(&self) -> Vec<SubscriptionOrder> {
+        self.db
+            .with_state(|state| state.subscription_orders.clone())
+    }
+}
+
+fn api() -> Actor {
+    Actor {
+        kind: ActorType::Api,
+        id: 1,
+        name: "test".into(),
+    }
+}
+
+#[test]
+fn a_weekly_order_is_placed_on_time_three_times_across_the_change_to_summer_time() {
+    // US clocks go forward on Sunday 8 March 2026: 09:00 in New York is 14:00Z before, 13:00Z
+    // after.
+    let w = World::new("2026-03-01T12:00:00Z");
+    let s = w.create(json!({"subscription_status": "active"}));
+    assert_eq!(s.next_order_datetime, Some(at("2026-03-02T14:00:00Z")));
+
+    w.clock.set("2026-03-02T13:59:59Z");
+    assert_eq!(w.tick().begun, 0, "not due a second early");
+    let mut keys = Vec::new();
+    for (due, next) in [
+        ("2026-03-02T14:00:00Z", "2026-03-09T13:00:00Z"),
+        ("2026-03-09T13:00:00Z", "2026-03-16T13:00:00Z"),
+        ("2026-03-16T13:00:00Z", "2026-03-23T13:00:00Z"),
+    ] {
+        w.clock.set(due);
+        let sent = w.messages().len();
+        assert_eq!(w.tick().begun, 1, "due at {due}");
+        assert_eq!(
+            w.get(s.id).subscription_status,
+            SubscriptionStatus::Processing
+        );
+        assert_eq!(w.topics_since(sent), ["subscription_upcoming_order"]);
+        w.clock.advance(1);
+        assert!(matches!(
+            w.place_due()[..],
+            [Placement::Placed {
+                attempt: 1,
+                lag_micros: 1_000_000
+            }]
+        ));
+        let after = w.get(s.id);
+        assert_eq!(after.subscription_status, SubscriptionStatus::Active);
+        assert_eq!(after.next_order_datetime, Some(at(next)), "after {due}");
+        assert_eq!(after.next_payment_datetime, Some(at(next)));
+        assert_eq!(after.last_order_datetime, Some(at(due)));
+        assert_eq!(after.latest_status_log.unwrap().reason, "order_placed");
+        assert_eq!(
+            w.topics_since(sent),
+            [
+                "subscription_upcoming_order",
+                "subscription_order_created",
+                "subscription_updated"
+            ]
+        );
+        keys.push(w.attempts().last().unwrap().idempotency_key.clone());
+    }
+    assert_eq!(w.get(s.id).orders_processed, 3);
+    assert_eq!(
+        keys,
+        [
+            format!("{}:2026-03-02T14:00:00Z", s.id),
+            format!("{}:2026-03-09T13:00:00Z", s.id),
+            format!("{}:2026-03-16T13:00:00Z", s.id),
+        ]
+    );
+    w.platform.state(|p| {
+        assert_eq!(p.orders.len(), 3);
+        assert_eq!(p.create_order_calls, keys);
+        assert_eq!(p.get_order_calls, 0, "nothing to look up on a first run");
+    });
+    // 2 × 12.50 a week, paid with the subscription's method.
+    let payments = w.platform.payments();
+    assert_eq!(payments.len(), 3);
+    assert_eq!(
+        payments[0].amount_planned.as_ref().unwrap().as_str(),
+        "25.00"
+    );
+    assert_eq!(payments[0].payment_method.as_deref(), Some("tok_success"));
+
+    // The payload of subscription_order_created says which order.
+    let (_, created) = w
+        .messages()
+        .into_iter()
+        .rfind(|(topic, _)| topic == "subscription_order_created")
+        .unwrap();
+    assert_eq!(created["order"]["platform_order_id"], "ord-3");
+    assert_eq!(created["order"]["order_datetime"], "2026-03-16T13:00:00Z");
+    assert_eq!(created["order"]["total"], 2500);
+    assert_eq!(created["order"]["status"], "placed");
+    assert_eq!(created["data"]["orders_processed"], 3);
+}
+
+#[test]
+fn a_skipped_date_is_not_ordered() {
+    let w = World::new("2026-03-01T12:00:00Z");
+    let s = w.create(json!({}));
+    let skipped =
+        w.db.write(|tx| {
+            take_subscription_action(
+                tx,
+                &w.shop,
+                s.id,
+                ActionRequest::Skip {
+                    order_datetime: at("2026-03-02T12:00:00Z"),
+                },
+                api(),
+                w.clock.now(),
+            )
+        })
+        .unwrap();
+    assert_eq!(
+        skipped.next_order_datetime,
+        Some(at("2026-03-09T13:00:00Z"))
+    );
+    w.clock.set("2026-03-02T14:00:01Z");
+    assert_eq!(w.tick().begun, 0);
+    assert!(w.place_due().is_empty());
+    w.clock.set("2026-03-09T13:00:00Z");
+    assert_eq!(w.tick().begun, 1);
+    w.place_due();
+    assert_eq!(
+        w.attempts()
+            .iter()
+            .map(|a| a.scheduled_at)
+            .collect::<Vec<_>>(),
+        [at("2026-03-09T13:00:00Z")]
+    );
+}
+
+#[test]
+fn a_failing_order_is_retried_after_the_interval_until_the_maximum_then_the_subscription_ends() {
+    let mut w = World::new("2026-03-01T12:00:00Z");
+    w.settings(ShopSettings {
+        order_retry_interval_seconds: Some(3_600),
+        order_max_retries: Some(2),
+        ..ShopSettings::default()
+    });
+    let s = w.create(json!({
+        "payment_details": {"gateway_name": "test", "gateway_payment_id": "tok_decline"}
+    }));
+    w.clock.set("2026-03-02T14:00:00Z");
+    w.tick();
+    let sent = w.messages().len();
+    assert!(matches!(
+        w.place_due()[..],
+        [Placement::Failed {
+            attempt: 1,
+            ended: false
+        }]
+    ));
+    let failed = w.get(s.id);
+    assert_eq!(failed.subscription_status, SubscriptionStatus::Active);
+    assert_eq!(failed.current_retries, 1);
+    assert_eq!(
+        failed.last_failure_code.as_deref(),
+        Some("payment_declined")
+    );
+    assert_eq!(
+        failed.last_failure_reason.as_deref(),
+        Some("the payment was declined")
+    );
+    assert!(
+        failed
+            .last_failure_details
+            .unwrap()
+            .message
+            .contains("declined")
+    );
+    assert_eq!(
+        failed.next_order_datetime,
+        Some(at("2026-03-02T14:00:00Z")),
+        "the order is still owed"
+    );
+    assert_eq!(
+        failed.next_processing_datetime,
+        Some(at("2026-03-02T15:00:00Z"))
+    );
+    assert_eq!(failed.latest_status_log.unwrap().reason, "order_failed");
+    // The subscription's first transaction failed: subscription_payment_failed too.
+    assert_eq!(
+        w.topics_since(sent),
+        [
+            "subscription_order_transaction_failed",
+            "subscription_payment_failed",
+            "subscription_updated"
+        ]
+    );
+
+    w.clock.set("2026-03-02T14:59:59Z");
+    assert_eq!(w.tick().begun, 0, "the retry waits for the interval");
+    w.clock.set("2026-03-02T15:00:00Z");
+    let sent = w.messages().len();
+    assert_eq!(w.tick().begun, 1);
+    assert!(
+        w.topics_since(sent).is_empty(),
+        "a retry is not an upcoming order"
+    );
+    assert!(matches!(
+        w.place_due()[..],
+        [Placement::Failed {
+            attempt: 2,
+            ended: false
+        }]
+    ));
+    assert_eq!(w.get(s.id).current_retries, 2);
+
+    w.clock.set("2026-03-02T16:00:00Z");
+    w.tick();
+    let sent = w.messages().len();
+    assert!(matches!(
+        w.place_due()[..],
+        [Placement::Failed {
+            attempt: 3,
+            ended: true
+        }]
+    ));
+    let ended = w.get(s.id);
+    assert_eq!(ended.subscription_status, SubscriptionStatus::Inactive);
+    assert_eq!(ended.current_retries, 3);
+    assert_eq!(ended.next_processing_datetime, None);
+    assert_eq!(
+        ended.latest_status_log.unwrap().reason,
+        "max_retries_reached"
+    );
+    assert_eq!(
+        w.topics_since(sent),
+        [
+            "subscription_order_transaction_failed",
+            "subscription_payment_failed",
+            "subscription_order_max_retries_reached",
+            "subscription_updated"
+        ]
+    );
+    // One order of that date on the platform, paid three times in vain.
+    w.platform.state(|p| {
+        assert_eq!(p.orders.len(), 1);
+        assert_eq!(
+            p.create_order_calls.len(),
+            1,
+            "later attempts reuse the order"
+        );
+        assert_eq!(p.payment_calls, 3);
+    });
+    let keys: Vec<String> = w
+        .platform
+        .payments()
+        .iter()
+        .map(|p| {
+            crate::platform::placement::payment_key(p)
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let key = idempotency_key(s.id, at("2026-03-02T14:00:00Z"));
+    assert_eq!(
+        keys,
+        [format!("{key}#1"), format!("{key}#2"), format!("{key}#3")]
+    );
+    w.clock.set("2026-03-09T13:00:00Z");
+    assert_eq!(w.tick().begun, 0, "an inactive subscription orders nothing");
+}
+
+#[test]
+fn a_success_after_failures_resets_the_retries_and_a_new_method_is_tried_at_once() {
+    let w = World::new("2026-03-01T12:00:00Z");
+    let s = w.create(json!({}));
+    w.platform.state(|p| p.failing_orders = 1);
+    w.clock.set("2026-03-02T14:00:00Z");
+    w.tick();
+    assert!(matches!(
+        w.place_due()[..],
+        [Placement::Failed { attempt: 1, .. }]
+    ));
+    let failed = w.get(s.id);
+    assert_eq!(
+        failed.last_failure_code.as_deref(),
+        Some("connector_failed")
+    );
+    assert_eq!(failed.current_retries, 1);
+    // Paying with a new method ends the wait: the next run retries.
+    let change = parse_payment_method_change(&json!({
+        "payment_method_token": "tok_new", "payment_gateway_public_id": "test"
+    }))
+    .unwrap();
+    w.clock.advance(60);
+    w.db.write(|tx| {
+        take_subscription_action(
+            tx,
+            &w.shop,
+            s.id,
+            ActionRequest::ChangePaymentMethod(change),
+            api(),
+            w.clock.now(),
+        )
+    })
+    .unwrap();
+    assert_eq!(w.get(s.id).next_processing_datetime, None);
+    assert_eq!(w.tick().begun, 1);
+    assert!(matches!(
+        w.place_due()[..],
+        [Placement::Placed { attempt: 2, .. }]
+    ));
+    let placed = w.get(s.id);
+    assert_eq!(placed.current_retries, 0);
+    assert_eq!(placed.orders_processed, 1);
+    assert_eq!(placed.next_order_datetime, Some(at("2026-03-09T13:00:00Z")));
+    assert_eq!(
+        w.platform.payments()[0].payment_method.as_deref(),
+        Some("tok_new")
+    );
+}
+
+#[test]
+fn a_run_claimed_again_after_a_crash_places_no_second_order_and_no_second_payment() {
+    let w = World::new("2026-03-01T12:00:00Z");
+    let s = w.create(json!({}));
+    w.clock.set("2026-03-02T14:00:00Z");
+    w.tick();
+    let attempt = w.attempts()[0].clone();
+    // The first run got its order created and its payment made, then its process died before
+    // it wrote the outcome.
+    let context = read_attempt(&w.db, &w.clock, attempt.id).unwrap().unwrap();
+    let amounts = charge(&context.subscription);
+    let target = context.target.clone().unwrap();
+    let order_id = placement::create_order(
+        &w.platform,
+        &target,
+        &Order::default(),
+        &attempt.idempotency_key,
+    )
+    .unwrap();
+    w.db.write(|tx| Ok(tx.set_order_platform_id(attempt.id, &order_id, w.clock.now())?))
+        .unwrap();
+    let payment = platform_payment(
+        &context.subscription,
+        &amounts,
+        &payment_key(&attempt.idempotency_key, 1),
+    );
+    placement::pay_once(&w.platform, &target, &order_id, &payment, false).unwrap();
+
+    assert!(matches!(
+        w.place_due()[..],
+        [Placement::Placed { attempt: 1, .. }]
+    ));
+    w.platform.state(|p| {
+        assert_eq!(p.orders.len(), 1);
+        assert_eq!(
+            p.create_order_calls.len(),
+            1,
+            "the stored order id was used"
+        );
+        assert_eq!(p.payment_calls, 1, "the payment was found, not made again");
+        assert_eq!(p.get_order_calls, 1);
+    });
+    let finished = w.attempts()[0].clone();
+    assert_eq!(finished.status, OrderAttemptStatus::Placed);
+    assert_eq!(finished.platform_payment_id.as_deref(), Some("pay-1"));
+    assert_eq!(w.get(s.id).orders_processed, 1);
+}
+
+#[test]
+fn a_timed_out_create_order_is_retried_with_its_key_and_not_doubled() {
+    let mut w = World::new("2026-03-01T12:00:00Z");
+    w.settings(ShopSettings {
+        order_retry_interval_seconds: Some(60),
+        ..ShopSettings::default()
+    });
+    let s = w.create(json!({}));
+    w.platform.state(|p| p.timing_out = true);
+    w.clock.set("2026-03-02T14:00:00Z");
+    w.tick();
+    w.place_due();
+    assert_eq!(
+        w.get(s.id).last_failure_code.as_deref(),
+        Some("connector_timeout")
+    );
+    w.platform.state(|p| p.timing_out = false);
+    w.clock.advance(60);
+    w.tick();
+    assert!(matches!(
+        w.place_due()[..],
+        [Placement::Placed { attempt: 2, .. }]
+    ));
+    w.platform.state(|p| {
+        assert_eq!(p.create_order_calls.len(), 2);
+        assert_eq!(p.create_order_calls[0], p.create_order_calls[1]);
+        assert_eq!(
+            p.orders.len(),
+            1,
+            "the platform answered the key's first order"
+        );
+    });
+}
+
+#[test]
+fn an_ended_rule_ends_the_subscription_after_its_last_order() {
+    let w = World::new("2026-03-01T12:00:00Z");
+    let s = w.create(json!({
+        "order_rrule": "DTSTART;TZID=America/New_York:20260302T090000\nRRULE:FREQ=WEEKLY;COUNT=2"
+    }));
+    w.clock.set("2026-03-02T14:00:00Z");
+    w.tick();
+    w.place_due();
+    assert_eq!(w.get(s.id).subscription_status, SubscriptionStatus::Active);
+    w.clock.set("2026-03-09T13:00:00Z");
+    w.tick();
+    let sent = w.messages().len();
+    w.place_due();
+    let ended = w.get(s.id);
+    assert_eq!(ended.subscription_status, SubscriptionStatus::Inactive);
+    assert_eq!(ended.orders_processed, 2);
+    assert_eq!(ended.next_order_datetime, None);
+    assert_eq!(ended.latest_status_log.unwrap().reason, "completed");
+    assert_eq!(
+        w.topics_since(sent),
+        [
+            "subscription_order_created",
+            "subscription_cancelled",
+            "subscription_updated"
+        ]
+    );
+    let logs: Vec<String> = w.db.with_state(|state| {
+        state
+            .status_logs
+            .iter()
+            .filter(|(_, log)| log.subscription_id == s.id)
+            .map(|(_, log)| format!("{}:{}", log.reason, log.subscription_status))
+            .collect()
+    });
+    assert_eq!(
+        logs[logs.len() - 2..],
+        ["order_placed:active", "completed:inactive"]
+    );
+}
+
+#[test]
+fn a_scheduled_subscription_starts_with_its_first_order() {
+    let w = World::new("2026-02-20T12:00:00Z");
+    let s = w.create(json!({}));
+    assert_eq!(s.subscription_status, SubscriptionStatus::Scheduled);
+    w.clock.set("2026-03-02T14:00:00Z");
+    let sent = w.messages().len();
+    let run = w.tick();
+    assert_eq!((run.started, run.begun), (1, 1));
+    assert_eq!(
+        w.topics_since(sent),
+        ["subscription_updated", "subscription_upcoming_order"]
+    );
+    w.place_due();
+    let started = w.get(s.id);
+    assert_eq!(started.subscription_status, SubscriptionStatus::Active);
+    assert_eq!(started.orders_processed, 1);
+    let reasons: Vec<String> = w.db.with_state(|state| {
+        state
+            .status_logs
+            .iter()
+            .map(|(_, log)| log.reason.clone())
+            .collect()
+    });
+    assert_eq!(
+        reasons,
+        ["created", "started", "order_processing", "order_placed"]
+    );
+}
+
+#[test]
+fn a_processing_subscription_refuses_changes_until_its_order_is_placed() {
+    let w = World::new("2026-03-01T12:00:00Z");
+    let s = w.create(json!({}));
+    w.clock.set("2026-03-02T14:00:00Z");
+    w.tick();
+    let cancel = w.db.write(|tx| {
+        take_subscription_action(
+            tx,
+            &w.shop,
+            s.id,
+            ActionRequest::Cancel,
+            api(),
+            w.clock.now(),
+        )
+    });
+    assert!(matches!(
+        cancel,
+        Err(DomainError::Unprocessable {
+            code: "subscription.invalid_transition",
+            ..
+        })
+    ));
+    let update = crate::subscriptions::input::parse_subscription_update(
+        &json!({"subscription": {"next_order_datetime": "2026-03-05T14:00:00Z"}}),
+        &w.shop,
+    )
+    .unwrap();
+    let moved =
+        w.db.write(|tx| update_subscription(tx, &w.shop, s.id, update, api(), w.clock.now()));
+    assert!(matches!(
+        moved,
+        Err(DomainError::Unprocessable {
+            code: "subscription.invalid_transition",
+            ..
+        })
+    ));
+    w.place_due();
+    let cancelled =
+        w.db.write(|tx| {
+            take_subscription_action(
+                tx,
+                &w.shop,
+                s.id,
+                ActionRequest::Cancel,
+                api(),
+                w.clock.now(),
+            )
+        })
+        .unwrap();
+    assert_eq!(cancelled.subscription_status, SubscriptionStatus::Inactive);
+    assert_eq!(
+        cancelled.orders_processed, 1,
+        "the order in flight was placed"
+    );
+}
+
+#[test]
+fn a_prepaid_item_is_charged_once_a_period() {
+    let w = World::new("2026-03-01T12:00:00Z");
+    let s = w.create(json!({
+        "line_items": [{"platform_product_id": "p-1", "platform_variant_id": "v-1",
+                        "quantity": 1, "price": 1000,
+                        "prepaid_metadata": {"prepaid_duration": 2}}]
+    }));
+    for due in [
+        "2026-03-02T14:00:00Z",
+        "2026-03-09T13:00:00Z",
+        "2026-03-16T13:00:00Z",
+    ] {
+        w.clock.set(due);
+        w.tick();
+        w.place_due();
+    }
+    let counts = w.get(s.id).line_items[0]
+        .prepaid_metadata
+        .as_ref()
+        .unwrap()
+        .current_recurrence_count;
+    assert_eq!(counts, 1, "the third order started a second period");
+    // Two periods paid, each 2 × 10.00; the order inside the period charged nothing.
+    let amounts: Vec<String> = w
+        .platform
+        .payments()
+        .iter()
+        .map(|p| p.amount_planned.as_ref().unwrap().as_str().to_string())
+        .collect();
+    assert_eq!(amounts, ["20.00", "20.00"]);
+    assert_eq!(w.platform.state(|p| p.orders.len()), 3);
+}
+
+#[test]
+fn an_expiring_payment_method_is_announced_once_per_method() {
+    let mut w = World::new("2026-12-01T12:00:00Z");
+    w.settings(ShopSettings {
+        expiring_payment_notice_days: Some(30),
+        ..ShopSettings::default()
+    });
+    let s = w.create(json!({
+        "order_rrule": "DTSTART;TZID=America/New_York:20270104T090000\nRRULE:FREQ=MONTHLY",
+        "payment_details": {"gateway_name": "test", "gateway_payment_id": "tok_success",
+                            "expires_at": "2027-01"}
+    }));
+    assert_eq!(
+        s.payment_method_expires_at,
+        crate::subscriptions::resources::PaymentExpiry::parse("2027-01")
+    );
+    // It expires at 2027-02-01T00:00Z: announced from 2027-01-02T00:00Z.
+    w.clock.set("2027-01-01T23:59:59Z");
+    assert_eq!(w.tick().expiring, 0);
+    w.clock.set("2027-01-02T00:00:00Z");
+    let sent = w.messages().len();
+    let run = w.tick();
+    assert_eq!(run.expiring, 1);
+    assert!(
+        w.topics_since(sent)
+            .contains(&"subscription_expiring_payment".to_string())
+    );
+    w.clock.advance(3600);
+    assert_eq!(w.tick().expiring, 0, "once per method");
+    // A new method that expires soon too is announced again.
+    let change = parse_payment_method_change(&json!({
+        "payment_method_token": "tok_2", "payment_gateway_public_id": "test",
+        "expires_at": "2027-01"
+    }))
+    .unwrap();
+    w.db.write(|tx| {
+        take_subscription_action(
+            tx,
+            &w.shop,
+            s.id,
+            ActionRequest::ChangePaymentMethod(change),
+            api(),
+            w.clock.now(),
+        )
+    })
+    .unwrap();
+    assert_eq!(w.tick().expiring, 1);
+    assert_eq!(w.tick().expiring, 0);
+}
+
+#[test]
+fn an_attempt_whose_job_is_gone_gets_one_again() {
+    let w = World::new("2026-03-01T12:00:00Z");
+    let s = w.create(json!({}));
+    w.clock.set("2026-03-02T14:00:00Z");
+    w.tick();
+    // An operator cancels the attempt's job.
+    let job = w.db.with_state(|state| state.jobs[0].job.id);
+    w.db.write(|tx| Ok(tx.cancel_jobs(&[job], w.clock.now())?))
+        .unwrap();
+    assert!(w.place_due().is_empty());
+    w.clock.advance(STALLED_AFTER_SECONDS - 1);
+    assert_eq!(w.tick().resumed, 0);
+    w.clock.advance(2);
+    assert_eq!(w.tick().resumed, 1);
+    assert!(matches!(w.place_due()[..], [Placement::Placed { .. }]));
+    assert_eq!(w.get(s.id).orders_processed, 1);
+}
+
+#[test]
+fn a_shop_without_an_orders_destination_fails_the_order() {
+    let w = World::new("2026-03-01T12:00:00Z");
+    let s = w.create(json!({}));
+    w.db.with_state(|state| state.destinations.clear());
+    w.clock.set("2026-03-02T14:00:00Z");
+    w.tick();
+    w.place_due();
+    let failed = w.get(s.id);
+    assert_eq!(
+        failed.last_failure_code.as_deref(),
+        Some("no_orders_destination")
+    );
+    assert_eq!(failed.current_retries, 1);
+    assert!(w.platform.state(|p| p.create_order_calls.is_empty()));
+}
+
+#[test]
+fn the_due_report_says_why() {
+    let mut w = World::new("2026-02-20T12:00:00Z");
+    w.settings(ShopSettings {
+        order_retry_interval_seconds: Some(3_600),
+        ..ShopSettings::default()
+    });
+    let scheduled = w.create(json!({}));
+    w.clock.set("2026-03-01T12:00:00Z");
+    let declining = w.create(json!({
+        "payment_details": {"gateway_name": "test", "gateway_payment_id": "tok_decline"}
+    }));
+    w.clock.set("2026-03-02T14:00:00Z");
+    w.tick();
+    w.place_due();
+    // Both were due: the scheduled one started and was placed; the other waits for a retry.
+    let report =
+        w.db.read(|tx| due_report(tx, &w.shop, w.clock.now(), 10))
+            .unwrap();
+    assert_eq!(report.len(), 1);
+    assert_eq!(report[0].subscription_id, declining.id);
+    assert_eq!(
+        report[0].reason,
+        DueReason::WaitingRetry {
+            attempt: 2,
+            retry_at: at("2026-03-02T15:00:00Z"),
+            failure_code: Some("payment_declined".into()),
+        }
+    );
+    assert_eq!(
+        report[0].local_order_time.as_deref(),
+        Some("2026-03-02 09:00 America/New_York")
+    );
+    // Looking ahead to the next week: the placed one is due again, the other's retry too.
+    let ahead =
+        w.db.read(|tx| due_report(tx, &w.shop, at("2026-03-09T13:00:00Z"), 10))
+            .unwrap();
+    let reasons: Vec<(i64, DueReason)> = ahead
+        .into_iter()
+        .map(|e| (e.subscription_id, e.reason))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            (declining.id, DueReason::Due { attempt: 2 }),
+            (scheduled.id, DueReason::Due { attempt: 1 }),
+        ]
+    );
+    w.clock.set("2026-03-02T15:00:00Z");
+    w.tick();
+    let placing =
+        w.db.read(|tx| due_report(tx, &w.shop, w.clock.now(), 10))
+            .unwrap();
+    assert!(matches!(
+        placing[0].reason,
+        DueReason::Placing { attempt: 2, .. }
+    ));
+}
