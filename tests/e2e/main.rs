@@ -16,6 +16,7 @@ mod lifecycle;
 mod oauth;
 mod request_ids;
 mod route_scopes;
+mod scheduler;
 mod subscription_customers;
 mod subscription_webhooks;
 mod subscriptions;
