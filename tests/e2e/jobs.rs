@@ -4,8 +4,10 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use mercer_domain::kernel::jobs::{Job, JobPayload};
 use mercer_domain::platform::outbox::{ConnectorCall, OutboxStatus, request_connector_change};
 use mercer_domain::ports::Database;
+use mercer_domain::subscriptions::scheduler::SchedulerJob;
 use mercer_platform_sim::{Faults, RunningSimulator};
 use mercer_tests::{Backend, MercerServer, TestDatabase, backend_tests, wait_until};
 use serde_json::{Value, json};
@@ -126,9 +128,19 @@ fn list_calls(sim: &RunningSimulator) -> usize {
         .count()
 }
 
+/// Jobs in the table, but the subscription scheduler's recurring one (always there).
 fn remaining_jobs(server: &MercerServer) -> usize {
-    let store = server.database().open_store();
-    store.read(|tx| Ok(tx.list_jobs(None, 100)?)).unwrap().len()
+    jobs_but_the_scheduler(server.database()).len()
+}
+
+fn jobs_but_the_scheduler(database: &TestDatabase) -> Vec<Job> {
+    database
+        .open_store()
+        .read(|tx| Ok(tx.list_jobs(None, 100)?))
+        .unwrap()
+        .into_iter()
+        .filter(|job| job.kind != SchedulerJob::KIND)
+        .collect()
 }
 
 /// SIGKILL in the middle of a sync: after the restart, once the killed process's lease has run
@@ -220,10 +232,7 @@ fn a_sync_stopped_gracefully_goes_on_at_the_next_start(backend: Backend) {
         .expect("the process stops without waiting for the sync's end");
     assert!(status.success(), "{status:?}\n{}", server.output());
     let database = server.into_database();
-    let jobs = database
-        .open_store()
-        .read(|tx| Ok(tx.list_jobs(None, 10)?))
-        .unwrap();
+    let jobs = jobs_but_the_scheduler(&database);
     assert_eq!(jobs.len(), 1, "{jobs:?}");
     assert_eq!(
         (

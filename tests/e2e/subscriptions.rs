@@ -235,7 +235,7 @@ fn pair(field: &str, sub_type: &str) -> Problem {
     (field.to_string(), sub_type.to_string())
 }
 
-const SUBSCRIPTION_FIELDS: [&str; 42] = [
+const SUBSCRIPTION_FIELDS: [&str; 43] = [
     "id",
     "shop_id",
     "customer_id",
@@ -259,6 +259,8 @@ const SUBSCRIPTION_FIELDS: [&str; 42] = [
     "subscription_status",
     "payment_method_token",
     "payment_gateway_public_id",
+    // Mercer's extension (docs/scheduler.md): when the payment method expires.
+    "payment_method_expires_at",
     "payment_rrule",
     "order_rrule",
     "payment_rrule_text",

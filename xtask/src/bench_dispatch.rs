@@ -24,10 +24,11 @@ const PACED_MESSAGES: usize = 5_000;
 const PACED_RATE: f64 = 500.0;
 const SECRET: &str = "bench-integration-secret";
 
-/// A receiver that answers 200 at once and notes when each `webhook-id` arrived.
+/// A receiver that answers 200 at once and notes when each `webhook-id` arrived (the
+/// scheduler benchmark's too).
 #[derive(Clone)]
-struct Receiver {
-    url: String,
+pub(crate) struct Receiver {
+    pub(crate) url: String,
     arrivals: Arc<Mutex<HashMap<String, Instant>>>,
 }
 
@@ -82,7 +83,7 @@ fn serve_connection(stream: TcpStream, arrivals: Arc<Mutex<HashMap<String, Insta
 }
 
 impl Receiver {
-    fn start() -> Result<Receiver, String> {
+    pub(crate) fn start() -> Result<Receiver, String> {
         let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
         let url = format!(
             "http://{}/hook",
@@ -99,14 +100,14 @@ impl Receiver {
         Ok(Receiver { url, arrivals })
     }
 
-    fn count(&self) -> usize {
+    pub(crate) fn count(&self) -> usize {
         self.arrivals
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .len()
     }
 
-    fn take(&self) -> HashMap<String, Instant> {
+    pub(crate) fn take(&self) -> HashMap<String, Instant> {
         std::mem::take(&mut *self.arrivals.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }

@@ -64,7 +64,7 @@ const RANGE_TO_TEXT: &str = "2026-11-01T00:00:00Z";
 
 /// The two SQL dialects of the seeding script.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Dialect {
+pub(crate) enum Dialect {
     Sqlite,
     Postgres,
 }
@@ -139,7 +139,7 @@ impl Dialect {
     }
 }
 
-fn quoted(text: &str) -> String {
+pub(crate) fn quoted(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
 }
 
@@ -147,12 +147,46 @@ fn micros(seconds: i64) -> i64 {
     seconds * 1_000_000
 }
 
-/// The SQL that fills an empty, migrated database's shop `shop_id`: customers `1..=CUSTOMERS`
-/// with one address each (its id the customer's), subscriptions `1..=SUBSCRIPTIONS` (subscription
-/// `i` is customer `(i - 1) % CUSTOMERS + 1`'s), and line items `2i - 1` and `2i` of
-/// subscription `i`. Explicit ids, so the rows refer to each other without lookups.
-fn seed_script(dialect: Dialect, shop_id: i64) -> String {
+/// What to seed: how many customers and subscriptions, and each subscription's
+/// `next_order_datetime` and `subscription_status` as SQL expressions of its number `i`.
+pub(crate) struct Seed {
+    pub(crate) customers: i64,
+    pub(crate) subscriptions: i64,
+    pub(crate) next_order: String,
+    pub(crate) status: String,
+}
+
+impl Seed {
+    /// This benchmark's: a million subscriptions of 10,000 customers, the next order somewhere
+    /// in 2026 in an order unrelated to the id (7919 is prime to 1,000,003, itself prime: a
+    /// permutation), 85% active and the rest inactive, paused or scheduled, 5% each.
+    fn list_benchmark() -> Seed {
+        Seed {
+            customers: CUSTOMERS,
+            subscriptions: SUBSCRIPTIONS,
+            next_order: format!(
+                "({} + (i * 7919 % 1000003) * {YEAR_SECONDS} / 1000003) * 1000000",
+                YEAR_START
+            ),
+            status: "CASE i % 20 WHEN 0 THEN 'inactive' WHEN 1 THEN 'paused' \
+                     WHEN 2 THEN 'scheduled' ELSE 'active' END"
+                .to_string(),
+        }
+    }
+}
+
+/// The SQL that fills an empty, migrated database's shop `shop_id`: customers `1..=customers`
+/// with one address each (its id the customer's, its platform id `bench-NNNNNN`),
+/// subscriptions `1..=subscriptions` (subscription `i` is customer `(i - 1) % customers + 1`'s,
+/// every two weeks on Monday, paid with token `tok_bench_i`), and line items `2i - 1` and `2i`
+/// of subscription `i`. Explicit ids, so the rows refer to each other without lookups.
+pub(crate) fn seed_script(dialect: Dialect, shop_id: i64, seed: &Seed) -> String {
     let d = dialect;
+    let Seed {
+        customers: customer_count,
+        subscriptions: subscription_count,
+        ..
+    } = *seed;
     let created = micros(CREATED).to_string();
     let created_text = quoted(CREATED_TEXT);
     let customer_key = d.padded("i", 6);
@@ -223,7 +257,7 @@ fn seed_script(dialect: Dialect, shop_id: i64) -> String {
             created.clone(),
             created.clone(),
         ],
-        CUSTOMERS,
+        customer_count,
     );
     let addresses = d.insert_series(
         "customer_addresses",
@@ -249,23 +283,16 @@ fn seed_script(dialect: Dialect, shop_id: i64) -> String {
             created.clone(),
             created.clone(),
         ],
-        CUSTOMERS,
+        customer_count,
     );
-    // Every two weeks on Monday from 2026-01-05; the next order somewhere in 2026, in an order
-    // unrelated to the id (7919 is prime to 1,000,003, itself prime: a permutation).
+    // Every two weeks on Monday from 2026-01-05.
     let rule = format!(
         "'DTSTART:20260105T090000Z' || {} || 'RRULE:FREQ=WEEKLY;INTERVAL=2'",
         d.newline()
     );
     let rule_text = quoted("every 2 weeks on Monday");
-    let next_order = format!(
-        "({} + (i * 7919 % 1000003) * {YEAR_SECONDS} / 1000003) * 1000000",
-        YEAR_START
-    );
-    // 85% active; the rest inactive, paused or scheduled, 5% each.
-    let status = "CASE i % 20 WHEN 0 THEN 'inactive' WHEN 1 THEN 'paused' \
-                  WHEN 2 THEN 'scheduled' ELSE 'active' END";
-    let customer = format!("(i - 1) % {CUSTOMERS} + 1");
+    let (next_order, status) = (seed.next_order.clone(), seed.status.as_str());
+    let customer = format!("(i - 1) % {customer_count} + 1");
     let subscriptions = d.insert_series(
         "subscriptions",
         &[
@@ -312,7 +339,7 @@ fn seed_script(dialect: Dialect, shop_id: i64) -> String {
             created.clone(),
             created.clone(),
         ],
-        SUBSCRIPTIONS,
+        subscription_count,
     );
     // Status log entry i: subscription i's creation, its latest.
     let status_logs = d.insert_series(
@@ -339,7 +366,7 @@ fn seed_script(dialect: Dialect, shop_id: i64) -> String {
             quoted("API token 1"),
             created.clone(),
         ],
-        SUBSCRIPTIONS,
+        subscription_count,
     );
     // Line item i: subscription (i + 1) / 2; the first of each pair one bag of coffee at
     // $12.50, the second two boxes of filters at $4.00.
@@ -415,7 +442,7 @@ fn seed_script(dialect: Dialect, shop_id: i64) -> String {
             created.clone(),
             created,
         ],
-        SUBSCRIPTIONS * LINE_ITEMS_PER_SUBSCRIPTION,
+        subscription_count * LINE_ITEMS_PER_SUBSCRIPTION,
     );
     let tables = "platform_customers, customer_addresses, subscriptions, \
                   subscription_status_logs, subscription_line_items";
@@ -455,20 +482,20 @@ fn seed_script(dialect: Dialect, shop_id: i64) -> String {
 }
 
 /// A database the bench seeds and queries beside mercer, through its command-line client.
-enum Database {
+pub(crate) enum Database {
     Sqlite { path: PathBuf },
     Postgres { url: String },
 }
 
 impl Database {
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         match self {
             Database::Sqlite { path } => format!("sqlite://{}", path.display()),
             Database::Postgres { url } => url.clone(),
         }
     }
 
-    fn dialect(&self) -> Dialect {
+    pub(crate) fn dialect(&self) -> Dialect {
         match self {
             Database::Sqlite { .. } => Dialect::Sqlite,
             Database::Postgres { .. } => Dialect::Postgres,
@@ -476,7 +503,7 @@ impl Database {
     }
 
     /// Runs `script` and returns what it printed (values separated by `|`, one row a line).
-    fn run(&self, script: &str) -> Result<String, String> {
+    pub(crate) fn run(&self, script: &str) -> Result<String, String> {
         let mut command = match self {
             Database::Sqlite { path } => {
                 let mut command = Command::new("sqlite3");
@@ -525,7 +552,7 @@ impl Database {
         Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
     }
 
-    fn integer(&self, query: &str) -> Result<i64, String> {
+    pub(crate) fn integer(&self, query: &str) -> Result<i64, String> {
         let text = self.run(&format!("{query};\n"))?;
         let last = text.lines().last().unwrap_or_default().trim();
         last.parse()
@@ -727,7 +754,7 @@ impl Client {
     }
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
+pub(crate) fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted
         .get(((sorted.len() as f64 - 1.0) * p).round() as usize)
         .copied()
@@ -1027,7 +1054,11 @@ fn run_backend(
         quoted(&shop)
     ))?;
     let started = Instant::now();
-    database.run(&seed_script(database.dialect(), shop_id))?;
+    database.run(&seed_script(
+        database.dialect(),
+        shop_id,
+        &Seed::list_benchmark(),
+    ))?;
     let seeded = started.elapsed();
     let size = database.size();
     println!("{name}:");

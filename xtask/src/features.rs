@@ -173,9 +173,17 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
 
 /// A file's text up to its test module.
 fn production_part(file: &Path) -> String {
-    let text = fs::read_to_string(file).unwrap_or_default();
+    production_text(&fs::read_to_string(file).unwrap_or_default()).to_string()
+}
+
+/// The text before the test module; nothing of a file that is a test module itself
+/// (`#![cfg(test)]`, the tests of a module kept in a file of their own).
+fn production_text(text: &str) -> &str {
+    if text.contains("#![cfg(test)]") {
+        return "";
+    }
     match text.find("#[cfg(test)]") {
-        Some(at) => text[..at].to_string(),
+        Some(at) => &text[..at],
         None => text,
     }
 }
@@ -254,6 +262,17 @@ fn find_cycle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn test_modules_are_left_out_whether_inline_or_in_a_file() {
+        let inline = "use crate::kernel::x;\n#[cfg(test)]\nmod tests { use crate::ports::y; }";
+        assert_eq!(production_text(inline), "use crate::kernel::x;\n");
+        assert_eq!(production_text("#![cfg(test)]\nuse crate::testing::z;"), "");
+        assert_eq!(
+            production_text("use crate::kernel::x;"),
+            "use crate::kernel::x;"
+        );
+    }
 
     #[test]
     fn imports_are_read_from_paths_and_groups() {

@@ -9,6 +9,7 @@
 
 mod bench;
 mod bench_dispatch;
+mod bench_scheduler;
 mod bench_subscriptions;
 mod features;
 mod mutants;
@@ -24,7 +25,7 @@ fn usage() -> ExitCode {
          test [--require-postgres] [-- ARGS]   the whole suite on SQLite and PostgreSQL\n  \
          ci                                    fmt check, clippy, tidy, test --require-postgres\n  \
          tidy [--manifest-path PATH]           check the crate layering invariants\n  \
-         bench ingest|dispatch|subscriptions   the ingest, webhook or List Subscriptions benchmark\n  \
+         bench ingest|dispatch|subscriptions|scheduler\n                                               the ingest, webhook, List Subscriptions or scheduler benchmark\n  \
          mutants [TARGET...] [-- ARGS]         cargo-mutants over signing, events, access, guard"
     );
     ExitCode::from(2)
@@ -58,6 +59,9 @@ fn main() -> ExitCode {
         "bench-run-dispatch" => bench_dispatch::dispatch(rest.first().map_or("", String::as_str)),
         "bench-run-subscriptions" => {
             bench_subscriptions::subscriptions(rest.first().map_or("", String::as_str))
+        }
+        "bench-run-scheduler" => {
+            bench_scheduler::scheduler(rest.first().map_or("", String::as_str))
         }
         _ => return usage(),
     };
@@ -116,13 +120,19 @@ fn bench(args: &[String]) -> Result<(), String> {
         Some("ingest") => "bench-run-ingest",
         Some("dispatch") => "bench-run-dispatch",
         Some("subscriptions") => "bench-run-subscriptions",
-        _ => return Err("usage: cargo xtask bench ingest|dispatch|subscriptions".to_string()),
+        Some("scheduler") => "bench-run-scheduler",
+        _ => {
+            return Err(
+                "usage: cargo xtask bench ingest|dispatch|subscriptions|scheduler".to_string(),
+            );
+        }
     };
     let cargo = cargo();
-    run_step(
-        &cargo,
-        &["build", "--release", "-p", "mercer-server", "-p", "xtask"],
-    )?;
+    let mut build = vec!["build", "--release", "-p", "mercer-server", "-p", "xtask"];
+    if run == "bench-run-scheduler" {
+        build.extend(["-p", "mercer-platform-sim"]);
+    }
+    run_step(&cargo, &build)?;
     let current = std::env::current_dir().map_err(|error| error.to_string())?;
     let target = target_dir(
         std::env::var_os("CARGO_TARGET_DIR"),

@@ -1,6 +1,8 @@
 //! The scheduler's use cases on the memory database, with a platform in memory behind the
 //! connector port and a clock the tests move.
 
+#![cfg(test)]
+
 use std::collections::HashMap;
 use std::sync::Mutex;
 
