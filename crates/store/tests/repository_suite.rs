@@ -3907,7 +3907,10 @@ fn order_attempts_are_kept_and_end_once(db: &impl Database) {
         (OrderAttemptStatus::Placed, Some("ord-1"), Some("pay-1"))
     );
 
+    let placing = || db.read(|tx| Ok(tx.count_placing_orders()?)).unwrap();
+    assert_eq!(placing(), 0, "both ended");
     let other = insert(new_attempt(two, shop.id, 100, 1));
+    assert_eq!(placing(), 1);
     let stalled = |before| {
         db.read(|tx| Ok(tx.stalled_subscription_orders(at(before), 10)?))
             .unwrap()

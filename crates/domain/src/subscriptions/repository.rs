@@ -453,6 +453,8 @@ pub trait SubscriptionOrderRepository {
         end: &OrderAttemptEnd,
         now: Timestamp,
     ) -> StoreResult<bool>;
+    /// How many attempts are placing now, of every shop.
+    fn count_placing_orders(&mut self) -> StoreResult<i64>;
     /// Attempts still placing that began before `before`, oldest first.
     fn stalled_subscription_orders(
         &mut self,

@@ -48,6 +48,11 @@ use crate::subscriptions::webhooks::{emit, emit_with_order};
 
 /// Subscriptions claimed in one transaction.
 pub const DUE_BATCH: usize = 100;
+/// Most attempts placing at once, across processes. A run begins no more than this allows and
+/// comes back soon while orders are still due: a burst of due orders is placed in waves, each
+/// subscription `processing` (refusing changes) only while its order is near, and claims do
+/// not hold the rows every placement needs for long.
+pub const MAX_PLACING: i64 = 200;
 /// An attempt still `placing` this long after it began, without a job, gets one again.
 pub const STALLED_AFTER_SECONDS: i64 = 300;
 /// Subscriptions announced as expiring in one transaction.
@@ -91,6 +96,8 @@ pub struct SchedulerRun {
     pub resumed: usize,
     /// `subscription_expiring_payment` messages emitted.
     pub expiring: usize,
+    /// It stopped beginning orders at [`MAX_PLACING`]: more may be due, run again soon.
+    pub more_due: bool,
     /// It stopped early: its process is stopping.
     pub interrupted: bool,
 }
@@ -119,8 +126,12 @@ pub fn run_scheduler(
             return Ok(run);
         }
         let begun = begin_due_orders(db, clock, DUE_BATCH)?;
-        run.begun += begun;
-        if begun < DUE_BATCH {
+        run.begun += begun.begun;
+        if begun.at_capacity {
+            run.more_due = true;
+            break;
+        }
+        if begun.begun < DUE_BATCH {
             break;
         }
     }
@@ -216,18 +227,30 @@ fn order_data(order: &SubscriptionOrder, charge: &OrderCharge, currency: &str) -
     })
 }
 
-/// Begins the order of up to `limit` due active subscriptions, in one transaction: each goes
-/// `processing` (its status log names Mercer), gets an attempt and its job, and, on the first
-/// attempt of its order date, `subscription_upcoming_order`. Returns how many.
+/// What one claim did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Begun {
+    pub begun: usize,
+    /// [`MAX_PLACING`] attempts are placing: it began what room was left.
+    pub at_capacity: bool,
+}
+
+/// Begins the order of up to `limit` due active subscriptions, in one transaction, no more
+/// than [`MAX_PLACING`] allows: each goes `processing` (its status log names Mercer), gets an
+/// attempt and its job, and, on the first attempt of its order date,
+/// `subscription_upcoming_order`.
 pub fn begin_due_orders(
     db: &impl SubscriptionDatabase,
     clock: &dyn Clock,
     limit: usize,
-) -> Result<usize, DomainError> {
+) -> Result<Begun, DomainError> {
     db.write_tx(|tx| {
         let now = clock.now();
-        let due = tx.lock_due_subscriptions(SubscriptionStatus::Active, now, limit)?;
+        let room = usize::try_from(MAX_PLACING - tx.count_placing_orders()?).unwrap_or(0);
+        let due = tx.lock_due_subscriptions(SubscriptionStatus::Active, now, limit.min(room))?;
         let count = due.len();
+        // The room, not the due orders, ran out.
+        let at_capacity = room <= limit && count == room;
         for (shop_id, ids) in by_shop(due) {
             let Some(shop) = tx.shop_by_id(shop_id)? else {
                 continue;
@@ -261,7 +284,10 @@ pub fn begin_due_orders(
                 )?;
             }
         }
-        Ok(count)
+        Ok(Begun {
+            begun: count,
+            at_capacity,
+        })
     })
 }
 

@@ -466,6 +466,44 @@ fn a_weekly_order_is_placed_on_time_three_times_across_the_change_to_summer_time
 }
 
 #[test]
+fn a_burst_of_due_orders_is_begun_in_waves() {
+    let w = World::new("2026-03-01T12:00:00Z");
+    let count = MAX_PLACING as usize + 5;
+    for n in 0..count {
+        w.db.write(|tx| {
+            let body = json!({
+                "customer": {"email": format!("c{n}@example.test")},
+                "subscription": {
+                    "subscription_status": "active",
+                    "order_rrule": "DTSTART;TZID=America/New_York:20260302T090000\nRRULE:FREQ=WEEKLY",
+                    "line_items": [{"platform_product_id": "p", "platform_variant_id": "v",
+                                    "quantity": 1, "price": 100}],
+                    "shipping_address": {"street1": "1 Main St", "city": "New York", "country_code": "US"},
+                    "payment_details": {"gateway_name": "test", "gateway_payment_id": "tok_success"}
+                }
+            });
+            let new = NewSubscription::parse(&body, &w.shop, w.clock.now())?;
+            create_subscription(tx, &w.shop, new, api(), w.clock.now())
+        })
+        .unwrap();
+    }
+    w.clock.set("2026-03-02T14:00:00Z");
+    let first = w.tick();
+    assert_eq!((first.begun, first.more_due), (MAX_PLACING as usize, true));
+    assert_eq!(w.tick().begun, 0, "no room while the first wave is placing");
+    assert_eq!(w.place_due().len(), MAX_PLACING as usize);
+    let second = w.tick();
+    assert_eq!((second.begun, second.more_due), (5, false));
+    w.place_due();
+    let placed = w
+        .attempts()
+        .iter()
+        .filter(|a| a.status == OrderAttemptStatus::Placed)
+        .count();
+    assert_eq!(placed, count);
+}
+
+#[test]
 fn a_skipped_date_is_not_ordered() {
     let w = World::new("2026-03-01T12:00:00Z");
     let s = w.create(json!({}));

@@ -706,6 +706,14 @@ impl SubscriptionOrderRepository for MemoryState {
         Ok(true)
     }
 
+    fn count_placing_orders(&mut self) -> StoreResult<i64> {
+        Ok(self
+            .subscription_orders
+            .iter()
+            .filter(|o| o.status == OrderAttemptStatus::Placing)
+            .count() as i64)
+    }
+
     fn stalled_subscription_orders(
         &mut self,
         before: Timestamp,

@@ -10,6 +10,9 @@ use mercer_domain::platform::connector::PlatformConnector;
 use mercer_domain::subscriptions::scheduler::{OrderJob, Placement, place_order, run_scheduler};
 use mercer_store::Store;
 
+/// When a run stopped at the most attempts placing at once, the next one comes this soon.
+const NEXT_WAVE: Duration = Duration::from_millis(250);
+
 /// How the scheduler runs in this process.
 #[derive(Debug, Clone, Copy)]
 pub struct SchedulerConfig {
@@ -49,7 +52,13 @@ pub fn run(
             if run.interrupted {
                 return Ok(JobOutcome::Interrupted);
             }
-            JobOutcome::RunAgainAt(clock.now().plus(config.interval))
+            // More orders due than may be placing at once: the next wave in a moment.
+            let next = if run.more_due {
+                config.interval.min(NEXT_WAVE)
+            } else {
+                config.interval
+            };
+            JobOutcome::RunAgainAt(clock.now().plus(next))
         }
         Err(error) => {
             log::error!(target: "mercer::scheduler", "the scheduler's run failed: {error}");

@@ -229,6 +229,16 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
         Ok(changed == 1)
     }
 
+    fn count_placing_orders(&mut self) -> StoreResult<i64> {
+        use subscription_orders as t;
+        // The partial index of attempts placing.
+        t::table
+            .filter(t::status.eq(PLACING))
+            .select(count_star())
+            .get_result(self.conn)
+            .map_err(storage_error)
+    }
+
     fn stalled_subscription_orders(
         &mut self,
         before: Timestamp,
