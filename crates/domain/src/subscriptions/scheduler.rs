@@ -37,10 +37,10 @@ use crate::subscriptions::orders::{
 };
 use crate::subscriptions::repository::{
     NewSubscriptionOrder, OrderAttemptEnd, OrderAttemptStatus, StoredSubscription,
-    SubscriptionDatabase, SubscriptionOrder, SubscriptionRepositories,
+    SubscriptionDatabase, SubscriptionOrder, SubscriptionRepositories, SubscriptionState,
 };
 use crate::subscriptions::resources::{
-    Actor, Cents, FailureDetails, Subscription, SubscriptionStatus,
+    Actor, Cents, FailureDetails, StatusLog, Subscription, SubscriptionLineItem, SubscriptionStatus,
 };
 use crate::subscriptions::states::{Action, take_action};
 use crate::subscriptions::topics::Topic;
@@ -255,20 +255,19 @@ pub fn begin_due_orders(
             let Some(shop) = tx.shop_by_id(shop_id)? else {
                 continue;
             };
-            let mut first_attempts = Vec::new();
+            let (mut first_attempts, mut saved) = (Vec::new(), Vec::new());
             for stored in tx.subscriptions_by_ids(shop.id, &ids)? {
-                if let Some(order) = begin_order(tx, &shop, &stored, now)?
+                if let Some((order, now_stored)) = begin_order(tx, &shop, stored, now)?
                     && order.attempt == 1
                 {
                     first_attempts.push(order);
+                    saved.push(now_stored);
                 }
             }
             if first_attempts.is_empty() {
                 continue;
             }
-            let ids: Vec<i64> = first_attempts.iter().map(|o| o.subscription_id).collect();
-            let stored = tx.subscriptions_by_ids(shop.id, &ids)?;
-            for (subscription, order) in resources(tx, &shop, stored, false)?
+            for (subscription, order) in resources(tx, &shop, saved, false)?
                 .into_iter()
                 .zip(&first_attempts)
             {
@@ -291,12 +290,35 @@ pub fn begin_due_orders(
     })
 }
 
+/// The subscription as it is once `state`, its changed line items and the status log entry
+/// `latest` are written: what a read would give, without the read.
+fn as_saved(
+    stored: StoredSubscription,
+    state: SubscriptionState,
+    changed_items: &[SubscriptionLineItem],
+    latest: StatusLog,
+) -> StoredSubscription {
+    let mut line_items = stored.line_items;
+    for item in changed_items {
+        if let Some(slot) = line_items.iter_mut().find(|slot| slot.id == item.id) {
+            *slot = item.clone();
+        }
+    }
+    StoredSubscription {
+        state,
+        line_items,
+        latest_status_log: Some(latest),
+        ..stored
+    }
+}
+
+/// Begins the subscription's order: the attempt, and the subscription as it now is.
 fn begin_order(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
-    stored: &StoredSubscription,
+    stored: StoredSubscription,
     now: Timestamp,
-) -> Result<Option<SubscriptionOrder>, DomainError> {
+) -> Result<Option<(SubscriptionOrder, StoredSubscription)>, DomainError> {
     let mut state = stored.state.clone();
     let Some(scheduled_at) = state.next_order_datetime else {
         return Ok(None);
@@ -317,7 +339,7 @@ fn begin_order(
     state.status_changed_at = Some(now);
     state.updated_at = now;
     tx.save_subscription(shop.id, stored.id, &state)?;
-    tx.insert_status_log(shop.id, &outcome.log)?;
+    let latest = tx.insert_status_log(shop.id, &outcome.log)?;
     let new = NewSubscriptionOrder {
         shop_id: shop.id,
         subscription_id: stored.id,
@@ -329,7 +351,7 @@ fn begin_order(
     };
     let id = tx.insert_subscription_order(&new)?;
     enqueue(tx, &OrderJob { order_id: id }, now, now)?;
-    Ok(Some(SubscriptionOrder {
+    let order = SubscriptionOrder {
         id,
         shop_id: new.shop_id,
         subscription_id: new.subscription_id,
@@ -345,7 +367,8 @@ fn begin_order(
         finished_at: None,
         created_at: now,
         updated_at: now,
-    }))
+    };
+    Ok(Some((order, as_saved(stored, state, &[], latest))))
 }
 
 /// Gives a job again to attempts still `placing` [`STALLED_AFTER_SECONDS`] after they began:
@@ -690,13 +713,16 @@ fn is_order_topic(topic: Topic) -> bool {
 fn emit_all(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
-    id: i64,
+    saved: StoredSubscription,
     topics: Vec<Topic>,
     order: &SubscriptionOrder,
     amounts: &OrderCharge,
     now: Timestamp,
 ) -> Result<(), DomainError> {
-    let subscription = one_resource(tx, shop, id)?;
+    let id = saved.id;
+    let subscription = resources(tx, shop, vec![saved], false)?
+        .pop()
+        .ok_or_else(|| missing_subscription(id))?;
     let data = subscription_data(&subscription);
     let order = order_data(order, amounts, subscription.charged_currency.as_str());
     for topic in topics {
@@ -720,7 +746,7 @@ fn order_placed(
     now: Timestamp,
 ) -> Result<(), DomainError> {
     let id = stored.id;
-    let mut state = stored.state;
+    let mut state = stored.state.clone();
     let placed = take_action(
         id,
         state.subscription_status,
@@ -752,8 +778,9 @@ fn order_placed(
     };
     state.next_order_datetime = next;
     state.next_payment_datetime = next;
-    for item in advance_prepaid(&stored.line_items, now) {
-        tx.update_line_item(shop.id, id, &item, now)?;
+    let advanced = advance_prepaid(&stored.line_items, now);
+    for item in &advanced {
+        tx.update_line_item(shop.id, id, item, now)?;
     }
     let mut logs = vec![placed.log];
     let mut topics = placed.topics;
@@ -771,10 +798,13 @@ fn order_placed(
         topics.extend(completed.topics);
     }
     tx.save_subscription(shop.id, id, &state)?;
+    let mut latest = None;
     for log in &logs {
-        tx.insert_status_log(shop.id, log)?;
+        latest = Some(tx.insert_status_log(shop.id, log)?);
     }
-    emit_all(tx, shop, id, ordered(topics), order, amounts, now)
+    let latest = latest.ok_or_else(|| missing_subscription(id))?;
+    let saved = as_saved(stored, state, &advanced, latest);
+    emit_all(tx, shop, saved, ordered(topics), order, amounts, now)
 }
 
 /// The attempt failed: the subscription counts the failure and waits the shop's retry
@@ -790,7 +820,7 @@ fn order_failed(
     now: Timestamp,
 ) -> Result<bool, DomainError> {
     let id = stored.id;
-    let mut state = stored.state;
+    let mut state = stored.state.clone();
     // The subscription's first transaction: Mercer never placed one of its orders.
     let first_transaction = state.orders_processed == 0;
     state.current_retries = state.current_retries.saturating_add(1);
@@ -819,7 +849,7 @@ fn order_failed(
     state.next_processing_datetime =
         (!ended).then(|| now.plus_seconds(shop.order_retry_interval_seconds));
     tx.save_subscription(shop.id, id, &state)?;
-    tx.insert_status_log(shop.id, &outcome.log)?;
+    let latest = tx.insert_status_log(shop.id, &outcome.log)?;
     let mut topics = Vec::with_capacity(outcome.topics.len() + 1);
     for topic in outcome.topics {
         topics.push(topic);
@@ -827,7 +857,15 @@ fn order_failed(
             topics.push(Topic::SubscriptionPaymentFailed);
         }
     }
-    emit_all(tx, shop, id, ordered(topics), order, amounts, now)?;
+    emit_all(
+        tx,
+        shop,
+        as_saved(stored, state, &[], latest),
+        ordered(topics),
+        order,
+        amounts,
+        now,
+    )?;
     Ok(ended)
 }
 

@@ -463,6 +463,21 @@ fn a_weekly_order_is_placed_on_time_three_times_across_the_change_to_summer_time
     assert_eq!(created["order"]["total"], 2500);
     assert_eq!(created["order"]["status"], "placed");
     assert_eq!(created["data"]["orders_processed"], 3);
+    assert_eq!(
+        created["data"],
+        serde_json::to_value(w.get(s.id)).unwrap(),
+        "the payload is the subscription as a read gives it"
+    );
+    let (_, upcoming) = w
+        .messages()
+        .into_iter()
+        .rfind(|(topic, _)| topic == "subscription_upcoming_order")
+        .unwrap();
+    assert_eq!(upcoming["data"]["subscription_status"], "processing");
+    assert_eq!(
+        upcoming["data"]["latest_status_log"]["reason"],
+        "order_processing"
+    );
 }
 
 #[test]
@@ -644,6 +659,8 @@ fn a_failing_order_is_retried_after_the_interval_until_the_maximum_then_the_subs
             "subscription_updated"
         ]
     );
+    let (_, last) = w.messages().pop().unwrap();
+    assert_eq!(last["data"], serde_json::to_value(w.get(s.id)).unwrap());
     // One order of that date on the platform, paid three times in vain.
     w.platform.state(|p| {
         assert_eq!(p.orders.len(), 1);

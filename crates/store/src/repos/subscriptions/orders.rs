@@ -15,7 +15,7 @@ use mercer_domain::subscriptions::resources::SubscriptionStatus;
 
 use super::records::whole_subscriptions;
 use super::{corrupt, time};
-use crate::connection::{DbConnection, on_backend};
+use crate::connection::{DbConnection, on_backend, planned_each_time};
 use crate::repos::StoreTx;
 use crate::schema::{subscription_orders, subscription_payment_notices, subscription_schedule};
 use crate::store::{storable, storage_error};
@@ -95,8 +95,9 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
     ) -> StoreResult<Vec<(i64, i64)>> {
         use subscription_schedule as s;
         let (status, now, limit) = (status.as_str(), now.as_micros(), limit as i64);
-        // Ties of the order date come in the index's order: no sort of a large tie.
-        match &mut *self.conn {
+        // Ties of the order date come in the index's order: no sort of a large tie. Planned
+        // for its values, as the queues are: the table changes fast under a burst.
+        planned_each_time(self.conn, |conn| match conn {
             // The claiming transaction is `BEGIN IMMEDIATE`: one claimer at a time.
             DbConnection::Sqlite(c) => due!(status, now)
                 .order(s::next_order_datetime.asc())
@@ -111,7 +112,7 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
                 .for_update()
                 .skip_locked()
                 .load(c),
-        }
+        })
         .map_err(storage_error)
     }
 
@@ -163,11 +164,13 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
         scheduled_at: Timestamp,
     ) -> StoreResult<Option<String>> {
         use subscription_orders as t;
+        // Any attempt's of the date: they share the Idempotency-Key, so the platform's order.
+        // No ORDER BY: a plan kept from when the table was empty could otherwise walk the
+        // primary key backwards through every attempt to find the last one.
         t::table
             .filter(t::subscription_id.eq(subscription_id))
             .filter(t::scheduled_at.eq(scheduled_at.as_micros()))
             .filter(t::platform_order_id.is_not_null())
-            .order(t::id.desc())
             .select(t::platform_order_id)
             .first::<Option<String>>(self.conn)
             .optional()
@@ -231,12 +234,14 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
 
     fn count_placing_orders(&mut self) -> StoreResult<i64> {
         use subscription_orders as t;
-        // The partial index of attempts placing.
-        t::table
-            .filter(t::status.eq(PLACING))
-            .select(count_star())
-            .get_result(self.conn)
-            .map_err(storage_error)
+        // The partial index of attempts placing, which a generic plan could not use.
+        planned_each_time(self.conn, |conn| {
+            t::table
+                .filter(t::status.eq(PLACING))
+                .select(count_star())
+                .get_result(conn)
+        })
+        .map_err(storage_error)
     }
 
     fn stalled_subscription_orders(
@@ -245,14 +250,16 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
         limit: usize,
     ) -> StoreResult<Vec<SubscriptionOrder>> {
         use subscription_orders as t;
-        let rows = t::table
-            .filter(t::status.eq(PLACING))
-            .filter(t::created_at.lt(before.as_micros()))
-            .order((t::created_at.asc(), t::id.asc()))
-            .limit(limit as i64)
-            .select(OrderRow::as_select())
-            .load(self.conn)
-            .map_err(storage_error)?;
+        let rows = planned_each_time(self.conn, |conn| {
+            t::table
+                .filter(t::status.eq(PLACING))
+                .filter(t::created_at.lt(before.as_micros()))
+                .order((t::created_at.asc(), t::id.asc()))
+                .limit(limit as i64)
+                .select(OrderRow::as_select())
+                .load(conn)
+        })
+        .map_err(storage_error)?;
         orders(rows)
     }
 
