@@ -12,6 +12,7 @@ use std::time::Duration;
 use mercer_domain::Timestamp;
 use mercer_domain::platform::resources::Order;
 use mercer_domain::ports::Database;
+use mercer_domain::subscriptions::repository::SubscriptionOrder;
 use mercer_platform_sim::{DECLINED_TOKEN, Faults, RunningSimulator};
 use mercer_tests::receiver::{Received, Receiver};
 use mercer_tests::verifiers::{Verifier, replay, standard_webhooks, x_svc_signature};
@@ -163,6 +164,14 @@ fn order_keys(sim: &RunningSimulator) -> Vec<String> {
 /// secret (x-svc-signature by Python's hmac, the Standard Webhooks headers by PyPI's
 /// standardwebhooks); the requests by topic.
 fn verified(receiver: &Receiver) -> BTreeMap<String, Vec<Received>> {
+    verified_of(receiver, |_| true)
+}
+
+/// [`verified`] for the requests of the topics `keep` names.
+fn verified_of(
+    receiver: &Receiver,
+    keep: impl Fn(&str) -> bool,
+) -> BTreeMap<String, Vec<Received>> {
     let mut verifiers: HashMap<String, (Verifier, Verifier)> = HashMap::new();
     let mut by_topic: BTreeMap<String, Vec<Received>> = BTreeMap::new();
     for request in receiver.received() {
@@ -171,6 +180,9 @@ fn verified(receiver: &Receiver) -> BTreeMap<String, Vec<Received>> {
             .strip_prefix("/topic/")
             .unwrap_or_else(|| panic!("{}", request.target))
             .to_string();
+        if !keep(&topic) {
+            continue;
+        }
         assert_eq!(request.header("X-Svc-Topic"), Some(topic.as_str()));
         let (svc, standard) = verifiers.entry(topic.clone()).or_insert_with(|| {
             (
@@ -597,9 +609,18 @@ fn a_sigkill_while_orders_are_placed_loses_none_and_doubles_none(backend: Backen
     server
         .database()
         .execute("UPDATE subscriptions SET next_order_datetime = 1000000");
+    // Killed once a quarter is placed and an attempt has its platform order but not its
+    // outcome: between Create Order and the end, where a crash could double an order.
+    let store = server.database().open_store();
+    let mid_order = || {
+        placing_attempts(&store)
+            .iter()
+            .any(|attempt| attempt.platform_order_id.is_some())
+    };
     assert!(
         wait_until(Duration::from_secs(30), || orders(&sim, &api.shop).len()
-            >= COUNT / 4),
+            >= COUNT / 4
+            && mid_order()),
         "{}",
         server.log()
     );
@@ -611,6 +632,17 @@ fn a_sigkill_while_orders_are_placed_loses_none_and_doubles_none(backend: Backen
         placed_before < COUNT,
         "killed in the middle: {placed_before}"
     );
+    // What the kill interrupted: attempts whose Create Order answered, their outcome unwritten.
+    let interrupted: Vec<String> = placing_attempts(&store)
+        .into_iter()
+        .filter(|attempt| attempt.platform_order_id.is_some())
+        .map(|attempt| attempt.idempotency_key)
+        .collect();
+    assert!(
+        !interrupted.is_empty(),
+        "killed while an order was between Create Order and its outcome"
+    );
+    drop(store);
 
     let restarted = start(database, &[]);
     let api = Api {
@@ -626,6 +658,13 @@ fn a_sigkill_while_orders_are_placed_loses_none_and_doubles_none(backend: Backen
     let keys = order_keys(&sim);
     let distinct: BTreeSet<&String> = keys.iter().collect();
     assert_eq!(distinct.len(), COUNT, "every order asked for");
+    for key in &interrupted {
+        assert_eq!(
+            keys.iter().filter(|k| *k == key).count(),
+            1,
+            "{key}: resumed from its stored platform order, not created again"
+        );
+    }
     let placed = orders(&sim, &api.shop);
     assert_eq!(
         placed.len(),
@@ -649,6 +688,36 @@ fn a_sigkill_while_orders_are_placed_loses_none_and_doubles_none(backend: Backen
             .collect();
         by_message.len() == COUNT
     }));
+    // Anything sent twice would have arrived by now.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_one_order_created_each(&verified(&receiver), &ids);
+}
+
+/// Attempts placing now, read from the database.
+fn placing_attempts(store: &mercer_store::Store) -> Vec<SubscriptionOrder> {
+    let everything_before = Timestamp::now().plus_seconds(86_400);
+    store
+        .read(|tx| Ok(tx.stalled_subscription_orders(everything_before, 10_000)?))
+        .unwrap_or_default()
+}
+
+/// One `subscription_order_created` message for each subscription of `ids`, none for another.
+fn assert_one_order_created_each(by_topic: &BTreeMap<String, Vec<Received>>, ids: &[i64]) {
+    for id in ids {
+        assert_eq!(
+            deliveries(by_topic, "subscription_order_created", *id).len(),
+            1,
+            "subscription {id}: one subscription_order_created"
+        );
+    }
+    let messages: BTreeSet<&str> = by_topic
+        .get("subscription_order_created")
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|r| r.header("webhook-id"))
+        .collect();
+    assert_eq!(messages.len(), ids.len());
 }
 
 /// A subscription whose order is being placed refuses changes (422) and takes them once the
@@ -826,4 +895,15 @@ fn two_processes_on_one_postgres_place_500_due_orders_once() {
     };
     let page = ok(api.get("/subscriptions?limit=250&filter=eq(orders_processed:1)"));
     assert_eq!(page["pagination"]["total"], COUNT);
+    assert!(wait_until(Duration::from_secs(60), || {
+        receiver
+            .received()
+            .iter()
+            .filter(|r| r.target.ends_with("order_created"))
+            .count()
+            >= COUNT
+    }));
+    std::thread::sleep(Duration::from_millis(500));
+    let created = verified_of(&receiver, |topic| topic == "subscription_order_created");
+    assert_one_order_created_each(&created, &ids);
 }

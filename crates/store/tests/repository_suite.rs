@@ -3837,12 +3837,15 @@ fn order_attempts_are_kept_and_end_once(db: &impl Database) {
     db.write(|tx| Ok(tx.set_order_platform_id(first, "ord-1", at(111))?))
         .unwrap();
     let of_date = |id, scheduled| {
-        db.read(|tx| Ok(tx.platform_order_of_date(id, at(scheduled))?))
+        db.read(|tx| Ok(tx.attempts_of_date(id, at(scheduled))?))
             .unwrap()
+            .into_iter()
+            .map(|attempt| (attempt.id, attempt.attempt, attempt.platform_order_id))
+            .collect::<Vec<_>>()
     };
-    assert_eq!(of_date(one, 100).as_deref(), Some("ord-1"));
-    assert_eq!(of_date(one, 200), None);
-    assert_eq!(of_date(two, 100), None);
+    assert_eq!(of_date(one, 100), [(first, 1, Some("ord-1".to_string()))]);
+    assert_eq!(of_date(one, 200), []);
+    assert_eq!(of_date(two, 100), []);
 
     let failed = OrderAttemptEnd::Failed {
         code: "payment_declined".into(),
@@ -3886,9 +3889,9 @@ fn order_attempts_are_kept_and_end_once(db: &impl Database) {
 
     let retry = insert(new_attempt(one, shop.id, 100, 2));
     assert_eq!(
-        of_date(one, 100).as_deref(),
-        Some("ord-1"),
-        "the date's order is found"
+        of_date(one, 100),
+        [(first, 1, Some("ord-1".to_string())), (retry, 2, None)],
+        "the date's attempts, first first, with the platform order"
     );
     assert!(
         db.write(|tx| Ok(tx.finish_subscription_order(retry, &placed, at(130))?))

@@ -161,27 +161,25 @@ pub struct Paid {
     pub platform_payment_id: Option<String>,
 }
 
-/// Pays for platform order `platform_order_id` once. `payment` carries `key`
-/// ([`with_payment_key`]); with `look_first` (the caller may have sent it before and not stored
-/// the answer), the order's payments are searched for it first, and one found is the answer.
+/// Pays for platform order `platform_order_id` once. `payment` carries its key
+/// ([`with_payment_key`]). With `earlier_keys` (the order existed before this call, so a payment
+/// for it may have gone through without its answer reaching the caller), the order's payments
+/// are searched first (Get Order): one whose key starts with `earlier_keys` and that was not
+/// declined is the answer, and so is this payment's own key found declined; only then is Create
+/// Payment called.
 pub fn pay_once(
     connector_client: &dyn PlatformConnector,
     target: &ConnectorTarget,
     platform_order_id: &str,
     payment: &Payment,
-    look_first: bool,
+    earlier_keys: Option<&str>,
 ) -> Result<Paid, PlacementError> {
-    let key = payment_key(payment).unwrap_or_default().to_string();
-    if look_first {
+    if let Some(prefix) = earlier_keys {
         let order = connector_client
             .get_order(target, platform_order_id)
             .map_err(connector(PlacementStep::GetOrder))?;
-        let earlier = order
-            .payments
-            .unwrap_or_default()
-            .into_iter()
-            .find(|earlier| !key.is_empty() && payment_key(earlier) == Some(key.as_str()));
-        if let Some(earlier) = earlier {
+        if let Some(earlier) = earlier_payment(order.payments.unwrap_or_default(), payment, prefix)
+        {
             return paid(&earlier);
         }
     }
@@ -193,6 +191,27 @@ pub fn pay_once(
         }),
         Err(error) => Err(connector(PlacementStep::CreatePayment)(error)),
     }
+}
+
+/// Among an order's `payments`, the one that answers for `payment`: a payment keyed with
+/// `prefix` that went through, else `payment`'s own (declined) one.
+fn earlier_payment(payments: Vec<Payment>, payment: &Payment, prefix: &str) -> Option<Payment> {
+    let own = payment_key(payment).filter(|key| !key.is_empty());
+    let mut own_declined = None;
+    for earlier in payments {
+        let Some(key) = payment_key(&earlier) else {
+            continue;
+        };
+        let own_key = Some(key) == own;
+        let ours = own_key || (!prefix.is_empty() && key.starts_with(prefix));
+        if ours && declined_status(&earlier).is_none() {
+            return Some(earlier);
+        }
+        if own_key {
+            own_declined = Some(earlier);
+        }
+    }
+    own_declined
 }
 
 fn paid(payment: &Payment) -> Result<Paid, PlacementError> {

@@ -26,7 +26,12 @@ pub fn idempotency_key(subscription_id: i64, scheduled_at: Timestamp) -> String 
 /// Mercer's key of the payment of one attempt: a retry pays anew (the payment before was
 /// declined or never made); a resumed attempt finds its own payment by it.
 pub fn payment_key(idempotency_key: &str, attempt: i64) -> String {
-    format!("{idempotency_key}#{attempt}")
+    format!("{}{attempt}", payment_keys_of_date(idempotency_key))
+}
+
+/// What the payment keys of every attempt of one order date begin with.
+pub fn payment_keys_of_date(idempotency_key: &str) -> String {
+    format!("{idempotency_key}#")
 }
 
 /// What one line item charges on this order.

@@ -433,12 +433,12 @@ pub trait SubscriptionOrderRepository {
     ) -> StoreResult<Vec<StoredSubscription>>;
     fn insert_subscription_order(&mut self, order: &NewSubscriptionOrder) -> StoreResult<i64>;
     fn subscription_order(&mut self, id: i64) -> StoreResult<Option<SubscriptionOrder>>;
-    /// The platform order an attempt for this order date created, if one did.
-    fn platform_order_of_date(
+    /// Every attempt of the subscription's order date, first attempt first.
+    fn attempts_of_date(
         &mut self,
         subscription_id: i64,
         scheduled_at: Timestamp,
-    ) -> StoreResult<Option<String>>;
+    ) -> StoreResult<Vec<SubscriptionOrder>>;
     /// Keeps the platform order id Create Order answered for a placing attempt.
     fn set_order_platform_id(
         &mut self,

@@ -33,7 +33,7 @@ use crate::platform::placement::{self, PlacementError};
 use crate::subscriptions::operations::{resources, schedule_of, subscription_data};
 use crate::subscriptions::orders::{
     OrderCharge, OrderCustomer, advance_prepaid, charge, idempotency_key, payment_key,
-    platform_order, platform_payment,
+    payment_keys_of_date, platform_order, platform_payment,
 };
 use crate::subscriptions::repository::{
     NewSubscriptionOrder, OrderAttemptEnd, OrderAttemptStatus, StoredSubscription,
@@ -42,7 +42,7 @@ use crate::subscriptions::repository::{
 use crate::subscriptions::resources::{
     Actor, Cents, FailureDetails, StatusLog, Subscription, SubscriptionLineItem, SubscriptionStatus,
 };
-use crate::subscriptions::states::{Action, take_action};
+use crate::subscriptions::states::{Action, ActionOutcome, take_action};
 use crate::subscriptions::topics::Topic;
 use crate::subscriptions::webhooks::{emit, emit_with_order};
 
@@ -230,6 +230,7 @@ fn order_data(order: &SubscriptionOrder, charge: &OrderCharge, currency: &str) -
 /// What one claim did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Begun {
+    /// Due subscriptions taken: orders begun, and dates found ordered already and passed.
     pub begun: usize,
     /// [`MAX_PLACING`] attempts are placing: it began what room was left.
     pub at_capacity: bool,
@@ -248,15 +249,17 @@ pub fn begin_due_orders(
         let now = clock.now();
         let room = usize::try_from(MAX_PLACING - tx.count_placing_orders()?).unwrap_or(0);
         let due = tx.lock_due_subscriptions(SubscriptionStatus::Active, now, limit.min(room))?;
-        let count = due.len();
         // The room, not the due orders, ran out.
-        let at_capacity = room <= limit && count == room;
+        let at_capacity = room <= limit && due.len() == room;
+        // Subscriptions no longer due: a row left as it was would be found again and again.
+        let mut handled = 0;
         for (shop_id, ids) in by_shop(due) {
             let Some(shop) = tx.shop_by_id(shop_id)? else {
                 continue;
             };
             let (mut first_attempts, mut saved) = (Vec::new(), Vec::new());
             for stored in tx.subscriptions_by_ids(shop.id, &ids)? {
+                handled += 1;
                 if let Some((order, now_stored)) = begin_order(tx, &shop, stored, now)?
                     && order.attempt == 1
                 {
@@ -284,7 +287,7 @@ pub fn begin_due_orders(
             }
         }
         Ok(Begun {
-            begun: count,
+            begun: handled,
             at_capacity,
         })
     })
@@ -312,7 +315,9 @@ fn as_saved(
     }
 }
 
-/// Begins the subscription's order: the attempt, and the subscription as it now is.
+/// Begins the subscription's order: the attempt, and the subscription as it now is. None when
+/// its order date was placed already (a client gave it back as `next_order_datetime`): the
+/// subscription moves on to its next date instead, and no order is placed twice.
 fn begin_order(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
@@ -323,6 +328,19 @@ fn begin_order(
     let Some(scheduled_at) = state.next_order_datetime else {
         return Ok(None);
     };
+    let earlier = tx.attempts_of_date(stored.id, scheduled_at)?;
+    if earlier
+        .iter()
+        .any(|attempt| attempt.status == OrderAttemptStatus::Placed)
+    {
+        pass_placed_date(tx, shop, stored, scheduled_at, now)?;
+        return Ok(None);
+    }
+    // Numbered after the date's earlier attempts, whatever `current_retries` says (a client
+    // may have set it).
+    let attempt = earlier
+        .last()
+        .map_or(1, |last| last.attempt.saturating_add(1));
     let outcome = take_action(
         stored.id,
         state.subscription_status,
@@ -331,7 +349,6 @@ fn begin_order(
         now,
         false,
     )?;
-    let attempt = state.current_retries.saturating_add(1);
     let due_at = state
         .next_processing_datetime
         .map_or(scheduled_at, |retry_at| retry_at.max(scheduled_at));
@@ -369,6 +386,80 @@ fn begin_order(
         updated_at: now,
     };
     Ok(Some((order, as_saved(stored, state, &[], latest))))
+}
+
+/// The subscription's order date was placed already: it moves to its next date (or ends when
+/// its rule has none left) without an order, and says so with `subscription_updated`.
+fn pass_placed_date(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    stored: StoredSubscription,
+    scheduled_at: Timestamp,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    log::warn!(
+        target: "mercer::scheduler",
+        "subscription {}'s order of {} was placed already; it moves to its next date",
+        stored.id,
+        scheduled_at
+    );
+    let mut state = stored.state.clone();
+    state.current_retries = 0;
+    state.next_processing_datetime = None;
+    state.updated_at = now;
+    let mut topics = vec![Topic::SubscriptionUpdated];
+    let ended = move_to_next_date(shop, stored.id, &mut state, scheduled_at.max(now), now)?;
+    tx.save_subscription(shop.id, stored.id, &state)?;
+    let mut saved = stored;
+    if let Some(completed) = ended {
+        saved.latest_status_log = Some(tx.insert_status_log(shop.id, &completed.log)?);
+        topics.extend(completed.topics);
+    }
+    saved.state = state;
+    let id = saved.id;
+    let subscription = resources(tx, shop, vec![saved], false)?
+        .pop()
+        .ok_or_else(|| missing_subscription(id))?;
+    for topic in ordered(topics) {
+        emit(tx, shop, topic, subscription_data(&subscription), now)?;
+    }
+    Ok(())
+}
+
+/// Moves `state` to its rule's first date after `after` that no `EXDATE` excludes and was not
+/// skipped, computed in the rule's zone. With no date left, the subscription ends: the
+/// outcome of that end, its status already in `state`.
+fn move_to_next_date(
+    shop: &Shop,
+    id: i64,
+    state: &mut SubscriptionState,
+    after: Timestamp,
+    now: Timestamp,
+) -> Result<Option<ActionOutcome>, DomainError> {
+    state.skipped_dates.retain(|at| *at > now);
+    let next = match schedule_of(shop, state) {
+        Ok(schedule) => schedule.next_after(after, &state.skipped_dates),
+        Err(error) => {
+            log::warn!(target: "mercer::scheduler", "subscription {id}'s order_rrule does not read ({error}); it has no next order");
+            None
+        }
+    };
+    state.next_order_datetime = next;
+    state.next_payment_datetime = next;
+    if next.is_some() {
+        return Ok(None);
+    }
+    let completed = take_action(
+        id,
+        state.subscription_status,
+        Action::Complete,
+        Actor::system(),
+        now,
+        false,
+    )?;
+    state.subscription_status = completed.status;
+    state.status_changed_at = Some(now);
+    Ok(Some(completed))
 }
 
 /// Gives a job again to attempts still `placing` [`STALLED_AFTER_SECONDS`] after they began:
@@ -461,7 +552,7 @@ struct AttemptContext {
     subscription: Subscription,
     customer: OrderCustomer,
     target: Option<ConnectorTarget>,
-    /// The platform order of this date an earlier attempt or run created.
+    /// The platform order of this date an earlier attempt or run created: it may have been paid.
     known_platform_order: Option<String>,
 }
 
@@ -492,7 +583,10 @@ fn read_attempt(
             .map(|(_, target)| target);
         let known_platform_order = match &order.platform_order_id {
             Some(id) => Some(id.clone()),
-            None => tx.platform_order_of_date(order.subscription_id, order.scheduled_at)?,
+            None => tx
+                .attempts_of_date(order.subscription_id, order.scheduled_at)?
+                .into_iter()
+                .find_map(|attempt| attempt.platform_order_id),
         };
         Ok(Some(AttemptContext {
             order,
@@ -520,6 +614,15 @@ impl AttemptFailure {
             reason: reason.to_string(),
             message: message.into(),
         }
+    }
+
+    /// The payment method failed (seed 002's `subscription_payment_failed`), rather than the
+    /// connector or the shop's set-up.
+    fn is_payment_failure(&self) -> bool {
+        matches!(
+            self.code.as_str(),
+            "payment_declined" | "payment_method_missing"
+        )
     }
 
     fn placement(error: &PlacementError) -> Self {
@@ -584,8 +687,13 @@ fn call_connector(
             "the subscription has no payment_method_token and payment_gateway_public_id to pay with",
         )));
     }
-    // A run of this attempt got past Create Order before: it may have paid too.
+    // This attempt's run before, or an earlier attempt, got past Create Order: it may have
+    // paid, even when its answer was a failure (a timeout after the platform charged).
     let resumed = order.platform_order_id.is_some();
+    let earlier_payments = context
+        .known_platform_order
+        .is_some()
+        .then(|| payment_keys_of_date(&order.idempotency_key));
     let platform_order_id = match &context.known_platform_order {
         Some(id) => id.clone(),
         None => {
@@ -616,7 +724,13 @@ fn call_connector(
         &payment_key(&order.idempotency_key, order.attempt),
     );
     Ok(
-        match placement::pay_once(connector, target, &platform_order_id, &payment, resumed) {
+        match placement::pay_once(
+            connector,
+            target,
+            &platform_order_id,
+            &payment,
+            earlier_payments.as_deref(),
+        ) {
             Ok(paid) => Ok((platform_order_id, paid.platform_payment_id)),
             Err(error) => Err(AttemptFailure::placement(&error)),
         },
@@ -766,34 +880,15 @@ fn order_placed(
     if amounts.total > Cents::ZERO {
         state.last_payment_datetime = Some(now);
     }
-    state.skipped_dates.retain(|at| *at > now);
     // Missed dates are not made up: one order for the date owed, then the next date to come.
-    let after = order.scheduled_at.max(now);
-    let next = match schedule_of(shop, &state) {
-        Ok(schedule) => schedule.next_after(after, &state.skipped_dates),
-        Err(error) => {
-            log::warn!(target: "mercer::scheduler", "subscription {id}'s order_rrule does not read ({error}); it has no next order");
-            None
-        }
-    };
-    state.next_order_datetime = next;
-    state.next_payment_datetime = next;
+    let ended = move_to_next_date(shop, id, &mut state, order.scheduled_at.max(now), now)?;
     let advanced = advance_prepaid(&stored.line_items, now);
     for item in &advanced {
         tx.update_line_item(shop.id, id, item, now)?;
     }
     let mut logs = vec![placed.log];
     let mut topics = placed.topics;
-    if next.is_none() {
-        let completed = take_action(
-            id,
-            state.subscription_status,
-            Action::Complete,
-            Actor::system(),
-            now,
-            false,
-        )?;
-        state.subscription_status = completed.status;
+    if let Some(completed) = ended {
         logs.push(completed.log);
         topics.extend(completed.topics);
     }
@@ -821,8 +916,9 @@ fn order_failed(
 ) -> Result<bool, DomainError> {
     let id = stored.id;
     let mut state = stored.state.clone();
-    // The subscription's first transaction: Mercer never placed one of its orders.
-    let first_transaction = state.orders_processed == 0;
+    // The payment method failed on the subscription's first transaction: Mercer never placed
+    // one of its orders.
+    let first_payment_failed = state.orders_processed == 0 && failure.is_payment_failure();
     state.current_retries = state.current_retries.saturating_add(1);
     let ended = state.current_retries > shop.order_max_retries;
     let action = if ended {
@@ -853,7 +949,7 @@ fn order_failed(
     let mut topics = Vec::with_capacity(outcome.topics.len() + 1);
     for topic in outcome.topics {
         topics.push(topic);
-        if topic == Topic::SubscriptionOrderTransactionFailed && first_transaction {
+        if topic == Topic::SubscriptionOrderTransactionFailed && first_payment_failed {
             topics.push(Topic::SubscriptionPaymentFailed);
         }
     }

@@ -15,7 +15,9 @@ use crate::platform::connector::{ConnectorError, ConnectorResult, Page};
 use crate::platform::destinations::DestinationSettings;
 use crate::platform::resources::{Customer, CustomerAddress, Order, Payment, PlatformId};
 use crate::ports::Database;
-use crate::subscriptions::input::{NewSubscription, parse_payment_method_change};
+use crate::subscriptions::input::{
+    NewSubscription, parse_payment_method_change, parse_subscription_update,
+};
 use crate::subscriptions::operations::{
     ActionRequest, create_subscription, get_subscription, take_subscription_action,
     update_subscription,
@@ -64,6 +66,8 @@ struct PlatformState {
     failing_orders: usize,
     /// Create Order calls time out (after creating the order, as a slow platform would).
     timing_out: bool,
+    /// The next this-many Create Payment calls charge, then time out before answering.
+    lost_payment_answers: usize,
 }
 
 /// A platform in memory: Create Order is idempotent by key; a payment with token
@@ -220,6 +224,10 @@ impl PlatformConnector for FakePlatform {
                 .find(|o| o.platform_id.as_ref().map(PlatformId::as_str) == Some(platform_order_id))
                 .ok_or(ConnectorError::NotFound)?;
             order.payments.get_or_insert_default().push(payment.clone());
+            if s.lost_payment_answers > 0 {
+                s.lost_payment_answers -= 1;
+                return Err(ConnectorError::Timeout(std::time::Duration::from_secs(20)));
+            }
             Ok(payment)
         })
     }
@@ -766,7 +774,7 @@ fn a_run_claimed_again_after_a_crash_places_no_second_order_and_no_second_paymen
         &amounts,
         &payment_key(&attempt.idempotency_key, 1),
     );
-    placement::pay_once(&w.platform, &target, &order_id, &payment, false).unwrap();
+    placement::pay_once(&w.platform, &target, &order_id, &payment, None).unwrap();
 
     assert!(matches!(
         w.place_due()[..],
@@ -819,6 +827,103 @@ fn a_timed_out_create_order_is_retried_with_its_key_and_not_doubled() {
             1,
             "the platform answered the key's first order"
         );
+    });
+}
+
+#[test]
+fn a_payment_charged_whose_answer_was_lost_is_found_by_the_retry_and_not_made_again() {
+    let mut w = World::new("2026-03-01T12:00:00Z");
+    w.settings(ShopSettings {
+        order_retry_interval_seconds: Some(60),
+        ..ShopSettings::default()
+    });
+    let s = w.create(json!({}));
+    w.platform.state(|p| p.lost_payment_answers = 1);
+    w.clock.set("2026-03-02T14:00:00Z");
+    w.tick();
+    assert!(matches!(
+        w.place_due()[..],
+        [Placement::Failed { attempt: 1, .. }]
+    ));
+    assert_eq!(
+        w.get(s.id).last_failure_code.as_deref(),
+        Some("connector_timeout")
+    );
+    w.clock.advance(60);
+    w.tick();
+    assert!(matches!(
+        w.place_due()[..],
+        [Placement::Placed { attempt: 2, .. }]
+    ));
+    w.platform.state(|p| {
+        assert_eq!(
+            p.payment_calls, 1,
+            "the retry found the charge and paid nothing"
+        );
+        assert_eq!(p.orders[0].payments.as_ref().map(Vec::len), Some(1));
+    });
+    let placed = w.get(s.id);
+    assert_eq!((placed.orders_processed, placed.current_retries), (1, 0));
+    assert_eq!(
+        w.attempts()[1].platform_payment_id.as_deref(),
+        Some("pay-1"),
+        "the retry answers with the payment made by the first attempt"
+    );
+}
+
+#[test]
+fn a_client_setting_current_retries_during_a_retry_wait_does_not_stop_the_scheduler() {
+    let mut w = World::new("2026-03-01T12:00:00Z");
+    w.settings(ShopSettings {
+        order_retry_interval_seconds: Some(60),
+        ..ShopSettings::default()
+    });
+    let s = w.create(json!({}));
+    w.platform.state(|p| p.failing_orders = 1);
+    w.clock.set("2026-03-02T14:00:00Z");
+    w.tick();
+    w.place_due();
+    assert_eq!(w.get(s.id).current_retries, 1);
+    let body = json!({"subscription": {"current_retries": 0}});
+    let update = parse_subscription_update(&body, &w.shop).unwrap();
+    w.db.write(|tx| update_subscription(tx, &w.shop, s.id, update, api(), w.clock.now()))
+        .unwrap();
+    assert_eq!(w.get(s.id).current_retries, 0);
+    w.clock.advance(60);
+    assert_eq!(w.tick().begun, 1, "the retry is begun");
+    assert!(matches!(
+        w.place_due()[..],
+        [Placement::Placed { attempt: 2, .. }]
+    ));
+    let attempts: Vec<i64> = w.attempts().iter().map(|a| a.attempt).collect();
+    assert_eq!(attempts, [1, 2], "numbered after the date's attempts");
+}
+
+#[test]
+fn an_order_date_placed_already_is_passed_not_ordered_again() {
+    let w = World::new("2026-03-01T12:00:00Z");
+    let s = w.create(json!({}));
+    w.clock.set("2026-03-02T14:00:00Z");
+    w.tick();
+    w.place_due();
+    assert_eq!(w.get(s.id).orders_processed, 1);
+    // A client gives the date just placed back as the next order date.
+    w.clock.advance(60);
+    let body = json!({"subscription": {"next_order_datetime": "2026-03-02T14:00:00Z"}});
+    let update = parse_subscription_update(&body, &w.shop).unwrap();
+    w.db.write(|tx| update_subscription(tx, &w.shop, s.id, update, api(), w.clock.now()))
+        .unwrap();
+    let from = w.messages().len();
+    assert_eq!(w.tick().begun, 1);
+    assert!(w.place_due().is_empty(), "no attempt begun");
+    let passed = w.get(s.id);
+    assert_eq!(passed.orders_processed, 1);
+    assert_eq!(passed.subscription_status, SubscriptionStatus::Active);
+    assert_eq!(passed.next_order_datetime, Some(at("2026-03-09T13:00:00Z")));
+    assert_eq!(w.topics_since(from), ["subscription_updated"]);
+    w.platform.state(|p| {
+        assert_eq!(p.orders.len(), 1);
+        assert_eq!(p.create_order_calls.len(), 1);
     });
 }
 

@@ -643,17 +643,19 @@ impl SubscriptionOrderRepository for MemoryState {
             .cloned())
     }
 
-    fn platform_order_of_date(
+    fn attempts_of_date(
         &mut self,
         subscription_id: i64,
         scheduled_at: Timestamp,
-    ) -> StoreResult<Option<String>> {
-        Ok(self
+    ) -> StoreResult<Vec<SubscriptionOrder>> {
+        let mut attempts: Vec<SubscriptionOrder> = self
             .subscription_orders
             .iter()
             .filter(|o| o.subscription_id == subscription_id && o.scheduled_at == scheduled_at)
-            .filter_map(|o| o.platform_order_id.clone())
-            .next_back())
+            .cloned()
+            .collect();
+        attempts.sort_by_key(|o| o.attempt);
+        Ok(attempts)
     }
 
     fn set_order_platform_id(

@@ -158,24 +158,21 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
             .transpose()
     }
 
-    fn platform_order_of_date(
+    fn attempts_of_date(
         &mut self,
         subscription_id: i64,
         scheduled_at: Timestamp,
-    ) -> StoreResult<Option<String>> {
+    ) -> StoreResult<Vec<SubscriptionOrder>> {
         use subscription_orders as t;
-        // Any attempt's of the date: they share the Idempotency-Key, so the platform's order.
-        // No ORDER BY: a plan kept from when the table was empty could otherwise walk the
-        // primary key backwards through every attempt to find the last one.
-        t::table
+        // The unique index (subscription_id, scheduled_at, attempt) gives them in order.
+        let rows = t::table
             .filter(t::subscription_id.eq(subscription_id))
             .filter(t::scheduled_at.eq(scheduled_at.as_micros()))
-            .filter(t::platform_order_id.is_not_null())
-            .select(t::platform_order_id)
-            .first::<Option<String>>(self.conn)
-            .optional()
-            .map(Option::flatten)
-            .map_err(storage_error)
+            .order(t::attempt.asc())
+            .select(OrderRow::as_select())
+            .load(self.conn)
+            .map_err(storage_error)?;
+        orders(rows)
     }
 
     fn set_order_platform_id(
