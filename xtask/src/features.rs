@@ -25,6 +25,19 @@ pub const ALLOWED_EDGES: &[(&str, &[&str])] = &[
     // the directory's customer (one record per shop), whose changes go to the platform's
     // connector through its outbox.
     ("subscriptions", &["webhooks", "directory", "platform"]),
+    // The headless checkout prices variants from the platform's catalogue and pushes its orders
+    // through the platform's connector, hands its functions to the overrides, fires checkout
+    // webhooks, and makes a subscription of a line item that carries a plan.
+    (
+        "checkout",
+        &[
+            "platform",
+            "overrides",
+            "webhooks",
+            "subscriptions",
+            "directory",
+        ],
+    ),
 ];
 
 /// Domain modules that combine every feature: no feature may import them.

@@ -5,6 +5,7 @@
 //! [`Database`] provides for every feature.
 
 use crate::access::{AccessDatabase, AccessRepositories};
+use crate::checkout::repository::{CheckoutDatabase, CheckoutRepositories};
 use crate::directory::{DirectoryDatabase, DirectoryRepositories};
 use crate::kernel::error::DomainError;
 use crate::overrides::{OverrideDatabase, OverrideRepositories};
@@ -20,6 +21,7 @@ pub trait Repositories:
     + WebhookRepositories
     + OverrideRepositories
     + SubscriptionRepositories
+    + CheckoutRepositories
 {
 }
 
@@ -30,6 +32,7 @@ impl<T> Repositories for T where
         + WebhookRepositories
         + OverrideRepositories
         + SubscriptionRepositories
+        + CheckoutRepositories
         + ?Sized
 {
 }
@@ -77,4 +80,5 @@ feature_databases!(
     WebhookDatabase: WebhookRepositories,
     OverrideDatabase: OverrideRepositories,
     SubscriptionDatabase: SubscriptionRepositories,
+    CheckoutDatabase: CheckoutRepositories,
 );

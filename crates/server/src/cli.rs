@@ -265,6 +265,33 @@ pub struct ShopUpdateArgs {
     /// `subscription_expiring_payment` is emitted (0 to 365; new shops: 30).
     #[arg(long, value_name = "DAYS")]
     pub expiring_payment_notice_days: Option<i64>,
+    /// Checkout: the shop's built-in abandoned-cart emails; order/abandoned is sent only while
+    /// they are off (new shops: on).
+    #[arg(long, value_name = "on|off", value_parser = on_off)]
+    pub abandoned_cart_emails: Option<bool>,
+    /// Checkout: gift_card/created for the gift-card SKUs (new shops: off).
+    #[arg(long, value_name = "on|off", value_parser = on_off)]
+    pub gift_cards: Option<bool>,
+    /// Checkout: a SKU the shop sells as a gift card; repeat it for several. The SKUs given
+    /// replace the shop's list.
+    #[arg(long = "gift-card-sku", value_name = "SKU")]
+    pub gift_card_skus: Vec<String>,
+    /// Checkout: empty the shop's list of gift-card SKUs.
+    #[arg(long, conflicts_with = "gift_card_skus")]
+    pub clear_gift_card_skus: bool,
+    /// Checkout: the shipping line offered, in cents, when no shipping override is registered
+    /// (0 to 100000000; new shops: 0).
+    #[arg(long, value_name = "CENTS")]
+    pub flat_shipping_rate: Option<i64>,
+}
+
+/// `on` or `off` (also true/false, yes/no, 1/0).
+fn on_off(text: &str) -> Result<bool, String> {
+    match text.to_ascii_lowercase().as_str() {
+        "on" | "true" | "yes" | "1" => Ok(true),
+        "off" | "false" | "no" | "0" => Ok(false),
+        _ => Err(format!("{text:?}: give on or off")),
+    }
 }
 
 #[derive(Debug, Args)]

@@ -313,36 +313,53 @@ fn shop_command(store: &Store, command: ShopCommand) -> Result<(), CommandError>
             Ok(())
         }
         ShopCommand::Update(args) => {
-            if args.timezone.is_none()
-                && args.currency.is_none()
-                && args.order_retry_interval.is_none()
-                && args.order_max_retries.is_none()
-                && args.expiring_payment_notice_days.is_none()
-            {
-                return Err(CommandError::Usage(
-                    "nothing to change: give --timezone, --currency, --order-retry-interval, \
-                     --order-max-retries or --expiring-payment-notice-days"
-                        .to_string(),
-                ));
-            }
+            let gift_card_skus = if args.clear_gift_card_skus {
+                Some(Vec::new())
+            } else {
+                (!args.gift_card_skus.is_empty()).then_some(args.gift_card_skus)
+            };
             let settings = ShopSettings {
                 timezone: args.timezone,
                 currency: args.currency,
                 order_retry_interval_seconds: args.order_retry_interval,
                 order_max_retries: args.order_max_retries,
                 expiring_payment_notice_days: args.expiring_payment_notice_days,
+                abandoned_cart_emails: args.abandoned_cart_emails,
+                gift_cards_enabled: args.gift_cards,
+                gift_card_skus,
+                flat_shipping_rate: args.flat_shipping_rate,
             };
+            if settings == ShopSettings::default() {
+                return Err(CommandError::Usage(
+                    "nothing to change: give --timezone, --currency, --order-retry-interval, \
+                     --order-max-retries, --expiring-payment-notice-days, \
+                     --abandoned-cart-emails, --gift-cards, --gift-card-sku, \
+                     --clear-gift-card-skus or --flat-shipping-rate"
+                        .to_string(),
+                ));
+            }
             let shop = store.write(|tx| update_shop_settings(tx, &args.shop, settings, now()))?;
+            let checkout = &shop.checkout;
+            let on = |flag: bool| if flag { "on" } else { "off" };
             eprintln!(
                 "Shop {} now has time zone {}, currency {}, failed orders retried every {} s up \
-                 to {} times, expiring payment methods announced {} days ahead (API answers \
-                 within 2 s).",
+                 to {} times, expiring payment methods announced {} days ahead; checkout: \
+                 abandoned-cart emails {}, gift cards {} (SKUs: {}), flat shipping rate {} \
+                 cents (API answers within 2 s).",
                 shop.identifier.as_str(),
                 shop.timezone,
                 shop.currency,
                 shop.order_retry_interval_seconds,
                 shop.order_max_retries,
-                shop.expiring_payment_notice_days
+                shop.expiring_payment_notice_days,
+                on(checkout.abandoned_cart_emails),
+                on(checkout.gift_cards_enabled),
+                if checkout.gift_card_skus.is_empty() {
+                    "none".to_string()
+                } else {
+                    checkout.gift_card_skus.join(", ")
+                },
+                checkout.flat_shipping_rate.0
             );
             Ok(())
         }

@@ -5,7 +5,11 @@ use mercer_domain::StorageError;
 use mercer_domain::Timestamp;
 use mercer_domain::access::credentials::{ApiToken, NewApiToken, ScopeSet, Secret, TokenSource};
 use mercer_domain::access::secrets::{SecretKind, SharedSecret};
-use mercer_domain::access::shop::{NewShop, Shop, ShopIdentifier};
+use mercer_domain::access::shop::{
+    CheckoutSettings, DEFAULT_EXPIRING_PAYMENT_NOTICE_DAYS, DEFAULT_ORDER_MAX_RETRIES,
+    DEFAULT_ORDER_RETRY_INTERVAL_SECONDS, NewShop, Shop, ShopIdentifier,
+};
+use mercer_domain::kernel::money::Cents;
 
 use crate::schema::{api_tokens, shared_secrets, shop_settings, shops};
 
@@ -45,17 +49,54 @@ pub struct ShopSettingsRow {
     pub order_max_retries: i64,
     pub expiring_payment_notice_days: i64,
     pub updated_at: i64,
+    pub abandoned_cart_emails: bool,
+    pub gift_cards_enabled: bool,
+    /// A JSON array of strings.
+    pub gift_card_skus: String,
+    pub flat_shipping_rate_cents: i64,
 }
 
 impl ShopSettingsRow {
     pub fn of(shop: &Shop) -> ShopSettingsRow {
+        let checkout = &shop.checkout;
         ShopSettingsRow {
             shop_id: shop.id,
             order_retry_interval_seconds: shop.order_retry_interval_seconds,
             order_max_retries: shop.order_max_retries,
             expiring_payment_notice_days: shop.expiring_payment_notice_days,
             updated_at: shop.updated_at.as_micros(),
+            abandoned_cart_emails: checkout.abandoned_cart_emails,
+            gift_cards_enabled: checkout.gift_cards_enabled,
+            gift_card_skus: serde_json::Value::from(checkout.gift_card_skus.clone()).to_string(),
+            flat_shipping_rate_cents: checkout.flat_shipping_rate.0,
         }
+    }
+
+    /// A new shop's settings: the defaults.
+    pub fn defaults(shop_id: i64, at: i64) -> ShopSettingsRow {
+        let checkout = CheckoutSettings::default();
+        ShopSettingsRow {
+            shop_id,
+            order_retry_interval_seconds: DEFAULT_ORDER_RETRY_INTERVAL_SECONDS,
+            order_max_retries: DEFAULT_ORDER_MAX_RETRIES,
+            expiring_payment_notice_days: DEFAULT_EXPIRING_PAYMENT_NOTICE_DAYS,
+            updated_at: at,
+            abandoned_cart_emails: checkout.abandoned_cart_emails,
+            gift_cards_enabled: checkout.gift_cards_enabled,
+            gift_card_skus: "[]".to_string(),
+            flat_shipping_rate_cents: checkout.flat_shipping_rate.0,
+        }
+    }
+
+    fn checkout(&self) -> Result<CheckoutSettings, StorageError> {
+        let gift_card_skus: Vec<String> = serde_json::from_str(&self.gift_card_skus)
+            .map_err(|_| corrupt("gift_card_skus", &self.gift_card_skus))?;
+        Ok(CheckoutSettings {
+            abandoned_cart_emails: self.abandoned_cart_emails,
+            gift_cards_enabled: self.gift_cards_enabled,
+            gift_card_skus,
+            flat_shipping_rate: Cents(self.flat_shipping_rate_cents),
+        })
     }
 }
 
@@ -83,6 +124,7 @@ impl ShopRow {
             order_retry_interval_seconds: settings.order_retry_interval_seconds,
             order_max_retries: settings.order_max_retries,
             expiring_payment_notice_days: settings.expiring_payment_notice_days,
+            checkout: settings.checkout()?,
         })
     }
 }

@@ -28,6 +28,10 @@ diesel::table! {
         order_max_retries -> BigInt,
         expiring_payment_notice_days -> BigInt,
         updated_at -> BigInt,
+        abandoned_cart_emails -> Bool,
+        gift_cards_enabled -> Bool,
+        gift_card_skus -> Text,
+        flat_shipping_rate_cents -> BigInt,
     }
 }
 
@@ -464,7 +468,31 @@ diesel::joinable!(subscriptions -> platform_customers (customer_id));
 diesel::joinable!(subscription_line_items -> subscriptions (subscription_id));
 diesel::joinable!(subscription_status_logs -> subscriptions (subscription_id));
 
+diesel::table! {
+    /// Checkouts of the headless checkout (migration 11): the columns looked up and swept by,
+    /// the rest in `document`.
+    checkout_orders (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        public_order_id -> Text,
+        status -> Text,
+        email -> Nullable<Text>,
+        item_count -> BigInt,
+        platform_order_id -> Nullable<Text>,
+        last_activity_at -> BigInt,
+        abandoned_at -> Nullable<BigInt>,
+        fulfilled_at -> Nullable<BigInt>,
+        version -> BigInt,
+        document -> Text,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::joinable!(checkout_orders -> shops (shop_id));
+
 diesel::allow_tables_to_appear_in_same_query!(
+    checkout_orders,
     shops,
     shop_settings,
     api_tokens,

@@ -17,7 +17,7 @@ use mercer_domain::access::credentials::{ApiToken, NewApiToken, ScopeSet, Secret
 use mercer_domain::access::oauth::{NewAuthorizationCode, NewOAuthApp, NewStaffAccount};
 use mercer_domain::access::secrets::{SecretKind, SharedSecret};
 use mercer_domain::access::shop::{
-    Shop, ShopInput, ShopSettings, create_shop, update_shop_settings,
+    CheckoutSettings, Shop, ShopInput, ShopSettings, create_shop, update_shop_settings,
 };
 use mercer_domain::directory::{DirectoryAddress, DirectoryCustomer, parse_directory_query};
 use mercer_domain::kernel::jobs::{Enqueued, JobState, NewJob};
@@ -158,6 +158,10 @@ fn shop_settings_are_written_to_that_shop_only(db: &impl Database) {
         order_retry_interval_seconds: Some(600),
         order_max_retries: Some(5),
         expiring_payment_notice_days: Some(14),
+        abandoned_cart_emails: Some(false),
+        gift_cards_enabled: Some(true),
+        gift_card_skus: Some(vec!["GC-10".into(), "GC-25".into()]),
+        flat_shipping_rate: Some(750),
     };
     db.write(|tx| update_shop_settings(tx, first.identifier.as_str(), settings, at(60)))
         .unwrap();
@@ -182,6 +186,15 @@ fn shop_settings_are_written_to_that_shop_only(db: &impl Database) {
         ),
         (600, 5, 14)
     );
+    assert_eq!(
+        first.checkout,
+        CheckoutSettings {
+            abandoned_cart_emails: false,
+            gift_cards_enabled: true,
+            gift_card_skus: vec!["GC-10".into(), "GC-25".into()],
+            flat_shipping_rate: Cents(750),
+        }
+    );
     let second = second.unwrap();
     assert_eq!(
         (
@@ -200,6 +213,7 @@ fn shop_settings_are_written_to_that_shop_only(db: &impl Database) {
         (86_400, 3, 30),
         "a new shop's defaults"
     );
+    assert_eq!(second.checkout, CheckoutSettings::default());
 }
 
 fn a_second_shop_with_a_taken_domain_is_refused(db: &impl Database) {

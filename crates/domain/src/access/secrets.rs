@@ -12,15 +12,23 @@ pub enum SecretKind {
     Connector,
     /// Signs checkout webhooks (Configure Integration Settings).
     CheckoutIntegration,
+    /// Signs the storefront tokens (JWT) of the headless checkout; made at the shop's first
+    /// checkout, never shown.
+    CheckoutToken,
 }
 
 impl SecretKind {
-    pub const ALL: [SecretKind; 2] = [SecretKind::Connector, SecretKind::CheckoutIntegration];
+    pub const ALL: [SecretKind; 3] = [
+        SecretKind::Connector,
+        SecretKind::CheckoutIntegration,
+        SecretKind::CheckoutToken,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             SecretKind::Connector => "connector",
             SecretKind::CheckoutIntegration => "checkout_integration",
+            SecretKind::CheckoutToken => "checkout_token",
         }
     }
 

@@ -6,7 +6,7 @@ use crate::access::AccessRepositories;
 use crate::access::credentials::{ScopeSet, Secret, TokenSource, mint_token, random_hex};
 use crate::access::secrets::{SecretKind, rotate_secret};
 use crate::kernel::error::{DomainError, FieldError, Problems};
-use crate::kernel::money::CurrencyCode;
+use crate::kernel::money::{Cents, CurrencyCode};
 use crate::kernel::time::Timestamp;
 
 /// The `shop_identifier` of the contract: 32 lowercase hex characters.
@@ -55,7 +55,41 @@ pub struct Shop {
     /// Days before a subscription's payment method expires that `subscription_expiring_payment`
     /// is emitted.
     pub expiring_payment_notice_days: i64,
+    /// The headless checkout's settings (issue 15).
+    pub checkout: CheckoutSettings,
 }
+
+/// A shop's settings of the headless checkout (docs/checkout.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckoutSettings {
+    /// The shop's built-in abandoned-cart emails: while on, `order/abandoned` is not sent.
+    pub abandoned_cart_emails: bool,
+    /// `gift_card/created` is sent for the SKUs below only while on.
+    pub gift_cards_enabled: bool,
+    /// The SKUs the shop marked as gift cards.
+    pub gift_card_skus: Vec<String>,
+    /// The one shipping line offered when no `shipping` override is registered.
+    pub flat_shipping_rate: Cents,
+}
+
+impl Default for CheckoutSettings {
+    /// A new shop's: its own abandoned-cart emails on, gift cards off, free flat shipping.
+    fn default() -> Self {
+        CheckoutSettings {
+            abandoned_cart_emails: true,
+            gift_cards_enabled: false,
+            gift_card_skus: Vec::new(),
+            flat_shipping_rate: Cents::ZERO,
+        }
+    }
+}
+
+/// At most this many gift-card SKUs a shop.
+pub const MAX_GIFT_CARD_SKUS: usize = 100;
+/// A gift-card SKU is 1 to this many characters.
+pub const MAX_SKU_CHARS: usize = 255;
+/// `flat_shipping_rate` is 0 to this many cents.
+pub const FLAT_SHIPPING_RATE_RANGE: std::ops::RangeInclusive<i64> = 0..=100_000_000;
 
 /// A new shop's `order_retry_interval_seconds`: a day.
 pub const DEFAULT_ORDER_RETRY_INTERVAL_SECONDS: i64 = 86_400;
@@ -278,7 +312,7 @@ pub fn create_shop(
 }
 
 /// What the operator may change of a shop (`mercer shop update`); `None` keeps the value.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ShopSettings {
     /// IANA time zone, in which subscription orders are scheduled.
     pub timezone: Option<String>,
@@ -290,6 +324,43 @@ pub struct ShopSettings {
     pub order_max_retries: Option<i64>,
     /// Days before a payment method expires that the subscription's webhook says so.
     pub expiring_payment_notice_days: Option<i64>,
+    /// Checkout: the shop's built-in abandoned-cart emails on or off.
+    pub abandoned_cart_emails: Option<bool>,
+    /// Checkout: gift cards on or off.
+    pub gift_cards_enabled: Option<bool>,
+    /// Checkout: the SKUs marked as gift cards (the whole list, replacing the one before).
+    pub gift_card_skus: Option<Vec<String>>,
+    /// Checkout: the flat shipping rate, in cents.
+    pub flat_shipping_rate: Option<i64>,
+}
+
+/// The gift-card SKUs, trimmed and without repeats; each a problem on `gift_card_skus[i]`.
+fn check_gift_card_skus(skus: Vec<String>, problems: &mut Problems) -> Option<Vec<String>> {
+    if skus.len() > MAX_GIFT_CARD_SKUS {
+        problems.push(FieldError::new(
+            "gift_card_skus",
+            "too_many",
+            format!("at most {MAX_GIFT_CARD_SKUS} gift-card SKUs"),
+        ));
+        return None;
+    }
+    let mut kept: Vec<String> = Vec::with_capacity(skus.len());
+    let mut valid = true;
+    for (index, sku) in skus.into_iter().enumerate() {
+        let sku = sku.trim().to_string();
+        let length = sku.chars().count();
+        if length == 0 || length > MAX_SKU_CHARS || sku.contains('\0') {
+            problems.push(FieldError::new(
+                format!("gift_card_skus[{index}]"),
+                "invalid_sku",
+                format!("a SKU is 1 to {MAX_SKU_CHARS} characters, without NUL"),
+            ));
+            valid = false;
+        } else if !kept.contains(&sku) {
+            kept.push(sku);
+        }
+    }
+    valid.then_some(kept)
 }
 
 fn check_range(
@@ -348,7 +419,29 @@ pub fn update_shop_settings(
             EXPIRING_PAYMENT_NOTICE_DAYS_RANGE,
         ))
     });
+    let skus = settings
+        .gift_card_skus
+        .and_then(|skus| check_gift_card_skus(skus, &mut problems));
+    let flat_rate = settings.flat_shipping_rate.and_then(|cents| {
+        problems.check(check_range(
+            "flat_shipping_rate",
+            cents,
+            FLAT_SHIPPING_RATE_RANGE,
+        ))
+    });
     problems.into_result()?;
+    if let Some(on) = settings.abandoned_cart_emails {
+        shop.checkout.abandoned_cart_emails = on;
+    }
+    if let Some(on) = settings.gift_cards_enabled {
+        shop.checkout.gift_cards_enabled = on;
+    }
+    if let Some(skus) = skus {
+        shop.checkout.gift_card_skus = skus;
+    }
+    if let Some(cents) = flat_rate {
+        shop.checkout.flat_shipping_rate = Cents(cents);
+    }
     if let Some(days) = notice_days {
         shop.expiring_payment_notice_days = days;
     }
@@ -597,6 +690,10 @@ mod tests {
             order_retry_interval_seconds: Some(0),
             order_max_retries: Some(101),
             expiring_payment_notice_days: Some(366),
+            abandoned_cart_emails: Some(false),
+            gift_cards_enabled: Some(true),
+            gift_card_skus: Some(vec!["GC-1".into(), " ".into()]),
+            flat_shipping_rate: Some(-1),
         };
         let Err(DomainError::Invalid(problems)) =
             db.write(|tx| update_shop_settings(tx, &id, bad, now))
@@ -611,8 +708,15 @@ mod tests {
                 "currency",
                 "order_retry_interval_seconds",
                 "order_max_retries",
-                "expiring_payment_notice_days"
+                "expiring_payment_notice_days",
+                "gift_card_skus[1]",
+                "flat_shipping_rate"
             ]
+        );
+        assert_eq!(
+            db.read(|tx| find_shop(tx, &id)).unwrap().checkout,
+            CheckoutSettings::default(),
+            "nothing changed"
         );
         let unchanged = db.read(|tx| find_shop(tx, &id)).unwrap();
         assert_eq!(
@@ -636,6 +740,10 @@ mod tests {
             order_retry_interval_seconds: Some(3_600),
             order_max_retries: Some(0),
             expiring_payment_notice_days: Some(0),
+            abandoned_cart_emails: Some(false),
+            gift_cards_enabled: Some(true),
+            gift_card_skus: Some(vec![" GC-1 ".into(), "GC-2".into(), "GC-1".into()]),
+            flat_shipping_rate: Some(599),
         };
         let later = now.plus_seconds(60);
         db.write(|tx| update_shop_settings(tx, &id, good, later))
@@ -644,6 +752,16 @@ mod tests {
         assert_eq!(changed.timezone, "America/Toronto");
         assert_eq!(changed.currency, "EUR");
         assert_eq!(changed.currency_format, "€{{amount}}");
+        assert_eq!(
+            changed.checkout,
+            CheckoutSettings {
+                abandoned_cart_emails: false,
+                gift_cards_enabled: true,
+                gift_card_skus: vec!["GC-1".into(), "GC-2".into()],
+                flat_shipping_rate: Cents(599),
+            },
+            "SKUs trimmed, each once"
+        );
         assert_eq!(
             (
                 changed.order_retry_interval_seconds,

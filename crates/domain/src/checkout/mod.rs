@@ -1,2 +1,8 @@
-//! The headless checkout: orders in checkout, `application_state`, pricing, the payment gateway
-//! port. Filled by the headless checkout issue.
+//! The headless checkout (issue 15; contract §4.4; docs/checkout.md): the storefront API that the
+//! vendor's frontend library drives, its orders and `application_state`, the overrides it calls,
+//! the built-in test gateway, and the six checkout topics it fires.
+
+pub mod input;
+pub mod repository;
+pub mod state;
+pub mod token;

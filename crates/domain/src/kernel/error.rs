@@ -167,6 +167,11 @@ impl Problems {
         Problems(Vec::new())
     }
 
+    /// Whether a problem was recorded on `field`.
+    pub fn has(&self, field: &str) -> bool {
+        self.0.iter().any(|problem| problem.field == field)
+    }
+
     pub fn push(&mut self, error: FieldError) {
         self.0.push(error);
     }

@@ -5,6 +5,7 @@
 
 pub mod database;
 pub mod error;
+pub mod fields;
 pub mod filter;
 pub mod jobs;
 pub mod limits;

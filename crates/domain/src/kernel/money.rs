@@ -35,6 +35,37 @@ impl Cents {
     }
 }
 
+impl Cents {
+    /// A decimal string in `currency`'s major unit, as the connector interface writes money
+    /// (`"12.50"` USD is 1250; `"12.5"` and `"12"` too). None for text that is not such a
+    /// number, or that has more decimals than the currency's minor unit (`"12.505"` USD).
+    pub fn from_decimal(text: &str, currency: &CurrencyCode) -> Option<Cents> {
+        let text = text.trim();
+        let (negative, digits) = match text.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, text.strip_prefix('+').unwrap_or(text)),
+        };
+        let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+        let scale = currency.minor_units() as usize;
+        let all_digits = |part: &str| part.bytes().all(|b| b.is_ascii_digit());
+        if whole.is_empty() || !all_digits(whole) || !all_digits(fraction) {
+            return None;
+        }
+        // Trailing zeros beyond the minor unit say nothing: "12.500" USD is 1250.
+        let fraction = fraction.trim_end_matches('0');
+        if fraction.len() > scale {
+            return None;
+        }
+        let minor: i64 = format!("{fraction:0<scale$}").parse().unwrap_or(0);
+        let amount = whole
+            .parse::<i64>()
+            .ok()?
+            .checked_mul(10i64.pow(scale as u32))?
+            .checked_add(minor)?;
+        Some(Cents(if negative { -amount } else { amount }))
+    }
+}
+
 /// Only whole numbers are cents: `12.5` is refused rather than rounded.
 impl<'de> Deserialize<'de> for Cents {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -106,6 +137,33 @@ pub const CURRENCY_CODES: [&str; 157] = [
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decimals_read_as_cents_of_their_currency() {
+        let usd = code("USD");
+        assert_eq!(Cents::from_decimal("12.50", &usd), Some(Cents(1250)));
+        assert_eq!(Cents::from_decimal("12.5", &usd), Some(Cents(1250)));
+        assert_eq!(Cents::from_decimal("12", &usd), Some(Cents(1200)));
+        assert_eq!(Cents::from_decimal("12.500", &usd), Some(Cents(1250)));
+        assert_eq!(Cents::from_decimal("-0.05", &usd), Some(Cents(-5)));
+        assert_eq!(Cents::from_decimal("12.505", &usd), None);
+        assert_eq!(Cents::from_decimal("", &usd), None);
+        assert_eq!(Cents::from_decimal(".5", &usd), None);
+        assert_eq!(Cents::from_decimal("1e3", &usd), None);
+        assert_eq!(Cents::from_decimal("99999999999999999999", &usd), None);
+        assert_eq!(Cents::from_decimal("500", &code("JPY")), Some(Cents(500)));
+        assert_eq!(Cents::from_decimal("500.5", &code("JPY")), None);
+        assert_eq!(
+            Cents::from_decimal("1.250", &code("KWD")),
+            Some(Cents(1250))
+        );
+        for cents in [0, 5, 1250, -1250] {
+            assert_eq!(
+                Cents::from_decimal(&Cents(cents).to_decimal(&usd), &usd),
+                Some(Cents(cents))
+            );
+        }
+    }
 
     fn code(text: &str) -> CurrencyCode {
         CurrencyCode::parse(text).unwrap()

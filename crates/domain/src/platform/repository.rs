@@ -86,6 +86,14 @@ pub trait PlatformRepository {
         now: Timestamp,
     ) -> StoreResult<()>;
 
+    /// The catalogue kept from Product Saved events: for each of these variant platform ids
+    /// that a live product of the shop has, the variant id and that product.
+    fn products_of_variants(
+        &mut self,
+        shop_id: i64,
+        variant_ids: &[&str],
+    ) -> StoreResult<Vec<(String, EntityRecord)>>;
+
     fn platform_entity(
         &mut self,
         shop_id: i64,

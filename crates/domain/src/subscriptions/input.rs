@@ -22,6 +22,7 @@ use sha2::{Digest, Sha256};
 
 use crate::access::shop::Shop;
 use crate::kernel::error::{DomainError, FieldError, Problems};
+use crate::kernel::fields::{Fields, check_email, read_body, type_error};
 use crate::kernel::time::Timestamp;
 use crate::subscriptions::recurrence::{OrderSchedule, ShopZone};
 use crate::subscriptions::resources::{Cents, CurrencyCode, PaymentExpiry, SubscriptionStatus};
@@ -137,166 +138,20 @@ pub struct NewSubscription {
     pub fingerprint: String,
 }
 
-fn path(parent: &str, name: &str) -> String {
-    if parent.is_empty() {
-        name.to_string()
-    } else {
-        format!("{parent}.{name}")
-    }
-}
-
-fn type_error(field: String, expected: &str) -> FieldError {
-    let message = format!("{field} must be {expected}");
-    FieldError::new(field, "invalid_type", message)
-}
-
-/// Reads the fields of one JSON object, recording each problem under its path.
-struct Fields<'a, 'p> {
-    path: String,
-    map: &'a Map<String, Value>,
-    problems: &'p mut Problems,
-}
-
-impl<'a> Fields<'a, '_> {
-    fn field(&self, name: &str) -> String {
-        path(&self.path, name)
-    }
-
-    /// The value, when present and not null.
-    fn get(&self, name: &str) -> Option<&'a Value> {
-        self.map.get(name).filter(|value| !value.is_null())
-    }
-
-    fn text(&mut self, name: &str) -> Option<String> {
-        match self.get(name)? {
-            Value::String(text) => Some(text.trim().to_string()).filter(|text| !text.is_empty()),
-            _ => {
-                self.problems.push(type_error(self.field(name), "a string"));
-                None
-            }
-        }
-    }
-
-    fn required_text(&mut self, name: &str) -> Option<String> {
-        match self.get(name) {
-            Some(Value::String(_)) => {
-                let text = self.text(name);
-                if text.is_none() {
-                    self.problems.push(FieldError::required(self.field(name)));
-                }
-                text
-            }
-            Some(_) => self.text(name),
-            None => {
-                self.problems.push(FieldError::required(self.field(name)));
-                None
-            }
-        }
-    }
-
-    /// Whether the field is there but not a string (its problem is recorded when it is read).
-    fn is_not_text(&self, name: &str) -> bool {
-        self.get(name).is_some_and(|value| !value.is_string())
-    }
-
-    /// A platform id: a string, or an integer kept as its decimal text.
-    fn required_id(&mut self, name: &str) -> Option<String> {
-        match self.get(name) {
-            Some(Value::Number(number)) if number.is_i64() || number.is_u64() => {
-                Some(number.to_string())
-            }
-            Some(Value::Number(_)) => {
-                self.problems
-                    .push(type_error(self.field(name), "a string or an integer"));
-                None
-            }
-            _ => self.required_text(name),
-        }
-    }
-
-    fn integer(&mut self, name: &str) -> Option<i64> {
-        let value = self.get(name)?;
-        let integer = value.as_i64();
-        if integer.is_none() {
-            self.problems
-                .push(type_error(self.field(name), "an integer"));
-        }
-        integer
-    }
-
-    fn number(&mut self, name: &str) -> Option<f64> {
-        let value = self.get(name)?;
-        let number = value.as_f64();
-        if number.is_none() {
-            self.problems.push(type_error(self.field(name), "a number"));
-        }
-        number
-    }
-
-    fn time(&mut self, name: &str) -> Option<Timestamp> {
-        let field = self.field(name);
-        let time = match self.get(name)? {
-            Value::String(text) => Timestamp::parse_rfc3339(text.trim()),
-            _ => None,
-        };
-        if time.is_none() {
-            let message =
-                format!("{field} must be an RFC 3339 date-time such as 2024-03-01T10:30:00Z");
-            self.problems
-                .push(FieldError::new(field, "invalid_date", message));
-        }
-        time
-    }
-
-    /// A year and month, `YYYY-MM` (a payment method's expiry).
-    fn expiry(&mut self, name: &str) -> Option<PaymentExpiry> {
-        let field = self.field(name);
-        let expiry = match self.get(name)? {
-            Value::String(text) => PaymentExpiry::parse(text.trim()),
-            _ => None,
-        };
-        if expiry.is_none() {
-            let message = format!("{field} must be a year and month such as 2027-03");
-            self.problems
-                .push(FieldError::new(field, "invalid_value", message));
-        }
-        expiry
-    }
-
-    /// A nested object; `None` (with a problem) when it is there but not an object.
-    fn object<'p2>(&'p2 mut self, name: &str) -> Option<Fields<'a, 'p2>> {
-        let field = self.field(name);
-        match self.get(name)? {
-            Value::Object(map) => Some(Fields {
-                path: field,
-                map,
-                problems: &mut *self.problems,
-            }),
-            _ => {
-                self.problems.push(type_error(field, "an object"));
-                None
-            }
-        }
-    }
-}
-
-fn check_email(field: String, email: &str) -> Result<(), FieldError> {
-    let ok = match email.split_once('@') {
-        Some((local, host)) => {
-            !local.is_empty()
-                && host.contains('.')
-                && !host.starts_with('.')
-                && !host.ends_with('.')
-                && !email.chars().any(char::is_whitespace)
-        }
-        None => false,
+/// A year and month, `YYYY-MM` (a payment method's expiry).
+fn expiry(fields: &mut Fields<'_, '_>, name: &str) -> Option<PaymentExpiry> {
+    let field = fields.field(name);
+    let expiry = match fields.get(name)? {
+        Value::String(text) => PaymentExpiry::parse(text.trim()),
+        _ => None,
     };
-    if ok {
-        Ok(())
-    } else {
-        let message = format!("{field} must be an email address such as ada@example.test");
-        Err(FieldError::new(field, "invalid_email", message))
+    if expiry.is_none() {
+        let message = format!("{field} must be a year and month such as 2027-03");
+        fields
+            .problems
+            .push(FieldError::new(field, "invalid_value", message));
     }
+    expiry
 }
 
 fn customer(fields: &mut Fields<'_, '_>) -> Option<CustomerInput> {
@@ -522,7 +377,7 @@ fn payment_details(fields: &mut Fields<'_, '_>) -> Option<PaymentDetails> {
     let gateway_customer_id = fields.text("gateway_customer_id");
     let gateway_payment_id = fields.required_text("gateway_payment_id");
     let expires_present = fields.get("expires_at").is_some();
-    let expires_at = fields.expiry("expires_at");
+    let expires_at = expiry(fields, "expires_at");
     if expires_present && expires_at.is_none() {
         return None;
     }
@@ -852,28 +707,10 @@ impl NewSubscription {
     }
 }
 
-/// Runs `read` over the fields of an action's body (an object at the root; field paths are
-/// the body's own names), and gives its value when no problem was found.
-fn action_body<T>(
-    body: &Value,
-    read: impl FnOnce(&mut Fields<'_, '_>) -> Option<T>,
-) -> Result<T, DomainError> {
-    let mut problems = Problems::new();
-    let empty = Map::new();
-    let mut fields = Fields {
-        path: String::new(),
-        map: body.as_object().unwrap_or(&empty),
-        problems: &mut problems,
-    };
-    let value = read(&mut fields);
-    problems.into_result()?;
-    value.ok_or_else(|| DomainError::invalid("body", "invalid_value", "the body could not be read"))
-}
-
 /// Skip a ship date: `{"order_datetime"}`, the date to skip (its day in the shop's zone counts;
 /// see `recurrence::plan_skip`).
 pub fn parse_skip(body: &Value) -> Result<Timestamp, DomainError> {
-    action_body(body, |fields| {
+    read_body(body, |fields| {
         if fields.get("order_datetime").is_none() {
             fields.problems.push(FieldError::required("order_datetime"));
             return None;
@@ -884,7 +721,7 @@ pub fn parse_skip(body: &Value) -> Result<Timestamp, DomainError> {
 
 /// Change quantity: `{"quantity"}`, at least 1.
 pub fn parse_quantity(body: &Value) -> Result<i64, DomainError> {
-    action_body(body, |fields| match fields.integer("quantity") {
+    read_body(body, |fields| match fields.integer("quantity") {
         None if fields.get("quantity").is_none() => {
             fields.problems.push(FieldError::required("quantity"));
             None
@@ -904,7 +741,7 @@ pub fn parse_quantity(body: &Value) -> Result<i64, DomainError> {
 /// Change frequency: `{"order_rrule"}`, checked as at creation.
 pub fn parse_frequency(body: &Value, shop: &Shop) -> Result<OrderSchedule, DomainError> {
     let zone = ShopZone::of_shop(&shop.timezone);
-    action_body(body, |fields| match fields.get("order_rrule") {
+    read_body(body, |fields| match fields.get("order_rrule") {
         Some(Value::String(text)) => {
             fields
                 .problems
@@ -932,7 +769,7 @@ pub enum ShippingAddressChange {
 
 /// `{"shipping_address": {…}}` or `{"address_id"}`: exactly one of them.
 pub fn parse_shipping_address_change(body: &Value) -> Result<ShippingAddressChange, DomainError> {
-    action_body(body, |fields| {
+    read_body(body, |fields| {
         let has_address = fields.get("shipping_address").is_some();
         let has_id = fields.get("address_id").is_some();
         match (has_address, has_id) {
@@ -984,11 +821,11 @@ impl fmt::Debug for PaymentMethodChange {
 /// `{"payment_method_token","payment_gateway_public_id","expires_at"?}`, the first two
 /// required; `expires_at` is `YYYY-MM`.
 pub fn parse_payment_method_change(body: &Value) -> Result<PaymentMethodChange, DomainError> {
-    action_body(body, |fields| {
+    read_body(body, |fields| {
         let token = fields.required_text("payment_method_token");
         let gateway = fields.required_text("payment_gateway_public_id");
         let expires_present = fields.get("expires_at").is_some();
-        let expires_at = fields.expiry("expires_at");
+        let expires_at = expiry(fields, "expires_at");
         if expires_present && expires_at.is_none() {
             return None;
         }
@@ -1047,7 +884,7 @@ fn customer_update(fields: &mut Fields<'_, '_>) -> CustomerUpdate {
 
 /// Update Customer: `{"customer": {first_name, last_name, phone, email, notes}}`.
 pub fn parse_customer_update(body: &Value) -> Result<CustomerUpdate, DomainError> {
-    action_body(body, |fields| match fields.object("customer") {
+    read_body(body, |fields| match fields.object("customer") {
         Some(mut customer) => Some(customer_update(&mut customer)),
         None => {
             if fields.get("customer").is_none() {
@@ -1067,7 +904,7 @@ pub struct AddressBody {
 }
 
 pub fn parse_customer_address(body: &Value) -> Result<AddressBody, DomainError> {
-    action_body(body, |fields| {
+    read_body(body, |fields| {
         let Some(mut address_fields) = fields.object("customer_address") else {
             if fields.get("customer_address").is_none() {
                 fields
@@ -1166,7 +1003,7 @@ pub fn parse_subscription_update(
     shop: &Shop,
 ) -> Result<SubscriptionUpdate, DomainError> {
     let zone = ShopZone::of_shop(&shop.timezone);
-    action_body(body, |root| {
+    read_body(body, |root| {
         let Some(mut sub) = root.object("subscription") else {
             if root.get("subscription").is_none() {
                 root.problems.push(FieldError::required("subscription"));
@@ -1211,7 +1048,7 @@ pub fn parse_subscription_update(
             payment_method_expires_at: match sub.map.get("payment_method_expires_at") {
                 None => None,
                 Some(Value::Null) => Some(None),
-                Some(_) => sub.expiry("payment_method_expires_at").map(Some),
+                Some(_) => expiry(&mut sub, "payment_method_expires_at").map(Some),
             },
             order_rrule: rule(&mut sub, "order_rrule", zone),
             payment_rrule: rule(&mut sub, "payment_rrule", zone),
@@ -1276,6 +1113,7 @@ mod tests {
             order_retry_interval_seconds: 86_400,
             order_max_retries: 3,
             expiring_payment_notice_days: 30,
+            checkout: Default::default(),
         }
     }
 

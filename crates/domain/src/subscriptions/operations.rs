@@ -791,6 +791,7 @@ mod tests {
             order_retry_interval_seconds: 86_400,
             order_max_retries: 3,
             expiring_payment_notice_days: 30,
+            checkout: Default::default(),
         }
     }
 

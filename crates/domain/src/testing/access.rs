@@ -7,7 +7,7 @@ use crate::access::oauth::{
 };
 use crate::access::secrets::{SecretKind, SharedSecret};
 use crate::access::shop::{
-    DEFAULT_EXPIRING_PAYMENT_NOTICE_DAYS, DEFAULT_ORDER_MAX_RETRIES,
+    CheckoutSettings, DEFAULT_EXPIRING_PAYMENT_NOTICE_DAYS, DEFAULT_ORDER_MAX_RETRIES,
     DEFAULT_ORDER_RETRY_INTERVAL_SECONDS, NewShop, Shop, ShopIdentifier,
 };
 use crate::access::*;
@@ -48,6 +48,7 @@ impl ShopRepository for MemoryState {
             order_retry_interval_seconds: DEFAULT_ORDER_RETRY_INTERVAL_SECONDS,
             order_max_retries: DEFAULT_ORDER_MAX_RETRIES,
             expiring_payment_notice_days: DEFAULT_EXPIRING_PAYMENT_NOTICE_DAYS,
+            checkout: CheckoutSettings::default(),
         };
         self.shops.push(shop.clone());
         Ok(shop)
@@ -81,6 +82,7 @@ impl ShopRepository for MemoryState {
             stored.order_retry_interval_seconds = shop.order_retry_interval_seconds;
             stored.order_max_retries = shop.order_max_retries;
             stored.expiring_payment_notice_days = shop.expiring_payment_notice_days;
+            stored.checkout = shop.checkout.clone();
             stored.updated_at = shop.updated_at;
         }
         Ok(())

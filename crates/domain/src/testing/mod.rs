@@ -3,6 +3,7 @@
 //! succeeds, which is what a transaction does. One file per feature, as in the domain.
 
 mod access;
+mod checkout;
 mod directory;
 mod kernel;
 mod overrides;
@@ -117,6 +118,8 @@ pub struct MemoryState {
     pub subscription_orders: Vec<SubscriptionOrder>,
     /// When `subscription_expiring_payment` was emitted for a subscription's payment method.
     pub expiring_payment_notified: std::collections::BTreeMap<i64, Timestamp>,
+    /// Checkouts by id (ids from 1).
+    pub checkout_orders: Vec<crate::checkout::repository::CheckoutOrder>,
 }
 
 /// A job as the memory store keeps it: with when it runs again if enqueued while running.

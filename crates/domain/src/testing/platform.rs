@@ -165,6 +165,31 @@ impl PlatformRepository for MemoryState {
             .collect())
     }
 
+    fn products_of_variants(
+        &mut self,
+        shop_id: i64,
+        variant_ids: &[&str],
+    ) -> StoreResult<Vec<(String, EntityRecord)>> {
+        let mut found = Vec::new();
+        for entity in &self.entities {
+            let live = entity.record.platform_deleted_at.is_none();
+            let Some(EntityDocument::Product(product)) = &entity.document else {
+                continue;
+            };
+            if entity.shop_id != shop_id || entity.kind != EntityKind::Product || !live {
+                continue;
+            }
+            for variant in product.variants.iter().flatten() {
+                if let Some(id) = &variant.platform_id
+                    && variant_ids.contains(&id.as_str())
+                {
+                    found.push((id.as_str().to_string(), entity.record.clone()));
+                }
+            }
+        }
+        Ok(found)
+    }
+
     fn put_platform_entities(
         &mut self,
         shop_id: i64,

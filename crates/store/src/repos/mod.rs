@@ -2,6 +2,7 @@
 //! feature, with the domain's names.
 
 mod access;
+mod checkout;
 mod directory;
 mod kernel;
 mod overrides;

@@ -6,10 +6,7 @@ use diesel::prelude::*;
 use mercer_domain::Timestamp;
 use mercer_domain::access::credentials::{ApiToken, NewApiToken};
 use mercer_domain::access::secrets::{SecretKind, SharedSecret};
-use mercer_domain::access::shop::{
-    DEFAULT_EXPIRING_PAYMENT_NOTICE_DAYS, DEFAULT_ORDER_MAX_RETRIES,
-    DEFAULT_ORDER_RETRY_INTERVAL_SECONDS, NewShop, Shop, ShopIdentifier,
-};
+use mercer_domain::access::shop::{NewShop, Shop, ShopIdentifier};
 use mercer_domain::access::{SecretRepository, ShopRepository, TokenRepository};
 use mercer_domain::kernel::error::StoreResult;
 
@@ -42,13 +39,7 @@ impl ShopRepository for StoreTx<'_> {
                 .get_result(c)
         })
         .map_err(storage_error)?;
-        let settings = ShopSettingsRow {
-            shop_id: row.id,
-            order_retry_interval_seconds: DEFAULT_ORDER_RETRY_INTERVAL_SECONDS,
-            order_max_retries: DEFAULT_ORDER_MAX_RETRIES,
-            expiring_payment_notice_days: DEFAULT_EXPIRING_PAYMENT_NOTICE_DAYS,
-            updated_at: row.created_at,
-        };
+        let settings = ShopSettingsRow::defaults(row.id, row.created_at);
         diesel::insert_into(shop_settings::table)
             .values(&settings)
             .execute(self.conn)
@@ -115,6 +106,10 @@ impl ShopRepository for StoreTx<'_> {
                 shop_settings::expiring_payment_notice_days
                     .eq(settings.expiring_payment_notice_days),
                 shop_settings::updated_at.eq(settings.updated_at),
+                shop_settings::abandoned_cart_emails.eq(settings.abandoned_cart_emails),
+                shop_settings::gift_cards_enabled.eq(settings.gift_cards_enabled),
+                shop_settings::gift_card_skus.eq(&settings.gift_card_skus),
+                shop_settings::flat_shipping_rate_cents.eq(settings.flat_shipping_rate_cents),
             ))
             .execute(self.conn)
             .map_err(storage_error)?;

@@ -630,6 +630,49 @@ fn put_categories(
 }
 
 impl PlatformRepository for StoreTx<'_> {
+    fn products_of_variants(
+        &mut self,
+        shop_id: i64,
+        variant_ids: &[&str],
+    ) -> StoreResult<Vec<(String, EntityRecord)>> {
+        use platform_products as p;
+        use product_variants as v;
+        let rows: Vec<(
+            Option<String>,
+            i64,
+            Option<i64>,
+            Option<i64>,
+            Option<String>,
+        )> = v::table
+            .inner_join(p::table)
+            .filter(v::shop_id.eq(shop_id))
+            .filter(v::platform_id.eq_any(variant_ids))
+            .filter(v::deleted_at.is_null())
+            .filter(p::deleted_at.is_null())
+            .filter(p::platform_deleted_at.is_null())
+            .select((
+                v::platform_id,
+                p::id,
+                p::platform_updated_at,
+                p::platform_deleted_at,
+                p::document,
+            ))
+            .load(self.conn)
+            .map_err(storage_error)?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(variant_id, id, updated, deleted, document)| {
+                let record = EntityRecord {
+                    id,
+                    platform_updated_at: updated.map(Timestamp::from_micros),
+                    platform_deleted_at: deleted.map(Timestamp::from_micros),
+                    document,
+                };
+                Some((variant_id?, record))
+            })
+            .collect())
+    }
+
     fn platform_entities(
         &mut self,
         shop_id: i64,

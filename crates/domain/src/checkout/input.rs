@@ -1,0 +1,508 @@
+//! The bodies of Init Order and of the storefront routes, checked into typed values. Every
+//! problem is a 422 naming its field by its path in the body (`cart_items[0].quantity`), all
+//! at once. The storefront's bodies are the frontend library's (`lib/types`).
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use crate::checkout::state::{CheckoutAddress, CheckoutMetaData, StoredOrderOverride};
+use crate::kernel::error::{DomainError, FieldError};
+use crate::kernel::fields::{Fields, check_email, read_body, type_error};
+use crate::kernel::outbound::AddressGuard;
+use crate::overrides::{OverrideInput, check_input};
+
+/// At most this many line items in one checkout.
+pub const MAX_LINE_ITEMS: usize = 250;
+/// A quantity is 1 to this.
+pub const MAX_QUANTITY: i64 = 100_000;
+
+/// A line of the cart, by the variant's platform id (or its SKU, from the storefront).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CartItem {
+    pub platform_id: Option<String>,
+    pub sku: Option<String>,
+    pub quantity: i64,
+    pub line_item_key: Option<String>,
+    pub properties: BTreeMap<String, String>,
+}
+
+/// A guest customer (`addGuestCustomer`, `updateCustomer`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CustomerInput {
+    pub first_name: String,
+    pub last_name: String,
+    pub email_address: String,
+    pub accepts_marketing: bool,
+}
+
+/// Init Order's body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InitInput {
+    pub cart_items: Vec<CartItem>,
+    pub customer: Option<CustomerInput>,
+    pub order_meta_data: Option<CheckoutMetaData>,
+    pub overrides: Vec<StoredOrderOverride>,
+}
+
+fn quantity(fields: &mut Fields<'_, '_>) -> Option<i64> {
+    let field = fields.field("quantity");
+    match fields.get("quantity") {
+        None => {
+            fields.problems.push(FieldError::required(field));
+            None
+        }
+        Some(_) => {
+            let quantity = fields.integer("quantity")?;
+            if (1..=MAX_QUANTITY).contains(&quantity) {
+                Some(quantity)
+            } else {
+                let message = format!("{field} must be between 1 and {MAX_QUANTITY}");
+                fields
+                    .problems
+                    .push(FieldError::new(field, "out_of_range", message));
+                None
+            }
+        }
+    }
+}
+
+/// A variant's platform id: a string, or an integer kept as its decimal text.
+fn id_text(fields: &mut Fields<'_, '_>, name: &str) -> Option<String> {
+    match fields.get(name)? {
+        Value::Number(number) if number.is_i64() || number.is_u64() => Some(number.to_string()),
+        Value::String(_) => fields.text(name),
+        _ => {
+            fields
+                .problems
+                .push(type_error(fields.field(name), "a string or an integer"));
+            None
+        }
+    }
+}
+
+fn cart_item(fields: &mut Fields<'_, '_>, by_sku_too: bool) -> Option<CartItem> {
+    let platform_id = id_text(fields, "platform_id");
+    let sku = if by_sku_too { fields.text("sku") } else { None };
+    if platform_id.is_none() && sku.is_none() && !fields.problems.has(&fields.field("platform_id"))
+    {
+        fields
+            .problems
+            .push(FieldError::required(fields.field("platform_id")));
+    }
+    let quantity = quantity(fields);
+    let line_item_key = fields.text("line_item_key");
+    let properties = fields
+        .text_map("line_item_properties")
+        .or_else(|| fields.text_map("properties"))
+        .unwrap_or_default();
+    Some(CartItem {
+        platform_id,
+        sku,
+        quantity: quantity?,
+        line_item_key,
+        properties,
+    })
+}
+
+fn customer(fields: &mut Fields<'_, '_>) -> Option<CustomerInput> {
+    let first_name = fields.text("first_name").unwrap_or_default();
+    let last_name = fields.text("last_name").unwrap_or_default();
+    // The library sends `email_address`; its type names it `email`.
+    let name = if fields.get("email_address").is_some() || fields.get("email").is_none() {
+        "email_address"
+    } else {
+        "email"
+    };
+    let email = fields.required_text(name);
+    if let Some(email) = &email
+        && let Err(problem) = check_email(fields.field(name), email)
+    {
+        fields.problems.push(problem);
+    }
+    let accepts_marketing = fields.boolean("accepts_marketing").unwrap_or(false);
+    Some(CustomerInput {
+        first_name,
+        last_name,
+        email_address: email?,
+        accepts_marketing,
+    })
+}
+
+fn meta_data(fields: &mut Fields<'_, '_>) -> CheckoutMetaData {
+    let tags = match fields.array("tags") {
+        Some(tags) => tags
+            .iter()
+            .enumerate()
+            .filter_map(|(index, tag)| match tag {
+                Value::String(text) => Some(text.clone()),
+                _ => {
+                    fields.problems.push(type_error(
+                        format!("{}[{index}]", fields.field("tags")),
+                        "a string",
+                    ));
+                    None
+                }
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    CheckoutMetaData {
+        cart_parameters: fields.text_map("cart_parameters").unwrap_or_default(),
+        note_attributes: fields.text_map("note_attributes").unwrap_or_default(),
+        notes: fields.text("notes").unwrap_or_default(),
+        tags,
+    }
+}
+
+/// Reads Init Order's body: `{"cart_items": [{"platform_id", "quantity", "line_item_key",
+/// "line_item_properties"?}], "customer"?, "order_meta_data"?, "overrides"?: [{"override_type",
+/// "url", "shared_secret"}]}`. Overrides given here are checked as the shop's are, with `guard`.
+pub fn parse_init(body: &Value, guard: &dyn AddressGuard) -> Result<InitInput, DomainError> {
+    read_body(body, |fields| {
+        let mut cart_items = Vec::new();
+        match fields.get("cart_items") {
+            None => fields
+                .problems
+                .push(FieldError::required(fields.field("cart_items"))),
+            Some(_) => {
+                let items = fields
+                    .array("cart_items")
+                    .map(Vec::as_slice)
+                    .unwrap_or_default();
+                if items.len() > MAX_LINE_ITEMS {
+                    fields.problems.push(FieldError::new(
+                        "cart_items",
+                        "too_many",
+                        format!("at most {MAX_LINE_ITEMS} cart items"),
+                    ));
+                }
+                for (index, item) in items.iter().enumerate() {
+                    if let Some(mut item_fields) = fields.element("cart_items", index, item)
+                        && let Some(item) = cart_item(&mut item_fields, false)
+                    {
+                        cart_items.push(item);
+                    }
+                }
+            }
+        }
+        let customer = fields.object("customer").and_then(|mut c| customer(&mut c));
+        let order_meta_data = fields
+            .object("order_meta_data")
+            .map(|mut m| meta_data(&mut m));
+        let mut overrides = Vec::new();
+        let given = fields
+            .array("overrides")
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        for (index, entry) in given.iter().enumerate() {
+            let Some(entry_fields) = fields.element("overrides", index, entry) else {
+                continue;
+            };
+            let text = |name: &str| entry_fields.map.get(name).and_then(Value::as_str);
+            let input = OverrideInput {
+                override_type: text("override_type").map(str::to_string),
+                url: text("url").map(str::to_string),
+                shared_secret: text("shared_secret").map(str::to_string),
+            };
+            match check_input(&input, guard, true) {
+                Ok(checked) => overrides.push(StoredOrderOverride {
+                    override_type: checked
+                        .override_type
+                        .map(|kind| kind.as_str().to_string())
+                        .unwrap_or_default(),
+                    url: checked.url.unwrap_or_default(),
+                    shared_secret: checked
+                        .shared_secret
+                        .map(|secret| secret.expose().to_string())
+                        .unwrap_or_default(),
+                }),
+                Err(problems) => {
+                    for problem in problems {
+                        fields.problems.push(FieldError {
+                            field: format!("overrides[{index}].{}", problem.field),
+                            ..problem
+                        });
+                    }
+                }
+            }
+        }
+        Some(InitInput {
+            cart_items,
+            customer,
+            order_meta_data,
+            overrides,
+        })
+    })
+}
+
+/// `addGuestCustomer` / `updateCustomer`.
+pub fn parse_customer(body: &Value) -> Result<CustomerInput, DomainError> {
+    read_body(body, customer)
+}
+
+/// An address (`IAddress`): `address_line_1`, `city` and `country_code` (two letters) are
+/// needed; the rest may be empty.
+pub fn parse_address(body: &Value) -> Result<CheckoutAddress, DomainError> {
+    read_body(body, |fields| {
+        let mut text = |name: &str| fields.text(name).unwrap_or_default();
+        let mut address = CheckoutAddress {
+            first_name: text("first_name"),
+            last_name: text("last_name"),
+            address_line_1: String::new(),
+            address_line_2: text("address_line_2"),
+            country: text("country"),
+            city: String::new(),
+            province: text("province"),
+            country_code: String::new(),
+            province_code: text("province_code"),
+            postal_code: text("postal_code"),
+            business_name: text("business_name"),
+            phone_number: text("phone_number"),
+        };
+        address.address_line_1 = fields.required_text("address_line_1").unwrap_or_default();
+        address.city = fields.required_text("city").unwrap_or_default();
+        if let Some(code) = fields.required_text("country_code") {
+            if code.len() == 2 && code.bytes().all(|b| b.is_ascii_alphabetic()) {
+                address.country_code = code.to_ascii_uppercase();
+            } else {
+                fields.problems.push(FieldError::new(
+                    fields.field("country_code"),
+                    "invalid_country_code",
+                    "country_code must be an ISO 3166-1 alpha-2 code such as US",
+                ));
+            }
+        }
+        Some(address)
+    })
+}
+
+/// `addLineItem`: `{"platform_id" | "sku", "quantity", "line_item_key"}`.
+pub fn parse_add_line_item(body: &Value) -> Result<CartItem, DomainError> {
+    read_body(body, |fields| cart_item(fields, true))
+}
+
+/// `updateLineItemQuantity`: `{"line_item_key", "quantity"}`.
+pub fn parse_line_item_quantity(body: &Value) -> Result<(String, i64), DomainError> {
+    read_body(body, |fields| {
+        let key = fields.required_text("line_item_key");
+        let quantity = quantity(fields);
+        Some((key?, quantity?))
+    })
+}
+
+/// `deleteLineItem`: `{"line_item_key"}`.
+pub fn parse_line_item_key(body: &Value) -> Result<String, DomainError> {
+    read_body(body, |fields| fields.required_text("line_item_key"))
+}
+
+/// `changeShippingLine`: `{"index"}`, a string or a number: the line's id or position.
+pub fn parse_shipping_line_choice(body: &Value) -> Result<String, DomainError> {
+    read_body(body, |fields| match fields.get("index") {
+        None => {
+            fields
+                .problems
+                .push(FieldError::required(fields.field("index")));
+            None
+        }
+        Some(_) => id_text(fields, "index"),
+    })
+}
+
+/// `addDiscount` / `deleteDiscount`: `{"code"}`.
+pub fn parse_discount_code(body: &Value) -> Result<String, DomainError> {
+    read_body(body, |fields| {
+        let code = fields.required_text("code")?;
+        if code.chars().count() > 255 {
+            fields.problems.push(FieldError::new(
+                "code",
+                "length",
+                "code must be at most 255 characters",
+            ));
+        }
+        Some(code)
+    })
+}
+
+/// A payment (`IAddPaymentRequest`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaymentInput {
+    pub gateway_public_id: String,
+    pub token: String,
+    /// Cents; the order's balance when absent.
+    pub amount: Option<i64>,
+    pub r#type: String,
+    pub display_string: String,
+    pub retain: bool,
+}
+
+/// `addPayment`, `updatePayment`, `deletePayment`: `gateway_public_id` and `token` are
+/// needed (the library's README); `amount`, when given, is cents of at least 1.
+pub fn parse_payment(body: &Value) -> Result<PaymentInput, DomainError> {
+    read_body(body, |fields| {
+        let gateway = fields.required_text("gateway_public_id");
+        let token = fields.required_text("token");
+        let amount = fields.integer("amount");
+        if let Some(amount) = amount
+            && amount < 1
+        {
+            fields.problems.push(FieldError::new(
+                "amount",
+                "out_of_range",
+                "amount must be at least 1 (cents)",
+            ));
+        }
+        let r#type = fields
+            .text("type")
+            .unwrap_or_else(|| "credit_card".to_string());
+        let display_string = fields.text("display_string").unwrap_or_default();
+        let retain = fields.boolean("retain").unwrap_or(false);
+        Some(PaymentInput {
+            gateway_public_id: gateway?,
+            token: token?,
+            amount,
+            r#type,
+            display_string,
+            retain,
+        })
+    })
+}
+
+/// The fields of `patchOrderMetaData` given (not null) replace the order's.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MetaDataPatch {
+    pub cart_parameters: Option<BTreeMap<String, String>>,
+    pub note_attributes: Option<BTreeMap<String, String>>,
+    pub notes: Option<String>,
+    pub tags: Option<Vec<String>>,
+}
+
+/// `patchOrderMetaData`: `{"cart_parameters", "note_attributes", "notes", "tags"}`, each may
+/// be null (kept as it is).
+pub fn parse_meta_data_patch(body: &Value) -> Result<MetaDataPatch, DomainError> {
+    read_body(body, |fields| {
+        let present = |fields: &Fields<'_, '_>, name: &str| fields.get(name).is_some();
+        let given = meta_data(fields);
+        Some(MetaDataPatch {
+            cart_parameters: present(fields, "cart_parameters").then_some(given.cart_parameters),
+            note_attributes: present(fields, "note_attributes").then_some(given.note_attributes),
+            notes: match fields.get("notes") {
+                Some(Value::String(text)) => Some(text.clone()),
+                _ => None,
+            },
+            tags: present(fields, "tags").then_some(given.tags),
+        })
+    })
+}
+
+/// A body that may be empty (the library sends none on some routes): `{}` then.
+pub fn body_or_empty(bytes: &[u8]) -> Result<Value, DomainError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Value::Object(Map::new()));
+    }
+    serde_json::from_slice(bytes).map_err(|_| {
+        DomainError::invalid("body", "invalid_json", "the body is not a JSON document")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    struct AllowAll;
+
+    impl AddressGuard for AllowAll {
+        fn check(&self, _: &str) -> Result<(), String> {
+            Ok(())
+        }
+    }
+
+    fn problems(result: Result<impl std::fmt::Debug, DomainError>) -> Vec<(String, &'static str)> {
+        match result {
+            Err(DomainError::Invalid(problems)) => problems
+                .into_iter()
+                .map(|problem| (problem.field, problem.code))
+                .collect(),
+            other => panic!("expected 422, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn init_reads_the_cart_and_names_each_problem() {
+        let body = json!({
+            "cart_items": [
+                {"platform_id": "var-1", "quantity": 2, "line_item_key": "a",
+                 "line_item_properties": {"order_rrule": "RRULE:FREQ=WEEKLY"}},
+                {"platform_id": 42, "quantity": 1}
+            ],
+            "customer": {"email_address": "ada@example.test", "first_name": "Ada"}
+        });
+        let init = parse_init(&body, &AllowAll).unwrap();
+        assert_eq!(init.cart_items.len(), 2);
+        assert_eq!(init.cart_items[1].platform_id.as_deref(), Some("42"));
+        assert_eq!(
+            init.cart_items[0].properties["order_rrule"],
+            "RRULE:FREQ=WEEKLY"
+        );
+        assert_eq!(init.customer.unwrap().email_address, "ada@example.test");
+        let bad = json!({"cart_items": [{"quantity": 0}, {"platform_id": "v", "quantity": "x"}],
+                         "customer": {"email_address": "nope"},
+                         "overrides": [{"override_type": "weather", "url": "http://127.0.0.1/x",
+                                        "shared_secret": "long enough"}]});
+        assert_eq!(
+            problems(parse_init(&bad, &AllowAll)),
+            [
+                ("cart_items[0].platform_id".to_string(), "required"),
+                ("cart_items[0].quantity".to_string(), "out_of_range"),
+                ("cart_items[1].quantity".to_string(), "invalid_type"),
+                ("customer.email_address".to_string(), "invalid_email"),
+                ("overrides[0].override_type".to_string(), "invalid_value"),
+            ]
+        );
+        assert_eq!(
+            problems(parse_init(&json!({}), &AllowAll)),
+            [("cart_items".to_string(), "required")]
+        );
+    }
+
+    #[test]
+    fn storefront_bodies_are_checked() {
+        let address = parse_address(&json!({"address_line_1": "1 Main", "city": "Ottawa",
+                                             "country_code": "ca", "province_code": "ON"}))
+        .unwrap();
+        assert_eq!(address.country_code, "CA");
+        assert_eq!(
+            problems(parse_address(&json!({"country_code": "Canada"}))),
+            [
+                ("address_line_1".to_string(), "required"),
+                ("city".to_string(), "required"),
+                ("country_code".to_string(), "invalid_country_code"),
+            ]
+        );
+        assert_eq!(
+            parse_shipping_line_choice(&json!({"index": 0})).unwrap(),
+            "0"
+        );
+        assert_eq!(
+            parse_shipping_line_choice(&json!({"index": "rate-1"})).unwrap(),
+            "rate-1"
+        );
+        assert_eq!(
+            problems(parse_payment(&json!({"token": "tok_success", "amount": 0}))),
+            [
+                ("gateway_public_id".to_string(), "required"),
+                ("amount".to_string(), "out_of_range"),
+            ]
+        );
+        let patch = parse_meta_data_patch(&json!({"notes": "gift", "tags": ["a"],
+                                                  "cart_parameters": null}))
+        .unwrap();
+        assert_eq!(patch.notes.as_deref(), Some("gift"));
+        assert_eq!(patch.tags, Some(vec!["a".to_string()]));
+        assert_eq!(patch.cart_parameters, None);
+        assert_eq!(body_or_empty(b"").unwrap(), json!({}));
+        assert!(body_or_empty(b"{").is_err());
+    }
+}

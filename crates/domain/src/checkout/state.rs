@@ -1,0 +1,503 @@
+//! What a checkout holds (its stored document) and what the storefront is shown of it: the
+//! `application_state` of the vendor's frontend library (`lib/types`, `IApplicationState`).
+//! Money is integer cents of the order's currency, and the totals are always computed, never
+//! stored: `order_total` = items + shipping + taxes − discounts, `order_balance` =
+//! `order_total` − payments.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::access::credentials::Secret;
+use crate::kernel::money::{Cents, CurrencyCode};
+use crate::overrides::{OrderOverride, OverrideTarget, OverrideType};
+
+/// A customer of the checkout (`ICustomer`): a guest, with no platform id.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckoutCustomer {
+    pub public_id: String,
+    pub first_name: String,
+    pub last_name: String,
+    pub email_address: String,
+    pub accepts_marketing: bool,
+}
+
+/// An address as the storefront gives and shows it (`IAddress`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CheckoutAddress {
+    pub first_name: String,
+    pub last_name: String,
+    pub address_line_1: String,
+    pub address_line_2: String,
+    pub country: String,
+    pub city: String,
+    pub province: String,
+    pub country_code: String,
+    pub province_code: String,
+    pub postal_code: String,
+    pub business_name: String,
+    pub phone_number: String,
+}
+
+/// A line item: the variant as the catalogue had it when it was added.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckoutLineItem {
+    pub line_item_key: String,
+    pub product_id: String,
+    pub variant_id: String,
+    /// The variant's own title (its name, else the product's).
+    pub title: String,
+    pub product_title: String,
+    pub sku: String,
+    pub image_url: String,
+    pub description: String,
+    pub vendor: String,
+    pub tags: String,
+    pub price: Cents,
+    pub compare_at_price: Cents,
+    pub quantity: i64,
+    pub weight: f64,
+    pub weight_unit: String,
+    pub requires_shipping: bool,
+    pub taxable: bool,
+    /// `line_item_properties` given at init: a subscription plan among them (docs/checkout.md).
+    #[serde(default)]
+    pub properties: BTreeMap<String, String>,
+}
+
+impl CheckoutLineItem {
+    pub fn total(&self) -> Cents {
+        self.price.times(self.quantity).unwrap_or(Cents(i64::MAX))
+    }
+}
+
+/// A shipping line (`IShippingLine`): offered by the `shipping` override or the shop's flat
+/// rate.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckoutShippingLine {
+    pub id: String,
+    pub description: String,
+    pub amount: Cents,
+    pub code: String,
+}
+
+/// A tax (`ITax`), from the `tax` override.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckoutTax {
+    pub name: String,
+    pub value: Cents,
+    pub is_included: bool,
+}
+
+/// A discount applied (`IDiscount`), as the `discount` override valued it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckoutDiscount {
+    pub code: String,
+    pub text: String,
+    pub value: Cents,
+}
+
+/// A payment (`IPayment`) through the built-in test gateway.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckoutPayment {
+    pub id: String,
+    pub gateway_public_id: String,
+    pub token: String,
+    pub amount: Cents,
+    pub r#type: String,
+    pub display_string: String,
+    pub retain: bool,
+}
+
+/// Order meta data (`IOrderMetaData`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckoutMetaData {
+    pub cart_parameters: BTreeMap<String, String>,
+    pub note_attributes: BTreeMap<String, String>,
+    pub notes: String,
+    pub tags: Vec<String>,
+}
+
+/// An override given for this order in the init body (it wins over the shop's).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredOrderOverride {
+    pub override_type: String,
+    pub url: String,
+    pub shared_secret: String,
+}
+
+/// Everything a checkout holds, stored as one JSON document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckoutDocument {
+    pub currency: String,
+    pub customer: Option<CheckoutCustomer>,
+    pub shipping_address: Option<CheckoutAddress>,
+    pub billing_address: Option<CheckoutAddress>,
+    pub line_items: Vec<CheckoutLineItem>,
+    pub available_shipping_lines: Vec<CheckoutShippingLine>,
+    pub selected_shipping: Option<CheckoutShippingLine>,
+    pub taxes: Vec<CheckoutTax>,
+    pub discounts: Vec<CheckoutDiscount>,
+    pub payments: Vec<CheckoutPayment>,
+    pub order_meta_data: CheckoutMetaData,
+    pub is_processed: bool,
+    pub resumable_link: String,
+    #[serde(default)]
+    pub order_overrides: Vec<StoredOrderOverride>,
+    /// The platform's name of the order (`order_number`), once Create Order answered.
+    #[serde(default)]
+    pub platform_friendly_identifier: Option<String>,
+    /// Why the last push to the platform, or the last payment, failed.
+    #[serde(default)]
+    pub failure: Option<String>,
+}
+
+/// The order's amounts, computed from what it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Amounts {
+    pub items: Cents,
+    pub shipping: Cents,
+    pub taxes: Cents,
+    pub discounts: Cents,
+    pub total: Cents,
+    pub payments: Cents,
+    pub balance: Cents,
+}
+
+fn sum(amounts: impl Iterator<Item = Cents>) -> Cents {
+    Cents(amounts.fold(0i64, |total, amount| total.saturating_add(amount.0)))
+}
+
+impl CheckoutDocument {
+    pub fn new(currency: &str, resumable_link: String) -> CheckoutDocument {
+        CheckoutDocument {
+            currency: currency.to_string(),
+            customer: None,
+            shipping_address: None,
+            billing_address: None,
+            line_items: Vec::new(),
+            available_shipping_lines: Vec::new(),
+            selected_shipping: None,
+            taxes: Vec::new(),
+            discounts: Vec::new(),
+            payments: Vec::new(),
+            order_meta_data: CheckoutMetaData::default(),
+            is_processed: false,
+            resumable_link,
+            order_overrides: Vec::new(),
+            platform_friendly_identifier: None,
+            failure: None,
+        }
+    }
+
+    /// The customer's email, when one was given.
+    pub fn email(&self) -> Option<&str> {
+        self.customer
+            .as_ref()
+            .map(|customer| customer.email_address.as_str())
+            .filter(|email| !email.is_empty())
+    }
+
+    pub fn requires_shipping(&self) -> bool {
+        self.line_items.iter().any(|item| item.requires_shipping)
+    }
+
+    /// The amounts; discounts never take the items below zero.
+    pub fn amounts(&self) -> Amounts {
+        let items = sum(self.line_items.iter().map(CheckoutLineItem::total));
+        let shipping = self
+            .selected_shipping
+            .as_ref()
+            .map_or(Cents::ZERO, |line| line.amount);
+        let taxes = sum(self.taxes.iter().map(|tax| tax.value));
+        let discounts = Cents(sum(self.discounts.iter().map(|d| d.value)).0.min(items.0));
+        let total = Cents(
+            items
+                .0
+                .saturating_add(shipping.0)
+                .saturating_add(taxes.0)
+                .saturating_sub(discounts.0),
+        );
+        let payments = sum(self.payments.iter().map(|payment| payment.amount));
+        Amounts {
+            items,
+            shipping,
+            taxes,
+            discounts,
+            total,
+            payments,
+            balance: Cents(total.0.saturating_sub(payments.0)),
+        }
+    }
+
+    /// The overrides given for this order, as overrides picks them.
+    pub fn order_overrides(&self) -> Vec<OrderOverride> {
+        self.order_overrides
+            .iter()
+            .filter_map(|stored| {
+                Some(OrderOverride {
+                    override_type: OverrideType::parse(&stored.override_type)?,
+                    target: OverrideTarget {
+                        url: stored.url.clone(),
+                        shared_secret: Secret::new(stored.shared_secret.clone()),
+                    },
+                })
+            })
+            .collect()
+    }
+
+    /// The `application_state` the storefront is shown (`IApplicationState`).
+    pub fn application_state(&self, public_order_id: &str) -> Value {
+        let amounts = self.amounts();
+        json!({
+            "customer": self.customer_json(),
+            "addresses": {
+                "shipping": address_json(self.shipping_address.as_ref()),
+                "billing": address_json(self.billing_address.as_ref()),
+            },
+            "line_items": self.line_items.iter().map(line_item_json).collect::<Vec<_>>(),
+            "shipping": {
+                "selected_shipping": self.selected_shipping.as_ref().map(shipping_line_json),
+                "available_shipping_lines": self
+                    .available_shipping_lines
+                    .iter()
+                    .map(shipping_line_json)
+                    .collect::<Vec<_>>(),
+                "taxes": [],
+                "discounts": [],
+            },
+            "taxes": self.taxes.iter().map(tax_json).collect::<Vec<_>>(),
+            "discounts": self.discounts.iter().map(discount_json).collect::<Vec<_>>(),
+            "payments": self
+                .payments
+                .iter()
+                .map(|payment| payment_json(payment, &self.currency))
+                .collect::<Vec<_>>(),
+            "fees": [],
+            "order_total": amounts.total,
+            "order_balance": amounts.balance,
+            "order_meta_data": meta_data_json(&self.order_meta_data),
+            "currency": currency_json(&self.currency),
+            "display_currency": currency_json(&self.currency),
+            "display_exchange_rate": 1,
+            "resumable_link": self.resumable_link,
+            "link_to_cart": null,
+            "is_processed": self.is_processed,
+            "created_via": "checkout",
+            "flow_id": null,
+            "public_order_id": public_order_id,
+        })
+    }
+
+    pub fn customer_json(&self) -> Value {
+        match &self.customer {
+            Some(customer) => json!({
+                "platform_id": null,
+                "public_id": customer.public_id,
+                "first_name": customer.first_name,
+                "last_name": customer.last_name,
+                "email_address": customer.email_address,
+                "accepts_marketing": customer.accepts_marketing,
+                "saved_addresses": [],
+            }),
+            None => json!({
+                "platform_id": null,
+                "public_id": null,
+                "first_name": "",
+                "last_name": "",
+                "email_address": "",
+                "accepts_marketing": false,
+                "saved_addresses": [],
+            }),
+        }
+    }
+}
+
+/// An address, or `{}` when none is set.
+pub fn address_json(address: Option<&CheckoutAddress>) -> Value {
+    address.map_or_else(|| json!({}), |address| json!(address))
+}
+
+pub fn line_item_json(item: &CheckoutLineItem) -> Value {
+    json!({
+        "product_data": product_data(item, json!(item.properties), json!(true)),
+        "taxes": [],
+        "fees": [],
+        "discounts": [],
+    })
+}
+
+/// `product_data` (`IProductData`); `properties` and `visible` as the caller writes them
+/// (the library's types and seed 001's abandoned payload differ on them).
+pub fn product_data(item: &CheckoutLineItem, properties: Value, visible: Value) -> Value {
+    json!({
+        "id": item.line_item_key,
+        "title": item.title,
+        "product_title": item.product_title,
+        "image_url": item.image_url,
+        "properties": properties,
+        "description": item.description,
+        "quantity": item.quantity,
+        "price": item.price,
+        "total_price": item.total(),
+        "visible": visible,
+        "line_item_key": item.line_item_key,
+        "barcode": "",
+        "compare_at_price": item.compare_at_price,
+        "weight": item.weight,
+        "weight_unit": item.weight_unit,
+        "product_id": item.product_id,
+        "variant_id": item.variant_id,
+        "requires_shipping": item.requires_shipping,
+        "sku": item.sku,
+        "taxable": item.taxable,
+        "tags": item.tags,
+        "vendor": item.vendor,
+    })
+}
+
+pub fn shipping_line_json(line: &CheckoutShippingLine) -> Value {
+    json!({"id": line.id, "description": line.description, "amount": line.amount, "code": line.code})
+}
+
+pub fn tax_json(tax: &CheckoutTax) -> Value {
+    json!({"name": tax.name, "value": tax.value, "is_included": tax.is_included})
+}
+
+pub fn discount_json(discount: &CheckoutDiscount) -> Value {
+    json!({
+        "code": discount.code,
+        "text": discount.text,
+        "value": discount.value,
+        "valid": true,
+        "source": "discount_override",
+    })
+}
+
+pub fn payment_json(payment: &CheckoutPayment, currency: &str) -> Value {
+    json!({
+        "id": payment.id,
+        "gateway_public_id": payment.gateway_public_id,
+        "amount": payment.amount,
+        "currency": currency,
+        "type": payment.r#type,
+        "display_string": payment.display_string,
+        "token": payment.token,
+        "retain": payment.retain,
+    })
+}
+
+pub fn meta_data_json(meta: &CheckoutMetaData) -> Value {
+    json!({
+        "cart_parameters": meta.cart_parameters,
+        "note_attributes": meta.note_attributes,
+        "notes": meta.notes,
+        "tags": meta.tags,
+    })
+}
+
+/// `ICurrency` of an ISO 4217 code.
+pub fn currency_json(code: &str) -> Value {
+    let has_decimal = CurrencyCode::parse(code).is_none_or(|code| code.minor_units() > 0);
+    json!({
+        "iso_code": code,
+        "iso_numeric_code": 0,
+        "symbol": currency_symbol(code),
+        "format": "${amount}",
+        "has_decimal": has_decimal,
+        "show_iso_code": true,
+    })
+}
+
+fn currency_symbol(code: &str) -> &'static str {
+    match code {
+        "USD" | "CAD" | "AUD" | "NZD" | "MXN" | "SGD" | "HKD" => "$",
+        "EUR" => "€",
+        "GBP" => "£",
+        "JPY" | "CNY" => "¥",
+        "INR" => "₹",
+        _ => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(price: i64, quantity: i64) -> CheckoutLineItem {
+        CheckoutLineItem {
+            line_item_key: format!("k{price}"),
+            product_id: "p".into(),
+            variant_id: "v".into(),
+            title: "T".into(),
+            product_title: "T".into(),
+            sku: "S".into(),
+            image_url: String::new(),
+            description: String::new(),
+            vendor: String::new(),
+            tags: String::new(),
+            price: Cents(price),
+            compare_at_price: Cents::ZERO,
+            quantity,
+            weight: 0.0,
+            weight_unit: "g".into(),
+            requires_shipping: true,
+            taxable: true,
+            properties: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn totals_add_items_shipping_taxes_and_take_discounts_and_payments() {
+        let mut order = CheckoutDocument::new("USD", "https://shop.test/r".into());
+        order.line_items = vec![item(1250, 2), item(500, 1)];
+        order.selected_shipping = Some(CheckoutShippingLine {
+            id: "0".into(),
+            description: "Flat".into(),
+            amount: Cents(700),
+            code: String::new(),
+        });
+        order.taxes = vec![CheckoutTax {
+            name: "VAT".into(),
+            value: Cents(300),
+            is_included: false,
+        }];
+        order.discounts = vec![CheckoutDiscount {
+            code: "TEN".into(),
+            text: "10 off".into(),
+            value: Cents(1000),
+        }];
+        order.payments = vec![CheckoutPayment {
+            id: "p1".into(),
+            gateway_public_id: "test".into(),
+            token: "tok_success".into(),
+            amount: Cents(2000),
+            r#type: "credit_card".into(),
+            display_string: String::new(),
+            retain: false,
+        }];
+        let amounts = order.amounts();
+        assert_eq!(amounts.items, Cents(3000));
+        assert_eq!(amounts.total, Cents(3000 + 700 + 300 - 1000));
+        assert_eq!(amounts.balance, Cents(3000 + 700 + 300 - 1000 - 2000));
+        let state = order.application_state("abc");
+        assert_eq!(state["order_total"], 3000);
+        assert_eq!(state["order_balance"], 1000);
+        assert_eq!(state["line_items"][0]["product_data"]["total_price"], 2500);
+        assert_eq!(state["addresses"]["shipping"], json!({}));
+    }
+
+    #[test]
+    fn discounts_never_take_the_items_below_zero() {
+        let mut order = CheckoutDocument::new("USD", String::new());
+        order.line_items = vec![item(500, 1)];
+        order.discounts = vec![CheckoutDiscount {
+            code: "ALL".into(),
+            text: String::new(),
+            value: Cents(900),
+        }];
+        assert_eq!(order.amounts().total, Cents::ZERO);
+    }
+}

@@ -1,0 +1,239 @@
+//! Reading a JSON body field by field: each problem recorded as a [`FieldError`] under its path
+//! in the body (`subscription.line_items[0].quantity`), all of them reported at once (422).
+//! Subscriptions and checkout read their bodies with it.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use crate::kernel::error::{DomainError, FieldError, Problems};
+use crate::kernel::time::Timestamp;
+
+pub fn path(parent: &str, name: &str) -> String {
+    if parent.is_empty() {
+        name.to_string()
+    } else {
+        format!("{parent}.{name}")
+    }
+}
+
+pub fn type_error(field: String, expected: &str) -> FieldError {
+    let message = format!("{field} must be {expected}");
+    FieldError::new(field, "invalid_type", message)
+}
+
+/// Reads the fields of one JSON object, recording each problem under its path.
+pub struct Fields<'a, 'p> {
+    pub path: String,
+    pub map: &'a Map<String, Value>,
+    pub problems: &'p mut Problems,
+}
+
+impl<'a> Fields<'a, '_> {
+    pub fn field(&self, name: &str) -> String {
+        path(&self.path, name)
+    }
+
+    /// The value, when present and not null.
+    pub fn get(&self, name: &str) -> Option<&'a Value> {
+        self.map.get(name).filter(|value| !value.is_null())
+    }
+
+    pub fn text(&mut self, name: &str) -> Option<String> {
+        match self.get(name)? {
+            Value::String(text) => Some(text.trim().to_string()).filter(|text| !text.is_empty()),
+            _ => {
+                self.problems.push(type_error(self.field(name), "a string"));
+                None
+            }
+        }
+    }
+
+    pub fn required_text(&mut self, name: &str) -> Option<String> {
+        match self.get(name) {
+            Some(Value::String(_)) => {
+                let text = self.text(name);
+                if text.is_none() {
+                    self.problems.push(FieldError::required(self.field(name)));
+                }
+                text
+            }
+            Some(_) => self.text(name),
+            None => {
+                self.problems.push(FieldError::required(self.field(name)));
+                None
+            }
+        }
+    }
+
+    /// Whether the field is there but not a string (its problem is recorded when it is read).
+    pub fn is_not_text(&self, name: &str) -> bool {
+        self.get(name).is_some_and(|value| !value.is_string())
+    }
+
+    /// A platform id: a string, or an integer kept as its decimal text.
+    pub fn required_id(&mut self, name: &str) -> Option<String> {
+        match self.get(name) {
+            Some(Value::Number(number)) if number.is_i64() || number.is_u64() => {
+                Some(number.to_string())
+            }
+            Some(Value::Number(_)) => {
+                self.problems
+                    .push(type_error(self.field(name), "a string or an integer"));
+                None
+            }
+            _ => self.required_text(name),
+        }
+    }
+
+    pub fn integer(&mut self, name: &str) -> Option<i64> {
+        let value = self.get(name)?;
+        let integer = value.as_i64();
+        if integer.is_none() {
+            self.problems
+                .push(type_error(self.field(name), "an integer"));
+        }
+        integer
+    }
+
+    pub fn number(&mut self, name: &str) -> Option<f64> {
+        let value = self.get(name)?;
+        let number = value.as_f64();
+        if number.is_none() {
+            self.problems.push(type_error(self.field(name), "a number"));
+        }
+        number
+    }
+
+    pub fn time(&mut self, name: &str) -> Option<Timestamp> {
+        let field = self.field(name);
+        let time = match self.get(name)? {
+            Value::String(text) => Timestamp::parse_rfc3339(text.trim()),
+            _ => None,
+        };
+        if time.is_none() {
+            let message =
+                format!("{field} must be an RFC 3339 date-time such as 2024-03-01T10:30:00Z");
+            self.problems
+                .push(FieldError::new(field, "invalid_date", message));
+        }
+        time
+    }
+
+    /// A nested object; `None` (with a problem) when it is there but not an object.
+    pub fn object<'p2>(&'p2 mut self, name: &str) -> Option<Fields<'a, 'p2>> {
+        let field = self.field(name);
+        match self.get(name)? {
+            Value::Object(map) => Some(Fields {
+                path: field,
+                map,
+                problems: &mut *self.problems,
+            }),
+            _ => {
+                self.problems.push(type_error(field, "an object"));
+                None
+            }
+        }
+    }
+    /// A boolean, when present.
+    pub fn boolean(&mut self, name: &str) -> Option<bool> {
+        let value = self.get(name)?;
+        let boolean = value.as_bool();
+        if boolean.is_none() {
+            self.problems
+                .push(type_error(self.field(name), "a boolean"));
+        }
+        boolean
+    }
+
+    /// An object of strings (`{"key": "value"}`), when present.
+    pub fn text_map(&mut self, name: &str) -> Option<BTreeMap<String, String>> {
+        let field = self.field(name);
+        let Value::Object(map) = self.get(name)? else {
+            self.problems
+                .push(type_error(field, "an object of strings"));
+            return None;
+        };
+        let mut texts = BTreeMap::new();
+        for (key, value) in map {
+            match value {
+                Value::String(text) => {
+                    texts.insert(key.clone(), text.clone());
+                }
+                _ => self
+                    .problems
+                    .push(type_error(path(&field, key), "a string")),
+            }
+        }
+        Some(texts)
+    }
+
+    /// An array, when present.
+    pub fn array(&mut self, name: &str) -> Option<&'a Vec<Value>> {
+        match self.get(name)? {
+            Value::Array(items) => Some(items),
+            _ => {
+                self.problems.push(type_error(self.field(name), "an array"));
+                None
+            }
+        }
+    }
+
+    /// Element `index` of the array `name`, as the fields of an object.
+    pub fn element<'p2>(
+        &'p2 mut self,
+        name: &str,
+        index: usize,
+        value: &'a Value,
+    ) -> Option<Fields<'a, 'p2>> {
+        let field = format!("{}[{index}]", self.field(name));
+        match value {
+            Value::Object(map) => Some(Fields {
+                path: field,
+                map,
+                problems: &mut *self.problems,
+            }),
+            _ => {
+                self.problems.push(type_error(field, "an object"));
+                None
+            }
+        }
+    }
+}
+
+pub fn check_email(field: String, email: &str) -> Result<(), FieldError> {
+    let ok = match email.split_once('@') {
+        Some((local, host)) => {
+            !local.is_empty()
+                && host.contains('.')
+                && !host.starts_with('.')
+                && !host.ends_with('.')
+                && !email.chars().any(char::is_whitespace)
+        }
+        None => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        let message = format!("{field} must be an email address such as ada@example.test");
+        Err(FieldError::new(field, "invalid_email", message))
+    }
+}
+
+/// Runs `read` over the fields of a body (an object at the root; field paths are the body's
+/// own names), and gives its value when no problem was found: every problem at once, 422.
+pub fn read_body<T>(
+    body: &Value,
+    read: impl FnOnce(&mut Fields<'_, '_>) -> Option<T>,
+) -> Result<T, DomainError> {
+    let mut problems = Problems::new();
+    let empty = Map::new();
+    let mut fields = Fields {
+        path: String::new(),
+        map: body.as_object().unwrap_or(&empty),
+        problems: &mut problems,
+    };
+    let value = read(&mut fields);
+    problems.into_result()?;
+    value.ok_or_else(|| DomainError::invalid("body", "invalid_value", "the body could not be read"))
+}

@@ -1,0 +1,194 @@
+//! Checkouts of the headless checkout (contract §4.4; migration 11). The document is the
+//! domain's `CheckoutDocument` as JSON; the columns beside it are what the sweeps and lookups
+//! filter on, written from it at every save.
+
+use diesel::prelude::*;
+use mercer_domain::Timestamp;
+use mercer_domain::checkout::repository::{
+    CheckoutOrder, CheckoutRepository, CheckoutStatus, NewCheckoutOrder,
+};
+use mercer_domain::checkout::state::CheckoutDocument;
+use mercer_domain::kernel::error::{StorageError, StoreResult};
+
+use crate::connection::on_backend;
+use crate::repos::StoreTx;
+use crate::schema::{checkout_orders, shop_settings};
+use crate::store::{storable, storage_error};
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = checkout_orders)]
+struct CheckoutRow {
+    id: i64,
+    shop_id: i64,
+    public_order_id: String,
+    status: String,
+    platform_order_id: Option<String>,
+    last_activity_at: i64,
+    abandoned_at: Option<i64>,
+    fulfilled_at: Option<i64>,
+    version: i64,
+    document: String,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl TryFrom<CheckoutRow> for CheckoutOrder {
+    type Error = StorageError;
+
+    fn try_from(row: CheckoutRow) -> Result<Self, StorageError> {
+        let document: CheckoutDocument = serde_json::from_str(&row.document).map_err(|error| {
+            StorageError::other(format!("checkout {} document: {error}", row.id))
+        })?;
+        Ok(CheckoutOrder {
+            id: row.id,
+            shop_id: row.shop_id,
+            public_order_id: row.public_order_id,
+            status: CheckoutStatus::parse(&row.status)
+                .ok_or_else(|| StorageError::other(format!("checkout status {:?}", row.status)))?,
+            platform_order_id: row.platform_order_id,
+            last_activity_at: Timestamp::from_micros(row.last_activity_at),
+            abandoned_at: row.abandoned_at.map(Timestamp::from_micros),
+            fulfilled_at: row.fulfilled_at.map(Timestamp::from_micros),
+            version: row.version,
+            document,
+            created_at: Timestamp::from_micros(row.created_at),
+            updated_at: Timestamp::from_micros(row.updated_at),
+        })
+    }
+}
+
+fn orders(rows: Vec<CheckoutRow>) -> StoreResult<Vec<CheckoutOrder>> {
+    rows.into_iter().map(CheckoutOrder::try_from).collect()
+}
+
+/// The document as stored: JSON, in which serde escapes any NUL the storefront sent.
+fn document_text(document: &CheckoutDocument) -> StoreResult<String> {
+    serde_json::to_string(document)
+        .map_err(|error| StorageError::other(format!("checkout document: {error}")))
+}
+
+fn email_of(document: &CheckoutDocument) -> Option<String> {
+    document.email().map(|email| storable(email).into_owned())
+}
+
+impl CheckoutRepository for StoreTx<'_> {
+    fn insert_checkout_order(&mut self, new: &NewCheckoutOrder) -> StoreResult<CheckoutOrder> {
+        use checkout_orders as t;
+        let at = new.created_at.as_micros();
+        let values = (
+            t::shop_id.eq(new.shop_id),
+            t::public_order_id.eq(&new.public_order_id),
+            t::status.eq(CheckoutStatus::Open.as_str()),
+            t::email.eq(email_of(&new.document)),
+            t::item_count.eq(new.document.line_items.len() as i64),
+            t::last_activity_at.eq(at),
+            t::version.eq(1i64),
+            t::document.eq(document_text(&new.document)?),
+            t::created_at.eq(at),
+            t::updated_at.eq(at),
+        );
+        let row: CheckoutRow = on_backend!(&mut *self.conn, |c| {
+            diesel::insert_into(t::table)
+                .values(values)
+                .returning(CheckoutRow::as_returning())
+                .get_result(c)
+        })
+        .map_err(storage_error)?;
+        row.try_into()
+    }
+
+    fn checkout_order(
+        &mut self,
+        shop_id: i64,
+        public_order_id: &str,
+    ) -> StoreResult<Option<CheckoutOrder>> {
+        use checkout_orders as t;
+        t::table
+            .filter(t::public_order_id.eq(public_order_id))
+            .filter(t::shop_id.eq(shop_id))
+            .select(CheckoutRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(storage_error)?
+            .map(CheckoutOrder::try_from)
+            .transpose()
+    }
+
+    fn checkout_order_by_id(&mut self, id: i64) -> StoreResult<Option<CheckoutOrder>> {
+        use checkout_orders as t;
+        t::table
+            .find(id)
+            .select(CheckoutRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(storage_error)?
+            .map(CheckoutOrder::try_from)
+            .transpose()
+    }
+
+    fn save_checkout_order(&mut self, order: &CheckoutOrder) -> StoreResult<bool> {
+        use checkout_orders as t;
+        let changed = diesel::update(
+            t::table
+                .filter(t::id.eq(order.id))
+                .filter(t::version.eq(order.version)),
+        )
+        .set((
+            t::status.eq(order.status.as_str()),
+            t::email.eq(email_of(&order.document)),
+            t::item_count.eq(order.document.line_items.len() as i64),
+            t::platform_order_id.eq(order.platform_order_id.as_deref()),
+            t::last_activity_at.eq(order.last_activity_at.as_micros()),
+            t::abandoned_at.eq(order.abandoned_at.map(|at| at.as_micros())),
+            t::fulfilled_at.eq(order.fulfilled_at.map(|at| at.as_micros())),
+            t::version.eq(order.version + 1),
+            t::document.eq(document_text(&order.document)?),
+            t::updated_at.eq(order.updated_at.as_micros()),
+        ))
+        .execute(self.conn)
+        .map_err(storage_error)?;
+        Ok(changed == 1)
+    }
+
+    fn checkout_order_of_platform_order(
+        &mut self,
+        shop_id: i64,
+        platform_order_id: &str,
+    ) -> StoreResult<Option<CheckoutOrder>> {
+        use checkout_orders as t;
+        t::table
+            .filter(t::shop_id.eq(shop_id))
+            .filter(t::platform_order_id.eq(platform_order_id))
+            .select(CheckoutRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(storage_error)?
+            .map(CheckoutOrder::try_from)
+            .transpose()
+    }
+
+    fn abandoned_checkout_orders(
+        &mut self,
+        idle_since: Timestamp,
+        limit: usize,
+    ) -> StoreResult<Vec<CheckoutOrder>> {
+        use checkout_orders as t;
+        let emails_off = shop_settings::table
+            .filter(shop_settings::abandoned_cart_emails.eq(false))
+            .select(shop_settings::shop_id);
+        // The partial index of open checkouts not reported, by their last change.
+        let rows = t::table
+            .filter(t::status.eq(CheckoutStatus::Open.as_str()))
+            .filter(t::abandoned_at.is_null())
+            .filter(t::last_activity_at.le(idle_since.as_micros()))
+            .filter(t::email.is_not_null())
+            .filter(t::item_count.gt(0))
+            .filter(t::shop_id.eq_any(emails_off))
+            .order((t::last_activity_at.asc(), t::id.asc()))
+            .limit(limit as i64)
+            .select(CheckoutRow::as_select())
+            .load(self.conn)
+            .map_err(storage_error)?;
+        orders(rows)
+    }
+}
