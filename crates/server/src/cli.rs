@@ -216,6 +216,23 @@ pub struct ServeArgs {
     #[arg(long, env = "MERCER_SCHEDULER_INTERVAL_MS", default_value_t = 60_000)]
     pub scheduler_interval_ms: u64,
 
+    /// Seconds a checkout with items and an email must be left untouched before
+    /// order/abandoned is sent (while the shop's built-in abandoned-cart emails are off).
+    #[arg(
+        long = "abandonment-delay-s",
+        env = "MERCER_ABANDONMENT_DELAY_S",
+        default_value_t = 3600
+    )]
+    pub abandonment_delay_s: u64,
+
+    /// Seconds between two sweeps for abandoned checkouts; at least 1.
+    #[arg(
+        long = "abandonment-interval-s",
+        env = "MERCER_ABANDONMENT_INTERVAL_S",
+        default_value_t = 300
+    )]
+    pub abandonment_interval_s: u64,
+
     /// Start Mercer's clock at this RFC 3339 instant instead of the system's, running at the
     /// system clock's rate from there: for tests and demos of what Mercer does at a later date
     /// (orders coming due, retries, expiring payment methods). Signatures on the wire keep the

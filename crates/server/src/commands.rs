@@ -10,7 +10,7 @@ use std::time::Duration;
 use mercer_domain::kernel::wake::Wake;
 use mercer_domain::webhooks::RetryPolicy;
 use mercer_outbound::PrivateAddressGuard;
-use mercer_webhooks::DispatcherConfig;
+use mercer_webhooks::{DispatcherConfig, HttpOverrideCaller};
 use metrics_exporter_prometheus::PrometheusHandle;
 
 use mercer_connector::HttpConnector;
@@ -23,6 +23,7 @@ use mercer_domain::access::shop::{
     DemoCredentials, ShopInput, ShopSettings, bootstrap_demo, connector_secret, create_shop,
     find_shop, update_shop_settings,
 };
+use mercer_domain::checkout::sweeps::AbandonmentJob;
 use mercer_domain::kernel::jobs::{JobState, enqueue};
 use mercer_domain::kernel::time::{Clock, OffsetClock};
 use mercer_domain::platform::connector::PlatformConnectorHandle;
@@ -38,8 +39,9 @@ use crate::cli::{
     ShopCreateArgs, StaffCommand, SubscriptionsCommand, TokenCommand,
 };
 use crate::http::{self, ServeOptions, state::AppState};
+use crate::runtime::checkout::CheckoutConfig;
 use crate::runtime::jobs::JobRunnerConfig;
-use crate::runtime::{SchedulerConfig, Workers};
+use crate::runtime::{BackgroundConfig, SchedulerConfig, Workers};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CommandError {
@@ -624,6 +626,7 @@ pub fn start_services(
     // one queued or running).
     store.write(|tx| {
         enqueue(tx, &SchedulerJob {}, now(), now())?;
+        enqueue(tx, &AbandonmentJob {}, now(), now())?;
         Ok(())
     })?;
     let jobs = JobRunnerConfig {
@@ -631,10 +634,16 @@ pub fn start_services(
         lease: Duration::from_secs(args.job_lease.max(1)),
         ..JobRunnerConfig::default()
     };
-    let scheduler = SchedulerConfig {
-        interval: Duration::from_millis(args.scheduler_interval_ms),
+    let background = BackgroundConfig {
+        scheduler: SchedulerConfig {
+            interval: Duration::from_millis(args.scheduler_interval_ms),
+        },
+        checkout: CheckoutConfig {
+            abandonment_delay: Duration::from_secs(args.abandonment_delay_s),
+            abandonment_interval: Duration::from_secs(args.abandonment_interval_s.max(1)),
+        },
     };
-    let workers = Workers::start(&store, connector.clone(), clock, jobs, scheduler)?;
+    let workers = Workers::start(&store, connector.clone(), clock, jobs, background)?;
     let webhooks = Wake::default();
     let stop_webhooks = Arc::new(AtomicBool::new(false));
     let webhook_threads = mercer_webhooks::start(
@@ -655,6 +664,7 @@ pub fn start_services(
         access_cache: Default::default(),
         webhooks: webhooks.clone(),
         address_guard,
+        overrides: Arc::new(HttpOverrideCaller::new(address_guard)),
         metrics,
         sign_ins: Default::default(),
     };

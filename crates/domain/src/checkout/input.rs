@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::checkout::state::{CheckoutAddress, CheckoutMetaData, StoredOrderOverride};
 use crate::kernel::error::{DomainError, FieldError};
@@ -395,16 +395,6 @@ pub fn parse_meta_data_patch(body: &Value) -> Result<MetaDataPatch, DomainError>
     })
 }
 
-/// A body that may be empty (the library sends none on some routes): `{}` then.
-pub fn body_or_empty(bytes: &[u8]) -> Result<Value, DomainError> {
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Ok(Value::Object(Map::new()));
-    }
-    serde_json::from_slice(bytes).map_err(|_| {
-        DomainError::invalid("body", "invalid_json", "the body is not a JSON document")
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -502,7 +492,5 @@ mod tests {
         assert_eq!(patch.notes.as_deref(), Some("gift"));
         assert_eq!(patch.tags, Some(vec!["a".to_string()]));
         assert_eq!(patch.cart_parameters, None);
-        assert_eq!(body_or_empty(b"").unwrap(), json!({}));
-        assert!(body_or_empty(b"{").is_err());
     }
 }

@@ -3,6 +3,11 @@
 //! the built-in test gateway, and the six checkout topics it fires.
 
 pub mod input;
+pub mod payloads;
+pub mod processing;
 pub mod repository;
+pub mod settings;
 pub mod state;
+pub mod storefront;
+pub mod sweeps;
 pub mod token;

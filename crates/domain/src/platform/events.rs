@@ -821,12 +821,16 @@ pub fn apply_events(
         }
     }
     let mut states: HashMap<EntityKey, Working> = HashMap::new();
+    // Orders fulfilled before the batch: their fulfilment is not news.
+    let mut fulfilled_before: HashSet<EntityKey> = HashSet::new();
     for ((shop_id, kind), ids) in &wanted {
         for (platform_id, record) in tx.platform_entities(*shop_id, *kind, ids)? {
-            states.insert(
-                (*shop_id, *kind, platform_id),
-                Working::from_record(*kind, record)?,
-            );
+            let working = Working::from_record(*kind, record)?;
+            let key = (*shop_id, *kind, platform_id);
+            if working.is_live() && is_fulfilled(working.document.as_ref()) {
+                fulfilled_before.insert(key.clone());
+            }
+            states.insert(key, working);
         }
     }
     let mut outcomes = Vec::with_capacity(events.len());
@@ -870,6 +874,16 @@ pub fn apply_events(
                     .map_err(corrupt)?,
             };
             let document = working.document.filter(|_| live);
+            if *kind == EntityKind::Order
+                && is_fulfilled(document.as_ref())
+                && !fulfilled_before.contains(key)
+            {
+                let job = OrderFulfilledJob {
+                    shop_id: *shop_id,
+                    platform_order_id: key.2.clone(),
+                };
+                crate::kernel::jobs::enqueue(tx, &job, now, now)?;
+            }
             writes.push(EntityWrite {
                 stored_id: working.stored_id,
                 previous: before.remove(key),
@@ -885,6 +899,34 @@ pub fn apply_events(
         }
     }
     Ok(outcomes)
+}
+
+/// An order of the platform became fulfilled (an Order Saved event with `fulfillment_status`
+/// `fulfilled`, when the order was not): whoever cares (the headless checkout's
+/// `order/fulfilled`) handles it. Enqueued in the transaction that applies the event.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct OrderFulfilledJob {
+    pub shop_id: i64,
+    pub platform_order_id: String,
+}
+
+impl crate::kernel::jobs::JobPayload for OrderFulfilledJob {
+    const KIND: &'static str = "platform.order_fulfilled";
+
+    fn unique_key(&self) -> Option<String> {
+        Some(format!(
+            "{}:{}:{}",
+            Self::KIND,
+            self.shop_id,
+            self.platform_order_id
+        ))
+    }
+}
+
+/// Whether a document is an order the platform says is fulfilled.
+fn is_fulfilled(document: Option<&EntityDocument>) -> bool {
+    matches!(document, Some(EntityDocument::Order(order))
+        if order.fulfillment_status.as_deref().is_some_and(|status| status.eq_ignore_ascii_case("fulfilled")))
 }
 
 /// Applies one event: a batch of one.

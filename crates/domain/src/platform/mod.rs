@@ -3,6 +3,7 @@
 //! of service-side changes, and placing orders exactly once.
 
 pub mod addresses;
+pub mod catalogue;
 pub mod connector;
 pub mod destinations;
 pub mod events;

@@ -135,19 +135,29 @@ pub fn with_payment_key(mut payment: Payment, key: &str) -> Payment {
     payment
 }
 
-/// Create Order with `idempotency_key`; the platform id of the order (the first one created
+/// The order the platform holds: its id, and its name for people (`order_number`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlacedOrder {
+    pub platform_id: String,
+    pub order_number: Option<String>,
+}
+
+/// Create Order with `idempotency_key`; the order the platform made (the first one created
 /// with the key, when the connector saw it before).
 pub fn create_order(
     connector_client: &dyn PlatformConnector,
     target: &ConnectorTarget,
     order: &Order,
     idempotency_key: &str,
-) -> Result<String, PlacementError> {
+) -> Result<PlacedOrder, PlacementError> {
     let created = connector_client
         .create_order(target, order, Some(idempotency_key))
         .map_err(connector(PlacementStep::CreateOrder))?;
     match created.platform_id {
-        Some(id) if !id.is_blank() => Ok(id.as_str().to_string()),
+        Some(id) if !id.is_blank() => Ok(PlacedOrder {
+            platform_id: id.as_str().to_string(),
+            order_number: created.order_number.filter(|number| !number.is_empty()),
+        }),
         _ => Err(PlacementError::Connector {
             step: PlacementStep::CreateOrder,
             error: ConnectorError::Malformed("the created order has no platform_id".to_string()),

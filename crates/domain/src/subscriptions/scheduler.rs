@@ -705,7 +705,7 @@ fn call_connector(
                 clock.now(),
             );
             match placement::create_order(connector, target, &body, &order.idempotency_key) {
-                Ok(id) => id,
+                Ok(placed) => placed.platform_id,
                 Err(error) => return Ok(Err(AttemptFailure::placement(&error))),
             }
         }

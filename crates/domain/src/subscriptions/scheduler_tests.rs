@@ -766,7 +766,8 @@ fn a_run_claimed_again_after_a_crash_places_no_second_order_and_no_second_paymen
         &Order::default(),
         &attempt.idempotency_key,
     )
-    .unwrap();
+    .unwrap()
+    .platform_id;
     w.db.write(|tx| Ok(tx.set_order_platform_id(attempt.id, &order_id, w.clock.now())?))
         .unwrap();
     let payment = platform_payment(

@@ -5,6 +5,7 @@ use actix_web::web;
 use mercer_domain::DomainError;
 use mercer_domain::Timestamp;
 use mercer_domain::kernel::time::{Clock, OffsetClock};
+use mercer_domain::overrides::OverrideCaller;
 use mercer_domain::platform::connector::PlatformConnectorHandle;
 use mercer_domain::ports::{Database, Repositories};
 use mercer_store::Store;
@@ -35,6 +36,8 @@ pub struct AppState {
     pub webhooks: Wake,
     /// Where outgoing calls (connectors, webhook callbacks, overrides) may lead.
     pub address_guard: PrivateAddressGuard,
+    /// Calls the checkout's API overrides (signed, within their time limit, guarded).
+    pub overrides: std::sync::Arc<dyn OverrideCaller>,
     /// Renders the metrics in Prometheus's text format.
     pub metrics: PrometheusHandle,
     /// Sign-in failures per client address (the OAuth authorize page).

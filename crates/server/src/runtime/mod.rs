@@ -4,6 +4,7 @@
 //! subscription scheduler and its orders ([`scheduler`])), and on SQLite the checkpointer that
 //! copies the WAL back into the database file.
 
+pub mod checkout;
 pub mod jobs;
 pub mod scheduler;
 
@@ -14,9 +15,13 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use mercer_domain::DomainError;
+use mercer_domain::checkout::processing::PushOrderJob;
+use mercer_domain::checkout::sweeps::AbandonmentJob;
 use mercer_domain::kernel::time::{Clock, OffsetClock};
 use mercer_domain::platform::connector::PlatformConnectorHandle;
-use mercer_domain::platform::events::{Accepted, NewInboundEvent, accept_events, apply_pending};
+use mercer_domain::platform::events::{
+    Accepted, NewInboundEvent, OrderFulfilledJob, accept_events, apply_pending,
+};
 use mercer_domain::platform::outbox::{OutboxJob, deliver_shop_calls};
 use mercer_domain::platform::sync::{SyncJob, run_sync_job};
 use mercer_domain::ports::Database;
@@ -243,12 +248,18 @@ fn job_handlers(
     store: &Store,
     connector: PlatformConnectorHandle,
     clock: OffsetClock,
-    scheduler_config: SchedulerConfig,
+    config: BackgroundConfig,
     applier: Wake,
 ) -> JobHandlers {
     let (sync_store, sync_connector) = (store.clone(), connector.clone());
     let (outbox_store, outbox_connector) = (store.clone(), connector.clone());
     let (scheduler_store, order_store) = (store.clone(), store.clone());
+    let (push_store, push_connector) = (store.clone(), connector.clone());
+    let (sweep_store, fulfilled_store) = (store.clone(), store.clone());
+    let BackgroundConfig {
+        scheduler: scheduler_config,
+        checkout: checkout_config,
+    } = config;
     JobHandlers::default()
         .register(move |sync: SyncJob, job, control| {
             let ran = run_sync_job(
@@ -278,6 +289,22 @@ fn job_handlers(
         .register(move |order: OrderJob, _job, control| {
             scheduler::place(&order_store, connector.as_ref(), clock, order, control)
         })
+        .register(move |push: PushOrderJob, job, _control| {
+            checkout::push(&push_store, push_connector.as_ref(), clock, push, job)
+        })
+        .register(move |_: AbandonmentJob, _job, control| {
+            checkout::sweep(&sweep_store, clock, checkout_config, control)
+        })
+        .register(move |fulfilled: OrderFulfilledJob, _job, _control| {
+            checkout::fulfilled(&fulfilled_store, clock, fulfilled)
+        })
+}
+
+/// How the recurring jobs run in this process.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BackgroundConfig {
+    pub scheduler: SchedulerConfig,
+    pub checkout: checkout::CheckoutConfig,
 }
 
 /// The running workers of one process.
@@ -305,7 +332,7 @@ impl Workers {
         connector: PlatformConnectorHandle,
         clock: OffsetClock,
         jobs: JobRunnerConfig,
-        scheduler: SchedulerConfig,
+        background: BackgroundConfig,
     ) -> std::io::Result<Workers> {
         let stop = Arc::new(AtomicBool::new(false));
         let applier_wake = Wake::default();
@@ -343,7 +370,7 @@ impl Workers {
         let runner = JobRunner::start(
             store.clone(),
             clock,
-            job_handlers(store, connector, clock, scheduler, applier_wake.clone()),
+            job_handlers(store, connector, clock, background, applier_wake.clone()),
             jobs,
             Wake::default(),
         )?;

@@ -2,6 +2,7 @@
 //! domain, render; nothing else.
 
 mod access;
+mod checkout;
 mod directory;
 mod operations;
 mod overrides;
@@ -29,5 +30,6 @@ pub fn configure(config: &mut web::ServiceConfig) {
     webhooks::configure(config);
     subscriptions::configure(config);
     overrides::configure(config);
+    checkout::configure(config);
     operations::configure(config);
 }

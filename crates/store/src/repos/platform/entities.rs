@@ -637,13 +637,8 @@ impl PlatformRepository for StoreTx<'_> {
     ) -> StoreResult<Vec<(String, EntityRecord)>> {
         use platform_products as p;
         use product_variants as v;
-        let rows: Vec<(
-            Option<String>,
-            i64,
-            Option<i64>,
-            Option<i64>,
-            Option<String>,
-        )> = v::table
+        // Only variants with one of these ids match: their id is not null.
+        let rows: Vec<RecordColumns> = v::table
             .inner_join(p::table)
             .filter(v::shop_id.eq(shop_id))
             .filter(v::platform_id.eq_any(variant_ids))
@@ -651,7 +646,7 @@ impl PlatformRepository for StoreTx<'_> {
             .filter(p::deleted_at.is_null())
             .filter(p::platform_deleted_at.is_null())
             .select((
-                v::platform_id,
+                v::platform_id.assume_not_null(),
                 p::id,
                 p::platform_updated_at,
                 p::platform_deleted_at,
@@ -661,14 +656,14 @@ impl PlatformRepository for StoreTx<'_> {
             .map_err(storage_error)?;
         Ok(rows
             .into_iter()
-            .filter_map(|(variant_id, id, updated, deleted, document)| {
+            .map(|(variant_id, id, updated, deleted, document)| {
                 let record = EntityRecord {
                     id,
                     platform_updated_at: updated.map(Timestamp::from_micros),
                     platform_deleted_at: deleted.map(Timestamp::from_micros),
                     document,
                 };
-                Some((variant_id?, record))
+                (variant_id, record)
             })
             .collect())
     }

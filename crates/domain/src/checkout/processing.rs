@@ -1,0 +1,715 @@
+//! Process Order and what follows it (contract §4.4; docs/checkout.md): the final inventory
+//! check, the discounts valued again, the payments authorized by the test gateway, then
+//! `order/processed`; the order pushed to the platform by a job ([`PushOrderJob`]: Create Order
+//! with `Idempotency-Key` = `public_order_id`, then Create Payment), then `order/created` with
+//! the gift cards and subscriptions it brings, or `order/failed`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::access::credentials::random_hex;
+use crate::access::shop::Shop;
+use crate::checkout::payloads::{self, Topic};
+use crate::checkout::repository::{
+    CheckoutDatabase, CheckoutOrder, CheckoutRepositories, CheckoutStatus,
+};
+use crate::checkout::state::{CheckoutDocument, CheckoutLineItem};
+use crate::checkout::storefront::{
+    APPROVING_TOKEN, CheckoutContext, InventoryStage, ORDER_RRULE_PROPERTY,
+    SUBSCRIPTION_GROUP_PROPERTY, StorefrontCall, inventory_check, read,
+};
+use crate::kernel::error::{DomainError, FieldError};
+use crate::kernel::jobs::{JobFailure, JobPayload, enqueue};
+use crate::kernel::money::{Cents, CurrencyCode};
+use crate::kernel::time::Timestamp;
+use crate::overrides::{OverrideAnswer, OverrideDatabase, OverrideType};
+use crate::platform::connector::{ConnectorError, PlatformConnector};
+use crate::platform::destinations::{Topic as DestinationTopic, live_target};
+use crate::platform::placement::{self, PlacementError, with_payment_key};
+use crate::platform::resources::{
+    CustomAttribute, Decimal, LineItem, Order, OrderAddress, Payment, PlatformId,
+};
+use crate::subscriptions::input::NewSubscription;
+use crate::subscriptions::operations::{create_subscription, subscription_data};
+use crate::subscriptions::recurrence::{OrderSchedule, ShopZone};
+use crate::subscriptions::resources::Actor;
+use crate::subscriptions::topics::Topic as SubscriptionTopic;
+use crate::subscriptions::webhooks::emit_with_order;
+
+/// Pushes a processed checkout to the platform.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PushOrderJob {
+    pub checkout_id: i64,
+}
+
+impl JobPayload for PushOrderJob {
+    const KIND: &'static str = "checkout.push_order";
+    /// About two and a half minutes of retries (5, 10, 20, 40, 80 s) before the order fails.
+    const MAX_ATTEMPTS: i64 = 6;
+
+    fn unique_key(&self) -> Option<String> {
+        Some(format!("{}:{}", Self::KIND, self.checkout_id))
+    }
+}
+
+fn not_ready(field: &str, code: &'static str, message: &str) -> FieldError {
+    FieldError::new(field, code, message)
+}
+
+/// What the order lacks before it can be processed, each a problem on its part.
+fn missing_parts(document: &CheckoutDocument) -> Vec<FieldError> {
+    let mut problems = Vec::new();
+    if document.email().is_none() {
+        problems.push(not_ready(
+            "customer",
+            "required",
+            "the order has no customer: add one with an email address",
+        ));
+    }
+    if document.line_items.is_empty() {
+        problems.push(not_ready(
+            "line_items",
+            "required",
+            "the order has no line items",
+        ));
+    }
+    if document.requires_shipping() {
+        if document.shipping_address.is_none() {
+            problems.push(not_ready(
+                "addresses.shipping",
+                "required",
+                "the order needs a shipping address",
+            ));
+        }
+        if document.selected_shipping.is_none() {
+            problems.push(not_ready(
+                "shipping_lines",
+                "required",
+                "choose a shipping line",
+            ));
+        }
+    }
+    if document.billing_address.is_none() {
+        problems.push(not_ready(
+            "addresses.billing",
+            "required",
+            "the order needs a billing address",
+        ));
+    }
+    problems
+}
+
+/// `processOrder`. In order: the order is complete; the final inventory check passes (through
+/// the `inventory` override); each discount is valued again (through the `discount` override);
+/// the payments cover the total; the test gateway authorizes each. Then the order is processed
+/// (`order/processed`) and its push to the platform is queued. A declined payment emits
+/// `order/failed` and leaves the order open, without that payment.
+pub fn process_order<D: CheckoutDatabase + OverrideDatabase>(
+    context: &CheckoutContext<'_, D>,
+    call: &StorefrontCall,
+) -> Result<Value, DomainError> {
+    let now = context.now;
+    let (shop, mut order) = read(context.db, call, now)?;
+    if order.status != CheckoutStatus::Open {
+        return Err(DomainError::Unprocessable {
+            code: "order.processed",
+            message: "the order is processed already".to_string(),
+        });
+    }
+    let problems = missing_parts(&order.document);
+    if !problems.is_empty() {
+        return Err(DomainError::Invalid(problems));
+    }
+    let inventory = inventory_check(context, &shop, &order, InventoryStage::Final)?;
+    if inventory["result"] == "fail" {
+        return Err(DomainError::invalid(
+            "inventory",
+            "insufficient_stock",
+            format!(
+                "some line items are not in stock: {}",
+                inventory["failed_items"]
+            ),
+        ));
+    }
+    revalue_discounts(context, &shop, &mut order)?;
+    let amounts = order.document.amounts();
+    if amounts.balance != Cents::ZERO {
+        return Err(DomainError::invalid(
+            "payments",
+            "balance_not_paid",
+            format!(
+                "the payments must cover the order total: {} cents are left to pay",
+                amounts.balance.0
+            ),
+        ));
+    }
+    let declined: Vec<String> = order
+        .document
+        .payments
+        .iter()
+        .filter(|payment| payment.token != APPROVING_TOKEN)
+        .map(|payment| payment.id.clone())
+        .collect();
+    order.updated_at = now;
+    order.last_activity_at = now;
+    if !declined.is_empty() {
+        order.document.failure = Some("the payment was declined".to_string());
+        let shown = order.document.application_state(&order.public_order_id);
+        order
+            .document
+            .payments
+            .retain(|payment| !declined.contains(&payment.id));
+        CheckoutDatabase::write_tx(context.db, |tx| {
+            if !tx.save_checkout_order(&order)? {
+                return Err(busy());
+            }
+            payloads::emit(tx, &shop, &order, Topic::OrderFailed, shown, now)
+        })?;
+        return Err(DomainError::invalid(
+            "payments",
+            "payment_declined",
+            "the payment was declined by the gateway; add another payment",
+        ));
+    }
+    order.document.is_processed = true;
+    order.document.failure = None;
+    order.status = CheckoutStatus::Processed;
+    CheckoutDatabase::write_tx(context.db, |tx| {
+        if !tx.save_checkout_order(&order)? {
+            return Err(busy());
+        }
+        let shown = order.document.application_state(&order.public_order_id);
+        payloads::emit(tx, &shop, &order, Topic::OrderProcessed, shown, now)?;
+        enqueue(
+            tx,
+            &PushOrderJob {
+                checkout_id: order.id,
+            },
+            now,
+            now,
+        )?;
+        Ok(())
+    })?;
+    order.version += 1;
+    Ok(json!({"application_state": order.document.application_state(&order.public_order_id)}))
+}
+
+fn busy() -> DomainError {
+    DomainError::Conflict {
+        code: "order.busy",
+        message: "the order changed while it was processed; try again".to_string(),
+    }
+}
+
+/// Values each applied discount again: a code no longer valid is dropped (and the order
+/// refused, 422 on `discounts`); a changed value is kept.
+fn revalue_discounts<D: CheckoutDatabase + OverrideDatabase>(
+    context: &CheckoutContext<'_, D>,
+    shop: &Shop,
+    order: &mut CheckoutOrder,
+) -> Result<(), DomainError> {
+    let mut invalid = Vec::new();
+    for index in 0..order.document.discounts.len() {
+        let code = order.document.discounts[index].code.clone();
+        let data = json!({
+            "code": code,
+            "line_items": order.document.line_items.iter().map(crate::checkout::state::line_item_json).collect::<Vec<_>>(),
+            "subtotal": order.document.amounts().items,
+            "currency": order.document.currency,
+        });
+        let answer = crate::overrides::run(
+            context.db,
+            context.overrides,
+            shop,
+            &order.document.order_overrides(),
+            &order.public_order_id,
+            OverrideType::Discount,
+            data,
+        )?;
+        match answer {
+            Some(OverrideAnswer::Discount(answer)) if answer.valid => {
+                if let Some(discount) = answer.discount {
+                    order.document.discounts[index].value =
+                        Cents(i64::try_from(discount.amount).unwrap_or(i64::MAX));
+                }
+            }
+            _ => invalid.push(code),
+        }
+    }
+    if invalid.is_empty() {
+        return Ok(());
+    }
+    order
+        .document
+        .discounts
+        .retain(|d| !invalid.contains(&d.code));
+    order.updated_at = context.now;
+    CheckoutDatabase::write_tx(context.db, |tx| {
+        if tx.save_checkout_order(order)? {
+            Ok(())
+        } else {
+            Err(busy())
+        }
+    })?;
+    Err(DomainError::invalid(
+        "discounts",
+        "invalid_discount",
+        format!("no longer valid, removed: {}", invalid.join(", ")),
+    ))
+}
+
+// ---------------------------------------------------------------------------------------
+// Pushing the order to the platform
+
+/// How a run of [`PushOrderJob`] ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pushed {
+    /// The platform has the order and its payments: `order/created` was emitted.
+    Created { platform_order_id: String },
+    /// It failed for good: `order/failed` was emitted.
+    Failed { reason: String },
+    /// Nothing to do: the order is not waiting to be pushed.
+    Nothing,
+}
+
+/// Whether a connector failure may pass if tried again.
+fn transient(error: &PlacementError) -> bool {
+    match error {
+        PlacementError::Declined { .. } => false,
+        PlacementError::Connector { error, .. } => match error {
+            ConnectorError::Timeout(_) | ConnectorError::Unreachable(_) => true,
+            ConnectorError::Failed { status } => *status >= 500 || matches!(status, 408 | 429),
+            ConnectorError::NotFound
+            | ConnectorError::Malformed(_)
+            | ConnectorError::BadSignature => false,
+        },
+    }
+}
+
+fn money(amount: Cents, currency: &str) -> Option<Decimal> {
+    let currency = CurrencyCode::parse(currency)?;
+    Decimal::parse(&amount.to_decimal(&currency))
+}
+
+fn order_address(
+    address: Option<&crate::checkout::state::CheckoutAddress>,
+    email: Option<&str>,
+) -> Option<OrderAddress> {
+    let address = address?;
+    let text = |value: &str| Some(value.to_string()).filter(|v| !v.is_empty());
+    Some(OrderAddress {
+        first_name: text(&address.first_name),
+        last_name: text(&address.last_name),
+        company: text(&address.business_name),
+        phone: text(&address.phone_number),
+        email: email.map(str::to_string),
+        street_1: text(&address.address_line_1),
+        street_2: text(&address.address_line_2),
+        city: text(&address.city),
+        province: text(&address.province),
+        province_code: text(&address.province_code),
+        country: text(&address.country),
+        country_code: text(&address.country_code),
+        postal_code: text(&address.postal_code),
+        ..OrderAddress::default()
+    })
+}
+
+fn attribute(description: &str, value: impl Into<String>) -> CustomAttribute {
+    CustomAttribute {
+        description: description.to_string(),
+        value: value.into(),
+    }
+}
+
+/// The order as Create Order sends it (seed 000 §2 Order).
+fn platform_order(order: &CheckoutOrder, now: Timestamp) -> Order {
+    let document = &order.document;
+    let currency = document.currency.as_str();
+    let amounts = document.amounts();
+    let email = document.email();
+    let line_items = document
+        .line_items
+        .iter()
+        .map(|item| LineItem {
+            platform_product_id: Some(PlatformId::new(item.product_id.clone())),
+            platform_variant_id: Some(PlatformId::new(item.variant_id.clone())),
+            title: Some(item.title.clone()),
+            sku: Some(item.sku.clone()).filter(|sku| !sku.is_empty()),
+            image: Some(item.image_url.clone()).filter(|url| !url.is_empty()),
+            quantity: Some(item.quantity),
+            taxable: Some(item.taxable),
+            requires_shipping: Some(item.requires_shipping),
+            price_per_item: money(item.price, currency),
+            subtotal: money(item.total(), currency),
+            total: money(item.total(), currency),
+            custom_attributes: Some(
+                [(
+                    "line_item_key".to_string(),
+                    attribute(
+                        "the checkout's key of the line item",
+                        item.line_item_key.clone(),
+                    ),
+                )]
+                .into_iter()
+                .collect(),
+            ),
+            ..LineItem::default()
+        })
+        .collect();
+    Order {
+        platform_customer_id: None,
+        shipping_addresses: order_address(document.shipping_address.as_ref(), email)
+            .map(|address| vec![address]),
+        billing_address: order_address(document.billing_address.as_ref(), email),
+        line_items: Some(line_items),
+        shipping_method: document
+            .selected_shipping
+            .as_ref()
+            .map(|line| line.description.clone()),
+        source: Some("checkout".to_string()),
+        created_via: Some("mercer".to_string()),
+        notes: Some(document.order_meta_data.notes.clone()).filter(|n| !n.is_empty()),
+        placed_at: Some(now),
+        currency: Some(currency.to_string()),
+        subtotal: money(amounts.items, currency),
+        shipping_subtotal: money(amounts.shipping, currency),
+        total_tax: money(amounts.taxes, currency),
+        discount: money(amounts.discounts, currency),
+        total: money(amounts.total, currency),
+        custom_attributes: Some(
+            [(
+                "public_order_id".to_string(),
+                attribute("the checkout's order", order.public_order_id.clone()),
+            )]
+            .into_iter()
+            .collect(),
+        ),
+        ..Order::default()
+    }
+}
+
+/// Runs a [`PushOrderJob`]: Create Order (the stored platform order when a run got that far),
+/// then Create Payment for each payment not paid yet, then the outcome. A connector failure
+/// that may pass is retried by the job runner (`Err`), up to `last_attempt`, when the order
+/// fails for good.
+pub fn push_order<D: CheckoutDatabase>(
+    db: &D,
+    connector: &dyn PlatformConnector,
+    job: PushOrderJob,
+    last_attempt: bool,
+    now: Timestamp,
+) -> Result<Pushed, JobFailure> {
+    let context = db.read_tx(|tx| {
+        let Some(order) = tx.checkout_order_by_id(job.checkout_id)? else {
+            return Ok(None);
+        };
+        if order.status != CheckoutStatus::Processed {
+            return Ok(None);
+        }
+        let Some(shop) = tx.shop_by_id(order.shop_id)? else {
+            return Ok(None);
+        };
+        let target = live_target(tx, &shop, DestinationTopic::Orders, now)?.map(|(_, t)| t);
+        Ok(Some((shop, order, target)))
+    })?;
+    let Some((shop, mut order, target)) = context else {
+        return Ok(Pushed::Nothing);
+    };
+    let Some(target) = target else {
+        return Ok(fail(
+            db,
+            &shop,
+            order,
+            "the shop has no orders destination",
+            now,
+        )?);
+    };
+    let result = (|| -> Result<(), PlacementError> {
+        // Resumed: a run before got the platform's order, and may have paid.
+        let resumed = order.platform_order_id.is_some();
+        let platform_order_id = match order.platform_order_id.clone() {
+            Some(id) => id,
+            None => {
+                let placed = placement::create_order(
+                    connector,
+                    &target,
+                    &platform_order(&order, now),
+                    &order.public_order_id,
+                )?;
+                order.platform_order_id = Some(placed.platform_id.clone());
+                order.document.platform_friendly_identifier = placed.order_number;
+                order.updated_at = now;
+                let saved = db
+                    .write_tx(|tx| Ok(tx.save_checkout_order(&order)?))
+                    .unwrap_or(false);
+                if saved {
+                    order.version += 1;
+                }
+                placed.platform_id
+            }
+        };
+        let currency = order.document.currency.clone();
+        for payment in &order.document.payments {
+            let key = format!("{}#{}", order.public_order_id, payment.id);
+            let body = with_payment_key(
+                Payment {
+                    description: Some(format!("Checkout {}", order.public_order_id)),
+                    provider: Some(payment.gateway_public_id.clone()),
+                    payment_method: Some(payment.token.clone()),
+                    currency: Some(currency.clone()),
+                    amount_planned: money(payment.amount, &currency),
+                    ..Payment::default()
+                },
+                &key,
+            );
+            let earlier = resumed.then_some(key.as_str());
+            placement::pay_once(connector, &target, &platform_order_id, &body, earlier)?;
+        }
+        Ok(())
+    })();
+    match result {
+        Ok(()) => Ok(created(db, &shop, order, now)?),
+        Err(error) if transient(&error) && !last_attempt => Err(JobFailure::retry(format!(
+            "checkout {}: {}",
+            order.public_order_id,
+            error.message()
+        ))),
+        Err(error) => Ok(fail(db, &shop, order, &error.message(), now)?),
+    }
+}
+
+/// The order failed for good: `order/failed`.
+fn fail<D: CheckoutDatabase>(
+    db: &D,
+    shop: &Shop,
+    mut order: CheckoutOrder,
+    reason: &str,
+    now: Timestamp,
+) -> Result<Pushed, DomainError> {
+    // The order as it was when the failure happened (a save of the platform id may have
+    // been lost to a storage error): read it again.
+    if let Some(fresh) = db.read_tx(|tx| Ok(tx.checkout_order_by_id(order.id)?))? {
+        order = fresh;
+    }
+    if order.status != CheckoutStatus::Processed {
+        return Ok(Pushed::Nothing);
+    }
+    order.status = CheckoutStatus::Failed;
+    order.document.failure = Some(reason.to_string());
+    order.updated_at = now;
+    db.write_tx(|tx| {
+        if !tx.save_checkout_order(&order)? {
+            return Err(busy());
+        }
+        let shown = order.document.application_state(&order.public_order_id);
+        payloads::emit(tx, shop, &order, Topic::OrderFailed, shown, now)
+    })?;
+    log::warn!(target: "mercer::checkout", "checkout {} failed: {reason}", order.public_order_id);
+    Ok(Pushed::Failed {
+        reason: reason.to_string(),
+    })
+}
+
+/// The platform has the order: `order/created`, the gift cards it sold, the subscriptions its
+/// plans make.
+fn created<D: CheckoutDatabase>(
+    db: &D,
+    shop: &Shop,
+    mut order: CheckoutOrder,
+    now: Timestamp,
+) -> Result<Pushed, DomainError> {
+    if let Some(fresh) = db.read_tx(|tx| Ok(tx.checkout_order_by_id(order.id)?))? {
+        order = CheckoutOrder {
+            platform_order_id: order.platform_order_id.clone(),
+            document: CheckoutDocument {
+                platform_friendly_identifier: order.document.platform_friendly_identifier.clone(),
+                ..fresh.document.clone()
+            },
+            ..fresh
+        };
+    }
+    if order.status != CheckoutStatus::Processed {
+        return Ok(Pushed::Nothing);
+    }
+    let platform_order_id = order.platform_order_id.clone().unwrap_or_default();
+    order.status = CheckoutStatus::Created;
+    order.updated_at = now;
+    db.write_tx(|tx| {
+        if !tx.save_checkout_order(&order)? {
+            return Err(busy());
+        }
+        let shown = order.document.application_state(&order.public_order_id);
+        payloads::emit(tx, shop, &order, Topic::OrderCreated, shown, now)?;
+        gift_cards(tx, shop, &order, now)?;
+        subscriptions(tx, shop, &order, now)
+    })?;
+    Ok(Pushed::Created { platform_order_id })
+}
+
+/// `gift_card/created` for each gift card sold (a unit of a line item whose SKU the shop marked
+/// as a gift card), while the shop's gift cards are on.
+fn gift_cards(
+    tx: &mut dyn CheckoutRepositories,
+    shop: &Shop,
+    order: &CheckoutOrder,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    let settings = &shop.checkout;
+    if !settings.gift_cards_enabled {
+        return Ok(());
+    }
+    for item in &order.document.line_items {
+        if item.sku.is_empty() || !settings.gift_card_skus.contains(&item.sku) {
+            continue;
+        }
+        for _ in 0..item.quantity.clamp(0, 100) {
+            let key = gift_card_key();
+            payloads::emit_gift_card(tx, shop, order, item, &key, &random_hex(16), now)?;
+        }
+    }
+    Ok(())
+}
+
+/// A gift card's key as people type it: `XXXX-XXXX-XXXX-XXXX` of hex digits, upper case.
+fn gift_card_key() -> String {
+    let hex = random_hex(8).to_ascii_uppercase();
+    hex.as_bytes()
+        .chunks(4)
+        .map(|chunk| String::from_utf8_lossy(chunk).into_owned())
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+/// The subscriptions the order's plans make (line items carrying `order_rrule`, grouped by
+/// rule and group): `customer_created` for a new customer, `subscription_created`, and
+/// `subscription_order_created` for this, its first order. A plan that does not make a
+/// subscription (checked at init, so not expected) is logged, not failed: the order stands.
+fn subscriptions(
+    tx: &mut dyn CheckoutRepositories,
+    shop: &Shop,
+    order: &CheckoutOrder,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    let mut plans: Vec<((String, String), Vec<&CheckoutLineItem>)> = Vec::new();
+    for item in &order.document.line_items {
+        let Some(rule) = item.properties.get(ORDER_RRULE_PROPERTY) else {
+            continue;
+        };
+        let group = item
+            .properties
+            .get(SUBSCRIPTION_GROUP_PROPERTY)
+            .cloned()
+            .unwrap_or_default();
+        let plan = (rule.clone(), group);
+        match plans.iter_mut().find(|(key, _)| *key == plan) {
+            Some((_, items)) => items.push(item),
+            None => plans.push((plan, vec![item])),
+        }
+    }
+    for (index, ((rule, group), items)) in plans.into_iter().enumerate() {
+        let body = subscription_body(shop, order, &rule, &group, &items, index, now);
+        let new = match NewSubscription::parse(&body, shop, now) {
+            Ok(new) => new,
+            Err(error) => {
+                log::warn!(
+                    target: "mercer::checkout",
+                    "checkout {}: its plan {rule:?} makes no subscription: {error}",
+                    order.public_order_id
+                );
+                continue;
+            }
+        };
+        let (subscription, created) = create_subscription(tx, shop, new, Actor::system(), now)?;
+        if !created {
+            continue;
+        }
+        let first_order = json!({
+            "source": "checkout",
+            "public_order_id": order.public_order_id,
+            "platform_order_id": order.platform_order_id,
+            "order_datetime": now,
+            "total": items.iter().map(|item| item.total().0).sum::<i64>(),
+            "currency": order.document.currency,
+        });
+        emit_with_order(
+            tx,
+            shop,
+            SubscriptionTopic::SubscriptionOrderCreated,
+            subscription_data(&subscription),
+            first_order,
+            now,
+        )?;
+    }
+    Ok(())
+}
+
+/// A Create Subscription body (seed 002 §4.2) for a plan of the order.
+fn subscription_body(
+    shop: &Shop,
+    order: &CheckoutOrder,
+    rule: &str,
+    group: &str,
+    items: &[&CheckoutLineItem],
+    index: usize,
+    now: Timestamp,
+) -> Value {
+    let document = &order.document;
+    let customer = document.customer.clone().unwrap_or_default();
+    let address = |address: Option<&crate::checkout::state::CheckoutAddress>| {
+        address.map(|a| {
+            json!({
+                "first_name": a.first_name, "last_name": a.last_name, "company": a.business_name,
+                "phone": a.phone_number, "street1": a.address_line_1, "street2": a.address_line_2,
+                "city": a.city, "province": a.province, "province_code": a.province_code,
+                "country": a.country, "country_code": a.country_code, "zip": a.postal_code,
+            })
+        })
+    };
+    let shipping = address(document.shipping_address.as_ref())
+        .or_else(|| address(document.billing_address.as_ref()));
+    let payment = document.payments.first();
+    // This order is the plan's first: the next is the rule's first date after now.
+    let next_order = OrderSchedule::parse(rule, ShopZone::of_shop(&shop.timezone), "order_rrule")
+        .ok()
+        .and_then(|schedule| schedule.next_after(now, &[]));
+    let line_items: Vec<Value> = items
+        .iter()
+        .map(|item| {
+            let mut line = json!({
+                "platform_product_id": item.product_id,
+                "platform_variant_id": item.variant_id,
+                "quantity": item.quantity,
+                "price": item.price,
+            });
+            if !group.is_empty() {
+                line["subscription_group_id"] = json!(group);
+            }
+            line
+        })
+        .collect();
+    json!({
+        "customer": {
+            "email": customer.email_address,
+            "first_name": customer.first_name,
+            "last_name": customer.last_name,
+        },
+        "subscription": {
+            "idempotency_key": format!("checkout:{}:{index}", order.public_order_id),
+            "order_rrule": rule,
+            "charged_currency": document.currency,
+            "base_currency": document.currency,
+            "line_items": line_items,
+            "shipping_address": shipping,
+            "billing_address": address(document.billing_address.as_ref()),
+            "payment_details": payment.map(|p| json!({
+                "gateway_name": p.gateway_public_id,
+                "gateway_payment_id": p.token,
+            })),
+            "placed_at": now,
+            "last_order_datetime": now,
+            "next_order_datetime": next_order,
+            "external_id": order.public_order_id,
+        }
+    })
+}

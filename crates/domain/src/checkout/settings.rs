@@ -1,0 +1,65 @@
+//! The shop's checkout settings as `GET`/`PATCH /checkout/shop/{shop}/settings` show and take
+//! them (the same as `mercer shop update`'s checkout flags).
+
+use serde_json::{Value, json};
+
+use crate::access::shop::{CheckoutSettings, ShopSettings};
+use crate::kernel::error::{DomainError, FieldError};
+use crate::kernel::fields::{read_body, type_error};
+
+/// The settings as the routes show them.
+pub fn settings_json(settings: &CheckoutSettings) -> Value {
+    json!({
+        "abandoned_cart_emails": settings.abandoned_cart_emails,
+        "gift_cards_enabled": settings.gift_cards_enabled,
+        "gift_card_skus": settings.gift_card_skus,
+        "flat_shipping_rate": settings.flat_shipping_rate,
+    })
+}
+
+/// `PATCH`'s body: any of `abandoned_cart_emails`, `gift_cards_enabled` (booleans),
+/// `gift_card_skus` (strings; the whole list), `flat_shipping_rate` (cents). Ranges are checked
+/// when they are applied (`update_shop_settings`).
+pub fn parse_settings_patch(body: &Value) -> Result<ShopSettings, DomainError> {
+    read_body(body, |fields| {
+        let abandoned_cart_emails = fields.boolean("abandoned_cart_emails");
+        let gift_cards_enabled = fields.boolean("gift_cards_enabled");
+        let flat_shipping_rate = fields.integer("flat_shipping_rate");
+        let gift_card_skus = fields.array("gift_card_skus").map(|skus| {
+            skus.iter()
+                .enumerate()
+                .filter_map(|(index, sku)| match sku {
+                    Value::String(text) => Some(text.clone()),
+                    _ => {
+                        fields
+                            .problems
+                            .push(type_error(format!("gift_card_skus[{index}]"), "a string"));
+                        None
+                    }
+                })
+                .collect::<Vec<_>>()
+        });
+        let known = [
+            "abandoned_cart_emails",
+            "gift_cards_enabled",
+            "gift_card_skus",
+            "flat_shipping_rate",
+        ];
+        for name in fields.map.keys() {
+            if !known.contains(&name.as_str()) {
+                fields.problems.push(FieldError::new(
+                    name.clone(),
+                    "unknown_field",
+                    format!("{name} is not a checkout setting"),
+                ));
+            }
+        }
+        Some(ShopSettings {
+            abandoned_cart_emails,
+            gift_cards_enabled,
+            gift_card_skus,
+            flat_shipping_rate,
+            ..ShopSettings::default()
+        })
+    })
+}

@@ -1,0 +1,1104 @@
+//! Init Order and the storefront routes (contract §4.4; docs/checkout.md): every change reads
+//! the order, works out the new order (calling an override when one applies, outside any
+//! transaction), and saves it only if nobody saved it meanwhile (its version), else starts
+//! again. Every answer carries the whole `application_state`.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+use crate::access::credentials::random_hex;
+use crate::access::shop::{Shop, find_shop};
+use crate::checkout::input::{CartItem, CustomerInput, InitInput, MetaDataPatch, PaymentInput};
+use crate::checkout::repository::{
+    CheckoutDatabase, CheckoutOrder, CheckoutRepositories, CheckoutStatus, NewCheckoutOrder,
+};
+use crate::checkout::state::{
+    CheckoutAddress, CheckoutCustomer, CheckoutDiscount, CheckoutDocument, CheckoutLineItem,
+    CheckoutPayment, CheckoutShippingLine, CheckoutTax, address_json, line_item_json, payment_json,
+    shipping_line_json, tax_json,
+};
+use crate::checkout::token;
+use crate::kernel::error::{DomainError, FieldError};
+use crate::kernel::money::{Cents, CurrencyCode};
+use crate::kernel::time::Timestamp;
+use crate::overrides::{OverrideAnswer, OverrideCaller, OverrideDatabase, OverrideType};
+use crate::platform::catalogue::{self, CatalogueVariant};
+use crate::subscriptions::recurrence::{OrderSchedule, ShopZone};
+
+/// The one payment gateway: Mercer's built-in test gateway.
+pub const TEST_GATEWAY: &str = "test";
+/// The test gateway's token that approves; `tok_decline` (and any other) declines.
+pub const APPROVING_TOKEN: &str = "tok_success";
+/// The line item property naming a subscription plan's rule (docs/checkout.md).
+pub const ORDER_RRULE_PROPERTY: &str = "order_rrule";
+/// The line item property naming a subscription plan's group.
+pub const SUBSCRIPTION_GROUP_PROPERTY: &str = "subscription_group_id";
+/// Saves retried when another change of the same order came first.
+const SAVE_ATTEMPTS: usize = 5;
+
+/// What a storefront call presents: the shop and order of its path and its bearer token.
+#[derive(Debug, Clone)]
+pub struct StorefrontCall {
+    pub shop_identifier: String,
+    pub public_order_id: String,
+    pub token: String,
+}
+
+/// What the checkout's use cases need besides storage.
+pub struct CheckoutContext<'a, D> {
+    pub db: &'a D,
+    pub overrides: &'a dyn OverrideCaller,
+    pub now: Timestamp,
+}
+
+/// The order, shown: `{"application_state", …extra}`, the `data` of an answer.
+fn answer(order: &CheckoutOrder, extra: Value) -> Value {
+    let mut data = match extra {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
+    data.insert(
+        "application_state".to_string(),
+        order.document.application_state(&order.public_order_id),
+    );
+    Value::Object(data)
+}
+
+fn processed() -> DomainError {
+    DomainError::Unprocessable {
+        code: "order.processed",
+        message: "the order is processed: it cannot change".to_string(),
+    }
+}
+
+/// The shop and order of a storefront call whose token opens it.
+fn open(
+    tx: &mut dyn CheckoutRepositories,
+    call: &StorefrontCall,
+    now: Timestamp,
+) -> Result<(Shop, CheckoutOrder), DomainError> {
+    let shop = find_shop(tx, &call.shop_identifier).map_err(|_| DomainError::Unauthenticated)?;
+    token::verify(tx, &shop, &call.public_order_id, &call.token, now)?;
+    let order = tx
+        .checkout_order(shop.id, &call.public_order_id)?
+        .ok_or(DomainError::not_found("order"))?;
+    Ok((shop, order))
+}
+
+/// Reads the order for the call (any status).
+pub fn read<D: CheckoutDatabase>(
+    db: &D,
+    call: &StorefrontCall,
+    now: Timestamp,
+) -> Result<(Shop, CheckoutOrder), DomainError> {
+    db.read_tx(|tx| open(tx, call, now))
+}
+
+/// Changes an open order: `work` gets the shop and the order as read and changes the order,
+/// answering the `extra` of the answer; the order is saved if no other change came first, else
+/// the whole is done again from a fresh read. A processed order refuses (422).
+fn change<D: CheckoutDatabase>(
+    db: &D,
+    call: &StorefrontCall,
+    now: Timestamp,
+    mut work: impl FnMut(&Shop, &mut CheckoutOrder) -> Result<Value, DomainError>,
+) -> Result<Value, DomainError> {
+    for _ in 0..SAVE_ATTEMPTS {
+        let (shop, mut order) = read(db, call, now)?;
+        if order.status != CheckoutStatus::Open {
+            return Err(processed());
+        }
+        let extra = work(&shop, &mut order)?;
+        order.last_activity_at = now;
+        order.updated_at = now;
+        if db.write_tx(|tx| Ok(tx.save_checkout_order(&order)?))? {
+            order.version += 1;
+            return Ok(answer(&order, extra));
+        }
+    }
+    Err(DomainError::Conflict {
+        code: "order.busy",
+        message: "the order kept changing while this change was made; try again".to_string(),
+    })
+}
+
+/// Runs the checkout function `kind` through its override: `None` when none applies.
+fn through_override<D: CheckoutDatabase + OverrideDatabase>(
+    context: &CheckoutContext<'_, D>,
+    shop: &Shop,
+    order: &CheckoutOrder,
+    kind: OverrideType,
+    data: Value,
+) -> Result<Option<OverrideAnswer>, DomainError> {
+    crate::overrides::run(
+        context.db,
+        context.overrides,
+        shop,
+        &order.document.order_overrides(),
+        &order.public_order_id,
+        kind,
+        data,
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// Init Order
+
+/// A line item of a catalogue variant.
+fn line_item(
+    found: &CatalogueVariant,
+    variant_id: &str,
+    key: String,
+    quantity: i64,
+    properties: BTreeMap<String, String>,
+    currency: &CurrencyCode,
+) -> Result<CheckoutLineItem, String> {
+    let (product, variant) = (&found.product, &found.variant);
+    let money = |decimal: Option<&crate::platform::resources::Decimal>| {
+        decimal.map_or(Some(Cents::ZERO), |d| {
+            Cents::from_decimal(d.as_str(), currency)
+        })
+    };
+    let price = money(variant.price.as_ref()).ok_or_else(|| {
+        format!(
+            "the variant's price is not an amount of {}",
+            currency.as_str()
+        )
+    })?;
+    let product_title = product.name.clone().unwrap_or_default();
+    Ok(CheckoutLineItem {
+        line_item_key: key,
+        product_id: product
+            .platform_id
+            .as_ref()
+            .map(|id| id.as_str().to_string())
+            .unwrap_or_default(),
+        variant_id: variant_id.to_string(),
+        title: variant
+            .name
+            .clone()
+            .filter(|name| !name.is_empty())
+            .unwrap_or_else(|| product_title.clone()),
+        product_title,
+        sku: variant.sku.clone().unwrap_or_default(),
+        image_url: found.image_url().unwrap_or_default(),
+        description: product.description.clone().unwrap_or_default(),
+        vendor: product.vendor.clone().unwrap_or_default(),
+        tags: product.tags.clone().unwrap_or_default(),
+        price,
+        compare_at_price: money(variant.compare_at_price.as_ref()).unwrap_or(Cents::ZERO),
+        quantity,
+        weight: variant
+            .weight
+            .as_ref()
+            .and_then(|w| w.as_str().parse::<f64>().ok())
+            .or(variant.grams)
+            .unwrap_or(0.0),
+        weight_unit: variant
+            .weight_unit
+            .clone()
+            .unwrap_or_else(|| "g".to_string()),
+        requires_shipping: variant.require_shipping.unwrap_or(true),
+        taxable: !variant.tax_exempt.unwrap_or(false),
+        properties,
+    })
+}
+
+/// The line items of cart items, priced from the catalogue; each unknown variant (or a plan
+/// whose rule does not read) a 422 on `{prefix}[i]`.
+fn priced_items(
+    tx: &mut dyn CheckoutRepositories,
+    shop: &Shop,
+    items: &[CartItem],
+    prefix: &str,
+    first_index: usize,
+) -> Result<Vec<CheckoutLineItem>, DomainError> {
+    let currency = CurrencyCode::parse(&shop.currency).ok_or_else(|| {
+        DomainError::invalid(
+            "currency",
+            "invalid_currency",
+            "the shop's currency is unknown",
+        )
+    })?;
+    let ids: Vec<&str> = items
+        .iter()
+        .filter_map(|i| i.platform_id.as_deref())
+        .collect();
+    let found = catalogue::variants(tx, shop.id, &ids)?;
+    let mut problems = Vec::new();
+    let mut priced = Vec::with_capacity(items.len());
+    for (offset, item) in items.iter().enumerate() {
+        let at = if prefix.is_empty() {
+            String::new()
+        } else {
+            format!("{prefix}[{}].", first_index + offset)
+        };
+        let Some(variant_id) = item.platform_id.as_deref() else {
+            problems.push(FieldError::new(
+                format!("{at}platform_id"),
+                "unknown_variant",
+                "a line item is added by its variant's platform_id",
+            ));
+            continue;
+        };
+        let Some(variant) = found.get(variant_id) else {
+            problems.push(FieldError::new(
+                format!("{at}platform_id"),
+                "unknown_variant",
+                format!("no product of the shop has a variant {variant_id:?}"),
+            ));
+            continue;
+        };
+        if let Some(rule) = item.properties.get(ORDER_RRULE_PROPERTY) {
+            let field = format!("{at}line_item_properties.{ORDER_RRULE_PROPERTY}");
+            if let Err(problem) =
+                OrderSchedule::parse(rule, ShopZone::of_shop(&shop.timezone), &field)
+            {
+                problems.push(problem);
+                continue;
+            }
+        }
+        let key = item.line_item_key.clone().unwrap_or_else(|| random_hex(8));
+        match line_item(
+            variant,
+            variant_id,
+            key,
+            item.quantity,
+            item.properties.clone(),
+            &currency,
+        ) {
+            Ok(line) => priced.push(line),
+            Err(why) => problems.push(FieldError::new(
+                format!("{at}platform_id"),
+                "unpriced_variant",
+                why,
+            )),
+        }
+    }
+    if problems.is_empty() {
+        Ok(priced)
+    } else {
+        Err(DomainError::Invalid(problems))
+    }
+}
+
+/// What Init Order answers: `{"jwt_token", "public_order_id", "application_state",
+/// "initial_data"}`.
+pub fn init(
+    tx: &mut dyn CheckoutRepositories,
+    shop: &Shop,
+    input: InitInput,
+    now: Timestamp,
+) -> Result<Value, DomainError> {
+    let mut line_items = priced_items(tx, shop, &input.cart_items, "cart_items", 0)?;
+    merge_same_keys(&mut line_items);
+    let public_order_id = random_hex(16);
+    let link = resumable_link(shop, &public_order_id);
+    let mut document = CheckoutDocument::new(&shop.currency, link);
+    document.line_items = line_items;
+    document.customer = input.customer.map(new_customer);
+    if let Some(meta) = input.order_meta_data {
+        document.order_meta_data = meta;
+    }
+    document.order_overrides = input.overrides;
+    let order = tx.insert_checkout_order(&NewCheckoutOrder {
+        shop_id: shop.id,
+        public_order_id: public_order_id.clone(),
+        document,
+        created_at: now,
+    })?;
+    let jwt_token = token::mint(tx, shop, &public_order_id, now)?;
+    Ok(json!({
+        "jwt_token": jwt_token,
+        "public_order_id": public_order_id,
+        "application_state": order.document.application_state(&public_order_id),
+        "initial_data": initial_data(shop, &order.document),
+        "vaulting_enabled": false,
+    }))
+}
+
+/// Items with one key are one line: quantities add up.
+fn merge_same_keys(items: &mut Vec<CheckoutLineItem>) {
+    let mut merged: Vec<CheckoutLineItem> = Vec::with_capacity(items.len());
+    for item in items.drain(..) {
+        match merged
+            .iter_mut()
+            .find(|m| m.line_item_key == item.line_item_key)
+        {
+            Some(existing) => existing.quantity = existing.quantity.saturating_add(item.quantity),
+            None => merged.push(item),
+        }
+    }
+    *items = merged;
+}
+
+/// Where a customer resumes the checkout: the shop's storefront, which knows the order by its
+/// public id.
+pub fn resumable_link(shop: &Shop, public_order_id: &str) -> String {
+    let domain = shop.custom_domain.as_deref().unwrap_or(&shop.shop_domain);
+    format!("https://{domain}/checkout/resume/{public_order_id}")
+}
+
+/// `initial_data` (`IOrderInitialData`): what the storefront shows around the order.
+fn initial_data(shop: &Shop, document: &CheckoutDocument) -> Value {
+    json!({
+        "shop_name": shop.shop_domain,
+        "country_info": [],
+        "supported_languages": [],
+        "general_settings": {
+            "checkout_process": {
+                "company_name_option": "optional",
+                "phone_number_required": false,
+                "accepts_marketing_checkbox_option": "unchecked",
+                "tax_exempt_checkbox_enabled": false,
+                "tax_shipping": false,
+                "rsa_enabled": false,
+            },
+            "address_autocomplete": {"provider": null, "api_key": null},
+        },
+        "external_payment_gateways": [],
+        "life_elements": [],
+        "fraud_tools": [],
+        "flow_settings": {},
+        "requires_shipping": document.requires_shipping(),
+        "eps_gateways": {},
+    })
+}
+
+fn new_customer(input: CustomerInput) -> CheckoutCustomer {
+    CheckoutCustomer {
+        public_id: random_hex(16),
+        first_name: input.first_name,
+        last_name: input.last_name,
+        email_address: input.email_address,
+        accepts_marketing: input.accepts_marketing,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Customer
+
+/// `addGuestCustomer` (and `updateCustomer`: the same, keeping the customer's public id).
+pub fn set_customer<D: CheckoutDatabase>(
+    db: &D,
+    call: &StorefrontCall,
+    input: CustomerInput,
+    now: Timestamp,
+) -> Result<Value, DomainError> {
+    change(db, call, now, |_, order| {
+        let customer = match order.document.customer.take() {
+            Some(existing) => CheckoutCustomer {
+                public_id: existing.public_id,
+                ..new_customer(input.clone())
+            },
+            None => new_customer(input.clone()),
+        };
+        order.document.customer = Some(customer);
+        Ok(json!({"customer": order.document.customer_json()}))
+    })
+}
+
+/// `deleteCustomer`.
+pub fn delete_customer<D: CheckoutDatabase>(
+    db: &D,
+    call: &StorefrontCall,
+    now: Timestamp,
+) -> Result<Value, DomainError> {
+    change(db, call, now, |_, order| {
+        order.document.customer = None;
+        Ok(json!({"customer": order.document.customer_json()}))
+    })
+}
+
+/// `validateEmail`: `{"valid": true}`, or 422 on `email_address`.
+pub fn validate_email(email: &str) -> Result<Value, DomainError> {
+    crate::kernel::fields::check_email("email_address".to_string(), email)
+        .map_err(|problem| DomainError::Invalid(vec![problem]))?;
+    Ok(json!({"valid": true}))
+}
+
+// ---------------------------------------------------------------------------------------
+// Addresses
+
+/// Which address a route sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddressType {
+    Shipping,
+    Billing,
+}
+
+impl AddressType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AddressType::Shipping => "shipping",
+            AddressType::Billing => "billing",
+        }
+    }
+}
+
+/// Checks an address through the `address_validate` override, when one applies: its errors,
+/// each a 422 on its field.
+fn validate_address_override<D: CheckoutDatabase + OverrideDatabase>(
+    context: &CheckoutContext<'_, D>,
+    shop: &Shop,
+    order: &CheckoutOrder,
+    kind: AddressType,
+    address: &CheckoutAddress,
+) -> Result<(), DomainError> {
+    let data = json!({"address_type": kind.as_str(), "address": address});
+    let Some(OverrideAnswer::AddressValidate(validation)) =
+        through_override(context, shop, order, OverrideType::AddressValidate, data)?
+    else {
+        return Ok(());
+    };
+    if validation.valid {
+        return Ok(());
+    }
+    let mut problems: Vec<FieldError> = validation
+        .errors
+        .into_iter()
+        .map(|error| FieldError::new(error.field, "invalid_address", error.message))
+        .collect();
+    if problems.is_empty() {
+        problems.push(FieldError::new(
+            "address",
+            "invalid_address",
+            "the address was not accepted",
+        ));
+    }
+    Err(DomainError::Invalid(problems))
+}
+
+/// `setShippingAddress`, `updateShippingAddress`, `setBillingAddress`,
+/// `updateBillingAddress`: checked through the `address_validate` override when one applies.
+/// A new shipping address drops the shipping lines and taxes worked out for the old one.
+pub fn set_address<D: CheckoutDatabase + OverrideDatabase>(
+    context: &CheckoutContext<'_, D>,
+    call: &StorefrontCall,
+    kind: AddressType,
+    address: CheckoutAddress,
+) -> Result<Value, DomainError> {
+    change(context.db, call, context.now, |shop, order| {
+        validate_address_override(context, shop, order, kind, &address)?;
+        match kind {
+            AddressType::Shipping => {
+                order.document.shipping_address = Some(address.clone());
+                forget_prices(&mut order.document);
+            }
+            AddressType::Billing => order.document.billing_address = Some(address.clone()),
+        }
+        Ok(json!({"address": address}))
+    })
+}
+
+/// `deleteShippingAddress`, `deleteBillingAddress`.
+pub fn delete_address<D: CheckoutDatabase>(
+    db: &D,
+    call: &StorefrontCall,
+    kind: AddressType,
+    now: Timestamp,
+) -> Result<Value, DomainError> {
+    change(db, call, now, |_, order| {
+        match kind {
+            AddressType::Shipping => {
+                order.document.shipping_address = None;
+                forget_prices(&mut order.document);
+            }
+            AddressType::Billing => order.document.billing_address = None,
+        }
+        Ok(json!({"address": address_json(None)}))
+    })
+}
+
+/// `validateAddress`: through the `address_validate` override when one applies, else the
+/// address's own checks; `{"valid": true}` or 422.
+pub fn validate_address<D: CheckoutDatabase + OverrideDatabase>(
+    context: &CheckoutContext<'_, D>,
+    call: &StorefrontCall,
+    address: &CheckoutAddress,
+) -> Result<Value, DomainError> {
+    let (shop, order) = read(context.db, call, context.now)?;
+    validate_address_override(context, &shop, &order, AddressType::Shipping, address)?;
+    Ok(json!({"valid": true, "errors": []}))
+}
+
+/// What the shipping lines and taxes were worked out from changed: they are worked out again.
+fn forget_prices(document: &mut CheckoutDocument) {
+    document.available_shipping_lines.clear();
+    document.selected_shipping = None;
+    document.taxes.clear();
+}
+
+// ---------------------------------------------------------------------------------------
+// Shipping lines
+
+/// The shipping lines offered: the `shipping` override's, or the shop's flat rate.
+fn offered_shipping_lines<D: CheckoutDatabase + OverrideDatabase>(
+    context: &CheckoutContext<'_, D>,
+    shop: &Shop,
+    order: &CheckoutOrder,
+) -> Result<Vec<CheckoutShippingLine>, DomainError> {
+    let document = &order.document;
+    let data = json!({
+        "shipping_address": address_json(document.shipping_address.as_ref()),
+        "line_items": document.line_items.iter().map(line_item_json).collect::<Vec<_>>(),
+        "subtotal": document.amounts().items,
+        "currency": document.currency,
+    });
+    Ok(
+        match through_override(context, shop, order, OverrideType::Shipping, data)? {
+            Some(OverrideAnswer::Shipping(lines)) => lines
+                .into_iter()
+                .map(|line| CheckoutShippingLine {
+                    id: line.id,
+                    description: line.description,
+                    amount: Cents(i64::try_from(line.amount).unwrap_or(i64::MAX)),
+                    code: String::new(),
+                })
+                .collect(),
+            _ => vec![CheckoutShippingLine {
+                id: "flat_rate".to_string(),
+                description: "Flat rate shipping".to_string(),
+                amount: shop.checkout.flat_shipping_rate,
+                code: "flat_rate".to_string(),
+            }],
+        },
+    )
+}
+
+/// `getShippingLines`: the lines offered now; a selected line no longer offered is dropped.
+pub fn shipping_lines<D: CheckoutDatabase + OverrideDatabase>(
+    context: &CheckoutContext<'_, D>,
+    call: &StorefrontCall,
+) -> Result<Value, DomainError> {
+    change(context.db, call, context.now, |shop, order| {
+        let lines = offered_shipping_lines(context, shop, order)?;
+        let document = &mut order.document;
+        if let Some(selected) = &document.selected_shipping
+            && !lines.iter().any(|line| line.id == selected.id)
+        {
+            document.selected_shipping = None;
+            document.taxes.clear();
+        }
+        document.available_shipping_lines = lines;
+        Ok(json!({
+            "shipping_lines": document
+                .available_shipping_lines
+                .iter()
+                .map(shipping_line_json)
+                .collect::<Vec<_>>()
+        }))
+    })
+}
+
+/// `changeShippingLine`: by the line's id, or its position among those offered.
+pub fn select_shipping_line<D: CheckoutDatabase + OverrideDatabase>(
+    context: &CheckoutContext<'_, D>,
+    call: &StorefrontCall,
+    choice: &str,
+) -> Result<Value, DomainError> {
+    change(context.db, call, context.now, |shop, order| {
+        if order.document.available_shipping_lines.is_empty() {
+            order.document.available_shipping_lines = offered_shipping_lines(context, shop, order)?;
+        }
+        let lines = &order.document.available_shipping_lines;
+        let chosen = lines
+            .iter()
+            .find(|line| line.id == choice)
+            .or_else(|| {
+                choice
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|index| lines.get(index))
+            })
+            .cloned()
+            .ok_or_else(|| {
+                DomainError::invalid(
+                    "index",
+                    "unknown_shipping_line",
+                    format!("no shipping line offered has the id or position {choice:?}"),
+                )
+            })?;
+        if order.document.selected_shipping.as_ref() != Some(&chosen) {
+            order.document.taxes.clear();
+        }
+        order.document.selected_shipping = Some(chosen.clone());
+        Ok(json!({"selected_shipping": shipping_line_json(&chosen)}))
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Taxes
+
+/// `setTaxes`: through the `tax` override; none when none applies.
+pub fn set_taxes<D: CheckoutDatabase + OverrideDatabase>(
+    context: &CheckoutContext<'_, D>,
+    call: &StorefrontCall,
+) -> Result<Value, DomainError> {
+    change(context.db, call, context.now, |shop, order| {
+        let document = &order.document;
+        let amounts = document.amounts();
+        let data = json!({
+            "shipping_address": address_json(document.shipping_address.as_ref()),
+            "billing_address": address_json(document.billing_address.as_ref()),
+            "line_items": document.line_items.iter().map(line_item_json).collect::<Vec<_>>(),
+            "shipping": document.selected_shipping.as_ref().map(shipping_line_json),
+            "subtotal": amounts.items,
+            "discounts": amounts.discounts,
+            "currency": document.currency,
+        });
+        let taxes = match through_override(context, shop, order, OverrideType::Tax, data)? {
+            Some(OverrideAnswer::Tax(lines)) => lines
+                .into_iter()
+                .map(|line| CheckoutTax {
+                    name: line.name,
+                    value: Cents(i64::try_from(line.amount).unwrap_or(i64::MAX)),
+                    is_included: false,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        order.document.taxes = taxes;
+        Ok(json!({"taxes": order.document.taxes.iter().map(tax_json).collect::<Vec<_>>()}))
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Discounts
+
+/// What the `discount` override says of a code: its value, or why not. No override, no
+/// discount codes.
+fn value_discount<D: CheckoutDatabase + OverrideDatabase>(
+    context: &CheckoutContext<'_, D>,
+    shop: &Shop,
+    order: &CheckoutOrder,
+    code: &str,
+) -> Result<CheckoutDiscount, DomainError> {
+    let document = &order.document;
+    let data = json!({
+        "code": code,
+        "line_items": document.line_items.iter().map(line_item_json).collect::<Vec<_>>(),
+        "subtotal": document.amounts().items,
+        "currency": document.currency,
+    });
+    let not_valid = || {
+        DomainError::invalid(
+            "code",
+            "invalid_discount",
+            format!("the discount code {code:?} is not valid for this order"),
+        )
+    };
+    match through_override(context, shop, order, OverrideType::Discount, data)? {
+        Some(OverrideAnswer::Discount(answer)) if answer.valid => {
+            let discount = answer.discount.ok_or_else(not_valid)?;
+            Ok(CheckoutDiscount {
+                code: code.to_string(),
+                text: discount.text,
+                value: Cents(i64::try_from(discount.amount).unwrap_or(i64::MAX)),
+            })
+        }
+        _ => Err(not_valid()),
+    }
+}
+
+/// `addDiscount`: valued through the `discount` override; a code applied already is valued
+/// again.
+pub fn add_discount<D: CheckoutDatabase + OverrideDatabase>(
+    context: &CheckoutContext<'_, D>,
+    call: &StorefrontCall,
+    code: &str,
+) -> Result<Value, DomainError> {
+    change(context.db, call, context.now, |shop, order| {
+        let discount = value_discount(context, shop, order, code)?;
+        order.document.discounts.retain(|d| d.code != discount.code);
+        order.document.discounts.push(discount.clone());
+        Ok(json!({"discount": crate::checkout::state::discount_json(&discount)}))
+    })
+}
+
+/// `validateDiscount`: `{"valid": true, "discount"}` or 422.
+pub fn validate_discount<D: CheckoutDatabase + OverrideDatabase>(
+    context: &CheckoutContext<'_, D>,
+    call: &StorefrontCall,
+    code: &str,
+) -> Result<Value, DomainError> {
+    let (shop, order) = read(context.db, call, context.now)?;
+    let discount = value_discount(context, &shop, &order, code)?;
+    Ok(json!({"valid": true, "discount": crate::checkout::state::discount_json(&discount)}))
+}
+
+/// `deleteDiscount`: 422 when the code is not applied.
+pub fn delete_discount<D: CheckoutDatabase>(
+    db: &D,
+    call: &StorefrontCall,
+    code: &str,
+    now: Timestamp,
+) -> Result<Value, DomainError> {
+    change(db, call, now, |_, order| {
+        let before = order.document.discounts.len();
+        order.document.discounts.retain(|d| d.code != code);
+        if order.document.discounts.len() == before {
+            return Err(DomainError::invalid(
+                "code",
+                "not_applied",
+                format!("the discount code {code:?} is not applied"),
+            ));
+        }
+        Ok(json!({}))
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Payments
+
+fn check_gateway(input: &PaymentInput) -> Result<(), DomainError> {
+    if input.gateway_public_id == TEST_GATEWAY {
+        Ok(())
+    } else {
+        Err(DomainError::invalid(
+            "gateway_public_id",
+            "unknown_gateway",
+            format!("the only payment gateway is {TEST_GATEWAY:?}, the built-in test gateway"),
+        ))
+    }
+}
+
+/// `addPayment`: through the test gateway, for the amount given or the order's balance; never
+/// more than the balance.
+pub fn add_payment<D: CheckoutDatabase>(
+    db: &D,
+    call: &StorefrontCall,
+    input: PaymentInput,
+    now: Timestamp,
+) -> Result<Value, DomainError> {
+    check_gateway(&input)?;
+    change(db, call, now, |_, order| {
+        let balance = order.document.amounts().balance;
+        let amount = Cents(input.amount.unwrap_or(balance.0));
+        if amount.0 < 1 || amount > balance {
+            return Err(DomainError::invalid(
+                "amount",
+                "exceeds_balance",
+                format!("the order's balance is {} cents", balance.0.max(0)),
+            ));
+        }
+        let payment = CheckoutPayment {
+            id: random_hex(12),
+            gateway_public_id: input.gateway_public_id.clone(),
+            token: input.token.clone(),
+            amount,
+            r#type: input.r#type.clone(),
+            display_string: input.display_string.clone(),
+            retain: input.retain,
+        };
+        order.document.payments.push(payment.clone());
+        Ok(json!({"payment": payment_json(&payment, &order.document.currency)}))
+    })
+}
+
+/// `updatePayment`: only the amount of the payment with this token changes (the library's
+/// README); without an amount, the balance is added to it.
+pub fn update_payment<D: CheckoutDatabase>(
+    db: &D,
+    call: &StorefrontCall,
+    input: PaymentInput,
+    now: Timestamp,
+) -> Result<Value, DomainError> {
+    check_gateway(&input)?;
+    change(db, call, now, |_, order| {
+        let document = &mut order.document;
+        let balance = document.amounts().balance;
+        let Some(index) = document
+            .payments
+            .iter()
+            .position(|p| p.token == input.token)
+        else {
+            return Err(DomainError::invalid(
+                "token",
+                "unknown_payment",
+                "no payment of the order has this token",
+            ));
+        };
+        let current = document.payments[index].amount;
+        let amount = Cents(input.amount.unwrap_or(current.0.saturating_add(balance.0)));
+        if amount.0 < 1 || amount.0 > current.0.saturating_add(balance.0) {
+            return Err(DomainError::invalid(
+                "amount",
+                "exceeds_balance",
+                format!(
+                    "this payment may be up to {} cents",
+                    current.0.saturating_add(balance.0)
+                ),
+            ));
+        }
+        document.payments[index].amount = amount;
+        let payment = document.payments[index].clone();
+        Ok(json!({"payment": payment_json(&payment, &document.currency)}))
+    })
+}
+
+/// `deletePayment` (by token) and `deleteGiftCardPayment` (by id).
+pub fn delete_payment<D: CheckoutDatabase>(
+    db: &D,
+    call: &StorefrontCall,
+    token_or_id: &str,
+    now: Timestamp,
+) -> Result<Value, DomainError> {
+    change(db, call, now, |_, order| {
+        let before = order.document.payments.len();
+        order
+            .document
+            .payments
+            .retain(|p| p.token != token_or_id && p.id != token_or_id);
+        if order.document.payments.len() == before {
+            return Err(DomainError::invalid(
+                "token",
+                "unknown_payment",
+                "no payment of the order has this token",
+            ));
+        }
+        Ok(json!({}))
+    })
+}
+
+/// `getPaymentList`.
+pub fn payments<D: CheckoutDatabase>(
+    db: &D,
+    call: &StorefrontCall,
+    now: Timestamp,
+) -> Result<Value, DomainError> {
+    let (_, order) = read(db, call, now)?;
+    let listed: Vec<Value> = order
+        .document
+        .payments
+        .iter()
+        .map(|p| payment_json(p, &order.document.currency))
+        .collect();
+    Ok(answer(&order, json!({"payments": listed})))
+}
+
+// ---------------------------------------------------------------------------------------
+// Line items
+
+/// `addLineItem`: a variant of the catalogue; the same key adds to its quantity.
+pub fn add_line_item<D: CheckoutDatabase>(
+    db: &D,
+    call: &StorefrontCall,
+    item: CartItem,
+    now: Timestamp,
+) -> Result<Value, DomainError> {
+    let mut resolved = None;
+    change(db, call, now, |shop, order| {
+        if resolved.is_none() {
+            let mut priced =
+                db.read_tx(|tx| priced_items(tx, shop, std::slice::from_ref(&item), "", 0))?;
+            resolved = priced.pop();
+        }
+        let Some(line) = resolved.clone() else {
+            return Err(DomainError::invalid(
+                "platform_id",
+                "unknown_variant",
+                "unknown variant",
+            ));
+        };
+        let document = &mut order.document;
+        match document
+            .line_items
+            .iter_mut()
+            .find(|existing| existing.line_item_key == line.line_item_key)
+        {
+            Some(existing) => {
+                existing.quantity = existing.quantity.saturating_add(line.quantity);
+            }
+            None => document.line_items.push(line.clone()),
+        }
+        forget_prices(document);
+        let key = line.line_item_key.clone();
+        let shown = document
+            .line_items
+            .iter()
+            .find(|existing| existing.line_item_key == key)
+            .map(line_item_json);
+        Ok(json!({"line_item": shown}))
+    })
+}
+
+fn unknown_line_item(key: &str) -> DomainError {
+    DomainError::invalid(
+        "line_item_key",
+        "unknown_line_item",
+        format!("no line item has the key {key:?}"),
+    )
+}
+
+/// `updateLineItemQuantity`.
+pub fn set_line_item_quantity<D: CheckoutDatabase>(
+    db: &D,
+    call: &StorefrontCall,
+    key: &str,
+    quantity: i64,
+    now: Timestamp,
+) -> Result<Value, DomainError> {
+    change(db, call, now, |_, order| {
+        let document = &mut order.document;
+        let item = document
+            .line_items
+            .iter_mut()
+            .find(|item| item.line_item_key == key)
+            .ok_or_else(|| unknown_line_item(key))?;
+        item.quantity = quantity;
+        let shown = line_item_json(item);
+        forget_prices(document);
+        Ok(json!({"line_item": shown["product_data"]}))
+    })
+}
+
+/// `deleteLineItem`.
+pub fn delete_line_item<D: CheckoutDatabase>(
+    db: &D,
+    call: &StorefrontCall,
+    key: &str,
+    now: Timestamp,
+) -> Result<Value, DomainError> {
+    change(db, call, now, |_, order| {
+        let document = &mut order.document;
+        let before = document.line_items.len();
+        document.line_items.retain(|item| item.line_item_key != key);
+        if document.line_items.len() == before {
+            return Err(unknown_line_item(key));
+        }
+        forget_prices(document);
+        Ok(json!({}))
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Inventory, meta data, refresh
+
+/// The stage of an inventory check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InventoryStage {
+    Initial,
+    Final,
+}
+
+impl InventoryStage {
+    pub fn parse(text: &str) -> Option<InventoryStage> {
+        match text {
+            "initial" => Some(InventoryStage::Initial),
+            "final" => Some(InventoryStage::Final),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InventoryStage::Initial => "initial",
+            InventoryStage::Final => "final",
+        }
+    }
+}
+
+/// `inventory_check` (`IInventoryCheck`): through the `inventory` override; `not_enabled`
+/// when none applies.
+pub(crate) fn inventory_check<D: CheckoutDatabase + OverrideDatabase>(
+    context: &CheckoutContext<'_, D>,
+    shop: &Shop,
+    order: &CheckoutOrder,
+    stage: InventoryStage,
+) -> Result<Value, DomainError> {
+    let items: Vec<Value> = order
+        .document
+        .line_items
+        .iter()
+        .map(|item| {
+            json!({"line_item_key": item.line_item_key, "platform_variant_id": item.variant_id,
+                   "platform_product_id": item.product_id, "sku": item.sku,
+                   "quantity": item.quantity})
+        })
+        .collect();
+    let data = json!({"stage": stage.as_str(), "items": items});
+    let Some(OverrideAnswer::Inventory(answers)) =
+        through_override(context, shop, order, OverrideType::Inventory, data)?
+    else {
+        return Ok(json!({"result": "not_enabled", "failed_items": []}));
+    };
+    let failed: Vec<Value> = order
+        .document
+        .line_items
+        .iter()
+        .filter_map(|item| {
+            let answer = answers
+                .iter()
+                .find(|a| a.line_item_key == item.line_item_key);
+            let short = match answer {
+                None => return None,
+                Some(answer) => {
+                    !answer.available
+                        || answer
+                            .quantity
+                            .is_some_and(|quantity| (quantity as i64) < item.quantity)
+                }
+            };
+            short.then(|| {
+                json!({"line_item_key": item.line_item_key,
+                       "platform_variant_id": item.variant_id,
+                       "available_quantity": answer.and_then(|a| a.quantity).unwrap_or(0)})
+            })
+        })
+        .collect();
+    let result = if failed.is_empty() { "pass" } else { "fail" };
+    Ok(json!({"result": result, "failed_items": failed}))
+}
+
+/// `checkInventory`: `{"inventory_check", "application_state"}`.
+pub fn check_inventory<D: CheckoutDatabase + OverrideDatabase>(
+    context: &CheckoutContext<'_, D>,
+    call: &StorefrontCall,
+    stage: InventoryStage,
+) -> Result<Value, DomainError> {
+    let (shop, order) = read(context.db, call, context.now)?;
+    let check = inventory_check(context, &shop, &order, stage)?;
+    Ok(answer(&order, json!({"inventory_check": check})))
+}
+
+/// `patchOrderMetaData`.
+pub fn patch_meta_data<D: CheckoutDatabase>(
+    db: &D,
+    call: &StorefrontCall,
+    patch: MetaDataPatch,
+    now: Timestamp,
+) -> Result<Value, DomainError> {
+    change(db, call, now, |_, order| {
+        let meta = &mut order.document.order_meta_data;
+        if let Some(parameters) = patch.cart_parameters.clone() {
+            meta.cart_parameters = parameters;
+        }
+        if let Some(attributes) = patch.note_attributes.clone() {
+            meta.note_attributes = attributes;
+        }
+        if let Some(notes) = patch.notes.clone() {
+            meta.notes = notes;
+        }
+        if let Some(tags) = patch.tags.clone() {
+            meta.tags = tags;
+        }
+        Ok(json!({"order_meta_data": crate::checkout::state::meta_data_json(meta)}))
+    })
+}
+
+/// `getRefreshedApplicationState`.
+pub fn refresh<D: CheckoutDatabase>(
+    db: &D,
+    call: &StorefrontCall,
+    now: Timestamp,
+) -> Result<Value, DomainError> {
+    let (_, order) = read(db, call, now)?;
+    Ok(answer(&order, json!({})))
+}
+
+/// The answer of a route that only shows the order (`GET /refresh` and the like).
+pub fn shown(order: &CheckoutOrder) -> Value {
+    answer(order, json!({}))
+}

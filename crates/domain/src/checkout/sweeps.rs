@@ -1,0 +1,175 @@
+//! What happens to a checkout after the storefront: `order/abandoned` for checkouts left
+//! untouched (a recurring job), `order/fulfilled` when the platform says its order is fulfilled
+//! (the platform's [`OrderFulfilledJob`], enqueued by the Order Saved event that fulfils it).
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::access::shop::Shop;
+use crate::checkout::payloads;
+use crate::checkout::repository::CheckoutDatabase;
+use crate::kernel::error::DomainError;
+use crate::kernel::jobs::{JobControl, JobPayload};
+use crate::kernel::time::Timestamp;
+use crate::platform::events::{EntityDocument, EntityKind, OrderFulfilledJob};
+use crate::platform::resources::Order;
+
+/// The recurring sweep of abandoned checkouts: one, under a fixed key, enqueued at every
+/// start of `mercer serve`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AbandonmentJob {}
+
+impl JobPayload for AbandonmentJob {
+    const KIND: &'static str = "checkout.abandonment";
+
+    fn unique_key(&self) -> Option<String> {
+        Some(Self::KIND.to_string())
+    }
+}
+
+/// A checkout untouched this long is abandoned (contract §4.4: an hour by default).
+pub const DEFAULT_ABANDONMENT_DELAY_SECONDS: i64 = 60 * 60;
+/// How often the sweep runs (five minutes by default).
+pub const DEFAULT_ABANDONMENT_INTERVAL_SECONDS: i64 = 5 * 60;
+/// Checkouts reported in one transaction.
+const ABANDONMENT_BATCH: usize = 100;
+
+/// Emits `order/abandoned` once for each open checkout with items and an email untouched for
+/// `delay_seconds`, of shops whose built-in abandoned-cart emails are off. Returns how many.
+pub fn sweep_abandoned<D: CheckoutDatabase>(
+    db: &D,
+    now: Timestamp,
+    delay_seconds: i64,
+    control: &dyn JobControl,
+) -> Result<usize, DomainError> {
+    let idle_since = now.plus_seconds(-delay_seconds);
+    let mut reported = 0;
+    loop {
+        if control.should_stop() {
+            return Ok(reported);
+        }
+        let (found, sent) = db.write_tx(|tx| {
+            let orders = tx.abandoned_checkout_orders(idle_since, ABANDONMENT_BATCH)?;
+            let mut shops: HashMap<i64, Option<Shop>> = HashMap::new();
+            let mut sent = 0;
+            for mut order in orders.iter().cloned() {
+                let shop = match shops.get(&order.shop_id) {
+                    Some(shop) => shop.clone(),
+                    None => {
+                        let shop = tx.shop_by_id(order.shop_id)?;
+                        shops.insert(order.shop_id, shop.clone());
+                        shop
+                    }
+                };
+                let Some(shop) = shop else {
+                    continue;
+                };
+                order.abandoned_at = Some(now);
+                // Changed at the storefront meanwhile: not abandoned after all.
+                if !tx.save_checkout_order(&order)? {
+                    continue;
+                }
+                payloads::emit_abandoned(tx, &shop, &order, now)?;
+                sent += 1;
+            }
+            Ok((orders.len(), sent))
+        })?;
+        reported += sent;
+        if found < ABANDONMENT_BATCH {
+            return Ok(reported);
+        }
+    }
+}
+
+/// `fulfillment_data` of order/fulfilled (seed 001 §2): the checkout's amounts in cents, what
+/// was fulfilled, and the platform order's tracking when its custom attributes carry it
+/// (`tracking_company`, `tracking_number`, `tracking_url`).
+fn fulfillment_data(
+    order: &crate::checkout::repository::CheckoutOrder,
+    platform_order: Option<&Order>,
+    now: Timestamp,
+) -> Value {
+    let document = &order.document;
+    let amounts = document.amounts();
+    let tracking = |name: &str| {
+        platform_order
+            .and_then(|o| o.custom_attributes.as_ref())
+            .and_then(|attributes| attributes.get(name))
+            .map(|attribute| attribute.value.clone())
+            .unwrap_or_default()
+    };
+    let fulfilled_items: Vec<Value> = document
+        .line_items
+        .iter()
+        .map(|item| {
+            json!({"line_item_key": item.line_item_key, "platform_variant_id": item.variant_id,
+                   "platform_product_id": item.product_id, "sku": item.sku,
+                   "quantity": item.quantity})
+        })
+        .collect();
+    let shipping_details: Vec<Value> = document
+        .selected_shipping
+        .iter()
+        .map(|line| json!({"id": line.id, "description": line.description, "amount": line.amount}))
+        .collect();
+    json!({
+        "total_value": amounts.total,
+        "total_shipping_value": amounts.shipping,
+        "total_discount": amounts.discounts,
+        "total_fees": 0,
+        "total_order_fees": 0,
+        "total_tax": amounts.taxes,
+        "location_id": 0,
+        "item_count": document.line_items.iter().map(|item| item.quantity).sum::<i64>(),
+        "shipping_details": shipping_details,
+        "fulfilled_items": fulfilled_items,
+        "order_fees": [],
+        "tracking_company": tracking("tracking_company"),
+        "tracking_number": tracking("tracking_number"),
+        "tracking_url": tracking("tracking_url"),
+        "fulfilled_at": now.to_date_time_seconds(),
+    })
+}
+
+/// The platform fulfilled an order: `order/fulfilled`, once, when it is a checkout's. Returns
+/// whether it was.
+pub fn order_fulfilled<D: CheckoutDatabase>(
+    db: &D,
+    job: &OrderFulfilledJob,
+    now: Timestamp,
+) -> Result<bool, DomainError> {
+    db.write_tx(|tx| {
+        let Some(mut order) =
+            tx.checkout_order_of_platform_order(job.shop_id, &job.platform_order_id)?
+        else {
+            return Ok(false);
+        };
+        if order.fulfilled_at.is_some() {
+            return Ok(false);
+        }
+        let Some(shop) = tx.shop_by_id(job.shop_id)? else {
+            return Ok(false);
+        };
+        let platform_order = tx
+            .platform_entity(job.shop_id, EntityKind::Order, &job.platform_order_id)?
+            .and_then(|record| record.document)
+            .and_then(|json| EntityDocument::parse(EntityKind::Order, &json).ok())
+            .and_then(|document| match document {
+                EntityDocument::Order(order) => Some(*order),
+                _ => None,
+            });
+        order.fulfilled_at = Some(now);
+        order.updated_at = now;
+        if !tx.save_checkout_order(&order)? {
+            return Err(DomainError::Conflict {
+                code: "order.busy",
+                message: "the checkout changed meanwhile".to_string(),
+            });
+        }
+        let data = fulfillment_data(&order, platform_order.as_ref(), now);
+        payloads::emit_fulfilled(tx, &shop, &order, data, now)?;
+        Ok(true)
+    })
+}

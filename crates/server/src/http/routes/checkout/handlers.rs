@@ -1,0 +1,58 @@
+//! Init Order and the shop's checkout settings: API-token routes.
+
+use actix_web::{HttpResponse, web};
+use mercer_domain::access::shop::{find_shop, update_shop_settings};
+use mercer_domain::checkout::input::parse_init;
+use mercer_domain::checkout::settings::{parse_settings_patch, settings_json};
+use mercer_domain::checkout::storefront;
+use mercer_domain::kernel::outbound::AddressGuard;
+use serde_json::{Value, json};
+
+use crate::http::error::ApiError;
+use crate::http::extract::{Authorized, JsonBody, scopes};
+use crate::http::state::{AppState, run_blocking};
+
+/// Init Order (`write_orders`): the order made from the cart, and the storefront's token of
+/// it: `{"data": {"jwt_token", "public_order_id", "application_state", "initial_data"}}`.
+pub async fn init(
+    state: web::Data<AppState>,
+    request: Authorized<scopes::WriteOrders>,
+    body: JsonBody,
+) -> Result<HttpResponse, ApiError> {
+    let body: Value = body.parse()?;
+    let (shop, now, guard) = (request.access.shop, state.now(), state.address_guard);
+    // The overrides given for the order are checked like the shop's: the guard resolves names.
+    let input = run_blocking(move || parse_init(&body, &guard as &dyn AddressGuard)).await?;
+    let data = state
+        .write(move |tx| storefront::init(tx, &shop, input, now))
+        .await?;
+    Ok(HttpResponse::Ok().json(json!({ "data": data })))
+}
+
+/// The shop's checkout settings (`modify_shop_settings`).
+pub async fn settings(
+    state: web::Data<AppState>,
+    request: Authorized<scopes::ModifyShopSettings>,
+) -> Result<HttpResponse, ApiError> {
+    // Read now, not from the credentials' cache: a change shows at once.
+    let identifier = request.access.shop.identifier.clone();
+    let shop = state
+        .read(move |tx| find_shop(tx, identifier.as_str()))
+        .await?;
+    Ok(HttpResponse::Ok().json(json!({ "data": settings_json(&shop.checkout) })))
+}
+
+/// Changes the settings given; every invalid value is a 422 and then nothing changes.
+pub async fn update_settings(
+    state: web::Data<AppState>,
+    request: Authorized<scopes::ModifyShopSettings>,
+    body: JsonBody,
+) -> Result<HttpResponse, ApiError> {
+    let body: Value = body.parse()?;
+    let changes = parse_settings_patch(&body)?;
+    let (identifier, now) = (request.access.shop.identifier.clone(), state.now());
+    let shop = state
+        .write(move |tx| update_shop_settings(tx, identifier.as_str(), changes, now))
+        .await?;
+    Ok(HttpResponse::Ok().json(json!({ "data": settings_json(&shop.checkout) })))
+}

@@ -1,0 +1,105 @@
+//! The headless checkout's routes (contract §4.4; docs/checkout.md): Init Order and the shop's
+//! checkout settings (API token), and the storefront the vendor's frontend library drives under
+//! `/checkout/storefront/{shop}/{public_order_id}` (bearer JWT of that one order). Paths are
+//! written out whole: tests/e2e/route_scopes.rs reads them here.
+
+mod handlers;
+mod storefront;
+
+use actix_web::web;
+
+use super::resource;
+
+pub fn configure(config: &mut web::ServiceConfig) {
+    config
+        .service(resource("/checkout/orders/{shop}/init").route(web::post().to(handlers::init)))
+        .service(
+            resource("/checkout/shop/{shop}/settings")
+                .route(web::get().to(handlers::settings))
+                .route(web::patch().to(handlers::update_settings)),
+        )
+        .service(
+            resource("/checkout/storefront/{shop}/{public_order_id}/customer/guest")
+                .route(web::post().to(storefront::add_guest_customer)),
+        )
+        .service(
+            resource("/checkout/storefront/{shop}/{public_order_id}/customer")
+                .route(web::put().to(storefront::update_customer))
+                .route(web::delete().to(storefront::delete_customer)),
+        )
+        .service(
+            resource("/checkout/storefront/{shop}/{public_order_id}/validate_email_address")
+                .route(web::get().to(storefront::validate_email)),
+        )
+        .service(
+            resource("/checkout/storefront/{shop}/{public_order_id}/addresses/shipping")
+                .route(web::post().to(storefront::set_shipping_address))
+                .route(web::put().to(storefront::set_shipping_address))
+                .route(web::delete().to(storefront::delete_shipping_address)),
+        )
+        .service(
+            resource("/checkout/storefront/{shop}/{public_order_id}/addresses/billing")
+                .route(web::post().to(storefront::set_billing_address))
+                .route(web::put().to(storefront::set_billing_address))
+                .route(web::delete().to(storefront::delete_billing_address)),
+        )
+        .service(
+            resource("/checkout/storefront/{shop}/{public_order_id}/validate_address")
+                .route(web::get().to(storefront::validate_address)),
+        )
+        .service(
+            resource("/checkout/storefront/{shop}/{public_order_id}/shipping_lines")
+                .route(web::get().to(storefront::shipping_lines))
+                .route(web::post().to(storefront::select_shipping_line)),
+        )
+        .service(
+            resource("/checkout/storefront/{shop}/{public_order_id}/taxes")
+                .route(web::post().to(storefront::set_taxes)),
+        )
+        .service(
+            resource("/checkout/storefront/{shop}/{public_order_id}/discounts")
+                .route(web::post().to(storefront::add_discount))
+                .route(web::delete().to(storefront::delete_discount)),
+        )
+        .service(
+            resource("/checkout/storefront/{shop}/{public_order_id}/validate_discount_code")
+                .route(web::get().to(storefront::validate_discount)),
+        )
+        .service(
+            resource("/checkout/storefront/{shop}/{public_order_id}/payments")
+                .route(web::get().to(storefront::payments))
+                .route(web::post().to(storefront::add_payment))
+                .route(web::put().to(storefront::update_payment))
+                .route(web::delete().to(storefront::delete_payment)),
+        )
+        .service(
+            resource("/checkout/storefront/{shop}/{public_order_id}/payments/gift_card")
+                .route(web::delete().to(storefront::delete_gift_card_payment)),
+        )
+        .service(
+            resource("/checkout/storefront/{shop}/{public_order_id}/items")
+                .route(web::post().to(storefront::add_line_item))
+                .route(web::put().to(storefront::update_line_item))
+                .route(web::delete().to(storefront::delete_line_item)),
+        )
+        .service(
+            resource("/checkout/storefront/{shop}/{public_order_id}/check_inventory")
+                .route(web::get().to(storefront::check_inventory)),
+        )
+        .service(
+            resource("/checkout/storefront/{shop}/{public_order_id}/meta_data")
+                .route(web::patch().to(storefront::patch_meta_data)),
+        )
+        .service(
+            resource("/checkout/storefront/{shop}/{public_order_id}/refresh")
+                .route(web::get().to(storefront::refresh)),
+        )
+        .service(
+            resource("/checkout/storefront/{shop}/{public_order_id}/process_order")
+                .route(web::post().to(storefront::process_order)),
+        )
+        .service(
+            resource("/checkout/storefront/{shop}/{public_order_id}/log")
+                .route(web::post().to(storefront::log)),
+        );
+}
