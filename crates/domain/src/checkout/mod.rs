@@ -11,3 +11,6 @@ pub mod state;
 pub mod storefront;
 pub mod sweeps;
 pub mod token;
+
+#[cfg(test)]
+mod tests;

@@ -682,7 +682,8 @@ fn subscription_body(
                 "quantity": item.quantity,
                 "price": item.price,
             });
-            if !group.is_empty() {
+            // Checked at init: the group is an integer (seed 002).
+            if let Ok(group) = group.parse::<i64>() {
                 line["subscription_group_id"] = json!(group);
             }
             line

@@ -250,6 +250,16 @@ fn priced_items(
             ));
             continue;
         };
+        if let Some(group) = item.properties.get(SUBSCRIPTION_GROUP_PROPERTY)
+            && group.trim().parse::<i64>().is_err()
+        {
+            problems.push(FieldError::new(
+                format!("{at}line_item_properties.{SUBSCRIPTION_GROUP_PROPERTY}"),
+                "invalid_type",
+                "a subscription group is named by its integer id",
+            ));
+            continue;
+        }
         if let Some(rule) = item.properties.get(ORDER_RRULE_PROPERTY) {
             let field = format!("{at}line_item_properties.{ORDER_RRULE_PROPERTY}");
             if let Err(problem) =

@@ -3,7 +3,6 @@
 
 #![cfg(test)]
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 
 use serde_json::{Value, json};
@@ -11,9 +10,8 @@ use serde_json::{Value, json};
 use super::*;
 use crate::access::shop::{ShopInput, ShopSettings, create_shop, update_shop_settings};
 use crate::kernel::jobs::RunToEnd;
-use crate::platform::connector::{ConnectorError, ConnectorResult, Page};
 use crate::platform::destinations::DestinationSettings;
-use crate::platform::resources::{Customer, CustomerAddress, Order, Payment, PlatformId};
+use crate::platform::resources::Order;
 use crate::ports::Database;
 use crate::subscriptions::input::{
     NewSubscription, parse_payment_method_change, parse_subscription_update,
@@ -23,7 +21,7 @@ use crate::subscriptions::operations::{
     update_subscription,
 };
 use crate::subscriptions::resources::ActorType;
-use crate::testing::MemoryDatabase;
+use crate::testing::{MemoryDatabase, MemoryPlatform};
 use crate::webhooks::{NewWebhookEndpoint, WebhookKind};
 
 fn at(text: &str) -> Timestamp {
@@ -54,188 +52,9 @@ impl Clock for TestClock {
     }
 }
 
-/// What the platform holds and was asked.
-#[derive(Default)]
-struct PlatformState {
-    orders: Vec<Order>,
-    by_key: HashMap<String, usize>,
-    create_order_calls: Vec<String>,
-    payment_calls: usize,
-    get_order_calls: usize,
-    /// The next this-many Create Order calls fail with 500.
-    failing_orders: usize,
-    /// Create Order calls time out (after creating the order, as a slow platform would).
-    timing_out: bool,
-    /// The next this-many Create Payment calls charge, then time out before answering.
-    lost_payment_answers: usize,
-}
-
-/// A platform in memory: Create Order is idempotent by key; a payment with token
-/// `tok_decline` is declined.
-#[derive(Default)]
-struct FakePlatform(Mutex<PlatformState>);
-
-impl FakePlatform {
-    fn state<T>(&self, f: impl FnOnce(&mut PlatformState) -> T) -> T {
-        f(&mut self.0.lock().unwrap())
-    }
-
-    fn payments(&self) -> Vec<Payment> {
-        self.state(|s| {
-            s.orders
-                .iter()
-                .flat_map(|o| o.payments.clone().unwrap_or_default())
-                .collect()
-        })
-    }
-}
-
-fn unused<T>() -> ConnectorResult<T> {
-    Err(ConnectorError::NotFound)
-}
-
-impl PlatformConnector for FakePlatform {
-    fn verify(&self, _: &ConnectorTarget) -> ConnectorResult<()> {
-        Ok(())
-    }
-    fn list_customers(
-        &self,
-        _: &ConnectorTarget,
-        _: Option<u32>,
-        _: Option<&str>,
-        _: Option<&str>,
-    ) -> ConnectorResult<Page<Customer>> {
-        unused()
-    }
-    fn create_customer(&self, _: &ConnectorTarget, _: &Customer) -> ConnectorResult<Customer> {
-        unused()
-    }
-    fn update_customer(
-        &self,
-        _: &ConnectorTarget,
-        _: &str,
-        _: &Customer,
-    ) -> ConnectorResult<Customer> {
-        unused()
-    }
-    fn delete_customer(&self, _: &ConnectorTarget, _: &str) -> ConnectorResult<()> {
-        unused()
-    }
-    fn validate_customer_jwt(
-        &self,
-        _: &ConnectorTarget,
-        _: &str,
-        _: &str,
-    ) -> ConnectorResult<bool> {
-        unused()
-    }
-    fn create_address(
-        &self,
-        _: &ConnectorTarget,
-        _: &str,
-        _: &CustomerAddress,
-    ) -> ConnectorResult<CustomerAddress> {
-        unused()
-    }
-    fn update_address(
-        &self,
-        _: &ConnectorTarget,
-        _: &str,
-        _: &str,
-        _: &CustomerAddress,
-    ) -> ConnectorResult<CustomerAddress> {
-        unused()
-    }
-    fn delete_address(&self, _: &ConnectorTarget, _: &str, _: &str) -> ConnectorResult<()> {
-        unused()
-    }
-    fn list_orders(
-        &self,
-        _: &ConnectorTarget,
-        _: Option<u32>,
-        _: Option<&str>,
-    ) -> ConnectorResult<Page<Order>> {
-        unused()
-    }
-    fn create_order(
-        &self,
-        _: &ConnectorTarget,
-        order: &Order,
-        key: Option<&str>,
-    ) -> ConnectorResult<Order> {
-        self.state(|s| {
-            let key = key.unwrap_or_default().to_string();
-            s.create_order_calls.push(key.clone());
-            if s.failing_orders > 0 {
-                s.failing_orders -= 1;
-                return Err(ConnectorError::Failed { status: 500 });
-            }
-            let index = match s.by_key.get(&key) {
-                Some(index) => *index,
-                None => {
-                    let mut order = order.clone();
-                    order.platform_id =
-                        Some(PlatformId::new(format!("ord-{}", s.orders.len() + 1)));
-                    s.orders.push(order);
-                    s.by_key.insert(key, s.orders.len() - 1);
-                    s.orders.len() - 1
-                }
-            };
-            if s.timing_out {
-                return Err(ConnectorError::Timeout(std::time::Duration::from_secs(20)));
-            }
-            Ok(s.orders[index].clone())
-        })
-    }
-    fn get_order(&self, _: &ConnectorTarget, platform_id: &str) -> ConnectorResult<Order> {
-        self.state(|s| {
-            s.get_order_calls += 1;
-            s.orders
-                .iter()
-                .find(|o| o.platform_id.as_ref().map(PlatformId::as_str) == Some(platform_id))
-                .cloned()
-                .ok_or(ConnectorError::NotFound)
-        })
-    }
-    fn update_order(&self, _: &ConnectorTarget, _: &str, _: &Order) -> ConnectorResult<Order> {
-        unused()
-    }
-    fn create_payment(
-        &self,
-        _: &ConnectorTarget,
-        platform_order_id: &str,
-        payment: &Payment,
-    ) -> ConnectorResult<Payment> {
-        self.state(|s| {
-            s.payment_calls += 1;
-            let mut payment = payment.clone();
-            payment.platform_id = Some(PlatformId::new(format!("pay-{}", s.payment_calls)));
-            payment.status = Some(
-                if payment.payment_method.as_deref() == Some("tok_decline") {
-                    "declined"
-                } else {
-                    "paid"
-                }
-                .to_string(),
-            );
-            let order = s
-                .orders
-                .iter_mut()
-                .find(|o| o.platform_id.as_ref().map(PlatformId::as_str) == Some(platform_order_id))
-                .ok_or(ConnectorError::NotFound)?;
-            order.payments.get_or_insert_default().push(payment.clone());
-            if s.lost_payment_answers > 0 {
-                s.lost_payment_answers -= 1;
-                return Err(ConnectorError::Timeout(std::time::Duration::from_secs(20)));
-            }
-            Ok(payment)
-        })
-    }
-}
-
 struct World {
     db: MemoryDatabase,
-    platform: FakePlatform,
+    platform: MemoryPlatform,
     clock: TestClock,
     shop: Shop,
 }
@@ -283,7 +102,7 @@ impl World {
             .unwrap();
         World {
             db,
-            platform: FakePlatform::default(),
+            platform: MemoryPlatform::default(),
             clock,
             shop,
         }

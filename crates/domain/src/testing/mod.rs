@@ -4,12 +4,15 @@
 
 mod access;
 mod checkout;
+mod connector;
 mod directory;
 mod kernel;
 mod overrides;
 mod platform;
 mod subscriptions;
 mod webhooks;
+
+pub use connector::{MemoryPlatform, PlatformState};
 
 use std::sync::{Arc, Mutex, MutexGuard};
 

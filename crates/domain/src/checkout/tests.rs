@@ -1,0 +1,778 @@
+//! The checkout's use cases on the memory database, with overrides answering from memory, the
+//! platform in memory behind the connector port, and events applied as the platform sends them.
+
+#![cfg(test)]
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+
+use crate::access::credentials::Secret;
+use crate::access::shop::{Shop, ShopInput, ShopSettings, create_shop, update_shop_settings};
+use crate::checkout::input::{parse_address, parse_customer, parse_init, parse_payment};
+use crate::checkout::processing::{PushOrderJob, Pushed, process_order, push_order};
+use crate::checkout::repository::CheckoutStatus;
+use crate::checkout::storefront::{
+    self, AddressType, CheckoutContext, StorefrontCall, add_discount, add_payment, init,
+    select_shipping_line, set_address, set_customer, set_taxes, shipping_lines,
+};
+use crate::checkout::sweeps::{order_fulfilled, sweep_abandoned};
+use crate::kernel::error::DomainError;
+use crate::kernel::jobs::RunToEnd;
+use crate::kernel::outbound::AddressGuard;
+use crate::kernel::time::Timestamp;
+use crate::overrides::{
+    AddressValidation, Discount, DiscountAnswer, NewApiOverride, OverrideAnswer, OverrideCaller,
+    OverrideFailure, OverrideRequest, OverrideTarget, OverrideType, ShippingLine, TaxLine,
+};
+use crate::platform::destinations::{DestinationSettings, Topic as DestinationTopic};
+use crate::platform::events::{
+    EntityKind, EventAction, EventSource, OrderFulfilledJob, apply_event, parse_event_body,
+};
+use crate::ports::Database;
+use crate::testing::{MemoryDatabase, MemoryPlatform};
+use crate::webhooks::{NewWebhookEndpoint, WebhookKind};
+
+const START: i64 = 1_795_000_000_000_000;
+
+fn at(seconds: i64) -> Timestamp {
+    Timestamp::from_micros(START + seconds * 1_000_000)
+}
+
+struct AllowAll;
+
+impl AddressGuard for AllowAll {
+    fn check(&self, _: &str) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// Overrides answering from memory: what each type answers, and every call made.
+#[derive(Default)]
+struct Overrides {
+    answers: Mutex<HashMap<&'static str, Result<OverrideAnswer, OverrideFailure>>>,
+    calls: Mutex<Vec<(String, OverrideRequest)>>,
+}
+
+impl Overrides {
+    fn answer(&self, kind: OverrideType, answer: Result<OverrideAnswer, OverrideFailure>) {
+        self.answers.lock().unwrap().insert(kind.as_str(), answer);
+    }
+
+    fn calls_to(&self, url: &str) -> usize {
+        self.calls
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(called, _)| called == url)
+            .count()
+    }
+}
+
+impl OverrideCaller for Overrides {
+    fn call(
+        &self,
+        target: &OverrideTarget,
+        request: &OverrideRequest,
+    ) -> Result<OverrideAnswer, OverrideFailure> {
+        self.calls
+            .lock()
+            .unwrap()
+            .push((target.url.clone(), request.clone()));
+        self.answers
+            .lock()
+            .unwrap()
+            .get(request.override_type.as_str())
+            .cloned()
+            .unwrap_or(Err(OverrideFailure::Failed("no answer".into())))
+    }
+}
+
+struct World {
+    db: MemoryDatabase,
+    platform: MemoryPlatform,
+    overrides: Overrides,
+    shop: Shop,
+    token: String,
+}
+
+const TOPICS: [&str; 6] = [
+    "order/processed",
+    "order/created",
+    "order/fulfilled",
+    "order/abandoned",
+    "order/failed",
+    "gift_card/created",
+];
+
+impl World {
+    /// A shop with an orders destination, every checkout topic subscribed, a catalogue of a
+    /// coffee (12.50, shipped) and a gift card (25.00, not shipped), and the shop's overrides
+    /// of shipping, tax and discount.
+    fn new() -> World {
+        let db = MemoryDatabase::default();
+        let shop = db
+            .write(|tx| {
+                let shop = create_shop(
+                    tx,
+                    ShopInput {
+                        shop_domain: "checkout.shop.test".into(),
+                        ..ShopInput::default()
+                    },
+                    at(0),
+                )?;
+                tx.insert_destination(
+                    shop.id,
+                    &DestinationSettings {
+                        topic: DestinationTopic::Orders,
+                        url: "http://127.0.0.1:9".into(),
+                        version: "v1".into(),
+                        timeout_ms: 5000,
+                    },
+                    at(0),
+                )?;
+                for topic in TOPICS {
+                    tx.insert_webhook_endpoint(&NewWebhookEndpoint {
+                        shop_id: shop.id,
+                        kind: WebhookKind::Checkout,
+                        topic: topic.into(),
+                        callback_url: "http://127.0.0.1:9/hook".into(),
+                        secret: None,
+                        created_at: at(0),
+                    })?;
+                }
+                for topic in crate::subscriptions::topics::webhook_topics() {
+                    tx.insert_webhook_endpoint(&NewWebhookEndpoint {
+                        shop_id: shop.id,
+                        kind: WebhookKind::Subscription,
+                        topic: topic.name.to_string(),
+                        callback_url: "http://127.0.0.1:9/sub".into(),
+                        secret: None,
+                        created_at: at(0),
+                    })?;
+                }
+                for kind in [
+                    OverrideType::Shipping,
+                    OverrideType::Tax,
+                    OverrideType::Discount,
+                ] {
+                    tx.insert_override(&NewApiOverride {
+                        shop_id: shop.id,
+                        override_type: kind,
+                        url: format!("http://127.0.0.1:9/shop/{}", kind.as_str()),
+                        shared_secret: Secret::new("a shared secret"),
+                        created_at: at(0),
+                    })?;
+                }
+                Ok(shop)
+            })
+            .unwrap();
+        let product = json!({"data": {"product": {
+        "platform_id": "prd-1", "platform_updated_at": "2026-11-01T00:00:00Z",
+        "name": "Coffee", "vendor": "Roaster",
+        "variants": [
+            {"platform_id": "var-1", "name": "Coffee 1kg", "sku": "COF-1KG", "price": "12.50",
+             "require_shipping": true},
+            {"platform_id": "var-gc", "name": "Gift card", "sku": "GC-25", "price": "25.00",
+             "require_shipping": false}
+        ]}}});
+        apply(&db, shop.id, EntityKind::Product, &product);
+        let overrides = Overrides::default();
+        overrides.answer(
+            OverrideType::Shipping,
+            Ok(OverrideAnswer::Shipping(vec![
+                ShippingLine {
+                    id: "ground".into(),
+                    description: "Ground".into(),
+                    amount: 500,
+                },
+                ShippingLine {
+                    id: "air".into(),
+                    description: "Air".into(),
+                    amount: 1500,
+                },
+            ])),
+        );
+        overrides.answer(
+            OverrideType::Tax,
+            Ok(OverrideAnswer::Tax(vec![TaxLine {
+                name: "GST".into(),
+                amount: 260,
+                rate: 0.05,
+                tag: None,
+            }])),
+        );
+        overrides.answer(
+            OverrideType::Discount,
+            Ok(OverrideAnswer::Discount(DiscountAnswer {
+                valid: true,
+                discount: Some(Discount {
+                    code: "TEN".into(),
+                    amount: 1000,
+                    text: "10 off".into(),
+                }),
+            })),
+        );
+        World {
+            db,
+            platform: MemoryPlatform::default(),
+            overrides,
+            shop,
+            token: String::new(),
+        }
+    }
+
+    fn settings(&mut self, settings: ShopSettings) {
+        self.shop = self
+            .db
+            .write(|tx| update_shop_settings(tx, self.shop.identifier.as_str(), settings, at(0)))
+            .unwrap();
+    }
+
+    fn context(&self, seconds: i64) -> CheckoutContext<'_, MemoryDatabase> {
+        CheckoutContext {
+            db: &self.db,
+            overrides: &self.overrides,
+            now: at(seconds),
+        }
+    }
+
+    /// Init Order of `body`; the call of its storefront.
+    fn init(&mut self, body: Value) -> StorefrontCall {
+        let input = parse_init(&body, &AllowAll).unwrap();
+        let data = self
+            .db
+            .write(|tx| init(tx, &self.shop, input, at(1)))
+            .unwrap();
+        self.token = data["jwt_token"].as_str().unwrap().to_string();
+        StorefrontCall {
+            shop_identifier: self.shop.identifier.as_str().to_string(),
+            public_order_id: data["public_order_id"].as_str().unwrap().to_string(),
+            token: self.token.clone(),
+        }
+    }
+
+    /// Customer, addresses, the second shipping line, taxes, paid in full with `token`.
+    fn ready_to_process(&mut self, call: &StorefrontCall, token: &str) -> Value {
+        let customer = parse_customer(&json!({"first_name": "Ada", "last_name": "Lovelace",
+            "email_address": "ada@example.test"}))
+        .unwrap();
+        set_customer(&self.db, call, customer, at(2)).unwrap();
+        let address = parse_address(&json!({"first_name": "Ada", "address_line_1": "1 Main St",
+            "city": "Ottawa", "country_code": "CA", "province_code": "ON"}))
+        .unwrap();
+        let context = self.context(3);
+        set_address(&context, call, AddressType::Shipping, address.clone()).unwrap();
+        set_address(&context, call, AddressType::Billing, address).unwrap();
+        shipping_lines(&context, call).unwrap();
+        select_shipping_line(&context, call, "1").unwrap();
+        set_taxes(&context, call).unwrap();
+        let balance = storefront::refresh(&self.db, call, at(4)).unwrap()["application_state"]
+            ["order_balance"]
+            .as_i64()
+            .unwrap();
+        let payment = parse_payment(&json!({"gateway_public_id": "test", "token": token,
+                                             "amount": balance}))
+        .unwrap();
+        add_payment(&self.db, call, payment, at(4)).unwrap()
+    }
+
+    fn push(&self) -> Pushed {
+        let order = self.order_by_status(CheckoutStatus::Processed);
+        push_order(
+            &self.db,
+            &self.platform,
+            PushOrderJob {
+                checkout_id: order.id,
+            },
+            false,
+            at(10),
+        )
+        .unwrap()
+    }
+
+    fn order_by_status(
+        &self,
+        status: CheckoutStatus,
+    ) -> crate::checkout::repository::CheckoutOrder {
+        self.db.with_state(|state| {
+            state
+                .checkout_orders
+                .iter()
+                .find(|order| order.status == status)
+                .cloned()
+                .unwrap()
+        })
+    }
+
+    /// The checkout messages sent so far: (topic, payload).
+    fn sent(&self, kind: WebhookKind) -> Vec<(String, Value)> {
+        let ids: Vec<i64> = self.db.with_state(|state| {
+            state
+                .webhook_endpoints
+                .iter()
+                .filter(|(endpoint, _)| endpoint.kind == kind)
+                .map(|(endpoint, _)| endpoint.id)
+                .collect()
+        });
+        self.db.with_state(|state| {
+            let mut messages: Vec<_> = state
+                .webhook_messages
+                .iter()
+                .filter(|m| ids.contains(&m.endpoint_id))
+                .collect();
+            messages.sort_by_key(|m| m.id);
+            messages
+                .iter()
+                .map(|m| (m.topic.clone(), serde_json::from_str(&m.payload).unwrap()))
+                .collect()
+        })
+    }
+
+    fn topics(&self) -> Vec<String> {
+        self.sent(WebhookKind::Checkout)
+            .into_iter()
+            .map(|(topic, _)| topic)
+            .collect()
+    }
+}
+
+/// Applies a Saved event of `kind` with `body`, as the connector sends it.
+fn apply(db: &MemoryDatabase, shop_id: i64, kind: EntityKind, body: &Value) {
+    let event = parse_event_body(
+        shop_id,
+        kind,
+        EventAction::Saved,
+        body.to_string().as_bytes(),
+        EventSource::Webhook,
+        at(0),
+    )
+    .unwrap();
+    db.write(|tx| apply_event(tx, &event, at(0))).unwrap();
+}
+
+/// The amounts of a state agree: total = items + shipping + taxes − discounts, balance =
+/// total − payments.
+fn consistent(state: &Value) -> bool {
+    let sum = |items: &Value, pick: &dyn Fn(&Value) -> i64| {
+        items
+            .as_array()
+            .map_or(0, |items| items.iter().map(pick).sum::<i64>())
+    };
+    let items = sum(&state["line_items"], &|item| {
+        item["product_data"]["total_price"].as_i64().unwrap()
+    });
+    let shipping = state["shipping"]["selected_shipping"]["amount"]
+        .as_i64()
+        .unwrap_or(0);
+    let taxes = sum(&state["taxes"], &|tax| tax["value"].as_i64().unwrap());
+    let discounts = sum(&state["discounts"], &|d| d["value"].as_i64().unwrap());
+    let payments = sum(&state["payments"], &|p| p["amount"].as_i64().unwrap());
+    let total = state["order_total"].as_i64().unwrap();
+    total == items + shipping + taxes - discounts
+        && state["order_balance"].as_i64().unwrap() == total - payments
+}
+
+#[test]
+fn a_whole_checkout_is_priced_consistently_processed_and_pushed_to_the_platform() {
+    let mut w = World::new();
+    w.settings(ShopSettings {
+        gift_cards_enabled: Some(true),
+        gift_card_skus: Some(vec!["GC-25".into()]),
+        ..ShopSettings::default()
+    });
+    let call = w.init(json!({"cart_items": [
+        {"platform_id": "var-1", "quantity": 2, "line_item_key": "coffee"},
+        {"platform_id": "var-gc", "quantity": 1, "line_item_key": "card"}]}));
+    let state = storefront::refresh(&w.db, &call, at(2)).unwrap()["application_state"].clone();
+    assert_eq!(state["order_total"], 2 * 1250 + 2500);
+    assert!(consistent(&state));
+    w.ready_to_process(&call, "tok_success");
+    let context = w.context(3);
+    // A discount after the whole balance was paid: the order is overpaid, and consistent.
+    let discounted = add_discount(&context, &call, "TEN").unwrap();
+    let state = &discounted["application_state"];
+    assert_eq!(state["order_total"], 5000 + 1500 + 260 - 1000);
+    assert_eq!(state["order_balance"], -1000);
+    assert_eq!(
+        state["shipping"]["selected_shipping"]["id"], "air",
+        "chosen by position"
+    );
+    assert!(consistent(state));
+    let overpaid = process_order(&w.context(5), &call);
+    assert!(
+        matches!(overpaid, Err(DomainError::Invalid(ref p)) if p[0].code == "balance_not_paid"),
+        "{overpaid:?}"
+    );
+    // The payment's amount set to the total, then another payment refused: nothing is left.
+    let paid = storefront::payments(&w.db, &call, at(5)).unwrap();
+    let token = paid["payments"][0]["token"].as_str().unwrap().to_string();
+    let update = parse_payment(&json!({"gateway_public_id": "test", "token": token})).unwrap();
+    let paid = storefront::update_payment(&w.db, &call, update, at(6)).unwrap();
+    assert_eq!(paid["payment"]["amount"], 5760);
+    assert_eq!(paid["application_state"]["order_balance"], 0);
+    assert!(consistent(&paid["application_state"]));
+    let more =
+        parse_payment(&json!({"gateway_public_id": "test", "token": "tok_success"})).unwrap();
+    assert!(
+        add_payment(&w.db, &call, more, at(6)).is_err(),
+        "no balance left"
+    );
+
+    let processed = process_order(&w.context(7), &call).unwrap();
+    assert_eq!(processed["application_state"]["is_processed"], true);
+    assert_eq!(w.topics(), ["order/processed"]);
+    let (_, payload) = &w.sent(WebhookKind::Checkout)[0];
+    assert_eq!(payload["application_state"], processed["application_state"]);
+    assert_eq!(payload["public_order_id"], call.public_order_id.as_str());
+    assert_eq!(payload["fulfillment_status"], "unfulfilled");
+    assert_eq!(payload["fulfillment_data"], json!([]));
+    assert_eq!(payload["platform_order_id"], "");
+    let after = set_customer(
+        &w.db,
+        &call,
+        parse_customer(&json!({"email_address": "late@example.test"})).unwrap(),
+        at(8),
+    );
+    assert!(
+        matches!(
+            after,
+            Err(DomainError::Unprocessable {
+                code: "order.processed",
+                ..
+            })
+        ),
+        "{after:?}"
+    );
+
+    let Pushed::Created { platform_order_id } = w.push() else {
+        panic!("pushed")
+    };
+    w.platform.state(|p| {
+        assert_eq!(p.create_order_calls, [call.public_order_id.clone()]);
+        let order = &p.orders[0];
+        assert_eq!(order.total.as_ref().map(|t| t.as_str()), Some("57.60"));
+        assert_eq!(order.payments.as_ref().map(Vec::len), Some(1));
+    });
+    assert_eq!(
+        w.topics(),
+        ["order/processed", "order/created", "gift_card/created"]
+    );
+    let sent = w.sent(WebhookKind::Checkout);
+    assert_eq!(sent[1].1["platform_order_id"], platform_order_id.as_str());
+    assert_ne!(sent[1].1["platform_friendly_identifier"], "");
+    let card = &sent[2].1;
+    assert_eq!(card["gift_card_amount"], 2500);
+    assert_eq!(card["customer"]["email_address"], "ada@example.test");
+    assert_ne!(card["gift_card_key"], "");
+    assert_eq!(
+        w.order_by_status(CheckoutStatus::Created).platform_order_id,
+        Some(platform_order_id)
+    );
+}
+
+#[test]
+fn an_order_override_wins_and_a_failing_override_is_a_502_not_a_500() {
+    let mut w = World::new();
+    let call = w.init(json!({
+        "cart_items": [{"platform_id": "var-1", "quantity": 1}],
+        "overrides": [{"override_type": "shipping", "url": "http://127.0.0.1:9/order/shipping",
+                       "shared_secret": "the order's secret"}]}));
+    let context = w.context(3);
+    shipping_lines(&context, &call).unwrap();
+    assert_eq!(w.overrides.calls_to("http://127.0.0.1:9/order/shipping"), 1);
+    assert_eq!(w.overrides.calls_to("http://127.0.0.1:9/shop/shipping"), 0);
+    w.overrides
+        .answer(OverrideType::Tax, Err(OverrideFailure::TimedOut));
+    let failed = set_taxes(&context, &call);
+    assert!(
+        matches!(
+            failed,
+            Err(DomainError::Remote {
+                code: "override.failed",
+                timed_out: false,
+                ..
+            })
+        ),
+        "{failed:?}"
+    );
+    w.overrides.answer(
+        OverrideType::AddressValidate,
+        Ok(OverrideAnswer::AddressValidate(AddressValidation {
+            valid: false,
+            errors: vec![crate::overrides::AddressError {
+                field: "postal_code".into(),
+                message: "no such postal code".into(),
+            }],
+        })),
+    );
+    w.db.write(|tx| {
+        Ok(tx.insert_override(&NewApiOverride {
+            shop_id: w.shop.id,
+            override_type: OverrideType::AddressValidate,
+            url: "http://127.0.0.1:9/shop/address".into(),
+            shared_secret: Secret::new("a shared secret"),
+            created_at: at(0),
+        })?)
+    })
+    .unwrap();
+    let address = parse_address(&json!({"address_line_1": "1 Main", "city": "X",
+                                        "country_code": "CA"}))
+    .unwrap();
+    let refused = set_address(&context, &call, AddressType::Shipping, address);
+    assert!(
+        matches!(refused, Err(DomainError::Invalid(ref p)) if p[0].field == "postal_code"),
+        "{refused:?}"
+    );
+    let state = storefront::refresh(&w.db, &call, at(4)).unwrap();
+    assert_eq!(
+        state["application_state"]["addresses"]["shipping"],
+        json!({})
+    );
+}
+
+#[test]
+fn a_declined_payment_emits_order_failed_and_leaves_the_order_open() {
+    let mut w = World::new();
+    let call = w.init(json!({"cart_items": [{"platform_id": "var-1", "quantity": 1}]}));
+    w.ready_to_process(&call, "tok_decline");
+    let declined = process_order(&w.context(7), &call);
+    assert!(
+        matches!(declined, Err(DomainError::Invalid(ref p)) if p[0].code == "payment_declined"),
+        "{declined:?}"
+    );
+    assert_eq!(w.topics(), ["order/failed"]);
+    let (_, payload) = &w.sent(WebhookKind::Checkout)[0];
+    assert_eq!(
+        payload["application_state"]["payments"][0]["token"],
+        "tok_decline"
+    );
+    let state = storefront::refresh(&w.db, &call, at(8)).unwrap();
+    assert_eq!(state["application_state"]["is_processed"], false);
+    assert_eq!(
+        state["application_state"]["payments"],
+        json!([]),
+        "the declined payment is gone"
+    );
+    assert!(w.platform.state(|p| p.orders.is_empty()));
+}
+
+#[test]
+fn a_platform_failing_for_good_emits_order_failed_and_a_passing_failure_is_retried() {
+    let mut w = World::new();
+    let call = w.init(json!({"cart_items": [{"platform_id": "var-1", "quantity": 1}]}));
+    w.ready_to_process(&call, "tok_success");
+    process_order(&w.context(7), &call).unwrap();
+    let order = w.order_by_status(CheckoutStatus::Processed);
+    let job = PushOrderJob {
+        checkout_id: order.id,
+    };
+    w.platform.state(|p| p.failing_orders = 1);
+    let retried = push_order(&w.db, &w.platform, job, false, at(10));
+    assert!(retried.is_err(), "a 500 is tried again");
+    assert_eq!(w.topics(), ["order/processed"]);
+    w.platform.state(|p| p.failing_orders = 1);
+    let last = push_order(&w.db, &w.platform, job, true, at(20)).unwrap();
+    assert!(matches!(last, Pushed::Failed { .. }), "{last:?}");
+    assert_eq!(w.topics(), ["order/processed", "order/failed"]);
+    assert_eq!(
+        w.db.read(|tx| Ok(tx.checkout_order_by_id(order.id)?))
+            .unwrap()
+            .unwrap()
+            .status,
+        CheckoutStatus::Failed
+    );
+    assert!(matches!(
+        push_order(&w.db, &w.platform, job, false, at(30)).unwrap(),
+        Pushed::Nothing
+    ));
+}
+
+#[test]
+fn a_subscription_plan_becomes_a_subscription_when_the_order_is_created() {
+    let mut w = World::new();
+    let call = w.init(json!({"cart_items": [
+        {"platform_id": "var-1", "quantity": 2, "line_item_key": "plan",
+         "line_item_properties": {"subscription_group_id": "42",
+                                  "order_rrule": "DTSTART:20261101T090000Z\nRRULE:FREQ=WEEKLY"}}]}));
+    w.ready_to_process(&call, "tok_success");
+    process_order(&w.context(7), &call).unwrap();
+    assert!(matches!(w.push(), Pushed::Created { .. }));
+    let topics: Vec<String> = w
+        .sent(WebhookKind::Subscription)
+        .into_iter()
+        .map(|(topic, _)| topic)
+        .collect();
+    assert_eq!(
+        topics,
+        [
+            "customer_created",
+            "subscription_created",
+            "subscription_order_created"
+        ]
+    );
+    let (_, created) = &w.sent(WebhookKind::Subscription)[2];
+    assert_eq!(created["data"]["line_items"][0]["quantity"], 2);
+    assert_eq!(created["data"]["payment_method_token"], "tok_success");
+    assert_eq!(
+        created["order"]["public_order_id"],
+        call.public_order_id.as_str()
+    );
+    let next =
+        Timestamp::parse_rfc3339(created["data"]["next_order_datetime"].as_str().unwrap()).unwrap();
+    assert!(next > at(10), "the next order comes after this one");
+    // A plan whose rule does not read is refused at init.
+    let bad = parse_init(
+        &json!({"cart_items": [{"platform_id": "var-1", "quantity": 1,
+                                "line_item_properties": {"order_rrule": "every tuesday"}}]}),
+        &AllowAll,
+    )
+    .unwrap();
+    let refused = w.db.write(|tx| init(tx, &w.shop, bad, at(1)));
+    assert!(
+        matches!(refused, Err(DomainError::Invalid(ref p))
+            if p[0].field == "cart_items[0].line_item_properties.order_rrule"),
+        "{refused:?}"
+    );
+}
+
+#[test]
+fn an_unknown_variant_or_a_token_of_another_order_is_refused() {
+    let mut w = World::new();
+    let unknown = parse_init(
+        &json!({"cart_items": [{"platform_id": "var-1", "quantity": 1},
+                               {"platform_id": "nope", "quantity": 1}]}),
+        &AllowAll,
+    )
+    .unwrap();
+    let refused = w.db.write(|tx| init(tx, &w.shop, unknown, at(1)));
+    assert!(
+        matches!(refused, Err(DomainError::Invalid(ref p))
+            if p[0].field == "cart_items[1].platform_id" && p[0].code == "unknown_variant"),
+        "{refused:?}"
+    );
+    let first = w.init(json!({"cart_items": [{"platform_id": "var-1", "quantity": 1}]}));
+    let second = w.init(json!({"cart_items": [{"platform_id": "var-1", "quantity": 1}]}));
+    let crossed = StorefrontCall {
+        token: second.token.clone(),
+        ..first.clone()
+    };
+    assert!(matches!(
+        storefront::refresh(&w.db, &crossed, at(2)),
+        Err(DomainError::Unauthenticated)
+    ));
+    let expired = storefront::refresh(&w.db, &first, at(24 * 3600 + 2));
+    assert!(matches!(expired, Err(DomainError::Unauthenticated)));
+    assert!(storefront::refresh(&w.db, &first, at(2)).is_ok());
+}
+
+#[test]
+fn a_fulfilled_platform_order_emits_order_fulfilled_once() {
+    let mut w = World::new();
+    let call = w.init(json!({"cart_items": [{"platform_id": "var-1", "quantity": 3}]}));
+    w.ready_to_process(&call, "tok_success");
+    process_order(&w.context(7), &call).unwrap();
+    let Pushed::Created { platform_order_id } = w.push() else {
+        panic!("pushed")
+    };
+    let saved = |status: &str, at_time: &str| {
+        json!({"data": {"order": {"platform_id": platform_order_id,
+            "platform_updated_at": at_time, "fulfillment_status": status,
+            "custom_attributes": {"tracking_number": {"description": "", "value": "1Z999"}}}}})
+    };
+    apply(
+        &w.db,
+        w.shop.id,
+        EntityKind::Order,
+        &saved("unfulfilled", "2026-11-02T00:00:00Z"),
+    );
+    apply(
+        &w.db,
+        w.shop.id,
+        EntityKind::Order,
+        &saved("fulfilled", "2026-11-03T00:00:00Z"),
+    );
+    apply(
+        &w.db,
+        w.shop.id,
+        EntityKind::Order,
+        &saved("fulfilled", "2026-11-04T00:00:00Z"),
+    );
+    let jobs =
+        w.db.read(|tx| Ok(tx.list_jobs(None, 100)?))
+            .unwrap()
+            .into_iter()
+            .filter(|job| job.kind == <OrderFulfilledJob as crate::kernel::jobs::JobPayload>::KIND)
+            .collect::<Vec<_>>();
+    assert_eq!(
+        jobs.len(),
+        1,
+        "enqueued when the order became fulfilled, not again"
+    );
+    let job: OrderFulfilledJob = jobs[0].payload().unwrap();
+    assert!(order_fulfilled(&w.db, &job, at(40)).unwrap());
+    assert!(!order_fulfilled(&w.db, &job, at(41)).unwrap(), "once");
+    let sent = w.sent(WebhookKind::Checkout);
+    let (topic, payload) = sent.last().unwrap();
+    assert_eq!(topic, "order/fulfilled");
+    assert_eq!(payload["fulfillment_status"], "fulfilled");
+    let data = &payload["fulfillment_data"];
+    assert!(data.is_object(), "an object, seed 001 §2");
+    assert_eq!(data["item_count"], 3);
+    assert_eq!(data["tracking_number"], "1Z999");
+    assert_eq!(
+        data["total_value"],
+        payload["application_state"]["order_total"]
+    );
+    assert!(data["fulfilled_at"].as_str().unwrap().len() == 19);
+}
+
+#[test]
+fn an_abandoned_checkout_is_reported_once_and_only_while_the_shops_emails_are_off() {
+    let mut w = World::new();
+    let call = w.init(
+        json!({"cart_items": [{"platform_id": "var-1", "quantity": 1}],
+                             "customer": {"email_address": "gone@example.test"}}),
+    );
+    // No email: not reported.
+    w.init(json!({"cart_items": [{"platform_id": "var-1", "quantity": 1}]}));
+    let hour = 3600;
+    assert_eq!(
+        sweep_abandoned(&w.db, at(2 * hour), hour, &RunToEnd).unwrap(),
+        0,
+        "emails on"
+    );
+    w.settings(ShopSettings {
+        abandoned_cart_emails: Some(false),
+        ..ShopSettings::default()
+    });
+    assert_eq!(
+        sweep_abandoned(&w.db, at(hour - 10), hour, &RunToEnd).unwrap(),
+        0,
+        "too soon"
+    );
+    assert_eq!(
+        sweep_abandoned(&w.db, at(2 * hour), hour, &RunToEnd).unwrap(),
+        1
+    );
+    assert_eq!(
+        sweep_abandoned(&w.db, at(3 * hour), hour, &RunToEnd).unwrap(),
+        0,
+        "once"
+    );
+    assert_eq!(w.topics(), ["order/abandoned"]);
+    let (_, payload) = &w.sent(WebhookKind::Checkout)[0];
+    assert_eq!(payload["public_order_id"], call.public_order_id.as_str());
+    assert_eq!(payload["customer"]["email_address"], "gone@example.test");
+    assert_eq!(
+        payload["line_items"][0]["product_data"]["properties"],
+        json!([])
+    );
+    assert!(
+        payload["resumable_link"]
+            .as_str()
+            .unwrap()
+            .ends_with(&call.public_order_id)
+    );
+}

@@ -1,0 +1,189 @@
+//! A platform in memory behind the connector port, for use-case tests of what places orders
+//! (the subscription scheduler, the checkout's push).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use crate::platform::connector::{
+    ConnectorError, ConnectorResult, ConnectorTarget, Page, PlatformConnector,
+};
+use crate::platform::resources::{Customer, CustomerAddress, Order, Payment, PlatformId};
+
+/// What the platform holds and was asked.
+#[derive(Default)]
+pub struct PlatformState {
+    pub orders: Vec<Order>,
+    pub by_key: HashMap<String, usize>,
+    pub create_order_calls: Vec<String>,
+    pub payment_calls: usize,
+    pub get_order_calls: usize,
+    /// The next this-many Create Order calls fail with 500.
+    pub failing_orders: usize,
+    /// Create Order calls time out (after creating the order, as a slow platform would).
+    pub timing_out: bool,
+    /// The next this-many Create Payment calls charge, then time out before answering.
+    pub lost_payment_answers: usize,
+}
+
+/// A platform in memory: Create Order is idempotent by key; a payment with token
+/// `tok_decline` is declined.
+#[derive(Default)]
+pub struct MemoryPlatform(Mutex<PlatformState>);
+
+impl MemoryPlatform {
+    pub fn state<T>(&self, f: impl FnOnce(&mut PlatformState) -> T) -> T {
+        f(&mut self.0.lock().unwrap())
+    }
+
+    pub fn payments(&self) -> Vec<Payment> {
+        self.state(|s| {
+            s.orders
+                .iter()
+                .flat_map(|o| o.payments.clone().unwrap_or_default())
+                .collect()
+        })
+    }
+}
+
+fn unused<T>() -> ConnectorResult<T> {
+    Err(ConnectorError::NotFound)
+}
+
+impl PlatformConnector for MemoryPlatform {
+    fn verify(&self, _: &ConnectorTarget) -> ConnectorResult<()> {
+        Ok(())
+    }
+    fn list_customers(
+        &self,
+        _: &ConnectorTarget,
+        _: Option<u32>,
+        _: Option<&str>,
+        _: Option<&str>,
+    ) -> ConnectorResult<Page<Customer>> {
+        unused()
+    }
+    fn create_customer(&self, _: &ConnectorTarget, _: &Customer) -> ConnectorResult<Customer> {
+        unused()
+    }
+    fn update_customer(
+        &self,
+        _: &ConnectorTarget,
+        _: &str,
+        _: &Customer,
+    ) -> ConnectorResult<Customer> {
+        unused()
+    }
+    fn delete_customer(&self, _: &ConnectorTarget, _: &str) -> ConnectorResult<()> {
+        unused()
+    }
+    fn validate_customer_jwt(
+        &self,
+        _: &ConnectorTarget,
+        _: &str,
+        _: &str,
+    ) -> ConnectorResult<bool> {
+        unused()
+    }
+    fn create_address(
+        &self,
+        _: &ConnectorTarget,
+        _: &str,
+        _: &CustomerAddress,
+    ) -> ConnectorResult<CustomerAddress> {
+        unused()
+    }
+    fn update_address(
+        &self,
+        _: &ConnectorTarget,
+        _: &str,
+        _: &str,
+        _: &CustomerAddress,
+    ) -> ConnectorResult<CustomerAddress> {
+        unused()
+    }
+    fn delete_address(&self, _: &ConnectorTarget, _: &str, _: &str) -> ConnectorResult<()> {
+        unused()
+    }
+    fn list_orders(
+        &self,
+        _: &ConnectorTarget,
+        _: Option<u32>,
+        _: Option<&str>,
+    ) -> ConnectorResult<Page<Order>> {
+        unused()
+    }
+    fn create_order(
+        &self,
+        _: &ConnectorTarget,
+        order: &Order,
+        key: Option<&str>,
+    ) -> ConnectorResult<Order> {
+        self.state(|s| {
+            let key = key.unwrap_or_default().to_string();
+            s.create_order_calls.push(key.clone());
+            if s.failing_orders > 0 {
+                s.failing_orders -= 1;
+                return Err(ConnectorError::Failed { status: 500 });
+            }
+            let index = match s.by_key.get(&key) {
+                Some(index) => *index,
+                None => {
+                    let mut order = order.clone();
+                    order.platform_id =
+                        Some(PlatformId::new(format!("ord-{}", s.orders.len() + 1)));
+                    s.orders.push(order);
+                    s.by_key.insert(key, s.orders.len() - 1);
+                    s.orders.len() - 1
+                }
+            };
+            if s.timing_out {
+                return Err(ConnectorError::Timeout(std::time::Duration::from_secs(20)));
+            }
+            Ok(s.orders[index].clone())
+        })
+    }
+    fn get_order(&self, _: &ConnectorTarget, platform_id: &str) -> ConnectorResult<Order> {
+        self.state(|s| {
+            s.get_order_calls += 1;
+            s.orders
+                .iter()
+                .find(|o| o.platform_id.as_ref().map(PlatformId::as_str) == Some(platform_id))
+                .cloned()
+                .ok_or(ConnectorError::NotFound)
+        })
+    }
+    fn update_order(&self, _: &ConnectorTarget, _: &str, _: &Order) -> ConnectorResult<Order> {
+        unused()
+    }
+    fn create_payment(
+        &self,
+        _: &ConnectorTarget,
+        platform_order_id: &str,
+        payment: &Payment,
+    ) -> ConnectorResult<Payment> {
+        self.state(|s| {
+            s.payment_calls += 1;
+            let mut payment = payment.clone();
+            payment.platform_id = Some(PlatformId::new(format!("pay-{}", s.payment_calls)));
+            payment.status = Some(
+                if payment.payment_method.as_deref() == Some("tok_decline") {
+                    "declined"
+                } else {
+                    "paid"
+                }
+                .to_string(),
+            );
+            let order = s
+                .orders
+                .iter_mut()
+                .find(|o| o.platform_id.as_ref().map(PlatformId::as_str) == Some(platform_order_id))
+                .ok_or(ConnectorError::NotFound)?;
+            order.payments.get_or_insert_default().push(payment.clone());
+            if s.lost_payment_answers > 0 {
+                s.lost_payment_answers -= 1;
+                return Err(ConnectorError::Timeout(std::time::Duration::from_secs(20)));
+            }
+            Ok(payment)
+        })
+    }
+}
