@@ -19,13 +19,16 @@ use mercer_domain::access::secrets::{SecretKind, SharedSecret};
 use mercer_domain::access::shop::{
     CheckoutSettings, Shop, ShopInput, ShopSettings, create_shop, update_shop_settings,
 };
+use mercer_domain::checkout::repository::{CheckoutStatus, NewCheckoutOrder};
+use mercer_domain::checkout::state::{CheckoutCustomer, CheckoutDocument, CheckoutLineItem};
 use mercer_domain::directory::{DirectoryAddress, DirectoryCustomer, parse_directory_query};
 use mercer_domain::kernel::jobs::{Enqueued, JobState, NewJob};
 use mercer_domain::overrides::{NewApiOverride, OverrideType};
+use mercer_domain::platform::catalogue;
 use mercer_domain::platform::destinations::{DestinationSettings, Topic};
 use mercer_domain::platform::events::{
     EntityKind, EntityWrite, EventAction, EventSource, NewInboundEvent, Outcome, accept_events,
-    parse_event,
+    apply_event, parse_event, parse_event_body,
 };
 use mercer_domain::platform::outbox::{ConnectorCall, OutboxStatus};
 use mercer_domain::platform::resources::CustomerAddress;
@@ -4008,6 +4011,204 @@ fn payment_methods_expiring_are_announced_once(db: &impl Database) {
     assert_eq!(expiring("2027-03-01T00:00:00Z"), [february, scheduled]);
 }
 
+/// A product of the catalogue, saved as the platform's event would.
+fn catalogue_product(db: &impl Database, shop_id: i64, product: Value, seconds: i64) {
+    let body = json!({ "data": { "product": product } });
+    let event = parse_event_body(
+        shop_id,
+        EntityKind::Product,
+        EventAction::Saved,
+        body.to_string().as_bytes(),
+        EventSource::Webhook,
+        at(seconds),
+    )
+    .unwrap();
+    db.write(|tx| apply_event(tx, &event, at(seconds))).unwrap();
+}
+
+fn the_catalogue_finds_live_variants_by_platform_id(db: &impl Database) {
+    let first = shop(db, "a.shop.test");
+    let other = shop(db, "b.shop.test");
+    let coffee = json!({"platform_id": "prd-1", "platform_updated_at": "2026-11-01T00:00:00Z",
+        "name": "Coffee", "variants": [
+            {"platform_id": "var-1", "sku": "C-1", "price": "12.50"},
+            {"platform_id": "var-2", "sku": "C-2", "price": "20.00"}]});
+    catalogue_product(db, first.id, coffee.clone(), 1);
+    catalogue_product(db, other.id, coffee, 1);
+    let found = |shop_id: i64, ids: &[&str]| {
+        let mut found: Vec<(String, String)> = db
+            .read(|tx| Ok(catalogue::variants(tx, shop_id, ids)?))
+            .unwrap()
+            .into_iter()
+            .map(|(id, item)| (id, item.variant.sku.unwrap_or_default()))
+            .collect();
+        found.sort();
+        found
+    };
+    assert_eq!(
+        found(first.id, &["var-1", "var-2", "var-9"]),
+        [("var-1".into(), "C-1".into()), ("var-2".into(), "C-2".into())]
+    );
+    // A later save without var-2: it is gone; the other shop's catalogue is its own.
+    catalogue_product(
+        db,
+        first.id,
+        json!({"platform_id": "prd-1", "platform_updated_at": "2026-11-02T00:00:00Z",
+               "variants": [{"platform_id": "var-1", "sku": "C-1", "price": "13.00"}]}),
+        2,
+    );
+    assert_eq!(found(first.id, &["var-1", "var-2"]), [("var-1".into(), "C-1".into())]);
+    assert_eq!(found(other.id, &["var-2"]), [("var-2".into(), "C-2".into())]);
+    let price = db
+        .read(|tx| Ok(catalogue::variants(tx, first.id, &["var-1"])?))
+        .unwrap()["var-1"]
+        .variant
+        .price
+        .clone()
+        .unwrap();
+    assert_eq!(price.as_str(), "13.00", "the latest save");
+    // A deleted product has no variants.
+    let deletion = parse_event_body(
+        first.id,
+        EntityKind::Product,
+        EventAction::Deleted,
+        json!({"data": {"product": {"platform_id": "prd-1",
+                                     "platform_deleted_at": "2026-11-03T00:00:00Z"}}})
+        .to_string()
+        .as_bytes(),
+        EventSource::Webhook,
+        at(3),
+    )
+    .unwrap();
+    db.write(|tx| apply_event(tx, &deletion, at(3))).unwrap();
+    assert_eq!(found(first.id, &["var-1"]), []);
+}
+
+fn a_checkout(shop_id: i64, email: Option<&str>, items: usize, seconds: i64) -> NewCheckoutOrder {
+    let mut document = CheckoutDocument::new("USD", "https://x.test/r".into());
+    document.customer = email.map(|email| CheckoutCustomer {
+        email_address: email.to_string(),
+        ..CheckoutCustomer::default()
+    });
+    for n in 0..items {
+        document.line_items.push(CheckoutLineItem {
+            line_item_key: format!("k{n}"),
+            product_id: "p".into(),
+            variant_id: "v".into(),
+            title: "T".into(),
+            product_title: "T".into(),
+            sku: "S".into(),
+            image_url: String::new(),
+            description: String::new(),
+            vendor: String::new(),
+            tags: String::new(),
+            price: Cents(500),
+            compare_at_price: Cents(0),
+            quantity: 1,
+            weight: 0.0,
+            weight_unit: "g".into(),
+            requires_shipping: true,
+            taxable: true,
+            properties: Default::default(),
+        });
+    }
+    NewCheckoutOrder {
+        shop_id,
+        public_order_id: format!("{shop_id:0>16}{seconds:0>16}"),
+        document,
+        created_at: at(seconds),
+    }
+}
+
+fn checkout_orders_are_kept_saved_once_per_version_and_swept(db: &impl Database) {
+    let first = shop(db, "a.shop.test");
+    let other = shop(db, "b.shop.test");
+    let insert = |new: NewCheckoutOrder| {
+        db.write(|tx| Ok(tx.insert_checkout_order(&new)?)).unwrap()
+    };
+    let order = insert(a_checkout(first.id, Some("ada@example.test"), 2, 10));
+    assert_eq!((order.status, order.version), (CheckoutStatus::Open, 1));
+    let again = db.write(|tx| Ok(tx.insert_checkout_order(&a_checkout(first.id, None, 0, 10))?));
+    assert!(
+        matches!(again, Err(DomainError::Storage(ref e)) if e.is_unique_violation()),
+        "one public_order_id: {again:?}"
+    );
+    let read = db
+        .read(|tx| Ok(tx.checkout_order(first.id, &order.public_order_id)?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(read, order, "reads back as inserted");
+    assert_eq!(
+        db.read(|tx| Ok(tx.checkout_order(other.id, &order.public_order_id)?))
+            .unwrap(),
+        None,
+        "another shop's"
+    );
+
+    let mut changed = order.clone();
+    changed.platform_order_id = Some("ord-7".into());
+    changed.status = CheckoutStatus::Created;
+    changed.document.is_processed = true;
+    changed.updated_at = at(20);
+    assert!(db.write(|tx| Ok(tx.save_checkout_order(&changed)?)).unwrap());
+    assert!(
+        !db.write(|tx| Ok(tx.save_checkout_order(&changed)?)).unwrap(),
+        "a save from an older read is refused"
+    );
+    let saved = db
+        .read(|tx| Ok(tx.checkout_order_by_id(order.id)?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(saved.version, 2);
+    assert_eq!(saved.status, CheckoutStatus::Created);
+    assert!(saved.document.is_processed);
+    assert_eq!(
+        db.read(|tx| Ok(tx.checkout_order_of_platform_order(first.id, "ord-7")?))
+            .unwrap()
+            .map(|o| o.id),
+        Some(order.id)
+    );
+    assert_eq!(
+        db.read(|tx| Ok(tx.checkout_order_of_platform_order(other.id, "ord-7")?))
+            .unwrap(),
+        None
+    );
+
+    // Abandonment: open, with items and an email, untouched, not reported, emails off.
+    let idle = insert(a_checkout(first.id, Some("idle@example.test"), 1, 30));
+    insert(a_checkout(first.id, None, 1, 31));
+    insert(a_checkout(first.id, Some("empty@example.test"), 0, 32));
+    insert(a_checkout(first.id, Some("late@example.test"), 1, 500));
+    let theirs = insert(a_checkout(other.id, Some("other@example.test"), 1, 33));
+    let swept = |until: i64| {
+        db.read(|tx| Ok(tx.abandoned_checkout_orders(at(until), 10)?))
+            .unwrap()
+            .into_iter()
+            .map(|o| o.id)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(swept(100), Vec::<i64>::new(), "every shop's emails are on");
+    for shop in [&first, &other] {
+        db.write(|tx| {
+            update_shop_settings(
+                tx,
+                shop.identifier.as_str(),
+                ShopSettings {
+                    abandoned_cart_emails: Some(false),
+                    ..ShopSettings::default()
+                },
+                at(40),
+            )
+        })
+        .unwrap();
+    }
+    assert_eq!(swept(100), [idle.id, theirs.id], "the longest untouched first");
+    let mut reported = idle.clone();
+    reported.abandoned_at = Some(at(101));
+    assert!(db.write(|tx| Ok(tx.save_checkout_order(&reported)?)).unwrap());
+    assert_eq!(swept(100), [theirs.id]);
+}
+
 repository_suite!(
     shops_are_found_by_domain_identifier_and_id,
     shop_settings_are_written_to_that_shop_only,
@@ -4053,4 +4254,6 @@ repository_suite!(
     due_subscriptions_are_found_by_status_date_and_retry_wait,
     order_attempts_are_kept_and_end_once,
     payment_methods_expiring_are_announced_once,
+    the_catalogue_finds_live_variants_by_platform_id,
+    checkout_orders_are_kept_saved_once_per_version_and_swept,
 );
