@@ -19,6 +19,42 @@ use serde_json::{Value, json};
 /// cannot be held by a `serde_json::Value`.
 const MARKER: &str = "HOSTILE_VALUE";
 
+/// The storefront routes taking a JSON body, of checkout `order` (its token is the bearer).
+fn storefront_routes(shop: &str, order: &str) -> Vec<(&'static str, String, Value)> {
+    let base = format!("/checkout/storefront/{shop}/{order}");
+    let address = json!({"first_name": "Ada", "address_line_1": "1 Main St", "city": "Ottawa",
+                         "country_code": "CA", "postal_code": "K1A"});
+    vec![
+        (
+            "POST",
+            format!("{base}/customer/guest"),
+            json!({"first_name": "Ada", "last_name": "L", "email_address": "ada@x.test"}),
+        ),
+        (
+            "POST",
+            format!("{base}/addresses/shipping"),
+            address.clone(),
+        ),
+        ("PUT", format!("{base}/addresses/billing"), address),
+        (
+            "POST",
+            format!("{base}/items"),
+            json!({"platform_id": "var-1", "quantity": 1, "line_item_key": "k"}),
+        ),
+        ("POST", format!("{base}/discounts"), json!({"code": "TEN"})),
+        (
+            "POST",
+            format!("{base}/payments"),
+            json!({"gateway_public_id": "test", "token": "tok_success"}),
+        ),
+        (
+            "PATCH",
+            format!("{base}/meta_data"),
+            json!({"notes": "gift", "tags": ["a"], "cart_parameters": {"k": "v"}}),
+        ),
+    ]
+}
+
 /// Every route taking a JSON body, as (method, path, body); `override_id` names a stored
 /// override (its update answers 404 before reading the body).
 fn routes(shop: &str, override_id: &str) -> Vec<(&'static str, String, Value)> {
@@ -88,6 +124,18 @@ fn routes(shop: &str, override_id: &str) -> Vec<(&'static str, String, Value)> {
         "POST",
         format!("/checkout/shop/{shop}/integration/config"),
         json!({"shared_secret": "0123456789abcdef"}),
+    ));
+    routes.push((
+        "POST",
+        format!("/checkout/orders/{shop}/init"),
+        json!({"cart_items": [{"platform_id": "var-1", "quantity": 1, "line_item_key": "k",
+                               "line_item_properties": {"note": "n"}}],
+               "customer": {"email_address": "ada@x.test", "first_name": "Ada"}}),
+    ));
+    routes.push((
+        "PATCH",
+        format!("/checkout/shop/{shop}/settings"),
+        json!({"gift_card_skus": ["GC-1"]}),
     ));
     routes.push((
         "POST",
@@ -188,8 +236,9 @@ fn hostile_fragment() -> impl Strategy<Value = String> {
     (text.clone(), poison, text).prop_map(|(before, poison, after)| before + &poison + &after)
 }
 
-/// What a client could have changed: counts of every kind of record the routes write.
-fn snapshot(store: &Store) -> Vec<i64> {
+/// What a client could have changed: counts of every kind of record the routes write, and the
+/// version of checkout `order` (every change of it adds one).
+fn snapshot(store: &Store, order: &str) -> Vec<i64> {
     store
         .read(|tx| {
             let mut counts = vec![
@@ -202,6 +251,8 @@ fn snapshot(store: &Store) -> Vec<i64> {
                 counts.push(tx.live_destinations(shop.id)?.len() as i64);
                 counts.push(tx.overrides_of_shop(shop.id)?.len() as i64);
                 counts.push(tx.webhook_endpoints(shop.id, WebhookKind::Checkout)?.len() as i64);
+                counts.push(tx.checkout_order(shop.id, order)?.map_or(0, |o| o.version));
+                counts.push(shop.checkout.gift_card_skus.len() as i64);
             }
             Ok(counts)
         })
@@ -221,12 +272,30 @@ fn hostile_strings_in_any_json_body_are_refused_and_change_nothing(backend: Back
         .json(&json!({"override_type": "tax", "url": "http://127.0.0.1:9/tax", "shared_secret": "0123456789abcdef"}));
     assert_eq!(created.status, 200, "{}", created.text);
     let override_id = created.json()["data"]["id"].as_str().unwrap().to_string();
-    let routes = routes(&demo.shop, &override_id);
-    let before = snapshot(&store);
+    let checkout = server
+        .post(&format!("/checkout/orders/{}/init", demo.shop))
+        .bearer(&demo.token)
+        .json(&json!({"cart_items": []}));
+    assert_eq!(checkout.status, 200, "{}", checkout.text);
+    let checkout = checkout.json()["data"].clone();
+    let (order, jwt) = (
+        checkout["public_order_id"].as_str().unwrap().to_string(),
+        checkout["jwt_token"].as_str().unwrap().to_string(),
+    );
+    let routes: Vec<(&str, String, Value, &str)> = routes(&demo.shop, &override_id)
+        .into_iter()
+        .map(|(method, path, body)| (method, path, body, demo.token.as_str()))
+        .chain(
+            storefront_routes(&demo.shop, &order)
+                .into_iter()
+                .map(|(method, path, body)| (method, path, body, jwt.as_str())),
+        )
+        .collect();
+    let before = snapshot(&store, &order);
     let cases: Vec<(usize, Vec<String>)> = routes
         .iter()
         .enumerate()
-        .flat_map(|(index, (_, _, body))| {
+        .flat_map(|(index, (_, _, body, _))| {
             let mut places = Vec::new();
             string_places(body, &mut Vec::new(), &mut places);
             places.into_iter().map(move |place| (index, place))
@@ -241,7 +310,7 @@ fn hostile_strings_in_any_json_body_are_refused_and_change_nothing(backend: Back
         .run(
             &(proptest::sample::select(cases), hostile_fragment()),
             |((route, place), fragment)| {
-                let (method, path, body) = &routes[route];
+                let (method, path, body, bearer) = &routes[route];
                 let field = if fragment.contains("\\ud800") || fragment.contains("\\udfff") {
                     "body".to_string()
                 } else {
@@ -254,7 +323,7 @@ fn hostile_strings_in_any_json_body_are_refused_and_change_nothing(backend: Back
                     .replace(&format!("\"{MARKER}\""), &format!("\"{fragment}\""));
                 let answer = server
                     .request(method, path)
-                    .bearer(&demo.token)
+                    .bearer(bearer)
                     .header("Content-Type", "application/json")
                     .send_bytes(Some(text.into_bytes()));
                 let what = format!(
@@ -279,7 +348,7 @@ fn hostile_strings_in_any_json_body_are_refused_and_change_nothing(backend: Back
                         what
                     );
                 }
-                prop_assert_eq!(snapshot(&store), before.clone());
+                prop_assert_eq!(snapshot(&store, &order), before.clone());
                 Ok::<(), TestCaseError>(())
             },
         )

@@ -73,6 +73,18 @@ const ROUTES: &[(&str, &str, &str)] = &[
     ),
     ("POST", "/orders/v2/shops/{shop}/sync", "write_orders"),
     ("GET", "/orders/v2/shops/{shop}/sync/{id}", "read_orders"),
+    // §4.4 headless checkout: Init Order; the shop's checkout settings (docs/checkout.md).
+    ("POST", "/checkout/orders/{shop}/init", "write_orders"),
+    (
+        "GET",
+        "/checkout/shop/{shop}/settings",
+        "modify_shop_settings",
+    ),
+    (
+        "PATCH",
+        "/checkout/shop/{shop}/settings",
+        "modify_shop_settings",
+    ),
     // §4.1 overrides.
     (
         "POST",
@@ -409,6 +421,125 @@ const PUBLIC: &[(&str, &str)] = &[
     ("POST", "/auth/oauth2/token"),
 ];
 
+/// The storefront's routes (§4.4): the bearer is the JWT of the path's one order, never an API
+/// token.
+const STOREFRONT: &[(&str, &str)] = &[
+    (
+        "POST",
+        "/checkout/storefront/{shop}/{public_order_id}/customer/guest",
+    ),
+    (
+        "PUT",
+        "/checkout/storefront/{shop}/{public_order_id}/customer",
+    ),
+    (
+        "DELETE",
+        "/checkout/storefront/{shop}/{public_order_id}/customer",
+    ),
+    (
+        "GET",
+        "/checkout/storefront/{shop}/{public_order_id}/validate_email_address",
+    ),
+    (
+        "POST",
+        "/checkout/storefront/{shop}/{public_order_id}/addresses/shipping",
+    ),
+    (
+        "PUT",
+        "/checkout/storefront/{shop}/{public_order_id}/addresses/shipping",
+    ),
+    (
+        "DELETE",
+        "/checkout/storefront/{shop}/{public_order_id}/addresses/shipping",
+    ),
+    (
+        "POST",
+        "/checkout/storefront/{shop}/{public_order_id}/addresses/billing",
+    ),
+    (
+        "PUT",
+        "/checkout/storefront/{shop}/{public_order_id}/addresses/billing",
+    ),
+    (
+        "DELETE",
+        "/checkout/storefront/{shop}/{public_order_id}/addresses/billing",
+    ),
+    (
+        "GET",
+        "/checkout/storefront/{shop}/{public_order_id}/validate_address",
+    ),
+    (
+        "GET",
+        "/checkout/storefront/{shop}/{public_order_id}/shipping_lines",
+    ),
+    (
+        "POST",
+        "/checkout/storefront/{shop}/{public_order_id}/shipping_lines",
+    ),
+    (
+        "POST",
+        "/checkout/storefront/{shop}/{public_order_id}/taxes",
+    ),
+    (
+        "POST",
+        "/checkout/storefront/{shop}/{public_order_id}/discounts",
+    ),
+    (
+        "DELETE",
+        "/checkout/storefront/{shop}/{public_order_id}/discounts",
+    ),
+    (
+        "GET",
+        "/checkout/storefront/{shop}/{public_order_id}/validate_discount_code",
+    ),
+    (
+        "GET",
+        "/checkout/storefront/{shop}/{public_order_id}/payments",
+    ),
+    (
+        "POST",
+        "/checkout/storefront/{shop}/{public_order_id}/payments",
+    ),
+    (
+        "PUT",
+        "/checkout/storefront/{shop}/{public_order_id}/payments",
+    ),
+    (
+        "DELETE",
+        "/checkout/storefront/{shop}/{public_order_id}/payments",
+    ),
+    (
+        "DELETE",
+        "/checkout/storefront/{shop}/{public_order_id}/payments/gift_card",
+    ),
+    (
+        "POST",
+        "/checkout/storefront/{shop}/{public_order_id}/items",
+    ),
+    ("PUT", "/checkout/storefront/{shop}/{public_order_id}/items"),
+    (
+        "DELETE",
+        "/checkout/storefront/{shop}/{public_order_id}/items",
+    ),
+    (
+        "GET",
+        "/checkout/storefront/{shop}/{public_order_id}/check_inventory",
+    ),
+    (
+        "PATCH",
+        "/checkout/storefront/{shop}/{public_order_id}/meta_data",
+    ),
+    (
+        "GET",
+        "/checkout/storefront/{shop}/{public_order_id}/refresh",
+    ),
+    (
+        "POST",
+        "/checkout/storefront/{shop}/{public_order_id}/process_order",
+    ),
+    ("POST", "/checkout/storefront/{shop}/{public_order_id}/log"),
+];
+
 /// The string literals of `text`, in order (no escapes occur in route paths).
 fn literals(text: &str) -> Vec<&str> {
     text.split('"').skip(1).step_by(2).collect()
@@ -476,6 +607,7 @@ fn read_routes(source: &str, routes: &mut BTreeSet<(String, String)>) {
 fn concrete(template: &str, shop: &str) -> String {
     template
         .replace("{shop}", shop)
+        .replace("{public_order_id}", "0123456789abcdef0123456789abcdef")
         .replace("{message_id}", "msg_0123456789abcdef0123456789abcdef")
         .replace("{platform_id}", "pid-1")
         .replace("{address_id}", "1")
@@ -499,12 +631,13 @@ fn the_table_covers_every_registered_route() {
         .chain(
             PUBLIC
                 .iter()
+                .chain(STOREFRONT)
                 .map(|(method, path)| (method.to_string(), path.to_string())),
         )
         .collect();
     assert_eq!(
         listed.len(),
-        ROUTES.len() + PUBLIC.len(),
+        ROUTES.len() + PUBLIC.len() + STOREFRONT.len(),
         "a route is listed twice"
     );
     let unlisted: Vec<_> = registered.difference(&listed).collect();
@@ -570,4 +703,37 @@ fn every_route_requires_the_scope_the_contract_names(backend: Backend) {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-backend_tests!(every_route_requires_the_scope_the_contract_names);
+/// No storefront route opens without the JWT of its order: none at all, or an API token with
+/// every scope, is 401.
+fn every_storefront_route_requires_its_orders_token(backend: Backend) {
+    let server = MercerServer::in_process(backend);
+    let demo = server.demo().clone();
+    let mut failures = Vec::new();
+    for (method, template) in STOREFRONT {
+        let path = concrete(template, &demo.shop);
+        for bearer in [None, Some(demo.token.as_str())] {
+            let mut call = server.request(method, &path);
+            if let Some(token) = bearer {
+                call = call.bearer(token);
+            }
+            let answer = call.call();
+            let unauthenticated = answer.status == 401
+                && answer
+                    .errors()
+                    .first()
+                    .is_some_and(|entry| entry["type"] == "auth.unauthenticated");
+            if !unauthenticated {
+                failures.push(format!(
+                    "{method} {template} with {bearer:?}: {} {}",
+                    answer.status, answer.text
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+backend_tests!(
+    every_route_requires_the_scope_the_contract_names,
+    every_storefront_route_requires_its_orders_token,
+);

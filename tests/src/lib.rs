@@ -6,6 +6,7 @@
 
 pub mod browser;
 pub mod receiver;
+pub mod storefront;
 pub mod verifiers;
 
 use std::io::{BufRead, BufReader};

@@ -4047,7 +4047,10 @@ fn the_catalogue_finds_live_variants_by_platform_id(db: &impl Database) {
     };
     assert_eq!(
         found(first.id, &["var-1", "var-2", "var-9"]),
-        [("var-1".into(), "C-1".into()), ("var-2".into(), "C-2".into())]
+        [
+            ("var-1".into(), "C-1".into()),
+            ("var-2".into(), "C-2".into())
+        ]
     );
     // A later save without var-2: it is gone; the other shop's catalogue is its own.
     catalogue_product(
@@ -4057,8 +4060,14 @@ fn the_catalogue_finds_live_variants_by_platform_id(db: &impl Database) {
                "variants": [{"platform_id": "var-1", "sku": "C-1", "price": "13.00"}]}),
         2,
     );
-    assert_eq!(found(first.id, &["var-1", "var-2"]), [("var-1".into(), "C-1".into())]);
-    assert_eq!(found(other.id, &["var-2"]), [("var-2".into(), "C-2".into())]);
+    assert_eq!(
+        found(first.id, &["var-1", "var-2"]),
+        [("var-1".into(), "C-1".into())]
+    );
+    assert_eq!(
+        found(other.id, &["var-2"]),
+        [("var-2".into(), "C-2".into())]
+    );
     let price = db
         .read(|tx| Ok(catalogue::variants(tx, first.id, &["var-1"])?))
         .unwrap()["var-1"]
@@ -4123,9 +4132,8 @@ fn a_checkout(shop_id: i64, email: Option<&str>, items: usize, seconds: i64) -> 
 fn checkout_orders_are_kept_saved_once_per_version_and_swept(db: &impl Database) {
     let first = shop(db, "a.shop.test");
     let other = shop(db, "b.shop.test");
-    let insert = |new: NewCheckoutOrder| {
-        db.write(|tx| Ok(tx.insert_checkout_order(&new)?)).unwrap()
-    };
+    let insert =
+        |new: NewCheckoutOrder| db.write(|tx| Ok(tx.insert_checkout_order(&new)?)).unwrap();
     let order = insert(a_checkout(first.id, Some("ada@example.test"), 2, 10));
     assert_eq!((order.status, order.version), (CheckoutStatus::Open, 1));
     let again = db.write(|tx| Ok(tx.insert_checkout_order(&a_checkout(first.id, None, 0, 10))?));
@@ -4150,9 +4158,13 @@ fn checkout_orders_are_kept_saved_once_per_version_and_swept(db: &impl Database)
     changed.status = CheckoutStatus::Created;
     changed.document.is_processed = true;
     changed.updated_at = at(20);
-    assert!(db.write(|tx| Ok(tx.save_checkout_order(&changed)?)).unwrap());
     assert!(
-        !db.write(|tx| Ok(tx.save_checkout_order(&changed)?)).unwrap(),
+        db.write(|tx| Ok(tx.save_checkout_order(&changed)?))
+            .unwrap()
+    );
+    assert!(
+        !db.write(|tx| Ok(tx.save_checkout_order(&changed)?))
+            .unwrap(),
         "a save from an older read is refused"
     );
     let saved = db
@@ -4202,10 +4214,17 @@ fn checkout_orders_are_kept_saved_once_per_version_and_swept(db: &impl Database)
         })
         .unwrap();
     }
-    assert_eq!(swept(100), [idle.id, theirs.id], "the longest untouched first");
+    assert_eq!(
+        swept(100),
+        [idle.id, theirs.id],
+        "the longest untouched first"
+    );
     let mut reported = idle.clone();
     reported.abandoned_at = Some(at(101));
-    assert!(db.write(|tx| Ok(tx.save_checkout_order(&reported)?)).unwrap());
+    assert!(
+        db.write(|tx| Ok(tx.save_checkout_order(&reported)?))
+            .unwrap()
+    );
     assert_eq!(swept(100), [theirs.id]);
 }
 

@@ -346,7 +346,7 @@ pub fn product_data(item: &CheckoutLineItem, properties: Value, visible: Value) 
         "line_item_key": item.line_item_key,
         "barcode": "",
         "compare_at_price": item.compare_at_price,
-        "weight": item.weight,
+        "weight": whole_or_fraction(item.weight),
         "weight_unit": item.weight_unit,
         "product_id": item.product_id,
         "variant_id": item.variant_id,
@@ -356,6 +356,15 @@ pub fn product_data(item: &CheckoutLineItem, properties: Value, visible: Value) 
         "tags": item.tags,
         "vendor": item.vendor,
     })
+}
+
+/// A number as JavaScript writes it: `0`, not `0.0`, when it is whole.
+fn whole_or_fraction(number: f64) -> Value {
+    if number.fract() == 0.0 && number.abs() < 1e15 {
+        json!(number as i64)
+    } else {
+        json!(number)
+    }
 }
 
 pub fn shipping_line_json(line: &CheckoutShippingLine) -> Value {

@@ -72,14 +72,25 @@ fn processed() -> DomainError {
     }
 }
 
+/// The shop of a storefront call whose token opens its order; 401 otherwise (an unknown shop
+/// too: the token names the shop).
+pub fn authorize(
+    tx: &mut dyn CheckoutRepositories,
+    call: &StorefrontCall,
+    now: Timestamp,
+) -> Result<Shop, DomainError> {
+    let shop = find_shop(tx, &call.shop_identifier).map_err(|_| DomainError::Unauthenticated)?;
+    token::verify(tx, &shop, &call.public_order_id, &call.token, now)?;
+    Ok(shop)
+}
+
 /// The shop and order of a storefront call whose token opens it.
 fn open(
     tx: &mut dyn CheckoutRepositories,
     call: &StorefrontCall,
     now: Timestamp,
 ) -> Result<(Shop, CheckoutOrder), DomainError> {
-    let shop = find_shop(tx, &call.shop_identifier).map_err(|_| DomainError::Unauthenticated)?;
-    token::verify(tx, &shop, &call.public_order_id, &call.token, now)?;
+    let shop = authorize(tx, call, now)?;
     let order = tx
         .checkout_order(shop.id, &call.public_order_id)?
         .ok_or(DomainError::not_found("order"))?;

@@ -2,7 +2,8 @@
 //! bearer JWT of its one order. Every answer is `{"data": {…, "application_state"}}`; errors
 //! are the library's `errors[]`.
 
-use std::future::{Ready, ready};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use actix_web::dev::Payload;
@@ -27,32 +28,47 @@ use crate::http::error::ApiError;
 use crate::http::extract::{JsonBody, query_pairs};
 use crate::http::state::{AppState, run_blocking};
 
-/// The shop and order of the path, and the request's bearer token (checked by the use case:
-/// 401 for a token of another order, an expired one, or none).
+/// The shop and order of the path, and the request's bearer token, checked before anything
+/// else of the request (its body): 401 for none, a token of another order, an expired one.
+/// The use case checks it again, as every use case of the storefront does.
 pub struct Storefront(StorefrontCall);
 
 impl FromRequest for Storefront {
     type Error = ApiError;
-    type Future = Ready<Result<Self, ApiError>>;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
 
     fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let info = request.match_info();
-        let token = request
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.trim().split_once(' '))
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, token)| token.trim().to_string())
-            .filter(|token| !token.is_empty());
-        ready(match token {
-            None => Err(ApiError::from(DomainError::Unauthenticated)),
-            Some(token) => Ok(Storefront(StorefrontCall {
-                shop_identifier: info.get("shop").unwrap_or_default().to_string(),
-                public_order_id: info.get("public_order_id").unwrap_or_default().to_string(),
-                token,
-            })),
+        let state = request.app_data::<web::Data<AppState>>().cloned();
+        let call = presented(request);
+        Box::pin(async move {
+            let (state, call) = (state.ok_or_else(ApiError::internal)?, call?);
+            let (checked, now) = (call.clone(), state.now());
+            state
+                .read(move |tx| storefront::authorize(tx, &checked, now))
+                .await?;
+            Ok(Storefront(call))
         })
+    }
+}
+
+/// The call a request presents: the path's shop and order, its bearer token.
+fn presented(request: &HttpRequest) -> Result<StorefrontCall, ApiError> {
+    let info = request.match_info();
+    let token = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.trim().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim().to_string())
+        .filter(|token| !token.is_empty());
+    match token {
+        None => Err(ApiError::from(DomainError::Unauthenticated)),
+        Some(token) => Ok(StorefrontCall {
+            shop_identifier: info.get("shop").unwrap_or_default().to_string(),
+            public_order_id: info.get("public_order_id").unwrap_or_default().to_string(),
+            token,
+        }),
     }
 }
 
