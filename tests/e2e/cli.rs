@@ -5,6 +5,7 @@ use std::time::Duration;
 use mercer_tests::{
     Backend, MercerServer, TestDatabase, backend_tests, mercer_binary, run_cli, wait_until,
 };
+use serde_json::json;
 
 fn shop_create_prints_the_identifier_and_secret_and_refuses_bad_input(backend: Backend) {
     let database = TestDatabase::create(backend);
@@ -244,6 +245,50 @@ fn shop_update_sets_the_time_zone_and_currency(backend: Backend) {
         "{}",
         retries.stderr
     );
+
+    // The checkout's settings (issue 15).
+    let settings = format!("/checkout/shop/{}/settings", demo.shop);
+    let checkout = || server.get(&settings).bearer(&demo.token).call().json()["data"].clone();
+    assert_eq!(checkout()["abandoned_cart_emails"], true);
+    for (flag, value, problem) in [
+        ("--flat-shipping-rate", "-5", "flat_shipping_rate"),
+        ("--abandoned-cart-emails", "maybe", "on or off"),
+    ] {
+        server
+            .cli(&["shop", "update", "--shop", &demo.shop, flag, value])
+            .assert_failed_with(problem);
+    }
+    let changed = server.cli(&[
+        "shop",
+        "update",
+        "--shop",
+        &demo.shop,
+        "--abandoned-cart-emails",
+        "off",
+        "--gift-cards",
+        "on",
+        "--gift-card-sku",
+        "GC-10",
+        "--gift-card-sku",
+        "GC-25",
+        "--flat-shipping-rate",
+        "650",
+    ]);
+    assert!(changed.success, "{}", changed.stderr);
+    assert_eq!(
+        checkout(),
+        json!({"abandoned_cart_emails": false, "gift_cards_enabled": true,
+               "gift_card_skus": ["GC-10", "GC-25"], "flat_shipping_rate": 650})
+    );
+    let cleared = server.cli(&[
+        "shop",
+        "update",
+        "--shop",
+        &demo.shop,
+        "--clear-gift-card-skus",
+    ]);
+    assert!(cleared.success, "{}", cleared.stderr);
+    assert_eq!(checkout()["gift_card_skus"], json!([]));
 }
 
 backend_tests!(
@@ -289,6 +334,11 @@ fn help_explains_every_setting() {
         "sqlite://mercer.db",
         "--max-body-bytes",
         "--shutdown-timeout",
+        "--abandonment-delay-s",
+        "MERCER_ABANDONMENT_DELAY_S",
+        "--abandonment-interval-s",
+        "MERCER_ABANDONMENT_INTERVAL_S",
+        "--scheduler-interval-ms",
     ] {
         assert!(
             serve.contains(word),

@@ -298,7 +298,7 @@ pub struct ShopUpdateArgs {
     pub clear_gift_card_skus: bool,
     /// Checkout: the shipping line offered, in cents, when no shipping override is registered
     /// (0 to 100000000; new shops: 0).
-    #[arg(long, value_name = "CENTS")]
+    #[arg(long, value_name = "CENTS", allow_negative_numbers = true)]
     pub flat_shipping_rate: Option<i64>,
 }
 

@@ -433,10 +433,16 @@ pub fn delete_customer<D: CheckoutDatabase>(
 }
 
 /// `validateEmail`: `{"valid": true}`, or 422 on `email_address`.
-pub fn validate_email(email: &str) -> Result<Value, DomainError> {
+pub fn validate_email<D: CheckoutDatabase>(
+    db: &D,
+    call: &StorefrontCall,
+    email: &str,
+    now: Timestamp,
+) -> Result<Value, DomainError> {
+    let (_, order) = read(db, call, now)?;
     crate::kernel::fields::check_email("email_address".to_string(), email)
         .map_err(|problem| DomainError::Invalid(vec![problem]))?;
-    Ok(json!({"valid": true}))
+    Ok(answer(&order, json!({"valid": true})))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -541,7 +547,7 @@ pub fn validate_address<D: CheckoutDatabase + OverrideDatabase>(
 ) -> Result<Value, DomainError> {
     let (shop, order) = read(context.db, call, context.now)?;
     validate_address_override(context, &shop, &order, AddressType::Shipping, address)?;
-    Ok(json!({"valid": true, "errors": []}))
+    Ok(answer(&order, json!({"valid": true, "errors": []})))
 }
 
 /// What the shipping lines and taxes were worked out from changed: they are worked out again.
@@ -746,7 +752,8 @@ pub fn validate_discount<D: CheckoutDatabase + OverrideDatabase>(
 ) -> Result<Value, DomainError> {
     let (shop, order) = read(context.db, call, context.now)?;
     let discount = value_discount(context, &shop, &order, code)?;
-    Ok(json!({"valid": true, "discount": crate::checkout::state::discount_json(&discount)}))
+    let shown = crate::checkout::state::discount_json(&discount);
+    Ok(answer(&order, json!({"valid": true, "discount": shown})))
 }
 
 /// `deleteDiscount`: 422 when the code is not applied.

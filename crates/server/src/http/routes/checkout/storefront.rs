@@ -182,8 +182,7 @@ pub async fn validate_email(
 ) -> Result<HttpResponse, ApiError> {
     let email = query(&request, "email_address", 320)?.unwrap_or_default();
     answer(&state, move |run| {
-        storefront::read(&run.store, &call.0, run.now)?;
-        storefront::validate_email(&email)
+        storefront::validate_email(&run.store, &call.0, &email, run.now)
     })
     .await
 }
