@@ -139,13 +139,7 @@ fn set_up(
         .id;
     assert!(wait_until(Duration::from_secs(10), || {
         store
-            .read(|tx| {
-                Ok(catalogue::variants(
-                    tx,
-                    shop_id,
-                    &["var-coffee", "var-card"],
-                )?)
-            })
+            .read(|tx| catalogue::variants(tx, shop_id, &["var-coffee", "var-card"]))
             .is_ok_and(|found| found.len() == 2)
     }));
     shop
@@ -395,7 +389,7 @@ fn the_frontend_library_runs_a_whole_checkout(backend: Backend) {
         .collect();
     assert_eq!(
         keys,
-        [public_order_id.clone()],
+        std::slice::from_ref(&public_order_id),
         "Create Order keyed by the order"
     );
     let payments = sim

@@ -4037,7 +4037,7 @@ fn the_catalogue_finds_live_variants_by_platform_id(db: &impl Database) {
     catalogue_product(db, other.id, coffee, 1);
     let found = |shop_id: i64, ids: &[&str]| {
         let mut found: Vec<(String, String)> = db
-            .read(|tx| Ok(catalogue::variants(tx, shop_id, ids)?))
+            .read(|tx| catalogue::variants(tx, shop_id, ids))
             .unwrap()
             .into_iter()
             .map(|(id, item)| (id, item.variant.sku.unwrap_or_default()))
@@ -4069,7 +4069,7 @@ fn the_catalogue_finds_live_variants_by_platform_id(db: &impl Database) {
         [("var-2".into(), "C-2".into())]
     );
     let price = db
-        .read(|tx| Ok(catalogue::variants(tx, first.id, &["var-1"])?))
+        .read(|tx| catalogue::variants(tx, first.id, &["var-1"]))
         .unwrap()["var-1"]
         .variant
         .price

@@ -450,7 +450,10 @@ fn a_whole_checkout_is_priced_consistently_processed_and_pushed_to_the_platform(
         panic!("pushed")
     };
     w.platform.state(|p| {
-        assert_eq!(p.create_order_calls, [call.public_order_id.clone()]);
+        assert_eq!(
+            p.create_order_calls,
+            std::slice::from_ref(&call.public_order_id)
+        );
         let order = &p.orders[0];
         assert_eq!(order.total.as_ref().map(|t| t.as_str()), Some("57.60"));
         assert_eq!(order.payments.as_ref().map(Vec::len), Some(1));

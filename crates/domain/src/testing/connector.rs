@@ -32,7 +32,10 @@ pub struct MemoryPlatform(Mutex<PlatformState>);
 
 impl MemoryPlatform {
     pub fn state<T>(&self, f: impl FnOnce(&mut PlatformState) -> T) -> T {
-        f(&mut self.0.lock().unwrap())
+        f(&mut self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()))
     }
 
     pub fn payments(&self) -> Vec<Payment> {
