@@ -162,6 +162,7 @@ fn override_server() -> Receiver {
             "/discount" if body["data"]["code"] == "TEN" => {
                 json!({"valid": true, "discount": {"code": "TEN", "amount": 1000, "text": "10 off"}})
             }
+            "/discount" if body["data"]["code"] == "BROKEN" => return (500, "{}".to_string()),
             "/discount" => json!({"valid": false}),
             "/inventory" => {
                 let items: Vec<Value> = body["data"]["items"]
@@ -438,6 +439,20 @@ fn the_frontend_library_runs_a_whole_checkout(backend: Backend) {
         .bearer(other["jwt_token"].as_str().unwrap())
         .call()
         .assert_error(401, "auth.unauthenticated");
+    // An override that fails: 502 in the library's error shape, the order unchanged.
+    let other_id = other["public_order_id"].as_str().unwrap();
+    let broken = server
+        .post(&format!(
+            "/checkout/storefront/{}/{other_id}/discounts",
+            shop.id
+        ))
+        .bearer(other["jwt_token"].as_str().unwrap())
+        .json(&json!({"code": "BROKEN"}));
+    broken.assert_error(502, "override.failed");
+    let entry = &broken.errors()[0];
+    for field in ["message", "type", "severity", "sub_type"] {
+        assert!(entry[field].is_string(), "{field}: {entry}");
+    }
 
     // The platform fulfils the order: order/fulfilled, with fulfillment_data an object.
     let patched = ureq::patch(&format!(
@@ -529,7 +544,7 @@ fn the_frontend_library_runs_a_whole_checkout(backend: Backend) {
     let called = overrides.received();
     assert!(called.iter().any(|r| r.target == "/tax"));
     let verifier = http_signature(OVERRIDE_SECRET);
-    for request in called.iter().take(3) {
+    for request in &called {
         assert_eq!(
             replay(&verifier, request),
             (200, "verified".to_string()),

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use mercer_domain::checkout::sweeps::AbandonmentJob;
 use mercer_domain::kernel::jobs::{Job, JobPayload};
 use mercer_domain::platform::outbox::{ConnectorCall, OutboxStatus, request_connector_change};
 use mercer_domain::ports::Database;
@@ -130,16 +131,18 @@ fn list_calls(sim: &RunningSimulator) -> usize {
 
 /// Jobs in the table, but the subscription scheduler's recurring one (always there).
 fn remaining_jobs(server: &MercerServer) -> usize {
-    jobs_but_the_scheduler(server.database()).len()
+    jobs_but_the_recurring(server.database()).len()
 }
 
-fn jobs_but_the_scheduler(database: &TestDatabase) -> Vec<Job> {
+/// The jobs queued or running, but the recurring ones every start enqueues (the subscription
+/// scheduler, the abandoned-checkout sweep).
+fn jobs_but_the_recurring(database: &TestDatabase) -> Vec<Job> {
     database
         .open_store()
         .read(|tx| Ok(tx.list_jobs(None, 100)?))
         .unwrap()
         .into_iter()
-        .filter(|job| job.kind != SchedulerJob::KIND)
+        .filter(|job| job.kind != SchedulerJob::KIND && job.kind != AbandonmentJob::KIND)
         .collect()
 }
 
@@ -232,7 +235,7 @@ fn a_sync_stopped_gracefully_goes_on_at_the_next_start(backend: Backend) {
         .expect("the process stops without waiting for the sync's end");
     assert!(status.success(), "{status:?}\n{}", server.output());
     let database = server.into_database();
-    let jobs = jobs_but_the_scheduler(&database);
+    let jobs = jobs_but_the_recurring(&database);
     assert_eq!(jobs.len(), 1, "{jobs:?}");
     assert_eq!(
         (

@@ -33,7 +33,8 @@ pub struct CustomerInput {
     pub first_name: String,
     pub last_name: String,
     pub email_address: String,
-    pub accepts_marketing: bool,
+    /// Absent: false for a new customer, unchanged for one being updated.
+    pub accepts_marketing: Option<bool>,
 }
 
 /// Init Order's body.
@@ -120,7 +121,7 @@ fn customer(fields: &mut Fields<'_, '_>) -> Option<CustomerInput> {
     {
         fields.problems.push(problem);
     }
-    let accepts_marketing = fields.boolean("accepts_marketing").unwrap_or(false);
+    let accepts_marketing = fields.boolean("accepts_marketing");
     Some(CustomerInput {
         first_name,
         last_name,
@@ -327,6 +328,8 @@ pub fn parse_discount_code(body: &Value) -> Result<String, DomainError> {
 /// A payment (`IAddPaymentRequest`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PaymentInput {
+    /// The payment's id, when the request names one (updates and deletions).
+    pub id: Option<String>,
     pub gateway_public_id: String,
     pub token: String,
     /// Cents; the order's balance when absent.
@@ -357,7 +360,9 @@ pub fn parse_payment(body: &Value) -> Result<PaymentInput, DomainError> {
             .unwrap_or_else(|| "credit_card".to_string());
         let display_string = fields.text("display_string").unwrap_or_default();
         let retain = fields.boolean("retain").unwrap_or(false);
+        let id = fields.text("id");
         Some(PaymentInput {
+            id,
             gateway_public_id: gateway?,
             token: token?,
             amount,

@@ -16,15 +16,16 @@ use crate::checkout::repository::{
 use crate::checkout::state::{CheckoutDocument, CheckoutLineItem};
 use crate::checkout::storefront::{
     APPROVING_TOKEN, CheckoutContext, InventoryStage, ORDER_RRULE_PROPERTY,
-    SUBSCRIPTION_GROUP_PROPERTY, StorefrontCall, inventory_check, read,
+    SUBSCRIPTION_GROUP_PROPERTY, StorefrontCall, inventory_check, read, value_discount,
 };
 use crate::kernel::error::{DomainError, FieldError};
 use crate::kernel::jobs::{JobFailure, JobPayload, enqueue};
 use crate::kernel::money::{Cents, CurrencyCode};
 use crate::kernel::time::Timestamp;
-use crate::overrides::{OverrideAnswer, OverrideDatabase, OverrideType};
+use crate::overrides::OverrideDatabase;
 use crate::platform::connector::{ConnectorError, PlatformConnector};
 use crate::platform::destinations::{Topic as DestinationTopic, live_target};
+use crate::platform::events::{EntityDocument, EntityKind, OrderFulfilledJob};
 use crate::platform::placement::{self, PlacementError, with_payment_key};
 use crate::platform::resources::{
     CustomAttribute, Decimal, LineItem, Order, OrderAddress, Payment, PlatformId,
@@ -202,47 +203,25 @@ fn busy() -> DomainError {
 }
 
 /// Values each applied discount again: a code no longer valid is dropped (and the order
-/// refused, 422 on `discounts`); a changed value is kept.
+/// refused, 422 on `discounts`); a new value is kept. What changed is saved, so the storefront
+/// sees it (and the balance it leaves) even when the order is refused.
 fn revalue_discounts<D: CheckoutDatabase + OverrideDatabase>(
     context: &CheckoutContext<'_, D>,
     shop: &Shop,
     order: &mut CheckoutOrder,
 ) -> Result<(), DomainError> {
-    let mut invalid = Vec::new();
-    for index in 0..order.document.discounts.len() {
-        let code = order.document.discounts[index].code.clone();
-        let data = json!({
-            "code": code,
-            "line_items": order.document.line_items.iter().map(crate::checkout::state::line_item_json).collect::<Vec<_>>(),
-            "subtotal": order.document.amounts().items,
-            "currency": order.document.currency,
-        });
-        let answer = crate::overrides::run(
-            context.db,
-            context.overrides,
-            shop,
-            &order.document.order_overrides(),
-            &order.public_order_id,
-            OverrideType::Discount,
-            data,
-        )?;
-        match answer {
-            Some(OverrideAnswer::Discount(answer)) if answer.valid => {
-                if let Some(discount) = answer.discount {
-                    order.document.discounts[index].value =
-                        Cents(i64::try_from(discount.amount).unwrap_or(i64::MAX));
-                }
-            }
-            _ => invalid.push(code),
+    let before = order.document.discounts.clone();
+    let (mut kept, mut invalid) = (Vec::new(), Vec::new());
+    for discount in &before {
+        match value_discount(context, shop, order, &discount.code)? {
+            Some(valued) => kept.push(valued),
+            None => invalid.push(discount.code.clone()),
         }
     }
-    if invalid.is_empty() {
+    if kept == before {
         return Ok(());
     }
-    order
-        .document
-        .discounts
-        .retain(|d| !invalid.contains(&d.code));
+    order.document.discounts = kept;
     order.updated_at = context.now;
     CheckoutDatabase::write_tx(context.db, |tx| {
         if tx.save_checkout_order(order)? {
@@ -251,6 +230,10 @@ fn revalue_discounts<D: CheckoutDatabase + OverrideDatabase>(
             Err(busy())
         }
     })?;
+    order.version += 1;
+    if invalid.is_empty() {
+        return Ok(());
+    }
     Err(DomainError::invalid(
         "discounts",
         "invalid_discount",
@@ -392,7 +375,7 @@ fn platform_order(order: &CheckoutOrder, now: Timestamp) -> Order {
 /// Runs a [`PushOrderJob`]: Create Order (the stored platform order when a run got that far),
 /// then Create Payment for each payment not paid yet, then the outcome. A connector failure
 /// that may pass is retried by the job runner (`Err`), up to `last_attempt`, when the order
-/// fails for good.
+/// fails for good; so is a save that met another change of the checkout.
 pub fn push_order<D: CheckoutDatabase>(
     db: &D,
     connector: &dyn PlatformConnector,
@@ -416,66 +399,75 @@ pub fn push_order<D: CheckoutDatabase>(
     let Some((shop, mut order, target)) = context else {
         return Ok(Pushed::Nothing);
     };
-    let Some(target) = target else {
-        return Ok(fail(
-            db,
-            &shop,
-            order,
-            "the shop has no orders destination",
-            now,
-        )?);
-    };
-    let result = (|| -> Result<(), PlacementError> {
-        // Resumed: a run before got the platform's order, and may have paid.
-        let resumed = order.platform_order_id.is_some();
-        let platform_order_id = match order.platform_order_id.clone() {
-            Some(id) => id,
-            None => {
-                let placed = placement::create_order(
-                    connector,
-                    &target,
-                    &platform_order(&order, now),
-                    &order.public_order_id,
-                )?;
-                order.platform_order_id = Some(placed.platform_id.clone());
-                order.document.platform_friendly_identifier = placed.order_number;
-                order.updated_at = now;
-                let saved = db
-                    .write_tx(|tx| Ok(tx.save_checkout_order(&order)?))
-                    .unwrap_or(false);
-                if saved {
-                    order.version += 1;
-                }
-                placed.platform_id
-            }
-        };
-        let currency = order.document.currency.clone();
-        for payment in &order.document.payments {
-            let key = format!("{}#{}", order.public_order_id, payment.id);
-            let body = with_payment_key(
-                Payment {
-                    description: Some(format!("Checkout {}", order.public_order_id)),
-                    provider: Some(payment.gateway_public_id.clone()),
-                    payment_method: Some(payment.token.clone()),
-                    currency: Some(currency.clone()),
-                    amount_planned: money(payment.amount, &currency),
-                    ..Payment::default()
-                },
-                &key,
-            );
-            let earlier = resumed.then_some(key.as_str());
-            placement::pay_once(connector, &target, &platform_order_id, &body, earlier)?;
+    let settle = |order: CheckoutOrder, error: PlacementError| {
+        if transient(&error) && !last_attempt {
+            return Err(JobFailure::retry(format!(
+                "checkout {}: {}",
+                order.public_order_id,
+                error.message()
+            )));
         }
-        Ok(())
-    })();
-    match result {
-        Ok(()) => Ok(created(db, &shop, order, now)?),
-        Err(error) if transient(&error) && !last_attempt => Err(JobFailure::retry(format!(
-            "checkout {}: {}",
-            order.public_order_id,
-            error.message()
-        ))),
-        Err(error) => Ok(fail(db, &shop, order, &error.message(), now)?),
+        fail(db, &shop, order, &error.message(), now).map_err(retry_when_busy)
+    };
+    let Some(target) = target else {
+        return fail(db, &shop, order, "the shop has no orders destination", now)
+            .map_err(retry_when_busy);
+    };
+    // Resumed: a run before got the platform's order, and may have paid.
+    let resumed = order.platform_order_id.is_some();
+    let platform_order_id = match order.platform_order_id.clone() {
+        Some(id) => id,
+        None => {
+            let body = platform_order(&order, now);
+            let placed =
+                match placement::create_order(connector, &target, &body, &order.public_order_id) {
+                    Ok(placed) => placed,
+                    Err(error) => return settle(order, error),
+                };
+            order.platform_order_id = Some(placed.platform_id.clone());
+            order.document.platform_friendly_identifier = placed.order_number;
+            order.updated_at = now;
+            // Stored before anything is paid: a run after a crash then looks for the payments
+            // before paying. Not stored, nothing is paid: the job is tried again.
+            if !db.write_tx(|tx| Ok(tx.save_checkout_order(&order)?))? {
+                return Err(JobFailure::retry("the checkout changed meanwhile"));
+            }
+            order.version += 1;
+            placed.platform_id
+        }
+    };
+    let currency = order.document.currency.clone();
+    for payment in &order.document.payments {
+        let key = format!("{}#{}", order.public_order_id, payment.id);
+        let body = with_payment_key(
+            Payment {
+                description: Some(format!("Checkout {}", order.public_order_id)),
+                provider: Some(payment.gateway_public_id.clone()),
+                payment_method: Some(payment.token.clone()),
+                currency: Some(currency.clone()),
+                amount_planned: money(payment.amount, &currency),
+                ..Payment::default()
+            },
+            &key,
+        );
+        let earlier = resumed.then_some(key.as_str());
+        if let Err(error) =
+            placement::pay_once(connector, &target, &platform_order_id, &body, earlier)
+        {
+            return settle(order.clone(), error);
+        }
+    }
+    created(db, &shop, order, now).map_err(retry_when_busy)
+}
+
+/// Another change of the checkout came first: the job tries again; anything else as jobs do.
+fn retry_when_busy(error: DomainError) -> JobFailure {
+    match error {
+        DomainError::Conflict {
+            code: "order.busy",
+            message,
+        } => JobFailure::retry(message),
+        other => JobFailure::from(other),
     }
 }
 
@@ -483,28 +475,31 @@ pub fn push_order<D: CheckoutDatabase>(
 fn fail<D: CheckoutDatabase>(
     db: &D,
     shop: &Shop,
-    mut order: CheckoutOrder,
+    order: CheckoutOrder,
     reason: &str,
     now: Timestamp,
 ) -> Result<Pushed, DomainError> {
-    // The order as it was when the failure happened (a save of the platform id may have
-    // been lost to a storage error): read it again.
-    if let Some(fresh) = db.read_tx(|tx| Ok(tx.checkout_order_by_id(order.id)?))? {
-        order = fresh;
-    }
-    if order.status != CheckoutStatus::Processed {
-        return Ok(Pushed::Nothing);
-    }
-    order.status = CheckoutStatus::Failed;
-    order.document.failure = Some(reason.to_string());
-    order.updated_at = now;
-    db.write_tx(|tx| {
-        if !tx.save_checkout_order(&order)? {
+    let failed = db.write_tx(|tx| {
+        // The order as stored, in this transaction: a save of this run may not have gone in.
+        let Some(mut stored) = tx.checkout_order_by_id(order.id)? else {
+            return Ok(false);
+        };
+        if stored.status != CheckoutStatus::Processed {
+            return Ok(false);
+        }
+        stored.status = CheckoutStatus::Failed;
+        stored.document.failure = Some(reason.to_string());
+        stored.updated_at = now;
+        if !tx.save_checkout_order(&stored)? {
             return Err(busy());
         }
-        let shown = order.document.application_state(&order.public_order_id);
-        payloads::emit(tx, shop, &order, Topic::OrderFailed, shown, now)
+        let shown = stored.document.application_state(&stored.public_order_id);
+        payloads::emit(tx, shop, &stored, Topic::OrderFailed, shown, now)?;
+        Ok(true)
     })?;
+    if !failed {
+        return Ok(Pushed::Nothing);
+    }
     log::warn!(target: "mercer::checkout", "checkout {} failed: {reason}", order.public_order_id);
     Ok(Pushed::Failed {
         reason: reason.to_string(),
@@ -512,39 +507,65 @@ fn fail<D: CheckoutDatabase>(
 }
 
 /// The platform has the order: `order/created`, the gift cards it sold, the subscriptions its
-/// plans make.
+/// plans make; and `order/fulfilled`'s job when the platform fulfilled the order before this
+/// (the seed warns that some fulfil on receipt).
 fn created<D: CheckoutDatabase>(
     db: &D,
     shop: &Shop,
-    mut order: CheckoutOrder,
+    order: CheckoutOrder,
     now: Timestamp,
 ) -> Result<Pushed, DomainError> {
-    if let Some(fresh) = db.read_tx(|tx| Ok(tx.checkout_order_by_id(order.id)?))? {
-        order = CheckoutOrder {
-            platform_order_id: order.platform_order_id.clone(),
-            document: CheckoutDocument {
-                platform_friendly_identifier: order.document.platform_friendly_identifier.clone(),
-                ..fresh.document.clone()
-            },
-            ..fresh
-        };
-    }
-    if order.status != CheckoutStatus::Processed {
-        return Ok(Pushed::Nothing);
-    }
     let platform_order_id = order.platform_order_id.clone().unwrap_or_default();
-    order.status = CheckoutStatus::Created;
-    order.updated_at = now;
-    db.write_tx(|tx| {
-        if !tx.save_checkout_order(&order)? {
+    let made = db.write_tx(|tx| {
+        let Some(mut stored) = tx.checkout_order_by_id(order.id)? else {
+            return Ok(false);
+        };
+        if stored.status != CheckoutStatus::Processed {
+            return Ok(false);
+        }
+        stored.status = CheckoutStatus::Created;
+        stored.platform_order_id = Some(platform_order_id.clone());
+        if stored.document.platform_friendly_identifier.is_none() {
+            stored.document.platform_friendly_identifier =
+                order.document.platform_friendly_identifier.clone();
+        }
+        stored.updated_at = now;
+        if !tx.save_checkout_order(&stored)? {
             return Err(busy());
         }
-        let shown = order.document.application_state(&order.public_order_id);
-        payloads::emit(tx, shop, &order, Topic::OrderCreated, shown, now)?;
-        gift_cards(tx, shop, &order, now)?;
-        subscriptions(tx, shop, &order, now)
+        let shown = stored.document.application_state(&stored.public_order_id);
+        payloads::emit(tx, shop, &stored, Topic::OrderCreated, shown, now)?;
+        gift_cards(tx, shop, &stored, now)?;
+        subscriptions(tx, shop, &stored, now)?;
+        let fulfilled = tx
+            .platform_entity(shop.id, EntityKind::Order, &platform_order_id)?
+            .and_then(|record| record.document)
+            .is_some_and(|json| is_fulfilled_order(&json));
+        if fulfilled {
+            let job = OrderFulfilledJob {
+                shop_id: shop.id,
+                platform_order_id: platform_order_id.clone(),
+            };
+            enqueue(tx, &job, now, now)?;
+        }
+        Ok(true)
     })?;
-    Ok(Pushed::Created { platform_order_id })
+    Ok(if made {
+        Pushed::Created { platform_order_id }
+    } else {
+        Pushed::Nothing
+    })
+}
+
+/// Whether a stored platform order's JSON says it is fulfilled.
+fn is_fulfilled_order(json: &str) -> bool {
+    matches!(
+        EntityDocument::parse(EntityKind::Order, json),
+        Ok(EntityDocument::Order(order)) if order
+            .fulfillment_status
+            .as_deref()
+            .is_some_and(|status| status.eq_ignore_ascii_case("fulfilled"))
+    )
 }
 
 /// `gift_card/created` for each gift card sold (a unit of a line item whose SKU the shop marked
@@ -629,7 +650,9 @@ fn subscriptions(
             "public_order_id": order.public_order_id,
             "platform_order_id": order.platform_order_id,
             "order_datetime": now,
-            "total": items.iter().map(|item| item.total().0).sum::<i64>(),
+            "total": items
+                .iter()
+                .fold(0i64, |total, item| total.saturating_add(item.total().0)),
             "currency": order.document.currency,
         });
         emit_with_order(

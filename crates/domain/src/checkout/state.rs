@@ -120,12 +120,23 @@ pub struct CheckoutMetaData {
     pub tags: Vec<String>,
 }
 
-/// An override given for this order in the init body (it wins over the shop's).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// An override given for this order in the init body (it wins over the shop's). Its secret is
+/// never shown, nor printed (`Debug`).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredOrderOverride {
     pub override_type: String,
     pub url: String,
     pub shared_secret: String,
+}
+
+impl std::fmt::Debug for StoredOrderOverride {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoredOrderOverride")
+            .field("override_type", &self.override_type)
+            .field("url", &self.url)
+            .field("shared_secret", &"<redacted>")
+            .finish()
+    }
 }
 
 /// Everything a checkout holds, stored as one JSON document.
@@ -204,7 +215,23 @@ impl CheckoutDocument {
         self.line_items.iter().any(|item| item.requires_shipping)
     }
 
-    /// The amounts; discounts never take the items below zero.
+    /// What each discount takes off: its value, but never more than the items left after the
+    /// discounts before it, so discounts never take the items below zero.
+    pub fn discount_values(&self) -> Vec<Cents> {
+        let mut left = sum(self.line_items.iter().map(CheckoutLineItem::total))
+            .0
+            .max(0);
+        self.discounts
+            .iter()
+            .map(|discount| {
+                let taken = discount.value.0.clamp(0, left);
+                left -= taken;
+                Cents(taken)
+            })
+            .collect()
+    }
+
+    /// The amounts.
     pub fn amounts(&self) -> Amounts {
         let items = sum(self.line_items.iter().map(CheckoutLineItem::total));
         let shipping = self
@@ -212,7 +239,7 @@ impl CheckoutDocument {
             .as_ref()
             .map_or(Cents::ZERO, |line| line.amount);
         let taxes = sum(self.taxes.iter().map(|tax| tax.value));
-        let discounts = Cents(sum(self.discounts.iter().map(|d| d.value)).0.min(items.0));
+        let discounts = sum(self.discount_values().into_iter());
         let total = Cents(
             items
                 .0
@@ -269,7 +296,12 @@ impl CheckoutDocument {
                 "discounts": [],
             },
             "taxes": self.taxes.iter().map(tax_json).collect::<Vec<_>>(),
-            "discounts": self.discounts.iter().map(discount_json).collect::<Vec<_>>(),
+            "discounts": self
+                .discounts
+                .iter()
+                .zip(self.discount_values())
+                .map(|(discount, value)| discount_json(discount, value))
+                .collect::<Vec<_>>(),
             "payments": self
                 .payments
                 .iter()
@@ -375,11 +407,12 @@ pub fn tax_json(tax: &CheckoutTax) -> Value {
     json!({"name": tax.name, "value": tax.value, "is_included": tax.is_included})
 }
 
-pub fn discount_json(discount: &CheckoutDiscount) -> Value {
+/// A discount as shown, with what it takes off the order (`value`).
+pub fn discount_json(discount: &CheckoutDiscount, value: Cents) -> Value {
     json!({
         "code": discount.code,
         "text": discount.text,
-        "value": discount.value,
+        "value": value,
         "valid": true,
         "source": "discount_override",
     })
@@ -502,11 +535,21 @@ mod tests {
     fn discounts_never_take_the_items_below_zero() {
         let mut order = CheckoutDocument::new("USD", String::new());
         order.line_items = vec![item(500, 1)];
-        order.discounts = vec![CheckoutDiscount {
-            code: "ALL".into(),
-            text: String::new(),
-            value: Cents(900),
-        }];
+        order.discounts = vec![
+            CheckoutDiscount {
+                code: "ALL".into(),
+                text: String::new(),
+                value: Cents(900),
+            },
+            CheckoutDiscount {
+                code: "MORE".into(),
+                text: String::new(),
+                value: Cents(100),
+            },
+        ];
         assert_eq!(order.amounts().total, Cents::ZERO);
+        let state = order.application_state("x");
+        assert_eq!(state["discounts"][0]["value"], 500, "what it takes off");
+        assert_eq!(state["discounts"][1]["value"], 0);
     }
 }

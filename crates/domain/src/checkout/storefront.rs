@@ -9,7 +9,9 @@ use serde_json::{Map, Value, json};
 
 use crate::access::credentials::random_hex;
 use crate::access::shop::{Shop, find_shop};
-use crate::checkout::input::{CartItem, CustomerInput, InitInput, MetaDataPatch, PaymentInput};
+use crate::checkout::input::{
+    CartItem, CustomerInput, InitInput, MAX_LINE_ITEMS, MAX_QUANTITY, MetaDataPatch, PaymentInput,
+};
 use crate::checkout::repository::{
     CheckoutDatabase, CheckoutOrder, CheckoutRepositories, CheckoutStatus, NewCheckoutOrder,
 };
@@ -79,7 +81,10 @@ pub fn authorize(
     call: &StorefrontCall,
     now: Timestamp,
 ) -> Result<Shop, DomainError> {
-    let shop = find_shop(tx, &call.shop_identifier).map_err(|_| DomainError::Unauthenticated)?;
+    let shop = find_shop(tx, &call.shop_identifier).map_err(|error| match error {
+        DomainError::NotFound { .. } => DomainError::Unauthenticated,
+        other => other,
+    })?;
     token::verify(tx, &shop, &call.public_order_id, &call.token, now)?;
     Ok(shop)
 }
@@ -312,8 +317,7 @@ pub fn init(
     input: InitInput,
     now: Timestamp,
 ) -> Result<Value, DomainError> {
-    let mut line_items = priced_items(tx, shop, &input.cart_items, "cart_items", 0)?;
-    merge_same_keys(&mut line_items);
+    let line_items = merge_same_keys(priced_items(tx, shop, &input.cart_items, "cart_items", 0)?)?;
     let public_order_id = random_hex(16);
     let link = resumable_link(shop, &public_order_id);
     let mut document = CheckoutDocument::new(&shop.currency, link);
@@ -339,19 +343,48 @@ pub fn init(
     }))
 }
 
-/// Items with one key are one line: quantities add up.
-fn merge_same_keys(items: &mut Vec<CheckoutLineItem>) {
+/// Items with one key are one line: quantities add up, up to [`MAX_QUANTITY`]. One key for two
+/// variants is 422 on the later item's `line_item_key`.
+fn merge_same_keys(items: Vec<CheckoutLineItem>) -> Result<Vec<CheckoutLineItem>, DomainError> {
     let mut merged: Vec<CheckoutLineItem> = Vec::with_capacity(items.len());
-    for item in items.drain(..) {
+    for (index, item) in items.into_iter().enumerate() {
         match merged
             .iter_mut()
             .find(|m| m.line_item_key == item.line_item_key)
         {
-            Some(existing) => existing.quantity = existing.quantity.saturating_add(item.quantity),
+            Some(existing) => add_to(existing, &item, &format!("cart_items[{index}]."))?,
             None => merged.push(item),
         }
     }
-    *items = merged;
+    Ok(merged)
+}
+
+/// `item` added to the line of its key: the same variant, a quantity within bounds.
+fn add_to(
+    existing: &mut CheckoutLineItem,
+    item: &CheckoutLineItem,
+    at: &str,
+) -> Result<(), DomainError> {
+    if existing.variant_id != item.variant_id {
+        return Err(DomainError::invalid(
+            format!("{at}line_item_key"),
+            "key_taken",
+            format!(
+                "the line item {:?} is another variant's",
+                item.line_item_key
+            ),
+        ));
+    }
+    let quantity = existing.quantity.saturating_add(item.quantity);
+    if quantity > MAX_QUANTITY {
+        return Err(DomainError::invalid(
+            format!("{at}quantity"),
+            "out_of_range",
+            format!("a line item's quantity is at most {MAX_QUANTITY}"),
+        ));
+    }
+    existing.quantity = quantity;
+    Ok(())
 }
 
 /// Where a customer resumes the checkout: the shop's storefront, which knows the order by its
@@ -393,7 +426,7 @@ fn new_customer(input: CustomerInput) -> CheckoutCustomer {
         first_name: input.first_name,
         last_name: input.last_name,
         email_address: input.email_address,
-        accepts_marketing: input.accepts_marketing,
+        accepts_marketing: input.accepts_marketing.unwrap_or(false),
     }
 }
 
@@ -409,8 +442,12 @@ pub fn set_customer<D: CheckoutDatabase>(
 ) -> Result<Value, DomainError> {
     change(db, call, now, |_, order| {
         let customer = match order.document.customer.take() {
+            // The same customer, changed: marketing consent kept unless given.
             Some(existing) => CheckoutCustomer {
                 public_id: existing.public_id,
+                accepts_marketing: input
+                    .accepts_marketing
+                    .unwrap_or(existing.accepts_marketing),
                 ..new_customer(input.clone())
             },
             None => new_customer(input.clone()),
@@ -658,24 +695,25 @@ pub fn select_shipping_line<D: CheckoutDatabase + OverrideDatabase>(
 // ---------------------------------------------------------------------------------------
 // Taxes
 
-/// `setTaxes`: through the `tax` override; none when none applies.
-pub fn set_taxes<D: CheckoutDatabase + OverrideDatabase>(
+/// The taxes of the order as it is: the `tax` override's; none when none applies.
+fn taxes_of<D: CheckoutDatabase + OverrideDatabase>(
     context: &CheckoutContext<'_, D>,
-    call: &StorefrontCall,
-) -> Result<Value, DomainError> {
-    change(context.db, call, context.now, |shop, order| {
-        let document = &order.document;
-        let amounts = document.amounts();
-        let data = json!({
-            "shipping_address": address_json(document.shipping_address.as_ref()),
-            "billing_address": address_json(document.billing_address.as_ref()),
-            "line_items": document.line_items.iter().map(line_item_json).collect::<Vec<_>>(),
-            "shipping": document.selected_shipping.as_ref().map(shipping_line_json),
-            "subtotal": amounts.items,
-            "discounts": amounts.discounts,
-            "currency": document.currency,
-        });
-        let taxes = match through_override(context, shop, order, OverrideType::Tax, data)? {
+    shop: &Shop,
+    order: &CheckoutOrder,
+) -> Result<Vec<CheckoutTax>, DomainError> {
+    let document = &order.document;
+    let amounts = document.amounts();
+    let data = json!({
+        "shipping_address": address_json(document.shipping_address.as_ref()),
+        "billing_address": address_json(document.billing_address.as_ref()),
+        "line_items": document.line_items.iter().map(line_item_json).collect::<Vec<_>>(),
+        "shipping": document.selected_shipping.as_ref().map(shipping_line_json),
+        "subtotal": amounts.items,
+        "discounts": amounts.discounts,
+        "currency": document.currency,
+    });
+    Ok(
+        match through_override(context, shop, order, OverrideType::Tax, data)? {
             Some(OverrideAnswer::Tax(lines)) => lines
                 .into_iter()
                 .map(|line| CheckoutTax {
@@ -685,8 +723,17 @@ pub fn set_taxes<D: CheckoutDatabase + OverrideDatabase>(
                 })
                 .collect(),
             _ => Vec::new(),
-        };
-        order.document.taxes = taxes;
+        },
+    )
+}
+
+/// `setTaxes`: through the `tax` override; none when none applies.
+pub fn set_taxes<D: CheckoutDatabase + OverrideDatabase>(
+    context: &CheckoutContext<'_, D>,
+    call: &StorefrontCall,
+) -> Result<Value, DomainError> {
+    change(context.db, call, context.now, |shop, order| {
+        order.document.taxes = taxes_of(context, shop, order)?;
         Ok(json!({"taxes": order.document.taxes.iter().map(tax_json).collect::<Vec<_>>()}))
     })
 }
@@ -694,14 +741,14 @@ pub fn set_taxes<D: CheckoutDatabase + OverrideDatabase>(
 // ---------------------------------------------------------------------------------------
 // Discounts
 
-/// What the `discount` override says of a code: its value, or why not. No override, no
-/// discount codes.
-fn value_discount<D: CheckoutDatabase + OverrideDatabase>(
+/// What the `discount` override says of a code: its value, or `None` when it is not valid. No
+/// override, no discount codes.
+pub(crate) fn value_discount<D: CheckoutDatabase + OverrideDatabase>(
     context: &CheckoutContext<'_, D>,
     shop: &Shop,
     order: &CheckoutOrder,
     code: &str,
-) -> Result<CheckoutDiscount, DomainError> {
+) -> Result<Option<CheckoutDiscount>, DomainError> {
     let document = &order.document;
     let data = json!({
         "code": code,
@@ -709,24 +756,26 @@ fn value_discount<D: CheckoutDatabase + OverrideDatabase>(
         "subtotal": document.amounts().items,
         "currency": document.currency,
     });
-    let not_valid = || {
-        DomainError::invalid(
-            "code",
-            "invalid_discount",
-            format!("the discount code {code:?} is not valid for this order"),
-        )
-    };
-    match through_override(context, shop, order, OverrideType::Discount, data)? {
-        Some(OverrideAnswer::Discount(answer)) if answer.valid => {
-            let discount = answer.discount.ok_or_else(not_valid)?;
-            Ok(CheckoutDiscount {
-                code: code.to_string(),
-                text: discount.text,
-                value: Cents(i64::try_from(discount.amount).unwrap_or(i64::MAX)),
-            })
-        }
-        _ => Err(not_valid()),
-    }
+    Ok(
+        match through_override(context, shop, order, OverrideType::Discount, data)? {
+            Some(OverrideAnswer::Discount(answer)) if answer.valid => {
+                answer.discount.map(|discount| CheckoutDiscount {
+                    code: code.to_string(),
+                    text: discount.text,
+                    value: Cents(i64::try_from(discount.amount).unwrap_or(i64::MAX)),
+                })
+            }
+            _ => None,
+        },
+    )
+}
+
+fn not_valid(code: &str) -> DomainError {
+    DomainError::invalid(
+        "code",
+        "invalid_discount",
+        format!("the discount code {code:?} is not valid for this order"),
+    )
 }
 
 /// `addDiscount`: valued through the `discount` override; a code applied already is valued
@@ -737,10 +786,16 @@ pub fn add_discount<D: CheckoutDatabase + OverrideDatabase>(
     code: &str,
 ) -> Result<Value, DomainError> {
     change(context.db, call, context.now, |shop, order| {
-        let discount = value_discount(context, shop, order, code)?;
+        let discount =
+            value_discount(context, shop, order, code)?.ok_or_else(|| not_valid(code))?;
         order.document.discounts.retain(|d| d.code != discount.code);
         order.document.discounts.push(discount.clone());
-        Ok(json!({"discount": crate::checkout::state::discount_json(&discount)}))
+        // Taxes worked out before depend on the discounts: worked out again.
+        if !order.document.taxes.is_empty() {
+            order.document.taxes = taxes_of(context, shop, order)?;
+        }
+        let shown = crate::checkout::state::discount_json(&discount, discount.value);
+        Ok(json!({"discount": shown}))
     })
 }
 
@@ -751,19 +806,19 @@ pub fn validate_discount<D: CheckoutDatabase + OverrideDatabase>(
     code: &str,
 ) -> Result<Value, DomainError> {
     let (shop, order) = read(context.db, call, context.now)?;
-    let discount = value_discount(context, &shop, &order, code)?;
-    let shown = crate::checkout::state::discount_json(&discount);
+    let discount = value_discount(context, &shop, &order, code)?.ok_or_else(|| not_valid(code))?;
+    let shown = crate::checkout::state::discount_json(&discount, discount.value);
     Ok(answer(&order, json!({"valid": true, "discount": shown})))
 }
 
-/// `deleteDiscount`: 422 when the code is not applied.
-pub fn delete_discount<D: CheckoutDatabase>(
-    db: &D,
+/// `deleteDiscount`: 422 when the code is not applied. Taxes worked out before are worked out
+/// again.
+pub fn delete_discount<D: CheckoutDatabase + OverrideDatabase>(
+    context: &CheckoutContext<'_, D>,
     call: &StorefrontCall,
     code: &str,
-    now: Timestamp,
 ) -> Result<Value, DomainError> {
-    change(db, call, now, |_, order| {
+    change(context.db, call, context.now, |shop, order| {
         let before = order.document.discounts.len();
         order.document.discounts.retain(|d| d.code != code);
         if order.document.discounts.len() == before {
@@ -772,6 +827,9 @@ pub fn delete_discount<D: CheckoutDatabase>(
                 "not_applied",
                 format!("the discount code {code:?} is not applied"),
             ));
+        }
+        if !order.document.taxes.is_empty() {
+            order.document.taxes = taxes_of(context, shop, order)?;
         }
         Ok(json!({}))
     })
@@ -837,10 +895,7 @@ pub fn update_payment<D: CheckoutDatabase>(
     change(db, call, now, |_, order| {
         let document = &mut order.document;
         let balance = document.amounts().balance;
-        let Some(index) = document
-            .payments
-            .iter()
-            .position(|p| p.token == input.token)
+        let Some(index) = payment_index(&document.payments, input.id.as_deref(), &input.token)
         else {
             return Err(DomainError::invalid(
                 "token",
@@ -866,26 +921,33 @@ pub fn update_payment<D: CheckoutDatabase>(
     })
 }
 
-/// `deletePayment` (by token) and `deleteGiftCardPayment` (by id).
+/// The payment a request names: by its `id` when it gives one (the library passes payments
+/// from the state), else the first with its `token`.
+fn payment_index(payments: &[CheckoutPayment], id: Option<&str>, token: &str) -> Option<usize> {
+    match id {
+        Some(id) => payments.iter().position(|p| p.id == id),
+        None => payments.iter().position(|p| p.token == token),
+    }
+}
+
+/// `deletePayment` (by id, else token) and `deleteGiftCardPayment` (by id): one payment.
 pub fn delete_payment<D: CheckoutDatabase>(
     db: &D,
     call: &StorefrontCall,
-    token_or_id: &str,
+    id: Option<&str>,
+    token: &str,
     now: Timestamp,
 ) -> Result<Value, DomainError> {
     change(db, call, now, |_, order| {
-        let before = order.document.payments.len();
-        order
-            .document
-            .payments
-            .retain(|p| p.token != token_or_id && p.id != token_or_id);
-        if order.document.payments.len() == before {
+        let payments = &mut order.document.payments;
+        let Some(index) = payment_index(payments, id, token) else {
             return Err(DomainError::invalid(
-                "token",
+                if id.is_some() { "id" } else { "token" },
                 "unknown_payment",
-                "no payment of the order has this token",
+                "no payment of the order is the one named",
             ));
-        }
+        };
+        payments.remove(index);
         Ok(json!({}))
     })
 }
@@ -931,13 +993,19 @@ pub fn add_line_item<D: CheckoutDatabase>(
             ));
         };
         let document = &mut order.document;
+        let count = document.line_items.len();
         match document
             .line_items
             .iter_mut()
             .find(|existing| existing.line_item_key == line.line_item_key)
         {
-            Some(existing) => {
-                existing.quantity = existing.quantity.saturating_add(line.quantity);
+            Some(existing) => add_to(existing, &line, "")?,
+            None if count >= MAX_LINE_ITEMS => {
+                return Err(DomainError::invalid(
+                    "line_item_key",
+                    "too_many",
+                    format!("an order has at most {MAX_LINE_ITEMS} line items"),
+                ));
             }
             None => document.line_items.push(line.clone()),
         }
@@ -1064,9 +1132,9 @@ pub(crate) fn inventory_check<D: CheckoutDatabase + OverrideDatabase>(
                 None => return None,
                 Some(answer) => {
                     !answer.available
-                        || answer
-                            .quantity
-                            .is_some_and(|quantity| (quantity as i64) < item.quantity)
+                        || answer.quantity.is_some_and(|quantity| {
+                            i64::try_from(quantity).unwrap_or(i64::MAX) < item.quantity
+                        })
                 }
             };
             short.then(|| {

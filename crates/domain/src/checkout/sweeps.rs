@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::access::shop::Shop;
 use crate::checkout::payloads;
-use crate::checkout::repository::CheckoutDatabase;
+use crate::checkout::repository::{CheckoutDatabase, CheckoutStatus};
 use crate::kernel::error::DomainError;
 use crate::kernel::jobs::{JobControl, JobPayload};
 use crate::kernel::time::Timestamp;
@@ -122,7 +122,10 @@ fn fulfillment_data(
         "total_order_fees": 0,
         "total_tax": amounts.taxes,
         "location_id": 0,
-        "item_count": document.line_items.iter().map(|item| item.quantity).sum::<i64>(),
+        "item_count": document
+            .line_items
+            .iter()
+            .fold(0i64, |count, item| count.saturating_add(item.quantity)),
         "shipping_details": shipping_details,
         "fulfilled_items": fulfilled_items,
         "order_fees": [],
@@ -133,24 +136,45 @@ fn fulfillment_data(
     })
 }
 
-/// The platform fulfilled an order: `order/fulfilled`, once, when it is a checkout's. Returns
-/// whether it was.
+/// What became of a platform order's fulfilment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fulfilment {
+    /// `order/fulfilled` was sent.
+    Sent,
+    /// Not a checkout's order, or reported already: nothing to do.
+    Nothing,
+    /// The checkout's push is not over (`order/created` not sent yet): try again later, so the
+    /// topics come in their order.
+    NotYet,
+}
+
+/// The platform fulfilled an order: `order/fulfilled`, once, when it is a checkout's.
 pub fn order_fulfilled<D: CheckoutDatabase>(
     db: &D,
     job: &OrderFulfilledJob,
     now: Timestamp,
-) -> Result<bool, DomainError> {
+) -> Result<Fulfilment, DomainError> {
+    // Most fulfilled orders are no checkout's (every one a sync brings): a read tells.
+    let found = db.read_tx(|tx| {
+        Ok(tx.checkout_order_of_platform_order(job.shop_id, &job.platform_order_id)?)
+    })?;
+    match found {
+        None => return Ok(Fulfilment::Nothing),
+        Some(order) if order.fulfilled_at.is_some() => return Ok(Fulfilment::Nothing),
+        Some(order) if order.status == CheckoutStatus::Processed => return Ok(Fulfilment::NotYet),
+        Some(_) => {}
+    }
     db.write_tx(|tx| {
         let Some(mut order) =
             tx.checkout_order_of_platform_order(job.shop_id, &job.platform_order_id)?
         else {
-            return Ok(false);
+            return Ok(Fulfilment::Nothing);
         };
         if order.fulfilled_at.is_some() {
-            return Ok(false);
+            return Ok(Fulfilment::Nothing);
         }
         let Some(shop) = tx.shop_by_id(job.shop_id)? else {
-            return Ok(false);
+            return Ok(Fulfilment::Nothing);
         };
         let platform_order = tx
             .platform_entity(job.shop_id, EntityKind::Order, &job.platform_order_id)?
@@ -163,13 +187,10 @@ pub fn order_fulfilled<D: CheckoutDatabase>(
         order.fulfilled_at = Some(now);
         order.updated_at = now;
         if !tx.save_checkout_order(&order)? {
-            return Err(DomainError::Conflict {
-                code: "order.busy",
-                message: "the checkout changed meanwhile".to_string(),
-            });
+            return Ok(Fulfilment::NotYet);
         }
         let data = fulfillment_data(&order, platform_order.as_ref(), now);
         payloads::emit_fulfilled(tx, &shop, &order, data, now)?;
-        Ok(true)
+        Ok(Fulfilment::Sent)
     })
 }

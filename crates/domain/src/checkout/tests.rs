@@ -17,7 +17,7 @@ use crate::checkout::storefront::{
     self, AddressType, CheckoutContext, StorefrontCall, add_discount, add_payment, init,
     select_shipping_line, set_address, set_customer, set_taxes, shipping_lines,
 };
-use crate::checkout::sweeps::{order_fulfilled, sweep_abandoned};
+use crate::checkout::sweeps::{Fulfilment, order_fulfilled, sweep_abandoned};
 use crate::kernel::error::DomainError;
 use crate::kernel::jobs::RunToEnd;
 use crate::kernel::outbound::AddressGuard;
@@ -714,8 +714,15 @@ fn a_fulfilled_platform_order_emits_order_fulfilled_once() {
         "enqueued when the order became fulfilled, not again"
     );
     let job: OrderFulfilledJob = jobs[0].payload().unwrap();
-    assert!(order_fulfilled(&w.db, &job, at(40)).unwrap());
-    assert!(!order_fulfilled(&w.db, &job, at(41)).unwrap(), "once");
+    assert_eq!(
+        order_fulfilled(&w.db, &job, at(40)).unwrap(),
+        Fulfilment::Sent
+    );
+    assert_eq!(
+        order_fulfilled(&w.db, &job, at(41)).unwrap(),
+        Fulfilment::Nothing,
+        "once"
+    );
     let sent = w.sent(WebhookKind::Checkout);
     let (topic, payload) = sent.last().unwrap();
     assert_eq!(topic, "order/fulfilled");
@@ -777,5 +784,151 @@ fn an_abandoned_checkout_is_reported_once_and_only_while_the_shops_emails_are_of
             .as_str()
             .unwrap()
             .ends_with(&call.public_order_id)
+    );
+}
+
+#[test]
+fn discounts_valued_again_at_process_order_are_kept_and_taxes_follow_discounts() {
+    let mut w = World::new();
+    let call = w.init(json!({"cart_items": [{"platform_id": "var-1", "quantity": 4}]}));
+    w.ready_to_process(&call, "tok_success");
+    let taxed = w.overrides.calls_to("http://127.0.0.1:9/shop/tax");
+    let context = w.context(5);
+    add_discount(&context, &call, "TEN").unwrap();
+    assert_eq!(
+        w.overrides.calls_to("http://127.0.0.1:9/shop/tax"),
+        taxed + 1,
+        "taxes worked out again with the discount"
+    );
+    // Paid in full, then the discount is worth more at Process Order.
+    let paid = storefront::payments(&w.db, &call, at(5)).unwrap();
+    let id = paid["payments"][0]["id"].as_str().unwrap().to_string();
+    let update = parse_payment(&json!({"gateway_public_id": "test", "token": "tok_success",
+                                       "id": id}))
+    .unwrap();
+    storefront::update_payment(&w.db, &call, update, at(6)).unwrap();
+    w.overrides.answer(
+        OverrideType::Discount,
+        Ok(OverrideAnswer::Discount(DiscountAnswer {
+            valid: true,
+            discount: Some(Discount {
+                code: "TEN".into(),
+                amount: 1500,
+                text: "15 off".into(),
+            }),
+        })),
+    );
+    let refused = process_order(&w.context(7), &call);
+    assert!(
+        matches!(refused, Err(DomainError::Invalid(ref p)) if p[0].code == "balance_not_paid"),
+        "{refused:?}"
+    );
+    let state = storefront::refresh(&w.db, &call, at(8)).unwrap()["application_state"].clone();
+    assert_eq!(
+        state["discounts"][0]["value"], 1500,
+        "the new value is kept"
+    );
+    assert_eq!(state["order_balance"], -500);
+    assert!(consistent(&state));
+    let update = parse_payment(&json!({"gateway_public_id": "test", "token": "tok_success",
+                                       "id": id, "amount": state["order_total"]}))
+    .unwrap();
+    storefront::update_payment(&w.db, &call, update, at(9)).unwrap();
+    process_order(&w.context(10), &call).unwrap();
+}
+
+#[test]
+fn payments_are_named_by_id_and_a_key_of_another_variant_is_refused() {
+    let mut w = World::new();
+    let call = w.init(
+        json!({"cart_items": [{"platform_id": "var-1", "quantity": 1,
+                                             "line_item_key": "a"}]}),
+    );
+    let pay = |amount: i64| {
+        parse_payment(&json!({"gateway_public_id": "test", "token": "tok_success",
+                              "amount": amount}))
+        .unwrap()
+    };
+    add_payment(&w.db, &call, pay(500), at(2)).unwrap();
+    let both = add_payment(&w.db, &call, pay(750), at(3)).unwrap();
+    let second = both["payment"]["id"].as_str().unwrap().to_string();
+    storefront::delete_payment(&w.db, &call, Some(&second), "tok_success", at(4)).unwrap();
+    let left = storefront::payments(&w.db, &call, at(5)).unwrap();
+    assert_eq!(
+        left["payments"].as_array().unwrap().len(),
+        1,
+        "one payment removed"
+    );
+    assert_eq!(left["payments"][0]["amount"], 500);
+    let item = crate::checkout::input::parse_add_line_item(
+        &json!({"platform_id": "var-gc", "quantity": 1, "line_item_key": "a"}),
+    )
+    .unwrap();
+    let taken = storefront::add_line_item(&w.db, &call, item, at(6));
+    assert!(
+        matches!(taken, Err(DomainError::Invalid(ref p)) if p[0].code == "key_taken"),
+        "{taken:?}"
+    );
+    let twice = parse_init(
+        &json!({"cart_items": [{"platform_id": "var-1", "quantity": 1, "line_item_key": "k"},
+                               {"platform_id": "var-gc", "quantity": 1, "line_item_key": "k"}]}),
+        &AllowAll,
+    )
+    .unwrap();
+    let refused = w.db.write(|tx| init(tx, &w.shop, twice, at(7)));
+    assert!(
+        matches!(refused, Err(DomainError::Invalid(ref p)) if p[0].field == "cart_items[1].line_item_key"),
+        "{refused:?}"
+    );
+}
+
+#[test]
+fn an_order_the_platform_fulfilled_on_receipt_is_reported_fulfilled_after_created() {
+    let mut w = World::new();
+    let call = w.init(json!({"cart_items": [{"platform_id": "var-1", "quantity": 1}]}));
+    w.ready_to_process(&call, "tok_success");
+    process_order(&w.context(7), &call).unwrap();
+    // The platform's Order Saved event, fulfilled, before Mercer knows the order is the
+    // checkout's (the memory platform names its first order ord-1).
+    apply(
+        &w.db,
+        w.shop.id,
+        EntityKind::Order,
+        &json!({"data": {"order": {"platform_id": "ord-1",
+            "platform_updated_at": "2026-11-02T00:00:00Z", "fulfillment_status": "fulfilled"}}}),
+    );
+    let job = OrderFulfilledJob {
+        shop_id: w.shop.id,
+        platform_order_id: "ord-1".into(),
+    };
+    assert_eq!(
+        order_fulfilled(&w.db, &job, at(9)).unwrap(),
+        Fulfilment::Nothing,
+        "no checkout has the order yet"
+    );
+    // That job is done, and gone.
+    let kind = <OrderFulfilledJob as crate::kernel::jobs::JobPayload>::KIND;
+    w.db.write(|tx| {
+        for claimed in tx.claim_jobs(&[kind], "test", at(9), at(60), 10)? {
+            tx.complete_job(claimed.id, "test", None, at(9))?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    assert!(matches!(w.push(), Pushed::Created { .. }));
+    let jobs: Vec<_> =
+        w.db.read(|tx| Ok(tx.list_jobs(None, 100)?))
+            .unwrap()
+            .into_iter()
+            .filter(|job| job.kind == kind)
+            .collect();
+    assert_eq!(jobs.len(), 1, "enqueued again when the order was created");
+    assert_eq!(
+        order_fulfilled(&w.db, &job, at(11)).unwrap(),
+        Fulfilment::Sent
+    );
+    assert_eq!(
+        w.topics(),
+        ["order/processed", "order/created", "order/fulfilled"]
     );
 }

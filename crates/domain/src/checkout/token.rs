@@ -11,6 +11,7 @@ use crate::access::AccessRepositories;
 use crate::access::credentials::{Secret, random_hex};
 use crate::access::secrets::{SecretKind, SharedSecret};
 use crate::access::shop::Shop;
+use crate::checkout::repository::CheckoutRepositories;
 use crate::kernel::error::{DomainError, StorageError};
 use crate::kernel::time::Timestamp;
 
@@ -30,12 +31,17 @@ struct Claims {
     exp: i64,
 }
 
-/// The shop's token secret, made on first use.
+/// The shop's token secret, made on first use. Two first checkouts at once make it one after the
+/// other (a lock on PostgreSQL; SQLite has one writer): the second finds the first's.
 fn token_secret(
-    tx: &mut dyn AccessRepositories,
+    tx: &mut dyn CheckoutRepositories,
     shop: &Shop,
     now: Timestamp,
 ) -> Result<SharedSecret, DomainError> {
+    if let Some(secret) = tx.shared_secret(shop.id, SecretKind::CheckoutToken)? {
+        return Ok(secret);
+    }
+    tx.lock_for_create(&format!("checkout_token:{}", shop.id))?;
     if let Some(secret) = tx.shared_secret(shop.id, SecretKind::CheckoutToken)? {
         return Ok(secret);
     }
@@ -54,7 +60,7 @@ fn token_secret(
 
 /// A token for the storefront of one order.
 pub fn mint(
-    tx: &mut dyn AccessRepositories,
+    tx: &mut dyn CheckoutRepositories,
     shop: &Shop,
     public_order_id: &str,
     now: Timestamp,

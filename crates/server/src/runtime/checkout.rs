@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use mercer_domain::checkout::processing::{PushOrderJob, Pushed, push_order};
-use mercer_domain::checkout::sweeps::{order_fulfilled, sweep_abandoned};
+use mercer_domain::checkout::sweeps::{Fulfilment, order_fulfilled, sweep_abandoned};
 use mercer_domain::kernel::jobs::{Job, JobControl, JobFailure, JobOutcome};
 use mercer_domain::kernel::time::{Clock, OffsetClock};
 use mercer_domain::platform::connector::PlatformConnector;
@@ -86,8 +86,19 @@ pub fn fulfilled(
     clock: OffsetClock,
     job: OrderFulfilledJob,
 ) -> Result<JobOutcome, JobFailure> {
-    if order_fulfilled(store, &job, clock.now())? {
-        metrics::counter!("mercer_checkout_orders_total", "outcome" => "fulfilled").increment(1);
+    match order_fulfilled(store, &job, clock.now())? {
+        Fulfilment::Sent => {
+            metrics::counter!("mercer_checkout_orders_total", "outcome" => "fulfilled")
+                .increment(1);
+        }
+        Fulfilment::Nothing => {}
+        // Its push is not over: after order/created, then.
+        Fulfilment::NotYet => {
+            return Err(JobFailure::retry(format!(
+                "order {} of shop {}: its checkout is not created yet",
+                job.platform_order_id, job.shop_id
+            )));
+        }
     }
     Ok(JobOutcome::Done)
 }

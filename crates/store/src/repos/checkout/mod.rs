@@ -10,7 +10,7 @@ use mercer_domain::checkout::repository::{
 use mercer_domain::checkout::state::CheckoutDocument;
 use mercer_domain::kernel::error::{StorageError, StoreResult};
 
-use crate::connection::on_backend;
+use crate::connection::{on_backend, planned_each_time};
 use crate::repos::StoreTx;
 use crate::schema::{checkout_orders, shop_settings};
 use crate::store::{storable, storage_error};
@@ -176,19 +176,22 @@ impl CheckoutRepository for StoreTx<'_> {
         let emails_off = shop_settings::table
             .filter(shop_settings::abandoned_cart_emails.eq(false))
             .select(shop_settings::shop_id);
-        // The partial index of open checkouts not reported, by their last change.
-        let rows = t::table
-            .filter(t::status.eq(CheckoutStatus::Open.as_str()))
-            .filter(t::abandoned_at.is_null())
-            .filter(t::last_activity_at.le(idle_since.as_micros()))
-            .filter(t::email.is_not_null())
-            .filter(t::item_count.gt(0))
-            .filter(t::shop_id.eq_any(emails_off))
-            .order((t::last_activity_at.asc(), t::id.asc()))
-            .limit(limit as i64)
-            .select(CheckoutRow::as_select())
-            .load(self.conn)
-            .map_err(storage_error)?;
+        // The partial index of open checkouts not reported, by their last change; planned for
+        // its values, which a generic plan could not match to the index's predicate.
+        let rows = planned_each_time(self.conn, |conn| {
+            t::table
+                .filter(t::status.eq(CheckoutStatus::Open.as_str()))
+                .filter(t::abandoned_at.is_null())
+                .filter(t::last_activity_at.le(idle_since.as_micros()))
+                .filter(t::email.is_not_null())
+                .filter(t::item_count.gt(0))
+                .filter(t::shop_id.eq_any(emails_off))
+                .order((t::last_activity_at.asc(), t::id.asc()))
+                .limit(limit as i64)
+                .select(CheckoutRow::as_select())
+                .load(conn)
+        })
+        .map_err(storage_error)?;
         orders(rows)
     }
 }

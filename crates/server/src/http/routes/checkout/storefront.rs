@@ -320,7 +320,7 @@ pub async fn delete_discount(
 ) -> Result<HttpResponse, ApiError> {
     let code = parse_discount_code(&optional_body(&request, given)?)?;
     answer(&state, move |run| {
-        storefront::delete_discount(&run.store, &call.0, &code, run.now)
+        storefront::delete_discount(&run.context(), &call.0, &code)
     })
     .await
 }
@@ -380,7 +380,13 @@ pub async fn delete_payment(
 ) -> Result<HttpResponse, ApiError> {
     let input = parse_payment(&optional_body(&request, given)?)?;
     answer(&state, move |run| {
-        storefront::delete_payment(&run.store, &call.0, &input.token, run.now)
+        storefront::delete_payment(
+            &run.store,
+            &call.0,
+            input.id.as_deref(),
+            &input.token,
+            run.now,
+        )
     })
     .await
 }
@@ -404,7 +410,7 @@ pub async fn delete_gift_card_payment(
         }
     };
     answer(&state, move |run| {
-        storefront::delete_payment(&run.store, &call.0, &id, run.now)
+        storefront::delete_payment(&run.store, &call.0, Some(&id), "", run.now)
     })
     .await
 }
