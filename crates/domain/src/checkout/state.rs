@@ -399,6 +399,17 @@ fn whole_or_fraction(number: f64) -> Value {
     }
 }
 
+/// A line item as the inventory override and `fulfilled_items` name it.
+pub fn item_reference_json(item: &CheckoutLineItem) -> Value {
+    json!({
+        "line_item_key": item.line_item_key,
+        "platform_variant_id": item.variant_id,
+        "platform_product_id": item.product_id,
+        "sku": item.sku,
+        "quantity": item.quantity,
+    })
+}
+
 pub fn shipping_line_json(line: &CheckoutShippingLine) -> Value {
     json!({"id": line.id, "description": line.description, "amount": line.amount, "code": line.code})
 }

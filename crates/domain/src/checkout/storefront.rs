@@ -17,8 +17,8 @@ use crate::checkout::repository::{
 };
 use crate::checkout::state::{
     CheckoutAddress, CheckoutCustomer, CheckoutDiscount, CheckoutDocument, CheckoutLineItem,
-    CheckoutPayment, CheckoutShippingLine, CheckoutTax, address_json, line_item_json, payment_json,
-    shipping_line_json, tax_json,
+    CheckoutPayment, CheckoutShippingLine, CheckoutTax, address_json, item_reference_json,
+    line_item_json, payment_json, shipping_line_json, tax_json,
 };
 use crate::checkout::token;
 use crate::kernel::error::{DomainError, FieldError};
@@ -617,7 +617,7 @@ fn offered_shipping_lines<D: CheckoutDatabase + OverrideDatabase>(
                 .map(|line| CheckoutShippingLine {
                     id: line.id,
                     description: line.description,
-                    amount: Cents(i64::try_from(line.amount).unwrap_or(i64::MAX)),
+                    amount: Cents::from_unsigned(line.amount),
                     code: String::new(),
                 })
                 .collect(),
@@ -718,7 +718,7 @@ fn taxes_of<D: CheckoutDatabase + OverrideDatabase>(
                 .into_iter()
                 .map(|line| CheckoutTax {
                     name: line.name,
-                    value: Cents(i64::try_from(line.amount).unwrap_or(i64::MAX)),
+                    value: Cents::from_unsigned(line.amount),
                     is_included: false,
                 })
                 .collect(),
@@ -762,7 +762,7 @@ pub(crate) fn value_discount<D: CheckoutDatabase + OverrideDatabase>(
                 answer.discount.map(|discount| CheckoutDiscount {
                     code: code.to_string(),
                     text: discount.text,
-                    value: Cents(i64::try_from(discount.amount).unwrap_or(i64::MAX)),
+                    value: Cents::from_unsigned(discount.amount),
                 })
             }
             _ => None,
@@ -1108,11 +1108,7 @@ pub(crate) fn inventory_check<D: CheckoutDatabase + OverrideDatabase>(
         .document
         .line_items
         .iter()
-        .map(|item| {
-            json!({"line_item_key": item.line_item_key, "platform_variant_id": item.variant_id,
-                   "platform_product_id": item.product_id, "sku": item.sku,
-                   "quantity": item.quantity})
-        })
+        .map(item_reference_json)
         .collect();
     let data = json!({"stage": stage.as_str(), "items": items});
     let Some(OverrideAnswer::Inventory(answers)) =

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use crate::access::shop::Shop;
 use crate::checkout::payloads;
 use crate::checkout::repository::{CheckoutDatabase, CheckoutStatus};
+use crate::checkout::state::item_reference_json;
 use crate::kernel::error::DomainError;
 use crate::kernel::jobs::{JobControl, JobPayload};
 use crate::kernel::time::Timestamp;
@@ -103,11 +104,7 @@ fn fulfillment_data(
     let fulfilled_items: Vec<Value> = document
         .line_items
         .iter()
-        .map(|item| {
-            json!({"line_item_key": item.line_item_key, "platform_variant_id": item.variant_id,
-                   "platform_product_id": item.product_id, "sku": item.sku,
-                   "quantity": item.quantity})
-        })
+        .map(item_reference_json)
         .collect();
     let shipping_details: Vec<Value> = document
         .selected_shipping

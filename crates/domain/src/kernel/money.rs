@@ -11,6 +11,11 @@ pub struct Cents(pub i64);
 impl Cents {
     pub const ZERO: Cents = Cents(0);
 
+    /// An amount a remote party gave unsigned; beyond `i64` (no real amount), the largest.
+    pub fn from_unsigned(amount: u64) -> Cents {
+        Cents(i64::try_from(amount).unwrap_or(i64::MAX))
+    }
+
     pub fn times(self, quantity: i64) -> Option<Cents> {
         self.0.checked_mul(quantity).map(Cents)
     }
