@@ -590,7 +590,8 @@ fn a_sigkill_while_orders_are_placed_loses_none_and_doubles_none(backend: Backen
     const COUNT: usize = 60;
     let sim = RunningSimulator::start().unwrap();
     let receiver = Receiver::start();
-    let server = start(TestDatabase::create(backend), &[]);
+    // Webhook messages the killed process had claimed come back after 5 s, not the default 60.
+    let server = start(TestDatabase::create(backend), &["--webhook-lease", "5"]);
     let api = set_up(&server, &sim, &receiver);
     let ids: Vec<i64> = (0..COUNT)
         .map(|n| {
@@ -644,7 +645,7 @@ fn a_sigkill_while_orders_are_placed_loses_none_and_doubles_none(backend: Backen
     );
     drop(store);
 
-    let restarted = start(database, &[]);
+    let restarted = start(database, &["--webhook-lease", "5"]);
     let api = Api {
         server: &restarted,
         shop,
