@@ -1,11 +1,19 @@
-//! The sign-in and consent page in a real browser (issue 5): headless Chromium, with
-//! JavaScript off, opens the authorize URL, signs in, approves and follows the redirect to a
-//! local client; the code it brings is exchanged for a token that then works on an API route.
+//! Mercer in a real browser, headless Chromium:
+//! - the sign-in and consent page (issue 5): with JavaScript off, the browser opens the
+//!   authorize URL, signs in, approves and follows the redirect to a local client; the code it
+//!   brings is exchanged for a token that then works on an API route;
+//! - the headless checkout (issue 15) from a shop's own page on another origin: the vendor's
+//!   frontend library, bundled for browsers, runs a whole checkout through CORS.
 
+use mercer_platform_sim::RunningSimulator;
 use mercer_tests::browser::{browser, report_skip};
 use mercer_tests::receiver::Receiver;
-use mercer_tests::{Backend, MercerServer, backend_tests, form_encode};
+use mercer_tests::{Backend, MercerServer, TestDatabase, backend_tests, form_encode};
+use serde_json::json;
 
+use crate::checkout::{
+    assert_all_answered, assert_verified, init, override_server, set_up, wait_for, whole_checkout,
+};
 use crate::oauth::{PASSWORD, oauth_world};
 
 fn a_staff_member_approves_an_app_in_a_real_browser(backend: Backend) {
@@ -74,4 +82,69 @@ fn a_staff_member_approves_an_app_in_a_real_browser(backend: Backend) {
     assert_eq!(config.status, 200, "{}", config.text);
 }
 
-backend_tests!(a_staff_member_approves_an_app_in_a_real_browser);
+/// A shopper checks out on the shop's own page, served from another origin than Mercer's: the
+/// vendor's library makes every storefront call through Chromium's CORS checks (preflights for
+/// its JSON bodies, bearer token and PUT/DELETE, `credentials: 'include'`) and the order is
+/// processed and reaches the platform. The same page is refused an API-token route, which
+/// answers no other origin.
+fn a_shopper_checks_out_from_the_shops_own_page(backend: Backend) {
+    let browser = match browser() {
+        Ok(browser) => browser,
+        Err(skipped) => {
+            report_skip(&skipped);
+            return;
+        }
+    };
+    let sim = RunningSimulator::start().unwrap();
+    let (hooks, overrides) = (Receiver::start(), override_server());
+    let server =
+        MercerServer::start_with(TestDatabase::create(backend), &["--allow-private-targets"]);
+    let shop = set_up(&server, &sim, &hooks, &overrides);
+    let data = init(
+        &server,
+        &shop,
+        json!({"cart_items": [{"platform_id": "var-coffee", "quantity": 2, "line_item_key": "coffee"}]}),
+    );
+    let public_order_id = data["public_order_id"].as_str().unwrap().to_string();
+
+    let page = browser.checkout_from_a_shop_page(
+        &server.base_url,
+        &shop.id,
+        &data,
+        whole_checkout("tok_success", "1"),
+        (
+            &server.url(&format!("/checkout/shop/{}/settings", shop.id)),
+            &shop.token,
+        ),
+    );
+    assert!(page.errors.is_empty(), "{:?}", page.errors);
+    assert!(
+        page.origin.starts_with("http://localhost:") && !server.base_url.starts_with(&page.origin),
+        "the page ({}) is on another origin than Mercer ({})",
+        page.origin,
+        server.base_url
+    );
+    assert!(page.drive.step("initialize").success);
+    assert_all_answered(&page.drive, &[]);
+    let processed = &page.drive.step("processOrder").response["data"]["application_state"];
+    assert_eq!(processed["is_processed"], true);
+    assert_eq!(processed["order_balance"], 0);
+    assert_eq!(
+        page.probe, "blocked: TypeError",
+        "an API-token route must not answer the shop's page"
+    );
+
+    let created = wait_for(&hooks, "order/created", &public_order_id, &server);
+    assert!(
+        !created["platform_order_id"]
+            .as_str()
+            .unwrap_or_default()
+            .is_empty()
+    );
+    assert_verified(&hooks);
+}
+
+backend_tests!(
+    a_staff_member_approves_an_app_in_a_real_browser,
+    a_shopper_checks_out_from_the_shops_own_page,
+);

@@ -28,15 +28,15 @@ const TOPICS: [&str; 6] = [
     "gift_card/created",
 ];
 
-struct Shop {
-    id: String,
-    token: String,
+pub(crate) struct Shop {
+    pub(crate) id: String,
+    pub(crate) token: String,
 }
 
 /// The demo shop, connected: its orders destination on the simulator (which pushes the shop's
 /// products and orders back as events), the integration secret, a webhook of each topic at
 /// `hooks` (`/topic/{id}`), and the shop's overrides at `overrides` (`/{override_type}`).
-fn set_up(
+pub(crate) fn set_up(
     server: &MercerServer,
     sim: &RunningSimulator,
     hooks: &Receiver,
@@ -150,7 +150,7 @@ fn parse_identifier(text: &str) -> mercer_domain::access::shop::ShopIdentifier {
 }
 
 /// The overrides, answering by the path they are called at.
-fn override_server() -> Receiver {
+pub(crate) fn override_server() -> Receiver {
     Receiver::answering(|request| {
         let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
         let answer = match request.target.as_str() {
@@ -181,7 +181,7 @@ fn override_server() -> Receiver {
 }
 
 /// Init Order (API token, `write_orders`): its `data`.
-fn init(server: &MercerServer, shop: &Shop, body: Value) -> Value {
+pub(crate) fn init(server: &MercerServer, shop: &Shop, body: Value) -> Value {
     let answer = server
         .post(&format!("/checkout/orders/{}/init", shop.id))
         .bearer(&shop.token)
@@ -198,7 +198,7 @@ fn address() -> Value {
 }
 
 /// The library's functions the issue names, in its order, paying with `token`.
-fn whole_checkout(token: &str, shipping_line: &str) -> Value {
+pub(crate) fn whole_checkout(token: &str, shipping_line: &str) -> Value {
     json!([
         ["addGuestCustomer", "Ada", "Lovelace", "ada@example.test", true],
         ["setShippingAddress", address()],
@@ -234,7 +234,7 @@ fn consistent(state: &Value) -> bool {
 }
 
 /// Every step of `drive` answered 200 with the whole application state, consistent.
-fn assert_all_answered(drive: &Drive, except: &[&str]) {
+pub(crate) fn assert_all_answered(drive: &Drive, except: &[&str]) {
     for step in drive.steps.iter().skip(1) {
         if except.contains(&step.function.as_str()) {
             continue;
@@ -268,7 +268,12 @@ fn deliveries(hooks: &Receiver, topic: &str, public_order_id: &str) -> Vec<Recei
         .collect()
 }
 
-fn wait_for(hooks: &Receiver, topic: &str, public_order_id: &str, server: &MercerServer) -> Value {
+pub(crate) fn wait_for(
+    hooks: &Receiver,
+    topic: &str,
+    public_order_id: &str,
+    server: &MercerServer,
+) -> Value {
     assert!(
         wait_until(Duration::from_secs(30), || !deliveries(
             hooks,
@@ -284,7 +289,7 @@ fn wait_for(hooks: &Receiver, topic: &str, public_order_id: &str, server: &Merce
 
 /// Every delivery the receiver got, checked by npm's http-signature (the draft-cavage
 /// `Signature`) and PyPI's standardwebhooks, with the integration secret.
-fn assert_verified(hooks: &Receiver) {
+pub(crate) fn assert_verified(hooks: &Receiver) {
     let (cavage, standard) = (http_signature(SECRET), standard_webhooks(SECRET));
     for request in hooks.received() {
         assert_eq!(

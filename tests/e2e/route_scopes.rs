@@ -733,7 +733,95 @@ fn every_storefront_route_requires_its_orders_token(backend: Backend) {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// The page a shop runs the library on: any origin but Mercer's (only a header here).
+const SHOP_PAGE: &str = "https://shop.example.test";
+
+/// The storefront's routes answer other origins (the library runs on the shop's pages, with
+/// `credentials: 'include'`): a preflight names the page's origin, credentials, the method and
+/// the headers asked for, and the answer itself (here a 401) names the origin so the page can
+/// read its errors. No other route answers another origin: their preflights carry no CORS
+/// header, nor do their answers.
+fn only_storefront_routes_answer_other_origins(backend: Backend) {
+    let server = MercerServer::in_process(backend);
+    let demo = server.demo().clone();
+    let preflight = |method: &str, path: &str| {
+        server
+            .request("OPTIONS", path)
+            .header("origin", SHOP_PAGE)
+            .header("access-control-request-method", method)
+            .header(
+                "access-control-request-headers",
+                "authorization,content-type",
+            )
+            .call()
+    };
+    let mut failures = Vec::new();
+    for (method, template) in STOREFRONT {
+        let path = concrete(template, &demo.shop);
+        let asked = preflight(method, &path);
+        let allowed_methods = asked
+            .header("access-control-allow-methods")
+            .unwrap_or_default()
+            .to_string();
+        let allowed_headers = asked
+            .header("access-control-allow-headers")
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        let answered = asked.status == 204
+            && asked.header("access-control-allow-origin") == Some(SHOP_PAGE)
+            && asked.header("access-control-allow-credentials") == Some("true")
+            && allowed_methods.split(',').any(|m| m.trim() == *method)
+            && allowed_headers.contains("authorization")
+            && allowed_headers.contains("content-type");
+        if !answered {
+            failures.push(format!(
+                "preflight of {method} {template}: {} {:?}",
+                asked.status, asked.headers
+            ));
+        }
+        let refused = server
+            .request(method, &path)
+            .header("origin", SHOP_PAGE)
+            .call();
+        if refused.status != 401
+            || refused.header("access-control-allow-origin") != Some(SHOP_PAGE)
+            || refused.header("access-control-allow-credentials") != Some("true")
+        {
+            failures.push(format!(
+                "{method} {template} without its token: {} {:?}",
+                refused.status, refused.headers
+            ));
+        }
+    }
+    let others = ROUTES
+        .iter()
+        .map(|(method, path, _)| (*method, *path))
+        .chain(PUBLIC.iter().copied());
+    for (method, template) in others {
+        let path = concrete(template, &demo.shop);
+        let asked = preflight(method, &path);
+        let answered = server
+            .request(method, &path)
+            .header("origin", SHOP_PAGE)
+            .bearer(&demo.token)
+            .call();
+        for (what, answer) in [("preflight", &asked), ("answer", &answered)] {
+            if answer.headers.iter().any(|(name, _)| {
+                name.to_ascii_lowercase()
+                    .starts_with("access-control-allow-")
+            }) {
+                failures.push(format!(
+                    "{what} of {method} {template} allows another origin: {:?}",
+                    answer.headers
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 backend_tests!(
     every_route_requires_the_scope_the_contract_names,
     every_storefront_route_requires_its_orders_token,
+    only_storefront_routes_answer_other_origins,
 );

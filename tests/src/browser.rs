@@ -6,27 +6,37 @@
 //! the reason, and the test writes it to `target/test-verifiers/BROWSER_SKIPPED`, which
 //! `cargo xtask test` prints at the end of the run.
 
-use std::path::PathBuf;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+use serde_json::Value;
+
+use crate::storefront::{Drive, RUN_PLAN, browser_bundle, plan, write_plan};
 use crate::verifiers::{run, verifiers_dir};
 
 const PLAYWRIGHT: &str = "playwright-core@1.65";
 const CHROMIUM: &str = "/usr/bin/chromium";
 
+/// `launch(chromiumPath)`: headless Chromium as every browser script here starts it.
+const LAUNCH_MODULE: &str = r#"
+const { chromium } = require('playwright-core');
+module.exports = (chromiumPath) => chromium.launch({
+  executablePath: chromiumPath,
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage',
+         '--disable-background-networking', '--no-first-run'],
+});
+"#;
+
 /// Signs in on Mercer's authorize page, approves, and reports where the browser ended up.
 /// JavaScript is off in the page's context: the page must work without it.
 const SIGN_IN_SCRIPT: &str = r#"
-const { chromium } = require('playwright-core');
+const launch = require('./launch.js');
 const [authorizeUrl, email, password, chromiumPath] = process.argv.slice(2);
 (async () => {
-  const browser = await chromium.launch({
-    executablePath: chromiumPath,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage',
-           '--disable-background-networking', '--no-first-run'],
-  });
+  const browser = await launch(chromiumPath);
   try {
     const context = await browser.newContext({ javaScriptEnabled: false });
     const page = await context.newPage();
@@ -44,6 +54,63 @@ const [authorizeUrl, email, password, chromiumPath] = process.argv.slice(2);
     await browser.close();
   }
 })().catch((error) => { console.error(error); process.exit(1); });
+"#;
+
+/// Serves a shop's page on `http://localhost:{port}` (a local server of this script), which
+/// loads the vendor's library bundled for browsers and runs the plan with it against Mercer on
+/// `http://127.0.0.1:{port}`: another origin, so Chromium applies CORS to every call the library
+/// makes (`mode: 'cors'`, `credentials: 'include'`), preflights included. The page also tries
+/// `probe` (`{url, token}`: an API-token route, which must not answer other origins) and reports
+/// whether Chromium let the page read it. Prints `{origin, ran, probe}`.
+const CHECKOUT_SCRIPT: &str = r#"
+const launch = require('./launch.js');
+const http = require('http');
+const fs = require('fs');
+const [bundlePath, runPlanPath, planPath, chromiumPath] = process.argv.slice(2);
+const plan = JSON.parse(fs.readFileSync(planPath, 'utf8'));
+const scripts = { '/library.js': fs.readFileSync(bundlePath, 'utf8'),
+                  '/run-plan.js': fs.readFileSync(runPlanPath, 'utf8') };
+const inline = (value) => JSON.stringify(value).replace(/</g, '\\u003c');
+const page = `<!doctype html><html><head><meta charset="utf-8"><title>Shop checkout</title>
+<script src="/library.js"></script>
+<script src="/run-plan.js"></script>
+<script>
+const PLAN = ${inline(plan)};
+async function probe() {
+  try {
+    const answer = await fetch(PLAN.probe.url, { mode: 'cors', credentials: 'include',
+      headers: { 'Authorization': 'Bearer ' + PLAN.probe.token, 'Accept': 'application/json' } });
+    return 'read ' + answer.status;
+  } catch (error) {
+    return 'blocked: ' + error.name;
+  }
+}
+window.finished = (async () => ({ origin: location.origin, ran: await runPlan(CheckoutLibrary, PLAN),
+                                  probe: await probe() }))();
+</script></head><body>checkout</body></html>`;
+const site = http.createServer((request, response) => {
+  if (scripts[request.url] !== undefined) {
+    response.writeHead(200, { 'Content-Type': 'text/javascript' });
+    response.end(scripts[request.url]);
+  } else {
+    response.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' });
+    response.end(page);
+  }
+});
+site.listen(0, '127.0.0.1', async () => {
+  const browser = await launch(chromiumPath);
+  try {
+    const tab = await browser.newPage();
+    const errors = [];
+    tab.on('pageerror', (error) => errors.push(String(error)));
+    await tab.goto(`http://localhost:${site.address().port}/`);
+    const finished = await tab.evaluate(() => window.finished);
+    console.log(JSON.stringify({ ...finished, errors }));
+  } finally {
+    await browser.close();
+    site.close();
+  }
+}).on('error', (error) => { console.error(error); process.exit(1); });
 "#;
 
 /// Why the browser test could not run.
@@ -102,6 +169,7 @@ fn ensure_chromium() -> Result<PathBuf, Skipped> {
 pub struct Browser {
     chromium: PathBuf,
     script: PathBuf,
+    checkout_script: PathBuf,
     node_modules: PathBuf,
 }
 
@@ -131,9 +199,14 @@ pub fn browser() -> Result<&'static Browser, Skipped> {
             }
             let script = dir.join("sign-in.js");
             std::fs::write(&script, SIGN_IN_SCRIPT).expect("write the browser script");
+            let checkout_script = dir.join("checkout.js");
+            std::fs::write(&checkout_script, CHECKOUT_SCRIPT).expect("write the checkout script");
+            std::fs::write(dir.join("run-plan.js"), RUN_PLAN).expect("write runPlan");
+            std::fs::write(dir.join("launch.js"), LAUNCH_MODULE).expect("write launch");
             Ok(Browser {
                 chromium,
                 script,
+                checkout_script,
                 node_modules: dir.join("node_modules"),
             })
         })
@@ -161,17 +234,12 @@ pub struct SignInResult {
 }
 
 impl Browser {
-    /// Opens `authorize_url`, signs in with `email` and `password`, approves, and follows the
-    /// redirect to the client's `/callback`.
-    pub fn sign_in_and_approve(
-        &self,
-        authorize_url: &str,
-        email: &str,
-        password: &str,
-    ) -> SignInResult {
+    /// Runs `script` with Node.js and `args`, then Chromium's path; what it printed last, as
+    /// JSON.
+    fn run(&self, script: &Path, args: &[&OsStr]) -> Value {
         let output = Command::new("node")
-            .arg(&self.script)
-            .args([authorize_url, email, password])
+            .arg(script)
+            .args(args)
             .arg(&self.chromium)
             .env("NODE_PATH", &self.node_modules)
             .output()
@@ -183,13 +251,79 @@ impl Browser {
             String::from_utf8_lossy(&output.stderr)
         );
         let line = String::from_utf8_lossy(&output.stdout);
-        let seen: serde_json::Value =
-            serde_json::from_str(line.trim().lines().last().unwrap_or_default())
-                .unwrap_or_else(|error| panic!("the browser printed {line:?}: {error}"));
+        serde_json::from_str(line.trim().lines().last().unwrap_or_default())
+            .unwrap_or_else(|error| panic!("the browser printed {line:?}: {error}"))
+    }
+
+    /// Opens `authorize_url`, signs in with `email` and `password`, approves, and follows the
+    /// redirect to the client's `/callback`.
+    pub fn sign_in_and_approve(
+        &self,
+        authorize_url: &str,
+        email: &str,
+        password: &str,
+    ) -> SignInResult {
+        let seen = self.run(
+            &self.script,
+            &[authorize_url.as_ref(), email.as_ref(), password.as_ref()],
+        );
         SignInResult {
             first_status: seen["status"].as_u64().unwrap_or_default() as u16,
             heading: seen["heading"].as_str().unwrap_or_default().to_string(),
             final_url: seen["finalUrl"].as_str().unwrap_or_default().to_string(),
+        }
+    }
+}
+
+/// What a shop's page saw running the library.
+#[derive(Debug)]
+pub struct PageCheckout {
+    /// The page's origin: not Mercer's.
+    pub origin: String,
+    pub drive: Drive,
+    /// How the page's call to an API-token route ended: `blocked: TypeError` when Chromium
+    /// refused the page the answer.
+    pub probe: String,
+    /// Uncaught errors on the page.
+    pub errors: Vec<String>,
+}
+
+impl Browser {
+    /// Runs the library on a shop's page on another origin than `url` (Mercer), as
+    /// [`crate::storefront::drive`] runs it in Node.js; `probe_url` with `probe_token` is
+    /// fetched from the same page.
+    pub fn checkout_from_a_shop_page(
+        &self,
+        url: &str,
+        shop: &str,
+        init: &Value,
+        steps: Value,
+        (probe_url, probe_token): (&str, &str),
+    ) -> PageCheckout {
+        let mut plan = plan(url, shop, init, steps);
+        plan["probe"] = serde_json::json!({"url": probe_url, "token": probe_token});
+        let plan_file = write_plan(&plan);
+        let run_plan = self.checkout_script.with_file_name("run-plan.js");
+        let seen = self.run(
+            &self.checkout_script,
+            &[
+                browser_bundle().as_os_str(),
+                run_plan.as_os_str(),
+                plan_file.as_os_str(),
+            ],
+        );
+        let _ = std::fs::remove_file(&plan_file);
+        let text = |name: &str| seen[name].as_str().unwrap_or_default().to_string();
+        PageCheckout {
+            origin: text("origin"),
+            drive: Drive::from_run(&seen["ran"]),
+            probe: text("probe"),
+            errors: seen["errors"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|error| error.as_str().unwrap_or_default().to_string())
+                .collect(),
         }
     }
 }

@@ -13,16 +13,14 @@ use serde_json::{Value, json};
 use crate::verifiers::{run, verifiers_dir};
 
 const LIBRARY: &str = "@boldcommerce/checkout-frontend-library@0.66.0";
+const ESBUILD: &str = "esbuild@0.25";
 
-/// Reads a plan (`{url, shop, init, steps: [[function, ...arguments]]}`) from the file named
-/// first, calls `initialize` with `init` (Init Order's `data`) and the environment `{type:
-/// 'local', path: 'checkout', url}`, then each step's library function with its arguments, and
-/// prints what each answered and the library's application state at the end.
-const DRIVER: &str = r#"
-const lib = require('@boldcommerce/checkout-frontend-library');
-const fs = require('fs');
-const plan = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
-(async () => {
+/// `runPlan(lib, plan)`: calls `initialize` with `plan.init` (Init Order's `data`) and the
+/// environment `{type: 'local', path: 'checkout', url}`, then each step's library function with
+/// its arguments (`plan.steps`: `[[function, ...arguments]]`), and answers what each answered and
+/// the library's application state at the end. Node.js and the browser page run the same code.
+pub(crate) const RUN_PLAN: &str = r#"
+async function runPlan(lib, plan) {
   const results = [];
   const record = (name, r) => results.push({
     function: name, success: r.success, status: r.status,
@@ -35,8 +33,19 @@ const plan = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
     if (typeof lib[name] !== 'function') throw new Error(`the library has no ${name}`);
     record(name, await lib[name](...args));
   }
-  console.log(JSON.stringify({ results, state: lib.getApplicationState() }));
-})().catch((error) => { console.error(error); process.exit(1); });
+  return { results, state: lib.getApplicationState() };
+}
+"#;
+
+/// Reads a plan (`{url, shop, init, steps}`) from the file named first, runs it in Node.js and
+/// prints what [`RUN_PLAN`] answered.
+const NODE_DRIVER: &str = r#"
+const lib = require('@boldcommerce/checkout-frontend-library');
+const fs = require('fs');
+const plan = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+runPlan(lib, plan)
+  .then((ran) => console.log(JSON.stringify(ran)))
+  .catch((error) => { console.error(error); process.exit(1); });
 "#;
 
 fn directory() -> &'static PathBuf {
@@ -56,7 +65,8 @@ fn directory() -> &'static PathBuf {
             )
             .unwrap_or_else(|error| panic!("{error}"));
         }
-        std::fs::write(dir.join("driver.cjs"), DRIVER).expect("write the driver");
+        std::fs::write(dir.join("driver.cjs"), format!("{RUN_PLAN}{NODE_DRIVER}"))
+            .expect("write the driver");
         dir
     })
 }
@@ -89,21 +99,50 @@ impl Drive {
     }
 }
 
-/// Runs the library against `url`: `initialize` with Init Order's `data`, then `steps`
-/// (`[["addGuestCustomer", "Ada", …], …]`).
-pub fn drive(url: &str, shop: &str, init: &Value, steps: Value) -> Drive {
+/// The plan [`RUN_PLAN`] runs: `initialize` with Init Order's `data` against `url`, then `steps`.
+pub(crate) fn plan(url: &str, shop: &str, init: &Value, steps: Value) -> Value {
+    json!({"url": url, "shop": shop, "init": init, "steps": steps})
+}
+
+/// Writes `plan` to a file of its own in the library's directory.
+pub(crate) fn write_plan(plan: &Value) -> PathBuf {
     static PLANS: AtomicUsize = AtomicUsize::new(0);
-    let dir = directory();
-    let plan = dir.join(format!(
+    let path = directory().join(format!(
         "plan-{}-{}.json",
         std::process::id(),
         PLANS.fetch_add(1, Ordering::Relaxed)
     ));
-    std::fs::write(
-        &plan,
-        json!({"url": url, "shop": shop, "init": init, "steps": steps}).to_string(),
-    )
-    .expect("write the plan");
+    std::fs::write(&path, plan.to_string()).expect("write the plan");
+    path
+}
+
+impl Drive {
+    /// What [`RUN_PLAN`] answered: `{results, state}`.
+    pub(crate) fn from_run(ran: &Value) -> Drive {
+        let steps = ran["results"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|result| Step {
+                function: result["function"].as_str().unwrap_or_default().to_string(),
+                success: result["success"] == true,
+                status: result["status"].as_u64().unwrap_or(0) as u16,
+                response: result["response"].clone(),
+            })
+            .collect();
+        Drive {
+            steps,
+            state: ran["state"].clone(),
+        }
+    }
+}
+
+/// Runs the library in Node.js against `url`: `initialize` with Init Order's `data`, then
+/// `steps` (`[["addGuestCustomer", "Ada", …], …]`).
+pub fn drive(url: &str, shop: &str, init: &Value, steps: Value) -> Drive {
+    let dir = directory();
+    let plan = write_plan(&plan(url, shop, init, steps));
     let output = Command::new("node")
         .arg(dir.join("driver.cjs"))
         .arg(&plan)
@@ -119,20 +158,48 @@ pub fn drive(url: &str, shop: &str, init: &Value, steps: Value) -> Drive {
     );
     let printed: Value = serde_json::from_slice(&output.stdout)
         .unwrap_or_else(|error| panic!("{error}: {}", String::from_utf8_lossy(&output.stdout)));
-    let steps = printed["results"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|result| Step {
-            function: result["function"].as_str().unwrap_or_default().to_string(),
-            success: result["success"] == true,
-            status: result["status"].as_u64().unwrap_or(0) as u16,
-            response: result["response"].clone(),
-        })
-        .collect();
-    Drive {
-        steps,
-        state: printed["state"].clone(),
-    }
+    Drive::from_run(&printed)
+}
+
+/// The library bundled for a browser page by esbuild (npm, installed beside it the first
+/// time): one script that defines the global `CheckoutLibrary`.
+pub(crate) fn browser_bundle() -> &'static PathBuf {
+    static BUNDLE: OnceLock<PathBuf> = OnceLock::new();
+    BUNDLE.get_or_init(|| {
+        let dir = directory();
+        let esbuild = dir.join("node_modules/.bin/esbuild");
+        if !esbuild.exists() {
+            run(
+                Command::new("npm")
+                    .args(["install", "--no-audit", "--no-fund", "--prefix"])
+                    .arg(dir)
+                    .arg(ESBUILD),
+                "npm install esbuild",
+            )
+            .unwrap_or_else(|error| panic!("{error}"));
+        }
+        let entry = dir.join("browser-entry.cjs");
+        std::fs::write(
+            &entry,
+            "module.exports = require('@boldcommerce/checkout-frontend-library');\n",
+        )
+        .expect("write the bundle's entry");
+        let bundle = dir.join("library.browser.js");
+        run(
+            Command::new(&esbuild)
+                .arg(&entry)
+                .args([
+                    "--bundle",
+                    "--platform=browser",
+                    "--format=iife",
+                    "--global-name=CheckoutLibrary",
+                    "--log-level=warning",
+                ])
+                .arg(format!("--outfile={}", bundle.display()))
+                .current_dir(dir),
+            "esbuild the library for the browser",
+        )
+        .unwrap_or_else(|error| panic!("{error}"));
+        bundle
+    })
 }

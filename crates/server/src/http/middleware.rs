@@ -2,12 +2,13 @@
 
 use std::time::Instant;
 
-use actix_web::body::MessageBody;
+use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::error::InternalError;
-use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::http::Method;
+use actix_web::http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use actix_web::middleware::Next;
-use actix_web::{Error, HttpMessage, ResponseError};
+use actix_web::{Error, HttpMessage, HttpResponse, ResponseError};
 use mercer_domain::access::credentials::random_hex;
 use mercer_domain::kernel::version::{VersionError, resolve_version};
 
@@ -148,4 +149,75 @@ pub async fn log_request(
     metrics::histogram!("mercer_http_request_seconds", &labels[..2]).record(elapsed);
     log::info!(target: "mercer::http", "{method} {path} {} {:.1}ms request_id={id}", status.as_u16(), elapsed * 1000.0);
     result.map_err(Error::from)
+}
+
+/// CORS for routes that pages of any origin call with credentials (the storefront's: the
+/// vendor's library runs on the shop's pages with `mode: 'cors'` and `credentials: 'include'`).
+/// A preflight (`OPTIONS` with `Access-Control-Request-Method`) is answered here, 204, with
+/// the methods a route may have and the headers asked for; every other answer, errors included,
+/// names the origin so the page can read it. The origin is named, never `*`, which browsers
+/// refuse with credentials. A preflight for a method the route lacks is answered the same: the
+/// route's own 405 follows if the page sends it anyway. Only for routes that read no cookie:
+/// any page may call them with whatever credentials the browser holds.
+pub async fn cors_any_origin(
+    request: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, Error> {
+    let Some(origin) = request.headers().get(header::ORIGIN).cloned() else {
+        return Ok(next.call(request).await?.map_into_left_body());
+    };
+    let preflight = request.method() == Method::OPTIONS
+        && request
+            .headers()
+            .contains_key(header::ACCESS_CONTROL_REQUEST_METHOD);
+    if preflight {
+        let mut answer = HttpResponse::NoContent();
+        answer
+            .insert_header((
+                header::ACCESS_CONTROL_ALLOW_METHODS,
+                "GET, POST, PUT, PATCH, DELETE",
+            ))
+            .insert_header((header::ACCESS_CONTROL_MAX_AGE, "3600"));
+        if let Some(asked) = request
+            .headers()
+            .get(header::ACCESS_CONTROL_REQUEST_HEADERS)
+        {
+            answer.insert_header((header::ACCESS_CONTROL_ALLOW_HEADERS, asked.clone()));
+        }
+        let mut answer = answer.finish();
+        allow_origin(answer.headers_mut(), origin);
+        answer.headers_mut().append(
+            header::VARY,
+            HeaderValue::from_static(
+                "Access-Control-Request-Method, Access-Control-Request-Headers",
+            ),
+        );
+        return Ok(request.into_response(answer).map_into_right_body());
+    }
+    match next.call(request).await {
+        Ok(mut response) => {
+            allow_origin(response.headers_mut(), origin);
+            response.headers_mut().insert(
+                header::ACCESS_CONTROL_EXPOSE_HEADERS,
+                HeaderValue::from_static("x-request-id, svc-api-version-date"),
+            );
+            Ok(response.map_into_left_body())
+        }
+        // An error that is no answer yet is made one here, so that it carries the origin too.
+        Err(error) => {
+            let mut answer = error.error_response();
+            allow_origin(answer.headers_mut(), origin);
+            Err(InternalError::from_response(error.to_string(), answer).into())
+        }
+    }
+}
+
+/// The headers that let a page of `origin` read an answer made with credentials.
+fn allow_origin(headers: &mut HeaderMap, origin: HeaderValue) {
+    headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
+        HeaderValue::from_static("true"),
+    );
+    headers.append(header::VARY, HeaderValue::from_static("Origin"));
 }

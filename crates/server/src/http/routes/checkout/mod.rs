@@ -6,9 +6,31 @@
 mod handlers;
 mod storefront;
 
-use actix_web::web;
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
+use actix_web::middleware::from_fn;
+use actix_web::{Resource, web};
 
 use super::resource;
+use crate::http::middleware::cors_any_origin;
+
+/// A storefront route: [`resource`] answering pages of any origin ([`cors_any_origin`]). The
+/// vendor's library runs on the shop's own pages; these routes read nothing but the bearer JWT
+/// of their one order, no cookie, so a page of another site gains nothing by calling them. The
+/// other routes (API tokens, the sign-in pages and their cookie) answer no other origin.
+fn storefront_resource(
+    path: &str,
+) -> Resource<
+    impl ServiceFactory<
+        ServiceRequest,
+        Config = (),
+        Response = ServiceResponse<impl MessageBody>,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
+    resource(path).wrap(from_fn(cors_any_origin))
+}
 
 pub fn configure(config: &mut web::ServiceConfig) {
     config
@@ -19,87 +41,91 @@ pub fn configure(config: &mut web::ServiceConfig) {
                 .route(web::patch().to(handlers::update_settings)),
         )
         .service(
-            resource("/checkout/storefront/{shop}/{public_order_id}/customer/guest")
+            storefront_resource("/checkout/storefront/{shop}/{public_order_id}/customer/guest")
                 .route(web::post().to(storefront::add_guest_customer)),
         )
         .service(
-            resource("/checkout/storefront/{shop}/{public_order_id}/customer")
+            storefront_resource("/checkout/storefront/{shop}/{public_order_id}/customer")
                 .route(web::put().to(storefront::update_customer))
                 .route(web::delete().to(storefront::delete_customer)),
         )
         .service(
-            resource("/checkout/storefront/{shop}/{public_order_id}/validate_email_address")
-                .route(web::get().to(storefront::validate_email)),
+            storefront_resource(
+                "/checkout/storefront/{shop}/{public_order_id}/validate_email_address",
+            )
+            .route(web::get().to(storefront::validate_email)),
         )
         .service(
-            resource("/checkout/storefront/{shop}/{public_order_id}/addresses/shipping")
+            storefront_resource("/checkout/storefront/{shop}/{public_order_id}/addresses/shipping")
                 .route(web::post().to(storefront::set_shipping_address))
                 .route(web::put().to(storefront::set_shipping_address))
                 .route(web::delete().to(storefront::delete_shipping_address)),
         )
         .service(
-            resource("/checkout/storefront/{shop}/{public_order_id}/addresses/billing")
+            storefront_resource("/checkout/storefront/{shop}/{public_order_id}/addresses/billing")
                 .route(web::post().to(storefront::set_billing_address))
                 .route(web::put().to(storefront::set_billing_address))
                 .route(web::delete().to(storefront::delete_billing_address)),
         )
         .service(
-            resource("/checkout/storefront/{shop}/{public_order_id}/validate_address")
+            storefront_resource("/checkout/storefront/{shop}/{public_order_id}/validate_address")
                 .route(web::get().to(storefront::validate_address)),
         )
         .service(
-            resource("/checkout/storefront/{shop}/{public_order_id}/shipping_lines")
+            storefront_resource("/checkout/storefront/{shop}/{public_order_id}/shipping_lines")
                 .route(web::get().to(storefront::shipping_lines))
                 .route(web::post().to(storefront::select_shipping_line)),
         )
         .service(
-            resource("/checkout/storefront/{shop}/{public_order_id}/taxes")
+            storefront_resource("/checkout/storefront/{shop}/{public_order_id}/taxes")
                 .route(web::post().to(storefront::set_taxes)),
         )
         .service(
-            resource("/checkout/storefront/{shop}/{public_order_id}/discounts")
+            storefront_resource("/checkout/storefront/{shop}/{public_order_id}/discounts")
                 .route(web::post().to(storefront::add_discount))
                 .route(web::delete().to(storefront::delete_discount)),
         )
         .service(
-            resource("/checkout/storefront/{shop}/{public_order_id}/validate_discount_code")
-                .route(web::get().to(storefront::validate_discount)),
+            storefront_resource(
+                "/checkout/storefront/{shop}/{public_order_id}/validate_discount_code",
+            )
+            .route(web::get().to(storefront::validate_discount)),
         )
         .service(
-            resource("/checkout/storefront/{shop}/{public_order_id}/payments")
+            storefront_resource("/checkout/storefront/{shop}/{public_order_id}/payments")
                 .route(web::get().to(storefront::payments))
                 .route(web::post().to(storefront::add_payment))
                 .route(web::put().to(storefront::update_payment))
                 .route(web::delete().to(storefront::delete_payment)),
         )
         .service(
-            resource("/checkout/storefront/{shop}/{public_order_id}/payments/gift_card")
+            storefront_resource("/checkout/storefront/{shop}/{public_order_id}/payments/gift_card")
                 .route(web::delete().to(storefront::delete_gift_card_payment)),
         )
         .service(
-            resource("/checkout/storefront/{shop}/{public_order_id}/items")
+            storefront_resource("/checkout/storefront/{shop}/{public_order_id}/items")
                 .route(web::post().to(storefront::add_line_item))
                 .route(web::put().to(storefront::update_line_item))
                 .route(web::delete().to(storefront::delete_line_item)),
         )
         .service(
-            resource("/checkout/storefront/{shop}/{public_order_id}/check_inventory")
+            storefront_resource("/checkout/storefront/{shop}/{public_order_id}/check_inventory")
                 .route(web::get().to(storefront::check_inventory)),
         )
         .service(
-            resource("/checkout/storefront/{shop}/{public_order_id}/meta_data")
+            storefront_resource("/checkout/storefront/{shop}/{public_order_id}/meta_data")
                 .route(web::patch().to(storefront::patch_meta_data)),
         )
         .service(
-            resource("/checkout/storefront/{shop}/{public_order_id}/refresh")
+            storefront_resource("/checkout/storefront/{shop}/{public_order_id}/refresh")
                 .route(web::get().to(storefront::refresh)),
         )
         .service(
-            resource("/checkout/storefront/{shop}/{public_order_id}/process_order")
+            storefront_resource("/checkout/storefront/{shop}/{public_order_id}/process_order")
                 .route(web::post().to(storefront::process_order)),
         )
         .service(
-            resource("/checkout/storefront/{shop}/{public_order_id}/log")
+            storefront_resource("/checkout/storefront/{shop}/{public_order_id}/log")
                 .route(web::post().to(storefront::log)),
         );
 }
