@@ -107,11 +107,17 @@ fn a_shopper_checks_out_from_the_shops_own_page(backend: Backend) {
     );
     let public_order_id = data["public_order_id"].as_str().unwrap().to_string();
 
+    // One more coffee, added by its SKU alone, first.
+    let mut steps = whole_checkout("tok_success", "1");
+    steps.as_array_mut().unwrap().insert(
+        0,
+        json!(["addLineItem", {"sku": "COF-1KG", "quantity": 1, "line_item_key": "by-sku"}]),
+    );
     let page = browser.checkout_from_a_shop_page(
         &server.base_url,
         &shop.id,
         &data,
-        whole_checkout("tok_success", "1"),
+        steps,
         (
             &server.url(&format!("/checkout/shop/{}/settings", shop.id)),
             &shop.token,
@@ -129,6 +135,15 @@ fn a_shopper_checks_out_from_the_shops_own_page(backend: Backend) {
     let processed = &page.drive.step("processOrder").response["data"]["application_state"];
     assert_eq!(processed["is_processed"], true);
     assert_eq!(processed["order_balance"], 0);
+    assert_eq!(
+        processed["order_total"],
+        3 * 1250 + 1500 + 300 - 1000,
+        "three coffees, the second shipping line, the tax override's tax, less the discount"
+    );
+    assert_eq!(
+        page.drive.step("addLineItem").response["data"]["line_item"]["product_data"]["variant_id"],
+        "var-coffee"
+    );
     assert_eq!(
         page.probe, "blocked: TypeError",
         "an API-token route must not answer the shop's page"

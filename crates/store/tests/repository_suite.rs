@@ -4093,6 +4093,78 @@ fn the_catalogue_finds_live_variants_by_platform_id(db: &impl Database) {
     assert_eq!(found(first.id, &["var-1"]), []);
 }
 
+/// `addLineItem` by SKU alone: the live variants of the shop's live products with that SKU,
+/// each once, by platform id.
+fn the_catalogue_finds_variants_by_sku(db: &impl Database) {
+    let first = shop(db, "a.shop.test");
+    let other = shop(db, "b.shop.test");
+    catalogue_product(
+        db,
+        first.id,
+        json!({"platform_id": "prd-1", "platform_updated_at": "2026-11-01T00:00:00Z",
+               "variants": [{"platform_id": "var-1", "sku": "C-1", "price": "12.50"},
+                            {"platform_id": "var-2", "sku": "SHARED", "price": "1.00"},
+                            {"sku": "NO-ID", "price": "1.00"}]}),
+        1,
+    );
+    catalogue_product(
+        db,
+        first.id,
+        json!({"platform_id": "prd-2", "platform_updated_at": "2026-11-01T00:00:00Z",
+               "variants": [{"platform_id": "var-3", "sku": "SHARED", "price": "2.00"}]}),
+        1,
+    );
+    catalogue_product(
+        db,
+        other.id,
+        json!({"platform_id": "prd-9", "platform_updated_at": "2026-11-01T00:00:00Z",
+               "variants": [{"platform_id": "var-9", "sku": "C-1", "price": "9.00"}]}),
+        1,
+    );
+    let ids = |shop_id: i64, sku: &str| {
+        db.read(|tx| Ok(tx.variant_ids_of_sku(shop_id, sku)?))
+            .unwrap()
+    };
+    assert_eq!(
+        ids(first.id, "C-1"),
+        ["var-1"],
+        "the other shop's is its own"
+    );
+    assert_eq!(ids(other.id, "C-1"), ["var-9"]);
+    assert_eq!(ids(first.id, "SHARED"), ["var-2", "var-3"]);
+    assert_eq!(
+        ids(first.id, "NO-ID"),
+        Vec::<String>::new(),
+        "no platform id"
+    );
+    assert_eq!(ids(first.id, "c-1"), Vec::<String>::new(), "SKUs are exact");
+    // A later save moves the SKU; a deleted product has no variants.
+    catalogue_product(
+        db,
+        first.id,
+        json!({"platform_id": "prd-1", "platform_updated_at": "2026-11-02T00:00:00Z",
+               "variants": [{"platform_id": "var-1", "sku": "C-1B", "price": "12.50"}]}),
+        2,
+    );
+    assert_eq!(ids(first.id, "C-1"), Vec::<String>::new());
+    assert_eq!(ids(first.id, "C-1B"), ["var-1"]);
+    assert_eq!(ids(first.id, "SHARED"), ["var-3"]);
+    let deletion = parse_event_body(
+        first.id,
+        EntityKind::Product,
+        EventAction::Deleted,
+        json!({"data": {"product": {"platform_id": "prd-2",
+                                     "platform_deleted_at": "2026-11-03T00:00:00Z"}}})
+        .to_string()
+        .as_bytes(),
+        EventSource::Webhook,
+        at(3),
+    )
+    .unwrap();
+    db.write(|tx| apply_event(tx, &deletion, at(3))).unwrap();
+    assert_eq!(ids(first.id, "SHARED"), Vec::<String>::new());
+}
+
 fn a_checkout(shop_id: i64, email: Option<&str>, items: usize, seconds: i64) -> NewCheckoutOrder {
     let mut document = CheckoutDocument::new("USD", "https://x.test/r".into());
     document.customer = email.map(|email| CheckoutCustomer {
@@ -4274,5 +4346,6 @@ repository_suite!(
     order_attempts_are_kept_and_end_once,
     payment_methods_expiring_are_announced_once,
     the_catalogue_finds_live_variants_by_platform_id,
+    the_catalogue_finds_variants_by_sku,
     checkout_orders_are_kept_saved_once_per_version_and_swept,
 );

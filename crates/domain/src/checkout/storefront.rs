@@ -981,8 +981,15 @@ pub fn add_line_item<D: CheckoutDatabase>(
     let mut resolved = None;
     change(db, call, now, |shop, order| {
         if resolved.is_none() {
-            let mut priced =
-                db.read_tx(|tx| priced_items(tx, shop, std::slice::from_ref(&item), "", 0))?;
+            let mut priced = db.read_tx(|tx| {
+                let mut item = item.clone();
+                if item.platform_id.is_none()
+                    && let Some(sku) = &item.sku
+                {
+                    item.platform_id = Some(variant_of_sku(tx, shop, sku)?);
+                }
+                priced_items(tx, shop, std::slice::from_ref(&item), "", 0)
+            })?;
             resolved = priced.pop();
         }
         let Some(line) = resolved.clone() else {
@@ -1018,6 +1025,31 @@ pub fn add_line_item<D: CheckoutDatabase>(
             .map(line_item_json);
         Ok(json!({"line_item": shown}))
     })
+}
+
+/// `addLineItem` by SKU alone: the platform id of the shop's one live variant with that SKU.
+fn variant_of_sku(
+    tx: &mut dyn CheckoutRepositories,
+    shop: &Shop,
+    sku: &str,
+) -> Result<String, DomainError> {
+    let ids = tx.variant_ids_of_sku(shop.id, sku)?;
+    match ids.as_slice() {
+        [id] => Ok(id.clone()),
+        [] => Err(DomainError::invalid(
+            "sku",
+            "unknown_variant",
+            format!("no product of the shop has a variant with SKU {sku:?}"),
+        )),
+        several => Err(DomainError::invalid(
+            "sku",
+            "ambiguous_sku",
+            format!(
+                "{} variants have SKU {sku:?}: add one by its platform_id",
+                several.len()
+            ),
+        )),
+    }
 }
 
 fn unknown_line_item(key: &str) -> DomainError {

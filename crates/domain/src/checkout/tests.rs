@@ -932,3 +932,36 @@ fn an_order_the_platform_fulfilled_on_receipt_is_reported_fulfilled_after_create
         ["order/processed", "order/created", "order/fulfilled"]
     );
 }
+
+#[test]
+fn a_line_item_is_added_by_its_sku_alone_when_one_variant_has_it() {
+    let mut w = World::new();
+    // Another product shares the gift card's SKU.
+    apply(
+        &w.db,
+        w.shop.id,
+        EntityKind::Product,
+        &json!({"data": {"product": {"platform_id": "prd-2", "name": "Card bundle",
+            "platform_updated_at": "2026-11-01T00:00:00Z",
+            "variants": [{"platform_id": "var-gc2", "sku": "GC-25", "price": "50.00"}]}}}),
+    );
+    let call = w.init(json!({"cart_items": [{"platform_id": "var-1", "quantity": 1}]}));
+    let by_sku = |sku: &str| {
+        crate::checkout::input::parse_add_line_item(
+            &json!({"sku": sku, "quantity": 2, "line_item_key": "more"}),
+        )
+        .unwrap()
+    };
+    let added = storefront::add_line_item(&w.db, &call, by_sku("COF-1KG"), at(2)).unwrap();
+    assert_eq!(added["line_item"]["product_data"]["variant_id"], "var-1");
+    assert_eq!(added["line_item"]["product_data"]["quantity"], 2);
+    let state = storefront::refresh(&w.db, &call, at(3)).unwrap()["application_state"].clone();
+    assert_eq!(state["line_items"].as_array().unwrap().len(), 2);
+    assert!(consistent(&state), "{state}");
+    let refused = |sku: &str| match storefront::add_line_item(&w.db, &call, by_sku(sku), at(4)) {
+        Err(DomainError::Invalid(problems)) => (problems[0].field.clone(), problems[0].code),
+        other => panic!("{sku}: {other:?}"),
+    };
+    assert_eq!(refused("NONE"), ("sku".to_string(), "unknown_variant"));
+    assert_eq!(refused("GC-25"), ("sku".to_string(), "ambiguous_sku"));
+}

@@ -94,6 +94,10 @@ pub trait PlatformRepository {
         variant_ids: &[&str],
     ) -> StoreResult<Vec<(String, EntityRecord)>>;
 
+    /// The platform ids of the live variants of the shop's live products whose SKU is `sku`
+    /// (each once, in order). Variants without a platform id are left out.
+    fn variant_ids_of_sku(&mut self, shop_id: i64, sku: &str) -> StoreResult<Vec<String>>;
+
     fn platform_entity(
         &mut self,
         shop_id: i64,

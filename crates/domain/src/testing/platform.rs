@@ -190,6 +190,27 @@ impl PlatformRepository for MemoryState {
         Ok(found)
     }
 
+    fn variant_ids_of_sku(&mut self, shop_id: i64, sku: &str) -> StoreResult<Vec<String>> {
+        let mut found = std::collections::BTreeSet::new();
+        for entity in &self.entities {
+            let live = entity.record.platform_deleted_at.is_none();
+            let Some(EntityDocument::Product(product)) = &entity.document else {
+                continue;
+            };
+            if entity.shop_id != shop_id || entity.kind != EntityKind::Product || !live {
+                continue;
+            }
+            for variant in product.variants.iter().flatten() {
+                if variant.sku.as_deref() == Some(sku)
+                    && let Some(id) = &variant.platform_id
+                {
+                    found.insert(id.as_str().to_string());
+                }
+            }
+        }
+        Ok(found.into_iter().collect())
+    }
+
     fn put_platform_entities(
         &mut self,
         shop_id: i64,

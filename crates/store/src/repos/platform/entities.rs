@@ -668,6 +668,24 @@ impl PlatformRepository for StoreTx<'_> {
             .collect())
     }
 
+    fn variant_ids_of_sku(&mut self, shop_id: i64, sku: &str) -> StoreResult<Vec<String>> {
+        use platform_products as p;
+        use product_variants as v;
+        v::table
+            .inner_join(p::table)
+            .filter(v::shop_id.eq(shop_id))
+            .filter(v::sku.eq(sku))
+            .filter(v::platform_id.is_not_null())
+            .filter(v::deleted_at.is_null())
+            .filter(p::deleted_at.is_null())
+            .filter(p::platform_deleted_at.is_null())
+            .select(v::platform_id.assume_not_null())
+            .distinct()
+            .order(v::platform_id)
+            .load(self.conn)
+            .map_err(storage_error)
+    }
+
     fn platform_entities(
         &mut self,
         shop_id: i64,

@@ -1,0 +1,1 @@
+DROP INDEX product_variants_sku;
