@@ -61,6 +61,13 @@ fn orders(rows: Vec<CheckoutRow>) -> StoreResult<Vec<CheckoutOrder>> {
     rows.into_iter().map(CheckoutOrder::try_from).collect()
 }
 
+/// The order of a lookup's one row, if it found one.
+fn found(row: QueryResult<Option<CheckoutRow>>) -> StoreResult<Option<CheckoutOrder>> {
+    row.map_err(storage_error)?
+        .map(CheckoutOrder::try_from)
+        .transpose()
+}
+
 /// The document as stored: JSON, in which serde escapes any NUL the storefront sent.
 fn document_text(document: &CheckoutDocument) -> StoreResult<String> {
     serde_json::to_string(document)
@@ -103,27 +110,25 @@ impl CheckoutRepository for StoreTx<'_> {
         public_order_id: &str,
     ) -> StoreResult<Option<CheckoutOrder>> {
         use checkout_orders as t;
-        t::table
-            .filter(t::public_order_id.eq(public_order_id))
-            .filter(t::shop_id.eq(shop_id))
-            .select(CheckoutRow::as_select())
-            .first(self.conn)
-            .optional()
-            .map_err(storage_error)?
-            .map(CheckoutOrder::try_from)
-            .transpose()
+        found(
+            t::table
+                .filter(t::public_order_id.eq(public_order_id))
+                .filter(t::shop_id.eq(shop_id))
+                .select(CheckoutRow::as_select())
+                .first(self.conn)
+                .optional(),
+        )
     }
 
     fn checkout_order_by_id(&mut self, id: i64) -> StoreResult<Option<CheckoutOrder>> {
         use checkout_orders as t;
-        t::table
-            .find(id)
-            .select(CheckoutRow::as_select())
-            .first(self.conn)
-            .optional()
-            .map_err(storage_error)?
-            .map(CheckoutOrder::try_from)
-            .transpose()
+        found(
+            t::table
+                .find(id)
+                .select(CheckoutRow::as_select())
+                .first(self.conn)
+                .optional(),
+        )
     }
 
     fn save_checkout_order(&mut self, order: &CheckoutOrder) -> StoreResult<bool> {
@@ -156,15 +161,14 @@ impl CheckoutRepository for StoreTx<'_> {
         platform_order_id: &str,
     ) -> StoreResult<Option<CheckoutOrder>> {
         use checkout_orders as t;
-        t::table
-            .filter(t::shop_id.eq(shop_id))
-            .filter(t::platform_order_id.eq(platform_order_id))
-            .select(CheckoutRow::as_select())
-            .first(self.conn)
-            .optional()
-            .map_err(storage_error)?
-            .map(CheckoutOrder::try_from)
-            .transpose()
+        found(
+            t::table
+                .filter(t::shop_id.eq(shop_id))
+                .filter(t::platform_order_id.eq(platform_order_id))
+                .select(CheckoutRow::as_select())
+                .first(self.conn)
+                .optional(),
+        )
     }
 
     fn abandoned_checkout_orders(
