@@ -86,23 +86,27 @@ impl<'a> Fields<'a, '_> {
         }
     }
 
-    pub fn integer(&mut self, name: &str) -> Option<i64> {
-        let value = self.get(name)?;
-        let integer = value.as_i64();
-        if integer.is_none() {
-            self.problems
-                .push(type_error(self.field(name), "an integer"));
+    /// The field read by `read`, when present; a type problem naming `what` when it does not
+    /// read.
+    fn typed<T>(
+        &mut self,
+        name: &str,
+        what: &str,
+        read: impl Fn(&Value) -> Option<T>,
+    ) -> Option<T> {
+        let read = read(self.get(name)?);
+        if read.is_none() {
+            self.problems.push(type_error(self.field(name), what));
         }
-        integer
+        read
+    }
+
+    pub fn integer(&mut self, name: &str) -> Option<i64> {
+        self.typed(name, "an integer", Value::as_i64)
     }
 
     pub fn number(&mut self, name: &str) -> Option<f64> {
-        let value = self.get(name)?;
-        let number = value.as_f64();
-        if number.is_none() {
-            self.problems.push(type_error(self.field(name), "a number"));
-        }
-        number
+        self.typed(name, "a number", Value::as_f64)
     }
 
     pub fn time(&mut self, name: &str) -> Option<Timestamp> {
@@ -137,13 +141,7 @@ impl<'a> Fields<'a, '_> {
     }
     /// A boolean, when present.
     pub fn boolean(&mut self, name: &str) -> Option<bool> {
-        let value = self.get(name)?;
-        let boolean = value.as_bool();
-        if boolean.is_none() {
-            self.problems
-                .push(type_error(self.field(name), "a boolean"));
-        }
-        boolean
+        self.typed(name, "a boolean", Value::as_bool)
     }
 
     /// An object of strings (`{"key": "value"}`), when present.
