@@ -269,9 +269,10 @@ fn transient(error: &PlacementError) -> bool {
     }
 }
 
-fn money(amount: Cents, currency: &str) -> Option<Decimal> {
-    let currency = CurrencyCode::parse(currency)?;
-    Decimal::parse(&amount.to_decimal(&currency))
+/// `amount` in the currency named by `currency`, as the platform's resources write it.
+fn money_in(currency: &str) -> impl Fn(Cents) -> Option<Decimal> {
+    let currency = CurrencyCode::parse(currency);
+    move |amount| Decimal::of_cents(amount, currency.as_ref()?)
 }
 
 fn order_address(
@@ -298,17 +299,11 @@ fn order_address(
     })
 }
 
-fn attribute(description: &str, value: impl Into<String>) -> CustomAttribute {
-    CustomAttribute {
-        description: description.to_string(),
-        value: value.into(),
-    }
-}
-
 /// The order as Create Order sends it (seed 000 §2 Order).
 fn platform_order(order: &CheckoutOrder, now: Timestamp) -> Order {
     let document = &order.document;
     let currency = document.currency.as_str();
+    let money = money_in(currency);
     let amounts = document.amounts();
     let email = document.email();
     let line_items = document
@@ -323,13 +318,13 @@ fn platform_order(order: &CheckoutOrder, now: Timestamp) -> Order {
             quantity: Some(item.quantity),
             taxable: Some(item.taxable),
             requires_shipping: Some(item.requires_shipping),
-            price_per_item: money(item.price, currency),
-            subtotal: money(item.total(), currency),
-            total: money(item.total(), currency),
+            price_per_item: money(item.price),
+            subtotal: money(item.total()),
+            total: money(item.total()),
             custom_attributes: Some(
                 [(
                     "line_item_key".to_string(),
-                    attribute(
+                    CustomAttribute::new(
                         "the checkout's key of the line item",
                         item.line_item_key.clone(),
                     ),
@@ -355,15 +350,15 @@ fn platform_order(order: &CheckoutOrder, now: Timestamp) -> Order {
         notes: Some(document.order_meta_data.notes.clone()).filter(|n| !n.is_empty()),
         placed_at: Some(now),
         currency: Some(currency.to_string()),
-        subtotal: money(amounts.items, currency),
-        shipping_subtotal: money(amounts.shipping, currency),
-        total_tax: money(amounts.taxes, currency),
-        discount: money(amounts.discounts, currency),
-        total: money(amounts.total, currency),
+        subtotal: money(amounts.items),
+        shipping_subtotal: money(amounts.shipping),
+        total_tax: money(amounts.taxes),
+        discount: money(amounts.discounts),
+        total: money(amounts.total),
         custom_attributes: Some(
             [(
                 "public_order_id".to_string(),
-                attribute("the checkout's order", order.public_order_id.clone()),
+                CustomAttribute::new("the checkout's order", order.public_order_id.clone()),
             )]
             .into_iter()
             .collect(),
@@ -437,6 +432,7 @@ pub fn push_order<D: CheckoutDatabase>(
         }
     };
     let currency = order.document.currency.clone();
+    let money = money_in(&currency);
     for payment in &order.document.payments {
         let key = format!("{}#{}", order.public_order_id, payment.id);
         let body = with_payment_key(
@@ -445,7 +441,7 @@ pub fn push_order<D: CheckoutDatabase>(
                 provider: Some(payment.gateway_public_id.clone()),
                 payment_method: Some(payment.token.clone()),
                 currency: Some(currency.clone()),
-                amount_planned: money(payment.amount, &currency),
+                amount_planned: money(payment.amount),
                 ..Payment::default()
             },
             &key,

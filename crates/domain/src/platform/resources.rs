@@ -10,6 +10,7 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::kernel::money::{Cents, CurrencyCode};
 use crate::kernel::time::Timestamp;
 
 /// A decimal amount written as a string (`"12.50"`, `"-3"`), as the connector interface writes
@@ -19,6 +20,11 @@ use crate::kernel::time::Timestamp;
 pub struct Decimal(String);
 
 impl Decimal {
+    /// `amount` in `currency`'s units (1250 cents of USD: "12.50").
+    pub fn of_cents(amount: Cents, currency: &CurrencyCode) -> Option<Decimal> {
+        Decimal::parse(&amount.to_decimal(currency))
+    }
+
     pub fn parse(text: &str) -> Option<Decimal> {
         let digits = text.strip_prefix('-').unwrap_or(text);
         let (whole, fraction) = match digits.split_once('.') {
@@ -137,6 +143,15 @@ impl<'de> serde::de::Visitor<'de> for PlatformIdVisitor {
 pub struct CustomAttribute {
     pub description: String,
     pub value: String,
+}
+
+impl CustomAttribute {
+    pub fn new(description: &str, value: impl Into<String>) -> CustomAttribute {
+        CustomAttribute {
+            description: description.to_string(),
+            value: value.into(),
+        }
+    }
 }
 
 pub type CustomAttributes = BTreeMap<String, CustomAttribute>;

@@ -120,17 +120,6 @@ pub fn charge(subscription: &Subscription) -> OrderCharge {
     }
 }
 
-fn money(amount: Cents, currency: &CurrencyCode) -> Option<Decimal> {
-    Decimal::parse(&amount.to_decimal(currency))
-}
-
-fn attribute(description: &str, value: impl Into<String>) -> CustomAttribute {
-    CustomAttribute {
-        description: description.to_string(),
-        value: value.into(),
-    }
-}
-
 fn order_address(address: &SubscriptionAddress, kind: &str, email: Option<&str>) -> OrderAddress {
     OrderAddress {
         address_type: Some(kind.to_string()),
@@ -158,18 +147,18 @@ fn order_line(item: &SubscriptionLineItem, line: &LineCharge, currency: &Currenc
         .map(|a| {
             (
                 a.name.clone(),
-                attribute("line item attribute", a.value.clone()),
+                CustomAttribute::new("line item attribute", a.value.clone()),
             )
         })
         .collect();
     attributes.insert(
         "subscription_line_item_id".to_string(),
-        attribute("Mercer's subscription line item", item.id.to_string()),
+        CustomAttribute::new("Mercer's subscription line item", item.id.to_string()),
     );
     if let Some(prepaid) = &item.prepaid_metadata {
         attributes.insert(
             "prepaid_period_starts".to_string(),
-            attribute(
+            CustomAttribute::new(
                 "whether this order starts a prepaid period (and pays for it)",
                 starts_prepaid_period(prepaid).to_string(),
             ),
@@ -189,11 +178,11 @@ fn order_line(item: &SubscriptionLineItem, line: &LineCharge, currency: &Currenc
         weight_unit: item.weight_unit.clone(),
         taxable: Some(item.taxable),
         requires_shipping: Some(item.requires_shipping),
-        price_per_item: money(line.unit, currency),
-        discount_per_item: money(Cents::ZERO, currency),
-        subtotal: money(full, currency),
-        discounted_subtotal: money(line.total, currency),
-        total: money(line.total, currency),
+        price_per_item: Decimal::of_cents(line.unit, currency),
+        discount_per_item: Decimal::of_cents(Cents::ZERO, currency),
+        subtotal: Decimal::of_cents(full, currency),
+        discounted_subtotal: Decimal::of_cents(line.total, currency),
+        total: Decimal::of_cents(line.total, currency),
         ..LineItem::default()
     }
 }
@@ -225,16 +214,16 @@ pub fn platform_order(
     let mut attributes = CustomAttributes::new();
     attributes.insert(
         "subscription_id".to_string(),
-        attribute("Mercer's subscription", subscription.id.to_string()),
+        CustomAttribute::new("Mercer's subscription", subscription.id.to_string()),
     );
     attributes.insert(
         "order_datetime".to_string(),
-        attribute("the subscription's order date", scheduled_at.to_rfc3339()),
+        CustomAttribute::new("the subscription's order date", scheduled_at.to_rfc3339()),
     );
     if let Some(code) = &subscription.discount_code {
         attributes.insert(
             "discount_code".to_string(),
-            attribute("the subscription's discount code", code.clone()),
+            CustomAttribute::new("the subscription's discount code", code.clone()),
         );
     }
     let shipping_method = (!subscription.shipping_lines.is_empty()).then(|| {
@@ -264,10 +253,10 @@ pub fn platform_order(
         created_via: Some("mercer".to_string()),
         notes: subscription.order_note.clone(),
         custom_attributes: Some(attributes),
-        shipping_subtotal: money(charge.shipping, currency),
-        discount: money(charge.discount, currency),
-        subtotal: money(charge.subtotal, currency),
-        total: money(charge.total, currency),
+        shipping_subtotal: Decimal::of_cents(charge.shipping, currency),
+        discount: Decimal::of_cents(charge.discount, currency),
+        subtotal: Decimal::of_cents(charge.subtotal, currency),
+        total: Decimal::of_cents(charge.total, currency),
         currency: Some(currency.as_str().to_string()),
         ..Order::default()
     }
@@ -283,7 +272,7 @@ pub fn platform_payment(subscription: &Subscription, charge: &OrderCharge, key: 
             provider: subscription.payment_gateway_public_id.clone(),
             payment_method: subscription.payment_method_token.clone(),
             currency: Some(currency.as_str().to_string()),
-            amount_planned: money(charge.total, currency),
+            amount_planned: Decimal::of_cents(charge.total, currency),
             ..Payment::default()
         },
         key,

@@ -62,7 +62,7 @@ pub mod scopes {
 }
 
 /// The bearer token of the request, if it has one in the `Bearer` scheme.
-fn bearer_token(request: &HttpRequest) -> Option<Secret> {
+pub(crate) fn bearer_token(request: &HttpRequest) -> Option<Secret> {
     let value = request
         .headers()
         .get(header::AUTHORIZATION)?

@@ -25,7 +25,7 @@ use mercer_store::Store;
 use serde_json::{Value, json};
 
 use crate::http::error::ApiError;
-use crate::http::extract::{JsonBody, query_pairs};
+use crate::http::extract::{JsonBody, bearer_token, query_pairs};
 use crate::http::state::{AppState, run_blocking};
 
 /// The shop and order of the path, and the request's bearer token, checked before anything
@@ -54,13 +54,8 @@ impl FromRequest for Storefront {
 /// The call a request presents: the path's shop and order, its bearer token.
 fn presented(request: &HttpRequest) -> Result<StorefrontCall, ApiError> {
     let info = request.match_info();
-    let token = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.trim().split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, token)| token.trim().to_string())
+    let token = bearer_token(request)
+        .map(|token| token.expose().to_string())
         .filter(|token| !token.is_empty());
     match token {
         None => Err(ApiError::from(DomainError::Unauthenticated)),
