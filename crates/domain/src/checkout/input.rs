@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::checkout::state::{CheckoutAddress, CheckoutMetaData, StoredOrderOverride};
+use crate::checkout::storefront::InventoryStage;
 use crate::kernel::error::{DomainError, FieldError};
 use crate::kernel::fields::{Fields, check_email, read_body, type_error};
 use crate::kernel::outbound::AddressGuard;
@@ -242,6 +243,23 @@ pub fn parse_customer(body: &Value) -> Result<CustomerInput, DomainError> {
     read_body(body, customer)
 }
 
+/// The fields of an address (`IAddress`), as [`parse_address`] reads them (`validateAddress`
+/// sends them as query parameters).
+pub const ADDRESS_FIELDS: [&str; 12] = [
+    "first_name",
+    "last_name",
+    "address_line_1",
+    "address_line_2",
+    "city",
+    "postal_code",
+    "province",
+    "province_code",
+    "country",
+    "country_code",
+    "business_name",
+    "phone_number",
+];
+
 /// An address (`IAddress`): `address_line_1`, `city` and `country_code` (two letters) are
 /// needed; the rest may be empty.
 pub fn parse_address(body: &Value) -> Result<CheckoutAddress, DomainError> {
@@ -275,6 +293,21 @@ pub fn parse_address(body: &Value) -> Result<CheckoutAddress, DomainError> {
             }
         }
         Some(address)
+    })
+}
+
+/// `deleteGiftCardPayment`: `{"id"}`, the payment's.
+pub fn parse_payment_id(body: &Value) -> Result<String, DomainError> {
+    match body.get("id") {
+        Some(Value::String(id)) if !id.trim().is_empty() => Ok(id.trim().to_string()),
+        _ => Err(DomainError::invalid("id", "required", "id is required")),
+    }
+}
+
+/// `checkInventory`'s `stage`: `initial` (the default) or `final`.
+pub fn parse_inventory_stage(given: Option<&str>) -> Result<InventoryStage, DomainError> {
+    InventoryStage::parse(given.unwrap_or("initial")).ok_or_else(|| {
+        DomainError::invalid("stage", "invalid_value", "stage must be initial or final")
     })
 }
 

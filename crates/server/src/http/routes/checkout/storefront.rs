@@ -11,14 +11,13 @@ use actix_web::http::header;
 use actix_web::{FromRequest, HttpRequest, HttpResponse, web};
 use mercer_domain::DomainError;
 use mercer_domain::checkout::input::{
-    parse_add_line_item, parse_address, parse_customer, parse_discount_code, parse_line_item_key,
-    parse_line_item_quantity, parse_meta_data_patch, parse_payment, parse_shipping_line_choice,
+    ADDRESS_FIELDS, parse_add_line_item, parse_address, parse_customer, parse_discount_code,
+    parse_inventory_stage, parse_line_item_key, parse_line_item_quantity, parse_meta_data_patch,
+    parse_payment, parse_payment_id, parse_shipping_line_choice,
 };
 use mercer_domain::checkout::processing::process_order as process;
 use mercer_domain::checkout::state::CheckoutAddress;
-use mercer_domain::checkout::storefront::{
-    self, AddressType, CheckoutContext, InventoryStage, StorefrontCall,
-};
+use mercer_domain::checkout::storefront::{self, AddressType, CheckoutContext, StorefrontCall};
 use mercer_domain::kernel::limits::check_parameter;
 use mercer_domain::overrides::OverrideCaller;
 use mercer_store::Store;
@@ -238,20 +237,7 @@ pub async fn validate_address(
     request: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = serde_json::Map::new();
-    for name in [
-        "first_name",
-        "last_name",
-        "address_line_1",
-        "address_line_2",
-        "city",
-        "postal_code",
-        "province",
-        "province_code",
-        "country",
-        "country_code",
-        "business_name",
-        "phone_number",
-    ] {
+    for name in ADDRESS_FIELDS {
         if let Some(value) = query(&request, name, 255)? {
             fields.insert(name.to_string(), Value::String(value));
         }
@@ -393,17 +379,7 @@ pub async fn delete_gift_card_payment(
     request: HttpRequest,
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let given = optional_body(&request, given)?;
-    let id = match given.get("id") {
-        Some(Value::String(id)) if !id.trim().is_empty() => id.trim().to_string(),
-        _ => {
-            return Err(ApiError::from(DomainError::invalid(
-                "id",
-                "required",
-                "id is required",
-            )));
-        }
-    };
+    let id = parse_payment_id(&optional_body(&request, given)?)?;
     answer(&state, move |run| {
         storefront::delete_payment(&run.store, &call.0, Some(&id), "", run.now)
     })
@@ -452,14 +428,7 @@ pub async fn check_inventory(
     call: Storefront,
     request: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let stage = query(&request, "stage", 16)?.unwrap_or_else(|| "initial".to_string());
-    let stage = InventoryStage::parse(&stage).ok_or_else(|| {
-        ApiError::from(DomainError::invalid(
-            "stage",
-            "invalid_value",
-            "stage must be initial or final",
-        ))
-    })?;
+    let stage = parse_inventory_stage(query(&request, "stage", 16)?.as_deref())?;
     answer(&state, move |run| {
         storefront::check_inventory(&run.context(), &call.0, stage)
     })
