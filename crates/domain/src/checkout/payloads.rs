@@ -8,7 +8,7 @@ use crate::checkout::repository::{CheckoutOrder, CheckoutRepositories};
 use crate::checkout::state::{CheckoutLineItem, meta_data_json, product_data};
 use crate::kernel::error::DomainError;
 use crate::kernel::time::Timestamp;
-use crate::webhooks::{WebhookKind, enqueue_for_topic};
+use crate::webhooks::{WebhookKind, enqueue_all_for_topic, enqueue_for_topic};
 
 /// The checkout topics (contract §4.2's ids 1..6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,19 +166,17 @@ pub fn emit_abandoned(
     Ok(())
 }
 
-/// Enqueues gift_card/created for one card of line item `item`.
-pub fn emit_gift_card(
-    tx: &mut dyn CheckoutRepositories,
+/// gift_card/created's payload for one card of line item `item`.
+pub fn gift_card_payload(
     shop: &Shop,
     order: &CheckoutOrder,
     item: &CheckoutLineItem,
     key: &str,
     token: &str,
-    now: Timestamp,
-) -> Result<(), DomainError> {
+) -> Value {
     let (platform_domain, domain) = domains(shop);
     let customer = order.document.customer.clone().unwrap_or_default();
-    let payload = json!({
+    json!({
         "platform_domain": platform_domain,
         "domain": domain,
         "platform_order_id": order.platform_order_id.clone().unwrap_or_default(),
@@ -195,13 +193,22 @@ pub fn emit_gift_card(
         "gift_card_amount": item.price,
         "line_item_key": item.line_item_key,
         "sku": item.sku,
-    });
-    enqueue_for_topic(
+    })
+}
+
+/// Enqueues gift_card/created for each card's payload, with one read of the endpoints.
+pub fn emit_gift_cards(
+    tx: &mut dyn CheckoutRepositories,
+    shop: &Shop,
+    payloads: &[Value],
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    enqueue_all_for_topic(
         tx,
         shop.id,
         WebhookKind::Checkout,
         Topic::GiftCardCreated.as_str(),
-        &payload,
+        payloads,
         now,
     )?;
     Ok(())

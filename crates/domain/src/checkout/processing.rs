@@ -576,16 +576,26 @@ fn gift_cards(
     if !settings.gift_cards_enabled {
         return Ok(());
     }
+    let mut cards = Vec::new();
     for item in &order.document.line_items {
         if item.sku.is_empty() || !settings.gift_card_skus.contains(&item.sku) {
             continue;
         }
         for _ in 0..item.quantity.clamp(0, 100) {
             let key = gift_card_key();
-            payloads::emit_gift_card(tx, shop, order, item, &key, &random_hex(16), now)?;
+            cards.push(payloads::gift_card_payload(
+                shop,
+                order,
+                item,
+                &key,
+                &random_hex(16),
+            ));
         }
     }
-    Ok(())
+    if cards.is_empty() {
+        return Ok(());
+    }
+    payloads::emit_gift_cards(tx, shop, &cards, now)
 }
 
 /// A gift card's key as people type it: `XXXX-XXXX-XXXX-XXXX` of hex digits, upper case.
