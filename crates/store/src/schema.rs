@@ -68,8 +68,6 @@ diesel::table! {
         shop_id -> BigInt,
         email -> Text,
         password_hash -> Text,
-        failed_sign_ins -> Integer,
-        locked_until -> Nullable<BigInt>,
         created_at -> BigInt,
         updated_at -> BigInt,
     }
@@ -92,6 +90,16 @@ diesel::joinable!(api_tokens -> shops (shop_id));
 diesel::joinable!(shop_settings -> shops (shop_id));
 diesel::joinable!(shared_secrets -> shops (shop_id));
 diesel::joinable!(staff_accounts -> shops (shop_id));
+
+diesel::table! {
+    sign_in_failures (account_key, client) {
+        account_key -> Text,
+        client -> Text,
+        failures -> Integer,
+        locked_until -> Nullable<BigInt>,
+        updated_at -> BigInt,
+    }
+}
 
 diesel::table! {
     destinations (id) {

@@ -14,7 +14,7 @@
 use std::time::Duration;
 
 use mercer_domain::access::credentials::{ApiToken, NewApiToken, ScopeSet, Secret, TokenSource};
-use mercer_domain::access::oauth::{NewAuthorizationCode, NewOAuthApp, NewStaffAccount};
+use mercer_domain::access::oauth::{NewAuthorizationCode, NewOAuthApp, NewStaffAccount, SignInKey};
 use mercer_domain::access::secrets::{SecretKind, SharedSecret};
 use mercer_domain::access::shop::{
     CheckoutSettings, Shop, ShopInput, ShopSettings, create_shop, update_shop_settings,
@@ -402,7 +402,7 @@ fn oauth_apps_staff_and_codes(db: &impl Database) {
             })?)
         })
         .unwrap();
-    assert_eq!((staff.failed_sign_ins, staff.locked_until), (0, None));
+    assert_eq!(staff.email, "staff@a.shop.test");
     assert_taken(db.write(|tx| {
         Ok(tx.insert_staff_account(&NewStaffAccount {
             shop_id: shop.id,
@@ -420,33 +420,62 @@ fn oauth_apps_staff_and_codes(db: &impl Database) {
             .unwrap()
             .is_none()
     );
+    // Sign-in failures, by account and client address together.
+    let key = |account: &str, client: &str| SignInKey {
+        account: account.to_string(),
+        client: client.to_string(),
+    };
+    let (owner, other) = (key("acct-1", "192.0.2.1"), key("acct-1", "198.51.100.7"));
     let failures = db
         .write(|tx| {
             Ok((
-                tx.increment_staff_sign_in_failures(staff.id, at(3))?,
-                tx.increment_staff_sign_in_failures(staff.id, at(3))?,
-                tx.increment_staff_sign_in_failures(staff.id + 100, at(3))?,
+                tx.count_sign_in_failure(&owner, at(3))?,
+                tx.count_sign_in_failure(&owner, at(3))?,
+                tx.count_sign_in_failure(&other, at(3))?,
             ))
         })
         .unwrap();
-    assert_eq!(failures, (Some(1), Some(2), None));
-    db.write(|tx| Ok(tx.lock_staff_account(staff.id, at(100), at(4))?))
+    assert_eq!(failures, (1, 2, 1));
+    db.write(|tx| Ok(tx.lock_sign_in(&owner, at(100), at(4))?))
         .unwrap();
-    let locked = db
-        .read(|tx| Ok(tx.staff_account_by_id(staff.id)?))
-        .unwrap()
+    let locks = db
+        .read(|tx| {
+            Ok((
+                tx.sign_in_locked_until(&owner)?,
+                tx.sign_in_locked_until(&other)?,
+                tx.sign_in_locked_until(&key("acct-2", "192.0.2.1"))?,
+            ))
+        })
+        .unwrap();
+    assert_eq!(locks, (Some(at(100)), None, None));
+    db.write(|tx| Ok(tx.clear_sign_in_failures(&owner)?))
         .unwrap();
     assert_eq!(
-        (locked.failed_sign_ins, locked.locked_until),
-        (2, Some(at(100)))
+        db.write(|tx| Ok(tx.count_sign_in_failure(&owner, at(5))?))
+            .unwrap(),
+        1,
+        "counted afresh"
     );
-    db.write(|tx| Ok(tx.set_staff_sign_in_state(staff.id, 0, None, at(5))?))
+    assert_eq!(
+        db.read(|tx| Ok(tx.sign_in_locked_until(&owner)?)).unwrap(),
+        None
+    );
+    // Pairs left alone since before the cut are forgotten; later ones stay.
+    db.write(|tx| Ok(tx.forget_sign_in_failures(at(4))?))
         .unwrap();
-    let reset = db
-        .read(|tx| Ok(tx.staff_account_by_id(staff.id)?))
-        .unwrap()
+    let after = db
+        .write(|tx| {
+            Ok((
+                tx.count_sign_in_failure(&owner, at(6))?,
+                tx.count_sign_in_failure(&other, at(6))?,
+            ))
+        })
         .unwrap();
-    assert_eq!((reset.failed_sign_ins, reset.locked_until), (0, None));
+    assert_eq!(
+        after,
+        (2, 1),
+        "the owner's (touched at 5) kept, the other's (at 3) forgotten"
+    );
 
     let token = db
         .write(|tx| Ok(tx.insert_token(&new_token(shop.id, "oauth-token", 6))?))

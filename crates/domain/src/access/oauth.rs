@@ -20,8 +20,11 @@ use crate::kernel::time::Timestamp;
 
 /// How long an authorization code may be exchanged (contract §2).
 pub const CODE_LIFETIME_SECONDS: i64 = 10 * 60;
-/// Consecutive sign-in failures before an account is locked for a while.
+/// Consecutive sign-in failures of one account from one client address before that pair is
+/// locked for a while.
 pub const FREE_SIGN_IN_FAILURES: i32 = 5;
+/// Failures of a pair left alone this long are forgotten.
+pub const SIGN_IN_MEMORY_SECONDS: i64 = 24 * 60 * 60;
 /// The first lock lasts this long; each further failure doubles it, up to [`MAX_LOCK_SECONDS`].
 pub const FIRST_LOCK_SECONDS: i64 = 30;
 pub const MAX_LOCK_SECONDS: i64 = 15 * 60;
@@ -60,8 +63,6 @@ pub struct StaffAccount {
     pub email: String,
     /// Argon2id, PHC string form.
     pub password_hash: String,
-    pub failed_sign_ins: i32,
-    pub locked_until: Option<Timestamp>,
     pub created_at: Timestamp,
 }
 
@@ -405,44 +406,79 @@ pub fn find_shop_by_reference(
     Ok(shop.filter(|shop| shop.deleted_at.is_none()))
 }
 
-/// The account a sign-in names, if there is one.
-pub fn find_staff(
+/// Whose sign-in failures count together: the account a sign-in names, and the client's
+/// address. The account is its shop and email as typed (normalized), whether or not such an
+/// account exists, so an unknown one is answered as a known one is: locks never tell which
+/// accounts exist. The address is what the caller counts clients by (an IPv6 client's /64).
+/// A lock holds that pair only: guesses from elsewhere never lock an account for its owner.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SignInKey {
+    /// SHA-256 (hex) of the account's shop and email: bounded, and no email kept in clear.
+    pub account: String,
+    pub client: String,
+}
+
+/// What a sign-in attempt starts from: the account it names (if there is one), the key its
+/// failures count under, and how long that key is still locked for, in seconds.
+#[derive(Debug, Clone)]
+pub struct SignInAttempt {
+    pub staff: Option<(Shop, StaffAccount)>,
+    pub key: SignInKey,
+    pub locked_for: Option<i64>,
+}
+
+/// Looks up the account a sign-in names and whether its pair with `client` is locked.
+pub fn begin_sign_in(
     tx: &mut dyn AccessRepositories,
     shop_reference: &str,
     email: &str,
-) -> Result<Option<(Shop, StaffAccount)>, DomainError> {
-    let Some(shop) = find_shop_by_reference(tx, shop_reference)? else {
-        return Ok(None);
+    client: &str,
+    now: Timestamp,
+) -> Result<SignInAttempt, DomainError> {
+    let shop = find_shop_by_reference(tx, shop_reference)?;
+    let email = normalize_email(email);
+    // A shop known by its identifier or its domain is one shop; an unknown one is its text.
+    let shop_part = match &shop {
+        Some(shop) => format!("shop:{}", shop.id),
+        None => format!("reference:{}", shop_reference.trim().to_lowercase()),
     };
-    Ok(tx
-        .staff_account(shop.id, &normalize_email(email))?
-        .map(|staff| (shop, staff)))
+    let key = SignInKey {
+        account: hash_token(&format!("{shop_part}\n{email}")),
+        client: client.to_string(),
+    };
+    let staff = match shop {
+        Some(shop) => tx
+            .staff_account(shop.id, &email)?
+            .map(|staff| (shop, staff)),
+        None => None,
+    };
+    let locked_for = tx.sign_in_locked_until(&key)?.and_then(|until| {
+        let wait = until.as_micros() - now.as_micros();
+        (wait > 0).then(|| (wait + 999_999) / 1_000_000)
+    });
+    Ok(SignInAttempt {
+        staff,
+        key,
+        locked_for,
+    })
 }
 
-/// Seconds the account must still wait before it may try again, if it is locked.
-pub fn locked_for(staff: &StaffAccount, now: Timestamp) -> Option<i64> {
-    let until = staff.locked_until?;
-    let wait = until.as_micros() - now.as_micros();
-    (wait > 0).then(|| (wait + 999_999) / 1_000_000)
-}
-
-/// Records a sign-in's outcome. A success clears the failures; a failure counts (atomically, so
-/// failures at the same moment all count), and from the fifth in a row locks the account (30 s,
-/// doubling with each further failure, at most 15 min). Returns how long it is locked for, if it
-/// is.
+/// Records a sign-in's outcome for its key. A success clears the failures; a failure counts
+/// (atomically, so failures at the same moment all count), and from the fifth in a row locks
+/// the key (30 s, doubling with each further failure, at most 15 min). Returns how long it is
+/// locked for, if it is. Keys left alone for a day are forgotten on the way.
 pub fn record_sign_in(
     tx: &mut dyn AccessRepositories,
-    staff_id: i64,
+    key: &SignInKey,
     succeeded: bool,
     now: Timestamp,
 ) -> Result<Option<i64>, DomainError> {
     if succeeded {
-        tx.set_staff_sign_in_state(staff_id, 0, None, now)?;
+        tx.clear_sign_in_failures(key)?;
         return Ok(None);
     }
-    let Some(failures) = tx.increment_staff_sign_in_failures(staff_id, now)? else {
-        return Err(DomainError::not_found("staff account"));
-    };
+    tx.forget_sign_in_failures(now.plus_seconds(-SIGN_IN_MEMORY_SECONDS))?;
+    let failures = tx.count_sign_in_failure(key, now)?;
     let locked = (failures >= FREE_SIGN_IN_FAILURES).then(|| {
         let doublings = u32::try_from(failures - FREE_SIGN_IN_FAILURES).unwrap_or(u32::MAX);
         FIRST_LOCK_SECONDS
@@ -450,7 +486,7 @@ pub fn record_sign_in(
             .min(MAX_LOCK_SECONDS)
     });
     if let Some(seconds) = locked {
-        tx.lock_staff_account(staff_id, now.plus_seconds(seconds), now)?;
+        tx.lock_sign_in(key, now.plus_seconds(seconds), now)?;
     }
     Ok(locked)
 }
@@ -950,16 +986,31 @@ mod tests {
         assert!(exchange(&world, public(Some(verifier)), now).is_ok());
     }
 
+    fn attempt(
+        world: &World,
+        shop: &str,
+        email: &str,
+        client: &str,
+        now: Timestamp,
+    ) -> SignInAttempt {
+        world
+            .db
+            .read(|tx| begin_sign_in(tx, shop, email, client, now))
+            .unwrap()
+    }
+
     #[test]
-    fn failures_lock_the_account_with_growing_waits() {
+    fn failures_lock_the_account_and_address_together_with_growing_waits() {
         let world = world();
         let now = Timestamp::from_micros(0);
+        let shop = world.shop.identifier.as_str().to_string();
+        let key = attempt(&world, &shop, "owner@shop.test", "192.0.2.1", now).key;
         let mut locks = Vec::new();
         for _ in 0..9 {
             locks.push(
                 world
                     .db
-                    .write(|tx| record_sign_in(tx, world.staff.id, false, now))
+                    .write(|tx| record_sign_in(tx, &key, false, now))
                     .unwrap(),
             );
         }
@@ -977,23 +1028,99 @@ mod tests {
                 Some(480)
             ]
         );
-        let staff = world
-            .db
-            .read(|tx| Ok(tx.staff_account_by_id(world.staff.id)?))
-            .unwrap()
-            .unwrap();
-        assert_eq!(locked_for(&staff, now), Some(480));
-        assert_eq!(locked_for(&staff, now.plus_seconds(480)), None);
+        let locked = attempt(&world, &shop, "owner@shop.test", "192.0.2.1", now);
+        assert_eq!(locked.locked_for, Some(480));
+        assert!(locked.staff.is_some());
+        // The same account by its domain and another spelling of its email: the same lock.
+        let by_domain = attempt(
+            &world,
+            "OAuth.Shop.Test",
+            " OWNER@shop.test",
+            "192.0.2.1",
+            now,
+        );
+        assert_eq!(
+            (by_domain.key.clone(), by_domain.locked_for),
+            (key.clone(), Some(480))
+        );
+        assert_eq!(
+            attempt(
+                &world,
+                &shop,
+                "owner@shop.test",
+                "192.0.2.1",
+                now.plus_seconds(480)
+            )
+            .locked_for,
+            None
+        );
+        // The owner, from another address, is not locked out by these guesses.
+        assert_eq!(
+            attempt(&world, &shop, "owner@shop.test", "198.51.100.7", now).locked_for,
+            None
+        );
         world
             .db
-            .write(|tx| record_sign_in(tx, world.staff.id, true, now))
+            .write(|tx| record_sign_in(tx, &key, true, now))
             .unwrap();
-        let staff = world
+        assert_eq!(
+            attempt(&world, &shop, "owner@shop.test", "192.0.2.1", now).locked_for,
+            None
+        );
+    }
+
+    #[test]
+    fn an_unknown_account_is_locked_as_a_known_one_is() {
+        let world = world();
+        let now = Timestamp::from_micros(0);
+        let shop = world.shop.identifier.as_str().to_string();
+        for (shop, email) in [
+            (shop.as_str(), "nobody@shop.test"),
+            ("unknown.shop.test", "owner@shop.test"),
+        ] {
+            let unknown = attempt(&world, shop, email, "192.0.2.1", now);
+            assert!(unknown.staff.is_none());
+            let locks: Vec<_> = (0..5)
+                .map(|_| {
+                    world
+                        .db
+                        .write(|tx| record_sign_in(tx, &unknown.key, false, now))
+                        .unwrap()
+                })
+                .collect();
+            assert_eq!(locks, [None, None, None, None, Some(30)]);
+            assert_eq!(
+                attempt(&world, shop, email, "192.0.2.1", now).locked_for,
+                Some(30)
+            );
+        }
+    }
+
+    #[test]
+    fn failures_left_alone_for_a_day_are_forgotten() {
+        let world = world();
+        let now = Timestamp::from_micros(0);
+        let shop = world.shop.identifier.as_str().to_string();
+        let key = attempt(&world, &shop, "owner@shop.test", "192.0.2.1", now).key;
+        for _ in 0..5 {
+            world
+                .db
+                .write(|tx| record_sign_in(tx, &key, false, now))
+                .unwrap();
+        }
+        let later = now.plus_seconds(SIGN_IN_MEMORY_SECONDS + 1);
+        let other = attempt(&world, &shop, "owner@shop.test", "198.51.100.7", later).key;
+        let first = world
             .db
-            .read(|tx| Ok(tx.staff_account_by_id(world.staff.id)?))
-            .unwrap()
+            .write(|tx| record_sign_in(tx, &other, false, later))
             .unwrap();
-        assert_eq!((staff.failed_sign_ins, staff.locked_until), (0, None));
+        assert_eq!(first, None);
+        // The old pair's five failures were forgotten: one more does not lock it.
+        let again = world
+            .db
+            .write(|tx| record_sign_in(tx, &key, false, later))
+            .unwrap();
+        assert_eq!(again, None);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 
 use crate::access::credentials::{ApiToken, NewApiToken};
 use crate::access::oauth::{
-    AuthorizationCode, NewAuthorizationCode, NewOAuthApp, NewStaffAccount, OAuthApp, StaffAccount,
+    AuthorizationCode, NewAuthorizationCode, NewOAuthApp, NewStaffAccount, OAuthApp, SignInKey,
+    StaffAccount,
 };
 use crate::access::secrets::{SecretKind, SharedSecret};
 use crate::access::shop::{NewShop, Shop, ShopIdentifier};
@@ -65,21 +66,21 @@ pub trait OAuthRepository {
     fn insert_staff_account(&mut self, new: &NewStaffAccount) -> StoreResult<StaffAccount>;
     fn staff_account(&mut self, shop_id: i64, email: &str) -> StoreResult<Option<StaffAccount>>;
     fn staff_account_by_id(&mut self, id: i64) -> StoreResult<Option<StaffAccount>>;
-    fn set_staff_sign_in_state(
+    /// Until when the pair's sign-ins are locked, if they ever were and it is stored.
+    fn sign_in_locked_until(&mut self, key: &SignInKey) -> StoreResult<Option<Timestamp>>;
+    /// Adds one to the pair's failed sign-ins in one statement (so failures at the same
+    /// moment all count), and answers the new count.
+    fn count_sign_in_failure(&mut self, key: &SignInKey, now: Timestamp) -> StoreResult<i32>;
+    fn lock_sign_in(
         &mut self,
-        id: i64,
-        failed_sign_ins: i32,
-        locked_until: Option<Timestamp>,
+        key: &SignInKey,
+        until: Timestamp,
         now: Timestamp,
     ) -> StoreResult<()>;
-    /// Adds one to the account's failed sign-ins in one statement; the new count, or `None`
-    /// when there is no such account.
-    fn increment_staff_sign_in_failures(
-        &mut self,
-        id: i64,
-        now: Timestamp,
-    ) -> StoreResult<Option<i32>>;
-    fn lock_staff_account(&mut self, id: i64, until: Timestamp, now: Timestamp) -> StoreResult<()>;
+    /// Forgets the pair's failures (a sign-in succeeded).
+    fn clear_sign_in_failures(&mut self, key: &SignInKey) -> StoreResult<()>;
+    /// Forgets every pair not touched since `before`.
+    fn forget_sign_in_failures(&mut self, before: Timestamp) -> StoreResult<()>;
     fn insert_authorization_code(&mut self, new: &NewAuthorizationCode) -> StoreResult<()>;
     fn authorization_code_by_hash(
         &mut self,

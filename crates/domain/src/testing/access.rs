@@ -3,7 +3,8 @@
 use super::MemoryState;
 use crate::access::credentials::{ApiToken, NewApiToken};
 use crate::access::oauth::{
-    AuthorizationCode, NewAuthorizationCode, NewOAuthApp, NewStaffAccount, OAuthApp, StaffAccount,
+    AuthorizationCode, NewAuthorizationCode, NewOAuthApp, NewStaffAccount, OAuthApp, SignInKey,
+    StaffAccount,
 };
 use crate::access::secrets::{SecretKind, SharedSecret};
 use crate::access::shop::{
@@ -206,8 +207,6 @@ impl OAuthRepository for MemoryState {
             shop_id: new.shop_id,
             email: new.email.clone(),
             password_hash: new.password_hash.clone(),
-            failed_sign_ins: 0,
-            locked_until: None,
             created_at: new.created_at,
         };
         self.staff.push(staff.clone());
@@ -226,40 +225,44 @@ impl OAuthRepository for MemoryState {
         Ok(self.staff.iter().find(|s| s.id == id).cloned())
     }
 
-    fn set_staff_sign_in_state(
+    fn sign_in_locked_until(&mut self, key: &SignInKey) -> StoreResult<Option<Timestamp>> {
+        Ok(self
+            .sign_in_failures
+            .get(key)
+            .and_then(|(_, until, _)| *until))
+    }
+
+    fn count_sign_in_failure(&mut self, key: &SignInKey, now: Timestamp) -> StoreResult<i32> {
+        let entry = self
+            .sign_in_failures
+            .entry(key.clone())
+            .or_insert((0, None, now));
+        entry.0 += 1;
+        entry.2 = now;
+        Ok(entry.0)
+    }
+
+    fn lock_sign_in(
         &mut self,
-        id: i64,
-        failed_sign_ins: i32,
-        locked_until: Option<Timestamp>,
-        _now: Timestamp,
+        key: &SignInKey,
+        until: Timestamp,
+        now: Timestamp,
     ) -> StoreResult<()> {
-        if let Some(staff) = self.staff.iter_mut().find(|s| s.id == id) {
-            staff.failed_sign_ins = failed_sign_ins;
-            staff.locked_until = locked_until;
+        if let Some(entry) = self.sign_in_failures.get_mut(key) {
+            entry.1 = Some(until);
+            entry.2 = now;
         }
         Ok(())
     }
 
-    fn increment_staff_sign_in_failures(
-        &mut self,
-        id: i64,
-        _now: Timestamp,
-    ) -> StoreResult<Option<i32>> {
-        Ok(self.staff.iter_mut().find(|s| s.id == id).map(|staff| {
-            staff.failed_sign_ins += 1;
-            staff.failed_sign_ins
-        }))
+    fn clear_sign_in_failures(&mut self, key: &SignInKey) -> StoreResult<()> {
+        self.sign_in_failures.remove(key);
+        Ok(())
     }
 
-    fn lock_staff_account(
-        &mut self,
-        id: i64,
-        until: Timestamp,
-        _now: Timestamp,
-    ) -> StoreResult<()> {
-        if let Some(staff) = self.staff.iter_mut().find(|s| s.id == id) {
-            staff.locked_until = Some(until);
-        }
+    fn forget_sign_in_failures(&mut self, before: Timestamp) -> StoreResult<()> {
+        self.sign_in_failures
+            .retain(|_, (_, _, touched)| *touched >= before);
         Ok(())
     }
 

@@ -108,6 +108,11 @@ pub struct MemoryState {
     pub overrides: Vec<ApiOverride>,
     pub oauth_apps: Vec<OAuthApp>,
     pub staff: Vec<StaffAccount>,
+    /// Failed sign-ins by key: the count, the lock, when last touched.
+    pub sign_in_failures: std::collections::HashMap<
+        crate::access::oauth::SignInKey,
+        (i32, Option<Timestamp>, Timestamp),
+    >,
     /// Codes with their hashes.
     pub codes: Vec<(AuthorizationCode, String)>,
     pub jobs: Vec<MemoryJob>,

@@ -3,7 +3,8 @@
 //! - a client address gets at most [`MAX_FAILURES`] failures in any [`WINDOW`] (IPv6 addresses
 //!   count per /64, the block one client usually holds); an attempt counts as a failure from
 //!   its start and is forgiven when it succeeds, so attempts sent at once cannot all slip in;
-//! - one attempt at a time per account, so a burst cannot outrun the account lock;
+//! - one attempt at a time per sign-in key (the account named, known or not, with the client's
+//!   address), so a burst cannot outrun the lock the domain keeps for that key;
 //! - a few password checks at a time in all (Argon2 takes ~19 MiB and a core's time each).
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -11,6 +12,7 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use mercer_domain::access::oauth::SignInKey;
 use tokio::sync::Semaphore;
 
 /// Failures an address may have in one window.
@@ -20,7 +22,7 @@ pub const WINDOW: Duration = Duration::from_secs(10 * 60);
 const PRUNE_AT: usize = 10_000;
 
 /// Where failures are counted: the address, or its /64 for IPv6.
-fn client_key(address: IpAddr) -> IpAddr {
+pub fn client_key(address: IpAddr) -> IpAddr {
     match address {
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
             Some(v4) => IpAddr::V4(v4),
@@ -36,7 +38,7 @@ fn client_key(address: IpAddr) -> IpAddr {
 
 pub struct SignInLimiter {
     failures: Mutex<HashMap<IpAddr, VecDeque<Instant>>>,
-    accounts: Arc<Mutex<HashSet<i64>>>,
+    accounts: Arc<Mutex<HashSet<SignInKey>>>,
     /// Password checks running at once.
     pub checks: Semaphore,
 }
@@ -52,10 +54,10 @@ impl Default for SignInLimiter {
     }
 }
 
-/// An account's attempt in progress; the account is free again when it is dropped.
+/// A sign-in key's attempt in progress; the key is free again when it is dropped.
 pub struct AccountClaim {
-    accounts: Arc<Mutex<HashSet<i64>>>,
-    id: i64,
+    accounts: Arc<Mutex<HashSet<SignInKey>>>,
+    key: SignInKey,
 }
 
 impl Drop for AccountClaim {
@@ -63,7 +65,7 @@ impl Drop for AccountClaim {
         self.accounts
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .remove(&self.id);
+            .remove(&self.key);
     }
 }
 
@@ -96,12 +98,12 @@ impl SignInLimiter {
         }
     }
 
-    /// The account for this attempt, unless another attempt on it is in progress.
-    pub fn claim_account(&self, id: i64) -> Option<AccountClaim> {
+    /// The key for this attempt, unless another attempt on it is in progress.
+    pub fn claim_account(&self, key: &SignInKey) -> Option<AccountClaim> {
         let mut accounts = self.accounts.lock().unwrap_or_else(|e| e.into_inner());
-        accounts.insert(id).then(|| AccountClaim {
+        accounts.insert(key.clone()).then(|| AccountClaim {
             accounts: self.accounts.clone(),
-            id,
+            key: key.clone(),
         })
     }
 }
@@ -146,12 +148,16 @@ mod tests {
     }
 
     #[test]
-    fn one_attempt_at_a_time_per_account() {
+    fn one_attempt_at_a_time_per_key() {
         let limiter = SignInLimiter::default();
-        let claim = limiter.claim_account(7).expect("free");
-        assert!(limiter.claim_account(7).is_none());
-        assert!(limiter.claim_account(8).is_some());
+        let key = |account: &str| SignInKey {
+            account: account.to_string(),
+            client: "10.0.0.1".to_string(),
+        };
+        let claim = limiter.claim_account(&key("a")).expect("free");
+        assert!(limiter.claim_account(&key("a")).is_none());
+        assert!(limiter.claim_account(&key("b")).is_some());
         drop(claim);
-        assert!(limiter.claim_account(7).is_some());
+        assert!(limiter.claim_account(&key("a")).is_some());
     }
 }

@@ -4,14 +4,15 @@ use diesel::prelude::*;
 use mercer_domain::access::OAuthRepository;
 use mercer_domain::access::credentials::ScopeSet;
 use mercer_domain::access::oauth::{
-    AuthorizationCode, NewAuthorizationCode, NewOAuthApp, NewStaffAccount, OAuthApp, StaffAccount,
+    AuthorizationCode, NewAuthorizationCode, NewOAuthApp, NewStaffAccount, OAuthApp, SignInKey,
+    StaffAccount,
 };
 use mercer_domain::kernel::error::StoreResult;
 use mercer_domain::{StorageError, Timestamp};
 
 use crate::connection::on_backend;
 use crate::repos::StoreTx;
-use crate::schema::{oauth_apps, oauth_codes, staff_accounts};
+use crate::schema::{oauth_apps, oauth_codes, sign_in_failures, staff_accounts};
 use crate::store::storage_error;
 
 fn time(micros: i64) -> Timestamp {
@@ -54,8 +55,6 @@ struct StaffRow {
     shop_id: i64,
     email: String,
     password_hash: String,
-    failed_sign_ins: i32,
-    locked_until: Option<i64>,
     created_at: i64,
 }
 
@@ -66,8 +65,6 @@ impl From<StaffRow> for StaffAccount {
             shop_id: row.shop_id,
             email: row.email,
             password_hash: row.password_hash,
-            failed_sign_ins: row.failed_sign_ins,
-            locked_until: row.locked_until.map(time),
             created_at: time(row.created_at),
         }
     }
@@ -146,7 +143,6 @@ impl OAuthRepository for StoreTx<'_> {
             staff_accounts::shop_id.eq(new.shop_id),
             staff_accounts::email.eq(&new.email),
             staff_accounts::password_hash.eq(&new.password_hash),
-            staff_accounts::failed_sign_ins.eq(0),
             staff_accounts::created_at.eq(new.created_at.as_micros()),
             staff_accounts::updated_at.eq(new.created_at.as_micros()),
         );
@@ -181,49 +177,79 @@ impl OAuthRepository for StoreTx<'_> {
             .map(StaffAccount::from))
     }
 
-    fn set_staff_sign_in_state(
-        &mut self,
-        id: i64,
-        failed_sign_ins: i32,
-        locked_until: Option<Timestamp>,
-        now: Timestamp,
-    ) -> StoreResult<()> {
-        diesel::update(staff_accounts::table.filter(staff_accounts::id.eq(id)))
-            .set((
-                staff_accounts::failed_sign_ins.eq(failed_sign_ins),
-                staff_accounts::locked_until.eq(locked_until.map(Timestamp::as_micros)),
-                staff_accounts::updated_at.eq(now.as_micros()),
-            ))
-            .execute(self.conn)
-            .map_err(storage_error)?;
-        Ok(())
+    fn sign_in_locked_until(&mut self, key: &SignInKey) -> StoreResult<Option<Timestamp>> {
+        use sign_in_failures::dsl as f;
+        Ok(f::sign_in_failures
+            .filter(f::account_key.eq(&key.account))
+            .filter(f::client.eq(&key.client))
+            .select(f::locked_until)
+            .first::<Option<i64>>(self.conn)
+            .optional()
+            .map_err(storage_error)?
+            .flatten()
+            .map(time))
     }
 
-    fn increment_staff_sign_in_failures(
-        &mut self,
-        id: i64,
-        now: Timestamp,
-    ) -> StoreResult<Option<i32>> {
-        // One statement: failures at the same moment each count (PostgreSQL locks the row).
+    fn count_sign_in_failure(&mut self, key: &SignInKey, now: Timestamp) -> StoreResult<i32> {
+        use sign_in_failures::dsl as f;
+        // One statement: failures at the same moment each count (the row is locked, or made,
+        // by the one that gets there first).
         on_backend!(&mut *self.conn, |c| {
-            diesel::update(staff_accounts::table.filter(staff_accounts::id.eq(id)))
-                .set((
-                    staff_accounts::failed_sign_ins.eq(staff_accounts::failed_sign_ins + 1),
-                    staff_accounts::updated_at.eq(now.as_micros()),
+            diesel::insert_into(f::sign_in_failures)
+                .values((
+                    f::account_key.eq(&key.account),
+                    f::client.eq(&key.client),
+                    f::failures.eq(1),
+                    f::updated_at.eq(now.as_micros()),
                 ))
-                .returning(staff_accounts::failed_sign_ins)
+                .on_conflict((f::account_key, f::client))
+                .do_update()
+                .set((
+                    f::failures.eq(f::failures + 1),
+                    f::updated_at.eq(now.as_micros()),
+                ))
+                .returning(f::failures)
                 .get_result::<i32>(c)
-                .optional()
         })
         .map_err(storage_error)
     }
 
-    fn lock_staff_account(&mut self, id: i64, until: Timestamp, now: Timestamp) -> StoreResult<()> {
-        diesel::update(staff_accounts::table.filter(staff_accounts::id.eq(id)))
-            .set((
-                staff_accounts::locked_until.eq(until.as_micros()),
-                staff_accounts::updated_at.eq(now.as_micros()),
-            ))
+    fn lock_sign_in(
+        &mut self,
+        key: &SignInKey,
+        until: Timestamp,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        use sign_in_failures::dsl as f;
+        diesel::update(
+            f::sign_in_failures
+                .filter(f::account_key.eq(&key.account))
+                .filter(f::client.eq(&key.client)),
+        )
+        .set((
+            f::locked_until.eq(until.as_micros()),
+            f::updated_at.eq(now.as_micros()),
+        ))
+        .execute(self.conn)
+        .map_err(storage_error)?;
+        Ok(())
+    }
+
+    fn clear_sign_in_failures(&mut self, key: &SignInKey) -> StoreResult<()> {
+        use sign_in_failures::dsl as f;
+        diesel::delete(
+            f::sign_in_failures
+                .filter(f::account_key.eq(&key.account))
+                .filter(f::client.eq(&key.client)),
+        )
+        .execute(self.conn)
+        .map_err(storage_error)?;
+        Ok(())
+    }
+
+    fn forget_sign_in_failures(&mut self, before: Timestamp) -> StoreResult<()> {
+        use sign_in_failures::dsl as f;
+        diesel::delete(f::sign_in_failures.filter(f::updated_at.lt(before.as_micros())))
             .execute(self.conn)
             .map_err(storage_error)?;
         Ok(())
