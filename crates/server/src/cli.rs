@@ -156,6 +156,22 @@ pub struct ServeArgs {
     #[arg(long, env = "MERCER_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
     pub max_body_bytes: usize,
 
+    /// Seconds a request's body may take to arrive, from the end of its headers; a body still
+    /// arriving then gets 408 and its connection is closed (a client that sends slowly, or
+    /// never finishes, cannot hold a connection).
+    #[arg(
+        long = "body-timeout-s",
+        env = "MERCER_BODY_TIMEOUT_S",
+        default_value_t = 10
+    )]
+    pub body_timeout_s: u64,
+
+    /// Most client connections open at once, all workers together; past it, new connections
+    /// wait to be accepted until others close, so slow clients cannot take every file
+    /// descriptor of the process.
+    #[arg(long, env = "MERCER_MAX_CONNECTIONS", default_value_t = 1024)]
+    pub max_connections: usize,
+
     /// Most database connections open at once.
     #[arg(long, env = "MERCER_DB_POOL_SIZE", default_value_t = 10)]
     pub db_pool_size: u32,

@@ -657,6 +657,7 @@ pub fn start_services(
         store,
         clock,
         max_body_bytes: args.max_body_bytes,
+        body_timeout: Duration::from_secs(args.body_timeout_s.max(1)),
         connector,
         ingest: workers.ingest.clone(),
         applier: workers.applier.clone(),
@@ -683,6 +684,7 @@ pub fn serve_options(args: &ServeArgs) -> ServeOptions {
         bind: args.bind.clone(),
         workers: args.workers,
         shutdown_timeout_secs: args.shutdown_timeout,
+        max_connections: args.max_connections.max(1),
     }
 }
 

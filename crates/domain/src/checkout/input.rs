@@ -343,7 +343,8 @@ pub fn parse_shipping_line_choice(body: &Value) -> Result<String, DomainError> {
     })
 }
 
-/// `addDiscount` / `deleteDiscount`: `{"code"}`.
+/// `addDiscount` / `deleteDiscount`: `{"code"}`, trimmed. A code holding an invisible
+/// character is refused: it would look like another code, and could be taken for it.
 pub fn parse_discount_code(body: &Value) -> Result<String, DomainError> {
     read_body(body, |fields| {
         let code = fields.required_text("code")?;
@@ -353,6 +354,8 @@ pub fn parse_discount_code(body: &Value) -> Result<String, DomainError> {
                 "length",
                 "code must be at most 255 characters",
             ));
+        } else if let Err(problem) = crate::kernel::limits::check_visible("code", &code) {
+            fields.problems.push(problem);
         }
         Some(code)
     })

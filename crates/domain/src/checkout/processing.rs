@@ -13,10 +13,10 @@ use crate::checkout::payloads::{self, Topic};
 use crate::checkout::repository::{
     CheckoutDatabase, CheckoutOrder, CheckoutRepositories, CheckoutStatus,
 };
-use crate::checkout::state::{CheckoutDocument, CheckoutLineItem};
+use crate::checkout::state::{CheckoutDiscount, CheckoutDocument, CheckoutLineItem};
 use crate::checkout::storefront::{
     APPROVING_TOKEN, CheckoutContext, InventoryStage, ORDER_RRULE_PROPERTY,
-    SUBSCRIPTION_GROUP_PROPERTY, StorefrontCall, inventory_check, read, value_discount,
+    SUBSCRIPTION_GROUP_PROPERTY, StorefrontCall, check_plan, inventory_check, read, value_discount,
 };
 use crate::kernel::error::{DomainError, FieldError};
 use crate::kernel::jobs::{JobFailure, JobPayload, enqueue};
@@ -133,6 +133,7 @@ pub fn process_order<D: CheckoutDatabase + OverrideDatabase>(
         ));
     }
     revalue_discounts(context, &shop, &mut order)?;
+    check_sellable(&shop, &order.document, now)?;
     let amounts = order.document.amounts();
     if amounts.balance != Cents::ZERO {
         return Err(DomainError::invalid(
@@ -195,6 +196,55 @@ pub fn process_order<D: CheckoutDatabase + OverrideDatabase>(
     Ok(json!({"application_state": order.document.application_state(&order.public_order_id)}))
 }
 
+/// What no order is completed with, whatever let it in: a line item priced below zero, a
+/// total below zero (the payments then could not cover it, and the shop would owe), or a
+/// subscription plan that would make no subscription now (a rule that ended since init).
+fn check_sellable(
+    shop: &Shop,
+    document: &CheckoutDocument,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    let mut problems: Vec<FieldError> = document
+        .line_items
+        .iter()
+        .enumerate()
+        .filter(|(_, item)| item.price < Cents::ZERO)
+        .map(|(index, item)| {
+            FieldError::new(
+                format!("line_items[{index}].price"),
+                "negative",
+                format!(
+                    "the line item {:?} is priced below zero; remove it",
+                    item.line_item_key
+                ),
+            )
+        })
+        .collect();
+    problems.extend(
+        document
+            .line_items
+            .iter()
+            .enumerate()
+            .filter_map(|(index, item)| {
+                let at = format!("line_items[{index}].line_item_properties");
+                check_plan(shop, &item.properties, &at, now).err()
+            }),
+    );
+    let total = document.amounts().total;
+    if total < Cents::ZERO {
+        problems.push(FieldError::new(
+            "order_total",
+            "negative",
+            format!("the order's total is {} cents, below zero", total.0),
+        ));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(DomainError::Invalid(problems))
+    }
+}
+
 fn busy() -> DomainError {
     DomainError::Conflict {
         code: "order.busy",
@@ -214,6 +264,14 @@ fn revalue_discounts<D: CheckoutDatabase + OverrideDatabase>(
     let (mut kept, mut invalid) = (Vec::new(), Vec::new());
     for discount in &before {
         match value_discount(context, shop, order, &discount.code)? {
+            // Two codes the override now answers as one are one discount.
+            Some(valued)
+                if kept
+                    .iter()
+                    .any(|k: &CheckoutDiscount| k.code == valued.code) =>
+            {
+                invalid.push(format!("{} (the same as {})", discount.code, valued.code));
+            }
             Some(valued) => kept.push(valued),
             None => invalid.push(discount.code.clone()),
         }

@@ -182,6 +182,10 @@ fn line_item(
             currency.as_str()
         )
     })?;
+    // Refused at intake since; a price stored before that is not sold.
+    if price < Cents::ZERO {
+        return Err("the variant's price is below zero".to_string());
+    }
     let product_title = product.name.clone().unwrap_or_default();
     Ok(CheckoutLineItem {
         line_item_key: key,
@@ -203,7 +207,9 @@ fn line_item(
         vendor: product.vendor.clone().unwrap_or_default(),
         tags: product.tags.clone().unwrap_or_default(),
         price,
-        compare_at_price: money(variant.compare_at_price.as_ref()).unwrap_or(Cents::ZERO),
+        compare_at_price: money(variant.compare_at_price.as_ref())
+            .filter(|amount| *amount >= Cents::ZERO)
+            .unwrap_or(Cents::ZERO),
         quantity,
         weight: variant
             .weight
@@ -221,14 +227,46 @@ fn line_item(
     })
 }
 
+/// Checks the subscription plan a line item's properties may carry (`order_rrule`, with an
+/// optional `subscription_group_id`) as Create Subscription checks its rule: it reads, and it
+/// has an order date at `now` or later; the group is an integer id. Problems are named under
+/// `at` (`cart_items[0].line_item_properties`). An order is never paid for a plan that would
+/// make no subscription.
+pub(crate) fn check_plan(
+    shop: &Shop,
+    properties: &BTreeMap<String, String>,
+    at: &str,
+    now: Timestamp,
+) -> Result<(), FieldError> {
+    if let Some(group) = properties.get(SUBSCRIPTION_GROUP_PROPERTY)
+        && group.trim().parse::<i64>().is_err()
+    {
+        return Err(FieldError::new(
+            format!("{at}.{SUBSCRIPTION_GROUP_PROPERTY}"),
+            "invalid_type",
+            "a subscription group is named by its integer id",
+        ));
+    }
+    if let Some(rule) = properties.get(ORDER_RRULE_PROPERTY) {
+        let field = format!("{at}.{ORDER_RRULE_PROPERTY}");
+        OrderSchedule::parse(rule, ShopZone::of_shop(&shop.timezone), &field)?.upcoming_order(
+            now,
+            &[],
+            &field,
+        )?;
+    }
+    Ok(())
+}
+
 /// The line items of cart items, priced from the catalogue; each unknown variant (or a plan
-/// whose rule does not read) a 422 on `{prefix}[i]`.
+/// [`check_plan`] refuses) a 422 on `{prefix}[i]`.
 fn priced_items(
     tx: &mut dyn CheckoutRepositories,
     shop: &Shop,
     items: &[CartItem],
     prefix: &str,
     first_index: usize,
+    now: Timestamp,
 ) -> Result<Vec<CheckoutLineItem>, DomainError> {
     let currency = CurrencyCode::parse(&shop.currency).ok_or_else(|| {
         DomainError::invalid(
@@ -266,24 +304,14 @@ fn priced_items(
             ));
             continue;
         };
-        if let Some(group) = item.properties.get(SUBSCRIPTION_GROUP_PROPERTY)
-            && group.trim().parse::<i64>().is_err()
-        {
-            problems.push(FieldError::new(
-                format!("{at}line_item_properties.{SUBSCRIPTION_GROUP_PROPERTY}"),
-                "invalid_type",
-                "a subscription group is named by its integer id",
-            ));
+        if let Err(problem) = check_plan(
+            shop,
+            &item.properties,
+            &format!("{at}line_item_properties"),
+            now,
+        ) {
+            problems.push(problem);
             continue;
-        }
-        if let Some(rule) = item.properties.get(ORDER_RRULE_PROPERTY) {
-            let field = format!("{at}line_item_properties.{ORDER_RRULE_PROPERTY}");
-            if let Err(problem) =
-                OrderSchedule::parse(rule, ShopZone::of_shop(&shop.timezone), &field)
-            {
-                problems.push(problem);
-                continue;
-            }
         }
         let key = item.line_item_key.clone().unwrap_or_else(|| random_hex(8));
         match line_item(
@@ -317,7 +345,14 @@ pub fn init(
     input: InitInput,
     now: Timestamp,
 ) -> Result<Value, DomainError> {
-    let line_items = merge_same_keys(priced_items(tx, shop, &input.cart_items, "cart_items", 0)?)?;
+    let line_items = merge_same_keys(priced_items(
+        tx,
+        shop,
+        &input.cart_items,
+        "cart_items",
+        0,
+        now,
+    )?)?;
     let public_order_id = random_hex(16);
     let link = resumable_link(shop, &public_order_id);
     let mut document = CheckoutDocument::new(&shop.currency, link);
@@ -742,7 +777,10 @@ pub fn set_taxes<D: CheckoutDatabase + OverrideDatabase>(
 // Discounts
 
 /// What the `discount` override says of a code: its value, or `None` when it is not valid. No
-/// override, no discount codes.
+/// override, no discount codes. The override is shown the discounts applied already (the one
+/// asked about left out), so it can refuse a second of a kind; the discount is kept under the
+/// code the override answers, which is how the override compares codes (`canon` answered as
+/// `CANON` is the discount `CANON`).
 pub(crate) fn value_discount<D: CheckoutDatabase + OverrideDatabase>(
     context: &CheckoutContext<'_, D>,
     shop: &Shop,
@@ -750,8 +788,17 @@ pub(crate) fn value_discount<D: CheckoutDatabase + OverrideDatabase>(
     code: &str,
 ) -> Result<Option<CheckoutDiscount>, DomainError> {
     let document = &order.document;
+    let values = document.discount_values();
+    let applied: Vec<Value> = document
+        .discounts
+        .iter()
+        .zip(values)
+        .filter(|(discount, _)| discount.code != code)
+        .map(|(discount, value)| json!({"code": discount.code, "amount": value, "text": discount.text}))
+        .collect();
     let data = json!({
         "code": code,
+        "applied_discounts": applied,
         "line_items": document.line_items.iter().map(line_item_json).collect::<Vec<_>>(),
         "subtotal": document.amounts().items,
         "currency": document.currency,
@@ -759,10 +806,13 @@ pub(crate) fn value_discount<D: CheckoutDatabase + OverrideDatabase>(
     Ok(
         match through_override(context, shop, order, OverrideType::Discount, data)? {
             Some(OverrideAnswer::Discount(answer)) if answer.valid => {
-                answer.discount.map(|discount| CheckoutDiscount {
-                    code: code.to_string(),
-                    text: discount.text,
-                    value: Cents::from_unsigned(discount.amount),
+                answer.discount.map(|discount| {
+                    let answered = discount.code.trim();
+                    CheckoutDiscount {
+                        code: if answered.is_empty() { code } else { answered }.to_string(),
+                        text: discount.text,
+                        value: Cents::from_unsigned(discount.amount),
+                    }
                 })
             }
             _ => None,
@@ -778,8 +828,9 @@ fn not_valid(code: &str) -> DomainError {
     )
 }
 
-/// `addDiscount`: valued through the `discount` override; a code applied already is valued
-/// again.
+/// `addDiscount`: valued through the `discount` override, and kept once per code the override
+/// answers: a code applied already (in any spelling the override takes for it) is valued
+/// again, not applied twice.
 pub fn add_discount<D: CheckoutDatabase + OverrideDatabase>(
     context: &CheckoutContext<'_, D>,
     call: &StorefrontCall,
@@ -788,8 +839,11 @@ pub fn add_discount<D: CheckoutDatabase + OverrideDatabase>(
     change(context.db, call, context.now, |shop, order| {
         let discount =
             value_discount(context, shop, order, code)?.ok_or_else(|| not_valid(code))?;
-        order.document.discounts.retain(|d| d.code != discount.code);
-        order.document.discounts.push(discount.clone());
+        let discounts = &mut order.document.discounts;
+        match discounts.iter().position(|d| d.code == discount.code) {
+            Some(index) => discounts[index] = discount.clone(),
+            None => discounts.push(discount.clone()),
+        }
         // Taxes worked out before depend on the discounts: worked out again.
         if !order.document.taxes.is_empty() {
             order.document.taxes = taxes_of(context, shop, order)?;
@@ -811,6 +865,22 @@ pub fn validate_discount<D: CheckoutDatabase + OverrideDatabase>(
     Ok(answer(&order, json!({"valid": true, "discount": shown})))
 }
 
+/// Where the applied discount `code` names is: the one of that code, else the only one whose
+/// code differs from it by letter case alone (the shopper types `canon`, the override answered
+/// `CANON`).
+fn applied_discount(discounts: &[CheckoutDiscount], code: &str) -> Option<usize> {
+    discounts.iter().position(|d| d.code == code).or_else(|| {
+        let mut by_case = discounts
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| d.code.to_lowercase() == code.to_lowercase());
+        match (by_case.next(), by_case.next()) {
+            (Some((index, _)), None) => Some(index),
+            _ => None,
+        }
+    })
+}
+
 /// `deleteDiscount`: 422 when the code is not applied. Taxes worked out before are worked out
 /// again.
 pub fn delete_discount<D: CheckoutDatabase + OverrideDatabase>(
@@ -819,15 +889,14 @@ pub fn delete_discount<D: CheckoutDatabase + OverrideDatabase>(
     code: &str,
 ) -> Result<Value, DomainError> {
     change(context.db, call, context.now, |shop, order| {
-        let before = order.document.discounts.len();
-        order.document.discounts.retain(|d| d.code != code);
-        if order.document.discounts.len() == before {
+        let Some(index) = applied_discount(&order.document.discounts, code) else {
             return Err(DomainError::invalid(
                 "code",
                 "not_applied",
                 format!("the discount code {code:?} is not applied"),
             ));
-        }
+        };
+        order.document.discounts.remove(index);
         if !order.document.taxes.is_empty() {
             order.document.taxes = taxes_of(context, shop, order)?;
         }
@@ -850,6 +919,36 @@ fn check_gateway(input: &PaymentInput) -> Result<(), DomainError> {
     }
 }
 
+/// A payment of `amount` against the order's `balance`: at least a cent, never more than the
+/// balance; the message says which.
+fn check_payment_amount(amount: Cents, balance: Cents) -> Result<(), DomainError> {
+    let refuse = |code, message: String| Err(DomainError::invalid("amount", code, message));
+    if balance < Cents(1) {
+        refuse(
+            "nothing_to_pay",
+            format!(
+                "the order has nothing left to pay: its balance is {} cents",
+                balance.0
+            ),
+        )
+    } else if amount < Cents(1) {
+        refuse(
+            "invalid_amount",
+            "a payment's amount must be at least 1 cent".to_string(),
+        )
+    } else if amount > balance {
+        refuse(
+            "exceeds_balance",
+            format!(
+                "a payment of {} cents is more than the order's balance of {} cents",
+                amount.0, balance.0
+            ),
+        )
+    } else {
+        Ok(())
+    }
+}
+
 /// `addPayment`: through the test gateway, for the amount given or the order's balance; never
 /// more than the balance.
 pub fn add_payment<D: CheckoutDatabase>(
@@ -862,13 +961,7 @@ pub fn add_payment<D: CheckoutDatabase>(
     change(db, call, now, |_, order| {
         let balance = order.document.amounts().balance;
         let amount = Cents(input.amount.unwrap_or(balance.0));
-        if amount.0 < 1 || amount > balance {
-            return Err(DomainError::invalid(
-                "amount",
-                "exceeds_balance",
-                format!("the order's balance is {} cents", balance.0.max(0)),
-            ));
-        }
+        check_payment_amount(amount, balance)?;
         let payment = CheckoutPayment {
             id: random_hex(12),
             gateway_public_id: input.gateway_public_id.clone(),
@@ -903,18 +996,10 @@ pub fn update_payment<D: CheckoutDatabase>(
                 "no payment of the order has this token",
             ));
         };
-        let current = document.payments[index].amount;
-        let amount = Cents(input.amount.unwrap_or(current.0.saturating_add(balance.0)));
-        if amount.0 < 1 || amount.0 > current.0.saturating_add(balance.0) {
-            return Err(DomainError::invalid(
-                "amount",
-                "exceeds_balance",
-                format!(
-                    "this payment may be up to {} cents",
-                    current.0.saturating_add(balance.0)
-                ),
-            ));
-        }
+        // The balance as it would be without this payment.
+        let room = Cents(document.payments[index].amount.0.saturating_add(balance.0));
+        let amount = Cents(input.amount.unwrap_or(room.0));
+        check_payment_amount(amount, room)?;
         document.payments[index].amount = amount;
         let payment = document.payments[index].clone();
         Ok(json!({"payment": payment_json(&payment, &document.currency)}))
@@ -988,7 +1073,7 @@ pub fn add_line_item<D: CheckoutDatabase>(
                 {
                     item.platform_id = Some(variant_of_sku(tx, shop, sku)?);
                 }
-                priced_items(tx, shop, std::slice::from_ref(&item), "", 0)
+                priced_items(tx, shop, std::slice::from_ref(&item), "", 0, now)
             })?;
             resolved = priced.pop();
         }

@@ -965,3 +965,231 @@ fn a_line_item_is_added_by_its_sku_alone_when_one_variant_has_it() {
     assert_eq!(refused("NONE"), ("sku".to_string(), "unknown_variant"));
     assert_eq!(refused("GC-25"), ("sku".to_string(), "ambiguous_sku"));
 }
+
+// ---------------------------------------------------------------------------------------
+// What a hostile probe found (issue 23): each test reproduces a hole, then holds it shut.
+
+/// The data of every call made to the discount override, in order.
+fn discount_requests(w: &World) -> Vec<Value> {
+    w.overrides
+        .calls
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, request)| request.override_type == OverrideType::Discount)
+        .map(|(_, request)| request.data.clone())
+        .collect()
+}
+
+#[test]
+fn a_code_in_any_spelling_the_override_takes_is_one_discount() {
+    let mut w = World::new();
+    let call = w.init(json!({"cart_items": [
+        {"platform_id": "var-1", "quantity": 2, "line_item_key": "coffee"}]}));
+    // The override takes any case and answers the code as "TEN", as the probe's did.
+    for code in ["ten", "Ten", "TEN", "tEn"] {
+        add_discount(&w.context(2), &call, code).unwrap();
+    }
+    let state = storefront::refresh(&w.db, &call, at(3)).unwrap()["application_state"].clone();
+    assert_eq!(state["discounts"].as_array().unwrap().len(), 1, "{state}");
+    assert_eq!(state["discounts"][0]["code"], "TEN");
+    assert_eq!(state["order_total"], 2 * 1250 - 1000);
+    assert!(consistent(&state));
+    // The override is shown what is applied already (the code asked about left out).
+    let requests = discount_requests(&w);
+    assert_eq!(requests[0]["applied_discounts"], json!([]));
+    assert_eq!(requests[0]["code"], "ten");
+    assert_eq!(
+        requests[1]["applied_discounts"],
+        json!([{"code": "TEN", "amount": 1000, "text": "10 off"}])
+    );
+    assert_eq!(
+        requests[2]["applied_discounts"],
+        json!([]),
+        "TEN itself is left out"
+    );
+    // Removed by the code the shopper typed, in the case they typed it.
+    storefront::delete_discount(&w.context(4), &call, "ten").unwrap();
+    let state = storefront::refresh(&w.db, &call, at(5)).unwrap()["application_state"].clone();
+    assert_eq!(state["discounts"], json!([]));
+    assert_eq!(state["order_total"], 2 * 1250);
+}
+
+#[test]
+fn codes_with_invisible_characters_are_refused() {
+    use crate::checkout::input::parse_discount_code;
+    for code in [
+        "TE\u{200B}N",
+        "\u{FEFF}TEN",
+        "TEN\u{2060}",
+        "T\u{00AD}EN",
+        "TE\u{00A0}N",
+    ] {
+        let refused = parse_discount_code(&json!({ "code": code }));
+        assert!(
+            matches!(refused, Err(DomainError::Invalid(ref p))
+                if p[0].field == "code" && p[0].code == "invalid_character"),
+            "{code:?}: {refused:?}"
+        );
+    }
+    assert_eq!(
+        parse_discount_code(&json!({"code": " TEN "})).unwrap(),
+        "TEN"
+    );
+}
+
+/// A Product Saved event for `prd-neg` whose one variant has `price`.
+fn product_priced(price: &str) -> Value {
+    json!({"data": {"product": {
+        "platform_id": "prd-neg", "platform_updated_at": "2026-11-02T00:00:00Z", "name": "Neg",
+        "variants": [{"platform_id": "var-neg", "price": price, "require_shipping": false}]}}})
+}
+
+#[test]
+fn a_negative_catalogue_price_is_refused_at_intake_and_never_sold() {
+    let mut w = World::new();
+    for field in ["price", "compare_at_price", "cost"] {
+        let mut body = product_priced("1.00");
+        body["data"]["product"]["variants"][0][field] = json!("-5.00");
+        let refused = parse_event_body(
+            w.shop.id,
+            EntityKind::Product,
+            EventAction::Saved,
+            body.to_string().as_bytes(),
+            EventSource::Webhook,
+            at(0),
+        );
+        let path = format!("data.product.variants[0].{field}");
+        assert!(
+            matches!(refused, Err(crate::platform::events::EventBodyError::Invalid(
+                DomainError::Invalid(ref p))) if p[0].field == path && p[0].code == "negative"),
+            "{field}: {refused:?}"
+        );
+    }
+    assert!(
+        parse_event_body(
+            w.shop.id,
+            EntityKind::Product,
+            EventAction::Saved,
+            product_priced("-0.00").to_string().as_bytes(),
+            EventSource::Webhook,
+            at(0),
+        )
+        .is_ok(),
+        "minus zero is zero"
+    );
+    // A price stored before intake refused them is not sold.
+    let mut stored = parse_event_body(
+        w.shop.id,
+        EntityKind::Product,
+        EventAction::Saved,
+        product_priced("5.00").to_string().as_bytes(),
+        EventSource::Webhook,
+        at(0),
+    )
+    .unwrap();
+    let mut product: crate::platform::resources::Product =
+        serde_json::from_value(product_priced("5.00")["data"]["product"].clone()).unwrap();
+    product.variants.as_mut().unwrap()[0].price =
+        crate::platform::resources::Decimal::parse("-5.00");
+    stored.document = Some(
+        crate::platform::events::EventDocument::new(
+            crate::platform::events::EntityDocument::Product(Box::new(product)),
+        )
+        .unwrap(),
+    );
+    w.db.write(|tx| apply_event(tx, &stored, at(0))).unwrap();
+    let input = parse_init(
+        &json!({"cart_items": [{"platform_id": "var-neg", "quantity": 1}]}),
+        &AllowAll,
+    )
+    .unwrap();
+    let refused = w.db.write(|tx| init(tx, &w.shop, input, at(1)));
+    assert!(
+        matches!(refused, Err(DomainError::Invalid(ref p))
+            if p[0].field == "cart_items[0].platform_id" && p[0].code == "unpriced_variant"),
+        "{refused:?}"
+    );
+    // And an order holding one anyway (made before) is never processed: its total, shipped
+    // at 15.00, would be 0 and need no payment.
+    let call = w.init(json!({"cart_items": [
+        {"platform_id": "var-1", "quantity": 1, "line_item_key": "coffee"}]}));
+    w.ready_to_process(&call, "tok_success");
+    let mut order = w.order_by_status(CheckoutStatus::Open);
+    order.document.line_items[0].price = crate::kernel::money::Cents(-1500);
+    order.document.payments.clear();
+    order.document.taxes.clear();
+    w.db.write(|tx| Ok(tx.save_checkout_order(&order)?))
+        .unwrap();
+    let state = storefront::refresh(&w.db, &call, at(6)).unwrap()["application_state"].clone();
+    assert_eq!(state["order_total"], 0, "{state}");
+    let refused = process_order(&w.context(7), &call);
+    assert!(
+        matches!(refused, Err(DomainError::Invalid(ref p))
+            if p.iter().any(|p| p.field == "line_items[0].price" && p.code == "negative")),
+        "{refused:?}"
+    );
+    assert!(w.topics().is_empty(), "nothing processed: {:?}", w.topics());
+}
+
+#[test]
+fn the_balance_a_refused_payment_names_is_the_orders_own() {
+    let mut w = World::new();
+    let call = w.init(json!({"cart_items": [
+        {"platform_id": "var-1", "quantity": 2, "line_item_key": "coffee"}]}));
+    w.ready_to_process(&call, "tok_success");
+    add_discount(&w.context(5), &call, "TEN").unwrap();
+    let more =
+        parse_payment(&json!({"gateway_public_id": "test", "token": "tok_success"})).unwrap();
+    let refused = add_payment(&w.db, &call, more, at(6));
+    match refused {
+        Err(DomainError::Invalid(ref p)) => {
+            assert_eq!(
+                (p[0].field.as_str(), p[0].code),
+                ("amount", "nothing_to_pay")
+            );
+            assert!(p[0].message.contains("-1000 cents"), "{}", p[0].message);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_plan_without_an_upcoming_order_is_refused_before_anything_is_charged() {
+    let mut w = World::new();
+    let plan = |rule: &str| {
+        parse_init(
+            &json!({"cart_items": [{"platform_id": "var-1", "quantity": 1,
+                                    "line_item_properties": {"order_rrule": rule}}]}),
+            &AllowAll,
+        )
+        .unwrap()
+    };
+    // The probe's rule: two days of 2020, long gone.
+    let ended = plan("DTSTART:20200101T090000Z\nRRULE:FREQ=DAILY;COUNT=2");
+    let refused = w.db.write(|tx| init(tx, &w.shop, ended, at(1)));
+    assert!(
+        matches!(refused, Err(DomainError::Invalid(ref p))
+            if p[0].field == "cart_items[0].line_item_properties.order_rrule"
+                && p[0].code == "no_upcoming_order"),
+        "{refused:?}"
+    );
+    // A daily rule begun long ago still has dates.
+    let old = plan("DTSTART:19000101T090000Z\nRRULE:FREQ=DAILY");
+    assert!(w.db.write(|tx| init(tx, &w.shop, old, at(1))).is_ok());
+    // A rule that ends between init and Process Order: refused there, nothing paid.
+    let call = w.init(json!({"cart_items": [
+        {"platform_id": "var-1", "quantity": 1, "line_item_key": "plan",
+         "line_item_properties": {
+             "order_rrule": "DTSTART:20261101T120000Z\nRRULE:FREQ=DAILY;UNTIL=20261118T120000Z"}}]}));
+    w.ready_to_process(&call, "tok_success");
+    // An hour later, 12:06 of 18 November: its last date has gone by.
+    let late = process_order(&w.context(3_600), &call);
+    assert!(
+        matches!(late, Err(DomainError::Invalid(ref p))
+            if p[0].field == "line_items[0].line_item_properties.order_rrule"
+                && p[0].code == "no_upcoming_order"),
+        "{late:?}"
+    );
+    assert!(w.topics().is_empty(), "{:?}", w.topics());
+}

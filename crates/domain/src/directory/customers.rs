@@ -7,7 +7,9 @@ use serde_json::{Value, json};
 use super::DirectoryRepositories;
 use crate::access::shop::Shop;
 use crate::kernel::error::{DomainError, FieldError};
-use crate::kernel::filter::{Condition, split_conditions};
+use crate::kernel::filter::{
+    Condition, MAX_FILTER_CONDITIONS, MAX_LISTED_IDS, gather, split_conditions,
+};
 pub use crate::kernel::filter::{FilterOp, FilterValue};
 use crate::kernel::limits::{MAX_ID_CHARS, MAX_SEARCH_CHARS, check_parameter};
 use crate::kernel::time::Timestamp;
@@ -204,7 +206,8 @@ pub fn parse_directory_query(pairs: &[(String, String)]) -> Result<DirectoryQuer
                         .filter(|id| !id.trim().is_empty())
                         .map(|id| parse_int(key, id))
                         .collect::<Result<Vec<_>, _>>()?;
-                    query.ids.get_or_insert_with(Vec::new).extend(ids);
+                    let listed = query.ids.get_or_insert_with(Vec::new);
+                    gather(key, "ids", MAX_LISTED_IDS, listed, ids)?;
                 }
                 "orderby" => {
                     query.order_by = OrderBy::parse(value.trim()).ok_or_else(|| {
@@ -218,7 +221,13 @@ pub fn parse_directory_query(pairs: &[(String, String)]) -> Result<DirectoryQuer
                         _ => return Err(bad(key, "orderdirection must be asc or desc")),
                     }
                 }
-                "filter" => query.filters.extend(parse_filters(value)?),
+                "filter" => gather(
+                    key,
+                    "conditions",
+                    MAX_FILTER_CONDITIONS,
+                    &mut query.filters,
+                    parse_filters(value)?,
+                )?,
                 "label" => {
                     check_parameter(key, value, MAX_ID_CHARS)?;
                     query.label = Some(value.trim().to_string()).filter(|s| !s.is_empty())
@@ -480,6 +489,33 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    fn refused(pairs: &[(String, String)]) -> FieldError {
+        match parse_directory_query(pairs) {
+            Err(DomainError::BadRequest(mut problems)) => problems.remove(0),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn filters_and_ids_are_bounded_over_all_their_repeats() {
+        let conditions = |n: usize| vec!["gt(id:1)"; n].join(",");
+        let at_limit = conditions(MAX_FILTER_CONDITIONS);
+        assert!(parse_directory_query(&pairs(&[("filter", &at_limit)])).is_ok());
+        let problem = refused(&pairs(&[("filter", &at_limit), ("filter", "gt(id:2)")]));
+        assert_eq!(
+            (problem.field.as_str(), problem.code),
+            ("filter", "too_many")
+        );
+        assert!(
+            problem.message.contains("at most 100 conditions"),
+            "{}",
+            problem.message
+        );
+        let ids: Vec<String> = (0..=MAX_LISTED_IDS).map(|id| id.to_string()).collect();
+        let problem = refused(&pairs(&[("ids", &ids.join(","))]));
+        assert_eq!((problem.field.as_str(), problem.code), ("ids", "too_many"));
     }
 
     #[test]

@@ -101,12 +101,21 @@ impl<'a> Fields<'a, '_> {
         read
     }
 
+    /// An integer, given as a JSON number or as its decimal text (`12`, `"12"`): clients
+    /// written in every language send ids both ways.
     pub fn integer(&mut self, name: &str) -> Option<i64> {
-        self.typed(name, "an integer", Value::as_i64)
+        self.typed(name, "an integer", |value| match value {
+            Value::String(text) => text.trim().parse().ok(),
+            value => value.as_i64(),
+        })
     }
 
+    /// A number, given as a JSON number or as its decimal text (`0.5`, `"0.5"`).
     pub fn number(&mut self, name: &str) -> Option<f64> {
-        self.typed(name, "a number", Value::as_f64)
+        self.typed(name, "a number", |value| match value {
+            Value::String(text) => text.trim().parse::<f64>().ok().filter(|n| n.is_finite()),
+            value => value.as_f64(),
+        })
     }
 
     pub fn time(&mut self, name: &str) -> Option<Timestamp> {
@@ -116,8 +125,10 @@ impl<'a> Fields<'a, '_> {
             _ => None,
         };
         if time.is_none() {
-            let message =
-                format!("{field} must be an RFC 3339 date-time such as 2024-03-01T10:30:00Z");
+            let message = format!(
+                "{field} must be an RFC 3339 date-time of the years 0000 to 9999 (in UTC) such \
+                 as 2024-03-01T10:30:00Z"
+            );
             self.problems
                 .push(FieldError::new(field, "invalid_date", message));
         }

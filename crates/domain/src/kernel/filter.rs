@@ -87,6 +87,36 @@ pub struct Condition<'a> {
     pub value: &'a str,
 }
 
+/// The most conditions a list's `filter` may hold, all of its repeats together. Each is a term
+/// of one SQL statement; SQLite refuses an expression tree past 1,000 deep.
+pub const MAX_FILTER_CONDITIONS: usize = 100;
+/// The most ids a list's id parameter (`ids`, `svc_platform_customer_id`) may name in all.
+pub const MAX_LISTED_IDS: usize = 250;
+
+/// Appends `more` to what the query parameter `parameter` gathered so far, refusing it when
+/// that makes more than `limit` (`noun` names what is counted: "conditions", "ids").
+pub fn gather<T>(
+    parameter: &str,
+    noun: &str,
+    limit: usize,
+    into: &mut Vec<T>,
+    more: impl IntoIterator<Item = T>,
+) -> Result<(), FieldError> {
+    into.extend(more);
+    if into.len() > limit {
+        return Err(FieldError::new(
+            parameter,
+            "too_many",
+            format!(
+                "{parameter} may hold at most {limit} {noun}, all of its repeats together; \
+                 this request gives {}",
+                into.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 pub fn bad_filter(message: impl Into<String>) -> FieldError {
     FieldError::new(FILTER_PARAMETER, "invalid_value", message)
 }
@@ -164,6 +194,23 @@ pub fn time_value(text: &str) -> Result<Timestamp, FieldError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_parameter_gathers_a_bounded_number_of_values_over_its_repeats() {
+        let mut gathered = Vec::new();
+        gather("filter", "conditions", 3, &mut gathered, [1, 2]).unwrap();
+        gather("filter", "conditions", 3, &mut gathered, [3]).unwrap();
+        let problem = gather("filter", "conditions", 3, &mut gathered, [4]).unwrap_err();
+        assert_eq!(
+            (problem.field.as_str(), problem.code),
+            ("filter", "too_many")
+        );
+        assert!(
+            problem.message.contains("at most 3 conditions") && problem.message.contains("gives 4"),
+            "{}",
+            problem.message
+        );
+    }
 
     #[test]
     fn splits_conditions_joined_by_commas() {

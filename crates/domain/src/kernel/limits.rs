@@ -82,6 +82,55 @@ pub fn check_parameter(name: &str, value: &str, max_chars: usize) -> Result<(), 
     Ok(())
 }
 
+/// Whether `c` shows nothing where it stands: a control character, a format character
+/// (zero-width space and joiners, bidirectional marks, the byte order mark, soft hyphen…),
+/// another of Unicode's default-ignorable code points (variation selectors, Hangul fillers,
+/// tags), or white space other than the plain space. Two codes that differ only by such a
+/// character look the same to a person and may be the same to whoever compares them.
+pub fn is_invisible(c: char) -> bool {
+    if c == ' ' {
+        return false;
+    }
+    c.is_control()
+        || c.is_whitespace()
+        || matches!(
+            u32::from(c),
+            0x00AD
+                | 0x034F
+                | 0x061C
+                | 0x115F..=0x1160
+                | 0x17B4..=0x17B5
+                | 0x180B..=0x180F
+                | 0x200B..=0x200F
+                | 0x202A..=0x202E
+                | 0x2060..=0x206F
+                | 0x2800
+                | 0x3164
+                | 0xFE00..=0xFE0F
+                | 0xFEFF
+                | 0xFFA0
+                | 0xFFF0..=0xFFFB
+                | 0x1BCA0..=0x1BCA3
+                | 0x1D173..=0x1D17A
+                | 0xE0000..=0xE0FFF
+        )
+}
+
+/// Refuses text holding an [`is_invisible`] character, naming `field` and the character.
+pub fn check_visible(field: &str, text: &str) -> Result<(), FieldError> {
+    match text.chars().find(|c| is_invisible(*c)) {
+        None => Ok(()),
+        Some(c) => Err(FieldError::new(
+            field,
+            "invalid_character",
+            format!(
+                "{field} must not contain invisible characters (it holds U+{:04X})",
+                u32::from(c)
+            ),
+        )),
+    }
+}
+
 /// Checks every string (and every object key) of a JSON body by the rules above, naming the
 /// first one that breaks them by its path (`data.customer.addresses[0].city`). A body that is
 /// not JSON passes: its parser reports that.
@@ -220,6 +269,31 @@ mod tests {
 
     fn check(value: Value) -> Result<(), FieldError> {
         check_json_body(value.to_string().as_bytes())
+    }
+
+    #[test]
+    fn invisible_characters_are_found_and_visible_text_passes() {
+        for text in [
+            "CA\u{200B}NON",
+            "CANON\u{FEFF}",
+            "\u{2060}CANON",
+            "CA\u{00AD}NON",
+            "CA\u{200D}NON",
+            "CANON\u{FE0F}",
+            "CA\u{00A0}NON",
+            "CA\tNON",
+            "CA\u{202E}NON",
+            "CA\u{E0041}NON",
+        ] {
+            let problem = check_visible("code", text).unwrap_err();
+            assert_eq!(
+                (problem.field.as_str(), problem.code),
+                ("code", "invalid_character")
+            );
+        }
+        for text in ["CANON", "SUMMER SALE", "ÉTÉ-10", "夏10", "10%OFF"] {
+            assert_eq!(check_visible("code", text), Ok(()), "{text}");
+        }
     }
 
     #[test]

@@ -7,6 +7,17 @@ use std::fmt;
 pub struct Timestamp(i64);
 
 impl Timestamp {
+    /// The first instant RFC 3339 can write (`0000-01-01T00:00:00Z`).
+    pub const EARLIEST: Timestamp = Timestamp(-62_167_219_200_000_000);
+    /// The last instant RFC 3339 can write (`9999-12-31T23:59:59.999999Z`): its years have four
+    /// digits, so a later one would come out as `+10000-…`, which no client reads.
+    pub const LATEST: Timestamp = Timestamp(253_402_300_799_999_999);
+
+    /// Whether RFC 3339 can write this instant in UTC ([`Self::EARLIEST`]..=[`Self::LATEST`]).
+    pub fn is_writable(self) -> bool {
+        (Self::EARLIEST..=Self::LATEST).contains(&self)
+    }
+
     pub const fn from_micros(micros: i64) -> Self {
         Timestamp(micros)
     }
@@ -50,11 +61,14 @@ impl Timestamp {
         self.to_datetime().format("%Y-%m-%d %H:%M:%S").to_string()
     }
 
-    /// Parses an RFC 3339 date-time with any offset, kept as the same instant in UTC.
+    /// Parses an RFC 3339 date-time with any offset, kept as the same instant in UTC. An
+    /// instant that UTC puts outside the years 0000..=9999 (`9999-12-31T23:59:59-05:00`) is
+    /// refused: it could not be written back in RFC 3339.
     pub fn parse_rfc3339(text: &str) -> Option<Self> {
         DateTime::parse_from_rfc3339(text)
             .ok()
             .map(|time| Timestamp::from(time.with_timezone(&Utc)))
+            .filter(|time| time.is_writable())
     }
 }
 
@@ -88,7 +102,8 @@ impl<'de> serde::Deserialize<'de> for Timestamp {
         let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
         Timestamp::parse_rfc3339(&text).ok_or_else(|| {
             serde::de::Error::custom(format!(
-                "{text:?} is not an RFC 3339 date-time such as 2024-03-01T10:30:00Z"
+                "{text:?} is not an RFC 3339 date-time of the years 0000 to 9999 (in UTC) such as \
+                 2024-03-01T10:30:00Z"
             ))
         })
     }
@@ -161,6 +176,18 @@ mod tests {
     fn rejects_text_that_is_not_rfc3339() {
         assert_eq!(Timestamp::parse_rfc3339("2024-03-01 10:30:00"), None);
         assert_eq!(Timestamp::parse_rfc3339("yesterday"), None);
+    }
+
+    #[test]
+    fn instants_past_the_year_9999_in_utc_are_refused() {
+        let last = Timestamp::parse_rfc3339("9999-12-31T23:59:59.999999Z").unwrap();
+        assert_eq!(last, Timestamp::LATEST);
+        assert_eq!(last.to_rfc3339(), "9999-12-31T23:59:59.999999Z");
+        let first = Timestamp::parse_rfc3339("0000-01-01T00:00:00Z").unwrap();
+        assert_eq!(first, Timestamp::EARLIEST);
+        assert_eq!(first.to_rfc3339(), "0000-01-01T00:00:00Z");
+        assert_eq!(Timestamp::parse_rfc3339("9999-12-31T23:59:59-05:00"), None);
+        assert_eq!(Timestamp::parse_rfc3339("0000-01-01T00:00:00+01:00"), None);
     }
 
     #[test]

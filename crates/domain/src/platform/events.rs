@@ -226,6 +226,23 @@ impl EntityDocument {
         (merged, filled)
     }
 
+    /// What the rules refuse in a document that reads well, each named under `prefix`
+    /// (`data.product`): a catalogue price below zero.
+    pub fn problems(&self, prefix: &str) -> Vec<FieldError> {
+        match self {
+            EntityDocument::Product(product) => product
+                .negative_prices()
+                .into_iter()
+                .map(|path| {
+                    let field = format!("{prefix}.{path}");
+                    let message = format!("{field} must not be below zero");
+                    FieldError::new(field, "negative", message)
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// Whether applying `incoming` would change nothing.
     fn covers(&self, incoming: &EntityDocument) -> bool {
         match (self, incoming) {
@@ -498,9 +515,11 @@ fn parse_saved<T: DeserializeOwned + Stamped>(
             "{prefix}.platform_updated_at"
         )));
     }
+    let document = entity.into_document();
+    problems.extend(document.problems(prefix));
     match (id, at) {
         // Kept as checked: fields Mercer does not know are left out.
-        (Some(id), Some(at)) if problems.is_empty() => Ok((id, at, entity.into_document())),
+        (Some(id), Some(at)) if problems.is_empty() => Ok((id, at, document)),
         _ => Err(DomainError::Invalid(problems).into()),
     }
 }
@@ -596,8 +615,18 @@ pub fn synced_event<T: Clone + Stamped>(
 ) -> Option<NewInboundEvent> {
     let platform_id = entity.platform_id().filter(|id| !id.is_blank())?;
     // An entity that cannot be written out as JSON (never seen) is skipped like one without an
-    // id; so is one holding text no database stores, by the rule events are held to.
+    // id; so is one holding text no database stores, or a negative price, by the rules events
+    // are held to.
     let document = EventDocument::new(entity.clone().into_document()).ok()?;
+    if let Some(problem) = document.entity().problems(kind.as_str()).first() {
+        log::warn!(
+            target: "mercer::sync",
+            "skipped synced {} {platform_id} of shop {shop_id}: {}",
+            kind.as_str(),
+            problem.message
+        );
+        return None;
+    }
     if let Err(problem) = crate::kernel::limits::check_json_body(document.json().as_bytes()) {
         log::warn!(
             target: "mercer::sync",

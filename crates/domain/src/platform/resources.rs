@@ -39,6 +39,13 @@ impl Decimal {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// Whether the amount is below zero (`"-0.00"` is not).
+    pub fn is_negative(&self) -> bool {
+        self.0
+            .strip_prefix('-')
+            .is_some_and(|digits| digits.bytes().any(|b| b.is_ascii_digit() && b != b'0'))
+    }
 }
 
 impl<'de> Deserialize<'de> for Decimal {
@@ -445,6 +452,27 @@ model! {
         variants: Vec<Variant>,
         options: Vec<ProductOption>,
         images: Vec<Image>,
+    }
+}
+
+impl Product {
+    /// The paths (under the product) of its variants' prices that are below zero: `price`,
+    /// `compare_at_price` and `cost`. A catalogue price is never negative; a cart priced from
+    /// one would pay the shopper.
+    pub fn negative_prices(&self) -> Vec<String> {
+        let mut found = Vec::new();
+        for (index, variant) in self.variants.iter().flatten().enumerate() {
+            for (name, price) in [
+                ("price", &variant.price),
+                ("compare_at_price", &variant.compare_at_price),
+                ("cost", &variant.cost),
+            ] {
+                if price.as_ref().is_some_and(Decimal::is_negative) {
+                    found.push(format!("variants[{index}].{name}"));
+                }
+            }
+        }
+        found
     }
 }
 

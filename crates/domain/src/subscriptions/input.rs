@@ -617,20 +617,13 @@ impl NewSubscription {
         });
         let next_order = match (&schedule, status) {
             (Some(_), _) if next_order_datetime.is_some() => Some(next_order_datetime),
-            (Some(schedule), Some(status)) => {
-                let next = schedule.first_from(now, &[]);
-                if next.is_none() && status != SubscriptionStatus::Inactive {
-                    let message = format!("{rrule_field} has no order date after {now}");
-                    sub.problems.push(FieldError::new(
-                        rrule_field.clone(),
-                        "no_upcoming_order",
-                        message,
-                    ));
-                    None
-                } else {
-                    Some(next)
-                }
+            (Some(schedule), Some(SubscriptionStatus::Inactive)) => {
+                Some(schedule.first_from(now, &[]))
             }
+            (Some(schedule), Some(_)) => sub
+                .problems
+                .check(schedule.upcoming_order(now, &[], &rrule_field))
+                .map(Some),
             _ => None,
         };
 
@@ -1605,8 +1598,10 @@ mod tests {
             action_problems(parse_quantity(&json!({"quantity": 0}))),
             one("quantity", "out_of_range")
         );
+        // Integers given as decimal text are read; other text is not an integer.
+        assert_eq!(parse_quantity(&json!({"quantity": "2"})).unwrap(), 2);
         assert_eq!(
-            action_problems(parse_quantity(&json!({"quantity": "2"}))),
+            action_problems(parse_quantity(&json!({"quantity": "two"}))),
             one("quantity", "invalid_type")
         );
         assert_eq!(
@@ -1632,6 +1627,14 @@ mod tests {
         assert_eq!(
             parse_shipping_address_change(&json!({"address_id": 12})).unwrap(),
             ShippingAddressChange::Existing { address_id: 12 }
+        );
+        assert_eq!(
+            parse_shipping_address_change(&json!({"address_id": " 2 "})).unwrap(),
+            ShippingAddressChange::Existing { address_id: 2 }
+        );
+        assert_eq!(
+            action_problems(parse_shipping_address_change(&json!({"address_id": "2a"}))),
+            one("address_id", "invalid_type")
         );
         match parse_shipping_address_change(&json!({"shipping_address": {
             "street1": "2 Rue de la Paix", "city": "Paris", "country_code": "FR"

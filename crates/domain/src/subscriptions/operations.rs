@@ -480,8 +480,12 @@ pub fn take_subscription_action(
             state.order_rrule_text = schedule.text();
             state.payment_rrule = state.order_rrule.clone();
             state.payment_rrule_text = state.order_rrule_text.clone();
+            // A live subscription must have an order ahead: a rule without one is refused.
             if state.subscription_status != SubscriptionStatus::Inactive {
-                state.next_order_datetime = schedule.first_from(now, &state.skipped_dates);
+                let next = schedule
+                    .upcoming_order(now, &state.skipped_dates, "order_rrule")
+                    .map_err(|problem| DomainError::Invalid(vec![problem]))?;
+                state.next_order_datetime = Some(next);
                 state.next_payment_datetime = state.next_order_datetime;
             }
         }
@@ -619,10 +623,16 @@ pub fn update_subscription(
             state.payment_rrule = state.order_rrule.clone();
             state.payment_rrule_text = state.order_rrule_text.clone();
         }
-        if update.next_order_datetime.is_none()
-            && state.subscription_status != SubscriptionStatus::Inactive
-        {
-            state.next_order_datetime = schedule.first_from(now, &state.skipped_dates);
+        // A subscription left live must have an order ahead: a rule without one is refused.
+        let ends_inactive = update
+            .subscription_status
+            .unwrap_or(state.subscription_status)
+            == SubscriptionStatus::Inactive;
+        if update.next_order_datetime.is_none() && !ends_inactive {
+            let next = schedule
+                .upcoming_order(now, &state.skipped_dates, "subscription.order_rrule")
+                .map_err(|problem| DomainError::Invalid(vec![problem]))?;
+            state.next_order_datetime = Some(next);
         }
     }
     if let Some(schedule) = &update.payment_rrule {
@@ -1045,6 +1055,53 @@ mod tests {
             db.write_tx(|tx| update_subscription(tx, &shop(), s.id, refused, actor(), at(NOW)))
                 .is_err()
         );
+    }
+
+    #[test]
+    fn a_rule_with_no_order_ahead_is_refused_for_a_live_subscription() {
+        let db = database();
+        let (s, _) = create(&db, "k-1").unwrap();
+        let sent = topics_sent(&db).len();
+        let ended = "DTSTART:20200101T090000Z\nRRULE:FREQ=DAILY;COUNT=2";
+        let schedule = parse_frequency(&json!({ "order_rrule": ended }), &shop()).unwrap();
+        let refused = act(
+            &db,
+            s.id,
+            ActionRequest::ChangeFrequency(Box::new(schedule)),
+        );
+        assert!(
+            matches!(refused, Err(DomainError::Invalid(ref p))
+                if p[0].field == "order_rrule" && p[0].code == "no_upcoming_order"),
+            "{refused:?}"
+        );
+        let update = crate::subscriptions::input::parse_subscription_update(
+            &json!({"subscription": {"order_rrule": ended}}),
+            &shop(),
+        )
+        .unwrap();
+        let refused =
+            db.write_tx(|tx| update_subscription(tx, &shop(), s.id, update, actor(), at(NOW)));
+        assert!(
+            matches!(refused, Err(DomainError::Invalid(ref p))
+                if p[0].field == "subscription.order_rrule" && p[0].code == "no_upcoming_order"),
+            "{refused:?}"
+        );
+        let unchanged = db
+            .read_tx(|tx| get_subscription(tx, &shop(), s.id, false))
+            .unwrap();
+        assert_eq!(unchanged.order_rrule, s.order_rrule);
+        assert_eq!(unchanged.next_order_datetime, s.next_order_datetime);
+        assert_eq!(topics_sent(&db).len(), sent, "nothing sent");
+        // Ending the subscription in the same update is not refused: it orders no more.
+        let cancel = crate::subscriptions::input::parse_subscription_update(
+            &json!({"subscription": {"order_rrule": ended, "subscription_status": "inactive"}}),
+            &shop(),
+        )
+        .unwrap();
+        let cancelled = db
+            .write_tx(|tx| update_subscription(tx, &shop(), s.id, cancel, actor(), at(NOW)))
+            .unwrap();
+        assert_eq!(cancelled.subscription_status, SubscriptionStatus::Inactive);
     }
 
     #[test]

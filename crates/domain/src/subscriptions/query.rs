@@ -9,7 +9,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 use crate::kernel::error::{DomainError, FieldError};
 use crate::kernel::filter::{
-    Condition, FilterOp, FilterValue, bad_filter, integer_value, split_conditions, time_value,
+    Condition, FilterOp, FilterValue, MAX_FILTER_CONDITIONS, MAX_LISTED_IDS, bad_filter, gather,
+    integer_value, split_conditions, time_value,
 };
 use crate::kernel::limits::{MAX_ID_CHARS, check_parameter};
 use crate::kernel::time::Timestamp;
@@ -299,12 +300,14 @@ pub fn parse_list_query(pairs: &[(String, String)]) -> Result<ListQuery, DomainE
                     }
                 }
                 "svc_platform_customer_id" => {
-                    for id in each_value(value) {
-                        let id = id
-                            .parse()
-                            .map_err(|_| bad(key, "svc_platform_customer_id must be an integer"))?;
-                        query.customer_ids.push(id);
-                    }
+                    let ids = each_value(value)
+                        .map(|id| {
+                            id.parse().map_err(|_| {
+                                bad(key, "svc_platform_customer_id must be an integer")
+                            })
+                        })
+                        .collect::<Result<Vec<i64>, _>>()?;
+                    gather(key, "ids", MAX_LISTED_IDS, &mut query.customer_ids, ids)?;
                 }
                 "expand" => {
                     for name in each_value(value) {
@@ -332,7 +335,13 @@ pub fn parse_list_query(pairs: &[(String, String)]) -> Result<ListQuery, DomainE
                         })?);
                     }
                 }
-                "filter" => query.filters.extend(parse_filters(value)?),
+                "filter" => gather(
+                    key,
+                    "conditions",
+                    MAX_FILTER_CONDITIONS,
+                    &mut query.filters,
+                    parse_filters(value)?,
+                )?,
                 _ => {}
             }
             Ok(())
@@ -546,5 +555,25 @@ mod tests {
         assert!(query.matches(&s));
         query.customer_ids = vec![s.state.customer_id + 1];
         assert!(!query.matches(&s));
+    }
+
+    #[test]
+    fn filters_and_customer_ids_are_bounded_over_all_their_repeats() {
+        let refused = |pairs: &[(String, String)]| match parse_list_query(pairs) {
+            Err(DomainError::BadRequest(mut problems)) => problems.remove(0),
+            other => panic!("{other:?}"),
+        };
+        let many = vec!["gt(orders_processed:1)"; MAX_FILTER_CONDITIONS + 1].join(",");
+        let problem = refused(&pairs(&[("filter", &many)]));
+        assert_eq!(
+            (problem.field.as_str(), problem.code),
+            ("filter", "too_many")
+        );
+        let ids: Vec<String> = (0..=MAX_LISTED_IDS).map(|id| id.to_string()).collect();
+        let problem = refused(&pairs(&[("svc_platform_customer_id", &ids.join(","))]));
+        assert_eq!(
+            (problem.field.as_str(), problem.code),
+            ("svc_platform_customer_id", "too_many")
+        );
     }
 }

@@ -16,13 +16,18 @@
 use std::str::FromStr;
 
 use chrono::{DateTime, Datelike, Duration, LocalResult, NaiveDate, NaiveDateTime, TimeZone, Utc};
-use rrule::{Frequency, NWeekday, RRule, RRuleSet, Unvalidated, Weekday};
+use rrule::{Frequency, NWeekday, RRule, RRuleSet, Unvalidated, Validated, Weekday};
 
 use crate::kernel::error::FieldError;
 use crate::kernel::time::Timestamp;
 
-/// How many occurrences a search looks at before it gives up: a daily rule for a century.
+/// How many occurrences a search looks at before it gives up: a daily rule for a century. A
+/// search starts near the date it looks for (see `OrderSchedule::scan_start`), so only a rule
+/// with a `COUNT` walks from `DTSTART`, and it ends within its count.
 const MAX_SCAN: usize = 40_000;
+/// The largest `COUNT`: a rule with one is walked from `DTSTART` (its dates are counted from
+/// there), and this bounds that walk.
+const MAX_COUNT: u32 = 100_000;
 
 /// A shop's time zone, an IANA name (seed 002 §2.5 `timezone`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,7 +71,9 @@ pub struct OrderSchedule {
     zone: chrono_tz::Tz,
     start: DateTime<chrono_tz::Tz>,
     rule: RRule<Unvalidated>,
-    set: RRuleSet,
+    /// The rule with what `DTSTART` implies written out (its time of day, weekday, day of the
+    /// month), so it can be walked from a later start and give the same dates.
+    validated: RRule<Validated>,
     exclusions: Vec<Exclusion>,
 }
 
@@ -340,12 +347,16 @@ impl OrderSchedule {
                  BYMINUTE and BYSECOND",
             ));
         }
-        let rrule_start = start.with_timezone(&rrule::Tz::Tz(zone));
+        if rule.get_count().is_some_and(|count| count > MAX_COUNT) {
+            return Err(unsupported(
+                field,
+                format!("COUNT may be at most {MAX_COUNT}"),
+            ));
+        }
         let validated = rule
             .clone()
-            .validate(rrule_start)
+            .validate(start.with_timezone(&rrule::Tz::Tz(zone)))
             .map_err(|error| invalid(field, format!("RRULE: {error}")))?;
-        let set = RRuleSet::new(rrule_start).rrule(validated).limit();
 
         let mut exclusions = Vec::new();
         for line in &exdates {
@@ -376,7 +387,7 @@ impl OrderSchedule {
             zone,
             start,
             rule,
-            set,
+            validated,
             exclusions,
         };
         if schedule.upcoming(None, &[]).take(2).count() < 2 {
@@ -416,18 +427,84 @@ impl OrderSchedule {
         })
     }
 
-    /// The order dates in order, from `DTSTART`, less `EXDATE`s and `skipped`, after `after`
-    /// when given.
+    /// Where a walk of the rule may start to find its dates from `reference` on: a start of
+    /// the rule's own period (day, week, month or year, in steps of its `INTERVAL`), at least
+    /// one period before `reference`, from which the rule gives the same dates as from
+    /// `DTSTART`. `DTSTART` itself when the rule has a `COUNT` (its dates are counted from
+    /// there) or `reference` is near it. Without this, a daily rule that began in 1900 would
+    /// walk 45,000 dates to reach today, and give up first.
+    fn scan_start(&self, reference: Timestamp) -> DateTime<chrono_tz::Tz> {
+        if self.rule.get_count().is_some() {
+            return self.start;
+        }
+        let interval = i64::from(self.rule.get_interval().max(1));
+        let start = self.start.naive_local();
+        let target = reference
+            .to_datetime()
+            .with_timezone(&self.zone)
+            .naive_local();
+        // Whole steps of the interval that stay a period clear of the reference.
+        let steps = |periods: i64| (periods / interval - 1).max(0) * interval;
+        let local = match self.rule.get_freq() {
+            Frequency::Daily => {
+                start.checked_add_signed(Duration::days(steps((target - start).num_days())))
+            }
+            Frequency::Weekly => {
+                start.checked_add_signed(Duration::weeks(steps((target - start).num_days() / 7)))
+            }
+            Frequency::Monthly => {
+                let months = i64::from(target.year() - start.year()) * 12
+                    + i64::from(target.month())
+                    - i64::from(start.month());
+                NaiveDate::from_ymd_opt(start.year(), start.month(), 1)
+                    .and_then(|first| {
+                        first.checked_add_months(chrono::Months::new(
+                            u32::try_from(steps(months)).ok()?,
+                        ))
+                    })
+                    .map(|day| day.and_time(start.time()))
+            }
+            Frequency::Yearly => {
+                let years = i64::from(target.year() - start.year());
+                i32::try_from(steps(years))
+                    .ok()
+                    .and_then(|years| NaiveDate::from_ymd_opt(start.year() + years, 1, 1))
+                    .map(|day| day.and_time(start.time()))
+            }
+            _ => None,
+        };
+        local
+            .filter(|local| *local > start)
+            .and_then(|local| self.zone.from_local_datetime(&local).earliest())
+            .unwrap_or(self.start)
+    }
+
+    /// The rule's dates in order from `start` (`DTSTART` or a [`Self::scan_start`]), up to the
+    /// last instant RFC 3339 can write.
+    fn dates_from(&self, start: DateTime<chrono_tz::Tz>) -> impl Iterator<Item = Timestamp> {
+        // A rule with a COUNT is walked from DTSTART, to its end if need be.
+        let scan = self
+            .rule
+            .get_count()
+            .map_or(MAX_SCAN, |count| count as usize);
+        RRuleSet::new(start.with_timezone(&rrule::Tz::Tz(self.zone)))
+            .rrule(self.validated.clone())
+            .limit()
+            .into_iter()
+            .take(scan)
+            .map(|time| to_timestamp(&time))
+            .take_while(|at| *at <= Timestamp::LATEST)
+    }
+
+    /// The order dates in order, less `EXDATE`s and `skipped`: from `DTSTART`, or only those
+    /// after `after` when given.
     fn upcoming<'a>(
         &'a self,
         after: Option<Timestamp>,
         skipped: &'a [Timestamp],
     ) -> impl Iterator<Item = Timestamp> + 'a {
-        self.set
-            .clone()
-            .into_iter()
-            .take(MAX_SCAN)
-            .map(|time| to_timestamp(&time))
+        let start = after.map_or(self.start, |after| self.scan_start(after));
+        self.dates_from(start)
             .filter(move |at| after.is_none_or(|after| *at > after))
             .filter(move |at| !self.is_excluded(*at) && !skipped.contains(at))
     }
@@ -436,6 +513,24 @@ impl OrderSchedule {
     /// `skipped`; `None` when the rule has ended.
     pub fn next_after(&self, after: Timestamp, skipped: &[Timestamp]) -> Option<Timestamp> {
         self.upcoming(Some(after), skipped).next()
+    }
+
+    /// [`Self::first_from`], or the 422 on `field` that says the rule has no order date left
+    /// at `now`: what a subscription that must place orders is checked with (Create
+    /// Subscription, Change Frequency, Update Subscription, a checkout's plan).
+    pub fn upcoming_order(
+        &self,
+        now: Timestamp,
+        skipped: &[Timestamp],
+        field: &str,
+    ) -> Result<Timestamp, FieldError> {
+        self.first_from(now, skipped).ok_or_else(|| {
+            FieldError::new(
+                field,
+                "no_upcoming_order",
+                format!("{field} has no order date after {now}"),
+            )
+        })
     }
 
     /// The first order date at `at` or later (`DTSTART` itself when it lies ahead).
@@ -448,7 +543,13 @@ impl OrderSchedule {
 
     /// The order date that falls on the local calendar `day`, if any.
     pub fn occurrence_on(&self, day: NaiveDate, skipped: &[Timestamp]) -> Option<Timestamp> {
-        self.upcoming(None, skipped)
+        // From the day before in UTC: every zone's `day` begins after it.
+        let before = day.pred_opt().map(|eve| {
+            Timestamp::from(Utc.from_utc_datetime(&eve.and_time(chrono::NaiveTime::MIN)))
+        });
+        let start = before.map_or(self.start, |before| self.scan_start(before));
+        self.dates_from(start)
+            .filter(|at| !self.is_excluded(*at) && !skipped.contains(at))
             .take_while(|at| self.local_date(*at) <= day)
             .find(|at| self.local_date(*at) == day)
     }
@@ -1324,5 +1425,162 @@ mod tests {
         assert_eq!(ShopZone::of_shop("Mars/Olympus"), ShopZone::UTC);
         assert_eq!(ShopZone::of_shop("Europe/Paris").name(), "Europe/Paris");
         assert_eq!(ShopZone::parse("nowhere"), None);
+    }
+
+    /// Every date of the rule after `after`, walked from `DTSTART` with no limit: what a
+    /// search from a later start must agree with.
+    fn walked_from_dtstart(schedule: &OrderSchedule, after: Timestamp, n: usize) -> Vec<Timestamp> {
+        RRuleSet::new(schedule.start.with_timezone(&rrule::Tz::Tz(schedule.zone)))
+            .rrule(schedule.validated.clone())
+            .into_iter()
+            .map(|time| to_timestamp(&time))
+            .filter(|at| *at > after && !schedule.is_excluded(*at))
+            .take(n)
+            .collect()
+    }
+
+    fn next_dates(schedule: &OrderSchedule, after: Timestamp, n: usize) -> Vec<Timestamp> {
+        let mut out = Vec::new();
+        let mut from = after;
+        while out.len() < n {
+            let Some(next) = schedule.next_after(from, &[]) else {
+                break;
+            };
+            out.push(next);
+            from = next;
+        }
+        out
+    }
+
+    #[test]
+    fn a_search_started_near_its_date_finds_what_a_walk_from_dtstart_finds() {
+        let rules = [
+            ("DTSTART:19700101T090000Z\nRRULE:FREQ=DAILY", "UTC"),
+            (
+                "DTSTART:19700102T090000\nRRULE:FREQ=DAILY;INTERVAL=3",
+                "America/Toronto",
+            ),
+            (
+                "DTSTART:19700103T023000\nRRULE:FREQ=DAILY;BYMONTH=3,11",
+                "America/Toronto",
+            ),
+            (
+                "DTSTART:19700105T090000\nRRULE:FREQ=WEEKLY;BYDAY=MO,WE,FR",
+                "Europe/Paris",
+            ),
+            (
+                "DTSTART:19700106T090000\nRRULE:FREQ=WEEKLY;INTERVAL=2;BYDAY=TU;WKST=SU",
+                "UTC",
+            ),
+            (
+                "DTSTART:19700131T100000\nRRULE:FREQ=MONTHLY",
+                "Australia/Sydney",
+            ),
+            (
+                "DTSTART:19700130T100000\nRRULE:FREQ=MONTHLY;INTERVAL=5;BYDAY=-1FR",
+                "UTC",
+            ),
+            (
+                "DTSTART:19700102T080000\nRRULE:FREQ=MONTHLY;BYSETPOS=-1;BYDAY=MO,TU,WE,TH,FR",
+                "UTC",
+            ),
+            ("DTSTART:19720229T120000\nRRULE:FREQ=YEARLY", "UTC"),
+            (
+                "DTSTART:19710315T120000\nRRULE:FREQ=YEARLY;INTERVAL=4",
+                "America/Toronto",
+            ),
+            (
+                "DTSTART:19700101T090000Z\nRRULE:FREQ=WEEKLY;UNTIL=20270301T000000Z\n\
+                 EXDATE:20261203T090000Z",
+                "UTC",
+            ),
+        ];
+        let references = [
+            "1970-01-01T00:00:00Z",
+            "1999-12-31T23:59:59Z",
+            "2026-03-08T06:59:59Z",
+            "2026-11-01T05:30:00Z",
+            "2026-11-25T13:00:00Z",
+            "2027-02-28T12:00:00Z",
+            "2031-03-09T07:30:00Z",
+        ];
+        for (text, zone_name) in rules {
+            let schedule = schedule(text, zone_name);
+            for reference in references {
+                assert_eq!(
+                    next_dates(&schedule, at(reference), 4),
+                    walked_from_dtstart(&schedule, at(reference), 4),
+                    "{text} after {reference}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_daily_rule_begun_long_ago_still_has_its_dates() {
+        // The walk from 1900 to today is 46,000 dates: more than a search looks at.
+        for start in ["19000101T090000Z", "19160301T090000Z", "19490101T090000Z"] {
+            let daily = schedule(&format!("DTSTART:{start}\nRRULE:FREQ=DAILY"), "UTC");
+            let now = at("2026-11-25T13:00:00Z");
+            assert_eq!(
+                daily.upcoming_order(now, &[], "order_rrule"),
+                Ok(at("2026-11-26T09:00:00Z")),
+                "{start}"
+            );
+            assert_eq!(
+                daily.occurrence_on(NaiveDate::from_ymd_opt(2026, 12, 1).unwrap(), &[]),
+                Some(at("2026-12-01T09:00:00Z"))
+            );
+        }
+        let toronto = schedule(
+            "DTSTART:19000105T090000\nRRULE:FREQ=WEEKLY;BYDAY=FR",
+            "America/Toronto",
+        );
+        assert_eq!(
+            toronto.next_after(at("2026-11-25T13:00:00Z"), &[]),
+            Some(at("2026-11-27T14:00:00Z"))
+        );
+    }
+
+    #[test]
+    fn a_rule_with_no_date_ahead_has_no_upcoming_order() {
+        let ended = schedule("DTSTART:20200101T090000Z\nRRULE:FREQ=DAILY;COUNT=2", "UTC");
+        let problem = ended
+            .upcoming_order(at("2026-11-25T00:00:00Z"), &[], "subscription.order_rrule")
+            .unwrap_err();
+        assert_eq!(
+            (problem.field.as_str(), problem.code),
+            ("subscription.order_rrule", "no_upcoming_order")
+        );
+        assert_eq!(
+            ended.upcoming_order(at("2019-12-31T00:00:00Z"), &[], "f"),
+            Ok(at("2020-01-01T09:00:00Z"))
+        );
+        // Counted from DTSTART, within MAX_COUNT; above it, refused.
+        let counted = schedule(
+            "DTSTART:19000101T090000Z\nRRULE:FREQ=DAILY;COUNT=50000",
+            "UTC",
+        );
+        assert_eq!(
+            counted.next_after(at("2026-11-25T13:00:00Z"), &[]),
+            Some(at("2026-11-26T09:00:00Z"))
+        );
+        let problem = refused("DTSTART:19000101T090000Z\nRRULE:FREQ=DAILY;COUNT=100001");
+        assert_eq!(problem.code, "unsupported_rrule");
+    }
+
+    #[test]
+    fn no_date_is_given_past_the_year_9999() {
+        let problem = refused("DTSTART;TZID=America/Toronto:99991230T230000\nRRULE:FREQ=DAILY");
+        assert_eq!(
+            problem.code, "not_recurring",
+            "one date, then the year 10000 in UTC"
+        );
+        let last = schedule("DTSTART:99991201T090000Z\nRRULE:FREQ=DAILY", "UTC");
+        assert_eq!(last.next_after(at("9999-12-31T09:00:00Z"), &[]), None);
+        assert_eq!(
+            last.next_after(at("9999-12-30T09:00:00Z"), &[]),
+            Some(at("9999-12-31T09:00:00Z"))
+        );
     }
 }

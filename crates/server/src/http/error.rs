@@ -110,6 +110,38 @@ impl ApiError {
         )
     }
 
+    /// The body did not arrive within the body deadline (`--body-timeout-s`).
+    pub fn body_timeout() -> Self {
+        ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "request.timeout",
+            "body",
+            "the request body did not arrive in time",
+        )
+    }
+
+    /// The body broke off before its end (the client closed the connection, or its chunks
+    /// do not parse).
+    pub fn unreadable_body(detail: impl fmt::Display) -> Self {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "request.malformed",
+            "body",
+            format!("the request body could not be read ({detail})"),
+        )
+    }
+
+    /// The status and the first problem's message: for answers in another error format (the
+    /// OAuth token endpoint's, RFC 6749).
+    pub fn status_and_message(&self) -> (StatusCode, String) {
+        let message = self
+            .entries
+            .first()
+            .map(|entry| entry.message.clone())
+            .unwrap_or_default();
+        (self.status, message)
+    }
+
     pub fn unsupported_media_type() -> Self {
         ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,

@@ -151,32 +151,65 @@ fn declared_length(request: &HttpRequest) -> Option<usize> {
         .ok()
 }
 
+/// Reads the request's body: at most the app's `max_body_bytes` (413 past it, told by
+/// `Content-Length` before anything is read when it says so), within the body deadline of
+/// [`super::middleware::body_deadline`] (408), or 400 when the body breaks off.
+pub fn read_body(
+    request: &HttpRequest,
+    payload: &mut Payload,
+) -> Pin<Box<dyn Future<Output = Result<web::Bytes, ApiError>>>> {
+    use actix_web::error::PayloadError;
+    let limit = request
+        .app_data::<web::Data<AppState>>()
+        .map_or(1 << 20, |state| state.max_body_bytes);
+    if declared_length(request).is_some_and(|length| length > limit) {
+        return Box::pin(async move { Err(ApiError::payload_too_large(limit)) });
+    }
+    let bytes = web::Bytes::from_request(request, payload);
+    Box::pin(async move {
+        bytes
+            .await
+            .map_err(|error| match error.as_error::<PayloadError>() {
+                Some(PayloadError::Overflow) => ApiError::payload_too_large(limit),
+                Some(PayloadError::Io(io)) if io.kind() == std::io::ErrorKind::TimedOut => {
+                    ApiError::body_timeout()
+                }
+                _ => ApiError::unreadable_body(&error),
+            })
+    })
+}
+
 impl FromRequest for JsonBody {
     type Error = ApiError;
     type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
 
     fn from_request(request: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let limit = request
-            .app_data::<web::Data<AppState>>()
-            .map_or(1 << 20, |state| state.max_body_bytes);
         if !is_json(request) {
             return Box::pin(async { Ok(JsonBody(Err(ApiError::unsupported_media_type()))) });
         }
-        if declared_length(request).is_some_and(|length| length > limit) {
-            return Box::pin(async move { Ok(JsonBody(Err(ApiError::payload_too_large(limit)))) });
-        }
-        let bytes = web::Bytes::from_request(request, payload);
-        Box::pin(async move {
-            let body = bytes.await.map_err(|error| {
-                match error.as_error::<actix_web::error::PayloadError>() {
-                    Some(actix_web::error::PayloadError::Overflow) => {
-                        ApiError::payload_too_large(limit)
-                    }
-                    _ => ApiError::malformed_json(format!("the body could not be read ({error})")),
-                }
-            });
-            Ok(JsonBody(body))
-        })
+        let body = read_body(request, payload);
+        Box::pin(async move { Ok(JsonBody(body.await)) })
+    }
+}
+
+/// A request body of any content type (the OAuth forms), read by [`read_body`]. Extracting it
+/// never fails: its problem (413, 408, 400) comes out of [`RawBody::bytes`], for the handler
+/// to answer in the form its clients read.
+pub struct RawBody(Result<web::Bytes, ApiError>);
+
+impl FromRequest for RawBody {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(request: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let body = read_body(request, payload);
+        Box::pin(async move { Ok(RawBody(body.await)) })
+    }
+}
+
+impl RawBody {
+    pub fn bytes(self) -> Result<web::Bytes, ApiError> {
+        self.0
     }
 }
 

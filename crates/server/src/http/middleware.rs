@@ -68,6 +68,60 @@ fn refuse_nul(request: &ServiceRequest) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// Bounds how long a request's body may take to arrive: the app's `body_timeout` from the
+/// end of its headers. A body still arriving then ends in an error of kind `TimedOut`, which
+/// the body readers answer 408 ([`super::extract::read_body`]); actix-http then closes the
+/// connection, as it does after any answer to a body not read to its end. Without this, a
+/// client that announces a body and sends it slowly, or never, holds its connection (and a
+/// file descriptor) for as long as it likes.
+pub async fn body_deadline(
+    mut request: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, Error> {
+    let timeout = request
+        .app_data::<actix_web::web::Data<super::state::AppState>>()
+        .map(|state| state.body_timeout);
+    if let Some(timeout) = timeout {
+        let payload = request.take_payload();
+        let timed: actix_http::BoxedPayloadStream = Box::pin(TimedPayload {
+            payload,
+            deadline: Box::pin(actix_web::rt::time::sleep(timeout)),
+        });
+        request.set_payload(timed.into());
+    }
+    next.call(request).await
+}
+
+/// A request body that fails with `TimedOut` once its deadline passes.
+struct TimedPayload {
+    payload: actix_web::dev::Payload,
+    deadline: std::pin::Pin<Box<actix_web::rt::time::Sleep>>,
+}
+
+impl futures_core::Stream for TimedPayload {
+    type Item = Result<actix_web::web::Bytes, actix_web::error::PayloadError>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        use std::future::Future;
+        use std::task::Poll;
+        if let Poll::Ready(item) = std::pin::Pin::new(&mut self.payload).poll_next(cx) {
+            return Poll::Ready(item);
+        }
+        match self.deadline.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Some(Err(actix_web::error::PayloadError::Io(
+                std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "the request body did not arrive in time",
+                ),
+            )))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 
 /// The request's id: the client's `X-Request-Id` when it is 1 to 128 visible ASCII characters
@@ -140,8 +194,10 @@ pub async fn log_request(
         };
         log::log!(target: "mercer::http", level, "{method} {route} failed: {cause} request_id={id}");
     }
+    // Every label takes a value from a fixed set, whatever the client sends: a method of its
+    // own invention or an unknown path would otherwise make a series each, for good.
     let labels = [
-        ("method", method.to_string()),
+        ("method", method_label(&method).to_string()),
         ("route", route),
         ("status", status.as_u16().to_string()),
     ];
@@ -149,6 +205,17 @@ pub async fn log_request(
     metrics::histogram!("mercer_http_request_seconds", &labels[..2]).record(elapsed);
     log::info!(target: "mercer::http", "{method} {path} {} {:.1}ms request_id={id}", status.as_u16(), elapsed * 1000.0);
     result.map_err(Error::from)
+}
+
+/// The method as a metrics label: one of HTTP's own, or `other`.
+fn method_label(method: &Method) -> &'static str {
+    const KNOWN: [&str; 9] = [
+        "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE",
+    ];
+    KNOWN
+        .into_iter()
+        .find(|known| *known == method.as_str())
+        .unwrap_or("other")
 }
 
 /// CORS for routes that pages of any origin call with credentials (the storefront's: the

@@ -51,6 +51,7 @@ pub fn app(
             Err::<String, _>(ApiError::route_not_found())
         }))
         .wrap(from_fn(middleware::api_version))
+        .wrap(from_fn(middleware::body_deadline))
         .wrap(from_fn(middleware::log_request))
 }
 
@@ -59,6 +60,8 @@ pub struct ServeOptions {
     pub workers: Option<usize>,
     /// How long a graceful stop waits for requests in flight.
     pub shutdown_timeout_secs: u64,
+    /// Most client connections open at once, all workers together.
+    pub max_connections: usize,
 }
 
 /// A bound server: its addresses are known before it runs (the bind may ask for port 0).
@@ -76,9 +79,13 @@ pub fn bind(state: AppState, options: &ServeOptions) -> std::io::Result<BoundSer
         // Signals are ours (see `BoundServer::run`): actix would stop at once on SIGINT.
         .disable_signals()
         .shutdown_timeout(options.shutdown_timeout_secs);
-    if let Some(workers) = options.workers {
-        builder = builder.workers(workers);
-    }
+    let workers = options.workers.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
+    });
+    // actix counts connections per worker: the cap is shared out, rounding up.
+    builder = builder
+        .workers(workers)
+        .max_concurrent_connections(options.max_connections.div_ceil(workers.max(1)));
     let mut addresses = Vec::new();
     for listener in transport::listeners(&options.bind)? {
         let address = listener.local_addr()?;

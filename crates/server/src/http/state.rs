@@ -23,6 +23,8 @@ pub struct AppState {
     pub clock: OffsetClock,
     /// Largest request body accepted, in bytes.
     pub max_body_bytes: usize,
+    /// How long a request's body may take to arrive (`--body-timeout-s`).
+    pub body_timeout: std::time::Duration,
     pub connector: PlatformConnectorHandle,
     /// Stores inbound events before their 202.
     pub ingest: Ingest,

@@ -18,6 +18,8 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::http::error::ApiError;
+use crate::http::extract::RawBody;
+use crate::http::sign_in_limiter;
 use crate::http::state::{AppState, run_blocking};
 
 const AUTHORIZE_PATH: &str = "/accounts/dashboard/authorize";
@@ -262,8 +264,9 @@ fn too_many(wait_seconds: u64) -> HttpResponse {
 pub async fn authorize_submit(
     state: web::Data<AppState>,
     request: HttpRequest,
-    body: web::Bytes,
+    body: RawBody,
 ) -> Result<HttpResponse, ApiError> {
+    let body = body.bytes()?;
     let (Ok(params), Ok(fields), false) = (
         serde_urlencoded::from_bytes::<AuthorizeParams>(&body),
         serde_urlencoded::from_bytes::<SignInFields>(&body),
@@ -298,24 +301,23 @@ pub async fn authorize_submit(
         params.shop.clone().unwrap_or_default(),
         fields.email.clone(),
     );
-    let found = state
-        .read(move |tx| oauth::find_staff(tx, &shop_reference, &email))
-        .await?;
+    let client = sign_in_limiter::client_key(address).to_string();
     let now = state.now();
-    let _claim = match &found {
-        Some((_, staff)) => {
-            if let Some(wait) = oauth::locked_for(staff, now) {
-                return Ok(too_many(u64::try_from(wait).unwrap_or(1)));
-            }
-            // One attempt at a time per account: a burst cannot outrun the lock.
-            match state.sign_ins.claim_account(staff.id) {
-                Some(claim) => Some(claim),
-                None => return Ok(too_many(1)),
-            }
-        }
-        None => None,
+    let attempt = state
+        .read(move |tx| oauth::begin_sign_in(tx, &shop_reference, &email, &client, now))
+        .await?;
+    // Whether or not the account exists, from here on it is answered the same way.
+    if let Some(wait) = attempt.locked_for {
+        return Ok(too_many(u64::try_from(wait).unwrap_or(1)));
+    }
+    // One attempt at a time per key: a burst cannot outrun the lock.
+    let Some(_claim) = state.sign_ins.claim_account(&attempt.key) else {
+        return Ok(too_many(1));
     };
-    let stored_hash = found.as_ref().map(|(_, staff)| staff.password_hash.clone());
+    let stored_hash = attempt
+        .staff
+        .as_ref()
+        .map(|(_, staff)| staff.password_hash.clone());
     let password = fields.password.clone();
     let Ok(_permit) = state.sign_ins.checks.acquire().await else {
         return Err(ApiError::internal().with_cause("the password check limiter is closed"));
@@ -328,16 +330,15 @@ pub async fn authorize_submit(
         Ok(oauth::verify_password(&password, hash))
     })
     .await?;
-    let staff = match found {
+    let key = attempt.key.clone();
+    let staff = match attempt.staff {
         Some((_, staff)) if matches => staff,
-        found => {
-            if let Some((_, staff)) = found {
-                let locked = state
-                    .write(move |tx| oauth::record_sign_in(tx, staff.id, false, now))
-                    .await?;
-                if let Some(seconds) = locked {
-                    return Ok(too_many(u64::try_from(seconds).unwrap_or(1)));
-                }
+        _ => {
+            let locked = state
+                .write(move |tx| oauth::record_sign_in(tx, &key, false, now))
+                .await?;
+            if let Some(seconds) = locked {
+                return Ok(too_many(u64::try_from(seconds).unwrap_or(1)));
             }
             return Ok(consent_page(
                 StatusCode::UNAUTHORIZED,
@@ -352,7 +353,7 @@ pub async fn authorize_submit(
     let approved = valid.clone();
     let code = state
         .write(move |tx| {
-            oauth::record_sign_in(tx, staff.id, true, now)?;
+            oauth::record_sign_in(tx, &key, true, now)?;
             oauth::issue_code(tx, &approved, &staff, now)
         })
         .await?;
@@ -409,8 +410,21 @@ fn form_holds_nul(body: &[u8]) -> bool {
 pub async fn token(
     state: web::Data<AppState>,
     request: HttpRequest,
-    body: web::Bytes,
+    body: RawBody,
 ) -> Result<HttpResponse, ApiError> {
+    // Even a body too large, or too slow, is refused in RFC 6749's form here.
+    let body = match body.bytes() {
+        Ok(body) => body,
+        Err(error) => {
+            let (status, description) = error.status_and_message();
+            let mut answer = oauth_error(&OAuthError {
+                error: "invalid_request",
+                description,
+            });
+            *answer.status_mut() = status;
+            return Ok(answer);
+        }
+    };
     let content_type = request
         .headers()
         .get(header::CONTENT_TYPE)
