@@ -193,10 +193,12 @@ fn a_sync_killed_midway_goes_on_after_a_restart(backend: Backend) {
     // Eight pages, and at most the one in flight when the process died fetched twice.
     let calls = list_calls(&sim);
     assert!((8..=9).contains(&calls), "{calls} list calls");
+    // The line is logged just after the run's end is committed, and read from the process's
+    // standard error by a thread: it may come a moment after the status.
     assert!(
-        restarted
+        wait_until(Duration::from_secs(10), || restarted
             .log()
-            .contains(&format!("customers sync {run} of shop")),
+            .contains(&format!("customers sync {run} of shop"))),
         "the restarted process ended the sync: {}",
         restarted.log()
     );

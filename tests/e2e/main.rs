@@ -12,6 +12,7 @@ mod events;
 mod foundation;
 mod hostile_bodies;
 mod hostile_input;
+mod hostile_probe;
 mod jobs;
 mod lifecycle;
 mod oauth;

@@ -409,6 +409,86 @@ fn failed_sign_ins_are_rate_limited(backend: Backend) {
     assert_eq!(sign_in(&server, &world, &query, PASSWORD).status, 429);
 }
 
+/// Signs in as `email` with `password` from the local address `source` (any of 127.0.0.0/8
+/// reaches the server): the answer's status and `Retry-After`.
+fn sign_in_from(
+    source: [u8; 4],
+    server: &MercerServer,
+    query: &[(String, String)],
+    email: &str,
+    password: &str,
+) -> (u16, Option<String>) {
+    use std::io::{BufRead, BufReader, Write};
+    let mut fields = query.to_vec();
+    for (name, value) in [
+        ("email", email),
+        ("password", password),
+        ("decision", "approve"),
+    ] {
+        fields.push((name.to_string(), value.to_string()));
+    }
+    let body = query_string(&fields);
+    let target: std::net::SocketAddr = server
+        .base_url
+        .trim_start_matches("http://")
+        .parse()
+        .unwrap();
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    socket
+        .bind(&std::net::SocketAddr::from((source, 0)).into())
+        .unwrap();
+    socket.connect(&target.into()).unwrap();
+    let mut stream: std::net::TcpStream = socket.into();
+    write!(
+        stream,
+        "POST /accounts/dashboard/authorize HTTP/1.1\r\nHost: mercer\r\nConnection: close\r\n\
+         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut status = String::new();
+    reader.read_line(&mut status).unwrap();
+    let mut retry_after = None;
+    for line in reader.lines().map_while(Result::ok) {
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':')
+            && name.eq_ignore_ascii_case("retry-after")
+        {
+            retry_after = Some(value.trim().to_string());
+        }
+    }
+    let code = status.split_whitespace().nth(1).unwrap().parse().unwrap();
+    (code, retry_after)
+}
+
+fn a_lock_holds_one_account_and_address_and_tells_no_account_apart(backend: Backend) {
+    let server = MercerServer::in_process(backend);
+    let world = oauth_world(&server, REDIRECT);
+    let query = authorize_query(&world, &[]);
+    let guesses = |email: &str| -> Vec<(u16, Option<String>)> {
+        (0..6)
+            .map(|_| sign_in_from([127, 0, 0, 1], &server, &query, email, "wrong password"))
+            .collect()
+    };
+    // A real account and an unknown one are answered alike, lock included.
+    for email in [world.email.as_str(), "nobody@demo.test"] {
+        let answers = guesses(email);
+        let statuses: Vec<u16> = answers.iter().map(|(status, _)| *status).collect();
+        assert_eq!(statuses, [401, 401, 401, 401, 429, 429], "{email}");
+        assert_eq!(answers[4].1.as_deref(), Some("30"), "{email}");
+        assert!(answers[5].1.is_some(), "{email}");
+    }
+    // The owner, from another address, is not locked out by these guesses.
+    let (status, _) = sign_in_from([127, 0, 0, 2], &server, &query, &world.email, PASSWORD);
+    assert_eq!(status, 303, "the owner signs in from elsewhere");
+    // From the guessing address the account stays locked, even for the right password.
+    let (status, _) = sign_in_from([127, 0, 0, 1], &server, &query, &world.email, PASSWORD);
+    assert_eq!(status, 429);
+}
+
 fn a_burst_of_sign_ins_cannot_outrun_the_lock(backend: Backend) {
     let server = MercerServer::in_process(backend);
     let world = oauth_world(&server, REDIRECT);
@@ -431,5 +511,6 @@ backend_tests!(
     pkce_lets_a_public_client_exchange_without_a_secret,
     bad_requests_get_rfc_6749_errors,
     failed_sign_ins_are_rate_limited,
+    a_lock_holds_one_account_and_address_and_tells_no_account_apart,
     a_burst_of_sign_ins_cannot_outrun_the_lock,
 );
