@@ -418,22 +418,20 @@ pub struct SignInKey {
     pub client: String,
 }
 
-/// What a sign-in attempt starts from: the account it names (if there is one), the key its
-/// failures count under, and how long that key is still locked for, in seconds.
+/// What a sign-in attempt starts from: the account it names (if there is one), and the key
+/// its failures count under ([`sign_in_locked_for`] tells whether it may try).
 #[derive(Debug, Clone)]
 pub struct SignInAttempt {
     pub staff: Option<(Shop, StaffAccount)>,
     pub key: SignInKey,
-    pub locked_for: Option<i64>,
 }
 
-/// Looks up the account a sign-in names and whether its pair with `client` is locked.
+/// Looks up the account a sign-in names, and the key of its pair with `client`.
 pub fn begin_sign_in(
     tx: &mut dyn AccessRepositories,
     shop_reference: &str,
     email: &str,
     client: &str,
-    now: Timestamp,
 ) -> Result<SignInAttempt, DomainError> {
     let shop = find_shop_by_reference(tx, shop_reference)?;
     let email = normalize_email(email);
@@ -452,15 +450,19 @@ pub fn begin_sign_in(
             .map(|staff| (shop, staff)),
         None => None,
     };
-    let locked_for = tx.sign_in_locked_until(&key)?.and_then(|until| {
+    Ok(SignInAttempt { staff, key })
+}
+
+/// Seconds the key must still wait before it may try again, if it is locked.
+pub fn sign_in_locked_for(
+    tx: &mut dyn AccessRepositories,
+    key: &SignInKey,
+    now: Timestamp,
+) -> Result<Option<i64>, DomainError> {
+    Ok(tx.sign_in_locked_until(key)?.and_then(|until| {
         let wait = until.as_micros() - now.as_micros();
         (wait > 0).then(|| (wait + 999_999) / 1_000_000)
-    });
-    Ok(SignInAttempt {
-        staff,
-        key,
-        locked_for,
-    })
+    }))
 }
 
 /// Records a sign-in's outcome for its key. A success clears the failures; a failure counts
@@ -986,16 +988,24 @@ mod tests {
         assert!(exchange(&world, public(Some(verifier)), now).is_ok());
     }
 
-    fn attempt(
-        world: &World,
-        shop: &str,
-        email: &str,
-        client: &str,
-        now: Timestamp,
-    ) -> SignInAttempt {
+    /// The attempt's key, and how long it is locked for at `now`.
+    struct Tried {
+        key: SignInKey,
+        known: bool,
+        locked_for: Option<i64>,
+    }
+
+    fn attempt(world: &World, shop: &str, email: &str, client: &str, now: Timestamp) -> Tried {
         world
             .db
-            .read(|tx| begin_sign_in(tx, shop, email, client, now))
+            .read(|tx| {
+                let attempt = begin_sign_in(tx, shop, email, client)?;
+                Ok(Tried {
+                    locked_for: sign_in_locked_for(tx, &attempt.key, now)?,
+                    known: attempt.staff.is_some(),
+                    key: attempt.key,
+                })
+            })
             .unwrap()
     }
 
@@ -1030,7 +1040,7 @@ mod tests {
         );
         let locked = attempt(&world, &shop, "owner@shop.test", "192.0.2.1", now);
         assert_eq!(locked.locked_for, Some(480));
-        assert!(locked.staff.is_some());
+        assert!(locked.known);
         // The same account by its domain and another spelling of its email: the same lock.
         let by_domain = attempt(
             &world,
@@ -1079,7 +1089,7 @@ mod tests {
             ("unknown.shop.test", "owner@shop.test"),
         ] {
             let unknown = attempt(&world, shop, email, "192.0.2.1", now);
-            assert!(unknown.staff.is_none());
+            assert!(!unknown.known);
             let locks: Vec<_> = (0..5)
                 .map(|_| {
                     world

@@ -343,9 +343,19 @@ pub fn parse_shipping_line_choice(body: &Value) -> Result<String, DomainError> {
     })
 }
 
-/// `addDiscount` / `deleteDiscount`: `{"code"}`, trimmed. A code holding an invisible
+/// `addDiscount` / `validateDiscount`: `{"code"}`, trimmed. A code holding an invisible
 /// character is refused: it would look like another code, and could be taken for it.
 pub fn parse_discount_code(body: &Value) -> Result<String, DomainError> {
+    read_code(body, true)
+}
+
+/// `deleteDiscount`: `{"code"}`, trimmed: a code applied already, whatever it holds (one
+/// applied before invisible characters were refused can still be taken off).
+pub fn parse_applied_discount_code(body: &Value) -> Result<String, DomainError> {
+    read_code(body, false)
+}
+
+fn read_code(body: &Value, refuse_invisible: bool) -> Result<String, DomainError> {
     read_body(body, |fields| {
         let code = fields.required_text("code")?;
         if code.chars().count() > 255 {
@@ -354,7 +364,9 @@ pub fn parse_discount_code(body: &Value) -> Result<String, DomainError> {
                 "length",
                 "code must be at most 255 characters",
             ));
-        } else if let Err(problem) = crate::kernel::limits::check_visible("code", &code) {
+        } else if refuse_invisible
+            && let Err(problem) = crate::kernel::limits::check_visible("code", &code)
+        {
             fields.problems.push(problem);
         }
         Some(code)

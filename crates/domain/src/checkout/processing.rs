@@ -174,6 +174,7 @@ pub fn process_order<D: CheckoutDatabase + OverrideDatabase>(
         ));
     }
     order.document.is_processed = true;
+    order.document.processed_at = Some(now);
     order.document.failure = None;
     order.status = CheckoutStatus::Processed;
     CheckoutDatabase::write_tx(context.db, |tx| {
@@ -668,8 +669,10 @@ fn gift_card_key() -> String {
 
 /// The subscriptions the order's plans make (line items carrying `order_rrule`, grouped by
 /// rule and group): `customer_created` for a new customer, `subscription_created`, and
-/// `subscription_order_created` for this, its first order. A plan that does not make a
-/// subscription (checked at init, so not expected) is logged, not failed: the order stands.
+/// `subscription_order_created` for this, its first order, placed when the order was processed
+/// (its next order is the rule's first date after that, however late the push comes). A plan
+/// that does not make a subscription (checked at init and at Process Order, so not expected)
+/// is logged, not failed: the order stands.
 fn subscriptions(
     tx: &mut dyn CheckoutRepositories,
     shop: &Shop,
@@ -693,7 +696,8 @@ fn subscriptions(
         }
     }
     for (index, ((rule, group), items)) in plans.into_iter().enumerate() {
-        let body = subscription_body(shop, order, &rule, &group, &items, index, now);
+        let placed = order.document.processed_at.unwrap_or(now);
+        let body = subscription_body(shop, order, &rule, &group, &items, index, placed);
         let new = match NewSubscription::parse(&body, shop, now) {
             Ok(new) => new,
             Err(error) => {
@@ -713,7 +717,7 @@ fn subscriptions(
             "source": "checkout",
             "public_order_id": order.public_order_id,
             "platform_order_id": order.platform_order_id,
-            "order_datetime": now,
+            "order_datetime": placed,
             "total": items
                 .iter()
                 .fold(0i64, |total, item| total.saturating_add(item.total().0)),
@@ -739,7 +743,7 @@ fn subscription_body(
     group: &str,
     items: &[&CheckoutLineItem],
     index: usize,
-    now: Timestamp,
+    placed: Timestamp,
 ) -> Value {
     let document = &order.document;
     let customer = document.customer.clone().unwrap_or_default();
@@ -756,10 +760,10 @@ fn subscription_body(
     let shipping = address(document.shipping_address.as_ref())
         .or_else(|| address(document.billing_address.as_ref()));
     let payment = document.payments.first();
-    // This order is the plan's first: the next is the rule's first date after now.
+    // This order is the plan's first: the next is the rule's first date after it.
     let next_order = OrderSchedule::parse(rule, ShopZone::of_shop(&shop.timezone), "order_rrule")
         .ok()
-        .and_then(|schedule| schedule.next_after(now, &[]));
+        .and_then(|schedule| schedule.next_after(placed, &[]));
     let line_items: Vec<Value> = items
         .iter()
         .map(|item| {
@@ -794,8 +798,8 @@ fn subscription_body(
                 "gateway_name": p.gateway_public_id,
                 "gateway_payment_id": p.token,
             })),
-            "placed_at": now,
-            "last_order_datetime": now,
+            "placed_at": placed,
+            "last_order_datetime": placed,
             "next_order_datetime": next_order,
             "external_id": order.public_order_id,
         }

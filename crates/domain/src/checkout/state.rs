@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::access::credentials::Secret;
 use crate::kernel::money::{Cents, CurrencyCode};
+use crate::kernel::time::Timestamp;
 use crate::overrides::{OrderOverride, OverrideTarget, OverrideType};
 
 /// A customer of the checkout (`ICustomer`): a guest, with no platform id.
@@ -163,6 +164,10 @@ pub struct CheckoutDocument {
     /// Why the last push to the platform, or the last payment, failed.
     #[serde(default)]
     pub failure: Option<String>,
+    /// When Process Order accepted the order: when its subscription plans' first order was
+    /// placed, whenever the push to the platform comes.
+    #[serde(default)]
+    pub processed_at: Option<Timestamp>,
 }
 
 /// The order's amounts, computed from what it holds.
@@ -200,6 +205,7 @@ impl CheckoutDocument {
             order_overrides: Vec::new(),
             platform_friendly_identifier: None,
             failure: None,
+            processed_at: None,
         }
     }
 

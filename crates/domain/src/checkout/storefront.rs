@@ -777,8 +777,8 @@ pub fn set_taxes<D: CheckoutDatabase + OverrideDatabase>(
 // Discounts
 
 /// What the `discount` override says of a code: its value, or `None` when it is not valid. No
-/// override, no discount codes. The override is shown the discounts applied already (the one
-/// asked about left out), so it can refuse a second of a kind; the discount is kept under the
+/// override, no discount codes. The override is shown the discounts applied already (those of
+/// the code asked about, in any letter case, left out), so it can refuse a second of a kind; the discount is kept under the
 /// code the override answers, which is how the override compares codes (`canon` answered as
 /// `CANON` is the discount `CANON`).
 pub(crate) fn value_discount<D: CheckoutDatabase + OverrideDatabase>(
@@ -793,7 +793,7 @@ pub(crate) fn value_discount<D: CheckoutDatabase + OverrideDatabase>(
         .discounts
         .iter()
         .zip(values)
-        .filter(|(discount, _)| discount.code != code)
+        .filter(|(discount, _)| !same_code(&discount.code, code))
         .map(|(discount, value)| json!({"code": discount.code, "amount": value, "text": discount.text}))
         .collect();
     let data = json!({
@@ -865,15 +865,20 @@ pub fn validate_discount<D: CheckoutDatabase + OverrideDatabase>(
     Ok(answer(&order, json!({"valid": true, "discount": shown})))
 }
 
+/// Whether two codes differ by letter case alone, as a shopper's spelling and the code the
+/// override answered often do (`canon`, `CANON`).
+fn same_code(a: &str, b: &str) -> bool {
+    a == b || a.to_lowercase() == b.to_lowercase()
+}
+
 /// Where the applied discount `code` names is: the one of that code, else the only one whose
-/// code differs from it by letter case alone (the shopper types `canon`, the override answered
-/// `CANON`).
+/// code differs from it by letter case alone.
 fn applied_discount(discounts: &[CheckoutDiscount], code: &str) -> Option<usize> {
     discounts.iter().position(|d| d.code == code).or_else(|| {
         let mut by_case = discounts
             .iter()
             .enumerate()
-            .filter(|(_, d)| d.code.to_lowercase() == code.to_lowercase());
+            .filter(|(_, d)| same_code(&d.code, code));
         match (by_case.next(), by_case.next()) {
             (Some((index, _)), None) => Some(index),
             _ => None,
@@ -919,11 +924,12 @@ fn check_gateway(input: &PaymentInput) -> Result<(), DomainError> {
     }
 }
 
-/// A payment of `amount` against the order's `balance`: at least a cent, never more than the
-/// balance; the message says which.
-fn check_payment_amount(amount: Cents, balance: Cents) -> Result<(), DomainError> {
+/// A payment of `amount` where `room` is left for it (the order's balance, or for a payment
+/// changed, the balance without that payment): at least a cent, never more than the room. The
+/// message names the order's own `balance`.
+fn check_payment_amount(amount: Cents, room: Cents, balance: Cents) -> Result<(), DomainError> {
     let refuse = |code, message: String| Err(DomainError::invalid("amount", code, message));
-    if balance < Cents(1) {
+    if room < Cents(1) {
         refuse(
             "nothing_to_pay",
             format!(
@@ -936,12 +942,13 @@ fn check_payment_amount(amount: Cents, balance: Cents) -> Result<(), DomainError
             "invalid_amount",
             "a payment's amount must be at least 1 cent".to_string(),
         )
-    } else if amount > balance {
+    } else if amount > room {
         refuse(
             "exceeds_balance",
             format!(
-                "a payment of {} cents is more than the order's balance of {} cents",
-                amount.0, balance.0
+                "a payment of {} cents is more than the {} cents left to pay (the order's \
+                 balance is {} cents)",
+                amount.0, room.0, balance.0
             ),
         )
     } else {
@@ -961,7 +968,7 @@ pub fn add_payment<D: CheckoutDatabase>(
     change(db, call, now, |_, order| {
         let balance = order.document.amounts().balance;
         let amount = Cents(input.amount.unwrap_or(balance.0));
-        check_payment_amount(amount, balance)?;
+        check_payment_amount(amount, balance, balance)?;
         let payment = CheckoutPayment {
             id: random_hex(12),
             gateway_public_id: input.gateway_public_id.clone(),
@@ -999,7 +1006,7 @@ pub fn update_payment<D: CheckoutDatabase>(
         // The balance as it would be without this payment.
         let room = Cents(document.payments[index].amount.0.saturating_add(balance.0));
         let amount = Cents(input.amount.unwrap_or(room.0));
-        check_payment_amount(amount, room)?;
+        check_payment_amount(amount, room, balance)?;
         document.payments[index].amount = amount;
         let payment = document.payments[index].clone();
         Ok(json!({"payment": payment_json(&payment, &document.currency)}))

@@ -995,18 +995,23 @@ fn a_code_in_any_spelling_the_override_takes_is_one_discount() {
     assert_eq!(state["discounts"][0]["code"], "TEN");
     assert_eq!(state["order_total"], 2 * 1250 - 1000);
     assert!(consistent(&state));
-    // The override is shown what is applied already (the code asked about left out).
+    // The override is shown what is applied already, the code asked about (in any case)
+    // left out.
     let requests = discount_requests(&w);
-    assert_eq!(requests[0]["applied_discounts"], json!([]));
     assert_eq!(requests[0]["code"], "ten");
+    for request in &requests {
+        assert_eq!(request["applied_discounts"], json!([]), "{request}");
+    }
+    add_discount(&w.context(2), &call, "OTHER").unwrap();
     assert_eq!(
-        requests[1]["applied_discounts"],
+        discount_requests(&w)[4]["applied_discounts"],
         json!([{"code": "TEN", "amount": 1000, "text": "10 off"}])
     );
+    let state = storefront::refresh(&w.db, &call, at(3)).unwrap()["application_state"].clone();
     assert_eq!(
-        requests[2]["applied_discounts"],
-        json!([]),
-        "TEN itself is left out"
+        state["discounts"].as_array().unwrap().len(),
+        1,
+        "answered as TEN"
     );
     // Removed by the code the shopper typed, in the case they typed it.
     storefront::delete_discount(&w.context(4), &call, "ten").unwrap();
@@ -1152,6 +1157,27 @@ fn the_balance_a_refused_payment_names_is_the_orders_own() {
         }
         other => panic!("{other:?}"),
     }
+    // Changing the one payment: it may cover the total, 3260, and the message says the
+    // balance is -1000.
+    let token = storefront::payments(&w.db, &call, at(6)).unwrap()["payments"][0]["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let update = parse_payment(&json!({"gateway_public_id": "test", "token": token,
+                                       "amount": 5000}))
+    .unwrap();
+    match storefront::update_payment(&w.db, &call, update, at(7)) {
+        Err(DomainError::Invalid(ref p)) => {
+            assert_eq!(p[0].code, "exceeds_balance");
+            assert!(
+                p[0].message.contains("3260 cents left to pay")
+                    && p[0].message.contains("balance is -1000 cents"),
+                "{}",
+                p[0].message
+            );
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]
@@ -1192,4 +1218,36 @@ fn a_plan_without_an_upcoming_order_is_refused_before_anything_is_charged() {
         "{late:?}"
     );
     assert!(w.topics().is_empty(), "{:?}", w.topics());
+}
+
+#[test]
+fn a_plan_processed_in_time_makes_its_subscription_however_late_the_push() {
+    let mut w = World::new();
+    // Its last date is 12:00 on 18 November; the order is processed at 11:06 that day.
+    let call = w.init(json!({"cart_items": [
+        {"platform_id": "var-1", "quantity": 1, "line_item_key": "plan",
+         "line_item_properties": {
+             "order_rrule": "DTSTART:20261101T120000Z\nRRULE:FREQ=DAILY;UNTIL=20261118T120000Z"}}]}));
+    w.ready_to_process(&call, "tok_success");
+    process_order(&w.context(5), &call).unwrap();
+    // The push runs two days later, the rule long ended: the subscription is made all the
+    // same, with the order date the rule had left when the order was processed.
+    let order = w.order_by_status(CheckoutStatus::Processed);
+    let job = PushOrderJob {
+        checkout_id: order.id,
+    };
+    assert!(matches!(
+        push_order(&w.db, &w.platform, job, false, at(2 * 86_400)).unwrap(),
+        Pushed::Created { .. }
+    ));
+    let sent = w.sent(WebhookKind::Subscription);
+    let (_, created) = sent
+        .iter()
+        .find(|(topic, _)| topic == "subscription_created")
+        .expect("a subscription was made");
+    assert_eq!(
+        created["data"]["next_order_datetime"],
+        "2026-11-18T12:00:00Z"
+    );
+    assert_eq!(created["data"]["placed_at"], at(5).to_rfc3339());
 }

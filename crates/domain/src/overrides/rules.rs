@@ -312,6 +312,8 @@ pub struct TaxLine {
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Discount {
+    /// The code the discount is kept under; left out or empty, the code as typed.
+    #[serde(default)]
     pub code: String,
     /// Minor units (cents).
     pub amount: u64,

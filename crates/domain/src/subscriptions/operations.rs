@@ -439,8 +439,10 @@ pub fn take_subscription_action(
                 state.next_order_datetime,
                 &state.skipped_dates,
                 now,
-            );
-            state.next_order_datetime = next;
+                "order_rrule",
+            )
+            .map_err(|problem| DomainError::Invalid(vec![problem]))?;
+            state.next_order_datetime = Some(next);
             moved = next_moved;
         }
         ActionRequest::Skip { order_datetime } => {
@@ -700,8 +702,10 @@ pub fn update_subscription(
                 state.next_order_datetime,
                 &state.skipped_dates,
                 now,
-            );
-            state.next_order_datetime = next;
+                "subscription.order_rrule",
+            )
+            .map_err(|problem| DomainError::Invalid(vec![problem]))?;
+            state.next_order_datetime = Some(next);
             moved
         } else {
             false
@@ -1102,6 +1106,17 @@ mod tests {
             .write_tx(|tx| update_subscription(tx, &shop(), s.id, cancel, actor(), at(NOW)))
             .unwrap();
         assert_eq!(cancelled.subscription_status, SubscriptionStatus::Inactive);
+        // Nor does it come back with that rule once its next date has gone by: it would be
+        // active and never order.
+        let later = at("2024-04-01T00:00:00Z");
+        let refused = db.write_tx(|tx| {
+            take_subscription_action(tx, &shop(), s.id, ActionRequest::Reactivate, actor(), later)
+        });
+        assert!(
+            matches!(refused, Err(DomainError::Invalid(ref p))
+                if p[0].field == "order_rrule" && p[0].code == "no_upcoming_order"),
+            "{refused:?}"
+        );
     }
 
     #[test]

@@ -563,8 +563,14 @@ mod tests {
             Err(DomainError::BadRequest(mut problems)) => problems.remove(0),
             other => panic!("{other:?}"),
         };
-        let many = vec!["gt(orders_processed:1)"; MAX_FILTER_CONDITIONS + 1].join(",");
-        let problem = refused(&pairs(&[("filter", &many)]));
+        let conditions = |n: usize| vec!["gt(orders_processed:1)"; n].join(",");
+        let (sixty, forty) = (conditions(60), conditions(40));
+        assert!(parse_list_query(&pairs(&[("filter", &sixty), ("filter", &forty)])).is_ok());
+        let problem = refused(&pairs(&[
+            ("filter", &sixty),
+            ("filter", &forty),
+            ("filter", "gt(orders_processed:1)"),
+        ]));
         assert_eq!(
             (problem.field.as_str(), problem.code),
             ("filter", "too_many")

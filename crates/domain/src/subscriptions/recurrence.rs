@@ -26,8 +26,8 @@ use crate::kernel::time::Timestamp;
 /// with a `COUNT` walks from `DTSTART`, and it ends within its count.
 const MAX_SCAN: usize = 40_000;
 /// The largest `COUNT`: a rule with one is walked from `DTSTART` (its dates are counted from
-/// there), and this bounds that walk.
-const MAX_COUNT: u32 = 100_000;
+/// there), and this bounds that walk (a daily rule for 27 years, a weekly one for 190).
+const MAX_COUNT: u32 = 10_000;
 
 /// A shop's time zone, an IANA name (seed 002 §2.5 `timezone`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -443,40 +443,46 @@ impl OrderSchedule {
             .to_datetime()
             .with_timezone(&self.zone)
             .naive_local();
-        // Whole steps of the interval that stay a period clear of the reference.
-        let steps = |periods: i64| (periods / interval - 1).max(0) * interval;
-        let local = match self.rule.get_freq() {
-            Frequency::Daily => {
-                start.checked_add_signed(Duration::days(steps((target - start).num_days())))
+        // How many of the rule's units lie between the two, and the start moved by some.
+        let (units, moved): (i64, &dyn Fn(i64) -> Option<NaiveDateTime>) =
+            match self.rule.get_freq() {
+                Frequency::Daily => ((target - start).num_days(), &|days| {
+                    start.checked_add_signed(Duration::days(days))
+                }),
+                Frequency::Weekly => ((target - start).num_days() / 7, &|weeks| {
+                    start.checked_add_signed(Duration::weeks(weeks))
+                }),
+                Frequency::Monthly => (
+                    i64::from(target.year() - start.year()) * 12 + i64::from(target.month())
+                        - i64::from(start.month()),
+                    &|months| {
+                        NaiveDate::from_ymd_opt(start.year(), start.month(), 1)?
+                            .checked_add_months(chrono::Months::new(u32::try_from(months).ok()?))
+                            .map(|day| day.and_time(start.time()))
+                    },
+                ),
+                Frequency::Yearly => (i64::from(target.year() - start.year()), &|years| {
+                    let year = start.year().checked_add(i32::try_from(years).ok()?)?;
+                    NaiveDate::from_ymd_opt(year, 1, 1).map(|day| day.and_time(start.time()))
+                }),
+                _ => return self.start,
+            };
+        // Whole steps of the interval that stay a period clear of the reference; a step back
+        // more when that wall-clock time does not exist there (the clocks skip it).
+        let mut steps = (units / interval - 1) * interval;
+        for _ in 0..8 {
+            if steps <= 0 {
+                break;
             }
-            Frequency::Weekly => {
-                start.checked_add_signed(Duration::weeks(steps((target - start).num_days() / 7)))
+            if let Some(at) = moved(steps)
+                .filter(|local| *local > start)
+                .and_then(|local| self.zone.from_local_datetime(&local).earliest())
+            {
+                return at;
             }
-            Frequency::Monthly => {
-                let months = i64::from(target.year() - start.year()) * 12
-                    + i64::from(target.month())
-                    - i64::from(start.month());
-                NaiveDate::from_ymd_opt(start.year(), start.month(), 1)
-                    .and_then(|first| {
-                        first.checked_add_months(chrono::Months::new(
-                            u32::try_from(steps(months)).ok()?,
-                        ))
-                    })
-                    .map(|day| day.and_time(start.time()))
-            }
-            Frequency::Yearly => {
-                let years = i64::from(target.year() - start.year());
-                i32::try_from(steps(years))
-                    .ok()
-                    .and_then(|years| NaiveDate::from_ymd_opt(start.year() + years, 1, 1))
-                    .map(|day| day.and_time(start.time()))
-            }
-            _ => None,
-        };
-        local
-            .filter(|local| *local > start)
-            .and_then(|local| self.zone.from_local_datetime(&local).earliest())
-            .unwrap_or(self.start)
+            steps -= interval;
+        }
+        self.start
     }
 
     /// The rule's dates in order from `start` (`DTSTART` or a [`Self::scan_start`]), up to the
@@ -617,18 +623,30 @@ pub fn plan_skip(
 }
 
 /// `next_order_datetime` when a subscription comes back (resume, reactivate): kept when it is
-/// still ahead, else the rule's next date after `now`. The flag says whether it moved.
+/// still ahead, else the rule's next date after `now`. The flag says whether it moved. A rule
+/// with no date left is refused (422 `no_upcoming_order` on `field`): the subscription would
+/// be active and never order; a new rule (Change Frequency) brings it back.
 pub fn next_order_on_return(
     schedule: &OrderSchedule,
     next_order: Option<Timestamp>,
     skipped: &[Timestamp],
     now: Timestamp,
-) -> (Option<Timestamp>, bool) {
+    field: &str,
+) -> Result<(Timestamp, bool), FieldError> {
     match next_order {
-        Some(next) if next > now => (Some(next), false),
+        Some(next) if next > now => Ok((next, false)),
         _ => {
-            let next = schedule.next_after(now, skipped);
-            (next, next != next_order)
+            let next = schedule.next_after(now, skipped).ok_or_else(|| {
+                FieldError::new(
+                    field,
+                    "no_upcoming_order",
+                    format!(
+                        "the subscription's order_rrule has no order date after {now}; give it \
+                         a new one (Change Frequency) first"
+                    ),
+                )
+            })?;
+            Ok((next, Some(next) != next_order))
         }
     }
 }
@@ -1407,17 +1425,20 @@ mod tests {
         let weekly = schedule("DTSTART:20240304T090000Z\nRRULE:FREQ=WEEKLY", "UTC");
         let now = at("2024-04-02T00:00:00Z");
         assert_eq!(
-            next_order_on_return(&weekly, Some(at("2024-04-08T09:00:00Z")), &[], now),
-            (Some(at("2024-04-08T09:00:00Z")), false)
+            next_order_on_return(&weekly, Some(at("2024-04-08T09:00:00Z")), &[], now, "f"),
+            Ok((at("2024-04-08T09:00:00Z"), false))
         );
         assert_eq!(
-            next_order_on_return(&weekly, Some(at("2024-03-11T09:00:00Z")), &[], now),
-            (Some(at("2024-04-08T09:00:00Z")), true)
+            next_order_on_return(&weekly, Some(at("2024-03-11T09:00:00Z")), &[], now, "f"),
+            Ok((at("2024-04-08T09:00:00Z"), true))
         );
         assert_eq!(
-            next_order_on_return(&weekly, None, &[at("2024-04-08T09:00:00Z")], now),
-            (Some(at("2024-04-15T09:00:00Z")), true)
+            next_order_on_return(&weekly, None, &[at("2024-04-08T09:00:00Z")], now, "f"),
+            Ok((at("2024-04-15T09:00:00Z"), true))
         );
+        let ended = schedule("DTSTART:20240304T090000Z\nRRULE:FREQ=WEEKLY;COUNT=3", "UTC");
+        let problem = next_order_on_return(&ended, None, &[], now, "order_rrule").unwrap_err();
+        assert_eq!(problem.code, "no_upcoming_order");
     }
 
     #[test]
@@ -1477,6 +1498,10 @@ mod tests {
                 "Australia/Sydney",
             ),
             (
+                "DTSTART:19700101T100000\nRRULE:FREQ=MONTHLY;BYMONTHDAY=1,15,31",
+                "Europe/Paris",
+            ),
+            (
                 "DTSTART:19700130T100000\nRRULE:FREQ=MONTHLY;INTERVAL=5;BYDAY=-1FR",
                 "UTC",
             ),
@@ -1513,7 +1538,46 @@ mod tests {
                     "{text} after {reference}"
                 );
             }
+            // The searches near today did start near today.
+            assert!(
+                schedule.scan_start(at("2026-11-25T13:00:00Z")) > schedule.start,
+                "{text}"
+            );
         }
+    }
+
+    #[test]
+    fn a_search_whose_start_the_clocks_skip_steps_back_a_period() {
+        // 02:30 does not exist in Toronto on 8 March 2026; a search near it must not go back
+        // to 1900 (and give up after a century of dates).
+        let daily = schedule(
+            "DTSTART;TZID=America/Toronto:19000101T023000\nRRULE:FREQ=DAILY",
+            "UTC",
+        );
+        for reference in [
+            "2026-03-08T06:00:00Z",
+            "2026-03-09T06:30:00Z",
+            "2026-03-09T12:00:00Z",
+            "2026-03-10T06:29:00Z",
+        ] {
+            assert!(daily.scan_start(at(reference)) > daily.start, "{reference}");
+            assert_eq!(
+                next_dates(&daily, at(reference), 3),
+                walked_from_dtstart(&daily, at(reference), 3),
+                "after {reference}"
+            );
+        }
+        // Samoa skipped 30 December 2011 whole.
+        let samoa = schedule(
+            "DTSTART;TZID=Pacific/Apia:19700101T090000\nRRULE:FREQ=DAILY",
+            "UTC",
+        );
+        let reference = at("2011-12-31T12:00:00Z");
+        assert!(samoa.scan_start(reference) > samoa.start);
+        assert_eq!(
+            next_dates(&samoa, reference, 3),
+            walked_from_dtstart(&samoa, reference, 3)
+        );
     }
 
     #[test]
@@ -1558,14 +1622,15 @@ mod tests {
         );
         // Counted from DTSTART, within MAX_COUNT; above it, refused.
         let counted = schedule(
-            "DTSTART:19000101T090000Z\nRRULE:FREQ=DAILY;COUNT=50000",
+            "DTSTART:20000101T090000Z\nRRULE:FREQ=DAILY;COUNT=10000",
             "UTC",
         );
         assert_eq!(
             counted.next_after(at("2026-11-25T13:00:00Z"), &[]),
             Some(at("2026-11-26T09:00:00Z"))
         );
-        let problem = refused("DTSTART:19000101T090000Z\nRRULE:FREQ=DAILY;COUNT=100001");
+        assert_eq!(counted.next_after(at("2027-05-18T09:00:00Z"), &[]), None);
+        let problem = refused("DTSTART:20000101T090000Z\nRRULE:FREQ=DAILY;COUNT=10001");
         assert_eq!(problem.code, "unsupported_rrule");
     }
 

@@ -1,8 +1,10 @@
 //! Middleware run on every request: the API version header, and one log line per request.
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::time::Instant;
 
-use actix_web::body::{EitherBody, MessageBody};
+use actix_web::body::{BoxBody, EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::error::InternalError;
 use actix_web::http::Method;
@@ -18,11 +20,31 @@ pub const VERSION_HEADER: &str = "svc-api-version-date";
 
 /// Checks `Svc-API-Version-Date` (400 when malformed or too old), keeps the resolved version in
 /// the request's extensions, and names it in the response's header of the same name. Then
-/// refuses a NUL anywhere in the path or the query ([`refuse_nul`]).
+/// refuses a NUL anywhere in the path or the query ([`refuse_nul`]). A refusal is answered
+/// here, as an answer rather than an error, so the middleware around it handles it as any
+/// other (`body_deadline` keeps the request's body with it).
 pub async fn api_version(
     request: ServiceRequest,
     next: Next<impl MessageBody>,
-) -> Result<ServiceResponse<impl MessageBody>, Error> {
+) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, Error> {
+    let version = match checked_version(&request) {
+        Ok(version) => version,
+        Err(error) => return Ok(request.error_response(error).map_into_right_body()),
+    };
+    request.extensions_mut().insert(version);
+    let mut response = next.call(request).await?;
+    response.headers_mut().insert(
+        HeaderName::from_static(VERSION_HEADER),
+        HeaderValue::from_static(version.as_str()),
+    );
+    Ok(response.map_into_left_body())
+}
+
+/// The request's API version, or why it is refused (a bad version header, a NUL in the path
+/// or the query).
+fn checked_version(
+    request: &ServiceRequest,
+) -> Result<mercer_domain::kernel::version::ApiVersion, ApiError> {
     let header = match request.headers().get(VERSION_HEADER) {
         None => None,
         Some(value) => Some(
@@ -32,14 +54,8 @@ pub async fn api_version(
         ),
     };
     let version = resolve_version(header).map_err(ApiError::from)?;
-    refuse_nul(&request)?;
-    request.extensions_mut().insert(version);
-    let mut response = next.call(request).await?;
-    response.headers_mut().insert(
-        HeaderName::from_static(VERSION_HEADER),
-        HeaderValue::from_static(version.as_str()),
-    );
-    Ok(response)
+    refuse_nul(request)?;
+    Ok(version)
 }
 
 /// A NUL (`%00`) in a path segment or a query parameter is 400 on every route, whatever the
@@ -70,31 +86,71 @@ fn refuse_nul(request: &ServiceRequest) -> Result<(), ApiError> {
 
 /// Bounds how long a request's body may take to arrive: the app's `body_timeout` from the
 /// end of its headers. A body still arriving then ends in an error of kind `TimedOut`, which
-/// the body readers answer 408 ([`super::extract::read_body`]); actix-http then closes the
-/// connection, as it does after any answer to a body not read to its end. Without this, a
-/// client that announces a body and sends it slowly, or never, holds its connection (and a
-/// file descriptor) for as long as it likes.
-pub async fn body_deadline(
+/// the body readers answer 408 ([`super::extract::read_body`]). Without this, a client that
+/// announces a body and sends it slowly, or never, holds its connection (and a file
+/// descriptor) for as long as it likes.
+///
+/// The request's body is also kept alive until the answer is written (held by the answer's
+/// body). actix-http closes the connection after answering a request whose body is unread and
+/// still held; a chunked body dropped unread, it would instead read to its end and throw away,
+/// with no deadline, so a client trickling chunks to any route (one that reads no body
+/// included) would keep its connection after the answer.
+pub async fn body_deadline<B: MessageBody + 'static>(
     mut request: ServiceRequest,
-    next: Next<impl MessageBody>,
-) -> Result<ServiceResponse<impl MessageBody>, Error> {
+    next: Next<B>,
+) -> Result<ServiceResponse<EitherBody<B, HoldingBody>>, Error> {
+    let has_body = request.headers().contains_key(header::CONTENT_LENGTH)
+        || request.headers().contains_key(header::TRANSFER_ENCODING);
     let timeout = request
         .app_data::<actix_web::web::Data<super::state::AppState>>()
         .map(|state| state.body_timeout);
-    if let Some(timeout) = timeout {
-        let payload = request.take_payload();
-        let timed: actix_http::BoxedPayloadStream = Box::pin(TimedPayload {
-            payload,
-            deadline: Box::pin(actix_web::rt::time::sleep(timeout)),
-        });
-        request.set_payload(timed.into());
+    let Some(timeout) = timeout.filter(|_| has_body) else {
+        return Ok(next.call(request).await?.map_into_left_body());
+    };
+    let held = HeldBody(Rc::new(RefCell::new(request.take_payload())));
+    let timed: actix_http::BoxedPayloadStream = Box::pin(TimedPayload {
+        payload: held.clone(),
+        deadline: Box::pin(actix_web::rt::time::sleep(timeout)),
+    });
+    request.set_payload(timed.into());
+    // The version check answers its own refusals, so every answer comes back here.
+    let response = next.call(request).await?;
+    Ok(response
+        .map_body(|_, body| HoldingBody {
+            body: BoxBody::new(body),
+            _request_body: held,
+        })
+        .map_into_right_body())
+}
+
+/// A request's body, shared by the stream the app reads and the answer that keeps it alive.
+#[derive(Clone)]
+struct HeldBody(Rc<RefCell<actix_web::dev::Payload>>);
+
+/// An answer's body that holds its request's body until it is dropped, once written.
+pub struct HoldingBody {
+    body: BoxBody,
+    _request_body: HeldBody,
+}
+
+impl MessageBody for HoldingBody {
+    type Error = <BoxBody as MessageBody>::Error;
+
+    fn size(&self) -> actix_web::body::BodySize {
+        self.body.size()
     }
-    next.call(request).await
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<actix_web::web::Bytes, Self::Error>>> {
+        std::pin::Pin::new(&mut self.body).poll_next(cx)
+    }
 }
 
 /// A request body that fails with `TimedOut` once its deadline passes.
 struct TimedPayload {
-    payload: actix_web::dev::Payload,
+    payload: HeldBody,
     deadline: std::pin::Pin<Box<actix_web::rt::time::Sleep>>,
 }
 
@@ -107,7 +163,8 @@ impl futures_core::Stream for TimedPayload {
     ) -> std::task::Poll<Option<Self::Item>> {
         use std::future::Future;
         use std::task::Poll;
-        if let Poll::Ready(item) = std::pin::Pin::new(&mut self.payload).poll_next(cx) {
+        let polled = std::pin::Pin::new(&mut *self.payload.0.borrow_mut()).poll_next(cx);
+        if let Poll::Ready(item) = polled {
             return Poll::Ready(item);
         }
         match self.deadline.as_mut().poll(cx) {

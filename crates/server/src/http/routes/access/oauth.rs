@@ -304,16 +304,21 @@ pub async fn authorize_submit(
     let client = sign_in_limiter::client_key(address).to_string();
     let now = state.now();
     let attempt = state
-        .read(move |tx| oauth::begin_sign_in(tx, &shop_reference, &email, &client, now))
+        .read(move |tx| oauth::begin_sign_in(tx, &shop_reference, &email, &client))
         .await?;
-    // Whether or not the account exists, from here on it is answered the same way.
-    if let Some(wait) = attempt.locked_for {
-        return Ok(too_many(u64::try_from(wait).unwrap_or(1)));
-    }
-    // One attempt at a time per key: a burst cannot outrun the lock.
+    // Whether or not the account exists, from here on it is answered the same way. One
+    // attempt at a time per key, so a burst cannot outrun the lock; the lock is read once the
+    // key is claimed, after the attempt before (which may have locked it) has ended.
     let Some(_claim) = state.sign_ins.claim_account(&attempt.key) else {
         return Ok(too_many(1));
     };
+    let key = attempt.key.clone();
+    if let Some(wait) = state
+        .read(move |tx| oauth::sign_in_locked_for(tx, &key, now))
+        .await?
+    {
+        return Ok(too_many(u64::try_from(wait).unwrap_or(1)));
+    }
     let stored_hash = attempt
         .staff
         .as_ref()

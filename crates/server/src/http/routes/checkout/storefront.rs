@@ -11,9 +11,10 @@ use actix_web::http::header;
 use actix_web::{FromRequest, HttpRequest, HttpResponse, web};
 use mercer_domain::DomainError;
 use mercer_domain::checkout::input::{
-    ADDRESS_FIELDS, parse_add_line_item, parse_address, parse_customer, parse_discount_code,
-    parse_inventory_stage, parse_line_item_key, parse_line_item_quantity, parse_meta_data_patch,
-    parse_payment, parse_payment_id, parse_shipping_line_choice,
+    ADDRESS_FIELDS, parse_add_line_item, parse_address, parse_applied_discount_code,
+    parse_customer, parse_discount_code, parse_inventory_stage, parse_line_item_key,
+    parse_line_item_quantity, parse_meta_data_patch, parse_payment, parse_payment_id,
+    parse_shipping_line_choice,
 };
 use mercer_domain::checkout::processing::process_order as process;
 use mercer_domain::checkout::state::CheckoutAddress;
@@ -299,7 +300,7 @@ pub async fn delete_discount(
     request: HttpRequest,
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let code = parse_discount_code(&optional_body(&request, given)?)?;
+    let code = parse_applied_discount_code(&optional_body(&request, given)?)?;
     answer(&state, move |run| {
         storefront::delete_discount(&run.context(), &call.0, &code)
     })
