@@ -618,16 +618,10 @@ pub fn synced_event<T: Clone + Stamped>(
     // id; so is one holding text no database stores, or a negative price, by the rules events
     // are held to.
     let document = EventDocument::new(entity.clone().into_document()).ok()?;
-    if let Some(problem) = document.entity().problems(kind.as_str()).first() {
-        log::warn!(
-            target: "mercer::sync",
-            "skipped synced {} {platform_id} of shop {shop_id}: {}",
-            kind.as_str(),
-            problem.message
-        );
-        return None;
-    }
-    if let Err(problem) = crate::kernel::limits::check_json_body(document.json().as_bytes()) {
+    let problem = crate::kernel::limits::check_json_body(document.json().as_bytes())
+        .err()
+        .or_else(|| document.entity().problems(kind.as_str()).into_iter().next());
+    if let Some(problem) = problem {
         log::warn!(
             target: "mercer::sync",
             "skipped synced {} {platform_id} of shop {shop_id}: {}",
@@ -1210,6 +1204,21 @@ mod tests {
         assert_eq!(skipped, 2);
         assert_eq!(events.len(), 1);
         assert_eq!(events[0].platform_id, "c1");
+    }
+
+    #[test]
+    fn synced_products_priced_below_zero_are_skipped() {
+        let product = |price: &str| -> Product {
+            serde_json::from_value(json!({
+                "platform_id": "p1",
+                "platform_updated_at": at(1).to_rfc3339(),
+                "variants": [{"platform_id": "v1", "price": price}],
+            }))
+            .unwrap()
+        };
+        let synced = |price| synced_event(SHOP, EntityKind::Product, &product(price), at(2));
+        assert!(synced("-5.00").is_none());
+        assert!(synced("5.00").is_some());
     }
 
     fn at(seconds: i64) -> Timestamp {
