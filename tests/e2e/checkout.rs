@@ -320,6 +320,17 @@ fn the_frontend_library_runs_a_whole_checkout(backend: Backend) {
         &["--allow-private-targets", "--job-lease", "2"],
     );
     let shop = set_up(&server, &sim, &hooks, &overrides);
+    // The plan's subscription group.
+    let group = server
+        .post(&format!(
+            "/subscriptions/v1/shops/{}/subscription_groups",
+            shop.id
+        ))
+        .bearer(&shop.token)
+        .json(&json!({"subscription_group": {"name": "Coffee club",
+            "billing_rules": [{"interval_number": 1, "interval_type": "month"}]}}));
+    assert_eq!(group.status, 201, "{}", group.text);
+    let group_id = group.json()["subscription_group"]["id"].as_i64().unwrap();
 
     // Success, with a gift card and a subscription plan.
     let data = init(
@@ -329,7 +340,7 @@ fn the_frontend_library_runs_a_whole_checkout(backend: Backend) {
             {"platform_id": "var-coffee", "quantity": 2, "line_item_key": "coffee"},
             {"platform_id": "var-card", "quantity": 1, "line_item_key": "card"},
             {"platform_id": "var-coffee", "quantity": 1, "line_item_key": "plan",
-             "line_item_properties": {"subscription_group_id": "7",
+             "line_item_properties": {"subscription_group_id": group_id.to_string(),
                  "order_rrule": "DTSTART:20261101T090000Z\nRRULE:FREQ=MONTHLY"}}]}),
     );
     let public_order_id = data["public_order_id"].as_str().unwrap().to_string();

@@ -20,6 +20,7 @@ mod request_ids;
 mod route_scopes;
 mod scheduler;
 mod subscription_customers;
+mod subscription_groups;
 mod subscription_webhooks;
 mod subscriptions;
 mod verifiers;

@@ -309,6 +309,36 @@ const ROUTES: &[(&str, &str, &str)] = &[
     ),
     (
         "GET",
+        "/subscriptions/v1/shops/{shop}/subscription_groups",
+        "read_subscription_groups",
+    ),
+    (
+        "POST",
+        "/subscriptions/v1/shops/{shop}/subscription_groups",
+        "write_subscription_groups",
+    ),
+    (
+        "GET",
+        "/subscriptions/v1/shops/{shop}/subscription_groups/{id}",
+        "read_subscription_groups",
+    ),
+    (
+        "PUT",
+        "/subscriptions/v1/shops/{shop}/subscription_groups/{id}",
+        "write_subscription_groups",
+    ),
+    (
+        "PATCH",
+        "/subscriptions/v1/shops/{shop}/subscription_groups/{id}",
+        "write_subscription_groups",
+    ),
+    (
+        "DELETE",
+        "/subscriptions/v1/shops/{shop}/subscription_groups/{id}",
+        "write_subscription_groups",
+    ),
+    (
+        "GET",
         "/subscriptions/v1/shops/{shop}/webhooks/topics",
         "read_subscriptions",
     ),

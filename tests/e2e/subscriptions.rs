@@ -105,7 +105,7 @@ pub(crate) fn seed_body(email: &str, rule: &str) -> Value {
             "base_to_charged_exchange_rate": 1.25,
             "line_items": [
                 {"platform_product_id": "prod-coffee", "platform_variant_id": "var-1kg",
-                 "quantity": 2, "price": 1299, "subscription_group_id": 7},
+                 "quantity": 2, "price": 1299},
                 {"platform_product_id": 2002, "platform_variant_id": 3003,
                  "quantity": 1, "price": 450}
             ],
@@ -435,7 +435,7 @@ fn assert_seed_subscription(sub: &Value, shop: &str, email_customer: i64) {
     assert_eq!(items[0]["platform_product_id"], "prod-coffee");
     assert_eq!(items[0]["platform_variant_id"], "var-1kg");
     assert_eq!(items[0]["quantity"], 2);
-    assert_eq!(items[0]["subscription_group_id"], 7);
+    assert_eq!(items[0]["subscription_group_id"], Value::Null);
     assert_eq!(items[0]["price"], 1299);
     assert_eq!(items[0]["price_charged"], 1624); // 1299 × 1.25 = 1623.75
     assert_eq!(items[0]["full_price"], 2598);

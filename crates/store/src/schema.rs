@@ -452,8 +452,40 @@ diesel::table! {
         document -> Text,
         created_at -> BigInt,
         updated_at -> BigInt,
+        subscription_group_id -> Nullable<BigInt>,
+        subscription_group_billing_rules_id -> Nullable<BigInt>,
     }
 }
+
+diesel::table! {
+    /// Subscription groups (migration 14); `products` is JSON.
+    subscription_groups (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        name -> Text,
+        percent_discount -> Double,
+        products -> Text,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    subscription_group_billing_rules (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        subscription_group_id -> BigInt,
+        position -> Integer,
+        interval_number -> Integer,
+        interval_type -> Text,
+        interval_name -> Text,
+        billing_rule -> Text,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::joinable!(subscription_group_billing_rules -> subscription_groups (subscription_group_id));
 
 diesel::table! {
     subscription_status_logs (id) {
@@ -531,6 +563,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     subscription_status_logs,
     subscription_orders,
     subscription_payment_notices,
+    subscription_groups,
+    subscription_group_billing_rules,
 );
 
 diesel::table! {

@@ -34,6 +34,7 @@ use mercer_domain::platform::outbox::{ConnectorCall, OutboxStatus};
 use mercer_domain::platform::resources::CustomerAddress;
 use mercer_domain::platform::sync::SyncStatus;
 use mercer_domain::ports::Database;
+use mercer_domain::subscriptions::groups::{BillingRule, GroupProduct, IntervalType, StoredGroup};
 use mercer_domain::subscriptions::query::{Cursor, ListQuery, parse_filters};
 use mercer_domain::subscriptions::repository::{
     CustomerFields, CustomerListQuery, CustomerStatus, NewSubscriptionOrder, OrderAttemptEnd,
@@ -3050,6 +3051,140 @@ fn a_saved_subscription_reads_back_with_its_new_state(db: &impl Database) {
     assert_eq!(read_subscription(db, shop.id, id).state, cleared);
 }
 
+fn rule(id: i64, number: i64, interval: IntervalType) -> BillingRule {
+    BillingRule {
+        id,
+        subscription_group_id: 0,
+        interval_number: number,
+        interval_type: interval,
+        interval_name: format!("Every {number} {}", interval.as_str()),
+        billing_rule: format!("FREQ=X;INTERVAL={number}"),
+    }
+}
+
+fn stored_group(name: &str, rules: Vec<BillingRule>) -> StoredGroup {
+    StoredGroup {
+        id: 0,
+        name: name.into(),
+        percent_discount: 12.5,
+        products: vec![
+            GroupProduct {
+                platform_product_id: "p1".into(),
+                platform_variant_id: None,
+            },
+            GroupProduct {
+                platform_product_id: "p2".into(),
+                platform_variant_id: Some("v9".into()),
+            },
+        ],
+        billing_rules: rules,
+        created_at: at(1),
+        updated_at: at(1),
+    }
+}
+
+fn subscription_groups_keep_their_rules_in_order_and_by_shop(db: &impl Database) {
+    let shop_a = shop(db, "a.shop.test");
+    let shop_b = shop(db, "b.shop.test");
+    let save = |shop_id: i64, group: &StoredGroup| {
+        db.write(|tx| Ok(tx.save_subscription_group(shop_id, group)?))
+            .unwrap()
+    };
+    let first = save(
+        shop_a.id,
+        &stored_group(
+            "Coffee",
+            vec![
+                rule(0, 2, IntervalType::Week),
+                rule(0, 1, IntervalType::Month),
+            ],
+        ),
+    );
+    assert!(first.id > 0);
+    assert_eq!(first.products, stored_group("", vec![]).products);
+    assert_eq!(first.percent_discount, 12.5);
+    let ids: Vec<i64> = first.billing_rules.iter().map(|rule| rule.id).collect();
+    assert!(ids[0] > 0 && ids[1] > ids[0], "{ids:?}");
+    assert!(
+        first
+            .billing_rules
+            .iter()
+            .all(|rule| rule.subscription_group_id == first.id)
+    );
+    assert_eq!(first.billing_rules[1].interval_type, IntervalType::Month);
+    save(
+        shop_a.id,
+        &stored_group("Tea", vec![rule(0, 1, IntervalType::Day)]),
+    );
+    save(
+        shop_b.id,
+        &stored_group("Other shop", vec![rule(0, 1, IntervalType::Year)]),
+    );
+    let read = |shop_id: i64, id: i64| {
+        db.read(|tx| Ok(tx.subscription_group(shop_id, id)?))
+            .unwrap()
+    };
+    assert_eq!(read(shop_a.id, first.id), Some(first.clone()));
+    assert_eq!(read(shop_b.id, first.id), None, "another shop's");
+    let (page, total) = db
+        .read(|tx| Ok(tx.subscription_groups(shop_a.id, 1, 2)?))
+        .unwrap();
+    assert_eq!(total, 2);
+    assert_eq!(
+        page.iter().map(|g| g.name.as_str()).collect::<Vec<_>>(),
+        ["Tea"]
+    );
+    // Rules rewritten: the second kept and changed, moved first; a new one; the first dropped.
+    let mut changed = first.clone();
+    let mut kept = first.billing_rules[1].clone();
+    kept.interval_name = "Monthly".into();
+    changed.billing_rules = vec![kept.clone(), rule(0, 3, IntervalType::Week)];
+    changed.name = "Coffee+".into();
+    changed.updated_at = at(5);
+    let saved = save(shop_a.id, &changed);
+    assert_eq!(saved.id, first.id);
+    assert_eq!(saved.name, "Coffee+");
+    assert_eq!(saved.billing_rules[0], kept);
+    assert_eq!(saved.billing_rules[1].interval_number, 3);
+    assert!(saved.billing_rules[1].id > ids[1]);
+    assert_eq!(saved.billing_rules.len(), 2);
+    assert_eq!((saved.created_at, saved.updated_at), (at(1), at(5)));
+    // In use: line items of live subscriptions name the group and a rule.
+    let (customer, address) = subscriber(db, shop_a.id, &fields(None, None, None));
+    let mut item = line_item("p1", 1, 10);
+    item.subscription_group_id = Some(first.id);
+    item.subscription_group_billing_rules_id = Some(kept.id);
+    let live = plain_state(customer, address, SubscriptionStatus::Active);
+    let ended = plain_state(customer, address, SubscriptionStatus::Inactive);
+    for state in [&live, &live, &ended] {
+        db.write(|tx| {
+            Ok(tx.insert_subscription(shop_a.id, state, std::slice::from_ref(&item), at(10))?)
+        })
+        .unwrap();
+    }
+    let in_use = db
+        .read(|tx| {
+            Ok((
+                tx.live_subscriptions_of_group(shop_a.id, first.id)?,
+                tx.live_subscriptions_of_group(shop_b.id, first.id)?,
+                tx.billing_rules_in_use(shop_a.id, &[kept.id, saved.billing_rules[1].id])?,
+                tx.billing_rules_in_use(shop_a.id, &[])?,
+            ))
+        })
+        .unwrap();
+    assert_eq!(in_use, (2, 0, vec![kept.id], vec![]));
+    // Deleted with its rules, by its shop only.
+    assert!(
+        !db.write(|tx| Ok(tx.delete_subscription_group(shop_b.id, first.id)?))
+            .unwrap()
+    );
+    assert!(
+        db.write(|tx| Ok(tx.delete_subscription_group(shop_a.id, first.id)?))
+            .unwrap()
+    );
+    assert_eq!(read(shop_a.id, first.id), None);
+}
+
 fn a_line_item_is_rewritten_on_its_own_subscription(db: &impl Database) {
     let shop = shop(db, "a.shop.test");
     let (customer, address) = subscriber(db, shop.id, &fields(None, None, None));
@@ -4330,6 +4465,7 @@ fn checkout_orders_are_kept_saved_once_per_version_and_swept(db: &impl Database)
 }
 
 repository_suite!(
+    subscription_groups_keep_their_rules_in_order_and_by_shop,
     shops_are_found_by_domain_identifier_and_id,
     shop_settings_are_written_to_that_shop_only,
     a_second_shop_with_a_taken_domain_is_refused,

@@ -30,8 +30,7 @@ use crate::platform::placement::{self, PlacementError, with_payment_key};
 use crate::platform::resources::{
     CustomAttribute, Decimal, LineItem, Order, OrderAddress, Payment, PlatformId,
 };
-use crate::subscriptions::input::NewSubscription;
-use crate::subscriptions::operations::{create_subscription, subscription_data};
+use crate::subscriptions::operations::{create_subscription_from_body, subscription_data};
 use crate::subscriptions::recurrence::{OrderSchedule, ShopZone};
 use crate::subscriptions::resources::Actor;
 use crate::subscriptions::topics::Topic as SubscriptionTopic;
@@ -698,18 +697,19 @@ fn subscriptions(
     for (index, ((rule, group), items)) in plans.into_iter().enumerate() {
         let placed = order.document.processed_at.unwrap_or(now);
         let body = subscription_body(shop, order, &rule, &group, &items, index, placed);
-        let new = match NewSubscription::parse(&body, shop, now) {
-            Ok(new) => new,
-            Err(error) => {
-                log::warn!(
-                    target: "mercer::checkout",
-                    "checkout {}: its plan {rule:?} makes no subscription: {error}",
-                    order.public_order_id
-                );
-                continue;
-            }
-        };
-        let (subscription, created) = create_subscription(tx, shop, new, Actor::system(), now)?;
+        let (subscription, created) =
+            match create_subscription_from_body(tx, shop, &body, Actor::system(), now) {
+                Ok(made) => made,
+                Err(error @ DomainError::Invalid(_)) => {
+                    log::warn!(
+                        target: "mercer::checkout",
+                        "checkout {}: its plan {rule:?} makes no subscription: {error}",
+                        order.public_order_id
+                    );
+                    continue;
+                }
+                Err(error) => return Err(error),
+            };
         if !created {
             continue;
         }

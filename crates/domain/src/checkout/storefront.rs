@@ -313,6 +313,20 @@ fn priced_items(
             problems.push(problem);
             continue;
         }
+        // A plan's group is one of the shop's, as Create Subscription requires.
+        if let Some(group) = item
+            .properties
+            .get(SUBSCRIPTION_GROUP_PROPERTY)
+            .and_then(|group| group.trim().parse::<i64>().ok())
+            && tx.subscription_group(shop.id, group)?.is_none()
+        {
+            problems.push(FieldError::new(
+                format!("{at}line_item_properties.{SUBSCRIPTION_GROUP_PROPERTY}"),
+                "unknown_group",
+                format!("the shop has no subscription group {group}"),
+            ));
+            continue;
+        }
         let key = item.line_item_key.clone().unwrap_or_else(|| random_hex(8));
         match line_item(
             variant,

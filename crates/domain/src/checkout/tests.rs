@@ -595,9 +595,35 @@ fn a_platform_failing_for_good_emits_order_failed_and_a_passing_failure_is_retri
 #[test]
 fn a_subscription_plan_becomes_a_subscription_when_the_order_is_created() {
     let mut w = World::new();
+    // The plan's group, 10% off.
+    let group =
+        w.db.write(|tx| {
+            let input = crate::subscriptions::groups::parse_group(
+                &json!({"subscription_group": {"name": "Coffee club", "percent_discount": 10,
+                        "billing_rules": [{"interval_number": 1, "interval_type": "week"}]}}),
+                true,
+            )?;
+            crate::subscriptions::groups::create_group(tx, &w.shop, input, at(0))
+        })
+        .unwrap();
+    // A group the shop does not have is refused at init.
+    let unknown = parse_init(
+        &json!({"cart_items": [{"platform_id": "var-1", "quantity": 1,
+                "line_item_properties": {"subscription_group_id": group.id + 1,
+                    "order_rrule": "DTSTART:20261101T090000Z\nRRULE:FREQ=WEEKLY"}}]}),
+        &AllowAll,
+    )
+    .unwrap();
+    let refused = w.db.write(|tx| init(tx, &w.shop, unknown, at(1)));
+    assert!(
+        matches!(refused, Err(DomainError::Invalid(ref p))
+            if p[0].field == "cart_items[0].line_item_properties.subscription_group_id"
+                && p[0].code == "unknown_group"),
+        "{refused:?}"
+    );
     let call = w.init(json!({"cart_items": [
         {"platform_id": "var-1", "quantity": 2, "line_item_key": "plan",
-         "line_item_properties": {"subscription_group_id": "42",
+         "line_item_properties": {"subscription_group_id": group.id.to_string(),
                                   "order_rrule": "DTSTART:20261101T090000Z\nRRULE:FREQ=WEEKLY"}}]}));
     w.ready_to_process(&call, "tok_success");
     process_order(&w.context(7), &call).unwrap();
@@ -617,6 +643,14 @@ fn a_subscription_plan_becomes_a_subscription_when_the_order_is_created() {
     );
     let (_, created) = &w.sent(WebhookKind::Subscription)[2];
     assert_eq!(created["data"]["line_items"][0]["quantity"], 2);
+    assert_eq!(
+        created["data"]["line_items"][0]["subscription_group_id"],
+        group.id
+    );
+    assert_eq!(
+        created["data"]["percent_discount"], 10.0,
+        "the group's discount"
+    );
     assert_eq!(created["data"]["payment_method_token"], "tok_success");
     assert_eq!(
         created["order"]["public_order_id"],

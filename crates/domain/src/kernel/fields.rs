@@ -156,6 +156,7 @@ impl<'a> Fields<'a, '_> {
     }
 
     /// An object of strings (`{"key": "value"}`), when present.
+    /// An object of texts (numbers and booleans read as their text).
     pub fn text_map(&mut self, name: &str) -> Option<BTreeMap<String, String>> {
         let field = self.field(name);
         let Value::Object(map) = self.get(name)? else {
@@ -168,6 +169,10 @@ impl<'a> Fields<'a, '_> {
             match value {
                 Value::String(text) => {
                     texts.insert(key.clone(), text.clone());
+                }
+                // A number or a boolean is kept as the text it writes (`"subscription_group_id": 42`).
+                Value::Number(_) | Value::Bool(_) => {
+                    texts.insert(key.clone(), value.to_string());
                 }
                 _ => self
                     .problems

@@ -24,6 +24,7 @@ use crate::access::shop::Shop;
 use crate::kernel::error::{DomainError, FieldError, Problems};
 use crate::kernel::fields::{Fields, check_email, read_body, type_error};
 use crate::kernel::time::Timestamp;
+use crate::subscriptions::groups::GroupReferences;
 use crate::subscriptions::recurrence::{OrderSchedule, ShopZone};
 use crate::subscriptions::resources::{Cents, CurrencyCode, PaymentExpiry, SubscriptionStatus};
 
@@ -66,6 +67,8 @@ pub struct LineItemInput {
     /// The unit price in the base currency.
     pub price: Cents,
     pub subscription_group_id: Option<i64>,
+    /// The group's billing rule the line item's `interval_id` names.
+    pub subscription_group_billing_rules_id: Option<i64>,
     pub prepaid: Option<PrepaidInput>,
 }
 
@@ -88,7 +91,9 @@ pub struct PrepaidInput {
 pub struct PaymentDetails {
     pub gateway_name: String,
     pub gateway_customer_id: Option<String>,
-    pub gateway_payment_id: String,
+    /// Integrations that keep the method at their gateway by customer send none (contract
+    /// §5.1): the subscription then has no payment method token until one is given.
+    pub gateway_payment_id: Option<String>,
     /// When the method expires (a Mercer extension).
     pub expires_at: Option<PaymentExpiry>,
 }
@@ -132,6 +137,8 @@ pub struct NewSubscription {
     pub discount_code: Option<String>,
     pub note: Option<String>,
     pub order_note: Option<String>,
+    /// The body's `percent_discount`, else its first group's, else 0.
+    pub percent_discount: f64,
     /// SHA-256 (hex) of the body with its object keys sorted: a repeated `idempotency_key` with
     /// the same fingerprint is the same request (contract §5: 200 with the first subscription),
     /// with another one a conflict (409).
@@ -241,6 +248,20 @@ fn line_item(fields: &mut Fields<'_, '_>) -> Option<LineItemInput> {
                 .push(FieldError::required(fields.field("price")));
             None
         }
+        // Cents given as decimal text are read too.
+        Some(Value::String(text)) if text.trim().parse::<i64>().is_ok() => {
+            match text.trim().parse::<i64>() {
+                Ok(cents) if cents >= 0 => Some(Cents(cents)),
+                _ => {
+                    let field = fields.field("price");
+                    let message = format!("{field} must be a price of at least 0, in cents");
+                    fields
+                        .problems
+                        .push(FieldError::new(field, "out_of_range", message));
+                    None
+                }
+            }
+        }
         Some(Value::Number(number)) if number.is_i64() || number.is_u64() => {
             match number.as_i64() {
                 Some(cents) if cents >= 0 => Some(Cents(cents)),
@@ -282,6 +303,7 @@ fn line_item(fields: &mut Fields<'_, '_>) -> Option<LineItemInput> {
         quantity: quantity?,
         price: price?,
         subscription_group_id,
+        subscription_group_billing_rules_id: None,
         prepaid,
     })
 }
@@ -375,7 +397,7 @@ fn line_items(fields: &mut Fields<'_, '_>) -> Option<Vec<LineItemInput>> {
 fn payment_details(fields: &mut Fields<'_, '_>) -> Option<PaymentDetails> {
     let gateway_name = fields.required_text("gateway_name");
     let gateway_customer_id = fields.text("gateway_customer_id");
-    let gateway_payment_id = fields.required_text("gateway_payment_id");
+    let gateway_payment_id = fields.text("gateway_payment_id");
     let expires_present = fields.get("expires_at").is_some();
     let expires_at = expiry(fields, "expires_at");
     if expires_present && expires_at.is_none() {
@@ -384,7 +406,7 @@ fn payment_details(fields: &mut Fields<'_, '_>) -> Option<PaymentDetails> {
     Some(PaymentDetails {
         gateway_name: gateway_name?,
         gateway_customer_id,
-        gateway_payment_id: gateway_payment_id?,
+        gateway_payment_id,
         expires_at,
     })
 }
@@ -481,13 +503,31 @@ pub fn body_fingerprint(body: &Value) -> String {
 
 impl NewSubscription {
     /// Checks a Create Subscription body for `shop` at `now`: its time zone is the rule's (for
-    /// times without a zone) and its currency the default `base_currency`.
+    /// times without a zone) and its currency the default `base_currency`. A body naming
+    /// subscription groups is checked with [`Self::parse_with`].
     pub fn parse(
         body: &Value,
         shop: &Shop,
         now: Timestamp,
     ) -> Result<NewSubscription, DomainError> {
+        Self::parse_with(body, shop, now, &GroupReferences::default())
+    }
+
+    /// [`Self::parse`], with what the groups the line items name give
+    /// (`groups::group_references`): their problems, each line item's billing rule, the rule
+    /// of a body without `order_rrule` (`DTSTART` = `next_order_datetime`, else now, with the
+    /// first line item's billing rule), and the discount of a body without
+    /// `percent_discount`.
+    pub fn parse_with(
+        body: &Value,
+        shop: &Shop,
+        now: Timestamp,
+        groups: &GroupReferences,
+    ) -> Result<NewSubscription, DomainError> {
         let mut problems = Problems::new();
+        for problem in &groups.problems {
+            problems.push(problem.clone());
+        }
         let empty = Map::new();
         let root_map = body.as_object().unwrap_or(&empty);
         let mut root = Fields {
@@ -523,10 +563,21 @@ impl NewSubscription {
         let zone = ShopZone::of_shop(&shop.timezone);
         let rrule_field = sub.field("order_rrule");
         let schedule = match sub.get("order_rrule") {
-            None => {
-                sub.problems.push(FieldError::required(&rrule_field));
-                None
-            }
+            None => match &groups.billing_rule {
+                Some(rule) => {
+                    let start = next_order_datetime.unwrap_or(now);
+                    let ical = start.to_rfc3339_seconds().replace(['-', ':'], "");
+                    let text = format!("DTSTART:{ical}\nRRULE:{rule}");
+                    sub.problems
+                        .check(OrderSchedule::parse(&text, zone, &rrule_field))
+                }
+                // The interval_id meant to give the rule has its problem already.
+                None if groups.names_interval => None,
+                None => {
+                    sub.problems.push(FieldError::required(&rrule_field));
+                    None
+                }
+            },
             Some(Value::String(text)) => {
                 sub.problems
                     .check(OrderSchedule::parse(text, zone, &rrule_field))
@@ -605,6 +656,17 @@ impl NewSubscription {
         let discount_code = sub.text("discount_code");
         let note = sub.text("note");
         let order_note = sub.text("order_note");
+        let percent_discount =
+            crate::subscriptions::groups::percent_discount(&mut sub, "percent_discount")
+                .or(groups.percent_discount)
+                .unwrap_or(0.0);
+        let line_items = line_items.map(|mut items| {
+            for (index, item) in items.iter_mut().enumerate() {
+                item.subscription_group_billing_rules_id =
+                    groups.billing_rule_ids.get(&index).copied();
+            }
+            items
+        });
 
         // The status and first order date follow from the rule, once it is known good.
         let status = schedule.as_ref().and_then(|schedule| {
@@ -695,6 +757,7 @@ impl NewSubscription {
             discount_code,
             note,
             order_note,
+            percent_discount,
             fingerprint: body_fingerprint(body),
         })
     }
@@ -1218,6 +1281,7 @@ mod tests {
                 quantity: 2,
                 price: Cents(1250),
                 subscription_group_id: Some(4),
+                subscription_group_billing_rules_id: None,
                 prepaid: None,
             }]
         );
@@ -1225,7 +1289,7 @@ mod tests {
         // No billing address: the shipping address bills too.
         assert_eq!(new.billing_address, new.shipping_address);
         let payment = new.payment_details.clone().unwrap();
-        assert_eq!(payment.gateway_payment_id, "tok_success");
+        assert_eq!(payment.gateway_payment_id.as_deref(), Some("tok_success"));
         assert!(!format!("{new:?}").contains("tok_success"));
         assert!(!format!("{new:?}").contains("cus_1"));
         assert_eq!(new.idempotency_key.as_deref(), Some("order-1001"));
@@ -1349,7 +1413,7 @@ mod tests {
                 "invalid_type",
             ),
             (
-                with(body(), "/subscription/line_items/0/price", json!("1250")),
+                with(body(), "/subscription/line_items/0/price", json!("12.50")),
                 "subscription.line_items[0].price",
                 "invalid_type",
             ),
@@ -1501,13 +1565,13 @@ mod tests {
                 "required",
             ),
             (
-                without(
+                with(
                     body(),
-                    "/subscription/payment_details",
-                    "gateway_payment_id",
+                    "/subscription/payment_details/gateway_payment_id",
+                    json!(7),
                 ),
                 "subscription.payment_details.gateway_payment_id",
-                "required",
+                "invalid_type",
             ),
             (
                 with(body(), "/subscription/note", json!(["a"])),

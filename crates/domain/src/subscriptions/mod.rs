@@ -4,6 +4,7 @@
 //! scheduler that places their orders through the connector (docs/scheduler.md).
 
 pub mod customers;
+pub mod groups;
 pub mod input;
 pub mod operations;
 pub mod orders;

@@ -12,6 +12,7 @@ use crate::subscriptions::customers::{
     PagePagination, add_address, customer_data, customer_resources, find_or_create_customer,
     stored_address_resource, update_customer,
 };
+use crate::subscriptions::groups::group_references;
 use crate::subscriptions::input::{
     NewSubscription, PaymentMethodChange, ShippingAddressChange, SubscriptionUpdate,
 };
@@ -62,7 +63,7 @@ fn line_item(
         id: 0,
         subscription_id: 0,
         subscription_group_id: input.subscription_group_id,
-        subscription_group_billing_rules_id: None,
+        subscription_group_billing_rules_id: input.subscription_group_billing_rules_id,
         platform_id: None,
         platform_product_id: input.platform_product_id.clone(),
         platform_variant_id: input.platform_variant_id.clone(),
@@ -225,6 +226,25 @@ fn idempotency_conflict() -> DomainError {
     }
 }
 
+/// Create Subscription from its body: the subscription groups and billing rules its line
+/// items name are read (each must be the shop's: 422 on its field), then the body is checked
+/// with what they give, then [`create_subscription`].
+pub fn create_subscription_from_body(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    body: &Value,
+    actor: Actor,
+    now: Timestamp,
+) -> Result<(Subscription, bool), DomainError> {
+    let items = body
+        .pointer("/subscription/line_items")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    let groups = group_references(tx, shop, items, "subscription.line_items")?;
+    let new = NewSubscription::parse_with(body, shop, now, &groups)?;
+    create_subscription(tx, shop, new, actor, now)
+}
+
 /// Create Subscription. With an `idempotency_key` the shop used before: the first subscription
 /// when the body is the same (`Ok((subscription, false))`), 409 when it differs.
 pub fn create_subscription(
@@ -267,7 +287,7 @@ pub fn create_subscription(
     let rule = new.schedule.source().to_string();
     let (token, gateway, gateway_customer, expires_at) = match new.payment_details {
         Some(details) => (
-            Some(details.gateway_payment_id),
+            details.gateway_payment_id,
             Some(details.gateway_name),
             details.gateway_customer_id,
             details.expires_at,
@@ -304,7 +324,7 @@ pub fn create_subscription(
         charged_currency: new.charged_currency,
         base_currency: new.base_currency,
         base_to_charged_exchange_rate: rate,
-        percent_discount: 0.0,
+        percent_discount: new.percent_discount,
         discount_code: new.discount_code,
         shipping_lines: Vec::new(),
         last_failure_code: None,
@@ -1117,6 +1137,229 @@ mod tests {
                 if p[0].field == "order_rrule" && p[0].code == "no_upcoming_order"),
             "{refused:?}"
         );
+    }
+
+    fn new_group(
+        db: &MemoryDatabase,
+        body: Value,
+    ) -> crate::subscriptions::groups::SubscriptionGroup {
+        use crate::subscriptions::groups::{create_group, parse_group};
+        db.write_tx(|tx| create_group(tx, &shop(), parse_group(&body, true)?, at(NOW)))
+            .unwrap()
+    }
+
+    fn coffee_club(db: &MemoryDatabase) -> crate::subscriptions::groups::SubscriptionGroup {
+        new_group(
+            db,
+            json!({"subscription_group": {"name": "Coffee club", "percent_discount": 15,
+                "products": [{"platform_product_id": "p-1"}],
+                "billing_rules": [{"interval_number": 2, "interval_type": "week"},
+                                  {"interval_number": 1, "interval_type": "month"}]}}),
+        )
+    }
+
+    /// A Create Subscription body as a TypeScript integration writes it: every id a string,
+    /// fields the contract does not name, payment details without `gateway_payment_id`, and no
+    /// `order_rrule`: the line item's billing rule gives it.
+    fn typescript_body(group: i64, interval: i64) -> Value {
+        json!({
+            "customer": {"first_name": "Ada", "last_name": "Lovelace", "email": "ts@example.test"},
+            "subscription": {
+                "idempotency_key": "ts-1",
+                "next_order_datetime": "2024-03-11T09:00:00Z",
+                "line_items": [{"platform_product_id": "101", "platform_variant_id": "202",
+                                "quantity": "2", "price": "1250",
+                                "subscription_group_id": group.to_string(),
+                                "interval_id": interval.to_string(),
+                                "__typename": "LineItem"}],
+                "shipping_address": {"street1": "1 Analytical Way", "city": "London",
+                                     "country_code": "GB"},
+                "payment_details": {"gateway_name": "stripe", "gateway_customer_id": "cus_1"},
+                "clientMutationId": "abc"
+            }
+        })
+    }
+
+    #[test]
+    fn a_group_and_its_billing_rule_make_the_subscriptions_rule_and_discount() {
+        let db = database();
+        let group = coffee_club(&db);
+        let monthly = group.billing_rules[1].id;
+        let (created, _) = db
+            .write_tx(|tx| {
+                create_subscription_from_body(
+                    tx,
+                    &shop(),
+                    &typescript_body(group.id, monthly),
+                    actor(),
+                    at(NOW),
+                )
+            })
+            .unwrap();
+        assert_eq!(
+            created.order_rrule,
+            "DTSTART:20240311T090000Z\nRRULE:FREQ=MONTHLY;INTERVAL=1"
+        );
+        assert_eq!(
+            created.next_order_datetime,
+            Some(at("2024-03-11T09:00:00Z"))
+        );
+        assert_eq!(created.percent_discount, 15.0);
+        let item = &created.line_items[0];
+        assert_eq!(
+            (
+                item.subscription_group_id,
+                item.subscription_group_billing_rules_id,
+                item.quantity
+            ),
+            (Some(group.id), Some(monthly), 2)
+        );
+        assert_eq!(created.payment_method_token, None);
+        // A body's own percent_discount wins over the group's.
+        let mut own = typescript_body(group.id, monthly);
+        own["subscription"]["idempotency_key"] = json!("ts-2");
+        own["subscription"]["percent_discount"] = json!(5);
+        let (created, _) = db
+            .write_tx(|tx| create_subscription_from_body(tx, &shop(), &own, actor(), at(NOW)))
+            .unwrap();
+        assert_eq!(created.percent_discount, 5.0);
+    }
+
+    #[test]
+    fn groups_and_billing_rules_named_must_be_the_shops() {
+        let db = database();
+        let group = coffee_club(&db);
+        let other = new_group(
+            &db,
+            json!({"name": "Tea", "billing_rules": [{"interval_number": 1, "interval_type": "day"}]}),
+        );
+        let problems = |body: Value| -> Vec<(String, &'static str)> {
+            match db
+                .write_tx(|tx| create_subscription_from_body(tx, &shop(), &body, actor(), at(NOW)))
+            {
+                Err(DomainError::Invalid(problems)) => {
+                    problems.into_iter().map(|p| (p.field, p.code)).collect()
+                }
+                other => panic!("{other:?}"),
+            }
+        };
+        let field = |name: &str| format!("subscription.line_items[0].{name}");
+        assert_eq!(
+            problems(typescript_body(group.id + 100, 1)),
+            [(field("subscription_group_id"), "unknown_group")]
+        );
+        assert_eq!(
+            problems(typescript_body(group.id, other.billing_rules[0].id)),
+            [(field("interval_id"), "unknown_billing_rule")]
+        );
+        let mut no_group = typescript_body(group.id, group.billing_rules[0].id);
+        no_group["subscription"]["line_items"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("subscription_group_id");
+        assert_eq!(
+            problems(no_group),
+            [(field("interval_id"), "invalid_value")]
+        );
+        // Without an interval_id, a body without order_rrule has no rule.
+        let mut no_interval = typescript_body(group.id, 1);
+        no_interval["subscription"]["line_items"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("interval_id");
+        assert_eq!(
+            problems(no_interval),
+            [("subscription.order_rrule".to_string(), "required")]
+        );
+    }
+
+    #[test]
+    fn groups_are_listed_updated_and_deleted_unless_in_use() {
+        use crate::subscriptions::groups::{
+            delete_group, get_group, list_groups, parse_group, update_group,
+        };
+        let db = database();
+        let group = coffee_club(&db);
+        for name in ["Tea", "Cocoa"] {
+            new_group(
+                &db,
+                json!({"name": name, "billing_rules": [{"interval_number": 1, "interval_type": "day"}]}),
+            );
+        }
+        let (page, pagination) = db.read_tx(|tx| list_groups(tx, &shop(), 2, 2)).unwrap();
+        assert_eq!(
+            page.iter().map(|g| g.name.as_str()).collect::<Vec<_>>(),
+            ["Cocoa"]
+        );
+        assert_eq!(
+            (pagination.total, pagination.total_pages, pagination.count),
+            (3, 2, 1)
+        );
+        // A subscription follows the monthly rule.
+        let monthly = group.billing_rules[1].id;
+        let mut body = typescript_body(group.id, monthly);
+        body["subscription"]["subscription_status"] = json!("active");
+        let (subscription, _) = db
+            .write_tx(|tx| create_subscription_from_body(tx, &shop(), &body, actor(), at(NOW)))
+            .unwrap();
+        let update = |body: Value| {
+            db.write_tx(|tx| {
+                update_group(tx, &shop(), group.id, parse_group(&body, false)?, at(NOW))
+            })
+        };
+        // Dropping the rule it follows is refused; keeping it (by id) and adding one is not.
+        let dropped =
+            update(json!({"billing_rules": [{"interval_number": 3, "interval_type": "week"}]}));
+        assert!(
+            matches!(
+                dropped,
+                Err(DomainError::Conflict {
+                    code: "subscription_group.in_use",
+                    ..
+                })
+            ),
+            "{dropped:?}"
+        );
+        let updated = update(json!({"subscription_group": {"name": "Coffee club+",
+            "billing_rules": [{"id": monthly, "interval_number": 1, "interval_type": "month",
+                               "interval_name": "Monthly"},
+                              {"interval_number": 3, "interval_type": "week"}]}}))
+        .unwrap();
+        assert_eq!(updated.name, "Coffee club+");
+        assert_eq!(updated.billing_rules[0].id, monthly);
+        assert_eq!(updated.billing_rules[0].interval_name, "Monthly");
+        assert_eq!(
+            updated.billing_rules[1].billing_rule,
+            "FREQ=WEEKLY;INTERVAL=3"
+        );
+        assert_eq!(updated.percent_discount, 15.0, "fields left out are kept");
+        let unknown = update(
+            json!({"subscription_group": {"billing_rules": [{"id": 999, "interval_number": 1, "interval_type": "day"}]}}),
+        );
+        assert!(
+            matches!(unknown, Err(DomainError::Invalid(ref p))
+                if p[0].field == "subscription_group.billing_rules[0].id"),
+            "{unknown:?}"
+        );
+        // Deleting is refused while the subscription lives, then done once it is cancelled.
+        let refused = db.write_tx(|tx| delete_group(tx, &shop(), group.id));
+        assert!(
+            matches!(
+                refused,
+                Err(DomainError::Conflict {
+                    code: "subscription_group.in_use",
+                    ..
+                })
+            ),
+            "{refused:?}"
+        );
+        act(&db, subscription.id, ActionRequest::Cancel).unwrap();
+        db.write_tx(|tx| delete_group(tx, &shop(), group.id))
+            .unwrap();
+        assert!(matches!(
+            db.read_tx(|tx| get_group(tx, &shop(), group.id)),
+            Err(DomainError::NotFound { .. })
+        ));
     }
 
     #[test]

@@ -7,6 +7,7 @@ use crate::kernel::error::StoreResult;
 use crate::kernel::time::Timestamp;
 use crate::platform::PlatformRepositories;
 use crate::platform::resources::CustomerAddress;
+use crate::subscriptions::groups::StoredGroup;
 use crate::subscriptions::query::ListQuery;
 use crate::subscriptions::resources::{
     CurrencyCode, FailureDetails, PaymentExpiry, ShippingLine, StatusLog, Subscription,
@@ -31,6 +32,7 @@ pub trait SubscriptionRepositories:
     + SubscriptionCustomerRepository
     + SubscriptionRepository
     + SubscriptionOrderRepository
+    + SubscriptionGroupRepository
 {
 }
 
@@ -41,8 +43,36 @@ impl<T> SubscriptionRepositories for T where
         + SubscriptionCustomerRepository
         + SubscriptionRepository
         + SubscriptionOrderRepository
+        + SubscriptionGroupRepository
         + ?Sized
 {
+}
+
+/// Subscription groups and their billing rules (contract §5.1).
+pub trait SubscriptionGroupRepository {
+    /// A page of the shop's groups by id, and how many it has.
+    fn subscription_groups(
+        &mut self,
+        shop_id: i64,
+        limit: i64,
+        page: i64,
+    ) -> StoreResult<(Vec<StoredGroup>, i64)>;
+    fn subscription_group(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<StoredGroup>>;
+    /// Stores the group as it is: a group of id 0 is inserted; its rules of id 0 are
+    /// inserted, the others updated, and the group's rules not listed deleted. Answers the
+    /// group as stored, with its ids.
+    fn save_subscription_group(
+        &mut self,
+        shop_id: i64,
+        group: &StoredGroup,
+    ) -> StoreResult<StoredGroup>;
+    fn delete_subscription_group(&mut self, shop_id: i64, id: i64) -> StoreResult<bool>;
+    /// Holds the group until the transaction ends (PostgreSQL; SQLite's writes are serial).
+    fn lock_subscription_group(&mut self, shop_id: i64, id: i64) -> StoreResult<()>;
+    /// How many subscriptions not `inactive` have a line item of the group.
+    fn live_subscriptions_of_group(&mut self, shop_id: i64, group_id: i64) -> StoreResult<i64>;
+    /// Which of `rule_ids` a line item of a subscription not `inactive` follows.
+    fn billing_rules_in_use(&mut self, shop_id: i64, rule_ids: &[i64]) -> StoreResult<Vec<i64>>;
 }
 
 /// A customer's own fields as the subscription API writes them. Absent is no value (the

@@ -128,6 +128,11 @@ pub struct MemoryState {
     pub expiring_payment_notified: std::collections::BTreeMap<i64, Timestamp>,
     /// Checkouts by id (ids from 1).
     pub checkout_orders: Vec<crate::checkout::repository::CheckoutOrder>,
+    /// Subscription groups with their shop, and how many groups and billing rules were ever
+    /// stored (the next ids).
+    pub subscription_groups: Vec<(i64, crate::subscriptions::groups::StoredGroup)>,
+    pub group_count: i64,
+    pub billing_rule_count: i64,
 }
 
 /// A job as the memory store keeps it: with when it runs again if enqueued while running.

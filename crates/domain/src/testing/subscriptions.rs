@@ -10,12 +10,14 @@ use crate::kernel::time::Timestamp;
 use crate::platform::addresses::{AddressKey, AddressRow};
 use crate::platform::events::{EntityKind, EntityRecord};
 use crate::platform::resources::CustomerAddress;
+use crate::subscriptions::groups::StoredGroup;
 use crate::subscriptions::query::ListQuery;
 use crate::subscriptions::repository::{
     CustomerFields, CustomerListQuery, CustomerStatus, IdPage, NewSubscriptionOrder,
     OrderAttemptEnd, OrderAttemptStatus, SchedulerBacklog, StoredAddress, StoredSubscription,
-    SubscriptionCustomerRepository, SubscriptionOrder, SubscriptionOrderRepository,
-    SubscriptionPage, SubscriptionRepository, SubscriptionState, SummaryFigures,
+    SubscriptionCustomerRepository, SubscriptionGroupRepository, SubscriptionOrder,
+    SubscriptionOrderRepository, SubscriptionPage, SubscriptionRepository, SubscriptionState,
+    SummaryFigures,
 };
 use crate::subscriptions::resources::{StatusLog, SubscriptionLineItem, SubscriptionStatus};
 use crate::subscriptions::states::NewStatusLog;
@@ -832,6 +834,103 @@ impl SubscriptionOrderRepository for MemoryState {
             }
         }
         Ok(backlog)
+    }
+}
+
+impl MemoryState {
+    /// The line items of the shop's subscriptions that are not `inactive`.
+    fn live_line_items(&self, shop_id: i64) -> impl Iterator<Item = (i64, &SubscriptionLineItem)> {
+        self.subscriptions
+            .iter()
+            .filter(move |s| {
+                s.shop_id == shop_id && s.state.subscription_status != SubscriptionStatus::Inactive
+            })
+            .flat_map(|s| s.line_items.iter().map(move |item| (s.id, item)))
+    }
+}
+
+impl SubscriptionGroupRepository for MemoryState {
+    fn subscription_groups(
+        &mut self,
+        shop_id: i64,
+        limit: i64,
+        page: i64,
+    ) -> StoreResult<(Vec<StoredGroup>, i64)> {
+        let mut groups: Vec<StoredGroup> = self
+            .subscription_groups
+            .iter()
+            .filter(|(shop, _)| *shop == shop_id)
+            .map(|(_, group)| group.clone())
+            .collect();
+        groups.sort_by_key(|group| group.id);
+        let total = groups.len() as i64;
+        let skip = usize::try_from(page.max(1).saturating_sub(1).saturating_mul(limit))
+            .unwrap_or(usize::MAX);
+        let take = usize::try_from(limit).unwrap_or(0);
+        Ok((groups.into_iter().skip(skip).take(take).collect(), total))
+    }
+
+    fn subscription_group(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<StoredGroup>> {
+        Ok(self
+            .subscription_groups
+            .iter()
+            .find(|(shop, group)| *shop == shop_id && group.id == id)
+            .map(|(_, group)| group.clone()))
+    }
+
+    fn save_subscription_group(
+        &mut self,
+        shop_id: i64,
+        group: &StoredGroup,
+    ) -> StoreResult<StoredGroup> {
+        let mut saved = group.clone();
+        if saved.id == 0 {
+            self.group_count += 1;
+            saved.id = self.group_count;
+        }
+        for rule in &mut saved.billing_rules {
+            if rule.id == 0 {
+                self.billing_rule_count += 1;
+                rule.id = self.billing_rule_count;
+            }
+            rule.subscription_group_id = saved.id;
+        }
+        self.subscription_groups
+            .retain(|(shop, stored)| !(*shop == shop_id && stored.id == saved.id));
+        self.subscription_groups.push((shop_id, saved.clone()));
+        Ok(saved)
+    }
+
+    fn delete_subscription_group(&mut self, shop_id: i64, id: i64) -> StoreResult<bool> {
+        let before = self.subscription_groups.len();
+        self.subscription_groups
+            .retain(|(shop, group)| !(*shop == shop_id && group.id == id));
+        Ok(self.subscription_groups.len() < before)
+    }
+
+    fn lock_subscription_group(&mut self, _shop_id: i64, _id: i64) -> StoreResult<()> {
+        Ok(())
+    }
+
+    fn live_subscriptions_of_group(&mut self, shop_id: i64, group_id: i64) -> StoreResult<i64> {
+        let mut subscriptions: Vec<i64> = self
+            .live_line_items(shop_id)
+            .filter(|(_, item)| item.subscription_group_id == Some(group_id))
+            .map(|(id, _)| id)
+            .collect();
+        subscriptions.dedup();
+        Ok(subscriptions.len() as i64)
+    }
+
+    fn billing_rules_in_use(&mut self, shop_id: i64, rule_ids: &[i64]) -> StoreResult<Vec<i64>> {
+        let mut used: Vec<i64> = self
+            .live_line_items(shop_id)
+            .filter_map(|(_, item)| item.subscription_group_billing_rules_id)
+            .filter(|id| rule_ids.contains(id))
+            .collect();
+        used.sort_unstable();
+        used.dedup();
+        Ok(used)
     }
 }
 

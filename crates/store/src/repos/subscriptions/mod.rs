@@ -3,6 +3,7 @@
 //! with their line items and status log, and the scheduler's attempts to place their orders.
 
 mod customers;
+mod groups;
 mod orders;
 mod records;
 

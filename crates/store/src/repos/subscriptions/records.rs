@@ -519,6 +519,8 @@ impl SubscriptionRepository for StoreTx<'_> {
                 t::document.eq(json(item, "a line item")?),
                 t::created_at.eq(now.as_micros()),
                 t::updated_at.eq(now.as_micros()),
+                t::subscription_group_id.eq(item.subscription_group_id),
+                t::subscription_group_billing_rules_id.eq(item.subscription_group_billing_rules_id),
             );
             on_backend!(&mut *self.conn, |c| {
                 diesel::insert_into(t::table)

@@ -1,8 +1,10 @@
 //! Subscription routes (seed 002 §4.1–4.3, contract §5) under `/subscriptions/v1/shops/{shop}`
 //! (reads `read_subscriptions`, writes `write_subscriptions`): customers and their addresses,
-//! subscriptions and their actions, and the webhook subscriptions.
+//! subscriptions and their actions, the webhook subscriptions; and the subscription groups
+//! (`read_subscription_groups`, `write_subscription_groups`).
 
 mod customers;
+mod groups;
 mod operations;
 mod webhooks;
 
@@ -66,6 +68,18 @@ pub fn configure(config: &mut web::ServiceConfig) {
         .service(
             resource("/subscriptions/v1/shops/{shop}/subscriptions/{id}/payment_method")
                 .route(web::put().to(operations::change_payment_method)),
+        )
+        .service(
+            resource("/subscriptions/v1/shops/{shop}/subscription_groups")
+                .route(web::get().to(groups::list))
+                .route(web::post().to(groups::create)),
+        )
+        .service(
+            resource("/subscriptions/v1/shops/{shop}/subscription_groups/{id}")
+                .route(web::get().to(groups::get))
+                .route(web::put().to(groups::update))
+                .route(web::patch().to(groups::update))
+                .route(web::delete().to(groups::delete)),
         )
         .service(resource("/subscriptions/v1/shops/{shop}/webhooks/topics").route(web::get().to(webhooks::topics)))
         .service(

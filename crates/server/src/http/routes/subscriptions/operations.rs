@@ -4,11 +4,11 @@
 use actix_web::{HttpRequest, HttpResponse, web};
 use mercer_domain::access::auth::Access;
 use mercer_domain::subscriptions::input::{
-    NewSubscription, parse_frequency, parse_payment_method_change, parse_quantity,
-    parse_shipping_address_change, parse_skip, parse_subscription_update,
+    parse_frequency, parse_payment_method_change, parse_quantity, parse_shipping_address_change,
+    parse_skip, parse_subscription_update,
 };
 use mercer_domain::subscriptions::operations::{
-    ActionRequest, create_subscription, get_subscription, list_subscriptions,
+    ActionRequest, create_subscription_from_body, get_subscription, list_subscriptions,
     take_subscription_action, update_subscription,
 };
 use mercer_domain::subscriptions::query::parse_list_query;
@@ -44,10 +44,9 @@ pub async fn create(
 ) -> Result<HttpResponse, ApiError> {
     let body = json_value(body)?;
     let (shop, now) = (request.access.shop.clone(), state.now());
-    let new = NewSubscription::parse(&body, &shop, now)?;
     let actor = actor(&request.access);
     let (subscription, _created) = state
-        .write(move |tx| create_subscription(tx, &shop, new, actor, now))
+        .write(move |tx| create_subscription_from_body(tx, &shop, &body, actor, now))
         .await?;
     wake(&state);
     Ok(subscription_answer(&subscription))

@@ -1,0 +1,769 @@
+//! Subscription groups (contract §5.1; docs/subscriptions.md "Subscription groups"): what
+//! subscriptions and boxes are sold under. A group has a name, a discount its subscriptions
+//! take, the products it offers, and the billing rules a subscription of it may follow; a
+//! line item of Create Subscription (or a checkout's plan) names a group, and may name one of
+//! its billing rules as its `interval_id`.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::access::shop::Shop;
+use crate::kernel::error::{DomainError, FieldError, Problems};
+use crate::kernel::fields::{Fields, path, type_error};
+use crate::kernel::time::Timestamp;
+use crate::subscriptions::customers::PagePagination;
+use crate::subscriptions::recurrence::{OrderSchedule, ShopZone};
+use crate::subscriptions::repository::SubscriptionRepositories;
+
+/// The unit of a billing rule's interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IntervalType {
+    Day,
+    Week,
+    Month,
+    Year,
+}
+
+impl IntervalType {
+    pub const ALL: [IntervalType; 4] = [
+        IntervalType::Day,
+        IntervalType::Week,
+        IntervalType::Month,
+        IntervalType::Year,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IntervalType::Day => "day",
+            IntervalType::Week => "week",
+            IntervalType::Month => "month",
+            IntervalType::Year => "year",
+        }
+    }
+
+    /// `day`, `week`… in any case, or the plural.
+    pub fn parse(text: &str) -> Option<IntervalType> {
+        let text = text.trim().to_ascii_lowercase();
+        let text = text.strip_suffix('s').unwrap_or(&text);
+        IntervalType::ALL
+            .into_iter()
+            .find(|interval| interval.as_str() == text)
+    }
+
+    /// The RRULE `FREQ` of the unit.
+    fn frequency(self) -> &'static str {
+        match self {
+            IntervalType::Day => "DAILY",
+            IntervalType::Week => "WEEKLY",
+            IntervalType::Month => "MONTHLY",
+            IntervalType::Year => "YEARLY",
+        }
+    }
+
+    fn of_frequency(freq: &str) -> Option<IntervalType> {
+        IntervalType::ALL
+            .into_iter()
+            .find(|interval| interval.frequency().eq_ignore_ascii_case(freq.trim()))
+    }
+}
+
+/// The longest interval a billing rule may have, in its units.
+pub const MAX_INTERVAL_NUMBER: i64 = 366;
+/// The longest group name, in characters.
+pub const MAX_NAME_CHARS: usize = 255;
+
+/// A product a group offers: a product, or one of its variants.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GroupProduct {
+    pub platform_product_id: String,
+    pub platform_variant_id: Option<String>,
+}
+
+/// How often a subscription of the group orders.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BillingRule {
+    pub id: i64,
+    pub subscription_group_id: i64,
+    pub interval_number: i64,
+    pub interval_type: IntervalType,
+    /// What shoppers read ("Every 2 weeks").
+    pub interval_name: String,
+    /// The RRULE part of RFC 5545 (`FREQ=WEEKLY;INTERVAL=2`).
+    pub billing_rule: String,
+}
+
+/// A group as stored: what the repository reads and writes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredGroup {
+    /// 0 for a group not stored yet.
+    pub id: i64,
+    pub name: String,
+    pub percent_discount: f64,
+    pub products: Vec<GroupProduct>,
+    /// In their order; a rule with id 0 is new.
+    pub billing_rules: Vec<BillingRule>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+/// The subscription group resource (contract §5.1).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SubscriptionGroup {
+    pub id: i64,
+    pub shop_identifier: String,
+    pub name: String,
+    pub percent_discount: f64,
+    pub products: Vec<GroupProduct>,
+    pub billing_rules: Vec<BillingRule>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl SubscriptionGroup {
+    fn of(shop: &Shop, stored: StoredGroup) -> SubscriptionGroup {
+        SubscriptionGroup {
+            id: stored.id,
+            shop_identifier: shop.identifier.as_str().to_string(),
+            name: stored.name,
+            percent_discount: stored.percent_discount,
+            products: stored.products,
+            billing_rules: stored.billing_rules,
+            created_at: stored.created_at,
+            updated_at: stored.updated_at,
+        }
+    }
+}
+
+/// A billing rule as a body gives it; `id` names one of the group's to keep.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BillingRuleInput {
+    pub id: Option<i64>,
+    pub interval_number: i64,
+    pub interval_type: IntervalType,
+    pub interval_name: String,
+    pub billing_rule: String,
+}
+
+/// The fields of a group a body gives: all of them to create one, those to replace to update
+/// one.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GroupInput {
+    /// Where the fields were in the body (`subscription_group`, or empty for a bare object),
+    /// for problems found later.
+    pub path: String,
+    pub name: Option<String>,
+    pub percent_discount: Option<f64>,
+    pub products: Option<Vec<GroupProduct>>,
+    pub billing_rules: Option<Vec<BillingRuleInput>>,
+}
+
+/// `{"subscription_group": {…}}`, or the group's fields bare; every problem named on its path
+/// (`subscription_group.billing_rules[0].interval_type`). To create a group, `name` and at
+/// least one billing rule are needed.
+pub fn parse_group(body: &Value, creating: bool) -> Result<GroupInput, DomainError> {
+    let mut problems = Problems::new();
+    let empty = Map::new();
+    let (map, prefix) = match body.get("subscription_group") {
+        Some(Value::Object(map)) => (map, "subscription_group"),
+        Some(_) => {
+            return Err(DomainError::Invalid(vec![type_error(
+                "subscription_group".to_string(),
+                "an object",
+            )]));
+        }
+        None => (body.as_object().unwrap_or(&empty), ""),
+    };
+    let mut fields = Fields {
+        path: prefix.to_string(),
+        map,
+        problems: &mut problems,
+    };
+    let input = GroupInput {
+        path: prefix.to_string(),
+        name: group_name(&mut fields, creating),
+        percent_discount: percent_discount(&mut fields, "percent_discount"),
+        products: products(&mut fields),
+        billing_rules: billing_rules(&mut fields, creating),
+    };
+    problems.into_result()?;
+    Ok(input)
+}
+
+fn group_name(fields: &mut Fields<'_, '_>, creating: bool) -> Option<String> {
+    let name = if creating {
+        fields.required_text("name")?
+    } else {
+        fields.text("name")?
+    };
+    if name.chars().count() > MAX_NAME_CHARS {
+        let field = fields.field("name");
+        let message = format!("{field} must be at most {MAX_NAME_CHARS} characters");
+        fields
+            .problems
+            .push(FieldError::new(field, "length", message));
+        return None;
+    }
+    Some(name)
+}
+
+/// A percentage 0..=100 (a number, or its decimal text).
+pub fn percent_discount(fields: &mut Fields<'_, '_>, name: &str) -> Option<f64> {
+    let percent = fields.number(name)?;
+    if (0.0..=100.0).contains(&percent) {
+        Some(percent)
+    } else {
+        let field = fields.field(name);
+        let message = format!("{field} must be a percentage from 0 to 100");
+        fields
+            .problems
+            .push(FieldError::new(field, "out_of_range", message));
+        None
+    }
+}
+
+fn products(fields: &mut Fields<'_, '_>) -> Option<Vec<GroupProduct>> {
+    let items = fields.array("products")?;
+    let products: Vec<Option<GroupProduct>> = items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| {
+            let mut product = fields.element("products", index, item)?;
+            let platform_product_id = product.required_id("platform_product_id");
+            let platform_variant_id = match product.get("platform_variant_id") {
+                None => None,
+                Some(_) => Some(product.required_id("platform_variant_id")?),
+            };
+            Some(GroupProduct {
+                platform_product_id: platform_product_id?,
+                platform_variant_id,
+            })
+        })
+        .collect();
+    products.into_iter().collect()
+}
+
+fn billing_rules(fields: &mut Fields<'_, '_>, creating: bool) -> Option<Vec<BillingRuleInput>> {
+    let Some(items) = fields.array("billing_rules") else {
+        if creating && fields.get("billing_rules").is_none() {
+            fields
+                .problems
+                .push(FieldError::required(fields.field("billing_rules")));
+        }
+        return None;
+    };
+    if items.is_empty() {
+        let field = fields.field("billing_rules");
+        let message = format!("{field} must hold at least one billing rule");
+        fields
+            .problems
+            .push(FieldError::new(field, "required", message));
+        return None;
+    }
+    // Every rule is read, so that each problem is named.
+    let rules: Vec<Option<BillingRuleInput>> = items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| {
+            let mut rule = fields.element("billing_rules", index, item)?;
+            billing_rule(&mut rule)
+        })
+        .collect();
+    rules.into_iter().collect()
+}
+
+/// `KEY=value` parts of an RRULE, keys upper case.
+fn rrule_parts(text: &str) -> BTreeMap<String, String> {
+    text.split(';')
+        .filter_map(|part| part.split_once('='))
+        .map(|(key, value)| (key.trim().to_ascii_uppercase(), value.trim().to_string()))
+        .collect()
+}
+
+/// One billing rule: `interval_number` (1..366) and `interval_type`, and `billing_rule` built
+/// from them, or given and checked by the `order_rrule` parser (its `FREQ` and `INTERVAL`
+/// then stand in for missing interval fields).
+fn billing_rule(fields: &mut Fields<'_, '_>) -> Option<BillingRuleInput> {
+    let id = fields.integer("id");
+    let rule_given = fields.get("billing_rule").is_some();
+    let given_rule = billing_rule_text(fields);
+    let parts = given_rule.as_deref().map(rrule_parts).unwrap_or_default();
+    let interval_number = match fields.get("interval_number") {
+        Some(_) => fields.integer("interval_number"),
+        None => parts
+            .get("INTERVAL")
+            .map_or(Some(1), |interval| interval.parse().ok()),
+    };
+    let interval_number = interval_number.and_then(|number| {
+        if (1..=MAX_INTERVAL_NUMBER).contains(&number) {
+            Some(number)
+        } else {
+            let field = fields.field("interval_number");
+            let message = format!("{field} must be from 1 to {MAX_INTERVAL_NUMBER}");
+            fields
+                .problems
+                .push(FieldError::new(field, "out_of_range", message));
+            None
+        }
+    });
+    let interval_type = match fields.get("interval_type") {
+        Some(Value::String(text)) => IntervalType::parse(text).or_else(|| {
+            let field = fields.field("interval_type");
+            let message = format!("{field} must be day, week, month or year");
+            fields
+                .problems
+                .push(FieldError::new(field, "invalid_value", message));
+            None
+        }),
+        Some(_) => {
+            fields.problems.push(type_error(
+                fields.field("interval_type"),
+                "day, week, month or year",
+            ));
+            None
+        }
+        None => match parts.get("FREQ") {
+            Some(freq) => IntervalType::of_frequency(freq),
+            // A billing_rule given that does not read has its own problem.
+            None if rule_given => None,
+            None => {
+                fields
+                    .problems
+                    .push(FieldError::required(fields.field("interval_type")));
+                None
+            }
+        },
+    };
+    let interval_name = fields.text("interval_name");
+    let (interval_number, interval_type) = (interval_number?, interval_type?);
+    let billing_rule = given_rule.unwrap_or_else(|| {
+        format!(
+            "FREQ={};INTERVAL={interval_number}",
+            interval_type.frequency()
+        )
+    });
+    Some(BillingRuleInput {
+        id,
+        interval_number,
+        interval_type,
+        interval_name: interval_name
+            .unwrap_or_else(|| interval_text(interval_number, interval_type)),
+        billing_rule,
+    })
+}
+
+/// `billing_rule` as given (a leading `RRULE:` taken off), checked as the RRULE of an
+/// `order_rrule`; `None` (with its problem) when it does not read, or when it is absent.
+fn billing_rule_text(fields: &mut Fields<'_, '_>) -> Option<String> {
+    let text = fields.text("billing_rule")?;
+    let text = text
+        .strip_prefix("RRULE:")
+        .or_else(|| text.strip_prefix("rrule:"))
+        .unwrap_or(&text)
+        .trim()
+        .to_string();
+    let field = fields.field("billing_rule");
+    if text.contains(['\n', '\r', ':']) {
+        let message = format!("{field} is the RRULE part alone, such as FREQ=MONTHLY;INTERVAL=1");
+        fields
+            .problems
+            .push(FieldError::new(field, "invalid_rrule", message));
+        return None;
+    }
+    let rule = format!("DTSTART:20000101T000000Z\nRRULE:{text}");
+    fields
+        .problems
+        .check(OrderSchedule::parse(&rule, ShopZone::UTC, &field))?;
+    Some(text)
+}
+
+/// "Every day", "Every 2 weeks".
+fn interval_text(number: i64, interval: IntervalType) -> String {
+    match number {
+        1 => format!("Every {}", interval.as_str()),
+        n => format!("Every {n} {}s", interval.as_str()),
+    }
+}
+
+fn not_found() -> DomainError {
+    DomainError::not_found("subscription_group")
+}
+
+fn in_use(what: String) -> DomainError {
+    DomainError::Conflict {
+        code: "subscription_group.in_use",
+        message: what,
+    }
+}
+
+/// List subscription groups, by id, a page at a time.
+pub fn list_groups(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    limit: i64,
+    page: i64,
+) -> Result<(Vec<SubscriptionGroup>, PagePagination), DomainError> {
+    let (stored, total) = tx.subscription_groups(shop.id, limit, page)?;
+    let groups: Vec<SubscriptionGroup> = stored
+        .into_iter()
+        .map(|group| SubscriptionGroup::of(shop, group))
+        .collect();
+    let pagination = PagePagination::new(groups.len(), page, limit, total);
+    Ok((groups, pagination))
+}
+
+/// Get a subscription group; 404 when the shop has none of that id.
+pub fn get_group(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    id: i64,
+) -> Result<SubscriptionGroup, DomainError> {
+    let stored = tx.subscription_group(shop.id, id)?.ok_or_else(not_found)?;
+    Ok(SubscriptionGroup::of(shop, stored))
+}
+
+/// The rules `inputs` make of a group's `current` ones; an `id` that is not one of them is 422
+/// on its field under `at` (the body's path of the group).
+fn rules_of(
+    group_id: i64,
+    inputs: Vec<BillingRuleInput>,
+    current: &[BillingRule],
+    at: &str,
+) -> Result<Vec<BillingRule>, DomainError> {
+    let mut problems = Vec::new();
+    let rules = inputs
+        .into_iter()
+        .enumerate()
+        .map(|(index, input)| {
+            let id = match input.id {
+                Some(id) if current.iter().any(|rule| rule.id == id) => id,
+                Some(id) => {
+                    let field = path(at, &format!("billing_rules[{index}].id"));
+                    let message = format!("the group has no billing rule {id}");
+                    problems.push(FieldError::new(field, "unknown_billing_rule", message));
+                    0
+                }
+                None => 0,
+            };
+            BillingRule {
+                id,
+                subscription_group_id: group_id,
+                interval_number: input.interval_number,
+                interval_type: input.interval_type,
+                interval_name: input.interval_name,
+                billing_rule: input.billing_rule,
+            }
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(rules)
+    } else {
+        Err(DomainError::Invalid(problems))
+    }
+}
+
+/// Create a subscription group (201).
+pub fn create_group(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    input: GroupInput,
+    now: Timestamp,
+) -> Result<SubscriptionGroup, DomainError> {
+    let group = StoredGroup {
+        id: 0,
+        name: input.name.unwrap_or_default(),
+        percent_discount: input.percent_discount.unwrap_or(0.0),
+        products: input.products.unwrap_or_default(),
+        billing_rules: rules_of(0, input.billing_rules.unwrap_or_default(), &[], &input.path)?,
+        created_at: now,
+        updated_at: now,
+    };
+    let saved = tx.save_subscription_group(shop.id, &group)?;
+    Ok(SubscriptionGroup::of(shop, saved))
+}
+
+/// Update a subscription group: the fields given replace the stored ones. `billing_rules`
+/// replaces the list: a rule with the `id` of one of the group's is that rule changed, one
+/// without is new, and one left out is removed, unless a live subscription follows it (409).
+pub fn update_group(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    id: i64,
+    input: GroupInput,
+    now: Timestamp,
+) -> Result<SubscriptionGroup, DomainError> {
+    tx.lock_subscription_group(shop.id, id)?;
+    let mut group = tx.subscription_group(shop.id, id)?.ok_or_else(not_found)?;
+    if let Some(name) = input.name {
+        group.name = name;
+    }
+    if let Some(percent) = input.percent_discount {
+        group.percent_discount = percent;
+    }
+    if let Some(products) = input.products {
+        group.products = products;
+    }
+    if let Some(inputs) = input.billing_rules {
+        let rules = rules_of(id, inputs, &group.billing_rules, &input.path)?;
+        let removed: Vec<i64> = group
+            .billing_rules
+            .iter()
+            .map(|rule| rule.id)
+            .filter(|id| !rules.iter().any(|rule| rule.id == *id))
+            .collect();
+        let used = tx.billing_rules_in_use(shop.id, &removed)?;
+        if let Some(rule) = used.first() {
+            return Err(in_use(format!(
+                "billing rule {rule} is followed by a live subscription; keep it in billing_rules"
+            )));
+        }
+        group.billing_rules = rules;
+    }
+    group.updated_at = now;
+    let saved = tx.save_subscription_group(shop.id, &group)?;
+    Ok(SubscriptionGroup::of(shop, saved))
+}
+
+/// Delete a subscription group (204); 409 while a live subscription (one not `inactive`) has a
+/// line item of it.
+pub fn delete_group(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    id: i64,
+) -> Result<(), DomainError> {
+    tx.lock_subscription_group(shop.id, id)?;
+    if tx.subscription_group(shop.id, id)?.is_none() {
+        return Err(not_found());
+    }
+    let live = tx.live_subscriptions_of_group(shop.id, id)?;
+    if live > 0 {
+        return Err(in_use(format!(
+            "{live} live subscription(s) are sold under this group; cancel them first"
+        )));
+    }
+    tx.delete_subscription_group(shop.id, id)?;
+    Ok(())
+}
+
+/// What the groups a Create Subscription body names give it: each line item's billing rule
+/// (by index), the rule of the first that names one, and the first group's discount.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GroupReferences {
+    pub billing_rule_ids: BTreeMap<usize, i64>,
+    /// The RRULE of the first line item's billing rule: the subscription's when its body has
+    /// no `order_rrule`.
+    pub billing_rule: Option<String>,
+    pub percent_discount: Option<f64>,
+    /// Groups or billing rules named that the shop does not have.
+    pub problems: Vec<FieldError>,
+    /// Whether a line item names an `interval_id` (found or not): the body's rule was meant
+    /// to come from it.
+    pub names_interval: bool,
+}
+
+/// An integer given as a number or as decimal text; `None` for anything else (the body's
+/// parser names that problem).
+fn integer(value: Option<&Value>) -> Option<i64> {
+    match value? {
+        Value::String(text) => text.trim().parse().ok(),
+        value => value.as_i64(),
+    }
+}
+
+/// Reads the groups and billing rules the line items at `items_path` of `body` name
+/// (`subscription.line_items`): each must be the shop's (422 on its field otherwise). The
+/// groups are locked, so none is deleted before the subscription that names it is stored.
+pub fn group_references(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    items: &[Value],
+    items_path: &str,
+) -> Result<GroupReferences, DomainError> {
+    let mut references = GroupReferences::default();
+    let mut groups: BTreeMap<i64, Option<StoredGroup>> = BTreeMap::new();
+    for (index, item) in items.iter().enumerate() {
+        let at = |name: &str| format!("{items_path}[{index}].{name}");
+        let group_id = integer(item.get("subscription_group_id"));
+        let interval_id = integer(item.get("interval_id"));
+        references.names_interval |= interval_id.is_some();
+        let Some(group_id) = group_id else {
+            if interval_id.is_some() {
+                references.problems.push(FieldError::new(
+                    at("interval_id"),
+                    "invalid_value",
+                    "interval_id names a billing rule of the line item's subscription_group_id; \
+                     give that too",
+                ));
+            }
+            continue;
+        };
+        if let std::collections::btree_map::Entry::Vacant(entry) = groups.entry(group_id) {
+            tx.lock_subscription_group(shop.id, group_id)?;
+            entry.insert(tx.subscription_group(shop.id, group_id)?);
+        }
+        let Some(Some(group)) = groups.get(&group_id) else {
+            references.problems.push(FieldError::new(
+                at("subscription_group_id"),
+                "unknown_group",
+                format!("the shop has no subscription group {group_id}"),
+            ));
+            continue;
+        };
+        references
+            .percent_discount
+            .get_or_insert(group.percent_discount);
+        let Some(interval_id) = interval_id else {
+            continue;
+        };
+        match group
+            .billing_rules
+            .iter()
+            .find(|rule| rule.id == interval_id)
+        {
+            Some(rule) => {
+                references.billing_rule_ids.insert(index, rule.id);
+                references
+                    .billing_rule
+                    .get_or_insert_with(|| rule.billing_rule.clone());
+            }
+            None => references.problems.push(FieldError::new(
+                at("interval_id"),
+                "unknown_billing_rule",
+                format!("subscription group {group_id} has no billing rule {interval_id}"),
+            )),
+        }
+    }
+    Ok(references)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn problems(result: Result<GroupInput, DomainError>) -> Vec<(String, &'static str)> {
+        match result {
+            Err(DomainError::Invalid(problems)) => problems
+                .into_iter()
+                .map(|problem| (problem.field, problem.code))
+                .collect(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_group_body_is_read_with_its_billing_rules_built_or_checked() {
+        let input = parse_group(
+            &json!({"subscription_group": {
+                "name": "Coffee club", "percent_discount": "12.5",
+                "products": [{"platform_product_id": 101, "platform_variant_id": null},
+                             {"platform_product_id": "p-2", "platform_variant_id": "v-9"}],
+                "billing_rules": [
+                    {"interval_number": "2", "interval_type": "weeks"},
+                    {"interval_number": 1, "interval_type": "month", "interval_name": "Monthly"},
+                    {"billing_rule": "RRULE:FREQ=MONTHLY;INTERVAL=3;BYMONTHDAY=1"}
+                ],
+                "extra": "ignored"
+            }}),
+            true,
+        )
+        .unwrap();
+        assert_eq!(input.name.as_deref(), Some("Coffee club"));
+        assert_eq!(input.percent_discount, Some(12.5));
+        let products = input.products.unwrap();
+        assert_eq!(products[0].platform_product_id, "101");
+        assert_eq!(products[0].platform_variant_id, None);
+        assert_eq!(products[1].platform_variant_id.as_deref(), Some("v-9"));
+        let rules = input.billing_rules.unwrap();
+        assert_eq!(rules[0].billing_rule, "FREQ=WEEKLY;INTERVAL=2");
+        assert_eq!(rules[0].interval_name, "Every 2 weeks");
+        assert_eq!(rules[1].interval_name, "Monthly");
+        assert_eq!(
+            (
+                rules[2].interval_number,
+                rules[2].interval_type,
+                rules[2].billing_rule.as_str()
+            ),
+            (
+                3,
+                IntervalType::Month,
+                "FREQ=MONTHLY;INTERVAL=3;BYMONTHDAY=1"
+            )
+        );
+        // A bare object reads the same.
+        assert!(parse_group(&json!({"name": "Box", "billing_rules": [{"interval_type": "day", "interval_number": 1}]}), true).is_ok());
+    }
+
+    #[test]
+    fn every_problem_is_named_on_its_path() {
+        assert_eq!(
+            problems(parse_group(&json!({"subscription_group": {}}), true)),
+            [
+                ("subscription_group.name".to_string(), "required"),
+                ("subscription_group.billing_rules".to_string(), "required")
+            ]
+        );
+        let found = problems(parse_group(
+            &json!({"subscription_group": {
+            "name": "x".repeat(256), "percent_discount": 101,
+            "products": [{"platform_variant_id": "v"}],
+            "billing_rules": [
+                {"interval_number": 0, "interval_type": "week"},
+                {"interval_number": 1, "interval_type": "fortnight"},
+                {"billing_rule": "FREQ=HOURLY"},
+                {"billing_rule": "DTSTART:20200101T000000Z"}
+            ]}}),
+            true,
+        ));
+        assert_eq!(
+            found,
+            [
+                ("subscription_group.name".to_string(), "length"),
+                (
+                    "subscription_group.percent_discount".to_string(),
+                    "out_of_range"
+                ),
+                (
+                    "subscription_group.products[0].platform_product_id".to_string(),
+                    "required"
+                ),
+                (
+                    "subscription_group.billing_rules[0].interval_number".to_string(),
+                    "out_of_range"
+                ),
+                (
+                    "subscription_group.billing_rules[1].interval_type".to_string(),
+                    "invalid_value"
+                ),
+                (
+                    "subscription_group.billing_rules[2].billing_rule".to_string(),
+                    "unsupported_rrule"
+                ),
+                (
+                    "subscription_group.billing_rules[3].billing_rule".to_string(),
+                    "invalid_rrule"
+                ),
+            ]
+        );
+        assert_eq!(
+            problems(parse_group(
+                &json!({"subscription_group": {"billing_rules": []}}),
+                false
+            )),
+            [("subscription_group.billing_rules".to_string(), "required")]
+        );
+        // An update may give any field alone.
+        let update = parse_group(
+            &json!({"subscription_group": {"percent_discount": 5}}),
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            (update.name, update.percent_discount, update.billing_rules),
+            (None, Some(5.0), None)
+        );
+        assert_eq!(update.path, "subscription_group");
+    }
+}

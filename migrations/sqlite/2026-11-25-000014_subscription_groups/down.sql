@@ -1,0 +1,6 @@
+DROP INDEX subscription_line_items_billing_rule;
+DROP INDEX subscription_line_items_group;
+ALTER TABLE subscription_line_items DROP COLUMN subscription_group_billing_rules_id;
+ALTER TABLE subscription_line_items DROP COLUMN subscription_group_id;
+DROP TABLE subscription_group_billing_rules;
+DROP TABLE subscription_groups;
