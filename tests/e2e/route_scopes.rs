@@ -342,6 +342,97 @@ const ROUTES: &[(&str, &str, &str)] = &[
         "/subscriptions/v1/shops/{shop}/webhooks/topics",
         "read_subscriptions",
     ),
+    // Contract §7: the box builder's admin routes, with the scopes seed 002 §4.5 brackets.
+    (
+        "GET",
+        "/box_builder/v1/shops/{shop}/boxes",
+        "read_subscription_groups",
+    ),
+    (
+        "POST",
+        "/box_builder/v1/shops/{shop}/boxes",
+        "write_subscription_groups",
+    ),
+    (
+        "GET",
+        "/box_builder/v1/shops/{shop}/boxes/{box_id}",
+        "read_subscription_groups",
+    ),
+    (
+        "PATCH",
+        "/box_builder/v1/shops/{shop}/boxes/{box_id}",
+        "write_subscription_groups",
+    ),
+    (
+        "DELETE",
+        "/box_builder/v1/shops/{shop}/boxes/{box_id}",
+        "write_subscription_groups",
+    ),
+    (
+        "GET",
+        "/box_builder/v1/shops/{shop}/box_products",
+        "read_subscription_groups",
+    ),
+    (
+        "POST",
+        "/box_builder/v1/shops/{shop}/box_products",
+        "write_subscription_groups",
+    ),
+    (
+        "GET",
+        "/box_builder/v1/shops/{shop}/box_products/{box_product_id}",
+        "read_subscription_groups",
+    ),
+    (
+        "PATCH",
+        "/box_builder/v1/shops/{shop}/box_products/{box_product_id}",
+        "write_subscription_groups",
+    ),
+    (
+        "DELETE",
+        "/box_builder/v1/shops/{shop}/box_products/{box_product_id}",
+        "write_subscription_groups",
+    ),
+    (
+        "GET",
+        "/box_builder/v1/shops/{shop}/boxes/{box_id}/time_slots",
+        "read_subscription_groups",
+    ),
+    (
+        "POST",
+        "/box_builder/v1/shops/{shop}/boxes/{box_id}/time_slots",
+        "write_subscription_groups",
+    ),
+    (
+        "GET",
+        "/box_builder/v1/shops/{shop}/time_slots/{time_slot_id}",
+        "read_subscription_groups",
+    ),
+    (
+        "PATCH",
+        "/box_builder/v1/shops/{shop}/time_slots/{time_slot_id}",
+        "write_subscription_groups",
+    ),
+    (
+        "DELETE",
+        "/box_builder/v1/shops/{shop}/time_slots/{time_slot_id}",
+        "write_subscription_groups",
+    ),
+    (
+        "GET",
+        "/box_builder/v1/shops/{shop}/time_slots/{time_slot_id}/options",
+        "read_subscription_groups",
+    ),
+    (
+        "POST",
+        "/box_builder/v1/shops/{shop}/time_slots/{time_slot_id}/options",
+        "write_subscription_groups",
+    ),
+    (
+        "DELETE",
+        "/box_builder/v1/shops/{shop}/time_slots/{time_slot_id}/options/{box_product_id}",
+        "write_subscription_groups",
+    ),
     (
         "POST",
         "/subscriptions/v1/shops/{shop}/webhooks/subscriptions",
@@ -438,6 +529,31 @@ const ROUTES: &[(&str, &str, &str)] = &[
         "DELETE",
         "/customers/v2/shops/{shop}/customers/{id}/labels/{label_id}",
         "write_customers",
+    ),
+];
+
+/// Routes any valid token of the shop opens: the seed brackets no scope for them (contract §2:
+/// "no scope listed means any valid token of the shop").
+const ANY_TOKEN: &[(&str, &str)] = &[
+    (
+        "GET",
+        "/box_builder/v1/shops/{shop}/boxes/{box_id}/box_sizes",
+    ),
+    (
+        "POST",
+        "/box_builder/v1/shops/{shop}/boxes/{box_id}/box_sizes",
+    ),
+    (
+        "PUT",
+        "/box_builder/v1/shops/{shop}/boxes/{box_id}/box_sizes",
+    ),
+    (
+        "GET",
+        "/box_builder/v1/shops/{shop}/box_sizes/{box_size_id}",
+    ),
+    (
+        "PATCH",
+        "/box_builder/v1/shops/{shop}/box_sizes/{box_size_id}",
     ),
 ];
 
@@ -642,6 +758,10 @@ fn concrete(template: &str, shop: &str) -> String {
         .replace("{platform_id}", "pid-1")
         .replace("{address_id}", "1")
         .replace("{label_id}", "1")
+        .replace("{box_id}", "1")
+        .replace("{box_product_id}", "1")
+        .replace("{box_size_id}", "1")
+        .replace("{time_slot_id}", "1")
         .replace(
             "{id}",
             if template.contains("/overrides/") || template.contains("/webhooks/{id}") {
@@ -662,12 +782,13 @@ fn the_table_covers_every_registered_route() {
             PUBLIC
                 .iter()
                 .chain(STOREFRONT)
+                .chain(ANY_TOKEN)
                 .map(|(method, path)| (method.to_string(), path.to_string())),
         )
         .collect();
     assert_eq!(
         listed.len(),
-        ROUTES.len() + PUBLIC.len() + STOREFRONT.len(),
+        ROUTES.len() + PUBLIC.len() + STOREFRONT.len() + ANY_TOKEN.len(),
         "a route is listed twice"
     );
     let unlisted: Vec<_> = registered.difference(&listed).collect();
@@ -728,6 +849,49 @@ fn every_route_requires_the_scope_the_contract_names(backend: Backend) {
                     allowed.status, allowed.text
                 ));
             }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A route of no scope opens with a token of the shop holding any one scope, and with no
+/// other: none is 401, another shop's 403.
+fn routes_of_no_scope_take_any_token_of_the_shop(backend: Backend) {
+    let server = MercerServer::in_process(backend);
+    let shop = server
+        .cli(&["shop", "create", "--domain", "any.shop.test"])
+        .values()[0]
+        .clone();
+    let one_scope = server
+        .cli(&[
+            "token",
+            "create",
+            "--shop",
+            &shop,
+            "--scope",
+            "read_customers",
+        ])
+        .value();
+    let other_shop = server.demo().token.clone();
+    let mut failures = Vec::new();
+    for (method, template) in ANY_TOKEN {
+        let path = concrete(template, &shop);
+        let status = |bearer: Option<&str>| {
+            let call = server.request(method, &path);
+            match bearer {
+                Some(token) => call.bearer(token).call().status,
+                None => call.call().status,
+            }
+        };
+        let (none, other, one) = (
+            status(None),
+            status(Some(&other_shop)),
+            status(Some(&one_scope)),
+        );
+        if none != 401 || other != 403 || one == 401 || one == 403 {
+            failures.push(format!(
+                "{method} {template}: none {none}, another shop's {other}, one scope {one}"
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -852,6 +1016,7 @@ fn only_storefront_routes_answer_other_origins(backend: Backend) {
 
 backend_tests!(
     every_route_requires_the_scope_the_contract_names,
+    routes_of_no_scope_take_any_token_of_the_shop,
     every_storefront_route_requires_its_orders_token,
     only_storefront_routes_answer_other_origins,
 );

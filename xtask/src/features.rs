@@ -38,6 +38,9 @@ pub const ALLOWED_EDGES: &[(&str, &[&str])] = &[
             "directory",
         ],
     ),
+    // A box is sold under a subscription group, and offers variants of the platform's
+    // catalogue.
+    ("box_builder", &["subscriptions", "platform"]),
 ];
 
 /// Domain modules that combine every feature: no feature may import them.

@@ -5,6 +5,7 @@
 //! [`Database`] provides for every feature.
 
 use crate::access::{AccessDatabase, AccessRepositories};
+use crate::box_builder::repository::{BoxBuilderDatabase, BoxBuilderRepositories};
 use crate::checkout::repository::{CheckoutDatabase, CheckoutRepositories};
 use crate::directory::{DirectoryDatabase, DirectoryRepositories};
 use crate::kernel::error::DomainError;
@@ -22,6 +23,7 @@ pub trait Repositories:
     + OverrideRepositories
     + SubscriptionRepositories
     + CheckoutRepositories
+    + BoxBuilderRepositories
 {
 }
 
@@ -33,6 +35,7 @@ impl<T> Repositories for T where
         + OverrideRepositories
         + SubscriptionRepositories
         + CheckoutRepositories
+        + BoxBuilderRepositories
         + ?Sized
 {
 }
@@ -81,4 +84,5 @@ feature_databases!(
     OverrideDatabase: OverrideRepositories,
     SubscriptionDatabase: SubscriptionRepositories,
     CheckoutDatabase: CheckoutRepositories,
+    BoxBuilderDatabase: BoxBuilderRepositories,
 );

@@ -488,6 +488,73 @@ diesel::table! {
 diesel::joinable!(subscription_group_billing_rules -> subscription_groups (subscription_group_id));
 
 diesel::table! {
+    /// The box builder (migration 15); `attributes` are JSON.
+    boxes (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        subscription_group_id -> BigInt,
+        box_name -> Text,
+        attributes -> Text,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    box_products (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        platform_product_id -> Text,
+        platform_variant_id -> Text,
+        attributes -> Text,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    box_sizes (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        box_id -> BigInt,
+        box_size_name -> Text,
+        pricing_mode -> Text,
+        min_quantity -> BigInt,
+        max_quantity -> BigInt,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    time_slots (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        box_id -> BigInt,
+        time_slot_name -> Text,
+        start_date -> BigInt,
+        end_date -> BigInt,
+        selection_deadline_date -> BigInt,
+        visibility_date -> BigInt,
+        attributes -> Text,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    time_slot_options (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        time_slot_id -> BigInt,
+        box_product_id -> BigInt,
+        created_at -> BigInt,
+    }
+}
+
+diesel::joinable!(time_slot_options -> box_products (box_product_id));
+
+diesel::table! {
     subscription_status_logs (id) {
         id -> BigInt,
         shop_id -> BigInt,
@@ -565,6 +632,11 @@ diesel::allow_tables_to_appear_in_same_query!(
     subscription_payment_notices,
     subscription_groups,
     subscription_group_billing_rules,
+    boxes,
+    box_products,
+    box_sizes,
+    time_slots,
+    time_slot_options,
 );
 
 diesel::table! {

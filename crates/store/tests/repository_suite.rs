@@ -19,6 +19,10 @@ use mercer_domain::access::secrets::{SecretKind, SharedSecret};
 use mercer_domain::access::shop::{
     CheckoutSettings, Shop, ShopInput, ShopSettings, create_shop, update_shop_settings,
 };
+use mercer_domain::box_builder::repository::TimeSlotFilter;
+use mercer_domain::box_builder::resources::{
+    Attribute, BoxProduct, BoxSize, SubscriptionBox, TimeSlot,
+};
 use mercer_domain::checkout::repository::{CheckoutStatus, NewCheckoutOrder};
 use mercer_domain::checkout::state::{CheckoutCustomer, CheckoutDocument, CheckoutLineItem};
 use mercer_domain::directory::{DirectoryAddress, DirectoryCustomer, parse_directory_query};
@@ -3185,6 +3189,196 @@ fn subscription_groups_keep_their_rules_in_order_and_by_shop(db: &impl Database)
     assert_eq!(read(shop_a.id, first.id), None);
 }
 
+fn box_resources_round_trip_by_shop_and_deletions_cascade(db: &impl Database) {
+    let shop_a = shop(db, "a.shop.test");
+    let shop_b = shop(db, "b.shop.test");
+    let group = db
+        .write(|tx| {
+            Ok(tx.save_subscription_group(
+                shop_a.id,
+                &stored_group("Veg", vec![rule(0, 1, IntervalType::Week)]),
+            )?)
+        })
+        .unwrap();
+    let attribute = Attribute {
+        id: 1,
+        shop_identifier: String::new(),
+        attribute_key: "color".into(),
+        attribute_value: "green".into(),
+        created_at: at(1),
+        updated_at: at(1),
+    };
+    let veg = db
+        .write(|tx| {
+            Ok(tx.save_box(
+                shop_a.id,
+                &SubscriptionBox {
+                    id: 0,
+                    svc_subscription_group_id: group.id,
+                    shop_identifier: String::new(),
+                    box_name: "Veg box".into(),
+                    created_at: at(1),
+                    updated_at: at(1),
+                    attributes: vec![attribute.clone()],
+                },
+            )?)
+        })
+        .unwrap();
+    assert!(veg.id > 0);
+    assert_eq!(veg.attributes, std::slice::from_ref(&attribute));
+    let found = db
+        .read(|tx| {
+            Ok((
+                tx.subscription_box(shop_a.id, veg.id)?,
+                tx.subscription_box(shop_b.id, veg.id)?,
+                tx.box_of_group(shop_a.id, group.id)?,
+                tx.boxes_of_group(shop_a.id, group.id)?,
+                tx.boxes(shop_a.id, 50, 1)?,
+            ))
+        })
+        .unwrap();
+    assert_eq!(found.0, Some(veg.clone()));
+    assert_eq!((found.1, found.2, found.3), (None, Some(veg.id), 1));
+    assert_eq!(found.4, (vec![veg.clone()], 1));
+    // Products, a size and two slots, one offering both products.
+    let product = |variant: &str| BoxProduct {
+        id: 0,
+        platform_product_id: "veg".into(),
+        platform_variant_id: variant.into(),
+        created_at: at(2),
+        updated_at: at(2),
+        attributes: Vec::new(),
+    };
+    let carrot = db
+        .write(|tx| Ok(tx.save_box_product(shop_a.id, &product("carrot"))?))
+        .unwrap();
+    let kale = db
+        .write(|tx| Ok(tx.save_box_product(shop_a.id, &product("kale"))?))
+        .unwrap();
+    let size = db
+        .write(|tx| {
+            Ok(tx.save_box_size(
+                shop_a.id,
+                &BoxSize {
+                    id: 0,
+                    box_id: veg.id,
+                    shop_identifier: String::new(),
+                    box_size_name: "Small".into(),
+                    pricing_mode: "flexible_pricing".into(),
+                    min_quantity: 2,
+                    max_quantity: 4,
+                    created_at: at(2),
+                    updated_at: at(2),
+                },
+            )?)
+        })
+        .unwrap();
+    assert_eq!((size.min_quantity, size.max_quantity), (2, 4));
+    let slot = |name: &str, start: i64| TimeSlot {
+        id: 0,
+        box_id: veg.id,
+        shop_identifier: String::new(),
+        time_slot_name: name.into(),
+        start_date: at(start),
+        end_date: at(start + 100),
+        selection_deadline_date: at(start - 10),
+        visibility_date: at(start - 20),
+        created_at: at(2),
+        updated_at: at(2),
+        attributes: vec![attribute.clone()],
+        box_products: Vec::new(),
+    };
+    let later = db
+        .write(|tx| Ok(tx.save_time_slot(shop_a.id, &slot("Later", 1000))?))
+        .unwrap();
+    let sooner = db
+        .write(|tx| Ok(tx.save_time_slot(shop_a.id, &slot("Sooner", 500))?))
+        .unwrap();
+    let offered = db
+        .write(|tx| {
+            Ok((
+                tx.add_time_slot_option(shop_a.id, sooner.id, kale.id, at(3))?,
+                tx.add_time_slot_option(shop_a.id, sooner.id, carrot.id, at(3))?,
+                tx.add_time_slot_option(shop_a.id, sooner.id, kale.id, at(3))?,
+                tx.add_time_slot_option(shop_a.id, later.id, kale.id, at(3))?,
+            ))
+        })
+        .unwrap();
+    assert_eq!(offered, (true, true, false, true));
+    let slots = |filter: TimeSlotFilter| {
+        db.read(|tx| Ok(tx.time_slots(shop_a.id, veg.id, filter, 50, 1)?))
+            .unwrap()
+    };
+    let (all, total) = slots(TimeSlotFilter::default());
+    assert_eq!(total, 2);
+    assert_eq!(
+        all.iter()
+            .map(|s| s.time_slot_name.as_str())
+            .collect::<Vec<_>>(),
+        ["Sooner", "Later"]
+    );
+    assert_eq!(
+        all[0]
+            .box_products
+            .iter()
+            .map(|p| p.platform_variant_id.as_str())
+            .collect::<Vec<_>>(),
+        ["kale", "carrot"]
+    );
+    assert_eq!(all[0].attributes, std::slice::from_ref(&attribute));
+    let holding = slots(TimeSlotFilter {
+        holding: Some(at(1050)),
+        visible_at: None,
+    });
+    assert_eq!((holding.0.len(), holding.0[0].id), (1, later.id));
+    let visible = slots(TimeSlotFilter {
+        holding: None,
+        visible_at: Some(at(600)),
+    });
+    assert_eq!((visible.1, visible.0[0].id), (1, sooner.id));
+    // A product deleted leaves the slots it was offered in; a slot deleted takes its options.
+    assert!(
+        db.write(|tx| Ok(tx.delete_box_product(shop_a.id, kale.id)?))
+            .unwrap()
+    );
+    let sooner_now = db
+        .read(|tx| Ok(tx.time_slot(shop_a.id, sooner.id)?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(sooner_now.box_products, std::slice::from_ref(&carrot));
+    assert!(
+        db.write(|tx| Ok(tx.remove_time_slot_option(shop_a.id, sooner.id, carrot.id)?))
+            .unwrap()
+    );
+    assert!(
+        !db.write(|tx| Ok(tx.remove_time_slot_option(shop_a.id, sooner.id, carrot.id)?))
+            .unwrap()
+    );
+    assert!(
+        !db.write(|tx| Ok(tx.delete_box(shop_b.id, veg.id)?))
+            .unwrap(),
+        "another shop's"
+    );
+    assert!(
+        db.write(|tx| Ok(tx.delete_box(shop_a.id, veg.id)?))
+            .unwrap()
+    );
+    let gone = db
+        .read(|tx| {
+            Ok((
+                tx.time_slot(shop_a.id, later.id)?,
+                tx.box_size(shop_a.id, size.id)?,
+                tx.box_product(shop_a.id, carrot.id)?.is_some(),
+            ))
+        })
+        .unwrap();
+    assert_eq!(
+        gone,
+        (None, None, true),
+        "slots and sizes go with the box; products stay"
+    );
+}
+
 fn a_line_item_is_rewritten_on_its_own_subscription(db: &impl Database) {
     let shop = shop(db, "a.shop.test");
     let (customer, address) = subscriber(db, shop.id, &fields(None, None, None));
@@ -4466,6 +4660,7 @@ fn checkout_orders_are_kept_saved_once_per_version_and_swept(db: &impl Database)
 
 repository_suite!(
     subscription_groups_keep_their_rules_in_order_and_by_shop,
+    box_resources_round_trip_by_shop_and_deletions_cascade,
     shops_are_found_by_domain_identifier_and_id,
     shop_settings_are_written_to_that_shop_only,
     a_second_shop_with_a_taken_domain_is_refused,

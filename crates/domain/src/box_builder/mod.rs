@@ -1,2 +1,8 @@
-//! The box builder (seed 002): boxes, products, sizes, time slots, selections and their rules.
-//! Filled by the box builder issue.
+//! The box builder (seed 002 §2.7, §4.5; contract §7; docs/box-builder.md): boxes sold under a
+//! subscription group, the catalogue's products they offer, their sizes, their time slots and
+//! the products offered in each slot.
+
+pub mod admin;
+pub mod input;
+pub mod repository;
+pub mod resources;

@@ -526,8 +526,8 @@ pub fn update_group(
     Ok(SubscriptionGroup::of(shop, saved))
 }
 
-/// Delete a subscription group (204); 409 while a live subscription (one not `inactive`) has a
-/// line item of it.
+/// Delete a subscription group (204); 409 while a box is sold under it, or a live subscription
+/// (one not `inactive`) has a line item of it.
 pub fn delete_group(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
@@ -536,6 +536,11 @@ pub fn delete_group(
     tx.lock_subscription_group(shop.id, id)?;
     if tx.subscription_group(shop.id, id)?.is_none() {
         return Err(not_found());
+    }
+    if tx.boxes_of_group(shop.id, id)? > 0 {
+        return Err(in_use(
+            "a box is sold under this group; delete the box first".to_string(),
+        ));
     }
     let live = tx.live_subscriptions_of_group(shop.id, id)?;
     if live > 0 {

@@ -71,6 +71,8 @@ pub trait SubscriptionGroupRepository {
     fn lock_subscription_group(&mut self, shop_id: i64, id: i64) -> StoreResult<()>;
     /// How many subscriptions not `inactive` have a line item of the group.
     fn live_subscriptions_of_group(&mut self, shop_id: i64, group_id: i64) -> StoreResult<i64>;
+    /// How many boxes are sold under the group (the box builder's boxes, by their group).
+    fn boxes_of_group(&mut self, shop_id: i64, group_id: i64) -> StoreResult<i64>;
     /// Which of `rule_ids` a line item of a subscription not `inactive` follows.
     fn billing_rules_in_use(&mut self, shop_id: i64, rule_ids: &[i64]) -> StoreResult<Vec<i64>>;
 }

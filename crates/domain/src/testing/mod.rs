@@ -3,6 +3,7 @@
 //! succeeds, which is what a transaction does. One file per feature, as in the domain.
 
 mod access;
+mod box_builder;
 mod checkout;
 mod connector;
 mod directory;
@@ -133,6 +134,15 @@ pub struct MemoryState {
     pub subscription_groups: Vec<(i64, crate::subscriptions::groups::StoredGroup)>,
     pub group_count: i64,
     pub billing_rule_count: i64,
+    /// The box builder's resources with their shop (time slots without their products: the
+    /// options below give them), and how many of each were ever stored (the next ids).
+    pub boxes: Vec<(i64, crate::box_builder::resources::SubscriptionBox)>,
+    pub box_products: Vec<(i64, crate::box_builder::resources::BoxProduct)>,
+    pub box_sizes: Vec<(i64, crate::box_builder::resources::BoxSize)>,
+    pub time_slots: Vec<(i64, crate::box_builder::resources::TimeSlot)>,
+    /// (time slot, box product), in the order they were added.
+    pub time_slot_options: Vec<(i64, i64)>,
+    pub box_counts: [i64; 4],
 }
 
 /// A job as the memory store keeps it: with when it runs again if enqueued while running.

@@ -922,6 +922,14 @@ impl SubscriptionGroupRepository for MemoryState {
         Ok(subscriptions.len() as i64)
     }
 
+    fn boxes_of_group(&mut self, shop_id: i64, group_id: i64) -> StoreResult<i64> {
+        Ok(self
+            .boxes
+            .iter()
+            .filter(|(shop, b)| *shop == shop_id && b.svc_subscription_group_id == group_id)
+            .count() as i64)
+    }
+
     fn billing_rules_in_use(&mut self, shop_id: i64, rule_ids: &[i64]) -> StoreResult<Vec<i64>> {
         let mut used: Vec<i64> = self
             .live_line_items(shop_id)

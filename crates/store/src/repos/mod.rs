@@ -2,6 +2,7 @@
 //! feature, with the domain's names.
 
 mod access;
+mod box_builder;
 mod checkout;
 mod directory;
 mod kernel;

@@ -2,6 +2,7 @@
 //! domain, render; nothing else.
 
 mod access;
+mod box_builder;
 mod checkout;
 mod directory;
 mod operations;
@@ -31,5 +32,6 @@ pub fn configure(config: &mut web::ServiceConfig) {
     subscriptions::configure(config);
     overrides::configure(config);
     checkout::configure(config);
+    box_builder::configure(config);
     operations::configure(config);
 }

@@ -12,7 +12,8 @@ use super::{corrupt, offset, time};
 use crate::connection::{DbConnection, on_backend};
 use crate::repos::StoreTx;
 use crate::schema::{
-    subscription_group_billing_rules, subscription_groups, subscription_line_items, subscriptions,
+    boxes, subscription_group_billing_rules, subscription_groups, subscription_line_items,
+    subscriptions,
 };
 use crate::store::storage_error;
 
@@ -317,6 +318,15 @@ impl SubscriptionGroupRepository for StoreTx<'_> {
             .load(self.conn)
             .map_err(storage_error)?;
         Ok(i64::try_from(subscriptions.len()).unwrap_or(i64::MAX))
+    }
+
+    fn boxes_of_group(&mut self, shop_id: i64, group_id: i64) -> StoreResult<i64> {
+        boxes::table
+            .filter(boxes::shop_id.eq(shop_id))
+            .filter(boxes::subscription_group_id.eq(group_id))
+            .select(count_star())
+            .first(self.conn)
+            .map_err(storage_error)
     }
 
     fn billing_rules_in_use(&mut self, shop_id: i64, rule_ids: &[i64]) -> StoreResult<Vec<i64>> {

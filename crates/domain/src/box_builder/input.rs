@@ -1,0 +1,359 @@
+//! The box builder's request bodies. Each wraps its resource in its singular name
+//! (`{"box": {…}}`, `{"box_product": …}`, `{"box_size": …}`, `{"time_slot": …}`); the resource's
+//! fields bare are read too. Every problem is a 422 on its path (`box.box_name`,
+//! `time_slot.end_date`); ids and numbers may come as decimal text; unknown fields are ignored.
+
+use serde_json::{Map, Value};
+
+use crate::kernel::error::{DomainError, FieldError, Problems};
+use crate::kernel::fields::{Fields, type_error};
+use crate::kernel::time::Timestamp;
+
+/// The longest name (box, size, slot) and attribute key, in characters.
+pub const MAX_NAME_CHARS: usize = 255;
+
+/// Reads the resource `key` of `body` (or `body` itself when it has no such key) with `read`;
+/// every problem is reported at once.
+fn read_resource<T>(
+    body: &Value,
+    key: &str,
+    read: impl FnOnce(&mut Fields<'_, '_>) -> Option<T>,
+) -> Result<T, DomainError> {
+    let mut problems = Problems::new();
+    let empty = Map::new();
+    let (map, prefix) = match body.get(key) {
+        Some(Value::Object(map)) => (map, key),
+        Some(_) => {
+            return Err(DomainError::Invalid(vec![type_error(
+                key.to_string(),
+                "an object",
+            )]));
+        }
+        None => (body.as_object().unwrap_or(&empty), ""),
+    };
+    let mut fields = Fields {
+        path: prefix.to_string(),
+        map,
+        problems: &mut problems,
+    };
+    let value = read(&mut fields);
+    problems.into_result()?;
+    value.ok_or_else(|| DomainError::invalid(key, "invalid_value", "the body could not be read"))
+}
+
+/// A name of 1..255 characters; required when `creating`.
+fn name(fields: &mut Fields<'_, '_>, field: &str, creating: bool) -> Option<String> {
+    let text = if creating {
+        fields.required_text(field)?
+    } else {
+        fields.text(field)?
+    };
+    if text.chars().count() > MAX_NAME_CHARS {
+        let path = fields.field(field);
+        let message = format!("{path} must be at most {MAX_NAME_CHARS} characters");
+        fields
+            .problems
+            .push(FieldError::new(path, "length", message));
+        return None;
+    }
+    Some(text)
+}
+
+/// An integer field that must be there when `creating`.
+fn integer(fields: &mut Fields<'_, '_>, field: &str, creating: bool) -> Option<i64> {
+    if creating && fields.get(field).is_none() {
+        fields
+            .problems
+            .push(FieldError::required(fields.field(field)));
+        return None;
+    }
+    fields.integer(field)
+}
+
+/// A date-time field that must be there when `creating`.
+fn time(fields: &mut Fields<'_, '_>, field: &str, creating: bool) -> Option<Timestamp> {
+    if creating && fields.get(field).is_none() {
+        fields
+            .problems
+            .push(FieldError::required(fields.field(field)));
+        return None;
+    }
+    fields.time(field)
+}
+
+/// `attributes`: `[{"attribute_key", "attribute_value"}]`, keys unique and 1..255 characters.
+fn attributes(fields: &mut Fields<'_, '_>) -> Option<Vec<(String, String)>> {
+    let items = fields.array("attributes")?;
+    let mut pairs: Vec<(String, String)> = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        let Some(mut attribute) = fields.element("attributes", index, item) else {
+            continue;
+        };
+        let key = name(&mut attribute, "attribute_key", true);
+        let value = attribute.text("attribute_value").unwrap_or_default();
+        if let Some(key) = key {
+            if pairs.iter().any(|(seen, _)| *seen == key) {
+                let field = attribute.field("attribute_key");
+                let message = format!("{field} repeats the key {key:?}");
+                attribute
+                    .problems
+                    .push(FieldError::new(field, "duplicate", message));
+            } else {
+                pairs.push((key, value));
+            }
+        }
+    }
+    Some(pairs)
+}
+
+/// A box's fields; all needed to create one.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BoxInput {
+    pub svc_subscription_group_id: Option<i64>,
+    pub box_name: Option<String>,
+    pub attributes: Option<Vec<(String, String)>>,
+}
+
+pub fn parse_box(body: &Value, creating: bool) -> Result<BoxInput, DomainError> {
+    read_resource(body, "box", |fields| {
+        Some(BoxInput {
+            svc_subscription_group_id: integer(fields, "svc_subscription_group_id", creating),
+            box_name: name(fields, "box_name", creating),
+            attributes: attributes(fields),
+        })
+    })
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BoxProductInput {
+    pub platform_product_id: Option<String>,
+    pub platform_variant_id: Option<String>,
+    pub attributes: Option<Vec<(String, String)>>,
+}
+
+pub fn parse_box_product(body: &Value, creating: bool) -> Result<BoxProductInput, DomainError> {
+    read_resource(body, "box_product", |fields| {
+        let id = |fields: &mut Fields<'_, '_>, name: &str| {
+            if creating || fields.get(name).is_some() {
+                fields.required_id(name)
+            } else {
+                None
+            }
+        };
+        Some(BoxProductInput {
+            platform_product_id: id(fields, "platform_product_id"),
+            platform_variant_id: id(fields, "platform_variant_id"),
+            attributes: attributes(fields),
+        })
+    })
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BoxSizeInput {
+    /// The size to change, in a bulk update; none for a new one.
+    pub id: Option<i64>,
+    pub box_size_name: Option<String>,
+    pub min_quantity: Option<i64>,
+    pub max_quantity: Option<i64>,
+}
+
+fn box_size(fields: &mut Fields<'_, '_>, creating: bool) -> Option<BoxSizeInput> {
+    if let Some(mode) = fields.text("pricing_mode")
+        && mode != super::resources::FLEXIBLE_PRICING
+    {
+        let field = fields.field("pricing_mode");
+        let message = format!("{field} must be {}", super::resources::FLEXIBLE_PRICING);
+        fields
+            .problems
+            .push(FieldError::new(field, "invalid_value", message));
+    }
+    let min_quantity = fields.integer("min_quantity");
+    if let Some(min) = min_quantity
+        && min < 0
+    {
+        let field = fields.field("min_quantity");
+        let message = format!("{field} must be at least 0");
+        fields
+            .problems
+            .push(FieldError::new(field, "out_of_range", message));
+    }
+    Some(BoxSizeInput {
+        id: fields.integer("id"),
+        box_size_name: name(fields, "box_size_name", creating),
+        min_quantity,
+        max_quantity: integer(fields, "max_quantity", creating),
+    })
+}
+
+pub fn parse_box_size(body: &Value, creating: bool) -> Result<BoxSizeInput, DomainError> {
+    read_resource(body, "box_size", |fields| box_size(fields, creating))
+}
+
+/// The bulk update's body: an array of sizes, or `{"box_sizes": […]}`. A size with an `id`
+/// is that size changed, one without is new (and so needs every field).
+pub fn parse_box_sizes(body: &Value) -> Result<Vec<BoxSizeInput>, DomainError> {
+    let (items, prefix) = match body {
+        Value::Array(items) => (items, String::new()),
+        _ => match body.get("box_sizes") {
+            Some(Value::Array(items)) => (items, "box_sizes".to_string()),
+            _ => {
+                return Err(DomainError::Invalid(vec![type_error(
+                    "box_sizes".to_string(),
+                    "an array of box sizes",
+                )]));
+            }
+        },
+    };
+    let mut problems = Problems::new();
+    let mut sizes = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        let path = format!("{prefix}[{index}]");
+        let Value::Object(map) = item else {
+            problems.push(type_error(path, "an object"));
+            continue;
+        };
+        // A size may be wrapped too (`{"box_size": {…}}`).
+        let (map, path) = match map.get("box_size") {
+            Some(Value::Object(inner)) => (inner, format!("{path}.box_size")),
+            _ => (map, path),
+        };
+        let creating = map.get("id").is_none_or(Value::is_null);
+        let mut fields = Fields {
+            path,
+            map,
+            problems: &mut problems,
+        };
+        if let Some(size) = box_size(&mut fields, creating) {
+            sizes.push(size);
+        }
+    }
+    problems.into_result()?;
+    Ok(sizes)
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TimeSlotInput {
+    pub time_slot_name: Option<String>,
+    pub start_date: Option<Timestamp>,
+    pub end_date: Option<Timestamp>,
+    pub selection_deadline_date: Option<Timestamp>,
+    pub visibility_date: Option<Timestamp>,
+    pub attributes: Option<Vec<(String, String)>>,
+    /// Where the fields were in the body, for problems found with the stored slot.
+    pub path: String,
+}
+
+pub fn parse_time_slot(body: &Value, creating: bool) -> Result<TimeSlotInput, DomainError> {
+    // The seed names the created slot `time-slot`; a body wrapped so is read too.
+    let key = if body.get("time-slot").is_some() {
+        "time-slot"
+    } else {
+        "time_slot"
+    };
+    read_resource(body, key, |fields| {
+        Some(TimeSlotInput {
+            time_slot_name: name(fields, "time_slot_name", creating),
+            start_date: time(fields, "start_date", creating),
+            end_date: time(fields, "end_date", creating),
+            selection_deadline_date: time(fields, "selection_deadline_date", creating),
+            visibility_date: time(fields, "visibility_date", creating),
+            attributes: attributes(fields),
+            path: fields.path.clone(),
+        })
+    })
+}
+
+/// Create Time Slot Option: `{"box_product_id"}` (or `{"time_slot_option": {…}}`).
+pub fn parse_time_slot_option(body: &Value) -> Result<i64, DomainError> {
+    read_resource(body, "time_slot_option", |fields| {
+        integer(fields, "box_product_id", true)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn problems<T: std::fmt::Debug>(result: Result<T, DomainError>) -> Vec<(String, &'static str)> {
+        match result {
+            Err(DomainError::Invalid(problems)) => problems
+                .into_iter()
+                .map(|problem| (problem.field, problem.code))
+                .collect(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn bodies_are_read_wrapped_or_bare_with_text_numbers() {
+        let wrapped = parse_box(
+            &json!({"box": {"svc_subscription_group_id": "7", "box_name": "Veg box",
+                            "attributes": [{"attribute_key": "color", "attribute_value": "green"}]}}),
+            true,
+        )
+        .unwrap();
+        let bare = parse_box(
+            &json!({"svc_subscription_group_id": 7, "box_name": "Veg box",
+                    "attributes": [{"attribute_key": "color", "attribute_value": "green"}]}),
+            true,
+        )
+        .unwrap();
+        assert_eq!(wrapped, bare);
+        assert_eq!(bare.svc_subscription_group_id, Some(7));
+        let sizes = parse_box_sizes(&json!([
+            {"id": "3", "max_quantity": 8},
+            {"box_size": {"box_size_name": "Large", "min_quantity": 4, "max_quantity": "10"}}
+        ]))
+        .unwrap();
+        assert_eq!(sizes[0].id, Some(3));
+        assert_eq!(sizes[1].max_quantity, Some(10));
+        assert_eq!(parse_box_sizes(&json!({"box_sizes": []})).unwrap(), []);
+        assert_eq!(
+            parse_time_slot_option(&json!({"box_product_id": "12"})).unwrap(),
+            12
+        );
+    }
+
+    #[test]
+    fn every_problem_is_named_on_its_path() {
+        assert_eq!(
+            problems(parse_box(
+                &json!({"box": {"attributes": [{"attribute_value": "x"},
+                {"attribute_key": "a"}, {"attribute_key": "a"}]}}),
+                true
+            )),
+            [
+                ("box.svc_subscription_group_id".to_string(), "required"),
+                ("box.box_name".to_string(), "required"),
+                ("box.attributes[0].attribute_key".to_string(), "required"),
+                ("box.attributes[2].attribute_key".to_string(), "duplicate"),
+            ]
+        );
+        assert_eq!(
+            problems(parse_box_sizes(
+                &json!([{"id": 1, "min_quantity": -1, "pricing_mode": "fixed"},
+                                              {"min_quantity": 1}])
+            )),
+            [
+                ("[0].pricing_mode".to_string(), "invalid_value"),
+                ("[0].min_quantity".to_string(), "out_of_range"),
+                ("[1].box_size_name".to_string(), "required"),
+                ("[1].max_quantity".to_string(), "required"),
+            ]
+        );
+        assert_eq!(
+            problems(parse_time_slot(
+                &json!({"time_slot": {"time_slot_name": "Week 1",
+                "start_date": "soon"}}),
+                true
+            )),
+            [
+                ("time_slot.start_date".to_string(), "invalid_date"),
+                ("time_slot.end_date".to_string(), "required"),
+                ("time_slot.selection_deadline_date".to_string(), "required"),
+                ("time_slot.visibility_date".to_string(), "required"),
+            ]
+        );
+    }
+}

@@ -1,0 +1,70 @@
+//! The box builder's admin routes (seed 002 §4.5, contract §7) under
+//! `/box_builder/v1/shops/{shop}`: boxes, box products, box sizes, time slots and their
+//! options. Scopes as the seed brackets them: reads `read_subscription_groups`, writes
+//! `write_subscription_groups`; the box size routes, which the seed leaves unbracketed, take
+//! any valid token of the shop. Success bodies wrap in `data`; lists add `pagination`.
+
+mod handlers;
+
+use actix_web::web;
+
+use super::resource;
+
+pub fn configure(config: &mut web::ServiceConfig) {
+    config
+        .service(
+            resource("/box_builder/v1/shops/{shop}/boxes")
+                .route(web::get().to(handlers::list_boxes))
+                .route(web::post().to(handlers::create_box)),
+        )
+        .service(
+            resource("/box_builder/v1/shops/{shop}/boxes/{box_id}")
+                .route(web::get().to(handlers::get_box))
+                .route(web::patch().to(handlers::update_box))
+                .route(web::delete().to(handlers::delete_box)),
+        )
+        .service(
+            resource("/box_builder/v1/shops/{shop}/box_products")
+                .route(web::get().to(handlers::list_box_products))
+                .route(web::post().to(handlers::create_box_product)),
+        )
+        .service(
+            resource("/box_builder/v1/shops/{shop}/box_products/{box_product_id}")
+                .route(web::get().to(handlers::get_box_product))
+                .route(web::patch().to(handlers::update_box_product))
+                .route(web::delete().to(handlers::delete_box_product)),
+        )
+        .service(
+            resource("/box_builder/v1/shops/{shop}/boxes/{box_id}/box_sizes")
+                .route(web::get().to(handlers::list_box_sizes))
+                .route(web::post().to(handlers::create_box_size))
+                .route(web::put().to(handlers::update_box_sizes)),
+        )
+        .service(
+            resource("/box_builder/v1/shops/{shop}/box_sizes/{box_size_id}")
+                .route(web::get().to(handlers::get_box_size))
+                .route(web::patch().to(handlers::update_box_size)),
+        )
+        .service(
+            resource("/box_builder/v1/shops/{shop}/boxes/{box_id}/time_slots")
+                .route(web::get().to(handlers::list_time_slots))
+                .route(web::post().to(handlers::create_time_slot)),
+        )
+        .service(
+            resource("/box_builder/v1/shops/{shop}/time_slots/{time_slot_id}")
+                .route(web::get().to(handlers::get_time_slot))
+                .route(web::patch().to(handlers::update_time_slot))
+                .route(web::delete().to(handlers::delete_time_slot)),
+        )
+        .service(
+            resource("/box_builder/v1/shops/{shop}/time_slots/{time_slot_id}/options")
+                .route(web::get().to(handlers::list_time_slot_options))
+                .route(web::post().to(handlers::create_time_slot_option)),
+        )
+        .service(
+            resource(
+                "/box_builder/v1/shops/{shop}/time_slots/{time_slot_id}/options/{box_product_id}",
+            )
+            .route(web::delete().to(handlers::delete_time_slot_option)),
+        );
+}

@@ -1,0 +1,604 @@
+//! The box builder's storage (migration 15): a row per box, box product, box size and time
+//! slot, their attributes as JSON beside them; a slot's products are its options' rows, in the
+//! order they were added.
+
+use diesel::dsl::count_star;
+use diesel::prelude::*;
+use mercer_domain::box_builder::repository::{BoxRepository, TimeSlotFilter};
+use mercer_domain::box_builder::resources::{
+    Attribute, BoxProduct, BoxSize, SubscriptionBox, TimeSlot,
+};
+use mercer_domain::kernel::error::StoreResult;
+use mercer_domain::{StorageError, Timestamp};
+
+use crate::connection::on_backend;
+use crate::repos::StoreTx;
+use crate::schema::{box_products, box_sizes, boxes, time_slot_options, time_slots};
+use crate::store::storage_error;
+
+fn time(micros: i64) -> Timestamp {
+    Timestamp::from_micros(micros)
+}
+
+fn corrupt(what: &str, id: i64, detail: impl std::fmt::Display) -> StorageError {
+    StorageError::other(format!("stored {what} {id} does not read back: {detail}"))
+}
+
+/// Where a 1-based page of `limit` rows starts.
+fn offset(limit: i64, page: i64) -> i64 {
+    page.max(1).saturating_sub(1).saturating_mul(limit.max(0))
+}
+
+fn attributes_of(json: &str, what: &str, id: i64) -> StoreResult<Vec<Attribute>> {
+    serde_json::from_str(json).map_err(|error| corrupt(what, id, error))
+}
+
+fn attributes_json(attributes: &[Attribute]) -> StoreResult<String> {
+    serde_json::to_string(attributes).map_err(|error| corrupt("attributes", 0, error))
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = boxes)]
+struct BoxRow {
+    id: i64,
+    subscription_group_id: i64,
+    box_name: String,
+    attributes: String,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl BoxRow {
+    fn into_box(self) -> StoreResult<SubscriptionBox> {
+        Ok(SubscriptionBox {
+            id: self.id,
+            svc_subscription_group_id: self.subscription_group_id,
+            shop_identifier: String::new(),
+            box_name: self.box_name,
+            created_at: time(self.created_at),
+            updated_at: time(self.updated_at),
+            attributes: attributes_of(&self.attributes, "box", self.id)?,
+        })
+    }
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = box_products)]
+struct ProductRow {
+    id: i64,
+    platform_product_id: String,
+    platform_variant_id: String,
+    attributes: String,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl ProductRow {
+    fn into_product(self) -> StoreResult<BoxProduct> {
+        Ok(BoxProduct {
+            id: self.id,
+            platform_product_id: self.platform_product_id,
+            platform_variant_id: self.platform_variant_id,
+            created_at: time(self.created_at),
+            updated_at: time(self.updated_at),
+            attributes: attributes_of(&self.attributes, "box product", self.id)?,
+        })
+    }
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = box_sizes)]
+struct SizeRow {
+    id: i64,
+    box_id: i64,
+    box_size_name: String,
+    pricing_mode: String,
+    min_quantity: i64,
+    max_quantity: i64,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl From<SizeRow> for BoxSize {
+    fn from(row: SizeRow) -> BoxSize {
+        BoxSize {
+            id: row.id,
+            box_id: row.box_id,
+            shop_identifier: String::new(),
+            box_size_name: row.box_size_name,
+            pricing_mode: row.pricing_mode,
+            min_quantity: row.min_quantity,
+            max_quantity: row.max_quantity,
+            created_at: time(row.created_at),
+            updated_at: time(row.updated_at),
+        }
+    }
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = time_slots)]
+struct SlotRow {
+    id: i64,
+    box_id: i64,
+    time_slot_name: String,
+    start_date: i64,
+    end_date: i64,
+    selection_deadline_date: i64,
+    visibility_date: i64,
+    attributes: String,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl StoreTx<'_> {
+    /// The slots of these rows, each with its products in the order they were offered.
+    fn whole_slots(&mut self, rows: Vec<SlotRow>) -> StoreResult<Vec<TimeSlot>> {
+        let ids: Vec<i64> = rows.iter().map(|row| row.id).collect();
+        let offered: Vec<(i64, ProductRow)> = time_slot_options::table
+            .inner_join(box_products::table)
+            .filter(time_slot_options::time_slot_id.eq_any(&ids))
+            .order(time_slot_options::id.asc())
+            .select((time_slot_options::time_slot_id, ProductRow::as_select()))
+            .load(self.conn)
+            .map_err(storage_error)?;
+        let mut products: Vec<(i64, BoxProduct)> = Vec::with_capacity(offered.len());
+        for (slot, row) in offered {
+            products.push((slot, row.into_product()?));
+        }
+        rows.into_iter()
+            .map(|row| {
+                Ok(TimeSlot {
+                    id: row.id,
+                    box_id: row.box_id,
+                    shop_identifier: String::new(),
+                    time_slot_name: row.time_slot_name,
+                    start_date: time(row.start_date),
+                    end_date: time(row.end_date),
+                    selection_deadline_date: time(row.selection_deadline_date),
+                    visibility_date: time(row.visibility_date),
+                    created_at: time(row.created_at),
+                    updated_at: time(row.updated_at),
+                    attributes: attributes_of(&row.attributes, "time slot", row.id)?,
+                    box_products: products
+                        .iter()
+                        .filter(|(slot, _)| *slot == row.id)
+                        .map(|(_, product)| product.clone())
+                        .collect(),
+                })
+            })
+            .collect()
+    }
+
+    fn delete_slots(&mut self, slot_ids: &[i64]) -> StoreResult<()> {
+        diesel::delete(
+            time_slot_options::table.filter(time_slot_options::time_slot_id.eq_any(slot_ids)),
+        )
+        .execute(self.conn)
+        .map_err(storage_error)?;
+        diesel::delete(time_slots::table.filter(time_slots::id.eq_any(slot_ids)))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+        Ok(())
+    }
+}
+
+impl BoxRepository for StoreTx<'_> {
+    fn boxes(
+        &mut self,
+        shop_id: i64,
+        limit: i64,
+        page: i64,
+    ) -> StoreResult<(Vec<SubscriptionBox>, i64)> {
+        let total: i64 = boxes::table
+            .filter(boxes::shop_id.eq(shop_id))
+            .select(count_star())
+            .first(self.conn)
+            .map_err(storage_error)?;
+        let rows: Vec<BoxRow> = boxes::table
+            .filter(boxes::shop_id.eq(shop_id))
+            .order(boxes::id.asc())
+            .limit(limit)
+            .offset(offset(limit, page))
+            .select(BoxRow::as_select())
+            .load(self.conn)
+            .map_err(storage_error)?;
+        Ok((
+            rows.into_iter()
+                .map(BoxRow::into_box)
+                .collect::<StoreResult<_>>()?,
+            total,
+        ))
+    }
+
+    fn subscription_box(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<SubscriptionBox>> {
+        boxes::table
+            .filter(boxes::shop_id.eq(shop_id))
+            .filter(boxes::id.eq(id))
+            .select(BoxRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(storage_error)?
+            .map(BoxRow::into_box)
+            .transpose()
+    }
+
+    fn box_of_group(&mut self, shop_id: i64, group_id: i64) -> StoreResult<Option<i64>> {
+        boxes::table
+            .filter(boxes::shop_id.eq(shop_id))
+            .filter(boxes::subscription_group_id.eq(group_id))
+            .select(boxes::id)
+            .first(self.conn)
+            .optional()
+            .map_err(storage_error)
+    }
+
+    fn save_box(
+        &mut self,
+        shop_id: i64,
+        subscription_box: &SubscriptionBox,
+    ) -> StoreResult<SubscriptionBox> {
+        use boxes as t;
+        let attributes = attributes_json(&subscription_box.attributes)?;
+        let id = if subscription_box.id != 0 {
+            diesel::update(
+                t::table
+                    .filter(t::id.eq(subscription_box.id))
+                    .filter(t::shop_id.eq(shop_id)),
+            )
+            .set((
+                t::subscription_group_id.eq(subscription_box.svc_subscription_group_id),
+                t::box_name.eq(&subscription_box.box_name),
+                t::attributes.eq(&attributes),
+                t::updated_at.eq(subscription_box.updated_at.as_micros()),
+            ))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+            subscription_box.id
+        } else {
+            let values = (
+                t::shop_id.eq(shop_id),
+                t::subscription_group_id.eq(subscription_box.svc_subscription_group_id),
+                t::box_name.eq(&subscription_box.box_name),
+                t::attributes.eq(&attributes),
+                t::created_at.eq(subscription_box.created_at.as_micros()),
+                t::updated_at.eq(subscription_box.updated_at.as_micros()),
+            );
+            on_backend!(&mut *self.conn, |c| diesel::insert_into(t::table)
+                .values(values)
+                .returning(t::id)
+                .get_result::<i64>(c))
+            .map_err(storage_error)?
+        };
+        self.subscription_box(shop_id, id)?
+            .ok_or_else(|| corrupt("box", id, "it was not stored"))
+    }
+
+    fn delete_box(&mut self, shop_id: i64, id: i64) -> StoreResult<bool> {
+        let slots: Vec<i64> = time_slots::table
+            .filter(time_slots::shop_id.eq(shop_id))
+            .filter(time_slots::box_id.eq(id))
+            .select(time_slots::id)
+            .load(self.conn)
+            .map_err(storage_error)?;
+        self.delete_slots(&slots)?;
+        diesel::delete(
+            box_sizes::table
+                .filter(box_sizes::shop_id.eq(shop_id))
+                .filter(box_sizes::box_id.eq(id)),
+        )
+        .execute(self.conn)
+        .map_err(storage_error)?;
+        let deleted = diesel::delete(
+            boxes::table
+                .filter(boxes::shop_id.eq(shop_id))
+                .filter(boxes::id.eq(id)),
+        )
+        .execute(self.conn)
+        .map_err(storage_error)?;
+        Ok(deleted == 1)
+    }
+
+    fn box_products(
+        &mut self,
+        shop_id: i64,
+        limit: i64,
+        page: i64,
+    ) -> StoreResult<(Vec<BoxProduct>, i64)> {
+        let total: i64 = box_products::table
+            .filter(box_products::shop_id.eq(shop_id))
+            .select(count_star())
+            .first(self.conn)
+            .map_err(storage_error)?;
+        let rows: Vec<ProductRow> = box_products::table
+            .filter(box_products::shop_id.eq(shop_id))
+            .order(box_products::id.asc())
+            .limit(limit)
+            .offset(offset(limit, page))
+            .select(ProductRow::as_select())
+            .load(self.conn)
+            .map_err(storage_error)?;
+        Ok((
+            rows.into_iter()
+                .map(ProductRow::into_product)
+                .collect::<StoreResult<_>>()?,
+            total,
+        ))
+    }
+
+    fn box_product(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<BoxProduct>> {
+        box_products::table
+            .filter(box_products::shop_id.eq(shop_id))
+            .filter(box_products::id.eq(id))
+            .select(ProductRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(storage_error)?
+            .map(ProductRow::into_product)
+            .transpose()
+    }
+
+    fn save_box_product(&mut self, shop_id: i64, product: &BoxProduct) -> StoreResult<BoxProduct> {
+        use box_products as t;
+        let attributes = attributes_json(&product.attributes)?;
+        let id = if product.id != 0 {
+            diesel::update(
+                t::table
+                    .filter(t::id.eq(product.id))
+                    .filter(t::shop_id.eq(shop_id)),
+            )
+            .set((
+                t::platform_product_id.eq(&product.platform_product_id),
+                t::platform_variant_id.eq(&product.platform_variant_id),
+                t::attributes.eq(&attributes),
+                t::updated_at.eq(product.updated_at.as_micros()),
+            ))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+            product.id
+        } else {
+            let values = (
+                t::shop_id.eq(shop_id),
+                t::platform_product_id.eq(&product.platform_product_id),
+                t::platform_variant_id.eq(&product.platform_variant_id),
+                t::attributes.eq(&attributes),
+                t::created_at.eq(product.created_at.as_micros()),
+                t::updated_at.eq(product.updated_at.as_micros()),
+            );
+            on_backend!(&mut *self.conn, |c| diesel::insert_into(t::table)
+                .values(values)
+                .returning(t::id)
+                .get_result::<i64>(c))
+            .map_err(storage_error)?
+        };
+        self.box_product(shop_id, id)?
+            .ok_or_else(|| corrupt("box product", id, "it was not stored"))
+    }
+
+    fn delete_box_product(&mut self, shop_id: i64, id: i64) -> StoreResult<bool> {
+        diesel::delete(
+            time_slot_options::table
+                .filter(time_slot_options::shop_id.eq(shop_id))
+                .filter(time_slot_options::box_product_id.eq(id)),
+        )
+        .execute(self.conn)
+        .map_err(storage_error)?;
+        let deleted = diesel::delete(
+            box_products::table
+                .filter(box_products::shop_id.eq(shop_id))
+                .filter(box_products::id.eq(id)),
+        )
+        .execute(self.conn)
+        .map_err(storage_error)?;
+        Ok(deleted == 1)
+    }
+
+    fn box_sizes(
+        &mut self,
+        shop_id: i64,
+        box_id: i64,
+        limit: i64,
+        page: i64,
+    ) -> StoreResult<(Vec<BoxSize>, i64)> {
+        let of_box = box_sizes::table
+            .filter(box_sizes::shop_id.eq(shop_id))
+            .filter(box_sizes::box_id.eq(box_id));
+        let total: i64 = of_box
+            .select(count_star())
+            .first(self.conn)
+            .map_err(storage_error)?;
+        let rows: Vec<SizeRow> = of_box
+            .order(box_sizes::id.asc())
+            .limit(limit)
+            .offset(offset(limit, page))
+            .select(SizeRow::as_select())
+            .load(self.conn)
+            .map_err(storage_error)?;
+        Ok((rows.into_iter().map(BoxSize::from).collect(), total))
+    }
+
+    fn box_size(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<BoxSize>> {
+        Ok(box_sizes::table
+            .filter(box_sizes::shop_id.eq(shop_id))
+            .filter(box_sizes::id.eq(id))
+            .select(SizeRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(storage_error)?
+            .map(BoxSize::from))
+    }
+
+    fn save_box_size(&mut self, shop_id: i64, size: &BoxSize) -> StoreResult<BoxSize> {
+        use box_sizes as t;
+        let id = if size.id != 0 {
+            diesel::update(
+                t::table
+                    .filter(t::id.eq(size.id))
+                    .filter(t::shop_id.eq(shop_id)),
+            )
+            .set((
+                t::box_size_name.eq(&size.box_size_name),
+                t::pricing_mode.eq(&size.pricing_mode),
+                t::min_quantity.eq(size.min_quantity),
+                t::max_quantity.eq(size.max_quantity),
+                t::updated_at.eq(size.updated_at.as_micros()),
+            ))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+            size.id
+        } else {
+            let values = (
+                t::shop_id.eq(shop_id),
+                t::box_id.eq(size.box_id),
+                t::box_size_name.eq(&size.box_size_name),
+                t::pricing_mode.eq(&size.pricing_mode),
+                t::min_quantity.eq(size.min_quantity),
+                t::max_quantity.eq(size.max_quantity),
+                t::created_at.eq(size.created_at.as_micros()),
+                t::updated_at.eq(size.updated_at.as_micros()),
+            );
+            on_backend!(&mut *self.conn, |c| diesel::insert_into(t::table)
+                .values(values)
+                .returning(t::id)
+                .get_result::<i64>(c))
+            .map_err(storage_error)?
+        };
+        self.box_size(shop_id, id)?
+            .ok_or_else(|| corrupt("box size", id, "it was not stored"))
+    }
+
+    fn time_slots(
+        &mut self,
+        shop_id: i64,
+        box_id: i64,
+        filter: TimeSlotFilter,
+        limit: i64,
+        page: i64,
+    ) -> StoreResult<(Vec<TimeSlot>, i64)> {
+        // An absent bound is one every slot meets.
+        let holding = filter.holding.map(Timestamp::as_micros);
+        let visible_at = filter.visible_at.map_or(i64::MAX, Timestamp::as_micros);
+        let filtered = time_slots::table
+            .filter(time_slots::shop_id.eq(shop_id))
+            .filter(time_slots::box_id.eq(box_id))
+            .filter(time_slots::start_date.le(holding.unwrap_or(i64::MAX)))
+            .filter(time_slots::end_date.ge(holding.unwrap_or(i64::MIN)))
+            .filter(time_slots::visibility_date.le(visible_at));
+        let total: i64 = filtered
+            .select(count_star())
+            .first(self.conn)
+            .map_err(storage_error)?;
+        let rows: Vec<SlotRow> = filtered
+            .order((time_slots::start_date.asc(), time_slots::id.asc()))
+            .limit(limit)
+            .offset(offset(limit, page))
+            .select(SlotRow::as_select())
+            .load(self.conn)
+            .map_err(storage_error)?;
+        Ok((self.whole_slots(rows)?, total))
+    }
+
+    fn time_slot(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<TimeSlot>> {
+        let rows: Vec<SlotRow> = time_slots::table
+            .filter(time_slots::shop_id.eq(shop_id))
+            .filter(time_slots::id.eq(id))
+            .select(SlotRow::as_select())
+            .load(self.conn)
+            .map_err(storage_error)?;
+        Ok(self.whole_slots(rows)?.pop())
+    }
+
+    fn save_time_slot(&mut self, shop_id: i64, slot: &TimeSlot) -> StoreResult<TimeSlot> {
+        use time_slots as t;
+        let attributes = attributes_json(&slot.attributes)?;
+        let id = if slot.id != 0 {
+            diesel::update(
+                t::table
+                    .filter(t::id.eq(slot.id))
+                    .filter(t::shop_id.eq(shop_id)),
+            )
+            .set((
+                t::time_slot_name.eq(&slot.time_slot_name),
+                t::start_date.eq(slot.start_date.as_micros()),
+                t::end_date.eq(slot.end_date.as_micros()),
+                t::selection_deadline_date.eq(slot.selection_deadline_date.as_micros()),
+                t::visibility_date.eq(slot.visibility_date.as_micros()),
+                t::attributes.eq(&attributes),
+                t::updated_at.eq(slot.updated_at.as_micros()),
+            ))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+            slot.id
+        } else {
+            let values = (
+                t::shop_id.eq(shop_id),
+                t::box_id.eq(slot.box_id),
+                t::time_slot_name.eq(&slot.time_slot_name),
+                t::start_date.eq(slot.start_date.as_micros()),
+                t::end_date.eq(slot.end_date.as_micros()),
+                t::selection_deadline_date.eq(slot.selection_deadline_date.as_micros()),
+                t::visibility_date.eq(slot.visibility_date.as_micros()),
+                t::attributes.eq(&attributes),
+                t::created_at.eq(slot.created_at.as_micros()),
+                t::updated_at.eq(slot.updated_at.as_micros()),
+            );
+            on_backend!(&mut *self.conn, |c| diesel::insert_into(t::table)
+                .values(values)
+                .returning(t::id)
+                .get_result::<i64>(c))
+            .map_err(storage_error)?
+        };
+        self.time_slot(shop_id, id)?
+            .ok_or_else(|| corrupt("time slot", id, "it was not stored"))
+    }
+
+    fn delete_time_slot(&mut self, shop_id: i64, id: i64) -> StoreResult<bool> {
+        let found: Vec<i64> = time_slots::table
+            .filter(time_slots::shop_id.eq(shop_id))
+            .filter(time_slots::id.eq(id))
+            .select(time_slots::id)
+            .load(self.conn)
+            .map_err(storage_error)?;
+        self.delete_slots(&found)?;
+        Ok(!found.is_empty())
+    }
+
+    fn add_time_slot_option(
+        &mut self,
+        shop_id: i64,
+        time_slot_id: i64,
+        box_product_id: i64,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        use time_slot_options as t;
+        let added = on_backend!(&mut *self.conn, |c| diesel::insert_into(t::table)
+            .values((
+                t::shop_id.eq(shop_id),
+                t::time_slot_id.eq(time_slot_id),
+                t::box_product_id.eq(box_product_id),
+                t::created_at.eq(now.as_micros()),
+            ))
+            .on_conflict((t::time_slot_id, t::box_product_id))
+            .do_nothing()
+            .execute(c))
+        .map_err(storage_error)?;
+        Ok(added == 1)
+    }
+
+    fn remove_time_slot_option(
+        &mut self,
+        shop_id: i64,
+        time_slot_id: i64,
+        box_product_id: i64,
+    ) -> StoreResult<bool> {
+        use time_slot_options as t;
+        let removed = diesel::delete(
+            t::table
+                .filter(t::shop_id.eq(shop_id))
+                .filter(t::time_slot_id.eq(time_slot_id))
+                .filter(t::box_product_id.eq(box_product_id)),
+        )
+        .execute(self.conn)
+        .map_err(storage_error)?;
+        Ok(removed == 1)
+    }
+}

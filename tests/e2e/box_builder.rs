@@ -1,0 +1,371 @@
+//! The box builder's admin routes (issue 24 part 2; contract §7; docs/box-builder.md) over HTTP,
+//! on SQLite and PostgreSQL: boxes sold under a subscription group, box products of the
+//! catalogue (Product Saved events), box sizes with their bulk update all or nothing, time
+//! slots with their dates in order and the `order_datetime` filter, and their options. The
+//! scopes of every route are `route_scopes.rs`'s.
+
+use std::time::Duration;
+
+use mercer_tests::{Answer, Backend, MercerServer, backend_tests, wait_until};
+use serde_json::{Value, json};
+
+struct Admin<'a> {
+    server: &'a MercerServer,
+    shop: String,
+    token: String,
+}
+
+impl Admin<'_> {
+    fn send(&self, method: &str, rest: &str, body: Option<&Value>) -> Answer {
+        let call = self
+            .server
+            .request(
+                method,
+                &format!("/box_builder/v1/shops/{}{rest}", self.shop),
+            )
+            .bearer(&self.token);
+        match body {
+            Some(body) => call.json(body),
+            None => call.call(),
+        }
+    }
+
+    fn ok(&self, method: &str, rest: &str, body: Option<&Value>, status: u16) -> Value {
+        let answer = self.send(method, rest, body);
+        assert_eq!(answer.status, status, "{method} {rest}: {}", answer.text);
+        if status == 204 {
+            Value::Null
+        } else {
+            answer.json()
+        }
+    }
+}
+
+fn problems(answer: &Answer) -> Vec<(String, String)> {
+    answer
+        .assert_error(422, "validation.failed")
+        .iter()
+        .map(|entry| {
+            (
+                entry["field"].as_str().unwrap_or_default().to_string(),
+                entry["sub_type"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The demo shop with a subscription group (its id) and, through a Product Saved event, a
+/// product `veg` with the variants `carrot` and `kale`.
+fn set_up(server: &MercerServer) -> (Admin<'_>, i64) {
+    let demo = server.demo().clone();
+    let group = server
+        .post(&format!(
+            "/subscriptions/v1/shops/{}/subscription_groups",
+            demo.shop
+        ))
+        .bearer(&demo.token)
+        .json(&json!({"subscription_group": {"name": "Veg club",
+            "billing_rules": [{"interval_number": 1, "interval_type": "week"}]}}));
+    assert_eq!(group.status, 201, "{}", group.text);
+    let saved = server
+        .post(&format!(
+            "/products/v1/shops/{}/platforms/custom/webhooks/products/saved",
+            demo.shop
+        ))
+        .bearer(&demo.token)
+        .json(&json!({"data": {"product": {"platform_id": "veg",
+            "platform_updated_at": "2026-11-01T00:00:00Z",
+            "variants": [{"platform_id": "carrot", "price": "2.00"},
+                         {"platform_id": "kale", "price": "3.00"}]}}}));
+    assert_eq!(saved.status, 202, "{}", saved.text);
+    let admin = Admin {
+        server,
+        shop: demo.shop,
+        token: demo.token,
+    };
+    (
+        admin,
+        group.json()["subscription_group"]["id"].as_i64().unwrap(),
+    )
+}
+
+fn box_product(admin: &Admin<'_>, variant: &str) -> Value {
+    let body =
+        json!({"box_product": {"platform_product_id": "veg", "platform_variant_id": variant}});
+    // The event is applied a moment after its 202.
+    let mut made = None;
+    assert!(wait_until(Duration::from_secs(10), || {
+        let answer = admin.send("POST", "/box_products", Some(&body));
+        let done = answer.status == 201;
+        made = Some(answer);
+        done
+    }));
+    made.unwrap().json()["data"]["box_product"].clone()
+}
+
+fn boxes_and_their_products_sizes_slots_and_options(backend: Backend) {
+    let server = MercerServer::in_process(backend);
+    let (admin, group) = set_up(&server);
+
+    // Boxes: one a group.
+    let made = admin.ok(
+        "POST",
+        "/boxes",
+        Some(
+            &json!({"box": {"svc_subscription_group_id": group, "box_name": "Veg box",
+            "attributes": [{"attribute_key": "color", "attribute_value": "green"}]}}),
+        ),
+        201,
+    )["data"]["box"]
+        .clone();
+    let box_id = made["id"].as_i64().unwrap();
+    assert_eq!(made["shop_identifier"], admin.shop.as_str());
+    assert_eq!(made["svc_subscription_group_id"], group);
+    assert_eq!(made["attributes"][0]["attribute_key"], "color");
+    admin
+        .send(
+            "POST",
+            "/boxes",
+            Some(&json!({"svc_subscription_group_id": group, "box_name": "Again"})),
+        )
+        .assert_error(409, "box.group_taken");
+    assert_eq!(
+        problems(&admin.send(
+            "POST",
+            "/boxes",
+            Some(&json!({"svc_subscription_group_id": 999999, "box_name": "x"}))
+        )),
+        [(
+            "box.svc_subscription_group_id".to_string(),
+            "unknown_group".to_string()
+        )]
+    );
+    let listed = admin.ok("GET", "/boxes", None, 200);
+    assert_eq!(listed["data"]["boxes"][0]["id"], box_id);
+    assert_eq!(
+        listed["pagination"],
+        json!({"count": 1, "current_page": 1, "per_page": 50, "total": 1, "total_pages": 1})
+    );
+    let renamed = admin.ok(
+        "PATCH",
+        &format!("/boxes/{box_id}"),
+        Some(&json!({"box": {"box_name": "Big veg box"}})),
+        200,
+    );
+    assert_eq!(renamed["data"]["box"]["box_name"], "Big veg box");
+    assert_eq!(renamed["data"]["box"]["attributes"], made["attributes"]);
+    assert_eq!(
+        admin.ok("GET", &format!("/boxes/{box_id}"), None, 200)["data"]["box"],
+        renamed["data"]["box"]
+    );
+
+    // Box products: variants of the catalogue.
+    let carrot = box_product(&admin, "carrot");
+    let kale = box_product(&admin, "kale");
+    let refused = admin.send(
+        "POST",
+        "/box_products",
+        Some(&json!({"platform_product_id": "veg", "platform_variant_id": "parsnip"})),
+    );
+    let entries = refused.assert_error(422, "validation.failed");
+    assert_eq!(entries[0]["field"], "box_product.platform_variant_id");
+    assert!(
+        entries[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not in the shop's catalogue")
+    );
+    assert_eq!(
+        admin.ok("GET", "/box_products", None, 200)["pagination"]["total"],
+        2
+    );
+
+    // Sizes: created, listed, changed one by one or all at once (or none).
+    let small = admin.ok(
+        "POST",
+        &format!("/boxes/{box_id}/box_sizes"),
+        Some(
+            &json!({"box_size": {"box_size_name": "Small", "min_quantity": 2, "max_quantity": 4}}),
+        ),
+        200,
+    )["data"]
+        .clone();
+    assert_eq!(
+        (&small["pricing_mode"], &small["box_id"]),
+        (&json!("flexible_pricing"), &json!(box_id))
+    );
+    let size_id = small["id"].as_i64().unwrap();
+    let bulk = json!([{"id": size_id, "max_quantity": 5},
+                      {"box_size_name": "Large", "min_quantity": 8, "max_quantity": 6}]);
+    assert_eq!(
+        problems(&admin.send("PUT", &format!("/boxes/{box_id}/box_sizes"), Some(&bulk))),
+        [("[1].max_quantity".to_string(), "out_of_range".to_string())]
+    );
+    assert_eq!(
+        admin.ok("GET", &format!("/box_sizes/{size_id}"), None, 200)["data"]["box_size"],
+        small,
+        "nothing written"
+    );
+    let saved = admin.ok(
+        "PUT",
+        &format!("/boxes/{box_id}/box_sizes"),
+        Some(&json!({"box_sizes": [{"id": size_id, "max_quantity": 5},
+                                   {"box_size_name": "Large", "min_quantity": 6, "max_quantity": 8}]})),
+        200,
+    )["data"]
+        .clone();
+    assert_eq!(
+        (&saved[0]["id"], &saved[0]["max_quantity"]),
+        (&json!(size_id), &json!(5))
+    );
+    assert_eq!(saved[1]["box_size_name"], "Large");
+    let changed = admin.ok(
+        "PATCH",
+        &format!("/box_sizes/{size_id}"),
+        Some(&json!({"min_quantity": 1})),
+        200,
+    );
+    assert_eq!(changed["data"]["min_quantity"], 1);
+    let sizes = admin.ok(
+        "GET",
+        &format!("/boxes/{box_id}/box_sizes?limit=1&page=2"),
+        None,
+        200,
+    );
+    assert_eq!(sizes["data"]["box_sizes"][0]["box_size_name"], "Large");
+    assert_eq!(sizes["pagination"]["total"], 2);
+
+    // Time slots: dates in order, the seed's `time-slot` key, the order_datetime filter.
+    let week = json!({"time_slot": {"time_slot_name": "Week 1",
+        "visibility_date": "2030-01-01T00:00:00Z", "selection_deadline_date": "2030-01-04T00:00:00Z",
+        "start_date": "2030-01-07T00:00:00Z", "end_date": "2030-01-13T23:59:59Z",
+        "attributes": [{"attribute_key": "theme", "attribute_value": "roots"}]}});
+    let slot = admin.ok(
+        "POST",
+        &format!("/boxes/{box_id}/time_slots"),
+        Some(&week),
+        201,
+    )["data"]["time-slot"]
+        .clone();
+    let slot_id = slot["id"].as_i64().unwrap();
+    assert_eq!(slot["start_date"], "2030-01-07T00:00:00Z");
+    assert_eq!(slot["box_products"], json!([]));
+    let mut late = week.clone();
+    late["time_slot"]["selection_deadline_date"] = json!("2030-01-08T00:00:00Z");
+    assert_eq!(
+        problems(&admin.send("POST", &format!("/boxes/{box_id}/time_slots"), Some(&late))),
+        [(
+            "time_slot.start_date".to_string(),
+            "out_of_order".to_string()
+        )]
+    );
+    let holding = |instant: &str| {
+        admin.ok(
+            "GET",
+            &format!("/boxes/{box_id}/time_slots?order_datetime={instant}"),
+            None,
+            200,
+        )["data"]["time_slots"]
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    assert_eq!(
+        (
+            holding("2030-01-10T12:00:00Z"),
+            holding("2030-02-01T00:00:00Z")
+        ),
+        (1, 0)
+    );
+    admin
+        .send(
+            "GET",
+            &format!("/boxes/{box_id}/time_slots?order_datetime=soon"),
+            None,
+        )
+        .assert_error(400, "request.invalid_query");
+
+    // Options: the products a slot offers, in the order added.
+    for product in [&kale, &carrot] {
+        let option = admin.ok(
+            "POST",
+            &format!("/time_slots/{slot_id}/options"),
+            Some(&json!({"box_product_id": product["id"]})),
+            200,
+        );
+        assert_eq!(
+            option["data"]["time_slot_option"],
+            json!({"box_product_id": product["id"], "time_slot_id": slot_id})
+        );
+    }
+    let read =
+        admin.ok("GET", &format!("/time_slots/{slot_id}"), None, 200)["data"]["time_slot"].clone();
+    assert_eq!(read["box_products"][0]["platform_variant_id"], "kale");
+    assert_eq!(read["box_products"][1]["platform_variant_id"], "carrot");
+    assert_eq!(
+        problems(&admin.send(
+            "POST",
+            &format!("/time_slots/{slot_id}/options"),
+            Some(&json!({"box_product_id": 999999}))
+        )),
+        [(
+            "box_product_id".to_string(),
+            "unknown_box_product".to_string()
+        )]
+    );
+    // A product deleted leaves every slot's options.
+    admin.ok(
+        "DELETE",
+        &format!("/box_products/{}", kale["id"]),
+        None,
+        204,
+    );
+    let options = admin.ok("GET", &format!("/time_slots/{slot_id}/options"), None, 200);
+    assert_eq!(
+        options["data"]["time_slot_options"],
+        json!([{"box_product_id": carrot["id"], "time_slot_id": slot_id}])
+    );
+    admin.ok(
+        "DELETE",
+        &format!("/time_slots/{slot_id}/options/{}", carrot["id"]),
+        None,
+        204,
+    );
+    admin
+        .send(
+            "DELETE",
+            &format!("/time_slots/{slot_id}/options/{}", carrot["id"]),
+            None,
+        )
+        .assert_error(404, "resource.not_found");
+    let patched = admin.ok(
+        "PATCH",
+        &format!("/time_slots/{slot_id}"),
+        Some(&json!({"time_slot_name": "Week one"})),
+        200,
+    );
+    assert_eq!(patched["data"]["time_slot"]["time_slot_name"], "Week one");
+
+    // The group cannot go while the box is sold under it; the box takes its sizes and slots.
+    let group_path = format!(
+        "/subscriptions/v1/shops/{}/subscription_groups/{group}",
+        admin.shop
+    );
+    let delete_group = || {
+        server
+            .request("DELETE", &group_path)
+            .bearer(&admin.token)
+            .call()
+    };
+    delete_group().assert_error(409, "subscription_group.in_use");
+    admin.ok("DELETE", &format!("/boxes/{box_id}"), None, 204);
+    admin
+        .send("GET", &format!("/time_slots/{slot_id}"), None)
+        .assert_error(404, "resource.not_found");
+    admin
+        .send("GET", &format!("/box_sizes/{size_id}"), None)
+        .assert_error(404, "resource.not_found");
+    assert_eq!(delete_group().status, 204);
+}
+
+backend_tests!(boxes_and_their_products_sizes_slots_and_options);
