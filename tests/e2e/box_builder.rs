@@ -1,8 +1,9 @@
 //! The box builder's admin routes (issue 24 part 2; contract §7; docs/box-builder.md) over HTTP,
 //! on SQLite and PostgreSQL: boxes sold under a subscription group, box products of the
 //! catalogue (Product Saved events), box sizes with their bulk update all or nothing, time
-//! slots with their dates in order and the `order_datetime` filter, and their options. The
-//! scopes of every route are `route_scopes.rs`'s.
+//! slots with their dates in order and the `order_datetime` filter, and their options;
+//! customers' selections by the box rules (each refusal on its field), and the box line items.
+//! The scopes of every route are `route_scopes.rs`'s.
 
 use std::time::Duration;
 
@@ -368,4 +369,334 @@ fn boxes_and_their_products_sizes_slots_and_options(backend: Backend) {
     assert_eq!(delete_group().status, 204);
 }
 
-backend_tests!(boxes_and_their_products_sizes_slots_and_options);
+/// A subscription of the customer `platform_id` (a Customer Saved event makes them) with a line
+/// item sold under `group` and a plain one: their ids.
+fn subscribe(admin: &Admin<'_>, platform_id: &str, group: i64) -> (i64, i64) {
+    let server = admin.server;
+    let email = format!("{platform_id}@example.test");
+    let saved = server
+        .post(&format!(
+            "/customers/v1/shops/{}/platforms/custom/webhooks/customers/saved",
+            admin.shop
+        ))
+        .bearer(&admin.token)
+        .json(
+            &json!({"data": {"customer": {"platform_id": platform_id, "email": email,
+            "first_name": "Ada", "platform_updated_at": "2026-11-01T00:00:00Z"}}}),
+        );
+    assert_eq!(saved.status, 202, "{}", saved.text);
+    let known = format!(
+        "/customers/v2/shops/{}/customers/pid/{platform_id}",
+        admin.shop
+    );
+    assert!(wait_until(Duration::from_secs(10), || {
+        server.get(&known).bearer(&admin.token).call().status == 200
+    }));
+    let groups = format!(
+        "/subscriptions/v1/shops/{}/subscription_groups/{group}",
+        admin.shop
+    );
+    let read = server.get(&groups).bearer(&admin.token).call().json();
+    let rule = read["subscription_group"]["billing_rules"][0]["id"].clone();
+    let made = server
+        .post(&format!(
+            "/subscriptions/v1/shops/{}/subscriptions",
+            admin.shop
+        ))
+        .bearer(&admin.token)
+        .json(&json!({
+            "customer": {"email": email, "first_name": "Ada"},
+            "subscription": {
+                "subscription_status": "active",
+                "next_order_datetime": "2030-01-10T09:00:00Z",
+                "line_items": [
+                    {"platform_product_id": "veg", "platform_variant_id": "carrot",
+                     "quantity": 1, "price": 2000, "subscription_group_id": group,
+                     "interval_id": rule},
+                    {"platform_product_id": "mug", "platform_variant_id": "mug",
+                     "quantity": 1, "price": 900}],
+                "shipping_address": {"street1": "1 Rue", "city": "Lyon", "country_code": "FR"},
+                "payment_details": {"gateway_name": "stripe", "gateway_customer_id": "cus_1",
+                                    "gateway_payment_id": "pm_1"}}}));
+    assert_eq!(made.status, 200, "{}", made.text);
+    let items = made.json()["subscription"]["line_items"].clone();
+    (
+        items[0]["id"].as_i64().unwrap(),
+        items[1]["id"].as_i64().unwrap(),
+    )
+}
+
+fn selections_follow_the_box_rules(backend: Backend) {
+    let server = MercerServer::in_process(backend);
+    let (admin, group) = set_up(&server);
+    let make = |rest: &str, body: Value| admin.ok("POST", rest, Some(&body), 201)["data"].clone();
+    let box_id = make(
+        "/boxes",
+        json!({"svc_subscription_group_id": group, "box_name": "Veg box"}),
+    )["box"]["id"]
+        .as_i64()
+        .unwrap();
+    let carrot = box_product(&admin, "carrot")["id"].as_i64().unwrap();
+    let kale = box_product(&admin, "kale")["id"].as_i64().unwrap();
+    let small = admin.ok(
+        "POST",
+        &format!("/boxes/{box_id}/box_sizes"),
+        Some(&json!({"box_size_name": "Small", "min_quantity": 2, "max_quantity": 4})),
+        200,
+    )["data"]["id"]
+        .as_i64()
+        .unwrap();
+    let slot = |name: &str, deadline: &str| {
+        let body = json!({"time_slot_name": name, "visibility_date": "2020-01-01T00:00:00Z",
+            "selection_deadline_date": deadline, "start_date": "2030-01-07T00:00:00Z",
+            "end_date": "2030-01-13T23:59:59Z"});
+        let id = make(&format!("/boxes/{box_id}/time_slots"), body)["time-slot"]["id"]
+            .as_i64()
+            .unwrap();
+        admin.ok(
+            "POST",
+            &format!("/time_slots/{id}/options"),
+            Some(&json!({"box_product_id": carrot})),
+            200,
+        );
+        id
+    };
+    let open = slot("Open", "2030-01-04T00:00:00Z");
+    let closed = slot("Closed", "2020-01-04T00:00:00Z");
+    // Another box's size is not this box's.
+    let fruit_group = server
+        .post(&format!(
+            "/subscriptions/v1/shops/{}/subscription_groups",
+            admin.shop
+        ))
+        .bearer(&admin.token)
+        .json(&json!({"name": "Fruit", "billing_rules": [{"interval_number": 1, "interval_type": "week"}]}))
+        .json()["subscription_group"]["id"]
+        .clone();
+    let fruit = make(
+        "/boxes",
+        json!({"svc_subscription_group_id": fruit_group, "box_name": "Fruit box"}),
+    )["box"]["id"]
+        .as_i64()
+        .unwrap();
+    let fruit_size = admin.ok(
+        "POST",
+        &format!("/boxes/{fruit}/box_sizes"),
+        Some(&json!({"box_size_name": "Fruit", "min_quantity": 0, "max_quantity": 9})),
+        200,
+    )["data"]["id"]
+        .clone();
+    let (ada_box, ada_mug) = subscribe(&admin, "cust-ada", group);
+    let (bob_box, _) = subscribe(&admin, "cust-bob", group);
+
+    let ada = "/customers/cust-ada/selections";
+    let choice = |item: i64, at: &str, chosen: Value| {
+        json!({"selection": {"svc_platform_subscription_line_item_id": item,
+            "box_size_id": small, "time_slot_id": open, "order_datetime": at,
+            "line_items": chosen}})
+    };
+    let two_carrots = json!([{"box_product_id": carrot, "choice_quantity": 2}]);
+    let made = admin.ok(
+        "POST",
+        ada,
+        Some(&choice(
+            ada_box,
+            "2030-01-10T09:00:00Z",
+            two_carrots.clone(),
+        )),
+        200,
+    )["data"]["selection"]
+        .clone();
+    let first = made["id"].as_i64().unwrap();
+    assert_eq!(
+        (
+            &made["svc_platform_subscription_line_item_id"],
+            &made["box_size_id"],
+            &made["time_slot_id"],
+            &made["order_datetime"],
+            &made["line_items"]
+        ),
+        (
+            &json!(ada_box),
+            &json!(small),
+            &json!(open),
+            &json!("2030-01-10T09:00:00Z"),
+            &two_carrots
+        )
+    );
+    // The same line item and date again replaces it; another date is another selection.
+    let three_carrots = json!([{"box_product_id": carrot, "choice_quantity": "3"}]);
+    let replaced = admin.ok(
+        "POST",
+        ada,
+        Some(&choice(ada_box, "2030-01-10T09:00:00Z", three_carrots)),
+        200,
+    )["data"]["selection"]
+        .clone();
+    assert_eq!(
+        (
+            &replaced["id"],
+            &replaced["line_items"][0]["choice_quantity"]
+        ),
+        (&json!(first), &json!(3))
+    );
+    let second = admin.ok(
+        "POST",
+        ada,
+        Some(&choice(
+            ada_box,
+            "2030-01-12T09:00:00Z",
+            two_carrots.clone(),
+        )),
+        200,
+    )["data"]["selection"]["id"]
+        .as_i64()
+        .unwrap();
+    let listed = admin.ok("GET", ada, None, 200);
+    assert_eq!(listed["pagination"]["total"], 2);
+    let on_date = admin.ok(
+        "GET",
+        &format!("{ada}?svc_platform_subscription_line_item_id={ada_box}&order_datetime=2030-01-12T09:00:00Z"),
+        None,
+        200,
+    );
+    assert_eq!(on_date["data"]["selections"][0]["id"], second);
+    assert_eq!(on_date["pagination"]["total"], 1);
+    assert_eq!(
+        admin.ok("GET", &format!("{ada}/{first}"), None, 200)["data"]["selection"],
+        replaced
+    );
+    admin
+        .send(
+            "GET",
+            &format!("/customers/cust-bob/selections/{first}"),
+            None,
+        )
+        .assert_error(404, "resource.not_found");
+
+    // Every rule, each on its field.
+    let refused = |body: Value| problems(&admin.send("POST", ada, Some(&body)));
+    let at = "2030-01-10T09:00:00Z";
+    let on = |field: &str, code: &str| vec![(format!("selection.{field}"), code.to_string())];
+    assert_eq!(
+        refused(choice(999999, at, two_carrots.clone())),
+        on(
+            "svc_platform_subscription_line_item_id",
+            "unknown_line_item"
+        )
+    );
+    assert_eq!(
+        refused(choice(bob_box, at, two_carrots.clone())),
+        on(
+            "svc_platform_subscription_line_item_id",
+            "not_the_customers"
+        )
+    );
+    assert_eq!(
+        refused(choice(ada_mug, at, two_carrots.clone())),
+        on(
+            "svc_platform_subscription_line_item_id",
+            "not_a_box_line_item"
+        )
+    );
+    let mut other_size = choice(ada_box, at, two_carrots.clone());
+    other_size["selection"]["box_size_id"] = fruit_size;
+    assert_eq!(refused(other_size), on("box_size_id", "unknown_box_size"));
+    assert_eq!(
+        refused(choice(ada_box, "2030-02-01T09:00:00Z", two_carrots.clone())),
+        on("order_datetime", "outside_time_slot")
+    );
+    let mut late = choice(ada_box, at, two_carrots.clone());
+    late["selection"]["time_slot_id"] = json!(closed);
+    assert_eq!(refused(late), on("time_slot_id", "past_deadline"));
+    assert_eq!(
+        refused(choice(
+            ada_box,
+            at,
+            json!([{"box_product_id": carrot, "choice_quantity": 1},
+                   {"box_product_id": kale, "choice_quantity": 1}])
+        )),
+        on("line_items[1].box_product_id", "not_offered")
+    );
+    assert_eq!(
+        refused(choice(
+            ada_box,
+            at,
+            json!([{"box_product_id": carrot, "choice_quantity": 5}])
+        )),
+        on("line_items", "quantity_out_of_range")
+    );
+
+    // Kale offered, the selection changes to it; moved onto the other's date it is 409.
+    admin.ok(
+        "POST",
+        &format!("/time_slots/{open}/options"),
+        Some(&json!({"box_product_id": kale})),
+        200,
+    );
+    let mixed = json!([{"box_product_id": carrot, "choice_quantity": 1},
+                       {"box_product_id": kale, "choice_quantity": 2}]);
+    let changed = admin.ok(
+        "PATCH",
+        &format!("{ada}/{first}"),
+        Some(&json!({"selection": {"line_items": mixed}})),
+        200,
+    )["data"]["selection"]
+        .clone();
+    assert_eq!(changed["line_items"], mixed);
+    assert_eq!(changed["order_datetime"], "2030-01-10T09:00:00Z");
+    admin
+        .send(
+            "PATCH",
+            &format!("{ada}/{second}"),
+            Some(&json!({"order_datetime": "2030-01-10T09:00:00Z"})),
+        )
+        .assert_error(409, "selection.taken");
+
+    // The box's line items: those sold under its group.
+    let items = admin.ok("GET", "/subscription_line_items", None, 200);
+    let ids: Vec<&Value> = items["data"]["subscription_line_items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| &item["svc_platform_subscription_line_item_id"])
+        .collect();
+    assert_eq!(ids, [&json!(ada_box), &json!(bob_box)]);
+    let item = admin.ok(
+        "GET",
+        &format!("/subscription_line_items/{ada_box}"),
+        None,
+        200,
+    );
+    assert_eq!(
+        (
+            &item["data"]["subscription_line_item"]["box_id"],
+            &item["data"]["subscription_line_item"]["shop_identifier"]
+        ),
+        (&json!(box_id), &json!(admin.shop))
+    );
+    admin
+        .send("GET", &format!("/subscription_line_items/{ada_mug}"), None)
+        .assert_error(404, "resource.not_found");
+
+    // What has selections stays; deleted, they let it go.
+    admin
+        .send("DELETE", &format!("/time_slots/{open}"), None)
+        .assert_error(409, "time_slot.in_use");
+    admin
+        .send("DELETE", &format!("/boxes/{box_id}"), None)
+        .assert_error(409, "box.in_use");
+    for id in [first, second] {
+        admin.ok("DELETE", &format!("{ada}/{id}"), None, 204);
+    }
+    admin
+        .send("GET", &format!("{ada}/{first}"), None)
+        .assert_error(404, "resource.not_found");
+    admin.ok("DELETE", &format!("/time_slots/{open}"), None, 204);
+    admin.ok("DELETE", &format!("/boxes/{box_id}"), None, 204);
+}
+
+backend_tests!(
+    boxes_and_their_products_sizes_slots_and_options,
+    selections_follow_the_box_rules,
+);

@@ -434,6 +434,41 @@ const ROUTES: &[(&str, &str, &str)] = &[
         "write_subscription_groups",
     ),
     (
+        "GET",
+        "/box_builder/v1/shops/{shop}/customers/{platform_customer_id}/selections",
+        "read_subscriptions",
+    ),
+    (
+        "POST",
+        "/box_builder/v1/shops/{shop}/customers/{platform_customer_id}/selections",
+        "write_subscriptions",
+    ),
+    (
+        "GET",
+        "/box_builder/v1/shops/{shop}/customers/{platform_customer_id}/selections/{selection_id}",
+        "read_subscriptions",
+    ),
+    (
+        "PATCH",
+        "/box_builder/v1/shops/{shop}/customers/{platform_customer_id}/selections/{selection_id}",
+        "write_subscriptions",
+    ),
+    (
+        "DELETE",
+        "/box_builder/v1/shops/{shop}/customers/{platform_customer_id}/selections/{selection_id}",
+        "write_subscriptions",
+    ),
+    (
+        "GET",
+        "/box_builder/v1/shops/{shop}/subscription_line_items",
+        "read_subscriptions",
+    ),
+    (
+        "GET",
+        "/box_builder/v1/shops/{shop}/subscription_line_items/{line_item_id}",
+        "read_subscriptions",
+    ),
+    (
         "POST",
         "/subscriptions/v1/shops/{shop}/webhooks/subscriptions",
         "write_subscriptions",
@@ -762,6 +797,9 @@ fn concrete(template: &str, shop: &str) -> String {
         .replace("{box_product_id}", "1")
         .replace("{box_size_id}", "1")
         .replace("{time_slot_id}", "1")
+        .replace("{platform_customer_id}", "cust-1")
+        .replace("{selection_id}", "1")
+        .replace("{line_item_id}", "1")
         .replace(
             "{id}",
             if template.contains("/overrides/") || template.contains("/webhooks/{id}") {

@@ -555,6 +555,23 @@ diesel::table! {
 diesel::joinable!(time_slot_options -> box_products (box_product_id));
 
 diesel::table! {
+    /// Selections (migration 16); `line_items` is JSON.
+    box_selections (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        platform_customer_id -> Text,
+        subscription_line_item_id -> BigInt,
+        box_id -> BigInt,
+        box_size_id -> BigInt,
+        time_slot_id -> BigInt,
+        order_datetime -> BigInt,
+        line_items -> Text,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
     subscription_status_logs (id) {
         id -> BigInt,
         shop_id -> BigInt,
@@ -637,6 +654,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     box_sizes,
     time_slots,
     time_slot_options,
+    box_selections,
 );
 
 diesel::table! {

@@ -19,9 +19,10 @@ use mercer_domain::access::secrets::{SecretKind, SharedSecret};
 use mercer_domain::access::shop::{
     CheckoutSettings, Shop, ShopInput, ShopSettings, create_shop, update_shop_settings,
 };
-use mercer_domain::box_builder::repository::TimeSlotFilter;
+use mercer_domain::box_builder::repository::{LineItemOwner, SelectionFilter, TimeSlotFilter};
 use mercer_domain::box_builder::resources::{
-    Attribute, BoxProduct, BoxSize, SubscriptionBox, TimeSlot,
+    Attribute, BoxProduct, BoxSize, Selection, SelectionItem, StoredSelection, SubscriptionBox,
+    TimeSlot,
 };
 use mercer_domain::checkout::repository::{CheckoutStatus, NewCheckoutOrder};
 use mercer_domain::checkout::state::{CheckoutCustomer, CheckoutDocument, CheckoutLineItem};
@@ -3379,6 +3380,268 @@ fn box_resources_round_trip_by_shop_and_deletions_cascade(db: &impl Database) {
     );
 }
 
+fn selections_are_a_customers_per_line_item_and_order_date(db: &impl Database) {
+    let shop_a = shop(db, "a.shop.test");
+    let shop_b = shop(db, "b.shop.test");
+    let group = db
+        .write(|tx| {
+            Ok(tx.save_subscription_group(
+                shop_a.id,
+                &stored_group("Veg", vec![rule(0, 1, IntervalType::Week)]),
+            )?)
+        })
+        .unwrap();
+    let attribute = Attribute {
+        id: 1,
+        shop_identifier: String::new(),
+        attribute_key: "season".into(),
+        attribute_value: "winter".into(),
+        created_at: at(1),
+        updated_at: at(1),
+    };
+    let veg = db
+        .write(|tx| {
+            Ok(tx.save_box(
+                shop_a.id,
+                &SubscriptionBox {
+                    id: 0,
+                    svc_subscription_group_id: group.id,
+                    shop_identifier: String::new(),
+                    box_name: "Veg box".into(),
+                    created_at: at(1),
+                    updated_at: at(1),
+                    attributes: vec![attribute.clone()],
+                },
+            )?)
+        })
+        .unwrap();
+    let size = db
+        .write(|tx| {
+            Ok(tx.save_box_size(
+                shop_a.id,
+                &BoxSize {
+                    id: 0,
+                    box_id: veg.id,
+                    shop_identifier: String::new(),
+                    box_size_name: "Small".into(),
+                    pricing_mode: "flexible_pricing".into(),
+                    min_quantity: 1,
+                    max_quantity: 4,
+                    created_at: at(2),
+                    updated_at: at(2),
+                },
+            )?)
+        })
+        .unwrap();
+    let slot = |name: &str| TimeSlot {
+        id: 0,
+        box_id: veg.id,
+        shop_identifier: String::new(),
+        time_slot_name: name.into(),
+        start_date: at(50),
+        end_date: at(500),
+        selection_deadline_date: at(40),
+        visibility_date: at(1),
+        created_at: at(2),
+        updated_at: at(2),
+        attributes: Vec::new(),
+        box_products: Vec::new(),
+    };
+    let (week_one, week_two) = db
+        .write(|tx| {
+            Ok((
+                tx.save_time_slot(shop_a.id, &slot("One"))?.id,
+                tx.save_time_slot(shop_a.id, &slot("Two"))?.id,
+            ))
+        })
+        .unwrap();
+    // A subscriber the platform knows (c-1), with a box line item and a plain one; and one it
+    // does not know yet.
+    let (known, address) = subscriber(db, shop_a.id, &fields(None, None, None));
+    db.write(|tx| Ok(tx.set_customer_platform_id(shop_a.id, known, "c-1", at(2))?))
+        .unwrap();
+    let mut boxed = line_item("veg", 1, 10);
+    boxed.subscription_group_id = Some(group.id);
+    let mut plain = line_item("mug", 1, 10);
+    plain.subscription_group_id = None;
+    let state = plain_state(known, address, SubscriptionStatus::Active);
+    let subscription = db
+        .write(|tx| {
+            Ok(tx.insert_subscription(shop_a.id, &state, &[boxed.clone(), plain], at(10))?)
+        })
+        .unwrap();
+    let items = read_subscription(db, shop_a.id, subscription).line_items;
+    let (box_item, plain_item) = (items[0].id, items[1].id);
+    let (unknown, unknown_address) = subscriber(db, shop_a.id, &fields(None, None, None));
+    let unknown_state = plain_state(unknown, unknown_address, SubscriptionStatus::Active);
+    let theirs = db
+        .write(|tx| {
+            Ok(tx.insert_subscription(
+                shop_a.id,
+                &unknown_state,
+                std::slice::from_ref(&boxed),
+                at(11),
+            )?)
+        })
+        .unwrap();
+    let their_item = read_subscription(db, shop_a.id, theirs).line_items[0].id;
+    let owners = db
+        .read(|tx| {
+            Ok((
+                tx.line_item_owner(shop_a.id, box_item)?,
+                tx.line_item_owner(shop_a.id, plain_item)?,
+                tx.line_item_owner(shop_a.id, their_item)?,
+                tx.line_item_owner(shop_b.id, box_item)?,
+            ))
+        })
+        .unwrap();
+    assert_eq!(
+        owners,
+        (
+            Some(LineItemOwner {
+                subscription_id: subscription,
+                platform_customer_id: Some("c-1".into()),
+                subscription_group_id: Some(group.id),
+            }),
+            Some(LineItemOwner {
+                subscription_id: subscription,
+                platform_customer_id: Some("c-1".into()),
+                subscription_group_id: None,
+            }),
+            Some(LineItemOwner {
+                subscription_id: theirs,
+                platform_customer_id: None,
+                subscription_group_id: Some(group.id),
+            }),
+            None,
+        )
+    );
+    // The box's line items: those sold under its group, with the box's attributes.
+    let (box_items, total) = db
+        .read(|tx| Ok(tx.box_line_items(shop_a.id, 1, 1)?))
+        .unwrap();
+    assert_eq!(total, 2);
+    assert_eq!(box_items.len(), 1, "one a page");
+    assert_eq!(
+        (
+            box_items[0].svc_platform_subscription_line_item_id,
+            box_items[0].box_id,
+            &box_items[0].attributes
+        ),
+        (box_item, veg.id, &vec![attribute.clone()])
+    );
+    let single = db
+        .read(|tx| {
+            Ok((
+                tx.box_line_item(shop_a.id, their_item)?.map(|i| i.box_id),
+                tx.box_line_item(shop_a.id, plain_item)?,
+                tx.box_line_item(shop_b.id, box_item)?,
+            ))
+        })
+        .unwrap();
+    assert_eq!(single, (Some(veg.id), None, None));
+    // Selections: stored per customer, found by line item and order date, rewritten in place.
+    let selection = |order_at: i64, quantity: i64| StoredSelection {
+        selection: Selection {
+            id: 0,
+            svc_platform_subscription_line_item_id: box_item,
+            box_size_id: size.id,
+            time_slot_id: week_one,
+            order_datetime: at(order_at),
+            line_items: vec![SelectionItem {
+                box_product_id: 9,
+                choice_quantity: quantity,
+            }],
+            created_at: at(20),
+            updated_at: at(20),
+        },
+        platform_customer_id: "c-1".into(),
+        box_id: veg.id,
+    };
+    let first = db
+        .write(|tx| Ok(tx.save_selection(shop_a.id, &selection(100, 2))?))
+        .unwrap();
+    let second = db
+        .write(|tx| Ok(tx.save_selection(shop_a.id, &selection(200, 3))?))
+        .unwrap();
+    assert!(first.selection.id > 0 && second.selection.id > first.selection.id);
+    assert_eq!(
+        first.selection.line_items,
+        selection(100, 2).selection.line_items
+    );
+    assert_eq!(
+        (first.platform_customer_id.as_str(), first.box_id),
+        ("c-1", veg.id)
+    );
+    let list = |customer: &str, filter: SelectionFilter| {
+        db.read(|tx| Ok(tx.selections(shop_a.id, customer, filter, 50, 1)?))
+            .unwrap()
+    };
+    let ids = |(found, total): (Vec<StoredSelection>, i64)| {
+        (
+            found.iter().map(|s| s.selection.id).collect::<Vec<_>>(),
+            total,
+        )
+    };
+    let (a, b) = (first.selection.id, second.selection.id);
+    assert_eq!(
+        ids(list("c-1", SelectionFilter::default())),
+        (vec![a, b], 2)
+    );
+    assert_eq!(ids(list("c-2", SelectionFilter::default())), (vec![], 0));
+    let on_date = SelectionFilter {
+        line_item_id: None,
+        order_datetime: Some(at(200)),
+    };
+    assert_eq!(ids(list("c-1", on_date)), (vec![b], 1));
+    let of_plain_item = SelectionFilter {
+        line_item_id: Some(plain_item),
+        order_datetime: None,
+    };
+    assert_eq!(ids(list("c-1", of_plain_item)), (vec![], 0));
+    let found = db
+        .read(|tx| {
+            Ok((
+                tx.selection_of_date(shop_a.id, box_item, at(100))?
+                    .map(|s| s.selection.id),
+                tx.selection_of_date(shop_a.id, box_item, at(150))?,
+                tx.selection_of_date(shop_b.id, box_item, at(100))?,
+                tx.selection(shop_b.id, a)?,
+                tx.selections_of_box(shop_a.id, veg.id)?,
+                tx.selections_of_time_slot(shop_a.id, week_one)?,
+                tx.selections_of_time_slot(shop_a.id, week_two)?,
+            ))
+        })
+        .unwrap();
+    assert_eq!(found, (Some(a), None, None, None, 2, 2, 0));
+    let mut changed = first.clone();
+    changed.selection.time_slot_id = week_two;
+    changed.selection.line_items[0].choice_quantity = 4;
+    changed.selection.updated_at = at(30);
+    let saved = db
+        .write(|tx| Ok(tx.save_selection(shop_a.id, &changed)?))
+        .unwrap();
+    assert_eq!(saved, changed, "rewritten in place, created_at kept");
+    assert!(
+        !db.write(|tx| Ok(tx.delete_selection(shop_b.id, a)?))
+            .unwrap()
+    );
+    assert!(
+        db.write(|tx| Ok(tx.delete_selection(shop_a.id, a)?))
+            .unwrap()
+    );
+    let left = db
+        .read(|tx| {
+            Ok((
+                tx.selection(shop_a.id, a)?,
+                tx.selections_of_time_slot(shop_a.id, week_two)?,
+                tx.selections_of_box(shop_a.id, veg.id)?,
+            ))
+        })
+        .unwrap();
+    assert_eq!(left, (None, 0, 1));
+}
+
 fn a_line_item_is_rewritten_on_its_own_subscription(db: &impl Database) {
     let shop = shop(db, "a.shop.test");
     let (customer, address) = subscriber(db, shop.id, &fields(None, None, None));
@@ -4661,6 +4924,7 @@ fn checkout_orders_are_kept_saved_once_per_version_and_swept(db: &impl Database)
 repository_suite!(
     subscription_groups_keep_their_rules_in_order_and_by_shop,
     box_resources_round_trip_by_shop_and_deletions_cascade,
+    selections_are_a_customers_per_line_item_and_order_date,
     shops_are_found_by_domain_identifier_and_id,
     shop_settings_are_written_to_that_shop_only,
     a_second_shop_with_a_taken_domain_is_refused,

@@ -123,12 +123,24 @@ pub fn update_box(
     Ok(tx.save_box(shop.id, &stored)?.in_shop(shop))
 }
 
-/// Delete Box (204), with its sizes, time slots and their options.
+fn in_use(code: &'static str, message: String) -> DomainError {
+    DomainError::Conflict { code, message }
+}
+
+/// Delete Box (204), with its sizes, time slots and their options; 409 while customers'
+/// selections are made of it.
 pub fn delete_box(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
     id: i64,
 ) -> Result<(), DomainError> {
+    let selections = tx.selections_of_box(shop.id, id)?;
+    if selections > 0 {
+        return Err(in_use(
+            "box.in_use",
+            format!("{selections} customer selection(s) are made of this box; delete them first"),
+        ));
+    }
     if !tx.delete_box(shop.id, id)? {
         return Err(DomainError::not_found("box"));
     }
@@ -532,12 +544,21 @@ pub fn update_time_slot(
     Ok(tx.save_time_slot(shop.id, &slot)?.in_shop(shop))
 }
 
-/// Delete Time Slot (204), with its options.
+/// Delete Time Slot (204), with its options; 409 while customers' selections are made in it.
 pub fn delete_time_slot(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
     id: i64,
 ) -> Result<(), DomainError> {
+    let selections = tx.selections_of_time_slot(shop.id, id)?;
+    if selections > 0 {
+        return Err(in_use(
+            "time_slot.in_use",
+            format!(
+                "{selections} customer selection(s) are made in this time slot; delete them first"
+            ),
+        ));
+    }
     if !tx.delete_time_slot(shop.id, id)? {
         return Err(DomainError::not_found("time_slot"));
     }

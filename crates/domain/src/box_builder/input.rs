@@ -5,6 +5,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::box_builder::resources::SelectionItem;
 use crate::kernel::error::{DomainError, FieldError, Problems};
 use crate::kernel::fields::{Fields, type_error};
 use crate::kernel::time::Timestamp;
@@ -268,6 +269,83 @@ pub fn parse_time_slot_option(body: &Value) -> Result<i64, DomainError> {
     read_resource(body, "time_slot_option", |fields| {
         integer(fields, "box_product_id", true)
     })
+}
+
+/// A selection's fields; all but the chosen products' order needed to create one.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SelectionInput {
+    pub line_item_id: Option<i64>,
+    pub box_size_id: Option<i64>,
+    pub time_slot_id: Option<i64>,
+    pub order_datetime: Option<Timestamp>,
+    pub line_items: Option<Vec<SelectionItem>>,
+    /// Where the fields were in the body.
+    pub path: String,
+}
+
+/// `{"selection": {svc_platform_subscription_line_item_id, box_size_id, time_slot_id,
+/// order_datetime, line_items: [{box_product_id, choice_quantity}]}}`; each `choice_quantity`
+/// at least 1, each product once.
+pub fn parse_selection(body: &Value, creating: bool) -> Result<SelectionInput, DomainError> {
+    read_resource(body, "selection", |fields| {
+        let line_item_id = integer(fields, "svc_platform_subscription_line_item_id", creating);
+        let box_size_id = integer(fields, "box_size_id", creating);
+        let time_slot_id = integer(fields, "time_slot_id", creating);
+        let order_datetime = time(fields, "order_datetime", creating);
+        let line_items = match fields.array("line_items") {
+            Some(items) => Some(chosen(fields, items)),
+            None if creating && fields.get("line_items").is_none() => {
+                fields
+                    .problems
+                    .push(FieldError::required(fields.field("line_items")));
+                None
+            }
+            None => None,
+        };
+        Some(SelectionInput {
+            line_item_id,
+            box_size_id,
+            time_slot_id,
+            order_datetime,
+            line_items,
+            path: fields.path.clone(),
+        })
+    })
+}
+
+fn chosen<'a>(fields: &mut Fields<'a, '_>, items: &'a [Value]) -> Vec<SelectionItem> {
+    let mut chosen: Vec<SelectionItem> = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        let Some(mut item) = fields.element("line_items", index, item) else {
+            continue;
+        };
+        let product = integer(&mut item, "box_product_id", true);
+        let quantity = integer(&mut item, "choice_quantity", true);
+        if let Some(quantity) = quantity
+            && quantity < 1
+        {
+            let field = item.field("choice_quantity");
+            let message = format!("{field} must be at least 1");
+            item.problems
+                .push(FieldError::new(field, "out_of_range", message));
+            continue;
+        }
+        let (Some(box_product_id), Some(choice_quantity)) = (product, quantity) else {
+            continue;
+        };
+        if chosen.iter().any(|c| c.box_product_id == box_product_id) {
+            let field = item.field("box_product_id");
+            let message = format!("{field} names box product {box_product_id} twice");
+            item.problems
+                .push(FieldError::new(field, "duplicate", message));
+            continue;
+        }
+        chosen.push(SelectionItem {
+            box_product_id,
+            choice_quantity,
+        });
+    }
+    chosen
 }
 
 #[cfg(test)]

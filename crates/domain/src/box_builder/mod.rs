@@ -1,8 +1,9 @@
 //! The box builder (seed 002 §2.7, §4.5; contract §7; docs/box-builder.md): boxes sold under a
 //! subscription group, the catalogue's products they offer, their sizes, their time slots and
-//! the products offered in each slot.
+//! the products offered in each slot; and the selections customers make of them.
 
 pub mod admin;
 pub mod input;
 pub mod repository;
 pub mod resources;
+pub mod selections;

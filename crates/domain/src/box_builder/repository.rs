@@ -1,7 +1,9 @@
 //! What the box builder needs from storage. Resources travel without their shop's identifier
 //! (`resources::InShop` adds it); a resource of id 0 is inserted by its `save_…`.
 
-use crate::box_builder::resources::{BoxProduct, BoxSize, SubscriptionBox, TimeSlot};
+use crate::box_builder::resources::{
+    BoxLineItem, BoxProduct, BoxSize, StoredSelection, SubscriptionBox, TimeSlot,
+};
 use crate::kernel::error::StoreResult;
 use crate::kernel::time::Timestamp;
 use crate::subscriptions::repository::SubscriptionRepositories;
@@ -25,6 +27,22 @@ pub struct TimeSlotFilter {
     pub holding: Option<Timestamp>,
     /// Only slots whose `visibility_date` is at or before this instant (the storefront's).
     pub visible_at: Option<Timestamp>,
+}
+
+/// Whose a subscription line item is: its subscription, the platform id of that subscription's
+/// customer (none until the platform gave one), and the group it is sold under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineItemOwner {
+    pub subscription_id: i64,
+    pub platform_customer_id: Option<String>,
+    pub subscription_group_id: Option<i64>,
+}
+
+/// Which of a customer's selections a list shows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SelectionFilter {
+    pub line_item_id: Option<i64>,
+    pub order_datetime: Option<Timestamp>,
 }
 
 pub trait BoxRepository {
@@ -97,4 +115,49 @@ pub trait BoxRepository {
         time_slot_id: i64,
         box_product_id: i64,
     ) -> StoreResult<bool>;
+
+    fn line_item_owner(
+        &mut self,
+        shop_id: i64,
+        line_item_id: i64,
+    ) -> StoreResult<Option<LineItemOwner>>;
+    /// A page of the customer's selections by id, and how many match.
+    fn selections(
+        &mut self,
+        shop_id: i64,
+        platform_customer_id: &str,
+        filter: SelectionFilter,
+        limit: i64,
+        page: i64,
+    ) -> StoreResult<(Vec<StoredSelection>, i64)>;
+    fn selection(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<StoredSelection>>;
+    /// The selection of a line item's order of that date, if one was made.
+    fn selection_of_date(
+        &mut self,
+        shop_id: i64,
+        line_item_id: i64,
+        order_datetime: Timestamp,
+    ) -> StoreResult<Option<StoredSelection>>;
+    /// Stores the selection (id 0 inserts it).
+    fn save_selection(
+        &mut self,
+        shop_id: i64,
+        selection: &StoredSelection,
+    ) -> StoreResult<StoredSelection>;
+    fn delete_selection(&mut self, shop_id: i64, id: i64) -> StoreResult<bool>;
+    /// How many selections the box's, or the time slot's, orders have.
+    fn selections_of_box(&mut self, shop_id: i64, box_id: i64) -> StoreResult<i64>;
+    fn selections_of_time_slot(&mut self, shop_id: i64, time_slot_id: i64) -> StoreResult<i64>;
+    /// A page of the line items sold under a box's group, by id, and how many there are.
+    fn box_line_items(
+        &mut self,
+        shop_id: i64,
+        limit: i64,
+        page: i64,
+    ) -> StoreResult<(Vec<BoxLineItem>, i64)>;
+    fn box_line_item(
+        &mut self,
+        shop_id: i64,
+        line_item_id: i64,
+    ) -> StoreResult<Option<BoxLineItem>>;
 }

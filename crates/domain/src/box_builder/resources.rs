@@ -85,6 +85,46 @@ pub struct TimeSlotOption {
     pub time_slot_id: i64,
 }
 
+/// A product chosen for a box, and how many.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SelectionItem {
+    pub box_product_id: i64,
+    pub choice_quantity: i64,
+}
+
+/// What a customer chose for one order (`order_datetime`) of a box subscription line item.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Selection {
+    pub id: i64,
+    pub svc_platform_subscription_line_item_id: i64,
+    pub box_size_id: i64,
+    pub time_slot_id: i64,
+    pub order_datetime: Timestamp,
+    pub line_items: Vec<SelectionItem>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+/// A selection as stored: with the customer (platform id) it belongs to and its box.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredSelection {
+    pub selection: Selection,
+    pub platform_customer_id: String,
+    pub box_id: i64,
+}
+
+/// A subscription line item sold under a box's group: that box's line item, with the box's
+/// attributes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BoxLineItem {
+    pub shop_identifier: String,
+    pub box_id: i64,
+    pub svc_platform_subscription_line_item_id: i64,
+    pub attributes: Vec<Attribute>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
 /// A resource as shown for its shop: its (and its attributes') `shop_identifier` filled in.
 pub trait InShop {
     fn in_shop(self, shop: &Shop) -> Self;
@@ -127,6 +167,20 @@ impl InShop for TimeSlot {
             .into_iter()
             .map(|product| product.in_shop(shop))
             .collect();
+        self
+    }
+}
+
+impl InShop for Selection {
+    fn in_shop(self, _shop: &Shop) -> Self {
+        self
+    }
+}
+
+impl InShop for BoxLineItem {
+    fn in_shop(mut self, shop: &Shop) -> Self {
+        self.shop_identifier = shop.identifier.as_str().to_string();
+        attributes_in(shop, &mut self.attributes);
         self
     }
 }

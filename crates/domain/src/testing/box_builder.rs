@@ -1,10 +1,16 @@
 //! The box builder's resources, in memory, by the store's rules (`repos/box_builder/`).
 
 use super::MemoryState;
-use crate::box_builder::repository::{BoxRepository, TimeSlotFilter};
-use crate::box_builder::resources::{BoxProduct, BoxSize, SubscriptionBox, TimeSlot};
+use crate::box_builder::repository::{
+    BoxRepository, LineItemOwner, SelectionFilter, TimeSlotFilter,
+};
+use crate::box_builder::resources::{
+    BoxLineItem, BoxProduct, BoxSize, StoredSelection, SubscriptionBox, TimeSlot,
+};
+use crate::directory::DirectoryRepository;
 use crate::kernel::error::StoreResult;
 use crate::kernel::time::Timestamp;
+use crate::subscriptions::resources::SubscriptionLineItem;
 
 /// A page of `items` (in the order given) and how many there are.
 fn page<T: Clone>(items: Vec<T>, limit: i64, page: i64) -> (Vec<T>, i64) {
@@ -41,6 +47,15 @@ macro_rules! identified {
 }
 identified!(SubscriptionBox, BoxProduct, BoxSize, TimeSlot);
 
+impl Identified for StoredSelection {
+    fn id_mut(&mut self) -> &mut i64 {
+        &mut self.selection.id
+    }
+    fn id(&self) -> i64 {
+        self.selection.id
+    }
+}
+
 /// Inserts `item` (id 0: the next id of `counter`) or replaces the row of its id.
 fn save<T: Identified>(
     rows: &mut Vec<(i64, T)>,
@@ -60,6 +75,22 @@ fn save<T: Identified>(
 }
 
 impl MemoryState {
+    /// The box line item of a subscription line item sold under a box's group; it shows the box's
+    /// attributes.
+    fn box_line_item_of(&self, shop_id: i64, item: &SubscriptionLineItem) -> Option<BoxLineItem> {
+        let group = item.subscription_group_id?;
+        let sold_in =
+            of_shop(&self.boxes, shop_id).find(|b| b.svc_subscription_group_id == group)?;
+        Some(BoxLineItem {
+            shop_identifier: String::new(),
+            box_id: sold_in.id,
+            svc_platform_subscription_line_item_id: item.id,
+            attributes: sold_in.attributes.clone(),
+            created_at: item.created_at,
+            updated_at: item.updated_at,
+        })
+    }
+
     /// The slot with its products, in the order they were offered.
     fn whole_slot(&self, mut slot: TimeSlot) -> TimeSlot {
         slot.box_products = self
@@ -275,5 +306,134 @@ impl BoxRepository for MemoryState {
         self.time_slot_options
             .retain(|option| *option != (time_slot_id, box_product_id));
         Ok(self.time_slot_options.len() < before)
+    }
+
+    fn line_item_owner(
+        &mut self,
+        shop_id: i64,
+        line_item_id: i64,
+    ) -> StoreResult<Option<LineItemOwner>> {
+        let Some((subscription, item)) = self
+            .subscriptions
+            .iter()
+            .filter(|s| s.shop_id == shop_id)
+            .find_map(|s| {
+                s.line_items
+                    .iter()
+                    .find(|item| item.id == line_item_id)
+                    .map(|item| (s.clone(), item.clone()))
+            })
+        else {
+            return Ok(None);
+        };
+        let customer = self.directory_customer(shop_id, subscription.state.customer_id)?;
+        Ok(Some(LineItemOwner {
+            subscription_id: subscription.id,
+            platform_customer_id: customer.and_then(|c| c.platform_id),
+            subscription_group_id: item.subscription_group_id,
+        }))
+    }
+
+    fn selections(
+        &mut self,
+        shop_id: i64,
+        platform_customer_id: &str,
+        filter: SelectionFilter,
+        limit: i64,
+        page_number: i64,
+    ) -> StoreResult<(Vec<StoredSelection>, i64)> {
+        let found = of_shop(&self.box_selections, shop_id)
+            .filter(|s| s.platform_customer_id == platform_customer_id)
+            .filter(|s| {
+                filter
+                    .line_item_id
+                    .is_none_or(|id| s.selection.svc_platform_subscription_line_item_id == id)
+            })
+            .filter(|s| {
+                filter
+                    .order_datetime
+                    .is_none_or(|at| s.selection.order_datetime == at)
+            })
+            .collect();
+        Ok(page(found, limit, page_number))
+    }
+
+    fn selection(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<StoredSelection>> {
+        Ok(of_shop(&self.box_selections, shop_id).find(|s| s.selection.id == id))
+    }
+
+    fn selection_of_date(
+        &mut self,
+        shop_id: i64,
+        line_item_id: i64,
+        order_datetime: Timestamp,
+    ) -> StoreResult<Option<StoredSelection>> {
+        Ok(of_shop(&self.box_selections, shop_id).find(|s| {
+            s.selection.svc_platform_subscription_line_item_id == line_item_id
+                && s.selection.order_datetime == order_datetime
+        }))
+    }
+
+    fn save_selection(
+        &mut self,
+        shop_id: i64,
+        selection: &StoredSelection,
+    ) -> StoreResult<StoredSelection> {
+        Ok(save(
+            &mut self.box_selections,
+            &mut self.box_counts[4],
+            shop_id,
+            selection.clone(),
+        ))
+    }
+
+    fn delete_selection(&mut self, shop_id: i64, id: i64) -> StoreResult<bool> {
+        let before = self.box_selections.len();
+        self.box_selections
+            .retain(|(shop, s)| !(*shop == shop_id && s.selection.id == id));
+        Ok(self.box_selections.len() < before)
+    }
+
+    fn selections_of_box(&mut self, shop_id: i64, box_id: i64) -> StoreResult<i64> {
+        Ok(of_shop(&self.box_selections, shop_id)
+            .filter(|s| s.box_id == box_id)
+            .count() as i64)
+    }
+
+    fn selections_of_time_slot(&mut self, shop_id: i64, time_slot_id: i64) -> StoreResult<i64> {
+        Ok(of_shop(&self.box_selections, shop_id)
+            .filter(|s| s.selection.time_slot_id == time_slot_id)
+            .count() as i64)
+    }
+
+    fn box_line_items(
+        &mut self,
+        shop_id: i64,
+        limit: i64,
+        page_number: i64,
+    ) -> StoreResult<(Vec<BoxLineItem>, i64)> {
+        let mut items: Vec<BoxLineItem> = self
+            .subscriptions
+            .iter()
+            .filter(|s| s.shop_id == shop_id)
+            .flat_map(|s| s.line_items.iter())
+            .filter_map(|item| self.box_line_item_of(shop_id, item))
+            .collect();
+        items.sort_by_key(|item| item.svc_platform_subscription_line_item_id);
+        Ok(page(items, limit, page_number))
+    }
+
+    fn box_line_item(
+        &mut self,
+        shop_id: i64,
+        line_item_id: i64,
+    ) -> StoreResult<Option<BoxLineItem>> {
+        Ok(self
+            .subscriptions
+            .iter()
+            .filter(|s| s.shop_id == shop_id)
+            .flat_map(|s| s.line_items.iter())
+            .find(|item| item.id == line_item_id)
+            .and_then(|item| self.box_line_item_of(shop_id, item)))
     }
 }

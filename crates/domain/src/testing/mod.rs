@@ -142,7 +142,8 @@ pub struct MemoryState {
     pub time_slots: Vec<(i64, crate::box_builder::resources::TimeSlot)>,
     /// (time slot, box product), in the order they were added.
     pub time_slot_options: Vec<(i64, i64)>,
-    pub box_counts: [i64; 4],
+    pub box_selections: Vec<(i64, crate::box_builder::resources::StoredSelection)>,
+    pub box_counts: [i64; 5],
 }
 
 /// A job as the memory store keeps it: with when it runs again if enqueued while running.

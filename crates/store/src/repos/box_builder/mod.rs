@@ -4,16 +4,22 @@
 
 use diesel::dsl::count_star;
 use diesel::prelude::*;
-use mercer_domain::box_builder::repository::{BoxRepository, TimeSlotFilter};
+use mercer_domain::box_builder::repository::{
+    BoxRepository, LineItemOwner, SelectionFilter, TimeSlotFilter,
+};
 use mercer_domain::box_builder::resources::{
-    Attribute, BoxProduct, BoxSize, SubscriptionBox, TimeSlot,
+    Attribute, BoxLineItem, BoxProduct, BoxSize, Selection, SelectionItem, StoredSelection,
+    SubscriptionBox, TimeSlot,
 };
 use mercer_domain::kernel::error::StoreResult;
 use mercer_domain::{StorageError, Timestamp};
 
 use crate::connection::on_backend;
 use crate::repos::StoreTx;
-use crate::schema::{box_products, box_sizes, boxes, time_slot_options, time_slots};
+use crate::schema::{
+    box_products, box_selections, box_sizes, boxes, platform_customers, subscription_line_items,
+    subscriptions, time_slot_options, time_slots,
+};
 use crate::store::storage_error;
 
 fn time(micros: i64) -> Timestamp {
@@ -128,6 +134,62 @@ struct SlotRow {
     attributes: String,
     created_at: i64,
     updated_at: i64,
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = box_selections)]
+struct SelectionRow {
+    id: i64,
+    platform_customer_id: String,
+    subscription_line_item_id: i64,
+    box_id: i64,
+    box_size_id: i64,
+    time_slot_id: i64,
+    order_datetime: i64,
+    line_items: String,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl SelectionRow {
+    fn into_selection(self) -> StoreResult<StoredSelection> {
+        let line_items: Vec<SelectionItem> = serde_json::from_str(&self.line_items)
+            .map_err(|error| corrupt("selection", self.id, error))?;
+        Ok(StoredSelection {
+            selection: Selection {
+                id: self.id,
+                svc_platform_subscription_line_item_id: self.subscription_line_item_id,
+                box_size_id: self.box_size_id,
+                time_slot_id: self.time_slot_id,
+                order_datetime: time(self.order_datetime),
+                line_items,
+                created_at: time(self.created_at),
+                updated_at: time(self.updated_at),
+            },
+            platform_customer_id: self.platform_customer_id,
+            box_id: self.box_id,
+        })
+    }
+}
+
+fn rows_into_selections(rows: Vec<SelectionRow>) -> StoreResult<Vec<StoredSelection>> {
+    rows.into_iter().map(SelectionRow::into_selection).collect()
+}
+
+/// (line item id, box id, created, updated) of the line items sold under a box's group.
+/// A line item's id, its box's id and attributes (JSON), and the line item's times.
+type BoxLineItemRow = (i64, i64, String, i64, i64);
+
+fn box_line_item(row: BoxLineItemRow) -> StoreResult<BoxLineItem> {
+    let (line_item, box_id, attributes, created_at, updated_at) = row;
+    Ok(BoxLineItem {
+        shop_identifier: String::new(),
+        box_id,
+        svc_platform_subscription_line_item_id: line_item,
+        attributes: attributes_of(&attributes, "box", box_id)?,
+        created_at: time(created_at),
+        updated_at: time(updated_at),
+    })
 }
 
 impl StoreTx<'_> {
@@ -600,5 +662,234 @@ impl BoxRepository for StoreTx<'_> {
         .execute(self.conn)
         .map_err(storage_error)?;
         Ok(removed == 1)
+    }
+
+    fn line_item_owner(
+        &mut self,
+        shop_id: i64,
+        line_item_id: i64,
+    ) -> StoreResult<Option<LineItemOwner>> {
+        let found: Option<(i64, Option<i64>, Option<String>)> = subscription_line_items::table
+            .inner_join(subscriptions::table.inner_join(platform_customers::table))
+            .filter(subscription_line_items::shop_id.eq(shop_id))
+            .filter(subscription_line_items::id.eq(line_item_id))
+            .select((
+                subscription_line_items::subscription_id,
+                subscription_line_items::subscription_group_id,
+                platform_customers::platform_id,
+            ))
+            .first(self.conn)
+            .optional()
+            .map_err(storage_error)?;
+        Ok(found.map(
+            |(subscription_id, group, platform_customer_id)| LineItemOwner {
+                subscription_id,
+                platform_customer_id,
+                subscription_group_id: group,
+            },
+        ))
+    }
+
+    fn selections(
+        &mut self,
+        shop_id: i64,
+        platform_customer_id: &str,
+        filter: SelectionFilter,
+        limit: i64,
+        page: i64,
+    ) -> StoreResult<(Vec<StoredSelection>, i64)> {
+        use box_selections as t;
+        // An absent filter is a bound every selection meets.
+        let line_item = filter.line_item_id;
+        let at = filter.order_datetime.map(Timestamp::as_micros);
+        let matching = t::table
+            .filter(t::shop_id.eq(shop_id))
+            .filter(t::platform_customer_id.eq(platform_customer_id))
+            .filter(t::subscription_line_item_id.ge(line_item.unwrap_or(i64::MIN)))
+            .filter(t::subscription_line_item_id.le(line_item.unwrap_or(i64::MAX)))
+            .filter(t::order_datetime.ge(at.unwrap_or(i64::MIN)))
+            .filter(t::order_datetime.le(at.unwrap_or(i64::MAX)));
+        let total: i64 = matching
+            .select(count_star())
+            .first(self.conn)
+            .map_err(storage_error)?;
+        let rows: Vec<SelectionRow> = matching
+            .order(t::id.asc())
+            .limit(limit)
+            .offset(offset(limit, page))
+            .select(SelectionRow::as_select())
+            .load(self.conn)
+            .map_err(storage_error)?;
+        Ok((rows_into_selections(rows)?, total))
+    }
+
+    fn selection(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<StoredSelection>> {
+        let rows: Vec<SelectionRow> = box_selections::table
+            .filter(box_selections::shop_id.eq(shop_id))
+            .filter(box_selections::id.eq(id))
+            .select(SelectionRow::as_select())
+            .load(self.conn)
+            .map_err(storage_error)?;
+        Ok(rows_into_selections(rows)?.pop())
+    }
+
+    fn selection_of_date(
+        &mut self,
+        shop_id: i64,
+        line_item_id: i64,
+        order_datetime: Timestamp,
+    ) -> StoreResult<Option<StoredSelection>> {
+        let rows: Vec<SelectionRow> = box_selections::table
+            .filter(box_selections::shop_id.eq(shop_id))
+            .filter(box_selections::subscription_line_item_id.eq(line_item_id))
+            .filter(box_selections::order_datetime.eq(order_datetime.as_micros()))
+            .select(SelectionRow::as_select())
+            .load(self.conn)
+            .map_err(storage_error)?;
+        Ok(rows_into_selections(rows)?.pop())
+    }
+
+    fn save_selection(
+        &mut self,
+        shop_id: i64,
+        stored: &StoredSelection,
+    ) -> StoreResult<StoredSelection> {
+        use box_selections as t;
+        let selection = &stored.selection;
+        let line_items = serde_json::to_string(&selection.line_items)
+            .map_err(|error| corrupt("selection", selection.id, error))?;
+        let id = if selection.id != 0 {
+            diesel::update(
+                t::table
+                    .filter(t::id.eq(selection.id))
+                    .filter(t::shop_id.eq(shop_id)),
+            )
+            .set((
+                t::subscription_line_item_id.eq(selection.svc_platform_subscription_line_item_id),
+                t::box_id.eq(stored.box_id),
+                t::box_size_id.eq(selection.box_size_id),
+                t::time_slot_id.eq(selection.time_slot_id),
+                t::order_datetime.eq(selection.order_datetime.as_micros()),
+                t::line_items.eq(&line_items),
+                t::updated_at.eq(selection.updated_at.as_micros()),
+            ))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+            selection.id
+        } else {
+            let values = (
+                t::shop_id.eq(shop_id),
+                t::platform_customer_id.eq(&stored.platform_customer_id),
+                t::subscription_line_item_id.eq(selection.svc_platform_subscription_line_item_id),
+                t::box_id.eq(stored.box_id),
+                t::box_size_id.eq(selection.box_size_id),
+                t::time_slot_id.eq(selection.time_slot_id),
+                t::order_datetime.eq(selection.order_datetime.as_micros()),
+                t::line_items.eq(&line_items),
+                t::created_at.eq(selection.created_at.as_micros()),
+                t::updated_at.eq(selection.updated_at.as_micros()),
+            );
+            on_backend!(&mut *self.conn, |c| diesel::insert_into(t::table)
+                .values(values)
+                .returning(t::id)
+                .get_result::<i64>(c))
+            .map_err(storage_error)?
+        };
+        self.selection(shop_id, id)?
+            .ok_or_else(|| corrupt("selection", id, "it was not stored"))
+    }
+
+    fn delete_selection(&mut self, shop_id: i64, id: i64) -> StoreResult<bool> {
+        let deleted = diesel::delete(
+            box_selections::table
+                .filter(box_selections::shop_id.eq(shop_id))
+                .filter(box_selections::id.eq(id)),
+        )
+        .execute(self.conn)
+        .map_err(storage_error)?;
+        Ok(deleted == 1)
+    }
+
+    fn selections_of_box(&mut self, shop_id: i64, box_id: i64) -> StoreResult<i64> {
+        box_selections::table
+            .filter(box_selections::shop_id.eq(shop_id))
+            .filter(box_selections::box_id.eq(box_id))
+            .select(count_star())
+            .first(self.conn)
+            .map_err(storage_error)
+    }
+
+    fn selections_of_time_slot(&mut self, shop_id: i64, time_slot_id: i64) -> StoreResult<i64> {
+        box_selections::table
+            .filter(box_selections::shop_id.eq(shop_id))
+            .filter(box_selections::time_slot_id.eq(time_slot_id))
+            .select(count_star())
+            .first(self.conn)
+            .map_err(storage_error)
+    }
+
+    fn box_line_items(
+        &mut self,
+        shop_id: i64,
+        limit: i64,
+        page: i64,
+    ) -> StoreResult<(Vec<BoxLineItem>, i64)> {
+        let of_boxes = subscription_line_items::table
+            .inner_join(
+                boxes::table.on(boxes::subscription_group_id
+                    .nullable()
+                    .eq(subscription_line_items::subscription_group_id)
+                    .and(boxes::shop_id.eq(subscription_line_items::shop_id))),
+            )
+            .filter(subscription_line_items::shop_id.eq(shop_id));
+        let total: i64 = of_boxes
+            .select(count_star())
+            .first(self.conn)
+            .map_err(storage_error)?;
+        let rows: Vec<BoxLineItemRow> = of_boxes
+            .order(subscription_line_items::id.asc())
+            .limit(limit)
+            .offset(offset(limit, page))
+            .select((
+                subscription_line_items::id,
+                boxes::id,
+                boxes::attributes,
+                subscription_line_items::created_at,
+                subscription_line_items::updated_at,
+            ))
+            .load(self.conn)
+            .map_err(storage_error)?;
+        let items = rows
+            .into_iter()
+            .map(box_line_item)
+            .collect::<StoreResult<_>>()?;
+        Ok((items, total))
+    }
+
+    fn box_line_item(
+        &mut self,
+        shop_id: i64,
+        line_item_id: i64,
+    ) -> StoreResult<Option<BoxLineItem>> {
+        let row: Option<BoxLineItemRow> = subscription_line_items::table
+            .inner_join(
+                boxes::table.on(boxes::subscription_group_id
+                    .nullable()
+                    .eq(subscription_line_items::subscription_group_id)
+                    .and(boxes::shop_id.eq(subscription_line_items::shop_id))),
+            )
+            .filter(subscription_line_items::shop_id.eq(shop_id))
+            .filter(subscription_line_items::id.eq(line_item_id))
+            .select((
+                subscription_line_items::id,
+                boxes::id,
+                boxes::attributes,
+                subscription_line_items::created_at,
+                subscription_line_items::updated_at,
+            ))
+            .first(self.conn)
+            .optional()
+            .map_err(storage_error)?;
+        row.map(box_line_item).transpose()
     }
 }

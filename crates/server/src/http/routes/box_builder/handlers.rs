@@ -3,12 +3,12 @@
 use actix_web::{HttpRequest, HttpResponse, web};
 use mercer_domain::DomainError;
 use mercer_domain::Timestamp;
-use mercer_domain::box_builder::admin;
 use mercer_domain::box_builder::input::{
-    parse_box, parse_box_product, parse_box_size, parse_box_sizes, parse_time_slot,
-    parse_time_slot_option,
+    parse_box, parse_box_product, parse_box_size, parse_box_sizes, parse_selection,
+    parse_time_slot, parse_time_slot_option,
 };
-use mercer_domain::box_builder::repository::TimeSlotFilter;
+use mercer_domain::box_builder::repository::{SelectionFilter, TimeSlotFilter};
+use mercer_domain::box_builder::{admin, selections};
 use mercer_domain::subscriptions::customers::{PagePagination, parse_page};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -403,4 +403,139 @@ pub async fn delete_time_slot_option(
         .write(move |tx| admin::remove_time_slot_option(tx, &shop, slot_id, product_id))
         .await?;
     Ok(HttpResponse::NoContent().finish())
+}
+
+// ---------------------------------------------------------------------------------------
+// Selections and the box line items (`read_subscriptions`, `write_subscriptions`)
+
+type ReadSubscriptions = Authorized<scopes::ReadSubscriptions>;
+type WriteSubscriptions = Authorized<scopes::WriteSubscriptions>;
+
+/// `svc_platform_subscription_line_item_id` and `order_datetime` of the query; 400 when one
+/// does not read.
+fn selection_filter(request: &HttpRequest) -> Result<SelectionFilter, ApiError> {
+    let pairs = query_pairs(request)?;
+    let line_item_id = match pairs
+        .iter()
+        .find(|(key, _)| key == "svc_platform_subscription_line_item_id")
+    {
+        None => None,
+        Some((_, text)) => Some(text.trim().parse().map_err(|_| {
+            ApiError::invalid_query(
+                "svc_platform_subscription_line_item_id",
+                "svc_platform_subscription_line_item_id must be an integer",
+            )
+        })?),
+    };
+    Ok(SelectionFilter {
+        line_item_id,
+        order_datetime: order_datetime(request)?,
+    })
+}
+
+pub async fn list_selections(
+    state: web::Data<AppState>,
+    request: ReadSubscriptions,
+    path: web::Path<(String, String)>,
+    http: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let customer = path.into_inner().1;
+    let (limit, number) = page(&http)?;
+    let filter = selection_filter(&http)?;
+    let shop = request.access.shop;
+    let found = state
+        .read(move |tx| selections::list_selections(tx, &shop, &customer, filter, limit, number))
+        .await?;
+    Ok(listed("selections", found))
+}
+
+/// Create Selection: 200 `{"data": {"selection"}}` (contract §7); the same line item and
+/// order date again replaces the selection made before.
+pub async fn create_selection(
+    state: web::Data<AppState>,
+    request: WriteSubscriptions,
+    path: web::Path<(String, String)>,
+    given: JsonBody,
+) -> Result<HttpResponse, ApiError> {
+    let customer = path.into_inner().1;
+    let input = parse_selection(&body(given)?, true)?;
+    let (shop, now) = (request.access.shop, state.now());
+    let made = state
+        .write(move |tx| selections::create_selection(tx, &shop, &customer, input, now))
+        .await?;
+    state.webhooks.notify();
+    Ok(data(json!({ "selection": made })))
+}
+
+pub async fn get_selection(
+    state: web::Data<AppState>,
+    request: ReadSubscriptions,
+    path: web::Path<(String, String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (_, customer, selection) = path.into_inner();
+    let selection_id = id(&selection, "selection")?;
+    let shop = request.access.shop;
+    let found = state
+        .read(move |tx| selections::get_selection(tx, &shop, &customer, selection_id))
+        .await?;
+    Ok(data(json!({ "selection": found })))
+}
+
+pub async fn update_selection(
+    state: web::Data<AppState>,
+    request: WriteSubscriptions,
+    path: web::Path<(String, String, String)>,
+    given: JsonBody,
+) -> Result<HttpResponse, ApiError> {
+    let (_, customer, selection) = path.into_inner();
+    let selection_id = id(&selection, "selection")?;
+    let input = parse_selection(&body(given)?, false)?;
+    let (shop, now) = (request.access.shop, state.now());
+    let changed = state
+        .write(move |tx| {
+            selections::update_selection(tx, &shop, &customer, selection_id, input, now)
+        })
+        .await?;
+    state.webhooks.notify();
+    Ok(data(json!({ "selection": changed })))
+}
+
+pub async fn delete_selection(
+    state: web::Data<AppState>,
+    request: WriteSubscriptions,
+    path: web::Path<(String, String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (_, customer, selection) = path.into_inner();
+    let selection_id = id(&selection, "selection")?;
+    let shop = request.access.shop;
+    state
+        .write(move |tx| selections::delete_selection(tx, &shop, &customer, selection_id))
+        .await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+pub async fn list_box_line_items(
+    state: web::Data<AppState>,
+    request: ReadSubscriptions,
+    http: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let (limit, number) = page(&http)?;
+    let shop = request.access.shop;
+    let found = state
+        .read(move |tx| selections::list_box_line_items(tx, &shop, limit, number))
+        .await?;
+    Ok(listed("subscription_line_items", found))
+}
+
+pub async fn get_box_line_item(
+    state: web::Data<AppState>,
+    request: ReadSubscriptions,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let line_item_id = id(&path.1, "subscription_line_item")?;
+    let shop = request.access.shop;
+    let found = state
+        .read(move |tx| selections::get_box_line_item(tx, &shop, line_item_id))
+        .await?;
+    Ok(data(json!({ "subscription_line_item": found })))
 }

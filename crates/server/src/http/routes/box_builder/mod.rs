@@ -1,8 +1,10 @@
 //! The box builder's admin routes (seed 002 §4.5, contract §7) under
 //! `/box_builder/v1/shops/{shop}`: boxes, box products, box sizes, time slots and their
-//! options. Scopes as the seed brackets them: reads `read_subscription_groups`, writes
-//! `write_subscription_groups`; the box size routes, which the seed leaves unbracketed, take
-//! any valid token of the shop. Success bodies wrap in `data`; lists add `pagination`.
+//! options (reads `read_subscription_groups`, writes `write_subscription_groups`), customers'
+//! selections and the box line items (reads `read_subscriptions`, writes
+//! `write_subscriptions`): the scopes the seed brackets. The box size routes, which the seed
+//! leaves unbracketed, take any valid token of the shop. Success bodies wrap in `data`; lists
+//! add `pagination`.
 
 mod handlers;
 
@@ -66,5 +68,26 @@ pub fn configure(config: &mut web::ServiceConfig) {
                 "/box_builder/v1/shops/{shop}/time_slots/{time_slot_id}/options/{box_product_id}",
             )
             .route(web::delete().to(handlers::delete_time_slot_option)),
+        )
+        .service(
+            resource("/box_builder/v1/shops/{shop}/customers/{platform_customer_id}/selections")
+                .route(web::get().to(handlers::list_selections))
+                .route(web::post().to(handlers::create_selection)),
+        )
+        .service(
+            resource(
+                "/box_builder/v1/shops/{shop}/customers/{platform_customer_id}/selections/{selection_id}",
+            )
+            .route(web::get().to(handlers::get_selection))
+            .route(web::patch().to(handlers::update_selection))
+            .route(web::delete().to(handlers::delete_selection)),
+        )
+        .service(
+            resource("/box_builder/v1/shops/{shop}/subscription_line_items")
+                .route(web::get().to(handlers::list_box_line_items)),
+        )
+        .service(
+            resource("/box_builder/v1/shops/{shop}/subscription_line_items/{line_item_id}")
+                .route(web::get().to(handlers::get_box_line_item)),
         );
 }
