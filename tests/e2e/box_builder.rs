@@ -412,7 +412,8 @@ fn subscribe(admin: &Admin<'_>, platform_id: &str, group: i64) -> (i64, i64) {
                 "line_items": [
                     {"platform_product_id": "veg", "platform_variant_id": "carrot",
                      "quantity": 1, "price": 2000, "subscription_group_id": group,
-                     "interval_id": rule},
+                     "interval_id": rule,
+                     "line_item_attributes": [{"name": "gift_note", "value": "For Ada"}]},
                     {"platform_product_id": "mug", "platform_variant_id": "mug",
                      "quantity": 1, "price": 900}],
                 "shipping_address": {"street1": "1 Rue", "city": "Lyon", "country_code": "FR"},
@@ -674,6 +675,11 @@ fn selections_follow_the_box_rules(backend: Backend) {
             &item["data"]["subscription_line_item"]["shop_identifier"]
         ),
         (&json!(box_id), &json!(admin.shop))
+    );
+    let attribute = &item["data"]["subscription_line_item"]["attributes"][0];
+    assert_eq!(
+        (&attribute["attribute_key"], &attribute["attribute_value"]),
+        (&json!("gift_note"), &json!("For Ada"))
     );
     admin
         .send("GET", &format!("/subscription_line_items/{ada_mug}"), None)

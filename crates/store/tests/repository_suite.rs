@@ -3516,7 +3516,7 @@ fn selections_are_a_customers_per_line_item_and_order_date(db: &impl Database) {
             None,
         )
     );
-    // The box's line items: those sold under its group, with the box's attributes.
+    // The box's line items: those sold under its group, with their own attributes.
     let (box_items, total) = db
         .read(|tx| Ok(tx.box_line_items(shop_a.id, 1, 1)?))
         .unwrap();
@@ -3528,7 +3528,18 @@ fn selections_are_a_customers_per_line_item_and_order_date(db: &impl Database) {
             box_items[0].box_id,
             &box_items[0].attributes
         ),
-        (box_item, veg.id, &vec![attribute.clone()])
+        (
+            box_item,
+            veg.id,
+            &vec![Attribute {
+                id: 1,
+                shop_identifier: String::new(),
+                attribute_key: "grind".into(),
+                attribute_value: "fine".into(),
+                created_at: at(10),
+                updated_at: at(10),
+            }]
+        )
     );
     let single = db
         .read(|tx| {

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::access::shop::Shop;
 use crate::kernel::time::Timestamp;
+use crate::subscriptions::resources::SubscriptionLineItem;
 
 /// The one pricing mode of a box size.
 pub const FLEXIBLE_PRICING: &str = "flexible_pricing";
@@ -113,8 +114,7 @@ pub struct StoredSelection {
     pub box_id: i64,
 }
 
-/// A subscription line item sold under a box's group: that box's line item, with the box's
-/// attributes.
+/// A subscription line item sold under a box's group: that box's line item.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BoxLineItem {
     pub shop_identifier: String,
@@ -123,6 +123,34 @@ pub struct BoxLineItem {
     pub attributes: Vec<Attribute>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
+}
+
+impl BoxLineItem {
+    /// The line item of the box `box_id`: its `line_item_attributes` are its attributes, each
+    /// numbered by its place (from 1).
+    pub fn of(item: &SubscriptionLineItem, box_id: i64) -> BoxLineItem {
+        let attributes = item
+            .line_item_attributes
+            .iter()
+            .zip(1..)
+            .map(|(attribute, id)| Attribute {
+                id,
+                shop_identifier: String::new(),
+                attribute_key: attribute.name.clone(),
+                attribute_value: attribute.value.clone(),
+                created_at: attribute.created_at,
+                updated_at: attribute.updated_at,
+            })
+            .collect();
+        BoxLineItem {
+            shop_identifier: String::new(),
+            box_id,
+            svc_platform_subscription_line_item_id: item.id,
+            attributes,
+            created_at: item.created_at,
+            updated_at: item.updated_at,
+        }
+    }
 }
 
 /// A resource as shown for its shop: its (and its attributes') `shop_identifier` filled in.

@@ -70,7 +70,12 @@ pub struct LineItemInput {
     /// The group's billing rule the line item's `interval_id` names.
     pub subscription_group_billing_rules_id: Option<i64>,
     pub prepaid: Option<PrepaidInput>,
+    /// `line_item_attributes` as (name, value) pairs, in the order given.
+    pub attributes: Vec<(String, String)>,
 }
+
+/// Most `line_item_attributes` one line item keeps.
+pub const MAX_LINE_ITEM_ATTRIBUTES: usize = 50;
 
 /// Most orders one prepaid payment may cover.
 pub const MAX_PREPAID_DURATION: i64 = 1_000;
@@ -287,6 +292,7 @@ fn line_item(fields: &mut Fields<'_, '_>) -> Option<LineItemInput> {
         }
     };
     let subscription_group_id = fields.integer("subscription_group_id");
+    let attributes = line_item_attributes(fields);
     let prepaid_present = fields.get("prepaid_metadata").is_some();
     let prepaid = fields
         .object("prepaid_metadata")
@@ -305,7 +311,56 @@ fn line_item(fields: &mut Fields<'_, '_>) -> Option<LineItemInput> {
         subscription_group_id,
         subscription_group_billing_rules_id: None,
         prepaid,
+        attributes: attributes?,
     })
+}
+
+/// `line_item_attributes`: `[{"name", "value"}]`, each name 1..255 characters and given once,
+/// at most [`MAX_LINE_ITEM_ATTRIBUTES`]. None when one has a problem (recorded).
+fn line_item_attributes(fields: &mut Fields<'_, '_>) -> Option<Vec<(String, String)>> {
+    let Some(items) = fields.array("line_item_attributes") else {
+        return fields.get("line_item_attributes").is_none().then(Vec::new);
+    };
+    if items.len() > MAX_LINE_ITEM_ATTRIBUTES {
+        let field = fields.field("line_item_attributes");
+        let message = format!("{field} holds at most {MAX_LINE_ITEM_ATTRIBUTES} attributes");
+        fields
+            .problems
+            .push(FieldError::new(field, "out_of_range", message));
+        return None;
+    }
+    let mut pairs: Vec<(String, String)> = Vec::with_capacity(items.len());
+    let mut all_read = true;
+    for (index, item) in items.iter().enumerate() {
+        let Some(mut attribute) = fields.element("line_item_attributes", index, item) else {
+            all_read = false;
+            continue;
+        };
+        let name = attribute.required_text("name");
+        let value = attribute.text("value").unwrap_or_default();
+        let Some(name) = name else {
+            all_read = false;
+            continue;
+        };
+        let field = attribute.field("name");
+        let problem = if name.chars().count() > 255 {
+            Some(("length", format!("{field} must be at most 255 characters")))
+        } else if pairs.iter().any(|(seen, _)| *seen == name) {
+            Some(("duplicate", format!("{field} repeats the name {name:?}")))
+        } else {
+            None
+        };
+        match problem {
+            Some((code, message)) => {
+                attribute
+                    .problems
+                    .push(FieldError::new(field, code, message));
+                all_read = false;
+            }
+            None => pairs.push((name, value)),
+        }
+    }
+    all_read.then_some(pairs)
 }
 
 fn prepaid(fields: &mut Fields<'_, '_>) -> Option<PrepaidInput> {
@@ -1283,6 +1338,7 @@ mod tests {
                 subscription_group_id: Some(4),
                 subscription_group_billing_rules_id: None,
                 prepaid: None,
+                attributes: Vec::new(),
             }]
         );
         assert_eq!(new.shipping_address.country_code, "CA");
@@ -1752,6 +1808,49 @@ mod tests {
                 "expires_at": "03/27"
             }))),
             one("expires_at", "invalid_value")
+        );
+    }
+
+    #[test]
+    fn line_item_attributes_are_kept_in_order_with_unique_names() {
+        let path = "/subscription/line_items/0/line_item_attributes";
+        let given = with(
+            body(),
+            path,
+            json!([{"name": "gift_note", "value": "For Ada"}, {"name": "wrap", "extra": 1}]),
+        );
+        assert_eq!(
+            parse(&given).unwrap().line_items[0].attributes,
+            [
+                ("gift_note".to_string(), "For Ada".to_string()),
+                ("wrap".to_string(), String::new())
+            ]
+        );
+        let twice = with(
+            body(),
+            path,
+            json!([{"name": "a"}, {"name": "a"}, {"value": "b"}]),
+        );
+        assert_eq!(
+            problems(&twice),
+            [
+                (
+                    "subscription.line_items[0].line_item_attributes[1].name".to_string(),
+                    "duplicate"
+                ),
+                (
+                    "subscription.line_items[0].line_item_attributes[2].name".to_string(),
+                    "required"
+                ),
+            ]
+        );
+        let many: Vec<Value> = (0..51).map(|i| json!({"name": format!("n{i}")})).collect();
+        assert_eq!(
+            problems(&with(body(), path, Value::Array(many))),
+            [(
+                "subscription.line_items[0].line_item_attributes".to_string(),
+                "out_of_range"
+            )]
         );
     }
 

@@ -22,8 +22,8 @@ use crate::subscriptions::repository::{
     StoredSubscription, SubscriptionRepositories, SubscriptionState,
 };
 use crate::subscriptions::resources::{
-    Actor, Cents, FailureDetails, PrepaidMetadata, Subscription, SubscriptionLineItem,
-    SubscriptionStatus,
+    Actor, Cents, FailureDetails, LineItemAttribute, PrepaidMetadata, Subscription,
+    SubscriptionLineItem, SubscriptionStatus,
 };
 use crate::subscriptions::states::{
     Action, CREATED_REASON, INVALID_TRANSITION, NewStatusLog, action_for_status_change,
@@ -92,7 +92,18 @@ fn line_item(
             current_recurrence_count: prepaid.current_recurrence_count,
             prepaid_continue: prepaid.prepaid_continue.clone(),
         }),
-        line_item_attributes: Vec::new(),
+        line_item_attributes: input
+            .attributes
+            .iter()
+            .map(|(name, value)| LineItemAttribute {
+                name: name.clone(),
+                value: value.clone(),
+                created_at: now,
+                updated_at: now,
+                subscription_id: 0,
+                line_item_id: 0,
+            })
+            .collect(),
         created_at: now,
         updated_at: now,
     }

@@ -75,20 +75,12 @@ fn save<T: Identified>(
 }
 
 impl MemoryState {
-    /// The box line item of a subscription line item sold under a box's group; it shows the box's
-    /// attributes.
+    /// The box line item of a subscription line item sold under a box's group.
     fn box_line_item_of(&self, shop_id: i64, item: &SubscriptionLineItem) -> Option<BoxLineItem> {
         let group = item.subscription_group_id?;
         let sold_in =
             of_shop(&self.boxes, shop_id).find(|b| b.svc_subscription_group_id == group)?;
-        Some(BoxLineItem {
-            shop_identifier: String::new(),
-            box_id: sold_in.id,
-            svc_platform_subscription_line_item_id: item.id,
-            attributes: sold_in.attributes.clone(),
-            created_at: item.created_at,
-            updated_at: item.updated_at,
-        })
+        Some(BoxLineItem::of(item, sold_in.id))
     }
 
     /// The slot with its products, in the order they were offered.

@@ -16,6 +16,7 @@ use mercer_domain::{StorageError, Timestamp};
 
 use crate::connection::on_backend;
 use crate::repos::StoreTx;
+use crate::repos::subscriptions::records::LineItemRow;
 use crate::schema::{
     box_products, box_selections, box_sizes, boxes, platform_customers, subscription_line_items,
     subscriptions, time_slot_options, time_slots,
@@ -177,19 +178,11 @@ fn rows_into_selections(rows: Vec<SelectionRow>) -> StoreResult<Vec<StoredSelect
 }
 
 /// (line item id, box id, created, updated) of the line items sold under a box's group.
-/// A line item's id, its box's id and attributes (JSON), and the line item's times.
-type BoxLineItemRow = (i64, i64, String, i64, i64);
+/// A subscription line item and the box sold under its group.
+type BoxLineItemRow = (LineItemRow, i64);
 
-fn box_line_item(row: BoxLineItemRow) -> StoreResult<BoxLineItem> {
-    let (line_item, box_id, attributes, created_at, updated_at) = row;
-    Ok(BoxLineItem {
-        shop_identifier: String::new(),
-        box_id,
-        svc_platform_subscription_line_item_id: line_item,
-        attributes: attributes_of(&attributes, "box", box_id)?,
-        created_at: time(created_at),
-        updated_at: time(updated_at),
-    })
+fn box_line_item((row, box_id): BoxLineItemRow) -> StoreResult<BoxLineItem> {
+    Ok(BoxLineItem::of(&row.into_line_item()?, box_id))
 }
 
 impl StoreTx<'_> {
@@ -850,13 +843,7 @@ impl BoxRepository for StoreTx<'_> {
             .order(subscription_line_items::id.asc())
             .limit(limit)
             .offset(offset(limit, page))
-            .select((
-                subscription_line_items::id,
-                boxes::id,
-                boxes::attributes,
-                subscription_line_items::created_at,
-                subscription_line_items::updated_at,
-            ))
+            .select((LineItemRow::as_select(), boxes::id))
             .load(self.conn)
             .map_err(storage_error)?;
         let items = rows
@@ -880,13 +867,7 @@ impl BoxRepository for StoreTx<'_> {
             )
             .filter(subscription_line_items::shop_id.eq(shop_id))
             .filter(subscription_line_items::id.eq(line_item_id))
-            .select((
-                subscription_line_items::id,
-                boxes::id,
-                boxes::attributes,
-                subscription_line_items::created_at,
-                subscription_line_items::updated_at,
-            ))
+            .select((LineItemRow::as_select(), boxes::id))
             .first(self.conn)
             .optional()
             .map_err(storage_error)?;

@@ -5,7 +5,7 @@
 mod customers;
 mod groups;
 mod orders;
-mod records;
+pub(crate) mod records;
 
 use mercer_domain::{StorageError, Timestamp};
 

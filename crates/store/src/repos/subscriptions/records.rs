@@ -167,7 +167,7 @@ macro_rules! whole_row_columns {
 
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = subscription_line_items)]
-struct LineItemRow {
+pub(crate) struct LineItemRow {
     id: i64,
     subscription_id: i64,
     platform_product_id: String,
@@ -181,7 +181,7 @@ struct LineItemRow {
 
 impl LineItemRow {
     /// The stored document, with the columns and the ids the store gave.
-    fn into_line_item(self) -> StoreResult<SubscriptionLineItem> {
+    pub(crate) fn into_line_item(self) -> StoreResult<SubscriptionLineItem> {
         let mut item: SubscriptionLineItem = serde_json::from_str(&self.document)
             .map_err(|error| corrupt("subscription line item", self.id, error))?;
         item.id = self.id;
