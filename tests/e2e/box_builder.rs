@@ -10,14 +10,14 @@ use std::time::Duration;
 use mercer_tests::{Answer, Backend, MercerServer, backend_tests, wait_until};
 use serde_json::{Value, json};
 
-struct Admin<'a> {
-    server: &'a MercerServer,
-    shop: String,
-    token: String,
+pub(crate) struct Admin<'a> {
+    pub(crate) server: &'a MercerServer,
+    pub(crate) shop: String,
+    pub(crate) token: String,
 }
 
 impl Admin<'_> {
-    fn send(&self, method: &str, rest: &str, body: Option<&Value>) -> Answer {
+    pub(crate) fn send(&self, method: &str, rest: &str, body: Option<&Value>) -> Answer {
         let call = self
             .server
             .request(
@@ -31,7 +31,7 @@ impl Admin<'_> {
         }
     }
 
-    fn ok(&self, method: &str, rest: &str, body: Option<&Value>, status: u16) -> Value {
+    pub(crate) fn ok(&self, method: &str, rest: &str, body: Option<&Value>, status: u16) -> Value {
         let answer = self.send(method, rest, body);
         assert_eq!(answer.status, status, "{method} {rest}: {}", answer.text);
         if status == 204 {
@@ -42,7 +42,7 @@ impl Admin<'_> {
     }
 }
 
-fn problems(answer: &Answer) -> Vec<(String, String)> {
+pub(crate) fn problems(answer: &Answer) -> Vec<(String, String)> {
     answer
         .assert_error(422, "validation.failed")
         .iter()
@@ -57,7 +57,7 @@ fn problems(answer: &Answer) -> Vec<(String, String)> {
 
 /// The demo shop with a subscription group (its id) and, through a Product Saved event, a
 /// product `veg` with the variants `carrot` and `kale`.
-fn set_up(server: &MercerServer) -> (Admin<'_>, i64) {
+pub(crate) fn set_up(server: &MercerServer) -> (Admin<'_>, i64) {
     let demo = server.demo().clone();
     let group = server
         .post(&format!(
@@ -90,7 +90,7 @@ fn set_up(server: &MercerServer) -> (Admin<'_>, i64) {
     )
 }
 
-fn box_product(admin: &Admin<'_>, variant: &str) -> Value {
+pub(crate) fn box_product(admin: &Admin<'_>, variant: &str) -> Value {
     let body =
         json!({"box_product": {"platform_product_id": "veg", "platform_variant_id": variant}});
     // The event is applied a moment after its 202.
@@ -369,12 +369,11 @@ fn boxes_and_their_products_sizes_slots_and_options(backend: Backend) {
     assert_eq!(delete_group().status, 204);
 }
 
-/// A subscription of the customer `platform_id` (a Customer Saved event makes them) with a line
-/// item sold under `group` and a plain one: their ids.
-fn subscribe(admin: &Admin<'_>, platform_id: &str, group: i64) -> (i64, i64) {
-    let server = admin.server;
+/// The customer `platform_id`, made by a Customer Saved event: their email.
+fn customer_saved(admin: &Admin<'_>, platform_id: &str) -> String {
     let email = format!("{platform_id}@example.test");
-    let saved = server
+    let saved = admin
+        .server
         .post(&format!(
             "/customers/v1/shops/{}/platforms/custom/webhooks/customers/saved",
             admin.shop
@@ -385,6 +384,18 @@ fn subscribe(admin: &Admin<'_>, platform_id: &str, group: i64) -> (i64, i64) {
             "first_name": "Ada", "platform_updated_at": "2026-11-01T00:00:00Z"}}}),
         );
     assert_eq!(saved.status, 202, "{}", saved.text);
+    email
+}
+
+/// A subscription of the customer `platform_id` (once Mercer has them) with a line item sold
+/// under `group` and a plain one: their ids.
+pub(crate) fn subscribe(
+    admin: &Admin<'_>,
+    platform_id: &str,
+    email: &str,
+    group: i64,
+) -> (i64, i64) {
+    let server = admin.server;
     let known = format!(
         "/customers/v2/shops/{}/customers/pid/{platform_id}",
         admin.shop
@@ -487,8 +498,10 @@ fn selections_follow_the_box_rules(backend: Backend) {
         200,
     )["data"]["id"]
         .clone();
-    let (ada_box, ada_mug) = subscribe(&admin, "cust-ada", group);
-    let (bob_box, _) = subscribe(&admin, "cust-bob", group);
+    let ada_email = customer_saved(&admin, "cust-ada");
+    let (ada_box, ada_mug) = subscribe(&admin, "cust-ada", &ada_email, group);
+    let bob_email = customer_saved(&admin, "cust-bob");
+    let (bob_box, _) = subscribe(&admin, "cust-bob", &bob_email, group);
 
     let ada = "/customers/cust-ada/selections";
     let choice = |item: i64, at: &str, chosen: Value| {

@@ -721,6 +721,40 @@ const STOREFRONT: &[(&str, &str)] = &[
     ("POST", "/checkout/storefront/{shop}/{public_order_id}/log"),
 ];
 
+/// The box builder's storefront routes (no credentials) and its customer routes (the token the
+/// platform issued the customer, checked by the connector): tests/e2e/box_builder.rs.
+const BOX_SHOPPERS: &[(&str, &str)] = &[
+    ("GET", "/box_builder/v1/storefront/shops/{shop}/boxes"),
+    (
+        "GET",
+        "/box_builder/v1/storefront/shops/{shop}/boxes/{box_id}",
+    ),
+    (
+        "GET",
+        "/box_builder/v1/storefront/shops/{shop}/boxes/{box_id}/time_slots",
+    ),
+    (
+        "GET",
+        "/box_builder/v1/storefront/shops/{shop}/boxes/{box_id}/box_sizes",
+    ),
+    (
+        "GET",
+        "/box_builder/v1/customer/shops/{shop}/customers/{platform_customer_id}/selections",
+    ),
+    (
+        "POST",
+        "/box_builder/v1/customer/shops/{shop}/customers/{platform_customer_id}/selections",
+    ),
+    (
+        "GET",
+        "/box_builder/v1/customer/shops/{shop}/customers/{platform_customer_id}/selections/{selection_id}",
+    ),
+    (
+        "PATCH",
+        "/box_builder/v1/customer/shops/{shop}/customers/{platform_customer_id}/selections/{selection_id}",
+    ),
+];
+
 /// The string literals of `text`, in order (no escapes occur in route paths).
 fn literals(text: &str) -> Vec<&str> {
     text.split('"').skip(1).step_by(2).collect()
@@ -820,13 +854,14 @@ fn the_table_covers_every_registered_route() {
             PUBLIC
                 .iter()
                 .chain(STOREFRONT)
+                .chain(BOX_SHOPPERS)
                 .chain(ANY_TOKEN)
                 .map(|(method, path)| (method.to_string(), path.to_string())),
         )
         .collect();
     assert_eq!(
         listed.len(),
-        ROUTES.len() + PUBLIC.len() + STOREFRONT.len() + ANY_TOKEN.len(),
+        ROUTES.len() + PUBLIC.len() + STOREFRONT.len() + BOX_SHOPPERS.len() + ANY_TOKEN.len(),
         "a route is listed twice"
     );
     let unlisted: Vec<_> = registered.difference(&listed).collect();

@@ -66,6 +66,25 @@ enum Command {
         #[arg(long)]
         platform_id: String,
     },
+    /// Issue a token to a customer of the platform (printed as {"token"}), the kind a storefront
+    /// hands a signed-in shopper; Validate Customer JWT finds it active.
+    CustomerToken {
+        #[arg(long, env = "SIM_ADMIN_URL", default_value = "http://127.0.0.1:9090")]
+        admin_url: String,
+        #[arg(long)]
+        shop: String,
+        #[arg(long)]
+        platform_id: String,
+    },
+    /// Revoke every token of a customer: Validate Customer JWT finds them inactive.
+    RevokeCustomerTokens {
+        #[arg(long, env = "SIM_ADMIN_URL", default_value = "http://127.0.0.1:9090")]
+        admin_url: String,
+        #[arg(long)]
+        shop: String,
+        #[arg(long)]
+        platform_id: String,
+    },
     /// Fill the platform with customers and orders without pushing events (for syncs).
     Seed {
         #[arg(long, env = "SIM_ADMIN_URL", default_value = "http://127.0.0.1:9090")]
@@ -104,6 +123,7 @@ fn admin(method: &str, url: String, body: Option<Value>) -> Result<(), String> {
         .into();
     let result = match (method, body) {
         ("DELETE", _) => agent.delete(&url).call(),
+        ("POST", None) => agent.post(&url).send_empty(),
         ("PATCH", Some(body)) => agent.patch(&url).send_json(body),
         ("PUT", Some(body)) => agent.put(&url).send_json(body),
         (_, Some(body)) => agent.post(&url).send_json(body),
@@ -172,6 +192,24 @@ fn main() -> ExitCode {
         } => admin(
             "DELETE",
             format!("{admin_url}/admin/shops/{shop}/customers/{platform_id}"),
+            None,
+        ),
+        Command::CustomerToken {
+            admin_url,
+            shop,
+            platform_id,
+        } => admin(
+            "POST",
+            format!("{admin_url}/admin/shops/{shop}/customers/{platform_id}/token"),
+            None,
+        ),
+        Command::RevokeCustomerTokens {
+            admin_url,
+            shop,
+            platform_id,
+        } => admin(
+            "DELETE",
+            format!("{admin_url}/admin/shops/{shop}/customers/{platform_id}/token"),
             None,
         ),
         Command::Seed {

@@ -503,6 +503,16 @@ async fn admin_customer_token(
     }
 }
 
+async fn admin_revoke_customer_tokens(
+    sim: web::Data<Simulator>,
+    ids: web::Path<(String, String)>,
+) -> HttpResponse {
+    match sim.lock().revoke_customer_tokens(&ids.0, &ids.1) {
+        Ok(revoked) => HttpResponse::Ok().json(json!({ "revoked": revoked })),
+        Err(error) => error_response(error),
+    }
+}
+
 async fn admin_create_order(
     sim: web::Data<Simulator>,
     shop: web::Path<String>,
@@ -663,6 +673,10 @@ pub fn app(
                 .route(
                     "/shops/{shop}/customers/{id}/token",
                     web::post().to(admin_customer_token),
+                )
+                .route(
+                    "/shops/{shop}/customers/{id}/token",
+                    web::delete().to(admin_revoke_customer_tokens),
                 )
                 .route("/shops/{shop}/orders", web::post().to(admin_create_order))
                 .route(

@@ -269,6 +269,16 @@ impl SimState {
         Ok(token)
     }
 
+    /// Revokes every token issued to the customer: Validate Customer JWT answers inactive for
+    /// them from then on. How many there were.
+    pub fn revoke_customer_tokens(&mut self, shop: &str, customer_id: &str) -> SimResult<usize> {
+        let data = self.shop(shop)?;
+        let before = data.customer_tokens.len();
+        data.customer_tokens
+            .retain(|_, customer| customer.as_str() != customer_id);
+        Ok(before - data.customer_tokens.len())
+    }
+
     pub fn validate_customer_token(
         &mut self,
         shop: &str,

@@ -38,6 +38,7 @@ use crate::cli::{
     AppCommand, Cli, Command, EventsCommand, JobsCommand, SecretCommand, ServeArgs, ShopCommand,
     ShopCreateArgs, StaffCommand, SubscriptionsCommand, TokenCommand,
 };
+use crate::http::short_cache::{ACCESS_TTL, AccessCache, CUSTOMER_TOKEN_TTL, CustomerTokenCache};
 use crate::http::{self, ServeOptions, state::AppState};
 use crate::runtime::checkout::CheckoutConfig;
 use crate::runtime::jobs::JobRunnerConfig;
@@ -662,7 +663,8 @@ pub fn start_services(
         ingest: workers.ingest.clone(),
         applier: workers.applier.clone(),
         jobs: workers.jobs.clone(),
-        access_cache: Default::default(),
+        access_cache: AccessCache::new(ACCESS_TTL),
+        customer_tokens: CustomerTokenCache::new(CUSTOMER_TOKEN_TTL),
         webhooks: webhooks.clone(),
         address_guard,
         overrides: Arc::new(HttpOverrideCaller::new(address_guard)),

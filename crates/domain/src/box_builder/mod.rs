@@ -7,3 +7,4 @@ pub mod input;
 pub mod repository;
 pub mod resources;
 pub mod selections;
+pub mod storefront;

@@ -343,7 +343,7 @@ pub fn get_box_line_item(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use serde_json::{Value, json};
 
     use super::*;
@@ -366,22 +366,23 @@ mod tests {
     use crate::testing::MemoryDatabase;
     use crate::webhooks::{NewWebhookEndpoint, WebhookKind};
 
-    fn at(text: &str) -> Timestamp {
+    pub(crate) fn at(text: &str) -> Timestamp {
         Timestamp::parse_rfc3339(text).unwrap()
     }
 
-    const NOW: &str = "2030-01-02T00:00:00Z";
+    pub(crate) const NOW: &str = "2030-01-02T00:00:00Z";
 
-    struct World {
-        db: MemoryDatabase,
-        shop: Shop,
-        box_id: i64,
-        size: i64,
-        slot: i64,
-        carrot: i64,
-        kale: i64,
-        line_item: i64,
-        other_line_item: i64,
+    /// A shop with a box, for the box builder's use-case tests (see [`world`]).
+    pub(crate) struct World {
+        pub(crate) db: MemoryDatabase,
+        pub(crate) shop: Shop,
+        pub(crate) box_id: i64,
+        pub(crate) size: i64,
+        pub(crate) slot: i64,
+        pub(crate) carrot: i64,
+        pub(crate) kale: i64,
+        pub(crate) line_item: i64,
+        pub(crate) other_line_item: i64,
     }
 
     fn event(db: &MemoryDatabase, shop: &Shop, kind: EntityKind, body: Value) {
@@ -400,7 +401,7 @@ mod tests {
     /// A veg box (a size of 2..4, a slot of the week of 7 January 2030 offering carrot and kale,
     /// choices until the 5th), and a subscription of customer `cust-1` with one line item of
     /// the box's group and one of another group.
-    fn world() -> World {
+    pub(crate) fn world() -> World {
         let db = MemoryDatabase::default();
         let shop = db
             .write(|tx| {

@@ -23,6 +23,11 @@ pub struct PlatformState {
     pub timing_out: bool,
     /// The next this-many Create Payment calls charge, then time out before answering.
     pub lost_payment_answers: usize,
+    /// The tokens issued to customers: token → the customer's platform id.
+    pub customer_tokens: HashMap<String, String>,
+    /// Validate Customer JWT fails this way, when set.
+    pub failing_token_checks: Option<ConnectorError>,
+    pub token_checks: usize,
 }
 
 /// A platform in memory: Create Order is idempotent by key; a payment with token
@@ -82,10 +87,16 @@ impl PlatformConnector for MemoryPlatform {
     fn validate_customer_jwt(
         &self,
         _: &ConnectorTarget,
-        _: &str,
-        _: &str,
+        platform_id: &str,
+        token: &str,
     ) -> ConnectorResult<bool> {
-        unused()
+        self.state(|s| {
+            s.token_checks += 1;
+            match &s.failing_token_checks {
+                Some(error) => Err(error.clone()),
+                None => Ok(s.customer_tokens.get(token).map(String::as_str) == Some(platform_id)),
+            }
+        })
     }
     fn create_address(
         &self,

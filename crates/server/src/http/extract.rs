@@ -6,16 +6,18 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 
 use actix_web::dev::Payload;
-use actix_web::http::header;
+use actix_web::http::{StatusCode, header};
 use actix_web::{FromRequest, HttpRequest, web};
 use mercer_domain::DomainError;
 use mercer_domain::access::auth::{Access, authorize_hashed, check_scope};
 use mercer_domain::access::credentials::{Scope, Secret, hash_token};
+use mercer_domain::access::shop::Shop;
 use mercer_domain::kernel::limits;
+use mercer_domain::platform::customer_tokens::check_customer_token;
 use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
-use super::state::AppState;
+use super::state::{AppState, run_blocking};
 
 /// The scope a route needs, as a type, so the route declares it in its signature.
 pub trait RequiredScope {
@@ -99,14 +101,15 @@ impl<S: RequiredScope> FromRequest for Authorized<S> {
             let state = state.ok_or_else(ApiError::internal)?;
             let token_hash =
                 token_hash.ok_or_else(|| ApiError::from(DomainError::Unauthenticated))?;
-            let access = match state.access_cache.get(&token_hash, &shop) {
+            let key = (token_hash.clone(), shop.clone());
+            let access = match state.access_cache.get(&key) {
                 Some(access) => access,
                 None => {
                     let (hash, identifier) = (token_hash.clone(), shop.clone());
                     let access = state
                         .read(move |tx| authorize_hashed(tx, &hash, &identifier))
                         .await?;
-                    state.access_cache.put(&token_hash, &shop, &access);
+                    state.access_cache.put(key, access.clone());
                     access
                 }
             };
@@ -114,6 +117,74 @@ impl<S: RequiredScope> FromRequest for Authorized<S> {
             Ok(Authorized {
                 access,
                 scope: PhantomData,
+            })
+        })
+    }
+}
+
+/// A shopper proved to be the shop's customer `{platform_customer_id}` by the `token` query
+/// parameter their platform issued them (the box builder's customer routes, contract §7). The
+/// shop's customers connector checks the token (Validate Customer JWT); an active one is kept
+/// for [`CUSTOMER_TOKEN_TTL`](super::short_cache::CUSTOMER_TOKEN_TTL) per shop, token and
+/// customer, a refused one is asked about again next time.
+pub struct CustomerAuthorized {
+    pub shop: Shop,
+    pub platform_customer_id: String,
+}
+
+fn customer_token_refused() -> ApiError {
+    ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "auth.unauthenticated",
+        "invalid_token",
+        "an active customer token of this customer is required: ?token=<the platform's token>",
+    )
+}
+
+impl FromRequest for CustomerAuthorized {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let state = request.app_data::<web::Data<AppState>>().cloned();
+        let path = |name: &str| {
+            request
+                .match_info()
+                .get(name)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let (shop, customer) = (path("shop"), path("platform_customer_id"));
+        let token = query_pairs(request)
+            .ok()
+            .and_then(|pairs| pairs.into_iter().find(|(key, _)| key == "token"))
+            .map(|(_, token)| token.trim().to_string())
+            .filter(|token| !token.is_empty());
+        Box::pin(async move {
+            let state = state.ok_or_else(ApiError::internal)?;
+            let token = token.ok_or_else(customer_token_refused)?;
+            let key = (hash_token(&token), shop.clone(), customer.clone());
+            if let Some(found) = state.customer_tokens.get(&key) {
+                return Ok(CustomerAuthorized {
+                    shop: found,
+                    platform_customer_id: customer,
+                });
+            }
+            let (store, connector, now) =
+                (state.store.clone(), state.connector.clone(), state.now());
+            let id = customer.clone();
+            let checked = run_blocking(move || {
+                match check_customer_token(&store, connector.as_ref(), &shop, &id, &token, now) {
+                    Err(DomainError::Unauthenticated) => Ok(None),
+                    other => other.map(Some),
+                }
+            })
+            .await?;
+            let found = checked.ok_or_else(customer_token_refused)?;
+            state.customer_tokens.put(key, found.clone());
+            Ok(CustomerAuthorized {
+                shop: found,
+                platform_customer_id: customer,
             })
         })
     }

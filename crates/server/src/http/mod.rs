@@ -1,10 +1,10 @@
 //! The HTTP API: actix-web app, routes, extractors, errors, and the server's life cycle.
 
-pub mod access_cache;
 pub mod error;
 pub mod extract;
 pub mod middleware;
 pub mod routes;
+pub mod short_cache;
 pub mod sign_in_limiter;
 pub mod state;
 pub mod transport;

@@ -10,8 +10,8 @@ use mercer_domain::platform::connector::PlatformConnectorHandle;
 use mercer_domain::ports::{Database, Repositories};
 use mercer_store::Store;
 
-use super::access_cache::AccessCache;
 use super::error::ApiError;
+use super::short_cache::{AccessCache, CustomerTokenCache};
 use super::sign_in_limiter::SignInLimiter;
 use crate::runtime::{Ingest, Wake};
 use mercer_outbound::PrivateAddressGuard;
@@ -34,6 +34,8 @@ pub struct AppState {
     pub jobs: Wake,
     /// Recent successful authorizations.
     pub access_cache: AccessCache,
+    /// Customer tokens the connector found active lately (the box builder's customer routes).
+    pub customer_tokens: CustomerTokenCache,
     /// Wakes the webhook dispatchers after a message is enqueued.
     pub webhooks: Wake,
     /// Where outgoing calls (connectors, webhook callbacks, overrides) may lead.

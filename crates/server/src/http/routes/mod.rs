@@ -11,15 +11,38 @@ mod platform;
 mod subscriptions;
 mod webhooks;
 
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
+use actix_web::middleware::from_fn;
 use actix_web::{Resource, web};
 
 use super::error::ApiError;
+use super::middleware::cors_any_origin;
 
 /// A route whose unlisted methods answer 405 in the contract's error body.
 pub(super) fn resource(path: &str) -> Resource {
     web::resource(path).default_service(web::to(|| async {
         Err::<String, _>(ApiError::method_not_allowed())
     }))
+}
+
+/// A storefront route: [`resource`] answering pages of any origin ([`cors_any_origin`]): the
+/// checkout's storefront and the box builder's storefront and customer routes. They read no
+/// cookie (only a bearer JWT of one order, a customer's token, or nothing), so a page of another
+/// site gains nothing by calling them. The other routes (API tokens, the sign-in pages and
+/// their cookie) answer no other origin.
+pub(super) fn storefront_resource(
+    path: &str,
+) -> Resource<
+    impl ServiceFactory<
+        ServiceRequest,
+        Config = (),
+        Response = ServiceResponse<impl MessageBody>,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
+    resource(path).wrap(from_fn(cors_any_origin))
 }
 
 pub fn configure(config: &mut web::ServiceConfig) {

@@ -1,8 +1,10 @@
-//! The box builder's admin handlers: parse, call one use case, wrap in `data`.
+//! The box builder's admin handlers: parse, call one use case, wrap in `data`. The helpers
+//! here serve the storefront's and the customer's handlers too.
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use mercer_domain::DomainError;
 use mercer_domain::Timestamp;
+use mercer_domain::access::shop::Shop;
 use mercer_domain::box_builder::input::{
     parse_box, parse_box_product, parse_box_size, parse_box_sizes, parse_selection,
     parse_time_slot, parse_time_slot_option,
@@ -20,17 +22,17 @@ use crate::http::state::AppState;
 type Read = Authorized<scopes::ReadSubscriptionGroups>;
 type Write = Authorized<scopes::WriteSubscriptionGroups>;
 
-fn body(given: JsonBody) -> Result<Value, ApiError> {
+pub(super) fn body(given: JsonBody) -> Result<Value, ApiError> {
     serde_json::from_slice(&given.bytes()?).map_err(ApiError::malformed_json)
 }
 
 /// A numeric id of the path, or 404 naming the resource (no resource has another id).
-fn id(text: &str, resource: &'static str) -> Result<i64, ApiError> {
+pub(super) fn id(text: &str, resource: &'static str) -> Result<i64, ApiError> {
     text.parse()
         .map_err(|_| ApiError::from(DomainError::not_found(resource)))
 }
 
-fn data(value: impl Serialize) -> HttpResponse {
+pub(super) fn data(value: impl Serialize) -> HttpResponse {
     HttpResponse::Ok().json(json!({ "data": value }))
 }
 
@@ -39,13 +41,16 @@ fn created(value: impl Serialize) -> HttpResponse {
 }
 
 /// A list: `{"data": {name: [items]}, "pagination"}`.
-fn listed<T: Serialize>(name: &str, (items, pagination): (Vec<T>, PagePagination)) -> HttpResponse {
+pub(super) fn listed<T: Serialize>(
+    name: &str,
+    (items, pagination): (Vec<T>, PagePagination),
+) -> HttpResponse {
     let mut listed = serde_json::Map::new();
     listed.insert(name.to_string(), json!(items));
     HttpResponse::Ok().json(json!({ "data": listed, "pagination": pagination }))
 }
 
-fn page(request: &HttpRequest) -> Result<(i64, i64), ApiError> {
+pub(super) fn page(request: &HttpRequest) -> Result<(i64, i64), ApiError> {
     Ok(parse_page(&query_pairs(request)?)?)
 }
 
@@ -272,7 +277,7 @@ pub async fn update_box_size(
 // Time slots and their options
 
 /// `order_datetime` of the query (RFC 3339), if given; 400 when it does not read.
-fn order_datetime(request: &HttpRequest) -> Result<Option<Timestamp>, ApiError> {
+pub(super) fn order_datetime(request: &HttpRequest) -> Result<Option<Timestamp>, ApiError> {
     let pairs = query_pairs(request)?;
     let Some((_, text)) = pairs.iter().find(|(key, _)| key == "order_datetime") else {
         return Ok(None);
@@ -413,7 +418,7 @@ type WriteSubscriptions = Authorized<scopes::WriteSubscriptions>;
 
 /// `svc_platform_subscription_line_item_id` and `order_datetime` of the query; 400 when one
 /// does not read.
-fn selection_filter(request: &HttpRequest) -> Result<SelectionFilter, ApiError> {
+pub(super) fn selection_filter(request: &HttpRequest) -> Result<SelectionFilter, ApiError> {
     let pairs = query_pairs(request)?;
     let line_item_id = match pairs
         .iter()
@@ -433,16 +438,18 @@ fn selection_filter(request: &HttpRequest) -> Result<SelectionFilter, ApiError> 
     })
 }
 
-pub async fn list_selections(
+// The selection handlers of the admin routes and of the customer's routes share these; only
+// how the customer is known differs (a path parameter under an API token, or the customer's
+// own token).
+
+pub(super) async fn selections_of(
     state: web::Data<AppState>,
-    request: ReadSubscriptions,
-    path: web::Path<(String, String)>,
+    shop: Shop,
+    customer: String,
     http: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let customer = path.into_inner().1;
     let (limit, number) = page(&http)?;
     let filter = selection_filter(&http)?;
-    let shop = request.access.shop;
     let found = state
         .read(move |tx| selections::list_selections(tx, &shop, &customer, filter, limit, number))
         .await?;
@@ -451,6 +458,63 @@ pub async fn list_selections(
 
 /// Create Selection: 200 `{"data": {"selection"}}` (contract §7); the same line item and
 /// order date again replaces the selection made before.
+pub(super) async fn make_selection(
+    state: web::Data<AppState>,
+    shop: Shop,
+    customer: String,
+    given: JsonBody,
+) -> Result<HttpResponse, ApiError> {
+    let input = parse_selection(&body(given)?, true)?;
+    let now = state.now();
+    let made = state
+        .write(move |tx| selections::create_selection(tx, &shop, &customer, input, now))
+        .await?;
+    state.webhooks.notify();
+    Ok(data(json!({ "selection": made })))
+}
+
+pub(super) async fn selection_of(
+    state: web::Data<AppState>,
+    shop: Shop,
+    customer: String,
+    selection: &str,
+) -> Result<HttpResponse, ApiError> {
+    let selection_id = id(selection, "selection")?;
+    let found = state
+        .read(move |tx| selections::get_selection(tx, &shop, &customer, selection_id))
+        .await?;
+    Ok(data(json!({ "selection": found })))
+}
+
+pub(super) async fn change_selection(
+    state: web::Data<AppState>,
+    shop: Shop,
+    customer: String,
+    selection: &str,
+    given: JsonBody,
+) -> Result<HttpResponse, ApiError> {
+    let selection_id = id(selection, "selection")?;
+    let input = parse_selection(&body(given)?, false)?;
+    let now = state.now();
+    let changed = state
+        .write(move |tx| {
+            selections::update_selection(tx, &shop, &customer, selection_id, input, now)
+        })
+        .await?;
+    state.webhooks.notify();
+    Ok(data(json!({ "selection": changed })))
+}
+
+pub async fn list_selections(
+    state: web::Data<AppState>,
+    request: ReadSubscriptions,
+    path: web::Path<(String, String)>,
+    http: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let customer = path.into_inner().1;
+    selections_of(state, request.access.shop, customer, http).await
+}
+
 pub async fn create_selection(
     state: web::Data<AppState>,
     request: WriteSubscriptions,
@@ -458,13 +522,7 @@ pub async fn create_selection(
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
     let customer = path.into_inner().1;
-    let input = parse_selection(&body(given)?, true)?;
-    let (shop, now) = (request.access.shop, state.now());
-    let made = state
-        .write(move |tx| selections::create_selection(tx, &shop, &customer, input, now))
-        .await?;
-    state.webhooks.notify();
-    Ok(data(json!({ "selection": made })))
+    make_selection(state, request.access.shop, customer, given).await
 }
 
 pub async fn get_selection(
@@ -473,12 +531,7 @@ pub async fn get_selection(
     path: web::Path<(String, String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (_, customer, selection) = path.into_inner();
-    let selection_id = id(&selection, "selection")?;
-    let shop = request.access.shop;
-    let found = state
-        .read(move |tx| selections::get_selection(tx, &shop, &customer, selection_id))
-        .await?;
-    Ok(data(json!({ "selection": found })))
+    selection_of(state, request.access.shop, customer, &selection).await
 }
 
 pub async fn update_selection(
@@ -488,16 +541,7 @@ pub async fn update_selection(
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
     let (_, customer, selection) = path.into_inner();
-    let selection_id = id(&selection, "selection")?;
-    let input = parse_selection(&body(given)?, false)?;
-    let (shop, now) = (request.access.shop, state.now());
-    let changed = state
-        .write(move |tx| {
-            selections::update_selection(tx, &shop, &customer, selection_id, input, now)
-        })
-        .await?;
-    state.webhooks.notify();
-    Ok(data(json!({ "selection": changed })))
+    change_selection(state, request.access.shop, customer, &selection, given).await
 }
 
 pub async fn delete_selection(

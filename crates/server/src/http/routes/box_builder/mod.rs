@@ -1,16 +1,21 @@
-//! The box builder's admin routes (seed 002 §4.5, contract §7) under
+//! The box builder's routes (seed 002 §4.5, contract §7). The admin routes under
 //! `/box_builder/v1/shops/{shop}`: boxes, box products, box sizes, time slots and their
 //! options (reads `read_subscription_groups`, writes `write_subscription_groups`), customers'
 //! selections and the box line items (reads `read_subscriptions`, writes
 //! `write_subscriptions`): the scopes the seed brackets. The box size routes, which the seed
-//! leaves unbracketed, take any valid token of the shop. Success bodies wrap in `data`; lists
-//! add `pagination`.
+//! leaves unbracketed, take any valid token of the shop. The storefront's under
+//! `/box_builder/v1/storefront/shops/{shop}`, with no credentials; the customer's own under
+//! `/box_builder/v1/customer/shops/{shop}/customers/{platform_customer_id}` with their
+//! platform's `token`. Both answer any origin. Success bodies wrap in `data`; lists add
+//! `pagination`.
 
+mod customer;
 mod handlers;
+mod storefront;
 
 use actix_web::web;
 
-use super::resource;
+use super::{resource, storefront_resource};
 
 pub fn configure(config: &mut web::ServiceConfig) {
     config
@@ -89,5 +94,47 @@ pub fn configure(config: &mut web::ServiceConfig) {
         .service(
             resource("/box_builder/v1/shops/{shop}/subscription_line_items/{line_item_id}")
                 .route(web::get().to(handlers::get_box_line_item)),
+        );
+    configure_storefront(config);
+    configure_customer(config);
+}
+
+fn configure_storefront(config: &mut web::ServiceConfig) {
+    config
+        .service(
+            storefront_resource("/box_builder/v1/storefront/shops/{shop}/boxes")
+                .route(web::get().to(storefront::list_boxes)),
+        )
+        .service(
+            storefront_resource("/box_builder/v1/storefront/shops/{shop}/boxes/{box_id}")
+                .route(web::get().to(storefront::get_box)),
+        )
+        .service(
+            storefront_resource(
+                "/box_builder/v1/storefront/shops/{shop}/boxes/{box_id}/time_slots",
+            )
+            .route(web::get().to(storefront::list_time_slots)),
+        )
+        .service(
+            storefront_resource("/box_builder/v1/storefront/shops/{shop}/boxes/{box_id}/box_sizes")
+                .route(web::get().to(storefront::list_box_sizes)),
+        );
+}
+
+fn configure_customer(config: &mut web::ServiceConfig) {
+    config
+        .service(
+            storefront_resource(
+                "/box_builder/v1/customer/shops/{shop}/customers/{platform_customer_id}/selections",
+            )
+            .route(web::get().to(customer::list_selections))
+            .route(web::post().to(customer::create_selection)),
+        )
+        .service(
+            storefront_resource(
+                "/box_builder/v1/customer/shops/{shop}/customers/{platform_customer_id}/selections/{selection_id}",
+            )
+            .route(web::get().to(customer::get_selection))
+            .route(web::patch().to(customer::update_selection)),
         );
 }

@@ -6,31 +6,9 @@
 mod handlers;
 mod storefront;
 
-use actix_web::body::MessageBody;
-use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
-use actix_web::middleware::from_fn;
-use actix_web::{Resource, web};
+use actix_web::web;
 
-use super::resource;
-use crate::http::middleware::cors_any_origin;
-
-/// A storefront route: [`resource`] answering pages of any origin ([`cors_any_origin`]). The
-/// vendor's library runs on the shop's own pages; these routes read nothing but the bearer JWT
-/// of their one order, no cookie, so a page of another site gains nothing by calling them. The
-/// other routes (API tokens, the sign-in pages and their cookie) answer no other origin.
-fn storefront_resource(
-    path: &str,
-) -> Resource<
-    impl ServiceFactory<
-        ServiceRequest,
-        Config = (),
-        Response = ServiceResponse<impl MessageBody>,
-        Error = actix_web::Error,
-        InitError = (),
-    >,
-> {
-    resource(path).wrap(from_fn(cors_any_origin))
-}
+use super::{resource, storefront_resource};
 
 pub fn configure(config: &mut web::ServiceConfig) {
     config
