@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use crate::box_builder::{Admin, box_product, set_up, subscribe};
 
 /// The simulator's admin API: the answer's status and JSON body.
-fn sim_admin(method: &str, url: &str, body: Option<Value>) -> (u16, Value) {
+pub(crate) fn sim_admin(method: &str, url: &str, body: Option<Value>) -> (u16, Value) {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_global(Some(Duration::from_secs(30)))
@@ -34,8 +34,8 @@ fn sim_admin(method: &str, url: &str, body: Option<Value>) -> (u16, Value) {
 }
 
 /// The simulator serving the demo shop, pushing its events to Mercer, and registered as the
-/// shop's customers destination (timeout 500 ms).
-fn platform(admin: &Admin<'_>) -> RunningSimulator {
+/// shop's destination of each topic (timeout 500 ms).
+pub(crate) fn platform(admin: &Admin<'_>, topics: &[&str]) -> RunningSimulator {
     let server = admin.server;
     let rotated = server
         .post(&format!(
@@ -52,15 +52,17 @@ fn platform(admin: &Admin<'_>) -> RunningSimulator {
         token: admin.token.clone(),
     };
     sim.simulator.add_shop(&admin.shop, secret, Some(link));
-    let destination = server
-        .post(&format!(
-            "/integrations/v1/shops/{}/platform_connector_destinations",
-            admin.shop
-        ))
-        .bearer(&admin.token)
-        .json(&json!({"data": {"destination": {"topic": "customers",
-            "destination": sim.base_url, "version": "v1", "timeout_ms": 500}}}));
-    assert_eq!(destination.status, 200, "{}", destination.text);
+    for topic in topics {
+        let destination = server
+            .post(&format!(
+                "/integrations/v1/shops/{}/platform_connector_destinations",
+                admin.shop
+            ))
+            .bearer(&admin.token)
+            .json(&json!({"data": {"destination": {"topic": topic,
+                "destination": sim.base_url, "version": "v1", "timeout_ms": 500}}}));
+        assert_eq!(destination.status, 200, "{}", destination.text);
+    }
     sim
 }
 
@@ -235,7 +237,7 @@ fn customers_choose_with_the_token_their_platform_issued(backend: Backend) {
     let server =
         MercerServer::start_with(TestDatabase::create(backend), &["--allow-private-targets"]);
     let (admin, group) = set_up(&server);
-    let sim = platform(&admin);
+    let sim = platform(&admin, &["customers"]);
     let box_id = admin.ok(
         "POST",
         "/boxes",

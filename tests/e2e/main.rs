@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)] // test code: a panic is a failed assertion
 
 mod box_builder;
+mod box_catalogue;
 mod box_shoppers;
 mod browser;
 mod checkout;

@@ -73,6 +73,12 @@ const ROUTES: &[(&str, &str, &str)] = &[
     ),
     ("POST", "/orders/v2/shops/{shop}/sync", "write_orders"),
     ("GET", "/orders/v2/shops/{shop}/sync/{id}", "read_orders"),
+    ("POST", "/products/v2/shops/{shop}/sync", "write_products"),
+    (
+        "GET",
+        "/products/v2/shops/{shop}/sync/{id}",
+        "read_products",
+    ),
     // §4.4 headless checkout: Init Order; the shop's checkout settings (docs/checkout.md).
     ("POST", "/checkout/orders/{shop}/init", "write_orders"),
     (

@@ -6,7 +6,9 @@ use mercer_domain::Timestamp;
 use mercer_domain::platform::connector::{
     ConnectorError, ConnectorResult, ConnectorTarget, Page, PlatformConnector,
 };
-use mercer_domain::platform::resources::{Customer, CustomerAddress, Order, Pagination, Payment};
+use mercer_domain::platform::resources::{
+    Category, Customer, CustomerAddress, Order, Pagination, Payment, Product,
+};
 use mercer_outbound::PrivateAddressGuard;
 use mercer_signing::{verify_x_hmac, x_hmac};
 use serde::Serialize;
@@ -201,6 +203,21 @@ impl HttpConnector {
             404 => Err(ConnectorError::NotFound),
             status => Err(ConnectorError::Failed { status }),
         }
+    }
+
+    /// One page of a list operation without filters (`orders`, `products`, `categories`): its
+    /// items are under `data.{collection}`.
+    fn list_page<T: DeserializeOwned>(
+        &self,
+        target: &ConnectorTarget,
+        collection: &str,
+        limit: Option<u32>,
+        cursor: Option<&str>,
+    ) -> ConnectorResult<Page<T>> {
+        let limit = limit.map(|limit| limit.to_string());
+        let query = page_query(&limit, cursor);
+        let answer = self.call(target, Method::Get, &[collection], &query, None, None)?;
+        list(&Self::expect(answer, 200)?, collection)
     }
 
     /// Every page of List Customers, following `pagination.next` until it is empty.
@@ -463,10 +480,25 @@ impl PlatformConnector for HttpConnector {
         limit: Option<u32>,
         cursor: Option<&str>,
     ) -> ConnectorResult<Page<Order>> {
-        let limit = limit.map(|limit| limit.to_string());
-        let query = page_query(&limit, cursor);
-        let answer = self.call(target, Method::Get, &["orders"], &query, None, None)?;
-        list(&Self::expect(answer, 200)?, "orders")
+        self.list_page(target, "orders", limit, cursor)
+    }
+
+    fn list_products(
+        &self,
+        target: &ConnectorTarget,
+        limit: Option<u32>,
+        cursor: Option<&str>,
+    ) -> ConnectorResult<Page<Product>> {
+        self.list_page(target, "products", limit, cursor)
+    }
+
+    fn list_categories(
+        &self,
+        target: &ConnectorTarget,
+        limit: Option<u32>,
+        cursor: Option<&str>,
+    ) -> ConnectorResult<Page<Category>> {
+        self.list_page(target, "categories", limit, cursor)
     }
 
     fn create_order(

@@ -66,6 +66,22 @@ enum Command {
         #[arg(long)]
         platform_id: String,
     },
+    /// Create or change a product on the platform (pushes Product Saved to Mercer).
+    CreateProduct {
+        #[arg(long, env = "SIM_ADMIN_URL", default_value = "http://127.0.0.1:9090")]
+        admin_url: String,
+        #[arg(long)]
+        shop: String,
+        /// The product's platform id; the platform makes one when left out.
+        #[arg(long)]
+        platform_id: Option<String>,
+        #[arg(long)]
+        name: String,
+        /// A variant as `ID=PRICE` (`carrot-1kg=2.50`): its platform id (and SKU) and price.
+        /// Repeat for more variants.
+        #[arg(long = "variant", value_name = "ID=PRICE", required = true)]
+        variants: Vec<String>,
+    },
     /// Issue a token to a customer of the platform (printed as {"token"}), the kind a storefront
     /// hands a signed-in shopper; Validate Customer JWT finds it active.
     CustomerToken {
@@ -95,6 +111,9 @@ enum Command {
         customers: usize,
         #[arg(long, default_value_t = 0)]
         orders: usize,
+        /// Products of two variants each, in categories of ten.
+        #[arg(long, default_value_t = 0)]
+        products: usize,
     },
     /// Make connector operations misbehave; `--clear` makes them behave again.
     Fault {
@@ -138,6 +157,26 @@ fn admin(method: &str, url: String, body: Option<Value>) -> Result<(), String> {
     } else {
         Err(format!("{url} answered {status}"))
     }
+}
+
+/// A product of `create-product`: each variant given as `ID=PRICE`.
+fn product_body(
+    platform_id: Option<String>,
+    name: &str,
+    variants: &[String],
+) -> Result<Value, String> {
+    let mut listed = Vec::with_capacity(variants.len());
+    for variant in variants {
+        let (id, price) = variant
+            .split_once('=')
+            .filter(|(id, price)| !id.is_empty() && price.parse::<f64>().is_ok())
+            .ok_or_else(|| format!("--variant {variant}: expected ID=PRICE, as carrot-1kg=2.50"))?;
+        listed.push(
+            json!({"platform_id": id, "sku": id, "name": format!("{name} {id}"),
+            "price": price, "require_shipping": true}),
+        );
+    }
+    Ok(json!({"platform_id": platform_id, "name": name, "published": true, "variants": listed}))
 }
 
 fn serve(bind: &str) -> Result<(), String> {
@@ -217,11 +256,25 @@ fn main() -> ExitCode {
             shop,
             customers,
             orders,
+            products,
         } => admin(
             "POST",
             format!("{admin_url}/admin/shops/{shop}/seed"),
-            Some(json!({ "customers": customers, "orders": orders })),
+            Some(json!({ "customers": customers, "orders": orders, "products": products })),
         ),
+        Command::CreateProduct {
+            admin_url,
+            shop,
+            platform_id,
+            name,
+            variants,
+        } => product_body(platform_id, &name, &variants).and_then(|body| {
+            admin(
+                "POST",
+                format!("{admin_url}/admin/shops/{shop}/products"),
+                Some(body),
+            )
+        }),
         Command::Fault {
             admin_url,
             clear: true,

@@ -345,6 +345,32 @@ async fn list_orders(
     )
 }
 
+async fn list_products(
+    request: HttpRequest,
+    sim: web::Data<Simulator>,
+    query: web::Query<ListQuery>,
+) -> HttpResponse {
+    let limit = page_limit(query.limit.as_deref());
+    page(
+        "products",
+        sim.lock()
+            .list_products(&path_shop(&request), limit, query.cursor.as_deref()),
+    )
+}
+
+async fn list_categories(
+    request: HttpRequest,
+    sim: web::Data<Simulator>,
+    query: web::Query<ListQuery>,
+) -> HttpResponse {
+    let limit = page_limit(query.limit.as_deref());
+    page(
+        "categories",
+        sim.lock()
+            .list_categories(&path_shop(&request), limit, query.cursor.as_deref()),
+    )
+}
+
 async fn create_order(
     request: HttpRequest,
     sim: web::Data<Simulator>,
@@ -569,9 +595,31 @@ struct SeedRequest {
     customers: usize,
     #[serde(default)]
     orders: usize,
+    /// Products of two variants each, in categories of ten.
+    #[serde(default)]
+    products: usize,
 }
 
-/// Fills the platform with customers (two addresses each) and orders, pushing nothing: for syncs.
+/// The `n`th seeded product: two variants priced from `n`, in category `n / 10`.
+fn seeded_product(n: usize, category: &Category) -> Product {
+    let cents = 100 + (n % 50) * 25;
+    serde_json::from_value(json!({
+        "name": format!("Product {n:05}"),
+        "vendor": "Seed Farm",
+        "published": true,
+        "categories": [category],
+        "variants": [
+            {"name": format!("Product {n:05} small"), "sku": format!("SEED-{n:05}-S"),
+             "price": format!("{}.{:02}", cents / 100, cents % 100), "require_shipping": true},
+            {"name": format!("Product {n:05} large"), "sku": format!("SEED-{n:05}-L"),
+             "price": format!("{}.{:02}", 2 * cents / 100, 2 * cents % 100), "require_shipping": true}
+        ]
+    }))
+    .unwrap_or_default()
+}
+
+/// Fills the platform with customers (two addresses each), orders, and products (two variants
+/// each, in categories of ten), pushing nothing: for syncs.
 async fn admin_seed(
     sim: web::Data<Simulator>,
     shop: web::Path<String>,
@@ -600,7 +648,28 @@ async fn admin_seed(
             return error_response(error);
         }
     }
-    HttpResponse::Ok().json(json!({ "customers": seed.customers, "orders": seed.orders }))
+    let mut category: Option<Category> = None;
+    for n in 0..seed.products {
+        if n % 10 == 0 {
+            let made = Category {
+                name: Some(format!("Category {:03}", n / 10)),
+                ..Category::default()
+            };
+            match state.save_category(&shop, made) {
+                Ok(saved) => category = Some(saved),
+                Err(error) => return error_response(error),
+            }
+        }
+        let product = seeded_product(n, category.as_ref().unwrap_or(&Category::default()));
+        if let Err(error) = state.save_product(&shop, product) {
+            return error_response(error);
+        }
+    }
+    HttpResponse::Ok().json(json!({
+        "customers": seed.customers,
+        "orders": seed.orders,
+        "products": seed.products,
+    }))
 }
 
 /// Everything the platform holds for a shop, and the connector requests it received.
@@ -711,6 +780,8 @@ pub fn app(
                     web::delete().to(delete_address),
                 )
                 .route("/orders", web::get().to(list_orders))
+                .route("/products", web::get().to(list_products))
+                .route("/categories", web::get().to(list_categories))
                 .route("/orders", web::post().to(create_order))
                 .route("/orders/{id}", web::get().to(get_order))
                 .route("/orders/{id}", web::patch().to(update_order))

@@ -491,6 +491,31 @@ impl SimState {
         Ok(product)
     }
 
+    pub fn list_products(
+        &mut self,
+        shop: &str,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> SimResult<(Vec<Product>, Pagination)> {
+        page(&self.shop(shop)?.products, limit, cursor, |_: &Product| {
+            true
+        })
+    }
+
+    pub fn list_categories(
+        &mut self,
+        shop: &str,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> SimResult<(Vec<Category>, Pagination)> {
+        page(
+            &self.shop(shop)?.categories,
+            limit,
+            cursor,
+            |_: &Category| true,
+        )
+    }
+
     pub fn save_category(&mut self, shop: &str, mut category: Category) -> SimResult<Category> {
         self.shop(shop)?;
         let id = match category.platform_id.clone() {

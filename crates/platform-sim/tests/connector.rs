@@ -312,3 +312,32 @@ fn the_page_iterator_walks_every_page_in_order() {
     // An invalid limit falls back to 250: one page.
     assert_eq!(client.customer_pages(&target, Some(0), None).count(), 1);
 }
+
+#[test]
+fn products_and_categories_are_listed_a_page_at_a_time() {
+    let (sim, target) = setup();
+    // The admin API's seed: 12 products of two variants, in categories of ten.
+    let seeded = ureq::post(&format!("{}/admin/shops/{SHOP}/seed", sim.base_url))
+        .send_json(json!({"products": 12}))
+        .unwrap();
+    assert_eq!(seeded.status().as_u16(), 200);
+    let client = HttpConnector::new(PrivateAddressGuard::ALLOW_PRIVATE);
+    let categories = client.list_categories(&target, Some(250), None).unwrap();
+    assert_eq!(categories.items.len(), 2);
+    assert_eq!(categories.pagination.next_cursor(), None);
+    let first = client.list_products(&target, Some(5), None).unwrap();
+    assert_eq!(first.items.len(), 5);
+    let cursor = first.pagination.next_cursor().unwrap().to_string();
+    let second = client
+        .list_products(&target, Some(250), Some(&cursor))
+        .unwrap();
+    assert_eq!(second.items.len(), 7);
+    assert_eq!(second.pagination.next_cursor(), None);
+    let product = &first.items[0];
+    assert_eq!(product.variants.as_ref().unwrap().len(), 2);
+    assert!(product.platform_updated_at.is_some());
+    assert_eq!(
+        product.categories.as_ref().unwrap()[0].platform_id,
+        categories.items[0].platform_id
+    );
+}

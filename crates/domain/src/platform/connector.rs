@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use crate::access::credentials::Secret;
 use crate::kernel::error::DomainError;
-use crate::platform::resources::{Customer, CustomerAddress, Order, Pagination, Payment};
+use crate::platform::resources::{
+    Category, Customer, CustomerAddress, Order, Pagination, Payment, Product,
+};
 
 /// Where and how to reach one connector for one shop.
 #[derive(Debug, Clone)]
@@ -153,4 +155,18 @@ pub trait PlatformConnector: Send + Sync {
         platform_order_id: &str,
         payment: &Payment,
     ) -> ConnectorResult<Payment>;
+    /// List Products (contract §3.2): paged as List Customers.
+    fn list_products(
+        &self,
+        target: &ConnectorTarget,
+        limit: Option<u32>,
+        cursor: Option<&str>,
+    ) -> ConnectorResult<Page<Product>>;
+    /// List Categories (contract §3.2): paged as List Customers.
+    fn list_categories(
+        &self,
+        target: &ConnectorTarget,
+        limit: Option<u32>,
+        cursor: Option<&str>,
+    ) -> ConnectorResult<Page<Category>>;
 }

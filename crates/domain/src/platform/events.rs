@@ -659,6 +659,22 @@ pub fn synced_order_events(
     synced_events(shop_id, EntityKind::Order, orders, now)
 }
 
+pub fn synced_product_events(
+    shop_id: i64,
+    products: &[Product],
+    now: Timestamp,
+) -> (Vec<NewInboundEvent>, usize) {
+    synced_events(shop_id, EntityKind::Product, products, now)
+}
+
+pub fn synced_category_events(
+    shop_id: i64,
+    categories: &[Category],
+    now: Timestamp,
+) -> (Vec<NewInboundEvent>, usize) {
+    synced_events(shop_id, EntityKind::Category, categories, now)
+}
+
 fn synced_events<T: Clone + Stamped>(
     shop_id: i64,
     kind: EntityKind,

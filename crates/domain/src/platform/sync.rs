@@ -1,6 +1,7 @@
-//! Customer and order syncs (contract §3.4): pull every page of the connector's list and feed
-//! each entity through the same queue and rules as the connector's events. A sync runs as a
-//! job ([`SyncJob`], docs/jobs.md) that goes on from the stored cursor when it is taken up again.
+//! Customer, order and product syncs (contract §3.4): pull every page of the connector's list
+//! and feed each entity through the same queue and rules as the connector's events. A product
+//! sync lists the categories, then the products. A sync runs as a job ([`SyncJob`],
+//! docs/jobs.md) that goes on from the stored cursor when it is taken up again.
 
 use serde::{Deserialize, Serialize};
 
@@ -9,9 +10,13 @@ use crate::kernel::error::DomainError;
 use crate::kernel::jobs::{Job, JobControl, JobFailure, JobOutcome, JobPayload, enqueue};
 use crate::kernel::time::Clock;
 use crate::kernel::time::Timestamp;
-use crate::platform::connector::{ConnectorError, PlatformConnector};
+use crate::platform::connector::{ConnectorError, ConnectorTarget, PlatformConnector};
 use crate::platform::destinations::{Topic, live_target};
-use crate::platform::events::{synced_customer_events, synced_order_events};
+use crate::platform::events::{
+    NewInboundEvent, synced_category_events, synced_customer_events, synced_order_events,
+    synced_product_events,
+};
+use crate::platform::resources::Pagination;
 use crate::platform::{PlatformDatabase, PlatformRepositories};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,14 +83,37 @@ pub const SYNC_STALE_AFTER_SECONDS: i64 = 120;
 /// The page size asked of the connector (its maximum).
 pub const SYNC_PAGE_SIZE: u32 = 250;
 
-fn syncable(topic: Topic) -> Result<(), DomainError> {
-    match topic {
-        Topic::Customers | Topic::Orders => Ok(()),
-        Topic::Products => Err(DomainError::invalid(
-            "topic",
-            "invalid_value",
-            "only customers and orders can be synced",
-        )),
+/// Where a product sync stands, as its stored cursor says: listing the categories, then the
+/// products, each from a connector cursor (none: the list's first page). Stored as
+/// `categories:{cursor}` and `products:{cursor}`; a run that has not started has no cursor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ProductSyncAt {
+    Categories(Option<String>),
+    Products(Option<String>),
+}
+
+impl ProductSyncAt {
+    fn parse(stored: Option<&str>) -> ProductSyncAt {
+        let cursor = |rest: &str| Some(rest.to_string()).filter(|rest| !rest.is_empty());
+        match stored {
+            Some(stored) => match stored.split_once(':') {
+                Some(("products", rest)) => ProductSyncAt::Products(cursor(rest)),
+                Some((_, rest)) => ProductSyncAt::Categories(cursor(rest)),
+                None => ProductSyncAt::Categories(cursor(stored)),
+            },
+            None => ProductSyncAt::Categories(None),
+        }
+    }
+
+    fn stored(&self) -> String {
+        match self {
+            ProductSyncAt::Categories(cursor) => {
+                format!("categories:{}", cursor.as_deref().unwrap_or_default())
+            }
+            ProductSyncAt::Products(cursor) => {
+                format!("products:{}", cursor.as_deref().unwrap_or_default())
+            }
+        }
     }
 }
 
@@ -97,7 +125,6 @@ pub fn start_sync(
     topic: Topic,
     now: Timestamp,
 ) -> Result<SyncRun, DomainError> {
-    syncable(topic)?;
     if tx.live_destination(shop.id, topic)?.is_none() {
         return Err(DomainError::Conflict {
             code: "destination.missing",
@@ -198,6 +225,77 @@ fn log_end(db: &impl PlatformDatabase, id: i64) {
     }
 }
 
+/// One page pulled from the connector.
+struct PulledPage {
+    /// Its entities as events to queue.
+    events: Vec<NewInboundEvent>,
+    /// How many of the entities it listed were skipped (no id or time, or refused).
+    skipped: usize,
+    /// How many entities it listed.
+    count: usize,
+    /// The run's stored cursor for the next page; None after the last page.
+    next: Option<String>,
+}
+
+impl PulledPage {
+    fn of(
+        (events, skipped): (Vec<NewInboundEvent>, usize),
+        count: usize,
+        next: Option<String>,
+    ) -> Self {
+        PulledPage {
+            events,
+            skipped,
+            count,
+            next,
+        }
+    }
+}
+
+/// The page of the run's list at `cursor` (the run's stored cursor).
+fn pull_page(
+    connector: &dyn PlatformConnector,
+    target: &ConnectorTarget,
+    shop_id: i64,
+    topic: Topic,
+    cursor: Option<&str>,
+    now: Timestamp,
+) -> Result<PulledPage, ConnectorError> {
+    let limit = Some(SYNC_PAGE_SIZE);
+    let next = |pagination: &Pagination| pagination.next_cursor().map(str::to_string);
+    Ok(match topic {
+        Topic::Customers => {
+            let page = connector.list_customers(target, limit, cursor, None)?;
+            let events = synced_customer_events(shop_id, &page.items, now);
+            PulledPage::of(events, page.items.len(), next(&page.pagination))
+        }
+        Topic::Orders => {
+            let page = connector.list_orders(target, limit, cursor)?;
+            let events = synced_order_events(shop_id, &page.items, now);
+            PulledPage::of(events, page.items.len(), next(&page.pagination))
+        }
+        Topic::Products => match ProductSyncAt::parse(cursor) {
+            ProductSyncAt::Categories(at) => {
+                let page = connector.list_categories(target, limit, at.as_deref())?;
+                let events = synced_category_events(shop_id, &page.items, now);
+                // After the last page of categories come the products, from their first.
+                let then = match next(&page.pagination) {
+                    Some(cursor) => ProductSyncAt::Categories(Some(cursor)),
+                    None => ProductSyncAt::Products(None),
+                };
+                PulledPage::of(events, page.items.len(), Some(then.stored()))
+            }
+            ProductSyncAt::Products(at) => {
+                let page = connector.list_products(target, limit, at.as_deref())?;
+                let events = synced_product_events(shop_id, &page.items, now);
+                let then = next(&page.pagination)
+                    .map(|cursor| ProductSyncAt::Products(Some(cursor)).stored());
+                PulledPage::of(events, page.items.len(), then)
+            }
+        },
+    })
+}
+
 fn pull_pages(
     db: &impl PlatformDatabase,
     connector: &dyn PlatformConnector,
@@ -219,33 +317,20 @@ fn pull_pages(
                 code: "destination.missing",
                 message: "the destination was deleted during the sync".to_string(),
             })?;
-        let (events, skipped, next, count) = match run.topic {
-            Topic::Customers => {
-                let page = connector
-                    .list_customers(&target, Some(SYNC_PAGE_SIZE), cursor.as_deref(), None)
-                    .map_err(failed)?;
-                let (events, skipped) = synced_customer_events(shop.id, &page.items, now);
-                (
-                    events,
-                    skipped,
-                    page.pagination.next_cursor().map(str::to_string),
-                    page.items.len(),
-                )
-            }
-            Topic::Orders => {
-                let page = connector
-                    .list_orders(&target, Some(SYNC_PAGE_SIZE), cursor.as_deref())
-                    .map_err(failed)?;
-                let (events, skipped) = synced_order_events(shop.id, &page.items, now);
-                (
-                    events,
-                    skipped,
-                    page.pagination.next_cursor().map(str::to_string),
-                    page.items.len(),
-                )
-            }
-            Topic::Products => return syncable(run.topic).map(|()| Pulled::Ended),
-        };
+        let PulledPage {
+            events,
+            skipped,
+            count,
+            next,
+        } = pull_page(
+            connector,
+            &target,
+            shop.id,
+            run.topic,
+            cursor.as_deref(),
+            now,
+        )
+        .map_err(failed)?;
         if next.is_some() && next == cursor {
             return Err(DomainError::Remote {
                 code: "connector.failed",
@@ -271,6 +356,29 @@ fn pull_pages(
             _ if !recorded => return Ok(Pulled::Ended),
             Some(next) => cursor = Some(next),
             None => return Ok(Pulled::All),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_product_sync_lists_categories_then_products_from_its_stored_cursor() {
+        use ProductSyncAt::{Categories, Products};
+        let cases = [
+            (None, Categories(None)),
+            (Some("categories:"), Categories(None)),
+            (Some("categories:c:2"), Categories(Some("c:2".into()))),
+            (Some("products:"), Products(None)),
+            (Some("products:p 7"), Products(Some("p 7".into()))),
+        ];
+        for (stored, at) in cases {
+            assert_eq!(ProductSyncAt::parse(stored), at, "{stored:?}");
+            if let Some(stored) = stored {
+                assert_eq!(at.stored(), stored);
+            }
         }
     }
 }

@@ -7,7 +7,9 @@ use std::sync::Mutex;
 use crate::platform::connector::{
     ConnectorError, ConnectorResult, ConnectorTarget, Page, PlatformConnector,
 };
-use crate::platform::resources::{Customer, CustomerAddress, Order, Payment, PlatformId};
+use crate::platform::resources::{
+    Category, Customer, CustomerAddress, Order, Payment, PlatformId, Product,
+};
 
 /// What the platform holds and was asked.
 #[derive(Default)]
@@ -199,5 +201,23 @@ impl PlatformConnector for MemoryPlatform {
             }
             Ok(payment)
         })
+    }
+
+    fn list_products(
+        &self,
+        _: &ConnectorTarget,
+        _: Option<u32>,
+        _: Option<&str>,
+    ) -> ConnectorResult<Page<Product>> {
+        unused()
+    }
+
+    fn list_categories(
+        &self,
+        _: &ConnectorTarget,
+        _: Option<u32>,
+        _: Option<&str>,
+    ) -> ConnectorResult<Page<Category>> {
+        unused()
     }
 }

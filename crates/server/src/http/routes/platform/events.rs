@@ -107,6 +107,14 @@ pub async fn sync_orders(
     trigger(state, request.access.shop, Topic::Orders).await
 }
 
+/// The product sync: the categories, then the products.
+pub async fn sync_products(
+    state: web::Data<AppState>,
+    request: Authorized<scopes::WriteProducts>,
+) -> Result<HttpResponse, ApiError> {
+    trigger(state, request.access.shop, Topic::Products).await
+}
+
 /// `GET …/sync/{id}`: how a sync is doing.
 async fn sync_status(
     state: web::Data<AppState>,
@@ -138,4 +146,12 @@ pub async fn order_sync_status(
     path: web::Path<(String, i64)>,
 ) -> Result<HttpResponse, ApiError> {
     sync_status(state, request.access.shop, Topic::Orders, path.1).await
+}
+
+pub async fn product_sync_status(
+    state: web::Data<AppState>,
+    request: Authorized<scopes::ReadProducts>,
+    path: web::Path<(String, i64)>,
+) -> Result<HttpResponse, ApiError> {
+    sync_status(state, request.access.shop, Topic::Products, path.1).await
 }

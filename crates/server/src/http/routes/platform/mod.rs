@@ -69,5 +69,12 @@ pub fn configure(config: &mut web::ServiceConfig) {
         .service(
             resource("/orders/v2/shops/{shop}/sync/{id}")
                 .route(web::get().to(events::order_sync_status)),
+        )
+        .service(
+            resource("/products/v2/shops/{shop}/sync").route(web::post().to(events::sync_products)),
+        )
+        .service(
+            resource("/products/v2/shops/{shop}/sync/{id}")
+                .route(web::get().to(events::product_sync_status)),
         );
 }
