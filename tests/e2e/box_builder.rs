@@ -370,7 +370,7 @@ fn boxes_and_their_products_sizes_slots_and_options(backend: Backend) {
 }
 
 /// The customer `platform_id`, made by a Customer Saved event: their email.
-fn customer_saved(admin: &Admin<'_>, platform_id: &str) -> String {
+pub(crate) fn customer_saved(admin: &Admin<'_>, platform_id: &str) -> String {
     let email = format!("{platform_id}@example.test");
     let saved = admin
         .server

@@ -5,6 +5,7 @@
 
 mod box_builder;
 mod box_catalogue;
+mod box_orders;
 mod box_shoppers;
 mod browser;
 mod checkout;

@@ -1066,6 +1066,29 @@ fn only_storefront_routes_answer_other_origins(backend: Backend) {
             ));
         }
     }
+    // The box builder's shopper routes answer any origin too, with no token or a customer's.
+    for (method, template) in BOX_SHOPPERS {
+        let path = concrete(template, &demo.shop);
+        let asked = preflight(method, &path);
+        let answered = server
+            .request(method, &path)
+            .header("origin", SHOP_PAGE)
+            .call();
+        for (what, answer) in [("preflight", &asked), ("answer", &answered)] {
+            if answer.header("access-control-allow-origin") != Some(SHOP_PAGE) {
+                failures.push(format!(
+                    "{what} of {method} {template}: {} {:?}",
+                    answer.status, answer.headers
+                ));
+            }
+        }
+        if asked.status != 204 {
+            failures.push(format!(
+                "preflight of {method} {template}: {}",
+                asked.status
+            ));
+        }
+    }
     let others = ROUTES
         .iter()
         .map(|(method, path, _)| (*method, *path))

@@ -46,14 +46,14 @@ fn at(text: &str) -> Timestamp {
     Timestamp::parse_rfc3339(text).unwrap()
 }
 
-fn args_with(extra: &[&str]) -> Vec<String> {
+pub(crate) fn args_with(extra: &[&str]) -> Vec<String> {
     ARGS.iter()
         .chain(extra)
         .map(|arg| arg.to_string())
         .collect()
 }
 
-fn start(database: TestDatabase, extra: &[&str]) -> MercerServer {
+pub(crate) fn start(database: TestDatabase, extra: &[&str]) -> MercerServer {
     let args = args_with(extra);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     MercerServer::start_with(database, &args)
@@ -67,28 +67,17 @@ fn topic_secret(topic: &str) -> String {
 /// subscription for each of the scheduler's topics at the receiver (`/topic/{name}`).
 fn set_up<'a>(server: &'a MercerServer, sim: &RunningSimulator, receiver: &Receiver) -> Api<'a> {
     let api = Api::demo(server);
-    let shop = api.shop.clone();
     server
-        .cli(&["shop", "update", "--shop", &shop, "--timezone", SHOP_ZONE])
+        .cli(&[
+            "shop",
+            "update",
+            "--shop",
+            &api.shop,
+            "--timezone",
+            SHOP_ZONE,
+        ])
         .value();
-    let rotated = server
-        .post(&format!(
-            "/integrations/v1/shops/{shop}/shared_secret/rotate"
-        ))
-        .bearer(&api.token)
-        .call()
-        .json();
-    let secret = rotated["data"]["shared_secret"].as_str().unwrap();
-    sim.simulator.add_shop(&shop, secret, None);
-    let destination = json!({"data": {"destination": {"shop_identifier": shop, "topic": "orders",
-        "destination": sim.base_url, "version": "v1", "timeout_ms": 5000}}});
-    let created = server
-        .post(&format!(
-            "/integrations/v1/shops/{shop}/platform_connector_destinations"
-        ))
-        .bearer(&api.token)
-        .json(&destination);
-    assert_eq!(created.status, 200, "{}", created.text);
+    connect_orders(server, &api.shop, &api.token, sim);
     for topic in SCHEDULER_TOPICS {
         let id = TOPICS.iter().position(|t| *t == topic).unwrap() + 1;
         let created = api.send(
@@ -103,6 +92,34 @@ fn set_up<'a>(server: &'a MercerServer, sim: &RunningSimulator, receiver: &Recei
         assert_eq!(created.status, 201, "{}", created.text);
     }
     api
+}
+
+/// The simulator as `shop`'s orders destination (the shop's shared secret rotated and given
+/// to it).
+pub(crate) fn connect_orders(
+    server: &MercerServer,
+    shop: &str,
+    token: &str,
+    sim: &RunningSimulator,
+) {
+    let rotated = server
+        .post(&format!(
+            "/integrations/v1/shops/{shop}/shared_secret/rotate"
+        ))
+        .bearer(token)
+        .call()
+        .json();
+    let secret = rotated["data"]["shared_secret"].as_str().unwrap();
+    sim.simulator.add_shop(shop, secret, None);
+    let destination = json!({"data": {"destination": {"shop_identifier": shop, "topic": "orders",
+        "destination": sim.base_url, "version": "v1", "timeout_ms": 5000}}});
+    let created = server
+        .post(&format!(
+            "/integrations/v1/shops/{shop}/platform_connector_destinations"
+        ))
+        .bearer(token)
+        .json(&destination);
+    assert_eq!(created.status, 200, "{}", created.text);
 }
 
 /// A subscription of `email` with `fields` over a weekly one (Mondays 09:00 in the shop's
@@ -140,7 +157,7 @@ fn wait_for(api: &Api<'_>, id: i64, seconds: u64, done: impl Fn(&Value) -> bool)
 }
 
 /// The simulator's orders of the shop.
-fn orders(sim: &RunningSimulator, shop: &str) -> Vec<Order> {
+pub(crate) fn orders(sim: &RunningSimulator, shop: &str) -> Vec<Order> {
     sim.simulator
         .lock()
         .shops

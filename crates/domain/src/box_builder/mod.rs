@@ -4,6 +4,7 @@
 
 pub mod admin;
 pub mod input;
+pub mod orders;
 pub mod repository;
 pub mod resources;
 pub mod selections;

@@ -383,9 +383,10 @@ pub(crate) mod tests {
         pub(crate) kale: i64,
         pub(crate) line_item: i64,
         pub(crate) other_line_item: i64,
+        pub(crate) subscription: i64,
     }
 
-    fn event(db: &MemoryDatabase, shop: &Shop, kind: EntityKind, body: Value) {
+    pub(crate) fn event(db: &MemoryDatabase, shop: &Shop, kind: EntityKind, body: Value) {
         let event = parse_event_body(
             shop.id,
             kind,
@@ -471,10 +472,10 @@ pub(crate) mod tests {
                         "shipping_address": {"street1": "1 Main St", "city": "Ottawa", "country_code": "CA"}}});
                 let actor = Actor { kind: ActorType::Api, id: 1, name: "test".into() };
                 let (subscription, _) = create_subscription_from_body(tx, &shop, &body, actor, now)?;
-                Ok((made.id, size.id, slot.id, carrot.id, kale.id, subscription.line_items[0].id, subscription.line_items[1].id))
+                Ok((made.id, size.id, slot.id, carrot.id, kale.id, subscription.line_items[0].id, subscription.line_items[1].id, subscription.id))
             })
             .unwrap();
-        let (box_id, size, slot, carrot, kale, line_item, other_line_item) = world;
+        let (box_id, size, slot, carrot, kale, line_item, other_line_item, subscription) = world;
         World {
             db,
             shop,
@@ -485,17 +486,23 @@ pub(crate) mod tests {
             kale,
             line_item,
             other_line_item,
+            subscription,
         }
     }
 
     impl World {
-        fn body(&self, items: Value) -> Value {
+        pub(crate) fn body(&self, items: Value) -> Value {
             json!({"selection": {"svc_platform_subscription_line_item_id": self.line_item,
                 "box_size_id": self.size, "time_slot_id": self.slot,
                 "order_datetime": "2030-01-07T09:00:00Z", "line_items": items}})
         }
 
-        fn create(&self, customer: &str, body: Value, now: &str) -> Result<Selection, DomainError> {
+        pub(crate) fn create(
+            &self,
+            customer: &str,
+            body: Value,
+            now: &str,
+        ) -> Result<Selection, DomainError> {
             let input = parse_selection(&body, true)?;
             self.db
                 .write_tx(|tx| create_selection(tx, &self.shop, customer, input, at(now)))

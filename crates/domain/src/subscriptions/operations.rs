@@ -49,7 +49,8 @@ pub fn subscription_data(subscription: &Subscription) -> Value {
 }
 
 /// An amount in the charged currency: `cents × rate`, rounded half away from zero.
-fn charged(amount: Cents, rate: f64) -> Cents {
+/// An amount in the subscription's base currency, in its charged currency.
+pub(crate) fn charged(amount: Cents, rate: f64) -> Cents {
     Cents((amount.0 as f64 * rate).round() as i64)
 }
 

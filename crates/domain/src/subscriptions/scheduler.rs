@@ -638,21 +638,82 @@ impl AttemptFailure {
     }
 }
 
-/// Runs an [`OrderJob`]: places the attempt's order and records how it went. Storage errors
-/// fail the job (it is retried, and resumes from what the attempt stored).
+/// What one order of a subscription holds, when it is not its line items as subscribed: a box
+/// line item gives way to the box's contents for the order's date (`box_builder::orders`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ComposedOrder {
+    pub line_items: Vec<SubscriptionLineItem>,
+    /// Said in the order's note, after the subscription's `order_note`.
+    pub note: Option<String>,
+}
+
+/// Decides what an order holds. A port, so that the subscriptions feature does not depend on
+/// the box builder that fills it.
+pub trait OrderContents: Send + Sync {
+    /// The order of `subscription` on `order_datetime`; None: its line items as subscribed.
+    fn compose(
+        &self,
+        shop: &Shop,
+        subscription: &Subscription,
+        order_datetime: Timestamp,
+    ) -> Result<Option<ComposedOrder>, DomainError>;
+}
+
+/// Orders hold the subscription's line items as subscribed.
+pub struct AsSubscribed;
+
+impl OrderContents for AsSubscribed {
+    fn compose(
+        &self,
+        _shop: &Shop,
+        _subscription: &Subscription,
+        _order_datetime: Timestamp,
+    ) -> Result<Option<ComposedOrder>, DomainError> {
+        Ok(None)
+    }
+}
+
+/// The subscription as this order places it: its line items and note as `contents` composes
+/// them.
+fn compose_order(
+    contents: &dyn OrderContents,
+    context: &mut AttemptContext,
+) -> Result<(), DomainError> {
+    let composed = contents.compose(
+        &context.shop,
+        &context.subscription,
+        context.order.scheduled_at,
+    )?;
+    let Some(composed) = composed else {
+        return Ok(());
+    };
+    let subscription = &mut context.subscription;
+    subscription.line_items = composed.line_items;
+    subscription.order_note = match (subscription.order_note.take(), composed.note) {
+        (Some(own), Some(note)) => Some(format!("{own}\n{note}")),
+        (own, note) => own.or(note),
+    };
+    Ok(())
+}
+
+/// Runs an [`OrderJob`]: places the attempt's order, with what `contents` puts in it, and
+/// records how it went. Storage errors fail the job (it is retried, and resumes from what the
+/// attempt stored).
 pub fn place_order(
     db: &impl SubscriptionDatabase,
     connector: &dyn PlatformConnector,
     clock: &dyn Clock,
+    contents: &dyn OrderContents,
     job: OrderJob,
     control: &dyn JobControl,
 ) -> Result<Placement, JobFailure> {
-    let Some(context) = read_attempt(db, clock, job.order_id)? else {
+    let Some(mut context) = read_attempt(db, clock, job.order_id)? else {
         return Ok(Placement::Nothing);
     };
     if control.should_stop() {
         return Ok(Placement::Interrupted);
     }
+    compose_order(contents, &mut context)?;
     let amounts = charge(&context.subscription);
     let result = call_connector(db, connector, clock, &context, &amounts)?;
     Ok(record_outcome(db, clock, &context, &amounts, result)?)

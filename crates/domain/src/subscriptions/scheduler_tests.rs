@@ -166,7 +166,15 @@ impl World {
             for job in jobs {
                 let payload: OrderJob = job.payload().unwrap();
                 placements.push(
-                    place_order(&self.db, &self.platform, &self.clock, payload, &RunToEnd).unwrap(),
+                    place_order(
+                        &self.db,
+                        &self.platform,
+                        &self.clock,
+                        &AsSubscribed,
+                        payload,
+                        &RunToEnd,
+                    )
+                    .unwrap(),
                 );
                 self.db
                     .write(|tx| Ok(tx.complete_job(job.id, "test", None, now)?))

@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use mercer_domain::box_builder::orders::BoxOrders;
 use mercer_domain::kernel::jobs::{JobControl, JobFailure, JobOutcome};
 use mercer_domain::kernel::time::{Clock, OffsetClock};
 use mercer_domain::platform::connector::PlatformConnector;
@@ -70,7 +71,8 @@ pub fn run(
     Ok(outcome)
 }
 
-/// Places one attempt's order and counts how it went.
+/// Places one attempt's order, a box line item filled with the box's contents, and counts how
+/// it went.
 pub fn place(
     store: &Store,
     connector: &dyn PlatformConnector,
@@ -78,7 +80,8 @@ pub fn place(
     job: OrderJob,
     control: &dyn JobControl,
 ) -> Result<JobOutcome, JobFailure> {
-    let (outcome, attempt) = match place_order(store, connector, &clock, job, control)? {
+    let boxes = BoxOrders::new(store.clone());
+    let (outcome, attempt) = match place_order(store, connector, &clock, &boxes, job, control)? {
         Placement::Interrupted => return Ok(JobOutcome::Interrupted),
         Placement::Nothing => return Ok(JobOutcome::Done),
         Placement::Placed {
