@@ -2,7 +2,7 @@
 //! PostgreSQL: the real `mercer` binary, its clock started before a slot's deadline, takes a
 //! customer's selection; restarted with its clock at the order date, its scheduler places the
 //! orders through the platform simulator, the selecting customer's with exactly the chosen
-//! products, another customer's with the merchant's pick.
+//! products, another customer's with the merchant's pick, both less the group's discount.
 
 use mercer_platform_sim::RunningSimulator;
 use std::time::Duration;
@@ -87,6 +87,18 @@ fn box_orders_hold_the_selection_or_the_merchants_pick(backend: Backend) {
     let (admin, group) = set_up(&server);
     connect_orders(&server, &admin.shop, &admin.token, &sim);
     let (carrot, kale, size, slot) = veg_box(&admin, group);
+    // The group's discount, which its subscriptions take and their orders apply.
+    let discounted = server
+        .request(
+            "PATCH",
+            &format!(
+                "/subscriptions/v1/shops/{}/subscription_groups/{group}",
+                admin.shop
+            ),
+        )
+        .bearer(&admin.token)
+        .json(&json!({"subscription_group": {"percent_discount": 10}}));
+    assert_eq!(discounted.status, 200, "{}", discounted.text);
     let ada_email = customer_saved(&admin, "cust-ada");
     let (ada_box, _) = subscribe(&admin, "cust-ada", &ada_email, group);
     let bob_email = customer_saved(&admin, "cust-bob");
@@ -145,7 +157,12 @@ fn box_orders_hold_the_selection_or_the_merchants_pick(backend: Backend) {
             ("mug".to_string(), 1, "9.00".to_string()),
         ]
     );
-    assert_eq!(ada.total.as_ref().unwrap().as_str(), "18.00");
+    // Less the subscription's 10 %.
+    let amounts = |order: &mercer_domain::platform::resources::Order| {
+        [&order.subtotal, &order.discount, &order.total]
+            .map(|amount| amount.as_ref().unwrap().as_str().to_string())
+    };
+    assert_eq!(amounts(ada), ["18.00", "1.80", "16.20"]);
     let kale_line = &ada.line_items.as_ref().unwrap()[0];
     let attributes = kale_line.custom_attributes.as_ref().unwrap();
     assert_eq!(attributes["box_product_id"].value, kale.to_string());
@@ -178,6 +195,7 @@ fn box_orders_hold_the_selection_or_the_merchants_pick(backend: Backend) {
         "{:?}",
         bob.notes
     );
+    assert_eq!(amounts(bob), ["14.00", "1.40", "12.60"]);
     let carrot_line = &bob.line_items.as_ref().unwrap()[0];
     let attributes = carrot_line.custom_attributes.as_ref().unwrap();
     assert_eq!(attributes["box_product_id"].value, carrot.to_string());
