@@ -151,7 +151,35 @@ fn parse_identifier(text: &str) -> mercer_domain::access::shop::ShopIdentifier {
 
 /// The overrides, answering by the path they are called at.
 pub(crate) fn override_server() -> Receiver {
-    Receiver::answering(|request| {
+    override_server_writing(Numbers::Json)
+}
+
+/// How an override server writes its numbers and booleans.
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Numbers {
+    Json,
+    /// As text (`"500"`, `"0.05"`, `"true"`), the way servers in PHP or Ruby often do.
+    Text,
+}
+
+/// Every number and boolean of `value` as its text.
+fn as_text(value: Value) -> Value {
+    match value {
+        Value::Number(number) => Value::String(number.to_string()),
+        Value::Bool(flag) => Value::String(flag.to_string()),
+        Value::Array(items) => Value::Array(items.into_iter().map(as_text).collect()),
+        Value::Object(map) => {
+            Value::Object(map.into_iter().map(|(k, v)| (k, as_text(v))).collect())
+        }
+        other => other,
+    }
+}
+
+/// The overrides, answering by the path they are called at, writing numbers as `numbers`
+/// says. The tax override at `/tax-half-cents` answers an amount that is no whole number of
+/// cents.
+pub(crate) fn override_server_writing(numbers: Numbers) -> Receiver {
+    Receiver::answering(move |request| {
         let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
         let answer = match request.target.as_str() {
             "/address_validate" => json!({"valid": true, "errors": []}),
@@ -174,7 +202,14 @@ pub(crate) fn override_server() -> Receiver {
                     .collect();
                 json!({"items": items})
             }
+            "/tax-half-cents" => {
+                json!({"taxes": [{"name": "GST", "amount": "12.5", "rate": 0.05}]})
+            }
             _ => return (404, "{}".to_string()),
+        };
+        let answer = match numbers {
+            Numbers::Json => answer,
+            Numbers::Text => as_text(answer),
         };
         (200, answer.to_string())
     })
@@ -639,7 +674,70 @@ fn an_abandoned_checkout_is_reported_once(backend: Backend) {
     assert_verified(&hooks);
 }
 
+/// Override servers written in PHP or Ruby often answer numbers and booleans as text: the
+/// library's whole checkout goes through the same against one, and an answer that is wrong
+/// anyway fails its step with a 502 naming the answer's field.
+fn the_frontend_library_checks_out_with_overrides_answering_in_text(backend: Backend) {
+    let sim = RunningSimulator::start().unwrap();
+    let (hooks, overrides) = (Receiver::start(), override_server_writing(Numbers::Text));
+    let server = MercerServer::start_with(
+        TestDatabase::create(backend),
+        &["--allow-private-targets", "--job-lease", "2"],
+    );
+    let shop = set_up(&server, &sim, &hooks, &overrides);
+    let data = init(
+        &server,
+        &shop,
+        json!({"cart_items": [{"platform_id": "var-coffee", "quantity": 2, "line_item_key": "coffee"}]}),
+    );
+    let run = drive(
+        &server.base_url,
+        &shop.id,
+        &data,
+        whole_checkout("tok_success", "1"),
+    );
+    assert_all_answered(&run, &[]);
+    let processed = &run.step("processOrder").response["data"]["application_state"];
+    assert_eq!(processed["is_processed"], true);
+    assert_eq!(
+        processed["order_total"],
+        2 * 1250 + 1500 + 300 - 1000,
+        "items, the air shipping line, the tax, less the discount: all answered as text"
+    );
+    assert_eq!(processed["taxes"][0]["value"], 300);
+
+    // A tax of 12.5 cents is no amount, as text or not: 502 naming taxes[0].amount.
+    let answer = server
+        .post(&format!("/checkout/shop/{}/overrides", shop.id))
+        .bearer(&shop.token)
+        .json(
+            &json!({"override_type": "tax", "url": format!("{}/tax-half-cents", overrides.url),
+                      "shared_secret": OVERRIDE_SECRET}),
+        );
+    assert!(answer.status < 300, "{}", answer.text);
+    let other = init(
+        &server,
+        &shop,
+        json!({"cart_items": [{"platform_id": "var-coffee", "quantity": 1}]}),
+    );
+    let run = drive(
+        &server.base_url,
+        &shop.id,
+        &other,
+        json!([["setShippingAddress", address()], ["setTaxes"]]),
+    );
+    let failed = run.step("setTaxes");
+    assert_eq!((failed.success, failed.status), (false, 502), "{failed:?}");
+    let error = &failed.response["errors"][0];
+    assert_eq!(
+        (&error["type"], &error["field"]),
+        (&json!("override.failed"), &json!("taxes[0].amount")),
+        "{error}"
+    );
+}
+
 backend_tests!(
     the_frontend_library_runs_a_whole_checkout,
+    the_frontend_library_checks_out_with_overrides_answering_in_text,
     an_abandoned_checkout_is_reported_once,
 );

@@ -516,6 +516,7 @@ fn the_override_caller_picks_signs_and_checks_answers(backend: Backend) {
             code: "override.failed",
             timed_out: false,
             message,
+            ..
         }) => assert!(message.contains(needle), "{message}"),
         other => panic!("expected override.failed with {needle:?}, got {other:?}"),
     };

@@ -43,6 +43,12 @@ fn shop_create_prints_the_identifier_and_secret_and_refuses_bad_input(backend: B
         "{}",
         listing.stdout
     );
+    // The time zone and currency show, under their headings.
+    let header = listing.stdout.lines().next().unwrap();
+    let row = listing.stdout.lines().nth(1).unwrap();
+    for (heading, value) in [("TIMEZONE", "UTC"), ("CURRENCY", "CAD")] {
+        assert_eq!(header.find(heading), row.find(value), "{}", listing.stdout);
+    }
 
     let duplicate = run_cli(
         &database,
@@ -125,6 +131,25 @@ fn token_create_checks_shop_and_scopes(backend: Backend) {
 
     let revoke_unknown = run_cli(&database, &["token", "revoke", "--shop", &shop, "999"]);
     revoke_unknown.assert_failed_with("token not found");
+    // The prefix `token list` shows revokes it too.
+    let prefix = &token[..12];
+    let revoked = run_cli(&database, &["token", "revoke", "--shop", &shop, prefix]);
+    assert!(revoked.success, "{}", revoked.stderr);
+    let listing = run_cli(&database, &["token", "list", "--shop", &shop]);
+    let line = listing
+        .stdout
+        .lines()
+        .find(|line| line.contains(prefix))
+        .unwrap();
+    assert!(!line.contains("  -  "), "revoked: {line}");
+    // The columns line up: every row's PREFIX starts where the header's does.
+    let header = listing.stdout.lines().next().unwrap();
+    assert_eq!(
+        line.find(prefix),
+        header.find("PREFIX"),
+        "{}",
+        listing.stdout
+    );
 }
 
 fn secret_rotate_prints_a_new_secret_once(backend: Backend) {

@@ -1299,6 +1299,9 @@ fn assert_refused_address(answer: &Answer, url: &str) {
     assert_eq!(entries[0]["type"], "validation.failed", "{url}");
     assert_eq!(entries[0]["field"], "data.destination.destination", "{url}");
     assert_eq!(entries[0]["sub_type"], "address_not_allowed", "{url}");
+    // It names the flag an operator would use for a local connector.
+    let message = entries[0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("--allow-private-targets"), "{message}");
 }
 
 fn private_destinations_are_refused_without_the_flag(backend: Backend) {

@@ -205,6 +205,54 @@ fn a_sync_killed_midway_goes_on_after_a_restart(backend: Backend) {
     assert_eq!(remaining_jobs(&restarted), 0, "a done job is deleted");
 }
 
+/// A connector that fails for now (two 503s) holds a sync up, not ends it: its job is tried
+/// again after 5 s, then 10 s, from its cursor, and the run succeeds. One that will not answer
+/// otherwise (404) ends the run at once, tried once.
+fn a_sync_is_retried_past_a_connector_failing_for_now(backend: Backend) {
+    let args = ["--allow-private-targets", "--job-lease", "2"];
+    let server = MercerServer::start_with(TestDatabase::create(backend), &args);
+    let sim = RunningSimulator::start().unwrap();
+    let shop = demo_shop(&server, &sim, 300);
+    sim.simulator.lock().faults = Faults {
+        status: Some(503),
+        times: Some(2),
+        ..Faults::default()
+    };
+    let run = start_sync(&server, &shop);
+    assert!(
+        wait_until(Duration::from_secs(40), || sync_status(&server, &shop, run)
+            ["status"]
+            != "running"),
+        "the sync ends: {}",
+        server.log()
+    );
+    let done = sync_status(&server, &shop, run);
+    assert_eq!(
+        (done["status"].as_str(), done["items"].as_i64()),
+        (Some("succeeded"), Some(300)),
+        "{done}"
+    );
+    // Two refused, then the two pages.
+    assert_eq!(list_calls(&sim), 4);
+
+    sim.simulator.lock().faults = Faults {
+        status: Some(404),
+        ..Faults::default()
+    };
+    let run = start_sync(&server, &shop);
+    assert!(wait_until(Duration::from_secs(20), || sync_status(
+        &server, &shop, run
+    )["status"]
+        != "running"));
+    let failed = sync_status(&server, &shop, run);
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert!(
+        failed["error"].as_str().unwrap_or_default().contains("404"),
+        "{failed}"
+    );
+    assert_eq!(list_calls(&sim), 5, "a 404 is not tried again");
+}
+
 fn sync_status_in(database: &TestDatabase, run: i64) -> (String, i64) {
     let store = database.open_store();
     let run = store.read(|tx| Ok(tx.sync_run(run)?)).unwrap().unwrap();
@@ -346,6 +394,7 @@ fn operators_list_retry_and_cancel_jobs(backend: Backend) {
 
 backend_tests!(
     a_sync_killed_midway_goes_on_after_a_restart,
+    a_sync_is_retried_past_a_connector_failing_for_now,
     a_sync_stopped_gracefully_goes_on_at_the_next_start,
     operators_list_retry_and_cancel_jobs,
 );

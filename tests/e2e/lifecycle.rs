@@ -30,6 +30,31 @@ fn the_demo_is_made_once_and_data_survives_a_restart(backend: Backend) {
     assert_eq!(second.get(&path).bearer(&token).call().status, 200);
 }
 
+/// A first start whose port is taken fails before it makes anything, naming the address: the
+/// one-time demo credentials are printed by the first start that can serve.
+fn a_first_start_on_a_taken_port_leaves_no_credentials_behind(backend: Backend) {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = taken.local_addr().unwrap().to_string();
+    let database = TestDatabase::create(backend);
+    let refused = run_cli(&database, &["serve", "--bind", &address]);
+    assert!(!refused.success, "{}", refused.stdout);
+    assert!(
+        refused
+            .stderr
+            .contains(&format!("error: cannot listen on {address}: ")),
+        "{}",
+        refused.stderr
+    );
+    assert!(!refused.stdout.contains("API token"), "{}", refused.stdout);
+    drop(taken);
+    let server = MercerServer::start_with(database, &[]);
+    assert!(
+        server.demo.is_some(),
+        "the next start is the first: {}",
+        server.output()
+    );
+}
+
 /// Reads one HTTP/1.1 answer with a `Content-Length` body from a kept-alive connection.
 fn read_one_answer(stream: &mut TcpStream) -> String {
     let mut answer = Vec::new();
@@ -129,6 +154,7 @@ fn sigint_is_graceful(backend: Backend) {
 
 backend_tests!(
     the_demo_is_made_once_and_data_survives_a_restart,
+    a_first_start_on_a_taken_port_leaves_no_credentials_behind,
     sigterm_is_graceful,
     sigint_is_graceful
 );

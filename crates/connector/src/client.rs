@@ -44,7 +44,9 @@ struct Answer {
 /// API clients, and must not tell them about the network Mercer runs in.
 fn transport_error(error: ureq::Error, timeout: Duration) -> ConnectorError {
     if let Some(refused) = mercer_outbound::refusal(&error) {
-        return unreachable(format!("refused by the address guard: {refused}"));
+        let detail = format!("refused by the address guard: {refused}");
+        log::debug!(target: "mercer::connector", "a connector call was refused: {detail}");
+        return ConnectorError::Refused(detail);
     }
     match error {
         ureq::Error::Timeout(_) => ConnectorError::Timeout(timeout),
@@ -637,10 +639,11 @@ mod tests {
             .unwrap_err();
         assert_eq!(
             error,
-            ConnectorError::Unreachable(
+            ConnectorError::Refused(
                 "refused by the address guard: it leads to a loopback address".to_string()
             )
         );
+        assert!(!error.is_transient(), "a refusal is not tried again");
         assert_eq!(error.to_string(), "the connector could not be reached");
     }
 }

@@ -60,19 +60,36 @@ impl fmt::Display for AddressNotAllowed {
 
 impl std::error::Error for AddressNotAllowed {}
 
-/// The registration check (webhook callbacks, overrides, connector destinations): the URL's
-/// scheme, and every address its host resolves to now. Calls are checked again when they are
-/// made, by [`crate::GuardedResolver`], since a name may resolve differently later.
 /// Why a host name is refused, whether it does not resolve or resolves to a forbidden address.
 pub const NAME_REFUSED: &str =
     "its host name does not resolve to an address Mercer may call (public addresses only)";
 
+/// Said after a registration refused for its address: how an operator lets Mercer call local
+/// servers (a connector, a receiver or an override on the same machine).
+pub const PRIVATE_TARGETS_HINT: &str = "; Mercer calls loopback and private addresses only when \
+     its operator starts it with `mercer serve --allow-private-targets` \
+     (MERCER_ALLOW_PRIVATE_TARGETS=true), for development";
+
+/// The registration check (webhook callbacks, overrides, connector destinations): the URL's
+/// scheme, and every address its host resolves to now. Calls are checked again when they are
+/// made, by [`crate::GuardedResolver`], since a name may resolve differently later.
 impl AddressGuard for PrivateAddressGuard {
     fn check(&self, url: &str) -> Result<(), String> {
         let parsed = url::Url::parse(url).map_err(|_| "not an absolute URL".to_string())?;
         if !matches!(parsed.scheme(), "http" | "https") {
             return Err("only http and https URLs are allowed".to_string());
         }
+        if parsed.host().is_none() {
+            return Err("the URL has no host".to_string());
+        }
+        self.check_host(&parsed)
+            .map_err(|refused| format!("{refused}{PRIVATE_TARGETS_HINT}"))
+    }
+}
+
+impl PrivateAddressGuard {
+    /// The addresses of the URL's host; `Err` says why they may not be called.
+    fn check_host(&self, parsed: &url::Url) -> Result<(), String> {
         if self.allow_private {
             return Ok(());
         }
@@ -100,7 +117,8 @@ impl AddressGuard for PrivateAddressGuard {
                 }
                 Ok(())
             }
-            None => Err("the URL has no host".to_string()),
+            // No host: refused by `check` before.
+            None => Ok(()),
         }
     }
 }
@@ -113,17 +131,22 @@ mod tests {
     fn guards_urls_unless_private_is_allowed() {
         let strict = PrivateAddressGuard::STRICT;
         let refused = strict.check("http://127.0.0.1:8080/hook").unwrap_err();
-        assert_eq!(refused, "it leads to a loopback address");
+        assert_eq!(
+            refused,
+            format!("it leads to a loopback address{PRIVATE_TARGETS_HINT}")
+        );
+        assert!(refused.contains("--allow-private-targets"));
         // Names get one answer, resolving inside or not at all.
+        let name_refused = format!("{NAME_REFUSED}{PRIVATE_TARGETS_HINT}");
         assert_eq!(
             strict.check("http://localhost/hook").unwrap_err(),
-            NAME_REFUSED
+            name_refused
         );
         assert_eq!(
             strict
                 .check("http://no-such-host.invalid/hook")
                 .unwrap_err(),
-            NAME_REFUSED
+            name_refused
         );
         assert!(strict.check("http://[::1]/hook").is_err());
         assert!(

@@ -13,7 +13,8 @@ use serde_json::{Value, json};
 #[command(
     name = "mercer-platform-sim",
     version,
-    about = "A simulated e-commerce platform behind a Mercer platform connector."
+    about = "A simulated e-commerce platform behind a Mercer platform connector.",
+    help_expected = true
 )]
 struct Cli {
     #[command(subcommand)]
@@ -30,8 +31,10 @@ enum Command {
     },
     /// Register a shop: its connector secret, and where to push its events.
     Shop {
+        /// The simulator's base URL (where `serve` listens); its admin API is under /admin.
         #[arg(long, env = "SIM_ADMIN_URL", default_value = "http://127.0.0.1:9090")]
         admin_url: String,
+        /// The shop's identifier (Mercer's shop_identifier).
         #[arg(long)]
         shop: String,
         /// The shop's connector shared secret (from `mercer secret rotate --kind connector`).
@@ -46,35 +49,46 @@ enum Command {
     },
     /// Create a customer on the platform (pushes Customer Saved to Mercer).
     CreateCustomer {
+        /// The simulator's base URL (where `serve` listens); its admin API is under /admin.
         #[arg(long, env = "SIM_ADMIN_URL", default_value = "http://127.0.0.1:9090")]
         admin_url: String,
+        /// The shop's identifier (Mercer's shop_identifier).
         #[arg(long)]
         shop: String,
+        /// The customer's email.
         #[arg(long)]
         email: String,
+        /// The customer's first name.
         #[arg(long)]
         first_name: Option<String>,
+        /// The customer's last name.
         #[arg(long)]
         last_name: Option<String>,
     },
     /// Delete a customer on the platform (pushes Customer Deleted to Mercer).
     DeleteCustomer {
+        /// The simulator's base URL (where `serve` listens); its admin API is under /admin.
         #[arg(long, env = "SIM_ADMIN_URL", default_value = "http://127.0.0.1:9090")]
         admin_url: String,
+        /// The shop's identifier (Mercer's shop_identifier).
         #[arg(long)]
         shop: String,
+        /// The customer's platform id (`cus_…`).
         #[arg(long)]
         platform_id: String,
     },
     /// Create or change a product on the platform (pushes Product Saved to Mercer).
     CreateProduct {
+        /// The simulator's base URL (where `serve` listens); its admin API is under /admin.
         #[arg(long, env = "SIM_ADMIN_URL", default_value = "http://127.0.0.1:9090")]
         admin_url: String,
+        /// The shop's identifier (Mercer's shop_identifier).
         #[arg(long)]
         shop: String,
         /// The product's platform id; the platform makes one when left out.
         #[arg(long)]
         platform_id: Option<String>,
+        /// The product's name.
         #[arg(long)]
         name: String,
         /// A variant as `ID=PRICE` (`carrot-1kg=2.50`): its platform id (and SKU) and price.
@@ -85,30 +99,40 @@ enum Command {
     /// Issue a token to a customer of the platform (printed as {"token"}), the kind a storefront
     /// hands a signed-in shopper; Validate Customer JWT finds it active.
     CustomerToken {
+        /// The simulator's base URL (where `serve` listens); its admin API is under /admin.
         #[arg(long, env = "SIM_ADMIN_URL", default_value = "http://127.0.0.1:9090")]
         admin_url: String,
+        /// The shop's identifier (Mercer's shop_identifier).
         #[arg(long)]
         shop: String,
+        /// The customer's platform id (`cus_…`).
         #[arg(long)]
         platform_id: String,
     },
     /// Revoke every token of a customer: Validate Customer JWT finds them inactive.
     RevokeCustomerTokens {
+        /// The simulator's base URL (where `serve` listens); its admin API is under /admin.
         #[arg(long, env = "SIM_ADMIN_URL", default_value = "http://127.0.0.1:9090")]
         admin_url: String,
+        /// The shop's identifier (Mercer's shop_identifier).
         #[arg(long)]
         shop: String,
+        /// The customer's platform id (`cus_…`).
         #[arg(long)]
         platform_id: String,
     },
     /// Fill the platform with customers and orders without pushing events (for syncs).
     Seed {
+        /// The simulator's base URL (where `serve` listens); its admin API is under /admin.
         #[arg(long, env = "SIM_ADMIN_URL", default_value = "http://127.0.0.1:9090")]
         admin_url: String,
+        /// The shop's identifier (Mercer's shop_identifier).
         #[arg(long)]
         shop: String,
+        /// Customers to make.
         #[arg(long, default_value_t = 0)]
         customers: usize,
+        /// Orders to make, of the shop's customers.
         #[arg(long, default_value_t = 0)]
         orders: usize,
         /// Products of two variants each, in categories of ten.
@@ -117,18 +141,26 @@ enum Command {
     },
     /// Make connector operations misbehave; `--clear` makes them behave again.
     Fault {
+        /// The simulator's base URL (where `serve` listens); its admin API is under /admin.
         #[arg(long, env = "SIM_ADMIN_URL", default_value = "http://127.0.0.1:9090")]
         admin_url: String,
+        /// Answer every connector operation with this HTTP status (500, 429, 404…).
         #[arg(long)]
         status: Option<u16>,
+        /// Wait this many milliseconds before answering (past a destination's timeout_ms,
+        /// Mercer sees a timeout).
         #[arg(long)]
         delay_ms: Option<u64>,
+        /// Sign the destination verification answer with a wrong secret.
         #[arg(long)]
         wrong_hmac: bool,
+        /// Answer with a body that is not JSON.
         #[arg(long)]
         malformed_json: bool,
+        /// Only the next this-many connector requests misbehave (all of them when left out).
         #[arg(long)]
         times: Option<u32>,
+        /// Behave again: forget every fault.
         #[arg(long)]
         clear: bool,
     },
@@ -302,5 +334,16 @@ fn main() -> ExitCode {
             eprintln!("error: {error}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every command and flag says what it does (`help_expected`).
+    #[test]
+    fn every_flag_has_help() {
+        super::Cli::command().debug_assert();
     }
 }

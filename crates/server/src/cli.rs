@@ -9,7 +9,8 @@ use clap::{Args, Parser, Subcommand};
     about = "Mercer: a self-hostable commerce integration backend.",
     long_about = "Mercer: a self-hostable commerce integration backend.\n\n\
         `mercer serve` runs the HTTP API; the other commands are the operator's tools and work \
-        on the same database."
+        on the same database.",
+    help_expected = true
 )]
 pub struct Cli {
     /// Database: sqlite://PATH (embedded, no setup) or postgres://USER[:PASSWORD]@HOST[:PORT]/DB.
@@ -73,6 +74,7 @@ pub enum SubscriptionsCommand {
     /// being placed, or waiting for a retry, earliest order date first, each with why.
     Due {
         /// The shop's shop_identifier.
+        /// The shop_identifier.
         #[arg(long)]
         shop: String,
         /// Look at this RFC 3339 time instead of now (what will be due by then).
@@ -368,15 +370,18 @@ pub enum TokenCommand {
     },
     /// List a shop's tokens (never the tokens themselves: their first characters only).
     List {
+        /// The shop_identifier.
         #[arg(long)]
         shop: String,
     },
-    /// Revoke a token by its id (from `token list`); it is refused from then on.
+    /// Revoke a token by its id or its prefix (both from `token list`); it is refused from
+    /// then on.
     Revoke {
+        /// The shop_identifier.
         #[arg(long)]
         shop: String,
-        /// The token's id.
-        id: i64,
+        /// The token's id (`3`), or its prefix as `token list` shows it (`mct_a9503949`).
+        token: String,
     },
 }
 
@@ -385,6 +390,7 @@ pub enum SecretCommand {
     /// Replace a shop's shared secret with a new random one and print it once. For `connector`
     /// the old secret stays valid (X-Compatible-HMAC) for 24 hours.
     Rotate {
+        /// The shop_identifier.
         #[arg(long)]
         shop: String,
         /// Which secret: connector or checkout_integration.
@@ -415,10 +421,22 @@ pub enum StaffCommand {
         /// The shop_identifier.
         #[arg(long)]
         shop: String,
+        /// The staff member's email: they sign in with it.
         #[arg(long)]
         email: String,
         /// Read the password from standard input instead of generating one.
         #[arg(long)]
         password_stdin: bool,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every command and flag says what it does (`help_expected`).
+    #[test]
+    fn every_flag_has_help() {
+        super::Cli::command().debug_assert();
+    }
 }

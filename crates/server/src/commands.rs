@@ -43,6 +43,7 @@ use crate::http::{self, ServeOptions, state::AppState};
 use crate::runtime::checkout::CheckoutConfig;
 use crate::runtime::jobs::JobRunnerConfig;
 use crate::runtime::{BackgroundConfig, SchedulerConfig, Workers};
+use crate::table::Table;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CommandError {
@@ -165,10 +166,15 @@ fn events_command(store: &Store, command: EventsCommand) -> Result<(), CommandEr
                 eprintln!("No event is set aside.");
                 return Ok(());
             }
-            println!(
-                "{:<8}  {:<32}  {:<17}  {:<24}  {:<8}  {:<24}  ERROR",
-                "ID", "SHOP_IDENTIFIER", "EVENT", "PLATFORM_ID", "ATTEMPTS", "FAILED_AT"
-            );
+            let mut table = Table::new(&[
+                "ID",
+                "SHOP_IDENTIFIER",
+                "EVENT",
+                "PLATFORM_ID",
+                "ATTEMPTS",
+                "FAILED_AT",
+                "ERROR",
+            ]);
             for failed in failed {
                 let shop = shops
                     .iter()
@@ -176,17 +182,17 @@ fn events_command(store: &Store, command: EventsCommand) -> Result<(), CommandEr
                     .map_or("?", |shop| shop.identifier.as_str());
                 // Platform ids and errors come from outside: escaped, so a control character
                 // cannot rewrite the operator's terminal.
-                println!(
-                    "{:<8}  {:<32}  {:<17}  {:<24}  {:<8}  {:<24}  {}",
-                    failed.id,
-                    shop,
+                table.row(vec![
+                    failed.id.to_string(),
+                    shop.to_string(),
                     format!("{} {}", failed.kind, failed.action),
                     failed.platform_id.escape_debug().to_string(),
-                    failed.attempts,
+                    failed.attempts.to_string(),
                     failed.failed_at.to_rfc3339_seconds(),
-                    failed.error.escape_debug()
-                );
+                    failed.error.escape_debug().to_string(),
+                ]);
             }
+            table.print();
         }
         EventsCommand::Retry(args) => {
             let ids = (!args.all).then_some(args.ids.as_slice());
@@ -218,18 +224,22 @@ fn jobs_command(store: &Store, command: JobsCommand) -> Result<(), CommandError>
                 eprintln!("No job (a done job is deleted).");
                 return Ok(());
             }
-            println!(
-                "{:<8}  {:<16}  {:<9}  {:<8}  {:<20}  {:<28}  LAST_ERROR",
-                "ID", "KIND", "STATE", "ATTEMPTS", "RUN_AT", "KEY"
-            );
+            let mut table = Table::new(&[
+                "ID",
+                "KIND",
+                "STATE",
+                "ATTEMPTS",
+                "RUN_AT",
+                "KEY",
+                "LAST_ERROR",
+            ]);
             for job in jobs {
                 // Errors carry remote text (a connector's answer): escaped, so a control
                 // character cannot rewrite the operator's terminal; kinds and keys too.
-                println!(
-                    "{:<8}  {:<16}  {:<9}  {:<8}  {:<20}  {:<28}  {}",
-                    job.id,
+                table.row(vec![
+                    job.id.to_string(),
                     job.kind.escape_debug().to_string(),
-                    job.state.as_str(),
+                    job.state.as_str().to_string(),
                     format!("{}/{}", job.attempts, job.max_attempts),
                     job.run_at.to_rfc3339_seconds(),
                     job.unique_key
@@ -237,9 +247,14 @@ fn jobs_command(store: &Store, command: JobsCommand) -> Result<(), CommandError>
                         .unwrap_or("-")
                         .escape_debug()
                         .to_string(),
-                    job.last_error.as_deref().unwrap_or("").escape_debug()
-                );
+                    job.last_error
+                        .as_deref()
+                        .unwrap_or("")
+                        .escape_debug()
+                        .to_string(),
+                ]);
             }
+            table.print();
         }
         JobsCommand::Retry(args) => {
             let ids = (!args.all).then_some(args.ids.as_slice());
@@ -300,19 +315,25 @@ fn shop_command(store: &Store, command: ShopCommand) -> Result<(), CommandError>
         }
         ShopCommand::List => {
             let shops = store.read(|tx| Ok(tx.list_shops()?))?;
-            println!(
-                "{:<32}  {:<10}  {:<24}  DOMAIN",
-                "SHOP_IDENTIFIER", "PLATFORM", "CREATED"
-            );
+            let mut table = Table::new(&[
+                "SHOP_IDENTIFIER",
+                "PLATFORM",
+                "TIMEZONE",
+                "CURRENCY",
+                "CREATED",
+                "DOMAIN",
+            ]);
             for shop in shops {
-                println!(
-                    "{:<32}  {:<10}  {:<24}  {}",
-                    shop.identifier.as_str(),
+                table.row(vec![
+                    shop.identifier.as_str().to_string(),
                     shop.platform_type,
-                    shop.created_at.to_rfc3339(),
-                    shop.shop_domain
-                );
+                    shop.timezone,
+                    shop.currency,
+                    shop.created_at.to_rfc3339_seconds(),
+                    shop.shop_domain,
+                ]);
             }
+            table.print();
             Ok(())
         }
         ShopCommand::Update(args) => {
@@ -395,10 +416,7 @@ fn subscriptions_command(store: &Store, command: SubscriptionsCommand) -> Result
                 );
                 return Ok(());
             }
-            println!(
-                "{:<12}  {:<10}  {:<20}  {:<36}  WHY",
-                "SUBSCRIPTION", "STATUS", "NEXT_ORDER", "LOCAL"
-            );
+            let mut table = Table::new(&["SUBSCRIPTION", "STATUS", "NEXT_ORDER", "LOCAL", "WHY"]);
             for entry in entries {
                 let why = match &entry.reason {
                     DueReason::Starts => {
@@ -434,16 +452,17 @@ fn subscriptions_command(store: &Store, command: SubscriptionsCommand) -> Result
                             .unwrap_or_default()
                     ),
                 };
-                println!(
-                    "{:<12}  {:<10}  {:<20}  {:<36}  {why}",
-                    entry.subscription_id,
-                    entry.status.as_str(),
+                table.row(vec![
+                    entry.subscription_id.to_string(),
+                    entry.status.as_str().to_string(),
                     entry
                         .next_order_datetime
                         .map_or_else(|| "-".to_string(), |at| at.to_rfc3339_seconds()),
-                    entry.local_order_time.as_deref().unwrap_or("-"),
-                );
+                    entry.local_order_time.as_deref().unwrap_or("-").to_string(),
+                    why,
+                ]);
             }
+            table.print();
         }
     }
     Ok(())
@@ -477,28 +496,27 @@ fn token_command(store: &Store, command: TokenCommand) -> Result<(), CommandErro
         }
         TokenCommand::List { shop } => {
             let (_, tokens) = store.read(|tx| list_tokens(tx, &shop))?;
-            println!(
-                "{:>5}  {:<16}  {:<12}  {:<6}  {:<24}  {:<24}  SCOPES",
-                "ID", "NAME", "PREFIX", "SOURCE", "CREATED", "REVOKED"
-            );
+            let mut table = Table::new(&[
+                "ID", "NAME", "PREFIX", "SOURCE", "CREATED", "REVOKED", "SCOPES",
+            ]);
             for token in tokens {
-                println!(
-                    "{:>5}  {:<16}  {:<12}  {:<6}  {:<24}  {:<24}  {}",
-                    token.id,
-                    token.name,
+                table.row(vec![
+                    token.id.to_string(),
+                    token.name.escape_debug().to_string(),
                     token.token_prefix,
-                    token.source.as_str(),
-                    token.created_at.to_rfc3339(),
+                    token.source.as_str().to_string(),
+                    token.created_at.to_rfc3339_seconds(),
                     token
                         .revoked_at
-                        .map_or_else(|| "-".to_string(), |t| t.to_rfc3339()),
-                    token.scopes
-                );
+                        .map_or_else(|| "-".to_string(), |t| t.to_rfc3339_seconds()),
+                    token.scopes.to_string(),
+                ]);
             }
+            table.print();
             Ok(())
         }
-        TokenCommand::Revoke { shop, id } => {
-            store.write(|tx| revoke_token(tx, &shop, id, now()))?;
+        TokenCommand::Revoke { shop, token } => {
+            let id = store.write(|tx| revoke_token(tx, &shop, &token, now()))?;
             eprintln!("Revoked token {id}.");
             Ok(())
         }
@@ -696,10 +714,12 @@ fn serve(url: &DatabaseUrl, args: ServeArgs) -> Result<(), CommandError> {
         .map_err(|error| {
             CommandError::Usage(format!("cannot install the metrics recorder: {error}"))
         })?;
-    let (state, services, demo) = start_services(url, &args, metrics)?;
     let serve_options = serve_options(&args);
+    // Listen first: demo credentials are made only once they can be used.
+    let listeners = http::listen(&serve_options.bind)?;
+    let (state, services, demo) = start_services(url, &args, metrics)?;
     actix_web::rt::System::new().block_on(async move {
-        let server = http::bind(state, &serve_options)?;
+        let server = http::bind(state, listeners, &serve_options)?;
         let base = server
             .addresses
             .first()

@@ -41,12 +41,13 @@ impl EmbeddedServer {
         let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
             .build_recorder()
             .handle();
-        let (state, services, demo) = commands::start_services(&url, &args, metrics)?;
         let options = commands::serve_options(&args);
+        let listeners = http::listen(&options.bind)?;
+        let (state, services, demo) = commands::start_services(&url, &args, metrics)?;
         let (bound_tx, bound_rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("mercer-embedded".to_string())
-            .spawn(move || run(state, services, &options, bound_tx))?;
+            .spawn(move || run(state, services, listeners, &options, bound_tx))?;
         let (base_url, handle) = bound_rx
             .recv()
             .map_err(|_| CommandError::Usage("the embedded server did not start".to_string()))??;
@@ -65,11 +66,12 @@ type Bound = Result<(String, actix_web::dev::ServerHandle), CommandError>;
 fn run(
     state: http::state::AppState,
     services: Services,
+    listeners: Vec<std::net::TcpListener>,
     options: &http::ServeOptions,
     bound: mpsc::Sender<Bound>,
 ) {
     let served = actix_web::rt::System::new().block_on(async move {
-        let server = match http::bind(state, options) {
+        let server = match http::bind(state, listeners, options) {
             Ok(server) => server,
             Err(error) => {
                 let _ = bound.send(Err(error.into()));

@@ -7,3 +7,4 @@ pub mod commands;
 pub mod embedded;
 pub mod http;
 pub mod runtime;
+pub mod table;

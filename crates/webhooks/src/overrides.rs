@@ -99,8 +99,7 @@ impl OverrideCaller for HttpOverrideCaller {
                 "the answer is larger than 1 MiB".to_string(),
             ));
         }
-        OverrideAnswer::parse(request.override_type, &body)
-            .map_err(|why| OverrideFailure::Failed(format!("wrong answer: {why}")))
+        OverrideAnswer::parse(request.override_type, &body).map_err(OverrideFailure::WrongAnswer)
     }
 }
 

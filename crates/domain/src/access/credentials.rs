@@ -277,16 +277,44 @@ pub fn list_tokens(
     Ok((shop, tokens))
 }
 
-/// Revokes one of the shop's tokens; from then on it is refused with 401.
+/// Revokes one of the shop's tokens; from then on it is refused with 401. `which` is the
+/// token's id, or the prefix `token list` shows (the whole token is read as its prefix too).
+/// Answers the id revoked.
 pub fn revoke_token(
     tx: &mut dyn AccessRepositories,
     shop_identifier: &str,
-    token_id: i64,
+    which: &str,
     now: Timestamp,
-) -> Result<(), DomainError> {
+) -> Result<i64, DomainError> {
     let shop = find_shop(tx, shop_identifier)?;
+    let which = which.trim();
+    let token_id = match which.parse::<i64>() {
+        Ok(id) => id,
+        Err(_) => {
+            let matching: Vec<i64> = tx
+                .tokens_of_shop(shop.id)?
+                .into_iter()
+                .filter(|token| token.revoked_at.is_none())
+                .filter(|token| which.starts_with(&token.token_prefix))
+                .map(|token| token.id)
+                .collect();
+            match matching[..] {
+                [id] => id,
+                [] => return Err(DomainError::not_found("token")),
+                _ => {
+                    return Err(DomainError::Conflict {
+                        code: "token.ambiguous",
+                        message: format!(
+                            "{} tokens begin with {which}: revoke by id (token list)",
+                            matching.len()
+                        ),
+                    });
+                }
+            }
+        }
+    };
     if tx.revoke_token(shop.id, token_id, now)? {
-        Ok(())
+        Ok(token_id)
     } else {
         Err(DomainError::not_found("token"))
     }
@@ -379,9 +407,9 @@ mod tests {
         let empty = db.write(|tx| create_token(tx, id, "x", " ", TokenSource::Cli, now));
         assert!(matches!(empty, Err(DomainError::Invalid(_))));
 
-        db.write(|tx| revoke_token(tx, id, created.token.id, now))
-            .unwrap();
-        let again = db.write(|tx| revoke_token(tx, id, created.token.id, now));
+        let by_id = created.token.id.to_string();
+        db.write(|tx| revoke_token(tx, id, &by_id, now)).unwrap();
+        let again = db.write(|tx| revoke_token(tx, id, &by_id, now));
         assert!(matches!(
             again,
             Err(DomainError::NotFound { resource: "token" })
@@ -389,6 +417,20 @@ mod tests {
         let (_, tokens) = db.read(|tx| list_tokens(tx, id)).unwrap();
         assert_eq!(tokens.len(), 1);
         assert_eq!(tokens[0].revoked_at, Some(now));
+        // By the prefix `token list` shows, or the whole token.
+        for which in [Some(SHOWN_PREFIX_LEN), None] {
+            let made = db
+                .write(|tx| create_token(tx, id, "x", "read_orders", TokenSource::Cli, now))
+                .unwrap();
+            let token = made.secret.expose();
+            let given = which.map_or(token, |len| &token[..len]);
+            let revoked = db.write(|tx| revoke_token(tx, id, given, now)).unwrap();
+            assert_eq!(revoked, made.token.id);
+        }
+        assert!(matches!(
+            db.write(|tx| revoke_token(tx, id, "mct_nothing", now)),
+            Err(DomainError::NotFound { resource: "token" })
+        ));
     }
 
     #[test]

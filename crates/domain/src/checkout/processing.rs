@@ -23,7 +23,7 @@ use crate::kernel::jobs::{JobFailure, JobPayload, enqueue};
 use crate::kernel::money::{Cents, CurrencyCode};
 use crate::kernel::time::Timestamp;
 use crate::overrides::OverrideDatabase;
-use crate::platform::connector::{ConnectorError, PlatformConnector};
+use crate::platform::connector::PlatformConnector;
 use crate::platform::destinations::{Topic as DestinationTopic, live_target};
 use crate::platform::events::{EntityDocument, EntityKind, OrderFulfilledJob};
 use crate::platform::placement::{self, PlacementError, with_payment_key};
@@ -317,13 +317,7 @@ pub enum Pushed {
 fn transient(error: &PlacementError) -> bool {
     match error {
         PlacementError::Declined { .. } => false,
-        PlacementError::Connector { error, .. } => match error {
-            ConnectorError::Timeout(_) | ConnectorError::Unreachable(_) => true,
-            ConnectorError::Failed { status } => *status >= 500 || matches!(status, 408 | 429),
-            ConnectorError::NotFound
-            | ConnectorError::Malformed(_)
-            | ConnectorError::BadSignature => false,
-        },
+        PlacementError::Connector { error, .. } => error.is_transient(),
     }
 }
 

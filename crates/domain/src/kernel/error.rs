@@ -133,6 +133,8 @@ pub enum DomainError {
         code: &'static str,
         timed_out: bool,
         message: String,
+        /// The field of the remote party's answer that was wrong, when one was.
+        field: Option<String>,
     },
     /// Missing, unknown or revoked credentials.
     #[error("missing or invalid credentials")]

@@ -1,5 +1,6 @@
 //! What every feature uses: errors, the `filter` query language of lists, time and the clock,
-//! the unit-of-work trait features run their transactions through, text limits, the API version
+//! the unit-of-work trait features run their transactions through, lenient readers of remote
+//! answers, text limits, the API version
 //! header, the outbound address rule, the worker wake-up signal and the jobs queue every
 //! feature's background work runs on. The kernel uses no feature.
 
@@ -8,6 +9,7 @@ pub mod error;
 pub mod fields;
 pub mod filter;
 pub mod jobs;
+pub mod lenient;
 pub mod limits;
 pub mod money;
 pub mod outbound;

@@ -15,6 +15,7 @@ use crate::access::credentials::Secret;
 use crate::access::secrets::check_client_secret;
 use crate::access::shop::Shop;
 use crate::kernel::error::{DomainError, FieldError};
+use crate::kernel::lenient;
 use crate::kernel::outbound::{AddressGuard, check_callback_url};
 use crate::kernel::time::Timestamp;
 
@@ -280,12 +281,15 @@ impl OverrideRequest {
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct AddressError {
+    #[serde(deserialize_with = "lenient::text")]
     pub field: String,
+    #[serde(deserialize_with = "lenient::text")]
     pub message: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct AddressValidation {
+    #[serde(deserialize_with = "lenient::boolean")]
     pub valid: bool,
     #[serde(default)]
     pub errors: Vec<AddressError>,
@@ -293,18 +297,23 @@ pub struct AddressValidation {
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct ShippingLine {
-    #[serde(deserialize_with = "string_or_number")]
+    #[serde(deserialize_with = "lenient::text")]
     pub id: String,
+    #[serde(deserialize_with = "lenient::text")]
     pub description: String,
     /// Minor units (cents).
+    #[serde(deserialize_with = "lenient::unsigned")]
     pub amount: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct TaxLine {
+    #[serde(deserialize_with = "lenient::text")]
     pub name: String,
     /// Minor units (cents).
+    #[serde(deserialize_with = "lenient::unsigned")]
     pub amount: u64,
+    #[serde(deserialize_with = "lenient::number")]
     pub rate: f64,
     #[serde(default)]
     pub tag: Option<String>,
@@ -316,6 +325,7 @@ pub struct Discount {
     #[serde(default)]
     pub code: String,
     /// Minor units (cents).
+    #[serde(deserialize_with = "lenient::unsigned")]
     pub amount: u64,
     #[serde(default)]
     pub text: String,
@@ -323,6 +333,7 @@ pub struct Discount {
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct DiscountAnswer {
+    #[serde(deserialize_with = "lenient::boolean")]
     pub valid: bool,
     #[serde(default)]
     pub discount: Option<Discount>,
@@ -330,9 +341,11 @@ pub struct DiscountAnswer {
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct InventoryItem {
+    #[serde(deserialize_with = "lenient::text")]
     pub line_item_key: String,
+    #[serde(deserialize_with = "lenient::boolean")]
     pub available: bool,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::optional_unsigned")]
     pub quantity: Option<u64>,
 }
 
@@ -361,31 +374,55 @@ struct InventoryAnswer {
     items: Vec<InventoryItem>,
 }
 
-fn string_or_number<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
-    match Value::deserialize(deserializer)? {
-        Value::String(text) => Ok(text),
-        Value::Number(number) => Ok(number.to_string()),
-        other => Err(serde::de::Error::custom(format!(
-            "expected a string or a number, found {other}"
-        ))),
+/// What is wrong with an override's answer: the field of the answer (`taxes[0].rate`), when
+/// one is to blame, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrongAnswer {
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl WrongAnswer {
+    fn at(field: &str, message: &str) -> Self {
+        WrongAnswer {
+            field: Some(field.to_string()),
+            message: message.to_string(),
+        }
     }
 }
 
-fn parse_as<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, String> {
+impl std::fmt::Display for WrongAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.field {
+            Some(field) => write!(f, "{field}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+fn parse_as<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, WrongAnswer> {
     let mut deserializer = serde_json::Deserializer::from_slice(body);
     serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
         let path = error.path().to_string();
-        if path == "." {
-            error.inner().to_string()
-        } else {
-            format!("{path}: {}", error.inner())
-        }
+        let message = error.inner().to_string();
+        // A missing field is reported at its object, with its name in the message.
+        let missing = message
+            .strip_prefix("missing field `")
+            .and_then(|rest| rest.split('`').next())
+            .map(str::to_string);
+        let field = match (path.as_str(), missing) {
+            (".", None) => None,
+            (".", Some(name)) => Some(name),
+            (_, Some(name)) => Some(format!("{path}.{name}")),
+            (_, None) => Some(path),
+        };
+        WrongAnswer { field, message }
     })
 }
 
 impl OverrideAnswer {
-    /// Checks an answer's body against its type's shape; `Err` says what is wrong.
-    pub fn parse(override_type: OverrideType, body: &[u8]) -> Result<OverrideAnswer, String> {
+    /// Checks an answer's body against its type's shape; `Err` names the field that is wrong.
+    pub fn parse(override_type: OverrideType, body: &[u8]) -> Result<OverrideAnswer, WrongAnswer> {
         let answer = match override_type {
             OverrideType::AddressValidate => OverrideAnswer::AddressValidate(parse_as(body)?),
             OverrideType::Shipping => {
@@ -395,7 +432,10 @@ impl OverrideAnswer {
             OverrideType::Discount => {
                 let answer: DiscountAnswer = parse_as(body)?;
                 if answer.valid && answer.discount.is_none() {
-                    return Err("discount: a valid discount must say what it is".to_string());
+                    return Err(WrongAnswer::at(
+                        "discount",
+                        "a valid discount must say what it is",
+                    ));
                 }
                 OverrideAnswer::Discount(answer)
             }
@@ -404,11 +444,12 @@ impl OverrideAnswer {
             }
         };
         if let OverrideAnswer::Tax(taxes) = &answer
-            && let Some(bad) = taxes
-                .iter()
-                .position(|tax| !tax.rate.is_finite() || tax.rate < 0.0)
+            && let Some(bad) = taxes.iter().position(|tax| tax.rate < 0.0)
         {
-            return Err(format!("taxes[{bad}].rate: must be a number of at least 0"));
+            return Err(WrongAnswer::at(
+                &format!("taxes[{bad}].rate"),
+                "must be a number of at least 0",
+            ));
         }
         Ok(answer)
     }
@@ -419,21 +460,28 @@ impl OverrideAnswer {
 pub enum OverrideFailure {
     /// No answer within the time limit (5 s).
     TimedOut,
-    /// Refused, unreachable, a non-2xx status, or an answer of the wrong shape.
+    /// Refused, unreachable, or a non-2xx status.
     Failed(String),
+    /// An answer of the wrong shape.
+    WrongAnswer(WrongAnswer),
 }
 
 impl From<OverrideFailure> for DomainError {
     fn from(failure: OverrideFailure) -> Self {
-        let message = match failure {
-            OverrideFailure::TimedOut => "the override did not answer in time".to_string(),
-            OverrideFailure::Failed(why) => format!("the override failed: {why}"),
+        let (field, message) = match failure {
+            OverrideFailure::TimedOut => (None, "the override did not answer in time".to_string()),
+            OverrideFailure::Failed(why) => (None, format!("the override failed: {why}")),
+            OverrideFailure::WrongAnswer(wrong) => (
+                wrong.field.clone(),
+                format!("the override answered wrongly: {wrong}"),
+            ),
         };
         DomainError::Remote {
             code: "override.failed",
             // The contract answers 502 for a slow override too.
             timed_out: false,
             message,
+            field,
         }
     }
 }
@@ -513,14 +561,21 @@ mod tests {
                 amount: 500
             }]))
         );
+        let field = |kind, body: &[u8]| OverrideAnswer::parse(kind, body).unwrap_err().field;
         let wrong = br#"{"shipping_lines":[{"id":"a","description":"Ground","amount":-5}]}"#;
-        let why = OverrideAnswer::parse(OverrideType::Shipping, wrong).unwrap_err();
-        assert!(why.starts_with("shipping_lines[0].amount"), "{why}");
-        assert!(OverrideAnswer::parse(OverrideType::Tax, b"not json").is_err());
-        assert!(
-            OverrideAnswer::parse(OverrideType::Discount, br#"{"valid":true}"#)
-                .unwrap_err()
-                .contains("discount")
+        assert_eq!(
+            field(OverrideType::Shipping, wrong).as_deref(),
+            Some("shipping_lines[0].amount")
+        );
+        let missing = br#"{"shipping_lines":[{"id":"a","amount":5}]}"#;
+        assert_eq!(
+            field(OverrideType::Shipping, missing).as_deref(),
+            Some("shipping_lines[0].description")
+        );
+        assert_eq!(field(OverrideType::Tax, b"not json"), None);
+        assert_eq!(
+            field(OverrideType::Discount, br#"{"valid":true}"#).as_deref(),
+            Some("discount")
         );
         assert_eq!(
             OverrideAnswer::parse(OverrideType::Discount, br#"{"valid":false}"#),
@@ -530,11 +585,56 @@ mod tests {
             }))
         );
         let taxes = br#"{"taxes":[{"name":"VAT","amount":100,"rate":-0.2}]}"#;
-        assert!(OverrideAnswer::parse(OverrideType::Tax, taxes).is_err());
+        assert_eq!(
+            field(OverrideType::Tax, taxes).as_deref(),
+            Some("taxes[0].rate")
+        );
         let items = br#"{"items":[{"line_item_key":"k1","available":true,"quantity":3}]}"#;
         assert!(OverrideAnswer::parse(OverrideType::Inventory, items).is_ok());
         let address = br#"{"valid":false,"errors":[{"field":"zip","message":"unknown"}]}"#;
         assert!(OverrideAnswer::parse(OverrideType::AddressValidate, address).is_ok());
+    }
+
+    #[test]
+    fn numbers_and_booleans_given_as_text_are_read() {
+        // As an override server in PHP or Ruby writes them.
+        let taxes = br#"{"taxes":[{"name":"GST","amount":"125","rate":"0.05"}]}"#;
+        assert_eq!(
+            OverrideAnswer::parse(OverrideType::Tax, taxes),
+            Ok(OverrideAnswer::Tax(vec![TaxLine {
+                name: "GST".to_string(),
+                amount: 125,
+                rate: 0.05,
+                tag: None
+            }]))
+        );
+        let discount =
+            br#"{"valid":"true","discount":{"code":"TEN","amount":"1000","text":"10 off"}}"#;
+        assert!(matches!(
+            OverrideAnswer::parse(OverrideType::Discount, discount),
+            Ok(OverrideAnswer::Discount(DiscountAnswer {
+                valid: true,
+                discount: Some(Discount { amount: 1000, .. })
+            }))
+        ));
+        let items = br#"{"items":[{"line_item_key":"k1","available":"false","quantity":"0"}]}"#;
+        assert_eq!(
+            OverrideAnswer::parse(OverrideType::Inventory, items),
+            Ok(OverrideAnswer::Inventory(vec![InventoryItem {
+                line_item_key: "k1".to_string(),
+                available: false,
+                quantity: Some(0)
+            }]))
+        );
+        let wrong = br#"{"taxes":[{"name":"GST","amount":"12.5","rate":"0.05"}]}"#;
+        let error = DomainError::from(OverrideFailure::WrongAnswer(
+            OverrideAnswer::parse(OverrideType::Tax, wrong).unwrap_err(),
+        ));
+        assert!(matches!(
+            error,
+            DomainError::Remote { code: "override.failed", field: Some(ref field), .. }
+                if field == "taxes[0].amount"
+        ));
     }
 
     struct AllowAll;

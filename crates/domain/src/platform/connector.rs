@@ -49,6 +49,10 @@ pub enum ConnectorError {
     /// payload says which, for logs and tests, never in the error's text.
     #[error("the connector could not be reached")]
     Unreachable(String),
+    /// The address guard refused the call: the destination leads into Mercer's own network
+    /// (told as unreachable, since the text reaches API clients). Trying again will not help.
+    #[error("the connector could not be reached")]
+    Refused(String),
     #[error("the connector's answer is malformed: {0}")]
     Malformed(String),
     #[error("the connector's X-HMAC answer does not match the shop's secret")]
@@ -62,6 +66,7 @@ impl ConnectorError {
             ConnectorError::Timeout(_) | ConnectorError::Unreachable(_) => true,
             ConnectorError::Failed { status } => *status >= 500 || *status == 429 || *status == 408,
             ConnectorError::NotFound
+            | ConnectorError::Refused(_)
             | ConnectorError::Malformed(_)
             | ConnectorError::BadSignature => false,
         }
@@ -73,6 +78,7 @@ impl ConnectorError {
             code,
             timed_out: matches!(self, ConnectorError::Timeout(_)),
             message: self.to_string(),
+            field: None,
         }
     }
 }

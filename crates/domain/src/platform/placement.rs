@@ -67,7 +67,9 @@ impl PlacementError {
             PlacementError::Declined { .. } => "payment_declined",
             PlacementError::Connector { error, .. } => match error {
                 ConnectorError::Timeout(_) => "connector_timeout",
-                ConnectorError::Unreachable(_) => "connector_unreachable",
+                ConnectorError::Unreachable(_) | ConnectorError::Refused(_) => {
+                    "connector_unreachable"
+                }
                 ConnectorError::NotFound => "connector_not_found",
                 ConnectorError::Failed { .. } => "connector_failed",
                 ConnectorError::Malformed(_) | ConnectorError::BadSignature => {

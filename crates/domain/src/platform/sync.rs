@@ -170,9 +170,39 @@ enum Pulled {
     Ended,
 }
 
+/// Why pulling pages stopped short.
+#[derive(Debug)]
+enum PullError {
+    /// May go through later: a storage error, or a connector that failed for now (5xx, 429,
+    /// 408, a timeout, nothing listening).
+    Transient(String),
+    /// Will not: a 404, a malformed answer, a cursor that goes nowhere, a deleted destination.
+    Fatal(String),
+}
+
+impl From<DomainError> for PullError {
+    fn from(error: DomainError) -> Self {
+        match error {
+            DomainError::Storage(error) => PullError::Transient(error.to_string()),
+            other => PullError::Fatal(other.to_string()),
+        }
+    }
+}
+
+impl From<ConnectorError> for PullError {
+    fn from(error: ConnectorError) -> Self {
+        if error.is_transient() {
+            PullError::Transient(error.to_string())
+        } else {
+            PullError::Fatal(error.to_string())
+        }
+    }
+}
+
 /// Runs a sync's job: pulls the pages from where the run stopped (its stored cursor) to the
-/// last. A connector error ends the run as failed; a storage error fails the job's attempt,
-/// tried again from the stored cursor, and ends the run on the job's last attempt.
+/// last. A transient failure (storage, or a connector failing for now) fails the job's
+/// attempt, tried again with backoff from the stored cursor, and ends the run as failed on the
+/// job's last attempt; any other connector error ends it at once.
 pub fn run_sync_job(
     db: &impl PlatformDatabase,
     connector: &dyn PlatformConnector,
@@ -200,10 +230,17 @@ pub fn run_sync_job(
         }
         Ok(Pulled::Ended) => return Ok(JobOutcome::Done),
         Ok(Pulled::Stopped) => return Ok(JobOutcome::Interrupted),
-        Err(DomainError::Storage(error)) if !job.is_last_attempt() => {
-            return Err(JobFailure::retry(error.to_string()));
+        Err(PullError::Transient(error)) if !job.is_last_attempt() => {
+            log::warn!(
+                target: "mercer::sync",
+                "{} sync {} of shop {}: {error}; tried again from its cursor",
+                run.topic.as_str(),
+                run.id,
+                run.shop_id
+            );
+            return Err(JobFailure::retry(error));
         }
-        Err(error) => error.to_string(),
+        Err(PullError::Transient(error) | PullError::Fatal(error)) => error,
     };
     db.write_tx(|tx| Ok(tx.finish_sync(run.id, SyncStatus::Failed, Some(&error), clock.now())?))?;
     log_end(db, run.id);
@@ -303,8 +340,7 @@ fn pull_pages(
     shop: &Shop,
     run: &SyncRun,
     control: &dyn JobControl,
-) -> Result<Pulled, DomainError> {
-    let failed = |error: ConnectorError| error.into_domain("connector.failed");
+) -> Result<Pulled, PullError> {
     let mut cursor: Option<String> = run.next_cursor.clone();
     loop {
         if control.should_stop() {
@@ -329,14 +365,11 @@ fn pull_pages(
             run.topic,
             cursor.as_deref(),
             now,
-        )
-        .map_err(failed)?;
+        )?;
         if next.is_some() && next == cursor {
-            return Err(DomainError::Remote {
-                code: "connector.failed",
-                timed_out: false,
-                message: "the connector returned the same cursor twice".to_string(),
-            });
+            return Err(PullError::Fatal(
+                "the connector returned the same cursor twice".to_string(),
+            ));
         }
         // The page's events, the run's counters and the next cursor in one transaction (the
         // last page ends the run in it too): a run taken up again after a crash neither skips

@@ -269,6 +269,7 @@ impl From<DomainError> for ApiError {
                 code,
                 timed_out,
                 message,
+                field,
             } => {
                 let status = if timed_out {
                     StatusCode::GATEWAY_TIMEOUT
@@ -276,13 +277,17 @@ impl From<DomainError> for ApiError {
                     StatusCode::BAD_GATEWAY
                 };
                 let cause = format!("remote party failed ({code}): {message}");
-                ApiError::new(
+                let error = ApiError::new(
                     status,
                     code,
                     if timed_out { "timeout" } else { "remote" },
                     message,
                 )
-                .with_cause(cause)
+                .with_cause(cause);
+                match field {
+                    Some(field) => error.with_field(field),
+                    None => error,
+                }
             }
             DomainError::Unauthenticated => ApiError::new(
                 StatusCode::UNAUTHORIZED,

@@ -70,10 +70,23 @@ pub struct BoundServer {
     pub addresses: Vec<SocketAddr>,
 }
 
-/// Binds the server. It is actix-web's `HttpServer` assembled by hand, with its settings, so that
-/// connections go through `transport::ContractStream` (the contract's body on actix-http's bare
-/// parse-error answers).
-pub fn bind(state: AppState, options: &ServeOptions) -> std::io::Result<BoundServer> {
+/// Listens on `address` (every address it resolves to). `serve` does this first, before it
+/// touches the database: a port that is taken stops it before anything is created, with an
+/// error naming the address.
+pub fn listen(address: &str) -> std::io::Result<Vec<std::net::TcpListener>> {
+    transport::listeners(address).map_err(|error| {
+        std::io::Error::new(error.kind(), format!("cannot listen on {address}: {error}"))
+    })
+}
+
+/// Serves on `listeners` (from [`listen`]). It is actix-web's `HttpServer` assembled by hand,
+/// with its settings, so that connections go through `transport::ContractStream` (the
+/// contract's body on actix-http's bare parse-error answers).
+pub fn bind(
+    state: AppState,
+    listeners: Vec<std::net::TcpListener>,
+    options: &ServeOptions,
+) -> std::io::Result<BoundServer> {
     let state = web::Data::new(state);
     let mut builder = actix_server::Server::build()
         // Signals are ours (see `BoundServer::run`): actix would stop at once on SIGINT.
@@ -87,7 +100,7 @@ pub fn bind(state: AppState, options: &ServeOptions) -> std::io::Result<BoundSer
         .workers(workers)
         .max_concurrent_connections(options.max_connections.div_ceil(workers.max(1)));
     let mut addresses = Vec::new();
-    for listener in transport::listeners(&options.bind)? {
+    for listener in listeners {
         let address = listener.local_addr()?;
         // Lets idle keep-alive connections close when a graceful stop begins.
         let stopping = builder.graceful_shutdown_signal();
