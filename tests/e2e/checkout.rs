@@ -122,7 +122,7 @@ pub(crate) fn set_up(
         json!({"platform_id": "prd-coffee", "name": "Coffee", "vendor": "Roaster",
             "variants": [
                 {"platform_id": "var-coffee", "name": "Coffee 1kg", "sku": "COF-1KG",
-                 "price": "12.50", "require_shipping": true},
+                 "barcode": "0012345678905", "price": "12.50", "require_shipping": true},
                 {"platform_id": "var-card", "name": "Gift card", "sku": "GC-25",
                  "price": "25.00", "require_shipping": false}]}),
     )
@@ -632,6 +632,27 @@ fn an_abandoned_checkout_is_reported_once(backend: Backend) {
         json!({"abandoned_cart_emails": true, "gift_cards_enabled": true,
                "gift_card_skus": ["GC-25"], "flat_shipping_rate": 0})
     );
+    // The shopper is a customer the platform knows.
+    let known = ureq::post(&format!(
+        "{}/admin/shops/{}/customers",
+        sim.base_url, shop.id
+    ))
+    .send_json(json!({"email": "gone@example.test", "first_name": "Gone"}))
+    .unwrap()
+    .into_body()
+    .read_json::<Value>()
+    .unwrap();
+    let platform_customer = known["data"]["platform_id"].as_str().unwrap().to_string();
+    let directory = format!(
+        "/customers/v2/shops/{}/customers/pid/{platform_customer}",
+        shop.id
+    );
+    assert!(wait_until(Duration::from_secs(10), || server
+        .get(&directory)
+        .bearer(&shop.token)
+        .call()
+        .status
+        == 200));
     let abandoned = init(
         &server,
         &shop,
@@ -639,6 +660,19 @@ fn an_abandoned_checkout_is_reported_once(backend: Backend) {
                "customer": {"email_address": "gone@example.test", "first_name": "Gone"}}),
     );
     let abandoned_id = abandoned["public_order_id"].as_str().unwrap().to_string();
+    // An address, the tax and a discount before the shopper leaves.
+    let run = drive(
+        &server.base_url,
+        &shop.id,
+        &abandoned,
+        json!([
+            ["setShippingAddress", address()],
+            ["setBillingAddress", address()],
+            ["setTaxes"],
+            ["addDiscount", "TEN"]
+        ]),
+    );
+    assert_all_answered(&run, &[]);
     // The shop's own emails are on: nothing is sent.
     std::thread::sleep(Duration::from_secs(4));
     assert!(deliveries(&hooks, "order/abandoned", &abandoned_id).is_empty());
@@ -654,10 +688,33 @@ fn an_abandoned_checkout_is_reported_once(backend: Backend) {
         .json(&json!({"flat_shipping_rate": -1}))
         .assert_error(422, "validation.failed");
     let payload = wait_for(&hooks, "order/abandoned", &abandoned_id, &server);
-    assert_eq!(payload["customer"]["email_address"], "gone@example.test");
+    let customer = &payload["customer"];
+    assert_eq!(customer["email_address"], "gone@example.test");
     assert_eq!(
-        payload["line_items"][0]["product_data"]["variant_id"],
-        "var-coffee"
+        customer["platform_id"],
+        json!(platform_customer),
+        "{customer}"
+    );
+    assert_eq!(
+        customer["saved_addresses"].as_array().map(Vec::len),
+        Some(1)
+    );
+    assert_eq!(customer["saved_addresses"][0]["city"], "Ottawa");
+    let line = &payload["line_items"][0];
+    assert_eq!(line["product_data"]["variant_id"], "var-coffee");
+    assert_eq!(line["product_data"]["barcode"], "0012345678905");
+    assert_eq!(
+        (&line["taxes"][0]["name"], &line["taxes"][0]["value"]),
+        (&json!("GST"), &json!(300)),
+        "{line}"
+    );
+    assert_eq!(
+        (
+            &line["discounts"][0]["code"],
+            &line["discounts"][0]["value"]
+        ),
+        (&json!("TEN"), &json!(1000)),
+        "{line}"
     );
     assert!(
         payload["resumable_link"]

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 use crate::access::shop::Shop;
 use crate::checkout::repository::{CheckoutOrder, CheckoutRepositories};
 use crate::checkout::state::{CheckoutLineItem, meta_data_json, product_data};
+use crate::directory::DirectoryRepository;
 use crate::kernel::error::DomainError;
 use crate::kernel::time::Timestamp;
 use crate::webhooks::{WebhookKind, enqueue_all_for_topic, enqueue_for_topic};
@@ -134,22 +135,24 @@ pub fn emit_abandoned(
     let line_items: Vec<Value> = document
         .line_items
         .iter()
-        .map(|item| {
+        .zip(document.line_shares())
+        .map(|(item, shares)| {
             let properties: Vec<Value> = item
                 .properties
                 .iter()
                 .map(|(name, value)| json!({"name": name, "value": value}))
                 .collect();
             json!({
-                "discounts": [],
+                "discounts": shares.discounts_json(),
                 "fees": [],
-                "taxes": [],
+                "taxes": shares.taxes_json(),
                 "product_data": product_data(item, json!(properties), json!(1)),
             })
         })
         .collect();
+    let platform_id = platform_customer_id(tx, shop, document.email())?;
     let payload = json!({
-        "customer": document.customer_json(),
+        "customer": document.customer_json(platform_id.as_deref()),
         "line_items": line_items,
         "order_meta_data": meta_data_json(&document.order_meta_data),
         "public_order_id": order.public_order_id,
@@ -164,6 +167,24 @@ pub fn emit_abandoned(
         now,
     )?;
     Ok(())
+}
+
+/// The platform's id of the shop's customer of `email`, when the directory knows them (a
+/// Customer Saved event or a sync brought them).
+fn platform_customer_id(
+    tx: &mut dyn CheckoutRepositories,
+    shop: &Shop,
+    email: Option<&str>,
+) -> Result<Option<String>, DomainError> {
+    let Some(email) = email else {
+        return Ok(None);
+    };
+    let Some(id) = tx.customer_id_by_email(shop.id, email)? else {
+        return Ok(None);
+    };
+    Ok(DirectoryRepository::directory_customer(tx, shop.id, id)?
+        .filter(|customer| customer.deleted_at.is_none())
+        .and_then(|customer| customer.platform_id))
 }
 
 /// gift_card/created's payload for one card of line item `item`.

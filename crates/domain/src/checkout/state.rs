@@ -52,6 +52,9 @@ pub struct CheckoutLineItem {
     pub title: String,
     pub product_title: String,
     pub sku: String,
+    /// The catalogue variant's barcode; empty when it has none.
+    #[serde(default)]
+    pub barcode: String,
     pub image_url: String,
     pub description: String,
     pub vendor: String,
@@ -237,6 +240,56 @@ impl CheckoutDocument {
             .collect()
     }
 
+    /// Each line item's share of the order's taxes (over the taxable items) and discounts
+    /// (over all items), in proportion to its total; over the lines, the shares add up to the
+    /// order's taxes and discounts exactly.
+    pub fn line_shares(&self) -> Vec<LineShares> {
+        let totals: Vec<i64> = self.line_items.iter().map(|item| item.total().0).collect();
+        let taxable: Vec<i64> = self
+            .line_items
+            .iter()
+            .zip(&totals)
+            .map(|(item, total)| if item.taxable { *total } else { 0 })
+            .collect();
+        let mut shares = vec![LineShares::default(); self.line_items.len()];
+        for tax in &self.taxes {
+            for (line, value) in shares.iter_mut().zip(share_out(tax.value.0, &taxable)) {
+                if value > 0 {
+                    line.taxes.push(CheckoutTax {
+                        value: Cents(value),
+                        ..tax.clone()
+                    });
+                }
+            }
+        }
+        for (discount, taken) in self.discounts.iter().zip(self.discount_values()) {
+            for (line, value) in shares.iter_mut().zip(share_out(taken.0, &totals)) {
+                if value > 0 {
+                    line.discounts.push((discount.clone(), Cents(value)));
+                }
+            }
+        }
+        shares
+    }
+
+    /// The line items as the storefront is shown them, each with its shares.
+    pub fn line_items_json(&self) -> Vec<Value> {
+        self.line_items
+            .iter()
+            .zip(self.line_shares())
+            .map(|(item, shares)| line_item_json(item, &shares))
+            .collect()
+    }
+
+    /// The line item of `key` as the storefront is shown it.
+    pub fn line_item_json_of(&self, key: &str) -> Option<Value> {
+        self.line_items
+            .iter()
+            .zip(self.line_shares())
+            .find(|(item, _)| item.line_item_key == key)
+            .map(|(item, shares)| line_item_json(item, &shares))
+    }
+
     /// The amounts.
     pub fn amounts(&self) -> Amounts {
         let items = sum(self.line_items.iter().map(CheckoutLineItem::total));
@@ -285,12 +338,12 @@ impl CheckoutDocument {
     pub fn application_state(&self, public_order_id: &str) -> Value {
         let amounts = self.amounts();
         json!({
-            "customer": self.customer_json(),
+            "customer": self.customer_json(None),
             "addresses": {
                 "shipping": address_json(self.shipping_address.as_ref()),
                 "billing": address_json(self.billing_address.as_ref()),
             },
-            "line_items": self.line_items.iter().map(line_item_json).collect::<Vec<_>>(),
+            "line_items": self.line_items_json(),
             "shipping": {
                 "selected_shipping": self.selected_shipping.as_ref().map(shipping_line_json),
                 "available_shipping_lines": self
@@ -329,27 +382,45 @@ impl CheckoutDocument {
         })
     }
 
-    pub fn customer_json(&self) -> Value {
+    /// The customer, with the checkout's addresses as `saved_addresses` and the platform's
+    /// id of the customer when it is known.
+    pub fn customer_json(&self, platform_id: Option<&str>) -> Value {
+        let saved = self.saved_addresses_json();
         match &self.customer {
             Some(customer) => json!({
-                "platform_id": null,
+                "platform_id": platform_id,
                 "public_id": customer.public_id,
                 "first_name": customer.first_name,
                 "last_name": customer.last_name,
                 "email_address": customer.email_address,
                 "accepts_marketing": customer.accepts_marketing,
-                "saved_addresses": [],
+                "saved_addresses": saved,
             }),
             None => json!({
-                "platform_id": null,
+                "platform_id": platform_id,
                 "public_id": null,
                 "first_name": "",
                 "last_name": "",
                 "email_address": "",
                 "accepts_marketing": false,
-                "saved_addresses": [],
+                "saved_addresses": saved,
             }),
         }
+    }
+
+    /// The addresses given in this checkout: the shipping one, then the billing one when it
+    /// differs.
+    fn saved_addresses_json(&self) -> Value {
+        let mut saved: Vec<&CheckoutAddress> = Vec::new();
+        for address in [&self.shipping_address, &self.billing_address]
+            .into_iter()
+            .flatten()
+        {
+            if !saved.contains(&address) {
+                saved.push(address);
+            }
+        }
+        json!(saved)
     }
 }
 
@@ -358,12 +429,66 @@ pub fn address_json(address: Option<&CheckoutAddress>) -> Value {
     address.map_or_else(|| json!({}), |address| json!(address))
 }
 
-pub fn line_item_json(item: &CheckoutLineItem) -> Value {
+/// What one line item bears of the order's taxes and discounts (a discount with the value it
+/// takes off the line). A checkout has no fees.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LineShares {
+    pub taxes: Vec<CheckoutTax>,
+    pub discounts: Vec<(CheckoutDiscount, Cents)>,
+}
+
+impl LineShares {
+    pub fn taxes_json(&self) -> Value {
+        Value::Array(self.taxes.iter().map(tax_json).collect())
+    }
+
+    pub fn discounts_json(&self) -> Value {
+        Value::Array(
+            self.discounts
+                .iter()
+                .map(|(discount, value)| discount_json(discount, *value))
+                .collect(),
+        )
+    }
+}
+
+/// `amount` shared out in proportion to `weights`: each share rounded down, and the cents left
+/// over one each to the largest remainders (the first lines on a tie), so the shares add up to
+/// `amount` exactly. All zero when the weights are.
+fn share_out(amount: i64, weights: &[i64]) -> Vec<i64> {
+    let total: i128 = weights.iter().map(|w| i128::from((*w).max(0))).sum();
+    if total == 0 || amount <= 0 {
+        return vec![0; weights.len()];
+    }
+    let exact: Vec<(i64, i128)> = weights
+        .iter()
+        .map(|w| {
+            let scaled = i128::from(amount) * i128::from((*w).max(0));
+            ((scaled / total) as i64, scaled % total)
+        })
+        .collect();
+    let mut shares: Vec<i64> = exact.iter().map(|(share, _)| *share).collect();
+    let mut left = amount - shares.iter().sum::<i64>();
+    let mut order: Vec<usize> = (0..weights.len()).collect();
+    order.sort_by(|a, b| exact[*b].1.cmp(&exact[*a].1).then(a.cmp(b)));
+    for index in order {
+        if left == 0 {
+            break;
+        }
+        if weights[index] > 0 {
+            shares[index] += 1;
+            left -= 1;
+        }
+    }
+    shares
+}
+
+pub fn line_item_json(item: &CheckoutLineItem, shares: &LineShares) -> Value {
     json!({
         "product_data": product_data(item, json!(item.properties), json!(true)),
-        "taxes": [],
+        "taxes": shares.taxes_json(),
         "fees": [],
-        "discounts": [],
+        "discounts": shares.discounts_json(),
     })
 }
 
@@ -382,7 +507,7 @@ pub fn product_data(item: &CheckoutLineItem, properties: Value, visible: Value) 
         "total_price": item.total(),
         "visible": visible,
         "line_item_key": item.line_item_key,
-        "barcode": "",
+        "barcode": item.barcode,
         "compare_at_price": item.compare_at_price,
         "weight": whole_or_fraction(item.weight),
         "weight_unit": item.weight_unit,
@@ -493,6 +618,7 @@ mod tests {
             title: "T".into(),
             product_title: "T".into(),
             sku: "S".into(),
+            barcode: String::new(),
             image_url: String::new(),
             description: String::new(),
             vendor: String::new(),
@@ -568,5 +694,56 @@ mod tests {
         let state = order.application_state("x");
         assert_eq!(state["discounts"][0]["value"], 500, "what it takes off");
         assert_eq!(state["discounts"][1]["value"], 0);
+    }
+
+    #[test]
+    fn taxes_and_discounts_are_shared_out_over_the_line_items_to_the_cent() {
+        let mut order = CheckoutDocument::new("USD", String::new());
+        let mut untaxed = item(100, 1);
+        untaxed.taxable = false;
+        order.line_items = vec![item(1000, 1), item(500, 1), untaxed];
+        order.taxes = vec![CheckoutTax {
+            name: "GST".into(),
+            value: Cents(101),
+            is_included: false,
+        }];
+        order.discounts = vec![CheckoutDiscount {
+            code: "TEN".into(),
+            text: "10 off".into(),
+            value: Cents(1000),
+        }];
+        let shares = order.line_shares();
+        let taxes: Vec<i64> = shares
+            .iter()
+            .map(|line| line.taxes.iter().map(|tax| tax.value.0).sum())
+            .collect();
+        // 101 over 1000 and 500: 67.33 and 33.67, the odd cent to the larger remainder; none
+        // on the untaxed line.
+        assert_eq!(taxes, [67, 34, 0]);
+        let discounts: Vec<i64> = shares
+            .iter()
+            .map(|line| line.discounts.iter().map(|(_, value)| value.0).sum())
+            .collect();
+        assert_eq!(discounts, [625, 313, 62]);
+        assert_eq!(discounts.iter().sum::<i64>(), 1000);
+        let state = order.application_state("x");
+        assert_eq!(state["line_items"][0]["taxes"][0]["name"], "GST");
+        assert_eq!(state["line_items"][1]["discounts"][0]["code"], "TEN");
+        assert_eq!(state["line_items"][2]["taxes"], json!([]));
+    }
+
+    #[test]
+    fn the_customer_shows_the_checkouts_addresses() {
+        let mut order = CheckoutDocument::new("USD", String::new());
+        let home = CheckoutAddress {
+            city: "Ottawa".into(),
+            ..CheckoutAddress::default()
+        };
+        order.shipping_address = Some(home.clone());
+        order.billing_address = Some(home);
+        let customer = order.customer_json(Some("cus_1"));
+        assert_eq!(customer["platform_id"], "cus_1");
+        assert_eq!(customer["saved_addresses"].as_array().unwrap().len(), 1);
+        assert_eq!(customer["saved_addresses"][0]["city"], "Ottawa");
     }
 }

@@ -18,7 +18,7 @@ use crate::checkout::repository::{
 use crate::checkout::state::{
     CheckoutAddress, CheckoutCustomer, CheckoutDiscount, CheckoutDocument, CheckoutLineItem,
     CheckoutPayment, CheckoutShippingLine, CheckoutTax, address_json, item_reference_json,
-    line_item_json, payment_json, shipping_line_json, tax_json,
+    payment_json, shipping_line_json, tax_json,
 };
 use crate::checkout::token;
 use crate::kernel::error::{DomainError, FieldError};
@@ -202,6 +202,7 @@ fn line_item(
             .unwrap_or_else(|| product_title.clone()),
         product_title,
         sku: variant.sku.clone().unwrap_or_default(),
+        barcode: variant.barcode.clone().unwrap_or_default(),
         image_url: found.image_url().unwrap_or_default(),
         description: product.description.clone().unwrap_or_default(),
         vendor: product.vendor.clone().unwrap_or_default(),
@@ -502,7 +503,7 @@ pub fn set_customer<D: CheckoutDatabase>(
             None => new_customer(input.clone()),
         };
         order.document.customer = Some(customer);
-        Ok(json!({"customer": order.document.customer_json()}))
+        Ok(json!({"customer": order.document.customer_json(None)}))
     })
 }
 
@@ -514,7 +515,7 @@ pub fn delete_customer<D: CheckoutDatabase>(
 ) -> Result<Value, DomainError> {
     change(db, call, now, |_, order| {
         order.document.customer = None;
-        Ok(json!({"customer": order.document.customer_json()}))
+        Ok(json!({"customer": order.document.customer_json(None)}))
     })
 }
 
@@ -655,7 +656,7 @@ fn offered_shipping_lines<D: CheckoutDatabase + OverrideDatabase>(
     let document = &order.document;
     let data = json!({
         "shipping_address": address_json(document.shipping_address.as_ref()),
-        "line_items": document.line_items.iter().map(line_item_json).collect::<Vec<_>>(),
+        "line_items": document.line_items_json(),
         "subtotal": document.amounts().items,
         "currency": document.currency,
     });
@@ -755,7 +756,7 @@ fn taxes_of<D: CheckoutDatabase + OverrideDatabase>(
     let data = json!({
         "shipping_address": address_json(document.shipping_address.as_ref()),
         "billing_address": address_json(document.billing_address.as_ref()),
-        "line_items": document.line_items.iter().map(line_item_json).collect::<Vec<_>>(),
+        "line_items": document.line_items_json(),
         "shipping": document.selected_shipping.as_ref().map(shipping_line_json),
         "subtotal": amounts.items,
         "discounts": amounts.discounts,
@@ -813,7 +814,7 @@ pub(crate) fn value_discount<D: CheckoutDatabase + OverrideDatabase>(
     let data = json!({
         "code": code,
         "applied_discounts": applied,
-        "line_items": document.line_items.iter().map(line_item_json).collect::<Vec<_>>(),
+        "line_items": document.line_items_json(),
         "subtotal": document.amounts().items,
         "currency": document.currency,
     });
@@ -1123,12 +1124,7 @@ pub fn add_line_item<D: CheckoutDatabase>(
             None => document.line_items.push(line.clone()),
         }
         forget_prices(document);
-        let key = line.line_item_key.clone();
-        let shown = document
-            .line_items
-            .iter()
-            .find(|existing| existing.line_item_key == key)
-            .map(line_item_json);
+        let shown = document.line_item_json_of(&line.line_item_key);
         Ok(json!({"line_item": shown}))
     })
 }
@@ -1182,8 +1178,8 @@ pub fn set_line_item_quantity<D: CheckoutDatabase>(
             .find(|item| item.line_item_key == key)
             .ok_or_else(|| unknown_line_item(key))?;
         item.quantity = quantity;
-        let shown = line_item_json(item);
         forget_prices(document);
+        let shown = document.line_item_json_of(key).unwrap_or_default();
         Ok(json!({"line_item": shown["product_data"]}))
     })
 }

@@ -375,6 +375,9 @@ model! {
         platform_id: PlatformId,
         name: String,
         sku: String,
+        /// The variant's barcode (GTIN, UPC, EAN), when the platform has one: a Mercer
+        /// extension of seed 000's variant, shown as the checkout's `product_data.barcode`.
+        barcode: String,
         image_url: String,
         inventory_tracking_entity: String,
         inventory_tracking_service: String,

@@ -48,8 +48,8 @@ pub fn subscription_data(subscription: &Subscription) -> Value {
     serde_json::to_value(subscription).unwrap_or_else(|_| json!({}))
 }
 
-/// An amount in the charged currency: `cents × rate`, rounded half away from zero.
-/// An amount in the subscription's base currency, in its charged currency.
+/// An amount of the base currency in the charged currency: `cents × rate`, rounded half away
+/// from zero.
 pub(crate) fn charged(amount: Cents, rate: f64) -> Cents {
     Cents((amount.0 as f64 * rate).round() as i64)
 }
