@@ -793,8 +793,125 @@ fn the_frontend_library_checks_out_with_overrides_answering_in_text(backend: Bac
     );
 }
 
+/// The subscription messages `receiver` got of `topic` (registered at `/sub/{topic}`).
+fn subscription_messages(receiver: &Receiver, topic: &str) -> Vec<Value> {
+    receiver
+        .received()
+        .into_iter()
+        .filter(|r| r.target == format!("/sub/{topic}"))
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect()
+}
+
+/// Subscription topics of a checkout's plans (seed 002 §6): a declined payment is
+/// `subscription_payment_failed` (the initial transaction failed); a payment method whose
+/// expiry the storefront gave reaches the subscription, which the scheduler announces as
+/// expiring like any other.
+fn a_checkouts_plans_send_payment_failed_and_expiring_payment(backend: Backend) {
+    let sim = RunningSimulator::start().unwrap();
+    let (hooks, overrides, subs) = (Receiver::start(), override_server(), Receiver::start());
+    let server = MercerServer::start_with(
+        TestDatabase::create(backend),
+        &[
+            "--allow-private-targets",
+            "--job-lease",
+            "2",
+            "--scheduler-interval-ms",
+            "300",
+        ],
+    );
+    let shop = set_up(&server, &sim, &hooks, &overrides);
+    for topic in [
+        "subscription_payment_failed",
+        "subscription_expiring_payment",
+    ] {
+        let id = crate::subscriptions::TOPICS
+            .iter()
+            .position(|t| *t == topic)
+            .unwrap()
+            + 1;
+        let created = server
+            .post(&format!("/subscriptions/v1/shops/{}/webhooks/subscriptions", shop.id))
+            .bearer(&shop.token)
+            .json(&json!({"webhook_subscription": {"callback_url": format!("{}/sub/{topic}", subs.url),
+                "webhook_topic_id": id, "shared_secret": "subscription-secret"}}));
+        assert_eq!(created.status, 201, "{}", created.text);
+    }
+    let plan = json!({"cart_items": [{"platform_id": "var-coffee", "quantity": 1, "line_item_key": "plan",
+        "line_item_properties": {"order_rrule": "DTSTART:20261101T090000Z\nRRULE:FREQ=MONTHLY"}}]});
+    let paying = |token: &str, extra: Value| {
+        json!([
+            ["addGuestCustomer", "Ada", "Lovelace", "ada@example.test", true],
+            ["setShippingAddress", address()],
+            ["setBillingAddress", address()],
+            ["getShippingLines"],
+            ["changeShippingLine", "0"],
+            ["setTaxes"],
+            ["addPayment", {"gateway_public_id": "test", "token": token, "extra_payment_data": extra}],
+            ["processOrder"]
+        ])
+    };
+    let declined = init(&server, &shop, plan.clone());
+    let run = drive(
+        &server.base_url,
+        &shop.id,
+        &declined,
+        paying("tok_decline", json!({})),
+    );
+    assert!(!run.step("processOrder").success);
+    assert!(
+        wait_until(Duration::from_secs(15), || !subscription_messages(
+            &subs,
+            "subscription_payment_failed"
+        )
+        .is_empty()),
+        "{}",
+        server.log()
+    );
+    let failed = &subscription_messages(&subs, "subscription_payment_failed")[0];
+    assert_eq!(failed["data"]["id"], Value::Null, "{failed}");
+    assert_eq!(failed["data"]["customer"]["email"], "ada@example.test");
+    assert_eq!(
+        failed["order"]["public_order_id"],
+        declined["public_order_id"]
+    );
+    assert_eq!(failed["order"]["failure_code"], "payment_declined");
+
+    // Paid with a card that expires at the end of this month.
+    let month = mercer_domain::Timestamp::now().to_rfc3339()[..7].to_string();
+    let paid = init(&server, &shop, plan);
+    let run = drive(
+        &server.base_url,
+        &shop.id,
+        &paid,
+        paying("tok_success", json!({"expires_at": month})),
+    );
+    assert!(
+        run.step("processOrder").success,
+        "{:?}",
+        run.step("processOrder")
+    );
+    assert!(
+        wait_until(Duration::from_secs(30), || !subscription_messages(
+            &subs,
+            "subscription_expiring_payment"
+        )
+        .is_empty()),
+        "{}",
+        server.log()
+    );
+    let expiring = &subscription_messages(&subs, "subscription_expiring_payment")[0];
+    assert_eq!(
+        expiring["data"]["payment_method_expires_at"],
+        json!(month),
+        "{expiring}"
+    );
+    assert_eq!(expiring["data"]["external_id"], paid["public_order_id"]);
+}
+
 backend_tests!(
     the_frontend_library_runs_a_whole_checkout,
+    a_checkouts_plans_send_payment_failed_and_expiring_payment,
     the_frontend_library_checks_out_with_overrides_answering_in_text,
     an_abandoned_checkout_is_reported_once,
 );

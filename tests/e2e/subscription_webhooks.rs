@@ -486,7 +486,78 @@ fn a_delivery_carries_an_x_svc_signature_the_receiver_verifies(backend: Backend)
     assert_eq!(last.outcome.response.as_deref(), Some("verified"));
 }
 
+/// A Customer Saved event from the platform that renames a customer with a subscription sends
+/// `customer_updated` (seed 002 §6: the customer's name, email or phone changed), with the new
+/// name; one that renames a customer without any sends nothing.
+fn customer_updated_follows_the_platforms_changes(backend: Backend) {
+    let receiver = mercer_tests::receiver::Receiver::start();
+    let server =
+        MercerServer::start_with(TestDatabase::create(backend), &["--allow-private-targets"]);
+    let demo = server.demo().clone();
+    let created = server
+        .post(&subscriptions(&demo.shop))
+        .bearer(&demo.token)
+        .json(&body(json!(2), &receiver.url, SECRET));
+    assert_eq!(created.status, 201, "{}", created.text);
+    let saved = |customer: Value| {
+        let answer = server
+            .post(&format!(
+                "/customers/v1/shops/{}/platforms/custom/webhooks/customers/saved",
+                demo.shop
+            ))
+            .bearer(&demo.token)
+            .json(&json!({"data": {"customer": customer}}));
+        assert_eq!(answer.status, 202, "{}", answer.text);
+    };
+    for (id, email) in [
+        ("cus-ada", "ada@example.test"),
+        ("cus-bob", "bob@example.test"),
+    ] {
+        saved(
+            json!({"platform_id": id, "email": email, "first_name": "First",
+            "platform_updated_at": "2026-11-01T00:00:00Z"}),
+        );
+    }
+    let known = format!("/customers/v2/shops/{}/customers/pid/cus-ada", demo.shop);
+    assert!(wait_until(Duration::from_secs(10), || server
+        .get(&known)
+        .bearer(&demo.token)
+        .call()
+        .status
+        == 200));
+    let subscription = server
+        .post(&format!("/subscriptions/v1/shops/{}/subscriptions", demo.shop))
+        .bearer(&demo.token)
+        .json(&json!({"customer": {"email": "ada@example.test"},
+            "subscription": {"order_rrule": "DTSTART:20300107T090000Z\nRRULE:FREQ=WEEKLY",
+                "line_items": [{"platform_product_id": "p", "platform_variant_id": "v",
+                                "quantity": 1, "price": 100}],
+                "shipping_address": {"street1": "1 Main St", "city": "Ottawa", "country_code": "CA"}}}));
+    assert_eq!(subscription.status, 200, "{}", subscription.text);
+
+    for id in ["cus-bob", "cus-ada"] {
+        saved(json!({"platform_id": id, "first_name": "Augusta",
+            "platform_updated_at": "2026-11-02T00:00:00Z"}));
+    }
+    assert!(
+        wait_until(Duration::from_secs(15), || !receiver.received().is_empty()),
+        "customer_updated is sent: {}",
+        server.log()
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    let received = receiver.received();
+    assert_eq!(received.len(), 1, "only the subscriber's change");
+    let payload: Value = serde_json::from_slice(&received[0].body).unwrap();
+    let text = payload.to_string();
+    assert!(text.contains("customer_updated"), "{text}");
+    assert!(
+        text.contains("\"first_name\":\"Augusta\"") && text.contains("ada@example.test"),
+        "{text}"
+    );
+}
+
 backend_tests!(
+    customer_updated_follows_the_platforms_changes,
     topics_are_listed_in_the_seed_order,
     webhook_subscriptions_are_created_read_updated_and_deleted,
     invalid_bodies_are_422_on_their_paths,

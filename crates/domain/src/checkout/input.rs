@@ -12,6 +12,7 @@ use crate::kernel::error::{DomainError, FieldError};
 use crate::kernel::fields::{Fields, check_email, read_body, type_error};
 use crate::kernel::outbound::AddressGuard;
 use crate::overrides::{OverrideInput, check_input};
+use crate::subscriptions::resources::PaymentExpiry;
 
 /// At most this many line items in one checkout.
 pub const MAX_LINE_ITEMS: usize = 250;
@@ -385,10 +386,15 @@ pub struct PaymentInput {
     pub r#type: String,
     pub display_string: String,
     pub retain: bool,
+    /// The month the payment method expires, `YYYY-MM`, from `extra_payment_data.expires_at`
+    /// (a Mercer reading of the library's free-form field): a subscription the order makes
+    /// carries it, and is announced as expiring like any other.
+    pub expires_at: Option<String>,
 }
 
 /// `addPayment`, `updatePayment`, `deletePayment`: `gateway_public_id` and `token` are
-/// needed (the library's README); `amount`, when given, is cents of at least 1.
+/// needed (the library's README); `amount`, when given, is cents of at least 1;
+/// `extra_payment_data.expires_at`, when given, a month `YYYY-MM`.
 pub fn parse_payment(body: &Value) -> Result<PaymentInput, DomainError> {
     read_body(body, |fields| {
         let gateway = fields.required_text("gateway_public_id");
@@ -409,6 +415,23 @@ pub fn parse_payment(body: &Value) -> Result<PaymentInput, DomainError> {
         let display_string = fields.text("display_string").unwrap_or_default();
         let retain = fields.boolean("retain").unwrap_or(false);
         let id = fields.text("id");
+        let expires_at = match fields.object("extra_payment_data") {
+            Some(mut extra) => {
+                let text = extra.text("expires_at");
+                match text {
+                    Some(text) if PaymentExpiry::parse(text.trim()).is_none() => {
+                        let field = extra.field("expires_at");
+                        let message = format!("{field} must be a year and month such as 2027-03");
+                        extra
+                            .problems
+                            .push(FieldError::new(field, "invalid_value", message));
+                        None
+                    }
+                    other => other.map(|text| text.trim().to_string()),
+                }
+            }
+            None => None,
+        };
         Some(PaymentInput {
             id,
             gateway_public_id: gateway?,
@@ -417,6 +440,7 @@ pub fn parse_payment(body: &Value) -> Result<PaymentInput, DomainError> {
             r#type,
             display_string,
             retain,
+            expires_at,
         })
     })
 }

@@ -103,7 +103,8 @@ fn missing_parts(document: &CheckoutDocument) -> Vec<FieldError> {
 /// the `inventory` override); each discount is valued again (through the `discount` override);
 /// the payments cover the total; the test gateway authorizes each. Then the order is processed
 /// (`order/processed`) and its push to the platform is queued. A declined payment emits
-/// `order/failed` and leaves the order open, without that payment.
+/// `order/failed` (and `subscription_payment_failed` for each subscription plan) and leaves the
+/// order open, without that payment.
 pub fn process_order<D: CheckoutDatabase + OverrideDatabase>(
     context: &CheckoutContext<'_, D>,
     call: &StorefrontCall,
@@ -164,7 +165,8 @@ pub fn process_order<D: CheckoutDatabase + OverrideDatabase>(
             if !tx.save_checkout_order(&order)? {
                 return Err(busy());
             }
-            payloads::emit(tx, &shop, &order, Topic::OrderFailed, shown, now)
+            payloads::emit(tx, &shop, &order, Topic::OrderFailed, shown, now)?;
+            announce_declined_plans(tx, &shop, &order, now)
         })?;
         return Err(DomainError::invalid(
             "payments",
@@ -672,23 +674,7 @@ fn subscriptions(
     order: &CheckoutOrder,
     now: Timestamp,
 ) -> Result<(), DomainError> {
-    let mut plans: Vec<((String, String), Vec<&CheckoutLineItem>)> = Vec::new();
-    for item in &order.document.line_items {
-        let Some(rule) = item.properties.get(ORDER_RRULE_PROPERTY) else {
-            continue;
-        };
-        let group = item
-            .properties
-            .get(SUBSCRIPTION_GROUP_PROPERTY)
-            .cloned()
-            .unwrap_or_default();
-        let plan = (rule.clone(), group);
-        match plans.iter_mut().find(|(key, _)| *key == plan) {
-            Some((_, items)) => items.push(item),
-            None => plans.push((plan, vec![item])),
-        }
-    }
-    for (index, ((rule, group), items)) in plans.into_iter().enumerate() {
+    for (index, ((rule, group), items)) in plans(&order.document).into_iter().enumerate() {
         let placed = order.document.processed_at.unwrap_or(now);
         let body = subscription_body(shop, order, &rule, &group, &items, index, placed);
         let (subscription, created) =
@@ -723,6 +709,75 @@ fn subscriptions(
             SubscriptionTopic::SubscriptionOrderCreated,
             subscription_data(&subscription),
             first_order,
+            now,
+        )?;
+    }
+    Ok(())
+}
+
+/// A plan of an order: its rule and group, and the line items carrying them.
+type Plan<'a> = ((String, String), Vec<&'a CheckoutLineItem>);
+
+/// The order's plans (line items carrying `order_rrule`, grouped by rule and group), in the
+/// order of their first line item.
+fn plans(document: &CheckoutDocument) -> Vec<Plan<'_>> {
+    let mut plans: Vec<Plan<'_>> = Vec::new();
+    for item in &document.line_items {
+        let Some(rule) = item.properties.get(ORDER_RRULE_PROPERTY) else {
+            continue;
+        };
+        let group = item
+            .properties
+            .get(SUBSCRIPTION_GROUP_PROPERTY)
+            .cloned()
+            .unwrap_or_default();
+        let plan = (rule.clone(), group);
+        match plans.iter_mut().find(|(key, _)| *key == plan) {
+            Some((_, items)) => items.push(item),
+            None => plans.push((plan, vec![item])),
+        }
+    }
+    plans
+}
+
+/// `subscription_payment_failed` for each plan of an order whose payment was declined at
+/// Process Order (seed 002 §6: the payment method fails for the initial subscription
+/// transaction). No subscription exists: `data` is the one the plan would make (`id` null,
+/// with its `customer`), and `order` the checkout's, failed with `payment_declined`.
+fn announce_declined_plans(
+    tx: &mut dyn CheckoutRepositories,
+    shop: &Shop,
+    order: &CheckoutOrder,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    for (index, ((rule, group), items)) in plans(&order.document).into_iter().enumerate() {
+        let body = subscription_body(shop, order, &rule, &group, &items, index, now);
+        let mut data = body["subscription"].clone();
+        if let Some(fields) = data.as_object_mut() {
+            // The would-be subscription says nothing of the payment that failed.
+            fields.remove("payment_details");
+            fields.remove("idempotency_key");
+            fields.insert("id".to_string(), Value::Null);
+            fields.insert("customer".to_string(), body["customer"].clone());
+        }
+        let attempt = json!({
+            "source": "checkout",
+            "public_order_id": order.public_order_id,
+            "platform_order_id": null,
+            "status": "failed",
+            "failure_code": "payment_declined",
+            "failure_reason": "the payment was declined",
+            "total": items
+                .iter()
+                .fold(0i64, |total, item| total.saturating_add(item.total().0)),
+            "currency": order.document.currency,
+        });
+        emit_with_order(
+            tx,
+            shop,
+            SubscriptionTopic::SubscriptionPaymentFailed,
+            data,
+            attempt,
             now,
         )?;
     }
@@ -791,6 +846,7 @@ fn subscription_body(
             "payment_details": payment.map(|p| json!({
                 "gateway_name": p.gateway_public_id,
                 "gateway_payment_id": p.token,
+                "expires_at": p.expires_at,
             })),
             "placed_at": placed,
             "last_order_datetime": placed,

@@ -113,6 +113,9 @@ pub struct CheckoutPayment {
     pub r#type: String,
     pub display_string: String,
     pub retain: bool,
+    /// The payment method's expiry month (`YYYY-MM`), when the storefront gave one.
+    #[serde(default)]
+    pub expires_at: Option<String>,
 }
 
 /// Order meta data (`IOrderMetaData`).
@@ -662,6 +665,7 @@ mod tests {
             r#type: "credit_card".into(),
             display_string: String::new(),
             retain: false,
+            expires_at: None,
         }];
         let amounts = order.amounts();
         assert_eq!(amounts.items, Cents(3000));

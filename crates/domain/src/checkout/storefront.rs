@@ -992,6 +992,7 @@ pub fn add_payment<D: CheckoutDatabase>(
             r#type: input.r#type.clone(),
             display_string: input.display_string.clone(),
             retain: input.retain,
+            expires_at: input.expires_at.clone(),
         };
         order.document.payments.push(payment.clone());
         Ok(json!({"payment": payment_json(&payment, &order.document.currency)}))

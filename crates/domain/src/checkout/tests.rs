@@ -255,6 +255,11 @@ impl World {
 
     /// Customer, addresses, the second shipping line, taxes, paid in full with `token`.
     fn ready_to_process(&mut self, call: &StorefrontCall, token: &str) -> Value {
+        self.ready_to_pay_with(call, json!({"token": token}))
+    }
+
+    /// [`Self::ready_to_process`], the payment's body holding `payment`'s fields too.
+    fn ready_to_pay_with(&mut self, call: &StorefrontCall, payment: Value) -> Value {
         let customer = parse_customer(&json!({"first_name": "Ada", "last_name": "Lovelace",
             "email_address": "ada@example.test"}))
         .unwrap();
@@ -272,9 +277,11 @@ impl World {
             ["order_balance"]
             .as_i64()
             .unwrap();
-        let payment = parse_payment(&json!({"gateway_public_id": "test", "token": token,
-                                             "amount": balance}))
-        .unwrap();
+        let mut body = json!({"gateway_public_id": "test", "amount": balance});
+        for (name, value) in payment.as_object().unwrap() {
+            body[name] = value.clone();
+        }
+        let payment = parse_payment(&body).unwrap();
         add_payment(&self.db, call, payment, at(4)).unwrap()
     }
 
@@ -559,6 +566,66 @@ fn a_declined_payment_emits_order_failed_and_leaves_the_order_open() {
         "the declined payment is gone"
     );
     assert!(w.platform.state(|p| p.orders.is_empty()));
+}
+
+#[test]
+fn a_declined_plan_sends_subscription_payment_failed() {
+    let mut w = World::new();
+    let call = w.init(
+        json!({"cart_items": [{"platform_id": "var-1", "quantity": 2,
+        "line_item_properties": {"order_rrule": "DTSTART:20261101T090000Z\nRRULE:FREQ=WEEKLY"}}]}),
+    );
+    w.ready_to_process(&call, "tok_decline");
+    assert!(process_order(&w.context(7), &call).is_err());
+    assert_eq!(w.topics(), ["order/failed"]);
+    let sent = w.sent(WebhookKind::Subscription);
+    let topics: Vec<&str> = sent.iter().map(|(topic, _)| topic.as_str()).collect();
+    assert_eq!(topics, ["subscription_payment_failed"]);
+    let payload = &sent[0].1;
+    // No subscription exists: the one the plan would make, and the checkout's failed order.
+    assert_eq!(payload["data"]["id"], Value::Null);
+    assert_eq!(payload["data"]["customer"]["email"], "ada@example.test");
+    assert_eq!(payload["data"]["line_items"][0]["quantity"], 2);
+    assert!(payload["data"].get("payment_details").is_none());
+    assert_eq!(
+        (
+            &payload["order"]["public_order_id"],
+            &payload["order"]["failure_code"]
+        ),
+        (&json!(call.public_order_id), &json!("payment_declined"))
+    );
+    // An order without a plan sends none.
+    let plain = w.init(json!({"cart_items": [{"platform_id": "var-1", "quantity": 1}]}));
+    w.ready_to_process(&plain, "tok_decline");
+    assert!(process_order(&w.context(8), &plain).is_err());
+    assert_eq!(w.sent(WebhookKind::Subscription).len(), 1);
+}
+
+#[test]
+fn a_payment_methods_expiry_reaches_the_subscription_the_order_makes() {
+    let mut w = World::new();
+    let call = w.init(
+        json!({"cart_items": [{"platform_id": "var-1", "quantity": 1,
+        "line_item_properties": {"order_rrule": "DTSTART:20261101T090000Z\nRRULE:FREQ=WEEKLY"}}]}),
+    );
+    let refused = parse_payment(&json!({"gateway_public_id": "test", "token": "tok_success",
+        "extra_payment_data": {"expires_at": "03/27"}}));
+    assert!(
+        matches!(refused, Err(DomainError::Invalid(ref p)) if p[0].field == "extra_payment_data.expires_at"),
+        "{refused:?}"
+    );
+    w.ready_to_pay_with(
+        &call,
+        json!({"token": "tok_success", "extra_payment_data": {"expires_at": "2027-03"}}),
+    );
+    process_order(&w.context(7), &call).unwrap();
+    assert!(matches!(w.push(), Pushed::Created { .. }));
+    let sent = w.sent(WebhookKind::Subscription);
+    let (_, created) = sent
+        .iter()
+        .find(|(topic, _)| topic == "subscription_created")
+        .unwrap();
+    assert_eq!(created["data"]["payment_method_expires_at"], "2027-03");
 }
 
 #[test]

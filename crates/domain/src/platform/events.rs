@@ -923,9 +923,17 @@ pub fn apply_events(
                 };
                 crate::kernel::jobs::enqueue(tx, &job, now, now)?;
             }
+            let previous = before.remove(key);
+            if contact_changed(previous.as_ref(), document.as_ref()) {
+                let job = CustomerChangedJob {
+                    shop_id: *shop_id,
+                    platform_customer_id: key.2.clone(),
+                };
+                crate::kernel::jobs::enqueue(tx, &job, now, now)?;
+            }
             writes.push(EntityWrite {
                 stored_id: working.stored_id,
-                previous: before.remove(key),
+                previous,
                 platform_id: key.2.clone(),
                 platform_updated_at: working.platform_updated_at,
                 platform_deleted_at: working.platform_deleted_at,
@@ -959,6 +967,39 @@ impl crate::kernel::jobs::JobPayload for OrderFulfilledJob {
             self.shop_id,
             self.platform_order_id
         ))
+    }
+}
+
+/// The platform changed a known customer's name, email or phone (a Customer Saved event over
+/// a live customer): whoever cares (subscriptions' `customer_updated`) handles it. Enqueued in
+/// the transaction that applies the event; changes close together make one job.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct CustomerChangedJob {
+    pub shop_id: i64,
+    pub platform_customer_id: String,
+}
+
+impl crate::kernel::jobs::JobPayload for CustomerChangedJob {
+    const KIND: &'static str = "platform.customer_changed";
+
+    fn unique_key(&self) -> Option<String> {
+        Some(format!(
+            "{}:{}:{}",
+            Self::KIND,
+            self.shop_id,
+            self.platform_customer_id
+        ))
+    }
+}
+
+/// Whether a live customer's name, email or phone differ between two documents.
+fn contact_changed(before: Option<&EntityDocument>, after: Option<&EntityDocument>) -> bool {
+    match (before, after) {
+        (Some(EntityDocument::Customer(old)), Some(EntityDocument::Customer(new))) => {
+            (&old.first_name, &old.last_name, &old.email, &old.phone)
+                != (&new.first_name, &new.last_name, &new.email, &new.phone)
+        }
+        _ => false,
     }
 }
 

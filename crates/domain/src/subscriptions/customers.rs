@@ -14,6 +14,7 @@ use crate::directory::DirectoryAddress;
 use crate::kernel::error::{DomainError, FieldError};
 use crate::kernel::limits::{MAX_SEARCH_CHARS, check_parameter};
 use crate::kernel::time::Timestamp;
+use crate::platform::events::CustomerChangedJob;
 use crate::platform::outbox::{ConnectorCall, request_connector_change};
 use crate::platform::resources::{Customer, CustomerAddress, PlatformId};
 use crate::subscriptions::input::{AddressInput, CustomerInput, CustomerUpdate};
@@ -414,6 +415,36 @@ pub fn update_customer(
     Ok(customer)
 }
 
+/// The platform changed a customer's name, email or phone (a Customer Saved event): emits
+/// `customer_updated` when the customer has subscriptions, as Update Customer does for a change
+/// made here. Returns whether it did.
+pub fn announce_platform_customer_change(
+    tx: &mut dyn SubscriptionRepositories,
+    job: &CustomerChangedJob,
+    now: Timestamp,
+) -> Result<bool, DomainError> {
+    let Some(shop) = tx.shop_by_id(job.shop_id)? else {
+        return Ok(false);
+    };
+    let customer = tx.directory_customer_by_platform_id(shop.id, &job.platform_customer_id)?;
+    let Some(customer) = customer.filter(|customer| customer.deleted_at.is_none()) else {
+        return Ok(false);
+    };
+    let (_, subscriptions) = tx.customer_subscriptions(shop.id, customer.id, 1, 1)?;
+    if subscriptions == 0 {
+        return Ok(false);
+    }
+    let shown = get_customer(tx, &shop, customer.id)?;
+    emit(
+        tx,
+        &shop,
+        Topic::CustomerUpdated,
+        customer_data(&shown),
+        now,
+    )?;
+    Ok(true)
+}
+
 /// A customer as a webhook's `data`.
 pub fn customer_data(customer: &SubscriptionCustomer) -> Value {
     serde_json::to_value(customer).unwrap_or_else(|_| json!({}))
@@ -584,4 +615,155 @@ pub fn delete_address(
     };
     request_connector_change(tx, shop.id, &call, now)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::access::shop::{ShopInput, create_shop};
+    use crate::kernel::jobs::JobPayload;
+    use crate::platform::events::{
+        EntityKind, EventAction, EventSource, apply_event, parse_event_body,
+    };
+    use crate::ports::Database;
+    use crate::subscriptions::operations::create_subscription_from_body;
+    use crate::subscriptions::resources::{Actor, ActorType};
+    use crate::testing::MemoryDatabase;
+    use crate::webhooks::{NewWebhookEndpoint, WebhookKind};
+
+    fn at(text: &str) -> Timestamp {
+        Timestamp::parse_rfc3339(text).unwrap()
+    }
+
+    const NOW: &str = "2030-01-02T00:00:00Z";
+
+    fn saved(db: &MemoryDatabase, shop: &Shop, customer: serde_json::Value) {
+        let body = json!({"data": {"customer": customer}}).to_string();
+        let event = parse_event_body(
+            shop.id,
+            EntityKind::Customer,
+            EventAction::Saved,
+            body.as_bytes(),
+            EventSource::Webhook,
+            at(NOW),
+        )
+        .unwrap();
+        db.write(|tx| apply_event(tx, &event, at(NOW))).unwrap();
+    }
+
+    /// The jobs announcing a platform change, taken off the queue.
+    fn changed_jobs(db: &MemoryDatabase) -> Vec<CustomerChangedJob> {
+        db.with_state(|state| {
+            let jobs: Vec<CustomerChangedJob> = state
+                .jobs
+                .iter()
+                .filter(|job| job.job.kind == CustomerChangedJob::KIND)
+                .map(|job| job.job.payload().unwrap())
+                .collect();
+            state
+                .jobs
+                .retain(|job| job.job.kind != CustomerChangedJob::KIND);
+            jobs
+        })
+    }
+
+    fn updates_sent(db: &MemoryDatabase) -> usize {
+        db.with_state(|state| {
+            state
+                .webhook_messages
+                .iter()
+                .filter(|message| message.topic == "customer_updated")
+                .count()
+        })
+    }
+
+    #[test]
+    fn a_platform_change_of_a_subscribers_contact_sends_customer_updated_once() {
+        let db = MemoryDatabase::default();
+        let shop = db
+            .write(|tx| {
+                let input = ShopInput {
+                    shop_domain: "cu.shop.test".into(),
+                    ..ShopInput::default()
+                };
+                create_shop(tx, input, at(NOW))
+            })
+            .unwrap();
+        db.write(|tx| {
+            Ok(tx.insert_webhook_endpoint(&NewWebhookEndpoint {
+                shop_id: shop.id,
+                kind: WebhookKind::Subscription,
+                topic: "customer_updated".into(),
+                callback_url: "http://127.0.0.1:9/hook".into(),
+                secret: None,
+                created_at: at(NOW),
+            })?)
+        })
+        .unwrap();
+        let ada = json!({"platform_id": "cus-ada", "email": "ada@example.test",
+            "first_name": "Ada", "platform_updated_at": "2029-01-01T00:00:00Z"});
+        saved(&db, &shop, ada.clone());
+        saved(
+            &db,
+            &shop,
+            json!({"platform_id": "cus-bob", "email": "bob@example.test",
+            "first_name": "Bob", "platform_updated_at": "2029-01-01T00:00:00Z"}),
+        );
+        let body = json!({"customer": {"email": "ada@example.test"},
+            "subscription": {"order_rrule": "DTSTART:20300107T090000Z\nRRULE:FREQ=WEEKLY",
+                "line_items": [{"platform_product_id": "p", "platform_variant_id": "v",
+                                "quantity": 1, "price": 100}],
+                "shipping_address": {"street1": "1 Main St", "city": "Ottawa", "country_code": "CA"}}});
+        let actor = Actor {
+            kind: ActorType::Api,
+            id: 1,
+            name: "test".into(),
+        };
+        db.write(|tx| create_subscription_from_body(tx, &shop, &body, actor, at(NOW)))
+            .unwrap();
+        assert!(changed_jobs(&db).is_empty(), "nothing changed yet");
+
+        // The platform renames both: only Ada has a subscription.
+        for (id, name) in [("cus-ada", "Augusta"), ("cus-bob", "Robert")] {
+            saved(
+                &db,
+                &shop,
+                json!({"platform_id": id, "first_name": name,
+                "platform_updated_at": "2029-02-01T00:00:00Z"}),
+            );
+        }
+        let jobs = changed_jobs(&db);
+        assert_eq!(jobs.len(), 2);
+        let sent: Vec<bool> = jobs
+            .iter()
+            .map(|job| {
+                db.write(|tx| announce_platform_customer_change(tx, job, at(NOW)))
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(sent, [true, false]);
+        assert_eq!(updates_sent(&db), 1);
+
+        // A change made here, then the platform's echo of it: one customer_updated, no job.
+        let ada_id = db
+            .write(|tx| Ok(tx.customer_id_by_email(shop.id, "ada@example.test")?))
+            .unwrap()
+            .unwrap();
+        let update = CustomerUpdate {
+            first_name: Some(Some("Grace".into())),
+            ..CustomerUpdate::default()
+        };
+        db.write(|tx| update_customer(tx, &shop, ada_id, &update, at(NOW)))
+            .unwrap();
+        assert_eq!(updates_sent(&db), 2);
+        saved(
+            &db,
+            &shop,
+            json!({"platform_id": "cus-ada", "email": "ada@example.test",
+            "first_name": "Grace", "platform_updated_at": "2029-03-01T00:00:00Z"}),
+        );
+        assert!(changed_jobs(&db).is_empty(), "the echo is no change");
+    }
 }

@@ -88,6 +88,28 @@ pub struct CustomerFields {
     pub notes: Option<String>,
 }
 
+impl CustomerFields {
+    /// The platform's document of the customer (`document`, JSON text) with these contact
+    /// fields: kept with the columns, so that the platform's echo of a change made here (its
+    /// Customer Saved) is no change again.
+    pub fn written_into(&self, document: &str) -> Option<String> {
+        let mut value: serde_json::Value = serde_json::from_str(document).ok()?;
+        let object = value.as_object_mut()?;
+        for (name, field) in [
+            ("email", &self.email),
+            ("first_name", &self.first_name),
+            ("last_name", &self.last_name),
+            ("phone", &self.phone),
+        ] {
+            match field {
+                Some(text) => object.insert(name.to_string(), serde_json::json!(text)),
+                None => object.remove(name),
+            };
+        }
+        serde_json::to_string(&value).ok()
+    }
+}
+
 /// Which customers List Customers shows (seed 002 §3, docs/subscriptions.md): every customer
 /// with a subscription (`all`), those with one that is not `inactive` (`active`), and those
 /// whose subscriptions are all `inactive` (`inactive`). Several statuses are their union.

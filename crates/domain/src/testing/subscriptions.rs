@@ -160,6 +160,9 @@ impl SubscriptionCustomerRepository for MemoryState {
         {
             Some(customer) => {
                 customer.columns = columns_of(fields);
+                if let Some(document) = &customer.record.document {
+                    customer.record.document = fields.written_into(document);
+                }
                 customer.updated_at = now;
                 Ok(true)
             }

@@ -17,14 +17,16 @@ use std::time::Duration;
 use mercer_domain::DomainError;
 use mercer_domain::checkout::processing::PushOrderJob;
 use mercer_domain::checkout::sweeps::AbandonmentJob;
+use mercer_domain::kernel::jobs::JobOutcome;
 use mercer_domain::kernel::time::{Clock, OffsetClock};
 use mercer_domain::platform::connector::PlatformConnectorHandle;
 use mercer_domain::platform::events::{
-    Accepted, NewInboundEvent, OrderFulfilledJob, accept_events, apply_pending,
+    Accepted, CustomerChangedJob, NewInboundEvent, OrderFulfilledJob, accept_events, apply_pending,
 };
 use mercer_domain::platform::outbox::{OutboxJob, deliver_shop_calls};
 use mercer_domain::platform::sync::{SyncJob, run_sync_job};
 use mercer_domain::ports::Database;
+use mercer_domain::subscriptions::customers::announce_platform_customer_change;
 use mercer_domain::subscriptions::scheduler::{OrderJob, SchedulerJob};
 use mercer_store::{Backend, Store};
 use tokio::sync::oneshot;
@@ -256,6 +258,7 @@ fn job_handlers(
     let (scheduler_store, order_store) = (store.clone(), store.clone());
     let (push_store, push_connector) = (store.clone(), connector.clone());
     let (sweep_store, fulfilled_store) = (store.clone(), store.clone());
+    let customer_store = store.clone();
     let BackgroundConfig {
         scheduler: scheduler_config,
         checkout: checkout_config,
@@ -297,6 +300,11 @@ fn job_handlers(
         })
         .register(move |fulfilled: OrderFulfilledJob, _job, _control| {
             checkout::fulfilled(&fulfilled_store, clock, fulfilled)
+        })
+        .register(move |changed: CustomerChangedJob, _job, _control| {
+            customer_store
+                .write(|tx| announce_platform_customer_change(tx, &changed, clock.now()))?;
+            Ok(JobOutcome::Done)
         })
 }
 

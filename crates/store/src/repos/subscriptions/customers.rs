@@ -241,6 +241,20 @@ impl SubscriptionCustomerRepository for StoreTx<'_> {
         ))
         .execute(self.conn)
         .map_err(storage_error)?;
+        if changed == 1 {
+            // The platform's document keeps the same contact fields (CustomerFields::written_into).
+            let document: Option<String> = t::table
+                .filter(t::id.eq(customer_id))
+                .select(t::document)
+                .first(self.conn)
+                .map_err(storage_error)?;
+            if let Some(written) = document.and_then(|json| fields.written_into(&json)) {
+                diesel::update(t::table.filter(t::id.eq(customer_id)))
+                    .set(t::document.eq(written))
+                    .execute(self.conn)
+                    .map_err(storage_error)?;
+            }
+        }
         Ok(changed == 1)
     }
 
