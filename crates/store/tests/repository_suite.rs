@@ -4811,6 +4811,7 @@ fn a_checkout(shop_id: i64, email: Option<&str>, items: usize, seconds: i64) -> 
             title: "T".into(),
             product_title: "T".into(),
             sku: "S".into(),
+            barcode: String::new(),
             image_url: String::new(),
             description: String::new(),
             vendor: String::new(),
