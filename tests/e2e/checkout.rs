@@ -838,7 +838,8 @@ fn a_checkouts_plans_send_payment_failed_and_expiring_payment(backend: Backend) 
         assert_eq!(created.status, 201, "{}", created.text);
     }
     let plan = json!({"cart_items": [{"platform_id": "var-coffee", "quantity": 1, "line_item_key": "plan",
-        "line_item_properties": {"order_rrule": "DTSTART:20261101T090000Z\nRRULE:FREQ=MONTHLY"}}]});
+        "line_item_properties": {"order_rrule": "DTSTART:20261101T090000Z\nRRULE:FREQ=MONTHLY",
+                                 "gift_note": "For Ada"}}]});
     let paying = |token: &str, extra: Value| {
         json!([
             ["addGuestCustomer", "Ada", "Lovelace", "ada@example.test", true],
@@ -907,6 +908,23 @@ fn a_checkouts_plans_send_payment_failed_and_expiring_payment(backend: Backend) 
         "{expiring}"
     );
     assert_eq!(expiring["data"]["external_id"], paid["public_order_id"]);
+    // The subscription's line item is the catalogue's, with the plan's other properties as
+    // its attributes; it ships with the line the shopper chose.
+    let item = &expiring["data"]["line_items"][0];
+    assert_eq!(
+        (&item["title"], &item["sku"]),
+        (&json!("Coffee 1kg"), &json!("COF-1KG"))
+    );
+    assert_eq!(
+        item["line_item_attributes"][0]["name"], "gift_note",
+        "{item}"
+    );
+    assert_eq!(item["line_item_attributes"][0]["value"], "For Ada");
+    let shipping = &expiring["data"]["shipping_lines"][0];
+    assert_eq!(
+        (&shipping["name"], &shipping["price"]),
+        (&json!("Ground"), &json!(500))
+    );
 }
 
 backend_tests!(

@@ -833,7 +833,102 @@ fn expiring_payment_methods_are_announced_once_per_method(backend: Backend) {
     assert_eq!(body(sent[1])["data"]["payment_method_token"], "tok_other");
 }
 
+/// A subscription whose line item the catalogue knows, with a line item discount, the
+/// subscription's percent discount, a shipping line and a discount code: the line item shows
+/// the catalogue's details, and its scheduled order carries the discounts, the shipping line
+/// and the code to Create Order.
+fn a_scheduled_order_carries_the_discounts_the_shipping_line_and_the_code(backend: Backend) {
+    let sim = RunningSimulator::start().unwrap();
+    let server = start(
+        TestDatabase::create(backend),
+        &["--clock-start", "2030-01-07T08:59:57Z"],
+    );
+    let api = Api::demo(&server);
+    connect_orders(&server, &api.shop, &api.token, &sim);
+    let saved = server
+        .post(&format!(
+            "/products/v1/shops/{}/platforms/custom/webhooks/products/saved",
+            api.shop
+        ))
+        .bearer(&api.token)
+        .json(
+            &json!({"data": {"product": {"platform_id": "coffee", "name": "Coffee",
+            "platform_updated_at": "2026-11-01T00:00:00Z",
+            "variants": [{"platform_id": "1kg", "name": "Coffee 1kg", "sku": "COF-1KG",
+                          "price": "20.00", "grams": 1000}]}}}),
+        );
+    assert_eq!(saved.status, 202, "{}", saved.text);
+    let store = server.database().open_store();
+    assert!(wait_until(Duration::from_secs(10), || store
+        .read(|tx| mercer_domain::platform::catalogue::variants(tx, 1, &["1kg"]))
+        .is_ok_and(|found| found.len() == 1)));
+    let made = api.create(&json!({
+        "customer": {"email": "ada@example.test", "first_name": "Ada"},
+        "subscription": {
+            "order_rrule": "DTSTART:20300107T090000Z\nRRULE:FREQ=WEEKLY",
+            "line_items": [{"platform_product_id": "coffee", "platform_variant_id": "1kg",
+                            "quantity": 2, "price": 2000,
+                            "discounts": [{"discount_type": "fixed_amount", "fixed_value": 200}]}],
+            "shipping_lines": [{"name": "Standard", "code": "STD", "tag": "ground", "price": 500}],
+            "percent_discount": 10,
+            "discount_code": "WELCOME",
+            "shipping_address": {"street1": "1 Main St", "city": "Ottawa", "country_code": "CA"},
+            "payment_details": {"gateway_name": "test", "gateway_payment_id": "tok_success"}
+        }
+    }));
+    let item = &made["line_items"][0];
+    assert_eq!(
+        (
+            &item["title"],
+            &item["sku"],
+            &item["grams"],
+            &item["discounted_price"]
+        ),
+        (
+            &json!("Coffee 1kg"),
+            &json!("COF-1KG"),
+            &json!(1000),
+            &json!(1800)
+        ),
+        "{item}"
+    );
+    assert_eq!(made["shipping_lines"][0]["code"], "STD");
+    let placed = wait_until(Duration::from_secs(30), || {
+        orders(&sim, &api.shop).len() == 1
+    });
+    assert!(placed, "{}", server.log());
+    let order = serde_json::to_value(&orders(&sim, &api.shop)[0]).unwrap();
+    let line = &order["line_items"][0];
+    assert_eq!(
+        [
+            &line["price_per_item"],
+            &line["discount_per_item"],
+            &line["total"]
+        ],
+        ["20.00", "2.00", "36.00"],
+        "{line}"
+    );
+    // 36.00 of items, 10 % off, and the shipping line.
+    assert_eq!(
+        [
+            &order["subtotal"],
+            &order["discount"],
+            &order["shipping_subtotal"],
+            &order["total"]
+        ],
+        ["36.00", "3.60", "5.00", "37.40"],
+        "{order}"
+    );
+    assert_eq!(order["shipping_method"], "Standard");
+    let attributes = &order["custom_attributes"];
+    assert_eq!(attributes["discount_code"]["value"], "WELCOME");
+    let shipping: Value =
+        serde_json::from_str(attributes["shipping_lines"]["value"].as_str().unwrap()).unwrap();
+    assert_eq!(shipping[0]["code"], "STD");
+}
+
 backend_tests!(
+    a_scheduled_order_carries_the_discounts_the_shipping_line_and_the_code,
     weekly_orders_are_placed_on_time_across_summer_time_and_skipped_dates_are_not,
     failed_orders_are_retried_up_to_the_maximum_and_ended_rules_end_subscriptions,
     a_sigkill_while_orders_are_placed_loses_none_and_doubles_none,

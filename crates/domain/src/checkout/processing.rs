@@ -30,6 +30,7 @@ use crate::platform::placement::{self, PlacementError, with_payment_key};
 use crate::platform::resources::{
     CustomAttribute, Decimal, LineItem, Order, OrderAddress, Payment, PlatformId,
 };
+use crate::subscriptions::input::MAX_LINE_ITEM_ATTRIBUTES;
 use crate::subscriptions::operations::{create_subscription_from_body, subscription_data};
 use crate::subscriptions::recurrence::{OrderSchedule, ShopZone};
 use crate::subscriptions::resources::Actor;
@@ -826,7 +827,30 @@ fn subscription_body(
             if let Ok(group) = group.parse::<i64>() {
                 line["subscription_group_id"] = json!(group);
             }
+            // The line item's other properties stay with it, as its attributes.
+            let attributes: Vec<Value> = item
+                .properties
+                .iter()
+                .filter(|(name, _)| {
+                    name.as_str() != ORDER_RRULE_PROPERTY
+                        && name.as_str() != SUBSCRIPTION_GROUP_PROPERTY
+                        // What an attribute name may be (1 to 255 characters).
+                        && (1..=255).contains(&name.trim().chars().count())
+                })
+                .take(MAX_LINE_ITEM_ATTRIBUTES)
+                .map(|(name, value)| json!({"name": name, "value": value}))
+                .collect();
+            line["line_item_attributes"] = json!(attributes);
             line
+        })
+        .collect();
+    // The shipping line the shopper chose ships every order of the plan.
+    let shipping_lines: Vec<Value> = document
+        .selected_shipping
+        .iter()
+        .map(|chosen| {
+            json!({"name": chosen.description, "code": chosen.code, "tag": "checkout",
+                   "price": chosen.amount})
         })
         .collect();
     json!({
@@ -841,6 +865,7 @@ fn subscription_body(
             "charged_currency": document.currency,
             "base_currency": document.currency,
             "line_items": line_items,
+            "shipping_lines": shipping_lines,
             "shipping_address": shipping,
             "billing_address": address(document.billing_address.as_ref()),
             "payment_details": payment.map(|p| json!({

@@ -59,7 +59,57 @@ pub struct AddressInput {
     pub zip: Option<String>,
 }
 
+/// What a line item's body says of its product (`title`, `product_name`, `variant_name`,
+/// `sku`, `image`, `grams`, `weight`, `weight_unit`, `requires_shipping`, `taxable`): kept when
+/// the catalogue does not have the variant; the catalogue's values win when it does.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LineItemDetails {
+    pub title: Option<String>,
+    pub product_name: Option<String>,
+    pub variant_name: Option<String>,
+    pub sku: Option<String>,
+    pub image: Option<String>,
+    pub grams: Option<i64>,
+    pub weight: Option<f64>,
+    pub weight_unit: Option<String>,
+    pub requires_shipping: Option<bool>,
+    pub taxable: Option<bool>,
+}
+
+/// How a line item discount takes off its unit price.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum DiscountValue {
+    /// This percent of the unit price (0 to 100).
+    Percentage(f64),
+    /// This many cents of the base currency, off each unit.
+    Fixed(Cents),
+}
+
+/// A line item's discount as Create Subscription takes it (a Mercer extension of seed 002's
+/// line item `discounts`): `{"discount_type": "percentage", "percentage_value"}` or
+/// `{"discount_type": "fixed_amount", "fixed_value"}`, with an optional `description`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiscountInput {
+    pub value: DiscountValue,
+    pub description: Option<String>,
+}
+
+/// A shipping line as Create and Update Subscription take it: `name` (required), `code`,
+/// `tag`, `price` (cents of the base currency, at least 0).
 #[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShippingLineInput {
+    pub name: String,
+    pub code: Option<String>,
+    pub tag: Option<String>,
+    pub price: Cents,
+}
+
+/// Most shipping lines one subscription keeps.
+pub const MAX_SHIPPING_LINES: usize = 20;
+/// Most discounts one line item keeps.
+pub const MAX_LINE_ITEM_DISCOUNTS: usize = 10;
+
+#[derive(Debug, Clone, PartialEq)]
 pub struct LineItemInput {
     pub platform_product_id: String,
     pub platform_variant_id: String,
@@ -72,6 +122,8 @@ pub struct LineItemInput {
     pub prepaid: Option<PrepaidInput>,
     /// `line_item_attributes` as (name, value) pairs, in the order given.
     pub attributes: Vec<(String, String)>,
+    pub details: LineItemDetails,
+    pub discounts: Vec<DiscountInput>,
 }
 
 /// Most `line_item_attributes` one line item keeps.
@@ -142,6 +194,7 @@ pub struct NewSubscription {
     pub discount_code: Option<String>,
     pub note: Option<String>,
     pub order_note: Option<String>,
+    pub shipping_lines: Vec<ShippingLineInput>,
     /// The body's `percent_discount`, else its first group's, else 0.
     pub percent_discount: f64,
     /// SHA-256 (hex) of the body with its object keys sorted: a repeated `idempotency_key` with
@@ -303,6 +356,8 @@ fn line_item(fields: &mut Fields<'_, '_>) -> Option<LineItemInput> {
         // Its problem is recorded.
         (true, _) => return None,
     };
+    let details = line_item_details(fields);
+    let discounts = line_item_discounts(fields);
     Some(LineItemInput {
         platform_product_id: platform_product_id?,
         platform_variant_id: platform_variant_id?,
@@ -312,7 +367,161 @@ fn line_item(fields: &mut Fields<'_, '_>) -> Option<LineItemInput> {
         subscription_group_billing_rules_id: None,
         prepaid,
         attributes: attributes?,
+        details,
+        discounts: discounts?,
     })
+}
+
+/// A line item's own account of its product (see [`LineItemDetails`]).
+fn line_item_details(fields: &mut Fields<'_, '_>) -> LineItemDetails {
+    let grams = fields.integer("grams");
+    if grams.is_some_and(|grams| grams < 0) {
+        let field = fields.field("grams");
+        let message = format!("{field} must be at least 0");
+        fields
+            .problems
+            .push(FieldError::new(field, "out_of_range", message));
+    }
+    let weight = fields.number("weight");
+    if weight.is_some_and(|weight| weight < 0.0) {
+        let field = fields.field("weight");
+        let message = format!("{field} must be at least 0");
+        fields
+            .problems
+            .push(FieldError::new(field, "out_of_range", message));
+    }
+    LineItemDetails {
+        title: fields.text("title"),
+        product_name: fields.text("product_name"),
+        variant_name: fields.text("variant_name"),
+        sku: fields.text("sku"),
+        image: fields.text("image"),
+        grams,
+        weight,
+        weight_unit: fields.text("weight_unit"),
+        requires_shipping: fields.boolean("requires_shipping"),
+        taxable: fields.boolean("taxable"),
+    }
+}
+
+/// Cents of at least 0, as a JSON integer or its decimal text; a problem on `name` otherwise.
+fn cents(fields: &mut Fields<'_, '_>, name: &str) -> Option<Cents> {
+    let amount = fields.integer(name)?;
+    if amount < 0 {
+        let field = fields.field(name);
+        let message = format!("{field} must be an amount of at least 0, in cents");
+        fields
+            .problems
+            .push(FieldError::new(field, "out_of_range", message));
+        return None;
+    }
+    Some(Cents(amount))
+}
+
+/// A line item's `discounts` (see [`DiscountInput`]); None when one has a problem (recorded).
+fn line_item_discounts(fields: &mut Fields<'_, '_>) -> Option<Vec<DiscountInput>> {
+    let Some(items) = fields.array("discounts") else {
+        return fields.get("discounts").is_none().then(Vec::new);
+    };
+    if items.len() > MAX_LINE_ITEM_DISCOUNTS {
+        let field = fields.field("discounts");
+        let message = format!("{field} holds at most {MAX_LINE_ITEM_DISCOUNTS} discounts");
+        fields
+            .problems
+            .push(FieldError::new(field, "out_of_range", message));
+        return None;
+    }
+    let mut discounts = Vec::with_capacity(items.len());
+    let mut failed = false;
+    for (index, item) in items.iter().enumerate() {
+        let Some(mut discount) = fields.element("discounts", index, item) else {
+            failed = true;
+            continue;
+        };
+        let kind = discount.required_text("discount_type");
+        let value = match kind.as_deref() {
+            Some("percentage") => match discount.number("percentage_value") {
+                Some(percent) if (0.0..=100.0).contains(&percent) => {
+                    Some(DiscountValue::Percentage(percent))
+                }
+                Some(_) => {
+                    let field = discount.field("percentage_value");
+                    let message = format!("{field} must be from 0 to 100");
+                    discount
+                        .problems
+                        .push(FieldError::new(field, "out_of_range", message));
+                    None
+                }
+                None => {
+                    let field = discount.field("percentage_value");
+                    discount.problems.push(FieldError::required(field));
+                    None
+                }
+            },
+            Some("fixed_amount") => match cents(&mut discount, "fixed_value") {
+                Some(amount) => Some(DiscountValue::Fixed(amount)),
+                None if discount.get("fixed_value").is_none() => {
+                    let field = discount.field("fixed_value");
+                    discount.problems.push(FieldError::required(field));
+                    None
+                }
+                None => None,
+            },
+            Some(_) => {
+                let field = discount.field("discount_type");
+                let message = format!("{field} must be percentage or fixed_amount");
+                discount
+                    .problems
+                    .push(FieldError::new(field, "invalid_value", message));
+                None
+            }
+            None => None,
+        };
+        let description = discount.text("description");
+        match value {
+            Some(value) => discounts.push(DiscountInput { value, description }),
+            None => failed = true,
+        }
+    }
+    (!failed).then_some(discounts)
+}
+
+/// `shipping_lines` (see [`ShippingLineInput`]): None when absent, or when one has a problem
+/// (recorded).
+fn shipping_lines(fields: &mut Fields<'_, '_>) -> Option<Vec<ShippingLineInput>> {
+    let items = fields.array("shipping_lines")?;
+    if items.len() > MAX_SHIPPING_LINES {
+        let field = fields.field("shipping_lines");
+        let message = format!("{field} holds at most {MAX_SHIPPING_LINES} shipping lines");
+        fields
+            .problems
+            .push(FieldError::new(field, "out_of_range", message));
+        return None;
+    }
+    let mut lines = Vec::with_capacity(items.len());
+    let mut failed = false;
+    for (index, item) in items.iter().enumerate() {
+        let Some(mut line) = fields.element("shipping_lines", index, item) else {
+            failed = true;
+            continue;
+        };
+        let name = line.required_text("name");
+        let price = match line.get("price") {
+            None => Some(Cents::ZERO),
+            Some(_) => cents(&mut line, "price"),
+        };
+        let (code, tag) = (line.text("code"), line.text("tag"));
+        match (name, price) {
+            (Some(name), Some(price)) => lines.push(ShippingLineInput {
+                name,
+                code,
+                tag,
+                price,
+            }),
+            _ => failed = true,
+        }
+    }
+    (!failed).then_some(lines)
 }
 
 /// `line_item_attributes`: `[{"name", "value"}]`, each name 1..255 characters and given once,
@@ -711,6 +920,7 @@ impl NewSubscription {
         let discount_code = sub.text("discount_code");
         let note = sub.text("note");
         let order_note = sub.text("order_note");
+        let shipping_lines = shipping_lines(&mut sub).unwrap_or_default();
         let percent_discount =
             crate::subscriptions::groups::percent_discount(&mut sub, "percent_discount")
                 .or(groups.percent_discount)
@@ -812,6 +1022,7 @@ impl NewSubscription {
             discount_code,
             note,
             order_note,
+            shipping_lines,
             percent_discount,
             fingerprint: body_fingerprint(body),
         })
@@ -1080,6 +1291,8 @@ pub struct SubscriptionUpdate {
     pub last_failure_message: Option<Option<String>>,
     pub note: Option<Option<String>>,
     pub order_note: Option<Option<String>>,
+    /// Given: the subscription's shipping lines from now on (`[]` removes them).
+    pub shipping_lines: Option<Vec<ShippingLineInput>>,
 }
 
 fn rule(fields: &mut Fields<'_, '_>, name: &str, zone: ShopZone) -> Option<OrderSchedule> {
@@ -1182,6 +1395,7 @@ pub fn parse_subscription_update(
             last_failure_message: failure_message,
             note: settable_text(&mut sub, "note"),
             order_note: settable_text(&mut sub, "order_note"),
+            shipping_lines: shipping_lines(&mut sub),
         };
         Some(update)
     })
@@ -1339,6 +1553,8 @@ mod tests {
                 subscription_group_billing_rules_id: None,
                 prepaid: None,
                 attributes: Vec::new(),
+                details: LineItemDetails::default(),
+                discounts: Vec::new(),
             }]
         );
         assert_eq!(new.shipping_address.country_code, "CA");

@@ -8,13 +8,15 @@ use serde_json::{Value, json};
 use crate::access::shop::Shop;
 use crate::kernel::error::{DomainError, FieldError};
 use crate::kernel::time::Timestamp;
+use crate::platform::catalogue::{self, CatalogueVariant};
 use crate::subscriptions::customers::{
     PagePagination, add_address, customer_data, customer_resources, find_or_create_customer,
     stored_address_resource, update_customer,
 };
 use crate::subscriptions::groups::group_references;
 use crate::subscriptions::input::{
-    NewSubscription, PaymentMethodChange, ShippingAddressChange, SubscriptionUpdate,
+    DiscountValue, LineItemInput, NewSubscription, PaymentMethodChange, ShippingAddressChange,
+    ShippingLineInput, SubscriptionUpdate,
 };
 use crate::subscriptions::query::{Cursor, ListQuery};
 use crate::subscriptions::recurrence::{OrderSchedule, ShopZone, next_order_on_return, plan_skip};
@@ -22,8 +24,8 @@ use crate::subscriptions::repository::{
     StoredSubscription, SubscriptionRepositories, SubscriptionState,
 };
 use crate::subscriptions::resources::{
-    Actor, Cents, FailureDetails, LineItemAttribute, PrepaidMetadata, Subscription,
-    SubscriptionLineItem, SubscriptionStatus,
+    Actor, Cents, FailureDetails, LineItemAttribute, LineItemDiscount, PrepaidMetadata,
+    ShippingLine, Subscription, SubscriptionLineItem, SubscriptionStatus,
 };
 use crate::subscriptions::states::{
     Action, CREATED_REASON, INVALID_TRANSITION, NewStatusLog, action_for_status_change,
@@ -54,12 +56,114 @@ pub(crate) fn charged(amount: Cents, rate: f64) -> Cents {
     Cents((amount.0 as f64 * rate).round() as i64)
 }
 
+/// A line item's unit price less its discounts (each taken off the unit price: a percentage
+/// rounded half away from zero, a fixed amount as given), never below zero; and the
+/// discounts as shown, with what each took.
+fn discounted(
+    input: &LineItemInput,
+    shop_id: i64,
+    rate: f64,
+    now: Timestamp,
+) -> (Cents, Vec<LineItemDiscount>) {
+    let mut left = input.price.0;
+    let mut shown = Vec::with_capacity(input.discounts.len());
+    for (index, discount) in input.discounts.iter().enumerate() {
+        let (kind, percent, wanted) = match discount.value {
+            DiscountValue::Percentage(percent) => (
+                "percentage",
+                percent,
+                (input.price.0 as f64 * percent / 100.0).round() as i64,
+            ),
+            DiscountValue::Fixed(amount) => ("fixed_amount", 0.0, amount.0),
+        };
+        let taken = wanted.clamp(0, left);
+        left -= taken;
+        shown.push(LineItemDiscount {
+            id: index as i64 + 1,
+            subscription_line_item_id: 0,
+            shop_id,
+            full_price: input.price,
+            fixed_value: Cents(taken),
+            fixed_value_charged: charged(Cents(taken), rate),
+            discount_type: kind.to_string(),
+            percentage_value: percent,
+            description: discount.description.clone(),
+            created_at: now,
+            updated_at: now,
+            deleted_at: None,
+        });
+    }
+    (Cents(left), shown)
+}
+
+/// The line items of a new subscription, each variant looked up in the catalogue (the
+/// variant of that product, live).
+fn line_items_of(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    inputs: &[LineItemInput],
+    rate: f64,
+    now: Timestamp,
+) -> Result<Vec<SubscriptionLineItem>, DomainError> {
+    let ids: Vec<&str> = inputs
+        .iter()
+        .map(|item| item.platform_variant_id.as_str())
+        .collect();
+    let found = catalogue::variants(tx, shop.id, &ids)?;
+    Ok(inputs
+        .iter()
+        .map(|item| {
+            let of_product = found.get(&item.platform_variant_id).filter(|found| {
+                found.product.platform_id.as_ref().map(|id| id.as_str())
+                    == Some(item.platform_product_id.as_str())
+            });
+            line_item(item, of_product, shop.id, rate, now)
+        })
+        .collect())
+}
+
+/// Shipping lines as stored: numbered from 1, each `value` its price, charged at `rate`.
+fn shipping_lines_of(inputs: &[ShippingLineInput], rate: f64, now: Timestamp) -> Vec<ShippingLine> {
+    inputs
+        .iter()
+        .enumerate()
+        .map(|(index, line)| ShippingLine {
+            id: index as i64 + 1,
+            subscription_id: 0,
+            name: line.name.clone(),
+            code: line.code.clone(),
+            tag: line.tag.clone(),
+            price: line.price,
+            value: line.price,
+            value_charged: charged(line.price, rate),
+            created_at: now,
+            updated_at: now,
+        })
+        .collect()
+}
+
+/// A line item: what the catalogue says of its variant when it has it (title, names, SKU,
+/// image, weight, shipping and tax), else what the body said.
 fn line_item(
-    input: &crate::subscriptions::input::LineItemInput,
+    input: &LineItemInput,
+    found: Option<&CatalogueVariant>,
+    shop_id: i64,
     rate: f64,
     now: Timestamp,
 ) -> SubscriptionLineItem {
     let full = Cents(input.price.0.saturating_mul(input.quantity));
+    let (unit, discounts) = discounted(input, shop_id, rate, now);
+    let given = &input.details;
+    let (product, variant) = match found {
+        Some(found) => (Some(&found.product), Some(&found.variant)),
+        None => (None, None),
+    };
+    let product_name = product
+        .and_then(|p| p.name.clone())
+        .or_else(|| given.product_name.clone());
+    let variant_name = variant
+        .and_then(|v| v.name.clone())
+        .or_else(|| given.variant_name.clone());
     SubscriptionLineItem {
         id: 0,
         subscription_id: 0,
@@ -68,24 +172,46 @@ fn line_item(
         platform_id: None,
         platform_product_id: input.platform_product_id.clone(),
         platform_variant_id: input.platform_variant_id.clone(),
-        title: None,
-        product_name: None,
-        variant_name: None,
-        sku: None,
-        image: None,
+        title: match found {
+            Some(_) => variant_name.clone().or_else(|| product_name.clone()),
+            None => given.title.clone(),
+        },
+        product_name,
+        variant_name,
+        sku: variant
+            .and_then(|v| v.sku.clone())
+            .or_else(|| given.sku.clone()),
+        image: found
+            .and_then(CatalogueVariant::image_url)
+            .or_else(|| given.image.clone()),
         quantity: input.quantity,
         price: input.price,
         price_charged: charged(input.price, rate),
-        discounted_price: input.price,
-        discounted_price_charged: charged(input.price, rate),
+        discounted_price: unit,
+        discounted_price_charged: charged(unit, rate),
         full_price: full,
         full_price_charged: charged(full, rate),
-        requires_shipping: true,
-        taxable: true,
-        grams: None,
-        weight: None,
-        weight_unit: None,
-        discounts: Vec::new(),
+        requires_shipping: variant
+            .and_then(|v| v.require_shipping)
+            .or(given.requires_shipping)
+            .unwrap_or(true),
+        taxable: variant
+            .and_then(|v| v.tax_exempt)
+            .map(|exempt| !exempt)
+            .or(given.taxable)
+            .unwrap_or(true),
+        grams: variant
+            .and_then(|v| v.grams)
+            .map(|grams| grams.round() as i64)
+            .or(given.grams),
+        weight: variant
+            .and_then(|v| v.weight.as_ref())
+            .and_then(|w| w.as_str().parse::<f64>().ok())
+            .or(given.weight),
+        weight_unit: variant
+            .and_then(|v| v.weight_unit.clone())
+            .or_else(|| given.weight_unit.clone()),
+        discounts,
         prepaid_metadata: input.prepaid.as_ref().map(|prepaid| PrepaidMetadata {
             id: 0,
             line_item_id: 0,
@@ -291,11 +417,7 @@ pub fn create_subscription(
         add_address(tx, shop, customer_id, &new.billing_address, None, now)?
     };
     let rate = new.base_to_charged_exchange_rate;
-    let line_items: Vec<SubscriptionLineItem> = new
-        .line_items
-        .iter()
-        .map(|item| line_item(item, rate, now))
-        .collect();
+    let line_items = line_items_of(tx, shop, &new.line_items, rate, now)?;
     let rule = new.schedule.source().to_string();
     let (token, gateway, gateway_customer, expires_at) = match new.payment_details {
         Some(details) => (
@@ -338,7 +460,7 @@ pub fn create_subscription(
         base_to_charged_exchange_rate: rate,
         percent_discount: new.percent_discount,
         discount_code: new.discount_code,
-        shipping_lines: Vec::new(),
+        shipping_lines: shipping_lines_of(&new.shipping_lines, rate, now),
         last_failure_code: None,
         last_failure_reason: None,
         last_failure_details: None,
@@ -721,6 +843,9 @@ pub fn update_subscription(
     }
     set(&mut state.note, update.note);
     set(&mut state.order_note, update.order_note);
+    if let Some(lines) = &update.shipping_lines {
+        state.shipping_lines = shipping_lines_of(lines, state.base_to_charged_exchange_rate, now);
+    }
 
     let mut emitted: Vec<Topic> = Vec::new();
     let mut log = None;
@@ -1445,5 +1570,132 @@ mod tests {
             .read_tx(|tx| list_subscriptions(tx, &shop(), &first_query))
             .unwrap();
         assert_eq!(fresh.total, 4, "a new walk counts again");
+    }
+
+    #[test]
+    fn line_items_take_the_catalogues_details_discounts_and_shipping_lines() {
+        use crate::platform::events::{
+            EntityKind, EventAction, EventSource, apply_event, parse_event_body,
+        };
+        let db = database();
+        let product = json!({"data": {"product": {"platform_id": "p-1", "name": "Coffee",
+            "platform_updated_at": "2024-01-01T00:00:00Z",
+            "images": [{"src": "https://img.test/coffee.png"}],
+            "variants": [{"platform_id": "v-1", "name": "Coffee 1kg", "sku": "COF-1KG",
+                "price": "12.50", "grams": 1000, "weight": "1", "weight_unit": "kg",
+                "require_shipping": true, "tax_exempt": true}]}}});
+        let event = parse_event_body(
+            1,
+            EntityKind::Product,
+            EventAction::Saved,
+            product.to_string().as_bytes(),
+            EventSource::Webhook,
+            at(NOW),
+        )
+        .unwrap();
+        crate::ports::Database::write(&db, |tx| apply_event(tx, &event, at(NOW))).unwrap();
+        let mut body = body("k-1");
+        body["subscription"]["line_items"] = json!([
+            {"platform_product_id": "p-1", "platform_variant_id": "v-1", "quantity": 2,
+             "price": 1250, "title": "ignored: the catalogue has it",
+             "discounts": [{"discount_type": "percentage", "percentage_value": "10"},
+                           {"discount_type": "fixed_amount", "fixed_value": 100,
+                            "description": "loyalty"}]},
+            {"platform_product_id": "p-2", "platform_variant_id": "v-2", "quantity": 1,
+             "price": "300", "title": "Mug", "sku": "MUG", "grams": "350",
+             "requires_shipping": false, "taxable": false}]);
+        body["subscription"]["shipping_lines"] =
+            json!([{"name": "Standard", "code": "STD", "tag": "ground", "price": "500"}]);
+        let new = NewSubscription::parse(&body, &shop(), at(NOW)).unwrap();
+        let (made, _) = db
+            .write_tx(|tx| create_subscription(tx, &shop(), new, actor(), at(NOW)))
+            .unwrap();
+        let (coffee, mug) = (&made.line_items[0], &made.line_items[1]);
+        assert_eq!(
+            (
+                coffee.title.as_deref(),
+                coffee.product_name.as_deref(),
+                coffee.variant_name.as_deref(),
+                coffee.sku.as_deref(),
+                coffee.image.as_deref(),
+            ),
+            (
+                Some("Coffee 1kg"),
+                Some("Coffee"),
+                Some("Coffee 1kg"),
+                Some("COF-1KG"),
+                Some("https://img.test/coffee.png")
+            )
+        );
+        assert_eq!(
+            (coffee.grams, coffee.weight, coffee.weight_unit.as_deref()),
+            (Some(1000), Some(1.0), Some("kg"))
+        );
+        assert!(coffee.requires_shipping && !coffee.taxable, "tax exempt");
+        // 12.50 less 10 % (1.25) less 1.00.
+        assert_eq!(coffee.discounted_price, Cents(1025));
+        assert_eq!(
+            coffee
+                .discounts
+                .iter()
+                .map(|d| (d.discount_type.as_str(), d.fixed_value.0))
+                .collect::<Vec<_>>(),
+            [("percentage", 125), ("fixed_amount", 100)]
+        );
+        // Not in the catalogue: what the body said.
+        assert_eq!(
+            (mug.title.as_deref(), mug.sku.as_deref(), mug.grams),
+            (Some("Mug"), Some("MUG"), Some(350))
+        );
+        assert!(!mug.requires_shipping && !mug.taxable);
+        assert_eq!(made.shipping_lines.len(), 1);
+        let line = &made.shipping_lines[0];
+        assert_eq!(
+            (
+                line.subscription_id,
+                line.name.as_str(),
+                line.code.as_deref(),
+                line.price
+            ),
+            (made.id, "Standard", Some("STD"), Cents(500))
+        );
+        // The order charges the discounted items and the shipping line.
+        let charged = crate::subscriptions::orders::charge(&made);
+        assert_eq!(charged.subtotal, Cents(2 * 1025 + 300));
+        assert_eq!(charged.shipping, Cents(500));
+
+        // Update Subscription replaces the shipping lines; [] removes them.
+        for (lines, count) in [
+            (json!([{"name": "Express", "price": 1500}]), 1),
+            (json!([]), 0),
+        ] {
+            let update = crate::subscriptions::input::parse_subscription_update(
+                &json!({"subscription": {"shipping_lines": lines}}),
+                &shop(),
+            )
+            .unwrap();
+            let updated = db
+                .write_tx(|tx| update_subscription(tx, &shop(), made.id, update, actor(), at(NOW)))
+                .unwrap();
+            assert_eq!(updated.shipping_lines.len(), count);
+        }
+        // Problems are 422s on their paths.
+        let mut wrong = body.clone();
+        wrong["subscription"]["idempotency_key"] = json!("k-2");
+        wrong["subscription"]["shipping_lines"] = json!([{"price": -1}]);
+        wrong["subscription"]["line_items"][0]["discounts"] =
+            json!([{"discount_type": "percentage", "percentage_value": 120}]);
+        let Err(DomainError::Invalid(problems)) = NewSubscription::parse(&wrong, &shop(), at(NOW))
+        else {
+            panic!("expected 422")
+        };
+        let fields: Vec<&str> = problems.iter().map(|p| p.field.as_str()).collect();
+        for field in [
+            "subscription.shipping_lines[0].name",
+            "subscription.shipping_lines[0].price",
+            "subscription.line_items[0].discounts[0].percentage_value",
+        ] {
+            assert!(fields.contains(&field), "{field}: {fields:?}");
+        }
     }
 }

@@ -8,6 +8,8 @@
 //! its whole period (`prepaid_duration` orders) on the order that starts a period and nothing on
 //! the others.
 
+use serde_json::{Value, json};
+
 use crate::kernel::time::Timestamp;
 use crate::platform::placement::with_payment_key;
 use crate::platform::resources::{
@@ -164,7 +166,13 @@ fn order_line(item: &SubscriptionLineItem, line: &LineCharge, currency: &Currenc
             ),
         );
     }
-    let full = Cents(line.unit.0.saturating_mul(line.units));
+    // The unit price before the line item's discounts, when this order charges it.
+    let list_price = if line.unit == item.discounted_price_charged {
+        item.price_charged.max(line.unit)
+    } else {
+        line.unit
+    };
+    let full = Cents(list_price.0.saturating_mul(line.units));
     LineItem {
         platform_product_id: Some(PlatformId::new(item.platform_product_id.clone())),
         platform_variant_id: Some(PlatformId::new(item.platform_variant_id.clone())),
@@ -178,8 +186,8 @@ fn order_line(item: &SubscriptionLineItem, line: &LineCharge, currency: &Currenc
         weight_unit: item.weight_unit.clone(),
         taxable: Some(item.taxable),
         requires_shipping: Some(item.requires_shipping),
-        price_per_item: Decimal::of_cents(line.unit, currency),
-        discount_per_item: Decimal::of_cents(Cents::ZERO, currency),
+        price_per_item: Decimal::of_cents(list_price, currency),
+        discount_per_item: Decimal::of_cents(Cents(list_price.0 - line.unit.0), currency),
         subtotal: Decimal::of_cents(full, currency),
         discounted_subtotal: Decimal::of_cents(line.total, currency),
         total: Decimal::of_cents(line.total, currency),
@@ -224,6 +232,25 @@ pub fn platform_order(
         attributes.insert(
             "discount_code".to_string(),
             CustomAttribute::new("the subscription's discount code", code.clone()),
+        );
+    }
+    if !subscription.shipping_lines.is_empty() {
+        // Seed 000's order names its shipping method and subtotal only: the lines themselves
+        // go as JSON text, for connectors that want each line's code and tag.
+        let lines: Vec<Value> = subscription
+            .shipping_lines
+            .iter()
+            .map(|line| {
+                json!({"name": line.name, "code": line.code, "tag": line.tag,
+                       "price": Decimal::of_cents(line.value_charged, currency)})
+            })
+            .collect();
+        attributes.insert(
+            "shipping_lines".to_string(),
+            CustomAttribute::new(
+                "the subscription's shipping lines",
+                Value::Array(lines).to_string(),
+            ),
         );
     }
     let shipping_method = (!subscription.shipping_lines.is_empty()).then(|| {
@@ -319,6 +346,8 @@ mod tests {
         s.line_items.truncate(1);
         let item = &mut s.line_items[0];
         item.quantity = 2;
+        // 15.00 less a line item discount of 2.50.
+        item.price_charged = Cents(1500);
         item.discounted_price_charged = Cents(1250);
         item.prepaid_metadata = None;
         s.percent_discount = 10.0;
@@ -377,8 +406,27 @@ mod tests {
         assert_eq!(json["total"], "29.25");
         assert_eq!(json["shipping_method"], "Standard");
         assert_eq!(json["line_items"][0]["quantity"], 2);
-        assert_eq!(json["line_items"][0]["price_per_item"], "12.50");
-        assert_eq!(json["line_items"][0]["total"], "25.00");
+        let line = &json["line_items"][0];
+        assert_eq!(
+            [
+                &line["price_per_item"],
+                &line["discount_per_item"],
+                &line["subtotal"],
+                &line["discounted_subtotal"],
+                &line["total"]
+            ],
+            ["15.00", "2.50", "30.00", "25.00", "25.00"]
+        );
+        let shipping: Value = serde_json::from_str(
+            json["custom_attributes"]["shipping_lines"]["value"]
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            shipping,
+            json!([{"name": "Standard", "code": null, "tag": null, "price": "6.75"}])
+        );
         assert_eq!(
             json["custom_attributes"]["subscription_id"]["value"],
             s.id.to_string()

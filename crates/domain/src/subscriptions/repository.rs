@@ -592,7 +592,14 @@ impl StoredSubscription {
             percent_discount: s.percent_discount,
             discount_code: s.discount_code,
             line_items: self.line_items,
-            shipping_lines: s.shipping_lines,
+            shipping_lines: s
+                .shipping_lines
+                .into_iter()
+                .map(|line| ShippingLine {
+                    subscription_id: self.id,
+                    ..line
+                })
+                .collect(),
             billing_address,
             shipping_address,
             last_failure_code: s.last_failure_code,
