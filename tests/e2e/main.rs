@@ -12,6 +12,7 @@ mod checkout;
 mod checkout_settings;
 mod cli;
 mod connector;
+mod docs;
 mod events;
 mod foundation;
 mod hostile_bodies;

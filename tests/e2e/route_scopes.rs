@@ -850,6 +850,39 @@ fn concrete(template: &str, shop: &str) -> String {
         )
 }
 
+/// docs/api-reference.md lists every route the server registers, each with the scope this
+/// table names.
+#[test]
+fn the_api_reference_lists_every_route_with_its_scope() {
+    let reference = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/api-reference.md"
+    ))
+    .unwrap();
+    let line_of = |method: &str, path: &str| {
+        let route = format!("`{method} {path}`");
+        reference
+            .lines()
+            .find(|line| line.contains(&route))
+            .map(str::to_string)
+    };
+    let missing: Vec<_> = registered_routes()
+        .into_iter()
+        .filter(|(method, path)| line_of(method, path).is_none())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "not in docs/api-reference.md: {missing:?}"
+    );
+    for (method, path, scope) in ROUTES {
+        let line = line_of(method, path).unwrap_or_default();
+        assert!(
+            line.contains(&format!("`{scope}`")),
+            "{method} {path} needs `{scope}`: {line}"
+        );
+    }
+}
+
 #[test]
 fn the_table_covers_every_registered_route() {
     let registered = registered_routes();

@@ -1,0 +1,60 @@
+//! The repository's documentation stands on its own: it cites no specification the repository
+//! does not ship, and its links to other pages lead to pages that exist.
+
+use std::path::{Path, PathBuf};
+
+fn pages() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut pages = vec![root.join("README.md")];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|ext| ext == "md") {
+            pages.push(path);
+        }
+    }
+    pages
+}
+
+#[test]
+fn no_page_cites_a_specification_the_repository_does_not_ship() {
+    let cited = [
+        "CONTRACT.md",
+        "seed 00",
+        "Seed 00",
+        "contract §",
+        "Contract §",
+        "../shared",
+    ];
+    let mut found = Vec::new();
+    for page in pages() {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for (number, line) in text.lines().enumerate() {
+            if cited.iter().any(|citation| line.contains(citation)) {
+                found.push(format!("{}:{}: {line}", page.display(), number + 1));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+#[test]
+fn links_between_pages_lead_to_pages_that_exist() {
+    let mut broken = Vec::new();
+    for page in pages() {
+        let text = std::fs::read_to_string(&page).unwrap();
+        let dir = page.parent().unwrap();
+        for (index, _) in text.match_indices("](") {
+            let rest = &text[index + 2..];
+            let Some(end) = rest.find(')') else { continue };
+            let target = &rest[..end];
+            if target.starts_with("http") || target.starts_with('#') || target.is_empty() {
+                continue;
+            }
+            let file = target.split('#').next().unwrap_or_default();
+            if !dir.join(file).exists() {
+                broken.push(format!("{}: {target}", page.display()));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
