@@ -105,9 +105,23 @@ pub fn run(args: &[String], phases: &mut Phases) -> Result<(), String> {
     let _ = std::fs::remove_file(&browser_skipped);
 
     // Everything is compiled first, so the phases after it time the tests alone. The end-to-end
-    // suite starts the real binary: it is built too, in the test profile's folder.
+    // suite starts the real binaries (Mercer, and the simulator the README walkthrough runs):
+    // they are built too, in the test profile's folder.
     phases.time("build", || {
-        crate::run_step(&cargo, &["build", "-p", "mercer-server", "--bin", "mercer"])?;
+        crate::run_step(
+            &cargo,
+            &[
+                "build",
+                "-p",
+                "mercer-server",
+                "--bin",
+                "mercer",
+                "-p",
+                "mercer-platform-sim",
+                "--bin",
+                "mercer-platform-sim",
+            ],
+        )?;
         crate::run_step(&cargo, &["test", "--workspace", "--no-run"])
     })?;
 
