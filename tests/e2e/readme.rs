@@ -84,21 +84,24 @@ fn shell(dir: &Path, bin: &Path, database: &TestDatabase) -> Command {
     command
 }
 
-/// A process group, killed on the way out whatever happens: a command started in a group of
-/// its own, with the processes it starts in the background.
-struct Group(u32);
+/// A command run in a process group of its own (with what it starts in the background),
+/// killed on the way out whatever happens.
+struct Group(Child);
+
+impl Group {
+    fn spawn(command: &mut Command) -> Group {
+        use std::os::unix::process::CommandExt;
+        Group(command.process_group(0).spawn().unwrap())
+    }
+}
 
 impl Drop for Group {
     fn drop(&mut self) {
         let _ = Command::new("kill")
-            .args(["-TERM", "--", &format!("-{}", self.0)])
+            .args(["-TERM", "--", &format!("-{}", self.0.id())])
             .status();
+        let _ = self.0.wait();
     }
-}
-
-fn in_group(command: &mut Command) -> &mut Command {
-    use std::os::unix::process::CommandExt;
-    command.process_group(0)
 }
 
 /// Starts Mercer with the README's command; its group, and the shop and token it prints.
@@ -120,9 +123,8 @@ fn start_mercer(
         .args(["-c", &format!("exec {serve}")])
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
-    let mut mercer: Child = in_group(&mut command).spawn().unwrap();
-    let group = Group(mercer.id());
-    let stdout = mercer.stdout.take().unwrap();
+    let mut mercer = Group::spawn(&mut command);
+    let stdout = mercer.0.stdout.take().unwrap();
     let (mut shop, mut token) = (String::new(), String::new());
     for line in BufReader::new(stdout).lines() {
         let line = line.unwrap();
@@ -143,7 +145,7 @@ fn start_mercer(
         !shop.is_empty() && !token.is_empty(),
         "Mercer printed no demo credentials"
     );
-    (group, shop, token)
+    (mercer, shop, token)
 }
 
 fn the_readme_walkthroughs_run_word_for_word(backend: Backend) {
@@ -177,10 +179,9 @@ fn the_readme_walkthroughs_run_word_for_word(backend: Backend) {
         .args(["-c", &script])
         .stdout(std::fs::File::create(&log).unwrap())
         .stderr(std::fs::File::options().append(true).open(&log).unwrap());
-    let mut walk = in_group(&mut command).spawn().unwrap();
     // The simulator the script starts in the background stays in the script's group.
-    let _simulator = Group(walk.id());
-    let status = walk.wait().unwrap();
+    let mut walk = Group::spawn(&mut command);
+    let status = walk.0.wait().unwrap();
     assert!(
         status.success(),
         "the walkthrough stopped:\n{}",
