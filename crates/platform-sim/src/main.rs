@@ -172,7 +172,7 @@ fn admin(method: &str, url: String, body: Option<Value>) -> Result<(), String> {
         .timeout_global(Some(Duration::from_secs(30)))
         .build()
         .into();
-    let result = match (method, body) {
+    let send = || match (method, &body) {
         ("DELETE", _) => agent.delete(&url).call(),
         ("POST", None) => agent.post(&url).send_empty(),
         ("PATCH", Some(body)) => agent.patch(&url).send_json(body),
@@ -180,6 +180,20 @@ fn admin(method: &str, url: String, body: Option<Value>) -> Result<(), String> {
         (_, Some(body)) => agent.post(&url).send_json(body),
         (_, None) => agent.get(&url).call(),
     };
+    // A simulator started a moment ago in the background may not listen yet: wait for it (up
+    // to 10 s) rather than fail the command.
+    let mut result = send();
+    for _ in 0..40 {
+        match &result {
+            Err(ureq::Error::Io(error))
+                if error.kind() == std::io::ErrorKind::ConnectionRefused =>
+            {
+                std::thread::sleep(Duration::from_millis(250));
+                result = send();
+            }
+            _ => break,
+        }
+    }
     let mut response = result.map_err(|error| format!("{url}: {error}"))?;
     let status = response.status().as_u16();
     let text = response.body_mut().read_to_string().unwrap_or_default();
