@@ -143,6 +143,15 @@ pub fn run(args: &[String], phases: &mut Phases) -> Result<(), String> {
             &[],
         )
     })?;
+    // The doctests (the crates' entry points, as their docs show them), and the embedding
+    // example run as a user would run it.
+    phases.time("docs", || {
+        run.phase("docs", &["--workspace", "--doc"], &[])?;
+        crate::run_step(
+            &cargo,
+            &["run", "-q", "-p", "mercer-store", "--example", "embed"],
+        )
+    })?;
     // The e2e tests mostly wait (on servers, retries, receivers): 4 at a time on 2 cores took
     // 74 s where 2 took 115 s, and 6 gained nothing more (docs/benchmarks.md).
     let e2e_filters: &[&str] = if passthrough

@@ -27,3 +27,8 @@ pub mod headers {
     /// The exact `User-Agent` of Mercer's calls, for connectors' firewalls.
     pub const USER_AGENT: &str = "Svc-API";
 }
+
+/// The README's examples, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

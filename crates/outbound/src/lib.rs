@@ -58,3 +58,8 @@ pub fn refusal(error: &ureq::Error) -> Option<AddressNotAllowed> {
 
 #[cfg(test)]
 mod tests;
+
+/// The README's examples, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
