@@ -55,7 +55,7 @@ pub fn check(metadata: &Value) -> Vec<String> {
         return Vec::new();
     };
     let features = feature_folders(&domain_src);
-    let mut violations = Vec::new();
+    let mut violations = documented_edges_differ(metadata, &features);
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
 
     for feature in &features {
@@ -147,6 +147,46 @@ fn forbidden(from: &str, to: &str) -> Option<String> {
 }
 
 /// The `src` folder of a workspace package.
+/// Where docs/ARCHITECTURE.md's table of edges between features (rows `| \`from\` | \`to\` |
+/// why |`) and [`ALLOWED_EDGES`] disagree: each must name every edge the other does.
+fn documented_edges_differ(metadata: &Value, features: &BTreeSet<String>) -> Vec<String> {
+    let Some(root) = metadata["workspace_root"].as_str() else {
+        return Vec::new();
+    };
+    let path = Path::new(root).join("docs/ARCHITECTURE.md");
+    let Ok(text) = fs::read_to_string(&path) else {
+        return vec![format!("cannot read {}", path.display())];
+    };
+    let cell = |cell: &str| {
+        cell.trim()
+            .strip_prefix('`')?
+            .strip_suffix('`')
+            .map(str::to_string)
+    };
+    let documented: BTreeSet<(String, String)> = text
+        .lines()
+        .filter_map(|line| {
+            let mut cells = line.strip_prefix('|')?.split('|');
+            let (from, to) = (cell(cells.next()?)?, cell(cells.next()?)?);
+            (features.contains(&from) && features.contains(&to)).then_some((from, to))
+        })
+        .collect();
+    let allowed: BTreeSet<(String, String)> = ALLOWED_EDGES
+        .iter()
+        .flat_map(|(from, tos)| tos.iter().map(|to| (from.to_string(), to.to_string())))
+        .collect();
+    let mut differences: Vec<String> = allowed
+        .difference(&documented)
+        .map(|(from, to)| {
+            format!("docs/ARCHITECTURE.md's table of feature edges lacks `{from}` → `{to}`, which tidy allows")
+        })
+        .collect();
+    differences.extend(documented.difference(&allowed).map(|(from, to)| {
+        format!("docs/ARCHITECTURE.md names the feature edge `{from}` → `{to}`, which tidy does not allow")
+    }));
+    differences
+}
+
 fn package_src(metadata: &Value, name: &str) -> Option<PathBuf> {
     metadata["packages"]
         .as_array()?
