@@ -23,18 +23,24 @@ pub const DEFAULT_MAX_SKEW_SECONDS: i64 = 5 * 60;
 /// The signing headers of a request from Mercer, as the connector received them.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SignedHeaders<'a> {
+    /// `X-HMAC-Timestamp`.
     pub timestamp: Option<&'a str>,
+    /// `X-HMAC`: under the shop's current secret.
     pub hmac: Option<&'a str>,
+    /// `X-Compatible-HMAC`: under the previous secret during a rotation's grace.
     pub compatible_hmac: Option<&'a str>,
 }
 
+/// Why a request is not trusted as Mercer's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum VerifyError {
+    /// The request lacks this signing header.
     MissingHeader(&'static str),
     /// `X-HMAC-Timestamp` is not an RFC 3339 date-time.
     BadTimestamp,
     /// The timestamp is further from now than allowed (a replay, or a wrong clock).
     Stale {
+        /// How far it is from now, in seconds.
         skew_seconds: i64,
     },
     /// Neither `X-HMAC` nor `X-Compatible-HMAC` matches the connector's secret.

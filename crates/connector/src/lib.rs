@@ -1,7 +1,8 @@
+#![warn(missing_docs)]
 //! Mercer's side of the platform connector interface (seed 000, contract §3):
 //!
 //! - [`HttpConnector`], the client for every connector operation (it implements the domain's
-//!   [`PlatformConnector`](mercer_domain::platform::connector::PlatformConnector) port): signed requests,
+//!   [`PlatformConnector`] port): signed requests,
 //!   the destination's timeout, typed answers and distinct errors;
 //! - [`kit`], for people who write connectors: checks Mercer's signed requests and computes the
 //!   verification answer.
@@ -20,9 +21,13 @@ pub use mercer_domain::platform::resources as types;
 
 /// Headers of the connector interface.
 pub mod headers {
+    /// The time the call was signed at (RFC 3339, UTC, seconds).
     pub const TIMESTAMP: &str = "X-HMAC-Timestamp";
+    /// The HMAC of the timestamp under the shop's current connector secret.
     pub const HMAC: &str = "X-HMAC";
+    /// The same under the previous secret while a rotation's grace runs.
     pub const COMPATIBLE_HMAC: &str = "X-Compatible-HMAC";
+    /// Create Order's key: the same key answers the order made first.
     pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
     /// The exact `User-Agent` of Mercer's calls, for connectors' firewalls.
     pub const USER_AGENT: &str = "Svc-API";

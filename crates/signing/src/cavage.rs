@@ -38,9 +38,13 @@ pub fn signature_header(secret: &str, method: &str, path_and_query: &str, date: 
 /// The parts of a `Signature` header.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParsedSignature {
+    /// `keyId`: which secret signed.
     pub key_id: String,
+    /// `algorithm`: `hmac-sha256`.
     pub algorithm: String,
+    /// `headers`: the signed headers, in order (`(request-target)`, `date`).
     pub headers: Vec<String>,
+    /// `signature`: the base64 signature.
     pub signature: String,
 }
 

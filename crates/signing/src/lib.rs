@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! The signatures Mercer makes and checks, each with sign and verify, constant-time comparison
 //! and known-answer tests: `X-HMAC` for calls to platform connectors (contract §3.3),
 //! draft-cavage-12 `Signature` for checkout webhooks and override requests, Standard Webhooks
@@ -51,6 +52,8 @@ pub fn svc_signature(secret: &str, body: &[u8]) -> String {
     hex::encode(hmac_sha256(secret.as_bytes(), body))
 }
 
+/// Whether `header` is the `x-svc-signature` of `body` under `secret` (any letter case,
+/// compared in constant time).
 pub fn verify_svc_signature(secret: &str, body: &[u8], header: &str) -> bool {
     same(
         &svc_signature(secret, body),
