@@ -176,6 +176,31 @@ fn tidy_fails_when_a_feature_imports_the_combined_ports() {
 }
 
 #[test]
+fn tidy_fails_when_the_architecture_table_and_the_allowed_edges_differ() {
+    let workspace = workspace_with_features(&[
+        ("kernel/mod.rs", ""),
+        ("directory/mod.rs", ""),
+        ("platform/mod.rs", ""),
+    ]);
+    let doc = workspace.path().join("docs/ARCHITECTURE.md");
+    let row = "| `directory` | `platform` | the directory lists the platform's customers |\n";
+    write(&doc, &format!("| from | to | why |\n|---|---|---|\n{row}"));
+    let (passed, stderr) = tidy_stderr(&workspace);
+    assert!(passed, "{stderr}");
+    write(
+        &doc,
+        "| from | to | why |\n|---|---|---|\n| `platform` | `directory` | no |\n",
+    );
+    let (passed, stderr) = tidy_stderr(&workspace);
+    assert!(!passed, "tidy must fail: {stderr}");
+    assert!(
+        stderr.contains("lacks `directory` → `platform`")
+            && stderr.contains("names the feature edge `platform` → `directory`"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn tidy_lets_tests_use_any_feature() {
     let workspace = workspace_with_features(&[
         ("kernel/mod.rs", ""),
