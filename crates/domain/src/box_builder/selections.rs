@@ -11,7 +11,7 @@ use crate::kernel::error::{DomainError, FieldError};
 use crate::kernel::fields::path;
 use crate::kernel::time::Timestamp;
 use crate::subscriptions::customers::PagePagination;
-use crate::subscriptions::operations::{get_subscription, subscription_data};
+use crate::subscriptions::operations::get_subscription;
 use crate::subscriptions::topics::Topic;
 use crate::subscriptions::webhooks::emit;
 
@@ -209,13 +209,7 @@ fn store(
     let line_item = saved.selection.svc_platform_subscription_line_item_id;
     if let Some(owner) = tx.line_item_owner(shop.id, line_item)? {
         let subscription = get_subscription(tx, shop, owner.subscription_id, false)?;
-        emit(
-            tx,
-            shop,
-            Topic::SubscriptionUpdated,
-            subscription_data(&subscription),
-            now,
-        )?;
+        emit(tx, shop, Topic::SubscriptionUpdated, &subscription, now)?;
     }
     Ok(saved.selection.in_shop(shop))
 }

@@ -7,6 +7,7 @@ pub mod payloads;
 pub mod processing;
 pub mod repository;
 pub mod settings;
+pub mod shown;
 pub mod state;
 pub mod storefront;
 pub mod sweeps;

@@ -1,15 +1,23 @@
 //! The payloads of the six checkout topics (seed 001 §2), enqueued as checkout webhook messages
 //! in the transaction of the change they report.
 
-use serde_json::{Value, json};
+use serde::Serialize;
 
 use crate::access::shop::Shop;
-use crate::checkout::repository::{CheckoutOrder, CheckoutRepositories};
-use crate::checkout::state::{CheckoutLineItem, meta_data_json, product_data};
+use crate::checkout::repository::{CheckoutOrder, CheckoutRepositories, CheckoutStatus};
+use crate::checkout::shown::{
+    ApplicationState, EmptyList, ProductData, ShownCustomer, ShownDiscount,
+};
+use crate::checkout::state::{
+    CheckoutCustomer, CheckoutDocument, CheckoutLineItem, CheckoutMetaData, CheckoutTax,
+};
+use crate::checkout::storefront::resumable_link;
+use crate::checkout::sweeps::{Fulfillment, fulfillment_data};
 use crate::directory::DirectoryRepository;
 use crate::kernel::error::DomainError;
+use crate::kernel::money::Cents;
 use crate::kernel::time::Timestamp;
-use crate::webhooks::{WebhookKind, enqueue_all_for_topic, enqueue_for_topic};
+use crate::webhooks::{self, WebhookKind, enqueue_all_for_topic, enqueue_for_topic};
 
 /// The checkout topics (contract §4.2's ids 1..6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,32 +60,63 @@ fn domains(shop: &Shop) -> (String, String) {
 
 /// The payload of order/processed, order/created, order/failed and order/fulfilled (seed 001
 /// §2): `application_state` is the one the storefront was shown.
+#[derive(Debug, Clone, Serialize)]
+pub struct OrderPayload {
+    pub platform_domain: String,
+    pub domain: String,
+    pub application_state: ApplicationState,
+    pub order_id: i64,
+    pub public_order_id: String,
+    pub platform_order_id: String,
+    pub platform_friendly_identifier: String,
+    pub order_source: &'static str,
+    pub order_source_name: &'static str,
+    pub fulfillment_status: &'static str,
+    /// `[]` until the order is fulfilled; then the fulfillment, as order/fulfilled reports it.
+    pub fulfillment_data: FulfillmentData,
+}
+
+/// An order's `fulfillment_data`: none yet (`[]`), or the fulfillment's.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum FulfillmentData {
+    None(EmptyList),
+    Fulfilled(Box<Fulfillment>),
+}
+
+/// The payload of `order` under one of the order topics.
 pub fn order_payload(
     shop: &Shop,
     order: &CheckoutOrder,
-    application_state: Value,
-    fulfillment: Option<Value>,
-) -> Value {
+    application_state: ApplicationState,
+    fulfillment: Option<Fulfillment>,
+) -> OrderPayload {
     let (platform_domain, domain) = domains(shop);
-    let fulfilled = fulfillment.is_some();
-    json!({
-        "platform_domain": platform_domain,
-        "domain": domain,
-        "application_state": application_state,
-        "order_id": order.id,
-        "public_order_id": order.public_order_id,
-        "platform_order_id": order.platform_order_id.clone().unwrap_or_default(),
-        "platform_friendly_identifier": order
+    OrderPayload {
+        platform_domain,
+        domain,
+        application_state,
+        order_id: order.id,
+        public_order_id: order.public_order_id.clone(),
+        platform_order_id: order.platform_order_id.clone().unwrap_or_default(),
+        platform_friendly_identifier: order
             .document
             .platform_friendly_identifier
             .clone()
             .or_else(|| order.platform_order_id.clone())
             .unwrap_or_default(),
-        "order_source": ORDER_SOURCE,
-        "order_source_name": ORDER_SOURCE_NAME,
-        "fulfillment_status": if fulfilled { "fulfilled" } else { "unfulfilled" },
-        "fulfillment_data": fulfillment.unwrap_or_else(|| json!([])),
-    })
+        order_source: ORDER_SOURCE,
+        order_source_name: ORDER_SOURCE_NAME,
+        fulfillment_status: if fulfillment.is_some() {
+            "fulfilled"
+        } else {
+            "unfulfilled"
+        },
+        fulfillment_data: match fulfillment {
+            Some(data) => FulfillmentData::Fulfilled(Box::new(data)),
+            None => FulfillmentData::None(EmptyList),
+        },
+    }
 }
 
 /// Enqueues `topic` (order/processed, order/created, order/failed) about `order`.
@@ -86,7 +125,7 @@ pub fn emit(
     shop: &Shop,
     order: &CheckoutOrder,
     topic: Topic,
-    application_state: Value,
+    application_state: ApplicationState,
     now: Timestamp,
 ) -> Result<(), DomainError> {
     let payload = order_payload(shop, order, application_state, None);
@@ -106,7 +145,7 @@ pub fn emit_fulfilled(
     tx: &mut dyn CheckoutRepositories,
     shop: &Shop,
     order: &CheckoutOrder,
-    fulfillment_data: Value,
+    fulfillment_data: Fulfillment,
     now: Timestamp,
 ) -> Result<(), DomainError> {
     let shown = order.document.application_state(&order.public_order_id);
@@ -122,6 +161,33 @@ pub fn emit_fulfilled(
     Ok(())
 }
 
+/// A line item of order/abandoned: seed 001 writes `properties` as name/value pairs and
+/// `visible` as a number here, and the line's parts in this order.
+#[derive(Debug, Clone, Serialize)]
+pub struct AbandonedLineItem {
+    pub discounts: Vec<ShownDiscount>,
+    pub fees: EmptyList,
+    pub taxes: Vec<CheckoutTax>,
+    pub product_data: ProductData<Vec<Property>, u8>,
+}
+
+/// A line item property as a name/value pair.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Property {
+    pub name: String,
+    pub value: String,
+}
+
+/// order/abandoned's payload (seed 001 §2).
+#[derive(Debug, Clone, Serialize)]
+pub struct AbandonedPayload {
+    pub customer: ShownCustomer,
+    pub line_items: Vec<AbandonedLineItem>,
+    pub order_meta_data: CheckoutMetaData,
+    pub public_order_id: String,
+    pub resumable_link: String,
+}
+
 /// Enqueues order/abandoned (seed 001 §2: the customer, line items, meta data and the link
 /// that resumes the checkout).
 pub fn emit_abandoned(
@@ -130,34 +196,8 @@ pub fn emit_abandoned(
     order: &CheckoutOrder,
     now: Timestamp,
 ) -> Result<(), DomainError> {
-    let document = &order.document;
-    // Seed 001 writes `properties` as an array and `visible` as a number here.
-    let line_items: Vec<Value> = document
-        .line_items
-        .iter()
-        .zip(document.line_shares())
-        .map(|(item, shares)| {
-            let properties: Vec<Value> = item
-                .properties
-                .iter()
-                .map(|(name, value)| json!({"name": name, "value": value}))
-                .collect();
-            json!({
-                "discounts": shares.discounts_json(),
-                "fees": [],
-                "taxes": shares.taxes_json(),
-                "product_data": product_data(item, json!(properties), json!(1)),
-            })
-        })
-        .collect();
-    let platform_id = platform_customer_id(tx, shop, document.email())?;
-    let payload = json!({
-        "customer": document.customer_json(platform_id.as_deref()),
-        "line_items": line_items,
-        "order_meta_data": meta_data_json(&document.order_meta_data),
-        "public_order_id": order.public_order_id,
-        "resumable_link": document.resumable_link,
-    });
+    let platform_id = platform_customer_id(tx, shop, order.document.email())?;
+    let payload = abandoned_payload(order, platform_id.as_deref());
     enqueue_for_topic(
         tx,
         shop.id,
@@ -167,6 +207,39 @@ pub fn emit_abandoned(
         now,
     )?;
     Ok(())
+}
+
+/// order/abandoned's payload of `order`, whose customer the platform knows as `platform_id`.
+fn abandoned_payload(order: &CheckoutOrder, platform_id: Option<&str>) -> AbandonedPayload {
+    let document = &order.document;
+    let line_items = document
+        .line_items
+        .iter()
+        .zip(document.line_shares())
+        .map(|(item, shares)| {
+            let properties = item
+                .properties
+                .iter()
+                .map(|(name, value)| Property {
+                    name: name.clone(),
+                    value: value.clone(),
+                })
+                .collect();
+            AbandonedLineItem {
+                discounts: shares.shown_discounts(),
+                fees: EmptyList,
+                taxes: shares.taxes.clone(),
+                product_data: ProductData::of(item, properties, 1),
+            }
+        })
+        .collect();
+    AbandonedPayload {
+        customer: document.shown_customer(platform_id),
+        line_items,
+        order_meta_data: document.order_meta_data.clone(),
+        public_order_id: order.public_order_id.clone(),
+        resumable_link: document.resumable_link.clone(),
+    }
 }
 
 /// The platform's id of the shop's customer of `email`, when the directory knows them (a
@@ -187,6 +260,32 @@ fn platform_customer_id(
         .and_then(|customer| customer.platform_id))
 }
 
+/// gift_card/created's payload for one card (seed 001 §2). The card's customer is the
+/// checkout's guest: no platform customer.
+#[derive(Debug, Clone, Serialize)]
+pub struct GiftCardPayload {
+    pub platform_domain: String,
+    pub domain: String,
+    pub platform_order_id: String,
+    pub public_order_id: String,
+    pub platform_customer_id: Option<String>,
+    pub customer: GiftCardCustomer,
+    pub gift_card_email: String,
+    pub gift_card_token: String,
+    pub gift_card_key: String,
+    pub gift_card_amount: Cents,
+    pub line_item_key: String,
+    pub sku: String,
+}
+
+/// Who bought a gift card.
+#[derive(Debug, Clone, Serialize)]
+pub struct GiftCardCustomer {
+    pub email_address: String,
+    pub first_name: String,
+    pub last_name: String,
+}
+
 /// gift_card/created's payload for one card of line item `item`.
 pub fn gift_card_payload(
     shop: &Shop,
@@ -194,34 +293,34 @@ pub fn gift_card_payload(
     item: &CheckoutLineItem,
     key: &str,
     token: &str,
-) -> Value {
+) -> GiftCardPayload {
     let (platform_domain, domain) = domains(shop);
     let customer = order.document.customer.clone().unwrap_or_default();
-    json!({
-        "platform_domain": platform_domain,
-        "domain": domain,
-        "platform_order_id": order.platform_order_id.clone().unwrap_or_default(),
-        "public_order_id": order.public_order_id,
-        "platform_customer_id": null,
-        "customer": {
-            "email_address": customer.email_address,
-            "first_name": customer.first_name,
-            "last_name": customer.last_name,
+    GiftCardPayload {
+        platform_domain,
+        domain,
+        platform_order_id: order.platform_order_id.clone().unwrap_or_default(),
+        public_order_id: order.public_order_id.clone(),
+        platform_customer_id: None,
+        gift_card_email: customer.email_address.clone(),
+        customer: GiftCardCustomer {
+            email_address: customer.email_address,
+            first_name: customer.first_name,
+            last_name: customer.last_name,
         },
-        "gift_card_email": customer.email_address,
-        "gift_card_token": token,
-        "gift_card_key": key,
-        "gift_card_amount": item.price,
-        "line_item_key": item.line_item_key,
-        "sku": item.sku,
-    })
+        gift_card_token: token.to_string(),
+        gift_card_key: key.to_string(),
+        gift_card_amount: item.price,
+        line_item_key: item.line_item_key.clone(),
+        sku: item.sku.clone(),
+    }
 }
 
 /// Enqueues gift_card/created for each card's payload, with one read of the endpoints.
 pub fn emit_gift_cards(
     tx: &mut dyn CheckoutRepositories,
     shop: &Shop,
-    payloads: &[Value],
+    payloads: &[GiftCardPayload],
     now: Timestamp,
 ) -> Result<(), DomainError> {
     enqueue_all_for_topic(
@@ -233,4 +332,114 @@ pub fn emit_gift_cards(
         now,
     )?;
     Ok(())
+}
+
+/// A sample payload of a topic, marked `"test": true`: what a test delivery sends.
+#[derive(Debug, Clone, Serialize)]
+pub struct SamplePayload<T> {
+    pub test: bool,
+    #[serde(flatten)]
+    pub payload: T,
+}
+
+/// The payload of a test delivery: the topic's payload for a sample order.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum TestPayload {
+    Abandoned(Box<SamplePayload<AbandonedPayload>>),
+    GiftCard(Box<SamplePayload<GiftCardPayload>>),
+    Order(Box<SamplePayload<OrderPayload>>),
+}
+
+/// An order of one test product for a test customer, as a test delivery shows it.
+fn sample_order(shop: &Shop, now: Timestamp) -> CheckoutOrder {
+    let public_order_id = "0".repeat(32);
+    let mut document =
+        CheckoutDocument::new(&shop.currency, resumable_link(shop, &public_order_id));
+    document.customer = Some(CheckoutCustomer {
+        public_id: format!("{}a", "0".repeat(31)),
+        first_name: "Test".to_string(),
+        last_name: "Customer".to_string(),
+        email_address: "test.customer@example.test".to_string(),
+        accepts_marketing: false,
+    });
+    document.line_items = vec![CheckoutLineItem {
+        line_item_key: "test-line".to_string(),
+        product_id: "1".to_string(),
+        variant_id: "1".to_string(),
+        title: "Test product".to_string(),
+        product_title: "Test product".to_string(),
+        sku: "TEST-SKU".to_string(),
+        barcode: String::new(),
+        image_url: String::new(),
+        description: "A test product".to_string(),
+        vendor: String::new(),
+        tags: String::new(),
+        price: Cents(1000),
+        compare_at_price: Cents::ZERO,
+        quantity: 1,
+        weight: 0.0,
+        weight_unit: "g".to_string(),
+        requires_shipping: true,
+        taxable: true,
+        properties: Default::default(),
+    }];
+    CheckoutOrder {
+        id: 0,
+        shop_id: shop.id,
+        public_order_id,
+        status: CheckoutStatus::Open,
+        platform_order_id: Some("test-order".to_string()),
+        last_activity_at: now,
+        abandoned_at: None,
+        fulfilled_at: None,
+        version: 0,
+        document,
+        created_at: now,
+        updated_at: now,
+    }
+}
+
+/// The payload a test delivery of `topic` sends: the topic's own shape, for a sample order.
+pub fn test_payload(shop: &Shop, topic: &str, now: Timestamp) -> TestPayload {
+    let order = sample_order(shop, now);
+    match topic {
+        "order/abandoned" => TestPayload::Abandoned(Box::new(SamplePayload {
+            test: true,
+            payload: abandoned_payload(&order, None),
+        })),
+        "gift_card/created" => {
+            let item = &order.document.line_items[0];
+            TestPayload::GiftCard(Box::new(SamplePayload {
+                test: true,
+                payload: gift_card_payload(shop, &order, item, "test-key", "test-token"),
+            }))
+        }
+        _ => {
+            let fulfillment = (topic == Topic::OrderFulfilled.as_str())
+                .then(|| fulfillment_data(&order, None, now));
+            let state = order.document.application_state(&order.public_order_id);
+            TestPayload::Order(Box::new(SamplePayload {
+                test: true,
+                payload: order_payload(shop, &order, state, fulfillment),
+            }))
+        }
+    }
+}
+
+/// Send Test Webhook: enqueues a sample payload of the webhook's topic for it alone; the
+/// message's `webhook-id`. A disabled webhook refuses (422).
+pub fn send_test(
+    tx: &mut dyn CheckoutRepositories,
+    shop: &Shop,
+    public_id: &str,
+    now: Timestamp,
+) -> Result<String, DomainError> {
+    let endpoint = webhooks::checkout::find(tx, shop, public_id)?;
+    if !endpoint.is_active() {
+        return Err(webhooks::checkout::disabled());
+    }
+    let payload = test_payload(shop, &endpoint.topic, now);
+    let (_, message_id) = webhooks::enqueue_for_endpoint(tx, &endpoint, &payload, now)?;
+    Ok(message_id)
 }

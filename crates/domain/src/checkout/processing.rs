@@ -15,8 +15,9 @@ use crate::checkout::repository::{
 };
 use crate::checkout::state::{CheckoutDiscount, CheckoutDocument, CheckoutLineItem};
 use crate::checkout::storefront::{
-    APPROVING_TOKEN, CheckoutContext, InventoryStage, ORDER_RRULE_PROPERTY,
-    SUBSCRIPTION_GROUP_PROPERTY, StorefrontCall, check_plan, inventory_check, read, value_discount,
+    APPROVING_TOKEN, CheckoutContext, InventoryResult, InventoryStage, ORDER_RRULE_PROPERTY,
+    OrderAnswer, SUBSCRIPTION_GROUP_PROPERTY, StorefrontCall, check_plan, inventory_check, read,
+    shown, value_discount,
 };
 use crate::kernel::error::{DomainError, FieldError};
 use crate::kernel::jobs::{JobFailure, JobPayload, enqueue};
@@ -31,7 +32,7 @@ use crate::platform::resources::{
     CustomAttribute, Decimal, LineItem, Order, OrderAddress, Payment, PlatformId,
 };
 use crate::subscriptions::input::MAX_LINE_ITEM_ATTRIBUTES;
-use crate::subscriptions::operations::{create_subscription_from_body, subscription_data};
+use crate::subscriptions::operations::create_subscription_from_body;
 use crate::subscriptions::recurrence::{OrderSchedule, ShopZone};
 use crate::subscriptions::resources::Actor;
 use crate::subscriptions::topics::Topic as SubscriptionTopic;
@@ -109,7 +110,7 @@ fn missing_parts(document: &CheckoutDocument) -> Vec<FieldError> {
 pub fn process_order<D: CheckoutDatabase + OverrideDatabase>(
     context: &CheckoutContext<'_, D>,
     call: &StorefrontCall,
-) -> Result<Value, DomainError> {
+) -> Result<OrderAnswer, DomainError> {
     let now = context.now;
     let (shop, mut order) = read(context.db, call, now)?;
     if order.status != CheckoutStatus::Open {
@@ -123,13 +124,13 @@ pub fn process_order<D: CheckoutDatabase + OverrideDatabase>(
         return Err(DomainError::Invalid(problems));
     }
     let inventory = inventory_check(context, &shop, &order, InventoryStage::Final)?;
-    if inventory["result"] == "fail" {
+    if inventory.result == InventoryResult::Fail {
         return Err(DomainError::invalid(
             "inventory",
             "insufficient_stock",
             format!(
                 "some line items are not in stock: {}",
-                inventory["failed_items"]
+                serde_json::to_string(&inventory.failed_items).unwrap_or_default()
             ),
         ));
     }
@@ -196,7 +197,7 @@ pub fn process_order<D: CheckoutDatabase + OverrideDatabase>(
         Ok(())
     })?;
     order.version += 1;
-    Ok(json!({"application_state": order.document.application_state(&order.public_order_id)}))
+    Ok(shown(&order))
 }
 
 /// What no order is completed with, whatever let it in: a line item priced below zero, a
@@ -694,26 +695,58 @@ fn subscriptions(
         if !created {
             continue;
         }
-        let first_order = json!({
-            "source": "checkout",
-            "public_order_id": order.public_order_id,
-            "platform_order_id": order.platform_order_id,
-            "order_datetime": placed,
-            "total": items
-                .iter()
-                .fold(0i64, |total, item| total.saturating_add(item.total().0)),
-            "currency": order.document.currency,
-        });
+        let first_order = FirstOrder {
+            source: "checkout",
+            public_order_id: &order.public_order_id,
+            platform_order_id: order.platform_order_id.as_deref(),
+            order_datetime: placed,
+            total: plan_total(&items),
+            currency: &order.document.currency,
+        };
         emit_with_order(
             tx,
             shop,
             SubscriptionTopic::SubscriptionOrderCreated,
-            subscription_data(&subscription),
-            first_order,
+            &subscription,
+            &first_order,
             now,
         )?;
     }
     Ok(())
+}
+
+/// A plan's first order, the checkout's, as the `order` of `subscription_order_created`.
+#[derive(Serialize)]
+struct FirstOrder<'a> {
+    source: &'static str,
+    public_order_id: &'a str,
+    platform_order_id: Option<&'a str>,
+    order_datetime: Timestamp,
+    total: Cents,
+    currency: &'a str,
+}
+
+/// The checkout's order that a declined payment failed, as the `order` of
+/// `subscription_payment_failed`: it never reached the platform.
+#[derive(Serialize)]
+struct DeclinedOrder<'a> {
+    source: &'static str,
+    public_order_id: &'a str,
+    platform_order_id: Option<&'a str>,
+    status: &'static str,
+    failure_code: &'static str,
+    failure_reason: &'static str,
+    total: Cents,
+    currency: &'a str,
+}
+
+/// What a plan's line items come to.
+fn plan_total(items: &[&CheckoutLineItem]) -> Cents {
+    Cents(
+        items
+            .iter()
+            .fold(0i64, |total, item| total.saturating_add(item.total().0)),
+    )
 }
 
 /// A plan of an order: its rule and group, and the line items carrying them.
@@ -761,31 +794,31 @@ fn announce_declined_plans(
             fields.insert("id".to_string(), Value::Null);
             fields.insert("customer".to_string(), body["customer"].clone());
         }
-        let attempt = json!({
-            "source": "checkout",
-            "public_order_id": order.public_order_id,
-            "platform_order_id": null,
-            "status": "failed",
-            "failure_code": "payment_declined",
-            "failure_reason": "the payment was declined",
-            "total": items
-                .iter()
-                .fold(0i64, |total, item| total.saturating_add(item.total().0)),
-            "currency": order.document.currency,
-        });
+        let attempt = DeclinedOrder {
+            source: "checkout",
+            public_order_id: &order.public_order_id,
+            platform_order_id: None,
+            status: "failed",
+            failure_code: "payment_declined",
+            failure_reason: "the payment was declined",
+            total: plan_total(&items),
+            currency: &order.document.currency,
+        };
         emit_with_order(
             tx,
             shop,
             SubscriptionTopic::SubscriptionPaymentFailed,
             data,
-            attempt,
+            &attempt,
             now,
         )?;
     }
     Ok(())
 }
 
-/// A Create Subscription body (seed 002 §4.2) for a plan of the order.
+/// A Create Subscription body (seed 002 §4.2) for a plan of the order. It is JSON, not a
+/// typed value, because it goes through the route's own parser
+/// ([`create_subscription_from_body`]): a plan is checked exactly as an API client's body is.
 fn subscription_body(
     shop: &Shop,
     order: &CheckoutOrder,

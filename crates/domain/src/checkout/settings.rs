@@ -1,20 +1,32 @@
 //! The shop's checkout settings as `GET`/`PATCH /checkout/shop/{shop}/settings` show and take
 //! them (the same as `mercer shop update`'s checkout flags).
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::kernel::money::Cents;
 
 use crate::access::shop::{CheckoutSettings, ShopSettings};
 use crate::kernel::error::{DomainError, FieldError};
 use crate::kernel::fields::{read_body, type_error};
 
 /// The settings as the routes show them.
-pub fn settings_json(settings: &CheckoutSettings) -> Value {
-    json!({
-        "abandoned_cart_emails": settings.abandoned_cart_emails,
-        "gift_cards_enabled": settings.gift_cards_enabled,
-        "gift_card_skus": settings.gift_card_skus,
-        "flat_shipping_rate": settings.flat_shipping_rate,
-    })
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SettingsResource {
+    pub abandoned_cart_emails: bool,
+    pub gift_cards_enabled: bool,
+    pub gift_card_skus: Vec<String>,
+    pub flat_shipping_rate: Cents,
+}
+
+/// The settings as the routes show them.
+pub fn settings_resource(settings: &CheckoutSettings) -> SettingsResource {
+    SettingsResource {
+        abandoned_cart_emails: settings.abandoned_cart_emails,
+        gift_cards_enabled: settings.gift_cards_enabled,
+        gift_card_skus: settings.gift_card_skus.clone(),
+        flat_shipping_rate: settings.flat_shipping_rate,
+    }
 }
 
 /// `PATCH`'s body: any of `abandoned_cart_emails`, `gift_cards_enabled` (booleans),

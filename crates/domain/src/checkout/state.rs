@@ -1,16 +1,14 @@
-//! What a checkout holds (its stored document) and what the storefront is shown of it: the
-//! `application_state` of the vendor's frontend library (`lib/types`, `IApplicationState`).
-//! Money is integer cents of the order's currency, and the totals are always computed, never
+//! What a checkout holds: its stored document (what the storefront is shown of it is
+//! `shown`'s). Money is integer cents of the order's currency, and the totals are always computed, never
 //! stored: `order_total` = items + shipping + taxes − discounts, `order_balance` =
 //! `order_total` − payments.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
 use crate::access::credentials::Secret;
-use crate::kernel::money::{Cents, CurrencyCode};
+use crate::kernel::money::Cents;
 use crate::kernel::time::Timestamp;
 use crate::overrides::{OrderOverride, OverrideTarget, OverrideType};
 
@@ -275,24 +273,6 @@ impl CheckoutDocument {
         shares
     }
 
-    /// The line items as the storefront is shown them, each with its shares.
-    pub fn line_items_json(&self) -> Vec<Value> {
-        self.line_items
-            .iter()
-            .zip(self.line_shares())
-            .map(|(item, shares)| line_item_json(item, &shares))
-            .collect()
-    }
-
-    /// The line item of `key` as the storefront is shown it.
-    pub fn line_item_json_of(&self, key: &str) -> Option<Value> {
-        self.line_items
-            .iter()
-            .zip(self.line_shares())
-            .find(|(item, _)| item.line_item_key == key)
-            .map(|(item, shares)| line_item_json(item, &shares))
-    }
-
     /// The amounts.
     pub fn amounts(&self) -> Amounts {
         let items = sum(self.line_items.iter().map(CheckoutLineItem::total));
@@ -336,100 +316,6 @@ impl CheckoutDocument {
             })
             .collect()
     }
-
-    /// The `application_state` the storefront is shown (`IApplicationState`).
-    pub fn application_state(&self, public_order_id: &str) -> Value {
-        let amounts = self.amounts();
-        json!({
-            "customer": self.customer_json(None),
-            "addresses": {
-                "shipping": address_json(self.shipping_address.as_ref()),
-                "billing": address_json(self.billing_address.as_ref()),
-            },
-            "line_items": self.line_items_json(),
-            "shipping": {
-                "selected_shipping": self.selected_shipping.as_ref().map(shipping_line_json),
-                "available_shipping_lines": self
-                    .available_shipping_lines
-                    .iter()
-                    .map(shipping_line_json)
-                    .collect::<Vec<_>>(),
-                "taxes": [],
-                "discounts": [],
-            },
-            "taxes": self.taxes.iter().map(tax_json).collect::<Vec<_>>(),
-            "discounts": self
-                .discounts
-                .iter()
-                .zip(self.discount_values())
-                .map(|(discount, value)| discount_json(discount, value))
-                .collect::<Vec<_>>(),
-            "payments": self
-                .payments
-                .iter()
-                .map(|payment| payment_json(payment, &self.currency))
-                .collect::<Vec<_>>(),
-            "fees": [],
-            "order_total": amounts.total,
-            "order_balance": amounts.balance,
-            "order_meta_data": meta_data_json(&self.order_meta_data),
-            "currency": currency_json(&self.currency),
-            "display_currency": currency_json(&self.currency),
-            "display_exchange_rate": 1,
-            "resumable_link": self.resumable_link,
-            "link_to_cart": null,
-            "is_processed": self.is_processed,
-            "created_via": "checkout",
-            "flow_id": null,
-            "public_order_id": public_order_id,
-        })
-    }
-
-    /// The customer, with the checkout's addresses as `saved_addresses` and the platform's
-    /// id of the customer when it is known.
-    pub fn customer_json(&self, platform_id: Option<&str>) -> Value {
-        let saved = self.saved_addresses_json();
-        match &self.customer {
-            Some(customer) => json!({
-                "platform_id": platform_id,
-                "public_id": customer.public_id,
-                "first_name": customer.first_name,
-                "last_name": customer.last_name,
-                "email_address": customer.email_address,
-                "accepts_marketing": customer.accepts_marketing,
-                "saved_addresses": saved,
-            }),
-            None => json!({
-                "platform_id": platform_id,
-                "public_id": null,
-                "first_name": "",
-                "last_name": "",
-                "email_address": "",
-                "accepts_marketing": false,
-                "saved_addresses": saved,
-            }),
-        }
-    }
-
-    /// The addresses given in this checkout: the shipping one, then the billing one when it
-    /// differs.
-    fn saved_addresses_json(&self) -> Value {
-        let mut saved: Vec<&CheckoutAddress> = Vec::new();
-        for address in [&self.shipping_address, &self.billing_address]
-            .into_iter()
-            .flatten()
-        {
-            if !saved.contains(&address) {
-                saved.push(address);
-            }
-        }
-        json!(saved)
-    }
-}
-
-/// An address, or `{}` when none is set.
-pub fn address_json(address: Option<&CheckoutAddress>) -> Value {
-    address.map_or_else(|| json!({}), |address| json!(address))
 }
 
 /// What one line item bears of the order's taxes and discounts (a discount with the value it
@@ -438,21 +324,6 @@ pub fn address_json(address: Option<&CheckoutAddress>) -> Value {
 pub struct LineShares {
     pub taxes: Vec<CheckoutTax>,
     pub discounts: Vec<(CheckoutDiscount, Cents)>,
-}
-
-impl LineShares {
-    pub fn taxes_json(&self) -> Value {
-        Value::Array(self.taxes.iter().map(tax_json).collect())
-    }
-
-    pub fn discounts_json(&self) -> Value {
-        Value::Array(
-            self.discounts
-                .iter()
-                .map(|(discount, value)| discount_json(discount, *value))
-                .collect(),
-        )
-    }
 }
 
 /// `amount` shared out in proportion to `weights`: each share rounded down, and the cents left
@@ -486,131 +357,10 @@ fn share_out(amount: i64, weights: &[i64]) -> Vec<i64> {
     shares
 }
 
-pub fn line_item_json(item: &CheckoutLineItem, shares: &LineShares) -> Value {
-    json!({
-        "product_data": product_data(item, json!(item.properties), json!(true)),
-        "taxes": shares.taxes_json(),
-        "fees": [],
-        "discounts": shares.discounts_json(),
-    })
-}
-
-/// `product_data` (`IProductData`); `properties` and `visible` as the caller writes them
-/// (the library's types and seed 001's abandoned payload differ on them).
-pub fn product_data(item: &CheckoutLineItem, properties: Value, visible: Value) -> Value {
-    json!({
-        "id": item.line_item_key,
-        "title": item.title,
-        "product_title": item.product_title,
-        "image_url": item.image_url,
-        "properties": properties,
-        "description": item.description,
-        "quantity": item.quantity,
-        "price": item.price,
-        "total_price": item.total(),
-        "visible": visible,
-        "line_item_key": item.line_item_key,
-        "barcode": item.barcode,
-        "compare_at_price": item.compare_at_price,
-        "weight": whole_or_fraction(item.weight),
-        "weight_unit": item.weight_unit,
-        "product_id": item.product_id,
-        "variant_id": item.variant_id,
-        "requires_shipping": item.requires_shipping,
-        "sku": item.sku,
-        "taxable": item.taxable,
-        "tags": item.tags,
-        "vendor": item.vendor,
-    })
-}
-
-/// A number as JavaScript writes it: `0`, not `0.0`, when it is whole.
-fn whole_or_fraction(number: f64) -> Value {
-    if number.fract() == 0.0 && number.abs() < 1e15 {
-        json!(number as i64)
-    } else {
-        json!(number)
-    }
-}
-
-/// A line item as the inventory override and `fulfilled_items` name it.
-pub fn item_reference_json(item: &CheckoutLineItem) -> Value {
-    json!({
-        "line_item_key": item.line_item_key,
-        "platform_variant_id": item.variant_id,
-        "platform_product_id": item.product_id,
-        "sku": item.sku,
-        "quantity": item.quantity,
-    })
-}
-
-pub fn shipping_line_json(line: &CheckoutShippingLine) -> Value {
-    json!({"id": line.id, "description": line.description, "amount": line.amount, "code": line.code})
-}
-
-pub fn tax_json(tax: &CheckoutTax) -> Value {
-    json!({"name": tax.name, "value": tax.value, "is_included": tax.is_included})
-}
-
-/// A discount as shown, with what it takes off the order (`value`).
-pub fn discount_json(discount: &CheckoutDiscount, value: Cents) -> Value {
-    json!({
-        "code": discount.code,
-        "text": discount.text,
-        "value": value,
-        "valid": true,
-        "source": "discount_override",
-    })
-}
-
-pub fn payment_json(payment: &CheckoutPayment, currency: &str) -> Value {
-    json!({
-        "id": payment.id,
-        "gateway_public_id": payment.gateway_public_id,
-        "amount": payment.amount,
-        "currency": currency,
-        "type": payment.r#type,
-        "display_string": payment.display_string,
-        "token": payment.token,
-        "retain": payment.retain,
-    })
-}
-
-pub fn meta_data_json(meta: &CheckoutMetaData) -> Value {
-    json!({
-        "cart_parameters": meta.cart_parameters,
-        "note_attributes": meta.note_attributes,
-        "notes": meta.notes,
-        "tags": meta.tags,
-    })
-}
-
-/// `ICurrency` of an ISO 4217 code.
-pub fn currency_json(code: &str) -> Value {
-    let has_decimal = CurrencyCode::parse(code).is_none_or(|code| code.minor_units() > 0);
-    json!({
-        "iso_code": code,
-        "iso_numeric_code": 0,
-        "symbol": currency_symbol(code),
-        "format": "${amount}",
-        "has_decimal": has_decimal,
-        "show_iso_code": true,
-    })
-}
-
-fn currency_symbol(code: &str) -> &'static str {
-    match code {
-        "USD" | "CAD" | "AUD" | "NZD" | "MXN" | "SGD" | "HKD" => "$",
-        "EUR" => "€",
-        "GBP" => "£",
-        "JPY" | "CNY" => "¥",
-        "INR" => "₹",
-        _ => "",
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn item(price: i64, quantity: i64) -> CheckoutLineItem {
@@ -671,7 +421,7 @@ mod tests {
         assert_eq!(amounts.items, Cents(3000));
         assert_eq!(amounts.total, Cents(3000 + 700 + 300 - 1000));
         assert_eq!(amounts.balance, Cents(3000 + 700 + 300 - 1000 - 2000));
-        let state = order.application_state("abc");
+        let state = serde_json::to_value(order.application_state("abc")).unwrap();
         assert_eq!(state["order_total"], 3000);
         assert_eq!(state["order_balance"], 1000);
         assert_eq!(state["line_items"][0]["product_data"]["total_price"], 2500);
@@ -695,7 +445,7 @@ mod tests {
             },
         ];
         assert_eq!(order.amounts().total, Cents::ZERO);
-        let state = order.application_state("x");
+        let state = serde_json::to_value(order.application_state("x")).unwrap();
         assert_eq!(state["discounts"][0]["value"], 500, "what it takes off");
         assert_eq!(state["discounts"][1]["value"], 0);
     }
@@ -730,7 +480,7 @@ mod tests {
             .collect();
         assert_eq!(discounts, [625, 313, 62]);
         assert_eq!(discounts.iter().sum::<i64>(), 1000);
-        let state = order.application_state("x");
+        let state = serde_json::to_value(order.application_state("x")).unwrap();
         assert_eq!(state["line_items"][0]["taxes"][0]["name"], "GST");
         assert_eq!(state["line_items"][1]["discounts"][0]["code"], "TEN");
         assert_eq!(state["line_items"][2]["taxes"], json!([]));
@@ -745,7 +495,7 @@ mod tests {
         };
         order.shipping_address = Some(home.clone());
         order.billing_address = Some(home);
-        let customer = order.customer_json(Some("cus_1"));
+        let customer = serde_json::to_value(order.shown_customer(Some("cus_1"))).unwrap();
         assert_eq!(customer["platform_id"], "cus_1");
         assert_eq!(customer["saved_addresses"].as_array().unwrap().len(), 1);
         assert_eq!(customer["saved_addresses"][0]["city"], "Ottawa");

@@ -5,7 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::access::credentials::random_hex;
 use crate::access::shop::{Shop, find_shop};
@@ -15,10 +16,13 @@ use crate::checkout::input::{
 use crate::checkout::repository::{
     CheckoutDatabase, CheckoutOrder, CheckoutRepositories, CheckoutStatus, NewCheckoutOrder,
 };
+use crate::checkout::shown::{
+    ApplicationState, EmptyList, EmptyObject, ItemReference, ProductData, ShownAddress,
+    ShownCustomer, ShownDiscount, ShownLineItem, ShownPayment,
+};
 use crate::checkout::state::{
     CheckoutAddress, CheckoutCustomer, CheckoutDiscount, CheckoutDocument, CheckoutLineItem,
-    CheckoutPayment, CheckoutShippingLine, CheckoutTax, address_json, item_reference_json,
-    payment_json, shipping_line_json, tax_json,
+    CheckoutMetaData, CheckoutPayment, CheckoutShippingLine, CheckoutTax,
 };
 use crate::checkout::token;
 use crate::kernel::error::{DomainError, FieldError};
@@ -54,17 +58,24 @@ pub struct CheckoutContext<'a, D> {
     pub now: Timestamp,
 }
 
-/// The order, shown: `{"application_state", …extra}`, the `data` of an answer.
-fn answer(order: &CheckoutOrder, extra: Value) -> Value {
-    let mut data = match extra {
-        Value::Object(map) => map,
-        _ => Map::new(),
-    };
-    data.insert(
-        "application_state".to_string(),
-        order.document.application_state(&order.public_order_id),
-    );
-    Value::Object(data)
+/// What a storefront call answers (the `data` of its answer): what the call itself shows, and
+/// the order's `application_state` after it.
+#[derive(Debug, Clone, Serialize)]
+pub struct StorefrontAnswer<T> {
+    #[serde(flatten)]
+    pub shown: T,
+    pub application_state: ApplicationState,
+}
+
+/// A call that shows nothing of its own, only the order.
+pub type OrderAnswer = StorefrontAnswer<EmptyObject>;
+
+/// The order after a call, with what the call shows.
+fn answer<T>(order: &CheckoutOrder, shown: T) -> StorefrontAnswer<T> {
+    StorefrontAnswer {
+        shown,
+        application_state: order.document.application_state(&order.public_order_id),
+    }
 }
 
 fn processed() -> DomainError {
@@ -112,25 +123,25 @@ pub fn read<D: CheckoutDatabase>(
 }
 
 /// Changes an open order: `work` gets the shop and the order as read and changes the order,
-/// answering the `extra` of the answer; the order is saved if no other change came first, else
-/// the whole is done again from a fresh read. A processed order refuses (422).
-fn change<D: CheckoutDatabase>(
+/// answering what the call shows; the order is saved if no other change came first, else the
+/// whole is done again from a fresh read. A processed order refuses (422).
+fn change<D: CheckoutDatabase, T>(
     db: &D,
     call: &StorefrontCall,
     now: Timestamp,
-    mut work: impl FnMut(&Shop, &mut CheckoutOrder) -> Result<Value, DomainError>,
-) -> Result<Value, DomainError> {
+    mut work: impl FnMut(&Shop, &mut CheckoutOrder) -> Result<T, DomainError>,
+) -> Result<StorefrontAnswer<T>, DomainError> {
     for _ in 0..SAVE_ATTEMPTS {
         let (shop, mut order) = read(db, call, now)?;
         if order.status != CheckoutStatus::Open {
             return Err(processed());
         }
-        let extra = work(&shop, &mut order)?;
+        let shown = work(&shop, &mut order)?;
         order.last_activity_at = now;
         order.updated_at = now;
         if db.write_tx(|tx| Ok(tx.save_checkout_order(&order)?))? {
             order.version += 1;
-            return Ok(answer(&order, extra));
+            return Ok(answer(&order, shown));
         }
     }
     Err(DomainError::Conflict {
@@ -145,8 +156,10 @@ fn through_override<D: CheckoutDatabase + OverrideDatabase>(
     shop: &Shop,
     order: &CheckoutOrder,
     kind: OverrideType,
-    data: Value,
+    data: &impl Serialize,
 ) -> Result<Option<OverrideAnswer>, DomainError> {
+    // A request's fields are plain typed values with text keys: serializing cannot fail.
+    let data = serde_json::to_value(data).unwrap_or(Value::Null);
     crate::overrides::run(
         context.db,
         context.overrides,
@@ -352,14 +365,24 @@ fn priced_items(
     }
 }
 
-/// What Init Order answers: `{"jwt_token", "public_order_id", "application_state",
-/// "initial_data"}`.
+/// What Init Order answers.
+#[derive(Debug, Clone, Serialize)]
+pub struct InitAnswer {
+    pub jwt_token: String,
+    pub public_order_id: String,
+    pub application_state: ApplicationState,
+    pub initial_data: InitialData,
+    /// Mercer's test gateway keeps no payment methods.
+    pub vaulting_enabled: bool,
+}
+
+/// Init Order: a new order of the cart's items, and the token that opens it.
 pub fn init(
     tx: &mut dyn CheckoutRepositories,
     shop: &Shop,
     input: InitInput,
     now: Timestamp,
-) -> Result<Value, DomainError> {
+) -> Result<InitAnswer, DomainError> {
     let line_items = merge_same_keys(priced_items(
         tx,
         shop,
@@ -384,13 +407,13 @@ pub fn init(
         created_at: now,
     })?;
     let jwt_token = token::mint(tx, shop, &public_order_id, now)?;
-    Ok(json!({
-        "jwt_token": jwt_token,
-        "public_order_id": public_order_id,
-        "application_state": order.document.application_state(&public_order_id),
-        "initial_data": initial_data(shop, &order.document),
-        "vaulting_enabled": false,
-    }))
+    Ok(InitAnswer {
+        jwt_token,
+        application_state: order.document.application_state(&public_order_id),
+        public_order_id,
+        initial_data: InitialData::of(shop, &order.document),
+        vaulting_enabled: false,
+    })
 }
 
 /// Items with one key are one line: quantities add up, up to [`MAX_QUANTITY`]. One key for two
@@ -444,30 +467,75 @@ pub fn resumable_link(shop: &Shop, public_order_id: &str) -> String {
     format!("https://{domain}/checkout/resume/{public_order_id}")
 }
 
-/// `initial_data` (`IOrderInitialData`): what the storefront shows around the order.
-fn initial_data(shop: &Shop, document: &CheckoutDocument) -> Value {
-    json!({
-        "shop_name": shop.shop_domain,
-        "country_info": [],
-        "supported_languages": [],
-        "general_settings": {
-            "checkout_process": {
-                "company_name_option": "optional",
-                "phone_number_required": false,
-                "accepts_marketing_checkbox_option": "unchecked",
-                "tax_exempt_checkbox_enabled": false,
-                "tax_shipping": false,
-                "rsa_enabled": false,
+/// `initial_data` (`IOrderInitialData`): what the storefront shows around the order. Mercer
+/// offers no countries, languages, external gateways or fraud tools of its own: those lists
+/// are empty.
+#[derive(Debug, Clone, Serialize)]
+pub struct InitialData {
+    pub shop_name: String,
+    pub country_info: EmptyList,
+    pub supported_languages: EmptyList,
+    pub general_settings: GeneralSettings,
+    pub external_payment_gateways: EmptyList,
+    pub life_elements: EmptyList,
+    pub fraud_tools: EmptyList,
+    pub flow_settings: EmptyObject,
+    pub requires_shipping: bool,
+    pub eps_gateways: EmptyObject,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GeneralSettings {
+    pub checkout_process: CheckoutProcess,
+    pub address_autocomplete: AddressAutocomplete,
+}
+
+/// The checkout form's options, as Mercer's checkout has them.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckoutProcess {
+    pub company_name_option: &'static str,
+    pub phone_number_required: bool,
+    pub accepts_marketing_checkbox_option: &'static str,
+    pub tax_exempt_checkbox_enabled: bool,
+    pub tax_shipping: bool,
+    pub rsa_enabled: bool,
+}
+
+/// No address autocomplete provider.
+#[derive(Debug, Clone, Serialize)]
+pub struct AddressAutocomplete {
+    pub provider: Option<String>,
+    pub api_key: Option<String>,
+}
+
+impl InitialData {
+    fn of(shop: &Shop, document: &CheckoutDocument) -> InitialData {
+        InitialData {
+            shop_name: shop.shop_domain.clone(),
+            country_info: EmptyList,
+            supported_languages: EmptyList,
+            general_settings: GeneralSettings {
+                checkout_process: CheckoutProcess {
+                    company_name_option: "optional",
+                    phone_number_required: false,
+                    accepts_marketing_checkbox_option: "unchecked",
+                    tax_exempt_checkbox_enabled: false,
+                    tax_shipping: false,
+                    rsa_enabled: false,
+                },
+                address_autocomplete: AddressAutocomplete {
+                    provider: None,
+                    api_key: None,
+                },
             },
-            "address_autocomplete": {"provider": null, "api_key": null},
-        },
-        "external_payment_gateways": [],
-        "life_elements": [],
-        "fraud_tools": [],
-        "flow_settings": {},
-        "requires_shipping": document.requires_shipping(),
-        "eps_gateways": {},
-    })
+            external_payment_gateways: EmptyList,
+            life_elements: EmptyList,
+            fraud_tools: EmptyList,
+            flow_settings: EmptyObject {},
+            requires_shipping: document.requires_shipping(),
+            eps_gateways: EmptyObject {},
+        }
+    }
 }
 
 fn new_customer(input: CustomerInput) -> CheckoutCustomer {
@@ -483,13 +551,19 @@ fn new_customer(input: CustomerInput) -> CheckoutCustomer {
 // ---------------------------------------------------------------------------------------
 // Customer
 
+/// What the customer calls show: the customer after the call.
+#[derive(Debug, Clone, Serialize)]
+pub struct CustomerShown {
+    pub customer: ShownCustomer,
+}
+
 /// `addGuestCustomer` (and `updateCustomer`: the same, keeping the customer's public id).
 pub fn set_customer<D: CheckoutDatabase>(
     db: &D,
     call: &StorefrontCall,
     input: CustomerInput,
     now: Timestamp,
-) -> Result<Value, DomainError> {
+) -> Result<StorefrontAnswer<CustomerShown>, DomainError> {
     change(db, call, now, |_, order| {
         let customer = match order.document.customer.take() {
             // The same customer, changed: marketing consent kept unless given.
@@ -503,7 +577,9 @@ pub fn set_customer<D: CheckoutDatabase>(
             None => new_customer(input.clone()),
         };
         order.document.customer = Some(customer);
-        Ok(json!({"customer": order.document.customer_json(None)}))
+        Ok(CustomerShown {
+            customer: order.document.shown_customer(None),
+        })
     })
 }
 
@@ -512,11 +588,19 @@ pub fn delete_customer<D: CheckoutDatabase>(
     db: &D,
     call: &StorefrontCall,
     now: Timestamp,
-) -> Result<Value, DomainError> {
+) -> Result<StorefrontAnswer<CustomerShown>, DomainError> {
     change(db, call, now, |_, order| {
         order.document.customer = None;
-        Ok(json!({"customer": order.document.customer_json(None)}))
+        Ok(CustomerShown {
+            customer: order.document.shown_customer(None),
+        })
     })
+}
+
+/// What a validation that passed shows (one that fails is a 422 on its field).
+#[derive(Debug, Clone, Serialize)]
+pub struct Valid {
+    pub valid: bool,
 }
 
 /// `validateEmail`: `{"valid": true}`, or 422 on `email_address`.
@@ -525,11 +609,11 @@ pub fn validate_email<D: CheckoutDatabase>(
     call: &StorefrontCall,
     email: &str,
     now: Timestamp,
-) -> Result<Value, DomainError> {
+) -> Result<StorefrontAnswer<Valid>, DomainError> {
     let (_, order) = read(db, call, now)?;
     crate::kernel::fields::check_email("email_address".to_string(), email)
         .map_err(|problem| DomainError::Invalid(vec![problem]))?;
-    Ok(answer(&order, json!({"valid": true})))
+    Ok(answer(&order, Valid { valid: true }))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -560,9 +644,17 @@ fn validate_address_override<D: CheckoutDatabase + OverrideDatabase>(
     kind: AddressType,
     address: &CheckoutAddress,
 ) -> Result<(), DomainError> {
-    let data = json!({"address_type": kind.as_str(), "address": address});
+    #[derive(Serialize)]
+    struct AddressValidateRequest<'a> {
+        address_type: &'static str,
+        address: &'a CheckoutAddress,
+    }
+    let data = AddressValidateRequest {
+        address_type: kind.as_str(),
+        address,
+    };
     let Some(OverrideAnswer::AddressValidate(validation)) =
-        through_override(context, shop, order, OverrideType::AddressValidate, data)?
+        through_override(context, shop, order, OverrideType::AddressValidate, &data)?
     else {
         return Ok(());
     };
@@ -584,6 +676,12 @@ fn validate_address_override<D: CheckoutDatabase + OverrideDatabase>(
     Err(DomainError::Invalid(problems))
 }
 
+/// What the address calls show: the address after the call (`{}` when deleted).
+#[derive(Debug, Clone, Serialize)]
+pub struct AddressShown {
+    pub address: ShownAddress,
+}
+
 /// `setShippingAddress`, `updateShippingAddress`, `setBillingAddress`,
 /// `updateBillingAddress`: checked through the `address_validate` override when one applies.
 /// A new shipping address drops the shipping lines and taxes worked out for the old one.
@@ -592,7 +690,7 @@ pub fn set_address<D: CheckoutDatabase + OverrideDatabase>(
     call: &StorefrontCall,
     kind: AddressType,
     address: CheckoutAddress,
-) -> Result<Value, DomainError> {
+) -> Result<StorefrontAnswer<AddressShown>, DomainError> {
     change(context.db, call, context.now, |shop, order| {
         validate_address_override(context, shop, order, kind, &address)?;
         match kind {
@@ -602,7 +700,9 @@ pub fn set_address<D: CheckoutDatabase + OverrideDatabase>(
             }
             AddressType::Billing => order.document.billing_address = Some(address.clone()),
         }
-        Ok(json!({"address": address}))
+        Ok(AddressShown {
+            address: ShownAddress(Some(address.clone())),
+        })
     })
 }
 
@@ -612,7 +712,7 @@ pub fn delete_address<D: CheckoutDatabase>(
     call: &StorefrontCall,
     kind: AddressType,
     now: Timestamp,
-) -> Result<Value, DomainError> {
+) -> Result<StorefrontAnswer<AddressShown>, DomainError> {
     change(db, call, now, |_, order| {
         match kind {
             AddressType::Shipping => {
@@ -621,8 +721,17 @@ pub fn delete_address<D: CheckoutDatabase>(
             }
             AddressType::Billing => order.document.billing_address = None,
         }
-        Ok(json!({"address": address_json(None)}))
+        Ok(AddressShown {
+            address: ShownAddress(None),
+        })
     })
+}
+
+/// What `validateAddress` shows when the address passed.
+#[derive(Debug, Clone, Serialize)]
+pub struct AddressValid {
+    pub valid: bool,
+    pub errors: EmptyList,
 }
 
 /// `validateAddress`: through the `address_validate` override when one applies, else the
@@ -631,10 +740,16 @@ pub fn validate_address<D: CheckoutDatabase + OverrideDatabase>(
     context: &CheckoutContext<'_, D>,
     call: &StorefrontCall,
     address: &CheckoutAddress,
-) -> Result<Value, DomainError> {
+) -> Result<StorefrontAnswer<AddressValid>, DomainError> {
     let (shop, order) = read(context.db, call, context.now)?;
     validate_address_override(context, &shop, &order, AddressType::Shipping, address)?;
-    Ok(answer(&order, json!({"valid": true, "errors": []})))
+    Ok(answer(
+        &order,
+        AddressValid {
+            valid: true,
+            errors: EmptyList,
+        },
+    ))
 }
 
 /// What the shipping lines and taxes were worked out from changed: they are worked out again.
@@ -653,15 +768,22 @@ fn offered_shipping_lines<D: CheckoutDatabase + OverrideDatabase>(
     shop: &Shop,
     order: &CheckoutOrder,
 ) -> Result<Vec<CheckoutShippingLine>, DomainError> {
+    #[derive(Serialize)]
+    struct ShippingRequest<'a> {
+        shipping_address: ShownAddress,
+        line_items: Vec<ShownLineItem>,
+        subtotal: Cents,
+        currency: &'a str,
+    }
     let document = &order.document;
-    let data = json!({
-        "shipping_address": address_json(document.shipping_address.as_ref()),
-        "line_items": document.line_items_json(),
-        "subtotal": document.amounts().items,
-        "currency": document.currency,
-    });
+    let data = ShippingRequest {
+        shipping_address: ShownAddress::of(document.shipping_address.as_ref()),
+        line_items: document.shown_line_items(),
+        subtotal: document.amounts().items,
+        currency: &document.currency,
+    };
     Ok(
-        match through_override(context, shop, order, OverrideType::Shipping, data)? {
+        match through_override(context, shop, order, OverrideType::Shipping, &data)? {
             Some(OverrideAnswer::Shipping(lines)) => lines
                 .into_iter()
                 .map(|line| CheckoutShippingLine {
@@ -681,11 +803,17 @@ fn offered_shipping_lines<D: CheckoutDatabase + OverrideDatabase>(
     )
 }
 
+/// What `getShippingLines` shows: the lines offered.
+#[derive(Debug, Clone, Serialize)]
+pub struct ShippingLinesShown {
+    pub shipping_lines: Vec<CheckoutShippingLine>,
+}
+
 /// `getShippingLines`: the lines offered now; a selected line no longer offered is dropped.
 pub fn shipping_lines<D: CheckoutDatabase + OverrideDatabase>(
     context: &CheckoutContext<'_, D>,
     call: &StorefrontCall,
-) -> Result<Value, DomainError> {
+) -> Result<StorefrontAnswer<ShippingLinesShown>, DomainError> {
     change(context.db, call, context.now, |shop, order| {
         let lines = offered_shipping_lines(context, shop, order)?;
         let document = &mut order.document;
@@ -695,15 +823,17 @@ pub fn shipping_lines<D: CheckoutDatabase + OverrideDatabase>(
             document.selected_shipping = None;
             document.taxes.clear();
         }
-        document.available_shipping_lines = lines;
-        Ok(json!({
-            "shipping_lines": document
-                .available_shipping_lines
-                .iter()
-                .map(shipping_line_json)
-                .collect::<Vec<_>>()
-        }))
+        document.available_shipping_lines = lines.clone();
+        Ok(ShippingLinesShown {
+            shipping_lines: lines,
+        })
     })
+}
+
+/// What `changeShippingLine` shows: the line chosen.
+#[derive(Debug, Clone, Serialize)]
+pub struct SelectedShippingShown {
+    pub selected_shipping: CheckoutShippingLine,
 }
 
 /// `changeShippingLine`: by the line's id, or its position among those offered.
@@ -711,7 +841,7 @@ pub fn select_shipping_line<D: CheckoutDatabase + OverrideDatabase>(
     context: &CheckoutContext<'_, D>,
     call: &StorefrontCall,
     choice: &str,
-) -> Result<Value, DomainError> {
+) -> Result<StorefrontAnswer<SelectedShippingShown>, DomainError> {
     change(context.db, call, context.now, |shop, order| {
         if order.document.available_shipping_lines.is_empty() {
             order.document.available_shipping_lines = offered_shipping_lines(context, shop, order)?;
@@ -738,7 +868,9 @@ pub fn select_shipping_line<D: CheckoutDatabase + OverrideDatabase>(
             order.document.taxes.clear();
         }
         order.document.selected_shipping = Some(chosen.clone());
-        Ok(json!({"selected_shipping": shipping_line_json(&chosen)}))
+        Ok(SelectedShippingShown {
+            selected_shipping: chosen.clone(),
+        })
     })
 }
 
@@ -751,19 +883,29 @@ fn taxes_of<D: CheckoutDatabase + OverrideDatabase>(
     shop: &Shop,
     order: &CheckoutOrder,
 ) -> Result<Vec<CheckoutTax>, DomainError> {
+    #[derive(Serialize)]
+    struct TaxRequest<'a> {
+        shipping_address: ShownAddress,
+        billing_address: ShownAddress,
+        line_items: Vec<ShownLineItem>,
+        shipping: Option<&'a CheckoutShippingLine>,
+        subtotal: Cents,
+        discounts: Cents,
+        currency: &'a str,
+    }
     let document = &order.document;
     let amounts = document.amounts();
-    let data = json!({
-        "shipping_address": address_json(document.shipping_address.as_ref()),
-        "billing_address": address_json(document.billing_address.as_ref()),
-        "line_items": document.line_items_json(),
-        "shipping": document.selected_shipping.as_ref().map(shipping_line_json),
-        "subtotal": amounts.items,
-        "discounts": amounts.discounts,
-        "currency": document.currency,
-    });
+    let data = TaxRequest {
+        shipping_address: ShownAddress::of(document.shipping_address.as_ref()),
+        billing_address: ShownAddress::of(document.billing_address.as_ref()),
+        line_items: document.shown_line_items(),
+        shipping: document.selected_shipping.as_ref(),
+        subtotal: amounts.items,
+        discounts: amounts.discounts,
+        currency: &document.currency,
+    };
     Ok(
-        match through_override(context, shop, order, OverrideType::Tax, data)? {
+        match through_override(context, shop, order, OverrideType::Tax, &data)? {
             Some(OverrideAnswer::Tax(lines)) => lines
                 .into_iter()
                 .map(|line| CheckoutTax {
@@ -777,14 +919,22 @@ fn taxes_of<D: CheckoutDatabase + OverrideDatabase>(
     )
 }
 
+/// What `setTaxes` shows: the order's taxes.
+#[derive(Debug, Clone, Serialize)]
+pub struct TaxesShown {
+    pub taxes: Vec<CheckoutTax>,
+}
+
 /// `setTaxes`: through the `tax` override; none when none applies.
 pub fn set_taxes<D: CheckoutDatabase + OverrideDatabase>(
     context: &CheckoutContext<'_, D>,
     call: &StorefrontCall,
-) -> Result<Value, DomainError> {
+) -> Result<StorefrontAnswer<TaxesShown>, DomainError> {
     change(context.db, call, context.now, |shop, order| {
         order.document.taxes = taxes_of(context, shop, order)?;
-        Ok(json!({"taxes": order.document.taxes.iter().map(tax_json).collect::<Vec<_>>()}))
+        Ok(TaxesShown {
+            taxes: order.document.taxes.clone(),
+        })
     })
 }
 
@@ -802,24 +952,41 @@ pub(crate) fn value_discount<D: CheckoutDatabase + OverrideDatabase>(
     order: &CheckoutOrder,
     code: &str,
 ) -> Result<Option<CheckoutDiscount>, DomainError> {
+    #[derive(Serialize)]
+    struct AppliedDiscount<'a> {
+        code: &'a str,
+        amount: Cents,
+        text: &'a str,
+    }
+    #[derive(Serialize)]
+    struct DiscountRequest<'a> {
+        code: &'a str,
+        applied_discounts: Vec<AppliedDiscount<'a>>,
+        line_items: Vec<ShownLineItem>,
+        subtotal: Cents,
+        currency: &'a str,
+    }
     let document = &order.document;
     let values = document.discount_values();
-    let applied: Vec<Value> = document
-        .discounts
-        .iter()
-        .zip(values)
-        .filter(|(discount, _)| !same_code(&discount.code, code))
-        .map(|(discount, value)| json!({"code": discount.code, "amount": value, "text": discount.text}))
-        .collect();
-    let data = json!({
-        "code": code,
-        "applied_discounts": applied,
-        "line_items": document.line_items_json(),
-        "subtotal": document.amounts().items,
-        "currency": document.currency,
-    });
+    let data = DiscountRequest {
+        code,
+        applied_discounts: document
+            .discounts
+            .iter()
+            .zip(values)
+            .filter(|(discount, _)| !same_code(&discount.code, code))
+            .map(|(discount, amount)| AppliedDiscount {
+                code: &discount.code,
+                amount,
+                text: &discount.text,
+            })
+            .collect(),
+        line_items: document.shown_line_items(),
+        subtotal: document.amounts().items,
+        currency: &document.currency,
+    };
     Ok(
-        match through_override(context, shop, order, OverrideType::Discount, data)? {
+        match through_override(context, shop, order, OverrideType::Discount, &data)? {
             Some(OverrideAnswer::Discount(answer)) if answer.valid => {
                 answer.discount.map(|discount| {
                     let answered = discount.code.trim();
@@ -843,6 +1010,19 @@ fn not_valid(code: &str) -> DomainError {
     )
 }
 
+/// What `addDiscount` shows: the discount applied.
+#[derive(Debug, Clone, Serialize)]
+pub struct DiscountShown {
+    pub discount: ShownDiscount,
+}
+
+/// What `validateDiscount` shows of a valid code.
+#[derive(Debug, Clone, Serialize)]
+pub struct DiscountValid {
+    pub valid: bool,
+    pub discount: ShownDiscount,
+}
+
 /// `addDiscount`: valued through the `discount` override, and kept once per code the override
 /// answers: a code applied already (in any spelling the override takes for it) is valued
 /// again, not applied twice.
@@ -850,7 +1030,7 @@ pub fn add_discount<D: CheckoutDatabase + OverrideDatabase>(
     context: &CheckoutContext<'_, D>,
     call: &StorefrontCall,
     code: &str,
-) -> Result<Value, DomainError> {
+) -> Result<StorefrontAnswer<DiscountShown>, DomainError> {
     change(context.db, call, context.now, |shop, order| {
         let discount =
             value_discount(context, shop, order, code)?.ok_or_else(|| not_valid(code))?;
@@ -863,8 +1043,9 @@ pub fn add_discount<D: CheckoutDatabase + OverrideDatabase>(
         if !order.document.taxes.is_empty() {
             order.document.taxes = taxes_of(context, shop, order)?;
         }
-        let shown = crate::checkout::state::discount_json(&discount, discount.value);
-        Ok(json!({"discount": shown}))
+        Ok(DiscountShown {
+            discount: ShownDiscount::of(&discount, discount.value),
+        })
     })
 }
 
@@ -873,11 +1054,16 @@ pub fn validate_discount<D: CheckoutDatabase + OverrideDatabase>(
     context: &CheckoutContext<'_, D>,
     call: &StorefrontCall,
     code: &str,
-) -> Result<Value, DomainError> {
+) -> Result<StorefrontAnswer<DiscountValid>, DomainError> {
     let (shop, order) = read(context.db, call, context.now)?;
     let discount = value_discount(context, &shop, &order, code)?.ok_or_else(|| not_valid(code))?;
-    let shown = crate::checkout::state::discount_json(&discount, discount.value);
-    Ok(answer(&order, json!({"valid": true, "discount": shown})))
+    Ok(answer(
+        &order,
+        DiscountValid {
+            valid: true,
+            discount: ShownDiscount::of(&discount, discount.value),
+        },
+    ))
 }
 
 /// Whether two codes differ by letter case alone, as a shopper's spelling and the code the
@@ -907,7 +1093,7 @@ pub fn delete_discount<D: CheckoutDatabase + OverrideDatabase>(
     context: &CheckoutContext<'_, D>,
     call: &StorefrontCall,
     code: &str,
-) -> Result<Value, DomainError> {
+) -> Result<OrderAnswer, DomainError> {
     change(context.db, call, context.now, |shop, order| {
         let Some(index) = applied_discount(&order.document.discounts, code) else {
             return Err(DomainError::invalid(
@@ -920,7 +1106,7 @@ pub fn delete_discount<D: CheckoutDatabase + OverrideDatabase>(
         if !order.document.taxes.is_empty() {
             order.document.taxes = taxes_of(context, shop, order)?;
         }
-        Ok(json!({}))
+        Ok(EmptyObject {})
     })
 }
 
@@ -971,6 +1157,12 @@ fn check_payment_amount(amount: Cents, room: Cents, balance: Cents) -> Result<()
     }
 }
 
+/// What the payment calls show: the payment after the call.
+#[derive(Debug, Clone, Serialize)]
+pub struct PaymentShown {
+    pub payment: ShownPayment,
+}
+
 /// `addPayment`: through the test gateway, for the amount given or the order's balance; never
 /// more than the balance.
 pub fn add_payment<D: CheckoutDatabase>(
@@ -978,7 +1170,7 @@ pub fn add_payment<D: CheckoutDatabase>(
     call: &StorefrontCall,
     input: PaymentInput,
     now: Timestamp,
-) -> Result<Value, DomainError> {
+) -> Result<StorefrontAnswer<PaymentShown>, DomainError> {
     check_gateway(&input)?;
     change(db, call, now, |_, order| {
         let balance = order.document.amounts().balance;
@@ -995,7 +1187,9 @@ pub fn add_payment<D: CheckoutDatabase>(
             expires_at: input.expires_at.clone(),
         };
         order.document.payments.push(payment.clone());
-        Ok(json!({"payment": payment_json(&payment, &order.document.currency)}))
+        Ok(PaymentShown {
+            payment: ShownPayment::of(&payment, &order.document.currency),
+        })
     })
 }
 
@@ -1006,7 +1200,7 @@ pub fn update_payment<D: CheckoutDatabase>(
     call: &StorefrontCall,
     input: PaymentInput,
     now: Timestamp,
-) -> Result<Value, DomainError> {
+) -> Result<StorefrontAnswer<PaymentShown>, DomainError> {
     check_gateway(&input)?;
     change(db, call, now, |_, order| {
         let document = &mut order.document;
@@ -1025,7 +1219,9 @@ pub fn update_payment<D: CheckoutDatabase>(
         check_payment_amount(amount, room, balance)?;
         document.payments[index].amount = amount;
         let payment = document.payments[index].clone();
-        Ok(json!({"payment": payment_json(&payment, &document.currency)}))
+        Ok(PaymentShown {
+            payment: ShownPayment::of(&payment, &document.currency),
+        })
     })
 }
 
@@ -1045,7 +1241,7 @@ pub fn delete_payment<D: CheckoutDatabase>(
     id: Option<&str>,
     token: &str,
     now: Timestamp,
-) -> Result<Value, DomainError> {
+) -> Result<OrderAnswer, DomainError> {
     change(db, call, now, |_, order| {
         let payments = &mut order.document.payments;
         let Some(index) = payment_index(payments, id, token) else {
@@ -1056,8 +1252,14 @@ pub fn delete_payment<D: CheckoutDatabase>(
             ));
         };
         payments.remove(index);
-        Ok(json!({}))
+        Ok(EmptyObject {})
     })
+}
+
+/// What `getPaymentList` shows.
+#[derive(Debug, Clone, Serialize)]
+pub struct PaymentsShown {
+    pub payments: Vec<ShownPayment>,
 }
 
 /// `getPaymentList`.
@@ -1065,19 +1267,21 @@ pub fn payments<D: CheckoutDatabase>(
     db: &D,
     call: &StorefrontCall,
     now: Timestamp,
-) -> Result<Value, DomainError> {
+) -> Result<StorefrontAnswer<PaymentsShown>, DomainError> {
     let (_, order) = read(db, call, now)?;
-    let listed: Vec<Value> = order
-        .document
-        .payments
-        .iter()
-        .map(|p| payment_json(p, &order.document.currency))
-        .collect();
-    Ok(answer(&order, json!({"payments": listed})))
+    let payments = order.document.shown_payments();
+    Ok(answer(&order, PaymentsShown { payments }))
 }
 
 // ---------------------------------------------------------------------------------------
 // Line items
+
+/// What the line item calls show: `addLineItem` the line item, `updateLineItemQuantity` its
+/// `product_data`.
+#[derive(Debug, Clone, Serialize)]
+pub struct LineItemShown<T> {
+    pub line_item: Option<T>,
+}
 
 /// `addLineItem`: a variant of the catalogue; the same key adds to its quantity.
 pub fn add_line_item<D: CheckoutDatabase>(
@@ -1085,7 +1289,7 @@ pub fn add_line_item<D: CheckoutDatabase>(
     call: &StorefrontCall,
     item: CartItem,
     now: Timestamp,
-) -> Result<Value, DomainError> {
+) -> Result<StorefrontAnswer<LineItemShown<ShownLineItem>>, DomainError> {
     let mut resolved = None;
     change(db, call, now, |shop, order| {
         if resolved.is_none() {
@@ -1125,8 +1329,9 @@ pub fn add_line_item<D: CheckoutDatabase>(
             None => document.line_items.push(line.clone()),
         }
         forget_prices(document);
-        let shown = document.line_item_json_of(&line.line_item_key);
-        Ok(json!({"line_item": shown}))
+        Ok(LineItemShown {
+            line_item: document.shown_line_item(&line.line_item_key),
+        })
     })
 }
 
@@ -1170,7 +1375,7 @@ pub fn set_line_item_quantity<D: CheckoutDatabase>(
     key: &str,
     quantity: i64,
     now: Timestamp,
-) -> Result<Value, DomainError> {
+) -> Result<StorefrontAnswer<LineItemShown<ProductData>>, DomainError> {
     change(db, call, now, |_, order| {
         let document = &mut order.document;
         let item = document
@@ -1180,8 +1385,9 @@ pub fn set_line_item_quantity<D: CheckoutDatabase>(
             .ok_or_else(|| unknown_line_item(key))?;
         item.quantity = quantity;
         forget_prices(document);
-        let shown = document.line_item_json_of(key).unwrap_or_default();
-        Ok(json!({"line_item": shown["product_data"]}))
+        Ok(LineItemShown {
+            line_item: document.shown_line_item(key).map(|line| line.product_data),
+        })
     })
 }
 
@@ -1191,7 +1397,7 @@ pub fn delete_line_item<D: CheckoutDatabase>(
     call: &StorefrontCall,
     key: &str,
     now: Timestamp,
-) -> Result<Value, DomainError> {
+) -> Result<OrderAnswer, DomainError> {
     change(db, call, now, |_, order| {
         let document = &mut order.document;
         let before = document.line_items.len();
@@ -1200,7 +1406,7 @@ pub fn delete_line_item<D: CheckoutDatabase>(
             return Err(unknown_line_item(key));
         }
         forget_prices(document);
-        Ok(json!({}))
+        Ok(EmptyObject {})
     })
 }
 
@@ -1231,52 +1437,95 @@ impl InventoryStage {
     }
 }
 
-/// `inventory_check` (`IInventoryCheck`): through the `inventory` override; `not_enabled`
-/// when none applies.
+/// How an inventory check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InventoryResult {
+    Pass,
+    Fail,
+    /// No `inventory` override applies: nothing was checked.
+    NotEnabled,
+}
+
+/// A line item the `inventory` override says is short.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FailedItem {
+    pub line_item_key: String,
+    pub platform_variant_id: String,
+    pub available_quantity: u64,
+}
+
+/// `inventory_check` (`IInventoryCheck`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InventoryCheck {
+    pub result: InventoryResult,
+    pub failed_items: Vec<FailedItem>,
+}
+
+/// The inventory check of the order: through the `inventory` override; `not_enabled` when
+/// none applies.
 pub(crate) fn inventory_check<D: CheckoutDatabase + OverrideDatabase>(
     context: &CheckoutContext<'_, D>,
     shop: &Shop,
     order: &CheckoutOrder,
     stage: InventoryStage,
-) -> Result<Value, DomainError> {
-    let items: Vec<Value> = order
-        .document
-        .line_items
-        .iter()
-        .map(item_reference_json)
-        .collect();
-    let data = json!({"stage": stage.as_str(), "items": items});
-    let Some(OverrideAnswer::Inventory(answers)) =
-        through_override(context, shop, order, OverrideType::Inventory, data)?
-    else {
-        return Ok(json!({"result": "not_enabled", "failed_items": []}));
+) -> Result<InventoryCheck, DomainError> {
+    #[derive(Serialize)]
+    struct InventoryRequest {
+        stage: &'static str,
+        items: Vec<ItemReference>,
+    }
+    let data = InventoryRequest {
+        stage: stage.as_str(),
+        items: order
+            .document
+            .line_items
+            .iter()
+            .map(ItemReference::of)
+            .collect(),
     };
-    let failed: Vec<Value> = order
+    let Some(OverrideAnswer::Inventory(answers)) =
+        through_override(context, shop, order, OverrideType::Inventory, &data)?
+    else {
+        return Ok(InventoryCheck {
+            result: InventoryResult::NotEnabled,
+            failed_items: Vec::new(),
+        });
+    };
+    let failed_items: Vec<FailedItem> = order
         .document
         .line_items
         .iter()
         .filter_map(|item| {
             let answer = answers
                 .iter()
-                .find(|a| a.line_item_key == item.line_item_key);
-            let short = match answer {
-                None => return None,
-                Some(answer) => {
-                    !answer.available
-                        || answer.quantity.is_some_and(|quantity| {
-                            i64::try_from(quantity).unwrap_or(i64::MAX) < item.quantity
-                        })
-                }
-            };
-            short.then(|| {
-                json!({"line_item_key": item.line_item_key,
-                       "platform_variant_id": item.variant_id,
-                       "available_quantity": answer.and_then(|a| a.quantity).unwrap_or(0)})
+                .find(|a| a.line_item_key == item.line_item_key)?;
+            let short = !answer.available
+                || answer.quantity.is_some_and(|quantity| {
+                    i64::try_from(quantity).unwrap_or(i64::MAX) < item.quantity
+                });
+            short.then(|| FailedItem {
+                line_item_key: item.line_item_key.clone(),
+                platform_variant_id: item.variant_id.clone(),
+                available_quantity: answer.quantity.unwrap_or(0),
             })
         })
         .collect();
-    let result = if failed.is_empty() { "pass" } else { "fail" };
-    Ok(json!({"result": result, "failed_items": failed}))
+    let result = if failed_items.is_empty() {
+        InventoryResult::Pass
+    } else {
+        InventoryResult::Fail
+    };
+    Ok(InventoryCheck {
+        result,
+        failed_items,
+    })
+}
+
+/// What `checkInventory` shows.
+#[derive(Debug, Clone, Serialize)]
+pub struct InventoryShown {
+    pub inventory_check: InventoryCheck,
 }
 
 /// `checkInventory`: `{"inventory_check", "application_state"}`.
@@ -1284,10 +1533,16 @@ pub fn check_inventory<D: CheckoutDatabase + OverrideDatabase>(
     context: &CheckoutContext<'_, D>,
     call: &StorefrontCall,
     stage: InventoryStage,
-) -> Result<Value, DomainError> {
+) -> Result<StorefrontAnswer<InventoryShown>, DomainError> {
     let (shop, order) = read(context.db, call, context.now)?;
-    let check = inventory_check(context, &shop, &order, stage)?;
-    Ok(answer(&order, json!({"inventory_check": check})))
+    let inventory_check = inventory_check(context, &shop, &order, stage)?;
+    Ok(answer(&order, InventoryShown { inventory_check }))
+}
+
+/// What `patchOrderMetaData` shows: the meta data after the call.
+#[derive(Debug, Clone, Serialize)]
+pub struct MetaDataShown {
+    pub order_meta_data: CheckoutMetaData,
 }
 
 /// `patchOrderMetaData`.
@@ -1296,7 +1551,7 @@ pub fn patch_meta_data<D: CheckoutDatabase>(
     call: &StorefrontCall,
     patch: MetaDataPatch,
     now: Timestamp,
-) -> Result<Value, DomainError> {
+) -> Result<StorefrontAnswer<MetaDataShown>, DomainError> {
     change(db, call, now, |_, order| {
         let meta = &mut order.document.order_meta_data;
         if let Some(parameters) = patch.cart_parameters.clone() {
@@ -1311,7 +1566,9 @@ pub fn patch_meta_data<D: CheckoutDatabase>(
         if let Some(tags) = patch.tags.clone() {
             meta.tags = tags;
         }
-        Ok(json!({"order_meta_data": crate::checkout::state::meta_data_json(meta)}))
+        Ok(MetaDataShown {
+            order_meta_data: meta.clone(),
+        })
     })
 }
 
@@ -1320,12 +1577,12 @@ pub fn refresh<D: CheckoutDatabase>(
     db: &D,
     call: &StorefrontCall,
     now: Timestamp,
-) -> Result<Value, DomainError> {
+) -> Result<OrderAnswer, DomainError> {
     let (_, order) = read(db, call, now)?;
-    Ok(answer(&order, json!({})))
+    Ok(shown(&order))
 }
 
 /// The answer of a route that only shows the order (`GET /refresh` and the like).
-pub fn shown(order: &CheckoutOrder) -> Value {
-    answer(order, json!({}))
+pub fn shown(order: &CheckoutOrder) -> OrderAnswer {
+    answer(order, EmptyObject {})
 }

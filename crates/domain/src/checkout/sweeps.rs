@@ -5,14 +5,14 @@
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
 use crate::access::shop::Shop;
 use crate::checkout::payloads;
 use crate::checkout::repository::{CheckoutDatabase, CheckoutStatus};
-use crate::checkout::state::item_reference_json;
+use crate::checkout::shown::{EmptyList, ItemReference};
 use crate::kernel::error::DomainError;
 use crate::kernel::jobs::{JobControl, JobPayload};
+use crate::kernel::money::Cents;
 use crate::kernel::time::Timestamp;
 use crate::platform::events::{EntityDocument, EntityKind, OrderFulfilledJob};
 use crate::platform::resources::Order;
@@ -86,12 +86,40 @@ pub fn sweep_abandoned<D: CheckoutDatabase>(
 
 /// `fulfillment_data` of order/fulfilled (seed 001 §2): the checkout's amounts in cents, what
 /// was fulfilled, and the platform order's tracking when its custom attributes carry it
-/// (`tracking_company`, `tracking_number`, `tracking_url`).
-fn fulfillment_data(
+/// (`tracking_company`, `tracking_number`, `tracking_url`). A checkout has no fees.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Fulfillment {
+    pub total_value: Cents,
+    pub total_shipping_value: Cents,
+    pub total_discount: Cents,
+    pub total_fees: Cents,
+    pub total_order_fees: Cents,
+    pub total_tax: Cents,
+    pub location_id: i64,
+    pub item_count: i64,
+    pub shipping_details: Vec<ShippingDetail>,
+    pub fulfilled_items: Vec<ItemReference>,
+    pub order_fees: EmptyList,
+    pub tracking_company: String,
+    pub tracking_number: String,
+    pub tracking_url: String,
+    /// `YYYY-MM-DD HH:MM:SS`, as the seed writes it.
+    pub fulfilled_at: String,
+}
+
+/// The shipping line that shipped a fulfilled order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShippingDetail {
+    pub id: String,
+    pub description: String,
+    pub amount: Cents,
+}
+
+pub(crate) fn fulfillment_data(
     order: &crate::checkout::repository::CheckoutOrder,
     platform_order: Option<&Order>,
     now: Timestamp,
-) -> Value {
+) -> Fulfillment {
     let document = &order.document;
     let amounts = document.amounts();
     let tracking = |name: &str| {
@@ -101,36 +129,34 @@ fn fulfillment_data(
             .map(|attribute| attribute.value.clone())
             .unwrap_or_default()
     };
-    let fulfilled_items: Vec<Value> = document
-        .line_items
-        .iter()
-        .map(item_reference_json)
-        .collect();
-    let shipping_details: Vec<Value> = document
-        .selected_shipping
-        .iter()
-        .map(|line| json!({"id": line.id, "description": line.description, "amount": line.amount}))
-        .collect();
-    json!({
-        "total_value": amounts.total,
-        "total_shipping_value": amounts.shipping,
-        "total_discount": amounts.discounts,
-        "total_fees": 0,
-        "total_order_fees": 0,
-        "total_tax": amounts.taxes,
-        "location_id": 0,
-        "item_count": document
+    Fulfillment {
+        total_value: amounts.total,
+        total_shipping_value: amounts.shipping,
+        total_discount: amounts.discounts,
+        total_fees: Cents::ZERO,
+        total_order_fees: Cents::ZERO,
+        total_tax: amounts.taxes,
+        location_id: 0,
+        item_count: document
             .line_items
             .iter()
             .fold(0i64, |count, item| count.saturating_add(item.quantity)),
-        "shipping_details": shipping_details,
-        "fulfilled_items": fulfilled_items,
-        "order_fees": [],
-        "tracking_company": tracking("tracking_company"),
-        "tracking_number": tracking("tracking_number"),
-        "tracking_url": tracking("tracking_url"),
-        "fulfilled_at": now.to_date_time_seconds(),
-    })
+        shipping_details: document
+            .selected_shipping
+            .iter()
+            .map(|line| ShippingDetail {
+                id: line.id.clone(),
+                description: line.description.clone(),
+                amount: line.amount,
+            })
+            .collect(),
+        fulfilled_items: document.line_items.iter().map(ItemReference::of).collect(),
+        order_fees: EmptyList,
+        tracking_company: tracking("tracking_company"),
+        tracking_number: tracking("tracking_number"),
+        tracking_url: tracking("tracking_url"),
+        fulfilled_at: now.to_date_time_seconds(),
+    }
 }
 
 /// What became of a platform order's fulfilment.

@@ -36,6 +36,17 @@ use crate::webhooks::{NewWebhookEndpoint, WebhookKind};
 
 const START: i64 = 1_795_000_000_000_000;
 
+/// An answer as the route sends it: its JSON.
+trait Json {
+    fn json(&self) -> Value;
+}
+
+impl<T: serde::Serialize> Json for T {
+    fn json(&self) -> Value {
+        serde_json::to_value(self).unwrap()
+    }
+}
+
 fn at(seconds: i64) -> Timestamp {
     Timestamp::from_micros(START + seconds * 1_000_000)
 }
@@ -244,7 +255,8 @@ impl World {
         let data = self
             .db
             .write(|tx| init(tx, &self.shop, input, at(1)))
-            .unwrap();
+            .unwrap()
+            .json();
         self.token = data["jwt_token"].as_str().unwrap().to_string();
         StorefrontCall {
             shop_identifier: self.shop.identifier.as_str().to_string(),
@@ -273,7 +285,7 @@ impl World {
         shipping_lines(&context, call).unwrap();
         select_shipping_line(&context, call, "1").unwrap();
         set_taxes(&context, call).unwrap();
-        let balance = storefront::refresh(&self.db, call, at(4)).unwrap()["application_state"]
+        let balance = storefront::refresh(&self.db, call, at(4)).unwrap().json()["application_state"]
             ["order_balance"]
             .as_i64()
             .unwrap();
@@ -282,7 +294,7 @@ impl World {
             body[name] = value.clone();
         }
         let payment = parse_payment(&body).unwrap();
-        add_payment(&self.db, call, payment, at(4)).unwrap()
+        add_payment(&self.db, call, payment, at(4)).unwrap().json()
     }
 
     fn push(&self) -> Pushed {
@@ -392,13 +404,14 @@ fn a_whole_checkout_is_priced_consistently_processed_and_pushed_to_the_platform(
     let call = w.init(json!({"cart_items": [
         {"platform_id": "var-1", "quantity": 2, "line_item_key": "coffee"},
         {"platform_id": "var-gc", "quantity": 1, "line_item_key": "card"}]}));
-    let state = storefront::refresh(&w.db, &call, at(2)).unwrap()["application_state"].clone();
+    let state =
+        storefront::refresh(&w.db, &call, at(2)).unwrap().json()["application_state"].clone();
     assert_eq!(state["order_total"], 2 * 1250 + 2500);
     assert!(consistent(&state));
     w.ready_to_process(&call, "tok_success");
     let context = w.context(3);
     // A discount after the whole balance was paid: the order is overpaid, and consistent.
-    let discounted = add_discount(&context, &call, "TEN").unwrap();
+    let discounted = add_discount(&context, &call, "TEN").unwrap().json();
     let state = &discounted["application_state"];
     assert_eq!(state["order_total"], 5000 + 1500 + 260 - 1000);
     assert_eq!(state["order_balance"], -1000);
@@ -413,10 +426,12 @@ fn a_whole_checkout_is_priced_consistently_processed_and_pushed_to_the_platform(
         "{overpaid:?}"
     );
     // The payment's amount set to the total, then another payment refused: nothing is left.
-    let paid = storefront::payments(&w.db, &call, at(5)).unwrap();
+    let paid = storefront::payments(&w.db, &call, at(5)).unwrap().json();
     let token = paid["payments"][0]["token"].as_str().unwrap().to_string();
     let update = parse_payment(&json!({"gateway_public_id": "test", "token": token})).unwrap();
-    let paid = storefront::update_payment(&w.db, &call, update, at(6)).unwrap();
+    let paid = storefront::update_payment(&w.db, &call, update, at(6))
+        .unwrap()
+        .json();
     assert_eq!(paid["payment"]["amount"], 5760);
     assert_eq!(paid["application_state"]["order_balance"], 0);
     assert!(consistent(&paid["application_state"]));
@@ -427,7 +442,7 @@ fn a_whole_checkout_is_priced_consistently_processed_and_pushed_to_the_platform(
         "no balance left"
     );
 
-    let processed = process_order(&w.context(7), &call).unwrap();
+    let processed = process_order(&w.context(7), &call).unwrap().json();
     assert_eq!(processed["application_state"]["is_processed"], true);
     assert_eq!(w.topics(), ["order/processed"]);
     let (_, payload) = &w.sent(WebhookKind::Checkout)[0];
@@ -535,7 +550,7 @@ fn an_order_override_wins_and_a_failing_override_is_a_502_not_a_500() {
         matches!(refused, Err(DomainError::Invalid(ref p)) if p[0].field == "postal_code"),
         "{refused:?}"
     );
-    let state = storefront::refresh(&w.db, &call, at(4)).unwrap();
+    let state = storefront::refresh(&w.db, &call, at(4)).unwrap().json();
     assert_eq!(
         state["application_state"]["addresses"]["shipping"],
         json!({})
@@ -558,7 +573,7 @@ fn a_declined_payment_emits_order_failed_and_leaves_the_order_open() {
         payload["application_state"]["payments"][0]["token"],
         "tok_decline"
     );
-    let state = storefront::refresh(&w.db, &call, at(8)).unwrap();
+    let state = storefront::refresh(&w.db, &call, at(8)).unwrap().json();
     assert_eq!(state["application_state"]["is_processed"], false);
     assert_eq!(
         state["application_state"]["payments"],
@@ -902,7 +917,7 @@ fn discounts_valued_again_at_process_order_are_kept_and_taxes_follow_discounts()
         "taxes worked out again with the discount"
     );
     // Paid in full, then the discount is worth more at Process Order.
-    let paid = storefront::payments(&w.db, &call, at(5)).unwrap();
+    let paid = storefront::payments(&w.db, &call, at(5)).unwrap().json();
     let id = paid["payments"][0]["id"].as_str().unwrap().to_string();
     let update = parse_payment(&json!({"gateway_public_id": "test", "token": "tok_success",
                                        "id": id}))
@@ -924,7 +939,8 @@ fn discounts_valued_again_at_process_order_are_kept_and_taxes_follow_discounts()
         matches!(refused, Err(DomainError::Invalid(ref p)) if p[0].code == "balance_not_paid"),
         "{refused:?}"
     );
-    let state = storefront::refresh(&w.db, &call, at(8)).unwrap()["application_state"].clone();
+    let state =
+        storefront::refresh(&w.db, &call, at(8)).unwrap().json()["application_state"].clone();
     assert_eq!(
         state["discounts"][0]["value"], 1500,
         "the new value is kept"
@@ -951,10 +967,10 @@ fn payments_are_named_by_id_and_a_key_of_another_variant_is_refused() {
         .unwrap()
     };
     add_payment(&w.db, &call, pay(500), at(2)).unwrap();
-    let both = add_payment(&w.db, &call, pay(750), at(3)).unwrap();
+    let both = add_payment(&w.db, &call, pay(750), at(3)).unwrap().json();
     let second = both["payment"]["id"].as_str().unwrap().to_string();
     storefront::delete_payment(&w.db, &call, Some(&second), "tok_success", at(4)).unwrap();
-    let left = storefront::payments(&w.db, &call, at(5)).unwrap();
+    let left = storefront::payments(&w.db, &call, at(5)).unwrap().json();
     assert_eq!(
         left["payments"].as_array().unwrap().len(),
         1,
@@ -1053,10 +1069,13 @@ fn a_line_item_is_added_by_its_sku_alone_when_one_variant_has_it() {
         )
         .unwrap()
     };
-    let added = storefront::add_line_item(&w.db, &call, by_sku("COF-1KG"), at(2)).unwrap();
+    let added = storefront::add_line_item(&w.db, &call, by_sku("COF-1KG"), at(2))
+        .unwrap()
+        .json();
     assert_eq!(added["line_item"]["product_data"]["variant_id"], "var-1");
     assert_eq!(added["line_item"]["product_data"]["quantity"], 2);
-    let state = storefront::refresh(&w.db, &call, at(3)).unwrap()["application_state"].clone();
+    let state =
+        storefront::refresh(&w.db, &call, at(3)).unwrap().json()["application_state"].clone();
     assert_eq!(state["line_items"].as_array().unwrap().len(), 2);
     assert!(consistent(&state), "{state}");
     let refused = |sku: &str| match storefront::add_line_item(&w.db, &call, by_sku(sku), at(4)) {
@@ -1091,7 +1110,8 @@ fn a_code_in_any_spelling_the_override_takes_is_one_discount() {
     for code in ["ten", "Ten", "TEN", "tEn"] {
         add_discount(&w.context(2), &call, code).unwrap();
     }
-    let state = storefront::refresh(&w.db, &call, at(3)).unwrap()["application_state"].clone();
+    let state =
+        storefront::refresh(&w.db, &call, at(3)).unwrap().json()["application_state"].clone();
     assert_eq!(state["discounts"].as_array().unwrap().len(), 1, "{state}");
     assert_eq!(state["discounts"][0]["code"], "TEN");
     assert_eq!(state["order_total"], 2 * 1250 - 1000);
@@ -1108,7 +1128,8 @@ fn a_code_in_any_spelling_the_override_takes_is_one_discount() {
         discount_requests(&w)[4]["applied_discounts"],
         json!([{"code": "TEN", "amount": 1000, "text": "10 off"}])
     );
-    let state = storefront::refresh(&w.db, &call, at(3)).unwrap()["application_state"].clone();
+    let state =
+        storefront::refresh(&w.db, &call, at(3)).unwrap().json()["application_state"].clone();
     assert_eq!(
         state["discounts"].as_array().unwrap().len(),
         1,
@@ -1116,7 +1137,8 @@ fn a_code_in_any_spelling_the_override_takes_is_one_discount() {
     );
     // Removed by the code the shopper typed, in the case they typed it.
     storefront::delete_discount(&w.context(4), &call, "ten").unwrap();
-    let state = storefront::refresh(&w.db, &call, at(5)).unwrap()["application_state"].clone();
+    let state =
+        storefront::refresh(&w.db, &call, at(5)).unwrap().json()["application_state"].clone();
     assert_eq!(state["discounts"], json!([]));
     assert_eq!(state["order_total"], 2 * 1250);
 }
@@ -1227,7 +1249,8 @@ fn a_negative_catalogue_price_is_refused_at_intake_and_never_sold() {
     order.document.taxes.clear();
     w.db.write(|tx| Ok(tx.save_checkout_order(&order)?))
         .unwrap();
-    let state = storefront::refresh(&w.db, &call, at(6)).unwrap()["application_state"].clone();
+    let state =
+        storefront::refresh(&w.db, &call, at(6)).unwrap().json()["application_state"].clone();
     assert_eq!(state["order_total"], 0, "{state}");
     let refused = process_order(&w.context(7), &call);
     assert!(
@@ -1260,7 +1283,7 @@ fn the_balance_a_refused_payment_names_is_the_orders_own() {
     }
     // Changing the one payment: it may cover the total, 3260, and the message says the
     // balance is -1000.
-    let token = storefront::payments(&w.db, &call, at(6)).unwrap()["payments"][0]["token"]
+    let token = storefront::payments(&w.db, &call, at(6)).unwrap().json()["payments"][0]["token"]
         .as_str()
         .unwrap()
         .to_string();

@@ -2,7 +2,6 @@
 //! its connector (and, later, those created in the service), searchable and paged.
 
 use serde::Serialize;
-use serde_json::{Value, json};
 
 use super::DirectoryRepositories;
 use crate::access::shop::Shop;
@@ -317,43 +316,122 @@ pub struct DirectoryPage {
 }
 
 /// The platform id union of seed 002 §2.6: the text, and its integer value when it is one.
-fn platform_id_union(id: Option<&str>) -> Value {
-    let text = id.unwrap_or_default();
-    json!({ "string_value": text, "int64_value": text.parse::<i64>().unwrap_or(0) })
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlatformIdUnion {
+    pub string_value: String,
+    pub int64_value: i64,
+}
+
+impl PlatformIdUnion {
+    fn of(id: Option<&str>) -> PlatformIdUnion {
+        let text = id.unwrap_or_default();
+        PlatformIdUnion {
+            string_value: text.to_string(),
+            int64_value: text.parse::<i64>().unwrap_or(0),
+        }
+    }
 }
 
 /// The nullable text of seed 002 §2.6.
-fn nullable_text(text: Option<&str>) -> Value {
-    json!({ "value": text.unwrap_or_default(), "valid": text.is_some() })
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NullableText {
+    pub value: String,
+    pub valid: bool,
 }
 
-pub fn address_resource(shop: &Shop, address: &DirectoryAddress) -> Value {
-    json!({
-        "id": address.id,
-        "svc_customer_id": address.customer_id,
-        "shop_identifier": shop.identifier.as_str(),
-        "platform_type": shop.platform_type,
-        "first_name": address.first_name.as_deref().unwrap_or_default(),
-        "last_name": address.last_name.as_deref().unwrap_or_default(),
-        "street_1": address.street_1.as_deref().unwrap_or_default(),
-        "city": address.city.as_deref().unwrap_or_default(),
-        "province": address.province.as_deref().unwrap_or_default(),
-        "province_code": address.province_code.as_deref().unwrap_or_default(),
-        "zip": address.zip.as_deref().unwrap_or_default(),
-        "country": address.country.as_deref().unwrap_or_default(),
-        "country_iso2": address.country_code.as_deref().unwrap_or_default(),
-        "address_type": address.address_type.as_deref().unwrap_or_default(),
-        "address_use": address.address_use.as_deref().unwrap_or_default(),
-        "is_default": address.is_default,
-        "created_at": address.created_at,
-        "updated_at": address.updated_at,
-        "deleted_at": address.deleted_at,
-        "platform_id": platform_id_union(address.platform_id.as_deref()),
-        "platform_customer_id": platform_id_union(address.platform_customer_id.as_deref()),
-        "company": nullable_text(address.company.as_deref()),
-        "street_2": nullable_text(address.street_2.as_deref()),
-        "phone": nullable_text(address.phone.as_deref()),
-    })
+impl NullableText {
+    fn of(text: Option<&str>) -> NullableText {
+        NullableText {
+            value: text.unwrap_or_default().to_string(),
+            valid: text.is_some(),
+        }
+    }
+}
+
+/// A directory address as answers show it (seed 002 §2.6): absent text is `""`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AddressResource {
+    pub id: i64,
+    pub svc_customer_id: i64,
+    pub shop_identifier: String,
+    pub platform_type: String,
+    pub first_name: String,
+    pub last_name: String,
+    pub street_1: String,
+    pub city: String,
+    pub province: String,
+    pub province_code: String,
+    pub zip: String,
+    pub country: String,
+    pub country_iso2: String,
+    pub address_type: String,
+    pub address_use: String,
+    pub is_default: bool,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub deleted_at: Option<Timestamp>,
+    pub platform_id: PlatformIdUnion,
+    pub platform_customer_id: PlatformIdUnion,
+    pub company: NullableText,
+    pub street_2: NullableText,
+    pub phone: NullableText,
+}
+
+fn text(field: &Option<String>) -> String {
+    field.clone().unwrap_or_default()
+}
+
+pub fn address_resource(shop: &Shop, address: &DirectoryAddress) -> AddressResource {
+    AddressResource {
+        id: address.id,
+        svc_customer_id: address.customer_id,
+        shop_identifier: shop.identifier.as_str().to_string(),
+        platform_type: shop.platform_type.clone(),
+        first_name: text(&address.first_name),
+        last_name: text(&address.last_name),
+        street_1: text(&address.street_1),
+        city: text(&address.city),
+        province: text(&address.province),
+        province_code: text(&address.province_code),
+        zip: text(&address.zip),
+        country: text(&address.country),
+        country_iso2: text(&address.country_code),
+        address_type: text(&address.address_type),
+        address_use: text(&address.address_use),
+        is_default: address.is_default,
+        created_at: address.created_at,
+        updated_at: address.updated_at,
+        deleted_at: address.deleted_at,
+        platform_id: PlatformIdUnion::of(address.platform_id.as_deref()),
+        platform_customer_id: PlatformIdUnion::of(address.platform_customer_id.as_deref()),
+        company: NullableText::of(address.company.as_deref()),
+        street_2: NullableText::of(address.street_2.as_deref()),
+        phone: NullableText::of(address.phone.as_deref()),
+    }
+}
+
+/// A directory customer as answers show it (seed 002 §2.6), with their addresses (the default
+/// one, else the first, also as `default_address`) and labels. Customers of the directory
+/// have no tags or groups.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CustomerResource {
+    pub id: i64,
+    pub shop_identifier: String,
+    pub platform_type: String,
+    pub first_name: String,
+    pub last_name: String,
+    pub email: String,
+    pub phone: String,
+    pub tags: &'static str,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub deleted_at: Option<Timestamp>,
+    pub platform_created_at: Option<Timestamp>,
+    pub platform_id: PlatformIdUnion,
+    pub addresses: Vec<AddressResource>,
+    pub default_address: Option<AddressResource>,
+    pub labels: Vec<Label>,
+    pub groups: Vec<String>,
 }
 
 pub fn customer_resource(
@@ -361,31 +439,34 @@ pub fn customer_resource(
     customer: &DirectoryCustomer,
     addresses: &[&DirectoryAddress],
     labels: &[&Label],
-) -> Value {
+) -> CustomerResource {
     let default = addresses
         .iter()
         .find(|address| address.is_default)
         .or(addresses.first())
         .map(|address| address_resource(shop, address));
-    json!({
-        "id": customer.id,
-        "shop_identifier": shop.identifier.as_str(),
-        "platform_type": shop.platform_type,
-        "first_name": customer.first_name.as_deref().unwrap_or_default(),
-        "last_name": customer.last_name.as_deref().unwrap_or_default(),
-        "email": customer.email.as_deref().unwrap_or_default(),
-        "phone": customer.phone.as_deref().unwrap_or_default(),
-        "tags": "",
-        "created_at": customer.created_at,
-        "updated_at": customer.updated_at,
-        "deleted_at": customer.deleted_at,
-        "platform_created_at": customer.platform_created_at,
-        "platform_id": platform_id_union(customer.platform_id.as_deref()),
-        "addresses": addresses.iter().map(|address| address_resource(shop, address)).collect::<Vec<_>>(),
-        "default_address": default,
-        "labels": labels,
-        "groups": [],
-    })
+    CustomerResource {
+        id: customer.id,
+        shop_identifier: shop.identifier.as_str().to_string(),
+        platform_type: shop.platform_type.clone(),
+        first_name: text(&customer.first_name),
+        last_name: text(&customer.last_name),
+        email: text(&customer.email),
+        phone: text(&customer.phone),
+        tags: "",
+        created_at: customer.created_at,
+        updated_at: customer.updated_at,
+        deleted_at: customer.deleted_at,
+        platform_created_at: customer.platform_created_at,
+        platform_id: PlatformIdUnion::of(customer.platform_id.as_deref()),
+        addresses: addresses
+            .iter()
+            .map(|address| address_resource(shop, address))
+            .collect(),
+        default_address: default,
+        labels: labels.iter().map(|label| (*label).clone()).collect(),
+        groups: Vec::new(),
+    }
 }
 
 /// Customers with their addresses and labels, in the order given.
@@ -393,7 +474,7 @@ pub fn customer_resources(
     tx: &mut dyn DirectoryRepositories,
     shop: &Shop,
     customers: &[DirectoryCustomer],
-) -> Result<Vec<Value>, DomainError> {
+) -> Result<Vec<CustomerResource>, DomainError> {
     let ids: Vec<i64> = customers.iter().map(|c| c.id).collect();
     let addresses = tx.addresses_of_customers(shop.id, &ids)?;
     let labels = tx.labels_of_customers(shop.id, &ids)?;
@@ -411,6 +492,99 @@ pub fn customer_resources(
             customer_resource(shop, customer, &own_addresses, &own_labels)
         })
         .collect())
+}
+
+/// A page of List Customers: the customers, and where the page is among the pages (the route
+/// turns page numbers into URLs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CustomerList {
+    pub customers: Vec<CustomerResource>,
+    /// Customers that match, over every page.
+    pub total: i64,
+    pub per_page: i64,
+    pub current_page: i64,
+    pub total_pages: i64,
+    pub next_page: Option<i64>,
+    pub previous_page: Option<i64>,
+}
+
+/// List Customers: the page `query` asks for. A page past the last has no customers, and its
+/// previous page is the last.
+pub fn list_customers(
+    tx: &mut dyn DirectoryRepositories,
+    shop: &Shop,
+    query: &DirectoryQuery,
+) -> Result<CustomerList, DomainError> {
+    let page = tx.list_directory_customers(shop.id, query)?;
+    let total_pages = (page.total + query.limit - 1) / query.limit;
+    Ok(CustomerList {
+        customers: customer_resources(tx, shop, &page.customers)?,
+        total: page.total,
+        per_page: query.limit,
+        current_page: query.page,
+        total_pages,
+        next_page: (query.page < total_pages).then_some(query.page + 1),
+        previous_page: (query.page > 1).then(|| (query.page - 1).min(total_pages.max(1))),
+    })
+}
+
+/// Get Customer by ID.
+pub fn get_customer(
+    tx: &mut dyn DirectoryRepositories,
+    shop: &Shop,
+    id: i64,
+) -> Result<CustomerResource, DomainError> {
+    let customer = find_customer(tx, shop, id)?;
+    one_resource(tx, shop, customer)
+}
+
+/// Get Customer by Platform ID.
+pub fn get_customer_by_platform_id(
+    tx: &mut dyn DirectoryRepositories,
+    shop: &Shop,
+    platform_id: &str,
+) -> Result<CustomerResource, DomainError> {
+    let customer = find_customer_by_platform_id(tx, shop, platform_id)?;
+    one_resource(tx, shop, customer)
+}
+
+fn one_resource(
+    tx: &mut dyn DirectoryRepositories,
+    shop: &Shop,
+    customer: DirectoryCustomer,
+) -> Result<CustomerResource, DomainError> {
+    customer_resources(tx, shop, &[customer])?
+        .pop()
+        .ok_or(DomainError::not_found("customer"))
+}
+
+/// List Customer Addresses: a live customer's addresses.
+pub fn customer_addresses(
+    tx: &mut dyn DirectoryRepositories,
+    shop: &Shop,
+    customer_id: i64,
+) -> Result<Vec<AddressResource>, DomainError> {
+    find_customer(tx, shop, customer_id)?;
+    Ok(tx
+        .addresses_of_customers(shop.id, &[customer_id])?
+        .iter()
+        .map(|address| address_resource(shop, address))
+        .collect())
+}
+
+/// Get Customer Address by ID: one address of a live customer.
+pub fn customer_address(
+    tx: &mut dyn DirectoryRepositories,
+    shop: &Shop,
+    customer_id: i64,
+    address_id: i64,
+) -> Result<AddressResource, DomainError> {
+    find_customer(tx, shop, customer_id)?;
+    tx.addresses_of_customers(shop.id, &[customer_id])?
+        .iter()
+        .find(|address| address.id == address_id)
+        .map(|address| address_resource(shop, address))
+        .ok_or(DomainError::not_found("address"))
 }
 
 /// One live directory customer of the shop, or NotFound.
@@ -619,13 +793,14 @@ mod tests {
 
     #[test]
     fn platform_id_union_carries_the_number_when_there_is_one() {
+        let union = |id| serde_json::to_value(PlatformIdUnion::of(Some(id))).unwrap();
         assert_eq!(
-            platform_id_union(Some("123")),
-            json!({"string_value": "123", "int64_value": 123})
+            union("123"),
+            serde_json::json!({"string_value": "123", "int64_value": 123})
         );
         assert_eq!(
-            platform_id_union(Some("cus_1")),
-            json!({"string_value": "cus_1", "int64_value": 0})
+            union("cus_1"),
+            serde_json::json!({"string_value": "cus_1", "int64_value": 0})
         );
     }
 }

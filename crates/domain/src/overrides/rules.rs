@@ -6,8 +6,8 @@
 //! to an order, and checks what the override answered. The call itself goes through the
 //! [`OverrideCaller`] port: `mercer-webhooks` implements it over HTTP.
 
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::OverrideDatabase;
 use super::OverrideRepositories;
@@ -231,14 +231,24 @@ pub fn delete(
 }
 
 /// An override as clients see it: never its secret. Times in the seed's `YYYY-MM-DD HH:MM:SS`.
-pub fn resource(stored: &ApiOverride) -> Value {
-    json!({
-        "id": stored.public_id,
-        "override_type": stored.override_type.as_str(),
-        "url": stored.url,
-        "created_at": stored.created_at.to_date_time_seconds(),
-        "updated_at": stored.updated_at.to_date_time_seconds(),
-    })
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OverrideResource {
+    pub id: String,
+    pub override_type: &'static str,
+    pub url: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// An override as clients see it.
+pub fn resource(stored: &ApiOverride) -> OverrideResource {
+    OverrideResource {
+        id: stored.public_id.clone(),
+        override_type: stored.override_type.as_str(),
+        url: stored.url.clone(),
+        created_at: stored.created_at.to_date_time_seconds(),
+        updated_at: stored.updated_at.to_date_time_seconds(),
+    }
 }
 
 /// Where an override request goes, and the secret that signs it.
@@ -268,14 +278,21 @@ pub struct OverrideRequest {
 impl OverrideRequest {
     /// The JSON body sent to the override (contract §4.1).
     pub fn body(&self) -> Vec<u8> {
-        json!({
-            "override_type": self.override_type.as_str(),
-            "shop_identifier": self.shop_identifier,
-            "public_order_id": self.public_order_id,
-            "data": self.data,
-        })
-        .to_string()
-        .into_bytes()
+        #[derive(Serialize)]
+        struct Body<'a> {
+            override_type: &'static str,
+            shop_identifier: &'a str,
+            public_order_id: &'a str,
+            data: &'a Value,
+        }
+        let body = Body {
+            override_type: self.override_type.as_str(),
+            shop_identifier: &self.shop_identifier,
+            public_order_id: &self.public_order_id,
+            data: &self.data,
+        };
+        // Text keys and plain values: serializing cannot fail.
+        serde_json::to_vec(&body).unwrap_or_default()
     }
 }
 

@@ -7,7 +7,6 @@
 //! answers are stored.
 
 use serde::Serialize;
-use serde_json::{Value, json};
 
 use crate::access::shop::Shop;
 use crate::directory::DirectoryAddress;
@@ -404,13 +403,7 @@ pub fn update_customer(
             customer: platform_customer(&new),
         };
         request_connector_change(tx, shop.id, &call, now)?;
-        emit(
-            tx,
-            shop,
-            Topic::CustomerUpdated,
-            customer_data(&customer),
-            now,
-        )?;
+        emit(tx, shop, Topic::CustomerUpdated, &customer, now)?;
     }
     Ok(customer)
 }
@@ -435,19 +428,8 @@ pub fn announce_platform_customer_change(
         return Ok(false);
     }
     let shown = get_customer(tx, &shop, customer.id)?;
-    emit(
-        tx,
-        &shop,
-        Topic::CustomerUpdated,
-        customer_data(&shown),
-        now,
-    )?;
+    emit(tx, &shop, Topic::CustomerUpdated, &shown, now)?;
     Ok(true)
-}
-
-/// A customer as a webhook's `data`.
-pub fn customer_data(customer: &SubscriptionCustomer) -> Value {
-    serde_json::to_value(customer).unwrap_or_else(|_| json!({}))
 }
 
 fn live_customer(

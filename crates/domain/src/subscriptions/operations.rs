@@ -3,14 +3,14 @@
 //! log entry and enqueues its webhooks in the order `states::topics` gives.
 
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::access::shop::Shop;
 use crate::kernel::error::{DomainError, FieldError};
 use crate::kernel::time::Timestamp;
 use crate::platform::catalogue::{self, CatalogueVariant};
 use crate::subscriptions::customers::{
-    PagePagination, add_address, customer_data, customer_resources, find_or_create_customer,
+    PagePagination, add_address, customer_resources, find_or_create_customer,
     stored_address_resource, update_customer,
 };
 use crate::subscriptions::groups::group_references;
@@ -43,11 +43,6 @@ pub struct CursorPagination {
     pub per_page: i64,
     pub total_pages: i64,
     pub next: Option<String>,
-}
-
-/// A subscription as a webhook's `data`.
-pub fn subscription_data(subscription: &Subscription) -> Value {
-    serde_json::to_value(subscription).unwrap_or_else(|_| json!({}))
 }
 
 /// An amount of the base currency in the charged currency: `cents × rate`, rounded half away
@@ -485,14 +480,13 @@ pub fn create_subscription(
     )?;
     let subscription = get_subscription(tx, shop, id, false)?;
     for topic in creation_topics(customer_created) {
-        let data = match topic {
+        match topic {
             Topic::CustomerCreated => {
-                let customer = customer_resources(tx, shop, &[customer_id])?;
-                customer.first().map(customer_data).unwrap_or(Value::Null)
+                let customers = customer_resources(tx, shop, &[customer_id])?;
+                emit(tx, shop, topic, customers.first(), now)?;
             }
-            _ => subscription_data(&subscription),
-        };
-        emit(tx, shop, topic, data, now)?;
+            _ => emit(tx, shop, topic, &subscription, now)?,
+        }
     }
     Ok((subscription, true))
 }
@@ -677,9 +671,9 @@ pub fn take_subscription_action(
     tx.save_subscription(shop.id, id, &state)?;
     tx.insert_status_log(shop.id, &outcome.log)?;
     let subscription = get_subscription(tx, shop, id, false)?;
-    let data = subscription_data(&subscription);
+    let data = &subscription;
     for topic in outcome.topics {
-        emit(tx, shop, topic, data.clone(), now)?;
+        emit(tx, shop, topic, data, now)?;
     }
     Ok(subscription)
 }
@@ -918,9 +912,9 @@ pub fn update_subscription(
         tx.insert_status_log(shop.id, &log)?;
     }
     let subscription = get_subscription(tx, shop, id, false)?;
-    let data = subscription_data(&subscription);
+    let data = &subscription;
     for topic in ordered {
-        emit(tx, shop, topic, data.clone(), now)?;
+        emit(tx, shop, topic, data, now)?;
     }
     Ok(subscription)
 }

@@ -8,7 +8,7 @@
 //! its whole period (`prepaid_duration` orders) on the order that starts a period and nothing on
 //! the others.
 
-use serde_json::{Value, json};
+use serde::Serialize;
 
 use crate::kernel::time::Timestamp;
 use crate::platform::placement::with_payment_key;
@@ -237,19 +237,29 @@ pub fn platform_order(
     if !subscription.shipping_lines.is_empty() {
         // Seed 000's order names its shipping method and subtotal only: the lines themselves
         // go as JSON text, for connectors that want each line's code and tag.
-        let lines: Vec<Value> = subscription
+        #[derive(Serialize)]
+        struct ShippingLineText<'a> {
+            name: &'a str,
+            code: Option<&'a str>,
+            tag: Option<&'a str>,
+            price: Option<Decimal>,
+        }
+        let lines: Vec<ShippingLineText<'_>> = subscription
             .shipping_lines
             .iter()
-            .map(|line| {
-                json!({"name": line.name, "code": line.code, "tag": line.tag,
-                       "price": Decimal::of_cents(line.value_charged, currency)})
+            .map(|line| ShippingLineText {
+                name: &line.name,
+                code: line.code.as_deref(),
+                tag: line.tag.as_deref(),
+                price: Decimal::of_cents(line.value_charged, currency),
             })
             .collect();
         attributes.insert(
             "shipping_lines".to_string(),
             CustomAttribute::new(
                 "the subscription's shipping lines",
-                Value::Array(lines).to_string(),
+                // Text keys and plain values: serializing cannot fail.
+                serde_json::to_string(&lines).unwrap_or_default(),
             ),
         );
     }
@@ -334,6 +344,8 @@ pub fn advance_prepaid(
 
 #[cfg(test)]
 mod tests {
+    use serde_json::{Value, json};
+
     use super::*;
     use crate::subscriptions::resources::{ShippingLine, tests::subscription as fixture};
 

@@ -102,7 +102,9 @@ impl CustomerFields {
             ("phone", &self.phone),
         ] {
             match field {
-                Some(text) => object.insert(name.to_string(), serde_json::json!(text)),
+                Some(text) => {
+                    object.insert(name.to_string(), serde_json::Value::String(text.clone()))
+                }
                 None => object.remove(name),
             };
         }

@@ -21,7 +21,6 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
 use crate::access::shop::Shop;
 use crate::kernel::error::{DomainError, StorageError};
@@ -30,7 +29,7 @@ use crate::kernel::time::{Clock, Timestamp};
 use crate::platform::connector::{ConnectorTarget, PlatformConnector};
 use crate::platform::destinations::{Topic as DestinationTopic, live_target};
 use crate::platform::placement::{self, PlacementError};
-use crate::subscriptions::operations::{resources, schedule_of, subscription_data};
+use crate::subscriptions::operations::{resources, schedule_of};
 use crate::subscriptions::orders::{
     OrderCharge, OrderCustomer, advance_prepaid, charge, idempotency_key, payment_key,
     payment_keys_of_date, platform_order, platform_payment,
@@ -185,7 +184,7 @@ pub fn start_scheduled(
                 tx.insert_status_log(shop.id, &outcome.log)?;
                 let subscription = one_resource(tx, &shop, stored.id)?;
                 for topic in outcome.topics {
-                    emit(tx, &shop, topic, subscription_data(&subscription), now)?;
+                    emit(tx, &shop, topic, &subscription, now)?;
                 }
             }
         }
@@ -207,24 +206,47 @@ fn one_resource(
 }
 
 /// An attempt as the `order` of a webhook payload.
-fn order_data(order: &SubscriptionOrder, charge: &OrderCharge, currency: &str) -> Value {
-    json!({
-        "id": order.id,
-        "order_datetime": order.scheduled_at,
-        "attempt": order.attempt,
-        "idempotency_key": order.idempotency_key,
-        "status": order.status.as_str(),
-        "due_at": order.due_at,
-        "platform_order_id": order.platform_order_id,
-        "platform_payment_id": order.platform_payment_id,
-        "failure_code": order.failure_code,
-        "failure_reason": order.failure_reason,
-        "subtotal": charge.subtotal,
-        "discount": charge.discount,
-        "shipping": charge.shipping,
-        "total": charge.total,
-        "currency": currency,
-    })
+#[derive(Debug, Clone, Serialize)]
+pub struct OrderAttemptShown {
+    pub id: i64,
+    pub order_datetime: Timestamp,
+    pub attempt: i64,
+    pub idempotency_key: String,
+    pub status: &'static str,
+    pub due_at: Timestamp,
+    pub platform_order_id: Option<String>,
+    pub platform_payment_id: Option<String>,
+    pub failure_code: Option<String>,
+    pub failure_reason: Option<String>,
+    pub subtotal: Cents,
+    pub discount: Cents,
+    pub shipping: Cents,
+    pub total: Cents,
+    pub currency: String,
+}
+
+fn order_data(
+    order: &SubscriptionOrder,
+    charge: &OrderCharge,
+    currency: &str,
+) -> OrderAttemptShown {
+    OrderAttemptShown {
+        id: order.id,
+        order_datetime: order.scheduled_at,
+        attempt: order.attempt,
+        idempotency_key: order.idempotency_key.clone(),
+        status: order.status.as_str(),
+        due_at: order.due_at,
+        platform_order_id: order.platform_order_id.clone(),
+        platform_payment_id: order.platform_payment_id.clone(),
+        failure_code: order.failure_code.clone(),
+        failure_reason: order.failure_reason.clone(),
+        subtotal: charge.subtotal,
+        discount: charge.discount,
+        shipping: charge.shipping,
+        total: charge.total,
+        currency: currency.to_string(),
+    }
 }
 
 /// What one claim did.
@@ -280,7 +302,7 @@ pub fn begin_due_orders(
                     tx,
                     &shop,
                     Topic::SubscriptionUpcomingOrder,
-                    subscription_data(&subscription),
+                    &subscription,
                     order,
                     now,
                 )?;
@@ -421,7 +443,7 @@ fn pass_placed_date(
         .pop()
         .ok_or_else(|| missing_subscription(id))?;
     for topic in ordered(topics) {
-        emit(tx, shop, topic, subscription_data(&subscription), now)?;
+        emit(tx, shop, topic, &subscription, now)?;
     }
     Ok(())
 }
@@ -517,7 +539,7 @@ pub fn announce_expiring_payments(
                         tx,
                         &shop,
                         Topic::SubscriptionExpiringPayment,
-                        subscription_data(&subscription),
+                        &subscription,
                         now,
                     )?;
                 }
@@ -898,13 +920,13 @@ fn emit_all(
     let subscription = resources(tx, shop, vec![saved], false)?
         .pop()
         .ok_or_else(|| missing_subscription(id))?;
-    let data = subscription_data(&subscription);
+    let data = &subscription;
     let order = order_data(order, amounts, subscription.charged_currency.as_str());
     for topic in topics {
         if is_order_topic(topic) {
-            emit_with_order(tx, shop, topic, data.clone(), order.clone(), now)?;
+            emit_with_order(tx, shop, topic, data, &order, now)?;
         } else {
-            emit(tx, shop, topic, data.clone(), now)?;
+            emit(tx, shop, topic, data, now)?;
         }
     }
     Ok(())

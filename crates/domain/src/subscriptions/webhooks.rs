@@ -6,8 +6,7 @@
 //! The callback URL is checked as checkout webhooks check theirs (`check_callback_url`, then the
 //! address guard), before any transaction: the guard resolves names.
 
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 
 use super::topics::{Topic, WebhookTopic, webhook_topics};
 use crate::access::credentials::Secret;
@@ -258,18 +257,30 @@ pub fn delete(
 }
 
 /// A webhook subscription as answers show it; the shared secret never appears.
-pub fn resource(endpoint: &WebhookEndpoint) -> Value {
-    let topic = Topic::parse(&endpoint.topic);
-    json!({
-        "id": endpoint.public_id,
-        "callback_url": endpoint.callback_url,
-        "webhook_topic_id": topic.map(Topic::id),
-        "webhook_topic_name": endpoint.topic,
-        "created_at": endpoint.created_at,
-        "updated_at": endpoint.updated_at,
-        "disabled_at": endpoint.disabled_at,
-        "disabled_reason": endpoint.disabled_reason,
-    })
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WebhookSubscriptionResource {
+    pub id: String,
+    pub callback_url: String,
+    pub webhook_topic_id: Option<i64>,
+    pub webhook_topic_name: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub disabled_at: Option<Timestamp>,
+    pub disabled_reason: Option<String>,
+}
+
+/// A webhook subscription as answers show it.
+pub fn resource(endpoint: &WebhookEndpoint) -> WebhookSubscriptionResource {
+    WebhookSubscriptionResource {
+        id: endpoint.public_id.clone(),
+        callback_url: endpoint.callback_url.clone(),
+        webhook_topic_id: Topic::parse(&endpoint.topic).map(Topic::id),
+        webhook_topic_name: endpoint.topic.clone(),
+        created_at: endpoint.created_at,
+        updated_at: endpoint.updated_at,
+        disabled_at: endpoint.disabled_at,
+        disabled_reason: endpoint.disabled_reason.clone(),
+    }
 }
 
 /// The webhook subscription's delivery log, newest first (the dispatcher's, as for checkout
@@ -279,7 +290,7 @@ pub fn deliveries(
     shop: &Shop,
     id: &str,
     limit: usize,
-) -> Result<Vec<Value>, DomainError> {
+) -> Result<Vec<crate::webhooks::log::DeliveryLine>, DomainError> {
     let endpoint = find(tx, shop, id)?;
     crate::webhooks::log::deliveries(tx, &endpoint, limit)
 }
@@ -290,7 +301,7 @@ pub fn delivery(
     shop: &Shop,
     id: &str,
     message_id: &str,
-) -> Result<Value, DomainError> {
+) -> Result<crate::webhooks::log::Delivery, DomainError> {
     let endpoint = find(tx, shop, id)?;
     crate::webhooks::log::delivery(tx, &endpoint, message_id)
 }
@@ -338,16 +349,28 @@ pub fn emit(
     tx: &mut dyn WebhookRepositories,
     shop: &Shop,
     topic: Topic,
-    data: Value,
+    data: impl Serialize,
     now: Timestamp,
 ) -> Result<(), DomainError> {
-    let payload = json!({
-        "topic": topic.as_str(),
-        "shop_identifier": shop.identifier.as_str(),
-        "created_at": now,
-        "data": data,
-    });
+    let payload = Payload {
+        topic: topic.as_str(),
+        shop_identifier: shop.identifier.as_str(),
+        created_at: now,
+        data,
+        order: None::<()>,
+    };
     enqueue(tx, shop, topic, &payload, now)
+}
+
+/// A subscription webhook's payload.
+#[derive(Serialize)]
+struct Payload<'a, Data, Order> {
+    topic: &'static str,
+    shop_identifier: &'a str,
+    created_at: Timestamp,
+    data: Data,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    order: Option<Order>,
 }
 
 /// [`emit`] for a topic about one of the subscription's orders (`subscription_upcoming_order`,
@@ -357,17 +380,17 @@ pub fn emit_with_order(
     tx: &mut dyn WebhookRepositories,
     shop: &Shop,
     topic: Topic,
-    data: Value,
-    order: Value,
+    data: impl Serialize,
+    order: impl Serialize,
     now: Timestamp,
 ) -> Result<(), DomainError> {
-    let payload = json!({
-        "topic": topic.as_str(),
-        "shop_identifier": shop.identifier.as_str(),
-        "created_at": now,
-        "data": data,
-        "order": order,
-    });
+    let payload = Payload {
+        topic: topic.as_str(),
+        shop_identifier: shop.identifier.as_str(),
+        created_at: now,
+        data,
+        order: Some(order),
+    };
     enqueue(tx, shop, topic, &payload, now)
 }
 
@@ -375,7 +398,7 @@ fn enqueue(
     tx: &mut dyn WebhookRepositories,
     shop: &Shop,
     topic: Topic,
-    payload: &Value,
+    payload: &impl Serialize,
     now: Timestamp,
 ) -> Result<(), DomainError> {
     crate::webhooks::enqueue_for_topic(
@@ -565,7 +588,7 @@ mod tests {
 
     #[test]
     fn the_resource_never_shows_the_secret() {
-        let shown = resource(&endpoint("subscription_paused"));
+        let shown = serde_json::to_value(resource(&endpoint("subscription_paused"))).unwrap();
         assert_eq!(shown["webhook_topic_id"], 12);
         assert_eq!(shown["webhook_topic_name"], "subscription_paused");
         assert!(!shown.to_string().contains("a-secret-of-ours"));

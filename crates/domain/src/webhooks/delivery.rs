@@ -411,10 +411,19 @@ pub fn enqueue_for_topic(
     shop_id: i64,
     kind: WebhookKind,
     topic: &str,
-    payload: &serde_json::Value,
+    payload: &impl Serialize,
     now: Timestamp,
 ) -> Result<Vec<i64>, DomainError> {
     enqueue_all_for_topic(tx, shop_id, kind, topic, std::slice::from_ref(payload), now)
+}
+
+/// A payload as the message's body.
+fn payload_text(payload: &impl Serialize) -> Result<String, DomainError> {
+    serde_json::to_string(payload).map_err(|error| {
+        DomainError::from(crate::StorageError::other(format!(
+            "a webhook payload did not serialize: {error}"
+        )))
+    })
 }
 
 /// Enqueues each of `payloads` for every active endpoint of `topic`, as [`enqueue_for_topic`]
@@ -424,14 +433,17 @@ pub fn enqueue_all_for_topic(
     shop_id: i64,
     kind: WebhookKind,
     topic: &str,
-    payloads: &[serde_json::Value],
+    payloads: &[impl Serialize],
     now: Timestamp,
 ) -> Result<Vec<i64>, DomainError> {
     let endpoints = tx.active_webhook_endpoints(shop_id, kind, topic)?;
-    let messages: Vec<NewWebhookMessage> = payloads
+    let texts = payloads
         .iter()
+        .map(payload_text)
+        .collect::<Result<Vec<String>, DomainError>>()?;
+    let messages: Vec<NewWebhookMessage> = texts
+        .into_iter()
         .flat_map(|payload| {
-            let payload = payload.to_string();
             endpoints.iter().map(move |endpoint| NewWebhookMessage {
                 message_id: new_message_id(),
                 shop_id,
@@ -450,7 +462,7 @@ pub fn enqueue_all_for_topic(
 pub fn enqueue_for_endpoint(
     tx: &mut dyn WebhookRepositories,
     endpoint: &WebhookEndpoint,
-    payload: &serde_json::Value,
+    payload: &impl Serialize,
     now: Timestamp,
 ) -> Result<(i64, String), DomainError> {
     let message = NewWebhookMessage {
@@ -458,7 +470,7 @@ pub fn enqueue_for_endpoint(
         shop_id: endpoint.shop_id,
         endpoint_id: endpoint.id,
         topic: endpoint.topic.clone(),
-        payload: payload.to_string(),
+        payload: payload_text(payload)?,
         created_at: now,
     };
     let row = tx
@@ -656,7 +668,8 @@ mod tests {
 /// A webhook's delivery log and the tools over it (resend, recover), for every kind of webhook:
 /// the caller has found the endpoint (of its kind, of its shop).
 pub mod log {
-    use serde_json::{Value, json};
+    use serde::Serialize;
+    use serde_json::Value;
 
     use super::{DeliveryAttempt, MessageStatus, WebhookEndpoint, WebhookMessage};
     use crate::kernel::error::DomainError;
@@ -674,26 +687,71 @@ pub mod log {
             .ok_or(DomainError::not_found("message"))
     }
 
-    fn attempt_resource(attempt: &DeliveryAttempt) -> Value {
-        json!({
-            "attempted_at": attempt.attempted_at,
-            "status": attempt.outcome.status,
-            "latency_ms": attempt.outcome.latency.as_secs_f64() * 1000.0,
-            "response": attempt.outcome.response,
-            "error": attempt.outcome.error,
-        })
+    /// An attempt as the delivery log shows it: the answer's first KiB, never a header.
+    #[derive(Debug, Clone, PartialEq, Serialize)]
+    pub struct AttemptShown {
+        pub attempted_at: Timestamp,
+        pub status: Option<u16>,
+        pub latency_ms: f64,
+        pub response: Option<String>,
+        pub error: Option<String>,
     }
 
-    fn message_resource(message: &WebhookMessage) -> Value {
-        json!({
-            "message_id": message.message_id,
-            "topic": message.topic,
-            "status": message.status,
-            "attempts": message.attempts,
-            "created_at": message.created_at,
-            "next_attempt_at": (message.status == MessageStatus::Pending).then_some(message.next_attempt_at),
-            "delivered_at": message.delivered_at,
-        })
+    impl AttemptShown {
+        fn of(attempt: &DeliveryAttempt) -> AttemptShown {
+            AttemptShown {
+                attempted_at: attempt.attempted_at,
+                status: attempt.outcome.status,
+                latency_ms: attempt.outcome.latency.as_secs_f64() * 1000.0,
+                response: attempt.outcome.response.clone(),
+                error: attempt.outcome.error.clone(),
+            }
+        }
+    }
+
+    /// A message as the delivery log shows it; `next_attempt_at` only while it is pending.
+    #[derive(Debug, Clone, PartialEq, Serialize)]
+    pub struct MessageShown {
+        pub message_id: String,
+        pub topic: String,
+        pub status: MessageStatus,
+        pub attempts: i64,
+        pub created_at: Timestamp,
+        pub next_attempt_at: Option<Timestamp>,
+        pub delivered_at: Option<Timestamp>,
+    }
+
+    impl MessageShown {
+        fn of(message: &WebhookMessage) -> MessageShown {
+            MessageShown {
+                message_id: message.message_id.clone(),
+                topic: message.topic.clone(),
+                status: message.status,
+                attempts: message.attempts,
+                created_at: message.created_at,
+                next_attempt_at: (message.status == MessageStatus::Pending)
+                    .then_some(message.next_attempt_at),
+                delivered_at: message.delivered_at,
+            }
+        }
+    }
+
+    /// A line of the delivery log: a message and its last attempt.
+    #[derive(Debug, Clone, PartialEq, Serialize)]
+    pub struct DeliveryLine {
+        #[serde(flatten)]
+        pub message: MessageShown,
+        pub last_attempt: Option<AttemptShown>,
+    }
+
+    /// One delivery: the message, its payload as sent, and every attempt.
+    #[derive(Debug, Clone, PartialEq, Serialize)]
+    pub struct Delivery {
+        #[serde(flatten)]
+        pub message: MessageShown,
+        /// The body sent: whatever the topic's payload is.
+        pub payload: Value,
+        pub attempts: Vec<AttemptShown>,
     }
 
     /// The webhook's delivery log: its latest messages, newest first, each with its last attempt.
@@ -701,14 +759,15 @@ pub mod log {
         tx: &mut dyn WebhookRepositories,
         endpoint: &WebhookEndpoint,
         limit: usize,
-    ) -> Result<Vec<Value>, DomainError> {
+    ) -> Result<Vec<DeliveryLine>, DomainError> {
         let messages = tx.webhook_messages_of_endpoint(endpoint.id, limit)?;
         let mut log = Vec::with_capacity(messages.len());
         for message in &messages {
             let attempts = tx.webhook_attempts(message.id)?;
-            let mut resource = message_resource(message);
-            resource["last_attempt"] = attempts.last().map_or(Value::Null, attempt_resource);
-            log.push(resource);
+            log.push(DeliveryLine {
+                message: MessageShown::of(message),
+                last_attempt: attempts.last().map(AttemptShown::of),
+            });
         }
         Ok(log)
     }
@@ -718,13 +777,14 @@ pub mod log {
         tx: &mut dyn WebhookRepositories,
         endpoint: &WebhookEndpoint,
         message_id: &str,
-    ) -> Result<Value, DomainError> {
+    ) -> Result<Delivery, DomainError> {
         let message = message_of(tx, endpoint, message_id)?;
         let attempts = tx.webhook_attempts(message.id)?;
-        let mut resource = message_resource(&message);
-        resource["payload"] = serde_json::from_str(&message.payload).unwrap_or(Value::Null);
-        resource["attempts"] = attempts.iter().map(attempt_resource).collect();
-        Ok(resource)
+        Ok(Delivery {
+            message: MessageShown::of(&message),
+            payload: serde_json::from_str(&message.payload).unwrap_or(Value::Null),
+            attempts: attempts.iter().map(AttemptShown::of).collect(),
+        })
     }
 
     /// Sends a message again, with the same `webhook-id`, whatever became of it.
@@ -768,8 +828,7 @@ pub mod log {
 pub mod checkout {
     pub use super::log::disabled;
 
-    use serde::Deserialize;
-    use serde_json::{Value, json};
+    use serde::{Deserialize, Serialize};
 
     use super::{
         NewWebhookEndpoint, WebhookEndpoint, WebhookKind, checkout_topic, checkout_topic_id,
@@ -899,7 +958,7 @@ pub mod checkout {
         shop: &Shop,
         public_id: &str,
         limit: usize,
-    ) -> Result<Vec<Value>, DomainError> {
+    ) -> Result<Vec<super::log::DeliveryLine>, DomainError> {
         let endpoint = find(tx, shop, public_id)?;
         super::log::deliveries(tx, &endpoint, limit)
     }
@@ -910,7 +969,7 @@ pub mod checkout {
         shop: &Shop,
         public_id: &str,
         message_id: &str,
-    ) -> Result<Value, DomainError> {
+    ) -> Result<super::log::Delivery, DomainError> {
         let endpoint = find(tx, shop, public_id)?;
         super::log::delivery(tx, &endpoint, message_id)
     }
@@ -951,52 +1010,31 @@ pub mod checkout {
         find(tx, shop, public_id)
     }
 
-    /// `{"id","webhook_topic_id","webhook_topic_name","callback_url","created_at","updated_at"}`,
-    /// and whether Mercer disabled it (and why).
-    pub fn resource(endpoint: &WebhookEndpoint) -> Value {
-        json!({
-            "id": endpoint.public_id,
-            "webhook_topic_id": checkout_topic_id(&endpoint.topic),
-            "webhook_topic_name": endpoint.topic,
-            "callback_url": endpoint.callback_url,
-            "created_at": endpoint.created_at,
-            "updated_at": endpoint.updated_at,
-            "disabled_at": endpoint.disabled_at,
-            "disabled_reason": endpoint.disabled_reason,
-        })
+    /// A checkout webhook as answers show it, and whether Mercer disabled it (and why); never
+    /// its secret.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+    pub struct CheckoutWebhookResource {
+        pub id: String,
+        pub webhook_topic_id: Option<i64>,
+        pub webhook_topic_name: String,
+        pub callback_url: String,
+        pub created_at: Timestamp,
+        pub updated_at: Timestamp,
+        pub disabled_at: Option<Timestamp>,
+        pub disabled_reason: Option<String>,
     }
 
-    /// A sample payload of a topic, in the shape of seed 001 §2, marked `"test": true`.
-    pub fn sample_payload(shop: &Shop, topic: &str) -> Value {
-        let domain = shop.shop_domain.as_str();
-        match topic {
-            "order/abandoned" => json!({
-                "test": true,
-                "customer": {"accepts_marketing": false, "email_address": "test.customer@example.test", "first_name": "Test", "last_name": "Customer", "public_id": "0000000000000000000000000000000a", "platform_id": null, "saved_addresses": []},
-                "line_items": [{"discounts": [], "fees": [], "taxes": [], "product_data": {"barcode": "", "compare_at_price": 0, "description": "A test product", "id": "1", "image_url": "", "line_item_key": "test-line", "price": 1000, "product_id": "1", "properties": [], "quantity": 1, "requires_shipping": true, "sku": "TEST-SKU", "tags": "", "taxable": true, "title": "Test product", "total_price": 1000, "variant_id": "1", "vendor": "", "visible": 1, "weight": 0, "weight_unit": "g"}}],
-                "order_meta_data": {"cart_parameters": {}, "note_attributes": {}, "notes": "", "tags": []},
-                "public_order_id": "00000000000000000000000000000000",
-                "resumable_link": format!("https://{domain}/checkout/resume/00000000000000000000000000000000"),
-            }),
-            "gift_card/created" => json!({
-                "test": true,
-                "platform_domain": domain, "domain": domain,
-                "platform_order_id": "test-order", "public_order_id": "00000000000000000000000000000000",
-                "platform_customer_id": null,
-                "customer": {"email_address": "test.customer@example.test", "first_name": "Test", "last_name": "Customer"},
-                "gift_card_email": "test.customer@example.test", "gift_card_token": "test-token", "gift_card_key": "test-key", "gift_card_amount": 2500,
-            }),
-            _ => json!({
-                "test": true,
-                "platform_domain": domain, "domain": domain,
-                "application_state": {},
-                "order_id": 0,
-                "public_order_id": "00000000000000000000000000000000",
-                "platform_order_id": "", "platform_friendly_identifier": "",
-                "order_source": "test", "order_source_name": "Mercer test delivery",
-                "fulfillment_status": if topic == "order/fulfilled" { "fulfilled" } else { "unfulfilled" },
-                "fulfillment_data": [],
-            }),
+    /// A checkout webhook as answers show it.
+    pub fn resource(endpoint: &WebhookEndpoint) -> CheckoutWebhookResource {
+        CheckoutWebhookResource {
+            id: endpoint.public_id.clone(),
+            webhook_topic_id: checkout_topic_id(&endpoint.topic),
+            webhook_topic_name: endpoint.topic.clone(),
+            callback_url: endpoint.callback_url.clone(),
+            created_at: endpoint.created_at,
+            updated_at: endpoint.updated_at,
+            disabled_at: endpoint.disabled_at,
+            disabled_reason: endpoint.disabled_reason.clone(),
         }
     }
 }

@@ -3,7 +3,7 @@
 use actix_web::{HttpResponse, web};
 use mercer_domain::access::shop::{find_shop, update_shop_settings};
 use mercer_domain::checkout::input::parse_init;
-use mercer_domain::checkout::settings::{parse_settings_patch, settings_json};
+use mercer_domain::checkout::settings::{parse_settings_patch, settings_resource};
 use mercer_domain::checkout::storefront;
 use mercer_domain::kernel::outbound::AddressGuard;
 use serde_json::{Value, json};
@@ -39,7 +39,7 @@ pub async fn settings(
     let shop = state
         .read(move |tx| find_shop(tx, identifier.as_str()))
         .await?;
-    Ok(HttpResponse::Ok().json(json!({ "data": settings_json(&shop.checkout) })))
+    Ok(HttpResponse::Ok().json(json!({ "data": settings_resource(&shop.checkout) })))
 }
 
 /// Changes the settings given; every invalid value is a 422 and then nothing changes.
@@ -54,5 +54,5 @@ pub async fn update_settings(
     let shop = state
         .write(move |tx| update_shop_settings(tx, identifier.as_str(), changes, now))
         .await?;
-    Ok(HttpResponse::Ok().json(json!({ "data": settings_json(&shop.checkout) })))
+    Ok(HttpResponse::Ok().json(json!({ "data": settings_resource(&shop.checkout) })))
 }

@@ -22,6 +22,7 @@ use mercer_domain::checkout::storefront::{self, AddressType, CheckoutContext, St
 use mercer_domain::kernel::limits::check_parameter;
 use mercer_domain::overrides::OverrideCaller;
 use mercer_store::Store;
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::http::error::ApiError;
@@ -93,9 +94,9 @@ impl Run {
 }
 
 /// Runs a use case off the async threads and answers `{"data": …}`.
-async fn answer(
+async fn answer<T: Serialize + Send + 'static>(
     state: &AppState,
-    work: impl FnOnce(Run) -> Result<Value, DomainError> + Send + 'static,
+    work: impl FnOnce(Run) -> Result<T, DomainError> + Send + 'static,
 ) -> Result<HttpResponse, ApiError> {
     let run = Run::of(state);
     let data = run_blocking(move || work(run)).await?;

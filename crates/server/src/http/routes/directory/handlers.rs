@@ -2,8 +2,8 @@
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use mercer_domain::directory::{
-    DirectoryQuery, add_label, address_resource, customer_resources, delete_label, find_customer,
-    find_customer_by_platform_id, parse_directory_query,
+    CustomerList, add_label, customer_address, customer_addresses, delete_label, get_customer,
+    get_customer_by_platform_id, list_customers, parse_directory_query,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -45,25 +45,17 @@ fn url_encode(text: &str) -> String {
         .collect()
 }
 
-fn pagination(
-    request: &HttpRequest,
-    pairs: &[(String, String)],
-    query: &DirectoryQuery,
-    total: i64,
-    count: usize,
-) -> Value {
-    let total_pages = (total + query.limit - 1) / query.limit;
-    let next = (query.page < total_pages).then(|| page_url(request, pairs, query.page + 1));
-    let previous = (query.page > 1)
-        .then(|| page_url(request, pairs, (query.page - 1).min(total_pages.max(1))));
+/// The list's pagination, its pages as URLs of this request.
+fn pagination(request: &HttpRequest, pairs: &[(String, String)], list: &CustomerList) -> Value {
+    let url = |page: Option<i64>| page.map(|page| page_url(request, pairs, page));
     json!({
-        "total": total,
-        "count": count,
-        "per_page": query.limit,
-        "current_page": query.page,
-        "total_pages": total_pages,
-        "next_url": next,
-        "previous_url": previous,
+        "total": list.total,
+        "count": list.customers.len(),
+        "per_page": list.per_page,
+        "current_page": list.current_page,
+        "total_pages": list.total_pages,
+        "next_url": url(list.next_page),
+        "previous_url": url(list.previous_page),
     })
 }
 
@@ -76,23 +68,12 @@ pub async fn list(
     let pairs = query_pairs(&http)?;
     let query = parse_directory_query(&pairs)?;
     let shop = request.access.shop;
-    let (customers, total, count) = {
-        let query = query.clone();
-        state
-            .read(move |tx| {
-                let page = tx.list_directory_customers(shop.id, &query)?;
-                let count = page.customers.len();
-                Ok((
-                    customer_resources(tx, &shop, &page.customers)?,
-                    page.total,
-                    count,
-                ))
-            })
-            .await?
-    };
+    let list = state
+        .read(move |tx| list_customers(tx, &shop, &query))
+        .await?;
     Ok(HttpResponse::Ok().json(json!({
-        "pagination": pagination(&http, &pairs, &query, total, count),
-        "customers": customers,
+        "pagination": pagination(&http, &pairs, &list),
+        "customers": list.customers,
     })))
 }
 
@@ -103,12 +84,7 @@ pub async fn get(
     path: web::Path<(String, i64)>,
 ) -> Result<HttpResponse, ApiError> {
     let (shop, id) = (request.access.shop, path.1);
-    let customer = state
-        .read(move |tx| {
-            let customer = find_customer(tx, &shop, id)?;
-            Ok(customer_resources(tx, &shop, &[customer])?.remove(0))
-        })
-        .await?;
+    let customer = state.read(move |tx| get_customer(tx, &shop, id)).await?;
     Ok(HttpResponse::Ok().json(json!({ "customer": customer })))
 }
 
@@ -121,10 +97,7 @@ pub async fn get_by_platform_id(
     let shop = request.access.shop;
     let platform_id = path.into_inner().1;
     let customer = state
-        .read(move |tx| {
-            let customer = find_customer_by_platform_id(tx, &shop, &platform_id)?;
-            Ok(customer_resources(tx, &shop, &[customer])?.remove(0))
-        })
+        .read(move |tx| get_customer_by_platform_id(tx, &shop, &platform_id))
         .await?;
     Ok(HttpResponse::Ok().json(json!({ "customer": customer })))
 }
@@ -137,14 +110,7 @@ pub async fn addresses(
 ) -> Result<HttpResponse, ApiError> {
     let (shop, id) = (request.access.shop, path.1);
     let addresses = state
-        .read(move |tx| {
-            find_customer(tx, &shop, id)?;
-            let addresses = tx.addresses_of_customers(shop.id, &[id])?;
-            Ok(addresses
-                .iter()
-                .map(|address| address_resource(&shop, address))
-                .collect::<Vec<_>>())
-        })
+        .read(move |tx| customer_addresses(tx, &shop, id))
         .await?;
     Ok(HttpResponse::Ok().json(json!({ "addresses": addresses })))
 }
@@ -158,15 +124,7 @@ pub async fn address(
     let shop = request.access.shop;
     let (_, customer_id, address_id) = path.into_inner();
     let address = state
-        .read(move |tx| {
-            find_customer(tx, &shop, customer_id)?;
-            let address = tx
-                .addresses_of_customers(shop.id, &[customer_id])?
-                .into_iter()
-                .find(|address| address.id == address_id)
-                .ok_or(mercer_domain::DomainError::not_found("address"))?;
-            Ok(address_resource(&shop, &address))
-        })
+        .read(move |tx| customer_address(tx, &shop, customer_id, address_id))
         .await?;
     Ok(HttpResponse::Ok().json(json!({ "address": address })))
 }

@@ -1,8 +1,9 @@
 //! Checkout webhooks (contract §4.2) and a test delivery (issue 5's integrator tools).
 
 use actix_web::{HttpResponse, web};
+use mercer_domain::checkout::payloads::send_test;
 use mercer_domain::kernel::outbound::AddressGuard;
-use mercer_domain::webhooks::{CHECKOUT_TOPICS, checkout, enqueue_for_endpoint};
+use mercer_domain::webhooks::{CHECKOUT_TOPICS, checkout};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -109,19 +110,7 @@ pub async fn test(
 ) -> Result<HttpResponse, ApiError> {
     let (shop, id, now) = (request.access.shop, path.into_inner().1, state.now());
     let message = state
-        .write(move |tx| {
-            let endpoint = checkout::find(tx, &shop, &id)?;
-            if !endpoint.is_active() {
-                return Err(checkout::disabled());
-            }
-            let (_, message_id) = enqueue_for_endpoint(
-                tx,
-                &endpoint,
-                &checkout::sample_payload(&shop, &endpoint.topic),
-                now,
-            )?;
-            Ok(message_id)
-        })
+        .write(move |tx| send_test(tx, &shop, &id, now))
         .await?;
     state.webhooks.notify();
     Ok(HttpResponse::Accepted().json(json!({ "data": { "message_id": message } })))

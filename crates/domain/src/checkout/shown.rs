@@ -1,0 +1,444 @@
+//! What the storefront and the checkout's webhooks are shown of an order: the
+//! `application_state` of the vendor's frontend library (`lib/types`, `IApplicationState`) and
+//! the shapes inside it, typed. The stored document is `state`'s; these are views of it.
+
+use std::collections::BTreeMap;
+
+use serde::{Serialize, Serializer};
+
+use crate::checkout::state::{
+    CheckoutAddress, CheckoutDiscount, CheckoutDocument, CheckoutLineItem, CheckoutMetaData,
+    CheckoutPayment, CheckoutShippingLine, CheckoutTax, LineShares,
+};
+use crate::kernel::money::{Cents, CurrencyCode};
+
+/// `[]`: a list the library expects that a Mercer checkout never fills (fees, countries…).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EmptyList;
+
+impl Serialize for EmptyList {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(std::iter::empty::<()>())
+    }
+}
+
+/// `{}`: an object the library expects that a Mercer checkout never fills.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct EmptyObject {}
+
+/// An address, or `{}` when none is set (the library reads fields of it either way).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShownAddress(pub Option<CheckoutAddress>);
+
+impl ShownAddress {
+    pub fn of(address: Option<&CheckoutAddress>) -> ShownAddress {
+        ShownAddress(address.cloned())
+    }
+}
+
+impl Serialize for ShownAddress {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match &self.0 {
+            Some(address) => address.serialize(serializer),
+            None => EmptyObject {}.serialize(serializer),
+        }
+    }
+}
+
+/// The customer (`ICustomer`), with the checkout's addresses as `saved_addresses`; a guest has
+/// no `public_id` until they give their details.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShownCustomer {
+    pub platform_id: Option<String>,
+    pub public_id: Option<String>,
+    pub first_name: String,
+    pub last_name: String,
+    pub email_address: String,
+    pub accepts_marketing: bool,
+    pub saved_addresses: Vec<CheckoutAddress>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShownAddresses {
+    pub shipping: ShownAddress,
+    pub billing: ShownAddress,
+}
+
+/// The shipping part of the state; a checkout puts its taxes and discounts on the order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShownShipping {
+    pub selected_shipping: Option<CheckoutShippingLine>,
+    pub available_shipping_lines: Vec<CheckoutShippingLine>,
+    pub taxes: EmptyList,
+    pub discounts: EmptyList,
+}
+
+/// A discount as shown, with what it takes off the order (`value`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShownDiscount {
+    pub code: String,
+    pub text: String,
+    pub value: Cents,
+    pub valid: bool,
+    pub source: &'static str,
+}
+
+impl ShownDiscount {
+    pub fn of(discount: &CheckoutDiscount, value: Cents) -> ShownDiscount {
+        ShownDiscount {
+            code: discount.code.clone(),
+            text: discount.text.clone(),
+            value,
+            valid: true,
+            source: "discount_override",
+        }
+    }
+}
+
+/// A payment (`IPayment`) in the order's currency.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShownPayment {
+    pub id: String,
+    pub gateway_public_id: String,
+    pub amount: Cents,
+    pub currency: String,
+    pub r#type: String,
+    pub display_string: String,
+    pub token: String,
+    pub retain: bool,
+}
+
+impl ShownPayment {
+    pub fn of(payment: &CheckoutPayment, currency: &str) -> ShownPayment {
+        ShownPayment {
+            id: payment.id.clone(),
+            gateway_public_id: payment.gateway_public_id.clone(),
+            amount: payment.amount,
+            currency: currency.to_string(),
+            r#type: payment.r#type.clone(),
+            display_string: payment.display_string.clone(),
+            token: payment.token.clone(),
+            retain: payment.retain,
+        }
+    }
+}
+
+/// `ICurrency` of an ISO 4217 code.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShownCurrency {
+    pub iso_code: String,
+    pub iso_numeric_code: u16,
+    pub symbol: &'static str,
+    pub format: &'static str,
+    pub has_decimal: bool,
+    pub show_iso_code: bool,
+}
+
+impl ShownCurrency {
+    pub fn of(code: &str) -> ShownCurrency {
+        ShownCurrency {
+            iso_code: code.to_string(),
+            iso_numeric_code: 0,
+            symbol: currency_symbol(code),
+            format: "${amount}",
+            has_decimal: CurrencyCode::parse(code).is_none_or(|code| code.minor_units() > 0),
+            show_iso_code: true,
+        }
+    }
+}
+
+fn currency_symbol(code: &str) -> &'static str {
+    match code {
+        "USD" | "CAD" | "AUD" | "NZD" | "MXN" | "SGD" | "HKD" => "$",
+        "EUR" => "€",
+        "GBP" => "£",
+        "JPY" | "CNY" => "¥",
+        "INR" => "₹",
+        _ => "",
+    }
+}
+
+/// A weight as JavaScript writes a number: `0`, not `0.0`, when it is whole.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Weight(pub f64);
+
+impl Serialize for Weight {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let number = self.0;
+        if number.fract() == 0.0 && number.abs() < 1e15 {
+            serializer.serialize_i64(number as i64)
+        } else {
+            serializer.serialize_f64(number)
+        }
+    }
+}
+
+/// `product_data` (`IProductData`). The library's types and seed 001's abandoned payload write
+/// `properties` and `visible` differently, so each view picks their types: a map and `true` for
+/// the storefront, name/value pairs and `1` for order/abandoned.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProductData<Properties = BTreeMap<String, String>, Visible = bool> {
+    pub id: String,
+    pub title: String,
+    pub product_title: String,
+    pub image_url: String,
+    pub properties: Properties,
+    pub description: String,
+    pub quantity: i64,
+    pub price: Cents,
+    pub total_price: Cents,
+    pub visible: Visible,
+    pub line_item_key: String,
+    pub barcode: String,
+    pub compare_at_price: Cents,
+    pub weight: Weight,
+    pub weight_unit: String,
+    pub product_id: String,
+    pub variant_id: String,
+    pub requires_shipping: bool,
+    pub sku: String,
+    pub taxable: bool,
+    pub tags: String,
+    pub vendor: String,
+}
+
+impl<Properties, Visible> ProductData<Properties, Visible> {
+    pub fn of(
+        item: &CheckoutLineItem,
+        properties: Properties,
+        visible: Visible,
+    ) -> ProductData<Properties, Visible> {
+        ProductData {
+            id: item.line_item_key.clone(),
+            title: item.title.clone(),
+            product_title: item.product_title.clone(),
+            image_url: item.image_url.clone(),
+            properties,
+            description: item.description.clone(),
+            quantity: item.quantity,
+            price: item.price,
+            total_price: item.total(),
+            visible,
+            line_item_key: item.line_item_key.clone(),
+            barcode: item.barcode.clone(),
+            compare_at_price: item.compare_at_price,
+            weight: Weight(item.weight),
+            weight_unit: item.weight_unit.clone(),
+            product_id: item.product_id.clone(),
+            variant_id: item.variant_id.clone(),
+            requires_shipping: item.requires_shipping,
+            sku: item.sku.clone(),
+            taxable: item.taxable,
+            tags: item.tags.clone(),
+            vendor: item.vendor.clone(),
+        }
+    }
+}
+
+/// A line item (`ILineItem`) with its share of the order's taxes and discounts. A checkout has
+/// no fees.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ShownLineItem {
+    pub product_data: ProductData,
+    pub taxes: Vec<CheckoutTax>,
+    pub fees: EmptyList,
+    pub discounts: Vec<ShownDiscount>,
+}
+
+impl ShownLineItem {
+    pub fn of(item: &CheckoutLineItem, shares: &LineShares) -> ShownLineItem {
+        ShownLineItem {
+            product_data: ProductData::of(item, item.properties.clone(), true),
+            taxes: shares.taxes.clone(),
+            fees: EmptyList,
+            discounts: shares.shown_discounts(),
+        }
+    }
+}
+
+/// A line item as the inventory override and `fulfilled_items` name it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ItemReference {
+    pub line_item_key: String,
+    pub platform_variant_id: String,
+    pub platform_product_id: String,
+    pub sku: String,
+    pub quantity: i64,
+}
+
+impl ItemReference {
+    pub fn of(item: &CheckoutLineItem) -> ItemReference {
+        ItemReference {
+            line_item_key: item.line_item_key.clone(),
+            platform_variant_id: item.variant_id.clone(),
+            platform_product_id: item.product_id.clone(),
+            sku: item.sku.clone(),
+            quantity: item.quantity,
+        }
+    }
+}
+
+/// The `application_state` the storefront is shown (`IApplicationState`), and the checkout
+/// webhooks carry.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ApplicationState {
+    pub customer: ShownCustomer,
+    pub addresses: ShownAddresses,
+    pub line_items: Vec<ShownLineItem>,
+    pub shipping: ShownShipping,
+    pub taxes: Vec<CheckoutTax>,
+    pub discounts: Vec<ShownDiscount>,
+    pub payments: Vec<ShownPayment>,
+    pub fees: EmptyList,
+    pub order_total: Cents,
+    pub order_balance: Cents,
+    pub order_meta_data: CheckoutMetaData,
+    pub currency: ShownCurrency,
+    pub display_currency: ShownCurrency,
+    pub display_exchange_rate: u8,
+    pub resumable_link: String,
+    pub link_to_cart: Option<String>,
+    pub is_processed: bool,
+    pub created_via: &'static str,
+    pub flow_id: Option<String>,
+    pub public_order_id: String,
+}
+
+impl CheckoutDocument {
+    /// The `application_state` of this order.
+    pub fn application_state(&self, public_order_id: &str) -> ApplicationState {
+        let amounts = self.amounts();
+        ApplicationState {
+            customer: self.shown_customer(None),
+            addresses: ShownAddresses {
+                shipping: ShownAddress::of(self.shipping_address.as_ref()),
+                billing: ShownAddress::of(self.billing_address.as_ref()),
+            },
+            line_items: self.shown_line_items(),
+            shipping: ShownShipping {
+                selected_shipping: self.selected_shipping.clone(),
+                available_shipping_lines: self.available_shipping_lines.clone(),
+                taxes: EmptyList,
+                discounts: EmptyList,
+            },
+            taxes: self.taxes.clone(),
+            discounts: self.shown_discounts(),
+            payments: self.shown_payments(),
+            fees: EmptyList,
+            order_total: amounts.total,
+            order_balance: amounts.balance,
+            order_meta_data: self.order_meta_data.clone(),
+            currency: ShownCurrency::of(&self.currency),
+            display_currency: ShownCurrency::of(&self.currency),
+            display_exchange_rate: 1,
+            resumable_link: self.resumable_link.clone(),
+            link_to_cart: None,
+            is_processed: self.is_processed,
+            created_via: "checkout",
+            flow_id: None,
+            public_order_id: public_order_id.to_string(),
+        }
+    }
+
+    /// The customer, with the checkout's addresses as `saved_addresses` and the platform's
+    /// id of the customer when it is known.
+    pub fn shown_customer(&self, platform_id: Option<&str>) -> ShownCustomer {
+        let customer = self.customer.clone().unwrap_or_default();
+        ShownCustomer {
+            platform_id: platform_id.map(str::to_string),
+            public_id: self.customer.as_ref().map(|_| customer.public_id),
+            first_name: customer.first_name,
+            last_name: customer.last_name,
+            email_address: customer.email_address,
+            accepts_marketing: customer.accepts_marketing,
+            saved_addresses: self.saved_addresses(),
+        }
+    }
+
+    /// The addresses given in this checkout: the shipping one, then the billing one when it
+    /// differs.
+    fn saved_addresses(&self) -> Vec<CheckoutAddress> {
+        let mut saved: Vec<CheckoutAddress> = Vec::new();
+        for address in [&self.shipping_address, &self.billing_address]
+            .into_iter()
+            .flatten()
+        {
+            if !saved.contains(address) {
+                saved.push(address.clone());
+            }
+        }
+        saved
+    }
+
+    /// The line items, each with its shares.
+    pub fn shown_line_items(&self) -> Vec<ShownLineItem> {
+        self.line_items
+            .iter()
+            .zip(self.line_shares())
+            .map(|(item, shares)| ShownLineItem::of(item, &shares))
+            .collect()
+    }
+
+    /// The line item of `key`.
+    pub fn shown_line_item(&self, key: &str) -> Option<ShownLineItem> {
+        self.line_items
+            .iter()
+            .zip(self.line_shares())
+            .find(|(item, _)| item.line_item_key == key)
+            .map(|(item, shares)| ShownLineItem::of(item, &shares))
+    }
+
+    /// The discounts, each with what it takes off the order.
+    pub fn shown_discounts(&self) -> Vec<ShownDiscount> {
+        self.discounts
+            .iter()
+            .zip(self.discount_values())
+            .map(|(discount, value)| ShownDiscount::of(discount, value))
+            .collect()
+    }
+
+    pub fn shown_payments(&self) -> Vec<ShownPayment> {
+        self.payments
+            .iter()
+            .map(|payment| ShownPayment::of(payment, &self.currency))
+            .collect()
+    }
+}
+
+impl LineShares {
+    pub fn shown_discounts(&self) -> Vec<ShownDiscount> {
+        self.discounts
+            .iter()
+            .map(|(discount, value)| ShownDiscount::of(discount, *value))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn an_empty_order_shows_the_shapes_the_library_reads() {
+        let order = CheckoutDocument::new("JPY", "https://shop.test/r".into());
+        let state = serde_json::to_value(order.application_state("abc")).unwrap();
+        assert_eq!(state["addresses"]["shipping"], json!({}));
+        assert_eq!(state["customer"]["public_id"], json!(null));
+        assert_eq!(state["customer"]["saved_addresses"], json!([]));
+        assert_eq!(state["fees"], json!([]));
+        assert_eq!(state["shipping"]["taxes"], json!([]));
+        assert_eq!(state["currency"]["has_decimal"], json!(false));
+        assert_eq!(state["currency"]["symbol"], json!("¥"));
+        assert_eq!(state["display_exchange_rate"], json!(1));
+        assert_eq!(state["link_to_cart"], json!(null));
+        assert_eq!(state["public_order_id"], json!("abc"));
+    }
+
+    #[test]
+    fn whole_weights_are_written_without_a_fraction() {
+        assert_eq!(serde_json::to_string(&Weight(250.0)).unwrap(), "250");
+        assert_eq!(serde_json::to_string(&Weight(0.5)).unwrap(), "0.5");
+    }
+}
