@@ -44,7 +44,7 @@ pub const ALLOWED_EDGES: &[(&str, &[&str])] = &[
 ];
 
 /// Domain modules that combine every feature: no feature may import them.
-const COMBINING: &[&str] = &["ports", "testing"];
+const COMBINING: &[&str] = &["ports", "operations", "testing"];
 
 /// Route and repository folders that are not features (operators' routes read every feature).
 const NOT_FEATURES: &[&str] = &["operations"];
@@ -190,7 +190,7 @@ fn documented_edges_differ(metadata: &Value, features: &BTreeSet<String>) -> Vec
     differences
 }
 
-fn package_src(metadata: &Value, name: &str) -> Option<PathBuf> {
+pub(crate) fn package_src(metadata: &Value, name: &str) -> Option<PathBuf> {
     metadata["packages"]
         .as_array()?
         .iter()
@@ -213,7 +213,7 @@ fn feature_folders(dir: &Path) -> BTreeSet<String> {
         .collect()
 }
 
-fn rust_files(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let Ok(entries) = fs::read_dir(dir) else {
         return files;
@@ -231,7 +231,7 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// A file's text up to its test module.
-fn production_part(file: &Path) -> String {
+pub(crate) fn production_part(file: &Path) -> String {
     production_text(&fs::read_to_string(file).unwrap_or_default()).to_string()
 }
 

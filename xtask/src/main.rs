@@ -11,6 +11,7 @@ mod bench;
 mod bench_dispatch;
 mod bench_scheduler;
 mod bench_subscriptions;
+mod composition;
 mod features;
 mod mutants;
 mod test;

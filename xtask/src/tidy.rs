@@ -235,5 +235,6 @@ pub fn check(metadata: &Value) -> Vec<String> {
         }
     }
     violations.extend(crate::features::check(metadata));
+    violations.extend(crate::composition::check(metadata));
     violations.into_iter().collect()
 }

@@ -16,6 +16,7 @@ pub mod box_builder;
 pub mod checkout;
 pub mod directory;
 pub mod kernel;
+pub mod operations;
 pub mod overrides;
 pub mod platform;
 pub mod ports;

@@ -21,13 +21,15 @@ use mercer_domain::access::oauth;
 use mercer_domain::access::secrets::{SecretKind, rotate_secret};
 use mercer_domain::access::shop::{
     DemoCredentials, ShopInput, ShopSettings, bootstrap_demo, connector_secret, create_shop,
-    find_shop, update_shop_settings,
+    find_shop, list_shops, update_shop_settings,
 };
 use mercer_domain::checkout::sweeps::AbandonmentJob;
-use mercer_domain::kernel::jobs::{JobState, enqueue};
+use mercer_domain::kernel::jobs::{JobState, cancel_jobs, enqueue, list_jobs, retry_jobs};
 use mercer_domain::kernel::time::{Clock, OffsetClock};
 use mercer_domain::platform::connector::PlatformConnectorHandle;
-use mercer_domain::platform::events::retry_failed_events;
+use mercer_domain::platform::events::{
+    SetAsideEvent, pending_event_count, retry_failed_events, set_aside_events,
+};
 use mercer_domain::platform::outbox::enqueue_waiting_deliveries;
 use mercer_domain::ports::Database;
 use mercer_domain::subscriptions::scheduler::{DueReason, SchedulerJob, due_report};
@@ -156,12 +158,11 @@ fn now() -> Timestamp {
 fn events_command(store: &Store, command: EventsCommand) -> Result<(), CommandError> {
     match command {
         EventsCommand::Pending => {
-            let pending = store.read(|tx| Ok(tx.count_pending_inbound_events()?))?;
+            let pending = store.read(|tx| pending_event_count(tx))?;
             println!("{pending}");
         }
         EventsCommand::Failed { limit } => {
-            let (failed, shops) =
-                store.read(|tx| Ok((tx.failed_inbound_events(limit)?, tx.list_shops()?)))?;
+            let failed = store.read(|tx| set_aside_events(tx, limit))?;
             if failed.is_empty() {
                 eprintln!("No event is set aside.");
                 return Ok(());
@@ -175,11 +176,12 @@ fn events_command(store: &Store, command: EventsCommand) -> Result<(), CommandEr
                 "FAILED_AT",
                 "ERROR",
             ]);
-            for failed in failed {
-                let shop = shops
-                    .iter()
-                    .find(|shop| shop.id == failed.shop_id)
-                    .map_or("?", |shop| shop.identifier.as_str());
+            for SetAsideEvent {
+                event: failed,
+                shop_identifier,
+            } in failed
+            {
+                let shop = shop_identifier.as_deref().unwrap_or("?");
                 // Platform ids and errors come from outside: escaped, so a control character
                 // cannot rewrite the operator's terminal.
                 table.row(vec![
@@ -219,7 +221,7 @@ fn jobs_command(store: &Store, command: JobsCommand) -> Result<(), CommandError>
                     ))
                 })?),
             };
-            let jobs = store.read(|tx| Ok(tx.list_jobs(state, limit)?))?;
+            let jobs = store.read(|tx| list_jobs(tx, state, limit))?;
             if jobs.is_empty() {
                 eprintln!("No job (a done job is deleted).");
                 return Ok(());
@@ -258,7 +260,7 @@ fn jobs_command(store: &Store, command: JobsCommand) -> Result<(), CommandError>
         }
         JobsCommand::Retry(args) => {
             let ids = (!args.all).then_some(args.ids.as_slice());
-            let requeued = store.write(|tx| Ok(tx.requeue_jobs(ids, now())?))?;
+            let requeued = store.write(|tx| retry_jobs(tx, ids, now()))?;
             eprintln!(
                 "Put {} job(s) back into the queue; a running `mercer serve` runs them within a second.",
                 requeued.len()
@@ -266,7 +268,7 @@ fn jobs_command(store: &Store, command: JobsCommand) -> Result<(), CommandError>
             println!("{}", requeued.len());
         }
         JobsCommand::Cancel { ids } => {
-            let cancelled = store.write(|tx| Ok(tx.cancel_jobs(&ids, now())?))?;
+            let cancelled = store.write(|tx| cancel_jobs(tx, &ids, now()))?;
             eprintln!(
                 "Cancelled {} job(s); a running one stops at its next step.",
                 cancelled.len()
@@ -314,7 +316,7 @@ fn shop_command(store: &Store, command: ShopCommand) -> Result<(), CommandError>
             Ok(())
         }
         ShopCommand::List => {
-            let shops = store.read(|tx| Ok(tx.list_shops()?))?;
+            let shops = store.read(|tx| list_shops(tx))?;
             let mut table = Table::new(&[
                 "SHOP_IDENTIFIER",
                 "PLATFORM",

@@ -10,11 +10,11 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
 
-use crate::access::AccessRepositories;
 use crate::access::credentials::{
     ScopeSet, Secret, TokenSource, hash_token, mint_token, random_hex,
 };
 use crate::access::shop::{Shop, ShopIdentifier, find_shop};
+use crate::access::{AccessDatabase, AccessRepositories};
 use crate::kernel::error::{DomainError, FieldError, Problems};
 use crate::kernel::time::Timestamp;
 
@@ -518,6 +518,61 @@ pub fn issue_code(
         created_at: now,
     })?;
     Ok(code)
+}
+
+/// How a sign-in on the consent page ended.
+#[derive(Debug)]
+pub enum SignIn {
+    /// The account and client pair is locked: it may try again after this many seconds.
+    Locked { retry_after_seconds: i64 },
+    /// No such account, or a wrong password: answered alike, so neither tells which.
+    WrongCredentials,
+    /// The staff member approved the request: the code, shown this once.
+    Approved { code: Secret },
+}
+
+/// A sign-in that approves `request`: the lock of the attempt's key is checked, then the
+/// password (checked against a decoy hash for an unknown account, so its absence takes as long
+/// as a wrong password); a failure counts towards a lock, a success clears the failures and
+/// issues a code. The caller runs one attempt per key at a time (the lock is read after the
+/// attempt before it ended) and bounds the password checks running at once.
+pub fn sign_in<D: AccessDatabase>(
+    db: &D,
+    request: &ValidAuthorize,
+    attempt: SignInAttempt,
+    password: &str,
+    now: Timestamp,
+) -> Result<SignIn, DomainError> {
+    let key = &attempt.key;
+    if let Some(wait) = db.read_tx(|tx| sign_in_locked_for(tx, key, now))? {
+        return Ok(SignIn::Locked {
+            retry_after_seconds: wait,
+        });
+    }
+    let hash = attempt
+        .staff
+        .as_ref()
+        .map_or(decoy_password_hash(), |(_, staff)| {
+            staff.password_hash.as_str()
+        });
+    let matches = verify_password(password, hash);
+    match attempt.staff {
+        Some((_, staff)) if matches => {
+            let code = db.write_tx(|tx| {
+                record_sign_in(tx, key, true, now)?;
+                issue_code(tx, request, &staff, now)
+            })?;
+            Ok(SignIn::Approved { code })
+        }
+        _ => Ok(
+            match db.write_tx(|tx| record_sign_in(tx, key, false, now))? {
+                Some(seconds) => SignIn::Locked {
+                    retry_after_seconds: seconds,
+                },
+                None => SignIn::WrongCredentials,
+            },
+        ),
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

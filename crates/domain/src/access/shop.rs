@@ -487,6 +487,11 @@ pub fn find_shop(tx: &mut dyn AccessRepositories, identifier: &str) -> Result<Sh
     }
 }
 
+/// `mercer shop list`: every shop, deleted ones included.
+pub fn list_shops(tx: &mut dyn AccessRepositories) -> Result<Vec<Shop>, DomainError> {
+    Ok(tx.list_shops()?)
+}
+
 pub const DEMO_SHOP_DOMAIN: &str = "demo.mercer.test";
 
 /// What the first start of an empty database prints once.

@@ -284,6 +284,36 @@ pub trait JobRepository {
     fn cancel_jobs(&mut self, ids: &[i64], now: Timestamp) -> StoreResult<Vec<i64>>;
 }
 
+/// `mercer jobs list`: jobs oldest first, of one state or all (a done job is deleted).
+pub fn list_jobs(
+    tx: &mut dyn JobRepository,
+    state: Option<JobState>,
+    limit: usize,
+) -> Result<Vec<Job>, DomainError> {
+    Ok(tx.list_jobs(state, limit)?)
+}
+
+/// `mercer jobs retry`: failed or cancelled jobs among `ids` (every failed one when None)
+/// queued again, due now, attempts from zero; not one whose key an unfinished job holds.
+/// Returns the ids queued again.
+pub fn retry_jobs(
+    tx: &mut dyn JobRepository,
+    ids: Option<&[i64]>,
+    now: Timestamp,
+) -> Result<Vec<i64>, DomainError> {
+    Ok(tx.requeue_jobs(ids, now)?)
+}
+
+/// `mercer jobs cancel`: queued, running or failed jobs among `ids` cancelled (a running one
+/// stops at its next step: its runner finds its lease gone). Returns the ids cancelled.
+pub fn cancel_jobs(
+    tx: &mut dyn JobRepository,
+    ids: &[i64],
+    now: Timestamp,
+) -> Result<Vec<i64>, DomainError> {
+    Ok(tx.cancel_jobs(ids, now)?)
+}
+
 /// Enqueues `job`, due at `run_at`, in the caller's transaction.
 pub fn enqueue<J: JobPayload>(
     tx: &mut (impl JobRepository + ?Sized),

@@ -429,6 +429,14 @@ pub fn create_destination(
     })
 }
 
+/// List Destinations: the shop's live destinations.
+pub fn list_destinations(
+    tx: &mut dyn PlatformRepositories,
+    shop: &Shop,
+) -> Result<Vec<Destination>, DomainError> {
+    Ok(tx.live_destinations(shop.id)?)
+}
+
 /// A destination of the shop, deleted ones included; NotFound otherwise.
 pub fn find_destination(
     tx: &mut dyn PlatformRepositories,

@@ -1177,6 +1177,37 @@ fn record_apply_failure(
     })
 }
 
+/// `mercer events pending`: how many events wait to be applied.
+pub fn pending_event_count(tx: &mut dyn PlatformRepositories) -> Result<i64, DomainError> {
+    Ok(tx.count_pending_inbound_events()?)
+}
+
+/// An event set aside, with the identifier of its shop (none when the shop is gone).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetAsideEvent {
+    pub event: FailedInboundEvent,
+    pub shop_identifier: Option<String>,
+}
+
+/// `mercer events failed`: the events set aside, oldest first, each with its shop.
+pub fn set_aside_events(
+    tx: &mut dyn PlatformRepositories,
+    limit: usize,
+) -> Result<Vec<SetAsideEvent>, DomainError> {
+    let failed = tx.failed_inbound_events(limit)?;
+    let shops = tx.list_shops()?;
+    Ok(failed
+        .into_iter()
+        .map(|event| SetAsideEvent {
+            shop_identifier: shops
+                .iter()
+                .find(|shop| shop.id == event.shop_id)
+                .map(|shop| shop.identifier.as_str().to_string()),
+            event,
+        })
+        .collect())
+}
+
 /// Puts events set aside back into the queue (`mercer events retry`): every one when `ids` is
 /// None. Returns the ids put back; an id that names no failed event is `not_found`.
 pub fn retry_failed_events(

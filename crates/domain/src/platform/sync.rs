@@ -63,6 +63,48 @@ pub struct SyncRun {
     pub next_cursor: Option<String>,
 }
 
+/// A sync run as answers show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SyncResource {
+    pub id: i64,
+    pub topic: &'static str,
+    pub status: &'static str,
+    pub pages: i64,
+    pub items: i64,
+    pub skipped: i64,
+    pub error: Option<String>,
+    pub started_at: Timestamp,
+    pub finished_at: Option<Timestamp>,
+}
+
+impl SyncResource {
+    pub fn of(run: &SyncRun) -> SyncResource {
+        SyncResource {
+            id: run.id,
+            topic: run.topic.as_str(),
+            status: run.status.as_str(),
+            pages: run.pages,
+            items: run.items,
+            skipped: run.skipped,
+            error: run.error.clone(),
+            started_at: run.started_at,
+            finished_at: run.finished_at,
+        }
+    }
+}
+
+/// The shop's sync run `id` of `topic`; 404 for another shop's, another topic's, or none.
+pub fn find_run(
+    tx: &mut dyn PlatformRepositories,
+    shop: &Shop,
+    topic: Topic,
+    id: i64,
+) -> Result<SyncRun, DomainError> {
+    tx.sync_run(id)?
+        .filter(|run| run.shop_id == shop.id && run.topic == topic)
+        .ok_or(DomainError::not_found("sync"))
+}
+
 /// The job that pulls a sync run's pages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SyncJob {

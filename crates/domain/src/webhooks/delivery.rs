@@ -917,6 +917,15 @@ pub mod checkout {
     }
 
     /// A checkout webhook of the shop, or 404.
+    /// List Webhooks: the shop's checkout webhooks.
+    pub fn list(
+        tx: &mut dyn WebhookRepositories,
+        shop: &Shop,
+    ) -> Result<Vec<CheckoutWebhookResource>, DomainError> {
+        let endpoints = tx.webhook_endpoints(shop.id, WebhookKind::Checkout)?;
+        Ok(endpoints.iter().map(resource).collect())
+    }
+
     pub fn find(
         tx: &mut dyn WebhookRepositories,
         shop: &Shop,

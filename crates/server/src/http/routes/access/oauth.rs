@@ -312,60 +312,31 @@ pub async fn authorize_submit(
     let Some(_claim) = state.sign_ins.claim_account(&attempt.key) else {
         return Ok(too_many(1));
     };
-    let key = attempt.key.clone();
-    if let Some(wait) = state
-        .read(move |tx| oauth::sign_in_locked_for(tx, &key, now))
-        .await?
-    {
-        return Ok(too_many(u64::try_from(wait).unwrap_or(1)));
-    }
-    let stored_hash = attempt
-        .staff
-        .as_ref()
-        .map(|(_, staff)| staff.password_hash.clone());
-    let password = fields.password.clone();
     let Ok(_permit) = state.sign_ins.checks.acquire().await else {
         return Err(ApiError::internal().with_cause("the password check limiter is closed"));
     };
-    // Verified even for an unknown account, so its absence takes as long as a wrong password.
-    let matches = run_blocking(move || {
-        let hash = stored_hash
-            .as_deref()
-            .unwrap_or_else(|| oauth::decoy_password_hash());
-        Ok(oauth::verify_password(&password, hash))
-    })
-    .await?;
-    let key = attempt.key.clone();
-    let staff = match attempt.staff {
-        Some((_, staff)) if matches => staff,
-        _ => {
-            let locked = state
-                .write(move |tx| oauth::record_sign_in(tx, &key, false, now))
-                .await?;
-            if let Some(seconds) = locked {
-                return Ok(too_many(u64::try_from(seconds).unwrap_or(1)));
-            }
-            return Ok(consent_page(
-                StatusCode::UNAUTHORIZED,
-                &valid,
-                &params,
-                Some(WRONG_CREDENTIALS),
-                &fields.email,
-            ));
+    let (store, approved, password) = (state.store.clone(), valid.clone(), fields.password.clone());
+    let outcome =
+        run_blocking(move || oauth::sign_in(&store, &approved, attempt, &password, now)).await?;
+    match outcome {
+        oauth::SignIn::Locked {
+            retry_after_seconds,
+        } => Ok(too_many(u64::try_from(retry_after_seconds).unwrap_or(1))),
+        oauth::SignIn::WrongCredentials => Ok(consent_page(
+            StatusCode::UNAUTHORIZED,
+            &valid,
+            &params,
+            Some(WRONG_CREDENTIALS),
+            &fields.email,
+        )),
+        oauth::SignIn::Approved { code } => {
+            state.sign_ins.forgive(address);
+            Ok(back(&[
+                ("code", Some(code.expose())),
+                ("state", valid.state.as_deref()),
+            ]))
         }
-    };
-    state.sign_ins.forgive(address);
-    let approved = valid.clone();
-    let code = state
-        .write(move |tx| {
-            oauth::record_sign_in(tx, &key, true, now)?;
-            oauth::issue_code(tx, &approved, &staff, now)
-        })
-        .await?;
-    Ok(back(&[
-        ("code", Some(code.expose())),
-        ("state", valid.state.as_deref()),
-    ]))
+    }
 }
 
 fn oauth_error(error: &OAuthError) -> HttpResponse {

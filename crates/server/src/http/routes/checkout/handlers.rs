@@ -3,6 +3,7 @@
 use actix_web::{HttpResponse, web};
 use mercer_domain::access::shop::{find_shop, update_shop_settings};
 use mercer_domain::checkout::input::parse_init;
+use mercer_domain::checkout::payloads::send_test;
 use mercer_domain::checkout::settings::{parse_settings_patch, settings_resource};
 use mercer_domain::checkout::storefront;
 use mercer_domain::kernel::outbound::AddressGuard;
@@ -55,4 +56,20 @@ pub async fn update_settings(
         .write(move |tx| update_shop_settings(tx, identifier.as_str(), changes, now))
         .await?;
     Ok(HttpResponse::Ok().json(json!({ "data": settings_resource(&shop.checkout) })))
+}
+
+/// `POST /checkout/shop/{shop}/webhooks/{id}/test`: enqueues a sample payload of the webhook's
+/// topic, marked `"test": true`, and answers 202 with its `webhook-id`. A checkout route: the
+/// sample is a checkout order's.
+pub async fn test_webhook(
+    state: web::Data<AppState>,
+    request: Authorized<scopes::ModifyShopSettings>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (shop, id, now) = (request.access.shop, path.into_inner().1, state.now());
+    let message = state
+        .write(move |tx| send_test(tx, &shop, &id, now))
+        .await?;
+    state.webhooks.notify();
+    Ok(HttpResponse::Accepted().json(json!({ "data": { "message_id": message } })))
 }

@@ -19,6 +19,10 @@ pub fn configure(config: &mut web::ServiceConfig) {
                 .route(web::patch().to(handlers::update_settings)),
         )
         .service(
+            resource("/checkout/shop/{shop}/webhooks/{id}/test")
+                .route(web::post().to(handlers::test_webhook)),
+        )
+        .service(
             storefront_resource("/checkout/storefront/{shop}/{public_order_id}/customer/guest")
                 .route(web::post().to(storefront::add_guest_customer)),
         )

@@ -4,6 +4,7 @@
 
 use actix_web::{HttpResponse, web};
 use mercer_domain::kernel::jobs::{JobPayload, JobState};
+use mercer_domain::operations::queue_figures;
 use mercer_domain::platform::outbox::OutboxJob;
 use mercer_domain::platform::sync::SyncJob;
 use mercer_domain::subscriptions::scheduler::{OrderJob, SchedulerJob};
@@ -13,21 +14,12 @@ use crate::http::state::{AppState, run_blocking};
 
 pub async fn metrics(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let (store, now) = (state.store.clone(), state.now());
-    let ((due, delayed), disabled, pending_events, failed_events, jobs, backlog) =
-        run_blocking(move || {
-            use mercer_domain::ports::Database;
-            store.read(|tx| {
-                Ok((
-                    tx.webhook_queue_depth(now)?,
-                    tx.count_disabled_webhook_endpoints()?,
-                    tx.count_pending_inbound_events()?,
-                    tx.count_failed_inbound_events()?,
-                    tx.count_jobs()?,
-                    tx.scheduler_backlog(now)?,
-                ))
-            })
-        })
-        .await?;
+    let figures = run_blocking(move || {
+        use mercer_domain::ports::Database;
+        store.read(|tx| queue_figures(tx, now))
+    })
+    .await?;
+    let jobs = &figures.jobs;
     // Every known kind in every state, so a count that falls to zero reads zero.
     let known = [
         SyncJob::KIND,
@@ -52,11 +44,14 @@ pub async fn metrics(state: web::Data<AppState>) -> Result<HttpResponse, ApiErro
         metrics::gauge!("mercer_jobs", "kind" => count.kind.clone(), "state" => count.state.as_str())
             .set(count.count as f64);
     }
-    metrics::gauge!("mercer_webhook_queue_depth", "state" => "due").set(due as f64);
-    metrics::gauge!("mercer_webhook_queue_depth", "state" => "delayed").set(delayed as f64);
-    metrics::gauge!("mercer_webhook_endpoints_disabled").set(disabled as f64);
-    metrics::gauge!("mercer_inbound_events_pending").set(pending_events as f64);
-    metrics::gauge!("mercer_inbound_events_failed").set(failed_events as f64);
+    metrics::gauge!("mercer_webhook_queue_depth", "state" => "due")
+        .set(figures.webhooks_due as f64);
+    metrics::gauge!("mercer_webhook_queue_depth", "state" => "delayed")
+        .set(figures.webhooks_delayed as f64);
+    metrics::gauge!("mercer_webhook_endpoints_disabled").set(figures.disabled_endpoints as f64);
+    metrics::gauge!("mercer_inbound_events_pending").set(figures.pending_events as f64);
+    metrics::gauge!("mercer_inbound_events_failed").set(figures.failed_events as f64);
+    let backlog = &figures.scheduler;
     for (state, count) in [
         ("due", backlog.due),
         ("processing", backlog.processing),

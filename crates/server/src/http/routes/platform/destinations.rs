@@ -4,7 +4,7 @@ use actix_web::{HttpResponse, web};
 use mercer_domain::kernel::outbound::AddressGuard;
 use mercer_domain::platform::destinations::{
     DestinationEnvelope, DestinationResource, create_destination, delete_destination,
-    find_destination, update_destination,
+    find_destination, list_destinations, update_destination,
 };
 use serde_json::json;
 
@@ -54,10 +54,8 @@ pub async fn list(
     request: Authorized<scopes::ReadShopSettings>,
 ) -> Result<HttpResponse, ApiError> {
     let shop = request.access.shop;
-    let shop_id = shop.id;
-    let destinations = state
-        .read(move |tx| Ok(tx.live_destinations(shop_id)?))
-        .await?;
+    let listed = shop.clone();
+    let destinations = state.read(move |tx| list_destinations(tx, &listed)).await?;
     let resources: Vec<_> = destinations
         .iter()
         .map(|d| DestinationResource::new(d, &shop))

@@ -6,8 +6,8 @@ use mercer_domain::platform::destinations::Topic;
 use mercer_domain::platform::events::{
     EntityKind, EventAction, EventBodyError, EventSource, parse_event_body,
 };
-use mercer_domain::platform::sync::{SyncRun, start_sync};
-use serde_json::{Value, json};
+use mercer_domain::platform::sync::{SyncResource, find_run, start_sync};
+use serde_json::json;
 
 use crate::http::error::ApiError;
 use crate::http::extract::{Authorized, JsonBody, RequiredScope, scopes};
@@ -64,20 +64,6 @@ event_routes! {
     category_deleted => WriteProducts, Category, Deleted;
 }
 
-fn sync_resource(run: &SyncRun) -> Value {
-    json!({
-        "id": run.id,
-        "topic": run.topic.as_str(),
-        "status": run.status.as_str(),
-        "pages": run.pages,
-        "items": run.items,
-        "skipped": run.skipped,
-        "error": run.error,
-        "started_at": run.started_at,
-        "finished_at": run.finished_at,
-    })
-}
-
 /// Starts a sync and enqueues its job (the job runner pulls the pages); 202 at once, 409 while
 /// one runs.
 async fn trigger(
@@ -90,7 +76,7 @@ async fn trigger(
         .write(move |tx| start_sync(tx, &shop, topic, now))
         .await?;
     state.jobs.notify();
-    Ok(HttpResponse::Accepted().json(json!({ "data": { "sync": sync_resource(&run) } })))
+    Ok(HttpResponse::Accepted().json(json!({ "data": { "sync": SyncResource::of(&run) } })))
 }
 
 pub async fn sync_customers(
@@ -122,14 +108,8 @@ async fn sync_status(
     topic: Topic,
     id: i64,
 ) -> Result<HttpResponse, ApiError> {
-    let run = state
-        .read(move |tx| {
-            tx.sync_run(id)?
-                .filter(|run| run.shop_id == shop.id && run.topic == topic)
-                .ok_or(mercer_domain::DomainError::not_found("sync"))
-        })
-        .await?;
-    Ok(HttpResponse::Ok().json(json!({ "data": { "sync": sync_resource(&run) } })))
+    let run = state.read(move |tx| find_run(tx, &shop, topic, id)).await?;
+    Ok(HttpResponse::Ok().json(json!({ "data": { "sync": SyncResource::of(&run) } })))
 }
 
 pub async fn customer_sync_status(

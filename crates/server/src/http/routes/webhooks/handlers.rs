@@ -1,7 +1,6 @@
 //! Checkout webhooks (contract §4.2) and a test delivery (issue 5's integrator tools).
 
 use actix_web::{HttpResponse, web};
-use mercer_domain::checkout::payloads::send_test;
 use mercer_domain::kernel::outbound::AddressGuard;
 use mercer_domain::webhooks::{CHECKOUT_TOPICS, checkout};
 use serde::Deserialize;
@@ -56,13 +55,8 @@ pub async fn list(
     state: web::Data<AppState>,
     request: Authorized<scopes::ModifyShopSettings>,
 ) -> Result<HttpResponse, ApiError> {
-    let shop_id = request.access.shop.id;
-    let endpoints = state
-        .read(move |tx| {
-            Ok(tx.webhook_endpoints(shop_id, mercer_domain::webhooks::WebhookKind::Checkout)?)
-        })
-        .await?;
-    let resources: Vec<_> = endpoints.iter().map(checkout::resource).collect();
+    let shop = request.access.shop;
+    let resources = state.read(move |tx| checkout::list(tx, &shop)).await?;
     Ok(HttpResponse::Ok().json(json!({ "data": resources })))
 }
 
@@ -99,21 +93,6 @@ pub async fn delete(
         .write(move |tx| checkout::delete(tx, &shop, &id, now))
         .await?;
     Ok(HttpResponse::NoContent().finish())
-}
-
-/// `POST /checkout/shop/{shop}/webhooks/{id}/test`: enqueues a sample payload of the webhook's
-/// topic, marked `"test": true`, and answers 202 with its `webhook-id`.
-pub async fn test(
-    state: web::Data<AppState>,
-    request: Authorized<scopes::ModifyShopSettings>,
-    path: web::Path<(String, String)>,
-) -> Result<HttpResponse, ApiError> {
-    let (shop, id, now) = (request.access.shop, path.into_inner().1, state.now());
-    let message = state
-        .write(move |tx| send_test(tx, &shop, &id, now))
-        .await?;
-    state.webhooks.notify();
-    Ok(HttpResponse::Accepted().json(json!({ "data": { "message_id": message } })))
 }
 
 #[derive(Deserialize, Default)]

@@ -1,4 +1,5 @@
-//! Checkout webhook routes: endpoints, test sends, deliveries, resend, recover, enable.
+//! Checkout webhook routes: endpoints, deliveries, resend, recover, enable (the test send is
+//! the checkout's: its sample is a checkout order).
 
 pub(super) mod handlers;
 
@@ -21,10 +22,6 @@ pub fn configure(config: &mut web::ServiceConfig) {
             resource("/checkout/shop/{shop}/webhooks/{id}")
                 .route(web::patch().to(handlers::update))
                 .route(web::delete().to(handlers::delete)),
-        )
-        .service(
-            resource("/checkout/shop/{shop}/webhooks/{id}/test")
-                .route(web::post().to(handlers::test)),
         )
         .service(
             resource("/checkout/shop/{shop}/webhooks/{id}/deliveries")
