@@ -59,6 +59,7 @@ const ALLOWED_WORKSPACE_DEPS: &[(&str, &[&str])] = &[
         "mercer-webhooks",
         &["mercer-domain", "mercer-signing", "mercer-outbound"],
     ),
+    ("mercer-jobs", &["mercer-domain"]),
     (
         "mercer-platform-sim",
         &["mercer-domain", "mercer-signing", "mercer-connector"],

@@ -34,6 +34,7 @@ use mercer_domain::platform::outbox::enqueue_waiting_deliveries;
 use mercer_domain::ports::Database;
 use mercer_domain::subscriptions::scheduler::{DueReason, SchedulerJob, due_report};
 use mercer_domain::{DomainError, Timestamp};
+use mercer_jobs::JobRunnerConfig;
 use mercer_store::{DatabaseUrl, OpenError, PoolOptions, Store, UrlError};
 
 use crate::cli::{
@@ -43,7 +44,6 @@ use crate::cli::{
 use crate::http::short_cache::{ACCESS_TTL, AccessCache, CUSTOMER_TOKEN_TTL, CustomerTokenCache};
 use crate::http::{self, ServeOptions, state::AppState};
 use crate::runtime::checkout::CheckoutConfig;
-use crate::runtime::jobs::JobRunnerConfig;
 use crate::runtime::{BackgroundConfig, SchedulerConfig, Workers};
 use crate::table::Table;
 

@@ -1,11 +1,11 @@
 //! Background work of a `mercer serve` process, each on a thread of its own (diesel and ureq
 //! block): the ingest writer that stores events before their 202, the applier that applies
-//! them in order, the job runner ([`jobs`]: syncs, connector outbox deliveries, the
-//! subscription scheduler and its orders ([`scheduler`])), and on SQLite the checkpointer that
+//! them in order, the job runner (`mercer_jobs`, with the handlers of this process's kinds:
+//! syncs, connector outbox deliveries, the subscription scheduler and its orders
+//! ([`scheduler`]), the checkout's jobs ([`checkout`])), and on SQLite the checkpointer that
 //! copies the WAL back into the database file.
 
 pub mod checkout;
-pub mod jobs;
 pub mod scheduler;
 
 use std::sync::Arc;
@@ -28,10 +28,10 @@ use mercer_domain::platform::sync::{SyncJob, run_sync_job};
 use mercer_domain::ports::Database;
 use mercer_domain::subscriptions::customers::announce_platform_customer_change;
 use mercer_domain::subscriptions::scheduler::{OrderJob, SchedulerJob};
+use mercer_jobs::{JobHandlers, JobRunner, JobRunnerConfig};
 use mercer_store::{Backend, Store};
 use tokio::sync::oneshot;
 
-use self::jobs::{JobHandlers, JobRunner, JobRunnerConfig};
 pub use self::scheduler::SchedulerConfig;
 
 /// Most events one ingest transaction stores (several requests' worth: group commit).
@@ -321,7 +321,7 @@ pub struct Workers {
     pub applier: Wake,
     /// Wakes the job runner after an enqueue.
     pub jobs: Wake,
-    runner: JobRunner,
+    runner: JobRunner<Store>,
     /// SQLite's checkpointer (woken by commits; on PostgreSQL nobody waits on it).
     checkpoint: Wake,
     stop: Arc<AtomicBool>,

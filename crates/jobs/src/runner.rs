@@ -1,8 +1,8 @@
-//! The job runner (docs/jobs.md): worker threads that claim due jobs from the jobs table, run
-//! each with the handler registered for its kind, and record how it ended; a lease keeper that
-//! extends the leases of the jobs this process runs, so a job outlives its lease only when its
-//! process dies. Workers wake on an in-process signal after an enqueue and poll otherwise
-//! (another process's enqueue, a retry coming due, a lease running out).
+//! The runner itself: worker threads that claim due jobs from the jobs table, run each with
+//! the handler registered for its kind, and record how it ended; a lease keeper that extends
+//! the leases of the jobs this process runs, so a job outlives its lease only when its process
+//! dies. Workers wake on an in-process signal after an enqueue and poll otherwise (another
+//! process's enqueue, a retry coming due, a lease running out).
 
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -17,7 +17,6 @@ use mercer_domain::kernel::jobs::{
 use mercer_domain::kernel::time::{Clock, OffsetClock, Timestamp};
 use mercer_domain::kernel::wake::Wake;
 use mercer_domain::ports::Database;
-use mercer_store::Store;
 
 /// Runs one job of a kind: its payload is already read.
 type Handler = Box<dyn Fn(&Job, &dyn JobControl) -> Result<JobOutcome, JobFailure> + Send + Sync>;
@@ -30,6 +29,9 @@ pub struct JobHandlers {
 }
 
 impl JobHandlers {
+    /// Runs jobs of `J`'s kind with `run`, which gets the payload read as `J`, the job as
+    /// stored and its [`JobControl`]. A payload that does not read fails the job for good.
+    /// Registering a kind again replaces its handler.
     pub fn register<J: JobPayload + 'static>(
         mut self,
         run: impl Fn(J, &Job, &dyn JobControl) -> Result<JobOutcome, JobFailure> + Send + Sync + 'static,
@@ -46,6 +48,7 @@ impl JobHandlers {
     }
 }
 
+/// How a runner runs: its threads, its leases and how often it polls.
 #[derive(Debug, Clone)]
 pub struct JobRunnerConfig {
     /// Worker threads; 0 runs no job in this process.
@@ -69,8 +72,8 @@ impl Default for JobRunnerConfig {
 /// The jobs this process runs now, each with the flag that tells it to stop early.
 type InFlight = Arc<Mutex<HashMap<i64, Arc<AtomicBool>>>>;
 
-struct Shared {
-    store: Store,
+struct Shared<D> {
+    db: D,
     /// Mercer's clock: when jobs are due, leases end, outcomes are recorded.
     clock: OffsetClock,
     handlers: JobHandlers,
@@ -97,9 +100,9 @@ impl JobControl for Control<'_> {
     }
 }
 
-/// The running job runner of one process.
-pub struct JobRunner {
-    shared: Arc<Shared>,
+/// The running job runner of one process, over the database `D`.
+pub struct JobRunner<D: Database> {
+    shared: Arc<Shared<D>>,
     workers: Vec<JoinHandle<()>>,
     keeper: Option<JoinHandle<()>>,
 }
@@ -110,14 +113,17 @@ fn lease_end(now: Timestamp, lease: Duration) -> Timestamp {
     Timestamp::from_micros(now.as_micros().saturating_add(micros))
 }
 
-impl JobRunner {
+impl<D: Database> JobRunner<D> {
+    /// Starts `config.workers` worker threads (none: this process runs no job) and the lease
+    /// keeper, claiming jobs of the kinds in `handlers` from `db`. `clock` is Mercer's: when
+    /// jobs are due, leases end, outcomes are recorded. `wake` makes idle workers look at once.
     pub fn start(
-        store: Store,
+        db: D,
         clock: OffsetClock,
         handlers: JobHandlers,
         config: JobRunnerConfig,
         wake: Wake,
-    ) -> std::io::Result<JobRunner> {
+    ) -> std::io::Result<JobRunner<D>> {
         let stop = Arc::new(AtomicBool::new(false));
         // Unique per process start: a restarted process does not take its predecessor's jobs
         // for its own.
@@ -128,7 +134,7 @@ impl JobRunner {
             Timestamp::now().as_micros()
         );
         let shared = Arc::new(Shared {
-            store,
+            db,
             clock,
             kinds: handlers.kinds(),
             handlers,
@@ -191,18 +197,18 @@ fn hostname() -> String {
         .unwrap_or_else(|_| "mercer".to_string())
 }
 
-fn work(shared: &Shared) {
+fn work<D: Database>(shared: &Shared<D>) {
     while !shared.stop.load(Ordering::Relaxed) {
         let now = shared.clock.now();
         let lease_until = lease_end(now, shared.config.lease);
         // Look first, then claim: an idle poll is a read, not a write transaction (on SQLite
         // a writer waiting for the lock would delay the ingest writer's next commit).
         let claimed = shared
-            .store
+            .db
             .read(|tx| Ok(tx.has_due_jobs(&shared.kinds, now)?))
             .and_then(|due| match due {
                 false => Ok(Vec::new()),
-                true => shared.store.write(|tx| {
+                true => shared.db.write(|tx| {
                     Ok(tx.claim_jobs(&shared.kinds, &shared.worker_id, now, lease_until, 1)?)
                 }),
             });
@@ -221,7 +227,7 @@ fn work(shared: &Shared) {
     }
 }
 
-fn run_one(shared: &Shared, job: &Job) {
+fn run_one<D: Database>(shared: &Shared<D>, job: &Job) {
     let lost = Arc::new(AtomicBool::new(false));
     lock(&shared.in_flight).insert(job.id, lost.clone());
     let started = Instant::now();
@@ -243,20 +249,24 @@ fn run_one(shared: &Shared, job: &Job) {
 }
 
 /// Records how a run ended; names the outcome for the metrics.
-fn record(shared: &Shared, job: &Job, result: &Result<JobOutcome, JobFailure>) -> &'static str {
-    let (store, worker, now) = (&shared.store, shared.worker_id.as_str(), shared.clock.now());
+fn record<D: Database>(
+    shared: &Shared<D>,
+    job: &Job,
+    result: &Result<JobOutcome, JobFailure>,
+) -> &'static str {
+    let (db, worker, now) = (&shared.db, shared.worker_id.as_str(), shared.clock.now());
     let (outcome, recorded) = match result {
         Ok(JobOutcome::Done) => (
             "succeeded",
-            store.write(|tx| Ok(tx.complete_job(job.id, worker, None, now)?)),
+            db.write(|tx| Ok(tx.complete_job(job.id, worker, None, now)?)),
         ),
         Ok(JobOutcome::RunAgainAt(at)) => (
             "succeeded",
-            store.write(|tx| Ok(tx.complete_job(job.id, worker, Some(*at), now)?)),
+            db.write(|tx| Ok(tx.complete_job(job.id, worker, Some(*at), now)?)),
         ),
         Ok(JobOutcome::Interrupted) => (
             "interrupted",
-            store.write(|tx| Ok(tx.release_job(job.id, worker, now)?)),
+            db.write(|tx| Ok(tx.release_job(job.id, worker, now)?)),
         ),
         Err(failure) => {
             log::warn!(
@@ -267,12 +277,11 @@ fn record(shared: &Shared, job: &Job, result: &Result<JobOutcome, JobFailure>) -
             match after_failure(job, failure, now) {
                 AfterFailure::RetryAt(at) => (
                     "retried",
-                    store
-                        .write(|tx| Ok(tx.retry_job(job.id, worker, at, &failure.message, now)?)),
+                    db.write(|tx| Ok(tx.retry_job(job.id, worker, at, &failure.message, now)?)),
                 ),
                 AfterFailure::Fail => (
                     "failed",
-                    store.write(|tx| Ok(tx.fail_job(job.id, worker, &failure.message, now)?)),
+                    db.write(|tx| Ok(tx.fail_job(job.id, worker, &failure.message, now)?)),
                 ),
             }
         }
@@ -294,7 +303,7 @@ fn record(shared: &Shared, job: &Job, result: &Result<JobOutcome, JobFailure>) -
 
 /// Extends this process's leases every third of a lease; a job whose lease is gone (taken
 /// over, cancelled) is told to stop. Ends after the workers.
-fn keep_leases(shared: &Shared) {
+fn keep_leases<D: Database>(shared: &Shared<D>) {
     let every = shared.config.lease / 3;
     let mut last = Instant::now();
     loop {
@@ -307,7 +316,7 @@ fn keep_leases(shared: &Shared) {
             let now = shared.clock.now();
             let until = lease_end(now, shared.config.lease);
             match shared
-                .store
+                .db
                 .write(|tx| Ok(tx.renew_job_leases(&ids, &shared.worker_id, until, now)?))
             {
                 Ok(held) => {

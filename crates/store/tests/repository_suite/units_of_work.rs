@@ -1,0 +1,136 @@
+//! Units of work: a failed one leaves nothing behind; the jobs queue.
+
+use mercer_domain::kernel::jobs::{Enqueued, JobState, NewJob};
+use mercer_domain::platform::destinations::Topic;
+use mercer_domain::ports::Database;
+use mercer_domain::{DomainError, Timestamp};
+
+use crate::platform::settings;
+use crate::{at, shop};
+
+fn a_failed_unit_of_work_leaves_nothing_behind(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    let result: Result<(), DomainError> = db.write(|tx| {
+        tx.insert_destination(shop.id, &settings(Topic::Customers), at(1))?;
+        Err(DomainError::NotFound { resource: "test" })
+    });
+    assert!(result.is_err());
+    assert!(
+        db.read(|tx| Ok(tx.live_destinations(shop.id)?))
+            .unwrap()
+            .is_empty()
+    );
+}
+every_database!(a_failed_unit_of_work_leaves_nothing_behind);
+
+fn new_job(key: Option<&str>, run_at: Timestamp) -> NewJob {
+    NewJob {
+        kind: "test.job",
+        payload: "{}".to_string(),
+        unique_key: key.map(str::to_string),
+        run_at,
+        max_attempts: 2,
+    }
+}
+
+fn the_jobs_queue_claims_coalesces_retries_and_requeues(db: &impl Database) {
+    let kinds = ["test.job"];
+    let enqueue = |key, run_at| {
+        db.write(|tx| Ok(tx.enqueue_job(&new_job(key, run_at), at(0))?))
+            .unwrap()
+    };
+    let claim = |worker: &str, now, lease_until| {
+        db.write(|tx| Ok(tx.claim_jobs(&kinds, worker, now, lease_until, 10)?))
+            .unwrap()
+    };
+    let job = |id| db.read(|tx| Ok(tx.job(id)?)).unwrap();
+    let keyed = enqueue(Some("k"), at(20)).id();
+    assert_eq!(enqueue(Some("k"), at(10)), Enqueued::Coalesced(keyed));
+    let plain = enqueue(None, at(15)).id();
+    assert!(!db.read(|tx| Ok(tx.has_due_jobs(&kinds, at(9))?)).unwrap());
+    assert!(claim("w", at(9), at(100)).is_empty());
+    let claimed = claim("w", at(15), at(100));
+    assert_eq!(
+        claimed
+            .iter()
+            .map(|job| (job.id, job.state, job.attempts))
+            .collect::<Vec<_>>(),
+        [(keyed, JobState::Running, 1), (plain, JobState::Running, 1)],
+        "the longest due first"
+    );
+    assert!(claim("v", at(50), at(150)).is_empty(), "leased");
+    assert_eq!(
+        db.write(|tx| Ok(tx.renew_job_leases(&[keyed, plain], "w", at(120), at(50))?))
+            .unwrap(),
+        [keyed, plain]
+    );
+    // Enqueued while it runs: queued again when this run ends.
+    assert_eq!(enqueue(Some("k"), at(60)), Enqueued::Coalesced(keyed));
+    assert!(
+        !db.write(|tx| Ok(tx.complete_job(keyed, "v", None, at(61))?))
+            .unwrap(),
+        "only the holder"
+    );
+    assert!(
+        db.write(|tx| Ok(tx.complete_job(keyed, "w", None, at(61))?))
+            .unwrap()
+    );
+    let again = job(keyed).unwrap();
+    assert_eq!(
+        (again.state, again.run_at, again.attempts),
+        (JobState::Queued, at(60), 0)
+    );
+    db.write(|tx| Ok(tx.retry_job(plain, "w", at(70), "down", at(62))?))
+        .unwrap();
+    let retried = job(plain).unwrap();
+    assert_eq!(
+        (retried.state, retried.run_at, retried.last_error.as_deref()),
+        (JobState::Queued, at(70), Some("down"))
+    );
+    assert_eq!(claim("w", at(70), at(200)).len(), 2);
+    db.write(|tx| Ok(tx.release_job(keyed, "w", at(71))?))
+        .unwrap();
+    assert_eq!(
+        job(keyed).unwrap().attempts,
+        0,
+        "a released run does not count"
+    );
+    db.write(|tx| Ok(tx.fail_job(plain, "w", "gave up", at(72))?))
+        .unwrap();
+    // The keyed job's lease runs out during its last attempt: failed when next claimed.
+    assert_eq!(claim("w", at(73), at(80))[0].id, keyed);
+    assert_eq!(claim("w", at(80), at(90))[0].attempts, 2);
+    assert!(claim("w", at(90), at(100)).is_empty());
+    assert_eq!(
+        db.read(|tx| Ok(tx.list_jobs(Some(JobState::Failed), 10)?))
+            .unwrap()
+            .iter()
+            .map(|job| job.id)
+            .collect::<Vec<_>>(),
+        [keyed, plain]
+    );
+    let counts = db.read(|tx| Ok(tx.count_jobs()?)).unwrap();
+    assert_eq!(
+        counts
+            .iter()
+            .map(|count| (count.kind.as_str(), count.state, count.count))
+            .collect::<Vec<_>>(),
+        [("test.job", JobState::Failed, 2)]
+    );
+    let newer = enqueue(Some("k"), at(0)).id();
+    assert_eq!(
+        db.write(|tx| Ok(tx.requeue_jobs(None, at(91))?)).unwrap(),
+        [plain],
+        "not the one whose key a newer job holds"
+    );
+    assert_eq!(
+        db.write(|tx| Ok(tx.cancel_jobs(&[newer, plain, 999], at(92))?))
+            .unwrap(),
+        [plain, newer]
+    );
+    assert!(claim("w", at(1000), at(2000)).is_empty());
+    db.write(|tx| Ok(tx.complete_job(newer, "w", None, at(93))?))
+        .unwrap();
+    assert_eq!(job(newer).unwrap().state, JobState::Cancelled);
+}
+every_database!(the_jobs_queue_claims_coalesces_retries_and_requeues);

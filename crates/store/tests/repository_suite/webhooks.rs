@@ -1,0 +1,409 @@
+//! Webhooks: endpoints and messages.
+
+use std::time::Duration;
+
+use mercer_domain::access::credentials::Secret;
+use mercer_domain::ports::Database;
+use mercer_domain::webhooks::{
+    AttemptOutcome, DeliveryAttempt, MessageStatus, MessageUpdate, NewWebhookEndpoint,
+    NewWebhookMessage, WebhookEndpoint, WebhookKind,
+};
+use serde_json::json;
+
+use crate::{assert_taken, at, shop};
+
+fn new_endpoint(shop_id: i64, kind: WebhookKind, topic: &str, seconds: i64) -> NewWebhookEndpoint {
+    NewWebhookEndpoint {
+        shop_id,
+        kind,
+        topic: topic.into(),
+        callback_url: "http://127.0.0.1:9/hook".into(),
+        secret: (kind == WebhookKind::Subscription).then(|| Secret::new("endpoint-secret")),
+        created_at: at(seconds),
+    }
+}
+
+fn endpoint(db: &impl Database, new: NewWebhookEndpoint) -> WebhookEndpoint {
+    db.write(|tx| Ok(tx.insert_webhook_endpoint(&new)?))
+        .unwrap()
+}
+
+fn webhook_endpoints_live_and_die(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    let one = endpoint(
+        db,
+        new_endpoint(shop.id, WebhookKind::Checkout, "order/processed", 1),
+    );
+    let two = endpoint(
+        db,
+        new_endpoint(shop.id, WebhookKind::Checkout, "order/processed", 2),
+    );
+    let failed = endpoint(
+        db,
+        new_endpoint(shop.id, WebhookKind::Checkout, "order/failed", 3),
+    );
+    let subscription = endpoint(
+        db,
+        new_endpoint(shop.id, WebhookKind::Subscription, "order/processed", 4),
+    );
+    assert_eq!(one.public_id.len(), 32);
+    assert_ne!(one.public_id, two.public_id);
+    assert_eq!(subscription.secret, Some(Secret::new("endpoint-secret")));
+    assert_eq!(
+        (
+            one.created_at,
+            one.updated_at,
+            one.disabled_at,
+            one.failing_since
+        ),
+        (at(1), at(1), None, None)
+    );
+    let found = db
+        .read(|tx| Ok(tx.webhook_endpoint(shop.id, &one.public_id)?))
+        .unwrap();
+    assert_eq!(found, Some(one.clone()));
+    assert!(
+        db.read(|tx| Ok(tx.webhook_endpoint(shop.id + 1, &one.public_id)?))
+            .unwrap()
+            .is_none()
+    );
+    let checkout = db
+        .read(|tx| Ok(tx.webhook_endpoints(shop.id, WebhookKind::Checkout)?))
+        .unwrap();
+    assert_eq!(
+        checkout.iter().map(|e| e.id).collect::<Vec<_>>(),
+        [one.id, two.id, failed.id],
+        "oldest first, of the kind"
+    );
+    db.write(|tx| {
+        let mut moved = two.clone();
+        moved.callback_url = "http://127.0.0.1:9/other".to_string();
+        tx.update_webhook_endpoint(&moved, at(5))?;
+        tx.set_webhook_endpoint_health(one.id, Some(at(6)), None, at(6))?;
+        Ok(())
+    })
+    .unwrap();
+    let active = db
+        .read(|tx| {
+            Ok(tx.active_webhook_endpoints(shop.id, WebhookKind::Checkout, "order/processed")?)
+        })
+        .unwrap();
+    assert_eq!(
+        active.iter().map(|e| e.id).collect::<Vec<_>>(),
+        [one.id, two.id]
+    );
+    assert_eq!(
+        active[0].failing_since,
+        Some(at(6)),
+        "failing, still active"
+    );
+    assert_eq!(
+        (active[1].callback_url.as_str(), active[1].updated_at),
+        ("http://127.0.0.1:9/other", at(5))
+    );
+    let mut retopic = subscription.clone();
+    retopic.topic = "subscription_paused".to_string();
+    retopic.secret = Some(Secret::new("rotated-endpoint-secret"));
+    db.write(|tx| Ok(tx.update_webhook_endpoint(&retopic, at(5))?))
+        .unwrap();
+    let stored = db
+        .read(|tx| Ok(tx.webhook_endpoint(shop.id, &subscription.public_id)?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (stored.topic.as_str(), stored.secret, stored.updated_at),
+        (
+            "subscription_paused",
+            Some(Secret::new("rotated-endpoint-secret")),
+            at(5)
+        )
+    );
+    db.write(|tx| {
+        Ok(tx.set_webhook_endpoint_health(
+            one.id,
+            Some(at(6)),
+            Some((at(7), "failing for days")),
+            at(7),
+        )?)
+    })
+    .unwrap();
+    let disabled = db
+        .read(|tx| Ok(tx.webhook_endpoint(shop.id, &one.public_id)?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (
+            disabled.disabled_at,
+            disabled.disabled_reason.as_deref(),
+            disabled.updated_at
+        ),
+        (Some(at(7)), Some("failing for days"), at(7))
+    );
+    assert_eq!(
+        db.read(|tx| Ok(tx.active_webhook_endpoints(
+            shop.id,
+            WebhookKind::Checkout,
+            "order/processed"
+        )?))
+        .unwrap()
+        .iter()
+        .map(|e| e.id)
+        .collect::<Vec<_>>(),
+        [two.id]
+    );
+    assert_eq!(
+        db.read(|tx| Ok(tx.count_disabled_webhook_endpoints()?))
+            .unwrap(),
+        1
+    );
+    db.write(|tx| Ok(tx.enable_webhook_endpoint(one.id, at(8))?))
+        .unwrap();
+    let enabled = db
+        .read(|tx| Ok(tx.webhook_endpoint(shop.id, &one.public_id)?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (
+            enabled.disabled_at,
+            enabled.disabled_reason,
+            enabled.failing_since,
+            enabled.updated_at
+        ),
+        (None, None, None, at(8)),
+        "as new"
+    );
+    assert_eq!(
+        db.read(|tx| Ok(tx.count_disabled_webhook_endpoints()?))
+            .unwrap(),
+        0
+    );
+    db.write(|tx| Ok(tx.delete_webhook_endpoint(two.id, at(9))?))
+        .unwrap();
+    assert!(
+        db.read(|tx| Ok(tx.webhook_endpoint(shop.id, &two.public_id)?))
+            .unwrap()
+            .is_none()
+    );
+    let mut by_ids = db
+        .read(|tx| Ok(tx.webhook_endpoints_by_ids(&[one.id, two.id])?))
+        .unwrap();
+    by_ids.sort_by_key(|(e, _)| e.id);
+    assert_eq!(
+        by_ids
+            .iter()
+            .map(|(e, deleted)| (e.id, *deleted))
+            .collect::<Vec<_>>(),
+        [(one.id, false), (two.id, true)],
+        "deleted ones included"
+    );
+    assert_eq!(
+        db.read(|tx| Ok(tx.webhook_endpoints(shop.id, WebhookKind::Checkout)?))
+            .unwrap()
+            .len(),
+        2
+    );
+}
+every_database!(webhook_endpoints_live_and_die);
+
+fn message(shop_id: i64, endpoint_id: i64, n: u32, seconds: i64) -> NewWebhookMessage {
+    NewWebhookMessage {
+        message_id: format!("msg_{n}"),
+        shop_id,
+        endpoint_id,
+        topic: "order/processed".into(),
+        payload: json!({"n": n}).to_string(),
+        created_at: at(seconds),
+    }
+}
+
+fn webhook_messages_are_claimed_attempted_and_requeued(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    let hook = endpoint(
+        db,
+        new_endpoint(shop.id, WebhookKind::Checkout, "order/processed", 0),
+    );
+    let other = endpoint(
+        db,
+        new_endpoint(shop.id, WebhookKind::Checkout, "order/processed", 0),
+    );
+    let ids = db
+        .write(|tx| {
+            Ok(tx.insert_webhook_messages(&[
+                message(shop.id, hook.id, 1, 1),
+                message(shop.id, hook.id, 2, 2),
+                message(shop.id, other.id, 3, 3),
+            ])?)
+        })
+        .unwrap();
+    assert_eq!(ids.len(), 3);
+    assert_taken(
+        db.write(|tx| Ok(tx.insert_webhook_messages(&[message(shop.id, other.id, 1, 4)])?)),
+    );
+    let first = db
+        .read(|tx| Ok(tx.webhook_message("msg_1")?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (first.id, first.endpoint_id, first.status, first.attempts),
+        (ids[0], hook.id, MessageStatus::Pending, 0)
+    );
+    assert_eq!(
+        (first.next_attempt_at, first.created_at, first.delivered_at),
+        (at(1), at(1), None)
+    );
+    assert_eq!(first.payload, json!({"n": 1}).to_string());
+    assert_eq!(
+        db.read(|tx| Ok(tx.webhook_queue_depth(at(2))?)).unwrap(),
+        (2, 1)
+    );
+    let claimed = db
+        .write(|tx| Ok(tx.claim_webhook_messages(at(2), 10, at(32))?))
+        .unwrap();
+    let mut claimed_ids: Vec<i64> = claimed.iter().map(|m| m.id).collect();
+    claimed_ids.sort_unstable();
+    assert_eq!(claimed_ids, [ids[0], ids[1]]);
+    assert!(
+        db.write(|tx| Ok(tx.claim_webhook_messages(at(3), 10, at(33))?))
+            .unwrap()
+            .iter()
+            .all(|m| m.id == ids[2]),
+        "leased messages are held"
+    );
+    let outcome = |status: u16| AttemptOutcome {
+        status: Some(status),
+        latency: Duration::from_millis(12),
+        response: Some("body".into()),
+        error: None,
+        retry_after: None,
+    };
+    db.write(|tx| {
+        Ok(tx.record_webhook_attempts(
+            &[
+                DeliveryAttempt {
+                    message_row: ids[0],
+                    attempted_at: at(4),
+                    outcome: outcome(500),
+                },
+                DeliveryAttempt {
+                    message_row: ids[0],
+                    attempted_at: at(5),
+                    outcome: outcome(200),
+                },
+                DeliveryAttempt {
+                    message_row: ids[1],
+                    attempted_at: at(5),
+                    outcome: outcome(410),
+                },
+            ],
+            &[
+                MessageUpdate {
+                    id: ids[0],
+                    status: MessageStatus::Delivered,
+                    attempts: 2,
+                    next_attempt_at: at(5),
+                    delivered_at: Some(at(5)),
+                },
+                MessageUpdate {
+                    id: ids[1],
+                    status: MessageStatus::Failed,
+                    attempts: 1,
+                    next_attempt_at: at(5),
+                    delivered_at: None,
+                },
+            ],
+        )?)
+    })
+    .unwrap();
+    let attempts = db.read(|tx| Ok(tx.webhook_attempts(ids[0])?)).unwrap();
+    assert_eq!(
+        attempts
+            .iter()
+            .map(|a| (a.attempted_at, a.outcome.status))
+            .collect::<Vec<_>>(),
+        [(at(4), Some(500)), (at(5), Some(200))],
+        "oldest first"
+    );
+    assert_eq!(attempts[1].outcome.latency, Duration::from_millis(12));
+    assert_eq!(attempts[1].outcome.response.as_deref(), Some("body"));
+    let delivered = db
+        .read(|tx| Ok(tx.webhook_message("msg_1")?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (delivered.status, delivered.attempts, delivered.delivered_at),
+        (MessageStatus::Delivered, 2, Some(at(5)))
+    );
+    let newest_first = db
+        .read(|tx| Ok(tx.webhook_messages_of_endpoint(hook.id, 10)?))
+        .unwrap();
+    assert_eq!(
+        newest_first.iter().map(|m| m.id).collect::<Vec<_>>(),
+        [ids[1], ids[0]]
+    );
+    assert_eq!(
+        db.read(|tx| Ok(tx.webhook_messages_of_endpoint(hook.id, 1)?))
+            .unwrap()
+            .len(),
+        1
+    );
+
+    // The failed one, created at 2: requeued when created since 2, not since 3.
+    assert_eq!(
+        db.write(|tx| Ok(tx.requeue_failed_webhook_messages(hook.id, at(3), at(10))?))
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        db.write(|tx| Ok(tx.requeue_failed_webhook_messages(hook.id, at(2), at(10))?))
+            .unwrap(),
+        1
+    );
+    let again = db
+        .read(|tx| Ok(tx.webhook_message("msg_2")?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (again.status, again.next_attempt_at),
+        (MessageStatus::Pending, at(10))
+    );
+    db.write(|tx| Ok(tx.requeue_webhook_message(ids[0], at(11))?))
+        .unwrap();
+    let resent = db
+        .read(|tx| Ok(tx.webhook_message("msg_1")?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (
+            resent.status,
+            resent.next_attempt_at,
+            resent.message_id.as_str()
+        ),
+        (MessageStatus::Pending, at(11), "msg_1")
+    );
+    assert_eq!(
+        db.write(|tx| Ok(tx.end_pending_webhook_messages(
+            hook.id,
+            MessageStatus::Failed,
+            at(12)
+        )?))
+        .unwrap(),
+        2
+    );
+    assert_eq!(
+        db.read(|tx| Ok(tx.webhook_queue_depth(at(100))?)).unwrap(),
+        (1, 0)
+    );
+    // Deleting the other endpoint cancels its pending message.
+    db.write(|tx| Ok(tx.delete_webhook_endpoint(other.id, at(13))?))
+        .unwrap();
+    let cancelled = db
+        .read(|tx| Ok(tx.webhook_message("msg_3")?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(cancelled.status, MessageStatus::Cancelled);
+    assert_eq!(
+        db.read(|tx| Ok(tx.webhook_queue_depth(at(100))?)).unwrap(),
+        (0, 0)
+    );
+}
+every_database!(webhook_messages_are_claimed_attempted_and_requeued);
