@@ -260,57 +260,92 @@ pub fn dispatch_batch(
     );
     let claimed =
         db.write(|tx| Ok(tx.claim_webhook_messages(now, config.batch, lease_until)?))?;
-    let mut report = BatchReport {
-        claimed: claimed.len(),
-        ..BatchReport::default()
-    };
     if claimed.is_empty() {
-        return Ok(report);
+        return Ok(BatchReport::default());
     }
+    let targets = read_targets(db, &claimed)?;
+    let mut batch = Batch {
+        report: BatchReport {
+            claimed: claimed.len(),
+            ..BatchReport::default()
+        },
+        ..Batch::default()
+    };
+    for message in claimed {
+        batch.deliver(message, &targets, sender, config, clock);
+    }
+    batch.record(db, clock.now())?;
+    Ok(batch.report)
+}
+
+/// The endpoints of a batch's messages (with whether each is deleted), and the checkout
+/// integration secret of each shop with a checkout endpoint among them.
+struct Targets {
+    endpoints: HashMap<i64, (WebhookEndpoint, bool)>,
+    checkout_secrets: HashMap<i64, Option<Secret>>,
+}
+
+fn read_targets(db: &impl Database, claimed: &[WebhookMessage]) -> Result<Targets, DomainError> {
     let endpoint_ids: Vec<i64> = claimed.iter().map(|m| m.endpoint_id).collect();
-    let (endpoints, secrets) = db.read(|tx| {
+    db.read(|tx| {
         let endpoints: HashMap<i64, (WebhookEndpoint, bool)> = tx
             .webhook_endpoints_by_ids(&endpoint_ids)?
             .into_iter()
             .map(|(e, deleted)| (e.id, (e, deleted)))
             .collect();
-        let mut secrets: HashMap<i64, Option<Secret>> = HashMap::new();
+        let mut checkout_secrets: HashMap<i64, Option<Secret>> = HashMap::new();
         for (endpoint, _) in endpoints.values() {
-            if endpoint.kind == WebhookKind::Checkout && !secrets.contains_key(&endpoint.shop_id) {
+            if endpoint.kind == WebhookKind::Checkout
+                && !checkout_secrets.contains_key(&endpoint.shop_id)
+            {
                 let secret = tx
                     .shared_secret(endpoint.shop_id, SecretKind::CheckoutIntegration)?
                     .map(|s| s.current);
-                secrets.insert(endpoint.shop_id, secret);
+                checkout_secrets.insert(endpoint.shop_id, secret);
             }
         }
-        Ok((endpoints, secrets))
-    })?;
+        Ok(Targets {
+            endpoints,
+            checkout_secrets,
+        })
+    })
+}
 
-    let mut attempts = Vec::new();
-    let mut updates = Vec::new();
-    // Per endpoint: its failing-since after this batch, and a disabling if one happened.
-    let mut health: HashMap<i64, EndpointHealth> = HashMap::new();
-    let mut unsent = Vec::new();
-    for message in claimed {
-        let Some((endpoint, deleted)) = endpoints.get(&message.endpoint_id) else {
+/// What a batch did, recorded together at its end.
+#[derive(Default)]
+struct Batch {
+    report: BatchReport,
+    attempts: Vec<DeliveryAttempt>,
+    updates: Vec<MessageUpdate>,
+    /// Per endpoint: its failing-since after this batch, and a disabling if one happened.
+    health: HashMap<i64, EndpointHealth>,
+    /// Messages ended without an attempt.
+    unsent: Vec<MessageUpdate>,
+}
+
+impl Batch {
+    /// Sends one message, or ends it unsent when it cannot go (its endpoint unreadable,
+    /// deleted or disabled), and notes what follows by the retry policy.
+    fn deliver(
+        &mut self,
+        message: WebhookMessage,
+        targets: &Targets,
+        sender: &Sender,
+        config: &DispatcherConfig,
+        clock: &dyn Clock,
+    ) {
+        let Some((endpoint, deleted)) = targets.endpoints.get(&message.endpoint_id) else {
             // Its endpoint could not be read: the message fails now rather than coming back
             // after every lease.
-            unsent.push(MessageUpdate {
-                id: message.id,
-                status: MessageStatus::Failed,
-                attempts: message.attempts,
-                next_attempt_at: clock.now(),
-                delivered_at: None,
-            });
-            continue;
+            self.end_unsent(&message, MessageStatus::Failed, clock.now());
+            return;
         };
         let sent_at = clock.now();
-        if *deleted
-            || !endpoint.is_active()
-            || health
-                .get(&endpoint.id)
-                .is_some_and(|health| health.disabled.is_some())
-        {
+        let disabled_here = self
+            .health
+            .get(&endpoint.id)
+            .is_some_and(|health| health.disabled.is_some());
+        if *deleted || !endpoint.is_active() || disabled_here {
             // As documented: `cancelled` when the webhook was deleted, `failed` when it was
             // disabled (as its messages still in the queue are, by end_pending_webhook_messages).
             let status = if *deleted {
@@ -318,83 +353,117 @@ pub fn dispatch_batch(
             } else {
                 MessageStatus::Failed
             };
-            unsent.push(MessageUpdate {
-                id: message.id,
-                status,
-                attempts: message.attempts,
-                next_attempt_at: sent_at,
-                delivered_at: None,
-            });
-            continue;
+            self.end_unsent(&message, status, sent_at);
+            return;
         }
         let secret = match endpoint.kind {
-            WebhookKind::Checkout => secrets.get(&endpoint.shop_id).cloned().flatten(),
+            WebhookKind::Checkout => targets
+                .checkout_secrets
+                .get(&endpoint.shop_id)
+                .cloned()
+                .flatten(),
             WebhookKind::Subscription => endpoint.secret.clone(),
         };
-        let outcome = match &secret {
-            // Times on the wire are the system's: the receiver checks them against its clock.
-            Some(secret) => {
-                let wire_now = Timestamp::now();
-                sender.send(
-                    &build_request(endpoint, &message, secret, wire_now),
-                    wire_now,
-                )
-            }
-            None => AttemptOutcome {
-                error: Some("no shared secret to sign with is configured".to_string()),
-                ..AttemptOutcome::default()
-            },
-        };
+        let outcome = attempt(sender, endpoint, &message, secret.as_ref());
         let attempts_made = message.attempts + 1;
-        let failing_since = health
+        let failing_since = self
+            .health
             .get(&endpoint.id)
             .map_or(endpoint.failing_since, |health| health.failing_since);
         let after =
             config
                 .policy
                 .after_attempt(attempts_made, &outcome, failing_since, sent_at, spread());
-        metrics::counter!("mercer_webhook_deliveries_total", "outcome" => outcome_label(&after))
-            .increment(1);
-        metrics::histogram!("mercer_webhook_attempt_seconds").record(outcome.latency.as_secs_f64());
-        log::info!(
-            target: "mercer::webhooks",
-            "{} {} attempt {attempts_made}: {} {:.1}ms → {}",
-            message.message_id,
-            message.topic,
-            outcome.status.map_or_else(|| outcome.error.clone().unwrap_or_default(), |s| s.to_string()),
-            outcome.latency.as_secs_f64() * 1000.0,
-            outcome_label(&after)
-        );
+        report_attempt(&message, attempts_made, &outcome, &after);
         match &after {
-            AfterAttempt::Delivered => report.delivered += 1,
-            AfterAttempt::Retry(_) => report.retried += 1,
-            AfterAttempt::GiveUp | AfterAttempt::Disable(_) => report.failed += 1,
+            AfterAttempt::Delivered => self.report.delivered += 1,
+            AfterAttempt::Retry(_) => self.report.retried += 1,
+            AfterAttempt::GiveUp | AfterAttempt::Disable(_) => self.report.failed += 1,
         }
         let (update, endpoint_health) =
             after.settle(message.id, attempts_made, failing_since, sent_at);
-        health.insert(endpoint.id, endpoint_health);
-        attempts.push(DeliveryAttempt {
+        self.health.insert(endpoint.id, endpoint_health);
+        self.attempts.push(DeliveryAttempt {
             message_row: message.id,
             attempted_at: sent_at,
             outcome,
         });
-        updates.push(update);
+        self.updates.push(update);
     }
-    updates.extend(unsent);
-    let now = clock.now();
-    db.write(|tx| {
-        tx.record_webhook_attempts(&attempts, &updates)?;
-        for (endpoint_id, health) in &health {
-            let disabled = health.disabled.as_deref().map(|reason| (now, reason));
-            tx.set_webhook_endpoint_health(*endpoint_id, health.failing_since, disabled, now)?;
-            if disabled.is_some() {
-                tx.end_pending_webhook_messages(*endpoint_id, MessageStatus::Failed, now)?;
-                log::warn!(target: "mercer::webhooks", "endpoint {endpoint_id} disabled");
+
+    fn end_unsent(&mut self, message: &WebhookMessage, status: MessageStatus, at: Timestamp) {
+        self.unsent.push(MessageUpdate {
+            id: message.id,
+            status,
+            attempts: message.attempts,
+            next_attempt_at: at,
+            delivered_at: None,
+        });
+    }
+
+    /// Records the attempts, the messages' new states and the endpoints' health in one
+    /// transaction; a disabled endpoint's pending messages end failed.
+    fn record(&mut self, db: &impl Database, now: Timestamp) -> Result<(), DomainError> {
+        let mut updates = std::mem::take(&mut self.updates);
+        updates.append(&mut self.unsent);
+        db.write(|tx| {
+            tx.record_webhook_attempts(&self.attempts, &updates)?;
+            for (endpoint_id, health) in &self.health {
+                let disabled = health.disabled.as_deref().map(|reason| (now, reason));
+                tx.set_webhook_endpoint_health(*endpoint_id, health.failing_since, disabled, now)?;
+                if disabled.is_some() {
+                    tx.end_pending_webhook_messages(*endpoint_id, MessageStatus::Failed, now)?;
+                    log::warn!(target: "mercer::webhooks", "endpoint {endpoint_id} disabled");
+                }
             }
+            Ok(())
+        })
+    }
+}
+
+/// One attempt to send `message`, signed with `secret`; without a secret, an attempt that
+/// failed for that reason.
+fn attempt(
+    sender: &Sender,
+    endpoint: &WebhookEndpoint,
+    message: &WebhookMessage,
+    secret: Option<&Secret>,
+) -> AttemptOutcome {
+    match secret {
+        // Times on the wire are the system's: the receiver checks them against its clock.
+        Some(secret) => {
+            let wire_now = Timestamp::now();
+            sender.send(
+                &build_request(endpoint, message, secret, wire_now),
+                wire_now,
+            )
         }
-        Ok(())
-    })?;
-    Ok(report)
+        None => AttemptOutcome {
+            error: Some("no shared secret to sign with is configured".to_string()),
+            ..AttemptOutcome::default()
+        },
+    }
+}
+
+/// An attempt's metrics and log line.
+fn report_attempt(
+    message: &WebhookMessage,
+    attempts_made: i64,
+    outcome: &AttemptOutcome,
+    after: &AfterAttempt,
+) {
+    metrics::counter!("mercer_webhook_deliveries_total", "outcome" => outcome_label(after))
+        .increment(1);
+    metrics::histogram!("mercer_webhook_attempt_seconds").record(outcome.latency.as_secs_f64());
+    log::info!(
+        target: "mercer::webhooks",
+        "{} {} attempt {attempts_made}: {} {:.1}ms → {}",
+        message.message_id,
+        message.topic,
+        outcome.status.map_or_else(|| outcome.error.clone().unwrap_or_default(), |s| s.to_string()),
+        outcome.latency.as_secs_f64() * 1000.0,
+        outcome_label(after)
+    );
 }
 
 /// Runs `config.workers` threads (none: this process only enqueues) until `stop`; `wake`

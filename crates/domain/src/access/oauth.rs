@@ -627,12 +627,85 @@ pub enum Exchange {
     Refused(OAuthError),
 }
 
+/// Why an exchange stopped: the client's error, or storage failing.
+enum Stop {
+    Client(OAuthError),
+    Storage(DomainError),
+}
+
+impl From<OAuthError> for Stop {
+    fn from(error: OAuthError) -> Self {
+        Stop::Client(error)
+    }
+}
+
+impl From<DomainError> for Stop {
+    fn from(error: DomainError) -> Self {
+        Stop::Storage(error)
+    }
+}
+
+impl From<crate::kernel::error::StorageError> for Stop {
+    fn from(error: crate::kernel::error::StorageError) -> Self {
+        Stop::Storage(error.into())
+    }
+}
+
 /// Exchanges a code for a token. `Err` is a storage failure only.
 pub fn exchange_code(
     tx: &mut dyn AccessRepositories,
     params: &TokenParams,
     now: Timestamp,
 ) -> Result<Exchange, DomainError> {
+    match exchange(tx, params, now) {
+        Ok(issued) => Ok(Exchange::Issued(Box::new(issued))),
+        Err(Stop::Client(error)) => Ok(Exchange::Refused(error)),
+        Err(Stop::Storage(error)) => Err(error),
+    }
+}
+
+/// The exchange's steps: the request's form, the client, the code, the redirect URI and PKCE
+/// checked against what the code was asked with, then the token.
+fn exchange(
+    tx: &mut dyn AccessRepositories,
+    params: &TokenParams,
+    now: Timestamp,
+) -> Result<IssuedToken, Stop> {
+    let (code, client_id) = check_form(params)?;
+    let secret_given = params.client_secret.as_deref().filter(|s| !s.is_empty());
+    let app = authenticate_client(tx, &client_id, secret_given)?;
+    let stored = usable_code(tx, &app, &code, now)?;
+    check_code_redirect_uri(&stored, &app, params.redirect_uri.as_deref())?;
+    check_pkce(
+        &stored,
+        params.code_verifier.as_deref(),
+        secret_given.is_some(),
+    )?;
+    issue_token(tx, &app, stored, &code, now)
+}
+
+fn unknown_client() -> OAuthError {
+    OAuthError::new("invalid_client", "client authentication failed")
+}
+
+fn invalid_grant(why: &str) -> OAuthError {
+    OAuthError::new("invalid_grant", why)
+}
+
+/// The grant type is `authorization_code`; the code and client id are given.
+fn check_form(params: &TokenParams) -> Result<(String, String), OAuthError> {
+    match params.grant_type.as_deref() {
+        Some("authorization_code") => {}
+        None | Some("") => {
+            return Err(OAuthError::new("invalid_request", "grant_type is required"));
+        }
+        Some(_) => {
+            return Err(OAuthError::new(
+                "unsupported_grant_type",
+                "only grant_type=authorization_code is supported",
+            ));
+        }
+    }
     let required = |value: &Option<String>, name: &str| {
         value
             .as_deref()
@@ -640,114 +713,126 @@ pub fn exchange_code(
             .map(str::to_string)
             .ok_or_else(|| OAuthError::new("invalid_request", format!("{name} is required")))
     };
-    macro_rules! or_client_error {
-        ($result:expr) => {
-            match $result {
-                Ok(value) => value,
-                Err(error) => return Ok(Exchange::Refused(error)),
-            }
-        };
-    }
-    match params.grant_type.as_deref() {
-        Some("authorization_code") => {}
-        None | Some("") => {
-            return Ok(Exchange::Refused(OAuthError::new(
-                "invalid_request",
-                "grant_type is required",
-            )));
-        }
-        Some(_) => {
-            return Ok(Exchange::Refused(OAuthError::new(
-                "unsupported_grant_type",
-                "only grant_type=authorization_code is supported",
-            )));
-        }
-    }
-    let code = or_client_error!(required(&params.code, "code"));
-    let client_id = or_client_error!(required(&params.client_id, "client_id"));
-    let unknown_client = || OAuthError::new("invalid_client", "client authentication failed");
+    Ok((
+        required(&params.code, "code")?,
+        required(&params.client_id, "client_id")?,
+    ))
+}
+
+/// The live app of `client_id`, whose secret is the one given, if one is.
+fn authenticate_client(
+    tx: &mut dyn AccessRepositories,
+    client_id: &str,
+    secret_given: Option<&str>,
+) -> Result<OAuthApp, Stop> {
     let Some(app) = tx
-        .oauth_app_by_client_id(&client_id)?
+        .oauth_app_by_client_id(client_id)?
         .filter(|app| app.revoked_at.is_none())
     else {
-        return Ok(Exchange::Refused(unknown_client()));
+        return Err(unknown_client().into());
     };
-    let secret_given = params.client_secret.as_deref().filter(|s| !s.is_empty());
     if let Some(secret) = secret_given
         && hash_token(secret) != app.client_secret_hash
     {
-        return Ok(Exchange::Refused(unknown_client()));
+        return Err(unknown_client().into());
     }
-    let invalid_grant = |why: &str| OAuthError::new("invalid_grant", why);
-    let Some(stored) = tx.authorization_code_by_hash(&hash_token(&code))? else {
-        return Ok(Exchange::Refused(invalid_grant("the code is not valid")));
+    Ok(app)
+}
+
+/// The code, issued to this app, not used and not expired. A code presented twice may have
+/// been stolen: the token it gave is revoked too.
+fn usable_code(
+    tx: &mut dyn AccessRepositories,
+    app: &OAuthApp,
+    code: &str,
+    now: Timestamp,
+) -> Result<AuthorizationCode, Stop> {
+    let Some(stored) = tx.authorization_code_by_hash(&hash_token(code))? else {
+        return Err(invalid_grant("the code is not valid").into());
     };
     if stored.app_id != app.id {
-        return Ok(Exchange::Refused(invalid_grant(
-            "the code was issued to another client",
-        )));
+        return Err(invalid_grant("the code was issued to another client").into());
     }
     if stored.used_at.is_some() {
-        // A code presented twice may have been stolen: the token it gave is revoked too.
         if let Some(token_id) = stored.token_id {
             tx.revoke_token(stored.shop_id, token_id, now)?;
         }
-        return Ok(Exchange::Refused(invalid_grant(
-            "the code was already used",
-        )));
+        return Err(invalid_grant("the code was already used").into());
     }
     if now >= stored.expires_at {
-        return Ok(Exchange::Refused(invalid_grant("the code has expired")));
+        return Err(invalid_grant("the code has expired").into());
     }
-    let redirect_uri = params.redirect_uri.as_deref().filter(|v| !v.is_empty());
-    let redirect_matches = match redirect_uri {
+    Ok(stored)
+}
+
+/// The redirect URI is the one the authorization request named (then it is required), else
+/// one of the app's, if given.
+fn check_code_redirect_uri(
+    stored: &AuthorizationCode,
+    app: &OAuthApp,
+    given: Option<&str>,
+) -> Result<(), OAuthError> {
+    let redirect_uri = given.filter(|v| !v.is_empty());
+    let matches = match redirect_uri {
         // Named in the authorization request: the same one is required.
         _ if !stored.redirect_uri.is_empty() => redirect_uri == Some(stored.redirect_uri.as_str()),
         Some(uri) => app.redirect_uris.iter().any(|known| known == uri),
         None => true,
     };
-    if !redirect_matches {
-        if redirect_uri.is_none() {
-            return Ok(Exchange::Refused(OAuthError::new(
-                "invalid_request",
-                "redirect_uri is required: the authorization request named one",
-            )));
-        }
-        return Ok(Exchange::Refused(invalid_grant(
+    match (matches, redirect_uri) {
+        (true, _) => Ok(()),
+        (false, None) => Err(OAuthError::new(
+            "invalid_request",
+            "redirect_uri is required: the authorization request named one",
+        )),
+        (false, Some(_)) => Err(invalid_grant(
             "redirect_uri does not match the authorization request",
-        )));
+        )),
     }
-    match (&stored.code_challenge, params.code_verifier.as_deref()) {
+}
+
+/// PKCE (RFC 7636): a code asked with a challenge needs its verifier; a verifier for a code
+/// asked without one is a downgrade attempt (RFC 9700); without PKCE the client must have
+/// proved itself with its secret.
+fn check_pkce(
+    stored: &AuthorizationCode,
+    verifier: Option<&str>,
+    secret_given: bool,
+) -> Result<(), OAuthError> {
+    match (&stored.code_challenge, verifier) {
         (Some(challenge), Some(verifier)) => {
             if !is_pkce_value(verifier) || pkce_s256(verifier) != *challenge {
-                return Ok(Exchange::Refused(invalid_grant(
-                    "the code_verifier does not match",
-                )));
+                return Err(invalid_grant("the code_verifier does not match"));
             }
+            Ok(())
         }
-        (Some(_), None) => {
-            return Ok(Exchange::Refused(OAuthError::new(
-                "invalid_request",
-                "code_verifier is required: the code was asked for with a code_challenge",
-            )));
-        }
-        // A verifier for a code asked without a challenge is a downgrade attempt (RFC 9700).
-        (None, Some(_)) => {
-            return Ok(Exchange::Refused(invalid_grant(
-                "code_verifier was sent, but the code was asked for without code_challenge",
-            )));
-        }
-        // Without PKCE the client must prove itself with its secret.
-        (None, None) if secret_given.is_none() => return Ok(Exchange::Refused(unknown_client())),
-        (None, None) => {}
+        (Some(_), None) => Err(OAuthError::new(
+            "invalid_request",
+            "code_verifier is required: the code was asked for with a code_challenge",
+        )),
+        (None, Some(_)) => Err(invalid_grant(
+            "code_verifier was sent, but the code was asked for without code_challenge",
+        )),
+        (None, None) if !secret_given => Err(unknown_client()),
+        (None, None) => Ok(()),
     }
+}
+
+/// The token of a checked code, for its shop (if it still exists). The code is redeemed with
+/// the token; when another exchange of the same code won at the same moment, neither token
+/// may stand.
+fn issue_token(
+    tx: &mut dyn AccessRepositories,
+    app: &OAuthApp,
+    stored: AuthorizationCode,
+    code: &str,
+    now: Timestamp,
+) -> Result<IssuedToken, Stop> {
     let Some(shop) = tx
         .shop_by_id(stored.shop_id)?
         .filter(|s| s.deleted_at.is_none())
     else {
-        return Ok(Exchange::Refused(invalid_grant(
-            "the shop no longer exists",
-        )));
+        return Err(invalid_grant("the shop no longer exists").into());
     };
     let (access_token, record) = mint_token(
         shop.id,
@@ -758,23 +843,20 @@ pub fn exchange_code(
     );
     let token = tx.insert_token(&record)?;
     if !tx.redeem_authorization_code(stored.id, token.id, now)? {
-        // Another exchange of the same code won at the same moment: neither token may stand.
         tx.revoke_token(shop.id, token.id, now)?;
         if let Some(winner) = tx
-            .authorization_code_by_hash(&hash_token(&code))?
+            .authorization_code_by_hash(&hash_token(code))?
             .and_then(|used| used.token_id)
         {
             tx.revoke_token(shop.id, winner, now)?;
         }
-        return Ok(Exchange::Refused(invalid_grant(
-            "the code was already used",
-        )));
+        return Err(invalid_grant("the code was already used").into());
     }
-    Ok(Exchange::Issued(Box::new(IssuedToken {
+    Ok(IssuedToken {
         access_token,
         scopes: stored.scopes,
         shop,
-    })))
+    })
 }
 
 #[cfg(test)]

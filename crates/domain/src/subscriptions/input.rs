@@ -824,81 +824,9 @@ impl NewSubscription {
         let placed_at = sub.time("placed_at");
         let status = status(&mut sub);
 
-        let zone = ShopZone::of_shop(&shop.timezone);
         let rrule_field = sub.field("order_rrule");
-        let schedule = match sub.get("order_rrule") {
-            None => match &groups.billing_rule {
-                Some(rule) => {
-                    let start = next_order_datetime.unwrap_or(now);
-                    let ical = start.to_rfc3339_seconds().replace(['-', ':'], "");
-                    let text = format!("DTSTART:{ical}\nRRULE:{rule}");
-                    sub.problems
-                        .check(OrderSchedule::parse(&text, zone, &rrule_field))
-                }
-                // The interval_id meant to give the rule has its problem already.
-                None if groups.names_interval => None,
-                None => {
-                    sub.problems.push(FieldError::required(&rrule_field));
-                    None
-                }
-            },
-            Some(Value::String(text)) => {
-                sub.problems
-                    .check(OrderSchedule::parse(text, zone, &rrule_field))
-            }
-            Some(_) => {
-                sub.problems
-                    .push(type_error(rrule_field.clone(), "a string"));
-                None
-            }
-        };
-
-        let base_currency = currency(&mut sub, "base_currency").map(|code| {
-            code.or_else(|| CurrencyCode::parse(&shop.currency))
-                .ok_or_else(|| FieldError::required(sub.field("base_currency")))
-        });
-        let base_currency = match base_currency {
-            Some(Ok(code)) => Some(code),
-            Some(Err(problem)) => {
-                sub.problems.push(problem);
-                None
-            }
-            None => None,
-        };
-        let charged_currency = currency(&mut sub, "charged_currency")
-            .and_then(|code| code.or_else(|| base_currency.clone()));
-        let rate_field = sub.field("base_to_charged_exchange_rate");
-        let rate = match sub.get("base_to_charged_exchange_rate") {
-            None => Some(1.0),
-            Some(_) => sub
-                .number("base_to_charged_exchange_rate")
-                .and_then(|rate| {
-                    if rate.is_finite() && rate > 0.0 {
-                        Some(rate)
-                    } else {
-                        let message = format!("{rate_field} must be a number above 0");
-                        sub.problems.push(FieldError::new(
-                            rate_field.clone(),
-                            "out_of_range",
-                            message,
-                        ));
-                        None
-                    }
-                }),
-        };
-        if let (Some(base), Some(charged), Some(rate)) = (&base_currency, &charged_currency, rate)
-            && base == charged
-            && rate != 1.0
-        {
-            let message = format!(
-                "{rate_field} must be 1 when base_currency and charged_currency are the same"
-            );
-            sub.problems.push(FieldError::new(
-                rate_field.clone(),
-                "invalid_value",
-                message,
-            ));
-        }
+        let schedule = order_schedule(&mut sub, shop, now, groups, next_order_datetime);
+        let (base_currency, charged_currency, rate) = currencies(&mut sub, shop);
 
         let line_items = line_items(&mut sub);
         let billing_present = sub.get("billing_address").is_some();
@@ -933,28 +861,74 @@ impl NewSubscription {
             items
         });
 
-        // The status and first order date follow from the rule, once it is known good.
-        let status = schedule.as_ref().and_then(|schedule| {
-            let status = status?.unwrap_or(if schedule.start() > now {
-                SubscriptionStatus::Scheduled
-            } else {
-                SubscriptionStatus::Active
-            });
-            Some(status)
-        });
-        let next_order = match (&schedule, status) {
-            (Some(_), _) if next_order_datetime.is_some() => Some(next_order_datetime),
-            (Some(schedule), Some(SubscriptionStatus::Inactive)) => {
-                Some(schedule.first_from(now, &[]))
-            }
-            (Some(schedule), Some(_)) => sub
-                .problems
-                .check(schedule.upcoming_order(now, &[], &rrule_field))
-                .map(Some),
-            _ => None,
-        };
+        let (status, next_order) = first_order(
+            &mut sub,
+            schedule.as_ref(),
+            status,
+            next_order_datetime,
+            now,
+            &rrule_field,
+        );
 
         problems.into_result()?;
+        Parts {
+            customer,
+            idempotency_key,
+            external_id,
+            status,
+            schedule,
+            next_order,
+            last_order_datetime,
+            placed_at,
+            base_currency,
+            charged_currency,
+            rate,
+            line_items,
+            billing_present,
+            billing_address,
+            shipping_address,
+            payment_present,
+            payment_details,
+            discount_code,
+            note,
+            order_note,
+            shipping_lines,
+            percent_discount,
+        }
+        .complete(body_fingerprint(body))
+    }
+}
+
+/// A Create Subscription body as read, each part `None` where a problem was recorded.
+struct Parts {
+    customer: Option<CustomerInput>,
+    idempotency_key: Option<String>,
+    external_id: Option<String>,
+    status: Option<SubscriptionStatus>,
+    schedule: Option<OrderSchedule>,
+    next_order: Option<Option<Timestamp>>,
+    last_order_datetime: Option<Timestamp>,
+    placed_at: Option<Timestamp>,
+    base_currency: Option<CurrencyCode>,
+    charged_currency: Option<CurrencyCode>,
+    rate: Option<f64>,
+    line_items: Option<Vec<LineItemInput>>,
+    billing_present: bool,
+    billing_address: Option<AddressInput>,
+    shipping_address: Option<AddressInput>,
+    payment_present: bool,
+    payment_details: Option<PaymentDetails>,
+    discount_code: Option<String>,
+    note: Option<String>,
+    order_note: Option<String>,
+    shipping_lines: Vec<ShippingLineInput>,
+    percent_discount: f64,
+}
+
+impl Parts {
+    /// The subscription the parts make, once no problem was recorded (the billing address is
+    /// the shipping one when the body gives none). A part still missing is a gap in the checks.
+    fn complete(self, fingerprint: String) -> Result<NewSubscription, DomainError> {
         let (
             Some(customer),
             Some(schedule),
@@ -966,15 +940,15 @@ impl NewSubscription {
             Some(line_items),
             Some(shipping_address),
         ) = (
-            customer,
-            schedule,
-            status,
-            next_order,
-            base_currency,
-            charged_currency,
-            rate,
-            line_items,
-            shipping_address,
+            self.customer,
+            self.schedule,
+            self.status,
+            self.next_order,
+            self.base_currency,
+            self.charged_currency,
+            self.rate,
+            self.line_items,
+            self.shipping_address,
         )
         else {
             // Every None above recorded its problem; this is a gap in the checks.
@@ -984,7 +958,7 @@ impl NewSubscription {
                 "the subscription could not be read",
             ));
         };
-        let billing_address = match (billing_present, billing_address) {
+        let billing_address = match (self.billing_present, self.billing_address) {
             (false, _) => shipping_address.clone(),
             (true, Some(address)) => address,
             (true, None) => {
@@ -995,7 +969,7 @@ impl NewSubscription {
                 ));
             }
         };
-        if payment_present && payment_details.is_none() {
+        if self.payment_present && self.payment_details.is_none() {
             return Err(DomainError::invalid(
                 "subscription.payment_details",
                 "invalid_value",
@@ -1004,29 +978,147 @@ impl NewSubscription {
         }
         Ok(NewSubscription {
             customer,
-            idempotency_key,
-            external_id,
+            idempotency_key: self.idempotency_key,
+            external_id: self.external_id,
             status,
             order_rrule_text: schedule.text(),
             schedule,
             next_order_datetime,
-            last_order_datetime,
-            placed_at,
+            last_order_datetime: self.last_order_datetime,
+            placed_at: self.placed_at,
             base_currency,
             charged_currency,
             base_to_charged_exchange_rate: rate,
             line_items,
             billing_address,
             shipping_address,
-            payment_details,
-            discount_code,
-            note,
-            order_note,
-            shipping_lines,
-            percent_discount,
-            fingerprint: body_fingerprint(body),
+            payment_details: self.payment_details,
+            discount_code: self.discount_code,
+            note: self.note,
+            order_note: self.order_note,
+            shipping_lines: self.shipping_lines,
+            percent_discount: self.percent_discount,
+            fingerprint,
         })
     }
+}
+
+/// The body's order schedule: its `order_rrule`, or the rule its groups' billing rule gives
+/// (`DTSTART` = `next_order_datetime`, else now); `None` when a problem is recorded.
+fn order_schedule(
+    sub: &mut Fields<'_, '_>,
+    shop: &Shop,
+    now: Timestamp,
+    groups: &GroupReferences,
+    next_order_datetime: Option<Timestamp>,
+) -> Option<OrderSchedule> {
+    let zone = ShopZone::of_shop(&shop.timezone);
+    let rrule_field = sub.field("order_rrule");
+    match sub.get("order_rrule") {
+        None => match &groups.billing_rule {
+            Some(rule) => {
+                let start = next_order_datetime.unwrap_or(now);
+                let ical = start.to_rfc3339_seconds().replace(['-', ':'], "");
+                let text = format!("DTSTART:{ical}\nRRULE:{rule}");
+                sub.problems
+                    .check(OrderSchedule::parse(&text, zone, &rrule_field))
+            }
+            // The interval_id meant to give the rule has its problem already.
+            None if groups.names_interval => None,
+            None => {
+                sub.problems.push(FieldError::required(&rrule_field));
+                None
+            }
+        },
+        Some(Value::String(text)) => {
+            sub.problems
+                .check(OrderSchedule::parse(text, zone, &rrule_field))
+        }
+        Some(_) => {
+            sub.problems.push(type_error(rrule_field, "a string"));
+            None
+        }
+    }
+}
+
+/// The body's base and charged currencies (the shop's, then the base one, by default) and the
+/// exchange rate between them (1 by default, and 1 when they are the same); `None` for each
+/// with a problem recorded.
+fn currencies(
+    sub: &mut Fields<'_, '_>,
+    shop: &Shop,
+) -> (Option<CurrencyCode>, Option<CurrencyCode>, Option<f64>) {
+    let base_currency = currency(sub, "base_currency").map(|code| {
+        code.or_else(|| CurrencyCode::parse(&shop.currency))
+            .ok_or_else(|| FieldError::required(sub.field("base_currency")))
+    });
+    let base_currency = match base_currency {
+        Some(Ok(code)) => Some(code),
+        Some(Err(problem)) => {
+            sub.problems.push(problem);
+            None
+        }
+        None => None,
+    };
+    let charged_currency =
+        currency(sub, "charged_currency").and_then(|code| code.or_else(|| base_currency.clone()));
+    let rate_field = sub.field("base_to_charged_exchange_rate");
+    let rate = match sub.get("base_to_charged_exchange_rate") {
+        None => Some(1.0),
+        Some(_) => sub
+            .number("base_to_charged_exchange_rate")
+            .and_then(|rate| {
+                if rate.is_finite() && rate > 0.0 {
+                    Some(rate)
+                } else {
+                    let message = format!("{rate_field} must be a number above 0");
+                    sub.problems
+                        .push(FieldError::new(rate_field.clone(), "out_of_range", message));
+                    None
+                }
+            }),
+    };
+    if let (Some(base), Some(charged), Some(rate)) = (&base_currency, &charged_currency, rate)
+        && base == charged
+        && rate != 1.0
+    {
+        let message =
+            format!("{rate_field} must be 1 when base_currency and charged_currency are the same");
+        sub.problems
+            .push(FieldError::new(rate_field, "invalid_value", message));
+    }
+    (base_currency, charged_currency, rate)
+}
+
+/// The status and first order date, which follow from the rule once it is known good: the
+/// status given, else `scheduled` for a rule that starts later and `active` otherwise; the
+/// date given, else the rule's first date from now (for an inactive subscription, whether or
+/// not it is in the future), else the upcoming one (a problem when the rule has none).
+fn first_order(
+    sub: &mut Fields<'_, '_>,
+    schedule: Option<&OrderSchedule>,
+    status: Option<Option<SubscriptionStatus>>,
+    next_order_datetime: Option<Timestamp>,
+    now: Timestamp,
+    rrule_field: &str,
+) -> (Option<SubscriptionStatus>, Option<Option<Timestamp>>) {
+    let status = schedule.and_then(|schedule| {
+        Some(status?.unwrap_or(if schedule.start() > now {
+            SubscriptionStatus::Scheduled
+        } else {
+            SubscriptionStatus::Active
+        }))
+    });
+    let next_order = match (schedule, status) {
+        (Some(_), _) if next_order_datetime.is_some() => Some(next_order_datetime),
+        (Some(schedule), Some(SubscriptionStatus::Inactive)) => Some(schedule.first_from(now, &[])),
+        (Some(schedule), Some(_)) => sub
+            .problems
+            .check(schedule.upcoming_order(now, &[], rrule_field))
+            .map(Some),
+        _ => None,
+    };
+    (status, next_order)
 }
 
 /// Skip a ship date: `{"order_datetime"}`, the date to skip (its day in the shop's zone counts;

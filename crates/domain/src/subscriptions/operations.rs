@@ -28,8 +28,8 @@ use crate::subscriptions::resources::{
     ShippingLine, Subscription, SubscriptionLineItem, SubscriptionStatus,
 };
 use crate::subscriptions::states::{
-    Action, CREATED_REASON, INVALID_TRANSITION, NewStatusLog, action_for_status_change,
-    creation_topics, take_action, topics,
+    Action, ActionOutcome, CREATED_REASON, INVALID_TRANSITION, NewStatusLog,
+    action_for_status_change, creation_topics, take_action, topics,
 };
 use crate::subscriptions::topics::Topic;
 use crate::subscriptions::webhooks::emit;
@@ -705,28 +705,75 @@ pub fn update_subscription(
                 .to_string(),
         });
     }
-    let before = current.state.clone();
-    let mut state = current.state;
     let status_action = match update.subscription_status {
-        Some(to) => action_for_status_change(state.subscription_status, to)?,
+        Some(to) => action_for_status_change(current.state.subscription_status, to)?,
         None => None,
     };
     if let Some(customer) = &update.customer {
-        update_customer(tx, shop, state.customer_id, customer, now)?;
+        update_customer(tx, shop, current.state.customer_id, customer, now)?;
     }
-    if let Some(Some(key)) = &update.idempotency_key {
-        tx.lock_for_create(&format!("subscription:{}:{key}", shop.id))?;
-    }
-    if let Some(key) = &update.idempotency_key
-        && let Some(other) = key
-        && let Some((other_id, _)) = tx.subscription_by_idempotency_key(shop.id, other)?
-        && other_id != id
+    check_idempotency_key(tx, shop, id, &update)?;
+    let before = current.state.clone();
+    let mut state = current.state;
+    apply_fields(&mut state, &update, now)?;
+    apply_addresses(tx, shop, &mut state, &update, now)?;
+    let log = apply_status(shop, id, &mut state, status_action, &update, actor, now)?;
+    let payment_changed = payment_changed(&before, &state);
+    if update.next_processing_datetime.is_none()
+        && (state.next_order_datetime != before.next_order_datetime || payment_changed)
     {
-        return Err(DomainError::Conflict {
+        // A new order date or payment method: a retry wait is over.
+        state.next_processing_datetime = None;
+    }
+    if payment_changed {
+        tx.set_expiring_payment_notified(shop.id, id, None)?;
+    }
+    if state == before {
+        return get_subscription(tx, shop, id, false);
+    }
+    let topics = topics_of_update(&before, &state, log.as_ref());
+    state.updated_at = now;
+    tx.save_subscription(shop.id, id, &state)?;
+    if let Some(log) = log {
+        tx.insert_status_log(shop.id, &log.log)?;
+    }
+    let subscription = get_subscription(tx, shop, id, false)?;
+    for topic in topics {
+        emit(tx, shop, topic, &subscription, now)?;
+    }
+    Ok(subscription)
+}
+
+/// A new idempotency key is no other subscription's (its creation is locked meanwhile).
+fn check_idempotency_key(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    id: i64,
+    update: &SubscriptionUpdate,
+) -> Result<(), DomainError> {
+    let Some(Some(key)) = &update.idempotency_key else {
+        return Ok(());
+    };
+    tx.lock_for_create(&format!("subscription:{}:{key}", shop.id))?;
+    match tx.subscription_by_idempotency_key(shop.id, key)? {
+        Some((other_id, _)) if other_id != id => Err(DomainError::Conflict {
             code: "subscription.idempotency_key_taken",
             message: "another subscription of the shop has this idempotency_key".to_string(),
-        });
+        }),
+        _ => Ok(()),
     }
+}
+
+/// The update's fields applied to the state: its rules ([`apply_rules`]), dates, payment
+/// method, counters, currencies (one currency, a rate of 1), texts and shipping lines.
+/// Addresses and the status are the next steps'.
+fn apply_fields(
+    state: &mut SubscriptionState,
+    update: &SubscriptionUpdate,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    apply_rules(state, update, now)?;
+    let update = update.clone();
     set(&mut state.external_id, update.external_id);
     set(&mut state.idempotency_key, update.idempotency_key);
     set(
@@ -766,29 +813,6 @@ pub fn update_subscription(
         &mut state.payment_method_expires_at,
         update.payment_method_expires_at,
     );
-    if let Some(schedule) = &update.order_rrule {
-        state.order_rrule = schedule.source().to_string();
-        state.order_rrule_text = schedule.text();
-        if update.payment_rrule.is_none() {
-            state.payment_rrule = state.order_rrule.clone();
-            state.payment_rrule_text = state.order_rrule_text.clone();
-        }
-        // A subscription left live must have an order ahead: a rule without one is refused.
-        let ends_inactive = update
-            .subscription_status
-            .unwrap_or(state.subscription_status)
-            == SubscriptionStatus::Inactive;
-        if update.next_order_datetime.is_none() && !ends_inactive {
-            let next = schedule
-                .upcoming_order(now, &state.skipped_dates, "subscription.order_rrule")
-                .map_err(|problem| DomainError::Invalid(vec![problem]))?;
-            state.next_order_datetime = Some(next);
-        }
-    }
-    if let Some(schedule) = &update.payment_rrule {
-        state.payment_rrule = schedule.source().to_string();
-        state.payment_rrule_text = schedule.text();
-    }
     set(&mut state.current_retries, update.current_retries);
     set(&mut state.orders_processed, update.orders_processed);
     set(&mut state.charged_currency, update.charged_currency);
@@ -805,6 +829,60 @@ pub fn update_subscription(
              charged_currency are the same",
         ));
     }
+    set(&mut state.discount_code, update.discount_code);
+    set(&mut state.last_failure_code, update.last_failure_code);
+    set(&mut state.last_failure_reason, update.last_failure_reason);
+    if let Some(message) = update.last_failure_message {
+        state.last_failure_details = message.map(|message| FailureDetails { message });
+    }
+    set(&mut state.note, update.note);
+    set(&mut state.order_note, update.order_note);
+    if let Some(lines) = &update.shipping_lines {
+        state.shipping_lines = shipping_lines_of(lines, state.base_to_charged_exchange_rate, now);
+    }
+    Ok(())
+}
+
+/// The update's order and payment rules (the payment rule follows a new order rule unless
+/// given); a subscription left live must have an order ahead under its new rule.
+fn apply_rules(
+    state: &mut SubscriptionState,
+    update: &SubscriptionUpdate,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    if let Some(schedule) = &update.order_rrule {
+        state.order_rrule = schedule.source().to_string();
+        state.order_rrule_text = schedule.text();
+        if update.payment_rrule.is_none() {
+            state.payment_rrule = state.order_rrule.clone();
+            state.payment_rrule_text = state.order_rrule_text.clone();
+        }
+        let ends_inactive = update
+            .subscription_status
+            .unwrap_or(state.subscription_status)
+            == SubscriptionStatus::Inactive;
+        if update.next_order_datetime.is_none() && !ends_inactive {
+            let next = schedule
+                .upcoming_order(now, &state.skipped_dates, "subscription.order_rrule")
+                .map_err(|problem| DomainError::Invalid(vec![problem]))?;
+            state.next_order_datetime = Some(next);
+        }
+    }
+    if let Some(schedule) = &update.payment_rrule {
+        state.payment_rrule = schedule.source().to_string();
+        state.payment_rrule_text = schedule.text();
+    }
+    Ok(())
+}
+
+/// The update's addresses: one of the customer's by id, or a new one of theirs.
+fn apply_addresses(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    state: &mut SubscriptionState,
+    update: &SubscriptionUpdate,
+    now: Timestamp,
+) -> Result<(), DomainError> {
     if let Some(address_id) = update.billing_address_id {
         state.billing_address_id = customer_address(
             tx,
@@ -829,76 +907,77 @@ pub fn update_subscription(
     if let Some(input) = &update.shipping_address {
         state.shipping_address_id = add_address(tx, shop, state.customer_id, input, None, now)?;
     }
-    set(&mut state.discount_code, update.discount_code);
-    set(&mut state.last_failure_code, update.last_failure_code);
-    set(&mut state.last_failure_reason, update.last_failure_reason);
-    if let Some(message) = update.last_failure_message {
-        state.last_failure_details = message.map(|message| FailureDetails { message });
-    }
-    set(&mut state.note, update.note);
-    set(&mut state.order_note, update.order_note);
-    if let Some(lines) = &update.shipping_lines {
-        state.shipping_lines = shipping_lines_of(lines, state.base_to_charged_exchange_rate, now);
-    }
+    Ok(())
+}
 
-    let mut emitted: Vec<Topic> = Vec::new();
-    let mut log = None;
-    if let Some(action) = status_action {
-        let moved = if matches!(action, Action::Resume | Action::Reactivate)
-            && update.next_order_datetime.is_none()
-        {
-            let schedule = schedule_of(shop, &state)?;
-            let (next, moved) = next_order_on_return(
-                &schedule,
-                state.next_order_datetime,
-                &state.skipped_dates,
-                now,
-                "subscription.order_rrule",
-            )
-            .map_err(|problem| DomainError::Invalid(vec![problem]))?;
-            state.next_order_datetime = Some(next);
-            moved
-        } else {
-            false
-        };
-        if action == Action::Reactivate && update.current_retries.is_none() {
-            state.current_retries = 0;
-        }
-        let outcome = take_action(id, state.subscription_status, action, actor, now, moved)?;
-        state.subscription_status = outcome.status;
-        state.status_changed_at = Some(now);
-        emitted.extend(outcome.topics);
-        log = Some(outcome.log);
-    }
-    let payment_changed = state.payment_method_token != before.payment_method_token
-        || state.payment_gateway_public_id != before.payment_gateway_public_id
-        || state.payment_method_expires_at != before.payment_method_expires_at;
-    if update.next_processing_datetime.is_none()
-        && (state.next_order_datetime != before.next_order_datetime || payment_changed)
+/// A status change the update asks for, taken as its action would be (a subscription that
+/// comes back gets its next order date moved ahead, a reactivation its retries reset): the
+/// action's outcome, with its status log and topics.
+fn apply_status(
+    shop: &Shop,
+    id: i64,
+    state: &mut SubscriptionState,
+    action: Option<Action>,
+    update: &SubscriptionUpdate,
+    actor: Actor,
+    now: Timestamp,
+) -> Result<Option<ActionOutcome>, DomainError> {
+    let Some(action) = action else {
+        return Ok(None);
+    };
+    let moved = if matches!(action, Action::Resume | Action::Reactivate)
+        && update.next_order_datetime.is_none()
     {
-        // A new order date or payment method: a retry wait is over.
-        state.next_processing_datetime = None;
+        let schedule = schedule_of(shop, state)?;
+        let (next, moved) = next_order_on_return(
+            &schedule,
+            state.next_order_datetime,
+            &state.skipped_dates,
+            now,
+            "subscription.order_rrule",
+        )
+        .map_err(|problem| DomainError::Invalid(vec![problem]))?;
+        state.next_order_datetime = Some(next);
+        moved
+    } else {
+        false
+    };
+    if action == Action::Reactivate && update.current_retries.is_none() {
+        state.current_retries = 0;
     }
-    if state.order_rrule != before.order_rrule
-        || state.next_order_datetime != before.next_order_datetime
+    let outcome = take_action(id, state.subscription_status, action, actor, now, moved)?;
+    state.subscription_status = outcome.status;
+    state.status_changed_at = Some(now);
+    Ok(Some(outcome))
+}
+
+fn payment_changed(before: &SubscriptionState, after: &SubscriptionState) -> bool {
+    after.payment_method_token != before.payment_method_token
+        || after.payment_gateway_public_id != before.payment_gateway_public_id
+        || after.payment_method_expires_at != before.payment_method_expires_at
+}
+
+/// The topics a changed subscription emits, each once, `subscription_updated` last: the status
+/// action's, a new rule or order date, a new shipping address, a new payment method.
+fn topics_of_update(
+    before: &SubscriptionState,
+    after: &SubscriptionState,
+    status: Option<&ActionOutcome>,
+) -> Vec<Topic> {
+    let mut emitted: Vec<Topic> = status
+        .map(|outcome| outcome.topics.clone())
+        .unwrap_or_default();
+    if after.order_rrule != before.order_rrule
+        || after.next_order_datetime != before.next_order_datetime
     {
         emitted.push(Topic::SubscriptionFrequencyUpdated);
     }
-    if state.shipping_address_id != before.shipping_address_id {
+    if after.shipping_address_id != before.shipping_address_id {
         emitted.push(Topic::SubscriptionShippingAddressUpdated);
     }
-    if payment_changed {
+    if payment_changed(before, after) {
         emitted.extend(topics(Action::ChangePaymentMethod, false));
-        tx.set_expiring_payment_notified(shop.id, id, None)?;
     }
-    let changed = state != before;
-    if changed || update.customer.is_some() {
-        emitted.push(Topic::SubscriptionUpdated);
-    }
-    if !changed {
-        return get_subscription(tx, shop, id, false);
-    }
-    // One message per topic: `subscription_updated` last, every other topic once.
     let mut ordered: Vec<Topic> = Vec::new();
     for topic in emitted {
         if topic != Topic::SubscriptionUpdated && !ordered.contains(&topic) {
@@ -906,17 +985,7 @@ pub fn update_subscription(
         }
     }
     ordered.push(Topic::SubscriptionUpdated);
-    state.updated_at = now;
-    tx.save_subscription(shop.id, id, &state)?;
-    if let Some(log) = log {
-        tx.insert_status_log(shop.id, &log)?;
-    }
-    let subscription = get_subscription(tx, shop, id, false)?;
-    let data = &subscription;
-    for topic in ordered {
-        emit(tx, shop, topic, data, now)?;
-    }
-    Ok(subscription)
+    ordered
 }
 
 #[cfg(test)]
