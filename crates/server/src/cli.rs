@@ -1,6 +1,9 @@
 //! The command line of the `mercer` binary: the server and the operator's tools.
 
 use clap::{Args, Parser, Subcommand};
+use mercer_domain::checkout::sweeps::{
+    DEFAULT_ABANDONMENT_DELAY_SECONDS, DEFAULT_ABANDONMENT_INTERVAL_SECONDS,
+};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -239,7 +242,7 @@ pub struct ServeArgs {
     #[arg(
         long = "abandonment-delay-s",
         env = "MERCER_ABANDONMENT_DELAY_S",
-        default_value_t = 3600
+        default_value_t = DEFAULT_ABANDONMENT_DELAY_SECONDS.unsigned_abs()
     )]
     pub abandonment_delay_s: u64,
 
@@ -247,7 +250,7 @@ pub struct ServeArgs {
     #[arg(
         long = "abandonment-interval-s",
         env = "MERCER_ABANDONMENT_INTERVAL_S",
-        default_value_t = 300
+        default_value_t = DEFAULT_ABANDONMENT_INTERVAL_SECONDS.unsigned_abs()
     )]
     pub abandonment_interval_s: u64,
 

@@ -143,7 +143,7 @@ impl fmt::Debug for Secret {
 }
 
 /// The prefix every Mercer API token starts with, so secret scanners and people recognise one.
-pub const TOKEN_PREFIX: &str = "mct_";
+pub(crate) const TOKEN_PREFIX: &str = "mct_";
 /// How many characters of a token are kept in clear to tell tokens apart.
 const SHOWN_PREFIX_LEN: usize = TOKEN_PREFIX.len() + 8;
 

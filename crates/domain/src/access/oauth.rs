@@ -19,17 +19,17 @@ use crate::kernel::error::{DomainError, FieldError, Problems};
 use crate::kernel::time::Timestamp;
 
 /// How long an authorization code may be exchanged (contract §2).
-pub const CODE_LIFETIME_SECONDS: i64 = 10 * 60;
+pub(crate) const CODE_LIFETIME_SECONDS: i64 = 10 * 60;
 /// Consecutive sign-in failures of one account from one client address before that pair is
 /// locked for a while.
-pub const FREE_SIGN_IN_FAILURES: i32 = 5;
+pub(crate) const FREE_SIGN_IN_FAILURES: i32 = 5;
 /// Failures of a pair left alone this long are forgotten.
-pub const SIGN_IN_MEMORY_SECONDS: i64 = 24 * 60 * 60;
+pub(crate) const SIGN_IN_MEMORY_SECONDS: i64 = 24 * 60 * 60;
 /// The first lock lasts this long; each further failure doubles it, up to [`MAX_LOCK_SECONDS`].
-pub const FIRST_LOCK_SECONDS: i64 = 30;
-pub const MAX_LOCK_SECONDS: i64 = 15 * 60;
+pub(crate) const FIRST_LOCK_SECONDS: i64 = 30;
+pub(crate) const MAX_LOCK_SECONDS: i64 = 15 * 60;
 /// The shortest staff password accepted.
-pub const MIN_PASSWORD_CHARS: usize = 10;
+pub(crate) const MIN_PASSWORD_CHARS: usize = 10;
 
 /// The prefix of client ids and secrets, so people and secret scanners recognise them.
 const CLIENT_ID_PREFIX: &str = "mci_";
@@ -108,7 +108,7 @@ pub struct NewAuthorizationCode {
 
 /// A redirect URI an app may register: absolute, no fragment, https — or http on a loopback
 /// host, for native and local clients (RFC 8252 §7.3).
-pub fn check_redirect_uri(uri: &str) -> Result<String, FieldError> {
+pub(crate) fn check_redirect_uri(uri: &str) -> Result<String, FieldError> {
     let invalid = |why: &str| FieldError::new("redirect_uri", "invalid_url", why.to_string());
     let parsed =
         url::Url::parse(uri).map_err(|_| invalid("redirect_uri must be an absolute URL"))?;
@@ -169,7 +169,7 @@ pub fn create_app(
 }
 
 /// An Argon2id hash of a password, in PHC string form.
-pub fn hash_password(password: &str) -> Result<String, DomainError> {
+pub(crate) fn hash_password(password: &str) -> Result<String, DomainError> {
     let mut salt = [0u8; 16];
     getrandom::fill(&mut salt).map_err(|_| {
         DomainError::Storage(crate::kernel::error::StorageError::other(
@@ -188,7 +188,7 @@ pub fn hash_password(password: &str) -> Result<String, DomainError> {
 }
 
 /// Whether the password matches the stored hash. Slow on purpose; call it off async threads.
-pub fn verify_password(password: &str, stored_hash: &str) -> bool {
+pub(crate) fn verify_password(password: &str, stored_hash: &str) -> bool {
     PasswordHash::new(stored_hash)
         .map(|hash| {
             Argon2::default()
@@ -200,7 +200,7 @@ pub fn verify_password(password: &str, stored_hash: &str) -> bool {
 
 /// A hash that matches no password: verified against when the account does not exist, so an
 /// unknown email takes as long as a wrong password.
-pub fn decoy_password_hash() -> &'static str {
+pub(crate) fn decoy_password_hash() -> &'static str {
     static DECOY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     DECOY.get_or_init(|| hash_password(&random_hex(16)).unwrap_or_default())
 }
@@ -394,7 +394,7 @@ pub fn check_authorize(
 // Sign-in.
 
 /// The shop a sign-in names: its identifier or its domain.
-pub fn find_shop_by_reference(
+pub(crate) fn find_shop_by_reference(
     tx: &mut dyn AccessRepositories,
     reference: &str,
 ) -> Result<Option<Shop>, DomainError> {
@@ -454,7 +454,7 @@ pub fn begin_sign_in(
 }
 
 /// Seconds the key must still wait before it may try again, if it is locked.
-pub fn sign_in_locked_for(
+pub(crate) fn sign_in_locked_for(
     tx: &mut dyn AccessRepositories,
     key: &SignInKey,
     now: Timestamp,
@@ -469,7 +469,7 @@ pub fn sign_in_locked_for(
 /// (atomically, so failures at the same moment all count), and from the fifth in a row locks
 /// the key (30 s, doubling with each further failure, at most 15 min). Returns how long it is
 /// locked for, if it is. Keys left alone for a day are forgotten on the way.
-pub fn record_sign_in(
+pub(crate) fn record_sign_in(
     tx: &mut dyn AccessRepositories,
     key: &SignInKey,
     succeeded: bool,
@@ -494,7 +494,7 @@ pub fn record_sign_in(
 }
 
 /// Issues a code for an approved request; the code itself is returned this once.
-pub fn issue_code(
+pub(crate) fn issue_code(
     tx: &mut dyn AccessRepositories,
     request: &ValidAuthorize,
     staff: &StaffAccount,

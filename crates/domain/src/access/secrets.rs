@@ -40,11 +40,11 @@ impl SecretKind {
 }
 
 /// After a rotation the previous secret still signs `X-Compatible-HMAC` for this long.
-pub const ROTATION_GRACE_SECONDS: i64 = 24 * 60 * 60;
+pub(crate) const ROTATION_GRACE_SECONDS: i64 = 24 * 60 * 60;
 
 /// Bounds of a secret that a client chooses (seed 001: 8..255 characters).
-pub const MIN_SECRET_CHARS: usize = 8;
-pub const MAX_SECRET_CHARS: usize = 255;
+pub(crate) const MIN_SECRET_CHARS: usize = 8;
+pub(crate) const MAX_SECRET_CHARS: usize = 255;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SharedSecret {

@@ -85,24 +85,24 @@ impl Default for CheckoutSettings {
 }
 
 /// At most this many gift-card SKUs a shop.
-pub const MAX_GIFT_CARD_SKUS: usize = 100;
+pub(crate) const MAX_GIFT_CARD_SKUS: usize = 100;
 /// A gift-card SKU is 1 to this many characters.
-pub const MAX_SKU_CHARS: usize = 255;
+pub(crate) const MAX_SKU_CHARS: usize = 255;
 /// `flat_shipping_rate` is 0 to this many cents.
-pub const FLAT_SHIPPING_RATE_RANGE: std::ops::RangeInclusive<i64> = 0..=100_000_000;
+pub(crate) const FLAT_SHIPPING_RATE_RANGE: std::ops::RangeInclusive<i64> = 0..=100_000_000;
 
 /// A new shop's `order_retry_interval_seconds`: a day.
 pub const DEFAULT_ORDER_RETRY_INTERVAL_SECONDS: i64 = 86_400;
 /// A new shop's `order_max_retries`.
 pub const DEFAULT_ORDER_MAX_RETRIES: i64 = 3;
 /// `order_retry_interval_seconds` is one second to thirty days.
-pub const ORDER_RETRY_INTERVAL_RANGE: std::ops::RangeInclusive<i64> = 1..=30 * 86_400;
+pub(crate) const ORDER_RETRY_INTERVAL_RANGE: std::ops::RangeInclusive<i64> = 1..=30 * 86_400;
 /// `order_max_retries` is 0 (the first failure ends it) to 100.
-pub const ORDER_MAX_RETRIES_RANGE: std::ops::RangeInclusive<i64> = 0..=100;
+pub(crate) const ORDER_MAX_RETRIES_RANGE: std::ops::RangeInclusive<i64> = 0..=100;
 /// A new shop's `expiring_payment_notice_days`.
 pub const DEFAULT_EXPIRING_PAYMENT_NOTICE_DAYS: i64 = 30;
 /// `expiring_payment_notice_days` is 0 (on the day it expires) to a year.
-pub const EXPIRING_PAYMENT_NOTICE_DAYS_RANGE: std::ops::RangeInclusive<i64> = 0..=365;
+pub(crate) const EXPIRING_PAYMENT_NOTICE_DAYS_RANGE: std::ops::RangeInclusive<i64> = 0..=365;
 
 /// What the operator gives to create a shop; everything but the domain has a default.
 #[derive(Debug, Clone, Default)]
@@ -131,7 +131,7 @@ pub struct NewShop {
     pub created_at: Timestamp,
 }
 
-pub const DEFAULT_PLATFORM_TYPE: &str = "custom";
+pub(crate) const DEFAULT_PLATFORM_TYPE: &str = "custom";
 
 fn check_domain(field: &str, value: &str) -> Result<String, FieldError> {
     let value = value.trim().to_ascii_lowercase();
@@ -492,7 +492,7 @@ pub fn list_shops(tx: &mut dyn AccessRepositories) -> Result<Vec<Shop>, DomainEr
     Ok(tx.list_shops()?)
 }
 
-pub const DEMO_SHOP_DOMAIN: &str = "demo.mercer.test";
+pub(crate) const DEMO_SHOP_DOMAIN: &str = "demo.mercer.test";
 
 /// What the first start of an empty database prints once.
 #[derive(Debug)]

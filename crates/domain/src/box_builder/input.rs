@@ -11,7 +11,7 @@ use crate::kernel::fields::{Fields, type_error};
 use crate::kernel::time::Timestamp;
 
 /// The longest name (box, size, slot) and attribute key, in characters.
-pub const MAX_NAME_CHARS: usize = 255;
+pub(crate) const MAX_NAME_CHARS: usize = 255;
 
 /// Reads the resource `key` of `body` (or `body` itself when it has no such key) with `read`;
 /// every problem is reported at once.

@@ -76,7 +76,7 @@ fn describe(product: &BoxProduct, variant: Option<&CatalogueVariant>) -> String 
 
 /// The order of `subscription` on `order_datetime` with its box line items filled; None when it
 /// sells no box (the order holds its line items as subscribed).
-pub fn compose_box_order(
+pub(crate) fn compose_box_order(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
     subscription: &Subscription,

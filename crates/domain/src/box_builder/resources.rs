@@ -8,7 +8,7 @@ use crate::kernel::time::Timestamp;
 use crate::subscriptions::resources::SubscriptionLineItem;
 
 /// The one pricing mode of a box size.
-pub const FLEXIBLE_PRICING: &str = "flexible_pricing";
+pub(crate) const FLEXIBLE_PRICING: &str = "flexible_pricing";
 
 /// A key/value pair kept with a box, a box product, a time slot or a box's subscription line
 /// item.
@@ -154,7 +154,7 @@ impl BoxLineItem {
 }
 
 /// A resource as shown for its shop: its (and its attributes') `shop_identifier` filled in.
-pub trait InShop {
+pub(crate) trait InShop {
     fn in_shop(self, shop: &Shop) -> Self;
 }
 
@@ -222,7 +222,7 @@ impl<T: InShop> InShop for Vec<T> {
 /// The attributes `given` (key, value) make of `current`: an attribute of a key kept keeps its
 /// id and creation time (its value and `updated_at` change when the value does), a new key is
 /// a new attribute, and a key left out is removed.
-pub fn merge_attributes(
+pub(crate) fn merge_attributes(
     current: &[Attribute],
     given: &[(String, String)],
     now: Timestamp,

@@ -15,9 +15,9 @@ use crate::overrides::{OverrideInput, check_input};
 use crate::subscriptions::resources::PaymentExpiry;
 
 /// At most this many line items in one checkout.
-pub const MAX_LINE_ITEMS: usize = 250;
+pub(crate) const MAX_LINE_ITEMS: usize = 250;
 /// A quantity is 1 to this.
-pub const MAX_QUANTITY: i64 = 100_000;
+pub(crate) const MAX_QUANTITY: i64 = 100_000;
 
 /// A line of the cart, by the variant's platform id (or its SKU, from the storefront).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -61,7 +61,7 @@ fn domains(shop: &Shop) -> (String, String) {
 /// The payload of order/processed, order/created, order/failed and order/fulfilled (seed 001
 /// §2): `application_state` is the one the storefront was shown.
 #[derive(Debug, Clone, Serialize)]
-pub struct OrderPayload {
+pub(crate) struct OrderPayload {
     pub platform_domain: String,
     pub domain: String,
     pub application_state: ApplicationState,
@@ -79,13 +79,13 @@ pub struct OrderPayload {
 /// An order's `fulfillment_data`: none yet (`[]`), or the fulfillment's.
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
-pub enum FulfillmentData {
+pub(crate) enum FulfillmentData {
     None(EmptyList),
     Fulfilled(Box<Fulfillment>),
 }
 
 /// The payload of `order` under one of the order topics.
-pub fn order_payload(
+pub(crate) fn order_payload(
     shop: &Shop,
     order: &CheckoutOrder,
     application_state: ApplicationState,
@@ -141,7 +141,7 @@ pub fn emit(
 }
 
 /// Enqueues order/fulfilled with its `fulfillment_data` (an object, seed 001 §2).
-pub fn emit_fulfilled(
+pub(crate) fn emit_fulfilled(
     tx: &mut dyn CheckoutRepositories,
     shop: &Shop,
     order: &CheckoutOrder,
@@ -164,7 +164,7 @@ pub fn emit_fulfilled(
 /// A line item of order/abandoned: seed 001 writes `properties` as name/value pairs and
 /// `visible` as a number here, and the line's parts in this order.
 #[derive(Debug, Clone, Serialize)]
-pub struct AbandonedLineItem {
+pub(crate) struct AbandonedLineItem {
     pub discounts: Vec<ShownDiscount>,
     pub fees: EmptyList,
     pub taxes: Vec<CheckoutTax>,
@@ -180,7 +180,7 @@ pub struct Property {
 
 /// order/abandoned's payload (seed 001 §2).
 #[derive(Debug, Clone, Serialize)]
-pub struct AbandonedPayload {
+pub(crate) struct AbandonedPayload {
     pub customer: ShownCustomer,
     pub line_items: Vec<AbandonedLineItem>,
     pub order_meta_data: CheckoutMetaData,
@@ -190,7 +190,7 @@ pub struct AbandonedPayload {
 
 /// Enqueues order/abandoned (seed 001 §2: the customer, line items, meta data and the link
 /// that resumes the checkout).
-pub fn emit_abandoned(
+pub(crate) fn emit_abandoned(
     tx: &mut dyn CheckoutRepositories,
     shop: &Shop,
     order: &CheckoutOrder,
@@ -263,7 +263,7 @@ fn platform_customer_id(
 /// gift_card/created's payload for one card (seed 001 §2). The card's customer is the
 /// checkout's guest: no platform customer.
 #[derive(Debug, Clone, Serialize)]
-pub struct GiftCardPayload {
+pub(crate) struct GiftCardPayload {
     pub platform_domain: String,
     pub domain: String,
     pub platform_order_id: String,
@@ -280,14 +280,14 @@ pub struct GiftCardPayload {
 
 /// Who bought a gift card.
 #[derive(Debug, Clone, Serialize)]
-pub struct GiftCardCustomer {
+pub(crate) struct GiftCardCustomer {
     pub email_address: String,
     pub first_name: String,
     pub last_name: String,
 }
 
 /// gift_card/created's payload for one card of line item `item`.
-pub fn gift_card_payload(
+pub(crate) fn gift_card_payload(
     shop: &Shop,
     order: &CheckoutOrder,
     item: &CheckoutLineItem,
@@ -317,7 +317,7 @@ pub fn gift_card_payload(
 }
 
 /// Enqueues gift_card/created for each card's payload, with one read of the endpoints.
-pub fn emit_gift_cards(
+pub(crate) fn emit_gift_cards(
     tx: &mut dyn CheckoutRepositories,
     shop: &Shop,
     payloads: &[GiftCardPayload],
@@ -336,7 +336,7 @@ pub fn emit_gift_cards(
 
 /// A sample payload of a topic, marked `"test": true`: what a test delivery sends.
 #[derive(Debug, Clone, Serialize)]
-pub struct SamplePayload<T> {
+pub(crate) struct SamplePayload<T> {
     pub test: bool,
     #[serde(flatten)]
     pub payload: T,
@@ -345,7 +345,7 @@ pub struct SamplePayload<T> {
 /// The payload of a test delivery: the topic's payload for a sample order.
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
-pub enum TestPayload {
+pub(crate) enum TestPayload {
     Abandoned(Box<SamplePayload<AbandonedPayload>>),
     GiftCard(Box<SamplePayload<GiftCardPayload>>),
     Order(Box<SamplePayload<OrderPayload>>),
@@ -401,7 +401,7 @@ fn sample_order(shop: &Shop, now: Timestamp) -> CheckoutOrder {
 }
 
 /// The payload a test delivery of `topic` sends: the topic's own shape, for a sample order.
-pub fn test_payload(shop: &Shop, topic: &str, now: Timestamp) -> TestPayload {
+pub(crate) fn test_payload(shop: &Shop, topic: &str, now: Timestamp) -> TestPayload {
     let order = sample_order(shop, now);
     match topic {
         "order/abandoned" => TestPayload::Abandoned(Box::new(SamplePayload {

@@ -258,7 +258,7 @@ impl ShownLineItem {
 
 /// A line item as the inventory override and `fulfilled_items` name it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ItemReference {
+pub(crate) struct ItemReference {
     pub line_item_key: String,
     pub platform_variant_id: String,
     pub platform_product_id: String,

@@ -33,13 +33,13 @@ use crate::platform::catalogue::{self, CatalogueVariant};
 use crate::subscriptions::recurrence::{OrderSchedule, ShopZone};
 
 /// The one payment gateway: Mercer's built-in test gateway.
-pub const TEST_GATEWAY: &str = "test";
+pub(crate) const TEST_GATEWAY: &str = "test";
 /// The test gateway's token that approves; `tok_decline` (and any other) declines.
-pub const APPROVING_TOKEN: &str = "tok_success";
+pub(crate) const APPROVING_TOKEN: &str = "tok_success";
 /// The line item property naming a subscription plan's rule (docs/checkout.md).
-pub const ORDER_RRULE_PROPERTY: &str = "order_rrule";
+pub(crate) const ORDER_RRULE_PROPERTY: &str = "order_rrule";
 /// The line item property naming a subscription plan's group.
-pub const SUBSCRIPTION_GROUP_PROPERTY: &str = "subscription_group_id";
+pub(crate) const SUBSCRIPTION_GROUP_PROPERTY: &str = "subscription_group_id";
 /// Saves retried when another change of the same order came first.
 const SAVE_ATTEMPTS: usize = 5;
 
@@ -68,7 +68,7 @@ pub struct StorefrontAnswer<T> {
 }
 
 /// A call that shows nothing of its own, only the order.
-pub type OrderAnswer = StorefrontAnswer<EmptyObject>;
+pub(crate) type OrderAnswer = StorefrontAnswer<EmptyObject>;
 
 /// The order after a call, with what the call shows.
 fn answer<T>(order: &CheckoutOrder, shown: T) -> StorefrontAnswer<T> {

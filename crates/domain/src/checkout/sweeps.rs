@@ -88,7 +88,7 @@ pub fn sweep_abandoned<D: CheckoutDatabase>(
 /// was fulfilled, and the platform order's tracking when its custom attributes carry it
 /// (`tracking_company`, `tracking_number`, `tracking_url`). A checkout has no fees.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Fulfillment {
+pub(crate) struct Fulfillment {
     pub total_value: Cents,
     pub total_shipping_value: Cents,
     pub total_discount: Cents,
@@ -109,7 +109,7 @@ pub struct Fulfillment {
 
 /// The shipping line that shipped a fulfilled order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ShippingDetail {
+pub(crate) struct ShippingDetail {
     pub id: String,
     pub description: String,
     pub amount: Cents,

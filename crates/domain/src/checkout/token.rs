@@ -16,7 +16,7 @@ use crate::kernel::error::{DomainError, StorageError};
 use crate::kernel::time::Timestamp;
 
 /// How long a storefront token is good for.
-pub const TOKEN_LIFETIME_SECONDS: i64 = 24 * 60 * 60;
+pub(crate) const TOKEN_LIFETIME_SECONDS: i64 = 24 * 60 * 60;
 /// The audience every storefront token names.
 const AUDIENCE: &str = "mercer-checkout-storefront";
 
@@ -59,7 +59,7 @@ fn token_secret(
 }
 
 /// A token for the storefront of one order.
-pub fn mint(
+pub(crate) fn mint(
     tx: &mut dyn CheckoutRepositories,
     shop: &Shop,
     public_order_id: &str,

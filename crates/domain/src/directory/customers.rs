@@ -114,7 +114,7 @@ impl DirectoryQuery {
 }
 
 pub const DEFAULT_LIMIT: i64 = 50;
-pub const MAX_LIMIT: i64 = 250;
+pub(crate) const MAX_LIMIT: i64 = 250;
 
 fn bad(field: &str, message: impl Into<String>) -> FieldError {
     FieldError::new(field, "invalid_value", message)
@@ -381,7 +381,7 @@ fn text(field: &Option<String>) -> String {
     field.clone().unwrap_or_default()
 }
 
-pub fn address_resource(shop: &Shop, address: &DirectoryAddress) -> AddressResource {
+pub(crate) fn address_resource(shop: &Shop, address: &DirectoryAddress) -> AddressResource {
     AddressResource {
         id: address.id,
         svc_customer_id: address.customer_id,
@@ -434,7 +434,7 @@ pub struct CustomerResource {
     pub groups: Vec<String>,
 }
 
-pub fn customer_resource(
+pub(crate) fn customer_resource(
     shop: &Shop,
     customer: &DirectoryCustomer,
     addresses: &[&DirectoryAddress],
@@ -470,7 +470,7 @@ pub fn customer_resource(
 }
 
 /// Customers with their addresses and labels, in the order given.
-pub fn customer_resources(
+pub(crate) fn customer_resources(
     tx: &mut dyn DirectoryRepositories,
     shop: &Shop,
     customers: &[DirectoryCustomer],
@@ -588,7 +588,7 @@ pub fn customer_address(
 }
 
 /// One live directory customer of the shop, or NotFound.
-pub fn find_customer(
+pub(crate) fn find_customer(
     tx: &mut dyn DirectoryRepositories,
     shop: &Shop,
     id: i64,
@@ -598,7 +598,7 @@ pub fn find_customer(
         .ok_or(DomainError::not_found("customer"))
 }
 
-pub fn find_customer_by_platform_id(
+pub(crate) fn find_customer_by_platform_id(
     tx: &mut dyn DirectoryRepositories,
     shop: &Shop,
     platform_id: &str,

@@ -17,7 +17,7 @@ pub fn path(parent: &str, name: &str) -> String {
     }
 }
 
-pub fn type_error(field: String, expected: &str) -> FieldError {
+pub(crate) fn type_error(field: String, expected: &str) -> FieldError {
     let message = format!("{field} must be {expected}");
     FieldError::new(field, "invalid_type", message)
 }
@@ -215,7 +215,7 @@ impl<'a> Fields<'a, '_> {
     }
 }
 
-pub fn check_email(field: String, email: &str) -> Result<(), FieldError> {
+pub(crate) fn check_email(field: String, email: &str) -> Result<(), FieldError> {
     let ok = match email.split_once('@') {
         Some((local, host)) => {
             !local.is_empty()

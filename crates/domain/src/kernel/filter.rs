@@ -9,7 +9,7 @@ use crate::kernel::error::FieldError;
 use crate::kernel::time::Timestamp;
 
 /// The name of the query parameter every problem is reported on.
-pub const FILTER_PARAMETER: &str = "filter";
+pub(crate) const FILTER_PARAMETER: &str = "filter";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FilterOp {
@@ -79,7 +79,7 @@ pub enum FilterValue {
 
 /// One condition as written, before the feature looks its field up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Condition<'a> {
+pub(crate) struct Condition<'a> {
     pub op: FilterOp,
     /// The field's name, trimmed.
     pub field: &'a str,
@@ -89,13 +89,13 @@ pub struct Condition<'a> {
 
 /// The most conditions a list's `filter` may hold, all of its repeats together. Each is a term
 /// of one SQL statement; SQLite refuses an expression tree past 1,000 deep.
-pub const MAX_FILTER_CONDITIONS: usize = 100;
+pub(crate) const MAX_FILTER_CONDITIONS: usize = 100;
 /// The most ids a list's id parameter (`ids`, `svc_platform_customer_id`) may name in all.
-pub const MAX_LISTED_IDS: usize = 250;
+pub(crate) const MAX_LISTED_IDS: usize = 250;
 
 /// Appends `more` to what the query parameter `parameter` gathered so far, refusing it when
 /// that makes more than `limit` (`noun` names what is counted: "conditions", "ids").
-pub fn gather<T>(
+pub(crate) fn gather<T>(
     parameter: &str,
     noun: &str,
     limit: usize,
@@ -117,7 +117,7 @@ pub fn gather<T>(
     Ok(())
 }
 
-pub fn bad_filter(message: impl Into<String>) -> FieldError {
+pub(crate) fn bad_filter(message: impl Into<String>) -> FieldError {
     FieldError::new(FILTER_PARAMETER, "invalid_value", message)
 }
 
@@ -132,7 +132,7 @@ fn operator_list(ops: &[FilterOp]) -> String {
 
 /// Splits `op(field:value),op(field:value)` into its conditions; an operator not in `ops` is
 /// refused, naming the ones allowed.
-pub fn split_conditions<'a>(
+pub(crate) fn split_conditions<'a>(
     text: &'a str,
     ops: &[FilterOp],
 ) -> Result<Vec<Condition<'a>>, FieldError> {
@@ -178,14 +178,14 @@ pub fn split_conditions<'a>(
 }
 
 /// An integer value of a condition.
-pub fn integer_value(text: &str) -> Result<i64, FieldError> {
+pub(crate) fn integer_value(text: &str) -> Result<i64, FieldError> {
     text.trim()
         .parse()
         .map_err(|_| bad_filter("filter values of integer fields must be integers"))
 }
 
 /// A date-time value of a condition (RFC 3339).
-pub fn time_value(text: &str) -> Result<Timestamp, FieldError> {
+pub(crate) fn time_value(text: &str) -> Result<Timestamp, FieldError> {
     Timestamp::parse_rfc3339(text.trim()).ok_or_else(|| {
         bad_filter("filter must be an RFC 3339 date-time such as 2024-03-01T10:30:00Z")
     })

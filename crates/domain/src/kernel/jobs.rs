@@ -178,7 +178,7 @@ impl From<StorageError> for JobFailure {
 }
 
 /// Seconds before the attempt after the n-th failed one: 5 s doubling, at most an hour.
-pub fn backoff_seconds(attempts: i64) -> i64 {
+pub(crate) fn backoff_seconds(attempts: i64) -> i64 {
     let doublings = attempts.saturating_sub(1).clamp(0, 20) as u32;
     (5_i64 << doublings).min(3600)
 }

@@ -27,12 +27,12 @@ fn unsigned_of<E: Error>(value: &Value) -> Result<u64, E> {
 }
 
 /// A whole number of at least 0, as a JSON number or its decimal text.
-pub fn unsigned<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
+pub(crate) fn unsigned<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
     unsigned_of(&Value::deserialize(deserializer)?)
 }
 
 /// [`unsigned`], or none when left out or null (use with `#[serde(default)]`).
-pub fn optional_unsigned<'de, D: Deserializer<'de>>(
+pub(crate) fn optional_unsigned<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<u64>, D::Error> {
     match Value::deserialize(deserializer)? {

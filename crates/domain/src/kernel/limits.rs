@@ -8,13 +8,13 @@ use serde_json::Value;
 use crate::kernel::error::FieldError;
 
 /// Ids and platform ids, in characters.
-pub const MAX_ID_CHARS: usize = 255;
+pub(crate) const MAX_ID_CHARS: usize = 255;
 /// Email addresses, in characters (RFC 5321: 64 for the local part, 255 for the domain, and @).
-pub const MAX_EMAIL_CHARS: usize = 320;
+pub(crate) const MAX_EMAIL_CHARS: usize = 320;
 /// Any other text, in bytes of UTF-8 (64 KiB).
-pub const MAX_TEXT_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_TEXT_BYTES: usize = 64 * 1024;
 /// Search terms and `like`/`eq` filter values, in characters.
-pub const MAX_SEARCH_CHARS: usize = 256;
+pub(crate) const MAX_SEARCH_CHARS: usize = 256;
 
 /// The kind of text a JSON field holds, told by its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,7 +87,7 @@ pub fn check_parameter(name: &str, value: &str, max_chars: usize) -> Result<(), 
 /// another of Unicode's default-ignorable code points (variation selectors, Hangul fillers,
 /// tags), or white space other than the plain space. Two codes that differ only by such a
 /// character look the same to a person and may be the same to whoever compares them.
-pub fn is_invisible(c: char) -> bool {
+pub(crate) fn is_invisible(c: char) -> bool {
     if c == ' ' {
         return false;
     }
@@ -117,7 +117,7 @@ pub fn is_invisible(c: char) -> bool {
 }
 
 /// Refuses text holding an [`is_invisible`] character, naming `field` and the character.
-pub fn check_visible(field: &str, text: &str) -> Result<(), FieldError> {
+pub(crate) fn check_visible(field: &str, text: &str) -> Result<(), FieldError> {
     match text.chars().find(|c| is_invisible(*c)) {
         None => Ok(()),
         Some(c) => Err(FieldError::new(

@@ -5,7 +5,7 @@ use crate::kernel::error::FieldError;
 
 /// Checks a callback URL's form: absolute http(s) with a host. Whether its address is allowed
 /// is the sender's [`AddressGuard`]'s to say.
-pub fn check_callback_url(field: &str, url: &str) -> Result<String, FieldError> {
+pub(crate) fn check_callback_url(field: &str, url: &str) -> Result<String, FieldError> {
     let invalid = |why: &str| FieldError::new(field, "invalid_url", format!("{field} {why}"));
     let parsed =
         url::Url::parse(url.trim()).map_err(|_| invalid("must be an absolute http(s) URL"))?;

@@ -49,7 +49,9 @@ impl fmt::Display for AddressKey {
 
 /// A customer's addresses by key, in the order their rows are written: by position, an address
 /// whose platform id comes again taking the place of the later one.
-pub fn keyed_addresses(addresses: &[CustomerAddress]) -> Vec<(AddressKey, &CustomerAddress)> {
+pub(crate) fn keyed_addresses(
+    addresses: &[CustomerAddress],
+) -> Vec<(AddressKey, &CustomerAddress)> {
     let mut keyed: Vec<(AddressKey, &CustomerAddress)> = Vec::with_capacity(addresses.len());
     for (position, address) in addresses.iter().enumerate() {
         let key = AddressKey::of(position, address);

@@ -37,10 +37,10 @@ impl Topic {
     }
 }
 
-pub const DESTINATION_VERSIONS: [&str; 1] = ["v1"];
-pub const MIN_TIMEOUT_MS: i64 = 100;
-pub const MAX_TIMEOUT_MS: i64 = 30_000;
-pub const DEFAULT_TIMEOUT_MS: i64 = 20_000;
+pub(crate) const DESTINATION_VERSIONS: [&str; 1] = ["v1"];
+pub(crate) const MIN_TIMEOUT_MS: i64 = 100;
+pub(crate) const MAX_TIMEOUT_MS: i64 = 30_000;
+pub(crate) const DEFAULT_TIMEOUT_MS: i64 = 20_000;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Destination {
@@ -128,7 +128,7 @@ fn check_topic(text: &str) -> Result<Topic, FieldError> {
 }
 
 /// An absolute http(s) URL with a host, no query, no fragment, no credentials.
-pub fn check_base_url(field_name: &str, text: &str) -> Result<String, FieldError> {
+pub(crate) fn check_base_url(field_name: &str, text: &str) -> Result<String, FieldError> {
     let invalid =
         |why: &str| FieldError::new(field_name, "invalid_url", format!("{field_name} {why}"));
     let url = url::Url::parse(text).map_err(|_| invalid("must be an absolute http(s) URL"))?;
@@ -318,7 +318,7 @@ fn topic_taken(topic: Topic) -> DomainError {
 }
 
 /// How to reach the connector of `settings` for `shop`, with the shop's connector secrets.
-pub fn connector_target(
+pub(crate) fn connector_target(
     tx: &mut dyn PlatformRepositories,
     shop: &Shop,
     url: &str,
@@ -346,7 +346,7 @@ pub fn connector_target(
 }
 
 /// The live destination of `topic` and a target to call it, or None when the topic has none.
-pub fn live_target(
+pub(crate) fn live_target(
     tx: &mut dyn PlatformRepositories,
     shop: &Shop,
     topic: Topic,

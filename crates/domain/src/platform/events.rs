@@ -322,7 +322,7 @@ impl Outcome {
 }
 
 /// The platform id and time every event names.
-pub trait Stamped {
+pub(crate) trait Stamped {
     fn platform_id(&self) -> Option<&PlatformId>;
     fn platform_updated_at(&self) -> Option<Timestamp>;
     fn into_document(self) -> EntityDocument;
@@ -607,7 +607,7 @@ pub fn parse_event(
 }
 
 /// A save event for an entity a sync pulled from the connector.
-pub fn synced_event<T: Clone + Stamped>(
+pub(crate) fn synced_event<T: Clone + Stamped>(
     shop_id: i64,
     kind: EntityKind,
     entity: &T,
@@ -643,7 +643,7 @@ pub fn synced_event<T: Clone + Stamped>(
 }
 
 /// Pulls the synced customers out as events; those without id or time are counted, not kept.
-pub fn synced_customer_events(
+pub(crate) fn synced_customer_events(
     shop_id: i64,
     customers: &[Customer],
     now: Timestamp,
@@ -651,7 +651,7 @@ pub fn synced_customer_events(
     synced_events(shop_id, EntityKind::Customer, customers, now)
 }
 
-pub fn synced_order_events(
+pub(crate) fn synced_order_events(
     shop_id: i64,
     orders: &[Order],
     now: Timestamp,
@@ -659,7 +659,7 @@ pub fn synced_order_events(
     synced_events(shop_id, EntityKind::Order, orders, now)
 }
 
-pub fn synced_product_events(
+pub(crate) fn synced_product_events(
     shop_id: i64,
     products: &[Product],
     now: Timestamp,
@@ -667,7 +667,7 @@ pub fn synced_product_events(
     synced_events(shop_id, EntityKind::Product, products, now)
 }
 
-pub fn synced_category_events(
+pub(crate) fn synced_category_events(
     shop_id: i64,
     categories: &[Category],
     now: Timestamp,
@@ -1020,7 +1020,7 @@ pub fn apply_event(
 }
 
 /// Times an event is tried before it is set aside as failed.
-pub const APPLY_ATTEMPTS: i64 = 3;
+pub(crate) const APPLY_ATTEMPTS: i64 = 3;
 
 /// Seconds before trying a failed event again, after `attempts` failures: 1, 4, 16…
 fn retry_delay_seconds(attempts: i64) -> i64 {

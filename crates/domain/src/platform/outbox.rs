@@ -341,9 +341,9 @@ pub struct OutboxEntry {
 }
 
 /// Seconds to wait after the n-th failed attempt; after the last one the call is given up.
-pub const RETRY_AFTER_SECONDS: [i64; 8] = [5, 30, 120, 600, 1800, 3600, 3 * 3600, 6 * 3600];
+pub(crate) const RETRY_AFTER_SECONDS: [i64; 8] = [5, 30, 120, 600, 1800, 3600, 3 * 3600, 6 * 3600];
 /// How long a worker holds the calls it claimed before another may take them.
-pub const CLAIM_LEASE_SECONDS: i64 = 120;
+pub(crate) const CLAIM_LEASE_SECONDS: i64 = 120;
 
 /// The job that delivers a shop's due calls: one per shop (its key), so a shop's calls go out
 /// in order, from one worker at a time.
@@ -413,7 +413,7 @@ pub fn deliver_shop_calls(
 }
 
 /// The next attempt after `attempts` failures, or None when the call is given up.
-pub fn next_attempt(attempts: i64, now: Timestamp) -> Option<Timestamp> {
+pub(crate) fn next_attempt(attempts: i64, now: Timestamp) -> Option<Timestamp> {
     let index = usize::try_from(attempts).ok()?.checked_sub(1)?;
     RETRY_AFTER_SECONDS
         .get(index)
@@ -421,7 +421,7 @@ pub fn next_attempt(attempts: i64, now: Timestamp) -> Option<Timestamp> {
 }
 
 /// Claims the shop's due calls and makes them. Returns how many were claimed.
-pub fn deliver_due_calls(
+pub(crate) fn deliver_due_calls(
     db: &impl PlatformDatabase,
     connector: &dyn PlatformConnector,
     clock: &dyn Clock,

@@ -15,7 +15,7 @@ use crate::platform::connector::{ConnectorError, ConnectorTarget, PlatformConnec
 use crate::platform::resources::{CustomAttribute, Order, Payment};
 
 /// The `custom_attributes` entry of a payment that holds Mercer's key of it.
-pub const PAYMENT_KEY_ATTRIBUTE: &str = "mercer_payment_key";
+pub(crate) const PAYMENT_KEY_ATTRIBUTE: &str = "mercer_payment_key";
 
 /// Statuses of a payment or transaction that mean it did not go through.
 const FAILED_STATUSES: [&str; 9] = [
@@ -96,7 +96,7 @@ fn connector(step: PlacementStep) -> impl Fn(ConnectorError) -> PlacementError {
 
 /// The payment's failed status, when it did not go through: its own status when it has one,
 /// else that of its transactions when every one of them failed.
-pub fn declined_status(payment: &Payment) -> Option<String> {
+pub(crate) fn declined_status(payment: &Payment) -> Option<String> {
     let failed = |status: &Option<String>| {
         status.as_deref().is_some_and(|status| {
             FAILED_STATUSES
@@ -117,7 +117,7 @@ pub fn declined_status(payment: &Payment) -> Option<String> {
 }
 
 /// Mercer's key of a payment, when it carries one.
-pub fn payment_key(payment: &Payment) -> Option<&str> {
+pub(crate) fn payment_key(payment: &Payment) -> Option<&str> {
     payment
         .custom_attributes
         .as_ref()?
@@ -126,7 +126,7 @@ pub fn payment_key(payment: &Payment) -> Option<&str> {
 }
 
 /// `payment` carrying `key` in its custom attributes.
-pub fn with_payment_key(mut payment: Payment, key: &str) -> Payment {
+pub(crate) fn with_payment_key(mut payment: Payment, key: &str) -> Payment {
     payment.custom_attributes.get_or_insert_default().insert(
         PAYMENT_KEY_ATTRIBUTE.to_string(),
         CustomAttribute {
@@ -179,7 +179,7 @@ pub struct Paid {
 /// are searched first (Get Order): one whose key starts with `earlier_keys` and that was not
 /// declined is the answer, and so is this payment's own key found declined; only then is Create
 /// Payment called.
-pub fn pay_once(
+pub(crate) fn pay_once(
     connector_client: &dyn PlatformConnector,
     target: &ConnectorTarget,
     platform_order_id: &str,

@@ -161,7 +161,7 @@ impl CustomAttribute {
     }
 }
 
-pub type CustomAttributes = BTreeMap<String, CustomAttribute>;
+pub(crate) type CustomAttributes = BTreeMap<String, CustomAttribute>;
 
 macro_rules! model {
     (

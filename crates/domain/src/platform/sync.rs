@@ -121,9 +121,9 @@ impl JobPayload for SyncJob {
 }
 
 /// A running sync that has not reported for this long is taken for dead (its process stopped).
-pub const SYNC_STALE_AFTER_SECONDS: i64 = 120;
+pub(crate) const SYNC_STALE_AFTER_SECONDS: i64 = 120;
 /// The page size asked of the connector (its maximum).
-pub const SYNC_PAGE_SIZE: u32 = 250;
+pub(crate) const SYNC_PAGE_SIZE: u32 = 250;
 
 /// Where a product sync stands, as its stored cursor says: listing the categories, then the
 /// products, each from a connector cursor (none: the list's first page). Stored as

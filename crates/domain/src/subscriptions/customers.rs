@@ -145,7 +145,7 @@ fn integer_id(id: Option<&str>) -> Option<i64> {
 }
 
 /// A stored address as the subscription API shows it.
-pub fn stored_address_resource(shop: &Shop, stored: &StoredAddress) -> SubscriptionAddress {
+pub(crate) fn stored_address_resource(shop: &Shop, stored: &StoredAddress) -> SubscriptionAddress {
     let address = &stored.address;
     SubscriptionAddress {
         id: stored.id,
@@ -210,7 +210,7 @@ fn directory_address_resource(shop: &Shop, address: &DirectoryAddress) -> Subscr
 }
 
 /// The platform's form of an address given to the subscription API.
-pub fn platform_address(input: &AddressInput, is_default: bool) -> CustomerAddress {
+pub(crate) fn platform_address(input: &AddressInput, is_default: bool) -> CustomerAddress {
     CustomerAddress {
         first_name: input.first_name.clone(),
         last_name: input.last_name.clone(),
@@ -231,7 +231,7 @@ pub fn platform_address(input: &AddressInput, is_default: bool) -> CustomerAddre
 
 /// The live customers of `ids` as the subscription API shows them, in the order of `ids`
 /// (unknown and deleted ones left out).
-pub fn customer_resources(
+pub(crate) fn customer_resources(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
     ids: &[i64],
@@ -347,7 +347,7 @@ fn current_fields(customer: &SubscriptionCustomer) -> CustomerFields {
 
 /// The customer of Create Subscription: the shop's live customer with that email, or a new one
 /// (then created on the platform too). Returns its id and whether it was created.
-pub fn find_or_create_customer(
+pub(crate) fn find_or_create_customer(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
     input: &CustomerInput,
@@ -471,7 +471,7 @@ fn address_of(
 
 /// Adds an address to a customer (and to the platform). A customer's first address is its
 /// default whatever `is_default` says: a customer with addresses has exactly one default.
-pub fn add_address(
+pub(crate) fn add_address(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
     customer_id: i64,

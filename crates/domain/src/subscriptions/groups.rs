@@ -71,9 +71,9 @@ impl IntervalType {
 }
 
 /// The longest interval a billing rule may have, in its units.
-pub const MAX_INTERVAL_NUMBER: i64 = 366;
+pub(crate) const MAX_INTERVAL_NUMBER: i64 = 366;
 /// The longest group name, in characters.
-pub const MAX_NAME_CHARS: usize = 255;
+pub(crate) const MAX_NAME_CHARS: usize = 255;
 
 /// A product a group offers: a product, or one of its variants.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -580,7 +580,7 @@ fn integer(value: Option<&Value>) -> Option<i64> {
 /// Reads the groups and billing rules the line items at `items_path` of `body` name
 /// (`subscription.line_items`): each must be the shop's (422 on its field otherwise). The
 /// groups are locked, so none is deleted before the subscription that names it is stored.
-pub fn group_references(
+pub(crate) fn group_references(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
     items: &[Value],

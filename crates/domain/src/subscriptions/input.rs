@@ -29,7 +29,7 @@ use crate::subscriptions::recurrence::{OrderSchedule, ShopZone};
 use crate::subscriptions::resources::{Cents, CurrencyCode, PaymentExpiry, SubscriptionStatus};
 
 /// At most this many line items in one subscription.
-pub const MAX_LINE_ITEMS: usize = 250;
+pub(crate) const MAX_LINE_ITEMS: usize = 250;
 
 /// `customer` of the body: found by its email, or created.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,9 +105,9 @@ pub struct ShippingLineInput {
 }
 
 /// Most shipping lines one subscription keeps.
-pub const MAX_SHIPPING_LINES: usize = 20;
+pub(crate) const MAX_SHIPPING_LINES: usize = 20;
 /// Most discounts one line item keeps.
-pub const MAX_LINE_ITEM_DISCOUNTS: usize = 10;
+pub(crate) const MAX_LINE_ITEM_DISCOUNTS: usize = 10;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct LineItemInput {
@@ -127,10 +127,10 @@ pub struct LineItemInput {
 }
 
 /// Most `line_item_attributes` one line item keeps.
-pub const MAX_LINE_ITEM_ATTRIBUTES: usize = 50;
+pub(crate) const MAX_LINE_ITEM_ATTRIBUTES: usize = 50;
 
 /// Most orders one prepaid payment may cover.
-pub const MAX_PREPAID_DURATION: i64 = 1_000;
+pub(crate) const MAX_PREPAID_DURATION: i64 = 1_000;
 
 /// A line item's `prepaid_metadata` (a Mercer extension of the create body): one payment covers
 /// `prepaid_duration` orders; `current_recurrence_count` of them are placed already.
@@ -759,7 +759,7 @@ fn canonical(value: &Value, out: &mut String) {
 
 /// The fingerprint of a request body: equal for bodies that differ only in key order or
 /// spacing.
-pub fn body_fingerprint(body: &Value) -> String {
+pub(crate) fn body_fingerprint(body: &Value) -> String {
     let mut text = String::new();
     canonical(body, &mut text);
     hex::encode(Sha256::digest(text.as_bytes()))

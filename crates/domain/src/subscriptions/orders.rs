@@ -27,18 +27,18 @@ pub fn idempotency_key(subscription_id: i64, scheduled_at: Timestamp) -> String 
 
 /// Mercer's key of the payment of one attempt: a retry pays anew (the payment before was
 /// declined or never made); a resumed attempt finds its own payment by it.
-pub fn payment_key(idempotency_key: &str, attempt: i64) -> String {
+pub(crate) fn payment_key(idempotency_key: &str, attempt: i64) -> String {
     format!("{}{attempt}", payment_keys_of_date(idempotency_key))
 }
 
 /// What the payment keys of every attempt of one order date begin with.
-pub fn payment_keys_of_date(idempotency_key: &str) -> String {
+pub(crate) fn payment_keys_of_date(idempotency_key: &str) -> String {
     format!("{idempotency_key}#")
 }
 
 /// What one line item charges on this order.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LineCharge {
+pub(crate) struct LineCharge {
     /// The line item's id.
     pub line_item_id: i64,
     /// The unit price charged (0 inside a prepaid period).
@@ -51,7 +51,7 @@ pub struct LineCharge {
 
 /// The amounts of one order, in the charged currency.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OrderCharge {
+pub(crate) struct OrderCharge {
     pub lines: Vec<LineCharge>,
     pub subtotal: Cents,
     pub discount: Cents,
@@ -86,7 +86,7 @@ fn line_charge(item: &SubscriptionLineItem) -> LineCharge {
 
 /// The order's amounts: line items, the percent discount off their subtotal (rounded half away
 /// from zero, never more than the subtotal), and shipping.
-pub fn charge(subscription: &Subscription) -> OrderCharge {
+pub(crate) fn charge(subscription: &Subscription) -> OrderCharge {
     let lines: Vec<LineCharge> = subscription.line_items.iter().map(line_charge).collect();
     let subtotal = Cents(
         lines
@@ -198,13 +198,13 @@ fn order_line(item: &SubscriptionLineItem, line: &LineCharge, currency: &Currenc
 /// The customer an order is for: its platform id (None for a customer the platform does not
 /// know yet: the order is then a guest order with the email), and email.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct OrderCustomer {
+pub(crate) struct OrderCustomer {
     pub platform_id: Option<String>,
     pub email: Option<String>,
 }
 
 /// Create Order's body for the order of `scheduled_at`, placed at `now`.
-pub fn platform_order(
+pub(crate) fn platform_order(
     subscription: &Subscription,
     charge: &OrderCharge,
     customer: &OrderCustomer,
@@ -301,7 +301,11 @@ pub fn platform_order(
 
 /// Create Payment's body: the order's total with the subscription's payment method (the
 /// gateway as `provider`, the token as `payment_method`), carrying Mercer's `key` of it.
-pub fn platform_payment(subscription: &Subscription, charge: &OrderCharge, key: &str) -> Payment {
+pub(crate) fn platform_payment(
+    subscription: &Subscription,
+    charge: &OrderCharge,
+    key: &str,
+) -> Payment {
     let currency = &subscription.charged_currency;
     with_payment_key(
         Payment {
@@ -319,7 +323,7 @@ pub fn platform_payment(subscription: &Subscription, charge: &OrderCharge, key: 
 /// The prepaid line items after an order was placed, with `current_recurrence_count` moved
 /// on: to 1 when the order started a period, else one more. Items without `prepaid_metadata`
 /// are left out.
-pub fn advance_prepaid(
+pub(crate) fn advance_prepaid(
     items: &[SubscriptionLineItem],
     now: Timestamp,
 ) -> Vec<SubscriptionLineItem> {

@@ -13,12 +13,11 @@ use crate::kernel::filter::{
     integer_value, split_conditions, time_value,
 };
 use crate::kernel::limits::{MAX_ID_CHARS, check_parameter};
-use crate::kernel::time::Timestamp;
 use crate::subscriptions::repository::StoredSubscription;
 use crate::subscriptions::resources::SubscriptionStatus;
 
 pub const DEFAULT_LIMIT: i64 = 50;
-pub const MAX_LIMIT: i64 = 250;
+pub(crate) const MAX_LIMIT: i64 = 250;
 
 /// The fields a filter may name: the integer and date-time fields of a subscription.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -357,17 +356,19 @@ pub fn parse_list_query(pairs: &[(String, String)]) -> Result<ListQuery, DomainE
     }
 }
 
-/// A time bound of a filter, for callers that build one (the scheduler: "due by now").
-pub fn time_filter(field: FilterField, op: FilterOp, at: Timestamp) -> Filter {
-    Filter {
-        field,
-        op,
-        value: FilterValue::Time(at),
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use crate::kernel::time::Timestamp;
+
+    /// A time bound of a filter, as the tests build one.
+    fn time_filter(field: FilterField, op: FilterOp, at: Timestamp) -> Filter {
+        Filter {
+            field,
+            op,
+            value: FilterValue::Time(at),
+        }
+    }
+
     use super::*;
     use crate::subscriptions::repository::tests::stored;
     use crate::subscriptions::resources::tests::subscription;

@@ -570,7 +570,7 @@ impl OrderSchedule {
 /// What skipping a ship date does: the order date left out (kept in the subscription's
 /// skipped dates, not written into `order_rrule`), and where `next_order_datetime` goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SkipPlan {
+pub(crate) struct SkipPlan {
     pub skipped: Timestamp,
     pub next_order_datetime: Option<Timestamp>,
     /// Whether `next_order_datetime` moved (the skipped date was the next one).
@@ -581,7 +581,7 @@ pub struct SkipPlan {
 /// the day counts, not the time of day). The day must hold an upcoming order: the current
 /// `next_order_datetime` or a later date of the rule that no `EXDATE` or earlier skip removed.
 /// Problems name `field`.
-pub fn plan_skip(
+pub(crate) fn plan_skip(
     schedule: &OrderSchedule,
     requested: Timestamp,
     next_order: Option<Timestamp>,
@@ -626,7 +626,7 @@ pub fn plan_skip(
 /// still ahead, else the rule's next date after `now`. The flag says whether it moved. A rule
 /// with no date left is refused (422 `no_upcoming_order` on `field`): the subscription would
 /// be active and never order; a new rule (Change Frequency) brings it back.
-pub fn next_order_on_return(
+pub(crate) fn next_order_on_return(
     schedule: &OrderSchedule,
     next_order: Option<Timestamp>,
     skipped: &[Timestamp],

@@ -46,14 +46,14 @@ use crate::subscriptions::topics::Topic;
 use crate::subscriptions::webhooks::{emit, emit_with_order};
 
 /// Subscriptions claimed in one transaction.
-pub const DUE_BATCH: usize = 100;
+pub(crate) const DUE_BATCH: usize = 100;
 /// Most attempts placing at once, across processes. A run begins no more than this allows and
 /// comes back soon while orders are still due: a burst of due orders is placed in waves, each
 /// subscription `processing` (refusing changes) only while its order is near, and claims do
 /// not hold the rows every placement needs for long.
-pub const MAX_PLACING: i64 = 200;
+pub(crate) const MAX_PLACING: i64 = 200;
 /// An attempt still `placing` this long after it began, without a job, gets one again.
-pub const STALLED_AFTER_SECONDS: i64 = 300;
+pub(crate) const STALLED_AFTER_SECONDS: i64 = 300;
 /// Subscriptions announced as expiring in one transaction.
 const EXPIRY_BATCH: usize = 200;
 
@@ -154,7 +154,7 @@ fn missing_subscription(id: i64) -> DomainError {
 
 /// Makes active the scheduled subscriptions whose first order date has come (contract §5:
 /// `scheduled` → `active` at its start); their orders are begun next. Returns how many.
-pub fn start_scheduled(
+pub(crate) fn start_scheduled(
     db: &impl SubscriptionDatabase,
     clock: &dyn Clock,
     limit: usize,
@@ -207,7 +207,7 @@ fn one_resource(
 
 /// An attempt as the `order` of a webhook payload.
 #[derive(Debug, Clone, Serialize)]
-pub struct OrderAttemptShown {
+pub(crate) struct OrderAttemptShown {
     pub id: i64,
     pub order_datetime: Timestamp,
     pub attempt: i64,
@@ -251,7 +251,7 @@ fn order_data(
 
 /// What one claim did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Begun {
+pub(crate) struct Begun {
     /// Due subscriptions taken: orders begun, and dates found ordered already and passed.
     pub begun: usize,
     /// [`MAX_PLACING`] attempts are placing: it began what room was left.
@@ -262,7 +262,7 @@ pub struct Begun {
 /// than [`MAX_PLACING`] allows: each goes `processing` (its status log names Mercer), gets an
 /// attempt and its job, and, on the first attempt of its order date,
 /// `subscription_upcoming_order`.
-pub fn begin_due_orders(
+pub(crate) fn begin_due_orders(
     db: &impl SubscriptionDatabase,
     clock: &dyn Clock,
     limit: usize,
@@ -487,7 +487,7 @@ fn move_to_next_date(
 /// Gives a job again to attempts still `placing` [`STALLED_AFTER_SECONDS`] after they began:
 /// their job failed for good or was cancelled (a job that still exists absorbs the enqueue).
 /// Returns how many got a new job.
-pub fn resume_stalled_orders(
+pub(crate) fn resume_stalled_orders(
     db: &impl SubscriptionDatabase,
     clock: &dyn Clock,
 ) -> Result<usize, DomainError> {
@@ -514,7 +514,7 @@ pub fn resume_stalled_orders(
 /// Emits `subscription_expiring_payment` once per payment method, the shop's
 /// `expiring_payment_notice_days` before it expires, for subscriptions that are not inactive.
 /// Returns how many subscriptions were announced.
-pub fn announce_expiring_payments(
+pub(crate) fn announce_expiring_payments(
     db: &impl SubscriptionDatabase,
     clock: &dyn Clock,
     control: &dyn JobControl,

@@ -128,7 +128,7 @@ impl fmt::Display for Action {
 
 /// A move the state machine refuses: 422 [`INVALID_TRANSITION`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InvalidTransition {
+pub(crate) enum InvalidTransition {
     /// The action cannot be taken from this status.
     Action {
         from: SubscriptionStatus,
@@ -206,7 +206,7 @@ impl Action {
 }
 
 /// The status after `action` is taken from `from`, or the refusal.
-pub fn transition(
+pub(crate) fn transition(
     from: SubscriptionStatus,
     action: Action,
 ) -> Result<SubscriptionStatus, InvalidTransition> {
@@ -232,7 +232,7 @@ pub fn transition(
 
 /// Which action a client's change of `subscription_status` (Update Subscription) is: `None`
 /// when the status stays; `processing` is Mercer's alone to enter or leave.
-pub fn action_for_status_change(
+pub(crate) fn action_for_status_change(
     from: SubscriptionStatus,
     to: SubscriptionStatus,
 ) -> Result<Option<Action>, InvalidTransition> {
@@ -301,7 +301,7 @@ pub fn topics(action: Action, next_order_moved: bool) -> Vec<Topic> {
 /// The topics of Create Subscription: `customer_created` first when the customer was created
 /// for it (no customer had the email), then `subscription_created`. A subscription created
 /// through the API has no order yet, so no `subscription_order_created`.
-pub fn creation_topics(customer_created: bool) -> Vec<Topic> {
+pub(crate) fn creation_topics(customer_created: bool) -> Vec<Topic> {
     let mut topics = Vec::with_capacity(2);
     if customer_created {
         topics.push(Topic::CustomerCreated);
@@ -311,7 +311,7 @@ pub fn creation_topics(customer_created: bool) -> Vec<Topic> {
 }
 
 /// The `reason` of the entry Create Subscription writes.
-pub const CREATED_REASON: &str = "created";
+pub(crate) const CREATED_REASON: &str = "created";
 
 /// A status log entry before the store gives it its id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -356,7 +356,7 @@ impl NewStatusLog {
 /// What taking an action does to a subscription's status: the new status, its log entry and
 /// the topics to emit.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ActionOutcome {
+pub(crate) struct ActionOutcome {
     pub status: SubscriptionStatus,
     /// Whether `subscription_status` changed (and so `status_changed_at` moves).
     pub status_changed: bool,
@@ -365,7 +365,7 @@ pub struct ActionOutcome {
 }
 
 /// Takes `action` on subscription `subscription_id` in status `from`, by `actor` at `at`.
-pub fn take_action(
+pub(crate) fn take_action(
     subscription_id: i64,
     from: SubscriptionStatus,
     action: Action,

@@ -17,14 +17,14 @@ use crate::kernel::time::Timestamp;
 use crate::webhooks::{NewWebhookEndpoint, WebhookEndpoint, WebhookKind, WebhookRepositories};
 
 /// The key the bodies and answers wrap a webhook subscription in.
-pub const WRAPPER: &str = "webhook_subscription";
+pub(crate) const WRAPPER: &str = "webhook_subscription";
 const CALLBACK_URL: &str = "webhook_subscription.callback_url";
 const TOPIC_ID: &str = "webhook_subscription.webhook_topic_id";
 const SHARED_SECRET: &str = "webhook_subscription.shared_secret";
 
 /// `shared_secret` length, in characters.
-pub const SECRET_MIN_CHARS: usize = 8;
-pub const SECRET_MAX_CHARS: usize = 255;
+pub(crate) const SECRET_MIN_CHARS: usize = 8;
+pub(crate) const SECRET_MAX_CHARS: usize = 255;
 
 /// The fields of `{"webhook_subscription": {…}}`, as sent; every one optional so that a missing
 /// field is a 422 on its path, never a failure to parse.
@@ -376,7 +376,7 @@ struct Payload<'a, Data, Order> {
 /// [`emit`] for a topic about one of the subscription's orders (`subscription_upcoming_order`,
 /// `subscription_order_*`, `subscription_payment_failed`): the payload also has `"order"`,
 /// the attempt to place it (docs/scheduler.md).
-pub fn emit_with_order(
+pub(crate) fn emit_with_order(
     tx: &mut dyn WebhookRepositories,
     shop: &Shop,
     topic: Topic,

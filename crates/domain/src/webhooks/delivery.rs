@@ -50,14 +50,14 @@ pub const CHECKOUT_TOPICS: [(i64, &str); 6] = [
     (6, "gift_card/created"),
 ];
 
-pub fn checkout_topic(id: i64) -> Option<&'static str> {
+pub(crate) fn checkout_topic(id: i64) -> Option<&'static str> {
     CHECKOUT_TOPICS
         .iter()
         .find(|(topic_id, _)| *topic_id == id)
         .map(|(_, name)| *name)
 }
 
-pub fn checkout_topic_id(name: &str) -> Option<i64> {
+pub(crate) fn checkout_topic_id(name: &str) -> Option<i64> {
     CHECKOUT_TOPICS
         .iter()
         .find(|(_, topic)| *topic == name)
@@ -400,7 +400,7 @@ impl RetryPolicy {
 }
 
 /// A new `webhook-id`: `msg_` and 32 hex characters.
-pub fn new_message_id() -> String {
+pub(crate) fn new_message_id() -> String {
     format!("msg_{}", random_hex(16))
 }
 
@@ -428,7 +428,7 @@ fn payload_text(payload: &impl Serialize) -> Result<String, DomainError> {
 
 /// Enqueues each of `payloads` for every active endpoint of `topic`, as [`enqueue_for_topic`]
 /// does one, with one read of the endpoints and one insert.
-pub fn enqueue_all_for_topic(
+pub(crate) fn enqueue_all_for_topic(
     tx: &mut dyn WebhookRepositories,
     shop_id: i64,
     kind: WebhookKind,
