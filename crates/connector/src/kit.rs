@@ -67,6 +67,37 @@ impl std::error::Error for VerifyError {}
 /// Checks a request from Mercer against the connector's secret: the timestamp within
 /// `max_skew_seconds` of `now`, and `X-HMAC` or `X-Compatible-HMAC` matching. A connector that
 /// still holds the previous secret during a rotation matches `X-Compatible-HMAC`.
+///
+/// A stale or forged request is refused with the reason, for the connector's log (its answer
+/// to Mercer should say no more than 401):
+///
+/// ```
+/// use mercer_connector::kit::{SignedHeaders, VerifyError, verify_request};
+/// use mercer_domain::Timestamp;
+///
+/// let sent = "2024-03-01T10:30:00Z";
+/// let signature = mercer_signing::x_hmac("connector-secret", sent);
+/// let headers = SignedHeaders {
+///     timestamp: Some(sent),
+///     hmac: Some(&signature),
+///     compatible_hmac: None,
+/// };
+/// let later = Timestamp::parse_rfc3339("2024-03-01T10:40:00Z").unwrap();
+/// assert_eq!(
+///     verify_request(&headers, "connector-secret", later, 300),
+///     Err(VerifyError::Stale { skew_seconds: 600 })
+/// );
+/// let now = Timestamp::parse_rfc3339(sent).unwrap();
+/// assert_eq!(
+///     verify_request(&headers, "another-secret", now, 300),
+///     Err(VerifyError::BadSignature)
+/// );
+/// let unsigned = SignedHeaders { hmac: None, ..headers };
+/// assert_eq!(
+///     verify_request(&unsigned, "connector-secret", now, 300),
+///     Err(VerifyError::MissingHeader("X-HMAC"))
+/// );
+/// ```
 pub fn verify_request(
     headers: &SignedHeaders<'_>,
     secret: &str,
@@ -95,6 +126,14 @@ pub fn verify_request(
 
 /// The `X-HMAC` response header a connector sends back from Verify Platform Connector
 /// Destination: the HMAC of the request's `X-HMAC-Timestamp` under its secret.
+///
+/// ```
+/// use mercer_connector::kit::verification_answer;
+///
+/// // Mercer's verification call carries `X-HMAC-Timestamp`; the connector echoes its HMAC.
+/// let answer = verification_answer("connector-secret", "2024-03-01T10:30:00Z");
+/// assert!(mercer_signing::verify_x_hmac("connector-secret", "2024-03-01T10:30:00Z", &answer));
+/// ```
 pub fn verification_answer(secret: &str, request_timestamp: &str) -> String {
     x_hmac(secret, request_timestamp)
 }

@@ -28,6 +28,15 @@ pub fn signature(secret: &str, method: &str, path_and_query: &str, date: &str) -
 
 /// The value of the `Signature` header, without spaces after the commas so standard verifiers
 /// parse it.
+///
+/// ```
+/// use mercer_signing::cavage::{signature_header, verify};
+///
+/// let date = "Wed, 25 Nov 2026 10:00:00 GMT";
+/// let header = signature_header("integration-secret", "POST", "/hooks/orders?shop=1", date);
+/// assert!(header.starts_with(r#"keyId="shared_secret",algorithm="hmac-sha256""#));
+/// assert!(verify("integration-secret", "POST", "/hooks/orders?shop=1", date, &header));
+/// ```
 pub fn signature_header(secret: &str, method: &str, path_and_query: &str, date: &str) -> String {
     format!(
         "keyId=\"{KEY_ID}\",algorithm=\"hmac-sha256\",headers=\"(request-target) date\",signature=\"{}\"",
@@ -96,7 +105,18 @@ pub fn parse(value: &str) -> Option<ParsedSignature> {
 }
 
 /// Verifies a request's `Signature` header against the shared secret: the headers it signed
-/// must be `(request-target) date`, with `hmac-sha256`.
+/// must be `(request-target) date`, with `hmac-sha256`. The path and the date must be the
+/// request's own, byte for byte.
+///
+/// ```
+/// use mercer_signing::cavage::{signature_header, verify};
+///
+/// let date = "Wed, 25 Nov 2026 10:00:00 GMT";
+/// let header = signature_header("secret", "POST", "/hooks", date);
+/// assert!(verify("secret", "post", "/hooks", date, &header));
+/// assert!(!verify("secret", "POST", "/hooks?x=1", date, &header));
+/// assert!(!verify("secret", "POST", "/hooks", "Wed, 25 Nov 2026 10:00:01 GMT", &header));
+/// ```
 pub fn verify(secret: &str, method: &str, path_and_query: &str, date: &str, header: &str) -> bool {
     let Some(parsed) = parse(header) else {
         return false;

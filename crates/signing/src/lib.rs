@@ -28,11 +28,26 @@ pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
 
 /// `X-HMAC` (and `X-Compatible-HMAC`): standard padded base64 of HMAC-SHA256 keyed with the
 /// shop's connector secret over the exact bytes of the `X-HMAC-Timestamp` header value.
+///
+/// ```
+/// let timestamp = "2026-11-25T10:00:00Z";
+/// let header = mercer_signing::x_hmac("connector-secret", timestamp);
+/// assert_eq!(header.len(), 44); // 32 bytes, padded base64
+/// assert!(mercer_signing::verify_x_hmac("connector-secret", timestamp, &header));
+/// assert!(!mercer_signing::verify_x_hmac("another-secret", timestamp, &header));
+/// ```
 pub fn x_hmac(secret: &str, timestamp: &str) -> String {
     STANDARD.encode(hmac_sha256(secret.as_bytes(), timestamp.as_bytes()))
 }
 
 /// Whether `signature` is the `X-HMAC` of `timestamp` under `secret`, compared in constant time.
+/// Surrounding whitespace of the header value is ignored.
+///
+/// ```
+/// let header = mercer_signing::x_hmac("s3cret", "1700000000");
+/// assert!(mercer_signing::verify_x_hmac("s3cret", "1700000000", &format!(" {header}\n")));
+/// assert!(!mercer_signing::verify_x_hmac("s3cret", "1700000001", &header));
+/// ```
 pub fn verify_x_hmac(secret: &str, timestamp: &str, signature: &str) -> bool {
     let expected = x_hmac(secret, timestamp);
     expected
@@ -48,12 +63,28 @@ pub fn same(a: &str, b: &str) -> bool {
 
 /// `x-svc-signature` of a subscription webhook: lowercase hex HMAC-SHA256 of the raw body,
 /// keyed with the subscription's shared secret.
+///
+/// ```
+/// let body = br#"{"topic":"subscription_created"}"#;
+/// let header = mercer_signing::svc_signature("webhook-secret", body);
+/// assert_eq!(header.len(), 64);
+/// assert!(header.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+/// ```
 pub fn svc_signature(secret: &str, body: &[u8]) -> String {
     hex::encode(hmac_sha256(secret.as_bytes(), body))
 }
 
 /// Whether `header` is the `x-svc-signature` of `body` under `secret` (any letter case,
-/// compared in constant time).
+/// compared in constant time). A receiver checks the raw body, before parsing it.
+///
+/// ```
+/// use mercer_signing::{svc_signature, verify_svc_signature};
+///
+/// let body = br#"{"topic":"subscription_created"}"#;
+/// let header = svc_signature("webhook-secret", body).to_ascii_uppercase();
+/// assert!(verify_svc_signature("webhook-secret", body, &header));
+/// assert!(!verify_svc_signature("webhook-secret", b"{}", &header));
+/// ```
 pub fn verify_svc_signature(secret: &str, body: &[u8], header: &str) -> bool {
     same(
         &svc_signature(secret, body),

@@ -11,13 +11,33 @@ use base64::engine::general_purpose::STANDARD;
 use crate::{hmac_sha256, same};
 
 /// `v1,{signature}` for one message.
+///
+/// ```
+/// use mercer_signing::standard_webhooks::{sign, verify};
+///
+/// let body = br#"{"order_id":1}"#;
+/// let header = sign(b"shared-secret", "msg_1", 1_700_000_000, body);
+/// assert!(header.starts_with("v1,"));
+/// assert!(verify(b"shared-secret", "msg_1", 1_700_000_000, body, &header));
+/// ```
 pub fn sign(key: &[u8], message_id: &str, timestamp: i64, body: &[u8]) -> String {
     let mut signed = format!("{message_id}.{timestamp}.").into_bytes();
     signed.extend_from_slice(body);
     format!("v1,{}", STANDARD.encode(hmac_sha256(key, &signed)))
 }
 
-/// Whether any of the space-separated signatures of `header` is this message's.
+/// Whether any of the space-separated signatures of `header` is this message's (a header may
+/// carry several while a secret is rotated).
+///
+/// ```
+/// use mercer_signing::standard_webhooks::{sign, verify};
+///
+/// let old = sign(b"old-secret", "msg_1", 1_700_000_000, b"{}");
+/// let new = sign(b"new-secret", "msg_1", 1_700_000_000, b"{}");
+/// let header = format!("{old} {new}");
+/// assert!(verify(b"new-secret", "msg_1", 1_700_000_000, b"{}", &header));
+/// assert!(!verify(b"new-secret", "msg_2", 1_700_000_000, b"{}", &header));
+/// ```
 pub fn verify(key: &[u8], message_id: &str, timestamp: i64, body: &[u8], header: &str) -> bool {
     let expected = sign(key, message_id, timestamp, body);
     header
@@ -33,6 +53,13 @@ pub fn key_from_whsec(secret: &str) -> Option<Vec<u8>> {
 }
 
 /// The `whsec_` form of a shared secret, for the reference verifiers.
+///
+/// ```
+/// use mercer_signing::standard_webhooks::{key_from_whsec, whsec};
+///
+/// let secret = "shared-secret";
+/// assert_eq!(key_from_whsec(&whsec(secret)).unwrap(), secret.as_bytes());
+/// ```
 pub fn whsec(secret: &str) -> String {
     format!("whsec_{}", STANDARD.encode(secret.as_bytes()))
 }
