@@ -2,14 +2,16 @@
 //! the rest of the system reaches storage and the outside world.
 //!
 //! The code is grouped by feature (`access`, `platform`, `directory`, `webhooks`, `overrides`,
-//! and the folders the next features fill: `subscriptions`, `checkout`, `box_builder`). Each
+//! `subscriptions`, `checkout`, `box_builder`). Each
 //! feature owns its types, rules, use cases and repository trait; every feature may use
 //! `kernel` and `access`, and other edges are named in docs/ARCHITECTURE.md (checked by
-//! `cargo xtask tidy`). `ports` only combines the features' repositories.
+//! `cargo xtask tidy`). `ports` and `operations` only combine the features.
 //!
 //! Architecture invariant: this crate does no I/O of its own. It depends on no database, HTTP or
 //! async crate (checked by `cargo xtask tidy`). Use cases are functions over the ports, so they are
 //! tested here against the in-memory database of `testing` (feature `testing`).
+
+#![warn(missing_docs)]
 
 pub mod access;
 pub mod box_builder;

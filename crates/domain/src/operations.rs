@@ -14,6 +14,7 @@ pub struct QueueFigures {
     pub webhooks_due: i64,
     /// Pending webhook messages waiting for a later attempt.
     pub webhooks_delayed: i64,
+    /// Webhook endpoints that are disabled and not deleted.
     pub disabled_endpoints: i64,
     /// Platform events waiting to be applied.
     pub pending_events: i64,
@@ -21,6 +22,7 @@ pub struct QueueFigures {
     pub failed_events: i64,
     /// Jobs of each kind in each state.
     pub jobs: Vec<JobCount>,
+    /// The subscription scheduler's backlog: orders due, being placed, or waiting for a retry.
     pub scheduler: SchedulerBacklog,
 }
 

@@ -1,5 +1,5 @@
 //! The ports combined: every feature's repositories in the one unit of work that `mercer-store`
-//! implements over SQLite and PostgreSQL (and [`crate::testing`] in memory). Features do not
+//! implements over SQLite and PostgreSQL (and `crate::testing` in memory). Features do not
 //! import this module: each runs its work through
 //! its own database trait (`PlatformDatabase`…) over its own repositories, which
 //! [`Database`] provides for every feature.
@@ -43,11 +43,15 @@ impl<T> Repositories for T where
 /// A database that runs units of work. `write` runs its closure in one transaction that commits
 /// only when the closure returns `Ok`; `read` is for work that changes nothing.
 pub trait Database: Clone + Send + Sync + 'static {
+    /// Runs `work`, which only reads: it is not run in a write transaction, so it must change
+    /// nothing.
     fn read<T>(
         &self,
         work: impl FnOnce(&mut dyn Repositories) -> Result<T, DomainError>,
     ) -> Result<T, DomainError>;
 
+    /// Runs `work` in one transaction that commits only when `work` returns `Ok`; an `Err` rolls
+    /// every change of `work` back.
     fn write<T>(
         &self,
         work: impl FnOnce(&mut dyn Repositories) -> Result<T, DomainError>,

@@ -11,10 +11,14 @@ use crate::kernel::error::{DomainError, Forbidden};
 /// A request that passed the checks: the shop of the path and the token used.
 #[derive(Debug, Clone)]
 pub struct Access {
+    /// The shop the path names.
     pub shop: Shop,
+    /// The token the request carried, bound to that shop.
     pub token: ApiToken,
 }
 
+/// Every check for a request: its bearer token (None or empty when it had none) on the shop the
+/// path names, and the route's scope if it requires one. 401, 404, then 403, in that order.
 pub fn authorize(
     tx: &mut dyn AccessRepositories,
     bearer: Option<&str>,

@@ -15,21 +15,34 @@ use crate::kernel::time::Timestamp;
 /// Every scope of contract §2, in the contract's order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Scope {
+    /// `read_customers`: read the shop's customers.
     ReadCustomers,
+    /// `write_customers`: change the shop's customers.
     WriteCustomers,
+    /// `read_orders`: read the shop's orders.
     ReadOrders,
+    /// `write_orders`: change the shop's orders.
     WriteOrders,
+    /// `read_products`: read the shop's products.
     ReadProducts,
+    /// `write_products`: change the shop's products and categories.
     WriteProducts,
+    /// `read_shop_settings`: read the shop's destinations, overrides and webhooks.
     ReadShopSettings,
+    /// `modify_shop_settings`: change those, the shared secrets and the checkout settings.
     ModifyShopSettings,
+    /// `read_subscriptions`: read the shop's subscriptions.
     ReadSubscriptions,
+    /// `write_subscriptions`: change the shop's subscriptions.
     WriteSubscriptions,
+    /// `read_subscription_groups`: read the shop's subscription groups.
     ReadSubscriptionGroups,
+    /// `write_subscription_groups`: change the shop's subscription groups.
     WriteSubscriptionGroups,
 }
 
 impl Scope {
+    /// Every scope, in the contract's order.
     pub const ALL: [Scope; 12] = [
         Scope::ReadCustomers,
         Scope::WriteCustomers,
@@ -45,6 +58,7 @@ impl Scope {
         Scope::WriteSubscriptionGroups,
     ];
 
+    /// The scope's name, as tokens and the contract write it (`read_customers`).
     pub fn as_str(self) -> &'static str {
         match self {
             Scope::ReadCustomers => "read_customers",
@@ -62,6 +76,7 @@ impl Scope {
         }
     }
 
+    /// The scope named `text`; None for an unknown name.
     pub fn parse(text: &str) -> Option<Scope> {
         Scope::ALL.into_iter().find(|scope| scope.as_str() == text)
     }
@@ -72,6 +87,7 @@ impl Scope {
 pub struct ScopeSet(BTreeSet<Scope>);
 
 impl ScopeSet {
+    /// Every scope there is.
     pub fn all() -> Self {
         ScopeSet(Scope::ALL.into_iter().collect())
     }
@@ -95,14 +111,17 @@ impl ScopeSet {
         }
     }
 
+    /// Whether the set holds `scope`.
     pub fn contains(&self, scope: Scope) -> bool {
         self.0.contains(&scope)
     }
 
+    /// Whether the set holds no scope at all.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
+    /// The scopes, in the contract's order.
     pub fn iter(&self) -> impl Iterator<Item = Scope> + '_ {
         self.0.iter().copied()
     }
@@ -127,10 +146,12 @@ impl fmt::Display for ScopeSet {
 pub struct Secret(String);
 
 impl Secret {
+    /// Wraps a value that must not be printed.
     pub fn new(value: impl Into<String>) -> Self {
         Secret(value.into())
     }
 
+    /// The text itself, for the one place that really needs it.
     pub fn expose(&self) -> &str {
         &self.0
     }
@@ -159,6 +180,7 @@ pub enum TokenSource {
 }
 
 impl TokenSource {
+    /// The source as stored: `cli`, `demo` or `oauth`.
     pub fn as_str(self) -> &'static str {
         match self {
             TokenSource::Cli => "cli",
@@ -167,6 +189,7 @@ impl TokenSource {
         }
     }
 
+    /// The source stored as `text`; None for an unknown one.
     pub fn parse(text: &str) -> Option<Self> {
         match text {
             "cli" => Some(TokenSource::Cli),
@@ -180,24 +203,40 @@ impl TokenSource {
 /// A stored API token: everything but the token itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiToken {
+    /// The token's row id (the service's integer).
     pub id: i64,
+    /// The shop the token is bound to (the service's integer).
     pub shop_id: i64,
+    /// A name its owner gave it, to tell it apart.
     pub name: String,
+    /// The token's first characters (`mct_` and 8 more), kept in clear for listings.
     pub token_prefix: String,
+    /// What the token may do.
     pub scopes: ScopeSet,
+    /// Where the token came from.
     pub source: TokenSource,
+    /// When the token was made.
     pub created_at: Timestamp,
+    /// When it was revoked; a revoked token is refused with 401.
     pub revoked_at: Option<Timestamp>,
 }
 
+/// A token to store: its hash and prefix, never the token itself.
 #[derive(Debug, Clone)]
 pub struct NewApiToken {
+    /// The shop the token is bound to (the service's integer).
     pub shop_id: i64,
+    /// A name its owner gave it.
     pub name: String,
+    /// The token's lowercase hex SHA-256 ([`hash_token`]), by which requests find it.
     pub token_hash: String,
+    /// The token's first characters (`mct_` and 8 more), kept in clear for listings.
     pub token_prefix: String,
+    /// What the token may do.
     pub scopes: ScopeSet,
+    /// Where the token came from.
     pub source: TokenSource,
+    /// When the token is made.
     pub created_at: Timestamp,
 }
 
@@ -238,7 +277,9 @@ pub fn mint_token(
 /// What creating a token gives back: the stored record and the token, shown this once.
 #[derive(Debug)]
 pub struct CreatedToken {
+    /// The stored record.
     pub token: ApiToken,
+    /// The token itself: shown to its owner this once, never stored.
     pub secret: Secret,
 }
 

@@ -35,71 +35,113 @@ pub(crate) const MIN_PASSWORD_CHARS: usize = 10;
 const CLIENT_ID_PREFIX: &str = "mci_";
 const CLIENT_SECRET_PREFIX: &str = "mcs_";
 
+/// An app registered by the operator for the authorization code flow.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OAuthApp {
+    /// The app's row id (the service's integer).
     pub id: i64,
+    /// The id the app sends as `client_id`: `mci_` and 32 hex characters.
     pub client_id: String,
     /// SHA-256 of the client secret, hex.
     pub client_secret_hash: String,
+    /// The app's name, shown on the consent page and in the names of the tokens it gets.
     pub name: String,
+    /// The redirect URIs the app may send browsers back to, exactly as registered.
     pub redirect_uris: Vec<String>,
+    /// When the app was registered.
     pub created_at: Timestamp,
+    /// When the app was revoked; a revoked app can neither ask for codes nor exchange them.
     pub revoked_at: Option<Timestamp>,
 }
 
+/// An app to store; its client secret is kept only as a hash.
 #[derive(Debug, Clone)]
 pub struct NewOAuthApp {
+    /// The id the app sends as `client_id`: `mci_` and 32 hex characters.
     pub client_id: String,
+    /// SHA-256 of the client secret, hex.
     pub client_secret_hash: String,
+    /// The app's name.
     pub name: String,
+    /// The redirect URIs the app may use, already checked.
     pub redirect_uris: Vec<String>,
+    /// When the app is registered.
     pub created_at: Timestamp,
 }
 
+/// A shop's staff member, who may sign in on the consent page and approve an app's request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StaffAccount {
+    /// The account's row id (the service's integer).
     pub id: i64,
+    /// The shop the account belongs to (the service's integer).
     pub shop_id: i64,
+    /// The email address signed in with, trimmed and lowercase; one account per shop and email.
     pub email: String,
     /// Argon2id, PHC string form.
     pub password_hash: String,
+    /// When the account was created.
     pub created_at: Timestamp,
 }
 
+/// A staff account to store; its password is kept only as a hash.
 #[derive(Debug, Clone)]
 pub struct NewStaffAccount {
+    /// The shop the account belongs to (the service's integer).
     pub shop_id: i64,
+    /// The email address, trimmed and lowercase.
     pub email: String,
+    /// Argon2id, PHC string form.
     pub password_hash: String,
+    /// When the account is created.
     pub created_at: Timestamp,
 }
 
+/// An authorization code as stored: what it was issued for, never the code itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthorizationCode {
+    /// The code's row id (the service's integer).
     pub id: i64,
+    /// The app it was issued to (the app's row id).
     pub app_id: i64,
+    /// The shop whose staff approved it (the service's integer).
     pub shop_id: i64,
+    /// The staff account that approved it (the account's row id).
     pub staff_id: i64,
+    /// The redirect URI the request named; empty when it named none.
     pub redirect_uri: String,
+    /// The scopes approved: the token gets these.
     pub scopes: ScopeSet,
     /// The PKCE S256 challenge the code was asked with.
     pub code_challenge: Option<String>,
+    /// When the code can no longer be exchanged: 10 minutes after it was issued.
     pub expires_at: Timestamp,
+    /// When it was exchanged; a code is good for one exchange only.
     pub used_at: Option<Timestamp>,
     /// The token the code was exchanged for.
     pub token_id: Option<i64>,
 }
 
+/// A code to store, with its SHA-256 hash in place of the code.
 #[derive(Debug, Clone)]
 pub struct NewAuthorizationCode {
+    /// SHA-256 of the code, hex.
     pub code_hash: String,
+    /// The app it is issued to (the app's row id).
     pub app_id: i64,
+    /// The shop whose staff approved it (the service's integer).
     pub shop_id: i64,
+    /// The staff account that approved it (the account's row id).
     pub staff_id: i64,
+    /// The redirect URI the request named; empty when it named none.
     pub redirect_uri: String,
+    /// The scopes approved.
     pub scopes: ScopeSet,
+    /// The PKCE S256 challenge the request gave, if any.
     pub code_challenge: Option<String>,
+    /// When the code can no longer be exchanged.
     pub expires_at: Timestamp,
+    /// When it is issued.
     pub created_at: Timestamp,
 }
 
@@ -133,7 +175,9 @@ pub(crate) fn check_redirect_uri(uri: &str) -> Result<String, FieldError> {
 /// What creating an app gives back: the app and its client secret, shown this once.
 #[derive(Debug)]
 pub struct CreatedApp {
+    /// The app as stored.
     pub app: OAuthApp,
+    /// The client secret (`mcs_` and 64 hex characters), shown this once, never stored.
     pub client_secret: Secret,
 }
 
@@ -257,26 +301,38 @@ pub fn create_staff(
 #[derive(Debug, Clone, Default, serde::Deserialize, serde::Serialize)]
 #[serde(default)]
 pub struct AuthorizeParams {
+    /// The app's client id; required.
     pub client_id: Option<String>,
+    /// Where to send the browser back; may be left out when the app registered only one.
     pub redirect_uri: Option<String>,
+    /// The scopes asked for, separated by spaces; required.
     pub scope: Option<String>,
+    /// An opaque value sent back unchanged with the code or the error.
     pub state: Option<String>,
+    /// Must be `code`.
     pub response_type: Option<String>,
+    /// The PKCE challenge (43 to 128 characters of base64url), if the client uses PKCE.
     pub code_challenge: Option<String>,
+    /// Must be `S256` when a challenge is given.
     pub code_challenge_method: Option<String>,
+    /// The shop, by its domain or its identifier, as typed in the form.
     pub shop: Option<String>,
 }
 
 /// An authorize request that passed its checks.
 #[derive(Debug, Clone)]
 pub struct ValidAuthorize {
+    /// The app that asks.
     pub app: OAuthApp,
     /// Where to send the browser back: the one given, or the app's only one.
     pub redirect_uri: String,
     /// Whether the request named it; then the token request must name the same (RFC 6749 §4.1.3).
     pub redirect_uri_given: bool,
+    /// The scopes asked for; not empty.
     pub scopes: ScopeSet,
+    /// The client's `state`, to send back with the code or the error.
     pub state: Option<String>,
+    /// The PKCE S256 challenge, if the request gave one.
     pub code_challenge: Option<String>,
 }
 
@@ -288,9 +344,13 @@ pub enum AuthorizeError {
     NoRedirect(String),
     /// Tell the client, by redirecting with `error`, `error_description` and `state`.
     Redirect {
+        /// The app's redirect URI the browser goes back to.
         redirect_uri: String,
+        /// The OAuth error code (`invalid_scope`, `unsupported_response_type`, `invalid_request`).
         error: &'static str,
+        /// What went wrong, for a developer.
         description: String,
+        /// The request's `state`, sent back unchanged.
         state: Option<String>,
     },
 }
@@ -415,14 +475,17 @@ pub(crate) fn find_shop_by_reference(
 pub struct SignInKey {
     /// SHA-256 (hex) of the account's shop and email: bounded, and no email kept in clear.
     pub account: String,
+    /// What the caller counts clients by (the address, an IPv6 client's /64).
     pub client: String,
 }
 
 /// What a sign-in attempt starts from: the account it names (if there is one), and the key
-/// its failures count under ([`sign_in_locked_for`] tells whether it may try).
+/// its failures count under (`sign_in_locked_for` tells whether it may try).
 #[derive(Debug, Clone)]
 pub struct SignInAttempt {
+    /// The shop and the staff account the sign-in names, if both exist.
     pub staff: Option<(Shop, StaffAccount)>,
+    /// The key the attempt's failures count under.
     pub key: SignInKey,
 }
 
@@ -524,11 +587,17 @@ pub(crate) fn issue_code(
 #[derive(Debug)]
 pub enum SignIn {
     /// The account and client pair is locked: it may try again after this many seconds.
-    Locked { retry_after_seconds: i64 },
+    Locked {
+        /// Seconds before the pair may try again, rounded up.
+        retry_after_seconds: i64,
+    },
     /// No such account, or a wrong password: answered alike, so neither tells which.
     WrongCredentials,
     /// The staff member approved the request: the code, shown this once.
-    Approved { code: Secret },
+    Approved {
+        /// The authorization code (64 hex characters), to send back to the app.
+        code: Secret,
+    },
 }
 
 /// A sign-in that approves `request`: the lock of the attempt's key is checked, then the
@@ -582,18 +651,26 @@ pub fn sign_in<D: AccessDatabase>(
 #[derive(Debug, Clone, Default, serde::Deserialize)]
 #[serde(default)]
 pub struct TokenParams {
+    /// Must be `authorization_code`.
     pub grant_type: Option<String>,
+    /// The code the authorize request gave; required.
     pub code: Option<String>,
+    /// The redirect URI; required, and the same, when the authorize request named one.
     pub redirect_uri: Option<String>,
+    /// The app's client id; required.
     pub client_id: Option<String>,
+    /// The app's client secret; without it the code must have been asked for with PKCE.
     pub client_secret: Option<String>,
+    /// The PKCE verifier of the code's challenge, when the code was asked for with one.
     pub code_verifier: Option<String>,
 }
 
 /// An RFC 6749 §5.2 error: `invalid_client` is 401, the others 400.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OAuthError {
+    /// The RFC 6749 error code (`invalid_request`, `invalid_client`, `invalid_grant`, ...).
     pub error: &'static str,
+    /// What went wrong, for a developer.
     pub description: String,
 }
 
@@ -609,8 +686,11 @@ impl OAuthError {
 /// What a successful exchange gives: the token (shown this once) and what it is for.
 #[derive(Debug)]
 pub struct IssuedToken {
+    /// The new API token, shown this once.
     pub access_token: Secret,
+    /// The scopes the token has: those the staff member approved.
     pub scopes: ScopeSet,
+    /// The shop the token is bound to.
     pub shop: Shop,
 }
 
@@ -621,6 +701,7 @@ fn pkce_s256(verifier: &str) -> String {
 /// How an exchange of a code ended, when storage did not fail.
 #[derive(Debug)]
 pub enum Exchange {
+    /// The code was good: the token, bound to the code's shop.
     Issued(Box<IssuedToken>),
     /// The client's error (RFC 6749 §5.2). It is an outcome, not an `Err`, so that what the
     /// exchange changed (revoking the token of a code presented twice) is committed.

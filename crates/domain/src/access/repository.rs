@@ -27,11 +27,17 @@ impl<T> AccessRepositories for T where
 {
 }
 
+/// Shops and their settings.
 pub trait ShopRepository {
+    /// Stores a new shop, with the default subscription and checkout settings, and returns it.
     fn insert_shop(&mut self, shop: &NewShop) -> StoreResult<Shop>;
+    /// The shop with this identifier, deleted or not.
     fn shop_by_identifier(&mut self, identifier: &ShopIdentifier) -> StoreResult<Option<Shop>>;
+    /// The shop with this domain (lowercase), deleted or not.
     fn shop_by_domain(&mut self, domain: &str) -> StoreResult<Option<Shop>>;
+    /// The shop with this row id, deleted or not.
     fn shop_by_id(&mut self, id: i64) -> StoreResult<Option<Shop>>;
+    /// How many shops there are, deleted ones included.
     fn count_shops(&mut self) -> StoreResult<i64>;
     /// Writes the shop's settings (time zone, currency and its format) and `updated_at`.
     fn update_shop_settings(&mut self, shop: &Shop) -> StoreResult<()>;
@@ -39,7 +45,9 @@ pub trait ShopRepository {
     fn list_shops(&mut self) -> StoreResult<Vec<Shop>>;
 }
 
+/// API tokens, kept as hashes.
 pub trait TokenRepository {
+    /// Stores a new token record and returns it.
     fn insert_token(&mut self, token: &NewApiToken) -> StoreResult<ApiToken>;
     /// The token with this SHA-256 hash, unless it was revoked.
     fn active_token_by_hash(&mut self, token_hash: &str) -> StoreResult<Option<ApiToken>>;
@@ -49,7 +57,9 @@ pub trait TokenRepository {
     fn revoke_token(&mut self, shop_id: i64, token_id: i64, at: Timestamp) -> StoreResult<bool>;
 }
 
+/// The shops' shared secrets, one of each kind a shop.
 pub trait SecretRepository {
+    /// The shop's secret of `kind`, if it has one.
     fn shared_secret(
         &mut self,
         shop_id: i64,
@@ -61,16 +71,22 @@ pub trait SecretRepository {
 
 /// OAuth apps, staff accounts and authorization codes (contract §2).
 pub trait OAuthRepository {
+    /// Stores a new app and returns it.
     fn insert_oauth_app(&mut self, new: &NewOAuthApp) -> StoreResult<OAuthApp>;
+    /// The app with this client id, revoked or not.
     fn oauth_app_by_client_id(&mut self, client_id: &str) -> StoreResult<Option<OAuthApp>>;
+    /// Stores a new staff account and returns it.
     fn insert_staff_account(&mut self, new: &NewStaffAccount) -> StoreResult<StaffAccount>;
+    /// The shop's staff account with this email (trimmed and lowercase).
     fn staff_account(&mut self, shop_id: i64, email: &str) -> StoreResult<Option<StaffAccount>>;
+    /// The staff account with this row id.
     fn staff_account_by_id(&mut self, id: i64) -> StoreResult<Option<StaffAccount>>;
     /// Until when the pair's sign-ins are locked, if they ever were and it is stored.
     fn sign_in_locked_until(&mut self, key: &SignInKey) -> StoreResult<Option<Timestamp>>;
     /// Adds one to the pair's failed sign-ins in one statement (so failures at the same
     /// moment all count), and answers the new count.
     fn count_sign_in_failure(&mut self, key: &SignInKey, now: Timestamp) -> StoreResult<i32>;
+    /// Locks the pair's sign-ins until `until`; its failures must have been counted.
     fn lock_sign_in(
         &mut self,
         key: &SignInKey,
@@ -81,7 +97,9 @@ pub trait OAuthRepository {
     fn clear_sign_in_failures(&mut self, key: &SignInKey) -> StoreResult<()>;
     /// Forgets every pair not touched since `before`.
     fn forget_sign_in_failures(&mut self, before: Timestamp) -> StoreResult<()>;
+    /// Stores a new authorization code.
     fn insert_authorization_code(&mut self, new: &NewAuthorizationCode) -> StoreResult<()>;
+    /// The code with this SHA-256 hash, used or expired ones included.
     fn authorization_code_by_hash(
         &mut self,
         code_hash: &str,

@@ -6,6 +6,7 @@ use crate::access::credentials::{Secret, random_hex};
 use crate::kernel::error::{DomainError, FieldError};
 use crate::kernel::time::Timestamp;
 
+/// Which party a shop's shared secret is held with, and so what it signs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SecretKind {
     /// Signs Mercer's calls to the shop's platform connector (`X-HMAC`).
@@ -18,12 +19,14 @@ pub enum SecretKind {
 }
 
 impl SecretKind {
+    /// Every kind of shared secret.
     pub const ALL: [SecretKind; 3] = [
         SecretKind::Connector,
         SecretKind::CheckoutIntegration,
         SecretKind::CheckoutToken,
     ];
 
+    /// The kind as stored: `connector`, `checkout_integration` or `checkout_token`.
     pub fn as_str(self) -> &'static str {
         match self {
             SecretKind::Connector => "connector",
@@ -32,6 +35,7 @@ impl SecretKind {
         }
     }
 
+    /// The kind stored as `text`; None for an unknown one.
     pub fn parse(text: &str) -> Option<Self> {
         SecretKind::ALL
             .into_iter()
@@ -46,15 +50,22 @@ pub(crate) const ROTATION_GRACE_SECONDS: i64 = 24 * 60 * 60;
 pub(crate) const MIN_SECRET_CHARS: usize = 8;
 pub(crate) const MAX_SECRET_CHARS: usize = 255;
 
+/// A shop's shared secret of one kind, and the one a rotation replaced while its grace runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SharedSecret {
+    /// The shop that holds the secret (the service's integer).
     pub shop_id: i64,
+    /// Which party it is held with.
     pub kind: SecretKind,
+    /// The secret in use: what Mercer signs with now.
     pub current: Secret,
+    /// The secret a rotation replaced; None when the secret was never rotated or a client set it.
     pub previous: Option<Secret>,
     /// End of the grace period during which `previous` is still honoured.
     pub previous_valid_until: Option<Timestamp>,
+    /// When the shop first got a secret of this kind.
     pub created_at: Timestamp,
+    /// When the secret was last set or rotated.
     pub updated_at: Timestamp,
 }
 
@@ -71,7 +82,7 @@ impl SharedSecret {
 
 /// Replaces the shop's secret of `kind` with a fresh random one and returns the stored record,
 /// whose `current` is shown to the caller this one time. The old secret stays valid for
-/// [`ROTATION_GRACE_SECONDS`].
+/// `ROTATION_GRACE_SECONDS`.
 pub fn rotate_secret(
     tx: &mut dyn AccessRepositories,
     shop_id: i64,

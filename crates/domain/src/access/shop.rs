@@ -15,6 +15,7 @@ use crate::kernel::time::Timestamp;
 pub struct ShopIdentifier(String);
 
 impl ShopIdentifier {
+    /// The identifier in `text`, if it is exactly 32 lowercase hex characters.
     pub fn parse(text: &str) -> Option<Self> {
         let valid = text.len() == 32
             && text
@@ -23,30 +24,47 @@ impl ShopIdentifier {
         valid.then(|| ShopIdentifier(text.to_string()))
     }
 
+    /// A new random identifier.
     pub fn generate() -> Self {
         ShopIdentifier(random_hex(16))
     }
 
+    /// The identifier as text.
     pub fn as_str(&self) -> &str {
         &self.0
     }
 }
 
+/// A shop: the tenant that API tokens, shared secrets and every other resource belong to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shop {
+    /// The shop's row id (the service's integer).
     pub id: i64,
+    /// The 32-hex identifier that paths name the shop by.
     pub identifier: ShopIdentifier,
+    /// The platform domain (`example.myshop.test`), lowercase; no two shops share one.
     pub shop_domain: String,
+    /// The storefront's own domain, if it has one.
     pub custom_domain: Option<String>,
+    /// The commerce platform the shop runs on (1..32 of a-z, 0-9 and _; `custom` by default).
     pub platform_type: String,
+    /// IANA time zone (`UTC` by default), in which subscription orders are scheduled.
     pub timezone: String,
+    /// ISO 4217 currency code (`USD` by default).
     pub currency: String,
+    /// How amounts are shown, `${{amount}}` style, following the currency.
     pub currency_format: String,
+    /// The owner's name (the shop domain when none was given).
     pub shop_owner: String,
+    /// The admin's email address (`admin@` and the shop domain when none was given).
     pub admin_email: String,
+    /// When the shop's personal data was redacted, if it was.
     pub pii_redacted_at: Option<Timestamp>,
+    /// When the shop was created.
     pub created_at: Timestamp,
+    /// When its settings last changed.
     pub updated_at: Timestamp,
+    /// When the shop was deleted; a deleted shop is found by no route ([`find_shop`]).
     pub deleted_at: Option<Timestamp>,
     /// Seconds before a failed subscription order is tried again (the scheduler, issue 14).
     pub order_retry_interval_seconds: i64,
@@ -107,27 +125,44 @@ pub(crate) const EXPIRING_PAYMENT_NOTICE_DAYS_RANGE: std::ops::RangeInclusive<i6
 /// What the operator gives to create a shop; everything but the domain has a default.
 #[derive(Debug, Clone, Default)]
 pub struct ShopInput {
+    /// The platform domain, a host name such as `example.myshop.test`; required.
     pub shop_domain: String,
+    /// The storefront's own domain, if it has one.
     pub custom_domain: Option<String>,
+    /// The commerce platform (1..32 of a-z, 0-9 and _); `custom` when None.
     pub platform_type: Option<String>,
+    /// IANA time zone name; `UTC` when None.
     pub timezone: Option<String>,
+    /// ISO 4217 currency code; `USD` when None.
     pub currency: Option<String>,
+    /// The owner's name; the shop domain when None.
     pub shop_owner: Option<String>,
+    /// The admin's email address; `admin@` and the shop domain when None.
     pub admin_email: Option<String>,
 }
 
 /// A validated shop, ready to store.
 #[derive(Debug, Clone)]
 pub struct NewShop {
+    /// A new random identifier.
     pub identifier: ShopIdentifier,
+    /// The platform domain, lowercase.
     pub shop_domain: String,
+    /// The storefront's own domain, lowercase, if it has one.
     pub custom_domain: Option<String>,
+    /// The commerce platform.
     pub platform_type: String,
+    /// IANA time zone name.
     pub timezone: String,
+    /// ISO 4217 currency code, uppercase.
     pub currency: String,
+    /// How amounts are shown, following the currency.
     pub currency_format: String,
+    /// The owner's name.
     pub shop_owner: String,
+    /// The admin's email address.
     pub admin_email: String,
+    /// When the shop is created.
     pub created_at: Timestamp,
 }
 
@@ -212,6 +247,7 @@ fn check_email(field: &str, value: &str) -> Result<String, FieldError> {
 }
 
 impl ShopInput {
+    /// Checks every field and fills in the defaults; every invalid field is reported at once.
     pub fn validate(self, now: Timestamp) -> Result<NewShop, DomainError> {
         let mut problems = Problems::new();
         let shop_domain = problems.check(check_domain("shop_domain", &self.shop_domain));
@@ -497,8 +533,11 @@ pub(crate) const DEMO_SHOP_DOMAIN: &str = "demo.mercer.test";
 /// What the first start of an empty database prints once.
 #[derive(Debug)]
 pub struct DemoCredentials {
+    /// The demo shop.
     pub shop: Shop,
+    /// Its all-scope API token, in clear: this is the one time it is shown.
     pub token: Secret,
+    /// Its connector shared secret.
     pub connector_secret: Secret,
 }
 
@@ -539,19 +578,33 @@ pub fn bootstrap_demo(
 /// The Shop resource of seed 002 §2.5, with the seed's own spelling `shop_identifer`.
 #[derive(Debug, Serialize)]
 pub struct ShopResource<'a> {
+    /// The shop's row id (the service's integer).
     pub id: i64,
+    /// The platform domain.
     pub shop_domain: &'a str,
+    /// The storefront's own domain, if it has one.
     pub custom_domain: Option<&'a str>,
+    /// The 32-hex identifier, under the seed's spelling.
     pub shop_identifer: &'a str,
+    /// The commerce platform the shop runs on.
     pub platform_type: &'a str,
+    /// IANA time zone, in which subscription orders are scheduled.
     pub timezone: &'a str,
+    /// ISO 4217 currency code.
     pub currency: &'a str,
+    /// How amounts are shown, `${{amount}}` style.
     pub currency_format: &'a str,
+    /// The owner's name.
     pub shop_owner: &'a str,
+    /// The admin's email address.
     pub admin_email: &'a str,
+    /// When the shop's personal data was redacted, if it was.
     pub pii_redacted_at: Option<Timestamp>,
+    /// When the shop was created.
     pub created_at: Timestamp,
+    /// When its settings last changed.
     pub updated_at: Timestamp,
+    /// When the shop was deleted, if it was.
     pub deleted_at: Option<Timestamp>,
 }
 

@@ -36,6 +36,7 @@ fn found<T>(item: Option<T>, what: &'static str) -> Result<T, DomainError> {
 // ---------------------------------------------------------------------------------------
 // Boxes
 
+/// List Boxes: a page of the shop's boxes, by id.
 pub fn list_boxes(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
@@ -45,6 +46,7 @@ pub fn list_boxes(
     Ok(page_of(shop, tx.boxes(shop.id, limit, page)?, limit, page))
 }
 
+/// Get Box: the shop's box `id`; 404 for none (or another shop's).
 pub fn get_box(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
@@ -150,6 +152,7 @@ pub fn delete_box(
 // ---------------------------------------------------------------------------------------
 // Box products
 
+/// List Box Products: a page of the shop's box products, by id.
 pub fn list_box_products(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
@@ -164,6 +167,7 @@ pub fn list_box_products(
     ))
 }
 
+/// Get Box Product: the shop's box product `id`; 404 for none (or another shop's).
 pub fn get_box_product(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
@@ -286,6 +290,7 @@ fn box_of(
     found(tx.subscription_box(shop.id, box_id)?, "box").map(drop)
 }
 
+/// List Box Sizes: a page of the box's sizes, by id; 404 for an unknown box.
 pub fn list_box_sizes(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
@@ -302,6 +307,7 @@ pub fn list_box_sizes(
     ))
 }
 
+/// Get Box Size: the shop's box size `id`; 404 for none (or another shop's).
 pub fn get_box_size(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
@@ -496,6 +502,8 @@ pub fn list_time_slots(
     Ok(page_of(shop, slots, limit, page))
 }
 
+/// Get Time Slot: the shop's time slot `id`, with its products; 404 for none (or another
+/// shop's).
 pub fn get_time_slot(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,

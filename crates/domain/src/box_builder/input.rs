@@ -110,11 +110,16 @@ fn attributes(fields: &mut Fields<'_, '_>) -> Option<Vec<(String, String)>> {
 /// A box's fields; all needed to create one.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct BoxInput {
+    /// The id of the subscription group to sell it under.
     pub svc_subscription_group_id: Option<i64>,
+    /// The box's name (1 to 255 characters).
     pub box_name: Option<String>,
+    /// The attributes as (key, value) pairs, keys unique; given, they replace the box's.
     pub attributes: Option<Vec<(String, String)>>,
 }
 
+/// A Create Box (`creating`) or Update Box body: `{"box": {svc_subscription_group_id,
+/// box_name, attributes}}`; every field is required to create.
 pub fn parse_box(body: &Value, creating: bool) -> Result<BoxInput, DomainError> {
     read_resource(body, "box", |fields| {
         Some(BoxInput {
@@ -125,13 +130,19 @@ pub fn parse_box(body: &Value, creating: bool) -> Result<BoxInput, DomainError> 
     })
 }
 
+/// A box product's fields; both platform ids needed to create one.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct BoxProductInput {
+    /// The platform id of the catalogue's product.
     pub platform_product_id: Option<String>,
+    /// The platform id of the product's variant.
     pub platform_variant_id: Option<String>,
+    /// The attributes as (key, value) pairs, keys unique; given, they replace the product's.
     pub attributes: Option<Vec<(String, String)>>,
 }
 
+/// A Create Box Product (`creating`) or Update Box Product body: `{"box_product":
+/// {platform_product_id, platform_variant_id, attributes}}`; an id given must not be empty.
 pub fn parse_box_product(body: &Value, creating: bool) -> Result<BoxProductInput, DomainError> {
     read_resource(body, "box_product", |fields| {
         let id = |fields: &mut Fields<'_, '_>, name: &str| {
@@ -149,12 +160,16 @@ pub fn parse_box_product(body: &Value, creating: bool) -> Result<BoxProductInput
     })
 }
 
+/// A box size's fields; the name and `max_quantity` needed to create one.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct BoxSizeInput {
     /// The size to change, in a bulk update; none for a new one.
     pub id: Option<i64>,
+    /// The size's name (1 to 255 characters).
     pub box_size_name: Option<String>,
+    /// The fewest products a box of this size holds (0 or more).
     pub min_quantity: Option<i64>,
+    /// The most products a box of this size holds.
     pub max_quantity: Option<i64>,
 }
 
@@ -186,6 +201,9 @@ fn box_size(fields: &mut Fields<'_, '_>, creating: bool) -> Option<BoxSizeInput>
     })
 }
 
+/// A Create Box Size (`creating`) or Update Box Size body: `{"box_size": {box_size_name,
+/// pricing_mode, min_quantity, max_quantity}}`; `pricing_mode`, if given, must be
+/// `flexible_pricing`.
 pub fn parse_box_size(body: &Value, creating: bool) -> Result<BoxSizeInput, DomainError> {
     read_resource(body, "box_size", |fields| box_size(fields, creating))
 }
@@ -232,18 +250,28 @@ pub fn parse_box_sizes(body: &Value) -> Result<Vec<BoxSizeInput>, DomainError> {
     Ok(sizes)
 }
 
+/// A time slot's fields; the name and the four dates needed to create one.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TimeSlotInput {
+    /// The slot's name (1 to 255 characters).
     pub time_slot_name: Option<String>,
+    /// When the slot starts.
     pub start_date: Option<Timestamp>,
+    /// When the slot ends.
     pub end_date: Option<Timestamp>,
+    /// The last time a selection for the slot may be made or changed.
     pub selection_deadline_date: Option<Timestamp>,
+    /// When the storefront starts showing the slot.
     pub visibility_date: Option<Timestamp>,
+    /// The attributes as (key, value) pairs, keys unique; given, they replace the slot's.
     pub attributes: Option<Vec<(String, String)>>,
     /// Where the fields were in the body, for problems found with the stored slot.
     pub path: String,
 }
 
+/// A Create Time Slot (`creating`) or Update Time Slot body: `{"time_slot": {time_slot_name,
+/// start_date, end_date, selection_deadline_date, visibility_date, attributes}}` (or wrapped in
+/// `time-slot`). The dates' order is checked later, with the stored ones.
 pub fn parse_time_slot(body: &Value, creating: bool) -> Result<TimeSlotInput, DomainError> {
     // The seed names the created slot `time-slot`; a body wrapped so is read too.
     let key = if body.get("time-slot").is_some() {
@@ -274,10 +302,15 @@ pub fn parse_time_slot_option(body: &Value) -> Result<i64, DomainError> {
 /// A selection's fields; all but the chosen products' order needed to create one.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SelectionInput {
+    /// The id of the box's subscription line item (`svc_platform_subscription_line_item_id`).
     pub line_item_id: Option<i64>,
+    /// The id of the box size chosen.
     pub box_size_id: Option<i64>,
+    /// The id of the time slot chosen.
     pub time_slot_id: Option<i64>,
+    /// The time of the order the selection is for.
     pub order_datetime: Option<Timestamp>,
+    /// The products chosen, each once and at least 1 of it.
     pub line_items: Option<Vec<SelectionItem>>,
     /// Where the fields were in the body.
     pub path: String,

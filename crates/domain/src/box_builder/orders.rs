@@ -28,6 +28,7 @@ pub struct BoxOrders<D> {
 }
 
 impl<D> BoxOrders<D> {
+    /// The box orders of the database `db`.
     pub fn new(db: D) -> Self {
         BoxOrders { db }
     }

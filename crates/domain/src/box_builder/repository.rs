@@ -33,18 +33,25 @@ pub struct TimeSlotFilter {
 /// customer (none until the platform gave one), and the group it is sold under.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LineItemOwner {
+    /// The id of the line item's subscription (the service's integer).
     pub subscription_id: i64,
+    /// The platform id of the subscription's customer; `None` until the platform gave one.
     pub platform_customer_id: Option<String>,
+    /// The id of the subscription group the line item is sold under, if any.
     pub subscription_group_id: Option<i64>,
 }
 
 /// Which of a customer's selections a list shows.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SelectionFilter {
+    /// Only the selections of this subscription line item.
     pub line_item_id: Option<i64>,
+    /// Only the selections for the order of this time.
     pub order_datetime: Option<Timestamp>,
 }
 
+/// The box builder's own storage: boxes, box products, sizes, time slots and their options, and
+/// selections.
 pub trait BoxRepository {
     /// A page of the shop's boxes by id, and how many it has.
     fn boxes(
@@ -53,9 +60,11 @@ pub trait BoxRepository {
         limit: i64,
         page: i64,
     ) -> StoreResult<(Vec<SubscriptionBox>, i64)>;
+    /// The shop's box `id`, if it has one.
     fn subscription_box(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<SubscriptionBox>>;
     /// The box a group serves, if one does.
     fn box_of_group(&mut self, shop_id: i64, group_id: i64) -> StoreResult<Option<i64>>;
+    /// Stores the box (id 0 inserts it), answering it as stored.
     fn save_box(
         &mut self,
         shop_id: i64,
@@ -64,13 +73,16 @@ pub trait BoxRepository {
     /// Deletes the box with its sizes, time slots and their options.
     fn delete_box(&mut self, shop_id: i64, id: i64) -> StoreResult<bool>;
 
+    /// A page of the shop's box products by id, and how many it has.
     fn box_products(
         &mut self,
         shop_id: i64,
         limit: i64,
         page: i64,
     ) -> StoreResult<(Vec<BoxProduct>, i64)>;
+    /// The shop's box product `id`, if it has one.
     fn box_product(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<BoxProduct>>;
+    /// Stores the box product (id 0 inserts it), answering it as stored.
     fn save_box_product(&mut self, shop_id: i64, product: &BoxProduct) -> StoreResult<BoxProduct>;
     /// Deletes the box product and takes it out of every slot's options.
     fn delete_box_product(&mut self, shop_id: i64, id: i64) -> StoreResult<bool>;
@@ -83,7 +95,9 @@ pub trait BoxRepository {
         limit: i64,
         page: i64,
     ) -> StoreResult<(Vec<BoxSize>, i64)>;
+    /// The shop's box size `id`, if it has one.
     fn box_size(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<BoxSize>>;
+    /// Stores the size (id 0 inserts it), answering it as stored.
     fn save_box_size(&mut self, shop_id: i64, size: &BoxSize) -> StoreResult<BoxSize>;
 
     /// A page of the box's time slots by start, then id, with their products; and how many
@@ -96,6 +110,7 @@ pub trait BoxRepository {
         limit: i64,
         page: i64,
     ) -> StoreResult<(Vec<TimeSlot>, i64)>;
+    /// The shop's time slot `id`, with its products, if it has one.
     fn time_slot(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<TimeSlot>>;
     /// Stores the slot's own fields (its products are its options, changed on their own).
     fn save_time_slot(&mut self, shop_id: i64, slot: &TimeSlot) -> StoreResult<TimeSlot>;
@@ -109,6 +124,7 @@ pub trait BoxRepository {
         box_product_id: i64,
         now: Timestamp,
     ) -> StoreResult<bool>;
+    /// Stops offering the box product in the slot; false when the slot did not offer it.
     fn remove_time_slot_option(
         &mut self,
         shop_id: i64,
@@ -116,6 +132,7 @@ pub trait BoxRepository {
         box_product_id: i64,
     ) -> StoreResult<bool>;
 
+    /// Whose the shop's subscription line item `line_item_id` is; `None` for an unknown one.
     fn line_item_owner(
         &mut self,
         shop_id: i64,
@@ -130,6 +147,7 @@ pub trait BoxRepository {
         limit: i64,
         page: i64,
     ) -> StoreResult<(Vec<StoredSelection>, i64)>;
+    /// The shop's selection `id`, of any customer, if it has one.
     fn selection(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<StoredSelection>>;
     /// The selection of a line item's order of that date, if one was made.
     fn selection_of_date(
@@ -144,9 +162,11 @@ pub trait BoxRepository {
         shop_id: i64,
         selection: &StoredSelection,
     ) -> StoreResult<StoredSelection>;
+    /// Deletes the shop's selection `id`; false when there is no such selection.
     fn delete_selection(&mut self, shop_id: i64, id: i64) -> StoreResult<bool>;
     /// How many selections the box's, or the time slot's, orders have.
     fn selections_of_box(&mut self, shop_id: i64, box_id: i64) -> StoreResult<i64>;
+    /// How many selections chose the time slot.
     fn selections_of_time_slot(&mut self, shop_id: i64, time_slot_id: i64) -> StoreResult<i64>;
     /// A page of the line items sold under a box's group, by id, and how many there are.
     fn box_line_items(
@@ -155,6 +175,7 @@ pub trait BoxRepository {
         limit: i64,
         page: i64,
     ) -> StoreResult<(Vec<BoxLineItem>, i64)>;
+    /// The line item `line_item_id` as a box's, when it is sold under a box's group.
     fn box_line_item(
         &mut self,
         shop_id: i64,

@@ -1,5 +1,5 @@
 //! The box builder's resources (seed 002 §2.7), as the API shows them. The store keeps them
-//! without their shop's identifier, which [`InShop::in_shop`] adds on the way out.
+//! without their shop's identifier, which `InShop::in_shop` adds on the way out.
 
 use serde::{Deserialize, Serialize};
 
@@ -16,64 +16,102 @@ pub(crate) const FLEXIBLE_PRICING: &str = "flexible_pricing";
 pub struct Attribute {
     /// Unique among the attributes of its resource.
     pub id: i64,
+    /// The identifier of its shop; empty as stored, filled in when shown.
     #[serde(default)]
     pub shop_identifier: String,
+    /// The key, unique among its resource's attributes (1 to 255 characters).
     pub attribute_key: String,
+    /// The value.
     pub attribute_value: String,
+    /// When the key was added.
     pub created_at: Timestamp,
+    /// When its value last changed.
     pub updated_at: Timestamp,
 }
 
 /// A box: a subscription group made a build-your-own box.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SubscriptionBox {
+    /// The box's id (the service's integer).
     pub id: i64,
+    /// The id of the subscription group it is sold under (one box per group).
     pub svc_subscription_group_id: i64,
+    /// The identifier of its shop; empty as stored, filled in when shown.
     pub shop_identifier: String,
+    /// The box's name, for people (1 to 255 characters).
     pub box_name: String,
+    /// When it was created.
     pub created_at: Timestamp,
+    /// When it was last changed.
     pub updated_at: Timestamp,
+    /// Its attributes.
     pub attributes: Vec<Attribute>,
 }
 
 /// A product (a variant of the catalogue) boxes may hold.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BoxProduct {
+    /// The box product's id (the service's integer).
     pub id: i64,
+    /// The platform id of the catalogue's product.
     pub platform_product_id: String,
+    /// The platform id of the product's variant, a live one when the box product was saved.
     pub platform_variant_id: String,
+    /// When it was created.
     pub created_at: Timestamp,
+    /// When it was last changed.
     pub updated_at: Timestamp,
+    /// Its attributes.
     pub attributes: Vec<Attribute>,
 }
 
 /// How many products a box of this size holds.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BoxSize {
+    /// The size's id (the service's integer).
     pub id: i64,
+    /// The id of its box.
     pub box_id: i64,
+    /// The identifier of its shop; empty as stored, filled in when shown.
     pub shop_identifier: String,
+    /// The size's name, for people (1 to 255 characters).
     pub box_size_name: String,
+    /// How a box of this size is priced: `flexible_pricing`, the only mode (kept and shown only).
     pub pricing_mode: String,
+    /// The fewest products a box of this size holds (0 or more).
     pub min_quantity: i64,
+    /// The most products a box of this size holds (at least `min_quantity`).
     pub max_quantity: i64,
+    /// When it was created.
     pub created_at: Timestamp,
+    /// When it was last changed.
     pub updated_at: Timestamp,
 }
 
 /// A delivery window of a box: what is offered in it, and until when it can be chosen.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TimeSlot {
+    /// The slot's id (the service's integer).
     pub id: i64,
+    /// The id of its box.
     pub box_id: i64,
+    /// The identifier of its shop; empty as stored, filled in when shown.
     pub shop_identifier: String,
+    /// The slot's name, for people.
     pub time_slot_name: String,
+    /// When the slot starts: the first order time it holds.
     pub start_date: Timestamp,
+    /// When the slot ends: the last order time it holds.
     pub end_date: Timestamp,
+    /// The last time a selection for the slot may be made or changed (by `start_date`).
     pub selection_deadline_date: Timestamp,
+    /// When the storefront starts showing the slot (by the selection deadline).
     pub visibility_date: Timestamp,
+    /// When it was created.
     pub created_at: Timestamp,
+    /// When it was last changed.
     pub updated_at: Timestamp,
+    /// Its attributes.
     pub attributes: Vec<Attribute>,
     /// The products offered in the slot (its options), in the order they were added.
     pub box_products: Vec<BoxProduct>,
@@ -82,46 +120,67 @@ pub struct TimeSlot {
 /// A product offered in a time slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct TimeSlotOption {
+    /// The id of the box product offered.
     pub box_product_id: i64,
+    /// The id of the slot that offers it.
     pub time_slot_id: i64,
 }
 
 /// A product chosen for a box, and how many.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SelectionItem {
+    /// The id of the box product chosen.
     pub box_product_id: i64,
+    /// How many of it go in each box (at least 1).
     pub choice_quantity: i64,
 }
 
 /// What a customer chose for one order (`order_datetime`) of a box subscription line item.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Selection {
+    /// The selection's id (the service's integer).
     pub id: i64,
+    /// The id of the box's subscription line item (the service's integer).
     pub svc_platform_subscription_line_item_id: i64,
+    /// The id of the box size chosen.
     pub box_size_id: i64,
+    /// The id of the time slot chosen.
     pub time_slot_id: i64,
+    /// The time of the order it is for, within the slot.
     pub order_datetime: Timestamp,
+    /// The products chosen; their quantities add up to within the size's bounds.
     pub line_items: Vec<SelectionItem>,
+    /// When it was made.
     pub created_at: Timestamp,
+    /// When it was last changed.
     pub updated_at: Timestamp,
 }
 
 /// A selection as stored: with the customer (platform id) it belongs to and its box.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredSelection {
+    /// The selection.
     pub selection: Selection,
+    /// The platform id of the customer who made it.
     pub platform_customer_id: String,
+    /// The id of the box it is for.
     pub box_id: i64,
 }
 
 /// A subscription line item sold under a box's group: that box's line item.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BoxLineItem {
+    /// The identifier of its shop; empty until shown.
     pub shop_identifier: String,
+    /// The id of the box sold under the line item's group.
     pub box_id: i64,
+    /// The subscription line item's id (the service's integer).
     pub svc_platform_subscription_line_item_id: i64,
+    /// The line item's `line_item_attributes`, each numbered by its place (from 1).
     pub attributes: Vec<Attribute>,
+    /// When the line item was created.
     pub created_at: Timestamp,
+    /// When the line item was last changed.
     pub updated_at: Timestamp,
 }
 

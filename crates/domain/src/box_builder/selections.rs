@@ -43,6 +43,8 @@ pub fn list_selections(
     Ok((selections, pagination))
 }
 
+/// Get Selection: the customer's selection `id` (by platform id); 404 for none, or another
+/// customer's.
 pub fn get_selection(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,

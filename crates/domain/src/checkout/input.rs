@@ -22,18 +22,26 @@ pub(crate) const MAX_QUANTITY: i64 = 100_000;
 /// A line of the cart, by the variant's platform id (or its SKU, from the storefront).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CartItem {
+    /// The variant's platform id, integers kept as their decimal text.
     pub platform_id: Option<String>,
+    /// The variant's SKU, used when there is no platform id (`addLineItem` only).
     pub sku: Option<String>,
+    /// How many, from 1 to 100000.
     pub quantity: i64,
+    /// The key that names the line at the storefront; a random one when absent.
     pub line_item_key: Option<String>,
+    /// The line's properties (`line_item_properties` or `properties`), such as `order_rrule`.
     pub properties: BTreeMap<String, String>,
 }
 
 /// A guest customer (`addGuestCustomer`, `updateCustomer`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CustomerInput {
+    /// The customer's first name (`""` when absent).
     pub first_name: String,
+    /// The customer's last name (`""` when absent).
     pub last_name: String,
+    /// The customer's email, checked (`email_address`, or `email` when only that is given).
     pub email_address: String,
     /// Absent: false for a new customer, unchanged for one being updated.
     pub accepts_marketing: Option<bool>,
@@ -42,9 +50,13 @@ pub struct CustomerInput {
 /// Init Order's body.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InitInput {
+    /// The cart's lines, at most 250.
     pub cart_items: Vec<CartItem>,
+    /// The guest customer, if the body gives one.
     pub customer: Option<CustomerInput>,
+    /// The order's meta data (cart parameters, note attributes, notes, tags), if given.
     pub order_meta_data: Option<CheckoutMetaData>,
+    /// Overrides for this order only, checked as the shop's are.
     pub overrides: Vec<StoredOrderOverride>,
 }
 
@@ -379,12 +391,17 @@ fn read_code(body: &Value, refuse_invisible: bool) -> Result<String, DomainError
 pub struct PaymentInput {
     /// The payment's id, when the request names one (updates and deletions).
     pub id: Option<String>,
+    /// The gateway's public id; the only one is `test`, the built-in test gateway.
     pub gateway_public_id: String,
+    /// The payment method's token at the gateway: the test gateway approves `tok_success` only.
     pub token: String,
     /// Cents; the order's balance when absent.
     pub amount: Option<i64>,
+    /// The kind of payment method (`type`, `credit_card` when absent).
     pub r#type: String,
+    /// How the storefront shows the payment method (`""` when absent).
     pub display_string: String,
+    /// Whether the shopper asked to keep the payment method; stored and shown as given.
     pub retain: bool,
     /// The month the payment method expires, `YYYY-MM`, from `extra_payment_data.expires_at`
     /// (a Mercer reading of the library's free-form field): a subscription the order makes
@@ -448,9 +465,13 @@ pub fn parse_payment(body: &Value) -> Result<PaymentInput, DomainError> {
 /// The fields of `patchOrderMetaData` given (not null) replace the order's.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MetaDataPatch {
+    /// The new cart parameters, the whole map; none keeps them.
     pub cart_parameters: Option<BTreeMap<String, String>>,
+    /// The new note attributes, the whole map; none keeps them.
     pub note_attributes: Option<BTreeMap<String, String>>,
+    /// The new notes; none (absent, null or not a string) keeps them.
     pub notes: Option<String>,
+    /// The new tags, the whole list; none keeps them.
     pub tags: Option<Vec<String>>,
 }
 

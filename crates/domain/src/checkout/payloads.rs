@@ -22,15 +22,22 @@ use crate::webhooks::{self, WebhookKind, enqueue_all_for_topic, enqueue_for_topi
 /// The checkout topics (contract §4.2's ids 1..6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Topic {
+    /// `order/processed`: Process Order went through.
     OrderProcessed,
+    /// `order/created`: the platform has the order and its payments.
     OrderCreated,
+    /// `order/fulfilled`: the platform fulfilled the order.
     OrderFulfilled,
+    /// `order/abandoned`: the checkout was left untouched, with items and an email.
     OrderAbandoned,
+    /// `order/failed`: a payment was declined, or the push to the platform failed for good.
     OrderFailed,
+    /// `gift_card/created`: one for each gift card sold, while the shop's gift cards are on.
     GiftCardCreated,
 }
 
 impl Topic {
+    /// The topic's name, as webhooks are registered for it.
     pub fn as_str(self) -> &'static str {
         match self {
             Topic::OrderProcessed => "order/processed",
@@ -174,7 +181,9 @@ pub(crate) struct AbandonedLineItem {
 /// A line item property as a name/value pair.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Property {
+    /// The property's name.
     pub name: String,
+    /// The property's value.
     pub value: String,
 }
 

@@ -41,6 +41,7 @@ use crate::subscriptions::webhooks::emit_with_order;
 /// Pushes a processed checkout to the platform.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PushOrderJob {
+    /// The id of the checkout to push (the service's integer).
     pub checkout_id: i64,
 }
 
@@ -310,9 +311,15 @@ fn revalue_discounts<D: CheckoutDatabase + OverrideDatabase>(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Pushed {
     /// The platform has the order and its payments: `order/created` was emitted.
-    Created { platform_order_id: String },
+    Created {
+        /// The platform's id of the order.
+        platform_order_id: String,
+    },
     /// It failed for good: `order/failed` was emitted.
-    Failed { reason: String },
+    Failed {
+        /// Why, as the checkout's `failure` records it.
+        reason: String,
+    },
     /// Nothing to do: the order is not waiting to be pushed.
     Nothing,
 }

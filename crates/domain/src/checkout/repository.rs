@@ -39,6 +39,7 @@ pub enum CheckoutStatus {
 }
 
 impl CheckoutStatus {
+    /// The status as stored (`open`, `processed`, `created`, `failed`).
     pub fn as_str(self) -> &'static str {
         match self {
             CheckoutStatus::Open => "open",
@@ -48,6 +49,7 @@ impl CheckoutStatus {
         }
     }
 
+    /// The status stored as `text`, if it is one.
     pub fn parse(text: &str) -> Option<CheckoutStatus> {
         [
             CheckoutStatus::Open,
@@ -63,39 +65,56 @@ impl CheckoutStatus {
 /// A stored checkout.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CheckoutOrder {
+    /// The checkout's id (the service's integer).
     pub id: i64,
+    /// The id of the shop the checkout belongs to (the service's integer).
     pub shop_id: i64,
+    /// The order's id at the storefront (32 random hex digits): its token and links name it.
     pub public_order_id: String,
+    /// Where the checkout is.
     pub status: CheckoutStatus,
+    /// The platform's id of the order, once the platform has it.
     pub platform_order_id: Option<String>,
     /// The last change made at the storefront.
     pub last_activity_at: Timestamp,
+    /// When `order/abandoned` was sent for the checkout; none until then.
     pub abandoned_at: Option<Timestamp>,
+    /// When `order/fulfilled` was sent for the checkout; none until then.
     pub fulfilled_at: Option<Timestamp>,
     /// Bumped by every save: a change computed from an older read is refused.
     pub version: i64,
+    /// The order itself: items, customer, addresses, shipping, payments and the rest.
     pub document: CheckoutDocument,
+    /// When Init Order made the checkout.
     pub created_at: Timestamp,
+    /// When the checkout last changed.
     pub updated_at: Timestamp,
 }
 
 /// A checkout about to be stored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewCheckoutOrder {
+    /// The id of the shop the checkout belongs to (the service's integer).
     pub shop_id: i64,
+    /// The order's id at the storefront (32 random hex digits).
     pub public_order_id: String,
+    /// The order as Init Order made it.
     pub document: CheckoutDocument,
+    /// When Init Order made the checkout; also its first activity and update.
     pub created_at: Timestamp,
 }
 
 /// The checkouts of shops (`checkout_orders`, migration 11).
 pub trait CheckoutRepository {
+    /// Stores a new open checkout at version 1 and answers it as stored.
     fn insert_checkout_order(&mut self, new: &NewCheckoutOrder) -> StoreResult<CheckoutOrder>;
+    /// The shop's checkout with this storefront id, if there is one.
     fn checkout_order(
         &mut self,
         shop_id: i64,
         public_order_id: &str,
     ) -> StoreResult<Option<CheckoutOrder>>;
+    /// The checkout with this id (the service's integer), if there is one.
     fn checkout_order_by_id(&mut self, id: i64) -> StoreResult<Option<CheckoutOrder>>;
     /// Writes the order's status, platform order id, times and document, and the version
     /// after `order.version`, if the stored version is still `order.version`; false (and

@@ -13,9 +13,13 @@ use crate::kernel::fields::{read_body, type_error};
 /// The settings as the routes show them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SettingsResource {
+    /// Whether the shop sends its own abandoned-cart emails; while on, no `order/abandoned`.
     pub abandoned_cart_emails: bool,
+    /// Whether `gift_card/created` is sent for the gift-card SKUs.
     pub gift_cards_enabled: bool,
+    /// The SKUs the shop marked as gift cards.
     pub gift_card_skus: Vec<String>,
+    /// The one shipping line's price when no `shipping` override is registered.
     pub flat_shipping_rate: Cents,
 }
 

@@ -31,6 +31,7 @@ pub struct EmptyObject {}
 pub struct ShownAddress(pub Option<CheckoutAddress>);
 
 impl ShownAddress {
+    /// The address, or `{}` when there is none.
     pub fn of(address: Option<&CheckoutAddress>) -> ShownAddress {
         ShownAddress(address.cloned())
     }
@@ -49,41 +50,61 @@ impl Serialize for ShownAddress {
 /// no `public_id` until they give their details.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ShownCustomer {
+    /// The platform's id of the customer, when known; none in `application_state`.
     pub platform_id: Option<String>,
+    /// The customer's id at the storefront; none until they give their details.
     pub public_id: Option<String>,
+    /// The customer's first name (`""` until given).
     pub first_name: String,
+    /// The customer's last name (`""` until given).
     pub last_name: String,
+    /// The customer's email (`""` until given).
     pub email_address: String,
+    /// Whether the customer accepts marketing.
     pub accepts_marketing: bool,
+    /// The checkout's addresses: the shipping one, then the billing one when it differs.
     pub saved_addresses: Vec<CheckoutAddress>,
 }
 
+/// The order's addresses (`addresses`), each `{}` until set.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ShownAddresses {
+    /// Where the order ships.
     pub shipping: ShownAddress,
+    /// The billing address.
     pub billing: ShownAddress,
 }
 
 /// The shipping part of the state; a checkout puts its taxes and discounts on the order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ShownShipping {
+    /// The shipping line chosen, if any.
     pub selected_shipping: Option<CheckoutShippingLine>,
+    /// The shipping lines offered.
     pub available_shipping_lines: Vec<CheckoutShippingLine>,
+    /// Always `[]`: the order's taxes are on the order.
     pub taxes: EmptyList,
+    /// Always `[]`: the order's discounts are on the order.
     pub discounts: EmptyList,
 }
 
 /// A discount as shown, with what it takes off the order (`value`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ShownDiscount {
+    /// The discount's code.
     pub code: String,
+    /// The discount's description, as the override answered it.
     pub text: String,
+    /// What the discount takes off (the order, or one line's share of it).
     pub value: Cents,
+    /// Always true: a discount no longer valid is taken off the order.
     pub valid: bool,
+    /// Always `discount_override`: every discount comes from the `discount` override.
     pub source: &'static str,
 }
 
 impl ShownDiscount {
+    /// `discount` as shown, taking `value` off.
     pub fn of(discount: &CheckoutDiscount, value: Cents) -> ShownDiscount {
         ShownDiscount {
             code: discount.code.clone(),
@@ -98,17 +119,26 @@ impl ShownDiscount {
 /// A payment (`IPayment`) in the order's currency.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ShownPayment {
+    /// The payment's id.
     pub id: String,
+    /// The gateway's public id: `test`, the built-in test gateway.
     pub gateway_public_id: String,
+    /// What the payment pays, in `currency`.
     pub amount: Cents,
+    /// The order's currency code.
     pub currency: String,
+    /// The kind of payment method, such as `credit_card`.
     pub r#type: String,
+    /// How the storefront shows the payment method.
     pub display_string: String,
+    /// The payment method's token at the gateway.
     pub token: String,
+    /// Whether the shopper asked to keep the payment method.
     pub retain: bool,
 }
 
 impl ShownPayment {
+    /// `payment` as shown, in the order's `currency`.
     pub fn of(payment: &CheckoutPayment, currency: &str) -> ShownPayment {
         ShownPayment {
             id: payment.id.clone(),
@@ -126,15 +156,22 @@ impl ShownPayment {
 /// `ICurrency` of an ISO 4217 code.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ShownCurrency {
+    /// The currency's ISO 4217 code, such as `USD`.
     pub iso_code: String,
+    /// Always 0: Mercer does not know the numeric codes.
     pub iso_numeric_code: u16,
+    /// The currency's symbol for a few common currencies (`$`, `€`, `£`, `¥`, `₹`), else `""`.
     pub symbol: &'static str,
+    /// Always `${amount}`.
     pub format: &'static str,
+    /// Whether amounts of the currency have minor units (true for a code Mercer does not know).
     pub has_decimal: bool,
+    /// Always true.
     pub show_iso_code: bool,
 }
 
 impl ShownCurrency {
+    /// The currency of `code`.
     pub fn of(code: &str) -> ShownCurrency {
         ShownCurrency {
             iso_code: code.to_string(),
@@ -178,31 +215,54 @@ impl Serialize for Weight {
 /// the storefront, name/value pairs and `1` for order/abandoned.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ProductData<Properties = BTreeMap<String, String>, Visible = bool> {
+    /// The line's key (as `line_item_key`).
     pub id: String,
+    /// The variant's own title (its name, else the product's).
     pub title: String,
+    /// The product's name.
     pub product_title: String,
+    /// The variant's image, else the product's; empty when there is none.
     pub image_url: String,
+    /// The line's properties: a map for the storefront, name/value pairs for order/abandoned.
     pub properties: Properties,
+    /// The product's description.
     pub description: String,
+    /// How many units.
     pub quantity: i64,
+    /// The price of one unit.
     pub price: Cents,
+    /// Price times quantity.
     pub total_price: Cents,
+    /// Always shown: `true` for the storefront, `1` for order/abandoned.
     pub visible: Visible,
+    /// The key that names the line at the storefront.
     pub line_item_key: String,
+    /// The variant's barcode; empty when it has none.
     pub barcode: String,
+    /// The variant's compare-at price; zero when it has none.
     pub compare_at_price: Cents,
+    /// The weight of one unit, in `weight_unit`.
     pub weight: Weight,
+    /// The unit of `weight`, such as `g`.
     pub weight_unit: String,
+    /// The product's platform id.
     pub product_id: String,
+    /// The variant's platform id.
     pub variant_id: String,
+    /// Whether the variant is shipped.
     pub requires_shipping: bool,
+    /// The variant's SKU; empty when it has none.
     pub sku: String,
+    /// Whether the line bears taxes.
     pub taxable: bool,
+    /// The product's tags, as the catalogue has them.
     pub tags: String,
+    /// The product's vendor.
     pub vendor: String,
 }
 
 impl<Properties, Visible> ProductData<Properties, Visible> {
+    /// The product data of `item`, with `properties` and `visible` of the view's types.
     pub fn of(
         item: &CheckoutLineItem,
         properties: Properties,
@@ -239,13 +299,18 @@ impl<Properties, Visible> ProductData<Properties, Visible> {
 /// no fees.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ShownLineItem {
+    /// The variant and quantity of the line.
     pub product_data: ProductData,
+    /// The line's share of each tax.
     pub taxes: Vec<CheckoutTax>,
+    /// Always `[]`.
     pub fees: EmptyList,
+    /// The line's share of each discount.
     pub discounts: Vec<ShownDiscount>,
 }
 
 impl ShownLineItem {
+    /// `item` as shown, with its `shares` of the order's taxes and discounts.
     pub fn of(item: &CheckoutLineItem, shares: &LineShares) -> ShownLineItem {
         ShownLineItem {
             product_data: ProductData::of(item, item.properties.clone(), true),
@@ -282,25 +347,45 @@ impl ItemReference {
 /// webhooks carry.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ApplicationState {
+    /// The customer (empty fields until given).
     pub customer: ShownCustomer,
+    /// The shipping and billing addresses.
     pub addresses: ShownAddresses,
+    /// The order's lines, each with its share of taxes and discounts.
     pub line_items: Vec<ShownLineItem>,
+    /// The shipping lines offered and chosen.
     pub shipping: ShownShipping,
+    /// The order's taxes.
     pub taxes: Vec<CheckoutTax>,
+    /// The order's discounts, each with what it takes off.
     pub discounts: Vec<ShownDiscount>,
+    /// The payments added.
     pub payments: Vec<ShownPayment>,
+    /// Always `[]`: a checkout has no fees.
     pub fees: EmptyList,
+    /// Items + shipping + taxes − discounts.
     pub order_total: Cents,
+    /// What is left to pay: the total − payments.
     pub order_balance: Cents,
+    /// The order's meta data.
     pub order_meta_data: CheckoutMetaData,
+    /// The order's currency.
     pub currency: ShownCurrency,
+    /// The currency shown: the order's own.
     pub display_currency: ShownCurrency,
+    /// Always 1: amounts are shown in the order's currency.
     pub display_exchange_rate: u8,
+    /// Where the customer resumes the checkout.
     pub resumable_link: String,
+    /// Always none.
     pub link_to_cart: Option<String>,
+    /// Whether Process Order went through.
     pub is_processed: bool,
+    /// Always `checkout`.
     pub created_via: &'static str,
+    /// Always none.
     pub flow_id: Option<String>,
+    /// The order's id at the storefront.
     pub public_order_id: String,
 }
 
@@ -397,6 +482,7 @@ impl CheckoutDocument {
             .collect()
     }
 
+    /// The payments, in the order's currency.
     pub fn shown_payments(&self) -> Vec<ShownPayment> {
         self.payments
             .iter()
@@ -406,6 +492,7 @@ impl CheckoutDocument {
 }
 
 impl LineShares {
+    /// The line's discounts, each with what it takes off the line.
     pub fn shown_discounts(&self) -> Vec<ShownDiscount> {
         self.discounts
             .iter()

@@ -15,10 +15,15 @@ use crate::overrides::{OrderOverride, OverrideTarget, OverrideType};
 /// A customer of the checkout (`ICustomer`): a guest, with no platform id.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckoutCustomer {
+    /// The customer's id at the storefront (32 random hex digits).
     pub public_id: String,
+    /// The customer's first name; may be empty.
     pub first_name: String,
+    /// The customer's last name; may be empty.
     pub last_name: String,
+    /// The customer's email, checked when given.
     pub email_address: String,
+    /// Whether the customer accepts marketing (false unless they said so).
     pub accepts_marketing: bool,
 }
 
@@ -26,43 +31,71 @@ pub struct CheckoutCustomer {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct CheckoutAddress {
+    /// The first name on the address.
     pub first_name: String,
+    /// The last name on the address.
     pub last_name: String,
+    /// The first street line (needed).
     pub address_line_1: String,
+    /// The second street line.
     pub address_line_2: String,
+    /// The country, by name.
     pub country: String,
+    /// The city (needed).
     pub city: String,
+    /// The province or state, by name.
     pub province: String,
+    /// The country's ISO 3166-1 alpha-2 code, upper case (needed).
     pub country_code: String,
+    /// The province or state, by code.
     pub province_code: String,
+    /// The postal code.
     pub postal_code: String,
+    /// The company on the address.
     pub business_name: String,
+    /// The phone number on the address.
     pub phone_number: String,
 }
 
 /// A line item: the variant as the catalogue had it when it was added.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckoutLineItem {
+    /// The key that names the line at the storefront, unique in the order.
     pub line_item_key: String,
+    /// The product's platform id (`""` when it has none).
     pub product_id: String,
+    /// The variant's platform id.
     pub variant_id: String,
     /// The variant's own title (its name, else the product's).
     pub title: String,
+    /// The product's name.
     pub product_title: String,
+    /// The variant's SKU; empty when it has none.
     pub sku: String,
     /// The catalogue variant's barcode; empty when it has none.
     #[serde(default)]
     pub barcode: String,
+    /// The variant's image, else the product's; empty when there is none.
     pub image_url: String,
+    /// The product's description.
     pub description: String,
+    /// The product's vendor.
     pub vendor: String,
+    /// The product's tags, as the catalogue has them.
     pub tags: String,
+    /// The price of one unit, in the order's currency.
     pub price: Cents,
+    /// The variant's compare-at price; zero when it has none.
     pub compare_at_price: Cents,
+    /// How many units.
     pub quantity: i64,
+    /// The weight of one unit, in `weight_unit`; 0 when unknown.
     pub weight: f64,
+    /// The unit of `weight` (`g` when the catalogue gives none).
     pub weight_unit: String,
+    /// Whether the variant is shipped (true unless the catalogue says otherwise).
     pub requires_shipping: bool,
+    /// Whether the line bears taxes (false for a tax-exempt variant).
     pub taxable: bool,
     /// `line_item_properties` given at init: a subscription plan among them (docs/checkout.md).
     #[serde(default)]
@@ -70,6 +103,7 @@ pub struct CheckoutLineItem {
 }
 
 impl CheckoutLineItem {
+    /// Price times quantity, at most `i64::MAX` cents.
     pub fn total(&self) -> Cents {
         self.price.times(self.quantity).unwrap_or(Cents(i64::MAX))
     }
@@ -79,37 +113,54 @@ impl CheckoutLineItem {
 /// rate.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckoutShippingLine {
+    /// The line's id: the `shipping` override's, or `flat_rate`.
     pub id: String,
+    /// The line's description, as the shopper sees it.
     pub description: String,
+    /// What the line costs.
     pub amount: Cents,
+    /// The line's code: `flat_rate` for the flat rate, else empty.
     pub code: String,
 }
 
 /// A tax (`ITax`), from the `tax` override.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckoutTax {
+    /// The tax's name, such as `VAT`.
     pub name: String,
+    /// The tax's amount, added to the order's total.
     pub value: Cents,
+    /// Whether the tax is included in the prices; always false for taxes of the `tax` override.
     pub is_included: bool,
 }
 
 /// A discount applied (`IDiscount`), as the `discount` override valued it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckoutDiscount {
+    /// The code as the override answered it; the one the shopper entered when it answered none.
     pub code: String,
+    /// The discount's description, as the override answered it.
     pub text: String,
+    /// What the override says the discount is worth; what it takes off may be less.
     pub value: Cents,
 }
 
 /// A payment (`IPayment`) through the built-in test gateway.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckoutPayment {
+    /// The payment's id (24 random hex digits).
     pub id: String,
+    /// The gateway's public id: `test`, the built-in test gateway.
     pub gateway_public_id: String,
+    /// The payment method's token: the test gateway approves `tok_success` only.
     pub token: String,
+    /// What the payment pays of the order.
     pub amount: Cents,
+    /// The kind of payment method, such as `credit_card`.
     pub r#type: String,
+    /// How the storefront shows the payment method.
     pub display_string: String,
+    /// Whether the shopper asked to keep the payment method (the test gateway keeps none).
     pub retain: bool,
     /// The payment method's expiry month (`YYYY-MM`), when the storefront gave one.
     #[serde(default)]
@@ -119,9 +170,13 @@ pub struct CheckoutPayment {
 /// Order meta data (`IOrderMetaData`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckoutMetaData {
+    /// The cart's parameters, name to value.
     pub cart_parameters: BTreeMap<String, String>,
+    /// The order's note attributes, name to value.
     pub note_attributes: BTreeMap<String, String>,
+    /// The order's notes; the platform's order carries them.
     pub notes: String,
+    /// The order's tags.
     pub tags: Vec<String>,
 }
 
@@ -129,8 +184,11 @@ pub struct CheckoutMetaData {
 /// never shown, nor printed (`Debug`).
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredOrderOverride {
+    /// The override's type, as `OverrideType` names it (`shipping`, `tax`, `discount`, ...).
     pub override_type: String,
+    /// Where the override is called.
     pub url: String,
+    /// The secret the override's calls are signed with.
     pub shared_secret: String,
 }
 
@@ -147,19 +205,33 @@ impl std::fmt::Debug for StoredOrderOverride {
 /// Everything a checkout holds, stored as one JSON document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckoutDocument {
+    /// The order's currency code: the shop's when the order was made.
     pub currency: String,
+    /// The guest customer, once given.
     pub customer: Option<CheckoutCustomer>,
+    /// Where the order ships, once given.
     pub shipping_address: Option<CheckoutAddress>,
+    /// The billing address, once given.
     pub billing_address: Option<CheckoutAddress>,
+    /// The order's lines.
     pub line_items: Vec<CheckoutLineItem>,
+    /// The shipping lines offered for the shipping address.
     pub available_shipping_lines: Vec<CheckoutShippingLine>,
+    /// The shipping line chosen, if any; its amount is the order's shipping.
     pub selected_shipping: Option<CheckoutShippingLine>,
+    /// The taxes the `tax` override answered.
     pub taxes: Vec<CheckoutTax>,
+    /// The discount codes applied, in the order they were.
     pub discounts: Vec<CheckoutDiscount>,
+    /// The payments added, through the test gateway.
     pub payments: Vec<CheckoutPayment>,
+    /// The order's meta data: cart parameters, note attributes, notes and tags.
     pub order_meta_data: CheckoutMetaData,
+    /// Whether Process Order went through.
     pub is_processed: bool,
+    /// Where the customer resumes the checkout on the shop's storefront.
     pub resumable_link: String,
+    /// Overrides given for this order at Init Order; they win over the shop's.
     #[serde(default)]
     pub order_overrides: Vec<StoredOrderOverride>,
     /// The platform's name of the order (`order_number`), once Create Order answered.
@@ -177,12 +249,19 @@ pub struct CheckoutDocument {
 /// The order's amounts, computed from what it holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Amounts {
+    /// The line items' totals.
     pub items: Cents,
+    /// The selected shipping line's amount (zero when none is selected).
     pub shipping: Cents,
+    /// The taxes.
     pub taxes: Cents,
+    /// What the discounts take off, never more than the items.
     pub discounts: Cents,
+    /// Items + shipping + taxes − discounts.
     pub total: Cents,
+    /// What the payments pay.
     pub payments: Cents,
+    /// What is left to pay: total − payments.
     pub balance: Cents,
 }
 
@@ -191,6 +270,7 @@ fn sum(amounts: impl Iterator<Item = Cents>) -> Cents {
 }
 
 impl CheckoutDocument {
+    /// A new order's document: no customer, items or anything else yet.
     pub fn new(currency: &str, resumable_link: String) -> CheckoutDocument {
         CheckoutDocument {
             currency: currency.to_string(),
@@ -221,6 +301,7 @@ impl CheckoutDocument {
             .filter(|email| !email.is_empty())
     }
 
+    /// Whether any line item is shipped.
     pub fn requires_shipping(&self) -> bool {
         self.line_items.iter().any(|item| item.requires_shipping)
     }
@@ -322,7 +403,9 @@ impl CheckoutDocument {
 /// takes off the line). A checkout has no fees.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LineShares {
+    /// The line's share of each tax, with the share as the tax's value; none of zero.
     pub taxes: Vec<CheckoutTax>,
+    /// The line's share of each discount, with what it takes off the line; none of zero.
     pub discounts: Vec<(CheckoutDiscount, Cents)>,
 }
 

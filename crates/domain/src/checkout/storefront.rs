@@ -46,15 +46,21 @@ const SAVE_ATTEMPTS: usize = 5;
 /// What a storefront call presents: the shop and order of its path and its bearer token.
 #[derive(Debug, Clone)]
 pub struct StorefrontCall {
+    /// The shop's identifier, from the path.
     pub shop_identifier: String,
+    /// The order's id at the storefront, from the path.
     pub public_order_id: String,
+    /// The bearer token Init Order answered for the order.
     pub token: String,
 }
 
 /// What the checkout's use cases need besides storage.
 pub struct CheckoutContext<'a, D> {
+    /// The database.
     pub db: &'a D,
+    /// How the shop's and the order's overrides are called.
     pub overrides: &'a dyn OverrideCaller,
+    /// The time of the call.
     pub now: Timestamp,
 }
 
@@ -62,8 +68,10 @@ pub struct CheckoutContext<'a, D> {
 /// the order's `application_state` after it.
 #[derive(Debug, Clone, Serialize)]
 pub struct StorefrontAnswer<T> {
+    /// What the call itself shows, flattened beside `application_state`.
     #[serde(flatten)]
     pub shown: T,
+    /// The order after the call.
     pub application_state: ApplicationState,
 }
 
@@ -368,9 +376,13 @@ fn priced_items(
 /// What Init Order answers.
 #[derive(Debug, Clone, Serialize)]
 pub struct InitAnswer {
+    /// The token that opens the order at the storefront, good for 24 hours.
     pub jwt_token: String,
+    /// The new order's id at the storefront (32 random hex digits).
     pub public_order_id: String,
+    /// The new order.
     pub application_state: ApplicationState,
+    /// What the storefront shows around the order.
     pub initial_data: InitialData,
     /// Mercer's test gateway keeps no payment methods.
     pub vaulting_enabled: bool,
@@ -472,39 +484,60 @@ pub fn resumable_link(shop: &Shop, public_order_id: &str) -> String {
 /// are empty.
 #[derive(Debug, Clone, Serialize)]
 pub struct InitialData {
+    /// The shop's domain on the platform.
     pub shop_name: String,
+    /// Always `[]`: Mercer offers no countries of its own.
     pub country_info: EmptyList,
+    /// Always `[]`: Mercer offers no languages of its own.
     pub supported_languages: EmptyList,
+    /// The checkout form's options.
     pub general_settings: GeneralSettings,
+    /// Always `[]`: the only gateway is the built-in test gateway.
     pub external_payment_gateways: EmptyList,
+    /// Always `[]`.
     pub life_elements: EmptyList,
+    /// Always `[]`: Mercer has no fraud tools.
     pub fraud_tools: EmptyList,
+    /// Always `{}`.
     pub flow_settings: EmptyObject,
+    /// Whether any line item is shipped.
     pub requires_shipping: bool,
+    /// Always `{}`.
     pub eps_gateways: EmptyObject,
 }
 
+/// `general_settings` of `initial_data`: the checkout form's options.
 #[derive(Debug, Clone, Serialize)]
 pub struct GeneralSettings {
+    /// The checkout form's options.
     pub checkout_process: CheckoutProcess,
+    /// No address autocomplete provider.
     pub address_autocomplete: AddressAutocomplete,
 }
 
 /// The checkout form's options, as Mercer's checkout has them.
 #[derive(Debug, Clone, Serialize)]
 pub struct CheckoutProcess {
+    /// Always `optional`: the address's company may be given.
     pub company_name_option: &'static str,
+    /// Always false: an address needs no phone number.
     pub phone_number_required: bool,
+    /// Always `unchecked`: marketing is not accepted unless the customer says so.
     pub accepts_marketing_checkbox_option: &'static str,
+    /// Always false: the storefront offers no tax exemption.
     pub tax_exempt_checkbox_enabled: bool,
+    /// Always false.
     pub tax_shipping: bool,
+    /// Always false.
     pub rsa_enabled: bool,
 }
 
 /// No address autocomplete provider.
 #[derive(Debug, Clone, Serialize)]
 pub struct AddressAutocomplete {
+    /// Always none.
     pub provider: Option<String>,
+    /// Always none.
     pub api_key: Option<String>,
 }
 
@@ -554,6 +587,7 @@ fn new_customer(input: CustomerInput) -> CheckoutCustomer {
 /// What the customer calls show: the customer after the call.
 #[derive(Debug, Clone, Serialize)]
 pub struct CustomerShown {
+    /// The customer after the call.
     pub customer: ShownCustomer,
 }
 
@@ -600,6 +634,7 @@ pub fn delete_customer<D: CheckoutDatabase>(
 /// What a validation that passed shows (one that fails is a 422 on its field).
 #[derive(Debug, Clone, Serialize)]
 pub struct Valid {
+    /// Always true: a validation that fails is a 422.
     pub valid: bool,
 }
 
@@ -622,11 +657,14 @@ pub fn validate_email<D: CheckoutDatabase>(
 /// Which address a route sets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AddressType {
+    /// The shipping address.
     Shipping,
+    /// The billing address.
     Billing,
 }
 
 impl AddressType {
+    /// The type as the `address_validate` override is told it (`shipping` or `billing`).
     pub fn as_str(self) -> &'static str {
         match self {
             AddressType::Shipping => "shipping",
@@ -679,6 +717,7 @@ fn validate_address_override<D: CheckoutDatabase + OverrideDatabase>(
 /// What the address calls show: the address after the call (`{}` when deleted).
 #[derive(Debug, Clone, Serialize)]
 pub struct AddressShown {
+    /// The address after the call, `{}` when deleted.
     pub address: ShownAddress,
 }
 
@@ -730,7 +769,9 @@ pub fn delete_address<D: CheckoutDatabase>(
 /// What `validateAddress` shows when the address passed.
 #[derive(Debug, Clone, Serialize)]
 pub struct AddressValid {
+    /// Always true: an address that fails is a 422.
     pub valid: bool,
+    /// Always `[]`.
     pub errors: EmptyList,
 }
 
@@ -806,6 +847,7 @@ fn offered_shipping_lines<D: CheckoutDatabase + OverrideDatabase>(
 /// What `getShippingLines` shows: the lines offered.
 #[derive(Debug, Clone, Serialize)]
 pub struct ShippingLinesShown {
+    /// The shipping lines offered now.
     pub shipping_lines: Vec<CheckoutShippingLine>,
 }
 
@@ -833,6 +875,7 @@ pub fn shipping_lines<D: CheckoutDatabase + OverrideDatabase>(
 /// What `changeShippingLine` shows: the line chosen.
 #[derive(Debug, Clone, Serialize)]
 pub struct SelectedShippingShown {
+    /// The shipping line chosen.
     pub selected_shipping: CheckoutShippingLine,
 }
 
@@ -922,6 +965,7 @@ fn taxes_of<D: CheckoutDatabase + OverrideDatabase>(
 /// What `setTaxes` shows: the order's taxes.
 #[derive(Debug, Clone, Serialize)]
 pub struct TaxesShown {
+    /// The order's taxes after the call.
     pub taxes: Vec<CheckoutTax>,
 }
 
@@ -1013,13 +1057,16 @@ fn not_valid(code: &str) -> DomainError {
 /// What `addDiscount` shows: the discount applied.
 #[derive(Debug, Clone, Serialize)]
 pub struct DiscountShown {
+    /// The discount applied, with what it takes off the order.
     pub discount: ShownDiscount,
 }
 
 /// What `validateDiscount` shows of a valid code.
 #[derive(Debug, Clone, Serialize)]
 pub struct DiscountValid {
+    /// Always true: a code that is not valid is a 422.
     pub valid: bool,
+    /// The discount the code would apply, with what it would take off.
     pub discount: ShownDiscount,
 }
 
@@ -1160,6 +1207,7 @@ fn check_payment_amount(amount: Cents, room: Cents, balance: Cents) -> Result<()
 /// What the payment calls show: the payment after the call.
 #[derive(Debug, Clone, Serialize)]
 pub struct PaymentShown {
+    /// The payment after the call.
     pub payment: ShownPayment,
 }
 
@@ -1259,6 +1307,7 @@ pub fn delete_payment<D: CheckoutDatabase>(
 /// What `getPaymentList` shows.
 #[derive(Debug, Clone, Serialize)]
 pub struct PaymentsShown {
+    /// The order's payments.
     pub payments: Vec<ShownPayment>,
 }
 
@@ -1280,6 +1329,7 @@ pub fn payments<D: CheckoutDatabase>(
 /// `product_data`.
 #[derive(Debug, Clone, Serialize)]
 pub struct LineItemShown<T> {
+    /// The line after the call, if it is in the order.
     pub line_item: Option<T>,
 }
 
@@ -1416,11 +1466,14 @@ pub fn delete_line_item<D: CheckoutDatabase>(
 /// The stage of an inventory check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InventoryStage {
+    /// `initial`: a check while the order is made (the default of `checkInventory`).
     Initial,
+    /// `final`: the last check before the order is placed; Process Order makes it.
     Final,
 }
 
 impl InventoryStage {
+    /// The stage named `text` (`initial` or `final`), if it is one.
     pub fn parse(text: &str) -> Option<InventoryStage> {
         match text {
             "initial" => Some(InventoryStage::Initial),
@@ -1429,6 +1482,7 @@ impl InventoryStage {
         }
     }
 
+    /// The stage's name, as the `inventory` override is told it.
     pub fn as_str(self) -> &'static str {
         match self {
             InventoryStage::Initial => "initial",
@@ -1441,7 +1495,9 @@ impl InventoryStage {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum InventoryResult {
+    /// Every line item is available in its quantity.
     Pass,
+    /// Some line items are short: `failed_items` names them.
     Fail,
     /// No `inventory` override applies: nothing was checked.
     NotEnabled,
@@ -1450,15 +1506,20 @@ pub enum InventoryResult {
 /// A line item the `inventory` override says is short.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FailedItem {
+    /// The line's key.
     pub line_item_key: String,
+    /// The variant's platform id.
     pub platform_variant_id: String,
+    /// How many are available, as the override says (0 when it gives no number).
     pub available_quantity: u64,
 }
 
 /// `inventory_check` (`IInventoryCheck`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct InventoryCheck {
+    /// How the check came out.
     pub result: InventoryResult,
+    /// The line items that are short; empty unless the check failed.
     pub failed_items: Vec<FailedItem>,
 }
 
@@ -1525,6 +1586,7 @@ pub(crate) fn inventory_check<D: CheckoutDatabase + OverrideDatabase>(
 /// What `checkInventory` shows.
 #[derive(Debug, Clone, Serialize)]
 pub struct InventoryShown {
+    /// The inventory check of the order.
     pub inventory_check: InventoryCheck,
 }
 
@@ -1542,6 +1604,7 @@ pub fn check_inventory<D: CheckoutDatabase + OverrideDatabase>(
 /// What `patchOrderMetaData` shows: the meta data after the call.
 #[derive(Debug, Clone, Serialize)]
 pub struct MetaDataShown {
+    /// The order's meta data after the call.
     pub order_meta_data: CheckoutMetaData,
 }
 

@@ -13,13 +13,20 @@ pub use crate::kernel::filter::{FilterOp, FilterValue};
 use crate::kernel::limits::{MAX_ID_CHARS, MAX_SEARCH_CHARS, check_parameter};
 use crate::kernel::time::Timestamp;
 
+/// The order of List Customers (`orderby`); ties fall back to the id, in the same direction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OrderBy {
+    /// By id (`id`), the default.
     Id,
+    /// By the time the service stored the customer (`created_at`).
     CreatedAt,
+    /// By the time the service last changed the customer (`updated_at`).
     UpdatedAt,
+    /// By email, ignoring ASCII case (`email`).
     Email,
+    /// By first name, ignoring ASCII case (`first_name`).
     FirstName,
+    /// By last name, ignoring ASCII case (`last_name`).
     LastName,
 }
 
@@ -44,14 +51,23 @@ impl OrderBy {
 /// Fields a filter may name, by the type of their values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FilterField {
+    /// `id`: the customer's id (the service's integer); compared as an integer.
     Id,
+    /// `created_at`: when the service stored the customer; compared as a time.
     CreatedAt,
+    /// `updated_at`: when the service last changed the customer; compared as a time.
     UpdatedAt,
+    /// `platform_created_at`: when the platform says it created the customer; a time.
     PlatformCreatedAt,
+    /// `email`: text, matched with `eq` or `like`.
     Email,
+    /// `first_name`: text, matched with `eq` or `like`.
     FirstName,
+    /// `last_name`: text, matched with `eq` or `like`.
     LastName,
+    /// `phone`: text, matched with `eq` or `like`.
     Phone,
+    /// `platform_id`: the platform's id of the customer; text, matched with `eq` or `like`.
     PlatformId,
 }
 
@@ -83,36 +99,52 @@ impl FilterField {
     }
 }
 
+/// One condition of the `filter` parameter, such as `gt(id:5)`; a customer must meet them all.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Filter {
+    /// The field the condition tests.
     pub field: FilterField,
+    /// How the field is compared with the value (`like` only for text fields).
     pub op: FilterOp,
+    /// The value compared with, of the field's type.
     pub value: FilterValue,
 }
 
 /// A checked List Customers query.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DirectoryQuery {
+    /// Only customers whose id is greater than this (`since_id`).
     pub since_id: Option<i64>,
+    /// Only customers updated at or after this time (`updated_at_min`).
     pub updated_at_min: Option<Timestamp>,
+    /// Only customers updated at or before this time (`updated_at_max`).
     pub updated_at_max: Option<Timestamp>,
     /// Matched, ignoring case, within email, first and last name and phone.
     pub search: Option<String>,
+    /// Only customers with one of these ids (`ids`, comma-separated, repeatable).
     pub ids: Option<Vec<i64>>,
+    /// The order of the customers (`orderby`, by id when absent).
     pub order_by: OrderBy,
+    /// Whether the order is descending (`orderdirection=desc`); ascending by default.
     pub descending: bool,
+    /// The conditions of every `filter` parameter, all of which a customer must meet.
     pub filters: Vec<Filter>,
+    /// Only customers with a live label of exactly this name (`label`).
     pub label: Option<String>,
+    /// Customers per page, 1 to 250 (`limit`, [`DEFAULT_LIMIT`] when absent).
     pub limit: i64,
+    /// The page asked for, from 1 (`page`).
     pub page: i64,
 }
 
 impl DirectoryQuery {
+    /// How many matching customers come before the page asked for.
     pub fn offset(&self) -> i64 {
         (self.page - 1).saturating_mul(self.limit)
     }
 }
 
+/// Customers per page of List Customers when the query gives no `limit`.
 pub const DEFAULT_LIMIT: i64 = 50;
 pub(crate) const MAX_LIMIT: i64 = 250;
 
@@ -260,65 +292,109 @@ pub fn parse_directory_query(pairs: &[(String, String)]) -> Result<DirectoryQuer
 /// A directory customer as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DirectoryCustomer {
+    /// The customer's id (the service's integer).
     pub id: i64,
+    /// The platform's id of the customer; none for a customer the platform has not given one yet.
     pub platform_id: Option<String>,
+    /// The customer's email; none when empty.
     pub email: Option<String>,
+    /// The customer's first name; none when empty.
     pub first_name: Option<String>,
+    /// The customer's last name; none when empty.
     pub last_name: Option<String>,
+    /// The customer's phone number; none when empty.
     pub phone: Option<String>,
+    /// When the platform says it created the customer, if it says.
     pub platform_created_at: Option<Timestamp>,
+    /// When the service stored the customer.
     pub created_at: Timestamp,
+    /// When the service last changed the customer.
     pub updated_at: Timestamp,
+    /// When the customer was deleted; a deleted customer is not found nor listed.
     pub deleted_at: Option<Timestamp>,
 }
 
+/// An address of a directory customer as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DirectoryAddress {
+    /// The address's id (the service's integer).
     pub id: i64,
+    /// The id of the customer the address belongs to (the service's integer).
     pub customer_id: i64,
+    /// The platform's id of the address, if it has one.
     pub platform_id: Option<String>,
+    /// The platform's id of the address's customer, if the customer has one.
     pub platform_customer_id: Option<String>,
+    /// The first name on the address.
     pub first_name: Option<String>,
+    /// The last name on the address.
     pub last_name: Option<String>,
+    /// The company on the address.
     pub company: Option<String>,
+    /// The phone number on the address.
     pub phone: Option<String>,
+    /// The first street line.
     pub street_1: Option<String>,
+    /// The second street line.
     pub street_2: Option<String>,
+    /// The city.
     pub city: Option<String>,
+    /// The province or state, by name.
     pub province: Option<String>,
+    /// The province or state, by code.
     pub province_code: Option<String>,
+    /// The postal code.
     pub zip: Option<String>,
+    /// The country, by name.
     pub country: Option<String>,
+    /// The country's code as the platform gives it, such as `US`.
     pub country_code: Option<String>,
+    /// The kind of address as the platform gives it, such as `shipping` or `billing`.
     pub address_type: Option<String>,
+    /// The address's use as the platform gives it.
     pub address_use: Option<String>,
+    /// Whether this is the customer's default address.
     pub is_default: bool,
+    /// When the service stored the address.
     pub created_at: Timestamp,
+    /// When the service last changed the address.
     pub updated_at: Timestamp,
+    /// When the address was deleted, if it was.
     pub deleted_at: Option<Timestamp>,
 }
 
+/// A label the shop put on a directory customer; customers can be listed by label.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Label {
+    /// The label's id (the service's integer).
     pub id: i64,
+    /// The id of the labelled customer (the service's integer).
     pub customer_id: i64,
+    /// The label's text, trimmed, at most 255 characters; unique among a customer's live labels.
     pub name: String,
+    /// When the label was added.
     pub created_at: Timestamp,
+    /// When the label last changed.
     pub updated_at: Timestamp,
+    /// When the label was deleted; a deleted label is not shown and no longer matches `label`.
     pub deleted_at: Option<Timestamp>,
 }
 
 /// A page of the directory, as the repository answers it.
 #[derive(Debug, Clone, Default)]
 pub struct DirectoryPage {
+    /// The customers of the page, in the query's order.
     pub customers: Vec<DirectoryCustomer>,
+    /// Customers that match the query, over every page.
     pub total: i64,
 }
 
 /// The platform id union of seed 002 §2.6: the text, and its integer value when it is one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PlatformIdUnion {
+    /// The platform's id as text (`""` when there is none).
     pub string_value: String,
+    /// The id as an integer when the text is one, else 0.
     pub int64_value: i64,
 }
 
@@ -335,7 +411,9 @@ impl PlatformIdUnion {
 /// The nullable text of seed 002 §2.6.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NullableText {
+    /// The text, `""` when there is none.
     pub value: String,
+    /// Whether there is a text (false for none, so `""` and none can be told apart).
     pub valid: bool,
 }
 
@@ -351,29 +429,53 @@ impl NullableText {
 /// A directory address as answers show it (seed 002 §2.6): absent text is `""`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AddressResource {
+    /// The address's id (the service's integer).
     pub id: i64,
+    /// The id of the address's customer (the service's integer).
     pub svc_customer_id: i64,
+    /// The identifier of the shop the customer belongs to.
     pub shop_identifier: String,
+    /// The shop's platform type, as the shop records it.
     pub platform_type: String,
+    /// The first name on the address.
     pub first_name: String,
+    /// The last name on the address.
     pub last_name: String,
+    /// The first street line.
     pub street_1: String,
+    /// The city.
     pub city: String,
+    /// The province or state, by name.
     pub province: String,
+    /// The province or state, by code.
     pub province_code: String,
+    /// The postal code.
     pub zip: String,
+    /// The country, by name.
     pub country: String,
+    /// The country's code as the platform gives it, such as `US`.
     pub country_iso2: String,
+    /// The kind of address as the platform gives it, such as `shipping` or `billing`.
     pub address_type: String,
+    /// The address's use as the platform gives it.
     pub address_use: String,
+    /// Whether this is the customer's default address.
     pub is_default: bool,
+    /// When the service stored the address.
     pub created_at: Timestamp,
+    /// When the service last changed the address.
     pub updated_at: Timestamp,
+    /// When the address was deleted, if it was.
     pub deleted_at: Option<Timestamp>,
+    /// The platform's id of the address.
     pub platform_id: PlatformIdUnion,
+    /// The platform's id of the address's customer.
     pub platform_customer_id: PlatformIdUnion,
+    /// The company on the address, if any.
     pub company: NullableText,
+    /// The second street line, if any.
     pub street_2: NullableText,
+    /// The phone number on the address, if any.
     pub phone: NullableText,
 }
 
@@ -415,22 +517,39 @@ pub(crate) fn address_resource(shop: &Shop, address: &DirectoryAddress) -> Addre
 /// have no tags or groups.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CustomerResource {
+    /// The customer's id (the service's integer).
     pub id: i64,
+    /// The identifier of the shop the customer belongs to.
     pub shop_identifier: String,
+    /// The shop's platform type, as the shop records it.
     pub platform_type: String,
+    /// The customer's first name.
     pub first_name: String,
+    /// The customer's last name.
     pub last_name: String,
+    /// The customer's email.
     pub email: String,
+    /// The customer's phone number.
     pub phone: String,
+    /// Always `""`: directory customers have no tags.
     pub tags: &'static str,
+    /// When the service stored the customer.
     pub created_at: Timestamp,
+    /// When the service last changed the customer.
     pub updated_at: Timestamp,
+    /// When the customer was deleted; always none in answers, which show live customers only.
     pub deleted_at: Option<Timestamp>,
+    /// When the platform says it created the customer, if it says.
     pub platform_created_at: Option<Timestamp>,
+    /// The platform's id of the customer.
     pub platform_id: PlatformIdUnion,
+    /// The customer's addresses.
     pub addresses: Vec<AddressResource>,
+    /// The default address, else the first; none when the customer has no address.
     pub default_address: Option<AddressResource>,
+    /// The customer's live labels.
     pub labels: Vec<Label>,
+    /// Always empty: directory customers have no groups.
     pub groups: Vec<String>,
 }
 
@@ -498,13 +617,19 @@ pub(crate) fn customer_resources(
 /// turns page numbers into URLs).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CustomerList {
+    /// The customers of the page, in the query's order.
     pub customers: Vec<CustomerResource>,
     /// Customers that match, over every page.
     pub total: i64,
+    /// Customers per page: the query's limit.
     pub per_page: i64,
+    /// The page asked for, from 1.
     pub current_page: i64,
+    /// How many pages the matching customers fill (0 when none match).
     pub total_pages: i64,
+    /// The page after this one, if it is not the last.
     pub next_page: Option<i64>,
+    /// The page before this one (the last page when this one is past it); none on page 1.
     pub previous_page: Option<i64>,
 }
 
@@ -639,6 +764,7 @@ pub fn add_label(
     Ok((tx.insert_label(shop.id, customer_id, name, now)?, true))
 }
 
+/// Deletes a label of a live customer; NotFound when the customer or the label is not there.
 pub fn delete_label(
     tx: &mut dyn DirectoryRepositories,
     shop: &Shop,

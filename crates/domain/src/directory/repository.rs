@@ -16,7 +16,9 @@ pub trait DirectoryRepositories: AccessRepositories + DirectoryRepository {}
 
 impl<T> DirectoryRepositories for T where T: AccessRepositories + DirectoryRepository + ?Sized {}
 
+/// The shop's customers as the directory shows them, with their addresses and labels.
 pub trait DirectoryRepository {
+    /// One page of the shop's live customers that match the query, in its order, and their total.
     fn list_directory_customers(
         &mut self,
         shop_id: i64,
@@ -34,6 +36,7 @@ pub trait DirectoryRepository {
         shop_id: i64,
         ids: &[i64],
     ) -> StoreResult<Vec<DirectoryCustomer>>;
+    /// The shop's customer with this platform id, deleted or not.
     fn directory_customer_by_platform_id(
         &mut self,
         shop_id: i64,
@@ -51,6 +54,7 @@ pub trait DirectoryRepository {
         shop_id: i64,
         customer_ids: &[i64],
     ) -> StoreResult<Vec<Label>>;
+    /// Adds a label to a customer and returns it.
     fn insert_label(
         &mut self,
         shop_id: i64,

@@ -9,11 +9,15 @@ macro_rules! feature_database {
     ($(#[$doc:meta])* $name:ident, $repositories:path) => {
         $(#[$doc])*
         pub trait $name {
+            /// Runs `work`, which only reads: it is not run in a write transaction, so it must
+            /// change nothing.
             fn read_tx<T>(
                 &self,
                 work: impl FnOnce(&mut dyn $repositories) -> Result<T, $crate::DomainError>,
             ) -> Result<T, $crate::DomainError>;
 
+            /// Runs `work` in one transaction that commits only when `work` returns `Ok`; an
+            /// `Err` rolls every change of `work` back.
             fn write_tx<T>(
                 &self,
                 work: impl FnOnce(&mut dyn $repositories) -> Result<T, $crate::DomainError>,

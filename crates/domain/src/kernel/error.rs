@@ -7,12 +7,16 @@ use std::fmt;
 /// a short machine-readable code and a sentence for people.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldError {
+    /// The dotted path of the field in the input (`data.destination.timeout_ms`).
     pub field: String,
+    /// A short machine-readable code (`required`, `invalid_url`).
     pub code: &'static str,
+    /// A sentence for people saying what is wrong.
     pub message: String,
 }
 
 impl FieldError {
+    /// A problem on `field` with its code and message.
     pub fn new(field: impl Into<String>, code: &'static str, message: impl Into<String>) -> Self {
         FieldError {
             field: field.into(),
@@ -21,6 +25,7 @@ impl FieldError {
         }
     }
 
+    /// A `required` problem: `field` is missing ("`field` is required").
     pub fn required(field: impl Into<String>) -> Self {
         let field = field.into();
         let message = format!("{field} is required");
@@ -54,12 +59,16 @@ impl fmt::Display for Forbidden {
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("storage failure: {detail}")]
 pub struct StorageError {
+    /// What sort of failure it was, for callers that may retry or report a clash.
     pub kind: StorageErrorKind,
+    /// What went wrong, for the log only (it may hold SQL or driver messages).
     pub detail: String,
+    /// The database's own error, when there was one.
     #[source]
     pub source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
 }
 
+/// What sort of storage failure a [`StorageError`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StorageErrorKind {
     /// A unique constraint refused the change: someone else stored the same key first.
@@ -67,10 +76,12 @@ pub enum StorageErrorKind {
     /// The database could not do it now (a lost connection, a deadlock or serialization
     /// failure, a busy SQLite file); the same work may well succeed when tried again.
     Transient,
+    /// Any other failure; trying again is not expected to help.
     Other,
 }
 
 impl StorageError {
+    /// A failure of kind [`StorageErrorKind::Other`] with `detail` for the log.
     pub fn other(detail: impl Into<String>) -> Self {
         StorageError {
             kind: StorageErrorKind::Other,
@@ -79,6 +90,7 @@ impl StorageError {
         }
     }
 
+    /// A failure of kind [`StorageErrorKind::UniqueViolation`] with `detail` for the log.
     pub fn unique_violation(detail: impl Into<String>) -> Self {
         StorageError {
             kind: StorageErrorKind::UniqueViolation,
@@ -87,6 +99,7 @@ impl StorageError {
         }
     }
 
+    /// A failure of kind [`StorageErrorKind::Transient`] with `detail` for the log.
     pub fn transient(detail: impl Into<String>) -> Self {
         StorageError {
             kind: StorageErrorKind::Transient,
@@ -101,37 +114,56 @@ impl StorageError {
         self
     }
 
+    /// Whether a unique constraint refused the change.
     pub fn is_unique_violation(&self) -> bool {
         self.kind == StorageErrorKind::UniqueViolation
     }
 
+    /// Whether the same work may succeed when tried again.
     pub fn is_transient(&self) -> bool {
         self.kind == StorageErrorKind::Transient
     }
 }
 
+/// Why a use case failed. The server maps each variant to an HTTP status and the error body.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum DomainError {
     /// An unknown resource; `resource` names its kind (`shop`, `token`).
     #[error("{resource} not found")]
-    NotFound { resource: &'static str },
+    NotFound {
+        /// The kind of resource that was not found (`shop`, `token`).
+        resource: &'static str,
+    },
     /// The change clashes with stored state (a duplicate, a second live destination).
     #[error("{message}")]
-    Conflict { code: &'static str, message: String },
+    Conflict {
+        /// A short machine-readable code (`destination.topic_taken`).
+        code: &'static str,
+        /// A sentence for people saying what clashes.
+        message: String,
+    },
     /// The input is well formed but breaks the rules; one entry per problem.
     #[error("invalid input ({} problem(s))", .0.len())]
     Invalid(Vec<FieldError>),
     /// A well-formed request the shop's state does not allow (422 with this type).
     #[error("{message}")]
-    Unprocessable { code: &'static str, message: String },
+    Unprocessable {
+        /// A short machine-readable code (`webhook.disabled`).
+        code: &'static str,
+        /// A sentence for people saying why the state does not allow it.
+        message: String,
+    },
     /// The request's query (or another part that is not a JSON body) does not parse; 400.
     #[error("bad request ({} problem(s))", .0.len())]
     BadRequest(Vec<FieldError>),
     /// A remote party (connector, override) answered wrongly (502) or not in time (504).
     #[error("{message}")]
     Remote {
+        /// A short machine-readable code (`connector.failed`, `override.failed`).
         code: &'static str,
+        /// Whether the remote party did not answer in time (504) rather than answer wrongly (502).
         timed_out: bool,
+        /// A sentence for people saying what the remote party did wrong.
         message: String,
         /// The field of the remote party's answer that was wrong, when one was.
         field: Option<String>,
@@ -142,15 +174,18 @@ pub enum DomainError {
     /// Valid credentials that may not be used here.
     #[error("forbidden: {0}")]
     Forbidden(Forbidden),
+    /// The storage failed; the client sees an internal error, the detail goes to the log.
     #[error(transparent)]
     Storage(#[from] StorageError),
 }
 
 impl DomainError {
+    /// [`DomainError::NotFound`] for a resource of kind `resource`.
     pub fn not_found(resource: &'static str) -> Self {
         DomainError::NotFound { resource }
     }
 
+    /// [`DomainError::Invalid`] with the one problem on `field`.
     pub fn invalid(
         field: impl Into<String>,
         code: &'static str,
@@ -165,6 +200,7 @@ impl DomainError {
 pub struct Problems(Vec<FieldError>);
 
 impl Problems {
+    /// No problems yet.
     pub fn new() -> Self {
         Problems(Vec::new())
     }
@@ -174,6 +210,7 @@ impl Problems {
         self.0.iter().any(|problem| problem.field == field)
     }
 
+    /// Records one problem.
     pub fn push(&mut self, error: FieldError) {
         self.0.push(error);
     }
@@ -189,6 +226,7 @@ impl Problems {
         }
     }
 
+    /// `Ok` when no problem was recorded, otherwise [`DomainError::Invalid`] with all of them.
     pub fn into_result(self) -> Result<(), DomainError> {
         if self.0.is_empty() {
             Ok(())

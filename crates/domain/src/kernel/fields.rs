@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 use crate::kernel::error::{DomainError, FieldError, Problems};
 use crate::kernel::time::Timestamp;
 
+/// The dotted path of field `name` inside `parent` (`parent.name`); just `name` at the root.
 pub fn path(parent: &str, name: &str) -> String {
     if parent.is_empty() {
         name.to_string()
@@ -24,12 +25,16 @@ pub(crate) fn type_error(field: String, expected: &str) -> FieldError {
 
 /// Reads the fields of one JSON object, recording each problem under its path.
 pub struct Fields<'a, 'p> {
+    /// The dotted path of this object in the body; empty for the body itself.
     pub path: String,
+    /// The object's fields.
     pub map: &'a Map<String, Value>,
+    /// Where the problems found are recorded (shared with the enclosing objects).
     pub problems: &'p mut Problems,
 }
 
 impl<'a> Fields<'a, '_> {
+    /// The path of field `name` of this object, for its problems.
     pub fn field(&self, name: &str) -> String {
         path(&self.path, name)
     }
@@ -39,6 +44,7 @@ impl<'a> Fields<'a, '_> {
         self.map.get(name).filter(|value| !value.is_null())
     }
 
+    /// A string, trimmed, when present and not blank; a type problem when it is not a string.
     pub fn text(&mut self, name: &str) -> Option<String> {
         match self.get(name)? {
             Value::String(text) => Some(text.trim().to_string()).filter(|text| !text.is_empty()),
@@ -49,6 +55,7 @@ impl<'a> Fields<'a, '_> {
         }
     }
 
+    /// A string, trimmed; a `required` problem when it is missing, null or blank.
     pub fn required_text(&mut self, name: &str) -> Option<String> {
         match self.get(name) {
             Some(Value::String(_)) => {
@@ -118,6 +125,8 @@ impl<'a> Fields<'a, '_> {
         })
     }
 
+    /// An RFC 3339 date-time string, when present; an `invalid_date` problem when it does not
+    /// parse.
     pub fn time(&mut self, name: &str) -> Option<Timestamp> {
         let field = self.field(name);
         let time = match self.get(name)? {

@@ -11,13 +11,21 @@ use crate::kernel::time::Timestamp;
 /// The name of the query parameter every problem is reported on.
 pub(crate) const FILTER_PARAMETER: &str = "filter";
 
+/// The operator of a condition, written before its parentheses (`gt(id:5)`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FilterOp {
+    /// `lt`: the field is less than the value.
     Lt,
+    /// `lte`: the field is less than or equal to the value.
     Lte,
+    /// `gt`: the field is greater than the value.
     Gt,
+    /// `gte`: the field is greater than or equal to the value.
     Gte,
+    /// `eq`: the field equals the value.
     Eq,
+    /// `like`: the field matches the value as a pattern (`%` for any text), ignoring case; for
+    /// text fields only.
     Like,
 }
 
@@ -41,6 +49,7 @@ impl FilterOp {
         FilterOp::Eq,
     ];
 
+    /// The operator's name as written in a filter (`lt`, `like`).
     pub fn as_str(self) -> &'static str {
         match self {
             FilterOp::Lt => "lt",
@@ -52,6 +61,7 @@ impl FilterOp {
         }
     }
 
+    /// The operator named `text` (exactly, lowercase); `None` for an unknown name.
     pub fn parse(text: &str) -> Option<Self> {
         FilterOp::ALL.into_iter().find(|op| op.as_str() == text)
     }
@@ -72,8 +82,11 @@ impl FilterOp {
 /// The value of a condition, typed by its field.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FilterValue {
+    /// The value of an integer field (an id).
     Integer(i64),
+    /// The value of a time field.
     Time(Timestamp),
+    /// The value of a text field, as written.
     Text(String),
 }
 

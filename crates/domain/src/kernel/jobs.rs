@@ -10,6 +10,7 @@ use serde::de::DeserializeOwned;
 use crate::kernel::error::{DomainError, StorageError, StoreResult};
 use crate::kernel::time::Timestamp;
 
+/// Where a job stands in the queue. A job that is done is deleted, so it has no state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum JobState {
     /// Waiting for its `run_at`.
@@ -23,6 +24,7 @@ pub enum JobState {
 }
 
 impl JobState {
+    /// Every state.
     pub const ALL: [JobState; 4] = [
         JobState::Queued,
         JobState::Running,
@@ -30,6 +32,7 @@ impl JobState {
         JobState::Cancelled,
     ];
 
+    /// The state's name as stored and shown (`queued`, `running`, `failed`, `cancelled`).
     pub fn as_str(self) -> &'static str {
         match self {
             JobState::Queued => "queued",
@@ -39,6 +42,7 @@ impl JobState {
         }
     }
 
+    /// The state named `text`; `None` for an unknown name.
     pub fn parse(text: &str) -> Option<Self> {
         JobState::ALL
             .into_iter()
@@ -49,19 +53,30 @@ impl JobState {
 /// A job as it is stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Job {
+    /// The job's id in the queue.
     pub id: i64,
+    /// The job's kind, [`JobPayload::KIND`] of its payload type (`feature.name`).
     pub kind: String,
+    /// The payload as JSON text; read it with [`Job::payload`].
     pub payload: String,
+    /// The key that makes the work one job at a time, when it has one
+    /// ([`JobPayload::unique_key`]).
     pub unique_key: Option<String>,
+    /// Where the job stands.
     pub state: JobState,
     /// When a queued job is due; while it runs, when its lease ends.
     pub run_at: Timestamp,
     /// Attempts started, the running one included.
     pub attempts: i64,
+    /// Attempts allowed before the job fails ([`JobPayload::MAX_ATTEMPTS`]).
     pub max_attempts: i64,
+    /// The worker that holds the job while it runs; `None` otherwise.
     pub locked_by: Option<String>,
+    /// Why the last attempt failed, when it did.
     pub last_error: Option<String>,
+    /// When the job was first enqueued.
     pub created_at: Timestamp,
+    /// When the job last changed.
     pub updated_at: Timestamp,
 }
 
@@ -85,10 +100,15 @@ impl Job {
 /// A job to enqueue.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewJob {
+    /// The job's kind, [`JobPayload::KIND`].
     pub kind: &'static str,
+    /// The payload as JSON text.
     pub payload: String,
+    /// The key that coalesces it with an unfinished job, when it has one.
     pub unique_key: Option<String>,
+    /// When the job is due.
     pub run_at: Timestamp,
+    /// Attempts allowed before the job fails.
     pub max_attempts: i64,
 }
 
@@ -117,6 +137,7 @@ pub enum Enqueued {
 }
 
 impl Enqueued {
+    /// The id of the job that will do the work, new or coalesced.
     pub fn id(self) -> i64 {
         match self {
             Enqueued::New(id) | Enqueued::Coalesced(id) => id,
@@ -139,11 +160,14 @@ pub enum JobOutcome {
 /// A failed run: retried with backoff unless permanent or the last attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobFailure {
+    /// What went wrong; kept as the job's `last_error`.
     pub message: String,
+    /// Whether another attempt would fail the same way, so the job fails now.
     pub permanent: bool,
 }
 
 impl JobFailure {
+    /// A failure worth another attempt.
     pub fn retry(message: impl Into<String>) -> Self {
         JobFailure {
             message: message.into(),
@@ -151,6 +175,7 @@ impl JobFailure {
         }
     }
 
+    /// A failure another attempt would not mend: the job fails now.
     pub fn permanent(message: impl Into<String>) -> Self {
         JobFailure {
             message: message.into(),
@@ -186,10 +211,14 @@ pub(crate) fn backoff_seconds(attempts: i64) -> i64 {
 /// What becomes of a job whose attempt failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AfterFailure {
+    /// Queued again for another attempt at this time.
     RetryAt(Timestamp),
+    /// Failed for good: the failure was permanent or the attempt was the last.
     Fail,
 }
 
+/// What becomes of `job` after `failure` at `now`: it fails when the failure is permanent or the
+/// attempt was its last, otherwise it is retried after a backoff (5 s doubling, at most an hour).
 pub fn after_failure(job: &Job, failure: &JobFailure, now: Timestamp) -> AfterFailure {
     if failure.permanent || job.is_last_attempt() {
         AfterFailure::Fail
@@ -202,6 +231,7 @@ pub fn after_failure(job: &Job, failure: &JobFailure, now: Timestamp) -> AfterFa
 /// was lost (it ran out, or an operator cancelled the job). A long job looks between steps
 /// and answers [`JobOutcome::Interrupted`].
 pub trait JobControl {
+    /// Whether the job should stop now and answer [`JobOutcome::Interrupted`].
     fn should_stop(&self) -> bool;
 }
 
@@ -217,8 +247,11 @@ impl JobControl for RunToEnd {
 /// Jobs of one kind in one state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobCount {
+    /// The jobs' kind.
     pub kind: String,
+    /// The jobs' state.
     pub state: JobState,
+    /// How many jobs of the kind are in the state.
     pub count: i64,
 }
 
@@ -273,9 +306,11 @@ pub trait JobRepository {
     -> StoreResult<bool>;
     /// The run stopped early: queued again, due now, the attempt not counted.
     fn release_job(&mut self, id: i64, worker: &str, now: Timestamp) -> StoreResult<bool>;
+    /// The job with `id`, when there is one (a done job is deleted).
     fn job(&mut self, id: i64) -> StoreResult<Option<Job>>;
     /// Jobs oldest first, of one state or all.
     fn list_jobs(&mut self, state: Option<JobState>, limit: usize) -> StoreResult<Vec<Job>>;
+    /// How many jobs there are of each kind in each state.
     fn count_jobs(&mut self) -> StoreResult<Vec<JobCount>>;
     /// Failed or cancelled jobs among `ids` (every failed one when None) queued again, due
     /// now, attempts from zero; not one whose key an unfinished job holds. Returns their ids.

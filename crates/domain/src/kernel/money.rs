@@ -9,6 +9,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 pub struct Cents(pub i64);
 
 impl Cents {
+    /// No money.
     pub const ZERO: Cents = Cents(0);
 
     /// An amount a remote party gave unsigned; beyond `i64` (no real amount), the largest.
@@ -16,6 +17,7 @@ impl Cents {
         Cents(i64::try_from(amount).unwrap_or(i64::MAX))
     }
 
+    /// The amount `quantity` times over; `None` when it overflows `i64`.
     pub fn times(self, quantity: i64) -> Option<Cents> {
         self.0.checked_mul(quantity).map(Cents)
     }
@@ -93,6 +95,7 @@ impl CurrencyCode {
             .map(|_| CurrencyCode(text.to_string()))
     }
 
+    /// The three-letter code (`USD`).
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -3,6 +3,8 @@
 use chrono::{DateTime, SecondsFormat, Utc};
 use std::fmt;
 
+/// An instant in UTC, as integer microseconds since the Unix epoch. It is written as an RFC 3339
+/// string in JSON.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Timestamp(i64);
 
@@ -18,18 +20,22 @@ impl Timestamp {
         (Self::EARLIEST..=Self::LATEST).contains(&self)
     }
 
+    /// The instant `micros` microseconds after the Unix epoch.
     pub const fn from_micros(micros: i64) -> Self {
         Timestamp(micros)
     }
 
+    /// Microseconds since the Unix epoch, as the instant is stored.
     pub const fn as_micros(self) -> i64 {
         self.0
     }
 
+    /// The system clock's time now, whatever [`Clock`] Mercer runs under.
     pub fn now() -> Self {
         Timestamp::from(Utc::now())
     }
 
+    /// `seconds` later (earlier when negative), saturating at the ends of `i64`.
     pub fn plus_seconds(self, seconds: i64) -> Self {
         Timestamp(self.0.saturating_add(seconds.saturating_mul(1_000_000)))
     }
@@ -40,6 +46,7 @@ impl Timestamp {
         Timestamp(self.0.saturating_add(micros))
     }
 
+    /// The instant as a `chrono` date-time in UTC; the Unix epoch when chrono cannot hold it.
     pub fn to_datetime(self) -> DateTime<Utc> {
         DateTime::from_timestamp_micros(self.0).unwrap_or_default()
     }
@@ -111,9 +118,11 @@ impl<'de> serde::Deserialize<'de> for Timestamp {
 
 /// The time of day, as a port so rules about time are testable.
 pub trait Clock: Send + Sync + 'static {
+    /// The time now.
     fn now(&self) -> Timestamp;
 }
 
+/// The system's clock, as it is.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemClock;
 
@@ -145,6 +154,7 @@ impl OffsetClock {
         }
     }
 
+    /// How far the clock is ahead of the system's, in microseconds (negative when behind).
     pub fn offset_micros(self) -> i64 {
         self.offset_micros
     }

@@ -11,6 +11,7 @@ pub const VERSIONS: [&str; 1] = ["2022-05-01"];
 pub struct ApiVersion(&'static str);
 
 impl ApiVersion {
+    /// The newest version, which a request without the header gets.
     pub fn newest() -> Self {
         ApiVersion(VERSIONS[VERSIONS.len() - 1])
     }
@@ -20,15 +21,19 @@ impl ApiVersion {
         self.0
     }
 
+    /// `YYYY-MM-DD`, as an owned string.
     pub fn as_string(self) -> String {
         self.0.to_string()
     }
 }
 
+/// Why the header's value names no version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum VersionError {
+    /// The value is not a date written `YYYY-MM-DD`.
     #[error("Svc-API-Version-Date must be a date written YYYY-MM-DD")]
     Malformed,
+    /// The date is before the first version Mercer knows.
     #[error("Svc-API-Version-Date is before the first supported version {}", VERSIONS[0])]
     Unsupported,
 }

@@ -3,10 +3,13 @@
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
+/// A signal that wakes a waiting worker; clones share it. A notification sent while nobody
+/// waits is kept, so the next wait returns at once.
 #[derive(Clone, Default)]
 pub struct Wake(Arc<(Mutex<bool>, Condvar)>);
 
 impl Wake {
+    /// Wakes whoever waits on the signal now, or the next wait.
     pub fn notify(&self) {
         let (flag, condvar) = &*self.0;
         *flag.lock().unwrap_or_else(|e| e.into_inner()) = true;

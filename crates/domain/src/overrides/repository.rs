@@ -17,7 +17,9 @@ impl<T> OverrideRepositories for T where T: AccessRepositories + OverrideReposit
 
 /// API overrides of shops (contract §4.1).
 pub trait OverrideRepository {
+    /// Stores a new override, with a new public id (32 hex characters), and returns it.
     fn insert_override(&mut self, new: &NewApiOverride) -> StoreResult<ApiOverride>;
+    /// The shop's override with this public id.
     fn override_by_public_id(
         &mut self,
         shop_id: i64,
@@ -33,5 +35,6 @@ pub trait OverrideRepository {
     ) -> StoreResult<Option<ApiOverride>>;
     /// Writes the type, URL, secret and `updated_at` of a stored override.
     fn update_override(&mut self, stored: &ApiOverride) -> StoreResult<()>;
+    /// Deletes the override for good.
     fn delete_override(&mut self, id: i64) -> StoreResult<()>;
 }

@@ -22,14 +22,20 @@ use crate::kernel::time::Timestamp;
 /// The checkout functions an override can take over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum OverrideType {
+    /// `address_validate`: accepts or refuses a billing or shipping address.
     AddressValidate,
+    /// `shipping`: the shipping lines offered for the order.
     Shipping,
+    /// `discount`: whether a discount code applies, and for how much.
     Discount,
+    /// `inventory`: whether the order's items are available.
     Inventory,
+    /// `tax`: the order's taxes.
     Tax,
 }
 
 impl OverrideType {
+    /// Every type, in the contract's order.
     pub const ALL: [OverrideType; 5] = [
         OverrideType::AddressValidate,
         OverrideType::Shipping,
@@ -38,6 +44,7 @@ impl OverrideType {
         OverrideType::Tax,
     ];
 
+    /// The type's name, as bodies write it (`address_validate`).
     pub fn as_str(self) -> &'static str {
         match self {
             OverrideType::AddressValidate => "address_validate",
@@ -48,6 +55,7 @@ impl OverrideType {
         }
     }
 
+    /// The type named `text`; None for an unknown name.
     pub fn parse(text: &str) -> Option<Self> {
         OverrideType::ALL
             .into_iter()
@@ -58,23 +66,36 @@ impl OverrideType {
 /// A stored override of a shop.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiOverride {
+    /// The override's row id (the service's integer).
     pub id: i64,
     /// The 32-hex id clients see.
     pub public_id: String,
+    /// The shop the override belongs to (the service's integer).
     pub shop_id: i64,
+    /// The checkout function it takes over.
     pub override_type: OverrideType,
+    /// The URL Mercer calls: absolute http(s), checked not to lead into a private network.
     pub url: String,
+    /// The secret the client chose (8 to 255 characters), which signs Mercer's calls.
     pub shared_secret: Secret,
+    /// When the override was created.
     pub created_at: Timestamp,
+    /// When it last changed.
     pub updated_at: Timestamp,
 }
 
+/// An override to store; the store gives it its ids.
 #[derive(Debug, Clone)]
 pub struct NewApiOverride {
+    /// The shop the override belongs to (the service's integer).
     pub shop_id: i64,
+    /// The checkout function it takes over.
     pub override_type: OverrideType,
+    /// The URL Mercer calls, already checked.
     pub url: String,
+    /// The secret the client chose, already checked.
     pub shared_secret: Secret,
+    /// When it is created.
     pub created_at: Timestamp,
 }
 
@@ -82,16 +103,22 @@ pub struct NewApiOverride {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct OverrideInput {
+    /// The function's name (`shipping`); required to create.
     pub override_type: Option<String>,
+    /// The URL Mercer calls; required to create.
     pub url: Option<String>,
+    /// The secret that signs the calls, 8 to 255 characters; required to create.
     pub shared_secret: Option<String>,
 }
 
 /// The fields of an override body that passed their checks; `None` where a field was absent.
 #[derive(Debug, Clone, Default)]
 pub struct OverrideChanges {
+    /// The checkout function to take over.
     pub override_type: Option<OverrideType>,
+    /// The URL Mercer calls, checked and allowed by the address guard.
     pub url: Option<String>,
+    /// The secret that signs the calls.
     pub shared_secret: Option<Secret>,
 }
 
@@ -233,10 +260,15 @@ pub fn delete(
 /// An override as clients see it: never its secret. Times in the seed's `YYYY-MM-DD HH:MM:SS`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct OverrideResource {
+    /// The override's 32-hex id.
     pub id: String,
+    /// The function's name (`shipping`).
     pub override_type: &'static str,
+    /// The URL Mercer calls.
     pub url: String,
+    /// When the override was created.
     pub created_at: String,
+    /// When it last changed.
     pub updated_at: String,
 }
 
@@ -254,22 +286,29 @@ pub fn resource(stored: &ApiOverride) -> OverrideResource {
 /// Where an override request goes, and the secret that signs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OverrideTarget {
+    /// The URL the request is sent to.
     pub url: String,
+    /// The secret that signs it.
     pub shared_secret: Secret,
 }
 
 /// An override given in the checkout init body for one order; it wins over the shop's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OrderOverride {
+    /// The checkout function it takes over.
     pub override_type: OverrideType,
+    /// Where its requests go and what signs them.
     pub target: OverrideTarget,
 }
 
 /// What checkout asks an override.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OverrideRequest {
+    /// The checkout function asked for.
     pub override_type: OverrideType,
+    /// The shop's 32-hex identifier.
     pub shop_identifier: String,
+    /// The order's public id.
     pub public_order_id: String,
     /// The function's input (the address, the cart, the discount code…).
     pub data: Value,
@@ -296,26 +335,35 @@ impl OverrideRequest {
     }
 }
 
+/// A problem the `address_validate` override found with an address.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct AddressError {
+    /// The address field to blame; checkout's 422 names this field.
     #[serde(deserialize_with = "lenient::text")]
     pub field: String,
+    /// Why the field is not accepted.
     #[serde(deserialize_with = "lenient::text")]
     pub message: String,
 }
 
+/// The answer of an `address_validate` override.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct AddressValidation {
+    /// Whether the address is accepted.
     #[serde(deserialize_with = "lenient::boolean")]
     pub valid: bool,
+    /// What is wrong when it is not; when empty, checkout blames the address as a whole.
     #[serde(default)]
     pub errors: Vec<AddressError>,
 }
 
+/// A shipping line the `shipping` override offers.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct ShippingLine {
+    /// The line's id.
     #[serde(deserialize_with = "lenient::text")]
     pub id: String,
+    /// What the customer sees of the line.
     #[serde(deserialize_with = "lenient::text")]
     pub description: String,
     /// Minor units (cents).
@@ -323,19 +371,24 @@ pub struct ShippingLine {
     pub amount: u64,
 }
 
+/// A tax the `tax` override sets on the order.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct TaxLine {
+    /// The tax's name (`VAT`).
     #[serde(deserialize_with = "lenient::text")]
     pub name: String,
     /// Minor units (cents).
     #[serde(deserialize_with = "lenient::unsigned")]
     pub amount: u64,
+    /// The rate, as a fraction (0.05 is 5%); at least 0. Checkout keeps the name and amount.
     #[serde(deserialize_with = "lenient::number")]
     pub rate: f64,
+    /// A label the override may add to the tax.
     #[serde(default)]
     pub tag: Option<String>,
 }
 
+/// The discount the `discount` override grants.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Discount {
     /// The code the discount is kept under; left out or empty, the code as typed.
@@ -344,24 +397,32 @@ pub struct Discount {
     /// Minor units (cents).
     #[serde(deserialize_with = "lenient::unsigned")]
     pub amount: u64,
+    /// The text shown with the discount.
     #[serde(default)]
     pub text: String,
 }
 
+/// The answer of a `discount` override.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct DiscountAnswer {
+    /// Whether the code applies.
     #[serde(deserialize_with = "lenient::boolean")]
     pub valid: bool,
+    /// What the discount is; required when it applies.
     #[serde(default)]
     pub discount: Option<Discount>,
 }
 
+/// Whether one of the order's items is available, as the `inventory` override says.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct InventoryItem {
+    /// The order's line item this is about, by its key.
     #[serde(deserialize_with = "lenient::text")]
     pub line_item_key: String,
+    /// Whether the item is available at all.
     #[serde(deserialize_with = "lenient::boolean")]
     pub available: bool,
+    /// How many are available, if the override says; fewer than ordered makes the item short.
     #[serde(default, deserialize_with = "lenient::optional_unsigned")]
     pub quantity: Option<u64>,
 }
@@ -369,10 +430,15 @@ pub struct InventoryItem {
 /// An override's answer, checked against the shape of its type.
 #[derive(Debug, Clone, PartialEq)]
 pub enum OverrideAnswer {
+    /// The answer of `address_validate`.
     AddressValidate(AddressValidation),
+    /// The `shipping_lines` of a `shipping` answer: the lines to offer.
     Shipping(Vec<ShippingLine>),
+    /// The `taxes` of a `tax` answer.
     Tax(Vec<TaxLine>),
+    /// The answer of `discount`.
     Discount(DiscountAnswer),
+    /// The `items` of an `inventory` answer.
     Inventory(Vec<InventoryItem>),
 }
 
@@ -395,7 +461,9 @@ struct InventoryAnswer {
 /// one is to blame, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WrongAnswer {
+    /// The answer's field to blame (`taxes[0].rate`), when one is.
     pub field: Option<String>,
+    /// Why the answer is wrong.
     pub message: String,
 }
 
@@ -507,6 +575,7 @@ impl From<OverrideFailure> for DomainError {
 /// target's secret (contract §4.3), within the time limit, and checks the answer with
 /// [`OverrideAnswer::parse`]. It blocks.
 pub trait OverrideCaller: Send + Sync {
+    /// Sends `request` to `target`, signed with its secret, and checks the answer's shape.
     fn call(
         &self,
         target: &OverrideTarget,

@@ -32,10 +32,12 @@ impl AddressKey {
         AddressKey(text.into())
     }
 
+    /// The key as text (a platform id, or `#<position>`).
     pub fn as_str(&self) -> &str {
         &self.0
     }
 
+    /// The key as an owned string, to store.
     pub fn into_string(self) -> String {
         self.0
     }
@@ -64,14 +66,18 @@ pub(crate) fn keyed_addresses(
 /// The columns of an address row, pulled out of the address.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AddressRow {
+    /// Which of the customer's rows this is.
     pub key: AddressKey,
+    /// The address's platform id, if it has one.
     pub platform_id: Option<String>,
+    /// Whether this is the customer's default address (`false` when the platform does not say).
     pub is_default: bool,
     /// The address as JSON text.
     pub document: String,
 }
 
 impl AddressRow {
+    /// The row of `address`, kept under `key`.
     pub fn of(key: AddressKey, address: &CustomerAddress) -> AddressRow {
         AddressRow {
             key,
@@ -89,7 +95,9 @@ impl AddressRow {
 /// An address row as stored, live or not.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredAddress {
+    /// The row's columns.
     pub row: AddressRow,
+    /// Whether the row is marked gone (no longer in the customer's document).
     pub deleted: bool,
 }
 
@@ -106,7 +114,9 @@ pub enum AddressesBefore<'a> {
 /// stored; when it is not after all, the write inserts it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AddressWrite {
+    /// The row to write.
     pub row: AddressRow,
+    /// Whether a row of this key is believed stored, so the write updates it in place.
     pub stored: bool,
 }
 
@@ -120,6 +130,7 @@ pub struct AddressChanges {
 }
 
 impl AddressChanges {
+    /// Whether the document changes no row at all.
     pub fn is_empty(&self) -> bool {
         self.written.is_empty() && self.gone.is_empty()
     }

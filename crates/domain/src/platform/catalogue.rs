@@ -11,7 +11,9 @@ use crate::platform::resources::{Product, Variant};
 /// A variant of a live product.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CatalogueVariant {
+    /// The live product the variant belongs to, as its last Product Saved event left it.
     pub product: Product,
+    /// The variant itself, out of the product's `variants`.
     pub variant: Variant,
 }
 

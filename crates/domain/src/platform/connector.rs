@@ -14,8 +14,11 @@ use crate::platform::resources::{
 pub struct ConnectorTarget {
     /// The destination's base URL; operations are under `{base_url}/{version}/shops/{shop}`.
     pub base_url: String,
+    /// The connector API version of the destination, the first path segment (e.g. `v1`).
     pub version: String,
+    /// The shop's identifier, the `{shop}` path segment.
     pub shop_identifier: String,
+    /// How long a call may take before it fails with [`ConnectorError::Timeout`].
     pub timeout: Duration,
     /// Signs `X-HMAC`.
     pub secret: Secret,
@@ -26,7 +29,9 @@ pub struct ConnectorTarget {
 /// One page of a connector list operation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Page<T> {
+    /// The resources of this page.
     pub items: Vec<T>,
+    /// The cursors of the pages around it; the next cursor is empty on the last page.
     pub pagination: Pagination,
 }
 
@@ -37,12 +42,17 @@ pub struct Page<T> {
 /// the network Mercer runs in: no OS error, no address.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConnectorError {
+    /// The connector answered 404: it does not know the resource.
     #[error("the connector does not know that resource (404)")]
     NotFound,
     /// Any other status, redirects included (they are never followed). Only a host the
     /// address guard allowed can have answered, so its status may be told.
     #[error("the connector answered with an error (HTTP {status})")]
-    Failed { status: u16 },
+    Failed {
+        /// The HTTP status the connector answered with.
+        status: u16,
+    },
+    /// No answer came within the target's timeout (the payload).
     #[error("the connector did not answer within {0:?}")]
     Timeout(Duration),
     /// Nothing listening, a name that does not resolve, an address the guard refuses…: the
@@ -53,8 +63,10 @@ pub enum ConnectorError {
     /// (told as unreachable, since the text reaches API clients). Trying again will not help.
     #[error("the connector could not be reached")]
     Refused(String),
+    /// The answer could not be read (not JSON, missing `data`, wrong shape); the payload says how.
     #[error("the connector's answer is malformed: {0}")]
     Malformed(String),
+    /// The verification answer's `X-HMAC` is missing or not the shop's secret's signature.
     #[error("the connector's X-HMAC answer does not match the shop's secret")]
     BadSignature,
 }
@@ -83,15 +95,20 @@ impl ConnectorError {
     }
 }
 
+/// The answer of a connector call, or how it failed.
 pub type ConnectorResult<T> = Result<T, ConnectorError>;
 
 /// A connector client shared by request handlers and workers.
 pub type PlatformConnectorHandle = std::sync::Arc<dyn PlatformConnector>;
 
+/// The operations Mercer calls on a shop's platform connector (contract §3.2), each given the
+/// target to reach. Implemented over HTTP by `mercer-connector`, and in memory for tests.
 pub trait PlatformConnector: Send + Sync {
     /// Verify Platform Connector Destination: succeeds only when the connector echoes the right
     /// `X-HMAC` of the timestamp sent.
     fn verify(&self, target: &ConnectorTarget) -> ConnectorResult<()>;
+    /// List Customers: one page of at most `limit` customers from `cursor` (the first page when
+    /// `None`), only those of `email` when given.
     fn list_customers(
         &self,
         target: &ConnectorTarget,
@@ -99,30 +116,39 @@ pub trait PlatformConnector: Send + Sync {
         cursor: Option<&str>,
         email: Option<&str>,
     ) -> ConnectorResult<Page<Customer>>;
+    /// Create Customer: the customer as the platform created it, with its platform id.
     fn create_customer(
         &self,
         target: &ConnectorTarget,
         customer: &Customer,
     ) -> ConnectorResult<Customer>;
+    /// Update Customer: changes the customer of `platform_id`, answering it as it now is.
     fn update_customer(
         &self,
         target: &ConnectorTarget,
         platform_id: &str,
         customer: &Customer,
     ) -> ConnectorResult<Customer>;
+    /// Delete Customer: deletes the customer of `platform_id`.
     fn delete_customer(&self, target: &ConnectorTarget, platform_id: &str) -> ConnectorResult<()>;
+    /// Validate Customer JWT: whether the platform deems `token` an active token of the customer
+    /// of `platform_id`.
     fn validate_customer_jwt(
         &self,
         target: &ConnectorTarget,
         platform_id: &str,
         token: &str,
     ) -> ConnectorResult<bool>;
+    /// Create Customer Address: adds an address to the customer of `platform_customer_id`,
+    /// answering it with its platform id.
     fn create_address(
         &self,
         target: &ConnectorTarget,
         platform_customer_id: &str,
         address: &CustomerAddress,
     ) -> ConnectorResult<CustomerAddress>;
+    /// Update Customer Address: changes the address `platform_id` of the customer of
+    /// `platform_customer_id`, answering it as it now is.
     fn update_address(
         &self,
         target: &ConnectorTarget,
@@ -130,31 +156,40 @@ pub trait PlatformConnector: Send + Sync {
         platform_id: &str,
         address: &CustomerAddress,
     ) -> ConnectorResult<CustomerAddress>;
+    /// Delete Customer Address: deletes the address `platform_id` of the customer of
+    /// `platform_customer_id`.
     fn delete_address(
         &self,
         target: &ConnectorTarget,
         platform_customer_id: &str,
         platform_id: &str,
     ) -> ConnectorResult<()>;
+    /// List Orders: paged as List Customers.
     fn list_orders(
         &self,
         target: &ConnectorTarget,
         limit: Option<u32>,
         cursor: Option<&str>,
     ) -> ConnectorResult<Page<Order>>;
+    /// Create Order: the order as the platform created it. `idempotency_key`, when given, is sent
+    /// as `Idempotency-Key` so a retried call does not place the order twice.
     fn create_order(
         &self,
         target: &ConnectorTarget,
         order: &Order,
         idempotency_key: Option<&str>,
     ) -> ConnectorResult<Order>;
+    /// Get Order: the order of `platform_id`.
     fn get_order(&self, target: &ConnectorTarget, platform_id: &str) -> ConnectorResult<Order>;
+    /// Update Order: changes the order of `platform_id`, answering it as it now is.
     fn update_order(
         &self,
         target: &ConnectorTarget,
         platform_id: &str,
         order: &Order,
     ) -> ConnectorResult<Order>;
+    /// Create Payment: records a payment on the order of `platform_order_id`, answering it as the
+    /// platform created it.
     fn create_payment(
         &self,
         target: &ConnectorTarget,

@@ -14,16 +14,23 @@ use crate::platform::PlatformDatabase;
 use crate::platform::PlatformRepositories;
 use crate::platform::connector::{ConnectorTarget, PlatformConnector};
 
+/// What a destination serves: a shop has at most one live destination per topic, and each
+/// connector operation goes to the destination of its topic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Topic {
+    /// Customers and their addresses (and customer token validation).
     Customers,
+    /// Orders and their payments.
     Orders,
+    /// Products and categories.
     Products,
 }
 
 impl Topic {
+    /// Every topic, in the order they are listed.
     pub const ALL: [Topic; 3] = [Topic::Customers, Topic::Orders, Topic::Products];
 
+    /// The topic's name in the API (`customers`, `orders`, `products`).
     pub fn as_str(self) -> &'static str {
         match self {
             Topic::Customers => "customers",
@@ -32,6 +39,7 @@ impl Topic {
         }
     }
 
+    /// The topic of an API name, or `None` for any other text.
     pub fn parse(text: &str) -> Option<Topic> {
         Topic::ALL.into_iter().find(|topic| topic.as_str() == text)
     }
@@ -42,21 +50,31 @@ pub(crate) const MIN_TIMEOUT_MS: i64 = 100;
 pub(crate) const MAX_TIMEOUT_MS: i64 = 30_000;
 pub(crate) const DEFAULT_TIMEOUT_MS: i64 = 20_000;
 
+/// A stored destination: where a shop's connector serves one topic.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Destination {
+    /// The destination's id (the service's integer).
     pub id: i64,
+    /// The id of the shop it belongs to.
     pub shop_id: i64,
+    /// The topic it serves.
     pub topic: Topic,
     /// The connector's base URL.
     pub url: String,
+    /// The connector API version to call (`v1`).
     pub version: String,
+    /// How long a call to it may take, in milliseconds (100 to 30 000).
     pub timeout_ms: i64,
+    /// When it was created.
     pub created_at: Timestamp,
+    /// When it was last changed.
     pub updated_at: Timestamp,
+    /// When it was deleted; `None` while it is live.
     pub deleted_at: Option<Timestamp>,
 }
 
 impl Destination {
+    /// How long a call to it may take, `timeout_ms` kept within the allowed range.
     pub fn timeout(&self) -> Duration {
         Duration::from_millis(self.timeout_ms.clamp(MIN_TIMEOUT_MS, MAX_TIMEOUT_MS) as u64)
     }
@@ -65,9 +83,13 @@ impl Destination {
 /// The settings of a destination, validated, before it is stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DestinationSettings {
+    /// The topic it serves.
     pub topic: Topic,
+    /// The connector's base URL, checked, without a trailing `/`.
     pub url: String,
+    /// The connector API version (`v1`).
     pub version: String,
+    /// How long a call may take, in milliseconds (100 to 30 000).
     pub timeout_ms: i64,
 }
 
@@ -75,27 +97,39 @@ pub struct DestinationSettings {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct DestinationInput {
+    /// The destination's id; on update it must be the id of the path, as a number or its text.
     pub id: Option<serde_json::Value>,
+    /// The shop's identifier; when given it must be the shop of the path.
     pub shop_identifier: Option<String>,
+    /// The topic's name (`customers`, `orders` or `products`); required on create.
     pub topic: Option<String>,
+    /// The connector's base URL: absolute http(s), no query, fragment or credentials; required on
+    /// create.
     pub destination: Option<String>,
+    /// The connector API version; `v1` (the default) is the only one.
     pub version: Option<String>,
+    /// How long a call may take, in milliseconds (100 to 30 000; 20 000 by default).
     pub timeout_ms: Option<i64>,
 }
 
+/// The body of a create or update request: `{"data": {"destination": {…}}}`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct DestinationEnvelope {
+    /// The `data` object.
     pub data: Option<DestinationData>,
 }
 
+/// The `data` object of a create or update body.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct DestinationData {
+    /// The destination's fields.
     pub destination: Option<DestinationInput>,
 }
 
 impl DestinationEnvelope {
+    /// The destination's fields, or 422 when `data` or `data.destination` is missing.
     pub fn into_input(self) -> Result<DestinationInput, DomainError> {
         match self.data {
             None => Err(DomainError::Invalid(vec![FieldError::required("data")])),
@@ -280,18 +314,28 @@ impl DestinationInput {
 /// The Destination resource of seed 000 §2, with the base URL under `destination`.
 #[derive(Debug, Serialize)]
 pub struct DestinationResource<'a> {
+    /// The destination's id (the service's integer).
     pub id: i64,
+    /// The identifier of the shop it belongs to.
     pub shop_identifier: &'a str,
+    /// The topic it serves (`customers`, `orders` or `products`).
     pub topic: &'static str,
+    /// The connector's base URL.
     pub destination: &'a str,
+    /// The connector API version (`v1`).
     pub version: &'a str,
+    /// How long a call may take, in milliseconds.
     pub timeout_ms: i64,
+    /// When it was created.
     pub created_at: Timestamp,
+    /// When it was last changed.
     pub updated_at: Timestamp,
+    /// When it was deleted; `None` while it is live.
     pub deleted_at: Option<Timestamp>,
 }
 
 impl<'a> DestinationResource<'a> {
+    /// The resource of `destination`, a destination of `shop`.
     pub fn new(destination: &'a Destination, shop: &'a Shop) -> Self {
         DestinationResource {
             id: destination.id,

@@ -26,15 +26,21 @@ use crate::platform::PlatformRepositories;
 use crate::platform::destinations::Topic;
 use crate::platform::resources::{Category, Customer, Order, PlatformId, Product};
 
+/// The kinds of platform entity an event can be about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EntityKind {
+    /// A customer.
     Customer,
+    /// An order.
     Order,
+    /// A product, with its variants.
     Product,
+    /// A product category.
     Category,
 }
 
 impl EntityKind {
+    /// Every kind.
     pub const ALL: [EntityKind; 4] = [
         EntityKind::Customer,
         EntityKind::Order,
@@ -52,6 +58,7 @@ impl EntityKind {
         }
     }
 
+    /// The kind of a stored name or body key (`customer`…), or `None` for any other text.
     pub fn parse(text: &str) -> Option<Self> {
         EntityKind::ALL
             .into_iter()
@@ -68,13 +75,17 @@ impl EntityKind {
     }
 }
 
+/// What an event says happened to its entity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventAction {
+    /// The entity was created or changed; the event carries it.
     Saved,
+    /// The entity was deleted; the event names it and the deletion's time.
     Deleted,
 }
 
 impl EventAction {
+    /// The action's stored name (`saved`, `deleted`).
     pub fn as_str(self) -> &'static str {
         match self {
             EventAction::Saved => "saved",
@@ -82,6 +93,7 @@ impl EventAction {
         }
     }
 
+    /// The action of a stored name, or `None` for any other text.
     pub fn parse(text: &str) -> Option<Self> {
         match text {
             "saved" => Some(EventAction::Saved),
@@ -94,11 +106,14 @@ impl EventAction {
 /// Where an event came from: the connector's push, or a sync pulling the connector's lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventSource {
+    /// Sent by the connector to Mercer's event endpoints.
     Webhook,
+    /// Made by a sync from a page of the connector's lists.
     Sync,
 }
 
 impl EventSource {
+    /// The source's stored name (`webhook`, `sync`).
     pub fn as_str(self) -> &'static str {
         match self {
             EventSource::Webhook => "webhook",
@@ -106,6 +121,7 @@ impl EventSource {
         }
     }
 
+    /// The source of a stored name, or `None` for any other text.
     pub fn parse(text: &str) -> Option<Self> {
         match text {
             "webhook" => Some(EventSource::Webhook),
@@ -118,22 +134,30 @@ impl EventSource {
 /// A checked event, ready to store.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewInboundEvent {
+    /// The id of the shop it came for.
     pub shop_id: i64,
+    /// The kind of entity it is about.
     pub kind: EntityKind,
+    /// Whether the entity was saved or deleted.
     pub action: EventAction,
+    /// The entity's platform id.
     pub platform_id: String,
     /// `platform_updated_at` of a save, `platform_deleted_at` of a deletion.
     pub occurred_at: Timestamp,
     /// The entity as checked, for saves.
     pub document: Option<EventDocument>,
+    /// Where it came from.
     pub source: EventSource,
+    /// When Mercer received it.
     pub received_at: Timestamp,
 }
 
 /// A stored event; `id` gives the order of arrival.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InboundEvent {
+    /// The event's id (the service's integer), in order of arrival.
     pub id: i64,
+    /// The event as it was checked.
     pub event: NewInboundEvent,
     /// Attempts at applying it that failed so far.
     pub attempts: i64,
@@ -143,7 +167,9 @@ pub struct InboundEvent {
 /// by hand): it is set aside at once, so it cannot hold up the queue.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UnreadableEvent {
+    /// The stored row's id.
     pub id: i64,
+    /// Why the row does not read.
     pub reason: String,
 }
 
@@ -151,21 +177,32 @@ pub struct UnreadableEvent {
 /// columns as text, so an unreadable one is listed too.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FailedInboundEvent {
+    /// The event's id (the service's integer).
     pub id: i64,
+    /// The id of the shop it came for.
     pub shop_id: i64,
+    /// The entity kind, as stored (`customer`…).
     pub kind: String,
+    /// The action, as stored (`saved` or `deleted`).
     pub action: String,
+    /// The entity's platform id.
     pub platform_id: String,
+    /// How many times applying it failed.
     pub attempts: i64,
+    /// The error of the last attempt.
     pub error: String,
+    /// When it was set aside.
     pub failed_at: Timestamp,
 }
 
 /// What Mercer holds of one platform entity, as the rules need it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EntityRecord {
+    /// The stored row's id (the service's integer).
     pub id: i64,
+    /// The `platform_updated_at` of the last save applied; `None` when none was.
     pub platform_updated_at: Option<Timestamp>,
+    /// The `platform_deleted_at` of its deletion; `None` while it is live.
     pub platform_deleted_at: Option<Timestamp>,
     /// The entity as JSON text; absent for an entity known only from its deletion.
     pub document: Option<String>,
@@ -175,13 +212,18 @@ pub struct EntityRecord {
 /// know dropped), fields merged event after event. Stored as its JSON.
 #[derive(Debug, Clone, PartialEq)]
 pub enum EntityDocument {
+    /// A customer's document.
     Customer(Box<Customer>),
+    /// An order's document.
     Order(Box<Order>),
+    /// A product's document.
     Product(Box<Product>),
+    /// A category's document.
     Category(Box<Category>),
 }
 
 impl EntityDocument {
+    /// The kind of entity the document is of.
     pub fn kind(&self) -> EntityKind {
         match self {
             EntityDocument::Customer(_) => EntityKind::Customer,
@@ -264,6 +306,7 @@ pub struct EventDocument {
 }
 
 impl EventDocument {
+    /// The document of `entity`, with its JSON made once here.
     pub fn new(entity: EntityDocument) -> Result<Self, serde_json::Error> {
         let json = entity.to_json()?;
         Ok(EventDocument { entity, json })
@@ -275,6 +318,7 @@ impl EventDocument {
         Ok(EventDocument { entity, json })
     }
 
+    /// The entity as checked.
     pub fn entity(&self) -> &EntityDocument {
         &self.entity
     }
@@ -290,8 +334,11 @@ impl EventDocument {
 pub struct EntityWrite {
     /// The stored row's id; None for an entity not stored yet.
     pub stored_id: Option<i64>,
+    /// The entity's platform id.
     pub platform_id: String,
+    /// The `platform_updated_at` of the last save applied, if any.
     pub platform_updated_at: Option<Timestamp>,
+    /// The `platform_deleted_at` of its deletion; `None` while it is live.
     pub platform_deleted_at: Option<Timestamp>,
     /// The entity as JSON text; absent for one known only from its deletion.
     pub json: Option<String>,
@@ -305,13 +352,16 @@ pub struct EntityWrite {
 /// What applying one event did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
+    /// It changed the entity.
     Applied,
+    /// It would change nothing (same save again, or a deletion already known).
     Unchanged,
     /// Older than what was already applied (the out-of-sequence rule).
     Stale,
 }
 
 impl Outcome {
+    /// The outcome's name (`applied`, `unchanged`, `stale`).
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Applied => "applied",
@@ -355,7 +405,9 @@ struct DeletedRef {
 /// Why an event body was refused: not JSON at all (400), or JSON that breaks the rules (422).
 #[derive(Debug)]
 pub enum EventBodyError {
+    /// The body is not JSON (400).
     Malformed(serde_json::Error),
+    /// The body is JSON but breaks the rules (422); the error names the fields.
     Invalid(DomainError),
 }
 
@@ -953,7 +1005,9 @@ pub fn apply_events(
 /// `order/fulfilled`) handles it. Enqueued in the transaction that applies the event.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
 pub struct OrderFulfilledJob {
+    /// The id of the order's shop.
     pub shop_id: i64,
+    /// The order's platform id.
     pub platform_order_id: String,
 }
 
@@ -975,7 +1029,9 @@ impl crate::kernel::jobs::JobPayload for OrderFulfilledJob {
 /// the transaction that applies the event; changes close together make one job.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
 pub struct CustomerChangedJob {
+    /// The id of the customer's shop.
     pub shop_id: i64,
+    /// The customer's platform id.
     pub platform_customer_id: String,
 }
 
@@ -1032,7 +1088,7 @@ fn retry_delay_seconds(attempts: i64) -> i64 {
 ///
 /// A batch is applied in one transaction. Should it fail, the events are taken one at a time,
 /// each in its own transaction, up to the one that fails: that one is retried later
-/// ([`APPLY_ATTEMPTS`] times in all, then set aside with its error for `mercer events failed`)
+/// (`APPLY_ATTEMPTS` times in all, then set aside with its error for `mercer events failed`)
 /// and the events behind it, of its shop and others, go on. An entity's later events apply
 /// by the out-of-sequence rule as always, so one applied while an earlier one waits makes the
 /// earlier one stale when it is tried again.
@@ -1185,7 +1241,9 @@ pub fn pending_event_count(tx: &mut dyn PlatformRepositories) -> Result<i64, Dom
 /// An event set aside, with the identifier of its shop (none when the shop is gone).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SetAsideEvent {
+    /// The event as stored.
     pub event: FailedInboundEvent,
+    /// The identifier of its shop; `None` when the shop is gone.
     pub shop_identifier: Option<String>,
 }
 

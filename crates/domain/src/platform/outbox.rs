@@ -21,66 +21,106 @@ use crate::platform::resources::{Customer, CustomerAddress, Order, Payment};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "operation", rename_all = "snake_case")]
 pub enum ConnectorCall {
+    /// Create Customer.
     CreateCustomer {
+        /// The customer to create.
         customer: Customer,
     },
+    /// Update Customer.
     UpdateCustomer {
+        /// The customer's platform id.
         platform_id: String,
+        /// The customer's new fields.
         customer: Customer,
     },
+    /// Delete Customer.
     DeleteCustomer {
+        /// The customer's platform id.
         platform_id: String,
     },
+    /// Create Customer Address.
     CreateAddress {
+        /// The platform id of the address's customer.
         platform_customer_id: String,
+        /// The address to create.
         address: CustomerAddress,
     },
+    /// Update Customer Address.
     UpdateAddress {
+        /// The platform id of the address's customer.
         platform_customer_id: String,
+        /// The address's platform id.
         platform_id: String,
+        /// The address's new fields.
         address: CustomerAddress,
     },
+    /// Delete Customer Address.
     DeleteAddress {
+        /// The platform id of the address's customer.
         platform_customer_id: String,
+        /// The address's platform id.
         platform_id: String,
     },
+    /// Create Order.
     CreateOrder {
+        /// The order to create.
         order: Order,
+        /// Sent as `Idempotency-Key`, so a retry does not create the order twice.
         idempotency_key: Option<String>,
     },
+    /// Update Order.
     UpdateOrder {
+        /// The order's platform id.
         platform_id: String,
+        /// The order's new fields.
         order: Order,
     },
+    /// Create Payment.
     CreatePayment {
+        /// The platform id of the payment's order.
         platform_order_id: String,
+        /// The payment to record.
         payment: Payment,
     },
     /// A customer Mercer made (the subscription API): created on the platform, and the platform
     /// id answered is stored. Made once: nothing is called when it has a platform id already.
     CreateServiceCustomer {
+        /// The customer's id (the service's integer).
         customer_id: i64,
+        /// The customer to create.
         customer: Customer,
     },
     /// A change to a customer, by Mercer's id: its platform id is read when the call is made,
     /// so a change of a customer whose creation is still queued waits for it.
     UpdateServiceCustomer {
+        /// The customer's id (the service's integer).
         customer_id: i64,
+        /// The customer's new fields.
         customer: Customer,
     },
     /// An address Mercer made, of a customer by Mercer's id; the platform id answered is stored.
     CreateServiceAddress {
+        /// The id of the address's customer (the service's integer).
         customer_id: i64,
+        /// The address's id (the service's integer).
         address_id: i64,
+        /// The address to create.
         address: CustomerAddress,
     },
+    /// A change to an address Mercer knows, by Mercer's ids: made once both have platform ids.
     UpdateServiceAddress {
+        /// The id of the address's customer (the service's integer).
         customer_id: i64,
+        /// The address's id (the service's integer).
         address_id: i64,
+        /// The address's new fields.
         address: CustomerAddress,
     },
+    /// The deletion of an address Mercer knows, by Mercer's ids: made once both have platform ids.
     DeleteServiceAddress {
+        /// The id of the address's customer (the service's integer).
         customer_id: i64,
+        /// The address's id (the service's integer).
         address_id: i64,
     },
 }
@@ -88,22 +128,29 @@ pub enum ConnectorCall {
 /// The platform ids of the Mercer records a call names, read when it is made.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PlatformIds {
+    /// The customer's platform id, if it has one yet.
     pub customer: Option<String>,
+    /// The address's platform id, if it has one yet.
     pub address: Option<String>,
 }
 
 /// What making a call leaves to record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CallOutcome {
+    /// The call was made (or had nothing to do); nothing more to record.
     Done,
     /// The platform id of a customer Mercer made.
     CustomerCreated {
+        /// The customer's id (the service's integer).
         customer_id: i64,
+        /// Its platform id, as the platform answered.
         platform_id: String,
     },
     /// The platform id of an address Mercer made.
     AddressCreated {
+        /// The address's id (the service's integer).
         address_id: i64,
+        /// Its platform id, as the platform answered.
         platform_id: String,
     },
     /// A platform id the call needs is not known yet (its creation is queued or failed): try
@@ -115,6 +162,7 @@ const CUSTOMER_NOT_YET: &str = "the customer has no platform id yet";
 const ADDRESS_NOT_YET: &str = "the address has no platform id yet";
 
 impl ConnectorCall {
+    /// The destination topic whose connector the call goes to.
     pub fn topic(&self) -> Topic {
         match self {
             ConnectorCall::CreateCustomer { .. }
@@ -296,9 +344,12 @@ impl ConnectorCall {
     }
 }
 
+/// Where an outbox call stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutboxStatus {
+    /// Waiting to be made, or to be tried again.
     Pending,
+    /// Made: the connector accepted it.
     Delivered,
     /// Gave up: a permanent error, or every retry failed.
     Failed,
@@ -307,6 +358,7 @@ pub enum OutboxStatus {
 }
 
 impl OutboxStatus {
+    /// The status's stored name (`pending`, `delivered`, `failed`, `cancelled`).
     pub fn as_str(self) -> &'static str {
         match self {
             OutboxStatus::Pending => "pending",
@@ -316,6 +368,7 @@ impl OutboxStatus {
         }
     }
 
+    /// The status of a stored name, or `None` for any other text.
     pub fn parse(text: &str) -> Option<Self> {
         [
             OutboxStatus::Pending,
@@ -328,15 +381,24 @@ impl OutboxStatus {
     }
 }
 
+/// A call kept in the outbox, with where its delivery stands.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutboxEntry {
+    /// The entry's id (the service's integer).
     pub id: i64,
+    /// The id of the shop whose connector is called.
     pub shop_id: i64,
+    /// The call to make.
     pub call: ConnectorCall,
+    /// Where its delivery stands.
     pub status: OutboxStatus,
+    /// How many attempts were made so far.
     pub attempts: i64,
+    /// When it may be tried (again); the end of the lease while a worker holds it.
     pub next_attempt_at: Timestamp,
+    /// The error of the last failed attempt, if any.
     pub last_error: Option<String>,
+    /// When it was recorded.
     pub created_at: Timestamp,
 }
 
@@ -349,6 +411,7 @@ pub(crate) const CLAIM_LEASE_SECONDS: i64 = 120;
 /// in order, from one worker at a time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OutboxJob {
+    /// The id of the shop whose calls it delivers.
     pub shop_id: i64,
 }
 

@@ -4,7 +4,7 @@
 //!
 //! - The order: the connector returns the order it created first for a key it saw before.
 //! - The payment: Create Payment takes no key, so each payment carries one of Mercer's in its
-//!   `custom_attributes` ([`PAYMENT_KEY_ATTRIBUTE`]); a caller that may have sent it before
+//!   `custom_attributes` (`PAYMENT_KEY_ATTRIBUTE`); a caller that may have sent it before
 //!   (it resumes a step whose answer it never stored) looks for it in the order's payments
 //!   (Get Order) before paying.
 //!
@@ -33,12 +33,16 @@ const FAILED_STATUSES: [&str; 9] = [
 /// The step a placement stopped at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PlacementStep {
+    /// Create Order, with the placement's idempotency key.
     CreateOrder,
+    /// Get Order, to look for a payment made before.
     GetOrder,
+    /// Create Payment.
     CreatePayment,
 }
 
 impl PlacementStep {
+    /// The connector operation's name, as messages give it (`Create Order`…).
     pub fn name(self) -> &'static str {
         match self {
             PlacementStep::CreateOrder => "Create Order",
@@ -53,11 +57,16 @@ impl PlacementStep {
 pub enum PlacementError {
     /// The connector failed, timed out, or answered what cannot be read.
     Connector {
+        /// The step that failed.
         step: PlacementStep,
+        /// How the connector call failed.
         error: ConnectorError,
     },
     /// The payment was declined; the text is the payment's status.
-    Declined { status: String },
+    Declined {
+        /// The payment's (or its transactions') failed status, or `402 Payment Required`.
+        status: String,
+    },
 }
 
 impl PlacementError {
@@ -140,7 +149,9 @@ pub(crate) fn with_payment_key(mut payment: Payment, key: &str) -> Payment {
 /// The order the platform holds: its id, and its name for people (`order_number`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlacedOrder {
+    /// The order's platform id.
     pub platform_id: String,
+    /// The order's number for people, when the platform gave a non-empty one.
     pub order_number: Option<String>,
 }
 
@@ -170,6 +181,7 @@ pub fn create_order(
 /// A payment that went through: its platform id, when the connector gave one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Paid {
+    /// The payment's platform id, if the connector answered one.
     pub platform_payment_id: Option<String>,
 }
 

@@ -44,13 +44,17 @@ impl<T> PlatformRepositories for T where
 {
 }
 
+/// The shops' connector destinations.
 pub trait DestinationRepository {
+    /// Stores a new live destination of the shop; a unique violation when its topic has a live
+    /// one already.
     fn insert_destination(
         &mut self,
         shop_id: i64,
         settings: &DestinationSettings,
         now: Timestamp,
     ) -> StoreResult<Destination>;
+    /// Replaces the settings of the shop's destination `id`.
     fn update_destination(
         &mut self,
         shop_id: i64,
@@ -58,9 +62,11 @@ pub trait DestinationRepository {
         settings: &DestinationSettings,
         now: Timestamp,
     ) -> StoreResult<()>;
+    /// Marks the shop's destination `id` deleted at `now`.
     fn delete_destination(&mut self, shop_id: i64, id: i64, now: Timestamp) -> StoreResult<()>;
     /// A destination of the shop, deleted or not.
     fn destination(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<Destination>>;
+    /// The shop's live destination of `topic`, if it has one.
     fn live_destination(&mut self, shop_id: i64, topic: Topic) -> StoreResult<Option<Destination>>;
     /// The shop's live destinations, oldest first.
     fn live_destinations(&mut self, shop_id: i64) -> StoreResult<Vec<Destination>>;
@@ -98,6 +104,7 @@ pub trait PlatformRepository {
     /// (each once, in order). Variants without a platform id are left out.
     fn variant_ids_of_sku(&mut self, shop_id: i64, sku: &str) -> StoreResult<Vec<String>>;
 
+    /// What is held of one entity, if anything.
     fn platform_entity(
         &mut self,
         shop_id: i64,
@@ -144,6 +151,7 @@ pub trait PlatformRepository {
 
 /// The durable queue of events received and not yet applied.
 pub trait EventQueueRepository {
+    /// Queues checked events, in the order given (the order they are applied in).
     fn insert_inbound_events(&mut self, events: &[NewInboundEvent]) -> StoreResult<()>;
     /// The oldest unapplied events due by `now` (an event waiting to be retried is due at its
     /// `retry_at`), in order of arrival; a row that does not read back comes as unreadable.
@@ -159,6 +167,7 @@ pub trait EventQueueRepository {
         outcomes: &[(i64, Outcome)],
         at: Timestamp,
     ) -> StoreResult<()>;
+    /// How many events wait to be applied.
     fn count_pending_inbound_events(&mut self) -> StoreResult<i64>;
     /// Whether any event waits to be applied (cheaper than counting them).
     fn has_pending_inbound_events(&mut self) -> StoreResult<bool>;
@@ -183,14 +192,18 @@ pub trait EventQueueRepository {
     ) -> StoreResult<()>;
     /// Events set aside, oldest first.
     fn failed_inbound_events(&mut self, limit: usize) -> StoreResult<Vec<FailedInboundEvent>>;
+    /// How many events are set aside.
     fn count_failed_inbound_events(&mut self) -> StoreResult<i64>;
     /// Puts events set aside back into the queue under their own ids (every one when `ids` is
     /// None), with their attempts reset; returns the ids put back.
     fn requeue_failed_inbound_events(&mut self, ids: Option<&[i64]>) -> StoreResult<Vec<i64>>;
 }
 
+/// Sync runs: a shop's pulls of a topic's lists from its connector.
 pub trait SyncRepository {
+    /// The shop's running sync of `topic`, if there is one.
     fn running_sync(&mut self, shop_id: i64, topic: Topic) -> StoreResult<Option<SyncRun>>;
+    /// Stores a new running sync of `topic`, started at `now`, with no page pulled yet.
     fn insert_sync_run(
         &mut self,
         shop_id: i64,
@@ -207,6 +220,7 @@ pub trait SyncRepository {
         next_cursor: Option<&str>,
         now: Timestamp,
     ) -> StoreResult<bool>;
+    /// Ends the run with `status` and, when it failed, its error.
     fn finish_sync(
         &mut self,
         id: i64,
@@ -214,11 +228,13 @@ pub trait SyncRepository {
         error: Option<&str>,
         now: Timestamp,
     ) -> StoreResult<()>;
+    /// A sync run by its id, if there is one.
     fn sync_run(&mut self, id: i64) -> StoreResult<Option<SyncRun>>;
 }
 
 /// Calls to make on connectors, kept until made.
 pub trait OutboxRepository {
+    /// Records a pending call for the shop's connector, due at `now`; returns its id.
     fn insert_outbox_call(
         &mut self,
         shop_id: i64,
@@ -234,6 +250,7 @@ pub trait OutboxRepository {
         limit: usize,
         lease_until: Timestamp,
     ) -> StoreResult<Vec<OutboxEntry>>;
+    /// Records a failed attempt at a call: it is pending again, due at `next_attempt_at`.
     fn retry_outbox_call(
         &mut self,
         id: i64,
@@ -241,6 +258,7 @@ pub trait OutboxRepository {
         next_attempt_at: Timestamp,
         error: &str,
     ) -> StoreResult<()>;
+    /// Ends a call with `status` (delivered, failed or cancelled), its attempts and last error.
     fn finish_outbox_call(
         &mut self,
         id: i64,

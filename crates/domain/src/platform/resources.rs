@@ -25,6 +25,8 @@ impl Decimal {
         Decimal::parse(&amount.to_decimal(currency))
     }
 
+    /// `text` as a decimal, when it is one: an optional `-`, digits, and optionally `.` and more
+    /// digits, at most 40 characters in all.
     pub fn parse(text: &str) -> Option<Decimal> {
         let digits = text.strip_prefix('-').unwrap_or(text);
         let (whole, fraction) = match digits.split_once('.') {
@@ -36,6 +38,7 @@ impl Decimal {
         valid.then(|| Decimal(text.to_string()))
     }
 
+    /// The decimal as written.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -66,14 +69,17 @@ impl<'de> Deserialize<'de> for Decimal {
 pub struct PlatformId(String);
 
 impl PlatformId {
+    /// A platform id of this text, taken as it is.
     pub fn new(text: impl Into<String>) -> Self {
         PlatformId(text.into())
     }
 
+    /// The id's text.
     pub fn as_str(&self) -> &str {
         &self.0
     }
 
+    /// Whether the id is empty or only whitespace (no id at all, in effect).
     pub fn is_blank(&self) -> bool {
         self.0.trim().is_empty()
     }
@@ -148,11 +154,14 @@ impl<'de> serde::de::Visitor<'de> for PlatformIdVisitor {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct CustomAttribute {
+    /// What the attribute is, for people.
     pub description: String,
+    /// The attribute's value.
     pub value: String,
 }
 
 impl CustomAttribute {
+    /// An attribute of `value`, described by `description`.
     pub fn new(description: &str, value: impl Into<String>) -> CustomAttribute {
         CustomAttribute {
             description: description.to_string(),
@@ -208,252 +217,443 @@ model! {
     /// A customer's address (seed 000 §2 Customer address; also the body and answer of the
     /// address operations, which add `platform_customer_id` and `email`).
     pub struct CustomerAddress {
+        /// The address's platform id; absent from create requests.
         platform_id: PlatformId,
+        /// The platform id of the address's customer (in the address operations' answers).
         platform_customer_id: PlatformId,
+        /// The address's type, as the platform names it.
         address_type: String,
+        /// What the address is used for, as the platform names it.
         address_use: String,
+        /// The company name.
         company: String,
+        /// The city.
         city: String,
+        /// The country's name.
         country: String,
+        /// The country's code.
         country_code: String,
+        /// The recipient's first name.
         first_name: String,
+        /// The recipient's last name.
         last_name: String,
+        /// A phone number at the address.
         phone: String,
+        /// An email address for the address (in the address operations' answers).
         email: String,
+        /// The postal code.
         postal_code: String,
+        /// The province or state's name.
         province: String,
+        /// The province or state's code.
         province_code: String,
+        /// The first street line.
         street_1: String,
+        /// The second street line.
         street_2: String,
+        /// Whether it is the customer's default address.
         is_default: bool,
     }
 }
 
 model! {
+    /// A customer of the platform (seed 000 §2 Customer): the entity of Customer events and
+    /// the body and answer of the customer operations.
     pub struct Customer {
+        /// The customer's platform id; absent from create requests.
         platform_id: PlatformId,
+        /// When the platform created the customer.
         platform_created_at: Timestamp,
+        /// When the platform last changed the customer; orders its events.
         platform_updated_at: Timestamp,
+        /// The customer's email address.
         email: String,
+        /// The customer's first name.
         first_name: String,
+        /// The customer's last name.
         last_name: String,
+        /// The customer's phone number.
         phone: String,
+        /// The customer's addresses; left out, they are not changed.
         addresses: Vec<CustomerAddress>,
     }
 }
 
 model! {
+    /// A shipping or billing address of an order.
     pub struct OrderAddress {
+        /// The address's platform id; absent from create requests.
         platform_id: PlatformId,
+        /// The address's type, as the platform names it.
         address_type: String,
+        /// The recipient's first name.
         first_name: String,
+        /// The recipient's last name.
         last_name: String,
+        /// The first street line.
         street_1: String,
+        /// The second street line.
         street_2: String,
+        /// The city.
         city: String,
+        /// The province or state's name.
         province: String,
+        /// The country's name.
         country: String,
+        /// The country's code.
         country_code: String,
+        /// A phone number at the address.
         phone: String,
+        /// The postal code.
         postal_code: String,
+        /// An email address for the address.
         email: String,
+        /// The province or state's code.
         province_code: String,
+        /// The company name.
         company: String,
     }
 }
 
 model! {
+    /// A tax charged on a line item or on shipping.
     pub struct Tax {
+        /// The tax charged, in the currency's units.
         amount: Decimal,
+        /// The tax's name.
         name: String,
+        /// The tax rate, as a decimal string.
         rate: Decimal,
+        /// The platform's tag of the tax.
         tag: String,
     }
 }
 
 model! {
+    /// A line of an order: a quantity of one variant, with its prices and taxes.
     pub struct LineItem {
+        /// The line's platform id; absent from create requests.
         platform_id: PlatformId,
+        /// The platform id of the product sold.
         platform_product_id: PlatformId,
+        /// The platform id of the variant sold.
         platform_variant_id: PlatformId,
+        /// The platform id of the cart line the item came from.
         cart_line_item_platform_id: PlatformId,
+        /// The line's title, for people.
         title: String,
+        /// The variant's SKU.
         sku: String,
+        /// A URL of the item.
         url: String,
+        /// The URL of the item's image.
         image: String,
+        /// Custom attributes of the line, by name (the checkout keeps its line key here).
         custom_attributes: CustomAttributes,
+        /// How many units are sold.
         quantity: i64,
+        /// The weight, in grams.
         grams: f64,
+        /// The weight, in `weight_unit`.
         weight: f64,
+        /// The unit of `weight`.
         weight_unit: String,
+        /// Whether the line is taxed.
         taxable: bool,
+        /// Whether the line is shipped.
         requires_shipping: bool,
+        /// The taxes charged on the line.
         taxes: Vec<Tax>,
+        /// The price of one unit, in the currency's units.
         price_per_item: Decimal,
+        /// The discount on one unit, in the currency's units.
         discount_per_item: Decimal,
+        /// The line's total, in the currency's units.
         total: Decimal,
+        /// The line's subtotal, in the currency's units.
         subtotal: Decimal,
+        /// The tax on the line, in the currency's units.
         total_tax: Decimal,
+        /// The line's subtotal after discounts, in the currency's units.
         discounted_subtotal: Decimal,
     }
 }
 
 model! {
+    /// A transaction of a payment at its payment provider.
     pub struct Transaction {
+        /// The transaction's platform id.
         platform_id: PlatformId,
+        /// The payment provider's id of the transaction.
         provider_transaction_id: String,
+        /// The amount, in the currency's units.
         amount: Decimal,
+        /// The currency's code.
         currency: String,
+        /// The transaction's status; a failed one (`declined`, `failed`…) did not go through.
         status: String,
+        /// The transaction's type, as the platform names it.
         r#type: String,
     }
 }
 
 model! {
+    /// A payment of an order (the body and answer of Create Payment).
     pub struct Payment {
+        /// The payment's platform id; absent from create requests.
         platform_id: PlatformId,
+        /// When the platform created the payment.
         platform_created_at: Timestamp,
+        /// When the platform last changed the payment.
         platform_updated_at: Timestamp,
+        /// The payment's transactions at its provider.
         transactions: Vec<Transaction>,
+        /// A description of the payment.
         description: String,
+        /// The payment provider.
         provider: String,
+        /// The payment method.
         payment_method: String,
+        /// The currency's code.
         currency: String,
+        /// The amount to pay, in the currency's units.
         amount_planned: Decimal,
+        /// The payment's status; a failed one (`declined`, `failed`…) did not go through.
         status: String,
+        /// Custom attributes of the payment, by name (Mercer keeps its key of the
+        /// payment here).
         custom_attributes: CustomAttributes,
     }
 }
 
 model! {
+    /// An order of the platform: the entity of Order events and the body and answer of the
+    /// order operations.
     pub struct Order {
+        /// The order's platform id; absent from create requests.
         platform_id: PlatformId,
+        /// When the platform last changed the order; orders its events.
         platform_updated_at: Timestamp,
+        /// When the order was placed.
         placed_at: Timestamp,
+        /// The order's number, for people.
         order_number: String,
+        /// The platform id of the order's customer.
         platform_customer_id: PlatformId,
+        /// Where the order ships.
         shipping_addresses: Vec<OrderAddress>,
+        /// The billing address.
         billing_address: OrderAddress,
+        /// The order's lines.
         line_items: Vec<LineItem>,
+        /// The order's payments.
         payments: Vec<Payment>,
+        /// The shipping method's name.
         shipping_method: String,
+        /// The IP address of the browser the order was placed from.
         browser_ip: String,
+        /// Where the order came from, as the platform names it.
         source: String,
+        /// What created the order, as the platform names it.
         created_via: String,
+        /// The locale the order was placed in.
         locale: String,
+        /// Whether it is a test order.
         test: bool,
+        /// Notes of the shop about the order.
         notes: String,
+        /// Notes the customer may see.
         public_notes: String,
+        /// Custom attributes of the order, by name.
         custom_attributes: CustomAttributes,
+        /// The shipping price before tax, in the currency's units.
         shipping_subtotal: Decimal,
+        /// The tax on shipping, in the currency's units.
         shipping_tax: Decimal,
+        /// The discount, in the currency's units.
         discount: Decimal,
+        /// The lines' subtotal, in the currency's units.
         subtotal: Decimal,
+        /// The tax on the subtotal, in the currency's units.
         subtotal_tax: Decimal,
+        /// All the tax, in the currency's units.
         total_tax: Decimal,
+        /// The order's total, in the currency's units.
         total: Decimal,
+        /// What was refunded, in the currency's units.
         refunded_amount: Decimal,
+        /// The taxes charged on shipping.
         shipping_taxes: Vec<Tax>,
+        /// The currency's code.
         currency: String,
+        /// The order's status, as the platform names it.
         order_status: String,
+        /// The order's fulfillment status; Mercer acts when it becomes `fulfilled`.
         fulfillment_status: String,
+        /// The order's payment status, as the platform names it.
         financial_status: String,
     }
 }
 
 model! {
+    /// One of the option values that make a variant (its value of one of the product's options).
     pub struct VariantOptionValue {
+        /// The option value's platform id.
         platform_id: PlatformId,
+        /// The platform id of the product option it is a value of.
         platform_product_option_id: PlatformId,
+        /// The value's label, for people.
         label: String,
+        /// The value's name.
         name: String,
     }
 }
 
 model! {
+    /// A variant of a product: what a line item sells.
     pub struct Variant {
+        /// The variant's platform id.
         platform_id: PlatformId,
+        /// The variant's name.
         name: String,
+        /// The variant's SKU.
         sku: String,
         /// The variant's barcode (GTIN, UPC, EAN), when the platform has one: a Mercer
         /// extension of seed 000's variant, shown as the checkout's `product_data.barcode`.
         barcode: String,
+        /// The URL of the variant's image.
         image_url: String,
+        /// What tracks the variant's inventory, as the platform names it.
         inventory_tracking_entity: String,
+        /// The service that tracks the variant's inventory.
         inventory_tracking_service: String,
+        /// The variant's tax code.
         tax_code: String,
+        /// The unit of `weight`.
         weight_unit: String,
+        /// The price to compare with (before a sale), in the currency's units.
         compare_at_price: Decimal,
+        /// What a unit costs the shop, in the currency's units.
         cost: Decimal,
+        /// The variant's price, in the currency's units.
         price: Decimal,
+        /// The variant's weight, in `weight_unit`.
         weight: Decimal,
+        /// The variant's weight, in grams.
         grams: f64,
+        /// How many units are in stock.
         inventory_quantity: i64,
+        /// Whether it may be ordered out of stock.
         allow_backorder: bool,
+        /// Whether it is shipped.
         require_shipping: bool,
+        /// Whether it is exempt from tax.
         tax_exempt: bool,
+        /// The variant's name by language code.
         localized_names: BTreeMap<String, String>,
+        /// The option values that make this variant.
         option_values: Vec<VariantOptionValue>,
     }
 }
 
 model! {
+    /// A value a product option offers.
     pub struct OptionValue {
+        /// The value's platform id.
         platform_id: PlatformId,
+        /// Whether it is the option's default value.
         is_default: bool,
+        /// The value's label, for people.
         label: String,
+        /// The value's place among the option's values.
         position: i64,
     }
 }
 
 model! {
+    /// An option a product's variants differ by (a size, a colour).
     pub struct ProductOption {
+        /// The option's platform id.
         platform_id: PlatformId,
+        /// The option's name.
         name: String,
+        /// The option's place among the product's options.
         position: i64,
+        /// The values it offers.
         option_values: Vec<OptionValue>,
     }
 }
 
 model! {
+    /// An image of a product.
     pub struct Image {
+        /// The image's platform id.
         platform_id: PlatformId,
+        /// The image's name.
         name: String,
+        /// The image's URL.
         src: String,
+        /// The image's place among the product's images.
         position: i64,
     }
 }
 
 model! {
+    /// A product category: the entity of Category events, also listed in its products.
     pub struct Category {
+        /// The category's platform id.
         platform_id: PlatformId,
+        /// When the platform last changed the category; orders its events.
         platform_updated_at: Timestamp,
+        /// The URL of the category's image.
         image_url: String,
+        /// The category's name.
         name: String,
     }
 }
 
 model! {
+    /// A product of the shop's catalogue, with its variants: the entity of Product events.
     pub struct Product {
+        /// The product's platform id.
         platform_id: PlatformId,
+        /// When the platform last changed the product; orders its events.
         platform_updated_at: Timestamp,
+        /// The product's name.
         name: String,
+        /// The product's description.
         description: String,
+        /// The product's handle (the slug of its URL).
         handle: String,
+        /// The product's page URL.
         url: String,
+        /// The product's vendor.
         vendor: String,
+        /// The product's type, as the shop names it.
         r#type: String,
+        /// The product's tax code.
         tax_code: String,
+        /// The product's tags, comma separated.
         tags: String,
+        /// Whether the product is published.
         published: bool,
+        /// How many units are in stock.
         inventory_quantity: i64,
+        /// What tracks the product's inventory, as the platform names it.
         inventory_tracking_entity: String,
+        /// The service that tracks the product's inventory.
         inventory_tracking_service: String,
+        /// The product's name by language code.
         localized_names: BTreeMap<String, String>,
+        /// The product's description by language code.
         localized_descriptions: BTreeMap<String, String>,
+        /// The categories it is in.
         categories: Vec<Category>,
+        /// The product's variants.
         variants: Vec<Variant>,
+        /// The options its variants differ by.
         options: Vec<ProductOption>,
+        /// The product's images.
         images: Vec<Image>,
     }
 }
@@ -483,7 +683,9 @@ impl Product {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Pagination {
+    /// The cursor of the next page; empty or absent on the last one.
     pub next: Option<String>,
+    /// The cursor of the previous page; empty or absent on the first one.
     pub prev: Option<String>,
 }
 

@@ -19,14 +19,19 @@ use crate::platform::events::{
 use crate::platform::resources::Pagination;
 use crate::platform::{PlatformDatabase, PlatformRepositories};
 
+/// Where a sync run stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SyncStatus {
+    /// Pulling pages.
     Running,
+    /// Every page was pulled.
     Succeeded,
+    /// Stopped on an error, which the run keeps.
     Failed,
 }
 
 impl SyncStatus {
+    /// The status's stored name (`running`, `succeeded`, `failed`).
     pub fn as_str(self) -> &'static str {
         match self {
             SyncStatus::Running => "running",
@@ -35,6 +40,7 @@ impl SyncStatus {
         }
     }
 
+    /// The status of a stored name, or `None` for any other text.
     pub fn parse(text: &str) -> Option<Self> {
         match text {
             "running" => Some(SyncStatus::Running),
@@ -45,19 +51,30 @@ impl SyncStatus {
     }
 }
 
+/// One sync of a topic for a shop, as stored: its progress, and how it ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyncRun {
+    /// The run's id (the service's integer).
     pub id: i64,
+    /// The id of the shop it syncs.
     pub shop_id: i64,
+    /// The topic whose lists it pulls.
     pub topic: Topic,
+    /// Where it stands.
     pub status: SyncStatus,
+    /// How many pages were pulled so far.
     pub pages: i64,
+    /// How many entities those pages listed, skipped ones included.
     pub items: i64,
     /// Entities the connector listed without a platform id or time: not applied.
     pub skipped: i64,
+    /// Why it failed, when it did.
     pub error: Option<String>,
+    /// When it started.
     pub started_at: Timestamp,
+    /// When it last reported alive (each page); a running sync silent for long is taken for dead.
     pub heartbeat_at: Timestamp,
+    /// When it ended; `None` while it runs.
     pub finished_at: Option<Timestamp>,
     /// Where the next page starts: the sync goes on from here after a restart.
     pub next_cursor: Option<String>,
@@ -66,18 +83,28 @@ pub struct SyncRun {
 /// A sync run as answers show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SyncResource {
+    /// The run's id (the service's integer).
     pub id: i64,
+    /// The topic it syncs (`customers`, `orders` or `products`).
     pub topic: &'static str,
+    /// Where it stands (`running`, `succeeded` or `failed`).
     pub status: &'static str,
+    /// How many pages were pulled so far.
     pub pages: i64,
+    /// How many entities those pages listed, skipped ones included.
     pub items: i64,
+    /// How many of them were not applied (no platform id or time, or refused).
     pub skipped: i64,
+    /// Why it failed, when it did.
     pub error: Option<String>,
+    /// When it started.
     pub started_at: Timestamp,
+    /// When it ended; `None` while it runs.
     pub finished_at: Option<Timestamp>,
 }
 
 impl SyncResource {
+    /// The resource of `run`.
     pub fn of(run: &SyncRun) -> SyncResource {
         SyncResource {
             id: run.id,
@@ -108,6 +135,7 @@ pub fn find_run(
 /// The job that pulls a sync run's pages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SyncJob {
+    /// The id of the sync run to go on with.
     pub run_id: i64,
 }
 

@@ -30,14 +30,21 @@ use crate::subscriptions::webhooks::emit;
 /// The page-numbered pagination of customer lists (seed 002 §2.8, "customer subscriptions").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PagePagination {
+    /// How many items this page holds.
     pub count: i64,
+    /// The page's number, from 1.
     pub current_page: i64,
+    /// The most items a page holds (the list's `limit`).
     pub per_page: i64,
+    /// How many items the whole list holds.
     pub total: i64,
+    /// How many pages the whole list fills.
     pub total_pages: i64,
 }
 
 impl PagePagination {
+    /// The pagination of page `page` holding `count` items, of a list of `total` items in pages
+    /// of `per_page` (which must not be 0).
     pub fn new(count: usize, page: i64, per_page: i64, total: i64) -> Self {
         PagePagination {
             count: i64::try_from(count).unwrap_or(i64::MAX),

@@ -21,13 +21,18 @@ use crate::subscriptions::repository::SubscriptionRepositories;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum IntervalType {
+    /// Days (RRULE `FREQ=DAILY`).
     Day,
+    /// Weeks (RRULE `FREQ=WEEKLY`).
     Week,
+    /// Months (RRULE `FREQ=MONTHLY`).
     Month,
+    /// Years (RRULE `FREQ=YEARLY`).
     Year,
 }
 
 impl IntervalType {
+    /// Every unit, shortest first.
     pub const ALL: [IntervalType; 4] = [
         IntervalType::Day,
         IntervalType::Week,
@@ -35,6 +40,7 @@ impl IntervalType {
         IntervalType::Year,
     ];
 
+    /// The unit's name as the resource writes it (`day`, `week`, `month`, `year`).
     pub fn as_str(self) -> &'static str {
         match self {
             IntervalType::Day => "day",
@@ -78,16 +84,22 @@ pub(crate) const MAX_NAME_CHARS: usize = 255;
 /// A product a group offers: a product, or one of its variants.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GroupProduct {
+    /// The product's id on the platform.
     pub platform_product_id: String,
+    /// The variant's id on the platform; `None` for the product as a whole.
     pub platform_variant_id: Option<String>,
 }
 
 /// How often a subscription of the group orders.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BillingRule {
+    /// The rule's id (the service's integer); a line item names it as its `interval_id`.
     pub id: i64,
+    /// The id of the group the rule belongs to.
     pub subscription_group_id: i64,
+    /// How many units between orders (1..=366).
     pub interval_number: i64,
+    /// The unit of the interval.
     pub interval_type: IntervalType,
     /// What shoppers read ("Every 2 weeks").
     pub interval_name: String,
@@ -100,25 +112,38 @@ pub struct BillingRule {
 pub struct StoredGroup {
     /// 0 for a group not stored yet.
     pub id: i64,
+    /// The group's name.
     pub name: String,
+    /// The discount the group's subscriptions take, a percentage from 0 to 100.
     pub percent_discount: f64,
+    /// The products the group offers.
     pub products: Vec<GroupProduct>,
     /// In their order; a rule with id 0 is new.
     pub billing_rules: Vec<BillingRule>,
+    /// When the group was created.
     pub created_at: Timestamp,
+    /// When the group last changed.
     pub updated_at: Timestamp,
 }
 
 /// The subscription group resource (contract §5.1).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SubscriptionGroup {
+    /// The group's id (the service's integer).
     pub id: i64,
+    /// The shop's `shop_identifier` (32 lowercase hex characters).
     pub shop_identifier: String,
+    /// The group's name.
     pub name: String,
+    /// The discount the group's subscriptions take, a percentage from 0 to 100.
     pub percent_discount: f64,
+    /// The products the group offers.
     pub products: Vec<GroupProduct>,
+    /// The billing rules a subscription of the group may follow, in their order.
     pub billing_rules: Vec<BillingRule>,
+    /// When the group was created.
     pub created_at: Timestamp,
+    /// When the group last changed.
     pub updated_at: Timestamp,
 }
 
@@ -140,10 +165,15 @@ impl SubscriptionGroup {
 /// A billing rule as a body gives it; `id` names one of the group's to keep.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BillingRuleInput {
+    /// The id of the group's rule to keep; `None` for a new rule.
     pub id: Option<i64>,
+    /// How many units between orders (1..=366).
     pub interval_number: i64,
+    /// The unit of the interval (from `billing_rule`'s `FREQ` when the body has none).
     pub interval_type: IntervalType,
+    /// What shoppers read; made from the interval ("Every 2 weeks") when the body has none.
     pub interval_name: String,
+    /// The RRULE (`FREQ=WEEKLY;INTERVAL=2`); made from the interval when the body has none.
     pub billing_rule: String,
 }
 
@@ -154,9 +184,13 @@ pub struct GroupInput {
     /// Where the fields were in the body (`subscription_group`, or empty for a bare object),
     /// for problems found later.
     pub path: String,
+    /// The group's name, when given.
     pub name: Option<String>,
+    /// The discount, a percentage from 0 to 100, when given.
     pub percent_discount: Option<f64>,
+    /// The products, when given: they replace the group's.
     pub products: Option<Vec<GroupProduct>>,
+    /// The billing rules, when given: they replace the group's.
     pub billing_rules: Option<Vec<BillingRuleInput>>,
 }
 
@@ -556,10 +590,12 @@ pub fn delete_group(
 /// (by index), the rule of the first that names one, and the first group's discount.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GroupReferences {
+    /// The id of the billing rule each line item names, by the line item's index.
     pub billing_rule_ids: BTreeMap<usize, i64>,
     /// The RRULE of the first line item's billing rule: the subscription's when its body has
     /// no `order_rrule`.
     pub billing_rule: Option<String>,
+    /// The discount of the first group named, a percentage from 0 to 100.
     pub percent_discount: Option<f64>,
     /// Groups or billing rules named that the shop does not have.
     pub problems: Vec<FieldError>,

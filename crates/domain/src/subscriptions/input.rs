@@ -34,28 +34,45 @@ pub(crate) const MAX_LINE_ITEMS: usize = 250;
 /// `customer` of the body: found by its email, or created.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CustomerInput {
+    /// The customer's email address (required, checked): the shop's live customer with it is
+    /// the subscription's, compared without case.
     pub email: String,
+    /// The first name of a customer created here.
     pub first_name: Option<String>,
+    /// The last name of a customer created here.
     pub last_name: Option<String>,
+    /// The phone number of a customer created here.
     pub phone: Option<String>,
+    /// The notes of a customer created here.
     pub notes: Option<String>,
 }
 
 /// A billing or shipping address of the body (seed 002 §2.2's create fields).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct AddressInput {
+    /// The recipient's first name.
     pub first_name: Option<String>,
+    /// The recipient's last name.
     pub last_name: Option<String>,
+    /// The company name.
     pub company: Option<String>,
+    /// A phone number at the address.
     pub phone: Option<String>,
+    /// The first line of the street address (required).
     pub street1: String,
+    /// The second line of the street address.
     pub street2: Option<String>,
+    /// The city (required).
     pub city: String,
+    /// The province or state, by name.
     pub province: Option<String>,
+    /// The province or state, by code.
     pub province_code: Option<String>,
+    /// The country, by name.
     pub country: Option<String>,
     /// ISO 3166-1 alpha-2, upper case.
     pub country_code: String,
+    /// The postal code.
     pub zip: Option<String>,
 }
 
@@ -64,15 +81,25 @@ pub struct AddressInput {
 /// the catalogue does not have the variant; the catalogue's values win when it does.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LineItemDetails {
+    /// The line item's title.
     pub title: Option<String>,
+    /// The product's name.
     pub product_name: Option<String>,
+    /// The variant's name.
     pub variant_name: Option<String>,
+    /// The variant's SKU.
     pub sku: Option<String>,
+    /// The URL of the item's image.
     pub image: Option<String>,
+    /// The item's weight in grams, at least 0.
     pub grams: Option<i64>,
+    /// The item's weight in `weight_unit`, at least 0.
     pub weight: Option<f64>,
+    /// The unit of `weight`.
     pub weight_unit: Option<String>,
+    /// Whether the item is shipped; absent, it is.
     pub requires_shipping: Option<bool>,
+    /// Whether the item is taxed; absent, it is.
     pub taxable: Option<bool>,
 }
 
@@ -90,7 +117,9 @@ pub enum DiscountValue {
 /// `{"discount_type": "fixed_amount", "fixed_value"}`, with an optional `description`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DiscountInput {
+    /// What the discount takes off each unit.
     pub value: DiscountValue,
+    /// The discount's description, kept and shown.
     pub description: Option<String>,
 }
 
@@ -98,9 +127,13 @@ pub struct DiscountInput {
 /// `tag`, `price` (cents of the base currency, at least 0).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShippingLineInput {
+    /// The shipping method's name (required).
     pub name: String,
+    /// The shipping method's code.
     pub code: Option<String>,
+    /// A tag of the line.
     pub tag: Option<String>,
+    /// The price of the shipping, in cents of the base currency (0 when left out).
     pub price: Cents,
 }
 
@@ -109,20 +142,29 @@ pub(crate) const MAX_SHIPPING_LINES: usize = 20;
 /// Most discounts one line item keeps.
 pub(crate) const MAX_LINE_ITEM_DISCOUNTS: usize = 10;
 
+/// A line item of the Create Subscription body, checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LineItemInput {
+    /// The product's platform id, as a string (the body may give an integer).
     pub platform_product_id: String,
+    /// The variant's platform id, as a string (the body may give an integer).
     pub platform_variant_id: String,
+    /// How many units each order has, at least 1.
     pub quantity: i64,
     /// The unit price in the base currency.
     pub price: Cents,
+    /// The subscription group the line item is sold under (the service's integer); it must be
+    /// a group of the shop.
     pub subscription_group_id: Option<i64>,
     /// The group's billing rule the line item's `interval_id` names.
     pub subscription_group_billing_rules_id: Option<i64>,
+    /// `prepaid_metadata`, for a line item one payment covers several orders of.
     pub prepaid: Option<PrepaidInput>,
     /// `line_item_attributes` as (name, value) pairs, in the order given.
     pub attributes: Vec<(String, String)>,
+    /// What the body says of the product, for a variant the catalogue does not have.
     pub details: LineItemDetails,
+    /// `discounts`, taken off the unit price in this order (at most 10).
     pub discounts: Vec<DiscountInput>,
 }
 
@@ -136,8 +178,12 @@ pub(crate) const MAX_PREPAID_DURATION: i64 = 1_000;
 /// `prepaid_duration` orders; `current_recurrence_count` of them are placed already.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PrepaidInput {
+    /// How many orders one payment covers (1 to 1,000; required).
     pub prepaid_duration: i64,
+    /// How many orders of the current period were placed already (0 to `prepaid_duration`;
+    /// 0 when left out).
     pub current_recurrence_count: i64,
+    /// Kept and shown as given; Mercer does not interpret it.
     pub prepaid_continue: Option<String>,
 }
 
@@ -146,7 +192,9 @@ pub struct PrepaidInput {
 /// `payment_gateway_public_id`; `gateway_customer_id` is never shown.
 #[derive(Clone, PartialEq, Eq)]
 pub struct PaymentDetails {
+    /// The payment gateway (required): shown as `payment_gateway_public_id`.
     pub gateway_name: String,
+    /// The customer's id at the gateway: kept, never shown.
     pub gateway_customer_id: Option<String>,
     /// Integrations that keep the method at their gateway by customer send none (contract
     /// §5.1): the subscription then has no payment method token until one is given.
@@ -172,28 +220,49 @@ impl fmt::Debug for PaymentDetails {
 /// A checked Create Subscription body.
 #[derive(Debug, Clone)]
 pub struct NewSubscription {
+    /// The customer to find by email, or create.
     pub customer: CustomerInput,
+    /// The client's key for the request: the same key again is the same subscription.
     pub idempotency_key: Option<String>,
+    /// The client's own reference for the subscription.
     pub external_id: Option<String>,
+    /// The status given, else `scheduled` for a rule that starts later and `active`
+    /// otherwise; never `processing`.
     pub status: SubscriptionStatus,
+    /// The checked order rule: the body's `order_rrule`, or the one its groups' billing rule
+    /// gives.
     pub schedule: OrderSchedule,
     /// `order_rrule_text`, and `payment_rrule_text` (payment follows the order rule).
     pub order_rrule_text: String,
     /// Given, or the rule's first date from now on; `None` only for an inactive subscription
     /// whose rule has ended.
     pub next_order_datetime: Option<Timestamp>,
+    /// The date of the subscription's last order, as given (an imported subscription's).
     pub last_order_datetime: Option<Timestamp>,
+    /// When the subscription was placed, as given.
     pub placed_at: Option<Timestamp>,
+    /// The currency of the prices: given, else the shop's.
     pub base_currency: CurrencyCode,
+    /// The currency orders are charged in: given, else `base_currency`.
     pub charged_currency: CurrencyCode,
+    /// What one unit of the base currency is in the charged currency: given (above 0, and 1
+    /// when the currencies are the same), else 1.
     pub base_to_charged_exchange_rate: f64,
+    /// The line items, 1 to 250, in the order given.
     pub line_items: Vec<LineItemInput>,
+    /// The address to bill: the shipping address when the body gives none.
     pub billing_address: AddressInput,
+    /// The address orders ship to (required).
     pub shipping_address: AddressInput,
+    /// The payment method, when given.
     pub payment_details: Option<PaymentDetails>,
+    /// A discount code, kept and sent with each order.
     pub discount_code: Option<String>,
+    /// A note on the subscription, kept and shown.
     pub note: Option<String>,
+    /// A note sent as the `notes` of each order.
     pub order_note: Option<String>,
+    /// The shipping lines, at most 20 (none when left out).
     pub shipping_lines: Vec<ShippingLineInput>,
     /// The body's `percent_discount`, else its first group's, else 0.
     pub percent_discount: f64,
@@ -1177,8 +1246,13 @@ pub fn parse_frequency(body: &Value, shop: &Shop) -> Result<OrderSchedule, Domai
 /// Change shipping address: a new address, or one of the customer's by id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ShippingAddressChange {
+    /// `{"shipping_address": {…}}`: a new address, added to the customer.
     New(Box<AddressInput>),
-    Existing { address_id: i64 },
+    /// `{"address_id"}`: one of the customer's addresses.
+    Existing {
+        /// The address's id (the service's integer).
+        address_id: i64,
+    },
 }
 
 /// `{"shipping_address": {…}}` or `{"address_id"}`: exactly one of them.
@@ -1216,7 +1290,9 @@ pub fn parse_shipping_address_change(body: &Value) -> Result<ShippingAddressChan
 /// subscription's `payment_method_token`).
 #[derive(Clone, PartialEq, Eq)]
 pub struct PaymentMethodChange {
+    /// The new payment method's token (required).
     pub payment_method_token: String,
+    /// The gateway that takes the token (required).
     pub payment_gateway_public_id: String,
     /// When the new method expires (a Mercer extension).
     pub expires_at: Option<PaymentExpiry>,
@@ -1255,10 +1331,15 @@ pub fn parse_payment_method_change(body: &Value) -> Result<PaymentMethodChange, 
 /// changes: those given; the others stay. Blank text clears a field (but `email`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CustomerUpdate {
+    /// Given: the new email address (checked); it cannot be cleared.
     pub email: Option<String>,
+    /// Given: the new first name; `Some(None)` clears it (null or blank).
     pub first_name: Option<Option<String>>,
+    /// Given: the new last name; `Some(None)` clears it (null or blank).
     pub last_name: Option<Option<String>>,
+    /// Given: the new phone number; `Some(None)` clears it (null or blank).
     pub phone: Option<Option<String>>,
+    /// Given: the new notes; `Some(None)` clears them (null or blank).
     pub notes: Option<Option<String>>,
 }
 
@@ -1312,11 +1393,14 @@ pub fn parse_customer_update(body: &Value) -> Result<CustomerUpdate, DomainError
 /// Create / Update Customer Address: `{"customer_address": {…, is_default}}` (seed 002 §2.2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AddressBody {
+    /// The address's fields.
     pub address: AddressInput,
     /// Absent: a new address is the default when the customer has none; an update keeps it.
     pub is_default: Option<bool>,
 }
 
+/// Reads a Create / Update Customer Address body; every problem is a 422 on its path in
+/// `customer_address`.
 pub fn parse_customer_address(body: &Value) -> Result<AddressBody, DomainError> {
     read_body(body, |fields| {
         let Some(mut address_fields) = fields.object("customer_address") else {
@@ -1351,37 +1435,71 @@ pub fn parse_customer_address(body: &Value) -> Result<AddressBody, DomainError> 
 /// written by actions only (ignored here).
 #[derive(Debug, Clone, Default)]
 pub struct SubscriptionUpdate {
+    /// Given: changes of the subscription's customer, as Update Customer makes them.
     pub customer: Option<CustomerUpdate>,
+    /// Given: the new `external_id`; `Some(None)` clears it (null or blank).
     pub external_id: Option<Option<String>>,
+    /// Given: the new `idempotency_key`, which no other subscription of the shop may have;
+    /// `Some(None)` clears it (null or blank).
     pub idempotency_key: Option<Option<String>>,
+    /// Given: the new next order date; a change ends a retry wait (unless
+    /// `next_processing_datetime` is given too).
     pub next_order_datetime: Option<Timestamp>,
+    /// Given: the new next payment date.
     pub next_payment_datetime: Option<Timestamp>,
+    /// Given: the end of a retry wait.
     pub next_processing_datetime: Option<Timestamp>,
+    /// Given: the new `last_payment_datetime`.
     pub last_payment_datetime: Option<Timestamp>,
+    /// Given: the new `last_order_datetime`.
     pub last_order_datetime: Option<Timestamp>,
+    /// Given: the new `last_processed_datetime`.
     pub last_processed_datetime: Option<Timestamp>,
+    /// Given: the new `placed_at`.
     pub placed_at: Option<Timestamp>,
+    /// Given: the status to move to, taken as the action it maps to; never `processing`.
     pub subscription_status: Option<SubscriptionStatus>,
+    /// Given: the new payment method's token.
     pub payment_method_token: Option<String>,
+    /// Given: the new payment method's gateway.
     pub payment_gateway_public_id: Option<String>,
     /// `Some(None)` clears it (null).
     pub payment_method_expires_at: Option<Option<PaymentExpiry>>,
+    /// Given: the new order rule, checked as at creation; it is the payment rule too unless
+    /// `payment_rrule` is given.
     pub order_rrule: Option<OrderSchedule>,
+    /// Given: the new payment rule.
     pub payment_rrule: Option<OrderSchedule>,
+    /// Given: the new `current_retries`, 0 or more.
     pub current_retries: Option<i64>,
+    /// Given: the new `orders_processed`, 0 or more.
     pub orders_processed: Option<i64>,
+    /// Given: the new charged currency.
     pub charged_currency: Option<CurrencyCode>,
+    /// Given: the new base currency.
     pub base_currency: Option<CurrencyCode>,
+    /// Given: the new exchange rate, a number above 0.
     pub base_to_charged_exchange_rate: Option<f64>,
+    /// Given: a new address of the customer, which the subscription bills to.
     pub billing_address: Option<AddressInput>,
+    /// Given: a new address of the customer, which the subscription ships to.
     pub shipping_address: Option<AddressInput>,
+    /// Given: the id of the customer's live address to bill to.
     pub billing_address_id: Option<i64>,
+    /// Given: the id of the customer's live address to ship to.
     pub shipping_address_id: Option<i64>,
+    /// Given: the new discount code; `Some(None)` clears it (null or blank).
     pub discount_code: Option<Option<String>>,
+    /// Given: the new `last_failure_code`; `Some(None)` clears it (null or blank).
     pub last_failure_code: Option<Option<String>>,
+    /// Given: the new `last_failure_reason`; `Some(None)` clears it (null or blank).
     pub last_failure_reason: Option<Option<String>>,
+    /// Given: the new `last_failure_details.message`; `Some(None)` clears the details (null,
+    /// or no `message`).
     pub last_failure_message: Option<Option<String>>,
+    /// Given: the new note; `Some(None)` clears it (null or blank).
     pub note: Option<Option<String>>,
+    /// Given: the new order note; `Some(None)` clears it (null or blank).
     pub order_note: Option<Option<String>>,
     /// Given: the subscription's shipping lines from now on (`[]` removes them).
     pub shipping_lines: Option<Vec<ShippingLineInput>>,

@@ -38,10 +38,15 @@ use crate::subscriptions::webhooks::emit;
 /// next page, null on the last.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CursorPagination {
+    /// How many subscriptions the whole list holds (counted on its first page).
     pub total: i64,
+    /// How many subscriptions this page holds.
     pub count: i64,
+    /// The most subscriptions a page holds (the query's `limit`).
     pub per_page: i64,
+    /// How many pages the whole list fills.
     pub total_pages: i64,
+    /// The cursor of the next page; `None` on the last page.
     pub next: Option<String>,
 }
 
@@ -494,18 +499,36 @@ pub fn create_subscription(
 /// A client's action on a subscription (contract §5), with its checked body.
 #[derive(Debug, Clone)]
 pub enum ActionRequest {
+    /// Cancel the subscription.
     Cancel,
+    /// Make a cancelled subscription active again.
     Reactivate,
+    /// Pause the subscription.
     Pause,
+    /// Make a paused subscription active again.
     Resume,
-    Skip { order_datetime: Timestamp },
-    ChangeQuantity { line_item_id: i64, quantity: i64 },
+    /// Skip a ship date.
+    Skip {
+        /// The date to skip: its day in the shop's zone counts.
+        order_datetime: Timestamp,
+    },
+    /// Change a line item's quantity.
+    ChangeQuantity {
+        /// The line item's id (the service's integer).
+        line_item_id: i64,
+        /// The new quantity, at least 1.
+        quantity: i64,
+    },
+    /// Replace the order rule (`order_rrule`) with this checked one.
     ChangeFrequency(Box<OrderSchedule>),
+    /// Ship to a new address, or to another of the customer's.
     ChangeShippingAddress(ShippingAddressChange),
+    /// Charge a new payment method.
     ChangePaymentMethod(PaymentMethodChange),
 }
 
 impl ActionRequest {
+    /// The state machine's action the request is.
     pub fn action(&self) -> Action {
         match self {
             ActionRequest::Cancel => Action::Cancel,

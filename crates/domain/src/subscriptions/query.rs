@@ -16,32 +16,51 @@ use crate::kernel::limits::{MAX_ID_CHARS, check_parameter};
 use crate::subscriptions::repository::StoredSubscription;
 use crate::subscriptions::resources::SubscriptionStatus;
 
+/// How many items a page of a subscriptions list holds when the query gives no `limit`.
 pub const DEFAULT_LIMIT: i64 = 50;
 pub(crate) const MAX_LIMIT: i64 = 250;
 
 /// The fields a filter may name: the integer and date-time fields of a subscription.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FilterField {
+    /// `id`: the subscription's id.
     Id,
+    /// `shop_id`: the id of the subscription's shop.
     ShopId,
+    /// `customer_id`: the id of the subscription's customer.
     CustomerId,
+    /// `billing_address_id`: the id of the billing address.
     BillingAddressId,
+    /// `shipping_address_id`: the id of the shipping address.
     ShippingAddressId,
+    /// `orders_processed`: how many of the subscription's orders were placed.
     OrdersProcessed,
+    /// `current_retries`: failed attempts at the current order.
     CurrentRetries,
+    /// `next_order_datetime`: when the next order falls.
     NextOrderDatetime,
+    /// `next_payment_datetime`: when the next payment falls.
     NextPaymentDatetime,
+    /// `next_processing_datetime`: when the retry wait of a failed order ends.
     NextProcessingDatetime,
+    /// `last_payment_datetime`: when a payment was last made.
     LastPaymentDatetime,
+    /// `last_order_datetime`: the order date of the last order placed.
     LastOrderDatetime,
+    /// `last_processed_datetime`: when the last order was placed.
     LastProcessedDatetime,
+    /// `status_changed_at`: when `subscription_status` last changed.
     StatusChangedAt,
+    /// `placed_at`: when the subscription was placed, as Create Subscription gave it.
     PlacedAt,
+    /// `created_at`: when Mercer stored the subscription.
     CreatedAt,
+    /// `updated_at`: when the subscription last changed.
     UpdatedAt,
 }
 
 impl FilterField {
+    /// Every field a filter may name.
     pub const ALL: [FilterField; 17] = [
         FilterField::Id,
         FilterField::ShopId,
@@ -62,6 +81,7 @@ impl FilterField {
         FilterField::UpdatedAt,
     ];
 
+    /// The field's name, as a filter writes it (`next_order_datetime`).
     pub fn as_str(self) -> &'static str {
         match self {
             FilterField::Id => "id",
@@ -84,12 +104,14 @@ impl FilterField {
         }
     }
 
+    /// The field named `name`; `None` for a name a filter may not use.
     pub fn parse(name: &str) -> Option<FilterField> {
         FilterField::ALL
             .into_iter()
             .find(|field| field.as_str() == name)
     }
 
+    /// Whether the field holds an integer (an id or a count); the others are date-times.
     pub fn is_integer(self) -> bool {
         matches!(
             self,
@@ -107,8 +129,11 @@ impl FilterField {
 /// One checked condition: an integer field with an integer, a date-time field with a time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Filter {
+    /// The field compared.
     pub field: FilterField,
+    /// The comparison (`lt lte gt gte eq`).
     pub op: FilterOp,
+    /// The value compared with: an integer for an integer field, a time for a date-time one.
     pub value: FilterValue,
 }
 
@@ -180,6 +205,7 @@ pub fn parse_filters(text: &str) -> Result<Vec<Filter>, FieldError> {
 /// the opaque `pagination.next`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cursor {
+    /// The id of the last subscription of the previous page; the page starts after it.
     pub after_id: i64,
     /// Counted on the walk's first page and carried on: a deep page does not count again
     /// (`s1:{after_id}` without it is read too).
@@ -189,6 +215,7 @@ pub struct Cursor {
 const CURSOR_PREFIX: &str = "s1:";
 
 impl Cursor {
+    /// A cursor after subscription `after_id`, without a total.
     pub fn after(after_id: i64) -> Cursor {
         Cursor {
             after_id,
@@ -196,6 +223,7 @@ impl Cursor {
         }
     }
 
+    /// The opaque text clients get as `pagination.next`: base64url of `s1:{after_id}[:{total}]`.
     pub fn encode(self) -> String {
         let text = match self.total {
             Some(total) => format!("{CURSOR_PREFIX}{}:{total}", self.after_id),
@@ -204,6 +232,7 @@ impl Cursor {
         URL_SAFE_NO_PAD.encode(text)
     }
 
+    /// The cursor [`Cursor::encode`] wrote; `None` for text it could not have written.
     pub fn decode(text: &str) -> Option<Cursor> {
         let bytes = URL_SAFE_NO_PAD.decode(text.trim()).ok()?;
         let text = String::from_utf8(bytes).ok()?;
@@ -226,9 +255,13 @@ pub struct ListQuery {
     pub statuses: Vec<SubscriptionStatus>,
     /// Empty: every customer.
     pub customer_ids: Vec<i64>,
+    /// Whether `expand=customer` asked for each subscription's customer.
     pub expand_customer: bool,
+    /// The most subscriptions a page holds (1..=250, default 50).
     pub limit: i64,
+    /// Where the page starts; `None` for the first page.
     pub cursor: Option<Cursor>,
+    /// The `filter` conditions, all of which a subscription must meet.
     pub filters: Vec<Filter>,
 }
 

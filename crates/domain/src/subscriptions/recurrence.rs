@@ -34,8 +34,11 @@ const MAX_COUNT: u32 = 10_000;
 pub struct ShopZone(chrono_tz::Tz);
 
 impl ShopZone {
+    /// Coordinated Universal Time.
     pub const UTC: ShopZone = ShopZone(chrono_tz::Tz::UTC);
 
+    /// The zone with the IANA name `name` (`America/Toronto`); `None` for a name the zone
+    /// database does not know.
     pub fn parse(name: &str) -> Option<ShopZone> {
         chrono_tz::Tz::from_str(name.trim()).ok().map(ShopZone)
     }
@@ -46,6 +49,7 @@ impl ShopZone {
         ShopZone::parse(timezone).unwrap_or(ShopZone::UTC)
     }
 
+    /// The zone's IANA name.
     pub fn name(self) -> &'static str {
         self.0.name()
     }

@@ -57,6 +57,7 @@ pub trait SubscriptionGroupRepository {
         limit: i64,
         page: i64,
     ) -> StoreResult<(Vec<StoredGroup>, i64)>;
+    /// The shop's group of this id; `None` for an unknown id or another shop's.
     fn subscription_group(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<StoredGroup>>;
     /// Stores the group as it is: a group of id 0 is inserted; its rules of id 0 are
     /// inserted, the others updated, and the group's rules not listed deleted. Answers the
@@ -66,6 +67,7 @@ pub trait SubscriptionGroupRepository {
         shop_id: i64,
         group: &StoredGroup,
     ) -> StoreResult<StoredGroup>;
+    /// Deletes the shop's group of this id with its billing rules; false when there is none.
     fn delete_subscription_group(&mut self, shop_id: i64, id: i64) -> StoreResult<bool>;
     /// Holds the group until the transaction ends (PostgreSQL; SQLite's writes are serial).
     fn lock_subscription_group(&mut self, shop_id: i64, id: i64) -> StoreResult<()>;
@@ -81,10 +83,15 @@ pub trait SubscriptionGroupRepository {
 /// store keeps NOT NULL text columns as empty text, read back as absent).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CustomerFields {
+    /// The customer's email address.
     pub email: Option<String>,
+    /// The customer's first name.
     pub first_name: Option<String>,
+    /// The customer's last name.
     pub last_name: Option<String>,
+    /// The customer's phone number.
     pub phone: Option<String>,
+    /// Notes on the customer (the subscription API's own; the platform sends none).
     pub notes: Option<String>,
 }
 
@@ -117,17 +124,22 @@ impl CustomerFields {
 /// whose subscriptions are all `inactive` (`inactive`). Several statuses are their union.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CustomerStatus {
+    /// Every live customer with at least one subscription.
     All,
+    /// Customers with a subscription that is not `inactive`.
     Active,
+    /// Customers with subscriptions, all of them `inactive`.
     Inactive,
 }
 
+/// List Customers' query, as `customers::parse_customer_list_query` reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CustomerListQuery {
     /// Never empty; `[All]` when the client named none.
     pub statuses: Vec<CustomerStatus>,
     /// Case-insensitive substring of the first name, last name, full name, email or phone.
     pub search: Option<String>,
+    /// The most customers a page holds.
     pub limit: i64,
     /// 1-based.
     pub page: i64,
@@ -136,16 +148,20 @@ pub struct CustomerListQuery {
 /// A page of customer ids, by id ascending, and how many match in all.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdPage {
+    /// The customers' ids on the page (the service's integers).
     pub ids: Vec<i64>,
+    /// How many customers match, over every page.
     pub total: i64,
 }
 
 /// `subscription_summary` figures of one customer, from its subscriptions.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SummaryFigures {
+    /// The customer's id (the service's integer).
     pub customer_id: i64,
     /// Subscriptions not `inactive`.
     pub active_subscription_count: i64,
+    /// Subscriptions that are `inactive`.
     pub inactive_subscription_count: i64,
     /// The earliest `next_order_datetime` of its subscriptions that are not `inactive`.
     pub next_order_date: Option<Timestamp>,
@@ -158,17 +174,25 @@ pub struct SummaryFigures {
 /// A stored address row, whatever its source: the platform's, or one made here.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredAddress {
+    /// The address's id (the service's integer).
     pub id: i64,
+    /// The id of its shop (the service's integer).
     pub shop_id: i64,
+    /// The id of its customer (the service's integer).
     pub customer_id: i64,
     /// The platform's id of the address, once it has one.
     pub platform_id: Option<String>,
     /// The platform id of its customer, once it has one.
     pub customer_platform_id: Option<String>,
+    /// Whether this is the customer's default address.
     pub is_default: bool,
+    /// The address's fields, in the platform's form.
     pub address: CustomerAddress,
+    /// When the service stored the address.
     pub created_at: Timestamp,
+    /// When the service last changed the address.
     pub updated_at: Timestamp,
+    /// When the address was deleted; `None` while it is live.
     pub deleted_at: Option<Timestamp>,
 }
 
@@ -206,6 +230,8 @@ pub trait SubscriptionCustomerRepository {
         shop_id: i64,
         query: &CustomerListQuery,
     ) -> StoreResult<IdPage>;
+    /// The `subscription_summary` figures of these customers, from their subscriptions; a
+    /// customer without any may be left out (its figures are all zero).
     fn subscription_summaries(
         &mut self,
         shop_id: i64,
@@ -250,57 +276,98 @@ pub trait SubscriptionCustomerRepository {
 /// time and the nested resources, plus what only Mercer sees.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SubscriptionState {
+    /// The id of its customer (the service's integer).
     pub customer_id: i64,
+    /// The id of the customer's address it bills to.
     pub billing_address_id: i64,
+    /// The id of the customer's address its orders ship to.
     pub shipping_address_id: i64,
+    /// How many of its orders Mercer has placed.
     pub orders_processed: i64,
+    /// How many times its current order has failed (0 once one is placed).
     pub current_retries: i64,
+    /// The client's own reference for the subscription.
     pub external_id: Option<String>,
+    /// The key Create Subscription was given, unique in the shop.
     pub idempotency_key: Option<String>,
     /// `body_fingerprint` of the Create Subscription body, with `idempotency_key`.
     pub idempotency_fingerprint: Option<String>,
+    /// When its next order is due; `None` when none is.
     pub next_order_datetime: Option<Timestamp>,
+    /// When its next payment falls.
     pub next_payment_datetime: Option<Timestamp>,
+    /// The end of the retry wait after a failed order; `None` when no wait runs.
     pub next_processing_datetime: Option<Timestamp>,
+    /// When Mercer last charged for one of its orders.
     pub last_payment_datetime: Option<Timestamp>,
+    /// The order date of its last order placed.
     pub last_order_datetime: Option<Timestamp>,
+    /// When Mercer last placed one of its orders.
     pub last_processed_datetime: Option<Timestamp>,
+    /// When its status last changed.
     pub status_changed_at: Option<Timestamp>,
+    /// When the subscription was placed, as the client gave it.
     pub placed_at: Option<Timestamp>,
+    /// When the subscription last changed.
     pub updated_at: Timestamp,
+    /// Its status.
     pub subscription_status: SubscriptionStatus,
+    /// The token of its payment method (shown as `payment_method_token` only).
     pub payment_method_token: Option<String>,
+    /// The payment gateway that takes the token.
     pub payment_gateway_public_id: Option<String>,
     /// Never shown (docs/subscriptions.md, payment details).
     pub payment_gateway_customer_id: Option<String>,
+    /// When the payment method expires; `None` when unknown.
     pub payment_method_expires_at: Option<PaymentExpiry>,
+    /// The payment rule (RFC 5545 text).
     pub payment_rrule: String,
+    /// `payment_rrule` in plain English.
     pub payment_rrule_text: String,
+    /// The order rule (RFC 5545 text), as given.
     pub order_rrule: String,
+    /// `order_rrule` in plain English.
     pub order_rrule_text: String,
+    /// The currency its orders are charged in.
     pub charged_currency: CurrencyCode,
+    /// The currency of its prices.
     pub base_currency: CurrencyCode,
+    /// What one unit of the base currency is in the charged currency.
     pub base_to_charged_exchange_rate: f64,
+    /// The percent (0 to 100) its orders take off their items.
     pub percent_discount: f64,
+    /// A discount code sent with each of its orders.
     pub discount_code: Option<String>,
+    /// Its shipping lines (their `subscription_id` is filled in when shown).
     pub shipping_lines: Vec<ShippingLine>,
+    /// The code of its last failed order attempt.
     pub last_failure_code: Option<String>,
+    /// That failure as a sentence.
     pub last_failure_reason: Option<String>,
+    /// That failure's details.
     pub last_failure_details: Option<FailureDetails>,
     /// Order dates skipped with the skip action, kept beside the rule.
     pub skipped_dates: Vec<Timestamp>,
+    /// A note on the subscription, kept and shown.
     pub note: Option<String>,
+    /// A note sent as the `notes` of each of its orders.
     pub order_note: Option<String>,
 }
 
 /// A subscription as stored: its state, its line items by id, its latest status log entry.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredSubscription {
+    /// The subscription's id (the service's integer).
     pub id: i64,
+    /// The id of its shop (the service's integer).
     pub shop_id: i64,
+    /// When the service stored the subscription.
     pub created_at: Timestamp,
+    /// Its scalar fields and what only Mercer sees (see [`SubscriptionState`]).
     pub state: SubscriptionState,
+    /// Its line items, by id.
     pub line_items: Vec<SubscriptionLineItem>,
+    /// Its latest status log entry; `None` when it has none.
     pub latest_status_log: Option<StatusLog>,
 }
 
@@ -308,10 +375,14 @@ pub struct StoredSubscription {
 /// follow the last.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SubscriptionPage {
+    /// The page's subscriptions, by id ascending.
     pub subscriptions: Vec<StoredSubscription>,
+    /// Whether subscriptions the query matches follow the last of the page.
     pub has_more: bool,
 }
 
+/// The subscriptions of a shop with their line items and status log: the reads and writes of
+/// the subscription API's use cases.
 pub trait SubscriptionRepository {
     /// The id and body fingerprint of the shop's subscription created with this key.
     fn subscription_by_idempotency_key(
@@ -356,6 +427,7 @@ pub trait SubscriptionRepository {
     fn lock_for_create(&mut self, key: &str) -> StoreResult<()>;
     /// Appends a status log entry; it becomes the subscription's `latest_status_log`.
     fn insert_status_log(&mut self, shop_id: i64, entry: &NewStatusLog) -> StoreResult<StatusLog>;
+    /// The shop's subscription of this id; `None` for an unknown id or another shop's.
     fn subscription(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<StoredSubscription>>;
     /// List Subscriptions: the subscriptions `query` matches with an id above its cursor's, by
     /// id ascending, at most `query.limit`.
@@ -388,6 +460,7 @@ pub enum OrderAttemptStatus {
 }
 
 impl OrderAttemptStatus {
+    /// The status's name as stored and shown: `placing`, `placed` or `failed`.
     pub fn as_str(self) -> &'static str {
         match self {
             OrderAttemptStatus::Placing => "placing",
@@ -396,6 +469,7 @@ impl OrderAttemptStatus {
         }
     }
 
+    /// The status of that name, as [`Self::as_str`] writes it; `None` for any other text.
     pub fn parse(text: &str) -> Option<Self> {
         [
             OrderAttemptStatus::Placing,
@@ -410,8 +484,11 @@ impl OrderAttemptStatus {
 /// One attempt to place a subscription's order through the connector (docs/scheduler.md).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubscriptionOrder {
+    /// The attempt's id (the service's integer).
     pub id: i64,
+    /// The id of the subscription's shop (the service's integer).
     pub shop_id: i64,
+    /// The id of the subscription whose order it places (the service's integer).
     pub subscription_id: i64,
     /// The order date placed: `next_order_datetime` when the attempt began.
     pub scheduled_at: Timestamp,
@@ -419,40 +496,61 @@ pub struct SubscriptionOrder {
     pub attempt: i64,
     /// Create Order's `Idempotency-Key`: the same for every attempt of one date.
     pub idempotency_key: String,
+    /// Where the attempt stands.
     pub status: OrderAttemptStatus,
     /// When the order came due: its date, or the end of the retry wait.
     pub due_at: Timestamp,
+    /// The platform's id of the order, once Create Order answered one.
     pub platform_order_id: Option<String>,
+    /// The platform's id of the payment, once the attempt is placed; `None` when nothing was
+    /// charged (see [`OrderAttemptEnd::Placed`]).
     pub platform_payment_id: Option<String>,
+    /// Why the attempt failed, as a code (the subscription's `last_failure_code`).
     pub failure_code: Option<String>,
+    /// Why the attempt failed, as a sentence.
     pub failure_reason: Option<String>,
+    /// When the attempt ended; `None` while it is placing.
     pub finished_at: Option<Timestamp>,
+    /// When the attempt began.
     pub created_at: Timestamp,
+    /// When the attempt last changed.
     pub updated_at: Timestamp,
 }
 
 /// An attempt about to begin.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewSubscriptionOrder {
+    /// The id of the subscription's shop (the service's integer).
     pub shop_id: i64,
+    /// The id of the subscription whose order it places (the service's integer).
     pub subscription_id: i64,
+    /// The order date to place: the subscription's `next_order_datetime`.
     pub scheduled_at: Timestamp,
+    /// The attempt's number among the attempts of that date, from 1.
     pub attempt: i64,
+    /// Create Order's `Idempotency-Key`: the same for every attempt of one date.
     pub idempotency_key: String,
+    /// When the order came due: its date, or the end of the retry wait.
     pub due_at: Timestamp,
+    /// When the attempt begins.
     pub created_at: Timestamp,
 }
 
 /// How an attempt ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OrderAttemptEnd {
+    /// The order was placed (and paid, when it had something to pay).
     Placed {
+        /// The platform's id of the order.
         platform_order_id: String,
         /// None when nothing was charged (a prepaid order, a total of zero).
         platform_payment_id: Option<String>,
     },
+    /// The attempt failed: the connector failed or timed out, or the payment was declined.
     Failed {
+        /// The failure as a code, such as `payment_declined` or `connector_timeout`.
         code: String,
+        /// The failure as a sentence.
         reason: String,
     },
 }
@@ -487,7 +585,9 @@ pub trait SubscriptionOrderRepository {
         shop_id: i64,
         ids: &[i64],
     ) -> StoreResult<Vec<StoredSubscription>>;
+    /// Stores a new attempt, `placing`; returns its id.
     fn insert_subscription_order(&mut self, order: &NewSubscriptionOrder) -> StoreResult<i64>;
+    /// The attempt of this id, of any shop; `None` when there is none.
     fn subscription_order(&mut self, id: i64) -> StoreResult<Option<SubscriptionOrder>>;
     /// Every attempt of the subscription's order date, first attempt first.
     fn attempts_of_date(
@@ -547,6 +647,7 @@ pub trait SubscriptionOrderRepository {
         id: i64,
         at: Option<Timestamp>,
     ) -> StoreResult<()>;
+    /// The scheduler's figures at `now`, over every shop.
     fn scheduler_backlog(&mut self, now: Timestamp) -> StoreResult<SchedulerBacklog>;
 }
 

@@ -15,10 +15,17 @@ use crate::kernel::time::Timestamp;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SubscriptionStatus {
+    /// Live: the scheduler places its orders when they come due.
     Active,
+    /// Ended: cancelled, out of retries, or its rule has no date left. Reactivate makes it
+    /// active again.
     Inactive,
+    /// Mercer is placing its order; it refuses every client change until the order is placed
+    /// or has failed. Only Mercer sets it.
     Processing,
+    /// Waiting for its first order (its rule's `DTSTART` is ahead); it becomes active then.
     Scheduled,
+    /// Paused by a client: no order is placed until it is resumed.
     Paused,
 }
 
@@ -32,6 +39,7 @@ impl SubscriptionStatus {
         SubscriptionStatus::Paused,
     ];
 
+    /// The status's name in the API, such as `active`.
     pub fn as_str(self) -> &'static str {
         match self {
             SubscriptionStatus::Active => "active",
@@ -42,6 +50,8 @@ impl SubscriptionStatus {
         }
     }
 
+    /// The status of that name, as [`Self::as_str`] writes it (lower case only); `None` for
+    /// any other text.
     pub fn parse(text: &str) -> Option<SubscriptionStatus> {
         SubscriptionStatus::ALL
             .into_iter()
@@ -58,67 +68,120 @@ impl fmt::Display for SubscriptionStatus {
 /// A subscription address (seed 002 §2.2).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SubscriptionAddress {
+    /// The address's id (the service's integer).
     pub id: i64,
+    /// The shop's `shop_identifier` (32 lowercase hex characters).
     pub shop_identifier: String,
+    /// The address's platform id when it is a number, else `null` (none yet, or not a number).
     pub platform_id: Option<i64>,
+    /// The id of the address's customer (the service's integer).
     pub customer_id: i64,
+    /// The shop's platform type, such as `custom`.
     pub platform_type: String,
+    /// The platform id of the address's customer when it is a number, else `null` (the
+    /// customer's `platform_id` text carries any form).
     pub platform_customer_id: Option<i64>,
+    /// The recipient's first name.
     pub first_name: Option<String>,
+    /// The recipient's last name.
     pub last_name: Option<String>,
+    /// The company name.
     pub company: Option<String>,
+    /// A phone number at the address.
     pub phone: Option<String>,
+    /// The first line of the street address.
     pub street1: Option<String>,
+    /// The second line of the street address.
     pub street2: Option<String>,
+    /// The city.
     pub city: Option<String>,
+    /// The province or state, by name.
     pub province: Option<String>,
+    /// The province or state, by code.
     pub province_code: Option<String>,
+    /// The country, by name.
     pub country: Option<String>,
+    /// The country's code, such as `GB` (ISO 3166-1 alpha-2, upper case, when given here).
     pub country_code: Option<String>,
+    /// The postal code.
     pub zip: Option<String>,
+    /// Whether this is the customer's default address (a customer has exactly one).
     pub is_default: bool,
+    /// What the address is used for, as the platform names it.
     pub address_use: Option<String>,
+    /// Always `null`: no values are defined for it.
     pub address_source: Option<String>,
+    /// When the service stored the address.
     pub created_at: Timestamp,
+    /// When the service last changed the address.
     pub updated_at: Timestamp,
 }
 
 /// `subscription_summary` of a subscription customer (seed 002 §2.1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SubscriptionSummary {
+    /// The customer's id (the service's integer): what List Subscriptions' filter of that name
+    /// takes.
     pub svc_platform_customer_id: Option<i64>,
+    /// The earliest `next_order_datetime` of the customer's subscriptions that are not
+    /// `inactive`; `null` when none has one.
     pub next_order_date: Option<Timestamp>,
+    /// The latest `last_order_datetime` of the customer's subscriptions; `null` when none has
+    /// one.
     pub last_order_date: Option<Timestamp>,
+    /// How many of the customer's subscriptions are not `inactive`.
     pub active_subscription_count: i64,
+    /// How many of the customer's subscriptions are `inactive`.
     pub inactive_subscription_count: i64,
+    /// The sum of the `orders_processed` of the customer's subscriptions.
     pub subscription_order_count: i64,
 }
 
 /// A label of a subscription customer (seed 002 §2.1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CustomerLabel {
+    /// The label's id (the service's integer).
     pub id: i64,
+    /// The id of the labelled customer (the service's integer).
     pub customer_id: i64,
+    /// The label's text.
     pub name: String,
+    /// When the label was added.
     pub created_at: Timestamp,
+    /// When the label last changed.
     pub updated_at: Timestamp,
+    /// When the label was deleted; `null` for the live labels a customer shows.
     pub deleted_at: Option<Timestamp>,
 }
 
 /// A subscription customer (seed 002 §2.1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SubscriptionCustomer {
+    /// The customer's id (the service's integer): the shop's one record of the customer,
+    /// shared with the customer directory.
     pub id: i64,
+    /// The customer's platform id (the platform's string); `null` for a customer made here
+    /// until the connector answers one.
     pub platform_id: Option<String>,
+    /// Always `null`: Mercer has no value for it.
     pub cashier_public_id: Option<String>,
+    /// The customer's first name.
     pub first_name: Option<String>,
+    /// The customer's last name.
     pub last_name: Option<String>,
+    /// The customer's phone number.
     pub phone: Option<String>,
+    /// The customer's email address, by which Create Subscription finds the customer.
     pub email: Option<String>,
+    /// Notes on the customer, written through the subscription API (the platform sends none).
     pub notes: Option<String>,
+    /// The customer's live addresses.
     pub addresses: Vec<SubscriptionAddress>,
+    /// The one of `addresses` that is the default; `null` when the customer has none.
     pub default_address: Option<SubscriptionAddress>,
+    /// Figures from the customer's subscriptions.
     pub subscription_summary: SubscriptionSummary,
+    /// The customer's live labels.
     pub labels: Vec<CustomerLabel>,
 }
 
@@ -126,87 +189,153 @@ pub struct SubscriptionCustomer {
 /// (contract §1 wins over the seed's "numbers").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LineItemDiscount {
+    /// The discount's number within its line item, from 1 in the order given.
     pub id: i64,
+    /// The id of its line item (the service's integer).
     pub subscription_line_item_id: i64,
+    /// The id of the shop (the service's integer).
     pub shop_id: i64,
+    /// The line item's unit price, before any discount (base currency).
     pub full_price: Cents,
+    /// What this discount takes off the unit price (base currency): a percentage worked out,
+    /// or the fixed amount, never more than what the discounts before it left.
     pub fixed_value: Cents,
+    /// `fixed_value` in the charged currency, at the subscription's exchange rate.
     pub fixed_value_charged: Cents,
+    /// `percentage` or `fixed_amount`.
     pub discount_type: String,
+    /// The percent of the unit price taken (0 to 100); 0 for a `fixed_amount` discount.
     pub percentage_value: f64,
+    /// The discount's description, as given.
     pub description: Option<String>,
+    /// When the discount was made.
     pub created_at: Timestamp,
+    /// When the discount last changed.
     pub updated_at: Timestamp,
+    /// When the discount was deleted; always `null`, as Mercer deletes no discount.
     pub deleted_at: Option<Timestamp>,
 }
 
 /// `prepaid_metadata` of a line item (seed 002 §2.4).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PrepaidMetadata {
+    /// The metadata's id: 0, as Mercer keeps it inside its line item.
     pub id: i64,
+    /// The id of its line item (the service's integer).
     pub line_item_id: i64,
+    /// How many orders one payment covers (1 to 1,000).
     pub prepaid_duration: i64,
+    /// How many orders of the current prepaid period were placed (0 to `prepaid_duration`);
+    /// an order at 0 or at `prepaid_duration` starts a new period and charges for it.
     pub current_recurrence_count: i64,
+    /// Kept and shown as given; Mercer does not interpret it (no values are defined).
     pub prepaid_continue: Option<String>,
 }
 
 /// One of `line_item_attributes` (seed 002 §2.4).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LineItemAttribute {
+    /// The attribute's name (1 to 255 characters, once per line item).
     pub name: String,
+    /// The attribute's value (empty when none was given).
     pub value: String,
+    /// When the attribute was stored.
     pub created_at: Timestamp,
+    /// When the attribute last changed.
     pub updated_at: Timestamp,
+    /// The id of the line item's subscription (the service's integer).
     pub subscription_id: i64,
+    /// The id of its line item (the service's integer).
     pub line_item_id: i64,
 }
 
 /// A subscription line item (seed 002 §2.4).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SubscriptionLineItem {
+    /// The line item's id (the service's integer).
     pub id: i64,
+    /// The id of its subscription (the service's integer).
     pub subscription_id: i64,
+    /// The subscription group it is sold under (the service's integer), if any.
     pub subscription_group_id: Option<i64>,
+    /// The group's billing rule it follows (the create body's `interval_id`), if any.
     pub subscription_group_billing_rules_id: Option<i64>,
+    /// The line item's platform id; `null` for the line items Mercer makes.
     pub platform_id: Option<String>,
+    /// The product's platform id (the platform's string).
     pub platform_product_id: String,
+    /// The variant's platform id (the platform's string).
     pub platform_variant_id: String,
+    /// The variant's name, else the product's, from the catalogue; else as the body gave it.
     pub title: Option<String>,
+    /// The product's name (the catalogue's, else the body's).
     pub product_name: Option<String>,
+    /// The variant's name (the catalogue's, else the body's).
     pub variant_name: Option<String>,
+    /// The variant's SKU (the catalogue's, else the body's).
     pub sku: Option<String>,
+    /// The URL of the variant's image, else of the product's first (the catalogue's, else the
+    /// body's).
     pub image: Option<String>,
+    /// How many units each order has, at least 1.
     pub quantity: i64,
+    /// The unit price, in the base currency.
     pub price: Cents,
+    /// `price` in the charged currency, at the subscription's exchange rate.
     pub price_charged: Cents,
+    /// The unit price less the line item's discounts, never below zero (base currency).
     pub discounted_price: Cents,
+    /// `discounted_price` in the charged currency: what each order charges per unit.
     pub discounted_price_charged: Cents,
+    /// `price` × `quantity`, in the base currency.
     pub full_price: Cents,
+    /// `full_price` in the charged currency.
     pub full_price_charged: Cents,
+    /// Whether the item is shipped (true unless the catalogue or the body says not).
     pub requires_shipping: bool,
+    /// Whether the item is taxed (true unless the catalogue or the body says not).
     pub taxable: bool,
+    /// The item's weight in grams.
     pub grams: Option<i64>,
+    /// The item's weight, in `weight_unit`.
     pub weight: Option<f64>,
+    /// The unit of `weight`, as the platform or the body names it.
     pub weight_unit: Option<String>,
+    /// The discounts taken off the unit price, in turn (a Mercer extension).
     pub discounts: Vec<LineItemDiscount>,
+    /// For a prepaid line item, how many orders one payment covers and where the period
+    /// stands; `null` otherwise.
     pub prepaid_metadata: Option<PrepaidMetadata>,
+    /// Name and value pairs kept with the line item and sent with its orders.
     pub line_item_attributes: Vec<LineItemAttribute>,
+    /// When the line item was stored.
     pub created_at: Timestamp,
+    /// When the line item last changed.
     pub updated_at: Timestamp,
 }
 
 /// A shipping line of a subscription (seed 002 §2.4).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShippingLine {
+    /// The line's number within its subscription, from 1 in the order given.
     pub id: i64,
+    /// The id of its subscription (the service's integer).
     pub subscription_id: i64,
+    /// The shipping method's name; the order's `shipping_method` lists them.
     pub name: String,
+    /// The shipping method's code, as given.
     pub code: Option<String>,
+    /// A tag of the line, as given.
     pub tag: Option<String>,
+    /// The price of the shipping, in the base currency.
     pub price: Cents,
+    /// The same amount as `price` (base currency).
     pub value: Cents,
+    /// `value` in the charged currency: what each order adds for this line.
     pub value_charged: Cents,
+    /// When the line was set.
     pub created_at: Timestamp,
+    /// When the line last changed.
     pub updated_at: Timestamp,
 }
 
@@ -284,6 +413,7 @@ impl<'de> Deserialize<'de> for PaymentExpiry {
 /// `last_failure_details` (seed 002 §2.3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FailureDetails {
+    /// What failed: the step of the order's placement and the connector's error.
     pub message: String,
 }
 
@@ -304,9 +434,13 @@ pub enum ActorType {
 /// `metadata.user` of a status log entry: `{type, id, name}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Actor {
+    /// What kind of actor it is (`type` in JSON).
     #[serde(rename = "type")]
     pub kind: ActorType,
+    /// The actor's id within its kind: the API token's for `api`, 0 for Mercer.
     pub id: i64,
+    /// The actor's name: the API token's (an OAuth app's token carries the app's name),
+    /// `Mercer` for Mercer.
     pub name: String,
 }
 
@@ -321,69 +455,128 @@ impl Actor {
     }
 }
 
+/// `metadata` of a status log entry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StatusLogMetadata {
+    /// Who took the action.
     pub user: Actor,
 }
 
 /// `latest_status_log` (seed 002 §2.3): what the last action did and who did it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StatusLog {
+    /// The entry's id (the service's integer).
     pub id: i64,
+    /// The subscription's status after the action.
     pub subscription_status: SubscriptionStatus,
+    /// What the action was, such as `created`, `paused` or `order_placed`.
     pub reason: String,
+    /// Who took the action.
     pub metadata: StatusLogMetadata,
+    /// When the action was taken.
     pub created_at: Timestamp,
+    /// The id of its subscription (the service's integer).
     pub subscription_id: i64,
 }
 
 /// A subscription (seed 002 §2.3).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Subscription {
+    /// The subscription's id (the service's integer).
     pub id: i64,
+    /// The id of its shop (the service's integer).
     pub shop_id: i64,
+    /// The id of its customer (the service's integer).
     pub customer_id: i64,
+    /// The id of the customer's address it bills to.
     pub billing_address_id: i64,
+    /// The id of the customer's address its orders ship to.
     pub shipping_address_id: i64,
+    /// How many of its orders Mercer has placed (Update Subscription may set it).
     pub orders_processed: i64,
+    /// How many times its current order has failed; 0 once an order is placed, and on
+    /// reactivation.
     pub current_retries: i64,
+    /// The client's own reference for the subscription, kept as given (a checkout's
+    /// subscription has its order's public id).
     pub external_id: Option<String>,
+    /// The key Create Subscription was given, unique in the shop: the same key and body again
+    /// answer this subscription.
     pub idempotency_key: Option<String>,
     /// `null` unless the list or get asked for `expand=customer`.
     pub customer: Option<Box<SubscriptionCustomer>>,
+    /// When its next order is due; `null` when none is (an inactive subscription whose rule
+    /// has ended).
     pub next_order_datetime: Option<Timestamp>,
+    /// When its next payment falls. Payment follows the order rule: it is set to
+    /// `next_order_datetime` at creation, after each order placed and on a change of frequency.
     pub next_payment_datetime: Option<Timestamp>,
+    /// The end of the retry wait after a failed order: the order is not tried again before
+    /// it. `null` when no wait runs.
     pub next_processing_datetime: Option<Timestamp>,
+    /// When Mercer last charged for one of its orders.
     pub last_payment_datetime: Option<Timestamp>,
+    /// The order date of its last order placed (or as the client gave it).
     pub last_order_datetime: Option<Timestamp>,
+    /// When Mercer last placed one of its orders.
     pub last_processed_datetime: Option<Timestamp>,
+    /// When its status last changed (its creation included).
     pub status_changed_at: Option<Timestamp>,
+    /// When the subscription was placed, as the client gave it (a checkout's subscription:
+    /// when its order was processed).
     pub placed_at: Option<Timestamp>,
+    /// When the service stored the subscription.
     pub created_at: Timestamp,
+    /// When the subscription last changed.
     pub updated_at: Timestamp,
+    /// Its status.
     pub subscription_status: SubscriptionStatus,
+    /// The token of the payment method its orders are paid with; `null` until one is given.
     pub payment_method_token: Option<String>,
+    /// The payment gateway that takes `payment_method_token` (`payment_details.gateway_name`).
     pub payment_gateway_public_id: Option<String>,
     /// When the payment method expires (a Mercer extension; `null` when unknown).
     pub payment_method_expires_at: Option<PaymentExpiry>,
+    /// The payment rule (RFC 5545 text): the order rule, unless Update Subscription gave one.
     pub payment_rrule: String,
+    /// `payment_rrule` in plain English, generated from it.
     pub payment_rrule_text: String,
+    /// The order rule: RFC 5545 `DTSTART`, `RRULE` and `EXDATE` lines, as given (trimmed,
+    /// `\n` line ends).
     pub order_rrule: String,
+    /// `order_rrule` in plain English, generated from it, such as `every 2 weeks on Monday`.
     pub order_rrule_text: String,
+    /// The currency its orders are charged in.
     pub charged_currency: CurrencyCode,
+    /// The currency of its prices: the shop's unless the client gave one.
     pub base_currency: CurrencyCode,
+    /// What one unit of the base currency is in the charged currency: above 0, and 1 when the
+    /// two are the same.
     pub base_to_charged_exchange_rate: f64,
+    /// The percent (0 to 100) its orders take off their items.
     pub percent_discount: f64,
+    /// A discount code, kept and sent with each of its orders.
     pub discount_code: Option<String>,
+    /// Its line items.
     pub line_items: Vec<SubscriptionLineItem>,
+    /// Its shipping lines; each order adds their `value_charged`.
     pub shipping_lines: Vec<ShippingLine>,
+    /// The address `billing_address_id` names.
     pub billing_address: SubscriptionAddress,
+    /// The address `shipping_address_id` names.
     pub shipping_address: SubscriptionAddress,
+    /// The code of its last failed order attempt, such as `payment_declined` or
+    /// `connector_timeout`; `null` while none has failed.
     pub last_failure_code: Option<String>,
+    /// That failure as a sentence.
     pub last_failure_reason: Option<String>,
+    /// That failure's details.
     pub last_failure_details: Option<FailureDetails>,
+    /// Its latest status log entry; `null` when it has none.
     pub latest_status_log: Option<StatusLog>,
+    /// A note on the subscription, kept and shown.
     pub note: Option<String>,
+    /// A note sent as the `notes` of each of its orders.
     pub order_note: Option<String>,
 }
 

@@ -73,6 +73,7 @@ impl JobPayload for SchedulerJob {
 /// Places the order of one attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OrderJob {
+    /// The id of the order attempt to place.
     pub order_id: i64,
 }
 
@@ -95,7 +96,7 @@ pub struct SchedulerRun {
     pub resumed: usize,
     /// `subscription_expiring_payment` messages emitted.
     pub expiring: usize,
-    /// It stopped beginning orders at [`MAX_PLACING`]: more may be due, run again soon.
+    /// It stopped beginning orders at `MAX_PLACING`: more may be due, run again soon.
     pub more_due: bool,
     /// It stopped early: its process is stopping.
     pub interrupted: bool,
@@ -558,9 +559,19 @@ pub(crate) fn announce_expiring_payments(
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Placement {
     /// The order was placed; `lag` is from when it came due to now.
-    Placed { attempt: i64, lag_micros: i64 },
+    Placed {
+        /// The attempt's number: 1 for the first of its date, 2 for its first retry…
+        attempt: i64,
+        /// Microseconds from when the order came due to when it was placed.
+        lag_micros: i64,
+    },
     /// The attempt failed; `ended` when it was the last one allowed.
-    Failed { attempt: i64, ended: bool },
+    Failed {
+        /// The attempt's number: 1 for the first of its date, 2 for its first retry…
+        attempt: i64,
+        /// Whether it was the last attempt allowed (the subscription became inactive).
+        ended: bool,
+    },
     /// Nothing to do: the attempt had ended already.
     Nothing,
     /// Its process is stopping: the job goes back to the queue.
@@ -664,6 +675,7 @@ impl AttemptFailure {
 /// line item gives way to the box's contents for the order's date (`box_builder::orders`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ComposedOrder {
+    /// The line items the order holds.
     pub line_items: Vec<SubscriptionLineItem>,
     /// Said in the order's note, after the subscription's `order_note`.
     pub note: Option<String>,
@@ -1054,17 +1066,26 @@ pub enum DueReason {
     /// Scheduled: it starts with its first order, which is due.
     Starts,
     /// Its order date has come; `attempt` is 1, or the retry it is at.
-    Due { attempt: i64 },
+    Due {
+        /// The attempt it is at: 1, or 2 for the first retry…
+        attempt: i64,
+    },
     /// A failed attempt waits for its retry.
     WaitingRetry {
+        /// The attempt the retry will be.
         attempt: i64,
+        /// When the retry wait ends (`next_processing_datetime`).
         retry_at: Timestamp,
+        /// The code of the last failure (`last_failure_code`), when there is one.
         failure_code: Option<String>,
     },
     /// Being placed now.
     Placing {
+        /// The number of the attempt being made.
         attempt: i64,
+        /// When the attempt began.
         since: Timestamp,
+        /// The platform's id of the order, once the connector created it.
         platform_order_id: Option<String>,
     },
 }
@@ -1072,11 +1093,15 @@ pub enum DueReason {
 /// A line of `mercer subscriptions due`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DueEntry {
+    /// The subscription's id.
     pub subscription_id: i64,
+    /// The subscription's status.
     pub status: SubscriptionStatus,
+    /// When its next order falls (UTC).
     pub next_order_datetime: Option<Timestamp>,
     /// The order date in the shop's zone, for people (`2026-03-09 09:00 America/New_York`).
     pub local_order_time: Option<String>,
+    /// Why it is listed.
     pub reason: DueReason,
 }
 

@@ -12,7 +12,7 @@
 //!
 //! Any other move is 422 `subscription.invalid_transition`. The edits among the nine actions
 //! (skip, quantity, frequency, shipping address, payment method) keep the status but are
-//! refused in some states too (see [`transition`]). Every action writes a status log entry
+//! refused in some states too (see `transition`). Every action writes a status log entry
 //! naming who acted, and emits the webhook topics [`topics`] lists.
 
 use std::fmt;
@@ -30,15 +30,23 @@ pub const INVALID_TRANSITION: &str = "subscription.invalid_transition";
 /// What can happen to a subscription: the nine actions of seed 002 §3, and Mercer's own moves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Action {
+    /// Cancel an active or paused subscription: it becomes inactive.
     Cancel,
+    /// Make an inactive (cancelled) subscription active again.
     Reactivate,
+    /// Pause an active subscription: no orders while paused.
     Pause,
+    /// Make a paused subscription active again.
     Resume,
     /// Skip a ship date.
     Skip,
+    /// Change the quantity of a line item.
     ChangeQuantity,
+    /// Change the order rule (`order_rrule`) or the next order date.
     ChangeFrequency,
+    /// Change the shipping address.
     ChangeShippingAddress,
+    /// Change the payment method.
     ChangePaymentMethod,
     /// Mercer: a scheduled subscription's start is reached.
     Start,
@@ -78,6 +86,7 @@ impl Action {
         Action::Complete,
     ];
 
+    /// The action's name (`cancel`, `change_quantity`, `place_order`), as refusals name it.
     pub fn as_str(self) -> &'static str {
         match self {
             Action::Cancel => "cancel",
@@ -316,14 +325,21 @@ pub(crate) const CREATED_REASON: &str = "created";
 /// A status log entry before the store gives it its id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewStatusLog {
+    /// The subscription's id (the service's integer).
     pub subscription_id: i64,
+    /// The subscription's status after the action.
     pub subscription_status: SubscriptionStatus,
+    /// Why the entry was written: the action's [`Action::reason`] (`paused`), or `created`.
     pub reason: String,
+    /// Who acted.
     pub metadata: StatusLogMetadata,
+    /// When the action was taken.
     pub created_at: Timestamp,
 }
 
 impl NewStatusLog {
+    /// The entry for subscription `subscription_id`, now in `subscription_status`, for `reason`,
+    /// by `actor` at `at`.
     pub fn new(
         subscription_id: i64,
         subscription_status: SubscriptionStatus,

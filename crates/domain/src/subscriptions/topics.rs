@@ -3,28 +3,49 @@
 
 use serde::{Deserialize, Serialize};
 
+/// A subscription webhook topic; it is written as its snake-case name (`customer_created`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Topic {
+    /// A customer was created for a new subscription (no customer had the email).
     CustomerCreated,
+    /// A subscription customer's name, email or phone changed, here or on the platform.
     CustomerUpdated,
+    /// A subscription was cancelled, or ended after its last order.
     SubscriptionCancelled,
+    /// A subscription was created.
     SubscriptionCreated,
+    /// The subscription's payment method changed (sent with `subscription_payment_method_updated`).
     SubscriptionCreditCardUpdated,
+    /// The subscription's payment method expires within the shop's notice period.
     SubscriptionExpiringPayment,
+    /// The order rule or `next_order_datetime` was changed by a client.
     SubscriptionFrequencyUpdated,
+    /// An order of the subscription was placed on the platform.
     SubscriptionOrderCreated,
+    /// An order failed on its last attempt: no more retries.
     SubscriptionOrderMaxRetriesReached,
+    /// An attempt to place an order of the subscription failed.
     SubscriptionOrderTransactionFailed,
+    /// The payment failed on the subscription's first transaction, before any order was placed.
     SubscriptionPaymentFailed,
+    /// The subscription was paused.
     SubscriptionPaused,
+    /// The subscription's payment method changed.
     SubscriptionPaymentMethodUpdated,
+    /// A line item's quantity changed.
     SubscriptionQuantityUpdated,
+    /// A cancelled subscription was made active again.
     SubscriptionReactivated,
+    /// A paused subscription was made active again.
     SubscriptionResumed,
+    /// The subscription's shipping address changed.
     SubscriptionShippingAddressUpdated,
+    /// A ship date of the subscription was skipped.
     SubscriptionSkipped,
+    /// The scheduler is about to place an order of the subscription (its first attempt).
     SubscriptionUpcomingOrder,
+    /// Any change of the subscription; sent last, after the change's own topics.
     SubscriptionUpdated,
 }
 
@@ -61,6 +82,7 @@ impl Topic {
             .map_or(0, |index| index as i64 + 1)
     }
 
+    /// The topic with `webhook_topic_id` `id` (1..=20); `None` for any other id.
     pub fn from_id(id: i64) -> Option<Topic> {
         let index = usize::try_from(id.checked_sub(1)?).ok()?;
         Topic::ALL.get(index).copied()
@@ -92,6 +114,7 @@ impl Topic {
         }
     }
 
+    /// The topic named `name` (`subscription_paused`); `None` for an unknown name.
     pub fn parse(name: &str) -> Option<Topic> {
         Topic::ALL.into_iter().find(|topic| topic.as_str() == name)
     }
@@ -100,7 +123,9 @@ impl Topic {
 /// One entry of List Webhook Topics: `{"id","name"}` (contract §5).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct WebhookTopic {
+    /// The topic's `webhook_topic_id` (1..=20).
     pub id: i64,
+    /// The topic's name (`subscription_created`).
     pub name: &'static str,
 }
 

@@ -31,8 +31,11 @@ pub(crate) const SECRET_MAX_CHARS: usize = 255;
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct WebhookSubscriptionFields {
+    /// The absolute http(s) URL the webhooks are sent to.
     pub callback_url: Option<String>,
+    /// The topic's id, as List Webhook Topics gives it (1..=20).
     pub webhook_topic_id: Option<i64>,
+    /// The secret the webhooks are signed with (8 to 255 characters).
     pub shared_secret: Option<String>,
 }
 
@@ -40,6 +43,7 @@ pub struct WebhookSubscriptionFields {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct WebhookSubscriptionBody {
+    /// The wrapped fields; `None` when the body lacks the wrapper.
     pub webhook_subscription: Option<WebhookSubscriptionFields>,
 }
 
@@ -107,8 +111,11 @@ fn check_secret(secret: Option<String>) -> Result<Secret, FieldError> {
 /// A checked Create webhook subscription body.
 #[derive(Debug, Clone)]
 pub struct NewWebhookSubscription {
+    /// The topic the webhook is sent for.
     pub topic: Topic,
+    /// The checked callback URL.
     pub callback_url: String,
+    /// The secret the webhooks are signed with.
     pub shared_secret: Secret,
 }
 
@@ -142,8 +149,11 @@ impl NewWebhookSubscription {
 /// shared secret, each checked as at creation.
 #[derive(Debug, Clone)]
 pub struct WebhookSubscriptionUpdate {
+    /// The new topic's id, as sent (checked when the update is applied); `None` keeps it.
     pub webhook_topic_id: Option<i64>,
+    /// [`check_callback`]'s answer for a new callback URL; `None` keeps it.
     pub callback_url: Option<Result<String, FieldError>>,
+    /// The new shared secret, as sent (checked when the update is applied); `None` keeps it.
     pub shared_secret: Option<String>,
 }
 
@@ -259,13 +269,21 @@ pub fn delete(
 /// A webhook subscription as answers show it; the shared secret never appears.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct WebhookSubscriptionResource {
+    /// The id clients see (32 hex characters).
     pub id: String,
+    /// Where the webhooks are sent.
     pub callback_url: String,
+    /// The topic's id (1..=20); `None` when the stored topic is not a subscription topic.
     pub webhook_topic_id: Option<i64>,
+    /// The topic's name (`subscription_created`).
     pub webhook_topic_name: String,
+    /// When the webhook subscription was created.
     pub created_at: Timestamp,
+    /// When the webhook subscription last changed.
     pub updated_at: Timestamp,
+    /// When deliveries to the webhook were disabled; `None` while it is active.
     pub disabled_at: Option<Timestamp>,
+    /// Why deliveries were disabled; `None` while it is active.
     pub disabled_reason: Option<String>,
 }
 

@@ -14,10 +14,15 @@ use crate::platform::resources::{
 /// What the platform holds and was asked.
 #[derive(Default)]
 pub struct PlatformState {
+    /// The orders created, with their payments (platform ids `ord-1`, `ord-2`…).
     pub orders: Vec<Order>,
+    /// The index in `orders` of the order created with each idempotency key.
     pub by_key: HashMap<String, usize>,
+    /// The idempotency key of every Create Order call, in order (empty for a call without one).
     pub create_order_calls: Vec<String>,
+    /// How many Create Payment calls were made.
     pub payment_calls: usize,
+    /// How many Get Order calls were made.
     pub get_order_calls: usize,
     /// The next this-many Create Order calls fail with 500.
     pub failing_orders: usize,
@@ -29,6 +34,7 @@ pub struct PlatformState {
     pub customer_tokens: HashMap<String, String>,
     /// Validate Customer JWT fails this way, when set.
     pub failing_token_checks: Option<ConnectorError>,
+    /// How many Validate Customer JWT calls were made.
     pub token_checks: usize,
 }
 
@@ -38,6 +44,7 @@ pub struct PlatformState {
 pub struct MemoryPlatform(Mutex<PlatformState>);
 
 impl MemoryPlatform {
+    /// Lets a test read or set up the platform's state.
     pub fn state<T>(&self, f: impl FnOnce(&mut PlatformState) -> T) -> T {
         f(&mut self
             .0
@@ -45,6 +52,7 @@ impl MemoryPlatform {
             .unwrap_or_else(|poisoned| poisoned.into_inner()))
     }
 
+    /// Every payment made on every order, in order.
     pub fn payments(&self) -> Vec<Payment> {
         self.state(|s| {
             s.orders

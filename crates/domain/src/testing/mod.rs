@@ -40,15 +40,21 @@ use crate::webhooks::{DeliveryAttempt, WebhookEndpoint, WebhookMessage};
 /// A platform entity as the memory store keeps it.
 #[derive(Debug, Clone)]
 pub struct MemoryEntity {
+    /// The shop the entity belongs to.
     pub shop_id: i64,
+    /// Customer, order, product or category.
     pub kind: EntityKind,
     /// None for a customer made by the subscription API until the connector gives it one.
     pub platform_id: Option<String>,
+    /// What Mercer holds of the entity: its id (ids from 1), platform times and JSON text.
     pub record: EntityRecord,
+    /// The entity's document as read; absent for an entity known only from its deletion.
     pub document: Option<EntityDocument>,
     /// A customer's own columns (the directory reads these, not the document).
     pub columns: CustomerColumns,
+    /// When Mercer first stored the entity.
     pub created_at: Timestamp,
+    /// When Mercer last wrote the entity.
     pub updated_at: Timestamp,
 }
 
@@ -57,39 +63,59 @@ pub struct MemoryEntity {
 /// only by the subscription API.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CustomerColumns {
+    /// The customer's email address; empty when absent.
     pub email: String,
+    /// The customer's first name; empty when absent.
     pub first_name: String,
+    /// The customer's last name; empty when absent.
     pub last_name: String,
+    /// The customer's phone number; empty when absent.
     pub phone: String,
+    /// Notes on the customer, written only by the subscription API.
     pub notes: Option<String>,
 }
 
 /// A label with the shop it belongs to.
 #[derive(Debug, Clone)]
 pub struct MemoryLabel {
+    /// The shop the label belongs to.
     pub shop_id: i64,
+    /// The label as the directory shows it.
     pub label: Label,
 }
 
 /// A customer's address row as the memory store keeps it.
 #[derive(Debug, Clone)]
 pub struct MemoryAddress {
+    /// The row's id (ids from 1).
     pub id: i64,
+    /// The shop the customer belongs to.
     pub shop_id: i64,
     /// The customer's entity id.
     pub customer_id: i64,
+    /// The address's columns.
     pub row: crate::platform::addresses::AddressRow,
+    /// When the row was first stored.
     pub created_at: Timestamp,
+    /// When the row last changed.
     pub updated_at: Timestamp,
+    /// When the address left the customer's document; `None` while it is there.
     pub deleted_at: Option<Timestamp>,
 }
 
+/// Everything the memory store holds, as plain collections; a unit of work changes a copy.
+/// Ids are given in order from 1, as the collections grow.
 #[derive(Debug, Clone, Default)]
 pub struct MemoryState {
+    /// Shops by id (ids from 1).
     pub shops: Vec<Shop>,
+    /// API tokens, each with the hash of the token.
     pub tokens: Vec<(ApiToken, String)>,
+    /// Shops' shared secrets.
     pub secrets: Vec<SharedSecret>,
+    /// Platform destinations, deleted ones included (their `deleted_at` set).
     pub destinations: Vec<Destination>,
+    /// Platform entities of every kind and shop (entity ids from 1).
     pub entities: Vec<MemoryEntity>,
     /// Customers' address rows, kept by the domain's address rules as the store keeps them.
     pub addresses: Vec<MemoryAddress>,
@@ -99,15 +125,23 @@ pub struct MemoryState {
     pub event_retry_at: std::collections::HashMap<i64, Timestamp>,
     /// Events set aside after their last attempt, with the event as it was queued.
     pub failed_events: Vec<(FailedInboundEvent, NewInboundEvent)>,
+    /// Sync runs by id (ids from 1).
     pub syncs: Vec<SyncRun>,
+    /// Outbox entries: calls to make on the connector.
     pub outbox: Vec<OutboxEntry>,
+    /// The directory's labels, each with its shop.
     pub labels: Vec<MemoryLabel>,
     /// Endpoints, with whether they are deleted.
     pub webhook_endpoints: Vec<(WebhookEndpoint, bool)>,
+    /// Webhook messages, one per message and endpoint.
     pub webhook_messages: Vec<WebhookMessage>,
+    /// Every recorded delivery attempt of a webhook message.
     pub webhook_attempts: Vec<DeliveryAttempt>,
+    /// Shops' API overrides.
     pub overrides: Vec<ApiOverride>,
+    /// OAuth apps by id (ids from 1).
     pub oauth_apps: Vec<OAuthApp>,
+    /// Staff accounts, who sign in during the OAuth flow.
     pub staff: Vec<StaffAccount>,
     /// Failed sign-ins by key: the count, the lock, when last touched.
     pub sign_in_failures: std::collections::HashMap<
@@ -116,6 +150,7 @@ pub struct MemoryState {
     >,
     /// Codes with their hashes.
     pub codes: Vec<(AuthorizationCode, String)>,
+    /// The jobs queue.
     pub jobs: Vec<MemoryJob>,
     /// Subscriptions by id (ids from 1), each with its line items and latest status log.
     pub subscriptions: Vec<StoredSubscription>,
@@ -132,27 +167,39 @@ pub struct MemoryState {
     /// Subscription groups with their shop, and how many groups and billing rules were ever
     /// stored (the next ids).
     pub subscription_groups: Vec<(i64, crate::subscriptions::groups::StoredGroup)>,
+    /// How many subscription groups were ever stored: the next one's id is one more.
     pub group_count: i64,
+    /// How many billing rules were ever stored: the next one's id is one more.
     pub billing_rule_count: i64,
     /// The box builder's resources with their shop (time slots without their products: the
     /// options below give them), and how many of each were ever stored (the next ids).
     pub boxes: Vec<(i64, crate::box_builder::resources::SubscriptionBox)>,
+    /// Box products, each with its shop.
     pub box_products: Vec<(i64, crate::box_builder::resources::BoxProduct)>,
+    /// Box sizes, each with its shop.
     pub box_sizes: Vec<(i64, crate::box_builder::resources::BoxSize)>,
+    /// Time slots, each with its shop (their products are in `time_slot_options`).
     pub time_slots: Vec<(i64, crate::box_builder::resources::TimeSlot)>,
     /// (time slot, box product), in the order they were added.
     pub time_slot_options: Vec<(i64, i64)>,
+    /// Customers' box selections, each with its shop.
     pub box_selections: Vec<(i64, crate::box_builder::resources::StoredSelection)>,
+    /// How many boxes, box products, box sizes, time slots and selections (in this order) were
+    /// ever stored: the next id of each is one more.
     pub box_counts: [i64; 5],
 }
 
 /// A job as the memory store keeps it: with when it runs again if enqueued while running.
 #[derive(Debug, Clone)]
 pub struct MemoryJob {
+    /// The job as the store keeps it.
     pub job: crate::kernel::jobs::Job,
+    /// When it runs again after this run, because it was enqueued again while running.
     pub again_at: Option<Timestamp>,
 }
 
+/// The in-memory [`Database`]: one [`MemoryState`] shared by its clones. A unit of work runs on
+/// a copy that replaces the state only when the work returns `Ok`.
 #[derive(Debug, Clone, Default)]
 pub struct MemoryDatabase {
     state: Arc<Mutex<MemoryState>>,

@@ -24,6 +24,7 @@ pub enum WebhookKind {
 }
 
 impl WebhookKind {
+    /// The kind as stored: `checkout` or `subscription`.
     pub fn as_str(self) -> &'static str {
         match self {
             WebhookKind::Checkout => "checkout",
@@ -31,6 +32,7 @@ impl WebhookKind {
         }
     }
 
+    /// The kind stored as `text`; None for an unknown one.
     pub fn parse(text: &str) -> Option<Self> {
         match text {
             "checkout" => Some(WebhookKind::Checkout),
@@ -64,46 +66,67 @@ pub(crate) fn checkout_topic_id(name: &str) -> Option<i64> {
         .map(|(id, _)| *id)
 }
 
+/// A webhook endpoint: a shop's callback URL subscribed to one topic, with its health.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebhookEndpoint {
+    /// The endpoint's row id (the service's integer).
     pub id: i64,
     /// The id clients see: 32 hex characters for checkout webhooks.
     pub public_id: String,
+    /// The shop the endpoint belongs to (the service's integer).
     pub shop_id: i64,
+    /// Which family it belongs to, and so how its deliveries are signed.
     pub kind: WebhookKind,
+    /// The topic it subscribes to, by name (`order/created` for a checkout webhook).
     pub topic: String,
+    /// The URL deliveries are sent to.
     pub callback_url: String,
     /// The endpoint's own secret (subscription webhooks); checkout webhooks use the shop's
     /// integration secret at the time of sending.
     pub secret: Option<Secret>,
+    /// When Mercer disabled the endpoint; None while it is active.
     pub disabled_at: Option<Timestamp>,
+    /// Why Mercer disabled it (a 410 answer, days of failures).
     pub disabled_reason: Option<String>,
     /// When the endpoint started failing without a success since.
     pub failing_since: Option<Timestamp>,
+    /// When the endpoint was created.
     pub created_at: Timestamp,
+    /// When it last changed: an update, a deletion, Mercer disabling it, enabling it again.
     pub updated_at: Timestamp,
 }
 
 impl WebhookEndpoint {
+    /// Whether the endpoint gets deliveries: Mercer has not disabled it.
     pub fn is_active(&self) -> bool {
         self.disabled_at.is_none()
     }
 }
 
+/// An endpoint to store; the store gives it its ids, and it starts active and healthy.
 #[derive(Debug, Clone)]
 pub struct NewWebhookEndpoint {
+    /// The shop it belongs to (the service's integer).
     pub shop_id: i64,
+    /// Which family it belongs to.
     pub kind: WebhookKind,
+    /// The topic it subscribes to, by name.
     pub topic: String,
+    /// The URL deliveries are sent to, already checked.
     pub callback_url: String,
+    /// The endpoint's own secret: `Some` for subscription webhooks, `None` for checkout webhooks.
     pub secret: Option<Secret>,
+    /// When it is created.
     pub created_at: Timestamp,
 }
 
+/// Where a message is in its delivery, as stored and as the delivery log shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MessageStatus {
+    /// Waiting for an attempt, its first or the next one.
     Pending,
+    /// An attempt got a 2xx answer.
     Delivered,
     /// Given up: the schedule ran out, or the endpoint was disabled.
     Failed,
@@ -112,6 +135,7 @@ pub enum MessageStatus {
 }
 
 impl MessageStatus {
+    /// The status as stored and shown: `pending`, `delivered`, `failed` or `cancelled`.
     pub fn as_str(self) -> &'static str {
         match self {
             MessageStatus::Pending => "pending",
@@ -121,6 +145,7 @@ impl MessageStatus {
         }
     }
 
+    /// The status stored as `text`; None for an unknown one.
     pub fn parse(text: &str) -> Option<Self> {
         [
             MessageStatus::Pending,
@@ -136,26 +161,44 @@ impl MessageStatus {
 /// One message to one endpoint; its `message_id` (`webhook-id`) stays the same on every attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebhookMessage {
+    /// The message's row id (the service's integer).
     pub id: i64,
+    /// The `webhook-id`: `msg_` and 32 hex characters, the same on every attempt.
     pub message_id: String,
+    /// The shop the message belongs to (the service's integer).
     pub shop_id: i64,
+    /// The endpoint's row id.
     pub endpoint_id: i64,
+    /// The topic, by name, as the endpoint's was when the message was enqueued.
     pub topic: String,
+    /// The body to send, as JSON text.
     pub payload: String,
+    /// Where the message is in its delivery.
     pub status: MessageStatus,
+    /// How many attempts have been made so far.
     pub attempts: i64,
+    /// When the next attempt is due while pending (a worker's claim moves it to the lease's end).
     pub next_attempt_at: Timestamp,
+    /// When the message was enqueued.
     pub created_at: Timestamp,
+    /// When an attempt got a 2xx answer.
     pub delivered_at: Option<Timestamp>,
 }
 
+/// A message to store: it starts pending, due at `created_at`, with no attempts.
 #[derive(Debug, Clone)]
 pub struct NewWebhookMessage {
+    /// The `webhook-id`: `msg_` and 32 hex characters.
     pub message_id: String,
+    /// The shop the message belongs to (the service's integer).
     pub shop_id: i64,
+    /// The endpoint's row id.
     pub endpoint_id: i64,
+    /// The topic, by name.
     pub topic: String,
+    /// The body to send, as JSON text.
     pub payload: String,
+    /// When it is enqueued, and so first due.
     pub created_at: Timestamp,
 }
 
@@ -164,6 +207,7 @@ pub struct NewWebhookMessage {
 pub struct AttemptOutcome {
     /// The HTTP status, when there was an answer.
     pub status: Option<u16>,
+    /// How long the attempt took, until the answer or the error.
     pub latency: Duration,
     /// The first KiB of the answer's body.
     pub response: Option<String>,
@@ -174,6 +218,7 @@ pub struct AttemptOutcome {
 }
 
 impl AttemptOutcome {
+    /// Whether the answer was a 2xx.
     pub fn succeeded(&self) -> bool {
         self.status
             .is_some_and(|status| (200..300).contains(&status))
@@ -183,18 +228,26 @@ impl AttemptOutcome {
 /// A message's state after an attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MessageUpdate {
+    /// The message's row id.
     pub id: i64,
+    /// Its new status.
     pub status: MessageStatus,
+    /// How many attempts it has had now.
     pub attempts: i64,
+    /// When it is next due (while pending; otherwise the time of the attempt).
     pub next_attempt_at: Timestamp,
+    /// When it was delivered, if this attempt delivered it.
     pub delivered_at: Option<Timestamp>,
 }
 
 /// One recorded attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeliveryAttempt {
+    /// The message's row id (not its `webhook-id`).
     pub message_row: i64,
+    /// When the attempt was made.
     pub attempted_at: Timestamp,
+    /// What it got back.
     pub outcome: AttemptOutcome,
 }
 
@@ -242,6 +295,7 @@ impl Default for RetryPolicy {
 /// What follows an attempt.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AfterAttempt {
+    /// The answer was a 2xx: the message is delivered.
     Delivered,
     /// Try again at this time.
     Retry(Timestamp),
@@ -256,7 +310,9 @@ pub enum AfterAttempt {
 /// after a success), and why it was disabled, if this attempt disabled it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EndpointHealth {
+    /// Since when the endpoint has failed without a success; None after a success.
     pub failing_since: Option<Timestamp>,
+    /// Why this attempt disabled the endpoint, if it did.
     pub disabled: Option<String>,
 }
 
@@ -690,10 +746,15 @@ pub mod log {
     /// An attempt as the delivery log shows it: the answer's first KiB, never a header.
     #[derive(Debug, Clone, PartialEq, Serialize)]
     pub struct AttemptShown {
+        /// When the attempt was made.
         pub attempted_at: Timestamp,
+        /// The HTTP status, when there was an answer.
         pub status: Option<u16>,
+        /// How long the attempt took, in milliseconds.
         pub latency_ms: f64,
+        /// The first KiB of the answer's body.
         pub response: Option<String>,
+        /// Why there was no usable answer (timeout, refused, blocked address).
         pub error: Option<String>,
     }
 
@@ -712,12 +773,19 @@ pub mod log {
     /// A message as the delivery log shows it; `next_attempt_at` only while it is pending.
     #[derive(Debug, Clone, PartialEq, Serialize)]
     pub struct MessageShown {
+        /// The `webhook-id`, the same on every attempt.
         pub message_id: String,
+        /// The topic, by name.
         pub topic: String,
+        /// Where the message is in its delivery.
         pub status: MessageStatus,
+        /// How many attempts have been made so far.
         pub attempts: i64,
+        /// When the message was enqueued.
         pub created_at: Timestamp,
+        /// When the next attempt is due; only while the message is pending.
         pub next_attempt_at: Option<Timestamp>,
+        /// When an attempt got a 2xx answer.
         pub delivered_at: Option<Timestamp>,
     }
 
@@ -739,18 +807,22 @@ pub mod log {
     /// A line of the delivery log: a message and its last attempt.
     #[derive(Debug, Clone, PartialEq, Serialize)]
     pub struct DeliveryLine {
+        /// The message, its fields inline.
         #[serde(flatten)]
         pub message: MessageShown,
+        /// Its latest attempt; None before the first.
         pub last_attempt: Option<AttemptShown>,
     }
 
     /// One delivery: the message, its payload as sent, and every attempt.
     #[derive(Debug, Clone, PartialEq, Serialize)]
     pub struct Delivery {
+        /// The message, its fields inline.
         #[serde(flatten)]
         pub message: MessageShown,
         /// The body sent: whatever the topic's payload is.
         pub payload: Value,
+        /// Every attempt, oldest first.
         pub attempts: Vec<AttemptShown>,
     }
 
@@ -815,6 +887,8 @@ pub mod log {
         Ok(tx.requeue_failed_webhook_messages(endpoint.id, since, now)?)
     }
 
+    /// The 422 `webhook.disabled` for a disabled webhook, which must be enabled again before a
+    /// resend, a recover or a test delivery.
     pub fn disabled() -> DomainError {
         DomainError::Unprocessable {
             code: "webhook.disabled",
@@ -840,10 +914,13 @@ pub mod checkout {
     use crate::kernel::time::Timestamp;
     use crate::webhooks::WebhookRepositories;
 
+    /// The body of Create Webhook: the topic's id and the callback URL, both checked by [`create`].
     #[derive(Debug, Clone, Default, Deserialize)]
     #[serde(default)]
     pub struct WebhookInput {
+        /// The topic's fixed id (1..6, as in `CHECKOUT_TOPICS`); required.
         pub webhook_topic_id: Option<i64>,
+        /// The URL deliveries go to; required, checked by [`check_callback`].
         pub callback_url: Option<String>,
     }
 
@@ -916,7 +993,6 @@ pub mod checkout {
         })?)
     }
 
-    /// A checkout webhook of the shop, or 404.
     /// List Webhooks: the shop's checkout webhooks.
     pub fn list(
         tx: &mut dyn WebhookRepositories,
@@ -926,6 +1002,8 @@ pub mod checkout {
         Ok(endpoints.iter().map(resource).collect())
     }
 
+    /// A checkout webhook of the shop by the id clients see, or 404 (another shop's, a
+    /// subscription webhook's, a deleted one).
     pub fn find(
         tx: &mut dyn WebhookRepositories,
         shop: &Shop,
@@ -950,6 +1028,7 @@ pub mod checkout {
         find(tx, shop, public_id)
     }
 
+    /// Delete Webhook: marks the webhook deleted and cancels its pending messages.
     pub fn delete(
         tx: &mut dyn WebhookRepositories,
         shop: &Shop,
@@ -1023,13 +1102,21 @@ pub mod checkout {
     /// its secret.
     #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
     pub struct CheckoutWebhookResource {
+        /// The webhook's id clients see: 32 hex characters.
         pub id: String,
+        /// The topic's fixed id (1..6); None if the topic is not one of the checkout topics.
         pub webhook_topic_id: Option<i64>,
+        /// The topic, by name (`order/created`).
         pub webhook_topic_name: String,
+        /// The URL deliveries are sent to.
         pub callback_url: String,
+        /// When the webhook was created.
         pub created_at: Timestamp,
+        /// When it last changed.
         pub updated_at: Timestamp,
+        /// When Mercer disabled it; None while it is active.
         pub disabled_at: Option<Timestamp>,
+        /// Why Mercer disabled it (a 410 answer, days of failures).
         pub disabled_reason: Option<String>,
     }
 

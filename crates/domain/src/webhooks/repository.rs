@@ -21,6 +21,7 @@ impl<T> WebhookRepositories for T where T: AccessRepositories + WebhookRepositor
 
 /// Webhook endpoints, the messages queued for them, and every delivery attempt.
 pub trait WebhookRepository {
+    /// Stores a new endpoint, with a new public id (32 hex characters), and returns it.
     fn insert_webhook_endpoint(
         &mut self,
         endpoint: &NewWebhookEndpoint,
