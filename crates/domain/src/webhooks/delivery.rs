@@ -814,16 +814,26 @@ pub mod log {
         pub last_attempt: Option<AttemptShown>,
     }
 
-    /// One delivery: the message, its payload as sent, and every attempt.
+    /// One delivery: the message's fields, with every attempt in place of their count, and
+    /// the payload as sent.
     #[derive(Debug, Clone, PartialEq, Serialize)]
     pub struct Delivery {
-        /// The message, its fields inline.
-        #[serde(flatten)]
-        pub message: MessageShown,
-        /// The body sent: whatever the topic's payload is.
-        pub payload: Value,
+        /// The message's `webhook-id`.
+        pub message_id: String,
+        /// The topic it reports.
+        pub topic: String,
+        /// Where it stands.
+        pub status: MessageStatus,
         /// Every attempt, oldest first.
         pub attempts: Vec<AttemptShown>,
+        /// When it was queued.
+        pub created_at: Timestamp,
+        /// When it is tried next, while it is pending.
+        pub next_attempt_at: Option<Timestamp>,
+        /// When an attempt delivered it.
+        pub delivered_at: Option<Timestamp>,
+        /// The body sent: whatever the topic's payload is.
+        pub payload: Value,
     }
 
     /// The webhook's delivery log: its latest messages, newest first, each with its last attempt.
@@ -852,10 +862,16 @@ pub mod log {
     ) -> Result<Delivery, DomainError> {
         let message = message_of(tx, endpoint, message_id)?;
         let attempts = tx.webhook_attempts(message.id)?;
+        let shown = MessageShown::of(&message);
         Ok(Delivery {
-            message: MessageShown::of(&message),
-            payload: serde_json::from_str(&message.payload).unwrap_or(Value::Null),
+            message_id: shown.message_id,
+            topic: shown.topic,
+            status: shown.status,
             attempts: attempts.iter().map(AttemptShown::of).collect(),
+            created_at: shown.created_at,
+            next_attempt_at: shown.next_attempt_at,
+            delivered_at: shown.delivered_at,
+            payload: serde_json::from_str(&message.payload).unwrap_or(Value::Null),
         })
     }
 
