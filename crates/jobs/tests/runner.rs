@@ -24,32 +24,7 @@ use mercer_domain::ports::Database;
 use mercer_jobs::{JobHandlers, JobRunner, JobRunnerConfig};
 use serde::{Deserialize, Serialize};
 
-/// Turns `fn name(db: &impl Database)` into `name::memory`, `name::sqlite` and
-/// `name::postgres`, each on a database of its own.
-macro_rules! every_database {
-    ($name:ident) => {
-        mod $name {
-            #[test]
-            fn memory() {
-                super::$name(&mercer_domain::testing::MemoryDatabase::default())
-            }
-
-            #[test]
-            fn sqlite() {
-                let (_db, store) =
-                    mercer_store::testing::TestDatabase::migrated(mercer_store::Backend::Sqlite);
-                super::$name(&store)
-            }
-
-            #[test]
-            fn postgres() {
-                let (_db, store) =
-                    mercer_store::testing::TestDatabase::migrated(mercer_store::Backend::Postgres);
-                super::$name(&store)
-            }
-        }
-    };
-}
+use mercer_store::every_database;
 
 const LEASE: Duration = Duration::from_millis(300);
 const POLL: Duration = Duration::from_millis(50);

@@ -414,6 +414,34 @@ macro_rules! backend_tests {
     };
 }
 
+/// Turns the test fn `name(db: &impl Database)` above it into `name::memory`, `name::sqlite`
+/// and `name::postgres`, each on a database of its own: the in-memory database (the caller
+/// depends on `mercer-domain` with its `testing` feature) and the store on both backends.
+#[macro_export]
+macro_rules! every_database {
+    ($name:ident) => {
+        mod $name {
+            #[test]
+            fn memory() {
+                super::$name(&mercer_domain::testing::MemoryDatabase::default())
+            }
+
+            #[test]
+            fn sqlite() {
+                let (_db, store) = $crate::testing::TestDatabase::migrated($crate::Backend::Sqlite);
+                super::$name(&store)
+            }
+
+            #[test]
+            fn postgres() {
+                let (_db, store) =
+                    $crate::testing::TestDatabase::migrated($crate::Backend::Postgres);
+                super::$name(&store)
+            }
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,32 +21,9 @@ use mercer_domain::access::shop::{Shop, ShopInput, create_shop};
 use mercer_domain::ports::Database;
 use mercer_domain::{DomainError, Timestamp};
 
-/// Turns the test fn `name(db: &impl Database)` above it into `name::memory`, `name::sqlite`
-/// and `name::postgres`, each on a database of its own.
-macro_rules! every_database {
-    ($name:ident) => {
-        mod $name {
-            #[test]
-            fn memory() {
-                super::$name(&mercer_domain::testing::MemoryDatabase::default())
-            }
-
-            #[test]
-            fn sqlite() {
-                let (_db, store) =
-                    mercer_store::testing::TestDatabase::migrated(mercer_store::Backend::Sqlite);
-                super::$name(&store)
-            }
-
-            #[test]
-            fn postgres() {
-                let (_db, store) =
-                    mercer_store::testing::TestDatabase::migrated(mercer_store::Backend::Postgres);
-                super::$name(&store)
-            }
-        }
-    };
-}
+// The store's `every_database!`, for every feature file below.
+#[macro_use]
+extern crate mercer_store;
 
 mod access;
 mod box_builder;
