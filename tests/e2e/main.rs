@@ -21,6 +21,7 @@ mod hostile_probe;
 mod jobs;
 mod lifecycle;
 mod oauth;
+mod openapi;
 mod readme;
 mod request_ids;
 mod route_scopes;

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use mercer_tests::{Backend, MercerServer, backend_tests};
 
 /// Every scope of contract §2, spelled as the contract spells them (not taken from the code).
-const SCOPES: [&str; 12] = [
+pub(crate) const SCOPES: [&str; 12] = [
     "read_customers",
     "write_customers",
     "read_orders",
@@ -23,7 +23,7 @@ const SCOPES: [&str; 12] = [
 ];
 
 /// (method, path template as registered, the scope the contract names).
-const ROUTES: &[(&str, &str, &str)] = &[
+pub(crate) const ROUTES: &[(&str, &str, &str)] = &[
     // §3.4 events and sync triggers; sync progress is docs/api-conventions.md's.
     (
         "POST",
@@ -575,7 +575,7 @@ const ROUTES: &[(&str, &str, &str)] = &[
 
 /// Routes any valid token of the shop opens: the seed brackets no scope for them (contract §2:
 /// "no scope listed means any valid token of the shop").
-const ANY_TOKEN: &[(&str, &str)] = &[
+pub(crate) const ANY_TOKEN: &[(&str, &str)] = &[
     (
         "GET",
         "/box_builder/v1/shops/{shop}/boxes/{box_id}/box_sizes",
@@ -599,10 +599,11 @@ const ANY_TOKEN: &[(&str, &str)] = &[
 ];
 
 /// Routes without a shop token: probes, metrics, and OAuth (which authenticates otherwise).
-const PUBLIC: &[(&str, &str)] = &[
+pub(crate) const PUBLIC: &[(&str, &str)] = &[
     ("GET", "/healthz"),
     ("GET", "/readyz"),
     ("GET", "/metrics"),
+    ("GET", "/openapi.json"),
     ("GET", "/accounts/dashboard/authorize"),
     ("POST", "/accounts/dashboard/authorize"),
     ("POST", "/auth/oauth2/token"),
@@ -610,7 +611,7 @@ const PUBLIC: &[(&str, &str)] = &[
 
 /// The storefront's routes (§4.4): the bearer is the JWT of the path's one order, never an API
 /// token.
-const STOREFRONT: &[(&str, &str)] = &[
+pub(crate) const STOREFRONT: &[(&str, &str)] = &[
     (
         "POST",
         "/checkout/storefront/{shop}/{public_order_id}/customer/guest",
@@ -729,7 +730,7 @@ const STOREFRONT: &[(&str, &str)] = &[
 
 /// The box builder's storefront routes (no credentials) and its customer routes (the token the
 /// platform issued the customer, checked by the connector): tests/e2e/box_builder.rs.
-const BOX_SHOPPERS: &[(&str, &str)] = &[
+pub(crate) const BOX_SHOPPERS: &[(&str, &str)] = &[
     ("GET", "/box_builder/v1/storefront/shops/{shop}/boxes"),
     (
         "GET",
@@ -771,7 +772,7 @@ fn literals(text: &str) -> Vec<&str> {
 /// `resource("…")` with the `web::<method>()` routes that follow it, and each `event_route!`
 /// invocation, expanded as its `macro_rules!` does (POST
 /// `/{service}/v1/shops/{shop}/platforms/custom/webhooks/{collection}/{action}`).
-fn registered_routes() -> BTreeSet<(String, String)> {
+pub(crate) fn registered_routes() -> BTreeSet<(String, String)> {
     let root = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../crates/server/src/http/routes"
@@ -825,7 +826,7 @@ fn read_routes(source: &str, routes: &mut BTreeSet<(String, String)>) {
 
 /// The template with concrete values: numeric ids (and 32-hex ids for webhooks and overrides)
 /// that name nothing, so a handler reached answers 404 or 422 at worst.
-fn concrete(template: &str, shop: &str) -> String {
+pub(crate) fn concrete(template: &str, shop: &str) -> String {
     template
         .replace("{shop}", shop)
         .replace("{public_order_id}", "0123456789abcdef0123456789abcdef")

@@ -4,6 +4,8 @@
 //!   and on PostgreSQL when one answers; prints which backends ran.
 //! - `cargo xtask ci`: what CI runs: fmt check, clippy -D warnings, tidy, test --require-postgres.
 //! - `cargo xtask tidy [--manifest-path PATH]`: the layering invariants of docs/ARCHITECTURE.md.
+//! - `cargo xtask openapi`: writes `docs/openapi.json` from the code (a test fails while the
+//!   committed file differs).
 //! - `cargo xtask mutants [TARGET…] [-- ARGS]`: cargo-mutants over the code listed in
 //!   docs/testing.md (not part of CI).
 
@@ -27,6 +29,7 @@ fn usage() -> ExitCode {
          ci                                    fmt check, clippy, tidy, test --require-postgres\n  \
          tidy [--manifest-path PATH]           check the crate layering invariants\n  \
          bench ingest|dispatch|subscriptions|scheduler\n                                               the ingest, webhook, List Subscriptions or scheduler benchmark\n  \
+         openapi                               write docs/openapi.json from the code\n  \
          mutants [TARGET...] [-- ARGS]         cargo-mutants over signing, events, access, guard"
     );
     ExitCode::from(2)
@@ -48,6 +51,13 @@ fn main() -> ExitCode {
         "ci" => ci(),
         "tidy" => tidy::run(rest),
         "mutants" => mutants::run(rest),
+        "openapi" => run_step(
+            &cargo(),
+            &[
+                "run", "--quiet", "-p", "mercer-server", "--bin", "mercer", "--", "openapi",
+                "--output", "docs/openapi.json",
+            ],
+        ),
         "bench" => bench(rest),
         // Internal: the release-mode halves of `bench`.
         "bench-run-ingest" => bench::ingest(

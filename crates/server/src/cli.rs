@@ -69,6 +69,12 @@ pub enum Command {
     /// Look at subscriptions and their orders.
     #[command(subcommand)]
     Subscriptions(SubscriptionsCommand),
+    /// Print the OpenAPI 3.1 document of the HTTP API (what `GET /openapi.json` serves).
+    Openapi {
+        /// Write it to this file instead.
+        #[arg(long)]
+        output: Option<std::path::PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

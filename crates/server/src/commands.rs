@@ -94,6 +94,7 @@ pub fn run(cli: Cli) -> Result<(), CommandError> {
         Command::Secret(command) => secret_command(&open(&url)?, command),
         Command::App(command) => app_command(&open(&url)?, command),
         Command::Staff(command) => staff_command(&open(&url)?, command),
+        Command::Openapi { output } => write_openapi(output.as_deref()),
     }
 }
 
@@ -147,6 +148,17 @@ fn staff_command(store: &Store, command: StaffCommand) -> Result<(), CommandErro
 }
 
 /// The store for an operator command: migrated, so the commands work on a new database too.
+/// `mercer openapi [--output FILE]`: the document `GET /openapi.json` serves, with a final
+/// newline (as `docs/openapi.json` is committed).
+fn write_openapi(output: Option<&std::path::Path>) -> Result<(), CommandError> {
+    let text = format!("{}\n", crate::http::openapi::document_json());
+    match output {
+        Some(path) => std::fs::write(path, text)?,
+        None => print!("{text}"),
+    }
+    Ok(())
+}
+
 fn open(url: &DatabaseUrl) -> Result<Store, CommandError> {
     Ok(Store::open_and_migrate(url, &PoolOptions::default())?)
 }

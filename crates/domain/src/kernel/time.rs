@@ -103,6 +103,19 @@ impl serde::Serialize for Timestamp {
     }
 }
 
+/// An RFC 3339 date-time string in UTC (`2024-03-01T10:30:00Z`).
+impl utoipa::PartialSchema for Timestamp {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime)))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Timestamp {}
+
 /// Accepts an RFC 3339 date-time string (any offset), kept as the same instant in UTC.
 impl<'de> serde::Deserialize<'de> for Timestamp {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

@@ -28,7 +28,7 @@ use crate::subscriptions::topics::Topic;
 use crate::subscriptions::webhooks::emit;
 
 /// The page-numbered pagination of customer lists (seed 002 §2.8, "customer subscriptions").
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct PagePagination {
     /// How many items this page holds.
     pub count: i64,

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
+use utoipa::ToSchema;
 
 use crate::access::shop::Shop;
 use crate::kernel::error::{DomainError, FieldError, Problems};
@@ -18,7 +19,7 @@ use crate::subscriptions::recurrence::{OrderSchedule, ShopZone};
 use crate::subscriptions::repository::SubscriptionRepositories;
 
 /// The unit of a billing rule's interval.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum IntervalType {
     /// Days (RRULE `FREQ=DAILY`).
@@ -82,7 +83,7 @@ pub(crate) const MAX_INTERVAL_NUMBER: i64 = 366;
 pub(crate) const MAX_NAME_CHARS: usize = 255;
 
 /// A product a group offers: a product, or one of its variants.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct GroupProduct {
     /// The product's id on the platform.
     pub platform_product_id: String,
@@ -91,7 +92,7 @@ pub struct GroupProduct {
 }
 
 /// How often a subscription of the group orders.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct BillingRule {
     /// The rule's id (the service's integer); a line item names it as its `interval_id`.
     pub id: i64,
@@ -127,7 +128,7 @@ pub struct StoredGroup {
 }
 
 /// The subscription group resource (contract §5.1).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct SubscriptionGroup {
     /// The group's id (the service's integer).
     pub id: i64,
@@ -192,6 +193,46 @@ pub struct GroupInput {
     pub products: Option<Vec<GroupProduct>>,
     /// The billing rules, when given: they replace the group's.
     pub billing_rules: Option<Vec<BillingRuleInput>>,
+}
+
+/// The body that creates or changes a subscription group. The group's fields may also come
+/// bare, without the `subscription_group` key.
+#[derive(ToSchema)]
+pub struct GroupRequest {
+    /// The group's fields.
+    pub subscription_group: GroupFields,
+}
+
+/// A subscription group's fields as a client writes them; to create a group, `name` and at least
+/// one billing rule are needed, and a change replaces only the fields it gives.
+#[derive(ToSchema)]
+pub struct GroupFields {
+    /// The group's name (up to 255 characters).
+    pub name: Option<String>,
+    /// The discount of the group's subscriptions, a percentage from 0 to 100.
+    #[schema(minimum = 0, maximum = 100)]
+    pub percent_discount: Option<f64>,
+    /// The products sold under the group; a change replaces the whole list.
+    pub products: Option<Vec<GroupProduct>>,
+    /// How often the group's subscriptions bill; a change replaces the whole list.
+    pub billing_rules: Option<Vec<BillingRuleFields>>,
+}
+
+/// One billing rule as a client writes it: `interval_number` and `interval_type`, or an RRULE in
+/// `billing_rule` whose `FREQ` and `INTERVAL` stand in for them.
+#[derive(ToSchema)]
+pub struct BillingRuleFields {
+    /// The rule's id, to keep an existing rule.
+    pub id: Option<i64>,
+    /// Every how many intervals (1 to 366).
+    #[schema(minimum = 1, maximum = 366)]
+    pub interval_number: Option<i64>,
+    /// The interval.
+    pub interval_type: Option<IntervalType>,
+    /// The rule's name as shoppers see it.
+    pub interval_name: Option<String>,
+    /// An RFC 5545 RRULE (`FREQ=MONTHLY;INTERVAL=1`).
+    pub billing_rule: Option<String>,
 }
 
 /// `{"subscription_group": {…}}`, or the group's fields bare; every problem named on its path

@@ -12,13 +12,21 @@ use mercer_domain::{DomainError, FieldError};
 use serde::Serialize;
 use std::fmt;
 
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+/// One problem found in a request.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, utoipa::ToSchema)]
 pub struct ErrorEntry {
+    /// What went wrong, for people.
     pub message: String,
+    /// The kind of problem (`validation.failed`, `resource.not_found`…).
     #[serde(rename = "type")]
     pub kind: String,
+    /// The dotted path of the offending field (`data.destination.timeout_ms`), when one is.
+    #[schema(required)]
     pub field: Option<String>,
+    /// `validation` for problems of the client's input, `critical` otherwise.
+    #[schema(value_type = String, pattern = "^(validation|critical)$")]
     pub severity: &'static str,
+    /// The problem more precisely (`invalid_value`, `required`…).
     pub sub_type: String,
 }
 

@@ -3,6 +3,7 @@
 pub mod error;
 pub mod extract;
 pub mod middleware;
+pub mod openapi;
 pub mod routes;
 pub mod short_cache;
 pub mod sign_in_limiter;

@@ -45,6 +45,22 @@ pub(super) fn storefront_resource(
     resource(path).wrap(from_fn(cors_any_origin))
 }
 
+/// Each route folder's part of the OpenAPI document, in the order of [`configure`].
+pub fn documents() -> Vec<utoipa::openapi::OpenApi> {
+    use utoipa::OpenApi;
+    vec![
+        platform::Api::openapi(),
+        access::Api::openapi(),
+        directory::Api::openapi(),
+        webhooks::Api::openapi(),
+        subscriptions::Api::openapi(),
+        overrides::Api::openapi(),
+        checkout::Api::openapi(),
+        box_builder::Api::openapi(),
+        operations::Api::openapi(),
+    ]
+}
+
 pub fn configure(config: &mut web::ServiceConfig) {
     // The platform first: connector events are the busiest routes, and actix tries routes in
     // order.

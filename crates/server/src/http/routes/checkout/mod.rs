@@ -10,6 +10,11 @@ use actix_web::web;
 
 use super::{resource, storefront_resource};
 
+/// This folder's routes in the OpenAPI document (`crate::http::openapi`).
+#[derive(utoipa::OpenApi)]
+#[openapi(paths())]
+pub struct Api;
+
 pub fn configure(config: &mut web::ServiceConfig) {
     config
         .service(resource("/checkout/orders/{shop}/init").route(web::post().to(handlers::init)))

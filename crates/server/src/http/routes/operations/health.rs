@@ -1,23 +1,47 @@
 //! Liveness and readiness for load balancers and orchestrators.
 
 use actix_web::{HttpResponse, web};
-use serde_json::json;
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
 
+/// `{"status": "ok"}`.
+#[derive(Serialize, ToSchema)]
+pub struct Liveness {
+    #[schema(pattern = "^ok$")]
+    status: &'static str,
+}
+
+/// `{"status": "ready", "database": "sqlite"}`.
+#[derive(Serialize, ToSchema)]
+pub struct Readiness {
+    #[schema(pattern = "^ready$")]
+    status: &'static str,
+    /// The database Mercer runs on: `sqlite` or `postgres`.
+    database: &'static str,
+}
+
 /// The process is up and answering.
+#[utoipa::path(get, path = "/healthz", operation_id = "get_liveness", tag = "Operations",
+    responses((status = 200, body = Liveness)))]
 pub async fn healthz() -> HttpResponse {
-    HttpResponse::Ok().json(json!({ "status": "ok" }))
+    HttpResponse::Ok().json(Liveness { status: "ok" })
 }
 
 /// The database answers too; 503 otherwise.
+#[utoipa::path(get, path = "/readyz", operation_id = "get_readiness", tag = "Operations",
+    responses((status = 200, body = Readiness)))]
 pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let store = state.store.clone();
     let backend = store.backend().name();
     match web::block(move || store.ping()).await {
         Ok(Ok(())) => {
-            Ok(HttpResponse::Ok().json(json!({ "status": "ready", "database": backend })))
+            Ok(HttpResponse::Ok().json(Readiness {
+            status: "ready",
+            database: backend,
+        }))
         }
         Ok(Err(error)) => {
             log::warn!("readiness check failed: {error}");

@@ -12,6 +12,9 @@ use mercer_domain::subscriptions::scheduler::{OrderJob, SchedulerJob};
 use crate::http::error::ApiError;
 use crate::http::state::{AppState, run_blocking};
 
+#[utoipa::path(get, path = "/metrics", operation_id = "get_metrics", tag = "Operations",
+    responses((status = 200, description = "The metrics in Prometheus's text format",
+        content_type = "text/plain; version=0.0.4", body = String)))]
 pub async fn metrics(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let (store, now) = (state.store.clone(), state.now());
     let figures = run_blocking(move || {

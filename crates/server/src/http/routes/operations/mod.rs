@@ -1,5 +1,6 @@
-//! Operators' routes: liveness, readiness, metrics.
+//! Operators' routes: liveness, readiness, metrics, and the API's OpenAPI document.
 
+mod document;
 mod health;
 mod metrics;
 
@@ -7,9 +8,15 @@ use actix_web::web;
 
 use super::resource;
 
+/// This folder's routes in the OpenAPI document (`crate::http::openapi`).
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(health::healthz, health::readyz, metrics::metrics, document::openapi_json))]
+pub struct Api;
+
 pub fn configure(config: &mut web::ServiceConfig) {
     config
         .service(resource("/healthz").route(web::get().to(health::healthz)))
         .service(resource("/readyz").route(web::get().to(health::readyz)))
-        .service(resource("/metrics").route(web::get().to(metrics::metrics)));
+        .service(resource("/metrics").route(web::get().to(metrics::metrics)))
+        .service(resource("/openapi.json").route(web::get().to(document::openapi_json)));
 }

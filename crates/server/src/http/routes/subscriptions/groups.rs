@@ -2,23 +2,41 @@
 //! reads `read_subscription_groups`, writes `write_subscription_groups`.
 
 use actix_web::{HttpRequest, HttpResponse, web};
-use mercer_domain::subscriptions::customers::parse_page;
+use mercer_domain::subscriptions::customers::{PagePagination, parse_page};
 use mercer_domain::subscriptions::groups::{
-    SubscriptionGroup, create_group, delete_group, get_group, list_groups, parse_group,
-    update_group,
+    GroupRequest, SubscriptionGroup, create_group, delete_group, get_group, list_groups,
+    parse_group, update_group,
 };
-use serde_json::json;
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::customers::{json_value, path_id};
 use crate::http::error::ApiError;
 use crate::http::extract::{Authorized, JsonBody, query_pairs, scopes};
 use crate::http::state::AppState;
 
-fn group_answer(group: &SubscriptionGroup) -> serde_json::Value {
-    json!({ "subscription_group": group })
+/// `{"subscription_group": {…}}`.
+#[derive(Serialize, ToSchema)]
+pub struct GroupAnswer {
+    subscription_group: SubscriptionGroup,
+}
+
+fn group_answer(subscription_group: SubscriptionGroup) -> GroupAnswer {
+    GroupAnswer { subscription_group }
+}
+
+/// A page of the shop's subscription groups.
+#[derive(Serialize, ToSchema)]
+pub struct GroupList {
+    subscription_groups: Vec<SubscriptionGroup>,
+    pagination: PagePagination,
 }
 
 /// `GET …/subscription_groups?limit=&page=` → `{"subscription_groups", "pagination"}`.
+#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/subscription_groups", operation_id = "list_subscription_groups", tag = "Subscription groups",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "Groups per page (default 50)"), ("page" = Option<i64>, Query, minimum = 1, description = "The page, from 1")),
+    security(("api_token" = ["read_subscription_groups"]), ("oauth2" = ["read_subscription_groups"])),
+    responses((status = 200, body = GroupList)))]
 pub async fn list(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadSubscriptionGroups>,
@@ -29,10 +47,18 @@ pub async fn list(
     let (groups, pagination) = state
         .read(move |tx| list_groups(tx, &shop, limit, page))
         .await?;
-    Ok(HttpResponse::Ok().json(json!({ "subscription_groups": groups, "pagination": pagination })))
+    Ok(HttpResponse::Ok().json(GroupList {
+        subscription_groups: groups,
+        pagination,
+    }))
 }
 
 /// `POST …/subscription_groups` `{"subscription_group"}` → 201 `{"subscription_group"}`.
+#[utoipa::path(post, path = "/subscriptions/v1/shops/{shop}/subscription_groups", operation_id = "create_subscription_group", tag = "Subscription groups",
+    request_body = GroupRequest,
+    params(("shop" = String, Path, description = "The shop's identifier")),
+    security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
+    responses((status = 201, body = GroupAnswer)))]
 pub async fn create(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptionGroups>,
@@ -43,10 +69,14 @@ pub async fn create(
     let group = state
         .write(move |tx| create_group(tx, &shop, input, now))
         .await?;
-    Ok(HttpResponse::Created().json(group_answer(&group)))
+    Ok(HttpResponse::Created().json(group_answer(group)))
 }
 
 /// `GET …/subscription_groups/{id}` → `{"subscription_group"}`.
+#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/subscription_groups/{id}", operation_id = "get_subscription_group", tag = "Subscription groups",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The group's id")),
+    security(("api_token" = ["read_subscription_groups"]), ("oauth2" = ["read_subscription_groups"])),
+    responses((status = 200, body = GroupAnswer)))]
 pub async fn get(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadSubscriptionGroups>,
@@ -55,10 +85,15 @@ pub async fn get(
     let id = path_id(&path.1, "subscription_group")?;
     let shop = request.access.shop;
     let group = state.read(move |tx| get_group(tx, &shop, id)).await?;
-    Ok(HttpResponse::Ok().json(group_answer(&group)))
+    Ok(HttpResponse::Ok().json(group_answer(group)))
 }
 
 /// `PUT` or `PATCH …/subscription_groups/{id}`: the fields given replace the stored ones.
+#[utoipa::path(method(put, patch), path = "/subscriptions/v1/shops/{shop}/subscription_groups/{id}", operation_id = "update_subscription_group", tag = "Subscription groups",
+    request_body = GroupRequest,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The group's id")),
+    security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
+    responses((status = 200, body = GroupAnswer)))]
 pub async fn update(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptionGroups>,
@@ -71,10 +106,14 @@ pub async fn update(
     let group = state
         .write(move |tx| update_group(tx, &shop, id, input, now))
         .await?;
-    Ok(HttpResponse::Ok().json(group_answer(&group)))
+    Ok(HttpResponse::Ok().json(group_answer(group)))
 }
 
 /// `DELETE …/subscription_groups/{id}` → 204; 409 while a live subscription uses it.
+#[utoipa::path(delete, path = "/subscriptions/v1/shops/{shop}/subscription_groups/{id}", operation_id = "delete_subscription_group", tag = "Subscription groups",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The group's id")),
+    security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
+    responses((status = 204, description = "Deleted")))]
 pub async fn delete(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptionGroups>,

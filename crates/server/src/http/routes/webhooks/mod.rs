@@ -7,6 +7,11 @@ use actix_web::web;
 
 use super::resource;
 
+/// This folder's routes in the OpenAPI document (`crate::http::openapi`).
+#[derive(utoipa::OpenApi)]
+#[openapi(paths())]
+pub struct Api;
+
 pub fn configure(config: &mut web::ServiceConfig) {
     config
         .service(

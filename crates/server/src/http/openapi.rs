@@ -1,0 +1,318 @@
+//! The OpenAPI 3.1 document of every route, served at `GET /openapi.json` and written to
+//! `docs/openapi.json` by `cargo xtask openapi`.
+//!
+//! Each route folder describes its own routes (`#[utoipa::path]` on each handler, listed in the
+//! folder's `Api`); the schemas come from the domain's types (`ToSchema`). This file joins the
+//! folders' documents and adds what every route shares: the error body and the security schemes.
+
+use std::collections::HashSet;
+use std::sync::OnceLock;
+
+use utoipa::openapi::security::{
+    ApiKey, ApiKeyValue, AuthorizationCode, Flow, HttpAuthScheme, HttpBuilder, OAuth2, Scopes,
+    SecurityScheme,
+};
+use utoipa::openapi::path::{Operation, Parameter, ParameterBuilder, ParameterIn, PathItem};
+use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+use utoipa::openapi::{
+    ComponentsBuilder, ContentBuilder, OpenApi as Document, Ref, RefOr, Required, Response,
+    ResponseBuilder,
+};
+use utoipa::{Modify, OpenApi, ToSchema};
+
+use super::error::ErrorEntry;
+use super::routes;
+
+/// The security scheme of API access tokens (`Authorization: Bearer <token>`), whether made by
+/// `mercer token create` or issued by the OAuth flow. Its scopes are the route's scope.
+pub const API_TOKEN: &str = "api_token";
+/// The OAuth 2.0 authorization code flow of public integrations; the token it issues is an
+/// ordinary API access token.
+pub const OAUTH2: &str = "oauth2";
+/// The headless checkout's storefront routes: `Authorization: Bearer <the order's JWT>`.
+pub const CHECKOUT_JWT: &str = "checkout_jwt";
+/// The box builder's customer routes: `?token=<the token the shop's platform issued the
+/// customer>`.
+pub const CUSTOMER_TOKEN: &str = "customer_token";
+
+/// The contract's error body: one entry per problem found.
+#[derive(ToSchema)]
+#[allow(dead_code)] // Described, never built: `ApiError` writes the same shape.
+pub struct ErrorBody {
+    errors: Vec<ErrorEntry>,
+}
+
+/// Every scope an API access token can hold, with what it allows.
+pub const SCOPES: [(&str, &str); 12] = [
+    ("read_customers", "Read customers and their syncs"),
+    ("write_customers", "Send customer events, start customer syncs"),
+    ("read_orders", "Read orders and their syncs"),
+    ("write_orders", "Send order events, start order syncs"),
+    ("read_products", "Read products, categories and their syncs"),
+    ("write_products", "Send product and category events, start product syncs"),
+    ("read_shop_settings", "Read the shop's settings"),
+    ("modify_shop_settings", "Change the shop's settings"),
+    ("read_subscriptions", "Read subscriptions and their customers"),
+    ("write_subscriptions", "Change subscriptions and their customers"),
+    ("read_subscription_groups", "Read subscription groups"),
+    ("write_subscription_groups", "Change subscription groups"),
+];
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Mercer",
+        description = "The HTTP API of Mercer, a self-hostable commerce integration backend. \
+                       Errors answer `{\"errors\": [...]}` with one entry per problem.",
+        license(name = "Apache-2.0", identifier = "Apache-2.0"),
+    ),
+    components(schemas(ErrorBody)),
+    modifiers(&SecuritySchemes)
+)]
+struct Root;
+
+struct SecuritySchemes;
+
+impl Modify for SecuritySchemes {
+    fn modify(&self, document: &mut Document) {
+        let components = document
+            .components
+            .get_or_insert_with(|| ComponentsBuilder::new().build());
+        let bearer = |description: &str, format: Option<&str>| {
+            let mut scheme = HttpBuilder::new()
+                .scheme(HttpAuthScheme::Bearer)
+                .description(Some(description));
+            if let Some(format) = format {
+                scheme = scheme.bearer_format(format);
+            }
+            SecurityScheme::Http(scheme.build())
+        };
+        components.add_security_scheme(
+            API_TOKEN,
+            bearer(
+                "An API access token of the shop (`mercer token create`, or issued by the OAuth \
+                 flow). The route's scope must be among the token's.",
+                None,
+            ),
+        );
+        let scopes = Scopes::from_iter(SCOPES);
+        components.add_security_scheme(
+            OAUTH2,
+            SecurityScheme::OAuth2(OAuth2::with_description(
+                [Flow::AuthorizationCode(AuthorizationCode::new(
+                    "/accounts/dashboard/authorize",
+                    "/auth/oauth2/token",
+                    scopes,
+                ))],
+                "The authorization code flow of public integrations (PKCE S256 optional). The \
+                 token it issues is an API access token.",
+            )),
+        );
+        components.add_security_scheme(
+            CHECKOUT_JWT,
+            bearer(
+                "The JWT of one checkout order, as the order's creation answered it.",
+                Some("JWT"),
+            ),
+        );
+        components.add_security_scheme(
+            CUSTOMER_TOKEN,
+            SecurityScheme::ApiKey(ApiKey::Query(ApiKeyValue::with_description(
+                "token",
+                "The customer's token, as the shop's platform issued it; the shop's connector \
+                 validates it.",
+            ))),
+        );
+    }
+}
+
+/// The whole document: the shared parts and every route folder's routes, each operation with
+/// what every route shares (the version header, the error answers).
+pub fn document() -> Document {
+    let mut document = Root::openapi();
+    for feature in routes::documents() {
+        document.merge(feature);
+    }
+    let version = version_header();
+    let mut operation_ids = HashSet::new();
+    for (path, item) in document.paths.paths.iter_mut() {
+        for (method, operation) in operations(item) {
+            let id = operation.operation_id.get_or_insert_with(|| path.clone());
+            // A route that answers two methods alike (PUT and PATCH) has one handler, so one id.
+            if !operation_ids.insert(id.clone()) {
+                *id = format!("{id}_{method}");
+                operation_ids.insert(id.clone());
+            }
+            operation
+                .parameters
+                .get_or_insert_with(Vec::new)
+                .push(RefOr::T(version.clone()));
+            let responses = &mut operation.responses.responses;
+            for (status, response) in responses.iter_mut() {
+                if let RefOr::T(response) = response
+                    && response.description.is_empty()
+                {
+                    response.description = reason(status).to_string();
+                }
+            }
+            for (range, description) in ERROR_ANSWERS {
+                responses
+                    .entry(range.to_string())
+                    .or_insert_with(|| error_answer(description));
+            }
+        }
+    }
+    document
+}
+
+/// A success answer's description when its route gives none (OpenAPI 3.1 requires one).
+fn reason(status: &str) -> &'static str {
+    match status {
+        "200" => "OK",
+        "201" => "Created",
+        "202" => "Accepted",
+        "204" => "No content",
+        "302" | "303" => "Redirect",
+        _ => "Answer",
+    }
+}
+
+/// The error answers every route may give, by status range.
+const ERROR_ANSWERS: [(&str, &str); 2] = [
+    (
+        "4XX",
+        "The request was refused: malformed (400), no or bad credentials (401), a token without \
+         the scope (403), an unknown resource (404), a conflict (409), too large (413), not JSON \
+         (415), invalid (422), or rate limited (429, with `Retry-After`).",
+    ),
+    (
+        "5XX",
+        "Mercer failed (500), a remote party answered wrongly (502), was unavailable (503) or \
+         timed out (504).",
+    ),
+];
+
+fn error_answer(description: &str) -> RefOr<Response> {
+    ResponseBuilder::new()
+        .description(description)
+        .content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("ErrorBody")))
+                .build(),
+        )
+        .into()
+}
+
+/// `Svc-API-Version-Date`: optional on every route.
+fn version_header() -> Parameter {
+    ParameterBuilder::new()
+        .name("Svc-API-Version-Date")
+        .parameter_in(ParameterIn::Header)
+        .required(Required::False)
+        .description(Some(
+            "The API version the client was written for, a date (`YYYY-MM-DD`) from 2022-05-01; \
+             absent means the newest.",
+        ))
+        .schema(Some(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .format(Some(SchemaFormat::KnownFormat(KnownFormat::Date))),
+        ))
+        .build()
+}
+
+/// A path's operations with their methods, lower case.
+fn operations(item: &mut PathItem) -> Vec<(&'static str, &mut Operation)> {
+    [
+        ("get", &mut item.get),
+        ("put", &mut item.put),
+        ("post", &mut item.post),
+        ("delete", &mut item.delete),
+        ("patch", &mut item.patch),
+        ("head", &mut item.head),
+        ("options", &mut item.options),
+    ]
+    .into_iter()
+    .filter_map(|(method, operation)| operation.as_mut().map(|operation| (method, operation)))
+    .collect()
+}
+
+/// The document as served: built once, then the same bytes every time.
+pub fn document_json() -> &'static str {
+    static JSON: OnceLock<String> = OnceLock::new();
+    JSON.get_or_init(|| {
+        document()
+            .to_pretty_json()
+            .expect("the document is JSON: every key is a string")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_committed_document_is_the_generated_one() {
+        let committed = include_str!("../../../../docs/openapi.json");
+        assert!(
+            committed.trim_end() == document_json(),
+            "docs/openapi.json differs from the code's document: run `cargo xtask openapi`"
+        );
+    }
+
+    #[test]
+    fn the_document_is_openapi_3_1_with_unique_operation_ids() {
+        let document: serde_json::Value = serde_json::from_str(document_json()).unwrap();
+        assert_eq!(document["openapi"], "3.1.0");
+        let mut ids = HashSet::new();
+        for (path, item) in document["paths"].as_object().unwrap() {
+            for (method, operation) in item.as_object().unwrap() {
+                let id = operation["operationId"].as_str().unwrap().to_string();
+                assert!(ids.insert(id.clone()), "{method} {path}: {id} is used twice");
+                assert!(
+                    operation["responses"]["4XX"]["content"]["application/json"]["schema"]
+                        ["$ref"]
+                        == "#/components/schemas/ErrorBody",
+                    "{method} {path} has no error answer"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_scope_is_an_oauth_scope_and_routes_name_theirs_for_both_schemes() {
+        let document: serde_json::Value = serde_json::from_str(document_json()).unwrap();
+        let schemes = &document["components"]["securitySchemes"];
+        for name in [API_TOKEN, OAUTH2, CHECKOUT_JWT, CUSTOMER_TOKEN] {
+            assert!(schemes[name].is_object(), "no security scheme {name}");
+        }
+        let oauth_scopes = schemes[OAUTH2]["flows"]["authorizationCode"]["scopes"]
+            .as_object()
+            .unwrap();
+        for (path, item) in document["paths"].as_object().unwrap() {
+            for (method, operation) in item.as_object().unwrap() {
+                let Some(security) = operation["security"].as_array() else {
+                    continue;
+                };
+                let scopes_of = |scheme: &str| {
+                    security
+                        .iter()
+                        .find_map(|requirement| requirement.get(scheme))
+                        .cloned()
+                };
+                if let Some(token_scopes) = scopes_of(API_TOKEN) {
+                    assert_eq!(
+                        scopes_of(OAUTH2),
+                        Some(token_scopes.clone()),
+                        "{method} {path}: the OAuth token needs the API token's scopes"
+                    );
+                    for scope in token_scopes.as_array().unwrap() {
+                        let scope = scope.as_str().unwrap();
+                        assert!(oauth_scopes.contains_key(scope), "{method} {path}: {scope}");
+                    }
+                }
+            }
+        }
+    }
+}

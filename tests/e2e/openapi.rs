@@ -1,0 +1,109 @@
+//! The OpenAPI document (`GET /openapi.json`) against the routes: the same (method, path) pairs
+//! as the route folders register, each with the credentials the scope tables of
+//! `route_scopes.rs` name, and each one routed by the live server (no other method is).
+
+use std::collections::BTreeSet;
+
+use mercer_tests::{Backend, MercerServer};
+use serde_json::{Value, json};
+
+use crate::route_scopes::{
+    ANY_TOKEN, BOX_SHOPPERS, PUBLIC, ROUTES, STOREFRONT, concrete, registered_routes,
+};
+
+const METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
+
+/// (method, path) of every operation of the document, methods upper case.
+fn documented(document: &Value) -> BTreeSet<(String, String)> {
+    let mut operations = BTreeSet::new();
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            operations.insert((method.to_uppercase(), path.clone()));
+        }
+    }
+    operations
+}
+
+/// The security requirements a route's table says it has.
+fn expected_security(method: &str, path: &str) -> Value {
+    let is = |table: &[(&str, &str)]| table.iter().any(|(m, p)| *m == method && *p == path);
+    if let Some((_, _, scope)) = ROUTES.iter().find(|(m, p, _)| *m == method && *p == path) {
+        json!([{ "api_token": [scope] }, { "oauth2": [scope] }])
+    } else if is(ANY_TOKEN) {
+        json!([{ "api_token": [] }, { "oauth2": [] }])
+    } else if is(STOREFRONT) {
+        json!([{ "checkout_jwt": [] }])
+    } else if is(BOX_SHOPPERS) && path.contains("/customer/") {
+        json!([{ "customer_token": [] }])
+    } else {
+        assert!(
+            is(PUBLIC) || is(BOX_SHOPPERS),
+            "{method} {path} is in no table"
+        );
+        Value::Null
+    }
+}
+
+#[test]
+fn the_document_holds_every_route_with_its_credentials_and_nothing_else() {
+    let server = MercerServer::in_process(Backend::Sqlite);
+    let answer = server.get("/openapi.json").call();
+    assert_eq!(answer.status, 200);
+    let document = answer.json();
+    assert_eq!(document["openapi"], "3.1.0");
+    let documented = documented(&document);
+    let registered = registered_routes();
+    let missing: Vec<_> = registered.difference(&documented).collect();
+    let extra: Vec<_> = documented.difference(&registered).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "registered but not documented: {missing:?}\ndocumented but not registered: {extra:?}"
+    );
+    let mut wrong = Vec::new();
+    for (method, path) in &documented {
+        let operation = &document["paths"][path][method.to_lowercase()];
+        let security = operation.get("security").cloned().unwrap_or(Value::Null);
+        let security = match security {
+            Value::Array(list) if list.is_empty() => Value::Null,
+            other => other,
+        };
+        let expected = expected_security(method, path);
+        if security != expected {
+            wrong.push(format!("{method} {path}: {security} instead of {expected}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Every documented operation reaches a handler of the live server (whatever it then answers
+/// without credentials, it is not the "no such route" 404 or a 405), and every other method of a
+/// documented path is a 405: the document and actix's route table agree both ways.
+#[test]
+fn the_live_server_routes_exactly_the_documented_operations() {
+    let server = MercerServer::in_process(Backend::Sqlite);
+    let document = server.get("/openapi.json").call().json();
+    let documented = documented(&document);
+    let shop = server.demo().shop.clone();
+    let paths: BTreeSet<&String> = documented.iter().map(|(_, path)| path).collect();
+    let mut wrong = Vec::new();
+    for template in paths {
+        let path = concrete(template, &shop);
+        for method in METHODS {
+            let answer = server.request(method, &path).call();
+            let unrouted = answer.status == 405
+                || (answer.status == 404
+                    && answer
+                        .errors()
+                        .first()
+                        .is_some_and(|entry| entry["sub_type"] == "route"));
+            let listed = documented.contains(&(method.to_string(), template.clone()));
+            if listed == unrouted {
+                wrong.push(format!(
+                    "{method} {template}: documented {listed}, answered {} {}",
+                    answer.status, answer.text
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
