@@ -109,7 +109,7 @@ fn independent_verifiers_accept_mercers_requests(backend: Backend) {
 fn send_to(verifier: &Verifier, mut request: OutgoingWebhook) -> (Option<u16>, String) {
     request.url = verifier.url.clone();
     let sender = Sender::new(&DispatcherConfig {
-        allow_private: true,
+        address_guard: mercer_outbound::PrivateAddressGuard::ALLOW_PRIVATE,
         ..DispatcherConfig::default()
     });
     let outcome = sender.send(&request, Timestamp::now());

@@ -6,6 +6,7 @@
 
 pub mod browser;
 pub mod receiver;
+pub mod schemathesis;
 pub mod storefront;
 pub mod verifiers;
 

@@ -4,6 +4,8 @@
 //!   and on PostgreSQL when one answers; prints which backends ran.
 //! - `cargo xtask ci`: what CI runs: fmt check, clippy -D warnings, tidy, test --require-postgres.
 //! - `cargo xtask tidy [--manifest-path PATH]`: the layering invariants of docs/ARCHITECTURE.md.
+//! - `cargo xtask fuzz-api [--seconds N]`: schemathesis against a live `mercer` on SQLite and
+//!   PostgreSQL, N seconds each (default 600); prints cases run and failures found.
 //! - `cargo xtask openapi`: writes `docs/openapi.json` from the code (a test fails while the
 //!   committed file differs).
 //! - `cargo xtask mutants [TARGET…] [-- ARGS]`: cargo-mutants over the code listed in
@@ -30,6 +32,7 @@ fn usage() -> ExitCode {
          tidy [--manifest-path PATH]           check the crate layering invariants\n  \
          bench ingest|dispatch|subscriptions|scheduler\n                                               the ingest, webhook, List Subscriptions or scheduler benchmark\n  \
          openapi                               write docs/openapi.json from the code\n  \
+         fuzz-api [--seconds N]                schemathesis on both databases, N s each (600)\n  \
          mutants [TARGET...] [-- ARGS]         cargo-mutants over signing, events, access, guard"
     );
     ExitCode::from(2)
@@ -51,11 +54,20 @@ fn main() -> ExitCode {
         "ci" => ci(),
         "tidy" => tidy::run(rest),
         "mutants" => mutants::run(rest),
+        "fuzz-api" => fuzz_api(rest),
         "openapi" => run_step(
             &cargo(),
             &[
-                "run", "--quiet", "-p", "mercer-server", "--bin", "mercer", "--", "openapi",
-                "--output", "docs/openapi.json",
+                "run",
+                "--quiet",
+                "-p",
+                "mercer-server",
+                "--bin",
+                "mercer",
+                "--",
+                "openapi",
+                "--output",
+                "docs/openapi.json",
             ],
         ),
         "bench" => bench(rest),
@@ -153,6 +165,33 @@ fn bench(args: &[String]) -> Result<(), String> {
     .join("release");
     let mercer = target.join("mercer").display().to_string();
     run_step(&target.join("xtask").display().to_string(), &[run, &mercer])
+}
+
+/// The schema fuzzer's long run: the `fuzz_api` test with a longer budget, one database at a
+/// time, its figures shown. PostgreSQL is required.
+fn fuzz_api(args: &[String]) -> Result<(), String> {
+    let seconds = match args {
+        [] => "600".to_string(),
+        [flag, value] if flag == "--seconds" && value.parse::<u64>().is_ok() => value.clone(),
+        _ => return Err("usage: cargo xtask fuzz-api [--seconds N]".to_string()),
+    };
+    let cargo = cargo();
+    run_step(&cargo, &["build", "-p", "mercer-server", "--bin", "mercer"])?;
+    eprintln!("$ MERCER_FUZZ_SECONDS={seconds} cargo test -p mercer-tests --test fuzz_api");
+    let status = Command::new(&cargo)
+        .current_dir(workspace_root())
+        .env("MERCER_FUZZ_SECONDS", &seconds)
+        .args(["test", "-p", "mercer-tests", "--test", "fuzz_api", "--"])
+        .args(["--nocapture", "--test-threads", "1"])
+        .status()
+        .map_err(|error| format!("cannot run cargo test: {error}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "schemathesis found failures ({status}); the reports are in target/fuzz-api"
+        ))
+    }
 }
 
 /// fmt, clippy, tidy, then every test with PostgreSQL and the browser required; prints the

@@ -165,6 +165,16 @@ pub fn run(args: &[String], phases: &mut Phases) -> Result<(), String> {
     phases.time("e2e", || {
         run.phase("e2e", &["-p", "mercer-tests", "--test", "e2e"], e2e_filters)
     })?;
+    // Schemathesis against the real binary on both databases, briefly (tests/fuzz_api); it runs
+    // alone, after the e2e suite, so its time budget buys requests rather than waits.
+    phases.time("fuzz-api", || {
+        run.phase(
+            "fuzz-api",
+            &["-p", "mercer-tests", "--test", "fuzz_api"],
+            &[],
+        )
+    })?;
+
     // Filters given after `--` are OR'd with the phase's own: with some, the browser phase runs
     // only if they name it, and then by their filter alone, so no test runs twice.
     let filtered = !passthrough.is_empty();

@@ -11,25 +11,49 @@ use crate::address::forbidden;
 /// development, tests). Only http and https are ever allowed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PrivateAddressGuard {
+    /// Loopback and private networks may be called too.
     pub allow_private: bool,
+    /// Only loopback may be called, and host names other than `localhost` are refused without
+    /// being looked up: a run whose URLs come from a fuzzer or a test sends nothing off the
+    /// machine, not even a DNS query.
+    pub loopback_only: bool,
 }
 
 impl PrivateAddressGuard {
     /// The default: only public addresses.
     pub const STRICT: PrivateAddressGuard = PrivateAddressGuard {
         allow_private: false,
+        loopback_only: false,
     };
     /// `--allow-private-targets`: loopback and private networks too.
     pub const ALLOW_PRIVATE: PrivateAddressGuard = PrivateAddressGuard {
         allow_private: true,
+        loopback_only: false,
+    };
+    /// `--loopback-targets-only`: this machine only.
+    pub const LOOPBACK_ONLY: PrivateAddressGuard = PrivateAddressGuard {
+        allow_private: false,
+        loopback_only: true,
     };
 
-    /// Refuses `address` when it is forbidden and private targets are not allowed.
+    /// Refuses `address` when it is forbidden and private targets are not allowed, or when it
+    /// is not loopback and only loopback is.
     pub fn check_address(&self, address: IpAddr) -> Result<(), AddressNotAllowed> {
+        if self.loopback_only {
+            return match address.to_canonical().is_loopback() {
+                true => Ok(()),
+                false => Err(AddressNotAllowed { why: NOT_LOOPBACK }),
+            };
+        }
         match forbidden(address) {
             Some(why) if !self.allow_private => Err(AddressNotAllowed { why }),
             _ => Ok(()),
         }
+    }
+
+    /// Whether a host name may be looked up at all: under `loopback_only`, `localhost` only.
+    pub fn may_resolve(&self, name: &str) -> bool {
+        !self.loopback_only || name.eq_ignore_ascii_case("localhost")
     }
 
     /// Refuses the lot when any one address is forbidden: a name that also resolves to a
@@ -70,6 +94,9 @@ pub const PRIVATE_TARGETS_HINT: &str = "; Mercer calls loopback and private addr
      its operator starts it with `mercer serve --allow-private-targets` \
      (MERCER_ALLOW_PRIVATE_TARGETS=true), for development";
 
+/// What [`PrivateAddressGuard::LOOPBACK_ONLY`] calls every address but loopback.
+pub(crate) const NOT_LOOPBACK: &str = "non-loopback";
+
 /// The registration check (webhook callbacks, overrides, connector destinations): the URL's
 /// scheme, and every address its host resolves to now. Calls are checked again when they are
 /// made, by [`crate::GuardedResolver`], since a name may resolve differently later.
@@ -107,6 +134,9 @@ impl PrivateAddressGuard {
             // A name: one answer whether it does not resolve or resolves inside, so the
             // answers cannot be used to map the names of Mercer's network.
             Some(url::Host::Domain(name)) => {
+                if !self.may_resolve(name) {
+                    return Err(NAME_REFUSED.to_string());
+                }
                 let port = parsed.port_or_known_default().unwrap_or(80);
                 let addresses: Vec<SocketAddr> = (name, port)
                     .to_socket_addrs()

@@ -9,7 +9,7 @@ use ureq::http::Uri;
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
 use ureq::unversioned::transport::NextTimeout;
 
-use crate::guard::PrivateAddressGuard;
+use crate::guard::{AddressNotAllowed, NOT_LOOPBACK, PrivateAddressGuard};
 
 /// Resolves a name once (with ureq's own resolver: its timeout, its IP family), refuses it
 /// when any of its addresses is forbidden, and otherwise hands ureq exactly those addresses.
@@ -40,6 +40,13 @@ impl Resolver for GuardedResolver {
         config: &Config,
         timeout: NextTimeout,
     ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        let host = uri.host().unwrap_or_default();
+        let literal = host.trim_start_matches('[').trim_end_matches(']');
+        if literal.parse::<std::net::IpAddr>().is_err() && !self.guard.may_resolve(host) {
+            return Err(ureq::Error::Other(Box::new(AddressNotAllowed {
+                why: NOT_LOOPBACK,
+            })));
+        }
         let addresses = self.inner.resolve(uri, config, timeout)?;
         self.guard
             .check_addresses(addresses.iter().copied())

@@ -153,3 +153,46 @@ fn the_shared_agent_refuses_loopback_and_follows_no_redirect() {
     thread::sleep(Duration::from_millis(100));
     assert!(target.requests().is_empty(), "{:?}", target.requests());
 }
+
+#[test]
+fn loopback_only_calls_loopback_and_looks_up_no_other_name() {
+    let server = Local::ok();
+    let resolver = fixed(&[server.address]);
+    let agent = agent_over(PrivateAddressGuard::LOOPBACK_ONLY, resolver.clone());
+    let by_address = format!("http://127.0.0.1:{}/hook", server.address.port());
+    assert_eq!(agent.get(&by_address).call().unwrap().status(), 200);
+    // A name other than localhost is refused before any lookup, whatever it would resolve to.
+    let by_name = format!("http://example.com:{}/hook", server.address.port());
+    let error = agent.get(&by_name).call().unwrap_err();
+    assert_eq!(
+        refusal(&error),
+        Some(AddressNotAllowed {
+            why: "non-loopback"
+        })
+    );
+    let asked_before = resolver.asked.load(Ordering::SeqCst);
+    let localhost = format!("http://localhost:{}/hook", server.address.port());
+    assert_eq!(agent.get(&localhost).call().unwrap().status(), 200);
+    assert_eq!(resolver.asked.load(Ordering::SeqCst), asked_before + 1);
+    assert_eq!(
+        asked_before, 1,
+        "only the IP literal was handed to the resolver"
+    );
+    // Private and public addresses are refused alike.
+    let private = agent_over(
+        PrivateAddressGuard::LOOPBACK_ONLY,
+        fixed(&["10.0.0.7:80".parse().unwrap()]),
+    );
+    assert!(private.get("http://localhost/hook").call().is_err());
+}
+
+#[test]
+fn loopback_only_registrations_take_loopback_urls_only() {
+    use mercer_domain::kernel::outbound::AddressGuard;
+    let guard = PrivateAddressGuard::LOOPBACK_ONLY;
+    assert_eq!(guard.check("http://127.0.0.1:9/hook"), Ok(()));
+    assert_eq!(guard.check("http://[::1]:9/hook"), Ok(()));
+    assert!(guard.check("http://10.1.2.3/hook").is_err());
+    assert!(guard.check("https://93.184.216.34/hook").is_err());
+    assert!(guard.check("https://hooks.example.com/hook").is_err());
+}

@@ -202,6 +202,16 @@ pub struct ServeArgs {
     )]
     pub allow_private_targets: bool,
 
+    /// Let outgoing calls reach this machine's loopback addresses only: every other address,
+    /// and every host name but `localhost` (not even looked up), is refused. For tests, schema
+    /// fuzzing and benchmarks, whose URLs must never lead off the machine.
+    #[arg(
+        long,
+        env = "MERCER_LOOPBACK_TARGETS_ONLY",
+        conflicts_with = "allow_private_targets"
+    )]
+    pub loopback_targets_only: bool,
+
     /// Threads delivering webhooks; 0 for a process that only serves the API (others deliver).
     #[arg(long, env = "MERCER_WEBHOOK_WORKERS", default_value_t = 4)]
     pub webhook_workers: usize,

@@ -648,9 +648,7 @@ pub fn start_services(
     let now = || clock.now();
     let demo = store.write(|tx| bootstrap_demo(tx, now()))?;
     // One guard for all three kinds of outgoing call: connectors, webhooks, overrides.
-    let address_guard = PrivateAddressGuard {
-        allow_private: args.allow_private_targets,
-    };
+    let address_guard = address_guard(args);
     let connector: PlatformConnectorHandle = Arc::new(HttpConnector::new(address_guard));
     // Calls left without a delivery job (its job failed for good, or an older version recorded
     // them) get one.
@@ -753,6 +751,14 @@ fn serve(url: &DatabaseUrl, args: ServeArgs) -> Result<(), CommandError> {
     Ok(())
 }
 
+/// Where outgoing calls may lead, as the serve flags say.
+fn address_guard(args: &ServeArgs) -> PrivateAddressGuard {
+    PrivateAddressGuard {
+        allow_private: args.allow_private_targets,
+        loopback_only: args.loopback_targets_only,
+    }
+}
+
 fn dispatcher_config(args: &ServeArgs) -> Result<DispatcherConfig, CommandError> {
     let delays = RetryPolicy::parse_delays(&args.webhook_retry_schedule)
         .map_err(|error| CommandError::Usage(format!("--webhook-retry-schedule: {error}")))?;
@@ -760,7 +766,7 @@ fn dispatcher_config(args: &ServeArgs) -> Result<DispatcherConfig, CommandError>
         workers: args.webhook_workers,
         connect_timeout: Duration::from_secs(args.webhook_connect_timeout),
         timeout: Duration::from_secs(args.webhook_timeout),
-        allow_private: args.allow_private_targets,
+        address_guard: address_guard(args),
         lease: Duration::from_secs(args.webhook_lease.max(1)),
         policy: RetryPolicy {
             delays,

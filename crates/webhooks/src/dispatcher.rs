@@ -29,8 +29,8 @@ pub struct DispatcherConfig {
     pub connect_timeout: Duration,
     /// The whole attempt, answer included.
     pub timeout: Duration,
-    /// Send to loopback and private addresses (local development, tests).
-    pub allow_private: bool,
+    /// Where callbacks may lead.
+    pub address_guard: PrivateAddressGuard,
     pub policy: RetryPolicy,
     /// How long a claimed message is held by its worker before another may take it.
     pub lease: Duration,
@@ -45,7 +45,7 @@ impl Default for DispatcherConfig {
             batch: 16,
             connect_timeout: Duration::from_secs(5),
             timeout: Duration::from_secs(15),
-            allow_private: false,
+            address_guard: PrivateAddressGuard::STRICT,
             policy: RetryPolicy::default(),
             lease: Duration::from_secs(60),
             idle_poll: Duration::from_millis(250),
@@ -173,11 +173,8 @@ pub struct Sender {
 
 impl Sender {
     pub fn new(config: &DispatcherConfig) -> Sender {
-        let guard = PrivateAddressGuard {
-            allow_private: config.allow_private,
-        };
         let agent = mercer_outbound::agent(
-            guard,
+            config.address_guard,
             ureq::Agent::config_builder()
                 .http_status_as_error(false)
                 .timeout_connect(Some(config.connect_timeout))
@@ -514,7 +511,7 @@ pub(crate) mod tests {
             }
         });
         let sender = Sender::new(&DispatcherConfig {
-            allow_private: true,
+            address_guard: PrivateAddressGuard::ALLOW_PRIVATE,
             timeout: Duration::from_secs(5),
             ..DispatcherConfig::default()
         });
@@ -540,7 +537,7 @@ pub(crate) mod tests {
             listener.local_addr().unwrap().port()
         };
         let sender = Sender::new(&DispatcherConfig {
-            allow_private: true,
+            address_guard: PrivateAddressGuard::ALLOW_PRIVATE,
             ..DispatcherConfig::default()
         });
         let outcome = sender.send(
@@ -593,7 +590,7 @@ pub(crate) mod tests {
             local_server("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".to_string());
         let (redirecting, asked) = redirecting_to(&format!("{target}/stolen"));
         let sender = Sender::new(&DispatcherConfig {
-            allow_private: true,
+            address_guard: PrivateAddressGuard::ALLOW_PRIVATE,
             ..DispatcherConfig::default()
         });
         let outcome = sender.send(

@@ -111,7 +111,7 @@ fn config() -> DispatcherConfig {
     delays.extend([Duration::from_secs(3600); 200]);
     DispatcherConfig {
         batch: 1,
-        allow_private: true,
+        address_guard: mercer_outbound::PrivateAddressGuard::ALLOW_PRIVATE,
         timeout: Duration::from_secs(5),
         policy: RetryPolicy {
             delays,

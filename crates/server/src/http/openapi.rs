@@ -8,12 +8,13 @@
 use std::collections::HashSet;
 use std::sync::OnceLock;
 
+use serde_json::{Map, Value, json};
+use utoipa::openapi::path::{Operation, Parameter, ParameterBuilder, ParameterIn, PathItem};
+use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
 use utoipa::openapi::security::{
     ApiKey, ApiKeyValue, AuthorizationCode, Flow, HttpAuthScheme, HttpBuilder, OAuth2, Scopes,
     SecurityScheme,
 };
-use utoipa::openapi::path::{Operation, Parameter, ParameterBuilder, ParameterIn, PathItem};
-use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
 use utoipa::openapi::{
     ComponentsBuilder, ContentBuilder, OpenApi as Document, Ref, RefOr, Required, Response,
     ResponseBuilder,
@@ -45,15 +46,27 @@ pub struct ErrorBody {
 /// Every scope an API access token can hold, with what it allows.
 pub const SCOPES: [(&str, &str); 12] = [
     ("read_customers", "Read customers and their syncs"),
-    ("write_customers", "Send customer events, start customer syncs"),
+    (
+        "write_customers",
+        "Send customer events, start customer syncs",
+    ),
     ("read_orders", "Read orders and their syncs"),
     ("write_orders", "Send order events, start order syncs"),
     ("read_products", "Read products, categories and their syncs"),
-    ("write_products", "Send product and category events, start product syncs"),
+    (
+        "write_products",
+        "Send product and category events, start product syncs",
+    ),
     ("read_shop_settings", "Read the shop's settings"),
     ("modify_shop_settings", "Change the shop's settings"),
-    ("read_subscriptions", "Read subscriptions and their customers"),
-    ("write_subscriptions", "Change subscriptions and their customers"),
+    (
+        "read_subscriptions",
+        "Read subscriptions and their customers",
+    ),
+    (
+        "write_subscriptions",
+        "Change subscriptions and their customers",
+    ),
     ("read_subscription_groups", "Read subscription groups"),
     ("write_subscription_groups", "Change subscription groups"),
 ];
@@ -238,14 +251,90 @@ fn operations(item: &mut PathItem) -> Vec<(&'static str, &mut Operation)> {
     .collect()
 }
 
-/// The document as served: built once, then the same bytes every time.
+/// The document as served, with its links: built once, then the same bytes every time.
 pub fn document_json() -> &'static str {
     static JSON: OnceLock<String> = OnceLock::new();
     JSON.get_or_init(|| {
-        document()
-            .to_pretty_json()
-            .expect("the document is JSON: every key is a string")
+        let mut document =
+            serde_json::to_value(document()).expect("the document is JSON: every key is a string");
+        add_links(&mut document);
+        serde_json::to_string_pretty(&document).expect("a JSON value is written as JSON")
     })
+}
+
+/// Links from each create (`POST …/things` answering 201) to the operations of the record it
+/// made (`…/things/{id}`), the new id read from the answer: clients and the schema fuzzer
+/// follow them from a create to its record.
+fn add_links(document: &mut Value) {
+    let schemas = document["components"]["schemas"].clone();
+    let Some(paths) = document["paths"].as_object_mut() else {
+        return;
+    };
+    let templates: Vec<String> = paths.keys().cloned().collect();
+    for collection in &templates {
+        let Some(answer) = paths[collection]
+            .pointer("/post/responses/201/content/application~1json/schema/$ref")
+            .and_then(Value::as_str)
+            .and_then(|reference| reference.rsplit('/').next())
+        else {
+            continue;
+        };
+        let Some(id) = id_pointer(&schemas, answer) else {
+            continue;
+        };
+        let mut links = Map::new();
+        for record in &templates {
+            let Some(parameter) = record
+                .strip_prefix(collection.as_str())
+                .and_then(|rest| rest.strip_prefix("/{"))
+                .and_then(|rest| rest.strip_suffix('}'))
+                .filter(|name| !name.contains('/'))
+            else {
+                continue;
+            };
+            let mut parameters = Map::new();
+            for name in path_parameters(collection) {
+                parameters.insert(name.clone(), json!(format!("$request.path.{name}")));
+            }
+            parameters.insert(parameter.to_string(), json!(format!("$response.body#{id}")));
+            for operation in paths[record].as_object().into_iter().flat_map(Map::values) {
+                if let Some(operation_id) = operation["operationId"].as_str() {
+                    links.insert(
+                        operation_id.to_string(),
+                        json!({ "operationId": operation_id, "parameters": parameters }),
+                    );
+                }
+            }
+        }
+        if !links.is_empty() {
+            paths[collection]["post"]["responses"]["201"]["links"] = Value::Object(links);
+        }
+    }
+}
+
+/// Where a create's answer holds the new id: `/id`, or `/<key>/id` for an answer that wraps
+/// the record in one key (`{"subscription_group": {"id": …}}`).
+fn id_pointer(schemas: &Value, name: &str) -> Option<String> {
+    let properties = schemas[name]["properties"].as_object()?;
+    if properties.contains_key("id") {
+        return Some("/id".to_string());
+    }
+    properties.iter().find_map(|(key, property)| {
+        let inner = property["$ref"].as_str()?.rsplit('/').next()?;
+        schemas[inner]["properties"]
+            .get("id")
+            .map(|_| format!("/{key}/id"))
+    })
+}
+
+/// The `{names}` of a path template, in order.
+fn path_parameters(template: &str) -> Vec<String> {
+    template
+        .split('{')
+        .skip(1)
+        .filter_map(|rest| rest.split_once('}'))
+        .map(|(name, _)| name.to_string())
+        .collect()
 }
 
 #[cfg(test)]
@@ -269,15 +358,31 @@ mod tests {
         for (path, item) in document["paths"].as_object().unwrap() {
             for (method, operation) in item.as_object().unwrap() {
                 let id = operation["operationId"].as_str().unwrap().to_string();
-                assert!(ids.insert(id.clone()), "{method} {path}: {id} is used twice");
                 assert!(
-                    operation["responses"]["4XX"]["content"]["application/json"]["schema"]
-                        ["$ref"]
+                    ids.insert(id.clone()),
+                    "{method} {path}: {id} is used twice"
+                );
+                assert!(
+                    operation["responses"]["4XX"]["content"]["application/json"]["schema"]["$ref"]
                         == "#/components/schemas/ErrorBody",
                     "{method} {path} has no error answer"
                 );
             }
         }
+    }
+
+    #[test]
+    fn creates_link_to_the_operations_of_the_record_they_make() {
+        let document: Value = serde_json::from_str(document_json()).unwrap();
+        let links = &document["paths"]["/subscriptions/v1/shops/{shop}/subscription_groups"]["post"]
+            ["responses"]["201"]["links"];
+        let get = &links["get_subscription_group"];
+        assert_eq!(get["operationId"], "get_subscription_group");
+        assert_eq!(
+            get["parameters"],
+            json!({"shop": "$request.path.shop", "id": "$response.body#/subscription_group/id"})
+        );
+        assert!(links["delete_subscription_group"].is_object());
     }
 
     #[test]

@@ -37,12 +37,10 @@ pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError
     let store = state.store.clone();
     let backend = store.backend().name();
     match web::block(move || store.ping()).await {
-        Ok(Ok(())) => {
-            Ok(HttpResponse::Ok().json(Readiness {
+        Ok(Ok(())) => Ok(HttpResponse::Ok().json(Readiness {
             status: "ready",
             database: backend,
-        }))
-        }
+        })),
         Ok(Err(error)) => {
             log::warn!("readiness check failed: {error}");
             Err(ApiError::unavailable("the database does not answer"))

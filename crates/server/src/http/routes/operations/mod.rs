@@ -10,7 +10,12 @@ use super::resource;
 
 /// This folder's routes in the OpenAPI document (`crate::http::openapi`).
 #[derive(utoipa::OpenApi)]
-#[openapi(paths(health::healthz, health::readyz, metrics::metrics, document::openapi_json))]
+#[openapi(paths(
+    health::healthz,
+    health::readyz,
+    metrics::metrics,
+    document::openapi_json
+))]
 pub struct Api;
 
 pub fn configure(config: &mut web::ServiceConfig) {

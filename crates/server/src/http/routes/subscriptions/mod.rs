@@ -14,7 +14,13 @@ use super::resource;
 
 /// This folder's routes in the OpenAPI document (`crate::http::openapi`).
 #[derive(utoipa::OpenApi)]
-#[openapi(paths(groups::list, groups::create, groups::get, groups::update, groups::delete))]
+#[openapi(paths(
+    groups::list,
+    groups::create,
+    groups::get,
+    groups::update,
+    groups::delete
+))]
 pub struct Api;
 
 pub fn configure(config: &mut web::ServiceConfig) {

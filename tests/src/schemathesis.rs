@@ -1,0 +1,141 @@
+//! Schemathesis, the OpenAPI schema fuzzer (PyPI), run against a live `mercer`: installed on
+//! first use into `target/fuzz-api/venv`, pointed at the server's `GET /openapi.json` with the
+//! demo shop's token, and read back from its JSON report.
+//!
+//! The checks are the two the API promises: no answer is a server error (5xx), and every
+//! answer matches the document (status, content type and body schema of the operation).
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+use crate::MercerServer;
+
+/// The version installed; a venv holding another is reinstalled.
+pub const VERSION: &str = "4.32.5";
+
+/// `target/fuzz-api`, beside the profile folders the test executable lives in.
+pub fn work_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test executable has a path");
+    // target/<profile>/deps/<test>-<hash> → target
+    exe.ancestors()
+        .nth(3)
+        .expect("the test executable lives in target/<profile>/deps")
+        .join("fuzz-api")
+}
+
+/// The `st` command, installed into `target/fuzz-api/venv` when it is not there yet (once per
+/// process even when tests ask at the same time).
+pub fn install() -> Result<PathBuf, String> {
+    static INSTALLING: Mutex<()> = Mutex::new(());
+    let _one_at_a_time = INSTALLING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let venv = work_dir().join("venv");
+    let st = venv.join("bin").join("st");
+    let installed = Command::new(&st)
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| String::from_utf8_lossy(&output.stdout).contains(VERSION));
+    if installed {
+        return Ok(st);
+    }
+    run(Command::new("python3")
+        .args(["-m", "venv", "--clear"])
+        .arg(&venv))?;
+    run(Command::new(venv.join("bin").join("pip")).args([
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        &format!("schemathesis=={VERSION}"),
+    ]))?;
+    Ok(st)
+}
+
+fn run(command: &mut Command) -> Result<(), String> {
+    let output = command
+        .output()
+        .map_err(|error| format!("cannot run {command:?}: {error}"))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{command:?} failed ({}): {}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ))
+    }
+}
+
+/// What one run found.
+#[derive(Debug)]
+pub struct Findings {
+    /// Test cases schemathesis generated and sent.
+    pub cases: u64,
+    /// Distinct failures (a server error or an answer off the document).
+    pub failures: u64,
+    /// Operations tested.
+    pub operations: u64,
+    /// schemathesis's exit code: 0 when it found nothing.
+    pub exit_code: i32,
+    /// Its own account of the run (each failure with a curl command that reproduces it).
+    pub output: String,
+    /// The JSON report.
+    pub report: PathBuf,
+}
+
+/// Fuzzes every operation of `server`'s document for `max_time` seconds, as the demo shop
+/// (its token, its identifier in every `{shop}`), writing to `target/fuzz-api/<name>`.
+pub fn fuzz(server: &MercerServer, name: &str, max_time: u64) -> Result<Findings, String> {
+    let st = install()?;
+    let dir = work_dir().join(name);
+    std::fs::create_dir_all(&dir).map_err(|error| format!("{}: {error}", dir.display()))?;
+    let demo = server.demo();
+    // The version header is pinned to a supported date: random dates before 2022-05-01 are
+    // refused (400) before anything else, which would keep most cases from the handlers.
+    let config = format!(
+        "[parameters]\n\"path.shop\" = \"{}\"\n\"header.Svc-API-Version-Date\" = \"2024-06-01\"\n",
+        demo.shop
+    );
+    let config_path = dir.join("schemathesis.toml");
+    std::fs::write(&config_path, config).map_err(|error| error.to_string())?;
+    let report = dir.join("report.json");
+    let output = Command::new(&st)
+        .current_dir(&dir)
+        .arg("--config-file")
+        .arg(&config_path)
+        .arg("run")
+        .arg(server.url("/openapi.json"))
+        .args(["--header", &format!("Authorization: Bearer {}", demo.token)])
+        .args(["--checks", "not_a_server_error,response_schema_conformance"])
+        .args(["--max-time", &max_time.to_string()])
+        .args(["--workers", "1", "--request-timeout", "30"])
+        .args(["--report", "json", "--report-json-path"])
+        .arg(&report)
+        .output()
+        .map_err(|error| format!("cannot run {}: {error}", st.display()))?;
+    let text = std::fs::read_to_string(&report)
+        .map_err(|error| format!("no report at {}: {error}", report.display()))?;
+    let json: Value = serde_json::from_str(&text).map_err(|error| error.to_string())?;
+    let number = |pointer: &str| json.pointer(pointer).and_then(Value::as_u64).unwrap_or(0);
+    Ok(Findings {
+        cases: number("/test_cases/generated"),
+        failures: number("/test_cases/unique_failures"),
+        operations: number("/operations/tested"),
+        exit_code: output.status.code().unwrap_or(-1),
+        output: String::from_utf8_lossy(&output.stdout).into_owned(),
+        report,
+    })
+}
+
+/// How long a run lasts: `MERCER_FUZZ_SECONDS`, else `default` seconds.
+pub fn max_time(default: u64) -> u64 {
+    std::env::var("MERCER_FUZZ_SECONDS")
+        .ok()
+        .and_then(|value| value.trim().parse().ok())
+        .filter(|seconds| *seconds > 0)
+        .unwrap_or(default)
+}
