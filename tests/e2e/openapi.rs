@@ -107,3 +107,19 @@ fn the_live_server_routes_exactly_the_documented_operations() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// `GET /docs` is the document rendered for people: an HTML page holding the same document.
+#[test]
+fn the_reference_page_holds_the_document() {
+    let server = MercerServer::in_process(Backend::Sqlite);
+    let page = server.get("/docs").call();
+    assert_eq!(page.status, 200);
+    assert!(
+        page.header("content-type")
+            .is_some_and(|value| value.starts_with("text/html")),
+        "{:?}",
+        page.header("content-type")
+    );
+    assert!(page.text.contains("<title>Mercer API</title>"), "{}", page.text);
+    assert!(page.text.contains("\"operationId\":\"get_openapi_document\""));
+}

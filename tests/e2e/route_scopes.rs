@@ -604,6 +604,7 @@ pub(crate) const PUBLIC: &[(&str, &str)] = &[
     ("GET", "/readyz"),
     ("GET", "/metrics"),
     ("GET", "/openapi.json"),
+    ("GET", "/docs"),
     ("GET", "/accounts/dashboard/authorize"),
     ("POST", "/accounts/dashboard/authorize"),
     ("POST", "/auth/oauth2/token"),

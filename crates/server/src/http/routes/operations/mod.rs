@@ -23,5 +23,6 @@ pub fn configure(config: &mut web::ServiceConfig) {
         .service(resource("/healthz").route(web::get().to(health::healthz)))
         .service(resource("/readyz").route(web::get().to(health::readyz)))
         .service(resource("/metrics").route(web::get().to(metrics::metrics)))
-        .service(resource("/openapi.json").route(web::get().to(document::openapi_json)));
+        .service(resource("/openapi.json").route(web::get().to(document::openapi_json)))
+        .service(resource("/docs").route(web::get().to(document::reference_page)));
 }
