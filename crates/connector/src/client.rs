@@ -703,6 +703,88 @@ mod tests {
         assert_eq!(error.to_string(), "the connector could not be reached");
     }
 
+    /// Serves one request on loopback, answering `{}`; the request's head, lowercased.
+    fn capture(send: impl FnOnce(&str) + Send + 'static) -> String {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let client = std::thread::spawn(move || send(&base));
+        let (stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream);
+        let mut head = String::new();
+        while reader.read_line(&mut head).unwrap() > 2 && !head.ends_with("\r\n\r\n") {}
+        let answer =
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}";
+        reader.get_mut().write_all(answer.as_bytes()).unwrap();
+        client.join().unwrap();
+        head.to_ascii_lowercase()
+    }
+
+    fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+        head.lines()
+            .find_map(|line| line.strip_prefix(&format!("{name}: ")))
+            .map(str::trim)
+    }
+
+    #[test]
+    fn every_call_carries_the_signed_headers() {
+        let head = capture(|base| {
+            let connector = HttpConnector::new(PrivateAddressGuard::ALLOW_PRIVATE);
+            let target = target(base);
+            let order = Order::default();
+            let _ = connector.create_order(&target, &order, Some("key-1"));
+        });
+        assert!(head.starts_with("post /v1/shops/"), "{head}");
+        let timestamp = header(&head, "x-hmac-timestamp").expect("a timestamp");
+        assert!(Timestamp::parse_rfc3339(timestamp).is_some(), "{timestamp}");
+        assert!(
+            timestamp.ends_with('z') && timestamp.len() == 20,
+            "{timestamp}"
+        );
+        // The head is lowercased: compare the signatures case-blind.
+        let expected = x_hmac("s", &timestamp.to_ascii_uppercase()).to_ascii_lowercase();
+        assert_eq!(header(&head, "x-hmac"), Some(expected.as_str()));
+        assert_eq!(header(&head, "x-compatible-hmac"), Some(expected.as_str()));
+        assert_eq!(header(&head, "user-agent"), Some("svc-api"));
+        assert_eq!(header(&head, "content-type"), Some("application/json"));
+        assert_eq!(header(&head, "accept"), Some("application/json"));
+        assert_eq!(header(&head, "idempotency-key"), Some("key-1"));
+    }
+
+    #[test]
+    fn a_call_may_be_signed_at_another_time_or_not_at_all() {
+        let at = Timestamp::parse_rfc3339("2024-03-01T10:30:00Z").unwrap();
+        let request = |signing| {
+            move |base: &str| {
+                let request = Request {
+                    method: Method::Get,
+                    segments: &["verification"],
+                    query: &[],
+                    body: None,
+                    idempotency_key: None,
+                    signing,
+                };
+                let connector = HttpConnector::new(PrivateAddressGuard::ALLOW_PRIVATE);
+                let answer = connector.send(&target(base), request).unwrap();
+                assert_eq!(answer.status, 200);
+            }
+        };
+        let stale = capture(request(Signing::At(at)));
+        assert_eq!(
+            header(&stale, "x-hmac-timestamp"),
+            Some("2024-03-01t10:30:00z")
+        );
+        let expected = x_hmac("s", "2024-03-01T10:30:00Z").to_ascii_lowercase();
+        assert_eq!(header(&stale, "x-hmac"), Some(expected.as_str()));
+        let unsigned = capture(request(Signing::Unsigned));
+        assert!(
+            header(&unsigned, "x-hmac-timestamp").is_some(),
+            "{unsigned}"
+        );
+        assert_eq!(header(&unsigned, "x-hmac"), None);
+        assert_eq!(header(&unsigned, "x-compatible-hmac"), None);
+    }
+
     #[test]
     fn a_loopback_connector_is_refused_unless_allowed() {
         let error = HttpConnector::new(PrivateAddressGuard::STRICT)

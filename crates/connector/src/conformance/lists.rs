@@ -16,7 +16,7 @@ const DEFAULT_LIMIT: usize = 250;
 const INVALID_LIMITS: [&str; 4] = ["0", "251", "-1", "abc"];
 /// The walk: this many pages of one record, against pages of `REFERENCE_LIMIT`.
 const WALK_PAGES: usize = 5;
-const REFERENCE_LIMIT: &str = "5";
+const REFERENCE_LIMIT: usize = 5;
 
 /// One page, reduced to what the rules are about.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -145,12 +145,13 @@ fn ascending(ids: &[String]) -> Result<(), String> {
 /// The first records of the list by pages of `REFERENCE_LIMIT`: up to two pages, and whether
 /// the list ended there.
 fn reference(fetch: &mut Fetch<'_>) -> Result<(Vec<String>, bool), String> {
-    let first = fetch(Some(REFERENCE_LIMIT), None)?;
+    let limit = REFERENCE_LIMIT.to_string();
+    let first = fetch(Some(&limit), None)?;
     let mut ids = first.ids.clone();
     let mut ended = first.next.is_none();
     let mut pages = vec![first];
     if let Some(cursor) = pages[0].next.clone() {
-        let second = fetch(Some(REFERENCE_LIMIT), Some(&cursor))?;
+        let second = fetch(Some(&limit), Some(&cursor))?;
         if second.ids.is_empty() {
             return Err(
                 "pagination.next led to an empty page: next must be empty when no \
@@ -162,7 +163,7 @@ fn reference(fetch: &mut Fetch<'_>) -> Result<(Vec<String>, bool), String> {
         ended = second.next.is_none();
         pages.push(second);
     }
-    if let Some(page) = pages.iter().find(|page| page.ids.len() > 5) {
+    if let Some(page) = pages.iter().find(|page| page.ids.len() > REFERENCE_LIMIT) {
         return Err(format!(
             "limit={REFERENCE_LIMIT} answered {} records",
             page.ids.len()
