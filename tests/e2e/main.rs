@@ -11,6 +11,7 @@ mod browser;
 mod checkout;
 mod checkout_settings;
 mod cli;
+mod conformance;
 mod connector;
 mod docs;
 mod events;

@@ -1,7 +1,8 @@
 //! The README's walkthroughs, run word for word by bash on a fresh database: Mercer started with
 //! the README's command, then the shell blocks of "Connecting a platform" (customers, the
 //! catalogue) and "Selling a subscription box", until the platform holds the box order they
-//! lead to. `cargo run --release -p PACKAGE -- ARGS` runs the binaries this suite built (a
+//! lead to. The block of "For connector authors" runs too, on its own: the simulator it starts
+//! passes `mercer conformance`. `cargo run --release -p PACKAGE -- ARGS` runs the binaries this suite built (a
 //! `cargo` on the front of `PATH` that does only that: the build is the suite's); the
 //! placeholder lines `SHOP=...` and `TOKEN=...` take what Mercer printed.
 //!
@@ -219,3 +220,33 @@ fn the_readme_walkthroughs_run_word_for_word(backend: Backend) {
 }
 
 backend_tests!(the_readme_walkthroughs_run_word_for_word);
+
+#[test]
+fn the_readme_conformance_block_runs_word_for_word() {
+    let _turn = PORTS.lock().unwrap_or_else(|e| e.into_inner());
+    let blocks = blocks_of(&readme(), "## For connector authors");
+    assert_eq!(blocks.len(), 1, "{blocks:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let bin = cargo_shim(dir.path());
+    let log = dir.path().join("conformance.log");
+    let path = std::env::var("PATH").unwrap_or_default();
+    let mut command = Command::new("bash");
+    command
+        .current_dir(dir.path())
+        .env("PATH", format!("{}:{path}", bin.display()))
+        .env("MERCER_LOG", "warn")
+        .args(["-c", &format!("set -euo pipefail\n{}\n", blocks[0])])
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(std::fs::File::options().append(true).open(&log).unwrap());
+    // The simulator the block starts in the background stays in the block's group.
+    let mut block = Group::spawn(&mut command);
+    let status = block.0.wait().unwrap();
+    let output = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(status.success(), "the block failed:\n{output}");
+    let passed = format!(
+        "All {} conformance checks passed",
+        mercer_connector::conformance::CHECKS.len()
+    );
+    assert!(output.contains(&passed), "{output}");
+    assert!(!output.contains(" FAIL "), "{output}");
+}

@@ -25,18 +25,47 @@ pub struct HttpConnector {
     agent: ureq::Agent,
 }
 
-#[derive(Clone, Copy)]
-enum Method {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Method {
     Get,
     Post,
     Patch,
     Delete,
 }
 
-/// What came back from a connector.
-struct Answer {
-    status: u16,
-    body: Vec<u8>,
+/// How a call is signed. Mercer always signs `Now`; the conformance checks also send calls
+/// signed at another time or not at all, to see the connector refuse them.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Signing {
+    /// `X-HMAC-Timestamp` now, `X-HMAC` and `X-Compatible-HMAC` over it.
+    Now,
+    /// The same at another time (a stale or future timestamp).
+    At(Timestamp),
+    /// `X-HMAC-Timestamp` now, without `X-HMAC` or `X-Compatible-HMAC`.
+    Unsigned,
+}
+
+/// One call to a connector operation.
+pub(crate) struct Request<'a> {
+    pub method: Method,
+    pub segments: &'a [&'a str],
+    pub query: &'a [(&'a str, &'a str)],
+    pub body: Option<Vec<u8>>,
+    pub idempotency_key: Option<&'a str>,
+    pub signing: Signing,
+}
+
+/// What came back from a connector: its status, body, and the headers a caller looks at.
+pub(crate) struct Answer {
+    pub status: u16,
+    pub body: Vec<u8>,
+    /// The `X-HMAC-Timestamp` that was sent (the verification answer signs it).
+    pub sent_timestamp: String,
+    /// The answer's `X-HMAC` (the verification echo).
+    pub hmac: Option<String>,
+    pub content_type: Option<String>,
+    /// Where a redirect points (never followed).
+    pub location: Option<String>,
 }
 
 /// What went wrong on the way, as the port's error. The details (an OS error, an address, the
@@ -71,6 +100,41 @@ fn unreachable(detail: String) -> ConnectorError {
     ConnectorError::Unreachable(detail)
 }
 
+/// The status, the headers callers look at, and the body (up to 32 MiB) of an answer.
+fn read_answer(
+    mut response: ureq::http::Response<ureq::Body>,
+    sent_timestamp: String,
+    timeout: Duration,
+) -> ConnectorResult<Answer> {
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_string)
+    };
+    let (hmac, content_type, location) = (
+        header(headers::HMAC),
+        header("Content-Type"),
+        header("Location"),
+    );
+    let status = response.status().as_u16();
+    let body = response
+        .body_mut()
+        .with_config()
+        .limit(32 * 1024 * 1024)
+        .read_to_vec()
+        .map_err(|error| transport_error(error, timeout))?;
+    Ok(Answer {
+        status,
+        body,
+        sent_timestamp,
+        hmac,
+        content_type,
+        location,
+    })
+}
+
 /// `{base}/{version}/shops/{shop}/{segments…}`, each segment percent-encoded.
 fn operation_url(target: &ConnectorTarget, segments: &[&str]) -> ConnectorResult<url::Url> {
     let mut url = url::Url::parse(&target.base_url)
@@ -91,7 +155,7 @@ fn operation_url(target: &ConnectorTarget, segments: &[&str]) -> ConnectorResult
 }
 
 /// `data.{key}` of a connector's answer, as `T`.
-fn data<T: DeserializeOwned>(body: &[u8], key: &str) -> ConnectorResult<T> {
+pub(crate) fn data<T: DeserializeOwned>(body: &[u8], key: &str) -> ConnectorResult<T> {
     let mut value: Value = serde_json::from_slice(body)
         .map_err(|error| ConnectorError::Malformed(format!("the answer is not JSON: {error}")))?;
     let entity = value
@@ -103,7 +167,7 @@ fn data<T: DeserializeOwned>(body: &[u8], key: &str) -> ConnectorResult<T> {
         .map_err(|error| ConnectorError::Malformed(format!("data.{key}: {error}")))
 }
 
-fn list<T: DeserializeOwned>(body: &[u8], key: &str) -> ConnectorResult<Page<T>> {
+pub(crate) fn list<T: DeserializeOwned>(body: &[u8], key: &str) -> ConnectorResult<Page<T>> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|error| ConnectorError::Malformed(format!("the answer is not JSON: {error}")))?;
     let items = value
@@ -125,7 +189,7 @@ fn list<T: DeserializeOwned>(body: &[u8], key: &str) -> ConnectorResult<Page<T>>
     Ok(Page { items, pagination })
 }
 
-fn wrap<T: Serialize>(key: &str, entity: &T) -> Vec<u8> {
+pub(crate) fn wrap<T: Serialize>(key: &str, entity: &T) -> Vec<u8> {
     json!({ "data": { key: entity } }).to_string().into_bytes()
 }
 
@@ -152,10 +216,37 @@ impl HttpConnector {
         body: Option<Vec<u8>>,
         idempotency_key: Option<&str>,
     ) -> ConnectorResult<Answer> {
-        let url = operation_url(target, segments)?;
-        let timestamp = Timestamp::now().to_rfc3339_seconds();
-        let signature = x_hmac(target.secret.expose(), &timestamp);
-        let compatible = x_hmac(target.compatible_secret.expose(), &timestamp);
+        let request = Request {
+            method,
+            segments,
+            query,
+            body,
+            idempotency_key,
+            signing: Signing::Now,
+        };
+        self.send(target, request)
+    }
+
+    /// Sends one call signed as `request.signing` says: the one place connector calls are
+    /// signed and sent.
+    pub(crate) fn send(
+        &self,
+        target: &ConnectorTarget,
+        request: Request<'_>,
+    ) -> ConnectorResult<Answer> {
+        let url = operation_url(target, request.segments)?;
+        let at = match request.signing {
+            Signing::At(at) => at,
+            Signing::Now | Signing::Unsigned => Timestamp::now(),
+        };
+        let timestamp = at.to_rfc3339_seconds();
+        let signatures = match request.signing {
+            Signing::Unsigned => None,
+            Signing::Now | Signing::At(_) => Some((
+                x_hmac(target.secret.expose(), &timestamp),
+                x_hmac(target.compatible_secret.expose(), &timestamp),
+            )),
+        };
         let timeout = target.timeout;
         macro_rules! prepare {
             ($builder:expr) => {{
@@ -164,38 +255,35 @@ impl HttpConnector {
                     .timeout_global(Some(timeout))
                     .build()
                     .header(headers::TIMESTAMP, timestamp.as_str())
-                    .header(headers::HMAC, signature.as_str())
-                    .header(headers::COMPATIBLE_HMAC, compatible.as_str())
                     .header("Accept", "application/json");
-                for (key, value) in query {
+                if let Some((signature, compatible)) = &signatures {
+                    builder = builder
+                        .header(headers::HMAC, signature.as_str())
+                        .header(headers::COMPATIBLE_HMAC, compatible.as_str());
+                }
+                for (key, value) in request.query {
                     builder = builder.query(*key, *value);
                 }
-                if let Some(key) = idempotency_key {
+                if let Some(key) = request.idempotency_key {
                     builder = builder.header(headers::IDEMPOTENCY_KEY, key);
                 }
                 builder
             }};
         }
         let url = url.as_str();
-        let result = match (method, body) {
-            (Method::Get, _) => prepare!(self.agent.get(url)).call(),
-            (Method::Delete, _) => prepare!(self.agent.delete(url)).call(),
-            (Method::Post, body) => prepare!(self.agent.post(url))
+        let body = request.body;
+        let result = match request.method {
+            Method::Get => prepare!(self.agent.get(url)).call(),
+            Method::Delete => prepare!(self.agent.delete(url)).call(),
+            Method::Post => prepare!(self.agent.post(url))
                 .header("Content-Type", "application/json")
                 .send(body.unwrap_or_else(|| b"{}".to_vec())),
-            (Method::Patch, body) => prepare!(self.agent.patch(url))
+            Method::Patch => prepare!(self.agent.patch(url))
                 .header("Content-Type", "application/json")
                 .send(body.unwrap_or_else(|| b"{}".to_vec())),
         };
-        let mut response = result.map_err(|error| transport_error(error, timeout))?;
-        let status = response.status().as_u16();
-        let body = response
-            .body_mut()
-            .with_config()
-            .limit(32 * 1024 * 1024)
-            .read_to_vec()
-            .map_err(|error| transport_error(error, timeout))?;
-        Ok(Answer { status, body })
+        let response = result.map_err(|error| transport_error(error, timeout))?;
+        read_answer(response, timestamp, timeout)
     }
 
     /// The answer's body when its status is `expected` (or any 2xx), else the matching error.
@@ -307,33 +395,16 @@ fn page_query<'a>(
 
 impl PlatformConnector for HttpConnector {
     fn verify(&self, target: &ConnectorTarget) -> ConnectorResult<()> {
-        let url = operation_url(target, &["verification"])?;
-        let timestamp = Timestamp::now().to_rfc3339_seconds();
-        let signature = x_hmac(target.secret.expose(), &timestamp);
-        let compatible = x_hmac(target.compatible_secret.expose(), &timestamp);
-        let response = self
-            .agent
-            .get(url.as_str())
-            .config()
-            .timeout_global(Some(target.timeout))
-            .build()
-            .header(headers::TIMESTAMP, timestamp.as_str())
-            .header(headers::HMAC, signature.as_str())
-            .header(headers::COMPATIBLE_HMAC, compatible.as_str())
-            .call()
-            .map_err(|error| transport_error(error, target.timeout))?;
-        let status = response.status().as_u16();
-        if status != 200 {
-            return Err(ConnectorError::Failed { status });
+        let answer = self.call(target, Method::Get, &["verification"], &[], None, None)?;
+        if answer.status != 200 {
+            return Err(ConnectorError::Failed {
+                status: answer.status,
+            });
         }
-        let echoed = response
-            .headers()
-            .get(headers::HMAC)
-            .and_then(|value| value.to_str().ok())
-            .ok_or(ConnectorError::BadSignature)?;
+        let echoed = answer.hmac.ok_or(ConnectorError::BadSignature)?;
         // Only the current secret verifies: a destination is registered with the connector that
         // holds it. (Operations keep working through a rotation's grace by X-Compatible-HMAC.)
-        if verify_x_hmac(target.secret.expose(), &timestamp, echoed) {
+        if verify_x_hmac(target.secret.expose(), &answer.sent_timestamp, &echoed) {
             Ok(())
         } else {
             Err(ConnectorError::BadSignature)
@@ -630,6 +701,88 @@ mod tests {
         assert!(matches!(error, ConnectorError::Unreachable(_)), "{error:?}");
         // The OS's words stay out of the text API clients see.
         assert_eq!(error.to_string(), "the connector could not be reached");
+    }
+
+    /// Serves one request on loopback, answering `{}`; the request's head, lowercased.
+    fn capture(send: impl FnOnce(&str) + Send + 'static) -> String {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let client = std::thread::spawn(move || send(&base));
+        let (stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream);
+        let mut head = String::new();
+        while reader.read_line(&mut head).unwrap() > 2 && !head.ends_with("\r\n\r\n") {}
+        let answer =
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}";
+        reader.get_mut().write_all(answer.as_bytes()).unwrap();
+        client.join().unwrap();
+        head.to_ascii_lowercase()
+    }
+
+    fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+        head.lines()
+            .find_map(|line| line.strip_prefix(&format!("{name}: ")))
+            .map(str::trim)
+    }
+
+    #[test]
+    fn every_call_carries_the_signed_headers() {
+        let head = capture(|base| {
+            let connector = HttpConnector::new(PrivateAddressGuard::ALLOW_PRIVATE);
+            let target = target(base);
+            let order = Order::default();
+            let _ = connector.create_order(&target, &order, Some("key-1"));
+        });
+        assert!(head.starts_with("post /v1/shops/"), "{head}");
+        let timestamp = header(&head, "x-hmac-timestamp").expect("a timestamp");
+        assert!(Timestamp::parse_rfc3339(timestamp).is_some(), "{timestamp}");
+        assert!(
+            timestamp.ends_with('z') && timestamp.len() == 20,
+            "{timestamp}"
+        );
+        // The head is lowercased: compare the signatures case-blind.
+        let expected = x_hmac("s", &timestamp.to_ascii_uppercase()).to_ascii_lowercase();
+        assert_eq!(header(&head, "x-hmac"), Some(expected.as_str()));
+        assert_eq!(header(&head, "x-compatible-hmac"), Some(expected.as_str()));
+        assert_eq!(header(&head, "user-agent"), Some("svc-api"));
+        assert_eq!(header(&head, "content-type"), Some("application/json"));
+        assert_eq!(header(&head, "accept"), Some("application/json"));
+        assert_eq!(header(&head, "idempotency-key"), Some("key-1"));
+    }
+
+    #[test]
+    fn a_call_may_be_signed_at_another_time_or_not_at_all() {
+        let at = Timestamp::parse_rfc3339("2024-03-01T10:30:00Z").unwrap();
+        let request = |signing| {
+            move |base: &str| {
+                let request = Request {
+                    method: Method::Get,
+                    segments: &["verification"],
+                    query: &[],
+                    body: None,
+                    idempotency_key: None,
+                    signing,
+                };
+                let connector = HttpConnector::new(PrivateAddressGuard::ALLOW_PRIVATE);
+                let answer = connector.send(&target(base), request).unwrap();
+                assert_eq!(answer.status, 200);
+            }
+        };
+        let stale = capture(request(Signing::At(at)));
+        assert_eq!(
+            header(&stale, "x-hmac-timestamp"),
+            Some("2024-03-01t10:30:00z")
+        );
+        let expected = x_hmac("s", "2024-03-01T10:30:00Z").to_ascii_lowercase();
+        assert_eq!(header(&stale, "x-hmac"), Some(expected.as_str()));
+        let unsigned = capture(request(Signing::Unsigned));
+        assert!(
+            header(&unsigned, "x-hmac-timestamp").is_some(),
+            "{unsigned}"
+        );
+        assert_eq!(header(&unsigned, "x-hmac"), None);
+        assert_eq!(header(&unsigned, "x-compatible-hmac"), None);
     }
 
     #[test]

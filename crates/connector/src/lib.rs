@@ -5,11 +5,13 @@
 //!   [`PlatformConnector`] port): signed requests,
 //!   the destination's timeout, typed answers and distinct errors;
 //! - [`kit`], for people who write connectors: checks Mercer's signed requests and computes the
-//!   verification answer.
+//!   verification answer;
+//! - [`conformance`], the checks `mercer conformance` runs against a connector.
 //!
 //! Everything here blocks (ureq): call it from worker threads, never from an async task.
 
 mod client;
+pub mod conformance;
 pub mod kit;
 
 pub use client::{HttpConnector, Pages};

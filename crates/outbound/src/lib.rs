@@ -17,7 +17,7 @@ mod guard;
 mod resolver;
 
 pub use address::{embedded_ipv4, forbidden};
-pub use guard::{AddressNotAllowed, PrivateAddressGuard};
+pub use guard::{AddressNotAllowed, PRIVATE_TARGETS_HINT, PrivateAddressGuard};
 pub use resolver::GuardedResolver;
 
 use ureq::config::ConfigBuilder;

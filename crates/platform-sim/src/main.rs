@@ -147,6 +147,9 @@ enum Command {
         /// Answer every connector operation with this HTTP status (500, 429, 404…).
         #[arg(long)]
         status: Option<u16>,
+        /// With --status (a 3xx), this Location header: a connector that redirects.
+        #[arg(long, requires = "status")]
+        location: Option<String>,
         /// Wait this many milliseconds before answering (past a destination's timeout_ms,
         /// Mercer sees a timeout).
         #[arg(long)]
@@ -329,6 +332,7 @@ fn main() -> ExitCode {
         Command::Fault {
             admin_url,
             status,
+            location,
             delay_ms,
             wrong_hmac,
             malformed_json,
@@ -338,7 +342,7 @@ fn main() -> ExitCode {
             "PUT",
             format!("{admin_url}/admin/faults"),
             Some(
-                json!({ "status": status, "delay_ms": delay_ms, "wrong_hmac": wrong_hmac, "malformed_json": malformed_json, "times": times }),
+                json!({ "status": status, "location": location, "delay_ms": delay_ms, "wrong_hmac": wrong_hmac, "malformed_json": malformed_json, "times": times }),
             ),
         ),
     };

@@ -687,6 +687,7 @@ async fn admin_state(sim: web::Data<Simulator>, shop: web::Path<String>) -> Http
     HttpResponse::Ok().json(json!({
         "customers": data.customers.values().collect::<Vec<_>>(),
         "deleted_customers": data.deleted_customers.keys().collect::<Vec<_>>(),
+        "deleted_addresses": data.deleted_addresses.keys().collect::<Vec<_>>(),
         "orders": data.orders.values().collect::<Vec<_>>(),
         "products": data.products.values().collect::<Vec<_>>(),
         "categories": data.categories.values().collect::<Vec<_>>(),

@@ -1,6 +1,7 @@
-//! The simulated platform's data and the rules of seed 000 §4.2: unique ids, partial updates
-//! that leave omitted fields alone, ascending `platform_id` pages with opaque cursors, soft
-//! deletes, idempotent Create Order, and a test gateway that declines one token.
+//! The simulated platform's data and the rules of docs/connector.md §3: unique ids, partial
+//! updates that leave omitted fields alone, ascending `platform_id` pages with opaque cursors,
+//! soft deletes (customers and addresses are kept, marked deleted, and answer 404), idempotent
+//! Create Order, and a test gateway that declines one token.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -30,6 +31,8 @@ pub struct ShopData {
     pub mercer: Option<MercerLink>,
     pub customers: BTreeMap<String, Customer>,
     pub deleted_customers: BTreeMap<String, Customer>,
+    /// Deleted addresses, by platform id: marked deleted (kept), gone from their customer.
+    pub deleted_addresses: BTreeMap<String, CustomerAddress>,
     pub orders: BTreeMap<String, Order>,
     pub products: BTreeMap<String, Product>,
     pub categories: BTreeMap<String, Category>,
@@ -85,7 +88,7 @@ pub type SimResult<T> = Result<T, SimError>;
 
 pub const DEFAULT_LIMIT: usize = 250;
 
-/// `limit` as seed 000 §4.2 rule 6 reads it: 1..250, anything else (or nothing) is 250.
+/// `limit` as docs/connector.md §3.3 reads it: 1..250, anything else (or nothing) is 250.
 pub fn page_limit(text: Option<&str>) -> usize {
     text.and_then(|t| t.parse::<usize>().ok())
         .filter(|n| (1..=DEFAULT_LIMIT).contains(n))
@@ -355,12 +358,15 @@ impl SimState {
             .get_mut(customer_id)
             .ok_or(SimError::NotFound)?;
         let addresses = customer.addresses.get_or_insert_with(Vec::new);
-        let before = addresses.len();
-        addresses.retain(|a| a.platform_id.as_ref().is_none_or(|pid| pid.as_str() != id));
-        if addresses.len() == before {
-            return Err(SimError::NotFound);
-        }
+        let index = addresses
+            .iter()
+            .position(|a| a.platform_id.as_ref().is_some_and(|pid| pid.as_str() == id))
+            .ok_or(SimError::NotFound)?;
+        let deleted = addresses.remove(index);
         customer.platform_updated_at = Some(now);
+        self.shop(shop)?
+            .deleted_addresses
+            .insert(id.to_string(), deleted);
         Ok(())
     }
 
@@ -682,6 +688,38 @@ mod tests {
             .create_order("s", Order::default(), Some("k2"))
             .unwrap();
         assert_ne!(first.platform_id, other.platform_id);
+    }
+
+    #[test]
+    fn deleted_addresses_are_kept_aside_and_answer_not_found() {
+        let mut state = state_with_shop();
+        let customer = state.create_customer("s", Customer::default()).unwrap();
+        let customer = customer.platform_id.unwrap();
+        let address = state
+            .create_address("s", customer.as_str(), CustomerAddress::default())
+            .unwrap()
+            .platform_id
+            .unwrap();
+        state
+            .delete_address("s", customer.as_str(), address.as_str())
+            .unwrap();
+        let data = state.shop("s").unwrap();
+        assert!(data.deleted_addresses.contains_key(address.as_str()));
+        let live = &data.customers[customer.as_str()];
+        assert_eq!(live.addresses.as_deref(), Some(&[][..]));
+        assert_eq!(
+            state.delete_address("s", customer.as_str(), address.as_str()),
+            Err(SimError::NotFound)
+        );
+        assert_eq!(
+            state.update_address(
+                "s",
+                customer.as_str(),
+                address.as_str(),
+                CustomerAddress::default()
+            ),
+            Err(SimError::NotFound)
+        );
     }
 
     #[test]

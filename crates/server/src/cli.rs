@@ -75,6 +75,38 @@ pub enum Command {
         #[arg(long)]
         output: Option<std::path::PathBuf>,
     },
+    /// Check a platform connector against the connector operations and signing rules
+    /// (docs/connector.md §6): prints one row per check, exits 1 when one fails. Writes only
+    /// test data to the connector, and deletes it again. Needs no database.
+    Conformance(ConformanceArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ConformanceArgs {
+    /// The connector's base URL (operations are under {URL}/v1/shops/{SHOP}).
+    #[arg(long, value_name = "URL")]
+    pub connector: String,
+    /// The shop_identifier the connector knows.
+    #[arg(long)]
+    pub shop: String,
+    /// The shop's connector shared secret, which signs every call.
+    #[arg(long, env = "MERCER_CONNECTOR_SECRET", hide_env_values = true)]
+    pub secret: String,
+    /// Milliseconds each call may take (as a destination's timeout_ms); slower is a failure.
+    #[arg(
+        long,
+        default_value_t = 20_000,
+        value_parser = clap::value_parser!(u64).range(100..=30_000)
+    )]
+    pub timeout_ms: u64,
+    /// A token the platform issued to its customer ID, as ID:TOKEN: Validate Customer JWT is
+    /// then also checked with a valid token.
+    #[arg(long, value_name = "ID:TOKEN")]
+    pub customer_token: Option<String>,
+    /// Let it call a connector on loopback or a private network (as `serve
+    /// --allow-private-targets` lets Mercer); refused otherwise.
+    #[arg(long, env = "MERCER_ALLOW_PRIVATE_TARGETS")]
+    pub allow_private_targets: bool,
 }
 
 #[derive(Debug, Subcommand)]

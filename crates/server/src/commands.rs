@@ -14,8 +14,9 @@ use mercer_webhooks::{DispatcherConfig, HttpOverrideCaller};
 use metrics_exporter_prometheus::PrometheusHandle;
 
 use mercer_connector::HttpConnector;
+use mercer_connector::conformance::{Config as ConformanceConfig, CustomerToken};
 use mercer_domain::access::credentials::{
-    Scope, TokenSource, create_token, list_tokens, revoke_token,
+    Scope, Secret, TokenSource, create_token, list_tokens, revoke_token,
 };
 use mercer_domain::access::oauth;
 use mercer_domain::access::secrets::{SecretKind, rotate_secret};
@@ -38,8 +39,8 @@ use mercer_jobs::JobRunnerConfig;
 use mercer_store::{DatabaseUrl, OpenError, PoolOptions, Store, UrlError};
 
 use crate::cli::{
-    AppCommand, Cli, Command, EventsCommand, JobsCommand, SecretCommand, ServeArgs, ShopCommand,
-    ShopCreateArgs, StaffCommand, SubscriptionsCommand, TokenCommand,
+    AppCommand, Cli, Command, ConformanceArgs, EventsCommand, JobsCommand, SecretCommand,
+    ServeArgs, ShopCommand, ShopCreateArgs, StaffCommand, SubscriptionsCommand, TokenCommand,
 };
 use crate::http::short_cache::{ACCESS_TTL, AccessCache, CUSTOMER_TOKEN_TTL, CustomerTokenCache};
 use crate::http::{self, ServeOptions, state::AppState};
@@ -59,6 +60,8 @@ pub enum CommandError {
     Io(#[from] std::io::Error),
     #[error("{0}")]
     Usage(String),
+    #[error("{failed} of {total} conformance checks failed")]
+    ChecksFailed { failed: usize, total: usize },
 }
 
 fn describe(error: &DomainError) -> String {
@@ -73,6 +76,10 @@ fn describe(error: &DomainError) -> String {
 }
 
 pub fn run(cli: Cli) -> Result<(), CommandError> {
+    // The one command without a database: a bad DATABASE_URL must not stop it.
+    if let Command::Conformance(args) = cli.command {
+        return conformance(args);
+    }
     let url = DatabaseUrl::parse(&cli.database_url)?;
     match cli.command {
         Command::Serve(args) => serve(&url, args),
@@ -95,7 +102,65 @@ pub fn run(cli: Cli) -> Result<(), CommandError> {
         Command::App(command) => app_command(&open(&url)?, command),
         Command::Staff(command) => staff_command(&open(&url)?, command),
         Command::Openapi { output } => write_openapi(output.as_deref()),
+        Command::Conformance(args) => conformance(args),
     }
+}
+
+/// `mercer conformance`: runs the checks of `mercer_connector::conformance` and prints them.
+fn conformance(args: ConformanceArgs) -> Result<(), CommandError> {
+    let customer_token = match args.customer_token.as_deref() {
+        None => None,
+        Some(text) => Some(
+            text.split_once(':')
+                .filter(|(id, token)| !id.is_empty() && !token.is_empty())
+                .map(|(id, token)| CustomerToken {
+                    platform_customer_id: id.to_string(),
+                    token: token.to_string(),
+                })
+                .ok_or_else(|| CommandError::Usage("--customer-token: give ID:TOKEN".into()))?,
+        ),
+    };
+    let config = ConformanceConfig {
+        connector_url: args.connector,
+        shop_identifier: args.shop,
+        secret: Secret::new(args.secret),
+        timeout: Duration::from_millis(args.timeout_ms),
+        guard: match args.allow_private_targets {
+            true => PrivateAddressGuard::ALLOW_PRIVATE,
+            false => PrivateAddressGuard::STRICT,
+        },
+        customer_token,
+    };
+    let report = mercer_connector::conformance::run(&config).map_err(|error| {
+        let hint = match args.allow_private_targets {
+            false if error.to_string().contains("address") => {
+                "; pass --allow-private-targets to check a connector on this machine or a \
+                 private network"
+            }
+            _ => "",
+        };
+        CommandError::Usage(format!("{error}{hint}"))
+    })?;
+    let mut table = Table::new(&["CHECK", "SECTION", "RESULT", "REASON"]);
+    for result in &report.results {
+        let verdict = if result.passed { "PASS" } else { "FAIL" };
+        table.row(vec![
+            result.name.to_string(),
+            result.section.to_string(),
+            verdict.to_string(),
+            result.detail.clone(),
+        ]);
+    }
+    table.print();
+    for left in &report.left_on_platform {
+        eprintln!("Left on the platform: {left}");
+    }
+    let (failed, total) = (report.failures(), report.results.len());
+    if failed > 0 {
+        return Err(CommandError::ChecksFailed { failed, total });
+    }
+    eprintln!("All {total} conformance checks passed.");
+    Ok(())
 }
 
 fn app_command(store: &Store, command: AppCommand) -> Result<(), CommandError> {
