@@ -121,7 +121,7 @@ pub struct NewWebhookEndpoint {
 }
 
 /// Where a message is in its delivery, as stored and as the delivery log shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MessageStatus {
     /// Waiting for an attempt, its first or the next one.
@@ -744,7 +744,7 @@ pub mod log {
     }
 
     /// An attempt as the delivery log shows it: the answer's first KiB, never a header.
-    #[derive(Debug, Clone, PartialEq, Serialize)]
+    #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
     pub struct AttemptShown {
         /// When the attempt was made.
         pub attempted_at: Timestamp,
@@ -771,7 +771,7 @@ pub mod log {
     }
 
     /// A message as the delivery log shows it; `next_attempt_at` only while it is pending.
-    #[derive(Debug, Clone, PartialEq, Serialize)]
+    #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
     pub struct MessageShown {
         /// The `webhook-id`, the same on every attempt.
         pub message_id: String,
@@ -805,7 +805,7 @@ pub mod log {
     }
 
     /// A line of the delivery log: a message and its last attempt.
-    #[derive(Debug, Clone, PartialEq, Serialize)]
+    #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
     pub struct DeliveryLine {
         /// The message, its fields inline.
         #[serde(flatten)]
@@ -816,7 +816,7 @@ pub mod log {
 
     /// One delivery: the message's fields, with every attempt in place of their count, and
     /// the payload as sent.
-    #[derive(Debug, Clone, PartialEq, Serialize)]
+    #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
     pub struct Delivery {
         /// The message's `webhook-id`.
         pub message_id: String,

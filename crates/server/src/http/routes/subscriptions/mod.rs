@@ -14,7 +14,45 @@ use super::resource;
 
 /// This folder's routes in the OpenAPI document (`crate::http::openapi`).
 #[derive(utoipa::OpenApi)]
-#[openapi(paths(groups::list, groups::create, groups::get, groups::update, groups::delete))]
+#[openapi(paths(
+    customers::list,
+    customers::get,
+    customers::update,
+    customers::list_addresses,
+    customers::create_address,
+    customers::update_address,
+    customers::delete_address,
+    customers::subscriptions,
+    operations::list,
+    operations::create,
+    operations::get,
+    operations::update,
+    operations::cancel,
+    operations::reactivate,
+    operations::pause,
+    operations::resume,
+    operations::skip,
+    operations::change_quantity,
+    operations::change_frequency,
+    operations::change_shipping_address,
+    operations::change_payment_method,
+    groups::list,
+    groups::create,
+    groups::get,
+    groups::update,
+    groups::delete,
+    webhooks::topics,
+    webhooks::create,
+    webhooks::list,
+    webhooks::get,
+    webhooks::update,
+    webhooks::delete,
+    webhooks::deliveries,
+    webhooks::delivery,
+    webhooks::resend,
+    webhooks::recover,
+    webhooks::enable,
+))]
 pub struct Api;
 
 pub fn configure(config: &mut web::ServiceConfig) {
