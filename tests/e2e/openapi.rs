@@ -120,6 +120,13 @@ fn the_reference_page_holds_the_document() {
         "{:?}",
         page.header("content-type")
     );
-    assert!(page.text.contains("<title>Mercer API</title>"), "{}", page.text);
-    assert!(page.text.contains("\"operationId\":\"get_openapi_document\""));
+    assert!(
+        page.text.contains("<title>Mercer API</title>"),
+        "{}",
+        page.text
+    );
+    assert!(
+        page.text
+            .contains("\"operationId\":\"get_openapi_document\"")
+    );
 }

@@ -319,6 +319,39 @@ pub struct AuthorizeParams {
     pub shop: Option<String>,
 }
 
+/// The form of `POST /accounts/dashboard/authorize`, as the sign-in and consent page sends it:
+/// the authorize request's fields (hidden in the page), the shop, the staff member's credentials
+/// and the decision. A doc-only type: the route reads it as [`AuthorizeParams`] and its own
+/// fields.
+#[derive(utoipa::ToSchema)]
+#[schema(as = OAuthAuthorizeForm)]
+pub struct AuthorizeForm {
+    /// The app's client id.
+    pub client_id: Option<String>,
+    /// Where to send the browser back; may be left out when the app registered only one.
+    pub redirect_uri: Option<String>,
+    /// The scopes asked for, separated by spaces.
+    pub scope: Option<String>,
+    /// An opaque value sent back unchanged with the code or the error.
+    pub state: Option<String>,
+    /// Must be `code`.
+    pub response_type: Option<String>,
+    /// The PKCE challenge (43 to 128 characters of base64url), if the client uses PKCE.
+    pub code_challenge: Option<String>,
+    /// Must be `S256` when a challenge is given.
+    pub code_challenge_method: Option<String>,
+    /// The shop, by its domain or its identifier.
+    pub shop: Option<String>,
+    /// The staff member's email address.
+    pub email: Option<String>,
+    /// The staff member's password.
+    #[schema(format = Password)]
+    pub password: Option<String>,
+    /// `approve` signs in and approves; anything else denies (back to the app with
+    /// `access_denied`).
+    pub decision: Option<String>,
+}
+
 /// An authorize request that passed its checks.
 #[derive(Debug, Clone)]
 pub struct ValidAuthorize {
@@ -648,10 +681,12 @@ pub fn sign_in<D: AccessDatabase>(
 // The token endpoint.
 
 /// The body of `POST /auth/oauth2/token`, as form fields or JSON.
-#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[derive(Debug, Clone, Default, serde::Deserialize, serde::Serialize, utoipa::ToSchema)]
 #[serde(default)]
+#[schema(as = OAuthTokenRequest)]
 pub struct TokenParams {
     /// Must be `authorization_code`.
+    #[schema(pattern = "^authorization_code$")]
     pub grant_type: Option<String>,
     /// The code the authorize request gave; required.
     pub code: Option<String>,

@@ -576,7 +576,7 @@ pub fn bootstrap_demo(
 }
 
 /// The Shop resource of seed 002 §2.5, with the seed's own spelling `shop_identifer`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ShopResource<'a> {
     /// The shop's row id (the service's integer).
     pub id: i64,

@@ -16,7 +16,8 @@ use crate::platform::connector::{ConnectorTarget, PlatformConnector};
 
 /// What a destination serves: a shop has at most one live destination per topic, and each
 /// connector operation goes to the destination of its topic.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, utoipa::ToSchema)]
+#[schema(as = DestinationTopic, rename_all = "lowercase")]
 pub enum Topic {
     /// Customers and their addresses (and customer token validation).
     Customers,
@@ -94,37 +95,44 @@ pub struct DestinationSettings {
 }
 
 /// `data.destination` of a create or update body; every field optional here, checked below.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(default)]
 pub struct DestinationInput {
     /// The destination's id; on update it must be the id of the path, as a number or its text.
+    #[schema(value_type = Option<i64>)]
     pub id: Option<serde_json::Value>,
     /// The shop's identifier; when given it must be the shop of the path.
     pub shop_identifier: Option<String>,
     /// The topic's name (`customers`, `orders` or `products`); required on create.
+    #[schema(value_type = Option<Topic>)]
     pub topic: Option<String>,
     /// The connector's base URL: absolute http(s), no query, fragment or credentials; required on
     /// create.
+    #[schema(format = "uri")]
     pub destination: Option<String>,
     /// The connector API version; `v1` (the default) is the only one.
+    #[schema(pattern = "^v1$")]
     pub version: Option<String>,
     /// How long a call may take, in milliseconds (100 to 30 000; 20 000 by default).
+    #[schema(minimum = 100, maximum = 30000)]
     pub timeout_ms: Option<i64>,
 }
 
 /// The body of a create or update request: `{"data": {"destination": {…}}}`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(default)]
 pub struct DestinationEnvelope {
     /// The `data` object.
+    #[schema(required = true, value_type = DestinationData)]
     pub data: Option<DestinationData>,
 }
 
 /// The `data` object of a create or update body.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(default)]
 pub struct DestinationData {
     /// The destination's fields.
+    #[schema(required = true, value_type = DestinationInput)]
     pub destination: Option<DestinationInput>,
 }
 
@@ -312,13 +320,14 @@ impl DestinationInput {
 }
 
 /// The Destination resource of seed 000 §2, with the base URL under `destination`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct DestinationResource<'a> {
     /// The destination's id (the service's integer).
     pub id: i64,
     /// The identifier of the shop it belongs to.
     pub shop_identifier: &'a str,
     /// The topic it serves (`customers`, `orders` or `products`).
+    #[schema(value_type = Topic)]
     pub topic: &'static str,
     /// The connector's base URL.
     pub destination: &'a str,

@@ -402,6 +402,59 @@ struct DeletedRef {
     platform_deleted_at: Option<Timestamp>,
 }
 
+/// A deleted entity as a Deleted event names it (`data.<kind>`): both fields required.
+#[derive(utoipa::ToSchema)]
+#[schema(as = PlatformDeletedEntity)]
+pub struct DeletedEntity {
+    /// The entity's platform id (a string; an integer is read as its text).
+    #[schema(min_length = 1)]
+    pub platform_id: String,
+    /// When the platform deleted it; a save the platform made later brings it back.
+    pub platform_deleted_at: Timestamp,
+}
+
+/// The bodies of the connector's event routes, as the OpenAPI document describes them:
+/// `{"data": {"<kind>": …}}`. A saved entity needs its `platform_id` and `platform_updated_at`;
+/// the fields Mercer does not know are left out.
+macro_rules! event_bodies {
+    ($($(#[$doc:meta])* $body:ident, $data:ident { $key:ident: $entity:ty };)+) => {
+        $(
+            $(#[$doc])*
+            #[derive(utoipa::ToSchema)]
+            pub struct $body {
+                /// The event's entity, under its kind.
+                pub data: $data,
+            }
+
+            #[doc = concat!("`data` of [`", stringify!($body), "`].")]
+            #[derive(utoipa::ToSchema)]
+            pub struct $data {
+                /// The entity.
+                pub $key: $entity,
+            }
+        )+
+    };
+}
+
+event_bodies! {
+    /// A customer was created or changed: `{"data": {"customer": …}}`.
+    CustomerSavedEvent, CustomerSavedData { customer: Customer };
+    /// A customer was deleted: `{"data": {"customer": {platform_id, platform_deleted_at}}}`.
+    CustomerDeletedEvent, CustomerDeletedData { customer: DeletedEntity };
+    /// An order was created or changed: `{"data": {"order": …}}`.
+    OrderSavedEvent, OrderSavedData { order: Order };
+    /// An order was deleted: `{"data": {"order": {platform_id, platform_deleted_at}}}`.
+    OrderDeletedEvent, OrderDeletedData { order: DeletedEntity };
+    /// A product was created or changed: `{"data": {"product": …}}`.
+    ProductSavedEvent, ProductSavedData { product: Product };
+    /// A product was deleted: `{"data": {"product": {platform_id, platform_deleted_at}}}`.
+    ProductDeletedEvent, ProductDeletedData { product: DeletedEntity };
+    /// A category was created or changed: `{"data": {"category": …}}`.
+    CategorySavedEvent, CategorySavedData { category: Category };
+    /// A category was deleted: `{"data": {"category": {platform_id, platform_deleted_at}}}`.
+    CategoryDeletedEvent, CategoryDeletedData { category: DeletedEntity };
+}
+
 /// Why an event body was refused: not JSON at all (400), or JSON that breaks the rules (422).
 #[derive(Debug)]
 pub enum EventBodyError {

@@ -51,6 +51,27 @@ impl Decimal {
     }
 }
 
+/// A decimal string (`"12.50"`, `"-3"`), as [`Decimal::parse`] reads it.
+impl utoipa::PartialSchema for Decimal {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .pattern(Some("^-?[0-9]+(\\.[0-9]+)?$"))
+            .max_length(Some(40))
+            .description(Some(
+                "A decimal amount written as a string (`\"12.50\"`, `\"-3\"`), in the currency's units.",
+            ))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Decimal {
+    fn name() -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed("PlatformDecimal")
+    }
+}
+
 impl<'de> Deserialize<'de> for Decimal {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
@@ -64,7 +85,7 @@ impl<'de> Deserialize<'de> for Decimal {
 
 /// An id assigned by the platform. The interface writes them as strings; platforms with
 /// numeric ids may send numbers, which are kept as their decimal text.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, utoipa::ToSchema)]
 #[serde(transparent)]
 pub struct PlatformId(String);
 
@@ -151,8 +172,9 @@ impl<'de> serde::de::Visitor<'de> for PlatformIdVisitor {
 }
 
 /// `{description, value}`: an entry of `custom_attributes`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default)]
+#[schema(as = PlatformCustomAttribute)]
 pub struct CustomAttribute {
     /// What the attribute is, for people.
     pub description: String,
@@ -179,9 +201,9 @@ macro_rules! model {
             $( $(#[$field_meta:meta])* $field:ident : $ty:ty ),* $(,)?
         }
     ) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+        #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
         #[serde(default)]
+        $(#[$meta])*
         pub struct $name {
             $(
                 $(#[$field_meta])*
@@ -216,6 +238,7 @@ macro_rules! model {
 model! {
     /// A customer's address (seed 000 §2 Customer address; also the body and answer of the
     /// address operations, which add `platform_customer_id` and `email`).
+    #[schema(as = PlatformCustomerAddress)]
     pub struct CustomerAddress {
         /// The address's platform id; absent from create requests.
         platform_id: PlatformId,
@@ -259,6 +282,7 @@ model! {
 model! {
     /// A customer of the platform (seed 000 §2 Customer): the entity of Customer events and
     /// the body and answer of the customer operations.
+    #[schema(as = PlatformCustomer)]
     pub struct Customer {
         /// The customer's platform id; absent from create requests.
         platform_id: PlatformId,
@@ -281,6 +305,7 @@ model! {
 
 model! {
     /// A shipping or billing address of an order.
+    #[schema(as = PlatformOrderAddress)]
     pub struct OrderAddress {
         /// The address's platform id; absent from create requests.
         platform_id: PlatformId,
@@ -317,6 +342,7 @@ model! {
 
 model! {
     /// A tax charged on a line item or on shipping.
+    #[schema(as = PlatformTax)]
     pub struct Tax {
         /// The tax charged, in the currency's units.
         amount: Decimal,
@@ -331,6 +357,7 @@ model! {
 
 model! {
     /// A line of an order: a quantity of one variant, with its prices and taxes.
+    #[schema(as = PlatformLineItem)]
     pub struct LineItem {
         /// The line's platform id; absent from create requests.
         platform_id: PlatformId,
@@ -349,7 +376,7 @@ model! {
         /// The URL of the item's image.
         image: String,
         /// Custom attributes of the line, by name (the checkout keeps its line key here).
-        custom_attributes: CustomAttributes,
+        custom_attributes: BTreeMap<String, CustomAttribute>,
         /// How many units are sold.
         quantity: i64,
         /// The weight, in grams.
@@ -381,6 +408,7 @@ model! {
 
 model! {
     /// A transaction of a payment at its payment provider.
+    #[schema(as = PlatformTransaction)]
     pub struct Transaction {
         /// The transaction's platform id.
         platform_id: PlatformId,
@@ -399,6 +427,7 @@ model! {
 
 model! {
     /// A payment of an order (the body and answer of Create Payment).
+    #[schema(as = PlatformPayment)]
     pub struct Payment {
         /// The payment's platform id; absent from create requests.
         platform_id: PlatformId,
@@ -422,13 +451,14 @@ model! {
         status: String,
         /// Custom attributes of the payment, by name (Mercer keeps its key of the
         /// payment here).
-        custom_attributes: CustomAttributes,
+        custom_attributes: BTreeMap<String, CustomAttribute>,
     }
 }
 
 model! {
     /// An order of the platform: the entity of Order events and the body and answer of the
     /// order operations.
+    #[schema(as = PlatformOrder)]
     pub struct Order {
         /// The order's platform id; absent from create requests.
         platform_id: PlatformId,
@@ -465,7 +495,7 @@ model! {
         /// Notes the customer may see.
         public_notes: String,
         /// Custom attributes of the order, by name.
-        custom_attributes: CustomAttributes,
+        custom_attributes: BTreeMap<String, CustomAttribute>,
         /// The shipping price before tax, in the currency's units.
         shipping_subtotal: Decimal,
         /// The tax on shipping, in the currency's units.
@@ -497,6 +527,7 @@ model! {
 
 model! {
     /// One of the option values that make a variant (its value of one of the product's options).
+    #[schema(as = PlatformVariantOptionValue)]
     pub struct VariantOptionValue {
         /// The option value's platform id.
         platform_id: PlatformId,
@@ -511,6 +542,7 @@ model! {
 
 model! {
     /// A variant of a product: what a line item sells.
+    #[schema(as = PlatformVariant)]
     pub struct Variant {
         /// The variant's platform id.
         platform_id: PlatformId,
@@ -558,6 +590,7 @@ model! {
 
 model! {
     /// A value a product option offers.
+    #[schema(as = PlatformOptionValue)]
     pub struct OptionValue {
         /// The value's platform id.
         platform_id: PlatformId,
@@ -572,6 +605,7 @@ model! {
 
 model! {
     /// An option a product's variants differ by (a size, a colour).
+    #[schema(as = PlatformProductOption)]
     pub struct ProductOption {
         /// The option's platform id.
         platform_id: PlatformId,
@@ -586,6 +620,7 @@ model! {
 
 model! {
     /// An image of a product.
+    #[schema(as = PlatformImage)]
     pub struct Image {
         /// The image's platform id.
         platform_id: PlatformId,
@@ -600,6 +635,7 @@ model! {
 
 model! {
     /// A product category: the entity of Category events, also listed in its products.
+    #[schema(as = PlatformCategory)]
     pub struct Category {
         /// The category's platform id.
         platform_id: PlatformId,
@@ -614,6 +650,7 @@ model! {
 
 model! {
     /// A product of the shop's catalogue, with its variants: the entity of Product events.
+    #[schema(as = PlatformProduct)]
     pub struct Product {
         /// The product's platform id.
         platform_id: PlatformId,

@@ -20,7 +20,8 @@ use crate::platform::resources::Pagination;
 use crate::platform::{PlatformDatabase, PlatformRepositories};
 
 /// Where a sync run stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, utoipa::ToSchema)]
+#[schema(rename_all = "lowercase")]
 pub enum SyncStatus {
     /// Pulling pages.
     Running,
@@ -81,13 +82,15 @@ pub struct SyncRun {
 }
 
 /// A sync run as answers show it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct SyncResource {
     /// The run's id (the service's integer).
     pub id: i64,
     /// The topic it syncs (`customers`, `orders` or `products`).
+    #[schema(value_type = Topic)]
     pub topic: &'static str,
     /// Where it stands (`running`, `succeeded` or `failed`).
+    #[schema(value_type = SyncStatus)]
     pub status: &'static str,
     /// How many pages were pulled so far.
     pub pages: i64,

@@ -19,6 +19,7 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
+use utoipa::ToSchema;
 
 use crate::access::shop::Shop;
 use crate::kernel::error::{DomainError, FieldError, Problems};
@@ -1616,6 +1617,468 @@ fn problems_into_error(problems: Problems) -> DomainError {
         Err(error) => error,
         Ok(()) => DomainError::invalid("subscription", "required", "subscription is required"),
     }
+}
+
+// The request bodies as the OpenAPI document describes them: doc-only types listing every
+// field the parsers above read, in their canonical form (ids and numbers given as text are read
+// too; that leniency is not described).
+
+/// The fields of an address a body gives (seed 002 §2.2's create fields): a subscription's
+/// billing or shipping address, or a customer's address.
+#[derive(ToSchema)]
+pub struct SubscriptionAddressFields {
+    /// The recipient's first name.
+    pub first_name: Option<String>,
+    /// The recipient's last name.
+    pub last_name: Option<String>,
+    /// The company name.
+    pub company: Option<String>,
+    /// A phone number at the address.
+    pub phone: Option<String>,
+    /// The first line of the street address (not blank).
+    #[schema(min_length = 1)]
+    pub street1: String,
+    /// The second line of the street address.
+    pub street2: Option<String>,
+    /// The city (not blank).
+    #[schema(min_length = 1)]
+    pub city: String,
+    /// The province or state, by name.
+    pub province: Option<String>,
+    /// The province or state, by code.
+    pub province_code: Option<String>,
+    /// The country, by name.
+    pub country: Option<String>,
+    /// The country's ISO 3166-1 alpha-2 code, such as `CA` (read in any case, kept upper case).
+    #[schema(pattern = "^[A-Za-z]{2}$")]
+    pub country_code: String,
+    /// The postal code.
+    pub zip: Option<String>,
+}
+
+/// The body of Create and Update Customer Address.
+#[derive(ToSchema)]
+pub struct SubscriptionCustomerAddressRequest {
+    /// The address's fields.
+    pub customer_address: SubscriptionCustomerAddressFields,
+}
+
+/// A customer's address as Create and Update Customer Address take it.
+#[derive(ToSchema)]
+pub struct SubscriptionCustomerAddressFields {
+    /// The recipient's first name.
+    pub first_name: Option<String>,
+    /// The recipient's last name.
+    pub last_name: Option<String>,
+    /// The company name.
+    pub company: Option<String>,
+    /// A phone number at the address.
+    pub phone: Option<String>,
+    /// The first line of the street address (not blank).
+    #[schema(min_length = 1)]
+    pub street1: String,
+    /// The second line of the street address.
+    pub street2: Option<String>,
+    /// The city (not blank).
+    #[schema(min_length = 1)]
+    pub city: String,
+    /// The province or state, by name.
+    pub province: Option<String>,
+    /// The province or state, by code.
+    pub province_code: Option<String>,
+    /// The country, by name.
+    pub country: Option<String>,
+    /// The country's ISO 3166-1 alpha-2 code, such as `CA` (read in any case, kept upper case).
+    #[schema(pattern = "^[A-Za-z]{2}$")]
+    pub country_code: String,
+    /// The postal code.
+    pub zip: Option<String>,
+    /// Whether it is the customer's default address. Left out, a new address is the default
+    /// when the customer has none, and an update keeps what the address was.
+    pub is_default: Option<bool>,
+}
+
+/// The body of Update Customer: the fields given change, the others stay.
+#[derive(ToSchema)]
+pub struct SubscriptionCustomerUpdateRequest {
+    /// The customer's fields to change.
+    pub customer: SubscriptionCustomerUpdateFields,
+}
+
+/// A customer's fields to change (Update Customer, and Update Subscription's `customer`):
+/// those given; null or blank text clears a field (but `email`, which cannot be cleared).
+#[derive(ToSchema)]
+pub struct SubscriptionCustomerUpdateFields {
+    /// The customer's new first name.
+    pub first_name: Option<String>,
+    /// The customer's new last name.
+    pub last_name: Option<String>,
+    /// The customer's new phone number.
+    pub phone: Option<String>,
+    /// The customer's new email address (checked).
+    #[schema(format = Email)]
+    pub email: Option<String>,
+    /// The customer's new notes.
+    pub notes: Option<String>,
+}
+
+/// The body of Create Subscription (seed 002 §4.2).
+#[derive(ToSchema)]
+pub struct SubscriptionCreateRequest {
+    /// The subscription's customer: the shop's live customer with this email, or a new one.
+    pub customer: SubscriptionCreateCustomerFields,
+    /// The subscription.
+    pub subscription: SubscriptionCreateFields,
+}
+
+/// `customer` of Create Subscription: found by its email (compared without case), or created
+/// with these fields.
+#[derive(ToSchema)]
+pub struct SubscriptionCreateCustomerFields {
+    /// The customer's email address (checked).
+    #[schema(format = Email)]
+    pub email: String,
+    /// The first name of a customer created here.
+    pub first_name: Option<String>,
+    /// The last name of a customer created here.
+    pub last_name: Option<String>,
+    /// The phone number of a customer created here.
+    pub phone: Option<String>,
+    /// The notes of a customer created here.
+    pub notes: Option<String>,
+}
+
+/// A status a client may give a subscription: any but `processing`, which only Mercer sets.
+#[derive(ToSchema)]
+#[schema(rename_all = "snake_case")]
+pub enum SettableSubscriptionStatus {
+    /// Live: its orders are placed when they come due.
+    Active,
+    /// Ended.
+    Inactive,
+    /// Waiting for its first order.
+    Scheduled,
+    /// Paused: no order is placed until it is resumed.
+    Paused,
+}
+
+/// `subscription` of Create Subscription.
+#[derive(ToSchema)]
+pub struct SubscriptionCreateFields {
+    /// The client's key for the request: the same key and body again answer the first
+    /// subscription; the same key with another body is 409.
+    pub idempotency_key: Option<String>,
+    /// The client's own reference for the subscription.
+    pub external_id: Option<String>,
+    /// When the first order is due; else the rule's first date from now.
+    pub next_order_datetime: Option<Timestamp>,
+    /// The date of the subscription's last order (an imported subscription's).
+    pub last_order_datetime: Option<Timestamp>,
+    /// When the subscription was placed.
+    pub placed_at: Option<Timestamp>,
+    /// The status; else `scheduled` for a rule that starts later and `active` otherwise.
+    pub subscription_status: Option<SettableSubscriptionStatus>,
+    /// The order rule: RFC 5545 `DTSTART`, `RRULE` and `EXDATE` lines (times without a zone
+    /// are the shop's). Required unless a line item names a billing rule (`interval_id`), whose
+    /// RRULE then starts at `next_order_datetime` (else now).
+    pub order_rrule: Option<String>,
+    /// The ISO 4217 currency of the prices; the shop's by default.
+    #[schema(pattern = "^[A-Z]{3}$")]
+    pub base_currency: Option<String>,
+    /// The ISO 4217 currency orders are charged in; `base_currency` by default.
+    #[schema(pattern = "^[A-Z]{3}$")]
+    pub charged_currency: Option<String>,
+    /// What one unit of the base currency is in the charged currency: above 0, and 1 (the
+    /// default) when the currencies are the same.
+    #[schema(exclusive_minimum = 0)]
+    pub base_to_charged_exchange_rate: Option<f64>,
+    /// The percent (0 to 100) orders take off their items; else the first line item's group's,
+    /// else 0.
+    #[schema(minimum = 0, maximum = 100)]
+    pub percent_discount: Option<f64>,
+    /// The line items, 1 to 250.
+    #[schema(min_items = 1, max_items = 250)]
+    pub line_items: Vec<SubscriptionLineItemFields>,
+    /// The address to bill; the shipping address when left out.
+    pub billing_address: Option<SubscriptionAddressFields>,
+    /// The address orders ship to.
+    pub shipping_address: SubscriptionAddressFields,
+    /// The payment method.
+    pub payment_details: Option<SubscriptionPaymentDetailsFields>,
+    /// A discount code, kept and sent with each order.
+    pub discount_code: Option<String>,
+    /// A note on the subscription, kept and shown.
+    pub note: Option<String>,
+    /// A note sent as the `notes` of each order.
+    pub order_note: Option<String>,
+    /// The shipping lines, at most 20.
+    #[schema(max_items = 20)]
+    pub shipping_lines: Option<Vec<SubscriptionShippingLineFields>>,
+}
+
+/// A line item of Create Subscription. The product fields (`title` to `taxable`) are kept when
+/// the catalogue does not have the variant; the catalogue's values win when it does.
+#[derive(ToSchema)]
+pub struct SubscriptionLineItemFields {
+    /// The product's platform id.
+    pub platform_product_id: String,
+    /// The variant's platform id.
+    pub platform_variant_id: String,
+    /// How many units each order has.
+    #[schema(minimum = 1)]
+    pub quantity: i64,
+    /// The unit price, in cents of the base currency.
+    #[schema(minimum = 0)]
+    pub price: i64,
+    /// The subscription group the line item is sold under: a group of the shop.
+    pub subscription_group_id: Option<i64>,
+    /// One of that group's billing rules (needs `subscription_group_id`).
+    pub interval_id: Option<i64>,
+    /// For a line item one payment covers several orders of.
+    pub prepaid_metadata: Option<SubscriptionPrepaidFields>,
+    /// Name and value pairs kept with the line item and sent with its orders, at most 50.
+    #[schema(max_items = 50)]
+    pub line_item_attributes: Option<Vec<SubscriptionLineItemAttributeFields>>,
+    /// The line item's title.
+    pub title: Option<String>,
+    /// The product's name.
+    pub product_name: Option<String>,
+    /// The variant's name.
+    pub variant_name: Option<String>,
+    /// The variant's SKU.
+    pub sku: Option<String>,
+    /// The URL of the item's image.
+    pub image: Option<String>,
+    /// The item's weight in grams.
+    #[schema(minimum = 0)]
+    pub grams: Option<i64>,
+    /// The item's weight, in `weight_unit`.
+    #[schema(minimum = 0)]
+    pub weight: Option<f64>,
+    /// The unit of `weight`.
+    pub weight_unit: Option<String>,
+    /// Whether the item is shipped (true when left out).
+    pub requires_shipping: Option<bool>,
+    /// Whether the item is taxed (true when left out).
+    pub taxable: Option<bool>,
+    /// Discounts taken off the unit price in this order, at most 10.
+    #[schema(max_items = 10)]
+    pub discounts: Option<Vec<SubscriptionLineItemDiscountFields>>,
+}
+
+/// A line item's `prepaid_metadata`: one payment covers `prepaid_duration` orders.
+#[derive(ToSchema)]
+pub struct SubscriptionPrepaidFields {
+    /// How many orders one payment covers.
+    #[schema(minimum = 1, maximum = 1000)]
+    pub prepaid_duration: i64,
+    /// How many orders of the current period were placed already (0 to `prepaid_duration`;
+    /// 0 when left out).
+    #[schema(minimum = 0)]
+    pub current_recurrence_count: Option<i64>,
+    /// Kept and shown as given.
+    pub prepaid_continue: Option<String>,
+}
+
+/// One of a line item's `line_item_attributes`.
+#[derive(ToSchema)]
+pub struct SubscriptionLineItemAttributeFields {
+    /// The attribute's name, once per line item.
+    #[schema(min_length = 1, max_length = 255)]
+    pub name: String,
+    /// The attribute's value (empty when left out).
+    pub value: Option<String>,
+}
+
+/// How a line item discount takes off its unit price.
+#[derive(ToSchema)]
+#[schema(rename_all = "snake_case")]
+pub enum SubscriptionDiscountType {
+    /// `percentage_value` percent of the unit price.
+    Percentage,
+    /// `fixed_value` cents of the base currency off each unit.
+    FixedAmount,
+}
+
+/// A line item's discount.
+#[derive(ToSchema)]
+pub struct SubscriptionLineItemDiscountFields {
+    /// How the discount takes off the unit price.
+    pub discount_type: SubscriptionDiscountType,
+    /// The percent of the unit price taken; required for a `percentage` discount.
+    #[schema(minimum = 0, maximum = 100)]
+    pub percentage_value: Option<f64>,
+    /// The cents of the base currency taken off each unit; required for a `fixed_amount`
+    /// discount.
+    #[schema(minimum = 0)]
+    pub fixed_value: Option<i64>,
+    /// The discount's description, kept and shown.
+    pub description: Option<String>,
+}
+
+/// A shipping line of Create and Update Subscription.
+#[derive(ToSchema)]
+pub struct SubscriptionShippingLineFields {
+    /// The shipping method's name (not blank).
+    #[schema(min_length = 1)]
+    pub name: String,
+    /// The shipping method's code.
+    pub code: Option<String>,
+    /// A tag of the line.
+    pub tag: Option<String>,
+    /// The price of the shipping, in cents of the base currency (0 when left out).
+    #[schema(minimum = 0)]
+    pub price: Option<i64>,
+}
+
+/// `payment_details` of Create Subscription.
+#[derive(ToSchema)]
+pub struct SubscriptionPaymentDetailsFields {
+    /// The payment gateway: shown as `payment_gateway_public_id`.
+    pub gateway_name: String,
+    /// The customer's id at the gateway: kept, never shown.
+    pub gateway_customer_id: Option<String>,
+    /// The payment method's token: shown as `payment_method_token`.
+    pub gateway_payment_id: Option<String>,
+    /// When the method expires.
+    pub expires_at: Option<PaymentExpiry>,
+}
+
+/// The body of Update Subscription: the fields given change, the others stay. The rule texts
+/// are generated from the rules, and `latest_status_log` is written by actions only.
+#[derive(ToSchema)]
+pub struct SubscriptionUpdateRequest {
+    /// The fields to change.
+    pub subscription: SubscriptionUpdateFields,
+}
+
+/// `subscription` of Update Subscription. Null or blank text clears a text field.
+#[derive(ToSchema)]
+pub struct SubscriptionUpdateFields {
+    /// Changes of the subscription's customer, as Update Customer makes them.
+    pub customer: Option<SubscriptionCustomerUpdateFields>,
+    /// The client's own reference.
+    pub external_id: Option<String>,
+    /// The idempotency key, which no other subscription of the shop may have.
+    pub idempotency_key: Option<String>,
+    /// The next order date; a change ends a retry wait (unless `next_processing_datetime` is
+    /// given too).
+    pub next_order_datetime: Option<Timestamp>,
+    /// The next payment date.
+    pub next_payment_datetime: Option<Timestamp>,
+    /// The end of a retry wait.
+    pub next_processing_datetime: Option<Timestamp>,
+    /// When a payment was last made.
+    pub last_payment_datetime: Option<Timestamp>,
+    /// The order date of the last order.
+    pub last_order_datetime: Option<Timestamp>,
+    /// When the last order was placed.
+    pub last_processed_datetime: Option<Timestamp>,
+    /// When the subscription was placed.
+    pub placed_at: Option<Timestamp>,
+    /// The status to move to, taken as the action it maps to.
+    pub subscription_status: Option<SettableSubscriptionStatus>,
+    /// The new payment method's token.
+    pub payment_method_token: Option<String>,
+    /// The new payment method's gateway.
+    pub payment_gateway_public_id: Option<String>,
+    /// When the payment method expires; null clears it.
+    pub payment_method_expires_at: Option<PaymentExpiry>,
+    /// The order rule, checked as at creation; it is the payment rule too unless
+    /// `payment_rrule` is given.
+    pub order_rrule: Option<String>,
+    /// The payment rule.
+    pub payment_rrule: Option<String>,
+    /// Failed attempts at the current order.
+    #[schema(minimum = 0)]
+    pub current_retries: Option<i64>,
+    /// How many orders were placed.
+    #[schema(minimum = 0)]
+    pub orders_processed: Option<i64>,
+    /// The ISO 4217 currency orders are charged in.
+    #[schema(pattern = "^[A-Z]{3}$")]
+    pub charged_currency: Option<String>,
+    /// The ISO 4217 currency of the prices.
+    #[schema(pattern = "^[A-Z]{3}$")]
+    pub base_currency: Option<String>,
+    /// What one unit of the base currency is in the charged currency.
+    #[schema(exclusive_minimum = 0)]
+    pub base_to_charged_exchange_rate: Option<f64>,
+    /// A new address of the customer, which the subscription bills to.
+    pub billing_address: Option<SubscriptionAddressFields>,
+    /// A new address of the customer, which the subscription ships to.
+    pub shipping_address: Option<SubscriptionAddressFields>,
+    /// The id of the customer's live address to bill to.
+    pub billing_address_id: Option<i64>,
+    /// The id of the customer's live address to ship to.
+    pub shipping_address_id: Option<i64>,
+    /// The discount code.
+    pub discount_code: Option<String>,
+    /// The code of the last failed order attempt.
+    pub last_failure_code: Option<String>,
+    /// That failure as a sentence.
+    pub last_failure_reason: Option<String>,
+    /// That failure's details; null (or no `message`) clears them.
+    pub last_failure_details: Option<SubscriptionFailureDetailsFields>,
+    /// The note on the subscription.
+    pub note: Option<String>,
+    /// The note sent with each order.
+    pub order_note: Option<String>,
+    /// The shipping lines from now on (`[]` removes them), at most 20.
+    #[schema(max_items = 20)]
+    pub shipping_lines: Option<Vec<SubscriptionShippingLineFields>>,
+}
+
+/// `last_failure_details` of Update Subscription.
+#[derive(ToSchema)]
+pub struct SubscriptionFailureDetailsFields {
+    /// What failed.
+    pub message: Option<String>,
+}
+
+/// The body of Skip: the order date to skip (its day in the shop's zone counts).
+#[derive(ToSchema)]
+pub struct SubscriptionSkipRequest {
+    /// The order date to skip.
+    pub order_datetime: Timestamp,
+}
+
+/// The body of Change Quantity.
+#[derive(ToSchema)]
+pub struct SubscriptionQuantityRequest {
+    /// The line item's new quantity.
+    #[schema(minimum = 1)]
+    pub quantity: i64,
+}
+
+/// The body of Change Frequency.
+#[derive(ToSchema)]
+pub struct SubscriptionFrequencyRequest {
+    /// The new order rule, checked as at creation.
+    pub order_rrule: String,
+}
+
+/// The body of Change Shipping Address: exactly one of `shipping_address` (a new address,
+/// added to the customer) and `address_id` (one of the customer's).
+#[derive(ToSchema)]
+pub struct SubscriptionShippingAddressRequest {
+    /// A new address of the customer.
+    pub shipping_address: Option<SubscriptionAddressFields>,
+    /// The id of one of the customer's addresses.
+    pub address_id: Option<i64>,
+}
+
+/// The body of Change Payment Method.
+#[derive(ToSchema)]
+pub struct SubscriptionPaymentMethodRequest {
+    /// The new payment method's token (not blank).
+    #[schema(min_length = 1)]
+    pub payment_method_token: String,
+    /// The gateway that takes the token (not blank).
+    #[schema(min_length = 1)]
+    pub payment_gateway_public_id: String,
+    /// When the new method expires.
+    pub expires_at: Option<PaymentExpiry>,
 }
 
 #[cfg(test)]

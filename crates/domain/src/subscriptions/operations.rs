@@ -36,7 +36,7 @@ use crate::subscriptions::webhooks::emit;
 
 /// The pagination of List Subscriptions (seed 002 §2.8): `next` is the opaque cursor of the
 /// next page, null on the last.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct CursorPagination {
     /// How many subscriptions the whole list holds (counted on its first page).
     pub total: i64,

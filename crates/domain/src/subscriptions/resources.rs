@@ -7,12 +7,13 @@
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 pub use crate::kernel::money::{CURRENCY_CODES, Cents, CurrencyCode};
 use crate::kernel::time::Timestamp;
 
 /// The statuses of a subscription (seed 002 §3, contract §5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SubscriptionStatus {
     /// Live: the scheduler places its orders when they come due.
@@ -66,7 +67,7 @@ impl fmt::Display for SubscriptionStatus {
 }
 
 /// A subscription address (seed 002 §2.2).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SubscriptionAddress {
     /// The address's id (the service's integer).
     pub id: i64,
@@ -118,7 +119,7 @@ pub struct SubscriptionAddress {
 }
 
 /// `subscription_summary` of a subscription customer (seed 002 §2.1).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SubscriptionSummary {
     /// The customer's id (the service's integer): what List Subscriptions' filter of that name
     /// takes.
@@ -138,7 +139,8 @@ pub struct SubscriptionSummary {
 }
 
 /// A label of a subscription customer (seed 002 §2.1).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[schema(as = SubscriptionCustomerLabel)]
 pub struct CustomerLabel {
     /// The label's id (the service's integer).
     pub id: i64,
@@ -155,7 +157,7 @@ pub struct CustomerLabel {
 }
 
 /// A subscription customer (seed 002 §2.1).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SubscriptionCustomer {
     /// The customer's id (the service's integer): the shop's one record of the customer,
     /// shared with the customer directory.
@@ -187,7 +189,8 @@ pub struct SubscriptionCustomer {
 
 /// A discount of a line item (seed 002 §2.4). Its money fields are cents like every other
 /// (contract §1 wins over the seed's "numbers").
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = SubscriptionLineItemDiscount)]
 pub struct LineItemDiscount {
     /// The discount's number within its line item, from 1 in the order given.
     pub id: i64,
@@ -196,11 +199,14 @@ pub struct LineItemDiscount {
     /// The id of the shop (the service's integer).
     pub shop_id: i64,
     /// The line item's unit price, before any discount (base currency).
+    #[schema(value_type = i64)]
     pub full_price: Cents,
     /// What this discount takes off the unit price (base currency): a percentage worked out,
     /// or the fixed amount, never more than what the discounts before it left.
+    #[schema(value_type = i64)]
     pub fixed_value: Cents,
     /// `fixed_value` in the charged currency, at the subscription's exchange rate.
+    #[schema(value_type = i64)]
     pub fixed_value_charged: Cents,
     /// `percentage` or `fixed_amount`.
     pub discount_type: String,
@@ -217,7 +223,8 @@ pub struct LineItemDiscount {
 }
 
 /// `prepaid_metadata` of a line item (seed 002 §2.4).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[schema(as = SubscriptionPrepaidMetadata)]
 pub struct PrepaidMetadata {
     /// The metadata's id: 0, as Mercer keeps it inside its line item.
     pub id: i64,
@@ -233,7 +240,8 @@ pub struct PrepaidMetadata {
 }
 
 /// One of `line_item_attributes` (seed 002 §2.4).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[schema(as = SubscriptionLineItemAttribute)]
 pub struct LineItemAttribute {
     /// The attribute's name (1 to 255 characters, once per line item).
     pub name: String,
@@ -250,7 +258,7 @@ pub struct LineItemAttribute {
 }
 
 /// A subscription line item (seed 002 §2.4).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct SubscriptionLineItem {
     /// The line item's id (the service's integer).
     pub id: i64,
@@ -280,16 +288,22 @@ pub struct SubscriptionLineItem {
     /// How many units each order has, at least 1.
     pub quantity: i64,
     /// The unit price, in the base currency.
+    #[schema(value_type = i64)]
     pub price: Cents,
     /// `price` in the charged currency, at the subscription's exchange rate.
+    #[schema(value_type = i64)]
     pub price_charged: Cents,
     /// The unit price less the line item's discounts, never below zero (base currency).
+    #[schema(value_type = i64)]
     pub discounted_price: Cents,
     /// `discounted_price` in the charged currency: what each order charges per unit.
+    #[schema(value_type = i64)]
     pub discounted_price_charged: Cents,
     /// `price` × `quantity`, in the base currency.
+    #[schema(value_type = i64)]
     pub full_price: Cents,
     /// `full_price` in the charged currency.
+    #[schema(value_type = i64)]
     pub full_price_charged: Cents,
     /// Whether the item is shipped (true unless the catalogue or the body says not).
     pub requires_shipping: bool,
@@ -315,7 +329,8 @@ pub struct SubscriptionLineItem {
 }
 
 /// A shipping line of a subscription (seed 002 §2.4).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[schema(as = SubscriptionShippingLine)]
 pub struct ShippingLine {
     /// The line's number within its subscription, from 1 in the order given.
     pub id: i64,
@@ -328,10 +343,13 @@ pub struct ShippingLine {
     /// A tag of the line, as given.
     pub tag: Option<String>,
     /// The price of the shipping, in the base currency.
+    #[schema(value_type = i64)]
     pub price: Cents,
     /// The same amount as `price` (base currency).
+    #[schema(value_type = i64)]
     pub value: Cents,
     /// `value` in the charged currency: what each order adds for this line.
+    #[schema(value_type = i64)]
     pub value_charged: Cents,
     /// When the line was set.
     pub created_at: Timestamp,
@@ -410,16 +428,37 @@ impl<'de> Deserialize<'de> for PaymentExpiry {
     }
 }
 
+/// A year and month, `YYYY-MM` (`2027-03`): a string, as [`PaymentExpiry`]'s `Serialize` writes
+/// it.
+impl utoipa::PartialSchema for PaymentExpiry {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .pattern(Some("^[0-9]{4}-(0[1-9]|1[0-2])$"))
+            .description(Some(
+                "The month a payment method expires, `YYYY-MM` (a year from 2000 to 9999); it is \
+                 good through the month's last day.",
+            ))
+            .examples(["2027-03"])
+            .into()
+    }
+}
+
+impl ToSchema for PaymentExpiry {}
+
 /// `last_failure_details` (seed 002 §2.3).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[schema(as = SubscriptionFailureDetails)]
 pub struct FailureDetails {
     /// What failed: the step of the order's placement and the connector's error.
     pub message: String,
 }
 
 /// Who acted, in a status log entry's `metadata.user`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
+#[schema(as = StatusLogActorType)]
 pub enum ActorType {
     /// A client of the API, with an API access token (`id` is the token's).
     Api,
@@ -432,7 +471,8 @@ pub enum ActorType {
 }
 
 /// `metadata.user` of a status log entry: `{type, id, name}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[schema(as = StatusLogActor)]
 pub struct Actor {
     /// What kind of actor it is (`type` in JSON).
     #[serde(rename = "type")]
@@ -456,14 +496,14 @@ impl Actor {
 }
 
 /// `metadata` of a status log entry.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct StatusLogMetadata {
     /// Who took the action.
     pub user: Actor,
 }
 
 /// `latest_status_log` (seed 002 §2.3): what the last action did and who did it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct StatusLog {
     /// The entry's id (the service's integer).
     pub id: i64,
@@ -480,7 +520,7 @@ pub struct StatusLog {
 }
 
 /// A subscription (seed 002 §2.3).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Subscription {
     /// The subscription's id (the service's integer).
     pub id: i64,
@@ -547,8 +587,10 @@ pub struct Subscription {
     /// `order_rrule` in plain English, generated from it, such as `every 2 weeks on Monday`.
     pub order_rrule_text: String,
     /// The currency its orders are charged in.
+    #[schema(value_type = String, pattern = "^[A-Z]{3}$")]
     pub charged_currency: CurrencyCode,
     /// The currency of its prices: the shop's unless the client gave one.
+    #[schema(value_type = String, pattern = "^[A-Z]{3}$")]
     pub base_currency: CurrencyCode,
     /// What one unit of the base currency is in the charged currency: above 0, and 1 when the
     /// two are the same.

@@ -121,9 +121,11 @@ impl Topic {
 }
 
 /// One entry of List Webhook Topics: `{"id","name"}` (contract §5).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[schema(as = SubscriptionWebhookTopic)]
 pub struct WebhookTopic {
     /// The topic's `webhook_topic_id` (1..=20).
+    #[schema(minimum = 1, maximum = 20)]
     pub id: i64,
     /// The topic's name (`subscription_created`).
     pub name: &'static str,

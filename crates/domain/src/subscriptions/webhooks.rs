@@ -28,22 +28,27 @@ pub(crate) const SECRET_MAX_CHARS: usize = 255;
 
 /// The fields of `{"webhook_subscription": {…}}`, as sent; every one optional so that a missing
 /// field is a 422 on its path, never a failure to parse.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(default)]
 pub struct WebhookSubscriptionFields {
-    /// The absolute http(s) URL the webhooks are sent to.
+    /// The absolute http(s) URL the webhooks are sent to; required to create one.
+    #[schema(format = "uri")]
     pub callback_url: Option<String>,
-    /// The topic's id, as List Webhook Topics gives it (1..=20).
+    /// The topic's id, as List Webhook Topics gives it (1..=20); required to create one.
+    #[schema(minimum = 1, maximum = 20)]
     pub webhook_topic_id: Option<i64>,
-    /// The secret the webhooks are signed with (8 to 255 characters).
+    /// The secret the webhooks are signed with (8 to 255 characters, not blank); required to
+    /// create one. It is never shown again.
+    #[schema(min_length = 8, max_length = 255)]
     pub shared_secret: Option<String>,
 }
 
 /// The body of Create and of Update webhook subscription.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(default)]
 pub struct WebhookSubscriptionBody {
-    /// The wrapped fields; `None` when the body lacks the wrapper.
+    /// The wrapped fields; a body without them is refused (422).
+    #[schema(required = true, value_type = WebhookSubscriptionFields)]
     pub webhook_subscription: Option<WebhookSubscriptionFields>,
 }
 
@@ -267,7 +272,7 @@ pub fn delete(
 }
 
 /// A webhook subscription as answers show it; the shared secret never appears.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct WebhookSubscriptionResource {
     /// The id clients see (32 hex characters).
     pub id: String,

@@ -121,7 +121,7 @@ pub struct NewWebhookEndpoint {
 }
 
 /// Where a message is in its delivery, as stored and as the delivery log shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MessageStatus {
     /// Waiting for an attempt, its first or the next one.
@@ -726,6 +726,7 @@ mod tests {
 pub mod log {
     use serde::Serialize;
     use serde_json::Value;
+    use utoipa::ToSchema;
 
     use super::{DeliveryAttempt, MessageStatus, WebhookEndpoint, WebhookMessage};
     use crate::kernel::error::DomainError;
@@ -744,7 +745,7 @@ pub mod log {
     }
 
     /// An attempt as the delivery log shows it: the answer's first KiB, never a header.
-    #[derive(Debug, Clone, PartialEq, Serialize)]
+    #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
     pub struct AttemptShown {
         /// When the attempt was made.
         pub attempted_at: Timestamp,
@@ -771,7 +772,7 @@ pub mod log {
     }
 
     /// A message as the delivery log shows it; `next_attempt_at` only while it is pending.
-    #[derive(Debug, Clone, PartialEq, Serialize)]
+    #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
     pub struct MessageShown {
         /// The `webhook-id`, the same on every attempt.
         pub message_id: String,
@@ -805,7 +806,7 @@ pub mod log {
     }
 
     /// A line of the delivery log: a message and its last attempt.
-    #[derive(Debug, Clone, PartialEq, Serialize)]
+    #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
     pub struct DeliveryLine {
         /// The message, its fields inline.
         #[serde(flatten)]
@@ -816,7 +817,7 @@ pub mod log {
 
     /// One delivery: the message's fields, with every attempt in place of their count, and
     /// the payload as sent.
-    #[derive(Debug, Clone, PartialEq, Serialize)]
+    #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
     pub struct Delivery {
         /// The message's `webhook-id`.
         pub message_id: String,

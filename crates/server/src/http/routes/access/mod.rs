@@ -10,7 +10,14 @@ use super::resource;
 
 /// This folder's routes in the OpenAPI document (`crate::http::openapi`).
 #[derive(utoipa::OpenApi)]
-#[openapi(paths())]
+#[openapi(paths(
+    oauth::authorize_page,
+    oauth::authorize_submit,
+    oauth::token,
+    shop::get_shop_information,
+    secrets::configure_integration,
+    secrets::rotate_connector_secret,
+))]
 pub struct Api;
 
 pub fn configure(config: &mut web::ServiceConfig) {

@@ -11,14 +11,17 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use mercer_domain::access::credentials::Scope;
 use mercer_domain::access::oauth::{
-    self, AuthorizeError, AuthorizeParams, OAuthError, TokenParams, ValidAuthorize,
+    self, AuthorizeError, AuthorizeForm, AuthorizeParams, OAuthError, TokenParams, ValidAuthorize,
 };
 use mercer_domain::kernel::limits;
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa::openapi::schema::{AnyOfBuilder, Schema};
+use utoipa::openapi::{Ref, RefOr};
 
 use crate::http::error::ApiError;
 use crate::http::extract::RawBody;
+use crate::http::openapi::ErrorBody;
 use crate::http::sign_in_limiter;
 use crate::http::state::{AppState, run_blocking};
 
@@ -218,6 +221,27 @@ async fn check(
 }
 
 /// `GET /accounts/dashboard/authorize`: the sign-in and consent page.
+///
+/// The start of the OAuth 2.0 authorization code flow (RFC 6749 §4.1.1): an HTML page with a
+/// form that signs a staff member in and asks them to approve the app's scopes. A request that
+/// cannot be used goes back to the app's `redirect_uri` with the error, or, when there is no
+/// `redirect_uri` to trust, is an HTML error page.
+#[utoipa::path(get, path = "/accounts/dashboard/authorize", operation_id = "show_oauth_authorize_page", tag = "OAuth",
+    params(
+        ("client_id" = Option<String>, Query, description = "The app's client id; required"),
+        ("redirect_uri" = Option<String>, Query, description = "Where to send the browser back; may be left out when the app registered only one"),
+        ("scope" = Option<String>, Query, description = "The scopes asked for, separated by spaces; required"),
+        ("state" = Option<String>, Query, description = "An opaque value sent back unchanged with the code or the error"),
+        ("response_type" = Option<String>, Query, description = "Must be `code`"),
+        ("code_challenge" = Option<String>, Query, description = "The PKCE challenge (43 to 128 characters of base64url), if the client uses PKCE"),
+        ("code_challenge_method" = Option<String>, Query, description = "Must be `S256` when a challenge is given"),
+        ("shop" = Option<String>, Query, description = "The shop, by its domain or its identifier, filled in the form")),
+    responses(
+        (status = 200, description = "The sign-in and consent page", content_type = "text/html", body = String),
+        (status = 303, description = "Back to the app: `redirect_uri` with `error`, `error_description` and `state` (RFC 6749 §4.1.2.1)",
+            headers(("Location" = String, description = "The app's `redirect_uri` with the error"))),
+        (status = 400, description = "The request cannot be used and names no `redirect_uri` to go back to (an HTML page), or a bad `Svc-API-Version-Date` (the JSON error)",
+            content((String = "text/html"), (ErrorBody = "application/json")))))]
 pub async fn authorize_page(
     state: web::Data<AppState>,
     request: HttpRequest,
@@ -261,6 +285,21 @@ fn too_many(wait_seconds: u64) -> HttpResponse {
 
 /// `POST /accounts/dashboard/authorize`: the form. Deny goes back with `access_denied`;
 /// approve signs in and goes back with a code.
+///
+/// The sign-in and consent page's form. Either way the browser goes back to the app's
+/// `redirect_uri` (RFC 6749 §4.1.2): with `code` and `state` once the staff member signed in and
+/// approved, with `error=access_denied` when they denied. Wrong credentials show the page again
+/// (401); repeated failures are refused for a while (429).
+#[utoipa::path(post, path = "/accounts/dashboard/authorize", operation_id = "submit_oauth_authorize_form", tag = "OAuth",
+    request_body(content = AuthorizeForm, content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 303, description = "Back to the app: `redirect_uri` with `code` and `state` once approved, or with `error`, `error_description` and `state`",
+            headers(("Location" = String, description = "The app's `redirect_uri` with the code or the error"))),
+        (status = 400, description = "The form cannot be read, or the request cannot be used and names no `redirect_uri` to go back to (an HTML page); or a body that cannot be read or a bad `Svc-API-Version-Date` (the JSON error)",
+            content((String = "text/html"), (ErrorBody = "application/json"))),
+        (status = 401, description = "The shop, email or password is not right: the page again, with an alert", content_type = "text/html", body = String),
+        (status = 429, description = "Too many failed sign-ins: an HTML page", content_type = "text/html", body = String,
+            headers(("Retry-After" = i64, description = "Seconds to wait")))))]
 pub async fn authorize_submit(
     state: web::Data<AppState>,
     request: HttpRequest,
@@ -339,6 +378,53 @@ pub async fn authorize_submit(
     }
 }
 
+/// An RFC 6749 §5.2 error of the token endpoint: `{"error", "error_description"}`.
+#[derive(Serialize, ToSchema)]
+pub struct OAuthErrorBody<'a> {
+    /// The RFC 6749 error code (`invalid_request`, `invalid_client`, `invalid_grant`,
+    /// `unauthorized_client`, `unsupported_grant_type`, `invalid_scope`).
+    error: &'a str,
+    /// What went wrong, for a developer.
+    error_description: &'a str,
+}
+
+/// A 400 of the token endpoint: RFC 6749's error, or the contract's error body when the request
+/// is refused before the endpoint reads it (a bad `Svc-API-Version-Date`, a NUL in the query).
+pub struct TokenRefusal;
+
+impl utoipa::PartialSchema for TokenRefusal {
+    fn schema() -> RefOr<Schema> {
+        AnyOfBuilder::new()
+            .item(Ref::from_schema_name(OAuthErrorBody::name()))
+            .item(Ref::from_schema_name(ErrorBody::name()))
+            .into()
+    }
+}
+
+impl ToSchema for TokenRefusal {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        use utoipa::PartialSchema;
+        schemas.push((
+            OAuthErrorBody::name().into_owned(),
+            OAuthErrorBody::schema(),
+        ));
+    }
+}
+
+/// A token the code was exchanged for (RFC 6749 §5.1).
+#[derive(Serialize, ToSchema)]
+pub struct OAuthToken<'a> {
+    /// The new API access token, shown this once.
+    access_token: &'a str,
+    /// Always `Bearer`.
+    #[schema(pattern = "^Bearer$")]
+    token_type: &'static str,
+    /// The scopes the token has, separated by spaces: those the staff member approved.
+    scope: String,
+    /// The identifier of the shop the token is bound to.
+    shop_identifier: &'a str,
+}
+
 fn oauth_error(error: &OAuthError) -> HttpResponse {
     let status = if error.error == "invalid_client" {
         StatusCode::UNAUTHORIZED
@@ -352,7 +438,10 @@ fn oauth_error(error: &OAuthError) -> HttpResponse {
     if status == StatusCode::UNAUTHORIZED {
         answer.insert_header((header::WWW_AUTHENTICATE, "Basic realm=\"mercer\""));
     }
-    answer.json(json!({ "error": error.error, "error_description": error.description }))
+    answer.json(OAuthErrorBody {
+        error: error.error,
+        error_description: &error.description,
+    })
 }
 
 /// Client credentials from `Authorization: Basic` (RFC 6749 §2.3.1), if sent.
@@ -383,6 +472,19 @@ fn form_holds_nul(body: &[u8]) -> bool {
 }
 
 /// `POST /auth/oauth2/token`: a code (with the client secret or a PKCE verifier) for a token.
+///
+/// The parameters come as form fields (RFC 6749 §4.1.3) or as JSON; the client may
+/// authenticate with `Authorization: Basic` instead of `client_id` and `client_secret`. Errors
+/// are RFC 6749 §5.2's `{"error", "error_description"}`.
+#[utoipa::path(post, path = "/auth/oauth2/token", operation_id = "exchange_oauth_code", tag = "OAuth",
+    request_body(content((TokenParams = "application/x-www-form-urlencoded"), (TokenParams = "application/json"))),
+    responses(
+        (status = 200, body = OAuthToken<'_>, headers(("Cache-Control" = String, description = "`no-store`"))),
+        (status = 400, description = "The request is refused (RFC 6749 §5.2), or refused before it is read (the JSON error)", body = TokenRefusal),
+        (status = 401, description = "`invalid_client`: the client is unknown or its secret wrong", body = OAuthErrorBody<'_>,
+            headers(("WWW-Authenticate" = String, description = "`Basic realm=\"mercer\"`"))),
+        (status = 408, description = "`invalid_request`: the body was not sent in time", body = OAuthErrorBody<'_>),
+        (status = 413, description = "`invalid_request`: the body is too large", body = OAuthErrorBody<'_>)))]
 pub async fn token(
     state: web::Data<AppState>,
     request: HttpRequest,
@@ -449,12 +551,12 @@ pub async fn token(
         oauth::Exchange::Issued(issued) => HttpResponse::Ok()
             .insert_header((header::CACHE_CONTROL, "no-store"))
             .insert_header((header::PRAGMA, "no-cache"))
-            .json(json!({
-                "access_token": issued.access_token.expose(),
-                "token_type": "Bearer",
-                "scope": issued.scopes.to_string(),
-                "shop_identifier": issued.shop.identifier.as_str(),
-            })),
+            .json(OAuthToken {
+                access_token: issued.access_token.expose(),
+                token_type: "Bearer",
+                scope: issued.scopes.to_string(),
+                shop_identifier: issued.shop.identifier.as_str(),
+            }),
         oauth::Exchange::Refused(error) => oauth_error(&error),
     })
 }

@@ -6,21 +6,54 @@ use mercer_domain::platform::destinations::{
     DestinationEnvelope, DestinationResource, create_destination, delete_destination,
     find_destination, list_destinations, update_destination,
 };
-use serde_json::json;
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::http::error::ApiError;
 use crate::http::extract::{Authorized, JsonBody, scopes};
 use crate::http::state::{AppState, run_blocking};
 
+/// `{"data": {"destination": {…}}}`.
+#[derive(Serialize, ToSchema)]
+pub struct DestinationAnswer<'a> {
+    data: DestinationAnswerData<'a>,
+}
+
+/// `data` of [`DestinationAnswer`].
+#[derive(Serialize, ToSchema)]
+pub struct DestinationAnswerData<'a> {
+    destination: DestinationResource<'a>,
+}
+
+/// `{"data": {"destinations": […]}}`: the live destinations.
+#[derive(Serialize, ToSchema)]
+pub struct DestinationList<'a> {
+    data: DestinationListData<'a>,
+}
+
+/// `data` of [`DestinationList`].
+#[derive(Serialize, ToSchema)]
+pub struct DestinationListData<'a> {
+    destinations: Vec<DestinationResource<'a>>,
+}
+
 fn one(
     destination: &mercer_domain::platform::destinations::Destination,
     shop: &mercer_domain::access::shop::Shop,
 ) -> HttpResponse {
-    HttpResponse::Ok()
-        .json(json!({ "data": { "destination": DestinationResource::new(destination, shop) } }))
+    HttpResponse::Ok().json(DestinationAnswer {
+        data: DestinationAnswerData {
+            destination: DestinationResource::new(destination, shop),
+        },
+    })
 }
 
 /// Create Destination: verified with the connector before it is stored.
+#[utoipa::path(post, path = "/integrations/v1/shops/{shop}/platform_connector_destinations", operation_id = "create_destination", tag = "Platform destinations",
+    request_body = DestinationEnvelope,
+    params(("shop" = String, Path, description = "The shop's identifier")),
+    security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
+    responses((status = 200, body = DestinationAnswer<'_>)))]
 pub async fn create(
     state: web::Data<AppState>,
     request: Authorized<scopes::ModifyShopSettings>,
@@ -49,6 +82,10 @@ pub async fn create(
 }
 
 /// List Destinations: the live ones.
+#[utoipa::path(get, path = "/integrations/v1/shops/{shop}/platform_connector_destinations", operation_id = "list_destinations", tag = "Platform destinations",
+    params(("shop" = String, Path, description = "The shop's identifier")),
+    security(("api_token" = ["read_shop_settings"]), ("oauth2" = ["read_shop_settings"])),
+    responses((status = 200, body = DestinationList<'_>)))]
 pub async fn list(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadShopSettings>,
@@ -60,10 +97,18 @@ pub async fn list(
         .iter()
         .map(|d| DestinationResource::new(d, &shop))
         .collect();
-    Ok(HttpResponse::Ok().json(json!({ "data": { "destinations": resources } })))
+    Ok(HttpResponse::Ok().json(DestinationList {
+        data: DestinationListData {
+            destinations: resources,
+        },
+    }))
 }
 
 /// Get Destination by ID: deleted ones too, with their `deleted_at`.
+#[utoipa::path(get, path = "/integrations/v1/shops/{shop}/platform_connector_destinations/{id}", operation_id = "get_destination", tag = "Platform destinations",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The destination's id")),
+    security(("api_token" = ["read_shop_settings"]), ("oauth2" = ["read_shop_settings"])),
+    responses((status = 200, body = DestinationAnswer<'_>)))]
 pub async fn get(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadShopSettings>,
@@ -81,6 +126,11 @@ pub async fn get(
 }
 
 /// Update Destination (PATCH or PUT): present fields replace stored ones; verified again.
+#[utoipa::path(method(put, patch), path = "/integrations/v1/shops/{shop}/platform_connector_destinations/{id}", operation_id = "update_destination", tag = "Platform destinations",
+    request_body = DestinationEnvelope,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The destination's id")),
+    security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
+    responses((status = 200, body = DestinationAnswer<'_>)))]
 pub async fn update(
     state: web::Data<AppState>,
     request: Authorized<scopes::ModifyShopSettings>,
@@ -111,6 +161,10 @@ pub async fn update(
 }
 
 /// Delete Destination: 204; its topic no longer calls the connector.
+#[utoipa::path(delete, path = "/integrations/v1/shops/{shop}/platform_connector_destinations/{id}", operation_id = "delete_destination", tag = "Platform destinations",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The destination's id")),
+    security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
+    responses((status = 204, description = "Deleted")))]
 pub async fn delete(
     state: web::Data<AppState>,
     request: Authorized<scopes::ModifyShopSettings>,

@@ -4,10 +4,13 @@ use actix_web::{HttpResponse, web};
 use mercer_domain::access::shop::Shop;
 use mercer_domain::platform::destinations::Topic;
 use mercer_domain::platform::events::{
-    EntityKind, EventAction, EventBodyError, EventSource, parse_event_body,
+    CategoryDeletedEvent, CategorySavedEvent, CustomerDeletedEvent, CustomerSavedEvent, EntityKind,
+    EventAction, EventBodyError, EventSource, OrderDeletedEvent, OrderSavedEvent,
+    ProductDeletedEvent, ProductSavedEvent, parse_event_body,
 };
 use mercer_domain::platform::sync::{SyncResource, find_run, start_sync};
-use serde_json::json;
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::http::error::ApiError;
 use crate::http::extract::{Authorized, JsonBody, RequiredScope, scopes};
@@ -39,9 +42,20 @@ async fn accept<S: RequiredScope>(
     Ok(HttpResponse::Accepted().finish())
 }
 
+/// One handler per event route, each with its own operation in the OpenAPI document: the route's
+/// path, its operation id, the scope it needs (its name, for the document, beside its type), the
+/// body's schema and the operation's summary. Each answers 202 with no body once the event is
+/// stored.
 macro_rules! event_routes {
-    ($($name:ident => $scope:ident, $kind:ident, $action:ident;)+) => {
+    ($($name:ident => $scope:ident, $kind:ident, $action:ident, $path:literal, $operation_id:literal,
+       $scope_name:literal, $body:ty, $doc:literal;)+) => {
         $(
+            #[doc = $doc]
+            #[utoipa::path(post, path = $path, operation_id = $operation_id, tag = "Platform events",
+                request_body = $body,
+                params(("shop" = String, Path, description = "The shop's identifier")),
+                security(("api_token" = [$scope_name]), ("oauth2" = [$scope_name])),
+                responses((status = 202, description = "The event is stored; it is applied in order of arrival")))]
             pub async fn $name(
                 state: web::Data<AppState>,
                 request: Authorized<scopes::$scope>,
@@ -54,14 +68,56 @@ macro_rules! event_routes {
 }
 
 event_routes! {
-    customer_saved => WriteCustomers, Customer, Saved;
-    customer_deleted => WriteCustomers, Customer, Deleted;
-    order_saved => WriteOrders, Order, Saved;
-    order_deleted => WriteOrders, Order, Deleted;
-    product_saved => WriteProducts, Product, Saved;
-    product_deleted => WriteProducts, Product, Deleted;
-    category_saved => WriteProducts, Category, Saved;
-    category_deleted => WriteProducts, Category, Deleted;
+    customer_saved => WriteCustomers, Customer, Saved,
+        "/customers/v1/shops/{shop}/platforms/custom/webhooks/customers/saved",
+        "send_customer_saved_event", "write_customers", CustomerSavedEvent,
+        "A customer was created or changed on the platform.";
+    customer_deleted => WriteCustomers, Customer, Deleted,
+        "/customers/v1/shops/{shop}/platforms/custom/webhooks/customers/deleted",
+        "send_customer_deleted_event", "write_customers", CustomerDeletedEvent,
+        "A customer was deleted on the platform.";
+    order_saved => WriteOrders, Order, Saved,
+        "/orders/v1/shops/{shop}/platforms/custom/webhooks/orders/saved",
+        "send_order_saved_event", "write_orders", OrderSavedEvent,
+        "An order was created or changed on the platform.";
+    order_deleted => WriteOrders, Order, Deleted,
+        "/orders/v1/shops/{shop}/platforms/custom/webhooks/orders/deleted",
+        "send_order_deleted_event", "write_orders", OrderDeletedEvent,
+        "An order was deleted on the platform.";
+    product_saved => WriteProducts, Product, Saved,
+        "/products/v1/shops/{shop}/platforms/custom/webhooks/products/saved",
+        "send_product_saved_event", "write_products", ProductSavedEvent,
+        "A product (with its variants) was created or changed on the platform.";
+    product_deleted => WriteProducts, Product, Deleted,
+        "/products/v1/shops/{shop}/platforms/custom/webhooks/products/deleted",
+        "send_product_deleted_event", "write_products", ProductDeletedEvent,
+        "A product was deleted on the platform.";
+    category_saved => WriteProducts, Category, Saved,
+        "/products/v1/shops/{shop}/platforms/custom/webhooks/categories/saved",
+        "send_category_saved_event", "write_products", CategorySavedEvent,
+        "A product category was created or changed on the platform.";
+    category_deleted => WriteProducts, Category, Deleted,
+        "/products/v1/shops/{shop}/platforms/custom/webhooks/categories/deleted",
+        "send_category_deleted_event", "write_products", CategoryDeletedEvent,
+        "A product category was deleted on the platform.";
+}
+
+/// `{"data": {"sync": {…}}}`.
+#[derive(Serialize, ToSchema)]
+pub struct SyncAnswer {
+    data: SyncAnswerData,
+}
+
+/// `data` of [`SyncAnswer`].
+#[derive(Serialize, ToSchema)]
+pub struct SyncAnswerData {
+    sync: SyncResource,
+}
+
+fn sync_answer(sync: SyncResource) -> SyncAnswer {
+    SyncAnswer {
+        data: SyncAnswerData { sync },
+    }
 }
 
 /// Starts a sync and enqueues its job (the job runner pulls the pages); 202 at once, 409 while
@@ -76,9 +132,14 @@ async fn trigger(
         .write(move |tx| start_sync(tx, &shop, topic, now))
         .await?;
     state.jobs.notify();
-    Ok(HttpResponse::Accepted().json(json!({ "data": { "sync": SyncResource::of(&run) } })))
+    Ok(HttpResponse::Accepted().json(sync_answer(SyncResource::of(&run))))
 }
 
+/// Starts a customer sync: every page of the connector's customer list, applied as events.
+#[utoipa::path(post, path = "/customers/v2/shops/{shop}/sync", operation_id = "start_customer_sync", tag = "Platform syncs",
+    params(("shop" = String, Path, description = "The shop's identifier")),
+    security(("api_token" = ["write_customers"]), ("oauth2" = ["write_customers"])),
+    responses((status = 202, body = SyncAnswer)))]
 pub async fn sync_customers(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteCustomers>,
@@ -86,6 +147,11 @@ pub async fn sync_customers(
     trigger(state, request.access.shop, Topic::Customers).await
 }
 
+/// Starts an order sync: every page of the connector's order list, applied as events.
+#[utoipa::path(post, path = "/orders/v2/shops/{shop}/sync", operation_id = "start_order_sync", tag = "Platform syncs",
+    params(("shop" = String, Path, description = "The shop's identifier")),
+    security(("api_token" = ["write_orders"]), ("oauth2" = ["write_orders"])),
+    responses((status = 202, body = SyncAnswer)))]
 pub async fn sync_orders(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteOrders>,
@@ -93,7 +159,11 @@ pub async fn sync_orders(
     trigger(state, request.access.shop, Topic::Orders).await
 }
 
-/// The product sync: the categories, then the products.
+/// Starts a product sync: the connector's categories, then its products, applied as events.
+#[utoipa::path(post, path = "/products/v2/shops/{shop}/sync", operation_id = "start_product_sync", tag = "Platform syncs",
+    params(("shop" = String, Path, description = "The shop's identifier")),
+    security(("api_token" = ["write_products"]), ("oauth2" = ["write_products"])),
+    responses((status = 202, body = SyncAnswer)))]
 pub async fn sync_products(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteProducts>,
@@ -109,9 +179,14 @@ async fn sync_status(
     id: i64,
 ) -> Result<HttpResponse, ApiError> {
     let run = state.read(move |tx| find_run(tx, &shop, topic, id)).await?;
-    Ok(HttpResponse::Ok().json(json!({ "data": { "sync": SyncResource::of(&run) } })))
+    Ok(HttpResponse::Ok().json(sync_answer(SyncResource::of(&run))))
 }
 
+/// How a customer sync is doing.
+#[utoipa::path(get, path = "/customers/v2/shops/{shop}/sync/{id}", operation_id = "get_customer_sync", tag = "Platform syncs",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The sync's id")),
+    security(("api_token" = ["read_customers"]), ("oauth2" = ["read_customers"])),
+    responses((status = 200, body = SyncAnswer)))]
 pub async fn customer_sync_status(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadCustomers>,
@@ -120,6 +195,11 @@ pub async fn customer_sync_status(
     sync_status(state, request.access.shop, Topic::Customers, path.1).await
 }
 
+/// How an order sync is doing.
+#[utoipa::path(get, path = "/orders/v2/shops/{shop}/sync/{id}", operation_id = "get_order_sync", tag = "Platform syncs",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The sync's id")),
+    security(("api_token" = ["read_orders"]), ("oauth2" = ["read_orders"])),
+    responses((status = 200, body = SyncAnswer)))]
 pub async fn order_sync_status(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadOrders>,
@@ -128,6 +208,11 @@ pub async fn order_sync_status(
     sync_status(state, request.access.shop, Topic::Orders, path.1).await
 }
 
+/// How a product sync is doing.
+#[utoipa::path(get, path = "/products/v2/shops/{shop}/sync/{id}", operation_id = "get_product_sync", tag = "Platform syncs",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The sync's id")),
+    security(("api_token" = ["read_products"]), ("oauth2" = ["read_products"])),
+    responses((status = 200, body = SyncAnswer)))]
 pub async fn product_sync_status(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadProducts>,

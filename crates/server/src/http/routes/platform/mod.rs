@@ -9,7 +9,27 @@ use super::resource;
 
 /// This folder's routes in the OpenAPI document (`crate::http::openapi`).
 #[derive(utoipa::OpenApi)]
-#[openapi(paths())]
+#[openapi(paths(
+    events::customer_saved,
+    events::customer_deleted,
+    events::order_saved,
+    events::order_deleted,
+    events::product_saved,
+    events::product_deleted,
+    events::category_saved,
+    events::category_deleted,
+    destinations::create,
+    destinations::list,
+    destinations::get,
+    destinations::update,
+    destinations::delete,
+    events::sync_customers,
+    events::customer_sync_status,
+    events::sync_orders,
+    events::order_sync_status,
+    events::sync_products,
+    events::product_sync_status,
+))]
 pub struct Api;
 
 pub fn configure(config: &mut web::ServiceConfig) {

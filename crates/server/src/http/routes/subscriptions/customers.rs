@@ -3,10 +3,20 @@
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use mercer_domain::access::auth::Access;
-use mercer_domain::subscriptions::customers::{self, parse_customer_list_query, parse_page};
-use mercer_domain::subscriptions::input::{parse_customer_address, parse_customer_update};
+use mercer_domain::subscriptions::customers::{
+    self, PagePagination, parse_customer_list_query, parse_page,
+};
+use mercer_domain::subscriptions::input::{
+    SubscriptionCustomerAddressRequest, SubscriptionCustomerUpdateRequest, parse_customer_address,
+    parse_customer_update,
+};
 use mercer_domain::subscriptions::operations::customer_subscriptions;
-use serde_json::{Value, json};
+use mercer_domain::subscriptions::resources::{
+    Subscription, SubscriptionAddress, SubscriptionCustomer,
+};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
 
 use crate::http::error::ApiError;
 use crate::http::extract::{Authorized, JsonBody, query_pairs, scopes};
@@ -34,7 +44,47 @@ fn shop_of(access: &Access) -> mercer_domain::access::shop::Shop {
     access.shop.clone()
 }
 
+/// A page of the shop's subscription customers.
+#[derive(Serialize, ToSchema)]
+pub struct SubscriptionCustomerList {
+    customers: Vec<SubscriptionCustomer>,
+    pagination: PagePagination,
+}
+
+/// `{"customer": {…}}`.
+#[derive(Serialize, ToSchema)]
+pub struct SubscriptionCustomerAnswer {
+    customer: SubscriptionCustomer,
+}
+
+/// `{"customer_addresses": […]}`: the customer's live addresses.
+#[derive(Serialize, ToSchema)]
+pub struct SubscriptionAddressList {
+    customer_addresses: Vec<SubscriptionAddress>,
+}
+
+/// `{"customer_address": {…}}`.
+#[derive(Serialize, ToSchema)]
+pub struct SubscriptionAddressAnswer {
+    customer_address: SubscriptionAddress,
+}
+
+/// A page of a customer's subscriptions.
+#[derive(Serialize, ToSchema)]
+pub struct CustomerSubscriptionList {
+    subscriptions: Vec<Subscription>,
+    pagination: PagePagination,
+}
+
 /// `GET …/customers?status=&search=&limit=&page=` → `{"customers", "pagination"}`.
+#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/customers", operation_id = "list_subscription_customers", tag = "Subscription customers",
+    params(("shop" = String, Path, description = "The shop's identifier"),
+        ("status" = Option<String>, Query, description = "`all` (the default: every customer with a subscription), `active` (with one that is not inactive) or `inactive` (all of them inactive); repeated, as `status[]`, or joined by commas"),
+        ("search" = Option<String>, Query, max_length = 256, description = "A case-insensitive part of the first, last or full name, the email or the phone (at most 256 characters)"),
+        ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "Customers per page (default 50)"),
+        ("page" = Option<i64>, Query, minimum = 1, maximum = 1000000, description = "The page, from 1 (the default)")),
+    security(("api_token" = ["read_subscriptions"]), ("oauth2" = ["read_subscriptions"])),
+    responses((status = 200, body = SubscriptionCustomerList)))]
 pub async fn list(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadSubscriptions>,
@@ -45,10 +95,17 @@ pub async fn list(
     let (customers, pagination) = state
         .read(move |tx| customers::list_customers(tx, &shop, &query))
         .await?;
-    Ok(HttpResponse::Ok().json(json!({ "customers": customers, "pagination": pagination })))
+    Ok(HttpResponse::Ok().json(SubscriptionCustomerList {
+        customers,
+        pagination,
+    }))
 }
 
 /// `GET …/customers/{customer_id}` → `{"customer"}`.
+#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/customers/{customer_id}", operation_id = "get_subscription_customer", tag = "Subscription customers",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("customer_id" = i64, Path, description = "The customer's id")),
+    security(("api_token" = ["read_subscriptions"]), ("oauth2" = ["read_subscriptions"])),
+    responses((status = 200, body = SubscriptionCustomerAnswer)))]
 pub async fn get(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadSubscriptions>,
@@ -59,10 +116,15 @@ pub async fn get(
     let customer = state
         .read(move |tx| customers::get_customer(tx, &shop, id))
         .await?;
-    Ok(HttpResponse::Ok().json(json!({ "customer": customer })))
+    Ok(HttpResponse::Ok().json(SubscriptionCustomerAnswer { customer }))
 }
 
 /// `PUT …/customers/{customer_id}` `{"customer": {first_name, last_name, phone, email, notes}}`.
+#[utoipa::path(put, path = "/subscriptions/v1/shops/{shop}/customers/{customer_id}", operation_id = "update_subscription_customer", tag = "Subscription customers",
+    request_body = SubscriptionCustomerUpdateRequest,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("customer_id" = i64, Path, description = "The customer's id")),
+    security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
+    responses((status = 200, body = SubscriptionCustomerAnswer)))]
 pub async fn update(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,
@@ -76,10 +138,14 @@ pub async fn update(
         .write(move |tx| customers::update_customer(tx, &shop, id, &update, now))
         .await?;
     wake(&state);
-    Ok(HttpResponse::Ok().json(json!({ "customer": customer })))
+    Ok(HttpResponse::Ok().json(SubscriptionCustomerAnswer { customer }))
 }
 
 /// `GET …/customers/{customer_id}/addresses` → `{"customer_addresses"}`.
+#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/customers/{customer_id}/addresses", operation_id = "list_subscription_customer_addresses", tag = "Subscription customers",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("customer_id" = i64, Path, description = "The customer's id")),
+    security(("api_token" = ["read_subscriptions"]), ("oauth2" = ["read_subscriptions"])),
+    responses((status = 200, body = SubscriptionAddressList)))]
 pub async fn list_addresses(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadSubscriptions>,
@@ -90,10 +156,17 @@ pub async fn list_addresses(
     let addresses = state
         .read(move |tx| customers::list_addresses(tx, &shop, id))
         .await?;
-    Ok(HttpResponse::Ok().json(json!({ "customer_addresses": addresses })))
+    Ok(HttpResponse::Ok().json(SubscriptionAddressList {
+        customer_addresses: addresses,
+    }))
 }
 
 /// `POST …/customers/{customer_id}/addresses` `{"customer_address"}` → `{"customer_address"}`.
+#[utoipa::path(post, path = "/subscriptions/v1/shops/{shop}/customers/{customer_id}/addresses", operation_id = "create_subscription_customer_address", tag = "Subscription customers",
+    request_body = SubscriptionCustomerAddressRequest,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("customer_id" = i64, Path, description = "The customer's id")),
+    security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
+    responses((status = 200, body = SubscriptionAddressAnswer)))]
 pub async fn create_address(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,
@@ -109,10 +182,17 @@ pub async fn create_address(
         })
         .await?;
     wake(&state);
-    Ok(HttpResponse::Ok().json(json!({ "customer_address": address })))
+    Ok(HttpResponse::Ok().json(SubscriptionAddressAnswer {
+        customer_address: address,
+    }))
 }
 
 /// `PUT …/customers/{customer_id}/addresses/{address_id}` `{"customer_address"}`.
+#[utoipa::path(put, path = "/subscriptions/v1/shops/{shop}/customers/{customer_id}/addresses/{address_id}", operation_id = "update_subscription_customer_address", tag = "Subscription customers",
+    request_body = SubscriptionCustomerAddressRequest,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("customer_id" = i64, Path, description = "The customer's id"), ("address_id" = i64, Path, description = "The address's id")),
+    security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
+    responses((status = 200, body = SubscriptionAddressAnswer)))]
 pub async fn update_address(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,
@@ -137,10 +217,16 @@ pub async fn update_address(
         })
         .await?;
     wake(&state);
-    Ok(HttpResponse::Ok().json(json!({ "customer_address": address })))
+    Ok(HttpResponse::Ok().json(SubscriptionAddressAnswer {
+        customer_address: address,
+    }))
 }
 
 /// `DELETE …/customers/{customer_id}/addresses/{address_id}` → 204.
+#[utoipa::path(delete, path = "/subscriptions/v1/shops/{shop}/customers/{customer_id}/addresses/{address_id}", operation_id = "delete_subscription_customer_address", tag = "Subscription customers",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("customer_id" = i64, Path, description = "The customer's id"), ("address_id" = i64, Path, description = "The address's id")),
+    security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
+    responses((status = 204, description = "Deleted")))]
 pub async fn delete_address(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,
@@ -158,6 +244,12 @@ pub async fn delete_address(
 
 /// `GET …/customers/{customer_id}/subscriptions?limit=&page=` → `{"subscriptions",
 /// "pagination"}`.
+#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/customers/{customer_id}/subscriptions", operation_id = "list_customer_subscriptions", tag = "Subscription customers",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("customer_id" = i64, Path, description = "The customer's id"),
+        ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "Subscriptions per page (default 50)"),
+        ("page" = Option<i64>, Query, minimum = 1, maximum = 1000000, description = "The page, from 1 (the default)")),
+    security(("api_token" = ["read_subscriptions"]), ("oauth2" = ["read_subscriptions"])),
+    responses((status = 200, body = CustomerSubscriptionList)))]
 pub async fn subscriptions(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadSubscriptions>,
@@ -170,8 +262,8 @@ pub async fn subscriptions(
     let (subscriptions, pagination) = state
         .read(move |tx| customer_subscriptions(tx, &shop, id, limit, page))
         .await?;
-    Ok(
-        HttpResponse::Ok()
-            .json(json!({ "subscriptions": subscriptions, "pagination": pagination })),
-    )
+    Ok(HttpResponse::Ok().json(CustomerSubscriptionList {
+        subscriptions,
+        pagination,
+    }))
 }

@@ -4,16 +4,19 @@
 use actix_web::{HttpRequest, HttpResponse, web};
 use mercer_domain::access::auth::Access;
 use mercer_domain::subscriptions::input::{
-    parse_frequency, parse_payment_method_change, parse_quantity, parse_shipping_address_change,
-    parse_skip, parse_subscription_update,
+    SubscriptionCreateRequest, SubscriptionFrequencyRequest, SubscriptionPaymentMethodRequest,
+    SubscriptionQuantityRequest, SubscriptionShippingAddressRequest, SubscriptionSkipRequest,
+    SubscriptionUpdateRequest, parse_frequency, parse_payment_method_change, parse_quantity,
+    parse_shipping_address_change, parse_skip, parse_subscription_update,
 };
 use mercer_domain::subscriptions::operations::{
-    ActionRequest, create_subscription_from_body, get_subscription, list_subscriptions,
-    take_subscription_action, update_subscription,
+    ActionRequest, CursorPagination, create_subscription_from_body, get_subscription,
+    list_subscriptions, take_subscription_action, update_subscription,
 };
 use mercer_domain::subscriptions::query::parse_list_query;
-use mercer_domain::subscriptions::resources::{Actor, ActorType};
-use serde_json::json;
+use mercer_domain::subscriptions::resources::{Actor, ActorType, Subscription};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::customers::{json_value, path_id, wake};
 use crate::http::error::ApiError;
@@ -29,14 +32,30 @@ fn actor(access: &Access) -> Actor {
     }
 }
 
-fn subscription_answer(
-    subscription: &mercer_domain::subscriptions::resources::Subscription,
-) -> HttpResponse {
-    HttpResponse::Ok().json(json!({ "subscription": subscription }))
+/// `{"subscription": {…}}`.
+#[derive(Serialize, ToSchema)]
+pub struct SubscriptionAnswer {
+    subscription: Subscription,
+}
+
+/// A page of the shop's subscriptions; `pagination.next` is the cursor of the next one.
+#[derive(Serialize, ToSchema)]
+pub struct SubscriptionList {
+    subscriptions: Vec<Subscription>,
+    pagination: CursorPagination,
+}
+
+fn subscription_answer(subscription: Subscription) -> HttpResponse {
+    HttpResponse::Ok().json(SubscriptionAnswer { subscription })
 }
 
 /// `POST …/subscriptions` `{customer, subscription}` → 200 `{"subscription"}`; the same
 /// `idempotency_key` and body again → 200 with the first; another body → 409; 422 per field.
+#[utoipa::path(post, path = "/subscriptions/v1/shops/{shop}/subscriptions", operation_id = "create_subscription", tag = "Subscriptions",
+    request_body = SubscriptionCreateRequest,
+    params(("shop" = String, Path, description = "The shop's identifier")),
+    security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
+    responses((status = 200, body = SubscriptionAnswer)))]
 pub async fn create(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,
@@ -49,10 +68,20 @@ pub async fn create(
         .write(move |tx| create_subscription_from_body(tx, &shop, &body, actor, now))
         .await?;
     wake(&state);
-    Ok(subscription_answer(&subscription))
+    Ok(subscription_answer(subscription))
 }
 
 /// `GET …/subscriptions?subscription_status=&svc_platform_customer_id=&expand=&filter=&limit=&cursor=`.
+#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/subscriptions", operation_id = "list_subscriptions", tag = "Subscriptions",
+    params(("shop" = String, Path, description = "The shop's identifier"),
+        ("subscription_status" = Option<String>, Query, description = "Only these statuses (`active`, `inactive`, `processing`, `scheduled`, `paused`): repeated, as `subscription_status[]`, or joined by commas"),
+        ("svc_platform_customer_id" = Option<String>, Query, description = "Only these customers' subscriptions, by customer id (integers): repeated, as `svc_platform_customer_id[]`, or joined by commas; at most 250 ids"),
+        ("expand" = Option<String>, Query, description = "`customer`: each subscription's `customer` is filled in"),
+        ("filter" = Option<String>, Query, description = "Conditions every subscription listed meets, joined by commas (at most 100): `lt`, `lte`, `gt`, `gte` or `eq` of an integer field (`id`, `shop_id`, `customer_id`, `billing_address_id`, `shipping_address_id`, `orders_processed`, `current_retries`) or a date-time field (`next_order_datetime`, `next_payment_datetime`, `next_processing_datetime`, `last_payment_datetime`, `last_order_datetime`, `last_processed_datetime`, `status_changed_at`, `placed_at`, `created_at`, `updated_at`), such as `gte(next_order_datetime:2024-06-01T00:00:00Z),lt(orders_processed:3)`"),
+        ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "Subscriptions per page (default 50)"),
+        ("cursor" = Option<String>, Query, max_length = 255, description = "The `pagination.next` of the page before; the first page without it")),
+    security(("api_token" = ["read_subscriptions"]), ("oauth2" = ["read_subscriptions"])),
+    responses((status = 200, body = SubscriptionList)))]
 pub async fn list(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadSubscriptions>,
@@ -63,13 +92,18 @@ pub async fn list(
     let (subscriptions, pagination) = state
         .read(move |tx| list_subscriptions(tx, &shop, &query))
         .await?;
-    Ok(
-        HttpResponse::Ok()
-            .json(json!({ "subscriptions": subscriptions, "pagination": pagination })),
-    )
+    Ok(HttpResponse::Ok().json(SubscriptionList {
+        subscriptions,
+        pagination,
+    }))
 }
 
 /// `GET …/subscriptions/{id}?expand=customer` → `{"subscription"}`.
+#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/subscriptions/{id}", operation_id = "get_subscription", tag = "Subscriptions",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The subscription's id"),
+        ("expand" = Option<String>, Query, description = "`customer`: the subscription's `customer` is filled in")),
+    security(("api_token" = ["read_subscriptions"]), ("oauth2" = ["read_subscriptions"])),
+    responses((status = 200, body = SubscriptionAnswer)))]
 pub async fn get(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadSubscriptions>,
@@ -82,10 +116,15 @@ pub async fn get(
     let subscription = state
         .read(move |tx| get_subscription(tx, &shop, id, expand))
         .await?;
-    Ok(subscription_answer(&subscription))
+    Ok(subscription_answer(subscription))
 }
 
 /// `PUT …/subscriptions/{id}` `{"subscription": {…}}`.
+#[utoipa::path(put, path = "/subscriptions/v1/shops/{shop}/subscriptions/{id}", operation_id = "update_subscription", tag = "Subscriptions",
+    request_body = SubscriptionUpdateRequest,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The subscription's id")),
+    security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
+    responses((status = 200, body = SubscriptionAnswer)))]
 pub async fn update(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,
@@ -100,7 +139,7 @@ pub async fn update(
         .write(move |tx| update_subscription(tx, &shop, id, update, actor, now))
         .await?;
     wake(&state);
-    Ok(subscription_answer(&subscription))
+    Ok(subscription_answer(subscription))
 }
 
 async fn act(
@@ -114,11 +153,17 @@ async fn act(
         .write(move |tx| take_subscription_action(tx, &shop, id, action, actor, now))
         .await?;
     wake(&state);
-    Ok(subscription_answer(&subscription))
+    Ok(subscription_answer(subscription))
 }
 
+/// An action without a body: `POST …/subscriptions/{id}/<action>` → `{"subscription"}`.
 macro_rules! bodiless_action {
-    ($name:ident, $action:expr) => {
+    ($name:ident, $action:expr, $path:literal, $operation_id:literal, $doc:literal) => {
+        #[doc = $doc]
+        #[utoipa::path(post, path = $path, operation_id = $operation_id, tag = "Subscriptions",
+            params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The subscription's id")),
+            security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
+            responses((status = 200, body = SubscriptionAnswer)))]
         pub async fn $name(
             state: web::Data<AppState>,
             request: Authorized<scopes::WriteSubscriptions>,
@@ -130,12 +175,41 @@ macro_rules! bodiless_action {
     };
 }
 
-bodiless_action!(cancel, ActionRequest::Cancel);
-bodiless_action!(reactivate, ActionRequest::Reactivate);
-bodiless_action!(pause, ActionRequest::Pause);
-bodiless_action!(resume, ActionRequest::Resume);
+bodiless_action!(
+    cancel,
+    ActionRequest::Cancel,
+    "/subscriptions/v1/shops/{shop}/subscriptions/{id}/cancel",
+    "cancel_subscription",
+    "`POST …/subscriptions/{id}/cancel`: an active or paused subscription becomes inactive."
+);
+bodiless_action!(
+    reactivate,
+    ActionRequest::Reactivate,
+    "/subscriptions/v1/shops/{shop}/subscriptions/{id}/reactivate",
+    "reactivate_subscription",
+    "`POST …/subscriptions/{id}/reactivate`: an inactive subscription becomes active again."
+);
+bodiless_action!(
+    pause,
+    ActionRequest::Pause,
+    "/subscriptions/v1/shops/{shop}/subscriptions/{id}/pause",
+    "pause_subscription",
+    "`POST …/subscriptions/{id}/pause`: an active subscription is paused; no order is placed until it is resumed."
+);
+bodiless_action!(
+    resume,
+    ActionRequest::Resume,
+    "/subscriptions/v1/shops/{shop}/subscriptions/{id}/resume",
+    "resume_subscription",
+    "`POST …/subscriptions/{id}/resume`: a paused subscription becomes active again."
+);
 
 /// `POST …/subscriptions/{id}/skip` `{"order_datetime"}`.
+#[utoipa::path(post, path = "/subscriptions/v1/shops/{shop}/subscriptions/{id}/skip", operation_id = "skip_subscription_order", tag = "Subscriptions",
+    request_body = SubscriptionSkipRequest,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The subscription's id")),
+    security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
+    responses((status = 200, body = SubscriptionAnswer)))]
 pub async fn skip(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,
@@ -154,6 +228,11 @@ pub async fn skip(
 }
 
 /// `PUT …/subscriptions/{id}/line_items/{line_item_id}/quantity` `{"quantity"}`.
+#[utoipa::path(put, path = "/subscriptions/v1/shops/{shop}/subscriptions/{id}/line_items/{line_item_id}/quantity", operation_id = "change_subscription_quantity", tag = "Subscriptions",
+    request_body = SubscriptionQuantityRequest,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The subscription's id"), ("line_item_id" = i64, Path, description = "The line item's id")),
+    security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
+    responses((status = 200, body = SubscriptionAnswer)))]
 pub async fn change_quantity(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,
@@ -171,6 +250,11 @@ pub async fn change_quantity(
 }
 
 /// `PUT …/subscriptions/{id}/frequency` `{"order_rrule"}`.
+#[utoipa::path(put, path = "/subscriptions/v1/shops/{shop}/subscriptions/{id}/frequency", operation_id = "change_subscription_frequency", tag = "Subscriptions",
+    request_body = SubscriptionFrequencyRequest,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The subscription's id")),
+    security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
+    responses((status = 200, body = SubscriptionAnswer)))]
 pub async fn change_frequency(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,
@@ -184,6 +268,11 @@ pub async fn change_frequency(
 }
 
 /// `PUT …/subscriptions/{id}/shipping_address` `{"shipping_address"}` or `{"address_id"}`.
+#[utoipa::path(put, path = "/subscriptions/v1/shops/{shop}/subscriptions/{id}/shipping_address", operation_id = "change_subscription_shipping_address", tag = "Subscriptions",
+    request_body = SubscriptionShippingAddressRequest,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The subscription's id")),
+    security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
+    responses((status = 200, body = SubscriptionAnswer)))]
 pub async fn change_shipping_address(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,
@@ -203,6 +292,11 @@ pub async fn change_shipping_address(
 
 /// `PUT …/subscriptions/{id}/payment_method` `{"payment_method_token",
 /// "payment_gateway_public_id"}`.
+#[utoipa::path(put, path = "/subscriptions/v1/shops/{shop}/subscriptions/{id}/payment_method", operation_id = "change_subscription_payment_method", tag = "Subscriptions",
+    request_body = SubscriptionPaymentMethodRequest,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The subscription's id")),
+    security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
+    responses((status = 200, body = SubscriptionAnswer)))]
 pub async fn change_payment_method(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,

@@ -3,21 +3,90 @@
 
 use actix_web::{HttpResponse, web};
 use mercer_domain::FieldError;
+use mercer_domain::Timestamp;
 use mercer_domain::kernel::outbound::AddressGuard;
+use mercer_domain::subscriptions::topics::WebhookTopic;
 use mercer_domain::subscriptions::webhooks::{
     self as registration, NewWebhookSubscription, WebhookSubscriptionBody,
-    WebhookSubscriptionUpdate,
+    WebhookSubscriptionResource, WebhookSubscriptionUpdate,
 };
-use serde_json::json;
+use mercer_domain::webhooks::log::{Delivery, DeliveryLine};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::http::error::ApiError;
 use crate::http::extract::{Authorized, JsonBody, scopes};
 use crate::http::routes::webhooks::handlers::{LogQuery, log_limit, recover_since};
 use crate::http::state::{AppState, run_blocking};
 
+/// `{"webhook_topics": […]}`: every topic, by id.
+#[derive(Serialize, ToSchema)]
+pub struct SubscriptionWebhookTopicList {
+    webhook_topics: Vec<WebhookTopic>,
+}
+
+/// `{"webhook_subscription": {…}}`; the shared secret never appears.
+#[derive(Serialize, ToSchema)]
+pub struct WebhookSubscriptionAnswer {
+    webhook_subscription: WebhookSubscriptionResource,
+}
+
+fn webhook_subscription_answer(
+    endpoint: &mercer_domain::webhooks::WebhookEndpoint,
+) -> WebhookSubscriptionAnswer {
+    WebhookSubscriptionAnswer {
+        webhook_subscription: registration::resource(endpoint),
+    }
+}
+
+/// `{"webhook_subscriptions": […]}`, oldest first.
+#[derive(Serialize, ToSchema)]
+pub struct WebhookSubscriptionList {
+    webhook_subscriptions: Vec<WebhookSubscriptionResource>,
+}
+
+/// `{"deliveries": […]}`: the delivery log, newest first.
+#[derive(Serialize, ToSchema)]
+pub struct SubscriptionWebhookDeliveries {
+    deliveries: Vec<DeliveryLine>,
+}
+
+/// `{"delivery": {…}}`: one message with its payload and every attempt.
+#[derive(Serialize, ToSchema)]
+pub struct SubscriptionWebhookDelivery {
+    delivery: Delivery,
+}
+
+/// `{"message_id"}`: the message queued to be sent again.
+#[derive(Serialize, ToSchema)]
+pub struct SubscriptionWebhookResent {
+    /// The message's `webhook-id`, the same as before.
+    message_id: String,
+}
+
+/// `{"recovered"}`: how many failed messages were queued to be sent again.
+#[derive(Serialize, ToSchema)]
+pub struct SubscriptionWebhookRecovered {
+    recovered: u64,
+}
+
+/// The body of Recover: the failed messages created since then are sent again.
+#[derive(ToSchema)]
+#[allow(dead_code)] // Described, never built: `recover_since` reads the body.
+pub struct SubscriptionWebhookRecoverRequest {
+    /// An RFC 3339 date-time.
+    since: Timestamp,
+}
+
 /// `GET …/webhooks/topics` → `{"webhook_topics":[{"id","name"}]}`, ids 1..20.
+#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/webhooks/topics", operation_id = "list_subscription_webhook_topics", tag = "Subscription webhooks",
+    params(("shop" = String, Path, description = "The shop's identifier")),
+    security(("api_token" = ["read_subscriptions"]), ("oauth2" = ["read_subscriptions"])),
+    responses((status = 200, body = SubscriptionWebhookTopicList)))]
 pub async fn topics(_request: Authorized<scopes::ReadSubscriptions>) -> HttpResponse {
-    HttpResponse::Ok().json(json!({ "webhook_topics": registration::topics() }))
+    HttpResponse::Ok().json(SubscriptionWebhookTopicList {
+        webhook_topics: registration::topics(),
+    })
 }
 
 /// Checks the callback URL off the async thread: the guard resolves its host.
@@ -37,6 +106,11 @@ async fn check_callback(
 
 /// `POST …/webhooks/subscriptions` `{"webhook_subscription":{callback_url, webhook_topic_id,
 /// shared_secret}}` → 201 `{"webhook_subscription"}`; 422 with each problem's path.
+#[utoipa::path(post, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions", operation_id = "create_webhook_subscription", tag = "Subscription webhooks",
+    request_body = WebhookSubscriptionBody,
+    params(("shop" = String, Path, description = "The shop's identifier")),
+    security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
+    responses((status = 201, body = WebhookSubscriptionAnswer)))]
 pub async fn create(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,
@@ -49,11 +123,14 @@ pub async fn create(
     let endpoint = state
         .write(move |tx| registration::create(tx, &shop, new, now))
         .await?;
-    Ok(HttpResponse::Created()
-        .json(json!({ "webhook_subscription": registration::resource(&endpoint) })))
+    Ok(HttpResponse::Created().json(webhook_subscription_answer(&endpoint)))
 }
 
 /// `GET …/webhooks/subscriptions` → `{"webhook_subscriptions":[…]}`, oldest first.
+#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions", operation_id = "list_webhook_subscriptions", tag = "Subscription webhooks",
+    params(("shop" = String, Path, description = "The shop's identifier")),
+    security(("api_token" = ["read_subscriptions"]), ("oauth2" = ["read_subscriptions"])),
+    responses((status = 200, body = WebhookSubscriptionList)))]
 pub async fn list(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadSubscriptions>,
@@ -61,11 +138,17 @@ pub async fn list(
     let shop = request.access.shop;
     let endpoints = state.read(move |tx| registration::list(tx, &shop)).await?;
     let resources: Vec<_> = endpoints.iter().map(registration::resource).collect();
-    Ok(HttpResponse::Ok().json(json!({ "webhook_subscriptions": resources })))
+    Ok(HttpResponse::Ok().json(WebhookSubscriptionList {
+        webhook_subscriptions: resources,
+    }))
 }
 
 /// `GET …/webhooks/subscriptions/{id}` → `{"webhook_subscription"}`; 404 when the shop has none
 /// of that id.
+#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}", operation_id = "get_webhook_subscription", tag = "Subscription webhooks",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook subscription's id (32 hex characters)")),
+    security(("api_token" = ["read_subscriptions"]), ("oauth2" = ["read_subscriptions"])),
+    responses((status = 200, body = WebhookSubscriptionAnswer)))]
 pub async fn get(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadSubscriptions>,
@@ -75,12 +158,16 @@ pub async fn get(
     let endpoint = state
         .read(move |tx| registration::find(tx, &shop, &id))
         .await?;
-    Ok(HttpResponse::Ok()
-        .json(json!({ "webhook_subscription": registration::resource(&endpoint) })))
+    Ok(HttpResponse::Ok().json(webhook_subscription_answer(&endpoint)))
 }
 
-/// `PATCH …/webhooks/subscriptions/{id}` `{"webhook_subscription":{callback_url}}`: a new
-/// callback URL, checked like a new one; another topic or a new secret is 422 `immutable`.
+/// `PATCH …/webhooks/subscriptions/{id}` `{"webhook_subscription":{…}}`: the fields given
+/// (callback URL, topic, shared secret) replace the stored ones, each checked as at creation.
+#[utoipa::path(patch, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}", operation_id = "update_webhook_subscription", tag = "Subscription webhooks",
+    request_body = WebhookSubscriptionBody,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook subscription's id (32 hex characters)")),
+    security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
+    responses((status = 200, body = WebhookSubscriptionAnswer)))]
 pub async fn update(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,
@@ -97,11 +184,14 @@ pub async fn update(
     let endpoint = state
         .write(move |tx| registration::update(tx, &shop, &id, update, now))
         .await?;
-    Ok(HttpResponse::Ok()
-        .json(json!({ "webhook_subscription": registration::resource(&endpoint) })))
+    Ok(HttpResponse::Ok().json(webhook_subscription_answer(&endpoint)))
 }
 
 /// `DELETE …/webhooks/subscriptions/{id}` → 204; its pending messages are cancelled.
+#[utoipa::path(delete, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}", operation_id = "delete_webhook_subscription", tag = "Subscription webhooks",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook subscription's id (32 hex characters)")),
+    security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
+    responses((status = 204, description = "Deleted")))]
 pub async fn delete(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,
@@ -116,6 +206,11 @@ pub async fn delete(
 
 /// `GET …/webhooks/subscriptions/{id}/deliveries?limit=` → `{"deliveries":[message]}`, newest
 /// first (the checkout webhooks' delivery log, docs/api-conventions.md).
+#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}/deliveries", operation_id = "list_webhook_subscription_deliveries", tag = "Subscription webhooks",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook subscription's id (32 hex characters)"),
+        ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "Messages listed (default 50)")),
+    security(("api_token" = ["read_subscriptions"]), ("oauth2" = ["read_subscriptions"])),
+    responses((status = 200, body = SubscriptionWebhookDeliveries)))]
 pub async fn deliveries(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadSubscriptions>,
@@ -127,11 +222,15 @@ pub async fn deliveries(
     let log = state
         .read(move |tx| registration::deliveries(tx, &shop, &id, limit))
         .await?;
-    Ok(HttpResponse::Ok().json(json!({ "deliveries": log })))
+    Ok(HttpResponse::Ok().json(SubscriptionWebhookDeliveries { deliveries: log }))
 }
 
 /// `GET …/webhooks/subscriptions/{id}/deliveries/{message_id}` → `{"delivery"}` with its
 /// payload and every attempt.
+#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}/deliveries/{message_id}", operation_id = "get_webhook_subscription_delivery", tag = "Subscription webhooks",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook subscription's id (32 hex characters)"), ("message_id" = String, Path, description = "The message's `webhook-id`")),
+    security(("api_token" = ["read_subscriptions"]), ("oauth2" = ["read_subscriptions"])),
+    responses((status = 200, body = SubscriptionWebhookDelivery)))]
 pub async fn delivery(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadSubscriptions>,
@@ -142,10 +241,14 @@ pub async fn delivery(
     let message = state
         .read(move |tx| registration::delivery(tx, &shop, &id, &message_id))
         .await?;
-    Ok(HttpResponse::Ok().json(json!({ "delivery": message })))
+    Ok(HttpResponse::Ok().json(SubscriptionWebhookDelivery { delivery: message }))
 }
 
 /// `POST …/webhooks/subscriptions/{id}/deliveries/{message_id}/resend` → 202 `{"message_id"}`.
+#[utoipa::path(post, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}/deliveries/{message_id}/resend", operation_id = "resend_webhook_subscription_delivery", tag = "Subscription webhooks",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook subscription's id (32 hex characters)"), ("message_id" = String, Path, description = "The message's `webhook-id`")),
+    security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
+    responses((status = 202, body = SubscriptionWebhookResent)))]
 pub async fn resend(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,
@@ -158,10 +261,15 @@ pub async fn resend(
         .write(move |tx| registration::resend(tx, &shop, &id, &message_id, now))
         .await?;
     state.webhooks.notify();
-    Ok(HttpResponse::Accepted().json(json!({ "message_id": resent })))
+    Ok(HttpResponse::Accepted().json(SubscriptionWebhookResent { message_id: resent }))
 }
 
 /// `POST …/webhooks/subscriptions/{id}/recover` `{"since"}` → 202 `{"recovered"}`.
+#[utoipa::path(post, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}/recover", operation_id = "recover_webhook_subscription_deliveries", tag = "Subscription webhooks",
+    request_body = SubscriptionWebhookRecoverRequest,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook subscription's id (32 hex characters)")),
+    security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
+    responses((status = 202, body = SubscriptionWebhookRecovered)))]
 pub async fn recover(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,
@@ -174,10 +282,14 @@ pub async fn recover(
         .write(move |tx| registration::recover(tx, &shop, &id, since, now))
         .await?;
     state.webhooks.notify();
-    Ok(HttpResponse::Accepted().json(json!({ "recovered": recovered })))
+    Ok(HttpResponse::Accepted().json(SubscriptionWebhookRecovered { recovered }))
 }
 
 /// `POST …/webhooks/subscriptions/{id}/enable` → `{"webhook_subscription"}`.
+#[utoipa::path(post, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}/enable", operation_id = "enable_webhook_subscription", tag = "Subscription webhooks",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook subscription's id (32 hex characters)")),
+    security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
+    responses((status = 200, body = WebhookSubscriptionAnswer)))]
 pub async fn enable(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,
@@ -187,6 +299,5 @@ pub async fn enable(
     let endpoint = state
         .write(move |tx| registration::enable(tx, &shop, &id, now))
         .await?;
-    Ok(HttpResponse::Ok()
-        .json(json!({ "webhook_subscription": registration::resource(&endpoint) })))
+    Ok(HttpResponse::Ok().json(webhook_subscription_answer(&endpoint)))
 }
