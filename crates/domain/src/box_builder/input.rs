@@ -4,6 +4,7 @@
 //! `time_slot.end_date`); ids and numbers may come as decimal text; unknown fields are ignored.
 
 use serde_json::{Map, Value};
+use utoipa::ToSchema;
 
 use crate::box_builder::resources::SelectionItem;
 use crate::kernel::error::{DomainError, FieldError, Problems};
@@ -107,6 +108,16 @@ fn attributes(fields: &mut Fields<'_, '_>) -> Option<Vec<(String, String)>> {
     Some(pairs)
 }
 
+/// One attribute as a client writes it: a key/value pair kept with its resource.
+#[derive(ToSchema)]
+pub struct AttributeFields {
+    /// The key, unique among the resource's attributes (1 to 255 characters).
+    #[schema(min_length = 1, max_length = 255)]
+    pub attribute_key: String,
+    /// The value (empty when absent).
+    pub attribute_value: Option<String>,
+}
+
 /// A box's fields; all needed to create one.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct BoxInput {
@@ -128,6 +139,28 @@ pub fn parse_box(body: &Value, creating: bool) -> Result<BoxInput, DomainError> 
             attributes: attributes(fields),
         })
     })
+}
+
+/// The body that creates or changes a box. The box's fields may also come bare, without the
+/// `box` key.
+#[derive(ToSchema)]
+pub struct BoxRequest {
+    /// The box's fields.
+    #[serde(rename = "box")]
+    pub subscription_box: BoxFields,
+}
+
+/// A box's fields as a client writes them: all three needed to create a box; a change replaces
+/// only the fields it gives.
+#[derive(ToSchema)]
+pub struct BoxFields {
+    /// The id of the shop's subscription group to sell the box under (one box per group).
+    pub svc_subscription_group_id: Option<i64>,
+    /// The box's name (1 to 255 characters).
+    #[schema(min_length = 1, max_length = 255)]
+    pub box_name: Option<String>,
+    /// The box's attributes, keys unique; given, they replace the box's.
+    pub attributes: Option<Vec<AttributeFields>>,
 }
 
 /// A box product's fields; both platform ids needed to create one.
@@ -158,6 +191,28 @@ pub fn parse_box_product(body: &Value, creating: bool) -> Result<BoxProductInput
             attributes: attributes(fields),
         })
     })
+}
+
+/// The body that creates or changes a box product. Its fields may also come bare, without the
+/// `box_product` key.
+#[derive(ToSchema)]
+pub struct BoxProductRequest {
+    /// The box product's fields.
+    pub box_product: BoxProductFields,
+}
+
+/// A box product's fields as a client writes them: both platform ids needed to create one (a
+/// live variant of the catalogue's product); a change replaces only the fields it gives.
+#[derive(ToSchema)]
+pub struct BoxProductFields {
+    /// The platform id of the catalogue's product (an integer is read as its decimal text).
+    #[schema(min_length = 1)]
+    pub platform_product_id: Option<String>,
+    /// The platform id of the product's variant.
+    #[schema(min_length = 1)]
+    pub platform_variant_id: Option<String>,
+    /// The box product's attributes, keys unique; given, they replace the product's.
+    pub attributes: Option<Vec<AttributeFields>>,
 }
 
 /// A box size's fields; the name and `max_quantity` needed to create one.
@@ -250,6 +305,35 @@ pub fn parse_box_sizes(body: &Value) -> Result<Vec<BoxSizeInput>, DomainError> {
     Ok(sizes)
 }
 
+/// The body that creates or changes one box size. Its fields may also come bare, without the
+/// `box_size` key.
+#[derive(ToSchema)]
+pub struct BoxSizeRequest {
+    /// The box size's fields.
+    pub box_size: BoxSizeFields,
+}
+
+/// A box size's fields as a client writes them: the name and `max_quantity` needed to create
+/// one; a change replaces only the fields it gives. `min_quantity` (0 when never given) must
+/// not exceed `max_quantity`.
+#[derive(ToSchema)]
+pub struct BoxSizeFields {
+    /// In the bulk update, the id of one of the box's sizes to change; without it the size is
+    /// new (and needs the name and `max_quantity`). The other routes ignore it.
+    pub id: Option<i64>,
+    /// The size's name (1 to 255 characters).
+    #[schema(min_length = 1, max_length = 255)]
+    pub box_size_name: Option<String>,
+    /// How a box of this size is priced: `flexible_pricing`, the only mode.
+    #[schema(pattern = "^flexible_pricing$")]
+    pub pricing_mode: Option<String>,
+    /// The fewest products a box of this size holds (0 or more).
+    #[schema(minimum = 0)]
+    pub min_quantity: Option<i64>,
+    /// The most products a box of this size holds (at least `min_quantity`).
+    pub max_quantity: Option<i64>,
+}
+
 /// A time slot's fields; the name and the four dates needed to create one.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TimeSlotInput {
@@ -299,6 +383,42 @@ pub fn parse_time_slot_option(body: &Value) -> Result<i64, DomainError> {
     })
 }
 
+/// The body that creates or changes a time slot. Its fields may also come bare, or wrapped in
+/// `time-slot`.
+#[derive(ToSchema)]
+pub struct TimeSlotRequest {
+    /// The time slot's fields.
+    pub time_slot: TimeSlotFields,
+}
+
+/// A time slot's fields as a client writes them: the name and the four dates needed to create
+/// one; a change replaces only the fields it gives. The dates must hold `visibility_date` ≤
+/// `selection_deadline_date` ≤ `start_date` ≤ `end_date`.
+#[derive(ToSchema)]
+pub struct TimeSlotFields {
+    /// The slot's name (1 to 255 characters).
+    #[schema(min_length = 1, max_length = 255)]
+    pub time_slot_name: Option<String>,
+    /// When the slot starts: the first order time it holds.
+    pub start_date: Option<Timestamp>,
+    /// When the slot ends: the last order time it holds.
+    pub end_date: Option<Timestamp>,
+    /// The last time a selection for the slot may be made or changed.
+    pub selection_deadline_date: Option<Timestamp>,
+    /// When the storefront starts showing the slot.
+    pub visibility_date: Option<Timestamp>,
+    /// The slot's attributes, keys unique; given, they replace the slot's.
+    pub attributes: Option<Vec<AttributeFields>>,
+}
+
+/// The body that offers a box product in a time slot. The field may also come wrapped in
+/// `time_slot_option`.
+#[derive(ToSchema)]
+pub struct TimeSlotOptionRequest {
+    /// The id of the shop's box product to offer.
+    pub box_product_id: i64,
+}
+
 /// A selection's fields; all but the chosen products' order needed to create one.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SelectionInput {
@@ -344,6 +464,31 @@ pub fn parse_selection(body: &Value, creating: bool) -> Result<SelectionInput, D
             path: fields.path.clone(),
         })
     })
+}
+
+/// The body that makes or changes a selection. Its fields may also come bare, without the
+/// `selection` key.
+#[derive(ToSchema)]
+pub struct SelectionRequest {
+    /// The selection's fields.
+    pub selection: SelectionFields,
+}
+
+/// A selection's fields as a client writes them: all needed to make one; a change replaces
+/// only the fields it gives, and the whole is checked again against the box's rules.
+#[derive(ToSchema)]
+pub struct SelectionFields {
+    /// The id of the customer's box subscription line item.
+    pub svc_platform_subscription_line_item_id: Option<i64>,
+    /// The id of the box size chosen (one of the box's).
+    pub box_size_id: Option<i64>,
+    /// The id of the time slot chosen (one of the box's).
+    pub time_slot_id: Option<i64>,
+    /// The time of the order the selection is for, within the slot.
+    pub order_datetime: Option<Timestamp>,
+    /// The products chosen, each once; their quantities must add up to within the size's
+    /// bounds.
+    pub line_items: Option<Vec<SelectionItem>>,
 }
 
 fn chosen<'a>(fields: &mut Fields<'a, '_>, items: &'a [Value]) -> Vec<SelectionItem> {

@@ -2,6 +2,7 @@
 //! without their shop's identifier, which `InShop::in_shop` adds on the way out.
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::access::shop::Shop;
 use crate::kernel::time::Timestamp;
@@ -12,7 +13,7 @@ pub(crate) const FLEXIBLE_PRICING: &str = "flexible_pricing";
 
 /// A key/value pair kept with a box, a box product, a time slot or a box's subscription line
 /// item.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Attribute {
     /// Unique among the attributes of its resource.
     pub id: i64,
@@ -30,7 +31,7 @@ pub struct Attribute {
 }
 
 /// A box: a subscription group made a build-your-own box.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct SubscriptionBox {
     /// The box's id (the service's integer).
     pub id: i64,
@@ -49,7 +50,7 @@ pub struct SubscriptionBox {
 }
 
 /// A product (a variant of the catalogue) boxes may hold.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct BoxProduct {
     /// The box product's id (the service's integer).
     pub id: i64,
@@ -66,7 +67,7 @@ pub struct BoxProduct {
 }
 
 /// How many products a box of this size holds.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct BoxSize {
     /// The size's id (the service's integer).
     pub id: i64,
@@ -89,7 +90,7 @@ pub struct BoxSize {
 }
 
 /// A delivery window of a box: what is offered in it, and until when it can be chosen.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct TimeSlot {
     /// The slot's id (the service's integer).
     pub id: i64,
@@ -118,7 +119,7 @@ pub struct TimeSlot {
 }
 
 /// A product offered in a time slot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
 pub struct TimeSlotOption {
     /// The id of the box product offered.
     pub box_product_id: i64,
@@ -127,16 +128,17 @@ pub struct TimeSlotOption {
 }
 
 /// A product chosen for a box, and how many.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SelectionItem {
     /// The id of the box product chosen.
     pub box_product_id: i64,
     /// How many of it go in each box (at least 1).
+    #[schema(minimum = 1)]
     pub choice_quantity: i64,
 }
 
 /// What a customer chose for one order (`order_datetime`) of a box subscription line item.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct Selection {
     /// The selection's id (the service's integer).
     pub id: i64,
@@ -168,7 +170,7 @@ pub struct StoredSelection {
 }
 
 /// A subscription line item sold under a box's group: that box's line item.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct BoxLineItem {
     /// The identifier of its shop; empty until shown.
     pub shop_identifier: String,

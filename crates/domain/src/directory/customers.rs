@@ -2,6 +2,7 @@
 //! its connector (and, later, those created in the service), searchable and paged.
 
 use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::DirectoryRepositories;
 use crate::access::shop::Shop;
@@ -14,7 +15,8 @@ use crate::kernel::limits::{MAX_ID_CHARS, MAX_SEARCH_CHARS, check_parameter};
 use crate::kernel::time::Timestamp;
 
 /// The order of List Customers (`orderby`); ties fall back to the id, in the same direction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ToSchema)]
+#[schema(as = DirectoryOrderBy, rename_all = "snake_case")]
 pub enum OrderBy {
     /// By id (`id`), the default.
     Id,
@@ -46,6 +48,17 @@ impl OrderBy {
             .find(|(name, _)| *name == text)
             .map(|(_, order)| *order)
     }
+}
+
+/// The direction of List Customers' order (`orderdirection`, any case), as the API describes
+/// it; the query keeps it as `descending`.
+#[derive(ToSchema)]
+#[schema(as = DirectoryOrderDirection, rename_all = "lowercase")]
+pub enum OrderDirection {
+    /// Ascending, the default.
+    Asc,
+    /// Descending.
+    Desc,
 }
 
 /// Fields a filter may name, by the type of their values.
@@ -364,7 +377,7 @@ pub struct DirectoryAddress {
 }
 
 /// A label the shop put on a directory customer; customers can be listed by label.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct Label {
     /// The label's id (the service's integer).
     pub id: i64,
@@ -390,7 +403,7 @@ pub struct DirectoryPage {
 }
 
 /// The platform id union of seed 002 §2.6: the text, and its integer value when it is one.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct PlatformIdUnion {
     /// The platform's id as text (`""` when there is none).
     pub string_value: String,
@@ -409,7 +422,7 @@ impl PlatformIdUnion {
 }
 
 /// The nullable text of seed 002 §2.6.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct NullableText {
     /// The text, `""` when there is none.
     pub value: String,
@@ -427,7 +440,7 @@ impl NullableText {
 }
 
 /// A directory address as answers show it (seed 002 §2.6): absent text is `""`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct AddressResource {
     /// The address's id (the service's integer).
     pub id: i64,
@@ -515,7 +528,7 @@ pub(crate) fn address_resource(shop: &Shop, address: &DirectoryAddress) -> Addre
 /// A directory customer as answers show it (seed 002 §2.6), with their addresses (the default
 /// one, else the first, also as `default_address`) and labels. Customers of the directory
 /// have no tags or groups.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct CustomerResource {
     /// The customer's id (the service's integer).
     pub id: i64,
@@ -532,6 +545,7 @@ pub struct CustomerResource {
     /// The customer's phone number.
     pub phone: String,
     /// Always `""`: directory customers have no tags.
+    #[schema(value_type = String, max_length = 0)]
     pub tags: &'static str,
     /// When the service stored the customer.
     pub created_at: Timestamp,

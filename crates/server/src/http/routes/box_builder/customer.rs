@@ -3,12 +3,19 @@
 //! their platform issued them ([`CustomerAuthorized`]): their selections, and no one else's.
 
 use actix_web::{HttpRequest, HttpResponse, web};
+use mercer_domain::box_builder::input::SelectionRequest;
 
+use super::answers::{SelectionAnswer, SelectionList};
 use super::handlers::{change_selection, make_selection, selection_of, selections_of};
 use crate::http::error::ApiError;
 use crate::http::extract::{CustomerAuthorized, JsonBody};
 use crate::http::state::AppState;
 
+/// A page of the customer's own selections, by id.
+#[utoipa::path(get, path = "/box_builder/v1/customer/shops/{shop}/customers/{platform_customer_id}/selections", operation_id = "list_customer_selections", tag = "Box builder: customer selections",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("platform_customer_id" = String, Path, description = "The customer's id on the shop's platform: the customer the token was issued to"), ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "Items per page, 1 to 250 (default 50)"), ("page" = Option<i64>, Query, minimum = 1, maximum = 1000000, description = "The page, from 1 (default 1); a page past the last is empty"), ("svc_platform_subscription_line_item_id" = Option<i64>, Query, description = "Only the selections of this box subscription line item"), ("order_datetime" = Option<String>, Query, format = DateTime, description = "Only the selections for the order of this time, an RFC 3339 date-time")),
+    security(("customer_token" = [])),
+    responses((status = 200, body = SelectionList)))]
 pub async fn list_selections(
     state: web::Data<AppState>,
     customer: CustomerAuthorized,
@@ -17,6 +24,14 @@ pub async fn list_selections(
     selections_of(state, customer.shop, customer.platform_customer_id, http).await
 }
 
+/// The customer makes a selection, checked by the box's rules.
+///
+/// The same line item and order date again replaces the selection made before.
+#[utoipa::path(post, path = "/box_builder/v1/customer/shops/{shop}/customers/{platform_customer_id}/selections", operation_id = "create_customer_selection", tag = "Box builder: customer selections",
+    request_body = SelectionRequest,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("platform_customer_id" = String, Path, description = "The customer's id on the shop's platform: the customer the token was issued to")),
+    security(("customer_token" = [])),
+    responses((status = 200, body = SelectionAnswer)))]
 pub async fn create_selection(
     state: web::Data<AppState>,
     customer: CustomerAuthorized,
@@ -25,6 +40,11 @@ pub async fn create_selection(
     make_selection(state, customer.shop, customer.platform_customer_id, given).await
 }
 
+/// One of the customer's own selections.
+#[utoipa::path(get, path = "/box_builder/v1/customer/shops/{shop}/customers/{platform_customer_id}/selections/{selection_id}", operation_id = "get_customer_selection", tag = "Box builder: customer selections",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("platform_customer_id" = String, Path, description = "The customer's id on the shop's platform: the customer the token was issued to"), ("selection_id" = i64, Path, description = "The selection's id")),
+    security(("customer_token" = [])),
+    responses((status = 200, body = SelectionAnswer)))]
 pub async fn get_selection(
     state: web::Data<AppState>,
     customer: CustomerAuthorized,
@@ -40,6 +60,12 @@ pub async fn get_selection(
     .await
 }
 
+/// The customer changes a selection of theirs; the whole is checked again (the deadline included).
+#[utoipa::path(patch, path = "/box_builder/v1/customer/shops/{shop}/customers/{platform_customer_id}/selections/{selection_id}", operation_id = "update_customer_selection", tag = "Box builder: customer selections",
+    request_body = SelectionRequest,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("platform_customer_id" = String, Path, description = "The customer's id on the shop's platform: the customer the token was issued to"), ("selection_id" = i64, Path, description = "The selection's id")),
+    security(("customer_token" = [])),
+    responses((status = 200, body = SelectionAnswer)))]
 pub async fn update_selection(
     state: web::Data<AppState>,
     customer: CustomerAuthorized,

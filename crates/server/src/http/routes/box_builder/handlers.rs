@@ -6,14 +6,21 @@ use mercer_domain::DomainError;
 use mercer_domain::Timestamp;
 use mercer_domain::access::shop::Shop;
 use mercer_domain::box_builder::input::{
-    parse_box, parse_box_product, parse_box_size, parse_box_sizes, parse_selection,
-    parse_time_slot, parse_time_slot_option,
+    BoxProductRequest, BoxRequest, BoxSizeFields, BoxSizeRequest, SelectionRequest,
+    TimeSlotOptionRequest, TimeSlotRequest, parse_box, parse_box_product, parse_box_size,
+    parse_box_sizes, parse_selection, parse_time_slot, parse_time_slot_option,
 };
 use mercer_domain::box_builder::repository::{SelectionFilter, TimeSlotFilter};
 use mercer_domain::box_builder::{admin, selections};
-use mercer_domain::subscriptions::customers::{PagePagination, parse_page};
-use serde::Serialize;
-use serde_json::{Value, json};
+use mercer_domain::subscriptions::customers::parse_page;
+use serde_json::Value;
+
+use super::answers::{
+    BoxAnswer, BoxLineItemAnswer, BoxLineItemList, BoxList, BoxProductAnswer, BoxProductList,
+    BoxSizeAnswer, BoxSizeList, BoxSizeSaved, BoxSizesSaved, SelectionAnswer, SelectionList,
+    TimeSlotAnswer, TimeSlotCreated, TimeSlotList, TimeSlotOptionAnswer, TimeSlotOptionList,
+    created, ok,
+};
 
 use crate::http::error::ApiError;
 use crate::http::extract::{AnyScope, Authorized, JsonBody, query_pairs, scopes};
@@ -32,24 +39,6 @@ pub(super) fn id(text: &str, resource: &'static str) -> Result<i64, ApiError> {
         .map_err(|_| ApiError::from(DomainError::not_found(resource)))
 }
 
-pub(super) fn data(value: impl Serialize) -> HttpResponse {
-    HttpResponse::Ok().json(json!({ "data": value }))
-}
-
-fn created(value: impl Serialize) -> HttpResponse {
-    HttpResponse::Created().json(json!({ "data": value }))
-}
-
-/// A list: `{"data": {name: [items]}, "pagination"}`.
-pub(super) fn listed<T: Serialize>(
-    name: &str,
-    (items, pagination): (Vec<T>, PagePagination),
-) -> HttpResponse {
-    let mut listed = serde_json::Map::new();
-    listed.insert(name.to_string(), json!(items));
-    HttpResponse::Ok().json(json!({ "data": listed, "pagination": pagination }))
-}
-
 pub(super) fn page(request: &HttpRequest) -> Result<(i64, i64), ApiError> {
     Ok(parse_page(&query_pairs(request)?)?)
 }
@@ -57,6 +46,11 @@ pub(super) fn page(request: &HttpRequest) -> Result<(i64, i64), ApiError> {
 // ---------------------------------------------------------------------------------------
 // Boxes
 
+/// A page of the shop's boxes, by id.
+#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/boxes", operation_id = "list_boxes", tag = "Box builder: boxes",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "Items per page, 1 to 250 (default 50)"), ("page" = Option<i64>, Query, minimum = 1, maximum = 1000000, description = "The page, from 1 (default 1); a page past the last is empty")),
+    security(("api_token" = ["read_subscription_groups"]), ("oauth2" = ["read_subscription_groups"])),
+    responses((status = 200, body = BoxList)))]
 pub async fn list_boxes(
     state: web::Data<AppState>,
     request: Read,
@@ -67,9 +61,15 @@ pub async fn list_boxes(
     let found = state
         .read(move |tx| admin::list_boxes(tx, &shop, limit, number))
         .await?;
-    Ok(listed("boxes", found))
+    Ok(ok(BoxList::of(found)))
 }
 
+/// Makes a subscription group of the shop a box (one box per group; 409 when the group has one).
+#[utoipa::path(post, path = "/box_builder/v1/shops/{shop}/boxes", operation_id = "create_box", tag = "Box builder: boxes",
+    request_body = BoxRequest,
+    params(("shop" = String, Path, description = "The shop's identifier")),
+    security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
+    responses((status = 201, body = BoxAnswer)))]
 pub async fn create_box(
     state: web::Data<AppState>,
     request: Write,
@@ -80,9 +80,14 @@ pub async fn create_box(
     let made = state
         .write(move |tx| admin::create_box(tx, &shop, input, now))
         .await?;
-    Ok(created(json!({ "box": made })))
+    Ok(created(BoxAnswer::of(made)))
 }
 
+/// One box of the shop.
+#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/boxes/{box_id}", operation_id = "get_box", tag = "Box builder: boxes",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("box_id" = i64, Path, description = "The box's id")),
+    security(("api_token" = ["read_subscription_groups"]), ("oauth2" = ["read_subscription_groups"])),
+    responses((status = 200, body = BoxAnswer)))]
 pub async fn get_box(
     state: web::Data<AppState>,
     request: Read,
@@ -93,9 +98,15 @@ pub async fn get_box(
     let found = state
         .read(move |tx| admin::get_box(tx, &shop, box_id))
         .await?;
-    Ok(data(json!({ "box": found })))
+    Ok(ok(BoxAnswer::of(found)))
 }
 
+/// The fields given replace the box's.
+#[utoipa::path(patch, path = "/box_builder/v1/shops/{shop}/boxes/{box_id}", operation_id = "update_box", tag = "Box builder: boxes",
+    request_body = BoxRequest,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("box_id" = i64, Path, description = "The box's id")),
+    security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
+    responses((status = 200, body = BoxAnswer)))]
 pub async fn update_box(
     state: web::Data<AppState>,
     request: Write,
@@ -108,9 +119,14 @@ pub async fn update_box(
     let changed = state
         .write(move |tx| admin::update_box(tx, &shop, box_id, input, now))
         .await?;
-    Ok(data(json!({ "box": changed })))
+    Ok(ok(BoxAnswer::of(changed)))
 }
 
+/// Deletes a box.
+#[utoipa::path(delete, path = "/box_builder/v1/shops/{shop}/boxes/{box_id}", operation_id = "delete_box", tag = "Box builder: boxes",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("box_id" = i64, Path, description = "The box's id")),
+    security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
+    responses((status = 204, description = "Deleted")))]
 pub async fn delete_box(
     state: web::Data<AppState>,
     request: Write,
@@ -127,6 +143,11 @@ pub async fn delete_box(
 // ---------------------------------------------------------------------------------------
 // Box products
 
+/// A page of the shop's box products, by id.
+#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/box_products", operation_id = "list_box_products", tag = "Box builder: box products",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "Items per page, 1 to 250 (default 50)"), ("page" = Option<i64>, Query, minimum = 1, maximum = 1000000, description = "The page, from 1 (default 1); a page past the last is empty")),
+    security(("api_token" = ["read_subscription_groups"]), ("oauth2" = ["read_subscription_groups"])),
+    responses((status = 200, body = BoxProductList)))]
 pub async fn list_box_products(
     state: web::Data<AppState>,
     request: Read,
@@ -137,9 +158,15 @@ pub async fn list_box_products(
     let found = state
         .read(move |tx| admin::list_box_products(tx, &shop, limit, number))
         .await?;
-    Ok(listed("box_products", found))
+    Ok(ok(BoxProductList::of(found)))
 }
 
+/// Makes a variant of the catalogue a product boxes may hold.
+#[utoipa::path(post, path = "/box_builder/v1/shops/{shop}/box_products", operation_id = "create_box_product", tag = "Box builder: box products",
+    request_body = BoxProductRequest,
+    params(("shop" = String, Path, description = "The shop's identifier")),
+    security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
+    responses((status = 201, body = BoxProductAnswer)))]
 pub async fn create_box_product(
     state: web::Data<AppState>,
     request: Write,
@@ -150,9 +177,14 @@ pub async fn create_box_product(
     let made = state
         .write(move |tx| admin::create_box_product(tx, &shop, input, now))
         .await?;
-    Ok(created(json!({ "box_product": made })))
+    Ok(created(BoxProductAnswer::of(made)))
 }
 
+/// One box product of the shop.
+#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/box_products/{box_product_id}", operation_id = "get_box_product", tag = "Box builder: box products",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("box_product_id" = i64, Path, description = "The box product's id")),
+    security(("api_token" = ["read_subscription_groups"]), ("oauth2" = ["read_subscription_groups"])),
+    responses((status = 200, body = BoxProductAnswer)))]
 pub async fn get_box_product(
     state: web::Data<AppState>,
     request: Read,
@@ -163,9 +195,15 @@ pub async fn get_box_product(
     let found = state
         .read(move |tx| admin::get_box_product(tx, &shop, product_id))
         .await?;
-    Ok(data(json!({ "box_product": found })))
+    Ok(ok(BoxProductAnswer::of(found)))
 }
 
+/// The fields given replace the box product's.
+#[utoipa::path(patch, path = "/box_builder/v1/shops/{shop}/box_products/{box_product_id}", operation_id = "update_box_product", tag = "Box builder: box products",
+    request_body = BoxProductRequest,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("box_product_id" = i64, Path, description = "The box product's id")),
+    security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
+    responses((status = 200, body = BoxProductAnswer)))]
 pub async fn update_box_product(
     state: web::Data<AppState>,
     request: Write,
@@ -178,9 +216,14 @@ pub async fn update_box_product(
     let changed = state
         .write(move |tx| admin::update_box_product(tx, &shop, product_id, input, now))
         .await?;
-    Ok(data(json!({ "box_product": changed })))
+    Ok(ok(BoxProductAnswer::of(changed)))
 }
 
+/// Deletes a box product.
+#[utoipa::path(delete, path = "/box_builder/v1/shops/{shop}/box_products/{box_product_id}", operation_id = "delete_box_product", tag = "Box builder: box products",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("box_product_id" = i64, Path, description = "The box product's id")),
+    security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
+    responses((status = 204, description = "Deleted")))]
 pub async fn delete_box_product(
     state: web::Data<AppState>,
     request: Write,
@@ -197,6 +240,11 @@ pub async fn delete_box_product(
 // ---------------------------------------------------------------------------------------
 // Box sizes (no scope bracketed in the seed: any valid token of the shop)
 
+/// A page of the box's sizes.
+#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/boxes/{box_id}/box_sizes", operation_id = "list_box_sizes", tag = "Box builder: box sizes",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("box_id" = i64, Path, description = "The box's id"), ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "Items per page, 1 to 250 (default 50)"), ("page" = Option<i64>, Query, minimum = 1, maximum = 1000000, description = "The page, from 1 (default 1); a page past the last is empty")),
+    security(("api_token" = []), ("oauth2" = [])),
+    responses((status = 200, body = BoxSizeList)))]
 pub async fn list_box_sizes(
     state: web::Data<AppState>,
     request: Authorized<AnyScope>,
@@ -209,10 +257,15 @@ pub async fn list_box_sizes(
     let found = state
         .read(move |tx| admin::list_box_sizes(tx, &shop, box_id, limit, number))
         .await?;
-    Ok(listed("box_sizes", found))
+    Ok(ok(BoxSizeList::of(found)))
 }
 
 /// Create Box Size: 200 with the size itself under `data` (the seed's answer).
+#[utoipa::path(post, path = "/box_builder/v1/shops/{shop}/boxes/{box_id}/box_sizes", operation_id = "create_box_size", tag = "Box builder: box sizes",
+    request_body = BoxSizeRequest,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("box_id" = i64, Path, description = "The box's id")),
+    security(("api_token" = []), ("oauth2" = [])),
+    responses((status = 200, body = BoxSizeSaved)))]
 pub async fn create_box_size(
     state: web::Data<AppState>,
     request: Authorized<AnyScope>,
@@ -225,10 +278,15 @@ pub async fn create_box_size(
     let made = state
         .write(move |tx| admin::create_box_size(tx, &shop, box_id, input, now))
         .await?;
-    Ok(data(made))
+    Ok(ok(BoxSizeSaved::of(made)))
 }
 
 /// Update Box Sizes (bulk): the sizes under `data`, in the order given.
+#[utoipa::path(put, path = "/box_builder/v1/shops/{shop}/boxes/{box_id}/box_sizes", operation_id = "update_box_sizes", tag = "Box builder: box sizes",
+    request_body = [BoxSizeFields],
+    params(("shop" = String, Path, description = "The shop's identifier"), ("box_id" = i64, Path, description = "The box's id")),
+    security(("api_token" = []), ("oauth2" = [])),
+    responses((status = 200, body = BoxSizesSaved)))]
 pub async fn update_box_sizes(
     state: web::Data<AppState>,
     request: Authorized<AnyScope>,
@@ -241,9 +299,14 @@ pub async fn update_box_sizes(
     let saved = state
         .write(move |tx| admin::update_box_sizes(tx, &shop, box_id, inputs, now))
         .await?;
-    Ok(data(saved))
+    Ok(ok(BoxSizesSaved::of(saved)))
 }
 
+/// One box size of the shop.
+#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/box_sizes/{box_size_id}", operation_id = "get_box_size", tag = "Box builder: box sizes",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("box_size_id" = i64, Path, description = "The box size's id")),
+    security(("api_token" = []), ("oauth2" = [])),
+    responses((status = 200, body = BoxSizeAnswer)))]
 pub async fn get_box_size(
     state: web::Data<AppState>,
     request: Authorized<AnyScope>,
@@ -254,10 +317,15 @@ pub async fn get_box_size(
     let found = state
         .read(move |tx| admin::get_box_size(tx, &shop, size_id))
         .await?;
-    Ok(data(json!({ "box_size": found })))
+    Ok(ok(BoxSizeAnswer::of(found)))
 }
 
 /// Update Box Size: 200 with the size itself under `data` (the seed's answer).
+#[utoipa::path(patch, path = "/box_builder/v1/shops/{shop}/box_sizes/{box_size_id}", operation_id = "update_box_size", tag = "Box builder: box sizes",
+    request_body = BoxSizeRequest,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("box_size_id" = i64, Path, description = "The box size's id")),
+    security(("api_token" = []), ("oauth2" = [])),
+    responses((status = 200, body = BoxSizeSaved)))]
 pub async fn update_box_size(
     state: web::Data<AppState>,
     request: Authorized<AnyScope>,
@@ -270,7 +338,7 @@ pub async fn update_box_size(
     let changed = state
         .write(move |tx| admin::update_box_size(tx, &shop, size_id, input, now))
         .await?;
-    Ok(data(changed))
+    Ok(ok(BoxSizeSaved::of(changed)))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -292,6 +360,11 @@ pub(super) fn order_datetime(request: &HttpRequest) -> Result<Option<Timestamp>,
         })
 }
 
+/// A page of the box's time slots.
+#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/boxes/{box_id}/time_slots", operation_id = "list_time_slots", tag = "Box builder: time slots",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("box_id" = i64, Path, description = "The box's id"), ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "Items per page, 1 to 250 (default 50)"), ("page" = Option<i64>, Query, minimum = 1, maximum = 1000000, description = "The page, from 1 (default 1); a page past the last is empty"), ("order_datetime" = Option<String>, Query, format = DateTime, description = "Only the slots holding this instant (`start_date` to `end_date`), an RFC 3339 date-time")),
+    security(("api_token" = ["read_subscription_groups"]), ("oauth2" = ["read_subscription_groups"])),
+    responses((status = 200, body = TimeSlotList)))]
 pub async fn list_time_slots(
     state: web::Data<AppState>,
     request: Read,
@@ -308,10 +381,15 @@ pub async fn list_time_slots(
     let found = state
         .read(move |tx| admin::list_time_slots(tx, &shop, box_id, filter, limit, number))
         .await?;
-    Ok(listed("time_slots", found))
+    Ok(ok(TimeSlotList::of(found)))
 }
 
 /// Create Time Slot: 201 with the slot under `data["time-slot"]` (the seed's name).
+#[utoipa::path(post, path = "/box_builder/v1/shops/{shop}/boxes/{box_id}/time_slots", operation_id = "create_time_slot", tag = "Box builder: time slots",
+    request_body = TimeSlotRequest,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("box_id" = i64, Path, description = "The box's id")),
+    security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
+    responses((status = 201, body = TimeSlotCreated)))]
 pub async fn create_time_slot(
     state: web::Data<AppState>,
     request: Write,
@@ -324,9 +402,14 @@ pub async fn create_time_slot(
     let made = state
         .write(move |tx| admin::create_time_slot(tx, &shop, box_id, input, now))
         .await?;
-    Ok(created(json!({ "time-slot": made })))
+    Ok(created(TimeSlotCreated::of(made)))
 }
 
+/// One time slot of the shop, with the products it offers.
+#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/time_slots/{time_slot_id}", operation_id = "get_time_slot", tag = "Box builder: time slots",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("time_slot_id" = i64, Path, description = "The time slot's id")),
+    security(("api_token" = ["read_subscription_groups"]), ("oauth2" = ["read_subscription_groups"])),
+    responses((status = 200, body = TimeSlotAnswer)))]
 pub async fn get_time_slot(
     state: web::Data<AppState>,
     request: Read,
@@ -337,9 +420,15 @@ pub async fn get_time_slot(
     let found = state
         .read(move |tx| admin::get_time_slot(tx, &shop, slot_id))
         .await?;
-    Ok(data(json!({ "time_slot": found })))
+    Ok(ok(TimeSlotAnswer::of(found)))
 }
 
+/// The fields given replace the slot's; the dates are checked again together.
+#[utoipa::path(patch, path = "/box_builder/v1/shops/{shop}/time_slots/{time_slot_id}", operation_id = "update_time_slot", tag = "Box builder: time slots",
+    request_body = TimeSlotRequest,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("time_slot_id" = i64, Path, description = "The time slot's id")),
+    security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
+    responses((status = 200, body = TimeSlotAnswer)))]
 pub async fn update_time_slot(
     state: web::Data<AppState>,
     request: Write,
@@ -352,9 +441,14 @@ pub async fn update_time_slot(
     let changed = state
         .write(move |tx| admin::update_time_slot(tx, &shop, slot_id, input, now))
         .await?;
-    Ok(data(json!({ "time_slot": changed })))
+    Ok(ok(TimeSlotAnswer::of(changed)))
 }
 
+/// Deletes a time slot.
+#[utoipa::path(delete, path = "/box_builder/v1/shops/{shop}/time_slots/{time_slot_id}", operation_id = "delete_time_slot", tag = "Box builder: time slots",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("time_slot_id" = i64, Path, description = "The time slot's id")),
+    security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
+    responses((status = 204, description = "Deleted")))]
 pub async fn delete_time_slot(
     state: web::Data<AppState>,
     request: Write,
@@ -368,6 +462,11 @@ pub async fn delete_time_slot(
     Ok(HttpResponse::NoContent().finish())
 }
 
+/// The products the slot offers, in the order they were added.
+#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/time_slots/{time_slot_id}/options", operation_id = "list_time_slot_options", tag = "Box builder: time slots",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("time_slot_id" = i64, Path, description = "The time slot's id")),
+    security(("api_token" = ["read_subscription_groups"]), ("oauth2" = ["read_subscription_groups"])),
+    responses((status = 200, body = TimeSlotOptionList)))]
 pub async fn list_time_slot_options(
     state: web::Data<AppState>,
     request: Read,
@@ -378,9 +477,15 @@ pub async fn list_time_slot_options(
     let options = state
         .read(move |tx| admin::list_time_slot_options(tx, &shop, slot_id))
         .await?;
-    Ok(data(json!({ "time_slot_options": options })))
+    Ok(ok(TimeSlotOptionList::of(options)))
 }
 
+/// Offers a box product of the shop in the slot; offering it again changes nothing.
+#[utoipa::path(post, path = "/box_builder/v1/shops/{shop}/time_slots/{time_slot_id}/options", operation_id = "create_time_slot_option", tag = "Box builder: time slots",
+    request_body = TimeSlotOptionRequest,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("time_slot_id" = i64, Path, description = "The time slot's id")),
+    security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
+    responses((status = 200, body = TimeSlotOptionAnswer)))]
 pub async fn create_time_slot_option(
     state: web::Data<AppState>,
     request: Write,
@@ -393,9 +498,14 @@ pub async fn create_time_slot_option(
     let option = state
         .write(move |tx| admin::add_time_slot_option(tx, &shop, slot_id, product_id, now))
         .await?;
-    Ok(data(json!({ "time_slot_option": option })))
+    Ok(ok(TimeSlotOptionAnswer::of(option)))
 }
 
+/// The slot stops offering the product; 404 when it does not offer it.
+#[utoipa::path(delete, path = "/box_builder/v1/shops/{shop}/time_slots/{time_slot_id}/options/{box_product_id}", operation_id = "delete_time_slot_option", tag = "Box builder: time slots",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("time_slot_id" = i64, Path, description = "The time slot's id"), ("box_product_id" = i64, Path, description = "The box product's id")),
+    security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
+    responses((status = 204, description = "The slot no longer offers the product")))]
 pub async fn delete_time_slot_option(
     state: web::Data<AppState>,
     request: Write,
@@ -453,7 +563,7 @@ pub(super) async fn selections_of(
     let found = state
         .read(move |tx| selections::list_selections(tx, &shop, &customer, filter, limit, number))
         .await?;
-    Ok(listed("selections", found))
+    Ok(ok(SelectionList::of(found)))
 }
 
 /// Create Selection: 200 `{"data": {"selection"}}` (contract §7); the same line item and
@@ -470,7 +580,7 @@ pub(super) async fn make_selection(
         .write(move |tx| selections::create_selection(tx, &shop, &customer, input, now))
         .await?;
     state.webhooks.notify();
-    Ok(data(json!({ "selection": made })))
+    Ok(ok(SelectionAnswer::of(made)))
 }
 
 pub(super) async fn selection_of(
@@ -483,7 +593,7 @@ pub(super) async fn selection_of(
     let found = state
         .read(move |tx| selections::get_selection(tx, &shop, &customer, selection_id))
         .await?;
-    Ok(data(json!({ "selection": found })))
+    Ok(ok(SelectionAnswer::of(found)))
 }
 
 pub(super) async fn change_selection(
@@ -502,9 +612,14 @@ pub(super) async fn change_selection(
         })
         .await?;
     state.webhooks.notify();
-    Ok(data(json!({ "selection": changed })))
+    Ok(ok(SelectionAnswer::of(changed)))
 }
 
+/// A page of the customer's selections, by id.
+#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/customers/{platform_customer_id}/selections", operation_id = "list_selections", tag = "Box builder: selections",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("platform_customer_id" = String, Path, description = "The customer's id on the shop's platform"), ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "Items per page, 1 to 250 (default 50)"), ("page" = Option<i64>, Query, minimum = 1, maximum = 1000000, description = "The page, from 1 (default 1); a page past the last is empty"), ("svc_platform_subscription_line_item_id" = Option<i64>, Query, description = "Only the selections of this box subscription line item"), ("order_datetime" = Option<String>, Query, format = DateTime, description = "Only the selections for the order of this time, an RFC 3339 date-time")),
+    security(("api_token" = ["read_subscriptions"]), ("oauth2" = ["read_subscriptions"])),
+    responses((status = 200, body = SelectionList)))]
 pub async fn list_selections(
     state: web::Data<AppState>,
     request: ReadSubscriptions,
@@ -515,6 +630,14 @@ pub async fn list_selections(
     selections_of(state, request.access.shop, customer, http).await
 }
 
+/// Makes a selection for the customer, checked by the box's rules.
+///
+/// The same line item and order date again replaces the selection made before.
+#[utoipa::path(post, path = "/box_builder/v1/shops/{shop}/customers/{platform_customer_id}/selections", operation_id = "create_selection", tag = "Box builder: selections",
+    request_body = SelectionRequest,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("platform_customer_id" = String, Path, description = "The customer's id on the shop's platform")),
+    security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
+    responses((status = 200, body = SelectionAnswer)))]
 pub async fn create_selection(
     state: web::Data<AppState>,
     request: WriteSubscriptions,
@@ -525,6 +648,11 @@ pub async fn create_selection(
     make_selection(state, request.access.shop, customer, given).await
 }
 
+/// One selection of the customer.
+#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/customers/{platform_customer_id}/selections/{selection_id}", operation_id = "get_selection", tag = "Box builder: selections",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("platform_customer_id" = String, Path, description = "The customer's id on the shop's platform"), ("selection_id" = i64, Path, description = "The selection's id")),
+    security(("api_token" = ["read_subscriptions"]), ("oauth2" = ["read_subscriptions"])),
+    responses((status = 200, body = SelectionAnswer)))]
 pub async fn get_selection(
     state: web::Data<AppState>,
     request: ReadSubscriptions,
@@ -534,6 +662,12 @@ pub async fn get_selection(
     selection_of(state, request.access.shop, customer, &selection).await
 }
 
+/// The fields given replace the selection's; the whole is checked again (the deadline too).
+#[utoipa::path(patch, path = "/box_builder/v1/shops/{shop}/customers/{platform_customer_id}/selections/{selection_id}", operation_id = "update_selection", tag = "Box builder: selections",
+    request_body = SelectionRequest,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("platform_customer_id" = String, Path, description = "The customer's id on the shop's platform"), ("selection_id" = i64, Path, description = "The selection's id")),
+    security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
+    responses((status = 200, body = SelectionAnswer)))]
 pub async fn update_selection(
     state: web::Data<AppState>,
     request: WriteSubscriptions,
@@ -544,6 +678,11 @@ pub async fn update_selection(
     change_selection(state, request.access.shop, customer, &selection, given).await
 }
 
+/// Deletes a selection: that order of the box gets the merchant's pick.
+#[utoipa::path(delete, path = "/box_builder/v1/shops/{shop}/customers/{platform_customer_id}/selections/{selection_id}", operation_id = "delete_selection", tag = "Box builder: selections",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("platform_customer_id" = String, Path, description = "The customer's id on the shop's platform"), ("selection_id" = i64, Path, description = "The selection's id")),
+    security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
+    responses((status = 204, description = "Deleted")))]
 pub async fn delete_selection(
     state: web::Data<AppState>,
     request: WriteSubscriptions,
@@ -558,6 +697,11 @@ pub async fn delete_selection(
     Ok(HttpResponse::NoContent().finish())
 }
 
+/// A page of the subscription line items sold under a box's group.
+#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/subscription_line_items", operation_id = "list_box_line_items", tag = "Box builder: subscription line items",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "Items per page, 1 to 250 (default 50)"), ("page" = Option<i64>, Query, minimum = 1, maximum = 1000000, description = "The page, from 1 (default 1); a page past the last is empty")),
+    security(("api_token" = ["read_subscriptions"]), ("oauth2" = ["read_subscriptions"])),
+    responses((status = 200, body = BoxLineItemList)))]
 pub async fn list_box_line_items(
     state: web::Data<AppState>,
     request: ReadSubscriptions,
@@ -568,9 +712,14 @@ pub async fn list_box_line_items(
     let found = state
         .read(move |tx| selections::list_box_line_items(tx, &shop, limit, number))
         .await?;
-    Ok(listed("subscription_line_items", found))
+    Ok(ok(BoxLineItemList::of(found)))
 }
 
+/// One subscription line item sold under a box's group; 404 for another.
+#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/subscription_line_items/{line_item_id}", operation_id = "get_box_line_item", tag = "Box builder: subscription line items",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("line_item_id" = i64, Path, description = "The subscription line item's id")),
+    security(("api_token" = ["read_subscriptions"]), ("oauth2" = ["read_subscriptions"])),
+    responses((status = 200, body = BoxLineItemAnswer)))]
 pub async fn get_box_line_item(
     state: web::Data<AppState>,
     request: ReadSubscriptions,
@@ -581,5 +730,5 @@ pub async fn get_box_line_item(
     let found = state
         .read(move |tx| selections::get_box_line_item(tx, &shop, line_item_id))
         .await?;
-    Ok(data(json!({ "subscription_line_item": found })))
+    Ok(ok(BoxLineItemAnswer::of(found)))
 }

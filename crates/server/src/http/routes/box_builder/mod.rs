@@ -9,6 +9,7 @@
 //! platform's `token`. Both answer any origin. Success bodies wrap in `data`; lists add
 //! `pagination`.
 
+mod answers;
 mod customer;
 mod handlers;
 mod storefront;
@@ -19,7 +20,46 @@ use super::{resource, storefront_resource};
 
 /// This folder's routes in the OpenAPI document (`crate::http::openapi`).
 #[derive(utoipa::OpenApi)]
-#[openapi(paths())]
+#[openapi(paths(
+    handlers::list_boxes,
+    handlers::create_box,
+    handlers::get_box,
+    handlers::update_box,
+    handlers::delete_box,
+    handlers::list_box_products,
+    handlers::create_box_product,
+    handlers::get_box_product,
+    handlers::update_box_product,
+    handlers::delete_box_product,
+    handlers::list_box_sizes,
+    handlers::create_box_size,
+    handlers::update_box_sizes,
+    handlers::get_box_size,
+    handlers::update_box_size,
+    handlers::list_time_slots,
+    handlers::create_time_slot,
+    handlers::get_time_slot,
+    handlers::update_time_slot,
+    handlers::delete_time_slot,
+    handlers::list_time_slot_options,
+    handlers::create_time_slot_option,
+    handlers::delete_time_slot_option,
+    handlers::list_selections,
+    handlers::create_selection,
+    handlers::get_selection,
+    handlers::update_selection,
+    handlers::delete_selection,
+    handlers::list_box_line_items,
+    handlers::get_box_line_item,
+    storefront::list_boxes,
+    storefront::get_box,
+    storefront::list_time_slots,
+    storefront::list_box_sizes,
+    customer::list_selections,
+    customer::create_selection,
+    customer::get_selection,
+    customer::update_selection,
+))]
 pub struct Api;
 
 pub fn configure(config: &mut web::ServiceConfig) {

@@ -4,9 +4,9 @@
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use mercer_domain::box_builder::storefront;
-use serde_json::json;
 
-use super::handlers::{data, id, listed, order_datetime, page};
+use super::answers::{BoxAnswer, BoxList, BoxSizeList, TimeSlotList, ok};
+use super::handlers::{id, order_datetime, page};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
 
@@ -22,6 +22,10 @@ fn public(mut answer: HttpResponse) -> HttpResponse {
     answer
 }
 
+/// A page of the shop's boxes, for shoppers (no credentials).
+#[utoipa::path(get, path = "/box_builder/v1/storefront/shops/{shop}/boxes", operation_id = "list_storefront_boxes", tag = "Box builder: storefront",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "Items per page, 1 to 250 (default 50)"), ("page" = Option<i64>, Query, minimum = 1, maximum = 1000000, description = "The page, from 1 (default 1); a page past the last is empty")),
+    responses((status = 200, body = BoxList, headers(("Cache-Control" = String, description = "`public, max-age=60`")))))]
 pub async fn list_boxes(
     state: web::Data<AppState>,
     path: web::Path<String>,
@@ -32,9 +36,13 @@ pub async fn list_boxes(
     let found = state
         .read(move |tx| storefront::storefront_boxes(tx, &shop, limit, number))
         .await?;
-    Ok(public(listed("boxes", found)))
+    Ok(public(ok(BoxList::of(found))))
 }
 
+/// One box of the shop, for shoppers.
+#[utoipa::path(get, path = "/box_builder/v1/storefront/shops/{shop}/boxes/{box_id}", operation_id = "get_storefront_box", tag = "Box builder: storefront",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("box_id" = i64, Path, description = "The box's id")),
+    responses((status = 200, body = BoxAnswer, headers(("Cache-Control" = String, description = "`public, max-age=60`")))))]
 pub async fn get_box(
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
@@ -44,9 +52,13 @@ pub async fn get_box(
     let found = state
         .read(move |tx| storefront::storefront_box(tx, &shop, box_id))
         .await?;
-    Ok(public(data(json!({ "box": found }))))
+    Ok(public(ok(BoxAnswer::of(found))))
 }
 
+/// A page of the box's time slots whose `visibility_date` has come, for shoppers.
+#[utoipa::path(get, path = "/box_builder/v1/storefront/shops/{shop}/boxes/{box_id}/time_slots", operation_id = "list_storefront_time_slots", tag = "Box builder: storefront",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("box_id" = i64, Path, description = "The box's id"), ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "Items per page, 1 to 250 (default 50)"), ("page" = Option<i64>, Query, minimum = 1, maximum = 1000000, description = "The page, from 1 (default 1); a page past the last is empty"), ("order_datetime" = Option<String>, Query, format = DateTime, description = "Only the slots holding this instant (`start_date` to `end_date`), an RFC 3339 date-time")),
+    responses((status = 200, body = TimeSlotList, headers(("Cache-Control" = String, description = "`public, max-age=60`")))))]
 pub async fn list_time_slots(
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
@@ -61,9 +73,13 @@ pub async fn list_time_slots(
             storefront::storefront_time_slots(tx, &shop, box_id, holding, now, limit, number)
         })
         .await?;
-    Ok(public(listed("time_slots", found)))
+    Ok(public(ok(TimeSlotList::of(found))))
 }
 
+/// A page of the box's sizes, for shoppers.
+#[utoipa::path(get, path = "/box_builder/v1/storefront/shops/{shop}/boxes/{box_id}/box_sizes", operation_id = "list_storefront_box_sizes", tag = "Box builder: storefront",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("box_id" = i64, Path, description = "The box's id"), ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "Items per page, 1 to 250 (default 50)"), ("page" = Option<i64>, Query, minimum = 1, maximum = 1000000, description = "The page, from 1 (default 1); a page past the last is empty")),
+    responses((status = 200, body = BoxSizeList, headers(("Cache-Control" = String, description = "`public, max-age=60`")))))]
 pub async fn list_box_sizes(
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
@@ -75,5 +91,5 @@ pub async fn list_box_sizes(
     let found = state
         .read(move |tx| storefront::storefront_box_sizes(tx, &shop, box_id, limit, number))
         .await?;
-    Ok(public(listed("box_sizes", found)))
+    Ok(public(ok(BoxSizeList::of(found))))
 }

@@ -2,11 +2,12 @@
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use mercer_domain::directory::{
-    CustomerList, add_label, customer_address, customer_addresses, delete_label, get_customer,
-    get_customer_by_platform_id, list_customers, parse_directory_query,
+    AddressResource, CustomerList, CustomerResource, Label, OrderBy, OrderDirection, add_label,
+    customer_address, customer_addresses, delete_label, get_customer, get_customer_by_platform_id,
+    list_customers, parse_directory_query,
 };
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::http::error::ApiError;
 use crate::http::extract::{Authorized, JsonBody, query_pairs, scopes};
@@ -45,21 +46,80 @@ fn url_encode(text: &str) -> String {
         .collect()
 }
 
+/// List Customers' pagination, its pages as URLs of this request.
+#[derive(Serialize, ToSchema)]
+pub struct DirectoryPagination {
+    /// Customers that match, over every page.
+    total: i64,
+    /// Customers on this page.
+    count: usize,
+    /// Customers per page: the query's limit.
+    per_page: i64,
+    /// This page, from 1.
+    current_page: i64,
+    /// How many pages the matching customers fill (0 when none match).
+    total_pages: i64,
+    /// This request's URL for the next page; null on the last page.
+    next_url: Option<String>,
+    /// This request's URL for the previous page (the last page when this one is past it); null
+    /// on page 1.
+    previous_url: Option<String>,
+}
+
 /// The list's pagination, its pages as URLs of this request.
-fn pagination(request: &HttpRequest, pairs: &[(String, String)], list: &CustomerList) -> Value {
+fn pagination(
+    request: &HttpRequest,
+    pairs: &[(String, String)],
+    list: &CustomerList,
+) -> DirectoryPagination {
     let url = |page: Option<i64>| page.map(|page| page_url(request, pairs, page));
-    json!({
-        "total": list.total,
-        "count": list.customers.len(),
-        "per_page": list.per_page,
-        "current_page": list.current_page,
-        "total_pages": list.total_pages,
-        "next_url": url(list.next_page),
-        "previous_url": url(list.previous_page),
-    })
+    DirectoryPagination {
+        total: list.total,
+        count: list.customers.len(),
+        per_page: list.per_page,
+        current_page: list.current_page,
+        total_pages: list.total_pages,
+        next_url: url(list.next_page),
+        previous_url: url(list.previous_page),
+    }
+}
+
+/// `{"pagination", "customers"}`: a page of List Customers.
+#[derive(Serialize, ToSchema)]
+pub struct DirectoryCustomerList {
+    pagination: DirectoryPagination,
+    customers: Vec<CustomerResource>,
+}
+
+/// `{"customer": {…}}`.
+#[derive(Serialize, ToSchema)]
+pub struct DirectoryCustomerAnswer {
+    customer: CustomerResource,
+}
+
+/// `{"addresses": […]}`: every address of the customer.
+#[derive(Serialize, ToSchema)]
+pub struct DirectoryAddressList {
+    addresses: Vec<AddressResource>,
+}
+
+/// `{"address": {…}}`.
+#[derive(Serialize, ToSchema)]
+pub struct DirectoryAddressAnswer {
+    address: AddressResource,
+}
+
+/// `{"label": {…}}`.
+#[derive(Serialize, ToSchema)]
+pub struct DirectoryLabelAnswer {
+    label: Label,
 }
 
 /// List Customers with every seed parameter; 400 names a parameter that does not parse.
+#[utoipa::path(get, path = "/customers/v2/shops/{shop}/customers", operation_id = "list_directory_customers", tag = "Customer directory",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("since_id" = Option<i64>, Query, description = "Only customers whose id is greater than this"), ("updated_at_min" = Option<String>, Query, format = DateTime, description = "Only customers updated at or after this time, an RFC 3339 date-time"), ("updated_at_max" = Option<String>, Query, format = DateTime, description = "Only customers updated at or before this time, an RFC 3339 date-time"), ("search" = Option<String>, Query, max_length = 256, description = "Text matched, ignoring case, within email, first and last name and phone (up to 256 characters)"), ("ids" = Option<String>, Query, description = "Only customers with one of these ids: comma-separated integers; the parameter may repeat (also as `ids[]`), up to 250 ids in all"), ("orderby" = inline(Option<OrderBy>), Query, description = "The order of the customers (default `id`); ties fall back to the id"), ("orderdirection" = inline(Option<OrderDirection>), Query, description = "The order's direction, any case (default `asc`)"), ("filter" = Option<String>, Query, description = "Conditions `op(field:value)` joined by commas, all of which a customer must meet, such as `gt(id:5),like(email:%@example.test)`: `op` one of `lt`, `lte`, `gt`, `gte`, `eq`, `like` (`like`, with `%` for any text, for text fields only; text fields take `eq` or `like`); `field` one of `id` (an integer), `created_at`, `updated_at`, `platform_created_at` (RFC 3339 date-times), `email`, `first_name`, `last_name`, `phone`, `platform_id` (text). The parameter may repeat, up to 100 conditions in all"), ("label" = Option<String>, Query, max_length = 255, description = "Only customers with a live label of exactly this name"), ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "Customers per page, 1 to 250 (default 50)"), ("page" = Option<i64>, Query, minimum = 1, description = "The page, from 1 (default 1); a page past the last is empty")),
+    security(("api_token" = ["read_customers"]), ("oauth2" = ["read_customers"])),
+    responses((status = 200, body = DirectoryCustomerList)))]
 pub async fn list(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadCustomers>,
@@ -71,13 +131,17 @@ pub async fn list(
     let list = state
         .read(move |tx| list_customers(tx, &shop, &query))
         .await?;
-    Ok(HttpResponse::Ok().json(json!({
-        "pagination": pagination(&http, &pairs, &list),
-        "customers": list.customers,
-    })))
+    Ok(HttpResponse::Ok().json(DirectoryCustomerList {
+        pagination: pagination(&http, &pairs, &list),
+        customers: list.customers,
+    }))
 }
 
 /// Get Customer by ID.
+#[utoipa::path(get, path = "/customers/v2/shops/{shop}/customers/{id}", operation_id = "get_directory_customer", tag = "Customer directory",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The customer's id (the service's integer)")),
+    security(("api_token" = ["read_customers"]), ("oauth2" = ["read_customers"])),
+    responses((status = 200, body = DirectoryCustomerAnswer)))]
 pub async fn get(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadCustomers>,
@@ -85,10 +149,14 @@ pub async fn get(
 ) -> Result<HttpResponse, ApiError> {
     let (shop, id) = (request.access.shop, path.1);
     let customer = state.read(move |tx| get_customer(tx, &shop, id)).await?;
-    Ok(HttpResponse::Ok().json(json!({ "customer": customer })))
+    Ok(HttpResponse::Ok().json(DirectoryCustomerAnswer { customer }))
 }
 
 /// Get Customer by Platform ID.
+#[utoipa::path(get, path = "/customers/v2/shops/{shop}/customers/pid/{platform_id}", operation_id = "get_directory_customer_by_platform_id", tag = "Customer directory",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("platform_id" = String, Path, description = "The customer's id on the shop's platform")),
+    security(("api_token" = ["read_customers"]), ("oauth2" = ["read_customers"])),
+    responses((status = 200, body = DirectoryCustomerAnswer)))]
 pub async fn get_by_platform_id(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadCustomers>,
@@ -99,10 +167,14 @@ pub async fn get_by_platform_id(
     let customer = state
         .read(move |tx| get_customer_by_platform_id(tx, &shop, &platform_id))
         .await?;
-    Ok(HttpResponse::Ok().json(json!({ "customer": customer })))
+    Ok(HttpResponse::Ok().json(DirectoryCustomerAnswer { customer }))
 }
 
 /// List Customer Addresses.
+#[utoipa::path(get, path = "/customers/v2/shops/{shop}/customers/{id}/addresses", operation_id = "list_directory_customer_addresses", tag = "Customer directory",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The customer's id (the service's integer)")),
+    security(("api_token" = ["read_customers"]), ("oauth2" = ["read_customers"])),
+    responses((status = 200, body = DirectoryAddressList)))]
 pub async fn addresses(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadCustomers>,
@@ -112,10 +184,14 @@ pub async fn addresses(
     let addresses = state
         .read(move |tx| customer_addresses(tx, &shop, id))
         .await?;
-    Ok(HttpResponse::Ok().json(json!({ "addresses": addresses })))
+    Ok(HttpResponse::Ok().json(DirectoryAddressList { addresses }))
 }
 
 /// Get Customer Address by ID.
+#[utoipa::path(get, path = "/customers/v2/shops/{shop}/customers/{id}/addresses/{address_id}", operation_id = "get_directory_customer_address", tag = "Customer directory",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The customer's id (the service's integer)"), ("address_id" = i64, Path, description = "The address's id")),
+    security(("api_token" = ["read_customers"]), ("oauth2" = ["read_customers"])),
+    responses((status = 200, body = DirectoryAddressAnswer)))]
 pub async fn address(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadCustomers>,
@@ -126,15 +202,23 @@ pub async fn address(
     let address = state
         .read(move |tx| customer_address(tx, &shop, customer_id, address_id))
         .await?;
-    Ok(HttpResponse::Ok().json(json!({ "address": address })))
+    Ok(HttpResponse::Ok().json(DirectoryAddressAnswer { address }))
 }
 
-#[derive(Deserialize)]
-struct LabelBody {
+/// The body that labels a customer.
+#[derive(Deserialize, ToSchema)]
+pub struct LabelBody {
+    /// The label's text, trimmed: 1 to 255 characters.
+    #[schema(value_type = String, min_length = 1, max_length = 255)]
     name: Option<String>,
 }
 
 /// Add a label: 201 with the new label, or 200 with the customer's label of that name.
+#[utoipa::path(post, path = "/customers/v2/shops/{shop}/customers/{id}/labels", operation_id = "add_directory_customer_label", tag = "Customer directory",
+    request_body = LabelBody,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The customer's id (the service's integer)")),
+    security(("api_token" = ["write_customers"]), ("oauth2" = ["write_customers"])),
+    responses((status = 201, body = DirectoryLabelAnswer, description = "The label was added"), (status = 200, body = DirectoryLabelAnswer, description = "The customer has a live label of that name already: that label")))]
 pub async fn add_customer_label(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteCustomers>,
@@ -151,10 +235,14 @@ pub async fn add_customer_label(
     } else {
         HttpResponse::Ok()
     };
-    Ok(response.json(json!({ "label": label })))
+    Ok(response.json(DirectoryLabelAnswer { label }))
 }
 
 /// Remove a label: 204.
+#[utoipa::path(delete, path = "/customers/v2/shops/{shop}/customers/{id}/labels/{label_id}", operation_id = "delete_directory_customer_label", tag = "Customer directory",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The customer's id (the service's integer)"), ("label_id" = i64, Path, description = "The label's id")),
+    security(("api_token" = ["write_customers"]), ("oauth2" = ["write_customers"])),
+    responses((status = 204, description = "Removed")))]
 pub async fn delete_customer_label(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteCustomers>,

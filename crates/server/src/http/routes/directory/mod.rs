@@ -8,7 +8,15 @@ use super::resource;
 
 /// This folder's routes in the OpenAPI document (`crate::http::openapi`).
 #[derive(utoipa::OpenApi)]
-#[openapi(paths())]
+#[openapi(paths(
+    handlers::list,
+    handlers::get_by_platform_id,
+    handlers::get,
+    handlers::addresses,
+    handlers::address,
+    handlers::add_customer_label,
+    handlers::delete_customer_label,
+))]
 pub struct Api;
 
 pub fn configure(config: &mut web::ServiceConfig) {
