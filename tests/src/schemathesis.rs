@@ -87,19 +87,55 @@ pub struct Findings {
     pub report: PathBuf,
 }
 
+/// Path parameters held to fixed values on the operations whose path template matches a
+/// regex: the ids of records seeded before the run, so the fuzzer's bodies reach a handler with
+/// a real record rather than a 404. The regexes of a run's pins should not overlap.
+pub struct Pin {
+    /// A regular expression over the path template (`^/…/subscriptions/\{id\}$`).
+    pub path_regex: String,
+    /// The path parameters and their values (`id` = `7`).
+    pub parameters: Vec<(&'static str, String)>,
+}
+
+/// The run's configuration: the demo shop in every `{shop}`, the version header pinned to a
+/// supported date (random dates before 2022-05-01 are refused before anything else, which would
+/// keep most cases from the handlers), and each pin on its operations.
+fn config(shop: &str, pins: &[Pin]) -> String {
+    let quoted = |text: &str| serde_json::to_string(text).unwrap_or_default();
+    let mut config = format!(
+        "[parameters]\n\"path.shop\" = {}\n\"header.Svc-API-Version-Date\" = \"2024-06-01\"\n",
+        quoted(shop)
+    );
+    for pin in pins {
+        let pinned: String = pin
+            .parameters
+            .iter()
+            .map(|(name, value)| format!(", \"path.{name}\" = {}", quoted(value)))
+            .collect();
+        config.push_str(&format!(
+            "\n[[operations]]\ninclude-path-regex = {}\nparameters = {{ \"path.shop\" = {}, \
+             \"header.Svc-API-Version-Date\" = \"2024-06-01\"{pinned} }}\n",
+            quoted(&pin.path_regex),
+            quoted(shop),
+        ));
+    }
+    config
+}
+
 /// Fuzzes every operation of `server`'s document for `max_time` seconds, as the demo shop
-/// (its token, its identifier in every `{shop}`), writing to `target/fuzz-api/<name>`.
-pub fn fuzz(server: &MercerServer, name: &str, max_time: u64) -> Result<Findings, String> {
+/// (its token, its identifier in every `{shop}`, `pins` on their operations), writing to
+/// `target/fuzz-api/<name>`.
+pub fn fuzz(
+    server: &MercerServer,
+    name: &str,
+    max_time: u64,
+    pins: &[Pin],
+) -> Result<Findings, String> {
     let st = install()?;
     let dir = work_dir().join(name);
     std::fs::create_dir_all(&dir).map_err(|error| format!("{}: {error}", dir.display()))?;
     let demo = server.demo();
-    // The version header is pinned to a supported date: random dates before 2022-05-01 are
-    // refused (400) before anything else, which would keep most cases from the handlers.
-    let config = format!(
-        "[parameters]\n\"path.shop\" = \"{}\"\n\"header.Svc-API-Version-Date\" = \"2024-06-01\"\n",
-        demo.shop
-    );
+    let config = config(&demo.shop, pins);
     let config_path = dir.join("schemathesis.toml");
     std::fs::write(&config_path, config).map_err(|error| error.to_string())?;
     let report = dir.join("report.json");
