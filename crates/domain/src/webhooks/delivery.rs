@@ -121,7 +121,7 @@ pub struct NewWebhookEndpoint {
 }
 
 /// Where a message is in its delivery, as stored and as the delivery log shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MessageStatus {
     /// Waiting for an attempt, its first or the next one.
@@ -726,6 +726,7 @@ mod tests {
 pub mod log {
     use serde::Serialize;
     use serde_json::Value;
+    use utoipa::ToSchema;
 
     use super::{DeliveryAttempt, MessageStatus, WebhookEndpoint, WebhookMessage};
     use crate::kernel::error::DomainError;
@@ -744,7 +745,7 @@ pub mod log {
     }
 
     /// An attempt as the delivery log shows it: the answer's first KiB, never a header.
-    #[derive(Debug, Clone, PartialEq, Serialize)]
+    #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
     pub struct AttemptShown {
         /// When the attempt was made.
         pub attempted_at: Timestamp,
@@ -771,7 +772,7 @@ pub mod log {
     }
 
     /// A message as the delivery log shows it; `next_attempt_at` only while it is pending.
-    #[derive(Debug, Clone, PartialEq, Serialize)]
+    #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
     pub struct MessageShown {
         /// The `webhook-id`, the same on every attempt.
         pub message_id: String,
@@ -805,7 +806,7 @@ pub mod log {
     }
 
     /// A line of the delivery log: a message and its last attempt.
-    #[derive(Debug, Clone, PartialEq, Serialize)]
+    #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
     pub struct DeliveryLine {
         /// The message, its fields inline.
         #[serde(flatten)]
@@ -816,7 +817,7 @@ pub mod log {
 
     /// One delivery: the message's fields, with every attempt in place of their count, and
     /// the payload as sent.
-    #[derive(Debug, Clone, PartialEq, Serialize)]
+    #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
     pub struct Delivery {
         /// The message's `webhook-id`.
         pub message_id: String,
@@ -919,6 +920,7 @@ pub mod checkout {
     pub use super::log::disabled;
 
     use serde::{Deserialize, Serialize};
+    use utoipa::ToSchema;
 
     use super::{
         NewWebhookEndpoint, WebhookEndpoint, WebhookKind, checkout_topic, checkout_topic_id,
@@ -931,12 +933,15 @@ pub mod checkout {
     use crate::webhooks::WebhookRepositories;
 
     /// The body of Create Webhook: the topic's id and the callback URL, both checked by [`create`].
-    #[derive(Debug, Clone, Default, Deserialize)]
+    #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
     #[serde(default)]
     pub struct WebhookInput {
         /// The topic's fixed id (1..6, as in `CHECKOUT_TOPICS`); required.
+        #[schema(minimum = 1, maximum = 6)]
         pub webhook_topic_id: Option<i64>,
-        /// The URL deliveries go to; required, checked by [`check_callback`].
+        /// The URL deliveries go to: absolute http(s), at most 2048 characters, not into a
+        /// private network; required, checked by [`check_callback`].
+        #[schema(format = "uri", max_length = 2048)]
         pub callback_url: Option<String>,
     }
 
@@ -1116,7 +1121,7 @@ pub mod checkout {
 
     /// A checkout webhook as answers show it, and whether Mercer disabled it (and why); never
     /// its secret.
-    #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
     pub struct CheckoutWebhookResource {
         /// The webhook's id clients see: 32 hex characters.
         pub id: String,
