@@ -173,21 +173,21 @@ fn meta_data(fields: &mut Fields<'_, '_>) -> CheckoutMetaData {
 
 /// Init Order's body as a client writes it.
 #[derive(ToSchema)]
-pub struct InitRequest {
+pub struct CheckoutInitRequest {
     /// The cart's lines: at most 250; lines of one `line_item_key` are one line.
     #[schema(max_items = 250)]
-    pub cart_items: Vec<CartItemFields>,
+    pub cart_items: Vec<CheckoutCartItemFields>,
     /// The guest customer, if known already.
-    pub customer: Option<CustomerFields>,
+    pub customer: Option<CheckoutCustomerFields>,
     /// The order's meta data.
-    pub order_meta_data: Option<MetaDataFields>,
+    pub order_meta_data: Option<CheckoutMetaDataFields>,
     /// Overrides for this order only, checked as the shop's are; they win over the shop's.
-    pub overrides: Option<Vec<OrderOverrideFields>>,
+    pub overrides: Option<Vec<CheckoutOrderOverrideFields>>,
 }
 
 /// A line of Init Order's cart.
 #[derive(ToSchema)]
-pub struct CartItemFields {
+pub struct CheckoutCartItemFields {
     /// The variant's platform id (an integer is taken as its decimal text).
     pub platform_id: String,
     /// How many, from 1 to 100000.
@@ -203,7 +203,7 @@ pub struct CartItemFields {
 /// A guest customer as a client writes it (`addGuestCustomer`, `updateCustomer`, Init Order's
 /// `customer`).
 #[derive(ToSchema)]
-pub struct CustomerFields {
+pub struct CheckoutCustomerFields {
     /// The customer's first name.
     pub first_name: Option<String>,
     /// The customer's last name.
@@ -218,7 +218,7 @@ pub struct CustomerFields {
 /// Order meta data as a client writes it (Init Order's `order_meta_data`,
 /// `patchOrderMetaData`): a field absent or null keeps the order's.
 #[derive(ToSchema)]
-pub struct MetaDataFields {
+pub struct CheckoutMetaDataFields {
     /// The cart's parameters, name to text: the whole map.
     pub cart_parameters: Option<BTreeMap<String, String>>,
     /// The order's note attributes, name to text: the whole map.
@@ -232,7 +232,7 @@ pub struct MetaDataFields {
 /// An override for one order, given to Init Order: every field is needed, checked as Create API
 /// Override checks them.
 #[derive(ToSchema)]
-pub struct OrderOverrideFields {
+pub struct CheckoutOrderOverrideFields {
     /// The checkout function the override takes over.
     pub override_type: OverrideType,
     /// The URL Mercer calls: absolute http(s), at most 2048 characters, not into a private
@@ -350,7 +350,7 @@ pub const ADDRESS_FIELDS: [&str; 12] = [
 /// An address as a client writes it (`IAddress`): `address_line_1`, `city` and `country_code`
 /// are needed; the rest may be empty.
 #[derive(ToSchema)]
-pub struct AddressFields {
+pub struct CheckoutAddressFields {
     /// The first name on the address.
     pub first_name: Option<String>,
     /// The last name on the address.
@@ -416,7 +416,7 @@ pub fn parse_address(body: &Value) -> Result<CheckoutAddress, DomainError> {
 
 /// The body of `deleteGiftCardPayment`.
 #[derive(ToSchema)]
-pub struct PaymentIdFields {
+pub struct CheckoutPaymentIdFields {
     /// The payment's id.
     pub id: String,
 }
@@ -439,7 +439,7 @@ pub fn parse_inventory_stage(given: Option<&str>) -> Result<InventoryStage, Doma
 /// The body of `addLineItem`: the variant by its `platform_id`, or by its `sku` when the shop
 /// has one variant with it.
 #[derive(ToSchema)]
-pub struct LineItemFields {
+pub struct CheckoutLineItemFields {
     /// The variant's platform id (an integer is taken as its decimal text).
     pub platform_id: Option<String>,
     /// The variant's SKU, read when there is no `platform_id`.
@@ -455,7 +455,7 @@ pub struct LineItemFields {
 
 /// The body of `updateLineItemQuantity`.
 #[derive(ToSchema)]
-pub struct LineItemQuantityFields {
+pub struct CheckoutLineItemQuantityFields {
     /// The line's key.
     pub line_item_key: String,
     /// The line's new quantity, from 1 to 100000.
@@ -465,7 +465,7 @@ pub struct LineItemQuantityFields {
 
 /// The body of `deleteLineItem`.
 #[derive(ToSchema)]
-pub struct LineItemKeyFields {
+pub struct CheckoutLineItemKeyFields {
     /// The line's key.
     pub line_item_key: String,
 }
@@ -491,7 +491,7 @@ pub fn parse_line_item_key(body: &Value) -> Result<String, DomainError> {
 
 /// The body of `changeShippingLine`.
 #[derive(ToSchema)]
-pub struct ShippingLineChoice {
+pub struct CheckoutShippingLineChoice {
     /// The shipping line offered: its id, or its position among those offered (from 0).
     #[schema(schema_with = id_or_position)]
     pub index: String,
@@ -527,7 +527,7 @@ pub fn parse_shipping_line_choice(body: &Value) -> Result<String, DomainError> {
 
 /// The body of `addDiscount` and `deleteDiscount`.
 #[derive(ToSchema)]
-pub struct DiscountCodeFields {
+pub struct CheckoutDiscountCodeFields {
     /// The discount code, up to 255 characters (trimmed). To add one, no invisible character.
     #[schema(min_length = 1, max_length = 255)]
     pub code: String,
@@ -589,7 +589,7 @@ pub struct PaymentInput {
 /// A payment as a client writes it (`IAddPaymentRequest`: `addPayment`, `updatePayment`,
 /// `deletePayment`).
 #[derive(ToSchema)]
-pub struct PaymentFields {
+pub struct CheckoutPaymentFields {
     /// The payment's id: names the payment to change or delete (else its `token` does).
     pub id: Option<String>,
     /// The gateway's public id: `test`, the built-in test gateway, is the only one.
@@ -608,12 +608,12 @@ pub struct PaymentFields {
     /// Whether the shopper asked to keep the payment method (false when absent).
     pub retain: Option<bool>,
     /// What the gateway tells of the payment method.
-    pub extra_payment_data: Option<ExtraPaymentData>,
+    pub extra_payment_data: Option<CheckoutExtraPaymentData>,
 }
 
 /// `extra_payment_data` of a payment.
 #[derive(ToSchema)]
-pub struct ExtraPaymentData {
+pub struct CheckoutExtraPaymentData {
     /// The month the payment method expires (`YYYY-MM`): a subscription the order makes
     /// carries it.
     #[schema(pattern = "^[0-9]{4}-[0-9]{2}$")]

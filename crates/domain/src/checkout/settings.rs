@@ -13,6 +13,7 @@ use crate::kernel::fields::{read_body, type_error};
 
 /// The settings as the routes show them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[schema(as = CheckoutSettingsResource)]
 pub struct SettingsResource {
     /// Whether the shop sends its own abandoned-cart emails; while on, no `order/abandoned`.
     pub abandoned_cart_emails: bool,
@@ -28,7 +29,7 @@ pub struct SettingsResource {
 /// The body of `PATCH /checkout/shop/{shop}/settings`: the settings given change, the others
 /// stay; any other field is refused (422).
 #[derive(ToSchema)]
-pub struct SettingsPatch {
+pub struct CheckoutSettingsPatch {
     /// Whether the shop sends its own abandoned-cart emails.
     pub abandoned_cart_emails: Option<bool>,
     /// Whether `gift_card/created` is sent for the gift-card SKUs.

@@ -259,6 +259,7 @@ impl Serialize for Weight {
 /// the storefront, name/value pairs and `1` for order/abandoned.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 #[schema(bound = "")]
+#[schema(as = CheckoutProductData)]
 pub struct ProductData<Properties = BTreeMap<String, String>, Visible = bool> {
     /// The line's key (as `line_item_key`).
     pub id: String,

@@ -376,6 +376,7 @@ fn priced_items(
 
 /// What Init Order answers.
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = CheckoutInitAnswer)]
 pub struct InitAnswer {
     /// The token that opens the order at the storefront, good for 24 hours.
     pub jwt_token: String,
@@ -484,6 +485,7 @@ pub fn resumable_link(shop: &Shop, public_order_id: &str) -> String {
 /// offers no countries, languages, external gateways or fraud tools of its own: those lists
 /// are empty.
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = CheckoutInitialData)]
 pub struct InitialData {
     /// The shop's domain on the platform.
     pub shop_name: String,
@@ -509,6 +511,7 @@ pub struct InitialData {
 
 /// `general_settings` of `initial_data`: the checkout form's options.
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = CheckoutGeneralSettings)]
 pub struct GeneralSettings {
     /// The checkout form's options.
     pub checkout_process: CheckoutProcess,
@@ -1501,6 +1504,7 @@ impl InventoryStage {
 /// How an inventory check came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
+#[schema(as = CheckoutInventoryResult)]
 pub enum InventoryResult {
     /// Every line item is available in its quantity.
     Pass,
@@ -1512,6 +1516,7 @@ pub enum InventoryResult {
 
 /// A line item the `inventory` override says is short.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[schema(as = CheckoutInventoryFailedItem)]
 pub struct FailedItem {
     /// The line's key.
     pub line_item_key: String,
@@ -1523,6 +1528,7 @@ pub struct FailedItem {
 
 /// `inventory_check` (`IInventoryCheck`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[schema(as = CheckoutInventoryCheck)]
 pub struct InventoryCheck {
     /// How the check came out.
     pub result: InventoryResult,

@@ -935,6 +935,7 @@ pub mod checkout {
     /// The body of Create Webhook: the topic's id and the callback URL, both checked by [`create`].
     #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
     #[serde(default)]
+    #[schema(as = CheckoutWebhookInput)]
     pub struct WebhookInput {
         /// The topic's fixed id (1..6, as in `CHECKOUT_TOPICS`); required.
         #[schema(minimum = 1, maximum = 6)]

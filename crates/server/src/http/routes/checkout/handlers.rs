@@ -2,10 +2,10 @@
 
 use actix_web::{HttpResponse, web};
 use mercer_domain::access::shop::{find_shop, update_shop_settings};
-use mercer_domain::checkout::input::{InitRequest, parse_init};
+use mercer_domain::checkout::input::{CheckoutInitRequest, parse_init};
 use mercer_domain::checkout::payloads::send_test;
 use mercer_domain::checkout::settings::{
-    SettingsPatch, SettingsResource, parse_settings_patch, settings_resource,
+    CheckoutSettingsPatch, SettingsResource, parse_settings_patch, settings_resource,
 };
 use mercer_domain::checkout::storefront::{self, InitAnswer};
 use mercer_domain::kernel::outbound::AddressGuard;
@@ -34,7 +34,7 @@ pub struct CheckoutSettingsAnswer {
 /// Init Order (`write_orders`): the order made from the cart, and the storefront's token of
 /// it: `{"data": {"jwt_token", "public_order_id", "application_state", "initial_data"}}`.
 #[utoipa::path(post, path = "/checkout/orders/{shop}/init", operation_id = "init_checkout_order", tag = "Checkout: orders",
-    request_body = InitRequest,
+    request_body = CheckoutInitRequest,
     params(("shop" = String, Path, description = "The shop's identifier")),
     security(("api_token" = ["write_orders"]), ("oauth2" = ["write_orders"])),
     responses((status = 200, body = InitOrderAnswer)))]
@@ -74,7 +74,7 @@ pub async fn settings(
 
 /// Changes the settings given; every invalid value is a 422 and then nothing changes.
 #[utoipa::path(patch, path = "/checkout/shop/{shop}/settings", operation_id = "update_checkout_settings", tag = "Checkout: settings",
-    request_body = SettingsPatch,
+    request_body = CheckoutSettingsPatch,
     params(("shop" = String, Path, description = "The shop's identifier")),
     security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
     responses((status = 200, body = CheckoutSettingsAnswer)))]

@@ -11,9 +11,10 @@ use actix_web::http::header;
 use actix_web::{FromRequest, HttpRequest, HttpResponse, web};
 use mercer_domain::DomainError;
 use mercer_domain::checkout::input::{
-    ADDRESS_FIELDS, AddressFields, CustomerFields, DiscountCodeFields, LineItemFields,
-    LineItemKeyFields, LineItemQuantityFields, MetaDataFields, PaymentFields, PaymentIdFields,
-    ShippingLineChoice, parse_add_line_item, parse_address, parse_applied_discount_code,
+    ADDRESS_FIELDS, CheckoutAddressFields, CheckoutCustomerFields, CheckoutDiscountCodeFields,
+    CheckoutLineItemFields, CheckoutLineItemKeyFields, CheckoutLineItemQuantityFields,
+    CheckoutMetaDataFields, CheckoutPaymentFields, CheckoutPaymentIdFields,
+    CheckoutShippingLineChoice, parse_add_line_item, parse_address, parse_applied_discount_code,
     parse_customer, parse_discount_code, parse_inventory_stage, parse_line_item_key,
     parse_line_item_quantity, parse_meta_data_patch, parse_payment, parse_payment_id,
     parse_shipping_line_choice,
@@ -271,7 +272,7 @@ fn query(request: &HttpRequest, name: &str, max: usize) -> Result<Option<String>
 
 /// `addGuestCustomer`: the guest customer of the order.
 #[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/customer/guest", operation_id = "add_checkout_guest_customer", tag = "Checkout: storefront",
-    request_body = CustomerFields,
+    request_body = CheckoutCustomerFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
     responses((status = 200, body = StorefrontCustomerAnswer)))]
@@ -292,7 +293,7 @@ pub async fn add_guest_customer(
 /// `updateCustomer`: the same as `addGuestCustomer`, keeping the customer's public id (and
 /// their marketing consent unless given).
 #[utoipa::path(put, path = "/checkout/storefront/{shop}/{public_order_id}/customer", operation_id = "update_checkout_customer", tag = "Checkout: storefront",
-    request_body = CustomerFields,
+    request_body = CheckoutCustomerFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
     responses((status = 200, body = StorefrontCustomerAnswer)))]
@@ -372,7 +373,7 @@ async fn delete_address(
 /// `setShippingAddress`: checked through the `address_validate` override when one applies; the
 /// shipping lines and taxes worked out for the old address are dropped.
 #[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/addresses/shipping", operation_id = "set_checkout_shipping_address", tag = "Checkout: storefront",
-    request_body = AddressFields,
+    request_body = CheckoutAddressFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
     responses((status = 200, body = StorefrontAddressAnswer)))]
@@ -386,7 +387,7 @@ pub async fn set_shipping_address(
 
 /// `updateShippingAddress`: the same as `setShippingAddress`.
 #[utoipa::path(put, path = "/checkout/storefront/{shop}/{public_order_id}/addresses/shipping", operation_id = "update_checkout_shipping_address", tag = "Checkout: storefront",
-    request_body = AddressFields,
+    request_body = CheckoutAddressFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
     responses((status = 200, body = StorefrontAddressAnswer)))]
@@ -412,7 +413,7 @@ pub async fn delete_shipping_address(
 
 /// `setBillingAddress`: checked through the `address_validate` override when one applies.
 #[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/addresses/billing", operation_id = "set_checkout_billing_address", tag = "Checkout: storefront",
-    request_body = AddressFields,
+    request_body = CheckoutAddressFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
     responses((status = 200, body = StorefrontAddressAnswer)))]
@@ -426,7 +427,7 @@ pub async fn set_billing_address(
 
 /// `updateBillingAddress`: the same as `setBillingAddress`.
 #[utoipa::path(put, path = "/checkout/storefront/{shop}/{public_order_id}/addresses/billing", operation_id = "update_checkout_billing_address", tag = "Checkout: storefront",
-    request_body = AddressFields,
+    request_body = CheckoutAddressFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
     responses((status = 200, body = StorefrontAddressAnswer)))]
@@ -508,7 +509,7 @@ pub async fn shipping_lines(
 
 /// `changeShippingLine`: by the line's id, or its position among those offered.
 #[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/shipping_lines", operation_id = "select_checkout_shipping_line", tag = "Checkout: storefront",
-    request_body = ShippingLineChoice,
+    request_body = CheckoutShippingLineChoice,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
     responses((status = 200, body = StorefrontSelectedShippingAnswer)))]
@@ -545,7 +546,7 @@ pub async fn set_taxes(
 
 /// `addDiscount`: valued through the `discount` override; a code that is not valid is 422.
 #[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/discounts", operation_id = "add_checkout_discount", tag = "Checkout: storefront",
-    request_body = DiscountCodeFields,
+    request_body = CheckoutDiscountCodeFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
     responses((status = 200, body = StorefrontDiscountAnswer)))]
@@ -565,7 +566,7 @@ pub async fn add_discount(
 
 /// `deleteDiscount`: the code applied (in any letter case); 422 when it is not.
 #[utoipa::path(delete, path = "/checkout/storefront/{shop}/{public_order_id}/discounts", operation_id = "delete_checkout_discount", tag = "Checkout: storefront",
-    request_body = DiscountCodeFields,
+    request_body = CheckoutDiscountCodeFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
     responses((status = 200, body = StorefrontOrderAnswer)))]
@@ -625,7 +626,7 @@ pub async fn payments(
 /// `addPayment`: through the test gateway, for the amount given or the order's balance; never
 /// more than the balance.
 #[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/payments", operation_id = "add_checkout_payment", tag = "Checkout: storefront",
-    request_body = PaymentFields,
+    request_body = CheckoutPaymentFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
     responses((status = 200, body = StorefrontPaymentAnswer)))]
@@ -646,7 +647,7 @@ pub async fn add_payment(
 /// `updatePayment`: only the amount of the payment named (by its `id`, else its `token`)
 /// changes; without an amount, the balance is added to it.
 #[utoipa::path(put, path = "/checkout/storefront/{shop}/{public_order_id}/payments", operation_id = "update_checkout_payment", tag = "Checkout: storefront",
-    request_body = PaymentFields,
+    request_body = CheckoutPaymentFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
     responses((status = 200, body = StorefrontPaymentAnswer)))]
@@ -666,7 +667,7 @@ pub async fn update_payment(
 
 /// `deletePayment`: the payment named by its `id`, else its `token`.
 #[utoipa::path(delete, path = "/checkout/storefront/{shop}/{public_order_id}/payments", operation_id = "delete_checkout_payment", tag = "Checkout: storefront",
-    request_body = PaymentFields,
+    request_body = CheckoutPaymentFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
     responses((status = 200, body = StorefrontOrderAnswer)))]
@@ -695,7 +696,7 @@ pub async fn delete_payment(
 
 /// `deleteGiftCardPayment`: `{"id"}`.
 #[utoipa::path(delete, path = "/checkout/storefront/{shop}/{public_order_id}/payments/gift_card", operation_id = "delete_checkout_gift_card_payment", tag = "Checkout: storefront",
-    request_body = PaymentIdFields,
+    request_body = CheckoutPaymentIdFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
     responses((status = 200, body = StorefrontOrderAnswer)))]
@@ -716,7 +717,7 @@ pub async fn delete_gift_card_payment(
 
 /// `addLineItem`: a variant of the catalogue; the same key adds to its quantity.
 #[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/items", operation_id = "add_checkout_line_item", tag = "Checkout: storefront",
-    request_body = LineItemFields,
+    request_body = CheckoutLineItemFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
     responses((status = 200, body = StorefrontLineItemAnswer)))]
@@ -736,7 +737,7 @@ pub async fn add_line_item(
 
 /// `updateLineItemQuantity`.
 #[utoipa::path(put, path = "/checkout/storefront/{shop}/{public_order_id}/items", operation_id = "update_checkout_line_item_quantity", tag = "Checkout: storefront",
-    request_body = LineItemQuantityFields,
+    request_body = CheckoutLineItemQuantityFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
     responses((status = 200, body = StorefrontLineItemQuantityAnswer)))]
@@ -756,7 +757,7 @@ pub async fn update_line_item(
 
 /// `deleteLineItem`.
 #[utoipa::path(delete, path = "/checkout/storefront/{shop}/{public_order_id}/items", operation_id = "delete_checkout_line_item", tag = "Checkout: storefront",
-    request_body = LineItemKeyFields,
+    request_body = CheckoutLineItemKeyFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
     responses((status = 200, body = StorefrontOrderAnswer)))]
@@ -797,7 +798,7 @@ pub async fn check_inventory(
 
 /// `patchOrderMetaData`: the fields given (not null) replace the order's.
 #[utoipa::path(patch, path = "/checkout/storefront/{shop}/{public_order_id}/meta_data", operation_id = "patch_checkout_meta_data", tag = "Checkout: storefront",
-    request_body = MetaDataFields,
+    request_body = CheckoutMetaDataFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
     responses((status = 200, body = StorefrontMetaDataAnswer)))]
