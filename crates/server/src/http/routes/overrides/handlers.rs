@@ -2,7 +2,6 @@
 
 use actix_web::{HttpResponse, web};
 use mercer_domain::FieldError;
-use mercer_domain::checkout::shown::EmptyObject;
 use mercer_domain::kernel::outbound::AddressGuard;
 use mercer_domain::overrides::{self, OverrideChanges, OverrideInput, OverrideResource};
 use serde::Serialize;
@@ -24,10 +23,14 @@ pub struct ApiOverrideList {
     data: Vec<OverrideResource>,
 }
 
+/// `{}`.
+#[derive(Serialize, ToSchema)]
+pub struct ApiOverrideNothing {}
+
 /// `{"data": {}}`.
 #[derive(Serialize, ToSchema)]
 pub struct ApiOverrideDeleted {
-    data: EmptyObject,
+    data: ApiOverrideNothing,
 }
 
 fn override_answer(stored: &overrides::ApiOverride) -> ApiOverrideAnswer {
@@ -128,6 +131,6 @@ pub async fn delete(
         .write(move |tx| overrides::delete(tx, &shop, &id))
         .await?;
     Ok(HttpResponse::Ok().json(ApiOverrideDeleted {
-        data: EmptyObject {},
+        data: ApiOverrideNothing {},
     }))
 }
