@@ -5,13 +5,14 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
+use utoipa::ToSchema;
 
 use crate::checkout::state::{CheckoutAddress, CheckoutMetaData, StoredOrderOverride};
 use crate::checkout::storefront::InventoryStage;
 use crate::kernel::error::{DomainError, FieldError};
 use crate::kernel::fields::{Fields, check_email, read_body, type_error};
 use crate::kernel::outbound::AddressGuard;
-use crate::overrides::{OverrideInput, check_input};
+use crate::overrides::{OverrideInput, OverrideType, check_input};
 use crate::subscriptions::resources::PaymentExpiry;
 
 /// At most this many line items in one checkout.
@@ -170,6 +171,79 @@ fn meta_data(fields: &mut Fields<'_, '_>) -> CheckoutMetaData {
     }
 }
 
+/// Init Order's body as a client writes it.
+#[derive(ToSchema)]
+pub struct CheckoutInitRequest {
+    /// The cart's lines: at most 250; lines of one `line_item_key` are one line.
+    #[schema(max_items = 250)]
+    pub cart_items: Vec<CheckoutCartItemFields>,
+    /// The guest customer, if known already.
+    pub customer: Option<CheckoutCustomerFields>,
+    /// The order's meta data.
+    pub order_meta_data: Option<CheckoutMetaDataFields>,
+    /// Overrides for this order only, checked as the shop's are; they win over the shop's.
+    pub overrides: Option<Vec<CheckoutOrderOverrideFields>>,
+}
+
+/// A line of Init Order's cart.
+#[derive(ToSchema)]
+pub struct CheckoutCartItemFields {
+    /// The variant's platform id (an integer is taken as its decimal text).
+    pub platform_id: String,
+    /// How many, from 1 to 100000.
+    #[schema(minimum = 1, maximum = 100_000)]
+    pub quantity: i64,
+    /// The key that names the line at the storefront; a random one when absent.
+    pub line_item_key: Option<String>,
+    /// The line's properties, name to text (numbers and booleans are taken as their text): a
+    /// subscription plan's `order_rrule` and `subscription_group_id` among them.
+    pub line_item_properties: Option<BTreeMap<String, String>>,
+}
+
+/// A guest customer as a client writes it (`addGuestCustomer`, `updateCustomer`, Init Order's
+/// `customer`).
+#[derive(ToSchema)]
+pub struct CheckoutCustomerFields {
+    /// The customer's first name.
+    pub first_name: Option<String>,
+    /// The customer's last name.
+    pub last_name: Option<String>,
+    /// The customer's email address (`email` is read when only it is given).
+    pub email_address: String,
+    /// Whether the customer accepts marketing: false for a new customer when absent, unchanged
+    /// for one being updated.
+    pub accepts_marketing: Option<bool>,
+}
+
+/// Order meta data as a client writes it (Init Order's `order_meta_data`,
+/// `patchOrderMetaData`): a field absent or null keeps the order's.
+#[derive(ToSchema)]
+pub struct CheckoutMetaDataFields {
+    /// The cart's parameters, name to text: the whole map.
+    pub cart_parameters: Option<BTreeMap<String, String>>,
+    /// The order's note attributes, name to text: the whole map.
+    pub note_attributes: Option<BTreeMap<String, String>>,
+    /// The order's notes.
+    pub notes: Option<String>,
+    /// The order's tags: the whole list.
+    pub tags: Option<Vec<String>>,
+}
+
+/// An override for one order, given to Init Order: every field is needed, checked as Create API
+/// Override checks them.
+#[derive(ToSchema)]
+pub struct CheckoutOrderOverrideFields {
+    /// The checkout function the override takes over.
+    pub override_type: OverrideType,
+    /// The URL Mercer calls: absolute http(s), at most 2048 characters, not into a private
+    /// network.
+    #[schema(format = "uri", max_length = 2048)]
+    pub url: String,
+    /// The secret that signs Mercer's calls, 8 to 255 characters.
+    #[schema(min_length = 8, max_length = 255)]
+    pub shared_secret: String,
+}
+
 /// Reads Init Order's body: `{"cart_items": [{"platform_id", "quantity", "line_item_key",
 /// "line_item_properties"?}], "customer"?, "order_meta_data"?, "overrides"?: [{"override_type",
 /// "url", "shared_secret"}]}`. Overrides given here are checked as the shop's are, with `guard`.
@@ -273,6 +347,37 @@ pub const ADDRESS_FIELDS: [&str; 12] = [
     "phone_number",
 ];
 
+/// An address as a client writes it (`IAddress`): `address_line_1`, `city` and `country_code`
+/// are needed; the rest may be empty.
+#[derive(ToSchema)]
+pub struct CheckoutAddressFields {
+    /// The first name on the address.
+    pub first_name: Option<String>,
+    /// The last name on the address.
+    pub last_name: Option<String>,
+    /// The first street line.
+    pub address_line_1: String,
+    /// The second street line.
+    pub address_line_2: Option<String>,
+    /// The city.
+    pub city: String,
+    /// The postal code.
+    pub postal_code: Option<String>,
+    /// The province or state, by name.
+    pub province: Option<String>,
+    /// The province or state, by code.
+    pub province_code: Option<String>,
+    /// The country, by name.
+    pub country: Option<String>,
+    /// The country's ISO 3166-1 alpha-2 code (kept upper case).
+    #[schema(pattern = "^[A-Za-z]{2}$")]
+    pub country_code: String,
+    /// The company on the address.
+    pub business_name: Option<String>,
+    /// The phone number on the address.
+    pub phone_number: Option<String>,
+}
+
 /// An address (`IAddress`): `address_line_1`, `city` and `country_code` (two letters) are
 /// needed; the rest may be empty.
 pub fn parse_address(body: &Value) -> Result<CheckoutAddress, DomainError> {
@@ -309,6 +414,13 @@ pub fn parse_address(body: &Value) -> Result<CheckoutAddress, DomainError> {
     })
 }
 
+/// The body of `deleteGiftCardPayment`.
+#[derive(ToSchema)]
+pub struct CheckoutPaymentIdFields {
+    /// The payment's id.
+    pub id: String,
+}
+
 /// `deleteGiftCardPayment`: `{"id"}`, the payment's.
 pub fn parse_payment_id(body: &Value) -> Result<String, DomainError> {
     match body.get("id") {
@@ -322,6 +434,40 @@ pub fn parse_inventory_stage(given: Option<&str>) -> Result<InventoryStage, Doma
     InventoryStage::parse(given.unwrap_or("initial")).ok_or_else(|| {
         DomainError::invalid("stage", "invalid_value", "stage must be initial or final")
     })
+}
+
+/// The body of `addLineItem`: the variant by its `platform_id`, or by its `sku` when the shop
+/// has one variant with it.
+#[derive(ToSchema)]
+pub struct CheckoutLineItemFields {
+    /// The variant's platform id (an integer is taken as its decimal text).
+    pub platform_id: Option<String>,
+    /// The variant's SKU, read when there is no `platform_id`.
+    pub sku: Option<String>,
+    /// How many, from 1 to 100000; added to the line's when its key is taken.
+    #[schema(minimum = 1, maximum = 100_000)]
+    pub quantity: i64,
+    /// The key that names the line at the storefront; a random one when absent.
+    pub line_item_key: Option<String>,
+    /// The line's properties, name to text.
+    pub line_item_properties: Option<BTreeMap<String, String>>,
+}
+
+/// The body of `updateLineItemQuantity`.
+#[derive(ToSchema)]
+pub struct CheckoutLineItemQuantityFields {
+    /// The line's key.
+    pub line_item_key: String,
+    /// The line's new quantity, from 1 to 100000.
+    #[schema(minimum = 1, maximum = 100_000)]
+    pub quantity: i64,
+}
+
+/// The body of `deleteLineItem`.
+#[derive(ToSchema)]
+pub struct CheckoutLineItemKeyFields {
+    /// The line's key.
+    pub line_item_key: String,
 }
 
 /// `addLineItem`: `{"platform_id" | "sku", "quantity", "line_item_key"}`.
@@ -343,6 +489,29 @@ pub fn parse_line_item_key(body: &Value) -> Result<String, DomainError> {
     read_body(body, |fields| fields.required_text("line_item_key"))
 }
 
+/// The body of `changeShippingLine`.
+#[derive(ToSchema)]
+pub struct CheckoutShippingLineChoice {
+    /// The shipping line offered: its id, or its position among those offered (from 0).
+    #[schema(schema_with = id_or_position)]
+    pub index: String,
+}
+
+fn id_or_position() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
+    OneOfBuilder::new()
+        .item(ObjectBuilder::new().schema_type(Type::String))
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .minimum(Some(0)),
+        )
+        .description(Some(
+            "The shipping line offered: its id, or its position among those offered (from 0).",
+        ))
+        .into()
+}
+
 /// `changeShippingLine`: `{"index"}`, a string or a number: the line's id or position.
 pub fn parse_shipping_line_choice(body: &Value) -> Result<String, DomainError> {
     read_body(body, |fields| match fields.get("index") {
@@ -354,6 +523,14 @@ pub fn parse_shipping_line_choice(body: &Value) -> Result<String, DomainError> {
         }
         Some(_) => id_text(fields, "index"),
     })
+}
+
+/// The body of `addDiscount` and `deleteDiscount`.
+#[derive(ToSchema)]
+pub struct CheckoutDiscountCodeFields {
+    /// The discount code, up to 255 characters (trimmed). To add one, no invisible character.
+    #[schema(min_length = 1, max_length = 255)]
+    pub code: String,
 }
 
 /// `addDiscount` / `validateDiscount`: `{"code"}`, trimmed. A code holding an invisible
@@ -406,6 +583,40 @@ pub struct PaymentInput {
     /// The month the payment method expires, `YYYY-MM`, from `extra_payment_data.expires_at`
     /// (a Mercer reading of the library's free-form field): a subscription the order makes
     /// carries it, and is announced as expiring like any other.
+    pub expires_at: Option<String>,
+}
+
+/// A payment as a client writes it (`IAddPaymentRequest`: `addPayment`, `updatePayment`,
+/// `deletePayment`).
+#[derive(ToSchema)]
+pub struct CheckoutPaymentFields {
+    /// The payment's id: names the payment to change or delete (else its `token` does).
+    pub id: Option<String>,
+    /// The gateway's public id: `test`, the built-in test gateway, is the only one.
+    pub gateway_public_id: String,
+    /// The payment method's token at the gateway: the test gateway approves `tok_success`
+    /// only.
+    pub token: String,
+    /// Cents, at least 1; the order's balance (what is left to pay) when absent.
+    #[schema(minimum = 1)]
+    pub amount: Option<i64>,
+    /// The kind of payment method (`credit_card` when absent).
+    #[schema(rename = "type")]
+    pub payment_type: Option<String>,
+    /// How the storefront shows the payment method.
+    pub display_string: Option<String>,
+    /// Whether the shopper asked to keep the payment method (false when absent).
+    pub retain: Option<bool>,
+    /// What the gateway tells of the payment method.
+    pub extra_payment_data: Option<CheckoutExtraPaymentData>,
+}
+
+/// `extra_payment_data` of a payment.
+#[derive(ToSchema)]
+pub struct CheckoutExtraPaymentData {
+    /// The month the payment method expires (`YYYY-MM`): a subscription the order makes
+    /// carries it.
+    #[schema(pattern = "^[0-9]{4}-[0-9]{2}$")]
     pub expires_at: Option<String>,
 }
 

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 use serde_json::Value;
+use utoipa::ToSchema;
 
 use crate::kernel::money::Cents;
 
@@ -11,7 +12,8 @@ use crate::kernel::error::{DomainError, FieldError};
 use crate::kernel::fields::{read_body, type_error};
 
 /// The settings as the routes show them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[schema(as = CheckoutSettingsResource)]
 pub struct SettingsResource {
     /// Whether the shop sends its own abandoned-cart emails; while on, no `order/abandoned`.
     pub abandoned_cart_emails: bool,
@@ -20,7 +22,25 @@ pub struct SettingsResource {
     /// The SKUs the shop marked as gift cards.
     pub gift_card_skus: Vec<String>,
     /// The one shipping line's price when no `shipping` override is registered.
+    #[schema(value_type = i64)]
     pub flat_shipping_rate: Cents,
+}
+
+/// The body of `PATCH /checkout/shop/{shop}/settings`: the settings given change, the others
+/// stay; any other field is refused (422).
+#[derive(ToSchema)]
+pub struct CheckoutSettingsPatch {
+    /// Whether the shop sends its own abandoned-cart emails.
+    pub abandoned_cart_emails: Option<bool>,
+    /// Whether `gift_card/created` is sent for the gift-card SKUs.
+    pub gift_cards_enabled: Option<bool>,
+    /// The gift-card SKUs, the whole list: at most 100, each 1 to 255 characters (trimmed;
+    /// duplicates kept once).
+    #[schema(max_items = 100)]
+    pub gift_card_skus: Option<Vec<String>>,
+    /// The flat shipping rate, in cents: 0 to 100000000.
+    #[schema(minimum = 0, maximum = 100_000_000)]
+    pub flat_shipping_rate: Option<i64>,
 }
 
 /// The settings as the routes show them.

@@ -5,6 +5,9 @@
 use std::collections::BTreeMap;
 
 use serde::{Serialize, Serializer};
+use utoipa::ToSchema;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{AnyOfBuilder, ArrayBuilder, ObjectBuilder, Schema, Type};
 
 use crate::checkout::state::{
     CheckoutAddress, CheckoutDiscount, CheckoutDocument, CheckoutLineItem, CheckoutMetaData,
@@ -22,8 +25,20 @@ impl Serialize for EmptyList {
     }
 }
 
+/// An array that is always empty.
+impl utoipa::PartialSchema for EmptyList {
+    fn schema() -> RefOr<Schema> {
+        ArrayBuilder::new()
+            .max_items(Some(0))
+            .description(Some("Always `[]`."))
+            .into()
+    }
+}
+
+impl ToSchema for EmptyList {}
+
 /// `{}`: an object the library expects that a Mercer checkout never fills.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, ToSchema)]
 pub struct EmptyObject {}
 
 /// An address, or `{}` when none is set (the library reads fields of it either way).
@@ -46,9 +61,36 @@ impl Serialize for ShownAddress {
     }
 }
 
+/// The address's fields, or `{}`.
+impl utoipa::PartialSchema for ShownAddress {
+    fn schema() -> RefOr<Schema> {
+        AnyOfBuilder::new()
+            .item(utoipa::openapi::Ref::from_schema_name(
+                CheckoutAddress::name(),
+            ))
+            .item(
+                ObjectBuilder::new()
+                    .schema_type(Type::Object)
+                    .max_properties(Some(0)),
+            )
+            .description(Some("An address, or `{}` when none is set."))
+            .into()
+    }
+}
+
+impl ToSchema for ShownAddress {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push((
+            CheckoutAddress::name().into_owned(),
+            <CheckoutAddress as utoipa::PartialSchema>::schema(),
+        ));
+        <CheckoutAddress as ToSchema>::schemas(schemas);
+    }
+}
+
 /// The customer (`ICustomer`), with the checkout's addresses as `saved_addresses`; a guest has
 /// no `public_id` until they give their details.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct ShownCustomer {
     /// The platform's id of the customer, when known; none in `application_state`.
     pub platform_id: Option<String>,
@@ -67,7 +109,7 @@ pub struct ShownCustomer {
 }
 
 /// The order's addresses (`addresses`), each `{}` until set.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct ShownAddresses {
     /// Where the order ships.
     pub shipping: ShownAddress,
@@ -76,7 +118,7 @@ pub struct ShownAddresses {
 }
 
 /// The shipping part of the state; a checkout puts its taxes and discounts on the order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct ShownShipping {
     /// The shipping line chosen, if any.
     pub selected_shipping: Option<CheckoutShippingLine>,
@@ -89,13 +131,14 @@ pub struct ShownShipping {
 }
 
 /// A discount as shown, with what it takes off the order (`value`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct ShownDiscount {
     /// The discount's code.
     pub code: String,
     /// The discount's description, as the override answered it.
     pub text: String,
     /// What the discount takes off (the order, or one line's share of it).
+    #[schema(value_type = i64)]
     pub value: Cents,
     /// Always true: a discount no longer valid is taken off the order.
     pub valid: bool,
@@ -117,13 +160,14 @@ impl ShownDiscount {
 }
 
 /// A payment (`IPayment`) in the order's currency.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct ShownPayment {
     /// The payment's id.
     pub id: String,
     /// The gateway's public id: `test`, the built-in test gateway.
     pub gateway_public_id: String,
     /// What the payment pays, in `currency`.
+    #[schema(value_type = i64)]
     pub amount: Cents,
     /// The order's currency code.
     pub currency: String,
@@ -154,7 +198,7 @@ impl ShownPayment {
 }
 
 /// `ICurrency` of an ISO 4217 code.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct ShownCurrency {
     /// The currency's ISO 4217 code, such as `USD`.
     pub iso_code: String,
@@ -213,7 +257,9 @@ impl Serialize for Weight {
 /// `product_data` (`IProductData`). The library's types and seed 001's abandoned payload write
 /// `properties` and `visible` differently, so each view picks their types: a map and `true` for
 /// the storefront, name/value pairs and `1` for order/abandoned.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[schema(bound = "")]
+#[schema(as = CheckoutProductData)]
 pub struct ProductData<Properties = BTreeMap<String, String>, Visible = bool> {
     /// The line's key (as `line_item_key`).
     pub id: String,
@@ -224,24 +270,31 @@ pub struct ProductData<Properties = BTreeMap<String, String>, Visible = bool> {
     /// The variant's image, else the product's; empty when there is none.
     pub image_url: String,
     /// The line's properties: a map for the storefront, name/value pairs for order/abandoned.
+    /// (The schema describes the storefront's view, the only one an answer shows.)
+    #[schema(value_type = BTreeMap<String, String>)]
     pub properties: Properties,
     /// The product's description.
     pub description: String,
     /// How many units.
     pub quantity: i64,
     /// The price of one unit.
+    #[schema(value_type = i64)]
     pub price: Cents,
     /// Price times quantity.
+    #[schema(value_type = i64)]
     pub total_price: Cents,
     /// Always shown: `true` for the storefront, `1` for order/abandoned.
+    #[schema(value_type = bool)]
     pub visible: Visible,
     /// The key that names the line at the storefront.
     pub line_item_key: String,
     /// The variant's barcode; empty when it has none.
     pub barcode: String,
     /// The variant's compare-at price; zero when it has none.
+    #[schema(value_type = i64)]
     pub compare_at_price: Cents,
     /// The weight of one unit, in `weight_unit`.
+    #[schema(value_type = f64)]
     pub weight: Weight,
     /// The unit of `weight`, such as `g`.
     pub weight_unit: String,
@@ -297,7 +350,7 @@ impl<Properties, Visible> ProductData<Properties, Visible> {
 
 /// A line item (`ILineItem`) with its share of the order's taxes and discounts. A checkout has
 /// no fees.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct ShownLineItem {
     /// The variant and quantity of the line.
     pub product_data: ProductData,
@@ -345,7 +398,7 @@ impl ItemReference {
 
 /// The `application_state` the storefront is shown (`IApplicationState`), and the checkout
 /// webhooks carry.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct ApplicationState {
     /// The customer (empty fields until given).
     pub customer: ShownCustomer,
@@ -364,8 +417,10 @@ pub struct ApplicationState {
     /// Always `[]`: a checkout has no fees.
     pub fees: EmptyList,
     /// Items + shipping + taxes − discounts.
+    #[schema(value_type = i64)]
     pub order_total: Cents,
     /// What is left to pay: the total − payments.
+    #[schema(value_type = i64)]
     pub order_balance: Cents,
     /// The order's meta data.
     pub order_meta_data: CheckoutMetaData,

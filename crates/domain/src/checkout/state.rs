@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::access::credentials::Secret;
 use crate::kernel::money::Cents;
@@ -28,7 +29,7 @@ pub struct CheckoutCustomer {
 }
 
 /// An address as the storefront gives and shows it (`IAddress`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(default)]
 pub struct CheckoutAddress {
     /// The first name on the address.
@@ -111,24 +112,26 @@ impl CheckoutLineItem {
 
 /// A shipping line (`IShippingLine`): offered by the `shipping` override or the shop's flat
 /// rate.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct CheckoutShippingLine {
     /// The line's id: the `shipping` override's, or `flat_rate`.
     pub id: String,
     /// The line's description, as the shopper sees it.
     pub description: String,
     /// What the line costs.
+    #[schema(value_type = i64)]
     pub amount: Cents,
     /// The line's code: `flat_rate` for the flat rate, else empty.
     pub code: String,
 }
 
 /// A tax (`ITax`), from the `tax` override.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct CheckoutTax {
     /// The tax's name, such as `VAT`.
     pub name: String,
     /// The tax's amount, added to the order's total.
+    #[schema(value_type = i64)]
     pub value: Cents,
     /// Whether the tax is included in the prices; always false for taxes of the `tax` override.
     pub is_included: bool,
@@ -168,7 +171,7 @@ pub struct CheckoutPayment {
 }
 
 /// Order meta data (`IOrderMetaData`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct CheckoutMetaData {
     /// The cart's parameters, name to value.
     pub cart_parameters: BTreeMap<String, String>,

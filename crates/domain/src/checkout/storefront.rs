@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::Value;
+use utoipa::ToSchema;
 
 use crate::access::credentials::random_hex;
 use crate::access::shop::{Shop, find_shop};
@@ -66,7 +67,7 @@ pub struct CheckoutContext<'a, D> {
 
 /// What a storefront call answers (the `data` of its answer): what the call itself shows, and
 /// the order's `application_state` after it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct StorefrontAnswer<T> {
     /// What the call itself shows, flattened beside `application_state`.
     #[serde(flatten)]
@@ -374,7 +375,8 @@ fn priced_items(
 }
 
 /// What Init Order answers.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = CheckoutInitAnswer)]
 pub struct InitAnswer {
     /// The token that opens the order at the storefront, good for 24 hours.
     pub jwt_token: String,
@@ -482,7 +484,8 @@ pub fn resumable_link(shop: &Shop, public_order_id: &str) -> String {
 /// `initial_data` (`IOrderInitialData`): what the storefront shows around the order. Mercer
 /// offers no countries, languages, external gateways or fraud tools of its own: those lists
 /// are empty.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = CheckoutInitialData)]
 pub struct InitialData {
     /// The shop's domain on the platform.
     pub shop_name: String,
@@ -507,7 +510,8 @@ pub struct InitialData {
 }
 
 /// `general_settings` of `initial_data`: the checkout form's options.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = CheckoutGeneralSettings)]
 pub struct GeneralSettings {
     /// The checkout form's options.
     pub checkout_process: CheckoutProcess,
@@ -516,7 +520,7 @@ pub struct GeneralSettings {
 }
 
 /// The checkout form's options, as Mercer's checkout has them.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct CheckoutProcess {
     /// Always `optional`: the address's company may be given.
     pub company_name_option: &'static str,
@@ -533,7 +537,7 @@ pub struct CheckoutProcess {
 }
 
 /// No address autocomplete provider.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct AddressAutocomplete {
     /// Always none.
     pub provider: Option<String>,
@@ -585,7 +589,7 @@ fn new_customer(input: CustomerInput) -> CheckoutCustomer {
 // Customer
 
 /// What the customer calls show: the customer after the call.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct CustomerShown {
     /// The customer after the call.
     pub customer: ShownCustomer,
@@ -632,7 +636,7 @@ pub fn delete_customer<D: CheckoutDatabase>(
 }
 
 /// What a validation that passed shows (one that fails is a 422 on its field).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Valid {
     /// Always true: a validation that fails is a 422.
     pub valid: bool,
@@ -715,7 +719,7 @@ fn validate_address_override<D: CheckoutDatabase + OverrideDatabase>(
 }
 
 /// What the address calls show: the address after the call (`{}` when deleted).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct AddressShown {
     /// The address after the call, `{}` when deleted.
     pub address: ShownAddress,
@@ -767,7 +771,7 @@ pub fn delete_address<D: CheckoutDatabase>(
 }
 
 /// What `validateAddress` shows when the address passed.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct AddressValid {
     /// Always true: an address that fails is a 422.
     pub valid: bool,
@@ -845,7 +849,7 @@ fn offered_shipping_lines<D: CheckoutDatabase + OverrideDatabase>(
 }
 
 /// What `getShippingLines` shows: the lines offered.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ShippingLinesShown {
     /// The shipping lines offered now.
     pub shipping_lines: Vec<CheckoutShippingLine>,
@@ -873,7 +877,7 @@ pub fn shipping_lines<D: CheckoutDatabase + OverrideDatabase>(
 }
 
 /// What `changeShippingLine` shows: the line chosen.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct SelectedShippingShown {
     /// The shipping line chosen.
     pub selected_shipping: CheckoutShippingLine,
@@ -963,7 +967,7 @@ fn taxes_of<D: CheckoutDatabase + OverrideDatabase>(
 }
 
 /// What `setTaxes` shows: the order's taxes.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct TaxesShown {
     /// The order's taxes after the call.
     pub taxes: Vec<CheckoutTax>,
@@ -1055,14 +1059,14 @@ fn not_valid(code: &str) -> DomainError {
 }
 
 /// What `addDiscount` shows: the discount applied.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct DiscountShown {
     /// The discount applied, with what it takes off the order.
     pub discount: ShownDiscount,
 }
 
 /// What `validateDiscount` shows of a valid code.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct DiscountValid {
     /// Always true: a code that is not valid is a 422.
     pub valid: bool,
@@ -1205,7 +1209,7 @@ fn check_payment_amount(amount: Cents, room: Cents, balance: Cents) -> Result<()
 }
 
 /// What the payment calls show: the payment after the call.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct PaymentShown {
     /// The payment after the call.
     pub payment: ShownPayment,
@@ -1305,7 +1309,7 @@ pub fn delete_payment<D: CheckoutDatabase>(
 }
 
 /// What `getPaymentList` shows.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct PaymentsShown {
     /// The order's payments.
     pub payments: Vec<ShownPayment>,
@@ -1325,12 +1329,18 @@ pub fn payments<D: CheckoutDatabase>(
 // ---------------------------------------------------------------------------------------
 // Line items
 
-/// What the line item calls show: `addLineItem` the line item, `updateLineItemQuantity` its
-/// `product_data`.
-#[derive(Debug, Clone, Serialize)]
-pub struct LineItemShown<T> {
+/// What `addLineItem` shows: the line item.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct LineItemShown {
     /// The line after the call, if it is in the order.
-    pub line_item: Option<T>,
+    pub line_item: Option<ShownLineItem>,
+}
+
+/// What `updateLineItemQuantity` shows: the line item's `product_data`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct LineItemQuantityShown {
+    /// The line's `product_data` after the call, if it is in the order.
+    pub line_item: Option<ProductData>,
 }
 
 /// `addLineItem`: a variant of the catalogue; the same key adds to its quantity.
@@ -1339,7 +1349,7 @@ pub fn add_line_item<D: CheckoutDatabase>(
     call: &StorefrontCall,
     item: CartItem,
     now: Timestamp,
-) -> Result<StorefrontAnswer<LineItemShown<ShownLineItem>>, DomainError> {
+) -> Result<StorefrontAnswer<LineItemShown>, DomainError> {
     let mut resolved = None;
     change(db, call, now, |shop, order| {
         if resolved.is_none() {
@@ -1425,7 +1435,7 @@ pub fn set_line_item_quantity<D: CheckoutDatabase>(
     key: &str,
     quantity: i64,
     now: Timestamp,
-) -> Result<StorefrontAnswer<LineItemShown<ProductData>>, DomainError> {
+) -> Result<StorefrontAnswer<LineItemQuantityShown>, DomainError> {
     change(db, call, now, |_, order| {
         let document = &mut order.document;
         let item = document
@@ -1435,7 +1445,7 @@ pub fn set_line_item_quantity<D: CheckoutDatabase>(
             .ok_or_else(|| unknown_line_item(key))?;
         item.quantity = quantity;
         forget_prices(document);
-        Ok(LineItemShown {
+        Ok(LineItemQuantityShown {
             line_item: document.shown_line_item(key).map(|line| line.product_data),
         })
     })
@@ -1492,8 +1502,9 @@ impl InventoryStage {
 }
 
 /// How an inventory check came out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
+#[schema(as = CheckoutInventoryResult)]
 pub enum InventoryResult {
     /// Every line item is available in its quantity.
     Pass,
@@ -1504,7 +1515,8 @@ pub enum InventoryResult {
 }
 
 /// A line item the `inventory` override says is short.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[schema(as = CheckoutInventoryFailedItem)]
 pub struct FailedItem {
     /// The line's key.
     pub line_item_key: String,
@@ -1515,7 +1527,8 @@ pub struct FailedItem {
 }
 
 /// `inventory_check` (`IInventoryCheck`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[schema(as = CheckoutInventoryCheck)]
 pub struct InventoryCheck {
     /// How the check came out.
     pub result: InventoryResult,
@@ -1584,7 +1597,7 @@ pub(crate) fn inventory_check<D: CheckoutDatabase + OverrideDatabase>(
 }
 
 /// What `checkInventory` shows.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct InventoryShown {
     /// The inventory check of the order.
     pub inventory_check: InventoryCheck,
@@ -1602,7 +1615,7 @@ pub fn check_inventory<D: CheckoutDatabase + OverrideDatabase>(
 }
 
 /// What `patchOrderMetaData` shows: the meta data after the call.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct MetaDataShown {
     /// The order's meta data after the call.
     pub order_meta_data: CheckoutMetaData,

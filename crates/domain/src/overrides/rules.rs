@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use utoipa::ToSchema;
 
 use super::OverrideDatabase;
 use super::OverrideRepositories;
@@ -20,7 +21,8 @@ use crate::kernel::outbound::{AddressGuard, check_callback_url};
 use crate::kernel::time::Timestamp;
 
 /// The checkout functions an override can take over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, ToSchema)]
+#[schema(rename_all = "snake_case")]
 pub enum OverrideType {
     /// `address_validate`: accepts or refuses a billing or shipping address.
     AddressValidate,
@@ -99,15 +101,20 @@ pub struct NewApiOverride {
     pub created_at: Timestamp,
 }
 
-/// The body of Create and Update API Override, as sent.
-#[derive(Debug, Clone, Default, Deserialize)]
+/// The body of Create and Update API Override, as sent: to create, every field is needed; a
+/// change replaces the fields it gives.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(default)]
 pub struct OverrideInput {
     /// The function's name (`shipping`); required to create.
+    #[schema(value_type = Option<OverrideType>)]
     pub override_type: Option<String>,
-    /// The URL Mercer calls; required to create.
+    /// The URL Mercer calls: absolute http(s), at most 2048 characters, not into a private
+    /// network; required to create.
+    #[schema(format = "uri", max_length = 2048)]
     pub url: Option<String>,
     /// The secret that signs the calls, 8 to 255 characters; required to create.
+    #[schema(min_length = 8, max_length = 255)]
     pub shared_secret: Option<String>,
 }
 
@@ -258,17 +265,20 @@ pub fn delete(
 }
 
 /// An override as clients see it: never its secret. Times in the seed's `YYYY-MM-DD HH:MM:SS`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct OverrideResource {
     /// The override's 32-hex id.
     pub id: String,
     /// The function's name (`shipping`).
+    #[schema(value_type = OverrideType)]
     pub override_type: &'static str,
     /// The URL Mercer calls.
     pub url: String,
-    /// When the override was created.
+    /// When the override was created (UTC, `YYYY-MM-DD HH:MM:SS`).
+    #[schema(pattern = "^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$")]
     pub created_at: String,
-    /// When it last changed.
+    /// When it last changed (UTC, `YYYY-MM-DD HH:MM:SS`).
+    #[schema(pattern = "^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$")]
     pub updated_at: String,
 }
 

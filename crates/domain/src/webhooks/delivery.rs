@@ -920,6 +920,7 @@ pub mod checkout {
     pub use super::log::disabled;
 
     use serde::{Deserialize, Serialize};
+    use utoipa::ToSchema;
 
     use super::{
         NewWebhookEndpoint, WebhookEndpoint, WebhookKind, checkout_topic, checkout_topic_id,
@@ -932,12 +933,16 @@ pub mod checkout {
     use crate::webhooks::WebhookRepositories;
 
     /// The body of Create Webhook: the topic's id and the callback URL, both checked by [`create`].
-    #[derive(Debug, Clone, Default, Deserialize)]
+    #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
     #[serde(default)]
+    #[schema(as = CheckoutWebhookInput)]
     pub struct WebhookInput {
         /// The topic's fixed id (1..6, as in `CHECKOUT_TOPICS`); required.
+        #[schema(minimum = 1, maximum = 6)]
         pub webhook_topic_id: Option<i64>,
-        /// The URL deliveries go to; required, checked by [`check_callback`].
+        /// The URL deliveries go to: absolute http(s), at most 2048 characters, not into a
+        /// private network; required, checked by [`check_callback`].
+        #[schema(format = "uri", max_length = 2048)]
         pub callback_url: Option<String>,
     }
 
@@ -1117,7 +1122,7 @@ pub mod checkout {
 
     /// A checkout webhook as answers show it, and whether Mercer disabled it (and why); never
     /// its secret.
-    #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
     pub struct CheckoutWebhookResource {
         /// The webhook's id clients see: 32 hex characters.
         pub id: String,

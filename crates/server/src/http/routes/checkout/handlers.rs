@@ -2,19 +2,42 @@
 
 use actix_web::{HttpResponse, web};
 use mercer_domain::access::shop::{find_shop, update_shop_settings};
-use mercer_domain::checkout::input::parse_init;
+use mercer_domain::checkout::input::{CheckoutInitRequest, parse_init};
 use mercer_domain::checkout::payloads::send_test;
-use mercer_domain::checkout::settings::{parse_settings_patch, settings_resource};
-use mercer_domain::checkout::storefront;
+use mercer_domain::checkout::settings::{
+    CheckoutSettingsPatch, SettingsResource, parse_settings_patch, settings_resource,
+};
+use mercer_domain::checkout::storefront::{self, InitAnswer};
 use mercer_domain::kernel::outbound::AddressGuard;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
 
+use super::super::webhooks::handlers::CheckoutQueuedMessageAnswer;
 use crate::http::error::ApiError;
 use crate::http::extract::{Authorized, JsonBody, scopes};
 use crate::http::state::{AppState, run_blocking};
 
+/// `{"data": {"jwt_token", "public_order_id", "application_state", "initial_data",
+/// "vaulting_enabled"}}`.
+#[derive(Serialize, ToSchema)]
+pub struct InitOrderAnswer {
+    data: InitAnswer,
+}
+
+/// `{"data": settings}`.
+#[derive(Serialize, ToSchema)]
+pub struct CheckoutSettingsAnswer {
+    data: SettingsResource,
+}
+
 /// Init Order (`write_orders`): the order made from the cart, and the storefront's token of
 /// it: `{"data": {"jwt_token", "public_order_id", "application_state", "initial_data"}}`.
+#[utoipa::path(post, path = "/checkout/orders/{shop}/init", operation_id = "init_checkout_order", tag = "Checkout: orders",
+    request_body = CheckoutInitRequest,
+    params(("shop" = String, Path, description = "The shop's identifier")),
+    security(("api_token" = ["write_orders"]), ("oauth2" = ["write_orders"])),
+    responses((status = 200, body = InitOrderAnswer)))]
 pub async fn init(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteOrders>,
@@ -27,10 +50,14 @@ pub async fn init(
     let data = state
         .write(move |tx| storefront::init(tx, &shop, input, now))
         .await?;
-    Ok(HttpResponse::Ok().json(json!({ "data": data })))
+    Ok(HttpResponse::Ok().json(InitOrderAnswer { data }))
 }
 
 /// The shop's checkout settings (`modify_shop_settings`).
+#[utoipa::path(get, path = "/checkout/shop/{shop}/settings", operation_id = "get_checkout_settings", tag = "Checkout: settings",
+    params(("shop" = String, Path, description = "The shop's identifier")),
+    security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
+    responses((status = 200, body = CheckoutSettingsAnswer)))]
 pub async fn settings(
     state: web::Data<AppState>,
     request: Authorized<scopes::ModifyShopSettings>,
@@ -40,10 +67,17 @@ pub async fn settings(
     let shop = state
         .read(move |tx| find_shop(tx, identifier.as_str()))
         .await?;
-    Ok(HttpResponse::Ok().json(json!({ "data": settings_resource(&shop.checkout) })))
+    Ok(HttpResponse::Ok().json(CheckoutSettingsAnswer {
+        data: settings_resource(&shop.checkout),
+    }))
 }
 
 /// Changes the settings given; every invalid value is a 422 and then nothing changes.
+#[utoipa::path(patch, path = "/checkout/shop/{shop}/settings", operation_id = "update_checkout_settings", tag = "Checkout: settings",
+    request_body = CheckoutSettingsPatch,
+    params(("shop" = String, Path, description = "The shop's identifier")),
+    security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
+    responses((status = 200, body = CheckoutSettingsAnswer)))]
 pub async fn update_settings(
     state: web::Data<AppState>,
     request: Authorized<scopes::ModifyShopSettings>,
@@ -55,12 +89,18 @@ pub async fn update_settings(
     let shop = state
         .write(move |tx| update_shop_settings(tx, identifier.as_str(), changes, now))
         .await?;
-    Ok(HttpResponse::Ok().json(json!({ "data": settings_resource(&shop.checkout) })))
+    Ok(HttpResponse::Ok().json(CheckoutSettingsAnswer {
+        data: settings_resource(&shop.checkout),
+    }))
 }
 
 /// `POST /checkout/shop/{shop}/webhooks/{id}/test`: enqueues a sample payload of the webhook's
 /// topic, marked `"test": true`, and answers 202 with its `webhook-id`. A checkout route: the
 /// sample is a checkout order's.
+#[utoipa::path(post, path = "/checkout/shop/{shop}/webhooks/{id}/test", operation_id = "test_checkout_webhook", tag = "Checkout: webhooks",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook's id (32 hex characters)")),
+    security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
+    responses((status = 202, body = CheckoutQueuedMessageAnswer)))]
 pub async fn test_webhook(
     state: web::Data<AppState>,
     request: Authorized<scopes::ModifyShopSettings>,
@@ -71,5 +111,5 @@ pub async fn test_webhook(
         .write(move |tx| send_test(tx, &shop, &id, now))
         .await?;
     state.webhooks.notify();
-    Ok(HttpResponse::Accepted().json(json!({ "data": { "message_id": message } })))
+    Ok(HttpResponse::Accepted().json(CheckoutQueuedMessageAnswer::of(message)))
 }

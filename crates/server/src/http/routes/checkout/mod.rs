@@ -12,7 +12,42 @@ use super::{resource, storefront_resource};
 
 /// This folder's routes in the OpenAPI document (`crate::http::openapi`).
 #[derive(utoipa::OpenApi)]
-#[openapi(paths())]
+#[openapi(paths(
+    handlers::init,
+    handlers::settings,
+    handlers::update_settings,
+    handlers::test_webhook,
+    storefront::add_guest_customer,
+    storefront::update_customer,
+    storefront::delete_customer,
+    storefront::validate_email,
+    storefront::set_shipping_address,
+    storefront::update_shipping_address,
+    storefront::delete_shipping_address,
+    storefront::set_billing_address,
+    storefront::update_billing_address,
+    storefront::delete_billing_address,
+    storefront::validate_address,
+    storefront::shipping_lines,
+    storefront::select_shipping_line,
+    storefront::set_taxes,
+    storefront::add_discount,
+    storefront::delete_discount,
+    storefront::validate_discount,
+    storefront::payments,
+    storefront::add_payment,
+    storefront::update_payment,
+    storefront::delete_payment,
+    storefront::delete_gift_card_payment,
+    storefront::add_line_item,
+    storefront::update_line_item,
+    storefront::delete_line_item,
+    storefront::check_inventory,
+    storefront::patch_meta_data,
+    storefront::refresh,
+    storefront::process_order,
+    storefront::log
+))]
 pub struct Api;
 
 pub fn configure(config: &mut web::ServiceConfig) {
@@ -45,13 +80,13 @@ pub fn configure(config: &mut web::ServiceConfig) {
         .service(
             storefront_resource("/checkout/storefront/{shop}/{public_order_id}/addresses/shipping")
                 .route(web::post().to(storefront::set_shipping_address))
-                .route(web::put().to(storefront::set_shipping_address))
+                .route(web::put().to(storefront::update_shipping_address))
                 .route(web::delete().to(storefront::delete_shipping_address)),
         )
         .service(
             storefront_resource("/checkout/storefront/{shop}/{public_order_id}/addresses/billing")
                 .route(web::post().to(storefront::set_billing_address))
-                .route(web::put().to(storefront::set_billing_address))
+                .route(web::put().to(storefront::update_billing_address))
                 .route(web::delete().to(storefront::delete_billing_address)),
         )
         .service(

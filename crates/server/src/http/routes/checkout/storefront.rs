@@ -11,19 +11,29 @@ use actix_web::http::header;
 use actix_web::{FromRequest, HttpRequest, HttpResponse, web};
 use mercer_domain::DomainError;
 use mercer_domain::checkout::input::{
-    ADDRESS_FIELDS, parse_add_line_item, parse_address, parse_applied_discount_code,
+    ADDRESS_FIELDS, CheckoutAddressFields, CheckoutCustomerFields, CheckoutDiscountCodeFields,
+    CheckoutLineItemFields, CheckoutLineItemKeyFields, CheckoutLineItemQuantityFields,
+    CheckoutMetaDataFields, CheckoutPaymentFields, CheckoutPaymentIdFields,
+    CheckoutShippingLineChoice, parse_add_line_item, parse_address, parse_applied_discount_code,
     parse_customer, parse_discount_code, parse_inventory_stage, parse_line_item_key,
     parse_line_item_quantity, parse_meta_data_patch, parse_payment, parse_payment_id,
     parse_shipping_line_choice,
 };
 use mercer_domain::checkout::processing::process_order as process;
+use mercer_domain::checkout::shown::EmptyObject;
 use mercer_domain::checkout::state::CheckoutAddress;
-use mercer_domain::checkout::storefront::{self, AddressType, CheckoutContext, StorefrontCall};
+use mercer_domain::checkout::storefront::{
+    self, AddressShown, AddressType, AddressValid, CheckoutContext, CustomerShown, DiscountShown,
+    DiscountValid, InventoryShown, LineItemQuantityShown, LineItemShown, MetaDataShown,
+    PaymentShown, PaymentsShown, SelectedShippingShown, ShippingLinesShown, StorefrontAnswer,
+    StorefrontCall, TaxesShown, Valid,
+};
 use mercer_domain::kernel::limits::check_parameter;
 use mercer_domain::overrides::OverrideCaller;
 use mercer_store::Store;
 use serde::Serialize;
 use serde_json::{Value, json};
+use utoipa::ToSchema;
 
 use crate::http::error::ApiError;
 use crate::http::extract::{JsonBody, bearer_token, query_pairs};
@@ -93,14 +103,133 @@ impl Run {
     }
 }
 
-/// Runs a use case off the async threads and answers `{"data": …}`.
-async fn answer<T: Serialize + Send + 'static>(
+/// Runs a use case off the async threads and answers `{"data": …}`, in the route's
+/// `envelope`.
+async fn answer<T: Send + 'static, E: Serialize>(
     state: &AppState,
+    envelope: impl FnOnce(T) -> E,
     work: impl FnOnce(Run) -> Result<T, DomainError> + Send + 'static,
 ) -> Result<HttpResponse, ApiError> {
     let run = Run::of(state);
     let data = run_blocking(move || work(run)).await?;
-    Ok(HttpResponse::Ok().json(json!({ "data": data })))
+    Ok(HttpResponse::Ok().json(envelope(data)))
+}
+
+/// `{"data": {"customer", "application_state"}}`.
+#[derive(Serialize, ToSchema)]
+pub struct StorefrontCustomerAnswer {
+    data: StorefrontAnswer<CustomerShown>,
+}
+
+/// `{"data": {"valid": true, "application_state"}}`.
+#[derive(Serialize, ToSchema)]
+pub struct StorefrontValidAnswer {
+    data: StorefrontAnswer<Valid>,
+}
+
+/// `{"data": {"address", "application_state"}}`.
+#[derive(Serialize, ToSchema)]
+pub struct StorefrontAddressAnswer {
+    data: StorefrontAnswer<AddressShown>,
+}
+
+/// `{"data": {"valid": true, "errors": [], "application_state"}}`.
+#[derive(Serialize, ToSchema)]
+pub struct StorefrontAddressValidAnswer {
+    data: StorefrontAnswer<AddressValid>,
+}
+
+/// `{"data": {"shipping_lines", "application_state"}}`.
+#[derive(Serialize, ToSchema)]
+pub struct StorefrontShippingLinesAnswer {
+    data: StorefrontAnswer<ShippingLinesShown>,
+}
+
+/// `{"data": {"selected_shipping", "application_state"}}`.
+#[derive(Serialize, ToSchema)]
+pub struct StorefrontSelectedShippingAnswer {
+    data: StorefrontAnswer<SelectedShippingShown>,
+}
+
+/// `{"data": {"taxes", "application_state"}}`.
+#[derive(Serialize, ToSchema)]
+pub struct StorefrontTaxesAnswer {
+    data: StorefrontAnswer<TaxesShown>,
+}
+
+/// `{"data": {"discount", "application_state"}}`.
+#[derive(Serialize, ToSchema)]
+pub struct StorefrontDiscountAnswer {
+    data: StorefrontAnswer<DiscountShown>,
+}
+
+/// `{"data": {"valid": true, "discount", "application_state"}}`.
+#[derive(Serialize, ToSchema)]
+pub struct StorefrontDiscountValidAnswer {
+    data: StorefrontAnswer<DiscountValid>,
+}
+
+/// `{"data": {"payments", "application_state"}}`.
+#[derive(Serialize, ToSchema)]
+pub struct StorefrontPaymentsAnswer {
+    data: StorefrontAnswer<PaymentsShown>,
+}
+
+/// `{"data": {"payment", "application_state"}}`.
+#[derive(Serialize, ToSchema)]
+pub struct StorefrontPaymentAnswer {
+    data: StorefrontAnswer<PaymentShown>,
+}
+
+/// `{"data": {"line_item", "application_state"}}`: the line item.
+#[derive(Serialize, ToSchema)]
+pub struct StorefrontLineItemAnswer {
+    data: StorefrontAnswer<LineItemShown>,
+}
+
+/// `{"data": {"line_item", "application_state"}}`: the line item's `product_data`.
+#[derive(Serialize, ToSchema)]
+pub struct StorefrontLineItemQuantityAnswer {
+    data: StorefrontAnswer<LineItemQuantityShown>,
+}
+
+/// `{"data": {"inventory_check", "application_state"}}`.
+#[derive(Serialize, ToSchema)]
+pub struct StorefrontInventoryAnswer {
+    data: StorefrontAnswer<InventoryShown>,
+}
+
+/// `{"data": {"order_meta_data", "application_state"}}`.
+#[derive(Serialize, ToSchema)]
+pub struct StorefrontMetaDataAnswer {
+    data: StorefrontAnswer<MetaDataShown>,
+}
+
+/// `{"data": {"application_state"}}`: the order after the call.
+#[derive(Serialize, ToSchema)]
+pub struct StorefrontOrderAnswer {
+    data: StorefrontAnswer<EmptyObject>,
+}
+
+/// `{"success": true}`.
+#[derive(Serialize, ToSchema)]
+pub struct StorefrontLogged {
+    /// Always true: the message was logged.
+    success: bool,
+}
+
+/// `{"data": {"success": true}}`.
+#[derive(Serialize, ToSchema)]
+pub struct StorefrontLogAnswer {
+    data: StorefrontLogged,
+}
+
+/// The body of `addLog`.
+#[derive(ToSchema)]
+pub struct StorefrontLogMessage {
+    /// The storefront's message, logged (its first 1000 characters).
+    #[allow(dead_code)] // Described, never built: `log` reads the body's field itself.
+    message: Option<String>,
 }
 
 /// A storefront body: JSON, or nothing at all (`{}`), as the library sends on some routes.
@@ -141,18 +270,33 @@ fn query(request: &HttpRequest, name: &str, max: usize) -> Result<Option<String>
     Ok(value)
 }
 
+/// `addGuestCustomer`: the guest customer of the order.
+#[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/customer/guest", operation_id = "add_checkout_guest_customer", tag = "Checkout: storefront",
+    request_body = CheckoutCustomerFields,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
+    security(("checkout_jwt" = [])),
+    responses((status = 200, body = StorefrontCustomerAnswer)))]
 pub async fn add_guest_customer(
     state: web::Data<AppState>,
     call: Storefront,
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
     let input = parse_customer(&body(given)?)?;
-    answer(&state, move |run| {
-        storefront::set_customer(&run.store, &call.0, input, run.now)
-    })
+    answer(
+        &state,
+        |data| StorefrontCustomerAnswer { data },
+        move |run| storefront::set_customer(&run.store, &call.0, input, run.now),
+    )
     .await
 }
 
+/// `updateCustomer`: the same as `addGuestCustomer`, keeping the customer's public id (and
+/// their marketing consent unless given).
+#[utoipa::path(put, path = "/checkout/storefront/{shop}/{public_order_id}/customer", operation_id = "update_checkout_customer", tag = "Checkout: storefront",
+    request_body = CheckoutCustomerFields,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
+    security(("checkout_jwt" = [])),
+    responses((status = 200, body = StorefrontCustomerAnswer)))]
 pub async fn update_customer(
     state: web::Data<AppState>,
     call: Storefront,
@@ -161,25 +305,40 @@ pub async fn update_customer(
     add_guest_customer(state, call, given).await
 }
 
+/// `deleteCustomer`.
+#[utoipa::path(delete, path = "/checkout/storefront/{shop}/{public_order_id}/customer", operation_id = "delete_checkout_customer", tag = "Checkout: storefront",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
+    security(("checkout_jwt" = [])),
+    responses((status = 200, body = StorefrontCustomerAnswer)))]
 pub async fn delete_customer(
     state: web::Data<AppState>,
     call: Storefront,
 ) -> Result<HttpResponse, ApiError> {
-    answer(&state, move |run| {
-        storefront::delete_customer(&run.store, &call.0, run.now)
-    })
+    answer(
+        &state,
+        |data| StorefrontCustomerAnswer { data },
+        move |run| storefront::delete_customer(&run.store, &call.0, run.now),
+    )
     .await
 }
 
+/// `validateEmail`: `{"valid": true}`, or 422 on `email_address`.
+#[utoipa::path(get, path = "/checkout/storefront/{shop}/{public_order_id}/validate_email_address", operation_id = "validate_checkout_email_address", tag = "Checkout: storefront",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)"),
+        ("email_address" = Option<String>, Query, max_length = 320, description = "The email address to check (needed: none is 422)")),
+    security(("checkout_jwt" = [])),
+    responses((status = 200, body = StorefrontValidAnswer)))]
 pub async fn validate_email(
     state: web::Data<AppState>,
     call: Storefront,
     request: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let email = query(&request, "email_address", 320)?.unwrap_or_default();
-    answer(&state, move |run| {
-        storefront::validate_email(&run.store, &call.0, &email, run.now)
-    })
+    answer(
+        &state,
+        |data| StorefrontValidAnswer { data },
+        move |run| storefront::validate_email(&run.store, &call.0, &email, run.now),
+    )
     .await
 }
 
@@ -190,12 +349,34 @@ async fn set_address(
     kind: AddressType,
 ) -> Result<HttpResponse, ApiError> {
     let address = parse_address(&body(given)?)?;
-    answer(&state, move |run| {
-        storefront::set_address(&run.context(), &call.0, kind, address)
-    })
+    answer(
+        &state,
+        |data| StorefrontAddressAnswer { data },
+        move |run| storefront::set_address(&run.context(), &call.0, kind, address),
+    )
     .await
 }
 
+async fn delete_address(
+    state: web::Data<AppState>,
+    call: Storefront,
+    kind: AddressType,
+) -> Result<HttpResponse, ApiError> {
+    answer(
+        &state,
+        |data| StorefrontAddressAnswer { data },
+        move |run| storefront::delete_address(&run.store, &call.0, kind, run.now),
+    )
+    .await
+}
+
+/// `setShippingAddress`: checked through the `address_validate` override when one applies; the
+/// shipping lines and taxes worked out for the old address are dropped.
+#[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/addresses/shipping", operation_id = "set_checkout_shipping_address", tag = "Checkout: storefront",
+    request_body = CheckoutAddressFields,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
+    security(("checkout_jwt" = [])),
+    responses((status = 200, body = StorefrontAddressAnswer)))]
 pub async fn set_shipping_address(
     state: web::Data<AppState>,
     call: Storefront,
@@ -204,6 +385,38 @@ pub async fn set_shipping_address(
     set_address(state, call, given, AddressType::Shipping).await
 }
 
+/// `updateShippingAddress`: the same as `setShippingAddress`.
+#[utoipa::path(put, path = "/checkout/storefront/{shop}/{public_order_id}/addresses/shipping", operation_id = "update_checkout_shipping_address", tag = "Checkout: storefront",
+    request_body = CheckoutAddressFields,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
+    security(("checkout_jwt" = [])),
+    responses((status = 200, body = StorefrontAddressAnswer)))]
+pub async fn update_shipping_address(
+    state: web::Data<AppState>,
+    call: Storefront,
+    given: JsonBody,
+) -> Result<HttpResponse, ApiError> {
+    set_address(state, call, given, AddressType::Shipping).await
+}
+
+/// `deleteShippingAddress`: `address` is `{}` after it.
+#[utoipa::path(delete, path = "/checkout/storefront/{shop}/{public_order_id}/addresses/shipping", operation_id = "delete_checkout_shipping_address", tag = "Checkout: storefront",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
+    security(("checkout_jwt" = [])),
+    responses((status = 200, body = StorefrontAddressAnswer)))]
+pub async fn delete_shipping_address(
+    state: web::Data<AppState>,
+    call: Storefront,
+) -> Result<HttpResponse, ApiError> {
+    delete_address(state, call, AddressType::Shipping).await
+}
+
+/// `setBillingAddress`: checked through the `address_validate` override when one applies.
+#[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/addresses/billing", operation_id = "set_checkout_billing_address", tag = "Checkout: storefront",
+    request_body = CheckoutAddressFields,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
+    security(("checkout_jwt" = [])),
+    responses((status = 200, body = StorefrontAddressAnswer)))]
 pub async fn set_billing_address(
     state: web::Data<AppState>,
     call: Storefront,
@@ -212,27 +425,50 @@ pub async fn set_billing_address(
     set_address(state, call, given, AddressType::Billing).await
 }
 
-pub async fn delete_shipping_address(
+/// `updateBillingAddress`: the same as `setBillingAddress`.
+#[utoipa::path(put, path = "/checkout/storefront/{shop}/{public_order_id}/addresses/billing", operation_id = "update_checkout_billing_address", tag = "Checkout: storefront",
+    request_body = CheckoutAddressFields,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
+    security(("checkout_jwt" = [])),
+    responses((status = 200, body = StorefrontAddressAnswer)))]
+pub async fn update_billing_address(
     state: web::Data<AppState>,
     call: Storefront,
+    given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    answer(&state, move |run| {
-        storefront::delete_address(&run.store, &call.0, AddressType::Shipping, run.now)
-    })
-    .await
+    set_address(state, call, given, AddressType::Billing).await
 }
 
+/// `deleteBillingAddress`: `address` is `{}` after it.
+#[utoipa::path(delete, path = "/checkout/storefront/{shop}/{public_order_id}/addresses/billing", operation_id = "delete_checkout_billing_address", tag = "Checkout: storefront",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
+    security(("checkout_jwt" = [])),
+    responses((status = 200, body = StorefrontAddressAnswer)))]
 pub async fn delete_billing_address(
     state: web::Data<AppState>,
     call: Storefront,
 ) -> Result<HttpResponse, ApiError> {
-    answer(&state, move |run| {
-        storefront::delete_address(&run.store, &call.0, AddressType::Billing, run.now)
-    })
-    .await
+    delete_address(state, call, AddressType::Billing).await
 }
 
-/// `validateAddress`: the address in the query.
+/// `validateAddress`: the address in the query, through the `address_validate` override when
+/// one applies; `{"valid": true}` or 422.
+#[utoipa::path(get, path = "/checkout/storefront/{shop}/{public_order_id}/validate_address", operation_id = "validate_checkout_address", tag = "Checkout: storefront",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)"),
+        ("first_name" = Option<String>, Query, max_length = 255, description = "The first name on the address"),
+        ("last_name" = Option<String>, Query, max_length = 255, description = "The last name on the address"),
+        ("address_line_1" = Option<String>, Query, max_length = 255, description = "The first street line (needed)"),
+        ("address_line_2" = Option<String>, Query, max_length = 255, description = "The second street line"),
+        ("city" = Option<String>, Query, max_length = 255, description = "The city (needed)"),
+        ("postal_code" = Option<String>, Query, max_length = 255, description = "The postal code"),
+        ("province" = Option<String>, Query, max_length = 255, description = "The province or state, by name"),
+        ("province_code" = Option<String>, Query, max_length = 255, description = "The province or state, by code"),
+        ("country" = Option<String>, Query, max_length = 255, description = "The country, by name"),
+        ("country_code" = Option<String>, Query, max_length = 255, description = "The country's ISO 3166-1 alpha-2 code (needed)"),
+        ("business_name" = Option<String>, Query, max_length = 255, description = "The company on the address"),
+        ("phone_number" = Option<String>, Query, max_length = 255, description = "The phone number on the address")),
+    security(("checkout_jwt" = [])),
+    responses((status = 200, body = StorefrontAddressValidAnswer)))]
 pub async fn validate_address(
     state: web::Data<AppState>,
     call: Storefront,
@@ -245,56 +481,95 @@ pub async fn validate_address(
         }
     }
     let address: CheckoutAddress = parse_address(&Value::Object(fields))?;
-    answer(&state, move |run| {
-        storefront::validate_address(&run.context(), &call.0, &address)
-    })
+    answer(
+        &state,
+        |data| StorefrontAddressValidAnswer { data },
+        move |run| storefront::validate_address(&run.context(), &call.0, &address),
+    )
     .await
 }
 
+/// `getShippingLines`: the lines offered now (the `shipping` override's, or the shop's flat
+/// rate); a selected line no longer offered is dropped.
+#[utoipa::path(get, path = "/checkout/storefront/{shop}/{public_order_id}/shipping_lines", operation_id = "list_checkout_shipping_lines", tag = "Checkout: storefront",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
+    security(("checkout_jwt" = [])),
+    responses((status = 200, body = StorefrontShippingLinesAnswer)))]
 pub async fn shipping_lines(
     state: web::Data<AppState>,
     call: Storefront,
 ) -> Result<HttpResponse, ApiError> {
-    answer(&state, move |run| {
-        storefront::shipping_lines(&run.context(), &call.0)
-    })
+    answer(
+        &state,
+        |data| StorefrontShippingLinesAnswer { data },
+        move |run| storefront::shipping_lines(&run.context(), &call.0),
+    )
     .await
 }
 
+/// `changeShippingLine`: by the line's id, or its position among those offered.
+#[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/shipping_lines", operation_id = "select_checkout_shipping_line", tag = "Checkout: storefront",
+    request_body = CheckoutShippingLineChoice,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
+    security(("checkout_jwt" = [])),
+    responses((status = 200, body = StorefrontSelectedShippingAnswer)))]
 pub async fn select_shipping_line(
     state: web::Data<AppState>,
     call: Storefront,
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
     let choice = parse_shipping_line_choice(&body(given)?)?;
-    answer(&state, move |run| {
-        storefront::select_shipping_line(&run.context(), &call.0, &choice)
-    })
+    answer(
+        &state,
+        |data| StorefrontSelectedShippingAnswer { data },
+        move |run| storefront::select_shipping_line(&run.context(), &call.0, &choice),
+    )
     .await
 }
 
+/// `setTaxes`: through the `tax` override; none when none applies.
+#[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/taxes", operation_id = "set_checkout_taxes", tag = "Checkout: storefront",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
+    security(("checkout_jwt" = [])),
+    responses((status = 200, body = StorefrontTaxesAnswer)))]
 pub async fn set_taxes(
     state: web::Data<AppState>,
     call: Storefront,
 ) -> Result<HttpResponse, ApiError> {
-    answer(&state, move |run| {
-        storefront::set_taxes(&run.context(), &call.0)
-    })
+    answer(
+        &state,
+        |data| StorefrontTaxesAnswer { data },
+        move |run| storefront::set_taxes(&run.context(), &call.0),
+    )
     .await
 }
 
+/// `addDiscount`: valued through the `discount` override; a code that is not valid is 422.
+#[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/discounts", operation_id = "add_checkout_discount", tag = "Checkout: storefront",
+    request_body = CheckoutDiscountCodeFields,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
+    security(("checkout_jwt" = [])),
+    responses((status = 200, body = StorefrontDiscountAnswer)))]
 pub async fn add_discount(
     state: web::Data<AppState>,
     call: Storefront,
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
     let code = parse_discount_code(&body(given)?)?;
-    answer(&state, move |run| {
-        storefront::add_discount(&run.context(), &call.0, &code)
-    })
+    answer(
+        &state,
+        |data| StorefrontDiscountAnswer { data },
+        move |run| storefront::add_discount(&run.context(), &call.0, &code),
+    )
     .await
 }
 
+/// `deleteDiscount`: the code applied (in any letter case); 422 when it is not.
+#[utoipa::path(delete, path = "/checkout/storefront/{shop}/{public_order_id}/discounts", operation_id = "delete_checkout_discount", tag = "Checkout: storefront",
+    request_body = CheckoutDiscountCodeFields,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
+    security(("checkout_jwt" = [])),
+    responses((status = 200, body = StorefrontOrderAnswer)))]
 pub async fn delete_discount(
     state: web::Data<AppState>,
     call: Storefront,
@@ -302,12 +577,20 @@ pub async fn delete_discount(
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
     let code = parse_applied_discount_code(&optional_body(&request, given)?)?;
-    answer(&state, move |run| {
-        storefront::delete_discount(&run.context(), &call.0, &code)
-    })
+    answer(
+        &state,
+        |data| StorefrontOrderAnswer { data },
+        move |run| storefront::delete_discount(&run.context(), &call.0, &code),
+    )
     .await
 }
 
+/// `validateDiscount`: `{"valid": true, "discount"}`, or 422 for a code that is not valid.
+#[utoipa::path(get, path = "/checkout/storefront/{shop}/{public_order_id}/validate_discount_code", operation_id = "validate_checkout_discount_code", tag = "Checkout: storefront",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)"),
+        ("discount_code" = Option<String>, Query, max_length = 255, description = "The discount code to value (needed: none is 422)")),
+    security(("checkout_jwt" = [])),
+    responses((status = 200, body = StorefrontDiscountValidAnswer)))]
 pub async fn validate_discount(
     state: web::Data<AppState>,
     call: Storefront,
@@ -315,46 +598,79 @@ pub async fn validate_discount(
 ) -> Result<HttpResponse, ApiError> {
     let code = query(&request, "discount_code", 255)?.unwrap_or_default();
     let code = parse_discount_code(&json!({ "code": code }))?;
-    answer(&state, move |run| {
-        storefront::validate_discount(&run.context(), &call.0, &code)
-    })
+    answer(
+        &state,
+        |data| StorefrontDiscountValidAnswer { data },
+        move |run| storefront::validate_discount(&run.context(), &call.0, &code),
+    )
     .await
 }
 
+/// `getPaymentList`.
+#[utoipa::path(get, path = "/checkout/storefront/{shop}/{public_order_id}/payments", operation_id = "list_checkout_payments", tag = "Checkout: storefront",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
+    security(("checkout_jwt" = [])),
+    responses((status = 200, body = StorefrontPaymentsAnswer)))]
 pub async fn payments(
     state: web::Data<AppState>,
     call: Storefront,
 ) -> Result<HttpResponse, ApiError> {
-    answer(&state, move |run| {
-        storefront::payments(&run.store, &call.0, run.now)
-    })
+    answer(
+        &state,
+        |data| StorefrontPaymentsAnswer { data },
+        move |run| storefront::payments(&run.store, &call.0, run.now),
+    )
     .await
 }
 
+/// `addPayment`: through the test gateway, for the amount given or the order's balance; never
+/// more than the balance.
+#[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/payments", operation_id = "add_checkout_payment", tag = "Checkout: storefront",
+    request_body = CheckoutPaymentFields,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
+    security(("checkout_jwt" = [])),
+    responses((status = 200, body = StorefrontPaymentAnswer)))]
 pub async fn add_payment(
     state: web::Data<AppState>,
     call: Storefront,
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
     let input = parse_payment(&body(given)?)?;
-    answer(&state, move |run| {
-        storefront::add_payment(&run.store, &call.0, input, run.now)
-    })
+    answer(
+        &state,
+        |data| StorefrontPaymentAnswer { data },
+        move |run| storefront::add_payment(&run.store, &call.0, input, run.now),
+    )
     .await
 }
 
+/// `updatePayment`: only the amount of the payment named (by its `id`, else its `token`)
+/// changes; without an amount, the balance is added to it.
+#[utoipa::path(put, path = "/checkout/storefront/{shop}/{public_order_id}/payments", operation_id = "update_checkout_payment", tag = "Checkout: storefront",
+    request_body = CheckoutPaymentFields,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
+    security(("checkout_jwt" = [])),
+    responses((status = 200, body = StorefrontPaymentAnswer)))]
 pub async fn update_payment(
     state: web::Data<AppState>,
     call: Storefront,
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
     let input = parse_payment(&body(given)?)?;
-    answer(&state, move |run| {
-        storefront::update_payment(&run.store, &call.0, input, run.now)
-    })
+    answer(
+        &state,
+        |data| StorefrontPaymentAnswer { data },
+        move |run| storefront::update_payment(&run.store, &call.0, input, run.now),
+    )
     .await
 }
 
+/// `deletePayment`: the payment named by its `id`, else its `token`.
+#[utoipa::path(delete, path = "/checkout/storefront/{shop}/{public_order_id}/payments", operation_id = "delete_checkout_payment", tag = "Checkout: storefront",
+    request_body = CheckoutPaymentFields,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
+    security(("checkout_jwt" = [])),
+    responses((status = 200, body = StorefrontOrderAnswer)))]
 pub async fn delete_payment(
     state: web::Data<AppState>,
     call: Storefront,
@@ -362,19 +678,28 @@ pub async fn delete_payment(
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
     let input = parse_payment(&optional_body(&request, given)?)?;
-    answer(&state, move |run| {
-        storefront::delete_payment(
-            &run.store,
-            &call.0,
-            input.id.as_deref(),
-            &input.token,
-            run.now,
-        )
-    })
+    answer(
+        &state,
+        |data| StorefrontOrderAnswer { data },
+        move |run| {
+            storefront::delete_payment(
+                &run.store,
+                &call.0,
+                input.id.as_deref(),
+                &input.token,
+                run.now,
+            )
+        },
+    )
     .await
 }
 
 /// `deleteGiftCardPayment`: `{"id"}`.
+#[utoipa::path(delete, path = "/checkout/storefront/{shop}/{public_order_id}/payments/gift_card", operation_id = "delete_checkout_gift_card_payment", tag = "Checkout: storefront",
+    request_body = CheckoutPaymentIdFields,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
+    security(("checkout_jwt" = [])),
+    responses((status = 200, body = StorefrontOrderAnswer)))]
 pub async fn delete_gift_card_payment(
     state: web::Data<AppState>,
     call: Storefront,
@@ -382,36 +707,60 @@ pub async fn delete_gift_card_payment(
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
     let id = parse_payment_id(&optional_body(&request, given)?)?;
-    answer(&state, move |run| {
-        storefront::delete_payment(&run.store, &call.0, Some(&id), "", run.now)
-    })
+    answer(
+        &state,
+        |data| StorefrontOrderAnswer { data },
+        move |run| storefront::delete_payment(&run.store, &call.0, Some(&id), "", run.now),
+    )
     .await
 }
 
+/// `addLineItem`: a variant of the catalogue; the same key adds to its quantity.
+#[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/items", operation_id = "add_checkout_line_item", tag = "Checkout: storefront",
+    request_body = CheckoutLineItemFields,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
+    security(("checkout_jwt" = [])),
+    responses((status = 200, body = StorefrontLineItemAnswer)))]
 pub async fn add_line_item(
     state: web::Data<AppState>,
     call: Storefront,
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
     let item = parse_add_line_item(&body(given)?)?;
-    answer(&state, move |run| {
-        storefront::add_line_item(&run.store, &call.0, item, run.now)
-    })
+    answer(
+        &state,
+        |data| StorefrontLineItemAnswer { data },
+        move |run| storefront::add_line_item(&run.store, &call.0, item, run.now),
+    )
     .await
 }
 
+/// `updateLineItemQuantity`.
+#[utoipa::path(put, path = "/checkout/storefront/{shop}/{public_order_id}/items", operation_id = "update_checkout_line_item_quantity", tag = "Checkout: storefront",
+    request_body = CheckoutLineItemQuantityFields,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
+    security(("checkout_jwt" = [])),
+    responses((status = 200, body = StorefrontLineItemQuantityAnswer)))]
 pub async fn update_line_item(
     state: web::Data<AppState>,
     call: Storefront,
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
     let (key, quantity) = parse_line_item_quantity(&body(given)?)?;
-    answer(&state, move |run| {
-        storefront::set_line_item_quantity(&run.store, &call.0, &key, quantity, run.now)
-    })
+    answer(
+        &state,
+        |data| StorefrontLineItemQuantityAnswer { data },
+        move |run| storefront::set_line_item_quantity(&run.store, &call.0, &key, quantity, run.now),
+    )
     .await
 }
 
+/// `deleteLineItem`.
+#[utoipa::path(delete, path = "/checkout/storefront/{shop}/{public_order_id}/items", operation_id = "delete_checkout_line_item", tag = "Checkout: storefront",
+    request_body = CheckoutLineItemKeyFields,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
+    security(("checkout_jwt" = [])),
+    responses((status = 200, body = StorefrontOrderAnswer)))]
 pub async fn delete_line_item(
     state: web::Data<AppState>,
     call: Storefront,
@@ -419,47 +768,76 @@ pub async fn delete_line_item(
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
     let key = parse_line_item_key(&optional_body(&request, given)?)?;
-    answer(&state, move |run| {
-        storefront::delete_line_item(&run.store, &call.0, &key, run.now)
-    })
+    answer(
+        &state,
+        |data| StorefrontOrderAnswer { data },
+        move |run| storefront::delete_line_item(&run.store, &call.0, &key, run.now),
+    )
     .await
 }
 
+/// `checkInventory`: through the `inventory` override; `not_enabled` when none applies.
+#[utoipa::path(get, path = "/checkout/storefront/{shop}/{public_order_id}/check_inventory", operation_id = "check_checkout_inventory", tag = "Checkout: storefront",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)"),
+        ("stage" = Option<String>, Query, max_length = 16, description = "The stage of the check: `initial` (the default) or `final`")),
+    security(("checkout_jwt" = [])),
+    responses((status = 200, body = StorefrontInventoryAnswer)))]
 pub async fn check_inventory(
     state: web::Data<AppState>,
     call: Storefront,
     request: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let stage = parse_inventory_stage(query(&request, "stage", 16)?.as_deref())?;
-    answer(&state, move |run| {
-        storefront::check_inventory(&run.context(), &call.0, stage)
-    })
+    answer(
+        &state,
+        |data| StorefrontInventoryAnswer { data },
+        move |run| storefront::check_inventory(&run.context(), &call.0, stage),
+    )
     .await
 }
 
+/// `patchOrderMetaData`: the fields given (not null) replace the order's.
+#[utoipa::path(patch, path = "/checkout/storefront/{shop}/{public_order_id}/meta_data", operation_id = "patch_checkout_meta_data", tag = "Checkout: storefront",
+    request_body = CheckoutMetaDataFields,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
+    security(("checkout_jwt" = [])),
+    responses((status = 200, body = StorefrontMetaDataAnswer)))]
 pub async fn patch_meta_data(
     state: web::Data<AppState>,
     call: Storefront,
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
     let patch = parse_meta_data_patch(&body(given)?)?;
-    answer(&state, move |run| {
-        storefront::patch_meta_data(&run.store, &call.0, patch, run.now)
-    })
+    answer(
+        &state,
+        |data| StorefrontMetaDataAnswer { data },
+        move |run| storefront::patch_meta_data(&run.store, &call.0, patch, run.now),
+    )
     .await
 }
 
+/// `getRefreshedApplicationState`.
+#[utoipa::path(get, path = "/checkout/storefront/{shop}/{public_order_id}/refresh", operation_id = "refresh_checkout_order", tag = "Checkout: storefront",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
+    security(("checkout_jwt" = [])),
+    responses((status = 200, body = StorefrontOrderAnswer)))]
 pub async fn refresh(
     state: web::Data<AppState>,
     call: Storefront,
 ) -> Result<HttpResponse, ApiError> {
-    answer(&state, move |run| {
-        storefront::refresh(&run.store, &call.0, run.now)
-    })
+    answer(
+        &state,
+        |data| StorefrontOrderAnswer { data },
+        move |run| storefront::refresh(&run.store, &call.0, run.now),
+    )
     .await
 }
 
 /// `processOrder`: then the webhooks and the push to the platform run at once.
+#[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/process_order", operation_id = "process_checkout_order", tag = "Checkout: storefront",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
+    security(("checkout_jwt" = [])),
+    responses((status = 200, body = StorefrontOrderAnswer)))]
 pub async fn process_order(
     state: web::Data<AppState>,
     call: Storefront,
@@ -469,10 +847,15 @@ pub async fn process_order(
     // A declined payment emits order/failed even though the answer is an error.
     state.webhooks.notify();
     state.jobs.notify();
-    Ok(HttpResponse::Ok().json(json!({ "data": result? })))
+    Ok(HttpResponse::Ok().json(StorefrontOrderAnswer { data: result? }))
 }
 
 /// `addLog`: the storefront's message, logged; `{"data": {"success": true}}`.
+#[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/log", operation_id = "log_checkout_message", tag = "Checkout: storefront",
+    request_body = StorefrontLogMessage,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
+    security(("checkout_jwt" = [])),
+    responses((status = 200, body = StorefrontLogAnswer)))]
 pub async fn log(
     state: web::Data<AppState>,
     call: Storefront,
@@ -487,14 +870,18 @@ pub async fn log(
         .take(1000)
         .collect::<String>();
     let public_order_id = call.0.public_order_id.clone();
-    answer(&state, move |run| {
-        storefront::read(&run.store, &call.0, run.now)?;
-        log::info!(
-            target: "mercer::checkout",
-            "storefront of {public_order_id}: {}",
-            message.escape_debug()
-        );
-        Ok(json!({"success": true}))
-    })
+    answer(
+        &state,
+        |data| StorefrontLogAnswer { data },
+        move |run| {
+            storefront::read(&run.store, &call.0, run.now)?;
+            log::info!(
+                target: "mercer::checkout",
+                "storefront of {public_order_id}: {}",
+                message.escape_debug()
+            );
+            Ok(StorefrontLogged { success: true })
+        },
+    )
     .await
 }

@@ -3,12 +3,41 @@
 use actix_web::{HttpResponse, web};
 use mercer_domain::FieldError;
 use mercer_domain::kernel::outbound::AddressGuard;
-use mercer_domain::overrides::{self, OverrideChanges, OverrideInput};
-use serde_json::json;
+use mercer_domain::overrides::{self, OverrideChanges, OverrideInput, OverrideResource};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::http::error::ApiError;
 use crate::http::extract::{Authorized, JsonBody, scopes};
 use crate::http::state::{AppState, run_blocking};
+
+/// `{"data": override}`.
+#[derive(Serialize, ToSchema)]
+pub struct ApiOverrideAnswer {
+    data: OverrideResource,
+}
+
+/// `{"data": [override, …]}`, oldest first.
+#[derive(Serialize, ToSchema)]
+pub struct ApiOverrideList {
+    data: Vec<OverrideResource>,
+}
+
+/// `{}`.
+#[derive(Serialize, ToSchema)]
+pub struct ApiOverrideNothing {}
+
+/// `{"data": {}}`.
+#[derive(Serialize, ToSchema)]
+pub struct ApiOverrideDeleted {
+    data: ApiOverrideNothing,
+}
+
+fn override_answer(stored: &overrides::ApiOverride) -> ApiOverrideAnswer {
+    ApiOverrideAnswer {
+        data: overrides::resource(stored),
+    }
+}
 
 /// Checks a body off the async thread: the guard resolves the URL's host.
 async fn check(
@@ -28,6 +57,11 @@ async fn check(
 }
 
 /// Create API Override: 200 `{"data":override}` (seed 001 §4.1); 422 on the type, URL or secret.
+#[utoipa::path(post, path = "/checkout/shop/{shop}/overrides", operation_id = "create_api_override", tag = "Checkout: API overrides",
+    request_body = OverrideInput,
+    params(("shop" = String, Path, description = "The shop's identifier")),
+    security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
+    responses((status = 200, description = "The override created (200, as the contract has it)", body = ApiOverrideAnswer)))]
 pub async fn create(
     state: web::Data<AppState>,
     request: Authorized<scopes::ModifyShopSettings>,
@@ -38,21 +72,31 @@ pub async fn create(
     let created = state
         .write(move |tx| overrides::create(tx, &shop, changes, now))
         .await?;
-    Ok(HttpResponse::Ok().json(json!({ "data": overrides::resource(&created) })))
+    Ok(HttpResponse::Ok().json(override_answer(&created)))
 }
 
 /// List API Overrides, oldest first.
+#[utoipa::path(get, path = "/checkout/shop/{shop}/overrides", operation_id = "list_api_overrides", tag = "Checkout: API overrides",
+    params(("shop" = String, Path, description = "The shop's identifier")),
+    security(("api_token" = ["read_shop_settings"]), ("oauth2" = ["read_shop_settings"])),
+    responses((status = 200, body = ApiOverrideList)))]
 pub async fn list(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadShopSettings>,
 ) -> Result<HttpResponse, ApiError> {
     let shop = request.access.shop;
     let stored = state.read(move |tx| overrides::list(tx, &shop)).await?;
-    let resources: Vec<_> = stored.iter().map(overrides::resource).collect();
-    Ok(HttpResponse::Ok().json(json!({ "data": resources })))
+    Ok(HttpResponse::Ok().json(ApiOverrideList {
+        data: stored.iter().map(overrides::resource).collect(),
+    }))
 }
 
 /// Update API Override: the fields present replace the stored ones.
+#[utoipa::path(patch, path = "/checkout/shop/{shop}/overrides/{id}", operation_id = "update_api_override", tag = "Checkout: API overrides",
+    request_body = OverrideInput,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The override's id (32 hex characters)")),
+    security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
+    responses((status = 200, body = ApiOverrideAnswer)))]
 pub async fn update(
     state: web::Data<AppState>,
     request: Authorized<scopes::ModifyShopSettings>,
@@ -69,10 +113,14 @@ pub async fn update(
     let updated = state
         .write(move |tx| overrides::update(tx, &shop, &id, changes, now))
         .await?;
-    Ok(HttpResponse::Ok().json(json!({ "data": overrides::resource(&updated) })))
+    Ok(HttpResponse::Ok().json(override_answer(&updated)))
 }
 
 /// Delete API Override: 200 `{"data":{}}`.
+#[utoipa::path(delete, path = "/checkout/shop/{shop}/overrides/{id}", operation_id = "delete_api_override", tag = "Checkout: API overrides",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The override's id (32 hex characters)")),
+    security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
+    responses((status = 200, description = "Deleted", body = ApiOverrideDeleted)))]
 pub async fn delete(
     state: web::Data<AppState>,
     request: Authorized<scopes::ModifyShopSettings>,
@@ -82,5 +130,7 @@ pub async fn delete(
     state
         .write(move |tx| overrides::delete(tx, &shop, &id))
         .await?;
-    Ok(HttpResponse::Ok().json(json!({ "data": {} })))
+    Ok(HttpResponse::Ok().json(ApiOverrideDeleted {
+        data: ApiOverrideNothing {},
+    }))
 }

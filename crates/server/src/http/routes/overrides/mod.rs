@@ -8,7 +8,7 @@ use super::resource;
 
 /// This folder's routes in the OpenAPI document (`crate::http::openapi`).
 #[derive(utoipa::OpenApi)]
-#[openapi(paths())]
+#[openapi(paths(handlers::create, handlers::list, handlers::update, handlers::delete))]
 pub struct Api;
 
 pub fn configure(config: &mut web::ServiceConfig) {

@@ -2,21 +2,107 @@
 
 use actix_web::{HttpResponse, web};
 use mercer_domain::kernel::outbound::AddressGuard;
+use mercer_domain::webhooks::checkout::{CheckoutWebhookResource, WebhookInput};
+use mercer_domain::webhooks::log::{Delivery, DeliveryLine};
 use mercer_domain::webhooks::{CHECKOUT_TOPICS, checkout};
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::http::error::ApiError;
 use crate::http::extract::{Authorized, JsonBody, scopes};
 use crate::http::state::{AppState, run_blocking};
 
+/// A checkout topic, by its fixed id.
+#[derive(Serialize, ToSchema)]
+pub struct CheckoutWebhookTopic {
+    /// The topic's fixed id (1..6).
+    webhook_topic_id: i64,
+    /// The topic's name (`order/created`).
+    webhook_topic_name: &'static str,
+}
+
+/// `{"data": [topic, …]}`: the six checkout topics.
+#[derive(Serialize, ToSchema)]
+pub struct CheckoutWebhookTopics {
+    data: Vec<CheckoutWebhookTopic>,
+}
+
+/// `{"data": webhook}`.
+#[derive(Serialize, ToSchema)]
+pub struct CheckoutWebhookAnswer {
+    data: CheckoutWebhookResource,
+}
+
+fn webhook_answer(data: CheckoutWebhookResource) -> CheckoutWebhookAnswer {
+    CheckoutWebhookAnswer { data }
+}
+
+/// `{"data": [webhook, …]}`.
+#[derive(Serialize, ToSchema)]
+pub struct CheckoutWebhookList {
+    data: Vec<CheckoutWebhookResource>,
+}
+
+/// `{"data": [delivery line, …]}`: the latest messages, newest first.
+#[derive(Serialize, ToSchema)]
+pub struct CheckoutDeliveryLog {
+    data: Vec<DeliveryLine>,
+}
+
+/// `{"data": delivery}`: one message, its payload and every attempt.
+#[derive(Serialize, ToSchema)]
+pub struct CheckoutDeliveryAnswer {
+    data: Delivery,
+}
+
+/// A message queued to be sent.
+#[derive(Serialize, ToSchema)]
+pub struct CheckoutQueuedMessage {
+    /// The message's `webhook-id`, the same on every attempt.
+    message_id: String,
+}
+
+/// `{"data": {"message_id"}}`: a message queued (a resend, a test delivery).
+#[derive(Serialize, ToSchema)]
+pub struct CheckoutQueuedMessageAnswer {
+    data: CheckoutQueuedMessage,
+}
+
+impl CheckoutQueuedMessageAnswer {
+    pub fn of(message_id: String) -> CheckoutQueuedMessageAnswer {
+        CheckoutQueuedMessageAnswer {
+            data: CheckoutQueuedMessage { message_id },
+        }
+    }
+}
+
+/// How many failed messages were queued again.
+#[derive(Serialize, ToSchema)]
+pub struct CheckoutRecovered {
+    /// How many failed messages were queued again.
+    recovered: u64,
+}
+
+/// `{"data": {"recovered"}}`.
+#[derive(Serialize, ToSchema)]
+pub struct CheckoutRecoverAnswer {
+    data: CheckoutRecovered,
+}
+
 /// List Webhook Topics.
+#[utoipa::path(get, path = "/checkout/shop/{shop}/webhooks/topics", operation_id = "list_checkout_webhook_topics", tag = "Checkout: webhooks",
+    params(("shop" = String, Path, description = "The shop's identifier")),
+    security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
+    responses((status = 200, body = CheckoutWebhookTopics)))]
 pub async fn topics(_request: Authorized<scopes::ModifyShopSettings>) -> HttpResponse {
-    let topics: Vec<_> = CHECKOUT_TOPICS
+    let data = CHECKOUT_TOPICS
         .iter()
-        .map(|(id, name)| json!({ "webhook_topic_id": id, "webhook_topic_name": name }))
+        .map(|(id, name)| CheckoutWebhookTopic {
+            webhook_topic_id: *id,
+            webhook_topic_name: name,
+        })
         .collect();
-    HttpResponse::Ok().json(json!({ "data": topics }))
+    HttpResponse::Ok().json(CheckoutWebhookTopics { data })
 }
 
 /// Checks the callback URL off the async thread: the guard resolves its host.
@@ -36,53 +122,75 @@ async fn check_callback(
 
 /// Create Webhook: 201; 422 before the integration secret is configured, for an unknown topic,
 /// or for a callback URL that is not absolute http(s) or leads into a private network.
+#[utoipa::path(post, path = "/checkout/shop/{shop}/webhooks", operation_id = "create_checkout_webhook", tag = "Checkout: webhooks",
+    request_body = WebhookInput,
+    params(("shop" = String, Path, description = "The shop's identifier")),
+    security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
+    responses((status = 201, body = CheckoutWebhookAnswer)))]
 pub async fn create(
     state: web::Data<AppState>,
     request: Authorized<scopes::ModifyShopSettings>,
     body: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let input: checkout::WebhookInput = body.parse()?;
+    let input: WebhookInput = body.parse()?;
     let callback = check_callback(&state, input.callback_url).await?;
     let (shop, now) = (request.access.shop, state.now());
     let endpoint = state
         .write(move |tx| checkout::create(tx, &shop, input.webhook_topic_id, callback, now))
         .await?;
-    Ok(HttpResponse::Created().json(json!({ "data": checkout::resource(&endpoint) })))
+    Ok(HttpResponse::Created().json(webhook_answer(checkout::resource(&endpoint))))
 }
 
 /// List Webhooks.
+#[utoipa::path(get, path = "/checkout/shop/{shop}/webhooks", operation_id = "list_checkout_webhooks", tag = "Checkout: webhooks",
+    params(("shop" = String, Path, description = "The shop's identifier")),
+    security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
+    responses((status = 200, body = CheckoutWebhookList)))]
 pub async fn list(
     state: web::Data<AppState>,
     request: Authorized<scopes::ModifyShopSettings>,
 ) -> Result<HttpResponse, ApiError> {
     let shop = request.access.shop;
-    let resources = state.read(move |tx| checkout::list(tx, &shop)).await?;
-    Ok(HttpResponse::Ok().json(json!({ "data": resources })))
+    let data = state.read(move |tx| checkout::list(tx, &shop)).await?;
+    Ok(HttpResponse::Ok().json(CheckoutWebhookList { data }))
 }
 
-#[derive(Deserialize, Default)]
+/// The body of Update Webhook.
+#[derive(Deserialize, Default, ToSchema)]
 #[serde(default)]
-struct UpdateBody {
+pub struct CheckoutWebhookUpdate {
+    /// The new URL deliveries go to: absolute http(s), at most 2048 characters, not into a
+    /// private network; required.
+    #[schema(format = "uri", max_length = 2048)]
     callback_url: Option<String>,
 }
 
 /// Update Webhook: a new callback URL, checked like a new one.
+#[utoipa::path(patch, path = "/checkout/shop/{shop}/webhooks/{id}", operation_id = "update_checkout_webhook", tag = "Checkout: webhooks",
+    request_body = CheckoutWebhookUpdate,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook's id (32 hex characters)")),
+    security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
+    responses((status = 200, body = CheckoutWebhookAnswer)))]
 pub async fn update(
     state: web::Data<AppState>,
     request: Authorized<scopes::ModifyShopSettings>,
     path: web::Path<(String, String)>,
     body: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let input: UpdateBody = body.parse()?;
+    let input: CheckoutWebhookUpdate = body.parse()?;
     let callback = check_callback(&state, input.callback_url).await?;
     let (shop, id, now) = (request.access.shop, path.into_inner().1, state.now());
     let endpoint = state
         .write(move |tx| checkout::update(tx, &shop, &id, callback, now))
         .await?;
-    Ok(HttpResponse::Ok().json(json!({ "data": checkout::resource(&endpoint) })))
+    Ok(HttpResponse::Ok().json(webhook_answer(checkout::resource(&endpoint))))
 }
 
 /// Delete Webhook: 204; its pending messages are cancelled.
+#[utoipa::path(delete, path = "/checkout/shop/{shop}/webhooks/{id}", operation_id = "delete_checkout_webhook", tag = "Checkout: webhooks",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook's id (32 hex characters)")),
+    security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
+    responses((status = 204, description = "Deleted")))]
 pub async fn delete(
     state: web::Data<AppState>,
     request: Authorized<scopes::ModifyShopSettings>,
@@ -115,6 +223,11 @@ pub(crate) fn log_limit(query: &LogQuery) -> Result<usize, ApiError> {
 
 /// `GET …/webhooks/{id}/deliveries?limit=`: the latest messages (default 50, at most 250),
 /// newest first, each with its last attempt.
+#[utoipa::path(get, path = "/checkout/shop/{shop}/webhooks/{id}/deliveries", operation_id = "list_checkout_webhook_deliveries", tag = "Checkout: webhooks",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook's id (32 hex characters)"),
+        ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "How many of the latest messages, 1 to 250 (default 50)")),
+    security(("api_token" = ["read_shop_settings"]), ("oauth2" = ["read_shop_settings"])),
+    responses((status = 200, body = CheckoutDeliveryLog)))]
 pub async fn deliveries(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadShopSettings>,
@@ -126,10 +239,15 @@ pub async fn deliveries(
     let log = state
         .read(move |tx| checkout::deliveries(tx, &shop, &id, limit))
         .await?;
-    Ok(HttpResponse::Ok().json(json!({ "data": log })))
+    Ok(HttpResponse::Ok().json(CheckoutDeliveryLog { data: log }))
 }
 
 /// `GET …/webhooks/{id}/deliveries/{message_id}`: one message, its payload and every attempt.
+#[utoipa::path(get, path = "/checkout/shop/{shop}/webhooks/{id}/deliveries/{message_id}", operation_id = "get_checkout_webhook_delivery", tag = "Checkout: webhooks",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook's id (32 hex characters)"),
+        ("message_id" = String, Path, description = "The message's `webhook-id` (`msg_` and 32 hex characters)")),
+    security(("api_token" = ["read_shop_settings"]), ("oauth2" = ["read_shop_settings"])),
+    responses((status = 200, body = CheckoutDeliveryAnswer)))]
 pub async fn delivery(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadShopSettings>,
@@ -140,10 +258,15 @@ pub async fn delivery(
     let message = state
         .read(move |tx| checkout::delivery(tx, &shop, &id, &message_id))
         .await?;
-    Ok(HttpResponse::Ok().json(json!({ "data": message })))
+    Ok(HttpResponse::Ok().json(CheckoutDeliveryAnswer { data: message }))
 }
 
 /// `POST …/webhooks/{id}/deliveries/{message_id}/resend`: 202; sent again with its webhook-id.
+#[utoipa::path(post, path = "/checkout/shop/{shop}/webhooks/{id}/deliveries/{message_id}/resend", operation_id = "resend_checkout_webhook_delivery", tag = "Checkout: webhooks",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook's id (32 hex characters)"),
+        ("message_id" = String, Path, description = "The message's `webhook-id` (`msg_` and 32 hex characters)")),
+    security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
+    responses((status = 202, body = CheckoutQueuedMessageAnswer)))]
 pub async fn resend(
     state: web::Data<AppState>,
     request: Authorized<scopes::ModifyShopSettings>,
@@ -156,12 +279,15 @@ pub async fn resend(
         .write(move |tx| checkout::resend(tx, &shop, &id, &message_id, now))
         .await?;
     state.webhooks.notify();
-    Ok(HttpResponse::Accepted().json(json!({ "data": { "message_id": resent } })))
+    Ok(HttpResponse::Accepted().json(CheckoutQueuedMessageAnswer::of(resent)))
 }
 
-#[derive(Deserialize, Default)]
+/// The body of a recover: from when failed messages are sent again.
+#[derive(Deserialize, Default, ToSchema)]
 #[serde(default)]
-struct RecoverBody {
+pub struct RecoverBody {
+    /// The messages created since then (an RFC 3339 date-time) are sent again; required.
+    #[schema(format = DateTime)]
     since: Option<String>,
 }
 
@@ -189,6 +315,11 @@ pub(crate) fn recover_since(body: JsonBody) -> Result<mercer_domain::Timestamp, 
 
 /// `POST …/webhooks/{id}/recover` `{"since"}`: sends again every failed message created since
 /// then; 202 `{"data":{"recovered"}}`.
+#[utoipa::path(post, path = "/checkout/shop/{shop}/webhooks/{id}/recover", operation_id = "recover_checkout_webhook_deliveries", tag = "Checkout: webhooks",
+    request_body = RecoverBody,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook's id (32 hex characters)")),
+    security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
+    responses((status = 202, body = CheckoutRecoverAnswer)))]
 pub async fn recover(
     state: web::Data<AppState>,
     request: Authorized<scopes::ModifyShopSettings>,
@@ -201,10 +332,16 @@ pub async fn recover(
         .write(move |tx| checkout::recover(tx, &shop, &id, since, now))
         .await?;
     state.webhooks.notify();
-    Ok(HttpResponse::Accepted().json(json!({ "data": { "recovered": recovered } })))
+    Ok(HttpResponse::Accepted().json(CheckoutRecoverAnswer {
+        data: CheckoutRecovered { recovered },
+    }))
 }
 
 /// `POST …/webhooks/{id}/enable`: a disabled webhook gets messages again.
+#[utoipa::path(post, path = "/checkout/shop/{shop}/webhooks/{id}/enable", operation_id = "enable_checkout_webhook", tag = "Checkout: webhooks",
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook's id (32 hex characters)")),
+    security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
+    responses((status = 200, body = CheckoutWebhookAnswer)))]
 pub async fn enable(
     state: web::Data<AppState>,
     request: Authorized<scopes::ModifyShopSettings>,
@@ -214,5 +351,5 @@ pub async fn enable(
     let endpoint = state
         .write(move |tx| checkout::enable(tx, &shop, &id, now))
         .await?;
-    Ok(HttpResponse::Ok().json(json!({ "data": checkout::resource(&endpoint) })))
+    Ok(HttpResponse::Ok().json(webhook_answer(checkout::resource(&endpoint))))
 }

@@ -9,7 +9,18 @@ use super::resource;
 
 /// This folder's routes in the OpenAPI document (`crate::http::openapi`).
 #[derive(utoipa::OpenApi)]
-#[openapi(paths())]
+#[openapi(paths(
+    handlers::topics,
+    handlers::create,
+    handlers::list,
+    handlers::update,
+    handlers::delete,
+    handlers::deliveries,
+    handlers::delivery,
+    handlers::resend,
+    handlers::recover,
+    handlers::enable
+))]
 pub struct Api;
 
 pub fn configure(config: &mut web::ServiceConfig) {
