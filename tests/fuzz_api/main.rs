@@ -42,7 +42,11 @@ fn schemathesis_finds_no_server_error_and_no_answer_off_the_document(backend: Ba
         findings.exit_code,
         findings.output
     );
-    assert!(findings.cases > 0 && findings.operations > 0, "{}", findings.output);
+    assert!(
+        findings.cases > 0 && findings.operations > 0,
+        "{}",
+        findings.output
+    );
 }
 
 /// Creates one record of each kind the subscription routes name in their paths, and pins
@@ -54,7 +58,12 @@ fn seed(server: &MercerServer, receiver: &Receiver) -> Vec<Pin> {
             .post(&format!("{base}{path}"))
             .bearer(&server.demo().token)
             .json(&body);
-        assert!(answer.status < 300, "seeding {path}: {} {}", answer.status, answer.text);
+        assert!(
+            answer.status < 300,
+            "seeding {path}: {} {}",
+            answer.status,
+            answer.text
+        );
         answer.json()
     };
     let group = create(
@@ -93,7 +102,10 @@ fn seed(server: &MercerServer, receiver: &Receiver) -> Vec<Pin> {
                 ("line_item_id", &subscription["line_items"][0]["id"]),
             ],
         ),
-        pin(r"/subscriptions/\{id\}(/[a-z_]+)?$", &[("id", subscription_id)]),
+        pin(
+            r"/subscriptions/\{id\}(/[a-z_]+)?$",
+            &[("id", subscription_id)],
+        ),
         pin(
             r"/customers/\{customer_id\}/addresses/\{address_id\}$",
             &[
