@@ -14,7 +14,8 @@ use super::resource;
     health::healthz,
     health::readyz,
     metrics::metrics,
-    document::openapi_json
+    document::openapi_json,
+    document::reference_page
 ))]
 pub struct Api;
 
