@@ -662,7 +662,7 @@ pub fn list_customers(
         per_page: query.limit,
         current_page: query.page,
         total_pages,
-        next_page: (query.page < total_pages).then_some(query.page + 1),
+        next_page: (query.page < total_pages).then(|| query.page + 1),
         previous_page: (query.page > 1).then(|| (query.page - 1).min(total_pages.max(1))),
     })
 }
