@@ -97,16 +97,54 @@ pub struct Pin {
     pub parameters: Vec<(&'static str, String)>,
 }
 
-/// The run's configuration: the demo shop in every `{shop}`, the version header pinned to a
-/// supported date (random dates before 2022-05-01 are refused before anything else, which would
-/// keep most cases from the handlers), and each pin on its operations.
-fn config(shop: &str, pins: &[Pin]) -> String {
-    let quoted = |text: &str| serde_json::to_string(text).unwrap_or_default();
+/// The credentials of each security scheme of the document, given to schemathesis per scheme
+/// so each operation gets the one it names.
+pub struct Credentials {
+    /// An API token of the shop with every scope (`api_token`).
+    pub api_token: String,
+    /// The JWT of the order the checkout routes are pinned to (`checkout_jwt`).
+    pub checkout_jwt: String,
+    /// A token the platform issued the customer the box builder's customer routes are pinned
+    /// to (`customer_token`).
+    pub customer_token: String,
+}
+
+/// What one run fuzzes on: the credentials, the pins, and the operations it leaves alone.
+pub struct Plan {
+    pub credentials: Credentials,
+    pub pins: Vec<Pin>,
+    /// Operation ids not fuzzed: those that would break the run's own set-up (rotating the
+    /// connector secret leaves the simulator with a stale one, after which every connector call
+    /// is rightly a 502).
+    pub skipped: Vec<&'static str>,
+}
+
+fn quoted(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_default()
+}
+
+/// The run's configuration: each security scheme's credential, the demo shop in every
+/// `{shop}`, the version header pinned to a supported date (random dates before 2022-05-01 are
+/// refused before anything else, which would keep most cases from the handlers), and each pin
+/// on its operations.
+fn config(shop: &str, plan: &Plan) -> String {
+    let credentials = &plan.credentials;
     let mut config = format!(
-        "[parameters]\n\"path.shop\" = {}\n\"header.Svc-API-Version-Date\" = \"2024-06-01\"\n",
+        "[auth.openapi.api_token]\nbearer = {}\n\n[auth.openapi.checkout_jwt]\nbearer = {}\n\n\
+         [auth.openapi.customer_token]\napi_key = {}\n\n\
+         [parameters]\n\"path.shop\" = {}\n\"header.Svc-API-Version-Date\" = \"2024-06-01\"\n",
+        quoted(&credentials.api_token),
+        quoted(&credentials.checkout_jwt),
+        quoted(&credentials.customer_token),
         quoted(shop)
     );
-    for pin in pins {
+    for operation_id in &plan.skipped {
+        config.push_str(&format!(
+            "\n[[operations]]\ninclude-operation-id = {}\nenabled = false\n",
+            quoted(operation_id)
+        ));
+    }
+    for pin in &plan.pins {
         let pinned: String = pin
             .parameters
             .iter()
@@ -123,19 +161,18 @@ fn config(shop: &str, pins: &[Pin]) -> String {
 }
 
 /// Fuzzes every operation of `server`'s document for `max_time` seconds, as the demo shop
-/// (its token, its identifier in every `{shop}`, `pins` on their operations), writing to
+/// (its identifier in every `{shop}`, `pins` on their operations), writing to
 /// `target/fuzz-api/<name>`.
 pub fn fuzz(
     server: &MercerServer,
     name: &str,
     max_time: u64,
-    pins: &[Pin],
+    plan: &Plan,
 ) -> Result<Findings, String> {
     let st = install()?;
     let dir = work_dir().join(name);
     std::fs::create_dir_all(&dir).map_err(|error| format!("{}: {error}", dir.display()))?;
-    let demo = server.demo();
-    let config = config(&demo.shop, pins);
+    let config = config(&server.demo().shop, plan);
     let config_path = dir.join("schemathesis.toml");
     std::fs::write(&config_path, config).map_err(|error| error.to_string())?;
     let report = dir.join("report.json");
@@ -145,7 +182,6 @@ pub fn fuzz(
         .arg(&config_path)
         .arg("run")
         .arg(server.url("/openapi.json"))
-        .args(["--header", &format!("Authorization: Bearer {}", demo.token)])
         .args(["--checks", "not_a_server_error,response_schema_conformance"])
         .args(["--max-time", &max_time.to_string()])
         .args(["--workers", "1", "--request-timeout", "30"])
