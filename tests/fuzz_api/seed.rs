@@ -84,6 +84,29 @@ pub fn seed(server: &MercerServer) -> Seeded {
     )["data"]["box"]["id"]
         .clone();
     let box_product_id = box_product(&api)["id"].clone();
+    let box_size_id = api.send(
+        "POST",
+        &format!("/box_builder/v1/shops/{{shop}}/boxes/{box_id}/box_sizes"),
+        Some(
+            json!({"box_size": {"box_size_name": "Small", "min_quantity": 1,
+            "max_quantity": 4}}),
+        ),
+    )["data"]["id"]
+        .clone();
+    let time_slot_id = api.send(
+        "POST",
+        &format!("/box_builder/v1/shops/{{shop}}/boxes/{box_id}/time_slots"),
+        Some(json!({"time_slot": {"time_slot_name": "Week 1",
+            "visibility_date": "2020-01-01T00:00:00Z",
+            "selection_deadline_date": "2030-01-04T00:00:00Z",
+            "start_date": "2030-01-07T00:00:00Z", "end_date": "2030-01-13T23:59:59Z"}})),
+    )["data"]["time-slot"]["id"]
+        .clone();
+    api.send(
+        "POST",
+        &format!("/box_builder/v1/shops/{{shop}}/time_slots/{time_slot_id}/options"),
+        Some(json!({"box_product_id": box_product_id})),
+    );
     let order = api.send(
         "POST",
         "/checkout/orders/{shop}/init",
@@ -99,6 +122,8 @@ pub fn seed(server: &MercerServer) -> Seeded {
         webhook: &webhook["id"],
         box_id: &box_id,
         box_product: &box_product_id,
+        box_size: &box_size_id,
+        time_slot: &time_slot_id,
         order: &order["public_order_id"],
         customer: &json!(customer),
     };
@@ -212,6 +237,8 @@ struct Ids<'a> {
     webhook: &'a Value,
     box_id: &'a Value,
     box_product: &'a Value,
+    box_size: &'a Value,
+    time_slot: &'a Value,
     order: &'a Value,
     customer: &'a Value,
 }
@@ -270,6 +297,21 @@ fn pins(ids: &Ids<'_>) -> Vec<Pin> {
         pin(
             &format!(r"{boxes}/box_products/\{{box_product_id\}}$"),
             &[("box_product_id", ids.box_product)],
+        ),
+        pin(
+            &format!(r"{boxes}/box_sizes/\{{box_size_id\}}$"),
+            &[("box_size_id", ids.box_size)],
+        ),
+        pin(
+            &format!(r"{boxes}/time_slots/\{{time_slot_id\}}/options/\{{box_product_id\}}$"),
+            &[
+                ("time_slot_id", ids.time_slot),
+                ("box_product_id", ids.box_product),
+            ],
+        ),
+        pin(
+            &format!(r"{boxes}/time_slots/\{{time_slot_id\}}(/options)?$"),
+            &[("time_slot_id", ids.time_slot)],
         ),
         pin(
             r"^/box_builder/v1/customer/shops/\{shop\}/customers/\{platform_customer_id\}",
