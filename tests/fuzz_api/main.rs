@@ -4,8 +4,8 @@
 //! the document.
 //!
 //! The shop is seeded first (`seed.rs`): the platform simulator as its connector, a product,
-//! a subscription group, a subscription, a webhook subscription, a box with a product, a
-//! checkout order and a platform customer with a token. Each security scheme gets its credential
+//! a subscription group, a subscription, a webhook subscription, a box with a product, a size
+//! and a time slot, a checkout order and a platform customer with a token. Each security scheme gets its credential
 //! and the operations on those records get their ids, so generated bodies reach the handlers
 //! with real records behind them.
 //!
