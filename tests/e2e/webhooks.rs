@@ -727,7 +727,49 @@ fn a_new_integration_secret_signs_later_deliveries(backend: Backend) {
     assert!(signed_with(&received[1], &next) && !signed_with(&received[1], &old));
 }
 
+/// `--loopback-targets-only` (the schema fuzzer's setting): loopback callbacks are taken,
+/// every other address and every host name but localhost refused at registration; the same
+/// guard stands before connector destinations.
+fn loopback_only_takes_loopback_targets_alone(backend: Backend) {
+    let server = MercerServer::in_process_with(backend, &["--loopback-targets-only"]);
+    let shop = shop(&server);
+    for loopback in [
+        "http://127.0.0.1:9/hook",
+        "http://[::1]:9/hook",
+        "http://localhost:9/hook",
+    ] {
+        create(&server, &shop, 2, loopback);
+    }
+    for elsewhere in [
+        "http://10.0.0.7/hook",
+        "https://93.184.216.34/hook",
+        "https://hooks.example.com/hook",
+    ] {
+        let entries = server
+            .post(&webhooks_path(&shop))
+            .bearer(&shop.token)
+            .json(&json!({ "webhook_topic_id": 1, "callback_url": elsewhere }))
+            .assert_error(422, "validation.failed");
+        assert_eq!(entries[0]["sub_type"], "address_not_allowed", "{elsewhere}");
+    }
+    let destination = server
+        .post(&format!(
+            "/integrations/v1/shops/{}/platform_connector_destinations",
+            shop.id
+        ))
+        .bearer(&shop.token)
+        .json(&json!({"data": {"destination": {"topic": "customers",
+            "destination": "https://connector.example.com"}}}));
+    let entries = destination.assert_error(422, "validation.failed");
+    assert_eq!(
+        entries[0]["sub_type"], "address_not_allowed",
+        "{}",
+        destination.text
+    );
+}
+
 backend_tests!(
+    loopback_only_takes_loopback_targets_alone,
     checkout_webhooks_are_registered_and_checked,
     the_delivery_log_resend_recover_and_enable,
     a_new_integration_secret_signs_later_deliveries,
