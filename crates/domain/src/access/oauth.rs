@@ -633,21 +633,32 @@ pub enum SignIn {
     },
 }
 
-/// A sign-in that approves `request`: the lock of the attempt's key is checked, then the
-/// password (checked against a decoy hash for an unknown account, so its absence takes as long
-/// as a wrong password); a failure counts towards a lock, a success clears the failures and
-/// issues a code. The caller runs one attempt per key at a time (the lock is read after the
+/// How the password check of a sign-in ended (the consent page's, and any other page staff sign
+/// in to, so they share one lock per account and client).
+#[derive(Debug)]
+pub(crate) enum PasswordCheck {
+    /// The pair is locked, before this attempt or by its failure: seconds to wait, rounded up.
+    Locked { retry_after_seconds: i64 },
+    /// No such account, or a wrong password: answered alike, so neither tells which.
+    Wrong,
+    /// The password is the account's. The caller records the success (clearing the failures)
+    /// in the same transaction as what the sign-in grants.
+    Right { staff: StaffAccount },
+}
+
+/// The lock of the attempt's key is checked, then the password (against a decoy hash for an
+/// unknown account, so its absence takes as long as a wrong password); a failure counts
+/// towards a lock. The caller runs one attempt per key at a time (the lock is read after the
 /// attempt before it ended) and bounds the password checks running at once.
-pub fn sign_in<D: AccessDatabase>(
+pub(crate) fn check_password<D: AccessDatabase>(
     db: &D,
-    request: &ValidAuthorize,
     attempt: SignInAttempt,
     password: &str,
     now: Timestamp,
-) -> Result<SignIn, DomainError> {
+) -> Result<PasswordCheck, DomainError> {
     let key = &attempt.key;
     if let Some(wait) = db.read_tx(|tx| sign_in_locked_for(tx, key, now))? {
-        return Ok(SignIn::Locked {
+        return Ok(PasswordCheck::Locked {
             retry_after_seconds: wait,
         });
     }
@@ -659,22 +670,43 @@ pub fn sign_in<D: AccessDatabase>(
         });
     let matches = verify_password(password, hash);
     match attempt.staff {
-        Some((_, staff)) if matches => {
-            let code = db.write_tx(|tx| {
-                record_sign_in(tx, key, true, now)?;
-                issue_code(tx, request, &staff, now)
-            })?;
-            Ok(SignIn::Approved { code })
-        }
+        Some((_, staff)) if matches => Ok(PasswordCheck::Right { staff }),
         _ => Ok(
             match db.write_tx(|tx| record_sign_in(tx, key, false, now))? {
-                Some(seconds) => SignIn::Locked {
+                Some(seconds) => PasswordCheck::Locked {
                     retry_after_seconds: seconds,
                 },
-                None => SignIn::WrongCredentials,
+                None => PasswordCheck::Wrong,
             },
         ),
     }
+}
+
+/// A sign-in that approves `request` ([`check_password`]): a success clears the key's
+/// failures and issues a code, in one transaction.
+pub fn sign_in<D: AccessDatabase>(
+    db: &D,
+    request: &ValidAuthorize,
+    attempt: SignInAttempt,
+    password: &str,
+    now: Timestamp,
+) -> Result<SignIn, DomainError> {
+    let key = attempt.key.clone();
+    Ok(match check_password(db, attempt, password, now)? {
+        PasswordCheck::Locked {
+            retry_after_seconds,
+        } => SignIn::Locked {
+            retry_after_seconds,
+        },
+        PasswordCheck::Wrong => SignIn::WrongCredentials,
+        PasswordCheck::Right { staff } => {
+            let code = db.write_tx(|tx| {
+                record_sign_in(tx, &key, true, now)?;
+                issue_code(tx, request, &staff, now)
+            })?;
+            SignIn::Approved { code }
+        }
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
