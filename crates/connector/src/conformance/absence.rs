@@ -5,10 +5,10 @@
 use serde_json::json;
 
 use super::checks::{
-    ADDRESS_NOT_FOUND, ADDRESS_SOFT_DELETE, CREATE_ADDRESS, CUSTOMER_NOT_FOUND,
-    CUSTOMER_SOFT_DELETE, ORDER_NOT_FOUND,
+    ADDRESS_NOT_FOUND, ADDRESS_SOFT_DELETE, CUSTOMER_NOT_FOUND, CUSTOMER_SOFT_DELETE,
+    ORDER_NOT_FOUND,
 };
-use super::session::{Call, Session, address_of, listed_by_email, needs, status};
+use super::session::{Call, Session, address_of, listed_by_email, status};
 use super::{Outcome, Record, testdata};
 use crate::client::Method;
 
@@ -112,11 +112,7 @@ fn order_not_found(session: &mut Session) -> Outcome {
 
 fn address_soft_delete(session: &mut Session) -> Outcome {
     let customer = session.customer()?;
-    let address = session
-        .fixtures
-        .address
-        .clone()
-        .ok_or_else(|| needs(CREATE_ADDRESS.name))?;
+    let address = session.address()?;
     let segments = ["customers", customer.id(), "addresses", address.id.as_str()];
     let what = "Delete Address";
     let answer = session.send(Call::new(what, Method::Delete, &segments))?;

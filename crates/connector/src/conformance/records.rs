@@ -13,7 +13,7 @@ use super::checks::{
 };
 use super::session::{
     Call, Made, Session, TestCustomer, address_of, as_json, entity, json, kept, listed_by_email,
-    needs, status,
+    status,
 };
 use super::{CustomerToken, Outcome, Record, absence, testdata};
 use crate::client::Method;
@@ -209,11 +209,7 @@ fn only(mut listed: Vec<Customer>, email: &str) -> Result<Customer, String> {
 
 fn address_partial_update(session: &mut Session) -> Outcome {
     let customer = session.customer()?;
-    let address = session
-        .fixtures
-        .address
-        .clone()
-        .ok_or_else(|| needs(CREATE_ADDRESS.name))?;
+    let address = session.address()?;
     let change = ("city", json!("Testville-Updated"));
     let segments = ["customers", customer.id(), "addresses", &address.id];
     let call = Call::new("Update Address", Method::Patch, &segments);
@@ -233,11 +229,7 @@ fn address_partial_update(session: &mut Session) -> Outcome {
 }
 
 fn order_partial_update(session: &mut Session) -> Outcome {
-    let order = session
-        .fixtures
-        .order
-        .clone()
-        .ok_or_else(|| needs(CREATE_ORDER.name))?;
+    let order = session.order()?;
     let change = (
         "notes",
         json!("A test order made by mercer conformance (updated): safe to delete."),
@@ -261,11 +253,7 @@ fn order_partial_update(session: &mut Session) -> Outcome {
 }
 
 fn order_idempotency(session: &mut Session) -> Outcome {
-    let order = session
-        .fixtures
-        .order
-        .clone()
-        .ok_or_else(|| needs(CREATE_ORDER.name))?;
+    let order = session.order()?;
     let what = "Create Order again with the same Idempotency-Key";
     let key = idempotency_key(session);
     let call = Call::new(what, Method::Post, &["orders"])

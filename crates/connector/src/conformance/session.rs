@@ -213,6 +213,22 @@ impl Session {
             .cloned()
             .ok_or_else(|| needs(super::checks::CREATE_CUSTOMER.name))
     }
+
+    /// The test address (of the first customer).
+    pub fn address(&self) -> Result<Made, String> {
+        self.fixtures
+            .address
+            .clone()
+            .ok_or_else(|| needs(super::checks::CREATE_ADDRESS.name))
+    }
+
+    /// The test order (of the first customer).
+    pub fn order(&self) -> Result<Made, String> {
+        self.fixtures
+            .order
+            .clone()
+            .ok_or_else(|| needs(super::checks::CREATE_ORDER.name))
+    }
 }
 
 /// Why a check that needs another's record did not run.
