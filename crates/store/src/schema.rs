@@ -92,6 +92,32 @@ diesel::joinable!(shared_secrets -> shops (shop_id));
 diesel::joinable!(staff_accounts -> shops (shop_id));
 
 diesel::table! {
+    staff_sessions (id) {
+        id -> BigInt,
+        token_hash -> Text,
+        shop_id -> BigInt,
+        staff_id -> BigInt,
+        created_at -> BigInt,
+        last_seen_at -> BigInt,
+        expires_at -> BigInt,
+    }
+}
+
+diesel::joinable!(staff_sessions -> staff_accounts (staff_id));
+
+diesel::table! {
+    audit_log (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        staff_id -> BigInt,
+        staff_email -> Text,
+        action -> Text,
+        subject -> Text,
+        at -> BigInt,
+    }
+}
+
+diesel::table! {
     sign_in_failures (account_key, client) {
         account_key -> Text,
         client -> Text,
@@ -622,6 +648,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     api_tokens,
     shared_secrets,
     staff_accounts,
+    staff_sessions,
+    audit_log,
     oauth_apps,
     destinations,
     platform_customers,

@@ -1006,7 +1006,9 @@ fn an_event_that_fails_to_apply_is_retried_then_set_aside_while_the_queue_goes_o
     clock.advance(1);
     assert_eq!(apply_pending(&store, &clock, 10).unwrap(), 1);
     assert_eq!(pending(&store), 0);
-    let failed = store.read(|tx| Ok(tx.failed_inbound_events(10)?)).unwrap();
+    let failed = store
+        .read(|tx| Ok(tx.failed_inbound_events(None, 10)?))
+        .unwrap();
     assert_eq!(failed.len(), 1);
     assert_eq!(
         (
@@ -1122,7 +1124,9 @@ fn an_unreadable_queued_event_is_set_aside_and_the_others_apply(backend: Backend
             Some(format!("{id}@x.test"))
         );
     }
-    let failed = store.read(|tx| Ok(tx.failed_inbound_events(10)?)).unwrap();
+    let failed = store
+        .read(|tx| Ok(tx.failed_inbound_events(None, 10)?))
+        .unwrap();
     assert_eq!(failed.len(), 1);
     assert_eq!(
         (failed[0].kind.as_str(), failed[0].platform_id.as_str()),

@@ -2,6 +2,7 @@
 //! connector and checkout shared secrets, and OAuth (apps, staff sign-in, codes, exchange).
 
 pub mod auth;
+pub mod console;
 pub mod credentials;
 pub mod oauth;
 mod repository;
@@ -9,6 +10,6 @@ pub mod secrets;
 pub mod shop;
 
 pub use repository::{
-    AccessDatabase, AccessRepositories, OAuthRepository, SecretRepository, ShopRepository,
-    TokenRepository,
+    AccessDatabase, AccessRepositories, ConsoleRepository, OAuthRepository, SecretRepository,
+    ShopRepository, TokenRepository,
 };

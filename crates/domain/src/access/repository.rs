@@ -1,5 +1,6 @@
 //! What access needs from storage: shops, tokens, shared secrets, OAuth apps and staff.
 
+use crate::access::console::{AuditEntry, NewAuditEntry, NewStaffSession, StaffSession};
 use crate::access::credentials::{ApiToken, NewApiToken};
 use crate::access::oauth::{
     AuthorizationCode, NewAuthorizationCode, NewOAuthApp, NewStaffAccount, OAuthApp, SignInKey,
@@ -18,12 +19,17 @@ crate::feature_database!(
 
 /// Every repository access's use cases may touch in one unit of work.
 pub trait AccessRepositories:
-    ShopRepository + TokenRepository + SecretRepository + OAuthRepository
+    ShopRepository + TokenRepository + SecretRepository + OAuthRepository + ConsoleRepository
 {
 }
 
 impl<T> AccessRepositories for T where
-    T: ShopRepository + TokenRepository + SecretRepository + OAuthRepository + ?Sized
+    T: ShopRepository
+        + TokenRepository
+        + SecretRepository
+        + OAuthRepository
+        + ConsoleRepository
+        + ?Sized
 {
 }
 
@@ -111,4 +117,27 @@ pub trait OAuthRepository {
         token_id: i64,
         now: Timestamp,
     ) -> StoreResult<bool>;
+}
+
+/// The operator console's staff sessions and audit log.
+pub trait ConsoleRepository {
+    /// Stores a new session.
+    fn insert_staff_session(&mut self, new: &NewStaffSession) -> StoreResult<()>;
+    /// The session with this token hash, with its staff account's email.
+    fn staff_session_by_hash(&mut self, token_hash: &str) -> StoreResult<Option<StaffSession>>;
+    /// Notes that the session was seen at `now`.
+    fn touch_staff_session(&mut self, id: i64, now: Timestamp) -> StoreResult<()>;
+    /// Deletes the session with this token hash, if there is one.
+    fn delete_staff_session(&mut self, token_hash: &str) -> StoreResult<()>;
+    /// Deletes the sessions that have ended: expired by `now`, or last seen before `idle_before`.
+    fn forget_staff_sessions(&mut self, idle_before: Timestamp, now: Timestamp) -> StoreResult<()>;
+    /// Appends a line to the audit log.
+    fn insert_audit_entry(&mut self, new: &NewAuditEntry) -> StoreResult<()>;
+    /// The shop's audit log, newest first, before the entry `before` when given.
+    fn audit_entries(
+        &mut self,
+        shop_id: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<AuditEntry>>;
 }

@@ -1305,7 +1305,7 @@ pub fn set_aside_events(
     tx: &mut dyn PlatformRepositories,
     limit: usize,
 ) -> Result<Vec<SetAsideEvent>, DomainError> {
-    let failed = tx.failed_inbound_events(limit)?;
+    let failed = tx.failed_inbound_events(None, limit)?;
     let shops = tx.list_shops()?;
     Ok(failed
         .into_iter()
@@ -1325,6 +1325,17 @@ pub fn retry_failed_events(
     db: &impl PlatformDatabase,
     ids: Option<&[i64]>,
 ) -> Result<Vec<i64>, DomainError> {
+    db.write_tx(|tx| requeue_set_aside(tx, None, ids))
+}
+
+/// Puts events set aside back into the queue, in the caller's transaction: those of `ids` (every
+/// one when None), of the shop `shop_id` names (every shop's when None). An id that names no
+/// such event is `not_found`, and nothing is put back.
+pub fn requeue_set_aside(
+    tx: &mut dyn PlatformRepositories,
+    shop_id: Option<i64>,
+    ids: Option<&[i64]>,
+) -> Result<Vec<i64>, DomainError> {
     let ids = ids.map(|ids| {
         let mut ids = ids.to_vec();
         ids.sort_unstable();
@@ -1332,15 +1343,13 @@ pub fn retry_failed_events(
         ids
     });
     let ids = ids.as_deref();
-    db.write_tx(|tx| {
-        let requeued = tx.requeue_failed_inbound_events(ids)?;
-        if let Some(ids) = ids
-            && requeued.len() < ids.len()
-        {
-            return Err(DomainError::not_found("failed event"));
-        }
-        Ok(requeued)
-    })
+    let requeued = tx.requeue_failed_inbound_events(shop_id, ids)?;
+    if let Some(ids) = ids
+        && requeued.len() < ids.len()
+    {
+        return Err(DomainError::not_found("failed event"));
+    }
+    Ok(requeued)
 }
 
 /// What [`accept_events`] did with the events.

@@ -190,13 +190,22 @@ pub trait EventQueueRepository {
         error: &str,
         at: Timestamp,
     ) -> StoreResult<()>;
-    /// Events set aside, oldest first.
-    fn failed_inbound_events(&mut self, limit: usize) -> StoreResult<Vec<FailedInboundEvent>>;
+    /// Events set aside, oldest first: a shop's (the console), or every shop's (None).
+    fn failed_inbound_events(
+        &mut self,
+        shop_id: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<FailedInboundEvent>>;
     /// How many events are set aside.
     fn count_failed_inbound_events(&mut self) -> StoreResult<i64>;
     /// Puts events set aside back into the queue under their own ids (every one when `ids` is
-    /// None), with their attempts reset; returns the ids put back.
-    fn requeue_failed_inbound_events(&mut self, ids: Option<&[i64]>) -> StoreResult<Vec<i64>>;
+    /// None), with their attempts reset; only a shop's when `shop_id` names one. Returns the ids
+    /// put back.
+    fn requeue_failed_inbound_events(
+        &mut self,
+        shop_id: Option<i64>,
+        ids: Option<&[i64]>,
+    ) -> StoreResult<Vec<i64>>;
 }
 
 /// Sync runs: a shop's pulls of a topic's lists from its connector.

@@ -1,6 +1,7 @@
 //! Shops, tokens, shared secrets and OAuth, in memory.
 
 use super::MemoryState;
+use crate::access::console::{AuditEntry, NewAuditEntry, NewStaffSession, StaffSession};
 use crate::access::credentials::{ApiToken, NewApiToken};
 use crate::access::oauth::{
     AuthorizationCode, NewAuthorizationCode, NewOAuthApp, NewStaffAccount, OAuthApp, SignInKey,
@@ -316,5 +317,102 @@ impl OAuthRepository for MemoryState {
             }
             None => Ok(false),
         }
+    }
+}
+
+impl ConsoleRepository for MemoryState {
+    fn insert_staff_session(&mut self, new: &NewStaffSession) -> StoreResult<()> {
+        unique(
+            self.staff_sessions
+                .iter()
+                .flatten()
+                .any(|(_, hash)| *hash == new.token_hash),
+            "the session's token hash",
+        )?;
+        let email = self
+            .staff
+            .iter()
+            .find(|staff| staff.id == new.staff_id)
+            .map(|staff| staff.email.clone())
+            .ok_or_else(|| StorageError::other("no such staff account"))?;
+        let session = StaffSession {
+            id: self.staff_sessions.len() as i64 + 1,
+            shop_id: new.shop_id,
+            staff_id: new.staff_id,
+            staff_email: email,
+            created_at: new.created_at,
+            last_seen_at: new.created_at,
+            expires_at: new.expires_at,
+        };
+        self.staff_sessions
+            .push(Some((session, new.token_hash.clone())));
+        Ok(())
+    }
+
+    fn staff_session_by_hash(&mut self, token_hash: &str) -> StoreResult<Option<StaffSession>> {
+        Ok(self
+            .staff_sessions
+            .iter()
+            .flatten()
+            .find(|(_, hash)| hash == token_hash)
+            .map(|(session, _)| session.clone()))
+    }
+
+    fn touch_staff_session(&mut self, id: i64, now: Timestamp) -> StoreResult<()> {
+        for (session, _) in self.staff_sessions.iter_mut().flatten() {
+            if session.id == id {
+                session.last_seen_at = now;
+            }
+        }
+        Ok(())
+    }
+
+    fn delete_staff_session(&mut self, token_hash: &str) -> StoreResult<()> {
+        for slot in &mut self.staff_sessions {
+            if slot.as_ref().is_some_and(|(_, hash)| hash == token_hash) {
+                *slot = None;
+            }
+        }
+        Ok(())
+    }
+
+    fn forget_staff_sessions(&mut self, idle_before: Timestamp, now: Timestamp) -> StoreResult<()> {
+        for slot in &mut self.staff_sessions {
+            if slot.as_ref().is_some_and(|(session, _)| {
+                session.expires_at <= now || session.last_seen_at < idle_before
+            }) {
+                *slot = None;
+            }
+        }
+        Ok(())
+    }
+
+    fn insert_audit_entry(&mut self, new: &NewAuditEntry) -> StoreResult<()> {
+        self.audit_log.push(AuditEntry {
+            id: self.audit_log.len() as i64 + 1,
+            shop_id: new.shop_id,
+            staff_id: new.staff_id,
+            staff_email: new.staff_email.clone(),
+            action: new.action.clone(),
+            subject: new.subject.clone(),
+            at: new.at,
+        });
+        Ok(())
+    }
+
+    fn audit_entries(
+        &mut self,
+        shop_id: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<AuditEntry>> {
+        Ok(self
+            .audit_log
+            .iter()
+            .rev()
+            .filter(|entry| entry.shop_id == shop_id && before.is_none_or(|id| entry.id < id))
+            .take(limit)
+            .cloned()
+            .collect())
     }
 }

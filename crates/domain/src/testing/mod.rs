@@ -150,6 +150,10 @@ pub struct MemoryState {
     >,
     /// Codes with their hashes.
     pub codes: Vec<(AuthorizationCode, String)>,
+    /// Console sessions, each with its token hash (ids from 1, kept after deletion as None).
+    pub staff_sessions: Vec<Option<(crate::access::console::StaffSession, String)>>,
+    /// The console's audit log (ids from 1).
+    pub audit_log: Vec<crate::access::console::AuditEntry>,
     /// The jobs queue.
     pub jobs: Vec<MemoryJob>,
     /// Subscriptions by id (ids from 1), each with its line items and latest status log.

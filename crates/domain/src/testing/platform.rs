@@ -530,10 +530,15 @@ impl EventQueueRepository for MemoryState {
         Ok(())
     }
 
-    fn failed_inbound_events(&mut self, limit: usize) -> StoreResult<Vec<FailedInboundEvent>> {
+    fn failed_inbound_events(
+        &mut self,
+        shop_id: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<FailedInboundEvent>> {
         Ok(self
             .failed_events
             .iter()
+            .filter(|(failed, _)| shop_id.is_none_or(|shop| failed.shop_id == shop))
             .take(limit)
             .map(|(failed, _)| failed.clone())
             .collect())
@@ -543,10 +548,17 @@ impl EventQueueRepository for MemoryState {
         Ok(self.failed_events.len() as i64)
     }
 
-    fn requeue_failed_inbound_events(&mut self, ids: Option<&[i64]>) -> StoreResult<Vec<i64>> {
+    fn requeue_failed_inbound_events(
+        &mut self,
+        shop_id: Option<i64>,
+        ids: Option<&[i64]>,
+    ) -> StoreResult<Vec<i64>> {
         let (back, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.failed_events)
             .into_iter()
-            .partition(|(failed, _)| ids.is_none_or(|ids| ids.contains(&failed.id)));
+            .partition(|(failed, _)| {
+                ids.is_none_or(|ids| ids.contains(&failed.id))
+                    && shop_id.is_none_or(|shop| failed.shop_id == shop)
+            });
         self.failed_events = kept;
         let requeued = back.iter().map(|(failed, _)| failed.id).collect();
         for (failed, event) in back {

@@ -435,3 +435,85 @@ fn oauth_apps_staff_and_codes(db: &impl Database) {
     assert_eq!((used.used_at, used.token_id), (Some(at(7)), Some(token.id)));
 }
 every_database!(oauth_apps_staff_and_codes);
+
+fn console_sessions_are_found_touched_and_forgotten(db: &impl Database) {
+    use mercer_domain::access::console::{NewAuditEntry, NewStaffSession};
+    let shop = shop(db, "console.shop.test");
+    let staff = db
+        .write(|tx| {
+            Ok(tx.insert_staff_account(&NewStaffAccount {
+                shop_id: shop.id,
+                email: "ops@console.test".into(),
+                password_hash: "not-a-real-hash".into(),
+                created_at: at(0),
+            })?)
+        })
+        .unwrap();
+    let new = |hash: &str, expires| NewStaffSession {
+        token_hash: hash.into(),
+        shop_id: shop.id,
+        staff_id: staff.id,
+        created_at: at(0),
+        expires_at: at(expires),
+    };
+    db.write(|tx| {
+        tx.insert_staff_session(&new("kept", 1000))?;
+        tx.insert_staff_session(&new("expired", 50))?;
+        tx.insert_staff_session(&new("idle", 1000))?;
+        Ok(())
+    })
+    .unwrap();
+    assert_taken(db.write(|tx| Ok(tx.insert_staff_session(&new("kept", 10))?)));
+    let kept = db
+        .read(|tx| Ok(tx.staff_session_by_hash("kept")?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(kept.staff_email, "ops@console.test");
+    assert_eq!((kept.last_seen_at, kept.expires_at), (at(0), at(1000)));
+    db.write(|tx| Ok(tx.touch_staff_session(kept.id, at(90))?))
+        .unwrap();
+    // At 100: "expired" has expired, "idle" was last seen before 60; "kept" was seen at 90.
+    db.write(|tx| Ok(tx.forget_staff_sessions(at(60), at(100))?))
+        .unwrap();
+    let found = |hash: &str| db.read(|tx| Ok(tx.staff_session_by_hash(hash)?)).unwrap();
+    assert_eq!(found("kept").unwrap().last_seen_at, at(90));
+    assert!(found("expired").is_none() && found("idle").is_none());
+    db.write(|tx| Ok(tx.delete_staff_session("kept")?)).unwrap();
+    assert!(found("kept").is_none());
+
+    let other = crate::shop(db, "other.console.test");
+    db.write(|tx| {
+        for (shop_id, subject) in [
+            (shop.id, "a"),
+            (other.id, "x"),
+            (shop.id, "b"),
+            (shop.id, "c"),
+        ] {
+            tx.insert_audit_entry(&NewAuditEntry {
+                shop_id,
+                staff_id: staff.id,
+                staff_email: "ops@console.test".into(),
+                action: "webhook_message.resend".into(),
+                subject: subject.into(),
+                at: at(5),
+            })?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    let page = |before| {
+        db.read(|tx| Ok(tx.audit_entries(shop.id, before, 2)?))
+            .unwrap()
+    };
+    let first = page(None);
+    let subjects = |entries: &[mercer_domain::access::console::AuditEntry]| {
+        entries
+            .iter()
+            .map(|e| e.subject.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(subjects(&first), ["c", "b"]);
+    assert_eq!(subjects(&page(Some(first[1].id))), ["a"]);
+    assert_eq!(first[0].at, at(5));
+}
+every_database!(console_sessions_are_found_touched_and_forgotten);

@@ -679,7 +679,9 @@ fn the_event_queue_keeps_order_postpones_sets_aside_and_requeues(db: &impl Datab
         2,
         "a postponed event is still pending"
     );
-    let failed = db.read(|tx| Ok(tx.failed_inbound_events(10)?)).unwrap();
+    let failed = db
+        .read(|tx| Ok(tx.failed_inbound_events(None, 10)?))
+        .unwrap();
     assert_eq!(failed.len(), 1);
     let c3 = &failed[0];
     assert_eq!(
@@ -704,7 +706,7 @@ fn the_event_queue_keeps_order_postpones_sets_aside_and_requeues(db: &impl Datab
     db.write(|tx| Ok(tx.set_aside_inbound_event(ids[3], 5, "gave up", at(3))?))
         .unwrap();
     let back = db
-        .write(|tx| Ok(tx.requeue_failed_inbound_events(Some(&[ids[2]]))?))
+        .write(|tx| Ok(tx.requeue_failed_inbound_events(None, Some(&[ids[2]]))?))
         .unwrap();
     assert_eq!(back, [ids[2]]);
     assert_eq!(
@@ -717,7 +719,7 @@ fn the_event_queue_keeps_order_postpones_sets_aside_and_requeues(db: &impl Datab
         1
     );
     let all = db
-        .write(|tx| Ok(tx.requeue_failed_inbound_events(None)?))
+        .write(|tx| Ok(tx.requeue_failed_inbound_events(None, None)?))
         .unwrap();
     assert_eq!(all, [ids[3]]);
     assert_eq!(
@@ -770,7 +772,7 @@ fn new_events_take_ids_after_events_set_aside(db: &impl Database) {
     let c3 = queued(db, at(0));
     assert_eq!(c3.len(), 1);
     assert!(c3[0].0 > ids[1], "ids are never reused");
-    db.write(|tx| Ok(tx.requeue_failed_inbound_events(None)?))
+    db.write(|tx| Ok(tx.requeue_failed_inbound_events(None, None)?))
         .unwrap();
     assert_eq!(
         queued(db, at(0))

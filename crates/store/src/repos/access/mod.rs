@@ -1,5 +1,7 @@
-//! Shops, API tokens and shared secrets (OAuth in `oauth`).
+//! Shops, API tokens and shared secrets (OAuth in `oauth`, the console's sessions and audit log
+//! in `console`).
 
+mod console;
 mod oauth;
 
 use diesel::prelude::*;

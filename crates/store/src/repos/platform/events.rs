@@ -272,9 +272,17 @@ impl EventQueueRepository for StoreTx<'_> {
         Ok(())
     }
 
-    fn failed_inbound_events(&mut self, limit: usize) -> StoreResult<Vec<FailedInboundEvent>> {
+    fn failed_inbound_events(
+        &mut self,
+        shop_id: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<FailedInboundEvent>> {
         type Row = (i64, i64, String, String, String, i64, String, i64);
-        let rows: Vec<Row> = failed_inbound_events::table
+        let mut query = failed_inbound_events::table.into_boxed();
+        if let Some(shop_id) = shop_id {
+            query = query.filter(failed_inbound_events::shop_id.eq(shop_id));
+        }
+        let rows: Vec<Row> = query
             .order(failed_inbound_events::id.asc())
             .limit(limit as i64)
             .select((
@@ -315,11 +323,18 @@ impl EventQueueRepository for StoreTx<'_> {
             .map_err(storage_error)
     }
 
-    fn requeue_failed_inbound_events(&mut self, ids: Option<&[i64]>) -> StoreResult<Vec<i64>> {
+    fn requeue_failed_inbound_events(
+        &mut self,
+        shop_id: Option<i64>,
+        ids: Option<&[i64]>,
+    ) -> StoreResult<Vec<i64>> {
         let mut chosen = failed_inbound_events::table
             .select(failed_inbound_events::id)
             .order(failed_inbound_events::id.asc())
             .into_boxed();
+        if let Some(shop_id) = shop_id {
+            chosen = chosen.filter(failed_inbound_events::shop_id.eq(shop_id));
+        }
         if let Some(ids) = ids {
             chosen = chosen.filter(failed_inbound_events::id.eq_any(ids));
         }

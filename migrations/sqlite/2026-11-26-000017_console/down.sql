@@ -1,0 +1,5 @@
+DROP INDEX webhook_messages_shop_status;
+DROP INDEX webhook_messages_shop_topic;
+DROP INDEX webhook_messages_shop;
+DROP TABLE audit_log;
+DROP TABLE staff_sessions;
