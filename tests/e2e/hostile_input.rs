@@ -10,12 +10,12 @@ use mercer_store::testing::POISONED_EMAIL;
 use mercer_tests::{Answer, Backend, MercerServer, backend_tests, wait_until};
 use serde_json::{Value, json};
 
-struct Shop {
-    identifier: String,
-    token: String,
+pub(crate) struct Shop {
+    pub(crate) identifier: String,
+    pub(crate) token: String,
 }
 
-fn customer_saved(server: &MercerServer, shop: &Shop, customer: &Value) -> Answer {
+pub(crate) fn customer_saved(server: &MercerServer, shop: &Shop, customer: &Value) -> Answer {
     server
         .post(&format!(
             "/customers/v1/shops/{}/platforms/custom/webhooks/customers/saved",
@@ -25,7 +25,7 @@ fn customer_saved(server: &MercerServer, shop: &Shop, customer: &Value) -> Answe
         .json(&json!({"data": {"customer": customer}}))
 }
 
-fn customer(platform_id: &str, email: &str) -> Value {
+pub(crate) fn customer(platform_id: &str, email: &str) -> Value {
     json!({
         "platform_id": platform_id,
         "email": email,
@@ -34,7 +34,7 @@ fn customer(platform_id: &str, email: &str) -> Value {
     })
 }
 
-fn counts(store: &Store) -> (i64, i64) {
+pub(crate) fn counts(store: &Store) -> (i64, i64) {
     store
         .read(|tx| {
             Ok((
@@ -45,7 +45,7 @@ fn counts(store: &Store) -> (i64, i64) {
         .unwrap()
 }
 
-fn stored_email(store: &Store, shop: &str, platform_id: &str) -> Option<String> {
+pub(crate) fn stored_email(store: &Store, shop: &str, platform_id: &str) -> Option<String> {
     store
         .read(|tx| {
             let identifier = ShopIdentifier::parse(shop).unwrap();

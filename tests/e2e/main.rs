@@ -13,6 +13,7 @@ mod checkout_settings;
 mod cli;
 mod conformance;
 mod connector;
+mod console;
 mod docs;
 mod events;
 mod foundation;

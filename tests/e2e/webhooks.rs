@@ -22,12 +22,12 @@ const FAST: &[&str] = &[
     "0s,100ms,100ms,100ms,100ms,100ms",
 ];
 
-struct Shop {
-    id: String,
-    token: String,
+pub(crate) struct Shop {
+    pub(crate) id: String,
+    pub(crate) token: String,
 }
 
-fn shop(server: &MercerServer) -> Shop {
+pub(crate) fn shop(server: &MercerServer) -> Shop {
     let demo = server.demo().clone();
     let configured = server
         .post(&format!("/checkout/shop/{}/integration/config", demo.shop))
@@ -44,7 +44,7 @@ fn webhooks_path(shop: &Shop) -> String {
     format!("/checkout/shop/{}/webhooks", shop.id)
 }
 
-fn create(server: &MercerServer, shop: &Shop, topic: i64, url: &str) -> Value {
+pub(crate) fn create(server: &MercerServer, shop: &Shop, topic: i64, url: &str) -> Value {
     let answer = server
         .post(&webhooks_path(shop))
         .bearer(&shop.token)
@@ -53,7 +53,7 @@ fn create(server: &MercerServer, shop: &Shop, topic: i64, url: &str) -> Value {
     answer.json()["data"].clone()
 }
 
-fn send_test(server: &MercerServer, shop: &Shop, id: &str) -> String {
+pub(crate) fn send_test(server: &MercerServer, shop: &Shop, id: &str) -> String {
     let answer = server
         .post(&format!("{}/{id}/test", webhooks_path(shop)))
         .bearer(&shop.token)

@@ -56,6 +56,104 @@ const [authorizeUrl, email, password, chromiumPath] = process.argv.slice(2);
 })().catch((error) => { console.error(error); process.exit(1); });
 "#;
 
+/// The operator console with JavaScript off: a staff member signs in, finds the failed delivery
+/// of `topic`, reads its attempts, resends it (confirming) and reloads until the new attempt
+/// shows; retries the event set aside; reads the audit log; posts a form without its CSRF
+/// token; then another shop's staff member looks. A screenshot of each page goes to `shots`.
+const CONSOLE_SCRIPT: &str = r#"
+const path = require('path');
+const launch = require('./launch.js');
+const [base, shop, email, password, otherShop, otherEmail, topic, shots, chromiumPath] =
+  process.argv.slice(2);
+(async () => {
+  const browser = await launch(chromiumPath);
+  const out = {};
+  try {
+    const context = await browser.newContext({ javaScriptEnabled: false,
+                                               viewport: { width: 1100, height: 760 } });
+    const page = await context.newPage();
+    const shot = (name) => page.screenshot({ path: path.join(shots, name + '.png'), fullPage: true });
+    const navigating = (p, action) => Promise.all([p.waitForNavigation(), action]);
+    const signIn = async (p, s, e) => {
+      await p.goto(base + '/console/sign-in');
+      await p.fill('#shop', s);
+      await p.fill('#email', e);
+      await p.fill('#password', password);
+      await navigating(p, p.click('button[type=submit]'));
+      return p.url();
+    };
+    await page.goto(base + '/console/sign-in');
+    await shot('sign-in');
+    out.afterSignIn = await signIn(page, shop, email);
+    out.cookie = (await context.cookies()).find((c) => c.name === 'mercer_console') || null;
+    await shot('overview');
+    out.overview = await page.textContent('main');
+
+    await page.goto(base + '/console/webhooks');
+    await page.selectOption('#topic', topic);
+    await page.selectOption('#status', 'failed');
+    await navigating(page, page.click('form.filters button[type=submit]'));
+    out.listUrl = page.url();
+    const rows = page.locator('#messages tbody tr');
+    out.rowTopics = await page.locator('#messages tbody tr td:nth-child(2)').allTextContents();
+    await shot('webhooks');
+    await navigating(page, rows.first().locator('a').click());
+    out.messageId = (await page.textContent('h1')).trim();
+    out.attemptsBefore = await page.locator('#attempts tbody tr').count();
+    out.firstAnswer = (await page.locator('#attempts tbody tr td:nth-child(3)').first().textContent()).trim();
+    await shot('message');
+    await navigating(page, page.click('form[action$="/resend"] button'));
+    await shot('confirm');
+    await navigating(page, page.click('main form button.primary'));
+    out.attemptsAfter = out.attemptsBefore;
+    for (let i = 0; i < 60 && out.attemptsAfter <= out.attemptsBefore; i++) {
+      await page.waitForTimeout(250);
+      await page.reload();
+      out.attemptsAfter = await page.locator('#attempts tbody tr').count();
+    }
+    out.statusAfter = (await page.textContent('#message-status')).trim();
+    await shot('message-resent');
+
+    await page.goto(base + '/console/connector');
+    await shot('connector');
+    out.setAsideError = (await page.locator('#set-aside tbody tr td:nth-child(5)').first().textContent()).trim();
+    await navigating(page, page.click('#set-aside form button'));
+    await navigating(page, page.click('main form button.primary'));
+    out.setAsideCleared = false;
+    for (let i = 0; i < 120 && !out.setAsideCleared; i++) {
+      out.setAsideCleared = (await page.locator('#no-set-aside').count()) > 0;
+      if (!out.setAsideCleared) { await page.waitForTimeout(250); await page.reload(); }
+    }
+
+    await page.goto(base + '/console/audit');
+    out.audit = await page.locator('table tbody tr').allTextContents();
+    await shot('audit');
+
+    const forged = await context.request.post(
+      base + '/console/webhooks/messages/' + out.messageId + '/resend',
+      { form: { confirm: 'yes' }, maxRedirects: 0 });
+    out.forgedStatus = forged.status();
+    out.forgedBody = await forged.text();
+
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(base + '/console/webhooks?status=failed');
+    await shot('webhooks-phone');
+
+    const other = await browser.newContext({ javaScriptEnabled: false });
+    const otherPage = await other.newPage();
+    out.otherAfterSignIn = await signIn(otherPage, otherShop, otherEmail);
+    await otherPage.goto(base + '/console/webhooks');
+    out.otherWebhooks = await otherPage.textContent('main');
+    out.otherMessageStatus = (await otherPage.goto(base + '/console/webhooks/messages/' + out.messageId)).status();
+    await otherPage.goto(base + '/console/audit');
+    out.otherAudit = await otherPage.textContent('main');
+    console.log(JSON.stringify(out));
+  } finally {
+    await browser.close();
+  }
+})().catch((error) => { console.error(error); process.exit(1); });
+"#;
+
 /// Serves a shop's page on `http://localhost:{port}` (a local server of this script), which
 /// loads the vendor's library bundled for browsers and runs the plan with it against Mercer on
 /// `http://127.0.0.1:{port}`: another origin, so Chromium applies CORS to every call the library
@@ -169,6 +267,7 @@ fn ensure_chromium() -> Result<PathBuf, Skipped> {
 pub struct Browser {
     chromium: PathBuf,
     script: PathBuf,
+    console_script: PathBuf,
     checkout_script: PathBuf,
     node_modules: PathBuf,
 }
@@ -199,6 +298,8 @@ pub fn browser() -> Result<&'static Browser, Skipped> {
             }
             let script = dir.join("sign-in.js");
             std::fs::write(&script, SIGN_IN_SCRIPT).expect("write the browser script");
+            let console_script = dir.join("console.js");
+            std::fs::write(&console_script, CONSOLE_SCRIPT).expect("write the console script");
             let checkout_script = dir.join("checkout.js");
             std::fs::write(&checkout_script, CHECKOUT_SCRIPT).expect("write the checkout script");
             std::fs::write(dir.join("run-plan.js"), RUN_PLAN).expect("write runPlan");
@@ -206,6 +307,7 @@ pub fn browser() -> Result<&'static Browser, Skipped> {
             Ok(Browser {
                 chromium,
                 script,
+                console_script,
                 checkout_script,
                 node_modules: dir.join("node_modules"),
             })
@@ -272,6 +374,41 @@ impl Browser {
             heading: seen["heading"].as_str().unwrap_or_default().to_string(),
             final_url: seen["finalUrl"].as_str().unwrap_or_default().to_string(),
         }
+    }
+}
+
+/// Who signs in to the console, and what to look for.
+pub struct ConsoleTour<'a> {
+    pub base_url: &'a str,
+    pub shop: &'a str,
+    pub email: &'a str,
+    pub password: &'a str,
+    /// Another shop's staff member, with the same password.
+    pub other_shop: &'a str,
+    pub other_email: &'a str,
+    /// The topic of the failed delivery to find.
+    pub topic: &'a str,
+    /// Where the screenshots go.
+    pub screenshots: &'a Path,
+}
+
+impl Browser {
+    /// Runs the console tour ([`CONSOLE_SCRIPT`]); what the browser saw, as JSON.
+    pub fn console_tour(&self, tour: &ConsoleTour<'_>) -> Value {
+        std::fs::create_dir_all(tour.screenshots).expect("create the screenshot directory");
+        self.run(
+            &self.console_script,
+            &[
+                OsStr::new(tour.base_url),
+                OsStr::new(tour.shop),
+                OsStr::new(tour.email),
+                OsStr::new(tour.password),
+                OsStr::new(tour.other_shop),
+                OsStr::new(tour.other_email),
+                OsStr::new(tour.topic),
+                tour.screenshots.as_os_str(),
+            ],
+        )
     }
 }
 

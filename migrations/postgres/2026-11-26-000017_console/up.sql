@@ -30,3 +30,4 @@ CREATE INDEX audit_log_shop ON audit_log (shop_id, id);
 CREATE INDEX webhook_messages_shop ON webhook_messages (shop_id, id);
 CREATE INDEX webhook_messages_shop_topic ON webhook_messages (shop_id, topic, id);
 CREATE INDEX webhook_messages_shop_status ON webhook_messages (shop_id, status, id);
+CREATE INDEX webhook_messages_shop_created ON webhook_messages (shop_id, created_at);

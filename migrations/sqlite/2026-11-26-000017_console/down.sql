@@ -1,3 +1,4 @@
+DROP INDEX webhook_messages_shop_created;
 DROP INDEX webhook_messages_shop_status;
 DROP INDEX webhook_messages_shop_topic;
 DROP INDEX webhook_messages_shop;

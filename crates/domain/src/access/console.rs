@@ -71,6 +71,8 @@ pub struct ConsoleStaff {
     pub email: String,
     /// The token every form of this session carries.
     pub csrf_token: String,
+    /// Whether the session's last sighting is old enough to write again ([`touch`]).
+    pub stale: bool,
 }
 
 /// How a console sign-in ended.
@@ -125,7 +127,7 @@ pub fn sign_in<D: AccessDatabase>(
 }
 
 /// The staff member whose session `token` is, while it lasts; None for an unknown, ended or
-/// idle session. A sighting is written at most every few minutes.
+/// idle session. It only reads: [`touch`] notes the sighting when [`ConsoleStaff::stale`] says.
 pub fn session(
     tx: &mut dyn AccessRepositories,
     token: &str,
@@ -144,16 +146,23 @@ pub fn session(
     let Some(shop) = tx.shop_by_id(session.shop_id)? else {
         return Ok(None);
     };
-    if session.last_seen_at <= now.plus_seconds(-TOUCH_EVERY_SECONDS) {
-        tx.touch_staff_session(session.id, now)?;
-    }
     Ok(Some(ConsoleStaff {
         session_id: session.id,
         shop,
         staff_id: session.staff_id,
         email: session.staff_email,
         csrf_token: csrf_token(token),
+        stale: session.last_seen_at <= now.plus_seconds(-TOUCH_EVERY_SECONDS),
     }))
+}
+
+/// Notes that the staff member's session was seen at `now` (it stays alive another idle hour).
+pub fn touch(
+    tx: &mut dyn AccessRepositories,
+    staff: &ConsoleStaff,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    Ok(tx.touch_staff_session(staff.session_id, now)?)
 }
 
 /// Ends the session `token` is, if it is one.
@@ -303,7 +312,13 @@ mod tests {
         let token = token.expose().to_string();
         assert!(token.starts_with(SESSION_PREFIX));
         let at = |seconds| start.plus_seconds(seconds);
-        let find = |now| db.write(|tx| session(tx, &token, now)).unwrap();
+        let find = |now| {
+            let staff = db.read(|tx| session(tx, &token, now)).unwrap();
+            if let Some(staff) = staff.as_ref().filter(|staff| staff.stale) {
+                db.write(|tx| touch(tx, staff, now)).unwrap();
+            }
+            staff
+        };
         let staff = find(at(10)).expect("a session");
         assert_eq!(staff.shop.id, shop.id);
         assert_eq!(staff.email, "ops@example.test");
@@ -321,7 +336,7 @@ mod tests {
             panic!("not signed in");
         };
         let idle = idle.expose().to_string();
-        let lookup = |now| db.write(|tx| session(tx, &idle, now)).unwrap();
+        let lookup = |now| db.read(|tx| session(tx, &idle, now)).unwrap();
         assert!(lookup(at(SESSION_IDLE_SECONDS - 1)).is_some());
         assert!(lookup(at(2 * SESSION_IDLE_SECONDS)).is_none());
         // Signed out: ended, and an unknown token is no session.

@@ -5,6 +5,7 @@
 pub mod addresses;
 pub mod catalogue;
 pub mod connector;
+pub mod console;
 pub mod customer_tokens;
 pub mod destinations;
 pub mod events;

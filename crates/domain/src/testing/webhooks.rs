@@ -254,6 +254,47 @@ impl WebhookRepository for MemoryState {
             .collect())
     }
 
+    fn webhook_messages_of_shop(
+        &mut self,
+        shop_id: i64,
+        filter: &crate::webhooks::console::MessageFilter,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<WebhookMessage>> {
+        Ok(self
+            .webhook_messages
+            .iter()
+            .rev()
+            .filter(|m| m.shop_id == shop_id && before.is_none_or(|id| m.id < id))
+            .filter(|m| filter.topic.as_ref().is_none_or(|topic| m.topic == *topic))
+            .filter(|m| filter.status.is_none_or(|status| m.status == status))
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
+    fn count_webhook_messages_since(
+        &mut self,
+        shop_id: i64,
+        since: Timestamp,
+    ) -> StoreResult<Vec<(MessageStatus, i64)>> {
+        let mut counts: Vec<(MessageStatus, i64)> = Vec::new();
+        for message in &self.webhook_messages {
+            if message.shop_id != shop_id || message.created_at < since {
+                continue;
+            }
+            match counts
+                .iter_mut()
+                .find(|(status, _)| *status == message.status)
+            {
+                Some((_, count)) => *count += 1,
+                None => counts.push((message.status, 1)),
+            }
+        }
+        counts.sort_by_key(|(status, _)| status.as_str());
+        Ok(counts)
+    }
+
     fn webhook_attempts(&mut self, message_row: i64) -> StoreResult<Vec<DeliveryAttempt>> {
         Ok(self
             .webhook_attempts

@@ -760,7 +760,7 @@ pub mod log {
     }
 
     impl AttemptShown {
-        fn of(attempt: &DeliveryAttempt) -> AttemptShown {
+        pub(crate) fn of(attempt: &DeliveryAttempt) -> AttemptShown {
             AttemptShown {
                 attempted_at: attempt.attempted_at,
                 status: attempt.outcome.status,
@@ -791,7 +791,7 @@ pub mod log {
     }
 
     impl MessageShown {
-        fn of(message: &WebhookMessage) -> MessageShown {
+        pub(crate) fn of(message: &WebhookMessage) -> MessageShown {
             MessageShown {
                 message_id: message.message_id.clone(),
                 topic: message.topic.clone(),

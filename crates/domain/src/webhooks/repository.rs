@@ -3,6 +3,7 @@
 use crate::access::AccessRepositories;
 use crate::kernel::error::StoreResult;
 use crate::kernel::time::Timestamp;
+use crate::webhooks::console::MessageFilter;
 use crate::webhooks::{
     DeliveryAttempt, MessageStatus, MessageUpdate, NewWebhookEndpoint, NewWebhookMessage,
     WebhookEndpoint, WebhookKind, WebhookMessage,
@@ -100,6 +101,20 @@ pub trait WebhookRepository {
         endpoint_id: i64,
         limit: usize,
     ) -> StoreResult<Vec<WebhookMessage>>;
+    /// The shop's messages that `filter` keeps, newest first, older than the row `before`.
+    fn webhook_messages_of_shop(
+        &mut self,
+        shop_id: i64,
+        filter: &MessageFilter,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<WebhookMessage>>;
+    /// How many of the shop's messages created since `since` are in each state.
+    fn count_webhook_messages_since(
+        &mut self,
+        shop_id: i64,
+        since: Timestamp,
+    ) -> StoreResult<Vec<(MessageStatus, i64)>>;
     /// A message's attempts, oldest first.
     fn webhook_attempts(&mut self, message_row: i64) -> StoreResult<Vec<DeliveryAttempt>>;
     /// How many endpoints are disabled.

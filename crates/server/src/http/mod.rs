@@ -1,7 +1,9 @@
 //! The HTTP API: actix-web app, routes, extractors, errors, and the server's life cycle.
 
+pub mod console;
 pub mod error;
 pub mod extract;
+pub mod html;
 pub mod middleware;
 pub mod openapi;
 pub mod routes;

@@ -407,3 +407,67 @@ fn webhook_messages_are_claimed_attempted_and_requeued(db: &impl Database) {
     );
 }
 every_database!(webhook_messages_are_claimed_attempted_and_requeued);
+
+fn a_shops_messages_are_listed_by_topic_and_status_newest_first(db: &impl Database) {
+    use mercer_domain::webhooks::console::MessageFilter;
+    let shop = shop(db, "a.shop.test");
+    let other_shop = crate::shop(db, "b.shop.test");
+    let hook = endpoint(
+        db,
+        new_endpoint(shop.id, WebhookKind::Checkout, "order/processed", 0),
+    );
+    let elsewhere = endpoint(
+        db,
+        new_endpoint(other_shop.id, WebhookKind::Checkout, "order/processed", 0),
+    );
+    let mut created = message(shop.id, hook.id, 3, 3);
+    created.topic = "order/created".into();
+    let ids = db
+        .write(|tx| {
+            Ok(tx.insert_webhook_messages(&[
+                message(shop.id, hook.id, 1, 1),
+                message(other_shop.id, elsewhere.id, 2, 2),
+                created,
+                message(shop.id, hook.id, 4, 4),
+            ])?)
+        })
+        .unwrap();
+    db.write(|tx| {
+        Ok(tx.record_webhook_attempts(
+            &[],
+            &[MessageUpdate {
+                id: ids[0],
+                status: MessageStatus::Failed,
+                attempts: 1,
+                next_attempt_at: at(5),
+                delivered_at: None,
+            }],
+        )?)
+    })
+    .unwrap();
+    let list = |filter: MessageFilter, before, limit| {
+        db.read(|tx| Ok(tx.webhook_messages_of_shop(shop.id, &filter, before, limit)?))
+            .unwrap()
+            .into_iter()
+            .map(|m| m.message_id)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        list(MessageFilter::default(), None, 10),
+        ["msg_4", "msg_3", "msg_1"]
+    );
+    assert_eq!(list(MessageFilter::default(), None, 2), ["msg_4", "msg_3"]);
+    assert_eq!(list(MessageFilter::default(), Some(ids[2]), 2), ["msg_1"]);
+    let topic = |topic: &str| MessageFilter {
+        topic: Some(topic.into()),
+        status: None,
+    };
+    assert_eq!(list(topic("order/processed"), None, 10), ["msg_4", "msg_1"]);
+    assert_eq!(list(topic("order/created"), None, 10), ["msg_3"]);
+    let failed = MessageFilter {
+        topic: Some("order/processed".into()),
+        status: Some(MessageStatus::Failed),
+    };
+    assert_eq!(list(failed, None, 10), ["msg_1"]);
+}
+every_database!(a_shops_messages_are_listed_by_topic_and_status_newest_first);

@@ -7,6 +7,7 @@ use diesel::prelude::*;
 use mercer_domain::access::credentials::{Secret, random_hex};
 use mercer_domain::kernel::error::StoreResult;
 use mercer_domain::webhooks::WebhookRepository;
+use mercer_domain::webhooks::console::MessageFilter;
 use mercer_domain::webhooks::{
     AttemptOutcome, DeliveryAttempt, MessageStatus, MessageUpdate, NewWebhookEndpoint,
     NewWebhookMessage, WebhookEndpoint, WebhookKind, WebhookMessage,
@@ -510,6 +511,58 @@ impl WebhookRepository for StoreTx<'_> {
             .map_err(storage_error)?
             .into_iter()
             .map(WebhookMessage::try_from)
+            .collect()
+    }
+
+    fn webhook_messages_of_shop(
+        &mut self,
+        shop_id: i64,
+        filter: &MessageFilter,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<WebhookMessage>> {
+        let mut query = webhook_messages::table
+            .filter(webhook_messages::shop_id.eq(shop_id))
+            .into_boxed();
+        if let Some(topic) = &filter.topic {
+            query = query.filter(webhook_messages::topic.eq(topic));
+        }
+        if let Some(status) = filter.status {
+            query = query.filter(webhook_messages::status.eq(status.as_str()));
+        }
+        if let Some(before) = before {
+            query = query.filter(webhook_messages::id.lt(before));
+        }
+        query
+            .order(webhook_messages::id.desc())
+            .limit(i64::try_from(limit).unwrap_or(i64::MAX))
+            .select(MessageRow::as_select())
+            .load(self.conn)
+            .map_err(storage_error)?
+            .into_iter()
+            .map(WebhookMessage::try_from)
+            .collect()
+    }
+
+    fn count_webhook_messages_since(
+        &mut self,
+        shop_id: i64,
+        since: Timestamp,
+    ) -> StoreResult<Vec<(MessageStatus, i64)>> {
+        let rows: Vec<(String, i64)> = webhook_messages::table
+            .filter(webhook_messages::shop_id.eq(shop_id))
+            .filter(webhook_messages::created_at.ge(since.as_micros()))
+            .group_by(webhook_messages::status)
+            .select((webhook_messages::status, diesel::dsl::count_star()))
+            .order(webhook_messages::status.asc())
+            .load(self.conn)
+            .map_err(storage_error)?;
+        rows.into_iter()
+            .map(|(status, count)| {
+                MessageStatus::parse(&status)
+                    .map(|status| (status, count))
+                    .ok_or_else(|| StorageError::other(format!("stored message status {status:?}")))
+            })
             .collect()
     }
 

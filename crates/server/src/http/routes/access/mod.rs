@@ -1,5 +1,6 @@
 //! Access routes: OAuth sign-in and token exchange, shared secrets, the shop's information.
 
+mod console;
 mod oauth;
 mod secrets;
 mod shop;
@@ -39,5 +40,13 @@ pub fn configure(config: &mut web::ServiceConfig) {
         .service(
             resource("/integrations/v1/shops/{shop}/shared_secret/rotate")
                 .route(web::post().to(secrets::rotate_connector_secret)),
-        );
+        )
+        // The operator console's pages (HTML, left out of the OpenAPI document).
+        .service(
+            resource("/console/sign-in")
+                .route(web::get().to(console::sign_in_form))
+                .route(web::post().to(console::sign_in)),
+        )
+        .service(resource("/console/sign-out").route(web::post().to(console::sign_out)))
+        .service(resource("/console/audit").route(web::get().to(console::audit)));
 }

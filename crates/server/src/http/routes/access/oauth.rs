@@ -3,7 +3,6 @@
 //! JavaScript. Errors of the token endpoint are RFC 6749 §5.2 JSON, not the contract's body.
 
 use std::fmt::Write as _;
-use std::net::{IpAddr, Ipv4Addr};
 
 use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, web};
@@ -21,6 +20,7 @@ use utoipa::openapi::{Ref, RefOr};
 
 use crate::http::error::ApiError;
 use crate::http::extract::RawBody;
+use crate::http::html;
 use crate::http::openapi::ErrorBody;
 use crate::http::sign_in_limiter;
 use crate::http::state::{AppState, run_blocking};
@@ -77,16 +77,7 @@ fn page(status: StatusCode, title: &str, body: &str) -> HttpResponse {
 <title>{}</title><style>{STYLE}</style></head><body><main>{body}</main></body></html>",
         escape(title)
     );
-    HttpResponse::build(status)
-        .content_type("text/html; charset=utf-8")
-        .insert_header((header::CACHE_CONTROL, "no-store"))
-        .insert_header((header::X_FRAME_OPTIONS, "DENY"))
-        .insert_header((
-            header::CONTENT_SECURITY_POLICY,
-            "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
-        ))
-        .insert_header(("Referrer-Policy", "no-referrer"))
-        .body(html)
+    html::page(status, html::CONSENT_POLICY, html)
 }
 
 fn error_page(status: StatusCode, message: &str) -> HttpResponse {
@@ -266,12 +257,6 @@ struct SignInFields {
     decision: String,
 }
 
-fn client_address(request: &HttpRequest) -> IpAddr {
-    request
-        .peer_addr()
-        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |address| address.ip())
-}
-
 fn too_many(wait_seconds: u64) -> HttpResponse {
     let mut answer = error_page(
         StatusCode::TOO_MANY_REQUESTS,
@@ -331,7 +316,7 @@ pub async fn authorize_submit(
             ("state", valid.state.as_deref()),
         ]));
     }
-    let address = client_address(&request);
+    let address = sign_in_limiter::client_address(&request);
     // Counted as a failure from here on, forgiven below if it succeeds.
     if let Err(wait) = state.sign_ins.begin(address) {
         return Ok(too_many(wait.as_secs().max(1)));

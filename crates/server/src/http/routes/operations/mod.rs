@@ -1,5 +1,6 @@
 //! Operators' routes: liveness, readiness, metrics, and the API's OpenAPI document.
 
+mod console;
 mod document;
 mod health;
 mod metrics;
@@ -25,5 +26,7 @@ pub fn configure(config: &mut web::ServiceConfig) {
         .service(resource("/readyz").route(web::get().to(health::readyz)))
         .service(resource("/metrics").route(web::get().to(metrics::metrics)))
         .service(resource("/openapi.json").route(web::get().to(document::openapi_json)))
-        .service(resource("/docs").route(web::get().to(document::reference_page)));
+        .service(resource("/docs").route(web::get().to(document::reference_page)))
+        // The operator console's overview (HTML, left out of the OpenAPI document).
+        .service(resource("/console").route(web::get().to(console::page)));
 }

@@ -1,5 +1,6 @@
 //! The platform connector's routes: connector events, syncs, destinations.
 
+mod console;
 mod destinations;
 mod events;
 
@@ -101,5 +102,11 @@ pub fn configure(config: &mut web::ServiceConfig) {
         .service(
             resource("/products/v2/shops/{shop}/sync/{id}")
                 .route(web::get().to(events::product_sync_status)),
+        )
+        // The operator console's pages (HTML, left out of the OpenAPI document).
+        .service(resource("/console/connector").route(web::get().to(console::page)))
+        .service(
+            resource("/console/connector/events/{id}/retry")
+                .route(web::post().to(console::retry_event)),
         );
 }

@@ -1,6 +1,7 @@
 //! Checkout webhook routes: endpoints, deliveries, resend, recover, enable (the test send is
 //! the checkout's: its sample is a checkout order).
 
+mod console;
 pub(super) mod handlers;
 
 use actix_web::web;
@@ -58,5 +59,19 @@ pub fn configure(config: &mut web::ServiceConfig) {
         .service(
             resource("/checkout/shop/{shop}/webhooks/{id}/enable")
                 .route(web::post().to(handlers::enable)),
+        )
+        // The operator console's pages (HTML, left out of the OpenAPI document).
+        .service(resource("/console/webhooks").route(web::get().to(console::page)))
+        .service(
+            resource("/console/webhooks/messages/{message_id}")
+                .route(web::get().to(console::message)),
+        )
+        .service(
+            resource("/console/webhooks/messages/{message_id}/resend")
+                .route(web::post().to(console::resend)),
+        )
+        .service(
+            resource("/console/webhooks/endpoints/{id}/recover")
+                .route(web::post().to(console::recover)),
         );
 }

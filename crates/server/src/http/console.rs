@@ -1,0 +1,281 @@
+//! What every page of the operator console (`/console`) shares: the session cookie and the
+//! signed-in staff member ([`Staff`]), CSRF-checked forms, the page chrome, rendering, and the
+//! errors a page answers (HTML, not the API's JSON). The pages themselves live in each
+//! feature's route folder (`routes/<feature>/console.rs`).
+
+use std::future::Future;
+use std::pin::Pin;
+
+use actix_web::dev::Payload;
+use actix_web::http::{StatusCode, header};
+use actix_web::{FromRequest, HttpRequest, HttpResponse, ResponseError, web};
+use askama::Template;
+use mercer_domain::access::console::{self, ConsoleStaff, SESSION_LIFETIME_SECONDS};
+use serde::de::DeserializeOwned;
+
+use crate::http::error::ApiError;
+use crate::http::extract::RawBody;
+use crate::http::html;
+use crate::http::state::AppState;
+
+/// The session cookie's name.
+pub const COOKIE: &str = "mercer_console";
+/// The cookie that carries the sign-in form's CSRF token, before there is a session.
+pub const SIGN_IN_COOKIE: &str = "mercer_console_sign_in";
+/// Where a browser without a session is sent.
+pub const SIGN_IN_PATH: &str = "/console/sign-in";
+/// Rows per page of every list.
+pub const PAGE_SIZE: usize = 50;
+
+/// The value of the request's cookie `name`, if it sent one.
+pub fn cookie(request: &HttpRequest, name: &str) -> Option<String> {
+    request
+        .headers()
+        .get_all(header::COOKIE)
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.to_string())
+}
+
+/// A `Set-Cookie` value for the console: HttpOnly, SameSite=Strict, on `/console` only, and
+/// Secure when the browser reached Mercer over TLS (directly or through a proxy that says so).
+pub fn set_cookie(request: &HttpRequest, name: &str, value: &str, max_age: i64) -> String {
+    let secure = if request.connection_info().scheme() == "https" {
+        "; Secure"
+    } else {
+        ""
+    };
+    format!("{name}={value}; Path=/console; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}")
+}
+
+/// The session cookie for a new session.
+pub fn session_cookie(request: &HttpRequest, token: &str) -> String {
+    set_cookie(request, COOKIE, token, SESSION_LIFETIME_SECONDS)
+}
+
+/// The signed-in staff member a page is for; without a live session, the page answers with a
+/// redirect to the sign-in page.
+pub struct Staff(pub ConsoleStaff);
+
+impl FromRequest for Staff {
+    type Error = ConsoleError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ConsoleError>>>>;
+
+    fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let state = request.app_data::<web::Data<AppState>>().cloned();
+        let token = cookie(request, COOKIE);
+        Box::pin(async move {
+            let (Some(state), Some(token)) = (state, token) else {
+                return Err(ConsoleError::SignIn);
+            };
+            let now = state.now();
+            let staff = state
+                .read(move |tx| console::session(tx, &token, now))
+                .await?
+                .ok_or(ConsoleError::SignIn)?;
+            if staff.stale {
+                let seen = staff.clone();
+                state
+                    .write(move |tx| console::touch(tx, &seen, now))
+                    .await?;
+            }
+            Ok(Staff(staff))
+        })
+    }
+}
+
+/// What a console page answers instead of its content.
+#[derive(Debug)]
+pub enum ConsoleError {
+    /// No live session: to the sign-in page.
+    SignIn,
+    /// A form without the session's CSRF token.
+    Csrf,
+    /// A form that cannot be read.
+    BadForm,
+    /// What the domain or the store answered.
+    Api(ApiError),
+}
+
+impl From<ApiError> for ConsoleError {
+    fn from(error: ApiError) -> Self {
+        ConsoleError::Api(error)
+    }
+}
+
+impl std::fmt::Display for ConsoleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConsoleError::SignIn => f.write_str("sign in first"),
+            ConsoleError::Csrf => f.write_str("the form's CSRF token is missing or wrong"),
+            ConsoleError::BadForm => f.write_str("the form cannot be read"),
+            ConsoleError::Api(error) => write!(f, "{}", error.status_and_message().1),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "console/error.html")]
+struct ErrorPage<'a> {
+    status: u16,
+    message: &'a str,
+}
+
+impl ResponseError for ConsoleError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            ConsoleError::SignIn => StatusCode::SEE_OTHER,
+            ConsoleError::Csrf => StatusCode::FORBIDDEN,
+            ConsoleError::BadForm => StatusCode::BAD_REQUEST,
+            ConsoleError::Api(error) => error.status_and_message().0,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        if let ConsoleError::SignIn = self {
+            return HttpResponse::SeeOther()
+                .insert_header((header::LOCATION, SIGN_IN_PATH))
+                .insert_header((header::CACHE_CONTROL, "no-store"))
+                .finish();
+        }
+        let status = self.status_code();
+        let message = match self {
+            // The cause stays in the log; the page says only what the client may know.
+            ConsoleError::Api(error) if error.status_and_message().0.is_server_error() => {
+                "Something went wrong on Mercer's side. Try again in a moment.".to_string()
+            }
+            other => other.to_string(),
+        };
+        let html = ErrorPage {
+            status: status.as_u16(),
+            message: &message,
+        }
+        .render()
+        .unwrap_or_else(|_| message.clone());
+        html::page(status, html::CONSOLE_POLICY, html)
+    }
+}
+
+/// The parts every signed-in page shows: whose shop, who is signed in, the page's place in the
+/// navigation, and the CSRF token of its forms.
+pub struct Chrome {
+    pub shop: String,
+    pub email: String,
+    pub csrf: String,
+    /// The navigation entry of this page (`overview`, `webhooks`…).
+    pub active: &'static str,
+}
+
+impl Chrome {
+    pub fn of(staff: &ConsoleStaff, active: &'static str) -> Chrome {
+        Chrome {
+            shop: staff.shop.shop_domain.clone(),
+            email: staff.email.clone(),
+            csrf: staff.csrf_token.clone(),
+            active,
+        }
+    }
+
+    /// The navigation: (path, label, whether it is this page).
+    pub fn nav(&self) -> Vec<(&'static str, &'static str, bool)> {
+        [
+            ("/console", "Overview", "overview"),
+            ("/console/webhooks", "Webhooks", "webhooks"),
+            ("/console/connector", "Connector", "connector"),
+            ("/console/audit", "Audit log", "audit"),
+        ]
+        .into_iter()
+        .map(|(path, label, key)| (path, label, key == self.active))
+        .collect()
+    }
+}
+
+/// A rendered page, 200.
+pub fn render(template: &impl Template) -> Result<HttpResponse, ConsoleError> {
+    render_with(StatusCode::OK, template)
+}
+
+/// A rendered page with `status`.
+pub fn render_with(
+    status: StatusCode,
+    template: &impl Template,
+) -> Result<HttpResponse, ConsoleError> {
+    let html = template
+        .render()
+        .map_err(|error| ApiError::internal().with_cause(format!("template: {error}")))?;
+    Ok(html::page(status, html::CONSOLE_POLICY, html))
+}
+
+/// After an action: back to `location` (post, redirect, get).
+pub fn see_other(location: &str) -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, location))
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .finish()
+}
+
+/// A form with the session's CSRF token, as `T`; a missing or wrong token is 403.
+pub fn form<T: DeserializeOwned + CsrfForm>(
+    staff: &ConsoleStaff,
+    body: RawBody,
+) -> Result<T, ConsoleError> {
+    let bytes = body.bytes()?;
+    let fields: T = serde_urlencoded::from_bytes(&bytes).map_err(|_| ConsoleError::BadForm)?;
+    if !console::csrf_matches(staff, fields.csrf()) {
+        return Err(ConsoleError::Csrf);
+    }
+    Ok(fields)
+}
+
+/// A form that carries a CSRF token.
+pub trait CsrfForm {
+    fn csrf(&self) -> &str;
+}
+
+/// The form of an action: its CSRF token, and whether the staff member confirmed it (the first
+/// post of an action asks them to).
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+pub struct ActionForm {
+    pub csrf: String,
+    pub confirm: String,
+}
+
+impl CsrfForm for ActionForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
+impl ActionForm {
+    pub fn confirmed(&self) -> bool {
+        self.confirm == "yes"
+    }
+}
+
+/// The page that asks to confirm an action: what it does, and a button that posts it again,
+/// confirmed.
+#[derive(Template)]
+#[template(path = "console/confirm.html")]
+pub struct ConfirmPage<'a> {
+    pub chrome: Chrome,
+    pub question: &'a str,
+    pub action: &'a str,
+    pub button: &'a str,
+    pub back: &'a str,
+}
+
+/// A page's query, read leniently: a value that does not parse is as if absent.
+pub fn query<T: DeserializeOwned + Default>(request: &HttpRequest) -> T {
+    serde_urlencoded::from_str(request.query_string()).unwrap_or_default()
+}
+
+/// A time as pages show it: UTC to the second.
+pub fn when(at: &mercer_domain::Timestamp) -> String {
+    let text = at.to_rfc3339();
+    text.get(..19).map_or(text.clone(), |prefix| {
+        format!("{} UTC", prefix.replace('T', " "))
+    })
+}

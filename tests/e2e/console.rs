@@ -1,0 +1,350 @@
+//! The operator console (`/console`), on SQLite and PostgreSQL:
+//! - in headless Chromium with JavaScript off: a staff member signs in, finds a failed delivery
+//!   by topic, reads its attempts, resends it and sees the new attempt arrive at a local
+//!   receiver; retries an event set aside and sees it applied; a form posted without its CSRF
+//!   token is refused; another shop's staff member sees none of it;
+//! - over plain HTTP: the cookie's and the pages' headers, the sign-in form's own CSRF token,
+//!   the lock after repeated failures, signing out.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use mercer_domain::ports::Database;
+use mercer_domain::webhooks::MessageStatus;
+use mercer_store::testing::POISONED_EMAIL;
+use mercer_tests::browser::{ConsoleTour, browser, report_skip};
+use mercer_tests::receiver::{Receiver, Reply};
+use mercer_tests::{Answer, Backend, MercerServer, TestDatabase, backend_tests, wait_until};
+
+use crate::hostile_input::{Shop as ConnectorShop, counts, customer, customer_saved, stored_email};
+use crate::oauth::PASSWORD;
+use crate::webhooks::{create, send_test, shop};
+
+/// A staff account of `shop` with [`PASSWORD`].
+fn staff(server: &MercerServer, shop: &str, email: &str) {
+    let made = mercer_tests::run_cli_with_input(
+        server.database(),
+        &[
+            "staff",
+            "create",
+            "--shop",
+            shop,
+            "--email",
+            email,
+            "--password-stdin",
+        ],
+        &format!("{PASSWORD}\n"),
+    );
+    assert!(made.success, "{}", made.stderr);
+}
+
+/// Another shop, with a staff account `other@other.test`.
+fn other_shop(server: &MercerServer) -> String {
+    let other = server
+        .cli(&["shop", "create", "--domain", "other.shop.test"])
+        .values()[0]
+        .clone();
+    staff(server, &other, "other@other.test");
+    other
+}
+
+fn screenshots(backend: Backend) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/console-screenshots")
+        .join(format!("{backend:?}").to_lowercase())
+}
+
+fn a_staff_member_resends_a_failed_delivery_and_retries_an_event_in_a_browser(backend: Backend) {
+    let browser = match browser() {
+        Ok(browser) => browser,
+        Err(skipped) => {
+            report_skip(&skipped);
+            return;
+        }
+    };
+    // One attempt per message: the scripted 500 fails it for good.
+    let server = MercerServer::start_with(
+        TestDatabase::create(backend),
+        &["--allow-private-targets", "--webhook-retry-schedule", "0s"],
+    );
+    let shop = shop(&server);
+    let receiver = Receiver::start();
+    let failing = create(&server, &shop, 1, &receiver.url);
+    let other_topic = create(&server, &shop, 2, &receiver.url);
+    let topic = failing["webhook_topic_name"].as_str().unwrap().to_string();
+    receiver.script(&[Reply::status(500)]);
+    let failed = send_test(&server, &shop, failing["id"].as_str().unwrap());
+    let delivered = send_test(&server, &shop, other_topic["id"].as_str().unwrap());
+    let store = server.database().open_store();
+    let status_of = |message_id: &str| {
+        store
+            .read(|tx| Ok(tx.webhook_message(message_id)?))
+            .unwrap()
+            .map(|m| m.status)
+    };
+    assert!(wait_until(Duration::from_secs(15), || {
+        status_of(&failed) == Some(MessageStatus::Failed)
+            && status_of(&delivered) == Some(MessageStatus::Delivered)
+    }));
+
+    // An event that cannot be applied (a trigger refuses it) is set aside after its attempts;
+    // its cause is then fixed, so a retry applies it.
+    server.database().fail_customer_writes();
+    let connector = ConnectorShop {
+        identifier: shop.id.clone(),
+        token: shop.token.clone(),
+    };
+    let answer = customer_saved(&server, &connector, &customer("poisoned", POISONED_EMAIL));
+    assert_eq!(answer.status, 202, "{}", answer.text);
+    assert!(
+        wait_until(Duration::from_secs(30), || counts(&store) == (0, 1)),
+        "pending, set aside: {:?}",
+        counts(&store)
+    );
+    server.database().heal_customer_writes();
+
+    staff(&server, &shop.id, "ops@demo.test");
+    let other = other_shop(&server);
+    let shots = screenshots(backend);
+    let seen = browser.console_tour(&ConsoleTour {
+        base_url: &server.base_url,
+        shop: &shop.id,
+        email: "ops@demo.test",
+        password: PASSWORD,
+        other_shop: &other,
+        other_email: "other@other.test",
+        topic: &topic,
+        screenshots: &shots,
+    });
+    let text = |key: &str| seen[key].as_str().unwrap_or_default().to_string();
+
+    // Signed in, with a cookie scripts cannot read and other sites cannot send.
+    assert!(text("afterSignIn").ends_with("/console"), "{seen}");
+    assert_eq!(seen["cookie"]["httpOnly"], true, "{seen}");
+    assert_eq!(seen["cookie"]["sameSite"], "Strict", "{seen}");
+    assert!(text("overview").contains("Webhook deliveries"), "{seen}");
+
+    // Found by topic and status: the failed one, with its 500.
+    let topics = seen["rowTopics"].as_array().unwrap();
+    assert!(!topics.is_empty(), "{seen}");
+    assert!(topics.iter().all(|t| *t == topic.as_str()), "{seen}");
+    assert_eq!(text("messageId"), failed);
+    assert_eq!(seen["attemptsBefore"], 1, "{seen}");
+    assert_eq!(text("firstAnswer"), "500");
+
+    // Resent: the receiver got the same webhook-id again, and the page shows the attempt.
+    assert_eq!(seen["attemptsAfter"], 2, "{seen}");
+    assert_eq!(text("statusAfter"), "delivered");
+    let arrivals = || {
+        receiver
+            .received()
+            .iter()
+            .filter(|r| r.header("webhook-id") == Some(failed.as_str()))
+            .count()
+    };
+    assert_eq!(arrivals(), 2);
+
+    // The event set aside, with its error, retried and applied.
+    assert!(text("setAsideError").contains("forced failure"), "{seen}");
+    assert_eq!(seen["setAsideCleared"], true, "{seen}");
+    assert_eq!(
+        stored_email(&store, &shop.id, "poisoned").as_deref(),
+        Some(POISONED_EMAIL)
+    );
+
+    // Both actions are in the audit log, with who did them.
+    let audit = seen["audit"].as_array().unwrap();
+    let line_with = |action: &str| {
+        audit
+            .iter()
+            .filter_map(|line| line.as_str())
+            .find(|line| line.contains(action))
+            .map(str::to_string)
+    };
+    let resend = line_with("webhook_message.resend").expect("the resend is audited");
+    assert!(
+        resend.contains(&failed) && resend.contains("ops@demo.test"),
+        "{resend}"
+    );
+    assert!(line_with("platform_event.retry").is_some(), "{audit:?}");
+
+    // A form posted with the session's cookie but without its CSRF token is refused, and does
+    // nothing.
+    assert_eq!(seen["forgedStatus"], 403, "{seen}");
+    assert!(text("forgedBody").contains("CSRF"), "{seen}");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(arrivals(), 2);
+
+    // Another shop's staff member sees none of it.
+    assert!(text("otherAfterSignIn").ends_with("/console"), "{seen}");
+    let theirs = text("otherWebhooks");
+    assert!(
+        !theirs.contains(&failed) && !theirs.contains(&delivered),
+        "{theirs}"
+    );
+    assert!(theirs.contains("no webhook endpoint"), "{theirs}");
+    assert_eq!(seen["otherMessageStatus"], 404, "{seen}");
+    assert!(
+        !text("otherAudit").contains("webhook_message.resend"),
+        "{seen}"
+    );
+    for page in [
+        "sign-in",
+        "overview",
+        "webhooks",
+        "message",
+        "connector",
+        "audit",
+    ] {
+        assert!(shots.join(format!("{page}.png")).exists(), "{page}.png");
+    }
+}
+
+fn header<'a>(answer: &'a Answer, name: &str) -> Vec<&'a str> {
+    answer
+        .headers
+        .iter()
+        .filter(|(key, _)| key.eq_ignore_ascii_case(name))
+        .map(|(_, value)| value.as_str())
+        .collect()
+}
+
+/// The sign-in form's CSRF token and the cookie that carries it.
+fn sign_in_form(server: &MercerServer) -> (String, String) {
+    let form = server.get("/console/sign-in").call();
+    assert_eq!(form.status, 200);
+    let csrf = form
+        .text
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap()
+        .to_string();
+    let cookie = header(&form, "set-cookie")[0]
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    (csrf, cookie)
+}
+
+fn sign_in(server: &MercerServer, shop: &str, password: &str) -> Answer {
+    let (csrf, cookie) = sign_in_form(server);
+    server
+        .post("/console/sign-in")
+        .header("Cookie", &cookie)
+        .form(&[
+            ("csrf", csrf.as_str()),
+            ("shop", shop),
+            ("email", "ops@demo.test"),
+            ("password", password),
+        ])
+}
+
+fn sessions_cookies_and_headers_are_as_a_staff_console_needs(backend: Backend) {
+    let server = MercerServer::start(backend);
+    let shop = server.demo().shop.clone();
+    staff(&server, &shop, "ops@demo.test");
+
+    // Without a session every page goes to the sign-in page.
+    for path in [
+        "/console",
+        "/console/webhooks",
+        "/console/connector",
+        "/console/audit",
+    ] {
+        let answer = server.get(path).call();
+        assert_eq!(answer.status, 303, "{path}");
+        assert_eq!(header(&answer, "location"), ["/console/sign-in"], "{path}");
+    }
+    // The sign-in form has a CSRF token of its own: a post without it (or with another) is 403.
+    let (_, cookie) = sign_in_form(&server);
+    let forged = server
+        .post("/console/sign-in")
+        .header("Cookie", &cookie)
+        .form(&[
+            ("csrf", "guessed"),
+            ("shop", shop.as_str()),
+            ("email", "ops@demo.test"),
+            ("password", PASSWORD),
+        ]);
+    assert_eq!(forged.status, 403, "{}", forged.text);
+
+    let signed_in = sign_in(&server, &shop, PASSWORD);
+    assert_eq!(signed_in.status, 303, "{}", signed_in.text);
+    let session = header(&signed_in, "set-cookie")
+        .into_iter()
+        .find(|c| c.starts_with("mercer_console="))
+        .unwrap()
+        .to_string();
+    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/console"] {
+        assert!(session.contains(attribute), "{session}");
+    }
+    assert!(!session.contains("Secure"), "plain HTTP: {session}");
+    let cookie = session.split(';').next().unwrap().to_string();
+    let page = server
+        .get("/console/webhooks")
+        .header("Cookie", &cookie)
+        .call();
+    assert_eq!(page.status, 200);
+    assert_eq!(header(&page, "x-frame-options"), ["DENY"]);
+    assert_eq!(header(&page, "cache-control"), ["no-store"]);
+    assert!(header(&page, "content-security-policy")[0].contains("frame-ancestors 'none'"));
+    // Behind a proxy that says the browser came over TLS, the cookie is Secure.
+    let (csrf, pre) = sign_in_form(&server);
+    let proxied = server
+        .post("/console/sign-in")
+        .header("Cookie", &pre)
+        .header("X-Forwarded-Proto", "https")
+        .form(&[
+            ("csrf", csrf.as_str()),
+            ("shop", shop.as_str()),
+            ("email", "ops@demo.test"),
+            ("password", PASSWORD),
+        ]);
+    assert!(
+        header(&proxied, "set-cookie")
+            .iter()
+            .any(|c| c.starts_with("mercer_console=mss_") && c.contains("; Secure")),
+        "{:?}",
+        proxied.headers
+    );
+
+    // Signing out needs the form's token, and ends the session.
+    let refused = server
+        .post("/console/sign-out")
+        .header("Cookie", &cookie)
+        .form(&[("csrf", "nope")]);
+    assert_eq!(refused.status, 403);
+    let csrf = page
+        .text
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap()
+        .to_string();
+    let out = server
+        .post("/console/sign-out")
+        .header("Cookie", &cookie)
+        .form(&[("csrf", csrf.as_str())]);
+    assert_eq!(out.status, 303);
+    let after = server.get("/console").header("Cookie", &cookie).call();
+    assert_eq!(after.status, 303, "the session ended");
+
+    // Wrong passwords: 401 with the form again, then the pair is locked (429), the right
+    // password included, as on the consent page.
+    let wrong = sign_in(&server, &shop, "not the password");
+    assert_eq!(wrong.status, 401);
+    assert!(wrong.text.contains("not right"), "{}", wrong.text);
+    let mut statuses = Vec::new();
+    for _ in 0..5 {
+        statuses.push(sign_in(&server, &shop, "not the password").status);
+    }
+    assert_eq!(statuses.last(), Some(&429), "{statuses:?}");
+    assert_eq!(sign_in(&server, &shop, PASSWORD).status, 429);
+}
+
+backend_tests!(
+    a_staff_member_resends_a_failed_delivery_and_retries_an_event_in_a_browser,
+    sessions_cookies_and_headers_are_as_a_staff_console_needs,
+);
