@@ -68,9 +68,12 @@ fn a_staff_member_resends_a_failed_delivery_and_retries_an_event_in_a_browser(ba
         &["--allow-private-targets", "--webhook-retry-schedule", "0s"],
     );
     let shop = shop(&server);
+    // Each endpoint its own receiver, so the scripted 500 goes to the failing one whatever
+    // order the two messages are sent in.
     let receiver = Receiver::start();
+    let elsewhere = Receiver::start();
     let failing = create(&server, &shop, 1, &receiver.url);
-    let other_topic = create(&server, &shop, 2, &receiver.url);
+    let other_topic = create(&server, &shop, 2, &elsewhere.url);
     let topic = failing["webhook_topic_name"].as_str().unwrap().to_string();
     receiver.script(&[Reply::status(500)]);
     let failed = send_test(&server, &shop, failing["id"].as_str().unwrap());
