@@ -106,6 +106,28 @@ fn a_staff_member_resends_a_failed_delivery_and_retries_an_event_in_a_browser(ba
     );
     server.database().heal_customer_writes();
 
+    // A job of the shop that gave up, for the Jobs page (a kind no worker runs).
+    store
+        .write(|tx| {
+            use mercer_domain::access::shop::ShopIdentifier;
+            let id = ShopIdentifier::parse(&shop.id).unwrap();
+            let shop_id = tx.shop_by_identifier(&id)?.unwrap().id;
+            let now = mercer_domain::Timestamp::now();
+            let job = tx.enqueue_job(
+                &mercer_domain::kernel::jobs::NewJob {
+                    kind: "console.example",
+                    payload: "{}".to_string(),
+                    unique_key: None,
+                    run_at: now,
+                    max_attempts: 3,
+                    shop_id: Some(shop_id),
+                },
+                now,
+            )?;
+            tx.cancel_jobs(&[job.id()], now)?;
+            Ok(())
+        })
+        .unwrap();
     staff(&server, &shop.id, "ops@demo.test");
     let other = other_shop(&server);
     let shots = screenshots(backend);
@@ -191,7 +213,9 @@ fn a_staff_member_resends_a_failed_delivery_and_retries_an_event_in_a_browser(ba
         !text("otherAudit").contains("webhook_message.resend"),
         "{seen}"
     );
+    assert!(text("jobs").contains("console.example"), "{seen}");
     for page in [
+        "jobs",
         "sign-in",
         "overview",
         "webhooks",
@@ -347,7 +371,129 @@ fn sessions_cookies_and_headers_are_as_a_staff_console_needs(backend: Backend) {
     assert_eq!(sign_in(&server, &shop, PASSWORD).status, 429);
 }
 
+/// A signed-in session's cookie and the CSRF token of its forms.
+fn session(server: &MercerServer, shop: &str) -> (String, String) {
+    let signed_in = sign_in(server, shop, PASSWORD);
+    assert_eq!(signed_in.status, 303, "{}", signed_in.text);
+    let cookie = header(&signed_in, "set-cookie")
+        .into_iter()
+        .find(|c| c.starts_with("mercer_console="))
+        .and_then(|c| c.split(';').next())
+        .unwrap()
+        .to_string();
+    let page = server.get("/console").header("Cookie", &cookie).call();
+    let csrf = page
+        .text
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap()
+        .to_string();
+    (cookie, csrf)
+}
+
+fn the_jobs_page_lists_the_shops_jobs_and_retries_and_cancels_them(backend: Backend) {
+    use mercer_domain::access::shop::ShopIdentifier;
+    use mercer_domain::kernel::jobs::{JobState, NewJob};
+    let server = MercerServer::start(backend);
+    let shop = server.demo().shop.clone();
+    staff(&server, &shop, "ops@demo.test");
+    let other = other_shop(&server);
+    let store = server.database().open_store();
+    let shop_id = |identifier: &str| {
+        store
+            .read(|tx| Ok(tx.shop_by_identifier(&ShopIdentifier::parse(identifier).unwrap())?))
+            .unwrap()
+            .unwrap()
+            .id
+    };
+    // A kind no worker runs, so the jobs stay as the test leaves them.
+    let job = |shop_id| NewJob {
+        kind: "console.test",
+        payload: "{}".to_string(),
+        unique_key: None,
+        run_at: mercer_domain::Timestamp::now(),
+        max_attempts: 3,
+        shop_id: Some(shop_id),
+    };
+    let (ours, theirs) = store
+        .write(|tx| {
+            let ours = tx.enqueue_job(&job(shop_id(&shop)), mercer_domain::Timestamp::now())?;
+            let theirs = tx.enqueue_job(&job(shop_id(&other)), mercer_domain::Timestamp::now())?;
+            Ok((ours.id(), theirs.id()))
+        })
+        .unwrap();
+    let state_of = |id| store.read(|tx| Ok(tx.job(id)?)).unwrap().unwrap().state;
+
+    let (cookie, csrf) = session(&server, &shop);
+    let page = server.get("/console/jobs").header("Cookie", &cookie).call();
+    assert_eq!(page.status, 200);
+    assert!(page.text.contains("console.test"), "{}", page.text);
+    assert!(page.text.contains(&format!("/console/jobs/{ours}/cancel")));
+    assert!(
+        !page.text.contains(&format!("/console/jobs/{theirs}/")),
+        "another shop's job"
+    );
+
+    // An action asks to confirm first, and does nothing until confirmed.
+    let post = |path: &str, fields: &[(&str, &str)]| {
+        server.post(path).header("Cookie", &cookie).form(fields)
+    };
+    let cancel = format!("/console/jobs/{ours}/cancel");
+    let asked = post(&cancel, &[("csrf", &csrf)]);
+    assert_eq!(asked.status, 200);
+    assert!(asked.text.contains("Are you sure?"), "{}", asked.text);
+    assert_eq!(state_of(ours), JobState::Queued);
+    let done = post(&cancel, &[("csrf", &csrf), ("confirm", "yes")]);
+    assert_eq!(done.status, 303, "{}", done.text);
+    assert_eq!(state_of(ours), JobState::Cancelled);
+    let cancelled = server
+        .get("/console/jobs?state=cancelled")
+        .header("Cookie", &cookie)
+        .call();
+    assert!(
+        cancelled
+            .text
+            .contains(&format!("/console/jobs/{ours}/retry"))
+    );
+    let retried = post(
+        &format!("/console/jobs/{ours}/retry"),
+        &[("csrf", &csrf), ("confirm", "yes")],
+    );
+    assert_eq!(retried.status, 303, "{}", retried.text);
+    assert_eq!(state_of(ours), JobState::Queued);
+    // Retrying a queued job is refused, and says why.
+    let again = post(
+        &format!("/console/jobs/{ours}/retry"),
+        &[("csrf", &csrf), ("confirm", "yes")],
+    );
+    assert_eq!(again.status, 422, "{}", again.text);
+    // Another shop's job is not found, and stays as it was.
+    let foreign = post(
+        &format!("/console/jobs/{theirs}/cancel"),
+        &[("csrf", &csrf), ("confirm", "yes")],
+    );
+    assert_eq!(foreign.status, 404, "{}", foreign.text);
+    assert_eq!(state_of(theirs), JobState::Queued);
+    // Without the CSRF token, nothing happens.
+    let forged = post(&cancel, &[("confirm", "yes")]);
+    assert_eq!(forged.status, 403);
+    assert_eq!(state_of(ours), JobState::Queued);
+
+    let audit = server
+        .get("/console/audit")
+        .header("Cookie", &cookie)
+        .call();
+    assert!(audit.text.contains("job.cancel") && audit.text.contains("job.retry"));
+    assert_eq!(
+        audit.text.matches("ops@demo.test").count(),
+        3,
+        "two actions, and the header"
+    );
+}
+
 backend_tests!(
     a_staff_member_resends_a_failed_delivery_and_retries_an_event_in_a_browser,
     sessions_cookies_and_headers_are_as_a_staff_console_needs,
+    the_jobs_page_lists_the_shops_jobs_and_retries_and_cancels_them,
 );

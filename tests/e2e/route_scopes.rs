@@ -624,6 +624,9 @@ pub(crate) const CONSOLE: &[(&str, &str)] = &[
     ("POST", "/console/webhooks/endpoints/{id}/recover"),
     ("GET", "/console/connector"),
     ("POST", "/console/connector/events/{id}/retry"),
+    ("GET", "/console/jobs"),
+    ("POST", "/console/jobs/{id}/retry"),
+    ("POST", "/console/jobs/{id}/cancel"),
 ];
 
 /// The storefront's routes (§4.4): the bearer is the JWT of the path's one order, never an API

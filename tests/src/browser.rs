@@ -125,6 +125,10 @@ const [base, shop, email, password, otherShop, otherEmail, topic, shots, chromiu
       if (!out.setAsideCleared) { await page.waitForTimeout(250); await page.reload(); }
     }
 
+    await page.goto(base + '/console/jobs');
+    out.jobs = await page.textContent('main');
+    await shot('jobs');
+
     await page.goto(base + '/console/audit');
     out.audit = await page.locator('table tbody tr').allTextContents();
     await shot('audit');

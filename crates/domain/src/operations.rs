@@ -1,10 +1,12 @@
 //! What an operator watches across the features: the queue figures `/metrics` reads at each
-//! scrape. Like `ports`, it combines every feature's repositories, and no feature imports it.
+//! scrape, and the console's overview and jobs of one shop. Like `ports`, it combines every
+//! feature's repositories, and no feature imports it.
 
+use crate::access::console::{ConsoleStaff, record_action};
 use crate::kernel::error::DomainError;
-use crate::kernel::jobs::JobCount;
+use crate::kernel::jobs::{Job, JobCount, JobState};
 use crate::kernel::time::Timestamp;
-use crate::ports::Repositories;
+use crate::ports::{Database, Repositories};
 use crate::subscriptions::repository::SchedulerBacklog;
 
 /// The depth of each queue at one instant.
@@ -112,5 +114,66 @@ pub fn shop_overview(
         events_set_aside: tx
             .failed_inbound_events(Some(shop_id), SET_ASIDE_SHOWN)?
             .len(),
+    })
+}
+
+/// The console's Jobs page: the shop's jobs, newest first, of one state or all, older than the
+/// job `before` (a page's cursor).
+pub fn shop_jobs(
+    tx: &mut dyn Repositories,
+    shop_id: i64,
+    state: Option<JobState>,
+    before: Option<i64>,
+    limit: usize,
+) -> Result<Vec<Job>, DomainError> {
+    Ok(tx.shop_jobs(shop_id, state, before, limit)?)
+}
+
+/// The shop's job `id`, or 404 (another shop's, a process-wide one, or one done and gone).
+fn shop_job(tx: &mut dyn Repositories, shop_id: i64, id: i64) -> Result<Job, DomainError> {
+    tx.job(id)?
+        .filter(|job| job.shop_id == Some(shop_id))
+        .ok_or_else(|| DomainError::not_found("job"))
+}
+
+/// Queues the shop's failed or cancelled job again (as `mercer jobs retry` does), and records
+/// who did it.
+pub fn retry_shop_job(
+    db: &impl Database,
+    staff: &ConsoleStaff,
+    id: i64,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    db.write(|tx| {
+        shop_job(tx, staff.shop.id, id)?;
+        if tx.requeue_jobs(Some(&[id]), now)?.is_empty() {
+            return Err(DomainError::Unprocessable {
+                code: "job.not_retryable",
+                message: "only a failed or cancelled job can be retried, and not while another \
+                          job does the same work"
+                    .to_string(),
+            });
+        }
+        record_action(tx, staff, "job.retry", &id.to_string(), now)
+    })
+}
+
+/// Cancels the shop's queued, running or failed job (as `mercer jobs cancel` does), and records
+/// who did it.
+pub fn cancel_shop_job(
+    db: &impl Database,
+    staff: &ConsoleStaff,
+    id: i64,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    db.write(|tx| {
+        shop_job(tx, staff.shop.id, id)?;
+        if tx.cancel_jobs(&[id], now)?.is_empty() {
+            return Err(DomainError::Unprocessable {
+                code: "job.not_cancellable",
+                message: "only a queued, running or failed job can be cancelled".to_string(),
+            });
+        }
+        record_action(tx, staff, "job.cancel", &id.to_string(), now)
     })
 }

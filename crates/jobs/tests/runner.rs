@@ -140,7 +140,8 @@ fn start<D: Database>(db: &D, workers: usize, handlers: JobHandlers) -> JobRunne
 }
 
 fn enqueue_now<J: JobPayload>(db: &impl Database, payload: &J) -> Enqueued {
-    db.write(|tx| enqueue(tx, payload, now(), now())).unwrap()
+    db.write(|tx| enqueue(tx, None, payload, now(), now()))
+        .unwrap()
 }
 
 fn job(db: &impl Database, id: i64) -> Option<Job> {
@@ -321,6 +322,7 @@ fn a_payload_that_does_not_read_fails_the_job_at_once(db: &impl Database) {
                     unique_key: None,
                     run_at: now(),
                     max_attempts: 10,
+                    shop_id: None,
                 },
                 now(),
             )?)

@@ -721,8 +721,8 @@ pub fn start_services(
     // The scheduler's recurring job: one for all processes, due now (it coalesces into the
     // one queued or running).
     store.write(|tx| {
-        enqueue(tx, &SchedulerJob {}, now(), now())?;
-        enqueue(tx, &AbandonmentJob {}, now(), now())?;
+        enqueue(tx, None, &SchedulerJob {}, now(), now())?;
+        enqueue(tx, None, &AbandonmentJob {}, now(), now())?;
         Ok(())
     })?;
     let jobs = JobRunnerConfig {

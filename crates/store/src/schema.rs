@@ -749,5 +749,6 @@ diesel::table! {
         last_error -> Nullable<Text>,
         created_at -> BigInt,
         updated_at -> BigInt,
+        shop_id -> Nullable<BigInt>,
     }
 }

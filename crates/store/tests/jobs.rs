@@ -23,6 +23,7 @@ fn new_job(kind: &'static str, key: Option<&str>, run_at: Timestamp) -> NewJob {
         unique_key: key.map(str::to_string),
         run_at,
         max_attempts: 3,
+        shop_id: None,
     }
 }
 

@@ -31,3 +31,9 @@ CREATE INDEX webhook_messages_shop ON webhook_messages (shop_id, id);
 CREATE INDEX webhook_messages_shop_topic ON webhook_messages (shop_id, topic, id);
 CREATE INDEX webhook_messages_shop_status ON webhook_messages (shop_id, status, id);
 CREATE INDEX webhook_messages_shop_created ON webhook_messages (shop_id, created_at);
+
+-- The shop a job works for, when it works for one (a sync, an outbox delivery, an order to
+-- push or place); process-wide jobs (the scheduler's tick, sweeps) have none. The console
+-- lists a shop's jobs by it.
+ALTER TABLE jobs ADD COLUMN shop_id BIGINT;
+CREATE INDEX jobs_shop ON jobs (shop_id, id);

@@ -189,6 +189,7 @@ pub fn process_order<D: CheckoutDatabase + OverrideDatabase>(
         payloads::emit(tx, &shop, &order, Topic::OrderProcessed, shown, now)?;
         enqueue(
             tx,
+            Some(shop.id),
             &PushOrderJob {
                 checkout_id: order.id,
             },
@@ -605,7 +606,7 @@ fn created<D: CheckoutDatabase>(
                 shop_id: shop.id,
                 platform_order_id: platform_order_id.clone(),
             };
-            enqueue(tx, &job, now, now)?;
+            enqueue(tx, Some(shop.id), &job, now, now)?;
         }
         Ok(true)
     })?;

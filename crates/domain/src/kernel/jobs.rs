@@ -78,6 +78,8 @@ pub struct Job {
     pub created_at: Timestamp,
     /// When the job last changed.
     pub updated_at: Timestamp,
+    /// The shop it works for, when it works for one; None for process-wide jobs.
+    pub shop_id: Option<i64>,
 }
 
 impl Job {
@@ -110,6 +112,8 @@ pub struct NewJob {
     pub run_at: Timestamp,
     /// Attempts allowed before the job fails.
     pub max_attempts: i64,
+    /// The shop it works for, when it works for one (the console lists a shop's jobs).
+    pub shop_id: Option<i64>,
 }
 
 /// A kind of job: the payload it carries and its rules.
@@ -310,6 +314,14 @@ pub trait JobRepository {
     fn job(&mut self, id: i64) -> StoreResult<Option<Job>>;
     /// Jobs oldest first, of one state or all.
     fn list_jobs(&mut self, state: Option<JobState>, limit: usize) -> StoreResult<Vec<Job>>;
+    /// The shop's jobs, newest first, of one state or all, older than the job `before`.
+    fn shop_jobs(
+        &mut self,
+        shop_id: i64,
+        state: Option<JobState>,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<Job>>;
     /// How many jobs there are of each kind in each state.
     fn count_jobs(&mut self) -> StoreResult<Vec<JobCount>>;
     /// Failed or cancelled jobs among `ids` (every failed one when None) queued again, due
@@ -349,9 +361,11 @@ pub fn cancel_jobs(
     Ok(tx.cancel_jobs(ids, now)?)
 }
 
-/// Enqueues `job`, due at `run_at`, in the caller's transaction.
+/// Enqueues `job` (for the shop `shop_id` names, if it works for one), due at `run_at`, in
+/// the caller's transaction.
 pub fn enqueue<J: JobPayload>(
     tx: &mut (impl JobRepository + ?Sized),
+    shop_id: Option<i64>,
     job: &J,
     run_at: Timestamp,
     now: Timestamp,
@@ -365,6 +379,7 @@ pub fn enqueue<J: JobPayload>(
             unique_key: job.unique_key(),
             run_at,
             max_attempts: J::MAX_ATTEMPTS,
+            shop_id,
         },
         now,
     )?)
@@ -401,6 +416,7 @@ mod tests {
             last_error: None,
             created_at: now,
             updated_at: now,
+            shop_id: None,
         };
         let retry = JobFailure::retry("down");
         assert_eq!(
@@ -432,9 +448,11 @@ mod tests {
 
         let at = |seconds| Timestamp::from_micros(0).plus_seconds(seconds);
         let mut state = MemoryState::default();
-        let id = enqueue(&mut state, &Tick, at(10), at(0)).unwrap().id();
+        let id = enqueue(&mut state, None, &Tick, at(10), at(0))
+            .unwrap()
+            .id();
         assert_eq!(
-            enqueue(&mut state, &Tick, at(5), at(0)).unwrap(),
+            enqueue(&mut state, None, &Tick, at(5), at(0)).unwrap(),
             Enqueued::Coalesced(id)
         );
         assert!(
@@ -447,7 +465,7 @@ mod tests {
             .claim_jobs(&["test.tick"], "w", at(5), at(60), 5)
             .unwrap();
         assert_eq!((claimed[0].id, claimed[0].attempts), (id, 1));
-        enqueue(&mut state, &Tick, at(20), at(6)).unwrap();
+        enqueue(&mut state, None, &Tick, at(20), at(6)).unwrap();
         assert!(state.complete_job(id, "w", Some(at(3600)), at(7)).unwrap());
         let queued = state.job(id).unwrap().unwrap();
         assert_eq!(

@@ -1026,7 +1026,7 @@ pub fn apply_events(
                     shop_id: *shop_id,
                     platform_order_id: key.2.clone(),
                 };
-                crate::kernel::jobs::enqueue(tx, &job, now, now)?;
+                crate::kernel::jobs::enqueue(tx, Some(*shop_id), &job, now, now)?;
             }
             let previous = before.remove(key);
             if contact_changed(previous.as_ref(), document.as_ref()) {
@@ -1034,7 +1034,7 @@ pub fn apply_events(
                     shop_id: *shop_id,
                     platform_customer_id: key.2.clone(),
                 };
-                crate::kernel::jobs::enqueue(tx, &job, now, now)?;
+                crate::kernel::jobs::enqueue(tx, Some(*shop_id), &job, now, now)?;
             }
             writes.push(EntityWrite {
                 stored_id: working.stored_id,

@@ -435,7 +435,7 @@ pub fn request_connector_change(
         return Ok(None);
     }
     let id = tx.insert_outbox_call(shop_id, call, now)?;
-    enqueue(tx, &OutboxJob { shop_id }, now, now)?;
+    enqueue(tx, Some(shop_id), &OutboxJob { shop_id }, now, now)?;
     Ok(Some(id))
 }
 
@@ -449,7 +449,7 @@ pub fn enqueue_waiting_deliveries(
     let shops = tx.shops_with_pending_outbox_calls()?;
     for &shop_id in &shops {
         let due = tx.next_outbox_attempt(shop_id)?.unwrap_or(now);
-        enqueue(tx, &OutboxJob { shop_id }, due, now)?;
+        enqueue(tx, Some(shop_id), &OutboxJob { shop_id }, due, now)?;
     }
     Ok(shops.len())
 }

@@ -229,7 +229,7 @@ pub fn start_sync(
             error.into()
         }
     })?;
-    enqueue(tx, &SyncJob { run_id: run.id }, now, now)?;
+    enqueue(tx, Some(run.shop_id), &SyncJob { run_id: run.id }, now, now)?;
     Ok(run)
 }
 

@@ -390,7 +390,7 @@ fn begin_order(
         created_at: now,
     };
     let id = tx.insert_subscription_order(&new)?;
-    enqueue(tx, &OrderJob { order_id: id }, now, now)?;
+    enqueue(tx, Some(shop.id), &OrderJob { order_id: id }, now, now)?;
     let order = SubscriptionOrder {
         id,
         shop_id: new.shop_id,
@@ -498,7 +498,13 @@ pub(crate) fn resume_stalled_orders(
             tx.stalled_subscription_orders(now.plus_seconds(-STALLED_AFTER_SECONDS), DUE_BATCH)?;
         let mut resumed = 0;
         for order in stalled {
-            if let Enqueued::New(_) = enqueue(tx, &OrderJob { order_id: order.id }, now, now)? {
+            if let Enqueued::New(_) = enqueue(
+                tx,
+                Some(order.shop_id),
+                &OrderJob { order_id: order.id },
+                now,
+                now,
+            )? {
                 log::warn!(
                     target: "mercer::scheduler",
                     "attempt {} of subscription {} had no job; it has one again",

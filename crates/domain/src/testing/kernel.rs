@@ -50,6 +50,7 @@ impl JobRepository for MemoryState {
                 last_error: None,
                 created_at: now,
                 updated_at: now,
+                shop_id: new.shop_id,
             },
             again_at: None,
         });
@@ -213,6 +214,27 @@ impl JobRepository for MemoryState {
             .map(|held| held.job.clone())
             .collect();
         jobs.sort_by_key(|job| job.id);
+        jobs.truncate(limit);
+        Ok(jobs)
+    }
+
+    fn shop_jobs(
+        &mut self,
+        shop_id: i64,
+        state: Option<JobState>,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<Job>> {
+        let mut jobs: Vec<Job> = self
+            .jobs
+            .iter()
+            .map(|held| &held.job)
+            .filter(|job| job.shop_id == Some(shop_id))
+            .filter(|job| state.is_none_or(|state| job.state == state))
+            .filter(|job| before.is_none_or(|before| job.id < before))
+            .cloned()
+            .collect();
+        jobs.sort_by_key(|job| std::cmp::Reverse(job.id));
         jobs.truncate(limit);
         Ok(jobs)
     }

@@ -184,6 +184,7 @@ impl Chrome {
             ("/console", "Overview", "overview"),
             ("/console/webhooks", "Webhooks", "webhooks"),
             ("/console/connector", "Connector", "connector"),
+            ("/console/jobs", "Jobs", "jobs"),
             ("/console/audit", "Audit log", "audit"),
         ]
         .into_iter()

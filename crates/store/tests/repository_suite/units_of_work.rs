@@ -30,6 +30,7 @@ fn new_job(key: Option<&str>, run_at: Timestamp) -> NewJob {
         unique_key: key.map(str::to_string),
         run_at,
         max_attempts: 2,
+        shop_id: None,
     }
 }
 
@@ -134,3 +135,48 @@ fn the_jobs_queue_claims_coalesces_retries_and_requeues(db: &impl Database) {
     assert_eq!(job(newer).unwrap().state, JobState::Cancelled);
 }
 every_database!(the_jobs_queue_claims_coalesces_retries_and_requeues);
+
+fn a_shops_jobs_are_listed_newest_first_by_state(db: &impl Database) {
+    use mercer_domain::kernel::jobs::JobState;
+    let shop = crate::shop(db, "jobs.shop.test");
+    let other = crate::shop(db, "other-jobs.shop.test");
+    let ids: Vec<i64> = db
+        .write(|tx| {
+            let mut ids = Vec::new();
+            for (n, shop_id) in [
+                Some(shop.id),
+                Some(other.id),
+                None,
+                Some(shop.id),
+                Some(shop.id),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let mut job = new_job(None, at(n as i64));
+                job.shop_id = shop_id;
+                ids.push(tx.enqueue_job(&job, at(0))?.id());
+            }
+            tx.cancel_jobs(&[ids[3]], at(1))?;
+            Ok(ids)
+        })
+        .unwrap();
+    let list = |state, before, limit| {
+        db.read(|tx| Ok(tx.shop_jobs(shop.id, state, before, limit)?))
+            .unwrap()
+            .into_iter()
+            .map(|job| {
+                assert_eq!(job.shop_id, Some(shop.id));
+                job.id
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(list(None, None, 10), [ids[4], ids[3], ids[0]]);
+    assert_eq!(list(None, None, 2), [ids[4], ids[3]]);
+    assert_eq!(list(None, Some(ids[3]), 2), [ids[0]]);
+    assert_eq!(list(Some(JobState::Cancelled), None, 10), [ids[3]]);
+    assert_eq!(list(Some(JobState::Queued), None, 10), [ids[4], ids[0]]);
+    let process_wide = db.read(|tx| Ok(tx.job(ids[2])?)).unwrap().unwrap();
+    assert_eq!(process_wide.shop_id, None);
+}
+every_database!(a_shops_jobs_are_listed_newest_first_by_state);

@@ -27,6 +27,7 @@ struct JobRow {
     last_error: Option<String>,
     created_at: i64,
     updated_at: i64,
+    shop_id: Option<i64>,
 }
 
 impl TryFrom<JobRow> for Job {
@@ -47,6 +48,7 @@ impl TryFrom<JobRow> for Job {
             last_error: row.last_error,
             created_at: Timestamp::from_micros(row.created_at),
             updated_at: Timestamp::from_micros(row.updated_at),
+            shop_id: row.shop_id,
         })
     }
 }
@@ -107,6 +109,7 @@ impl StoreTx<'_> {
             jobs::max_attempts.eq(job.max_attempts.max(1)),
             jobs::created_at.eq(now.as_micros()),
             jobs::updated_at.eq(now.as_micros()),
+            jobs::shop_id.eq(job.shop_id),
         );
         // A clash with the partial unique index leaves the row out instead of failing the
         // caller's transaction (PostgreSQL would abort it).
@@ -401,6 +404,31 @@ impl JobRepository for StoreTx<'_> {
             query = query.filter(jobs::state.eq(state.as_str()));
         }
         query
+            .load(self.conn)
+            .map_err(storage_error)?
+            .into_iter()
+            .map(Job::try_from)
+            .collect()
+    }
+
+    fn shop_jobs(
+        &mut self,
+        shop_id: i64,
+        state: Option<JobState>,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<Job>> {
+        let mut query = jobs::table.filter(jobs::shop_id.eq(shop_id)).into_boxed();
+        if let Some(state) = state {
+            query = query.filter(jobs::state.eq(state.as_str()));
+        }
+        if let Some(before) = before {
+            query = query.filter(jobs::id.lt(before));
+        }
+        query
+            .order(jobs::id.desc())
+            .limit(i64::try_from(limit).unwrap_or(i64::MAX))
+            .select(JobRow::as_select())
             .load(self.conn)
             .map_err(storage_error)?
             .into_iter()

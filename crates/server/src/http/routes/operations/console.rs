@@ -1,11 +1,21 @@
-//! The console's Overview: the shop's figures of the last hour and day.
+//! The console's Overview (the shop's figures of the last hour and day) and Jobs page (the
+//! shop's jobs by state; retrying or cancelling one).
 
-use actix_web::{HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
-use mercer_domain::operations::{DeliveryFigures, SET_ASIDE_SHOWN, ShopOverview, shop_overview};
+use mercer_domain::kernel::jobs::{Job, JobState};
+use mercer_domain::operations::{
+    DeliveryFigures, SET_ASIDE_SHOWN, ShopOverview, cancel_shop_job, retry_shop_job, shop_jobs,
+    shop_overview,
+};
+use serde::Deserialize;
 
-use crate::http::console::{Chrome, ConsoleError, Staff, render};
-use crate::http::state::AppState;
+use crate::http::console::{
+    ActionForm, Chrome, ConfirmPage, ConsoleError, PAGE_SIZE, Staff, form, query, render,
+    see_other, when,
+};
+use crate::http::extract::RawBody;
+use crate::http::state::{AppState, run_blocking};
 
 #[derive(Template)]
 #[template(path = "console/overview.html")]
@@ -38,4 +48,113 @@ pub async fn page(
         overview,
         set_aside_shown: SET_ASIDE_SHOWN,
     })
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct JobsQuery {
+    state: String,
+    before: Option<i64>,
+}
+
+#[derive(Template)]
+#[template(path = "console/jobs.html")]
+struct JobsPage {
+    chrome: Chrome,
+    jobs: Vec<Job>,
+    state: String,
+    states: Vec<&'static str>,
+    next_page: Option<String>,
+}
+
+impl JobsPage {
+    fn when(&self, at: &mercer_domain::Timestamp) -> String {
+        when(at)
+    }
+
+    fn retryable(&self, job: &Job) -> bool {
+        matches!(job.state, JobState::Failed | JobState::Cancelled)
+    }
+
+    fn cancellable(&self, job: &Job) -> bool {
+        matches!(
+            job.state,
+            JobState::Queued | JobState::Running | JobState::Failed
+        )
+    }
+}
+
+/// `GET /console/jobs`: the shop's jobs, newest first, by state.
+pub async fn jobs(
+    state: web::Data<AppState>,
+    request: HttpRequest,
+    Staff(staff): Staff,
+) -> Result<HttpResponse, ConsoleError> {
+    let list: JobsQuery = query(&request);
+    let wanted = JobState::parse(list.state.trim());
+    let (shop_id, before) = (staff.shop.id, list.before);
+    let jobs = state
+        .read(move |tx| shop_jobs(tx, shop_id, wanted, before, PAGE_SIZE))
+        .await?;
+    let shown_state = wanted.map_or("", JobState::as_str);
+    let next_page = (jobs.len() == PAGE_SIZE)
+        .then(|| jobs.last().map(|job| job.id))
+        .flatten()
+        .map(|before| {
+            serde_urlencoded::to_string([("state", shown_state), ("before", &before.to_string())])
+                .unwrap_or_default()
+        });
+    render(&JobsPage {
+        chrome: Chrome::of(&staff, "jobs"),
+        jobs,
+        state: shown_state.to_string(),
+        states: JobState::ALL.iter().map(|s| s.as_str()).collect(),
+        next_page,
+    })
+}
+
+/// `POST /console/jobs/{id}/retry`: asks to confirm, then queues the job again.
+pub async fn retry_job(
+    state: web::Data<AppState>,
+    path: web::Path<i64>,
+    Staff(staff): Staff,
+    body: RawBody,
+) -> Result<HttpResponse, ConsoleError> {
+    let fields: ActionForm = form(&staff, body)?;
+    let id = path.into_inner();
+    if !fields.confirmed() {
+        return render(&ConfirmPage {
+            chrome: Chrome::of(&staff, "jobs"),
+            question: &format!("Queue job {id} again, due now, with its attempts from zero?"),
+            action: &format!("/console/jobs/{id}/retry"),
+            button: "Retry",
+            back: "/console/jobs",
+        });
+    }
+    let (store, now) = (state.store.clone(), state.now());
+    run_blocking(move || retry_shop_job(&store, &staff, id, now)).await?;
+    Ok(see_other("/console/jobs"))
+}
+
+/// `POST /console/jobs/{id}/cancel`: asks to confirm, then cancels the job.
+pub async fn cancel_job(
+    state: web::Data<AppState>,
+    path: web::Path<i64>,
+    Staff(staff): Staff,
+    body: RawBody,
+) -> Result<HttpResponse, ConsoleError> {
+    let fields: ActionForm = form(&staff, body)?;
+    let id = path.into_inner();
+    if !fields.confirmed() {
+        return render(&ConfirmPage {
+            chrome: Chrome::of(&staff, "jobs"),
+            question: &format!("Cancel job {id}? A running job stops at its next step."),
+            action: &format!("/console/jobs/{id}/cancel"),
+            button: "Cancel the job",
+            back: "/console/jobs",
+        });
+    }
+    let (store, now) = (state.store.clone(), state.now());
+    run_blocking(move || cancel_shop_job(&store, &staff, id, now)).await?;
+    Ok(see_other("/console/jobs"))
 }

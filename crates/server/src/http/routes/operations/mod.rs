@@ -27,6 +27,9 @@ pub fn configure(config: &mut web::ServiceConfig) {
         .service(resource("/metrics").route(web::get().to(metrics::metrics)))
         .service(resource("/openapi.json").route(web::get().to(document::openapi_json)))
         .service(resource("/docs").route(web::get().to(document::reference_page)))
-        // The operator console's overview (HTML, left out of the OpenAPI document).
-        .service(resource("/console").route(web::get().to(console::page)));
+        // The operator console's overview and jobs (HTML, left out of the OpenAPI document).
+        .service(resource("/console").route(web::get().to(console::page)))
+        .service(resource("/console/jobs").route(web::get().to(console::jobs)))
+        .service(resource("/console/jobs/{id}/retry").route(web::post().to(console::retry_job)))
+        .service(resource("/console/jobs/{id}/cancel").route(web::post().to(console::cancel_job)));
 }
