@@ -128,6 +128,13 @@ fn a_staff_member_resends_a_failed_delivery_and_retries_an_event_in_a_browser(ba
             Ok(())
         })
         .unwrap();
+    // A subscription whose order date has passed, for the Subscriptions page.
+    let subscriptions = crate::subscriptions::Api::demo(&server);
+    let due = subscriptions.create(&crate::scheduler::subscription(
+        "due@example.test",
+        serde_json::json!({"subscription_status": "active",
+                           "next_order_datetime": "2026-03-02T14:00:00Z"}),
+    ));
     staff(&server, &shop.id, "ops@demo.test");
     let other = other_shop(&server);
     let shots = screenshots(backend);
@@ -214,7 +221,12 @@ fn a_staff_member_resends_a_failed_delivery_and_retries_an_event_in_a_browser(ba
         "{seen}"
     );
     assert!(text("jobs").contains("console.example"), "{seen}");
+    assert_eq!(
+        text("subscriptionHeading"),
+        format!("Subscription {}", due["id"])
+    );
     for page in [
+        "subscription",
         "jobs",
         "sign-in",
         "overview",
@@ -255,7 +267,7 @@ fn sign_in_form(server: &MercerServer) -> (String, String) {
     (csrf, cookie)
 }
 
-fn sign_in(server: &MercerServer, shop: &str, password: &str) -> Answer {
+fn sign_in(server: &MercerServer, shop: &str, email: &str, password: &str) -> Answer {
     let (csrf, cookie) = sign_in_form(server);
     server
         .post("/console/sign-in")
@@ -263,7 +275,7 @@ fn sign_in(server: &MercerServer, shop: &str, password: &str) -> Answer {
         .form(&[
             ("csrf", csrf.as_str()),
             ("shop", shop),
-            ("email", "ops@demo.test"),
+            ("email", email),
             ("password", password),
         ])
 }
@@ -297,7 +309,7 @@ fn sessions_cookies_and_headers_are_as_a_staff_console_needs(backend: Backend) {
         ]);
     assert_eq!(forged.status, 403, "{}", forged.text);
 
-    let signed_in = sign_in(&server, &shop, PASSWORD);
+    let signed_in = sign_in(&server, &shop, "ops@demo.test", PASSWORD);
     assert_eq!(signed_in.status, 303, "{}", signed_in.text);
     let session = header(&signed_in, "set-cookie")
         .into_iter()
@@ -360,20 +372,23 @@ fn sessions_cookies_and_headers_are_as_a_staff_console_needs(backend: Backend) {
 
     // Wrong passwords: 401 with the form again, then the pair is locked (429), the right
     // password included, as on the consent page.
-    let wrong = sign_in(&server, &shop, "not the password");
+    let wrong = sign_in(&server, &shop, "ops@demo.test", "not the password");
     assert_eq!(wrong.status, 401);
     assert!(wrong.text.contains("not right"), "{}", wrong.text);
     let mut statuses = Vec::new();
     for _ in 0..5 {
-        statuses.push(sign_in(&server, &shop, "not the password").status);
+        statuses.push(sign_in(&server, &shop, "ops@demo.test", "not the password").status);
     }
     assert_eq!(statuses.last(), Some(&429), "{statuses:?}");
-    assert_eq!(sign_in(&server, &shop, PASSWORD).status, 429);
+    assert_eq!(
+        sign_in(&server, &shop, "ops@demo.test", PASSWORD).status,
+        429
+    );
 }
 
 /// A signed-in session's cookie and the CSRF token of its forms.
-fn session(server: &MercerServer, shop: &str) -> (String, String) {
-    let signed_in = sign_in(server, shop, PASSWORD);
+fn session(server: &MercerServer, shop: &str, email: &str) -> (String, String) {
+    let signed_in = sign_in(server, shop, email, PASSWORD);
     assert_eq!(signed_in.status, 303, "{}", signed_in.text);
     let cookie = header(&signed_in, "set-cookie")
         .into_iter()
@@ -425,7 +440,7 @@ fn the_jobs_page_lists_the_shops_jobs_and_retries_and_cancels_them(backend: Back
         .unwrap();
     let state_of = |id| store.read(|tx| Ok(tx.job(id)?)).unwrap().unwrap().state;
 
-    let (cookie, csrf) = session(&server, &shop);
+    let (cookie, csrf) = session(&server, &shop, "ops@demo.test");
     let page = server.get("/console/jobs").header("Cookie", &cookie).call();
     assert_eq!(page.status, 200);
     assert!(page.text.contains("console.test"), "{}", page.text);
@@ -492,7 +507,65 @@ fn the_jobs_page_lists_the_shops_jobs_and_retries_and_cancels_them(backend: Back
     );
 }
 
+fn the_subscriptions_page_shows_the_due_report_and_a_history(backend: Backend) {
+    use crate::scheduler::subscription;
+    use crate::subscriptions::{Api, id_of};
+    // The scheduler looks once an hour: the subscription stays due while the test looks.
+    let server = MercerServer::start_with(
+        TestDatabase::create(backend),
+        &["--scheduler-interval-ms", "3600000"],
+    );
+    let api = Api::demo(&server);
+    staff(&server, &api.shop, "ops@demo.test");
+    let other = other_shop(&server);
+    let made = api.create(&subscription(
+        "due@example.test",
+        serde_json::json!({"subscription_status": "active",
+                           "next_order_datetime": "2026-03-02T14:00:00Z"}),
+    ));
+    let id = id_of(&made);
+
+    let (cookie, _) = session(&server, &api.shop, "ops@demo.test");
+    let due = server
+        .get("/console/subscriptions")
+        .header("Cookie", &cookie)
+        .call();
+    assert_eq!(due.status, 200);
+    assert!(
+        due.text
+            .contains(&format!("href=\"/console/subscriptions/{id}\"")),
+        "{}",
+        due.text
+    );
+    assert!(due.text.contains("2026-03-02 14:00:00 UTC"), "{}", due.text);
+    let page = server
+        .get(&format!("/console/subscriptions/{id}"))
+        .header("Cookie", &cookie)
+        .call();
+    assert_eq!(page.status, 200);
+    assert!(page.text.contains("id=\"status-log\""), "{}", page.text);
+    assert!(page.text.contains("<code>created</code>"), "{}", page.text);
+
+    // Another shop's staff member finds neither.
+    let (theirs, _) = session(&server, &other, "other@other.test");
+    let foreign = server
+        .get(&format!("/console/subscriptions/{id}"))
+        .header("Cookie", &theirs)
+        .call();
+    assert_eq!(foreign.status, 404);
+    let their_due = server
+        .get("/console/subscriptions")
+        .header("Cookie", &theirs)
+        .call();
+    assert!(
+        !their_due
+            .text
+            .contains(&format!("/console/subscriptions/{id}"))
+    );
+}
+
 backend_tests!(
+    the_subscriptions_page_shows_the_due_report_and_a_history,
     a_staff_member_resends_a_failed_delivery_and_retries_an_event_in_a_browser,
     sessions_cookies_and_headers_are_as_a_staff_console_needs,
     the_jobs_page_lists_the_shops_jobs_and_retries_and_cancels_them,

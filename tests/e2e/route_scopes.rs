@@ -627,6 +627,8 @@ pub(crate) const CONSOLE: &[(&str, &str)] = &[
     ("GET", "/console/jobs"),
     ("POST", "/console/jobs/{id}/retry"),
     ("POST", "/console/jobs/{id}/cancel"),
+    ("GET", "/console/subscriptions"),
+    ("GET", "/console/subscriptions/{id}"),
 ];
 
 /// The storefront's routes (§4.4): the bearer is the JWT of the path's one order, never an API

@@ -135,7 +135,7 @@ pub(crate) fn connect_orders(
 
 /// A subscription of `email` with `fields` over a weekly one (Mondays 09:00 in the shop's
 /// zone), paid with `tok_success`.
-fn subscription(email: &str, fields: Value) -> Value {
+pub(crate) fn subscription(email: &str, fields: Value) -> Value {
     let mut body = json!({
         "customer": {"email": email, "first_name": "Ada"},
         "subscription": {

@@ -129,6 +129,12 @@ const [base, shop, email, password, otherShop, otherEmail, topic, shots, chromiu
     out.jobs = await page.textContent('main');
     await shot('jobs');
 
+    await page.goto(base + '/console/subscriptions');
+    await shot('subscriptions');
+    await navigating(page, page.click('#due tbody tr a'));
+    out.subscriptionHeading = (await page.textContent('h1')).trim();
+    await shot('subscription');
+
     await page.goto(base + '/console/audit');
     out.audit = await page.locator('table tbody tr').allTextContents();
     await shot('audit');

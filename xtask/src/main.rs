@@ -12,6 +12,7 @@
 //!   docs/testing.md (not part of CI).
 
 mod bench;
+mod bench_console;
 mod bench_dispatch;
 mod bench_scheduler;
 mod bench_subscriptions;
@@ -30,7 +31,7 @@ fn usage() -> ExitCode {
          test [--require-postgres] [-- ARGS]   the whole suite on SQLite and PostgreSQL\n  \
          ci                                    fmt check, clippy, tidy, test --require-postgres\n  \
          tidy [--manifest-path PATH]           check the crate layering invariants\n  \
-         bench ingest|dispatch|subscriptions|scheduler\n                                               the ingest, webhook, List Subscriptions or scheduler benchmark\n  \
+         bench ingest|dispatch|subscriptions|scheduler|console\n                                               the ingest, webhook, List Subscriptions, scheduler or console benchmark\n  \
          openapi                               write docs/openapi.json from the code\n  \
          fuzz-api [--seconds N]                schemathesis on both databases, N s each (600)\n  \
          mutants [TARGET...] [-- ARGS]         cargo-mutants over signing, events, access, guard"
@@ -86,6 +87,7 @@ fn main() -> ExitCode {
         "bench-run-scheduler" => {
             bench_scheduler::scheduler(rest.first().map_or("", String::as_str))
         }
+        "bench-run-console" => bench_console::console(rest.first().map_or("", String::as_str)),
         _ => return usage(),
     };
     match result {
@@ -144,9 +146,11 @@ fn bench(args: &[String]) -> Result<(), String> {
         Some("dispatch") => "bench-run-dispatch",
         Some("subscriptions") => "bench-run-subscriptions",
         Some("scheduler") => "bench-run-scheduler",
+        Some("console") => "bench-run-console",
         _ => {
             return Err(
-                "usage: cargo xtask bench ingest|dispatch|subscriptions|scheduler".to_string(),
+                "usage: cargo xtask bench ingest|dispatch|subscriptions|scheduler|console"
+                    .to_string(),
             );
         }
     };

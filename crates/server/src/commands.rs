@@ -33,7 +33,7 @@ use mercer_domain::platform::events::{
 };
 use mercer_domain::platform::outbox::enqueue_waiting_deliveries;
 use mercer_domain::ports::Database;
-use mercer_domain::subscriptions::scheduler::{DueReason, SchedulerJob, due_report};
+use mercer_domain::subscriptions::scheduler::{SchedulerJob, due_report};
 use mercer_domain::{DomainError, Timestamp};
 use mercer_jobs::JobRunnerConfig;
 use mercer_store::{DatabaseUrl, OpenError, PoolOptions, Store, UrlError};
@@ -497,40 +497,7 @@ fn subscriptions_command(store: &Store, command: SubscriptionsCommand) -> Result
             }
             let mut table = Table::new(&["SUBSCRIPTION", "STATUS", "NEXT_ORDER", "LOCAL", "WHY"]);
             for entry in entries {
-                let why = match &entry.reason {
-                    DueReason::Starts => {
-                        "starts: scheduled, its first order date has come; it becomes active \
-                         and the order is placed"
-                            .to_string()
-                    }
-                    DueReason::Due { attempt: 1 } => "due: its order date has come".to_string(),
-                    DueReason::Due { attempt } => format!(
-                        "due: retry {} of its order, the retry wait is over",
-                        attempt - 1
-                    ),
-                    DueReason::WaitingRetry {
-                        attempt,
-                        retry_at,
-                        failure_code,
-                    } => format!(
-                        "waiting: retry {} at {} after {}",
-                        attempt - 1,
-                        retry_at.to_rfc3339_seconds(),
-                        failure_code.as_deref().unwrap_or("a failure")
-                    ),
-                    DueReason::Placing {
-                        attempt,
-                        since,
-                        platform_order_id,
-                    } => format!(
-                        "being placed: attempt {attempt} since {}{}",
-                        since.to_rfc3339_seconds(),
-                        platform_order_id
-                            .as_deref()
-                            .map(|id| format!(", platform order {}", id.escape_debug()))
-                            .unwrap_or_default()
-                    ),
-                };
+                let why = entry.reason.describe();
                 table.row(vec![
                     entry.subscription_id.to_string(),
                     entry.status.as_str().to_string(),

@@ -1,6 +1,6 @@
 DROP INDEX jobs_shop;
 ALTER TABLE jobs DROP COLUMN shop_id;
-DROP INDEX webhook_messages_shop_created;
+DROP INDEX webhook_messages_shop_status_created;
 DROP INDEX webhook_messages_shop_status;
 DROP INDEX webhook_messages_shop_topic;
 DROP INDEX webhook_messages_shop;

@@ -427,6 +427,13 @@ pub trait SubscriptionRepository {
     fn lock_for_create(&mut self, key: &str) -> StoreResult<()>;
     /// Appends a status log entry; it becomes the subscription's `latest_status_log`.
     fn insert_status_log(&mut self, shop_id: i64, entry: &NewStatusLog) -> StoreResult<StatusLog>;
+    /// The subscription's status log, newest first, at most `limit` entries.
+    fn status_logs_of_subscription(
+        &mut self,
+        shop_id: i64,
+        subscription_id: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<StatusLog>>;
     /// The shop's subscription of this id; `None` for an unknown id or another shop's.
     fn subscription(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<StoredSubscription>>;
     /// List Subscriptions: the subscriptions `query` matches with an id above its cursor's, by

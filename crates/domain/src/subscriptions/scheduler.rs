@@ -1096,6 +1096,44 @@ pub enum DueReason {
     },
 }
 
+impl DueReason {
+    /// Why, in words, as `mercer subscriptions due` and the console show it.
+    pub fn describe(&self) -> String {
+        match self {
+            DueReason::Starts => "starts: scheduled, its first order date has come; it becomes \
+                                  active and the order is placed"
+                .to_string(),
+            DueReason::Due { attempt: 1 } => "due: its order date has come".to_string(),
+            DueReason::Due { attempt } => format!(
+                "due: retry {} of its order, the retry wait is over",
+                attempt - 1
+            ),
+            DueReason::WaitingRetry {
+                attempt,
+                retry_at,
+                failure_code,
+            } => format!(
+                "waiting: retry {} at {} after {}",
+                attempt - 1,
+                retry_at.to_rfc3339_seconds(),
+                failure_code.as_deref().unwrap_or("a failure")
+            ),
+            DueReason::Placing {
+                attempt,
+                since,
+                platform_order_id,
+            } => format!(
+                "being placed: attempt {attempt} since {}{}",
+                since.to_rfc3339_seconds(),
+                platform_order_id
+                    .as_deref()
+                    .map(|id| format!(", platform order {}", id.escape_debug()))
+                    .unwrap_or_default()
+            ),
+        }
+    }
+}
+
 /// A line of `mercer subscriptions due`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DueEntry {

@@ -527,6 +527,22 @@ impl SubscriptionRepository for MemoryState {
         Ok(log)
     }
 
+    fn status_logs_of_subscription(
+        &mut self,
+        shop_id: i64,
+        subscription_id: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<StatusLog>> {
+        Ok(self
+            .status_logs
+            .iter()
+            .rev()
+            .filter(|(shop, log)| *shop == shop_id && log.subscription_id == subscription_id)
+            .take(limit)
+            .map(|(_, log)| log.clone())
+            .collect())
+    }
+
     fn subscription(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<StoredSubscription>> {
         Ok(self.subscription_mut(shop_id, id).map(|s| s.clone()))
     }

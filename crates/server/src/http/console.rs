@@ -185,6 +185,7 @@ impl Chrome {
             ("/console/webhooks", "Webhooks", "webhooks"),
             ("/console/connector", "Connector", "connector"),
             ("/console/jobs", "Jobs", "jobs"),
+            ("/console/subscriptions", "Subscriptions", "subscriptions"),
             ("/console/audit", "Audit log", "audit"),
         ]
         .into_iter()

@@ -1209,12 +1209,21 @@ fn the_latest_status_log_is_the_last_one_inserted(db: &impl Database) {
     let theirs = log(other, SubscriptionStatus::Inactive, "cancelled", 30);
     assert_eq!(
         read_subscription(db, shop.id, id).latest_status_log,
-        Some(paused)
+        Some(paused.clone())
     );
     assert_eq!(
         read_subscription(db, shop.id, other).latest_status_log,
-        Some(theirs)
+        Some(theirs.clone())
     );
+    // A subscription's log, newest first, its own entries only, of its shop only.
+    let logs = |shop_id, subscription_id, limit| {
+        db.read(|tx| Ok(tx.status_logs_of_subscription(shop_id, subscription_id, limit)?))
+            .unwrap()
+    };
+    assert_eq!(logs(shop.id, id, 10), [paused.clone(), created]);
+    assert_eq!(logs(shop.id, id, 1), [paused]);
+    assert_eq!(logs(shop.id, other, 10), [theirs]);
+    assert!(logs(shop.id + 1, id, 10).is_empty());
 }
 every_database!(the_latest_status_log_is_the_last_one_inserted);
 

@@ -639,6 +639,25 @@ impl SubscriptionRepository for StoreTx<'_> {
         Ok(entry.clone().stored(id))
     }
 
+    fn status_logs_of_subscription(
+        &mut self,
+        shop_id: i64,
+        subscription_id: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<StatusLog>> {
+        subscription_status_logs::table
+            .filter(subscription_status_logs::shop_id.eq(shop_id))
+            .filter(subscription_status_logs::subscription_id.eq(subscription_id))
+            .order(subscription_status_logs::id.desc())
+            .limit(i64::try_from(limit).unwrap_or(i64::MAX))
+            .select(StatusLogRow::as_select())
+            .load(self.conn)
+            .map_err(storage_error)?
+            .into_iter()
+            .map(StatusLogRow::into_status_log)
+            .collect()
+    }
+
     fn subscription(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<StoredSubscription>> {
         let rows: Vec<FullRow> = on_backend!(&mut *self.conn, |c| {
             whole_rows!()

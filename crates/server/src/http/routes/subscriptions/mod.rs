@@ -3,6 +3,7 @@
 //! subscriptions and their actions, the webhook subscriptions; and the subscription groups
 //! (`read_subscription_groups`, `write_subscription_groups`).
 
+mod console;
 mod customers;
 mod groups;
 mod operations;
@@ -159,5 +160,10 @@ pub fn configure(config: &mut web::ServiceConfig) {
         .service(
             resource("/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}/enable")
                 .route(web::post().to(webhooks::enable)),
+        )
+        // The operator console's pages (HTML, left out of the OpenAPI document).
+        .service(resource("/console/subscriptions").route(web::get().to(console::due)))
+        .service(
+            resource("/console/subscriptions/{id}").route(web::get().to(console::subscription)),
         );
 }
