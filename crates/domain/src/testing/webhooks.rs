@@ -304,6 +304,19 @@ impl WebhookRepository for MemoryState {
             .collect())
     }
 
+    fn last_webhook_attempts(&mut self, message_rows: &[i64]) -> StoreResult<Vec<DeliveryAttempt>> {
+        Ok(message_rows
+            .iter()
+            .filter_map(|row| {
+                self.webhook_attempts
+                    .iter()
+                    .rev()
+                    .find(|a| a.message_row == *row)
+                    .cloned()
+            })
+            .collect())
+    }
+
     fn requeue_webhook_message(&mut self, id: i64, now: Timestamp) -> StoreResult<()> {
         if let Some(message) = self.webhook_messages.iter_mut().find(|m| m.id == id) {
             message.status = MessageStatus::Pending;

@@ -116,19 +116,23 @@ pub fn messages(
     let messages = tx.webhook_messages_of_shop(shop_id, filter, before, limit)?;
     let endpoint_ids: Vec<i64> = messages.iter().map(|m| m.endpoint_id).collect();
     let endpoints = tx.webhook_endpoints_by_ids(&endpoint_ids)?;
-    let mut lines = Vec::with_capacity(messages.len());
-    for message in &messages {
-        let attempts = tx.webhook_attempts(message.id)?;
-        lines.push(MessageLine {
+    let rows: Vec<i64> = messages.iter().map(|m| m.id).collect();
+    let last_attempts = tx.last_webhook_attempts(&rows)?;
+    let lines = messages
+        .iter()
+        .map(|message| MessageLine {
             message: MessageShown::of(message),
             callback_url: endpoints
                 .iter()
                 .find(|(endpoint, _)| endpoint.id == message.endpoint_id)
                 .map(|(endpoint, _)| endpoint.callback_url.clone())
                 .unwrap_or_default(),
-            last_attempt: attempts.last().map(AttemptShown::of),
-        });
-    }
+            last_attempt: last_attempts
+                .iter()
+                .find(|attempt| attempt.message_row == message.id)
+                .map(AttemptShown::of),
+        })
+        .collect();
     let next_before = (messages.len() == limit)
         .then(|| messages.last().map(|m| m.id))
         .flatten();

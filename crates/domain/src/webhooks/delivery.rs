@@ -844,15 +844,18 @@ pub mod log {
         limit: usize,
     ) -> Result<Vec<DeliveryLine>, DomainError> {
         let messages = tx.webhook_messages_of_endpoint(endpoint.id, limit)?;
-        let mut log = Vec::with_capacity(messages.len());
-        for message in &messages {
-            let attempts = tx.webhook_attempts(message.id)?;
-            log.push(DeliveryLine {
+        let rows: Vec<i64> = messages.iter().map(|m| m.id).collect();
+        let last_attempts = tx.last_webhook_attempts(&rows)?;
+        Ok(messages
+            .iter()
+            .map(|message| DeliveryLine {
                 message: MessageShown::of(message),
-                last_attempt: attempts.last().map(AttemptShown::of),
-            });
-        }
-        Ok(log)
+                last_attempt: last_attempts
+                    .iter()
+                    .find(|attempt| attempt.message_row == message.id)
+                    .map(AttemptShown::of),
+            })
+            .collect())
     }
 
     /// One message with its payload and every attempt.

@@ -117,6 +117,8 @@ pub trait WebhookRepository {
     ) -> StoreResult<Vec<(MessageStatus, i64)>>;
     /// A message's attempts, oldest first.
     fn webhook_attempts(&mut self, message_row: i64) -> StoreResult<Vec<DeliveryAttempt>>;
+    /// The last attempt of each of these messages that has one (in no particular order).
+    fn last_webhook_attempts(&mut self, message_rows: &[i64]) -> StoreResult<Vec<DeliveryAttempt>>;
     /// How many endpoints are disabled.
     fn count_disabled_webhook_endpoints(&mut self) -> StoreResult<i64>;
     /// Makes a message pending and due at `now` again (its `webhook-id` stays).

@@ -325,6 +325,17 @@ fn webhook_messages_are_claimed_attempted_and_requeued(db: &impl Database) {
     );
     assert_eq!(attempts[1].outcome.latency, Duration::from_millis(12));
     assert_eq!(attempts[1].outcome.response.as_deref(), Some("body"));
+    // The last attempt of each message that has one, in one read.
+    let mut last = db
+        .read(|tx| Ok(tx.last_webhook_attempts(&[ids[0], ids[1], ids[2]])?))
+        .unwrap();
+    last.sort_by_key(|a| a.message_row);
+    assert_eq!(
+        last.iter()
+            .map(|a| (a.message_row, a.attempted_at, a.outcome.status))
+            .collect::<Vec<_>>(),
+        [(ids[0], at(5), Some(200)), (ids[1], at(5), Some(410))]
+    );
     let delivered = db
         .read(|tx| Ok(tx.webhook_message("msg_1")?))
         .unwrap()

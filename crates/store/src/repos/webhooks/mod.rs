@@ -117,6 +117,25 @@ struct AttemptRow {
     retry_after_ms: Option<i64>,
 }
 
+impl AttemptRow {
+    fn into_attempt(self) -> DeliveryAttempt {
+        DeliveryAttempt {
+            message_row: self.message_id,
+            attempted_at: time(self.attempted_at),
+            outcome: AttemptOutcome {
+                status: self.status.and_then(|s| u16::try_from(s).ok()),
+                latency: Duration::from_micros(u64::try_from(self.latency_us).unwrap_or(0)),
+                response: self.response,
+                error: self.error,
+                retry_after: self
+                    .retry_after_ms
+                    .and_then(|ms| u64::try_from(ms).ok())
+                    .map(Duration::from_millis),
+            },
+        }
+    }
+}
+
 #[derive(Insertable)]
 #[diesel(table_name = webhook_attempts, treat_none_as_default_value = false)]
 struct NewAttemptRow<'a> {
@@ -580,21 +599,32 @@ impl WebhookRepository for StoreTx<'_> {
             .load(self.conn)
             .map_err(storage_error)?
             .into_iter()
-            .map(|row| DeliveryAttempt {
-                message_row: row.message_id,
-                attempted_at: time(row.attempted_at),
-                outcome: AttemptOutcome {
-                    status: row.status.and_then(|s| u16::try_from(s).ok()),
-                    latency: Duration::from_micros(u64::try_from(row.latency_us).unwrap_or(0)),
-                    response: row.response,
-                    error: row.error,
-                    retry_after: row
-                        .retry_after_ms
-                        .and_then(|ms| u64::try_from(ms).ok())
-                        .map(Duration::from_millis),
-                },
-            })
+            .map(AttemptRow::into_attempt)
             .collect())
+    }
+
+    fn last_webhook_attempts(&mut self, message_rows: &[i64]) -> StoreResult<Vec<DeliveryAttempt>> {
+        // A message has a handful of attempts at most: reading them all in one query beats one
+        // query per message.
+        let mut last: Vec<DeliveryAttempt> = Vec::new();
+        for chunk in message_rows.chunks(CHUNK) {
+            let rows: Vec<AttemptRow> = webhook_attempts::table
+                .filter(webhook_attempts::message_id.eq_any(chunk))
+                .order(webhook_attempts::id.asc())
+                .select(AttemptRow::as_select())
+                .load(self.conn)
+                .map_err(storage_error)?;
+            for attempt in rows.into_iter().map(AttemptRow::into_attempt) {
+                match last
+                    .iter_mut()
+                    .find(|a| a.message_row == attempt.message_row)
+                {
+                    Some(earlier) => *earlier = attempt,
+                    None => last.push(attempt),
+                }
+            }
+        }
+        Ok(last)
     }
 
     fn requeue_webhook_message(&mut self, id: i64, now: Timestamp) -> StoreResult<()> {
