@@ -308,6 +308,18 @@ fn sessions_cookies_and_headers_are_as_a_staff_console_needs(backend: Backend) {
             ("password", PASSWORD),
         ]);
     assert_eq!(forged.status, 403, "{}", forged.text);
+    // A NUL in a field is a 400, not a lookup the database cannot make.
+    let (csrf, cookie) = sign_in_form(&server);
+    let nul = server
+        .post("/console/sign-in")
+        .header("Cookie", &cookie)
+        .form(&[
+            ("csrf", csrf.as_str()),
+            ("shop", "shop\u{0}"),
+            ("email", "ops@demo.test"),
+            ("password", PASSWORD),
+        ]);
+    assert_eq!(nul.status, 400, "{}", nul.text);
 
     let signed_in = sign_in(&server, &shop, "ops@demo.test", PASSWORD);
     assert_eq!(signed_in.status, 303, "{}", signed_in.text);

@@ -83,6 +83,10 @@ pub async fn sign_in(
     body: RawBody,
 ) -> Result<HttpResponse, ConsoleError> {
     let bytes = body.bytes()?;
+    // A NUL cannot be looked up in PostgreSQL's text: refused as the consent page refuses it.
+    if super::oauth::form_holds_nul(&bytes) {
+        return Err(ConsoleError::BadForm);
+    }
     let fields: SignInFields =
         serde_urlencoded::from_bytes(&bytes).map_err(|_| ConsoleError::BadForm)?;
     let expected = shared::cookie(&request, SIGN_IN_COOKIE).unwrap_or_default();

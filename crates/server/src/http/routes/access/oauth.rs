@@ -452,7 +452,7 @@ fn basic_credentials(request: &HttpRequest) -> Option<(String, String)> {
 
 /// Whether a form body holds a NUL, raw or percent-encoded: no field Mercer reads may (no
 /// database stores one), so such a form is refused before it is read.
-fn form_holds_nul(body: &[u8]) -> bool {
+pub(crate) fn form_holds_nul(body: &[u8]) -> bool {
     body.contains(&0) || body.windows(3).any(|window| window == b"%00")
 }
 
