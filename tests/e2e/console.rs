@@ -154,7 +154,7 @@ fn a_staff_member_resends_a_failed_delivery_and_retries_an_event_in_a_browser(ba
     assert!(text("afterSignIn").ends_with("/console"), "{seen}");
     assert_eq!(seen["cookie"]["httpOnly"], true, "{seen}");
     assert_eq!(seen["cookie"]["sameSite"], "Strict", "{seen}");
-    assert!(text("overview").contains("Webhook deliveries"), "{seen}");
+    assert!(text("overview").contains("webhook attempts sent"), "{seen}");
 
     // Found by topic and status: the failed one, with its 500.
     let topics = seen["rowTopics"].as_array().unwrap();
@@ -576,7 +576,78 @@ fn the_subscriptions_page_shows_the_due_report_and_a_history(backend: Backend) {
     );
 }
 
+/// The last hour's and the last day's figures of an activity on the overview page.
+fn activity(page: &str, key: &str) -> (i64, i64) {
+    let row = page
+        .split(&format!("<tr id=\"{key}\">"))
+        .nth(1)
+        .and_then(|rest| rest.split("</tr>").next())
+        .unwrap_or_else(|| panic!("no row {key} in {page}"));
+    let cells: Vec<i64> = row
+        .split("<td class=\"num\">")
+        .skip(1)
+        .filter_map(|cell| cell.split('<').next()?.trim().parse().ok())
+        .collect();
+    assert_eq!(cells.len(), 2, "{row}");
+    (cells[0], cells[1])
+}
+
+fn the_overview_counts_the_shops_deliveries_and_events(backend: Backend) {
+    let server = MercerServer::start_with(
+        TestDatabase::create(backend),
+        &["--allow-private-targets", "--webhook-retry-schedule", "0s"],
+    );
+    let shop = shop(&server);
+    let (failing_receiver, receiver) = (Receiver::start(), Receiver::start());
+    let failing = create(&server, &shop, 1, &failing_receiver.url);
+    let working = create(&server, &shop, 2, &receiver.url);
+    failing_receiver.script(&[Reply::status(500)]);
+    let failed = send_test(&server, &shop, failing["id"].as_str().unwrap());
+    let delivered = send_test(&server, &shop, working["id"].as_str().unwrap());
+    let store = server.database().open_store();
+    let status_of = |message_id: &str| {
+        store
+            .read(|tx| Ok(tx.webhook_message(message_id)?))
+            .unwrap()
+            .map(|m| m.status)
+    };
+    assert!(wait_until(Duration::from_secs(15), || {
+        status_of(&failed) == Some(MessageStatus::Failed)
+            && status_of(&delivered) == Some(MessageStatus::Delivered)
+    }));
+    let connector = ConnectorShop {
+        identifier: shop.id.clone(),
+        token: shop.token.clone(),
+    };
+    for n in 0..3 {
+        let email = format!("c{n}@example.test");
+        let answer = customer_saved(&server, &connector, &customer(&format!("c{n}"), &email));
+        assert_eq!(answer.status, 202, "{}", answer.text);
+    }
+    assert!(wait_until(Duration::from_secs(15), || counts(&store).0 == 0));
+
+    staff(&server, &shop.id, "ops@demo.test");
+    let (cookie, _) = session(&server, &shop.id, "ops@demo.test");
+    let page = server.get("/console").header("Cookie", &cookie).call();
+    assert_eq!(page.status, 200);
+    assert_eq!(activity(&page.text, "webhooks.sent"), (2, 2));
+    assert_eq!(activity(&page.text, "webhooks.delivered"), (1, 1));
+    assert_eq!(activity(&page.text, "webhooks.failed"), (1, 1));
+    assert_eq!(activity(&page.text, "events.received"), (3, 3));
+    assert_eq!(activity(&page.text, "events.applied"), (3, 3));
+    assert_eq!(activity(&page.text, "events.set_aside"), (0, 0));
+    assert_eq!(activity(&page.text, "checkouts.processed"), (0, 0));
+
+    // Another shop's overview counts none of it.
+    let other = other_shop(&server);
+    let (theirs, _) = session(&server, &other, "other@other.test");
+    let page = server.get("/console").header("Cookie", &theirs).call();
+    assert_eq!(activity(&page.text, "webhooks.sent"), (0, 0));
+    assert_eq!(activity(&page.text, "events.received"), (0, 0));
+}
+
 backend_tests!(
+    the_overview_counts_the_shops_deliveries_and_events,
     the_subscriptions_page_shows_the_due_report_and_a_history,
     a_staff_member_resends_a_failed_delivery_and_retries_an_event_in_a_browser,
     sessions_cookies_and_headers_are_as_a_staff_console_needs,

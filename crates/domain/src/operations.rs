@@ -3,11 +3,13 @@
 //! feature's repositories, and no feature imports it.
 
 use crate::access::console::{ConsoleStaff, record_action};
+use crate::kernel::activity::{self, ActivityFigures};
 use crate::kernel::error::DomainError;
 use crate::kernel::jobs::{Job, JobCount, JobState};
 use crate::kernel::time::Timestamp;
 use crate::ports::{Database, Repositories};
 use crate::subscriptions::repository::SchedulerBacklog;
+use crate::webhooks::MessageStatus;
 
 /// The depth of each queue at one instant.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,42 +47,19 @@ pub fn queue_figures(
     })
 }
 
-/// How many of a shop's webhook messages ended in each state.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct DeliveryFigures {
-    /// Delivered: an attempt got a 2xx.
-    pub delivered: i64,
-    /// Given up, or their endpoint was disabled.
-    pub failed: i64,
-    /// Still waiting for an attempt.
-    pub pending: i64,
-    /// Their endpoint was deleted first.
-    pub cancelled: i64,
-}
-
-impl DeliveryFigures {
-    fn of(counts: &[(crate::webhooks::MessageStatus, i64)]) -> DeliveryFigures {
-        use crate::webhooks::MessageStatus;
-        let mut figures = DeliveryFigures::default();
-        for (status, count) in counts {
-            match status {
-                MessageStatus::Delivered => figures.delivered += count,
-                MessageStatus::Failed => figures.failed += count,
-                MessageStatus::Pending => figures.pending += count,
-                MessageStatus::Cancelled => figures.cancelled += count,
-            }
-        }
-        figures
-    }
-}
-
 /// The console's overview of one shop.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ShopOverview {
-    /// Messages created in the last hour, by state.
-    pub last_hour: DeliveryFigures,
-    /// Messages created in the last day, by state.
-    pub last_day: DeliveryFigures,
+    /// What the shop's work did in the last hour (five-minute buckets: up to 65 minutes).
+    pub last_hour: ActivityFigures,
+    /// What the shop's work did in the last day.
+    pub last_day: ActivityFigures,
+    /// Messages waiting for an attempt now.
+    pub messages_pending: i64,
+    /// Connector events waiting to be applied now.
+    pub events_pending: i64,
+    /// The shop's jobs in each state now (a done job is deleted, so not counted).
+    pub jobs: Vec<JobCount>,
     /// Endpoints Mercer disabled.
     pub endpoints_disabled: usize,
     /// Endpoints failing without a success since, not yet disabled.
@@ -92,20 +71,23 @@ pub struct ShopOverview {
 /// The most set-aside events the overview counts.
 pub const SET_ASIDE_SHOWN: usize = 100;
 
-/// A shop's figures at `now`, read in one unit of work.
+/// A shop's figures at `now`, read in one unit of work: the activity counts of the last hour
+/// and day (kernel::activity), and what waits now.
 pub fn shop_overview(
     tx: &mut dyn Repositories,
     shop_id: i64,
     now: Timestamp,
 ) -> Result<ShopOverview, DomainError> {
     let endpoints = crate::webhooks::console::endpoints(tx, shop_id)?;
+    let (last_hour, last_day) = activity::last_hour_and_day(tx, shop_id, now)?;
+    let mut jobs = tx.count_shop_jobs(shop_id)?;
+    jobs.sort_by_key(|count| count.state.as_str());
     Ok(ShopOverview {
-        last_hour: DeliveryFigures::of(
-            &tx.count_webhook_messages_since(shop_id, now.plus_seconds(-60 * 60))?,
-        ),
-        last_day: DeliveryFigures::of(
-            &tx.count_webhook_messages_since(shop_id, now.plus_seconds(-24 * 60 * 60))?,
-        ),
+        last_hour,
+        last_day,
+        messages_pending: tx.count_shop_webhook_messages(shop_id, MessageStatus::Pending)?,
+        events_pending: tx.count_shop_pending_events(shop_id)?,
+        jobs,
         endpoints_disabled: endpoints.iter().filter(|e| e.disabled_at.is_some()).count(),
         endpoints_failing: endpoints
             .iter()

@@ -25,6 +25,7 @@ use mercer_domain::access::shop::{
     find_shop, list_shops, update_shop_settings,
 };
 use mercer_domain::checkout::sweeps::AbandonmentJob;
+use mercer_domain::kernel::activity::ActivityPruneJob;
 use mercer_domain::kernel::jobs::{JobState, cancel_jobs, enqueue, list_jobs, retry_jobs};
 use mercer_domain::kernel::time::{Clock, OffsetClock};
 use mercer_domain::platform::connector::PlatformConnectorHandle;
@@ -685,11 +686,12 @@ pub fn start_services(
     // Calls left without a delivery job (its job failed for good, or an older version recorded
     // them) get one.
     store.write(|tx| enqueue_waiting_deliveries(tx, now()))?;
-    // The scheduler's recurring job: one for all processes, due now (it coalesces into the
-    // one queued or running).
+    // The recurring jobs (the scheduler, the abandonment sweep, the activity prune): one each
+    // for all processes, due now (each coalesces into the one queued or running).
     store.write(|tx| {
         enqueue(tx, None, &SchedulerJob {}, now(), now())?;
         enqueue(tx, None, &AbandonmentJob {}, now(), now())?;
+        enqueue(tx, None, &ActivityPruneJob {}, now(), now())?;
         Ok(())
     })?;
     let jobs = JobRunnerConfig {

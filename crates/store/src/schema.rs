@@ -118,6 +118,16 @@ diesel::table! {
 }
 
 diesel::table! {
+    /// A shop's activity in five-minute buckets (kernel::activity, migration 18).
+    shop_activity (shop_id, bucket, activity) {
+        shop_id -> BigInt,
+        bucket -> BigInt,
+        activity -> Text,
+        count -> BigInt,
+    }
+}
+
+diesel::table! {
     sign_in_failures (account_key, client) {
         account_key -> Text,
         client -> Text,
@@ -650,6 +660,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     staff_accounts,
     staff_sessions,
     audit_log,
+    shop_activity,
     oauth_apps,
     destinations,
     platform_customers,

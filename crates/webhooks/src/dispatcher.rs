@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use mercer_domain::access::credentials::Secret;
 use mercer_domain::access::secrets::SecretKind;
+use mercer_domain::kernel::activity::{Activity, Tally};
 use mercer_domain::kernel::time::Clock;
 use mercer_domain::kernel::wake::Wake;
 use mercer_domain::ports::Database;
@@ -318,6 +319,10 @@ struct Batch {
     health: HashMap<i64, EndpointHealth>,
     /// Messages ended without an attempt.
     unsent: Vec<MessageUpdate>,
+    /// The shops' activity: attempts made, messages delivered and failed.
+    activity: Tally,
+    /// The shop of each endpoint the batch disabled.
+    disabled_shops: HashMap<i64, i64>,
 }
 
 impl Batch {
@@ -377,6 +382,22 @@ impl Batch {
             AfterAttempt::Retry(_) => self.report.retried += 1,
             AfterAttempt::GiveUp | AfterAttempt::Disable(_) => self.report.failed += 1,
         }
+        self.activity
+            .add(message.shop_id, Activity::WebhooksSent, sent_at, 1);
+        match &after {
+            AfterAttempt::Delivered => {
+                self.activity
+                    .add(message.shop_id, Activity::WebhooksDelivered, sent_at, 1);
+            }
+            AfterAttempt::Retry(_) => {}
+            AfterAttempt::GiveUp | AfterAttempt::Disable(_) => {
+                self.activity
+                    .add(message.shop_id, Activity::WebhooksFailed, sent_at, 1);
+            }
+        }
+        if let AfterAttempt::Disable(_) = &after {
+            self.disabled_shops.insert(endpoint.id, message.shop_id);
+        }
         let (update, endpoint_health) =
             after.settle(message.id, attempts_made, failing_since, sent_at);
         self.health.insert(endpoint.id, endpoint_health);
@@ -389,6 +410,10 @@ impl Batch {
     }
 
     fn end_unsent(&mut self, message: &WebhookMessage, status: MessageStatus, at: Timestamp) {
+        if status == MessageStatus::Failed {
+            self.activity
+                .add(message.shop_id, Activity::WebhooksFailed, at, 1);
+        }
         self.unsent.push(MessageUpdate {
             id: message.id,
             status,
@@ -403,16 +428,23 @@ impl Batch {
     fn record(&mut self, db: &impl Database, now: Timestamp) -> Result<(), DomainError> {
         let mut updates = std::mem::take(&mut self.updates);
         updates.append(&mut self.unsent);
+        let mut activity = std::mem::take(&mut self.activity);
         db.write(|tx| {
             tx.record_webhook_attempts(&self.attempts, &updates)?;
             for (endpoint_id, health) in &self.health {
                 let disabled = health.disabled.as_deref().map(|reason| (now, reason));
                 tx.set_webhook_endpoint_health(*endpoint_id, health.failing_since, disabled, now)?;
                 if disabled.is_some() {
-                    tx.end_pending_webhook_messages(*endpoint_id, MessageStatus::Failed, now)?;
+                    let ended =
+                        tx.end_pending_webhook_messages(*endpoint_id, MessageStatus::Failed, now)?;
+                    if let Some(shop_id) = self.disabled_shops.get(endpoint_id) {
+                        let ended = i64::try_from(ended).unwrap_or(i64::MAX);
+                        activity.add(*shop_id, Activity::WebhooksFailed, now, ended);
+                    }
                     log::warn!(target: "mercer::webhooks", "endpoint {endpoint_id} disabled");
                 }
             }
+            activity.record(tx)?;
             Ok(())
         })
     }

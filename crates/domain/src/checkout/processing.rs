@@ -19,6 +19,7 @@ use crate::checkout::storefront::{
     OrderAnswer, SUBSCRIPTION_GROUP_PROPERTY, StorefrontCall, check_plan, inventory_check, read,
     shown, value_discount,
 };
+use crate::kernel::activity::{Activity, record_one};
 use crate::kernel::error::{DomainError, FieldError};
 use crate::kernel::jobs::{JobFailure, JobPayload, enqueue};
 use crate::kernel::money::{Cents, CurrencyCode};
@@ -187,6 +188,7 @@ pub fn process_order<D: CheckoutDatabase + OverrideDatabase>(
         }
         let shown = order.document.application_state(&order.public_order_id);
         payloads::emit(tx, &shop, &order, Topic::OrderProcessed, shown, now)?;
+        record_one(tx, shop.id, Activity::CheckoutsProcessed, now, 1)?;
         enqueue(
             tx,
             Some(shop.id),

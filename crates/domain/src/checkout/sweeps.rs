@@ -10,6 +10,7 @@ use crate::access::shop::Shop;
 use crate::checkout::payloads;
 use crate::checkout::repository::{CheckoutDatabase, CheckoutStatus};
 use crate::checkout::shown::{EmptyList, ItemReference};
+use crate::kernel::activity::{Activity, record_one};
 use crate::kernel::error::DomainError;
 use crate::kernel::jobs::{JobControl, JobPayload};
 use crate::kernel::money::Cents;
@@ -73,6 +74,7 @@ pub fn sweep_abandoned<D: CheckoutDatabase>(
                     continue;
                 }
                 payloads::emit_abandoned(tx, &shop, &order, now)?;
+                record_one(tx, shop.id, Activity::CheckoutsAbandoned, now, 1)?;
                 sent += 1;
             }
             Ok((orders.len(), sent))

@@ -11,7 +11,8 @@ use crate::kernel::error::{DomainError, StorageError, StoreResult};
 use crate::kernel::time::Timestamp;
 
 /// Where a job stands in the queue. A job that is done is deleted, so it has no state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum JobState {
     /// Waiting for its `run_at`.
     Queued,
@@ -249,7 +250,7 @@ impl JobControl for RunToEnd {
 }
 
 /// Jobs of one kind in one state.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct JobCount {
     /// The jobs' kind.
     pub kind: String,
@@ -324,6 +325,8 @@ pub trait JobRepository {
     ) -> StoreResult<Vec<Job>>;
     /// How many jobs there are of each kind in each state.
     fn count_jobs(&mut self) -> StoreResult<Vec<JobCount>>;
+    /// How many of the shop's jobs are in each state (`kind` empty: all kinds together).
+    fn count_shop_jobs(&mut self, shop_id: i64) -> StoreResult<Vec<JobCount>>;
     /// Failed or cancelled jobs among `ids` (every failed one when None) queued again, due
     /// now, attempts from zero; not one whose key an unfinished job holds. Returns their ids.
     fn requeue_jobs(&mut self, ids: Option<&[i64]>, now: Timestamp) -> StoreResult<Vec<i64>>;

@@ -2,8 +2,9 @@
 //! the unit-of-work trait features run their transactions through, lenient readers of remote
 //! answers, text limits, the API version
 //! header, the outbound address rule, the worker wake-up signal and the jobs queue every
-//! feature's background work runs on. The kernel uses no feature.
+//! feature's background work runs on, and the shops' activity counts. The kernel uses no feature.
 
+pub mod activity;
 pub mod database;
 pub mod error;
 pub mod fields;

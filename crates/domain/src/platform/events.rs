@@ -18,6 +18,7 @@ use std::fmt;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use crate::kernel::activity::{Activity, Tally};
 use crate::kernel::error::{DomainError, FieldError};
 use crate::kernel::time::Clock;
 use crate::kernel::time::Timestamp;
@@ -1174,6 +1175,7 @@ pub fn apply_pending(
             .map(|(stored, outcome)| (stored.id, outcome))
             .collect();
         tx.mark_inbound_events(&marks, now)?;
+        count_applied(tx, &refs, now)?;
         Ok(events.len() + unreadable)
     });
     match result {
@@ -1210,6 +1212,7 @@ fn apply_one_at_a_time(
             let outcomes = apply_events(tx, &[&stored.event], now)?;
             let marks: Vec<(i64, Outcome)> = outcomes.into_iter().map(|o| (stored.id, o)).collect();
             tx.mark_inbound_events(&marks, now)?;
+            count_applied(tx, &[&stored.event], now)?;
             Ok(true)
         });
         match (result, head) {
@@ -1278,6 +1281,15 @@ fn record_apply_failure(
         }
         if set_aside {
             tx.set_aside_inbound_event(failed.id, attempts, &message, now)?;
+            let mut tally = Tally::default();
+            tally.add(
+                event.shop_id,
+                Activity::EventsReceived,
+                event.received_at,
+                1,
+            );
+            tally.add(event.shop_id, Activity::EventsSetAside, now, 1);
+            tally.record(tx)?;
         } else {
             let retry_at = now.plus_seconds(retry_delay_seconds(attempts));
             tx.postpone_inbound_event(failed.id, attempts, &message, retry_at)?;
@@ -1374,10 +1386,32 @@ pub fn accept_events(
     if !tx.has_pending_inbound_events()? && tx.lock_event_applier()? {
         let refs: Vec<&NewInboundEvent> = events.iter().collect();
         apply_events(tx, &refs, now)?;
+        count_applied(tx, &refs, now)?;
         return Ok(Accepted::Applied);
     }
     tx.insert_inbound_events(events)?;
     Ok(Accepted::Queued)
+}
+
+/// Counts events leaving the queue applied in their shops' activity: received when they
+/// arrived, applied now. Events are counted as they leave the queue, not as they enter it, so
+/// the ingest path (on PostgreSQL a single INSERT) writes nothing more.
+fn count_applied(
+    tx: &mut dyn PlatformRepositories,
+    events: &[&NewInboundEvent],
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    let mut tally = Tally::default();
+    for event in events {
+        tally.add(
+            event.shop_id,
+            Activity::EventsReceived,
+            event.received_at,
+            1,
+        );
+        tally.add(event.shop_id, Activity::EventsApplied, now, 1);
+    }
+    Ok(tally.record(tx)?)
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! event queue, sync runs and the connector outbox.
 
 use crate::access::AccessRepositories;
+use crate::kernel::activity::ActivityRepository;
 use crate::kernel::error::StoreResult;
 use crate::kernel::jobs::JobRepository;
 use crate::kernel::time::Timestamp;
@@ -20,7 +21,7 @@ crate::feature_database!(
 );
 
 /// Every repository the platform feature's use cases may touch in one unit of work (access's
-/// and the kernel's jobs queue included: a feature may use both).
+/// and the kernel's jobs queue and activity counts included: a feature may use them).
 pub trait PlatformRepositories:
     AccessRepositories
     + DestinationRepository
@@ -29,6 +30,7 @@ pub trait PlatformRepositories:
     + SyncRepository
     + OutboxRepository
     + JobRepository
+    + ActivityRepository
 {
 }
 
@@ -40,6 +42,7 @@ impl<T> PlatformRepositories for T where
         + SyncRepository
         + OutboxRepository
         + JobRepository
+        + ActivityRepository
         + ?Sized
 {
 }
@@ -169,6 +172,8 @@ pub trait EventQueueRepository {
     ) -> StoreResult<()>;
     /// How many events wait to be applied.
     fn count_pending_inbound_events(&mut self) -> StoreResult<i64>;
+    /// How many of the shop's events wait to be applied.
+    fn count_shop_pending_events(&mut self, shop_id: i64) -> StoreResult<i64>;
     /// Whether any event waits to be applied (cheaper than counting them).
     fn has_pending_inbound_events(&mut self) -> StoreResult<bool>;
     /// Takes the right to apply events until the transaction ends; false when another process

@@ -23,6 +23,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::access::shop::Shop;
+use crate::kernel::activity::{Activity, record_one};
 use crate::kernel::error::{DomainError, StorageError};
 use crate::kernel::jobs::{Enqueued, JobControl, JobFailure, JobPayload, enqueue};
 use crate::kernel::time::{Clock, Timestamp};
@@ -885,6 +886,7 @@ fn record_outcome(
         match result {
             Ok(_) => {
                 order_placed(tx, shop, stored, &finished, amounts, now)?;
+                record_one(tx, shop.id, Activity::OrdersPlaced, now, 1)?;
                 Ok(Placement::Placed {
                     attempt: order.attempt,
                     lag_micros: now.as_micros().saturating_sub(order.due_at.as_micros()),

@@ -1,6 +1,8 @@
-//! The kernel's jobs queue in memory, by the rules of the store's (`repos/kernel/jobs.rs`).
+//! The kernel's jobs queue and activity counts in memory, by the rules of the store's
+//! (`repos/kernel/`).
 
 use super::{MemoryJob, MemoryState};
+use crate::kernel::activity::{Activity, ActivityCount, ActivityRepository};
 use crate::kernel::error::StoreResult;
 use crate::kernel::jobs::{Enqueued, Job, JobCount, JobRepository, JobState, NewJob};
 use crate::kernel::time::Timestamp;
@@ -239,6 +241,28 @@ impl JobRepository for MemoryState {
         Ok(jobs)
     }
 
+    fn count_shop_jobs(&mut self, shop_id: i64) -> StoreResult<Vec<JobCount>> {
+        let mut counts: Vec<JobCount> = Vec::new();
+        for held in self
+            .jobs
+            .iter()
+            .filter(|held| held.job.shop_id == Some(shop_id))
+        {
+            match counts
+                .iter_mut()
+                .find(|count| count.state == held.job.state)
+            {
+                Some(count) => count.count += 1,
+                None => counts.push(JobCount {
+                    kind: String::new(),
+                    state: held.job.state,
+                    count: 1,
+                }),
+            }
+        }
+        Ok(counts)
+    }
+
     fn count_jobs(&mut self) -> StoreResult<Vec<JobCount>> {
         let mut counts: Vec<JobCount> = Vec::new();
         for held in &self.jobs {
@@ -300,5 +324,44 @@ impl JobRepository for MemoryState {
         }
         cancelled.sort_unstable();
         Ok(cancelled)
+    }
+}
+
+impl ActivityRepository for MemoryState {
+    fn add_activity(&mut self, counts: &[ActivityCount]) -> StoreResult<()> {
+        for count in counts {
+            *self
+                .activity
+                .entry((count.shop_id, count.bucket.as_micros(), count.activity))
+                .or_default() += count.count;
+        }
+        Ok(())
+    }
+
+    fn shop_activity_since(
+        &mut self,
+        shop_id: i64,
+        since: Timestamp,
+    ) -> StoreResult<Vec<ActivityCount>> {
+        Ok(self
+            .activity
+            .range(
+                (shop_id, since.as_micros(), Activity::ALL[0])
+                    ..(shop_id + 1, i64::MIN, Activity::ALL[0]),
+            )
+            .map(|(&(shop_id, bucket, activity), &count)| ActivityCount {
+                shop_id,
+                activity,
+                bucket: Timestamp::from_micros(bucket),
+                count,
+            })
+            .collect())
+    }
+
+    fn prune_activity(&mut self, before: Timestamp) -> StoreResult<usize> {
+        let count = self.activity.len();
+        self.activity
+            .retain(|&(_, bucket, _), _| bucket >= before.as_micros());
+        Ok(count - self.activity.len())
     }
 }

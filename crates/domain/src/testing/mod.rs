@@ -191,6 +191,8 @@ pub struct MemoryState {
     /// How many boxes, box products, box sizes, time slots and selections (in this order) were
     /// ever stored: the next id of each is one more.
     pub box_counts: [i64; 5],
+    /// Shops' activity counts by (shop, bucket start, activity).
+    pub activity: std::collections::BTreeMap<(i64, i64, crate::kernel::activity::Activity), i64>,
 }
 
 /// A job as the memory store keeps it: with when it runs again if enqueued while running.

@@ -472,6 +472,14 @@ impl EventQueueRepository for MemoryState {
         Ok(())
     }
 
+    fn count_shop_pending_events(&mut self, shop_id: i64) -> StoreResult<i64> {
+        Ok(self
+            .events
+            .iter()
+            .filter(|(event, outcome)| outcome.is_none() && event.event.shop_id == shop_id)
+            .count() as i64)
+    }
+
     fn count_pending_inbound_events(&mut self) -> StoreResult<i64> {
         Ok(self
             .events

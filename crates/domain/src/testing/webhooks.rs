@@ -273,26 +273,16 @@ impl WebhookRepository for MemoryState {
             .collect())
     }
 
-    fn count_webhook_messages_since(
+    fn count_shop_webhook_messages(
         &mut self,
         shop_id: i64,
-        since: Timestamp,
-    ) -> StoreResult<Vec<(MessageStatus, i64)>> {
-        let mut counts: Vec<(MessageStatus, i64)> = Vec::new();
-        for message in &self.webhook_messages {
-            if message.shop_id != shop_id || message.created_at < since {
-                continue;
-            }
-            match counts
-                .iter_mut()
-                .find(|(status, _)| *status == message.status)
-            {
-                Some((_, count)) => *count += 1,
-                None => counts.push((message.status, 1)),
-            }
-        }
-        counts.sort_by_key(|(status, _)| status.as_str());
-        Ok(counts)
+        status: MessageStatus,
+    ) -> StoreResult<i64> {
+        Ok(self
+            .webhook_messages
+            .iter()
+            .filter(|message| message.shop_id == shop_id && message.status == status)
+            .count() as i64)
     }
 
     fn webhook_attempts(&mut self, message_row: i64) -> StoreResult<Vec<DeliveryAttempt>> {

@@ -1,6 +1,7 @@
 //! What webhooks need from storage: endpoints, messages and their attempts.
 
 use crate::access::AccessRepositories;
+use crate::kernel::activity::ActivityRepository;
 use crate::kernel::error::StoreResult;
 use crate::kernel::time::Timestamp;
 use crate::webhooks::console::MessageFilter;
@@ -15,10 +16,14 @@ crate::feature_database!(
     WebhookRepositories
 );
 
-/// Every repository the webhooks' use cases may touch in one unit of work.
-pub trait WebhookRepositories: AccessRepositories + WebhookRepository {}
+/// Every repository the webhooks' use cases may touch in one unit of work (with the activity
+/// counts deliveries add to).
+pub trait WebhookRepositories: AccessRepositories + ActivityRepository + WebhookRepository {}
 
-impl<T> WebhookRepositories for T where T: AccessRepositories + WebhookRepository + ?Sized {}
+impl<T> WebhookRepositories for T where
+    T: AccessRepositories + ActivityRepository + WebhookRepository + ?Sized
+{
+}
 
 /// Webhook endpoints, the messages queued for them, and every delivery attempt.
 pub trait WebhookRepository {
@@ -109,12 +114,12 @@ pub trait WebhookRepository {
         before: Option<i64>,
         limit: usize,
     ) -> StoreResult<Vec<WebhookMessage>>;
-    /// How many of the shop's messages created since `since` are in each state.
-    fn count_webhook_messages_since(
+    /// How many of the shop's messages are in `status`.
+    fn count_shop_webhook_messages(
         &mut self,
         shop_id: i64,
-        since: Timestamp,
-    ) -> StoreResult<Vec<(MessageStatus, i64)>>;
+        status: MessageStatus,
+    ) -> StoreResult<i64>;
     /// A message's attempts, oldest first.
     fn webhook_attempts(&mut self, message_row: i64) -> StoreResult<Vec<DeliveryAttempt>>;
     /// The last attempt of each of these messages that has one (in no particular order).

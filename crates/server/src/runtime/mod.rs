@@ -17,6 +17,7 @@ use std::time::Duration;
 use mercer_domain::DomainError;
 use mercer_domain::checkout::processing::PushOrderJob;
 use mercer_domain::checkout::sweeps::AbandonmentJob;
+use mercer_domain::kernel::activity::{self, ActivityPruneJob};
 use mercer_domain::kernel::jobs::JobOutcome;
 use mercer_domain::kernel::time::{Clock, OffsetClock};
 use mercer_domain::platform::connector::PlatformConnectorHandle;
@@ -258,7 +259,7 @@ fn job_handlers(
     let (scheduler_store, order_store) = (store.clone(), store.clone());
     let (push_store, push_connector) = (store.clone(), connector.clone());
     let (sweep_store, fulfilled_store) = (store.clone(), store.clone());
-    let customer_store = store.clone();
+    let (customer_store, prune_store) = (store.clone(), store.clone());
     let BackgroundConfig {
         scheduler: scheduler_config,
         checkout: checkout_config,
@@ -305,6 +306,14 @@ fn job_handlers(
             customer_store
                 .write(|tx| announce_platform_customer_change(tx, &changed, clock.now()))?;
             Ok(JobOutcome::Done)
+        })
+        .register(move |_: ActivityPruneJob, _job, _control| {
+            let now = clock.now();
+            let pruned = prune_store.write(|tx| activity::prune(tx, now))?;
+            log::debug!(target: "mercer::jobs", "{pruned} activity buckets pruned");
+            Ok(JobOutcome::RunAgainAt(
+                now.plus_seconds(activity::PRUNE_INTERVAL_SECONDS),
+            ))
         })
 }
 

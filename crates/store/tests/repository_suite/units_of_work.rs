@@ -178,5 +178,65 @@ fn a_shops_jobs_are_listed_newest_first_by_state(db: &impl Database) {
     assert_eq!(list(Some(JobState::Queued), None, 10), [ids[4], ids[0]]);
     let process_wide = db.read(|tx| Ok(tx.job(ids[2])?)).unwrap().unwrap();
     assert_eq!(process_wide.shop_id, None);
+    // The overview's counts by state, of this shop's jobs only.
+    let mut counts: Vec<(JobState, i64)> = db
+        .read(|tx| Ok(tx.count_shop_jobs(shop.id)?))
+        .unwrap()
+        .into_iter()
+        .map(|count| (count.state, count.count))
+        .collect();
+    counts.sort_by_key(|(state, _)| state.as_str());
+    assert_eq!(counts, [(JobState::Cancelled, 1), (JobState::Queued, 2)]);
 }
 every_database!(a_shops_jobs_are_listed_newest_first_by_state);
+
+fn shop_activity_adds_up_per_bucket_and_is_pruned_by_age(db: &impl Database) {
+    use mercer_domain::kernel::activity::{
+        Activity, ActivityCount, Tally, bucket_of, last_hour_and_day, prune,
+    };
+    let shop = crate::shop(db, "activity.shop.test");
+    let other = crate::shop(db, "quiet.shop.test");
+    let minutes = |m: i64| Timestamp::from_micros(1_800_000_000_000_000 + m * 60_000_000);
+    let now = minutes(3 * 24 * 60);
+    let mut first = Tally::default();
+    first.add(shop.id, Activity::WebhooksSent, now.plus_seconds(-60), 2);
+    first.add(
+        shop.id,
+        Activity::WebhooksSent,
+        now.plus_seconds(-3 * 3600),
+        5,
+    );
+    first.add(
+        shop.id,
+        Activity::OrdersPlaced,
+        now.plus_seconds(-3 * 24 * 3600),
+        7,
+    );
+    first.add(other.id, Activity::WebhooksSent, now, 100);
+    db.write(|tx| Ok(first.record(tx)?)).unwrap();
+    // A second unit of work adds to the buckets the first made.
+    let mut second = Tally::default();
+    second.add(shop.id, Activity::WebhooksSent, now.plus_seconds(-60), 3);
+    db.write(|tx| Ok(second.record(tx)?)).unwrap();
+    let (hour, day) = db.read(|tx| last_hour_and_day(tx, shop.id, now)).unwrap();
+    assert_eq!((hour.webhooks_sent, day.webhooks_sent), (5, 10));
+    assert_eq!(day.orders_placed, 0, "older than a day");
+    let since = |at| {
+        db.read(|tx| Ok(tx.shop_activity_since(shop.id, at)?))
+            .unwrap()
+    };
+    assert_eq!(
+        since(bucket_of(now.plus_seconds(-60))),
+        [ActivityCount {
+            shop_id: shop.id,
+            activity: Activity::WebhooksSent,
+            bucket: bucket_of(now.plus_seconds(-60)),
+            count: 5,
+        }]
+    );
+    assert_eq!(since(minutes(0)).len(), 3);
+    // Two days are kept: the three-day-old bucket goes.
+    assert_eq!(db.write(|tx| prune(tx, now)).unwrap(), 1);
+    assert_eq!(since(minutes(0)).len(), 2);
+}
+every_database!(shop_activity_adds_up_per_bucket_and_is_pruned_by_age);

@@ -454,6 +454,25 @@ impl JobRepository for StoreTx<'_> {
             .collect()
     }
 
+    fn count_shop_jobs(&mut self, shop_id: i64) -> StoreResult<Vec<JobCount>> {
+        let rows: Vec<(String, i64)> = jobs::table
+            .filter(jobs::shop_id.eq(shop_id))
+            .group_by(jobs::state)
+            .select((jobs::state, diesel::dsl::count_star()))
+            .load(self.conn)
+            .map_err(storage_error)?;
+        rows.into_iter()
+            .map(|(state, count)| {
+                Ok(JobCount {
+                    state: JobState::parse(&state)
+                        .ok_or_else(|| StorageError::other("stored job state"))?,
+                    kind: String::new(),
+                    count,
+                })
+            })
+            .collect()
+    }
+
     fn requeue_jobs(&mut self, ids: Option<&[i64]>, now: Timestamp) -> StoreResult<Vec<i64>> {
         let mut query = jobs::table
             .filter(jobs::state.eq_any([FAILED, CANCELLED]))

@@ -1,3 +1,4 @@
-//! What every feature uses from storage: the jobs queue.
+//! What every feature uses from storage: the jobs queue and the shops' activity counts.
 
+mod activity;
 mod jobs;

@@ -213,6 +213,15 @@ impl EventQueueRepository for StoreTx<'_> {
             .map_err(storage_error)
     }
 
+    fn count_shop_pending_events(&mut self, shop_id: i64) -> StoreResult<i64> {
+        // No index by shop: the queue holds only what waits, and ingest stays one insert.
+        inbound_events::table
+            .filter(inbound_events::shop_id.eq(shop_id))
+            .count()
+            .get_result(self.conn)
+            .map_err(storage_error)
+    }
+
     fn has_pending_inbound_events(&mut self) -> StoreResult<bool> {
         diesel::select(diesel::dsl::exists(
             inbound_events::table.select(inbound_events::id),

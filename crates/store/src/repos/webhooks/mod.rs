@@ -563,32 +563,17 @@ impl WebhookRepository for StoreTx<'_> {
             .collect()
     }
 
-    fn count_webhook_messages_since(
+    fn count_shop_webhook_messages(
         &mut self,
         shop_id: i64,
-        since: Timestamp,
-    ) -> StoreResult<Vec<(MessageStatus, i64)>> {
-        // One count per status: each is a range of the (shop_id, status, created_at) index alone,
-        // where a GROUP BY would read every row of the shop's status index.
-        let mut counts = Vec::new();
-        for status in [
-            MessageStatus::Cancelled,
-            MessageStatus::Delivered,
-            MessageStatus::Failed,
-            MessageStatus::Pending,
-        ] {
-            let count: i64 = webhook_messages::table
-                .filter(webhook_messages::shop_id.eq(shop_id))
-                .filter(webhook_messages::status.eq(status.as_str()))
-                .filter(webhook_messages::created_at.ge(since.as_micros()))
-                .count()
-                .get_result(self.conn)
-                .map_err(storage_error)?;
-            if count > 0 {
-                counts.push((status, count));
-            }
-        }
-        Ok(counts)
+        status: MessageStatus,
+    ) -> StoreResult<i64> {
+        webhook_messages::table
+            .filter(webhook_messages::shop_id.eq(shop_id))
+            .filter(webhook_messages::status.eq(status.as_str()))
+            .count()
+            .get_result(self.conn)
+            .map_err(storage_error)
     }
 
     fn webhook_attempts(&mut self, message_row: i64) -> StoreResult<Vec<DeliveryAttempt>> {

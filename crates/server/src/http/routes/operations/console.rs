@@ -3,10 +3,10 @@
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
+use mercer_domain::kernel::activity::{Activity, ActivityFigures};
 use mercer_domain::kernel::jobs::{Job, JobState};
 use mercer_domain::operations::{
-    DeliveryFigures, SET_ASIDE_SHOWN, ShopOverview, cancel_shop_job, retry_shop_job, shop_jobs,
-    shop_overview,
+    SET_ASIDE_SHOWN, ShopOverview, cancel_shop_job, retry_shop_job, shop_jobs, shop_overview,
 };
 use serde::Deserialize;
 
@@ -25,11 +25,74 @@ struct OverviewPage {
     set_aside_shown: usize,
 }
 
+/// One line of the overview's activity table.
+struct ActivityRow {
+    /// The activity's stored name, the row's id.
+    key: &'static str,
+    label: &'static str,
+    /// The page that lists it, or empty.
+    link: &'static str,
+    last_hour: i64,
+    last_day: i64,
+}
+
 impl OverviewPage {
-    fn periods(&self) -> [(&'static str, &DeliveryFigures); 2] {
-        [
-            ("last hour", &self.overview.last_hour),
-            ("last day", &self.overview.last_day),
+    fn rows(&self) -> Vec<ActivityRow> {
+        let (hour, day) = (&self.overview.last_hour, &self.overview.last_day);
+        let row =
+            |activity: Activity, label, link, pick: fn(&ActivityFigures) -> i64| ActivityRow {
+                key: activity.as_str(),
+                label,
+                link,
+                last_hour: pick(hour),
+                last_day: pick(day),
+            };
+        vec![
+            row(Activity::EventsReceived, "connector events in", "", |f| {
+                f.events_received
+            }),
+            row(Activity::EventsApplied, "events applied", "", |f| {
+                f.events_applied
+            }),
+            row(
+                Activity::EventsSetAside,
+                "events set aside",
+                "/console/connector",
+                |f| f.events_set_aside,
+            ),
+            row(Activity::WebhooksSent, "webhook attempts sent", "", |f| {
+                f.webhooks_sent
+            }),
+            row(
+                Activity::WebhooksDelivered,
+                "webhooks delivered",
+                "/console/webhooks?status=delivered",
+                |f| f.webhooks_delivered,
+            ),
+            row(
+                Activity::WebhooksFailed,
+                "webhooks failed",
+                "/console/webhooks?status=failed",
+                |f| f.webhooks_failed,
+            ),
+            row(
+                Activity::OrdersPlaced,
+                "orders placed by the scheduler",
+                "/console/subscriptions",
+                |f| f.orders_placed,
+            ),
+            row(
+                Activity::CheckoutsProcessed,
+                "checkouts processed",
+                "/console/checkouts",
+                |f| f.checkouts_processed,
+            ),
+            row(
+                Activity::CheckoutsAbandoned,
+                "checkouts abandoned",
+                "/console/checkouts",
+                |f| f.checkouts_abandoned,
+            ),
         ]
     }
 }

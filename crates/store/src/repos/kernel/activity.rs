@@ -1,0 +1,66 @@
+//! Shops' activity counts (kernel::activity): one upsert per bucket added to.
+
+use diesel::prelude::*;
+use diesel::upsert::excluded;
+use mercer_domain::kernel::activity::{Activity, ActivityCount, ActivityRepository};
+use mercer_domain::kernel::error::StoreResult;
+use mercer_domain::{StorageError, Timestamp};
+
+use crate::connection::on_backend;
+use crate::repos::StoreTx;
+use crate::schema::shop_activity as t;
+use crate::store::storage_error;
+
+impl ActivityRepository for StoreTx<'_> {
+    fn add_activity(&mut self, counts: &[ActivityCount]) -> StoreResult<()> {
+        for count in counts {
+            let values = (
+                t::shop_id.eq(count.shop_id),
+                t::bucket.eq(count.bucket.as_micros()),
+                t::activity.eq(count.activity.as_str()),
+                t::count.eq(count.count),
+            );
+            on_backend!(&mut *self.conn, |c| {
+                diesel::insert_into(t::table)
+                    .values(values)
+                    .on_conflict((t::shop_id, t::bucket, t::activity))
+                    .do_update()
+                    .set(t::count.eq(t::count + excluded(t::count)))
+                    .execute(c)
+            })
+            .map_err(storage_error)?;
+        }
+        Ok(())
+    }
+
+    fn shop_activity_since(
+        &mut self,
+        shop_id: i64,
+        since: Timestamp,
+    ) -> StoreResult<Vec<ActivityCount>> {
+        t::table
+            .filter(t::shop_id.eq(shop_id))
+            .filter(t::bucket.ge(since.as_micros()))
+            .select((t::bucket, t::activity, t::count))
+            .load::<(i64, String, i64)>(self.conn)
+            .map_err(storage_error)?
+            .into_iter()
+            .map(|(bucket, activity, count)| {
+                Ok(ActivityCount {
+                    shop_id,
+                    activity: Activity::parse(&activity).ok_or_else(|| {
+                        StorageError::other(format!("shop activity: unknown {activity:?}"))
+                    })?,
+                    bucket: Timestamp::from_micros(bucket),
+                    count,
+                })
+            })
+            .collect()
+    }
+
+    fn prune_activity(&mut self, before: Timestamp) -> StoreResult<usize> {
+        diesel::delete(t::table.filter(t::bucket.lt(before.as_micros())))
+            .execute(self.conn)
+            .map_err(storage_error)
+    }
+}
