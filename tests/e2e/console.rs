@@ -135,6 +135,33 @@ fn a_staff_member_resends_a_failed_delivery_and_retries_an_event_in_a_browser(ba
         serde_json::json!({"subscription_status": "active",
                            "next_order_datetime": "2026-03-02T14:00:00Z"}),
     ));
+    // A checkout, and a webhook about it, for the Checkouts pages.
+    let checkout = crate::checkout::init(
+        &server,
+        &crate::checkout::Shop {
+            id: shop.id.clone(),
+            token: shop.token.clone(),
+        },
+        serde_json::json!({"cart_items": [], "customer": {"email_address": "shopper@example.test"}}),
+    );
+    let public_order_id = checkout["public_order_id"].as_str().unwrap().to_string();
+    store
+        .write(|tx| {
+            use mercer_domain::access::shop::ShopIdentifier;
+            use mercer_domain::webhooks::{WebhookKind, enqueue_for_topic};
+            let id = ShopIdentifier::parse(&shop.id).unwrap();
+            let shop_id = tx.shop_by_identifier(&id)?.unwrap().id;
+            enqueue_for_topic(
+                tx,
+                shop_id,
+                WebhookKind::Checkout,
+                other_topic["webhook_topic_name"].as_str().unwrap(),
+                &serde_json::json!({"public_order_id": public_order_id}),
+                Some(&format!("checkout:{public_order_id}")),
+                mercer_domain::Timestamp::now(),
+            )
+        })
+        .unwrap();
     staff(&server, &shop.id, "ops@demo.test");
     let other = other_shop(&server);
     let shots = screenshots(backend);
@@ -221,11 +248,16 @@ fn a_staff_member_resends_a_failed_delivery_and_retries_an_event_in_a_browser(ba
         "{seen}"
     );
     assert!(text("jobs").contains("console.example"), "{seen}");
+    assert_eq!(text("secretShown").len(), 64, "{seen}");
+    assert_eq!(seen["checkoutMessages"], 1, "{seen}");
     assert_eq!(
         text("subscriptionHeading"),
         format!("Subscription {}", due["id"])
     );
     for page in [
+        "checkouts",
+        "checkout",
+        "secret",
         "subscription",
         "jobs",
         "sign-in",
@@ -646,7 +678,213 @@ fn the_overview_counts_the_shops_deliveries_and_events(backend: Backend) {
     assert_eq!(activity(&page.text, "events.received"), (0, 0));
 }
 
+/// The text of the element with `id` (to its first closing tag), or panics.
+fn element<'a>(page: &'a str, id: &str) -> &'a str {
+    page.split(&format!("id=\"{id}\""))
+        .nth(1)
+        .and_then(|rest| rest.split_once('>'))
+        .and_then(|(_, rest)| rest.split('<').next())
+        .unwrap_or_else(|| panic!("no #{id} in {page}"))
+}
+
+/// The Connector page's sync and secret actions and the Checkouts page, against the platform
+/// simulator: a sync started from the console runs; a rotated secret is shown once, never in
+/// the audit log; an abandoned checkout is listed with the order/abandoned webhook it fired.
+fn syncs_secrets_and_checkouts_work_from_the_console(backend: Backend) {
+    use crate::checkout::{init, override_server, set_up};
+    use mercer_domain::access::secrets::SecretKind;
+    use mercer_platform_sim::RunningSimulator;
+    let sim = RunningSimulator::start().unwrap();
+    let (hooks, overrides) = (Receiver::start(), override_server());
+    let server = MercerServer::start_with(
+        TestDatabase::create(backend),
+        &[
+            "--allow-private-targets",
+            "--abandonment-delay-s",
+            "1",
+            "--abandonment-interval-s",
+            "1",
+        ],
+    );
+    let shop = set_up(&server, &sim, &hooks, &overrides);
+    staff(&server, &shop.id, "ops@demo.test");
+    let (cookie, csrf) = session(&server, &shop.id, "ops@demo.test");
+    let get = |path: &str| server.get(path).header("Cookie", &cookie).call();
+    let post = |path: &str, fields: &[(&str, &str)]| {
+        server.post(path).header("Cookie", &cookie).form(fields)
+    };
+
+    // The destination, and a sync of its topic started from the console.
+    let connector = get("/console/connector");
+    assert_eq!(connector.status, 200);
+    assert!(connector.text.contains(&sim.base_url), "{}", connector.text);
+    assert!(connector.text.contains("id=\"no-syncs\""));
+    let sync = "/console/connector/syncs/orders";
+    let asked = post(sync, &[("csrf", &csrf)]);
+    assert!(asked.text.contains("Are you sure?"), "{}", asked.text);
+    assert!(get("/console/connector").text.contains("id=\"no-syncs\""));
+    assert_eq!(
+        post(sync, &[("csrf", &csrf), ("confirm", "yes")]).status,
+        303
+    );
+    assert!(
+        wait_until(Duration::from_secs(20), || {
+            let page = get("/console/connector").text;
+            page.contains("id=\"syncs\"") && page.contains("status succeeded")
+        }),
+        "{}",
+        get("/console/connector").text
+    );
+    assert_eq!(
+        post(
+            "/console/connector/syncs/nothing",
+            &[("csrf", &csrf), ("confirm", "yes")]
+        )
+        .status,
+        404
+    );
+
+    // An abandoned checkout, with the webhook it fired.
+    server
+        .request("PATCH", &format!("/checkout/shop/{}/settings", shop.id))
+        .bearer(&shop.token)
+        .json(&serde_json::json!({"abandoned_cart_emails": false}));
+    let order = init(
+        &server,
+        &shop,
+        serde_json::json!({"cart_items": [{"platform_id": "var-coffee", "quantity": 2}],
+                           "customer": {"email_address": "left@example.test",
+                                        "first_name": "Left"}}),
+    );
+    let public_order_id = order["public_order_id"].as_str().unwrap().to_string();
+    let checkout_page = format!("/console/checkouts/{public_order_id}");
+    assert!(
+        wait_until(Duration::from_secs(20), || get(&checkout_page)
+            .text
+            .contains("order/abandoned")),
+        "{}",
+        get(&checkout_page).text
+    );
+    let page = get(&checkout_page).text;
+    assert_eq!(element(&page, "checkout-status"), "open");
+    assert!(page.contains("abandoned"), "{page}");
+    assert!(page.contains("left@example.test"), "{page}");
+    let list = get("/console/checkouts?status=open").text;
+    assert!(list.contains(&checkout_page), "{list}");
+    assert!(
+        !get("/console/checkouts?status=processed")
+            .text
+            .contains(&checkout_page)
+    );
+    assert_eq!(
+        activity(&get("/console").text, "checkouts.abandoned"),
+        (1, 1)
+    );
+
+    // The connector secret rotated: shown once, on a page no cache keeps, and it is the one
+    // Mercer now signs with; the audit log names the kind, never the value.
+    let rotate = "/console/secrets/connector/rotate";
+    assert!(
+        post(rotate, &[("csrf", &csrf)])
+            .text
+            .contains("Are you sure?")
+    );
+    let shown = post(rotate, &[("csrf", &csrf), ("confirm", "yes")]);
+    assert_eq!(shown.status, 200, "{}", shown.text);
+    assert!(
+        shown
+            .headers
+            .iter()
+            .any(|(name, value)| name == "cache-control" && value.contains("no-store"))
+    );
+    let secret = element(&shown.text, "secret").to_string();
+    assert_eq!(secret.len(), 64, "{secret}");
+    let store = server.database().open_store();
+    let stored = store
+        .read(|tx| {
+            use mercer_domain::access::shop::ShopIdentifier;
+            let id = tx
+                .shop_by_identifier(&ShopIdentifier::parse(&shop.id).unwrap())?
+                .unwrap()
+                .id;
+            Ok(tx.shared_secret(id, SecretKind::Connector)?)
+        })
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.current.expose(), secret);
+    assert!(!get("/console/connector").text.contains(&secret));
+    let audit = get("/console/audit").text;
+    assert!(
+        audit.contains("secret.rotate") && audit.contains("sync.start"),
+        "{audit}"
+    );
+    assert!(!audit.contains(&secret));
+    // The checkout's token secret never leaves Mercer.
+    assert_eq!(
+        post(
+            "/console/secrets/checkout_token/rotate",
+            &[("csrf", &csrf), ("confirm", "yes")]
+        )
+        .status,
+        404
+    );
+    // Without the CSRF token nothing rotates.
+    assert_eq!(post(rotate, &[("confirm", "yes")]).status, 403);
+
+    // Another shop sees neither the checkout nor the sync.
+    let other = other_shop(&server);
+    let (theirs, _) = session(&server, &other, "other@other.test");
+    let their = |path: &str| server.get(path).header("Cookie", &theirs).call();
+    assert_eq!(their(&checkout_page).status, 404);
+    assert!(!their("/console/checkouts").text.contains(&public_order_id));
+    assert!(their("/console/connector").text.contains("id=\"no-syncs\""));
+}
+
+/// The Webhooks page jumps to a time: messages sent at or before it, newest first.
+fn the_webhooks_page_jumps_to_a_time(backend: Backend) {
+    let server = MercerServer::start_with(
+        TestDatabase::create(backend),
+        &["--allow-private-targets", "--webhook-retry-schedule", "0s"],
+    );
+    let shop = shop(&server);
+    let receiver = Receiver::start();
+    let endpoint = create(&server, &shop, 1, &receiver.url);
+    let first = send_test(&server, &shop, endpoint["id"].as_str().unwrap());
+    std::thread::sleep(Duration::from_millis(1100));
+    let second = send_test(&server, &shop, endpoint["id"].as_str().unwrap());
+    staff(&server, &shop.id, "ops@demo.test");
+    let (cookie, _) = session(&server, &shop.id, "ops@demo.test");
+    let list = |query: &str| {
+        server
+            .get(&format!("/console/webhooks?{query}"))
+            .header("Cookie", &cookie)
+            .call()
+            .text
+    };
+    let all = list("");
+    assert!(all.contains(&first) && all.contains(&second));
+    let store = server.database().open_store();
+    let created = store
+        .read(|tx| Ok(tx.webhook_message(&first)?))
+        .unwrap()
+        .unwrap()
+        .created_at;
+    // To the second, rounded up: the first message is at or before it, the second after.
+    let at = created.plus_seconds(1).to_rfc3339();
+    let until = format!("until={}", &at[..19]);
+    let jumped = list(&until);
+    assert!(jumped.contains(&first), "{jumped}");
+    assert!(!jumped.contains(&second), "{jumped}");
+    assert!(
+        jumped.contains(&format!("value=\"{}\"", &at[..19])),
+        "{jumped}"
+    );
+    assert!(list("until=2001-01-01T00:00").contains("No message matches"));
+}
+
 backend_tests!(
+    syncs_secrets_and_checkouts_work_from_the_console,
+    the_webhooks_page_jumps_to_a_time,
     the_overview_counts_the_shops_deliveries_and_events,
     the_subscriptions_page_shows_the_due_report_and_a_history,
     a_staff_member_resends_a_failed_delivery_and_retries_an_event_in_a_browser,

@@ -459,6 +459,7 @@ fn a_delivery_carries_an_x_svc_signature_the_receiver_verifies(backend: Backend)
                 WebhookKind::Subscription,
                 "subscription_paused",
                 &payload,
+                None,
                 Timestamp::now(),
             )?;
             assert_eq!(queued.len(), 1);

@@ -58,7 +58,8 @@ const [authorizeUrl, email, password, chromiumPath] = process.argv.slice(2);
 
 /// The operator console with JavaScript off: a staff member signs in, finds the failed delivery
 /// of `topic`, reads its attempts, resends it (confirming) and reloads until the new attempt
-/// shows; retries the event set aside; reads the audit log; posts a form without its CSRF
+/// shows; retries the event set aside; rotates the connector secret; opens a checkout and the
+/// webhooks it fired; reads the audit log; posts a form without its CSRF
 /// token; then another shop's staff member looks. A screenshot of each page goes to `shots`.
 const CONSOLE_SCRIPT: &str = r#"
 const path = require('path');
@@ -124,6 +125,17 @@ const [base, shop, email, password, otherShop, otherEmail, topic, shots, chromiu
       out.setAsideCleared = (await page.locator('#no-set-aside').count()) > 0;
       if (!out.setAsideCleared) { await page.waitForTimeout(250); await page.reload(); }
     }
+
+    await navigating(page, page.click('#secrets form[action$="/connector/rotate"] button'));
+    await navigating(page, page.click('main form button.primary'));
+    out.secretShown = (await page.textContent('#secret')).trim();
+    await shot('secret');
+
+    await page.goto(base + '/console/checkouts');
+    await shot('checkouts');
+    await navigating(page, page.click('#checkouts tbody tr a'));
+    out.checkoutMessages = await page.locator('#messages tbody tr').count();
+    await shot('checkout');
 
     await page.goto(base + '/console/jobs');
     out.jobs = await page.textContent('main');

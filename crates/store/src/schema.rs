@@ -728,6 +728,7 @@ diesel::table! {
         created_at -> BigInt,
         updated_at -> BigInt,
         delivered_at -> Nullable<BigInt>,
+        subject -> Nullable<Text>,
     }
 }
 

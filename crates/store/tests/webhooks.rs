@@ -71,6 +71,7 @@ fn endpoints_fan_out_by_topic(backend: Backend) {
                 WebhookKind::Checkout,
                 "order/processed",
                 &json!({"n": 1}),
+                Some("checkout:one"),
                 at(1),
             )
         })
@@ -79,6 +80,14 @@ fn endpoints_fan_out_by_topic(backend: Backend) {
         rows.len(),
         2,
         "one message per subscribed checkout endpoint"
+    );
+    // Listed by what they are about, newest first (as the console's Checkouts page does).
+    let about = store
+        .read(|tx| Ok(tx.webhook_messages_about(shop.id, "checkout:one", 10)?))
+        .unwrap();
+    assert_eq!(
+        about.iter().map(|m| m.id).collect::<Vec<_>>(),
+        [rows[1], rows[0]]
     );
     store
         .write(|tx| {
@@ -93,6 +102,7 @@ fn endpoints_fan_out_by_topic(backend: Backend) {
                 WebhookKind::Checkout,
                 "order/processed",
                 &json!({"n": 2}),
+                None,
                 at(3),
             )
         })

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::access::credentials::{Secret, hash_token, random_hex};
 use crate::access::oauth::{PasswordCheck, SignInAttempt, check_password, record_sign_in};
+use crate::access::secrets::{SecretKind, SharedSecret, rotate_secret};
 use crate::access::shop::Shop;
 use crate::access::{AccessDatabase, AccessRepositories};
 use crate::kernel::error::DomainError;
@@ -235,6 +236,62 @@ pub fn record_action(
         subject: subject.to_string(),
         at: now,
     })?)
+}
+
+/// The secrets the console rotates: those a party outside Mercer holds (the checkout's token
+/// secret never leaves Mercer).
+pub const ROTATABLE_SECRETS: [SecretKind; 2] =
+    [SecretKind::Connector, SecretKind::CheckoutIntegration];
+
+/// A shop's secret as the console lists it: its kind and when it was last set, never its value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretLine {
+    /// Which secret.
+    pub kind: SecretKind,
+    /// When it was last set or rotated; None when the shop has none yet.
+    pub updated_at: Option<Timestamp>,
+    /// Until when the secret a rotation replaced still verifies, while it does.
+    pub previous_valid_until: Option<Timestamp>,
+}
+
+/// The shop's rotatable secrets, without their values.
+pub fn secret_lines(
+    tx: &mut dyn AccessRepositories,
+    shop_id: i64,
+    now: Timestamp,
+) -> Result<Vec<SecretLine>, DomainError> {
+    ROTATABLE_SECRETS
+        .into_iter()
+        .map(|kind| {
+            let stored = tx.shared_secret(shop_id, kind)?;
+            Ok(SecretLine {
+                kind,
+                updated_at: stored.as_ref().map(|s| s.updated_at),
+                previous_valid_until: stored
+                    .and_then(|s| s.previous_valid_until)
+                    .filter(|until| *until > now),
+            })
+        })
+        .collect()
+}
+
+/// Rotates the shop's secret of `kind` (as `mercer secret rotate` does) and records who did it;
+/// the audit line names the kind, never the value. The answer holds the new secret, to be
+/// shown this one time.
+pub fn rotate_shop_secret(
+    db: &impl AccessDatabase,
+    staff: &ConsoleStaff,
+    kind: SecretKind,
+    now: Timestamp,
+) -> Result<SharedSecret, DomainError> {
+    if !ROTATABLE_SECRETS.contains(&kind) {
+        return Err(DomainError::not_found("secret"));
+    }
+    db.write_tx(|tx| {
+        let rotated = rotate_secret(tx, staff.shop.id, kind, now)?;
+        record_action(tx, staff, "secret.rotate", kind.as_str(), now)?;
+        Ok(rotated)
+    })
 }
 
 /// The shop's audit log, newest first, from before the entry `before` (a page's cursor).

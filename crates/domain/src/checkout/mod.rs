@@ -2,6 +2,7 @@
 //! vendor's frontend library drives, its orders and `application_state`, the overrides it calls,
 //! the built-in test gateway, and the six checkout topics it fires.
 
+pub mod console;
 pub mod input;
 pub mod payloads;
 pub mod processing;

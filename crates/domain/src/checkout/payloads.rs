@@ -126,6 +126,11 @@ pub(crate) fn order_payload(
     }
 }
 
+/// What a checkout's messages are about: the console lists them by it.
+pub fn subject(order: &CheckoutOrder) -> String {
+    format!("checkout:{}", order.public_order_id)
+}
+
 /// Enqueues `topic` (order/processed, order/created, order/failed) about `order`.
 pub fn emit(
     tx: &mut dyn CheckoutRepositories,
@@ -142,6 +147,7 @@ pub fn emit(
         WebhookKind::Checkout,
         topic.as_str(),
         &payload,
+        Some(&subject(order)),
         now,
     )?;
     Ok(())
@@ -163,6 +169,7 @@ pub(crate) fn emit_fulfilled(
         WebhookKind::Checkout,
         Topic::OrderFulfilled.as_str(),
         &payload,
+        Some(&subject(order)),
         now,
     )?;
     Ok(())
@@ -213,6 +220,7 @@ pub(crate) fn emit_abandoned(
         WebhookKind::Checkout,
         Topic::OrderAbandoned.as_str(),
         &payload,
+        Some(&subject(order)),
         now,
     )?;
     Ok(())
@@ -329,6 +337,7 @@ pub(crate) fn gift_card_payload(
 pub(crate) fn emit_gift_cards(
     tx: &mut dyn CheckoutRepositories,
     shop: &Shop,
+    order: &CheckoutOrder,
     payloads: &[GiftCardPayload],
     now: Timestamp,
 ) -> Result<(), DomainError> {
@@ -338,6 +347,7 @@ pub(crate) fn emit_gift_cards(
         WebhookKind::Checkout,
         Topic::GiftCardCreated.as_str(),
         payloads,
+        Some(&subject(order)),
         now,
     )?;
     Ok(())

@@ -661,7 +661,7 @@ fn gift_cards(
     if cards.is_empty() {
         return Ok(());
     }
-    payloads::emit_gift_cards(tx, shop, &cards, now)
+    payloads::emit_gift_cards(tx, shop, order, &cards, now)
 }
 
 /// A gift card's key as people type it: `XXXX-XXXX-XXXX-XXXX` of hex digits, upper case.

@@ -49,16 +49,19 @@ impl CheckoutStatus {
         }
     }
 
+    /// Every status, in the order a checkout goes through them.
+    pub const ALL: [CheckoutStatus; 4] = [
+        CheckoutStatus::Open,
+        CheckoutStatus::Processed,
+        CheckoutStatus::Created,
+        CheckoutStatus::Failed,
+    ];
+
     /// The status stored as `text`, if it is one.
     pub fn parse(text: &str) -> Option<CheckoutStatus> {
-        [
-            CheckoutStatus::Open,
-            CheckoutStatus::Processed,
-            CheckoutStatus::Created,
-            CheckoutStatus::Failed,
-        ]
-        .into_iter()
-        .find(|status| status.as_str() == text)
+        CheckoutStatus::ALL
+            .into_iter()
+            .find(|status| status.as_str() == text)
     }
 }
 
@@ -132,6 +135,15 @@ pub trait CheckoutRepository {
     fn abandoned_checkout_orders(
         &mut self,
         idle_since: Timestamp,
+        limit: usize,
+    ) -> StoreResult<Vec<CheckoutOrder>>;
+    /// The shop's checkouts, newest first, of one status or all, older than the checkout
+    /// `before` (a page's cursor).
+    fn checkout_orders_of_shop(
+        &mut self,
+        shop_id: i64,
+        status: Option<CheckoutStatus>,
+        before: Option<i64>,
         limit: usize,
     ) -> StoreResult<Vec<CheckoutOrder>>;
 }

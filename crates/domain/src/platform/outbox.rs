@@ -182,6 +182,31 @@ impl ConnectorCall {
         }
     }
 
+    /// The connector operation the call makes (`create_customer`, `create_order`…).
+    pub fn operation(&self) -> &'static str {
+        match self {
+            ConnectorCall::CreateCustomer { .. } | ConnectorCall::CreateServiceCustomer { .. } => {
+                "create_customer"
+            }
+            ConnectorCall::UpdateCustomer { .. } | ConnectorCall::UpdateServiceCustomer { .. } => {
+                "update_customer"
+            }
+            ConnectorCall::DeleteCustomer { .. } => "delete_customer",
+            ConnectorCall::CreateAddress { .. } | ConnectorCall::CreateServiceAddress { .. } => {
+                "create_address"
+            }
+            ConnectorCall::UpdateAddress { .. } | ConnectorCall::UpdateServiceAddress { .. } => {
+                "update_address"
+            }
+            ConnectorCall::DeleteAddress { .. } | ConnectorCall::DeleteServiceAddress { .. } => {
+                "delete_address"
+            }
+            ConnectorCall::CreateOrder { .. } => "create_order",
+            ConnectorCall::UpdateOrder { .. } => "update_order",
+            ConnectorCall::CreatePayment { .. } => "create_payment",
+        }
+    }
+
     /// Mercer's ids of the customer and address this call names, when it names them so.
     pub fn service_ids(&self) -> Option<(i64, Option<i64>)> {
         match self {

@@ -244,6 +244,8 @@ pub trait SyncRepository {
     ) -> StoreResult<()>;
     /// A sync run by its id, if there is one.
     fn sync_run(&mut self, id: i64) -> StoreResult<Option<SyncRun>>;
+    /// The shop's latest sync runs of every topic, newest first.
+    fn recent_sync_runs(&mut self, shop_id: i64, limit: usize) -> StoreResult<Vec<SyncRun>>;
 }
 
 /// Calls to make on connectors, kept until made.
@@ -283,6 +285,12 @@ pub trait OutboxRepository {
     ) -> StoreResult<()>;
     /// The shop's calls, oldest first.
     fn outbox_entries(&mut self, shop_id: i64) -> StoreResult<Vec<OutboxEntry>>;
+    /// The shop's latest calls, newest first.
+    fn recent_outbox_entries(
+        &mut self,
+        shop_id: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<OutboxEntry>>;
     /// When the shop's next pending call is due (or its lease ends); None when none is pending.
     fn next_outbox_attempt(&mut self, shop_id: i64) -> StoreResult<Option<Timestamp>>;
     /// The shops with pending calls.

@@ -430,6 +430,7 @@ fn enqueue(
         WebhookKind::Subscription,
         topic.as_str(),
         payload,
+        None,
         now,
     )?;
     Ok(())

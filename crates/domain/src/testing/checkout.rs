@@ -110,4 +110,25 @@ impl CheckoutRepository for MemoryState {
         found.truncate(limit);
         Ok(found)
     }
+
+    fn checkout_orders_of_shop(
+        &mut self,
+        shop_id: i64,
+        status: Option<CheckoutStatus>,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<CheckoutOrder>> {
+        Ok(self
+            .checkout_orders
+            .iter()
+            .rev()
+            .filter(|order| {
+                order.shop_id == shop_id
+                    && status.is_none_or(|status| order.status == status)
+                    && before.is_none_or(|before| order.id < before)
+            })
+            .take(limit)
+            .cloned()
+            .collect())
+    }
 }

@@ -135,6 +135,8 @@ pub struct MemoryState {
     pub webhook_endpoints: Vec<(WebhookEndpoint, bool)>,
     /// Webhook messages, one per message and endpoint.
     pub webhook_messages: Vec<WebhookMessage>,
+    /// What messages are about, by message row id (those enqueued with a subject).
+    pub message_subjects: std::collections::HashMap<i64, String>,
     /// Every recorded delivery attempt of a webhook message.
     pub webhook_attempts: Vec<DeliveryAttempt>,
     /// Shops' API overrides.

@@ -664,6 +664,17 @@ impl SyncRepository for MemoryState {
         Ok(())
     }
 
+    fn recent_sync_runs(&mut self, shop_id: i64, limit: usize) -> StoreResult<Vec<SyncRun>> {
+        Ok(self
+            .syncs
+            .iter()
+            .rev()
+            .filter(|r| r.shop_id == shop_id)
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
     fn sync_run(&mut self, id: i64) -> StoreResult<Option<SyncRun>> {
         Ok(self.syncs.iter().find(|r| r.id == id).cloned())
     }
@@ -751,6 +762,21 @@ impl OutboxRepository for MemoryState {
             .outbox
             .iter()
             .filter(|e| e.shop_id == shop_id)
+            .cloned()
+            .collect())
+    }
+
+    fn recent_outbox_entries(
+        &mut self,
+        shop_id: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<OutboxEntry>> {
+        Ok(self
+            .outbox
+            .iter()
+            .rev()
+            .filter(|e| e.shop_id == shop_id)
+            .take(limit)
             .cloned()
             .collect())
     }

@@ -163,6 +163,9 @@ impl WebhookRepository for MemoryState {
                 created_at: new.created_at,
                 delivered_at: None,
             });
+            if let Some(subject) = &new.subject {
+                self.message_subjects.insert(id, subject.clone());
+            }
             ids.push(id);
         }
         Ok(ids)
@@ -268,6 +271,34 @@ impl WebhookRepository for MemoryState {
             .filter(|m| m.shop_id == shop_id && before.is_none_or(|id| m.id < id))
             .filter(|m| filter.topic.as_ref().is_none_or(|topic| m.topic == *topic))
             .filter(|m| filter.status.is_none_or(|status| m.status == status))
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
+    fn webhook_message_row_at(&mut self, shop_id: i64, at: Timestamp) -> StoreResult<Option<i64>> {
+        Ok(self
+            .webhook_messages
+            .iter()
+            .filter(|m| m.shop_id == shop_id && m.created_at <= at)
+            .max_by_key(|m| (m.created_at, m.id))
+            .map(|m| m.id))
+    }
+
+    fn webhook_messages_about(
+        &mut self,
+        shop_id: i64,
+        subject: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<WebhookMessage>> {
+        Ok(self
+            .webhook_messages
+            .iter()
+            .rev()
+            .filter(|m| {
+                m.shop_id == shop_id
+                    && self.message_subjects.get(&m.id).map(String::as_str) == Some(subject)
+            })
             .take(limit)
             .cloned()
             .collect())

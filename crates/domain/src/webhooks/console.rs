@@ -6,7 +6,10 @@
 use serde::Serialize;
 
 use super::log::{AttemptShown, MessageShown};
-use super::{MessageStatus, WebhookDatabase, WebhookEndpoint, WebhookKind, WebhookRepositories};
+use super::{
+    MessageStatus, WebhookDatabase, WebhookEndpoint, WebhookKind, WebhookMessage,
+    WebhookRepositories,
+};
 use crate::access::console::{ConsoleStaff, record_action};
 use crate::kernel::error::DomainError;
 use crate::kernel::time::Timestamp;
@@ -114,6 +117,19 @@ pub fn messages(
     limit: usize,
 ) -> Result<MessagePage, DomainError> {
     let messages = tx.webhook_messages_of_shop(shop_id, filter, before, limit)?;
+    let lines = lines_of(tx, &messages)?;
+    let next_before = (messages.len() == limit)
+        .then(|| messages.last().map(|m| m.id))
+        .flatten();
+    Ok(MessagePage { lines, next_before })
+}
+
+/// The list lines of `messages`: each with its endpoint's URL and its last attempt, read in
+/// two queries.
+pub fn lines_of(
+    tx: &mut dyn WebhookRepositories,
+    messages: &[WebhookMessage],
+) -> Result<Vec<MessageLine>, DomainError> {
     let endpoint_ids: Vec<i64> = messages.iter().map(|m| m.endpoint_id).collect();
     let endpoints = tx.webhook_endpoints_by_ids(&endpoint_ids)?;
     let rows: Vec<i64> = messages.iter().map(|m| m.id).collect();
@@ -133,10 +149,20 @@ pub fn messages(
                 .map(AttemptShown::of),
         })
         .collect();
-    let next_before = (messages.len() == limit)
-        .then(|| messages.last().map(|m| m.id))
-        .flatten();
-    Ok(MessagePage { lines, next_before })
+    Ok(lines)
+}
+
+/// The cursor (`before`) of the list that starts at the shop's newest message created at or
+/// before `at`: ids grow with time, so the list goes back from there. None when no message
+/// is that old (the list is then empty).
+pub fn cursor_at(
+    tx: &mut dyn WebhookRepositories,
+    shop_id: i64,
+    at: Timestamp,
+) -> Result<Option<i64>, DomainError> {
+    Ok(tx
+        .webhook_message_row_at(shop_id, at)?
+        .map(|row| row.saturating_add(1)))
 }
 
 /// The shop's message with this `webhook-id`, or 404 (another shop's too).

@@ -200,6 +200,8 @@ pub struct NewWebhookMessage {
     pub payload: String,
     /// When it is enqueued, and so first due.
     pub created_at: Timestamp,
+    /// What it is about, when something lists its messages (`checkout:{public_order_id}`).
+    pub subject: Option<String>,
 }
 
 /// What one attempt got back.
@@ -461,16 +463,19 @@ pub(crate) fn new_message_id() -> String {
 }
 
 /// Enqueues `payload` for every active endpoint of the shop on `topic`, in the caller's
-/// transaction; returns the messages' row ids (none when nobody subscribes).
+/// transaction, about `subject` if it names one; returns the messages' row ids (none when
+/// nobody subscribes).
 pub fn enqueue_for_topic(
     tx: &mut dyn WebhookRepositories,
     shop_id: i64,
     kind: WebhookKind,
     topic: &str,
     payload: &impl Serialize,
+    subject: Option<&str>,
     now: Timestamp,
 ) -> Result<Vec<i64>, DomainError> {
-    enqueue_all_for_topic(tx, shop_id, kind, topic, std::slice::from_ref(payload), now)
+    let payloads = std::slice::from_ref(payload);
+    enqueue_all_for_topic(tx, shop_id, kind, topic, payloads, subject, now)
 }
 
 /// A payload as the message's body.
@@ -490,6 +495,7 @@ pub(crate) fn enqueue_all_for_topic(
     kind: WebhookKind,
     topic: &str,
     payloads: &[impl Serialize],
+    subject: Option<&str>,
     now: Timestamp,
 ) -> Result<Vec<i64>, DomainError> {
     let endpoints = tx.active_webhook_endpoints(shop_id, kind, topic)?;
@@ -507,6 +513,7 @@ pub(crate) fn enqueue_all_for_topic(
                 topic: topic.to_string(),
                 payload: payload.clone(),
                 created_at: now,
+                subject: subject.map(str::to_string),
             })
         })
         .collect();
@@ -528,6 +535,7 @@ pub fn enqueue_for_endpoint(
         topic: endpoint.topic.clone(),
         payload: payload_text(payload)?,
         created_at: now,
+        subject: None,
     };
     let row = tx
         .insert_webhook_messages(std::slice::from_ref(&message))?

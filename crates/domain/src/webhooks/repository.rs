@@ -114,6 +114,15 @@ pub trait WebhookRepository {
         before: Option<i64>,
         limit: usize,
     ) -> StoreResult<Vec<WebhookMessage>>;
+    /// The row id of the shop's newest message created at or before `at`, if there is one.
+    fn webhook_message_row_at(&mut self, shop_id: i64, at: Timestamp) -> StoreResult<Option<i64>>;
+    /// The shop's messages about `subject`, newest first.
+    fn webhook_messages_about(
+        &mut self,
+        shop_id: i64,
+        subject: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<WebhookMessage>>;
     /// How many of the shop's messages are in `status`.
     fn count_shop_webhook_messages(
         &mut self,

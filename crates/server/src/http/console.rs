@@ -11,6 +11,7 @@ use actix_web::http::{StatusCode, header};
 use actix_web::{FromRequest, HttpRequest, HttpResponse, ResponseError, web};
 use askama::Template;
 use mercer_domain::access::console::{self, ConsoleStaff, SESSION_LIFETIME_SECONDS};
+use mercer_domain::webhooks::log::AttemptShown;
 use serde::de::DeserializeOwned;
 
 use crate::http::error::ApiError;
@@ -184,6 +185,7 @@ impl Chrome {
             ("/console", "Overview", "overview"),
             ("/console/webhooks", "Webhooks", "webhooks"),
             ("/console/connector", "Connector", "connector"),
+            ("/console/checkouts", "Checkouts", "checkouts"),
             ("/console/jobs", "Jobs", "jobs"),
             ("/console/subscriptions", "Subscriptions", "subscriptions"),
             ("/console/audit", "Audit log", "audit"),
@@ -261,7 +263,7 @@ impl ActionForm {
 /// confirmed.
 #[derive(Template)]
 #[template(path = "console/confirm.html")]
-pub struct ConfirmPage<'a> {
+struct ConfirmPage<'a> {
     pub chrome: Chrome,
     pub question: &'a str,
     pub action: &'a str,
@@ -269,9 +271,69 @@ pub struct ConfirmPage<'a> {
     pub back: &'a str,
 }
 
+/// What an action asks before it runs: the question, the button that confirms, and where the
+/// browser goes afterwards (and back to, should the staff member not confirm).
+pub struct Ask<'a> {
+    /// The navigation entry the confirm page shows as current.
+    pub nav: &'static str,
+    pub question: String,
+    pub button: &'a str,
+    pub back: String,
+}
+
+/// An action's first step, for a form posted to `request`'s path: the page that asks to
+/// confirm, or None when the form says the staff member did (a forged form is refused).
+pub fn ask_first(
+    request: &HttpRequest,
+    staff: &ConsoleStaff,
+    body: RawBody,
+    ask: &Ask<'_>,
+) -> Result<Option<HttpResponse>, ConsoleError> {
+    let fields: ActionForm = form(staff, body)?;
+    if fields.confirmed() {
+        return Ok(None);
+    }
+    render(&ConfirmPage {
+        chrome: Chrome::of(staff, ask.nav),
+        question: &ask.question,
+        action: request.path(),
+        button: ask.button,
+        back: &ask.back,
+    })
+    .map(Some)
+}
+
+/// An action's two steps ([`ask_first`]); once confirmed, `act` runs off the async threads (a
+/// domain use case that records who did it), then the browser goes back.
+pub async fn confirm_then<F>(
+    request: &HttpRequest,
+    staff: ConsoleStaff,
+    body: RawBody,
+    ask: Ask<'_>,
+    act: F,
+) -> Result<HttpResponse, ConsoleError>
+where
+    F: FnOnce(ConsoleStaff) -> Result<(), mercer_domain::DomainError> + Send + 'static,
+{
+    if let Some(page) = ask_first(request, &staff, body, &ask)? {
+        return Ok(page);
+    }
+    crate::http::state::run_blocking(move || act(staff)).await?;
+    Ok(see_other(&ask.back))
+}
+
 /// A page's query, read leniently: a value that does not parse is as if absent.
 pub fn query<T: DeserializeOwned + Default>(request: &HttpRequest) -> T {
     serde_urlencoded::from_str(request.query_string()).unwrap_or_default()
+}
+
+/// An attempt's outcome in a few words: its status, or why there was none.
+pub fn answer(attempt: &AttemptShown) -> String {
+    match (attempt.status, &attempt.error) {
+        (Some(status), _) => status.to_string(),
+        (None, Some(error)) => error.clone(),
+        (None, None) => "no answer".to_string(),
+    }
 }
 
 /// A time as pages show it: UTC to the second.

@@ -213,6 +213,7 @@ fn message(shop_id: i64, endpoint_id: i64, n: u32, seconds: i64) -> NewWebhookMe
         topic: "order/processed".into(),
         payload: json!({"n": n}).to_string(),
         created_at: at(seconds),
+        subject: None,
     }
 }
 
@@ -480,6 +481,15 @@ fn a_shops_messages_are_listed_by_topic_and_status_newest_first(db: &impl Databa
         status: Some(MessageStatus::Failed),
     };
     assert_eq!(list(failed, None, 10), ["msg_1"]);
+    // The newest of the shop's messages created at or before a time (another shop's at 2 s
+    // is not it).
+    let row_at = |seconds| {
+        db.read(|tx| Ok(tx.webhook_message_row_at(shop.id, at(seconds))?))
+            .unwrap()
+    };
+    assert_eq!(row_at(2), Some(ids[0]));
+    assert_eq!(row_at(3), Some(ids[2]));
+    assert_eq!(row_at(0), None);
     // The overview's live count: the shop's messages in one status (other shops' left out).
     let count = |status| {
         db.read(|tx| Ok(tx.count_shop_webhook_messages(shop.id, status)?))

@@ -198,4 +198,28 @@ impl CheckoutRepository for StoreTx<'_> {
         .map_err(storage_error)?;
         orders(rows)
     }
+
+    fn checkout_orders_of_shop(
+        &mut self,
+        shop_id: i64,
+        status: Option<CheckoutStatus>,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<CheckoutOrder>> {
+        use checkout_orders as t;
+        let mut query = t::table.filter(t::shop_id.eq(shop_id)).into_boxed();
+        if let Some(status) = status {
+            query = query.filter(t::status.eq(status.as_str()));
+        }
+        if let Some(before) = before {
+            query = query.filter(t::id.lt(before));
+        }
+        let rows = query
+            .order(t::id.desc())
+            .limit(i64::try_from(limit).unwrap_or(i64::MAX))
+            .select(CheckoutRow::as_select())
+            .load(self.conn)
+            .map_err(storage_error)?;
+        orders(rows)
+    }
 }

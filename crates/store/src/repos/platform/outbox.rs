@@ -200,6 +200,23 @@ impl OutboxRepository for StoreTx<'_> {
             .collect()
     }
 
+    fn recent_outbox_entries(
+        &mut self,
+        shop_id: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<OutboxEntry>> {
+        connector_outbox::table
+            .filter(connector_outbox::shop_id.eq(shop_id))
+            .order(connector_outbox::id.desc())
+            .limit(i64::try_from(limit).unwrap_or(i64::MAX))
+            .select(OutboxRow::as_select())
+            .load(self.conn)
+            .map_err(storage_error)?
+            .into_iter()
+            .map(OutboxEntry::try_from)
+            .collect()
+    }
+
     fn next_outbox_attempt(&mut self, shop_id: i64) -> StoreResult<Option<Timestamp>> {
         let next: Option<i64> = connector_outbox::table
             .filter(connector_outbox::shop_id.eq(shop_id))

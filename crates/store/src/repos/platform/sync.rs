@@ -136,6 +136,19 @@ impl SyncRepository for StoreTx<'_> {
         Ok(())
     }
 
+    fn recent_sync_runs(&mut self, shop_id: i64, limit: usize) -> StoreResult<Vec<SyncRun>> {
+        sync_runs::table
+            .filter(sync_runs::shop_id.eq(shop_id))
+            .order(sync_runs::id.desc())
+            .limit(i64::try_from(limit).unwrap_or(i64::MAX))
+            .select(SyncRow::as_select())
+            .load(self.conn)
+            .map_err(storage_error)?
+            .into_iter()
+            .map(SyncRun::try_from)
+            .collect()
+    }
+
     fn sync_run(&mut self, id: i64) -> StoreResult<Option<SyncRun>> {
         sync_runs::table
             .find(id)

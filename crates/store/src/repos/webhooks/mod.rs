@@ -161,6 +161,7 @@ struct NewMessageRow<'a> {
     next_attempt_at: i64,
     created_at: i64,
     updated_at: i64,
+    subject: Option<&'a str>,
 }
 
 /// Pending messages due by `$now`, oldest due first.
@@ -368,6 +369,7 @@ impl WebhookRepository for StoreTx<'_> {
                     next_attempt_at: m.created_at.as_micros(),
                     created_at: m.created_at.as_micros(),
                     updated_at: m.created_at.as_micros(),
+                    subject: m.subject.as_deref(),
                 })
                 .collect();
             let returned: Vec<(i64, String)> = on_backend!(&mut *self.conn, |c| {
@@ -553,6 +555,40 @@ impl WebhookRepository for StoreTx<'_> {
             query = query.filter(webhook_messages::id.lt(before));
         }
         query
+            .order(webhook_messages::id.desc())
+            .limit(i64::try_from(limit).unwrap_or(i64::MAX))
+            .select(MessageRow::as_select())
+            .load(self.conn)
+            .map_err(storage_error)?
+            .into_iter()
+            .map(WebhookMessage::try_from)
+            .collect()
+    }
+
+    fn webhook_message_row_at(&mut self, shop_id: i64, at: Timestamp) -> StoreResult<Option<i64>> {
+        // By the (shop_id, created_at) index: one entry read, however far back `at` is.
+        webhook_messages::table
+            .filter(webhook_messages::shop_id.eq(shop_id))
+            .filter(webhook_messages::created_at.le(at.as_micros()))
+            .order((
+                webhook_messages::created_at.desc(),
+                webhook_messages::id.desc(),
+            ))
+            .select(webhook_messages::id)
+            .first(self.conn)
+            .optional()
+            .map_err(storage_error)
+    }
+
+    fn webhook_messages_about(
+        &mut self,
+        shop_id: i64,
+        subject: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<WebhookMessage>> {
+        webhook_messages::table
+            .filter(webhook_messages::shop_id.eq(shop_id))
+            .filter(webhook_messages::subject.eq(subject))
             .order(webhook_messages::id.desc())
             .limit(i64::try_from(limit).unwrap_or(i64::MAX))
             .select(MessageRow::as_select())

@@ -5,15 +5,18 @@
 use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
+use mercer_domain::DomainError;
 use mercer_domain::access::console::{self, AuditEntry, ConsoleSignIn};
 use mercer_domain::access::credentials::random_hex;
 use mercer_domain::access::oauth;
+use mercer_domain::access::secrets::SecretKind;
 use serde::Deserialize;
 
 use crate::http::console::{
-    self as shared, ActionForm, Chrome, ConsoleError, PAGE_SIZE, SIGN_IN_COOKIE, Staff, query,
+    self as shared, ActionForm, Ask, Chrome, ConsoleError, PAGE_SIZE, SIGN_IN_COOKIE, Staff, query,
     render, render_with, see_other, when,
 };
+use crate::http::error::ApiError;
 use crate::http::extract::RawBody;
 use crate::http::sign_in_limiter;
 use crate::http::state::{AppState, run_blocking};
@@ -203,5 +206,50 @@ pub async fn audit(
         chrome: Chrome::of(&staff, "audit"),
         entries,
         next_before,
+    })
+}
+
+#[derive(Template)]
+#[template(path = "console/secret.html")]
+struct SecretPage<'a> {
+    chrome: Chrome,
+    kind: &'a str,
+    secret: &'a str,
+    previous_valid_until: Option<String>,
+}
+
+/// `POST /console/secrets/{kind}/rotate`: asks to confirm, then rotates the secret and shows
+/// the new one this once (in the answer to the post, never stored by the browser: the page is
+/// `no-store`, and the audit log names only the kind).
+pub async fn rotate_secret(
+    state: web::Data<AppState>,
+    request: HttpRequest,
+    path: web::Path<String>,
+    Staff(staff): Staff,
+    body: RawBody,
+) -> Result<HttpResponse, ConsoleError> {
+    let kind = SecretKind::parse(&path.into_inner())
+        .filter(|kind| console::ROTATABLE_SECRETS.contains(kind))
+        .ok_or_else(|| ConsoleError::Api(ApiError::from(DomainError::not_found("secret"))))?;
+    let ask = Ask {
+        nav: "connector",
+        question: format!(
+            "Make a new {} secret? It is shown once; the previous one still verifies for 24 \
+             hours.",
+            kind.as_str()
+        ),
+        button: "Rotate",
+        back: "/console/connector".to_string(),
+    };
+    if let Some(page) = shared::ask_first(&request, &staff, body, &ask)? {
+        return Ok(page);
+    }
+    let (store, now, by) = (state.store.clone(), state.now(), staff.clone());
+    let rotated = run_blocking(move || console::rotate_shop_secret(&store, &by, kind, now)).await?;
+    render(&SecretPage {
+        chrome: Chrome::of(&staff, "connector"),
+        kind: kind.as_str(),
+        secret: rotated.current.expose(),
+        previous_valid_until: rotated.previous_valid_until.as_ref().map(when),
     })
 }

@@ -48,5 +48,9 @@ pub fn configure(config: &mut web::ServiceConfig) {
                 .route(web::post().to(console::sign_in)),
         )
         .service(resource("/console/sign-out").route(web::post().to(console::sign_out)))
-        .service(resource("/console/audit").route(web::get().to(console::audit)));
+        .service(resource("/console/audit").route(web::get().to(console::audit)))
+        .service(
+            resource("/console/secrets/{kind}/rotate")
+                .route(web::post().to(console::rotate_secret)),
+        );
 }

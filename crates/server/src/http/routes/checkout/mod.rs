@@ -3,6 +3,7 @@
 //! `/checkout/storefront/{shop}/{public_order_id}` (bearer JWT of that one order). Paths are
 //! written out whole: tests/e2e/route_scopes.rs reads them here.
 
+mod console;
 mod handlers;
 mod storefront;
 
@@ -149,5 +150,11 @@ pub fn configure(config: &mut web::ServiceConfig) {
         .service(
             storefront_resource("/checkout/storefront/{shop}/{public_order_id}/log")
                 .route(web::post().to(storefront::log)),
+        )
+        // The operator console's pages (HTML, left out of the OpenAPI document).
+        .service(resource("/console/checkouts").route(web::get().to(console::page)))
+        .service(
+            resource("/console/checkouts/{public_order_id}")
+                .route(web::get().to(console::checkout)),
         );
 }

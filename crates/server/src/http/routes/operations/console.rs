@@ -11,11 +11,10 @@ use mercer_domain::operations::{
 use serde::Deserialize;
 
 use crate::http::console::{
-    ActionForm, Chrome, ConfirmPage, ConsoleError, PAGE_SIZE, Staff, form, query, render,
-    see_other, when,
+    Ask, Chrome, ConsoleError, PAGE_SIZE, Staff, confirm_then, query, render, when,
 };
 use crate::http::extract::RawBody;
-use crate::http::state::{AppState, run_blocking};
+use crate::http::state::AppState;
 
 #[derive(Template)]
 #[template(path = "console/overview.html")]
@@ -179,45 +178,41 @@ pub async fn jobs(
 /// `POST /console/jobs/{id}/retry`: asks to confirm, then queues the job again.
 pub async fn retry_job(
     state: web::Data<AppState>,
+    request: HttpRequest,
     path: web::Path<i64>,
     Staff(staff): Staff,
     body: RawBody,
 ) -> Result<HttpResponse, ConsoleError> {
-    let fields: ActionForm = form(&staff, body)?;
-    let id = path.into_inner();
-    if !fields.confirmed() {
-        return render(&ConfirmPage {
-            chrome: Chrome::of(&staff, "jobs"),
-            question: &format!("Queue job {id} again, due now, with its attempts from zero?"),
-            action: &format!("/console/jobs/{id}/retry"),
-            button: "Retry",
-            back: "/console/jobs",
-        });
-    }
-    let (store, now) = (state.store.clone(), state.now());
-    run_blocking(move || retry_shop_job(&store, &staff, id, now)).await?;
-    Ok(see_other("/console/jobs"))
+    let (id, store, now) = (path.into_inner(), state.store.clone(), state.now());
+    let ask = Ask {
+        nav: "jobs",
+        question: format!("Queue job {id} again, due now, with its attempts from zero?"),
+        button: "Retry",
+        back: "/console/jobs".to_string(),
+    };
+    confirm_then(&request, staff, body, ask, move |staff| {
+        retry_shop_job(&store, &staff, id, now)
+    })
+    .await
 }
 
 /// `POST /console/jobs/{id}/cancel`: asks to confirm, then cancels the job.
 pub async fn cancel_job(
     state: web::Data<AppState>,
+    request: HttpRequest,
     path: web::Path<i64>,
     Staff(staff): Staff,
     body: RawBody,
 ) -> Result<HttpResponse, ConsoleError> {
-    let fields: ActionForm = form(&staff, body)?;
-    let id = path.into_inner();
-    if !fields.confirmed() {
-        return render(&ConfirmPage {
-            chrome: Chrome::of(&staff, "jobs"),
-            question: &format!("Cancel job {id}? A running job stops at its next step."),
-            action: &format!("/console/jobs/{id}/cancel"),
-            button: "Cancel the job",
-            back: "/console/jobs",
-        });
-    }
-    let (store, now) = (state.store.clone(), state.now());
-    run_blocking(move || cancel_shop_job(&store, &staff, id, now)).await?;
-    Ok(see_other("/console/jobs"))
+    let (id, store, now) = (path.into_inner(), state.store.clone(), state.now());
+    let ask = Ask {
+        nav: "jobs",
+        question: format!("Cancel job {id}? A running job stops at its next step."),
+        button: "Cancel the job",
+        back: "/console/jobs".to_string(),
+    };
+    confirm_then(&request, staff, body, ask, move |staff| {
+        cancel_shop_job(&store, &staff, id, now)
+    })
+    .await
 }

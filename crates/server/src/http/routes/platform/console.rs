@@ -1,29 +1,42 @@
-//! The console's Connector page: the shop's destinations and the events set aside with their
-//! error; putting one back into the queue.
+//! The console's Connector page: the shop's destinations, syncs, outbox calls, events pending
+//! and set aside, and its secrets (never their values); starting a sync and putting an event
+//! back into the queue.
 
-use actix_web::{HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
-use mercer_domain::platform::console;
-use mercer_domain::platform::destinations::{Destination, list_destinations};
-use mercer_domain::platform::events::FailedInboundEvent;
+use mercer_domain::DomainError;
+use mercer_domain::access::console::{SecretLine, secret_lines};
+use mercer_domain::platform::console::{self, ConnectorView};
+use mercer_domain::platform::destinations::Topic;
+use mercer_domain::platform::outbox::{OutboxEntry, OutboxStatus};
 
 use crate::http::console::{
-    ActionForm, Chrome, ConfirmPage, ConsoleError, PAGE_SIZE, Staff, form, render, see_other, when,
+    Ask, Chrome, ConsoleError, PAGE_SIZE, Staff, confirm_then, render, when,
 };
+use crate::http::error::ApiError;
 use crate::http::extract::RawBody;
-use crate::http::state::{AppState, run_blocking};
+use crate::http::state::AppState;
 
 #[derive(Template)]
 #[template(path = "console/connector.html")]
 struct ConnectorPage {
     chrome: Chrome,
-    destinations: Vec<Destination>,
-    set_aside: Vec<FailedInboundEvent>,
+    view: ConnectorView,
+    secrets: Vec<SecretLine>,
 }
 
 impl ConnectorPage {
     fn when(&self, at: &mercer_domain::Timestamp) -> String {
         when(at)
+    }
+
+    fn operation(&self, entry: &OutboxEntry) -> &'static str {
+        entry.call.operation()
+    }
+
+    /// Whether the call waits for an attempt (its next attempt is worth showing).
+    fn waiting(&self, entry: &OutboxEntry) -> bool {
+        entry.status == OutboxStatus::Pending
     }
 }
 
@@ -32,42 +45,71 @@ pub async fn page(
     state: web::Data<AppState>,
     Staff(staff): Staff,
 ) -> Result<HttpResponse, ConsoleError> {
-    let shop = staff.shop.clone();
-    let (destinations, set_aside) = state
+    let (seen, now) = (staff.clone(), state.now());
+    let (view, secrets) = state
         .read(move |tx| {
             Ok((
-                list_destinations(tx, &shop)?,
-                console::set_aside_events(tx, shop.id, PAGE_SIZE)?,
+                console::connector_view(tx, &seen, PAGE_SIZE)?,
+                secret_lines(tx, seen.shop.id, now)?,
             ))
         })
         .await?;
     render(&ConnectorPage {
         chrome: Chrome::of(&staff, "connector"),
-        destinations,
-        set_aside,
+        view,
+        secrets,
     })
+}
+
+/// `POST /console/connector/syncs/{topic}`: asks to confirm, then starts a sync of the topic
+/// (as the API's Start Sync does).
+pub async fn start_sync(
+    state: web::Data<AppState>,
+    request: HttpRequest,
+    path: web::Path<String>,
+    Staff(staff): Staff,
+    body: RawBody,
+) -> Result<HttpResponse, ConsoleError> {
+    let topic = Topic::parse(&path.into_inner()).ok_or_else(|| {
+        ConsoleError::Api(ApiError::from(DomainError::not_found("destination topic")))
+    })?;
+    let (store, now, jobs) = (state.store.clone(), state.now(), state.jobs.clone());
+    let ask = Ask {
+        nav: "connector",
+        question: format!(
+            "Pull every {} page from the connector and apply it? Entities change only where \
+             the connector's copy is newer.",
+            topic.as_str()
+        ),
+        button: "Start the sync",
+        back: "/console/connector".to_string(),
+    };
+    let answer = confirm_then(&request, staff, body, ask, move |staff| {
+        console::start_shop_sync(&store, &staff, topic, now).map(|_run| ())
+    })
+    .await?;
+    jobs.notify();
+    Ok(answer)
 }
 
 /// `POST /console/connector/events/{id}/retry`: asks to confirm, then puts the event back into
 /// the queue.
 pub async fn retry_event(
     state: web::Data<AppState>,
+    request: HttpRequest,
     path: web::Path<i64>,
     Staff(staff): Staff,
     body: RawBody,
 ) -> Result<HttpResponse, ConsoleError> {
-    let fields: ActionForm = form(&staff, body)?;
-    let id = path.into_inner();
-    if !fields.confirmed() {
-        return render(&ConfirmPage {
-            chrome: Chrome::of(&staff, "connector"),
-            question: &format!("Put event {id} back into the queue, to be applied again?"),
-            action: &format!("/console/connector/events/{id}/retry"),
-            button: "Retry",
-            back: "/console/connector",
-        });
-    }
-    let (store, now) = (state.store.clone(), state.now());
-    run_blocking(move || console::retry_event(&store, &staff, id, now)).await?;
-    Ok(see_other("/console/connector"))
+    let (id, store, now) = (path.into_inner(), state.store.clone(), state.now());
+    let ask = Ask {
+        nav: "connector",
+        question: format!("Put event {id} back into the queue, to be applied again?"),
+        button: "Retry",
+        back: "/console/connector".to_string(),
+    };
+    confirm_then(&request, staff, body, ask, move |staff| {
+        console::retry_event(&store, &staff, id, now)
+    })
+    .await
 }

@@ -106,6 +106,9 @@ pub fn configure(config: &mut web::ServiceConfig) {
         // The operator console's pages (HTML, left out of the OpenAPI document).
         .service(resource("/console/connector").route(web::get().to(console::page)))
         .service(
+            resource("/console/connector/syncs/{topic}").route(web::post().to(console::start_sync)),
+        )
+        .service(
             resource("/console/connector/events/{id}/retry")
                 .route(web::post().to(console::retry_event)),
         );

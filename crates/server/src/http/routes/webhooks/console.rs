@@ -3,6 +3,7 @@
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
+use mercer_domain::Timestamp;
 use mercer_domain::webhooks::MessageStatus;
 use mercer_domain::webhooks::console::{
     self, EndpointLine, MessageDetail, MessageFilter, MessageLine,
@@ -11,8 +12,7 @@ use mercer_domain::webhooks::log::AttemptShown;
 use serde::Deserialize;
 
 use crate::http::console::{
-    ActionForm, Chrome, ConfirmPage, ConsoleError, PAGE_SIZE, Staff, form, query, render,
-    see_other, when,
+    Ask, Chrome, ConsoleError, PAGE_SIZE, Staff, answer, confirm_then, query, render, when,
 };
 use crate::http::extract::RawBody;
 use crate::http::state::AppState;
@@ -31,9 +31,22 @@ struct ListQuery {
     topic: String,
     status: String,
     before: Option<i64>,
+    /// Start at the messages created at or before this time (UTC), as a `datetime-local`
+    /// field sends it (`2026-11-26T09:30`) or in RFC 3339.
+    until: String,
 }
 
 impl ListQuery {
+    /// The time `until` names, if it names one.
+    fn until(&self) -> Option<Timestamp> {
+        let text = self.until.trim();
+        match text.len() {
+            16 => Timestamp::parse_rfc3339(&format!("{text}:00Z")),
+            19 => Timestamp::parse_rfc3339(&format!("{text}Z")),
+            _ => Timestamp::parse_rfc3339(text),
+        }
+    }
+
     fn filter(&self) -> MessageFilter {
         let topic = self.topic.trim();
         MessageFilter {
@@ -51,6 +64,8 @@ struct WebhooksPage {
     topics: Vec<String>,
     topic: String,
     status: String,
+    /// The time the list was jumped to, as the form's field shows it.
+    until: String,
     statuses: Vec<&'static str>,
     lines: Vec<MessageLine>,
     next_page: Option<String>,
@@ -62,16 +77,7 @@ impl WebhooksPage {
     }
 
     fn answer(&self, attempt: &AttemptShown) -> String {
-        answer_of(attempt)
-    }
-}
-
-/// An attempt's outcome in a few words: its status, or why there was none.
-fn answer_of(attempt: &AttemptShown) -> String {
-    match (attempt.status, &attempt.error) {
-        (Some(status), _) => status.to_string(),
-        (None, Some(error)) => error.clone(),
-        (None, None) => "no answer".to_string(),
+        answer(attempt)
     }
 }
 
@@ -92,9 +98,15 @@ pub async fn page(
     Staff(staff): Staff,
 ) -> Result<HttpResponse, ConsoleError> {
     let list: ListQuery = query(&request);
-    let (shop_id, filter, before) = (staff.shop.id, list.filter(), list.before);
+    let (shop_id, filter, before, until) =
+        (staff.shop.id, list.filter(), list.before, list.until());
     let (endpoints, page) = state
         .read(move |tx| {
+            // A time jumps the list there; a page's cursor, once paging, wins.
+            let before = match (before, until) {
+                (None, Some(at)) => Some(console::cursor_at(tx, shop_id, at)?.unwrap_or(1)),
+                _ => before,
+            };
             Ok((
                 console::endpoints(tx, shop_id)?,
                 console::messages(tx, shop_id, &filter, before, PAGE_SIZE)?,
@@ -114,6 +126,9 @@ pub async fn page(
         topics,
         topic: list.topic.trim().to_string(),
         status: status.to_string(),
+        until: until.map_or_else(String::new, |at| {
+            when(&at).replace(" UTC", "").replace(' ', "T")
+        }),
         statuses: STATUSES.iter().map(|s| s.as_str()).collect(),
         lines: page.lines,
     })
@@ -139,7 +154,7 @@ impl MessagePage {
     }
 
     fn answer(&self, attempt: &AttemptShown) -> String {
-        answer_of(attempt)
+        answer(attempt)
     }
 }
 
@@ -163,52 +178,45 @@ pub async fn message(
 /// message again and goes back to it.
 pub async fn resend(
     state: web::Data<AppState>,
+    request: HttpRequest,
     path: web::Path<String>,
     Staff(staff): Staff,
     body: RawBody,
 ) -> Result<HttpResponse, ConsoleError> {
-    let fields: ActionForm = form(&staff, body)?;
-    let message_id = path.into_inner();
-    let back = format!("/console/webhooks/messages/{message_id}");
-    if !fields.confirmed() {
-        return render(&ConfirmPage {
-            chrome: Chrome::of(&staff, "webhooks"),
-            question: &format!("Send message {message_id} again, with the same webhook-id?"),
-            action: &format!("{back}/resend"),
-            button: "Resend",
-            back: &back,
-        });
-    }
-    let (store, now) = (state.store.clone(), state.now());
-    let id = message_id.clone();
-    crate::http::state::run_blocking(move || console::resend(&store, &staff, &id, now)).await?;
-    Ok(see_other(&back))
+    let (message_id, store, now) = (path.into_inner(), state.store.clone(), state.now());
+    let ask = Ask {
+        nav: "webhooks",
+        question: format!("Send message {message_id} again, with the same webhook-id?"),
+        button: "Resend",
+        back: format!("/console/webhooks/messages/{message_id}"),
+    };
+    confirm_then(&request, staff, body, ask, move |staff| {
+        console::resend(&store, &staff, &message_id, now)
+    })
+    .await
 }
 
 /// `POST /console/webhooks/endpoints/{id}/recover`: asks to confirm, then enables the endpoint
 /// again and sends its failed messages again.
 pub async fn recover(
     state: web::Data<AppState>,
+    request: HttpRequest,
     path: web::Path<String>,
     Staff(staff): Staff,
     body: RawBody,
 ) -> Result<HttpResponse, ConsoleError> {
-    let fields: ActionForm = form(&staff, body)?;
-    let public_id = path.into_inner();
-    if !fields.confirmed() {
-        return render(&ConfirmPage {
-            chrome: Chrome::of(&staff, "webhooks"),
-            question: &format!(
-                "Enable webhook {public_id} again (if Mercer disabled it) and send again the \
-                 messages that failed since it started failing?"
-            ),
-            action: &format!("/console/webhooks/endpoints/{public_id}/recover"),
-            button: "Recover",
-            back: "/console/webhooks",
-        });
-    }
-    let (store, now) = (state.store.clone(), state.now());
-    crate::http::state::run_blocking(move || console::recover(&store, &staff, &public_id, now))
-        .await?;
-    Ok(see_other("/console/webhooks"))
+    let (public_id, store, now) = (path.into_inner(), state.store.clone(), state.now());
+    let ask = Ask {
+        nav: "webhooks",
+        question: format!(
+            "Enable webhook {public_id} again (if Mercer disabled it) and send again the \
+             messages that failed since it started failing?"
+        ),
+        button: "Recover",
+        back: "/console/webhooks".to_string(),
+    };
+    confirm_then(&request, staff, body, ask, move |staff| {
+        console::recover(&store, &staff, &public_id, now).map(|_requeued| ())
+    })
+    .await
 }

@@ -1,0 +1,109 @@
+//! What the operator console shows of a shop's headless checkouts: the recent ones with their
+//! state, and a checkout with the webhooks it fired (messages enqueued about it, by subject).
+
+use crate::checkout::payloads::subject;
+use crate::checkout::repository::{CheckoutOrder, CheckoutRepositories, CheckoutStatus};
+use crate::kernel::error::DomainError;
+use crate::kernel::money::CurrencyCode;
+use crate::kernel::time::Timestamp;
+use crate::webhooks::console::{MessageLine, lines_of};
+
+/// The most webhooks a checkout's page lists.
+pub const MESSAGES_SHOWN: usize = 100;
+
+/// A checkout as the console lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckoutLine {
+    /// The id the checkout's row has (a page's cursor).
+    pub id: i64,
+    /// The storefront's id of the checkout.
+    pub public_order_id: String,
+    /// Where it is: `open`, `processed`, `created` or `failed`.
+    pub status: CheckoutStatus,
+    /// What happened after: `abandoned` or `fulfilled`, when either did.
+    pub after: Option<&'static str>,
+    /// The shopper's email, once given.
+    pub email: Option<String>,
+    /// How many line items it holds.
+    pub items: usize,
+    /// Its total, in its currency's major unit, with the currency.
+    pub total: String,
+    /// The platform's order id, once the platform has the order.
+    pub platform_order_id: Option<String>,
+    /// When the shopper last changed it.
+    pub last_activity_at: Timestamp,
+    /// When it started.
+    pub created_at: Timestamp,
+}
+
+impl CheckoutLine {
+    fn of(order: &CheckoutOrder) -> CheckoutLine {
+        let document = &order.document;
+        let total = match CurrencyCode::parse(&document.currency) {
+            Some(currency) => format!(
+                "{} {}",
+                document.amounts().total.to_decimal(&currency),
+                currency.as_str()
+            ),
+            None => String::new(),
+        };
+        CheckoutLine {
+            id: order.id,
+            public_order_id: order.public_order_id.clone(),
+            status: order.status,
+            after: if order.fulfilled_at.is_some() {
+                Some("fulfilled")
+            } else if order.abandoned_at.is_some() {
+                Some("abandoned")
+            } else {
+                None
+            },
+            email: document.email().map(str::to_string),
+            items: document.line_items.len(),
+            total,
+            platform_order_id: order.platform_order_id.clone(),
+            last_activity_at: order.last_activity_at,
+            created_at: order.created_at,
+        }
+    }
+}
+
+/// The shop's checkouts, newest first, of one status or all, older than the checkout `before`.
+pub fn checkouts(
+    tx: &mut dyn CheckoutRepositories,
+    shop_id: i64,
+    status: Option<CheckoutStatus>,
+    before: Option<i64>,
+    limit: usize,
+) -> Result<Vec<CheckoutLine>, DomainError> {
+    Ok(tx
+        .checkout_orders_of_shop(shop_id, status, before, limit)?
+        .iter()
+        .map(CheckoutLine::of)
+        .collect())
+}
+
+/// A checkout and the webhooks it fired, newest first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckoutDetail {
+    /// The checkout.
+    pub checkout: CheckoutLine,
+    /// Its messages (up to [`MESSAGES_SHOWN`]), each with its last attempt.
+    pub messages: Vec<MessageLine>,
+}
+
+/// The shop's checkout `public_order_id` with its webhooks; 404 for another shop's.
+pub fn checkout(
+    tx: &mut dyn CheckoutRepositories,
+    shop_id: i64,
+    public_order_id: &str,
+) -> Result<CheckoutDetail, DomainError> {
+    let order = tx
+        .checkout_order(shop_id, public_order_id)?
+        .ok_or_else(|| DomainError::not_found("checkout"))?;
+    let messages = tx.webhook_messages_about(shop_id, &subject(&order), MESSAGES_SHOWN)?;
+    Ok(CheckoutDetail {
+        checkout: CheckoutLine::of(&order),
+        messages: lines_of(tx, &messages)?,
+    })
+}
