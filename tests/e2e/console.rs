@@ -494,6 +494,31 @@ fn the_jobs_page_lists_the_shops_jobs_and_retries_and_cancels_them(backend: Back
         "another shop's job"
     );
 
+    // By kind: the filter offers the shop's kinds, and keeps only the one chosen.
+    assert!(
+        page.text.contains("<option value=\"console.test\""),
+        "{}",
+        page.text
+    );
+    let of_kind = server
+        .get("/console/jobs?kind=console.test")
+        .header("Cookie", &cookie)
+        .call();
+    assert!(
+        of_kind
+            .text
+            .contains(&format!("/console/jobs/{ours}/cancel"))
+    );
+    let of_other = server
+        .get("/console/jobs?kind=platform.sync")
+        .header("Cookie", &cookie)
+        .call();
+    assert!(
+        of_other.text.contains("id=\"no-jobs\""),
+        "{}",
+        of_other.text
+    );
+
     // An action asks to confirm first, and does nothing until confirmed.
     let post = |path: &str, fields: &[(&str, &str)]| {
         server.post(path).header("Cookie", &cookie).form(fields)

@@ -5,7 +5,7 @@
 use crate::access::console::{ConsoleStaff, record_action};
 use crate::kernel::activity::{self, ActivityFigures};
 use crate::kernel::error::DomainError;
-use crate::kernel::jobs::{Job, JobCount, JobState};
+use crate::kernel::jobs::{Job, JobCount, JobFilter, JobState};
 use crate::kernel::time::Timestamp;
 use crate::ports::{Database, Repositories};
 use crate::subscriptions::repository::SchedulerBacklog;
@@ -58,8 +58,9 @@ pub struct ShopOverview {
     pub messages_pending: i64,
     /// Connector events waiting to be applied now.
     pub events_pending: i64,
-    /// The shop's jobs in each state now (a done job is deleted, so not counted).
-    pub jobs: Vec<JobCount>,
+    /// The shop's jobs in each state now, every kind together (a done job is deleted, so not
+    /// counted).
+    pub jobs: Vec<(JobState, i64)>,
     /// Endpoints Mercer disabled.
     pub endpoints_disabled: usize,
     /// Endpoints failing without a success since, not yet disabled.
@@ -80,8 +81,18 @@ pub fn shop_overview(
 ) -> Result<ShopOverview, DomainError> {
     let endpoints = crate::webhooks::console::endpoints(tx, shop_id)?;
     let (last_hour, last_day) = activity::last_hour_and_day(tx, shop_id, now)?;
-    let mut jobs = tx.count_shop_jobs(shop_id)?;
-    jobs.sort_by_key(|count| count.state.as_str());
+    let counts = tx.count_shop_jobs(shop_id)?;
+    let jobs = JobState::ALL
+        .into_iter()
+        .filter_map(|state| {
+            let count: i64 = counts
+                .iter()
+                .filter(|count| count.state == state)
+                .map(|count| count.count)
+                .sum();
+            (count > 0).then_some((state, count))
+        })
+        .collect();
     Ok(ShopOverview {
         last_hour,
         last_day,
@@ -99,16 +110,23 @@ pub fn shop_overview(
     })
 }
 
-/// The console's Jobs page: the shop's jobs, newest first, of one state or all, older than the
-/// job `before` (a page's cursor).
+/// The console's Jobs page: the shop's jobs that `filter` keeps, newest first, older than the
+/// job `before` (a page's cursor), and the kinds of job the shop has (for the filter).
 pub fn shop_jobs(
     tx: &mut dyn Repositories,
     shop_id: i64,
-    state: Option<JobState>,
+    filter: &JobFilter,
     before: Option<i64>,
     limit: usize,
-) -> Result<Vec<Job>, DomainError> {
-    Ok(tx.shop_jobs(shop_id, state, before, limit)?)
+) -> Result<(Vec<Job>, Vec<String>), DomainError> {
+    let mut kinds: Vec<String> = tx
+        .count_shop_jobs(shop_id)?
+        .into_iter()
+        .map(|count| count.kind)
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    Ok((tx.shop_jobs(shop_id, filter, before, limit)?, kinds))
 }
 
 /// The shop's job `id`, or 404 (another shop's, a process-wide one, or one done and gone).

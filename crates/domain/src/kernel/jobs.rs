@@ -249,6 +249,15 @@ impl JobControl for RunToEnd {
     }
 }
 
+/// Which of a shop's jobs a list shows: every one when both are None.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobFilter {
+    /// Only jobs in this state.
+    pub state: Option<JobState>,
+    /// Only jobs of this kind.
+    pub kind: Option<String>,
+}
+
 /// Jobs of one kind in one state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct JobCount {
@@ -315,17 +324,17 @@ pub trait JobRepository {
     fn job(&mut self, id: i64) -> StoreResult<Option<Job>>;
     /// Jobs oldest first, of one state or all.
     fn list_jobs(&mut self, state: Option<JobState>, limit: usize) -> StoreResult<Vec<Job>>;
-    /// The shop's jobs, newest first, of one state or all, older than the job `before`.
+    /// The shop's jobs that `filter` keeps, newest first, older than the job `before`.
     fn shop_jobs(
         &mut self,
         shop_id: i64,
-        state: Option<JobState>,
+        filter: &JobFilter,
         before: Option<i64>,
         limit: usize,
     ) -> StoreResult<Vec<Job>>;
     /// How many jobs there are of each kind in each state.
     fn count_jobs(&mut self) -> StoreResult<Vec<JobCount>>;
-    /// How many of the shop's jobs are in each state (`kind` empty: all kinds together).
+    /// How many of the shop's jobs there are of each kind in each state.
     fn count_shop_jobs(&mut self, shop_id: i64) -> StoreResult<Vec<JobCount>>;
     /// Failed or cancelled jobs among `ids` (every failed one when None) queued again, due
     /// now, attempts from zero; not one whose key an unfinished job holds. Returns their ids.

@@ -4,7 +4,7 @@
 use super::{MemoryJob, MemoryState};
 use crate::kernel::activity::{Activity, ActivityCount, ActivityRepository};
 use crate::kernel::error::StoreResult;
-use crate::kernel::jobs::{Enqueued, Job, JobCount, JobRepository, JobState, NewJob};
+use crate::kernel::jobs::{Enqueued, Job, JobCount, JobFilter, JobRepository, JobState, NewJob};
 use crate::kernel::time::Timestamp;
 
 fn unfinished(job: &Job) -> bool {
@@ -223,7 +223,7 @@ impl JobRepository for MemoryState {
     fn shop_jobs(
         &mut self,
         shop_id: i64,
-        state: Option<JobState>,
+        filter: &JobFilter,
         before: Option<i64>,
         limit: usize,
     ) -> StoreResult<Vec<Job>> {
@@ -232,7 +232,8 @@ impl JobRepository for MemoryState {
             .iter()
             .map(|held| &held.job)
             .filter(|job| job.shop_id == Some(shop_id))
-            .filter(|job| state.is_none_or(|state| job.state == state))
+            .filter(|job| filter.state.is_none_or(|state| job.state == state))
+            .filter(|job| filter.kind.as_ref().is_none_or(|kind| job.kind == *kind))
             .filter(|job| before.is_none_or(|before| job.id < before))
             .cloned()
             .collect();
@@ -250,11 +251,11 @@ impl JobRepository for MemoryState {
         {
             match counts
                 .iter_mut()
-                .find(|count| count.state == held.job.state)
+                .find(|count| count.kind == held.job.kind && count.state == held.job.state)
             {
                 Some(count) => count.count += 1,
                 None => counts.push(JobCount {
-                    kind: String::new(),
+                    kind: held.job.kind.clone(),
                     state: held.job.state,
                     count: 1,
                 }),

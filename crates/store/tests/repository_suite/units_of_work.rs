@@ -162,7 +162,8 @@ fn a_shops_jobs_are_listed_newest_first_by_state(db: &impl Database) {
         })
         .unwrap();
     let list = |state, before, limit| {
-        db.read(|tx| Ok(tx.shop_jobs(shop.id, state, before, limit)?))
+        let filter = mercer_domain::kernel::jobs::JobFilter { state, kind: None };
+        db.read(|tx| Ok(tx.shop_jobs(shop.id, &filter, before, limit)?))
             .unwrap()
             .into_iter()
             .map(|job| {
@@ -178,15 +179,33 @@ fn a_shops_jobs_are_listed_newest_first_by_state(db: &impl Database) {
     assert_eq!(list(Some(JobState::Queued), None, 10), [ids[4], ids[0]]);
     let process_wide = db.read(|tx| Ok(tx.job(ids[2])?)).unwrap().unwrap();
     assert_eq!(process_wide.shop_id, None);
-    // The overview's counts by state, of this shop's jobs only.
-    let mut counts: Vec<(JobState, i64)> = db
+    // By kind too: none of this shop's jobs is of another kind.
+    let of_kind = |kind: &str| {
+        let filter = mercer_domain::kernel::jobs::JobFilter {
+            state: None,
+            kind: Some(kind.to_string()),
+        };
+        db.read(|tx| Ok(tx.shop_jobs(shop.id, &filter, None, 10)?))
+            .unwrap()
+            .len()
+    };
+    assert_eq!(of_kind("test.job"), 3);
+    assert_eq!(of_kind("another.kind"), 0);
+    // The overview's counts by kind and state, of this shop's jobs only.
+    let mut counts: Vec<(String, JobState, i64)> = db
         .read(|tx| Ok(tx.count_shop_jobs(shop.id)?))
         .unwrap()
         .into_iter()
-        .map(|count| (count.state, count.count))
+        .map(|count| (count.kind, count.state, count.count))
         .collect();
-    counts.sort_by_key(|(state, _)| state.as_str());
-    assert_eq!(counts, [(JobState::Cancelled, 1), (JobState::Queued, 2)]);
+    counts.sort_by_key(|(_, state, _)| state.as_str());
+    assert_eq!(
+        counts,
+        [
+            ("test.job".to_string(), JobState::Cancelled, 1),
+            ("test.job".to_string(), JobState::Queued, 2)
+        ]
+    );
 }
 every_database!(a_shops_jobs_are_listed_newest_first_by_state);
 

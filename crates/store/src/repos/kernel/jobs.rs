@@ -4,7 +4,9 @@
 
 use diesel::prelude::*;
 use mercer_domain::kernel::error::StoreResult;
-use mercer_domain::kernel::jobs::{Enqueued, Job, JobCount, JobRepository, JobState, NewJob};
+use mercer_domain::kernel::jobs::{
+    Enqueued, Job, JobCount, JobFilter, JobRepository, JobState, NewJob,
+};
 use mercer_domain::{StorageError, Timestamp};
 
 use crate::connection::{DbConnection, on_backend};
@@ -414,13 +416,16 @@ impl JobRepository for StoreTx<'_> {
     fn shop_jobs(
         &mut self,
         shop_id: i64,
-        state: Option<JobState>,
+        filter: &JobFilter,
         before: Option<i64>,
         limit: usize,
     ) -> StoreResult<Vec<Job>> {
         let mut query = jobs::table.filter(jobs::shop_id.eq(shop_id)).into_boxed();
-        if let Some(state) = state {
+        if let Some(state) = filter.state {
             query = query.filter(jobs::state.eq(state.as_str()));
+        }
+        if let Some(kind) = &filter.kind {
+            query = query.filter(jobs::kind.eq(kind.clone()));
         }
         if let Some(before) = before {
             query = query.filter(jobs::id.lt(before));
@@ -455,18 +460,18 @@ impl JobRepository for StoreTx<'_> {
     }
 
     fn count_shop_jobs(&mut self, shop_id: i64) -> StoreResult<Vec<JobCount>> {
-        let rows: Vec<(String, i64)> = jobs::table
+        let rows: Vec<(String, String, i64)> = jobs::table
             .filter(jobs::shop_id.eq(shop_id))
-            .group_by(jobs::state)
-            .select((jobs::state, diesel::dsl::count_star()))
+            .group_by((jobs::kind, jobs::state))
+            .select((jobs::kind, jobs::state, diesel::dsl::count_star()))
             .load(self.conn)
             .map_err(storage_error)?;
         rows.into_iter()
-            .map(|(state, count)| {
+            .map(|(kind, state, count)| {
                 Ok(JobCount {
                     state: JobState::parse(&state)
                         .ok_or_else(|| StorageError::other("stored job state"))?,
-                    kind: String::new(),
+                    kind,
                     count,
                 })
             })

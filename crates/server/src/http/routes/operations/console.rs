@@ -4,7 +4,7 @@
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use mercer_domain::kernel::activity::{Activity, ActivityFigures};
-use mercer_domain::kernel::jobs::{Job, JobState};
+use mercer_domain::kernel::jobs::{Job, JobFilter, JobState};
 use mercer_domain::operations::{
     SET_ASIDE_SHOWN, ShopOverview, cancel_shop_job, retry_shop_job, shop_jobs, shop_overview,
 };
@@ -116,6 +116,7 @@ pub async fn page(
 #[serde(default)]
 struct JobsQuery {
     state: String,
+    kind: String,
     before: Option<i64>,
 }
 
@@ -126,6 +127,9 @@ struct JobsPage {
     jobs: Vec<Job>,
     state: String,
     states: Vec<&'static str>,
+    kind: String,
+    /// The kinds of job the shop has, for the filter.
+    kinds: Vec<String>,
     next_page: Option<String>,
 }
 
@@ -146,31 +150,41 @@ impl JobsPage {
     }
 }
 
-/// `GET /console/jobs`: the shop's jobs, newest first, by state.
+/// `GET /console/jobs`: the shop's jobs, newest first, by state and kind.
 pub async fn jobs(
     state: web::Data<AppState>,
     request: HttpRequest,
     Staff(staff): Staff,
 ) -> Result<HttpResponse, ConsoleError> {
     let list: JobsQuery = query(&request);
-    let wanted = JobState::parse(list.state.trim());
+    let kind = list.kind.trim().to_string();
+    let filter = JobFilter {
+        state: JobState::parse(list.state.trim()),
+        kind: (!kind.is_empty()).then(|| kind.clone()),
+    };
+    let shown_state = filter.state.map_or("", JobState::as_str);
     let (shop_id, before) = (staff.shop.id, list.before);
-    let jobs = state
-        .read(move |tx| shop_jobs(tx, shop_id, wanted, before, PAGE_SIZE))
+    let (jobs, kinds) = state
+        .read(move |tx| shop_jobs(tx, shop_id, &filter, before, PAGE_SIZE))
         .await?;
-    let shown_state = wanted.map_or("", JobState::as_str);
     let next_page = (jobs.len() == PAGE_SIZE)
         .then(|| jobs.last().map(|job| job.id))
         .flatten()
         .map(|before| {
-            serde_urlencoded::to_string([("state", shown_state), ("before", &before.to_string())])
-                .unwrap_or_default()
+            serde_urlencoded::to_string([
+                ("state", shown_state),
+                ("kind", &kind),
+                ("before", &before.to_string()),
+            ])
+            .unwrap_or_default()
         });
     render(&JobsPage {
         chrome: Chrome::of(&staff, "jobs"),
         jobs,
         state: shown_state.to_string(),
         states: JobState::ALL.iter().map(|s| s.as_str()).collect(),
+        kind,
+        kinds,
         next_page,
     })
 }
