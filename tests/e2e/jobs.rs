@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use mercer_domain::checkout::sweeps::AbandonmentJob;
+use mercer_domain::kernel::activity::ActivityPruneJob;
 use mercer_domain::kernel::jobs::{Job, JobPayload};
 use mercer_domain::platform::outbox::{ConnectorCall, OutboxStatus, request_connector_change};
 use mercer_domain::ports::Database;
@@ -135,14 +136,21 @@ fn remaining_jobs(server: &MercerServer) -> usize {
 }
 
 /// The jobs queued or running, but the recurring ones every start enqueues (the subscription
-/// scheduler, the abandoned-checkout sweep).
+/// scheduler, the abandoned-checkout sweep, the activity prune).
 fn jobs_but_the_recurring(database: &TestDatabase) -> Vec<Job> {
     database
         .open_store()
         .read(|tx| Ok(tx.list_jobs(None, 100)?))
         .unwrap()
         .into_iter()
-        .filter(|job| job.kind != SchedulerJob::KIND && job.kind != AbandonmentJob::KIND)
+        .filter(|job| {
+            ![
+                SchedulerJob::KIND,
+                AbandonmentJob::KIND,
+                ActivityPruneJob::KIND,
+            ]
+            .contains(&job.kind.as_str())
+        })
         .collect()
 }
 
