@@ -12,6 +12,28 @@ fn unfinished(job: &Job) -> bool {
 }
 
 impl MemoryState {
+    /// How many jobs there are of each kind in each state: the shop's, or every one.
+    fn count_jobs_of(&self, shop_id: Option<i64>) -> Vec<JobCount> {
+        let mut counts: Vec<JobCount> = Vec::new();
+        for held in &self.jobs {
+            if shop_id.is_some_and(|shop_id| held.job.shop_id != Some(shop_id)) {
+                continue;
+            }
+            match counts
+                .iter_mut()
+                .find(|count| count.kind == held.job.kind && count.state == held.job.state)
+            {
+                Some(count) => count.count += 1,
+                None => counts.push(JobCount {
+                    kind: held.job.kind.clone(),
+                    state: held.job.state,
+                    count: 1,
+                }),
+            }
+        }
+        counts
+    }
+
     fn held(&mut self, id: i64, worker: &str) -> Option<&mut MemoryJob> {
         self.jobs.iter_mut().find(|held| {
             held.job.id == id
@@ -243,43 +265,11 @@ impl JobRepository for MemoryState {
     }
 
     fn count_shop_jobs(&mut self, shop_id: i64) -> StoreResult<Vec<JobCount>> {
-        let mut counts: Vec<JobCount> = Vec::new();
-        for held in self
-            .jobs
-            .iter()
-            .filter(|held| held.job.shop_id == Some(shop_id))
-        {
-            match counts
-                .iter_mut()
-                .find(|count| count.kind == held.job.kind && count.state == held.job.state)
-            {
-                Some(count) => count.count += 1,
-                None => counts.push(JobCount {
-                    kind: held.job.kind.clone(),
-                    state: held.job.state,
-                    count: 1,
-                }),
-            }
-        }
-        Ok(counts)
+        Ok(self.count_jobs_of(Some(shop_id)))
     }
 
     fn count_jobs(&mut self) -> StoreResult<Vec<JobCount>> {
-        let mut counts: Vec<JobCount> = Vec::new();
-        for held in &self.jobs {
-            match counts
-                .iter_mut()
-                .find(|count| count.kind == held.job.kind && count.state == held.job.state)
-            {
-                Some(count) => count.count += 1,
-                None => counts.push(JobCount {
-                    kind: held.job.kind.clone(),
-                    state: held.job.state,
-                    count: 1,
-                }),
-            }
-        }
-        Ok(counts)
+        Ok(self.count_jobs_of(None))
     }
 
     fn requeue_jobs(&mut self, ids: Option<&[i64]>, now: Timestamp) -> StoreResult<Vec<i64>> {

@@ -99,6 +99,20 @@ macro_rules! held {
     };
 }
 
+/// Counts as `(kind, state, count)` rows read them.
+fn job_counts(rows: Vec<(String, String, i64)>) -> StoreResult<Vec<JobCount>> {
+    rows.into_iter()
+        .map(|(kind, state, count)| {
+            Ok(JobCount {
+                state: JobState::parse(&state)
+                    .ok_or_else(|| StorageError::other("stored job state"))?,
+                kind,
+                count,
+            })
+        })
+        .collect()
+}
+
 impl StoreTx<'_> {
     fn insert_job(&mut self, job: &NewJob, now: Timestamp) -> StoreResult<Option<i64>> {
         let values = (
@@ -442,40 +456,24 @@ impl JobRepository for StoreTx<'_> {
     }
 
     fn count_jobs(&mut self) -> StoreResult<Vec<JobCount>> {
-        let rows: Vec<(String, String, i64)> = jobs::table
-            .group_by((jobs::kind, jobs::state))
-            .select((jobs::kind, jobs::state, diesel::dsl::count_star()))
-            .load(self.conn)
-            .map_err(storage_error)?;
-        rows.into_iter()
-            .map(|(kind, state, count)| {
-                Ok(JobCount {
-                    state: JobState::parse(&state)
-                        .ok_or_else(|| StorageError::other("stored job state"))?,
-                    kind,
-                    count,
-                })
-            })
-            .collect()
+        job_counts(
+            jobs::table
+                .group_by((jobs::kind, jobs::state))
+                .select((jobs::kind, jobs::state, diesel::dsl::count_star()))
+                .load(self.conn)
+                .map_err(storage_error)?,
+        )
     }
 
     fn count_shop_jobs(&mut self, shop_id: i64) -> StoreResult<Vec<JobCount>> {
-        let rows: Vec<(String, String, i64)> = jobs::table
-            .filter(jobs::shop_id.eq(shop_id))
-            .group_by((jobs::kind, jobs::state))
-            .select((jobs::kind, jobs::state, diesel::dsl::count_star()))
-            .load(self.conn)
-            .map_err(storage_error)?;
-        rows.into_iter()
-            .map(|(kind, state, count)| {
-                Ok(JobCount {
-                    state: JobState::parse(&state)
-                        .ok_or_else(|| StorageError::other("stored job state"))?,
-                    kind,
-                    count,
-                })
-            })
-            .collect()
+        job_counts(
+            jobs::table
+                .filter(jobs::shop_id.eq(shop_id))
+                .group_by((jobs::kind, jobs::state))
+                .select((jobs::kind, jobs::state, diesel::dsl::count_star()))
+                .load(self.conn)
+                .map_err(storage_error)?,
+        )
     }
 
     fn requeue_jobs(&mut self, ids: Option<&[i64]>, now: Timestamp) -> StoreResult<Vec<i64>> {
