@@ -8,6 +8,7 @@ mod box_catalogue;
 mod box_orders;
 mod box_shoppers;
 mod browser;
+mod chaos;
 mod checkout;
 mod checkout_settings;
 mod cli;

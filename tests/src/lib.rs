@@ -5,6 +5,7 @@
 //! (`target/debug/mercer`). `cargo xtask test` builds it before running the tests.
 
 pub mod browser;
+pub mod chaos;
 pub mod receiver;
 pub mod schemathesis;
 pub mod storefront;
@@ -490,6 +491,16 @@ impl Answer {
 }
 
 impl Call {
+    /// A request to a full URL, outside any [`MercerServer`] (a load that outlives one).
+    pub fn to(method: &str, url: &str) -> Call {
+        Call {
+            agent: test_agent(),
+            method: method.to_string(),
+            url: url.to_string(),
+            headers: Vec::new(),
+        }
+    }
+
     pub fn header(mut self, name: &str, value: &str) -> Call {
         self.headers.push((name.to_string(), value.to_string()));
         self
@@ -522,6 +533,20 @@ impl Call {
 
     /// Sends raw bytes with whatever Content-Type the caller set (or none).
     pub fn send_bytes(self, body: Option<Vec<u8>>) -> Answer {
+        let (method, url) = (self.method.clone(), self.url.clone());
+        self.try_send_bytes(body)
+            .unwrap_or_else(|e| panic!("{method} {url} failed: {e}"))
+    }
+
+    /// [`Self::json`], with a failure to connect or to read the answer given back rather than
+    /// a panic: for load that runs while the server is killed or its database is down.
+    pub fn try_json(self, body: &Value) -> Result<Answer, String> {
+        self.header("Content-Type", "application/json")
+            .try_send_bytes(Some(body.to_string().into_bytes()))
+    }
+
+    /// [`Self::send_bytes`], with transport failures given back.
+    pub fn try_send_bytes(self, body: Option<Vec<u8>>) -> Result<Answer, String> {
         let mut request = ureq::http::Request::builder()
             .method(self.method.as_str())
             .uri(&self.url);
@@ -534,8 +559,7 @@ impl Call {
                 .run(request.body(bytes).expect("a valid request")),
             None => self.agent.run(request.body(()).expect("a valid request")),
         };
-        let mut response =
-            result.unwrap_or_else(|e| panic!("{} {} failed: {e}", self.method, self.url));
+        let mut response = result.map_err(|e| e.to_string())?;
         let headers = response
             .headers()
             .iter()
@@ -543,11 +567,11 @@ impl Call {
             .collect();
         let status = response.status().as_u16();
         let text = response.body_mut().read_to_string().unwrap_or_default();
-        Answer {
+        Ok(Answer {
             status,
             headers,
             text,
-        }
+        })
     }
 }
 

@@ -182,18 +182,35 @@ pub(crate) fn storage_error(error: diesel::result::Error) -> StorageError {
             | DatabaseErrorKind::UnableToSendCommand,
             _,
         ) => StorageError::transient(error.to_string()),
-        // Reported without a kind of their own: PostgreSQL's deadlock (40P01) and statement
-        // timeout, SQLite's busy file.
+        // Reported without a kind of their own: PostgreSQL's deadlock (40P01), statement
+        // timeout and a server shutting down or restarting under its connections; SQLite's
+        // busy file.
         Error::DatabaseError(_, info)
             if [
                 "deadlock detected",
                 "statement timeout",
+                "terminating connection",
+                "server closed the connection",
+                "the database system is",
                 "database is locked",
             ]
             .iter()
             .any(|needle| info.message().contains(needle)) =>
         {
             StorageError::transient(error.to_string())
+        }
+        // SQLite's SQLITE_FULL (a full disk or max_page_count), PostgreSQL's disk_full (53100)
+        // and a WAL or file it could not extend.
+        Error::DatabaseError(_, info)
+            if [
+                "database or disk is full",
+                "No space left on device",
+                "could not extend file",
+            ]
+            .iter()
+            .any(|needle| info.message().contains(needle)) =>
+        {
+            StorageError::full(error.to_string())
         }
         _ => StorageError::other(error.to_string()),
     };
@@ -252,8 +269,23 @@ mod tests {
             ),
             database_error(DatabaseErrorKind::Unknown, "deadlock detected"),
             database_error(DatabaseErrorKind::Unknown, "database is locked"),
+            database_error(
+                DatabaseErrorKind::Unknown,
+                "terminating connection due to administrator command",
+            ),
+            database_error(
+                DatabaseErrorKind::Unknown,
+                "the database system is shutting down",
+            ),
         ] {
             assert!(storage_error(error).is_transient());
+        }
+        for message in [
+            "database or disk is full",
+            "could not extend file \"base/16384/2619\": No space left on device",
+        ] {
+            let full = storage_error(database_error(DatabaseErrorKind::Unknown, message));
+            assert!(full.is_full() && !full.is_transient(), "{message}");
         }
         let unique = storage_error(database_error(DatabaseErrorKind::UniqueViolation, "dup"));
         let cause = std::error::Error::source(&unique).map(ToString::to_string);

@@ -150,6 +150,18 @@ fn postgres_template() -> &'static str {
 }
 
 #[derive(QueryableByName)]
+struct Count {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    n: i64,
+}
+
+#[derive(QueryableByName)]
+struct Text {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    t: String,
+}
+
+#[derive(QueryableByName)]
 struct DatabaseName {
     #[diesel(sql_type = diesel::sql_types::Text)]
     name: String,
@@ -261,6 +273,36 @@ impl TestDatabase {
 
     pub fn backend(&self) -> Backend {
         self.url.backend()
+    }
+
+    /// A database someone else made and removes (a cluster a test runs itself, a file on a
+    /// small file system): the URL only, nothing removed when dropped.
+    pub fn at(url: DatabaseUrl) -> TestDatabase {
+        TestDatabase {
+            url,
+            cleanup: Cleanup::Borrowed,
+        }
+    }
+
+    /// The number `sql` selects as `n` (`SELECT count(*) AS n FROM …`), read on a connection
+    /// of its own.
+    pub fn count(&self, sql: &str) -> i64 {
+        let mut conn = establish(&self.url).expect("cannot connect to the test database");
+        diesel::sql_query(sql)
+            .get_result::<Count>(&mut conn)
+            .unwrap_or_else(|error| panic!("{sql}: {error}"))
+            .n
+    }
+
+    /// The texts `sql` selects as `t`, one a row, read on a connection of its own.
+    pub fn texts(&self, sql: &str) -> Vec<String> {
+        let mut conn = establish(&self.url).expect("cannot connect to the test database");
+        diesel::sql_query(sql)
+            .load::<Text>(&mut conn)
+            .unwrap_or_else(|error| panic!("{sql}: {error}"))
+            .into_iter()
+            .map(|row| row.t)
+            .collect()
     }
 
     /// Runs SQL on a connection of its own, outside any pool: for tests that break things.

@@ -76,6 +76,9 @@ pub enum StorageErrorKind {
     /// The database could not do it now (a lost connection, a deadlock or serialization
     /// failure, a busy SQLite file); the same work may well succeed when tried again.
     Transient,
+    /// The database is out of space (a full disk, SQLite's size limit): nothing more can be
+    /// written until space is freed.
+    Full,
     /// Any other failure; trying again is not expected to help.
     Other,
 }
@@ -108,6 +111,15 @@ impl StorageError {
         }
     }
 
+    /// A failure of kind [`StorageErrorKind::Full`] with `detail` for the log.
+    pub fn full(detail: impl Into<String>) -> Self {
+        StorageError {
+            kind: StorageErrorKind::Full,
+            detail: detail.into(),
+            source: None,
+        }
+    }
+
     /// The same error, keeping `source` as its cause.
     pub fn caused_by(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
         self.source = Some(std::sync::Arc::new(source));
@@ -122,6 +134,17 @@ impl StorageError {
     /// Whether the same work may succeed when tried again.
     pub fn is_transient(&self) -> bool {
         self.kind == StorageErrorKind::Transient
+    }
+
+    /// Whether the database is out of space.
+    pub fn is_full(&self) -> bool {
+        self.kind == StorageErrorKind::Full
+    }
+
+    /// Whether the database, not the work, failed for now (transient, or out of space): the
+    /// same work may succeed later and should not count against it.
+    pub fn is_temporary(&self) -> bool {
+        self.is_transient() || self.is_full()
     }
 }
 

@@ -1240,16 +1240,16 @@ fn set_aside_unreadable(
 }
 
 /// Counts a failed attempt at applying `failed`: due again after a delay, or, after its last
-/// attempt, set aside. A failure the database calls transient (a lost connection, a deadlock)
-/// is not the event's fault and is not counted: the error is handed back, and the applier tries
-/// again after its pause.
+/// attempt, set aside. A failure the database calls temporary (a lost connection, a deadlock,
+/// no space left) is not the event's fault and is not counted: the error is handed back, and
+/// the applier tries again after its pause.
 fn record_apply_failure(
     db: &impl PlatformDatabase,
     clock: &dyn Clock,
     failed: &InboundEvent,
     error: &DomainError,
 ) -> Result<(), DomainError> {
-    if matches!(error, DomainError::Storage(storage) if storage.is_transient()) {
+    if matches!(error, DomainError::Storage(storage) if storage.is_temporary()) {
         return Err(error.clone());
     }
     let attempts = failed.attempts + 1;

@@ -6,7 +6,7 @@
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
-use mercer_domain::kernel::error::Forbidden;
+use mercer_domain::kernel::error::{Forbidden, StorageErrorKind};
 use mercer_domain::kernel::version::VersionError;
 use mercer_domain::{DomainError, FieldError};
 use serde::Serialize;
@@ -37,7 +37,13 @@ pub struct ApiError {
     /// What went wrong on Mercer's side or a remote party's, for the log only: the request-log
     /// middleware writes it once, with the method, the route and the request id.
     cause: Option<String>,
+    /// Seconds the client should wait before trying again (`Retry-After`), when it should.
+    retry_after: Option<u32>,
 }
+
+/// How long a client is asked to wait when the database cannot do the work now: long enough
+/// for a restarting PostgreSQL or a busy SQLite file, short enough not to hold up recovery.
+const STORAGE_RETRY_AFTER_SECONDS: u32 = 2;
 
 /// Problems with the client's input are `validation`; everything else is `critical`.
 fn severity(status: StatusCode) -> &'static str {
@@ -59,7 +65,14 @@ impl ApiError {
                 sub_type: sub_type.to_string(),
             }],
             cause: None,
+            retry_after: None,
         }
+    }
+
+    /// Asks the client to try again after `seconds` (`Retry-After`).
+    pub fn with_retry_after(mut self, seconds: u32) -> Self {
+        self.retry_after = Some(seconds);
+        self
     }
 
     /// Keeps `cause` for the log (never the answer).
@@ -186,12 +199,24 @@ impl ApiError {
         )
     }
 
+    /// 503: the database cannot do the work now (down, restarting, busy); try again later.
     pub fn unavailable(message: impl Into<String>) -> Self {
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "service.unavailable",
             "database",
             message,
+        )
+        .with_retry_after(STORAGE_RETRY_AFTER_SECONDS)
+    }
+
+    /// 507: the database is out of space; nothing of the request was stored.
+    pub fn storage_full() -> Self {
+        ApiError::new(
+            StatusCode::INSUFFICIENT_STORAGE,
+            "service.storage_full",
+            "database",
+            "Mercer's database is out of space; nothing of this request was stored",
         )
     }
 
@@ -225,6 +250,9 @@ impl ResponseError for ApiError {
         if self.status == StatusCode::UNAUTHORIZED {
             response.insert_header((header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer")));
         }
+        if let Some(seconds) = self.retry_after {
+            response.insert_header((header::RETRY_AFTER, seconds));
+        }
         response.json(serde_json::json!({ "errors": self.entries }))
     }
 }
@@ -255,6 +283,7 @@ impl From<DomainError> for ApiError {
                 status: StatusCode::UNPROCESSABLE_ENTITY,
                 entries: problems.into_iter().map(field_entry).collect(),
                 cause: None,
+                retry_after: None,
             },
             DomainError::Unprocessable { code, message } => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, "state", message)
@@ -272,6 +301,7 @@ impl From<DomainError> for ApiError {
                     })
                     .collect(),
                 cause: None,
+                retry_after: None,
             },
             DomainError::Remote {
                 code,
@@ -316,7 +346,16 @@ impl From<DomainError> for ApiError {
                 )
             }
             // The detail may hold SQL or driver text: it goes to the log, never to the client.
-            DomainError::Storage(error) => ApiError::internal().with_cause(error),
+            DomainError::Storage(error) => match error.kind {
+                StorageErrorKind::Transient => {
+                    ApiError::unavailable("the database cannot do this now; try again shortly")
+                        .with_cause(error)
+                }
+                StorageErrorKind::Full => ApiError::storage_full().with_cause(error),
+                StorageErrorKind::UniqueViolation | StorageErrorKind::Other => {
+                    ApiError::internal().with_cause(error)
+                }
+            },
         }
     }
 }
@@ -346,6 +385,29 @@ mod tests {
         let body = serde_json::to_string(error.entries()).unwrap();
         assert!(!body.contains("SELEC"), "{body}");
         assert!(!body.contains("api_tokens"), "{body}");
+    }
+
+    #[test]
+    fn a_database_that_cannot_work_now_is_503_with_retry_after_and_a_full_one_507() {
+        let busy = ApiError::from(DomainError::Storage(StorageError::transient(
+            "no database connection: timed out waiting for connection: connection refused",
+        )));
+        let answer = busy.error_response();
+        assert_eq!(answer.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            answer
+                .headers()
+                .get(header::RETRY_AFTER)
+                .map(HeaderValue::as_bytes),
+            Some(STORAGE_RETRY_AFTER_SECONDS.to_string().as_bytes())
+        );
+        assert!(!format!("{:?}", busy.entries()).contains("refused"));
+        let full = ApiError::from(DomainError::Storage(StorageError::full(
+            "database or disk is full",
+        )));
+        assert_eq!(full.status(), StatusCode::INSUFFICIENT_STORAGE);
+        assert_eq!(full.entries()[0].kind, "service.storage_full");
+        assert!(!format!("{:?}", full.entries()).contains("disk is full"));
     }
 
     #[test]

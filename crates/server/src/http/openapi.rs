@@ -200,8 +200,9 @@ const ERROR_ANSWERS: [(&str, &str); 2] = [
     ),
     (
         "5XX",
-        "Mercer failed (500), a remote party answered wrongly (502), was unavailable (503) or \
-         timed out (504).",
+        "Mercer failed (500), a remote party answered wrongly (502), the database cannot do the \
+         work now (503, with `Retry-After`), a remote party timed out (504), or the database is \
+         out of space (507).",
     ),
 ];
 
