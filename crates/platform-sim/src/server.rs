@@ -801,9 +801,14 @@ pub struct RunningSimulator {
 impl RunningSimulator {
     /// Serves the simulator on `127.0.0.1` and a free port, in a thread of its own.
     pub fn start() -> std::io::Result<RunningSimulator> {
-        let simulator = Simulator::new();
+        RunningSimulator::serve(Simulator::new(), 0)
+    }
+
+    /// Serves `simulator` (its shops and faults as they are) on `127.0.0.1:port` (a free one
+    /// for 0): after [`RunningSimulator::stop`], the same platform back on the same address.
+    pub fn serve(simulator: Simulator, port: u16) -> std::io::Result<RunningSimulator> {
         let data = web::Data::new(simulator.clone());
-        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        let listener = std::net::TcpListener::bind(("127.0.0.1", port))?;
         let address = listener.local_addr()?;
         let (handle_tx, handle_rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
@@ -830,6 +835,21 @@ impl RunningSimulator {
             handle,
             thread: Some(thread),
         })
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.base_url
+            .rsplit(':')
+            .next()
+            .and_then(|port| port.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Stops listening: connections to its address are refused until it is served again.
+    /// Answers the simulator, to serve again.
+    pub fn stop(self) -> Simulator {
+        self.simulator.clone()
     }
 }
 

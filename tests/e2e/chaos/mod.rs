@@ -8,6 +8,7 @@
 //! more rounds, more load), together with the kill tests of the scheduler (`scheduler.rs`) and
 //! of syncs (`jobs.rs`), and prints every scenario's figures.
 
+mod connector_faults;
 mod database_down;
 mod disk_full;
 mod kills;
