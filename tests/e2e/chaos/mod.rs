@@ -11,6 +11,7 @@
 mod connector_faults;
 mod database_down;
 mod disk_full;
+mod isolation;
 mod kills;
 
 use std::collections::BTreeMap;
