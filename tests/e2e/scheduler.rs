@@ -153,7 +153,12 @@ pub(crate) fn subscription(email: &str, fields: Value) -> Value {
 }
 
 /// Waits until subscription `id` satisfies `done`; the subscription then.
-pub(crate) fn wait_for(api: &Api<'_>, id: i64, seconds: u64, done: impl Fn(&Value) -> bool) -> Value {
+pub(crate) fn wait_for(
+    api: &Api<'_>,
+    id: i64,
+    seconds: u64,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
     let mut last = Value::Null;
     let held = wait_until(Duration::from_secs(seconds), || {
         last = api.subscription(id);

@@ -61,7 +61,10 @@ impl<'a> Platform<'a> {
             .bearer(&api.token)
             .call()
             .json();
-        let secret = rotated["data"]["shared_secret"].as_str().unwrap().to_string();
+        let secret = rotated["data"]["shared_secret"]
+            .as_str()
+            .unwrap()
+            .to_string();
         let sim = RunningSimulator::start().unwrap();
         let link = MercerLink {
             base_url: server.base_url.clone(),
@@ -169,8 +172,13 @@ fn sync_under(platform: &mut Platform<'_>, fault: Fault) -> (String, String) {
     let path = format!("/customers/v2/shops/{}/sync/{run}", platform.api.shop);
     let mut last = Value::Null;
     let ended = wait_until(Duration::from_secs(60), || {
-        last = platform.api.server.get(&path).bearer(&platform.api.token).call().json()
-            ["data"]["sync"]
+        last = platform
+            .api
+            .server
+            .get(&path)
+            .bearer(&platform.api.token)
+            .call()
+            .json()["data"]["sync"]
             .clone();
         last["status"] != "running"
     });
@@ -191,13 +199,17 @@ fn outbox_under(
     let id = platform.under(fault, |platform| {
         let call = ConnectorCall::UpdateCustomer {
             platform_id: customer.to_string(),
-            customer: serde_json::from_value(json!({"first_name": format!("{fault:?}")}))
-                .unwrap(),
+            customer: serde_json::from_value(json!({"first_name": format!("{fault:?}")})).unwrap(),
         };
         platform
             .store
             .write(|tx| {
-                request_connector_change(tx, platform.shop_id, &call, mercer_domain::Timestamp::now())
+                request_connector_change(
+                    tx,
+                    platform.shop_id,
+                    &call,
+                    mercer_domain::Timestamp::now(),
+                )
             })
             .unwrap()
             .expect("the call is recorded")
@@ -226,7 +238,10 @@ fn a_misbehaving_connector_is_retried_or_reported_as_documented(backend: Backend
     };
     let (status, refused) = platform.register("customers");
     assert_eq!(status, 502, "{refused}");
-    assert_eq!(refused["errors"][0]["type"], "connector.verification_failed");
+    assert_eq!(
+        refused["errors"][0]["type"],
+        "connector.verification_failed"
+    );
     platform.simulator.lock().faults = Faults::default();
     for topic in ["customers", "orders"] {
         let (status, body) = platform.register(topic);
@@ -264,7 +279,11 @@ fn a_misbehaving_connector_is_retried_or_reported_as_documented(backend: Backend
             }
             _ => {
                 assert_eq!(status, "succeeded", "{fault:?}: {error}");
-                assert_eq!(entry.status, OutboxStatus::Delivered, "{fault:?}: {entry:?}");
+                assert_eq!(
+                    entry.status,
+                    OutboxStatus::Delivered,
+                    "{fault:?}: {entry:?}"
+                );
                 assert_eq!(entry.attempts, 2, "{fault:?}: retried once: {entry:?}");
                 retried += 1;
             }

@@ -75,7 +75,14 @@ fn every_route_of_the_document_keeps_shops_apart(backend: Backend) {
         .clone();
     let token = |shop: &str, scopes: &[&str]| {
         server
-            .cli(&["token", "create", "--shop", shop, "--scope", &scopes.join(",")])
+            .cli(&[
+                "token",
+                "create",
+                "--shop",
+                shop,
+                "--scope",
+                &scopes.join(","),
+            ])
             .value()
     };
     let their_token = token(&theirs, &SCOPES);
@@ -94,7 +101,10 @@ fn every_route_of_the_document_keeps_shops_apart(backend: Backend) {
     assert_eq!(their_checkout.status, 200, "{}", their_checkout.text);
     let their_checkout = their_checkout.json()["data"].clone();
     let their_jwt = their_checkout["jwt_token"].as_str().unwrap().to_string();
-    let their_order = their_checkout["public_order_id"].as_str().unwrap().to_string();
+    let their_order = their_checkout["public_order_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
 
     let (mut checked, mut failures) = (BTreeMap::<&str, usize>::new(), Vec::new());
     for (method, template, scheme, scopes) in operations() {
@@ -104,14 +114,18 @@ fn every_route_of_the_document_keeps_shops_apart(backend: Backend) {
         let path = concrete(&template, &ours.shop);
         match scheme.as_str() {
             "api_token" => {
-                let other_shop = first_error(&server.request(&method, &path).bearer(&their_token).call());
+                let other_shop =
+                    first_error(&server.request(&method, &path).bearer(&their_token).call());
                 if other_shop != (403, "auth.forbidden".into(), "other_shop".into()) {
-                    failures.push(format!("{method} {template}, another shop's token: {other_shop:?}"));
+                    failures.push(format!(
+                        "{method} {template}, another shop's token: {other_shop:?}"
+                    ));
                 }
                 *checked.entry("another_shops_token_403").or_default() += 1;
                 for scope in &scopes {
                     let without = &ours_without[scope.as_str()];
-                    let missing = first_error(&server.request(&method, &path).bearer(without).call());
+                    let missing =
+                        first_error(&server.request(&method, &path).bearer(without).call());
                     if missing != (403, "auth.forbidden".into(), "missing_scope".into()) {
                         failures.push(format!("{method} {template} without {scope}: {missing:?}"));
                     }
@@ -124,7 +138,9 @@ fn every_route_of_the_document_keeps_shops_apart(backend: Backend) {
                     .replace("{public_order_id}", &their_order);
                 let answer = first_error(&server.request(&method, &path).bearer(&their_jwt).call());
                 if answer.0 != 401 {
-                    failures.push(format!("{method} {template}, another shop's checkout JWT: {answer:?}"));
+                    failures.push(format!(
+                        "{method} {template}, another shop's checkout JWT: {answer:?}"
+                    ));
                 }
                 *checked.entry("another_shops_checkout_jwt_401").or_default() += 1;
             }
