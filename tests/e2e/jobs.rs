@@ -200,6 +200,14 @@ fn a_sync_killed_midway_goes_on_after_a_restart(backend: Backend) {
     );
     // Eight pages, and at most the one in flight when the process died fetched twice.
     let calls = list_calls(&sim);
+    let mut figures = mercer_tests::chaos::Figures::new("sigkill during a sync", backend);
+    figures
+        .set("pages_before_the_kill", before.1)
+        .set("pages", done["pages"].as_i64().unwrap_or(0))
+        .set("items", done["items"].as_i64().unwrap_or(0))
+        .set("page_fetches", calls)
+        .set("pages_fetched_twice", calls.saturating_sub(8));
+    figures.report();
     assert!((8..=9).contains(&calls), "{calls} list calls");
     // The line is logged just after the run's end is committed, and read from the process's
     // standard error by a thread: it may come a moment after the status.

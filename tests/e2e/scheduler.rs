@@ -717,6 +717,22 @@ fn a_sigkill_while_orders_are_placed_loses_none_and_doubles_none(backend: Backen
         );
     }
     let placed = orders(&sim, &api.shop);
+    let mut figures = mercer_tests::chaos::Figures::new("sigkill while orders are placed", backend);
+    figures
+        .set("subscriptions_due", COUNT)
+        .set("placed_before_the_kill", placed_before)
+        .set("interrupted_mid_order", interrupted.len())
+        .set("orders_placed", placed.len())
+        .set("orders_doubled", placed.len().saturating_sub(COUNT))
+        .set(
+            "orders_paid_twice",
+            placed
+                .iter()
+                .filter(|order| order.payments.as_ref().map_or(0, Vec::len) > 1)
+                .count(),
+        )
+        .set("create_order_calls", keys.len());
+    figures.report();
     assert_eq!(
         placed.len(),
         COUNT,

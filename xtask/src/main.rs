@@ -3,6 +3,8 @@
 //! - `cargo xtask test [--require-postgres] [-- <cargo test args>]`: the whole suite on SQLite,
 //!   and on PostgreSQL when one answers; prints which backends ran.
 //! - `cargo xtask ci`: what CI runs: fmt check, clippy -D warnings, tidy, test --require-postgres.
+//! - `cargo xtask chaos`: the reliability suite's full form on both databases, with every
+//!   scenario's figures (docs/operations.md, "What Mercer guarantees").
 //! - `cargo xtask tidy [--manifest-path PATH]`: the layering invariants of docs/ARCHITECTURE.md.
 //! - `cargo xtask fuzz-api [--seconds N]`: schemathesis against a live `mercer` on SQLite and
 //!   PostgreSQL, N seconds each (default 600); prints cases run and failures found.
@@ -16,6 +18,7 @@ mod bench_console;
 mod bench_dispatch;
 mod bench_scheduler;
 mod bench_subscriptions;
+mod chaos;
 mod composition;
 mod features;
 mod mutants;
@@ -30,6 +33,7 @@ fn usage() -> ExitCode {
          tasks:\n  \
          test [--require-postgres] [-- ARGS]   the whole suite on SQLite and PostgreSQL\n  \
          ci                                    fmt check, clippy, tidy, test --require-postgres\n  \
+         chaos                                 the reliability suite, full form, with its figures\n  \
          tidy [--manifest-path PATH]           check the crate layering invariants\n  \
          bench ingest|dispatch|subscriptions|scheduler|console\n                                               the ingest, webhook, List Subscriptions, scheduler or console benchmark\n  \
          openapi                               write docs/openapi.json from the code\n  \
@@ -53,6 +57,7 @@ fn main() -> ExitCode {
             result
         }
         "ci" => ci(),
+        "chaos" => chaos::run(rest),
         "tidy" => tidy::run(rest),
         "mutants" => mutants::run(rest),
         "fuzz-api" => fuzz_api(rest),

@@ -32,7 +32,7 @@ fn host_and_port(url: &str) -> Option<String> {
     })
 }
 
-fn postgres_answers(url: &str) -> bool {
+pub(crate) fn postgres_answers(url: &str) -> bool {
     let Some(address) = host_and_port(url) else {
         return false;
     };
@@ -42,6 +42,11 @@ fn postgres_answers(url: &str) -> bool {
     addresses
         .into_iter()
         .any(|address| TcpStream::connect_timeout(&address, Duration::from_secs(2)).is_ok())
+}
+
+/// The PostgreSQL server the tests make their databases on.
+pub(crate) fn postgres_url() -> String {
+    std::env::var(POSTGRES_URL_VAR).unwrap_or_else(|_| DEFAULT_POSTGRES_URL.to_string())
 }
 
 #[derive(Default)]
@@ -84,8 +89,7 @@ pub fn run(args: &[String], phases: &mut Phases) -> Result<(), String> {
         }
     }
 
-    let postgres_url =
-        std::env::var(POSTGRES_URL_VAR).unwrap_or_else(|_| DEFAULT_POSTGRES_URL.to_string());
+    let postgres_url = postgres_url();
     let postgres_up = postgres_answers(&postgres_url);
     let postgres_where = host_and_port(&postgres_url).unwrap_or_else(|| postgres_url.clone());
     if !postgres_up && require_postgres {
