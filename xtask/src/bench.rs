@@ -140,8 +140,20 @@ impl Connection {
         authorization: Option<&str>,
         body: &str,
     ) -> std::io::Result<(u16, String)> {
+        self.request("POST", path, authorization, Some(body))
+    }
+
+    /// Sends `method path` with `body` as JSON, if any; the answer's status and body.
+    pub(crate) fn request(
+        &mut self,
+        method: &str,
+        path: &str,
+        authorization: Option<&str>,
+        body: Option<&str>,
+    ) -> std::io::Result<(u16, String)> {
+        let body = body.unwrap_or_default();
         let mut request = format!(
-            "POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
             self.address,
             body.len()
         );

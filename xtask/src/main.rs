@@ -16,6 +16,7 @@
 mod bench;
 mod bench_console;
 mod bench_dispatch;
+mod bench_mixed;
 mod bench_scheduler;
 mod bench_subscriptions;
 mod chaos;
@@ -35,7 +36,7 @@ fn usage() -> ExitCode {
          ci                                    fmt check, clippy, tidy, test --require-postgres\n  \
          chaos                                 the reliability suite, full form, with its figures\n  \
          tidy [--manifest-path PATH]           check the crate layering invariants\n  \
-         bench ingest|dispatch|subscriptions|scheduler|console\n                                               the ingest, webhook, List Subscriptions, scheduler or console benchmark\n  \
+         bench ingest|dispatch|subscriptions|scheduler|console|mixed\n                                               the ingest, webhook, List Subscriptions, scheduler, console or mixed-load benchmark\n  \
          openapi                               write docs/openapi.json from the code\n  \
          fuzz-api [--seconds N]                schemathesis on both databases, N s each (600)\n  \
          mutants [TARGET...] [-- ARGS]         cargo-mutants over signing, events, access, guard"
@@ -93,6 +94,7 @@ fn main() -> ExitCode {
             bench_scheduler::scheduler(rest.first().map_or("", String::as_str))
         }
         "bench-run-console" => bench_console::console(rest.first().map_or("", String::as_str)),
+        "bench-run-mixed" => bench_mixed::mixed(rest.first().map_or("", String::as_str)),
         _ => return usage(),
     };
     match result {
@@ -152,9 +154,10 @@ fn bench(args: &[String]) -> Result<(), String> {
         Some("subscriptions") => "bench-run-subscriptions",
         Some("scheduler") => "bench-run-scheduler",
         Some("console") => "bench-run-console",
+        Some("mixed") => "bench-run-mixed",
         _ => {
             return Err(
-                "usage: cargo xtask bench ingest|dispatch|subscriptions|scheduler|console"
+                "usage: cargo xtask bench ingest|dispatch|subscriptions|scheduler|console|mixed"
                     .to_string(),
             );
         }
