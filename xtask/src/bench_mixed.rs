@@ -157,7 +157,7 @@ impl Worker<'_> {
             Path::Subscriptions => {
                 let (id, line_item) = shop.subscriptions[n % shop.subscriptions.len()];
                 let base = format!("/subscriptions/v1/shops/{}/subscriptions/{id}", shop.shop);
-                if n % 2 == 0 {
+                if n.is_multiple_of(2) {
                     self.expect("GET", &base, auth, None, 200)?;
                 } else {
                     let body = format!(r#"{{"quantity":{}}}"#, 1 + n % 5);
