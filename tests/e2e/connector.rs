@@ -30,18 +30,7 @@ impl World {
 
     fn start(server: MercerServer) -> World {
         let demo = server.demo().clone();
-        let rotated = server
-            .post(&format!(
-                "/integrations/v1/shops/{}/shared_secret/rotate",
-                demo.shop
-            ))
-            .bearer(&demo.token)
-            .call()
-            .json();
-        let secret = rotated["data"]["shared_secret"]
-            .as_str()
-            .unwrap()
-            .to_string();
+        let secret = server.rotate_connector_secret(&demo.shop, &demo.token);
         let sim = RunningSimulator::start().unwrap();
         let link = MercerLink {
             base_url: server.base_url.clone(),

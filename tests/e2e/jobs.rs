@@ -67,18 +67,7 @@ fn sim_shop(
 /// The demo shop of a first start, with its secret rotated so the test knows it.
 fn demo_shop(server: &MercerServer, sim: &RunningSimulator, customers: usize) -> SimShop {
     let demo = server.demo().clone();
-    let rotated = server
-        .post(&format!(
-            "/integrations/v1/shops/{}/shared_secret/rotate",
-            demo.shop
-        ))
-        .bearer(&demo.token)
-        .call()
-        .json();
-    let secret = rotated["data"]["shared_secret"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let secret = server.rotate_connector_secret(&demo.shop, &demo.token);
     sim_shop(server, sim, demo.shop, &secret, demo.token, customers)
 }
 

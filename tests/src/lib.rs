@@ -238,6 +238,22 @@ impl MercerServer {
         }
     }
 
+    /// Rotates `shop`'s connector shared secret with `token` and answers the new secret (shown
+    /// this once): for tests that play the shop's connector.
+    pub fn rotate_connector_secret(&self, shop: &str, token: &str) -> String {
+        let rotated = self
+            .post(&format!(
+                "/integrations/v1/shops/{shop}/shared_secret/rotate"
+            ))
+            .bearer(token)
+            .call();
+        assert_eq!(rotated.status, 200, "{}", rotated.text);
+        rotated.json()["data"]["shared_secret"]
+            .as_str()
+            .expect("the rotated secret")
+            .to_string()
+    }
+
     /// The demo credentials; panics when this start did not print any.
     pub fn demo(&self) -> &Demo {
         self.demo

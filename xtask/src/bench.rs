@@ -801,6 +801,31 @@ pub(crate) fn drop_postgres_database(url: &str) {
     }
 }
 
+/// Runs `run_backend(label, database_url)` on a SQLite file in a temporary folder named after
+/// `bench`, then on a PostgreSQL database of its own when one can be made (dropped after).
+pub(crate) fn on_both_databases(
+    bench: &str,
+    run_backend: impl Fn(&str, &str) -> Result<(), String>,
+) -> Result<(), String> {
+    let dir = std::env::temp_dir().join(format!("mercer-bench-{bench}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let sqlite = format!("sqlite://{}", dir.join("bench.db").display());
+    let result = run_backend("SQLite", &sqlite);
+    let _ = std::fs::remove_dir_all(&dir);
+    result?;
+    match postgres_database()? {
+        Some(url) => {
+            let result = run_backend("PostgreSQL", &url);
+            drop_postgres_database(&url);
+            result
+        }
+        None => {
+            println!("PostgreSQL: NOT RUN (psql could not create a database)");
+            Ok(())
+        }
+    }
+}
+
 /// The release half of `cargo xtask bench ingest`.
 pub fn ingest(binary: &str, xtask: &str) -> Result<(), String> {
     let bodies = Arc::new(events());

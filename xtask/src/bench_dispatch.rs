@@ -14,10 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::bench::{
-    Connection, Mercer, drop_postgres_database, ms, peak_memory_kib, postgres_database,
-    start_mercer,
-};
+use crate::bench::{Connection, Mercer, ms, on_both_databases, peak_memory_kib, start_mercer};
 
 const SATURATION_MESSAGES: usize = 20_000;
 const PACED_MESSAGES: usize = 5_000;
@@ -295,19 +292,5 @@ pub fn dispatch(binary: &str) -> Result<(), String> {
     println!(
         "dispatch benchmark: a local receiver answering 200 at once; {SATURATION_MESSAGES} queued messages, then {PACED_MESSAGES} at {PACED_RATE:.0}/s"
     );
-    let dir = std::env::temp_dir().join(format!("mercer-bench-dispatch-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let sqlite = format!("sqlite://{}", dir.join("bench.db").display());
-    let result = run_backend(binary, "SQLite", &sqlite);
-    let _ = std::fs::remove_dir_all(&dir);
-    result?;
-    match postgres_database()? {
-        Some(url) => {
-            let result = run_backend(binary, "PostgreSQL", &url);
-            drop_postgres_database(&url);
-            result?;
-        }
-        None => println!("PostgreSQL: NOT RUN (psql could not create a database)"),
-    }
-    Ok(())
+    on_both_databases("dispatch", |name, url| run_backend(binary, name, url))
 }

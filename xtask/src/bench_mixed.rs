@@ -28,10 +28,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::bench::{
-    Connection, Mercer, drop_postgres_database, ms, peak_memory_kib, postgres_database,
-    start_mercer,
-};
+use crate::bench::{Connection, Mercer, ms, on_both_databases, peak_memory_kib, start_mercer};
 use crate::bench_dispatch::Receiver;
 use crate::bench_subscriptions::percentile;
 
@@ -578,21 +575,5 @@ fn failures(timings: &Timings) -> String {
 
 /// The release half of `cargo xtask bench mixed`.
 pub fn mixed(binary: &str) -> Result<(), String> {
-    let dir = std::env::temp_dir().join(format!("mercer-bench-mixed-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let sqlite = format!("sqlite://{}", dir.join("mercer.db").display());
-    let result = run_backend(binary, "SQLite", &sqlite);
-    let _ = std::fs::remove_dir_all(&dir);
-    result?;
-    match postgres_database()? {
-        Some(url) => {
-            let result = run_backend(binary, "PostgreSQL", &url);
-            drop_postgres_database(&url);
-            result
-        }
-        None => {
-            println!("\nPostgreSQL: not run (no server answers)");
-            Ok(())
-        }
-    }
+    on_both_databases("mixed", |name, url| run_backend(binary, name, url))
 }

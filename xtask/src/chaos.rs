@@ -38,20 +38,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         ));
     }
     let cargo = crate::cargo();
-    crate::run_step(
-        &cargo,
-        &[
-            "build",
-            "-p",
-            "mercer-server",
-            "--bin",
-            "mercer",
-            "-p",
-            "mercer-platform-sim",
-            "--bin",
-            "mercer-platform-sim",
-        ],
-    )?;
+    crate::test::build_binaries(&cargo)?;
     let figures = figures_file()?;
     let _ = std::fs::remove_file(&figures);
 

@@ -44,6 +44,25 @@ pub(crate) fn postgres_answers(url: &str) -> bool {
         .any(|address| TcpStream::connect_timeout(&address, Duration::from_secs(2)).is_ok())
 }
 
+/// Builds the binaries the end-to-end tests start (Mercer and the platform simulator), in the
+/// test profile's folder.
+pub(crate) fn build_binaries(cargo: &str) -> Result<(), String> {
+    crate::run_step(
+        cargo,
+        &[
+            "build",
+            "-p",
+            "mercer-server",
+            "--bin",
+            "mercer",
+            "-p",
+            "mercer-platform-sim",
+            "--bin",
+            "mercer-platform-sim",
+        ],
+    )
+}
+
 /// The PostgreSQL server the tests make their databases on.
 pub(crate) fn postgres_url() -> String {
     std::env::var(POSTGRES_URL_VAR).unwrap_or_else(|_| DEFAULT_POSTGRES_URL.to_string())
@@ -112,20 +131,7 @@ pub fn run(args: &[String], phases: &mut Phases) -> Result<(), String> {
     // suite starts the real binaries (Mercer, and the simulator the README walkthrough runs):
     // they are built too, in the test profile's folder.
     phases.time("build", || {
-        crate::run_step(
-            &cargo,
-            &[
-                "build",
-                "-p",
-                "mercer-server",
-                "--bin",
-                "mercer",
-                "-p",
-                "mercer-platform-sim",
-                "--bin",
-                "mercer-platform-sim",
-            ],
-        )?;
+        build_binaries(&cargo)?;
         crate::run_step(&cargo, &["test", "--workspace", "--no-run"])
     })?;
 

@@ -53,18 +53,7 @@ struct Platform<'a> {
 impl<'a> Platform<'a> {
     fn new(server: &'a MercerServer) -> Platform<'a> {
         let api = Api::demo(server);
-        let rotated = server
-            .post(&format!(
-                "/integrations/v1/shops/{}/shared_secret/rotate",
-                api.shop
-            ))
-            .bearer(&api.token)
-            .call()
-            .json();
-        let secret = rotated["data"]["shared_secret"]
-            .as_str()
-            .unwrap()
-            .to_string();
+        let secret = server.rotate_connector_secret(&api.shop, &api.token);
         let sim = RunningSimulator::start().unwrap();
         let link = MercerLink {
             base_url: server.base_url.clone(),
