@@ -985,6 +985,8 @@ pub fn apply_events(
     // is that save: the store compares with it to write only what changed (a customer's
     // addresses). Otherwise (new, deleted first, or coming back) it compares with its rows.
     let mut before: HashMap<EntityKey, EntityDocument> = HashMap::new();
+    // Whether each shop hears of customer changes, asked once a batch at most.
+    let mut heard: HashMap<i64, bool> = HashMap::new();
     for event in events {
         let key = (event.shop_id, event.kind, event.platform_id.clone());
         let step = next_state(states.remove(&key), event)?;
@@ -1030,7 +1032,9 @@ pub fn apply_events(
                 crate::kernel::jobs::enqueue(tx, Some(*shop_id), &job, now, now)?;
             }
             let previous = before.remove(key);
-            if contact_changed(previous.as_ref(), document.as_ref()) {
+            if contact_changed(previous.as_ref(), document.as_ref())
+                && hears_customer_changes(tx, &mut heard, *shop_id)?
+            {
                 let job = CustomerChangedJob {
                     shop_id: *shop_id,
                     platform_customer_id: key.2.clone(),
@@ -1100,6 +1104,20 @@ impl crate::kernel::jobs::JobPayload for CustomerChangedJob {
             self.platform_customer_id
         ))
     }
+}
+
+/// Whether the shop hears of customer changes, from `heard` when asked before in the batch.
+fn hears_customer_changes(
+    tx: &mut dyn PlatformRepositories,
+    heard: &mut HashMap<i64, bool>,
+    shop_id: i64,
+) -> Result<bool, DomainError> {
+    if let Some(known) = heard.get(&shop_id) {
+        return Ok(*known);
+    }
+    let hears = tx.hears_customer_changes(shop_id)?;
+    heard.insert(shop_id, hears);
+    Ok(hears)
 }
 
 /// Whether a live customer's name, email or phone differ between two documents.

@@ -77,6 +77,12 @@ pub trait DestinationRepository {
 
 /// Customers, orders, products and categories received from the platform.
 pub trait PlatformRepository {
+    /// Whether anything hears of the shop's customers changing their name, email or phone: a
+    /// live subscription webhook of topic `customer_updated`, the one listener of
+    /// [`CustomerChangedJob`](crate::platform::events::CustomerChangedJob). The applier enqueues
+    /// that job only then, so a shop without one pays nothing for its customers' changes.
+    fn hears_customer_changes(&mut self, shop_id: i64) -> StoreResult<bool>;
+
     /// What is held of these entities of one kind; unknown ones are left out.
     fn platform_entities(
         &mut self,

@@ -755,4 +755,50 @@ mod tests {
         );
         assert!(changed_jobs(&db).is_empty(), "the echo is no change");
     }
+
+    #[test]
+    fn a_platform_change_enqueues_no_job_while_no_endpoint_hears_customer_updated() {
+        let db = MemoryDatabase::default();
+        let shop = db
+            .write(|tx| {
+                let input = ShopInput {
+                    shop_domain: "quiet.shop.test".into(),
+                    ..ShopInput::default()
+                };
+                create_shop(tx, input, at(NOW))
+            })
+            .unwrap();
+        let version = |name: &str, at: &str| {
+            json!({"platform_id": "cus-ada", "email": "ada@example.test",
+                "first_name": name, "platform_updated_at": at})
+        };
+        saved(&db, &shop, version("Ada", "2029-01-01T00:00:00Z"));
+        // Another topic's endpoint, and a disabled customer_updated one, hear nothing.
+        let endpoint = |topic: &str| NewWebhookEndpoint {
+            shop_id: shop.id,
+            kind: WebhookKind::Subscription,
+            topic: topic.into(),
+            callback_url: "http://127.0.0.1:9/hook".into(),
+            secret: None,
+            created_at: at(NOW),
+        };
+        db.write(|tx| Ok(tx.insert_webhook_endpoint(&endpoint("subscription_created"))?))
+            .unwrap();
+        let disabled = db
+            .write(|tx| Ok(tx.insert_webhook_endpoint(&endpoint("customer_updated"))?))
+            .unwrap();
+        db.write(|tx| {
+            let disabled_at = Some((at(NOW), "failing"));
+            Ok(tx.set_webhook_endpoint_health(disabled.id, None, disabled_at, at(NOW))?)
+        })
+        .unwrap();
+        saved(&db, &shop, version("Augusta", "2029-02-01T00:00:00Z"));
+        assert!(changed_jobs(&db).is_empty());
+
+        // Once an endpoint hears it, the next change is announced.
+        db.write(|tx| Ok(tx.insert_webhook_endpoint(&endpoint("customer_updated"))?))
+            .unwrap();
+        saved(&db, &shop, version("Grace", "2029-03-01T00:00:00Z"));
+        assert_eq!(changed_jobs(&db).len(), 1);
+    }
 }

@@ -146,6 +146,17 @@ fn columns_of(write: &EntityWrite, notes: Option<String>) -> CustomerColumns {
 }
 
 impl PlatformRepository for MemoryState {
+    fn hears_customer_changes(&mut self, shop_id: i64) -> StoreResult<bool> {
+        let topic = crate::subscriptions::topics::Topic::CustomerUpdated.as_str();
+        Ok(self.webhook_endpoints.iter().any(|(endpoint, deleted)| {
+            !deleted
+                && endpoint.shop_id == shop_id
+                && endpoint.kind == crate::webhooks::WebhookKind::Subscription
+                && endpoint.topic == topic
+                && endpoint.is_active()
+        }))
+    }
+
     fn platform_entities(
         &mut self,
         shop_id: i64,

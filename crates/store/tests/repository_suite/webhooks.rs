@@ -205,6 +205,53 @@ fn webhook_endpoints_live_and_die(db: &impl Database) {
 }
 every_database!(webhook_endpoints_live_and_die);
 
+/// The platform's applier asks this before enqueuing a customer-changed job: only a live
+/// subscription endpoint of `customer_updated`, with the kind and topic the subscriptions
+/// feature registers, hears it.
+fn a_shop_hears_customer_changes_through_a_live_customer_updated_endpoint(db: &impl Database) {
+    let other = shop(db, "b.shop.test");
+    let shop = shop(db, "a.shop.test");
+    let topic = mercer_domain::subscriptions::topics::Topic::CustomerUpdated.as_str();
+    let hears = |shop_id| {
+        db.read(|tx| Ok(tx.hears_customer_changes(shop_id)?))
+            .unwrap()
+    };
+    assert!(!hears(shop.id));
+    endpoint(db, new_endpoint(shop.id, WebhookKind::Checkout, topic, 1));
+    endpoint(
+        db,
+        new_endpoint(
+            shop.id,
+            WebhookKind::Subscription,
+            "subscription_created",
+            2,
+        ),
+    );
+    let disabled = endpoint(
+        db,
+        new_endpoint(shop.id, WebhookKind::Subscription, topic, 3),
+    );
+    db.write(|tx| {
+        let disabled_at = Some((at(4), "failing"));
+        Ok(tx.set_webhook_endpoint_health(disabled.id, None, disabled_at, at(4))?)
+    })
+    .unwrap();
+    assert!(
+        !hears(shop.id),
+        "another kind, another topic, or disabled: not heard"
+    );
+    let live = endpoint(
+        db,
+        new_endpoint(shop.id, WebhookKind::Subscription, topic, 5),
+    );
+    assert!(hears(shop.id));
+    assert!(!hears(other.id), "another shop's endpoint");
+    db.write(|tx| Ok(tx.delete_webhook_endpoint(live.id, at(6))?))
+        .unwrap();
+    assert!(!hears(shop.id), "deleted");
+}
+every_database!(a_shop_hears_customer_changes_through_a_live_customer_updated_endpoint);
+
 fn message(shop_id: i64, endpoint_id: i64, n: u32, seconds: i64) -> NewWebhookMessage {
     NewWebhookMessage {
         message_id: format!("msg_{n}"),

@@ -34,7 +34,7 @@ statement_sites!(
 );
 use crate::schema::{
     customer_addresses, platform_categories, platform_customers, platform_orders,
-    platform_products, product_variants,
+    platform_products, product_variants, webhook_endpoints,
 };
 use crate::store::storage_error;
 
@@ -630,6 +630,22 @@ fn put_categories(
 }
 
 impl PlatformRepository for StoreTx<'_> {
+    fn hears_customer_changes(&mut self, shop_id: i64) -> StoreResult<bool> {
+        // The subscription webhooks' kind and topic as the webhooks and subscriptions features
+        // store them (a store feature reads no other's code); the repository suite checks them
+        // against the domain's names.
+        diesel::select(diesel::dsl::exists(
+            webhook_endpoints::table
+                .filter(webhook_endpoints::shop_id.eq(shop_id))
+                .filter(webhook_endpoints::kind.eq("subscription"))
+                .filter(webhook_endpoints::topic.eq("customer_updated"))
+                .filter(webhook_endpoints::deleted_at.is_null())
+                .filter(webhook_endpoints::disabled_at.is_null()),
+        ))
+        .get_result(self.conn)
+        .map_err(storage_error)
+    }
+
     fn products_of_variants(
         &mut self,
         shop_id: i64,
