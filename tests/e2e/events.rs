@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use mercer_domain::ports::Database;
 use mercer_store::testing::POISONED_EMAIL;
+use mercer_store::testing::TestDatabase;
 use mercer_tests::{Answer, Backend, MercerServer, backend_tests, wait_until};
 use serde_json::{Value, json};
 
@@ -186,3 +187,106 @@ backend_tests!(
     an_event_that_cannot_be_stored_gets_a_500_never_a_202,
     a_deletion_wins_a_same_time_tie_with_a_save,
 );
+
+/// The events this process applied, from its `/metrics`.
+fn applied_here(server: &MercerServer) -> u64 {
+    let metrics = server.get("/metrics").call().text;
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("mercer_events_applied_total "))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Two `mercer serve` processes on one PostgreSQL database, each taking half of the requests:
+/// four versions of each of 8 customers of 12 shops, shuffled, so most customers see an older
+/// version after a newer one. The two appliers share the queue by partition; every event is
+/// applied once, by one of them, and every customer ends at its newest version.
+#[test]
+fn two_processes_on_one_postgres_apply_shuffled_events_of_many_shops() {
+    const SHOPS: usize = 12;
+    const CUSTOMERS: usize = 8;
+    const VERSIONS: i64 = 4;
+    let first = MercerServer::start_with(TestDatabase::create(Backend::Postgres), &[]);
+    let second = MercerServer::start_with(TestDatabase::attach(first.database()), &[]);
+    let shops: Vec<(String, String)> = (0..SHOPS)
+        .map(|n| {
+            let domain = format!("shop{n}.apply.test");
+            let shop = first.cli(&["shop", "create", "--domain", &domain]).values()[0].clone();
+            let token = first
+                .cli(&["token", "create", "--shop", &shop, "--scope", "all"])
+                .value();
+            (shop, token)
+        })
+        .collect();
+    let mut events: Vec<(usize, usize, i64)> = Vec::new();
+    for shop in 0..SHOPS {
+        for customer in 0..CUSTOMERS {
+            events.extend((1..=VERSIONS).map(|version| (shop, customer, version)));
+        }
+    }
+    // A fixed shuffle (xorshift), so a failure can be replayed.
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    for i in (1..events.len()).rev() {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        events.swap(i, (seed % (i as u64 + 1)) as usize);
+    }
+    let email = |shop: usize, customer: usize, version: i64| {
+        format!("c{customer}.v{version}@shop{shop}.apply.test")
+    };
+    std::thread::scope(|scope| {
+        for (part, chunk) in events.chunks(events.len().div_ceil(4)).enumerate() {
+            let server = if part % 2 == 0 { &first } else { &second };
+            let (shops, email) = (&shops, &email);
+            scope.spawn(move || {
+                for &(shop, customer, version) in chunk {
+                    let (identifier, token) = &shops[shop];
+                    let customer_body = json!({
+                        "platform_id": format!("c{customer}"),
+                        "platform_updated_at": time(version * 10),
+                        "email": email(shop, customer, version),
+                    });
+                    let answer = server
+                        .post(&format!(
+                            "/customers/v1/shops/{identifier}/platforms/custom/webhooks/customers/saved"
+                        ))
+                        .bearer(token)
+                        .json(&json!({"data": {"customer": customer_body}}));
+                    assert_eq!(answer.status, 202, "{}", answer.text);
+                }
+            });
+        }
+    });
+    let store = first.database().open_store();
+    let applied = wait_until(Duration::from_secs(60), || {
+        store
+            .read(|tx| Ok(tx.count_pending_inbound_events()?))
+            .unwrap()
+            == 0
+    });
+    assert!(applied, "events still pending after 60 s");
+    let by_process = [applied_here(&first), applied_here(&second)];
+    assert_eq!(
+        by_process.iter().sum::<u64>(),
+        events.len() as u64,
+        "each event applied once, by one process: {by_process:?}"
+    );
+    for (shop, (identifier, token)) in shops.iter().enumerate() {
+        for customer in 0..CUSTOMERS {
+            let answer = second
+                .get(&format!(
+                    "/customers/v2/shops/{identifier}/customers/pid/c{customer}"
+                ))
+                .bearer(token)
+                .call();
+            assert_eq!(answer.status, 200, "{}", answer.text);
+            assert_eq!(
+                answer.json()["customer"]["email"],
+                email(shop, customer, VERSIONS),
+                "shop {shop}, customer {customer}"
+            );
+        }
+    }
+}

@@ -21,12 +21,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-const CUSTOMERS: usize = 10_000;
+pub(crate) const CUSTOMERS: usize = 10_000;
 const VERSIONS: usize = 5;
 const CONNECTIONS: usize = 32;
 
 /// The events in delivery order: (path suffix is fixed) bodies, and the customers' final emails.
-fn events() -> Vec<String> {
+pub(crate) fn events() -> Vec<String> {
     let base = 1_700_000_000i64;
     let mut order: Vec<(usize, usize)> = Vec::with_capacity(CUSTOMERS * VERSIONS);
     // Interleave customers; within each, swap one adjacent pair of versions so one event in
@@ -91,16 +91,16 @@ fn chrono_like(seconds: i64) -> String {
     )
 }
 
-struct LoadResult {
-    accepted: usize,
-    failed: usize,
+pub(crate) struct LoadResult {
+    pub(crate) accepted: usize,
+    pub(crate) failed: usize,
     elapsed: Duration,
     latencies: Vec<Duration>,
     last_accept: Instant,
 }
 
 impl LoadResult {
-    fn rate(&self) -> f64 {
+    pub(crate) fn rate(&self) -> f64 {
         self.accepted as f64 / self.elapsed.as_secs_f64()
     }
 
@@ -203,18 +203,38 @@ impl Connection {
 
 /// Posts every body once over `CONNECTIONS` keep-alive connections.
 fn load(base_url: &str, path: &str, token: Option<&str>, bodies: &Arc<Vec<String>>) -> LoadResult {
-    let address = base_url.trim_start_matches("http://").to_string();
+    let targets = [(
+        path.to_string(),
+        token.map(|token| format!("Bearer {token}")),
+    )];
+    load_spread(&[base_url.to_string()], &targets, bodies, Arc::new(|_| 0))
+}
+
+/// Which of the targets a body goes to, by its index.
+pub(crate) type TargetOf = Arc<dyn Fn(usize) -> usize + Send + Sync>;
+
+/// Posts every body once over `CONNECTIONS` keep-alive connections, connection `n` to
+/// `base_urls[n % len]`: body `i` to the path and authorization of `targets[target_of(i)]`.
+pub(crate) fn load_spread(
+    base_urls: &[String],
+    targets: &[(String, Option<String>)],
+    bodies: &Arc<Vec<String>>,
+    target_of: TargetOf,
+) -> LoadResult {
     let next = Arc::new(AtomicUsize::new(0));
+    let targets = Arc::new(targets.to_vec());
     let started = Instant::now();
     let threads: Vec<_> = (0..CONNECTIONS)
-        .map(|_| {
-            let (next, bodies, address, path) = (
+        .map(|n| {
+            let address = base_urls[n % base_urls.len()]
+                .trim_start_matches("http://")
+                .to_string();
+            let (next, bodies, targets, target_of) = (
                 next.clone(),
                 bodies.clone(),
-                address.clone(),
-                path.to_string(),
+                targets.clone(),
+                target_of.clone(),
             );
-            let authorization = token.map(|token| format!("Bearer {token}"));
             std::thread::spawn(move || {
                 let mut latencies = Vec::new();
                 let (mut accepted, mut failed) = (0, 0);
@@ -229,8 +249,12 @@ fn load(base_url: &str, path: &str, token: Option<&str>, bodies: &Arc<Vec<String
                 loop {
                     let index = next.fetch_add(1, Ordering::Relaxed);
                     let Some(body) = bodies.get(index) else { break };
+                    let Some((path, authorization)) = targets.get(target_of(index)) else {
+                        failed += 1;
+                        continue;
+                    };
                     let sent = Instant::now();
-                    match connection.post(&path, authorization.as_deref(), body) {
+                    match connection.post(path, authorization.as_deref(), body) {
                         Ok((202, _)) => {
                             last = Instant::now();
                             latencies.push(last - sent);
@@ -444,7 +468,7 @@ pub(crate) fn start_mercer(
     })
 }
 
-fn pending(binary: &str, database_url: &str) -> Option<u64> {
+pub(crate) fn pending(binary: &str, database_url: &str) -> Option<u64> {
     let output = Command::new(binary)
         .args([
             "--database-url",

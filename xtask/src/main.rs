@@ -14,6 +14,7 @@
 //!   docs/testing.md (not part of CI).
 
 mod bench;
+mod bench_apply;
 mod bench_console;
 mod bench_dispatch;
 mod bench_mixed;
@@ -79,12 +80,18 @@ fn main() -> ExitCode {
         ),
         "bench" => bench(rest),
         // Internal: the release-mode halves of `bench`.
-        "bench-run-ingest" => bench::ingest(
-            rest.first().map_or("", String::as_str),
-            &std::env::current_exe()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default(),
-        ),
+        "bench-run-ingest" => match processes_flag(&rest[rest.len().min(1)..]) {
+            Ok(None) => bench::ingest(
+                rest.first().map_or("", String::as_str),
+                &std::env::current_exe()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
+            ),
+            Ok(Some(counts)) => {
+                bench_apply::processes(rest.first().map_or("", String::as_str), &counts)
+            }
+            Err(error) => Err(error),
+        },
         "bench-floor" => bench::floor_server(rest.iter().any(|arg| arg == "--handoff")),
         "bench-run-dispatch" => bench_dispatch::dispatch(rest.first().map_or("", String::as_str)),
         "bench-run-subscriptions" => {
@@ -157,7 +164,7 @@ fn bench(args: &[String]) -> Result<(), String> {
         Some("mixed") => "bench-run-mixed",
         _ => {
             return Err(
-                "usage: cargo xtask bench ingest|dispatch|subscriptions|scheduler|console|mixed"
+                "usage: cargo xtask bench ingest [--processes 1,2,4]|dispatch|subscriptions|scheduler|console|mixed"
                     .to_string(),
             );
         }
@@ -166,6 +173,16 @@ fn bench(args: &[String]) -> Result<(), String> {
     let mut build = vec!["build", "--release", "-p", "mercer-server", "-p", "xtask"];
     if run == "bench-run-scheduler" {
         build.extend(["-p", "mercer-platform-sim"]);
+    }
+    // Checked before the build, which takes minutes.
+    if run == "bench-run-ingest" {
+        processes_flag(&args[1..])?;
+    } else if args.len() > 1 {
+        return Err(format!(
+            "bench {}: unknown arguments {:?}",
+            args[0],
+            &args[1..]
+        ));
     }
     run_step(&cargo, &build)?;
     let current = std::env::current_dir().map_err(|error| error.to_string())?;
@@ -176,7 +193,29 @@ fn bench(args: &[String]) -> Result<(), String> {
     )
     .join("release");
     let mercer = target.join("mercer").display().to_string();
-    run_step(&target.join("xtask").display().to_string(), &[run, &mercer])
+    let mut run_args = vec![run, mercer.as_str()];
+    run_args.extend(args[1..].iter().map(String::as_str));
+    run_step(&target.join("xtask").display().to_string(), &run_args)
+}
+
+/// `--processes 1,2,4` of `bench ingest`: the process counts of the apply scale-out run, or
+/// None without the flag.
+fn processes_flag(args: &[String]) -> Result<Option<Vec<usize>>, String> {
+    match args {
+        [] => Ok(None),
+        [flag, counts] if flag == "--processes" => {
+            let counts: Vec<usize> = counts
+                .split(',')
+                .map(|n| n.trim().parse::<usize>())
+                .collect::<Result<_, _>>()
+                .map_err(|_| format!("--processes {counts}: expected counts such as 1,2,4"))?;
+            if counts.is_empty() || counts.contains(&0) {
+                return Err("--processes: each count is 1 or more".to_string());
+            }
+            Ok(Some(counts))
+        }
+        _ => Err("usage: cargo xtask bench ingest [--processes 1,2,4]".to_string()),
+    }
 }
 
 /// The schema fuzzer's long run: the `fuzz_api` test with a longer budget, one database at a

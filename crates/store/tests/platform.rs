@@ -11,12 +11,12 @@ use mercer_domain::kernel::time::{Clock, SystemClock};
 use mercer_domain::platform::destinations::{DestinationSettings, Topic};
 use mercer_domain::platform::events::{
     Accepted, EntityKind, EntityWrite, EventAction, EventSource, accept_events, apply_pending,
-    parse_event, retry_failed_events,
+    event_partition, parse_event, retry_failed_events,
 };
 use mercer_domain::platform::outbox::{ConnectorCall, OutboxStatus};
 use mercer_domain::platform::sync::SyncStatus;
 use mercer_domain::ports::Database;
-use mercer_domain::{DomainError, Timestamp};
+use mercer_domain::{DomainError, StorageError, Timestamp};
 use mercer_store::testing::{POISONED_EMAIL, TestDatabase, claim_concurrently};
 use mercer_store::{Backend, Store, backend_tests};
 use serde_json::{Value, json};
@@ -155,7 +155,7 @@ fn queue_and_apply(store: &Store, events: Vec<mercer_domain::platform::events::N
     store
         .write(|tx| Ok(tx.insert_inbound_events(&events)?))
         .unwrap();
-    while apply_pending(store, &SystemClock, 100).unwrap() > 0 {}
+    while apply_pending(store, &SystemClock, 100).unwrap().events > 0 {}
 }
 
 fn events_are_queued_then_applied_in_order(backend: Backend) {
@@ -188,7 +188,7 @@ fn events_are_queued_then_applied_in_order(backend: Backend) {
         5
     );
     let pending = store
-        .read(|tx| Ok(tx.pending_inbound_events(10, Timestamp::now())?))
+        .read(|tx| Ok(tx.pending_inbound_events(None, 10, Timestamp::now())?))
         .unwrap();
     assert_eq!(
         pending
@@ -198,8 +198,8 @@ fn events_are_queued_then_applied_in_order(backend: Backend) {
         events,
         "stored as received, in order"
     );
-    assert_eq!(apply_pending(&store, &SystemClock, 3).unwrap(), 3);
-    assert_eq!(apply_pending(&store, &SystemClock, 10).unwrap(), 2);
+    assert_eq!(apply_pending(&store, &SystemClock, 3).unwrap().events, 3);
+    assert_eq!(apply_pending(&store, &SystemClock, 10).unwrap().events, 2);
     assert_eq!(
         store
             .read(|tx| Ok(tx.count_pending_inbound_events()?))
@@ -314,7 +314,7 @@ fn events_apply_at_once_unless_others_wait(backend: Backend) {
         Some("first@example.test"),
         "not applied yet"
     );
-    while apply_pending(&store, &SystemClock, 100).unwrap() > 0 {}
+    while apply_pending(&store, &SystemClock, 100).unwrap().events > 0 {}
     assert_eq!(
         email(&store).as_deref(),
         Some("queued@example.test"),
@@ -843,7 +843,9 @@ fn the_directory_filters_sorts_and_pages(backend: Backend) {
     assert_eq!(directory(&store, &shop, &[("label", "vip")]).0, ["c2"]);
 }
 
-fn the_applier_lock_is_exclusive(backend: Backend) {
+/// A partition's lock is one transaction's at a time, other partitions stay free, and it ends
+/// with its transaction (SQLite has one applying process: every lock is taken).
+fn a_partition_lock_is_exclusive_and_partitions_are_apart(backend: Backend) {
     let (_db, store) = TestDatabase::migrated(backend);
     let (held_tx, held_rx) = std::sync::mpsc::channel();
     let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
@@ -852,7 +854,7 @@ fn the_applier_lock_is_exclusive(backend: Backend) {
         std::thread::spawn(move || {
             store
                 .write(|tx| {
-                    assert!(tx.lock_event_applier()?);
+                    assert!(tx.lock_event_partition(3)?);
                     held_tx.send(()).unwrap();
                     release_rx.recv().unwrap();
                     Ok(())
@@ -863,16 +865,84 @@ fn the_applier_lock_is_exclusive(backend: Backend) {
     held_rx.recv().unwrap();
     if backend == Backend::Postgres {
         assert!(
-            !store.write(|tx| Ok(tx.lock_event_applier()?)).unwrap(),
-            "another process holds the lock"
+            !store.write(|tx| Ok(tx.lock_event_partition(3)?)).unwrap(),
+            "another transaction holds partition 3"
+        );
+        assert!(
+            store.write(|tx| Ok(tx.lock_event_partition(4)?)).unwrap(),
+            "partition 4 is free"
         );
     }
     release_tx.send(()).unwrap();
     holder.join().unwrap();
     assert!(
-        store.write(|tx| Ok(tx.lock_event_applier()?)).unwrap(),
+        store.write(|tx| Ok(tx.lock_event_partition(3)?)).unwrap(),
         "released with its transaction"
     );
+}
+
+/// Two appliers on one database: while one holds a shop's partition mid-batch, the other
+/// applies the other shops' events and leaves that shop's alone; when the first dies (its
+/// transaction rolls back), its partition is taken over and nothing is lost. PostgreSQL only:
+/// on SQLite one process applies, and every partition lock is its own.
+#[test]
+fn a_held_partition_is_left_alone_and_taken_over_when_its_holder_dies() {
+    let (_db, store) = TestDatabase::migrated(Backend::Postgres);
+    let mut shops = Vec::new();
+    while shops.len() < 2 {
+        let made = shop(&store, &format!("s{}.shop.test", shops.len()));
+        shops.push(made);
+    }
+    let (held, other) = (&shops[0], &shops[1]);
+    assert_ne!(event_partition(held.id), event_partition(other.id));
+    let events: Vec<_> = shops
+        .iter()
+        .flat_map(|shop| {
+            [10, 20].map(|seconds| {
+                let email = format!("{}-{seconds}@example.test", shop.id);
+                customer_event(shop.id, "c1", seconds, json!({"email": email}))
+            })
+        })
+        .collect();
+    store
+        .write(|tx| Ok(tx.insert_inbound_events(&events)?))
+        .unwrap();
+    let (locked_tx, locked_rx) = std::sync::mpsc::channel();
+    let (die_tx, die_rx) = std::sync::mpsc::channel::<()>();
+    let holder = {
+        let (store, partition) = (store.clone(), event_partition(held.id));
+        std::thread::spawn(move || {
+            let died: Result<(), DomainError> = store.write(|tx| {
+                assert!(tx.lock_event_partition(partition)?);
+                locked_tx.send(()).unwrap();
+                die_rx.recv().unwrap();
+                Err(DomainError::Storage(StorageError::other(
+                    "the process died",
+                )))
+            });
+            assert!(died.is_err());
+        })
+    };
+    locked_rx.recv().unwrap();
+    let batch = apply_pending(&store, &SystemClock, 100).unwrap();
+    assert_eq!(
+        (batch.events, batch.held_elsewhere),
+        (2, true),
+        "the other shop's two events, and word of the held partition"
+    );
+    let email = |shop: &Shop| {
+        store
+            .read(|tx| Ok(tx.directory_customer_by_platform_id(shop.id, "c1")?))
+            .unwrap()
+            .and_then(|customer| customer.email)
+    };
+    assert_eq!(email(other), Some(format!("{}-20@example.test", other.id)));
+    assert_eq!(email(held), None, "left to the partition's holder");
+    die_tx.send(()).unwrap();
+    holder.join().unwrap();
+    let batch = apply_pending(&store, &SystemClock, 100).unwrap();
+    assert_eq!((batch.events, batch.held_elsewhere), (2, false));
+    assert_eq!(email(held), Some(format!("{}-20@example.test", held.id)));
 }
 
 /// The ingest writer's queueing: every event in order, or none when one of them cannot be
@@ -897,7 +967,7 @@ fn queued_batches_are_stored_whole_or_not_at_all(backend: Backend) {
     let small = batch(3, 0);
     store.queue_inbound_events(&small).unwrap();
     let stored = store
-        .read(|tx| Ok(tx.pending_inbound_events(10, Timestamp::now())?))
+        .read(|tx| Ok(tx.pending_inbound_events(None, 10, Timestamp::now())?))
         .unwrap();
     assert_eq!(
         stored
@@ -959,7 +1029,7 @@ fn an_event_that_fails_to_apply_is_retried_then_set_aside_while_the_queue_goes_o
         .unwrap();
 
     // The batch fails; one at a time, c1 applies and the poisoned event fails its first attempt.
-    assert_eq!(apply_pending(&store, &clock, 10).unwrap(), 2);
+    assert_eq!(apply_pending(&store, &clock, 10).unwrap().events, 2);
     assert_eq!(
         stored_customer(&store, a.id, "c1").email.as_deref(),
         Some("one@example.test")
@@ -970,7 +1040,7 @@ fn an_event_that_fails_to_apply_is_retried_then_set_aside_while_the_queue_goes_o
         .write(|tx| Ok(tx.insert_inbound_events(&[later])?))
         .unwrap();
     // The events behind it apply, of both shops, while it waits for its retry.
-    assert_eq!(apply_pending(&store, &clock, 10).unwrap(), 3);
+    assert_eq!(apply_pending(&store, &clock, 10).unwrap().events, 3);
     assert_eq!(
         stored_customer(&store, b.id, "c3").email.as_deref(),
         Some("three@example.test")
@@ -980,11 +1050,15 @@ fn an_event_that_fails_to_apply_is_retried_then_set_aside_while_the_queue_goes_o
         Some("cured@example.test")
     );
     assert_eq!(pending(&store), 1, "the failed event waits for its retry");
-    assert_eq!(apply_pending(&store, &clock, 10).unwrap(), 0, "not due yet");
+    assert_eq!(
+        apply_pending(&store, &clock, 10).unwrap().events,
+        0,
+        "not due yet"
+    );
 
     // Tried again after 1 s, it is older than the save applied meanwhile: skipped, not failed.
     clock.advance(1);
-    assert_eq!(apply_pending(&store, &clock, 10).unwrap(), 1);
+    assert_eq!(apply_pending(&store, &clock, 10).unwrap().events, 1);
     assert_eq!(pending(&store), 0);
     assert_eq!(
         stored_customer(&store, a.id, "p").email.as_deref(),
@@ -997,14 +1071,18 @@ fn an_event_that_fails_to_apply_is_retried_then_set_aside_while_the_queue_goes_o
     store
         .write(|tx| Ok(tx.insert_inbound_events(std::slice::from_ref(&stuck))?))
         .unwrap();
-    assert_eq!(apply_pending(&store, &clock, 10).unwrap(), 1);
+    assert_eq!(apply_pending(&store, &clock, 10).unwrap().events, 1);
     clock.advance(1);
-    assert_eq!(apply_pending(&store, &clock, 10).unwrap(), 1);
+    assert_eq!(apply_pending(&store, &clock, 10).unwrap().events, 1);
     assert_eq!(pending(&store), 1);
     clock.advance(3);
-    assert_eq!(apply_pending(&store, &clock, 10).unwrap(), 0, "not due yet");
+    assert_eq!(
+        apply_pending(&store, &clock, 10).unwrap().events,
+        0,
+        "not due yet"
+    );
     clock.advance(1);
-    assert_eq!(apply_pending(&store, &clock, 10).unwrap(), 1);
+    assert_eq!(apply_pending(&store, &clock, 10).unwrap().events, 1);
     assert_eq!(pending(&store), 0);
     let failed = store
         .read(|tx| Ok(tx.failed_inbound_events(None, 10)?))
@@ -1049,14 +1127,14 @@ fn an_event_that_fails_to_apply_is_retried_then_set_aside_while_the_queue_goes_o
         vec![failed[0].id]
     );
     let queued = store
-        .read(|tx| Ok(tx.pending_inbound_events(10, clock.now())?))
+        .read(|tx| Ok(tx.pending_inbound_events(None, 10, clock.now())?))
         .unwrap();
     let queued = queued[0].as_ref().unwrap();
     assert_eq!(
         (queued.id, queued.attempts, &queued.event),
         (failed[0].id, 0, &stuck)
     );
-    assert_eq!(apply_pending(&store, &clock, 10).unwrap(), 1);
+    assert_eq!(apply_pending(&store, &clock, 10).unwrap().events, 1);
     assert_eq!(
         stored_customer(&store, b.id, "q").email.as_deref(),
         Some(POISONED_EMAIL)
@@ -1116,7 +1194,7 @@ fn an_unreadable_queued_event_is_set_aside_and_the_others_apply(backend: Backend
         .write(|tx| Ok(tx.insert_inbound_events(&events)?))
         .unwrap();
     db.execute("UPDATE inbound_events SET entity = 'gadget' WHERE platform_id = 'c2'");
-    assert_eq!(apply_pending(&store, &SystemClock, 10).unwrap(), 3);
+    assert_eq!(apply_pending(&store, &SystemClock, 10).unwrap().events, 3);
     assert_eq!(pending(&store), 0);
     for id in ["c1", "c3"] {
         assert_eq!(
@@ -1156,5 +1234,5 @@ backend_tests!(
     outbox_calls_are_claimed_leased_and_retried,
     concurrent_claimers_never_share_a_call,
     the_directory_filters_sorts_and_pages,
-    the_applier_lock_is_exclusive,
+    a_partition_lock_is_exclusive_and_partitions_are_apart,
 );

@@ -1155,8 +1155,56 @@ fn retry_delay_seconds(attempts: i64) -> i64 {
     1 << (2 * (attempts - 1).clamp(0, 10))
 }
 
-/// Applies up to `limit` queued events in arrival order; returns how many it dealt with (0 when
-/// none was due, or another process's applier holds the lock).
+/// The queue is cut into this many partitions by shop. One applier at a time holds a
+/// partition, so each shop's events apply in arrival order while the appliers of several
+/// processes on one database apply other shops' events beside it.
+pub const EVENT_PARTITIONS: i64 = 64;
+
+/// Most partitions one batch takes: a quarter, so that up to four processes find some free.
+const PARTITIONS_PER_BATCH: usize = 16;
+
+/// The partition of the queue a shop's events are in. Shop ids are handed out one after
+/// another, so the remainder spreads shops evenly.
+pub fn event_partition(shop_id: i64) -> i64 {
+    shop_id.rem_euclid(EVENT_PARTITIONS)
+}
+
+/// What one call of [`apply_pending`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AppliedBatch {
+    /// Events dealt with: applied, out of sequence, or set aside as unreadable.
+    pub events: usize,
+    /// Whether due events were left because another process's applier held their partition:
+    /// worth looking again soon, not after an idle pause.
+    pub held_elsewhere: bool,
+}
+
+/// Locks the partitions of as many of `shops` as it can, in their order, at most
+/// [`PARTITIONS_PER_BATCH`]; answers the shops whose partition this transaction now holds, and
+/// whether a partition was held by another applier.
+fn take_partitions(
+    tx: &mut dyn PlatformRepositories,
+    shops: &[i64],
+) -> Result<(Vec<i64>, bool), DomainError> {
+    let (mut held, mut refused, mut mine) = (Vec::new(), Vec::new(), Vec::new());
+    for &shop in shops {
+        let partition = event_partition(shop);
+        if held.contains(&partition) {
+            mine.push(shop);
+        } else if refused.contains(&partition) || held.len() == PARTITIONS_PER_BATCH {
+            continue;
+        } else if tx.lock_event_partition(partition)? {
+            held.push(partition);
+            mine.push(shop);
+        } else {
+            refused.push(partition);
+        }
+    }
+    Ok((mine, !refused.is_empty()))
+}
+
+/// Applies up to `limit` queued events in arrival order: those of the queue's oldest shops
+/// whose partitions no other applier holds.
 ///
 /// A batch is applied in one transaction. Should it fail, the events are taken one at a time,
 /// each in its own transaction, up to the one that fails: that one is retried later
@@ -1168,15 +1216,20 @@ pub fn apply_pending(
     db: &impl PlatformDatabase,
     clock: &dyn Clock,
     limit: usize,
-) -> Result<usize, DomainError> {
+) -> Result<AppliedBatch, DomainError> {
     let result = db.write_tx(|tx| {
-        if !tx.lock_event_applier()? {
-            return Ok(0);
-        }
         let now = clock.now();
+        let shops = tx.pending_event_shops(limit, now)?;
+        let (mine, held_elsewhere) = take_partitions(tx, &shops)?;
+        if mine.is_empty() {
+            return Ok(AppliedBatch {
+                events: 0,
+                held_elsewhere,
+            });
+        }
         let mut events = Vec::new();
         let mut unreadable = 0;
-        for pending in tx.pending_inbound_events(limit, now)? {
+        for pending in tx.pending_inbound_events(Some(&mine), limit, now)? {
             match pending {
                 Ok(event) => events.push(event),
                 Err(bad) => {
@@ -1194,13 +1247,20 @@ pub fn apply_pending(
             .collect();
         tx.mark_inbound_events(&marks, now)?;
         count_applied(tx, &refs, now)?;
-        Ok(events.len() + unreadable)
+        Ok(AppliedBatch {
+            events: events.len() + unreadable,
+            held_elsewhere,
+        })
     });
     match result {
         Ok(applied) => Ok(applied),
         Err(error) => {
             log::warn!(target: "mercer::events", "applying a batch of events failed ({error}); applying them one at a time");
-            apply_one_at_a_time(db, clock, limit)
+            let events = apply_one_at_a_time(db, clock, limit)?;
+            Ok(AppliedBatch {
+                events,
+                held_elsewhere: false,
+            })
         }
     }
 }
@@ -1215,11 +1275,14 @@ fn apply_one_at_a_time(
     for done in 0..limit {
         let mut head: Option<InboundEvent> = None;
         let result = db.write_tx(|tx| {
-            if !tx.lock_event_applier()? {
+            let now = clock.now();
+            let Some(&shop) = tx.pending_event_shops(1, now)?.first() else {
+                return Ok(false);
+            };
+            if !tx.lock_event_partition(event_partition(shop))? {
                 return Ok(false);
             }
-            let now = clock.now();
-            let stored = match tx.pending_inbound_events(1, now)?.pop() {
+            let stored = match tx.pending_inbound_events(Some(&[shop]), 1, now)?.pop() {
                 None => return Ok(false),
                 Some(Err(bad)) => {
                     set_aside_unreadable(tx, &bad, now)?;
@@ -1292,9 +1355,9 @@ fn record_apply_failure(
         failed.id, event.kind.as_str(), event.action.as_str(), event.platform_id, event.shop_id
     );
     db.write_tx(|tx| {
-        // Under the applier's lock, like applying: another process's applier may be at the
+        // Under its partition's lock, like applying: another process's applier may be at the
         // same event.
-        if !tx.lock_event_applier()? {
+        if !tx.lock_event_partition(event_partition(event.shop_id))? {
             return Ok(());
         }
         if set_aside {
@@ -1392,7 +1455,8 @@ pub enum Accepted {
 }
 
 /// Stores checked events before their 202, in one transaction. When no earlier event waits to
-/// be applied (and this process may apply), they are applied at once instead of queued: the
+/// be applied (and this process holds their shops' partitions), they are applied at once
+/// instead of queued: the
 /// entities they change are written in this transaction, which makes them as durable as
 /// storing them would, and saves storing, reading back and deleting them. Otherwise they join
 /// the queue, so the applier keeps arrival order.
@@ -1401,7 +1465,7 @@ pub fn accept_events(
     events: &[NewInboundEvent],
     now: Timestamp,
 ) -> Result<Accepted, DomainError> {
-    if !tx.has_pending_inbound_events()? && tx.lock_event_applier()? {
+    if !tx.has_pending_inbound_events()? && lock_partitions_of(tx, events)? {
         let refs: Vec<&NewInboundEvent> = events.iter().collect();
         apply_events(tx, &refs, now)?;
         count_applied(tx, &refs, now)?;
@@ -1409,6 +1473,22 @@ pub fn accept_events(
     }
     tx.insert_inbound_events(events)?;
     Ok(Accepted::Queued)
+}
+
+/// Locks the partitions of every shop of `events`; false when another applier holds one.
+fn lock_partitions_of(
+    tx: &mut dyn PlatformRepositories,
+    events: &[NewInboundEvent],
+) -> Result<bool, DomainError> {
+    let mut partitions: Vec<i64> = events.iter().map(|e| event_partition(e.shop_id)).collect();
+    partitions.sort_unstable();
+    partitions.dedup();
+    for partition in partitions {
+        if !tx.lock_event_partition(partition)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// Counts events leaving the queue applied in their shops' activity: received when they
@@ -1814,14 +1894,14 @@ mod tests {
         ];
         db.write(|tx| Ok(tx.insert_inbound_events(&events)?))
             .unwrap();
-        assert_eq!(apply_pending(&db, &SystemClock, 2).unwrap(), 2);
+        assert_eq!(apply_pending(&db, &SystemClock, 2).unwrap().events, 2);
         assert_eq!(
             db.read(|tx| Ok(tx.count_pending_inbound_events()?))
                 .unwrap(),
             1
         );
-        assert_eq!(apply_pending(&db, &SystemClock, 10).unwrap(), 1);
-        assert_eq!(apply_pending(&db, &SystemClock, 10).unwrap(), 0);
+        assert_eq!(apply_pending(&db, &SystemClock, 10).unwrap().events, 1);
+        assert_eq!(apply_pending(&db, &SystemClock, 10).unwrap().events, 0);
         let outcomes: Vec<Option<Outcome>> =
             db.with_state(|state| state.events.iter().map(|(_, o)| *o).collect());
         assert_eq!(

@@ -163,12 +163,17 @@ pub trait EventQueueRepository {
     /// Queues checked events, in the order given (the order they are applied in).
     fn insert_inbound_events(&mut self, events: &[NewInboundEvent]) -> StoreResult<()>;
     /// The oldest unapplied events due by `now` (an event waiting to be retried is due at its
-    /// `retry_at`), in order of arrival; a row that does not read back comes as unreadable.
+    /// `retry_at`), of these shops (every shop's when None), in order of arrival; a row that
+    /// does not read back comes as unreadable.
     fn pending_inbound_events(
         &mut self,
+        shops: Option<&[i64]>,
         limit: usize,
         now: Timestamp,
     ) -> StoreResult<Vec<Result<InboundEvent, UnreadableEvent>>>;
+    /// The shops of the oldest `limit` events due by `now`, each once, in order of its first
+    /// event: where an applier should look first.
+    fn pending_event_shops(&mut self, limit: usize, now: Timestamp) -> StoreResult<Vec<i64>>;
     /// Records that these events were applied, with what outcome; they are pending no more
     /// (the store may forget them).
     fn mark_inbound_events(
@@ -182,9 +187,12 @@ pub trait EventQueueRepository {
     fn count_shop_pending_events(&mut self, shop_id: i64) -> StoreResult<i64>;
     /// Whether any event waits to be applied (cheaper than counting them).
     fn has_pending_inbound_events(&mut self) -> StoreResult<bool>;
-    /// Takes the right to apply events until the transaction ends; false when another process
-    /// holds it. Events must be applied by one applier at a time to keep their order.
-    fn lock_event_applier(&mut self) -> StoreResult<bool>;
+    /// Takes the right to apply the events of one partition of the queue
+    /// ([`event_partition`](crate::platform::events::event_partition)) until the transaction
+    /// ends; false when another process's transaction holds it. A partition's events are
+    /// applied by one applier at a time, which keeps each shop's order. A store that one
+    /// process alone applies from (SQLite, memory) answers true.
+    fn lock_event_partition(&mut self, partition: i64) -> StoreResult<bool>;
     /// Records a failed attempt at applying a queued event; it is due again at `retry_at`.
     fn postpone_inbound_event(
         &mut self,

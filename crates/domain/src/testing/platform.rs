@@ -145,6 +145,22 @@ fn columns_of(write: &EntityWrite, notes: Option<String>) -> CustomerColumns {
     }
 }
 
+impl MemoryState {
+    /// The queued events due by `now`, in order of arrival.
+    fn due_events(&self, now: Timestamp) -> impl Iterator<Item = &InboundEvent> {
+        self.events
+            .iter()
+            .filter(move |(event, outcome)| {
+                outcome.is_none()
+                    && self
+                        .event_retry_at
+                        .get(&event.id)
+                        .is_none_or(|due| *due <= now)
+            })
+            .map(|(event, _)| event)
+    }
+}
+
 impl PlatformRepository for MemoryState {
     fn hears_customer_changes(&mut self, shop_id: i64) -> StoreResult<bool> {
         let topic = crate::subscriptions::topics::Topic::CustomerUpdated.as_str();
@@ -455,19 +471,26 @@ impl EventQueueRepository for MemoryState {
 
     fn pending_inbound_events(
         &mut self,
+        shops: Option<&[i64]>,
         limit: usize,
         now: Timestamp,
     ) -> StoreResult<Vec<Result<InboundEvent, UnreadableEvent>>> {
-        let retry_at = &self.event_retry_at;
         Ok(self
-            .events
-            .iter()
-            .filter(|(event, outcome)| {
-                outcome.is_none() && retry_at.get(&event.id).is_none_or(|due| *due <= now)
-            })
+            .due_events(now)
+            .filter(|event| shops.is_none_or(|shops| shops.contains(&event.event.shop_id)))
             .take(limit)
-            .map(|(e, _)| Ok(e.clone()))
+            .map(|event| Ok(event.clone()))
             .collect())
+    }
+
+    fn pending_event_shops(&mut self, limit: usize, now: Timestamp) -> StoreResult<Vec<i64>> {
+        let mut shops: Vec<i64> = Vec::new();
+        for event in self.due_events(now).take(limit) {
+            if !shops.contains(&event.event.shop_id) {
+                shops.push(event.event.shop_id);
+            }
+        }
+        Ok(shops)
     }
 
     fn mark_inbound_events(
@@ -503,7 +526,7 @@ impl EventQueueRepository for MemoryState {
         Ok(self.events.iter().any(|(_, outcome)| outcome.is_none()))
     }
 
-    fn lock_event_applier(&mut self) -> StoreResult<bool> {
+    fn lock_event_partition(&mut self, _partition: i64) -> StoreResult<bool> {
         Ok(true)
     }
 

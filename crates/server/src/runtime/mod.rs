@@ -43,6 +43,8 @@ const APPLY_BATCH: usize = 500;
 const SQLITE_APPLY_BATCH: usize = 200;
 /// How often idle workers look for work nobody told them about (another process's, a retry).
 const IDLE_POLL: Duration = Duration::from_millis(500);
+/// How soon the applier looks again when due events were in partitions another process held.
+const HELD_ELSEWHERE_PAUSE: Duration = Duration::from_millis(5);
 /// SQLite: the least time between two checkpoints while events keep coming. Pages written
 /// again meanwhile are copied back once.
 const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(25);
@@ -131,8 +133,12 @@ fn store_batch(
     } else {
         queue().map(|()| Accepted::Queued)
     };
-    if let Err(error) = &result {
-        log::error!(target: "mercer::ingest", "storing {} event(s) failed: {error}", events.len());
+    match &result {
+        Ok(Accepted::Applied) => count_applied_here(events.len()),
+        Ok(Accepted::Queued) => {}
+        Err(error) => {
+            log::error!(target: "mercer::ingest", "storing {} event(s) failed: {error}", events.len());
+        }
     }
     for reply in replies {
         let _ = reply.send(result.clone().map(|_| ()));
@@ -199,11 +205,12 @@ fn sqlite_writer(
             continue;
         }
         backlog = match apply_pending(&store, &clock, SQLITE_APPLY_BATCH) {
-            Ok(applied) => {
-                if applied > 0 {
+            Ok(batch) => {
+                count_applied_here(batch.events);
+                if batch.events > 0 {
                     commits.notify();
                 }
-                applied > 0
+                batch.events > 0
             }
             Err(error) => {
                 log::error!(target: "mercer::events", "applying events failed: {error}");
@@ -233,11 +240,22 @@ fn checkpointer(store: Store, commits: Wake, stop: Arc<AtomicBool>) {
     }
 }
 
+/// Counts events this process applied, for `/metrics`: with several processes on one
+/// PostgreSQL database, each applies the partitions it holds, and this shows its share.
+fn count_applied_here(events: usize) {
+    if events > 0 {
+        metrics::counter!("mercer_events_applied_total").increment(events as u64);
+    }
+}
+
+/// PostgreSQL: applies queued events, of the partitions no other process holds.
 fn applier(store: Store, clock: OffsetClock, wake: Wake, stop: Arc<AtomicBool>) {
     while !stop.load(Ordering::Relaxed) {
         match apply_pending(&store, &clock, APPLY_BATCH) {
-            Ok(0) => wake.wait(IDLE_POLL),
-            Ok(_) => {}
+            Ok(batch) if batch.events > 0 => count_applied_here(batch.events),
+            // Another process holds what is due: it may be done with it soon.
+            Ok(batch) if batch.held_elsewhere => wake.wait(HELD_ELSEWHERE_PAUSE),
+            Ok(_) => wake.wait(IDLE_POLL),
             Err(error) => {
                 log::error!(target: "mercer::events", "applying events failed: {error}");
                 wake.wait(IDLE_POLL);

@@ -7,7 +7,7 @@
 //! It covers what the memory database claims to model. Not covered, because memory does not
 //! model them (they are SQL, tested in the store's other suites on both real databases): the
 //! directory's filters, sorting and paging; concurrent claimers and the leases between
-//! workers; the applier lock held by another process; rows that do not read back.
+//! workers; a partition lock held by another process; rows that do not read back.
 //!
 //! One file per feature, with the domain's folder names; the helpers every feature uses are
 //! here, a feature's own helpers are in its file (`pub(crate)` when another feature's tests use

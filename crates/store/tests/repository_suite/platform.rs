@@ -1,12 +1,13 @@
 //! The platform: destinations, entities and their addresses, the event queue, syncs and the
 //! connector outbox, the catalogue.
 
+use mercer_domain::access::shop::Shop;
 use mercer_domain::directory::{DirectoryAddress, DirectoryCustomer};
 use mercer_domain::platform::catalogue;
 use mercer_domain::platform::destinations::{DestinationSettings, Topic};
 use mercer_domain::platform::events::{
     EntityKind, EntityWrite, EventAction, EventSource, NewInboundEvent, Outcome, accept_events,
-    apply_event, parse_event, parse_event_body,
+    apply_event, event_partition, parse_event, parse_event_body,
 };
 use mercer_domain::platform::outbox::{ConnectorCall, OutboxStatus};
 use mercer_domain::platform::sync::SyncStatus;
@@ -602,7 +603,7 @@ every_database!(entities_of_every_kind_are_held_by_shop_and_platform_id);
 // --- platform: the event queue --------------------------------------------------------------
 
 fn queued(db: &impl Database, now: Timestamp) -> Vec<(i64, String, i64)> {
-    db.read(|tx| Ok(tx.pending_inbound_events(100, now)?))
+    db.read(|tx| Ok(tx.pending_inbound_events(None, 100, now)?))
         .unwrap()
         .into_iter()
         .map(|event| {
@@ -629,7 +630,7 @@ fn the_event_queue_keeps_order_postpones_sets_aside_and_requeues(db: &impl Datab
     db.write(|tx| Ok(tx.insert_inbound_events(&events)?))
         .unwrap();
     let stored = db
-        .read(|tx| Ok(tx.pending_inbound_events(10, at(0))?))
+        .read(|tx| Ok(tx.pending_inbound_events(None, 10, at(0))?))
         .unwrap();
     assert_eq!(
         stored
@@ -642,7 +643,7 @@ fn the_event_queue_keeps_order_postpones_sets_aside_and_requeues(db: &impl Datab
     let ids: Vec<i64> = queued(db, at(0)).iter().map(|(id, _, _)| *id).collect();
     assert!(ids.windows(2).all(|pair| pair[0] < pair[1]));
     assert_eq!(
-        db.read(|tx| Ok(tx.pending_inbound_events(2, at(0))?))
+        db.read(|tx| Ok(tx.pending_inbound_events(None, 2, at(0))?))
             .unwrap()
             .len(),
         2,
@@ -654,7 +655,10 @@ fn the_event_queue_keeps_order_postpones_sets_aside_and_requeues(db: &impl Datab
         4
     );
     assert!(db.read(|tx| Ok(tx.has_pending_inbound_events()?)).unwrap());
-    assert!(db.write(|tx| Ok(tx.lock_event_applier()?)).unwrap());
+    assert!(
+        db.write(|tx| Ok(tx.lock_event_partition(event_partition(shop.id))?))
+            .unwrap()
+    );
 
     // c1 applied; c2 postponed to 60; c3 set aside.
     db.write(|tx| {
@@ -727,7 +731,7 @@ fn the_event_queue_keeps_order_postpones_sets_aside_and_requeues(db: &impl Datab
         0
     );
     let requeued = db
-        .read(|tx| Ok(tx.pending_inbound_events(10, at(60))?))
+        .read(|tx| Ok(tx.pending_inbound_events(None, 10, at(60))?))
         .unwrap();
     assert_eq!(
         requeued.last().unwrap().as_ref().unwrap().event,
@@ -784,6 +788,47 @@ fn new_events_take_ids_after_events_set_aside(db: &impl Database) {
     );
 }
 every_database!(new_events_take_ids_after_events_set_aside);
+
+/// An applier looks at the queue's oldest shops first, then takes the events of the shops
+/// whose partitions it holds: each shop's in arrival order, other shops' left alone.
+fn the_queue_names_its_oldest_shops_and_gives_the_events_of_some(db: &impl Database) {
+    let (a, b, c) = (
+        shop(db, "a.shop.test"),
+        shop(db, "b.shop.test"),
+        shop(db, "c.shop.test"),
+    );
+    let event = |shop: &Shop, id: &str| customer_event(shop.id, id, 10, json!({}));
+    let events = [
+        event(&b, "b1"),
+        event(&a, "a1"),
+        event(&b, "b2"),
+        event(&c, "c1"),
+        event(&a, "a2"),
+    ];
+    db.write(|tx| Ok(tx.insert_inbound_events(&events)?))
+        .unwrap();
+    let shops = |limit| {
+        db.read(|tx| Ok(tx.pending_event_shops(limit, at(0))?))
+            .unwrap()
+    };
+    assert_eq!(
+        shops(10),
+        [b.id, a.id, c.id],
+        "each once, by its first event"
+    );
+    assert_eq!(shops(2), [b.id, a.id], "within the oldest `limit` events");
+    let of = |wanted: &[i64], limit| -> Vec<String> {
+        db.read(|tx| Ok(tx.pending_inbound_events(Some(wanted), limit, at(0))?))
+            .unwrap()
+            .into_iter()
+            .map(|event| event.unwrap().event.platform_id)
+            .collect()
+    };
+    assert_eq!(of(&[a.id, c.id], 10), ["a1", "c1", "a2"]);
+    assert_eq!(of(&[b.id], 1), ["b1"]);
+    assert!(of(&[], 10).is_empty());
+}
+every_database!(the_queue_names_its_oldest_shops_and_gives_the_events_of_some);
 
 // --- platform: syncs and the outbox ---------------------------------------------------------
 

@@ -19,8 +19,9 @@ use crate::store::{storable, storage_error};
 /// Most events one PostgreSQL INSERT stores (8 values a row; PostgreSQL allows 65535).
 pub(crate) const EVENTS_PER_INSERT: usize = 1000;
 
-/// Serialises appliers of several processes on one PostgreSQL database.
-const APPLIER_LOCK_KEY: i64 = 0x6d65_7263_6572 + 1;
+/// The first key of the advisory locks of the event queue's partitions on PostgreSQL (the
+/// second is the partition): "merc". Two-key advisory locks are apart from one-key ones.
+const PARTITION_LOCK_CLASS: i32 = 0x6d65_7263;
 
 /// `treat_none_as_default_value = false`: a missing document is bound as NULL, so the insert's
 /// SQL text never varies, as `KeepPrepared` requires.
@@ -100,14 +101,24 @@ impl TryFrom<EventRow> for InboundEvent {
     }
 }
 
-fn lock_applier(conn: &mut DbConnection) -> QueryResult<bool> {
+fn lock_partition(conn: &mut DbConnection, partition: i64) -> QueryResult<bool> {
+    use diesel::sql_types::{Bool, Integer};
     match conn {
         // One process per SQLite file, and its write transaction already excludes the others.
         DbConnection::Sqlite(_) => Ok(true),
-        DbConnection::Pg(c) => diesel::select(diesel::dsl::sql::<diesel::sql_types::Bool>(
-            &format!("pg_try_advisory_xact_lock({APPLIER_LOCK_KEY})"),
-        ))
-        .get_result(c),
+        DbConnection::Pg(c) => {
+            // Partitions are below EVENT_PARTITIONS; a wrong one fails rather than wraps.
+            let partition = i32::try_from(partition)
+                .map_err(|_| diesel::result::Error::QueryBuilderError("bad partition".into()))?;
+            diesel::select(
+                diesel::dsl::sql::<Bool>("pg_try_advisory_xact_lock(")
+                    .bind::<Integer, _>(PARTITION_LOCK_CLASS)
+                    .sql(", ")
+                    .bind::<Integer, _>(partition)
+                    .sql(")"),
+            )
+            .get_result(c)
+        }
     }
 }
 
@@ -157,12 +168,18 @@ impl EventQueueRepository for StoreTx<'_> {
 
     fn pending_inbound_events(
         &mut self,
+        shops: Option<&[i64]>,
         limit: usize,
         now: Timestamp,
     ) -> StoreResult<Vec<Result<InboundEvent, UnreadableEvent>>> {
         let rows: Vec<EventRow> = planned_each_time(self.conn, |conn| {
-            inbound_events::table
+            let mut query = inbound_events::table
                 .filter(inbound_events::retry_at.le(now.as_micros()))
+                .into_boxed();
+            if let Some(shops) = shops {
+                query = query.filter(inbound_events::shop_id.eq_any(shops));
+            }
+            query
                 .order(inbound_events::id.asc())
                 .limit(limit as i64)
                 .select(EventRow::as_select())
@@ -179,6 +196,25 @@ impl EventQueueRepository for StoreTx<'_> {
                 })
             })
             .collect())
+    }
+
+    fn pending_event_shops(&mut self, limit: usize, now: Timestamp) -> StoreResult<Vec<i64>> {
+        let shops: Vec<i64> = planned_each_time(self.conn, |conn| {
+            inbound_events::table
+                .filter(inbound_events::retry_at.le(now.as_micros()))
+                .order(inbound_events::id.asc())
+                .limit(limit as i64)
+                .select(inbound_events::shop_id)
+                .load(conn)
+        })
+        .map_err(storage_error)?;
+        let mut first_seen: Vec<i64> = Vec::new();
+        for shop in shops {
+            if !first_seen.contains(&shop) {
+                first_seen.push(shop);
+            }
+        }
+        Ok(first_seen)
     }
 
     /// Applied events are removed: the queue holds only what is still to apply, so storing an
@@ -230,8 +266,8 @@ impl EventQueueRepository for StoreTx<'_> {
         .map_err(storage_error)
     }
 
-    fn lock_event_applier(&mut self) -> StoreResult<bool> {
-        lock_applier(self.conn).map_err(storage_error)
+    fn lock_event_partition(&mut self, partition: i64) -> StoreResult<bool> {
+        lock_partition(self.conn, partition).map_err(storage_error)
     }
 
     fn postpone_inbound_event(
