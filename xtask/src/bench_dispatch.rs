@@ -3,7 +3,9 @@
 //! On each database: 20,000 messages queued by a process that does not deliver (so the queue is
 //! full), then delivered by a second process to a local receiver that answers 200 at once —
 //! deliveries per second at saturation; then 5,000 messages offered at 500 per second through
-//! the test-delivery route — enqueue-to-delivery latency (p50, p99); and peak memory.
+//! the test-delivery route — enqueue-to-delivery latency (p50, p99); and peak memory. The
+//! delivery floor (a bare HTTP client posting to the same receiver on as many connections as
+//! Mercer has delivery workers, before and after) frames the saturation as a share.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -214,8 +216,54 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
         .unwrap_or_default()
 }
 
+/// Mercer's delivery workers (`serve`'s default `--webhook-workers`).
+const DELIVERY_WORKERS: usize = 4;
+
+/// The delivery floor: the same receiver fed `SATURATION_MESSAGES` posts by a bare HTTP client
+/// with as many keep-alive connections as Mercer has delivery workers, bodies of a test
+/// delivery's size. Answers requests per second.
+fn delivery_floor(receiver: &Receiver) -> Result<f64, String> {
+    let address = receiver
+        .url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let body = format!(
+        "{{\"topic\":\"order/processed\",\"data\":\"{}\"}}",
+        "x".repeat(900)
+    );
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let threads: Vec<_> = (0..DELIVERY_WORKERS)
+        .map(|_| {
+            let (next, address, body) = (next.clone(), address.clone(), body.clone());
+            std::thread::spawn(move || -> Result<(), String> {
+                let mut connection = Connection::open(&address).map_err(|e| e.to_string())?;
+                while next.fetch_add(1, Ordering::Relaxed) < SATURATION_MESSAGES {
+                    let (status, _) = connection
+                        .post("/hook", None, &body)
+                        .map_err(|e| e.to_string())?;
+                    if status != 200 {
+                        return Err(format!("the receiver answered {status}"));
+                    }
+                }
+                Ok(())
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread
+            .join()
+            .map_err(|_| "a floor thread panicked".to_string())??;
+    }
+    Ok(SATURATION_MESSAGES as f64 / started.elapsed().as_secs_f64())
+}
+
 fn run_backend(binary: &str, name: &str, database_url: &str) -> Result<(), String> {
     let receiver = Receiver::start()?;
+    let floor_before = delivery_floor(&receiver)?;
     // A process that only enqueues: the queue fills without being drained.
     let enqueuer = start_mercer(
         binary,
@@ -233,6 +281,7 @@ fn run_backend(binary: &str, name: &str, database_url: &str) -> Result<(), Strin
     let first = arrivals.iter().min().copied().unwrap_or_else(Instant::now);
     let last = arrivals.iter().max().copied().unwrap_or_else(Instant::now);
     let saturation = SATURATION_MESSAGES as f64 / (last - first).as_secs_f64().max(1e-9);
+    let floor = (floor_before + delivery_floor(&receiver)?) / 2.0;
 
     // Paced: 500 messages a second through the API, each timed from its request to its arrival.
     let mut connection = connect(&dispatcher)?;
@@ -274,7 +323,11 @@ fn run_backend(binary: &str, name: &str, database_url: &str) -> Result<(), Strin
         "  enqueued        {SATURATION_MESSAGES} messages at {enqueue_rate:.0}/s through the test-delivery route"
     );
     println!(
-        "  saturation      {saturation:.0} deliveries/s ({SATURATION_MESSAGES} queued, 4 workers)"
+        "  saturation      {saturation:.0} deliveries/s ({SATURATION_MESSAGES} queued, {DELIVERY_WORKERS} workers)"
+    );
+    println!(
+        "  share           {:.0}% of the delivery floor ({floor:.0} requests/s: a bare client on {DELIVERY_WORKERS} connections to the same receiver, mean of before and after)",
+        100.0 * saturation / floor
     );
     println!(
         "  at {offered:.0}/s offered  enqueue-to-delivery p50 {:.1} ms, p99 {:.1} ms ({} of {PACED_MESSAGES} timed)",
