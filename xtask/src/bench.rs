@@ -358,7 +358,7 @@ fn cpu_seconds_of(stat_path: &str) -> Option<f64> {
 
 /// CPU time (user + system) used so far by each of a process's threads, summed by thread name
 /// (actix's workers share one), busiest first.
-fn cpu_seconds_by_thread(pid: u32) -> Vec<(String, f64)> {
+pub(crate) fn cpu_seconds_by_thread(pid: u32) -> Vec<(String, f64)> {
     let mut by_name: Vec<(String, f64)> = Vec::new();
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return by_name;
