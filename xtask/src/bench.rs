@@ -432,7 +432,10 @@ pub(crate) fn start_mercer(
     let mut command = match std::env::var("MERCER_BENCH_PROFILE") {
         Ok(file) => {
             let mut perf = Command::new("perf");
-            let output = format!("{file}.{}", std::process::id());
+            // One file per process started, numbered in order of start.
+            static STARTED: AtomicUsize = AtomicUsize::new(0);
+            let n = STARTED.fetch_add(1, Ordering::Relaxed);
+            let output = format!("{file}.{}.{n}", std::process::id());
             perf.args(["record", "-F", "499", "-g", "-o", &output, "--", binary]);
             perf
         }

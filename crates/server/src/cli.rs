@@ -248,6 +248,12 @@ pub struct ServeArgs {
     #[arg(long, env = "MERCER_WEBHOOK_WORKERS", default_value_t = 4)]
     pub webhook_workers: usize,
 
+    /// Most messages a delivery worker claims at once: its claim and its record of the attempts
+    /// are one transaction each for all of them.
+    #[arg(long, env = "MERCER_WEBHOOK_BATCH", default_value_t = 16,
+          value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub webhook_batch: u16,
+
     /// Seconds a webhook delivery may take to connect.
     #[arg(long, env = "MERCER_WEBHOOK_CONNECT_TIMEOUT", default_value_t = 5)]
     pub webhook_connect_timeout: u64,

@@ -798,6 +798,7 @@ fn dispatcher_config(args: &ServeArgs) -> Result<DispatcherConfig, CommandError>
         .map_err(|error| CommandError::Usage(format!("--webhook-retry-schedule: {error}")))?;
     Ok(DispatcherConfig {
         workers: args.webhook_workers,
+        batch: usize::from(args.webhook_batch),
         connect_timeout: Duration::from_secs(args.webhook_connect_timeout),
         timeout: Duration::from_secs(args.webhook_timeout),
         address_guard: address_guard(args),
