@@ -105,6 +105,27 @@ fn the_agent_connects_to_the_address_the_guard_checked() {
     assert_eq!(resolver.asked.load(Ordering::SeqCst), 1, "resolved once");
 }
 
+/// An IP address needs no lookup: the agent connects to it without asking the resolver (ureq's
+/// would spawn a thread for it on every request), and the guard still checks it.
+#[test]
+fn an_ip_address_is_connected_to_without_a_lookup_and_still_guarded() {
+    let server = Local::ok();
+    // The inner resolver would send the call elsewhere: only the literal can reach the server.
+    let elsewhere: SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let resolver = fixed(&[elsewhere]);
+    let agent = agent_over(PrivateAddressGuard::ALLOW_PRIVATE, resolver.clone());
+    let url = format!("http://{}/hook", server.address);
+    assert_eq!(agent.get(&url).call().unwrap().status(), 200);
+    assert_eq!(agent.get(&url).call().unwrap().status(), 200);
+    assert_eq!(server.requests(), ["GET /hook HTTP/1.1", "GET /hook HTTP/1.1"]);
+    assert_eq!(resolver.asked.load(Ordering::SeqCst), 0, "no lookup");
+
+    let strict = agent_over(PrivateAddressGuard::STRICT, resolver.clone());
+    let error = strict.get(&url).call().unwrap_err();
+    assert_eq!(refusal(&error), Some(AddressNotAllowed { why: "loopback" }));
+    assert_eq!(server.requests().len(), 2, "the refused call never arrived");
+}
+
 #[test]
 fn a_name_with_one_forbidden_address_is_not_connected_to() {
     let server = Local::ok();
@@ -175,8 +196,8 @@ fn loopback_only_calls_loopback_and_looks_up_no_other_name() {
     assert_eq!(agent.get(&localhost).call().unwrap().status(), 200);
     assert_eq!(resolver.asked.load(Ordering::SeqCst), asked_before + 1);
     assert_eq!(
-        asked_before, 1,
-        "only the IP literal was handed to the resolver"
+        asked_before, 0,
+        "neither the IP address (no lookup needed) nor the refused name reached the resolver"
     );
     // Private and public addresses are refused alike.
     let private = agent_over(
