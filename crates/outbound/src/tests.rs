@@ -117,7 +117,10 @@ fn an_ip_address_is_connected_to_without_a_lookup_and_still_guarded() {
     let url = format!("http://{}/hook", server.address);
     assert_eq!(agent.get(&url).call().unwrap().status(), 200);
     assert_eq!(agent.get(&url).call().unwrap().status(), 200);
-    assert_eq!(server.requests(), ["GET /hook HTTP/1.1", "GET /hook HTTP/1.1"]);
+    assert_eq!(
+        server.requests(),
+        ["GET /hook HTTP/1.1", "GET /hook HTTP/1.1"]
+    );
     assert_eq!(resolver.asked.load(Ordering::SeqCst), 0, "no lookup");
 
     let strict = agent_over(PrivateAddressGuard::STRICT, resolver.clone());

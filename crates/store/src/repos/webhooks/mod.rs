@@ -21,6 +21,60 @@ use crate::store::{storable, storage_error};
 
 const CHUNK: usize = 500;
 
+/// Writes each message's state after its attempt in a batch. PostgreSQL: one statement for the
+/// whole batch over arrays of the new values, one round trip however many messages (a message's
+/// `delivered_at` is its own, so grouping alike updates made a statement per message). SQLite:
+/// one prepared statement, row after row, which costs no round trip.
+fn update_messages(conn: &mut DbConnection, updates: &[MessageUpdate]) -> QueryResult<()> {
+    match conn {
+        DbConnection::Pg(c) => {
+            use diesel::sql_types::{Array, BigInt, Nullable, Text};
+            for chunk in updates.chunks(CHUNK) {
+                let ids: Vec<i64> = chunk.iter().map(|u| u.id).collect();
+                let statuses: Vec<&str> = chunk.iter().map(|u| u.status.as_str()).collect();
+                let attempts: Vec<i64> = chunk.iter().map(|u| u.attempts).collect();
+                let next: Vec<i64> = chunk
+                    .iter()
+                    .map(|u| u.next_attempt_at.as_micros())
+                    .collect();
+                let delivered: Vec<Option<i64>> = chunk
+                    .iter()
+                    .map(|u| u.delivered_at.map(Timestamp::as_micros))
+                    .collect();
+                diesel::sql_query(
+                    "UPDATE webhook_messages AS m SET status = v.status, attempts = v.attempts, \
+                     next_attempt_at = v.next_attempt_at, delivered_at = v.delivered_at, \
+                     updated_at = COALESCE(v.delivered_at, v.next_attempt_at) \
+                     FROM unnest($1, $2, $3, $4, $5) \
+                     AS v(id, status, attempts, next_attempt_at, delivered_at) WHERE m.id = v.id",
+                )
+                .bind::<Array<BigInt>, _>(ids)
+                .bind::<Array<Text>, _>(statuses)
+                .bind::<Array<BigInt>, _>(attempts)
+                .bind::<Array<BigInt>, _>(next)
+                .bind::<Array<Nullable<BigInt>>, _>(delivered)
+                .execute(c)?;
+            }
+        }
+        DbConnection::Sqlite(c) => {
+            for update in updates {
+                let delivered_at = update.delivered_at.map(Timestamp::as_micros);
+                let next_attempt_at = update.next_attempt_at.as_micros();
+                diesel::update(webhook_messages::table.find(update.id))
+                    .set((
+                        webhook_messages::status.eq(update.status.as_str()),
+                        webhook_messages::attempts.eq(update.attempts),
+                        webhook_messages::next_attempt_at.eq(next_attempt_at),
+                        webhook_messages::delivered_at.eq(delivered_at),
+                        webhook_messages::updated_at.eq(delivered_at.unwrap_or(next_attempt_at)),
+                    ))
+                    .execute(c)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = webhook_endpoints)]
 struct EndpointRow {
@@ -443,30 +497,7 @@ impl WebhookRepository for StoreTx<'_> {
             .execute(c))
             .map_err(storage_error)?;
         }
-        // Messages that end alike are updated together (all the delivered ones of a batch, say).
-        let mut groups: BTreeMap<(&'static str, i64, i64, Option<i64>), Vec<i64>> = BTreeMap::new();
-        for update in updates {
-            let key = (
-                update.status.as_str(),
-                update.attempts,
-                update.next_attempt_at.as_micros(),
-                update.delivered_at.map(Timestamp::as_micros),
-            );
-            groups.entry(key).or_default().push(update.id);
-        }
-        for ((status, attempts, next_attempt_at, delivered_at), ids) in groups {
-            diesel::update(webhook_messages::table.filter(webhook_messages::id.eq_any(ids)))
-                .set((
-                    webhook_messages::status.eq(status),
-                    webhook_messages::attempts.eq(attempts),
-                    webhook_messages::next_attempt_at.eq(next_attempt_at),
-                    webhook_messages::delivered_at.eq(delivered_at),
-                    webhook_messages::updated_at.eq(delivered_at.unwrap_or(next_attempt_at)),
-                ))
-                .execute(self.conn)
-                .map_err(storage_error)?;
-        }
-        Ok(())
+        update_messages(self.conn, updates).map_err(storage_error)
     }
 
     fn end_pending_webhook_messages(
