@@ -129,6 +129,47 @@ fn an_ip_address_is_connected_to_without_a_lookup_and_still_guarded() {
     assert_eq!(server.requests().len(), 2, "the refused call never arrived");
 }
 
+/// A name's allowed addresses are used again for a while instead of a lookup per request; a
+/// refused name is never remembered, so it is looked up (and refused) every time.
+#[test]
+fn a_names_allowed_addresses_are_remembered_and_a_refusal_is_not() {
+    let server = Local::ok();
+    let url = format!("http://remembered.invalid:{}/hook", server.address.port());
+    let resolver = fixed(&[server.address]);
+    let agent = agent_over(PrivateAddressGuard::ALLOW_PRIVATE, resolver.clone());
+    for _ in 0..3 {
+        assert_eq!(agent.get(&url).call().unwrap().status(), 200);
+    }
+    assert_eq!(resolver.asked.load(Ordering::SeqCst), 1, "looked up once");
+
+    let forgetful = fixed(&[server.address]);
+    let guarded =
+        GuardedResolver::with_inner(PrivateAddressGuard::ALLOW_PRIVATE, forgetful.clone())
+            .remembering_for(Duration::ZERO);
+    let config = ureq::Agent::config_builder().timeout_global(Some(Duration::from_secs(5)));
+    let agent = agent_with(guarded, config);
+    assert_eq!(agent.get(&url).call().unwrap().status(), 200);
+    assert_eq!(agent.get(&url).call().unwrap().status(), 200);
+    assert_eq!(
+        forgetful.asked.load(Ordering::SeqCst),
+        2,
+        "nothing remembered"
+    );
+
+    let refusing = fixed(&[server.address]);
+    let strict = agent_over(PrivateAddressGuard::STRICT, refusing.clone());
+    for _ in 0..2 {
+        let error = strict.get(&url).call().unwrap_err();
+        assert_eq!(refusal(&error), Some(AddressNotAllowed { why: "loopback" }));
+    }
+    assert_eq!(
+        refusing.asked.load(Ordering::SeqCst),
+        2,
+        "a refusal is not remembered"
+    );
+    assert_eq!(server.requests().len(), 5, "three and two calls; the refused ones never came");
+}
+
 #[test]
 fn a_name_with_one_forbidden_address_is_not_connected_to() {
     let server = Local::ok();
