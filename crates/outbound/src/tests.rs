@@ -167,7 +167,11 @@ fn a_names_allowed_addresses_are_remembered_and_a_refusal_is_not() {
         2,
         "a refusal is not remembered"
     );
-    assert_eq!(server.requests().len(), 5, "three and two calls; the refused ones never came");
+    assert_eq!(
+        server.requests().len(),
+        5,
+        "three and two calls; the refused ones never came"
+    );
 }
 
 #[test]
