@@ -56,6 +56,16 @@ pub trait Database: Clone + Send + Sync + 'static {
         &self,
         work: impl FnOnce(&mut dyn Repositories) -> Result<T, DomainError>,
     ) -> Result<T, DomainError>;
+
+    /// Runs `work`, which changes the database with exactly one statement (atomic by itself)
+    /// and reads nothing else. A store may run it without a transaction around it; PostgreSQL
+    /// then saves the round trips of BEGIN and COMMIT. By default it is a `write`.
+    fn write_statement<T>(
+        &self,
+        work: impl FnOnce(&mut dyn Repositories) -> Result<T, DomainError>,
+    ) -> Result<T, DomainError> {
+        self.write(work)
+    }
 }
 
 /// Every `Database` is every feature's database: the unit of work is seen through the

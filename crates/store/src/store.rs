@@ -296,6 +296,21 @@ impl Database for Store {
             }
         }
     }
+
+    fn write_statement<T>(
+        &self,
+        work: impl FnOnce(&mut dyn Repositories) -> Result<T, DomainError>,
+    ) -> Result<T, DomainError> {
+        match self.backend {
+            // SQLite's writers take turns, which `write` arranges; a transaction costs it no
+            // round trip.
+            Backend::Sqlite => self.write(work),
+            Backend::Postgres => {
+                let mut conn = self.connection()?;
+                work(&mut StoreTx::new(&mut conn))
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -146,6 +146,7 @@ fn messages_are_leased_attempted_and_finished(backend: Backend) {
         .unwrap();
     assert_eq!(claimed.len(), 1);
     let message = &claimed[0];
+    assert_eq!(message.next_attempt_at, at(30), "answered as leased");
     assert!(message.message_id.starts_with("msg_") && message.message_id.len() == 36);
     assert_eq!(message.message_id, message_id);
     assert_eq!(
@@ -159,6 +160,11 @@ fn messages_are_leased_attempted_and_finished(backend: Backend) {
             .is_empty(),
         "leased"
     );
+    // A worker that died holding it: the message is taken again once the lease ends.
+    let retaken = store
+        .write_statement(|tx| Ok(tx.claim_webhook_messages(at(30), 10, at(60))?))
+        .unwrap();
+    assert_eq!(retaken.len(), 1, "the lease ended");
 
     let failed = DeliveryAttempt {
         message_row: row,
@@ -288,8 +294,10 @@ fn concurrent_dispatchers_never_share_a_message(backend: Backend) {
             std::thread::spawn(move || {
                 let mut mine = Vec::new();
                 loop {
+                    // As the dispatcher claims: one statement, outside a transaction on
+                    // PostgreSQL.
                     let batch = store
-                        .write(|tx| Ok(tx.claim_webhook_messages(at(1), 7, at(1000))?))
+                        .write_statement(|tx| Ok(tx.claim_webhook_messages(at(1), 7, at(1000))?))
                         .unwrap();
                     if batch.is_empty() {
                         return mine;
@@ -350,8 +358,45 @@ fn answers_holding_a_nul_are_recorded(backend: Backend) {
     );
 }
 
+/// The claim takes the messages due longest, answers them in id order, leased, and leaves
+/// those not yet due.
+fn the_longest_due_messages_are_claimed_first(backend: Backend) {
+    let (_db, store) = TestDatabase::migrated(backend);
+    let shop = shop(&store);
+    let target = endpoint(&store, &shop, WebhookKind::Checkout, "order/created");
+    let rows: Vec<i64> = [3, 9, 1, 2]
+        .into_iter()
+        .map(|due| {
+            store
+                .write(|tx| enqueue_for_endpoint(tx, &target, &json!({"due": due}), at(due)))
+                .unwrap()
+                .0
+        })
+        .collect();
+    let claim = |now, limit| {
+        store
+            .write_statement(|tx| Ok(tx.claim_webhook_messages(now, limit, at(100))?))
+            .unwrap()
+    };
+    let first = claim(at(5), 2);
+    assert_eq!(
+        first.iter().map(|m| m.id).collect::<Vec<_>>(),
+        [rows[2], rows[3]],
+        "due at 1 and 2, in id order"
+    );
+    assert!(first.iter().all(|m| m.next_attempt_at == at(100)));
+    let second = claim(at(5), 10);
+    assert_eq!(
+        second.iter().map(|m| m.id).collect::<Vec<_>>(),
+        [rows[0]],
+        "due at 3; the one due at 9 is not due yet"
+    );
+    assert_eq!(claim(at(9), 10)[0].id, rows[1]);
+}
+
 backend_tests!(
     answers_holding_a_nul_are_recorded,
+    the_longest_due_messages_are_claimed_first,
     endpoints_fan_out_by_topic,
     messages_are_leased_attempted_and_finished,
     deleting_an_endpoint_cancels_its_pending_messages,

@@ -257,7 +257,7 @@ pub fn dispatch_batch(
         now.as_micros() + i64::try_from(config.lease.as_micros()).unwrap_or(i64::MAX),
     );
     let claimed =
-        db.write(|tx| Ok(tx.claim_webhook_messages(now, config.batch, lease_until)?))?;
+        db.write_statement(|tx| Ok(tx.claim_webhook_messages(now, config.batch, lease_until)?))?;
     if claimed.is_empty() {
         return Ok(BatchReport::default());
     }
@@ -317,6 +317,9 @@ struct Batch {
     updates: Vec<MessageUpdate>,
     /// Per endpoint: its failing-since after this batch, and a disabling if one happened.
     health: HashMap<i64, EndpointHealth>,
+    /// Per endpoint: its failing-since as the batch read it, so an unchanged health is not
+    /// written again.
+    read_failing_since: HashMap<i64, Option<Timestamp>>,
     /// Messages ended without an attempt.
     unsent: Vec<MessageUpdate>,
     /// The shops' activity: attempts made, messages delivered and failed.
@@ -401,6 +404,9 @@ impl Batch {
         let (update, endpoint_health) =
             after.settle(message.id, attempts_made, failing_since, sent_at);
         self.health.insert(endpoint.id, endpoint_health);
+        self.read_failing_since
+            .entry(endpoint.id)
+            .or_insert(endpoint.failing_since);
         self.attempts.push(DeliveryAttempt {
             message_row: message.id,
             attempted_at: sent_at,
@@ -423,8 +429,8 @@ impl Batch {
         });
     }
 
-    /// Records the attempts, the messages' new states and the endpoints' health in one
-    /// transaction; a disabled endpoint's pending messages end failed.
+    /// Records the attempts, the messages' new states and the endpoints' health where it
+    /// changed, in one transaction; a disabled endpoint's pending messages end failed.
     fn record(&mut self, db: &impl Database, now: Timestamp) -> Result<(), DomainError> {
         let mut updates = std::mem::take(&mut self.updates);
         updates.append(&mut self.unsent);
@@ -432,6 +438,11 @@ impl Batch {
         db.write(|tx| {
             tx.record_webhook_attempts(&self.attempts, &updates)?;
             for (endpoint_id, health) in &self.health {
+                let unchanged = health.disabled.is_none()
+                    && self.read_failing_since.get(endpoint_id) == Some(&health.failing_since);
+                if unchanged {
+                    continue;
+                }
                 let disabled = health.disabled.as_deref().map(|reason| (now, reason));
                 tx.set_webhook_endpoint_health(*endpoint_id, health.failing_since, disabled, now)?;
                 if disabled.is_some() {

@@ -177,15 +177,20 @@ impl WebhookRepository for MemoryState {
         limit: usize,
         lease_until: Timestamp,
     ) -> StoreResult<Vec<WebhookMessage>> {
-        let mut claimed = Vec::new();
-        for message in self
+        let mut due: Vec<&WebhookMessage> = self
             .webhook_messages
-            .iter_mut()
+            .iter()
             .filter(|m| m.status == MessageStatus::Pending && m.next_attempt_at <= now)
-            .take(limit)
-        {
-            claimed.push(message.clone());
-            message.next_attempt_at = lease_until;
+            .collect();
+        due.sort_by_key(|m| m.next_attempt_at);
+        let mut ids: Vec<i64> = due.into_iter().take(limit).map(|m| m.id).collect();
+        ids.sort_unstable();
+        let mut claimed = Vec::with_capacity(ids.len());
+        for message in self.webhook_messages.iter_mut() {
+            if ids.contains(&message.id) {
+                message.next_attempt_at = lease_until;
+                claimed.push(message.clone());
+            }
         }
         Ok(claimed)
     }

@@ -76,7 +76,9 @@ pub trait WebhookRepository {
     fn enable_webhook_endpoint(&mut self, id: i64, now: Timestamp) -> StoreResult<()>;
     /// Stores messages; returns their row ids in order.
     fn insert_webhook_messages(&mut self, messages: &[NewWebhookMessage]) -> StoreResult<Vec<i64>>;
-    /// Pending messages due by `now` that no other worker holds, leased until `lease_until`.
+    /// Up to `limit` pending messages due by `now`, the oldest due taken first, leased: each
+    /// is answered, in id order, with its next attempt moved to `lease_until`, so no claim takes
+    /// it again before then. One statement, so it may run by `Database::write_statement`.
     fn claim_webhook_messages(
         &mut self,
         now: Timestamp,

@@ -13,6 +13,10 @@ mod webhooks;
 
 use crate::connection::DbConnection;
 
+/// Rows per multi-row statement: well under both databases' limits on bound values (SQLite
+/// 32,766, PostgreSQL 65,535) for tables of a dozen columns.
+pub(crate) const ROWS_PER_STATEMENT: usize = 400;
+
 /// One connection, inside or outside a transaction, seen through the domain's ports.
 pub struct StoreTx<'a> {
     pub(super) conn: &'a mut DbConnection,

@@ -233,10 +233,26 @@ fn shop_activity_adds_up_per_bucket_and_is_pruned_by_age(db: &impl Database) {
     );
     first.add(other.id, Activity::WebhooksSent, now, 100);
     db.write(|tx| Ok(first.record(tx)?)).unwrap();
-    // A second unit of work adds to the buckets the first made.
+    // A second unit of work adds to a bucket the first made and makes a new one, in one
+    // statement.
     let mut second = Tally::default();
     second.add(shop.id, Activity::WebhooksSent, now.plus_seconds(-60), 3);
+    second.add(other.id, Activity::WebhooksDelivered, now, 90);
     db.write(|tx| Ok(second.record(tx)?)).unwrap();
+    let mut others: Vec<(&str, i64)> = db
+        .read(|tx| Ok(tx.shop_activity_since(other.id, minutes(0))?))
+        .unwrap()
+        .iter()
+        .map(|c| (c.activity.as_str(), c.count))
+        .collect();
+    others.sort_unstable();
+    assert_eq!(
+        others,
+        [
+            (Activity::WebhooksDelivered.as_str(), 90),
+            (Activity::WebhooksSent.as_str(), 100)
+        ]
+    );
     let (hour, day) = db.read(|tx| last_hour_and_day(tx, shop.id, now)).unwrap();
     assert_eq!((hour.webhooks_sent, day.webhooks_sent), (5, 10));
     assert_eq!(day.orders_placed, 0, "older than a day");

@@ -1,4 +1,4 @@
-//! Shops' activity counts (kernel::activity): one upsert per bucket added to.
+//! Shops' activity counts (kernel::activity): a tally is added with upserts.
 
 use diesel::prelude::*;
 use diesel::upsert::excluded;
@@ -6,29 +6,49 @@ use mercer_domain::kernel::activity::{Activity, ActivityCount, ActivityRepositor
 use mercer_domain::kernel::error::StoreResult;
 use mercer_domain::{StorageError, Timestamp};
 
-use crate::connection::on_backend;
-use crate::repos::StoreTx;
+use crate::connection::DbConnection;
+use crate::repos::{ROWS_PER_STATEMENT, StoreTx};
 use crate::schema::shop_activity as t;
 use crate::store::storage_error;
 
 impl ActivityRepository for StoreTx<'_> {
     fn add_activity(&mut self, counts: &[ActivityCount]) -> StoreResult<()> {
-        for count in counts {
-            let values = (
+        let row = |count: &ActivityCount| {
+            (
                 t::shop_id.eq(count.shop_id),
                 t::bucket.eq(count.bucket.as_micros()),
                 t::activity.eq(count.activity.as_str()),
                 t::count.eq(count.count),
-            );
-            on_backend!(&mut *self.conn, |c| {
-                diesel::insert_into(t::table)
-                    .values(values)
-                    .on_conflict((t::shop_id, t::bucket, t::activity))
-                    .do_update()
-                    .set(t::count.eq(t::count + excluded(t::count)))
-                    .execute(c)
-            })
-            .map_err(storage_error)?;
+            )
+        };
+        match &mut *self.conn {
+            // One statement for the whole tally, one round trip: its buckets are distinct, so
+            // no row is upserted twice in it.
+            DbConnection::Pg(c) => {
+                for chunk in counts.chunks(ROWS_PER_STATEMENT) {
+                    let rows: Vec<_> = chunk.iter().map(row).collect();
+                    diesel::insert_into(t::table)
+                        .values(&rows)
+                        .on_conflict((t::shop_id, t::bucket, t::activity))
+                        .do_update()
+                        .set(t::count.eq(t::count + excluded(t::count)))
+                        .execute(c)
+                        .map_err(storage_error)?;
+                }
+            }
+            // A row at a time: one prepared statement diesel keeps, and no round trip. A
+            // statement of N rows is new SQL for each N, prepared again each time.
+            DbConnection::Sqlite(c) => {
+                for count in counts {
+                    diesel::insert_into(t::table)
+                        .values(row(count))
+                        .on_conflict((t::shop_id, t::bucket, t::activity))
+                        .do_update()
+                        .set(t::count.eq(t::count + excluded(t::count)))
+                        .execute(c)
+                        .map_err(storage_error)?;
+                }
+            }
         }
         Ok(())
     }

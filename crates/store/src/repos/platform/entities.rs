@@ -20,7 +20,7 @@ use mercer_domain::platform::resources::{Category, Customer, Order, PlatformId, 
 use crate::connection::{
     DbConnection, KeepPrepared, on_backend, planned_each_time, statement_sites,
 };
-use crate::repos::StoreTx;
+use crate::repos::{ROWS_PER_STATEMENT, StoreTx};
 
 statement_sites!(
     UpsertCustomer,
@@ -37,9 +37,6 @@ use crate::schema::{
     platform_products, product_variants, webhook_endpoints,
 };
 use crate::store::storage_error;
-
-/// Rows per statement on PostgreSQL: well under its limit on bound values.
-const CHUNK: usize = 400;
 
 type RecordColumns = (String, i64, Option<i64>, Option<i64>, Option<String>);
 
@@ -72,7 +69,7 @@ macro_rules! records_of {
                     }
                 }
                 DbConnection::Pg(_) => {
-                    for chunk in $ids.chunks(CHUNK) {
+                    for chunk in $ids.chunks(ROWS_PER_STATEMENT) {
                         found.extend(planned_each_time($conn, |c| {
                             $table::table
                                 .filter($table::shop_id.eq($shop_id))
@@ -264,7 +261,7 @@ fn put_customers(
             }
         }
         DbConnection::Pg(c) => {
-            for chunk in rows.chunks(CHUNK) {
+            for chunk in rows.chunks(ROWS_PER_STATEMENT) {
                 ids.extend(upsert!(chunk).get_results::<(String, i64)>(c)?);
             }
         }
@@ -296,7 +293,7 @@ fn stored_addresses(conn: &mut DbConnection, customers: &[i64]) -> QueryResult<V
             }
         }
         DbConnection::Pg(_) => {
-            for chunk in customers.chunks(CHUNK) {
+            for chunk in customers.chunks(ROWS_PER_STATEMENT) {
                 stored.extend(planned_each_time(conn, |c| {
                     t::table
                         .filter(t::customer_id.eq_any(chunk))
@@ -456,7 +453,7 @@ fn put_addresses(
             }
         }
         DbConnection::Pg(c) => {
-            for chunk in changed.chunks(CHUNK) {
+            for chunk in changed.chunks(ROWS_PER_STATEMENT) {
                 upsert!(chunk).execute(c)?;
             }
             for (customer_id, key) in &gone {
