@@ -8,7 +8,8 @@
 //! - [`agent`] builds the ureq agent every outgoing call uses: names are resolved once by
 //!   [`GuardedResolver`], which refuses forbidden addresses and connects only to the checked
 //!   ones; redirects are never followed; no proxy from the environment is used, since a proxy
-//!   would resolve names itself, past the guard.
+//!   would resolve names itself, past the guard; idle connections are dropped before servers
+//!   usually close them ([`MAX_IDLE_AGE`]).
 //!
 //! Everything here blocks.
 
@@ -31,8 +32,18 @@ pub fn agent(guard: PrivateAddressGuard, config: ConfigBuilder<AgentScope>) -> u
     agent_with(GuardedResolver::new(guard), config)
 }
 
+/// How long an idle connection stays in an agent's pool. Below the 5 s after which common
+/// servers (Node.js, actix-web) close an idle keep-alive connection: at ureq's 15 s, a call made
+/// about 5 s after the last one (the outbox's first retry is 5 s later) could take a connection
+/// the server was closing at that moment, and fail as unreachable.
+pub const MAX_IDLE_AGE: std::time::Duration = std::time::Duration::from_secs(4);
+
 fn agent_with(resolver: GuardedResolver, config: ConfigBuilder<AgentScope>) -> ureq::Agent {
-    let config = config.max_redirects(0).proxy(None).build();
+    let config = config
+        .max_redirects(0)
+        .proxy(None)
+        .max_idle_age(MAX_IDLE_AGE)
+        .build();
     ureq::Agent::with_parts(config, DefaultConnector::default(), resolver)
 }
 

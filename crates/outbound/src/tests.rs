@@ -265,3 +265,10 @@ fn loopback_only_registrations_take_loopback_urls_only() {
     assert!(guard.check("https://93.184.216.34/hook").is_err());
     assert!(guard.check("https://hooks.example.com/hook").is_err());
 }
+
+#[test]
+fn idle_connections_are_dropped_before_common_servers_close_them() {
+    let agent = agent(PrivateAddressGuard::STRICT, ureq::Agent::config_builder());
+    // Node.js and actix-web close an idle keep-alive connection after 5 s.
+    assert!(agent.config().max_idle_age() < Duration::from_secs(5));
+}
