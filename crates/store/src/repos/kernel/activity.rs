@@ -37,7 +37,8 @@ impl ActivityRepository for StoreTx<'_> {
                 }
             }
             // A row at a time: one prepared statement diesel keeps, and no round trip. A
-            // statement of N rows is new SQL for each N, prepared again each time.
+            // multi-row insert, even of one row, is never kept (diesel marks a `Vec` of values
+            // unsafe to cache), so it would be prepared again each time.
             DbConnection::Sqlite(c) => {
                 for count in counts {
                     diesel::insert_into(t::table)
