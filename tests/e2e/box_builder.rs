@@ -698,6 +698,33 @@ fn selections_follow_the_box_rules(backend: Backend) {
         .send("GET", &format!("/subscription_line_items/{ada_mug}"), None)
         .assert_error(404, "resource.not_found");
 
+    // A slot whose deadline has passed holds its selections: moving one out of it, even to a
+    // slot still open that offers its products, is 422 on the slot, and nothing changes.
+    let later = slot("Later", "2030-01-05T00:00:00Z");
+    admin.ok(
+        "POST",
+        &format!("/time_slots/{later}/options"),
+        Some(&json!({"box_product_id": kale})),
+        200,
+    );
+    admin.ok(
+        "PATCH",
+        &format!("/time_slots/{open}"),
+        Some(&json!({"time_slot": {"selection_deadline_date": "2020-01-05T00:00:00Z"}})),
+        200,
+    );
+    let moved = admin.send(
+        "PATCH",
+        &format!("{ada}/{first}"),
+        Some(&json!({"selection": {"time_slot_id": later}})),
+    );
+    assert_eq!(problems(&moved), on("time_slot_id", "past_deadline"));
+    assert_eq!(
+        admin.ok("GET", &format!("{ada}/{first}"), None, 200)["data"]["selection"],
+        changed
+    );
+    admin.ok("DELETE", &format!("/time_slots/{later}"), None, 204);
+
     // What has selections stays; deleted, they let it go.
     admin
         .send("DELETE", &format!("/time_slots/{open}"), None)
@@ -715,7 +742,80 @@ fn selections_follow_the_box_rules(backend: Backend) {
     admin.ok("DELETE", &format!("/boxes/{box_id}"), None, 204);
 }
 
+/// Box sizes take the box builder's scopes: a token that may only read orders changes no size
+/// (it once set a size's `min_quantity` to 50), and one that may read subscription groups
+/// reads them but changes none.
+fn box_sizes_take_the_box_builders_scopes(backend: Backend) {
+    let server = MercerServer::in_process(backend);
+    let (admin, group) = set_up(&server);
+    let box_id = admin.ok(
+        "POST",
+        "/boxes",
+        Some(&json!({"svc_subscription_group_id": group, "box_name": "Veg box"})),
+        201,
+    )["data"]["box"]["id"]
+        .as_i64()
+        .unwrap();
+    let sizes = format!("/boxes/{box_id}/box_sizes");
+    let small = json!({"box_size_name": "Small", "min_quantity": 2, "max_quantity": 4});
+    let size = admin.ok("POST", &sizes, Some(&small), 200)["data"].clone();
+    let one = format!("/box_sizes/{}", size["id"]);
+    let token = |scope: &str| {
+        server
+            .cli(&["token", "create", "--shop", &admin.shop, "--scope", scope])
+            .value()
+    };
+    let with = |token: &str| Admin {
+        server: &server,
+        shop: admin.shop.clone(),
+        token: token.to_string(),
+    };
+    let fifty = json!({"box_size": {"min_quantity": 50, "max_quantity": 50}});
+    let writes = [
+        ("POST", sizes.clone(), small.clone()),
+        (
+            "PUT",
+            sizes.clone(),
+            json!([{"id": size["id"], "min_quantity": 50, "max_quantity": 50}]),
+        ),
+        ("PATCH", one.clone(), fifty),
+    ];
+    let orders_reader = with(&token("read_orders"));
+    let groups_reader = with(&token("read_subscription_groups"));
+    for (method, rest, body) in &writes {
+        for (who, reader) in [
+            ("read_orders", &orders_reader),
+            ("read_subscription_groups", &groups_reader),
+        ] {
+            let answer = reader.send(method, rest, Some(body));
+            let entries = answer.assert_error(403, "auth.forbidden");
+            assert_eq!(
+                entries[0]["sub_type"], "missing_scope",
+                "{who} {method} {rest}"
+            );
+        }
+    }
+    for rest in [&sizes, &one] {
+        orders_reader
+            .send("GET", rest, None)
+            .assert_error(403, "auth.forbidden");
+        groups_reader.ok("GET", rest, None, 200);
+    }
+    // Nothing changed; a token that may write subscription groups changes the size.
+    assert_eq!(admin.ok("GET", &one, None, 200)["data"]["box_size"], size);
+    assert_eq!(admin.ok("GET", &sizes, None, 200)["pagination"]["total"], 1);
+    let writer = with(&token("write_subscription_groups"));
+    let changed = writer.ok(
+        "PATCH",
+        &one,
+        Some(&json!({"box_size": {"min_quantity": 3}})),
+        200,
+    );
+    assert_eq!(changed["data"]["min_quantity"], 3);
+}
+
 backend_tests!(
     boxes_and_their_products_sizes_slots_and_options,
     selections_follow_the_box_rules,
+    box_sizes_take_the_box_builders_scopes,
 );

@@ -346,6 +346,46 @@ fn customers_choose_with_the_token_their_platform_issued(backend: Backend) {
             "not_the_customers".to_string()
         )]
     );
+    // Once her slot's deadline has passed, her selection stays in it: moving it to a slot still
+    // open is 422 on the slot, and it is unchanged.
+    let later = admin.ok(
+        "POST",
+        &format!("/boxes/{box_id}/time_slots"),
+        Some(
+            &json!({"time_slot_name": "Week 1, late", "visibility_date": "2020-01-01T00:00:00Z",
+            "selection_deadline_date": "2030-01-05T00:00:00Z",
+            "start_date": "2030-01-07T00:00:00Z", "end_date": "2030-01-13T23:59:59Z"}),
+        ),
+        201,
+    )["data"]["time-slot"]["id"]
+        .clone();
+    admin.ok(
+        "POST",
+        &format!("/time_slots/{later}/options"),
+        Some(&json!({"box_product_id": carrot})),
+        200,
+    );
+    admin.ok(
+        "PATCH",
+        &format!("/time_slots/{slot}"),
+        Some(&json!({"time_slot": {"selection_deadline_date": "2020-01-05T00:00:00Z"}})),
+        200,
+    );
+    let moved = server
+        .request("PATCH", &mine(&ada, &format!("/{id}"), Some(&token)))
+        .json(&json!({"selection": {"time_slot_id": later}}));
+    assert_eq!(
+        crate::box_builder::problems(&moved),
+        [(
+            "selection.time_slot_id".to_string(),
+            "past_deadline".to_string()
+        )]
+    );
+    let kept = server
+        .get(&mine(&ada, &format!("/{id}"), Some(&token)))
+        .call()
+        .json();
+    assert_eq!(kept["data"]["selection"]["time_slot_id"], slot);
     // The connector was asked once for Ada's token (then it was kept), once for Bob's path.
     assert_eq!(validations(&sim), 2);
 

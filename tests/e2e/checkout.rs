@@ -927,7 +927,211 @@ fn a_checkouts_plans_send_payment_failed_and_expiring_payment(backend: Backend) 
     );
 }
 
+/// Overrides answering as [`override_server`] does, but for a `discount` override that allows
+/// one discount per order: 2.50 off, under the code as typed, unless one is applied already.
+fn one_discount_per_order() -> Receiver {
+    Receiver::answering(move |request| {
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        let answer = match request.target.as_str() {
+            "/address_validate" => json!({"valid": true, "errors": []}),
+            "/shipping" => {
+                json!({"shipping_lines": [{"id": "ground", "description": "Ground", "amount": 500}]})
+            }
+            "/tax" => json!({"taxes": [{"name": "GST", "amount": 300, "rate": 0.05}]}),
+            "/discount" => {
+                let applied = body["data"]["applied_discounts"]
+                    .as_array()
+                    .map_or(0, Vec::len);
+                if applied == 0 {
+                    json!({"valid": true, "discount": {"code": body["data"]["code"],
+                                                       "amount": 250, "text": "2.50 off"}})
+                } else {
+                    json!({"valid": false})
+                }
+            }
+            "/inventory" => {
+                let items: Vec<Value> = body["data"]["items"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|item| json!({"line_item_key": item["line_item_key"], "available": true}))
+                    .collect();
+                json!({"items": items})
+            }
+            _ => return (404, "{}".to_string()),
+        };
+        (200, answer.to_string())
+    })
+}
+
+/// A code in another letter case is no second discount; the storefront's bodies are bounded
+/// (quantities 1..10,000, a line's properties 16 KiB, the order 512 KiB); and the order of a
+/// customer the platform knows reaches it as that customer's, not a guest's.
+fn a_checkout_takes_one_discount_per_code_stays_bounded_and_names_its_customer(backend: Backend) {
+    let sim = RunningSimulator::start().unwrap();
+    let (hooks, overrides) = (Receiver::start(), one_discount_per_order());
+    let server = MercerServer::start_with(
+        TestDatabase::create(backend),
+        &["--allow-private-targets", "--job-lease", "2"],
+    );
+    let shop = set_up(&server, &sim, &hooks, &overrides);
+    // The platform's customer, pushed to Mercer as a Customer Saved event.
+    let saved = ureq::post(&format!(
+        "{}/admin/shops/{}/customers",
+        sim.base_url, shop.id
+    ))
+    .send_json(json!({"email": "ada@example.test", "first_name": "Ada", "last_name": "Lovelace"}))
+    .unwrap()
+    .into_body()
+    .read_json::<Value>()
+    .unwrap();
+    assert_eq!(saved["push"]["status"], 202, "{saved}");
+    let customer_id = saved["data"]["platform_id"].as_str().unwrap().to_string();
+    let customers = format!("/customers/v2/shops/{}/customers?limit=250", shop.id);
+    assert!(wait_until(Duration::from_secs(10), || {
+        let listed = server.get(&customers).bearer(&shop.token).call().json();
+        listed["customers"]
+            .as_array()
+            .is_some_and(|all| all.iter().any(|c| c["email"] == "ada@example.test"))
+    }));
+
+    let data = init(
+        &server,
+        &shop,
+        json!({"cart_items": [{"platform_id": "var-coffee", "quantity": 1, "line_item_key": "coffee"}]}),
+    );
+    let public_order_id = data["public_order_id"].as_str().unwrap().to_string();
+    let jwt = data["jwt_token"].as_str().unwrap().to_string();
+    let storefront = |method: &str, path: &str, body: Value| {
+        server
+            .request(
+                method,
+                &format!("/checkout/storefront/{}/{public_order_id}{path}", shop.id),
+            )
+            .bearer(&jwt)
+            .json(&body)
+    };
+    let first_problem = |answer: mercer_tests::Answer| {
+        let entry = answer.assert_error(422, "validation.failed")[0].clone();
+        (
+            entry["field"].as_str().unwrap_or_default().to_string(),
+            entry["sub_type"].as_str().unwrap_or_default().to_string(),
+        )
+    };
+    // Bounds of the storefront's bodies.
+    let properties = |bytes: usize| json!({ "k": "v".repeat(bytes - 8) });
+    assert_eq!(
+        first_problem(storefront(
+            "POST",
+            "/items",
+            json!({"platform_id": "var-coffee",
+            "quantity": 1, "line_item_key": "big", "line_item_properties": properties(16 * 1024 + 1)})
+        )),
+        ("line_item_properties".to_string(), "too_large".to_string())
+    );
+    assert_eq!(
+        first_problem(storefront(
+            "POST",
+            "/items",
+            json!({"platform_id": "var-coffee",
+            "quantity": 10_001})
+        )),
+        ("quantity".to_string(), "out_of_range".to_string())
+    );
+    assert_eq!(
+        first_problem(storefront(
+            "PUT",
+            "/items",
+            json!({"line_item_key": "coffee",
+            "quantity": 10_001})
+        )),
+        ("quantity".to_string(), "out_of_range".to_string())
+    );
+    let mut added = 0;
+    let refused = loop {
+        let answer = storefront(
+            "POST",
+            "/items",
+            json!({"platform_id": "var-coffee",
+            "quantity": 1, "line_item_key": format!("line-{added}"),
+            "line_item_properties": properties(16 * 1024)}),
+        );
+        if answer.status != 200 {
+            break answer;
+        }
+        added += 1;
+        assert!(added < 40, "the order grew past 512 KiB");
+    };
+    assert_eq!(
+        first_problem(refused),
+        ("line_item_properties".to_string(), "too_large".to_string())
+    );
+    assert!(added >= 25, "{added} lines of 16 KiB fit in 512 KiB");
+    for index in 0..added {
+        let answer = storefront(
+            "DELETE",
+            "/items",
+            json!({"line_item_key": format!("line-{index}")}),
+        );
+        assert_eq!(answer.status, 200, "{}", answer.text);
+    }
+
+    // SAVE, then the same code in other letter cases: one discount of 2.50.
+    let run = drive(
+        &server.base_url,
+        &shop.id,
+        &data,
+        json!([
+            ["addGuestCustomer", "Ada", "Lovelace", "ada@example.test", true],
+            ["setShippingAddress", address()],
+            ["setBillingAddress", address()],
+            ["getShippingLines"],
+            ["changeShippingLine", "0"],
+            ["setTaxes"],
+            ["addDiscount", "SAVE"],
+            ["addDiscount", "save"],
+            ["addDiscount", "Save"],
+            ["addDiscount", "sAVE"],
+            ["addPayment", {"gateway_public_id": "test", "token": "tok_success"}],
+            ["processOrder"]
+        ]),
+    );
+    let refused: Vec<u16> = run
+        .steps
+        .iter()
+        .filter(|step| step.function == "addDiscount")
+        .map(|step| step.status)
+        .collect();
+    assert_eq!(refused, [200, 422, 422, 422], "{:?}", run.steps);
+    let processed = &run.step("processOrder").response["data"]["application_state"];
+    assert_eq!(
+        processed["is_processed"],
+        true,
+        "{}",
+        run.step("processOrder").response
+    );
+    assert_eq!(processed["discounts"].as_array().unwrap().len(), 1);
+    assert_eq!(processed["order_total"], 1250 + 500 + 300 - 250);
+
+    // Pushed as the platform customer's order.
+    let created = wait_for(&hooks, "order/created", &public_order_id, &server);
+    let platform_order_id = created["platform_order_id"].as_str().unwrap().to_string();
+    let order = sim
+        .simulator
+        .lock()
+        .shops
+        .get(&shop.id)
+        .and_then(|s| s.orders.get(&platform_order_id).cloned())
+        .unwrap();
+    assert_eq!(
+        order.platform_customer_id.as_ref().map(|id| id.as_str()),
+        Some(customer_id.as_str())
+    );
+}
+
 backend_tests!(
+    a_checkout_takes_one_discount_per_code_stays_bounded_and_names_its_customer,
     the_frontend_library_runs_a_whole_checkout,
     a_checkouts_plans_send_payment_failed_and_expiring_payment,
     the_frontend_library_checks_out_with_overrides_answering_in_text,

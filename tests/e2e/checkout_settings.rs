@@ -485,9 +485,14 @@ fn the_override_caller_picks_signs_and_checks_answers(backend: Backend) {
         })
     );
     assert!(first.header("signature").unwrap().starts_with(
-        "keyId=\"shared_secret\",algorithm=\"hmac-sha256\",headers=\"(request-target) date\""
+        "keyId=\"shared_secret\",algorithm=\"hmac-sha256\",headers=\"(request-target) date digest\""
     ));
     assert!(first.header("date").unwrap().ends_with(" GMT"));
+    assert_eq!(
+        first.header("digest"),
+        Some(mercer_signing::cavage::digest(&first.body).as_str()),
+        "the body's SHA-256, which the signature covers"
+    );
 
     // The shop's newest override of a type wins; one given for the order wins over both.
     create("shipping", "/shipping-new?source=mercer");

@@ -1,8 +1,11 @@
-//! Connector events end to end (contract §3.4): the 202 is given only for stored events, and the
-//! out-of-sequence rule's tie between a save and a deletion of the same time.
+//! Connector events end to end: the 202 is given only for stored events, the
+//! out-of-sequence rule's tie between a save and a deletion of the same time, and what intake
+//! refuses (lists over 250 items, times ahead of Mercer's clock).
 
 use std::time::Duration;
 
+use mercer_domain::access::shop::ShopIdentifier;
+use mercer_domain::platform::events::{EntityKind, EntityRecord};
 use mercer_domain::ports::Database;
 use mercer_store::testing::POISONED_EMAIL;
 use mercer_store::testing::TestDatabase;
@@ -183,9 +186,136 @@ fn a_deletion_wins_a_same_time_tie_with_a_save(backend: Backend) {
     );
 }
 
+/// What is held of the demo shop's entity of `kind`, if anything.
+fn stored_entity(
+    server: &MercerServer,
+    kind: EntityKind,
+    platform_id: &str,
+) -> Option<EntityRecord> {
+    let identifier = ShopIdentifier::parse(&server.demo().shop).unwrap();
+    server
+        .database()
+        .open_store()
+        .read(|tx| {
+            let shop = tx.shop_by_identifier(&identifier)?.expect("the demo shop");
+            Ok(tx.platform_entity(shop.id, kind, platform_id)?)
+        })
+        .unwrap()
+}
+
+/// An entity holds at most 250 addresses, variants or line items: a Saved event with one more
+/// is 422 naming the list, and nothing of it is stored; one with 250 is accepted and applied.
+fn an_entity_with_more_than_250_items_in_a_list_is_refused(backend: Backend) {
+    let server = MercerServer::start(backend);
+    let demo = server.demo();
+    let cases = [
+        (
+            "customers",
+            EntityKind::Customer,
+            "addresses",
+            json!({"city": "Lyon"}),
+        ),
+        (
+            "products",
+            EntityKind::Product,
+            "variants",
+            json!({"price": "1.00"}),
+        ),
+        (
+            "orders",
+            EntityKind::Order,
+            "line_items",
+            json!({"quantity": 1}),
+        ),
+    ];
+    for (topic, kind, list, item) in cases {
+        let key = kind.as_str();
+        let saved = |platform_id: &str, count: usize| {
+            let entity = json!({"platform_id": platform_id, "platform_updated_at": time(10),
+                list: vec![item.clone(); count]});
+            server
+                .post(&format!(
+                    "/{topic}/v1/shops/{}/platforms/custom/webhooks/{topic}/saved",
+                    demo.shop
+                ))
+                .bearer(&demo.token)
+                .json(&json!({"data": {key: entity}}))
+        };
+        let refused = saved("over", 251);
+        let entries = refused.assert_error(422, "validation.failed");
+        assert_eq!(entries[0]["field"], format!("data.{key}.{list}"), "{key}");
+        assert_eq!(entries[0]["sub_type"], "too_many");
+        assert_eq!(saved("full", 250).status, 202, "{key}: 250 are accepted");
+        let applied = wait_until(Duration::from_secs(10), || {
+            stored_entity(&server, kind, "full").is_some()
+        });
+        assert!(applied, "{key}: the accepted event is applied");
+        let document: Value = serde_json::from_str(
+            &stored_entity(&server, kind, "full")
+                .unwrap()
+                .document
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(document[list].as_array().map(Vec::len), Some(250), "{key}");
+        assert!(
+            stored_entity(&server, kind, "over").is_none(),
+            "{key}: nothing of the refused event is stored"
+        );
+    }
+    let store = server.database().open_store();
+    assert_eq!(
+        store
+            .read(|tx| Ok(tx.count_pending_inbound_events()?))
+            .unwrap(),
+        0
+    );
+}
+
+/// A `platform_updated_at` or `platform_deleted_at` more than 10 minutes after Mercer's clock
+/// is 422 naming it: it would win over every true event of the entity until then.
+fn a_time_more_than_ten_minutes_ahead_is_refused(backend: Backend) {
+    let server = MercerServer::start(backend);
+    let ahead = |minutes: i64| {
+        mercer_domain::Timestamp::now()
+            .plus_seconds(minutes * 60)
+            .to_rfc3339()
+    };
+    let refused = event(
+        &server,
+        "saved",
+        json!({"platform_id": "c1", "platform_updated_at": ahead(11)}),
+    );
+    let entries = refused.assert_error(422, "validation.failed");
+    assert_eq!(entries[0]["field"], "data.customer.platform_updated_at");
+    let refused = event(
+        &server,
+        "deleted",
+        json!({"platform_id": "c1", "platform_deleted_at": ahead(11)}),
+    );
+    let entries = refused.assert_error(422, "validation.failed");
+    assert_eq!(entries[0]["field"], "data.customer.platform_deleted_at");
+    assert!(stored_entity(&server, EntityKind::Customer, "c1").is_none());
+
+    let accepted = event(
+        &server,
+        "saved",
+        json!({"platform_id": "c1", "platform_updated_at": ahead(9)}),
+    );
+    assert_eq!(accepted.status, 202, "{}", accepted.text);
+    let accepted = event(
+        &server,
+        "deleted",
+        json!({"platform_id": "c2", "platform_deleted_at": ahead(9)}),
+    );
+    assert_eq!(accepted.status, 202, "{}", accepted.text);
+}
+
 backend_tests!(
     an_event_that_cannot_be_stored_gets_a_500_never_a_202,
     a_deletion_wins_a_same_time_tie_with_a_save,
+    an_entity_with_more_than_250_items_in_a_list_is_refused,
+    a_time_more_than_ten_minutes_ahead_is_refused,
 );
 
 /// The events this process applied, from its `/metrics`.

@@ -311,8 +311,54 @@ fn an_event_that_cannot_be_applied_is_set_aside_while_later_events_apply(backend
     );
 }
 
+/// A body of a hundred thousand invalid array elements costs what a body at its array's limit
+/// costs: one `too_many` problem for the array, the elements past the limit not read, and an
+/// answer of at most 100 problems (the first found), whatever the route.
+fn long_invalid_arrays_answer_a_short_422(backend: Backend) {
+    let server = MercerServer::in_process(backend);
+    let demo = server.demo().clone();
+    let empties = || Value::Array(vec![json!({}); 100_000]);
+    let first_problems = |answer: &Answer, field: &str| {
+        let entries = answer.assert_error(422, "validation.failed");
+        assert_eq!(
+            entries.len(),
+            100,
+            "the first 100 problems: {}",
+            entries.len()
+        );
+        assert_eq!(
+            (&entries[0]["field"], &entries[0]["sub_type"]),
+            (&json!(field), &json!("too_many")),
+            "{}",
+            entries[0]
+        );
+        assert!(answer.text.len() < 64 * 1024, "{} bytes", answer.text.len());
+        entries
+    };
+
+    // Init Order with 100,000 cart items that each lack their platform id and quantity.
+    let init = server
+        .post(&format!("/checkout/orders/{}/init", demo.shop))
+        .bearer(&demo.token)
+        .json(&json!({"cart_items": empties()}));
+    let entries = first_problems(&init, "cart_items");
+    assert_eq!(entries[1]["field"], "cart_items[0].platform_id");
+    let last = entries[99]["field"].as_str().unwrap();
+    assert!(last.starts_with("cart_items[49]."), "{last}");
+
+    // The bulk box-size update with 100,000 empty sizes, bare and wrapped.
+    let bulk = format!("/box_builder/v1/shops/{}/boxes/1/box_sizes", demo.shop);
+    for body in [empties(), json!({"box_sizes": empties()})] {
+        let answer = server.request("PUT", &bulk).bearer(&demo.token).json(&body);
+        let entries = first_problems(&answer, "box_sizes");
+        let second = entries[1]["field"].as_str().unwrap();
+        assert!(second.ends_with("[0].box_size_name"), "{second}");
+    }
+}
+
 backend_tests!(
     text_no_database_can_store_is_refused_with_its_field,
     bad_query_and_path_input_is_400,
     an_event_that_cannot_be_applied_is_set_aside_while_later_events_apply,
+    long_invalid_arrays_answer_a_short_422,
 );

@@ -134,3 +134,64 @@ fn the_reference_page_holds_the_document() {
             .contains("\"operationId\":\"get_openapi_document\"")
     );
 }
+
+/// A directory customer's `groups` is a list of group objects (id, name, shop, platform id,
+/// times), in the document and in the answers.
+#[test]
+fn directory_customers_answer_groups_as_the_documented_group_objects() {
+    let server = MercerServer::in_process(Backend::Sqlite);
+    let document = server.get("/openapi.json").call().json();
+    let schemas = &document["components"]["schemas"];
+    assert_eq!(
+        schemas["CustomerResource"]["properties"]["groups"]["items"]["$ref"],
+        "#/components/schemas/DirectoryCustomerGroup"
+    );
+    let group = &schemas["DirectoryCustomerGroup"];
+    assert_eq!(group["type"], "object");
+    let mut required: Vec<&str> = group["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    required.sort_unstable();
+    assert_eq!(
+        required,
+        [
+            "created_at",
+            "id",
+            "name",
+            "platform_id",
+            "shop_identifier",
+            "updated_at"
+        ]
+    );
+    assert_eq!(group["properties"]["id"]["type"], "integer");
+    assert_eq!(group["properties"]["name"]["type"], "string");
+
+    // A customer made by Create Subscription: in the directory, with its groups.
+    let demo = server.demo().clone();
+    let created = server
+        .post(&format!(
+            "/subscriptions/v1/shops/{}/subscriptions",
+            demo.shop
+        ))
+        .bearer(&demo.token)
+        .json(&json!({
+            "customer": {"email": "grouped@example.com"},
+            "subscription": {
+                "order_rrule": crate::subscriptions::running_rule(),
+                "line_items": [{"platform_product_id": "101", "platform_variant_id": "201",
+                                "quantity": 1, "price": 500}],
+                "shipping_address": {"street1": "1 Main St", "city": "Springfield",
+                                     "country_code": "US"}}}));
+    assert_eq!(created.status, 200, "{}", created.text);
+    let listed = server
+        .get(&format!("/customers/v2/shops/{}/customers", demo.shop))
+        .bearer(&demo.token)
+        .call();
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    let customer = &listed.json()["customers"][0];
+    assert_eq!(customer["email"], "grouped@example.com");
+    assert_eq!(customer["groups"], json!([]), "{customer}");
+}

@@ -1851,7 +1851,121 @@ fn every_action_emits_its_webhooks_each_verified(backend: Backend) {
     assert_eq!(replay(&wrong.1, paused_request).0, 401);
 }
 
+/// Rates, quantities and prices outside their bounds are refused on their paths, a charged
+/// currency needs its rate, and an amount is charged at the rate as written (100 × 1.005 is
+/// 100.5, rounded to 101; in binary floats it is 100.49999999999999).
+fn rates_quantities_and_prices_are_bounded_and_charged_exactly(backend: Backend) {
+    let server = MercerServer::start_with(TestDatabase::create(backend), ALLOW_PRIVATE);
+    let api = Api::demo(&server);
+    let valid = seed_body("bounds@example.test", &running_rule());
+    let with = |pointer: &str, value: Value| {
+        let mut body = valid.clone();
+        *body.pointer_mut(pointer).unwrap() = value;
+        body
+    };
+    let rate = "/subscription/base_to_charged_exchange_rate";
+    let quantity = "/subscription/line_items/0/quantity";
+    let price = "/subscription/line_items/0/price";
+    for (pointer, value, field) in [
+        (
+            rate,
+            json!(1e-9),
+            "subscription.base_to_charged_exchange_rate",
+        ),
+        (
+            rate,
+            json!(1e308),
+            "subscription.base_to_charged_exchange_rate",
+        ),
+        (
+            rate,
+            json!(1_000_000.01),
+            "subscription.base_to_charged_exchange_rate",
+        ),
+        (
+            quantity,
+            json!(10_001),
+            "subscription.line_items[0].quantity",
+        ),
+        (
+            quantity,
+            json!(i64::MAX),
+            "subscription.line_items[0].quantity",
+        ),
+        (
+            price,
+            json!(100_000_001),
+            "subscription.line_items[0].price",
+        ),
+    ] {
+        let answer = api.send("POST", "/subscriptions", &with(pointer, value.clone()));
+        assert_eq!(
+            problems(&answer),
+            [pair(field, "out_of_range")],
+            "{pointer} = {value}"
+        );
+    }
+    let mut no_rate = valid.clone();
+    no_rate["subscription"]
+        .as_object_mut()
+        .unwrap()
+        .remove("base_to_charged_exchange_rate");
+    assert_eq!(
+        problems(&api.send("POST", "/subscriptions", &no_rate)),
+        [pair(
+            "subscription.base_to_charged_exchange_rate",
+            "required"
+        )]
+    );
+    // Just inside every bound.
+    let mut edge = with(rate, json!(1.005));
+    edge["subscription"]["line_items"][0]["quantity"] = json!(10_000);
+    edge["subscription"]["line_items"][0]["price"] = json!(100);
+    edge["subscription"]["line_items"][1]["price"] = json!(100_000_000);
+    let created = api.create(&edge);
+    assert_eq!(created["line_items"][0]["price_charged"], 101);
+    assert_eq!(created["line_items"][0]["full_price_charged"], 1_005_000);
+    let id = id_of(&created);
+    let line_item = created["line_items"][0]["id"].as_i64().unwrap();
+    let change = |quantity: Value| {
+        api.send(
+            "PUT",
+            &format!("/subscriptions/{id}/line_items/{line_item}/quantity"),
+            &json!({ "quantity": quantity }),
+        )
+    };
+    assert_eq!(
+        problems(&change(json!(10_001))),
+        [pair("quantity", "out_of_range")]
+    );
+    let changed = ok(change(json!(3)));
+    assert_eq!(
+        changed["subscription"]["line_items"][0]["full_price_charged"],
+        302
+    );
+    let update = |body: Value| api.send("PUT", &format!("/subscriptions/{id}"), &body);
+    assert_eq!(
+        problems(&update(
+            json!({"subscription": {"base_to_charged_exchange_rate": 0.0000009}})
+        )),
+        [pair(
+            "subscription.base_to_charged_exchange_rate",
+            "out_of_range"
+        )]
+    );
+    assert_eq!(
+        problems(&update(
+            json!({"subscription": {"charged_currency": "EUR"}})
+        )),
+        [pair(
+            "subscription.base_to_charged_exchange_rate",
+            "required"
+        )]
+    );
+}
+
 backend_tests!(
+    rates_quantities_and_prices_are_bounded_and_charged_exactly,
     create_subscription_answers_every_field_of_the_seed,
     an_idempotency_key_returns_the_first_subscription_or_409,
     every_action_from_every_status_follows_the_states_table,

@@ -205,4 +205,74 @@ fn an_independent_hmac_verifies_x_svc_signature() {
     );
 }
 
+/// The draft-cavage signature covers the body through `Digest`: npm `http-signature` (with the
+/// digest checked against the body) accepts a checkout delivery as the dispatcher builds it, and
+/// refuses the same headers with another body, or with the body's own new digest.
+#[test]
+fn an_independent_verifier_refuses_a_checkout_delivery_whose_body_changed() {
+    let created = Timestamp::now();
+    let verifier = http_signature(SECRET);
+    let endpoint = WebhookEndpoint {
+        id: 1,
+        public_id: "1".into(),
+        shop_id: 1,
+        kind: WebhookKind::Checkout,
+        topic: "order/created".into(),
+        callback_url: format!("{}?shop=demo", verifier.url),
+        secret: Some(Secret::new(SECRET)),
+        disabled_at: None,
+        disabled_reason: None,
+        failing_since: None,
+        created_at: created,
+        updated_at: created,
+    };
+    let message = WebhookMessage {
+        id: 1,
+        message_id: "msg_0123456789abcdef0123456789abcdef".into(),
+        shop_id: 1,
+        endpoint_id: 1,
+        topic: "order/created".into(),
+        payload: json!({"order": {"public_order_id": "o-1", "total": 1500}}).to_string(),
+        status: MessageStatus::Pending,
+        attempts: 0,
+        next_attempt_at: created,
+        created_at: created,
+        delivered_at: None,
+    };
+    let delivery = || build_request(&endpoint, &message, &Secret::new(SECRET), Timestamp::now());
+    // Sent to the endpoint's URL as built (the signature covers its `?shop=demo`).
+    let sent = |mut request: OutgoingWebhook| {
+        let sender = Sender::new(&DispatcherConfig {
+            address_guard: mercer_outbound::PrivateAddressGuard::ALLOW_PRIVATE,
+            ..DispatcherConfig::default()
+        });
+        request.url = endpoint.callback_url.clone();
+        let outcome = sender.send(&request, Timestamp::now());
+        (outcome.status, outcome.response.unwrap_or_default())
+    };
+    assert_eq!(
+        sent(delivery()),
+        (Some(200), "verified".to_string()),
+        "a checkout delivery as built"
+    );
+    let mut changed = delivery();
+    changed.body = json!({"order": {"public_order_id": "o-1", "total": 1}})
+        .to_string()
+        .into_bytes();
+    let (status, text) = sent(changed);
+    assert_eq!(status, Some(401), "{text}");
+    assert!(text.contains("Digest"), "{text}");
+    let mut redigested = delivery();
+    redigested.body = b"{\"order\":{}}".to_vec();
+    let digest = mercer_signing::cavage::digest(&redigested.body);
+    for (name, value) in &mut redigested.headers {
+        if name.eq_ignore_ascii_case("Digest") {
+            *value = digest.clone();
+        }
+    }
+    let (status, text) = sent(redigested);
+    assert_eq!(status, Some(401), "{text}");
+    assert_eq!(text, "signature does not verify");
+}
+
 backend_tests!(independent_verifiers_accept_mercers_requests);

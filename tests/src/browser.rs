@@ -233,6 +233,45 @@ site.listen(0, '127.0.0.1', async () => {
 }).on('error', (error) => { console.error(error); process.exit(1); });
 "#;
 
+/// Opens the API reference page with every request off loopback refused (and recorded), and
+/// reports what rendered: the operations' summaries, the requests refused, the content security
+/// policy's refusals and the page's errors.
+const DOCS_SCRIPT: &str = r#"
+const launch = require('./launch.js');
+const [docsUrl, chromiumPath] = process.argv.slice(2);
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
+(async () => {
+  const browser = await launch(chromiumPath);
+  try {
+    const context = await browser.newContext();
+    const offLoopback = [];
+    await context.route('**/*', (route) => {
+      const url = new URL(route.request().url());
+      if (['http:', 'https:', 'ws:', 'wss:'].includes(url.protocol) && !LOOPBACK.has(url.hostname)) {
+        offLoopback.push(url.href);
+        return route.abort('internetdisconnected');
+      }
+      return route.continue();
+    });
+    const page = await context.newPage();
+    const refused = [];
+    const errors = [];
+    page.on('console', (message) => {
+      if (/Content Security Policy|Refused to/.test(message.text())) refused.push(message.text());
+    });
+    page.on('pageerror', (error) => errors.push(String(error)));
+    const answer = await page.goto(docsUrl);
+    await page.waitForSelector('.opblock-summary', { timeout: 20000 });
+    const summaries = await page.locator('.opblock-summary-description').allTextContents();
+    const title = await page.title();
+    console.log(JSON.stringify({ status: answer.status(), title, summaries, offLoopback,
+                                 refused, errors }));
+  } finally {
+    await browser.close();
+  }
+})().catch((error) => { console.error(error); process.exit(1); });
+"#;
+
 /// Why the browser test could not run.
 #[derive(Debug, Clone)]
 pub struct Skipped(pub String);
@@ -326,6 +365,7 @@ pub fn browser() -> Result<&'static Browser, Skipped> {
             std::fs::write(&checkout_script, CHECKOUT_SCRIPT).expect("write the checkout script");
             std::fs::write(dir.join("run-plan.js"), RUN_PLAN).expect("write runPlan");
             std::fs::write(dir.join("launch.js"), LAUNCH_MODULE).expect("write launch");
+            std::fs::write(dir.join("docs.js"), DOCS_SCRIPT).expect("write the docs script");
             Ok(Browser {
                 chromium,
                 script,
@@ -395,6 +435,48 @@ impl Browser {
             first_status: seen["status"].as_u64().unwrap_or_default() as u16,
             heading: seen["heading"].as_str().unwrap_or_default().to_string(),
             final_url: seen["finalUrl"].as_str().unwrap_or_default().to_string(),
+        }
+    }
+}
+
+/// What the browser saw of the API reference page.
+#[derive(Debug)]
+pub struct ReferencePageView {
+    pub status: u16,
+    pub title: String,
+    /// The summaries of the operations listed.
+    pub summaries: Vec<String>,
+    /// Requests the page made to anywhere but loopback (all refused).
+    pub off_loopback: Vec<String>,
+    /// The browser's messages about what the content security policy refused.
+    pub refused: Vec<String>,
+    /// Uncaught errors on the page.
+    pub errors: Vec<String>,
+}
+
+impl Browser {
+    /// Opens `docs_url` with no way off loopback ([`DOCS_SCRIPT`]) and waits for the list of
+    /// operations.
+    pub fn reference_page(&self, docs_url: &str) -> ReferencePageView {
+        let seen = self.run(
+            &self.script.with_file_name("docs.js"),
+            &[OsStr::new(docs_url)],
+        );
+        let texts = |name: &str| -> Vec<String> {
+            seen[name]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|text| text.as_str().unwrap_or_default().to_string())
+                .collect()
+        };
+        ReferencePageView {
+            status: seen["status"].as_u64().unwrap_or_default() as u16,
+            title: seen["title"].as_str().unwrap_or_default().to_string(),
+            summaries: texts("summaries"),
+            off_loopback: texts("offLoopback"),
+            refused: texts("refused"),
+            errors: texts("errors"),
         }
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod browser;
 pub mod chaos;
+pub mod openapi_clients;
 pub mod receiver;
 pub mod schemathesis;
 pub mod storefront;

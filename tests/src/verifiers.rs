@@ -1,6 +1,7 @@
 //! Independent verifiers of Mercer's webhook signatures, installed from their registries the
 //! first time a test needs them (into `target/test-verifiers`), and run as real HTTP receivers:
-//! npm's `http-signature` 1.4 (`parseRequest` + `verifyHMAC`) for the draft-cavage `Signature`,
+//! npm's `http-signature` 1.4 (`parseRequest` + `verifyHMAC`) for the draft-cavage `Signature`
+//! (with node's `crypto` checking that `Digest` is the body's SHA-256),
 //! and PyPI's `standardwebhooks` (`Webhook(secret).verify`) for the Standard Webhooks headers;
 //! and a few lines of Python's own `hmac` for `x-svc-signature` (contract §5: lowercase hex
 //! HMAC-SHA256 of the raw body). Each answers 200 when the request verifies and 401 (with the
@@ -14,18 +15,25 @@ use std::time::Duration;
 
 use crate::receiver::Received;
 
+/// `http-signature` checks the signature over the headers it names (and requires these three);
+/// the `Digest` header is checked against the raw body with node's own `crypto`, since
+/// `http-signature` does not read bodies.
 const NODE_RECEIVER: &str = r#"
+const crypto = require('crypto');
 const http = require('http');
 const httpSignature = require('http-signature');
 const secret = process.argv[2];
 const server = http.createServer((req, res) => {
-  let body = '';
-  req.on('data', (chunk) => { body += chunk; });
+  const chunks = [];
+  req.on('data', (chunk) => { chunks.push(chunk); });
   req.on('end', () => {
     let status = 401, text = '';
     try {
-      const parsed = httpSignature.parseRequest(req, { headers: ['(request-target)', 'date'] });
-      if (httpSignature.verifyHMAC(parsed, secret)) { status = 200; text = 'verified'; } else { text = 'signature does not verify'; }
+      const body = Buffer.concat(chunks);
+      const parsed = httpSignature.parseRequest(req, { headers: ['(request-target)', 'date', 'digest'] });
+      const digest = 'SHA-256=' + crypto.createHash('sha256').update(body).digest('base64');
+      if (req.headers['digest'] !== digest) { text = 'the Digest header is not the body\'s'; }
+      else if (httpSignature.verifyHMAC(parsed, secret)) { status = 200; text = 'verified'; } else { text = 'signature does not verify'; }
     } catch (error) { text = 'unparsable: ' + error.message; }
     res.writeHead(status, { 'Content-Type': 'text/plain' });
     res.end(text);

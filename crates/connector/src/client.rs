@@ -6,10 +6,12 @@ use mercer_domain::Timestamp;
 use mercer_domain::platform::connector::{
     ConnectorError, ConnectorResult, ConnectorTarget, Page, PlatformConnector,
 };
+use mercer_domain::platform::connector::{VerificationAnswer, VerificationProof};
 use mercer_domain::platform::resources::{
     Category, Customer, CustomerAddress, Order, Pagination, Payment, Product,
 };
 use mercer_outbound::PrivateAddressGuard;
+use mercer_signing::message_signature::{self, SigningParams};
 use mercer_signing::{verify_x_hmac, x_hmac};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -34,15 +36,30 @@ pub(crate) enum Method {
 }
 
 /// How a call is signed. Mercer always signs `Now`; the conformance checks also send calls
-/// signed at another time or not at all, to see the connector refuse them.
+/// signed at another time, wrongly or not at all, to see the connector refuse them.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Signing {
-    /// `X-HMAC-Timestamp` now, `X-HMAC` and `X-Compatible-HMAC` over it.
+    /// `X-HMAC-Timestamp` now, `X-HMAC` and `X-Compatible-HMAC` over it, and the message
+    /// signature (`created` now, a new nonce).
     Now,
-    /// The same at another time (a stale or future timestamp).
+    /// The same at another time (a stale or future timestamp and `created`).
     At(Timestamp),
-    /// `X-HMAC-Timestamp` now, without `X-HMAC` or `X-Compatible-HMAC`.
+    /// The same at this time with this nonce: sent twice, the second is a replay.
+    Exact {
+        /// The timestamp and `created`.
+        at: Timestamp,
+        /// The nonce.
+        nonce: [u8; 16],
+    },
+    /// `X-HMAC-Timestamp` now, without `X-HMAC`, `X-Compatible-HMAC` or a message signature.
     Unsigned,
+    /// Right `X-HMAC` headers; the message signature keyed with this other secret.
+    MessageKey(&'static str),
+    /// Right `X-HMAC` headers; the message signature made for the operation of these segments
+    /// (another URI than the one called).
+    MessageFor(&'static [&'static str]),
+    /// Right `X-HMAC` headers, no message signature.
+    NoMessageSignature,
 }
 
 /// One call to a connector operation.
@@ -63,6 +80,10 @@ pub(crate) struct Answer {
     pub sent_timestamp: String,
     /// The answer's `X-HMAC` (the verification echo).
     pub hmac: Option<String>,
+    /// The nonce of the message signature that was sent, if one was.
+    pub sent_nonce: Option<String>,
+    /// The answer's `X-Verification-Proof`.
+    pub proof: Option<String>,
     pub content_type: Option<String>,
     /// Where a redirect points (never followed).
     pub location: Option<String>,
@@ -103,7 +124,7 @@ fn unreachable(detail: String) -> ConnectorError {
 /// The status, the headers callers look at, and the body (up to 32 MiB) of an answer.
 fn read_answer(
     mut response: ureq::http::Response<ureq::Body>,
-    sent_timestamp: String,
+    sent: SignedCall,
     timeout: Duration,
 ) -> ConnectorResult<Answer> {
     let header = |name: &str| {
@@ -113,8 +134,9 @@ fn read_answer(
             .and_then(|value| value.to_str().ok())
             .map(str::to_string)
     };
-    let (hmac, content_type, location) = (
+    let (hmac, proof, content_type, location) = (
         header(headers::HMAC),
+        header(headers::VERIFICATION_PROOF),
         header("Content-Type"),
         header("Location"),
     );
@@ -128,11 +150,107 @@ fn read_answer(
     Ok(Answer {
         status,
         body,
-        sent_timestamp,
+        sent_timestamp: sent.timestamp,
         hmac,
+        sent_nonce: sent.nonce,
+        proof,
         content_type,
         location,
     })
+}
+
+/// The signing headers of one call, as they are sent.
+#[derive(Debug, Default)]
+pub(crate) struct SignedCall {
+    /// `X-HMAC-Timestamp`.
+    pub timestamp: String,
+    /// `X-HMAC` and `X-Compatible-HMAC`.
+    pub hmac: Option<(String, String)>,
+    /// `Content-Digest`, when there is a body.
+    pub content_digest: Option<String>,
+    /// `Signature-Input` and `Signature`.
+    pub message_signature: Option<(String, String)>,
+    /// The message signature's nonce.
+    pub nonce: Option<String>,
+}
+
+/// A new random nonce: 16 bytes.
+pub(crate) fn new_nonce() -> ConnectorResult<[u8; 16]> {
+    let mut nonce = [0u8; 16];
+    getrandom::fill(&mut nonce)
+        .map_err(|error| unreachable(format!("no randomness for a nonce: {error}")))?;
+    Ok(nonce)
+}
+
+/// Signs one call: `X-HMAC` (and `X-Compatible-HMAC`) over the timestamp, and an HTTP Message
+/// Signature over the method, the URI and the body's `Content-Digest`, `sig1` keyed with the
+/// current secret and, during a rotation's grace, `sig2` with the previous one. `signing` says
+/// how (Mercer: always `Now`).
+pub(crate) fn sign_call(
+    target: &ConnectorTarget,
+    method: &str,
+    uri: &str,
+    body: Option<&[u8]>,
+    signing: Signing,
+) -> ConnectorResult<SignedCall> {
+    let (at, nonce) = match signing {
+        Signing::At(at) => (at, new_nonce()?),
+        Signing::Exact { at, nonce } => (at, nonce),
+        _ => (Timestamp::now(), new_nonce()?),
+    };
+    let timestamp = at.to_rfc3339_seconds();
+    let mut call = SignedCall {
+        timestamp,
+        ..SignedCall::default()
+    };
+    if matches!(signing, Signing::Unsigned) {
+        return Ok(call);
+    }
+    let (secret, compatible) = (target.secret.expose(), target.compatible_secret.expose());
+    call.hmac = Some((
+        x_hmac(secret, &call.timestamp),
+        x_hmac(compatible, &call.timestamp),
+    ));
+    call.content_digest = body.map(message_signature::content_digest);
+    if matches!(signing, Signing::NoMessageSignature) {
+        return Ok(call);
+    }
+    let signed_uri = match signing {
+        Signing::MessageFor(segments) => operation_url(target, segments)?.to_string(),
+        _ => uri.to_string(),
+    };
+    let mut keys = vec![("sig1", secret)];
+    if compatible != secret {
+        keys.push(("sig2", compatible));
+    }
+    if let Signing::MessageKey(other) = signing {
+        keys = vec![("sig1", other)];
+    }
+    let mut covered = vec!["@method", "@target-uri"];
+    let digest_header;
+    let mut fields: Vec<(&str, &str)> = Vec::new();
+    if let Some(digest) = &call.content_digest {
+        covered.push("content-digest");
+        digest_header = digest.clone();
+        fields.push(("Content-Digest", digest_header.as_str()));
+    }
+    let request = message_signature::Request {
+        method,
+        target_uri: &signed_uri,
+        headers: &fields,
+    };
+    let nonce = hex::encode(nonce);
+    let params = SigningParams::new(at.as_micros().div_euclid(1_000_000), &nonce);
+    let (mut inputs, mut signatures) = (Vec::new(), Vec::new());
+    for (label, key) in keys {
+        let signed = message_signature::sign(key.as_bytes(), label, &request, &covered, &params)
+            .map_err(|error| ConnectorError::Malformed(format!("cannot sign the call: {error}")))?;
+        inputs.push(signed.input);
+        signatures.push(signed.signature);
+    }
+    call.message_signature = Some((inputs.join(", "), signatures.join(", ")));
+    call.nonce = Some(nonce);
+    Ok(call)
 }
 
 /// `{base}/{version}/shops/{shop}/{segments…}`, each segment percent-encoded.
@@ -234,19 +352,31 @@ impl HttpConnector {
         target: &ConnectorTarget,
         request: Request<'_>,
     ) -> ConnectorResult<Answer> {
-        let url = operation_url(target, request.segments)?;
-        let at = match request.signing {
-            Signing::At(at) => at,
-            Signing::Now | Signing::Unsigned => Timestamp::now(),
+        let mut url = operation_url(target, request.segments)?;
+        if !request.query.is_empty() {
+            // The query is part of the signed URI: it is written here, once, as it is sent.
+            let mut pairs = url.query_pairs_mut();
+            for (key, value) in request.query {
+                pairs.append_pair(key, value);
+            }
+        }
+        let body = match request.method {
+            Method::Get | Method::Delete => None,
+            Method::Post | Method::Patch => Some(request.body.unwrap_or_else(|| b"{}".to_vec())),
         };
-        let timestamp = at.to_rfc3339_seconds();
-        let signatures = match request.signing {
-            Signing::Unsigned => None,
-            Signing::Now | Signing::At(_) => Some((
-                x_hmac(target.secret.expose(), &timestamp),
-                x_hmac(target.compatible_secret.expose(), &timestamp),
-            )),
+        let method = match request.method {
+            Method::Get => "GET",
+            Method::Post => "POST",
+            Method::Patch => "PATCH",
+            Method::Delete => "DELETE",
         };
+        let signed = sign_call(
+            target,
+            method,
+            url.as_str(),
+            body.as_deref(),
+            request.signing,
+        )?;
         let timeout = target.timeout;
         macro_rules! prepare {
             ($builder:expr) => {{
@@ -254,15 +384,20 @@ impl HttpConnector {
                     .config()
                     .timeout_global(Some(timeout))
                     .build()
-                    .header(headers::TIMESTAMP, timestamp.as_str())
+                    .header(headers::TIMESTAMP, signed.timestamp.as_str())
                     .header("Accept", "application/json");
-                if let Some((signature, compatible)) = &signatures {
+                if let Some((signature, compatible)) = &signed.hmac {
                     builder = builder
                         .header(headers::HMAC, signature.as_str())
                         .header(headers::COMPATIBLE_HMAC, compatible.as_str());
                 }
-                for (key, value) in request.query {
-                    builder = builder.query(*key, *value);
+                if let Some((input, signature)) = &signed.message_signature {
+                    builder = builder
+                        .header(headers::SIGNATURE_INPUT, input.as_str())
+                        .header(headers::SIGNATURE, signature.as_str());
+                }
+                if let Some(digest) = &signed.content_digest {
+                    builder = builder.header(headers::CONTENT_DIGEST, digest.as_str());
                 }
                 if let Some(key) = request.idempotency_key {
                     builder = builder.header(headers::IDEMPOTENCY_KEY, key);
@@ -271,19 +406,18 @@ impl HttpConnector {
             }};
         }
         let url = url.as_str();
-        let body = request.body;
-        let result = match request.method {
-            Method::Get => prepare!(self.agent.get(url)).call(),
-            Method::Delete => prepare!(self.agent.delete(url)).call(),
-            Method::Post => prepare!(self.agent.post(url))
+        let result = match (request.method, body) {
+            (Method::Get, _) => prepare!(self.agent.get(url)).call(),
+            (Method::Delete, _) => prepare!(self.agent.delete(url)).call(),
+            (Method::Post, body) => prepare!(self.agent.post(url))
                 .header("Content-Type", "application/json")
-                .send(body.unwrap_or_else(|| b"{}".to_vec())),
-            Method::Patch => prepare!(self.agent.patch(url))
+                .send(body.unwrap_or_default()),
+            (Method::Patch, body) => prepare!(self.agent.patch(url))
                 .header("Content-Type", "application/json")
-                .send(body.unwrap_or_else(|| b"{}".to_vec())),
+                .send(body.unwrap_or_default()),
         };
         let response = result.map_err(|error| transport_error(error, timeout))?;
-        read_answer(response, timestamp, timeout)
+        read_answer(response, signed, timeout)
     }
 
     /// The answer's body when its status is `expected` (or any 2xx), else the matching error.
@@ -378,6 +512,19 @@ impl<T> Iterator for Pages<'_, T> {
     }
 }
 
+/// Whether a verification answer's `X-Verification-Proof` is the HMAC of the nonce sent.
+pub(crate) fn verification_proof(answer: &Answer, secret: &str) -> VerificationProof {
+    match (&answer.proof, &answer.sent_nonce) {
+        (None, _) => VerificationProof::Missing,
+        (Some(proof), Some(nonce))
+            if message_signature::verify_verification_proof(secret, nonce, proof) =>
+        {
+            VerificationProof::Valid
+        }
+        (Some(_), _) => VerificationProof::Invalid,
+    }
+}
+
 /// The query of a list operation: `limit` and `cursor` when given.
 fn page_query<'a>(
     limit: &'a Option<String>,
@@ -394,21 +541,22 @@ fn page_query<'a>(
 }
 
 impl PlatformConnector for HttpConnector {
-    fn verify(&self, target: &ConnectorTarget) -> ConnectorResult<()> {
+    fn verify(&self, target: &ConnectorTarget) -> ConnectorResult<VerificationAnswer> {
         let answer = self.call(target, Method::Get, &["verification"], &[], None, None)?;
         if answer.status != 200 {
             return Err(ConnectorError::Failed {
                 status: answer.status,
             });
         }
-        let echoed = answer.hmac.ok_or(ConnectorError::BadSignature)?;
+        let echoed = answer.hmac.as_deref().ok_or(ConnectorError::BadSignature)?;
         // Only the current secret verifies: a destination is registered with the connector that
         // holds it. (Operations keep working through a rotation's grace by X-Compatible-HMAC.)
-        if verify_x_hmac(target.secret.expose(), &answer.sent_timestamp, &echoed) {
-            Ok(())
-        } else {
-            Err(ConnectorError::BadSignature)
+        if !verify_x_hmac(target.secret.expose(), &answer.sent_timestamp, echoed) {
+            return Err(ConnectorError::BadSignature);
         }
+        Ok(VerificationAnswer {
+            proof: verification_proof(&answer, target.secret.expose()),
+        })
     }
 
     fn list_customers(
@@ -705,19 +853,37 @@ mod tests {
 
     /// Serves one request on loopback, answering `{}`; the request's head, lowercased.
     fn capture(send: impl FnOnce(&str) + Send + 'static) -> String {
+        capture_raw(send).0.to_ascii_lowercase()
+    }
+
+    /// Serves one request on loopback, answering `{}`: the request's head as sent, its body,
+    /// and the address it was served at.
+    fn capture_raw(send: impl FnOnce(&str) + Send + 'static) -> (String, Vec<u8>, String) {
         use std::io::{BufRead, BufReader, Write};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let client = std::thread::spawn(move || send(&base));
+        let authority = listener.local_addr().unwrap().to_string();
         let (stream, _) = listener.accept().unwrap();
         let mut reader = BufReader::new(stream);
         let mut head = String::new();
         while reader.read_line(&mut head).unwrap() > 2 && !head.ends_with("\r\n\r\n") {}
+        let length = head
+            .lines()
+            .find_map(|line| {
+                line.to_ascii_lowercase()
+                    .strip_prefix("content-length: ")
+                    .map(str::to_string)
+            })
+            .and_then(|value| value.trim().parse::<usize>().ok())
+            .unwrap_or(0);
+        let mut body = vec![0u8; length];
+        std::io::Read::read_exact(&mut reader, &mut body).unwrap();
         let answer =
             "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}";
         reader.get_mut().write_all(answer.as_bytes()).unwrap();
         client.join().unwrap();
-        head.to_ascii_lowercase()
+        (head, body, authority)
     }
 
     fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
@@ -749,6 +915,91 @@ mod tests {
         assert_eq!(header(&head, "content-type"), Some("application/json"));
         assert_eq!(header(&head, "accept"), Some("application/json"));
         assert_eq!(header(&head, "idempotency-key"), Some("key-1"));
+    }
+
+    fn raw_header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+        head.lines().find_map(|line| {
+            let (field, value) = line.split_once(':')?;
+            field.eq_ignore_ascii_case(name).then(|| value.trim())
+        })
+    }
+
+    #[test]
+    fn every_call_carries_a_message_signature_the_kit_verifies() {
+        use crate::kit::{NonceCache, SignedHeaders, SignedMessage, target_uri, verify_call};
+        let customer = Customer::default();
+        let (head, body, authority) = capture_raw(move |base| {
+            let connector = HttpConnector::new(PrivateAddressGuard::ALLOW_PRIVATE);
+            let _ = connector.update_customer(&target(base), "a b", &customer);
+        });
+        let (method, path) = {
+            let mut line = head.lines().next().unwrap().split(' ');
+            (
+                line.next().unwrap().to_string(),
+                line.next().unwrap().to_string(),
+            )
+        };
+        assert_eq!(method, "PATCH");
+        let digest = raw_header(&head, "content-digest").expect("a Content-Digest");
+        assert_eq!(
+            digest,
+            mercer_signing::message_signature::content_digest(&body)
+        );
+        let input = raw_header(&head, "signature-input").expect("a Signature-Input");
+        assert!(
+            input.starts_with(r#"sig1=("@method" "@target-uri" "content-digest");created="#),
+            "{input}"
+        );
+        let headers = SignedHeaders {
+            timestamp: raw_header(&head, "x-hmac-timestamp"),
+            hmac: raw_header(&head, "x-hmac"),
+            compatible_hmac: raw_header(&head, "x-compatible-hmac"),
+        };
+        let uri = target_uri("http", &authority, &path);
+        let message = SignedMessage {
+            method: &method,
+            target_uri: &uri,
+            signature_input: Some(input),
+            signature: raw_header(&head, "signature"),
+            content_digest: Some(digest),
+            body: &body,
+        };
+        let nonces = NonceCache::default();
+        let verified = verify_call(&headers, &message, "s", Timestamp::now(), 300, &nonces);
+        assert_eq!(verified.map(|v| v.label), Ok("sig1".to_string()));
+        // Its query is signed too: a list's URI as sent.
+        let (head, _, authority) = capture_raw(|base| {
+            let connector = HttpConnector::new(PrivateAddressGuard::ALLOW_PRIVATE);
+            let _ =
+                connector.list_customers(&target(base), Some(5), None, Some("a+b@example.test"));
+        });
+        let path = head
+            .lines()
+            .next()
+            .unwrap()
+            .split(' ')
+            .nth(1)
+            .unwrap()
+            .to_string();
+        assert!(
+            path.ends_with("/customers?limit=5&email=a%2Bb%40example.test"),
+            "{path}"
+        );
+        let uri = target_uri("http", &authority, &path);
+        let message = SignedMessage {
+            method: "GET",
+            target_uri: &uri,
+            signature_input: raw_header(&head, "signature-input"),
+            signature: raw_header(&head, "signature"),
+            content_digest: None,
+            body: b"",
+        };
+        let headers = SignedHeaders {
+            timestamp: raw_header(&head, "x-hmac-timestamp"),
+            hmac: raw_header(&head, "x-hmac"),
+            compatible_hmac: raw_header(&head, "x-compatible-hmac"),
+        };
+        assert!(verify_call(&headers, &message, "s", Timestamp::now(), 300, &nonces).is_ok());
     }
 
     #[test]
@@ -783,6 +1034,8 @@ mod tests {
         );
         assert_eq!(header(&unsigned, "x-hmac"), None);
         assert_eq!(header(&unsigned, "x-compatible-hmac"), None);
+        assert_eq!(header(&unsigned, "signature-input"), None);
+        assert_eq!(header(&unsigned, "signature"), None);
     }
 
     #[test]

@@ -29,6 +29,14 @@ pub mod headers {
     pub const HMAC: &str = "X-HMAC";
     /// The same under the previous secret while a rotation's grace runs.
     pub const COMPATIBLE_HMAC: &str = "X-Compatible-HMAC";
+    /// The HTTP Message Signature's parameters and covered components (RFC 9421).
+    pub const SIGNATURE_INPUT: &str = "Signature-Input";
+    /// The HTTP Message Signature itself (RFC 9421).
+    pub const SIGNATURE: &str = "Signature";
+    /// The body's SHA-256 (RFC 9530), which the message signature covers.
+    pub const CONTENT_DIGEST: &str = "Content-Digest";
+    /// Verify's answer: the HMAC of the verification request's nonce.
+    pub const VERIFICATION_PROOF: &str = "X-Verification-Proof";
     /// Create Order's key: the same key answers the order made first.
     pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
     /// The exact `User-Agent` of Mercer's calls, for connectors' firewalls.

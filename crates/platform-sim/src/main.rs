@@ -157,6 +157,9 @@ enum Command {
         /// Sign the destination verification answer with a wrong secret.
         #[arg(long)]
         wrong_hmac: bool,
+        /// Prove the secret wrongly in the verification answer (X-Verification-Proof).
+        #[arg(long)]
+        wrong_proof: bool,
         /// Answer with a body that is not JSON.
         #[arg(long)]
         malformed_json: bool,
@@ -335,6 +338,7 @@ fn main() -> ExitCode {
             location,
             delay_ms,
             wrong_hmac,
+            wrong_proof,
             malformed_json,
             times,
             clear: false,
@@ -342,7 +346,7 @@ fn main() -> ExitCode {
             "PUT",
             format!("{admin_url}/admin/faults"),
             Some(
-                json!({ "status": status, "location": location, "delay_ms": delay_ms, "wrong_hmac": wrong_hmac, "malformed_json": malformed_json, "times": times }),
+                json!({ "status": status, "location": location, "delay_ms": delay_ms, "wrong_hmac": wrong_hmac, "wrong_proof": wrong_proof, "malformed_json": malformed_json, "times": times }),
             ),
         ),
     };

@@ -10,10 +10,11 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::StatusCode;
 use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::middleware::{Next, from_fn};
-use actix_web::{App, HttpRequest, HttpResponse, web};
+use actix_web::{App, HttpMessage, HttpRequest, HttpResponse, web};
 use mercer_connector::headers;
 use mercer_connector::kit::{
-    DEFAULT_MAX_SKEW_SECONDS, SignedHeaders, verification_answer, verify_request,
+    DEFAULT_MAX_SKEW_SECONDS, NonceCache, SignedHeaders, SignedMessage, VerifiedMessage,
+    target_uri, verification_answer, verification_proof, verify_call,
 };
 use mercer_domain::Timestamp;
 use mercer_domain::platform::resources::{
@@ -30,6 +31,8 @@ use crate::state::{Faults, MercerLink, RequestRecord, ShopData, SimError, SimSta
 #[derive(Clone, Default)]
 pub struct Simulator {
     state: Arc<Mutex<SimState>>,
+    /// The nonces of the message signatures it accepted (a replay is refused).
+    nonces: Arc<NonceCache>,
 }
 
 impl Simulator {
@@ -83,9 +86,10 @@ fn ok_data(status: StatusCode, key: &str, value: impl serde::Serialize) -> HttpR
     HttpResponse::build(status).json(json!({ "data": { key: value } }))
 }
 
-/// Checks the HMAC headers with the kit, applies faults, and records the request.
+/// Checks the HMAC headers and the message signature with the kit, applies faults, and
+/// records the request.
 async fn connector_gate(
-    request: ServiceRequest,
+    mut request: ServiceRequest,
     next: Next<BoxBody>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     let Some(sim) = request.app_data::<web::Data<Simulator>>().cloned() else {
@@ -105,8 +109,29 @@ async fn connector_gate(
         header(headers::COMPATIBLE_HMAC),
     );
     let idempotency_key = header(headers::IDEMPOTENCY_KEY);
+    let (signature_input, signature, content_digest) = (
+        header(headers::SIGNATURE_INPUT),
+        header(headers::SIGNATURE),
+        header(headers::CONTENT_DIGEST),
+    );
+    let signing_headers: Vec<String> = [&hmac, &compatible, &signature_input, &signature]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect();
     let method = request.method().to_string();
     let path = request.path().to_string();
+    let uri = {
+        let info = request.connection_info();
+        let path_and_query = request
+            .uri()
+            .path_and_query()
+            .map_or_else(|| path.clone(), |p| p.as_str().to_string());
+        target_uri(info.scheme(), info.host(), &path_and_query)
+    };
+    // The body, read here to check its digest, then handed back to the operation.
+    let body = request.extract::<web::Bytes>().await?;
+    request.set_payload(actix_web::dev::Payload::from(body.clone()));
     let (secret, fault) = {
         let mut state = sim.lock();
         let secret = state.shops.get(&shop).map(|data| data.secret.clone());
@@ -118,6 +143,7 @@ async fn connector_gate(
             path: path.clone(),
             idempotency_key: idempotency_key.clone(),
             status,
+            signing_headers: signing_headers.clone(),
         });
     };
     let Some(secret) = secret else {
@@ -130,12 +156,32 @@ async fn connector_gate(
         hmac: hmac.as_deref(),
         compatible_hmac: compatible.as_deref(),
     };
-    if let Err(error) = verify_request(&signed, &secret, Timestamp::now(), DEFAULT_MAX_SKEW_SECONDS)
-    {
-        record(401);
-        return Ok(request.into_response(
-            HttpResponse::Unauthorized().json(json!({ "error": error.to_string() })),
-        ));
+    let message = SignedMessage {
+        method: &method,
+        target_uri: &uri,
+        signature_input: signature_input.as_deref(),
+        signature: signature.as_deref(),
+        content_digest: content_digest.as_deref(),
+        body: &body,
+    };
+    let verified = verify_call(
+        &signed,
+        &message,
+        &secret,
+        Timestamp::now(),
+        DEFAULT_MAX_SKEW_SECONDS,
+        &sim.nonces,
+    );
+    match verified {
+        Ok(verified) => {
+            request.extensions_mut().insert(verified);
+        }
+        Err(error) => {
+            record(401);
+            return Ok(request.into_response(
+                HttpResponse::Unauthorized().json(json!({ "error": error.to_string() })),
+            ));
+        }
     }
     if let Some(delay) = fault.as_ref().and_then(|f| f.delay_ms) {
         actix_web::rt::time::sleep(Duration::from_millis(delay)).await;
@@ -162,6 +208,17 @@ async fn connector_gate(
                 .headers_mut()
                 .insert(HeaderName::from_static("x-hmac"), value);
         }
+        if fault.wrong_proof
+            && response.headers().contains_key(headers::VERIFICATION_PROOF)
+            && let Ok(value) = HeaderValue::from_str(&verification_proof(
+                "not-the-shared-secret",
+                "not-the-nonce",
+            ))
+        {
+            response
+                .headers_mut()
+                .insert(HeaderName::from_static("x-verification-proof"), value);
+        }
         if fault.malformed_json {
             return Ok(response.map_body(|_, _| "{\"data\": not json".boxed()));
         }
@@ -182,8 +239,18 @@ async fn verification(request: HttpRequest, sim: web::Data<Simulator>) -> HttpRe
         .get(headers::TIMESTAMP)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
+    // The gate verified the message signature: its nonce is proven with the secret.
+    let nonce = request
+        .extensions()
+        .get::<VerifiedMessage>()
+        .map(|verified| verified.nonce.clone())
+        .unwrap_or_default();
     HttpResponse::Ok()
         .insert_header((headers::HMAC, verification_answer(&secret, timestamp)))
+        .insert_header((
+            headers::VERIFICATION_PROOF,
+            verification_proof(&secret, &nonce),
+        ))
         .json(json!({}))
 }
 

@@ -54,6 +54,8 @@ pub struct Faults {
     pub delay_ms: Option<u64>,
     /// Sign the verification answer with a wrong secret.
     pub wrong_hmac: bool,
+    /// Prove the secret wrongly in the verification answer (`X-Verification-Proof`).
+    pub wrong_proof: bool,
     /// Answer with a body that is not JSON.
     pub malformed_json: bool,
     /// Only the next this-many connector requests misbehave (all of them when absent).
@@ -67,6 +69,10 @@ pub struct RequestRecord {
     pub path: String,
     pub idempotency_key: Option<String>,
     pub status: u16,
+    /// The values of its signing headers (`X-HMAC`, `X-Compatible-HMAC`, `Signature-Input`,
+    /// `Signature`), for tests that look for them where they must not be (logs).
+    #[serde(skip)]
+    pub signing_headers: Vec<String>,
 }
 
 #[derive(Debug, Default)]

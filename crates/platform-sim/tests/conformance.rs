@@ -90,6 +90,12 @@ fn the_simulator_passes_every_check_and_keeps_no_test_customer() {
         .iter()
         .find(|r| r.name == "customers-limit-fallback");
     assert_eq!(fallback.unwrap().detail, "", "{}", table(&report));
+    // Its verification answer proves the secret: no note of a missing proof.
+    let proof = report
+        .results
+        .iter()
+        .find(|r| r.name == "verification-proof");
+    assert_eq!(proof.unwrap().detail, "", "{}", table(&report));
 
     let after = state(&sim);
     assert_eq!(test_emails(&after["customers"]), Vec::<String>::new());
@@ -181,5 +187,13 @@ fn each_fault_of_the_simulator_fails_a_named_check() {
             "{faults:?}:\n{table}"
         );
     }
+    // A wrong proof fails its own check alone: Mercer registers such a connector unless the
+    // shop requires message signatures, so the checks that write still run.
+    let wrong_proof = Faults {
+        wrong_proof: true,
+        ..Faults::default()
+    };
+    let (failed, table) = failing_with(&sim, wrong_proof);
+    assert_eq!(failed, ["verification-proof"], "{table}");
     assert_eq!(test_emails(&state(&sim)["customers"]), Vec::<String>::new());
 }

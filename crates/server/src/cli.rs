@@ -215,6 +215,31 @@ pub struct ServeArgs {
     #[arg(long, env = "MERCER_MAX_CONNECTIONS", default_value_t = 1024)]
     pub max_connections: usize,
 
+    /// Most connections one client address holds open at once (an IPv6 client counts by its
+    /// /64 network); one more is closed as soon as it is accepted, so a single client cannot
+    /// take the whole `--max-connections`. 0: no cap. Behind a reverse proxy every connection
+    /// comes from the proxy's address: raise it, or give 0.
+    #[arg(long, env = "MERCER_MAX_CONNECTIONS_PER_IP", default_value_t = 256)]
+    pub max_connections_per_ip: usize,
+
+    /// Seconds a new connection may stay silent: one that has sent no byte by then is closed
+    /// without an answer. Once its first byte arrives, the request's head must be whole within
+    /// 5 s of the connection's start (or within this deadline when it is longer), else 408.
+    #[arg(
+        long = "first-byte-timeout-s",
+        env = "MERCER_FIRST_BYTE_TIMEOUT_S",
+        default_value_t = 5,
+        value_parser = clap::value_parser!(u64).range(1..=300)
+    )]
+    pub first_byte_timeout_s: u64,
+
+    /// The address clients reach Mercer at, such as https://api.example.com (a path prefix is
+    /// kept): links Mercer answers with (the customer directory's next_url and previous_url)
+    /// start with it. Unset, those links are relative (path and query only). Never taken from
+    /// a request's Host or X-Forwarded-Host header.
+    #[arg(long, env = "MERCER_PUBLIC_URL", value_name = "URL")]
+    pub public_url: Option<String>,
+
     /// Most database connections open at once.
     #[arg(long, env = "MERCER_DB_POOL_SIZE", default_value_t = 10)]
     pub db_pool_size: u32,
@@ -375,6 +400,11 @@ pub struct ShopUpdateArgs {
     /// (0 to 100000000; new shops: 0).
     #[arg(long, value_name = "CENTS", allow_negative_numbers = true)]
     pub flat_shipping_rate: Option<i64>,
+    /// Connectors: register a destination only when its verification answer proves the
+    /// connector secret (X-Verification-Proof, the HMAC of the request's nonce), not when it
+    /// only echoes X-HMAC (new shops: off). Existing destinations are not checked again.
+    #[arg(long, value_name = "on|off", value_parser = on_off)]
+    pub require_message_signatures: Option<bool>,
 }
 
 /// `on` or `off` (also true/false, yes/no, 1/0).

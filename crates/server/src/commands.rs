@@ -43,6 +43,7 @@ use crate::cli::{
     AppCommand, Cli, Command, ConformanceArgs, EventsCommand, JobsCommand, SecretCommand,
     ServeArgs, ShopCommand, ShopCreateArgs, StaffCommand, SubscriptionsCommand, TokenCommand,
 };
+use crate::http::links::PublicUrl;
 use crate::http::short_cache::{ACCESS_TTL, AccessCache, CUSTOMER_TOKEN_TTL, CustomerTokenCache};
 use crate::http::{self, ServeOptions, state::AppState};
 use crate::runtime::checkout::CheckoutConfig;
@@ -432,13 +433,15 @@ fn shop_command(store: &Store, command: ShopCommand) -> Result<(), CommandError>
                 gift_cards_enabled: args.gift_cards,
                 gift_card_skus,
                 flat_shipping_rate: args.flat_shipping_rate,
+                require_message_signatures: args.require_message_signatures,
             };
             if settings == ShopSettings::default() {
                 return Err(CommandError::Usage(
                     "nothing to change: give --timezone, --currency, --order-retry-interval, \
                      --order-max-retries, --expiring-payment-notice-days, \
                      --abandoned-cart-emails, --gift-cards, --gift-card-sku, \
-                     --clear-gift-card-skus or --flat-shipping-rate"
+                     --clear-gift-card-skus, --flat-shipping-rate or \
+                     --require-message-signatures"
                         .to_string(),
                 ));
             }
@@ -449,7 +452,7 @@ fn shop_command(store: &Store, command: ShopCommand) -> Result<(), CommandError>
                 "Shop {} now has time zone {}, currency {}, failed orders retried every {} s up \
                  to {} times, expiring payment methods announced {} days ahead; checkout: \
                  abandoned-cart emails {}, gift cards {} (SKUs: {}), flat shipping rate {} \
-                 cents (API answers within 2 s).",
+                 cents; connectors: message signatures required {} (API answers within 2 s).",
                 shop.identifier.as_str(),
                 shop.timezone,
                 shop.currency,
@@ -463,7 +466,8 @@ fn shop_command(store: &Store, command: ShopCommand) -> Result<(), CommandError>
                 } else {
                     checkout.gift_card_skus.join(", ")
                 },
-                checkout.flat_shipping_rate.0
+                checkout.flat_shipping_rate.0,
+                on(shop.require_message_signatures)
             );
             Ok(())
         }
@@ -677,6 +681,12 @@ pub fn start_services(
             "--scheduler-interval-ms: at least 10".to_string(),
         ));
     }
+    let public_url = match args.public_url.as_deref() {
+        None | Some("") => None,
+        Some(text) => Some(PublicUrl::parse(text).map_err(|error| {
+            CommandError::Usage(format!("--public-url {}: {error}", text.escape_debug()))
+        })?),
+    };
     let store = Store::open_and_migrate(url, &options)?;
     let now = || clock.now();
     let demo = store.write(|tx| bootstrap_demo(tx, now()))?;
@@ -734,6 +744,7 @@ pub fn start_services(
         overrides: Arc::new(HttpOverrideCaller::new(address_guard)),
         metrics,
         sign_ins: Default::default(),
+        public_url,
     };
     let services = Services {
         workers,
@@ -751,6 +762,8 @@ pub fn serve_options(args: &ServeArgs) -> ServeOptions {
         workers: args.workers,
         shutdown_timeout_secs: args.shutdown_timeout,
         max_connections: args.max_connections.max(1),
+        max_connections_per_ip: args.max_connections_per_ip,
+        first_byte_timeout: Duration::from_secs(args.first_byte_timeout_s),
     }
 }
 

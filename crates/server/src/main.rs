@@ -12,10 +12,22 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    env_logger::Builder::new()
+    let mut logger = env_logger::Builder::new();
+    logger.parse_filters(&cli.log_level).format_target(true);
+    // At trace level ureq's protocol layer dumps every byte sent and received: the signing
+    // headers of connector calls (X-HMAC, Signature-Input, Signature) and of webhooks with them.
+    // Its debug lines redact headers, so it never logs below debug, whatever the filter asks.
+    let asked = env_logger::Builder::new()
         .parse_filters(&cli.log_level)
-        .format_target(true)
-        .init();
+        .build();
+    let wire_dump = log::Metadata::builder()
+        .target("ureq_proto::util")
+        .level(log::Level::Trace)
+        .build();
+    if log::Log::enabled(&asked, &wire_dump) {
+        logger.filter_module("ureq_proto", log::LevelFilter::Debug);
+    }
+    logger.init();
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

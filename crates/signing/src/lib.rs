@@ -1,10 +1,12 @@
 #![warn(missing_docs)]
 //! The signatures Mercer makes and checks, each with sign and verify, constant-time comparison
-//! and known-answer tests: `X-HMAC` for calls to platform connectors (contract §3.3),
-//! draft-cavage-12 `Signature` for checkout webhooks and override requests, Standard Webhooks
-//! headers on every webhook, and `x-svc-signature` for subscription webhooks (contract §4.3, §5).
+//! and known-answer tests: `X-HMAC` and HTTP Message Signatures (RFC 9421) for calls to platform
+//! connectors, draft-cavage-12 `Signature` (covering the body through `Digest`) for checkout
+//! webhooks and override requests, Standard Webhooks headers on every webhook, and
+//! `x-svc-signature` for subscription webhooks.
 
 pub mod cavage;
+pub mod message_signature;
 pub mod standard_webhooks;
 
 use base64::Engine;

@@ -6,7 +6,8 @@
 #![allow(clippy::unwrap_used)] // test code: a panic is a failed assertion
 
 use mercer_signing::{
-    cavage, standard_webhooks, svc_signature, verify_svc_signature, verify_x_hmac, x_hmac,
+    cavage, message_signature, standard_webhooks, svc_signature, verify_svc_signature,
+    verify_x_hmac, x_hmac,
 };
 use proptest::prelude::*;
 
@@ -14,7 +15,23 @@ proptest! {
     #[test]
     fn signature_headers_of_any_text_never_panic(header in "\\PC{0,200}") {
         let _ = cavage::parse(&header);
-        let _ = cavage::verify("secret", "POST", "/hooks", "date", &header);
+        let request = cavage::SignedRequest {
+            method: "POST",
+            path_and_query: "/hooks",
+            date: "date",
+            digest: Some(&header),
+            body: b"{}",
+        };
+        let _ = cavage::verify("secret", &request, &header);
+        let _ = cavage::digest_matches(&header, b"{}");
+        let _ = message_signature::content_digest_matches(&header, b"{}");
+        let message = message_signature::Request {
+            method: "GET",
+            target_uri: "http://127.0.0.1/v1/shops/s/verification",
+            headers: &[("content-digest", &header)],
+        };
+        let _ = message_signature::verify_any(b"key", &message, &header, &header);
+        let _ = message_signature::verify_any(b"key", &message, &header, "sig1=:AAAA:");
         let _ = standard_webhooks::verify(b"key", "msg_1", 1_700_000_000, b"{}", &header);
         let _ = standard_webhooks::key_from_whsec(&header);
         let _ = verify_svc_signature("secret", b"{}", &header);
@@ -29,22 +46,69 @@ proptest! {
         let _ = cavage::parse(&header);
     }
 
-    /// The header Mercer sends parses to its parts and verifies; another method, path, date or
-    /// secret does not.
+    /// The header Mercer sends parses to its parts and verifies; another method, path, date,
+    /// body or secret does not.
     #[test]
     fn cavage_signatures_round_trip(secret in "[ -~]{1,40}", method in "(GET|POST|PUT|DELETE)",
-                                    path in "/[a-z0-9/?=&_-]{0,40}", date in "[A-Za-z0-9 ,:]{1,32}") {
-        let header = cavage::signature_header(&secret, &method, &path, &date);
+                                    path in "/[a-z0-9/?=&_-]{0,40}", date in "[A-Za-z0-9 ,:]{1,32}",
+                                    body in prop::collection::vec(any::<u8>(), 0..200)) {
+        let digest = cavage::digest(&body);
+        let header = cavage::signature_header(&secret, &method, &path, &date, &digest);
         let parsed = cavage::parse(&header).unwrap();
         prop_assert_eq!(&parsed.algorithm, "hmac-sha256");
-        prop_assert_eq!(&parsed.headers, &["(request-target)", "date"]);
-        prop_assert_eq!(&parsed.signature, &cavage::signature(&secret, &method, &path, &date));
-        prop_assert!(cavage::verify(&secret, &method, &path, &date, &header));
+        prop_assert_eq!(&parsed.headers, &["(request-target)", "date", "digest"]);
+        prop_assert_eq!(&parsed.signature, &cavage::signature(&secret, &method, &path, &date, &digest));
+        let request = cavage::SignedRequest {
+            method: &method,
+            path_and_query: &path,
+            date: &date,
+            digest: Some(&digest),
+            body: &body,
+        };
+        prop_assert!(cavage::verify(&secret, &request, &header));
         let (other_secret, other_path, other_date) =
             (format!("{secret}x"), format!("{path}x"), format!("{date}x"));
-        prop_assert!(!cavage::verify(&other_secret, &method, &path, &date, &header));
-        prop_assert!(!cavage::verify(&secret, &method, &other_path, &date, &header));
-        prop_assert!(!cavage::verify(&secret, &method, &path, &other_date, &header));
+        let mut other_body = body.clone();
+        other_body.push(b' ');
+        prop_assert!(!cavage::verify(&other_secret, &request, &header));
+        let moved = cavage::SignedRequest { path_and_query: &other_path, ..request };
+        let later = cavage::SignedRequest { date: &other_date, ..request };
+        let changed = cavage::SignedRequest { body: &other_body, ..request };
+        prop_assert!(!cavage::verify(&secret, &moved, &header));
+        prop_assert!(!cavage::verify(&secret, &later, &header));
+        prop_assert!(!cavage::verify(&secret, &changed, &header));
+    }
+
+    /// A message signature Mercer makes verifies; another method, URI, body or key does not.
+    #[test]
+    fn message_signatures_round_trip(key in prop::collection::vec(any::<u8>(), 1..64),
+                                     method in "(GET|POST|PATCH|DELETE)",
+                                     path in "/[a-z0-9/_-]{0,40}", query in "[a-z0-9=&_-]{0,20}",
+                                     created in 0i64..4_000_000_000, nonce in "[0-9a-f]{1,32}",
+                                     body in prop::collection::vec(any::<u8>(), 0..200)) {
+        let uri = format!("https://connector.example{path}?{query}");
+        let digest = message_signature::content_digest(&body);
+        let headers = [("Content-Digest", digest.as_str())];
+        let request = message_signature::Request { method: &method, target_uri: &uri, headers: &headers };
+        let covered = ["@method", "@target-uri", "content-digest"];
+        let params = message_signature::SigningParams::new(created, &nonce);
+        let signed = message_signature::sign(&key, "sig1", &request, &covered, &params).unwrap();
+        let verified = message_signature::verify_any(&key, &request, &signed.input, &signed.signature).unwrap();
+        prop_assert_eq!(verified.created, Some(created));
+        prop_assert_eq!(verified.nonce.as_deref(), Some(nonce.as_str()));
+        // (Not a longer key: HMAC pads keys with zero bytes, so `key` and `key + [0]` sign alike.)
+        let mut other_key = key.clone();
+        other_key[0] ^= 1;
+        prop_assert!(message_signature::verify_any(&other_key, &request, &signed.input, &signed.signature).is_err());
+        let other_uri = format!("{uri}x");
+        let moved = message_signature::Request { target_uri: &other_uri, ..request };
+        prop_assert!(message_signature::verify_any(&key, &moved, &signed.input, &signed.signature).is_err());
+        let other_method = if method == "GET" { "POST" } else { "GET" };
+        let changed = message_signature::Request { method: other_method, ..request };
+        prop_assert!(message_signature::verify_any(&key, &changed, &signed.input, &signed.signature).is_err());
+        let mut other_body = body.clone();
+        other_body.push(b' ');
+        prop_assert!(!message_signature::content_digest_matches(&digest, &other_body));
     }
 
     #[test]

@@ -54,6 +54,8 @@ pub struct ShopSettingsRow {
     /// A JSON array of strings.
     pub gift_card_skus: String,
     pub flat_shipping_rate_cents: i64,
+    /// Connector destinations need a verification proof (`X-Verification-Proof`).
+    pub require_message_signatures: bool,
 }
 
 impl ShopSettingsRow {
@@ -69,6 +71,7 @@ impl ShopSettingsRow {
             gift_cards_enabled: checkout.gift_cards_enabled,
             gift_card_skus: serde_json::Value::from(checkout.gift_card_skus.clone()).to_string(),
             flat_shipping_rate_cents: checkout.flat_shipping_rate.0,
+            require_message_signatures: shop.require_message_signatures,
         }
     }
 
@@ -85,6 +88,7 @@ impl ShopSettingsRow {
             gift_cards_enabled: checkout.gift_cards_enabled,
             gift_card_skus: "[]".to_string(),
             flat_shipping_rate_cents: checkout.flat_shipping_rate.0,
+            require_message_signatures: false,
         }
     }
 
@@ -125,6 +129,7 @@ impl ShopRow {
             order_max_retries: settings.order_max_retries,
             expiring_payment_notice_days: settings.expiring_payment_notice_days,
             checkout: settings.checkout()?,
+            require_message_signatures: settings.require_message_signatures,
         })
     }
 }

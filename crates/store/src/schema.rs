@@ -32,6 +32,7 @@ diesel::table! {
         gift_cards_enabled -> Bool,
         gift_card_skus -> Text,
         flat_shipping_rate_cents -> BigInt,
+        require_message_signatures -> Bool,
     }
 }
 

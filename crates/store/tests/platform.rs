@@ -109,7 +109,8 @@ fn customer_event(
         EventAction::Saved,
         &json!({"data": {"customer": body}}),
         EventSource::Webhook,
-        at(0),
+        // Received when the platform made it (a time ahead of the receiving clock is refused).
+        at(seconds),
     )
     .unwrap()
 }
@@ -127,7 +128,8 @@ fn deleted_event(
         EventAction::Deleted,
         &body,
         EventSource::Webhook,
-        at(0),
+        // Received when the platform made it (a time ahead of the receiving clock is refused).
+        at(seconds),
     )
     .unwrap()
 }

@@ -65,7 +65,7 @@ pub struct OutgoingWebhook {
 }
 
 /// The headers of one delivery (contract §4.3, §5): Standard Webhooks on every message; the
-/// draft-cavage `Signature` and `Date` for checkout webhooks; `x-svc-signature` for
+/// draft-cavage `Signature`, `Date` and `Digest` (the body's SHA-256) for checkout webhooks; `x-svc-signature` for
 /// subscription webhooks.
 pub fn build_request(
     endpoint: &WebhookEndpoint,
@@ -95,11 +95,13 @@ pub fn build_request(
         WebhookKind::Checkout => {
             let date = http_date(now);
             let target = request_target(&endpoint.callback_url);
+            let digest = cavage::digest(&body);
             headers.push((
                 "Signature",
-                cavage::signature_header(secret.expose(), "POST", &target, &date),
+                cavage::signature_header(secret.expose(), "POST", &target, &date, &digest),
             ));
             headers.push(("Date", date));
+            headers.push(("Digest", digest));
         }
         WebhookKind::Subscription => {
             headers.push(("x-svc-signature", svc_signature(secret.expose(), &body)))
@@ -753,7 +755,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn checkout_webhooks_sign_the_path_and_query_with_the_date() {
+    fn checkout_webhooks_sign_the_path_and_query_the_date_and_the_body_digest() {
         let now = Timestamp::parse_rfc3339("2024-03-01T10:00:00Z").unwrap();
         let secret = Secret::new("integration-secret");
         let request = build_request(
@@ -766,14 +768,23 @@ pub(crate) mod tests {
             header(&request, "Date"),
             Some("Fri, 01 Mar 2024 10:00:00 GMT")
         );
+        let digest = header(&request, "Digest").unwrap();
+        assert_eq!(digest, cavage::digest(&request.body));
         let signature = header(&request, "Signature").unwrap();
-        assert!(cavage::verify(
-            "integration-secret",
-            "POST",
-            "/hooks/a?shop=1",
-            "Fri, 01 Mar 2024 10:00:00 GMT",
-            signature
-        ));
+        assert!(signature.contains(r#"headers="(request-target) date digest""#));
+        let signed = cavage::SignedRequest {
+            method: "POST",
+            path_and_query: "/hooks/a?shop=1",
+            date: "Fri, 01 Mar 2024 10:00:00 GMT",
+            digest: Some(digest),
+            body: &request.body,
+        };
+        assert!(cavage::verify("integration-secret", &signed, signature));
+        let tampered = cavage::SignedRequest {
+            body: b"{\"topic\":\"forged\"}",
+            ..signed
+        };
+        assert!(!cavage::verify("integration-secret", &tampered, signature));
         assert!(header(&request, "x-svc-signature").is_none());
     }
 

@@ -1,5 +1,5 @@
 //! The override caller (contract §4.1, §4.3): Mercer's side of an API override. A request is a
-//! JSON `POST` with `Date` and a draft-cavage `Signature` made with the override's secret; the
+//! JSON `POST` with `Date`, `Digest` and a draft-cavage `Signature` made with the override's secret; the
 //! override has 5 seconds to answer with a 2xx and a body of its type's shape.
 
 use std::io::Read;
@@ -51,19 +51,23 @@ impl OverrideCaller for HttpOverrideCaller {
         request: &OverrideRequest,
     ) -> Result<OverrideAnswer, OverrideFailure> {
         let date = http_date(Timestamp::now());
+        let body = request.body();
+        let digest = cavage::digest(&body);
         let signature = cavage::signature_header(
             target.shared_secret.expose(),
             "POST",
             &request_target(&target.url),
             &date,
+            &digest,
         );
         let sent = self
             .agent
             .post(&target.url)
             .header("Content-Type", "application/json")
             .header("Date", &date)
+            .header("Digest", &digest)
             .header("Signature", &signature)
-            .send(&request.body()[..]);
+            .send(&body[..]);
         let mut response = match sent {
             Ok(response) => response,
             Err(ureq::Error::Timeout(_)) => return Err(OverrideFailure::TimedOut),

@@ -29,6 +29,8 @@ macro_rules! checks {
 checks! {
     VERIFICATION_ECHO = "verification-echo", "2.2",
         "Verify answers 200, a JSON object, and X-HMAC = the HMAC of the X-HMAC-Timestamp sent";
+    VERIFICATION_PROOF = "verification-proof", "2.2",
+        "Verify's X-Verification-Proof, when given, is the HMAC of the request's nonce";
     REFUSES_BAD_HMAC = "refuses-bad-hmac", "2.3",
         "a call whose X-HMAC and X-Compatible-HMAC do not match the secret is refused (401)";
     REFUSES_STALE_TIMESTAMP = "refuses-stale-timestamp", "2.3",
@@ -37,6 +39,10 @@ checks! {
         "a call without X-HMAC and X-Compatible-HMAC is refused (401)";
     ACCEPTS_COMPATIBLE_HMAC = "accepts-compatible-hmac", "2.3",
         "a call whose X-Compatible-HMAC alone matches is accepted (a rotation's grace)";
+    REFUSES_BAD_MESSAGE_SIGNATURE = "refuses-bad-message-signature", "2.3",
+        "a call whose message signature is wrong, another operation's or missing is refused (401)";
+    REFUSES_REPLAYED_NONCE = "refuses-replayed-nonce", "2.3",
+        "a call sent again with the same message signature (its nonce seen) is refused (401)";
     CREATE_CUSTOMER = "create-customer", "3.2",
         "Create Customer answers 201 with the customer, its platform_id and times";
     CREATE_ADDRESS = "create-address", "3.2",

@@ -375,6 +375,8 @@ mod tests {
             body: body.as_bytes().to_vec(),
             sent_timestamp: String::new(),
             hmac: None,
+            sent_nonce: None,
+            proof: None,
             content_type: content_type.map(str::to_string),
             location: Some("http://elsewhere.example/".to_string()),
         }

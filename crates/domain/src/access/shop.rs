@@ -75,6 +75,9 @@ pub struct Shop {
     pub expiring_payment_notice_days: i64,
     /// The headless checkout's settings (issue 15).
     pub checkout: CheckoutSettings,
+    /// Registering a connector (Create and Update Destination) needs its verification answer to
+    /// prove the secret with `X-Verification-Proof`, not only echo `X-HMAC` (off by default).
+    pub require_message_signatures: bool,
 }
 
 /// A shop's settings of the headless checkout (docs/checkout.md).
@@ -368,6 +371,9 @@ pub struct ShopSettings {
     pub gift_card_skus: Option<Vec<String>>,
     /// Checkout: the flat shipping rate, in cents.
     pub flat_shipping_rate: Option<i64>,
+    /// Connectors: a destination is registered only when its verification answer proves the
+    /// secret (`X-Verification-Proof`).
+    pub require_message_signatures: Option<bool>,
 }
 
 /// The gift-card SKUs, trimmed and without repeats; each a problem on `gift_card_skus[i]`.
@@ -477,6 +483,9 @@ pub fn update_shop_settings(
     }
     if let Some(cents) = flat_rate {
         shop.checkout.flat_shipping_rate = Cents(cents);
+    }
+    if let Some(on) = settings.require_message_signatures {
+        shop.require_message_signatures = on;
     }
     if let Some(days) = notice_days {
         shop.expiring_payment_notice_days = days;
@@ -752,6 +761,7 @@ mod tests {
             gift_cards_enabled: Some(true),
             gift_card_skus: Some(vec!["GC-1".into(), " ".into()]),
             flat_shipping_rate: Some(-1),
+            require_message_signatures: Some(true),
         };
         let Err(DomainError::Invalid(problems)) =
             db.write(|tx| update_shop_settings(tx, &id, bad, now))
@@ -781,6 +791,7 @@ mod tests {
             (unchanged.timezone.as_str(), unchanged.currency.as_str()),
             ("UTC", "USD")
         );
+        assert!(!unchanged.require_message_signatures, "nothing changed");
         assert_eq!(
             (
                 unchanged.order_retry_interval_seconds,
@@ -802,6 +813,7 @@ mod tests {
             gift_cards_enabled: Some(true),
             gift_card_skus: Some(vec![" GC-1 ".into(), "GC-2".into(), "GC-1".into()]),
             flat_shipping_rate: Some(599),
+            require_message_signatures: Some(true),
         };
         let later = now.plus_seconds(60);
         db.write(|tx| update_shop_settings(tx, &id, good, later))
@@ -829,5 +841,51 @@ mod tests {
         );
         assert_eq!(changed.expiring_payment_notice_days, 0);
         assert_eq!(changed.updated_at, later);
+        assert!(changed.require_message_signatures);
+    }
+
+    #[test]
+    fn message_signatures_are_required_only_once_turned_on() {
+        let db = MemoryDatabase::default();
+        let now = Timestamp::from_micros(1_700_000_000_000_000);
+        let shop = db
+            .write(|tx| create_shop(tx, input("signatures.shop.test"), now))
+            .unwrap();
+        assert!(!shop.require_message_signatures, "off for a new shop");
+        let id = shop.identifier.as_str().to_string();
+        let turn = |on: bool| ShopSettings {
+            require_message_signatures: Some(on),
+            ..ShopSettings::default()
+        };
+        let on = db
+            .write(|tx| update_shop_settings(tx, &id, turn(true), now))
+            .unwrap();
+        assert!(on.require_message_signatures);
+        assert!(
+            db.read(|tx| find_shop(tx, &id))
+                .unwrap()
+                .require_message_signatures
+        );
+        let kept = db
+            .write(|tx| {
+                update_shop_settings(
+                    tx,
+                    &id,
+                    ShopSettings {
+                        order_max_retries: Some(5),
+                        ..ShopSettings::default()
+                    },
+                    now,
+                )
+            })
+            .unwrap();
+        assert!(
+            kept.require_message_signatures,
+            "another setting leaves it as it was"
+        );
+        let off = db
+            .write(|tx| update_shop_settings(tx, &id, turn(false), now))
+            .unwrap();
+        assert!(!off.require_message_signatures);
     }
 }

@@ -8,11 +8,17 @@ use utoipa::ToSchema;
 
 use crate::box_builder::resources::SelectionItem;
 use crate::kernel::error::{DomainError, FieldError, Problems};
-use crate::kernel::fields::{Fields, type_error};
+use crate::kernel::fields::{Fields, at_most, type_error};
 use crate::kernel::time::Timestamp;
 
 /// The longest name (box, size, slot) and attribute key, in characters.
 pub(crate) const MAX_NAME_CHARS: usize = 255;
+/// The most attributes a box, box product or time slot holds.
+pub(crate) const MAX_ATTRIBUTES: usize = 50;
+/// The most sizes one bulk update (Update Box Sizes) gives.
+pub(crate) const MAX_BULK_BOX_SIZES: usize = 100;
+/// The most products one selection chooses.
+pub(crate) const MAX_SELECTION_ITEMS: usize = 250;
 
 /// Reads the resource `key` of `body` (or `body` itself when it has no such key) with `read`;
 /// every problem is reported at once.
@@ -83,9 +89,10 @@ fn time(fields: &mut Fields<'_, '_>, field: &str, creating: bool) -> Option<Time
     fields.time(field)
 }
 
-/// `attributes`: `[{"attribute_key", "attribute_value"}]`, keys unique and 1..255 characters.
+/// `attributes`: `[{"attribute_key", "attribute_value"}]`, keys unique and 1..255 characters,
+/// at most [`MAX_ATTRIBUTES`].
 fn attributes(fields: &mut Fields<'_, '_>) -> Option<Vec<(String, String)>> {
-    let items = fields.array("attributes")?;
+    let items = fields.array("attributes", MAX_ATTRIBUTES)?;
     let mut pairs: Vec<(String, String)> = Vec::with_capacity(items.len());
     for (index, item) in items.iter().enumerate() {
         let Some(mut attribute) = fields.element("attributes", index, item) else {
@@ -159,7 +166,8 @@ pub struct BoxFields {
     /// The box's name (1 to 255 characters).
     #[schema(min_length = 1, max_length = 255)]
     pub box_name: Option<String>,
-    /// The box's attributes, keys unique; given, they replace the box's.
+    /// The box's attributes (at most 50), keys unique; given, they replace the box's.
+    #[schema(max_items = 50)]
     pub attributes: Option<Vec<AttributeFields>>,
 }
 
@@ -211,7 +219,9 @@ pub struct BoxProductFields {
     /// The platform id of the product's variant.
     #[schema(min_length = 1)]
     pub platform_variant_id: Option<String>,
-    /// The box product's attributes, keys unique; given, they replace the product's.
+    /// The box product's attributes (at most 50), keys unique; given, they replace the
+    /// product's.
+    #[schema(max_items = 50)]
     pub attributes: Option<Vec<AttributeFields>>,
 }
 
@@ -263,8 +273,10 @@ pub fn parse_box_size(body: &Value, creating: bool) -> Result<BoxSizeInput, Doma
     read_resource(body, "box_size", |fields| box_size(fields, creating))
 }
 
-/// The bulk update's body: an array of sizes, or `{"box_sizes": […]}`. A size with an `id`
-/// is that size changed, one without is new (and so needs every field).
+/// The bulk update's body: an array of at most [`MAX_BULK_BOX_SIZES`] sizes, or
+/// `{"box_sizes": […]}`. A size with an `id` is that size changed, one without is new (and so
+/// needs every field). A longer array is one `too_many` problem on `box_sizes`, and the sizes
+/// past the limit are not read.
 pub fn parse_box_sizes(body: &Value) -> Result<Vec<BoxSizeInput>, DomainError> {
     let (items, prefix) = match body {
         Value::Array(items) => (items, String::new()),
@@ -279,6 +291,7 @@ pub fn parse_box_sizes(body: &Value) -> Result<Vec<BoxSizeInput>, DomainError> {
         },
     };
     let mut problems = Problems::new();
+    let items = at_most("box_sizes", items, MAX_BULK_BOX_SIZES, &mut problems);
     let mut sizes = Vec::with_capacity(items.len());
     for (index, item) in items.iter().enumerate() {
         let path = format!("{prefix}[{index}]");
@@ -407,7 +420,8 @@ pub struct TimeSlotFields {
     pub selection_deadline_date: Option<Timestamp>,
     /// When the storefront starts showing the slot.
     pub visibility_date: Option<Timestamp>,
-    /// The slot's attributes, keys unique; given, they replace the slot's.
+    /// The slot's attributes (at most 50), keys unique; given, they replace the slot's.
+    #[schema(max_items = 50)]
     pub attributes: Option<Vec<AttributeFields>>,
 }
 
@@ -445,7 +459,7 @@ pub fn parse_selection(body: &Value, creating: bool) -> Result<SelectionInput, D
         let box_size_id = integer(fields, "box_size_id", creating);
         let time_slot_id = integer(fields, "time_slot_id", creating);
         let order_datetime = time(fields, "order_datetime", creating);
-        let line_items = match fields.array("line_items") {
+        let line_items = match fields.array("line_items", MAX_SELECTION_ITEMS) {
             Some(items) => Some(chosen(fields, items)),
             None if creating && fields.get("line_items").is_none() => {
                 fields
@@ -486,8 +500,9 @@ pub struct SelectionFields {
     pub time_slot_id: Option<i64>,
     /// The time of the order the selection is for, within the slot.
     pub order_datetime: Option<Timestamp>,
-    /// The products chosen, each once; their quantities must add up to within the size's
-    /// bounds.
+    /// The products chosen (at most 250), each once; their quantities must add up to within
+    /// the size's bounds.
+    #[schema(max_items = 250)]
     pub line_items: Option<Vec<SelectionItem>>,
 }
 
@@ -598,6 +613,23 @@ mod tests {
                 ("[1].max_quantity".to_string(), "required"),
             ]
         );
+        // Too many sizes: one problem, and the sizes past the limit are not read.
+        let many = Value::Array(vec![json!({}); 100_000]);
+        let found = problems(parse_box_sizes(&many));
+        assert_eq!(found.len(), 100, "at most 100 problems listed");
+        assert_eq!(found[0], ("box_sizes".to_string(), "too_many"));
+        assert_eq!(found[1], ("[0].box_size_name".to_string(), "required"));
+        let wrapped =
+            json!({"box_sizes": vec![json!({"max_quantity": 1}); MAX_BULK_BOX_SIZES + 1]});
+        let found = problems(parse_box_sizes(&wrapped));
+        assert_eq!(found[0], ("box_sizes".to_string(), "too_many"));
+        assert_eq!(
+            found.len(),
+            100,
+            "a too_many and the first 99 sizes' problems"
+        );
+        let ok = json!({"box_sizes": vec![json!({"id": 1}); MAX_BULK_BOX_SIZES]});
+        assert_eq!(parse_box_sizes(&ok).unwrap().len(), MAX_BULK_BOX_SIZES);
         assert_eq!(
             problems(parse_time_slot(
                 &json!({"time_slot": {"time_slot_name": "Week 1",

@@ -18,7 +18,7 @@ use crate::kernel::error::DomainError;
 use crate::kernel::money::Cents;
 use crate::kernel::time::Timestamp;
 use crate::platform::catalogue::{self, CatalogueVariant};
-use crate::subscriptions::operations::charged;
+use crate::subscriptions::operations::{charged, too_large};
 use crate::subscriptions::resources::{LineItemAttribute, Subscription, SubscriptionLineItem};
 use crate::subscriptions::scheduler::{ComposedOrder, OrderContents};
 
@@ -106,7 +106,15 @@ pub(crate) fn compose_box_order(
             line_items.push(item.clone());
         }
         for content in &packed {
-            line_items.push(content_line(subscription, item, &the_box, content));
+            line_items.push(content_line(subscription, item, &the_box, content)?);
+        }
+    }
+    // The box's order must be chargeable: its amounts work out without overflow.
+    if boxed {
+        let mut composed = subscription.clone();
+        composed.line_items = line_items.clone();
+        if crate::subscriptions::orders::try_charge(&composed).is_none() {
+            return Err(too_large("line_items"));
         }
     }
     Ok(boxed.then(|| ComposedOrder {
@@ -282,11 +290,17 @@ fn content_line(
     item: &SubscriptionLineItem,
     the_box: &SubscriptionBox,
     content: &Packed,
-) -> SubscriptionLineItem {
+) -> Result<SubscriptionLineItem, DomainError> {
     let rate = subscription.base_to_charged_exchange_rate;
-    let quantity = content.quantity.saturating_mul(item.quantity.max(1));
-    let price_charged = charged(content.price, rate);
-    let full = Cents(content.price.0.saturating_mul(quantity));
+    let quantity = content
+        .quantity
+        .checked_mul(item.quantity.max(1))
+        .ok_or_else(|| too_large("line_items.quantity"))?;
+    let price_charged = charged(content.price, rate)?;
+    let full = content
+        .price
+        .times(quantity)
+        .ok_or_else(|| too_large("line_items.quantity"))?;
     let variant = &content.variant.variant;
     let mut attributes = item.line_item_attributes.clone();
     attributes.push(LineItemAttribute {
@@ -297,7 +311,7 @@ fn content_line(
         subscription_id: item.subscription_id,
         line_item_id: item.id,
     });
-    SubscriptionLineItem {
+    Ok(SubscriptionLineItem {
         platform_id: None,
         platform_product_id: content.product.platform_product_id.clone(),
         platform_variant_id: content.product.platform_variant_id.clone(),
@@ -320,7 +334,7 @@ fn content_line(
         discounted_price: content.price,
         discounted_price_charged: price_charged,
         full_price: full,
-        full_price_charged: charged(full, rate),
+        full_price_charged: charged(full, rate)?,
         requires_shipping: variant.require_shipping.unwrap_or(true),
         taxable: !variant.tax_exempt.unwrap_or(false),
         grams: None,
@@ -329,7 +343,7 @@ fn content_line(
         discounts: Vec::new(),
         line_item_attributes: attributes,
         ..item.clone()
-    }
+    })
 }
 
 #[cfg(test)]

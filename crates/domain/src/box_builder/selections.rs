@@ -58,6 +58,38 @@ fn problem(at: &str, field: &str, code: &'static str, message: String) -> FieldE
     FieldError::new(path(at, field), code, message)
 }
 
+/// The problem of a selection made or changed after its time slot's `selection_deadline_date`.
+fn past_deadline(at: &str, deadline: Timestamp) -> FieldError {
+    problem(
+        at,
+        "time_slot_id",
+        "past_deadline",
+        format!("the time slot's selections closed at {deadline}"),
+    )
+}
+
+/// A stored selection may change only while its own time slot takes selections: once that
+/// slot's `selection_deadline_date` has passed, its order is being prepared, and the selection
+/// may not leave it either (422 `past_deadline` on `time_slot_id`, whatever the change and
+/// whether or not a new slot is open). The same for the admin routes and the customer's.
+fn check_still_open(
+    tx: &mut dyn BoxBuilderRepositories,
+    shop: &Shop,
+    stored: &Selection,
+    at: &str,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    match tx.time_slot(shop.id, stored.time_slot_id)? {
+        Some(slot) if now > slot.selection_deadline_date => {
+            Err(DomainError::Invalid(vec![past_deadline(
+                at,
+                slot.selection_deadline_date,
+            )]))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Checks a selection by the box's rules, every problem at once (422 on its field), and
 /// answers its box: the line item is the customer's and sold under a box's group; the size
 /// and the slot are that box's; `order_datetime` lies within the slot; it is made before the
@@ -148,15 +180,7 @@ fn check(
                 ));
             }
             if now > slot.selection_deadline_date {
-                problems.push(problem(
-                    at,
-                    "time_slot_id",
-                    "past_deadline",
-                    format!(
-                        "the time slot's selections closed at {}",
-                        slot.selection_deadline_date
-                    ),
-                ));
+                problems.push(past_deadline(at, slot.selection_deadline_date));
             }
             for (index, item) in selection.line_items.iter().enumerate() {
                 if !slot
@@ -248,8 +272,9 @@ pub fn create_selection(
 }
 
 /// Update Selection: the fields given replace the stored ones, and the whole is checked again
-/// (the deadline included). Moved onto another line item's date that has a selection, it is
-/// 409.
+/// (the deadline of the slot it ends in included). A selection whose own slot's deadline has
+/// passed does not change at all ([`check_still_open`]), not even to move to an open slot.
+/// Moved onto another line item's date that has a selection, it is 409.
 pub fn update_selection(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
@@ -259,6 +284,7 @@ pub fn update_selection(
     now: Timestamp,
 ) -> Result<Selection, DomainError> {
     let mut stored = own_selection(tx, shop, platform_customer_id, id)?;
+    check_still_open(tx, shop, &stored.selection, &input.path, now)?;
     let selection = &mut stored.selection;
     if let Some(line_item) = input.line_item_id {
         selection.svc_platform_subscription_line_item_id = line_item;
@@ -645,6 +671,59 @@ pub(crate) mod tests {
             problems(w.create("cust-1", unknown_size, NOW)),
             [("selection.box_size_id".to_string(), "unknown_box_size")]
         );
+    }
+
+    #[test]
+    fn a_selection_cannot_leave_a_slot_whose_deadline_has_passed() {
+        let w = world();
+        let two_carrots = json!([{"box_product_id": w.carrot, "choice_quantity": 2}]);
+        let made = w.create("cust-1", w.body(two_carrots), NOW).unwrap();
+        // A later slot of the same dates, still open after the first one's deadline.
+        let later =
+            w.db.write_tx(|tx| {
+                let slot = create_time_slot(
+                    tx,
+                    &w.shop,
+                    w.box_id,
+                    parse_time_slot(
+                        &json!({"time_slot_name": "Week 1, late",
+                        "visibility_date": "2030-01-01T00:00:00Z",
+                        "selection_deadline_date": "2030-01-06T12:00:00Z",
+                        "start_date": "2030-01-07T00:00:00Z", "end_date": "2030-01-13T23:59:59Z"}),
+                        true,
+                    )?,
+                    at(NOW),
+                )?;
+                add_time_slot_option(tx, &w.shop, slot.id, w.carrot, at(NOW))?;
+                Ok(slot.id)
+            })
+            .unwrap();
+        let update = |body: Value, now: &str| {
+            let input = parse_selection(&body, false)?;
+            w.db.write_tx(|tx| update_selection(tx, &w.shop, "cust-1", made.id, input, at(now)))
+        };
+        let move_to_later = json!({"selection": {"time_slot_id": later}});
+        // After the first slot's deadline (5 January), before the later one's: the move is
+        // refused, and so is any other change.
+        let closed = "2030-01-06T00:00:00Z";
+        assert_eq!(
+            problems(update(move_to_later.clone(), closed)),
+            [("selection.time_slot_id".to_string(), "past_deadline")]
+        );
+        assert_eq!(
+            problems(update(
+                json!({"line_items": [{"box_product_id": w.carrot, "choice_quantity": 3}]}),
+                closed
+            )),
+            [("time_slot_id".to_string(), "past_deadline")]
+        );
+        let kept =
+            w.db.read_tx(|tx| get_selection(tx, &w.shop, "cust-1", made.id))
+                .unwrap();
+        assert_eq!(kept, made, "nothing changed");
+        // Before the deadline, the same move is taken.
+        let moved = update(move_to_later, NOW).unwrap();
+        assert_eq!(moved.time_slot_id, later);
     }
 
     #[test]

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::checkout::state::{CheckoutAddress, CheckoutMetaData, StoredOrderOverride};
+use crate::checkout::state::{
+    CheckoutAddress, CheckoutMetaData, MAX_LINE_ITEM_PROPERTIES_BYTES, StoredOrderOverride,
+};
 use crate::checkout::storefront::InventoryStage;
 use crate::kernel::error::{DomainError, FieldError};
 use crate::kernel::fields::{Fields, check_email, read_body, type_error};
@@ -17,8 +19,12 @@ use crate::subscriptions::resources::PaymentExpiry;
 
 /// At most this many line items in one checkout.
 pub(crate) const MAX_LINE_ITEMS: usize = 250;
+/// At most this many tags in an order's meta data.
+pub(crate) const MAX_TAGS: usize = 250;
+/// At most this many overrides given to Init Order for the one order.
+pub(crate) const MAX_ORDER_OVERRIDES: usize = 10;
 /// A quantity is 1 to this.
-pub(crate) const MAX_QUANTITY: i64 = 100_000;
+pub(crate) const MAX_QUANTITY: i64 = crate::kernel::money::MAX_QUANTITY;
 
 /// A line of the cart, by the variant's platform id (or its SKU, from the storefront).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,7 +33,7 @@ pub struct CartItem {
     pub platform_id: Option<String>,
     /// The variant's SKU, used when there is no platform id (`addLineItem` only).
     pub sku: Option<String>,
-    /// How many, from 1 to 100000.
+    /// How many, from 1 to 10000.
     pub quantity: i64,
     /// The key that names the line at the storefront; a random one when absent.
     pub line_item_key: Option<String>,
@@ -112,6 +118,23 @@ fn cart_item(fields: &mut Fields<'_, '_>, by_sku_too: bool) -> Option<CartItem> 
         .text_map("line_item_properties")
         .or_else(|| fields.text_map("properties"))
         .unwrap_or_default();
+    let properties_size = serde_json::to_vec(&properties).map_or(usize::MAX, |json| json.len());
+    if properties_size > MAX_LINE_ITEM_PROPERTIES_BYTES {
+        let name = if fields.get("line_item_properties").is_some() {
+            "line_item_properties"
+        } else {
+            "properties"
+        };
+        let field = fields.field(name);
+        let message = format!(
+            "{field} holds {properties_size} bytes of JSON, over its limit of \
+             {MAX_LINE_ITEM_PROPERTIES_BYTES} (16 KiB)"
+        );
+        fields
+            .problems
+            .push(FieldError::new(field, "too_large", message));
+        return None;
+    }
     Some(CartItem {
         platform_id,
         sku,
@@ -146,7 +169,7 @@ fn customer(fields: &mut Fields<'_, '_>) -> Option<CustomerInput> {
 }
 
 fn meta_data(fields: &mut Fields<'_, '_>) -> CheckoutMetaData {
-    let tags = match fields.array("tags") {
+    let tags = match fields.array("tags", MAX_TAGS) {
         Some(tags) => tags
             .iter()
             .enumerate()
@@ -181,7 +204,9 @@ pub struct CheckoutInitRequest {
     pub customer: Option<CheckoutCustomerFields>,
     /// The order's meta data.
     pub order_meta_data: Option<CheckoutMetaDataFields>,
-    /// Overrides for this order only, checked as the shop's are; they win over the shop's.
+    /// Overrides for this order only (at most 10), checked as the shop's are; they win over the
+    /// shop's.
+    #[schema(max_items = 10)]
     pub overrides: Option<Vec<CheckoutOrderOverrideFields>>,
 }
 
@@ -190,13 +215,14 @@ pub struct CheckoutInitRequest {
 pub struct CheckoutCartItemFields {
     /// The variant's platform id (an integer is taken as its decimal text).
     pub platform_id: String,
-    /// How many, from 1 to 100000.
-    #[schema(minimum = 1, maximum = 100_000)]
+    /// How many, from 1 to 10000.
+    #[schema(minimum = 1, maximum = 10_000)]
     pub quantity: i64,
     /// The key that names the line at the storefront; a random one when absent.
     pub line_item_key: Option<String>,
-    /// The line's properties, name to text (numbers and booleans are taken as their text): a
-    /// subscription plan's `order_rrule` and `subscription_group_id` among them.
+    /// The line's properties, name to text (numbers and booleans are taken as their text), at
+    /// most 16 KiB written as JSON: a subscription plan's `order_rrule` and
+    /// `subscription_group_id` among them.
     pub line_item_properties: Option<BTreeMap<String, String>>,
 }
 
@@ -225,7 +251,8 @@ pub struct CheckoutMetaDataFields {
     pub note_attributes: Option<BTreeMap<String, String>>,
     /// The order's notes.
     pub notes: Option<String>,
-    /// The order's tags: the whole list.
+    /// The order's tags: the whole list, at most 250.
+    #[schema(max_items = 250)]
     pub tags: Option<Vec<String>>,
 }
 
@@ -256,16 +283,8 @@ pub fn parse_init(body: &Value, guard: &dyn AddressGuard) -> Result<InitInput, D
                 .push(FieldError::required(fields.field("cart_items"))),
             Some(_) => {
                 let items = fields
-                    .array("cart_items")
-                    .map(Vec::as_slice)
+                    .array("cart_items", MAX_LINE_ITEMS)
                     .unwrap_or_default();
-                if items.len() > MAX_LINE_ITEMS {
-                    fields.problems.push(FieldError::new(
-                        "cart_items",
-                        "too_many",
-                        format!("at most {MAX_LINE_ITEMS} cart items"),
-                    ));
-                }
                 for (index, item) in items.iter().enumerate() {
                     if let Some(mut item_fields) = fields.element("cart_items", index, item)
                         && let Some(item) = cart_item(&mut item_fields, false)
@@ -281,8 +300,7 @@ pub fn parse_init(body: &Value, guard: &dyn AddressGuard) -> Result<InitInput, D
             .map(|mut m| meta_data(&mut m));
         let mut overrides = Vec::new();
         let given = fields
-            .array("overrides")
-            .map(Vec::as_slice)
+            .array("overrides", MAX_ORDER_OVERRIDES)
             .unwrap_or_default();
         for (index, entry) in given.iter().enumerate() {
             let Some(entry_fields) = fields.element("overrides", index, entry) else {
@@ -444,12 +462,12 @@ pub struct CheckoutLineItemFields {
     pub platform_id: Option<String>,
     /// The variant's SKU, read when there is no `platform_id`.
     pub sku: Option<String>,
-    /// How many, from 1 to 100000; added to the line's when its key is taken.
-    #[schema(minimum = 1, maximum = 100_000)]
+    /// How many, from 1 to 10000; added to the line's when its key is taken.
+    #[schema(minimum = 1, maximum = 10_000)]
     pub quantity: i64,
     /// The key that names the line at the storefront; a random one when absent.
     pub line_item_key: Option<String>,
-    /// The line's properties, name to text.
+    /// The line's properties, name to text, at most 16 KiB written as JSON.
     pub line_item_properties: Option<BTreeMap<String, String>>,
 }
 
@@ -458,8 +476,8 @@ pub struct CheckoutLineItemFields {
 pub struct CheckoutLineItemQuantityFields {
     /// The line's key.
     pub line_item_key: String,
-    /// The line's new quantity, from 1 to 100000.
-    #[schema(minimum = 1, maximum = 100_000)]
+    /// The line's new quantity, from 1 to 10000.
+    #[schema(minimum = 1, maximum = 10_000)]
     pub quantity: i64,
 }
 

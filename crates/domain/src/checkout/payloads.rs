@@ -261,7 +261,7 @@ fn abandoned_payload(order: &CheckoutOrder, platform_id: Option<&str>) -> Abando
 
 /// The platform's id of the shop's customer of `email`, when the directory knows them (a
 /// Customer Saved event or a sync brought them).
-fn platform_customer_id(
+pub(crate) fn platform_customer_id(
     tx: &mut dyn CheckoutRepositories,
     shop: &Shop,
     email: Option<&str>,

@@ -17,7 +17,7 @@ use crate::checkout::state::{CheckoutDiscount, CheckoutDocument, CheckoutLineIte
 use crate::checkout::storefront::{
     APPROVING_TOKEN, CheckoutContext, InventoryResult, InventoryStage, ORDER_RRULE_PROPERTY,
     OrderAnswer, SUBSCRIPTION_GROUP_PROPERTY, StorefrontCall, check_plan, inventory_check, read,
-    shown, value_discount,
+    same_code, shown, value_discount,
 };
 use crate::kernel::activity::{Activity, record_one};
 use crate::kernel::error::{DomainError, FieldError};
@@ -138,7 +138,7 @@ pub fn process_order<D: CheckoutDatabase + OverrideDatabase>(
     }
     revalue_discounts(context, &shop, &mut order)?;
     check_sellable(&shop, &order.document, now)?;
-    let amounts = order.document.amounts();
+    let amounts = order.document.try_amounts()?;
     if amounts.balance != Cents::ZERO {
         return Err(DomainError::invalid(
             "payments",
@@ -238,7 +238,7 @@ fn check_sellable(
                 check_plan(shop, &item.properties, &at, now).err()
             }),
     );
-    let total = document.amounts().total;
+    let total = document.try_amounts()?.total;
     if total < Cents::ZERO {
         problems.push(FieldError::new(
             "order_total",
@@ -270,13 +270,13 @@ fn revalue_discounts<D: CheckoutDatabase + OverrideDatabase>(
 ) -> Result<(), DomainError> {
     let before = order.document.discounts.clone();
     let (mut kept, mut invalid) = (Vec::new(), Vec::new());
-    for discount in &before {
-        match value_discount(context, shop, order, &discount.code)? {
-            // Two codes the override now answers as one are one discount.
+    for (index, discount) in before.iter().enumerate() {
+        match value_discount(context, shop, order, &discount.code, Some(index))? {
+            // Two codes the override now answers as one (letter case aside) are one discount.
             Some(valued)
-                if kept
-                    .iter()
-                    .any(|k: &CheckoutDiscount| k.code == valued.code) =>
+                if kept.iter().any(|k: &CheckoutDiscount| {
+                    same_code(&k.code, &valued.code) || same_code(&k.code, &discount.code)
+                }) =>
             {
                 invalid.push(format!("{} (the same as {})", discount.code, valued.code));
             }
@@ -365,8 +365,14 @@ fn order_address(
     })
 }
 
-/// The order as Create Order sends it (seed 000 §2 Order).
-fn platform_order(order: &CheckoutOrder, now: Timestamp) -> Order {
+/// The order as Create Order sends it: the order of the platform's customer
+/// `platform_customer_id` when the platform knows the checkout's customer (by email, in the
+/// customer directory), else a guest order with the email.
+fn platform_order(
+    order: &CheckoutOrder,
+    platform_customer_id: Option<String>,
+    now: Timestamp,
+) -> Order {
     let document = &order.document;
     let currency = document.currency.as_str();
     let money = money_in(currency);
@@ -402,7 +408,7 @@ fn platform_order(order: &CheckoutOrder, now: Timestamp) -> Order {
         })
         .collect();
     Order {
-        platform_customer_id: None,
+        platform_customer_id: platform_customer_id.map(PlatformId::new),
         shipping_addresses: order_address(document.shipping_address.as_ref(), email)
             .map(|address| vec![address]),
         billing_address: order_address(document.billing_address.as_ref(), email),
@@ -455,9 +461,10 @@ pub fn push_order<D: CheckoutDatabase>(
             return Ok(None);
         };
         let target = live_target(tx, &shop, DestinationTopic::Orders, now)?.map(|(_, t)| t);
-        Ok(Some((shop, order, target)))
+        let customer = payloads::platform_customer_id(tx, &shop, order.document.email())?;
+        Ok(Some((shop, order, target, customer)))
     })?;
-    let Some((shop, mut order, target)) = context else {
+    let Some((shop, mut order, target, platform_customer_id)) = context else {
         return Ok(Pushed::Nothing);
     };
     let settle = |order: CheckoutOrder, error: PlacementError| {
@@ -479,7 +486,7 @@ pub fn push_order<D: CheckoutDatabase>(
     let platform_order_id = match order.platform_order_id.clone() {
         Some(id) => id,
         None => {
-            let body = platform_order(&order, now);
+            let body = platform_order(&order, platform_customer_id, now);
             let placed =
                 match placement::create_order(connector, &target, &body, &order.public_order_id) {
                     Ok(placed) => placed,
@@ -750,13 +757,10 @@ struct DeclinedOrder<'a> {
     currency: &'a str,
 }
 
-/// What a plan's line items come to.
+/// What a plan's line items come to: a part of the order's items, whose sum is checked
+/// before the order is saved, so it fits.
 fn plan_total(items: &[&CheckoutLineItem]) -> Cents {
-    Cents(
-        items
-            .iter()
-            .fold(0i64, |total, item| total.saturating_add(item.total().0)),
-    )
+    Cents::checked_sum(items.iter().map(|item| item.total())).unwrap_or(Cents::ZERO)
 }
 
 /// A plan of an order: its rule and group, and the line items carrying them.

@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 
 use crate::kernel::money::Cents;
 
-use crate::access::shop::{CheckoutSettings, ShopSettings};
+use crate::access::shop::{CheckoutSettings, MAX_GIFT_CARD_SKUS, ShopSettings};
 use crate::kernel::error::{DomainError, FieldError};
 use crate::kernel::fields::{read_body, type_error};
 
@@ -61,20 +61,22 @@ pub fn parse_settings_patch(body: &Value) -> Result<ShopSettings, DomainError> {
         let abandoned_cart_emails = fields.boolean("abandoned_cart_emails");
         let gift_cards_enabled = fields.boolean("gift_cards_enabled");
         let flat_shipping_rate = fields.integer("flat_shipping_rate");
-        let gift_card_skus = fields.array("gift_card_skus").map(|skus| {
-            skus.iter()
-                .enumerate()
-                .filter_map(|(index, sku)| match sku {
-                    Value::String(text) => Some(text.clone()),
-                    _ => {
-                        fields
-                            .problems
-                            .push(type_error(format!("gift_card_skus[{index}]"), "a string"));
-                        None
-                    }
-                })
-                .collect::<Vec<_>>()
-        });
+        let gift_card_skus = fields
+            .array("gift_card_skus", MAX_GIFT_CARD_SKUS)
+            .map(|skus| {
+                skus.iter()
+                    .enumerate()
+                    .filter_map(|(index, sku)| match sku {
+                        Value::String(text) => Some(text.clone()),
+                        _ => {
+                            fields
+                                .problems
+                                .push(type_error(format!("gift_card_skus[{index}]"), "a string"));
+                            None
+                        }
+                    })
+                    .collect::<Vec<_>>()
+            });
         let known = [
             "abandoned_cart_emails",
             "gift_cards_enabled",

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::access::credentials::Secret;
+use crate::kernel::error::DomainError;
 use crate::kernel::money::Cents;
 use crate::kernel::time::Timestamp;
 use crate::overrides::{OrderOverride, OverrideTarget, OverrideType};
@@ -104,9 +105,15 @@ pub struct CheckoutLineItem {
 }
 
 impl CheckoutLineItem {
-    /// Price times quantity, at most `i64::MAX` cents.
+    /// Price times quantity; `None` when it overflows.
+    pub fn checked_total(&self) -> Option<Cents> {
+        self.price.times(self.quantity)
+    }
+
+    /// Price times quantity, as shown. A stored order's totals always fit (see
+    /// [`CheckoutDocument::check_storable`]); zero would be shown for one that did not.
     pub fn total(&self) -> Cents {
-        self.price.times(self.quantity).unwrap_or(Cents(i64::MAX))
+        self.checked_total().unwrap_or(Cents::ZERO)
     }
 }
 
@@ -249,8 +256,13 @@ pub struct CheckoutDocument {
     pub processed_at: Option<Timestamp>,
 }
 
+/// A checkout line's `line_item_properties` hold at most this many bytes, written as JSON.
+pub const MAX_LINE_ITEM_PROPERTIES_BYTES: usize = 16 * 1024;
+/// A checkout's stored document is at most this many bytes, written as JSON.
+pub const MAX_DOCUMENT_BYTES: usize = 512 * 1024;
+
 /// The order's amounts, computed from what it holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Amounts {
     /// The line items' totals.
     pub items: Cents,
@@ -268,8 +280,13 @@ pub struct Amounts {
     pub balance: Cents,
 }
 
-fn sum(amounts: impl Iterator<Item = Cents>) -> Cents {
-    Cents(amounts.fold(0i64, |total, amount| total.saturating_add(amount.0)))
+/// The amounts of an order too large to charge: 422 on `order_total`.
+fn too_large() -> DomainError {
+    DomainError::invalid(
+        "order_total",
+        "out_of_range",
+        "the order's amounts are too large to charge",
+    )
 }
 
 impl CheckoutDocument {
@@ -312,7 +329,8 @@ impl CheckoutDocument {
     /// What each discount takes off: its value, but never more than the items left after the
     /// discounts before it, so discounts never take the items below zero.
     pub fn discount_values(&self) -> Vec<Cents> {
-        let mut left = sum(self.line_items.iter().map(CheckoutLineItem::total))
+        let mut left = Cents::checked_sum(self.line_items.iter().map(CheckoutLineItem::total))
+            .unwrap_or(Cents::ZERO)
             .0
             .max(0);
         self.discounts
@@ -357,32 +375,70 @@ impl CheckoutDocument {
         shares
     }
 
-    /// The amounts.
-    pub fn amounts(&self) -> Amounts {
-        let items = sum(self.line_items.iter().map(CheckoutLineItem::total));
+    /// The amounts, worked out exactly: 422 on `order_total` when one overflows. Every path
+    /// that charges or saves the order uses this.
+    pub fn try_amounts(&self) -> Result<Amounts, DomainError> {
+        let totals = self
+            .line_items
+            .iter()
+            .map(|item| item.checked_total().ok_or_else(too_large))
+            .collect::<Result<Vec<Cents>, DomainError>>()?;
+        let items = Cents::checked_sum(totals).ok_or_else(too_large)?;
         let shipping = self
             .selected_shipping
             .as_ref()
             .map_or(Cents::ZERO, |line| line.amount);
-        let taxes = sum(self.taxes.iter().map(|tax| tax.value));
-        let discounts = sum(self.discount_values().into_iter());
-        let total = Cents(
-            items
-                .0
-                .saturating_add(shipping.0)
-                .saturating_add(taxes.0)
-                .saturating_sub(discounts.0),
-        );
-        let payments = sum(self.payments.iter().map(|payment| payment.amount));
-        Amounts {
+        let taxes =
+            Cents::checked_sum(self.taxes.iter().map(|tax| tax.value)).ok_or_else(too_large)?;
+        let discounts = Cents::checked_sum(self.discount_values()).ok_or_else(too_large)?;
+        let total = items
+            .checked_add(shipping)
+            .and_then(|total| total.checked_add(taxes))
+            .and_then(|total| total.checked_sub(discounts))
+            .ok_or_else(too_large)?;
+        let payments = Cents::checked_sum(self.payments.iter().map(|payment| payment.amount))
+            .ok_or_else(too_large)?;
+        Ok(Amounts {
             items,
             shipping,
             taxes,
             discounts,
             total,
             payments,
-            balance: Cents(total.0.saturating_sub(payments.0)),
+            balance: total.checked_sub(payments).ok_or_else(too_large)?,
+        })
+    }
+
+    /// The amounts, as shown. A stored order's amounts always fit ([`Self::check_storable`]);
+    /// all zero would be shown for one that did not.
+    pub fn amounts(&self) -> Amounts {
+        self.try_amounts().unwrap_or_default()
+    }
+
+    /// The document's size as stored: its JSON's bytes.
+    pub fn stored_size(&self) -> usize {
+        // A document of plain typed values with text keys: serializing cannot fail.
+        serde_json::to_vec(self).map_or(usize::MAX, |json| json.len())
+    }
+
+    /// What every saved order is: its amounts work out ([`Self::try_amounts`]), and it is at
+    /// most [`MAX_DOCUMENT_BYTES`] of JSON, else 422 on `field`, the part of the order the
+    /// change was about. An order stored larger before this limit may still shrink: a change
+    /// that leaves it no larger than `before` bytes passes.
+    pub fn check_storable(&self, field: &str, before: Option<usize>) -> Result<(), DomainError> {
+        self.try_amounts()?;
+        let size = self.stored_size();
+        if size > MAX_DOCUMENT_BYTES && before.is_none_or(|before| size > before) {
+            return Err(DomainError::invalid(
+                field,
+                "too_large",
+                format!(
+                    "the order would hold {size} bytes, over its limit of {MAX_DOCUMENT_BYTES} \
+                     (512 KiB)"
+                ),
+            ));
         }
+        Ok(())
     }
 
     /// The overrides given for this order, as overrides picks them.

@@ -27,7 +27,7 @@ use crate::checkout::state::{
 };
 use crate::checkout::token;
 use crate::kernel::error::{DomainError, FieldError};
-use crate::kernel::money::{Cents, CurrencyCode};
+use crate::kernel::money::{Cents, CurrencyCode, MAX_PRICE};
 use crate::kernel::time::Timestamp;
 use crate::overrides::{OverrideAnswer, OverrideCaller, OverrideDatabase, OverrideType};
 use crate::platform::catalogue::{self, CatalogueVariant};
@@ -134,10 +134,13 @@ pub fn read<D: CheckoutDatabase>(
 /// Changes an open order: `work` gets the shop and the order as read and changes the order,
 /// answering what the call shows; the order is saved if no other change came first, else the
 /// whole is done again from a fresh read. A processed order refuses (422).
+/// The changed order must still be storable ([`CheckoutDocument::check_storable`]: its amounts
+/// work out, and it is at most 512 KiB), else 422 on `field`, the part the call changes.
 fn change<D: CheckoutDatabase, T>(
     db: &D,
     call: &StorefrontCall,
     now: Timestamp,
+    field: &str,
     mut work: impl FnMut(&Shop, &mut CheckoutOrder) -> Result<T, DomainError>,
 ) -> Result<StorefrontAnswer<T>, DomainError> {
     for _ in 0..SAVE_ATTEMPTS {
@@ -145,7 +148,9 @@ fn change<D: CheckoutDatabase, T>(
         if order.status != CheckoutStatus::Open {
             return Err(processed());
         }
+        let before = order.document.stored_size();
         let shown = work(&shop, &mut order)?;
+        order.document.check_storable(field, Some(before))?;
         order.last_activity_at = now;
         order.updated_at = now;
         if db.write_tx(|tx| Ok(tx.save_checkout_order(&order)?))? {
@@ -207,6 +212,12 @@ fn line_item(
     // Refused at intake since; a price stored before that is not sold.
     if price < Cents::ZERO {
         return Err("the variant's price is below zero".to_string());
+    }
+    if price > MAX_PRICE {
+        return Err(format!(
+            "the variant's price is over {} minor units, the most a price may be",
+            MAX_PRICE.0
+        ));
     }
     let product_title = product.name.clone().unwrap_or_default();
     Ok(CheckoutLineItem {
@@ -414,6 +425,7 @@ pub fn init(
         document.order_meta_data = meta;
     }
     document.order_overrides = input.overrides;
+    document.check_storable(largest_part(&document), None)?;
     let order = tx.insert_checkout_order(&NewCheckoutOrder {
         shop_id: shop.id,
         public_order_id: public_order_id.clone(),
@@ -428,6 +440,24 @@ pub fn init(
         initial_data: InitialData::of(shop, &order.document),
         vaulting_enabled: false,
     })
+}
+
+/// The part of Init Order's body that weighs most in a new order: what a 422 for an order over
+/// its size names.
+fn largest_part(document: &CheckoutDocument) -> &'static str {
+    let size = |value: Result<Vec<u8>, serde_json::Error>| value.map_or(0, |json| json.len());
+    let parts = [
+        ("cart_items", size(serde_json::to_vec(&document.line_items))),
+        ("customer", size(serde_json::to_vec(&document.customer))),
+        (
+            "order_meta_data",
+            size(serde_json::to_vec(&document.order_meta_data)),
+        ),
+    ];
+    parts
+        .iter()
+        .max_by_key(|(_, size)| *size)
+        .map_or("cart_items", |(name, _)| name)
 }
 
 /// Items with one key are one line: quantities add up, up to [`MAX_QUANTITY`]. One key for two
@@ -602,7 +632,7 @@ pub fn set_customer<D: CheckoutDatabase>(
     input: CustomerInput,
     now: Timestamp,
 ) -> Result<StorefrontAnswer<CustomerShown>, DomainError> {
-    change(db, call, now, |_, order| {
+    change(db, call, now, "customer", |_, order| {
         let customer = match order.document.customer.take() {
             // The same customer, changed: marketing consent kept unless given.
             Some(existing) => CheckoutCustomer {
@@ -627,7 +657,7 @@ pub fn delete_customer<D: CheckoutDatabase>(
     call: &StorefrontCall,
     now: Timestamp,
 ) -> Result<StorefrontAnswer<CustomerShown>, DomainError> {
-    change(db, call, now, |_, order| {
+    change(db, call, now, "customer", |_, order| {
         order.document.customer = None;
         Ok(CustomerShown {
             customer: order.document.shown_customer(None),
@@ -734,7 +764,7 @@ pub fn set_address<D: CheckoutDatabase + OverrideDatabase>(
     kind: AddressType,
     address: CheckoutAddress,
 ) -> Result<StorefrontAnswer<AddressShown>, DomainError> {
-    change(context.db, call, context.now, |shop, order| {
+    change(context.db, call, context.now, "address", |shop, order| {
         validate_address_override(context, shop, order, kind, &address)?;
         match kind {
             AddressType::Shipping => {
@@ -756,7 +786,7 @@ pub fn delete_address<D: CheckoutDatabase>(
     kind: AddressType,
     now: Timestamp,
 ) -> Result<StorefrontAnswer<AddressShown>, DomainError> {
-    change(db, call, now, |_, order| {
+    change(db, call, now, "address", |_, order| {
         match kind {
             AddressType::Shipping => {
                 order.document.shipping_address = None;
@@ -860,20 +890,26 @@ pub fn shipping_lines<D: CheckoutDatabase + OverrideDatabase>(
     context: &CheckoutContext<'_, D>,
     call: &StorefrontCall,
 ) -> Result<StorefrontAnswer<ShippingLinesShown>, DomainError> {
-    change(context.db, call, context.now, |shop, order| {
-        let lines = offered_shipping_lines(context, shop, order)?;
-        let document = &mut order.document;
-        if let Some(selected) = &document.selected_shipping
-            && !lines.iter().any(|line| line.id == selected.id)
-        {
-            document.selected_shipping = None;
-            document.taxes.clear();
-        }
-        document.available_shipping_lines = lines.clone();
-        Ok(ShippingLinesShown {
-            shipping_lines: lines,
-        })
-    })
+    change(
+        context.db,
+        call,
+        context.now,
+        "shipping_lines",
+        |shop, order| {
+            let lines = offered_shipping_lines(context, shop, order)?;
+            let document = &mut order.document;
+            if let Some(selected) = &document.selected_shipping
+                && !lines.iter().any(|line| line.id == selected.id)
+            {
+                document.selected_shipping = None;
+                document.taxes.clear();
+            }
+            document.available_shipping_lines = lines.clone();
+            Ok(ShippingLinesShown {
+                shipping_lines: lines,
+            })
+        },
+    )
 }
 
 /// What `changeShippingLine` shows: the line chosen.
@@ -889,7 +925,7 @@ pub fn select_shipping_line<D: CheckoutDatabase + OverrideDatabase>(
     call: &StorefrontCall,
     choice: &str,
 ) -> Result<StorefrontAnswer<SelectedShippingShown>, DomainError> {
-    change(context.db, call, context.now, |shop, order| {
+    change(context.db, call, context.now, "index", |shop, order| {
         if order.document.available_shipping_lines.is_empty() {
             order.document.available_shipping_lines = offered_shipping_lines(context, shop, order)?;
         }
@@ -978,7 +1014,7 @@ pub fn set_taxes<D: CheckoutDatabase + OverrideDatabase>(
     context: &CheckoutContext<'_, D>,
     call: &StorefrontCall,
 ) -> Result<StorefrontAnswer<TaxesShown>, DomainError> {
-    change(context.db, call, context.now, |shop, order| {
+    change(context.db, call, context.now, "taxes", |shop, order| {
         order.document.taxes = taxes_of(context, shop, order)?;
         Ok(TaxesShown {
             taxes: order.document.taxes.clone(),
@@ -990,15 +1026,17 @@ pub fn set_taxes<D: CheckoutDatabase + OverrideDatabase>(
 // Discounts
 
 /// What the `discount` override says of a code: its value, or `None` when it is not valid. No
-/// override, no discount codes. The override is shown the discounts applied already (those of
-/// the code asked about, in any letter case, left out), so it can refuse a second of a kind; the discount is kept under the
-/// code the override answers, which is how the override compares codes (`canon` answered as
-/// `CANON` is the discount `CANON`).
+/// override, no discount codes. The override is shown every discount applied already (a code
+/// that differs from the one asked about by letter case alone included), so it can refuse a
+/// second of a kind; only `revaluing`, the applied discount being valued again, is left out.
+/// The discount is kept under the code the override answers (`canon` answered as `CANON` is
+/// the discount `CANON`), else under the code as typed.
 pub(crate) fn value_discount<D: CheckoutDatabase + OverrideDatabase>(
     context: &CheckoutContext<'_, D>,
     shop: &Shop,
     order: &CheckoutOrder,
     code: &str,
+    revaluing: Option<usize>,
 ) -> Result<Option<CheckoutDiscount>, DomainError> {
     #[derive(Serialize)]
     struct AppliedDiscount<'a> {
@@ -1022,8 +1060,9 @@ pub(crate) fn value_discount<D: CheckoutDatabase + OverrideDatabase>(
             .discounts
             .iter()
             .zip(values)
-            .filter(|(discount, _)| !same_code(&discount.code, code))
-            .map(|(discount, amount)| AppliedDiscount {
+            .enumerate()
+            .filter(|(index, _)| Some(*index) != revaluing)
+            .map(|(_, (discount, amount))| AppliedDiscount {
                 code: &discount.code,
                 amount,
                 text: &discount.text,
@@ -1074,20 +1113,33 @@ pub struct DiscountValid {
     pub discount: ShownDiscount,
 }
 
-/// `addDiscount`: valued through the `discount` override, and kept once per code the override
-/// answers: a code applied already (in any spelling the override takes for it) is valued
-/// again, not applied twice.
+/// `addDiscount`: valued through the `discount` override (shown every discount applied
+/// already), and kept once: a discount applied already whose code is the code typed or the
+/// code the override answered, in any letter case, is replaced by the new value, never
+/// applied a second time.
 pub fn add_discount<D: CheckoutDatabase + OverrideDatabase>(
     context: &CheckoutContext<'_, D>,
     call: &StorefrontCall,
     code: &str,
 ) -> Result<StorefrontAnswer<DiscountShown>, DomainError> {
-    change(context.db, call, context.now, |shop, order| {
+    change(context.db, call, context.now, "code", |shop, order| {
         let discount =
-            value_discount(context, shop, order, code)?.ok_or_else(|| not_valid(code))?;
+            value_discount(context, shop, order, code, None)?.ok_or_else(|| not_valid(code))?;
         let discounts = &mut order.document.discounts;
-        match discounts.iter().position(|d| d.code == discount.code) {
-            Some(index) => discounts[index] = discount.clone(),
+        let same = |applied: &CheckoutDiscount| {
+            same_code(&applied.code, code) || same_code(&applied.code, &discount.code)
+        };
+        match discounts.iter().position(same) {
+            Some(index) => {
+                discounts[index] = discount.clone();
+                // Spellings applied before this rule each kept their own entry: one is left.
+                let mut seen = 0;
+                discounts.retain(|applied| {
+                    let repeat = same(applied) && seen > 0;
+                    seen += usize::from(same(applied));
+                    !repeat
+                });
+            }
             None => discounts.push(discount.clone()),
         }
         // Taxes worked out before depend on the discounts: worked out again.
@@ -1107,7 +1159,8 @@ pub fn validate_discount<D: CheckoutDatabase + OverrideDatabase>(
     code: &str,
 ) -> Result<StorefrontAnswer<DiscountValid>, DomainError> {
     let (shop, order) = read(context.db, call, context.now)?;
-    let discount = value_discount(context, &shop, &order, code)?.ok_or_else(|| not_valid(code))?;
+    let discount =
+        value_discount(context, &shop, &order, code, None)?.ok_or_else(|| not_valid(code))?;
     Ok(answer(
         &order,
         DiscountValid {
@@ -1117,9 +1170,9 @@ pub fn validate_discount<D: CheckoutDatabase + OverrideDatabase>(
     ))
 }
 
-/// Whether two codes differ by letter case alone, as a shopper's spelling and the code the
-/// override answered often do (`canon`, `CANON`).
-fn same_code(a: &str, b: &str) -> bool {
+/// Whether two codes are one, letter case aside, as a shopper's spelling and the code the
+/// override answered often are (`canon`, `CANON`).
+pub(crate) fn same_code(a: &str, b: &str) -> bool {
     a == b || a.to_lowercase() == b.to_lowercase()
 }
 
@@ -1145,7 +1198,7 @@ pub fn delete_discount<D: CheckoutDatabase + OverrideDatabase>(
     call: &StorefrontCall,
     code: &str,
 ) -> Result<OrderAnswer, DomainError> {
-    change(context.db, call, context.now, |shop, order| {
+    change(context.db, call, context.now, "code", |shop, order| {
         let Some(index) = applied_discount(&order.document.discounts, code) else {
             return Err(DomainError::invalid(
                 "code",
@@ -1224,8 +1277,8 @@ pub fn add_payment<D: CheckoutDatabase>(
     now: Timestamp,
 ) -> Result<StorefrontAnswer<PaymentShown>, DomainError> {
     check_gateway(&input)?;
-    change(db, call, now, |_, order| {
-        let balance = order.document.amounts().balance;
+    change(db, call, now, "payment", |_, order| {
+        let balance = order.document.try_amounts()?.balance;
         let amount = Cents(input.amount.unwrap_or(balance.0));
         check_payment_amount(amount, balance, balance)?;
         let payment = CheckoutPayment {
@@ -1254,9 +1307,9 @@ pub fn update_payment<D: CheckoutDatabase>(
     now: Timestamp,
 ) -> Result<StorefrontAnswer<PaymentShown>, DomainError> {
     check_gateway(&input)?;
-    change(db, call, now, |_, order| {
+    change(db, call, now, "payment", |_, order| {
         let document = &mut order.document;
-        let balance = document.amounts().balance;
+        let balance = document.try_amounts()?.balance;
         let Some(index) = payment_index(&document.payments, input.id.as_deref(), &input.token)
         else {
             return Err(DomainError::invalid(
@@ -1294,7 +1347,7 @@ pub fn delete_payment<D: CheckoutDatabase>(
     token: &str,
     now: Timestamp,
 ) -> Result<OrderAnswer, DomainError> {
-    change(db, call, now, |_, order| {
+    change(db, call, now, "payment", |_, order| {
         let payments = &mut order.document.payments;
         let Some(index) = payment_index(payments, id, token) else {
             return Err(DomainError::invalid(
@@ -1351,7 +1404,7 @@ pub fn add_line_item<D: CheckoutDatabase>(
     now: Timestamp,
 ) -> Result<StorefrontAnswer<LineItemShown>, DomainError> {
     let mut resolved = None;
-    change(db, call, now, |shop, order| {
+    change(db, call, now, "line_item_properties", |shop, order| {
         if resolved.is_none() {
             let mut priced = db.read_tx(|tx| {
                 let mut item = item.clone();
@@ -1436,7 +1489,7 @@ pub fn set_line_item_quantity<D: CheckoutDatabase>(
     quantity: i64,
     now: Timestamp,
 ) -> Result<StorefrontAnswer<LineItemQuantityShown>, DomainError> {
-    change(db, call, now, |_, order| {
+    change(db, call, now, "quantity", |_, order| {
         let document = &mut order.document;
         let item = document
             .line_items
@@ -1458,7 +1511,7 @@ pub fn delete_line_item<D: CheckoutDatabase>(
     key: &str,
     now: Timestamp,
 ) -> Result<OrderAnswer, DomainError> {
-    change(db, call, now, |_, order| {
+    change(db, call, now, "line_item_key", |_, order| {
         let document = &mut order.document;
         let before = document.line_items.len();
         document.line_items.retain(|item| item.line_item_key != key);
@@ -1628,7 +1681,7 @@ pub fn patch_meta_data<D: CheckoutDatabase>(
     patch: MetaDataPatch,
     now: Timestamp,
 ) -> Result<StorefrontAnswer<MetaDataShown>, DomainError> {
-    change(db, call, now, |_, order| {
+    change(db, call, now, "order_meta_data", |_, order| {
         let meta = &mut order.document.order_meta_data;
         if let Some(parameters) = patch.cart_parameters.clone() {
             meta.cart_parameters = parameters;

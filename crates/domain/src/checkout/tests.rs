@@ -59,11 +59,16 @@ impl AddressGuard for AllowAll {
     }
 }
 
+/// How a `discount` override answers a request's data.
+type DiscountRule = fn(&Value) -> DiscountAnswer;
+
 /// Overrides answering from memory: what each type answers, and every call made.
 #[derive(Default)]
 struct Overrides {
     answers: Mutex<HashMap<&'static str, Result<OverrideAnswer, OverrideFailure>>>,
     calls: Mutex<Vec<(String, OverrideRequest)>>,
+    /// When set, the `discount` override answers by this rule from the request's data.
+    discount_rule: Mutex<Option<DiscountRule>>,
 }
 
 impl Overrides {
@@ -91,6 +96,11 @@ impl OverrideCaller for Overrides {
             .lock()
             .unwrap()
             .push((target.url.clone(), request.clone()));
+        if request.override_type == OverrideType::Discount
+            && let Some(rule) = *self.discount_rule.lock().unwrap()
+        {
+            return Ok(OverrideAnswer::Discount(rule(&request.data)));
+        }
         self.answers
             .lock()
             .unwrap()
@@ -1116,12 +1126,17 @@ fn a_code_in_any_spelling_the_override_takes_is_one_discount() {
     assert_eq!(state["discounts"][0]["code"], "TEN");
     assert_eq!(state["order_total"], 2 * 1250 - 1000);
     assert!(consistent(&state));
-    // The override is shown what is applied already, the code asked about (in any case)
-    // left out.
+    // The override is shown every discount applied already, the code asked about in another
+    // letter case included.
     let requests = discount_requests(&w);
     assert_eq!(requests[0]["code"], "ten");
-    for request in &requests {
-        assert_eq!(request["applied_discounts"], json!([]), "{request}");
+    assert_eq!(requests[0]["applied_discounts"], json!([]));
+    for request in &requests[1..] {
+        assert_eq!(
+            request["applied_discounts"],
+            json!([{"code": "TEN", "amount": 1000, "text": "10 off"}]),
+            "{request}"
+        );
     }
     add_discount(&w.context(2), &call, "OTHER").unwrap();
     assert_eq!(
@@ -1374,4 +1389,317 @@ fn a_plan_processed_in_time_makes_its_subscription_however_late_the_push() {
         "2026-11-18T12:00:00Z"
     );
     assert_eq!(created["data"]["placed_at"], at(5).to_rfc3339());
+}
+
+/// A `discount` override that allows one discount per order: 2.50 off, under the code as typed,
+/// unless a discount is applied already.
+fn one_per_order(data: &Value) -> DiscountAnswer {
+    let applied = data["applied_discounts"].as_array().map_or(0, Vec::len);
+    DiscountAnswer {
+        valid: applied == 0,
+        discount: (applied == 0).then(|| Discount {
+            code: data["code"].as_str().unwrap_or_default().to_string(),
+            amount: 250,
+            text: "2.50 off".into(),
+        }),
+    }
+}
+
+#[test]
+fn a_code_differing_only_by_letter_case_is_not_a_second_discount() {
+    let mut w = World::new();
+    *w.overrides.discount_rule.lock().unwrap() = Some(one_per_order);
+    let call = w.init(json!({"cart_items": [
+        {"platform_id": "var-1", "quantity": 1, "line_item_key": "coffee"}]}));
+    add_discount(&w.context(2), &call, "SAVE").unwrap();
+    for code in ["save", "Save", "sAVE"] {
+        let refused = add_discount(&w.context(2), &call, code);
+        assert!(
+            matches!(refused, Err(DomainError::Invalid(ref p)) if p[0].code == "invalid_discount"),
+            "{code}: {refused:?}"
+        );
+    }
+    // The override was shown SAVE each time it was asked about another spelling of it.
+    for request in &discount_requests(&w)[1..] {
+        assert_eq!(request["applied_discounts"][0]["code"], "SAVE", "{request}");
+    }
+    let state =
+        storefront::refresh(&w.db, &call, at(3)).unwrap().json()["application_state"].clone();
+    assert_eq!(state["discounts"].as_array().unwrap().len(), 1, "{state}");
+    assert_eq!(state["order_total"], 1250 - 250);
+
+    // An override that takes every code, answering it as typed, or answering no code: each
+    // spelling values the one discount again.
+    fn any_code_as_typed(data: &Value) -> DiscountAnswer {
+        DiscountAnswer {
+            valid: true,
+            discount: Some(Discount {
+                code: data["code"].as_str().unwrap_or_default().to_string(),
+                amount: 250,
+                text: String::new(),
+            }),
+        }
+    }
+    fn any_code_unnamed(_: &Value) -> DiscountAnswer {
+        DiscountAnswer {
+            valid: true,
+            discount: Some(Discount {
+                code: String::new(),
+                amount: 250,
+                text: String::new(),
+            }),
+        }
+    }
+    for rule in [any_code_as_typed as DiscountRule, any_code_unnamed] {
+        *w.overrides.discount_rule.lock().unwrap() = Some(rule);
+        for code in ["save", "Save", "sAVE", "SAVE"] {
+            add_discount(&w.context(4), &call, code).unwrap();
+        }
+        let state =
+            storefront::refresh(&w.db, &call, at(5)).unwrap().json()["application_state"].clone();
+        assert_eq!(state["discounts"].as_array().unwrap().len(), 1, "{state}");
+        assert_eq!(state["order_total"], 1250 - 250);
+        assert!(consistent(&state));
+    }
+    // Processed: the one discount, valued again without itself among those applied.
+    *w.overrides.discount_rule.lock().unwrap() = Some(one_per_order);
+    w.ready_to_process(&call, "tok_success");
+    let processed = process_order(&w.context(6), &call).unwrap().json();
+    let state = &processed["application_state"];
+    assert_eq!(state["discounts"].as_array().unwrap().len(), 1, "{state}");
+    assert_eq!(state["discounts"][0]["value"], 250);
+}
+
+/// The field and code of a 422's first problem.
+fn first_problem<T: std::fmt::Debug>(result: Result<T, DomainError>) -> (String, &'static str) {
+    match result {
+        Err(DomainError::Invalid(problems)) => (problems[0].field.clone(), problems[0].code),
+        other => panic!("expected 422, got {other:?}"),
+    }
+}
+
+/// Properties of one name whose JSON (`{"k":"…"}`) is `bytes` long.
+fn properties_of(bytes: usize) -> Value {
+    json!({ "k": "v".repeat(bytes - 8) })
+}
+
+#[test]
+fn line_item_properties_hold_at_most_16_kib() {
+    use crate::checkout::input::parse_add_line_item;
+    let line = |properties: Value| {
+        json!({"cart_items": [{"platform_id": "var-1", "quantity": 1,
+                               "line_item_properties": properties}]})
+    };
+    assert!(parse_init(&line(properties_of(16 * 1024)), &AllowAll).is_ok());
+    assert_eq!(
+        first_problem(parse_init(&line(properties_of(16 * 1024 + 1)), &AllowAll)),
+        (
+            "cart_items[0].line_item_properties".to_string(),
+            "too_large"
+        )
+    );
+    let added = |name: &str, properties: Value| {
+        let mut body = json!({"platform_id": "var-1", "quantity": 1});
+        body[name] = properties;
+        parse_add_line_item(&body)
+    };
+    assert!(added("line_item_properties", properties_of(16 * 1024)).is_ok());
+    assert_eq!(
+        first_problem(added("line_item_properties", properties_of(16 * 1024 + 1))),
+        ("line_item_properties".to_string(), "too_large")
+    );
+    assert_eq!(
+        first_problem(added("properties", properties_of(16 * 1024 + 1))),
+        ("properties".to_string(), "too_large")
+    );
+}
+
+#[test]
+fn a_checkout_holds_at_most_512_kib() {
+    use crate::checkout::input::{parse_add_line_item, parse_meta_data_patch};
+    use crate::checkout::state::MAX_DOCUMENT_BYTES;
+    let mut w = World::new();
+    // Lines of 16 KiB properties each: Init Order of 40 of them is over 512 KiB.
+    let lines: Vec<Value> = (0..40)
+        .map(|index| {
+            json!({"platform_id": "var-1", "quantity": 1,
+                            "line_item_key": format!("line-{index}"),
+                            "line_item_properties": properties_of(16 * 1024)})
+        })
+        .collect();
+    let input = parse_init(&json!({ "cart_items": lines }), &AllowAll).unwrap();
+    assert_eq!(
+        first_problem(w.db.write(|tx| init(tx, &w.shop, input, at(1)))),
+        ("cart_items".to_string(), "too_large")
+    );
+    // Added one by one at the storefront: the line that would take it over is refused, and the
+    // order stays as it was.
+    let call = w.init(json!({"cart_items": [{"platform_id": "var-1", "quantity": 1}]}));
+    let mut added = 0;
+    let refused = loop {
+        let body = json!({"platform_id": "var-1", "quantity": 1,
+                          "line_item_key": format!("line-{added}"),
+                          "line_item_properties": properties_of(16 * 1024)});
+        match storefront::add_line_item(&w.db, &call, parse_add_line_item(&body).unwrap(), at(2)) {
+            Ok(_) => added += 1,
+            refused => break refused,
+        }
+        assert!(added < 40, "never refused");
+    };
+    assert_eq!(
+        first_problem(refused),
+        ("line_item_properties".to_string(), "too_large")
+    );
+    let order = w.order_by_status(CheckoutStatus::Open);
+    assert_eq!(order.document.line_items.len(), added + 1);
+    let size = serde_json::to_vec(&order.document).unwrap().len();
+    assert!(
+        size <= MAX_DOCUMENT_BYTES && size > MAX_DOCUMENT_BYTES - 17 * 1024,
+        "{size}"
+    );
+    // Meta data too.
+    let patch = parse_meta_data_patch(&json!({"notes": "n".repeat(60 * 1024)})).unwrap();
+    assert_eq!(
+        first_problem(storefront::patch_meta_data(&w.db, &call, patch, at(3))),
+        ("order_meta_data".to_string(), "too_large")
+    );
+    // An order stored over the limit before it existed can still shrink, never grow.
+    let mut order = w.order_by_status(CheckoutStatus::Open);
+    order.document.order_meta_data.notes = "n".repeat(60 * 1024);
+    w.db.write(|tx| Ok(tx.save_checkout_order(&order)?))
+        .unwrap();
+    let patch = parse_meta_data_patch(&json!({"notes": "n".repeat(50 * 1024)})).unwrap();
+    storefront::patch_meta_data(&w.db, &call, patch, at(4)).unwrap();
+    storefront::delete_line_item(&w.db, &call, "line-0", at(5)).unwrap();
+}
+
+#[test]
+fn quantities_are_1_to_10000_and_prices_at_most_100000000_minor_units() {
+    use crate::checkout::input::{parse_add_line_item, parse_line_item_quantity};
+    let mut w = World::new();
+    let cart =
+        |quantity: i64| json!({"cart_items": [{"platform_id": "var-1", "quantity": quantity}]});
+    assert!(parse_init(&cart(10_000), &AllowAll).is_ok());
+    for out in [0, 10_001, i64::MAX] {
+        assert_eq!(
+            first_problem(parse_init(&cart(out), &AllowAll)),
+            ("cart_items[0].quantity".to_string(), "out_of_range"),
+            "{out}"
+        );
+    }
+    let add =
+        |quantity: i64| parse_add_line_item(&json!({"platform_id": "var-1", "quantity": quantity}));
+    assert!(add(10_000).is_ok());
+    assert_eq!(
+        first_problem(add(10_001)),
+        ("quantity".to_string(), "out_of_range")
+    );
+    let update = |quantity: i64| {
+        parse_line_item_quantity(&json!({"line_item_key": "k", "quantity": quantity}))
+    };
+    assert!(update(10_000).is_ok());
+    assert_eq!(
+        first_problem(update(10_001)),
+        ("quantity".to_string(), "out_of_range")
+    );
+    // Two lines of one key add up to at most 10,000.
+    let input = parse_init(
+        &json!({"cart_items": [
+            {"platform_id": "var-1", "quantity": 10_000, "line_item_key": "a"},
+            {"platform_id": "var-1", "quantity": 1, "line_item_key": "a"}]}),
+        &AllowAll,
+    )
+    .unwrap();
+    assert_eq!(
+        first_problem(w.db.write(|tx| init(tx, &w.shop, input, at(1)))),
+        ("cart_items[1].quantity".to_string(), "out_of_range")
+    );
+    // A catalogue price of 1,000,000.00 sells; one cent more does not.
+    apply(
+        &w.db,
+        w.shop.id,
+        EntityKind::Product,
+        &product_priced("1000000.00"),
+    );
+    let call = w.init(json!({"cart_items": [{"platform_id": "var-neg", "quantity": 10_000}]}));
+    let state =
+        storefront::refresh(&w.db, &call, at(2)).unwrap().json()["application_state"].clone();
+    assert_eq!(state["order_total"], 100_000_000i64 * 10_000);
+    let mut dearer = product_priced("1000000.01");
+    dearer["data"]["product"]["platform_updated_at"] = json!("2026-11-03T00:00:00Z");
+    apply(&w.db, w.shop.id, EntityKind::Product, &dearer);
+    let input = parse_init(
+        &json!({"cart_items": [{"platform_id": "var-neg", "quantity": 1}]}),
+        &AllowAll,
+    )
+    .unwrap();
+    assert_eq!(
+        first_problem(w.db.write(|tx| init(tx, &w.shop, input, at(3)))),
+        ("cart_items[0].platform_id".to_string(), "unpriced_variant")
+    );
+}
+
+#[test]
+fn an_order_whose_amounts_overflow_is_never_saved_nor_charged() {
+    let mut w = World::new();
+    let call = w.init(json!({"cart_items": [
+        {"platform_id": "var-1", "quantity": 1, "line_item_key": "coffee"}]}));
+    w.ready_to_process(&call, "tok_success");
+    // An order stored before the bounds, its amounts past what i64 holds.
+    let mut order = w.order_by_status(CheckoutStatus::Open);
+    order.document.line_items[0].price = crate::kernel::money::Cents(i64::MAX / 2);
+    order.document.line_items[0].quantity = 3;
+    w.db.write(|tx| Ok(tx.save_checkout_order(&order)?))
+        .unwrap();
+    assert_eq!(
+        first_problem(process_order(&w.context(7), &call)),
+        ("order_total".to_string(), "out_of_range")
+    );
+    let customer = parse_customer(&json!({"email_address": "ada@example.test"})).unwrap();
+    assert_eq!(
+        first_problem(set_customer(&w.db, &call, customer, at(8))),
+        ("order_total".to_string(), "out_of_range")
+    );
+    assert!(w.topics().is_empty(), "nothing processed: {:?}", w.topics());
+}
+
+#[test]
+fn an_order_of_a_customer_the_platform_knows_is_theirs_not_a_guests() {
+    let mut w = World::new();
+    // The platform's customer of the checkout's email, received as a Customer Saved event.
+    apply(
+        &w.db,
+        w.shop.id,
+        EntityKind::Customer,
+        &json!({"data": {"customer": {"platform_id": "cus-ada",
+            "platform_updated_at": "2026-11-01T00:00:00Z", "email": "ada@example.test",
+            "first_name": "Ada"}}}),
+    );
+    let call = w.init(json!({"cart_items": [
+        {"platform_id": "var-1", "quantity": 1, "line_item_key": "coffee"}]}));
+    w.ready_to_process(&call, "tok_success");
+    process_order(&w.context(5), &call).unwrap();
+    assert!(matches!(w.push(), Pushed::Created { .. }));
+    w.platform.state(|p| {
+        assert_eq!(
+            p.orders[0]
+                .platform_customer_id
+                .as_ref()
+                .map(|id| id.as_str()),
+            Some("cus-ada")
+        );
+    });
+    // A customer the platform does not know: a guest order, with the email on its addresses.
+    let call = w.init(json!({"cart_items": [
+        {"platform_id": "var-1", "quantity": 1, "line_item_key": "coffee"}]}));
+    let customer = parse_customer(&json!({"email_address": "guest@example.test"})).unwrap();
+    w.ready_to_process(&call, "tok_success");
+    set_customer(&w.db, &call, customer, at(5)).unwrap();
+    process_order(&w.context(6), &call).unwrap();
+    assert!(matches!(w.push(), Pushed::Created { .. }));
+    w.platform.state(|p| {
+        assert_eq!(p.orders[1].platform_customer_id, None);
+        let billing = p.orders[1].billing_address.as_ref().unwrap();
+        assert_eq!(billing.email.as_deref(), Some("guest@example.test"));
+    });
 }

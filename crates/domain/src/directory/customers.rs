@@ -525,9 +525,28 @@ pub(crate) fn address_resource(shop: &Shop, address: &DirectoryAddress) -> Addre
     }
 }
 
-/// A directory customer as answers show it (seed 002 §2.6), with their addresses (the default
-/// one, else the first, also as `default_address`) and labels. Customers of the directory
-/// have no tags or groups.
+/// A customer group a directory customer belongs to, as answers show it: the group's id, name
+/// and platform id, and when the service stored and last changed it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[schema(as = DirectoryCustomerGroup)]
+pub struct CustomerGroupResource {
+    /// The group's id (the service's integer).
+    pub id: i64,
+    /// The group's name, as the platform names it.
+    pub name: String,
+    /// The identifier of the shop the group belongs to.
+    pub shop_identifier: String,
+    /// The platform's id of the group.
+    pub platform_id: String,
+    /// When the service stored the group.
+    pub created_at: Timestamp,
+    /// When the service last changed the group.
+    pub updated_at: Timestamp,
+}
+
+/// A directory customer as answers show it, with their addresses (the default one, else the
+/// first, also as `default_address`), labels and customer groups. Customers of the directory
+/// have no tags.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct CustomerResource {
     /// The customer's id (the service's integer).
@@ -563,8 +582,8 @@ pub struct CustomerResource {
     pub default_address: Option<AddressResource>,
     /// The customer's live labels.
     pub labels: Vec<Label>,
-    /// Always empty: directory customers have no groups.
-    pub groups: Vec<String>,
+    /// The customer groups the customer belongs to; empty while the service stores none.
+    pub groups: Vec<CustomerGroupResource>,
 }
 
 pub(crate) fn customer_resource(
@@ -797,6 +816,42 @@ pub fn delete_label(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_customers_groups_are_objects_with_their_ids_names_and_times() {
+        let at = Timestamp::from_micros(1_700_000_000_000_000);
+        let group = CustomerGroupResource {
+            id: 7,
+            name: "Wholesale".to_string(),
+            shop_identifier: "demo".to_string(),
+            platform_id: "12".to_string(),
+            created_at: at,
+            updated_at: at,
+        };
+        let value = serde_json::to_value(&group).unwrap();
+        let mut keys: Vec<&str> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            [
+                "created_at",
+                "id",
+                "name",
+                "platform_id",
+                "shop_identifier",
+                "updated_at"
+            ]
+        );
+        assert_eq!(value["id"], 7);
+        assert_eq!(value["name"], "Wholesale");
+        assert_eq!(value["platform_id"], "12");
+        assert_eq!(value["created_at"], serde_json::to_value(at).unwrap());
+    }
 
     fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
         items

@@ -218,24 +218,53 @@ impl DomainError {
     }
 }
 
-/// Collects field errors while validating, so a client hears about every problem at once.
+/// The most problems one error answer lists: the first ones found. A body with more gets no
+/// more work, and its answer stays small whatever the body holds.
+pub const MAX_PROBLEMS: usize = 100;
+
+/// Collects field errors while validating, so a client hears about every problem at once (the
+/// first [`MAX_PROBLEMS`] of them). Beside the list, the set of every field a problem was
+/// recorded on, so [`Problems::has`] does not scan.
 #[derive(Debug, Default)]
-pub struct Problems(Vec<FieldError>);
+pub struct Problems {
+    /// The first [`MAX_PROBLEMS`] problems, in the order they were found.
+    list: Vec<FieldError>,
+    /// Every field a problem was recorded on, kept or not.
+    fields: std::collections::HashSet<String>,
+    /// How many problems were recorded, kept or not.
+    count: usize,
+}
 
 impl Problems {
     /// No problems yet.
     pub fn new() -> Self {
-        Problems(Vec::new())
+        Problems::default()
     }
 
-    /// Whether a problem was recorded on `field`.
+    /// Whether a problem was recorded on `field` (also one past the listed ones).
     pub fn has(&self, field: &str) -> bool {
-        self.0.iter().any(|problem| problem.field == field)
+        self.fields.contains(field)
     }
 
-    /// Records one problem.
+    /// Whether no problem was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// How many problems were recorded, the unlisted ones too.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Records one problem; past the first [`MAX_PROBLEMS`], only that its field has one.
     pub fn push(&mut self, error: FieldError) {
-        self.0.push(error);
+        self.count += 1;
+        if !self.fields.contains(&error.field) {
+            self.fields.insert(error.field.clone());
+        }
+        if self.list.len() < MAX_PROBLEMS {
+            self.list.push(error);
+        }
     }
 
     /// Records the error of a failed check, and gives back the value of a passed one.
@@ -243,21 +272,73 @@ impl Problems {
         match result {
             Ok(value) => Some(value),
             Err(error) => {
-                self.0.push(error);
+                self.push(error);
                 None
             }
         }
     }
 
-    /// `Ok` when no problem was recorded, otherwise [`DomainError::Invalid`] with all of them.
+    /// `Ok` when no problem was recorded, otherwise [`DomainError::Invalid`] with the first
+    /// [`MAX_PROBLEMS`] of them.
     pub fn into_result(self) -> Result<(), DomainError> {
-        if self.0.is_empty() {
+        if self.is_empty() {
             Ok(())
         } else {
-            Err(DomainError::Invalid(self.0))
+            Err(DomainError::Invalid(self.list))
         }
     }
 }
 
 /// What a repository method answers.
 pub type StoreResult<T> = Result<T, StorageError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problem(field: &str) -> FieldError {
+        FieldError::new(field, "invalid_value", format!("{field} is wrong"))
+    }
+
+    #[test]
+    fn an_error_lists_the_first_hundred_problems_only() {
+        let mut problems = Problems::new();
+        for index in 0..1_000 {
+            problems.push(problem(&format!("items[{index}].quantity")));
+        }
+        assert_eq!(problems.len(), 1_000);
+        let Err(DomainError::Invalid(listed)) = problems.into_result() else {
+            panic!("problems were recorded");
+        };
+        assert_eq!(listed.len(), MAX_PROBLEMS);
+        assert_eq!(listed.len(), 100);
+        assert_eq!(listed[0].field, "items[0].quantity");
+        assert_eq!(listed[99].field, "items[99].quantity");
+    }
+
+    #[test]
+    fn has_tells_every_field_with_a_problem_listed_or_not() {
+        let mut problems = Problems::new();
+        assert!(problems.is_empty());
+        assert!(!problems.has("a"));
+        for index in 0..150 {
+            problems.push(problem(&format!("f{index}")));
+        }
+        problems.push(problem("f0"));
+        assert!(problems.has("f0"));
+        assert!(problems.has("f99"));
+        assert!(problems.has("f100"), "past the listed ones");
+        assert!(problems.has("f149"));
+        assert!(!problems.has("f150"));
+        assert!(!problems.has("f"));
+        assert_eq!(problems.len(), 151);
+        assert_eq!(problems.check(Ok::<_, FieldError>(3)), Some(3));
+        assert_eq!(problems.check::<i64>(Err(problem("late"))), None);
+        assert!(problems.has("late"));
+    }
+
+    #[test]
+    fn no_problem_is_ok() {
+        assert!(Problems::new().into_result().is_ok());
+    }
+}

@@ -191,10 +191,11 @@ impl<'a> Fields<'a, '_> {
         Some(texts)
     }
 
-    /// An array, when present.
-    pub fn array(&mut self, name: &str) -> Option<&'a Vec<Value>> {
+    /// An array of at most `max` elements, when present. A longer one is one `too_many`
+    /// problem, and only its first `max` elements are given: the rest are not read.
+    pub fn array(&mut self, name: &str, max: usize) -> Option<&'a [Value]> {
         match self.get(name)? {
-            Value::Array(items) => Some(items),
+            Value::Array(items) => Some(at_most(&self.field(name), items, max, self.problems)),
             _ => {
                 self.problems.push(type_error(self.field(name), "an array"));
                 None
@@ -222,6 +223,24 @@ impl<'a> Fields<'a, '_> {
             }
         }
     }
+}
+
+/// The first `max` elements of the array `items` found at `field`; when it holds more, one
+/// `too_many` problem on `field` too. Every array of a body is read through this (or
+/// [`Fields::array`]), so that no body can make Mercer read, check or report on more elements
+/// than the array may hold.
+pub fn at_most<'v>(
+    field: &str,
+    items: &'v [Value],
+    max: usize,
+    problems: &mut Problems,
+) -> &'v [Value] {
+    if items.len() <= max {
+        return items;
+    }
+    let message = format!("{field} must hold at most {max} items");
+    problems.push(FieldError::new(field, "too_many", message));
+    &items[..max]
 }
 
 pub(crate) fn check_email(field: String, email: &str) -> Result<(), FieldError> {
@@ -259,4 +278,65 @@ pub fn read_body<T>(
     let value = read(&mut fields);
     problems.into_result()?;
     value.ok_or_else(|| DomainError::invalid("body", "invalid_value", "the body could not be read"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Reads `items` (at most 3), each with a required `name`: how many elements were read, or
+    /// the (field, code) of each problem.
+    fn read_items(body: &Value) -> Result<usize, Vec<(String, &'static str)>> {
+        read_body(body, |fields| {
+            let items = fields.array("items", 3)?;
+            for (index, item) in items.iter().enumerate() {
+                if let Some(mut item) = fields.element("items", index, item) {
+                    item.required_text("name");
+                }
+            }
+            Some(items.len())
+        })
+        .map_err(|error| match error {
+            DomainError::Invalid(problems) => problems
+                .into_iter()
+                .map(|problem| (problem.field, problem.code))
+                .collect(),
+            other => panic!("{other:?}"),
+        })
+    }
+
+    #[test]
+    fn an_array_within_its_limit_is_read_whole() {
+        assert_eq!(
+            read_items(&json!({"items": [{"name": "a"}, {"name": "b"}, {"name": "c"}]})),
+            Ok(3)
+        );
+        assert_eq!(
+            read_items(&json!({"items": "no"})),
+            Err(vec![("items".to_string(), "invalid_type")])
+        );
+    }
+
+    #[test]
+    fn an_array_over_its_limit_is_one_problem_and_its_rest_is_not_read() {
+        // Every element lacks its name: only the first three are read, so only they are named.
+        let body = json!({"items": vec![json!({}); 100_000]});
+        assert_eq!(
+            read_items(&body),
+            Err(vec![
+                ("items".to_string(), "too_many"),
+                ("items[0].name".to_string(), "required"),
+                ("items[1].name".to_string(), "required"),
+                ("items[2].name".to_string(), "required"),
+            ])
+        );
+        let mut problems = Problems::new();
+        let items = vec![json!(1); 5];
+        assert_eq!(at_most("list", &items, 5, &mut problems).len(), 5);
+        assert!(problems.is_empty());
+        assert_eq!(at_most("list", &items, 2, &mut problems).len(), 2);
+        assert_eq!(problems.len(), 1);
+        assert!(problems.has("list"));
+    }
 }

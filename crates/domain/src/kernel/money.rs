@@ -73,6 +73,71 @@ impl Cents {
     }
 }
 
+/// The highest price of one unit, in minor units (a million dollars of a two-decimal
+/// currency): a line item priced above it is refused.
+pub const MAX_PRICE: Cents = Cents(100_000_000);
+/// A line item's quantity is 1 to this.
+pub const MAX_QUANTITY: i64 = 10_000;
+/// The lowest exchange rate between two currencies.
+pub const MIN_EXCHANGE_RATE: f64 = 0.000_001;
+/// The highest exchange rate between two currencies.
+pub const MAX_EXCHANGE_RATE: f64 = 1_000_000.0;
+
+/// Whether `rate` is an exchange rate: from [`MIN_EXCHANGE_RATE`] to [`MAX_EXCHANGE_RATE`].
+pub fn is_exchange_rate(rate: f64) -> bool {
+    rate.is_finite() && (MIN_EXCHANGE_RATE..=MAX_EXCHANGE_RATE).contains(&rate)
+}
+
+/// A rate as the exact decimal it is written as: `(numerator, denominator)` with the
+/// denominator a power of ten. The number's shortest text that reads back as the same number is
+/// taken (`1.35`, not the binary fraction 1.350000000000000088…), so a rate given as `1.35`
+/// converts as 1.35. None for a rate that is not a finite number of at least 0.
+fn exact_rate(rate: f64) -> Option<(i128, i128)> {
+    if !rate.is_finite() || rate < 0.0 {
+        return None;
+    }
+    // `Display` of a float never uses an exponent: `1e-7` is written `0.0000001`.
+    let text = rate.to_string();
+    let (whole, fraction) = text.split_once('.').unwrap_or((&text, ""));
+    let digits: i128 = format!("{whole}{fraction}").parse().ok()?;
+    let denominator = 10i128.checked_pow(u32::try_from(fraction.len()).ok()?)?;
+    Some((digits, denominator))
+}
+
+impl Cents {
+    /// The sum; `None` when it overflows `i64`.
+    pub fn checked_add(self, other: Cents) -> Option<Cents> {
+        self.0.checked_add(other.0).map(Cents)
+    }
+
+    /// The difference; `None` when it overflows `i64`.
+    pub fn checked_sub(self, other: Cents) -> Option<Cents> {
+        self.0.checked_sub(other.0).map(Cents)
+    }
+
+    /// The sum of `amounts`; `None` when it overflows `i64`.
+    pub fn checked_sum(amounts: impl IntoIterator<Item = Cents>) -> Option<Cents> {
+        amounts
+            .into_iter()
+            .try_fold(Cents::ZERO, |total, amount| total.checked_add(amount))
+    }
+
+    /// The amount at exchange rate `rate`, worked out exactly on the rate's decimal (see
+    /// [`exact_rate`]) and rounded half away from zero; `None` when it overflows `i64` or the
+    /// rate is not a number of at least 0.
+    pub fn at_rate(self, rate: f64) -> Option<Cents> {
+        let (numerator, denominator) = exact_rate(rate)?;
+        let product = i128::from(self.0).checked_mul(numerator)?;
+        let (quotient, remainder) = (product / denominator, product % denominator);
+        let rounded = if remainder.abs() * 2 >= denominator {
+            quotient + product.signum()
+        } else {
+            quotient
+        };
+        i64::try_from(rounded).ok().map(Cents)
+    }
+}
+
 /// Only whole numbers are cents: `12.5` is refused rather than rounded.
 impl<'de> Deserialize<'de> for Cents {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -145,6 +210,26 @@ pub const CURRENCY_CODES: [&str; 157] = [
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn amounts_convert_at_the_rate_as_written_and_overflow_is_none() {
+        // 100 × 1.005 = 100.5 exactly, rounded up; in binary floats it is 100.49999999999999,
+        // which would round down.
+        assert_eq!(Cents(100).at_rate(1.005), Some(Cents(101)));
+        assert_eq!(Cents(250).at_rate(1.35), Some(Cents(338)));
+        assert_eq!(Cents(-250).at_rate(1.35), Some(Cents(-338)));
+        assert_eq!(Cents(1).at_rate(0.000_001), Some(Cents(0)));
+        assert_eq!(Cents(500_000).at_rate(0.000_001), Some(Cents(1)));
+        assert_eq!(Cents(7).at_rate(1.0), Some(Cents(7)));
+        assert_eq!(Cents(i64::MAX).at_rate(2.0), None);
+        assert_eq!(Cents(1).at_rate(f64::NAN), None);
+        assert_eq!(Cents(i64::MAX).checked_add(Cents(1)), None);
+        assert_eq!(Cents::checked_sum([Cents(1), Cents(2)]), Some(Cents(3)));
+        assert_eq!(Cents::checked_sum([Cents(i64::MAX), Cents(1)]), None);
+        assert!(is_exchange_rate(0.000_001) && is_exchange_rate(1_000_000.0));
+        assert!(!is_exchange_rate(0.000_000_99) && !is_exchange_rate(1_000_000.01));
+        assert!(!is_exchange_rate(0.0) && !is_exchange_rate(f64::INFINITY));
+    }
 
     #[test]
     fn decimals_read_as_cents_of_their_currency() {

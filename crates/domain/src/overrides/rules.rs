@@ -538,6 +538,30 @@ impl OverrideAnswer {
                 OverrideAnswer::Inventory(parse_as::<InventoryAnswer>(body)?.items)
             }
         };
+        // Amounts past what money holds (i64 minor units) are no amounts.
+        let too_large = |amount: &u64| i64::try_from(*amount).is_err();
+        let oversized = match &answer {
+            OverrideAnswer::Shipping(lines) => lines
+                .iter()
+                .position(|line| too_large(&line.amount))
+                .map(|index| format!("shipping_lines[{index}].amount")),
+            OverrideAnswer::Tax(taxes) => taxes
+                .iter()
+                .position(|tax| too_large(&tax.amount))
+                .map(|index| format!("taxes[{index}].amount")),
+            OverrideAnswer::Discount(answer) => answer
+                .discount
+                .as_ref()
+                .filter(|discount| too_large(&discount.amount))
+                .map(|_| "discount.amount".to_string()),
+            _ => None,
+        };
+        if let Some(field) = oversized {
+            return Err(WrongAnswer::at(
+                &field,
+                &format!("must be an amount of at most {} minor units", i64::MAX),
+            ));
+        }
         if let OverrideAnswer::Tax(taxes) = &answer
             && let Some(bad) = taxes.iter().position(|tax| tax.rate < 0.0)
         {
@@ -679,6 +703,14 @@ mod tests {
                 valid: false,
                 discount: None
             }))
+        );
+        let huge = br#"{"shipping_lines":[{"id":"a","description":"Ground","amount":9223372036854775808}]}"#;
+        assert_eq!(
+            OverrideAnswer::parse(OverrideType::Shipping, huge)
+                .unwrap_err()
+                .field
+                .as_deref(),
+            Some("shipping_lines[0].amount")
         );
         let taxes = br#"{"taxes":[{"name":"VAT","amount":100,"rate":-0.2}]}"#;
         assert_eq!(

@@ -7,8 +7,10 @@
 //! document is compared with the customer's previous document when there is one, with the
 //! stored rows otherwise; only the rows that change are written, and the live rows whose key
 //! the document no longer has are marked gone. A document that leaves `addresses` out is no
-//! change to them at all (the caller does not ask).
+//! change to them at all (the caller does not ask). Matching goes by hash maps of the keys, so it
+//! takes time in proportion to the addresses (at most 250 a customer, checked at intake).
 
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use crate::platform::resources::CustomerAddress;
@@ -50,17 +52,31 @@ impl fmt::Display for AddressKey {
 }
 
 /// A customer's addresses by key, in the order their rows are written: by position, an address
-/// whose platform id comes again taking the place of the later one.
+/// whose platform id comes again taking the place of the later one. Linear in the addresses: each
+/// key is kept at its last position.
 pub(crate) fn keyed_addresses(
     addresses: &[CustomerAddress],
 ) -> Vec<(AddressKey, &CustomerAddress)> {
-    let mut keyed: Vec<(AddressKey, &CustomerAddress)> = Vec::with_capacity(addresses.len());
-    for (position, address) in addresses.iter().enumerate() {
-        let key = AddressKey::of(position, address);
-        keyed.retain(|(known, _)| *known != key);
-        keyed.push((key, address));
-    }
-    keyed
+    let keys: Vec<AddressKey> = addresses
+        .iter()
+        .enumerate()
+        .map(|(position, address)| AddressKey::of(position, address))
+        .collect();
+    let keep: Vec<bool> = {
+        let mut last: HashMap<&AddressKey, usize> = HashMap::with_capacity(keys.len());
+        for (position, key) in keys.iter().enumerate() {
+            last.insert(key, position);
+        }
+        keys.iter()
+            .enumerate()
+            .map(|(position, key)| last.get(key) == Some(&position))
+            .collect()
+    };
+    keys.into_iter()
+        .zip(addresses)
+        .zip(keep)
+        .filter_map(|(keyed, keep)| keep.then_some(keyed))
+        .collect()
 }
 
 /// The columns of an address row, pulled out of the address.
@@ -143,35 +159,45 @@ pub fn address_changes(
     addresses: &[CustomerAddress],
 ) -> AddressChanges {
     let keyed = keyed_addresses(addresses);
+    let kept: HashSet<&AddressKey> = keyed.iter().map(|(key, _)| key).collect();
     let mut changes = AddressChanges::default();
     match before {
         AddressesBefore::Document(previous) => {
             let before = keyed_addresses(previous);
             for (key, _) in &before {
-                if !keyed.iter().any(|(kept, _)| kept == key) {
+                if !kept.contains(key) {
                     changes.gone.push(key.clone());
                 }
             }
-            for (key, address) in keyed {
-                let old = before.iter().find(|(old_key, _)| *old_key == key);
-                if old.is_some_and(|(_, old)| *old == address) {
+            // Keys are unique in a keyed list.
+            let old_by_key: HashMap<&AddressKey, &CustomerAddress> =
+                before.iter().map(|(key, old)| (key, *old)).collect();
+            for (key, address) in &keyed {
+                let old = old_by_key.get(key);
+                if old.is_some_and(|old| *old == *address) {
                     continue;
                 }
                 changes.written.push(AddressWrite {
-                    row: AddressRow::of(key, address),
+                    row: AddressRow::of(key.clone(), address),
                     stored: old.is_some(),
                 });
             }
         }
         AddressesBefore::Stored(stored) => {
             for old in stored.iter().filter(|old| !old.deleted) {
-                if !keyed.iter().any(|(kept, _)| *kept == old.row.key) {
+                if !kept.contains(&old.row.key) {
                     changes.gone.push(old.row.key.clone());
                 }
             }
-            for (key, address) in keyed {
-                let row = AddressRow::of(key, address);
-                let old = stored.iter().find(|old| old.row.key == row.key);
+            // The first stored row of each key, as a scan in order would find it.
+            let mut stored_by_key: HashMap<&AddressKey, &StoredAddress> =
+                HashMap::with_capacity(stored.len());
+            for old in stored {
+                stored_by_key.entry(&old.row.key).or_insert(old);
+            }
+            for (key, address) in &keyed {
+                let row = AddressRow::of(key.clone(), address);
+                let old = stored_by_key.get(key);
                 if old.is_some_and(|old| !old.deleted && old.row == row) {
                     continue;
                 }
@@ -347,6 +373,151 @@ mod tests {
         let changes = address_changes(AddressesBefore::Stored(&rows), &addresses);
         assert_eq!(written(&changes), [("a1", true)], "a2 is live and the same");
         assert!(changes.gone.is_empty(), "a9 is gone already");
+    }
+
+    /// The matching as first written, a scan of every list for every address: what the hash
+    /// maps must give, to the row and in the same order.
+    mod by_scans {
+        use super::*;
+
+        pub(super) fn keyed(addresses: &[CustomerAddress]) -> Vec<(AddressKey, &CustomerAddress)> {
+            let mut keyed: Vec<(AddressKey, &CustomerAddress)> = Vec::new();
+            for (position, address) in addresses.iter().enumerate() {
+                let key = AddressKey::of(position, address);
+                keyed.retain(|(known, _)| *known != key);
+                keyed.push((key, address));
+            }
+            keyed
+        }
+
+        pub(super) fn changes(
+            before: AddressesBefore<'_>,
+            addresses: &[CustomerAddress],
+        ) -> AddressChanges {
+            let keyed = keyed(addresses);
+            let mut changes = AddressChanges::default();
+            match before {
+                AddressesBefore::Document(previous) => {
+                    let before = keyed_addresses(previous);
+                    for (key, _) in &before {
+                        if !keyed.iter().any(|(kept, _)| kept == key) {
+                            changes.gone.push(key.clone());
+                        }
+                    }
+                    for (key, address) in keyed {
+                        let old = before.iter().find(|(old_key, _)| *old_key == key);
+                        if old.is_some_and(|(_, old)| *old == address) {
+                            continue;
+                        }
+                        changes.written.push(AddressWrite {
+                            row: AddressRow::of(key, address),
+                            stored: old.is_some(),
+                        });
+                    }
+                }
+                AddressesBefore::Stored(stored) => {
+                    for old in stored.iter().filter(|old| !old.deleted) {
+                        if !keyed.iter().any(|(kept, _)| *kept == old.row.key) {
+                            changes.gone.push(old.row.key.clone());
+                        }
+                    }
+                    for (key, address) in keyed {
+                        let row = AddressRow::of(key, address);
+                        let old = stored.iter().find(|old| old.row.key == row.key);
+                        if old.is_some_and(|old| !old.deleted && old.row == row) {
+                            continue;
+                        }
+                        changes.written.push(AddressWrite {
+                            row,
+                            stored: old.is_some(),
+                        });
+                    }
+                }
+            }
+            changes
+        }
+    }
+
+    /// `count` addresses drawn from `seed`: some without an id, some with an id that comes
+    /// again (one even spelled like a position key, `#3`), over a few cities.
+    fn drawn(seed: u64, count: usize) -> Vec<CustomerAddress> {
+        let mut state = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        let mut next = move |below: u64| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 33) % below
+        };
+        (0..count)
+            .map(|_| {
+                let id = match next(4) {
+                    0 => None,
+                    1 => Some("#3".to_string()),
+                    _ => Some(format!("a{}", next(count as u64 + 1))),
+                };
+                address(id.as_deref(), ["Lyon", "Paris", "Nice"][next(3) as usize])
+            })
+            .collect()
+    }
+
+    #[test]
+    fn matching_by_hash_maps_gives_what_scanning_gave_up_to_the_limit() {
+        use crate::platform::resources::MAX_ENTITY_LIST_ITEMS;
+        for seed in 0..40 {
+            let sizes = [0, 1, 7, MAX_ENTITY_LIST_ITEMS];
+            let (before, after) = (
+                drawn(seed, sizes[seed as usize % 4]),
+                drawn(seed + 1000, sizes[(seed as usize / 4) % 4]),
+            );
+            assert_eq!(
+                keys(&keyed_addresses(&after)),
+                keys(&by_scans::keyed(&after)),
+                "seed {seed}"
+            );
+            let mut rows = stored(&before);
+            // Some rows marked gone, and one written twice (as no store keeps it, but the scan
+            // took the first).
+            for row in rows.iter_mut().step_by(3) {
+                row.deleted = true;
+            }
+            if let Some(first) = rows.first().cloned() {
+                let mut again = first;
+                again.deleted = !again.deleted;
+                rows.push(again);
+            }
+            for previous in [
+                AddressesBefore::Document(&before),
+                AddressesBefore::Stored(&rows),
+            ] {
+                assert_eq!(
+                    address_changes(previous, &after),
+                    by_scans::changes(previous, &after),
+                    "seed {seed}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_full_list_of_addresses_without_ids_matches_row_for_row() {
+        use crate::platform::resources::MAX_ENTITY_LIST_ITEMS;
+        let before: Vec<CustomerAddress> = (0..MAX_ENTITY_LIST_ITEMS)
+            .map(|_| CustomerAddress::default())
+            .collect();
+        let mut after = before.clone();
+        after[MAX_ENTITY_LIST_ITEMS - 1].city = Some("Lyon".into());
+        let last = format!("#{}", MAX_ENTITY_LIST_ITEMS - 1);
+        for changes in [
+            address_changes(AddressesBefore::Document(&before), &after),
+            address_changes(AddressesBefore::Stored(&stored(&before)), &after),
+        ] {
+            assert_eq!(written(&changes), [(last.as_str(), true)]);
+            assert!(changes.gone.is_empty());
+        }
+        let changes = address_changes(AddressesBefore::Document(&before), &after[..10]);
+        assert!(changes.written.is_empty());
+        assert_eq!(changes.gone.len(), MAX_ENTITY_LIST_ITEMS - 10);
+        assert_eq!(changes.gone[0].as_str(), "#10");
     }
 
     #[test]

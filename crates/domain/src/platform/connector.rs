@@ -26,6 +26,26 @@ pub struct ConnectorTarget {
     pub compatible_secret: Secret,
 }
 
+/// Whether a verification answer proved the connector holds the secret beyond `X-HMAC`: its
+/// `X-Verification-Proof` header, the HMAC of the verification request's nonce. (`X-HMAC` alone
+/// covers only the timestamp Mercer sent, so a destination that echoes it back proves nothing.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VerificationProof {
+    /// The proof is the HMAC of the nonce under the shop's current secret.
+    Valid,
+    /// The answer has no `X-Verification-Proof` (a connector on the original scheme).
+    Missing,
+    /// The answer has a proof, and it is wrong.
+    Invalid,
+}
+
+/// What a successful Verify call said beyond its `X-HMAC`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VerificationAnswer {
+    /// Whether the answer proved the secret.
+    pub proof: VerificationProof,
+}
+
 /// One page of a connector list operation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Page<T> {
@@ -105,8 +125,8 @@ pub type PlatformConnectorHandle = std::sync::Arc<dyn PlatformConnector>;
 /// target to reach. Implemented over HTTP by `mercer-connector`, and in memory for tests.
 pub trait PlatformConnector: Send + Sync {
     /// Verify Platform Connector Destination: succeeds only when the connector echoes the right
-    /// `X-HMAC` of the timestamp sent.
-    fn verify(&self, target: &ConnectorTarget) -> ConnectorResult<()>;
+    /// `X-HMAC` of the timestamp sent, and says whether it also proved the secret.
+    fn verify(&self, target: &ConnectorTarget) -> ConnectorResult<VerificationAnswer>;
     /// List Customers: one page of at most `limit` customers from `cursor` (the first page when
     /// `None`), only those of `email` when given.
     fn list_customers(

@@ -12,7 +12,7 @@ use crate::kernel::outbound::AddressGuard;
 use crate::kernel::time::Timestamp;
 use crate::platform::PlatformDatabase;
 use crate::platform::PlatformRepositories;
-use crate::platform::connector::{ConnectorTarget, PlatformConnector};
+use crate::platform::connector::{ConnectorTarget, PlatformConnector, VerificationProof};
 
 /// What a destination serves: a shop has at most one live destination per topic, and each
 /// connector operation goes to the destination of its topic.
@@ -419,8 +419,15 @@ pub(crate) fn live_target(
     Ok(Some((destination, target)))
 }
 
-fn verify(connector: &dyn PlatformConnector, target: &ConnectorTarget) -> Result<(), DomainError> {
-    connector.verify(target).map_err(|error| {
+/// Calls the connector's Verify operation: its `X-HMAC` must match, and when the shop requires
+/// message signatures its `X-Verification-Proof` must be the HMAC of the nonce sent too (an
+/// `X-HMAC` alone may be an echo of Mercer's own header, by a destination without the secret).
+fn verify(
+    connector: &dyn PlatformConnector,
+    target: &ConnectorTarget,
+    shop: &Shop,
+) -> Result<(), DomainError> {
+    let answer = connector.verify(target).map_err(|error| {
         let code = if matches!(
             error,
             crate::platform::connector::ConnectorError::Timeout(_)
@@ -430,6 +437,29 @@ fn verify(connector: &dyn PlatformConnector, target: &ConnectorTarget) -> Result
             "connector.verification_failed"
         };
         error.into_domain(code)
+    })?;
+    check_proof(shop.require_message_signatures, answer.proof)
+}
+
+/// A verification answer's proof, against the shop's setting: while the shop requires message
+/// signatures, only a valid proof registers the connector (502 `connector.verification_failed`
+/// otherwise); while it does not, the answer's `X-HMAC` is enough, as it always was.
+fn check_proof(required: bool, proof: VerificationProof) -> Result<(), DomainError> {
+    if !required || proof == VerificationProof::Valid {
+        return Ok(());
+    }
+    let why = match proof {
+        VerificationProof::Invalid => "is not the HMAC of the verification request's nonce",
+        _ => "is missing",
+    };
+    Err(DomainError::Remote {
+        code: "connector.verification_failed",
+        timed_out: false,
+        message: format!(
+            "the connector's X-Verification-Proof {why}: the shop requires message \
+             signatures, so the connector must prove it holds the secret"
+        ),
+        field: None,
     })
 }
 
@@ -466,7 +496,7 @@ pub fn create_destination(
         }
         connector_target(tx, shop, &settings.url, &settings.version, timeout, now)
     })?;
-    verify(connector, &target)?;
+    verify(connector, &target, shop)?;
     db.write_tx(|tx| {
         if tx.live_destination(shop.id, settings.topic)?.is_some() {
             return Err(topic_taken(settings.topic));
@@ -536,7 +566,7 @@ pub fn update_destination(
         Ok((settings, target))
     })?;
     check_address(guard, &settings.url)?;
-    verify(connector, &target)?;
+    verify(connector, &target, shop)?;
     db.write_tx(|tx| {
         find_live_destination(tx, shop, id)?;
         if let Some(other) = tx.live_destination(shop.id, settings.topic)?
@@ -566,4 +596,39 @@ pub fn delete_destination(
     find_live_destination(tx, shop, id)?;
     tx.delete_destination(shop.id, id, now)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shop_that_requires_message_signatures_needs_a_valid_proof() {
+        assert!(check_proof(true, VerificationProof::Valid).is_ok());
+        for proof in [VerificationProof::Missing, VerificationProof::Invalid] {
+            let Err(DomainError::Remote {
+                code,
+                timed_out,
+                message,
+                ..
+            }) = check_proof(true, proof)
+            else {
+                panic!("{proof:?} is refused");
+            };
+            assert_eq!(code, "connector.verification_failed");
+            assert!(!timed_out);
+            assert!(message.contains("X-Verification-Proof"), "{message}");
+        }
+    }
+
+    #[test]
+    fn a_shop_that_does_not_takes_the_hmac_alone() {
+        for proof in [
+            VerificationProof::Valid,
+            VerificationProof::Missing,
+            VerificationProof::Invalid,
+        ] {
+            assert!(check_proof(false, proof).is_ok(), "{proof:?}");
+        }
+    }
 }

@@ -9,6 +9,12 @@
 //!   same content changes nothing;
 //! - a Saved event at or before a deletion is dropped; a later one brings the entity back;
 //! - a Deleted event older than the last applied save is dropped.
+//!
+//! Intake refuses (422, nothing stored) an event whose time is more than 10 minutes after
+//! Mercer's clock ([`MAX_FUTURE_SECONDS`]): it would win over every true event of its entity
+//! until then. It refuses an entity holding more than 250 items in a list
+//! ([`MAX_ENTITY_LIST_ITEMS`]) too, so that applying one event never holds the single writer
+//! long. A sync skips (and counts) the entities an event could not carry.
 
 use serde::de::{DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
@@ -25,7 +31,9 @@ use crate::kernel::time::Timestamp;
 use crate::platform::PlatformDatabase;
 use crate::platform::PlatformRepositories;
 use crate::platform::destinations::Topic;
-use crate::platform::resources::{Category, Customer, Order, PlatformId, Product};
+use crate::platform::resources::{
+    Category, Customer, MAX_ENTITY_LIST_ITEMS, Order, PlatformId, Product,
+};
 
 /// The kinds of platform entity an event can be about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -270,20 +278,34 @@ impl EntityDocument {
     }
 
     /// What the rules refuse in a document that reads well, each named under `prefix`
-    /// (`data.product`): a catalogue price below zero.
+    /// (`data.product`): a list holding more than [`MAX_ENTITY_LIST_ITEMS`] items, a catalogue
+    /// price below zero.
     pub fn problems(&self, prefix: &str) -> Vec<FieldError> {
-        match self {
-            EntityDocument::Product(product) => product
-                .negative_prices()
-                .into_iter()
-                .map(|path| {
-                    let field = format!("{prefix}.{path}");
-                    let message = format!("{field} must not be below zero");
-                    FieldError::new(field, "negative", message)
-                })
-                .collect(),
-            _ => Vec::new(),
+        let oversized = match self {
+            EntityDocument::Customer(customer) => customer.oversized_lists(),
+            EntityDocument::Order(order) => order.oversized_lists(),
+            EntityDocument::Product(product) => product.oversized_lists(),
+            EntityDocument::Category(_) => Default::default(),
+        };
+        let mut problems: Vec<FieldError> = oversized
+            .into_paths()
+            .into_iter()
+            .map(|(path, len)| {
+                let field = format!("{prefix}.{path}");
+                let message = format!(
+                    "{field} holds {len} items; an entity holds at most {MAX_ENTITY_LIST_ITEMS}"
+                );
+                FieldError::new(field, "too_many", message)
+            })
+            .collect();
+        if let EntityDocument::Product(product) = self {
+            problems.extend(product.negative_prices().into_iter().map(|path| {
+                let field = format!("{prefix}.{path}");
+                let message = format!("{field} must not be below zero");
+                FieldError::new(field, "negative", message)
+            }));
         }
+        problems
     }
 
     /// Whether applying `incoming` would change nothing.
@@ -605,10 +627,31 @@ fn required_id(id: Option<&PlatformId>, prefix: &str) -> Result<String, FieldErr
     }
 }
 
+/// How far past Mercer's clock an event's `platform_updated_at` or `platform_deleted_at` may be,
+/// in seconds (10 minutes, room for clocks that disagree). A later time would win over every
+/// true event of the entity until then: the out-of-sequence rule drops older ones.
+pub const MAX_FUTURE_SECONDS: i64 = 600;
+
+/// The problem with `field`'s time `at` when it is more than [`MAX_FUTURE_SECONDS`] after `now`.
+fn future_problem(field: &str, at: Timestamp, now: Timestamp) -> Option<FieldError> {
+    (at > now.plus_seconds(MAX_FUTURE_SECONDS)).then(|| {
+        FieldError::new(
+            field,
+            "in_future",
+            format!(
+                "{field} is more than {} minutes after Mercer's clock ({})",
+                MAX_FUTURE_SECONDS / 60,
+                now.to_rfc3339()
+            ),
+        )
+    })
+}
+
 fn parse_saved<T: DeserializeOwned + Stamped>(
     body: &[u8],
     kind: EntityKind,
     prefix: &str,
+    now: Timestamp,
 ) -> Result<(String, Timestamp, EntityDocument), EventBodyError> {
     let entity: T = entity_of(body, kind)?;
     let mut problems = Vec::new();
@@ -616,10 +659,10 @@ fn parse_saved<T: DeserializeOwned + Stamped>(
         .map_err(|e| problems.push(e))
         .ok();
     let at = entity.platform_updated_at();
-    if at.is_none() {
-        problems.push(FieldError::required(format!(
-            "{prefix}.platform_updated_at"
-        )));
+    let at_field = format!("{prefix}.platform_updated_at");
+    match at {
+        None => problems.push(FieldError::required(at_field)),
+        Some(at) => problems.extend(future_problem(&at_field, at, now)),
     }
     let document = entity.into_document();
     problems.extend(document.problems(prefix));
@@ -644,10 +687,10 @@ pub fn parse_event_body(
     let (platform_id, occurred_at, document) = match action {
         EventAction::Saved => {
             let (id, at, document) = match kind {
-                EntityKind::Customer => parse_saved::<Customer>(body, kind, &prefix)?,
-                EntityKind::Order => parse_saved::<Order>(body, kind, &prefix)?,
-                EntityKind::Product => parse_saved::<Product>(body, kind, &prefix)?,
-                EntityKind::Category => parse_saved::<Category>(body, kind, &prefix)?,
+                EntityKind::Customer => parse_saved::<Customer>(body, kind, &prefix, now)?,
+                EntityKind::Order => parse_saved::<Order>(body, kind, &prefix, now)?,
+                EntityKind::Product => parse_saved::<Product>(body, kind, &prefix, now)?,
+                EntityKind::Category => parse_saved::<Category>(body, kind, &prefix, now)?,
             };
             let document = EventDocument::new(document).map_err(|error| {
                 EventBodyError::Invalid(DomainError::invalid(
@@ -664,10 +707,10 @@ pub fn parse_event_body(
             let id = required_id(deleted.platform_id.as_ref(), &prefix)
                 .map_err(|e| problems.push(e))
                 .ok();
-            if deleted.platform_deleted_at.is_none() {
-                problems.push(FieldError::required(format!(
-                    "{prefix}.platform_deleted_at"
-                )));
+            let at_field = format!("{prefix}.platform_deleted_at");
+            match deleted.platform_deleted_at {
+                None => problems.push(FieldError::required(at_field)),
+                Some(at) => problems.extend(future_problem(&at_field, at, now)),
             }
             match (id, deleted.platform_deleted_at) {
                 (Some(id), Some(at)) if problems.is_empty() => (id, at, None),
@@ -720,13 +763,24 @@ pub(crate) fn synced_event<T: Clone + Stamped>(
     now: Timestamp,
 ) -> Option<NewInboundEvent> {
     let platform_id = entity.platform_id().filter(|id| !id.is_blank())?;
+    let occurred_at = entity.platform_updated_at()?;
     // An entity that cannot be written out as JSON (never seen) is skipped like one without an
-    // id; so is one holding text no database stores, or a negative price, by the rules events
-    // are held to.
-    let document = EventDocument::new(entity.clone().into_document()).ok()?;
-    let problem = crate::kernel::limits::check_json_body(document.json().as_bytes())
-        .err()
-        .or_else(|| document.entity().problems(kind.as_str()).into_iter().next());
+    // id; so is one dated more than 10 minutes after Mercer's clock, or holding text no database
+    // stores, a list over the limit or a negative price, by the rules events are held to. The
+    // size of its lists is checked before anything is made of them.
+    let prefix = kind.as_str();
+    let at_field = format!("{prefix}.platform_updated_at");
+    let document = entity.clone().into_document();
+    let problem = future_problem(&at_field, occurred_at, now)
+        .or_else(|| document.problems(prefix).into_iter().next());
+    let (document, problem) = match problem {
+        Some(problem) => (None, Some(problem)),
+        None => {
+            let document = EventDocument::new(document).ok()?;
+            let problem = crate::kernel::limits::check_json_body(document.json().as_bytes()).err();
+            (Some(document), problem)
+        }
+    };
     if let Some(problem) = problem {
         log::warn!(
             target: "mercer::sync",
@@ -741,8 +795,8 @@ pub(crate) fn synced_event<T: Clone + Stamped>(
         kind,
         action: EventAction::Saved,
         platform_id: platform_id.as_str().to_string(),
-        occurred_at: entity.platform_updated_at()?,
-        document: Some(document),
+        occurred_at,
+        document,
         source: EventSource::Sync,
         received_at: now,
     })
@@ -987,13 +1041,25 @@ pub fn apply_events(
     let mut before: HashMap<EntityKey, EntityDocument> = HashMap::new();
     // Whether each shop hears of customer changes, asked once a batch at most.
     let mut heard: HashMap<i64, bool> = HashMap::new();
+    // Live customers held without the platform's document, saved first in the batch: made
+    // through the subscription API, and the platform's echo of that not applied yet. Their
+    // change is told against what Mercer shows of them (the row's name, email and phone).
+    let mut without_document: HashSet<EntityKey> = HashSet::new();
     for event in events {
         let key = (event.shop_id, event.kind, event.platform_id.clone());
-        let step = next_state(states.remove(&key), event)?;
+        let current = states.remove(&key);
+        let made_by_mercer = event.kind == EntityKind::Customer
+            && event.action == EventAction::Saved
+            && current
+                .as_ref()
+                .is_some_and(|w| w.is_live() && w.document.is_none() && w.stored_id.is_some());
+        let step = next_state(current, event)?;
         if step.outcome == Outcome::Applied && seen.insert(key.clone()) {
             changed.push(key.clone());
             if let Some(previous) = step.replaced {
                 before.insert(key.clone(), previous);
+            } else if made_by_mercer {
+                without_document.insert(key.clone());
             }
         }
         if let Some(next) = step.next {
@@ -1003,6 +1069,12 @@ pub fn apply_events(
     }
     for ((shop_id, kind), _) in &wanted {
         let mut writes = Vec::new();
+        let shown = match kind {
+            EntityKind::Customer => {
+                shown_contacts(tx, &mut heard, &without_document, &changed, *shop_id)?
+            }
+            _ => HashMap::new(),
+        };
         for key in changed
             .iter()
             .filter(|(shop, k, _)| shop == shop_id && k == kind)
@@ -1032,9 +1104,11 @@ pub fn apply_events(
                 crate::kernel::jobs::enqueue(tx, Some(*shop_id), &job, now, now)?;
             }
             let previous = before.remove(key);
-            if contact_changed(previous.as_ref(), document.as_ref())
-                && hears_customer_changes(tx, &mut heard, *shop_id)?
-            {
+            let contact_changed = match shown.get(&key.2) {
+                Some(shown) => shown_contact_changed(shown, document.as_ref()),
+                None => contact_changed(previous.as_ref(), document.as_ref()),
+            };
+            if contact_changed && hears_customer_changes(tx, &mut heard, *shop_id)? {
                 let job = CustomerChangedJob {
                     shop_id: *shop_id,
                     platform_customer_id: key.2.clone(),
@@ -1118,6 +1192,75 @@ fn hears_customer_changes(
     let hears = tx.hears_customer_changes(shop_id)?;
     heard.insert(shop_id, hears);
     Ok(hears)
+}
+
+/// What Mercer shows of the shop's customers in `without_document` among `changed` (the name,
+/// email and phone of their rows, by platform id), read before the batch writes over them; only
+/// when the shop hears of customer changes, as nothing else asks.
+fn shown_contacts(
+    tx: &mut dyn PlatformRepositories,
+    heard: &mut HashMap<i64, bool>,
+    without_document: &HashSet<EntityKey>,
+    changed: &[EntityKey],
+    shop_id: i64,
+) -> Result<HashMap<String, CustomerContact>, DomainError> {
+    let ids: Vec<&str> = changed
+        .iter()
+        .filter(|key| {
+            key.0 == shop_id && key.1 == EntityKind::Customer && without_document.contains(*key)
+        })
+        .map(|key| key.2.as_str())
+        .collect();
+    if ids.is_empty() || !hears_customer_changes(tx, heard, shop_id)? {
+        return Ok(HashMap::new());
+    }
+    Ok(tx.customer_contacts(shop_id, &ids)?.into_iter().collect())
+}
+
+/// A customer's name, email and phone as Mercer shows them: the columns of its row, which the
+/// subscription API and the directory read (an empty text is none).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CustomerContact {
+    /// The first name.
+    pub first_name: Option<String>,
+    /// The last name.
+    pub last_name: Option<String>,
+    /// The email address.
+    pub email: Option<String>,
+    /// The phone number.
+    pub phone: Option<String>,
+}
+
+impl CustomerContact {
+    /// The contact a customer's document gives its row.
+    pub fn of(customer: &Customer) -> CustomerContact {
+        let shown = |text: &Option<String>| text.clone().filter(|text| !text.is_empty());
+        CustomerContact {
+            first_name: shown(&customer.first_name),
+            last_name: shown(&customer.last_name),
+            email: shown(&customer.email),
+            phone: shown(&customer.phone),
+        }
+    }
+
+    /// The contact of a row's columns (first name, last name, email, phone; empty is none).
+    pub fn from_columns(first_name: &str, last_name: &str, email: &str, phone: &str) -> Self {
+        let shown = |text: &str| Some(text.to_string()).filter(|text| !text.is_empty());
+        CustomerContact {
+            first_name: shown(first_name),
+            last_name: shown(last_name),
+            email: shown(email),
+            phone: shown(phone),
+        }
+    }
+}
+
+/// Whether a live customer's new document shows another name, email or phone than `shown`.
+fn shown_contact_changed(shown: &CustomerContact, after: Option<&EntityDocument>) -> bool {
+    match after {
+        Some(EntityDocument::Customer(new)) => CustomerContact::of(new) != *shown,
+        _ => false,
+    }
 }
 
 /// Whether a live customer's name, email or phone differ between two documents.
@@ -1546,6 +1689,224 @@ mod tests {
         assert_eq!(events[0].platform_id, "c1");
     }
 
+    /// `count` copies of `item`.
+    fn items(count: usize, item: Value) -> Value {
+        Value::Array(vec![item; count])
+    }
+
+    /// The problems of a Saved event of `kind` whose entity is `entity`, received at `at(0)`;
+    /// None when it is accepted.
+    fn saved_problems(kind: EntityKind, mut entity: Value) -> Option<Vec<(String, &'static str)>> {
+        entity["platform_id"] = json!("e1");
+        entity["platform_updated_at"] = json!(at(0).to_rfc3339());
+        let body = json!({"data": {kind.as_str(): entity}});
+        let parsed = parse_event(
+            SHOP,
+            kind,
+            EventAction::Saved,
+            &body,
+            EventSource::Webhook,
+            at(0),
+        );
+        parsed.is_err().then(|| problems(parsed))
+    }
+
+    #[test]
+    fn an_entity_holds_at_most_250_of_each_list_and_the_refusal_names_it() {
+        let limit = MAX_ENTITY_LIST_ITEMS;
+        assert_eq!(limit, 250);
+        let too_many = |field: &str| Some(vec![(field.to_string(), "too_many")]);
+        let cases: Vec<(EntityKind, &str, Value, &str)> = vec![
+            (
+                EntityKind::Customer,
+                "addresses",
+                json!({}),
+                "data.customer.addresses",
+            ),
+            (
+                EntityKind::Product,
+                "variants",
+                json!({}),
+                "data.product.variants",
+            ),
+            (
+                EntityKind::Product,
+                "images",
+                json!({"src": "x"}),
+                "data.product.images",
+            ),
+            (
+                EntityKind::Product,
+                "options",
+                json!({}),
+                "data.product.options",
+            ),
+            (
+                EntityKind::Product,
+                "categories",
+                json!({}),
+                "data.product.categories",
+            ),
+            (
+                EntityKind::Order,
+                "line_items",
+                json!({}),
+                "data.order.line_items",
+            ),
+            (
+                EntityKind::Order,
+                "shipping_addresses",
+                json!({}),
+                "data.order.shipping_addresses",
+            ),
+            (
+                EntityKind::Order,
+                "payments",
+                json!({}),
+                "data.order.payments",
+            ),
+            (
+                EntityKind::Order,
+                "shipping_taxes",
+                json!({}),
+                "data.order.shipping_taxes",
+            ),
+        ];
+        for (kind, list, item, field) in cases {
+            let at_limit = saved_problems(kind, json!({ list: items(limit, item.clone()) }));
+            assert_eq!(at_limit, None, "{field}: {limit} are accepted");
+            let over = saved_problems(kind, json!({ list: items(limit + 1, item) }));
+            assert_eq!(over, too_many(field), "{field}: {} are refused", limit + 1);
+        }
+        // Lists inside the items, named by their paths; maps count their entries.
+        let nested: Vec<(EntityKind, Value, &str)> = vec![
+            (
+                EntityKind::Product,
+                json!({"variants": [{}, {"option_values": items(limit + 1, json!({}))}]}),
+                "data.product.variants[1].option_values",
+            ),
+            (
+                EntityKind::Product,
+                json!({"options": [{"option_values": items(limit + 1, json!({}))}]}),
+                "data.product.options[0].option_values",
+            ),
+            (
+                EntityKind::Order,
+                json!({"line_items": [{"taxes": items(limit + 1, json!({}))}]}),
+                "data.order.line_items[0].taxes",
+            ),
+            (
+                EntityKind::Order,
+                json!({"payments": [{"transactions": items(limit + 1, json!({}))}]}),
+                "data.order.payments[0].transactions",
+            ),
+            (
+                EntityKind::Order,
+                json!({"custom_attributes": (0..=limit)
+                    .map(|n| (format!("k{n}"), json!({"value": "v"})))
+                    .collect::<serde_json::Map<String, Value>>()}),
+                "data.order.custom_attributes",
+            ),
+        ];
+        for (kind, entity, field) in nested {
+            assert_eq!(saved_problems(kind, entity), too_many(field), "{field}");
+        }
+        // The message gives the size and the limit.
+        let body = json!({"data": {"customer": {"platform_id": "c1",
+            "platform_updated_at": at(0).to_rfc3339(), "addresses": items(80_000, json!({}))}}});
+        match parse_event(
+            SHOP,
+            EntityKind::Customer,
+            EventAction::Saved,
+            &body,
+            EventSource::Webhook,
+            at(0),
+        ) {
+            Err(DomainError::Invalid(problems)) => assert_eq!(
+                problems[0].message,
+                "data.customer.addresses holds 80000 items; an entity holds at most 250"
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_time_more_than_ten_minutes_after_mercers_clock_is_refused() {
+        let event = |action: EventAction, seconds_ahead: i64| {
+            let field = match action {
+                EventAction::Saved => "platform_updated_at",
+                EventAction::Deleted => "platform_deleted_at",
+            };
+            let body = json!({"data": {"customer": {"platform_id": "c1",
+                field: at(seconds_ahead).to_rfc3339()}}});
+            parse_event(
+                SHOP,
+                EntityKind::Customer,
+                action,
+                &body,
+                EventSource::Webhook,
+                at(0),
+            )
+        };
+        for (action, field) in [
+            (EventAction::Saved, "data.customer.platform_updated_at"),
+            (EventAction::Deleted, "data.customer.platform_deleted_at"),
+        ] {
+            assert_eq!(
+                problems(event(action, 11 * 60)),
+                [(field.to_string(), "in_future")]
+            );
+            assert!(event(action, 9 * 60).is_ok(), "{field}: 9 minutes ahead");
+            assert!(
+                event(action, MAX_FUTURE_SECONDS).is_ok(),
+                "{field}: 10 minutes"
+            );
+            assert!(
+                event(action, MAX_FUTURE_SECONDS + 1).is_err(),
+                "{field}: past 10"
+            );
+            assert!(event(action, -86_400).is_ok(), "{field}: in the past");
+        }
+        let year_9999 = json!({"data": {"product": {"platform_id": "p1",
+            "platform_updated_at": "9999-12-31T23:59:59Z"}}});
+        let refused = parse_event(
+            SHOP,
+            EntityKind::Product,
+            EventAction::Saved,
+            &year_9999,
+            EventSource::Webhook,
+            at(0),
+        );
+        assert_eq!(
+            problems(refused),
+            [("data.product.platform_updated_at".to_string(), "in_future")]
+        );
+    }
+
+    #[test]
+    fn synced_entities_dated_ahead_or_over_a_list_limit_are_skipped() {
+        let customer = |id: &str, seconds: i64, addresses: usize| -> Customer {
+            serde_json::from_value(json!({
+                "platform_id": id,
+                "platform_updated_at": at(seconds).to_rfc3339(),
+                "addresses": items(addresses, json!({})),
+            }))
+            .unwrap()
+        };
+        let (events, skipped) = synced_customer_events(
+            SHOP,
+            &[
+                customer("ok", 9 * 60, MAX_ENTITY_LIST_ITEMS),
+                customer("ahead", 11 * 60, 0),
+                customer("crowded", 0, MAX_ENTITY_LIST_ITEMS + 1),
+            ],
+            at(0),
+        );
+        assert_eq!(skipped, 2);
+        let kept: Vec<&str> = events.iter().map(|e| e.platform_id.as_str()).collect();
+        assert_eq!(kept, ["ok"]);
+    }
+
     #[test]
     fn synced_products_priced_below_zero_are_skipped() {
         let product = |price: &str| -> Product {
@@ -1623,6 +1984,8 @@ mod tests {
 
     #[test]
     fn every_missing_or_bad_field_is_named() {
+        // Received after the times the bodies give (2024-01-01).
+        let now = Timestamp::parse_rfc3339("2024-06-01T00:00:00Z").unwrap();
         let parse = |action, body: Value| {
             parse_event(
                 SHOP,
@@ -1630,7 +1993,7 @@ mod tests {
                 action,
                 &body,
                 EventSource::Webhook,
-                at(0),
+                now,
             )
         };
         assert_eq!(
@@ -1686,7 +2049,7 @@ mod tests {
             EventAction::Saved,
             &json!({"data": {"product": {"platform_id": "p1", "platform_updated_at": "2024-01-01T00:00:00Z", "variants": [{"price": 10}]}}}),
             EventSource::Webhook,
-            at(0),
+            now,
         );
         assert_eq!(problems(products)[0].0, "data.product.variants[0].price");
     }

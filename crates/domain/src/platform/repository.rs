@@ -8,8 +8,8 @@ use crate::kernel::jobs::JobRepository;
 use crate::kernel::time::Timestamp;
 use crate::platform::destinations::{Destination, DestinationSettings, Topic};
 use crate::platform::events::{
-    EntityKind, EntityRecord, EntityWrite, FailedInboundEvent, InboundEvent, NewInboundEvent,
-    Outcome, UnreadableEvent,
+    CustomerContact, EntityKind, EntityRecord, EntityWrite, FailedInboundEvent, InboundEvent,
+    NewInboundEvent, Outcome, UnreadableEvent,
 };
 use crate::platform::outbox::{ConnectorCall, OutboxEntry, OutboxStatus};
 use crate::platform::sync::{SyncRun, SyncStatus};
@@ -82,6 +82,16 @@ pub trait PlatformRepository {
     /// [`CustomerChangedJob`](crate::platform::events::CustomerChangedJob). The applier enqueues
     /// that job only then, so a shop without one pays nothing for its customers' changes.
     fn hears_customer_changes(&mut self, shop_id: i64) -> StoreResult<bool>;
+
+    /// The name, email and phone Mercer shows for the shop's live customers of these platform
+    /// ids (their rows' columns, which the subscription API reads), each with its platform id;
+    /// unknown and deleted ones are left out. The applier tells a change of a customer made
+    /// through the subscription API, whose platform document it does not hold yet, against these.
+    fn customer_contacts(
+        &mut self,
+        shop_id: i64,
+        platform_ids: &[&str],
+    ) -> StoreResult<Vec<(String, CustomerContact)>>;
 
     /// What is held of these entities of one kind; unknown ones are left out.
     fn platform_entities(

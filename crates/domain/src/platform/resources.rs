@@ -695,7 +695,131 @@ model! {
     }
 }
 
+/// Most items any list of an entity holds (a customer's addresses, a product's variants, images
+/// and options, an order's line items…), and most entries any map of it holds (custom
+/// attributes, localized names). An event or a synced entity holding more is refused: each item
+/// becomes a row or a step of applying it, and one entity must not hold the single writer long.
+pub const MAX_ENTITY_LIST_ITEMS: usize = 250;
+
+/// The lists (and maps) of an entity that hold more than [`MAX_ENTITY_LIST_ITEMS`], with their
+/// sizes, by their paths under the entity (`addresses`, `variants[3].option_values`). The items
+/// of a list over the limit are not looked into.
+#[derive(Debug, Default)]
+pub(crate) struct OversizedLists(Vec<(String, usize)>);
+
+impl OversizedLists {
+    /// Notes `path` when it holds `len` items, more than the limit; answers whether it is within
+    /// the limit (so that its items may be looked into).
+    fn within(&mut self, path: impl FnOnce() -> String, len: usize) -> bool {
+        if len > MAX_ENTITY_LIST_ITEMS {
+            self.0.push((path(), len));
+            return false;
+        }
+        true
+    }
+
+    /// Notes an optional list or map by its length, as [`OversizedLists::within`].
+    fn check(&mut self, path: &str, len: Option<usize>) -> bool {
+        len.is_none_or(|len| self.within(|| path.to_string(), len))
+    }
+
+    /// The paths found, each with its size.
+    pub(crate) fn into_paths(self) -> Vec<(String, usize)> {
+        self.0
+    }
+}
+
+impl Customer {
+    /// The lists of the customer over [`MAX_ENTITY_LIST_ITEMS`]: its `addresses`.
+    pub(crate) fn oversized_lists(&self) -> OversizedLists {
+        let mut found = OversizedLists::default();
+        found.check("addresses", self.addresses.as_ref().map(Vec::len));
+        found
+    }
+}
+
+impl Order {
+    /// The lists and maps of the order over [`MAX_ENTITY_LIST_ITEMS`]: its `line_items` (and
+    /// each one's `taxes` and `custom_attributes`), `shipping_addresses`, `payments` (and each
+    /// one's `transactions` and `custom_attributes`), `shipping_taxes` and `custom_attributes`.
+    pub(crate) fn oversized_lists(&self) -> OversizedLists {
+        let mut found = OversizedLists::default();
+        if found.check("line_items", self.line_items.as_ref().map(Vec::len)) {
+            for (index, item) in self.line_items.iter().flatten().enumerate() {
+                let path = |name: &str| format!("line_items[{index}].{name}");
+                found.within(|| path("taxes"), item.taxes.as_ref().map_or(0, Vec::len));
+                found.within(
+                    || path("custom_attributes"),
+                    item.custom_attributes.as_ref().map_or(0, BTreeMap::len),
+                );
+            }
+        }
+        found.check(
+            "shipping_addresses",
+            self.shipping_addresses.as_ref().map(Vec::len),
+        );
+        if found.check("payments", self.payments.as_ref().map(Vec::len)) {
+            for (index, payment) in self.payments.iter().flatten().enumerate() {
+                let path = |name: &str| format!("payments[{index}].{name}");
+                found.within(
+                    || path("transactions"),
+                    payment.transactions.as_ref().map_or(0, Vec::len),
+                );
+                found.within(
+                    || path("custom_attributes"),
+                    payment.custom_attributes.as_ref().map_or(0, BTreeMap::len),
+                );
+            }
+        }
+        found.check("shipping_taxes", self.shipping_taxes.as_ref().map(Vec::len));
+        found.check(
+            "custom_attributes",
+            self.custom_attributes.as_ref().map(BTreeMap::len),
+        );
+        found
+    }
+}
+
 impl Product {
+    /// The lists and maps of the product over [`MAX_ENTITY_LIST_ITEMS`]: its `variants` (and
+    /// each one's `option_values` and `localized_names`), `options` (and each one's
+    /// `option_values`), `images`, `categories`, `localized_names` and `localized_descriptions`.
+    pub(crate) fn oversized_lists(&self) -> OversizedLists {
+        let mut found = OversizedLists::default();
+        if found.check("variants", self.variants.as_ref().map(Vec::len)) {
+            for (index, variant) in self.variants.iter().flatten().enumerate() {
+                let path = |name: &str| format!("variants[{index}].{name}");
+                found.within(
+                    || path("option_values"),
+                    variant.option_values.as_ref().map_or(0, Vec::len),
+                );
+                found.within(
+                    || path("localized_names"),
+                    variant.localized_names.as_ref().map_or(0, BTreeMap::len),
+                );
+            }
+        }
+        if found.check("options", self.options.as_ref().map(Vec::len)) {
+            for (index, option) in self.options.iter().flatten().enumerate() {
+                found.within(
+                    || format!("options[{index}].option_values"),
+                    option.option_values.as_ref().map_or(0, Vec::len),
+                );
+            }
+        }
+        found.check("images", self.images.as_ref().map(Vec::len));
+        found.check("categories", self.categories.as_ref().map(Vec::len));
+        found.check(
+            "localized_names",
+            self.localized_names.as_ref().map(BTreeMap::len),
+        );
+        found.check(
+            "localized_descriptions",
+            self.localized_descriptions.as_ref().map(BTreeMap::len),
+        );
+        found
+    }
+
     /// The paths (under the product) of its variants' prices that are below zero: `price`,
     /// `compare_at_price` and `cost`. A catalogue price is never negative; a cart priced from
     /// one would pay the shopper.

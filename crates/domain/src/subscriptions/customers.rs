@@ -757,6 +757,106 @@ mod tests {
     }
 
     #[test]
+    fn a_platform_rename_of_a_subscriber_made_here_before_its_echo_sends_customer_updated() {
+        let db = MemoryDatabase::default();
+        let shop = db
+            .write(|tx| {
+                let input = ShopInput {
+                    shop_domain: "made.shop.test".into(),
+                    ..ShopInput::default()
+                };
+                create_shop(tx, input, at(NOW))
+            })
+            .unwrap();
+        db.write(|tx| {
+            Ok(tx.insert_webhook_endpoint(&NewWebhookEndpoint {
+                shop_id: shop.id,
+                kind: WebhookKind::Subscription,
+                topic: "customer_updated".into(),
+                callback_url: "http://127.0.0.1:9/hook".into(),
+                secret: None,
+                created_at: at(NOW),
+            })?)
+        })
+        .unwrap();
+        let actor = || Actor {
+            kind: ActorType::Api,
+            id: 1,
+            name: "test".into(),
+        };
+        // Two subscribers made through the subscription API, each created on the platform by
+        // the outbox, whose answer gave it its platform id.
+        for (email, platform_id) in [
+            ("ada@example.test", "cus-ada"),
+            ("bob@example.test", "cus-bob"),
+        ] {
+            let body = json!({"customer": {"email": email, "first_name": "Ada",
+                    "last_name": "Lovelace", "phone": "+33 1 23 45 67 89"},
+                "subscription": {"order_rrule": "DTSTART:20300107T090000Z\nRRULE:FREQ=WEEKLY",
+                    "line_items": [{"platform_product_id": "p", "platform_variant_id": "v",
+                                    "quantity": 1, "price": 100}],
+                    "shipping_address": {"street1": "1 Main St", "city": "Ottawa", "country_code": "CA"}}});
+            db.write(|tx| create_subscription_from_body(tx, &shop, &body, actor(), at(NOW)))
+                .unwrap();
+            let id = db
+                .write(|tx| Ok(tx.customer_id_by_email(shop.id, email)?))
+                .unwrap()
+                .unwrap();
+            assert!(
+                db.write(|tx| Ok(tx.set_customer_platform_id(
+                    shop.id,
+                    id,
+                    platform_id,
+                    at(NOW)
+                )?))
+                .unwrap()
+            );
+        }
+        let sent = updates_sent(&db);
+
+        // Before the platform echoes Ada's creation, it renames her: a change of what the
+        // subscription API shows, announced once.
+        saved(
+            &db,
+            &shop,
+            json!({"platform_id": "cus-ada", "email": "ada@example.test",
+                "first_name": "Augusta", "last_name": "Lovelace", "phone": "+33 1 23 45 67 89",
+                "platform_updated_at": "2029-02-01T00:00:00Z"}),
+        );
+        let jobs = changed_jobs(&db);
+        assert_eq!(
+            jobs,
+            [CustomerChangedJob {
+                shop_id: shop.id,
+                platform_customer_id: "cus-ada".into()
+            }]
+        );
+        assert!(
+            db.write(|tx| announce_platform_customer_change(tx, &jobs[0], at(NOW)))
+                .unwrap()
+        );
+        assert_eq!(updates_sent(&db), sent + 1);
+
+        // Bob's echo shows what Mercer shows already: no change, no job.
+        saved(
+            &db,
+            &shop,
+            json!({"platform_id": "cus-bob", "email": "bob@example.test",
+                "first_name": "Ada", "last_name": "Lovelace", "phone": "+33 1 23 45 67 89",
+                "platform_updated_at": "2029-02-01T00:00:00Z"}),
+        );
+        assert!(changed_jobs(&db).is_empty(), "the echo is no change");
+        // From then on the platform's document is compared, as for any customer.
+        saved(
+            &db,
+            &shop,
+            json!({"platform_id": "cus-bob", "phone": "+1 613 555 0100",
+                "platform_updated_at": "2029-03-01T00:00:00Z"}),
+        );
+        assert_eq!(changed_jobs(&db).len(), 1);
+    }
+
+    #[test]
     fn a_platform_change_enqueues_no_job_while_no_endpoint_hears_customer_updated() {
         let db = MemoryDatabase::default();
         let shop = db

@@ -81,6 +81,10 @@ impl IntervalType {
 pub(crate) const MAX_INTERVAL_NUMBER: i64 = 366;
 /// The longest group name, in characters.
 pub(crate) const MAX_NAME_CHARS: usize = 255;
+/// The most products one group lists.
+pub(crate) const MAX_GROUP_PRODUCTS: usize = 250;
+/// The most billing rules one group holds.
+pub(crate) const MAX_BILLING_RULES: usize = 50;
 
 /// A product a group offers: a product, or one of its variants.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
@@ -212,9 +216,12 @@ pub struct GroupFields {
     /// The discount of the group's subscriptions, a percentage from 0 to 100.
     #[schema(minimum = 0, maximum = 100)]
     pub percent_discount: Option<f64>,
-    /// The products sold under the group; a change replaces the whole list.
+    /// The products sold under the group (at most 250); a change replaces the whole list.
+    #[schema(max_items = 250)]
     pub products: Option<Vec<GroupProduct>>,
-    /// How often the group's subscriptions bill; a change replaces the whole list.
+    /// How often the group's subscriptions bill (at most 50 rules); a change replaces the
+    /// whole list.
+    #[schema(max_items = 50)]
     pub billing_rules: Option<Vec<BillingRuleFields>>,
 }
 
@@ -300,7 +307,7 @@ pub fn percent_discount(fields: &mut Fields<'_, '_>, name: &str) -> Option<f64> 
 }
 
 fn products(fields: &mut Fields<'_, '_>) -> Option<Vec<GroupProduct>> {
-    let items = fields.array("products")?;
+    let items = fields.array("products", MAX_GROUP_PRODUCTS)?;
     let products: Vec<Option<GroupProduct>> = items
         .iter()
         .enumerate()
@@ -321,7 +328,7 @@ fn products(fields: &mut Fields<'_, '_>) -> Option<Vec<GroupProduct>> {
 }
 
 fn billing_rules(fields: &mut Fields<'_, '_>, creating: bool) -> Option<Vec<BillingRuleInput>> {
-    let Some(items) = fields.array("billing_rules") else {
+    let Some(items) = fields.array("billing_rules", MAX_BILLING_RULES) else {
         if creating && fields.get("billing_rules").is_none() {
             fields
                 .problems

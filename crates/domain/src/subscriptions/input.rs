@@ -23,7 +23,10 @@ use utoipa::ToSchema;
 
 use crate::access::shop::Shop;
 use crate::kernel::error::{DomainError, FieldError, Problems};
-use crate::kernel::fields::{Fields, check_email, read_body, type_error};
+use crate::kernel::fields::{Fields, at_most, check_email, read_body, type_error};
+use crate::kernel::money::{
+    MAX_EXCHANGE_RATE, MAX_PRICE, MAX_QUANTITY, MIN_EXCHANGE_RATE, is_exchange_rate,
+};
 use crate::kernel::time::Timestamp;
 use crate::subscriptions::groups::GroupReferences;
 use crate::subscriptions::recurrence::{OrderSchedule, ShopZone};
@@ -359,9 +362,9 @@ fn line_item(fields: &mut Fields<'_, '_>) -> Option<LineItemInput> {
                 .push(FieldError::required(fields.field("quantity")));
             None
         }
-        Some(quantity) if quantity < 1 => {
+        Some(quantity) if !(1..=MAX_QUANTITY).contains(&quantity) => {
             let field = fields.field("quantity");
-            let message = format!("{field} must be at least 1");
+            let message = format!("{field} must be from 1 to {MAX_QUANTITY}");
             fields
                 .problems
                 .push(FieldError::new(field, "out_of_range", message));
@@ -379,10 +382,10 @@ fn line_item(fields: &mut Fields<'_, '_>) -> Option<LineItemInput> {
         // Cents given as decimal text are read too.
         Some(Value::String(text)) if text.trim().parse::<i64>().is_ok() => {
             match text.trim().parse::<i64>() {
-                Ok(cents) if cents >= 0 => Some(Cents(cents)),
+                Ok(cents) if (0..=MAX_PRICE.0).contains(&cents) => Some(Cents(cents)),
                 _ => {
                     let field = fields.field("price");
-                    let message = format!("{field} must be a price of at least 0, in cents");
+                    let message = price_range(&field);
                     fields
                         .problems
                         .push(FieldError::new(field, "out_of_range", message));
@@ -392,13 +395,10 @@ fn line_item(fields: &mut Fields<'_, '_>) -> Option<LineItemInput> {
         }
         Some(Value::Number(number)) if number.is_i64() || number.is_u64() => {
             match number.as_i64() {
-                Some(cents) if cents >= 0 => Some(Cents(cents)),
+                Some(cents) if (0..=MAX_PRICE.0).contains(&cents) => Some(Cents(cents)),
                 _ => {
                     let field = fields.field("price");
-                    let message = format!(
-                        "{field} must be a price of at least 0, in cents ({} at most)",
-                        i64::MAX
-                    );
+                    let message = price_range(&field);
                     fields
                         .problems
                         .push(FieldError::new(field, "out_of_range", message));
@@ -440,6 +440,19 @@ fn line_item(fields: &mut Fields<'_, '_>) -> Option<LineItemInput> {
         details,
         discounts: discounts?,
     })
+}
+
+/// Why a price is refused: its range.
+fn price_range(field: &str) -> String {
+    format!(
+        "{field} must be a price from 0 to {} minor units (cents)",
+        MAX_PRICE.0
+    )
+}
+
+/// Why an exchange rate is refused: its range.
+fn rate_range(field: &str) -> String {
+    format!("{field} must be a number from {MIN_EXCHANGE_RATE} to {MAX_EXCHANGE_RATE}")
 }
 
 /// A line item's own account of its product (see [`LineItemDetails`]).
@@ -490,17 +503,9 @@ fn cents(fields: &mut Fields<'_, '_>, name: &str) -> Option<Cents> {
 
 /// A line item's `discounts` (see [`DiscountInput`]); None when one has a problem (recorded).
 fn line_item_discounts(fields: &mut Fields<'_, '_>) -> Option<Vec<DiscountInput>> {
-    let Some(items) = fields.array("discounts") else {
+    let Some(items) = fields.array("discounts", MAX_LINE_ITEM_DISCOUNTS) else {
         return fields.get("discounts").is_none().then(Vec::new);
     };
-    if items.len() > MAX_LINE_ITEM_DISCOUNTS {
-        let field = fields.field("discounts");
-        let message = format!("{field} holds at most {MAX_LINE_ITEM_DISCOUNTS} discounts");
-        fields
-            .problems
-            .push(FieldError::new(field, "out_of_range", message));
-        return None;
-    }
     let mut discounts = Vec::with_capacity(items.len());
     let mut failed = false;
     for (index, item) in items.iter().enumerate() {
@@ -559,15 +564,7 @@ fn line_item_discounts(fields: &mut Fields<'_, '_>) -> Option<Vec<DiscountInput>
 /// `shipping_lines` (see [`ShippingLineInput`]): None when absent, or when one has a problem
 /// (recorded).
 fn shipping_lines(fields: &mut Fields<'_, '_>) -> Option<Vec<ShippingLineInput>> {
-    let items = fields.array("shipping_lines")?;
-    if items.len() > MAX_SHIPPING_LINES {
-        let field = fields.field("shipping_lines");
-        let message = format!("{field} holds at most {MAX_SHIPPING_LINES} shipping lines");
-        fields
-            .problems
-            .push(FieldError::new(field, "out_of_range", message));
-        return None;
-    }
+    let items = fields.array("shipping_lines", MAX_SHIPPING_LINES)?;
     let mut lines = Vec::with_capacity(items.len());
     let mut failed = false;
     for (index, item) in items.iter().enumerate() {
@@ -578,7 +575,16 @@ fn shipping_lines(fields: &mut Fields<'_, '_>) -> Option<Vec<ShippingLineInput>>
         let name = line.required_text("name");
         let price = match line.get("price") {
             None => Some(Cents::ZERO),
-            Some(_) => cents(&mut line, "price"),
+            Some(_) => cents(&mut line, "price").and_then(|price| {
+                if price <= MAX_PRICE {
+                    return Some(price);
+                }
+                let field = line.field("price");
+                let message = price_range(&field);
+                line.problems
+                    .push(FieldError::new(field, "out_of_range", message));
+                None
+            }),
         };
         let (code, tag) = (line.text("code"), line.text("tag"));
         match (name, price) {
@@ -597,17 +603,9 @@ fn shipping_lines(fields: &mut Fields<'_, '_>) -> Option<Vec<ShippingLineInput>>
 /// `line_item_attributes`: `[{"name", "value"}]`, each name 1..255 characters and given once,
 /// at most [`MAX_LINE_ITEM_ATTRIBUTES`]. None when one has a problem (recorded).
 fn line_item_attributes(fields: &mut Fields<'_, '_>) -> Option<Vec<(String, String)>> {
-    let Some(items) = fields.array("line_item_attributes") else {
+    let Some(items) = fields.array("line_item_attributes", MAX_LINE_ITEM_ATTRIBUTES) else {
         return fields.get("line_item_attributes").is_none().then(Vec::new);
     };
-    if items.len() > MAX_LINE_ITEM_ATTRIBUTES {
-        let field = fields.field("line_item_attributes");
-        let message = format!("{field} holds at most {MAX_LINE_ITEM_ATTRIBUTES} attributes");
-        fields
-            .problems
-            .push(FieldError::new(field, "out_of_range", message));
-        return None;
-    }
     let mut pairs: Vec<(String, String)> = Vec::with_capacity(items.len());
     let mut all_read = true;
     for (index, item) in items.iter().enumerate() {
@@ -699,13 +697,7 @@ fn line_items(fields: &mut Fields<'_, '_>) -> Option<Vec<LineItemInput>> {
             .push(FieldError::new(field, "empty", message));
         return None;
     }
-    if items.len() > MAX_LINE_ITEMS {
-        let message = format!("{field} may hold at most {MAX_LINE_ITEMS} line items");
-        fields
-            .problems
-            .push(FieldError::new(field, "too_many", message));
-        return None;
-    }
+    let items = at_most(&field, items, MAX_LINE_ITEMS, fields.problems);
     let mut checked = Vec::with_capacity(items.len());
     let mut all_ok = true;
     for (index, item) in items.iter().enumerate() {
@@ -1134,14 +1126,26 @@ fn currencies(
         currency(sub, "charged_currency").and_then(|code| code.or_else(|| base_currency.clone()));
     let rate_field = sub.field("base_to_charged_exchange_rate");
     let rate = match sub.get("base_to_charged_exchange_rate") {
+        // No rate between two currencies: the one would be charged for the other, as is.
+        None if base_currency.is_some()
+            && charged_currency.is_some()
+            && base_currency != charged_currency =>
+        {
+            let message = format!(
+                "{rate_field} is required when charged_currency differs from base_currency"
+            );
+            sub.problems
+                .push(FieldError::new(rate_field.clone(), "required", message));
+            None
+        }
         None => Some(1.0),
         Some(_) => sub
             .number("base_to_charged_exchange_rate")
             .and_then(|rate| {
-                if rate.is_finite() && rate > 0.0 {
+                if is_exchange_rate(rate) {
                     Some(rate)
                 } else {
-                    let message = format!("{rate_field} must be a number above 0");
+                    let message = rate_range(&rate_field);
                     sub.problems
                         .push(FieldError::new(rate_field.clone(), "out_of_range", message));
                     None
@@ -1203,18 +1207,18 @@ pub fn parse_skip(body: &Value) -> Result<Timestamp, DomainError> {
     })
 }
 
-/// Change quantity: `{"quantity"}`, at least 1.
+/// Change quantity: `{"quantity"}`, from 1 to 10,000.
 pub fn parse_quantity(body: &Value) -> Result<i64, DomainError> {
     read_body(body, |fields| match fields.integer("quantity") {
         None if fields.get("quantity").is_none() => {
             fields.problems.push(FieldError::required("quantity"));
             None
         }
-        Some(quantity) if quantity < 1 => {
+        Some(quantity) if !(1..=MAX_QUANTITY).contains(&quantity) => {
             fields.problems.push(FieldError::new(
                 "quantity",
                 "out_of_range",
-                "quantity must be at least 1",
+                format!("quantity must be from 1 to {MAX_QUANTITY}"),
             ));
             None
         }
@@ -1550,10 +1554,10 @@ pub fn parse_subscription_update(
         let rate = sub
             .number("base_to_charged_exchange_rate")
             .and_then(|rate| {
-                if rate.is_finite() && rate > 0.0 {
+                if is_exchange_rate(rate) {
                     Some(rate)
                 } else {
-                    let message = format!("{rate_field} must be a number above 0");
+                    let message = rate_range(&rate_field);
                     sub.problems
                         .push(FieldError::new(rate_field.clone(), "out_of_range", message));
                     None
@@ -1788,9 +1792,9 @@ pub struct SubscriptionCreateFields {
     /// The ISO 4217 currency orders are charged in; `base_currency` by default.
     #[schema(pattern = "^[A-Z]{3}$")]
     pub charged_currency: Option<String>,
-    /// What one unit of the base currency is in the charged currency: above 0, and 1 (the
-    /// default) when the currencies are the same.
-    #[schema(exclusive_minimum = 0)]
+    /// What one unit of the base currency is in the charged currency: 0.000001 to 1000000, 1
+    /// (the default) when the currencies are the same, and required when they differ.
+    #[schema(minimum = 0.000001, maximum = 1000000)]
     pub base_to_charged_exchange_rate: Option<f64>,
     /// The percent (0 to 100) orders take off their items; else the first line item's group's,
     /// else 0.
@@ -1824,11 +1828,11 @@ pub struct SubscriptionLineItemFields {
     pub platform_product_id: String,
     /// The variant's platform id.
     pub platform_variant_id: String,
-    /// How many units each order has.
-    #[schema(minimum = 1)]
+    /// How many units each order has, 1 to 10000.
+    #[schema(minimum = 1, maximum = 10000)]
     pub quantity: i64,
-    /// The unit price, in cents of the base currency.
-    #[schema(minimum = 0)]
+    /// The unit price, in cents of the base currency: 0 to 100000000.
+    #[schema(minimum = 0, maximum = 100000000)]
     pub price: i64,
     /// The subscription group the line item is sold under: a group of the shop.
     pub subscription_group_id: Option<i64>,
@@ -1926,8 +1930,9 @@ pub struct SubscriptionShippingLineFields {
     pub code: Option<String>,
     /// A tag of the line.
     pub tag: Option<String>,
-    /// The price of the shipping, in cents of the base currency (0 when left out).
-    #[schema(minimum = 0)]
+    /// The price of the shipping, in cents of the base currency: 0 (when left out) to
+    /// 100000000.
+    #[schema(minimum = 0, maximum = 100000000)]
     pub price: Option<i64>,
 }
 
@@ -2001,8 +2006,9 @@ pub struct SubscriptionUpdateFields {
     /// The ISO 4217 currency of the prices.
     #[schema(pattern = "^[A-Z]{3}$")]
     pub base_currency: Option<String>,
-    /// What one unit of the base currency is in the charged currency.
-    #[schema(exclusive_minimum = 0)]
+    /// What one unit of the base currency is in the charged currency: 0.000001 to 1000000,
+    /// and given whenever a currency changed and the two differ.
+    #[schema(minimum = 0.000001, maximum = 1000000)]
     pub base_to_charged_exchange_rate: Option<f64>,
     /// A new address of the customer, which the subscription bills to.
     pub billing_address: Option<SubscriptionAddressFields>,
@@ -2046,8 +2052,8 @@ pub struct SubscriptionSkipRequest {
 /// The body of Change Quantity.
 #[derive(ToSchema)]
 pub struct SubscriptionQuantityRequest {
-    /// The line item's new quantity.
-    #[schema(minimum = 1)]
+    /// The line item's new quantity, 1 to 10000.
+    #[schema(minimum = 1, maximum = 10000)]
     pub quantity: i64,
 }
 
@@ -2112,6 +2118,7 @@ mod tests {
             order_max_retries: 3,
             expiring_payment_notice_days: 30,
             checkout: Default::default(),
+            require_message_signatures: false,
         }
     }
 
@@ -2738,7 +2745,7 @@ mod tests {
             problems(&with(body(), path, Value::Array(many))),
             [(
                 "subscription.line_items[0].line_item_attributes".to_string(),
-                "out_of_range"
+                "too_many"
             )]
         );
     }
@@ -2827,6 +2834,106 @@ mod tests {
         assert_ne!(
             parse(&body()).unwrap().fingerprint,
             parse(&changed).unwrap().fingerprint
+        );
+    }
+
+    #[test]
+    fn rates_quantities_and_prices_are_bounded() {
+        let rate = "/subscription/base_to_charged_exchange_rate";
+        let item = "/subscription/line_items/0";
+        for (pointer, good, bad, field) in [
+            (
+                rate,
+                json!(0.000001),
+                json!(0.00000099),
+                "base_to_charged_exchange_rate",
+            ),
+            (
+                rate,
+                json!(1_000_000),
+                json!(1_000_000.01),
+                "base_to_charged_exchange_rate",
+            ),
+            (
+                rate,
+                json!("0.000001"),
+                json!(1e-9),
+                "base_to_charged_exchange_rate",
+            ),
+            (
+                rate,
+                json!(1_000_000),
+                json!(1e308),
+                "base_to_charged_exchange_rate",
+            ),
+            (item, json!(10_000), json!(10_001), "line_items[0].quantity"),
+            (item, json!(1), json!(i64::MAX), "line_items[0].quantity"),
+            (
+                item,
+                json!(100_000_000),
+                json!(100_000_001),
+                "line_items[0].price",
+            ),
+            (item, json!(0), json!("100000001"), "line_items[0].price"),
+        ] {
+            let pointer = if pointer == item {
+                format!("{item}/{}", field.rsplit('.').next().unwrap())
+            } else {
+                pointer.to_string()
+            };
+            assert!(
+                parse(&with(body(), &pointer, good.clone())).is_ok(),
+                "{pointer} {good}"
+            );
+            assert_eq!(
+                problems(&with(body(), &pointer, bad.clone())),
+                one(&format!("subscription.{field}"), "out_of_range"),
+                "{pointer} {bad}"
+            );
+        }
+        let shipping = |price: Value| {
+            with(
+                body(),
+                "/subscription/shipping_lines",
+                json!([{"name": "Ground", "price": price}]),
+            )
+        };
+        assert!(parse(&shipping(json!(100_000_000))).is_ok());
+        assert_eq!(
+            problems(&shipping(json!(100_000_001))),
+            one("subscription.shipping_lines[0].price", "out_of_range")
+        );
+        // Charged in another currency with no rate: refused, never charged as is.
+        assert_eq!(
+            problems(&without(
+                body(),
+                "/subscription",
+                "base_to_charged_exchange_rate"
+            )),
+            one("subscription.base_to_charged_exchange_rate", "required")
+        );
+        assert_eq!(
+            parse_quantity(&json!({"quantity": 10_000})).unwrap(),
+            10_000
+        );
+        assert_eq!(
+            action_problems(parse_quantity(&json!({"quantity": 10_001}))),
+            one("quantity", "out_of_range")
+        );
+        let update = |rate: Value| {
+            parse_subscription_update(
+                &json!({"subscription": {"base_to_charged_exchange_rate": rate}}),
+                &shop(),
+            )
+        };
+        assert!(update(json!(0.000001)).is_ok());
+        assert_eq!(
+            action_problems(update(json!(1e-9))),
+            one("subscription.base_to_charged_exchange_rate", "out_of_range")
+        );
+        assert_eq!(
+            action_problems(update(json!(1_000_000.5))),
+            one("subscription.base_to_charged_exchange_rate", "out_of_range")
         );
     }
 }

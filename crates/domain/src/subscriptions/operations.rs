@@ -50,10 +50,35 @@ pub struct CursorPagination {
     pub next: Option<String>,
 }
 
-/// An amount of the base currency in the charged currency: `cents × rate`, rounded half away
-/// from zero.
-pub(crate) fn charged(amount: Cents, rate: f64) -> Cents {
-    Cents((amount.0 as f64 * rate).round() as i64)
+/// An amount of the base currency in the charged currency: `cents × rate`, worked out exactly
+/// on the rate as written (`Cents::at_rate`) and rounded half away from zero; 422 on the
+/// exchange rate when it is too large to charge.
+pub(crate) fn charged(amount: Cents, rate: f64) -> Result<Cents, DomainError> {
+    amount
+        .at_rate(rate)
+        .ok_or_else(|| too_large("subscription.base_to_charged_exchange_rate"))
+}
+
+/// Amounts too large to charge, worked out from `field`: 422.
+pub(crate) fn too_large(field: &str) -> DomainError {
+    DomainError::invalid(
+        field,
+        "out_of_range",
+        format!("{field} makes amounts too large to charge"),
+    )
+}
+
+/// A unit price times a quantity: 422 on `field` when it overflows.
+fn price_times(price: Cents, quantity: i64, field: &str) -> Result<Cents, DomainError> {
+    price.times(quantity).ok_or_else(|| too_large(field))
+}
+
+/// A subscription's order must be chargeable: its amounts (every line, the subtotal,
+/// shipping and total, in the charged currency) work out without overflow, else 422.
+fn check_chargeable(subscription: &Subscription) -> Result<(), DomainError> {
+    crate::subscriptions::orders::try_charge(subscription)
+        .map(|_| ())
+        .ok_or_else(|| too_large("subscription.line_items"))
 }
 
 /// A line item's unit price less its discounts (each taken off the unit price: a percentage
@@ -64,7 +89,7 @@ fn discounted(
     shop_id: i64,
     rate: f64,
     now: Timestamp,
-) -> (Cents, Vec<LineItemDiscount>) {
+) -> Result<(Cents, Vec<LineItemDiscount>), DomainError> {
     let mut left = input.price.0;
     let mut shown = Vec::with_capacity(input.discounts.len());
     for (index, discount) in input.discounts.iter().enumerate() {
@@ -84,7 +109,7 @@ fn discounted(
             shop_id,
             full_price: input.price,
             fixed_value: Cents(taken),
-            fixed_value_charged: charged(Cents(taken), rate),
+            fixed_value_charged: charged(Cents(taken), rate)?,
             discount_type: kind.to_string(),
             percentage_value: percent,
             description: discount.description.clone(),
@@ -93,7 +118,7 @@ fn discounted(
             deleted_at: None,
         });
     }
-    (Cents(left), shown)
+    Ok((Cents(left), shown))
 }
 
 /// The line items of a new subscription, each variant looked up in the catalogue (the
@@ -110,34 +135,41 @@ fn line_items_of(
         .map(|item| item.platform_variant_id.as_str())
         .collect();
     let found = catalogue::variants(tx, shop.id, &ids)?;
-    Ok(inputs
+    inputs
         .iter()
-        .map(|item| {
+        .enumerate()
+        .map(|(index, item)| {
             let of_product = found.get(&item.platform_variant_id).filter(|found| {
                 found.product.platform_id.as_ref().map(|id| id.as_str())
                     == Some(item.platform_product_id.as_str())
             });
-            line_item(item, of_product, shop.id, rate, now)
+            line_item(item, index, of_product, shop.id, rate, now)
         })
-        .collect())
+        .collect()
 }
 
 /// Shipping lines as stored: numbered from 1, each `value` its price, charged at `rate`.
-fn shipping_lines_of(inputs: &[ShippingLineInput], rate: f64, now: Timestamp) -> Vec<ShippingLine> {
+fn shipping_lines_of(
+    inputs: &[ShippingLineInput],
+    rate: f64,
+    now: Timestamp,
+) -> Result<Vec<ShippingLine>, DomainError> {
     inputs
         .iter()
         .enumerate()
-        .map(|(index, line)| ShippingLine {
-            id: index as i64 + 1,
-            subscription_id: 0,
-            name: line.name.clone(),
-            code: line.code.clone(),
-            tag: line.tag.clone(),
-            price: line.price,
-            value: line.price,
-            value_charged: charged(line.price, rate),
-            created_at: now,
-            updated_at: now,
+        .map(|(index, line)| -> Result<ShippingLine, DomainError> {
+            Ok(ShippingLine {
+                id: index as i64 + 1,
+                subscription_id: 0,
+                name: line.name.clone(),
+                code: line.code.clone(),
+                tag: line.tag.clone(),
+                price: line.price,
+                value: line.price,
+                value_charged: charged(line.price, rate)?,
+                created_at: now,
+                updated_at: now,
+            })
         })
         .collect()
 }
@@ -146,13 +178,18 @@ fn shipping_lines_of(inputs: &[ShippingLineInput], rate: f64, now: Timestamp) ->
 /// image, weight, shipping and tax), else what the body said.
 fn line_item(
     input: &LineItemInput,
+    index: usize,
     found: Option<&CatalogueVariant>,
     shop_id: i64,
     rate: f64,
     now: Timestamp,
-) -> SubscriptionLineItem {
-    let full = Cents(input.price.0.saturating_mul(input.quantity));
-    let (unit, discounts) = discounted(input, shop_id, rate, now);
+) -> Result<SubscriptionLineItem, DomainError> {
+    let full = price_times(
+        input.price,
+        input.quantity,
+        &format!("subscription.line_items[{index}].quantity"),
+    )?;
+    let (unit, discounts) = discounted(input, shop_id, rate, now)?;
     let given = &input.details;
     let (product, variant) = match found {
         Some(found) => (Some(&found.product), Some(&found.variant)),
@@ -164,7 +201,7 @@ fn line_item(
     let variant_name = variant
         .and_then(|v| v.name.clone())
         .or_else(|| given.variant_name.clone());
-    SubscriptionLineItem {
+    Ok(SubscriptionLineItem {
         id: 0,
         subscription_id: 0,
         subscription_group_id: input.subscription_group_id,
@@ -186,11 +223,11 @@ fn line_item(
             .or_else(|| given.image.clone()),
         quantity: input.quantity,
         price: input.price,
-        price_charged: charged(input.price, rate),
+        price_charged: charged(input.price, rate)?,
         discounted_price: unit,
-        discounted_price_charged: charged(unit, rate),
+        discounted_price_charged: charged(unit, rate)?,
         full_price: full,
-        full_price_charged: charged(full, rate),
+        full_price_charged: charged(full, rate)?,
         requires_shipping: variant
             .and_then(|v| v.require_shipping)
             .or(given.requires_shipping)
@@ -233,7 +270,7 @@ fn line_item(
             .collect(),
         created_at: now,
         updated_at: now,
-    }
+    })
 }
 
 /// Stored subscriptions as answers show them: their addresses, and customers when expanded.
@@ -460,7 +497,7 @@ pub fn create_subscription(
         base_to_charged_exchange_rate: rate,
         percent_discount: new.percent_discount,
         discount_code: new.discount_code,
-        shipping_lines: shipping_lines_of(&new.shipping_lines, rate, now),
+        shipping_lines: shipping_lines_of(&new.shipping_lines, rate, now)?,
         last_failure_code: None,
         last_failure_reason: None,
         last_failure_details: None,
@@ -484,6 +521,7 @@ pub fn create_subscription(
         &NewStatusLog::new(id, new.status, CREATED_REASON, actor, now),
     )?;
     let subscription = get_subscription(tx, shop, id, false)?;
+    check_chargeable(&subscription)?;
     for topic in creation_topics(customer_created) {
         match topic {
             Topic::CustomerCreated => {
@@ -644,8 +682,9 @@ pub fn take_subscription_action(
                 .cloned()
                 .ok_or(DomainError::not_found("line_item"))?;
             item.quantity = quantity;
-            item.full_price = Cents(item.price.0.saturating_mul(quantity));
-            item.full_price_charged = charged(item.full_price, state.base_to_charged_exchange_rate);
+            item.full_price = price_times(item.price, quantity, "quantity")?;
+            item.full_price_charged =
+                charged(item.full_price, state.base_to_charged_exchange_rate)?;
             tx.update_line_item(shop.id, id, &item, now)?;
         }
         ActionRequest::ChangeFrequency(schedule) => {
@@ -694,6 +733,7 @@ pub fn take_subscription_action(
     tx.save_subscription(shop.id, id, &state)?;
     tx.insert_status_log(shop.id, &outcome.log)?;
     let subscription = get_subscription(tx, shop, id, false)?;
+    check_chargeable(&subscription)?;
     let data = &subscription;
     for topic in outcome.topics {
         emit(tx, shop, topic, data, now)?;
@@ -761,6 +801,7 @@ pub fn update_subscription(
         tx.insert_status_log(shop.id, &log.log)?;
     }
     let subscription = get_subscription(tx, shop, id, false)?;
+    check_chargeable(&subscription)?;
     for topic in topics {
         emit(tx, shop, topic, &subscription, now)?;
     }
@@ -838,12 +879,24 @@ fn apply_fields(
     );
     set(&mut state.current_retries, update.current_retries);
     set(&mut state.orders_processed, update.orders_processed);
+    let currency_changed = update.charged_currency.is_some() || update.base_currency.is_some();
     set(&mut state.charged_currency, update.charged_currency);
     set(&mut state.base_currency, update.base_currency);
     set(
         &mut state.base_to_charged_exchange_rate,
         update.base_to_charged_exchange_rate,
     );
+    if currency_changed
+        && update.base_to_charged_exchange_rate.is_none()
+        && state.base_currency != state.charged_currency
+    {
+        return Err(DomainError::invalid(
+            "subscription.base_to_charged_exchange_rate",
+            "required",
+            "subscription.base_to_charged_exchange_rate is required when a currency changes and \
+             charged_currency differs from base_currency",
+        ));
+    }
     if state.base_currency == state.charged_currency && state.base_to_charged_exchange_rate != 1.0 {
         return Err(DomainError::invalid(
             "subscription.base_to_charged_exchange_rate",
@@ -861,7 +914,7 @@ fn apply_fields(
     set(&mut state.note, update.note);
     set(&mut state.order_note, update.order_note);
     if let Some(lines) = &update.shipping_lines {
-        state.shipping_lines = shipping_lines_of(lines, state.base_to_charged_exchange_rate, now);
+        state.shipping_lines = shipping_lines_of(lines, state.base_to_charged_exchange_rate, now)?;
     }
     Ok(())
 }
@@ -1049,6 +1102,7 @@ mod tests {
             order_max_retries: 3,
             expiring_payment_notice_days: 30,
             checkout: Default::default(),
+            require_message_signatures: false,
         }
     }
 
@@ -1783,5 +1837,73 @@ mod tests {
         ] {
             assert!(fields.contains(&field), "{field}: {fields:?}");
         }
+    }
+
+    #[test]
+    fn amounts_are_charged_at_the_rate_as_written_and_never_overflow() {
+        let db = database();
+        let make = |body: &Value| {
+            let new = NewSubscription::parse(body, &shop(), at(NOW))?;
+            db.write_tx(|tx| create_subscription(tx, &shop(), new, actor(), at(NOW)))
+        };
+        let mut rated = body("k-rate");
+        let sub = &mut rated["subscription"];
+        sub["base_currency"] = json!("USD");
+        sub["charged_currency"] = json!("CAD");
+        sub["base_to_charged_exchange_rate"] = json!("1.005");
+        sub["line_items"][0]["price"] = json!(100);
+        sub["line_items"][0]["quantity"] = json!(1);
+        let (s, _) = make(&rated).unwrap();
+        // 100 × 1.005 = 100.5, rounded up: as floats it is 100.49999999999999.
+        assert_eq!(s.line_items[0].price_charged, Cents(101));
+        // The largest quantity: 10,000 × 100 × 1.005.
+        let changed = act(
+            &db,
+            s.id,
+            ActionRequest::ChangeQuantity {
+                line_item_id: s.line_items[0].id,
+                quantity: 10_000,
+            },
+        )
+        .unwrap();
+        assert_eq!(changed.line_items[0].full_price_charged, Cents(1_005_000));
+
+        // Each line at the largest price, quantity and rate fits; 250 of them do not.
+        let mut huge = body("k-huge");
+        let sub = &mut huge["subscription"];
+        sub["base_currency"] = json!("USD");
+        sub["charged_currency"] = json!("CAD");
+        sub["base_to_charged_exchange_rate"] = json!(1_000_000);
+        let line = json!({"platform_product_id": "p-1", "platform_variant_id": "v-1",
+                          "quantity": 10_000, "price": 100_000_000});
+        sub["line_items"] = json!(vec![line; 250]);
+        match make(&huge) {
+            Err(DomainError::Invalid(problems)) => {
+                assert_eq!(problems[0].field, "subscription.line_items");
+                assert_eq!(problems[0].code, "out_of_range");
+            }
+            other => panic!("expected 422, got {other:?}"),
+        }
+
+        // Another charged currency needs its rate, on update too.
+        let update = |body: Value| {
+            let update =
+                crate::subscriptions::input::parse_subscription_update(&body, &shop()).unwrap();
+            db.write_tx(|tx| update_subscription(tx, &shop(), s.id, update, actor(), at(NOW)))
+        };
+        match update(json!({"subscription": {"charged_currency": "EUR"}})) {
+            Err(DomainError::Invalid(problems)) => {
+                assert_eq!(
+                    problems[0].field,
+                    "subscription.base_to_charged_exchange_rate"
+                );
+                assert_eq!(problems[0].code, "required");
+            }
+            other => panic!("expected 422, got {other:?}"),
+        }
+        let updated = update(json!({"subscription": {"charged_currency": "EUR",
+                                                     "base_to_charged_exchange_rate": 0.9}}))
+        .unwrap();
+        assert_eq!(updated.charged_currency.as_str(), "EUR");
     }
 }

@@ -50,7 +50,7 @@ pub(crate) struct LineCharge {
 }
 
 /// The amounts of one order, in the charged currency.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct OrderCharge {
     pub lines: Vec<LineCharge>,
     pub subtotal: Cents,
@@ -82,6 +82,44 @@ fn line_charge(item: &SubscriptionLineItem) -> LineCharge {
         units,
         total: Cents(unit.0.saturating_mul(units)),
     }
+}
+
+/// [`charge`], worked out with checked arithmetic: `None` when an amount overflows. Create and
+/// Update Subscription and a change of quantity refuse (422) a subscription whose order this
+/// refuses, so [`charge`] never meets one among subscriptions saved through them.
+pub(crate) fn try_charge(subscription: &Subscription) -> Option<OrderCharge> {
+    let mut lines = Vec::with_capacity(subscription.line_items.len());
+    for item in &subscription.line_items {
+        let (unit, units) = match &item.prepaid_metadata {
+            Some(prepaid) if starts_prepaid_period(prepaid) => (
+                item.discounted_price_charged,
+                item.quantity.checked_mul(prepaid.prepaid_duration.max(1))?,
+            ),
+            Some(_) => (Cents::ZERO, item.quantity),
+            None => (item.discounted_price_charged, item.quantity),
+        };
+        // What the platform is told the line comes to before its discounts, too.
+        item.price_charged.max(unit).times(units)?;
+        lines.push(LineCharge {
+            line_item_id: item.id,
+            unit,
+            units,
+            total: unit.times(units)?,
+        });
+    }
+    let subtotal = Cents::checked_sum(lines.iter().map(|line| line.total))?;
+    let shipping = Cents::checked_sum(subscription.shipping_lines.iter().map(|l| l.value_charged))?;
+    let whole = charge(subscription);
+    let total = subtotal
+        .checked_sub(whole.discount)?
+        .checked_add(shipping)?;
+    Some(OrderCharge {
+        lines,
+        subtotal,
+        discount: whole.discount,
+        shipping,
+        total,
+    })
 }
 
 /// The order's amounts: line items, the percent discount off their subtotal (rounded half away

@@ -33,7 +33,7 @@ use crate::platform::placement::{self, PlacementError};
 use crate::subscriptions::operations::{resources, schedule_of};
 use crate::subscriptions::orders::{
     OrderCharge, OrderCustomer, advance_prepaid, charge, idempotency_key, payment_key,
-    payment_keys_of_date, platform_order, platform_payment,
+    payment_keys_of_date, platform_order, platform_payment, try_charge,
 };
 use crate::subscriptions::repository::{
     NewSubscriptionOrder, OrderAttemptEnd, OrderAttemptStatus, StoredSubscription,
@@ -755,7 +755,17 @@ pub fn place_order(
         return Ok(Placement::Interrupted);
     }
     compose_order(contents, &mut context)?;
-    let amounts = charge(&context.subscription);
+    // What a box's contents add up to is only known now, so an order too large to charge is
+    // an attempt that fails, never an amount cut down to what fits.
+    let Some(amounts) = try_charge(&context.subscription) else {
+        let failure = AttemptFailure::new(
+            "amount_overflow",
+            "the order's amounts are too large to charge",
+            "the order's line items, discount and shipping add up past the largest amount",
+        );
+        let shown = OrderCharge::default();
+        return Ok(record_outcome(db, clock, &context, &shown, Err(failure))?);
+    };
     let result = call_connector(db, connector, clock, &context, &amounts)?;
     Ok(record_outcome(db, clock, &context, &amounts, result)?)
 }

@@ -51,6 +51,7 @@ impl ShopRepository for MemoryState {
             order_max_retries: DEFAULT_ORDER_MAX_RETRIES,
             expiring_payment_notice_days: DEFAULT_EXPIRING_PAYMENT_NOTICE_DAYS,
             checkout: CheckoutSettings::default(),
+            require_message_signatures: false,
         };
         self.shops.push(shop.clone());
         Ok(shop)
@@ -85,6 +86,7 @@ impl ShopRepository for MemoryState {
             stored.order_max_retries = shop.order_max_retries;
             stored.expiring_payment_notice_days = shop.expiring_payment_notice_days;
             stored.checkout = shop.checkout.clone();
+            stored.require_message_signatures = shop.require_message_signatures;
             stored.updated_at = shop.updated_at;
         }
         Ok(())

@@ -8,8 +8,8 @@ use crate::platform::addresses::{
 };
 use crate::platform::destinations::{Destination, DestinationSettings, Topic};
 use crate::platform::events::{
-    EntityDocument, EntityKind, EntityRecord, EntityWrite, FailedInboundEvent, InboundEvent,
-    NewInboundEvent, Outcome, UnreadableEvent,
+    CustomerContact, EntityDocument, EntityKind, EntityRecord, EntityWrite, FailedInboundEvent,
+    InboundEvent, NewInboundEvent, Outcome, UnreadableEvent,
 };
 use crate::platform::outbox::{ConnectorCall, OutboxEntry, OutboxStatus};
 use crate::platform::sync::{SyncRun, SyncStatus};
@@ -171,6 +171,29 @@ impl PlatformRepository for MemoryState {
                 && endpoint.topic == topic
                 && endpoint.is_active()
         }))
+    }
+
+    fn customer_contacts(
+        &mut self,
+        shop_id: i64,
+        platform_ids: &[&str],
+    ) -> StoreResult<Vec<(String, CustomerContact)>> {
+        Ok(self
+            .entities
+            .iter()
+            .filter(|e| e.shop_id == shop_id && e.kind == EntityKind::Customer)
+            .filter(|e| e.record.platform_deleted_at.is_none())
+            .filter_map(|e| {
+                let id = e
+                    .platform_id
+                    .as_deref()
+                    .filter(|id| platform_ids.contains(id))?;
+                let c = &e.columns;
+                let contact =
+                    CustomerContact::from_columns(&c.first_name, &c.last_name, &c.email, &c.phone);
+                Some((id.to_string(), contact))
+            })
+            .collect())
     }
 
     fn platform_entities(

@@ -944,16 +944,16 @@ pub mod checkout {
     use crate::webhooks::WebhookRepositories;
 
     /// The body of Create Webhook: the topic's id and the callback URL, both checked by [`create`].
+    /// Either missing is `None` (serde's rule for `Option` fields), refused by [`create`].
     #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
-    #[serde(default)]
     #[schema(as = CheckoutWebhookInput)]
     pub struct WebhookInput {
         /// The topic's fixed id (1..6, as in `CHECKOUT_TOPICS`); required.
-        #[schema(minimum = 1, maximum = 6)]
+        #[schema(required = true, value_type = i64, minimum = 1, maximum = 6)]
         pub webhook_topic_id: Option<i64>,
         /// The URL deliveries go to: absolute http(s), at most 2048 characters, not into a
         /// private network; required, checked by [`check_callback`].
-        #[schema(format = "uri", max_length = 2048)]
+        #[schema(required = true, value_type = String, format = "uri", max_length = 2048)]
         pub callback_url: Option<String>,
     }
 

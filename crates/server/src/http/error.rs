@@ -6,7 +6,7 @@
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
-use mercer_domain::kernel::error::{Forbidden, StorageErrorKind};
+use mercer_domain::kernel::error::{Forbidden, MAX_PROBLEMS, StorageErrorKind};
 use mercer_domain::kernel::version::VersionError;
 use mercer_domain::{DomainError, FieldError};
 use serde::Serialize;
@@ -281,7 +281,12 @@ impl From<DomainError> for ApiError {
             }
             DomainError::Invalid(problems) => ApiError {
                 status: StatusCode::UNPROCESSABLE_ENTITY,
-                entries: problems.into_iter().map(field_entry).collect(),
+                // However many problems a use case found, the answer lists the first ones.
+                entries: problems
+                    .into_iter()
+                    .take(MAX_PROBLEMS)
+                    .map(field_entry)
+                    .collect(),
                 cause: None,
                 retry_after: None,
             },
@@ -292,6 +297,7 @@ impl From<DomainError> for ApiError {
                 status: StatusCode::BAD_REQUEST,
                 entries: problems
                     .into_iter()
+                    .take(MAX_PROBLEMS)
                     .map(|problem| ErrorEntry {
                         message: problem.message,
                         kind: "request.invalid_query".to_string(),
@@ -430,5 +436,23 @@ mod tests {
             ]
         );
         assert!(error.entries().iter().all(|e| e.severity == "validation"));
+    }
+
+    #[test]
+    fn an_answer_lists_at_most_a_hundred_problems() {
+        let many = |count: usize| -> Vec<FieldError> {
+            (0..count)
+                .map(|index| FieldError::required(format!("items[{index}].quantity")))
+                .collect()
+        };
+        let invalid = ApiError::from(DomainError::Invalid(many(5_000)));
+        assert_eq!(invalid.entries().len(), 100);
+        assert_eq!(
+            invalid.entries()[99].field.as_deref(),
+            Some("items[99].quantity"),
+            "the first ones found"
+        );
+        let bad = ApiError::from(DomainError::BadRequest(many(5_000)));
+        assert_eq!(bad.entries().len(), 100);
     }
 }

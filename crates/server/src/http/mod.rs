@@ -4,6 +4,7 @@ pub mod console;
 pub mod error;
 pub mod extract;
 pub mod html;
+pub mod links;
 pub mod middleware;
 pub mod openapi;
 pub mod routes;
@@ -13,6 +14,7 @@ pub mod state;
 pub mod transport;
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix_http::{HttpService, KeepAlive};
@@ -65,6 +67,10 @@ pub struct ServeOptions {
     pub shutdown_timeout_secs: u64,
     /// Most client connections open at once, all workers together.
     pub max_connections: usize,
+    /// Most connections one client address holds open at once; 0 for no cap.
+    pub max_connections_per_ip: usize,
+    /// How long a new connection may stay silent before it is closed.
+    pub first_byte_timeout: Duration,
 }
 
 /// A bound server: its addresses are known before it runs (the bind may ask for port 0).
@@ -102,12 +108,21 @@ pub fn bind(
     builder = builder
         .workers(workers)
         .max_concurrent_connections(options.max_connections.div_ceil(workers.max(1)));
+    // One count per client address for every listener and worker.
+    let admission = Arc::new(transport::Admission {
+        per_address: transport::PerAddressCap::new(options.max_connections_per_ip),
+        first_byte_timeout: options.first_byte_timeout,
+    });
+    // A head begun must be whole within 5 s of the connection's start, or within the first-byte
+    // deadline when that is longer.
+    let head_timeout = options.first_byte_timeout.max(Duration::from_secs(5));
     let mut addresses = Vec::new();
     for listener in listeners {
         let address = listener.local_addr()?;
         // Lets idle keep-alive connections close when a graceful stop begins.
         let stopping = builder.graceful_shutdown_signal();
         let state = state.clone();
+        let admission = admission.clone();
         let factory = move || {
             let stopping = stopping.clone();
             let app = app(state.clone())
@@ -120,7 +135,7 @@ pub fn bind(
                     async move { stopping.notified().await }
                 })
                 .keep_alive(KeepAlive::default())
-                .client_request_timeout(Duration::from_secs(5))
+                .client_request_timeout(head_timeout)
                 .client_disconnect_timeout(Duration::from_secs(1))
                 .h1_allow_half_closed(true)
                 .local_addr(address)
@@ -128,7 +143,7 @@ pub fn bind(
                 .finish(map_config(app, move |()| {
                     AppConfig::__priv_test_new(false, host.clone(), address)
                 }));
-            transport::accept().and_then(http)
+            transport::accept(admission.clone()).and_then(http)
         };
         builder = builder.listen(format!("mercer-{address}"), listener, factory)?;
         addresses.push(address);

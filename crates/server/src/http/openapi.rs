@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 
 use serde_json::{Map, Value, json};
 use utoipa::openapi::path::{Operation, Parameter, ParameterBuilder, ParameterIn, PathItem};
-use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::security::{
     ApiKey, ApiKeyValue, AuthorizationCode, Flow, HttpAuthScheme, HttpBuilder, OAuth2, Scopes,
     SecurityScheme,
@@ -79,6 +79,7 @@ pub const SCOPES: [(&str, &str); 12] = [
                        Errors answer `{\"errors\": [...]}` with one entry per problem.",
         license(name = "Apache-2.0", identifier = "Apache-2.0"),
     ),
+    servers((url = "/", description = "The Mercer server that serves this document")),
     components(schemas(ErrorBody)),
     modifiers(&SecuritySchemes)
 )]
@@ -140,13 +141,19 @@ impl Modify for SecuritySchemes {
 }
 
 /// The whole document: the shared parts and every route folder's routes, each operation with
-/// what every route shares (the version header, the error answers).
+/// what every route shares (the version header, the error answers). An operation that names no
+/// security requirement is public, and says so with an empty list.
 pub fn document() -> Document {
     let mut document = Root::openapi();
     for feature in routes::documents() {
         document.merge(feature);
     }
-    let version = version_header();
+    document
+        .components
+        .get_or_insert_with(|| ComponentsBuilder::new().build())
+        .parameters
+        .insert(VERSION_HEADER.to_string(), RefOr::T(version_header()));
+    let version = Ref::new(format!("#/components/parameters/{VERSION_HEADER}"));
     let mut operation_ids = HashSet::new();
     for (path, item) in document.paths.paths.iter_mut() {
         for (method, operation) in operations(item) {
@@ -159,7 +166,8 @@ pub fn document() -> Document {
             operation
                 .parameters
                 .get_or_insert_with(Vec::new)
-                .push(RefOr::T(version.clone()));
+                .push(RefOr::Ref(version.clone()));
+            operation.security.get_or_insert_with(Vec::new);
             let responses = &mut operation.responses.responses;
             for (status, response) in responses.iter_mut() {
                 if let RefOr::T(response) = response
@@ -218,10 +226,14 @@ fn error_answer(description: &str) -> RefOr<Response> {
         .into()
 }
 
-/// `Svc-API-Version-Date`: optional on every route.
+/// The version header's name, also its key under `components/parameters`.
+const VERSION_HEADER: &str = "Svc-API-Version-Date";
+
+/// `Svc-API-Version-Date`: optional on every route. A string with the date's pattern rather than
+/// `format: date`: client generators refuse a date-typed header.
 fn version_header() -> Parameter {
     ParameterBuilder::new()
-        .name("Svc-API-Version-Date")
+        .name(VERSION_HEADER)
         .parameter_in(ParameterIn::Header)
         .required(Required::False)
         .description(Some(
@@ -231,7 +243,7 @@ fn version_header() -> Parameter {
         .schema(Some(
             ObjectBuilder::new()
                 .schema_type(Type::String)
-                .format(Some(SchemaFormat::KnownFormat(KnownFormat::Date))),
+                .pattern(Some(r"^\d{4}-\d{2}-\d{2}$")),
         ))
         .build()
 }
@@ -368,6 +380,77 @@ mod tests {
                         == "#/components/schemas/ErrorBody",
                     "{method} {path} has no error answer"
                 );
+            }
+        }
+    }
+
+    /// What client generators and linters need: a server, the version header defined once as a
+    /// patterned string (a date-typed header is refused) and referenced by every operation, and
+    /// every operation stating its security (an empty list for the public ones).
+    #[test]
+    fn every_operation_references_the_shared_version_header_and_states_its_security() {
+        let document: Value = serde_json::from_str(document_json()).unwrap();
+        assert_eq!(document["servers"][0]["url"], "/");
+        let header = &document["components"]["parameters"][VERSION_HEADER];
+        assert_eq!(header["name"], VERSION_HEADER);
+        assert_eq!(header["in"], "header");
+        assert_eq!(
+            header["schema"],
+            json!({"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"})
+        );
+        let reference = json!({ "$ref": format!("#/components/parameters/{VERSION_HEADER}") });
+        let mut public = 0;
+        for (path, item) in document["paths"].as_object().unwrap() {
+            for (method, operation) in item.as_object().unwrap() {
+                let parameters = operation["parameters"].as_array().unwrap();
+                assert_eq!(
+                    parameters
+                        .iter()
+                        .filter(|parameter| **parameter == reference)
+                        .count(),
+                    1,
+                    "{method} {path}"
+                );
+                assert!(
+                    !parameters
+                        .iter()
+                        .any(|parameter| parameter["name"] == VERSION_HEADER),
+                    "{method} {path} defines the header inline"
+                );
+                let security = operation["security"].as_array();
+                assert!(security.is_some(), "{method} {path} states no security");
+                public += usize::from(security.is_some_and(Vec::is_empty));
+                assert!(
+                    operation["summary"].as_str().is_some_and(|s| !s.is_empty()),
+                    "{method} {path} has no summary"
+                );
+            }
+        }
+        assert!(public > 0, "no public operation");
+    }
+
+    /// Bodies used by one create only list the fields whose absence is a 422.
+    #[test]
+    fn create_only_bodies_list_the_fields_they_cannot_do_without() {
+        let document: Value = serde_json::from_str(document_json()).unwrap();
+        let schemas = &document["components"]["schemas"];
+        for (name, required) in [
+            (
+                "CheckoutWebhookInput",
+                json!(["webhook_topic_id", "callback_url"]),
+            ),
+            ("RecoverBody", json!(["since"])),
+            ("SubscriptionWebhookRecoverRequest", json!(["since"])),
+            ("IntegrationConfig", json!(["shared_secret"])),
+        ] {
+            assert_eq!(schemas[name]["required"], required, "{name}");
+            for field in required.as_array().unwrap() {
+                let property = &schemas[name]["properties"][field.as_str().unwrap()];
+                assert!(
+                    !property["type"].is_array(),
+                    "{name}.{field} is nullable: {property}"
+                );
+                assert!(property.get("default").is_none(), "{name}.{field}");
             }
         }
     }

@@ -46,6 +46,9 @@ pub struct AppState {
     pub metrics: PrometheusHandle,
     /// Sign-in failures per client address (the OAuth authorize page).
     pub sign_ins: SignInLimiter,
+    /// Where clients reach Mercer (`--public-url`): links answered start with it; without it
+    /// they are relative.
+    pub public_url: Option<super::links::PublicUrl>,
 }
 
 impl AppState {

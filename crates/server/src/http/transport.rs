@@ -1,5 +1,6 @@
-//! The server's TCP side: its listeners, and the stream that gives actix-http's own bodiless error
-//! answers the contract's error body.
+//! The server's TCP side: its listeners, what it admits (at most so many connections per client
+//! address, and none that stays silent past the first-byte deadline), and the stream that gives
+//! actix-http's own bodiless error answers the contract's error body.
 //!
 //! actix-http refuses a request head it cannot parse (a control byte in a header value, a
 //! malformed request line…) with a hard-coded `400` without a body, a head too large for its
@@ -8,16 +9,21 @@
 //! connection's socket and, when the bytes about to be written end with one of those bare
 //! answers, writes the contract's JSON answer in their place.
 
+use std::collections::HashMap;
+use std::future::Future;
 use std::io;
-use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, ToSocketAddrs};
 use std::ops::Range;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, ready};
+use std::time::Duration;
 
 use actix_http::Protocol;
 use actix_http::error::DispatchError;
 use actix_web::dev::{ServiceFactory, fn_service};
 use actix_web::rt::net::TcpStream;
+use actix_web::rt::time::{Sleep, sleep};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::error::ErrorEntry;
@@ -53,26 +59,146 @@ fn listener(address: SocketAddr) -> io::Result<TcpListener> {
     Ok(socket.into())
 }
 
+/// What a new connection must meet to be served, the same for every worker.
+pub struct Admission {
+    /// Connections open per client address.
+    pub per_address: Arc<PerAddressCap>,
+    /// How long a new connection may stay silent before it is closed.
+    pub first_byte_timeout: Duration,
+}
+
 /// Turns an accepted connection into what `actix_http::HttpService` serves: the wrapped stream,
-/// HTTP/1, and the peer's address (for the request log and the sign-in limiter).
-pub fn accept() -> impl ServiceFactory<
+/// HTTP/1, and the peer's address (for the request log and the sign-in limiter). A connection
+/// from an address that holds its cap of connections already is closed here, at once: it is
+/// refused, with no answer, before it costs more than its accept.
+pub fn accept(
+    admission: Arc<Admission>,
+) -> impl ServiceFactory<
     TcpStream,
     Config = (),
     Response = (ContractStream<TcpStream>, Protocol, Option<SocketAddr>),
     Error = DispatchError,
     InitError = (),
 > {
-    fn_service(|io: TcpStream| async move {
-        let peer = io.peer_addr().ok();
-        Ok::<_, DispatchError>((ContractStream::new(io), Protocol::Http1, peer))
+    fn_service(move |io: TcpStream| {
+        let admission = admission.clone();
+        async move {
+            let peer = io.peer_addr().ok();
+            let slot = match peer {
+                Some(peer) => match admission.per_address.take(peer.ip()) {
+                    Some(slot) => Some(slot),
+                    None => {
+                        metrics::counter!("mercer_http_connections_refused_total").increment(1);
+                        log::debug!(
+                            target: "mercer::http",
+                            "closed a connection from {}: it holds its cap of connections",
+                            peer.ip()
+                        );
+                        // Dropping the stream closes the connection.
+                        return Err(DispatchError::Io(io::Error::other(
+                            "too many connections from this address",
+                        )));
+                    }
+                },
+                None => None,
+            };
+            let stream = ContractStream::new(io)
+                .closing_when_silent(admission.first_byte_timeout)
+                .holding(slot);
+            Ok((stream, Protocol::Http1, peer))
+        }
     })
 }
 
+/// How many connections each client address has open, against a cap shared by every worker.
+/// An IPv6 client counts by its /64 network (one host gets a whole /64), an IPv4-mapped IPv6
+/// address as the IPv4 address.
+pub struct PerAddressCap {
+    /// 0: no cap.
+    cap: usize,
+    open: Mutex<HashMap<IpAddr, usize>>,
+}
+
+impl PerAddressCap {
+    /// At most `cap` connections per client address; 0 for no cap.
+    pub fn new(cap: usize) -> Arc<PerAddressCap> {
+        Arc::new(PerAddressCap {
+            cap,
+            open: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// A place for one more connection from `address`, given back when the [`Slot`] drops;
+    /// `None` when the address holds its cap already.
+    pub fn take(self: &Arc<Self>, address: IpAddr) -> Option<Slot> {
+        if self.cap == 0 {
+            return Some(Slot {
+                cap: None,
+                client: address,
+            });
+        }
+        let client = client_of(address);
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let count = open.entry(client).or_insert(0);
+        if *count >= self.cap {
+            return None;
+        }
+        *count += 1;
+        Some(Slot {
+            cap: Some(self.clone()),
+            client,
+        })
+    }
+
+    /// Connections `address` holds now (for tests).
+    #[cfg(test)]
+    fn holding(&self, address: IpAddr) -> usize {
+        let open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        open.get(&client_of(address)).copied().unwrap_or(0)
+    }
+}
+
+/// The client a connection is counted against: its IPv4 address, or its IPv6 /64 network.
+fn client_of(address: IpAddr) -> IpAddr {
+    match address {
+        IpAddr::V4(v4) => IpAddr::V4(v4),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(Ipv6Addr::from(u128::from(v6) & !(u64::MAX as u128))),
+        },
+    }
+}
+
+/// One connection's place under its address's cap.
+pub struct Slot {
+    /// `None` when there is no cap.
+    cap: Option<Arc<PerAddressCap>>,
+    client: IpAddr,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let Some(cap) = &self.cap else { return };
+        let mut open = cap.open.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(count) = open.get_mut(&self.client) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                open.remove(&self.client);
+            }
+        }
+    }
+}
+
 /// A connection's stream that writes the contract's error answer in place of actix-http's bare
-/// ones; everything else passes through untouched.
+/// ones, and fails its reads (so actix-http drops the connection) when no byte has arrived by
+/// the first-byte deadline; everything else passes through untouched.
 pub struct ContractStream<Io> {
     io: Io,
     replacing: Option<Replacement>,
+    /// Until the first byte arrives: when the connection is given up if none has.
+    first_byte: Option<Pin<Box<Sleep>>>,
+    /// The connection's place under its address's cap, given back when the connection closes.
+    _slot: Option<Slot>,
 }
 
 /// The contract's answer being written in place of a bare one.
@@ -88,7 +214,21 @@ impl<Io> ContractStream<Io> {
         ContractStream {
             io,
             replacing: None,
+            first_byte: None,
+            _slot: None,
         }
+    }
+
+    /// Gives the connection up when no byte arrives within `timeout` from now.
+    pub fn closing_when_silent(mut self, timeout: Duration) -> Self {
+        self.first_byte = Some(Box::pin(sleep(timeout)));
+        self
+    }
+
+    /// Keeps `slot` for as long as the connection is open.
+    pub fn holding(mut self, slot: Option<Slot>) -> Self {
+        self._slot = slot;
+        self
     }
 }
 
@@ -98,7 +238,26 @@ impl<Io: AsyncRead + Unpin> AsyncRead for ContractStream<Io> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let read = Pin::new(&mut this.io).poll_read(cx, buf);
+        if let Some(deadline) = &mut this.first_byte {
+            match &read {
+                Poll::Ready(Ok(())) if buf.filled().len() > before => this.first_byte = None,
+                // End of stream or an error: actix-http closes the connection itself.
+                Poll::Ready(_) => {}
+                // The error makes actix-http drop the connection, answering nothing: no
+                // request was begun.
+                Poll::Pending if deadline.as_mut().poll(cx).is_ready() => {
+                    return Poll::Ready(Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "no byte arrived before the first-byte deadline",
+                    )));
+                }
+                Poll::Pending => {}
+            }
+        }
+        read
     }
 }
 
@@ -412,6 +571,55 @@ mod tests {
         assert_eq!(body["errors"][0]["sub_type"], "header");
         assert_eq!(body["errors"][0]["severity"], "validation");
         assert_eq!(body["errors"][0]["field"], Value::Null);
+    }
+
+    #[test]
+    fn an_address_holds_at_most_its_cap_and_gets_each_place_back_when_a_connection_closes() {
+        let cap = PerAddressCap::new(2);
+        let one: IpAddr = "127.0.0.1".parse().expect("an address");
+        let other: IpAddr = "127.0.0.2".parse().expect("an address");
+        let first = cap.take(one).expect("room for the first");
+        let second = cap.take(one).expect("room for the second");
+        assert!(cap.take(one).is_none(), "a third from the same address");
+        // Another address has its own count.
+        let _elsewhere = cap.take(other).expect("room for another address");
+        drop(first);
+        let third = cap.take(one).expect("room again once one closed");
+        assert_eq!(cap.holding(one), 2);
+        drop((second, third));
+        assert_eq!(cap.holding(one), 0);
+        assert!(
+            cap.open.lock().expect("not poisoned").len() == 1,
+            "emptied entries go"
+        );
+    }
+
+    #[test]
+    fn ipv6_clients_count_by_their_64_network_and_mapped_ipv4_as_ipv4() {
+        let cap = PerAddressCap::new(1);
+        let _held = cap.take("2001:db8:1:2::1".parse().expect("an address"));
+        assert!(
+            cap.take("2001:db8:1:2:ffff::9".parse().expect("an address"))
+                .is_none(),
+            "the same /64"
+        );
+        assert!(
+            cap.take("2001:db8:1:3::1".parse().expect("an address"))
+                .is_some()
+        );
+        let _v4 = cap.take("192.0.2.7".parse().expect("an address"));
+        assert!(
+            cap.take("::ffff:192.0.2.7".parse().expect("an address"))
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn no_cap_when_it_is_zero() {
+        let cap = PerAddressCap::new(0);
+        let address: IpAddr = "127.0.0.1".parse().expect("an address");
+        let slots: Vec<_> = (0..1000).filter_map(|_| cap.take(address)).collect();
+        assert_eq!(slots.len(), 1000);
     }
 
     #[test]

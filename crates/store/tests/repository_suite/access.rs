@@ -63,7 +63,9 @@ fn shop_settings_are_written_to_that_shop_only(db: &impl Database) {
         gift_cards_enabled: Some(true),
         gift_card_skus: Some(vec!["GC-10".into(), "GC-25".into()]),
         flat_shipping_rate: Some(750),
+        require_message_signatures: Some(true),
     };
+    assert!(!first.require_message_signatures, "off for a new shop");
     db.write(|tx| update_shop_settings(tx, first.identifier.as_str(), settings, at(60)))
         .unwrap();
     let (first, second) = db
@@ -96,7 +98,9 @@ fn shop_settings_are_written_to_that_shop_only(db: &impl Database) {
             flat_shipping_rate: Cents(750),
         }
     );
+    assert!(first.require_message_signatures);
     let second = second.unwrap();
+    assert!(!second.require_message_signatures);
     assert_eq!(
         (
             second.timezone.as_str(),

@@ -1,13 +1,19 @@
 //! The box builder: boxes and their resources, customers' selections.
 
-use mercer_domain::box_builder::repository::{LineItemOwner, SelectionFilter, TimeSlotFilter};
+use mercer_domain::DomainError;
+use mercer_domain::box_builder::input::parse_selection;
+use mercer_domain::box_builder::repository::{
+    BoxBuilderDatabase, LineItemOwner, SelectionFilter, TimeSlotFilter,
+};
 use mercer_domain::box_builder::resources::{
     Attribute, BoxProduct, BoxSize, Selection, SelectionItem, StoredSelection, SubscriptionBox,
     TimeSlot,
 };
+use mercer_domain::box_builder::selections::update_selection;
 use mercer_domain::ports::Database;
 use mercer_domain::subscriptions::groups::IntervalType;
 use mercer_domain::subscriptions::resources::SubscriptionStatus;
+use serde_json::json;
 
 use crate::subscriptions::{
     fields, line_item, plain_state, read_subscription, rule, stored_group, subscriber,
@@ -478,3 +484,149 @@ fn selections_are_a_customers_per_line_item_and_order_date(db: &impl Database) {
     assert_eq!(left, (None, 0, 1));
 }
 every_database!(selections_are_a_customers_per_line_item_and_order_date);
+
+/// A selection whose time slot's deadline has passed does not change, not even to move to a
+/// slot still open: the use case refuses it the same on every database.
+fn a_selection_stays_in_a_slot_whose_deadline_passed(db: &impl Database) {
+    let shop_a = shop(db, "a.shop.test");
+    let group = db
+        .write(|tx| {
+            Ok(tx.save_subscription_group(
+                shop_a.id,
+                &stored_group("Veg", vec![rule(0, 1, IntervalType::Week)]),
+            )?)
+        })
+        .unwrap();
+    let veg = db
+        .write(|tx| {
+            Ok(tx.save_box(
+                shop_a.id,
+                &SubscriptionBox {
+                    id: 0,
+                    svc_subscription_group_id: group.id,
+                    shop_identifier: String::new(),
+                    box_name: "Veg box".into(),
+                    created_at: at(1),
+                    updated_at: at(1),
+                    attributes: Vec::new(),
+                },
+            )?)
+        })
+        .unwrap();
+    let size = db
+        .write(|tx| {
+            Ok(tx.save_box_size(
+                shop_a.id,
+                &BoxSize {
+                    id: 0,
+                    box_id: veg.id,
+                    shop_identifier: String::new(),
+                    box_size_name: "Small".into(),
+                    pricing_mode: "flexible_pricing".into(),
+                    min_quantity: 1,
+                    max_quantity: 4,
+                    created_at: at(2),
+                    updated_at: at(2),
+                },
+            )?)
+        })
+        .unwrap();
+    let carrot = db
+        .write(|tx| {
+            Ok(tx.save_box_product(
+                shop_a.id,
+                &BoxProduct {
+                    id: 0,
+                    platform_product_id: "veg".into(),
+                    platform_variant_id: "carrot".into(),
+                    created_at: at(2),
+                    updated_at: at(2),
+                    attributes: Vec::new(),
+                },
+            )?)
+        })
+        .unwrap();
+    // Two slots of the same dates offering carrots: choices close at 40 s, and at 45 s.
+    let slot = |name: &str, deadline: i64| TimeSlot {
+        id: 0,
+        box_id: veg.id,
+        shop_identifier: String::new(),
+        time_slot_name: name.into(),
+        start_date: at(50),
+        end_date: at(500),
+        selection_deadline_date: at(deadline),
+        visibility_date: at(1),
+        created_at: at(2),
+        updated_at: at(2),
+        attributes: Vec::new(),
+        box_products: Vec::new(),
+    };
+    let (early, late) = db
+        .write(|tx| {
+            let early = tx.save_time_slot(shop_a.id, &slot("Early", 40))?.id;
+            let late = tx.save_time_slot(shop_a.id, &slot("Late", 45))?.id;
+            for id in [early, late] {
+                tx.add_time_slot_option(shop_a.id, id, carrot.id, at(2))?;
+            }
+            Ok((early, late))
+        })
+        .unwrap();
+    let (known, address) = subscriber(db, shop_a.id, &fields(None, None, None));
+    db.write(|tx| Ok(tx.set_customer_platform_id(shop_a.id, known, "c-1", at(2))?))
+        .unwrap();
+    let mut boxed = line_item("veg", 1, 10);
+    boxed.subscription_group_id = Some(group.id);
+    let state = plain_state(known, address, SubscriptionStatus::Active);
+    let subscription = db
+        .write(|tx| Ok(tx.insert_subscription(shop_a.id, &state, &[boxed], at(10))?))
+        .unwrap();
+    let box_item = read_subscription(db, shop_a.id, subscription).line_items[0].id;
+    let made = db
+        .write(|tx| {
+            Ok(tx.save_selection(
+                shop_a.id,
+                &StoredSelection {
+                    selection: Selection {
+                        id: 0,
+                        svc_platform_subscription_line_item_id: box_item,
+                        box_size_id: size.id,
+                        time_slot_id: early,
+                        order_datetime: at(100),
+                        line_items: vec![SelectionItem {
+                            box_product_id: carrot.id,
+                            choice_quantity: 2,
+                        }],
+                        created_at: at(20),
+                        updated_at: at(20),
+                    },
+                    platform_customer_id: "c-1".into(),
+                    box_id: veg.id,
+                },
+            )?)
+        })
+        .unwrap();
+    let id = made.selection.id;
+    let move_to = |slot: i64, now: i64| {
+        let input = parse_selection(&json!({"selection": {"time_slot_id": slot}}), false).unwrap();
+        db.write_tx(|tx| update_selection(tx, &shop_a, "c-1", id, input, at(now)))
+    };
+    // At 42 s the early slot is closed, the late one open: the move is refused on the slot.
+    match move_to(late, 42) {
+        Err(DomainError::Invalid(problems)) => assert_eq!(
+            problems
+                .iter()
+                .map(|p| (p.field.as_str(), p.code))
+                .collect::<Vec<_>>(),
+            [("selection.time_slot_id", "past_deadline")]
+        ),
+        other => panic!("must be refused past the deadline: {other:?}"),
+    }
+    let kept = db
+        .read(|tx| Ok(tx.selection(shop_a.id, id)?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(kept.selection.time_slot_id, early, "nothing changed");
+    // Before the early slot's deadline, the same move is taken.
+    assert_eq!(move_to(late, 30).unwrap().time_slot_id, late);
+}
+every_database!(a_selection_stays_in_a_slot_whose_deadline_passed);

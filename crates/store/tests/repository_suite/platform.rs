@@ -1,17 +1,21 @@
 //! The platform: destinations, entities and their addresses, the event queue, syncs and the
 //! connector outbox, the catalogue.
 
+use mercer_domain::access::credentials::Secret;
 use mercer_domain::access::shop::Shop;
 use mercer_domain::directory::{DirectoryAddress, DirectoryCustomer};
+use mercer_domain::kernel::jobs::JobPayload;
 use mercer_domain::platform::catalogue;
 use mercer_domain::platform::destinations::{DestinationSettings, Topic};
 use mercer_domain::platform::events::{
-    EntityKind, EntityWrite, EventAction, EventSource, NewInboundEvent, Outcome, accept_events,
-    apply_event, event_partition, parse_event, parse_event_body,
+    CustomerChangedJob, CustomerContact, EntityKind, EntityWrite, EventAction, EventSource,
+    NewInboundEvent, Outcome, accept_events, apply_event, event_partition, parse_event,
+    parse_event_body,
 };
 use mercer_domain::platform::outbox::{ConnectorCall, OutboxStatus};
 use mercer_domain::platform::sync::SyncStatus;
 use mercer_domain::ports::Database;
+use mercer_domain::webhooks::{NewWebhookEndpoint, WebhookKind};
 use mercer_domain::{DomainError, Timestamp};
 use serde_json::{Value, json};
 
@@ -600,6 +604,134 @@ fn entities_of_every_kind_are_held_by_shop_and_platform_id(db: &impl Database) {
 }
 every_database!(entities_of_every_kind_are_held_by_shop_and_platform_id);
 
+// --- platform: customers made through the subscription API ----------------------------------
+
+/// What the applier tells a change of a customer made through the subscription API against,
+/// before the platform's document of it is held: its row's name, email and phone, by platform
+/// id (empty is none), for the shop's live customers only.
+fn customer_contacts_are_what_the_customer_rows_show(db: &impl Database) {
+    let other = shop(db, "b.shop.test");
+    let shop = shop(db, "a.shop.test");
+    let fields = crate::subscriptions::fields(Some("ada@example.test"), Some("Ada"), None);
+    let made = db
+        .write(|tx| Ok(tx.insert_customer(shop.id, &fields, at(1))?))
+        .unwrap();
+    assert!(
+        db.write(|tx| Ok(tx.set_customer_platform_id(shop.id, made, "c1", at(2))?))
+            .unwrap()
+    );
+    let no_id = crate::subscriptions::fields(Some("nobody@example.test"), None, None);
+    db.write(|tx| Ok(tx.insert_customer(shop.id, &no_id, at(1))?))
+        .unwrap();
+    accept(
+        db,
+        vec![
+            customer_event(
+                shop.id,
+                "c2",
+                10,
+                json!({"email": "grace@example.test", "first_name": "Grace", "last_name": "",
+                    "phone": "+1 613 555 0100"}),
+            ),
+            customer_event(shop.id, "c3", 10, json!({"email": "gone@example.test"})),
+            deleted_event(shop.id, EntityKind::Customer, "c3", 20),
+            customer_event(other.id, "c1", 10, json!({"email": "other@example.test"})),
+        ],
+        at(30),
+    );
+    let contact = |first: Option<&str>, email: &str, phone: Option<&str>| CustomerContact {
+        first_name: first.map(str::to_string),
+        last_name: None,
+        email: Some(email.to_string()),
+        phone: phone.map(str::to_string),
+    };
+    let mut contacts = db
+        .read(|tx| Ok(tx.customer_contacts(shop.id, &["c1", "c2", "c3", "c9"])?))
+        .unwrap();
+    contacts.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        contacts,
+        [
+            (
+                "c1".to_string(),
+                contact(Some("Ada"), "ada@example.test", None)
+            ),
+            (
+                "c2".to_string(),
+                contact(Some("Grace"), "grace@example.test", Some("+1 613 555 0100"))
+            ),
+        ],
+        "unknown and deleted ones are left out, another shop's is not read"
+    );
+    assert!(
+        db.read(|tx| Ok(tx.customer_contacts(shop.id, &[])?))
+            .unwrap()
+            .is_empty()
+    );
+}
+every_database!(customer_contacts_are_what_the_customer_rows_show);
+
+/// A subscriber made through the subscription API and created on the platform, renamed there
+/// before the platform's echo of its creation arrives: the change of what the subscription API
+/// shows is announced (a `platform.customer_changed` job); an echo that shows the same is not.
+fn a_platform_change_of_a_customer_made_here_is_told_against_its_row(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    db.write(|tx| {
+        Ok(tx.insert_webhook_endpoint(&NewWebhookEndpoint {
+            shop_id: shop.id,
+            kind: WebhookKind::Subscription,
+            topic: "customer_updated".into(),
+            callback_url: "http://127.0.0.1:9/hook".into(),
+            secret: Some(Secret::new("endpoint-secret")),
+            created_at: at(1),
+        })?)
+    })
+    .unwrap();
+    for (email, platform_id) in [("ada@example.test", "c1"), ("bob@example.test", "c2")] {
+        let fields = crate::subscriptions::fields(Some(email), Some("Ada"), None);
+        let id = db
+            .write(|tx| Ok(tx.insert_customer(shop.id, &fields, at(1))?))
+            .unwrap();
+        db.write(|tx| Ok(tx.set_customer_platform_id(shop.id, id, platform_id, at(2))?))
+            .unwrap();
+    }
+    accept(
+        db,
+        vec![
+            customer_event(
+                shop.id,
+                "c1",
+                10,
+                json!({"email": "ada@example.test", "first_name": "Augusta"}),
+            ),
+            customer_event(
+                shop.id,
+                "c2",
+                10,
+                json!({"email": "bob@example.test", "first_name": "Ada"}),
+            ),
+        ],
+        at(30),
+    );
+    let announced: Vec<String> = db
+        .read(|tx| Ok(tx.list_jobs(None, 100)?))
+        .unwrap()
+        .iter()
+        .filter(|job| job.kind == CustomerChangedJob::KIND)
+        .map(|job| {
+            job.payload::<CustomerChangedJob>()
+                .unwrap()
+                .platform_customer_id
+        })
+        .collect();
+    assert_eq!(announced, ["c1"]);
+    assert_eq!(
+        stored_customer(db, shop.id, "c1").first_name.as_deref(),
+        Some("Augusta")
+    );
+}
+every_database!(a_platform_change_of_a_customer_made_here_is_told_against_its_row);
+
 // --- platform: the event queue --------------------------------------------------------------
 
 fn queued(db: &impl Database, now: Timestamp) -> Vec<(i64, String, i64)> {
@@ -1035,6 +1167,11 @@ every_database!(outbox_calls_are_claimed_retried_and_finished);
 
 /// A product of the catalogue, saved as the platform's event would.
 fn catalogue_product(db: &impl Database, shop_id: i64, product: Value, seconds: i64) {
+    // Received when the platform made it: a time ahead of the receiving clock is refused.
+    let made = product["platform_updated_at"]
+        .as_str()
+        .and_then(Timestamp::parse_rfc3339)
+        .unwrap_or(at(seconds));
     let body = json!({ "data": { "product": product } });
     let event = parse_event_body(
         shop_id,
@@ -1042,7 +1179,7 @@ fn catalogue_product(db: &impl Database, shop_id: i64, product: Value, seconds: 
         EventAction::Saved,
         body.to_string().as_bytes(),
         EventSource::Webhook,
-        at(seconds),
+        made,
     )
     .unwrap();
     db.write(|tx| apply_event(tx, &event, at(seconds))).unwrap();
@@ -1108,7 +1245,8 @@ fn the_catalogue_finds_live_variants_by_platform_id(db: &impl Database) {
         .to_string()
         .as_bytes(),
         EventSource::Webhook,
-        at(3),
+        // Received when the platform deleted it.
+        Timestamp::parse_rfc3339("2026-11-03T00:00:00Z").unwrap(),
     )
     .unwrap();
     db.write(|tx| apply_event(tx, &deletion, at(3))).unwrap();
@@ -1181,7 +1319,8 @@ fn the_catalogue_finds_variants_by_sku(db: &impl Database) {
         .to_string()
         .as_bytes(),
         EventSource::Webhook,
-        at(3),
+        // Received when the platform deleted it.
+        Timestamp::parse_rfc3339("2026-11-03T00:00:00Z").unwrap(),
     )
     .unwrap();
     db.write(|tx| apply_event(tx, &deletion, at(3))).unwrap();

@@ -112,6 +112,7 @@ impl ShopRepository for StoreTx<'_> {
                 shop_settings::gift_cards_enabled.eq(settings.gift_cards_enabled),
                 shop_settings::gift_card_skus.eq(&settings.gift_card_skus),
                 shop_settings::flat_shipping_rate_cents.eq(settings.flat_shipping_rate_cents),
+                shop_settings::require_message_signatures.eq(settings.require_message_signatures),
             ))
             .execute(self.conn)
             .map_err(storage_error)?;

@@ -4,7 +4,7 @@
 //! every time, which costs more than the rows); on PostgreSQL rows go in chunks, one round trip
 //! each. Columns are pulled out of the typed documents the domain hands over.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use diesel::prelude::*;
 use diesel::upsert::excluded;
@@ -14,7 +14,9 @@ use mercer_domain::platform::PlatformRepository;
 use mercer_domain::platform::addresses::{
     AddressChanges, AddressKey, AddressesBefore, StoredAddress, address_changes,
 };
-use mercer_domain::platform::events::{EntityDocument, EntityKind, EntityRecord, EntityWrite};
+use mercer_domain::platform::events::{
+    CustomerContact, EntityDocument, EntityKind, EntityRecord, EntityWrite,
+};
 use mercer_domain::platform::resources::{Category, Customer, Order, PlatformId, Product, Variant};
 
 use crate::connection::{
@@ -374,23 +376,26 @@ fn put_addresses(
     }
     if !unknown.is_empty() {
         let customers: Vec<i64> = unknown.iter().map(|(customer, _)| *customer).collect();
-        let stored = stored_addresses(conn, &customers)?;
-        for (customer_id, addresses) in unknown {
-            let rows: Vec<StoredAddress> = stored
-                .iter()
-                .filter(|row| row.0 == customer_id)
-                .map(
-                    |(_, key, platform_id, is_default, document, deleted_at)| StoredAddress {
-                        row: mercer_domain::platform::addresses::AddressRow {
-                            key: AddressKey::stored(key.clone()),
-                            platform_id: platform_id.clone(),
-                            is_default: *is_default,
-                            document: document.clone(),
-                        },
-                        deleted: deleted_at.is_some(),
+        // Each customer's rows, in the order read, grouped in one pass.
+        let mut by_customer: HashMap<i64, Vec<StoredAddress>> = HashMap::new();
+        for (customer_id, key, platform_id, is_default, document, deleted_at) in
+            stored_addresses(conn, &customers)?
+        {
+            by_customer
+                .entry(customer_id)
+                .or_default()
+                .push(StoredAddress {
+                    row: mercer_domain::platform::addresses::AddressRow {
+                        key: AddressKey::stored(key),
+                        platform_id,
+                        is_default,
+                        document,
                     },
-                )
-                .collect();
+                    deleted: deleted_at.is_some(),
+                });
+        }
+        for (customer_id, addresses) in unknown {
+            let rows = by_customer.remove(&customer_id).unwrap_or_default();
             let changes = address_changes(AddressesBefore::Stored(&rows), addresses);
             collect_changes(shop_id, customer_id, changes, now, &mut changed, &mut gone);
         }
@@ -537,6 +542,14 @@ fn sync_variants(
         .select((t::id, t::platform_id))
         .load(conn)?;
     let mut kept = HashSet::new();
+    // The stored rows of each platform id, in the order read: a variant takes the first not
+    // taken yet (a hash lookup, not a scan of the rows for each variant).
+    let mut unmatched: HashMap<&str, VecDeque<i64>> = HashMap::new();
+    for (id, stored) in &existing {
+        if let Some(stored) = stored {
+            unmatched.entry(stored.as_str()).or_default().push_back(*id);
+        }
+    }
     for variant in variants {
         let platform_id = id_text(&variant.platform_id);
         let document = json_text(variant);
@@ -550,12 +563,9 @@ fn sync_variants(
             t::updated_at.eq(now),
             t::deleted_at.eq(None::<i64>),
         );
-        let matched = platform_id.and_then(|platform_id| {
-            existing
-                .iter()
-                .find(|(id, stored)| stored.as_deref() == Some(platform_id) && !kept.contains(id))
-                .map(|(id, _)| *id)
-        });
+        let matched = platform_id
+            .and_then(|platform_id| unmatched.get_mut(platform_id))
+            .and_then(VecDeque::pop_front);
         match matched {
             Some(id) => {
                 diesel::update(t::table.find(id))
@@ -627,6 +637,38 @@ fn put_categories(
 }
 
 impl PlatformRepository for StoreTx<'_> {
+    fn customer_contacts(
+        &mut self,
+        shop_id: i64,
+        platform_ids: &[&str],
+    ) -> StoreResult<Vec<(String, CustomerContact)>> {
+        use platform_customers as t;
+        type Columns = (String, String, String, String, String);
+        let mut found = Vec::with_capacity(platform_ids.len());
+        for chunk in platform_ids.chunks(ROWS_PER_STATEMENT) {
+            let rows: Vec<Columns> = planned_each_time(self.conn, |c| {
+                t::table
+                    .filter(t::shop_id.eq(shop_id))
+                    .filter(t::platform_id.assume_not_null().eq_any(chunk))
+                    .filter(t::deleted_at.is_null())
+                    .select((
+                        t::platform_id.assume_not_null(),
+                        t::first_name,
+                        t::last_name,
+                        t::email,
+                        t::phone,
+                    ))
+                    .load::<Columns>(c)
+            })
+            .map_err(storage_error)?;
+            found.extend(rows.into_iter().map(|(id, first, last, email, phone)| {
+                let contact = CustomerContact::from_columns(&first, &last, &email, &phone);
+                (id, contact)
+            }));
+        }
+        Ok(found)
+    }
+
     fn hears_customer_changes(&mut self, shop_id: i64) -> StoreResult<bool> {
         // The subscription webhooks' kind and topic as the webhooks and subscriptions features
         // store them (a store feature reads no other's code); the repository suite checks them

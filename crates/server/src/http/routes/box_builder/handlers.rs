@@ -23,7 +23,7 @@ use super::answers::{
 };
 
 use crate::http::error::ApiError;
-use crate::http::extract::{AnyScope, Authorized, JsonBody, query_pairs, scopes};
+use crate::http::extract::{Authorized, JsonBody, query_pairs, scopes};
 use crate::http::state::AppState;
 
 type Read = Authorized<scopes::ReadSubscriptionGroups>;
@@ -238,16 +238,17 @@ pub async fn delete_box_product(
 }
 
 // ---------------------------------------------------------------------------------------
-// Box sizes (no scope bracketed in the seed: any valid token of the shop)
+// Box sizes (read_subscription_groups to read, write_subscription_groups to write, as the
+// other admin resources)
 
 /// A page of the box's sizes.
 #[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/boxes/{box_id}/box_sizes", operation_id = "list_box_sizes", tag = "Box builder: box sizes",
     params(("shop" = String, Path, description = "The shop's identifier"), ("box_id" = i64, Path, description = "The box's id"), ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "Items per page, 1 to 250 (default 50)"), ("page" = Option<i64>, Query, minimum = 1, maximum = 1000000, description = "The page, from 1 (default 1); a page past the last is empty")),
-    security(("api_token" = []), ("oauth2" = [])),
+    security(("api_token" = ["read_subscription_groups"]), ("oauth2" = ["read_subscription_groups"])),
     responses((status = 200, body = BoxSizeList)))]
 pub async fn list_box_sizes(
     state: web::Data<AppState>,
-    request: Authorized<AnyScope>,
+    request: Read,
     path: web::Path<(String, String)>,
     http: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
@@ -264,11 +265,11 @@ pub async fn list_box_sizes(
 #[utoipa::path(post, path = "/box_builder/v1/shops/{shop}/boxes/{box_id}/box_sizes", operation_id = "create_box_size", tag = "Box builder: box sizes",
     request_body = BoxSizeRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("box_id" = i64, Path, description = "The box's id")),
-    security(("api_token" = []), ("oauth2" = [])),
+    security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
     responses((status = 200, body = BoxSizeSaved)))]
 pub async fn create_box_size(
     state: web::Data<AppState>,
-    request: Authorized<AnyScope>,
+    request: Write,
     path: web::Path<(String, String)>,
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
@@ -281,15 +282,16 @@ pub async fn create_box_size(
     Ok(ok(BoxSizeSaved::of(made)))
 }
 
-/// Update Box Sizes (bulk): the sizes under `data`, in the order given.
+/// Update Box Sizes (bulk): at most 100 sizes (more is one 422 `too_many` on `box_sizes`); the
+/// sizes under `data`, in the order given.
 #[utoipa::path(put, path = "/box_builder/v1/shops/{shop}/boxes/{box_id}/box_sizes", operation_id = "update_box_sizes", tag = "Box builder: box sizes",
     request_body = [BoxSizeFields],
     params(("shop" = String, Path, description = "The shop's identifier"), ("box_id" = i64, Path, description = "The box's id")),
-    security(("api_token" = []), ("oauth2" = [])),
+    security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
     responses((status = 200, body = BoxSizesSaved)))]
 pub async fn update_box_sizes(
     state: web::Data<AppState>,
-    request: Authorized<AnyScope>,
+    request: Write,
     path: web::Path<(String, String)>,
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
@@ -305,11 +307,11 @@ pub async fn update_box_sizes(
 /// One box size of the shop.
 #[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/box_sizes/{box_size_id}", operation_id = "get_box_size", tag = "Box builder: box sizes",
     params(("shop" = String, Path, description = "The shop's identifier"), ("box_size_id" = i64, Path, description = "The box size's id")),
-    security(("api_token" = []), ("oauth2" = [])),
+    security(("api_token" = ["read_subscription_groups"]), ("oauth2" = ["read_subscription_groups"])),
     responses((status = 200, body = BoxSizeAnswer)))]
 pub async fn get_box_size(
     state: web::Data<AppState>,
-    request: Authorized<AnyScope>,
+    request: Read,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let size_id = id(&path.1, "box_size")?;
@@ -324,11 +326,11 @@ pub async fn get_box_size(
 #[utoipa::path(patch, path = "/box_builder/v1/shops/{shop}/box_sizes/{box_size_id}", operation_id = "update_box_size", tag = "Box builder: box sizes",
     request_body = BoxSizeRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("box_size_id" = i64, Path, description = "The box size's id")),
-    security(("api_token" = []), ("oauth2" = [])),
+    security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
     responses((status = 200, body = BoxSizeSaved)))]
 pub async fn update_box_size(
     state: web::Data<AppState>,
-    request: Authorized<AnyScope>,
+    request: Write,
     path: web::Path<(String, String)>,
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {

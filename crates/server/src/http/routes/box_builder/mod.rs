@@ -2,8 +2,8 @@
 //! `/box_builder/v1/shops/{shop}`: boxes, box products, box sizes, time slots and their
 //! options (reads `read_subscription_groups`, writes `write_subscription_groups`), customers'
 //! selections and the box line items (reads `read_subscriptions`, writes
-//! `write_subscriptions`): the scopes the seed brackets. The box size routes, which the seed
-//! leaves unbracketed, take any valid token of the shop. The storefront's under
+//! `write_subscriptions`). Box sizes take the scopes of the other box resources: a token that
+//! may only read orders must not change how many products a box holds. The storefront's under
 //! `/box_builder/v1/storefront/shops/{shop}`, with no credentials; the customer's own under
 //! `/box_builder/v1/customer/shops/{shop}/customers/{platform_customer_id}` with their
 //! platform's `token`. Both answer any origin. Success bodies wrap in `data`; lists add

@@ -11,11 +11,17 @@ use utoipa::ToSchema;
 
 use crate::http::error::ApiError;
 use crate::http::extract::{Authorized, JsonBody, query_pairs, scopes};
+use crate::http::links::{PublicUrl, link};
 use crate::http::state::AppState;
 
-/// This request's URL with `page` replaced.
-fn page_url(request: &HttpRequest, pairs: &[(String, String)], page: i64) -> String {
-    let info = request.connection_info();
+/// This request's path and query with `page` replaced, as a link: under the public URL when one
+/// is configured, relative otherwise (never from the request's Host header).
+fn page_url(
+    public_url: Option<&PublicUrl>,
+    request: &HttpRequest,
+    pairs: &[(String, String)],
+    page: i64,
+) -> String {
     let mut query: Vec<(String, String)> = pairs
         .iter()
         .filter(|(key, _)| key != "page")
@@ -26,12 +32,9 @@ fn page_url(request: &HttpRequest, pairs: &[(String, String)], page: i64) -> Str
         .iter()
         .map(|(key, value)| format!("{}={}", url_encode(key), url_encode(value)))
         .collect();
-    format!(
-        "{}://{}{}?{}",
-        info.scheme(),
-        info.host(),
-        request.path(),
-        encoded.join("&")
+    link(
+        public_url,
+        &format!("{}?{}", request.path(), encoded.join("&")),
     )
 }
 
@@ -46,7 +49,7 @@ fn url_encode(text: &str) -> String {
         .collect()
 }
 
-/// List Customers' pagination, its pages as URLs of this request.
+/// List Customers' pagination, its pages as links to this request's path.
 #[derive(Serialize, ToSchema)]
 pub struct DirectoryPagination {
     /// Customers that match, over every page.
@@ -59,20 +62,22 @@ pub struct DirectoryPagination {
     current_page: i64,
     /// How many pages the matching customers fill (0 when none match).
     total_pages: i64,
-    /// This request's URL for the next page; null on the last page.
+    /// The next page: this request's path and query with `page` replaced, under the server's
+    /// public URL when one is configured (relative otherwise); null on the last page.
     next_url: Option<String>,
-    /// This request's URL for the previous page (the last page when this one is past it); null
-    /// on page 1.
+    /// The previous page (the last page when this one is past it), in the same form; null on
+    /// page 1.
     previous_url: Option<String>,
 }
 
-/// The list's pagination, its pages as URLs of this request.
+/// The list's pagination, its pages as links to this request's path.
 fn pagination(
+    public_url: Option<&PublicUrl>,
     request: &HttpRequest,
     pairs: &[(String, String)],
     list: &CustomerList,
 ) -> DirectoryPagination {
-    let url = |page: Option<i64>| page.map(|page| page_url(request, pairs, page));
+    let url = |page: Option<i64>| page.map(|page| page_url(public_url, request, pairs, page));
     DirectoryPagination {
         total: list.total,
         count: list.customers.len(),
@@ -132,7 +137,7 @@ pub async fn list(
         .read(move |tx| list_customers(tx, &shop, &query))
         .await?;
     Ok(HttpResponse::Ok().json(DirectoryCustomerList {
-        pagination: pagination(&http, &pairs, &list),
+        pagination: pagination(state.public_url.as_ref(), &http, &pairs, &list),
         customers: list.customers,
     }))
 }

@@ -282,12 +282,12 @@ pub async fn resend(
     Ok(HttpResponse::Accepted().json(CheckoutQueuedMessageAnswer::of(resent)))
 }
 
-/// The body of a recover: from when failed messages are sent again.
+/// The body of a recover: from when failed messages are sent again. A missing `since` is
+/// `None` (serde's rule for `Option` fields), refused by [`recover_since`].
 #[derive(Deserialize, Default, ToSchema)]
-#[serde(default)]
 pub struct RecoverBody {
     /// The messages created since then (an RFC 3339 date-time) are sent again; required.
-    #[schema(format = DateTime)]
+    #[schema(required = true, value_type = String, format = DateTime)]
     since: Option<String>,
 }
 
