@@ -152,8 +152,33 @@ fn sigint_is_graceful(backend: Backend) {
     a_stop_signal_lets_requests_in_flight_finish(backend, "INT");
 }
 
+/// A stop signal that comes as Mercer starts (the moment it says it listens, its job workers
+/// have just claimed the recurring jobs) stops it gracefully: it exits 0 and leaves no job
+/// leased to it, so the next process runs the scheduler at once rather than after the lease.
+fn a_stop_signal_during_start_up_leaves_no_job_leased(backend: Backend) {
+    for _ in 0..3 {
+        let mut server = MercerServer::start(backend);
+        server.signal("INT");
+        let status = server
+            .wait_for_exit(Duration::from_secs(20))
+            .expect("the server exits after the signal");
+        assert!(
+            status.success(),
+            "a signal during start-up is a graceful stop: {status:?}\n{}",
+            server.output()
+        );
+        let database = server.into_database();
+        assert_eq!(
+            database.count("SELECT count(*) AS n FROM jobs WHERE state = 'running'"),
+            0,
+            "no job is left leased to the stopped process"
+        );
+    }
+}
+
 backend_tests!(
     the_demo_is_made_once_and_data_survives_a_restart,
+    a_stop_signal_during_start_up_leaves_no_job_leased,
     a_first_start_on_a_taken_port_leaves_no_credentials_behind,
     sigterm_is_graceful,
     sigint_is_graceful

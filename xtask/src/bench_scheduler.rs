@@ -268,9 +268,10 @@ fn run_backend(
         seconds(last_placed)
     );
     println!(
-        "  due → begun     p50 {:.2} s, p99 {:.2} s, the last after {:.1} s (claimed, attempt and job made)",
+        "  due → begun     p50 {:.2} s, p99 {:.2} s, the first after {:.1} s, the last after {:.1} s (claimed, attempt and job made)",
         seconds(percentile(&begun, 0.5)),
         seconds(percentile(&begun, 0.99)),
+        seconds(begun.first().copied().unwrap_or_default()),
         seconds(begun.last().copied().unwrap_or_default())
     );
     println!(

@@ -776,8 +776,12 @@ fn serve(url: &DatabaseUrl, args: ServeArgs) -> Result<(), CommandError> {
     let serve_options = serve_options(&args);
     // Listen first: demo credentials are made only once they can be used.
     let listeners = http::listen(&serve_options.bind)?;
-    let (state, services, demo) = start_services(url, &args, metrics)?;
-    actix_web::rt::System::new().block_on(async move {
+    let services = actix_web::rt::System::new().block_on(async move {
+        // SIGTERM and SIGINT are taken before any worker starts: one that comes while Mercer
+        // starts stops it gracefully, instead of ending the process with the jobs it had
+        // claimed still leased to it (the scheduler then waited out the lease, 30 s).
+        let stop = http::StopSignals::listen();
+        let (state, services, demo) = start_services(url, &args, metrics)?;
         let server = http::bind(state, listeners, &serve_options)?;
         let base = server
             .addresses
@@ -790,8 +794,8 @@ fn serve(url: &DatabaseUrl, args: ServeArgs) -> Result<(), CommandError> {
         println!("Mercer listening on {base} (database {})", url.redacted());
         std::io::stdout().flush()?;
         log::info!("listening on {base}, database {}", url.redacted());
-        server.run().await?;
-        Ok::<(), CommandError>(())
+        server.run(stop).await?;
+        Ok::<Services, CommandError>(services)
     })?;
     services.stop();
     log::info!("stopped");

@@ -155,12 +155,13 @@ pub fn bind(
 }
 
 impl BoundServer {
-    /// Serves until SIGTERM or SIGINT, then stops gracefully: no new connections, requests in
-    /// flight are answered (up to the shutdown timeout).
-    pub async fn run(self) -> std::io::Result<()> {
+    /// Serves until SIGTERM or SIGINT (taken by `stop`, perhaps before serving began), then
+    /// stops gracefully: no new connections, requests in flight are answered (up to the
+    /// shutdown timeout).
+    pub async fn run(self, stop: StopSignals) -> std::io::Result<()> {
         let handle = self.server.handle();
         actix_web::rt::spawn(async move {
-            let signal = wait_for_stop_signal().await;
+            let signal = stop.received().await;
             log::info!("{signal} received: finishing requests in flight, then stopping");
             handle.stop(true).await;
         });
@@ -179,24 +180,47 @@ impl BoundServer {
     }
 }
 
-async fn wait_for_stop_signal() -> &'static str {
-    use actix_web::rt::signal::unix::{SignalKind, signal};
-    let (Ok(mut terminate), Ok(mut interrupt)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        log::error!("cannot listen for SIGTERM/SIGINT; stop the process with SIGKILL");
-        std::future::pending::<()>().await;
-        unreachable!()
-    };
-    std::future::poll_fn(|cx| {
-        if terminate.poll_recv(cx).is_ready() {
-            std::task::Poll::Ready("SIGTERM")
-        } else if interrupt.poll_recv(cx).is_ready() {
-            std::task::Poll::Ready("SIGINT")
-        } else {
-            std::task::Poll::Pending
-        }
-    })
-    .await
+/// SIGTERM and SIGINT, taken from the moment [`StopSignals::listen`] is called: one that
+/// comes before [`StopSignals::received`] is awaited is kept, not lost.
+pub struct StopSignals {
+    signals: Option<(
+        actix_web::rt::signal::unix::Signal,
+        actix_web::rt::signal::unix::Signal,
+    )>,
+}
+
+impl StopSignals {
+    /// Takes SIGTERM and SIGINT away from their default (ending the process at once). Called
+    /// within the runtime that will await them.
+    pub fn listen() -> StopSignals {
+        use actix_web::rt::signal::unix::{SignalKind, signal};
+        let signals = match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) {
+            (Ok(terminate), Ok(interrupt)) => Some((terminate, interrupt)),
+            _ => {
+                log::error!("cannot listen for SIGTERM/SIGINT; stop the process with SIGKILL");
+                None
+            }
+        };
+        StopSignals { signals }
+    }
+
+    /// The name of the first signal received.
+    pub async fn received(self) -> &'static str {
+        let Some((mut terminate, mut interrupt)) = self.signals else {
+            return std::future::pending().await;
+        };
+        std::future::poll_fn(|cx| {
+            if terminate.poll_recv(cx).is_ready() {
+                std::task::Poll::Ready("SIGTERM")
+            } else if interrupt.poll_recv(cx).is_ready() {
+                std::task::Poll::Ready("SIGINT")
+            } else {
+                std::task::Poll::Pending
+            }
+        })
+        .await
+    }
 }
