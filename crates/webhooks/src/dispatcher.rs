@@ -64,9 +64,9 @@ pub struct OutgoingWebhook {
     pub body: Vec<u8>,
 }
 
-/// The headers of one delivery (contract §4.3, §5): Standard Webhooks on every message; the
-/// draft-cavage `Signature`, `Date` and `Digest` (the body's SHA-256) for checkout webhooks; `x-svc-signature` for
-/// subscription webhooks.
+/// The headers of one delivery: Standard Webhooks on every message; the draft-cavage
+/// `Signature`, `Date` and `Digest` (the body's SHA-256) for checkout webhooks;
+/// `x-svc-signature` for subscription webhooks.
 pub fn build_request(
     endpoint: &WebhookEndpoint,
     message: &WebhookMessage,

@@ -668,13 +668,13 @@ mod tests {
         })
     }
 
-    #[test]
-    fn a_platform_change_of_a_subscribers_contact_sends_customer_updated_once() {
+    /// A shop with a live `customer_updated` subscription endpoint, on a new memory database.
+    fn shop_listening_for_customer_updated(domain: &str) -> (MemoryDatabase, Shop) {
         let db = MemoryDatabase::default();
         let shop = db
             .write(|tx| {
                 let input = ShopInput {
-                    shop_domain: "cu.shop.test".into(),
+                    shop_domain: domain.into(),
                     ..ShopInput::default()
                 };
                 create_shop(tx, input, at(NOW))
@@ -691,6 +691,12 @@ mod tests {
             })?)
         })
         .unwrap();
+        (db, shop)
+    }
+
+    #[test]
+    fn a_platform_change_of_a_subscribers_contact_sends_customer_updated_once() {
+        let (db, shop) = shop_listening_for_customer_updated("cu.shop.test");
         let ada = json!({"platform_id": "cus-ada", "email": "ada@example.test",
             "first_name": "Ada", "platform_updated_at": "2029-01-01T00:00:00Z"});
         saved(&db, &shop, ada.clone());
@@ -758,27 +764,7 @@ mod tests {
 
     #[test]
     fn a_platform_rename_of_a_subscriber_made_here_before_its_echo_sends_customer_updated() {
-        let db = MemoryDatabase::default();
-        let shop = db
-            .write(|tx| {
-                let input = ShopInput {
-                    shop_domain: "made.shop.test".into(),
-                    ..ShopInput::default()
-                };
-                create_shop(tx, input, at(NOW))
-            })
-            .unwrap();
-        db.write(|tx| {
-            Ok(tx.insert_webhook_endpoint(&NewWebhookEndpoint {
-                shop_id: shop.id,
-                kind: WebhookKind::Subscription,
-                topic: "customer_updated".into(),
-                callback_url: "http://127.0.0.1:9/hook".into(),
-                secret: None,
-                created_at: at(NOW),
-            })?)
-        })
-        .unwrap();
+        let (db, shop) = shop_listening_for_customer_updated("made.shop.test");
         let actor = || Actor {
             kind: ActorType::Api,
             id: 1,
