@@ -3,7 +3,7 @@
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// An amount of money in the currency's minor unit (cents), as every money field of the
-/// subscription API is written (contract §1).
+/// subscription API is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize)]
 #[serde(transparent)]
 pub struct Cents(pub i64);
@@ -23,7 +23,7 @@ impl Cents {
     }
 
     /// The amount as a decimal string in `currency`'s major unit, as the connector interface
-    /// writes money (seed 000): 1250 cents of USD is `"12.50"`, 500 of JPY `"500"`, 1250 of
+    /// writes money: 1250 cents of USD is `"12.50"`, 500 of JPY `"500"`, 1250 of
     /// KWD `"1.250"`.
     pub fn to_decimal(self, currency: &CurrencyCode) -> String {
         let digits = currency.minor_units();
@@ -127,6 +127,20 @@ impl Cents {
     /// rate is not a number of at least 0.
     pub fn at_rate(self, rate: f64) -> Option<Cents> {
         let (numerator, denominator) = exact_rate(rate)?;
+        self.times_fraction(numerator, denominator)
+    }
+
+    /// `percent` per cent of the amount (a discount of 12.5 % of 1,000 is 125), worked out
+    /// exactly on the percentage's decimal and rounded half away from zero, as
+    /// [`Cents::at_rate`]; `None` when it overflows `i64` or `percent` is not a number of at
+    /// least 0.
+    pub fn percent(self, percent: f64) -> Option<Cents> {
+        let (numerator, denominator) = exact_rate(percent)?;
+        self.times_fraction(numerator, denominator.checked_mul(100)?)
+    }
+
+    /// The amount times `numerator / denominator`, rounded half away from zero.
+    fn times_fraction(self, numerator: i128, denominator: i128) -> Option<Cents> {
         let product = i128::from(self.0).checked_mul(numerator)?;
         let (quotient, remainder) = (product / denominator, product % denominator);
         let rounded = if remainder.abs() * 2 >= denominator {
@@ -229,6 +243,20 @@ mod tests {
         assert!(is_exchange_rate(0.000_001) && is_exchange_rate(1_000_000.0));
         assert!(!is_exchange_rate(0.000_000_99) && !is_exchange_rate(1_000_000.01));
         assert!(!is_exchange_rate(0.0) && !is_exchange_rate(f64::INFINITY));
+    }
+
+    #[test]
+    fn percentages_are_taken_exactly_as_written() {
+        // 1,005 × 10 % = 100.5, rounded up; 0.1 is not exact in binary floats.
+        assert_eq!(Cents(1005).percent(10.0), Some(Cents(101)));
+        assert_eq!(Cents(1000).percent(12.5), Some(Cents(125)));
+        // 33.3 % of 1,500 = 499.5: rounded up, where 1500.0 * 33.3 / 100.0 gives 499.49999….
+        assert_eq!(Cents(1500).percent(33.3), Some(Cents(500)));
+        assert_eq!(Cents(999).percent(0.0), Some(Cents(0)));
+        assert_eq!(Cents(999).percent(100.0), Some(Cents(999)));
+        assert_eq!(Cents(i64::MAX).percent(100.0), Some(Cents(i64::MAX)));
+        assert_eq!(Cents(1).percent(f64::NAN), None);
+        assert_eq!(Cents(1).percent(-1.0), None);
     }
 
     #[test]

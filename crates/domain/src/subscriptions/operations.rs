@@ -1,4 +1,4 @@
-//! The subscription use cases (seed 002 §4.2, §3; contract §5): create (idempotent), get,
+//! The subscription use cases: create (idempotent), get,
 //! list, update and the nine actions. Each runs in the caller's transaction, writes its status
 //! log entry and enqueues its webhooks in the order `states::topics` gives.
 
@@ -34,7 +34,7 @@ use crate::subscriptions::states::{
 use crate::subscriptions::topics::Topic;
 use crate::subscriptions::webhooks::emit;
 
-/// The pagination of List Subscriptions (seed 002 §2.8): `next` is the opaque cursor of the
+/// The pagination of List Subscriptions: `next` is the opaque cursor of the
 /// next page, null on the last.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct CursorPagination {
@@ -97,7 +97,7 @@ fn discounted(
             DiscountValue::Percentage(percent) => (
                 "percentage",
                 percent,
-                (input.price.0 as f64 * percent / 100.0).round() as i64,
+                input.price.percent(percent).map_or(0, |taken| taken.0),
             ),
             DiscountValue::Fixed(amount) => ("fixed_amount", 0.0, amount.0),
         };
@@ -534,7 +534,7 @@ pub fn create_subscription(
     Ok((subscription, true))
 }
 
-/// A client's action on a subscription (contract §5), with its checked body.
+/// A client's action on a subscription, with its checked body.
 #[derive(Debug, Clone)]
 pub enum ActionRequest {
     /// Cancel the subscription.
@@ -1436,7 +1436,7 @@ mod tests {
     }
 
     /// A Create Subscription body as a TypeScript integration writes it: every id a string,
-    /// fields the contract does not name, payment details without `gateway_payment_id`, and no
+    /// fields the API does not name, payment details without `gateway_payment_id`, and no
     /// `order_rrule`: the line item's billing rule gives it.
     fn typescript_body(group: i64, interval: i64) -> Value {
         json!({

@@ -1,5 +1,5 @@
-//! A subscription's order as the connector receives it (contract §3.2 Create Order and Create
-//! Payment, seed 000 §2 Order and Payment), and what an order does to the subscription's prepaid
+//! A subscription's order as the connector receives it (the connector's Create Order and
+//! Create Payment bodies), and what an order does to the subscription's prepaid
 //! line items. Pure rules; the scheduler (`scheduler`) places the order.
 //!
 //! Amounts are in the charged currency: each line item charges its `discounted_price_charged`
@@ -20,7 +20,7 @@ use crate::subscriptions::resources::{
 };
 
 /// Create Order's `Idempotency-Key` for the order of `scheduled_at`: the subscription's id and
-/// the order date, the same for every attempt of that date (contract §5).
+/// the order date, the same for every attempt of that date.
 pub fn idempotency_key(subscription_id: i64, scheduled_at: Timestamp) -> String {
     format!("{subscription_id}:{}", scheduled_at.to_rfc3339())
 }
@@ -109,17 +109,30 @@ pub(crate) fn try_charge(subscription: &Subscription) -> Option<OrderCharge> {
     }
     let subtotal = Cents::checked_sum(lines.iter().map(|line| line.total))?;
     let shipping = Cents::checked_sum(subscription.shipping_lines.iter().map(|l| l.value_charged))?;
-    let whole = charge(subscription);
-    let total = subtotal
-        .checked_sub(whole.discount)?
-        .checked_add(shipping)?;
+    let discount = percent_discount(subtotal, subscription.percent_discount);
+    let total = subtotal.checked_sub(discount)?.checked_add(shipping)?;
     Some(OrderCharge {
         lines,
         subtotal,
-        discount: whole.discount,
+        discount,
         shipping,
         total,
     })
+}
+
+/// The subscription's percent discount of `subtotal`: exact on the percentage as written,
+/// rounded half away from zero, within 0 and the subtotal (a percentage outside 0..100 or not
+/// a number takes nothing, or everything).
+fn percent_discount(subtotal: Cents, percent: f64) -> Cents {
+    let percent = if percent.is_finite() {
+        percent.clamp(0.0, 100.0)
+    } else {
+        0.0
+    };
+    subtotal
+        .percent(percent)
+        .unwrap_or(Cents::ZERO)
+        .clamp(Cents::ZERO, subtotal.max(Cents::ZERO))
 }
 
 /// The order's amounts: line items, the percent discount off their subtotal (rounded half away
@@ -131,14 +144,7 @@ pub(crate) fn charge(subscription: &Subscription) -> OrderCharge {
             .iter()
             .fold(0i64, |sum, line| sum.saturating_add(line.total.0)),
     );
-    let percent = if subscription.percent_discount.is_finite() {
-        subscription.percent_discount.clamp(0.0, 100.0)
-    } else {
-        0.0
-    };
-    let discount = Cents(((subtotal.0 as f64) * percent / 100.0).round() as i64)
-        .min(subtotal)
-        .max(Cents::ZERO);
+    let discount = percent_discount(subtotal, subscription.percent_discount);
     let shipping = Cents(
         subscription
             .shipping_lines
@@ -273,7 +279,7 @@ pub(crate) fn platform_order(
         );
     }
     if !subscription.shipping_lines.is_empty() {
-        // Seed 000's order names its shipping method and subtotal only: the lines themselves
+        // The connector's order names its shipping method and subtotal only: the lines themselves
         // go as JSON text, for connectors that want each line's code and tag.
         #[derive(Serialize)]
         struct ShippingLineText<'a> {
@@ -544,6 +550,20 @@ mod tests {
         assert_eq!(charge(&s).total, Cents::ZERO);
         s.percent_discount = f64::NAN;
         assert_eq!(charge(&s).discount, Cents::ZERO);
+    }
+
+    #[test]
+    fn the_percent_discount_is_taken_exactly_as_written() {
+        let mut s = subscription();
+        s.line_items[0].quantity = 1;
+        s.line_items[0].discounted_price_charged = Cents(1500);
+        s.shipping_lines.clear();
+        // 33.3 % of 15.00 is 4.995, rounded half away from zero to 5.00; worked out in binary
+        // floats it was 4.99499999…, and the order was charged a cent more.
+        s.percent_discount = 33.3;
+        let exact = charge(&s);
+        assert_eq!((exact.discount, exact.total), (Cents(500), Cents(1000)));
+        assert_eq!(try_charge(&s), Some(exact));
     }
 
     #[test]
