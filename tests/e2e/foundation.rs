@@ -1,4 +1,4 @@
-//! Contract §1 and §2 end to end: credentials, scopes, shop scoping, the version header, and the
+//! Errors, credentials and scopes end to end: credentials, scopes, shop scoping, the version header, and the
 //! error body of every failure, the framework's own included.
 
 use std::io::{Read, Write};
@@ -63,7 +63,7 @@ fn get_shop_information_answers_with_the_demo_token(backend: Backend) {
             "updated_at",
             "deleted_at"
         ],
-        "the seed 002 §2.5 fields, with the seed's spelling"
+        "the Shop resource's fields, with its spelling `shop_identifer`"
     );
     assert_eq!(shop["shop_identifer"], demo.shop.as_str());
     assert_eq!(shop["shop_domain"], "demo.mercer.test");
@@ -530,7 +530,7 @@ fn read_answer(stream: &mut TcpStream) -> Answer {
 }
 
 /// httparse refuses a head with a control byte in a header value before any app code runs;
-/// the answer is still the contract's, and ordinary keep-alive connections are untouched.
+/// the answer is still the JSON error body, and ordinary keep-alive connections are untouched.
 fn a_header_with_a_control_byte_gets_the_error_body(backend: Backend) {
     let server = MercerServer::in_process(backend);
     let address = server.base_url.trim_start_matches("http://").to_string();
@@ -588,6 +588,55 @@ fn a_header_with_a_control_byte_gets_the_error_body(backend: Backend) {
     assert_eq!(read_answer(&mut keep_alive).status, 200, "still open");
 }
 
+/// A head larger than the server accepts (too many header fields, or more bytes than its
+/// buffer) is refused before any app code runs; the answer is still the JSON error body (431),
+/// and the connection is closed after it.
+fn a_head_too_large_gets_the_error_body(backend: Backend) {
+    let server = MercerServer::in_process(backend);
+    let address = server.base_url.trim_start_matches("http://").to_string();
+    let mut stream = TcpStream::connect(&address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    // More header fields than the server parses (it reads the head whole, so the connection
+    // is not reset before the answer is read).
+    let fields: String = (0..100).map(|n| format!("X-Field-{n}: {n}\r\n")).collect();
+    let request = format!("GET /healthz HTTP/1.1\r\nHost: {address}\r\n{fields}\r\n");
+    // The server may answer and close before it has read all of it.
+    let _ = stream.write_all(request.as_bytes());
+    let answer = read_answer(&mut stream);
+    let entries = answer.assert_error(431, "request.too_large");
+    assert_eq!(entries.len(), 1, "{}", answer.text);
+    assert_eq!(entries[0]["sub_type"], "header_limit");
+    assert_eq!(entries[0]["severity"], "validation");
+    assert_eq!(entries[0]["field"], Value::Null);
+    assert_eq!(answer.header("content-type"), Some("application/json"));
+    assert_eq!(answer.header("connection"), Some("close"));
+}
+
+/// A head that starts but does not end in time is refused before any app code runs; the answer
+/// is still the JSON error body (408), and the connection is closed after it.
+fn a_head_that_never_ends_gets_the_error_body(backend: Backend) {
+    let server = MercerServer::in_process(backend);
+    let address = server.base_url.trim_start_matches("http://").to_string();
+    let mut stream = TcpStream::connect(&address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    stream
+        .write_all(format!("GET /healthz HTTP/1.1\r\nHost: {address}\r\n").as_bytes())
+        .unwrap();
+    let answer = read_answer(&mut stream);
+    let entries = answer.assert_error(408, "request.timeout");
+    assert_eq!(entries.len(), 1, "{}", answer.text);
+    assert_eq!(entries[0]["sub_type"], "head");
+    assert_eq!(entries[0]["field"], Value::Null);
+    assert_eq!(answer.header("content-type"), Some("application/json"));
+    let mut rest = Vec::new();
+    stream.read_to_end(&mut rest).unwrap();
+    assert!(rest.is_empty(), "nothing after the answer: {rest:?}");
+}
+
 backend_tests!(
     get_shop_information_answers_with_the_demo_token,
     missing_or_bad_credentials_are_401,
@@ -605,6 +654,8 @@ backend_tests!(
     internal_errors_leak_nothing,
     health_and_readiness,
     a_header_with_a_control_byte_gets_the_error_body,
+    a_head_too_large_gets_the_error_body,
+    a_head_that_never_ends_gets_the_error_body,
 );
 
 #[test]

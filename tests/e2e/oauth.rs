@@ -1,4 +1,4 @@
-//! The OAuth 2.0 authorization code flow over HTTP (contract §2): apps and staff from the CLI,
+//! The OAuth 2.0 authorization code flow over HTTP: apps and staff from the CLI,
 //! the sign-in and consent form, redirects with code and state, the token endpoint with a
 //! client secret or PKCE, RFC 6749 errors, and sign-in rate limiting. The same page in a real
 //! browser is `browser.rs`.
@@ -506,8 +506,32 @@ fn a_burst_of_sign_ins_cannot_outrun_the_lock(backend: Backend) {
     assert!(wrong <= 4, "{statuses:?}");
 }
 
+/// What the request carries (its `state`, the shop typed in) comes back in the form's fields as
+/// text, escaped: it cannot add markup to the page.
+fn the_consent_page_escapes_what_the_request_carries(backend: Backend) {
+    let server = MercerServer::in_process(backend);
+    let world = oauth_world(&server, REDIRECT);
+    let hostile = "\"><script>alert('x')</script>&";
+    let query = authorize_query(&world, &[("state", hostile), ("shop", hostile)]);
+    let page = server
+        .get(&format!(
+            "/accounts/dashboard/authorize?{}",
+            query_string(&query)
+        ))
+        .call();
+    assert_eq!(page.status, 200, "{}", page.text);
+    assert!(!page.text.contains("<script"), "{}", page.text);
+    assert!(
+        page.text.contains("script&#62;alert(&#39;x&#39;)"),
+        "the text is kept, escaped: {}",
+        page.text
+    );
+    assert!(page.text.contains("Box Builder wants access to your shop"));
+}
+
 backend_tests!(
     the_authorization_code_flow_issues_a_scoped_token,
+    the_consent_page_escapes_what_the_request_carries,
     pkce_lets_a_public_client_exchange_without_a_secret,
     bad_requests_get_rfc_6749_errors,
     failed_sign_ins_are_rate_limited,

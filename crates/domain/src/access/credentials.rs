@@ -1,4 +1,4 @@
-//! API access tokens and their scopes (contract §2).
+//! API access tokens and their scopes.
 //!
 //! A token is shown to its owner once; Mercer keeps only its SHA-256 hash and a short prefix
 //! by which people can tell their tokens apart in listings.
@@ -12,8 +12,20 @@ use crate::access::shop::{Shop, find_shop};
 use crate::kernel::error::{DomainError, FieldError};
 use crate::kernel::time::Timestamp;
 
-/// Every scope of contract §2, in the contract's order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// Every scope, in the documented order.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    strum::IntoStaticStr,
+    strum::EnumString,
+)]
+#[strum(serialize_all = "snake_case")]
 pub enum Scope {
     /// `read_customers`: read the shop's customers.
     ReadCustomers,
@@ -42,7 +54,7 @@ pub enum Scope {
 }
 
 impl Scope {
-    /// Every scope, in the contract's order.
+    /// Every scope, in the documented order.
     pub const ALL: [Scope; 12] = [
         Scope::ReadCustomers,
         Scope::WriteCustomers,
@@ -58,31 +70,18 @@ impl Scope {
         Scope::WriteSubscriptionGroups,
     ];
 
-    /// The scope's name, as tokens and the contract write it (`read_customers`).
+    /// The scope's name, as tokens and the API reference write it (`read_customers`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Scope::ReadCustomers => "read_customers",
-            Scope::WriteCustomers => "write_customers",
-            Scope::ReadOrders => "read_orders",
-            Scope::WriteOrders => "write_orders",
-            Scope::ReadProducts => "read_products",
-            Scope::WriteProducts => "write_products",
-            Scope::ReadShopSettings => "read_shop_settings",
-            Scope::ModifyShopSettings => "modify_shop_settings",
-            Scope::ReadSubscriptions => "read_subscriptions",
-            Scope::WriteSubscriptions => "write_subscriptions",
-            Scope::ReadSubscriptionGroups => "read_subscription_groups",
-            Scope::WriteSubscriptionGroups => "write_subscription_groups",
-        }
+        self.into()
     }
 
     /// The scope named `text`; None for an unknown name.
     pub fn parse(text: &str) -> Option<Scope> {
-        Scope::ALL.into_iter().find(|scope| scope.as_str() == text)
+        text.parse().ok()
     }
 }
 
-/// A set of scopes, written as the contract writes them: names separated by spaces.
+/// A set of scopes, written as tokens carry them: names separated by spaces.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ScopeSet(BTreeSet<Scope>);
 
@@ -121,7 +120,7 @@ impl ScopeSet {
         self.0.is_empty()
     }
 
-    /// The scopes, in the contract's order.
+    /// The scopes, in the documented order.
     pub fn iter(&self) -> impl Iterator<Item = Scope> + '_ {
         self.0.iter().copied()
     }
@@ -169,34 +168,27 @@ pub(crate) const TOKEN_PREFIX: &str = "mct_";
 const SHOWN_PREFIX_LEN: usize = TOKEN_PREFIX.len() + 8;
 
 /// Where a token came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
 pub enum TokenSource {
     /// `mercer token create`.
     Cli,
     /// Made for the demo shop on the first `mercer serve`.
     Demo,
     /// Issued by the OAuth token endpoint.
+    #[strum(serialize = "oauth")]
     OAuth,
 }
 
 impl TokenSource {
     /// The source as stored: `cli`, `demo` or `oauth`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            TokenSource::Cli => "cli",
-            TokenSource::Demo => "demo",
-            TokenSource::OAuth => "oauth",
-        }
+        self.into()
     }
 
     /// The source stored as `text`; None for an unknown one.
     pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "cli" => Some(TokenSource::Cli),
-            "demo" => Some(TokenSource::Demo),
-            "oauth" => Some(TokenSource::OAuth),
-            _ => None,
-        }
+        text.parse().ok()
     }
 }
 

@@ -1,4 +1,4 @@
-//! Shared secrets a shop holds with a party outside Mercer (contract §2, §3.3): write-only, shown
+//! Shared secrets a shop holds with a party outside Mercer: write-only, shown
 //! once when set or rotated, never again.
 
 use crate::access::AccessRepositories;
@@ -7,7 +7,8 @@ use crate::kernel::error::{DomainError, FieldError};
 use crate::kernel::time::Timestamp;
 
 /// Which party a shop's shared secret is held with, and so what it signs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
 pub enum SecretKind {
     /// Signs Mercer's calls to the shop's platform connector (`X-HMAC`).
     Connector,
@@ -28,25 +29,19 @@ impl SecretKind {
 
     /// The kind as stored: `connector`, `checkout_integration` or `checkout_token`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            SecretKind::Connector => "connector",
-            SecretKind::CheckoutIntegration => "checkout_integration",
-            SecretKind::CheckoutToken => "checkout_token",
-        }
+        self.into()
     }
 
     /// The kind stored as `text`; None for an unknown one.
     pub fn parse(text: &str) -> Option<Self> {
-        SecretKind::ALL
-            .into_iter()
-            .find(|kind| kind.as_str() == text)
+        text.parse().ok()
     }
 }
 
 /// After a rotation the previous secret still signs `X-Compatible-HMAC` for this long.
 pub(crate) const ROTATION_GRACE_SECONDS: i64 = 24 * 60 * 60;
 
-/// Bounds of a secret that a client chooses (seed 001: 8..255 characters).
+/// Bounds of a secret that a client chooses (8..255 characters).
 pub(crate) const MIN_SECRET_CHARS: usize = 8;
 pub(crate) const MAX_SECRET_CHARS: usize = 255;
 

@@ -26,7 +26,8 @@ impl<T> CheckoutRepositories for T where
 }
 
 /// Where a checkout is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
 pub enum CheckoutStatus {
     /// At the storefront: it may change.
     Open,
@@ -41,12 +42,7 @@ pub enum CheckoutStatus {
 impl CheckoutStatus {
     /// The status as stored (`open`, `processed`, `created`, `failed`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            CheckoutStatus::Open => "open",
-            CheckoutStatus::Processed => "processed",
-            CheckoutStatus::Created => "created",
-            CheckoutStatus::Failed => "failed",
-        }
+        self.into()
     }
 
     /// Every status, in the order a checkout goes through them.
@@ -59,9 +55,7 @@ impl CheckoutStatus {
 
     /// The status stored as `text`, if it is one.
     pub fn parse(text: &str) -> Option<CheckoutStatus> {
-        CheckoutStatus::ALL
-            .into_iter()
-            .find(|status| status.as_str() == text)
+        text.parse().ok()
     }
 }
 

@@ -1,4 +1,4 @@
-//! Init Order and the storefront routes (contract §4.4; docs/checkout.md): every change reads
+//! Init Order and the storefront routes (docs/checkout.md): every change reads
 //! the order, works out the new order (calling an override when one applies, outside any
 //! transaction), and saves it only if nobody saved it meanwhile (its version), else starts
 //! again. Every answer carries the whole `application_state`.
@@ -689,7 +689,8 @@ pub fn validate_email<D: CheckoutDatabase>(
 // Addresses
 
 /// Which address a route sets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum AddressType {
     /// The shipping address.
     Shipping,
@@ -700,10 +701,7 @@ pub enum AddressType {
 impl AddressType {
     /// The type as the `address_validate` override is told it (`shipping` or `billing`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            AddressType::Shipping => "shipping",
-            AddressType::Billing => "billing",
-        }
+        self.into()
     }
 }
 
@@ -1527,7 +1525,8 @@ pub fn delete_line_item<D: CheckoutDatabase>(
 // Inventory, meta data, refresh
 
 /// The stage of an inventory check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
 pub enum InventoryStage {
     /// `initial`: a check while the order is made (the default of `checkInventory`).
     Initial,
@@ -1538,19 +1537,12 @@ pub enum InventoryStage {
 impl InventoryStage {
     /// The stage named `text` (`initial` or `final`), if it is one.
     pub fn parse(text: &str) -> Option<InventoryStage> {
-        match text {
-            "initial" => Some(InventoryStage::Initial),
-            "final" => Some(InventoryStage::Final),
-            _ => None,
-        }
+        text.parse().ok()
     }
 
     /// The stage's name, as the `inventory` override is told it.
     pub fn as_str(self) -> &'static str {
-        match self {
-            InventoryStage::Initial => "initial",
-            InventoryStage::Final => "final",
-        }
+        self.into()
     }
 }
 

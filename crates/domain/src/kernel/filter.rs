@@ -1,4 +1,4 @@
-//! The `filter` query language of list operations (contract §5 and §6): conditions
+//! The `filter` query language of list operations: conditions
 //! `op(field:value)` joined by commas, `gt(id:5),lte(created_at:2024-06-01T00:00:00Z)`.
 //!
 //! This module reads the syntax and the operators; each feature names its own fields and the
@@ -12,7 +12,8 @@ use crate::kernel::time::Timestamp;
 pub(crate) const FILTER_PARAMETER: &str = "filter";
 
 /// The operator of a condition, written before its parentheses (`gt(id:5)`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
 pub enum FilterOp {
     /// `lt`: the field is less than the value.
     Lt,
@@ -51,19 +52,12 @@ impl FilterOp {
 
     /// The operator's name as written in a filter (`lt`, `like`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            FilterOp::Lt => "lt",
-            FilterOp::Lte => "lte",
-            FilterOp::Gt => "gt",
-            FilterOp::Gte => "gte",
-            FilterOp::Eq => "eq",
-            FilterOp::Like => "like",
-        }
+        self.into()
     }
 
     /// The operator named `text` (exactly, lowercase); `None` for an unknown name.
     pub fn parse(text: &str) -> Option<Self> {
-        FilterOp::ALL.into_iter().find(|op| op.as_str() == text)
+        text.parse().ok()
     }
 
     /// Whether `left op right` holds, for the comparisons; `like` compares as `eq` here

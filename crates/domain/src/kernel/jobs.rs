@@ -11,7 +11,10 @@ use crate::kernel::error::{DomainError, StorageError, StoreResult};
 use crate::kernel::time::Timestamp;
 
 /// Where a job stands in the queue. A job that is done is deleted, so it has no state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, strum::IntoStaticStr, strum::EnumString,
+)]
+#[strum(serialize_all = "snake_case")]
 #[serde(rename_all = "lowercase")]
 pub enum JobState {
     /// Waiting for its `run_at`.
@@ -35,19 +38,12 @@ impl JobState {
 
     /// The state's name as stored and shown (`queued`, `running`, `failed`, `cancelled`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            JobState::Queued => "queued",
-            JobState::Running => "running",
-            JobState::Failed => "failed",
-            JobState::Cancelled => "cancelled",
-        }
+        self.into()
     }
 
     /// The state named `text`; `None` for an unknown name.
     pub fn parse(text: &str) -> Option<Self> {
-        JobState::ALL
-            .into_iter()
-            .find(|state| state.as_str() == text)
+        text.parse().ok()
     }
 }
 

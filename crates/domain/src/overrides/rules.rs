@@ -1,4 +1,4 @@
-//! API overrides (seed 001 §4.1, contract §4.1): an integration takes over a checkout function
+//! API overrides: an integration takes over a checkout function
 //! (address validation, shipping, discounts, inventory, tax) by naming a URL that Mercer calls,
 //! signed with the override's shared secret, whenever checkout needs that function.
 //!
@@ -21,7 +21,10 @@ use crate::kernel::outbound::{AddressGuard, check_callback_url};
 use crate::kernel::time::Timestamp;
 
 /// The checkout functions an override can take over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, ToSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, ToSchema, strum::IntoStaticStr, strum::EnumString,
+)]
+#[strum(serialize_all = "snake_case")]
 #[schema(rename_all = "snake_case")]
 pub enum OverrideType {
     /// `address_validate`: accepts or refuses a billing or shipping address.
@@ -37,7 +40,7 @@ pub enum OverrideType {
 }
 
 impl OverrideType {
-    /// Every type, in the contract's order.
+    /// Every type, in the documented order.
     pub const ALL: [OverrideType; 5] = [
         OverrideType::AddressValidate,
         OverrideType::Shipping,
@@ -48,20 +51,12 @@ impl OverrideType {
 
     /// The type's name, as bodies write it (`address_validate`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            OverrideType::AddressValidate => "address_validate",
-            OverrideType::Shipping => "shipping",
-            OverrideType::Discount => "discount",
-            OverrideType::Inventory => "inventory",
-            OverrideType::Tax => "tax",
-        }
+        self.into()
     }
 
     /// The type named `text`; None for an unknown name.
     pub fn parse(text: &str) -> Option<Self> {
-        OverrideType::ALL
-            .into_iter()
-            .find(|kind| kind.as_str() == text)
+        text.parse().ok()
     }
 }
 
@@ -264,7 +259,7 @@ pub fn delete(
     Ok(())
 }
 
-/// An override as clients see it: never its secret. Times in the seed's `YYYY-MM-DD HH:MM:SS`.
+/// An override as clients see it: never its secret. Times as `YYYY-MM-DD HH:MM:SS`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct OverrideResource {
     /// The override's 32-hex id.
@@ -325,7 +320,7 @@ pub struct OverrideRequest {
 }
 
 impl OverrideRequest {
-    /// The JSON body sent to the override (contract §4.1).
+    /// The JSON body sent to the override.
     pub fn body(&self) -> Vec<u8> {
         #[derive(Serialize)]
         struct Body<'a> {
@@ -597,7 +592,7 @@ impl From<OverrideFailure> for DomainError {
         };
         DomainError::Remote {
             code: "override.failed",
-            // The contract answers 502 for a slow override too.
+            // A slow override is a 502 too.
             timed_out: false,
             message,
             field,
@@ -606,7 +601,7 @@ impl From<OverrideFailure> for DomainError {
 }
 
 /// The port through which checkout calls an override: sends the request signed with the
-/// target's secret (contract §4.3), within the time limit, and checks the answer with
+/// target's secret, within the time limit, and checks the answer with
 /// [`OverrideAnswer::parse`]. It blocks.
 pub trait OverrideCaller: Send + Sync {
     /// Sends `request` to `target`, signed with its secret, and checks the answer's shape.

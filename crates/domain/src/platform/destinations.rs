@@ -1,4 +1,4 @@
-//! Platform connector destinations (seed 000 §4.4, contract §3.1): where a shop's connector
+//! Platform connector destinations: where a shop's connector
 //! serves one topic. Creating or changing one calls the connector's Verify operation first.
 
 use std::time::Duration;
@@ -16,7 +16,18 @@ use crate::platform::connector::{ConnectorTarget, PlatformConnector, Verificatio
 
 /// What a destination serves: a shop has at most one live destination per topic, and each
 /// connector operation goes to the destination of its topic.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, utoipa::ToSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    utoipa::ToSchema,
+    strum::IntoStaticStr,
+    strum::EnumString,
+)]
+#[strum(serialize_all = "snake_case")]
 #[schema(as = DestinationTopic, rename_all = "lowercase")]
 pub enum Topic {
     /// Customers and their addresses (and customer token validation).
@@ -33,16 +44,12 @@ impl Topic {
 
     /// The topic's name in the API (`customers`, `orders`, `products`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Topic::Customers => "customers",
-            Topic::Orders => "orders",
-            Topic::Products => "products",
-        }
+        self.into()
     }
 
     /// The topic of an API name, or `None` for any other text.
     pub fn parse(text: &str) -> Option<Topic> {
-        Topic::ALL.into_iter().find(|topic| topic.as_str() == text)
+        text.parse().ok()
     }
 }
 
@@ -319,7 +326,7 @@ impl DestinationInput {
     }
 }
 
-/// The Destination resource of seed 000 §2, with the base URL under `destination`.
+/// The Destination resource, with the base URL under `destination`.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct DestinationResource<'a> {
     /// The destination's id (the service's integer).

@@ -1,4 +1,4 @@
-//! Events a connector sends when platform data changes (seed 000 §6, contract §3.4), and the
+//! Events a connector sends when platform data changes, and the
 //! rules that apply them in order even when they arrive out of order.
 //!
 //! An event is checked, stored (the 202 waits for that), and applied later by one applier, in
@@ -36,7 +36,8 @@ use crate::platform::resources::{
 };
 
 /// The kinds of platform entity an event can be about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
 pub enum EntityKind {
     /// A customer.
     Customer,
@@ -59,19 +60,12 @@ impl EntityKind {
 
     /// The key of the entity in an event body (`data.customer`), also its stored name.
     pub fn as_str(self) -> &'static str {
-        match self {
-            EntityKind::Customer => "customer",
-            EntityKind::Order => "order",
-            EntityKind::Product => "product",
-            EntityKind::Category => "category",
-        }
+        self.into()
     }
 
     /// The kind of a stored name or body key (`customer`…), or `None` for any other text.
     pub fn parse(text: &str) -> Option<Self> {
-        EntityKind::ALL
-            .into_iter()
-            .find(|kind| kind.as_str() == text)
+        text.parse().ok()
     }
 
     /// The destination topic whose connector serves this kind.
@@ -85,7 +79,8 @@ impl EntityKind {
 }
 
 /// What an event says happened to its entity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
 pub enum EventAction {
     /// The entity was created or changed; the event carries it.
     Saved,
@@ -96,24 +91,18 @@ pub enum EventAction {
 impl EventAction {
     /// The action's stored name (`saved`, `deleted`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            EventAction::Saved => "saved",
-            EventAction::Deleted => "deleted",
-        }
+        self.into()
     }
 
     /// The action of a stored name, or `None` for any other text.
     pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "saved" => Some(EventAction::Saved),
-            "deleted" => Some(EventAction::Deleted),
-            _ => None,
-        }
+        text.parse().ok()
     }
 }
 
 /// Where an event came from: the connector's push, or a sync pulling the connector's lists.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
 pub enum EventSource {
     /// Sent by the connector to Mercer's event endpoints.
     Webhook,
@@ -124,19 +113,12 @@ pub enum EventSource {
 impl EventSource {
     /// The source's stored name (`webhook`, `sync`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            EventSource::Webhook => "webhook",
-            EventSource::Sync => "sync",
-        }
+        self.into()
     }
 
     /// The source of a stored name, or `None` for any other text.
     pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "webhook" => Some(EventSource::Webhook),
-            "sync" => Some(EventSource::Sync),
-            _ => None,
-        }
+        text.parse().ok()
     }
 }
 
@@ -373,7 +355,8 @@ pub struct EntityWrite {
 }
 
 /// What applying one event did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum Outcome {
     /// It changed the entity.
     Applied,
@@ -386,11 +369,7 @@ pub enum Outcome {
 impl Outcome {
     /// The outcome's name (`applied`, `unchanged`, `stale`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Applied => "applied",
-            Outcome::Unchanged => "unchanged",
-            Outcome::Stale => "stale",
-        }
+        self.into()
     }
 }
 

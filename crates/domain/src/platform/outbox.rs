@@ -1,4 +1,4 @@
-//! Service-side changes of a registered topic (seed 000 §4.4 rule 2, contract §3.4 last rule):
+//! Service-side changes of a registered topic:
 //! recorded in the same transaction as the change, then delivered to the connector with retries
 //! and backoff by the shop's delivery job ([`OutboxJob`], docs/jobs.md), enqueued with the call.
 //! Nothing is recorded, and nothing is called, for a topic without a live destination.
@@ -370,7 +370,8 @@ impl ConnectorCall {
 }
 
 /// Where an outbox call stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
 pub enum OutboxStatus {
     /// Waiting to be made, or to be tried again.
     Pending,
@@ -385,24 +386,12 @@ pub enum OutboxStatus {
 impl OutboxStatus {
     /// The status's stored name (`pending`, `delivered`, `failed`, `cancelled`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            OutboxStatus::Pending => "pending",
-            OutboxStatus::Delivered => "delivered",
-            OutboxStatus::Failed => "failed",
-            OutboxStatus::Cancelled => "cancelled",
-        }
+        self.into()
     }
 
     /// The status of a stored name, or `None` for any other text.
     pub fn parse(text: &str) -> Option<Self> {
-        [
-            OutboxStatus::Pending,
-            OutboxStatus::Delivered,
-            OutboxStatus::Failed,
-            OutboxStatus::Cancelled,
-        ]
-        .into_iter()
-        .find(|status| status.as_str() == text)
+        text.parse().ok()
     }
 }
 

@@ -1,4 +1,4 @@
-//! Customer, order and product syncs (contract §3.4): pull every page of the connector's list
+//! Customer, order and product syncs: pull every page of the connector's list
 //! and feed each entity through the same queue and rules as the connector's events. A product
 //! sync lists the categories, then the products. A sync runs as a job ([`SyncJob`],
 //! docs/jobs.md) that goes on from the stored cursor when it is taken up again.
@@ -20,7 +20,10 @@ use crate::platform::resources::Pagination;
 use crate::platform::{PlatformDatabase, PlatformRepositories};
 
 /// Where a sync run stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, utoipa::ToSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, utoipa::ToSchema, strum::IntoStaticStr, strum::EnumString,
+)]
+#[strum(serialize_all = "snake_case")]
 #[schema(rename_all = "lowercase")]
 pub enum SyncStatus {
     /// Pulling pages.
@@ -34,21 +37,12 @@ pub enum SyncStatus {
 impl SyncStatus {
     /// The status's stored name (`running`, `succeeded`, `failed`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            SyncStatus::Running => "running",
-            SyncStatus::Succeeded => "succeeded",
-            SyncStatus::Failed => "failed",
-        }
+        self.into()
     }
 
     /// The status of a stored name, or `None` for any other text.
     pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "running" => Some(SyncStatus::Running),
-            "succeeded" => Some(SyncStatus::Succeeded),
-            "failed" => Some(SyncStatus::Failed),
-            _ => None,
-        }
+        text.parse().ok()
     }
 }
 

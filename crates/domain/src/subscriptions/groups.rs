@@ -1,4 +1,4 @@
-//! Subscription groups (contract §5.1; docs/subscriptions.md "Subscription groups"): what
+//! Subscription groups (docs/subscriptions.md "Subscription groups"): what
 //! subscriptions and boxes are sold under. A group has a name, a discount its subscriptions
 //! take, the products it offers, and the billing rules a subscription of it may follow; a
 //! line item of Create Subscription (or a checkout's plan) names a group, and may name one of
@@ -19,7 +19,8 @@ use crate::subscriptions::recurrence::{OrderSchedule, ShopZone};
 use crate::subscriptions::repository::SubscriptionRepositories;
 
 /// The unit of a billing rule's interval.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 #[serde(rename_all = "lowercase")]
 pub enum IntervalType {
     /// Days (RRULE `FREQ=DAILY`).
@@ -43,12 +44,7 @@ impl IntervalType {
 
     /// The unit's name as the resource writes it (`day`, `week`, `month`, `year`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            IntervalType::Day => "day",
-            IntervalType::Week => "week",
-            IntervalType::Month => "month",
-            IntervalType::Year => "year",
-        }
+        self.into()
     }
 
     /// `day`, `week`… in any case, or the plural.
@@ -131,7 +127,7 @@ pub struct StoredGroup {
     pub updated_at: Timestamp,
 }
 
-/// The subscription group resource (contract §5.1).
+/// The subscription group resource.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct SubscriptionGroup {
     /// The group's id (the service's integer).

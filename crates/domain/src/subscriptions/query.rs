@@ -1,4 +1,4 @@
-//! The query of List Subscriptions (seed 002 §4.2, contract §5): `subscription_status`,
+//! The query of List Subscriptions: `subscription_status`,
 //! `svc_platform_customer_id`, `expand=customer`, `limit`, the opaque keyset `cursor`, and
 //! `filter` on the subscription's integer and date-time fields with `lt lte gt gte eq`
 //! (the syntax is `kernel::filter`'s, shared with the directory). Every problem is a 400
@@ -21,7 +21,8 @@ pub const DEFAULT_LIMIT: i64 = 50;
 pub(crate) const MAX_LIMIT: i64 = 250;
 
 /// The fields a filter may name: the integer and date-time fields of a subscription.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
 pub enum FilterField {
     /// `id`: the subscription's id.
     Id,
@@ -83,32 +84,12 @@ impl FilterField {
 
     /// The field's name, as a filter writes it (`next_order_datetime`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            FilterField::Id => "id",
-            FilterField::ShopId => "shop_id",
-            FilterField::CustomerId => "customer_id",
-            FilterField::BillingAddressId => "billing_address_id",
-            FilterField::ShippingAddressId => "shipping_address_id",
-            FilterField::OrdersProcessed => "orders_processed",
-            FilterField::CurrentRetries => "current_retries",
-            FilterField::NextOrderDatetime => "next_order_datetime",
-            FilterField::NextPaymentDatetime => "next_payment_datetime",
-            FilterField::NextProcessingDatetime => "next_processing_datetime",
-            FilterField::LastPaymentDatetime => "last_payment_datetime",
-            FilterField::LastOrderDatetime => "last_order_datetime",
-            FilterField::LastProcessedDatetime => "last_processed_datetime",
-            FilterField::StatusChangedAt => "status_changed_at",
-            FilterField::PlacedAt => "placed_at",
-            FilterField::CreatedAt => "created_at",
-            FilterField::UpdatedAt => "updated_at",
-        }
+        self.into()
     }
 
     /// The field named `name`; `None` for a name a filter may not use.
     pub fn parse(name: &str) -> Option<FilterField> {
-        FilterField::ALL
-            .into_iter()
-            .find(|field| field.as_str() == name)
+        name.parse().ok()
     }
 
     /// Whether the field holds an integer (an id or a count); the others are date-times.

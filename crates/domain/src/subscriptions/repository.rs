@@ -48,7 +48,7 @@ impl<T> SubscriptionRepositories for T where
 {
 }
 
-/// Subscription groups and their billing rules (contract §5.1).
+/// Subscription groups and their billing rules.
 pub trait SubscriptionGroupRepository {
     /// A page of the shop's groups by id, and how many it has.
     fn subscription_groups(
@@ -119,7 +119,7 @@ impl CustomerFields {
     }
 }
 
-/// Which customers List Customers shows (seed 002 §3, docs/subscriptions.md): every customer
+/// Which customers List Customers shows (docs/subscriptions.md): every customer
 /// with a subscription (`all`), those with one that is not `inactive` (`active`), and those
 /// whose subscriptions are all `inactive` (`inactive`). Several statuses are their union.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -456,7 +456,8 @@ pub trait SubscriptionRepository {
 }
 
 /// Where an attempt to place a subscription's order stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
 pub enum OrderAttemptStatus {
     /// Being placed: its job calls the connector.
     Placing,
@@ -469,22 +470,12 @@ pub enum OrderAttemptStatus {
 impl OrderAttemptStatus {
     /// The status's name as stored and shown: `placing`, `placed` or `failed`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            OrderAttemptStatus::Placing => "placing",
-            OrderAttemptStatus::Placed => "placed",
-            OrderAttemptStatus::Failed => "failed",
-        }
+        self.into()
     }
 
     /// The status of that name, as [`Self::as_str`] writes it; `None` for any other text.
     pub fn parse(text: &str) -> Option<Self> {
-        [
-            OrderAttemptStatus::Placing,
-            OrderAttemptStatus::Placed,
-            OrderAttemptStatus::Failed,
-        ]
-        .into_iter()
-        .find(|status| status.as_str() == text)
+        text.parse().ok()
     }
 }
 

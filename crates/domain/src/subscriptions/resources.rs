@@ -1,7 +1,7 @@
-//! The resources of the subscription API (seed 002 §2.1–2.4), as Mercer answers them: the
-//! seed's field names exactly, money as integer cents (contract §1), times RFC 3339 UTC.
+//! The resources of the subscription API, as Mercer answers them: the
+//! documented field names exactly, money as integer cents, times RFC 3339 UTC.
 //!
-//! Fields the seed lists are always written, `null` when there is no value, so every answer has
+//! Documented fields are always written, `null` when there is no value, so every answer has
 //! one shape. Ids are the service's integers.
 
 use std::fmt;
@@ -12,8 +12,21 @@ use utoipa::ToSchema;
 pub use crate::kernel::money::{CURRENCY_CODES, Cents, CurrencyCode};
 use crate::kernel::time::Timestamp;
 
-/// The statuses of a subscription (seed 002 §3, contract §5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+/// The statuses of a subscription.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    ToSchema,
+    strum::IntoStaticStr,
+    strum::EnumString,
+)]
+#[strum(serialize_all = "snake_case")]
 #[serde(rename_all = "snake_case")]
 pub enum SubscriptionStatus {
     /// Live: the scheduler places its orders when they come due.
@@ -31,7 +44,7 @@ pub enum SubscriptionStatus {
 }
 
 impl SubscriptionStatus {
-    /// In the order seed 002 §4.2 lists them as a filter.
+    /// In the order the API lists them as a filter.
     pub const ALL: [SubscriptionStatus; 5] = [
         SubscriptionStatus::Active,
         SubscriptionStatus::Inactive,
@@ -42,21 +55,13 @@ impl SubscriptionStatus {
 
     /// The status's name in the API, such as `active`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            SubscriptionStatus::Active => "active",
-            SubscriptionStatus::Inactive => "inactive",
-            SubscriptionStatus::Processing => "processing",
-            SubscriptionStatus::Scheduled => "scheduled",
-            SubscriptionStatus::Paused => "paused",
-        }
+        self.into()
     }
 
     /// The status of that name, as [`Self::as_str`] writes it (lower case only); `None` for
     /// any other text.
     pub fn parse(text: &str) -> Option<SubscriptionStatus> {
-        SubscriptionStatus::ALL
-            .into_iter()
-            .find(|status| status.as_str() == text)
+        text.parse().ok()
     }
 }
 
@@ -66,7 +71,7 @@ impl fmt::Display for SubscriptionStatus {
     }
 }
 
-/// A subscription address (seed 002 §2.2).
+/// A subscription address.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SubscriptionAddress {
     /// The address's id (the service's integer).
@@ -118,7 +123,7 @@ pub struct SubscriptionAddress {
     pub updated_at: Timestamp,
 }
 
-/// `subscription_summary` of a subscription customer (seed 002 §2.1).
+/// `subscription_summary` of a subscription customer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SubscriptionSummary {
     /// The customer's id (the service's integer): what List Subscriptions' filter of that name
@@ -138,7 +143,7 @@ pub struct SubscriptionSummary {
     pub subscription_order_count: i64,
 }
 
-/// A label of a subscription customer (seed 002 §2.1).
+/// A label of a subscription customer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[schema(as = SubscriptionCustomerLabel)]
 pub struct CustomerLabel {
@@ -156,7 +161,7 @@ pub struct CustomerLabel {
     pub deleted_at: Option<Timestamp>,
 }
 
-/// A subscription customer (seed 002 §2.1).
+/// A subscription customer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SubscriptionCustomer {
     /// The customer's id (the service's integer): the shop's one record of the customer,
@@ -187,8 +192,8 @@ pub struct SubscriptionCustomer {
     pub labels: Vec<CustomerLabel>,
 }
 
-/// A discount of a line item (seed 002 §2.4). Its money fields are cents like every other
-/// (contract §1 wins over the seed's "numbers").
+/// A discount of a line item. Its money fields are cents like every other
+/// (never decimal numbers).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[schema(as = SubscriptionLineItemDiscount)]
 pub struct LineItemDiscount {
@@ -222,7 +227,7 @@ pub struct LineItemDiscount {
     pub deleted_at: Option<Timestamp>,
 }
 
-/// `prepaid_metadata` of a line item (seed 002 §2.4).
+/// `prepaid_metadata` of a line item.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[schema(as = SubscriptionPrepaidMetadata)]
 pub struct PrepaidMetadata {
@@ -239,7 +244,7 @@ pub struct PrepaidMetadata {
     pub prepaid_continue: Option<String>,
 }
 
-/// One of `line_item_attributes` (seed 002 §2.4).
+/// One of `line_item_attributes`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[schema(as = SubscriptionLineItemAttribute)]
 pub struct LineItemAttribute {
@@ -257,7 +262,7 @@ pub struct LineItemAttribute {
     pub line_item_id: i64,
 }
 
-/// A subscription line item (seed 002 §2.4).
+/// A subscription line item.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct SubscriptionLineItem {
     /// The line item's id (the service's integer).
@@ -328,7 +333,7 @@ pub struct SubscriptionLineItem {
     pub updated_at: Timestamp,
 }
 
-/// A shipping line of a subscription (seed 002 §2.4).
+/// A shipping line of a subscription.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[schema(as = SubscriptionShippingLine)]
 pub struct ShippingLine {
@@ -358,7 +363,7 @@ pub struct ShippingLine {
 }
 
 /// The month a payment method expires, written `YYYY-MM` (`payment_details.expires_at` and the
-/// payment method change's `expires_at`: a Mercer extension of seed 002). A card is good through
+/// payment method change's `expires_at`: a Mercer extension of the subscription API). A card is good through
 /// the last day of its month, so it expires at the first instant of the next month (UTC).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PaymentExpiry {
@@ -447,7 +452,7 @@ impl utoipa::PartialSchema for PaymentExpiry {
 
 impl ToSchema for PaymentExpiry {}
 
-/// `last_failure_details` (seed 002 §2.3).
+/// `last_failure_details`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[schema(as = SubscriptionFailureDetails)]
 pub struct FailureDetails {
@@ -502,7 +507,7 @@ pub struct StatusLogMetadata {
     pub user: Actor,
 }
 
-/// `latest_status_log` (seed 002 §2.3): what the last action did and who did it.
+/// `latest_status_log`: what the last action did and who did it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct StatusLog {
     /// The entry's id (the service's integer).
@@ -519,7 +524,7 @@ pub struct StatusLog {
     pub subscription_id: i64,
 }
 
-/// A subscription (seed 002 §2.3).
+/// A subscription.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Subscription {
     /// The subscription's id (the service's integer).

@@ -1,4 +1,4 @@
-//! A subscription's states and what moves it between them (contract §5):
+//! A subscription's states and what moves it between them:
 //!
 //! ```text
 //! scheduled ──start──▶ active ◀──resume── paused
@@ -27,8 +27,9 @@ use SubscriptionStatus::{Active, Inactive, Paused, Processing, Scheduled};
 /// The type of the 422 for a move the state machine does not allow.
 pub const INVALID_TRANSITION: &str = "subscription.invalid_transition";
 
-/// What can happen to a subscription: the nine actions of seed 002 §3, and Mercer's own moves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// What can happen to a subscription: the nine client actions, and Mercer's own moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum Action {
     /// Cancel an active or paused subscription: it becomes inactive.
     Cancel,
@@ -63,7 +64,7 @@ pub enum Action {
 }
 
 impl Action {
-    /// The nine actions a client can ask for (seed 002 §3).
+    /// The nine actions a client can ask for.
     pub const CLIENT_ACTIONS: [Action; 9] = [
         Action::Cancel,
         Action::Reactivate,
@@ -88,23 +89,7 @@ impl Action {
 
     /// The action's name (`cancel`, `change_quantity`, `place_order`), as refusals name it.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Action::Cancel => "cancel",
-            Action::Reactivate => "reactivate",
-            Action::Pause => "pause",
-            Action::Resume => "resume",
-            Action::Skip => "skip",
-            Action::ChangeQuantity => "change_quantity",
-            Action::ChangeFrequency => "change_frequency",
-            Action::ChangeShippingAddress => "change_shipping_address",
-            Action::ChangePaymentMethod => "change_payment_method",
-            Action::Start => "start",
-            Action::PlaceOrder => "place_order",
-            Action::OrderPlaced => "order_placed",
-            Action::OrderFailed => "order_failed",
-            Action::RetriesExhausted => "retries_exhausted",
-            Action::Complete => "complete",
-        }
+        self.into()
     }
 
     /// The `reason` of the status log entry the action writes.
@@ -264,7 +249,7 @@ pub(crate) fn action_for_status_change(
 ///
 /// `next_order_moved` says whether the action moved `next_order_datetime` (a skip of the next
 /// date, a resume or reactivation that had to find a new date); a client action that did emits
-/// `subscription_frequency_updated` too (seed 002 §6: "`next_order_datetime` updated"). The
+/// `subscription_frequency_updated` too ("`next_order_datetime` updated"). The
 /// scheduler's routine advance after an order does not: `subscription_order_created` says it.
 pub fn topics(action: Action, next_order_moved: bool) -> Vec<Topic> {
     let moved = next_order_moved.then_some(Topic::SubscriptionFrequencyUpdated);
@@ -277,7 +262,7 @@ pub fn topics(action: Action, next_order_moved: bool) -> Vec<Topic> {
         Action::ChangeQuantity => (&[Topic::SubscriptionQuantityUpdated], None),
         Action::ChangeFrequency => (&[Topic::SubscriptionFrequencyUpdated], None),
         Action::ChangeShippingAddress => (&[Topic::SubscriptionShippingAddressUpdated], None),
-        // Both topics' triggers are a change of payment method (seed 002 §6); every Mercer
+        // Both topics' triggers are a change of payment method; every Mercer
         // shop is checkout-based, since Mercer serves its checkout.
         Action::ChangePaymentMethod => (
             &[
@@ -409,9 +394,9 @@ mod tests {
             .chain(Action::SYSTEM_ACTIONS)
     }
 
-    /// Contract §5's moves, and the edits that keep the status.
+    /// The client's actions, and the edits that keep the status.
     #[test]
-    fn the_contract_moves_are_allowed() {
+    fn the_client_actions_move_as_documented() {
         let allowed = [
             (Scheduled, Action::Start, Active),
             (Active, Action::Pause, Paused),

@@ -1,10 +1,24 @@
-//! The subscription webhook topics (seed 002 §6), with the ids List Webhook Topics gives them:
-//! 1..20 in the order the seed lists them (contract §5).
+//! The subscription webhook topics, with the ids List Webhook Topics gives them:
+//! 1..20 in the documented order.
 
 use serde::{Deserialize, Serialize};
 
 /// A subscription webhook topic; it is written as its snake-case name (`customer_created`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+)]
+#[strum(serialize_all = "snake_case")]
 #[serde(rename_all = "snake_case")]
 pub enum Topic {
     /// A customer was created for a new subscription (no customer had the email).
@@ -50,7 +64,7 @@ pub enum Topic {
 }
 
 impl Topic {
-    /// Every topic, in the order of seed 002 §6: a topic's id is its position plus one.
+    /// Every topic, in the documented order: a topic's id is its position plus one.
     pub const ALL: [Topic; 20] = [
         Topic::CustomerCreated,
         Topic::CustomerUpdated,
@@ -74,7 +88,7 @@ impl Topic {
         Topic::SubscriptionUpdated,
     ];
 
-    /// The `webhook_topic_id` of webhook registration (seed 002 §4.3).
+    /// The `webhook_topic_id` of webhook registration.
     pub fn id(self) -> i64 {
         Topic::ALL
             .iter()
@@ -90,37 +104,16 @@ impl Topic {
 
     /// The topic's name, as webhooks carry it (`X-Svc-Topic`) and List Webhook Topics shows it.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Topic::CustomerCreated => "customer_created",
-            Topic::CustomerUpdated => "customer_updated",
-            Topic::SubscriptionCancelled => "subscription_cancelled",
-            Topic::SubscriptionCreated => "subscription_created",
-            Topic::SubscriptionCreditCardUpdated => "subscription_credit_card_updated",
-            Topic::SubscriptionExpiringPayment => "subscription_expiring_payment",
-            Topic::SubscriptionFrequencyUpdated => "subscription_frequency_updated",
-            Topic::SubscriptionOrderCreated => "subscription_order_created",
-            Topic::SubscriptionOrderMaxRetriesReached => "subscription_order_max_retries_reached",
-            Topic::SubscriptionOrderTransactionFailed => "subscription_order_transaction_failed",
-            Topic::SubscriptionPaymentFailed => "subscription_payment_failed",
-            Topic::SubscriptionPaused => "subscription_paused",
-            Topic::SubscriptionPaymentMethodUpdated => "subscription_payment_method_updated",
-            Topic::SubscriptionQuantityUpdated => "subscription_quantity_updated",
-            Topic::SubscriptionReactivated => "subscription_reactivated",
-            Topic::SubscriptionResumed => "subscription_resumed",
-            Topic::SubscriptionShippingAddressUpdated => "subscription_shipping_address_updated",
-            Topic::SubscriptionSkipped => "subscription_skipped",
-            Topic::SubscriptionUpcomingOrder => "subscription_upcoming_order",
-            Topic::SubscriptionUpdated => "subscription_updated",
-        }
+        self.into()
     }
 
     /// The topic named `name` (`subscription_paused`); `None` for an unknown name.
     pub fn parse(name: &str) -> Option<Topic> {
-        Topic::ALL.into_iter().find(|topic| topic.as_str() == name)
+        name.parse().ok()
     }
 }
 
-/// One entry of List Webhook Topics: `{"id","name"}` (contract §5).
+/// One entry of List Webhook Topics: `{"id","name"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[schema(as = SubscriptionWebhookTopic)]
 pub struct WebhookTopic {
@@ -146,7 +139,7 @@ pub fn webhook_topics() -> Vec<WebhookTopic> {
 mod tests {
     use super::*;
 
-    /// Seed 002 §6, in its order.
+    /// Every topic, in the documented order.
     const SEED_ORDER: [&str; 20] = [
         "customer_created",
         "customer_updated",

@@ -1,4 +1,4 @@
-//! Webhooks Mercer sends (contract §4.2, §4.3, §5): endpoints that subscribe to topics, messages
+//! Webhooks Mercer sends: endpoints that subscribe to topics, messages
 //! enqueued in the same transaction as the change that causes them, and the delivery rules —
 //! the retry schedule with jitter and `Retry-After`, disabling on 410 or after days of failure.
 //!
@@ -15,7 +15,8 @@ use crate::kernel::error::DomainError;
 use crate::kernel::time::Timestamp;
 
 /// Which family an endpoint belongs to: how its deliveries are signed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
 pub enum WebhookKind {
     /// Checkout webhooks: draft-cavage `Signature` with the shop's integration secret.
     Checkout,
@@ -26,23 +27,16 @@ pub enum WebhookKind {
 impl WebhookKind {
     /// The kind as stored: `checkout` or `subscription`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            WebhookKind::Checkout => "checkout",
-            WebhookKind::Subscription => "subscription",
-        }
+        self.into()
     }
 
     /// The kind stored as `text`; None for an unknown one.
     pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "checkout" => Some(WebhookKind::Checkout),
-            "subscription" => Some(WebhookKind::Subscription),
-            _ => None,
-        }
+        text.parse().ok()
     }
 }
 
-/// The checkout topics of contract §4.2, by their fixed ids.
+/// The checkout topics, by their fixed ids.
 pub const CHECKOUT_TOPICS: [(i64, &str); 6] = [
     (1, "order/processed"),
     (2, "order/created"),
@@ -121,7 +115,18 @@ pub struct NewWebhookEndpoint {
 }
 
 /// Where a message is in its delivery, as stored and as the delivery log shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    utoipa::ToSchema,
+    strum::IntoStaticStr,
+    strum::EnumString,
+)]
+#[strum(serialize_all = "snake_case")]
 #[serde(rename_all = "snake_case")]
 pub enum MessageStatus {
     /// Waiting for an attempt, its first or the next one.
@@ -137,24 +142,12 @@ pub enum MessageStatus {
 impl MessageStatus {
     /// The status as stored and shown: `pending`, `delivered`, `failed` or `cancelled`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            MessageStatus::Pending => "pending",
-            MessageStatus::Delivered => "delivered",
-            MessageStatus::Failed => "failed",
-            MessageStatus::Cancelled => "cancelled",
-        }
+        self.into()
     }
 
     /// The status stored as `text`; None for an unknown one.
     pub fn parse(text: &str) -> Option<Self> {
-        [
-            MessageStatus::Pending,
-            MessageStatus::Delivered,
-            MessageStatus::Failed,
-            MessageStatus::Cancelled,
-        ]
-        .into_iter()
-        .find(|status| status.as_str() == text)
+        text.parse().ok()
     }
 }
 
@@ -926,7 +919,7 @@ pub mod log {
     }
 }
 
-/// Checkout webhooks (contract §4.2): registration, changes and the resource clients see.
+/// Checkout webhooks: registration, changes and the resource clients see.
 pub mod checkout {
     pub use super::log::disabled;
 

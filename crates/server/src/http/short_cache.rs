@@ -4,49 +4,52 @@
 //! active (for [`CUSTOMER_TOKEN_TTL`], so a shopper's clicks do not each call the platform).
 //! Only successes are kept: a refused credential is checked again on its next use, and a
 //! revoked one is refused once its entry expires.
+//!
+//! Each cache holds at most [`MAX_ENTRIES`] entries: past that, the least used ones are evicted
+//! (the others stay), so a flood of distinct credentials cannot grow the memory.
 
-use std::collections::HashMap;
 use std::hash::Hash;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mercer_domain::access::auth::Access;
 use mercer_domain::access::shop::Shop;
 
 pub const ACCESS_TTL: Duration = Duration::from_secs(2);
-/// How long the connector's "active" for a customer token is trusted (contract §7).
+/// How long the connector's "active" for a customer token is trusted before the platform is
+/// asked again.
 pub const CUSTOMER_TOKEN_TTL: Duration = Duration::from_secs(60);
-/// Beyond this many entries a cache starts afresh rather than grow.
-const MAX_ENTRIES: usize = 10_000;
+/// The most entries a cache holds.
+const MAX_ENTRIES: u64 = 10_000;
 
 pub struct ShortCache<K, V> {
-    ttl: Duration,
-    entries: Mutex<HashMap<K, (Instant, V)>>,
+    entries: moka::sync::Cache<K, V>,
 }
 
-impl<K: Hash + Eq, V: Clone> ShortCache<K, V> {
+impl<K, V> ShortCache<K, V>
+where
+    K: Hash + Eq + Send + Sync + 'static,
+    V: Clone + Send + Sync + 'static,
+{
     pub fn new(ttl: Duration) -> Self {
+        Self::bounded(ttl, MAX_ENTRIES)
+    }
+
+    fn bounded(ttl: Duration, max_entries: u64) -> Self {
         ShortCache {
-            ttl,
-            entries: Mutex::new(HashMap::new()),
+            entries: moka::sync::Cache::builder()
+                .max_capacity(max_entries)
+                .time_to_live(ttl)
+                .build(),
         }
     }
 
     /// The value kept for `key`, if it was put less than the cache's time to live ago.
     pub fn get(&self, key: &K) -> Option<V> {
-        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries
-            .get(key)
-            .filter(|(kept, _)| kept.elapsed() < self.ttl)
-            .map(|(_, value)| value.clone())
+        self.entries.get(key)
     }
 
     pub fn put(&self, key: K, value: V) {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        if entries.len() >= MAX_ENTRIES {
-            entries.clear();
-        }
-        entries.insert(key, (Instant::now(), value));
+        self.entries.insert(key, value);
     }
 }
 
@@ -69,5 +72,20 @@ mod tests {
         assert_eq!(cache.get(&"b".to_string()), None);
         std::thread::sleep(Duration::from_millis(60));
         assert_eq!(cache.get(&"a".to_string()), None);
+    }
+
+    #[test]
+    fn a_cache_stays_within_its_bound_without_starting_afresh() {
+        let cache: ShortCache<u32, u32> = ShortCache::bounded(Duration::from_secs(60), 100);
+        for key in 0..1_000 {
+            cache.put(key, key);
+        }
+        cache.entries.run_pending_tasks();
+        let kept = cache.entries.entry_count();
+        assert!(
+            kept <= 100,
+            "{kept} entries kept, more than the bound of 100"
+        );
+        assert!(kept > 0, "the cache emptied itself instead of evicting");
     }
 }

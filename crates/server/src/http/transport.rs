@@ -1,13 +1,19 @@
 //! The server's TCP side: its listeners, what it admits (at most so many connections per client
 //! address, and none that stays silent past the first-byte deadline), and the stream that gives
-//! actix-http's own bodiless error answers the contract's error body.
+//! actix-http's own bodiless error answers the JSON error body.
 //!
 //! actix-http refuses a request head it cannot parse (a control byte in a header value, a
 //! malformed request line…) with a hard-coded `400` without a body, a head too large for its
 //! buffer with `431`, and a first head that does not arrive in time with `408`. It does so before
 //! any app code runs and offers no hook to change the answer, so [`ContractStream`] wraps each
 //! connection's socket and, when the bytes about to be written end with one of those bare
-//! answers, writes the contract's JSON answer in their place.
+//! answers, writes the JSON error answer in their place.
+//!
+//! The simpler ways do not reach these answers: actix-web's error handlers, middleware and
+//! `App::default_service` see only requests whose head parsed, and `HttpService`'s settings
+//! change the limits and deadlines but not what is written when one is crossed. Each answer
+//! rewritten here has an end-to-end test (a control byte in a header value: 400; too many header
+//! fields: 431; a head that never ends: 408).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -189,7 +195,7 @@ impl Drop for Slot {
     }
 }
 
-/// A connection's stream that writes the contract's error answer in place of actix-http's bare
+/// A connection's stream that writes the JSON error answer in place of actix-http's bare
 /// ones, and fails its reads (so actix-http drops the connection) when no byte has arrived by
 /// the first-byte deadline; everything else passes through untouched.
 pub struct ContractStream<Io> {
@@ -201,7 +207,7 @@ pub struct ContractStream<Io> {
     _slot: Option<Slot>,
 }
 
-/// The contract's answer being written in place of a bare one.
+/// The JSON error answer being written in place of a bare one.
 struct Replacement {
     bytes: Vec<u8>,
     written: usize,
@@ -404,7 +410,7 @@ fn find_bare_answer(buf: &[u8]) -> Option<Found> {
     })
 }
 
-/// The contract's answer for a bare one: same status line and date, the JSON error body, and
+/// The JSON error answer for a bare one: same status line and date, the JSON error body, and
 /// `connection: close` (actix-http closes the connection after a bare answer).
 fn contract_answer(buf: &[u8], found: &Found) -> Vec<u8> {
     let body = serde_json::json!({ "errors": [found.kind.entry()] }).to_string();

@@ -1,11 +1,10 @@
-//! The OAuth 2.0 authorization code flow (contract §2): the sign-in and consent page, and the
+//! The OAuth 2.0 authorization code flow: the sign-in and consent page, and the
 //! token endpoint. The page is plain server-rendered HTML with a form: it works without
-//! JavaScript. Errors of the token endpoint are RFC 6749 §5.2 JSON, not the contract's body.
-
-use std::fmt::Write as _;
+//! JavaScript. Errors of the token endpoint are RFC 6749 section 5.2 JSON, not Mercer's JSON error body.
 
 use actix_web::http::{StatusCode, header};
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, ResponseError, web};
+use askama::Template;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use mercer_domain::access::credentials::Scope;
@@ -46,53 +45,42 @@ fn scope_text(scope: Scope) -> &'static str {
     }
 }
 
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            other => out.push(other),
-        }
+/// An HTML answer that no one may frame or cache; a page that cannot be rendered is a 500.
+fn page(status: StatusCode, template: &impl Template) -> HttpResponse {
+    match template.render() {
+        Ok(html) => html::page(status, html::CONSENT_POLICY, html),
+        Err(error) => ApiError::internal()
+            .with_cause(format!("template: {error}"))
+            .error_response(),
     }
-    out
 }
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;background:#f4f4f6;margin:0;color:#1d1d24}\
-main{max-width:28rem;margin:3rem auto;background:#fff;padding:2rem;border-radius:8px;box-shadow:0 1px 4px #0002}\
-h1{font-size:1.3rem;margin-top:0}label{display:block;margin:.8rem 0 .2rem;font-weight:600}\
-input[type=email],input[type=password],input[type=text]{width:100%;box-sizing:border-box;padding:.5rem;font-size:1rem}\
-.buttons{display:flex;gap:.6rem;margin-top:1.2rem}button{padding:.6rem 1rem;font-size:1rem;cursor:pointer}\
-.approve{background:#2d5bd7;color:#fff;border:0;border-radius:4px}.alert{color:#a4161a;font-weight:600}\
-.fine{color:#555;font-size:.85rem}";
-
-/// An HTML answer that no one may frame or cache.
-fn page(status: StatusCode, title: &str, body: &str) -> HttpResponse {
-    let html = format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
-<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-<title>{}</title><style>{STYLE}</style></head><body><main>{body}</main></body></html>",
-        escape(title)
-    );
-    html::page(status, html::CONSENT_POLICY, html)
+#[derive(Template)]
+#[template(path = "oauth/error.html")]
+struct ErrorPage<'a> {
+    message: &'a str,
 }
 
 fn error_page(status: StatusCode, message: &str) -> HttpResponse {
-    page(
-        status,
-        "Authorization failed",
-        &format!(
-            "<h1>This authorization request cannot be used</h1><p class=\"alert\" role=\"alert\">{}</p>\
-<p class=\"fine\">Go back to the app and start again, or tell its developer.</p>",
-            escape(message)
-        ),
-    )
+    page(status, &ErrorPage { message })
 }
 
 /// The sign-in and consent form, with the request carried in hidden fields.
+#[derive(Template)]
+#[template(path = "oauth/consent.html")]
+struct ConsentPage<'a> {
+    app: &'a str,
+    /// Each scope asked for: in words, and its name.
+    scopes: Vec<(&'static str, &'static str)>,
+    alert: Option<&'a str>,
+    action: &'static str,
+    hidden: Vec<(&'static str, &'a str)>,
+    shop: &'a str,
+    email: &'a str,
+    /// The host the browser goes back to.
+    destination: String,
+}
+
 fn consent_page(
     status: StatusCode,
     request: &ValidAuthorize,
@@ -100,26 +88,6 @@ fn consent_page(
     alert: Option<&str>,
     email: &str,
 ) -> HttpResponse {
-    let app = escape(&request.app.name);
-    let mut body = format!("<h1>{app} wants access to your shop</h1>");
-    body.push_str("<p>Sign in with your staff account to let it:</p><ul>");
-    for scope in request.scopes.iter() {
-        let _ = write!(
-            body,
-            "<li>{} <span class=\"fine\">({})</span></li>",
-            scope_text(scope),
-            scope.as_str()
-        );
-    }
-    body.push_str("</ul>");
-    if let Some(alert) = alert {
-        let _ = write!(
-            body,
-            "<p class=\"alert\" role=\"alert\">{}</p>",
-            escape(alert)
-        );
-    }
-    let _ = write!(body, "<form method=\"post\" action=\"{AUTHORIZE_PATH}\">");
     let hidden = [
         ("client_id", &params.client_id),
         ("redirect_uri", &params.redirect_uri),
@@ -128,43 +96,32 @@ fn consent_page(
         ("response_type", &params.response_type),
         ("code_challenge", &params.code_challenge),
         ("code_challenge_method", &params.code_challenge_method),
-    ];
-    for (name, value) in hidden {
-        if let Some(value) = value {
-            let _ = write!(
-                body,
-                "<input type=\"hidden\" name=\"{name}\" value=\"{}\">",
-                escape(value)
-            );
-        }
-    }
-    let shop = params.shop.as_deref().unwrap_or_default();
-    let _ = write!(
-        body,
-        "<label for=\"shop\">Shop (domain or identifier)</label>\
-<input type=\"text\" id=\"shop\" name=\"shop\" value=\"{}\" required>\
-<label for=\"email\">Email</label>\
-<input type=\"email\" id=\"email\" name=\"email\" value=\"{}\" autocomplete=\"username\" required>\
-<label for=\"password\">Password</label>\
-<input type=\"password\" id=\"password\" name=\"password\" autocomplete=\"current-password\" required>\
-<div class=\"buttons\"><button class=\"approve\" type=\"submit\" name=\"decision\" value=\"approve\">Sign in and approve</button>\
-<button type=\"submit\" name=\"decision\" value=\"deny\" formnovalidate>Deny</button></div></form>",
-        escape(shop),
-        escape(email)
-    );
+    ]
+    .into_iter()
+    .filter_map(|(name, value)| value.as_deref().map(|value| (name, value)))
+    .collect();
     let destination = url::Url::parse(&request.redirect_uri)
         .ok()
         .and_then(|url| url.host_str().map(str::to_string))
         .unwrap_or_default();
-    let _ = write!(
-        body,
-        "<p class=\"fine\">After you decide, you go back to {}.</p>",
-        escape(&destination)
-    );
-    page(status, &format!("Authorize {}", request.app.name), &body)
+    let template = ConsentPage {
+        app: &request.app.name,
+        scopes: request
+            .scopes
+            .iter()
+            .map(|scope| (scope_text(scope), scope.as_str()))
+            .collect(),
+        alert,
+        action: AUTHORIZE_PATH,
+        hidden,
+        shop: params.shop.as_deref().unwrap_or_default(),
+        email,
+        destination,
+    };
+    page(status, &template)
 }
 
-/// Back to the client: `redirect_uri` with these query pairs added (RFC 6749 §4.1.2).
+/// Back to the client: `redirect_uri` with these query pairs added (RFC 6749 section 4.1.2).
 fn redirect_to(redirect_uri: &str, pairs: &[(&str, Option<&str>)]) -> HttpResponse {
     let Ok(mut url) = url::Url::parse(redirect_uri) else {
         return error_page(StatusCode::BAD_REQUEST, "The redirect_uri is not a URL.");
@@ -213,7 +170,7 @@ async fn check(
 
 /// `GET /accounts/dashboard/authorize`: the sign-in and consent page.
 ///
-/// The start of the OAuth 2.0 authorization code flow (RFC 6749 §4.1.1): an HTML page with a
+/// The start of the OAuth 2.0 authorization code flow (RFC 6749 section 4.1.1): an HTML page with a
 /// form that signs a staff member in and asks them to approve the app's scopes. A request that
 /// cannot be used goes back to the app's `redirect_uri` with the error, or, when there is no
 /// `redirect_uri` to trust, is an HTML error page.
@@ -229,7 +186,7 @@ async fn check(
         ("shop" = Option<String>, Query, description = "The shop, by its domain or its identifier, filled in the form")),
     responses(
         (status = 200, description = "The sign-in and consent page", content_type = "text/html", body = String),
-        (status = 303, description = "Back to the app: `redirect_uri` with `error`, `error_description` and `state` (RFC 6749 §4.1.2.1)",
+        (status = 303, description = "Back to the app: `redirect_uri` with `error`, `error_description` and `state` (RFC 6749 section 4.1.2.1)",
             headers(("Location" = String, description = "The app's `redirect_uri` with the error"))),
         (status = 400, description = "The request cannot be used and names no `redirect_uri` to go back to (an HTML page), or a bad `Svc-API-Version-Date` (the JSON error)",
             content((String = "text/html"), (ErrorBody = "application/json")))))]
@@ -272,7 +229,7 @@ fn too_many(wait_seconds: u64) -> HttpResponse {
 /// approve signs in and goes back with a code.
 ///
 /// The sign-in and consent page's form. Either way the browser goes back to the app's
-/// `redirect_uri` (RFC 6749 §4.1.2): with `code` and `state` once the staff member signed in and
+/// `redirect_uri` (RFC 6749 section 4.1.2): with `code` and `state` once the staff member signed in and
 /// approved, with `error=access_denied` when they denied. Wrong credentials show the page again
 /// (401); repeated failures are refused for a while (429).
 #[utoipa::path(post, path = "/accounts/dashboard/authorize", operation_id = "submit_oauth_authorize_form", tag = "OAuth",
@@ -363,7 +320,7 @@ pub async fn authorize_submit(
     }
 }
 
-/// An RFC 6749 §5.2 error of the token endpoint: `{"error", "error_description"}`.
+/// An RFC 6749 section 5.2 error of the token endpoint: `{"error", "error_description"}`.
 #[derive(Serialize, ToSchema)]
 pub struct OAuthErrorBody<'a> {
     /// The RFC 6749 error code (`invalid_request`, `invalid_client`, `invalid_grant`,
@@ -373,7 +330,7 @@ pub struct OAuthErrorBody<'a> {
     error_description: &'a str,
 }
 
-/// A 400 of the token endpoint: RFC 6749's error, or the contract's error body when the request
+/// A 400 of the token endpoint: RFC 6749's error, or the JSON error body when the request
 /// is refused before the endpoint reads it (a bad `Svc-API-Version-Date`, a NUL in the query).
 pub struct TokenRefusal;
 
@@ -396,7 +353,7 @@ impl ToSchema for TokenRefusal {
     }
 }
 
-/// A token the code was exchanged for (RFC 6749 §5.1).
+/// A token the code was exchanged for (RFC 6749 section 5.1).
 #[derive(Serialize, ToSchema)]
 pub struct OAuthToken<'a> {
     /// The new API access token, shown this once.
@@ -429,7 +386,7 @@ fn oauth_error(error: &OAuthError) -> HttpResponse {
     })
 }
 
-/// Client credentials from `Authorization: Basic` (RFC 6749 §2.3.1), if sent.
+/// Client credentials from `Authorization: Basic` (RFC 6749 section 2.3.1), if sent.
 fn basic_credentials(request: &HttpRequest) -> Option<(String, String)> {
     let value = request
         .headers()
@@ -458,14 +415,14 @@ pub(crate) fn form_holds_nul(body: &[u8]) -> bool {
 
 /// `POST /auth/oauth2/token`: a code (with the client secret or a PKCE verifier) for a token.
 ///
-/// The parameters come as form fields (RFC 6749 §4.1.3) or as JSON; the client may
+/// The parameters come as form fields (RFC 6749 section 4.1.3) or as JSON; the client may
 /// authenticate with `Authorization: Basic` instead of `client_id` and `client_secret`. Errors
-/// are RFC 6749 §5.2's `{"error", "error_description"}`.
+/// are RFC 6749 section 5.2's `{"error", "error_description"}`.
 #[utoipa::path(post, path = "/auth/oauth2/token", operation_id = "exchange_oauth_code", tag = "OAuth",
     request_body(content((TokenParams = "application/x-www-form-urlencoded"), (TokenParams = "application/json"))),
     responses(
         (status = 200, body = OAuthToken<'_>, headers(("Cache-Control" = String, description = "`no-store`"))),
-        (status = 400, description = "The request is refused (RFC 6749 §5.2), or refused before it is read (the JSON error)", body = TokenRefusal),
+        (status = 400, description = "The request is refused (RFC 6749 section 5.2), or refused before it is read (the JSON error)", body = TokenRefusal),
         (status = 401, description = "`invalid_client`: the client is unknown or its secret wrong", body = OAuthErrorBody<'_>,
             headers(("WWW-Authenticate" = String, description = "`Basic realm=\"mercer\"`"))),
         (status = 408, description = "`invalid_request`: the body was not sent in time", body = OAuthErrorBody<'_>),
