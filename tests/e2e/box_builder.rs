@@ -1,4 +1,4 @@
-//! The box builder's admin routes (issue 24 part 2; contract §7; docs/box-builder.md) over HTTP,
+//! The box builder's admin routes (issue 24 part 2; docs/box-builder.md) over HTTP,
 //! on SQLite and PostgreSQL: boxes sold under a subscription group, box products of the
 //! catalogue (Product Saved events), box sizes with their bulk update all or nothing, time
 //! slots with their dates in order and the `order_datetime` filter, and their options;
@@ -236,7 +236,7 @@ fn boxes_and_their_products_sizes_slots_and_options(backend: Backend) {
     assert_eq!(sizes["data"]["box_sizes"][0]["box_size_name"], "Large");
     assert_eq!(sizes["pagination"]["total"], 2);
 
-    // Time slots: dates in order, the seed's `time-slot` key, the order_datetime filter.
+    // Time slots: dates in order, the documented `time-slot` key, the order_datetime filter.
     let week = json!({"time_slot": {"time_slot_name": "Week 1",
         "visibility_date": "2030-01-01T00:00:00Z", "selection_deadline_date": "2030-01-04T00:00:00Z",
         "start_date": "2030-01-07T00:00:00Z", "end_date": "2030-01-13T23:59:59Z",

@@ -1,4 +1,4 @@
-//! The box builder for shoppers (issue 24; contract §7; docs/box-builder.md), on SQLite and
+//! The box builder for shoppers (issue 24; docs/box-builder.md), on SQLite and
 //! PostgreSQL, against the real `mercer` binary and the platform simulator: the storefront with
 //! no credentials (only visible slots, any origin, a public Cache-Control, 404 for no shop), and
 //! the customer's own routes opened by the token the platform issued them, checked through the

@@ -1,4 +1,4 @@
-//! The headless checkout end to end (issue 15; contract §4.4; docs/checkout.md), on SQLite and
+//! The headless checkout end to end (issue 15; docs/checkout.md), on SQLite and
 //! PostgreSQL: the vendor's own frontend library (npm `@boldcommerce/checkout-frontend-library`
 //! 0.66.0, run by Node.js) drives a whole checkout against the real `mercer` binary, with local
 //! override servers and the platform simulator; a local receiver gets the six checkout topics,
@@ -803,7 +803,7 @@ fn subscription_messages(receiver: &Receiver, topic: &str) -> Vec<Value> {
         .collect()
 }
 
-/// Subscription topics of a checkout's plans (seed 002 §6): a declined payment is
+/// Subscription topics of a checkout's plans: a declined payment is
 /// `subscription_payment_failed` (the initial transaction failed); a payment method whose
 /// expiry the storefront gave reaches the subscription, which the scheduler announces as
 /// expiring like any other.

@@ -1,4 +1,4 @@
-//! Checkout settings end to end (contract §4.1, §4.2): API overrides kept over HTTP, the
+//! Checkout settings end to end: API overrides kept over HTTP, the
 //! override caller against a real local override server that verifies Mercer's signatures,
 //! and the credential rules of every checkout settings route.
 
@@ -424,7 +424,7 @@ fn the_override_caller_picks_signs_and_checks_answers(backend: Backend) {
 
     let store = server.database().open_store();
     let shop = store.read(|tx| find_shop(tx, &demo.shop)).unwrap();
-    // The contract's 5 s, shortened so the slow case below takes one second.
+    // The override's 5 s limit, shortened so the slow case below takes one second.
     let caller = HttpOverrideCaller::with_timeout(
         PrivateAddressGuard::ALLOW_PRIVATE,
         Duration::from_millis(800),
@@ -469,7 +469,7 @@ fn the_override_caller_picks_signs_and_checks_answers(backend: Backend) {
         Ok(Some(OverrideAnswer::Inventory(items))) if items[0].available && items[0].quantity == Some(4)
     ));
 
-    // What the override received: a signed JSON POST of the contract's shape.
+    // What the override received: a signed JSON POST of the documented shape.
     let received = receiver.received();
     let first = &received[0];
     assert_eq!(first.method, "POST");

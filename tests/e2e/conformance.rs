@@ -125,7 +125,7 @@ impl Run {
         let lines = self.stdout.lines().skip(1);
         lines
             .map(|line| {
-                // CHECK, then the section's two words (`docs/connector.md §2.2`), RESULT, REASON.
+                // CHECK, the section (two words: the page, then its section), RESULT, REASON.
                 let mut parts = line.split_whitespace();
                 let check = parts.next().unwrap_or_default().to_string();
                 let section = format!(

@@ -1,4 +1,4 @@
-//! The platform connector end to end (contract §3, §6): the real `mercer` binary and the
+//! The platform connector end to end: the real `mercer` binary and the
 //! platform simulator talking HTTP to each other, on SQLite and on PostgreSQL.
 
 use std::time::Duration;

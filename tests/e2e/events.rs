@@ -70,7 +70,7 @@ fn heal_event_queueing(server: &MercerServer) {
 }
 
 /// The ingest writer answers a request only after its events are committed: when storing
-/// fails, the client gets the contract's 500, never a 202 for an event that was lost.
+/// fails, the client gets a JSON 500, never a 202 for an event that was lost.
 fn an_event_that_cannot_be_stored_gets_a_500_never_a_202(backend: Backend) {
     let server = MercerServer::start(backend);
     // Storing an event takes one of two paths: on SQLite with an empty queue the writer applies

@@ -548,7 +548,7 @@ fn a_body_that_never_finishes_gets_408_and_its_connection_closed(backend: Backen
     );
     assert!(status.starts_with("HTTP/1.1 408"), "{status}");
     assert_eq!(body["error"], "invalid_request", "RFC 6749's body: {body}");
-    // The same on a route of the contract's errors, with credentials.
+    // The same on a route of JSON errors, with credentials.
     let (status, body) = answer_to_unfinished_body(
         &server,
         &format!(

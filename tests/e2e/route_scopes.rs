@@ -1,12 +1,12 @@
-//! Every authenticated route's scope, compared with the contract (§2–§6, and docs/
-//! api-conventions.md for the routes beyond it): one table, checked against the real binary, and
+//! Every authenticated route's scope, compared with the scopes docs/api-reference.md
+//! and docs/api-conventions.md name: one table, checked against the real binary, and
 //! checked to cover every route that the route folders of `crates/server/src/http/routes` register.
 
 use std::collections::BTreeSet;
 
 use mercer_tests::{Backend, MercerServer, backend_tests};
 
-/// Every scope of contract §2, spelled as the contract spells them (not taken from the code).
+/// Every API scope, spelled as docs/api-conventions.md spells them (not taken from the code).
 pub(crate) const SCOPES: [&str; 12] = [
     "read_customers",
     "write_customers",
@@ -22,9 +22,9 @@ pub(crate) const SCOPES: [&str; 12] = [
     "write_subscription_groups",
 ];
 
-/// (method, path template as registered, the scope the contract names).
+/// (method, path template as registered, the scope the documentation names).
 pub(crate) const ROUTES: &[(&str, &str, &str)] = &[
-    // §3.4 events and sync triggers; sync progress is docs/api-conventions.md's.
+    // Events and sync triggers; sync progress is docs/api-conventions.md's.
     (
         "POST",
         "/customers/v1/shops/{shop}/platforms/custom/webhooks/customers/saved",
@@ -79,7 +79,7 @@ pub(crate) const ROUTES: &[(&str, &str, &str)] = &[
         "/products/v2/shops/{shop}/sync/{id}",
         "read_products",
     ),
-    // §4.4 headless checkout: Init Order; the shop's checkout settings (docs/checkout.md).
+    // Headless checkout: Init Order; the shop's checkout settings (docs/checkout.md).
     ("POST", "/checkout/orders/{shop}/init", "write_orders"),
     (
         "GET",
@@ -91,7 +91,7 @@ pub(crate) const ROUTES: &[(&str, &str, &str)] = &[
         "/checkout/shop/{shop}/settings",
         "modify_shop_settings",
     ),
-    // §4.1 overrides.
+    // Overrides.
     (
         "POST",
         "/checkout/shop/{shop}/overrides",
@@ -112,7 +112,7 @@ pub(crate) const ROUTES: &[(&str, &str, &str)] = &[
         "/checkout/shop/{shop}/overrides/{id}",
         "modify_shop_settings",
     ),
-    // §4.2 checkout webhooks, all modify_shop_settings; the delivery log and its actions are
+    // Checkout webhooks, all modify_shop_settings; the delivery log and its actions are
     // docs/api-conventions.md's (reads read_shop_settings, actions modify_shop_settings).
     (
         "POST",
@@ -174,13 +174,13 @@ pub(crate) const ROUTES: &[(&str, &str, &str)] = &[
         "/checkout/shop/{shop}/webhooks/{id}/enable",
         "modify_shop_settings",
     ),
-    // §5: reads of the subscription API.
+    // Reads of the subscription API.
     (
         "GET",
         "/subscriptions/v1/shops/{shop}/shop",
         "read_subscriptions",
     ),
-    // §5 webhook subscriptions: reads read_subscriptions, writes write_subscriptions.
+    // Webhook subscriptions: reads read_subscriptions, writes write_subscriptions.
     // Subscription webhooks' delivery log (docs/api-conventions.md).
     (
         "GET",
@@ -207,7 +207,7 @@ pub(crate) const ROUTES: &[(&str, &str, &str)] = &[
         "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}/enable",
         "write_subscriptions",
     ),
-    // §5 subscription customers, subscriptions and actions.
+    // Subscription customers, subscriptions and actions.
     (
         "GET",
         "/subscriptions/v1/shops/{shop}/customers",
@@ -348,7 +348,7 @@ pub(crate) const ROUTES: &[(&str, &str, &str)] = &[
         "/subscriptions/v1/shops/{shop}/webhooks/topics",
         "read_subscriptions",
     ),
-    // Contract §7: the box builder's admin routes, with the scopes seed 002 §4.5 brackets.
+    // The box builder's admin routes, with the scopes docs/box-builder.md brackets.
     (
         "GET",
         "/box_builder/v1/shops/{shop}/boxes",
@@ -525,7 +525,7 @@ pub(crate) const ROUTES: &[(&str, &str, &str)] = &[
         "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}",
         "write_subscriptions",
     ),
-    // §3.3 rotation, §3.1 destinations (writes modify, reads read).
+    // Secret rotation, destinations (writes modify, reads read).
     (
         "POST",
         "/integrations/v1/shops/{shop}/shared_secret/rotate",
@@ -561,7 +561,7 @@ pub(crate) const ROUTES: &[(&str, &str, &str)] = &[
         "/integrations/v1/shops/{shop}/platform_connector_destinations/{id}",
         "modify_shop_settings",
     ),
-    // §6 customer directory: reads read_customers, labels write_customers.
+    // Customer directory: reads read_customers, labels write_customers.
     (
         "GET",
         "/customers/v2/shops/{shop}/customers",
@@ -641,7 +641,7 @@ pub(crate) const CONSOLE: &[(&str, &str)] = &[
     ("GET", "/console/subscriptions/{id}"),
 ];
 
-/// The storefront's routes (§4.4): the bearer is the JWT of the path's one order, never an API
+/// The storefront's routes: the bearer is the JWT of the path's one order, never an API
 /// token.
 pub(crate) const STOREFRONT: &[(&str, &str)] = &[
     (
@@ -950,11 +950,11 @@ fn the_table_covers_every_registered_route() {
          registered: {gone:?}"
     );
     for (_, _, scope) in ROUTES {
-        assert!(SCOPES.contains(scope), "{scope} is not a contract scope");
+        assert!(SCOPES.contains(scope), "{scope} is not an API scope");
     }
 }
 
-fn every_route_requires_the_scope_the_contract_names(backend: Backend) {
+fn every_route_requires_its_documented_scope(backend: Backend) {
     let server = MercerServer::in_process(backend);
     let shop = server
         .cli(&["shop", "create", "--domain", "scopes.shop.test"])
@@ -1190,7 +1190,7 @@ fn only_storefront_routes_answer_other_origins(backend: Backend) {
 }
 
 backend_tests!(
-    every_route_requires_the_scope_the_contract_names,
+    every_route_requires_its_documented_scope,
     routes_of_no_scope_take_any_token_of_the_shop,
     every_storefront_route_requires_its_orders_token,
     only_storefront_routes_answer_other_origins,

@@ -1,4 +1,4 @@
-//! The subscription scheduler end to end (issue 14; contract §5 "Orders"; docs/scheduler.md):
+//! The subscription scheduler end to end (issue 14; docs/scheduler.md):
 //! the real `mercer` binary places due orders through the platform simulator, on SQLite and on
 //! PostgreSQL. Weekly orders on time three times in a row across a change to summer time (the
 //! binary's clock started at those dates with `--clock-start`, restarted between them), a

@@ -1,4 +1,4 @@
-//! Subscription customers end to end (issue 13; seed 002 §2.1, §2.2, §4.1; contract §5, §3.4):
+//! Subscription customers end to end (issue 13):
 //! List Customers with its status, search and page; Get / Update Customer and the
 //! `customer_updated` webhook; addresses with exactly one default; List Customer Subscriptions;
 //! `subscription_summary`; and, against the real binary, the platform simulator receiving the

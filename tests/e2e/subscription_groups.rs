@@ -1,4 +1,4 @@
-//! Subscription groups (contract §5.1, issue 24 part 1) over HTTP, on SQLite and PostgreSQL:
+//! Subscription groups (issue 24 part 1) over HTTP, on SQLite and PostgreSQL:
 //! create, list, get, update, delete (409 while a live subscription uses one), and a Create
 //! Subscription written as a TypeScript integration writes it (every id a string, no
 //! `order_rrule`: the group's billing rule gives it; the group's discount).

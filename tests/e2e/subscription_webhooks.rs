@@ -1,4 +1,4 @@
-//! Subscription webhook registration end to end (seed 002 §4.3, §6; contract §5): List Webhook
+//! Subscription webhook registration end to end: List Webhook
 //! Topics, create / list / get / update / delete, the write-only shared secret, 422s with their
 //! field paths, shop scoping, scopes, and one delivery that an independent receiver verifies by
 //! its `x-svc-signature`.
@@ -226,7 +226,7 @@ fn invalid_bodies_are_422_on_their_paths(backend: Backend) {
         assert_eq!(fields(&answer), [path("webhook_topic_id")], "{topic}");
         assert_eq!(answer.errors()[0]["sub_type"], "invalid_value");
     }
-    // A topic by its name is not the seed's field: the id is an integer.
+    // A topic by its name is not the documented field: the id is an integer.
     assert_eq!(
         fields(&post(body(json!("subscription_paused"), CALLBACK, SECRET))),
         [path("webhook_topic_id")]
@@ -488,7 +488,7 @@ fn a_delivery_carries_an_x_svc_signature_the_receiver_verifies(backend: Backend)
 }
 
 /// A Customer Saved event from the platform that renames a customer with a subscription sends
-/// `customer_updated` (seed 002 §6: the customer's name, email or phone changed), with the new
+/// `customer_updated` (the customer's name; email or phone changed), with the new
 /// name; one that renames a customer without any sends nothing.
 fn customer_updated_follows_the_platforms_changes(backend: Backend) {
     let receiver = mercer_tests::receiver::Receiver::start();

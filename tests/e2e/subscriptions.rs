@@ -1,9 +1,9 @@
-//! The subscriptions API end to end (issue 13; seed 002 §2.3, §2.4, §3, §4.2, §6; contract §5;
-//! docs/subscriptions.md): Create Subscription with the seed's body, idempotency, every action
+//! The subscriptions API end to end (issue 13;
+//! docs/subscriptions.md): Create Subscription with the documented body, idempotency, every action
 //! from every status against the states table, the 422s with their field paths, the keyset
 //! cursor over 1,000 subscriptions changing under it, and every webhook the actions emit,
 //! received and verified by independent code. What the issue's "done when" names runs against
-//! the real binary; the other contract checks in-process.
+//! the real binary; the other API checks in-process.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -19,12 +19,12 @@ use mercer_tests::{Answer, Backend, MercerServer, TestDatabase, backend_tests, w
 use serde_json::{Value, json};
 
 pub(crate) const ALLOW_PRIVATE: &[&str] = &["--allow-private-targets"];
-/// The gateway's customer id of the seed's `payment_details`: never shown in any answer.
+/// The gateway's customer id of the documented `payment_details`: never shown in any answer.
 pub(crate) const GATEWAY_CUSTOMER: &str = "cus_gateway_customer_never_shown";
 pub(crate) const PAYMENT_TOKEN: &str = "pm_card_visa_4242";
 const DAY: i64 = 86_400;
 const INVALID_TRANSITION: &str = "subscription.invalid_transition";
-/// The seed's topics (§6), ids 1..20 in this order.
+/// The documented topics, ids 1..20 in this order.
 pub(crate) const TOPICS: [&str; 20] = [
     "customer_created",
     "customer_updated",
@@ -90,7 +90,7 @@ pub(crate) fn address(street: &str, city: &str) -> Value {
     })
 }
 
-/// The Create Subscription body of seed 002 §4.2, every field given.
+/// The Create Subscription body with every field given.
 pub(crate) fn seed_body(email: &str, rule: &str) -> Value {
     json!({
         "customer": {
@@ -588,7 +588,7 @@ fn create_subscription_answers_every_field_of_the_seed(backend: Backend) {
     assert_no_platform_id(&listed["platform_id"]);
 }
 
-/// A directory customer without a platform id: `null`, or the seed's union with no value.
+/// A directory customer without a platform id: `null`, or the documented union with no value.
 pub(crate) fn assert_no_platform_id(value: &Value) {
     let empty_union = json!({ "string_value": "", "int64_value": 0 });
     assert!(

@@ -1,4 +1,4 @@
-//! The webhook engine end to end (contract §4.2, §4.3): checkout webhooks registered over HTTP,
+//! The webhook engine end to end: checkout webhooks registered over HTTP,
 //! test deliveries to real local receivers, retries, disabling, crashes, and two processes.
 
 use std::time::Duration;

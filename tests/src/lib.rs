@@ -70,7 +70,7 @@ pub struct Demo {
 
 /// A running Mercer on its own database: the real `mercer serve` process ([`MercerServer::start`],
 /// killed when dropped), or the same server in this process ([`MercerServer::in_process`],
-/// stopped when dropped) for contract checks that need no process of their own.
+/// stopped when dropped) for API checks that need no process of their own.
 pub struct MercerServer {
     child: Option<Child>,
     embedded: Option<mercer_server::embedded::EmbeddedServer>,
@@ -460,7 +460,7 @@ impl Answer {
             .map(|(_, value)| value.as_str())
     }
 
-    /// Checks that the body is the contract's error body (§1) and gives back its entries.
+    /// Checks that the body is the JSON error body and gives back its entries.
     pub fn errors(&self) -> Vec<Value> {
         let body = self.json();
         let entries = body["errors"]
@@ -498,7 +498,7 @@ impl Answer {
         entries
     }
 
-    /// Asserts the status and that the body is a contract error whose first entry has `kind`.
+    /// Asserts the status and that the body is a JSON error body whose first entry has `kind`.
     pub fn assert_error(&self, status: u16, kind: &str) -> Vec<Value> {
         assert_eq!(self.status, status, "body: {}", self.text);
         let entries = self.errors();

@@ -3,7 +3,7 @@
 //! npm's `http-signature` 1.4 (`parseRequest` + `verifyHMAC`) for the draft-cavage `Signature`
 //! (with node's `crypto` checking that `Digest` is the body's SHA-256),
 //! and PyPI's `standardwebhooks` (`Webhook(secret).verify`) for the Standard Webhooks headers;
-//! and a few lines of Python's own `hmac` for `x-svc-signature` (contract §5: lowercase hex
+//! and a few lines of Python's own `hmac` for `x-svc-signature` (lowercase hex
 //! HMAC-SHA256 of the raw body). Each answers 200 when the request verifies and 401 (with the
 //! reason) when it does not. [`replay`] sends a request another receiver recorded to a verifier.
 
@@ -69,7 +69,7 @@ server.serve_forever()
 "#;
 
 /// Nothing to install: Python's standard library only. The header must be exactly the lowercase
-/// hex digest, as the contract spells it.
+/// hex digest, as the signature header carries it.
 const SVC_SIGNATURE_RECEIVER: &str = r#"
 import hashlib, hmac, http.server, sys
 secret = sys.argv[1].encode()

@@ -1,4 +1,4 @@
-//! The server only composes (docs/ARCHITECTURE.md, "Where a change goes"): its route handlers
+//! The server only composes (docs/ARCHITECTURE.md, "Invariants"): its route handlers
 //! and operator commands parse, call a use case of the domain, and shape the answer. They never
 //! call a repository method themselves, so every rule a route or a command relies on is a use
 //! case that the domain's tests, an embedder and the other entry points share.

@@ -1,4 +1,4 @@
-//! The HTTP client for connector operations (contract §3.2, §3.3).
+//! The HTTP client for connector operations.
 
 use std::time::Duration;
 

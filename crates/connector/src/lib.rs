@@ -1,5 +1,5 @@
 #![warn(missing_docs)]
-//! Mercer's side of the platform connector interface (seed 000, contract §3):
+//! Mercer's side of the platform connector interface:
 //!
 //! - [`HttpConnector`], the client for every connector operation (it implements the domain's
 //!   [`PlatformConnector`] port): signed requests,

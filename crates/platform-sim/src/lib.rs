@@ -1,6 +1,6 @@
-//! A reference e-commerce platform behind a connector (seed 000 §4.2), served from memory.
+//! A reference e-commerce platform behind a connector, served from memory.
 //!
-//! It answers every connector operation by the seed's rules, checks Mercer's HMACs with the
+//! It answers every connector operation by the rules of docs/connector.md, checks Mercer's HMACs with the
 //! connector kit, pushes Saved and Deleted events to a Mercer server when its own data changes
 //! (through its admin API), and can be told to misbehave (statuses, delays, wrong HMACs,
 //! malformed JSON) for fault tests. Run it as `mercer-platform-sim serve`, or embed it with

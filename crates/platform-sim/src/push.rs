@@ -1,4 +1,4 @@
-//! Pushing the platform's own changes to Mercer as Saved and Deleted events (seed 000 §6).
+//! Pushing the platform's own changes to Mercer as Saved and Deleted events.
 
 use std::time::Duration;
 

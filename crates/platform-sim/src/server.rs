@@ -1,4 +1,4 @@
-//! The simulator's HTTP side: the connector operations (contract §3.2) under
+//! The simulator's HTTP side: the connector operations under
 //! `/{version}/shops/{shop}`, checked with the connector kit, and an admin API under `/admin`
 //! that changes the platform's data (pushing events to Mercer) and makes it misbehave.
 

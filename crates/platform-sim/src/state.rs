@@ -1,4 +1,4 @@
-//! The simulated platform's data and the rules of docs/connector.md §3: unique ids, partial
+//! The simulated platform's data and the rules of docs/connector.md section 3: unique ids, partial
 //! updates that leave omitted fields alone, ascending `platform_id` pages with opaque cursors,
 //! soft deletes (customers and addresses are kept, marked deleted, and answer 404), idempotent
 //! Create Order, and a test gateway that declines one token.
@@ -94,7 +94,7 @@ pub type SimResult<T> = Result<T, SimError>;
 
 pub const DEFAULT_LIMIT: usize = 250;
 
-/// `limit` as docs/connector.md §3.3 reads it: 1..250, anything else (or nothing) is 250.
+/// `limit` as docs/connector.md section 3.3 reads it: 1..250, anything else (or nothing) is 250.
 pub fn page_limit(text: Option<&str>) -> usize {
     text.and_then(|t| t.parse::<usize>().ok())
         .filter(|n| (1..=DEFAULT_LIMIT).contains(n))

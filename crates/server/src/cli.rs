@@ -76,7 +76,7 @@ pub enum Command {
         output: Option<std::path::PathBuf>,
     },
     /// Check a platform connector against the connector operations and signing rules
-    /// (docs/connector.md §6): prints one row per check, exits 1 when one fails. Writes only
+    /// (docs/connector.md section 6): prints one row per check, exits 1 when one fails. Writes only
     /// test data to the connector, and deletes it again. Needs no database.
     Conformance(ConformanceArgs),
 }

@@ -1,6 +1,6 @@
 //! Mercer inside another program: what `mercer serve` runs (store, workers, webhook dispatcher,
 //! the HTTP server with its transport), started on a thread of its own and stopped on drop. The
-//! API contract tests run it in-process; only what needs the real binary (signals, the CLI's
+//! API tests run it in-process; only what needs the real binary (signals, the CLI's
 //! output, several processes) starts `mercer`.
 
 use std::sync::mpsc;

@@ -121,7 +121,7 @@ pub struct Request<'a> {
 }
 
 impl Request<'_> {
-    /// The value of one covered component (RFC 9421 §2.1, §2.2).
+    /// The value of one covered component (RFC 9421 sections 2.1 and 2.2).
     fn component(&self, name: &str) -> Result<String, SignatureError> {
         if let Some(derived) = name.strip_prefix('@') {
             return self.derived(derived, name);
@@ -224,7 +224,7 @@ fn serialize(params: &InnerList) -> Result<String, SignatureError> {
         .ok_or_else(|| malformed("nothing to serialize"))
 }
 
-/// The signature base (RFC 9421 §2.5): a line per covered component, then the parameters.
+/// The signature base (RFC 9421 section 2.5): a line per covered component, then the parameters.
 fn signature_base(request: &Request<'_>, params: &InnerList) -> Result<String, SignatureError> {
     let mut base = String::new();
     let mut seen = Vec::new();
@@ -566,7 +566,7 @@ mod tests {
 
     #[test]
     fn content_digest_is_rfc_9530s_sha_256() {
-        // RFC 9530 §B.1's body and digest.
+        // RFC 9530 appendix B.1's body and digest.
         let body = br#"{"hello": "world"}"#;
         let header = content_digest(body);
         assert_eq!(

@@ -9,9 +9,10 @@
 //!
 //! PostgreSQL is reached at `MERCER_TEST_POSTGRES_URL` (default
 //! `postgres://postgres@127.0.0.1:5432/postgres`); that user must be allowed to create databases.
-//! A test on PostgreSQL fails when none answers. Every such test has `postgres` in its name
-//! (`backend_tests!` puts them in a `postgres` module): `cargo xtask test` leaves them out, and
-//! says so, when PostgreSQL is down and `--require-postgres` was not given.
+//! A test on PostgreSQL fails when none answers, with a message saying how to skip it
+//! (`cargo test -- --skip postgres`) or start the server. Every such test has `postgres` in its
+//! name (`backend_tests!` puts them in a `postgres` module): `cargo xtask test` leaves them out,
+//! and says so, when PostgreSQL is down and `--require-postgres` was not given.
 
 use diesel::PgConnection;
 use diesel::connection::SimpleConnection;
@@ -63,15 +64,25 @@ fn unique_name(prefix: &str) -> String {
     format!("{prefix}_{}_{suffix}", std::process::id())
 }
 
+/// A connection to the PostgreSQL server tests create their databases on. When none answers,
+/// the test fails (a run without PostgreSQL is never reported as passed) with a message that
+/// says how to skip these tests or start the server.
 fn postgres_admin(admin_url: &str) -> PgConnection {
-    PgConnection::establish(admin_url).unwrap_or_else(|error| {
-        panic!(
-            "PostgreSQL does not answer at {admin_url} ({error}). Start it \
-             (pg_ctlcluster --skip-systemctl-redirect 15 main start), set \
-             {POSTGRES_URL_VAR}, or run `cargo xtask test`, which leaves PostgreSQL \
-             tests out when none is running"
-        )
-    })
+    PgConnection::establish(admin_url)
+        .unwrap_or_else(|error| panic!("{}", postgres_down(admin_url, &error.to_string())))
+}
+
+/// What a test on PostgreSQL says when no server answers at `admin_url`.
+fn postgres_down(admin_url: &str, error: &str) -> String {
+    format!(
+        "PostgreSQL does not answer at {admin_url} ({error}).\n\
+         This test needs PostgreSQL, like every test with `postgres` in its name. Either:\n\
+         - skip them: `cargo test -- --skip postgres` (they do not run, so they do not pass);\n\
+         - start PostgreSQL: `pg_ctlcluster --skip-systemctl-redirect 15 main start`;\n\
+         - point the tests at another server: {POSTGRES_URL_VAR}=postgres://user@host:port/postgres\n\
+           (the user must be allowed to create databases);\n\
+         - or run `cargo xtask test`, which leaves these tests out, and says so, when none answers."
+    )
 }
 
 const MIGRATIONS_FINGERPRINT: &str = env!("MERCER_MIGRATIONS_FINGERPRINT");
@@ -499,5 +510,29 @@ mod tests {
             "postgres://u@h/t1?sslmode=disable"
         );
         assert_eq!(with_database("postgres://u@h", "t1"), "postgres://u@h/t1");
+    }
+
+    /// Without a database server, a test that needs one still fails, and says how to skip it
+    /// or start the server instead of showing a bare connection error. (The test's name leaves
+    /// out the database's, so that skipping those tests does not skip this one.)
+    #[test]
+    #[should_panic(expected = "cargo test -- --skip postgres")]
+    fn a_database_server_that_does_not_answer_fails_saying_how_to_skip_its_tests() {
+        // Port 1 on loopback: nothing listens there, so the connection is refused at once.
+        postgres_admin("postgres://nobody@127.0.0.1:1/postgres");
+    }
+
+    #[test]
+    fn the_message_names_every_way_out() {
+        let message = postgres_down("postgres://u@h/postgres", "connection refused");
+        for needed in [
+            "connection refused",
+            "cargo test -- --skip postgres",
+            "pg_ctlcluster --skip-systemctl-redirect 15 main start",
+            POSTGRES_URL_VAR,
+            "cargo xtask test",
+        ] {
+            assert!(message.contains(needed), "{needed} missing from: {message}");
+        }
     }
 }

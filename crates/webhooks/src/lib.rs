@@ -1,4 +1,4 @@
-//! Webhook delivery (contract §4.3, §5): workers claim due messages, sign them (Standard
+//! Webhook delivery: workers claim due messages, sign them (Standard
 //! Webhooks on all; draft-cavage for checkout topics; `x-svc-signature` for subscription
 //! topics), send them with ureq, record every attempt, and schedule retries or disable
 //! endpoints by the domain's rules. [`overrides`] calls API overrides, signed the same way as

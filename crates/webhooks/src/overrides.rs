@@ -1,4 +1,4 @@
-//! The override caller (contract §4.1, §4.3): Mercer's side of an API override. A request is a
+//! The override caller: Mercer's side of an API override. A request is a
 //! JSON `POST` with `Date`, `Digest` and a draft-cavage `Signature` made with the override's secret; the
 //! override has 5 seconds to answer with a 2xx and a body of its type's shape.
 
@@ -14,7 +14,7 @@ use mercer_signing::cavage;
 
 use crate::dispatcher::{http_date, request_target};
 
-/// How long an override has to answer (contract §4.1).
+/// How long an override has to answer.
 pub const OVERRIDE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The most of an answer that is read; a bigger one is a wrong answer.

@@ -1,4 +1,4 @@
-//! The disabling of an endpoint that only fails (contract §4.2, docs/api-conventions.md: "5 days
+//! The disabling of an endpoint that only fails (docs/api-conventions.md: "5 days
 //! of failures without a success"), through the dispatcher's own bookkeeping: `dispatch_batch`
 //! with a test clock, a real loopback receiver, and a real database of either kind. The period
 //! is hours on the command line, so only a clock of our own can cross it in a test.

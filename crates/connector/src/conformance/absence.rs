@@ -1,4 +1,4 @@
-//! Records that do not exist (docs/connector.md §3.7) and deleted ones (§3.8): 404 for ids the
+//! Records that do not exist (docs/connector.md section 3.7) and deleted ones (section 3.8): 404 for ids the
 //! platform does not know, and deletes that take the record out of every operation. The
 //! unknown ids are made up for the run, so no existing record is touched.
 

@@ -6,7 +6,7 @@
 pub struct Check {
     /// The name printed in the report (`verification-echo`).
     pub name: &'static str,
-    /// Where the rule is stated (`docs/connector.md §2.2`).
+    /// Where the rule is stated (`docs/connector.md`, then the section sign and its number).
     pub section: &'static str,
     /// The rule, in a line.
     pub rule: &'static str,
@@ -97,7 +97,7 @@ checks! {
 mod tests {
     use super::CHECKS;
 
-    /// docs/connector.md lists every check under §6.2 and has a heading for each section.
+    /// docs/connector.md lists every check under section 6.2 and has a heading for each section.
     #[test]
     fn the_connector_documentation_states_every_checks_rule() {
         let doc = include_str!("../../../../docs/connector.md");

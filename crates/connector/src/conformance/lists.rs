@@ -1,4 +1,4 @@
-//! The list checks (docs/connector.md §3.3): ascending `platform_id`, `limit` capping a page,
+//! The list checks (docs/connector.md section 3.3): ascending `platform_id`, `limit` capping a page,
 //! cursors visiting each record once and ending with an empty `next`, the fallback to 250, and
 //! List Customers' email filter. They read whatever the shop holds, the test customers included.
 

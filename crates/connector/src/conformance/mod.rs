@@ -78,7 +78,7 @@ pub struct CustomerToken {
 pub struct CheckResult {
     /// The check's name (`verification-echo`).
     pub name: &'static str,
-    /// Where its rule is stated (`docs/connector.md §2.2`).
+    /// Where its rule is stated (`docs/connector.md`, then the section sign and its number).
     pub section: &'static str,
     /// Whether the connector followed the rule.
     pub passed: bool,

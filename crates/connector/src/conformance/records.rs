@@ -1,4 +1,4 @@
-//! The checks that write test records (docs/connector.md §3.2, §3.4, §3.5, §3.6): creates,
+//! The checks that write test records (docs/connector.md sections 3.2, 3.4, 3.5 and 3.6): creates,
 //! partial updates, Create Order's idempotency and Validate Customer JWT. The records they make
 //! are marked as test data (`testdata`) and removed at the end of the run.
 

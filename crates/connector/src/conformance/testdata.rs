@@ -1,4 +1,4 @@
-//! The checks' test data (docs/connector.md §6.3): how each record is marked, and its removal
+//! The checks' test data (docs/connector.md section 6.3): how each record is marked, and its removal
 //! at the end of the run, whatever the checks found.
 
 use serde_json::{Value, json};

@@ -1,4 +1,4 @@
-//! Who may call a shop's route (contract §2): a bearer token bound to one shop, with scopes.
+//! Who may call a shop's route: a bearer token bound to one shop, with scopes.
 //!
 //! The order of the checks fixes the status a client sees: no or unknown token is 401; a valid
 //! token on a path naming no shop is 404; on another shop's path, or without the route's scope, 403.

@@ -1,4 +1,4 @@
-//! Who may do what: shops, API tokens and their scopes, the auth decision of contract §2,
+//! Who may do what: shops, API tokens and their scopes, the auth decision,
 //! connector and checkout shared secrets, and OAuth (apps, staff sign-in, codes, exchange).
 
 pub mod auth;

@@ -1,4 +1,4 @@
-//! OAuth 2.0 authorization code flow for public integrations (contract §2; RFC 6749 with PKCE,
+//! OAuth 2.0 authorization code flow for public integrations (RFC 6749 with PKCE,
 //! RFC 7636): apps and staff accounts made by the operator, staff sign-in with lockout, codes
 //! that are single-use and live 10 minutes, and their exchange for an ordinary API token.
 //!
@@ -18,7 +18,7 @@ use crate::access::{AccessDatabase, AccessRepositories};
 use crate::kernel::error::{DomainError, FieldError, Problems};
 use crate::kernel::time::Timestamp;
 
-/// How long an authorization code may be exchanged (contract §2).
+/// How long an authorization code may be exchanged.
 pub(crate) const CODE_LIFETIME_SECONDS: i64 = 10 * 60;
 /// Consecutive sign-in failures of one account from one client address before that pair is
 /// locked for a while.
@@ -149,7 +149,7 @@ pub struct NewAuthorizationCode {
 // Apps and staff accounts (the operator's CLI).
 
 /// A redirect URI an app may register: absolute, no fragment, https — or http on a loopback
-/// host, for native and local clients (RFC 8252 §7.3).
+/// host, for native and local clients (RFC 8252 section 7.3).
 pub(crate) fn check_redirect_uri(uri: &str) -> Result<String, FieldError> {
     let invalid = |why: &str| FieldError::new("redirect_uri", "invalid_url", why.to_string());
     let parsed =
@@ -359,7 +359,7 @@ pub struct ValidAuthorize {
     pub app: OAuthApp,
     /// Where to send the browser back: the one given, or the app's only one.
     pub redirect_uri: String,
-    /// Whether the request named it; then the token request must name the same (RFC 6749 §4.1.3).
+    /// Whether the request named it; then the token request must name the same (RFC 6749 section 4.1.3).
     pub redirect_uri_given: bool,
     /// The scopes asked for; not empty.
     pub scopes: ScopeSet,
@@ -373,7 +373,7 @@ pub struct ValidAuthorize {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AuthorizeError {
     /// The client or its redirect URI cannot be trusted: show the error, never redirect
-    /// (RFC 6749 §4.1.2.1).
+    /// (RFC 6749 section 4.1.2.1).
     NoRedirect(String),
     /// Tell the client, by redirecting with `error`, `error_description` and `state`.
     Redirect {
@@ -395,7 +395,7 @@ fn is_pkce_value(text: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'))
 }
 
-/// Checks an authorize request in the order RFC 6749 §4.1.2.1 asks: client and redirect URI
+/// Checks an authorize request in the order RFC 6749 section 4.1.2.1 asks: client and redirect URI
 /// first (errors shown), then the rest (errors redirected).
 pub fn check_authorize(
     tx: &mut dyn AccessRepositories,
@@ -732,7 +732,7 @@ pub struct TokenParams {
     pub code_verifier: Option<String>,
 }
 
-/// An RFC 6749 §5.2 error: `invalid_client` is 401, the others 400.
+/// An RFC 6749 section 5.2 error: `invalid_client` is 401, the others 400.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OAuthError {
     /// The RFC 6749 error code (`invalid_request`, `invalid_client`, `invalid_grant`, ...).
@@ -770,7 +770,7 @@ fn pkce_s256(verifier: &str) -> String {
 pub enum Exchange {
     /// The code was good: the token, bound to the code's shop.
     Issued(Box<IssuedToken>),
-    /// The client's error (RFC 6749 §5.2). It is an outcome, not an `Err`, so that what the
+    /// The client's error (RFC 6749 section 5.2). It is an outcome, not an `Err`, so that what the
     /// exchange changed (revoking the token of a code presented twice) is committed.
     Refused(OAuthError),
 }

@@ -75,7 +75,7 @@ pub trait SecretRepository {
     fn save_shared_secret(&mut self, secret: &SharedSecret) -> StoreResult<()>;
 }
 
-/// OAuth apps, staff accounts and authorization codes (contract §2).
+/// OAuth apps, staff accounts and authorization codes.
 pub trait OAuthRepository {
     /// Stores a new app and returns it.
     fn insert_oauth_app(&mut self, new: &NewOAuthApp) -> StoreResult<OAuthApp>;

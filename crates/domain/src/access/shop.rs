@@ -1,4 +1,4 @@
-//! Shops (seed 002 §2.5): created by the operator, addressed by their 32-hex identifier.
+//! Shops: created by the operator, addressed by their 32-hex identifier.
 
 use serde::Serialize;
 
@@ -9,7 +9,7 @@ use crate::kernel::error::{DomainError, FieldError, Problems};
 use crate::kernel::money::{Cents, CurrencyCode};
 use crate::kernel::time::Timestamp;
 
-/// The `shop_identifier` of the contract: 32 lowercase hex characters.
+/// A shop's `shop_identifier`: 32 lowercase hex characters.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 #[serde(transparent)]
 pub struct ShopIdentifier(String);
@@ -584,7 +584,7 @@ pub fn bootstrap_demo(
     }))
 }
 
-/// The Shop resource of seed 002 §2.5, with the seed's own spelling `shop_identifer`.
+/// The Shop resource, with its own spelling `shop_identifer`.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ShopResource<'a> {
     /// The shop's row id (the service's integer).
@@ -593,7 +593,7 @@ pub struct ShopResource<'a> {
     pub shop_domain: &'a str,
     /// The storefront's own domain, if it has one.
     pub custom_domain: Option<&'a str>,
-    /// The 32-hex identifier, under the seed's spelling.
+    /// The 32-hex identifier, under the documented spelling.
     pub shop_identifer: &'a str,
     /// The commerce platform the shop runs on.
     pub platform_type: &'a str,

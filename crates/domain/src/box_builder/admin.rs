@@ -1,6 +1,6 @@
-//! The box builder's admin use cases (contract §7, docs/box-builder.md): boxes, box products,
+//! The box builder's admin use cases (docs/box-builder.md): boxes, box products,
 //! box sizes, time slots and their options. Every answer is the resource as shown for its
-//! shop; lists come a page at a time with the box-builder pagination (seed 002 §2.8).
+//! shop; lists come a page at a time with the box-builder pagination.
 
 use crate::access::shop::Shop;
 use crate::box_builder::input::{BoxInput, BoxProductInput, BoxSizeInput, TimeSlotInput};

@@ -1,4 +1,4 @@
-//! The box builder (seed 002 §2.7, §4.5; contract §7; docs/box-builder.md): boxes sold under a
+//! The box builder (docs/box-builder.md): boxes sold under a
 //! subscription group, the catalogue's products they offer, their sizes, their time slots and
 //! the products offered in each slot; and the selections customers make of them.
 

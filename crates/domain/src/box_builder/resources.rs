@@ -1,4 +1,4 @@
-//! The box builder's resources (seed 002 §2.7), as the API shows them. The store keeps them
+//! The box builder's resources, as the API shows them. The store keeps them
 //! without their shop's identifier, which `InShop::in_shop` adds on the way out.
 
 use serde::{Deserialize, Serialize};

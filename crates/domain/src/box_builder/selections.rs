@@ -1,4 +1,4 @@
-//! Selections (contract §7, docs/box-builder.md "Selections"): what a subscribed customer
+//! Selections (docs/box-builder.md "Selections"): what a subscribed customer
 //! chooses for one order of a box, checked by the box's rules; and the box's subscription line
 //! items. The admin routes and the customer's own routes share these use cases.
 

@@ -1,4 +1,4 @@
-//! The storefront's reads (contract §7, docs/box-builder.md "Storefront"): a shop's boxes,
+//! The storefront's reads (docs/box-builder.md "Storefront"): a shop's boxes,
 //! their sizes, and their time slots once visible, for shoppers with no credentials. Only what
 //! a shop shows its visitors: no selections, no subscription line items, no other shop's data.
 

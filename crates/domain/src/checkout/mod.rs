@@ -1,4 +1,4 @@
-//! The headless checkout (issue 15; contract §4.4; docs/checkout.md): the storefront API that the
+//! The headless checkout (issue 15; docs/checkout.md): the storefront API that the
 //! vendor's frontend library drives, its orders and `application_state`, the overrides it calls,
 //! the built-in test gateway, and the six checkout topics it fires.
 

@@ -1,4 +1,4 @@
-//! The payloads of the six checkout topics (seed 001 §2), enqueued as checkout webhook messages
+//! The payloads of the six checkout topics, enqueued as checkout webhook messages
 //! in the transaction of the change they report.
 
 use serde::Serialize;
@@ -19,7 +19,7 @@ use crate::kernel::money::Cents;
 use crate::kernel::time::Timestamp;
 use crate::webhooks::{self, WebhookKind, enqueue_all_for_topic, enqueue_for_topic};
 
-/// The checkout topics (contract §4.2's ids 1..6).
+/// The checkout topics (ids 1..6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Topic {
     /// `order/processed`: Process Order went through.
@@ -65,8 +65,8 @@ fn domains(shop: &Shop) -> (String, String) {
     (platform, public)
 }
 
-/// The payload of order/processed, order/created, order/failed and order/fulfilled (seed 001
-/// §2): `application_state` is the one the storefront was shown.
+/// The payload of order/processed, order/created, order/failed and order/fulfilled:
+/// `application_state` is the one the storefront was shown.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct OrderPayload {
     pub platform_domain: String,
@@ -153,7 +153,7 @@ pub fn emit(
     Ok(())
 }
 
-/// Enqueues order/fulfilled with its `fulfillment_data` (an object, seed 001 §2).
+/// Enqueues order/fulfilled with its `fulfillment_data` (an object).
 pub(crate) fn emit_fulfilled(
     tx: &mut dyn CheckoutRepositories,
     shop: &Shop,
@@ -175,7 +175,7 @@ pub(crate) fn emit_fulfilled(
     Ok(())
 }
 
-/// A line item of order/abandoned: seed 001 writes `properties` as name/value pairs and
+/// A line item of order/abandoned: the abandoned payload writes `properties` as name/value pairs and
 /// `visible` as a number here, and the line's parts in this order.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct AbandonedLineItem {
@@ -194,7 +194,7 @@ pub struct Property {
     pub value: String,
 }
 
-/// order/abandoned's payload (seed 001 §2).
+/// order/abandoned's payload.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct AbandonedPayload {
     pub customer: ShownCustomer,
@@ -204,7 +204,7 @@ pub(crate) struct AbandonedPayload {
     pub resumable_link: String,
 }
 
-/// Enqueues order/abandoned (seed 001 §2: the customer, line items, meta data and the link
+/// Enqueues order/abandoned (the customer, line items, meta data and the link
 /// that resumes the checkout).
 pub(crate) fn emit_abandoned(
     tx: &mut dyn CheckoutRepositories,
@@ -277,7 +277,7 @@ pub(crate) fn platform_customer_id(
         .and_then(|customer| customer.platform_id))
 }
 
-/// gift_card/created's payload for one card (seed 001 §2). The card's customer is the
+/// gift_card/created's payload for one card. The card's customer is the
 /// checkout's guest: no platform customer.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct GiftCardPayload {

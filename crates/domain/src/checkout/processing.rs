@@ -1,4 +1,4 @@
-//! Process Order and what follows it (contract §4.4; docs/checkout.md): the final inventory
+//! Process Order and what follows it (docs/checkout.md): the final inventory
 //! check, the discounts valued again, the payments authorized by the test gateway, then
 //! `order/processed`; the order pushed to the platform by a job ([`PushOrderJob`]: Create Order
 //! with `Idempotency-Key` = `public_order_id`, then Create Payment), then `order/created` with
@@ -577,7 +577,7 @@ fn fail<D: CheckoutDatabase>(
 
 /// The platform has the order: `order/created`, the gift cards it sold, the subscriptions its
 /// plans make; and `order/fulfilled`'s job when the platform fulfilled the order before this
-/// (the seed warns that some fulfil on receipt).
+/// (some platforms fulfil on receipt).
 fn created<D: CheckoutDatabase>(
     db: &D,
     shop: &Shop,
@@ -789,7 +789,7 @@ fn plans(document: &CheckoutDocument) -> Vec<Plan<'_>> {
 }
 
 /// `subscription_payment_failed` for each plan of an order whose payment was declined at
-/// Process Order (seed 002 §6: the payment method fails for the initial subscription
+/// Process Order (the payment method fails for the initial subscription
 /// transaction). No subscription exists: `data` is the one the plan would make (`id` null,
 /// with its `customer`), and `order` the checkout's, failed with `payment_declined`.
 fn announce_declined_plans(
@@ -830,7 +830,7 @@ fn announce_declined_plans(
     Ok(())
 }
 
-/// A Create Subscription body (seed 002 §4.2) for a plan of the order. It is JSON, not a
+/// A Create Subscription body for a plan of the order. It is JSON, not a
 /// typed value, because it goes through the route's own parser
 /// ([`create_subscription_from_body`]): a plan is checked exactly as an API client's body is.
 fn subscription_body(
@@ -870,7 +870,7 @@ fn subscription_body(
                 "quantity": item.quantity,
                 "price": item.price,
             });
-            // Checked at init: the group is an integer (seed 002).
+            // Checked at init: the group is an integer.
             if let Ok(group) = group.parse::<i64>() {
                 line["subscription_group_id"] = json!(group);
             }

@@ -254,7 +254,7 @@ impl Serialize for Weight {
     }
 }
 
-/// `product_data` (`IProductData`). The library's types and seed 001's abandoned payload write
+/// `product_data` (`IProductData`). The library's types and the abandoned payload write
 /// `properties` and `visible` differently, so each view picks their types: a map and `true` for
 /// the storefront, name/value pairs and `1` for order/abandoned.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]

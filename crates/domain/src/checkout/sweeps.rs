@@ -31,7 +31,7 @@ impl JobPayload for AbandonmentJob {
     }
 }
 
-/// A checkout untouched this long is abandoned (contract §4.4: an hour by default).
+/// A checkout untouched this long is abandoned (an hour by default).
 pub const DEFAULT_ABANDONMENT_DELAY_SECONDS: i64 = 60 * 60;
 /// How often the sweep runs (five minutes by default).
 pub const DEFAULT_ABANDONMENT_INTERVAL_SECONDS: i64 = 5 * 60;
@@ -86,7 +86,7 @@ pub fn sweep_abandoned<D: CheckoutDatabase>(
     }
 }
 
-/// `fulfillment_data` of order/fulfilled (seed 001 §2): the checkout's amounts in cents, what
+/// `fulfillment_data` of order/fulfilled: the checkout's amounts in cents, what
 /// was fulfilled, and the platform order's tracking when its custom attributes carry it
 /// (`tracking_company`, `tracking_number`, `tracking_url`). A checkout has no fees.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -105,7 +105,7 @@ pub(crate) struct Fulfillment {
     pub tracking_company: String,
     pub tracking_number: String,
     pub tracking_url: String,
-    /// `YYYY-MM-DD HH:MM:SS`, as the seed writes it.
+    /// `YYYY-MM-DD HH:MM:SS`, as the payload writes it.
     pub fulfilled_at: String,
 }
 

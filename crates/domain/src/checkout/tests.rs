@@ -854,7 +854,7 @@ fn a_fulfilled_platform_order_emits_order_fulfilled_once() {
     assert_eq!(topic, "order/fulfilled");
     assert_eq!(payload["fulfillment_status"], "fulfilled");
     let data = &payload["fulfillment_data"];
-    assert!(data.is_object(), "an object, seed 001 §2");
+    assert!(data.is_object(), "fulfillment_data is an object");
     assert_eq!(data["item_count"], 3);
     assert_eq!(data["tracking_number"], "1Z999");
     assert_eq!(

@@ -1,4 +1,4 @@
-//! The customer directory (seed 002 §4.4, contract §6): the shop's customers as received from
+//! The customer directory: the shop's customers as received from
 //! its connector (and, later, those created in the service), searchable and paged.
 
 use serde::Serialize;
@@ -402,7 +402,7 @@ pub struct DirectoryPage {
     pub total: i64,
 }
 
-/// The platform id union of seed 002 §2.6: the text, and its integer value when it is one.
+/// The platform id union of directory answers: the text, and its integer value when it is one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct PlatformIdUnion {
     /// The platform's id as text (`""` when there is none).
@@ -421,7 +421,7 @@ impl PlatformIdUnion {
     }
 }
 
-/// The nullable text of seed 002 §2.6.
+/// The nullable text of directory answers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct NullableText {
     /// The text, `""` when there is none.
@@ -439,7 +439,7 @@ impl NullableText {
     }
 }
 
-/// A directory address as answers show it (seed 002 §2.6): absent text is `""`.
+/// A directory address as answers show it: absent text is `""`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct AddressResource {
     /// The address's id (the service's integer).

@@ -1,4 +1,4 @@
-//! Errors the domain speaks in. Only the server maps them to HTTP statuses and the contract's
+//! Errors the domain speaks in. Only the server maps them to HTTP statuses and the JSON
 //! error body; libraries below it never think in status codes.
 
 use std::fmt;

@@ -63,7 +63,7 @@ impl Timestamp {
             .to_rfc3339_opts(SecondsFormat::Secs, true)
     }
 
-    /// `YYYY-MM-DD HH:MM:SS` in UTC, the form seed 001 gives API override times.
+    /// `YYYY-MM-DD HH:MM:SS` in UTC, the form API override times take.
     pub fn to_date_time_seconds(self) -> String {
         self.to_datetime().format("%Y-%m-%d %H:%M:%S").to_string()
     }

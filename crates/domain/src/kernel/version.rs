@@ -1,4 +1,4 @@
-//! The `Svc-API-Version-Date` header (contract §1): optional; absent means the newest version.
+//! The `Svc-API-Version-Date` header: optional; absent means the newest version.
 
 use chrono::NaiveDate;
 

@@ -15,7 +15,7 @@ pub trait OverrideRepositories: AccessRepositories + OverrideRepository {}
 
 impl<T> OverrideRepositories for T where T: AccessRepositories + OverrideRepository + ?Sized {}
 
-/// API overrides of shops (contract §4.1).
+/// API overrides of shops.
 pub trait OverrideRepository {
     /// Stores a new override, with a new public id (32 hex characters), and returns it.
     fn insert_override(&mut self, new: &NewApiOverride) -> StoreResult<ApiOverride>;

@@ -1,4 +1,4 @@
-//! The port to a shop's platform connector (contract §3.2): every operation Mercer calls, with
+//! The port to a shop's platform connector: every operation Mercer calls, with
 //! typed requests and answers. `mercer-connector` implements it over HTTP.
 
 use std::time::Duration;
@@ -121,7 +121,7 @@ pub type ConnectorResult<T> = Result<T, ConnectorError>;
 /// A connector client shared by request handlers and workers.
 pub type PlatformConnectorHandle = std::sync::Arc<dyn PlatformConnector>;
 
-/// The operations Mercer calls on a shop's platform connector (contract §3.2), each given the
+/// The operations Mercer calls on a shop's platform connector, each given the
 /// target to reach. Implemented over HTTP by `mercer-connector`, and in memory for tests.
 pub trait PlatformConnector: Send + Sync {
     /// Verify Platform Connector Destination: succeeds only when the connector echoes the right
@@ -216,14 +216,14 @@ pub trait PlatformConnector: Send + Sync {
         platform_order_id: &str,
         payment: &Payment,
     ) -> ConnectorResult<Payment>;
-    /// List Products (contract §3.2): paged as List Customers.
+    /// List Products: paged as List Customers.
     fn list_products(
         &self,
         target: &ConnectorTarget,
         limit: Option<u32>,
         cursor: Option<&str>,
     ) -> ConnectorResult<Page<Product>>;
-    /// List Categories (contract §3.2): paged as List Customers.
+    /// List Categories: paged as List Customers.
     fn list_categories(
         &self,
         target: &ConnectorTarget,

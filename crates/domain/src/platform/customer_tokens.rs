@@ -1,6 +1,6 @@
 //! A shopper proves to be a customer of the platform with a token the platform issued them;
-//! Mercer asks the shop's customers connector whether it is active (seed 000 Validate Customer
-//! JWT). The box builder's customer routes are opened this way (contract §7).
+//! Mercer asks the shop's customers connector whether it is active (Validate Customer
+//! JWT). The box builder's customer routes are opened this way.
 
 use crate::access::shop::{Shop, find_shop};
 use crate::kernel::error::DomainError;

@@ -1,4 +1,4 @@
-//! The platform connector (seed 000): the platform's resources, destinations and their
+//! The platform connector: the platform's resources, destinations and their
 //! verification, the connector port, inbound events and their apply rule, syncs, the outbox
 //! of service-side changes, and placing orders exactly once.
 

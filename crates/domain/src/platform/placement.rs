@@ -1,4 +1,4 @@
-//! Placing an order on the platform through the connector (contract §3.2): Create Order with an
+//! Placing an order on the platform through the connector: Create Order with an
 //! `Idempotency-Key`, then Create Payment, so that a caller that runs the steps again after a
 //! crash, a timeout or a failed payment creates neither the order nor the payment twice.
 //!

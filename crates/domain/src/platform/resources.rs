@@ -1,4 +1,4 @@
-//! The resources of the platform connector interface (seed 000 §2), as typed models.
+//! The resources of the platform connector interface, as typed models.
 //!
 //! Every field is optional so the same types carry complete entities, partial updates (fields
 //! left out are left alone) and create requests (no `platform_id` yet). Absent fields are not
@@ -236,7 +236,7 @@ macro_rules! model {
 }
 
 model! {
-    /// A customer's address (seed 000 §2 Customer address; also the body and answer of the
+    /// A customer's address (also the body and answer of the
     /// address operations, which add `platform_customer_id` and `email`).
     #[schema(as = PlatformCustomerAddress)]
     pub struct CustomerAddress {
@@ -280,7 +280,7 @@ model! {
 }
 
 model! {
-    /// A customer of the platform (seed 000 §2 Customer): the entity of Customer events and
+    /// A customer of the platform: the entity of Customer events and
     /// the body and answer of the customer operations.
     #[schema(as = PlatformCustomer)]
     pub struct Customer {
@@ -551,7 +551,7 @@ model! {
         /// The variant's SKU.
         sku: String,
         /// The variant's barcode (GTIN, UPC, EAN), when the platform has one: a Mercer
-        /// extension of seed 000's variant, shown as the checkout's `product_data.barcode`.
+        /// extension of the connector's variant, shown as the checkout's `product_data.barcode`.
         barcode: String,
         /// The URL of the variant's image.
         image_url: String,

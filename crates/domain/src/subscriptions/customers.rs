@@ -1,8 +1,8 @@
-//! Subscription customers and their addresses (seed 002 §2.1, §2.2, §4.1; contract §5).
+//! Subscription customers and their addresses.
 //!
 //! A subscription customer *is* the directory's customer: one record per shop, whether the
 //! platform sent it or Create Subscription made it. Changes made here reach the platform
-//! through the connector outbox (contract §3.4 last rule) when the shop has a live `customers`
+//! through the connector outbox when the shop has a live `customers`
 //! destination; a customer made here is created there, and the platform ids the connector
 //! answers are stored.
 
@@ -27,7 +27,7 @@ use crate::subscriptions::resources::{
 use crate::subscriptions::topics::Topic;
 use crate::subscriptions::webhooks::emit;
 
-/// The page-numbered pagination of customer lists (seed 002 §2.8, "customer subscriptions").
+/// The page-numbered pagination of customer lists ("customer subscriptions").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct PagePagination {
     /// How many items this page holds.
@@ -145,7 +145,7 @@ pub fn parse_customer_list_query(
     })
 }
 
-/// A platform id as the seed's integer: the number when it is one, else null (the customer's
+/// A platform id as the API's integer: the number when it is one, else null (the customer's
 /// `platform_id` text carries it).
 fn integer_id(id: Option<&str>) -> Option<i64> {
     id.and_then(|id| id.parse().ok())

@@ -1,7 +1,7 @@
-//! The body of Create Subscription (seed 002 §4.2) checked into a typed value. Every problem is
+//! The body of Create Subscription checked into a typed value. Every problem is
 //! a [`FieldError`] naming its field by its path in the body (`subscription.line_items[0].quantity`),
-//! and all of them are reported at once (422, seed 002 §7). The bodies of the actions (skip,
-//! quantity, frequency, shipping address, payment method; contract §5) are checked here too.
+//! and all of them are reported at once (422). The bodies of the actions (skip,
+//! quantity, frequency, shipping address, payment method) are checked here too.
 //!
 //! ```json
 //! {"customer": {"first_name","last_name","email","phone","notes"},
@@ -51,7 +51,7 @@ pub struct CustomerInput {
     pub notes: Option<String>,
 }
 
-/// A billing or shipping address of the body (seed 002 §2.2's create fields).
+/// A billing or shipping address of the body (the create fields).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct AddressInput {
     /// The recipient's first name.
@@ -116,7 +116,7 @@ pub enum DiscountValue {
     Fixed(Cents),
 }
 
-/// A line item's discount as Create Subscription takes it (a Mercer extension of seed 002's
+/// A line item's discount as Create Subscription takes it (a Mercer extension of the subscription API's
 /// line item `discounts`): `{"discount_type": "percentage", "percentage_value"}` or
 /// `{"discount_type": "fixed_amount", "fixed_value"}`, with an optional `description`.
 #[derive(Debug, Clone, PartialEq)]
@@ -192,7 +192,7 @@ pub struct PrepaidInput {
 }
 
 /// `payment_details`: kept with the subscription. `gateway_payment_id` is the payment method
-/// token: it is shown only as the seed's `payment_method_token`, and `gateway_name` as
+/// token: it is shown only as `payment_method_token`, and `gateway_name` as
 /// `payment_gateway_public_id`; `gateway_customer_id` is never shown.
 #[derive(Clone, PartialEq, Eq)]
 pub struct PaymentDetails {
@@ -200,8 +200,7 @@ pub struct PaymentDetails {
     pub gateway_name: String,
     /// The customer's id at the gateway: kept, never shown.
     pub gateway_customer_id: Option<String>,
-    /// Integrations that keep the method at their gateway by customer send none (contract
-    /// §5.1): the subscription then has no payment method token until one is given.
+    /// Integrations that keep the method at their gateway by customer send none: the subscription then has no payment method token until one is given.
     pub gateway_payment_id: Option<String>,
     /// When the method expires (a Mercer extension).
     pub expires_at: Option<PaymentExpiry>,
@@ -271,7 +270,7 @@ pub struct NewSubscription {
     /// The body's `percent_discount`, else its first group's, else 0.
     pub percent_discount: f64,
     /// SHA-256 (hex) of the body with its object keys sorted: a repeated `idempotency_key` with
-    /// the same fingerprint is the same request (contract §5: 200 with the first subscription),
+    /// the same fingerprint is the same request (200 with the first subscription),
     /// with another one a conflict (409).
     pub fingerprint: String,
 }
@@ -1395,7 +1394,7 @@ pub fn parse_customer_update(body: &Value) -> Result<CustomerUpdate, DomainError
     })
 }
 
-/// Create / Update Customer Address: `{"customer_address": {…, is_default}}` (seed 002 §2.2).
+/// Create / Update Customer Address: `{"customer_address": {…, is_default}}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AddressBody {
     /// The address's fields.
@@ -1435,7 +1434,7 @@ pub fn parse_customer_address(body: &Value) -> Result<AddressBody, DomainError> 
     })
 }
 
-/// Update Subscription (seed 002 §4.2): the fields given change, the others stay. The rule
+/// Update Subscription: the fields given change, the others stay. The rule
 /// texts are generated from the rules (given texts are ignored), and `latest_status_log` is
 /// written by actions only (ignored here).
 #[derive(Debug, Clone, Default)]
@@ -1627,7 +1626,7 @@ fn problems_into_error(problems: Problems) -> DomainError {
 // field the parsers above read, in their canonical form (ids and numbers given as text are read
 // too; that leniency is not described).
 
-/// The fields of an address a body gives (seed 002 §2.2's create fields): a subscription's
+/// The fields of an address a body gives (the create fields): a subscription's
 /// billing or shipping address, or a customer's address.
 #[derive(ToSchema)]
 pub struct SubscriptionAddressFields {
@@ -1726,7 +1725,7 @@ pub struct SubscriptionCustomerUpdateFields {
     pub notes: Option<String>,
 }
 
-/// The body of Create Subscription (seed 002 §4.2).
+/// The body of Create Subscription.
 #[derive(ToSchema)]
 pub struct SubscriptionCreateRequest {
     /// The subscription's customer: the shop's live customer with this email, or a new one.

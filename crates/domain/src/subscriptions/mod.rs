@@ -1,4 +1,4 @@
-//! Subscriptions (seed 002 §2–§7, contract §5): the resources, the Create Subscription body,
+//! Subscriptions: the resources, the Create Subscription body,
 //! `order_rrule` and the order dates it gives, the state machine with its status log and
 //! webhook topics, the List Subscriptions query, the use cases (docs/subscriptions.md) and the
 //! scheduler that places their orders through the connector (docs/scheduler.md).

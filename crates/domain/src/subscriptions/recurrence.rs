@@ -1,4 +1,4 @@
-//! `order_rrule`: when a subscription's orders fall (seed 002 §2.3, contract §5). The text is
+//! `order_rrule`: when a subscription's orders fall. The text is
 //! RFC 5545 content lines: one `DTSTART`, one `RRULE`, and any `EXDATE`s:
 //!
 //! ```text
@@ -29,7 +29,7 @@ const MAX_SCAN: usize = 40_000;
 /// there), and this bounds that walk (a daily rule for 27 years, a weekly one for 190).
 const MAX_COUNT: u32 = 10_000;
 
-/// A shop's time zone, an IANA name (seed 002 §2.5 `timezone`).
+/// A shop's time zone, an IANA name (the shop's `timezone`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ShopZone(chrono_tz::Tz);
 

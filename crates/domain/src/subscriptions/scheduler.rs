@@ -1,4 +1,4 @@
-//! The subscription scheduler (contract §5 "Orders", docs/scheduler.md): two kinds of job on the
+//! The subscription scheduler (docs/scheduler.md): two kinds of job on the
 //! job runner.
 //!
 //! - [`SchedulerJob`], recurring under one key: starts scheduled subscriptions whose first order
@@ -154,8 +154,8 @@ fn missing_subscription(id: i64) -> DomainError {
     DomainError::Storage(StorageError::other(format!("subscription {id} is missing")))
 }
 
-/// Makes active the scheduled subscriptions whose first order date has come (contract §5:
-/// `scheduled` → `active` at its start); their orders are begun next. Returns how many.
+/// Makes active the scheduled subscriptions whose first order date has come
+/// (`scheduled` → `active` at its start); their orders are begun next. Returns how many.
 pub(crate) fn start_scheduled(
     db: &impl SubscriptionDatabase,
     clock: &dyn Clock,
@@ -656,7 +656,7 @@ impl AttemptFailure {
         }
     }
 
-    /// The payment method failed (seed 002's `subscription_payment_failed`), rather than the
+    /// The payment method failed (`subscription_payment_failed`), rather than the
     /// connector or the shop's set-up.
     fn is_payment_failure(&self) -> bool {
         matches!(

@@ -1,4 +1,4 @@
-//! Subscription webhook registration (seed 002 §4.3, contract §5): the bodies of Create and
+//! Subscription webhook registration: the bodies of Create and
 //! Update webhook subscription, checked with every problem on its path, and the use cases over
 //! the webhooks feature's endpoints (kind `subscription`, one topic and its own shared secret
 //! each, signed by the dispatcher with `x-svc-signature` and the Standard Webhooks headers).

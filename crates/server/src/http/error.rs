@@ -1,4 +1,4 @@
-//! The contract's error body (§1), the one HTTP error type of the server, and the mapping of
+//! The JSON error body, the one HTTP error type of the server, and the mapping of
 //! domain errors to statuses.
 //!
 //! `{"errors":[{"message","type","field","severity","sub_type"}]}`, one entry per problem.

@@ -1,5 +1,5 @@
 //! Extractors: the authorized shop of a request, and a JSON body whose problems are reported
-//! in the contract's error body.
+//! in the JSON error body.
 
 use std::future::Future;
 use std::marker::PhantomData;
@@ -43,7 +43,7 @@ impl RequiredScope for AnyScope {
     const SCOPE: Option<Scope> = None;
 }
 
-/// One marker per scope of contract §2; routes adopt them as they land.
+/// One marker per API scope; routes adopt them as they land.
 #[allow(dead_code)]
 pub mod scopes {
     use super::*;
@@ -77,7 +77,7 @@ pub(crate) fn bearer_token(request: &HttpRequest) -> Option<Secret> {
 }
 
 /// A request whose bearer token may act on the shop named by the path's `{shop}` with scope `S`.
-/// Extracting it answers 401, 403 or 404 as contract §2 says.
+/// Extracting it answers 401 for a missing or unknown token, 404 for another shop's, and 403 for a missing scope.
 pub struct Authorized<S: RequiredScope> {
     pub access: Access,
     scope: PhantomData<S>,
@@ -123,7 +123,7 @@ impl<S: RequiredScope> FromRequest for Authorized<S> {
 }
 
 /// A shopper proved to be the shop's customer `{platform_customer_id}` by the `token` query
-/// parameter their platform issued them (the box builder's customer routes, contract §7). The
+/// parameter their platform issued them (the box builder's customer routes). The
 /// shop's customers connector checks the token (Validate Customer JWT); an active one is kept
 /// for [`CUSTOMER_TOKEN_TTL`](super::short_cache::CUSTOMER_TOKEN_TTL) per shop, token and
 /// customer, a refused one is asked about again next time.

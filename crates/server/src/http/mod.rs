@@ -90,7 +90,7 @@ pub fn listen(address: &str) -> std::io::Result<Vec<std::net::TcpListener>> {
 
 /// Serves on `listeners` (from [`listen`]). It is actix-web's `HttpServer` assembled by hand,
 /// with its settings, so that connections go through `transport::ContractStream` (the
-/// contract's body on actix-http's bare parse-error answers).
+/// JSON error body on actix-http's bare parse-error answers).
 pub fn bind(
     state: AppState,
     listeners: Vec<std::net::TcpListener>,

@@ -36,7 +36,7 @@ pub const CHECKOUT_JWT: &str = "checkout_jwt";
 /// customer>`.
 pub const CUSTOMER_TOKEN: &str = "customer_token";
 
-/// The contract's error body: one entry per problem found.
+/// The JSON error body: one entry per problem found.
 #[derive(ToSchema)]
 #[allow(dead_code)] // Described, never built: `ApiError` writes the same shape.
 pub struct ErrorBody {

@@ -19,7 +19,7 @@ use actix_web::{Resource, web};
 use super::error::ApiError;
 use super::middleware::cors_any_origin;
 
-/// A route whose unlisted methods answer 405 in the contract's error body.
+/// A route whose unlisted methods answer 405 in the JSON error body.
 pub(super) fn resource(path: &str) -> Resource {
     web::resource(path).default_service(web::to(|| async {
         Err::<String, _>(ApiError::method_not_allowed())

@@ -1,4 +1,4 @@
-//! OAuth apps, staff accounts and authorization codes (contract §2).
+//! OAuth apps, staff accounts and authorization codes.
 
 use diesel::prelude::*;
 use mercer_domain::access::OAuthRepository;

@@ -1,4 +1,4 @@
-//! Checkouts of the headless checkout (contract §4.4; migration 11). The document is the
+//! Checkouts of the headless checkout (migration 11). The document is the
 //! domain's `CheckoutDocument` as JSON; the columns beside it are what the sweeps and lookups
 //! filter on, written from it at every save.
 

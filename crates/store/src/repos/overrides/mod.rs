@@ -1,4 +1,4 @@
-//! API overrides (contract §4.1).
+//! API overrides.
 
 use diesel::prelude::*;
 use mercer_domain::access::credentials::{Secret, random_hex};

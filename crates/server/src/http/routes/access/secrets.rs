@@ -1,4 +1,4 @@
-//! Shop settings that hold shared secrets (contract §2, §3.3, §4.2): write-only, shown once.
+//! Shop settings that hold shared secrets: write-only, shown once.
 
 use actix_web::{HttpResponse, web};
 use mercer_domain::Timestamp;

@@ -1,4 +1,4 @@
-//! Get Shop Information (seed 002 §4.1, contract §5).
+//! Get Shop Information.
 
 use actix_web::HttpResponse;
 use mercer_domain::access::shop::ShopResource;

@@ -1,6 +1,6 @@
 //! The box builder's answers: the resource under `data`, in its singular name
 //! (`{"data": {"box": {…}}}`); lists as `{"data": {"boxes": […]}, "pagination"}`. A few carry
-//! the resource itself as `data`, as the seed has them (Create and Update Box Size, the bulk
+//! the resource itself as `data`, as the API reference documents them (Create and Update Box Size, the bulk
 //! update).
 
 use actix_web::HttpResponse;
@@ -158,7 +158,7 @@ impl BoxSizeAnswer {
     }
 }
 
-/// `{"data": {…}}`: the size itself under `data` (Create and Update Box Size, the seed's
+/// `{"data": {…}}`: the size itself under `data` (Create and Update Box Size, the documented
 /// answer).
 #[derive(Serialize, ToSchema)]
 pub struct BoxSizeSaved {
@@ -228,13 +228,13 @@ impl TimeSlotAnswer {
     }
 }
 
-/// `{"data": {"time-slot": {…}}}`: Create Time Slot's answer, in the seed's name.
+/// `{"data": {"time-slot": {…}}}`: Create Time Slot's answer, in the documented name.
 #[derive(Serialize, ToSchema)]
 pub struct TimeSlotCreated {
     data: CreatedTimeSlotData,
 }
 
-/// The time slot created, under the seed's name `time-slot`.
+/// The time slot created, under the documented name `time-slot`.
 #[derive(Serialize, ToSchema)]
 pub struct CreatedTimeSlotData {
     #[serde(rename = "time-slot")]

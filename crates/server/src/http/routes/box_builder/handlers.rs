@@ -261,7 +261,7 @@ pub async fn list_box_sizes(
     Ok(ok(BoxSizeList::of(found)))
 }
 
-/// Create Box Size: 200 with the size itself under `data` (the seed's answer).
+/// Create Box Size: 200 with the size itself under `data` (the documented answer).
 #[utoipa::path(post, path = "/box_builder/v1/shops/{shop}/boxes/{box_id}/box_sizes", operation_id = "create_box_size", tag = "Box builder: box sizes",
     request_body = BoxSizeRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("box_id" = i64, Path, description = "The box's id")),
@@ -322,7 +322,7 @@ pub async fn get_box_size(
     Ok(ok(BoxSizeAnswer::of(found)))
 }
 
-/// Update Box Size: 200 with the size itself under `data` (the seed's answer).
+/// Update Box Size: 200 with the size itself under `data` (the documented answer).
 #[utoipa::path(patch, path = "/box_builder/v1/shops/{shop}/box_sizes/{box_size_id}", operation_id = "update_box_size", tag = "Box builder: box sizes",
     request_body = BoxSizeRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("box_size_id" = i64, Path, description = "The box size's id")),
@@ -386,7 +386,7 @@ pub async fn list_time_slots(
     Ok(ok(TimeSlotList::of(found)))
 }
 
-/// Create Time Slot: 201 with the slot under `data["time-slot"]` (the seed's name).
+/// Create Time Slot: 201 with the slot under `data["time-slot"]` (its documented name).
 #[utoipa::path(post, path = "/box_builder/v1/shops/{shop}/boxes/{box_id}/time_slots", operation_id = "create_time_slot", tag = "Box builder: time slots",
     request_body = TimeSlotRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("box_id" = i64, Path, description = "The box's id")),
@@ -568,7 +568,7 @@ pub(super) async fn selections_of(
     Ok(ok(SelectionList::of(found)))
 }
 
-/// Create Selection: 200 `{"data": {"selection"}}` (contract §7); the same line item and
+/// Create Selection: 200 `{"data": {"selection"}}`; the same line item and
 /// order date again replaces the selection made before.
 pub(super) async fn make_selection(
     state: web::Data<AppState>,

@@ -1,4 +1,4 @@
-//! The box builder's routes (seed 002 §4.5, contract §7). The admin routes under
+//! The box builder's routes. The admin routes under
 //! `/box_builder/v1/shops/{shop}`: boxes, box products, box sizes, time slots and their
 //! options (reads `read_subscription_groups`, writes `write_subscription_groups`), customers'
 //! selections and the box line items (reads `read_subscriptions`, writes

@@ -1,4 +1,4 @@
-//! The headless checkout's routes (contract §4.4; docs/checkout.md): Init Order and the shop's
+//! The headless checkout's routes (docs/checkout.md): Init Order and the shop's
 //! checkout settings (API token), and the storefront the vendor's frontend library drives under
 //! `/checkout/storefront/{shop}/{public_order_id}` (bearer JWT of that one order). Paths are
 //! written out whole: tests/e2e/route_scopes.rs reads them here.

@@ -1,4 +1,4 @@
-//! The customer directory (contract §6).
+//! The customer directory.
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use mercer_domain::directory::{
@@ -120,7 +120,7 @@ pub struct DirectoryLabelAnswer {
     label: Label,
 }
 
-/// List Customers with every seed parameter; 400 names a parameter that does not parse.
+/// List Customers with every documented parameter; 400 names a parameter that does not parse.
 #[utoipa::path(get, path = "/customers/v2/shops/{shop}/customers", operation_id = "list_directory_customers", tag = "Customer directory",
     params(("shop" = String, Path, description = "The shop's identifier"), ("since_id" = Option<i64>, Query, description = "Only customers whose id is greater than this"), ("updated_at_min" = Option<String>, Query, format = DateTime, description = "Only customers updated at or after this time, an RFC 3339 date-time"), ("updated_at_max" = Option<String>, Query, format = DateTime, description = "Only customers updated at or before this time, an RFC 3339 date-time"), ("search" = Option<String>, Query, max_length = 256, description = "Text matched, ignoring case, within email, first and last name and phone (up to 256 characters)"), ("ids" = Option<String>, Query, description = "Only customers with one of these ids: comma-separated integers; the parameter may repeat (also as `ids[]`), up to 250 ids in all"), ("orderby" = inline(Option<OrderBy>), Query, description = "The order of the customers (default `id`); ties fall back to the id"), ("orderdirection" = inline(Option<OrderDirection>), Query, description = "The order's direction, any case (default `asc`)"), ("filter" = Option<String>, Query, description = "Conditions `op(field:value)` joined by commas, all of which a customer must meet, such as `gt(id:5),like(email:%@example.test)`: `op` one of `lt`, `lte`, `gt`, `gte`, `eq`, `like` (`like`, with `%` for any text, for text fields only; text fields take `eq` or `like`); `field` one of `id` (an integer), `created_at`, `updated_at`, `platform_created_at` (RFC 3339 date-times), `email`, `first_name`, `last_name`, `phone`, `platform_id` (text). The parameter may repeat, up to 100 conditions in all"), ("label" = Option<String>, Query, max_length = 255, description = "Only customers with a live label of exactly this name"), ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "Customers per page, 1 to 250 (default 50)"), ("page" = Option<i64>, Query, minimum = 1, description = "The page, from 1 (default 1); a page past the last is empty")),
     security(("api_token" = ["read_customers"]), ("oauth2" = ["read_customers"])),

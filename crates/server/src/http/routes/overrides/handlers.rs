@@ -1,4 +1,4 @@
-//! API overrides (contract §4.1): create, list, update, delete. The secret is never returned.
+//! API overrides: create, list, update, delete. The secret is never returned.
 
 use actix_web::{HttpResponse, web};
 use mercer_domain::FieldError;
@@ -56,12 +56,12 @@ async fn check(
     .await
 }
 
-/// Create API Override: 200 `{"data":override}` (seed 001 §4.1); 422 on the type, URL or secret.
+/// Create API Override: 200 `{"data":override}`; 422 on the type, URL or secret.
 #[utoipa::path(post, path = "/checkout/shop/{shop}/overrides", operation_id = "create_api_override", tag = "Checkout: API overrides",
     request_body = OverrideInput,
     params(("shop" = String, Path, description = "The shop's identifier")),
     security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
-    responses((status = 200, description = "The override created (200, as the contract has it)", body = ApiOverrideAnswer)))]
+    responses((status = 200, description = "The override created (200, not 201)", body = ApiOverrideAnswer)))]
 pub async fn create(
     state: web::Data<AppState>,
     request: Authorized<scopes::ModifyShopSettings>,

@@ -1,4 +1,4 @@
-//! Platform connector destinations (contract §3.1).
+//! Platform connector destinations.
 
 use actix_web::{HttpResponse, web};
 use mercer_domain::kernel::outbound::AddressGuard;

@@ -1,4 +1,4 @@
-//! Events from connectors and sync triggers (contract §3.4).
+//! Events from connectors and sync triggers.
 
 use actix_web::{HttpResponse, web};
 use mercer_domain::access::shop::Shop;

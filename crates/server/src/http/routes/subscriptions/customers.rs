@@ -1,4 +1,4 @@
-//! Subscription customers and their addresses (seed 002 §4.1, contract §5): one customer record
+//! Subscription customers and their addresses: one customer record
 //! per shop, shared with the directory; changes reach the platform through the connector outbox.
 
 use actix_web::{HttpRequest, HttpResponse, web};

@@ -1,4 +1,4 @@
-//! Subscription groups (contract §5.1) under `/subscriptions/v1/shops/{shop}/subscription_groups`:
+//! Subscription groups under `/subscriptions/v1/shops/{shop}/subscription_groups`:
 //! reads `read_subscription_groups`, writes `write_subscription_groups`.
 
 use actix_web::{HttpRequest, HttpResponse, web};

@@ -1,4 +1,4 @@
-//! Subscription routes (seed 002 §4.1–4.3, contract §5) under `/subscriptions/v1/shops/{shop}`
+//! Subscription routes under `/subscriptions/v1/shops/{shop}`
 //! (reads `read_subscriptions`, writes `write_subscriptions`): customers and their addresses,
 //! subscriptions and their actions, the webhook subscriptions; and the subscription groups
 //! (`read_subscription_groups`, `write_subscription_groups`).

@@ -1,4 +1,4 @@
-//! Subscriptions (seed 002 §4.2, contract §5): create (idempotent), list (keyset cursor), get,
+//! Subscriptions: create (idempotent), list (keyset cursor), get,
 //! update and the nine actions, each emitting its webhooks.
 
 use actix_web::{HttpRequest, HttpResponse, web};

@@ -1,4 +1,4 @@
-//! Subscription webhook registration (seed 002 §4.3, contract §5): List Webhook Topics and the
+//! Subscription webhook registration: List Webhook Topics and the
 //! webhook subscriptions of a shop. The shared secret is write-only: no answer carries it.
 
 use actix_web::{HttpResponse, web};

@@ -1,4 +1,4 @@
-//! Checkout webhooks (contract §4.2) and a test delivery (issue 5's integrator tools).
+//! Checkout webhooks and a test delivery (issue 5's integrator tools).
 
 use actix_web::{HttpResponse, web};
 use mercer_domain::kernel::outbound::AddressGuard;
