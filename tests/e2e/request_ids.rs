@@ -1,7 +1,7 @@
 //! `X-Request-Id` on every answer (issue 12 item 4): the client's when it sends a usable one,
 //! else a new one; in the request's log line too.
 
-use mercer_tests::{Backend, MercerServer, backend_tests};
+use mercer_tests::{Backend, MercerServer, TestDatabase, backend_tests};
 use serde_json::json;
 
 fn is_new_id(id: &str) -> bool {
@@ -76,4 +76,54 @@ fn every_answer_carries_a_request_id(backend: Backend) {
     }
 }
 
-backend_tests!(every_answer_carries_a_request_id);
+/// With `--log-format json` every log line is one JSON object with a level, a target and a
+/// message, and a request's line carries its request id.
+fn json_log_lines_carry_the_request_id(backend: Backend) {
+    let server = MercerServer::start_with(
+        TestDatabase::create_migrated(backend),
+        &["--log-format", "json"],
+    );
+    let demo = server.demo().clone();
+    let answer = server
+        .get(&format!("/subscriptions/v1/shops/{}/shop", demo.shop))
+        .bearer(&demo.token)
+        .header("X-Request-Id", "json-log-7")
+        .call();
+    assert_eq!(answer.header("x-request-id"), Some("json-log-7"));
+    let logged = mercer_tests::wait_until(std::time::Duration::from_secs(5), || {
+        server.log().contains("json-log-7")
+    });
+    let log = server.log();
+    assert!(logged, "{log}");
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| {
+            serde_json::from_str(line).unwrap_or_else(|_| panic!("not a JSON object: {line}"))
+        })
+        .collect();
+    for line in &lines {
+        for key in ["timestamp", "level", "target", "message"] {
+            assert!(line[key].is_string(), "no {key}: {line}");
+        }
+    }
+    let request_line = lines
+        .iter()
+        .find(|line| line["request_id"] == "json-log-7")
+        .unwrap_or_else(|| panic!("no line with the request id: {log}"));
+    assert_eq!(request_line["level"], "INFO");
+    assert_eq!(request_line["target"], "mercer::http");
+    let message = request_line["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with(&format!(
+            "GET /subscriptions/v1/shops/{}/shop 200 ",
+            demo.shop
+        )),
+        "{message}"
+    );
+}
+
+backend_tests!(
+    every_answer_carries_a_request_id,
+    json_log_lines_carry_the_request_id
+);

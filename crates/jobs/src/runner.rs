@@ -227,6 +227,15 @@ fn work<D: Database>(shared: &Shared<D>) {
     }
 }
 
+/// Runs one job in its span (kind and id), which every line it logs names. Nothing links a job
+/// to the request that enqueued it yet: the queue keeps no request id.
+#[tracing::instrument(
+    target = "mercer::jobs",
+    name = "job",
+    level = "error",
+    skip_all,
+    fields(kind = %job.kind, id = job.id, attempt = job.attempts)
+)]
 fn run_one<D: Database>(shared: &Shared<D>, job: &Job) {
     let lost = Arc::new(AtomicBool::new(false));
     lock(&shared.in_flight).insert(job.id, lost.clone());

@@ -25,13 +25,33 @@ pub struct Cli {
     )]
     pub database_url: String,
 
-    /// Log filter: a level (error, warn, info, debug, trace) or env_logger directives such as
+    /// Log filter: a level (error, warn, info, debug, trace) or directives such as
     /// `info,mercer::http=warn`. Logs go to standard error.
     #[arg(long, env = "MERCER_LOG", default_value = "info", global = true)]
     pub log_level: String,
 
+    /// Log lines as text, or as one JSON object each (for log shippers).
+    #[arg(
+        long,
+        env = "MERCER_LOG_FORMAT",
+        value_enum,
+        default_value_t = LogFormat::Text,
+        global = true
+    )]
+    pub log_format: LogFormat,
+
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// A line of text: time, level, the spans it happened in, target, message and fields.
+    Text,
+    /// One JSON object a line: `timestamp`, `level`, `target`, `fields` (with `message`) and
+    /// `spans`, the spans it happened in with their fields.
+    Json,
 }
 
 #[derive(Debug, Subcommand)]

@@ -6,5 +6,6 @@ pub mod cli;
 pub mod commands;
 pub mod embedded;
 pub mod http;
+pub mod logging;
 pub mod runtime;
 pub mod table;

@@ -332,7 +332,15 @@ struct Batch {
 
 impl Batch {
     /// Sends one message, or ends it unsent when it cannot go (its endpoint unreadable,
-    /// deleted or disabled), and notes what follows by the retry policy.
+    /// deleted or disabled), and notes what follows by the retry policy. In its span (message
+    /// id and endpoint), which every line it logs names.
+    #[tracing::instrument(
+        target = "mercer::webhooks",
+        name = "delivery",
+        level = "error",
+        skip_all,
+        fields(message_id = %message.message_id, endpoint = message.endpoint_id)
+    )]
     fn deliver(
         &mut self,
         message: WebhookMessage,

@@ -192,20 +192,47 @@ fn request_id(request: &ServiceRequest) -> String {
         .map_or_else(|| random_hex(16), str::to_string)
 }
 
+/// The request's span, which every log line of its handling names, including those of its
+/// storage work on the blocking pool ([`super::state::run_blocking`]): its id, method, route
+/// pattern and shop (the `{shop}` segment of the path, when the route has one).
+fn request_span(request: &ServiceRequest, id: &str) -> tracing::Span {
+    let pattern = request.match_pattern();
+    let shop = pattern.as_deref().and_then(|pattern| {
+        pattern
+            .split('/')
+            .zip(request.path().split('/'))
+            .find(|(part, _)| *part == "{shop}")
+            .map(|(_, shop)| shop)
+    });
+    // At error level, so that it is there whenever any line is (`warn` still names requests).
+    tracing::span!(
+        target: "mercer::http",
+        tracing::Level::ERROR,
+        "request",
+        request_id = id,
+        method = request.method().as_str(),
+        route = pattern.as_deref().unwrap_or("unmatched"),
+        shop = shop,
+    )
+}
+
 /// One line per request: method, path (never the query, which may carry a token), status, time
 /// taken and request id; headers and bodies are not logged. Every answer carries its request id
-/// in `X-Request-Id`, errors included.
+/// in `X-Request-Id`, errors included. The request is handled in its span ([`request_span`]).
 pub async fn log_request(
     request: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, Error> {
+    use tracing::Instrument;
+
     let started = Instant::now();
     let method = request.method().clone();
     let path = request.path().to_string();
     let id = request_id(&request);
     let id_header = HeaderValue::from_str(&id).ok();
     let header_name = HeaderName::from_static(REQUEST_ID_HEADER);
-    let result = match next.call(request).await {
+    let span = request_span(&request, &id);
+    let result = match next.call(request).instrument(span).await {
         Ok(mut response) => {
             if let Some(value) = id_header {
                 response.headers_mut().insert(header_name, value);
@@ -244,12 +271,11 @@ pub async fn log_request(
     .and_then(|error| error.as_error::<ApiError>())
     .and_then(ApiError::cause);
     if let Some(cause) = cause {
-        let level = if status == actix_web::http::StatusCode::INTERNAL_SERVER_ERROR {
-            log::Level::Error
+        if status == actix_web::http::StatusCode::INTERNAL_SERVER_ERROR {
+            tracing::error!(target: "mercer::http", request_id = %id, "{method} {route} failed: {cause}");
         } else {
-            log::Level::Warn
-        };
-        log::log!(target: "mercer::http", level, "{method} {route} failed: {cause} request_id={id}");
+            tracing::warn!(target: "mercer::http", request_id = %id, "{method} {route} failed: {cause}");
+        }
     }
     // Every label takes a value from a fixed set, whatever the client sends: a method of its
     // own invention or an unknown path would otherwise make a series each, for good.
@@ -260,7 +286,8 @@ pub async fn log_request(
     ];
     metrics::counter!("mercer_http_requests_total", &labels).increment(1);
     metrics::histogram!("mercer_http_request_seconds", &labels[..2]).record(elapsed);
-    log::info!(target: "mercer::http", "{method} {path} {} {:.1}ms request_id={id}", status.as_u16(), elapsed * 1000.0);
+    // Outside the request's span, which would name the id a second time: the id is a field.
+    tracing::info!(target: "mercer::http", request_id = %id, "{method} {path} {} {:.1}ms", status.as_u16(), elapsed * 1000.0);
     result.map_err(Error::from)
 }
 

@@ -77,16 +77,43 @@ impl AppState {
     }
 }
 
-/// diesel blocks: never call it on an actix worker thread, always through here.
+/// diesel blocks: never call it on an actix worker thread, always through here. The work runs
+/// in the caller's span (the request's), so what it logs names the request.
 pub async fn run_blocking<T, F>(work: F) -> Result<T, ApiError>
 where
     T: Send + 'static,
     F: FnOnce() -> Result<T, DomainError> + Send + 'static,
 {
-    match web::block(work).await {
+    let span = tracing::Span::current();
+    match web::block(move || span.in_scope(work)).await {
         Ok(result) => result.map_err(ApiError::from),
         Err(error) => {
             Err(ApiError::internal().with_cause(format!("blocking task failed: {error}")))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tracing::Instrument;
+
+    use super::*;
+
+    #[actix_web::test]
+    async fn blocking_work_runs_in_the_callers_span() {
+        let dispatch = tracing::Dispatch::new(tracing_subscriber::registry());
+        let _default = tracing::dispatcher::set_default(&dispatch);
+        let span = tracing::error_span!("request", request_id = "r-1");
+        let expected = span.id();
+        // The blocking pool's thread has no subscriber of its own: ask the registry which span
+        // that thread is in.
+        let on_the_pool = dispatch.clone();
+        let seen = run_blocking(move || Ok(on_the_pool.current_span().id().cloned()))
+            .instrument(span)
+            .await
+            .ok()
+            .flatten();
+        assert!(expected.is_some());
+        assert_eq!(seen, expected);
     }
 }
