@@ -316,9 +316,28 @@ fn the_reference_page_renders_in_a_browser_with_no_way_off_loopback() {
     assert!(
         view.summaries
             .iter()
-            .any(|summary| summary.contains("Get Customer by ID")),
+            .any(|summary| summary.contains("Get a customer by ID")),
         "{:?}",
         view.summaries
+    );
+    // The example bodies are built from the types and their fields' examples, not `null`.
+    let example = |summary: &str| -> serde_json::Value {
+        let text = view.examples[summary].as_str().unwrap_or_default();
+        serde_json::from_str(text).unwrap_or_else(|error| panic!("{summary}: {error}: {text:?}"))
+    };
+    let subscription = example("Create a subscription");
+    assert_eq!(
+        subscription["customer"]["email"], "ada@example.com",
+        "{subscription}"
+    );
+    assert_eq!(
+        subscription["subscription"]["line_items"][0]["platform_variant_id"], "2001",
+        "{subscription}"
+    );
+    let destination = example("Create a destination");
+    assert_eq!(
+        destination["data"]["destination"]["destination"], "https://connector.example.com/mercer",
+        "{destination}"
     );
     assert!(view.off_loopback.is_empty(), "{:?}", view.off_loopback);
     assert!(view.refused.is_empty(), "{:?}", view.refused);

@@ -234,8 +234,9 @@ site.listen(0, '127.0.0.1', async () => {
 "#;
 
 /// Opens the API reference page with every request off loopback refused (and recorded), and
-/// reports what rendered: the operations' summaries, the requests refused, the content security
-/// policy's refusals and the page's errors.
+/// reports what rendered: the operations' summaries, the example bodies of Create a subscription
+/// and Create a destination, the requests refused, the content security policy's refusals and the
+/// page's errors.
 const DOCS_SCRIPT: &str = r#"
 const launch = require('./launch.js');
 const [docsUrl, chromiumPath] = process.argv.slice(2);
@@ -264,8 +265,18 @@ const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
     await page.waitForSelector('.opblock-summary', { timeout: 20000 });
     const summaries = await page.locator('.opblock-summary-description').allTextContents();
     const title = await page.title();
-    console.log(JSON.stringify({ status: answer.status(), title, summaries, offLoopback,
-                                 refused, errors }));
+    const examples = {};
+    for (const summary of ['Create a subscription', 'Create a destination']) {
+      const operation = page.locator('.opblock', {
+        has: page.locator('.opblock-summary-description', { hasText: new RegExp(`^${summary}$`) }),
+      }).first();
+      await operation.locator('.opblock-summary').first().click();
+      const example = operation.locator('.opblock-body .highlight-code').first();
+      await example.waitFor({ timeout: 20000 });
+      examples[summary] = await example.textContent();
+    }
+    console.log(JSON.stringify({ status: answer.status(), title, summaries, examples,
+                                 offLoopback, refused, errors }));
   } finally {
     await browser.close();
   }
@@ -446,6 +457,9 @@ pub struct ReferencePageView {
     pub title: String,
     /// The summaries of the operations listed.
     pub summaries: Vec<String>,
+    /// The example request bodies the page shows, by the operation's summary (Create a
+    /// subscription, Create a destination).
+    pub examples: Value,
     /// Requests the page made to anywhere but loopback (all refused).
     pub off_loopback: Vec<String>,
     /// The browser's messages about what the content security policy refused.
@@ -474,6 +488,7 @@ impl Browser {
             status: seen["status"].as_u64().unwrap_or_default() as u16,
             title: seen["title"].as_str().unwrap_or_default().to_string(),
             summaries: texts("summaries"),
+            examples: seen["examples"].clone(),
             off_loopback: texts("offLoopback"),
             refused: texts("refused"),
             errors: texts("errors"),

@@ -214,9 +214,10 @@ pub struct CheckoutInitRequest {
 #[derive(ToSchema)]
 pub struct CheckoutCartItemFields {
     /// The variant's platform id (an integer is taken as its decimal text).
+    #[schema(example = "2001")]
     pub platform_id: String,
     /// How many, from 1 to 10000.
-    #[schema(minimum = 1, maximum = 10_000)]
+    #[schema(example = 1, minimum = 1, maximum = 10_000)]
     pub quantity: i64,
     /// The key that names the line at the storefront; a random one when absent.
     pub line_item_key: Option<String>,

@@ -111,17 +111,17 @@ pub struct DestinationInput {
     /// The shop's identifier; when given it must be the shop of the path.
     pub shop_identifier: Option<String>,
     /// The topic's name (`customers`, `orders` or `products`); required on create.
-    #[schema(value_type = Option<Topic>)]
+    #[schema(example = "customers", value_type = Option<Topic>)]
     pub topic: Option<String>,
     /// The connector's base URL: absolute http(s), no query, fragment or credentials; required on
     /// create.
-    #[schema(format = "uri")]
+    #[schema(example = "https://connector.example.com/mercer", format = "uri")]
     pub destination: Option<String>,
     /// The connector API version; `v1` (the default) is the only one.
-    #[schema(pattern = "^v1$")]
+    #[schema(example = "v1", pattern = "^v1$")]
     pub version: Option<String>,
     /// How long a call may take, in milliseconds (100 to 30 000; 20 000 by default).
-    #[schema(minimum = 100, maximum = 30000)]
+    #[schema(example = 20000, minimum = 100, maximum = 30000)]
     pub timeout_ms: Option<i64>,
 }
 

@@ -208,9 +208,10 @@ pub struct GroupRequest {
 #[derive(ToSchema)]
 pub struct GroupFields {
     /// The group's name (up to 255 characters).
+    #[schema(example = "Coffee club")]
     pub name: Option<String>,
     /// The discount of the group's subscriptions, a percentage from 0 to 100.
-    #[schema(minimum = 0, maximum = 100)]
+    #[schema(example = 10.0, minimum = 0, maximum = 100)]
     pub percent_discount: Option<f64>,
     /// The products sold under the group (at most 250); a change replaces the whole list.
     #[schema(max_items = 250)]

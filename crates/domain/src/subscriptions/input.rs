@@ -1631,31 +1631,35 @@ fn problems_into_error(problems: Problems) -> DomainError {
 #[derive(ToSchema)]
 pub struct SubscriptionAddressFields {
     /// The recipient's first name.
+    #[schema(example = "Ada")]
     pub first_name: Option<String>,
     /// The recipient's last name.
+    #[schema(example = "Lovelace")]
     pub last_name: Option<String>,
     /// The company name.
     pub company: Option<String>,
     /// A phone number at the address.
     pub phone: Option<String>,
     /// The first line of the street address (not blank).
-    #[schema(min_length = 1)]
+    #[schema(example = "12 Market Street", min_length = 1)]
     pub street1: String,
     /// The second line of the street address.
     pub street2: Option<String>,
     /// The city (not blank).
-    #[schema(min_length = 1)]
+    #[schema(example = "Portland", min_length = 1)]
     pub city: String,
     /// The province or state, by name.
     pub province: Option<String>,
     /// The province or state, by code.
+    #[schema(example = "OR")]
     pub province_code: Option<String>,
     /// The country, by name.
     pub country: Option<String>,
     /// The country's ISO 3166-1 alpha-2 code, such as `CA` (read in any case, kept upper case).
-    #[schema(pattern = "^[A-Za-z]{2}$")]
+    #[schema(example = "US", pattern = "^[A-Za-z]{2}$")]
     pub country_code: String,
     /// The postal code.
+    #[schema(example = "97205")]
     pub zip: Option<String>,
 }
 
@@ -1739,11 +1743,13 @@ pub struct SubscriptionCreateRequest {
 #[derive(ToSchema)]
 pub struct SubscriptionCreateCustomerFields {
     /// The customer's email address (checked).
-    #[schema(format = Email)]
+    #[schema(example = "ada@example.com", format = Email)]
     pub email: String,
     /// The first name of a customer created here.
+    #[schema(example = "Ada")]
     pub first_name: Option<String>,
     /// The last name of a customer created here.
+    #[schema(example = "Lovelace")]
     pub last_name: Option<String>,
     /// The phone number of a customer created here.
     pub phone: Option<String>,
@@ -1770,6 +1776,7 @@ pub enum SettableSubscriptionStatus {
 pub struct SubscriptionCreateFields {
     /// The client's key for the request: the same key and body again answer the first
     /// subscription; the same key with another body is 409.
+    #[schema(example = "2b1f6c1e-order-42")]
     pub idempotency_key: Option<String>,
     /// The client's own reference for the subscription.
     pub external_id: Option<String>,
@@ -1784,9 +1791,10 @@ pub struct SubscriptionCreateFields {
     /// The order rule: RFC 5545 `DTSTART`, `RRULE` and `EXDATE` lines (times without a zone
     /// are the shop's). Required unless a line item names a billing rule (`interval_id`), whose
     /// RRULE then starts at `next_order_datetime` (else now).
+    #[schema(example = "DTSTART:20250106T090000\nRRULE:FREQ=WEEKLY;INTERVAL=2")]
     pub order_rrule: Option<String>,
     /// The ISO 4217 currency of the prices; the shop's by default.
-    #[schema(pattern = "^[A-Z]{3}$")]
+    #[schema(example = "USD", pattern = "^[A-Z]{3}$")]
     pub base_currency: Option<String>,
     /// The ISO 4217 currency orders are charged in; `base_currency` by default.
     #[schema(pattern = "^[A-Z]{3}$")]
@@ -1824,14 +1832,16 @@ pub struct SubscriptionCreateFields {
 #[derive(ToSchema)]
 pub struct SubscriptionLineItemFields {
     /// The product's platform id.
+    #[schema(example = "1001")]
     pub platform_product_id: String,
     /// The variant's platform id.
+    #[schema(example = "2001")]
     pub platform_variant_id: String,
     /// How many units each order has, 1 to 10000.
-    #[schema(minimum = 1, maximum = 10000)]
+    #[schema(example = 1, minimum = 1, maximum = 10000)]
     pub quantity: i64,
     /// The unit price, in cents of the base currency: 0 to 100000000.
-    #[schema(minimum = 0, maximum = 100000000)]
+    #[schema(example = 2500, minimum = 0, maximum = 100000000)]
     pub price: i64,
     /// The subscription group the line item is sold under: a group of the shop.
     pub subscription_group_id: Option<i64>,

@@ -32,14 +32,14 @@ pub(crate) const SECRET_MAX_CHARS: usize = 255;
 #[serde(default)]
 pub struct WebhookSubscriptionFields {
     /// The absolute http(s) URL the webhooks are sent to; required to create one.
-    #[schema(format = "uri")]
+    #[schema(example = "https://hooks.example.com/mercer", format = "uri")]
     pub callback_url: Option<String>,
     /// The topic's id, as List Webhook Topics gives it (1..=20); required to create one.
-    #[schema(minimum = 1, maximum = 20)]
+    #[schema(example = 1, minimum = 1, maximum = 20)]
     pub webhook_topic_id: Option<i64>,
     /// The secret the webhooks are signed with (8 to 255 characters, not blank); required to
     /// create one. It is never shown again.
-    #[schema(min_length = 8, max_length = 255)]
+    #[schema(example = "a-long-shared-secret", min_length = 8, max_length = 255)]
     pub shared_secret: Option<String>,
 }
 

@@ -271,8 +271,26 @@ pub fn document_json() -> &'static str {
         let mut document =
             serde_json::to_value(document()).expect("the document is JSON: every key is a string");
         add_links(&mut document);
+        drop_null_defaults(&mut document);
         serde_json::to_string_pretty(&document).expect("a JSON value is written as JSON")
     })
+}
+
+/// Drops every `"default": null`. utoipa writes one for each optional field of a type that fills
+/// in what is missing (`#[serde(default)]`); it tells a client nothing (a field left out is
+/// absent, not null), and reference pages build their example bodies from the defaults, so every
+/// body's example came out `null`. Without it, the examples are built from the fields' types.
+fn drop_null_defaults(value: &mut Value) {
+    match value {
+        Value::Object(object) => {
+            if object.get("default").is_some_and(Value::is_null) {
+                object.remove("default");
+            }
+            object.values_mut().for_each(drop_null_defaults);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_null_defaults),
+        _ => {}
+    }
 }
 
 /// Links from each create (`POST …/things` answering 201) to the operations of the record it
@@ -382,6 +400,69 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Reference pages list operations by their summaries: each is a short title in sentence case
+    /// ("Create a subscription"), not a route, a body's shape or an answer's status; those belong
+    /// to the description and the responses. No description draws arrows either.
+    #[test]
+    fn every_summary_is_a_short_title_and_no_description_draws_arrows() {
+        let document: Value = serde_json::from_str(document_json()).unwrap();
+        let has_status = |text: &str| {
+            text.split(|c: char| !c.is_ascii_digit())
+                .any(|digits| digits.len() == 3)
+        };
+        for (path, item) in document["paths"].as_object().unwrap() {
+            for (method, operation) in item.as_object().unwrap() {
+                let summary = operation["summary"].as_str().unwrap_or_default();
+                let at = format!("{method} {path}: {summary:?}");
+                assert!(!summary.is_empty(), "{at} has no summary");
+                assert!(summary.chars().count() <= 60, "{at} is too long");
+                assert!(
+                    summary.starts_with(|c: char| c.is_ascii_uppercase()),
+                    "{at} does not start with a capital letter"
+                );
+                assert!(!summary.ends_with('.'), "{at} is a sentence, not a title");
+                for mark in ['`', '→', '…', '\n'] {
+                    assert!(!summary.contains(mark), "{at} holds {mark:?}");
+                }
+                assert!(!summary.contains("->"), "{at} holds an arrow");
+                assert!(!has_status(summary), "{at} holds a status code");
+                let description = operation["description"].as_str().unwrap_or_default();
+                assert!(
+                    !description.contains('→') && !description.contains("->"),
+                    "{method} {path}: the description draws an arrow"
+                );
+            }
+        }
+    }
+
+    /// Reference pages build a body's example from its schema's defaults first: a null default
+    /// made the example of every body `null`.
+    #[test]
+    fn no_schema_has_a_null_default() {
+        fn find(value: &Value, at: &str, found: &mut Vec<String>) {
+            match value {
+                Value::Object(object) => {
+                    if object.get("default").is_some_and(Value::is_null) {
+                        found.push(at.to_string());
+                    }
+                    for (key, value) in object {
+                        find(value, &format!("{at}/{key}"), found);
+                    }
+                }
+                Value::Array(items) => {
+                    for (index, value) in items.iter().enumerate() {
+                        find(value, &format!("{at}/{index}"), found);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let document: Value = serde_json::from_str(document_json()).unwrap();
+        let mut found = Vec::new();
+        find(&document, "", &mut found);
+        assert!(found.is_empty(), "null defaults at {found:?}");
     }
 
     /// What client generators and linters need: a server, the version header defined once as a

@@ -168,13 +168,13 @@ async fn check(
         .await
 }
 
-/// `GET /accounts/dashboard/authorize`: the sign-in and consent page.
+/// Shows the OAuth sign-in and consent page.
 ///
 /// The start of the OAuth 2.0 authorization code flow (RFC 6749 section 4.1.1): an HTML page with a
 /// form that signs a staff member in and asks them to approve the app's scopes. A request that
 /// cannot be used goes back to the app's `redirect_uri` with the error, or, when there is no
 /// `redirect_uri` to trust, is an HTML error page.
-#[utoipa::path(get, path = "/accounts/dashboard/authorize", operation_id = "show_oauth_authorize_page", tag = "OAuth",
+#[utoipa::path(get, path = "/accounts/dashboard/authorize", operation_id = "show_oauth_authorize_page", summary = "Show the OAuth sign-in and consent page", tag = "OAuth",
     params(
         ("client_id" = Option<String>, Query, description = "The app's client id; required"),
         ("redirect_uri" = Option<String>, Query, description = "Where to send the browser back; may be left out when the app registered only one"),
@@ -225,14 +225,13 @@ fn too_many(wait_seconds: u64) -> HttpResponse {
     answer
 }
 
-/// `POST /accounts/dashboard/authorize`: the form. Deny goes back with `access_denied`;
-/// approve signs in and goes back with a code.
+/// Submits the OAuth sign-in and consent form.
 ///
 /// The sign-in and consent page's form. Either way the browser goes back to the app's
-/// `redirect_uri` (RFC 6749 section 4.1.2): with `code` and `state` once the staff member signed in and
-/// approved, with `error=access_denied` when they denied. Wrong credentials show the page again
-/// (401); repeated failures are refused for a while (429).
-#[utoipa::path(post, path = "/accounts/dashboard/authorize", operation_id = "submit_oauth_authorize_form", tag = "OAuth",
+/// `redirect_uri` (RFC 6749 section 4.1.2): with `code` and `state` once the staff member signed in
+/// and approved, with `error=access_denied` when they denied. Wrong credentials show the page
+/// again; repeated failures are refused for a while.
+#[utoipa::path(post, path = "/accounts/dashboard/authorize", operation_id = "submit_oauth_authorize_form", summary = "Submit the OAuth sign-in and consent form", tag = "OAuth",
     request_body(content = AuthorizeForm, content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 303, description = "Back to the app: `redirect_uri` with `code` and `state` once approved, or with `error`, `error_description` and `state`",
@@ -413,12 +412,13 @@ pub(crate) fn form_holds_nul(body: &[u8]) -> bool {
     body.contains(&0) || body.windows(3).any(|window| window == b"%00")
 }
 
-/// `POST /auth/oauth2/token`: a code (with the client secret or a PKCE verifier) for a token.
+/// Exchanges an authorization code for a token.
 ///
-/// The parameters come as form fields (RFC 6749 section 4.1.3) or as JSON; the client may
-/// authenticate with `Authorization: Basic` instead of `client_id` and `client_secret`. Errors
-/// are RFC 6749 section 5.2's `{"error", "error_description"}`.
-#[utoipa::path(post, path = "/auth/oauth2/token", operation_id = "exchange_oauth_code", tag = "OAuth",
+/// Trades the code, with the client secret or a PKCE verifier, for an API access token. The
+/// parameters come as form fields (RFC 6749 section 4.1.3) or as JSON; the client may authenticate
+/// with `Authorization: Basic` instead of `client_id` and `client_secret`. Errors are RFC 6749
+/// section 5.2's `error` and `error_description`.
+#[utoipa::path(post, path = "/auth/oauth2/token", operation_id = "exchange_oauth_code", summary = "Exchange an authorization code for a token", tag = "OAuth",
     request_body(content((TokenParams = "application/x-www-form-urlencoded"), (TokenParams = "application/json"))),
     responses(
         (status = 200, body = OAuthToken<'_>, headers(("Cache-Control" = String, description = "`no-store`"))),

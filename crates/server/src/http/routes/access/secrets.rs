@@ -52,9 +52,11 @@ pub struct ConnectorSecretRotatedData {
     previous_valid_until: Option<Timestamp>,
 }
 
-/// Configure Integration Settings: `POST /checkout/shop/{shop}/integration/config`
-/// `{"shared_secret"}` (8..255 characters) → `{"data":{"configured":true,"updated_at"}}`.
-#[utoipa::path(post, path = "/checkout/shop/{shop}/integration/config", operation_id = "configure_checkout_integration", tag = "Shared secrets",
+/// Configures the checkout integration.
+///
+/// Sets the shop's integration shared secret (8 to 255 characters) and answers that the integration
+/// is configured, with when it was last updated.
+#[utoipa::path(post, path = "/checkout/shop/{shop}/integration/config", operation_id = "configure_checkout_integration", summary = "Configure the checkout integration", tag = "Shared secrets",
     request_body = IntegrationConfig,
     params(("shop" = String, Path, description = "The shop's identifier")),
     security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
@@ -82,9 +84,11 @@ pub async fn configure_integration(
     }))
 }
 
-/// `POST /integrations/v1/shops/{shop}/shared_secret/rotate`: a new connector secret, returned
-/// this once; the previous one stays valid for X-Compatible-HMAC for 24 hours.
-#[utoipa::path(post, path = "/integrations/v1/shops/{shop}/shared_secret/rotate", operation_id = "rotate_connector_secret", tag = "Shared secrets",
+/// Rotates the connector shared secret.
+///
+/// Makes a new connector secret and returns it this once. The previous secret stays valid for
+/// `X-Compatible-HMAC` for 24 hours.
+#[utoipa::path(post, path = "/integrations/v1/shops/{shop}/shared_secret/rotate", operation_id = "rotate_connector_secret", summary = "Rotate the connector shared secret", tag = "Shared secrets",
     params(("shop" = String, Path, description = "The shop's identifier")),
     security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
     responses((status = 200, body = ConnectorSecretRotated)))]

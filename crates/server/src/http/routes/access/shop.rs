@@ -14,8 +14,10 @@ pub struct ShopAnswer<'a> {
     shop: ShopResource<'a>,
 }
 
-/// `GET /subscriptions/v1/shops/{shop}/shop` → `{"shop": Shop}`.
-#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/shop", operation_id = "get_shop_information", tag = "Shop",
+/// Gets the shop.
+///
+/// The shop's information as the subscriptions API shows it.
+#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/shop", operation_id = "get_shop_information", summary = "Get the shop", tag = "Shop",
     params(("shop" = String, Path, description = "The shop's identifier")),
     security(("api_token" = ["read_subscriptions"]), ("oauth2" = ["read_subscriptions"])),
     responses((status = 200, body = ShopAnswer<'_>)))]

@@ -46,8 +46,10 @@ pub(super) fn page(request: &HttpRequest) -> Result<(i64, i64), ApiError> {
 // ---------------------------------------------------------------------------------------
 // Boxes
 
-/// A page of the shop's boxes, by id.
-#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/boxes", operation_id = "list_boxes", tag = "Box builder: boxes",
+/// Lists boxes.
+///
+/// A page of the shop's boxes, ordered by id.
+#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/boxes", operation_id = "list_boxes", summary = "List boxes", tag = "Box builder: boxes",
     params(("shop" = String, Path, description = "The shop's identifier"), ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "Items per page, 1 to 250 (default 50)"), ("page" = Option<i64>, Query, minimum = 1, maximum = 1000000, description = "The page, from 1 (default 1); a page past the last is empty")),
     security(("api_token" = ["read_subscription_groups"]), ("oauth2" = ["read_subscription_groups"])),
     responses((status = 200, body = BoxList)))]
@@ -64,8 +66,11 @@ pub async fn list_boxes(
     Ok(ok(BoxList::of(found)))
 }
 
-/// Makes a subscription group of the shop a box (one box per group; 409 when the group has one).
-#[utoipa::path(post, path = "/box_builder/v1/shops/{shop}/boxes", operation_id = "create_box", tag = "Box builder: boxes",
+/// Creates a box.
+///
+/// Makes a subscription group of the shop a box. A group has at most one box: making a second one
+/// for the same group is a conflict.
+#[utoipa::path(post, path = "/box_builder/v1/shops/{shop}/boxes", operation_id = "create_box", summary = "Create a box", tag = "Box builder: boxes",
     request_body = BoxRequest,
     params(("shop" = String, Path, description = "The shop's identifier")),
     security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
@@ -83,8 +88,10 @@ pub async fn create_box(
     Ok(created(BoxAnswer::of(made)))
 }
 
+/// Gets a box.
+///
 /// One box of the shop.
-#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/boxes/{box_id}", operation_id = "get_box", tag = "Box builder: boxes",
+#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/boxes/{box_id}", operation_id = "get_box", summary = "Get a box", tag = "Box builder: boxes",
     params(("shop" = String, Path, description = "The shop's identifier"), ("box_id" = i64, Path, description = "The box's id")),
     security(("api_token" = ["read_subscription_groups"]), ("oauth2" = ["read_subscription_groups"])),
     responses((status = 200, body = BoxAnswer)))]
@@ -101,8 +108,10 @@ pub async fn get_box(
     Ok(ok(BoxAnswer::of(found)))
 }
 
+/// Updates a box.
+///
 /// The fields given replace the box's.
-#[utoipa::path(patch, path = "/box_builder/v1/shops/{shop}/boxes/{box_id}", operation_id = "update_box", tag = "Box builder: boxes",
+#[utoipa::path(patch, path = "/box_builder/v1/shops/{shop}/boxes/{box_id}", operation_id = "update_box", summary = "Update a box", tag = "Box builder: boxes",
     request_body = BoxRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("box_id" = i64, Path, description = "The box's id")),
     security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
@@ -123,7 +132,7 @@ pub async fn update_box(
 }
 
 /// Deletes a box.
-#[utoipa::path(delete, path = "/box_builder/v1/shops/{shop}/boxes/{box_id}", operation_id = "delete_box", tag = "Box builder: boxes",
+#[utoipa::path(delete, path = "/box_builder/v1/shops/{shop}/boxes/{box_id}", operation_id = "delete_box", summary = "Delete a box", tag = "Box builder: boxes",
     params(("shop" = String, Path, description = "The shop's identifier"), ("box_id" = i64, Path, description = "The box's id")),
     security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
     responses((status = 204, description = "Deleted")))]
@@ -143,8 +152,10 @@ pub async fn delete_box(
 // ---------------------------------------------------------------------------------------
 // Box products
 
-/// A page of the shop's box products, by id.
-#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/box_products", operation_id = "list_box_products", tag = "Box builder: box products",
+/// Lists box products.
+///
+/// A page of the shop's box products, ordered by id.
+#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/box_products", operation_id = "list_box_products", summary = "List box products", tag = "Box builder: box products",
     params(("shop" = String, Path, description = "The shop's identifier"), ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "Items per page, 1 to 250 (default 50)"), ("page" = Option<i64>, Query, minimum = 1, maximum = 1000000, description = "The page, from 1 (default 1); a page past the last is empty")),
     security(("api_token" = ["read_subscription_groups"]), ("oauth2" = ["read_subscription_groups"])),
     responses((status = 200, body = BoxProductList)))]
@@ -161,8 +172,10 @@ pub async fn list_box_products(
     Ok(ok(BoxProductList::of(found)))
 }
 
-/// Makes a variant of the catalogue a product boxes may hold.
-#[utoipa::path(post, path = "/box_builder/v1/shops/{shop}/box_products", operation_id = "create_box_product", tag = "Box builder: box products",
+/// Creates a box product.
+///
+/// Makes a variant of the catalogue a product that boxes may hold.
+#[utoipa::path(post, path = "/box_builder/v1/shops/{shop}/box_products", operation_id = "create_box_product", summary = "Create a box product", tag = "Box builder: box products",
     request_body = BoxProductRequest,
     params(("shop" = String, Path, description = "The shop's identifier")),
     security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
@@ -180,8 +193,10 @@ pub async fn create_box_product(
     Ok(created(BoxProductAnswer::of(made)))
 }
 
+/// Gets a box product.
+///
 /// One box product of the shop.
-#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/box_products/{box_product_id}", operation_id = "get_box_product", tag = "Box builder: box products",
+#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/box_products/{box_product_id}", operation_id = "get_box_product", summary = "Get a box product", tag = "Box builder: box products",
     params(("shop" = String, Path, description = "The shop's identifier"), ("box_product_id" = i64, Path, description = "The box product's id")),
     security(("api_token" = ["read_subscription_groups"]), ("oauth2" = ["read_subscription_groups"])),
     responses((status = 200, body = BoxProductAnswer)))]
@@ -198,8 +213,10 @@ pub async fn get_box_product(
     Ok(ok(BoxProductAnswer::of(found)))
 }
 
+/// Updates a box product.
+///
 /// The fields given replace the box product's.
-#[utoipa::path(patch, path = "/box_builder/v1/shops/{shop}/box_products/{box_product_id}", operation_id = "update_box_product", tag = "Box builder: box products",
+#[utoipa::path(patch, path = "/box_builder/v1/shops/{shop}/box_products/{box_product_id}", operation_id = "update_box_product", summary = "Update a box product", tag = "Box builder: box products",
     request_body = BoxProductRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("box_product_id" = i64, Path, description = "The box product's id")),
     security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
@@ -220,7 +237,7 @@ pub async fn update_box_product(
 }
 
 /// Deletes a box product.
-#[utoipa::path(delete, path = "/box_builder/v1/shops/{shop}/box_products/{box_product_id}", operation_id = "delete_box_product", tag = "Box builder: box products",
+#[utoipa::path(delete, path = "/box_builder/v1/shops/{shop}/box_products/{box_product_id}", operation_id = "delete_box_product", summary = "Delete a box product", tag = "Box builder: box products",
     params(("shop" = String, Path, description = "The shop's identifier"), ("box_product_id" = i64, Path, description = "The box product's id")),
     security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
     responses((status = 204, description = "Deleted")))]
@@ -241,8 +258,10 @@ pub async fn delete_box_product(
 // Box sizes (read_subscription_groups to read, write_subscription_groups to write, as the
 // other admin resources)
 
+/// Lists box sizes.
+///
 /// A page of the box's sizes.
-#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/boxes/{box_id}/box_sizes", operation_id = "list_box_sizes", tag = "Box builder: box sizes",
+#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/boxes/{box_id}/box_sizes", operation_id = "list_box_sizes", summary = "List box sizes", tag = "Box builder: box sizes",
     params(("shop" = String, Path, description = "The shop's identifier"), ("box_id" = i64, Path, description = "The box's id"), ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "Items per page, 1 to 250 (default 50)"), ("page" = Option<i64>, Query, minimum = 1, maximum = 1000000, description = "The page, from 1 (default 1); a page past the last is empty")),
     security(("api_token" = ["read_subscription_groups"]), ("oauth2" = ["read_subscription_groups"])),
     responses((status = 200, body = BoxSizeList)))]
@@ -261,8 +280,10 @@ pub async fn list_box_sizes(
     Ok(ok(BoxSizeList::of(found)))
 }
 
-/// Create Box Size: 200 with the size itself under `data` (the documented answer).
-#[utoipa::path(post, path = "/box_builder/v1/shops/{shop}/boxes/{box_id}/box_sizes", operation_id = "create_box_size", tag = "Box builder: box sizes",
+/// Creates a box size.
+///
+/// Answers with the new size itself under `data`.
+#[utoipa::path(post, path = "/box_builder/v1/shops/{shop}/boxes/{box_id}/box_sizes", operation_id = "create_box_size", summary = "Create a box size", tag = "Box builder: box sizes",
     request_body = BoxSizeRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("box_id" = i64, Path, description = "The box's id")),
     security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
@@ -282,9 +303,11 @@ pub async fn create_box_size(
     Ok(ok(BoxSizeSaved::of(made)))
 }
 
-/// Update Box Sizes (bulk): at most 100 sizes (more is one 422 `too_many` on `box_sizes`); the
-/// sizes under `data`, in the order given.
-#[utoipa::path(put, path = "/box_builder/v1/shops/{shop}/boxes/{box_id}/box_sizes", operation_id = "update_box_sizes", tag = "Box builder: box sizes",
+/// Updates box sizes in bulk.
+///
+/// Replaces up to 100 sizes of the box at once; more is refused as one `too_many` error on
+/// `box_sizes`. Answers with the sizes under `data`, in the order given.
+#[utoipa::path(put, path = "/box_builder/v1/shops/{shop}/boxes/{box_id}/box_sizes", operation_id = "update_box_sizes", summary = "Update box sizes in bulk", tag = "Box builder: box sizes",
     request_body = [BoxSizeFields],
     params(("shop" = String, Path, description = "The shop's identifier"), ("box_id" = i64, Path, description = "The box's id")),
     security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
@@ -304,8 +327,10 @@ pub async fn update_box_sizes(
     Ok(ok(BoxSizesSaved::of(saved)))
 }
 
+/// Gets a box size.
+///
 /// One box size of the shop.
-#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/box_sizes/{box_size_id}", operation_id = "get_box_size", tag = "Box builder: box sizes",
+#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/box_sizes/{box_size_id}", operation_id = "get_box_size", summary = "Get a box size", tag = "Box builder: box sizes",
     params(("shop" = String, Path, description = "The shop's identifier"), ("box_size_id" = i64, Path, description = "The box size's id")),
     security(("api_token" = ["read_subscription_groups"]), ("oauth2" = ["read_subscription_groups"])),
     responses((status = 200, body = BoxSizeAnswer)))]
@@ -322,8 +347,10 @@ pub async fn get_box_size(
     Ok(ok(BoxSizeAnswer::of(found)))
 }
 
-/// Update Box Size: 200 with the size itself under `data` (the documented answer).
-#[utoipa::path(patch, path = "/box_builder/v1/shops/{shop}/box_sizes/{box_size_id}", operation_id = "update_box_size", tag = "Box builder: box sizes",
+/// Updates a box size.
+///
+/// Answers with the size itself under `data`.
+#[utoipa::path(patch, path = "/box_builder/v1/shops/{shop}/box_sizes/{box_size_id}", operation_id = "update_box_size", summary = "Update a box size", tag = "Box builder: box sizes",
     request_body = BoxSizeRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("box_size_id" = i64, Path, description = "The box size's id")),
     security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
@@ -362,8 +389,10 @@ pub(super) fn order_datetime(request: &HttpRequest) -> Result<Option<Timestamp>,
         })
 }
 
+/// Lists time slots.
+///
 /// A page of the box's time slots.
-#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/boxes/{box_id}/time_slots", operation_id = "list_time_slots", tag = "Box builder: time slots",
+#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/boxes/{box_id}/time_slots", operation_id = "list_time_slots", summary = "List time slots", tag = "Box builder: time slots",
     params(("shop" = String, Path, description = "The shop's identifier"), ("box_id" = i64, Path, description = "The box's id"), ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "Items per page, 1 to 250 (default 50)"), ("page" = Option<i64>, Query, minimum = 1, maximum = 1000000, description = "The page, from 1 (default 1); a page past the last is empty"), ("order_datetime" = Option<String>, Query, format = DateTime, description = "Only the slots holding this instant (`start_date` to `end_date`), an RFC 3339 date-time")),
     security(("api_token" = ["read_subscription_groups"]), ("oauth2" = ["read_subscription_groups"])),
     responses((status = 200, body = TimeSlotList)))]
@@ -386,8 +415,10 @@ pub async fn list_time_slots(
     Ok(ok(TimeSlotList::of(found)))
 }
 
-/// Create Time Slot: 201 with the slot under `data["time-slot"]` (its documented name).
-#[utoipa::path(post, path = "/box_builder/v1/shops/{shop}/boxes/{box_id}/time_slots", operation_id = "create_time_slot", tag = "Box builder: time slots",
+/// Creates a time slot.
+///
+/// Answers with the new slot under `data`, named `time-slot`.
+#[utoipa::path(post, path = "/box_builder/v1/shops/{shop}/boxes/{box_id}/time_slots", operation_id = "create_time_slot", summary = "Create a time slot", tag = "Box builder: time slots",
     request_body = TimeSlotRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("box_id" = i64, Path, description = "The box's id")),
     security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
@@ -407,8 +438,10 @@ pub async fn create_time_slot(
     Ok(created(TimeSlotCreated::of(made)))
 }
 
+/// Gets a time slot.
+///
 /// One time slot of the shop, with the products it offers.
-#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/time_slots/{time_slot_id}", operation_id = "get_time_slot", tag = "Box builder: time slots",
+#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/time_slots/{time_slot_id}", operation_id = "get_time_slot", summary = "Get a time slot", tag = "Box builder: time slots",
     params(("shop" = String, Path, description = "The shop's identifier"), ("time_slot_id" = i64, Path, description = "The time slot's id")),
     security(("api_token" = ["read_subscription_groups"]), ("oauth2" = ["read_subscription_groups"])),
     responses((status = 200, body = TimeSlotAnswer)))]
@@ -425,8 +458,10 @@ pub async fn get_time_slot(
     Ok(ok(TimeSlotAnswer::of(found)))
 }
 
+/// Updates a time slot.
+///
 /// The fields given replace the slot's; the dates are checked again together.
-#[utoipa::path(patch, path = "/box_builder/v1/shops/{shop}/time_slots/{time_slot_id}", operation_id = "update_time_slot", tag = "Box builder: time slots",
+#[utoipa::path(patch, path = "/box_builder/v1/shops/{shop}/time_slots/{time_slot_id}", operation_id = "update_time_slot", summary = "Update a time slot", tag = "Box builder: time slots",
     request_body = TimeSlotRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("time_slot_id" = i64, Path, description = "The time slot's id")),
     security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
@@ -447,7 +482,7 @@ pub async fn update_time_slot(
 }
 
 /// Deletes a time slot.
-#[utoipa::path(delete, path = "/box_builder/v1/shops/{shop}/time_slots/{time_slot_id}", operation_id = "delete_time_slot", tag = "Box builder: time slots",
+#[utoipa::path(delete, path = "/box_builder/v1/shops/{shop}/time_slots/{time_slot_id}", operation_id = "delete_time_slot", summary = "Delete a time slot", tag = "Box builder: time slots",
     params(("shop" = String, Path, description = "The shop's identifier"), ("time_slot_id" = i64, Path, description = "The time slot's id")),
     security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
     responses((status = 204, description = "Deleted")))]
@@ -464,8 +499,10 @@ pub async fn delete_time_slot(
     Ok(HttpResponse::NoContent().finish())
 }
 
+/// Lists a time slot's products.
+///
 /// The products the slot offers, in the order they were added.
-#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/time_slots/{time_slot_id}/options", operation_id = "list_time_slot_options", tag = "Box builder: time slots",
+#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/time_slots/{time_slot_id}/options", operation_id = "list_time_slot_options", summary = "List a time slot's products", tag = "Box builder: time slots",
     params(("shop" = String, Path, description = "The shop's identifier"), ("time_slot_id" = i64, Path, description = "The time slot's id")),
     security(("api_token" = ["read_subscription_groups"]), ("oauth2" = ["read_subscription_groups"])),
     responses((status = 200, body = TimeSlotOptionList)))]
@@ -482,8 +519,10 @@ pub async fn list_time_slot_options(
     Ok(ok(TimeSlotOptionList::of(options)))
 }
 
+/// Offers a product in a time slot.
+///
 /// Offers a box product of the shop in the slot; offering it again changes nothing.
-#[utoipa::path(post, path = "/box_builder/v1/shops/{shop}/time_slots/{time_slot_id}/options", operation_id = "create_time_slot_option", tag = "Box builder: time slots",
+#[utoipa::path(post, path = "/box_builder/v1/shops/{shop}/time_slots/{time_slot_id}/options", operation_id = "create_time_slot_option", summary = "Offer a product in a time slot", tag = "Box builder: time slots",
     request_body = TimeSlotOptionRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("time_slot_id" = i64, Path, description = "The time slot's id")),
     security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
@@ -503,8 +542,10 @@ pub async fn create_time_slot_option(
     Ok(ok(TimeSlotOptionAnswer::of(option)))
 }
 
-/// The slot stops offering the product; 404 when it does not offer it.
-#[utoipa::path(delete, path = "/box_builder/v1/shops/{shop}/time_slots/{time_slot_id}/options/{box_product_id}", operation_id = "delete_time_slot_option", tag = "Box builder: time slots",
+/// Stops offering a product in a time slot.
+///
+/// The slot stops offering the product. A product the slot does not offer is not found.
+#[utoipa::path(delete, path = "/box_builder/v1/shops/{shop}/time_slots/{time_slot_id}/options/{box_product_id}", operation_id = "delete_time_slot_option", summary = "Stop offering a product in a time slot", tag = "Box builder: time slots",
     params(("shop" = String, Path, description = "The shop's identifier"), ("time_slot_id" = i64, Path, description = "The time slot's id"), ("box_product_id" = i64, Path, description = "The box product's id")),
     security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
     responses((status = 204, description = "The slot no longer offers the product")))]
@@ -617,8 +658,10 @@ pub(super) async fn change_selection(
     Ok(ok(SelectionAnswer::of(changed)))
 }
 
-/// A page of the customer's selections, by id.
-#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/customers/{platform_customer_id}/selections", operation_id = "list_selections", tag = "Box builder: selections",
+/// Lists a customer's selections.
+///
+/// A page of the customer's selections, ordered by id.
+#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/customers/{platform_customer_id}/selections", operation_id = "list_selections", summary = "List a customer's selections", tag = "Box builder: selections",
     params(("shop" = String, Path, description = "The shop's identifier"), ("platform_customer_id" = String, Path, description = "The customer's id on the shop's platform"), ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "Items per page, 1 to 250 (default 50)"), ("page" = Option<i64>, Query, minimum = 1, maximum = 1000000, description = "The page, from 1 (default 1); a page past the last is empty"), ("svc_platform_subscription_line_item_id" = Option<i64>, Query, description = "Only the selections of this box subscription line item"), ("order_datetime" = Option<String>, Query, format = DateTime, description = "Only the selections for the order of this time, an RFC 3339 date-time")),
     security(("api_token" = ["read_subscriptions"]), ("oauth2" = ["read_subscriptions"])),
     responses((status = 200, body = SelectionList)))]
@@ -632,10 +675,11 @@ pub async fn list_selections(
     selections_of(state, request.access.shop, customer, http).await
 }
 
-/// Makes a selection for the customer, checked by the box's rules.
+/// Creates a selection.
 ///
-/// The same line item and order date again replaces the selection made before.
-#[utoipa::path(post, path = "/box_builder/v1/shops/{shop}/customers/{platform_customer_id}/selections", operation_id = "create_selection", tag = "Box builder: selections",
+/// Makes a selection for the customer, checked by the box's rules. The same line item and order
+/// date again replaces the selection made before.
+#[utoipa::path(post, path = "/box_builder/v1/shops/{shop}/customers/{platform_customer_id}/selections", operation_id = "create_selection", summary = "Create a selection", tag = "Box builder: selections",
     request_body = SelectionRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("platform_customer_id" = String, Path, description = "The customer's id on the shop's platform")),
     security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
@@ -650,8 +694,10 @@ pub async fn create_selection(
     make_selection(state, request.access.shop, customer, given).await
 }
 
+/// Gets a selection.
+///
 /// One selection of the customer.
-#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/customers/{platform_customer_id}/selections/{selection_id}", operation_id = "get_selection", tag = "Box builder: selections",
+#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/customers/{platform_customer_id}/selections/{selection_id}", operation_id = "get_selection", summary = "Get a selection", tag = "Box builder: selections",
     params(("shop" = String, Path, description = "The shop's identifier"), ("platform_customer_id" = String, Path, description = "The customer's id on the shop's platform"), ("selection_id" = i64, Path, description = "The selection's id")),
     security(("api_token" = ["read_subscriptions"]), ("oauth2" = ["read_subscriptions"])),
     responses((status = 200, body = SelectionAnswer)))]
@@ -664,8 +710,11 @@ pub async fn get_selection(
     selection_of(state, request.access.shop, customer, &selection).await
 }
 
-/// The fields given replace the selection's; the whole is checked again (the deadline too).
-#[utoipa::path(patch, path = "/box_builder/v1/shops/{shop}/customers/{platform_customer_id}/selections/{selection_id}", operation_id = "update_selection", tag = "Box builder: selections",
+/// Updates a selection.
+///
+/// The fields given replace the selection's; the whole selection is checked again, the deadline
+/// too.
+#[utoipa::path(patch, path = "/box_builder/v1/shops/{shop}/customers/{platform_customer_id}/selections/{selection_id}", operation_id = "update_selection", summary = "Update a selection", tag = "Box builder: selections",
     request_body = SelectionRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("platform_customer_id" = String, Path, description = "The customer's id on the shop's platform"), ("selection_id" = i64, Path, description = "The selection's id")),
     security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
@@ -680,8 +729,10 @@ pub async fn update_selection(
     change_selection(state, request.access.shop, customer, &selection, given).await
 }
 
-/// Deletes a selection: that order of the box gets the merchant's pick.
-#[utoipa::path(delete, path = "/box_builder/v1/shops/{shop}/customers/{platform_customer_id}/selections/{selection_id}", operation_id = "delete_selection", tag = "Box builder: selections",
+/// Deletes a selection.
+///
+/// That order of the box gets the merchant's pick instead.
+#[utoipa::path(delete, path = "/box_builder/v1/shops/{shop}/customers/{platform_customer_id}/selections/{selection_id}", operation_id = "delete_selection", summary = "Delete a selection", tag = "Box builder: selections",
     params(("shop" = String, Path, description = "The shop's identifier"), ("platform_customer_id" = String, Path, description = "The customer's id on the shop's platform"), ("selection_id" = i64, Path, description = "The selection's id")),
     security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
     responses((status = 204, description = "Deleted")))]
@@ -699,8 +750,10 @@ pub async fn delete_selection(
     Ok(HttpResponse::NoContent().finish())
 }
 
+/// Lists box line items.
+///
 /// A page of the subscription line items sold under a box's group.
-#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/subscription_line_items", operation_id = "list_box_line_items", tag = "Box builder: subscription line items",
+#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/subscription_line_items", operation_id = "list_box_line_items", summary = "List box line items", tag = "Box builder: subscription line items",
     params(("shop" = String, Path, description = "The shop's identifier"), ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "Items per page, 1 to 250 (default 50)"), ("page" = Option<i64>, Query, minimum = 1, maximum = 1000000, description = "The page, from 1 (default 1); a page past the last is empty")),
     security(("api_token" = ["read_subscriptions"]), ("oauth2" = ["read_subscriptions"])),
     responses((status = 200, body = BoxLineItemList)))]
@@ -717,8 +770,10 @@ pub async fn list_box_line_items(
     Ok(ok(BoxLineItemList::of(found)))
 }
 
-/// One subscription line item sold under a box's group; 404 for another.
-#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/subscription_line_items/{line_item_id}", operation_id = "get_box_line_item", tag = "Box builder: subscription line items",
+/// Gets a box line item.
+///
+/// One subscription line item sold under a box's group; any other line item is not found.
+#[utoipa::path(get, path = "/box_builder/v1/shops/{shop}/subscription_line_items/{line_item_id}", operation_id = "get_box_line_item", summary = "Get a box line item", tag = "Box builder: subscription line items",
     params(("shop" = String, Path, description = "The shop's identifier"), ("line_item_id" = i64, Path, description = "The subscription line item's id")),
     security(("api_token" = ["read_subscriptions"]), ("oauth2" = ["read_subscriptions"])),
     responses((status = 200, body = BoxLineItemAnswer)))]

@@ -22,8 +22,10 @@ fn public(mut answer: HttpResponse) -> HttpResponse {
     answer
 }
 
-/// A page of the shop's boxes, for shoppers (no credentials).
-#[utoipa::path(get, path = "/box_builder/v1/storefront/shops/{shop}/boxes", operation_id = "list_storefront_boxes", tag = "Box builder: storefront",
+/// Lists boxes for shoppers.
+///
+/// A page of the shop's boxes, for shoppers; needs no credentials.
+#[utoipa::path(get, path = "/box_builder/v1/storefront/shops/{shop}/boxes", operation_id = "list_storefront_boxes", summary = "List boxes for shoppers", tag = "Box builder: storefront",
     params(("shop" = String, Path, description = "The shop's identifier"), ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "Items per page, 1 to 250 (default 50)"), ("page" = Option<i64>, Query, minimum = 1, maximum = 1000000, description = "The page, from 1 (default 1); a page past the last is empty")),
     responses((status = 200, body = BoxList, headers(("Cache-Control" = String, description = "`public, max-age=60`")))))]
 pub async fn list_boxes(
@@ -39,8 +41,10 @@ pub async fn list_boxes(
     Ok(public(ok(BoxList::of(found))))
 }
 
+/// Gets a box for shoppers.
+///
 /// One box of the shop, for shoppers.
-#[utoipa::path(get, path = "/box_builder/v1/storefront/shops/{shop}/boxes/{box_id}", operation_id = "get_storefront_box", tag = "Box builder: storefront",
+#[utoipa::path(get, path = "/box_builder/v1/storefront/shops/{shop}/boxes/{box_id}", operation_id = "get_storefront_box", summary = "Get a box for shoppers", tag = "Box builder: storefront",
     params(("shop" = String, Path, description = "The shop's identifier"), ("box_id" = i64, Path, description = "The box's id")),
     responses((status = 200, body = BoxAnswer, headers(("Cache-Control" = String, description = "`public, max-age=60`")))))]
 pub async fn get_box(
@@ -55,8 +59,10 @@ pub async fn get_box(
     Ok(public(ok(BoxAnswer::of(found))))
 }
 
+/// Lists time slots for shoppers.
+///
 /// A page of the box's time slots whose `visibility_date` has come, for shoppers.
-#[utoipa::path(get, path = "/box_builder/v1/storefront/shops/{shop}/boxes/{box_id}/time_slots", operation_id = "list_storefront_time_slots", tag = "Box builder: storefront",
+#[utoipa::path(get, path = "/box_builder/v1/storefront/shops/{shop}/boxes/{box_id}/time_slots", operation_id = "list_storefront_time_slots", summary = "List time slots for shoppers", tag = "Box builder: storefront",
     params(("shop" = String, Path, description = "The shop's identifier"), ("box_id" = i64, Path, description = "The box's id"), ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "Items per page, 1 to 250 (default 50)"), ("page" = Option<i64>, Query, minimum = 1, maximum = 1000000, description = "The page, from 1 (default 1); a page past the last is empty"), ("order_datetime" = Option<String>, Query, format = DateTime, description = "Only the slots holding this instant (`start_date` to `end_date`), an RFC 3339 date-time")),
     responses((status = 200, body = TimeSlotList, headers(("Cache-Control" = String, description = "`public, max-age=60`")))))]
 pub async fn list_time_slots(
@@ -76,8 +82,10 @@ pub async fn list_time_slots(
     Ok(public(ok(TimeSlotList::of(found))))
 }
 
+/// Lists box sizes for shoppers.
+///
 /// A page of the box's sizes, for shoppers.
-#[utoipa::path(get, path = "/box_builder/v1/storefront/shops/{shop}/boxes/{box_id}/box_sizes", operation_id = "list_storefront_box_sizes", tag = "Box builder: storefront",
+#[utoipa::path(get, path = "/box_builder/v1/storefront/shops/{shop}/boxes/{box_id}/box_sizes", operation_id = "list_storefront_box_sizes", summary = "List box sizes for shoppers", tag = "Box builder: storefront",
     params(("shop" = String, Path, description = "The shop's identifier"), ("box_id" = i64, Path, description = "The box's id"), ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "Items per page, 1 to 250 (default 50)"), ("page" = Option<i64>, Query, minimum = 1, maximum = 1000000, description = "The page, from 1 (default 1); a page past the last is empty")),
     responses((status = 200, body = BoxSizeList, headers(("Cache-Control" = String, description = "`public, max-age=60`")))))]
 pub async fn list_box_sizes(

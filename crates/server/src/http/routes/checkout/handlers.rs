@@ -31,9 +31,12 @@ pub struct CheckoutSettingsAnswer {
     data: SettingsResource,
 }
 
-/// Init Order (`write_orders`): the order made from the cart, and the storefront's token of
-/// it: `{"data": {"jwt_token", "public_order_id", "application_state", "initial_data"}}`.
-#[utoipa::path(post, path = "/checkout/orders/{shop}/init", operation_id = "init_checkout_order", tag = "Checkout: orders",
+/// Creates a checkout order.
+///
+/// Makes a checkout order from the cart and answers with it and the storefront's token for it: the
+/// JWT, the public order id, the application state and the initial data. Needs the `write_orders`
+/// scope.
+#[utoipa::path(post, path = "/checkout/orders/{shop}/init", operation_id = "init_checkout_order", summary = "Create a checkout order", tag = "Checkout: orders",
     request_body = CheckoutInitRequest,
     params(("shop" = String, Path, description = "The shop's identifier")),
     security(("api_token" = ["write_orders"]), ("oauth2" = ["write_orders"])),
@@ -53,8 +56,10 @@ pub async fn init(
     Ok(HttpResponse::Ok().json(InitOrderAnswer { data }))
 }
 
-/// The shop's checkout settings (`modify_shop_settings`).
-#[utoipa::path(get, path = "/checkout/shop/{shop}/settings", operation_id = "get_checkout_settings", tag = "Checkout: settings",
+/// Gets the checkout settings.
+///
+/// The shop's checkout settings. Needs the `modify_shop_settings` scope.
+#[utoipa::path(get, path = "/checkout/shop/{shop}/settings", operation_id = "get_checkout_settings", summary = "Get the checkout settings", tag = "Checkout: settings",
     params(("shop" = String, Path, description = "The shop's identifier")),
     security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
     responses((status = 200, body = CheckoutSettingsAnswer)))]
@@ -72,8 +77,10 @@ pub async fn settings(
     }))
 }
 
-/// Changes the settings given; every invalid value is a 422 and then nothing changes.
-#[utoipa::path(patch, path = "/checkout/shop/{shop}/settings", operation_id = "update_checkout_settings", tag = "Checkout: settings",
+/// Updates the checkout settings.
+///
+/// Changes the settings given. Every invalid value is reported, and then nothing changes.
+#[utoipa::path(patch, path = "/checkout/shop/{shop}/settings", operation_id = "update_checkout_settings", summary = "Update the checkout settings", tag = "Checkout: settings",
     request_body = CheckoutSettingsPatch,
     params(("shop" = String, Path, description = "The shop's identifier")),
     security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
@@ -94,10 +101,11 @@ pub async fn update_settings(
     }))
 }
 
-/// `POST /checkout/shop/{shop}/webhooks/{id}/test`: enqueues a sample payload of the webhook's
-/// topic, marked `"test": true`, and answers 202 with its `webhook-id`. A checkout route: the
-/// sample is a checkout order's.
-#[utoipa::path(post, path = "/checkout/shop/{shop}/webhooks/{id}/test", operation_id = "test_checkout_webhook", tag = "Checkout: webhooks",
+/// Sends a test webhook message.
+///
+/// Enqueues a sample payload of the webhook's topic, marked `"test": true`, and answers with its
+/// `webhook-id`. The sample is a checkout order's.
+#[utoipa::path(post, path = "/checkout/shop/{shop}/webhooks/{id}/test", operation_id = "test_checkout_webhook", summary = "Send a test webhook message", tag = "Checkout: webhooks",
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook's id (32 hex characters)")),
     security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
     responses((status = 202, body = CheckoutQueuedMessageAnswer)))]

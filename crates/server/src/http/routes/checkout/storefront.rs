@@ -270,8 +270,10 @@ fn query(request: &HttpRequest, name: &str, max: usize) -> Result<Option<String>
     Ok(value)
 }
 
-/// `addGuestCustomer`: the guest customer of the order.
-#[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/customer/guest", operation_id = "add_checkout_guest_customer", tag = "Checkout: storefront",
+/// Adds a guest customer.
+///
+/// Sets the guest customer of the order (`addGuestCustomer`).
+#[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/customer/guest", operation_id = "add_checkout_guest_customer", summary = "Add a guest customer", tag = "Checkout: storefront",
     request_body = CheckoutCustomerFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
@@ -290,9 +292,11 @@ pub async fn add_guest_customer(
     .await
 }
 
-/// `updateCustomer`: the same as `addGuestCustomer`, keeping the customer's public id (and
-/// their marketing consent unless given).
-#[utoipa::path(put, path = "/checkout/storefront/{shop}/{public_order_id}/customer", operation_id = "update_checkout_customer", tag = "Checkout: storefront",
+/// Updates the customer.
+///
+/// The same as adding a guest customer, keeping the customer's public id, and their marketing
+/// consent unless it is given (`updateCustomer`).
+#[utoipa::path(put, path = "/checkout/storefront/{shop}/{public_order_id}/customer", operation_id = "update_checkout_customer", summary = "Update the customer", tag = "Checkout: storefront",
     request_body = CheckoutCustomerFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
@@ -305,8 +309,10 @@ pub async fn update_customer(
     add_guest_customer(state, call, given).await
 }
 
-/// `deleteCustomer`.
-#[utoipa::path(delete, path = "/checkout/storefront/{shop}/{public_order_id}/customer", operation_id = "delete_checkout_customer", tag = "Checkout: storefront",
+/// Removes the customer.
+///
+/// Removes the order's customer (`deleteCustomer`).
+#[utoipa::path(delete, path = "/checkout/storefront/{shop}/{public_order_id}/customer", operation_id = "delete_checkout_customer", summary = "Remove the customer", tag = "Checkout: storefront",
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
     responses((status = 200, body = StorefrontCustomerAnswer)))]
@@ -322,8 +328,11 @@ pub async fn delete_customer(
     .await
 }
 
-/// `validateEmail`: `{"valid": true}`, or 422 on `email_address`.
-#[utoipa::path(get, path = "/checkout/storefront/{shop}/{public_order_id}/validate_email_address", operation_id = "validate_checkout_email_address", tag = "Checkout: storefront",
+/// Validates an email address.
+///
+/// Answers that the address is valid, or reports a validation error on `email_address`
+/// (`validateEmail`).
+#[utoipa::path(get, path = "/checkout/storefront/{shop}/{public_order_id}/validate_email_address", operation_id = "validate_checkout_email_address", summary = "Validate an email address", tag = "Checkout: storefront",
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)"),
         ("email_address" = Option<String>, Query, max_length = 320, description = "The email address to check (needed: none is 422)")),
     security(("checkout_jwt" = [])),
@@ -370,9 +379,11 @@ async fn delete_address(
     .await
 }
 
-/// `setShippingAddress`: checked through the `address_validate` override when one applies; the
-/// shipping lines and taxes worked out for the old address are dropped.
-#[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/addresses/shipping", operation_id = "set_checkout_shipping_address", tag = "Checkout: storefront",
+/// Sets the shipping address.
+///
+/// Checked through the `address_validate` override when one applies. The shipping lines and taxes
+/// worked out for the old address are dropped (`setShippingAddress`).
+#[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/addresses/shipping", operation_id = "set_checkout_shipping_address", summary = "Set the shipping address", tag = "Checkout: storefront",
     request_body = CheckoutAddressFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
@@ -385,8 +396,10 @@ pub async fn set_shipping_address(
     set_address(state, call, given, AddressType::Shipping).await
 }
 
-/// `updateShippingAddress`: the same as `setShippingAddress`.
-#[utoipa::path(put, path = "/checkout/storefront/{shop}/{public_order_id}/addresses/shipping", operation_id = "update_checkout_shipping_address", tag = "Checkout: storefront",
+/// Updates the shipping address.
+///
+/// The same as setting it (`updateShippingAddress`).
+#[utoipa::path(put, path = "/checkout/storefront/{shop}/{public_order_id}/addresses/shipping", operation_id = "update_checkout_shipping_address", summary = "Update the shipping address", tag = "Checkout: storefront",
     request_body = CheckoutAddressFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
@@ -399,8 +412,10 @@ pub async fn update_shipping_address(
     set_address(state, call, given, AddressType::Shipping).await
 }
 
-/// `deleteShippingAddress`: `address` is `{}` after it.
-#[utoipa::path(delete, path = "/checkout/storefront/{shop}/{public_order_id}/addresses/shipping", operation_id = "delete_checkout_shipping_address", tag = "Checkout: storefront",
+/// Removes the shipping address.
+///
+/// The order's shipping address is empty afterwards (`deleteShippingAddress`).
+#[utoipa::path(delete, path = "/checkout/storefront/{shop}/{public_order_id}/addresses/shipping", operation_id = "delete_checkout_shipping_address", summary = "Remove the shipping address", tag = "Checkout: storefront",
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
     responses((status = 200, body = StorefrontAddressAnswer)))]
@@ -411,8 +426,10 @@ pub async fn delete_shipping_address(
     delete_address(state, call, AddressType::Shipping).await
 }
 
-/// `setBillingAddress`: checked through the `address_validate` override when one applies.
-#[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/addresses/billing", operation_id = "set_checkout_billing_address", tag = "Checkout: storefront",
+/// Sets the billing address.
+///
+/// Checked through the `address_validate` override when one applies (`setBillingAddress`).
+#[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/addresses/billing", operation_id = "set_checkout_billing_address", summary = "Set the billing address", tag = "Checkout: storefront",
     request_body = CheckoutAddressFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
@@ -425,8 +442,10 @@ pub async fn set_billing_address(
     set_address(state, call, given, AddressType::Billing).await
 }
 
-/// `updateBillingAddress`: the same as `setBillingAddress`.
-#[utoipa::path(put, path = "/checkout/storefront/{shop}/{public_order_id}/addresses/billing", operation_id = "update_checkout_billing_address", tag = "Checkout: storefront",
+/// Updates the billing address.
+///
+/// The same as setting it (`updateBillingAddress`).
+#[utoipa::path(put, path = "/checkout/storefront/{shop}/{public_order_id}/addresses/billing", operation_id = "update_checkout_billing_address", summary = "Update the billing address", tag = "Checkout: storefront",
     request_body = CheckoutAddressFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
@@ -439,8 +458,10 @@ pub async fn update_billing_address(
     set_address(state, call, given, AddressType::Billing).await
 }
 
-/// `deleteBillingAddress`: `address` is `{}` after it.
-#[utoipa::path(delete, path = "/checkout/storefront/{shop}/{public_order_id}/addresses/billing", operation_id = "delete_checkout_billing_address", tag = "Checkout: storefront",
+/// Removes the billing address.
+///
+/// The order's billing address is empty afterwards (`deleteBillingAddress`).
+#[utoipa::path(delete, path = "/checkout/storefront/{shop}/{public_order_id}/addresses/billing", operation_id = "delete_checkout_billing_address", summary = "Remove the billing address", tag = "Checkout: storefront",
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
     responses((status = 200, body = StorefrontAddressAnswer)))]
@@ -451,9 +472,11 @@ pub async fn delete_billing_address(
     delete_address(state, call, AddressType::Billing).await
 }
 
-/// `validateAddress`: the address in the query, through the `address_validate` override when
-/// one applies; `{"valid": true}` or 422.
-#[utoipa::path(get, path = "/checkout/storefront/{shop}/{public_order_id}/validate_address", operation_id = "validate_checkout_address", tag = "Checkout: storefront",
+/// Validates an address.
+///
+/// Checks the address given in the query, through the `address_validate` override when one applies,
+/// and answers that it is valid or reports why not (`validateAddress`).
+#[utoipa::path(get, path = "/checkout/storefront/{shop}/{public_order_id}/validate_address", operation_id = "validate_checkout_address", summary = "Validate an address", tag = "Checkout: storefront",
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)"),
         ("first_name" = Option<String>, Query, max_length = 255, description = "The first name on the address"),
         ("last_name" = Option<String>, Query, max_length = 255, description = "The last name on the address"),
@@ -489,9 +512,11 @@ pub async fn validate_address(
     .await
 }
 
-/// `getShippingLines`: the lines offered now (the `shipping` override's, or the shop's flat
-/// rate); a selected line no longer offered is dropped.
-#[utoipa::path(get, path = "/checkout/storefront/{shop}/{public_order_id}/shipping_lines", operation_id = "list_checkout_shipping_lines", tag = "Checkout: storefront",
+/// Lists shipping lines.
+///
+/// The lines offered now: the `shipping` override's, or the shop's flat rate. A selected line that
+/// is no longer offered is dropped (`getShippingLines`).
+#[utoipa::path(get, path = "/checkout/storefront/{shop}/{public_order_id}/shipping_lines", operation_id = "list_checkout_shipping_lines", summary = "List shipping lines", tag = "Checkout: storefront",
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
     responses((status = 200, body = StorefrontShippingLinesAnswer)))]
@@ -507,8 +532,10 @@ pub async fn shipping_lines(
     .await
 }
 
-/// `changeShippingLine`: by the line's id, or its position among those offered.
-#[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/shipping_lines", operation_id = "select_checkout_shipping_line", tag = "Checkout: storefront",
+/// Selects a shipping line.
+///
+/// Selects a line by its id, or by its position among those offered (`changeShippingLine`).
+#[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/shipping_lines", operation_id = "select_checkout_shipping_line", summary = "Select a shipping line", tag = "Checkout: storefront",
     request_body = CheckoutShippingLineChoice,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
@@ -527,8 +554,10 @@ pub async fn select_shipping_line(
     .await
 }
 
-/// `setTaxes`: through the `tax` override; none when none applies.
-#[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/taxes", operation_id = "set_checkout_taxes", tag = "Checkout: storefront",
+/// Sets the taxes.
+///
+/// Works the taxes out through the `tax` override; none when no override applies (`setTaxes`).
+#[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/taxes", operation_id = "set_checkout_taxes", summary = "Set the taxes", tag = "Checkout: storefront",
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
     responses((status = 200, body = StorefrontTaxesAnswer)))]
@@ -544,8 +573,11 @@ pub async fn set_taxes(
     .await
 }
 
-/// `addDiscount`: valued through the `discount` override; a code that is not valid is 422.
-#[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/discounts", operation_id = "add_checkout_discount", tag = "Checkout: storefront",
+/// Adds a discount code.
+///
+/// Values the code through the `discount` override; a code that is not valid is reported as a
+/// validation error (`addDiscount`).
+#[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/discounts", operation_id = "add_checkout_discount", summary = "Add a discount code", tag = "Checkout: storefront",
     request_body = CheckoutDiscountCodeFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
@@ -564,8 +596,11 @@ pub async fn add_discount(
     .await
 }
 
-/// `deleteDiscount`: the code applied (in any letter case); 422 when it is not.
-#[utoipa::path(delete, path = "/checkout/storefront/{shop}/{public_order_id}/discounts", operation_id = "delete_checkout_discount", tag = "Checkout: storefront",
+/// Removes a discount code.
+///
+/// Removes the code applied, in any letter case; a code that is not applied is reported as a
+/// validation error (`deleteDiscount`).
+#[utoipa::path(delete, path = "/checkout/storefront/{shop}/{public_order_id}/discounts", operation_id = "delete_checkout_discount", summary = "Remove a discount code", tag = "Checkout: storefront",
     request_body = CheckoutDiscountCodeFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
@@ -585,8 +620,11 @@ pub async fn delete_discount(
     .await
 }
 
-/// `validateDiscount`: `{"valid": true, "discount"}`, or 422 for a code that is not valid.
-#[utoipa::path(get, path = "/checkout/storefront/{shop}/{public_order_id}/validate_discount_code", operation_id = "validate_checkout_discount_code", tag = "Checkout: storefront",
+/// Validates a discount code.
+///
+/// Answers that the code is valid, with the discount it gives, or reports a code that is not valid
+/// (`validateDiscount`).
+#[utoipa::path(get, path = "/checkout/storefront/{shop}/{public_order_id}/validate_discount_code", operation_id = "validate_checkout_discount_code", summary = "Validate a discount code", tag = "Checkout: storefront",
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)"),
         ("discount_code" = Option<String>, Query, max_length = 255, description = "The discount code to value (needed: none is 422)")),
     security(("checkout_jwt" = [])),
@@ -606,8 +644,10 @@ pub async fn validate_discount(
     .await
 }
 
-/// `getPaymentList`.
-#[utoipa::path(get, path = "/checkout/storefront/{shop}/{public_order_id}/payments", operation_id = "list_checkout_payments", tag = "Checkout: storefront",
+/// Lists payments.
+///
+/// The order's payments (`getPaymentList`).
+#[utoipa::path(get, path = "/checkout/storefront/{shop}/{public_order_id}/payments", operation_id = "list_checkout_payments", summary = "List payments", tag = "Checkout: storefront",
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
     responses((status = 200, body = StorefrontPaymentsAnswer)))]
@@ -623,9 +663,11 @@ pub async fn payments(
     .await
 }
 
-/// `addPayment`: through the test gateway, for the amount given or the order's balance; never
-/// more than the balance.
-#[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/payments", operation_id = "add_checkout_payment", tag = "Checkout: storefront",
+/// Adds a payment.
+///
+/// Pays through the test gateway, for the amount given or the order's balance, and never more than
+/// the balance (`addPayment`).
+#[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/payments", operation_id = "add_checkout_payment", summary = "Add a payment", tag = "Checkout: storefront",
     request_body = CheckoutPaymentFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
@@ -644,9 +686,11 @@ pub async fn add_payment(
     .await
 }
 
-/// `updatePayment`: only the amount of the payment named (by its `id`, else its `token`)
-/// changes; without an amount, the balance is added to it.
-#[utoipa::path(put, path = "/checkout/storefront/{shop}/{public_order_id}/payments", operation_id = "update_checkout_payment", tag = "Checkout: storefront",
+/// Updates a payment.
+///
+/// Only the amount of the payment named, by its `id` or else its `token`, changes; without an
+/// amount, the balance is added to it (`updatePayment`).
+#[utoipa::path(put, path = "/checkout/storefront/{shop}/{public_order_id}/payments", operation_id = "update_checkout_payment", summary = "Update a payment", tag = "Checkout: storefront",
     request_body = CheckoutPaymentFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
@@ -665,8 +709,10 @@ pub async fn update_payment(
     .await
 }
 
-/// `deletePayment`: the payment named by its `id`, else its `token`.
-#[utoipa::path(delete, path = "/checkout/storefront/{shop}/{public_order_id}/payments", operation_id = "delete_checkout_payment", tag = "Checkout: storefront",
+/// Removes a payment.
+///
+/// Removes the payment named by its `id`, or else its `token` (`deletePayment`).
+#[utoipa::path(delete, path = "/checkout/storefront/{shop}/{public_order_id}/payments", operation_id = "delete_checkout_payment", summary = "Remove a payment", tag = "Checkout: storefront",
     request_body = CheckoutPaymentFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
@@ -694,8 +740,10 @@ pub async fn delete_payment(
     .await
 }
 
-/// `deleteGiftCardPayment`: `{"id"}`.
-#[utoipa::path(delete, path = "/checkout/storefront/{shop}/{public_order_id}/payments/gift_card", operation_id = "delete_checkout_gift_card_payment", tag = "Checkout: storefront",
+/// Removes a gift card payment.
+///
+/// Removes the gift card payment of the `id` given (`deleteGiftCardPayment`).
+#[utoipa::path(delete, path = "/checkout/storefront/{shop}/{public_order_id}/payments/gift_card", operation_id = "delete_checkout_gift_card_payment", summary = "Remove a gift card payment", tag = "Checkout: storefront",
     request_body = CheckoutPaymentIdFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
@@ -715,8 +763,11 @@ pub async fn delete_gift_card_payment(
     .await
 }
 
-/// `addLineItem`: a variant of the catalogue; the same key adds to its quantity.
-#[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/items", operation_id = "add_checkout_line_item", tag = "Checkout: storefront",
+/// Adds a line item.
+///
+/// Adds a variant of the catalogue to the order; the same key again adds to its quantity
+/// (`addLineItem`).
+#[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/items", operation_id = "add_checkout_line_item", summary = "Add a line item", tag = "Checkout: storefront",
     request_body = CheckoutLineItemFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
@@ -735,8 +786,10 @@ pub async fn add_line_item(
     .await
 }
 
+/// Updates a line item's quantity.
+///
 /// `updateLineItemQuantity`.
-#[utoipa::path(put, path = "/checkout/storefront/{shop}/{public_order_id}/items", operation_id = "update_checkout_line_item_quantity", tag = "Checkout: storefront",
+#[utoipa::path(put, path = "/checkout/storefront/{shop}/{public_order_id}/items", operation_id = "update_checkout_line_item_quantity", summary = "Update a line item's quantity", tag = "Checkout: storefront",
     request_body = CheckoutLineItemQuantityFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
@@ -755,8 +808,10 @@ pub async fn update_line_item(
     .await
 }
 
+/// Removes a line item.
+///
 /// `deleteLineItem`.
-#[utoipa::path(delete, path = "/checkout/storefront/{shop}/{public_order_id}/items", operation_id = "delete_checkout_line_item", tag = "Checkout: storefront",
+#[utoipa::path(delete, path = "/checkout/storefront/{shop}/{public_order_id}/items", operation_id = "delete_checkout_line_item", summary = "Remove a line item", tag = "Checkout: storefront",
     request_body = CheckoutLineItemKeyFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
@@ -776,8 +831,11 @@ pub async fn delete_line_item(
     .await
 }
 
-/// `checkInventory`: through the `inventory` override; `not_enabled` when none applies.
-#[utoipa::path(get, path = "/checkout/storefront/{shop}/{public_order_id}/check_inventory", operation_id = "check_checkout_inventory", tag = "Checkout: storefront",
+/// Checks the inventory.
+///
+/// Checks the order's items through the `inventory` override; `not_enabled` when no override
+/// applies (`checkInventory`).
+#[utoipa::path(get, path = "/checkout/storefront/{shop}/{public_order_id}/check_inventory", operation_id = "check_checkout_inventory", summary = "Check the inventory", tag = "Checkout: storefront",
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)"),
         ("stage" = Option<String>, Query, max_length = 16, description = "The stage of the check: `initial` (the default) or `final`")),
     security(("checkout_jwt" = [])),
@@ -796,8 +854,10 @@ pub async fn check_inventory(
     .await
 }
 
-/// `patchOrderMetaData`: the fields given (not null) replace the order's.
-#[utoipa::path(patch, path = "/checkout/storefront/{shop}/{public_order_id}/meta_data", operation_id = "patch_checkout_meta_data", tag = "Checkout: storefront",
+/// Updates the order's metadata.
+///
+/// The fields given, when not null, replace the order's (`patchOrderMetaData`).
+#[utoipa::path(patch, path = "/checkout/storefront/{shop}/{public_order_id}/meta_data", operation_id = "patch_checkout_meta_data", summary = "Update the order's metadata", tag = "Checkout: storefront",
     request_body = CheckoutMetaDataFields,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
@@ -816,8 +876,10 @@ pub async fn patch_meta_data(
     .await
 }
 
-/// `getRefreshedApplicationState`.
-#[utoipa::path(get, path = "/checkout/storefront/{shop}/{public_order_id}/refresh", operation_id = "refresh_checkout_order", tag = "Checkout: storefront",
+/// Refreshes the order.
+///
+/// The order's current application state (`getRefreshedApplicationState`).
+#[utoipa::path(get, path = "/checkout/storefront/{shop}/{public_order_id}/refresh", operation_id = "refresh_checkout_order", summary = "Refresh the order", tag = "Checkout: storefront",
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
     responses((status = 200, body = StorefrontOrderAnswer)))]
@@ -833,8 +895,11 @@ pub async fn refresh(
     .await
 }
 
-/// `processOrder`: then the webhooks and the push to the platform run at once.
-#[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/process_order", operation_id = "process_checkout_order", tag = "Checkout: storefront",
+/// Processes the order.
+///
+/// Completes the order; the webhooks and the push to the platform then run at once
+/// (`processOrder`).
+#[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/process_order", operation_id = "process_checkout_order", summary = "Process the order", tag = "Checkout: storefront",
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),
     responses((status = 200, body = StorefrontOrderAnswer)))]
@@ -850,8 +915,10 @@ pub async fn process_order(
     Ok(HttpResponse::Ok().json(StorefrontOrderAnswer { data: result? }))
 }
 
-/// `addLog`: the storefront's message, logged; `{"data": {"success": true}}`.
-#[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/log", operation_id = "log_checkout_message", tag = "Checkout: storefront",
+/// Logs a storefront message.
+///
+/// Logs the storefront's message and answers with success (`addLog`).
+#[utoipa::path(post, path = "/checkout/storefront/{shop}/{public_order_id}/log", operation_id = "log_checkout_message", summary = "Log a storefront message", tag = "Checkout: storefront",
     request_body = StorefrontLogMessage,
     params(("shop" = String, Path, description = "The shop's identifier"), ("public_order_id" = String, Path, description = "The order's id at the storefront, as Init Order answered it (32 hex characters)")),
     security(("checkout_jwt" = [])),

@@ -120,8 +120,11 @@ pub struct DirectoryLabelAnswer {
     label: Label,
 }
 
-/// List Customers with every documented parameter; 400 names a parameter that does not parse.
-#[utoipa::path(get, path = "/customers/v2/shops/{shop}/customers", operation_id = "list_directory_customers", tag = "Customer directory",
+/// Lists customers.
+///
+/// Takes every documented parameter; a parameter that does not parse is a bad request that names
+/// it.
+#[utoipa::path(get, path = "/customers/v2/shops/{shop}/customers", operation_id = "list_directory_customers", summary = "List customers", tag = "Customer directory",
     params(("shop" = String, Path, description = "The shop's identifier"), ("since_id" = Option<i64>, Query, description = "Only customers whose id is greater than this"), ("updated_at_min" = Option<String>, Query, format = DateTime, description = "Only customers updated at or after this time, an RFC 3339 date-time"), ("updated_at_max" = Option<String>, Query, format = DateTime, description = "Only customers updated at or before this time, an RFC 3339 date-time"), ("search" = Option<String>, Query, max_length = 256, description = "Text matched, ignoring case, within email, first and last name and phone (up to 256 characters)"), ("ids" = Option<String>, Query, description = "Only customers with one of these ids: comma-separated integers; the parameter may repeat (also as `ids[]`), up to 250 ids in all"), ("orderby" = inline(Option<OrderBy>), Query, description = "The order of the customers (default `id`); ties fall back to the id"), ("orderdirection" = inline(Option<OrderDirection>), Query, description = "The order's direction, any case (default `asc`)"), ("filter" = Option<String>, Query, description = "Conditions `op(field:value)` joined by commas, all of which a customer must meet, such as `gt(id:5),like(email:%@example.test)`: `op` one of `lt`, `lte`, `gt`, `gte`, `eq`, `like` (`like`, with `%` for any text, for text fields only; text fields take `eq` or `like`); `field` one of `id` (an integer), `created_at`, `updated_at`, `platform_created_at` (RFC 3339 date-times), `email`, `first_name`, `last_name`, `phone`, `platform_id` (text). The parameter may repeat, up to 100 conditions in all"), ("label" = Option<String>, Query, max_length = 255, description = "Only customers with a live label of exactly this name"), ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "Customers per page, 1 to 250 (default 50)"), ("page" = Option<i64>, Query, minimum = 1, description = "The page, from 1 (default 1); a page past the last is empty")),
     security(("api_token" = ["read_customers"]), ("oauth2" = ["read_customers"])),
     responses((status = 200, body = DirectoryCustomerList)))]
@@ -142,8 +145,8 @@ pub async fn list(
     }))
 }
 
-/// Get Customer by ID.
-#[utoipa::path(get, path = "/customers/v2/shops/{shop}/customers/{id}", operation_id = "get_directory_customer", tag = "Customer directory",
+/// Gets a customer by ID.
+#[utoipa::path(get, path = "/customers/v2/shops/{shop}/customers/{id}", operation_id = "get_directory_customer", summary = "Get a customer by ID", tag = "Customer directory",
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The customer's id (the service's integer)")),
     security(("api_token" = ["read_customers"]), ("oauth2" = ["read_customers"])),
     responses((status = 200, body = DirectoryCustomerAnswer)))]
@@ -157,8 +160,8 @@ pub async fn get(
     Ok(HttpResponse::Ok().json(DirectoryCustomerAnswer { customer }))
 }
 
-/// Get Customer by Platform ID.
-#[utoipa::path(get, path = "/customers/v2/shops/{shop}/customers/pid/{platform_id}", operation_id = "get_directory_customer_by_platform_id", tag = "Customer directory",
+/// Gets a customer by platform ID.
+#[utoipa::path(get, path = "/customers/v2/shops/{shop}/customers/pid/{platform_id}", operation_id = "get_directory_customer_by_platform_id", summary = "Get a customer by platform ID", tag = "Customer directory",
     params(("shop" = String, Path, description = "The shop's identifier"), ("platform_id" = String, Path, description = "The customer's id on the shop's platform")),
     security(("api_token" = ["read_customers"]), ("oauth2" = ["read_customers"])),
     responses((status = 200, body = DirectoryCustomerAnswer)))]
@@ -175,8 +178,8 @@ pub async fn get_by_platform_id(
     Ok(HttpResponse::Ok().json(DirectoryCustomerAnswer { customer }))
 }
 
-/// List Customer Addresses.
-#[utoipa::path(get, path = "/customers/v2/shops/{shop}/customers/{id}/addresses", operation_id = "list_directory_customer_addresses", tag = "Customer directory",
+/// Lists a customer's addresses.
+#[utoipa::path(get, path = "/customers/v2/shops/{shop}/customers/{id}/addresses", operation_id = "list_directory_customer_addresses", summary = "List a customer's addresses", tag = "Customer directory",
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The customer's id (the service's integer)")),
     security(("api_token" = ["read_customers"]), ("oauth2" = ["read_customers"])),
     responses((status = 200, body = DirectoryAddressList)))]
@@ -192,8 +195,8 @@ pub async fn addresses(
     Ok(HttpResponse::Ok().json(DirectoryAddressList { addresses }))
 }
 
-/// Get Customer Address by ID.
-#[utoipa::path(get, path = "/customers/v2/shops/{shop}/customers/{id}/addresses/{address_id}", operation_id = "get_directory_customer_address", tag = "Customer directory",
+/// Gets a customer address by ID.
+#[utoipa::path(get, path = "/customers/v2/shops/{shop}/customers/{id}/addresses/{address_id}", operation_id = "get_directory_customer_address", summary = "Get a customer address by ID", tag = "Customer directory",
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The customer's id (the service's integer)"), ("address_id" = i64, Path, description = "The address's id")),
     security(("api_token" = ["read_customers"]), ("oauth2" = ["read_customers"])),
     responses((status = 200, body = DirectoryAddressAnswer)))]
@@ -218,8 +221,10 @@ pub struct LabelBody {
     name: Option<String>,
 }
 
-/// Add a label: 201 with the new label, or 200 with the customer's label of that name.
-#[utoipa::path(post, path = "/customers/v2/shops/{shop}/customers/{id}/labels", operation_id = "add_directory_customer_label", tag = "Customer directory",
+/// Adds a label to a customer.
+///
+/// Answers with the new label as created, or with the customer's existing label of that name.
+#[utoipa::path(post, path = "/customers/v2/shops/{shop}/customers/{id}/labels", operation_id = "add_directory_customer_label", summary = "Add a label to a customer", tag = "Customer directory",
     request_body = LabelBody,
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The customer's id (the service's integer)")),
     security(("api_token" = ["write_customers"]), ("oauth2" = ["write_customers"])),
@@ -243,8 +248,8 @@ pub async fn add_customer_label(
     Ok(response.json(DirectoryLabelAnswer { label }))
 }
 
-/// Remove a label: 204.
-#[utoipa::path(delete, path = "/customers/v2/shops/{shop}/customers/{id}/labels/{label_id}", operation_id = "delete_directory_customer_label", tag = "Customer directory",
+/// Removes a label from a customer.
+#[utoipa::path(delete, path = "/customers/v2/shops/{shop}/customers/{id}/labels/{label_id}", operation_id = "delete_directory_customer_label", summary = "Remove a label from a customer", tag = "Customer directory",
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The customer's id (the service's integer)"), ("label_id" = i64, Path, description = "The label's id")),
     security(("api_token" = ["write_customers"]), ("oauth2" = ["write_customers"])),
     responses((status = 204, description = "Removed")))]

@@ -11,8 +11,10 @@ use sha2::{Digest, Sha256};
 
 use crate::http::openapi::document_json;
 
-/// The document, the same bytes as `docs/openapi.json`.
-#[utoipa::path(get, path = "/openapi.json", operation_id = "get_openapi_document", tag = "Operations",
+/// Gets the OpenAPI document.
+///
+/// The same bytes as `docs/openapi.json`.
+#[utoipa::path(get, path = "/openapi.json", operation_id = "get_openapi_document", summary = "Get the OpenAPI document", tag = "Operations",
     responses((status = 200, description = "The OpenAPI 3.1 document of Mercer's HTTP API",
         content_type = "application/json", body = Object)))]
 pub async fn openapi_json() -> HttpResponse {
@@ -21,9 +23,11 @@ pub async fn openapi_json() -> HttpResponse {
         .body(document_json())
 }
 
-/// Swagger UI's reference page over the document (its script and style are built into the
-/// binary: the page loads nothing from elsewhere).
-#[utoipa::path(get, path = "/docs", operation_id = "get_api_reference_page", tag = "Operations",
+/// Shows the API reference page.
+///
+/// Swagger UI's reference page over the document. Its script and style are built into the binary:
+/// the page loads nothing from elsewhere.
+#[utoipa::path(get, path = "/docs", operation_id = "get_api_reference_page", summary = "Show the API reference page", tag = "Operations",
     responses((status = 200, description = "The document rendered for people",
         content_type = "text/html", body = String),
         (status = 304, description = "The page the client holds (its `If-None-Match`) is current")))]

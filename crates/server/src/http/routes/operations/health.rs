@@ -23,15 +23,19 @@ pub struct Readiness {
     database: &'static str,
 }
 
+/// Checks liveness.
+///
 /// The process is up and answering.
-#[utoipa::path(get, path = "/healthz", operation_id = "get_liveness", tag = "Operations",
+#[utoipa::path(get, path = "/healthz", operation_id = "get_liveness", summary = "Check liveness", tag = "Operations",
     responses((status = 200, body = Liveness)))]
 pub async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(Liveness { status: "ok" })
 }
 
-/// The database answers too; 503 otherwise.
-#[utoipa::path(get, path = "/readyz", operation_id = "get_readiness", tag = "Operations",
+/// Checks readiness.
+///
+/// The process is up and the database answers too; otherwise the service is unavailable.
+#[utoipa::path(get, path = "/readyz", operation_id = "get_readiness", summary = "Check readiness", tag = "Operations",
     responses((status = 200, body = Readiness)))]
 pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let store = state.store.clone();

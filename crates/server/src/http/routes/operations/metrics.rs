@@ -12,8 +12,10 @@ use mercer_domain::subscriptions::scheduler::{OrderJob, SchedulerJob};
 use crate::http::error::ApiError;
 use crate::http::state::{AppState, run_blocking};
 
-/// The server's metrics for Prometheus to scrape.
-#[utoipa::path(get, path = "/metrics", operation_id = "get_metrics", tag = "Operations",
+/// Gets metrics.
+///
+/// The server's metrics, for Prometheus to scrape.
+#[utoipa::path(get, path = "/metrics", operation_id = "get_metrics", summary = "Get metrics", tag = "Operations",
     responses((status = 200, description = "The metrics in Prometheus's text format",
         content_type = "text/plain; version=0.0.4", body = String)))]
 pub async fn metrics(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {

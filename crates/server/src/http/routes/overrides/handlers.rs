@@ -56,8 +56,11 @@ async fn check(
     .await
 }
 
-/// Create API Override: 200 `{"data":override}`; 422 on the type, URL or secret.
-#[utoipa::path(post, path = "/checkout/shop/{shop}/overrides", operation_id = "create_api_override", tag = "Checkout: API overrides",
+/// Creates an API override.
+///
+/// Answers with the new override under `data`; an invalid type, URL or secret is reported as a
+/// validation error.
+#[utoipa::path(post, path = "/checkout/shop/{shop}/overrides", operation_id = "create_api_override", summary = "Create an API override", tag = "Checkout: API overrides",
     request_body = OverrideInput,
     params(("shop" = String, Path, description = "The shop's identifier")),
     security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
@@ -75,8 +78,10 @@ pub async fn create(
     Ok(HttpResponse::Ok().json(override_answer(&created)))
 }
 
-/// List API Overrides, oldest first.
-#[utoipa::path(get, path = "/checkout/shop/{shop}/overrides", operation_id = "list_api_overrides", tag = "Checkout: API overrides",
+/// Lists API overrides.
+///
+/// The shop's overrides, oldest first.
+#[utoipa::path(get, path = "/checkout/shop/{shop}/overrides", operation_id = "list_api_overrides", summary = "List API overrides", tag = "Checkout: API overrides",
     params(("shop" = String, Path, description = "The shop's identifier")),
     security(("api_token" = ["read_shop_settings"]), ("oauth2" = ["read_shop_settings"])),
     responses((status = 200, body = ApiOverrideList)))]
@@ -91,8 +96,10 @@ pub async fn list(
     }))
 }
 
-/// Update API Override: the fields present replace the stored ones.
-#[utoipa::path(patch, path = "/checkout/shop/{shop}/overrides/{id}", operation_id = "update_api_override", tag = "Checkout: API overrides",
+/// Updates an API override.
+///
+/// The fields present replace the stored ones.
+#[utoipa::path(patch, path = "/checkout/shop/{shop}/overrides/{id}", operation_id = "update_api_override", summary = "Update an API override", tag = "Checkout: API overrides",
     request_body = OverrideInput,
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The override's id (32 hex characters)")),
     security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
@@ -116,8 +123,10 @@ pub async fn update(
     Ok(HttpResponse::Ok().json(override_answer(&updated)))
 }
 
-/// Delete API Override: 200 `{"data":{}}`.
-#[utoipa::path(delete, path = "/checkout/shop/{shop}/overrides/{id}", operation_id = "delete_api_override", tag = "Checkout: API overrides",
+/// Deletes an API override.
+///
+/// Answers with an empty object under `data`.
+#[utoipa::path(delete, path = "/checkout/shop/{shop}/overrides/{id}", operation_id = "delete_api_override", summary = "Delete an API override", tag = "Checkout: API overrides",
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The override's id (32 hex characters)")),
     security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
     responses((status = 200, description = "Deleted", body = ApiOverrideDeleted)))]

@@ -48,8 +48,10 @@ fn one(
     })
 }
 
-/// Create Destination: verified with the connector before it is stored.
-#[utoipa::path(post, path = "/integrations/v1/shops/{shop}/platform_connector_destinations", operation_id = "create_destination", tag = "Platform destinations",
+/// Creates a destination.
+///
+/// The destination is verified with the connector before it is stored.
+#[utoipa::path(post, path = "/integrations/v1/shops/{shop}/platform_connector_destinations", operation_id = "create_destination", summary = "Create a destination", tag = "Platform destinations",
     request_body = DestinationEnvelope,
     params(("shop" = String, Path, description = "The shop's identifier")),
     security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
@@ -81,8 +83,10 @@ pub async fn create(
     Ok(one(&created, &shop))
 }
 
-/// List Destinations: the live ones.
-#[utoipa::path(get, path = "/integrations/v1/shops/{shop}/platform_connector_destinations", operation_id = "list_destinations", tag = "Platform destinations",
+/// Lists destinations.
+///
+/// The live destinations.
+#[utoipa::path(get, path = "/integrations/v1/shops/{shop}/platform_connector_destinations", operation_id = "list_destinations", summary = "List destinations", tag = "Platform destinations",
     params(("shop" = String, Path, description = "The shop's identifier")),
     security(("api_token" = ["read_shop_settings"]), ("oauth2" = ["read_shop_settings"])),
     responses((status = 200, body = DestinationList<'_>)))]
@@ -104,8 +108,10 @@ pub async fn list(
     }))
 }
 
-/// Get Destination by ID: deleted ones too, with their `deleted_at`.
-#[utoipa::path(get, path = "/integrations/v1/shops/{shop}/platform_connector_destinations/{id}", operation_id = "get_destination", tag = "Platform destinations",
+/// Gets a destination.
+///
+/// Deleted destinations too, with their `deleted_at`.
+#[utoipa::path(get, path = "/integrations/v1/shops/{shop}/platform_connector_destinations/{id}", operation_id = "get_destination", summary = "Get a destination", tag = "Platform destinations",
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The destination's id")),
     security(("api_token" = ["read_shop_settings"]), ("oauth2" = ["read_shop_settings"])),
     responses((status = 200, body = DestinationAnswer<'_>)))]
@@ -125,8 +131,11 @@ pub async fn get(
     Ok(one(&destination, &shop))
 }
 
-/// Update Destination (PATCH or PUT): present fields replace stored ones; verified again.
-#[utoipa::path(method(put, patch), path = "/integrations/v1/shops/{shop}/platform_connector_destinations/{id}", operation_id = "update_destination", tag = "Platform destinations",
+/// Updates a destination.
+///
+/// PATCH and PUT alike: the fields present replace the stored ones, and the destination is verified
+/// again.
+#[utoipa::path(method(put, patch), path = "/integrations/v1/shops/{shop}/platform_connector_destinations/{id}", operation_id = "update_destination", summary = "Update a destination", tag = "Platform destinations",
     request_body = DestinationEnvelope,
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The destination's id")),
     security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
@@ -160,8 +169,10 @@ pub async fn update(
     Ok(one(&updated, &shop))
 }
 
-/// Delete Destination: 204; its topic no longer calls the connector.
-#[utoipa::path(delete, path = "/integrations/v1/shops/{shop}/platform_connector_destinations/{id}", operation_id = "delete_destination", tag = "Platform destinations",
+/// Deletes a destination.
+///
+/// Its topic no longer calls the connector.
+#[utoipa::path(delete, path = "/integrations/v1/shops/{shop}/platform_connector_destinations/{id}", operation_id = "delete_destination", summary = "Delete a destination", tag = "Platform destinations",
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The destination's id")),
     security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
     responses((status = 204, description = "Deleted")))]

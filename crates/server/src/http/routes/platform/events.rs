@@ -44,14 +44,14 @@ async fn accept<S: RequiredScope>(
 
 /// One handler per event route, each with its own operation in the OpenAPI document: the route's
 /// path, its operation id, the scope it needs (its name, for the document, beside its type), the
-/// body's schema and the operation's summary. Each answers 202 with no body once the event is
-/// stored.
+/// body's schema, the operation's short title and its description. Each answers 202 with no body
+/// once the event is stored.
 macro_rules! event_routes {
     ($($name:ident => $scope:ident, $kind:ident, $action:ident, $path:literal, $operation_id:literal,
-       $scope_name:literal, $body:ty, $doc:literal;)+) => {
+       $scope_name:literal, $body:ty, $summary:literal, $doc:literal;)+) => {
         $(
             #[doc = $doc]
-            #[utoipa::path(post, path = $path, operation_id = $operation_id, tag = "Platform events",
+            #[utoipa::path(post, path = $path, operation_id = $operation_id, summary = $summary, description = $doc, tag = "Platform events",
                 request_body = $body,
                 params(("shop" = String, Path, description = "The shop's identifier")),
                 security(("api_token" = [$scope_name]), ("oauth2" = [$scope_name])),
@@ -71,34 +71,42 @@ event_routes! {
     customer_saved => WriteCustomers, Customer, Saved,
         "/customers/v1/shops/{shop}/platforms/custom/webhooks/customers/saved",
         "send_customer_saved_event", "write_customers", CustomerSavedEvent,
+        "Receive a Customer Saved event",
         "A customer was created or changed on the platform.";
     customer_deleted => WriteCustomers, Customer, Deleted,
         "/customers/v1/shops/{shop}/platforms/custom/webhooks/customers/deleted",
         "send_customer_deleted_event", "write_customers", CustomerDeletedEvent,
+        "Receive a Customer Deleted event",
         "A customer was deleted on the platform.";
     order_saved => WriteOrders, Order, Saved,
         "/orders/v1/shops/{shop}/platforms/custom/webhooks/orders/saved",
         "send_order_saved_event", "write_orders", OrderSavedEvent,
+        "Receive an Order Saved event",
         "An order was created or changed on the platform.";
     order_deleted => WriteOrders, Order, Deleted,
         "/orders/v1/shops/{shop}/platforms/custom/webhooks/orders/deleted",
         "send_order_deleted_event", "write_orders", OrderDeletedEvent,
+        "Receive an Order Deleted event",
         "An order was deleted on the platform.";
     product_saved => WriteProducts, Product, Saved,
         "/products/v1/shops/{shop}/platforms/custom/webhooks/products/saved",
         "send_product_saved_event", "write_products", ProductSavedEvent,
+        "Receive a Product Saved event",
         "A product (with its variants) was created or changed on the platform.";
     product_deleted => WriteProducts, Product, Deleted,
         "/products/v1/shops/{shop}/platforms/custom/webhooks/products/deleted",
         "send_product_deleted_event", "write_products", ProductDeletedEvent,
+        "Receive a Product Deleted event",
         "A product was deleted on the platform.";
     category_saved => WriteProducts, Category, Saved,
         "/products/v1/shops/{shop}/platforms/custom/webhooks/categories/saved",
         "send_category_saved_event", "write_products", CategorySavedEvent,
+        "Receive a Category Saved event",
         "A product category was created or changed on the platform.";
     category_deleted => WriteProducts, Category, Deleted,
         "/products/v1/shops/{shop}/platforms/custom/webhooks/categories/deleted",
         "send_category_deleted_event", "write_products", CategoryDeletedEvent,
+        "Receive a Category Deleted event",
         "A product category was deleted on the platform.";
 }
 
@@ -135,8 +143,10 @@ async fn trigger(
     Ok(HttpResponse::Accepted().json(sync_answer(SyncResource::of(&run))))
 }
 
-/// Starts a customer sync: every page of the connector's customer list, applied as events.
-#[utoipa::path(post, path = "/customers/v2/shops/{shop}/sync", operation_id = "start_customer_sync", tag = "Platform syncs",
+/// Starts a customer sync.
+///
+/// Reads every page of the connector's customer list and applies it as events.
+#[utoipa::path(post, path = "/customers/v2/shops/{shop}/sync", operation_id = "start_customer_sync", summary = "Start a customer sync", tag = "Platform syncs",
     params(("shop" = String, Path, description = "The shop's identifier")),
     security(("api_token" = ["write_customers"]), ("oauth2" = ["write_customers"])),
     responses((status = 202, body = SyncAnswer)))]
@@ -147,8 +157,10 @@ pub async fn sync_customers(
     trigger(state, request.access.shop, Topic::Customers).await
 }
 
-/// Starts an order sync: every page of the connector's order list, applied as events.
-#[utoipa::path(post, path = "/orders/v2/shops/{shop}/sync", operation_id = "start_order_sync", tag = "Platform syncs",
+/// Starts an order sync.
+///
+/// Reads every page of the connector's order list and applies it as events.
+#[utoipa::path(post, path = "/orders/v2/shops/{shop}/sync", operation_id = "start_order_sync", summary = "Start an order sync", tag = "Platform syncs",
     params(("shop" = String, Path, description = "The shop's identifier")),
     security(("api_token" = ["write_orders"]), ("oauth2" = ["write_orders"])),
     responses((status = 202, body = SyncAnswer)))]
@@ -159,8 +171,10 @@ pub async fn sync_orders(
     trigger(state, request.access.shop, Topic::Orders).await
 }
 
-/// Starts a product sync: the connector's categories, then its products, applied as events.
-#[utoipa::path(post, path = "/products/v2/shops/{shop}/sync", operation_id = "start_product_sync", tag = "Platform syncs",
+/// Starts a product sync.
+///
+/// Reads the connector's categories, then its products, and applies them as events.
+#[utoipa::path(post, path = "/products/v2/shops/{shop}/sync", operation_id = "start_product_sync", summary = "Start a product sync", tag = "Platform syncs",
     params(("shop" = String, Path, description = "The shop's identifier")),
     security(("api_token" = ["write_products"]), ("oauth2" = ["write_products"])),
     responses((status = 202, body = SyncAnswer)))]
@@ -182,8 +196,10 @@ async fn sync_status(
     Ok(HttpResponse::Ok().json(sync_answer(SyncResource::of(&run))))
 }
 
+/// Gets a customer sync.
+///
 /// How a customer sync is doing.
-#[utoipa::path(get, path = "/customers/v2/shops/{shop}/sync/{id}", operation_id = "get_customer_sync", tag = "Platform syncs",
+#[utoipa::path(get, path = "/customers/v2/shops/{shop}/sync/{id}", operation_id = "get_customer_sync", summary = "Get a customer sync", tag = "Platform syncs",
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The sync's id")),
     security(("api_token" = ["read_customers"]), ("oauth2" = ["read_customers"])),
     responses((status = 200, body = SyncAnswer)))]
@@ -195,8 +211,10 @@ pub async fn customer_sync_status(
     sync_status(state, request.access.shop, Topic::Customers, path.1).await
 }
 
+/// Gets an order sync.
+///
 /// How an order sync is doing.
-#[utoipa::path(get, path = "/orders/v2/shops/{shop}/sync/{id}", operation_id = "get_order_sync", tag = "Platform syncs",
+#[utoipa::path(get, path = "/orders/v2/shops/{shop}/sync/{id}", operation_id = "get_order_sync", summary = "Get an order sync", tag = "Platform syncs",
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The sync's id")),
     security(("api_token" = ["read_orders"]), ("oauth2" = ["read_orders"])),
     responses((status = 200, body = SyncAnswer)))]
@@ -208,8 +226,10 @@ pub async fn order_sync_status(
     sync_status(state, request.access.shop, Topic::Orders, path.1).await
 }
 
+/// Gets a product sync.
+///
 /// How a product sync is doing.
-#[utoipa::path(get, path = "/products/v2/shops/{shop}/sync/{id}", operation_id = "get_product_sync", tag = "Platform syncs",
+#[utoipa::path(get, path = "/products/v2/shops/{shop}/sync/{id}", operation_id = "get_product_sync", summary = "Get a product sync", tag = "Platform syncs",
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The sync's id")),
     security(("api_token" = ["read_products"]), ("oauth2" = ["read_products"])),
     responses((status = 200, body = SyncAnswer)))]

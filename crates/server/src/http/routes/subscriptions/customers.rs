@@ -76,8 +76,11 @@ pub struct CustomerSubscriptionList {
     pagination: PagePagination,
 }
 
-/// `GET …/customers?status=&search=&limit=&page=` → `{"customers", "pagination"}`.
-#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/customers", operation_id = "list_subscription_customers", tag = "Subscription customers",
+/// Lists subscription customers.
+///
+/// The shop's customers with subscriptions, a page at a time, filtered by status and searched by
+/// name, email or phone.
+#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/customers", operation_id = "list_subscription_customers", summary = "List subscription customers", tag = "Subscription customers",
     params(("shop" = String, Path, description = "The shop's identifier"),
         ("status" = Option<String>, Query, description = "`all` (the default: every customer with a subscription), `active` (with one that is not inactive) or `inactive` (all of them inactive); repeated, as `status[]`, or joined by commas"),
         ("search" = Option<String>, Query, max_length = 256, description = "A case-insensitive part of the first, last or full name, the email or the phone (at most 256 characters)"),
@@ -101,8 +104,8 @@ pub async fn list(
     }))
 }
 
-/// `GET …/customers/{customer_id}` → `{"customer"}`.
-#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/customers/{customer_id}", operation_id = "get_subscription_customer", tag = "Subscription customers",
+/// Gets a subscription customer.
+#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/customers/{customer_id}", operation_id = "get_subscription_customer", summary = "Get a subscription customer", tag = "Subscription customers",
     params(("shop" = String, Path, description = "The shop's identifier"), ("customer_id" = i64, Path, description = "The customer's id")),
     security(("api_token" = ["read_subscriptions"]), ("oauth2" = ["read_subscriptions"])),
     responses((status = 200, body = SubscriptionCustomerAnswer)))]
@@ -119,8 +122,10 @@ pub async fn get(
     Ok(HttpResponse::Ok().json(SubscriptionCustomerAnswer { customer }))
 }
 
-/// `PUT …/customers/{customer_id}` `{"customer": {first_name, last_name, phone, email, notes}}`.
-#[utoipa::path(put, path = "/subscriptions/v1/shops/{shop}/customers/{customer_id}", operation_id = "update_subscription_customer", tag = "Subscription customers",
+/// Updates a subscription customer.
+///
+/// The customer's first name, last name, phone, email and notes, as given.
+#[utoipa::path(put, path = "/subscriptions/v1/shops/{shop}/customers/{customer_id}", operation_id = "update_subscription_customer", summary = "Update a subscription customer", tag = "Subscription customers",
     request_body = SubscriptionCustomerUpdateRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("customer_id" = i64, Path, description = "The customer's id")),
     security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
@@ -141,8 +146,10 @@ pub async fn update(
     Ok(HttpResponse::Ok().json(SubscriptionCustomerAnswer { customer }))
 }
 
-/// `GET …/customers/{customer_id}/addresses` → `{"customer_addresses"}`.
-#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/customers/{customer_id}/addresses", operation_id = "list_subscription_customer_addresses", tag = "Subscription customers",
+/// Lists a subscription customer's addresses.
+///
+/// The addresses of a subscription customer.
+#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/customers/{customer_id}/addresses", operation_id = "list_subscription_customer_addresses", summary = "List a subscription customer's addresses", tag = "Subscription customers",
     params(("shop" = String, Path, description = "The shop's identifier"), ("customer_id" = i64, Path, description = "The customer's id")),
     security(("api_token" = ["read_subscriptions"]), ("oauth2" = ["read_subscriptions"])),
     responses((status = 200, body = SubscriptionAddressList)))]
@@ -161,8 +168,10 @@ pub async fn list_addresses(
     }))
 }
 
-/// `POST …/customers/{customer_id}/addresses` `{"customer_address"}` → `{"customer_address"}`.
-#[utoipa::path(post, path = "/subscriptions/v1/shops/{shop}/customers/{customer_id}/addresses", operation_id = "create_subscription_customer_address", tag = "Subscription customers",
+/// Creates a customer address.
+///
+/// Adds an address to a subscription customer.
+#[utoipa::path(post, path = "/subscriptions/v1/shops/{shop}/customers/{customer_id}/addresses", operation_id = "create_subscription_customer_address", summary = "Create a customer address", tag = "Subscription customers",
     request_body = SubscriptionCustomerAddressRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("customer_id" = i64, Path, description = "The customer's id")),
     security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
@@ -187,8 +196,8 @@ pub async fn create_address(
     }))
 }
 
-/// `PUT …/customers/{customer_id}/addresses/{address_id}` `{"customer_address"}`.
-#[utoipa::path(put, path = "/subscriptions/v1/shops/{shop}/customers/{customer_id}/addresses/{address_id}", operation_id = "update_subscription_customer_address", tag = "Subscription customers",
+/// Updates a customer address.
+#[utoipa::path(put, path = "/subscriptions/v1/shops/{shop}/customers/{customer_id}/addresses/{address_id}", operation_id = "update_subscription_customer_address", summary = "Update a customer address", tag = "Subscription customers",
     request_body = SubscriptionCustomerAddressRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("customer_id" = i64, Path, description = "The customer's id"), ("address_id" = i64, Path, description = "The address's id")),
     security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
@@ -222,8 +231,8 @@ pub async fn update_address(
     }))
 }
 
-/// `DELETE …/customers/{customer_id}/addresses/{address_id}` → 204.
-#[utoipa::path(delete, path = "/subscriptions/v1/shops/{shop}/customers/{customer_id}/addresses/{address_id}", operation_id = "delete_subscription_customer_address", tag = "Subscription customers",
+/// Deletes a customer address.
+#[utoipa::path(delete, path = "/subscriptions/v1/shops/{shop}/customers/{customer_id}/addresses/{address_id}", operation_id = "delete_subscription_customer_address", summary = "Delete a customer address", tag = "Subscription customers",
     params(("shop" = String, Path, description = "The shop's identifier"), ("customer_id" = i64, Path, description = "The customer's id"), ("address_id" = i64, Path, description = "The address's id")),
     security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
     responses((status = 204, description = "Deleted")))]
@@ -242,9 +251,10 @@ pub async fn delete_address(
     Ok(HttpResponse::NoContent().finish())
 }
 
-/// `GET …/customers/{customer_id}/subscriptions?limit=&page=` → `{"subscriptions",
-/// "pagination"}`.
-#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/customers/{customer_id}/subscriptions", operation_id = "list_customer_subscriptions", tag = "Subscription customers",
+/// Lists a customer's subscriptions.
+///
+/// The customer's subscriptions, a page at a time.
+#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/customers/{customer_id}/subscriptions", operation_id = "list_customer_subscriptions", summary = "List a customer's subscriptions", tag = "Subscription customers",
     params(("shop" = String, Path, description = "The shop's identifier"), ("customer_id" = i64, Path, description = "The customer's id"),
         ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "Subscriptions per page (default 50)"),
         ("page" = Option<i64>, Query, minimum = 1, maximum = 1000000, description = "The page, from 1 (the default)")),

@@ -32,8 +32,10 @@ pub struct GroupList {
     pagination: PagePagination,
 }
 
-/// `GET …/subscription_groups?limit=&page=` → `{"subscription_groups", "pagination"}`.
-#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/subscription_groups", operation_id = "list_subscription_groups", tag = "Subscription groups",
+/// Lists subscription groups.
+///
+/// The shop's subscription groups, a page at a time.
+#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/subscription_groups", operation_id = "list_subscription_groups", summary = "List subscription groups", tag = "Subscription groups",
     params(("shop" = String, Path, description = "The shop's identifier"), ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "Groups per page (default 50)"), ("page" = Option<i64>, Query, minimum = 1, description = "The page, from 1")),
     security(("api_token" = ["read_subscription_groups"]), ("oauth2" = ["read_subscription_groups"])),
     responses((status = 200, body = GroupList)))]
@@ -53,8 +55,8 @@ pub async fn list(
     }))
 }
 
-/// `POST …/subscription_groups` `{"subscription_group"}` → 201 `{"subscription_group"}`.
-#[utoipa::path(post, path = "/subscriptions/v1/shops/{shop}/subscription_groups", operation_id = "create_subscription_group", tag = "Subscription groups",
+/// Creates a subscription group.
+#[utoipa::path(post, path = "/subscriptions/v1/shops/{shop}/subscription_groups", operation_id = "create_subscription_group", summary = "Create a subscription group", tag = "Subscription groups",
     request_body = GroupRequest,
     params(("shop" = String, Path, description = "The shop's identifier")),
     security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
@@ -72,8 +74,8 @@ pub async fn create(
     Ok(HttpResponse::Created().json(group_answer(group)))
 }
 
-/// `GET …/subscription_groups/{id}` → `{"subscription_group"}`.
-#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/subscription_groups/{id}", operation_id = "get_subscription_group", tag = "Subscription groups",
+/// Gets a subscription group.
+#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/subscription_groups/{id}", operation_id = "get_subscription_group", summary = "Get a subscription group", tag = "Subscription groups",
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The group's id")),
     security(("api_token" = ["read_subscription_groups"]), ("oauth2" = ["read_subscription_groups"])),
     responses((status = 200, body = GroupAnswer)))]
@@ -88,8 +90,10 @@ pub async fn get(
     Ok(HttpResponse::Ok().json(group_answer(group)))
 }
 
-/// `PUT` or `PATCH …/subscription_groups/{id}`: the fields given replace the stored ones.
-#[utoipa::path(method(put, patch), path = "/subscriptions/v1/shops/{shop}/subscription_groups/{id}", operation_id = "update_subscription_group", tag = "Subscription groups",
+/// Updates a subscription group.
+///
+/// PUT and PATCH alike: the fields given replace the stored ones.
+#[utoipa::path(method(put, patch), path = "/subscriptions/v1/shops/{shop}/subscription_groups/{id}", operation_id = "update_subscription_group", summary = "Update a subscription group", tag = "Subscription groups",
     request_body = GroupRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The group's id")),
     security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
@@ -109,8 +113,10 @@ pub async fn update(
     Ok(HttpResponse::Ok().json(group_answer(group)))
 }
 
-/// `DELETE …/subscription_groups/{id}` → 204; 409 while a live subscription uses it.
-#[utoipa::path(delete, path = "/subscriptions/v1/shops/{shop}/subscription_groups/{id}", operation_id = "delete_subscription_group", tag = "Subscription groups",
+/// Deletes a subscription group.
+///
+/// A group that a live subscription still uses cannot be deleted: that is a conflict.
+#[utoipa::path(delete, path = "/subscriptions/v1/shops/{shop}/subscription_groups/{id}", operation_id = "delete_subscription_group", summary = "Delete a subscription group", tag = "Subscription groups",
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The group's id")),
     security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
     responses((status = 204, description = "Deleted")))]

@@ -49,9 +49,12 @@ fn subscription_answer(subscription: Subscription) -> HttpResponse {
     HttpResponse::Ok().json(SubscriptionAnswer { subscription })
 }
 
-/// `POST …/subscriptions` `{customer, subscription}` → 200 `{"subscription"}`; the same
-/// `idempotency_key` and body again → 200 with the first; another body → 409; 422 per field.
-#[utoipa::path(post, path = "/subscriptions/v1/shops/{shop}/subscriptions", operation_id = "create_subscription", tag = "Subscriptions",
+/// Creates a subscription.
+///
+/// Creates a subscription for the customer given. Sending the same `idempotency_key` with the same
+/// body again answers with the subscription created the first time; the same key with another body
+/// is a conflict. Each invalid field is reported with its path.
+#[utoipa::path(post, path = "/subscriptions/v1/shops/{shop}/subscriptions", operation_id = "create_subscription", summary = "Create a subscription", tag = "Subscriptions",
     request_body = SubscriptionCreateRequest,
     params(("shop" = String, Path, description = "The shop's identifier")),
     security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
@@ -71,8 +74,11 @@ pub async fn create(
     Ok(subscription_answer(subscription))
 }
 
-/// `GET …/subscriptions?subscription_status=&svc_platform_customer_id=&expand=&filter=&limit=&cursor=`.
-#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/subscriptions", operation_id = "list_subscriptions", tag = "Subscriptions",
+/// Lists subscriptions.
+///
+/// Filtered by status and platform customer, optionally with each subscription's customer expanded,
+/// a page at a time by cursor.
+#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/subscriptions", operation_id = "list_subscriptions", summary = "List subscriptions", tag = "Subscriptions",
     params(("shop" = String, Path, description = "The shop's identifier"),
         ("subscription_status" = Option<String>, Query, description = "Only these statuses (`active`, `inactive`, `processing`, `scheduled`, `paused`): repeated, as `subscription_status[]`, or joined by commas"),
         ("svc_platform_customer_id" = Option<String>, Query, description = "Only these customers' subscriptions, by customer id (integers): repeated, as `svc_platform_customer_id[]`, or joined by commas; at most 250 ids"),
@@ -98,8 +104,10 @@ pub async fn list(
     }))
 }
 
-/// `GET …/subscriptions/{id}?expand=customer` → `{"subscription"}`.
-#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/subscriptions/{id}", operation_id = "get_subscription", tag = "Subscriptions",
+/// Gets a subscription.
+///
+/// Optionally with its customer expanded (`expand=customer`).
+#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/subscriptions/{id}", operation_id = "get_subscription", summary = "Get a subscription", tag = "Subscriptions",
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The subscription's id"),
         ("expand" = Option<String>, Query, description = "`customer`: the subscription's `customer` is filled in")),
     security(("api_token" = ["read_subscriptions"]), ("oauth2" = ["read_subscriptions"])),
@@ -119,8 +127,10 @@ pub async fn get(
     Ok(subscription_answer(subscription))
 }
 
-/// `PUT …/subscriptions/{id}` `{"subscription": {…}}`.
-#[utoipa::path(put, path = "/subscriptions/v1/shops/{shop}/subscriptions/{id}", operation_id = "update_subscription", tag = "Subscriptions",
+/// Updates a subscription.
+///
+/// The fields given under `subscription` replace the stored ones.
+#[utoipa::path(put, path = "/subscriptions/v1/shops/{shop}/subscriptions/{id}", operation_id = "update_subscription", summary = "Update a subscription", tag = "Subscriptions",
     request_body = SubscriptionUpdateRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The subscription's id")),
     security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
@@ -156,11 +166,12 @@ async fn act(
     Ok(subscription_answer(subscription))
 }
 
-/// An action without a body: `POST …/subscriptions/{id}/<action>` → `{"subscription"}`.
+/// An action without a body, `POST …/subscriptions/{id}/<action>`, that answers with the
+/// subscription.
 macro_rules! bodiless_action {
-    ($name:ident, $action:expr, $path:literal, $operation_id:literal, $doc:literal) => {
+    ($name:ident, $action:expr, $path:literal, $operation_id:literal, $summary:literal, $doc:literal) => {
         #[doc = $doc]
-        #[utoipa::path(post, path = $path, operation_id = $operation_id, tag = "Subscriptions",
+        #[utoipa::path(post, path = $path, operation_id = $operation_id, summary = $summary, description = $doc, tag = "Subscriptions",
             params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The subscription's id")),
             security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
             responses((status = 200, body = SubscriptionAnswer)))]
@@ -180,32 +191,38 @@ bodiless_action!(
     ActionRequest::Cancel,
     "/subscriptions/v1/shops/{shop}/subscriptions/{id}/cancel",
     "cancel_subscription",
-    "`POST …/subscriptions/{id}/cancel`: an active or paused subscription becomes inactive."
+    "Cancel a subscription",
+    "An active or paused subscription becomes inactive."
 );
 bodiless_action!(
     reactivate,
     ActionRequest::Reactivate,
     "/subscriptions/v1/shops/{shop}/subscriptions/{id}/reactivate",
     "reactivate_subscription",
-    "`POST …/subscriptions/{id}/reactivate`: an inactive subscription becomes active again."
+    "Reactivate a subscription",
+    "An inactive subscription becomes active again."
 );
 bodiless_action!(
     pause,
     ActionRequest::Pause,
     "/subscriptions/v1/shops/{shop}/subscriptions/{id}/pause",
     "pause_subscription",
-    "`POST …/subscriptions/{id}/pause`: an active subscription is paused; no order is placed until it is resumed."
+    "Pause a subscription",
+    "An active subscription is paused; no order is placed until it is resumed."
 );
 bodiless_action!(
     resume,
     ActionRequest::Resume,
     "/subscriptions/v1/shops/{shop}/subscriptions/{id}/resume",
     "resume_subscription",
-    "`POST …/subscriptions/{id}/resume`: a paused subscription becomes active again."
+    "Resume a subscription",
+    "A paused subscription becomes active again."
 );
 
-/// `POST …/subscriptions/{id}/skip` `{"order_datetime"}`.
-#[utoipa::path(post, path = "/subscriptions/v1/shops/{shop}/subscriptions/{id}/skip", operation_id = "skip_subscription_order", tag = "Subscriptions",
+/// Skips a subscription order.
+///
+/// Skips the order due at the `order_datetime` given.
+#[utoipa::path(post, path = "/subscriptions/v1/shops/{shop}/subscriptions/{id}/skip", operation_id = "skip_subscription_order", summary = "Skip a subscription order", tag = "Subscriptions",
     request_body = SubscriptionSkipRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The subscription's id")),
     security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
@@ -227,8 +244,10 @@ pub async fn skip(
     .await
 }
 
-/// `PUT …/subscriptions/{id}/line_items/{line_item_id}/quantity` `{"quantity"}`.
-#[utoipa::path(put, path = "/subscriptions/v1/shops/{shop}/subscriptions/{id}/line_items/{line_item_id}/quantity", operation_id = "change_subscription_quantity", tag = "Subscriptions",
+/// Changes a line item's quantity.
+///
+/// Sets the quantity of one line item of the subscription.
+#[utoipa::path(put, path = "/subscriptions/v1/shops/{shop}/subscriptions/{id}/line_items/{line_item_id}/quantity", operation_id = "change_subscription_quantity", summary = "Change a line item's quantity", tag = "Subscriptions",
     request_body = SubscriptionQuantityRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The subscription's id"), ("line_item_id" = i64, Path, description = "The line item's id")),
     security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
@@ -249,8 +268,10 @@ pub async fn change_quantity(
     act(state, &request.access, id, action).await
 }
 
-/// `PUT …/subscriptions/{id}/frequency` `{"order_rrule"}`.
-#[utoipa::path(put, path = "/subscriptions/v1/shops/{shop}/subscriptions/{id}/frequency", operation_id = "change_subscription_frequency", tag = "Subscriptions",
+/// Changes a subscription's frequency.
+///
+/// Sets the subscription's `order_rrule`.
+#[utoipa::path(put, path = "/subscriptions/v1/shops/{shop}/subscriptions/{id}/frequency", operation_id = "change_subscription_frequency", summary = "Change a subscription's frequency", tag = "Subscriptions",
     request_body = SubscriptionFrequencyRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The subscription's id")),
     security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
@@ -267,8 +288,10 @@ pub async fn change_frequency(
     act(state, &request.access, id, action).await
 }
 
-/// `PUT …/subscriptions/{id}/shipping_address` `{"shipping_address"}` or `{"address_id"}`.
-#[utoipa::path(put, path = "/subscriptions/v1/shops/{shop}/subscriptions/{id}/shipping_address", operation_id = "change_subscription_shipping_address", tag = "Subscriptions",
+/// Changes a subscription's shipping address.
+///
+/// Takes a new `shipping_address`, or the `address_id` of one of the customer's addresses.
+#[utoipa::path(put, path = "/subscriptions/v1/shops/{shop}/subscriptions/{id}/shipping_address", operation_id = "change_subscription_shipping_address", summary = "Change a subscription's shipping address", tag = "Subscriptions",
     request_body = SubscriptionShippingAddressRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The subscription's id")),
     security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
@@ -290,9 +313,10 @@ pub async fn change_shipping_address(
     .await
 }
 
-/// `PUT …/subscriptions/{id}/payment_method` `{"payment_method_token",
-/// "payment_gateway_public_id"}`.
-#[utoipa::path(put, path = "/subscriptions/v1/shops/{shop}/subscriptions/{id}/payment_method", operation_id = "change_subscription_payment_method", tag = "Subscriptions",
+/// Changes a subscription's payment method.
+///
+/// Takes the payment method's token and the payment gateway's public id.
+#[utoipa::path(put, path = "/subscriptions/v1/shops/{shop}/subscriptions/{id}/payment_method", operation_id = "change_subscription_payment_method", summary = "Change a subscription's payment method", tag = "Subscriptions",
     request_body = SubscriptionPaymentMethodRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The subscription's id")),
     security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),

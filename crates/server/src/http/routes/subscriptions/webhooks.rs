@@ -78,8 +78,10 @@ pub struct SubscriptionWebhookRecoverRequest {
     since: Timestamp,
 }
 
-/// `GET …/webhooks/topics` → `{"webhook_topics":[{"id","name"}]}`, ids 1..20.
-#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/webhooks/topics", operation_id = "list_subscription_webhook_topics", tag = "Subscription webhooks",
+/// Lists webhook topics.
+///
+/// Every topic a webhook subscription can follow, with its id (1 to 20) and name.
+#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/webhooks/topics", operation_id = "list_subscription_webhook_topics", summary = "List webhook topics", tag = "Subscription webhooks",
     params(("shop" = String, Path, description = "The shop's identifier")),
     security(("api_token" = ["read_subscriptions"]), ("oauth2" = ["read_subscriptions"])),
     responses((status = 200, body = SubscriptionWebhookTopicList)))]
@@ -104,9 +106,11 @@ async fn check_callback(
     .await
 }
 
-/// `POST …/webhooks/subscriptions` `{"webhook_subscription":{callback_url, webhook_topic_id,
-/// shared_secret}}` → 201 `{"webhook_subscription"}`; 422 with each problem's path.
-#[utoipa::path(post, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions", operation_id = "create_webhook_subscription", tag = "Subscription webhooks",
+/// Creates a webhook subscription.
+///
+/// Takes the callback URL, the topic's id and the shared secret. Each invalid field is reported
+/// with its path.
+#[utoipa::path(post, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions", operation_id = "create_webhook_subscription", summary = "Create a webhook subscription", tag = "Subscription webhooks",
     request_body = WebhookSubscriptionBody,
     params(("shop" = String, Path, description = "The shop's identifier")),
     security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
@@ -126,8 +130,10 @@ pub async fn create(
     Ok(HttpResponse::Created().json(webhook_subscription_answer(&endpoint)))
 }
 
-/// `GET …/webhooks/subscriptions` → `{"webhook_subscriptions":[…]}`, oldest first.
-#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions", operation_id = "list_webhook_subscriptions", tag = "Subscription webhooks",
+/// Lists webhook subscriptions.
+///
+/// The shop's webhook subscriptions, oldest first.
+#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions", operation_id = "list_webhook_subscriptions", summary = "List webhook subscriptions", tag = "Subscription webhooks",
     params(("shop" = String, Path, description = "The shop's identifier")),
     security(("api_token" = ["read_subscriptions"]), ("oauth2" = ["read_subscriptions"])),
     responses((status = 200, body = WebhookSubscriptionList)))]
@@ -143,9 +149,10 @@ pub async fn list(
     }))
 }
 
-/// `GET …/webhooks/subscriptions/{id}` → `{"webhook_subscription"}`; 404 when the shop has none
-/// of that id.
-#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}", operation_id = "get_webhook_subscription", tag = "Subscription webhooks",
+/// Gets a webhook subscription.
+///
+/// A webhook subscription of the shop; another id is not found.
+#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}", operation_id = "get_webhook_subscription", summary = "Get a webhook subscription", tag = "Subscription webhooks",
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook subscription's id (32 hex characters)")),
     security(("api_token" = ["read_subscriptions"]), ("oauth2" = ["read_subscriptions"])),
     responses((status = 200, body = WebhookSubscriptionAnswer)))]
@@ -161,9 +168,11 @@ pub async fn get(
     Ok(HttpResponse::Ok().json(webhook_subscription_answer(&endpoint)))
 }
 
-/// `PATCH …/webhooks/subscriptions/{id}` `{"webhook_subscription":{…}}`: the fields given
-/// (callback URL, topic, shared secret) replace the stored ones, each checked as at creation.
-#[utoipa::path(patch, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}", operation_id = "update_webhook_subscription", tag = "Subscription webhooks",
+/// Updates a webhook subscription.
+///
+/// The fields given (callback URL, topic, shared secret) replace the stored ones, each checked as
+/// at creation.
+#[utoipa::path(patch, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}", operation_id = "update_webhook_subscription", summary = "Update a webhook subscription", tag = "Subscription webhooks",
     request_body = WebhookSubscriptionBody,
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook subscription's id (32 hex characters)")),
     security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
@@ -187,8 +196,10 @@ pub async fn update(
     Ok(HttpResponse::Ok().json(webhook_subscription_answer(&endpoint)))
 }
 
-/// `DELETE …/webhooks/subscriptions/{id}` → 204; its pending messages are cancelled.
-#[utoipa::path(delete, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}", operation_id = "delete_webhook_subscription", tag = "Subscription webhooks",
+/// Deletes a webhook subscription.
+///
+/// Its pending messages are cancelled.
+#[utoipa::path(delete, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}", operation_id = "delete_webhook_subscription", summary = "Delete a webhook subscription", tag = "Subscription webhooks",
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook subscription's id (32 hex characters)")),
     security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
     responses((status = 204, description = "Deleted")))]
@@ -204,9 +215,11 @@ pub async fn delete(
     Ok(HttpResponse::NoContent().finish())
 }
 
-/// `GET …/webhooks/subscriptions/{id}/deliveries?limit=` → `{"deliveries":[message]}`, newest
-/// first (the checkout webhooks' delivery log, docs/api-conventions.md).
-#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}/deliveries", operation_id = "list_webhook_subscription_deliveries", tag = "Subscription webhooks",
+/// Lists a webhook subscription's deliveries.
+///
+/// The latest messages, newest first, each with its last attempt; the same delivery log as the
+/// checkout webhooks'.
+#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}/deliveries", operation_id = "list_webhook_subscription_deliveries", summary = "List a webhook subscription's deliveries", tag = "Subscription webhooks",
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook subscription's id (32 hex characters)"),
         ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "Messages listed (default 50)")),
     security(("api_token" = ["read_subscriptions"]), ("oauth2" = ["read_subscriptions"])),
@@ -225,9 +238,10 @@ pub async fn deliveries(
     Ok(HttpResponse::Ok().json(SubscriptionWebhookDeliveries { deliveries: log }))
 }
 
-/// `GET …/webhooks/subscriptions/{id}/deliveries/{message_id}` → `{"delivery"}` with its
-/// payload and every attempt.
-#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}/deliveries/{message_id}", operation_id = "get_webhook_subscription_delivery", tag = "Subscription webhooks",
+/// Gets a webhook subscription delivery.
+///
+/// One message, with its payload and every attempt.
+#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}/deliveries/{message_id}", operation_id = "get_webhook_subscription_delivery", summary = "Get a webhook subscription delivery", tag = "Subscription webhooks",
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook subscription's id (32 hex characters)"), ("message_id" = String, Path, description = "The message's `webhook-id`")),
     security(("api_token" = ["read_subscriptions"]), ("oauth2" = ["read_subscriptions"])),
     responses((status = 200, body = SubscriptionWebhookDelivery)))]
@@ -244,8 +258,10 @@ pub async fn delivery(
     Ok(HttpResponse::Ok().json(SubscriptionWebhookDelivery { delivery: message }))
 }
 
-/// `POST …/webhooks/subscriptions/{id}/deliveries/{message_id}/resend` → 202 `{"message_id"}`.
-#[utoipa::path(post, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}/deliveries/{message_id}/resend", operation_id = "resend_webhook_subscription_delivery", tag = "Subscription webhooks",
+/// Resends a webhook subscription delivery.
+///
+/// Sends the message again and answers with its id.
+#[utoipa::path(post, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}/deliveries/{message_id}/resend", operation_id = "resend_webhook_subscription_delivery", summary = "Resend a webhook subscription delivery", tag = "Subscription webhooks",
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook subscription's id (32 hex characters)"), ("message_id" = String, Path, description = "The message's `webhook-id`")),
     security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
     responses((status = 202, body = SubscriptionWebhookResent)))]
@@ -264,8 +280,10 @@ pub async fn resend(
     Ok(HttpResponse::Accepted().json(SubscriptionWebhookResent { message_id: resent }))
 }
 
-/// `POST …/webhooks/subscriptions/{id}/recover` `{"since"}` → 202 `{"recovered"}`.
-#[utoipa::path(post, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}/recover", operation_id = "recover_webhook_subscription_deliveries", tag = "Subscription webhooks",
+/// Recovers failed webhook subscription deliveries.
+///
+/// Sends again every failed message created since the time given, and answers with how many.
+#[utoipa::path(post, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}/recover", operation_id = "recover_webhook_subscription_deliveries", summary = "Recover failed webhook subscription deliveries", tag = "Subscription webhooks",
     request_body = SubscriptionWebhookRecoverRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook subscription's id (32 hex characters)")),
     security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
@@ -285,8 +303,10 @@ pub async fn recover(
     Ok(HttpResponse::Accepted().json(SubscriptionWebhookRecovered { recovered }))
 }
 
-/// `POST …/webhooks/subscriptions/{id}/enable` → `{"webhook_subscription"}`.
-#[utoipa::path(post, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}/enable", operation_id = "enable_webhook_subscription", tag = "Subscription webhooks",
+/// Enables a webhook subscription.
+///
+/// A disabled webhook subscription gets messages again.
+#[utoipa::path(post, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}/enable", operation_id = "enable_webhook_subscription", summary = "Enable a webhook subscription", tag = "Subscription webhooks",
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook subscription's id (32 hex characters)")),
     security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
     responses((status = 200, body = WebhookSubscriptionAnswer)))]

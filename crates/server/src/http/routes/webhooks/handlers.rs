@@ -89,8 +89,8 @@ pub struct CheckoutRecoverAnswer {
     data: CheckoutRecovered,
 }
 
-/// List Webhook Topics.
-#[utoipa::path(get, path = "/checkout/shop/{shop}/webhooks/topics", operation_id = "list_checkout_webhook_topics", tag = "Checkout: webhooks",
+/// Lists checkout webhook topics.
+#[utoipa::path(get, path = "/checkout/shop/{shop}/webhooks/topics", operation_id = "list_checkout_webhook_topics", summary = "List checkout webhook topics", tag = "Checkout: webhooks",
     params(("shop" = String, Path, description = "The shop's identifier")),
     security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
     responses((status = 200, body = CheckoutWebhookTopics)))]
@@ -120,9 +120,11 @@ async fn check_callback(
     .await
 }
 
-/// Create Webhook: 201; 422 before the integration secret is configured, for an unknown topic,
-/// or for a callback URL that is not absolute http(s) or leads into a private network.
-#[utoipa::path(post, path = "/checkout/shop/{shop}/webhooks", operation_id = "create_checkout_webhook", tag = "Checkout: webhooks",
+/// Creates a checkout webhook.
+///
+/// Refused before the integration secret is configured, for an unknown topic, and for a callback
+/// URL that is not absolute http(s) or that leads into a private network.
+#[utoipa::path(post, path = "/checkout/shop/{shop}/webhooks", operation_id = "create_checkout_webhook", summary = "Create a checkout webhook", tag = "Checkout: webhooks",
     request_body = WebhookInput,
     params(("shop" = String, Path, description = "The shop's identifier")),
     security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
@@ -141,8 +143,8 @@ pub async fn create(
     Ok(HttpResponse::Created().json(webhook_answer(checkout::resource(&endpoint))))
 }
 
-/// List Webhooks.
-#[utoipa::path(get, path = "/checkout/shop/{shop}/webhooks", operation_id = "list_checkout_webhooks", tag = "Checkout: webhooks",
+/// Lists checkout webhooks.
+#[utoipa::path(get, path = "/checkout/shop/{shop}/webhooks", operation_id = "list_checkout_webhooks", summary = "List checkout webhooks", tag = "Checkout: webhooks",
     params(("shop" = String, Path, description = "The shop's identifier")),
     security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
     responses((status = 200, body = CheckoutWebhookList)))]
@@ -165,8 +167,10 @@ pub struct CheckoutWebhookUpdate {
     callback_url: Option<String>,
 }
 
-/// Update Webhook: a new callback URL, checked like a new one.
-#[utoipa::path(patch, path = "/checkout/shop/{shop}/webhooks/{id}", operation_id = "update_checkout_webhook", tag = "Checkout: webhooks",
+/// Updates a checkout webhook.
+///
+/// Sets a new callback URL, checked like a new webhook's.
+#[utoipa::path(patch, path = "/checkout/shop/{shop}/webhooks/{id}", operation_id = "update_checkout_webhook", summary = "Update a checkout webhook", tag = "Checkout: webhooks",
     request_body = CheckoutWebhookUpdate,
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook's id (32 hex characters)")),
     security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
@@ -186,8 +190,10 @@ pub async fn update(
     Ok(HttpResponse::Ok().json(webhook_answer(checkout::resource(&endpoint))))
 }
 
-/// Delete Webhook: 204; its pending messages are cancelled.
-#[utoipa::path(delete, path = "/checkout/shop/{shop}/webhooks/{id}", operation_id = "delete_checkout_webhook", tag = "Checkout: webhooks",
+/// Deletes a checkout webhook.
+///
+/// Its pending messages are cancelled.
+#[utoipa::path(delete, path = "/checkout/shop/{shop}/webhooks/{id}", operation_id = "delete_checkout_webhook", summary = "Delete a checkout webhook", tag = "Checkout: webhooks",
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook's id (32 hex characters)")),
     security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
     responses((status = 204, description = "Deleted")))]
@@ -221,9 +227,10 @@ pub(crate) fn log_limit(query: &LogQuery) -> Result<usize, ApiError> {
     Ok(limit)
 }
 
-/// `GET …/webhooks/{id}/deliveries?limit=`: the latest messages (default 50, at most 250),
-/// newest first, each with its last attempt.
-#[utoipa::path(get, path = "/checkout/shop/{shop}/webhooks/{id}/deliveries", operation_id = "list_checkout_webhook_deliveries", tag = "Checkout: webhooks",
+/// Lists a checkout webhook's deliveries.
+///
+/// The latest messages (50 by default, at most 250), newest first, each with its last attempt.
+#[utoipa::path(get, path = "/checkout/shop/{shop}/webhooks/{id}/deliveries", operation_id = "list_checkout_webhook_deliveries", summary = "List a checkout webhook's deliveries", tag = "Checkout: webhooks",
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook's id (32 hex characters)"),
         ("limit" = Option<i64>, Query, minimum = 1, maximum = 250, description = "How many of the latest messages, 1 to 250 (default 50)")),
     security(("api_token" = ["read_shop_settings"]), ("oauth2" = ["read_shop_settings"])),
@@ -242,8 +249,10 @@ pub async fn deliveries(
     Ok(HttpResponse::Ok().json(CheckoutDeliveryLog { data: log }))
 }
 
-/// `GET …/webhooks/{id}/deliveries/{message_id}`: one message, its payload and every attempt.
-#[utoipa::path(get, path = "/checkout/shop/{shop}/webhooks/{id}/deliveries/{message_id}", operation_id = "get_checkout_webhook_delivery", tag = "Checkout: webhooks",
+/// Gets a checkout webhook delivery.
+///
+/// One message, with its payload and every attempt.
+#[utoipa::path(get, path = "/checkout/shop/{shop}/webhooks/{id}/deliveries/{message_id}", operation_id = "get_checkout_webhook_delivery", summary = "Get a checkout webhook delivery", tag = "Checkout: webhooks",
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook's id (32 hex characters)"),
         ("message_id" = String, Path, description = "The message's `webhook-id` (`msg_` and 32 hex characters)")),
     security(("api_token" = ["read_shop_settings"]), ("oauth2" = ["read_shop_settings"])),
@@ -261,8 +270,10 @@ pub async fn delivery(
     Ok(HttpResponse::Ok().json(CheckoutDeliveryAnswer { data: message }))
 }
 
-/// `POST …/webhooks/{id}/deliveries/{message_id}/resend`: 202; sent again with its webhook-id.
-#[utoipa::path(post, path = "/checkout/shop/{shop}/webhooks/{id}/deliveries/{message_id}/resend", operation_id = "resend_checkout_webhook_delivery", tag = "Checkout: webhooks",
+/// Resends a checkout webhook delivery.
+///
+/// Sends the message again, with the same `webhook-id`.
+#[utoipa::path(post, path = "/checkout/shop/{shop}/webhooks/{id}/deliveries/{message_id}/resend", operation_id = "resend_checkout_webhook_delivery", summary = "Resend a checkout webhook delivery", tag = "Checkout: webhooks",
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook's id (32 hex characters)"),
         ("message_id" = String, Path, description = "The message's `webhook-id` (`msg_` and 32 hex characters)")),
     security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
@@ -313,9 +324,10 @@ pub(crate) fn recover_since(body: JsonBody) -> Result<mercer_domain::Timestamp, 
     }
 }
 
-/// `POST …/webhooks/{id}/recover` `{"since"}`: sends again every failed message created since
-/// then; 202 `{"data":{"recovered"}}`.
-#[utoipa::path(post, path = "/checkout/shop/{shop}/webhooks/{id}/recover", operation_id = "recover_checkout_webhook_deliveries", tag = "Checkout: webhooks",
+/// Recovers failed checkout webhook deliveries.
+///
+/// Sends again every failed message created since the time given, and answers with how many.
+#[utoipa::path(post, path = "/checkout/shop/{shop}/webhooks/{id}/recover", operation_id = "recover_checkout_webhook_deliveries", summary = "Recover failed checkout webhook deliveries", tag = "Checkout: webhooks",
     request_body = RecoverBody,
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook's id (32 hex characters)")),
     security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
@@ -337,8 +349,10 @@ pub async fn recover(
     }))
 }
 
-/// `POST …/webhooks/{id}/enable`: a disabled webhook gets messages again.
-#[utoipa::path(post, path = "/checkout/shop/{shop}/webhooks/{id}/enable", operation_id = "enable_checkout_webhook", tag = "Checkout: webhooks",
+/// Enables a checkout webhook.
+///
+/// A disabled webhook gets messages again.
+#[utoipa::path(post, path = "/checkout/shop/{shop}/webhooks/{id}/enable", operation_id = "enable_checkout_webhook", summary = "Enable a checkout webhook", tag = "Checkout: webhooks",
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook's id (32 hex characters)")),
     security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
     responses((status = 200, body = CheckoutWebhookAnswer)))]
