@@ -11,7 +11,7 @@ use mercer_domain::box_builder::resources::{
 };
 use mercer_domain::box_builder::selections::update_selection;
 use mercer_domain::ports::Database;
-use mercer_domain::subscriptions::groups::IntervalType;
+use mercer_domain::subscriptions::groups::{IntervalType, StoredGroup};
 use mercer_domain::subscriptions::resources::SubscriptionStatus;
 use serde_json::json;
 
@@ -211,29 +211,25 @@ fn box_resources_round_trip_by_shop_and_deletions_cascade(db: &impl Database) {
 }
 every_database!(box_resources_round_trip_by_shop_and_deletions_cascade);
 
-fn selections_are_a_customers_per_line_item_and_order_date(db: &impl Database) {
-    let shop_a = shop(db, "a.shop.test");
-    let shop_b = shop(db, "b.shop.test");
+/// The shop's weekly group "Veg", its box "Veg box" with `attributes`, and the box's size
+/// "Small" (1 to 4, flexible pricing).
+fn veg_box_with_a_small_size(
+    db: &impl Database,
+    shop_id: i64,
+    attributes: Vec<Attribute>,
+) -> (StoredGroup, SubscriptionBox, BoxSize) {
     let group = db
         .write(|tx| {
             Ok(tx.save_subscription_group(
-                shop_a.id,
+                shop_id,
                 &stored_group("Veg", vec![rule(0, 1, IntervalType::Week)]),
             )?)
         })
         .unwrap();
-    let attribute = Attribute {
-        id: 1,
-        shop_identifier: String::new(),
-        attribute_key: "season".into(),
-        attribute_value: "winter".into(),
-        created_at: at(1),
-        updated_at: at(1),
-    };
     let veg = db
         .write(|tx| {
             Ok(tx.save_box(
-                shop_a.id,
+                shop_id,
                 &SubscriptionBox {
                     id: 0,
                     svc_subscription_group_id: group.id,
@@ -241,7 +237,7 @@ fn selections_are_a_customers_per_line_item_and_order_date(db: &impl Database) {
                     box_name: "Veg box".into(),
                     created_at: at(1),
                     updated_at: at(1),
-                    attributes: vec![attribute.clone()],
+                    attributes,
                 },
             )?)
         })
@@ -249,7 +245,7 @@ fn selections_are_a_customers_per_line_item_and_order_date(db: &impl Database) {
     let size = db
         .write(|tx| {
             Ok(tx.save_box_size(
-                shop_a.id,
+                shop_id,
                 &BoxSize {
                     id: 0,
                     box_id: veg.id,
@@ -264,6 +260,21 @@ fn selections_are_a_customers_per_line_item_and_order_date(db: &impl Database) {
             )?)
         })
         .unwrap();
+    (group, veg, size)
+}
+
+fn selections_are_a_customers_per_line_item_and_order_date(db: &impl Database) {
+    let shop_a = shop(db, "a.shop.test");
+    let shop_b = shop(db, "b.shop.test");
+    let attribute = Attribute {
+        id: 1,
+        shop_identifier: String::new(),
+        attribute_key: "season".into(),
+        attribute_value: "winter".into(),
+        created_at: at(1),
+        updated_at: at(1),
+    };
+    let (group, veg, size) = veg_box_with_a_small_size(db, shop_a.id, vec![attribute.clone()]);
     let slot = |name: &str| TimeSlot {
         id: 0,
         box_id: veg.id,
@@ -489,48 +500,7 @@ every_database!(selections_are_a_customers_per_line_item_and_order_date);
 /// slot still open: the use case refuses it the same on every database.
 fn a_selection_stays_in_a_slot_whose_deadline_passed(db: &impl Database) {
     let shop_a = shop(db, "a.shop.test");
-    let group = db
-        .write(|tx| {
-            Ok(tx.save_subscription_group(
-                shop_a.id,
-                &stored_group("Veg", vec![rule(0, 1, IntervalType::Week)]),
-            )?)
-        })
-        .unwrap();
-    let veg = db
-        .write(|tx| {
-            Ok(tx.save_box(
-                shop_a.id,
-                &SubscriptionBox {
-                    id: 0,
-                    svc_subscription_group_id: group.id,
-                    shop_identifier: String::new(),
-                    box_name: "Veg box".into(),
-                    created_at: at(1),
-                    updated_at: at(1),
-                    attributes: Vec::new(),
-                },
-            )?)
-        })
-        .unwrap();
-    let size = db
-        .write(|tx| {
-            Ok(tx.save_box_size(
-                shop_a.id,
-                &BoxSize {
-                    id: 0,
-                    box_id: veg.id,
-                    shop_identifier: String::new(),
-                    box_size_name: "Small".into(),
-                    pricing_mode: "flexible_pricing".into(),
-                    min_quantity: 1,
-                    max_quantity: 4,
-                    created_at: at(2),
-                    updated_at: at(2),
-                },
-            )?)
-        })
-        .unwrap();
+    let (group, veg, size) = veg_box_with_a_small_size(db, shop_a.id, Vec::new());
     let carrot = db
         .write(|tx| {
             Ok(tx.save_box_product(
