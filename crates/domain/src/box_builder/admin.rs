@@ -10,7 +10,7 @@ use crate::box_builder::resources::{
     merge_attributes,
 };
 use crate::kernel::error::{DomainError, FieldError};
-use crate::kernel::fields::path;
+use crate::kernel::body::path;
 use crate::kernel::time::Timestamp;
 use crate::platform::catalogue;
 use crate::subscriptions::customers::PagePagination;

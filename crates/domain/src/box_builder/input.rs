@@ -2,13 +2,15 @@
 //! (`{"box": {…}}`, `{"box_product": …}`, `{"box_size": …}`, `{"time_slot": …}`); the resource's
 //! fields bare are read too. Every problem is a 422 on its path (`box.box_name`,
 //! `time_slot.end_date`); ids and numbers may come as decimal text; unknown fields are ignored.
+//! A create body and an update body are told apart because a create needs more fields.
 
-use serde_json::{Map, Value};
+use serde::Deserialize;
+use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::box_builder::resources::SelectionItem;
+use crate::kernel::body::{BodyObject, Check, Field, TextId, at_most, parse_object, wrong_type};
 use crate::kernel::error::{DomainError, FieldError, Problems};
-use crate::kernel::fields::{Fields, at_most, type_error};
 use crate::kernel::time::Timestamp;
 
 /// The longest name (box, size, slot) and attribute key, in characters.
@@ -20,109 +22,105 @@ pub(crate) const MAX_BULK_BOX_SIZES: usize = 100;
 /// The most products one selection chooses.
 pub(crate) const MAX_SELECTION_ITEMS: usize = 250;
 
-/// Reads the resource `key` of `body` (or `body` itself when it has no such key) with `read`;
-/// every problem is reported at once.
-fn read_resource<T>(
+/// A body that carries its resource under one key (`{"box": {…}}`), or bare.
+trait Wrapped: BodyObject {
+    /// The resource's fields.
+    type Fields: BodyObject;
+    /// The key the resource comes under.
+    const KEY: &'static str;
+    /// The resource under the key, as given.
+    fn resource(self) -> Field<Self::Fields>;
+}
+
+/// Reads the resource of the body `W` (under its key, or `body` itself when it has no such key)
+/// and checks it with `validate`; every problem is reported at once.
+fn read_resource<W: Wrapped, T>(
     body: &Value,
-    key: &str,
-    read: impl FnOnce(&mut Fields<'_, '_>) -> Option<T>,
+    validate: impl FnOnce(W::Fields, &mut Check<'_>) -> Option<T>,
 ) -> Result<T, DomainError> {
     let mut problems = Problems::new();
-    let empty = Map::new();
-    let (map, prefix) = match body.get(key) {
-        Some(Value::Object(map)) => (map, key),
-        Some(_) => {
-            return Err(DomainError::Invalid(vec![type_error(
-                key.to_string(),
-                "an object",
-            )]));
+    let mut root = Check::root(&mut problems);
+    let value = match parse_object::<W>(body).resource() {
+        Field::Given(fields) => validate(fields, &mut root.nested(W::KEY)),
+        Field::Absent => validate(parse_object::<W::Fields>(body), &mut root),
+        Field::Null | Field::Blank | Field::Invalid(_) => {
+            return Err(DomainError::Invalid(vec![
+                wrong_type("an object").at(W::KEY.to_string()),
+            ]));
         }
-        None => (body.as_object().unwrap_or(&empty), ""),
     };
-    let mut fields = Fields {
-        path: prefix.to_string(),
-        map,
-        problems: &mut problems,
-    };
-    let value = read(&mut fields);
     problems.into_result()?;
-    value.ok_or_else(|| DomainError::invalid(key, "invalid_value", "the body could not be read"))
+    value.ok_or_else(|| DomainError::invalid(W::KEY, "invalid_value", "the body could not be read"))
 }
 
 /// A name of 1..255 characters; required when `creating`.
-fn name(fields: &mut Fields<'_, '_>, field: &str, creating: bool) -> Option<String> {
-    let text = if creating {
-        fields.required_text(field)?
-    } else {
-        fields.text(field)?
-    };
+fn name(
+    check: &mut Check<'_>,
+    field: &str,
+    given: Field<String>,
+    creating: bool,
+) -> Option<String> {
+    let text = check.needed(field, given, creating)?;
     if text.chars().count() > MAX_NAME_CHARS {
-        let path = fields.field(field);
-        let message = format!("{path} must be at most {MAX_NAME_CHARS} characters");
-        fields
-            .problems
-            .push(FieldError::new(path, "length", message));
+        check.problem(field, "length", |path| {
+            format!("{path} must be at most {MAX_NAME_CHARS} characters")
+        });
         return None;
     }
     Some(text)
 }
 
-/// An integer field that must be there when `creating`.
-fn integer(fields: &mut Fields<'_, '_>, field: &str, creating: bool) -> Option<i64> {
-    if creating && fields.get(field).is_none() {
-        fields
-            .problems
-            .push(FieldError::required(fields.field(field)));
-        return None;
-    }
-    fields.integer(field)
-}
-
-/// A date-time field that must be there when `creating`.
-fn time(fields: &mut Fields<'_, '_>, field: &str, creating: bool) -> Option<Timestamp> {
-    if creating && fields.get(field).is_none() {
-        fields
-            .problems
-            .push(FieldError::required(fields.field(field)));
-        return None;
-    }
-    fields.time(field)
-}
-
-/// `attributes`: `[{"attribute_key", "attribute_value"}]`, keys unique and 1..255 characters,
-/// at most [`MAX_ATTRIBUTES`].
-fn attributes(fields: &mut Fields<'_, '_>) -> Option<Vec<(String, String)>> {
-    let items = fields.array("attributes", MAX_ATTRIBUTES)?;
+/// `attributes`: keys unique and 1..255 characters, at most [`MAX_ATTRIBUTES`].
+fn attributes(
+    check: &mut Check<'_>,
+    given: Field<Vec<Field<AttributeFields>>>,
+) -> Option<Vec<(String, String)>> {
+    let items = check.items("attributes", given, MAX_ATTRIBUTES)?;
     let mut pairs: Vec<(String, String)> = Vec::with_capacity(items.len());
-    for (index, item) in items.iter().enumerate() {
-        let Some(mut attribute) = fields.element("attributes", index, item) else {
-            continue;
-        };
-        let key = name(&mut attribute, "attribute_key", true);
-        let value = attribute.text("attribute_value").unwrap_or_default();
-        if let Some(key) = key {
-            if pairs.iter().any(|(seen, _)| *seen == key) {
-                let field = attribute.field("attribute_key");
-                let message = format!("{field} repeats the key {key:?}");
-                attribute
-                    .problems
-                    .push(FieldError::new(field, "duplicate", message));
-            } else {
-                pairs.push((key, value));
-            }
+    for (index, attribute) in items {
+        let mut check = check.element("attributes", index);
+        let key = name(&mut check, "attribute_key", attribute.attribute_key, true);
+        let value = check
+            .optional("attribute_value", attribute.attribute_value)
+            .unwrap_or_default();
+        let Some(key) = key else { continue };
+        if pairs.iter().any(|(seen, _)| *seen == key) {
+            check.problem("attribute_key", "duplicate", |path| {
+                format!("{path} repeats the key {key:?}")
+            });
+        } else {
+            pairs.push((key, value));
         }
     }
     Some(pairs)
 }
 
 /// One attribute as a client writes it: a key/value pair kept with its resource.
-#[derive(ToSchema)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct AttributeFields {
     /// The key, unique among the resource's attributes (1 to 255 characters).
-    #[schema(min_length = 1, max_length = 255)]
-    pub attribute_key: String,
+    #[serde(default)]
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 255)]
+    pub attribute_key: Field<String>,
     /// The value (empty when absent).
-    pub attribute_value: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub attribute_value: Field<String>,
+}
+impl BodyObject for AttributeFields {}
+
+/// Makes `$request` a [`Wrapped`] body holding `$fields` under `$key` (its field `$field`).
+macro_rules! wrapped {
+    ($request:ty, $fields:ty, $key:literal, $field:ident) => {
+        impl BodyObject for $request {}
+        impl Wrapped for $request {
+            type Fields = $fields;
+            const KEY: &'static str = $key;
+            fn resource(self) -> Field<$fields> {
+                self.$field
+            }
+        }
+    };
 }
 
 /// A box's fields; all needed to create one.
@@ -139,36 +137,93 @@ pub struct BoxInput {
 /// A Create Box (`creating`) or Update Box body: `{"box": {svc_subscription_group_id,
 /// box_name, attributes}}`; every field is required to create.
 pub fn parse_box(body: &Value, creating: bool) -> Result<BoxInput, DomainError> {
-    read_resource(body, "box", |fields| {
-        Some(BoxInput {
-            svc_subscription_group_id: integer(fields, "svc_subscription_group_id", creating),
-            box_name: name(fields, "box_name", creating),
-            attributes: attributes(fields),
+    if creating {
+        read_resource::<BoxRequest, _>(body, |fields, check| fields.validate(check, true))
+    } else {
+        read_resource::<BoxUpdateRequest, _>(body, |fields, check| {
+            BoxFields::from(fields).validate(check, false)
         })
-    })
+    }
 }
 
-/// The body that creates or changes a box. The box's fields may also come bare, without the
-/// `box` key.
-#[derive(ToSchema)]
+/// The body that creates a box. The box's fields may also come bare, without the `box` key.
+#[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct BoxRequest {
     /// The box's fields.
-    #[serde(rename = "box")]
-    pub subscription_box: BoxFields,
+    #[serde(rename = "box", default)]
+    #[schema(value_type = BoxFields)]
+    pub subscription_box: Field<BoxFields>,
 }
+wrapped!(BoxRequest, BoxFields, "box", subscription_box);
 
-/// A box's fields as a client writes them: all three needed to create a box; a change replaces
-/// only the fields it gives.
-#[derive(ToSchema)]
+/// A new box's fields as a client writes them.
+#[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct BoxFields {
     /// The id of the shop's subscription group to sell the box under (one box per group).
-    pub svc_subscription_group_id: Option<i64>,
+    #[serde(default)]
+    #[schema(value_type = i64, required = true)]
+    pub svc_subscription_group_id: Field<i64>,
     /// The box's name (1 to 255 characters).
-    #[schema(min_length = 1, max_length = 255)]
-    pub box_name: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 255)]
+    pub box_name: Field<String>,
+    /// The box's attributes (at most 50), keys unique.
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<AttributeFields>>, max_items = 50)]
+    pub attributes: Field<Vec<Field<AttributeFields>>>,
+}
+impl BodyObject for BoxFields {}
+
+impl BoxFields {
+    fn validate(self, check: &mut Check<'_>, creating: bool) -> Option<BoxInput> {
+        Some(BoxInput {
+            svc_subscription_group_id: check.needed(
+                "svc_subscription_group_id",
+                self.svc_subscription_group_id,
+                creating,
+            ),
+            box_name: name(check, "box_name", self.box_name, creating),
+            attributes: attributes(check, self.attributes),
+        })
+    }
+}
+
+/// The body that changes a box. The box's fields may also come bare, without the `box` key.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct BoxUpdateRequest {
+    /// The box's fields to change.
+    #[serde(rename = "box", default)]
+    #[schema(value_type = BoxUpdateFields)]
+    pub subscription_box: Field<BoxUpdateFields>,
+}
+wrapped!(BoxUpdateRequest, BoxUpdateFields, "box", subscription_box);
+
+/// A box's fields to change: only those given are replaced.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct BoxUpdateFields {
+    /// The id of the shop's subscription group to sell the box under (one box per group).
+    #[serde(default)]
+    #[schema(value_type = Option<i64>)]
+    pub svc_subscription_group_id: Field<i64>,
+    /// The box's name (1 to 255 characters).
+    #[serde(default)]
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 255)]
+    pub box_name: Field<String>,
     /// The box's attributes (at most 50), keys unique; given, they replace the box's.
-    #[schema(max_items = 50)]
-    pub attributes: Option<Vec<AttributeFields>>,
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<AttributeFields>>, max_items = 50)]
+    pub attributes: Field<Vec<Field<AttributeFields>>>,
+}
+impl BodyObject for BoxUpdateFields {}
+
+impl From<BoxUpdateFields> for BoxFields {
+    fn from(fields: BoxUpdateFields) -> Self {
+        BoxFields {
+            svc_subscription_group_id: fields.svc_subscription_group_id,
+            box_name: fields.box_name,
+            attributes: fields.attributes,
+        }
+    }
 }
 
 /// A box product's fields; both platform ids needed to create one.
@@ -185,44 +240,109 @@ pub struct BoxProductInput {
 /// A Create Box Product (`creating`) or Update Box Product body: `{"box_product":
 /// {platform_product_id, platform_variant_id, attributes}}`; an id given must not be empty.
 pub fn parse_box_product(body: &Value, creating: bool) -> Result<BoxProductInput, DomainError> {
-    read_resource(body, "box_product", |fields| {
-        let id = |fields: &mut Fields<'_, '_>, name: &str| {
-            if creating || fields.get(name).is_some() {
-                fields.required_id(name)
-            } else {
-                None
-            }
-        };
-        Some(BoxProductInput {
-            platform_product_id: id(fields, "platform_product_id"),
-            platform_variant_id: id(fields, "platform_variant_id"),
-            attributes: attributes(fields),
+    if creating {
+        read_resource::<BoxProductRequest, _>(body, |fields, check| fields.validate(check, true))
+    } else {
+        read_resource::<BoxProductUpdateRequest, _>(body, |fields, check| {
+            BoxProductFields::from(fields).validate(check, false)
         })
-    })
+    }
 }
 
-/// The body that creates or changes a box product. Its fields may also come bare, without the
+/// The body that creates a box product. Its fields may also come bare, without the
 /// `box_product` key.
-#[derive(ToSchema)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct BoxProductRequest {
     /// The box product's fields.
-    pub box_product: BoxProductFields,
+    #[serde(default)]
+    #[schema(value_type = BoxProductFields)]
+    pub box_product: Field<BoxProductFields>,
 }
+wrapped!(
+    BoxProductRequest,
+    BoxProductFields,
+    "box_product",
+    box_product
+);
 
-/// A box product's fields as a client writes them: both platform ids needed to create one (a
-/// live variant of the catalogue's product); a change replaces only the fields it gives.
-#[derive(ToSchema)]
+/// A new box product's fields as a client writes them: a live variant of the catalogue's
+/// product.
+#[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct BoxProductFields {
     /// The platform id of the catalogue's product (an integer is read as its decimal text).
-    #[schema(min_length = 1)]
-    pub platform_product_id: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = String, required = true, min_length = 1)]
+    pub platform_product_id: Field<TextId>,
     /// The platform id of the product's variant.
-    #[schema(min_length = 1)]
-    pub platform_variant_id: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = String, required = true, min_length = 1)]
+    pub platform_variant_id: Field<TextId>,
+    /// The box product's attributes (at most 50), keys unique.
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<AttributeFields>>, max_items = 50)]
+    pub attributes: Field<Vec<Field<AttributeFields>>>,
+}
+impl BodyObject for BoxProductFields {}
+
+impl BoxProductFields {
+    fn validate(self, check: &mut Check<'_>, creating: bool) -> Option<BoxProductInput> {
+        // A change may leave an id out, but one it gives must not be blank.
+        let id = |check: &mut Check<'_>, name: &str, given: Field<TextId>| {
+            let needed = creating || given.is_given();
+            check.needed(name, given, needed).map(|id| id.0)
+        };
+        Some(BoxProductInput {
+            platform_product_id: id(check, "platform_product_id", self.platform_product_id),
+            platform_variant_id: id(check, "platform_variant_id", self.platform_variant_id),
+            attributes: attributes(check, self.attributes),
+        })
+    }
+}
+
+/// The body that changes a box product. Its fields may also come bare, without the
+/// `box_product` key.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct BoxProductUpdateRequest {
+    /// The box product's fields to change.
+    #[serde(default)]
+    #[schema(value_type = BoxProductUpdateFields)]
+    pub box_product: Field<BoxProductUpdateFields>,
+}
+wrapped!(
+    BoxProductUpdateRequest,
+    BoxProductUpdateFields,
+    "box_product",
+    box_product
+);
+
+/// A box product's fields to change: only those given are replaced; an id given must not be
+/// blank.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct BoxProductUpdateFields {
+    /// The platform id of the catalogue's product (an integer is read as its decimal text).
+    #[serde(default)]
+    #[schema(value_type = Option<String>, min_length = 1)]
+    pub platform_product_id: Field<TextId>,
+    /// The platform id of the product's variant.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, min_length = 1)]
+    pub platform_variant_id: Field<TextId>,
     /// The box product's attributes (at most 50), keys unique; given, they replace the
     /// product's.
-    #[schema(max_items = 50)]
-    pub attributes: Option<Vec<AttributeFields>>,
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<AttributeFields>>, max_items = 50)]
+    pub attributes: Field<Vec<Field<AttributeFields>>>,
+}
+impl BodyObject for BoxProductUpdateFields {}
+
+impl From<BoxProductUpdateFields> for BoxProductFields {
+    fn from(fields: BoxProductUpdateFields) -> Self {
+        BoxProductFields {
+            platform_product_id: fields.platform_product_id,
+            platform_variant_id: fields.platform_variant_id,
+            attributes: fields.attributes,
+        }
+    }
 }
 
 /// A box size's fields; the name and `max_quantity` needed to create one.
@@ -238,39 +358,17 @@ pub struct BoxSizeInput {
     pub max_quantity: Option<i64>,
 }
 
-fn box_size(fields: &mut Fields<'_, '_>, creating: bool) -> Option<BoxSizeInput> {
-    if let Some(mode) = fields.text("pricing_mode")
-        && mode != super::resources::FLEXIBLE_PRICING
-    {
-        let field = fields.field("pricing_mode");
-        let message = format!("{field} must be {}", super::resources::FLEXIBLE_PRICING);
-        fields
-            .problems
-            .push(FieldError::new(field, "invalid_value", message));
-    }
-    let min_quantity = fields.integer("min_quantity");
-    if let Some(min) = min_quantity
-        && min < 0
-    {
-        let field = fields.field("min_quantity");
-        let message = format!("{field} must be at least 0");
-        fields
-            .problems
-            .push(FieldError::new(field, "out_of_range", message));
-    }
-    Some(BoxSizeInput {
-        id: fields.integer("id"),
-        box_size_name: name(fields, "box_size_name", creating),
-        min_quantity,
-        max_quantity: integer(fields, "max_quantity", creating),
-    })
-}
-
 /// A Create Box Size (`creating`) or Update Box Size body: `{"box_size": {box_size_name,
 /// pricing_mode, min_quantity, max_quantity}}`; `pricing_mode`, if given, must be
 /// `flexible_pricing`.
 pub fn parse_box_size(body: &Value, creating: bool) -> Result<BoxSizeInput, DomainError> {
-    read_resource(body, "box_size", |fields| box_size(fields, creating))
+    if creating {
+        read_resource::<BoxSizeRequest, _>(body, |fields, check| fields.validate(check, true))
+    } else {
+        read_resource::<BoxSizeUpdateRequest, _>(body, |fields, check| {
+            fields.validate(check, false)
+        })
+    }
 }
 
 /// The bulk update's body: an array of at most [`MAX_BULK_BOX_SIZES`] sizes, or
@@ -278,73 +376,170 @@ pub fn parse_box_size(body: &Value, creating: bool) -> Result<BoxSizeInput, Doma
 /// needs every field). A longer array is one `too_many` problem on `box_sizes`, and the sizes
 /// past the limit are not read.
 pub fn parse_box_sizes(body: &Value) -> Result<Vec<BoxSizeInput>, DomainError> {
-    let (items, prefix) = match body {
-        Value::Array(items) => (items, String::new()),
+    let (sizes, prefix) = match body {
+        Value::Array(_) => (body, ""),
         _ => match body.get("box_sizes") {
-            Some(Value::Array(items)) => (items, "box_sizes".to_string()),
-            _ => {
-                return Err(DomainError::Invalid(vec![type_error(
-                    "box_sizes".to_string(),
-                    "an array of box sizes",
-                )]));
-            }
+            Some(sizes @ Value::Array(_)) => (sizes, "box_sizes"),
+            _ => (&Value::Null, "box_sizes"),
         },
     };
+    // Each size reads on its own (a wrong one is that size's problem), so an array always reads.
+    let Ok(sizes) = Vec::<Field<BulkBoxSize>>::deserialize(sizes) else {
+        return Err(DomainError::Invalid(vec![
+            wrong_type("an array of box sizes").at("box_sizes".to_string()),
+        ]));
+    };
     let mut problems = Problems::new();
-    let items = at_most("box_sizes", items, MAX_BULK_BOX_SIZES, &mut problems);
-    let mut sizes = Vec::with_capacity(items.len());
-    for (index, item) in items.iter().enumerate() {
-        let path = format!("{prefix}[{index}]");
-        let Value::Object(map) = item else {
-            problems.push(type_error(path, "an object"));
-            continue;
+    let sizes = at_most("box_sizes", sizes, MAX_BULK_BOX_SIZES, &mut problems);
+    let mut read = Vec::with_capacity(sizes.len());
+    let mut root = Check::root(&mut problems);
+    for (index, size) in sizes.into_iter().enumerate() {
+        let mut check = root.element(prefix, index);
+        let size = match size {
+            Field::Given(size) => size,
+            _ => {
+                let path = check.here().to_string();
+                check.push(wrong_type("an object").at(path));
+                continue;
+            }
         };
         // A size may be wrapped too (`{"box_size": {…}}`).
-        let (map, path) = match map.get("box_size") {
-            Some(Value::Object(inner)) => (inner, format!("{path}.box_size")),
-            _ => (map, path),
+        let (fields, mut check) = match size.box_size {
+            Field::Given(inner) => (inner, check.nested("box_size")),
+            _ => (size.fields, check),
         };
-        let creating = map.get("id").is_none_or(Value::is_null);
-        let mut fields = Fields {
-            path,
-            map,
-            problems: &mut problems,
-        };
-        if let Some(size) = box_size(&mut fields, creating) {
-            sizes.push(size);
+        let creating = !fields.id.is_given();
+        if let Some(size) = fields.validate(&mut check, creating) {
+            read.push(size);
         }
     }
     problems.into_result()?;
-    Ok(sizes)
+    Ok(read)
 }
 
-/// The body that creates or changes one box size. Its fields may also come bare, without the
-/// `box_size` key.
-#[derive(ToSchema)]
+/// One size of the bulk update: its fields, bare or wrapped in `box_size`.
+#[derive(Debug, Default, Deserialize)]
+struct BulkBoxSize {
+    #[serde(default)]
+    box_size: Field<BoxSizeUpdateFields>,
+    #[serde(flatten)]
+    fields: BoxSizeUpdateFields,
+}
+impl BodyObject for BulkBoxSize {}
+
+/// The body that creates a box size. Its fields may also come bare, without the `box_size`
+/// key.
+#[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct BoxSizeRequest {
     /// The box size's fields.
-    pub box_size: BoxSizeFields,
+    #[serde(default)]
+    #[schema(value_type = BoxSizeFields)]
+    pub box_size: Field<BoxSizeFields>,
+}
+wrapped!(BoxSizeRequest, BoxSizeFields, "box_size", box_size);
+
+/// A new box size's fields as a client writes them. `min_quantity` (0 when not given) must not
+/// exceed `max_quantity`.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct BoxSizeFields {
+    /// The size's name (1 to 255 characters).
+    #[serde(default)]
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 255)]
+    pub box_size_name: Field<String>,
+    /// How a box of this size is priced: `flexible_pricing`, the only mode.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, pattern = "^flexible_pricing$")]
+    pub pricing_mode: Field<String>,
+    /// The fewest products a box of this size holds (0 or more).
+    #[serde(default)]
+    #[schema(value_type = Option<i64>, minimum = 0)]
+    pub min_quantity: Field<i64>,
+    /// The most products a box of this size holds (at least `min_quantity`).
+    #[serde(default)]
+    #[schema(value_type = i64, required = true)]
+    pub max_quantity: Field<i64>,
+}
+impl BodyObject for BoxSizeFields {}
+
+impl BoxSizeFields {
+    fn validate(self, check: &mut Check<'_>, creating: bool) -> Option<BoxSizeInput> {
+        BoxSizeUpdateFields {
+            id: Field::Absent,
+            box_size_name: self.box_size_name,
+            pricing_mode: self.pricing_mode,
+            min_quantity: self.min_quantity,
+            max_quantity: self.max_quantity,
+        }
+        .validate(check, creating)
+    }
 }
 
-/// A box size's fields as a client writes them: the name and `max_quantity` needed to create
-/// one; a change replaces only the fields it gives. `min_quantity` (0 when never given) must
-/// not exceed `max_quantity`.
-#[derive(ToSchema)]
-pub struct BoxSizeFields {
+/// The body that changes a box size. Its fields may also come bare, without the `box_size`
+/// key.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct BoxSizeUpdateRequest {
+    /// The box size's fields to change.
+    #[serde(default)]
+    #[schema(value_type = BoxSizeUpdateFields)]
+    pub box_size: Field<BoxSizeUpdateFields>,
+}
+wrapped!(
+    BoxSizeUpdateRequest,
+    BoxSizeUpdateFields,
+    "box_size",
+    box_size
+);
+
+/// A box size's fields to change: only those given are replaced. In the bulk update, a size
+/// without an `id` is new, and needs the name and `max_quantity`.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct BoxSizeUpdateFields {
     /// In the bulk update, the id of one of the box's sizes to change; without it the size is
-    /// new (and needs the name and `max_quantity`). The other routes ignore it.
-    pub id: Option<i64>,
+    /// new. The other routes ignore it.
+    #[serde(default)]
+    #[schema(value_type = Option<i64>)]
+    pub id: Field<i64>,
     /// The size's name (1 to 255 characters).
-    #[schema(min_length = 1, max_length = 255)]
-    pub box_size_name: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 255)]
+    pub box_size_name: Field<String>,
     /// How a box of this size is priced: `flexible_pricing`, the only mode.
-    #[schema(pattern = "^flexible_pricing$")]
-    pub pricing_mode: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>, pattern = "^flexible_pricing$")]
+    pub pricing_mode: Field<String>,
     /// The fewest products a box of this size holds (0 or more).
-    #[schema(minimum = 0)]
-    pub min_quantity: Option<i64>,
+    #[serde(default)]
+    #[schema(value_type = Option<i64>, minimum = 0)]
+    pub min_quantity: Field<i64>,
     /// The most products a box of this size holds (at least `min_quantity`).
-    pub max_quantity: Option<i64>,
+    #[serde(default)]
+    #[schema(value_type = Option<i64>)]
+    pub max_quantity: Field<i64>,
+}
+impl BodyObject for BoxSizeUpdateFields {}
+
+impl BoxSizeUpdateFields {
+    fn validate(self, check: &mut Check<'_>, creating: bool) -> Option<BoxSizeInput> {
+        if let Some(mode) = check.optional("pricing_mode", self.pricing_mode)
+            && mode != super::resources::FLEXIBLE_PRICING
+        {
+            check.problem("pricing_mode", "invalid_value", |path| {
+                format!("{path} must be {}", super::resources::FLEXIBLE_PRICING)
+            });
+        }
+        let min_quantity = check.optional("min_quantity", self.min_quantity);
+        if min_quantity.is_some_and(|min| min < 0) {
+            check.problem("min_quantity", "out_of_range", |path| {
+                format!("{path} must be at least 0")
+            });
+        }
+        Some(BoxSizeInput {
+            id: check.optional("id", self.id),
+            box_size_name: name(check, "box_size_name", self.box_size_name, creating),
+            min_quantity,
+            max_quantity: check.needed("max_quantity", self.max_quantity, creating),
+        })
+    }
 }
 
 /// A time slot's fields; the name and the four dates needed to create one.
@@ -370,68 +565,166 @@ pub struct TimeSlotInput {
 /// start_date, end_date, selection_deadline_date, visibility_date, attributes}}` (or wrapped in
 /// `time-slot`). The dates' order is checked later, with the stored ones.
 pub fn parse_time_slot(body: &Value, creating: bool) -> Result<TimeSlotInput, DomainError> {
-    // The seed names the created slot `time-slot`; a body wrapped so is read too.
-    let key = if body.get("time-slot").is_some() {
-        "time-slot"
+    if creating {
+        read_resource::<TimeSlotRequest, _>(body, |fields, check| fields.validate(check, true))
     } else {
-        "time_slot"
-    };
-    read_resource(body, key, |fields| {
-        Some(TimeSlotInput {
-            time_slot_name: name(fields, "time_slot_name", creating),
-            start_date: time(fields, "start_date", creating),
-            end_date: time(fields, "end_date", creating),
-            selection_deadline_date: time(fields, "selection_deadline_date", creating),
-            visibility_date: time(fields, "visibility_date", creating),
-            attributes: attributes(fields),
-            path: fields.path.clone(),
+        read_resource::<TimeSlotUpdateRequest, _>(body, |fields, check| {
+            TimeSlotFields::from(fields).validate(check, false)
         })
-    })
+    }
+}
+
+/// The body that creates a time slot. Its fields may also come bare, or wrapped in
+/// `time-slot`.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct TimeSlotRequest {
+    /// The time slot's fields.
+    #[serde(default, alias = "time-slot")]
+    #[schema(value_type = TimeSlotFields)]
+    pub time_slot: Field<TimeSlotFields>,
+}
+wrapped!(TimeSlotRequest, TimeSlotFields, "time_slot", time_slot);
+
+/// A new time slot's fields as a client writes them. The dates must hold `visibility_date` ≤
+/// `selection_deadline_date` ≤ `start_date` ≤ `end_date`.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct TimeSlotFields {
+    /// The slot's name (1 to 255 characters).
+    #[serde(default)]
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 255)]
+    pub time_slot_name: Field<String>,
+    /// When the slot starts: the first order time it holds.
+    #[serde(default)]
+    #[schema(value_type = Timestamp, required = true)]
+    pub start_date: Field<Timestamp>,
+    /// When the slot ends: the last order time it holds.
+    #[serde(default)]
+    #[schema(value_type = Timestamp, required = true)]
+    pub end_date: Field<Timestamp>,
+    /// The last time a selection for the slot may be made or changed.
+    #[serde(default)]
+    #[schema(value_type = Timestamp, required = true)]
+    pub selection_deadline_date: Field<Timestamp>,
+    /// When the storefront starts showing the slot.
+    #[serde(default)]
+    #[schema(value_type = Timestamp, required = true)]
+    pub visibility_date: Field<Timestamp>,
+    /// The slot's attributes (at most 50), keys unique.
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<AttributeFields>>, max_items = 50)]
+    pub attributes: Field<Vec<Field<AttributeFields>>>,
+}
+impl BodyObject for TimeSlotFields {}
+
+impl TimeSlotFields {
+    fn validate(self, check: &mut Check<'_>, creating: bool) -> Option<TimeSlotInput> {
+        Some(TimeSlotInput {
+            time_slot_name: name(check, "time_slot_name", self.time_slot_name, creating),
+            start_date: check.needed("start_date", self.start_date, creating),
+            end_date: check.needed("end_date", self.end_date, creating),
+            selection_deadline_date: check.needed(
+                "selection_deadline_date",
+                self.selection_deadline_date,
+                creating,
+            ),
+            visibility_date: check.needed("visibility_date", self.visibility_date, creating),
+            attributes: attributes(check, self.attributes),
+            path: check.here().to_string(),
+        })
+    }
+}
+
+/// The body that changes a time slot. Its fields may also come bare, or wrapped in
+/// `time-slot`.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct TimeSlotUpdateRequest {
+    /// The time slot's fields to change.
+    #[serde(default, alias = "time-slot")]
+    #[schema(value_type = TimeSlotUpdateFields)]
+    pub time_slot: Field<TimeSlotUpdateFields>,
+}
+wrapped!(
+    TimeSlotUpdateRequest,
+    TimeSlotUpdateFields,
+    "time_slot",
+    time_slot
+);
+
+/// A time slot's fields to change: only those given are replaced, and the dates, with the
+/// stored ones, must still hold `visibility_date` ≤ `selection_deadline_date` ≤ `start_date` ≤
+/// `end_date`.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct TimeSlotUpdateFields {
+    /// The slot's name (1 to 255 characters).
+    #[serde(default)]
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 255)]
+    pub time_slot_name: Field<String>,
+    /// When the slot starts: the first order time it holds.
+    #[serde(default)]
+    #[schema(value_type = Option<Timestamp>)]
+    pub start_date: Field<Timestamp>,
+    /// When the slot ends: the last order time it holds.
+    #[serde(default)]
+    #[schema(value_type = Option<Timestamp>)]
+    pub end_date: Field<Timestamp>,
+    /// The last time a selection for the slot may be made or changed.
+    #[serde(default)]
+    #[schema(value_type = Option<Timestamp>)]
+    pub selection_deadline_date: Field<Timestamp>,
+    /// When the storefront starts showing the slot.
+    #[serde(default)]
+    #[schema(value_type = Option<Timestamp>)]
+    pub visibility_date: Field<Timestamp>,
+    /// The slot's attributes (at most 50), keys unique; given, they replace the slot's.
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<AttributeFields>>, max_items = 50)]
+    pub attributes: Field<Vec<Field<AttributeFields>>>,
+}
+impl BodyObject for TimeSlotUpdateFields {}
+
+impl From<TimeSlotUpdateFields> for TimeSlotFields {
+    fn from(fields: TimeSlotUpdateFields) -> Self {
+        TimeSlotFields {
+            time_slot_name: fields.time_slot_name,
+            start_date: fields.start_date,
+            end_date: fields.end_date,
+            selection_deadline_date: fields.selection_deadline_date,
+            visibility_date: fields.visibility_date,
+            attributes: fields.attributes,
+        }
+    }
 }
 
 /// Create Time Slot Option: `{"box_product_id"}` (or `{"time_slot_option": {…}}`).
 pub fn parse_time_slot_option(body: &Value) -> Result<i64, DomainError> {
-    read_resource(body, "time_slot_option", |fields| {
-        integer(fields, "box_product_id", true)
+    read_resource::<TimeSlotOptionWrapper, _>(body, |fields, check| {
+        check.required("box_product_id", fields.box_product_id)
     })
-}
-
-/// The body that creates or changes a time slot. Its fields may also come bare, or wrapped in
-/// `time-slot`.
-#[derive(ToSchema)]
-pub struct TimeSlotRequest {
-    /// The time slot's fields.
-    pub time_slot: TimeSlotFields,
-}
-
-/// A time slot's fields as a client writes them: the name and the four dates needed to create
-/// one; a change replaces only the fields it gives. The dates must hold `visibility_date` ≤
-/// `selection_deadline_date` ≤ `start_date` ≤ `end_date`.
-#[derive(ToSchema)]
-pub struct TimeSlotFields {
-    /// The slot's name (1 to 255 characters).
-    #[schema(min_length = 1, max_length = 255)]
-    pub time_slot_name: Option<String>,
-    /// When the slot starts: the first order time it holds.
-    pub start_date: Option<Timestamp>,
-    /// When the slot ends: the last order time it holds.
-    pub end_date: Option<Timestamp>,
-    /// The last time a selection for the slot may be made or changed.
-    pub selection_deadline_date: Option<Timestamp>,
-    /// When the storefront starts showing the slot.
-    pub visibility_date: Option<Timestamp>,
-    /// The slot's attributes (at most 50), keys unique; given, they replace the slot's.
-    #[schema(max_items = 50)]
-    pub attributes: Option<Vec<AttributeFields>>,
 }
 
 /// The body that offers a box product in a time slot. The field may also come wrapped in
 /// `time_slot_option`.
-#[derive(ToSchema)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct TimeSlotOptionRequest {
     /// The id of the shop's box product to offer.
-    pub box_product_id: i64,
+    #[serde(default)]
+    #[schema(value_type = i64, required = true)]
+    pub box_product_id: Field<i64>,
 }
+impl BodyObject for TimeSlotOptionRequest {}
+
+/// [`TimeSlotOptionRequest`] wrapped in `time_slot_option`.
+#[derive(Debug, Default, Deserialize)]
+struct TimeSlotOptionWrapper {
+    #[serde(default)]
+    time_slot_option: Field<TimeSlotOptionRequest>,
+}
+wrapped!(
+    TimeSlotOptionWrapper,
+    TimeSlotOptionRequest,
+    "time_slot_option",
+    time_slot_option
+);
 
 /// A selection's fields; all but the chosen products' order needed to create one.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -454,83 +747,172 @@ pub struct SelectionInput {
 /// order_datetime, line_items: [{box_product_id, choice_quantity}]}}`; each `choice_quantity`
 /// at least 1, each product once.
 pub fn parse_selection(body: &Value, creating: bool) -> Result<SelectionInput, DomainError> {
-    read_resource(body, "selection", |fields| {
-        let line_item_id = integer(fields, "svc_platform_subscription_line_item_id", creating);
-        let box_size_id = integer(fields, "box_size_id", creating);
-        let time_slot_id = integer(fields, "time_slot_id", creating);
-        let order_datetime = time(fields, "order_datetime", creating);
-        let line_items = match fields.array("line_items", MAX_SELECTION_ITEMS) {
-            Some(items) => Some(chosen(fields, items)),
-            None if creating && fields.get("line_items").is_none() => {
-                fields
-                    .problems
-                    .push(FieldError::required(fields.field("line_items")));
-                None
-            }
-            None => None,
-        };
+    if creating {
+        read_resource::<SelectionRequest, _>(body, |fields, check| fields.validate(check, true))
+    } else {
+        read_resource::<SelectionUpdateRequest, _>(body, |fields, check| {
+            SelectionFields::from(fields).validate(check, false)
+        })
+    }
+}
+
+/// The body that makes a selection. Its fields may also come bare, without the `selection`
+/// key.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct SelectionRequest {
+    /// The selection's fields.
+    #[serde(default)]
+    #[schema(value_type = SelectionFields)]
+    pub selection: Field<SelectionFields>,
+}
+wrapped!(SelectionRequest, SelectionFields, "selection", selection);
+
+/// A new selection's fields as a client writes them; checked against the box's rules.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct SelectionFields {
+    /// The id of the customer's box subscription line item.
+    #[serde(default)]
+    #[schema(value_type = i64, required = true)]
+    pub svc_platform_subscription_line_item_id: Field<i64>,
+    /// The id of the box size chosen (one of the box's).
+    #[serde(default)]
+    #[schema(value_type = i64, required = true)]
+    pub box_size_id: Field<i64>,
+    /// The id of the time slot chosen (one of the box's).
+    #[serde(default)]
+    #[schema(value_type = i64, required = true)]
+    pub time_slot_id: Field<i64>,
+    /// The time of the order the selection is for, within the slot.
+    #[serde(default)]
+    #[schema(value_type = Timestamp, required = true)]
+    pub order_datetime: Field<Timestamp>,
+    /// The products chosen (at most 250), each once; their quantities must add up to within
+    /// the size's bounds.
+    #[serde(default)]
+    #[schema(value_type = Vec<SelectionItemFields>, required = true, max_items = 250)]
+    pub line_items: Field<Vec<Field<SelectionItemFields>>>,
+}
+impl BodyObject for SelectionFields {}
+
+impl SelectionFields {
+    fn validate(self, check: &mut Check<'_>, creating: bool) -> Option<SelectionInput> {
+        let line_item_id = check.needed(
+            "svc_platform_subscription_line_item_id",
+            self.svc_platform_subscription_line_item_id,
+            creating,
+        );
+        let box_size_id = check.needed("box_size_id", self.box_size_id, creating);
+        let time_slot_id = check.needed("time_slot_id", self.time_slot_id, creating);
+        let order_datetime = check.needed("order_datetime", self.order_datetime, creating);
+        if creating && !self.line_items.is_given() {
+            check.push(FieldError::required(check.field("line_items")));
+        }
+        let line_items = chosen(check, self.line_items);
         Some(SelectionInput {
             line_item_id,
             box_size_id,
             time_slot_id,
             order_datetime,
             line_items,
-            path: fields.path.clone(),
+            path: check.here().to_string(),
         })
-    })
+    }
 }
 
-/// The body that makes or changes a selection. Its fields may also come bare, without the
-/// `selection` key.
-#[derive(ToSchema)]
-pub struct SelectionRequest {
-    /// The selection's fields.
-    pub selection: SelectionFields,
+/// One product chosen, as a client writes it.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct SelectionItemFields {
+    /// The id of the box product chosen.
+    #[serde(default)]
+    #[schema(value_type = i64, required = true)]
+    pub box_product_id: Field<i64>,
+    /// How many of it go in each box (at least 1).
+    #[serde(default)]
+    #[schema(value_type = i64, required = true, minimum = 1)]
+    pub choice_quantity: Field<i64>,
 }
+impl BodyObject for SelectionItemFields {}
 
-/// A selection's fields as a client writes them: all needed to make one; a change replaces
-/// only the fields it gives, and the whole is checked again against the box's rules.
-#[derive(ToSchema)]
-pub struct SelectionFields {
+/// The body that changes a selection. Its fields may also come bare, without the `selection`
+/// key.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct SelectionUpdateRequest {
+    /// The selection's fields to change.
+    #[serde(default)]
+    #[schema(value_type = SelectionUpdateFields)]
+    pub selection: Field<SelectionUpdateFields>,
+}
+wrapped!(
+    SelectionUpdateRequest,
+    SelectionUpdateFields,
+    "selection",
+    selection
+);
+
+/// A selection's fields to change: only those given are replaced, and the whole is checked
+/// again against the box's rules.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct SelectionUpdateFields {
     /// The id of the customer's box subscription line item.
-    pub svc_platform_subscription_line_item_id: Option<i64>,
+    #[serde(default)]
+    #[schema(value_type = Option<i64>)]
+    pub svc_platform_subscription_line_item_id: Field<i64>,
     /// The id of the box size chosen (one of the box's).
-    pub box_size_id: Option<i64>,
+    #[serde(default)]
+    #[schema(value_type = Option<i64>)]
+    pub box_size_id: Field<i64>,
     /// The id of the time slot chosen (one of the box's).
-    pub time_slot_id: Option<i64>,
+    #[serde(default)]
+    #[schema(value_type = Option<i64>)]
+    pub time_slot_id: Field<i64>,
     /// The time of the order the selection is for, within the slot.
-    pub order_datetime: Option<Timestamp>,
+    #[serde(default)]
+    #[schema(value_type = Option<Timestamp>)]
+    pub order_datetime: Field<Timestamp>,
     /// The products chosen (at most 250), each once; their quantities must add up to within
     /// the size's bounds.
-    #[schema(max_items = 250)]
-    pub line_items: Option<Vec<SelectionItem>>,
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<SelectionItemFields>>, max_items = 250)]
+    pub line_items: Field<Vec<Field<SelectionItemFields>>>,
+}
+impl BodyObject for SelectionUpdateFields {}
+
+impl From<SelectionUpdateFields> for SelectionFields {
+    fn from(fields: SelectionUpdateFields) -> Self {
+        SelectionFields {
+            svc_platform_subscription_line_item_id: fields.svc_platform_subscription_line_item_id,
+            box_size_id: fields.box_size_id,
+            time_slot_id: fields.time_slot_id,
+            order_datetime: fields.order_datetime,
+            line_items: fields.line_items,
+        }
+    }
 }
 
-fn chosen<'a>(fields: &mut Fields<'a, '_>, items: &'a [Value]) -> Vec<SelectionItem> {
+/// The products chosen: each at least 1 of it, each once.
+fn chosen(
+    check: &mut Check<'_>,
+    given: Field<Vec<Field<SelectionItemFields>>>,
+) -> Option<Vec<SelectionItem>> {
+    let items = check.items("line_items", given, MAX_SELECTION_ITEMS)?;
     let mut chosen: Vec<SelectionItem> = Vec::with_capacity(items.len());
-    for (index, item) in items.iter().enumerate() {
-        let Some(mut item) = fields.element("line_items", index, item) else {
-            continue;
-        };
-        let product = integer(&mut item, "box_product_id", true);
-        let quantity = integer(&mut item, "choice_quantity", true);
-        if let Some(quantity) = quantity
-            && quantity < 1
-        {
-            let field = item.field("choice_quantity");
-            let message = format!("{field} must be at least 1");
-            item.problems
-                .push(FieldError::new(field, "out_of_range", message));
+    for (index, item) in items {
+        let mut check = check.element("line_items", index);
+        let product = check.required("box_product_id", item.box_product_id);
+        let quantity = check.required("choice_quantity", item.choice_quantity);
+        if quantity.is_some_and(|quantity| quantity < 1) {
+            check.problem("choice_quantity", "out_of_range", |path| {
+                format!("{path} must be at least 1")
+            });
             continue;
         }
         let (Some(box_product_id), Some(choice_quantity)) = (product, quantity) else {
             continue;
         };
         if chosen.iter().any(|c| c.box_product_id == box_product_id) {
-            let field = item.field("box_product_id");
-            let message = format!("{field} names box product {box_product_id} twice");
-            item.problems
-                .push(FieldError::new(field, "duplicate", message));
+            check.problem("box_product_id", "duplicate", |path| {
+                format!("{path} names box product {box_product_id} twice")
+            });
             continue;
         }
         chosen.push(SelectionItem {
@@ -538,7 +920,7 @@ fn chosen<'a>(fields: &mut Fields<'a, '_>, items: &'a [Value]) -> Vec<SelectionI
             choice_quantity,
         });
     }
-    chosen
+    Some(chosen)
 }
 
 #[cfg(test)]

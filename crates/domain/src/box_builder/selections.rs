@@ -8,7 +8,7 @@ use crate::box_builder::input::SelectionInput;
 use crate::box_builder::repository::{BoxBuilderRepositories, SelectionFilter};
 use crate::box_builder::resources::{BoxLineItem, InShop, Selection, StoredSelection};
 use crate::kernel::error::{DomainError, FieldError};
-use crate::kernel::fields::path;
+use crate::kernel::body::path;
 use crate::kernel::time::Timestamp;
 use crate::subscriptions::customers::PagePagination;
 use crate::subscriptions::operations::get_subscription;

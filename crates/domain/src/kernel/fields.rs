@@ -9,14 +9,7 @@ use serde_json::{Map, Value};
 use crate::kernel::error::{DomainError, FieldError, Problems};
 use crate::kernel::time::Timestamp;
 
-/// The dotted path of field `name` inside `parent` (`parent.name`); just `name` at the root.
-pub fn path(parent: &str, name: &str) -> String {
-    if parent.is_empty() {
-        name.to_string()
-    } else {
-        format!("{parent}.{name}")
-    }
-}
+pub use crate::kernel::body::path;
 
 pub(crate) fn type_error(field: String, expected: &str) -> FieldError {
     let message = format!("{field} must be {expected}");
@@ -243,24 +236,7 @@ pub fn at_most<'v>(
     &items[..max]
 }
 
-pub(crate) fn check_email(field: String, email: &str) -> Result<(), FieldError> {
-    let ok = match email.split_once('@') {
-        Some((local, host)) => {
-            !local.is_empty()
-                && host.contains('.')
-                && !host.starts_with('.')
-                && !host.ends_with('.')
-                && !email.chars().any(char::is_whitespace)
-        }
-        None => false,
-    };
-    if ok {
-        Ok(())
-    } else {
-        let message = format!("{field} must be an email address such as ada@example.test");
-        Err(FieldError::new(field, "invalid_email", message))
-    }
-}
+pub(crate) use crate::kernel::body::check_email;
 
 /// Runs `read` over the fields of a body (an object at the root; field paths are the body's
 /// own names), and gives its value when no problem was found: every problem at once, 422.

@@ -5,6 +5,7 @@
 //! feature's background work runs on, and the shops' activity counts. The kernel uses no feature.
 
 pub mod activity;
+pub mod body;
 pub mod database;
 pub mod error;
 pub mod fields;

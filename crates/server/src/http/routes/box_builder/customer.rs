@@ -3,7 +3,7 @@
 //! their platform issued them ([`CustomerAuthorized`]): their selections, and no one else's.
 
 use actix_web::{HttpRequest, HttpResponse, web};
-use mercer_domain::box_builder::input::SelectionRequest;
+use mercer_domain::box_builder::input::{SelectionRequest, SelectionUpdateRequest};
 
 use super::answers::{SelectionAnswer, SelectionList};
 use super::handlers::{change_selection, make_selection, selection_of, selections_of};
@@ -70,7 +70,7 @@ pub async fn get_selection(
 /// The customer changes a selection of theirs; the whole selection is checked again, the deadline
 /// included.
 #[utoipa::path(patch, path = "/box_builder/v1/customer/shops/{shop}/customers/{platform_customer_id}/selections/{selection_id}", operation_id = "update_customer_selection", summary = "Update a customer selection", tag = "Box builder: customer selections",
-    request_body = SelectionRequest,
+    request_body = SelectionUpdateRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("platform_customer_id" = String, Path, description = "The customer's id on the shop's platform: the customer the token was issued to"), ("selection_id" = i64, Path, description = "The selection's id")),
     security(("customer_token" = [])),
     responses((status = 200, body = SelectionAnswer)))]

@@ -6,9 +6,10 @@ use mercer_domain::DomainError;
 use mercer_domain::Timestamp;
 use mercer_domain::access::shop::Shop;
 use mercer_domain::box_builder::input::{
-    BoxProductRequest, BoxRequest, BoxSizeFields, BoxSizeRequest, SelectionRequest,
-    TimeSlotOptionRequest, TimeSlotRequest, parse_box, parse_box_product, parse_box_size,
-    parse_box_sizes, parse_selection, parse_time_slot, parse_time_slot_option,
+    BoxProductRequest, BoxProductUpdateRequest, BoxRequest, BoxSizeRequest, BoxSizeUpdateFields,
+    BoxSizeUpdateRequest, BoxUpdateRequest, SelectionRequest, SelectionUpdateRequest,
+    TimeSlotOptionRequest, TimeSlotRequest, TimeSlotUpdateRequest, parse_box, parse_box_product,
+    parse_box_size, parse_box_sizes, parse_selection, parse_time_slot, parse_time_slot_option,
 };
 use mercer_domain::box_builder::repository::{SelectionFilter, TimeSlotFilter};
 use mercer_domain::box_builder::{admin, selections};
@@ -112,7 +113,7 @@ pub async fn get_box(
 ///
 /// The fields given replace the box's.
 #[utoipa::path(patch, path = "/box_builder/v1/shops/{shop}/boxes/{box_id}", operation_id = "update_box", summary = "Update a box", tag = "Box builder: boxes",
-    request_body = BoxRequest,
+    request_body = BoxUpdateRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("box_id" = i64, Path, description = "The box's id")),
     security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
     responses((status = 200, body = BoxAnswer)))]
@@ -217,7 +218,7 @@ pub async fn get_box_product(
 ///
 /// The fields given replace the box product's.
 #[utoipa::path(patch, path = "/box_builder/v1/shops/{shop}/box_products/{box_product_id}", operation_id = "update_box_product", summary = "Update a box product", tag = "Box builder: box products",
-    request_body = BoxProductRequest,
+    request_body = BoxProductUpdateRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("box_product_id" = i64, Path, description = "The box product's id")),
     security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
     responses((status = 200, body = BoxProductAnswer)))]
@@ -308,7 +309,7 @@ pub async fn create_box_size(
 /// Replaces up to 100 sizes of the box at once; more is refused as one `too_many` error on
 /// `box_sizes`. Answers with the sizes under `data`, in the order given.
 #[utoipa::path(put, path = "/box_builder/v1/shops/{shop}/boxes/{box_id}/box_sizes", operation_id = "update_box_sizes", summary = "Update box sizes in bulk", tag = "Box builder: box sizes",
-    request_body = [BoxSizeFields],
+    request_body = [BoxSizeUpdateFields],
     params(("shop" = String, Path, description = "The shop's identifier"), ("box_id" = i64, Path, description = "The box's id")),
     security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
     responses((status = 200, body = BoxSizesSaved)))]
@@ -351,7 +352,7 @@ pub async fn get_box_size(
 ///
 /// Answers with the size itself under `data`.
 #[utoipa::path(patch, path = "/box_builder/v1/shops/{shop}/box_sizes/{box_size_id}", operation_id = "update_box_size", summary = "Update a box size", tag = "Box builder: box sizes",
-    request_body = BoxSizeRequest,
+    request_body = BoxSizeUpdateRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("box_size_id" = i64, Path, description = "The box size's id")),
     security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
     responses((status = 200, body = BoxSizeSaved)))]
@@ -462,7 +463,7 @@ pub async fn get_time_slot(
 ///
 /// The fields given replace the slot's; the dates are checked again together.
 #[utoipa::path(patch, path = "/box_builder/v1/shops/{shop}/time_slots/{time_slot_id}", operation_id = "update_time_slot", summary = "Update a time slot", tag = "Box builder: time slots",
-    request_body = TimeSlotRequest,
+    request_body = TimeSlotUpdateRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("time_slot_id" = i64, Path, description = "The time slot's id")),
     security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
     responses((status = 200, body = TimeSlotAnswer)))]
@@ -715,7 +716,7 @@ pub async fn get_selection(
 /// The fields given replace the selection's; the whole selection is checked again, the deadline
 /// too.
 #[utoipa::path(patch, path = "/box_builder/v1/shops/{shop}/customers/{platform_customer_id}/selections/{selection_id}", operation_id = "update_selection", summary = "Update a selection", tag = "Box builder: selections",
-    request_body = SelectionRequest,
+    request_body = SelectionUpdateRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("platform_customer_id" = String, Path, description = "The customer's id on the shop's platform"), ("selection_id" = i64, Path, description = "The selection's id")),
     security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
     responses((status = 200, body = SelectionAnswer)))]
