@@ -1800,7 +1800,7 @@ mod tests {
             (made.id, "Standard", Some("STD"), Cents(500))
         );
         // The order charges the discounted items and the shipping line.
-        let charged = crate::subscriptions::orders::charge(&made);
+        let charged = crate::subscriptions::orders::try_charge(&made).unwrap();
         assert_eq!(charged.subtotal, Cents(2 * 1025 + 300));
         assert_eq!(charged.shipping, Cents(500));
 

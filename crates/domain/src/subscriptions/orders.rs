@@ -47,6 +47,11 @@ pub(crate) struct LineCharge {
     /// starts.
     pub units: i64,
     pub total: Cents,
+    /// The unit price before the line item's discounts, when this order charges it (else the
+    /// unit charged), and what the units come to at it: what the platform is told the line
+    /// comes to before its discounts.
+    pub list_unit: Cents,
+    pub list_total: Cents,
 }
 
 /// The amounts of one order, in the charged currency.
@@ -66,27 +71,11 @@ fn starts_prepaid_period(prepaid: &PrepaidMetadata) -> bool {
         || prepaid.current_recurrence_count >= prepaid.prepaid_duration
 }
 
-fn line_charge(item: &SubscriptionLineItem) -> LineCharge {
-    let (unit, units) = match &item.prepaid_metadata {
-        Some(prepaid) if starts_prepaid_period(prepaid) => (
-            item.discounted_price_charged,
-            item.quantity
-                .saturating_mul(prepaid.prepaid_duration.max(1)),
-        ),
-        Some(_) => (Cents::ZERO, item.quantity),
-        None => (item.discounted_price_charged, item.quantity),
-    };
-    LineCharge {
-        line_item_id: item.id,
-        unit,
-        units,
-        total: Cents(unit.0.saturating_mul(units)),
-    }
-}
-
-/// [`charge`], worked out with checked arithmetic: `None` when an amount overflows. Create and
-/// Update Subscription and a change of quantity refuse (422) a subscription whose order this
-/// refuses, so [`charge`] never meets one among subscriptions saved through them.
+/// The order's amounts: line items, the percent discount off their subtotal (rounded half away
+/// from zero, never more than the subtotal), and shipping. `None` when an amount overflows: an
+/// order is never charged an amount cut down to what fits. Create and Update Subscription and a
+/// change of quantity refuse (422) a subscription whose order this refuses; only a box's
+/// contents, known when the order is placed, can still make one too large.
 pub(crate) fn try_charge(subscription: &Subscription) -> Option<OrderCharge> {
     let mut lines = Vec::with_capacity(subscription.line_items.len());
     for item in &subscription.line_items {
@@ -98,13 +87,18 @@ pub(crate) fn try_charge(subscription: &Subscription) -> Option<OrderCharge> {
             Some(_) => (Cents::ZERO, item.quantity),
             None => (item.discounted_price_charged, item.quantity),
         };
-        // What the platform is told the line comes to before its discounts, too.
-        item.price_charged.max(unit).times(units)?;
+        let list_unit = if unit == item.discounted_price_charged {
+            item.price_charged.max(unit)
+        } else {
+            unit
+        };
         lines.push(LineCharge {
             line_item_id: item.id,
             unit,
             units,
             total: unit.times(units)?,
+            list_unit,
+            list_total: list_unit.times(units)?,
         });
     }
     let subtotal = Cents::checked_sum(lines.iter().map(|line| line.total))?;
@@ -133,37 +127,6 @@ fn percent_discount(subtotal: Cents, percent: f64) -> Cents {
         .percent(percent)
         .unwrap_or(Cents::ZERO)
         .clamp(Cents::ZERO, subtotal.max(Cents::ZERO))
-}
-
-/// The order's amounts: line items, the percent discount off their subtotal (rounded half away
-/// from zero, never more than the subtotal), and shipping.
-pub(crate) fn charge(subscription: &Subscription) -> OrderCharge {
-    let lines: Vec<LineCharge> = subscription.line_items.iter().map(line_charge).collect();
-    let subtotal = Cents(
-        lines
-            .iter()
-            .fold(0i64, |sum, line| sum.saturating_add(line.total.0)),
-    );
-    let discount = percent_discount(subtotal, subscription.percent_discount);
-    let shipping = Cents(
-        subscription
-            .shipping_lines
-            .iter()
-            .fold(0i64, |sum, line| sum.saturating_add(line.value_charged.0)),
-    );
-    let total = Cents(
-        subtotal
-            .0
-            .saturating_sub(discount.0)
-            .saturating_add(shipping.0),
-    );
-    OrderCharge {
-        lines,
-        subtotal,
-        discount,
-        shipping,
-        total,
-    }
 }
 
 fn order_address(address: &SubscriptionAddress, kind: &str, email: Option<&str>) -> OrderAddress {
@@ -210,13 +173,6 @@ fn order_line(item: &SubscriptionLineItem, line: &LineCharge, currency: &Currenc
             ),
         );
     }
-    // The unit price before the line item's discounts, when this order charges it.
-    let list_price = if line.unit == item.discounted_price_charged {
-        item.price_charged.max(line.unit)
-    } else {
-        line.unit
-    };
-    let full = Cents(list_price.0.saturating_mul(line.units));
     LineItem {
         platform_product_id: Some(PlatformId::new(item.platform_product_id.clone())),
         platform_variant_id: Some(PlatformId::new(item.platform_variant_id.clone())),
@@ -230,9 +186,10 @@ fn order_line(item: &SubscriptionLineItem, line: &LineCharge, currency: &Currenc
         weight_unit: item.weight_unit.clone(),
         taxable: Some(item.taxable),
         requires_shipping: Some(item.requires_shipping),
-        price_per_item: Decimal::of_cents(list_price, currency),
-        discount_per_item: Decimal::of_cents(Cents(list_price.0 - line.unit.0), currency),
-        subtotal: Decimal::of_cents(full, currency),
+        price_per_item: Decimal::of_cents(line.list_unit, currency),
+        // The list price is at least the unit charged, both at least 0: no overflow.
+        discount_per_item: Decimal::of_cents(Cents(line.list_unit.0 - line.unit.0), currency),
+        subtotal: Decimal::of_cents(line.list_total, currency),
         discounted_subtotal: Decimal::of_cents(line.total, currency),
         total: Decimal::of_cents(line.total, currency),
         ..LineItem::default()
@@ -395,6 +352,11 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
+
+    /// The order's amounts, for subscriptions whose amounts fit.
+    fn charge(subscription: &Subscription) -> OrderCharge {
+        try_charge(subscription).expect("the amounts fit")
+    }
     use crate::subscriptions::resources::{ShippingLine, tests::subscription as fixture};
 
     fn at(text: &str) -> Timestamp {
@@ -553,6 +515,29 @@ mod tests {
     }
 
     #[test]
+    fn amounts_past_the_largest_are_refused_never_cut_down() {
+        let mut s = subscription();
+        s.shipping_lines.clear();
+        s.line_items[0].quantity = 2;
+        s.line_items[0].discounted_price_charged = Cents(i64::MAX / 2 + 1);
+        s.line_items[0].price_charged = Cents(i64::MAX / 2 + 1);
+        assert_eq!(try_charge(&s), None, "a line's total overflows");
+        s.line_items[0].quantity = 1;
+        let mut second = s.line_items[0].clone();
+        second.id += 1;
+        s.line_items.push(second);
+        assert_eq!(try_charge(&s), None, "the subtotal overflows");
+        s.line_items.truncate(1);
+        // The list price is told to the platform too: it must fit even when the charged one does.
+        s.line_items[0].quantity = 3;
+        s.line_items[0].discounted_price_charged = Cents(1);
+        s.line_items[0].price_charged = Cents(i64::MAX / 2);
+        assert_eq!(try_charge(&s), None, "the list total overflows");
+        s.line_items[0].quantity = 2;
+        assert_eq!(charge(&s).lines[0].list_total, Cents(i64::MAX / 2 * 2));
+    }
+
+    #[test]
     fn the_percent_discount_is_taken_exactly_as_written() {
         let mut s = subscription();
         s.line_items[0].quantity = 1;
@@ -563,7 +548,6 @@ mod tests {
         s.percent_discount = 33.3;
         let exact = charge(&s);
         assert_eq!((exact.discount, exact.total), (Cents(500), Cents(1000)));
-        assert_eq!(try_charge(&s), Some(exact));
     }
 
     #[test]

@@ -32,7 +32,7 @@ use crate::platform::destinations::{Topic as DestinationTopic, live_target};
 use crate::platform::placement::{self, PlacementError};
 use crate::subscriptions::operations::{resources, schedule_of};
 use crate::subscriptions::orders::{
-    OrderCharge, OrderCustomer, advance_prepaid, charge, idempotency_key, payment_key,
+    OrderCharge, OrderCustomer, advance_prepaid, idempotency_key, payment_key,
     payment_keys_of_date, platform_order, platform_payment, try_charge,
 };
 use crate::subscriptions::repository::{
@@ -298,7 +298,16 @@ pub(crate) fn begin_due_orders(
                 .into_iter()
                 .zip(&first_attempts)
             {
-                let amounts = charge(&subscription);
+                // Amounts too large to charge: the placement will fail with `amount_overflow`
+                // (and say so); no notice announces amounts that will not be charged.
+                let Some(amounts) = try_charge(&subscription) else {
+                    log::warn!(
+                        "subscription {}: no upcoming-order notice, the order's amounts are too \
+                         large to charge",
+                        subscription.id
+                    );
+                    continue;
+                };
                 let order = order_data(order, &amounts, subscription.charged_currency.as_str());
                 emit_with_order(
                     tx,

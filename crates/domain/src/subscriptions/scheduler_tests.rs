@@ -585,7 +585,7 @@ fn a_run_claimed_again_after_a_crash_places_no_second_order_and_no_second_paymen
     // The first run got its order created and its payment made, then its process died before
     // it wrote the outcome.
     let context = read_attempt(&w.db, &w.clock, attempt.id).unwrap().unwrap();
-    let amounts = charge(&context.subscription);
+    let amounts = try_charge(&context.subscription).unwrap();
     let target = context.target.clone().unwrap();
     let order_id = placement::create_order(
         &w.platform,
