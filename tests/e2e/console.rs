@@ -121,6 +121,7 @@ fn a_staff_member_resends_a_failed_delivery_and_retries_an_event_in_a_browser(ba
                     run_at: now,
                     max_attempts: 3,
                     shop_id: Some(shop_id),
+                    request_id: None,
                 },
                 now,
             )?;
@@ -474,6 +475,7 @@ fn the_jobs_page_lists_the_shops_jobs_and_retries_and_cancels_them(backend: Back
         run_at: mercer_domain::Timestamp::now(),
         max_attempts: 3,
         shop_id: Some(shop_id),
+        request_id: None,
     };
     let (ours, theirs) = store
         .write(|tx| {

@@ -184,6 +184,7 @@ fn an_independent_hmac_verifies_x_svc_signature() {
         next_attempt_at: created,
         created_at: created,
         delivered_at: None,
+        request_id: None,
     };
     let delivery = || {
         build_request(
@@ -238,6 +239,7 @@ fn an_independent_verifier_refuses_a_checkout_delivery_whose_body_changed() {
         next_attempt_at: created,
         created_at: created,
         delivered_at: None,
+        request_id: None,
     };
     let delivery = || build_request(&endpoint, &message, &Secret::new(SECRET), Timestamp::now());
     // Sent to the endpoint's URL as built (the signature covers its `?shop=demo`).

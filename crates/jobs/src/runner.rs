@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use mercer_domain::kernel::jobs::{
     AfterFailure, Job, JobControl, JobFailure, JobOutcome, JobPayload, after_failure,
+    within_request,
 };
 use mercer_domain::kernel::time::{Clock, OffsetClock, Timestamp};
 use mercer_domain::kernel::wake::Wake;
@@ -227,14 +228,20 @@ fn work<D: Database>(shared: &Shared<D>) {
     }
 }
 
-/// Runs one job in its span (kind and id), which every line it logs names. Nothing links a job
-/// to the request that enqueued it yet: the queue keeps no request id.
+/// Runs one job in its span (kind, id, attempt, and `request_id`: the request whose handling
+/// enqueued it, when one did), which every line it logs names. The jobs it enqueues keep that
+/// request's id too, so a request can be followed through the jobs its jobs cause.
 #[tracing::instrument(
     target = "mercer::jobs",
     name = "job",
     level = "error",
     skip_all,
-    fields(kind = %job.kind, id = job.id, attempt = job.attempts)
+    fields(
+        kind = %job.kind,
+        id = job.id,
+        attempt = job.attempts,
+        request_id = job.request_id.as_deref(),
+    )
 )]
 fn run_one<D: Database>(shared: &Shared<D>, job: &Job) {
     let lost = Arc::new(AtomicBool::new(false));
@@ -244,9 +251,12 @@ fn run_one<D: Database>(shared: &Shared<D>, job: &Job) {
         stop: &shared.stop,
         lost: &lost,
     };
+    let request = job.request_id.as_deref().map(Arc::from);
     let result = match shared.handlers.handlers.get(job.kind.as_str()) {
-        Some(handler) => catch_unwind(AssertUnwindSafe(|| handler(job, &control)))
-            .unwrap_or_else(|_| Err(JobFailure::retry("the job panicked"))),
+        Some(handler) => catch_unwind(AssertUnwindSafe(|| {
+            within_request(request, || handler(job, &control))
+        }))
+        .unwrap_or_else(|_| Err(JobFailure::retry("the job panicked"))),
         None => Err(JobFailure::permanent("no handler for this kind")),
     };
     let outcome = record(shared, job, &result);

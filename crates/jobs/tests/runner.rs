@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 
 use mercer_domain::Timestamp;
 use mercer_domain::kernel::jobs::{
-    Enqueued, Job, JobOutcome, JobPayload, JobState, NewJob, enqueue,
+    Enqueued, Job, JobOutcome, JobPayload, JobState, NewJob, current_request_id, enqueue,
+    within_request,
 };
 use mercer_domain::kernel::time::{Clock, OffsetClock};
 use mercer_domain::kernel::wake::Wake;
@@ -83,6 +84,14 @@ impl JobPayload for Keyed {
     fn unique_key(&self) -> Option<String> {
         Some("test.keyed".to_string())
     }
+}
+
+/// Enqueues a [`Note`], which the runner of its test leaves queued.
+#[derive(Serialize, Deserialize)]
+struct FollowUp {}
+
+impl JobPayload for FollowUp {
+    const KIND: &'static str = "test.follow_up";
 }
 
 /// What a handler saw of one run.
@@ -323,6 +332,7 @@ fn a_payload_that_does_not_read_fails_the_job_at_once(db: &impl Database) {
                     run_at: now(),
                     max_attempts: 10,
                     shop_id: None,
+                    request_id: None,
                 },
                 now(),
             )?)
@@ -483,3 +493,49 @@ fn an_enqueue_with_the_key_while_it_runs_runs_it_once_more_after(db: &impl Datab
     assert!(all_jobs(db).is_empty(), "{:?}", all_jobs(db));
 }
 every_database!(an_enqueue_with_the_key_while_it_runs_runs_it_once_more_after);
+
+// --- requests --------------------------------------------------------------------------------
+
+/// A job runs within the request that enqueued it: its handler sees the request's id, and the
+/// jobs it enqueues keep it. A job enqueued outside a request passes none on.
+fn a_job_passes_its_request_on_to_the_jobs_it_enqueues(db: &impl Database) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let handlers = {
+        let (seen, db) = (seen.clone(), db.clone());
+        JobHandlers::default().register(move |_: FollowUp, job, _control| {
+            let request = current_request_id().map(|id| id.to_string());
+            seen.lock().unwrap().push((job.id, request));
+            db.write(|tx| enqueue(tx, None, &Note {}, now(), now()))?;
+            Ok(JobOutcome::Done)
+        })
+    };
+    let from_request = within_request(Some(Arc::from("req-1")), || {
+        enqueue_now(db, &FollowUp {}).id()
+    });
+    let from_nowhere = enqueue_now(db, &FollowUp {}).id();
+    assert_eq!(
+        job(db, from_request).unwrap().request_id.as_deref(),
+        Some("req-1")
+    );
+    let runner = start(db, 1, handlers);
+    wait_for("both jobs to run", || seen.lock().unwrap().len() == 2);
+    runner.stop();
+
+    let mut seen = seen.lock().unwrap().clone();
+    seen.sort();
+    let mut expected = vec![
+        (from_request, Some("req-1".to_string())),
+        (from_nowhere, None),
+    ];
+    expected.sort();
+    assert_eq!(seen, expected);
+    let mut notes: Vec<Option<String>> = all_jobs(db)
+        .into_iter()
+        .filter(|job| job.kind == Note::KIND)
+        .map(|job| job.request_id)
+        .collect();
+    notes.sort();
+    assert_eq!(notes, [None, Some("req-1".to_string())]);
+    assert_eq!(current_request_id(), None);
+}
+every_database!(a_job_passes_its_request_on_to_the_jobs_it_enqueues);

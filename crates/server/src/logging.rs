@@ -248,7 +248,12 @@ mod tests {
     #[test]
     fn json_lines_of_log_macros_carry_their_target_and_no_log_fields() {
         let log = logged("info", LogFormat::Json, || {
-            let span = tracing::error_span!("job", kind = "orders.place", id = 7);
+            let span = tracing::error_span!(
+                "job",
+                kind = "orders.place",
+                id = 7,
+                request_id = Some("req-1")
+            );
             span.in_scope(|| {
                 tracing_log::format_trace(
                     &log::Record::builder()
@@ -270,6 +275,8 @@ mod tests {
         assert_eq!(line["spans"][0]["name"], "job");
         assert_eq!(line["spans"][0]["kind"], "orders.place");
         assert_eq!(line["spans"][0]["id"], 7);
+        // The request that enqueued the job, as the request's own lines name it.
+        assert_eq!(line["spans"][0]["request_id"], "req-1");
         let keys: Vec<&String> = line.as_object().unwrap().keys().collect();
         assert!(keys.iter().all(|key| !key.starts_with("log.")), "{log}");
     }

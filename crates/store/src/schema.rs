@@ -730,6 +730,7 @@ diesel::table! {
         updated_at -> BigInt,
         delivered_at -> Nullable<BigInt>,
         subject -> Nullable<Text>,
+        request_id -> Nullable<Text>,
     }
 }
 
@@ -763,5 +764,6 @@ diesel::table! {
         created_at -> BigInt,
         updated_at -> BigInt,
         shop_id -> Nullable<BigInt>,
+        request_id -> Nullable<Text>,
     }
 }

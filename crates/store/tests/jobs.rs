@@ -24,6 +24,7 @@ fn new_job(kind: &'static str, key: Option<&str>, run_at: Timestamp) -> NewJob {
         run_at,
         max_attempts: 3,
         shop_id: None,
+        request_id: None,
     }
 }
 
@@ -376,7 +377,77 @@ fn racing_enqueues_of_one_key_coalesce(backend: Backend) {
     );
 }
 
+/// A job enqueued while a request is handled keeps the request's id through its claim, a
+/// retry and an operator's requeue; one enqueued outside a request has none, and a job that
+/// coalesces into an unfinished one keeps that job's.
+fn jobs_keep_the_request_that_enqueued_them(backend: Backend) {
+    use mercer_domain::kernel::jobs::{JobPayload, enqueue as enqueue_payload, within_request};
+
+    #[derive(serde::Serialize, serde::Deserialize)]
+    struct Keyed;
+    impl JobPayload for Keyed {
+        const KIND: &'static str = "test.a";
+        fn unique_key(&self) -> Option<String> {
+            Some("keyed".into())
+        }
+    }
+    #[derive(serde::Serialize, serde::Deserialize)]
+    struct Plain;
+    impl JobPayload for Plain {
+        const KIND: &'static str = "test.b";
+    }
+
+    let (_db, store) = TestDatabase::migrated(backend);
+    let request = |id: &str| Some(std::sync::Arc::from(id));
+    // As the HTTP edge runs a request's storage work: on another thread, within the request.
+    let keyed = within_request(request("req-7"), || {
+        store
+            .write(|tx| enqueue_payload(tx, None, &Keyed, at(0), at(0)))
+            .unwrap()
+            .id()
+    });
+    let plain = store
+        .write(|tx| enqueue_payload(tx, None, &Plain, at(0), at(0)))
+        .unwrap()
+        .id();
+    let coalesced = within_request(request("req-8"), || {
+        store
+            .write(|tx| enqueue_payload(tx, None, &Keyed, at(0), at(0)))
+            .unwrap()
+    });
+    assert_eq!(coalesced, Enqueued::Coalesced(keyed));
+    let request_id = |id| job(&store, id).unwrap().request_id;
+    assert_eq!(request_id(keyed).as_deref(), Some("req-7"));
+    assert_eq!(request_id(plain), None);
+
+    let claimed = claim(&store, "w1", at(1), at(30));
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].request_id.as_deref(), Some("req-7"));
+    assert!(
+        store
+            .write(|tx| Ok(tx.retry_job(keyed, "w1", at(2), "down", at(1))?))
+            .unwrap()
+    );
+    let claimed = claim(&store, "w1", at(2), at(30));
+    assert_eq!(claimed[0].request_id.as_deref(), Some("req-7"));
+    assert!(
+        store
+            .write(|tx| Ok(tx.fail_job(keyed, "w1", "down", at(3))?))
+            .unwrap()
+    );
+    store
+        .write(|tx| Ok(tx.requeue_jobs(Some(&[keyed]), at(4))?))
+        .unwrap();
+    let listed = store.read(|tx| Ok(tx.list_jobs(None, 10)?)).unwrap();
+    let kept: Vec<(i64, Option<&str>)> = listed
+        .iter()
+        .map(|job| (job.id, job.request_id.as_deref()))
+        .collect();
+    assert_eq!(kept, [(keyed, Some("req-7")), (plain, None)]);
+}
+
 backend_tests!(
+    jobs_keep_the_request_that_enqueued_them,
     jobs_are_claimed_leased_and_deleted_when_done,
     a_job_whose_lease_ran_out_is_claimed_again,
     unique_keys_coalesce_and_a_running_job_runs_again,

@@ -333,13 +333,18 @@ struct Batch {
 impl Batch {
     /// Sends one message, or ends it unsent when it cannot go (its endpoint unreadable,
     /// deleted or disabled), and notes what follows by the retry policy. In its span (message
-    /// id and endpoint), which every line it logs names.
+    /// id, endpoint, and `request_id`: the request whose handling enqueued the message, when
+    /// one did), which every line it logs names.
     #[tracing::instrument(
         target = "mercer::webhooks",
         name = "delivery",
         level = "error",
         skip_all,
-        fields(message_id = %message.message_id, endpoint = message.endpoint_id)
+        fields(
+            message_id = %message.message_id,
+            endpoint = message.endpoint_id,
+            request_id = message.request_id.as_deref(),
+        )
     )]
     fn deliver(
         &mut self,
@@ -717,6 +722,7 @@ pub(crate) mod tests {
             next_attempt_at: Timestamp::from_micros(0),
             created_at: Timestamp::from_micros(0),
             delivered_at: None,
+            request_id: None,
         }
     }
 

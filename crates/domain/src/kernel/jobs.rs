@@ -4,6 +4,9 @@
 //! failed for an operator. Every feature's background work uses this queue; the payload types
 //! live with their feature (`platform::sync::SyncJob`, `platform::outbox::OutboxJob`).
 
+use std::cell::RefCell;
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -77,6 +80,10 @@ pub struct Job {
     pub updated_at: Timestamp,
     /// The shop it works for, when it works for one; None for process-wide jobs.
     pub shop_id: Option<i64>,
+    /// The id of the request whose handling enqueued it (its `X-Request-Id`), so that its log
+    /// lines can be traced back to that request; None for a job enqueued outside a request
+    /// (the scheduler, a sweep, the command line).
+    pub request_id: Option<String>,
 }
 
 impl Job {
@@ -111,6 +118,9 @@ pub struct NewJob {
     pub max_attempts: i64,
     /// The shop it works for, when it works for one (the console lists a shop's jobs).
     pub shop_id: Option<i64>,
+    /// The id of the request whose handling enqueues it, when a request's does. A job that
+    /// coalesces into an unfinished one keeps that job's.
+    pub request_id: Option<String>,
 }
 
 /// A kind of job: the payload it carries and its rules.
@@ -369,8 +379,38 @@ pub fn cancel_jobs(
     Ok(tx.cancel_jobs(ids, now)?)
 }
 
+thread_local! {
+    /// The id of the request being handled on this thread, set by [`within_request`].
+    static REQUEST_ID: RefCell<Option<Arc<str>>> = const { RefCell::new(None) };
+}
+
+/// Runs `work` as part of handling the request `request_id` (None: of no request): every job
+/// [`enqueue`] enqueues on this thread meanwhile keeps the id. The HTTP edge sets it around a
+/// request's handling and its storage work; the job runner around a job, so that the jobs a
+/// job enqueues keep the request that caused it. Read from a thread-local rather than passed
+/// down, because jobs are enqueued deep inside every feature's domain code. The id in force
+/// before is back afterwards, even when `work` panics.
+pub fn within_request<R>(request_id: Option<Arc<str>>, work: impl FnOnce() -> R) -> R {
+    struct Restore(Option<Arc<str>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let previous = self.0.take();
+            // Fails only while the thread is being torn down, when nothing reads it any more.
+            let _ = REQUEST_ID.try_with(|id| *id.borrow_mut() = previous);
+        }
+    }
+    let _restore = Restore(REQUEST_ID.with(|id| id.replace(request_id)));
+    work()
+}
+
+/// The id of the request being handled on this thread ([`within_request`]), if any.
+pub fn current_request_id() -> Option<Arc<str>> {
+    REQUEST_ID.with(|id| id.borrow().clone())
+}
+
 /// Enqueues `job` (for the shop `shop_id` names, if it works for one), due at `run_at`, in
-/// the caller's transaction.
+/// the caller's transaction. It keeps the id of the request being handled on this thread,
+/// if any ([`within_request`]).
 pub fn enqueue<J: JobPayload>(
     tx: &mut (impl JobRepository + ?Sized),
     shop_id: Option<i64>,
@@ -388,6 +428,7 @@ pub fn enqueue<J: JobPayload>(
             run_at,
             max_attempts: J::MAX_ATTEMPTS,
             shop_id,
+            request_id: current_request_id().map(|id| id.to_string()),
         },
         now,
     )?)
@@ -425,6 +466,7 @@ mod tests {
             created_at: now,
             updated_at: now,
             shop_id: None,
+            request_id: None,
         };
         let retry = JobFailure::retry("down");
         assert_eq!(
@@ -486,5 +528,35 @@ mod tests {
         assert!(!state.complete_job(id, "other", None, at(21)).unwrap());
         assert!(state.complete_job(id, "w", None, at(21)).unwrap());
         assert_eq!(state.job(id).unwrap(), None);
+    }
+
+    /// A job enqueued while a request is handled keeps the request's id; one enqueued outside
+    /// any request, or after it, keeps none.
+    #[test]
+    fn jobs_keep_the_request_that_enqueued_them() {
+        use crate::testing::MemoryState;
+
+        #[derive(serde::Serialize, serde::Deserialize)]
+        struct Note;
+        impl JobPayload for Note {
+            const KIND: &'static str = "test.note";
+        }
+
+        let now = Timestamp::from_micros(0);
+        let mut state = MemoryState::default();
+        let enqueue_one = |state: &mut MemoryState| {
+            let id = enqueue(state, None, &Note, now, now).unwrap().id();
+            state.job(id).unwrap().unwrap().request_id
+        };
+        let (inside, nested, after_nested) = within_request(Some("req-1".into()), || {
+            let inside = enqueue_one(&mut state);
+            let nested = within_request(None, || enqueue_one(&mut state));
+            (inside, nested, enqueue_one(&mut state))
+        });
+        assert_eq!(inside.as_deref(), Some("req-1"));
+        assert_eq!(nested, None);
+        assert_eq!(after_nested.as_deref(), Some("req-1"));
+        assert_eq!(enqueue_one(&mut state), None);
+        assert_eq!(current_request_id(), None);
     }
 }

@@ -75,6 +75,7 @@ impl JobRepository for MemoryState {
                 created_at: now,
                 updated_at: now,
                 shop_id: new.shop_id,
+                request_id: new.request_id.clone(),
             },
             again_at: None,
         });

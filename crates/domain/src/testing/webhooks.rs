@@ -162,6 +162,7 @@ impl WebhookRepository for MemoryState {
                 next_attempt_at: new.created_at,
                 created_at: new.created_at,
                 delivered_at: None,
+                request_id: new.request_id.clone(),
             });
             if let Some(subject) = &new.subject {
                 self.message_subjects.insert(id, subject.clone());

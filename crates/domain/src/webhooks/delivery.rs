@@ -12,6 +12,7 @@ use serde::Serialize;
 use super::WebhookRepositories;
 use crate::access::credentials::{Secret, random_hex};
 use crate::kernel::error::DomainError;
+use crate::kernel::jobs::current_request_id;
 use crate::kernel::time::Timestamp;
 
 /// Which family an endpoint belongs to: how its deliveries are signed.
@@ -176,6 +177,9 @@ pub struct WebhookMessage {
     pub created_at: Timestamp,
     /// When an attempt got a 2xx answer.
     pub delivered_at: Option<Timestamp>,
+    /// The id of the request whose handling enqueued it, when a request's did, so that its
+    /// delivery's log lines can be traced back to that request.
+    pub request_id: Option<String>,
 }
 
 /// A message to store: it starts pending, due at `created_at`, with no attempts.
@@ -195,6 +199,8 @@ pub struct NewWebhookMessage {
     pub created_at: Timestamp,
     /// What it is about, when something lists its messages (`checkout:{public_order_id}`).
     pub subject: Option<String>,
+    /// The id of the request whose handling enqueues it, when a request's does.
+    pub request_id: Option<String>,
 }
 
 /// What one attempt got back.
@@ -457,7 +463,8 @@ pub(crate) fn new_message_id() -> String {
 
 /// Enqueues `payload` for every active endpoint of the shop on `topic`, in the caller's
 /// transaction, about `subject` if it names one; returns the messages' row ids (none when
-/// nobody subscribes).
+/// nobody subscribes). The messages keep the id of the request being handled on this thread,
+/// if any ([`crate::kernel::jobs::within_request`]).
 pub fn enqueue_for_topic(
     tx: &mut dyn WebhookRepositories,
     shop_id: i64,
@@ -496,6 +503,8 @@ pub(crate) fn enqueue_all_for_topic(
         .iter()
         .map(payload_text)
         .collect::<Result<Vec<String>, DomainError>>()?;
+    let request_id = current_request_id();
+    let request_id = request_id.as_deref();
     let messages: Vec<NewWebhookMessage> = texts
         .into_iter()
         .flat_map(|payload| {
@@ -507,6 +516,7 @@ pub(crate) fn enqueue_all_for_topic(
                 payload: payload.clone(),
                 created_at: now,
                 subject: subject.map(str::to_string),
+                request_id: request_id.map(str::to_string),
             })
         })
         .collect();
@@ -529,6 +539,7 @@ pub fn enqueue_for_endpoint(
         payload: payload_text(payload)?,
         created_at: now,
         subject: None,
+        request_id: current_request_id().map(|id| id.to_string()),
     };
     let row = tx
         .insert_webhook_messages(std::slice::from_ref(&message))?

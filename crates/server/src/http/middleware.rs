@@ -2,6 +2,7 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Instant;
 
 use actix_web::body::{BoxBody, EitherBody, MessageBody};
@@ -12,6 +13,7 @@ use actix_web::http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use actix_web::middleware::Next;
 use actix_web::{Error, HttpMessage, HttpResponse, ResponseError};
 use mercer_domain::access::credentials::random_hex;
+use mercer_domain::kernel::jobs;
 use mercer_domain::kernel::version::{VersionError, resolve_version};
 
 use super::error::ApiError;
@@ -216,9 +218,21 @@ fn request_span(request: &ServiceRequest, id: &str) -> tracing::Span {
     )
 }
 
+/// Polls `future` within the request `id`: each poll runs under the domain's
+/// [`jobs::within_request`], so every job the handling enqueues keeps the request's id, on the
+/// worker thread and (through [`super::state::run_blocking`], which reads it when called) on
+/// the blocking pool. Set per poll, as a span is entered, because a worker thread interleaves
+/// many requests.
+pub(crate) async fn within_request<F: Future>(id: Arc<str>, future: F) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    std::future::poll_fn(|cx| jobs::within_request(Some(id.clone()), || future.as_mut().poll(cx)))
+        .await
+}
+
 /// One line per request: method, path (never the query, which may carry a token), status, time
 /// taken and request id; headers and bodies are not logged. Every answer carries its request id
-/// in `X-Request-Id`, errors included. The request is handled in its span ([`request_span`]).
+/// in `X-Request-Id`, errors included. The request is handled in its span ([`request_span`]) and
+/// within its id ([`within_request`]), which the jobs it enqueues keep.
 pub async fn log_request(
     request: ServiceRequest,
     next: Next<impl MessageBody>,
@@ -232,7 +246,8 @@ pub async fn log_request(
     let id_header = HeaderValue::from_str(&id).ok();
     let header_name = HeaderName::from_static(REQUEST_ID_HEADER);
     let span = request_span(&request, &id);
-    let result = match next.call(request).instrument(span).await {
+    let handling = next.call(request).instrument(span);
+    let result = match within_request(Arc::from(id.as_str()), handling).await {
         Ok(mut response) => {
             if let Some(value) = id_header {
                 response.headers_mut().insert(header_name, value);
@@ -371,4 +386,43 @@ fn allow_origin(headers: &mut HeaderMap, origin: HeaderValue) {
         HeaderValue::from_static("true"),
     );
     headers.append(header::VARY, HeaderValue::from_static("Origin"));
+}
+
+#[cfg(test)]
+mod tests {
+    use actix_web::middleware::from_fn;
+    use actix_web::{App, HttpResponse, test, web};
+
+    use super::*;
+
+    /// A request's storage work on the blocking pool runs within the id its answer carries, so
+    /// the jobs it enqueues keep that id.
+    #[actix_web::test]
+    async fn a_requests_blocking_work_runs_within_its_id() {
+        let app = test::init_service(App::new().wrap(from_fn(log_request)).route(
+            "/",
+            web::get().to(|| async {
+                let seen = super::super::state::run_blocking(|| {
+                    Ok(jobs::current_request_id().map(|id| id.to_string()))
+                })
+                .await;
+                HttpResponse::Ok().body(seen.ok().flatten().unwrap_or_default())
+            }),
+        ))
+        .await;
+        let request = test::TestRequest::get()
+            .uri("/")
+            .insert_header((REQUEST_ID_HEADER, "req-9"))
+            .to_request();
+        let answer = test::call_service(&app, request).await;
+        assert_eq!(
+            answer
+                .headers()
+                .get(REQUEST_ID_HEADER)
+                .map(HeaderValue::as_bytes),
+            Some(&b"req-9"[..])
+        );
+        assert_eq!(test::read_body(answer).await, "req-9");
+        assert_eq!(jobs::current_request_id(), None);
+    }
 }

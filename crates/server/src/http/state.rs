@@ -4,6 +4,7 @@
 use actix_web::web;
 use mercer_domain::DomainError;
 use mercer_domain::Timestamp;
+use mercer_domain::kernel::jobs;
 use mercer_domain::kernel::time::{Clock, OffsetClock};
 use mercer_domain::overrides::OverrideCaller;
 use mercer_domain::platform::connector::PlatformConnectorHandle;
@@ -78,14 +79,16 @@ impl AppState {
 }
 
 /// diesel blocks: never call it on an actix worker thread, always through here. The work runs
-/// in the caller's span (the request's), so what it logs names the request.
+/// in the caller's span (the request's), so what it logs names the request, and within the
+/// caller's request id ([`jobs::within_request`]), so the jobs it enqueues keep it.
 pub async fn run_blocking<T, F>(work: F) -> Result<T, ApiError>
 where
     T: Send + 'static,
     F: FnOnce() -> Result<T, DomainError> + Send + 'static,
 {
     let span = tracing::Span::current();
-    match web::block(move || span.in_scope(work)).await {
+    let request = jobs::current_request_id();
+    match web::block(move || jobs::within_request(request, || span.in_scope(work))).await {
         Ok(result) => result.map_err(ApiError::from),
         Err(error) => {
             Err(ApiError::internal().with_cause(format!("blocking task failed: {error}")))
@@ -115,5 +118,16 @@ mod tests {
             .flatten();
         assert!(expected.is_some());
         assert_eq!(seen, expected);
+    }
+
+    /// Blocking work runs within the request whose handling called it, so the jobs it enqueues
+    /// keep the request's id; work of no request runs within none.
+    #[actix_web::test]
+    async fn blocking_work_runs_within_the_callers_request() {
+        let read = || run_blocking(|| Ok(jobs::current_request_id().map(|id| id.to_string())));
+        let within = super::super::middleware::within_request("r-2".into(), read()).await;
+        assert_eq!(within.ok().flatten().as_deref(), Some("r-2"));
+        assert_eq!(read().await.ok().flatten(), None);
+        assert_eq!(jobs::current_request_id(), None);
     }
 }

@@ -31,6 +31,7 @@ fn new_job(key: Option<&str>, run_at: Timestamp) -> NewJob {
         run_at,
         max_attempts: 2,
         shop_id: None,
+        request_id: None,
     }
 }
 

@@ -261,8 +261,54 @@ fn message(shop_id: i64, endpoint_id: i64, n: u32, seconds: i64) -> NewWebhookMe
         payload: json!({"n": n}).to_string(),
         created_at: at(seconds),
         subject: None,
+        request_id: None,
     }
 }
+
+/// A message enqueued while a request is handled keeps the request's id through its claim
+/// (which PostgreSQL makes in one statement naming its columns); one enqueued outside a
+/// request has none.
+fn webhook_messages_keep_the_request_that_enqueued_them(db: &impl Database) {
+    use mercer_domain::kernel::jobs::within_request;
+    use mercer_domain::webhooks::enqueue_for_topic;
+
+    let shop = shop(db, "a.shop.test");
+    let hook = endpoint(
+        db,
+        new_endpoint(shop.id, WebhookKind::Checkout, "order/processed", 0),
+    );
+    let enqueue = |seconds| {
+        db.write(|tx| {
+            enqueue_for_topic(
+                tx,
+                shop.id,
+                WebhookKind::Checkout,
+                "order/processed",
+                &json!({"n": seconds}),
+                None,
+                at(seconds),
+            )
+        })
+        .unwrap()
+    };
+    let from_request = within_request(Some("req-3".into()), || enqueue(1));
+    let from_nowhere = enqueue(2);
+    let mut claimed: Vec<(i64, i64, Option<String>)> = db
+        .write(|tx| Ok(tx.claim_webhook_messages(at(5), 10, at(35))?))
+        .unwrap()
+        .into_iter()
+        .map(|message| (message.id, message.endpoint_id, message.request_id))
+        .collect();
+    claimed.sort();
+    assert_eq!(
+        claimed,
+        [
+            (from_request[0], hook.id, Some("req-3".to_string())),
+            (from_nowhere[0], hook.id, None),
+        ]
+    );
+}
+every_database!(webhook_messages_keep_the_request_that_enqueued_them);
 
 fn webhook_messages_are_claimed_attempted_and_requeued(db: &impl Database) {
     let shop = shop(db, "a.shop.test");

@@ -30,6 +30,7 @@ struct JobRow {
     created_at: i64,
     updated_at: i64,
     shop_id: Option<i64>,
+    request_id: Option<String>,
 }
 
 impl TryFrom<JobRow> for Job {
@@ -51,6 +52,7 @@ impl TryFrom<JobRow> for Job {
             created_at: Timestamp::from_micros(row.created_at),
             updated_at: Timestamp::from_micros(row.updated_at),
             shop_id: row.shop_id,
+            request_id: row.request_id,
         })
     }
 }
@@ -126,6 +128,7 @@ impl StoreTx<'_> {
             jobs::created_at.eq(now.as_micros()),
             jobs::updated_at.eq(now.as_micros()),
             jobs::shop_id.eq(job.shop_id),
+            jobs::request_id.eq(job.request_id.as_deref()),
         );
         // A clash with the partial unique index leaves the row out instead of failing the
         // caller's transaction (PostgreSQL would abort it).

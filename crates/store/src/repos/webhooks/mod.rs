@@ -133,6 +133,7 @@ struct MessageRow {
     next_attempt_at: i64,
     created_at: i64,
     delivered_at: Option<i64>,
+    request_id: Option<String>,
 }
 
 impl TryFrom<MessageRow> for WebhookMessage {
@@ -153,6 +154,7 @@ impl TryFrom<MessageRow> for WebhookMessage {
             next_attempt_at: time(row.next_attempt_at),
             created_at: time(row.created_at),
             delivered_at: row.delivered_at.map(time),
+            request_id: row.request_id,
         })
     }
 }
@@ -214,6 +216,7 @@ struct NewMessageRow<'a> {
     created_at: i64,
     updated_at: i64,
     subject: Option<&'a str>,
+    request_id: Option<&'a str>,
 }
 
 /// Takes up to `limit` due messages, oldest due first, by moving their next attempt to
@@ -266,7 +269,7 @@ fn claim(
              (SELECT id FROM webhook_messages WHERE status = 'pending' AND next_attempt_at <= $2 \
              ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED) \
              RETURNING id, message_id, shop_id, endpoint_id, topic, payload, status, attempts, \
-             next_attempt_at, created_at, delivered_at",
+             next_attempt_at, created_at, delivered_at, request_id",
         )
         .bind::<BigInt, _>(lease_until)
         .bind::<BigInt, _>(now)
@@ -463,6 +466,7 @@ impl WebhookRepository for StoreTx<'_> {
                     created_at: m.created_at.as_micros(),
                     updated_at: m.created_at.as_micros(),
                     subject: m.subject.as_deref(),
+                    request_id: m.request_id.as_deref(),
                 })
                 .collect();
             let returned: Vec<(i64, String)> = on_backend!(&mut *self.conn, |c| {

@@ -5,7 +5,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::http::error::ApiError;
-use crate::http::state::AppState;
+use crate::http::state::{AppState, run_blocking};
 
 /// `{"status": "ok"}`.
 #[derive(Serialize, ToSchema)]
@@ -40,7 +40,8 @@ pub async fn healthz() -> HttpResponse {
 pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let store = state.store.clone();
     let backend = store.backend().name();
-    match web::block(move || store.ping()).await {
+    // On the blocking pool like every handler's storage work, so its line names the request.
+    match run_blocking(move || Ok(store.ping())).await {
         Ok(Ok(())) => Ok(HttpResponse::Ok().json(Readiness {
             status: "ready",
             database: backend,
