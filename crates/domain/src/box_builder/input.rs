@@ -75,15 +75,13 @@ fn attributes(
     check: &mut Check<'_>,
     given: Field<Vec<Field<AttributeFields>>>,
 ) -> Option<Vec<(String, String)>> {
-    let items = check.items("attributes", given, MAX_ATTRIBUTES)?;
-    let mut pairs: Vec<(String, String)> = Vec::with_capacity(items.len());
-    for (index, attribute) in items {
-        let mut check = check.element("attributes", index);
-        let key = name(&mut check, "attribute_key", attribute.attribute_key, true);
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    check.each("attributes", given, MAX_ATTRIBUTES, |check, attribute| {
+        let key = name(check, "attribute_key", attribute.attribute_key, true);
         let value = check
             .optional("attribute_value", attribute.attribute_value)
             .unwrap_or_default();
-        let Some(key) = key else { continue };
+        let key = key?;
         if pairs.iter().any(|(seen, _)| *seen == key) {
             check.problem("attribute_key", "duplicate", |path| {
                 format!("{path} repeats the key {key:?}")
@@ -91,7 +89,8 @@ fn attributes(
         } else {
             pairs.push((key, value));
         }
-    }
+        Some(())
+    })?;
     Some(pairs)
 }
 
@@ -894,32 +893,29 @@ fn chosen(
     check: &mut Check<'_>,
     given: Field<Vec<Field<SelectionItemFields>>>,
 ) -> Option<Vec<SelectionItem>> {
-    let items = check.items("line_items", given, MAX_SELECTION_ITEMS)?;
-    let mut chosen: Vec<SelectionItem> = Vec::with_capacity(items.len());
-    for (index, item) in items {
-        let mut check = check.element("line_items", index);
+    let mut chosen: Vec<SelectionItem> = Vec::new();
+    check.each("line_items", given, MAX_SELECTION_ITEMS, |check, item| {
         let product = check.required("box_product_id", item.box_product_id);
         let quantity = check.required("choice_quantity", item.choice_quantity);
         if quantity.is_some_and(|quantity| quantity < 1) {
             check.problem("choice_quantity", "out_of_range", |path| {
                 format!("{path} must be at least 1")
             });
-            continue;
+            return None;
         }
-        let (Some(box_product_id), Some(choice_quantity)) = (product, quantity) else {
-            continue;
-        };
+        let (box_product_id, choice_quantity) = (product?, quantity?);
         if chosen.iter().any(|c| c.box_product_id == box_product_id) {
             check.problem("box_product_id", "duplicate", |path| {
                 format!("{path} names box product {box_product_id} twice")
             });
-            continue;
+            return None;
         }
         chosen.push(SelectionItem {
             box_product_id,
             choice_quantity,
         });
-    }
+        Some(())
+    })?;
     Some(chosen)
 }
 
@@ -993,6 +989,19 @@ mod tests {
                 ("[0].min_quantity".to_string(), "out_of_range"),
                 ("[1].box_size_name".to_string(), "required"),
                 ("[1].max_quantity".to_string(), "required"),
+            ]
+        );
+        // An element that is not an object is told in its place among the others' problems.
+        assert_eq!(
+            problems(parse_box(
+                &json!({"box_name": "Veg", "attributes": [{"attribute_value": "x"}, "color",
+                {"attribute_key": 7}]}),
+                false
+            )),
+            [
+                ("attributes[0].attribute_key".to_string(), "required"),
+                ("attributes[1]".to_string(), "invalid_type"),
+                ("attributes[2].attribute_key".to_string(), "invalid_type"),
             ]
         );
         // Too many sizes: one problem, and the sizes past the limit are not read.

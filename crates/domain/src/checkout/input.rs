@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
@@ -11,8 +12,11 @@ use crate::checkout::state::{
     CheckoutAddress, CheckoutMetaData, MAX_LINE_ITEM_PROPERTIES_BYTES, StoredOrderOverride,
 };
 use crate::checkout::storefront::InventoryStage;
+use crate::kernel::body::{
+    BodyObject, Check, Field, FieldValue, LooseText, RawText, TextId, check_email, parse_object,
+    path, read_body, wrong_type,
+};
 use crate::kernel::error::{DomainError, FieldError};
-use crate::kernel::fields::{Fields, check_email, read_body, type_error};
 use crate::kernel::outbound::AddressGuard;
 use crate::overrides::{OverrideInput, OverrideType, check_input};
 use crate::subscriptions::resources::PaymentExpiry;
@@ -67,286 +71,380 @@ pub struct InitInput {
     pub overrides: Vec<StoredOrderOverride>,
 }
 
-fn quantity(fields: &mut Fields<'_, '_>) -> Option<i64> {
-    let field = fields.field("quantity");
-    match fields.get("quantity") {
-        None => {
-            fields.problems.push(FieldError::required(field));
-            None
+/// An object of texts as the client wrote it, its entries in the order given (so that their
+/// problems are listed in that order): a string is kept as it is, a number or a boolean as
+/// the text it writes (`"subscription_group_id": 42` keeps `"42"`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TextMap(Vec<(String, Field<LooseText>)>);
+
+impl FieldValue for TextMap {
+    fn read(value: Value) -> Field<Self> {
+        match value {
+            Value::Object(map) => Field::Given(TextMap(
+                map.into_iter()
+                    .map(|(key, item)| {
+                        let item = match item {
+                            Value::Null => Field::Null,
+                            item => LooseText::read(item),
+                        };
+                        (key, item)
+                    })
+                    .collect(),
+            )),
+            _ => Field::Invalid(wrong_type("an object of strings")),
         }
-        Some(_) => {
-            let quantity = fields.integer("quantity")?;
-            if (1..=MAX_QUANTITY).contains(&quantity) {
-                Some(quantity)
-            } else {
-                let message = format!("{field} must be between 1 and {MAX_QUANTITY}");
-                fields
-                    .problems
-                    .push(FieldError::new(field, "out_of_range", message));
-                None
+    }
+}
+
+/// The object of texts at field `name`, when given; each value that is not text (null
+/// included) is a problem of its own.
+fn text_map(
+    check: &mut Check<'_>,
+    name: &str,
+    given: Field<TextMap>,
+) -> Option<BTreeMap<String, String>> {
+    let TextMap(entries) = check.optional(name, given)?;
+    let field = check.field(name);
+    let mut texts = BTreeMap::new();
+    for (key, item) in entries {
+        match item {
+            Field::Given(LooseText(text)) => {
+                texts.insert(key, text);
+            }
+            Field::Invalid(mismatch) => check.push(mismatch.at(path(&field, &key))),
+            Field::Absent | Field::Null | Field::Blank => {
+                check.push(wrong_type("a string").at(path(&field, &key)));
             }
         }
     }
+    Some(texts)
 }
 
-/// A variant's platform id: a string, or an integer kept as its decimal text.
-fn id_text(fields: &mut Fields<'_, '_>, name: &str) -> Option<String> {
-    match fields.get(name)? {
-        Value::Number(number) if number.is_i64() || number.is_u64() => Some(number.to_string()),
-        Value::String(_) => fields.text(name),
-        _ => {
-            fields
-                .problems
-                .push(type_error(fields.field(name), "a string or an integer"));
-            None
+/// The array of texts at field `name`, when given: at most `max` of them, each kept as it is
+/// (not trimmed); an element that is not text (null included) is that element's problem.
+pub(crate) fn texts(
+    check: &mut Check<'_>,
+    name: &str,
+    given: Field<Vec<Field<RawText>>>,
+    max: usize,
+) -> Option<Vec<String>> {
+    let items = check.optional(name, given)?;
+    let items = check.at_most(name, items, max);
+    let field = check.field(name);
+    let mut texts = Vec::with_capacity(items.len());
+    for (index, item) in items.into_iter().enumerate() {
+        match item {
+            Field::Given(RawText(text)) => texts.push(text),
+            _ => check.push(wrong_type("a string").at(format!("{field}[{index}]"))),
         }
     }
+    Some(texts)
 }
 
-fn cart_item(fields: &mut Fields<'_, '_>, by_sku_too: bool) -> Option<CartItem> {
-    let platform_id = id_text(fields, "platform_id");
-    let sku = if by_sku_too { fields.text("sku") } else { None };
-    if platform_id.is_none() && sku.is_none() && !fields.problems.has(&fields.field("platform_id"))
-    {
-        fields
-            .problems
-            .push(FieldError::required(fields.field("platform_id")));
+/// A platform id at field `name`, when given: a string, or an integer kept as its decimal
+/// text. Blank text is none.
+fn id_text(check: &mut Check<'_>, name: &str, given: Field<TextId>) -> Option<String> {
+    match given {
+        Field::Given(TextId(id)) => Some(id),
+        // Whatever the value is instead, the problem names both kinds an id may be.
+        Field::Invalid(_) => {
+            check.push(wrong_type("a string or an integer").at(check.field(name)));
+            None
+        }
+        Field::Absent | Field::Null | Field::Blank => None,
     }
-    let quantity = quantity(fields);
-    let line_item_key = fields.text("line_item_key");
-    let properties = fields
-        .text_map("line_item_properties")
-        .or_else(|| fields.text_map("properties"))
-        .unwrap_or_default();
-    let properties_size = serde_json::to_vec(&properties).map_or(usize::MAX, |json| json.len());
-    if properties_size > MAX_LINE_ITEM_PROPERTIES_BYTES {
-        let name = if fields.get("line_item_properties").is_some() {
-            "line_item_properties"
-        } else {
-            "properties"
-        };
-        let field = fields.field(name);
-        let message = format!(
-            "{field} holds {properties_size} bytes of JSON, over its limit of \
-             {MAX_LINE_ITEM_PROPERTIES_BYTES} (16 KiB)"
-        );
-        fields
-            .problems
-            .push(FieldError::new(field, "too_large", message));
-        return None;
-    }
-    Some(CartItem {
-        platform_id,
-        sku,
-        quantity: quantity?,
-        line_item_key,
-        properties,
-    })
 }
 
-fn customer(fields: &mut Fields<'_, '_>) -> Option<CustomerInput> {
-    let first_name = fields.text("first_name").unwrap_or_default();
-    let last_name = fields.text("last_name").unwrap_or_default();
-    // The library sends `email_address`; its type names it `email`.
-    let name = if fields.get("email_address").is_some() || fields.get("email").is_none() {
-        "email_address"
+/// The required `quantity`, from 1 to [`MAX_QUANTITY`].
+fn quantity(check: &mut Check<'_>, given: Field<i64>) -> Option<i64> {
+    let quantity = check.required("quantity", given)?;
+    if (1..=MAX_QUANTITY).contains(&quantity) {
+        Some(quantity)
     } else {
-        "email"
-    };
-    let email = fields.required_text(name);
-    if let Some(email) = &email
-        && let Err(problem) = check_email(fields.field(name), email)
-    {
-        fields.problems.push(problem);
-    }
-    let accepts_marketing = fields.boolean("accepts_marketing");
-    Some(CustomerInput {
-        first_name,
-        last_name,
-        email_address: email?,
-        accepts_marketing,
-    })
-}
-
-fn meta_data(fields: &mut Fields<'_, '_>) -> CheckoutMetaData {
-    let tags = match fields.array("tags", MAX_TAGS) {
-        Some(tags) => tags
-            .iter()
-            .enumerate()
-            .filter_map(|(index, tag)| match tag {
-                Value::String(text) => Some(text.clone()),
-                _ => {
-                    fields.problems.push(type_error(
-                        format!("{}[{index}]", fields.field("tags")),
-                        "a string",
-                    ));
-                    None
-                }
-            })
-            .collect(),
-        None => Vec::new(),
-    };
-    CheckoutMetaData {
-        cart_parameters: fields.text_map("cart_parameters").unwrap_or_default(),
-        note_attributes: fields.text_map("note_attributes").unwrap_or_default(),
-        notes: fields.text("notes").unwrap_or_default(),
-        tags,
+        check.problem("quantity", "out_of_range", |field| {
+            format!("{field} must be between 1 and {MAX_QUANTITY}")
+        });
+        None
     }
 }
 
 /// Init Order's body as a client writes it.
-#[derive(ToSchema)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct CheckoutInitRequest {
     /// The cart's lines: at most 250; lines of one `line_item_key` are one line.
-    #[schema(max_items = 250)]
-    pub cart_items: Vec<CheckoutCartItemFields>,
+    #[serde(default)]
+    #[schema(value_type = Vec<CheckoutCartItemFields>, required = true, max_items = 250)]
+    pub cart_items: Field<Vec<Field<CheckoutCartItemFields>>>,
     /// The guest customer, if known already.
-    pub customer: Option<CheckoutCustomerFields>,
+    #[serde(default)]
+    #[schema(value_type = Option<CheckoutCustomerFields>)]
+    pub customer: Field<CheckoutCustomerFields>,
     /// The order's meta data.
-    pub order_meta_data: Option<CheckoutMetaDataFields>,
+    #[serde(default)]
+    #[schema(value_type = Option<CheckoutMetaDataFields>)]
+    pub order_meta_data: Field<CheckoutMetaDataFields>,
     /// Overrides for this order only (at most 10), checked as the shop's are; they win over the
     /// shop's.
-    #[schema(max_items = 10)]
-    pub overrides: Option<Vec<CheckoutOrderOverrideFields>>,
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<CheckoutOrderOverrideFields>>, max_items = 10)]
+    pub overrides: Field<Vec<Field<CheckoutOrderOverrideFields>>>,
 }
+impl BodyObject for CheckoutInitRequest {}
 
-/// A line of Init Order's cart.
-#[derive(ToSchema)]
-pub struct CheckoutCartItemFields {
-    /// The variant's platform id (an integer is taken as its decimal text).
-    #[schema(example = "2001")]
-    pub platform_id: String,
-    /// How many, from 1 to 10000.
-    #[schema(example = 1, minimum = 1, maximum = 10_000)]
-    pub quantity: i64,
-    /// The key that names the line at the storefront; a random one when absent.
-    pub line_item_key: Option<String>,
-    /// The line's properties, name to text (numbers and booleans are taken as their text), at
-    /// most 16 KiB written as JSON: a subscription plan's `order_rrule` and
-    /// `subscription_group_id` among them.
-    pub line_item_properties: Option<BTreeMap<String, String>>,
-}
-
-/// A guest customer as a client writes it (`addGuestCustomer`, `updateCustomer`, Init Order's
-/// `customer`).
-#[derive(ToSchema)]
-pub struct CheckoutCustomerFields {
-    /// The customer's first name.
-    pub first_name: Option<String>,
-    /// The customer's last name.
-    pub last_name: Option<String>,
-    /// The customer's email address (`email` is read when only it is given).
-    pub email_address: String,
-    /// Whether the customer accepts marketing: false for a new customer when absent, unchanged
-    /// for one being updated.
-    pub accepts_marketing: Option<bool>,
-}
-
-/// Order meta data as a client writes it (Init Order's `order_meta_data`,
-/// `patchOrderMetaData`): a field absent or null keeps the order's.
-#[derive(ToSchema)]
-pub struct CheckoutMetaDataFields {
-    /// The cart's parameters, name to text: the whole map.
-    pub cart_parameters: Option<BTreeMap<String, String>>,
-    /// The order's note attributes, name to text: the whole map.
-    pub note_attributes: Option<BTreeMap<String, String>>,
-    /// The order's notes.
-    pub notes: Option<String>,
-    /// The order's tags: the whole list, at most 250.
-    #[schema(max_items = 250)]
-    pub tags: Option<Vec<String>>,
-}
-
-/// An override for one order, given to Init Order: every field is needed, checked as Create API
-/// Override checks them.
-#[derive(ToSchema)]
-pub struct CheckoutOrderOverrideFields {
-    /// The checkout function the override takes over.
-    pub override_type: OverrideType,
-    /// The URL Mercer calls: absolute http(s), at most 2048 characters, not into a private
-    /// network.
-    #[schema(format = "uri", max_length = 2048)]
-    pub url: String,
-    /// The secret that signs Mercer's calls, 8 to 255 characters.
-    #[schema(min_length = 8, max_length = 255)]
-    pub shared_secret: String,
-}
-
-/// Reads Init Order's body: `{"cart_items": [{"platform_id", "quantity", "line_item_key",
-/// "line_item_properties"?}], "customer"?, "order_meta_data"?, "overrides"?: [{"override_type",
-/// "url", "shared_secret"}]}`. Overrides given here are checked as the shop's are, with `guard`.
-pub fn parse_init(body: &Value, guard: &dyn AddressGuard) -> Result<InitInput, DomainError> {
-    read_body(body, |fields| {
-        let mut cart_items = Vec::new();
-        match fields.get("cart_items") {
-            None => fields
-                .problems
-                .push(FieldError::required(fields.field("cart_items"))),
-            Some(_) => {
-                let items = fields
-                    .array("cart_items", MAX_LINE_ITEMS)
-                    .unwrap_or_default();
-                for (index, item) in items.iter().enumerate() {
-                    if let Some(mut item_fields) = fields.element("cart_items", index, item)
-                        && let Some(item) = cart_item(&mut item_fields, false)
-                    {
-                        cart_items.push(item);
-                    }
-                }
-            }
+impl CheckoutInitRequest {
+    fn validate(self, check: &mut Check<'_>, guard: &dyn AddressGuard) -> Option<InitInput> {
+        if !self.cart_items.is_given() {
+            check.push(FieldError::required(check.field("cart_items")));
         }
-        let customer = fields.object("customer").and_then(|mut c| customer(&mut c));
-        let order_meta_data = fields
-            .object("order_meta_data")
-            .map(|mut m| meta_data(&mut m));
-        let mut overrides = Vec::new();
-        let given = fields
-            .array("overrides", MAX_ORDER_OVERRIDES)
+        let cart_items = check
+            .each(
+                "cart_items",
+                self.cart_items,
+                MAX_LINE_ITEMS,
+                |check, item| CheckoutLineItemFields::from(item).validate(check),
+            )
+            .map(|items| items.into_iter().flatten().collect())
             .unwrap_or_default();
-        for (index, entry) in given.iter().enumerate() {
-            let Some(entry_fields) = fields.element("overrides", index, entry) else {
-                continue;
-            };
-            let text = |name: &str| entry_fields.map.get(name).and_then(Value::as_str);
-            let input = OverrideInput {
-                override_type: text("override_type").map(str::to_string),
-                url: text("url").map(str::to_string),
-                shared_secret: text("shared_secret").map(str::to_string),
-            };
-            match check_input(&input, guard, true) {
-                Ok(checked) => overrides.push(StoredOrderOverride {
-                    override_type: checked
-                        .override_type
-                        .map(|kind| kind.as_str().to_string())
-                        .unwrap_or_default(),
-                    url: checked.url.unwrap_or_default(),
-                    shared_secret: checked
-                        .shared_secret
-                        .map(|secret| secret.expose().to_string())
-                        .unwrap_or_default(),
-                }),
-                Err(problems) => {
-                    for problem in problems {
-                        fields.problems.push(FieldError {
-                            field: format!("overrides[{index}].{}", problem.field),
-                            ..problem
-                        });
-                    }
-                }
-            }
-        }
+        let customer = check
+            .optional("customer", self.customer)
+            .and_then(|customer| customer.validate(&mut check.nested("customer")));
+        let order_meta_data = check
+            .optional("order_meta_data", self.order_meta_data)
+            .map(|given| given.validate(&mut check.nested("order_meta_data")))
+            .map(MetaDataPatch::into_meta_data);
+        let overrides = check
+            .each(
+                "overrides",
+                self.overrides,
+                MAX_ORDER_OVERRIDES,
+                |check, entry| entry.validate(check, guard),
+            )
+            .map(|entries| entries.into_iter().flatten().collect())
+            .unwrap_or_default();
         Some(InitInput {
             cart_items,
             customer,
             order_meta_data,
             overrides,
         })
+    }
+}
+
+/// A line of Init Order's cart.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct CheckoutCartItemFields {
+    /// The variant's platform id (an integer is taken as its decimal text).
+    #[serde(default)]
+    #[schema(value_type = String, required = true, example = "2001")]
+    pub platform_id: Field<TextId>,
+    /// How many, from 1 to 10000.
+    #[serde(default)]
+    #[schema(value_type = i64, required = true, example = 1, minimum = 1, maximum = 10_000)]
+    pub quantity: Field<i64>,
+    /// The key that names the line at the storefront; a random one when absent.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub line_item_key: Field<String>,
+    /// The line's properties, name to text (numbers and booleans are taken as their text), at
+    /// most 16 KiB written as JSON: a subscription plan's `order_rrule` and
+    /// `subscription_group_id` among them.
+    #[serde(default)]
+    #[schema(value_type = Option<BTreeMap<String, String>>)]
+    pub line_item_properties: Field<TextMap>,
+    /// The line's properties under the library's other name, read when
+    /// `line_item_properties` is left out or is not an object.
+    #[serde(default)]
+    #[schema(ignore)]
+    pub properties: Field<TextMap>,
+}
+impl BodyObject for CheckoutCartItemFields {}
+
+/// A cart's line is an added line without a SKU: one check serves both.
+impl From<CheckoutCartItemFields> for CheckoutLineItemFields {
+    fn from(item: CheckoutCartItemFields) -> Self {
+        CheckoutLineItemFields {
+            platform_id: item.platform_id,
+            sku: Field::Absent,
+            quantity: item.quantity,
+            line_item_key: item.line_item_key,
+            line_item_properties: item.line_item_properties,
+            properties: item.properties,
+        }
+    }
+}
+
+/// A guest customer as a client writes it (`addGuestCustomer`, `updateCustomer`, Init Order's
+/// `customer`).
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct CheckoutCustomerFields {
+    /// The customer's first name.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub first_name: Field<String>,
+    /// The customer's last name.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub last_name: Field<String>,
+    /// The customer's email address (`email` is read when only it is given).
+    #[serde(default)]
+    #[schema(value_type = String, required = true)]
+    pub email_address: Field<String>,
+    /// The customer's email address under the name the library's type gives it, read when
+    /// `email_address` is left out.
+    #[serde(default)]
+    #[schema(ignore)]
+    pub email: Field<String>,
+    /// Whether the customer accepts marketing: false for a new customer when absent, unchanged
+    /// for one being updated.
+    #[serde(default)]
+    #[schema(value_type = Option<bool>)]
+    pub accepts_marketing: Field<bool>,
+}
+impl BodyObject for CheckoutCustomerFields {}
+
+impl CheckoutCustomerFields {
+    fn validate(self, check: &mut Check<'_>) -> Option<CustomerInput> {
+        let first_name = check
+            .optional("first_name", self.first_name)
+            .unwrap_or_default();
+        let last_name = check
+            .optional("last_name", self.last_name)
+            .unwrap_or_default();
+        // The library sends `email_address`; its type names it `email`.
+        let (name, email) = if self.email_address.is_given() || !self.email.is_given() {
+            ("email_address", self.email_address)
+        } else {
+            ("email", self.email)
+        };
+        let email = check.required(name, email);
+        if let Some(email) = &email
+            && let Err(problem) = check_email(check.field(name), email)
+        {
+            check.push(problem);
+        }
+        let accepts_marketing = check.optional("accepts_marketing", self.accepts_marketing);
+        Some(CustomerInput {
+            first_name,
+            last_name,
+            email_address: email?,
+            accepts_marketing,
+        })
+    }
+}
+
+/// Order meta data as a client writes it (Init Order's `order_meta_data`,
+/// `patchOrderMetaData`): a field absent or null keeps the order's.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct CheckoutMetaDataFields {
+    /// The cart's parameters, name to text: the whole map.
+    #[serde(default)]
+    #[schema(value_type = Option<BTreeMap<String, String>>)]
+    pub cart_parameters: Field<TextMap>,
+    /// The order's note attributes, name to text: the whole map.
+    #[serde(default)]
+    #[schema(value_type = Option<BTreeMap<String, String>>)]
+    pub note_attributes: Field<TextMap>,
+    /// The order's notes.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub notes: Field<RawText>,
+    /// The order's tags: the whole list, at most 250.
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<String>>, max_items = 250)]
+    pub tags: Field<Vec<Field<RawText>>>,
+}
+impl BodyObject for CheckoutMetaDataFields {}
+
+impl CheckoutMetaDataFields {
+    /// The fields given, checked: the notes as written (Init Order trims them).
+    fn validate(self, check: &mut Check<'_>) -> MetaDataPatch {
+        let tags = texts(check, "tags", self.tags, MAX_TAGS);
+        let cart_parameters = text_map(check, "cart_parameters", self.cart_parameters);
+        let note_attributes = text_map(check, "note_attributes", self.note_attributes);
+        let notes = check
+            .optional("notes", self.notes)
+            .map(|RawText(notes)| notes);
+        MetaDataPatch {
+            cart_parameters,
+            note_attributes,
+            notes,
+            tags,
+        }
+    }
+}
+
+/// An override for one order, given to Init Order: every field is needed, checked as Create API
+/// Override checks them.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct CheckoutOrderOverrideFields {
+    /// The checkout function the override takes over.
+    #[serde(default)]
+    #[schema(value_type = OverrideType, required = true)]
+    pub override_type: Field<RawText>,
+    /// The URL Mercer calls: absolute http(s), at most 2048 characters, not into a private
+    /// network.
+    #[serde(default)]
+    #[schema(value_type = String, required = true, format = "uri", max_length = 2048)]
+    pub url: Field<RawText>,
+    /// The secret that signs Mercer's calls, 8 to 255 characters.
+    #[serde(default)]
+    #[schema(value_type = String, required = true, min_length = 8, max_length = 255)]
+    pub shared_secret: Field<RawText>,
+}
+impl BodyObject for CheckoutOrderOverrideFields {}
+
+impl CheckoutOrderOverrideFields {
+    fn validate(
+        self,
+        check: &mut Check<'_>,
+        guard: &dyn AddressGuard,
+    ) -> Option<StoredOrderOverride> {
+        // A value that is not text is as good as left out: the override's checks then call
+        // for it.
+        let text = |given: Field<RawText>| given.into_value().map(|RawText(text)| text);
+        let input = OverrideInput {
+            override_type: text(self.override_type),
+            url: text(self.url),
+            shared_secret: text(self.shared_secret),
+        };
+        match check_input(&input, guard, true) {
+            Ok(checked) => Some(StoredOrderOverride {
+                override_type: checked
+                    .override_type
+                    .map(|kind| kind.as_str().to_string())
+                    .unwrap_or_default(),
+                url: checked.url.unwrap_or_default(),
+                shared_secret: checked
+                    .shared_secret
+                    .map(|secret| secret.expose().to_string())
+                    .unwrap_or_default(),
+            }),
+            Err(problems) => {
+                // The override's checks name its fields alone: told here under its path.
+                for problem in problems {
+                    check.push(FieldError {
+                        field: check.field(&problem.field),
+                        ..problem
+                    });
+                }
+                None
+            }
+        }
+    }
+}
+
+/// Reads Init Order's body: `{"cart_items": [{"platform_id", "quantity", "line_item_key",
+/// "line_item_properties"?}], "customer"?, "order_meta_data"?, "overrides"?: [{"override_type",
+/// "url", "shared_secret"}]}`. Overrides given here are checked as the shop's are, with `guard`.
+pub fn parse_init(body: &Value, guard: &dyn AddressGuard) -> Result<InitInput, DomainError> {
+    read_body(body, |fields: CheckoutInitRequest, check| {
+        fields.validate(check, guard)
     })
 }
 
 /// `addGuestCustomer` / `updateCustomer`.
 pub fn parse_customer(body: &Value) -> Result<CustomerInput, DomainError> {
-    read_body(body, customer)
+    read_body(body, CheckoutCustomerFields::validate)
 }
 
 /// The fields of an address (`IAddress`), as [`parse_address`] reads them (`validateAddress`
@@ -368,82 +466,117 @@ pub const ADDRESS_FIELDS: [&str; 12] = [
 
 /// An address as a client writes it (`IAddress`): `address_line_1`, `city` and `country_code`
 /// are needed; the rest may be empty.
-#[derive(ToSchema)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct CheckoutAddressFields {
     /// The first name on the address.
-    pub first_name: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub first_name: Field<String>,
     /// The last name on the address.
-    pub last_name: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub last_name: Field<String>,
     /// The first street line.
-    pub address_line_1: String,
+    #[serde(default)]
+    #[schema(value_type = String, required = true)]
+    pub address_line_1: Field<String>,
     /// The second street line.
-    pub address_line_2: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub address_line_2: Field<String>,
     /// The city.
-    pub city: String,
+    #[serde(default)]
+    #[schema(value_type = String, required = true)]
+    pub city: Field<String>,
     /// The postal code.
-    pub postal_code: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub postal_code: Field<String>,
     /// The province or state, by name.
-    pub province: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub province: Field<String>,
     /// The province or state, by code.
-    pub province_code: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub province_code: Field<String>,
     /// The country, by name.
-    pub country: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub country: Field<String>,
     /// The country's ISO 3166-1 alpha-2 code (kept upper case).
-    #[schema(pattern = "^[A-Za-z]{2}$")]
-    pub country_code: String,
+    #[serde(default)]
+    #[schema(value_type = String, required = true, pattern = "^[A-Za-z]{2}$")]
+    pub country_code: Field<String>,
     /// The company on the address.
-    pub business_name: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub business_name: Field<String>,
     /// The phone number on the address.
-    pub phone_number: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub phone_number: Field<String>,
 }
+impl BodyObject for CheckoutAddressFields {}
 
-/// An address (`IAddress`): `address_line_1`, `city` and `country_code` (two letters) are
-/// needed; the rest may be empty.
-pub fn parse_address(body: &Value) -> Result<CheckoutAddress, DomainError> {
-    read_body(body, |fields| {
-        let mut text = |name: &str| fields.text(name).unwrap_or_default();
+impl CheckoutAddressFields {
+    fn validate(self, check: &mut Check<'_>) -> Option<CheckoutAddress> {
+        let mut text =
+            |name: &str, given: Field<String>| check.optional(name, given).unwrap_or_default();
         let mut address = CheckoutAddress {
-            first_name: text("first_name"),
-            last_name: text("last_name"),
+            first_name: text("first_name", self.first_name),
+            last_name: text("last_name", self.last_name),
             address_line_1: String::new(),
-            address_line_2: text("address_line_2"),
-            country: text("country"),
+            address_line_2: text("address_line_2", self.address_line_2),
+            country: text("country", self.country),
             city: String::new(),
-            province: text("province"),
+            province: text("province", self.province),
             country_code: String::new(),
-            province_code: text("province_code"),
-            postal_code: text("postal_code"),
-            business_name: text("business_name"),
-            phone_number: text("phone_number"),
+            province_code: text("province_code", self.province_code),
+            postal_code: text("postal_code", self.postal_code),
+            business_name: text("business_name", self.business_name),
+            phone_number: text("phone_number", self.phone_number),
         };
-        address.address_line_1 = fields.required_text("address_line_1").unwrap_or_default();
-        address.city = fields.required_text("city").unwrap_or_default();
-        if let Some(code) = fields.required_text("country_code") {
+        address.address_line_1 = check
+            .required("address_line_1", self.address_line_1)
+            .unwrap_or_default();
+        address.city = check.required("city", self.city).unwrap_or_default();
+        if let Some(code) = check.required("country_code", self.country_code) {
             if code.len() == 2 && code.bytes().all(|b| b.is_ascii_alphabetic()) {
                 address.country_code = code.to_ascii_uppercase();
             } else {
-                fields.problems.push(FieldError::new(
-                    fields.field("country_code"),
+                check.push(FieldError::new(
+                    check.field("country_code"),
                     "invalid_country_code",
                     "country_code must be an ISO 3166-1 alpha-2 code such as US",
                 ));
             }
         }
         Some(address)
-    })
+    }
+}
+
+/// An address (`IAddress`): `address_line_1`, `city` and `country_code` (two letters) are
+/// needed; the rest may be empty.
+pub fn parse_address(body: &Value) -> Result<CheckoutAddress, DomainError> {
+    read_body(body, CheckoutAddressFields::validate)
 }
 
 /// The body of `deleteGiftCardPayment`.
-#[derive(ToSchema)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct CheckoutPaymentIdFields {
     /// The payment's id.
-    pub id: String,
+    #[serde(default)]
+    #[schema(value_type = String, required = true)]
+    pub id: Field<String>,
 }
+impl BodyObject for CheckoutPaymentIdFields {}
 
-/// `deleteGiftCardPayment`: `{"id"}`, the payment's.
+/// `deleteGiftCardPayment`: `{"id"}`, the payment's. Anything but a text id (a wrong type
+/// too) is told as a missing id.
 pub fn parse_payment_id(body: &Value) -> Result<String, DomainError> {
-    match body.get("id") {
-        Some(Value::String(id)) if !id.trim().is_empty() => Ok(id.trim().to_string()),
+    match parse_object::<CheckoutPaymentIdFields>(body).id {
+        Field::Given(id) => Ok(id),
         _ => Err(DomainError::invalid("id", "required", "id is required")),
     }
 }
@@ -457,64 +590,129 @@ pub fn parse_inventory_stage(given: Option<&str>) -> Result<InventoryStage, Doma
 
 /// The body of `addLineItem`: the variant by its `platform_id`, or by its `sku` when the shop
 /// has one variant with it.
-#[derive(ToSchema)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct CheckoutLineItemFields {
     /// The variant's platform id (an integer is taken as its decimal text).
-    pub platform_id: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub platform_id: Field<TextId>,
     /// The variant's SKU, read when there is no `platform_id`.
-    pub sku: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub sku: Field<String>,
     /// How many, from 1 to 10000; added to the line's when its key is taken.
-    #[schema(minimum = 1, maximum = 10_000)]
-    pub quantity: i64,
+    #[serde(default)]
+    #[schema(value_type = i64, required = true, minimum = 1, maximum = 10_000)]
+    pub quantity: Field<i64>,
     /// The key that names the line at the storefront; a random one when absent.
-    pub line_item_key: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub line_item_key: Field<String>,
     /// The line's properties, name to text, at most 16 KiB written as JSON.
-    pub line_item_properties: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    #[schema(value_type = Option<BTreeMap<String, String>>)]
+    pub line_item_properties: Field<TextMap>,
+    /// The line's properties under the library's other name, read when
+    /// `line_item_properties` is left out or is not an object.
+    #[serde(default)]
+    #[schema(ignore)]
+    pub properties: Field<TextMap>,
+}
+impl BodyObject for CheckoutLineItemFields {}
+
+impl CheckoutLineItemFields {
+    fn validate(self, check: &mut Check<'_>) -> Option<CartItem> {
+        let platform_id = id_text(check, "platform_id", self.platform_id);
+        let sku = check.optional("sku", self.sku);
+        if platform_id.is_none() && sku.is_none() && !check.has_problem("platform_id") {
+            check.push(FieldError::required(check.field("platform_id")));
+        }
+        let quantity = quantity(check, self.quantity);
+        let line_item_key = check.optional("line_item_key", self.line_item_key);
+        // The size problem names the field the client gave, even one that did not read.
+        let named = if self.line_item_properties.is_given() {
+            "line_item_properties"
+        } else {
+            "properties"
+        };
+        let properties = match text_map(check, "line_item_properties", self.line_item_properties) {
+            Some(properties) => properties,
+            None => text_map(check, "properties", self.properties).unwrap_or_default(),
+        };
+        let properties_size = serde_json::to_vec(&properties).map_or(usize::MAX, |json| json.len());
+        if properties_size > MAX_LINE_ITEM_PROPERTIES_BYTES {
+            check.problem(named, "too_large", |field| {
+                format!(
+                    "{field} holds {properties_size} bytes of JSON, over its limit of \
+                     {MAX_LINE_ITEM_PROPERTIES_BYTES} (16 KiB)"
+                )
+            });
+            return None;
+        }
+        Some(CartItem {
+            platform_id,
+            sku,
+            quantity: quantity?,
+            line_item_key,
+            properties,
+        })
+    }
 }
 
 /// The body of `updateLineItemQuantity`.
-#[derive(ToSchema)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct CheckoutLineItemQuantityFields {
     /// The line's key.
-    pub line_item_key: String,
+    #[serde(default)]
+    #[schema(value_type = String, required = true)]
+    pub line_item_key: Field<String>,
     /// The line's new quantity, from 1 to 10000.
-    #[schema(minimum = 1, maximum = 10_000)]
-    pub quantity: i64,
+    #[serde(default)]
+    #[schema(value_type = i64, required = true, minimum = 1, maximum = 10_000)]
+    pub quantity: Field<i64>,
 }
+impl BodyObject for CheckoutLineItemQuantityFields {}
 
 /// The body of `deleteLineItem`.
-#[derive(ToSchema)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct CheckoutLineItemKeyFields {
     /// The line's key.
-    pub line_item_key: String,
+    #[serde(default)]
+    #[schema(value_type = String, required = true)]
+    pub line_item_key: Field<String>,
 }
+impl BodyObject for CheckoutLineItemKeyFields {}
 
 /// `addLineItem`: `{"platform_id" | "sku", "quantity", "line_item_key"}`.
 pub fn parse_add_line_item(body: &Value) -> Result<CartItem, DomainError> {
-    read_body(body, |fields| cart_item(fields, true))
+    read_body(body, CheckoutLineItemFields::validate)
 }
 
 /// `updateLineItemQuantity`: `{"line_item_key", "quantity"}`.
 pub fn parse_line_item_quantity(body: &Value) -> Result<(String, i64), DomainError> {
-    read_body(body, |fields| {
-        let key = fields.required_text("line_item_key");
-        let quantity = quantity(fields);
+    read_body(body, |fields: CheckoutLineItemQuantityFields, check| {
+        let key = check.required("line_item_key", fields.line_item_key);
+        let quantity = quantity(check, fields.quantity);
         Some((key?, quantity?))
     })
 }
 
 /// `deleteLineItem`: `{"line_item_key"}`.
 pub fn parse_line_item_key(body: &Value) -> Result<String, DomainError> {
-    read_body(body, |fields| fields.required_text("line_item_key"))
+    read_body(body, |fields: CheckoutLineItemKeyFields, check| {
+        check.required("line_item_key", fields.line_item_key)
+    })
 }
 
 /// The body of `changeShippingLine`.
-#[derive(ToSchema)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct CheckoutShippingLineChoice {
     /// The shipping line offered: its id, or its position among those offered (from 0).
-    #[schema(schema_with = id_or_position)]
-    pub index: String,
+    #[serde(default)]
+    #[schema(schema_with = id_or_position, required = true)]
+    pub index: Field<TextId>,
 }
+impl BodyObject for CheckoutShippingLineChoice {}
 
 fn id_or_position() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
     use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
@@ -533,24 +731,26 @@ fn id_or_position() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
 
 /// `changeShippingLine`: `{"index"}`, a string or a number: the line's id or position.
 pub fn parse_shipping_line_choice(body: &Value) -> Result<String, DomainError> {
-    read_body(body, |fields| match fields.get("index") {
-        None => {
-            fields
-                .problems
-                .push(FieldError::required(fields.field("index")));
+    read_body(body, |fields: CheckoutShippingLineChoice, check| {
+        if fields.index.is_given() {
+            // Blank text names no line, and no field either: the body could not be read.
+            id_text(check, "index", fields.index)
+        } else {
+            check.push(FieldError::required(check.field("index")));
             None
         }
-        Some(_) => id_text(fields, "index"),
     })
 }
 
 /// The body of `addDiscount` and `deleteDiscount`.
-#[derive(ToSchema)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct CheckoutDiscountCodeFields {
     /// The discount code, up to 255 characters (trimmed). To add one, no invisible character.
-    #[schema(min_length = 1, max_length = 255)]
-    pub code: String,
+    #[serde(default)]
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 255)]
+    pub code: Field<String>,
 }
+impl BodyObject for CheckoutDiscountCodeFields {}
 
 /// `addDiscount` / `validateDiscount`: `{"code"}`, trimmed. A code holding an invisible
 /// character is refused: it would look like another code, and could be taken for it.
@@ -565,10 +765,10 @@ pub fn parse_applied_discount_code(body: &Value) -> Result<String, DomainError> 
 }
 
 fn read_code(body: &Value, refuse_invisible: bool) -> Result<String, DomainError> {
-    read_body(body, |fields| {
-        let code = fields.required_text("code")?;
+    read_body(body, |fields: CheckoutDiscountCodeFields, check| {
+        let code = check.required("code", fields.code)?;
         if code.chars().count() > 255 {
-            fields.problems.push(FieldError::new(
+            check.push(FieldError::new(
                 "code",
                 "length",
                 "code must be at most 255 characters",
@@ -576,7 +776,7 @@ fn read_code(body: &Value, refuse_invisible: bool) -> Result<String, DomainError
         } else if refuse_invisible
             && let Err(problem) = crate::kernel::limits::check_visible("code", &code)
         {
-            fields.problems.push(problem);
+            check.push(problem);
         }
         Some(code)
     })
@@ -607,74 +807,88 @@ pub struct PaymentInput {
 
 /// A payment as a client writes it (`IAddPaymentRequest`: `addPayment`, `updatePayment`,
 /// `deletePayment`).
-#[derive(ToSchema)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct CheckoutPaymentFields {
     /// The payment's id: names the payment to change or delete (else its `token` does).
-    pub id: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub id: Field<String>,
     /// The gateway's public id: `test`, the built-in test gateway, is the only one.
-    pub gateway_public_id: String,
+    #[serde(default)]
+    #[schema(value_type = String, required = true)]
+    pub gateway_public_id: Field<String>,
     /// The payment method's token at the gateway: the test gateway approves `tok_success`
     /// only.
-    pub token: String,
+    #[serde(default)]
+    #[schema(value_type = String, required = true)]
+    pub token: Field<String>,
     /// Cents, at least 1; the order's balance (what is left to pay) when absent.
-    #[schema(minimum = 1)]
-    pub amount: Option<i64>,
+    #[serde(default)]
+    #[schema(value_type = Option<i64>, minimum = 1)]
+    pub amount: Field<i64>,
     /// The kind of payment method (`credit_card` when absent).
-    #[schema(rename = "type")]
-    pub payment_type: Option<String>,
+    #[serde(rename = "type", default)]
+    #[schema(value_type = Option<String>)]
+    pub payment_type: Field<String>,
     /// How the storefront shows the payment method.
-    pub display_string: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub display_string: Field<String>,
     /// Whether the shopper asked to keep the payment method (false when absent).
-    pub retain: Option<bool>,
+    #[serde(default)]
+    #[schema(value_type = Option<bool>)]
+    pub retain: Field<bool>,
     /// What the gateway tells of the payment method.
-    pub extra_payment_data: Option<CheckoutExtraPaymentData>,
+    #[serde(default)]
+    #[schema(value_type = Option<CheckoutExtraPaymentData>)]
+    pub extra_payment_data: Field<CheckoutExtraPaymentData>,
 }
+impl BodyObject for CheckoutPaymentFields {}
 
 /// `extra_payment_data` of a payment.
-#[derive(ToSchema)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct CheckoutExtraPaymentData {
     /// The month the payment method expires (`YYYY-MM`): a subscription the order makes
     /// carries it.
-    #[schema(pattern = "^[0-9]{4}-[0-9]{2}$")]
-    pub expires_at: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>, pattern = "^[0-9]{4}-[0-9]{2}$")]
+    pub expires_at: Field<String>,
 }
+impl BodyObject for CheckoutExtraPaymentData {}
 
-/// `addPayment`, `updatePayment`, `deletePayment`: `gateway_public_id` and `token` are
-/// needed (the library's README); `amount`, when given, is cents of at least 1;
-/// `extra_payment_data.expires_at`, when given, a month `YYYY-MM`.
-pub fn parse_payment(body: &Value) -> Result<PaymentInput, DomainError> {
-    read_body(body, |fields| {
-        let gateway = fields.required_text("gateway_public_id");
-        let token = fields.required_text("token");
-        let amount = fields.integer("amount");
+impl CheckoutPaymentFields {
+    fn validate(self, check: &mut Check<'_>) -> Option<PaymentInput> {
+        let gateway = check.required("gateway_public_id", self.gateway_public_id);
+        let token = check.required("token", self.token);
+        let amount = check.optional("amount", self.amount);
         if let Some(amount) = amount
             && amount < 1
         {
-            fields.problems.push(FieldError::new(
+            check.push(FieldError::new(
                 "amount",
                 "out_of_range",
                 "amount must be at least 1 (cents)",
             ));
         }
-        let r#type = fields
-            .text("type")
+        let r#type = check
+            .optional("type", self.payment_type)
             .unwrap_or_else(|| "credit_card".to_string());
-        let display_string = fields.text("display_string").unwrap_or_default();
-        let retain = fields.boolean("retain").unwrap_or(false);
-        let id = fields.text("id");
-        let expires_at = match fields.object("extra_payment_data") {
-            Some(mut extra) => {
-                let text = extra.text("expires_at");
-                match text {
-                    Some(text) if PaymentExpiry::parse(text.trim()).is_none() => {
-                        let field = extra.field("expires_at");
-                        let message = format!("{field} must be a year and month such as 2027-03");
-                        extra
-                            .problems
-                            .push(FieldError::new(field, "invalid_value", message));
+        let display_string = check
+            .optional("display_string", self.display_string)
+            .unwrap_or_default();
+        let retain = check.optional("retain", self.retain).unwrap_or(false);
+        let id = check.optional("id", self.id);
+        let expires_at = match check.optional("extra_payment_data", self.extra_payment_data) {
+            Some(extra) => {
+                let mut extra_check = check.nested("extra_payment_data");
+                match extra_check.optional("expires_at", extra.expires_at) {
+                    Some(text) if PaymentExpiry::parse(&text).is_none() => {
+                        extra_check.problem("expires_at", "invalid_value", |field| {
+                            format!("{field} must be a year and month such as 2027-03")
+                        });
                         None
                     }
-                    other => other.map(|text| text.trim().to_string()),
+                    other => other,
                 }
             }
             None => None,
@@ -689,7 +903,14 @@ pub fn parse_payment(body: &Value) -> Result<PaymentInput, DomainError> {
             retain,
             expires_at,
         })
-    })
+    }
+}
+
+/// `addPayment`, `updatePayment`, `deletePayment`: `gateway_public_id` and `token` are
+/// needed (the library's README); `amount`, when given, is cents of at least 1;
+/// `extra_payment_data.expires_at`, when given, a month `YYYY-MM`.
+pub fn parse_payment(body: &Value) -> Result<PaymentInput, DomainError> {
+    read_body(body, CheckoutPaymentFields::validate)
 }
 
 /// The fields of `patchOrderMetaData` given (not null) replace the order's.
@@ -705,21 +926,26 @@ pub struct MetaDataPatch {
     pub tags: Option<Vec<String>>,
 }
 
+impl MetaDataPatch {
+    /// A new order's meta data: what is not given is empty, and the notes are trimmed.
+    fn into_meta_data(self) -> CheckoutMetaData {
+        CheckoutMetaData {
+            cart_parameters: self.cart_parameters.unwrap_or_default(),
+            note_attributes: self.note_attributes.unwrap_or_default(),
+            notes: self
+                .notes
+                .map(|notes| notes.trim().to_string())
+                .unwrap_or_default(),
+            tags: self.tags.unwrap_or_default(),
+        }
+    }
+}
+
 /// `patchOrderMetaData`: `{"cart_parameters", "note_attributes", "notes", "tags"}`, each may
 /// be null (kept as it is).
 pub fn parse_meta_data_patch(body: &Value) -> Result<MetaDataPatch, DomainError> {
-    read_body(body, |fields| {
-        let present = |fields: &Fields<'_, '_>, name: &str| fields.get(name).is_some();
-        let given = meta_data(fields);
-        Some(MetaDataPatch {
-            cart_parameters: present(fields, "cart_parameters").then_some(given.cart_parameters),
-            note_attributes: present(fields, "note_attributes").then_some(given.note_attributes),
-            notes: match fields.get("notes") {
-                Some(Value::String(text)) => Some(text.clone()),
-                _ => None,
-            },
-            tags: present(fields, "tags").then_some(given.tags),
-        })
+    read_body(body, |fields: CheckoutMetaDataFields, check| {
+        Some(fields.validate(check))
     })
 }
 
@@ -820,5 +1046,291 @@ mod tests {
         assert_eq!(patch.notes.as_deref(), Some("gift"));
         assert_eq!(patch.tags, Some(vec!["a".to_string()]));
         assert_eq!(patch.cart_parameters, None);
+    }
+
+    fn problem_list(result: Result<impl std::fmt::Debug, DomainError>) -> Vec<(String, String)> {
+        match result {
+            Err(DomainError::Invalid(problems)) => problems
+                .into_iter()
+                .map(|problem| (problem.field, problem.message))
+                .collect(),
+            other => panic!("expected 422, got {other:?}"),
+        }
+    }
+
+    fn pairs(expected: &[(&str, &'static str)]) -> Vec<(String, &'static str)> {
+        expected
+            .iter()
+            .map(|(field, code)| (field.to_string(), *code))
+            .collect()
+    }
+
+    #[test]
+    fn init_names_wrong_types_text_numbers_and_blanks_in_body_order() {
+        let body = json!({
+            "cart_items": [
+                {"platform_id": true, "quantity": "2", "line_item_key": 7,
+                 "line_item_properties": "x", "properties": {"a": 1, "b": null, "c": [], "d": "x"}},
+                {"platform_id": " ", "quantity": " ", "line_item_properties": {"k": {}}},
+                {"platform_id": 1.5, "quantity": "10001"},
+                null,
+                {"platform_id": 42, "quantity": "3", "line_item_key": "  "}
+            ],
+            "customer": {"first_name": 1, "last_name": "  ", "email": "ada@example.test",
+                         "accepts_marketing": "yes"},
+            "order_meta_data": {"tags": ["a", 1, null], "cart_parameters": [],
+                                "note_attributes": {"x": null}, "notes": 5},
+            "overrides": [{"override_type": 5, "url": "  ", "shared_secret": "short"}, "x"]
+        });
+        assert_eq!(
+            problems(parse_init(&body, &AllowAll)),
+            pairs(&[
+                ("cart_items[0].platform_id", "invalid_type"),
+                ("cart_items[0].line_item_key", "invalid_type"),
+                ("cart_items[0].line_item_properties", "invalid_type"),
+                ("cart_items[0].properties.b", "invalid_type"),
+                ("cart_items[0].properties.c", "invalid_type"),
+                ("cart_items[1].platform_id", "required"),
+                ("cart_items[1].quantity", "invalid_type"),
+                ("cart_items[1].line_item_properties.k", "invalid_type"),
+                ("cart_items[2].platform_id", "invalid_type"),
+                ("cart_items[2].quantity", "out_of_range"),
+                ("cart_items[3]", "invalid_type"),
+                ("customer.first_name", "invalid_type"),
+                ("customer.accepts_marketing", "invalid_type"),
+                ("order_meta_data.tags[1]", "invalid_type"),
+                ("order_meta_data.tags[2]", "invalid_type"),
+                ("order_meta_data.cart_parameters", "invalid_type"),
+                ("order_meta_data.note_attributes.x", "invalid_type"),
+                ("order_meta_data.notes", "invalid_type"),
+                ("overrides[0].override_type", "required"),
+                ("overrides[0].url", "invalid_url"),
+                ("overrides[0].shared_secret", "length"),
+                ("overrides[1]", "invalid_type"),
+            ])
+        );
+        let messages = problem_list(parse_init(&body, &AllowAll));
+        assert_eq!(
+            messages[0].1,
+            "cart_items[0].platform_id must be a string or an integer"
+        );
+        assert_eq!(
+            messages[2].1,
+            "cart_items[0].line_item_properties must be an object of strings"
+        );
+        assert_eq!(messages[18].1, "override_type is required");
+        // Text numbers, integer ids, `properties`, the `email` name and untrimmed tags.
+        let init = parse_init(
+            &json!({
+                "cart_items": [{"platform_id": " 7 ", "quantity": "2", "line_item_key": " k ",
+                                "properties": {"n": 1, "b": true}}],
+                "customer": {"email": " ada@example.test ", "first_name": " Ada "},
+                "order_meta_data": {"tags": [" a ", ""], "notes": "  hi  ",
+                                    "cart_parameters": {"z": 1, "a": "b"}},
+                "overrides": [{"override_type": "shipping", "url": "https://example.test/x",
+                               "shared_secret": "long enough"}]
+            }),
+            &AllowAll,
+        )
+        .unwrap();
+        let item = &init.cart_items[0];
+        assert_eq!(item.platform_id.as_deref(), Some("7"));
+        assert_eq!(
+            (item.quantity, item.line_item_key.as_deref()),
+            (2, Some("k"))
+        );
+        assert_eq!(item.properties["n"], "1");
+        assert_eq!(item.properties["b"], "true");
+        let customer = init.customer.unwrap();
+        assert_eq!(customer.email_address, "ada@example.test");
+        assert_eq!(customer.first_name, "Ada");
+        let meta_data = init.order_meta_data.unwrap();
+        assert_eq!(meta_data.notes, "hi");
+        assert_eq!(meta_data.tags, [" a ", ""]);
+        assert_eq!(meta_data.cart_parameters["z"], "1");
+        assert_eq!(init.overrides[0].override_type, "shipping");
+    }
+
+    #[test]
+    fn storefront_bodies_name_wrong_types_text_numbers_and_blanks() {
+        assert_eq!(
+            problems(parse_customer(
+                &json!({"first_name": [], "email_address": "  ",
+                                             "email": "ada@example.test",
+                                             "accepts_marketing": 1})
+            )),
+            pairs(&[
+                ("first_name", "invalid_type"),
+                ("email_address", "required"),
+                ("accepts_marketing", "invalid_type"),
+            ])
+        );
+        assert_eq!(
+            problems(parse_address(
+                &json!({"first_name": 5, "address_line_1": "  ", "city": 7,
+                                            "country_code": " usa ", "phone_number": null})
+            )),
+            pairs(&[
+                ("first_name", "invalid_type"),
+                ("address_line_1", "required"),
+                ("city", "invalid_type"),
+                ("country_code", "invalid_country_code"),
+            ])
+        );
+        assert_eq!(
+            problems(parse_payment(
+                &json!({"id": 9, "gateway_public_id": " ", "token": 5,
+                                           "amount": "0", "type": false, "display_string": [],
+                                           "retain": "yes",
+                                           "extra_payment_data": {"expires_at": "2027-3"}})
+            )),
+            pairs(&[
+                ("gateway_public_id", "required"),
+                ("token", "invalid_type"),
+                ("amount", "out_of_range"),
+                ("type", "invalid_type"),
+                ("display_string", "invalid_type"),
+                ("retain", "invalid_type"),
+                ("id", "invalid_type"),
+                ("extra_payment_data.expires_at", "invalid_value"),
+            ])
+        );
+        assert_eq!(
+            problems(parse_payment(
+                &json!({"gateway_public_id": "test", "token": "t",
+                                           "extra_payment_data": "2027-03"})
+            )),
+            pairs(&[("extra_payment_data", "invalid_type")])
+        );
+        let payment = parse_payment(
+            &json!({"gateway_public_id": " test ", "token": "tok_success",
+                                            "amount": " 250 ",
+                                            "extra_payment_data": {"expires_at": " 2027-03 "}}),
+        )
+        .unwrap();
+        assert_eq!(payment.amount, Some(250));
+        assert_eq!(payment.gateway_public_id, "test");
+        assert_eq!(payment.r#type, "credit_card");
+        assert_eq!(payment.expires_at.as_deref(), Some("2027-03"));
+        // Any id that is not text is told as a missing id.
+        assert_eq!(
+            problems(parse_payment_id(&json!({"id": 9}))),
+            pairs(&[("id", "required")])
+        );
+        assert_eq!(
+            parse_payment_id(&json!({"id": " pay-1 "})).unwrap(),
+            "pay-1"
+        );
+    }
+
+    #[test]
+    fn line_item_bodies_name_wrong_types_text_numbers_and_blanks() {
+        assert_eq!(
+            problems(parse_add_line_item(
+                &json!({"platform_id": [], "sku": 5, "quantity": 0,
+                                                 "line_item_key": {},
+                                                 "line_item_properties": {"a": null}})
+            )),
+            pairs(&[
+                ("platform_id", "invalid_type"),
+                ("sku", "invalid_type"),
+                ("quantity", "out_of_range"),
+                ("line_item_key", "invalid_type"),
+                ("line_item_properties.a", "invalid_type"),
+            ])
+        );
+        let item = parse_add_line_item(
+            &json!({"sku": " SKU-1 ", "quantity": "4", "properties": {"n": 2}}),
+        )
+        .unwrap();
+        assert_eq!((item.sku.as_deref(), item.quantity), (Some("SKU-1"), 4));
+        assert_eq!(item.properties["n"], "2");
+        assert_eq!(
+            problems(parse_line_item_quantity(
+                &json!({"line_item_key": " ", "quantity": "x"})
+            )),
+            pairs(&[("line_item_key", "required"), ("quantity", "invalid_type")])
+        );
+        assert_eq!(
+            parse_line_item_quantity(&json!({"line_item_key": " k ", "quantity": "5"})).unwrap(),
+            ("k".to_string(), 5)
+        );
+        assert_eq!(
+            problems(parse_line_item_key(&json!({"line_item_key": 5}))),
+            pairs(&[("line_item_key", "invalid_type")])
+        );
+    }
+
+    #[test]
+    fn choice_code_and_meta_data_bodies_name_wrong_types_and_blanks() {
+        // Blank text names no line, and no field either.
+        assert_eq!(
+            problems(parse_shipping_line_choice(&json!({"index": "  "}))),
+            pairs(&[("body", "invalid_value")])
+        );
+        for index in [json!(1.5), json!(true)] {
+            assert_eq!(
+                problem_list(parse_shipping_line_choice(&json!({ "index": index }))),
+                [(
+                    "index".to_string(),
+                    "index must be a string or an integer".to_string()
+                )]
+            );
+        }
+        assert_eq!(
+            problems(parse_shipping_line_choice(&json!({"index": null}))),
+            pairs(&[("index", "required")])
+        );
+        assert_eq!(
+            problems(parse_discount_code(&json!({"code": "x".repeat(256)}))),
+            pairs(&[("code", "length")])
+        );
+        assert_eq!(
+            problems(parse_applied_discount_code(&json!({"code": 12}))),
+            pairs(&[("code", "invalid_type")])
+        );
+        assert_eq!(
+            problems(parse_meta_data_patch(
+                &json!({"cart_parameters": {"b": [], "a": 1, "c": null},
+                                                   "note_attributes": "x", "notes": ["n"],
+                                                   "tags": "t"})
+            )),
+            pairs(&[
+                ("tags", "invalid_type"),
+                ("cart_parameters.b", "invalid_type"),
+                ("cart_parameters.c", "invalid_type"),
+                ("note_attributes", "invalid_type"),
+                ("notes", "invalid_type"),
+            ])
+        );
+        // A patch keeps notes and tags as written.
+        let patch = parse_meta_data_patch(&json!({"cart_parameters": null, "notes": "  ",
+                                                  "tags": [" a "],
+                                                  "note_attributes": {"k": false}}))
+        .unwrap();
+        assert_eq!(patch.cart_parameters, None);
+        assert_eq!(patch.notes.as_deref(), Some("  "));
+        assert_eq!(patch.tags, Some(vec![" a ".to_string()]));
+        assert_eq!(
+            patch.note_attributes,
+            Some(BTreeMap::from([("k".to_string(), "false".to_string())]))
+        );
+    }
+
+    #[test]
+    fn a_long_array_is_one_problem_and_its_rest_is_not_read() {
+        let body = json!({"cart_items": vec![json!({}); MAX_LINE_ITEMS + 5],
+                          "order_meta_data": {"tags": vec![json!(1); MAX_TAGS + 1]}});
+        let found = problems(parse_init(&body, &AllowAll));
+        assert_eq!(found[0], ("cart_items".to_string(), "too_many"));
+        assert_eq!(
+            found[1],
+            ("cart_items[0].platform_id".to_string(), "required")
+        );
+        assert!(
+            !found
+                .iter()
+                .any(|(field, _)| field.starts_with("cart_items[250]"))
+        );
     }
 }

@@ -680,7 +680,7 @@ pub fn validate_email<D: CheckoutDatabase>(
     now: Timestamp,
 ) -> Result<StorefrontAnswer<Valid>, DomainError> {
     let (_, order) = read(db, call, now)?;
-    crate::kernel::fields::check_email("email_address".to_string(), email)
+    crate::kernel::body::check_email("email_address".to_string(), email)
         .map_err(|problem| DomainError::Invalid(vec![problem]))?;
     Ok(answer(&order, Valid { valid: true }))
 }

@@ -220,6 +220,20 @@ impl FieldValue for LooseText {
     }
 }
 
+/// Text exactly as given: not trimmed, and blank text kept (a tag, a SKU, a note stored as the
+/// client wrote it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawText(pub String);
+
+impl FieldValue for RawText {
+    fn read(value: Value) -> Field<Self> {
+        match value {
+            Value::String(text) => Field::Given(RawText(text)),
+            _ => Field::Invalid(wrong_type("a string")),
+        }
+    }
+}
+
 /// A JSON array, each element read on its own (a wrong element is that element's problem).
 impl<T: FieldValue> FieldValue for Vec<Field<T>> {
     fn read(value: Value) -> Field<Self> {
@@ -396,30 +410,45 @@ impl<'p> Check<'p> {
         }
     }
 
-    /// The elements of the array of objects at field `name`, when given: at most `max` of them,
-    /// each with its index. A longer array is one `too_many` problem, and its elements past
-    /// `max` are not looked at; an element that is not an object is that element's problem.
-    pub fn items<T>(
+    /// The first `max` of `items`, the array at field `name` of this one; when there are more,
+    /// one `too_many` problem on it too (see [`at_most`]).
+    pub fn at_most<T>(&mut self, name: &str, items: Vec<T>, max: usize) -> Vec<T> {
+        at_most(&self.field(name), items, max, self.problems)
+    }
+
+    /// Checks the elements of the array of objects at field `name`, when given, each in turn at
+    /// its own path (`name[2]`) with `read`: at most `max` of them (a longer array is one
+    /// `too_many` problem, and its rest is not looked at). An element that is not an object is
+    /// that element's problem, told in its place among the others'. Gives each element's result
+    /// in order, `None` for one that did not read.
+    pub fn each<T, R>(
         &mut self,
         name: &str,
-        field: Field<Vec<Field<T>>>,
+        given: Field<Vec<Field<T>>>,
         max: usize,
-    ) -> Option<Vec<(usize, T)>> {
-        let items = self.optional(name, field)?;
-        let field = self.field(name);
-        let items = at_most(&field, items, max, self.problems);
-        let mut read = Vec::with_capacity(items.len());
+        mut read: impl FnMut(&mut Check<'_>, T) -> Option<R>,
+    ) -> Option<Vec<Option<R>>> {
+        let items = self.optional(name, given)?;
+        let items = self.at_most(name, items, max);
+        let mut results = Vec::with_capacity(items.len());
         for (index, item) in items.into_iter().enumerate() {
-            let path = format!("{field}[{index}]");
-            match item {
-                Field::Given(value) => read.push((index, value)),
-                Field::Invalid(mismatch) => self.problems.push(mismatch.at(path)),
-                Field::Absent | Field::Null | Field::Blank => {
-                    self.problems.push(wrong_type("an object").at(path))
+            let mut element = self.element(name, index);
+            let result = match item {
+                Field::Given(value) => read(&mut element, value),
+                Field::Invalid(mismatch) => {
+                    let path = element.here().to_string();
+                    element.push(mismatch.at(path));
+                    None
                 }
-            }
+                Field::Absent | Field::Null | Field::Blank => {
+                    let path = element.here().to_string();
+                    element.push(wrong_type("an object").at(path));
+                    None
+                }
+            };
+            results.push(result);
         }
-        Some(read)
+        Some(results)
     }
 }
 
@@ -567,9 +596,9 @@ mod tests {
                 check.optional("count", sample.count);
                 check.optional("flag", sample.flag);
                 check.optional("at", sample.at);
-                for (index, item) in check.items("items", sample.items, 10).unwrap_or_default() {
-                    check.element("items", index).required("count", item.count);
-                }
+                check.each("items", sample.items, 10, |check, item| {
+                    check.required("count", item.count)
+                });
             },
         );
         assert_eq!(
@@ -579,9 +608,9 @@ mod tests {
                 ("count".to_string(), "invalid_type"),
                 ("flag".to_string(), "invalid_type"),
                 ("at".to_string(), "invalid_date"),
+                ("items[0].count".to_string(), "invalid_type"),
                 ("items[1]".to_string(), "invalid_type"),
                 ("items[2]".to_string(), "invalid_type"),
-                ("items[0].count".to_string(), "invalid_type"),
             ]
         );
     }
@@ -590,11 +619,10 @@ mod tests {
     fn an_array_over_its_limit_is_one_problem_and_its_rest_is_not_read() {
         let body = json!({"items": vec![json!({}); 100_000]});
         let found = problems(body, |sample, check| {
-            let items = check.items("items", sample.items, 3).unwrap_or_default();
-            assert_eq!(items.len(), 3);
-            for (index, item) in items {
-                check.element("items", index).required("name", item.name);
-            }
+            let read = check.each("items", sample.items, 3, |check, item| {
+                check.required("name", item.name)
+            });
+            assert_eq!(read.map(|read| read.len()), Some(3));
         });
         assert_eq!(
             found,

@@ -10,6 +10,7 @@ pub mod database;
 pub mod error;
 pub mod fields;
 pub mod filter;
+pub mod ids;
 pub mod jobs;
 pub mod lenient;
 pub mod limits;

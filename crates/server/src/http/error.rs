@@ -181,6 +181,24 @@ impl ApiError {
         )
     }
 
+    /// The answer to a path that does not parse: the 404 of the resource whose id it is (ids
+    /// say which when they fail to read, `kernel::ids`), else [`Self::route_not_found`].
+    pub fn path_not_found(error: &actix_web::error::PathError) -> Self {
+        let message = match error {
+            actix_web::error::PathError::Deserialize(inner) => inner.to_string(),
+            _ => String::new(),
+        };
+        match mercer_domain::kernel::ids::resource_not_found(&message) {
+            Some(resource) => ApiError::new(
+                StatusCode::NOT_FOUND,
+                "resource.not_found",
+                resource,
+                format!("{resource} not found"),
+            ),
+            None => ApiError::route_not_found(),
+        }
+    }
+
     pub fn method_not_allowed() -> Self {
         ApiError::new(
             StatusCode::METHOD_NOT_ALLOWED,

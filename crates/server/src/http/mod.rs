@@ -42,10 +42,11 @@ pub fn app(
     App::new()
         .app_data(state)
         .app_data(web::PayloadConfig::new(max_body))
-        // A path segment that does not parse (an id that is not a number) names no resource.
-        .app_data(
-            web::PathConfig::default().error_handler(|_, _| ApiError::route_not_found().into()),
-        )
+        // A path's id that is not a number is its resource's 404; another segment that does not
+        // parse names no resource.
+        .app_data(web::PathConfig::default().error_handler(|error, _| {
+            ApiError::path_not_found(&error).into()
+        }))
         .app_data(
             web::QueryConfig::default().error_handler(|error, _| {
                 ApiError::invalid_query("query", error.to_string()).into()

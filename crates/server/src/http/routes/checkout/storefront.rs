@@ -28,10 +28,11 @@ use mercer_domain::checkout::storefront::{
     PaymentShown, PaymentsShown, SelectedShippingShown, ShippingLinesShown, StorefrontAnswer,
     StorefrontCall, TaxesShown, Valid,
 };
+use mercer_domain::kernel::body::{BodyObject, Field, RawText, parse_object};
 use mercer_domain::kernel::limits::check_parameter;
 use mercer_domain::overrides::OverrideCaller;
 use mercer_store::Store;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 
@@ -225,12 +226,14 @@ pub struct StorefrontLogAnswer {
 }
 
 /// The body of `addLog`.
-#[derive(ToSchema)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct StorefrontLogMessage {
     /// The storefront's message, logged (its first 1000 characters).
-    #[allow(dead_code)] // Described, never built: `log` reads the body's field itself.
-    message: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    message: Field<RawText>,
 }
+impl BodyObject for StorefrontLogMessage {}
 
 /// A storefront body: JSON, or nothing at all (`{}`), as the library sends on some routes.
 fn body(body: JsonBody) -> Result<Value, ApiError> {
@@ -928,14 +931,12 @@ pub async fn log(
     call: Storefront,
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let given = body(given)?;
-    let message = given
-        .get("message")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .chars()
-        .take(1000)
-        .collect::<String>();
+    // The message is logged as written; one that is not text is logged empty, not refused.
+    let message = parse_object::<StorefrontLogMessage>(&body(given)?)
+        .message
+        .into_value()
+        .map(|RawText(text)| text.chars().take(1000).collect::<String>())
+        .unwrap_or_default();
     let public_order_id = call.0.public_order_id.clone();
     answer(
         &state,
