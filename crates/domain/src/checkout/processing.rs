@@ -13,13 +13,17 @@ use crate::checkout::payloads::{self, Topic};
 use crate::checkout::repository::{
     CheckoutDatabase, CheckoutOrder, CheckoutRepositories, CheckoutStatus,
 };
-use crate::checkout::state::{CheckoutDiscount, CheckoutDocument, CheckoutLineItem};
+use crate::checkout::state::{
+    CheckoutAddress, CheckoutCustomer, CheckoutDiscount, CheckoutDocument, CheckoutLineItem,
+    CheckoutPayment, CheckoutShippingLine,
+};
 use crate::checkout::storefront::{
     APPROVING_TOKEN, CheckoutContext, InventoryResult, InventoryStage, ORDER_RRULE_PROPERTY,
     OrderAnswer, SUBSCRIPTION_GROUP_PROPERTY, StorefrontCall, check_plan, inventory_check, read,
     same_code, shown, value_discount,
 };
 use crate::kernel::activity::{Activity, record_one};
+use crate::kernel::body::Field;
 use crate::kernel::error::{DomainError, FieldError};
 use crate::kernel::jobs::{JobFailure, JobPayload, enqueue};
 use crate::kernel::money::{Cents, CurrencyCode};
@@ -32,10 +36,17 @@ use crate::platform::placement::{self, PlacementError, with_payment_key};
 use crate::platform::resources::{
     CustomAttribute, Decimal, LineItem, Order, OrderAddress, Payment, PlatformId,
 };
-use crate::subscriptions::input::MAX_LINE_ITEM_ATTRIBUTES;
-use crate::subscriptions::operations::create_subscription_from_body;
+use crate::subscriptions::groups::group_references_of;
+use crate::subscriptions::input::{
+    MAX_LINE_ITEM_ATTRIBUTES, RawText, SubscriptionAddressFields, SubscriptionCreateCustomerFields,
+    SubscriptionCreateFields, SubscriptionCreateRequest, SubscriptionLineItemAttributeFields,
+    SubscriptionLineItemFields, SubscriptionPaymentDetailsFields, SubscriptionShippingLineFields,
+    WholeCents, body_fingerprint, expiry_field, given_or_null, id_field, text_field, time_field,
+};
+use crate::subscriptions::operations::create_subscription;
 use crate::subscriptions::recurrence::{OrderSchedule, ShopZone};
 use crate::subscriptions::resources::Actor;
+use crate::subscriptions::resources::Subscription;
 use crate::subscriptions::topics::Topic as SubscriptionTopic;
 use crate::subscriptions::webhooks::emit_with_order;
 
@@ -695,20 +706,19 @@ fn subscriptions(
 ) -> Result<(), DomainError> {
     for (index, ((rule, group), items)) in plans(&order.document).into_iter().enumerate() {
         let placed = order.document.processed_at.unwrap_or(now);
-        let body = subscription_body(shop, order, &rule, &group, &items, index, placed);
-        let (subscription, created) =
-            match create_subscription_from_body(tx, shop, &body, Actor::system(), now) {
-                Ok(made) => made,
-                Err(error @ DomainError::Invalid(_)) => {
-                    log::warn!(
-                        target: "mercer::checkout",
-                        "checkout {}: its plan {rule:?} makes no subscription: {error}",
-                        order.public_order_id
-                    );
-                    continue;
-                }
-                Err(error) => return Err(error),
-            };
+        let plan = PlanSubscription::new(shop, order, &rule, &group, &items, index, placed);
+        let (subscription, created) = match plan.create(tx, shop, now) {
+            Ok(made) => made,
+            Err(error @ DomainError::Invalid(_)) => {
+                log::warn!(
+                    target: "mercer::checkout",
+                    "checkout {}: its plan {rule:?} makes no subscription: {error}",
+                    order.public_order_id
+                );
+                continue;
+            }
+            Err(error) => return Err(error),
+        };
         if !created {
             continue;
         }
@@ -799,7 +809,7 @@ fn announce_declined_plans(
     now: Timestamp,
 ) -> Result<(), DomainError> {
     for (index, ((rule, group), items)) in plans(&order.document).into_iter().enumerate() {
-        let body = subscription_body(shop, order, &rule, &group, &items, index, now);
+        let body = PlanSubscription::new(shop, order, &rule, &group, &items, index, now).body();
         let mut data = body["subscription"].clone();
         if let Some(fields) = data.as_object_mut() {
             // The would-be subscription says nothing of the payment that failed.
@@ -830,100 +840,402 @@ fn announce_declined_plans(
     Ok(())
 }
 
-/// A Create Subscription body for a plan of the order. It is JSON, not a
-/// typed value, because it goes through the route's own parser
-/// ([`create_subscription_from_body`]): a plan is checked exactly as an API client's body is.
-fn subscription_body(
-    shop: &Shop,
-    order: &CheckoutOrder,
-    rule: &str,
-    group: &str,
-    items: &[&CheckoutLineItem],
-    index: usize,
+/// The subscription a plan of the order makes, as a Create Subscription body says it. What it
+/// holds is chosen here once; [`Self::request`] is the typed body, checked exactly as an API
+/// client's is, and [`Self::body`] the same body as JSON: what the declined plan's webhook
+/// shows, and what a repeated plan's idempotency fingerprint is taken of.
+struct PlanSubscription<'a> {
+    customer: CheckoutCustomer,
+    idempotency_key: String,
+    rule: &'a str,
+    currency: &'a str,
+    line_items: Vec<PlanLine<'a>>,
+    shipping_line: Option<&'a CheckoutShippingLine>,
+    shipping_address: Option<&'a CheckoutAddress>,
+    billing_address: Option<&'a CheckoutAddress>,
+    payment: Option<&'a CheckoutPayment>,
     placed: Timestamp,
-) -> Value {
-    let document = &order.document;
-    let customer = document.customer.clone().unwrap_or_default();
-    let address = |address: Option<&crate::checkout::state::CheckoutAddress>| {
-        address.map(|a| {
-            json!({
-                "first_name": a.first_name, "last_name": a.last_name, "company": a.business_name,
-                "phone": a.phone_number, "street1": a.address_line_1, "street2": a.address_line_2,
-                "city": a.city, "province": a.province, "province_code": a.province_code,
-                "country": a.country, "country_code": a.country_code, "zip": a.postal_code,
+    next_order: Option<Timestamp>,
+    external_id: &'a str,
+}
+
+/// A line item of a plan: its group, and its other properties kept as its attributes.
+struct PlanLine<'a> {
+    item: &'a CheckoutLineItem,
+    group: Option<i64>,
+    attributes: Vec<(&'a String, &'a String)>,
+}
+
+impl<'a> PlanSubscription<'a> {
+    fn new(
+        shop: &Shop,
+        order: &'a CheckoutOrder,
+        rule: &'a str,
+        group: &str,
+        items: &[&'a CheckoutLineItem],
+        index: usize,
+        placed: Timestamp,
+    ) -> Self {
+        let document = &order.document;
+        // This order is the plan's first: the next is the rule's first date after it.
+        let next_order =
+            OrderSchedule::parse(rule, ShopZone::of_shop(&shop.timezone), "order_rrule")
+                .ok()
+                .and_then(|schedule| schedule.next_after(placed, &[]));
+        // Checked at init: the group is an integer.
+        let group = group.parse::<i64>().ok();
+        let line_items = items
+            .iter()
+            .map(|item| PlanLine {
+                item,
+                group,
+                // The line item's other properties stay with it, as its attributes.
+                attributes: item
+                    .properties
+                    .iter()
+                    .filter(|(name, _)| {
+                        name.as_str() != ORDER_RRULE_PROPERTY
+                            && name.as_str() != SUBSCRIPTION_GROUP_PROPERTY
+                            // What an attribute name may be (1 to 255 characters).
+                            && (1..=255).contains(&name.trim().chars().count())
+                    })
+                    .take(MAX_LINE_ITEM_ATTRIBUTES)
+                    .collect(),
             })
-        })
-    };
-    let shipping = address(document.shipping_address.as_ref())
-        .or_else(|| address(document.billing_address.as_ref()));
-    let payment = document.payments.first();
-    // This order is the plan's first: the next is the rule's first date after it.
-    let next_order = OrderSchedule::parse(rule, ShopZone::of_shop(&shop.timezone), "order_rrule")
-        .ok()
-        .and_then(|schedule| schedule.next_after(placed, &[]));
-    let line_items: Vec<Value> = items
-        .iter()
-        .map(|item| {
-            let mut line = json!({
-                "platform_product_id": item.product_id,
-                "platform_variant_id": item.variant_id,
-                "quantity": item.quantity,
-                "price": item.price,
-            });
-            // Checked at init: the group is an integer.
-            if let Ok(group) = group.parse::<i64>() {
-                line["subscription_group_id"] = json!(group);
-            }
-            // The line item's other properties stay with it, as its attributes.
-            let attributes: Vec<Value> = item
-                .properties
-                .iter()
-                .filter(|(name, _)| {
-                    name.as_str() != ORDER_RRULE_PROPERTY
-                        && name.as_str() != SUBSCRIPTION_GROUP_PROPERTY
-                        // What an attribute name may be (1 to 255 characters).
-                        && (1..=255).contains(&name.trim().chars().count())
-                })
-                .take(MAX_LINE_ITEM_ATTRIBUTES)
-                .map(|(name, value)| json!({"name": name, "value": value}))
-                .collect();
-            line["line_item_attributes"] = json!(attributes);
-            line
-        })
-        .collect();
-    // The shipping line the shopper chose ships every order of the plan.
-    let shipping_lines: Vec<Value> = document
-        .selected_shipping
-        .iter()
-        .map(|chosen| {
-            json!({"name": chosen.description, "code": chosen.code, "tag": "checkout",
-                   "price": chosen.amount})
-        })
-        .collect();
-    json!({
-        "customer": {
-            "email": customer.email_address,
-            "first_name": customer.first_name,
-            "last_name": customer.last_name,
-        },
-        "subscription": {
-            "idempotency_key": format!("checkout:{}:{index}", order.public_order_id),
-            "order_rrule": rule,
-            "charged_currency": document.currency,
-            "base_currency": document.currency,
-            "line_items": line_items,
-            "shipping_lines": shipping_lines,
-            "shipping_address": shipping,
-            "billing_address": address(document.billing_address.as_ref()),
-            "payment_details": payment.map(|p| json!({
-                "gateway_name": p.gateway_public_id,
-                "gateway_payment_id": p.token,
-                "expires_at": p.expires_at,
-            })),
-            "placed_at": placed,
-            "last_order_datetime": placed,
-            "next_order_datetime": next_order,
-            "external_id": order.public_order_id,
+            .collect();
+        PlanSubscription {
+            customer: document.customer.clone().unwrap_or_default(),
+            idempotency_key: format!("checkout:{}:{index}", order.public_order_id),
+            rule,
+            currency: &document.currency,
+            line_items,
+            // The shipping line the shopper chose ships every order of the plan.
+            shipping_line: document.selected_shipping.as_ref(),
+            shipping_address: document
+                .shipping_address
+                .as_ref()
+                .or(document.billing_address.as_ref()),
+            billing_address: document.billing_address.as_ref(),
+            payment: document.payments.first(),
+            placed,
+            next_order,
+            external_id: &order.public_order_id,
         }
-    })
+    }
+
+    /// Creates the plan's subscription: its groups read, its body checked, then Create
+    /// Subscription (with the plan's idempotency key, so a repeated push makes it once).
+    fn create(
+        &self,
+        tx: &mut dyn CheckoutRepositories,
+        shop: &Shop,
+        now: Timestamp,
+    ) -> Result<(Subscription, bool), DomainError> {
+        let request = self.request();
+        let groups =
+            group_references_of(tx, shop, &request.group_ids(), "subscription.line_items")?;
+        let fingerprint = body_fingerprint(&self.body());
+        let new = request.validate(shop, now, &groups, fingerprint)?;
+        create_subscription(tx, shop, new, Actor::system(), now)
+    }
+
+    /// The plan's Create Subscription body, typed.
+    fn request(&self) -> SubscriptionCreateRequest {
+        let address = |address: &CheckoutAddress| SubscriptionAddressFields {
+            first_name: text_field(&address.first_name),
+            last_name: text_field(&address.last_name),
+            company: text_field(&address.business_name),
+            phone: text_field(&address.phone_number),
+            street1: text_field(&address.address_line_1),
+            street2: text_field(&address.address_line_2),
+            city: text_field(&address.city),
+            province: text_field(&address.province),
+            province_code: text_field(&address.province_code),
+            country: text_field(&address.country),
+            country_code: text_field(&address.country_code),
+            zip: text_field(&address.postal_code),
+        };
+        let line_items = self
+            .line_items
+            .iter()
+            .map(|line| {
+                let attributes = line
+                    .attributes
+                    .iter()
+                    .map(|(name, value)| {
+                        Field::Given(SubscriptionLineItemAttributeFields {
+                            name: text_field(*name),
+                            value: text_field(*value),
+                        })
+                    })
+                    .collect();
+                Field::Given(SubscriptionLineItemFields {
+                    platform_product_id: id_field(&line.item.product_id),
+                    platform_variant_id: id_field(&line.item.variant_id),
+                    quantity: Field::Given(line.item.quantity),
+                    price: Field::Given(WholeCents(Some(line.item.price.0))),
+                    subscription_group_id: line.group.map_or(Field::Absent, Field::Given),
+                    line_item_attributes: Field::Given(attributes),
+                    ..SubscriptionLineItemFields::default()
+                })
+            })
+            .collect();
+        let shipping_lines = self
+            .shipping_line
+            .iter()
+            .map(|chosen| {
+                Field::Given(SubscriptionShippingLineFields {
+                    name: text_field(&chosen.description),
+                    code: text_field(&chosen.code),
+                    tag: text_field("checkout"),
+                    price: Field::Given(chosen.amount.0),
+                })
+            })
+            .collect();
+        let payment = self
+            .payment
+            .map(|payment| SubscriptionPaymentDetailsFields {
+                gateway_name: text_field(&payment.gateway_public_id),
+                gateway_payment_id: text_field(&payment.token),
+                expires_at: payment
+                    .expires_at
+                    .as_ref()
+                    .map_or(Field::Null, expiry_field),
+                ..SubscriptionPaymentDetailsFields::default()
+            });
+        SubscriptionCreateRequest {
+            customer: Field::Given(SubscriptionCreateCustomerFields {
+                email: text_field(&self.customer.email_address),
+                first_name: text_field(&self.customer.first_name),
+                last_name: text_field(&self.customer.last_name),
+                ..SubscriptionCreateCustomerFields::default()
+            }),
+            subscription: Field::Given(SubscriptionCreateFields {
+                idempotency_key: text_field(&self.idempotency_key),
+                order_rrule: Field::Given(RawText(self.rule.to_string())),
+                charged_currency: text_field(self.currency),
+                base_currency: text_field(self.currency),
+                line_items: Field::Given(line_items),
+                shipping_lines: Field::Given(shipping_lines),
+                shipping_address: given_or_null(self.shipping_address.map(address)),
+                billing_address: given_or_null(self.billing_address.map(address)),
+                payment_details: given_or_null(payment),
+                placed_at: time_field(self.placed),
+                last_order_datetime: time_field(self.placed),
+                next_order_datetime: self.next_order.map_or(Field::Null, time_field),
+                external_id: text_field(self.external_id),
+                ..SubscriptionCreateFields::default()
+            }),
+        }
+    }
+
+    /// The plan's Create Subscription body as JSON.
+    fn body(&self) -> Value {
+        let address = |address: Option<&CheckoutAddress>| {
+            address.map(|a| {
+                json!({
+                    "first_name": a.first_name, "last_name": a.last_name, "company": a.business_name,
+                    "phone": a.phone_number, "street1": a.address_line_1, "street2": a.address_line_2,
+                    "city": a.city, "province": a.province, "province_code": a.province_code,
+                    "country": a.country, "country_code": a.country_code, "zip": a.postal_code,
+                })
+            })
+        };
+        let line_items: Vec<Value> = self
+            .line_items
+            .iter()
+            .map(|line| {
+                let mut json = json!({
+                    "platform_product_id": line.item.product_id,
+                    "platform_variant_id": line.item.variant_id,
+                    "quantity": line.item.quantity,
+                    "price": line.item.price,
+                });
+                if let Some(group) = line.group {
+                    json["subscription_group_id"] = json!(group);
+                }
+                let attributes: Vec<Value> = line
+                    .attributes
+                    .iter()
+                    .map(|(name, value)| json!({"name": name, "value": value}))
+                    .collect();
+                json["line_item_attributes"] = json!(attributes);
+                json
+            })
+            .collect();
+        let shipping_lines: Vec<Value> = self
+            .shipping_line
+            .iter()
+            .map(|chosen| {
+                json!({"name": chosen.description, "code": chosen.code, "tag": "checkout",
+                       "price": chosen.amount})
+            })
+            .collect();
+        json!({
+            "customer": {
+                "email": self.customer.email_address,
+                "first_name": self.customer.first_name,
+                "last_name": self.customer.last_name,
+            },
+            "subscription": {
+                "idempotency_key": self.idempotency_key,
+                "order_rrule": self.rule,
+                "charged_currency": self.currency,
+                "base_currency": self.currency,
+                "line_items": line_items,
+                "shipping_lines": shipping_lines,
+                "shipping_address": address(self.shipping_address),
+                "billing_address": address(self.billing_address),
+                "payment_details": self.payment.map(|p| json!({
+                    "gateway_name": p.gateway_public_id,
+                    "gateway_payment_id": p.token,
+                    "expires_at": p.expires_at,
+                })),
+                "placed_at": self.placed,
+                "last_order_datetime": self.placed,
+                "next_order_datetime": self.next_order,
+                "external_id": self.external_id,
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod plan_tests {
+    use super::*;
+    use crate::access::shop::ShopIdentifier;
+    use crate::subscriptions::groups::GroupReferences;
+    use crate::subscriptions::input::NewSubscription;
+
+    fn at(text: &str) -> Timestamp {
+        Timestamp::parse_rfc3339(text).unwrap()
+    }
+
+    fn shop() -> Shop {
+        Shop {
+            id: 1,
+            identifier: ShopIdentifier::parse("0123456789abcdef0123456789abcdef").unwrap(),
+            shop_domain: "example.myshop.test".into(),
+            custom_domain: None,
+            platform_type: "custom".into(),
+            timezone: "America/Toronto".into(),
+            currency: "USD".into(),
+            currency_format: "${{amount}}".into(),
+            shop_owner: "Owner".into(),
+            admin_email: "owner@example.test".into(),
+            pii_redacted_at: None,
+            created_at: at("2024-01-01T00:00:00Z"),
+            updated_at: at("2024-01-01T00:00:00Z"),
+            deleted_at: None,
+            order_retry_interval_seconds: 86_400,
+            order_max_retries: 3,
+            expiring_payment_notice_days: 30,
+            checkout: Default::default(),
+            require_message_signatures: false,
+        }
+    }
+
+    fn order(document: Value) -> CheckoutOrder {
+        let now = at("2024-03-05T12:00:00Z");
+        CheckoutOrder {
+            id: 1,
+            shop_id: 1,
+            public_order_id: "0123abcd".into(),
+            status: CheckoutStatus::Processed,
+            platform_order_id: None,
+            last_activity_at: now,
+            abandoned_at: None,
+            fulfilled_at: None,
+            version: 1,
+            document: serde_json::from_value(document).unwrap(),
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    fn document(item: Value, extra: Value) -> Value {
+        let mut document = json!({
+            "currency": "USD", "customer": null, "shipping_address": null,
+            "billing_address": null, "available_shipping_lines": [], "selected_shipping": null,
+            "taxes": [], "discounts": [], "payments": [], "is_processed": true,
+            "resumable_link": "", "processed_at": "2024-03-05T12:00:00Z",
+            "order_meta_data": {"cart_parameters": {}, "note_attributes": {}, "notes": "", "tags": []},
+        });
+        let mut line = json!({
+            "line_item_key": "k", "product_id": "p-1", "variant_id": "v-1", "title": "t",
+            "product_title": "p", "sku": "", "image_url": "", "description": "", "vendor": "",
+            "tags": "", "price": 1250, "compare_at_price": 0, "quantity": 2, "weight": 0.0,
+            "weight_unit": "g", "requires_shipping": true, "taxable": true,
+            "properties": {"order_rrule": "DTSTART:20240304T090000\nRRULE:FREQ=WEEKLY",
+                           "subscription_group_id": "4", "gift": " for Ada "},
+        });
+        for (key, value) in item.as_object().unwrap() {
+            line[key] = value.clone();
+        }
+        document["line_items"] = json!([line]);
+        for (key, value) in extra.as_object().unwrap() {
+            document[key] = value.clone();
+        }
+        document
+    }
+
+    /// What the plan's typed body checks into, and what its JSON body read by Create
+    /// Subscription's own parser does: the same subscription, or the same problems.
+    fn both(order: &CheckoutOrder) -> (String, String) {
+        let shop = shop();
+        let now = at("2024-03-05T12:00:00Z");
+        let groups = GroupReferences::default();
+        let plans = plans(&order.document);
+        let ((rule, group), items) = &plans[0];
+        let plan = PlanSubscription::new(&shop, order, rule, group, items, 0, now);
+        let body = plan.body();
+        let request = plan.request();
+        assert_eq!(request.group_ids(), [(Some(4), None)]);
+        let typed = request.validate(&shop, now, &groups, body_fingerprint(&body));
+        let parsed = NewSubscription::parse_with(&body, &shop, now, &groups);
+        (format!("{typed:?}"), format!("{parsed:?}"))
+    }
+
+    #[test]
+    fn a_plans_typed_body_checks_as_its_json_body_does() {
+        let address = json!({
+            "first_name": " Ada ", "last_name": "", "address_line_1": "1 Way",
+            "address_line_2": "  ", "country": "Canada", "city": "Toronto", "province": "",
+            "country_code": "ca", "province_code": "ON", "postal_code": "M5V",
+            "business_name": "", "phone_number": " 555 ",
+        });
+        let good = order(document(
+            json!({}),
+            json!({
+                "customer": {"public_id": "c", "first_name": "Ada", "last_name": " ",
+                             "email_address": " ada@example.test ", "accepts_marketing": false},
+                "shipping_address": address,
+                "selected_shipping": {"id": "flat_rate", "description": " Ground ",
+                                      "amount": 500, "code": ""},
+                "payments": [{"id": "p", "gateway_public_id": "test", "token": "tok_success",
+                              "amount": 0, "type": "credit_card", "display_string": "",
+                              "retain": false, "expires_at": " 2027-03 "}],
+            }),
+        ));
+        let (typed, parsed) = both(&good);
+        assert!(typed.starts_with("Ok"), "{typed}");
+        assert_eq!(typed, parsed);
+
+        // Blanks, a wrong expiry, a price and a quantity out of range, and no customer.
+        let wrong = order(document(
+            json!({"product_id": "  ", "price": -5, "quantity": 0,
+                   "properties": {"order_rrule": "DTSTART:20240304T090000\nRRULE:FREQ=WEEKLY",
+                                  "subscription_group_id": "4", "": "x"}}),
+            json!({
+                "currency": "usd",
+                "billing_address": {"address_line_1": " ", "city": "", "country_code": "USA"},
+                "payments": [{"id": "p", "gateway_public_id": "", "token": "", "amount": 0,
+                              "type": "credit_card", "display_string": "", "retain": false,
+                              "expires_at": "03/27"}],
+            }),
+        ));
+        let (typed, parsed) = both(&wrong);
+        assert!(typed.starts_with("Err"), "{typed}");
+        assert_eq!(typed, parsed);
+    }
 }

@@ -6,15 +6,16 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
-use serde_json::{Map, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::access::shop::Shop;
+use crate::kernel::body::{BodyObject, Check, Field, TextId, parse_object, path, wrong_type};
 use crate::kernel::error::{DomainError, FieldError, Problems};
-use crate::kernel::fields::{Fields, path, type_error};
 use crate::kernel::time::Timestamp;
 use crate::subscriptions::customers::PagePagination;
+use crate::subscriptions::input::{RawText, each_element};
 use crate::subscriptions::recurrence::{OrderSchedule, ShopZone};
 use crate::subscriptions::repository::SubscriptionRepositories;
 
@@ -195,162 +196,266 @@ pub struct GroupInput {
     pub billing_rules: Option<Vec<BillingRuleInput>>,
 }
 
-/// The body that creates or changes a subscription group. The group's fields may also come
-/// bare, without the `subscription_group` key.
-#[derive(ToSchema)]
-pub struct GroupRequest {
+/// A body that carries a group's fields under `subscription_group`, or bare.
+trait GroupBody: BodyObject {
     /// The group's fields.
-    pub subscription_group: GroupFields,
+    type Fields: BodyObject;
+    /// The fields under `subscription_group`, as given.
+    fn group(self) -> Field<Self::Fields>;
 }
 
-/// A subscription group's fields as a client writes them; to create a group, `name` and at least
-/// one billing rule are needed, and a change replaces only the fields it gives.
-#[derive(ToSchema)]
+/// The body that creates a subscription group. The group's fields may also come bare,
+/// without the `subscription_group` key.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct GroupRequest {
+    /// The group's fields.
+    #[serde(default)]
+    #[schema(value_type = GroupFields)]
+    pub subscription_group: Field<GroupFields>,
+}
+impl BodyObject for GroupRequest {}
+impl GroupBody for GroupRequest {
+    type Fields = GroupFields;
+    fn group(self) -> Field<GroupFields> {
+        self.subscription_group
+    }
+}
+
+/// A new subscription group's fields as a client writes them: `name` and at least one billing
+/// rule are needed.
+#[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct GroupFields {
     /// The group's name (up to 255 characters).
-    #[schema(example = "Coffee club")]
-    pub name: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = String, required = true, example = "Coffee club", max_length = 255)]
+    pub name: Field<String>,
     /// The discount of the group's subscriptions, a percentage from 0 to 100.
-    #[schema(example = 10.0, minimum = 0, maximum = 100)]
-    pub percent_discount: Option<f64>,
-    /// The products sold under the group (at most 250); a change replaces the whole list.
-    #[schema(max_items = 250)]
-    pub products: Option<Vec<GroupProduct>>,
-    /// How often the group's subscriptions bill (at most 50 rules); a change replaces the
-    /// whole list.
-    #[schema(max_items = 50)]
-    pub billing_rules: Option<Vec<BillingRuleFields>>,
+    #[serde(default)]
+    #[schema(value_type = Option<f64>, example = 10.0, minimum = 0, maximum = 100)]
+    pub percent_discount: Field<f64>,
+    /// The products sold under the group (at most 250).
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<GroupProduct>>, max_items = 250)]
+    pub products: Field<Vec<Field<GroupProductFields>>>,
+    /// How often the group's subscriptions bill (1 to 50 rules).
+    #[serde(default)]
+    #[schema(value_type = Vec<BillingRuleFields>, required = true, min_items = 1, max_items = 50)]
+    pub billing_rules: Field<Vec<Field<BillingRuleFields>>>,
 }
+impl BodyObject for GroupFields {}
+
+/// The body that changes a subscription group. The group's fields may also come bare, without
+/// the `subscription_group` key.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct GroupUpdateRequest {
+    /// The group's fields to change.
+    #[serde(default)]
+    #[schema(value_type = GroupUpdateFields)]
+    pub subscription_group: Field<GroupUpdateFields>,
+}
+impl BodyObject for GroupUpdateRequest {}
+impl GroupBody for GroupUpdateRequest {
+    type Fields = GroupUpdateFields;
+    fn group(self) -> Field<GroupUpdateFields> {
+        self.subscription_group
+    }
+}
+
+/// A subscription group's fields to change: only those given are replaced.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct GroupUpdateFields {
+    /// The group's name (up to 255 characters).
+    #[serde(default)]
+    #[schema(value_type = Option<String>, example = "Coffee club", max_length = 255)]
+    pub name: Field<String>,
+    /// The discount of the group's subscriptions, a percentage from 0 to 100.
+    #[serde(default)]
+    #[schema(value_type = Option<f64>, example = 10.0, minimum = 0, maximum = 100)]
+    pub percent_discount: Field<f64>,
+    /// The products sold under the group (at most 250); given, they replace the whole list.
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<GroupProduct>>, max_items = 250)]
+    pub products: Field<Vec<Field<GroupProductFields>>>,
+    /// How often the group's subscriptions bill (1 to 50 rules); given, they replace the whole
+    /// list.
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<BillingRuleFields>>, min_items = 1, max_items = 50)]
+    pub billing_rules: Field<Vec<Field<BillingRuleFields>>>,
+}
+impl BodyObject for GroupUpdateFields {}
+
+impl From<GroupUpdateFields> for GroupFields {
+    fn from(fields: GroupUpdateFields) -> Self {
+        GroupFields {
+            name: fields.name,
+            percent_discount: fields.percent_discount,
+            products: fields.products,
+            billing_rules: fields.billing_rules,
+        }
+    }
+}
+
+/// A product a group offers, as a client writes it (documented as [`GroupProduct`]).
+#[derive(Debug, Default, Deserialize)]
+pub struct GroupProductFields {
+    /// The product's id on the platform (an integer is read as its decimal text).
+    #[serde(default)]
+    pub platform_product_id: Field<TextId>,
+    /// The variant's id on the platform; left out or null for the product as a whole.
+    #[serde(default)]
+    pub platform_variant_id: Field<TextId>,
+}
+impl BodyObject for GroupProductFields {}
 
 /// One billing rule as a client writes it: `interval_number` and `interval_type`, or an RRULE in
 /// `billing_rule` whose `FREQ` and `INTERVAL` stand in for them.
-#[derive(ToSchema)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct BillingRuleFields {
     /// The rule's id, to keep an existing rule.
-    pub id: Option<i64>,
+    #[serde(default)]
+    #[schema(value_type = Option<i64>)]
+    pub id: Field<i64>,
     /// Every how many intervals (1 to 366).
-    #[schema(minimum = 1, maximum = 366)]
-    pub interval_number: Option<i64>,
+    #[serde(default)]
+    #[schema(value_type = Option<i64>, minimum = 1, maximum = 366)]
+    pub interval_number: Field<i64>,
     /// The interval.
-    pub interval_type: Option<IntervalType>,
+    #[serde(default)]
+    #[schema(value_type = Option<IntervalType>)]
+    pub interval_type: Field<RawText>,
     /// The rule's name as shoppers see it.
-    pub interval_name: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub interval_name: Field<String>,
     /// An RFC 5545 RRULE (`FREQ=MONTHLY;INTERVAL=1`).
-    pub billing_rule: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub billing_rule: Field<String>,
 }
+impl BodyObject for BillingRuleFields {}
 
 /// `{"subscription_group": {…}}`, or the group's fields bare; every problem named on its path
 /// (`subscription_group.billing_rules[0].interval_type`). To create a group, `name` and at
 /// least one billing rule are needed.
 pub fn parse_group(body: &Value, creating: bool) -> Result<GroupInput, DomainError> {
+    if creating {
+        read_group::<GroupRequest>(body, |fields, check| fields.validate(check, true))
+    } else {
+        read_group::<GroupUpdateRequest>(body, |fields, check| {
+            GroupFields::from(fields).validate(check, false)
+        })
+    }
+}
+
+/// Reads the group's fields of the body `B` (under `subscription_group`, or `body` itself when
+/// it has no such key) and checks them with `validate`; every problem is reported at once.
+fn read_group<B: GroupBody>(
+    body: &Value,
+    validate: impl FnOnce(B::Fields, &mut Check<'_>) -> GroupInput,
+) -> Result<GroupInput, DomainError> {
     let mut problems = Problems::new();
-    let empty = Map::new();
-    let (map, prefix) = match body.get("subscription_group") {
-        Some(Value::Object(map)) => (map, "subscription_group"),
-        Some(_) => {
-            return Err(DomainError::Invalid(vec![type_error(
-                "subscription_group".to_string(),
-                "an object",
-            )]));
+    let mut root = Check::root(&mut problems);
+    let input = match parse_object::<B>(body).group() {
+        Field::Given(fields) => validate(fields, &mut root.nested("subscription_group")),
+        Field::Absent => validate(parse_object::<B::Fields>(body), &mut root),
+        Field::Null | Field::Blank | Field::Invalid(_) => {
+            return Err(DomainError::Invalid(vec![
+                wrong_type("an object").at("subscription_group".to_string()),
+            ]));
         }
-        None => (body.as_object().unwrap_or(&empty), ""),
-    };
-    let mut fields = Fields {
-        path: prefix.to_string(),
-        map,
-        problems: &mut problems,
-    };
-    let input = GroupInput {
-        path: prefix.to_string(),
-        name: group_name(&mut fields, creating),
-        percent_discount: percent_discount(&mut fields, "percent_discount"),
-        products: products(&mut fields),
-        billing_rules: billing_rules(&mut fields, creating),
     };
     problems.into_result()?;
     Ok(input)
 }
 
-fn group_name(fields: &mut Fields<'_, '_>, creating: bool) -> Option<String> {
-    let name = if creating {
-        fields.required_text("name")?
-    } else {
-        fields.text("name")?
-    };
+impl GroupFields {
+    fn validate(self, check: &mut Check<'_>, creating: bool) -> GroupInput {
+        GroupInput {
+            path: check.here().to_string(),
+            name: group_name(check, self.name, creating),
+            percent_discount: percent_discount(check, "percent_discount", self.percent_discount),
+            products: products(check, self.products),
+            billing_rules: billing_rules(check, self.billing_rules, creating),
+        }
+    }
+}
+
+fn group_name(check: &mut Check<'_>, given: Field<String>, creating: bool) -> Option<String> {
+    let name = check.needed("name", given, creating)?;
     if name.chars().count() > MAX_NAME_CHARS {
-        let field = fields.field("name");
-        let message = format!("{field} must be at most {MAX_NAME_CHARS} characters");
-        fields
-            .problems
-            .push(FieldError::new(field, "length", message));
+        check.problem("name", "length", |field| {
+            format!("{field} must be at most {MAX_NAME_CHARS} characters")
+        });
         return None;
     }
     Some(name)
 }
 
-/// A percentage 0..=100 (a number, or its decimal text).
-pub fn percent_discount(fields: &mut Fields<'_, '_>, name: &str) -> Option<f64> {
-    let percent = fields.number(name)?;
+/// A percentage 0..=100 (a number, or its decimal text), when given.
+pub fn percent_discount(check: &mut Check<'_>, name: &str, given: Field<f64>) -> Option<f64> {
+    let percent = check.optional(name, given)?;
     if (0.0..=100.0).contains(&percent) {
         Some(percent)
     } else {
-        let field = fields.field(name);
-        let message = format!("{field} must be a percentage from 0 to 100");
-        fields
-            .problems
-            .push(FieldError::new(field, "out_of_range", message));
+        check.problem(name, "out_of_range", |field| {
+            format!("{field} must be a percentage from 0 to 100")
+        });
         None
     }
 }
 
-fn products(fields: &mut Fields<'_, '_>) -> Option<Vec<GroupProduct>> {
-    let items = fields.array("products", MAX_GROUP_PRODUCTS)?;
-    let products: Vec<Option<GroupProduct>> = items
-        .iter()
-        .enumerate()
-        .map(|(index, item)| {
-            let mut product = fields.element("products", index, item)?;
-            let platform_product_id = product.required_id("platform_product_id");
-            let platform_variant_id = match product.get("platform_variant_id") {
-                None => None,
-                Some(_) => Some(product.required_id("platform_variant_id")?),
+fn products(
+    check: &mut Check<'_>,
+    given: Field<Vec<Field<GroupProductFields>>>,
+) -> Option<Vec<GroupProduct>> {
+    let items = check.optional("products", given)?;
+    each_element(
+        check,
+        "products",
+        items,
+        MAX_GROUP_PRODUCTS,
+        |check, product| {
+            let platform_product_id =
+                check.required("platform_product_id", product.platform_product_id);
+            let platform_variant_id = if product.platform_variant_id.is_given() {
+                Some(check.required("platform_variant_id", product.platform_variant_id)?)
+            } else {
+                None
             };
             Some(GroupProduct {
-                platform_product_id: platform_product_id?,
-                platform_variant_id,
+                platform_product_id: platform_product_id?.0,
+                platform_variant_id: platform_variant_id.map(|id| id.0),
             })
-        })
-        .collect();
-    products.into_iter().collect()
+        },
+    )
 }
 
-fn billing_rules(fields: &mut Fields<'_, '_>, creating: bool) -> Option<Vec<BillingRuleInput>> {
-    let Some(items) = fields.array("billing_rules", MAX_BILLING_RULES) else {
-        if creating && fields.get("billing_rules").is_none() {
-            fields
-                .problems
-                .push(FieldError::required(fields.field("billing_rules")));
+fn billing_rules(
+    check: &mut Check<'_>,
+    given: Field<Vec<Field<BillingRuleFields>>>,
+    creating: bool,
+) -> Option<Vec<BillingRuleInput>> {
+    if !given.is_given() {
+        if creating {
+            check.push(FieldError::required(check.field("billing_rules")));
         }
         return None;
-    };
+    }
+    let items = check.optional("billing_rules", given)?;
     if items.is_empty() {
-        let field = fields.field("billing_rules");
-        let message = format!("{field} must hold at least one billing rule");
-        fields
-            .problems
-            .push(FieldError::new(field, "required", message));
+        check.problem("billing_rules", "required", |field| {
+            format!("{field} must hold at least one billing rule")
+        });
         return None;
     }
     // Every rule is read, so that each problem is named.
-    let rules: Vec<Option<BillingRuleInput>> = items
-        .iter()
-        .enumerate()
-        .map(|(index, item)| {
-            let mut rule = fields.element("billing_rules", index, item)?;
-            billing_rule(&mut rule)
-        })
-        .collect();
-    rules.into_iter().collect()
+    each_element(
+        check,
+        "billing_rules",
+        items,
+        MAX_BILLING_RULES,
+        |check, rule| rule.validate(check),
+    )
 }
 
 /// `KEY=value` parts of an RRULE, keys upper case.
@@ -361,100 +466,92 @@ fn rrule_parts(text: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// One billing rule: `interval_number` (1..366) and `interval_type`, and `billing_rule` built
-/// from them, or given and checked by the `order_rrule` parser (its `FREQ` and `INTERVAL`
-/// then stand in for missing interval fields).
-fn billing_rule(fields: &mut Fields<'_, '_>) -> Option<BillingRuleInput> {
-    let id = fields.integer("id");
-    let rule_given = fields.get("billing_rule").is_some();
-    let given_rule = billing_rule_text(fields);
-    let parts = given_rule.as_deref().map(rrule_parts).unwrap_or_default();
-    let interval_number = match fields.get("interval_number") {
-        Some(_) => fields.integer("interval_number"),
-        None => parts
-            .get("INTERVAL")
-            .map_or(Some(1), |interval| interval.parse().ok()),
-    };
-    let interval_number = interval_number.and_then(|number| {
-        if (1..=MAX_INTERVAL_NUMBER).contains(&number) {
-            Some(number)
+impl BillingRuleFields {
+    /// One billing rule: `interval_number` (1..366) and `interval_type`, and `billing_rule`
+    /// built from them, or given and checked by the `order_rrule` parser (its `FREQ` and
+    /// `INTERVAL` then stand in for missing interval fields).
+    fn validate(self, check: &mut Check<'_>) -> Option<BillingRuleInput> {
+        let id = check.optional("id", self.id);
+        let rule_given = self.billing_rule.is_given();
+        let given_rule = billing_rule_text(check, self.billing_rule);
+        let parts = given_rule.as_deref().map(rrule_parts).unwrap_or_default();
+        let interval_number = if self.interval_number.is_given() {
+            check.optional("interval_number", self.interval_number)
         } else {
-            let field = fields.field("interval_number");
-            let message = format!("{field} must be from 1 to {MAX_INTERVAL_NUMBER}");
-            fields
-                .problems
-                .push(FieldError::new(field, "out_of_range", message));
-            None
-        }
-    });
-    let interval_type = match fields.get("interval_type") {
-        Some(Value::String(text)) => IntervalType::parse(text).or_else(|| {
-            let field = fields.field("interval_type");
-            let message = format!("{field} must be day, week, month or year");
-            fields
-                .problems
-                .push(FieldError::new(field, "invalid_value", message));
-            None
-        }),
-        Some(_) => {
-            fields.problems.push(type_error(
-                fields.field("interval_type"),
-                "day, week, month or year",
-            ));
-            None
-        }
-        None => match parts.get("FREQ") {
-            Some(freq) => IntervalType::of_frequency(freq),
-            // A billing_rule given that does not read has its own problem.
-            None if rule_given => None,
-            None => {
-                fields
-                    .problems
-                    .push(FieldError::required(fields.field("interval_type")));
+            parts
+                .get("INTERVAL")
+                .map_or(Some(1), |interval| interval.parse().ok())
+        };
+        let interval_number = interval_number.and_then(|number| {
+            if (1..=MAX_INTERVAL_NUMBER).contains(&number) {
+                Some(number)
+            } else {
+                check.problem("interval_number", "out_of_range", |field| {
+                    format!("{field} must be from 1 to {MAX_INTERVAL_NUMBER}")
+                });
                 None
             }
-        },
-    };
-    let interval_name = fields.text("interval_name");
-    let (interval_number, interval_type) = (interval_number?, interval_type?);
-    let billing_rule = given_rule.unwrap_or_else(|| {
-        format!(
-            "FREQ={};INTERVAL={interval_number}",
-            interval_type.frequency()
-        )
-    });
-    Some(BillingRuleInput {
-        id,
-        interval_number,
-        interval_type,
-        interval_name: interval_name
-            .unwrap_or_else(|| interval_text(interval_number, interval_type)),
-        billing_rule,
-    })
+        });
+        let interval_type = match self.interval_type {
+            Field::Given(RawText(text)) => IntervalType::parse(&text).or_else(|| {
+                check.problem("interval_type", "invalid_value", |field| {
+                    format!("{field} must be day, week, month or year")
+                });
+                None
+            }),
+            Field::Invalid(_) => {
+                check.problem("interval_type", "invalid_type", |field| {
+                    format!("{field} must be day, week, month or year")
+                });
+                None
+            }
+            Field::Absent | Field::Null | Field::Blank => match parts.get("FREQ") {
+                Some(freq) => IntervalType::of_frequency(freq),
+                // A billing_rule given that does not read has its own problem.
+                None if rule_given => None,
+                None => {
+                    check.push(FieldError::required(check.field("interval_type")));
+                    None
+                }
+            },
+        };
+        let interval_name = check.optional("interval_name", self.interval_name);
+        let (interval_number, interval_type) = (interval_number?, interval_type?);
+        let billing_rule = given_rule.unwrap_or_else(|| {
+            format!(
+                "FREQ={};INTERVAL={interval_number}",
+                interval_type.frequency()
+            )
+        });
+        Some(BillingRuleInput {
+            id,
+            interval_number,
+            interval_type,
+            interval_name: interval_name
+                .unwrap_or_else(|| interval_text(interval_number, interval_type)),
+            billing_rule,
+        })
+    }
 }
 
 /// `billing_rule` as given (a leading `RRULE:` taken off), checked as the RRULE of an
 /// `order_rrule`; `None` (with its problem) when it does not read, or when it is absent.
-fn billing_rule_text(fields: &mut Fields<'_, '_>) -> Option<String> {
-    let text = fields.text("billing_rule")?;
+fn billing_rule_text(check: &mut Check<'_>, given: Field<String>) -> Option<String> {
+    let text = check.optional("billing_rule", given)?;
     let text = text
         .strip_prefix("RRULE:")
         .or_else(|| text.strip_prefix("rrule:"))
         .unwrap_or(&text)
         .trim()
         .to_string();
-    let field = fields.field("billing_rule");
+    let field = check.field("billing_rule");
     if text.contains(['\n', '\r', ':']) {
         let message = format!("{field} is the RRULE part alone, such as FREQ=MONTHLY;INTERVAL=1");
-        fields
-            .problems
-            .push(FieldError::new(field, "invalid_rrule", message));
+        check.push(FieldError::new(field, "invalid_rrule", message));
         return None;
     }
     let rule = format!("DTSTART:20000101T000000Z\nRRULE:{text}");
-    fields
-        .problems
-        .check(OrderSchedule::parse(&rule, ShopZone::UTC, &field))?;
+    check.check(OrderSchedule::parse(&rule, ShopZone::UTC, &field))?;
     Some(text)
 }
 
@@ -667,12 +764,30 @@ pub(crate) fn group_references(
     items: &[Value],
     items_path: &str,
 ) -> Result<GroupReferences, DomainError> {
+    let ids: Vec<(Option<i64>, Option<i64>)> = items
+        .iter()
+        .map(|item| {
+            (
+                integer(item.get("subscription_group_id")),
+                integer(item.get("interval_id")),
+            )
+        })
+        .collect();
+    group_references_of(tx, shop, &ids, items_path)
+}
+
+/// [`group_references`] of the `(subscription_group_id, interval_id)` each line item names,
+/// by index.
+pub(crate) fn group_references_of(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    ids: &[(Option<i64>, Option<i64>)],
+    items_path: &str,
+) -> Result<GroupReferences, DomainError> {
     let mut references = GroupReferences::default();
     let mut groups: BTreeMap<i64, Option<StoredGroup>> = BTreeMap::new();
-    for (index, item) in items.iter().enumerate() {
+    for (index, &(group_id, interval_id)) in ids.iter().enumerate() {
         let at = |name: &str| format!("{items_path}[{index}].{name}");
-        let group_id = integer(item.get("subscription_group_id"));
-        let interval_id = integer(item.get("interval_id"));
         references.names_interval |= interval_id.is_some();
         let Some(group_id) = group_id else {
             if interval_id.is_some() {
@@ -851,5 +966,108 @@ mod tests {
             (None, Some(5.0), None)
         );
         assert_eq!(update.path, "subscription_group");
+    }
+
+    #[test]
+    fn a_group_body_of_wrong_types_text_numbers_and_blanks_is_read_as_before() {
+        let body = json!({"subscription_group": {
+            "name": "  ", "percent_discount": "abc",
+            "products": [{"platform_product_id": 101, "platform_variant_id": ""}, "x",
+                         {"platform_product_id": 1.5}],
+            "billing_rules": [
+                {"id": "x", "interval_number": "2", "interval_type": 5},
+                {"interval_type": "  "},
+                {"billing_rule": "  "},
+                {"billing_rule": 7, "interval_number": "0"}
+            ]
+        }});
+        let found = match parse_group(&body, true) {
+            Err(DomainError::Invalid(problems)) => problems,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            found[6].message,
+            "subscription_group.billing_rules[0].interval_type must be day, week, month or year"
+        );
+        let found: Vec<(String, &str)> = found
+            .into_iter()
+            .map(|problem| (problem.field, problem.code))
+            .collect();
+        let expected: Vec<(String, &str)> = [
+            ("subscription_group.name", "required"),
+            ("subscription_group.percent_discount", "invalid_type"),
+            (
+                "subscription_group.products[0].platform_variant_id",
+                "required",
+            ),
+            ("subscription_group.products[1]", "invalid_type"),
+            (
+                "subscription_group.products[2].platform_product_id",
+                "invalid_type",
+            ),
+            ("subscription_group.billing_rules[0].id", "invalid_type"),
+            (
+                "subscription_group.billing_rules[0].interval_type",
+                "invalid_type",
+            ),
+            (
+                "subscription_group.billing_rules[1].interval_type",
+                "invalid_value",
+            ),
+            (
+                "subscription_group.billing_rules[3].billing_rule",
+                "invalid_type",
+            ),
+            (
+                "subscription_group.billing_rules[3].interval_number",
+                "out_of_range",
+            ),
+        ]
+        .into_iter()
+        .map(|(field, code)| (field.to_string(), code))
+        .collect();
+        assert_eq!(found, expected);
+        // Text numbers, integer ids and blanks, bare.
+        let input = parse_group(
+            &json!({"name": " Club ", "percent_discount": " 7.5 ",
+                    "products": [{"platform_product_id": 9, "platform_variant_id": null}],
+                    "billing_rules": [{"id": " 3 ", "interval_number": "2",
+                                       "interval_type": " Weeks ", "interval_name": "  "}]}),
+            false,
+        )
+        .unwrap();
+        assert_eq!(input.path, "");
+        assert_eq!(input.name.as_deref(), Some("Club"));
+        assert_eq!(input.percent_discount, Some(7.5));
+        assert_eq!(
+            input.products,
+            Some(vec![GroupProduct {
+                platform_product_id: "9".into(),
+                platform_variant_id: None,
+            }])
+        );
+        let rules = input.billing_rules.unwrap();
+        assert_eq!(
+            (
+                rules[0].id,
+                rules[0].interval_type,
+                rules[0].interval_name.as_str()
+            ),
+            (Some(3), IntervalType::Week, "Every 2 weeks")
+        );
+        // A wrapper that is not an object is the only problem named.
+        for wrapper in [json!(null), json!("x"), json!([])] {
+            assert_eq!(
+                problems(parse_group(
+                    &json!({"subscription_group": wrapper, "name": 5}),
+                    true
+                )),
+                [("subscription_group".to_string(), "invalid_type")]
+            );
+        }
+        assert_eq!(
+            problems(parse_group(&json!({"billing_rules": "x"}), false)),
+            [("billing_rules".to_string(), "invalid_type")]
+        );
     }
 }

@@ -1,7 +1,9 @@
-//! The body of Create Subscription checked into a typed value. Every problem is
-//! a [`FieldError`] naming its field by its path in the body (`subscription.line_items[0].quantity`),
-//! and all of them are reported at once (422). The bodies of the actions (skip,
-//! quantity, frequency, shipping address, payment method) are checked here too.
+//! The subscriptions' request bodies: Create and Update Subscription, the actions (skip,
+//! quantity, frequency, shipping address, payment method), Update Customer and the customer's
+//! addresses. Each is one typed struct (see `kernel::body`) that serde reads, the OpenAPI
+//! document shows, and whose validate pass checks it into the use case's input. Every problem
+//! is a [`FieldError`] naming its field by its path in the body
+//! (`subscription.line_items[0].quantity`), and all of them are reported at once (422).
 //!
 //! ```json
 //! {"customer": {"first_name","last_name","email","phone","notes"},
@@ -17,13 +19,17 @@
 
 use std::fmt;
 
-use serde_json::{Map, Value};
+use serde::Deserialize;
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 use crate::access::shop::Shop;
+use crate::kernel::body::{
+    BodyObject, Check, Field, FieldValue, Mismatch, TextId, check_email, parse_object, read_body,
+    wrong_type,
+};
 use crate::kernel::error::{DomainError, FieldError, Problems};
-use crate::kernel::fields::{Fields, at_most, check_email, read_body, type_error};
 use crate::kernel::money::{
     MAX_EXCHANGE_RATE, MAX_PRICE, MAX_QUANTITY, MIN_EXCHANGE_RATE, is_exchange_rate,
 };
@@ -275,170 +281,129 @@ pub struct NewSubscription {
     pub fingerprint: String,
 }
 
-/// A year and month, `YYYY-MM` (a payment method's expiry).
-fn expiry(fields: &mut Fields<'_, '_>, name: &str) -> Option<PaymentExpiry> {
-    let field = fields.field(name);
-    let expiry = match fields.get(name)? {
-        Value::String(text) => PaymentExpiry::parse(text.trim()),
-        _ => None,
-    };
-    if expiry.is_none() {
-        let message = format!("{field} must be a year and month such as 2027-03");
-        fields
-            .problems
-            .push(FieldError::new(field, "invalid_value", message));
+/// Text as the client wrote it, neither trimmed nor blank-as-absent: an RRULE's lines are
+/// checked exactly as given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawText(pub String);
+
+impl FieldValue for RawText {
+    fn read(value: Value) -> Field<Self> {
+        match value {
+            Value::String(text) => Field::Given(RawText(text)),
+            _ => Field::Invalid(wrong_type("a string")),
+        }
     }
-    expiry
 }
 
-fn customer(fields: &mut Fields<'_, '_>) -> Option<CustomerInput> {
-    let email = fields.required_text("email");
-    if let Some(email) = &email {
-        let field = fields.field("email");
-        fields.problems.check(check_email(field, email));
+/// A price as written: a whole number of cents, or its decimal text. It is kept even out of
+/// range, so that the range is what is reported; `None` is a whole number past what an `i64`
+/// holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WholeCents(pub Option<i64>);
+
+impl FieldValue for WholeCents {
+    fn read(value: Value) -> Field<Self> {
+        match &value {
+            Value::String(text) => match text.trim().parse::<i64>() {
+                Ok(cents) => Field::Given(WholeCents(Some(cents))),
+                Err(_) => Field::Invalid(wrong_type("an integer number of cents")),
+            },
+            Value::Number(number) if number.is_i64() || number.is_u64() => {
+                Field::Given(WholeCents(number.as_i64()))
+            }
+            _ => Field::Invalid(wrong_type("an integer number of cents")),
+        }
     }
-    let first_name = fields.text("first_name");
-    let last_name = fields.text("last_name");
-    let phone = fields.text("phone");
-    let notes = fields.text("notes");
-    Some(CustomerInput {
-        email: email?,
-        first_name,
-        last_name,
-        phone,
-        notes,
-    })
 }
 
-fn address(fields: &mut Fields<'_, '_>) -> Option<AddressInput> {
-    let first_name = fields.text("first_name");
-    let last_name = fields.text("last_name");
-    let company = fields.text("company");
-    let phone = fields.text("phone");
-    let street1 = fields.required_text("street1");
-    let street2 = fields.text("street2");
-    let city = fields.required_text("city");
-    let province = fields.text("province");
-    let province_code = fields.text("province_code");
-    let country = fields.text("country");
-    let country_code = fields.required_text("country_code").and_then(|code| {
-        let upper = code.to_ascii_uppercase();
-        if upper.len() == 2 && upper.bytes().all(|b| b.is_ascii_uppercase()) {
-            Some(upper)
-        } else {
-            let field = fields.field("country_code");
-            let message = format!("{field} must be an ISO 3166-1 alpha-2 code such as CA");
-            fields
-                .problems
-                .push(FieldError::new(field, "invalid_value", message));
-            None
-        }
-    });
-    let zip = fields.text("zip");
-    Some(AddressInput {
-        first_name,
-        last_name,
-        company,
-        phone,
-        street1: street1?,
-        street2,
-        city: city?,
-        province,
-        province_code,
-        country,
-        country_code: country_code?,
-        zip,
-    })
+/// A year and month, `YYYY-MM` (a payment method's expiry); blank text is not one.
+impl FieldValue for PaymentExpiry {
+    fn read(value: Value) -> Field<Self> {
+        let read = match &value {
+            Value::String(text) => PaymentExpiry::parse(text.trim()),
+            _ => None,
+        };
+        read.map_or(
+            Field::Invalid(Mismatch {
+                code: "invalid_value",
+                expected: "a year and month such as 2027-03",
+            }),
+            Field::Given,
+        )
+    }
 }
 
-fn line_item(fields: &mut Fields<'_, '_>) -> Option<LineItemInput> {
-    let platform_product_id = fields.required_id("platform_product_id");
-    let platform_variant_id = fields.required_id("platform_variant_id");
-    let quantity = match fields.integer("quantity") {
-        None if fields.get("quantity").is_none() => {
-            fields
-                .problems
-                .push(FieldError::required(fields.field("quantity")));
-            None
-        }
-        Some(quantity) if !(1..=MAX_QUANTITY).contains(&quantity) => {
-            let field = fields.field("quantity");
-            let message = format!("{field} must be from 1 to {MAX_QUANTITY}");
-            fields
-                .problems
-                .push(FieldError::new(field, "out_of_range", message));
-            None
-        }
-        quantity => quantity,
-    };
-    let price = match fields.get("price") {
-        None => {
-            fields
-                .problems
-                .push(FieldError::required(fields.field("price")));
-            None
-        }
-        // Cents given as decimal text are read too.
-        Some(Value::String(text)) if text.trim().parse::<i64>().is_ok() => {
-            match text.trim().parse::<i64>() {
-                Ok(cents) if (0..=MAX_PRICE.0).contains(&cents) => Some(Cents(cents)),
-                _ => {
-                    let field = fields.field("price");
-                    let message = price_range(&field);
-                    fields
-                        .problems
-                        .push(FieldError::new(field, "out_of_range", message));
-                    None
-                }
+/// Text as a field holds it when the client writes `text` (trimmed; blank is
+/// [`Field::Blank`]): for bodies built in Rust, read as the API reads them.
+pub fn text_field(text: impl Into<String>) -> Field<String> {
+    String::read(Value::String(text.into()))
+}
+
+/// A platform id as a field holds it when the client writes `text` (see [`text_field`]).
+pub fn id_field(text: impl Into<String>) -> Field<TextId> {
+    TextId::read(Value::String(text.into()))
+}
+
+/// A time as a field holds it when the client writes it: one RFC 3339 cannot write (past the
+/// year 9999) does not read back, as its text would not.
+pub fn time_field(time: Timestamp) -> Field<Timestamp> {
+    if time.is_writable() {
+        Field::Given(time)
+    } else {
+        Timestamp::read(Value::String(time.to_rfc3339()))
+    }
+}
+
+/// An expiry as a field holds it when the client writes `text` (`YYYY-MM`).
+pub fn expiry_field(text: impl Into<String>) -> Field<PaymentExpiry> {
+    PaymentExpiry::read(Value::String(text.into()))
+}
+
+/// `Some` as a given value, `None` as null.
+pub fn given_or_null<T>(value: Option<T>) -> Field<T> {
+    value.map_or(Field::Null, Field::Given)
+}
+
+/// The elements of the array at field `name`, each checked in turn by `read` at its own path
+/// (`name[2]`): at most `max` of them (a longer array is one `too_many` problem, and its rest
+/// is not read), an element that is not an object being that element's problem, in its place.
+/// `None` when one of them does not read (its problem recorded).
+pub(crate) fn each_element<T, U>(
+    check: &mut Check<'_>,
+    name: &str,
+    mut items: Vec<Field<T>>,
+    max: usize,
+    mut read: impl FnMut(&mut Check<'_>, T) -> Option<U>,
+) -> Option<Vec<U>> {
+    if items.len() > max {
+        check.problem(name, "too_many", |field| {
+            format!("{field} must hold at most {max} items")
+        });
+        items.truncate(max);
+    }
+    let mut all = Vec::with_capacity(items.len());
+    let mut failed = false;
+    for (index, item) in items.into_iter().enumerate() {
+        let mut element = check.element(name, index);
+        let value = match item {
+            Field::Given(value) => read(&mut element, value),
+            Field::Invalid(mismatch) => {
+                let path = element.here().to_string();
+                element.push(mismatch.at(path));
+                None
             }
-        }
-        Some(Value::Number(number)) if number.is_i64() || number.is_u64() => {
-            match number.as_i64() {
-                Some(cents) if (0..=MAX_PRICE.0).contains(&cents) => Some(Cents(cents)),
-                _ => {
-                    let field = fields.field("price");
-                    let message = price_range(&field);
-                    fields
-                        .problems
-                        .push(FieldError::new(field, "out_of_range", message));
-                    None
-                }
+            Field::Absent | Field::Null | Field::Blank => {
+                let path = element.here().to_string();
+                element.push(wrong_type("an object").at(path));
+                None
             }
+        };
+        match value {
+            Some(value) => all.push(value),
+            None => failed = true,
         }
-        Some(_) => {
-            fields.problems.push(type_error(
-                fields.field("price"),
-                "an integer number of cents",
-            ));
-            None
-        }
-    };
-    let subscription_group_id = fields.integer("subscription_group_id");
-    let attributes = line_item_attributes(fields);
-    let prepaid_present = fields.get("prepaid_metadata").is_some();
-    let prepaid = fields
-        .object("prepaid_metadata")
-        .map(|mut prepaid_fields| prepaid(&mut prepaid_fields));
-    let prepaid = match (prepaid_present, prepaid) {
-        (false, _) => None,
-        (true, Some(Some(prepaid))) => Some(prepaid),
-        // Its problem is recorded.
-        (true, _) => return None,
-    };
-    let details = line_item_details(fields);
-    let discounts = line_item_discounts(fields);
-    Some(LineItemInput {
-        platform_product_id: platform_product_id?,
-        platform_variant_id: platform_variant_id?,
-        quantity: quantity?,
-        price: price?,
-        subscription_group_id,
-        subscription_group_billing_rules_id: None,
-        prepaid,
-        attributes: attributes?,
-        details,
-        discounts: discounts?,
-    })
+    }
+    (!failed).then_some(all)
 }
 
 /// Why a price is refused: its range.
@@ -454,334 +419,1238 @@ fn rate_range(field: &str) -> String {
     format!("{field} must be a number from {MIN_EXCHANGE_RATE} to {MAX_EXCHANGE_RATE}")
 }
 
-/// A line item's own account of its product (see [`LineItemDetails`]).
-fn line_item_details(fields: &mut Fields<'_, '_>) -> LineItemDetails {
-    let grams = fields.integer("grams");
-    if grams.is_some_and(|grams| grams < 0) {
-        let field = fields.field("grams");
-        let message = format!("{field} must be at least 0");
-        fields
-            .problems
-            .push(FieldError::new(field, "out_of_range", message));
-    }
-    let weight = fields.number("weight");
-    if weight.is_some_and(|weight| weight < 0.0) {
-        let field = fields.field("weight");
-        let message = format!("{field} must be at least 0");
-        fields
-            .problems
-            .push(FieldError::new(field, "out_of_range", message));
-    }
-    LineItemDetails {
-        title: fields.text("title"),
-        product_name: fields.text("product_name"),
-        variant_name: fields.text("variant_name"),
-        sku: fields.text("sku"),
-        image: fields.text("image"),
-        grams,
-        weight,
-        weight_unit: fields.text("weight_unit"),
-        requires_shipping: fields.boolean("requires_shipping"),
-        taxable: fields.boolean("taxable"),
+/// An exchange rate given: a number from [`MIN_EXCHANGE_RATE`] to [`MAX_EXCHANGE_RATE`].
+fn exchange_rate(check: &mut Check<'_>, given: Field<f64>) -> Option<f64> {
+    let name = "base_to_charged_exchange_rate";
+    let rate = check.optional(name, given)?;
+    if is_exchange_rate(rate) {
+        Some(rate)
+    } else {
+        check.problem(name, "out_of_range", rate_range);
+        None
     }
 }
 
-/// Cents of at least 0, as a JSON integer or its decimal text; a problem on `name` otherwise.
-fn cents(fields: &mut Fields<'_, '_>, name: &str) -> Option<Cents> {
-    let amount = fields.integer(name)?;
+/// Cents of at least 0, when given.
+fn cents(check: &mut Check<'_>, name: &str, given: Field<i64>) -> Option<Cents> {
+    let amount = check.optional(name, given)?;
     if amount < 0 {
-        let field = fields.field(name);
-        let message = format!("{field} must be an amount of at least 0, in cents");
-        fields
-            .problems
-            .push(FieldError::new(field, "out_of_range", message));
+        check.problem(name, "out_of_range", |field| {
+            format!("{field} must be an amount of at least 0, in cents")
+        });
         return None;
     }
     Some(Cents(amount))
 }
 
-/// A line item's `discounts` (see [`DiscountInput`]); None when one has a problem (recorded).
-fn line_item_discounts(fields: &mut Fields<'_, '_>) -> Option<Vec<DiscountInput>> {
-    let Some(items) = fields.array("discounts", MAX_LINE_ITEM_DISCOUNTS) else {
-        return fields.get("discounts").is_none().then(Vec::new);
-    };
-    let mut discounts = Vec::with_capacity(items.len());
-    let mut failed = false;
-    for (index, item) in items.iter().enumerate() {
-        let Some(mut discount) = fields.element("discounts", index, item) else {
-            failed = true;
-            continue;
-        };
-        let kind = discount.required_text("discount_type");
-        let value = match kind.as_deref() {
-            Some("percentage") => match discount.number("percentage_value") {
-                Some(percent) if (0.0..=100.0).contains(&percent) => {
-                    Some(DiscountValue::Percentage(percent))
-                }
-                Some(_) => {
-                    let field = discount.field("percentage_value");
-                    let message = format!("{field} must be from 0 to 100");
-                    discount
-                        .problems
-                        .push(FieldError::new(field, "out_of_range", message));
-                    None
-                }
-                None => {
-                    let field = discount.field("percentage_value");
-                    discount.problems.push(FieldError::required(field));
-                    None
-                }
-            },
-            Some("fixed_amount") => match cents(&mut discount, "fixed_value") {
-                Some(amount) => Some(DiscountValue::Fixed(amount)),
-                None if discount.get("fixed_value").is_none() => {
-                    let field = discount.field("fixed_value");
-                    discount.problems.push(FieldError::required(field));
-                    None
-                }
-                None => None,
-            },
-            Some(_) => {
-                let field = discount.field("discount_type");
-                let message = format!("{field} must be percentage or fixed_amount");
-                discount
-                    .problems
-                    .push(FieldError::new(field, "invalid_value", message));
-                None
-            }
-            None => None,
-        };
-        let description = discount.text("description");
-        match value {
-            Some(value) => discounts.push(DiscountInput { value, description }),
-            None => failed = true,
-        }
-    }
-    (!failed).then_some(discounts)
-}
-
-/// `shipping_lines` (see [`ShippingLineInput`]): None when absent, or when one has a problem
-/// (recorded).
-fn shipping_lines(fields: &mut Fields<'_, '_>) -> Option<Vec<ShippingLineInput>> {
-    let items = fields.array("shipping_lines", MAX_SHIPPING_LINES)?;
-    let mut lines = Vec::with_capacity(items.len());
-    let mut failed = false;
-    for (index, item) in items.iter().enumerate() {
-        let Some(mut line) = fields.element("shipping_lines", index, item) else {
-            failed = true;
-            continue;
-        };
-        let name = line.required_text("name");
-        let price = match line.get("price") {
-            None => Some(Cents::ZERO),
-            Some(_) => cents(&mut line, "price").and_then(|price| {
-                if price <= MAX_PRICE {
-                    return Some(price);
-                }
-                let field = line.field("price");
-                let message = price_range(&field);
-                line.problems
-                    .push(FieldError::new(field, "out_of_range", message));
-                None
-            }),
-        };
-        let (code, tag) = (line.text("code"), line.text("tag"));
-        match (name, price) {
-            (Some(name), Some(price)) => lines.push(ShippingLineInput {
-                name,
-                code,
-                tag,
-                price,
-            }),
-            _ => failed = true,
-        }
-    }
-    (!failed).then_some(lines)
-}
-
-/// `line_item_attributes`: `[{"name", "value"}]`, each name 1..255 characters and given once,
-/// at most [`MAX_LINE_ITEM_ATTRIBUTES`]. None when one has a problem (recorded).
-fn line_item_attributes(fields: &mut Fields<'_, '_>) -> Option<Vec<(String, String)>> {
-    let Some(items) = fields.array("line_item_attributes", MAX_LINE_ITEM_ATTRIBUTES) else {
-        return fields.get("line_item_attributes").is_none().then(Vec::new);
-    };
-    let mut pairs: Vec<(String, String)> = Vec::with_capacity(items.len());
-    let mut all_read = true;
-    for (index, item) in items.iter().enumerate() {
-        let Some(mut attribute) = fields.element("line_item_attributes", index, item) else {
-            all_read = false;
-            continue;
-        };
-        let name = attribute.required_text("name");
-        let value = attribute.text("value").unwrap_or_default();
-        let Some(name) = name else {
-            all_read = false;
-            continue;
-        };
-        let field = attribute.field("name");
-        let problem = if name.chars().count() > 255 {
-            Some(("length", format!("{field} must be at most 255 characters")))
-        } else if pairs.iter().any(|(seen, _)| *seen == name) {
-            Some(("duplicate", format!("{field} repeats the name {name:?}")))
-        } else {
-            None
-        };
-        match problem {
-            Some((code, message)) => {
-                attribute
-                    .problems
-                    .push(FieldError::new(field, code, message));
-                all_read = false;
-            }
-            None => pairs.push((name, value)),
-        }
-    }
-    all_read.then_some(pairs)
-}
-
-fn prepaid(fields: &mut Fields<'_, '_>) -> Option<PrepaidInput> {
-    let duration = match fields.integer("prepaid_duration") {
-        None if fields.get("prepaid_duration").is_none() => {
-            fields
-                .problems
-                .push(FieldError::required(fields.field("prepaid_duration")));
-            None
-        }
-        Some(duration) if !(1..=MAX_PREPAID_DURATION).contains(&duration) => {
-            let field = fields.field("prepaid_duration");
-            let message = format!("{field} must be 1 to {MAX_PREPAID_DURATION} orders");
-            fields
-                .problems
-                .push(FieldError::new(field, "out_of_range", message));
-            None
-        }
-        duration => duration,
-    };
-    let count = match fields.integer("current_recurrence_count") {
-        Some(count) if count < 0 || duration.is_some_and(|duration| count > duration) => {
-            let field = fields.field("current_recurrence_count");
-            let message = format!("{field} must be 0 to prepaid_duration");
-            fields
-                .problems
-                .push(FieldError::new(field, "out_of_range", message));
-            return None;
-        }
-        count => count.unwrap_or(0),
-    };
-    let prepaid_continue = fields.text("prepaid_continue");
-    Some(PrepaidInput {
-        prepaid_duration: duration?,
-        current_recurrence_count: count,
-        prepaid_continue,
-    })
-}
-
-fn line_items(fields: &mut Fields<'_, '_>) -> Option<Vec<LineItemInput>> {
-    let field = fields.field("line_items");
-    let items = match fields.get("line_items") {
-        None => {
-            fields.problems.push(FieldError::required(field));
-            return None;
-        }
-        Some(Value::Array(items)) => items,
-        Some(_) => {
-            fields.problems.push(type_error(field, "an array"));
-            return None;
-        }
-    };
-    if items.is_empty() {
-        let message = format!("{field} must hold at least one line item");
-        fields
-            .problems
-            .push(FieldError::new(field, "empty", message));
-        return None;
-    }
-    let items = at_most(&field, items, MAX_LINE_ITEMS, fields.problems);
-    let mut checked = Vec::with_capacity(items.len());
-    let mut all_ok = true;
-    for (index, item) in items.iter().enumerate() {
-        let item_path = format!("{field}[{index}]");
-        let Value::Object(map) = item else {
-            fields.problems.push(type_error(item_path, "an object"));
-            all_ok = false;
-            continue;
-        };
-        let mut item_fields = Fields {
-            path: item_path,
-            map,
-            problems: &mut *fields.problems,
-        };
-        match line_item(&mut item_fields) {
-            Some(item) => checked.push(item),
-            None => all_ok = false,
-        }
-    }
-    all_ok.then_some(checked)
-}
-
-fn payment_details(fields: &mut Fields<'_, '_>) -> Option<PaymentDetails> {
-    let gateway_name = fields.required_text("gateway_name");
-    let gateway_customer_id = fields.text("gateway_customer_id");
-    let gateway_payment_id = fields.text("gateway_payment_id");
-    let expires_present = fields.get("expires_at").is_some();
-    let expires_at = expiry(fields, "expires_at");
-    if expires_present && expires_at.is_none() {
-        return None;
-    }
-    Some(PaymentDetails {
-        gateway_name: gateway_name?,
-        gateway_customer_id,
-        gateway_payment_id,
-        expires_at,
-    })
-}
-
-/// `Some(None)` when absent (a default applies), `None` when wrong (its problem recorded).
-fn currency(fields: &mut Fields<'_, '_>, name: &str) -> Option<Option<CurrencyCode>> {
-    let wrong_type = fields.is_not_text(name);
-    let Some(text) = fields.text(name) else {
-        return (!wrong_type).then_some(None);
+/// A currency code given: `Some(None)` when left out or blank (a default applies), `None`
+/// when wrong (its problem recorded).
+fn currency(
+    check: &mut Check<'_>,
+    name: &str,
+    given: Field<String>,
+) -> Option<Option<CurrencyCode>> {
+    let text = match given {
+        Field::Absent | Field::Null | Field::Blank => return Some(None),
+        given => check.optional(name, given)?,
     };
     match CurrencyCode::parse(&text) {
         Some(code) => Some(Some(code)),
         None => {
-            let field = fields.field(name);
-            let message =
-                format!("{field} must be an ISO 4217 currency code such as USD, not {text:?}");
-            fields
-                .problems
-                .push(FieldError::new(field, "invalid_currency", message));
+            check.problem(name, "invalid_currency", |field| {
+                format!("{field} must be an ISO 4217 currency code such as USD, not {text:?}")
+            });
             None
         }
     }
 }
 
-/// `Some(None)` when absent (the rule decides), `None` when wrong (its problem recorded).
-fn status(fields: &mut Fields<'_, '_>) -> Option<Option<SubscriptionStatus>> {
-    let wrong_type = fields.is_not_text("subscription_status");
-    let Some(text) = fields.text("subscription_status") else {
-        return (!wrong_type).then_some(None);
+/// `subscription_status` given: `Some(None)` when left out or blank (the rule decides), `None`
+/// when wrong (its problem recorded).
+fn status(check: &mut Check<'_>, given: Field<String>) -> Option<Option<SubscriptionStatus>> {
+    let name = "subscription_status";
+    let text = match given {
+        Field::Absent | Field::Null | Field::Blank => return Some(None),
+        given => check.optional(name, given)?,
     };
-    let field = fields.field("subscription_status");
     match SubscriptionStatus::parse(&text) {
         Some(SubscriptionStatus::Processing) => {
-            let message = format!(
-                "{field} cannot be processing: only Mercer sets it, while it places an order"
-            );
-            fields
-                .problems
-                .push(FieldError::new(field, "invalid_value", message));
+            check.problem(name, "invalid_value", |field| {
+                format!(
+                    "{field} cannot be processing: only Mercer sets it, while it places an order"
+                )
+            });
             None
         }
         Some(status) => Some(Some(status)),
         None => {
-            let message =
-                format!("{field} must be one of active, inactive, scheduled, paused, not {text:?}");
-            fields
-                .problems
-                .push(FieldError::new(field, "invalid_value", message));
+            check.problem(name, "invalid_value", |field| {
+                format!("{field} must be one of active, inactive, scheduled, paused, not {text:?}")
+            });
             None
         }
+    }
+}
+
+/// An order or payment rule given, checked as at creation (times without a zone are `zone`'s).
+fn rule(
+    check: &mut Check<'_>,
+    name: &str,
+    given: Field<RawText>,
+    zone: ShopZone,
+) -> Option<OrderSchedule> {
+    let RawText(text) = check.optional(name, given)?;
+    let field = check.field(name);
+    check.check(OrderSchedule::parse(&text, zone, &field))
+}
+
+/// The fields of an address a body gives (the create fields): a subscription's
+/// billing or shipping address, or a customer's address.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct SubscriptionAddressFields {
+    /// The recipient's first name.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, example = "Ada")]
+    pub first_name: Field<String>,
+    /// The recipient's last name.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, example = "Lovelace")]
+    pub last_name: Field<String>,
+    /// The company name.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub company: Field<String>,
+    /// A phone number at the address.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub phone: Field<String>,
+    /// The first line of the street address (not blank).
+    #[serde(default)]
+    #[schema(value_type = String, required = true, example = "12 Market Street", min_length = 1)]
+    pub street1: Field<String>,
+    /// The second line of the street address.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub street2: Field<String>,
+    /// The city (not blank).
+    #[serde(default)]
+    #[schema(value_type = String, required = true, example = "Portland", min_length = 1)]
+    pub city: Field<String>,
+    /// The province or state, by name.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub province: Field<String>,
+    /// The province or state, by code.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, example = "OR")]
+    pub province_code: Field<String>,
+    /// The country, by name.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub country: Field<String>,
+    /// The country's ISO 3166-1 alpha-2 code, such as `CA` (read in any case, kept upper case).
+    #[serde(default)]
+    #[schema(value_type = String, required = true, example = "US", pattern = "^[A-Za-z]{2}$")]
+    pub country_code: Field<String>,
+    /// The postal code.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, example = "97205")]
+    pub zip: Field<String>,
+}
+impl BodyObject for SubscriptionAddressFields {}
+
+impl SubscriptionAddressFields {
+    fn validate(self, check: &mut Check<'_>) -> Option<AddressInput> {
+        let first_name = check.optional("first_name", self.first_name);
+        let last_name = check.optional("last_name", self.last_name);
+        let company = check.optional("company", self.company);
+        let phone = check.optional("phone", self.phone);
+        let street1 = check.required("street1", self.street1);
+        let street2 = check.optional("street2", self.street2);
+        let city = check.required("city", self.city);
+        let province = check.optional("province", self.province);
+        let province_code = check.optional("province_code", self.province_code);
+        let country = check.optional("country", self.country);
+        let country_code = check
+            .required("country_code", self.country_code)
+            .and_then(|code| {
+                let upper = code.to_ascii_uppercase();
+                if upper.len() == 2 && upper.bytes().all(|b| b.is_ascii_uppercase()) {
+                    Some(upper)
+                } else {
+                    check.problem("country_code", "invalid_value", |field| {
+                        format!("{field} must be an ISO 3166-1 alpha-2 code such as CA")
+                    });
+                    None
+                }
+            });
+        let zip = check.optional("zip", self.zip);
+        Some(AddressInput {
+            first_name,
+            last_name,
+            company,
+            phone,
+            street1: street1?,
+            street2,
+            city: city?,
+            province,
+            province_code,
+            country,
+            country_code: country_code?,
+            zip,
+        })
+    }
+
+    /// The address at field `name` of `check`'s object, when given (an address that is not an
+    /// object is its problem).
+    fn at(check: &mut Check<'_>, name: &str, given: Field<Self>) -> Option<AddressInput> {
+        check
+            .optional(name, given)
+            .and_then(|fields| fields.validate(&mut check.nested(name)))
+    }
+}
+
+/// The body of Create and Update Customer Address.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct SubscriptionCustomerAddressRequest {
+    /// The address's fields.
+    #[serde(default)]
+    #[schema(value_type = SubscriptionCustomerAddressFields, required = true)]
+    pub customer_address: Field<SubscriptionCustomerAddressFields>,
+}
+impl BodyObject for SubscriptionCustomerAddressRequest {}
+
+/// A customer's address as Create and Update Customer Address take it.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct SubscriptionCustomerAddressFields {
+    /// The recipient's first name.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub first_name: Field<String>,
+    /// The recipient's last name.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub last_name: Field<String>,
+    /// The company name.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub company: Field<String>,
+    /// A phone number at the address.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub phone: Field<String>,
+    /// The first line of the street address (not blank).
+    #[serde(default)]
+    #[schema(value_type = String, required = true, min_length = 1)]
+    pub street1: Field<String>,
+    /// The second line of the street address.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub street2: Field<String>,
+    /// The city (not blank).
+    #[serde(default)]
+    #[schema(value_type = String, required = true, min_length = 1)]
+    pub city: Field<String>,
+    /// The province or state, by name.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub province: Field<String>,
+    /// The province or state, by code.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub province_code: Field<String>,
+    /// The country, by name.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub country: Field<String>,
+    /// The country's ISO 3166-1 alpha-2 code, such as `CA` (read in any case, kept upper case).
+    #[serde(default)]
+    #[schema(value_type = String, required = true, pattern = "^[A-Za-z]{2}$")]
+    pub country_code: Field<String>,
+    /// The postal code.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub zip: Field<String>,
+    /// Whether it is the customer's default address. Left out, a new address is the default
+    /// when the customer has none, and an update keeps what the address was.
+    #[serde(default)]
+    #[schema(value_type = Option<bool>)]
+    pub is_default: Field<bool>,
+}
+impl BodyObject for SubscriptionCustomerAddressFields {}
+
+impl SubscriptionCustomerAddressFields {
+    /// The address's own fields, and `is_default`.
+    fn split(self) -> (SubscriptionAddressFields, Field<bool>) {
+        let address = SubscriptionAddressFields {
+            first_name: self.first_name,
+            last_name: self.last_name,
+            company: self.company,
+            phone: self.phone,
+            street1: self.street1,
+            street2: self.street2,
+            city: self.city,
+            province: self.province,
+            province_code: self.province_code,
+            country: self.country,
+            country_code: self.country_code,
+            zip: self.zip,
+        };
+        (address, self.is_default)
+    }
+}
+
+/// Create / Update Customer Address: `{"customer_address": {…, is_default}}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AddressBody {
+    /// The address's fields.
+    pub address: AddressInput,
+    /// Absent: a new address is the default when the customer has none; an update keeps it.
+    pub is_default: Option<bool>,
+}
+
+/// Reads a Create / Update Customer Address body; every problem is a 422 on its path in
+/// `customer_address`.
+pub fn parse_customer_address(body: &Value) -> Result<AddressBody, DomainError> {
+    read_body::<SubscriptionCustomerAddressRequest, _>(body, |body, check| {
+        let fields = check.required("customer_address", body.customer_address)?;
+        let mut check = check.nested("customer_address");
+        let (address, is_default) = fields.split();
+        let is_default = match is_default {
+            Field::Given(flag) => Some(flag),
+            Field::Invalid(_) => {
+                check.problem("is_default", "invalid_type", |field| {
+                    format!("{field} must be true or false")
+                });
+                None
+            }
+            Field::Absent | Field::Null | Field::Blank => None,
+        };
+        let address = address.validate(&mut check)?;
+        Some(AddressBody {
+            address,
+            is_default,
+        })
+    })
+}
+
+/// The fields of a customer that Update Customer (and Update Subscription's `customer`)
+/// changes: those given; the others stay. Blank text clears a field (but `email`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CustomerUpdate {
+    /// Given: the new email address (checked); it cannot be cleared.
+    pub email: Option<String>,
+    /// Given: the new first name; `Some(None)` clears it (null or blank).
+    pub first_name: Option<Option<String>>,
+    /// Given: the new last name; `Some(None)` clears it (null or blank).
+    pub last_name: Option<Option<String>>,
+    /// Given: the new phone number; `Some(None)` clears it (null or blank).
+    pub phone: Option<Option<String>>,
+    /// Given: the new notes; `Some(None)` clears them (null or blank).
+    pub notes: Option<Option<String>>,
+}
+
+/// The body of Update Customer: the fields given change, the others stay.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct SubscriptionCustomerUpdateRequest {
+    /// The customer's fields to change.
+    #[serde(default)]
+    #[schema(value_type = SubscriptionCustomerUpdateFields, required = true)]
+    pub customer: Field<SubscriptionCustomerUpdateFields>,
+}
+impl BodyObject for SubscriptionCustomerUpdateRequest {}
+
+/// A customer's fields to change (Update Customer, and Update Subscription's `customer`):
+/// those given; null or blank text clears a field (but `email`, which cannot be cleared).
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct SubscriptionCustomerUpdateFields {
+    /// The customer's new first name.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub first_name: Field<String>,
+    /// The customer's new last name.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub last_name: Field<String>,
+    /// The customer's new phone number.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub phone: Field<String>,
+    /// The customer's new email address (checked).
+    #[serde(default)]
+    #[schema(value_type = Option<String>, format = Email)]
+    pub email: Field<String>,
+    /// The customer's new notes.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub notes: Field<String>,
+}
+impl BodyObject for SubscriptionCustomerUpdateFields {}
+
+impl SubscriptionCustomerUpdateFields {
+    fn validate(self, check: &mut Check<'_>) -> CustomerUpdate {
+        // An email given must be one: it cannot be cleared.
+        let email = match self.email {
+            Field::Absent | Field::Null => None,
+            given => {
+                let email = check.required("email", given);
+                if let Some(email) = &email {
+                    let field = check.field("email");
+                    check.check(check_email(field, email));
+                }
+                email
+            }
+        };
+        CustomerUpdate {
+            email,
+            first_name: check.settable("first_name", self.first_name),
+            last_name: check.settable("last_name", self.last_name),
+            phone: check.settable("phone", self.phone),
+            notes: check.settable("notes", self.notes),
+        }
+    }
+}
+
+/// Update Customer: `{"customer": {first_name, last_name, phone, email, notes}}`.
+pub fn parse_customer_update(body: &Value) -> Result<CustomerUpdate, DomainError> {
+    read_body::<SubscriptionCustomerUpdateRequest, _>(body, |body, check| {
+        let fields = check.required("customer", body.customer)?;
+        Some(fields.validate(&mut check.nested("customer")))
+    })
+}
+
+/// The body of Skip: the order date to skip (its day in the shop's zone counts).
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct SubscriptionSkipRequest {
+    /// The order date to skip.
+    #[serde(default)]
+    #[schema(value_type = Timestamp, required = true)]
+    pub order_datetime: Field<Timestamp>,
+}
+impl BodyObject for SubscriptionSkipRequest {}
+
+/// Skip a ship date: `{"order_datetime"}`, the date to skip (its day in the shop's zone counts;
+/// see `recurrence::plan_skip`).
+pub fn parse_skip(body: &Value) -> Result<Timestamp, DomainError> {
+    read_body::<SubscriptionSkipRequest, _>(body, |body, check| {
+        check.required("order_datetime", body.order_datetime)
+    })
+}
+
+/// The body of Change Quantity.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct SubscriptionQuantityRequest {
+    /// The line item's new quantity, 1 to 10000.
+    #[serde(default)]
+    #[schema(value_type = i64, required = true, minimum = 1, maximum = 10000)]
+    pub quantity: Field<i64>,
+}
+impl BodyObject for SubscriptionQuantityRequest {}
+
+/// A line item's quantity: required, from 1 to [`MAX_QUANTITY`].
+fn quantity(check: &mut Check<'_>, given: Field<i64>) -> Option<i64> {
+    let quantity = check.required("quantity", given)?;
+    if (1..=MAX_QUANTITY).contains(&quantity) {
+        Some(quantity)
+    } else {
+        check.problem("quantity", "out_of_range", |field| {
+            format!("{field} must be from 1 to {MAX_QUANTITY}")
+        });
+        None
+    }
+}
+
+/// Change quantity: `{"quantity"}`, from 1 to 10,000.
+pub fn parse_quantity(body: &Value) -> Result<i64, DomainError> {
+    read_body::<SubscriptionQuantityRequest, _>(body, |body, check| quantity(check, body.quantity))
+}
+
+/// The body of Change Frequency.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct SubscriptionFrequencyRequest {
+    /// The new order rule, checked as at creation.
+    #[serde(default)]
+    #[schema(value_type = String, required = true)]
+    pub order_rrule: Field<RawText>,
+}
+impl BodyObject for SubscriptionFrequencyRequest {}
+
+/// Change frequency: `{"order_rrule"}`, checked as at creation.
+pub fn parse_frequency(body: &Value, shop: &Shop) -> Result<OrderSchedule, DomainError> {
+    let zone = ShopZone::of_shop(&shop.timezone);
+    read_body::<SubscriptionFrequencyRequest, _>(body, |body, check| {
+        let RawText(text) = check.required("order_rrule", body.order_rrule)?;
+        check.check(OrderSchedule::parse(&text, zone, "order_rrule"))
+    })
+}
+
+/// Change shipping address: a new address, or one of the customer's by id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShippingAddressChange {
+    /// `{"shipping_address": {…}}`: a new address, added to the customer.
+    New(Box<AddressInput>),
+    /// `{"address_id"}`: one of the customer's addresses.
+    Existing {
+        /// The address's id (the service's integer).
+        address_id: i64,
+    },
+}
+
+/// The body of Change Shipping Address: exactly one of `shipping_address` (a new address,
+/// added to the customer) and `address_id` (one of the customer's).
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct SubscriptionShippingAddressRequest {
+    /// A new address of the customer.
+    #[serde(default)]
+    #[schema(value_type = Option<SubscriptionAddressFields>)]
+    pub shipping_address: Field<SubscriptionAddressFields>,
+    /// The id of one of the customer's addresses.
+    #[serde(default)]
+    #[schema(value_type = Option<i64>)]
+    pub address_id: Field<i64>,
+}
+impl BodyObject for SubscriptionShippingAddressRequest {}
+
+/// `{"shipping_address": {…}}` or `{"address_id"}`: exactly one of them.
+pub fn parse_shipping_address_change(body: &Value) -> Result<ShippingAddressChange, DomainError> {
+    read_body::<SubscriptionShippingAddressRequest, _>(body, |body, check| {
+        match (body.shipping_address.is_given(), body.address_id.is_given()) {
+            (true, true) => {
+                check.push(FieldError::new(
+                    check.field("address_id"),
+                    "invalid_value",
+                    "give shipping_address or address_id, not both",
+                ));
+                None
+            }
+            (false, false) => {
+                check.push(FieldError::required(check.field("shipping_address")));
+                None
+            }
+            (true, false) => {
+                SubscriptionAddressFields::at(check, "shipping_address", body.shipping_address)
+                    .map(|address| ShippingAddressChange::New(Box::new(address)))
+            }
+            (false, true) => check
+                .optional("address_id", body.address_id)
+                .map(|address_id| ShippingAddressChange::Existing { address_id }),
+        }
+    })
+}
+
+/// Change payment method: the new token and gateway (the token is never shown but as the
+/// subscription's `payment_method_token`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct PaymentMethodChange {
+    /// The new payment method's token (required).
+    pub payment_method_token: String,
+    /// The gateway that takes the token (required).
+    pub payment_gateway_public_id: String,
+    /// When the new method expires (a Mercer extension).
+    pub expires_at: Option<PaymentExpiry>,
+}
+
+impl fmt::Debug for PaymentMethodChange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PaymentMethodChange")
+            .field("payment_method_token", &"[redacted]")
+            .field("payment_gateway_public_id", &self.payment_gateway_public_id)
+            .field("expires_at", &self.expires_at)
+            .finish()
+    }
+}
+
+/// The body of Change Payment Method.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct SubscriptionPaymentMethodRequest {
+    /// The new payment method's token (not blank).
+    #[serde(default)]
+    #[schema(value_type = String, required = true, min_length = 1)]
+    pub payment_method_token: Field<String>,
+    /// The gateway that takes the token (not blank).
+    #[serde(default)]
+    #[schema(value_type = String, required = true, min_length = 1)]
+    pub payment_gateway_public_id: Field<String>,
+    /// When the new method expires.
+    #[serde(default)]
+    #[schema(value_type = Option<PaymentExpiry>)]
+    pub expires_at: Field<PaymentExpiry>,
+}
+impl BodyObject for SubscriptionPaymentMethodRequest {}
+
+/// `{"payment_method_token","payment_gateway_public_id","expires_at"?}`, the first two
+/// required; `expires_at` is `YYYY-MM`.
+pub fn parse_payment_method_change(body: &Value) -> Result<PaymentMethodChange, DomainError> {
+    read_body::<SubscriptionPaymentMethodRequest, _>(body, |body, check| {
+        let token = check.required("payment_method_token", body.payment_method_token);
+        let gateway = check.required("payment_gateway_public_id", body.payment_gateway_public_id);
+        let expires_wrong = matches!(body.expires_at, Field::Invalid(_));
+        let expires_at = check.optional("expires_at", body.expires_at);
+        if expires_wrong {
+            return None;
+        }
+        Some(PaymentMethodChange {
+            payment_method_token: token?,
+            payment_gateway_public_id: gateway?,
+            expires_at,
+        })
+    })
+}
+
+/// The body of Create Subscription.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct SubscriptionCreateRequest {
+    /// The subscription's customer: the shop's live customer with this email, or a new one.
+    #[serde(default)]
+    #[schema(value_type = SubscriptionCreateCustomerFields, required = true)]
+    pub customer: Field<SubscriptionCreateCustomerFields>,
+    /// The subscription.
+    #[serde(default)]
+    #[schema(value_type = SubscriptionCreateFields, required = true)]
+    pub subscription: Field<SubscriptionCreateFields>,
+}
+impl BodyObject for SubscriptionCreateRequest {}
+
+/// `customer` of Create Subscription: found by its email (compared without case), or created
+/// with these fields.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct SubscriptionCreateCustomerFields {
+    /// The customer's email address (checked).
+    #[serde(default)]
+    #[schema(value_type = String, required = true, example = "ada@example.com", format = Email)]
+    pub email: Field<String>,
+    /// The first name of a customer created here.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, example = "Ada")]
+    pub first_name: Field<String>,
+    /// The last name of a customer created here.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, example = "Lovelace")]
+    pub last_name: Field<String>,
+    /// The phone number of a customer created here.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub phone: Field<String>,
+    /// The notes of a customer created here.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub notes: Field<String>,
+}
+impl BodyObject for SubscriptionCreateCustomerFields {}
+
+impl SubscriptionCreateCustomerFields {
+    fn validate(self, check: &mut Check<'_>) -> Option<CustomerInput> {
+        let email = check.required("email", self.email);
+        if let Some(email) = &email {
+            let field = check.field("email");
+            check.check(check_email(field, email));
+        }
+        let first_name = check.optional("first_name", self.first_name);
+        let last_name = check.optional("last_name", self.last_name);
+        let phone = check.optional("phone", self.phone);
+        let notes = check.optional("notes", self.notes);
+        Some(CustomerInput {
+            email: email?,
+            first_name,
+            last_name,
+            phone,
+            notes,
+        })
+    }
+}
+
+/// A status a client may give a subscription: any but `processing`, which only Mercer sets.
+#[derive(ToSchema)]
+#[schema(rename_all = "snake_case")]
+pub enum SettableSubscriptionStatus {
+    /// Live: its orders are placed when they come due.
+    Active,
+    /// Ended.
+    Inactive,
+    /// Waiting for its first order.
+    Scheduled,
+    /// Paused: no order is placed until it is resumed.
+    Paused,
+}
+
+/// `subscription` of Create Subscription.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct SubscriptionCreateFields {
+    /// The client's key for the request: the same key and body again answer the first
+    /// subscription; the same key with another body is 409.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, example = "2b1f6c1e-order-42")]
+    pub idempotency_key: Field<String>,
+    /// The client's own reference for the subscription.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub external_id: Field<String>,
+    /// When the first order is due; else the rule's first date from now.
+    #[serde(default)]
+    #[schema(value_type = Option<Timestamp>)]
+    pub next_order_datetime: Field<Timestamp>,
+    /// The date of the subscription's last order (an imported subscription's).
+    #[serde(default)]
+    #[schema(value_type = Option<Timestamp>)]
+    pub last_order_datetime: Field<Timestamp>,
+    /// When the subscription was placed.
+    #[serde(default)]
+    #[schema(value_type = Option<Timestamp>)]
+    pub placed_at: Field<Timestamp>,
+    /// The status; else `scheduled` for a rule that starts later and `active` otherwise.
+    #[serde(default)]
+    #[schema(value_type = Option<SettableSubscriptionStatus>)]
+    pub subscription_status: Field<String>,
+    /// The order rule: RFC 5545 `DTSTART`, `RRULE` and `EXDATE` lines (times without a zone
+    /// are the shop's). Required unless a line item names a billing rule (`interval_id`), whose
+    /// RRULE then starts at `next_order_datetime` (else now).
+    #[serde(default)]
+    #[schema(
+        value_type = Option<String>,
+        example = "DTSTART:20250106T090000\nRRULE:FREQ=WEEKLY;INTERVAL=2"
+    )]
+    pub order_rrule: Field<RawText>,
+    /// The ISO 4217 currency of the prices; the shop's by default.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, example = "USD", pattern = "^[A-Z]{3}$")]
+    pub base_currency: Field<String>,
+    /// The ISO 4217 currency orders are charged in; `base_currency` by default.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, pattern = "^[A-Z]{3}$")]
+    pub charged_currency: Field<String>,
+    /// What one unit of the base currency is in the charged currency: 0.000001 to 1000000, 1
+    /// (the default) when the currencies are the same, and required when they differ.
+    #[serde(default)]
+    #[schema(value_type = Option<f64>, minimum = 0.000001, maximum = 1000000)]
+    pub base_to_charged_exchange_rate: Field<f64>,
+    /// The percent (0 to 100) orders take off their items; else the first line item's group's,
+    /// else 0.
+    #[serde(default)]
+    #[schema(value_type = Option<f64>, minimum = 0, maximum = 100)]
+    pub percent_discount: Field<f64>,
+    /// The line items, 1 to 250.
+    #[serde(default)]
+    #[schema(
+        value_type = Vec<SubscriptionLineItemFields>,
+        required = true,
+        min_items = 1,
+        max_items = 250
+    )]
+    pub line_items: Field<Vec<Field<SubscriptionLineItemFields>>>,
+    /// The address to bill; the shipping address when left out.
+    #[serde(default)]
+    #[schema(value_type = Option<SubscriptionAddressFields>)]
+    pub billing_address: Field<SubscriptionAddressFields>,
+    /// The address orders ship to.
+    #[serde(default)]
+    #[schema(value_type = SubscriptionAddressFields, required = true)]
+    pub shipping_address: Field<SubscriptionAddressFields>,
+    /// The payment method.
+    #[serde(default)]
+    #[schema(value_type = Option<SubscriptionPaymentDetailsFields>)]
+    pub payment_details: Field<SubscriptionPaymentDetailsFields>,
+    /// A discount code, kept and sent with each order.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub discount_code: Field<String>,
+    /// A note on the subscription, kept and shown.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub note: Field<String>,
+    /// A note sent as the `notes` of each order.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub order_note: Field<String>,
+    /// The shipping lines, at most 20.
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<SubscriptionShippingLineFields>>, max_items = 20)]
+    pub shipping_lines: Field<Vec<Field<SubscriptionShippingLineFields>>>,
+}
+impl BodyObject for SubscriptionCreateFields {}
+
+/// A line item of Create Subscription. The product fields (`title` to `taxable`) are kept when
+/// the catalogue does not have the variant; the catalogue's values win when it does.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct SubscriptionLineItemFields {
+    /// The product's platform id.
+    #[serde(default)]
+    #[schema(value_type = String, required = true, example = "1001")]
+    pub platform_product_id: Field<TextId>,
+    /// The variant's platform id.
+    #[serde(default)]
+    #[schema(value_type = String, required = true, example = "2001")]
+    pub platform_variant_id: Field<TextId>,
+    /// How many units each order has, 1 to 10000.
+    #[serde(default)]
+    #[schema(value_type = i64, required = true, example = 1, minimum = 1, maximum = 10000)]
+    pub quantity: Field<i64>,
+    /// The unit price, in cents of the base currency: 0 to 100000000.
+    #[serde(default)]
+    #[schema(
+        value_type = i64,
+        required = true,
+        example = 2500,
+        minimum = 0,
+        maximum = 100000000
+    )]
+    pub price: Field<WholeCents>,
+    /// The subscription group the line item is sold under: a group of the shop.
+    #[serde(default)]
+    #[schema(value_type = Option<i64>)]
+    pub subscription_group_id: Field<i64>,
+    /// One of that group's billing rules (needs `subscription_group_id`).
+    #[serde(default)]
+    #[schema(value_type = Option<i64>)]
+    pub interval_id: Field<i64>,
+    /// For a line item one payment covers several orders of.
+    #[serde(default)]
+    #[schema(value_type = Option<SubscriptionPrepaidFields>)]
+    pub prepaid_metadata: Field<SubscriptionPrepaidFields>,
+    /// Name and value pairs kept with the line item and sent with its orders, at most 50.
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<SubscriptionLineItemAttributeFields>>, max_items = 50)]
+    pub line_item_attributes: Field<Vec<Field<SubscriptionLineItemAttributeFields>>>,
+    /// The line item's title.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub title: Field<String>,
+    /// The product's name.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub product_name: Field<String>,
+    /// The variant's name.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub variant_name: Field<String>,
+    /// The variant's SKU.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub sku: Field<String>,
+    /// The URL of the item's image.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub image: Field<String>,
+    /// The item's weight in grams.
+    #[serde(default)]
+    #[schema(value_type = Option<i64>, minimum = 0)]
+    pub grams: Field<i64>,
+    /// The item's weight, in `weight_unit`.
+    #[serde(default)]
+    #[schema(value_type = Option<f64>, minimum = 0)]
+    pub weight: Field<f64>,
+    /// The unit of `weight`.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub weight_unit: Field<String>,
+    /// Whether the item is shipped (true when left out).
+    #[serde(default)]
+    #[schema(value_type = Option<bool>)]
+    pub requires_shipping: Field<bool>,
+    /// Whether the item is taxed (true when left out).
+    #[serde(default)]
+    #[schema(value_type = Option<bool>)]
+    pub taxable: Field<bool>,
+    /// Discounts taken off the unit price in this order, at most 10.
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<SubscriptionLineItemDiscountFields>>, max_items = 10)]
+    pub discounts: Field<Vec<Field<SubscriptionLineItemDiscountFields>>>,
+}
+impl BodyObject for SubscriptionLineItemFields {}
+
+impl SubscriptionLineItemFields {
+    fn validate(self, check: &mut Check<'_>) -> Option<LineItemInput> {
+        let Self {
+            platform_product_id,
+            platform_variant_id,
+            quantity: given_quantity,
+            price,
+            subscription_group_id,
+            interval_id: _,
+            prepaid_metadata,
+            line_item_attributes: attributes,
+            title,
+            product_name,
+            variant_name,
+            sku,
+            image,
+            grams,
+            weight,
+            weight_unit,
+            requires_shipping,
+            taxable,
+            discounts,
+        } = self;
+        let platform_product_id = check.required("platform_product_id", platform_product_id);
+        let platform_variant_id = check.required("platform_variant_id", platform_variant_id);
+        let quantity = quantity(check, given_quantity);
+        let price = check
+            .required("price", price)
+            .and_then(|WholeCents(cents)| match cents {
+                Some(cents) if (0..=MAX_PRICE.0).contains(&cents) => Some(Cents(cents)),
+                _ => {
+                    check.problem("price", "out_of_range", price_range);
+                    None
+                }
+            });
+        let subscription_group_id = check.optional("subscription_group_id", subscription_group_id);
+        let attributes = line_item_attributes(check, attributes);
+        let prepaid = if prepaid_metadata.is_given() {
+            let prepaid = check
+                .optional("prepaid_metadata", prepaid_metadata)
+                .and_then(|fields| fields.validate(&mut check.nested("prepaid_metadata")));
+            // Its problem is recorded; the line item's other fields are not read.
+            Some(prepaid?)
+        } else {
+            None
+        };
+        // The line item's own account of its product (see `LineItemDetails`).
+        let grams = check.optional("grams", grams);
+        if grams.is_some_and(|grams| grams < 0) {
+            check.problem("grams", "out_of_range", |field| {
+                format!("{field} must be at least 0")
+            });
+        }
+        let weight = check.optional("weight", weight);
+        if weight.is_some_and(|weight| weight < 0.0) {
+            check.problem("weight", "out_of_range", |field| {
+                format!("{field} must be at least 0")
+            });
+        }
+        let details = LineItemDetails {
+            title: check.optional("title", title),
+            product_name: check.optional("product_name", product_name),
+            variant_name: check.optional("variant_name", variant_name),
+            sku: check.optional("sku", sku),
+            image: check.optional("image", image),
+            grams,
+            weight,
+            weight_unit: check.optional("weight_unit", weight_unit),
+            requires_shipping: check.optional("requires_shipping", requires_shipping),
+            taxable: check.optional("taxable", taxable),
+        };
+        let discounts = line_item_discounts(check, discounts);
+        Some(LineItemInput {
+            platform_product_id: platform_product_id?.0,
+            platform_variant_id: platform_variant_id?.0,
+            quantity: quantity?,
+            price: price?,
+            subscription_group_id,
+            subscription_group_billing_rules_id: None,
+            prepaid,
+            attributes: attributes?,
+            details,
+            discounts: discounts?,
+        })
+    }
+}
+
+/// A line item's `prepaid_metadata`: one payment covers `prepaid_duration` orders.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct SubscriptionPrepaidFields {
+    /// How many orders one payment covers.
+    #[serde(default)]
+    #[schema(value_type = i64, required = true, minimum = 1, maximum = 1000)]
+    pub prepaid_duration: Field<i64>,
+    /// How many orders of the current period were placed already (0 to `prepaid_duration`;
+    /// 0 when left out).
+    #[serde(default)]
+    #[schema(value_type = Option<i64>, minimum = 0)]
+    pub current_recurrence_count: Field<i64>,
+    /// Kept and shown as given.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub prepaid_continue: Field<String>,
+}
+impl BodyObject for SubscriptionPrepaidFields {}
+
+impl SubscriptionPrepaidFields {
+    fn validate(self, check: &mut Check<'_>) -> Option<PrepaidInput> {
+        let duration = check
+            .required("prepaid_duration", self.prepaid_duration)
+            .and_then(|duration| {
+                if (1..=MAX_PREPAID_DURATION).contains(&duration) {
+                    Some(duration)
+                } else {
+                    check.problem("prepaid_duration", "out_of_range", |field| {
+                        format!("{field} must be 1 to {MAX_PREPAID_DURATION} orders")
+                    });
+                    None
+                }
+            });
+        let count = match check.optional("current_recurrence_count", self.current_recurrence_count)
+        {
+            Some(count) if count < 0 || duration.is_some_and(|duration| count > duration) => {
+                check.problem("current_recurrence_count", "out_of_range", |field| {
+                    format!("{field} must be 0 to prepaid_duration")
+                });
+                return None;
+            }
+            count => count.unwrap_or(0),
+        };
+        let prepaid_continue = check.optional("prepaid_continue", self.prepaid_continue);
+        Some(PrepaidInput {
+            prepaid_duration: duration?,
+            current_recurrence_count: count,
+            prepaid_continue,
+        })
+    }
+}
+
+/// One of a line item's `line_item_attributes`.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct SubscriptionLineItemAttributeFields {
+    /// The attribute's name, once per line item.
+    #[serde(default)]
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 255)]
+    pub name: Field<String>,
+    /// The attribute's value (empty when left out).
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub value: Field<String>,
+}
+impl BodyObject for SubscriptionLineItemAttributeFields {}
+
+/// `line_item_attributes`: `[{"name", "value"}]`, each name 1..255 characters and given once,
+/// at most [`MAX_LINE_ITEM_ATTRIBUTES`]; none when left out. `None` when one has a problem
+/// (recorded).
+fn line_item_attributes(
+    check: &mut Check<'_>,
+    given: Field<Vec<Field<SubscriptionLineItemAttributeFields>>>,
+) -> Option<Vec<(String, String)>> {
+    let name = "line_item_attributes";
+    if !given.is_given() {
+        return Some(Vec::new());
+    }
+    let items = check.optional(name, given)?;
+    let mut names: Vec<String> = Vec::new();
+    each_element(
+        check,
+        name,
+        items,
+        MAX_LINE_ITEM_ATTRIBUTES,
+        |check, attribute| {
+            let name = check.required("name", attribute.name);
+            let value = check.optional("value", attribute.value).unwrap_or_default();
+            let name = name?;
+            if name.chars().count() > 255 {
+                check.problem("name", "length", |field| {
+                    format!("{field} must be at most 255 characters")
+                });
+                return None;
+            }
+            if names.contains(&name) {
+                check.problem("name", "duplicate", |field| {
+                    format!("{field} repeats the name {name:?}")
+                });
+                return None;
+            }
+            names.push(name.clone());
+            Some((name, value))
+        },
+    )
+}
+
+/// How a line item discount takes off its unit price.
+#[derive(ToSchema)]
+#[schema(rename_all = "snake_case")]
+pub enum SubscriptionDiscountType {
+    /// `percentage_value` percent of the unit price.
+    Percentage,
+    /// `fixed_value` cents of the base currency off each unit.
+    FixedAmount,
+}
+
+/// A line item's discount.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct SubscriptionLineItemDiscountFields {
+    /// How the discount takes off the unit price.
+    #[serde(default)]
+    #[schema(value_type = SubscriptionDiscountType, required = true)]
+    pub discount_type: Field<String>,
+    /// The percent of the unit price taken; required for a `percentage` discount.
+    #[serde(default)]
+    #[schema(value_type = Option<f64>, minimum = 0, maximum = 100)]
+    pub percentage_value: Field<f64>,
+    /// The cents of the base currency taken off each unit; required for a `fixed_amount`
+    /// discount.
+    #[serde(default)]
+    #[schema(value_type = Option<i64>, minimum = 0)]
+    pub fixed_value: Field<i64>,
+    /// The discount's description, kept and shown.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub description: Field<String>,
+}
+impl BodyObject for SubscriptionLineItemDiscountFields {}
+
+impl SubscriptionLineItemDiscountFields {
+    fn validate(self, check: &mut Check<'_>) -> Option<DiscountInput> {
+        let kind = check.required("discount_type", self.discount_type);
+        // Only the value of the type given is read.
+        let value = match kind.as_deref() {
+            Some("percentage") => match check.optional("percentage_value", self.percentage_value) {
+                Some(percent) if (0.0..=100.0).contains(&percent) => {
+                    Some(DiscountValue::Percentage(percent))
+                }
+                Some(_) => {
+                    check.problem("percentage_value", "out_of_range", |field| {
+                        format!("{field} must be from 0 to 100")
+                    });
+                    None
+                }
+                None => {
+                    check.push(FieldError::required(check.field("percentage_value")));
+                    None
+                }
+            },
+            Some("fixed_amount") => {
+                let given = self.fixed_value.is_given();
+                match cents(check, "fixed_value", self.fixed_value) {
+                    Some(amount) => Some(DiscountValue::Fixed(amount)),
+                    None if !given => {
+                        check.push(FieldError::required(check.field("fixed_value")));
+                        None
+                    }
+                    None => None,
+                }
+            }
+            Some(_) => {
+                check.problem("discount_type", "invalid_value", |field| {
+                    format!("{field} must be percentage or fixed_amount")
+                });
+                None
+            }
+            None => None,
+        };
+        let description = check.optional("description", self.description);
+        Some(DiscountInput {
+            value: value?,
+            description,
+        })
+    }
+}
+
+/// A line item's `discounts` (see [`DiscountInput`]); none when left out. `None` when one has
+/// a problem (recorded).
+fn line_item_discounts(
+    check: &mut Check<'_>,
+    given: Field<Vec<Field<SubscriptionLineItemDiscountFields>>>,
+) -> Option<Vec<DiscountInput>> {
+    if !given.is_given() {
+        return Some(Vec::new());
+    }
+    let items = check.optional("discounts", given)?;
+    each_element(
+        check,
+        "discounts",
+        items,
+        MAX_LINE_ITEM_DISCOUNTS,
+        |check, discount| discount.validate(check),
+    )
+}
+
+/// A shipping line of Create and Update Subscription.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct SubscriptionShippingLineFields {
+    /// The shipping method's name (not blank).
+    #[serde(default)]
+    #[schema(value_type = String, required = true, min_length = 1)]
+    pub name: Field<String>,
+    /// The shipping method's code.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub code: Field<String>,
+    /// A tag of the line.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub tag: Field<String>,
+    /// The price of the shipping, in cents of the base currency: 0 (when left out) to
+    /// 100000000.
+    #[serde(default)]
+    #[schema(value_type = Option<i64>, minimum = 0, maximum = 100000000)]
+    pub price: Field<i64>,
+}
+impl BodyObject for SubscriptionShippingLineFields {}
+
+impl SubscriptionShippingLineFields {
+    fn validate(self, check: &mut Check<'_>) -> Option<ShippingLineInput> {
+        let name = check.required("name", self.name);
+        let price = if self.price.is_given() {
+            cents(check, "price", self.price).and_then(|price| {
+                if price <= MAX_PRICE {
+                    return Some(price);
+                }
+                check.problem("price", "out_of_range", price_range);
+                None
+            })
+        } else {
+            Some(Cents::ZERO)
+        };
+        let code = check.optional("code", self.code);
+        let tag = check.optional("tag", self.tag);
+        Some(ShippingLineInput {
+            name: name?,
+            code,
+            tag,
+            price: price?,
+        })
+    }
+}
+
+/// `shipping_lines` (see [`ShippingLineInput`]): `None` when left out, or when one has a
+/// problem (recorded).
+fn shipping_lines(
+    check: &mut Check<'_>,
+    given: Field<Vec<Field<SubscriptionShippingLineFields>>>,
+) -> Option<Vec<ShippingLineInput>> {
+    let items = check.optional("shipping_lines", given)?;
+    each_element(
+        check,
+        "shipping_lines",
+        items,
+        MAX_SHIPPING_LINES,
+        |check, line| line.validate(check),
+    )
+}
+
+/// `payment_details` of Create Subscription.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct SubscriptionPaymentDetailsFields {
+    /// The payment gateway: shown as `payment_gateway_public_id`.
+    #[serde(default)]
+    #[schema(value_type = String, required = true)]
+    pub gateway_name: Field<String>,
+    /// The customer's id at the gateway: kept, never shown.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub gateway_customer_id: Field<String>,
+    /// The payment method's token: shown as `payment_method_token`.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub gateway_payment_id: Field<String>,
+    /// When the method expires.
+    #[serde(default)]
+    #[schema(value_type = Option<PaymentExpiry>)]
+    pub expires_at: Field<PaymentExpiry>,
+}
+impl BodyObject for SubscriptionPaymentDetailsFields {}
+
+impl SubscriptionPaymentDetailsFields {
+    fn validate(self, check: &mut Check<'_>) -> Option<PaymentDetails> {
+        let gateway_name = check.required("gateway_name", self.gateway_name);
+        let gateway_customer_id = check.optional("gateway_customer_id", self.gateway_customer_id);
+        let gateway_payment_id = check.optional("gateway_payment_id", self.gateway_payment_id);
+        let expires_wrong = matches!(self.expires_at, Field::Invalid(_));
+        let expires_at = check.optional("expires_at", self.expires_at);
+        if expires_wrong {
+            return None;
+        }
+        Some(PaymentDetails {
+            gateway_name: gateway_name?,
+            gateway_customer_id,
+            gateway_payment_id,
+            expires_at,
+        })
     }
 }
 
@@ -849,71 +1718,129 @@ impl NewSubscription {
         now: Timestamp,
         groups: &GroupReferences,
     ) -> Result<NewSubscription, DomainError> {
+        parse_object::<SubscriptionCreateRequest>(body).validate(
+            shop,
+            now,
+            groups,
+            body_fingerprint(body),
+        )
+    }
+}
+
+impl SubscriptionCreateRequest {
+    /// The `subscription_group_id` and `interval_id` each line item names, by index (`None`
+    /// where one is left out or not an integer): what `groups::group_references` looks up.
+    pub fn group_ids(&self) -> Vec<(Option<i64>, Option<i64>)> {
+        let Some(Field::Given(items)) = self
+            .subscription
+            .value()
+            .map(|subscription| &subscription.line_items)
+        else {
+            return Vec::new();
+        };
+        items
+            .iter()
+            .map(|item| match item {
+                Field::Given(item) => (
+                    item.subscription_group_id.value().copied(),
+                    item.interval_id.value().copied(),
+                ),
+                _ => (None, None),
+            })
+            .collect()
+    }
+
+    /// Checks the body for `shop` at `now` with what its groups give (see
+    /// [`NewSubscription::parse_with`]); `fingerprint` tells a repeated `idempotency_key`'s
+    /// body from another.
+    pub fn validate(
+        self,
+        shop: &Shop,
+        now: Timestamp,
+        groups: &GroupReferences,
+        fingerprint: String,
+    ) -> Result<NewSubscription, DomainError> {
         let mut problems = Problems::new();
         for problem in &groups.problems {
             problems.push(problem.clone());
         }
-        let empty = Map::new();
-        let root_map = body.as_object().unwrap_or(&empty);
-        let mut root = Fields {
-            path: String::new(),
-            map: root_map,
-            problems: &mut problems,
-        };
-
-        let customer = match root.object("customer") {
-            Some(mut fields) => customer(&mut fields),
-            None => {
-                if root.get("customer").is_none() {
-                    root.problems.push(FieldError::required("customer"));
-                }
-                None
-            }
-        };
-        let subscription_present = root.get("subscription").is_some();
-        let Some(mut sub) = root.object("subscription") else {
-            if !subscription_present {
-                problems.push(FieldError::required("subscription"));
-            }
+        let mut root = Check::root(&mut problems);
+        let customer = root
+            .required("customer", self.customer)
+            .and_then(|fields| fields.validate(&mut root.nested("customer")));
+        let Some(fields) = root.required("subscription", self.subscription) else {
             return Err(problems_into_error(problems));
         };
+        let parts = fields.validate(
+            &mut root.nested("subscription"),
+            customer,
+            shop,
+            now,
+            groups,
+        );
+        problems.into_result()?;
+        parts.complete(fingerprint)
+    }
+}
 
-        let idempotency_key = sub.text("idempotency_key");
-        let external_id = sub.text("external_id");
-        let next_order_datetime = sub.time("next_order_datetime");
-        let last_order_datetime = sub.time("last_order_datetime");
-        let placed_at = sub.time("placed_at");
-        let status = status(&mut sub);
+impl SubscriptionCreateFields {
+    fn validate(
+        self,
+        check: &mut Check<'_>,
+        customer: Option<CustomerInput>,
+        shop: &Shop,
+        now: Timestamp,
+        groups: &GroupReferences,
+    ) -> Parts {
+        let idempotency_key = check.optional("idempotency_key", self.idempotency_key);
+        let external_id = check.optional("external_id", self.external_id);
+        let next_order_datetime = check.optional("next_order_datetime", self.next_order_datetime);
+        let last_order_datetime = check.optional("last_order_datetime", self.last_order_datetime);
+        let placed_at = check.optional("placed_at", self.placed_at);
+        let status = status(check, self.subscription_status);
 
-        let rrule_field = sub.field("order_rrule");
-        let schedule = order_schedule(&mut sub, shop, now, groups, next_order_datetime);
-        let (base_currency, charged_currency, rate) = currencies(&mut sub, shop);
+        let rrule_field = check.field("order_rrule");
+        let schedule = order_schedule(
+            check,
+            self.order_rrule,
+            shop,
+            now,
+            groups,
+            next_order_datetime,
+        );
+        let (base_currency, charged_currency, rate) = currencies(
+            check,
+            self.base_currency,
+            self.charged_currency,
+            self.base_to_charged_exchange_rate,
+            shop,
+        );
 
-        let line_items = line_items(&mut sub);
-        let billing_present = sub.get("billing_address").is_some();
-        let billing_address = sub
-            .object("billing_address")
-            .and_then(|mut f| address(&mut f));
-        let shipping_present = sub.get("shipping_address").is_some();
-        let shipping_address = sub
-            .object("shipping_address")
-            .and_then(|mut f| address(&mut f));
+        let line_items = line_items(check, self.line_items);
+        let billing_present = self.billing_address.is_given();
+        let billing_address =
+            SubscriptionAddressFields::at(check, "billing_address", self.billing_address);
+        let shipping_present = self.shipping_address.is_given();
+        let shipping_address =
+            SubscriptionAddressFields::at(check, "shipping_address", self.shipping_address);
         if !shipping_present {
-            sub.problems
-                .push(FieldError::required(sub.field("shipping_address")));
+            check.push(FieldError::required(check.field("shipping_address")));
         }
-        let payment_present = sub.get("payment_details").is_some();
-        let payment_details = sub
-            .object("payment_details")
-            .and_then(|mut f| payment_details(&mut f));
-        let discount_code = sub.text("discount_code");
-        let note = sub.text("note");
-        let order_note = sub.text("order_note");
-        let shipping_lines = shipping_lines(&mut sub).unwrap_or_default();
-        let percent_discount =
-            crate::subscriptions::groups::percent_discount(&mut sub, "percent_discount")
-                .or(groups.percent_discount)
-                .unwrap_or(0.0);
+        let payment_present = self.payment_details.is_given();
+        let payment_details = check
+            .optional("payment_details", self.payment_details)
+            .and_then(|fields| fields.validate(&mut check.nested("payment_details")));
+        let discount_code = check.optional("discount_code", self.discount_code);
+        let note = check.optional("note", self.note);
+        let order_note = check.optional("order_note", self.order_note);
+        let shipping_lines = shipping_lines(check, self.shipping_lines).unwrap_or_default();
+        let percent_discount = crate::subscriptions::groups::percent_discount(
+            check,
+            "percent_discount",
+            self.percent_discount,
+        )
+        .or(groups.percent_discount)
+        .unwrap_or(0.0);
         let line_items = line_items.map(|mut items| {
             for (index, item) in items.iter_mut().enumerate() {
                 item.subscription_group_billing_rules_id =
@@ -923,15 +1850,13 @@ impl NewSubscription {
         });
 
         let (status, next_order) = first_order(
-            &mut sub,
+            check,
             schedule.as_ref(),
             status,
             next_order_datetime,
             now,
             &rrule_field,
         );
-
-        problems.into_result()?;
         Parts {
             customer,
             idempotency_key,
@@ -956,8 +1881,25 @@ impl NewSubscription {
             shipping_lines,
             percent_discount,
         }
-        .complete(body_fingerprint(body))
     }
+}
+
+/// The line items: 1 to [`MAX_LINE_ITEMS`], each checked; `None` when one has a problem
+/// (recorded).
+fn line_items(
+    check: &mut Check<'_>,
+    given: Field<Vec<Field<SubscriptionLineItemFields>>>,
+) -> Option<Vec<LineItemInput>> {
+    let items = check.required("line_items", given)?;
+    if items.is_empty() {
+        check.problem("line_items", "empty", |field| {
+            format!("{field} must hold at least one line item")
+        });
+        return None;
+    }
+    each_element(check, "line_items", items, MAX_LINE_ITEMS, |check, item| {
+        item.validate(check)
+    })
 }
 
 /// A Create Subscription body as read, each part `None` where a problem was recorded.
@@ -1067,38 +2009,35 @@ impl Parts {
 /// The body's order schedule: its `order_rrule`, or the rule its groups' billing rule gives
 /// (`DTSTART` = `next_order_datetime`, else now); `None` when a problem is recorded.
 fn order_schedule(
-    sub: &mut Fields<'_, '_>,
+    check: &mut Check<'_>,
+    given: Field<RawText>,
     shop: &Shop,
     now: Timestamp,
     groups: &GroupReferences,
     next_order_datetime: Option<Timestamp>,
 ) -> Option<OrderSchedule> {
     let zone = ShopZone::of_shop(&shop.timezone);
-    let rrule_field = sub.field("order_rrule");
-    match sub.get("order_rrule") {
-        None => match &groups.billing_rule {
+    let rrule_field = check.field("order_rrule");
+    match given {
+        Field::Given(RawText(text)) => check.check(OrderSchedule::parse(&text, zone, &rrule_field)),
+        Field::Invalid(mismatch) => {
+            check.push(mismatch.at(rrule_field));
+            None
+        }
+        Field::Absent | Field::Null | Field::Blank => match &groups.billing_rule {
             Some(rule) => {
                 let start = next_order_datetime.unwrap_or(now);
                 let ical = start.to_rfc3339_seconds().replace(['-', ':'], "");
                 let text = format!("DTSTART:{ical}\nRRULE:{rule}");
-                sub.problems
-                    .check(OrderSchedule::parse(&text, zone, &rrule_field))
+                check.check(OrderSchedule::parse(&text, zone, &rrule_field))
             }
             // The interval_id meant to give the rule has its problem already.
             None if groups.names_interval => None,
             None => {
-                sub.problems.push(FieldError::required(&rrule_field));
+                check.push(FieldError::required(&rrule_field));
                 None
             }
         },
-        Some(Value::String(text)) => {
-            sub.problems
-                .check(OrderSchedule::parse(text, zone, &rrule_field))
-        }
-        Some(_) => {
-            sub.problems.push(type_error(rrule_field, "a string"));
-            None
-        }
     }
 }
 
@@ -1106,50 +2045,41 @@ fn order_schedule(
 /// exchange rate between them (1 by default, and 1 when they are the same); `None` for each
 /// with a problem recorded.
 fn currencies(
-    sub: &mut Fields<'_, '_>,
+    check: &mut Check<'_>,
+    base: Field<String>,
+    charged: Field<String>,
+    rate: Field<f64>,
     shop: &Shop,
 ) -> (Option<CurrencyCode>, Option<CurrencyCode>, Option<f64>) {
-    let base_currency = currency(sub, "base_currency").map(|code| {
-        code.or_else(|| CurrencyCode::parse(&shop.currency))
-            .ok_or_else(|| FieldError::required(sub.field("base_currency")))
-    });
-    let base_currency = match base_currency {
-        Some(Ok(code)) => Some(code),
-        Some(Err(problem)) => {
-            sub.problems.push(problem);
-            None
+    let base_currency = match currency(check, "base_currency", base) {
+        Some(Some(code)) => Some(code),
+        Some(None) => {
+            let code = CurrencyCode::parse(&shop.currency);
+            if code.is_none() {
+                check.push(FieldError::required(check.field("base_currency")));
+            }
+            code
         }
         None => None,
     };
-    let charged_currency =
-        currency(sub, "charged_currency").and_then(|code| code.or_else(|| base_currency.clone()));
-    let rate_field = sub.field("base_to_charged_exchange_rate");
-    let rate = match sub.get("base_to_charged_exchange_rate") {
+    let charged_currency = currency(check, "charged_currency", charged)
+        .and_then(|code| code.or_else(|| base_currency.clone()));
+    let rate_field = check.field("base_to_charged_exchange_rate");
+    let rate = match rate {
         // No rate between two currencies: the one would be charged for the other, as is.
-        None if base_currency.is_some()
-            && charged_currency.is_some()
-            && base_currency != charged_currency =>
+        Field::Absent | Field::Null
+            if base_currency.is_some()
+                && charged_currency.is_some()
+                && base_currency != charged_currency =>
         {
             let message = format!(
                 "{rate_field} is required when charged_currency differs from base_currency"
             );
-            sub.problems
-                .push(FieldError::new(rate_field.clone(), "required", message));
+            check.push(FieldError::new(rate_field.clone(), "required", message));
             None
         }
-        None => Some(1.0),
-        Some(_) => sub
-            .number("base_to_charged_exchange_rate")
-            .and_then(|rate| {
-                if is_exchange_rate(rate) {
-                    Some(rate)
-                } else {
-                    let message = rate_range(&rate_field);
-                    sub.problems
-                        .push(FieldError::new(rate_field.clone(), "out_of_range", message));
-                    None
-                }
-            }),
+        Field::Absent | Field::Null => Some(1.0),
+        given => exchange_rate(check, given),
     };
     if let (Some(base), Some(charged), Some(rate)) = (&base_currency, &charged_currency, rate)
         && base == charged
@@ -1157,281 +2087,9 @@ fn currencies(
     {
         let message =
             format!("{rate_field} must be 1 when base_currency and charged_currency are the same");
-        sub.problems
-            .push(FieldError::new(rate_field, "invalid_value", message));
+        check.push(FieldError::new(rate_field, "invalid_value", message));
     }
     (base_currency, charged_currency, rate)
-}
-
-/// The status and first order date, which follow from the rule once it is known good: the
-/// status given, else `scheduled` for a rule that starts later and `active` otherwise; the
-/// date given, else the rule's first date from now (for an inactive subscription, whether or
-/// not it is in the future), else the upcoming one (a problem when the rule has none).
-fn first_order(
-    sub: &mut Fields<'_, '_>,
-    schedule: Option<&OrderSchedule>,
-    status: Option<Option<SubscriptionStatus>>,
-    next_order_datetime: Option<Timestamp>,
-    now: Timestamp,
-    rrule_field: &str,
-) -> (Option<SubscriptionStatus>, Option<Option<Timestamp>>) {
-    let status = schedule.and_then(|schedule| {
-        Some(status?.unwrap_or(if schedule.start() > now {
-            SubscriptionStatus::Scheduled
-        } else {
-            SubscriptionStatus::Active
-        }))
-    });
-    let next_order = match (schedule, status) {
-        (Some(_), _) if next_order_datetime.is_some() => Some(next_order_datetime),
-        (Some(schedule), Some(SubscriptionStatus::Inactive)) => Some(schedule.first_from(now, &[])),
-        (Some(schedule), Some(_)) => sub
-            .problems
-            .check(schedule.upcoming_order(now, &[], rrule_field))
-            .map(Some),
-        _ => None,
-    };
-    (status, next_order)
-}
-
-/// Skip a ship date: `{"order_datetime"}`, the date to skip (its day in the shop's zone counts;
-/// see `recurrence::plan_skip`).
-pub fn parse_skip(body: &Value) -> Result<Timestamp, DomainError> {
-    read_body(body, |fields| {
-        if fields.get("order_datetime").is_none() {
-            fields.problems.push(FieldError::required("order_datetime"));
-            return None;
-        }
-        fields.time("order_datetime")
-    })
-}
-
-/// Change quantity: `{"quantity"}`, from 1 to 10,000.
-pub fn parse_quantity(body: &Value) -> Result<i64, DomainError> {
-    read_body(body, |fields| match fields.integer("quantity") {
-        None if fields.get("quantity").is_none() => {
-            fields.problems.push(FieldError::required("quantity"));
-            None
-        }
-        Some(quantity) if !(1..=MAX_QUANTITY).contains(&quantity) => {
-            fields.problems.push(FieldError::new(
-                "quantity",
-                "out_of_range",
-                format!("quantity must be from 1 to {MAX_QUANTITY}"),
-            ));
-            None
-        }
-        quantity => quantity,
-    })
-}
-
-/// Change frequency: `{"order_rrule"}`, checked as at creation.
-pub fn parse_frequency(body: &Value, shop: &Shop) -> Result<OrderSchedule, DomainError> {
-    let zone = ShopZone::of_shop(&shop.timezone);
-    read_body(body, |fields| match fields.get("order_rrule") {
-        Some(Value::String(text)) => {
-            fields
-                .problems
-                .check(OrderSchedule::parse(text, zone, "order_rrule"))
-        }
-        Some(_) => {
-            fields
-                .problems
-                .push(type_error("order_rrule".to_string(), "a string"));
-            None
-        }
-        None => {
-            fields.problems.push(FieldError::required("order_rrule"));
-            None
-        }
-    })
-}
-
-/// Change shipping address: a new address, or one of the customer's by id.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ShippingAddressChange {
-    /// `{"shipping_address": {…}}`: a new address, added to the customer.
-    New(Box<AddressInput>),
-    /// `{"address_id"}`: one of the customer's addresses.
-    Existing {
-        /// The address's id (the service's integer).
-        address_id: i64,
-    },
-}
-
-/// `{"shipping_address": {…}}` or `{"address_id"}`: exactly one of them.
-pub fn parse_shipping_address_change(body: &Value) -> Result<ShippingAddressChange, DomainError> {
-    read_body(body, |fields| {
-        let has_address = fields.get("shipping_address").is_some();
-        let has_id = fields.get("address_id").is_some();
-        match (has_address, has_id) {
-            (true, true) => {
-                fields.problems.push(FieldError::new(
-                    "address_id",
-                    "invalid_value",
-                    "give shipping_address or address_id, not both",
-                ));
-                None
-            }
-            (false, false) => {
-                fields
-                    .problems
-                    .push(FieldError::required("shipping_address"));
-                None
-            }
-            (true, false) => fields
-                .object("shipping_address")
-                .and_then(|mut address_fields| address(&mut address_fields))
-                .map(|address| ShippingAddressChange::New(Box::new(address))),
-            (false, true) => fields
-                .integer("address_id")
-                .map(|address_id| ShippingAddressChange::Existing { address_id }),
-        }
-    })
-}
-
-/// Change payment method: the new token and gateway (the token is never shown but as the
-/// subscription's `payment_method_token`).
-#[derive(Clone, PartialEq, Eq)]
-pub struct PaymentMethodChange {
-    /// The new payment method's token (required).
-    pub payment_method_token: String,
-    /// The gateway that takes the token (required).
-    pub payment_gateway_public_id: String,
-    /// When the new method expires (a Mercer extension).
-    pub expires_at: Option<PaymentExpiry>,
-}
-
-impl fmt::Debug for PaymentMethodChange {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PaymentMethodChange")
-            .field("payment_method_token", &"[redacted]")
-            .field("payment_gateway_public_id", &self.payment_gateway_public_id)
-            .field("expires_at", &self.expires_at)
-            .finish()
-    }
-}
-
-/// `{"payment_method_token","payment_gateway_public_id","expires_at"?}`, the first two
-/// required; `expires_at` is `YYYY-MM`.
-pub fn parse_payment_method_change(body: &Value) -> Result<PaymentMethodChange, DomainError> {
-    read_body(body, |fields| {
-        let token = fields.required_text("payment_method_token");
-        let gateway = fields.required_text("payment_gateway_public_id");
-        let expires_present = fields.get("expires_at").is_some();
-        let expires_at = expiry(fields, "expires_at");
-        if expires_present && expires_at.is_none() {
-            return None;
-        }
-        Some(PaymentMethodChange {
-            payment_method_token: token?,
-            payment_gateway_public_id: gateway?,
-            expires_at,
-        })
-    })
-}
-
-/// The fields of a customer that Update Customer (and Update Subscription's `customer`)
-/// changes: those given; the others stay. Blank text clears a field (but `email`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CustomerUpdate {
-    /// Given: the new email address (checked); it cannot be cleared.
-    pub email: Option<String>,
-    /// Given: the new first name; `Some(None)` clears it (null or blank).
-    pub first_name: Option<Option<String>>,
-    /// Given: the new last name; `Some(None)` clears it (null or blank).
-    pub last_name: Option<Option<String>>,
-    /// Given: the new phone number; `Some(None)` clears it (null or blank).
-    pub phone: Option<Option<String>>,
-    /// Given: the new notes; `Some(None)` clears them (null or blank).
-    pub notes: Option<Option<String>>,
-}
-
-/// A text field to set: `Some(None)` clears it (null or blank), `None` leaves it.
-fn settable_text(fields: &mut Fields<'_, '_>, name: &str) -> Option<Option<String>> {
-    if !fields.map.contains_key(name) {
-        return None;
-    }
-    if fields.get(name).is_none() {
-        return Some(None);
-    }
-    let wrong_type = fields.is_not_text(name);
-    let text = fields.text(name);
-    (!wrong_type).then_some(text)
-}
-
-fn customer_update(fields: &mut Fields<'_, '_>) -> CustomerUpdate {
-    let email = match fields.get("email") {
-        None => None,
-        Some(_) => {
-            let email = fields.required_text("email");
-            if let Some(email) = &email {
-                let field = fields.field("email");
-                fields.problems.check(check_email(field, email));
-            }
-            email
-        }
-    };
-    CustomerUpdate {
-        email,
-        first_name: settable_text(fields, "first_name"),
-        last_name: settable_text(fields, "last_name"),
-        phone: settable_text(fields, "phone"),
-        notes: settable_text(fields, "notes"),
-    }
-}
-
-/// Update Customer: `{"customer": {first_name, last_name, phone, email, notes}}`.
-pub fn parse_customer_update(body: &Value) -> Result<CustomerUpdate, DomainError> {
-    read_body(body, |fields| match fields.object("customer") {
-        Some(mut customer) => Some(customer_update(&mut customer)),
-        None => {
-            if fields.get("customer").is_none() {
-                fields.problems.push(FieldError::required("customer"));
-            }
-            None
-        }
-    })
-}
-
-/// Create / Update Customer Address: `{"customer_address": {…, is_default}}`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AddressBody {
-    /// The address's fields.
-    pub address: AddressInput,
-    /// Absent: a new address is the default when the customer has none; an update keeps it.
-    pub is_default: Option<bool>,
-}
-
-/// Reads a Create / Update Customer Address body; every problem is a 422 on its path in
-/// `customer_address`.
-pub fn parse_customer_address(body: &Value) -> Result<AddressBody, DomainError> {
-    read_body(body, |fields| {
-        let Some(mut address_fields) = fields.object("customer_address") else {
-            if fields.get("customer_address").is_none() {
-                fields
-                    .problems
-                    .push(FieldError::required("customer_address"));
-            }
-            return None;
-        };
-        let is_default = match address_fields.get("is_default") {
-            None => None,
-            Some(Value::Bool(flag)) => Some(*flag),
-            Some(_) => {
-                let field = address_fields.field("is_default");
-                address_fields
-                    .problems
-                    .push(type_error(field, "true or false"));
-                None
-            }
-        };
-        let address = address(&mut address_fields)?;
-        Some(AddressBody {
-            address,
-            is_default,
-        })
-    })
 }
 
 /// Update Subscription: the fields given change, the others stay. The rule
@@ -1509,30 +2167,242 @@ pub struct SubscriptionUpdate {
     pub shipping_lines: Option<Vec<ShippingLineInput>>,
 }
 
-fn rule(fields: &mut Fields<'_, '_>, name: &str, zone: ShopZone) -> Option<OrderSchedule> {
-    let field = fields.field(name);
-    match fields.get(name)? {
-        Value::String(text) => fields
-            .problems
-            .check(OrderSchedule::parse(text, zone, &field)),
-        _ => {
-            fields.problems.push(type_error(field, "a string"));
-            None
-        }
-    }
+/// The body of Update Subscription: the fields given change, the others stay. The rule texts
+/// are generated from the rules, and `latest_status_log` is written by actions only.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct SubscriptionUpdateRequest {
+    /// The fields to change.
+    #[serde(default)]
+    #[schema(value_type = SubscriptionUpdateFields, required = true)]
+    pub subscription: Field<SubscriptionUpdateFields>,
 }
+impl BodyObject for SubscriptionUpdateRequest {}
 
-fn count(fields: &mut Fields<'_, '_>, name: &str) -> Option<i64> {
-    let value = fields.integer(name)?;
+/// `subscription` of Update Subscription. Null or blank text clears a text field.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct SubscriptionUpdateFields {
+    /// Changes of the subscription's customer, as Update Customer makes them.
+    #[serde(default)]
+    #[schema(value_type = Option<SubscriptionCustomerUpdateFields>)]
+    pub customer: Field<SubscriptionCustomerUpdateFields>,
+    /// The client's own reference.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub external_id: Field<String>,
+    /// The idempotency key, which no other subscription of the shop may have.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub idempotency_key: Field<String>,
+    /// The next order date; a change ends a retry wait (unless `next_processing_datetime` is
+    /// given too).
+    #[serde(default)]
+    #[schema(value_type = Option<Timestamp>)]
+    pub next_order_datetime: Field<Timestamp>,
+    /// The next payment date.
+    #[serde(default)]
+    #[schema(value_type = Option<Timestamp>)]
+    pub next_payment_datetime: Field<Timestamp>,
+    /// The end of a retry wait.
+    #[serde(default)]
+    #[schema(value_type = Option<Timestamp>)]
+    pub next_processing_datetime: Field<Timestamp>,
+    /// When a payment was last made.
+    #[serde(default)]
+    #[schema(value_type = Option<Timestamp>)]
+    pub last_payment_datetime: Field<Timestamp>,
+    /// The order date of the last order.
+    #[serde(default)]
+    #[schema(value_type = Option<Timestamp>)]
+    pub last_order_datetime: Field<Timestamp>,
+    /// When the last order was placed.
+    #[serde(default)]
+    #[schema(value_type = Option<Timestamp>)]
+    pub last_processed_datetime: Field<Timestamp>,
+    /// When the subscription was placed.
+    #[serde(default)]
+    #[schema(value_type = Option<Timestamp>)]
+    pub placed_at: Field<Timestamp>,
+    /// The status to move to, taken as the action it maps to.
+    #[serde(default)]
+    #[schema(value_type = Option<SettableSubscriptionStatus>)]
+    pub subscription_status: Field<String>,
+    /// The new payment method's token.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub payment_method_token: Field<String>,
+    /// The new payment method's gateway.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub payment_gateway_public_id: Field<String>,
+    /// When the payment method expires; null clears it.
+    #[serde(default)]
+    #[schema(value_type = Option<PaymentExpiry>)]
+    pub payment_method_expires_at: Field<PaymentExpiry>,
+    /// The order rule, checked as at creation; it is the payment rule too unless
+    /// `payment_rrule` is given.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub order_rrule: Field<RawText>,
+    /// The payment rule.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub payment_rrule: Field<RawText>,
+    /// Failed attempts at the current order.
+    #[serde(default)]
+    #[schema(value_type = Option<i64>, minimum = 0)]
+    pub current_retries: Field<i64>,
+    /// How many orders were placed.
+    #[serde(default)]
+    #[schema(value_type = Option<i64>, minimum = 0)]
+    pub orders_processed: Field<i64>,
+    /// The ISO 4217 currency orders are charged in.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, pattern = "^[A-Z]{3}$")]
+    pub charged_currency: Field<String>,
+    /// The ISO 4217 currency of the prices.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, pattern = "^[A-Z]{3}$")]
+    pub base_currency: Field<String>,
+    /// What one unit of the base currency is in the charged currency: 0.000001 to 1000000,
+    /// and given whenever a currency changed and the two differ.
+    #[serde(default)]
+    #[schema(value_type = Option<f64>, minimum = 0.000001, maximum = 1000000)]
+    pub base_to_charged_exchange_rate: Field<f64>,
+    /// A new address of the customer, which the subscription bills to.
+    #[serde(default)]
+    #[schema(value_type = Option<SubscriptionAddressFields>)]
+    pub billing_address: Field<SubscriptionAddressFields>,
+    /// A new address of the customer, which the subscription ships to.
+    #[serde(default)]
+    #[schema(value_type = Option<SubscriptionAddressFields>)]
+    pub shipping_address: Field<SubscriptionAddressFields>,
+    /// The id of the customer's live address to bill to.
+    #[serde(default)]
+    #[schema(value_type = Option<i64>)]
+    pub billing_address_id: Field<i64>,
+    /// The id of the customer's live address to ship to.
+    #[serde(default)]
+    #[schema(value_type = Option<i64>)]
+    pub shipping_address_id: Field<i64>,
+    /// The discount code.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub discount_code: Field<String>,
+    /// The code of the last failed order attempt.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub last_failure_code: Field<String>,
+    /// That failure as a sentence.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub last_failure_reason: Field<String>,
+    /// That failure's details; null (or no `message`) clears them.
+    #[serde(default)]
+    #[schema(value_type = Option<SubscriptionFailureDetailsFields>)]
+    pub last_failure_details: Field<SubscriptionFailureDetailsFields>,
+    /// The note on the subscription.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub note: Field<String>,
+    /// The note sent with each order.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub order_note: Field<String>,
+    /// The shipping lines from now on (`[]` removes them), at most 20.
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<SubscriptionShippingLineFields>>, max_items = 20)]
+    pub shipping_lines: Field<Vec<Field<SubscriptionShippingLineFields>>>,
+}
+impl BodyObject for SubscriptionUpdateFields {}
+
+/// `last_failure_details` of Update Subscription.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct SubscriptionFailureDetailsFields {
+    /// What failed.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub message: Field<String>,
+}
+impl BodyObject for SubscriptionFailureDetailsFields {}
+
+/// A count given: 0 or more.
+fn count(check: &mut Check<'_>, name: &str, given: Field<i64>) -> Option<i64> {
+    let value = check.optional(name, given)?;
     if value < 0 {
-        let field = fields.field(name);
-        let message = format!("{field} must be 0 or more");
-        fields
-            .problems
-            .push(FieldError::new(field, "out_of_range", message));
+        check.problem(name, "out_of_range", |field| {
+            format!("{field} must be 0 or more")
+        });
         return None;
     }
     Some(value)
+}
+
+impl SubscriptionUpdateFields {
+    fn validate(self, check: &mut Check<'_>, zone: ShopZone) -> SubscriptionUpdate {
+        let customer = check
+            .optional("customer", self.customer)
+            .map(|fields| fields.validate(&mut check.nested("customer")));
+        let rate = exchange_rate(check, self.base_to_charged_exchange_rate);
+        let failure_message = match self.last_failure_details {
+            Field::Absent => None,
+            Field::Null => Some(None),
+            given => check
+                .optional("last_failure_details", given)
+                .map(|details| {
+                    check
+                        .nested("last_failure_details")
+                        .optional("message", details.message)
+                }),
+        };
+        SubscriptionUpdate {
+            customer,
+            external_id: check.settable("external_id", self.external_id),
+            idempotency_key: check.settable("idempotency_key", self.idempotency_key),
+            next_order_datetime: check.optional("next_order_datetime", self.next_order_datetime),
+            next_payment_datetime: check
+                .optional("next_payment_datetime", self.next_payment_datetime),
+            next_processing_datetime: check
+                .optional("next_processing_datetime", self.next_processing_datetime),
+            last_payment_datetime: check
+                .optional("last_payment_datetime", self.last_payment_datetime),
+            last_order_datetime: check.optional("last_order_datetime", self.last_order_datetime),
+            last_processed_datetime: check
+                .optional("last_processed_datetime", self.last_processed_datetime),
+            placed_at: check.optional("placed_at", self.placed_at),
+            subscription_status: status(check, self.subscription_status).flatten(),
+            payment_method_token: check.optional("payment_method_token", self.payment_method_token),
+            payment_gateway_public_id: check
+                .optional("payment_gateway_public_id", self.payment_gateway_public_id),
+            payment_method_expires_at: check
+                .settable("payment_method_expires_at", self.payment_method_expires_at),
+            order_rrule: rule(check, "order_rrule", self.order_rrule, zone),
+            payment_rrule: rule(check, "payment_rrule", self.payment_rrule, zone),
+            current_retries: count(check, "current_retries", self.current_retries),
+            orders_processed: count(check, "orders_processed", self.orders_processed),
+            charged_currency: currency(check, "charged_currency", self.charged_currency).flatten(),
+            base_currency: currency(check, "base_currency", self.base_currency).flatten(),
+            base_to_charged_exchange_rate: rate,
+            billing_address: SubscriptionAddressFields::at(
+                check,
+                "billing_address",
+                self.billing_address,
+            ),
+            shipping_address: SubscriptionAddressFields::at(
+                check,
+                "shipping_address",
+                self.shipping_address,
+            ),
+            billing_address_id: check.optional("billing_address_id", self.billing_address_id),
+            shipping_address_id: check.optional("shipping_address_id", self.shipping_address_id),
+            discount_code: check.settable("discount_code", self.discount_code),
+            last_failure_code: check.settable("last_failure_code", self.last_failure_code),
+            last_failure_reason: check.settable("last_failure_reason", self.last_failure_reason),
+            last_failure_message: failure_message,
+            note: check.settable("note", self.note),
+            order_note: check.settable("order_note", self.order_note),
+            shipping_lines: shipping_lines(check, self.shipping_lines),
+        }
+    }
 }
 
 /// `{"subscription": {…}}` of Update Subscription, every problem a 422 on its path.
@@ -1541,77 +2411,9 @@ pub fn parse_subscription_update(
     shop: &Shop,
 ) -> Result<SubscriptionUpdate, DomainError> {
     let zone = ShopZone::of_shop(&shop.timezone);
-    read_body(body, |root| {
-        let Some(mut sub) = root.object("subscription") else {
-            if root.get("subscription").is_none() {
-                root.problems.push(FieldError::required("subscription"));
-            }
-            return None;
-        };
-        let customer = sub.object("customer").map(|mut c| customer_update(&mut c));
-        let rate_field = sub.field("base_to_charged_exchange_rate");
-        let rate = sub
-            .number("base_to_charged_exchange_rate")
-            .and_then(|rate| {
-                if is_exchange_rate(rate) {
-                    Some(rate)
-                } else {
-                    let message = rate_range(&rate_field);
-                    sub.problems
-                        .push(FieldError::new(rate_field.clone(), "out_of_range", message));
-                    None
-                }
-            });
-        let failure_message = match sub.map.get("last_failure_details") {
-            None => None,
-            Some(Value::Null) => Some(None),
-            Some(_) => sub
-                .object("last_failure_details")
-                .map(|mut details| details.text("message")),
-        };
-        let update = SubscriptionUpdate {
-            customer,
-            external_id: settable_text(&mut sub, "external_id"),
-            idempotency_key: settable_text(&mut sub, "idempotency_key"),
-            next_order_datetime: sub.time("next_order_datetime"),
-            next_payment_datetime: sub.time("next_payment_datetime"),
-            next_processing_datetime: sub.time("next_processing_datetime"),
-            last_payment_datetime: sub.time("last_payment_datetime"),
-            last_order_datetime: sub.time("last_order_datetime"),
-            last_processed_datetime: sub.time("last_processed_datetime"),
-            placed_at: sub.time("placed_at"),
-            subscription_status: status(&mut sub).flatten(),
-            payment_method_token: sub.text("payment_method_token"),
-            payment_gateway_public_id: sub.text("payment_gateway_public_id"),
-            payment_method_expires_at: match sub.map.get("payment_method_expires_at") {
-                None => None,
-                Some(Value::Null) => Some(None),
-                Some(_) => expiry(&mut sub, "payment_method_expires_at").map(Some),
-            },
-            order_rrule: rule(&mut sub, "order_rrule", zone),
-            payment_rrule: rule(&mut sub, "payment_rrule", zone),
-            current_retries: count(&mut sub, "current_retries"),
-            orders_processed: count(&mut sub, "orders_processed"),
-            charged_currency: currency(&mut sub, "charged_currency").flatten(),
-            base_currency: currency(&mut sub, "base_currency").flatten(),
-            base_to_charged_exchange_rate: rate,
-            billing_address: sub
-                .object("billing_address")
-                .and_then(|mut f| address(&mut f)),
-            shipping_address: sub
-                .object("shipping_address")
-                .and_then(|mut f| address(&mut f)),
-            billing_address_id: sub.integer("billing_address_id"),
-            shipping_address_id: sub.integer("shipping_address_id"),
-            discount_code: settable_text(&mut sub, "discount_code"),
-            last_failure_code: settable_text(&mut sub, "last_failure_code"),
-            last_failure_reason: settable_text(&mut sub, "last_failure_reason"),
-            last_failure_message: failure_message,
-            note: settable_text(&mut sub, "note"),
-            order_note: settable_text(&mut sub, "order_note"),
-            shipping_lines: shipping_lines(&mut sub),
-        };
-        Some(update)
+    read_body::<SubscriptionUpdateRequest, _>(body, |body, check| {
+        let fields = check.required("subscription", body.subscription)?;
+        Some(fields.validate(&mut check.nested("subscription"), zone))
     })
 }
 
@@ -1622,478 +2424,34 @@ fn problems_into_error(problems: Problems) -> DomainError {
     }
 }
 
-// The request bodies as the OpenAPI document describes them: doc-only types listing every
-// field the parsers above read, in their canonical form (ids and numbers given as text are read
-// too; that leniency is not described).
-
-/// The fields of an address a body gives (the create fields): a subscription's
-/// billing or shipping address, or a customer's address.
-#[derive(ToSchema)]
-pub struct SubscriptionAddressFields {
-    /// The recipient's first name.
-    #[schema(example = "Ada")]
-    pub first_name: Option<String>,
-    /// The recipient's last name.
-    #[schema(example = "Lovelace")]
-    pub last_name: Option<String>,
-    /// The company name.
-    pub company: Option<String>,
-    /// A phone number at the address.
-    pub phone: Option<String>,
-    /// The first line of the street address (not blank).
-    #[schema(example = "12 Market Street", min_length = 1)]
-    pub street1: String,
-    /// The second line of the street address.
-    pub street2: Option<String>,
-    /// The city (not blank).
-    #[schema(example = "Portland", min_length = 1)]
-    pub city: String,
-    /// The province or state, by name.
-    pub province: Option<String>,
-    /// The province or state, by code.
-    #[schema(example = "OR")]
-    pub province_code: Option<String>,
-    /// The country, by name.
-    pub country: Option<String>,
-    /// The country's ISO 3166-1 alpha-2 code, such as `CA` (read in any case, kept upper case).
-    #[schema(example = "US", pattern = "^[A-Za-z]{2}$")]
-    pub country_code: String,
-    /// The postal code.
-    #[schema(example = "97205")]
-    pub zip: Option<String>,
-}
-
-/// The body of Create and Update Customer Address.
-#[derive(ToSchema)]
-pub struct SubscriptionCustomerAddressRequest {
-    /// The address's fields.
-    pub customer_address: SubscriptionCustomerAddressFields,
-}
-
-/// A customer's address as Create and Update Customer Address take it.
-#[derive(ToSchema)]
-pub struct SubscriptionCustomerAddressFields {
-    /// The recipient's first name.
-    pub first_name: Option<String>,
-    /// The recipient's last name.
-    pub last_name: Option<String>,
-    /// The company name.
-    pub company: Option<String>,
-    /// A phone number at the address.
-    pub phone: Option<String>,
-    /// The first line of the street address (not blank).
-    #[schema(min_length = 1)]
-    pub street1: String,
-    /// The second line of the street address.
-    pub street2: Option<String>,
-    /// The city (not blank).
-    #[schema(min_length = 1)]
-    pub city: String,
-    /// The province or state, by name.
-    pub province: Option<String>,
-    /// The province or state, by code.
-    pub province_code: Option<String>,
-    /// The country, by name.
-    pub country: Option<String>,
-    /// The country's ISO 3166-1 alpha-2 code, such as `CA` (read in any case, kept upper case).
-    #[schema(pattern = "^[A-Za-z]{2}$")]
-    pub country_code: String,
-    /// The postal code.
-    pub zip: Option<String>,
-    /// Whether it is the customer's default address. Left out, a new address is the default
-    /// when the customer has none, and an update keeps what the address was.
-    pub is_default: Option<bool>,
-}
-
-/// The body of Update Customer: the fields given change, the others stay.
-#[derive(ToSchema)]
-pub struct SubscriptionCustomerUpdateRequest {
-    /// The customer's fields to change.
-    pub customer: SubscriptionCustomerUpdateFields,
-}
-
-/// A customer's fields to change (Update Customer, and Update Subscription's `customer`):
-/// those given; null or blank text clears a field (but `email`, which cannot be cleared).
-#[derive(ToSchema)]
-pub struct SubscriptionCustomerUpdateFields {
-    /// The customer's new first name.
-    pub first_name: Option<String>,
-    /// The customer's new last name.
-    pub last_name: Option<String>,
-    /// The customer's new phone number.
-    pub phone: Option<String>,
-    /// The customer's new email address (checked).
-    #[schema(format = Email)]
-    pub email: Option<String>,
-    /// The customer's new notes.
-    pub notes: Option<String>,
-}
-
-/// The body of Create Subscription.
-#[derive(ToSchema)]
-pub struct SubscriptionCreateRequest {
-    /// The subscription's customer: the shop's live customer with this email, or a new one.
-    pub customer: SubscriptionCreateCustomerFields,
-    /// The subscription.
-    pub subscription: SubscriptionCreateFields,
-}
-
-/// `customer` of Create Subscription: found by its email (compared without case), or created
-/// with these fields.
-#[derive(ToSchema)]
-pub struct SubscriptionCreateCustomerFields {
-    /// The customer's email address (checked).
-    #[schema(example = "ada@example.com", format = Email)]
-    pub email: String,
-    /// The first name of a customer created here.
-    #[schema(example = "Ada")]
-    pub first_name: Option<String>,
-    /// The last name of a customer created here.
-    #[schema(example = "Lovelace")]
-    pub last_name: Option<String>,
-    /// The phone number of a customer created here.
-    pub phone: Option<String>,
-    /// The notes of a customer created here.
-    pub notes: Option<String>,
-}
-
-/// A status a client may give a subscription: any but `processing`, which only Mercer sets.
-#[derive(ToSchema)]
-#[schema(rename_all = "snake_case")]
-pub enum SettableSubscriptionStatus {
-    /// Live: its orders are placed when they come due.
-    Active,
-    /// Ended.
-    Inactive,
-    /// Waiting for its first order.
-    Scheduled,
-    /// Paused: no order is placed until it is resumed.
-    Paused,
-}
-
-/// `subscription` of Create Subscription.
-#[derive(ToSchema)]
-pub struct SubscriptionCreateFields {
-    /// The client's key for the request: the same key and body again answer the first
-    /// subscription; the same key with another body is 409.
-    #[schema(example = "2b1f6c1e-order-42")]
-    pub idempotency_key: Option<String>,
-    /// The client's own reference for the subscription.
-    pub external_id: Option<String>,
-    /// When the first order is due; else the rule's first date from now.
-    pub next_order_datetime: Option<Timestamp>,
-    /// The date of the subscription's last order (an imported subscription's).
-    pub last_order_datetime: Option<Timestamp>,
-    /// When the subscription was placed.
-    pub placed_at: Option<Timestamp>,
-    /// The status; else `scheduled` for a rule that starts later and `active` otherwise.
-    pub subscription_status: Option<SettableSubscriptionStatus>,
-    /// The order rule: RFC 5545 `DTSTART`, `RRULE` and `EXDATE` lines (times without a zone
-    /// are the shop's). Required unless a line item names a billing rule (`interval_id`), whose
-    /// RRULE then starts at `next_order_datetime` (else now).
-    #[schema(example = "DTSTART:20250106T090000\nRRULE:FREQ=WEEKLY;INTERVAL=2")]
-    pub order_rrule: Option<String>,
-    /// The ISO 4217 currency of the prices; the shop's by default.
-    #[schema(example = "USD", pattern = "^[A-Z]{3}$")]
-    pub base_currency: Option<String>,
-    /// The ISO 4217 currency orders are charged in; `base_currency` by default.
-    #[schema(pattern = "^[A-Z]{3}$")]
-    pub charged_currency: Option<String>,
-    /// What one unit of the base currency is in the charged currency: 0.000001 to 1000000, 1
-    /// (the default) when the currencies are the same, and required when they differ.
-    #[schema(minimum = 0.000001, maximum = 1000000)]
-    pub base_to_charged_exchange_rate: Option<f64>,
-    /// The percent (0 to 100) orders take off their items; else the first line item's group's,
-    /// else 0.
-    #[schema(minimum = 0, maximum = 100)]
-    pub percent_discount: Option<f64>,
-    /// The line items, 1 to 250.
-    #[schema(min_items = 1, max_items = 250)]
-    pub line_items: Vec<SubscriptionLineItemFields>,
-    /// The address to bill; the shipping address when left out.
-    pub billing_address: Option<SubscriptionAddressFields>,
-    /// The address orders ship to.
-    pub shipping_address: SubscriptionAddressFields,
-    /// The payment method.
-    pub payment_details: Option<SubscriptionPaymentDetailsFields>,
-    /// A discount code, kept and sent with each order.
-    pub discount_code: Option<String>,
-    /// A note on the subscription, kept and shown.
-    pub note: Option<String>,
-    /// A note sent as the `notes` of each order.
-    pub order_note: Option<String>,
-    /// The shipping lines, at most 20.
-    #[schema(max_items = 20)]
-    pub shipping_lines: Option<Vec<SubscriptionShippingLineFields>>,
-}
-
-/// A line item of Create Subscription. The product fields (`title` to `taxable`) are kept when
-/// the catalogue does not have the variant; the catalogue's values win when it does.
-#[derive(ToSchema)]
-pub struct SubscriptionLineItemFields {
-    /// The product's platform id.
-    #[schema(example = "1001")]
-    pub platform_product_id: String,
-    /// The variant's platform id.
-    #[schema(example = "2001")]
-    pub platform_variant_id: String,
-    /// How many units each order has, 1 to 10000.
-    #[schema(example = 1, minimum = 1, maximum = 10000)]
-    pub quantity: i64,
-    /// The unit price, in cents of the base currency: 0 to 100000000.
-    #[schema(example = 2500, minimum = 0, maximum = 100000000)]
-    pub price: i64,
-    /// The subscription group the line item is sold under: a group of the shop.
-    pub subscription_group_id: Option<i64>,
-    /// One of that group's billing rules (needs `subscription_group_id`).
-    pub interval_id: Option<i64>,
-    /// For a line item one payment covers several orders of.
-    pub prepaid_metadata: Option<SubscriptionPrepaidFields>,
-    /// Name and value pairs kept with the line item and sent with its orders, at most 50.
-    #[schema(max_items = 50)]
-    pub line_item_attributes: Option<Vec<SubscriptionLineItemAttributeFields>>,
-    /// The line item's title.
-    pub title: Option<String>,
-    /// The product's name.
-    pub product_name: Option<String>,
-    /// The variant's name.
-    pub variant_name: Option<String>,
-    /// The variant's SKU.
-    pub sku: Option<String>,
-    /// The URL of the item's image.
-    pub image: Option<String>,
-    /// The item's weight in grams.
-    #[schema(minimum = 0)]
-    pub grams: Option<i64>,
-    /// The item's weight, in `weight_unit`.
-    #[schema(minimum = 0)]
-    pub weight: Option<f64>,
-    /// The unit of `weight`.
-    pub weight_unit: Option<String>,
-    /// Whether the item is shipped (true when left out).
-    pub requires_shipping: Option<bool>,
-    /// Whether the item is taxed (true when left out).
-    pub taxable: Option<bool>,
-    /// Discounts taken off the unit price in this order, at most 10.
-    #[schema(max_items = 10)]
-    pub discounts: Option<Vec<SubscriptionLineItemDiscountFields>>,
-}
-
-/// A line item's `prepaid_metadata`: one payment covers `prepaid_duration` orders.
-#[derive(ToSchema)]
-pub struct SubscriptionPrepaidFields {
-    /// How many orders one payment covers.
-    #[schema(minimum = 1, maximum = 1000)]
-    pub prepaid_duration: i64,
-    /// How many orders of the current period were placed already (0 to `prepaid_duration`;
-    /// 0 when left out).
-    #[schema(minimum = 0)]
-    pub current_recurrence_count: Option<i64>,
-    /// Kept and shown as given.
-    pub prepaid_continue: Option<String>,
-}
-
-/// One of a line item's `line_item_attributes`.
-#[derive(ToSchema)]
-pub struct SubscriptionLineItemAttributeFields {
-    /// The attribute's name, once per line item.
-    #[schema(min_length = 1, max_length = 255)]
-    pub name: String,
-    /// The attribute's value (empty when left out).
-    pub value: Option<String>,
-}
-
-/// How a line item discount takes off its unit price.
-#[derive(ToSchema)]
-#[schema(rename_all = "snake_case")]
-pub enum SubscriptionDiscountType {
-    /// `percentage_value` percent of the unit price.
-    Percentage,
-    /// `fixed_value` cents of the base currency off each unit.
-    FixedAmount,
-}
-
-/// A line item's discount.
-#[derive(ToSchema)]
-pub struct SubscriptionLineItemDiscountFields {
-    /// How the discount takes off the unit price.
-    pub discount_type: SubscriptionDiscountType,
-    /// The percent of the unit price taken; required for a `percentage` discount.
-    #[schema(minimum = 0, maximum = 100)]
-    pub percentage_value: Option<f64>,
-    /// The cents of the base currency taken off each unit; required for a `fixed_amount`
-    /// discount.
-    #[schema(minimum = 0)]
-    pub fixed_value: Option<i64>,
-    /// The discount's description, kept and shown.
-    pub description: Option<String>,
-}
-
-/// A shipping line of Create and Update Subscription.
-#[derive(ToSchema)]
-pub struct SubscriptionShippingLineFields {
-    /// The shipping method's name (not blank).
-    #[schema(min_length = 1)]
-    pub name: String,
-    /// The shipping method's code.
-    pub code: Option<String>,
-    /// A tag of the line.
-    pub tag: Option<String>,
-    /// The price of the shipping, in cents of the base currency: 0 (when left out) to
-    /// 100000000.
-    #[schema(minimum = 0, maximum = 100000000)]
-    pub price: Option<i64>,
-}
-
-/// `payment_details` of Create Subscription.
-#[derive(ToSchema)]
-pub struct SubscriptionPaymentDetailsFields {
-    /// The payment gateway: shown as `payment_gateway_public_id`.
-    pub gateway_name: String,
-    /// The customer's id at the gateway: kept, never shown.
-    pub gateway_customer_id: Option<String>,
-    /// The payment method's token: shown as `payment_method_token`.
-    pub gateway_payment_id: Option<String>,
-    /// When the method expires.
-    pub expires_at: Option<PaymentExpiry>,
-}
-
-/// The body of Update Subscription: the fields given change, the others stay. The rule texts
-/// are generated from the rules, and `latest_status_log` is written by actions only.
-#[derive(ToSchema)]
-pub struct SubscriptionUpdateRequest {
-    /// The fields to change.
-    pub subscription: SubscriptionUpdateFields,
-}
-
-/// `subscription` of Update Subscription. Null or blank text clears a text field.
-#[derive(ToSchema)]
-pub struct SubscriptionUpdateFields {
-    /// Changes of the subscription's customer, as Update Customer makes them.
-    pub customer: Option<SubscriptionCustomerUpdateFields>,
-    /// The client's own reference.
-    pub external_id: Option<String>,
-    /// The idempotency key, which no other subscription of the shop may have.
-    pub idempotency_key: Option<String>,
-    /// The next order date; a change ends a retry wait (unless `next_processing_datetime` is
-    /// given too).
-    pub next_order_datetime: Option<Timestamp>,
-    /// The next payment date.
-    pub next_payment_datetime: Option<Timestamp>,
-    /// The end of a retry wait.
-    pub next_processing_datetime: Option<Timestamp>,
-    /// When a payment was last made.
-    pub last_payment_datetime: Option<Timestamp>,
-    /// The order date of the last order.
-    pub last_order_datetime: Option<Timestamp>,
-    /// When the last order was placed.
-    pub last_processed_datetime: Option<Timestamp>,
-    /// When the subscription was placed.
-    pub placed_at: Option<Timestamp>,
-    /// The status to move to, taken as the action it maps to.
-    pub subscription_status: Option<SettableSubscriptionStatus>,
-    /// The new payment method's token.
-    pub payment_method_token: Option<String>,
-    /// The new payment method's gateway.
-    pub payment_gateway_public_id: Option<String>,
-    /// When the payment method expires; null clears it.
-    pub payment_method_expires_at: Option<PaymentExpiry>,
-    /// The order rule, checked as at creation; it is the payment rule too unless
-    /// `payment_rrule` is given.
-    pub order_rrule: Option<String>,
-    /// The payment rule.
-    pub payment_rrule: Option<String>,
-    /// Failed attempts at the current order.
-    #[schema(minimum = 0)]
-    pub current_retries: Option<i64>,
-    /// How many orders were placed.
-    #[schema(minimum = 0)]
-    pub orders_processed: Option<i64>,
-    /// The ISO 4217 currency orders are charged in.
-    #[schema(pattern = "^[A-Z]{3}$")]
-    pub charged_currency: Option<String>,
-    /// The ISO 4217 currency of the prices.
-    #[schema(pattern = "^[A-Z]{3}$")]
-    pub base_currency: Option<String>,
-    /// What one unit of the base currency is in the charged currency: 0.000001 to 1000000,
-    /// and given whenever a currency changed and the two differ.
-    #[schema(minimum = 0.000001, maximum = 1000000)]
-    pub base_to_charged_exchange_rate: Option<f64>,
-    /// A new address of the customer, which the subscription bills to.
-    pub billing_address: Option<SubscriptionAddressFields>,
-    /// A new address of the customer, which the subscription ships to.
-    pub shipping_address: Option<SubscriptionAddressFields>,
-    /// The id of the customer's live address to bill to.
-    pub billing_address_id: Option<i64>,
-    /// The id of the customer's live address to ship to.
-    pub shipping_address_id: Option<i64>,
-    /// The discount code.
-    pub discount_code: Option<String>,
-    /// The code of the last failed order attempt.
-    pub last_failure_code: Option<String>,
-    /// That failure as a sentence.
-    pub last_failure_reason: Option<String>,
-    /// That failure's details; null (or no `message`) clears them.
-    pub last_failure_details: Option<SubscriptionFailureDetailsFields>,
-    /// The note on the subscription.
-    pub note: Option<String>,
-    /// The note sent with each order.
-    pub order_note: Option<String>,
-    /// The shipping lines from now on (`[]` removes them), at most 20.
-    #[schema(max_items = 20)]
-    pub shipping_lines: Option<Vec<SubscriptionShippingLineFields>>,
-}
-
-/// `last_failure_details` of Update Subscription.
-#[derive(ToSchema)]
-pub struct SubscriptionFailureDetailsFields {
-    /// What failed.
-    pub message: Option<String>,
-}
-
-/// The body of Skip: the order date to skip (its day in the shop's zone counts).
-#[derive(ToSchema)]
-pub struct SubscriptionSkipRequest {
-    /// The order date to skip.
-    pub order_datetime: Timestamp,
-}
-
-/// The body of Change Quantity.
-#[derive(ToSchema)]
-pub struct SubscriptionQuantityRequest {
-    /// The line item's new quantity, 1 to 10000.
-    #[schema(minimum = 1, maximum = 10000)]
-    pub quantity: i64,
-}
-
-/// The body of Change Frequency.
-#[derive(ToSchema)]
-pub struct SubscriptionFrequencyRequest {
-    /// The new order rule, checked as at creation.
-    pub order_rrule: String,
-}
-
-/// The body of Change Shipping Address: exactly one of `shipping_address` (a new address,
-/// added to the customer) and `address_id` (one of the customer's).
-#[derive(ToSchema)]
-pub struct SubscriptionShippingAddressRequest {
-    /// A new address of the customer.
-    pub shipping_address: Option<SubscriptionAddressFields>,
-    /// The id of one of the customer's addresses.
-    pub address_id: Option<i64>,
-}
-
-/// The body of Change Payment Method.
-#[derive(ToSchema)]
-pub struct SubscriptionPaymentMethodRequest {
-    /// The new payment method's token (not blank).
-    #[schema(min_length = 1)]
-    pub payment_method_token: String,
-    /// The gateway that takes the token (not blank).
-    #[schema(min_length = 1)]
-    pub payment_gateway_public_id: String,
-    /// When the new method expires.
-    pub expires_at: Option<PaymentExpiry>,
+/// The status and first order date, which follow from the rule once it is known good: the
+/// status given, else `scheduled` for a rule that starts later and `active` otherwise; the
+/// date given, else the rule's first date from now (for an inactive subscription, whether or
+/// not it is in the future), else the upcoming one (a problem when the rule has none).
+fn first_order(
+    check: &mut Check<'_>,
+    schedule: Option<&OrderSchedule>,
+    status: Option<Option<SubscriptionStatus>>,
+    next_order_datetime: Option<Timestamp>,
+    now: Timestamp,
+    rrule_field: &str,
+) -> (Option<SubscriptionStatus>, Option<Option<Timestamp>>) {
+    let status = schedule.and_then(|schedule| {
+        Some(status?.unwrap_or(if schedule.start() > now {
+            SubscriptionStatus::Scheduled
+        } else {
+            SubscriptionStatus::Active
+        }))
+    });
+    let next_order = match (schedule, status) {
+        (Some(_), _) if next_order_datetime.is_some() => Some(next_order_datetime),
+        (Some(schedule), Some(SubscriptionStatus::Inactive)) => Some(schedule.first_from(now, &[])),
+        (Some(schedule), Some(_)) => check
+            .check(schedule.upcoming_order(now, &[], rrule_field))
+            .map(Some),
+        _ => None,
+    };
+    (status, next_order)
 }
 
 #[cfg(test)]
@@ -2944,5 +3302,382 @@ mod tests {
             action_problems(update(json!(1_000_000.5))),
             one("subscription.base_to_charged_exchange_rate", "out_of_range")
         );
+    }
+
+    fn codes(problems: Vec<FieldError>) -> Vec<(String, &'static str)> {
+        problems
+            .into_iter()
+            .map(|problem| (problem.field, problem.code))
+            .collect()
+    }
+
+    fn named(pairs: &[(&str, &'static str)]) -> Vec<(String, &'static str)> {
+        pairs
+            .iter()
+            .map(|(field, code)| (field.to_string(), *code))
+            .collect()
+    }
+
+    #[test]
+    fn a_create_body_of_wrong_types_text_numbers_and_blanks_is_read_as_before() {
+        let wrong = json!({
+            "customer": {"email": "  ", "first_name": 7, "phone": ""},
+            "subscription": {
+                "idempotency_key": "  ", "external_id": 12, "next_order_datetime": "",
+                "placed_at": 5, "subscription_status": "  ", "order_rrule": 7,
+                "base_currency": 3, "charged_currency": "",
+                "base_to_charged_exchange_rate": "abc", "percent_discount": "101",
+                "line_items": [
+                    {"platform_product_id": 12, "platform_variant_id": 1.5, "quantity": "3",
+                     "price": " 250 ", "subscription_group_id": "x",
+                     "line_item_attributes": "no", "grams": "-1", "weight": "heavy",
+                     "requires_shipping": "yes",
+                     "discounts": [{"discount_type": "percentage", "percentage_value": "abc"}, 5]},
+                    "nope",
+                    {"platform_product_id": " ", "platform_variant_id": "v", "quantity": 0,
+                     "price": 1.5, "title": 5,
+                     "prepaid_metadata": {"prepaid_duration": "2", "current_recurrence_count": "3"}}
+                ],
+                "billing_address": [],
+                "shipping_address": {"street1": " ", "city": 4, "country_code": "usa"},
+                "payment_details": {"gateway_name": "", "expires_at": ""},
+                "note": false,
+                "shipping_lines": [{"name": "", "price": "-5"}, {"name": "G", "price": "12"}]
+            }
+        });
+        assert_eq!(
+            problems(&wrong),
+            named(&[
+                ("customer.email", "required"),
+                ("customer.first_name", "invalid_type"),
+                ("subscription.external_id", "invalid_type"),
+                ("subscription.next_order_datetime", "invalid_date"),
+                ("subscription.placed_at", "invalid_date"),
+                ("subscription.order_rrule", "invalid_type"),
+                ("subscription.base_currency", "invalid_type"),
+                ("subscription.base_to_charged_exchange_rate", "invalid_type"),
+                (
+                    "subscription.line_items[0].platform_variant_id",
+                    "invalid_type"
+                ),
+                (
+                    "subscription.line_items[0].subscription_group_id",
+                    "invalid_type"
+                ),
+                (
+                    "subscription.line_items[0].line_item_attributes",
+                    "invalid_type"
+                ),
+                ("subscription.line_items[0].grams", "out_of_range"),
+                ("subscription.line_items[0].weight", "invalid_type"),
+                (
+                    "subscription.line_items[0].requires_shipping",
+                    "invalid_type"
+                ),
+                (
+                    "subscription.line_items[0].discounts[0].percentage_value",
+                    "invalid_type"
+                ),
+                (
+                    "subscription.line_items[0].discounts[0].percentage_value",
+                    "required"
+                ),
+                ("subscription.line_items[0].discounts[1]", "invalid_type"),
+                ("subscription.line_items[1]", "invalid_type"),
+                ("subscription.line_items[2].platform_product_id", "required"),
+                ("subscription.line_items[2].quantity", "out_of_range"),
+                ("subscription.line_items[2].price", "invalid_type"),
+                (
+                    "subscription.line_items[2].prepaid_metadata.current_recurrence_count",
+                    "out_of_range"
+                ),
+                ("subscription.billing_address", "invalid_type"),
+                ("subscription.shipping_address.street1", "required"),
+                ("subscription.shipping_address.city", "invalid_type"),
+                (
+                    "subscription.shipping_address.country_code",
+                    "invalid_value"
+                ),
+                ("subscription.payment_details.gateway_name", "required"),
+                ("subscription.payment_details.expires_at", "invalid_value"),
+                ("subscription.note", "invalid_type"),
+                ("subscription.shipping_lines[0].name", "required"),
+                ("subscription.shipping_lines[0].price", "out_of_range"),
+                ("subscription.percent_discount", "out_of_range"),
+            ])
+        );
+        // Numbers given as text, blanks left out, and integer ids read as text.
+        let mut text = body();
+        text = with(text, "/subscription/line_items/0/quantity", json!(" 3 "));
+        text = with(text, "/subscription/line_items/0/price", json!("250"));
+        text = with(
+            text,
+            "/subscription/line_items/0/platform_product_id",
+            json!(101),
+        );
+        text = with(
+            text,
+            "/subscription/base_to_charged_exchange_rate",
+            json!("1.5"),
+        );
+        text = with(text, "/subscription/percent_discount", json!(" 12.5 "));
+        text = with(text, "/subscription/note", json!("  "));
+        text = with(text, "/subscription/subscription_status", json!(""));
+        text = with(
+            text,
+            "/subscription/shipping_lines",
+            json!([{"name": " Ground ", "price": "500", "code": ""}]),
+        );
+        let new = parse(&text).unwrap();
+        let item = &new.line_items[0];
+        assert_eq!(
+            (item.quantity, item.price, item.platform_product_id.as_str()),
+            (3, Cents(250), "101")
+        );
+        assert_eq!(new.base_to_charged_exchange_rate, 1.5);
+        assert_eq!(new.percent_discount, 12.5);
+        assert_eq!(new.note, None);
+        assert_eq!(new.status, SubscriptionStatus::Active);
+        assert_eq!(
+            new.shipping_lines,
+            [ShippingLineInput {
+                name: "Ground".into(),
+                code: None,
+                tag: None,
+                price: Cents(500),
+            }]
+        );
+    }
+
+    #[test]
+    fn an_update_body_of_wrong_types_text_numbers_and_blanks_is_read_as_before() {
+        let wrong = json!({"subscription": {
+            "customer": {"email": "", "first_name": null, "last_name": "  ", "phone": 5},
+            "base_to_charged_exchange_rate": "0", "last_failure_details": "x",
+            "subscription_status": "processing", "payment_method_token": 1,
+            "order_rrule": 5, "current_retries": "-1", "charged_currency": "usd",
+            "shipping_address_id": "x", "note": 4, "shipping_lines": {},
+            "billing_address": {"street1": "1 Way"}
+        }});
+        assert_eq!(
+            action_problems(parse_subscription_update(&wrong, &shop())),
+            named(&[
+                ("subscription.customer.email", "required"),
+                ("subscription.customer.phone", "invalid_type"),
+                ("subscription.base_to_charged_exchange_rate", "out_of_range"),
+                ("subscription.last_failure_details", "invalid_type"),
+                ("subscription.subscription_status", "invalid_value"),
+                ("subscription.payment_method_token", "invalid_type"),
+                ("subscription.order_rrule", "invalid_type"),
+                ("subscription.current_retries", "out_of_range"),
+                ("subscription.charged_currency", "invalid_currency"),
+                ("subscription.billing_address.city", "required"),
+                ("subscription.billing_address.country_code", "required"),
+                ("subscription.shipping_address_id", "invalid_type"),
+                ("subscription.note", "invalid_type"),
+                ("subscription.shipping_lines", "invalid_type"),
+            ])
+        );
+        let update = parse_subscription_update(
+            &json!({"subscription": {
+                "external_id": null, "idempotency_key": " ", "payment_method_expires_at": null,
+                "orders_processed": "2", "billing_address_id": " 7 ", "discount_code": "",
+                "last_failure_details": {"message": "  "}, "charged_currency": "  ",
+                "base_to_charged_exchange_rate": "2", "customer": {"last_name": "  "},
+                "order_note": " leave it ", "shipping_lines": []
+            }}),
+            &shop(),
+        )
+        .unwrap();
+        assert_eq!(update.external_id, Some(None));
+        assert_eq!(update.idempotency_key, Some(None));
+        assert_eq!(update.payment_method_expires_at, Some(None));
+        assert_eq!(update.orders_processed, Some(2));
+        assert_eq!(update.billing_address_id, Some(7));
+        assert_eq!(update.discount_code, Some(None));
+        assert_eq!(update.last_failure_message, Some(None));
+        assert_eq!(update.charged_currency, None);
+        assert_eq!(update.base_to_charged_exchange_rate, Some(2.0));
+        assert_eq!(
+            update.customer,
+            Some(CustomerUpdate {
+                last_name: Some(None),
+                ..CustomerUpdate::default()
+            })
+        );
+        assert_eq!(update.order_note, Some(Some("leave it".into())));
+        assert_eq!(update.shipping_lines, Some(Vec::new()));
+        assert_eq!(update.note, None);
+        assert_eq!(
+            codes(
+                match parse_subscription_update(&json!({"subscription": "x"}), &shop()) {
+                    Err(DomainError::Invalid(problems)) => problems,
+                    other => panic!("{other:?}"),
+                }
+            ),
+            named(&[("subscription", "invalid_type")])
+        );
+    }
+
+    #[test]
+    fn customer_bodies_of_wrong_types_text_numbers_and_blanks_are_read_as_before() {
+        assert_eq!(
+            action_problems(parse_customer_update(&json!({"customer": {
+                "email": " ada@example.test ", "first_name": "", "notes": 3
+            }}))),
+            one("customer.notes", "invalid_type")
+        );
+        assert_eq!(
+            parse_customer_update(&json!({"customer": {
+                "email": " ada@example.test ", "first_name": "", "last_name": null,
+                "phone": " 555 "
+            }}))
+            .unwrap(),
+            CustomerUpdate {
+                email: Some("ada@example.test".into()),
+                first_name: Some(None),
+                last_name: Some(None),
+                phone: Some(Some("555".into())),
+                notes: None,
+            }
+        );
+        assert_eq!(
+            action_problems(parse_customer_update(&json!({"customer": []}))),
+            one("customer", "invalid_type")
+        );
+        assert_eq!(
+            action_problems(parse_customer_update(&json!({"customer": null}))),
+            one("customer", "required")
+        );
+        assert_eq!(
+            action_problems(parse_customer_update(
+                &json!({"customer": {"email": "nope"}})
+            )),
+            one("customer.email", "invalid_email")
+        );
+
+        let wrong = parse_customer_address(&json!({"customer_address": {
+            "is_default": "yes", "street1": 5, "city": " ", "country_code": "C1", "zip": 90210
+        }}));
+        let Err(DomainError::Invalid(found)) = wrong else {
+            panic!("{wrong:?}");
+        };
+        assert_eq!(
+            found[0].message,
+            "customer_address.is_default must be true or false"
+        );
+        assert_eq!(
+            codes(found),
+            named(&[
+                ("customer_address.is_default", "invalid_type"),
+                ("customer_address.street1", "invalid_type"),
+                ("customer_address.city", "required"),
+                ("customer_address.country_code", "invalid_value"),
+                ("customer_address.zip", "invalid_type"),
+            ])
+        );
+        let body = parse_customer_address(&json!({"customer_address": {
+            "street1": " 1 Way ", "city": "Paris", "country_code": "fr", "is_default": false,
+            "zip": ""
+        }}))
+        .unwrap();
+        assert_eq!(
+            (
+                body.address.street1.as_str(),
+                body.address.country_code.as_str(),
+                body.address.zip.clone(),
+                body.is_default
+            ),
+            ("1 Way", "FR", None, Some(false))
+        );
+        assert_eq!(
+            action_problems(parse_customer_address(&json!({"customer_address": 3}))),
+            one("customer_address", "invalid_type")
+        );
+        assert_eq!(
+            action_problems(parse_customer_address(&json!("x"))),
+            one("customer_address", "required")
+        );
+    }
+
+    #[test]
+    fn action_bodies_of_wrong_types_text_numbers_and_blanks_are_read_as_before() {
+        assert_eq!(
+            action_problems(parse_skip(&json!({"order_datetime": ""}))),
+            one("order_datetime", "invalid_date")
+        );
+        assert_eq!(
+            action_problems(parse_skip(&json!({"order_datetime": null}))),
+            one("order_datetime", "required")
+        );
+        assert_eq!(parse_quantity(&json!({"quantity": " 12 "})).unwrap(), 12);
+        for wrong in [json!(""), json!(2.5), json!(true), json!([1])] {
+            assert_eq!(
+                action_problems(parse_quantity(&json!({"quantity": wrong}))),
+                one("quantity", "invalid_type")
+            );
+        }
+        assert_eq!(
+            action_problems(parse_quantity(&json!({"quantity": "0"}))),
+            one("quantity", "out_of_range")
+        );
+        assert_eq!(
+            action_problems(parse_frequency(&json!({"order_rrule": ["x"]}), &shop())),
+            one("order_rrule", "invalid_type")
+        );
+        assert_eq!(
+            action_problems(parse_frequency(&json!({"order_rrule": null}), &shop())),
+            one("order_rrule", "required")
+        );
+        // A blank rule goes to the rule's own check, which finds it missing.
+        assert_eq!(
+            action_problems(parse_frequency(&json!({"order_rrule": " "}), &shop())),
+            one("order_rrule", "required")
+        );
+
+        assert_eq!(
+            action_problems(parse_shipping_address_change(
+                &json!({"shipping_address": "x"})
+            )),
+            one("shipping_address", "invalid_type")
+        );
+        assert_eq!(
+            action_problems(parse_shipping_address_change(&json!({"address_id": ""}))),
+            one("address_id", "invalid_type")
+        );
+        assert_eq!(
+            parse_shipping_address_change(&json!({"shipping_address": null, "address_id": "3"}))
+                .unwrap(),
+            ShippingAddressChange::Existing { address_id: 3 }
+        );
+        assert_eq!(
+            action_problems(parse_shipping_address_change(
+                &json!({"shipping_address": {"zip": 5}, "address_id": null})
+            )),
+            named(&[
+                ("shipping_address.street1", "required"),
+                ("shipping_address.city", "required"),
+                ("shipping_address.country_code", "required"),
+                ("shipping_address.zip", "invalid_type"),
+            ])
+        );
+        assert_eq!(
+            action_problems(parse_payment_method_change(&json!({
+                "payment_method_token": " ", "payment_gateway_public_id": 5,
+                "expires_at": 202703
+            }))),
+            named(&[
+                ("payment_method_token", "required"),
+                ("payment_gateway_public_id", "invalid_type"),
+                ("expires_at", "invalid_value"),
+            ])
+        );
+        let change = parse_payment_method_change(&json!({
+            "payment_method_token": " tok ", "payment_gateway_public_id": "test",
+            "expires_at": " 2027-03 "
+        }))
+        .unwrap();
+        assert_eq!(change.payment_method_token, "tok");
+        assert_eq!(change.expires_at, PaymentExpiry::parse("2027-03"));
     }
 }

@@ -4,8 +4,8 @@
 use actix_web::{HttpRequest, HttpResponse, web};
 use mercer_domain::subscriptions::customers::{PagePagination, parse_page};
 use mercer_domain::subscriptions::groups::{
-    GroupRequest, SubscriptionGroup, create_group, delete_group, get_group, list_groups,
-    parse_group, update_group,
+    GroupRequest, GroupUpdateRequest, SubscriptionGroup, create_group, delete_group, get_group,
+    list_groups, parse_group, update_group,
 };
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -94,7 +94,7 @@ pub async fn get(
 ///
 /// PUT and PATCH alike: the fields given replace the stored ones.
 #[utoipa::path(method(put, patch), path = "/subscriptions/v1/shops/{shop}/subscription_groups/{id}", operation_id = "update_subscription_group", summary = "Update a subscription group", tag = "Subscription groups",
-    request_body = GroupRequest,
+    request_body = GroupUpdateRequest,
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The group's id")),
     security(("api_token" = ["write_subscription_groups"]), ("oauth2" = ["write_subscription_groups"])),
     responses((status = 200, body = GroupAnswer)))]
