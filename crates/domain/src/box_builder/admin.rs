@@ -9,8 +9,9 @@ use crate::box_builder::resources::{
     BoxProduct, BoxSize, FLEXIBLE_PRICING, InShop, SubscriptionBox, TimeSlot, TimeSlotOption,
     merge_attributes,
 };
-use crate::kernel::error::{DomainError, FieldError};
 use crate::kernel::body::path;
+use crate::kernel::error::{DomainError, FieldError};
+use crate::kernel::ids::{BoxId, BoxProductId, BoxSizeId, TimeSlotId};
 use crate::kernel::time::Timestamp;
 use crate::platform::catalogue;
 use crate::subscriptions::customers::PagePagination;
@@ -50,7 +51,7 @@ pub fn list_boxes(
 pub fn get_box(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
-    id: i64,
+    id: BoxId,
 ) -> Result<SubscriptionBox, DomainError> {
     Ok(found(tx.subscription_box(shop.id, id)?, "box")?.in_shop(shop))
 }
@@ -60,7 +61,7 @@ fn check_group(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
     group_id: i64,
-    box_id: i64,
+    box_id: BoxId,
     field: &str,
 ) -> Result<(), DomainError> {
     tx.lock_subscription_group(shop.id, group_id)?;
@@ -89,9 +90,9 @@ pub fn create_box(
     now: Timestamp,
 ) -> Result<SubscriptionBox, DomainError> {
     let group = input.svc_subscription_group_id.unwrap_or_default();
-    check_group(tx, shop, group, 0, "box.svc_subscription_group_id")?;
+    check_group(tx, shop, group, BoxId(0), "box.svc_subscription_group_id")?;
     let new = SubscriptionBox {
-        id: 0,
+        id: BoxId(0),
         svc_subscription_group_id: group,
         shop_identifier: String::new(),
         box_name: input.box_name.unwrap_or_default(),
@@ -106,7 +107,7 @@ pub fn create_box(
 pub fn update_box(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
-    id: i64,
+    id: BoxId,
     input: BoxInput,
     now: Timestamp,
 ) -> Result<SubscriptionBox, DomainError> {
@@ -134,7 +135,7 @@ fn in_use(code: &'static str, message: String) -> DomainError {
 pub fn delete_box(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
-    id: i64,
+    id: BoxId,
 ) -> Result<(), DomainError> {
     let selections = tx.selections_of_box(shop.id, id)?;
     if selections > 0 {
@@ -171,7 +172,7 @@ pub fn list_box_products(
 pub fn get_box_product(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
-    id: i64,
+    id: BoxProductId,
 ) -> Result<BoxProduct, DomainError> {
     Ok(found(tx.box_product(shop.id, id)?, "box_product")?.in_shop(shop))
 }
@@ -219,7 +220,7 @@ pub fn create_box_product(
     now: Timestamp,
 ) -> Result<BoxProduct, DomainError> {
     let product = BoxProduct {
-        id: 0,
+        id: BoxProductId(0),
         platform_product_id: input.platform_product_id.unwrap_or_default(),
         platform_variant_id: input.platform_variant_id.unwrap_or_default(),
         created_at: now,
@@ -240,7 +241,7 @@ pub fn create_box_product(
 pub fn update_box_product(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
-    id: i64,
+    id: BoxProductId,
     input: BoxProductInput,
     now: Timestamp,
 ) -> Result<BoxProduct, DomainError> {
@@ -271,7 +272,7 @@ pub fn update_box_product(
 pub fn delete_box_product(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
-    id: i64,
+    id: BoxProductId,
 ) -> Result<(), DomainError> {
     if !tx.delete_box_product(shop.id, id)? {
         return Err(DomainError::not_found("box_product"));
@@ -285,7 +286,7 @@ pub fn delete_box_product(
 fn box_of(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
-    box_id: i64,
+    box_id: BoxId,
 ) -> Result<(), DomainError> {
     found(tx.subscription_box(shop.id, box_id)?, "box").map(drop)
 }
@@ -294,7 +295,7 @@ fn box_of(
 pub fn list_box_sizes(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
-    box_id: i64,
+    box_id: BoxId,
     limit: i64,
     page: i64,
 ) -> Result<Page<BoxSize>, DomainError> {
@@ -311,7 +312,7 @@ pub fn list_box_sizes(
 pub fn get_box_size(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
-    id: i64,
+    id: BoxSizeId,
 ) -> Result<BoxSize, DomainError> {
     Ok(found(tx.box_size(shop.id, id)?, "box_size")?.in_shop(shop))
 }
@@ -345,9 +346,9 @@ fn sized(
     Ok(size)
 }
 
-fn new_size(box_id: i64, now: Timestamp) -> BoxSize {
+fn new_size(box_id: BoxId, now: Timestamp) -> BoxSize {
     BoxSize {
-        id: 0,
+        id: BoxSizeId(0),
         box_id,
         shop_identifier: String::new(),
         box_size_name: String::new(),
@@ -363,7 +364,7 @@ fn new_size(box_id: i64, now: Timestamp) -> BoxSize {
 pub fn create_box_size(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
-    box_id: i64,
+    box_id: BoxId,
     input: BoxSizeInput,
     now: Timestamp,
 ) -> Result<BoxSize, DomainError> {
@@ -377,7 +378,7 @@ pub fn create_box_size(
 pub fn update_box_size(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
-    id: i64,
+    id: BoxSizeId,
     input: BoxSizeInput,
     now: Timestamp,
 ) -> Result<BoxSize, DomainError> {
@@ -393,7 +394,7 @@ pub fn update_box_size(
 pub fn update_box_sizes(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
-    box_id: i64,
+    box_id: BoxId,
     inputs: Vec<BoxSizeInput>,
     now: Timestamp,
 ) -> Result<Vec<BoxSize>, DomainError> {
@@ -492,7 +493,7 @@ fn slotted(
 pub fn list_time_slots(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
-    box_id: i64,
+    box_id: BoxId,
     filter: TimeSlotFilter,
     limit: i64,
     page: i64,
@@ -507,7 +508,7 @@ pub fn list_time_slots(
 pub fn get_time_slot(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
-    id: i64,
+    id: TimeSlotId,
 ) -> Result<TimeSlot, DomainError> {
     Ok(found(tx.time_slot(shop.id, id)?, "time_slot")?.in_shop(shop))
 }
@@ -516,13 +517,13 @@ pub fn get_time_slot(
 pub fn create_time_slot(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
-    box_id: i64,
+    box_id: BoxId,
     input: TimeSlotInput,
     now: Timestamp,
 ) -> Result<TimeSlot, DomainError> {
     box_of(tx, shop, box_id)?;
     let blank = TimeSlot {
-        id: 0,
+        id: TimeSlotId(0),
         box_id,
         shop_identifier: String::new(),
         time_slot_name: String::new(),
@@ -543,7 +544,7 @@ pub fn create_time_slot(
 pub fn update_time_slot(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
-    id: i64,
+    id: TimeSlotId,
     input: TimeSlotInput,
     now: Timestamp,
 ) -> Result<TimeSlot, DomainError> {
@@ -556,7 +557,7 @@ pub fn update_time_slot(
 pub fn delete_time_slot(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
-    id: i64,
+    id: TimeSlotId,
 ) -> Result<(), DomainError> {
     let selections = tx.selections_of_time_slot(shop.id, id)?;
     if selections > 0 {
@@ -577,7 +578,7 @@ pub fn delete_time_slot(
 pub fn list_time_slot_options(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
-    time_slot_id: i64,
+    time_slot_id: TimeSlotId,
 ) -> Result<Vec<TimeSlotOption>, DomainError> {
     let slot = found(tx.time_slot(shop.id, time_slot_id)?, "time_slot")?;
     Ok(slot
@@ -595,8 +596,8 @@ pub fn list_time_slot_options(
 pub fn add_time_slot_option(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
-    time_slot_id: i64,
-    box_product_id: i64,
+    time_slot_id: TimeSlotId,
+    box_product_id: BoxProductId,
     now: Timestamp,
 ) -> Result<TimeSlotOption, DomainError> {
     found(tx.time_slot(shop.id, time_slot_id)?, "time_slot")?;
@@ -618,8 +619,8 @@ pub fn add_time_slot_option(
 pub fn remove_time_slot_option(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
-    time_slot_id: i64,
-    box_product_id: i64,
+    time_slot_id: TimeSlotId,
+    box_product_id: BoxProductId,
 ) -> Result<(), DomainError> {
     found(tx.time_slot(shop.id, time_slot_id)?, "time_slot")?;
     if !tx.remove_time_slot_option(shop.id, time_slot_id, box_product_id)? {

@@ -11,6 +11,7 @@ use utoipa::ToSchema;
 use crate::box_builder::resources::SelectionItem;
 use crate::kernel::body::{BodyObject, Check, Field, TextId, at_most, parse_object, wrong_type};
 use crate::kernel::error::{DomainError, FieldError, Problems};
+use crate::kernel::ids::{BoxProductId, BoxSizeId, TimeSlotId};
 use crate::kernel::time::Timestamp;
 
 /// The longest name (box, size, slot) and attribute key, in characters.
@@ -348,7 +349,7 @@ impl From<BoxProductUpdateFields> for BoxProductFields {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct BoxSizeInput {
     /// The size to change, in a bulk update; none for a new one.
-    pub id: Option<i64>,
+    pub id: Option<BoxSizeId>,
     /// The size's name (1 to 255 characters).
     pub box_size_name: Option<String>,
     /// The fewest products a box of this size holds (0 or more).
@@ -533,7 +534,7 @@ impl BoxSizeUpdateFields {
             });
         }
         Some(BoxSizeInput {
-            id: check.optional("id", self.id),
+            id: check.optional("id", self.id).map(BoxSizeId),
             box_size_name: name(check, "box_size_name", self.box_size_name, creating),
             min_quantity,
             max_quantity: check.needed("max_quantity", self.max_quantity, creating),
@@ -695,9 +696,11 @@ impl From<TimeSlotUpdateFields> for TimeSlotFields {
 }
 
 /// Create Time Slot Option: `{"box_product_id"}` (or `{"time_slot_option": {…}}`).
-pub fn parse_time_slot_option(body: &Value) -> Result<i64, DomainError> {
+pub fn parse_time_slot_option(body: &Value) -> Result<BoxProductId, DomainError> {
     read_resource::<TimeSlotOptionWrapper, _>(body, |fields, check| {
-        check.required("box_product_id", fields.box_product_id)
+        check
+            .required("box_product_id", fields.box_product_id)
+            .map(BoxProductId)
     })
 }
 
@@ -731,9 +734,9 @@ pub struct SelectionInput {
     /// The id of the box's subscription line item (`svc_platform_subscription_line_item_id`).
     pub line_item_id: Option<i64>,
     /// The id of the box size chosen.
-    pub box_size_id: Option<i64>,
+    pub box_size_id: Option<BoxSizeId>,
     /// The id of the time slot chosen.
-    pub time_slot_id: Option<i64>,
+    pub time_slot_id: Option<TimeSlotId>,
     /// The time of the order the selection is for.
     pub order_datetime: Option<Timestamp>,
     /// The products chosen, each once and at least 1 of it.
@@ -800,8 +803,12 @@ impl SelectionFields {
             self.svc_platform_subscription_line_item_id,
             creating,
         );
-        let box_size_id = check.needed("box_size_id", self.box_size_id, creating);
-        let time_slot_id = check.needed("time_slot_id", self.time_slot_id, creating);
+        let box_size_id = check
+            .needed("box_size_id", self.box_size_id, creating)
+            .map(BoxSizeId);
+        let time_slot_id = check
+            .needed("time_slot_id", self.time_slot_id, creating)
+            .map(TimeSlotId);
         let order_datetime = check.needed("order_datetime", self.order_datetime, creating);
         if creating && !self.line_items.is_given() {
             check.push(FieldError::required(check.field("line_items")));
@@ -904,14 +911,14 @@ fn chosen(
             return None;
         }
         let (box_product_id, choice_quantity) = (product?, quantity?);
-        if chosen.iter().any(|c| c.box_product_id == box_product_id) {
+        if chosen.iter().any(|c| c.box_product_id.0 == box_product_id) {
             check.problem("box_product_id", "duplicate", |path| {
                 format!("{path} names box product {box_product_id} twice")
             });
             return None;
         }
         chosen.push(SelectionItem {
-            box_product_id,
+            box_product_id: BoxProductId(box_product_id),
             choice_quantity,
         });
         Some(())
@@ -955,12 +962,12 @@ mod tests {
             {"box_size": {"box_size_name": "Large", "min_quantity": 4, "max_quantity": "10"}}
         ]))
         .unwrap();
-        assert_eq!(sizes[0].id, Some(3));
+        assert_eq!(sizes[0].id, Some(BoxSizeId(3)));
         assert_eq!(sizes[1].max_quantity, Some(10));
         assert_eq!(parse_box_sizes(&json!({"box_sizes": []})).unwrap(), []);
         assert_eq!(
             parse_time_slot_option(&json!({"box_product_id": "12"})).unwrap(),
-            12
+            BoxProductId(12)
         );
     }
 

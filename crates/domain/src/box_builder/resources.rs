@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::access::shop::Shop;
+use crate::kernel::ids::{BoxId, BoxProductId, BoxSizeId, SelectionId, TimeSlotId};
 use crate::kernel::time::Timestamp;
 use crate::subscriptions::resources::SubscriptionLineItem;
 
@@ -34,7 +35,8 @@ pub struct Attribute {
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct SubscriptionBox {
     /// The box's id (the service's integer).
-    pub id: i64,
+    #[schema(value_type = i64)]
+    pub id: BoxId,
     /// The id of the subscription group it is sold under (one box per group).
     pub svc_subscription_group_id: i64,
     /// The identifier of its shop; empty as stored, filled in when shown.
@@ -53,7 +55,8 @@ pub struct SubscriptionBox {
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct BoxProduct {
     /// The box product's id (the service's integer).
-    pub id: i64,
+    #[schema(value_type = i64)]
+    pub id: BoxProductId,
     /// The platform id of the catalogue's product.
     pub platform_product_id: String,
     /// The platform id of the product's variant, a live one when the box product was saved.
@@ -70,9 +73,11 @@ pub struct BoxProduct {
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct BoxSize {
     /// The size's id (the service's integer).
-    pub id: i64,
+    #[schema(value_type = i64)]
+    pub id: BoxSizeId,
     /// The id of its box.
-    pub box_id: i64,
+    #[schema(value_type = i64)]
+    pub box_id: BoxId,
     /// The identifier of its shop; empty as stored, filled in when shown.
     pub shop_identifier: String,
     /// The size's name, for people (1 to 255 characters).
@@ -93,9 +98,11 @@ pub struct BoxSize {
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct TimeSlot {
     /// The slot's id (the service's integer).
-    pub id: i64,
+    #[schema(value_type = i64)]
+    pub id: TimeSlotId,
     /// The id of its box.
-    pub box_id: i64,
+    #[schema(value_type = i64)]
+    pub box_id: BoxId,
     /// The identifier of its shop; empty as stored, filled in when shown.
     pub shop_identifier: String,
     /// The slot's name, for people.
@@ -122,16 +129,19 @@ pub struct TimeSlot {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
 pub struct TimeSlotOption {
     /// The id of the box product offered.
-    pub box_product_id: i64,
+    #[schema(value_type = i64)]
+    pub box_product_id: BoxProductId,
     /// The id of the slot that offers it.
-    pub time_slot_id: i64,
+    #[schema(value_type = i64)]
+    pub time_slot_id: TimeSlotId,
 }
 
 /// A product chosen for a box, and how many.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SelectionItem {
     /// The id of the box product chosen.
-    pub box_product_id: i64,
+    #[schema(value_type = i64)]
+    pub box_product_id: BoxProductId,
     /// How many of it go in each box (at least 1).
     #[schema(minimum = 1)]
     pub choice_quantity: i64,
@@ -141,13 +151,16 @@ pub struct SelectionItem {
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct Selection {
     /// The selection's id (the service's integer).
-    pub id: i64,
+    #[schema(value_type = i64)]
+    pub id: SelectionId,
     /// The id of the box's subscription line item (the service's integer).
     pub svc_platform_subscription_line_item_id: i64,
     /// The id of the box size chosen.
-    pub box_size_id: i64,
+    #[schema(value_type = i64)]
+    pub box_size_id: BoxSizeId,
     /// The id of the time slot chosen.
-    pub time_slot_id: i64,
+    #[schema(value_type = i64)]
+    pub time_slot_id: TimeSlotId,
     /// The time of the order it is for, within the slot.
     pub order_datetime: Timestamp,
     /// The products chosen; their quantities add up to within the size's bounds.
@@ -166,7 +179,7 @@ pub struct StoredSelection {
     /// The platform id of the customer who made it.
     pub platform_customer_id: String,
     /// The id of the box it is for.
-    pub box_id: i64,
+    pub box_id: BoxId,
 }
 
 /// A subscription line item sold under a box's group: that box's line item.
@@ -175,7 +188,8 @@ pub struct BoxLineItem {
     /// The identifier of its shop; empty until shown.
     pub shop_identifier: String,
     /// The id of the box sold under the line item's group.
-    pub box_id: i64,
+    #[schema(value_type = i64)]
+    pub box_id: BoxId,
     /// The subscription line item's id (the service's integer).
     pub svc_platform_subscription_line_item_id: i64,
     /// The line item's `line_item_attributes`, each numbered by its place (from 1).
@@ -189,7 +203,7 @@ pub struct BoxLineItem {
 impl BoxLineItem {
     /// The line item of the box `box_id`: its `line_item_attributes` are its attributes, each
     /// numbered by its place (from 1).
-    pub fn of(item: &SubscriptionLineItem, box_id: i64) -> BoxLineItem {
+    pub fn of(item: &SubscriptionLineItem, box_id: BoxId) -> BoxLineItem {
         let attributes = item
             .line_item_attributes
             .iter()

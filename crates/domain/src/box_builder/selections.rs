@@ -7,8 +7,9 @@ use crate::box_builder::admin::Page;
 use crate::box_builder::input::SelectionInput;
 use crate::box_builder::repository::{BoxBuilderRepositories, SelectionFilter};
 use crate::box_builder::resources::{BoxLineItem, InShop, Selection, StoredSelection};
-use crate::kernel::error::{DomainError, FieldError};
 use crate::kernel::body::path;
+use crate::kernel::error::{DomainError, FieldError};
+use crate::kernel::ids::{BoxId, SelectionId};
 use crate::kernel::time::Timestamp;
 use crate::subscriptions::customers::PagePagination;
 use crate::subscriptions::operations::get_subscription;
@@ -20,7 +21,7 @@ fn own_selection(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
     platform_customer_id: &str,
-    id: i64,
+    id: SelectionId,
 ) -> Result<StoredSelection, DomainError> {
     tx.selection(shop.id, id)?
         .filter(|stored| stored.platform_customer_id == platform_customer_id)
@@ -49,7 +50,7 @@ pub fn get_selection(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
     platform_customer_id: &str,
-    id: i64,
+    id: SelectionId,
 ) -> Result<Selection, DomainError> {
     Ok(own_selection(tx, shop, platform_customer_id, id)?.selection)
 }
@@ -102,7 +103,7 @@ fn check(
     selection: &Selection,
     at: &str,
     now: Timestamp,
-) -> Result<i64, DomainError> {
+) -> Result<BoxId, DomainError> {
     let mut problems = Vec::new();
     let line_item = selection.svc_platform_subscription_line_item_id;
     let owner = tx.line_item_owner(shop.id, line_item)?;
@@ -253,7 +254,9 @@ pub fn create_selection(
     let order_datetime = input.order_datetime.unwrap_or(now);
     let earlier = tx.selection_of_date(shop.id, line_item, order_datetime)?;
     let selection = Selection {
-        id: earlier.as_ref().map_or(0, |earlier| earlier.selection.id),
+        id: earlier
+            .as_ref()
+            .map_or(SelectionId(0), |earlier| earlier.selection.id),
         svc_platform_subscription_line_item_id: line_item,
         box_size_id: input.box_size_id.unwrap_or_default(),
         time_slot_id: input.time_slot_id.unwrap_or_default(),
@@ -279,7 +282,7 @@ pub fn update_selection(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
     platform_customer_id: &str,
-    id: i64,
+    id: SelectionId,
     input: SelectionInput,
     now: Timestamp,
 ) -> Result<Selection, DomainError> {
@@ -332,7 +335,7 @@ pub fn delete_selection(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
     platform_customer_id: &str,
-    id: i64,
+    id: SelectionId,
 ) -> Result<(), DomainError> {
     own_selection(tx, shop, platform_customer_id, id)?;
     tx.delete_selection(shop.id, id)?;
@@ -378,6 +381,7 @@ pub(crate) mod tests {
         parse_box, parse_box_product, parse_box_size, parse_selection, parse_time_slot,
     };
     use crate::box_builder::repository::BoxBuilderDatabase;
+    use crate::kernel::ids::{BoxProductId, BoxSizeId, TimeSlotId};
     use crate::platform::events::{
         EntityKind, EventAction, EventSource, apply_event, parse_event_body,
     };
@@ -398,11 +402,11 @@ pub(crate) mod tests {
     pub(crate) struct World {
         pub(crate) db: MemoryDatabase,
         pub(crate) shop: Shop,
-        pub(crate) box_id: i64,
-        pub(crate) size: i64,
-        pub(crate) slot: i64,
-        pub(crate) carrot: i64,
-        pub(crate) kale: i64,
+        pub(crate) box_id: BoxId,
+        pub(crate) size: BoxSizeId,
+        pub(crate) slot: TimeSlotId,
+        pub(crate) carrot: BoxProductId,
+        pub(crate) kale: BoxProductId,
         pub(crate) line_item: i64,
         pub(crate) other_line_item: i64,
         pub(crate) subscription: i64,
@@ -628,7 +632,7 @@ pub(crate) mod tests {
         );
         // A product the slot does not offer.
         let mut not_offered =
-            w.body(json!([{"box_product_id": w.kale + 100, "choice_quantity": 2}]));
+            w.body(json!([{"box_product_id": w.kale.0 + 100, "choice_quantity": 2}]));
         assert_eq!(
             problems(w.create("cust-1", not_offered.clone(), NOW)),
             [(
@@ -666,7 +670,7 @@ pub(crate) mod tests {
             )]
         );
         let mut unknown_size = w.body(fine);
-        unknown_size["selection"]["box_size_id"] = json!(w.size + 100);
+        unknown_size["selection"]["box_size_id"] = json!(w.size.0 + 100);
         assert_eq!(
             problems(w.create("cust-1", unknown_size, NOW)),
             [("selection.box_size_id".to_string(), "unknown_box_size")]

@@ -7,6 +7,7 @@ use crate::box_builder::admin::{self, Page};
 use crate::box_builder::repository::{BoxBuilderRepositories, TimeSlotFilter};
 use crate::box_builder::resources::{BoxSize, SubscriptionBox, TimeSlot};
 use crate::kernel::error::DomainError;
+use crate::kernel::ids::BoxId;
 use crate::kernel::time::Timestamp;
 
 /// Storefront: List Boxes of the shop `shop_identifier` (404 for no such shop).
@@ -24,7 +25,7 @@ pub fn storefront_boxes(
 pub fn storefront_box(
     tx: &mut dyn BoxBuilderRepositories,
     shop_identifier: &str,
-    box_id: i64,
+    box_id: BoxId,
 ) -> Result<SubscriptionBox, DomainError> {
     let shop = find_shop(tx, shop_identifier)?;
     admin::get_box(tx, &shop, box_id)
@@ -35,7 +36,7 @@ pub fn storefront_box(
 pub fn storefront_time_slots(
     tx: &mut dyn BoxBuilderRepositories,
     shop_identifier: &str,
-    box_id: i64,
+    box_id: BoxId,
     holding: Option<Timestamp>,
     now: Timestamp,
     limit: i64,
@@ -53,7 +54,7 @@ pub fn storefront_time_slots(
 pub fn storefront_box_sizes(
     tx: &mut dyn BoxBuilderRepositories,
     shop_identifier: &str,
-    box_id: i64,
+    box_id: BoxId,
     limit: i64,
     page: i64,
 ) -> Result<Page<BoxSize>, DomainError> {
@@ -66,6 +67,7 @@ mod tests {
     use super::*;
     use crate::box_builder::repository::BoxBuilderDatabase;
     use crate::box_builder::selections::tests::{NOW, at, world};
+    use crate::kernel::ids::TimeSlotId;
 
     #[test]
     fn the_storefront_shows_the_shops_boxes_and_only_visible_slots() {
@@ -88,9 +90,15 @@ mod tests {
         };
         // The slot is visible from 1 January 2030.
         assert_eq!(slots(NOW, None), [w.slot]);
-        assert_eq!(slots("2029-12-31T23:59:59Z", None), Vec::<i64>::new());
+        assert_eq!(
+            slots("2029-12-31T23:59:59Z", None),
+            Vec::<TimeSlotId>::new()
+        );
         assert_eq!(slots(NOW, Some("2030-01-08T00:00:00Z")), [w.slot]);
-        assert_eq!(slots(NOW, Some("2030-02-08T00:00:00Z")), Vec::<i64>::new());
+        assert_eq!(
+            slots(NOW, Some("2030-02-08T00:00:00Z")),
+            Vec::<TimeSlotId>::new()
+        );
         let sizes =
             w.db.read_tx(|tx| storefront_box_sizes(tx, &shop, w.box_id, 50, 1))
                 .unwrap();
@@ -101,7 +109,7 @@ mod tests {
             Err(DomainError::NotFound { resource: "shop" })
         ));
         assert!(matches!(
-            w.db.read_tx(|tx| storefront_box(tx, &shop, w.box_id + 100)),
+            w.db.read_tx(|tx| storefront_box(tx, &shop, BoxId(w.box_id.0 + 100))),
             Err(DomainError::NotFound { resource: "box" })
         ));
     }

@@ -281,7 +281,7 @@ pub struct Amounts {
 }
 
 /// The amounts of an order too large to charge: 422 on `order_total`.
-fn too_large() -> DomainError {
+pub(crate) fn too_large() -> DomainError {
     DomainError::invalid(
         "order_total",
         "out_of_range",

@@ -1317,7 +1317,10 @@ pub fn update_payment<D: CheckoutDatabase>(
             ));
         };
         // The balance as it would be without this payment.
-        let room = Cents(document.payments[index].amount.0.saturating_add(balance.0));
+        let room = document.payments[index]
+            .amount
+            .checked_add(balance)
+            .ok_or_else(crate::checkout::state::too_large)?;
         let amount = Cents(input.amount.unwrap_or(room.0));
         check_payment_amount(amount, room, balance)?;
         document.payments[index].amount = amount;

@@ -94,6 +94,20 @@ id_types! {
     TimeSlotId => "time_slot";
     /// A selection's id.
     SelectionId => "selection";
+    /// A webhook endpoint's row id (paths name webhooks by their 32-hex public id).
+    WebhookId => "webhook";
+    /// A webhook message's row id (not its `webhook-id`, the `msg_…` text clients see).
+    MessageId => "message";
+    /// A customer address's id.
+    AddressId => "address";
+    /// A customer label's id.
+    LabelId => "label";
+    /// A platform connector destination's id.
+    DestinationId => "destination";
+    /// A queued platform event's id.
+    EventId => "event";
+    /// An API override's row id (paths name overrides by their 32-hex public id).
+    OverrideId => "override";
 }
 
 #[cfg(test)]

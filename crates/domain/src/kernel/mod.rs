@@ -8,7 +8,6 @@ pub mod activity;
 pub mod body;
 pub mod database;
 pub mod error;
-pub mod fields;
 pub mod filter;
 pub mod ids;
 pub mod jobs;

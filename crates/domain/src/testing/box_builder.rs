@@ -9,6 +9,7 @@ use crate::box_builder::resources::{
 };
 use crate::directory::DirectoryRepository;
 use crate::kernel::error::StoreResult;
+use crate::kernel::ids::{BoxId, BoxProductId, BoxSizeId, SelectionId, TimeSlotId};
 use crate::kernel::time::Timestamp;
 use crate::subscriptions::resources::SubscriptionLineItem;
 
@@ -27,7 +28,7 @@ fn of_shop<T: Clone>(rows: &[(i64, T)], shop_id: i64) -> impl Iterator<Item = T>
         .map(|(_, item)| item.clone())
 }
 
-/// A resource kept by its id.
+/// A resource kept by its id (its integer: the counters hand out the next one).
 trait Identified: Clone {
     fn id_mut(&mut self) -> &mut i64;
     fn id(&self) -> i64;
@@ -37,10 +38,10 @@ macro_rules! identified {
     ($($ty:ty),+) => {$(
         impl Identified for $ty {
             fn id_mut(&mut self) -> &mut i64 {
-                &mut self.id
+                &mut self.id.0
             }
             fn id(&self) -> i64 {
-                self.id
+                self.id.0
             }
         }
     )+};
@@ -49,10 +50,10 @@ identified!(SubscriptionBox, BoxProduct, BoxSize, TimeSlot);
 
 impl Identified for StoredSelection {
     fn id_mut(&mut self) -> &mut i64 {
-        &mut self.selection.id
+        &mut self.selection.id.0
     }
     fn id(&self) -> i64 {
-        self.selection.id
+        self.selection.id.0
     }
 }
 
@@ -88,11 +89,11 @@ impl MemoryState {
         slot.box_products = self
             .time_slot_options
             .iter()
-            .filter(|(slot_id, _)| *slot_id == slot.id)
+            .filter(|(slot_id, _)| *slot_id == slot.id.0)
             .filter_map(|(_, product_id)| {
                 self.box_products
                     .iter()
-                    .find(|(_, product)| product.id == *product_id)
+                    .find(|(_, product)| product.id.0 == *product_id)
                     .map(|(_, product)| product.clone())
             })
             .collect();
@@ -114,11 +115,15 @@ impl BoxRepository for MemoryState {
         ))
     }
 
-    fn subscription_box(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<SubscriptionBox>> {
+    fn subscription_box(
+        &mut self,
+        shop_id: i64,
+        id: BoxId,
+    ) -> StoreResult<Option<SubscriptionBox>> {
         Ok(of_shop(&self.boxes, shop_id).find(|b| b.id == id))
     }
 
-    fn box_of_group(&mut self, shop_id: i64, group_id: i64) -> StoreResult<Option<i64>> {
+    fn box_of_group(&mut self, shop_id: i64, group_id: i64) -> StoreResult<Option<BoxId>> {
         Ok(of_shop(&self.boxes, shop_id)
             .find(|b| b.svc_subscription_group_id == group_id)
             .map(|b| b.id))
@@ -137,19 +142,19 @@ impl BoxRepository for MemoryState {
         ))
     }
 
-    fn delete_box(&mut self, shop_id: i64, id: i64) -> StoreResult<bool> {
+    fn delete_box(&mut self, shop_id: i64, id: BoxId) -> StoreResult<bool> {
         let before = self.boxes.len();
         self.boxes
             .retain(|(shop, b)| !(*shop == shop_id && b.id == id));
         if self.boxes.len() == before {
             return Ok(false);
         }
-        let slots: Vec<i64> = of_shop(&self.time_slots, shop_id)
+        let slots: Vec<TimeSlotId> = of_shop(&self.time_slots, shop_id)
             .filter(|slot| slot.box_id == id)
             .map(|slot| slot.id)
             .collect();
         self.time_slot_options
-            .retain(|(slot, _)| !slots.contains(slot));
+            .retain(|(slot, _)| !slots.contains(&TimeSlotId(*slot)));
         self.time_slots
             .retain(|(_, slot)| !slots.contains(&slot.id));
         self.box_sizes
@@ -170,7 +175,7 @@ impl BoxRepository for MemoryState {
         ))
     }
 
-    fn box_product(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<BoxProduct>> {
+    fn box_product(&mut self, shop_id: i64, id: BoxProductId) -> StoreResult<Option<BoxProduct>> {
         Ok(of_shop(&self.box_products, shop_id).find(|p| p.id == id))
     }
 
@@ -183,21 +188,22 @@ impl BoxRepository for MemoryState {
         ))
     }
 
-    fn delete_box_product(&mut self, shop_id: i64, id: i64) -> StoreResult<bool> {
+    fn delete_box_product(&mut self, shop_id: i64, id: BoxProductId) -> StoreResult<bool> {
         let before = self.box_products.len();
         self.box_products
             .retain(|(shop, p)| !(*shop == shop_id && p.id == id));
         if self.box_products.len() == before {
             return Ok(false);
         }
-        self.time_slot_options.retain(|(_, product)| *product != id);
+        self.time_slot_options
+            .retain(|(_, product)| *product != id.0);
         Ok(true)
     }
 
     fn box_sizes(
         &mut self,
         shop_id: i64,
-        box_id: i64,
+        box_id: BoxId,
         limit: i64,
         page_number: i64,
     ) -> StoreResult<(Vec<BoxSize>, i64)> {
@@ -207,7 +213,7 @@ impl BoxRepository for MemoryState {
         Ok(page(sizes, limit, page_number))
     }
 
-    fn box_size(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<BoxSize>> {
+    fn box_size(&mut self, shop_id: i64, id: BoxSizeId) -> StoreResult<Option<BoxSize>> {
         Ok(of_shop(&self.box_sizes, shop_id).find(|s| s.id == id))
     }
 
@@ -223,7 +229,7 @@ impl BoxRepository for MemoryState {
     fn time_slots(
         &mut self,
         shop_id: i64,
-        box_id: i64,
+        box_id: BoxId,
         filter: TimeSlotFilter,
         limit: i64,
         page_number: i64,
@@ -252,7 +258,7 @@ impl BoxRepository for MemoryState {
         ))
     }
 
-    fn time_slot(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<TimeSlot>> {
+    fn time_slot(&mut self, shop_id: i64, id: TimeSlotId) -> StoreResult<Option<TimeSlot>> {
         Ok(of_shop(&self.time_slots, shop_id)
             .find(|slot| slot.id == id)
             .map(|slot| self.whole_slot(slot)))
@@ -265,22 +271,22 @@ impl BoxRepository for MemoryState {
         Ok(self.whole_slot(saved))
     }
 
-    fn delete_time_slot(&mut self, shop_id: i64, id: i64) -> StoreResult<bool> {
+    fn delete_time_slot(&mut self, shop_id: i64, id: TimeSlotId) -> StoreResult<bool> {
         let before = self.time_slots.len();
         self.time_slots
             .retain(|(shop, slot)| !(*shop == shop_id && slot.id == id));
-        self.time_slot_options.retain(|(slot, _)| *slot != id);
+        self.time_slot_options.retain(|(slot, _)| *slot != id.0);
         Ok(self.time_slots.len() < before)
     }
 
     fn add_time_slot_option(
         &mut self,
         _shop_id: i64,
-        time_slot_id: i64,
-        box_product_id: i64,
+        time_slot_id: TimeSlotId,
+        box_product_id: BoxProductId,
         _now: Timestamp,
     ) -> StoreResult<bool> {
-        let option = (time_slot_id, box_product_id);
+        let option = (time_slot_id.0, box_product_id.0);
         if self.time_slot_options.contains(&option) {
             return Ok(false);
         }
@@ -291,12 +297,12 @@ impl BoxRepository for MemoryState {
     fn remove_time_slot_option(
         &mut self,
         _shop_id: i64,
-        time_slot_id: i64,
-        box_product_id: i64,
+        time_slot_id: TimeSlotId,
+        box_product_id: BoxProductId,
     ) -> StoreResult<bool> {
         let before = self.time_slot_options.len();
         self.time_slot_options
-            .retain(|option| *option != (time_slot_id, box_product_id));
+            .retain(|option| *option != (time_slot_id.0, box_product_id.0));
         Ok(self.time_slot_options.len() < before)
     }
 
@@ -318,7 +324,10 @@ impl BoxRepository for MemoryState {
         else {
             return Ok(None);
         };
-        let customer = self.directory_customer(shop_id, subscription.state.customer_id)?;
+        let customer = self.directory_customer(
+            shop_id,
+            crate::kernel::ids::CustomerId(subscription.state.customer_id),
+        )?;
         Ok(Some(LineItemOwner {
             subscription_id: subscription.id,
             platform_customer_id: customer.and_then(|c| c.platform_id),
@@ -350,7 +359,7 @@ impl BoxRepository for MemoryState {
         Ok(page(found, limit, page_number))
     }
 
-    fn selection(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<StoredSelection>> {
+    fn selection(&mut self, shop_id: i64, id: SelectionId) -> StoreResult<Option<StoredSelection>> {
         Ok(of_shop(&self.box_selections, shop_id).find(|s| s.selection.id == id))
     }
 
@@ -379,20 +388,24 @@ impl BoxRepository for MemoryState {
         ))
     }
 
-    fn delete_selection(&mut self, shop_id: i64, id: i64) -> StoreResult<bool> {
+    fn delete_selection(&mut self, shop_id: i64, id: SelectionId) -> StoreResult<bool> {
         let before = self.box_selections.len();
         self.box_selections
             .retain(|(shop, s)| !(*shop == shop_id && s.selection.id == id));
         Ok(self.box_selections.len() < before)
     }
 
-    fn selections_of_box(&mut self, shop_id: i64, box_id: i64) -> StoreResult<i64> {
+    fn selections_of_box(&mut self, shop_id: i64, box_id: BoxId) -> StoreResult<i64> {
         Ok(of_shop(&self.box_selections, shop_id)
             .filter(|s| s.box_id == box_id)
             .count() as i64)
     }
 
-    fn selections_of_time_slot(&mut self, shop_id: i64, time_slot_id: i64) -> StoreResult<i64> {
+    fn selections_of_time_slot(
+        &mut self,
+        shop_id: i64,
+        time_slot_id: TimeSlotId,
+    ) -> StoreResult<i64> {
         Ok(of_shop(&self.box_selections, shop_id)
             .filter(|s| s.selection.time_slot_id == time_slot_id)
             .count() as i64)

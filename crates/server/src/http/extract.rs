@@ -309,6 +309,32 @@ impl JsonBody {
     }
 }
 
+/// A request's path read as `T` (a struct of the route's `{names}`, ids as their types).
+/// Extracting it never fails: a path that does not read answers from [`TypedPath::get`] (its
+/// id's 404, see [`ApiError::path_not_found`]), so a handler checks credentials first, as
+/// with [`JsonBody`].
+pub struct TypedPath<T>(Result<T, ApiError>);
+
+impl<T: DeserializeOwned> FromRequest for TypedPath<T> {
+    type Error = ApiError;
+    type Future = std::future::Ready<Result<Self, ApiError>>;
+
+    fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let read = T::deserialize(actix_router::PathDeserializer::new(request.match_info()))
+            .map_err(|error| {
+                ApiError::path_not_found(&actix_web::error::PathError::Deserialize(error))
+            });
+        std::future::ready(Ok(TypedPath(read)))
+    }
+}
+
+impl<T> TypedPath<T> {
+    /// The path, or the 404 of the id that did not read.
+    pub fn get(self) -> Result<T, ApiError> {
+        self.0
+    }
+}
+
 /// The query's pairs, in order, repeated keys kept (`filter`, `status[]` may come several times).
 pub fn query_pairs(request: &HttpRequest) -> Result<Vec<(String, String)>, ApiError> {
     web::Query::<Vec<(String, String)>>::from_query(request.query_string())

@@ -10,6 +10,7 @@ use mercer_domain::box_builder::resources::{
     TimeSlot,
 };
 use mercer_domain::box_builder::selections::update_selection;
+use mercer_domain::kernel::ids::{BoxId, BoxProductId, BoxSizeId, SelectionId, TimeSlotId};
 use mercer_domain::ports::Database;
 use mercer_domain::subscriptions::groups::{IntervalType, StoredGroup};
 use mercer_domain::subscriptions::resources::SubscriptionStatus;
@@ -44,7 +45,7 @@ fn box_resources_round_trip_by_shop_and_deletions_cascade(db: &impl Database) {
             Ok(tx.save_box(
                 shop_a.id,
                 &SubscriptionBox {
-                    id: 0,
+                    id: BoxId(0),
                     svc_subscription_group_id: group.id,
                     shop_identifier: String::new(),
                     box_name: "Veg box".into(),
@@ -55,7 +56,7 @@ fn box_resources_round_trip_by_shop_and_deletions_cascade(db: &impl Database) {
             )?)
         })
         .unwrap();
-    assert!(veg.id > 0);
+    assert!(veg.id > BoxId(0));
     assert_eq!(veg.attributes, std::slice::from_ref(&attribute));
     let found = db
         .read(|tx| {
@@ -73,7 +74,7 @@ fn box_resources_round_trip_by_shop_and_deletions_cascade(db: &impl Database) {
     assert_eq!(found.4, (vec![veg.clone()], 1));
     // Products, a size and two slots, one offering both products.
     let product = |variant: &str| BoxProduct {
-        id: 0,
+        id: BoxProductId(0),
         platform_product_id: "veg".into(),
         platform_variant_id: variant.into(),
         created_at: at(2),
@@ -91,7 +92,7 @@ fn box_resources_round_trip_by_shop_and_deletions_cascade(db: &impl Database) {
             Ok(tx.save_box_size(
                 shop_a.id,
                 &BoxSize {
-                    id: 0,
+                    id: BoxSizeId(0),
                     box_id: veg.id,
                     shop_identifier: String::new(),
                     box_size_name: "Small".into(),
@@ -106,7 +107,7 @@ fn box_resources_round_trip_by_shop_and_deletions_cascade(db: &impl Database) {
         .unwrap();
     assert_eq!((size.min_quantity, size.max_quantity), (2, 4));
     let slot = |name: &str, start: i64| TimeSlot {
-        id: 0,
+        id: TimeSlotId(0),
         box_id: veg.id,
         shop_identifier: String::new(),
         time_slot_name: name.into(),
@@ -231,7 +232,7 @@ fn veg_box_with_a_small_size(
             Ok(tx.save_box(
                 shop_id,
                 &SubscriptionBox {
-                    id: 0,
+                    id: BoxId(0),
                     svc_subscription_group_id: group.id,
                     shop_identifier: String::new(),
                     box_name: "Veg box".into(),
@@ -247,7 +248,7 @@ fn veg_box_with_a_small_size(
             Ok(tx.save_box_size(
                 shop_id,
                 &BoxSize {
-                    id: 0,
+                    id: BoxSizeId(0),
                     box_id: veg.id,
                     shop_identifier: String::new(),
                     box_size_name: "Small".into(),
@@ -276,7 +277,7 @@ fn selections_are_a_customers_per_line_item_and_order_date(db: &impl Database) {
     };
     let (group, veg, size) = veg_box_with_a_small_size(db, shop_a.id, vec![attribute.clone()]);
     let slot = |name: &str| TimeSlot {
-        id: 0,
+        id: TimeSlotId(0),
         box_id: veg.id,
         shop_identifier: String::new(),
         time_slot_name: name.into(),
@@ -396,13 +397,13 @@ fn selections_are_a_customers_per_line_item_and_order_date(db: &impl Database) {
     // Selections: stored per customer, found by line item and order date, rewritten in place.
     let selection = |order_at: i64, quantity: i64| StoredSelection {
         selection: Selection {
-            id: 0,
+            id: SelectionId(0),
             svc_platform_subscription_line_item_id: box_item,
             box_size_id: size.id,
             time_slot_id: week_one,
             order_datetime: at(order_at),
             line_items: vec![SelectionItem {
-                box_product_id: 9,
+                box_product_id: BoxProductId(9),
                 choice_quantity: quantity,
             }],
             created_at: at(20),
@@ -417,7 +418,7 @@ fn selections_are_a_customers_per_line_item_and_order_date(db: &impl Database) {
     let second = db
         .write(|tx| Ok(tx.save_selection(shop_a.id, &selection(200, 3))?))
         .unwrap();
-    assert!(first.selection.id > 0 && second.selection.id > first.selection.id);
+    assert!(first.selection.id > SelectionId(0) && second.selection.id > first.selection.id);
     assert_eq!(
         first.selection.line_items,
         selection(100, 2).selection.line_items
@@ -506,7 +507,7 @@ fn a_selection_stays_in_a_slot_whose_deadline_passed(db: &impl Database) {
             Ok(tx.save_box_product(
                 shop_a.id,
                 &BoxProduct {
-                    id: 0,
+                    id: BoxProductId(0),
                     platform_product_id: "veg".into(),
                     platform_variant_id: "carrot".into(),
                     created_at: at(2),
@@ -518,7 +519,7 @@ fn a_selection_stays_in_a_slot_whose_deadline_passed(db: &impl Database) {
         .unwrap();
     // Two slots of the same dates offering carrots: choices close at 40 s, and at 45 s.
     let slot = |name: &str, deadline: i64| TimeSlot {
-        id: 0,
+        id: TimeSlotId(0),
         box_id: veg.id,
         shop_identifier: String::new(),
         time_slot_name: name.into(),
@@ -557,7 +558,7 @@ fn a_selection_stays_in_a_slot_whose_deadline_passed(db: &impl Database) {
                 shop_a.id,
                 &StoredSelection {
                     selection: Selection {
-                        id: 0,
+                        id: SelectionId(0),
                         svc_platform_subscription_line_item_id: box_item,
                         box_size_id: size.id,
                         time_slot_id: early,
@@ -576,7 +577,7 @@ fn a_selection_stays_in_a_slot_whose_deadline_passed(db: &impl Database) {
         })
         .unwrap();
     let id = made.selection.id;
-    let move_to = |slot: i64, now: i64| {
+    let move_to = |slot: TimeSlotId, now: i64| {
         let input = parse_selection(&json!({"selection": {"time_slot_id": slot}}), false).unwrap();
         db.write_tx(|tx| update_selection(tx, &shop_a, "c-1", id, input, at(now)))
     };

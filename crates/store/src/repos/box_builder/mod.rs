@@ -12,6 +12,7 @@ use mercer_domain::box_builder::resources::{
     SubscriptionBox, TimeSlot,
 };
 use mercer_domain::kernel::error::StoreResult;
+use mercer_domain::kernel::ids::{BoxId, BoxProductId, BoxSizeId, SelectionId, TimeSlotId};
 use mercer_domain::{StorageError, Timestamp};
 
 use crate::connection::on_backend;
@@ -58,7 +59,7 @@ struct BoxRow {
 impl BoxRow {
     fn into_box(self) -> StoreResult<SubscriptionBox> {
         Ok(SubscriptionBox {
-            id: self.id,
+            id: BoxId(self.id),
             svc_subscription_group_id: self.subscription_group_id,
             shop_identifier: String::new(),
             box_name: self.box_name,
@@ -83,7 +84,7 @@ struct ProductRow {
 impl ProductRow {
     fn into_product(self) -> StoreResult<BoxProduct> {
         Ok(BoxProduct {
-            id: self.id,
+            id: BoxProductId(self.id),
             platform_product_id: self.platform_product_id,
             platform_variant_id: self.platform_variant_id,
             created_at: time(self.created_at),
@@ -109,8 +110,8 @@ struct SizeRow {
 impl From<SizeRow> for BoxSize {
     fn from(row: SizeRow) -> BoxSize {
         BoxSize {
-            id: row.id,
-            box_id: row.box_id,
+            id: BoxSizeId(row.id),
+            box_id: BoxId(row.box_id),
             shop_identifier: String::new(),
             box_size_name: row.box_size_name,
             pricing_mode: row.pricing_mode,
@@ -158,17 +159,17 @@ impl SelectionRow {
             .map_err(|error| corrupt("selection", self.id, error))?;
         Ok(StoredSelection {
             selection: Selection {
-                id: self.id,
+                id: SelectionId(self.id),
                 svc_platform_subscription_line_item_id: self.subscription_line_item_id,
-                box_size_id: self.box_size_id,
-                time_slot_id: self.time_slot_id,
+                box_size_id: BoxSizeId(self.box_size_id),
+                time_slot_id: TimeSlotId(self.time_slot_id),
                 order_datetime: time(self.order_datetime),
                 line_items,
                 created_at: time(self.created_at),
                 updated_at: time(self.updated_at),
             },
             platform_customer_id: self.platform_customer_id,
-            box_id: self.box_id,
+            box_id: BoxId(self.box_id),
         })
     }
 }
@@ -182,7 +183,7 @@ fn rows_into_selections(rows: Vec<SelectionRow>) -> StoreResult<Vec<StoredSelect
 type BoxLineItemRow = (LineItemRow, i64);
 
 fn box_line_item((row, box_id): BoxLineItemRow) -> StoreResult<BoxLineItem> {
-    Ok(BoxLineItem::of(&row.into_line_item()?, box_id))
+    Ok(BoxLineItem::of(&row.into_line_item()?, BoxId(box_id)))
 }
 
 impl StoreTx<'_> {
@@ -203,8 +204,8 @@ impl StoreTx<'_> {
         rows.into_iter()
             .map(|row| {
                 Ok(TimeSlot {
-                    id: row.id,
-                    box_id: row.box_id,
+                    id: TimeSlotId(row.id),
+                    box_id: BoxId(row.box_id),
                     shop_identifier: String::new(),
                     time_slot_name: row.time_slot_name,
                     start_date: time(row.start_date),
@@ -265,10 +266,14 @@ impl BoxRepository for StoreTx<'_> {
         ))
     }
 
-    fn subscription_box(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<SubscriptionBox>> {
+    fn subscription_box(
+        &mut self,
+        shop_id: i64,
+        id: BoxId,
+    ) -> StoreResult<Option<SubscriptionBox>> {
         boxes::table
             .filter(boxes::shop_id.eq(shop_id))
-            .filter(boxes::id.eq(id))
+            .filter(boxes::id.eq(id.0))
             .select(BoxRow::as_select())
             .first(self.conn)
             .optional()
@@ -277,14 +282,15 @@ impl BoxRepository for StoreTx<'_> {
             .transpose()
     }
 
-    fn box_of_group(&mut self, shop_id: i64, group_id: i64) -> StoreResult<Option<i64>> {
-        boxes::table
+    fn box_of_group(&mut self, shop_id: i64, group_id: i64) -> StoreResult<Option<BoxId>> {
+        let found: Option<i64> = boxes::table
             .filter(boxes::shop_id.eq(shop_id))
             .filter(boxes::subscription_group_id.eq(group_id))
             .select(boxes::id)
             .first(self.conn)
             .optional()
-            .map_err(storage_error)
+            .map_err(storage_error)?;
+        Ok(found.map(BoxId))
     }
 
     fn save_box(
@@ -294,10 +300,10 @@ impl BoxRepository for StoreTx<'_> {
     ) -> StoreResult<SubscriptionBox> {
         use boxes as t;
         let attributes = attributes_json(&subscription_box.attributes)?;
-        let id = if subscription_box.id != 0 {
+        let id = if subscription_box.id.0 != 0 {
             diesel::update(
                 t::table
-                    .filter(t::id.eq(subscription_box.id))
+                    .filter(t::id.eq(subscription_box.id.0))
                     .filter(t::shop_id.eq(shop_id)),
             )
             .set((
@@ -308,7 +314,7 @@ impl BoxRepository for StoreTx<'_> {
             ))
             .execute(self.conn)
             .map_err(storage_error)?;
-            subscription_box.id
+            subscription_box.id.0
         } else {
             let values = (
                 t::shop_id.eq(shop_id),
@@ -324,11 +330,12 @@ impl BoxRepository for StoreTx<'_> {
                 .get_result::<i64>(c))
             .map_err(storage_error)?
         };
-        self.subscription_box(shop_id, id)?
+        self.subscription_box(shop_id, BoxId(id))?
             .ok_or_else(|| corrupt("box", id, "it was not stored"))
     }
 
-    fn delete_box(&mut self, shop_id: i64, id: i64) -> StoreResult<bool> {
+    fn delete_box(&mut self, shop_id: i64, id: BoxId) -> StoreResult<bool> {
+        let id = id.0;
         let slots: Vec<i64> = time_slots::table
             .filter(time_slots::shop_id.eq(shop_id))
             .filter(time_slots::box_id.eq(id))
@@ -380,10 +387,10 @@ impl BoxRepository for StoreTx<'_> {
         ))
     }
 
-    fn box_product(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<BoxProduct>> {
+    fn box_product(&mut self, shop_id: i64, id: BoxProductId) -> StoreResult<Option<BoxProduct>> {
         box_products::table
             .filter(box_products::shop_id.eq(shop_id))
-            .filter(box_products::id.eq(id))
+            .filter(box_products::id.eq(id.0))
             .select(ProductRow::as_select())
             .first(self.conn)
             .optional()
@@ -395,10 +402,10 @@ impl BoxRepository for StoreTx<'_> {
     fn save_box_product(&mut self, shop_id: i64, product: &BoxProduct) -> StoreResult<BoxProduct> {
         use box_products as t;
         let attributes = attributes_json(&product.attributes)?;
-        let id = if product.id != 0 {
+        let id = if product.id.0 != 0 {
             diesel::update(
                 t::table
-                    .filter(t::id.eq(product.id))
+                    .filter(t::id.eq(product.id.0))
                     .filter(t::shop_id.eq(shop_id)),
             )
             .set((
@@ -409,7 +416,7 @@ impl BoxRepository for StoreTx<'_> {
             ))
             .execute(self.conn)
             .map_err(storage_error)?;
-            product.id
+            product.id.0
         } else {
             let values = (
                 t::shop_id.eq(shop_id),
@@ -425,11 +432,12 @@ impl BoxRepository for StoreTx<'_> {
                 .get_result::<i64>(c))
             .map_err(storage_error)?
         };
-        self.box_product(shop_id, id)?
+        self.box_product(shop_id, BoxProductId(id))?
             .ok_or_else(|| corrupt("box product", id, "it was not stored"))
     }
 
-    fn delete_box_product(&mut self, shop_id: i64, id: i64) -> StoreResult<bool> {
+    fn delete_box_product(&mut self, shop_id: i64, id: BoxProductId) -> StoreResult<bool> {
+        let id = id.0;
         diesel::delete(
             time_slot_options::table
                 .filter(time_slot_options::shop_id.eq(shop_id))
@@ -450,13 +458,13 @@ impl BoxRepository for StoreTx<'_> {
     fn box_sizes(
         &mut self,
         shop_id: i64,
-        box_id: i64,
+        box_id: BoxId,
         limit: i64,
         page: i64,
     ) -> StoreResult<(Vec<BoxSize>, i64)> {
         let of_box = box_sizes::table
             .filter(box_sizes::shop_id.eq(shop_id))
-            .filter(box_sizes::box_id.eq(box_id));
+            .filter(box_sizes::box_id.eq(box_id.0));
         let total: i64 = of_box
             .select(count_star())
             .first(self.conn)
@@ -471,10 +479,10 @@ impl BoxRepository for StoreTx<'_> {
         Ok((rows.into_iter().map(BoxSize::from).collect(), total))
     }
 
-    fn box_size(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<BoxSize>> {
+    fn box_size(&mut self, shop_id: i64, id: BoxSizeId) -> StoreResult<Option<BoxSize>> {
         Ok(box_sizes::table
             .filter(box_sizes::shop_id.eq(shop_id))
-            .filter(box_sizes::id.eq(id))
+            .filter(box_sizes::id.eq(id.0))
             .select(SizeRow::as_select())
             .first(self.conn)
             .optional()
@@ -484,10 +492,10 @@ impl BoxRepository for StoreTx<'_> {
 
     fn save_box_size(&mut self, shop_id: i64, size: &BoxSize) -> StoreResult<BoxSize> {
         use box_sizes as t;
-        let id = if size.id != 0 {
+        let id = if size.id.0 != 0 {
             diesel::update(
                 t::table
-                    .filter(t::id.eq(size.id))
+                    .filter(t::id.eq(size.id.0))
                     .filter(t::shop_id.eq(shop_id)),
             )
             .set((
@@ -499,11 +507,11 @@ impl BoxRepository for StoreTx<'_> {
             ))
             .execute(self.conn)
             .map_err(storage_error)?;
-            size.id
+            size.id.0
         } else {
             let values = (
                 t::shop_id.eq(shop_id),
-                t::box_id.eq(size.box_id),
+                t::box_id.eq(size.box_id.0),
                 t::box_size_name.eq(&size.box_size_name),
                 t::pricing_mode.eq(&size.pricing_mode),
                 t::min_quantity.eq(size.min_quantity),
@@ -517,14 +525,14 @@ impl BoxRepository for StoreTx<'_> {
                 .get_result::<i64>(c))
             .map_err(storage_error)?
         };
-        self.box_size(shop_id, id)?
+        self.box_size(shop_id, BoxSizeId(id))?
             .ok_or_else(|| corrupt("box size", id, "it was not stored"))
     }
 
     fn time_slots(
         &mut self,
         shop_id: i64,
-        box_id: i64,
+        box_id: BoxId,
         filter: TimeSlotFilter,
         limit: i64,
         page: i64,
@@ -534,7 +542,7 @@ impl BoxRepository for StoreTx<'_> {
         let visible_at = filter.visible_at.map_or(i64::MAX, Timestamp::as_micros);
         let filtered = time_slots::table
             .filter(time_slots::shop_id.eq(shop_id))
-            .filter(time_slots::box_id.eq(box_id))
+            .filter(time_slots::box_id.eq(box_id.0))
             .filter(time_slots::start_date.le(holding.unwrap_or(i64::MAX)))
             .filter(time_slots::end_date.ge(holding.unwrap_or(i64::MIN)))
             .filter(time_slots::visibility_date.le(visible_at));
@@ -552,10 +560,10 @@ impl BoxRepository for StoreTx<'_> {
         Ok((self.whole_slots(rows)?, total))
     }
 
-    fn time_slot(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<TimeSlot>> {
+    fn time_slot(&mut self, shop_id: i64, id: TimeSlotId) -> StoreResult<Option<TimeSlot>> {
         let rows: Vec<SlotRow> = time_slots::table
             .filter(time_slots::shop_id.eq(shop_id))
-            .filter(time_slots::id.eq(id))
+            .filter(time_slots::id.eq(id.0))
             .select(SlotRow::as_select())
             .load(self.conn)
             .map_err(storage_error)?;
@@ -565,10 +573,10 @@ impl BoxRepository for StoreTx<'_> {
     fn save_time_slot(&mut self, shop_id: i64, slot: &TimeSlot) -> StoreResult<TimeSlot> {
         use time_slots as t;
         let attributes = attributes_json(&slot.attributes)?;
-        let id = if slot.id != 0 {
+        let id = if slot.id.0 != 0 {
             diesel::update(
                 t::table
-                    .filter(t::id.eq(slot.id))
+                    .filter(t::id.eq(slot.id.0))
                     .filter(t::shop_id.eq(shop_id)),
             )
             .set((
@@ -582,11 +590,11 @@ impl BoxRepository for StoreTx<'_> {
             ))
             .execute(self.conn)
             .map_err(storage_error)?;
-            slot.id
+            slot.id.0
         } else {
             let values = (
                 t::shop_id.eq(shop_id),
-                t::box_id.eq(slot.box_id),
+                t::box_id.eq(slot.box_id.0),
                 t::time_slot_name.eq(&slot.time_slot_name),
                 t::start_date.eq(slot.start_date.as_micros()),
                 t::end_date.eq(slot.end_date.as_micros()),
@@ -602,14 +610,14 @@ impl BoxRepository for StoreTx<'_> {
                 .get_result::<i64>(c))
             .map_err(storage_error)?
         };
-        self.time_slot(shop_id, id)?
+        self.time_slot(shop_id, TimeSlotId(id))?
             .ok_or_else(|| corrupt("time slot", id, "it was not stored"))
     }
 
-    fn delete_time_slot(&mut self, shop_id: i64, id: i64) -> StoreResult<bool> {
+    fn delete_time_slot(&mut self, shop_id: i64, id: TimeSlotId) -> StoreResult<bool> {
         let found: Vec<i64> = time_slots::table
             .filter(time_slots::shop_id.eq(shop_id))
-            .filter(time_slots::id.eq(id))
+            .filter(time_slots::id.eq(id.0))
             .select(time_slots::id)
             .load(self.conn)
             .map_err(storage_error)?;
@@ -620,16 +628,16 @@ impl BoxRepository for StoreTx<'_> {
     fn add_time_slot_option(
         &mut self,
         shop_id: i64,
-        time_slot_id: i64,
-        box_product_id: i64,
+        time_slot_id: TimeSlotId,
+        box_product_id: BoxProductId,
         now: Timestamp,
     ) -> StoreResult<bool> {
         use time_slot_options as t;
         let added = on_backend!(&mut *self.conn, |c| diesel::insert_into(t::table)
             .values((
                 t::shop_id.eq(shop_id),
-                t::time_slot_id.eq(time_slot_id),
-                t::box_product_id.eq(box_product_id),
+                t::time_slot_id.eq(time_slot_id.0),
+                t::box_product_id.eq(box_product_id.0),
                 t::created_at.eq(now.as_micros()),
             ))
             .on_conflict((t::time_slot_id, t::box_product_id))
@@ -642,15 +650,15 @@ impl BoxRepository for StoreTx<'_> {
     fn remove_time_slot_option(
         &mut self,
         shop_id: i64,
-        time_slot_id: i64,
-        box_product_id: i64,
+        time_slot_id: TimeSlotId,
+        box_product_id: BoxProductId,
     ) -> StoreResult<bool> {
         use time_slot_options as t;
         let removed = diesel::delete(
             t::table
                 .filter(t::shop_id.eq(shop_id))
-                .filter(t::time_slot_id.eq(time_slot_id))
-                .filter(t::box_product_id.eq(box_product_id)),
+                .filter(t::time_slot_id.eq(time_slot_id.0))
+                .filter(t::box_product_id.eq(box_product_id.0)),
         )
         .execute(self.conn)
         .map_err(storage_error)?;
@@ -716,10 +724,10 @@ impl BoxRepository for StoreTx<'_> {
         Ok((rows_into_selections(rows)?, total))
     }
 
-    fn selection(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<StoredSelection>> {
+    fn selection(&mut self, shop_id: i64, id: SelectionId) -> StoreResult<Option<StoredSelection>> {
         let rows: Vec<SelectionRow> = box_selections::table
             .filter(box_selections::shop_id.eq(shop_id))
-            .filter(box_selections::id.eq(id))
+            .filter(box_selections::id.eq(id.0))
             .select(SelectionRow::as_select())
             .load(self.conn)
             .map_err(storage_error)?;
@@ -750,33 +758,33 @@ impl BoxRepository for StoreTx<'_> {
         use box_selections as t;
         let selection = &stored.selection;
         let line_items = serde_json::to_string(&selection.line_items)
-            .map_err(|error| corrupt("selection", selection.id, error))?;
-        let id = if selection.id != 0 {
+            .map_err(|error| corrupt("selection", selection.id.0, error))?;
+        let id = if selection.id.0 != 0 {
             diesel::update(
                 t::table
-                    .filter(t::id.eq(selection.id))
+                    .filter(t::id.eq(selection.id.0))
                     .filter(t::shop_id.eq(shop_id)),
             )
             .set((
                 t::subscription_line_item_id.eq(selection.svc_platform_subscription_line_item_id),
-                t::box_id.eq(stored.box_id),
-                t::box_size_id.eq(selection.box_size_id),
-                t::time_slot_id.eq(selection.time_slot_id),
+                t::box_id.eq(stored.box_id.0),
+                t::box_size_id.eq(selection.box_size_id.0),
+                t::time_slot_id.eq(selection.time_slot_id.0),
                 t::order_datetime.eq(selection.order_datetime.as_micros()),
                 t::line_items.eq(&line_items),
                 t::updated_at.eq(selection.updated_at.as_micros()),
             ))
             .execute(self.conn)
             .map_err(storage_error)?;
-            selection.id
+            selection.id.0
         } else {
             let values = (
                 t::shop_id.eq(shop_id),
                 t::platform_customer_id.eq(&stored.platform_customer_id),
                 t::subscription_line_item_id.eq(selection.svc_platform_subscription_line_item_id),
-                t::box_id.eq(stored.box_id),
-                t::box_size_id.eq(selection.box_size_id),
-                t::time_slot_id.eq(selection.time_slot_id),
+                t::box_id.eq(stored.box_id.0),
+                t::box_size_id.eq(selection.box_size_id.0),
+                t::time_slot_id.eq(selection.time_slot_id.0),
                 t::order_datetime.eq(selection.order_datetime.as_micros()),
                 t::line_items.eq(&line_items),
                 t::created_at.eq(selection.created_at.as_micros()),
@@ -788,34 +796,38 @@ impl BoxRepository for StoreTx<'_> {
                 .get_result::<i64>(c))
             .map_err(storage_error)?
         };
-        self.selection(shop_id, id)?
+        self.selection(shop_id, SelectionId(id))?
             .ok_or_else(|| corrupt("selection", id, "it was not stored"))
     }
 
-    fn delete_selection(&mut self, shop_id: i64, id: i64) -> StoreResult<bool> {
+    fn delete_selection(&mut self, shop_id: i64, id: SelectionId) -> StoreResult<bool> {
         let deleted = diesel::delete(
             box_selections::table
                 .filter(box_selections::shop_id.eq(shop_id))
-                .filter(box_selections::id.eq(id)),
+                .filter(box_selections::id.eq(id.0)),
         )
         .execute(self.conn)
         .map_err(storage_error)?;
         Ok(deleted == 1)
     }
 
-    fn selections_of_box(&mut self, shop_id: i64, box_id: i64) -> StoreResult<i64> {
+    fn selections_of_box(&mut self, shop_id: i64, box_id: BoxId) -> StoreResult<i64> {
         box_selections::table
             .filter(box_selections::shop_id.eq(shop_id))
-            .filter(box_selections::box_id.eq(box_id))
+            .filter(box_selections::box_id.eq(box_id.0))
             .select(count_star())
             .first(self.conn)
             .map_err(storage_error)
     }
 
-    fn selections_of_time_slot(&mut self, shop_id: i64, time_slot_id: i64) -> StoreResult<i64> {
+    fn selections_of_time_slot(
+        &mut self,
+        shop_id: i64,
+        time_slot_id: TimeSlotId,
+    ) -> StoreResult<i64> {
         box_selections::table
             .filter(box_selections::shop_id.eq(shop_id))
-            .filter(box_selections::time_slot_id.eq(time_slot_id))
+            .filter(box_selections::time_slot_id.eq(time_slot_id.0))
             .select(count_star())
             .first(self.conn)
             .map_err(storage_error)

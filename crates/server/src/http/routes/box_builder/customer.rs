@@ -6,9 +6,11 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use mercer_domain::box_builder::input::{SelectionRequest, SelectionUpdateRequest};
 
 use super::answers::{SelectionAnswer, SelectionList};
-use super::handlers::{change_selection, make_selection, selection_of, selections_of};
+use super::handlers::{
+    SelectionPath, change_selection, make_selection, selection_of, selections_of,
+};
 use crate::http::error::ApiError;
-use crate::http::extract::{CustomerAuthorized, JsonBody};
+use crate::http::extract::{CustomerAuthorized, JsonBody, TypedPath};
 use crate::http::state::AppState;
 
 /// Lists the customer's selections.
@@ -53,14 +55,14 @@ pub async fn create_selection(
 pub async fn get_selection(
     state: web::Data<AppState>,
     customer: CustomerAuthorized,
-    path: web::Path<(String, String, String)>,
+    path: TypedPath<SelectionPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let selection = path.into_inner().2;
+    let path = path.get()?;
     selection_of(
         state,
         customer.shop,
         customer.platform_customer_id,
-        &selection,
+        path.selection_id,
     )
     .await
 }
@@ -77,15 +79,15 @@ pub async fn get_selection(
 pub async fn update_selection(
     state: web::Data<AppState>,
     customer: CustomerAuthorized,
-    path: web::Path<(String, String, String)>,
+    path: TypedPath<SelectionPath>,
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let selection = path.into_inner().2;
+    let path = path.get()?;
     change_selection(
         state,
         customer.shop,
         customer.platform_customer_id,
-        &selection,
+        path.selection_id,
         given,
     )
     .await

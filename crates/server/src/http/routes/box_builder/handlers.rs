@@ -13,7 +13,9 @@ use mercer_domain::box_builder::input::{
 };
 use mercer_domain::box_builder::repository::{SelectionFilter, TimeSlotFilter};
 use mercer_domain::box_builder::{admin, selections};
+use mercer_domain::kernel::ids::{BoxId, BoxProductId, BoxSizeId, SelectionId, TimeSlotId};
 use mercer_domain::subscriptions::customers::parse_page;
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::answers::{
@@ -24,7 +26,7 @@ use super::answers::{
 };
 
 use crate::http::error::ApiError;
-use crate::http::extract::{Authorized, JsonBody, query_pairs, scopes};
+use crate::http::extract::{Authorized, JsonBody, TypedPath, query_pairs, scopes};
 use crate::http::state::AppState;
 
 type Read = Authorized<scopes::ReadSubscriptionGroups>;
@@ -34,10 +36,69 @@ pub(super) fn body(given: JsonBody) -> Result<Value, ApiError> {
     serde_json::from_slice(&given.bytes()?).map_err(ApiError::malformed_json)
 }
 
-/// A numeric id of the path, or 404 naming the resource (no resource has another id).
-pub(super) fn id(text: &str, resource: &'static str) -> Result<i64, ApiError> {
+/// A numeric id of the path, or 404 naming `resource`: for the two path segments whose 404
+/// names another resource than their id's type would (a time slot option's box product, and
+/// a box line item, whose line item ids are not yet a type of their own).
+fn id(text: &str, resource: &'static str) -> Result<i64, ApiError> {
     text.parse()
         .map_err(|_| ApiError::from(DomainError::not_found(resource)))
+}
+
+// The routes' paths. Each names the segments its handlers read (an id that is not a number is
+// its resource's 404); `{shop}` is read by the access check.
+
+/// `…/boxes/{box_id}`; the storefront reads the shop from it too.
+#[derive(Deserialize)]
+pub struct BoxPath {
+    pub(super) shop: String,
+    pub(super) box_id: BoxId,
+}
+
+/// `…/box_products/{box_product_id}`.
+#[derive(Deserialize)]
+pub struct BoxProductPath {
+    box_product_id: BoxProductId,
+}
+
+/// `…/box_sizes/{box_size_id}`.
+#[derive(Deserialize)]
+pub struct BoxSizePath {
+    box_size_id: BoxSizeId,
+}
+
+/// `…/time_slots/{time_slot_id}`.
+#[derive(Deserialize)]
+pub struct TimeSlotPath {
+    time_slot_id: TimeSlotId,
+}
+
+/// `…/time_slots/{time_slot_id}/options/{box_product_id}`. The product segment is read by
+/// hand: one that is not a number is a `time_slot_option` 404, not a `box_product` one.
+#[derive(Deserialize)]
+pub struct TimeSlotOptionPath {
+    time_slot_id: TimeSlotId,
+    box_product_id: String,
+}
+
+/// `…/customers/{platform_customer_id}/selections`.
+#[derive(Deserialize)]
+pub struct CustomerPath {
+    platform_customer_id: String,
+}
+
+/// `…/customers/{platform_customer_id}/selections/{selection_id}`; the customer's own
+/// routes read only the selection (their customer is the token's).
+#[derive(Deserialize)]
+pub struct SelectionPath {
+    pub(super) platform_customer_id: String,
+    pub(super) selection_id: SelectionId,
+}
+
+/// `…/subscription_line_items/{line_item_id}`, read by hand: its 404 names a
+/// `subscription_line_item`.
+#[derive(Deserialize)]
+pub struct LineItemPath {
+    line_item_id: String,
 }
 
 pub(super) fn page(request: &HttpRequest) -> Result<(i64, i64), ApiError> {
@@ -99,9 +160,10 @@ pub async fn create_box(
 pub async fn get_box(
     state: web::Data<AppState>,
     request: Read,
-    path: web::Path<(String, String)>,
+    path: TypedPath<BoxPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let box_id = id(&path.1, "box")?;
+    let path = path.get()?;
+    let box_id = path.box_id;
     let shop = request.access.shop;
     let found = state
         .read(move |tx| admin::get_box(tx, &shop, box_id))
@@ -120,10 +182,11 @@ pub async fn get_box(
 pub async fn update_box(
     state: web::Data<AppState>,
     request: Write,
-    path: web::Path<(String, String)>,
+    path: TypedPath<BoxPath>,
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let box_id = id(&path.1, "box")?;
+    let path = path.get()?;
+    let box_id = path.box_id;
     let input = parse_box(&body(given)?, false)?;
     let (shop, now) = (request.access.shop, state.now());
     let changed = state
@@ -140,9 +203,10 @@ pub async fn update_box(
 pub async fn delete_box(
     state: web::Data<AppState>,
     request: Write,
-    path: web::Path<(String, String)>,
+    path: TypedPath<BoxPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let box_id = id(&path.1, "box")?;
+    let path = path.get()?;
+    let box_id = path.box_id;
     let shop = request.access.shop;
     state
         .write(move |tx| admin::delete_box(tx, &shop, box_id))
@@ -204,9 +268,10 @@ pub async fn create_box_product(
 pub async fn get_box_product(
     state: web::Data<AppState>,
     request: Read,
-    path: web::Path<(String, String)>,
+    path: TypedPath<BoxProductPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let product_id = id(&path.1, "box_product")?;
+    let path = path.get()?;
+    let product_id = path.box_product_id;
     let shop = request.access.shop;
     let found = state
         .read(move |tx| admin::get_box_product(tx, &shop, product_id))
@@ -225,10 +290,11 @@ pub async fn get_box_product(
 pub async fn update_box_product(
     state: web::Data<AppState>,
     request: Write,
-    path: web::Path<(String, String)>,
+    path: TypedPath<BoxProductPath>,
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let product_id = id(&path.1, "box_product")?;
+    let path = path.get()?;
+    let product_id = path.box_product_id;
     let input = parse_box_product(&body(given)?, false)?;
     let (shop, now) = (request.access.shop, state.now());
     let changed = state
@@ -245,9 +311,10 @@ pub async fn update_box_product(
 pub async fn delete_box_product(
     state: web::Data<AppState>,
     request: Write,
-    path: web::Path<(String, String)>,
+    path: TypedPath<BoxProductPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let product_id = id(&path.1, "box_product")?;
+    let path = path.get()?;
+    let product_id = path.box_product_id;
     let shop = request.access.shop;
     state
         .write(move |tx| admin::delete_box_product(tx, &shop, product_id))
@@ -269,10 +336,11 @@ pub async fn delete_box_product(
 pub async fn list_box_sizes(
     state: web::Data<AppState>,
     request: Read,
-    path: web::Path<(String, String)>,
+    path: TypedPath<BoxPath>,
     http: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let box_id = id(&path.1, "box")?;
+    let path = path.get()?;
+    let box_id = path.box_id;
     let (limit, number) = page(&http)?;
     let shop = request.access.shop;
     let found = state
@@ -292,10 +360,11 @@ pub async fn list_box_sizes(
 pub async fn create_box_size(
     state: web::Data<AppState>,
     request: Write,
-    path: web::Path<(String, String)>,
+    path: TypedPath<BoxPath>,
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let box_id = id(&path.1, "box")?;
+    let path = path.get()?;
+    let box_id = path.box_id;
     let input = parse_box_size(&body(given)?, true)?;
     let (shop, now) = (request.access.shop, state.now());
     let made = state
@@ -316,10 +385,11 @@ pub async fn create_box_size(
 pub async fn update_box_sizes(
     state: web::Data<AppState>,
     request: Write,
-    path: web::Path<(String, String)>,
+    path: TypedPath<BoxPath>,
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let box_id = id(&path.1, "box")?;
+    let path = path.get()?;
+    let box_id = path.box_id;
     let inputs = parse_box_sizes(&body(given)?)?;
     let (shop, now) = (request.access.shop, state.now());
     let saved = state
@@ -338,9 +408,10 @@ pub async fn update_box_sizes(
 pub async fn get_box_size(
     state: web::Data<AppState>,
     request: Read,
-    path: web::Path<(String, String)>,
+    path: TypedPath<BoxSizePath>,
 ) -> Result<HttpResponse, ApiError> {
-    let size_id = id(&path.1, "box_size")?;
+    let path = path.get()?;
+    let size_id = path.box_size_id;
     let shop = request.access.shop;
     let found = state
         .read(move |tx| admin::get_box_size(tx, &shop, size_id))
@@ -359,10 +430,11 @@ pub async fn get_box_size(
 pub async fn update_box_size(
     state: web::Data<AppState>,
     request: Write,
-    path: web::Path<(String, String)>,
+    path: TypedPath<BoxSizePath>,
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let size_id = id(&path.1, "box_size")?;
+    let path = path.get()?;
+    let size_id = path.box_size_id;
     let input = parse_box_size(&body(given)?, false)?;
     let (shop, now) = (request.access.shop, state.now());
     let changed = state
@@ -400,10 +472,11 @@ pub(super) fn order_datetime(request: &HttpRequest) -> Result<Option<Timestamp>,
 pub async fn list_time_slots(
     state: web::Data<AppState>,
     request: Read,
-    path: web::Path<(String, String)>,
+    path: TypedPath<BoxPath>,
     http: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let box_id = id(&path.1, "box")?;
+    let path = path.get()?;
+    let box_id = path.box_id;
     let (limit, number) = page(&http)?;
     let filter = TimeSlotFilter {
         holding: order_datetime(&http)?,
@@ -427,10 +500,11 @@ pub async fn list_time_slots(
 pub async fn create_time_slot(
     state: web::Data<AppState>,
     request: Write,
-    path: web::Path<(String, String)>,
+    path: TypedPath<BoxPath>,
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let box_id = id(&path.1, "box")?;
+    let path = path.get()?;
+    let box_id = path.box_id;
     let input = parse_time_slot(&body(given)?, true)?;
     let (shop, now) = (request.access.shop, state.now());
     let made = state
@@ -449,9 +523,10 @@ pub async fn create_time_slot(
 pub async fn get_time_slot(
     state: web::Data<AppState>,
     request: Read,
-    path: web::Path<(String, String)>,
+    path: TypedPath<TimeSlotPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let slot_id = id(&path.1, "time_slot")?;
+    let path = path.get()?;
+    let slot_id = path.time_slot_id;
     let shop = request.access.shop;
     let found = state
         .read(move |tx| admin::get_time_slot(tx, &shop, slot_id))
@@ -470,10 +545,11 @@ pub async fn get_time_slot(
 pub async fn update_time_slot(
     state: web::Data<AppState>,
     request: Write,
-    path: web::Path<(String, String)>,
+    path: TypedPath<TimeSlotPath>,
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let slot_id = id(&path.1, "time_slot")?;
+    let path = path.get()?;
+    let slot_id = path.time_slot_id;
     let input = parse_time_slot(&body(given)?, false)?;
     let (shop, now) = (request.access.shop, state.now());
     let changed = state
@@ -490,9 +566,10 @@ pub async fn update_time_slot(
 pub async fn delete_time_slot(
     state: web::Data<AppState>,
     request: Write,
-    path: web::Path<(String, String)>,
+    path: TypedPath<TimeSlotPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let slot_id = id(&path.1, "time_slot")?;
+    let path = path.get()?;
+    let slot_id = path.time_slot_id;
     let shop = request.access.shop;
     state
         .write(move |tx| admin::delete_time_slot(tx, &shop, slot_id))
@@ -510,9 +587,10 @@ pub async fn delete_time_slot(
 pub async fn list_time_slot_options(
     state: web::Data<AppState>,
     request: Read,
-    path: web::Path<(String, String)>,
+    path: TypedPath<TimeSlotPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let slot_id = id(&path.1, "time_slot")?;
+    let path = path.get()?;
+    let slot_id = path.time_slot_id;
     let shop = request.access.shop;
     let options = state
         .read(move |tx| admin::list_time_slot_options(tx, &shop, slot_id))
@@ -531,10 +609,11 @@ pub async fn list_time_slot_options(
 pub async fn create_time_slot_option(
     state: web::Data<AppState>,
     request: Write,
-    path: web::Path<(String, String)>,
+    path: TypedPath<TimeSlotPath>,
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let slot_id = id(&path.1, "time_slot")?;
+    let path = path.get()?;
+    let slot_id = path.time_slot_id;
     let product_id = parse_time_slot_option(&body(given)?)?;
     let (shop, now) = (request.access.shop, state.now());
     let option = state
@@ -553,10 +632,11 @@ pub async fn create_time_slot_option(
 pub async fn delete_time_slot_option(
     state: web::Data<AppState>,
     request: Write,
-    path: web::Path<(String, String, String)>,
+    path: TypedPath<TimeSlotOptionPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let (_, slot, product) = path.into_inner();
-    let (slot_id, product_id) = (id(&slot, "time_slot")?, id(&product, "time_slot_option")?);
+    let path = path.get()?;
+    let slot_id = path.time_slot_id;
+    let product_id = BoxProductId(id(&path.box_product_id, "time_slot_option")?);
     let shop = request.access.shop;
     state
         .write(move |tx| admin::remove_time_slot_option(tx, &shop, slot_id, product_id))
@@ -631,9 +711,8 @@ pub(super) async fn selection_of(
     state: web::Data<AppState>,
     shop: Shop,
     customer: String,
-    selection: &str,
+    selection_id: SelectionId,
 ) -> Result<HttpResponse, ApiError> {
-    let selection_id = id(selection, "selection")?;
     let found = state
         .read(move |tx| selections::get_selection(tx, &shop, &customer, selection_id))
         .await?;
@@ -644,10 +723,9 @@ pub(super) async fn change_selection(
     state: web::Data<AppState>,
     shop: Shop,
     customer: String,
-    selection: &str,
+    selection_id: SelectionId,
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let selection_id = id(selection, "selection")?;
     let input = parse_selection(&body(given)?, false)?;
     let now = state.now();
     let changed = state
@@ -669,10 +747,11 @@ pub(super) async fn change_selection(
 pub async fn list_selections(
     state: web::Data<AppState>,
     request: ReadSubscriptions,
-    path: web::Path<(String, String)>,
+    path: TypedPath<CustomerPath>,
     http: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let customer = path.into_inner().1;
+    let path = path.get()?;
+    let customer = path.platform_customer_id;
     selections_of(state, request.access.shop, customer, http).await
 }
 
@@ -688,10 +767,11 @@ pub async fn list_selections(
 pub async fn create_selection(
     state: web::Data<AppState>,
     request: WriteSubscriptions,
-    path: web::Path<(String, String)>,
+    path: TypedPath<CustomerPath>,
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let customer = path.into_inner().1;
+    let path = path.get()?;
+    let customer = path.platform_customer_id;
     make_selection(state, request.access.shop, customer, given).await
 }
 
@@ -705,10 +785,20 @@ pub async fn create_selection(
 pub async fn get_selection(
     state: web::Data<AppState>,
     request: ReadSubscriptions,
-    path: web::Path<(String, String, String)>,
+    path: TypedPath<SelectionPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let (_, customer, selection) = path.into_inner();
-    selection_of(state, request.access.shop, customer, &selection).await
+    let path = path.get()?;
+    let SelectionPath {
+        platform_customer_id,
+        selection_id,
+    } = path;
+    selection_of(
+        state,
+        request.access.shop,
+        platform_customer_id,
+        selection_id,
+    )
+    .await
 }
 
 /// Updates a selection.
@@ -723,11 +813,22 @@ pub async fn get_selection(
 pub async fn update_selection(
     state: web::Data<AppState>,
     request: WriteSubscriptions,
-    path: web::Path<(String, String, String)>,
+    path: TypedPath<SelectionPath>,
     given: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let (_, customer, selection) = path.into_inner();
-    change_selection(state, request.access.shop, customer, &selection, given).await
+    let path = path.get()?;
+    let SelectionPath {
+        platform_customer_id,
+        selection_id,
+    } = path;
+    change_selection(
+        state,
+        request.access.shop,
+        platform_customer_id,
+        selection_id,
+        given,
+    )
+    .await
 }
 
 /// Deletes a selection.
@@ -740,10 +841,13 @@ pub async fn update_selection(
 pub async fn delete_selection(
     state: web::Data<AppState>,
     request: WriteSubscriptions,
-    path: web::Path<(String, String, String)>,
+    path: TypedPath<SelectionPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let (_, customer, selection) = path.into_inner();
-    let selection_id = id(&selection, "selection")?;
+    let path = path.get()?;
+    let SelectionPath {
+        platform_customer_id: customer,
+        selection_id,
+    } = path;
     let shop = request.access.shop;
     state
         .write(move |tx| selections::delete_selection(tx, &shop, &customer, selection_id))
@@ -781,12 +885,98 @@ pub async fn list_box_line_items(
 pub async fn get_box_line_item(
     state: web::Data<AppState>,
     request: ReadSubscriptions,
-    path: web::Path<(String, String)>,
+    path: TypedPath<LineItemPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let line_item_id = id(&path.1, "subscription_line_item")?;
+    let path = path.get()?;
+    let line_item_id = id(&path.line_item_id, "subscription_line_item")?;
     let shop = request.access.shop;
     let found = state
         .read(move |tx| selections::get_box_line_item(tx, &shop, line_item_id))
         .await?;
     Ok(ok(BoxLineItemAnswer::of(found)))
+}
+
+#[cfg(test)]
+mod tests {
+    use actix_web::{App, HttpResponse, test, web};
+
+    use super::*;
+
+    /// Each route's path reads its ids as numbers; a segment that is not one answers 404
+    /// naming the resource the route looked for, as the hand parse of the path did.
+    #[actix_web::test]
+    async fn a_path_id_that_is_not_a_number_is_its_resources_404() {
+        let app = test::init_service(
+            App::new()
+                .route(
+                    "/shops/{shop}/boxes/{box_id}",
+                    web::get().to(|path: TypedPath<BoxPath>| async move {
+                        let path = path.get()?;
+                        Ok::<_, ApiError>(
+                            HttpResponse::Ok().body(format!("{} {}", path.shop, path.box_id)),
+                        )
+                    }),
+                )
+                .route(
+                    "/shops/{shop}/time_slots/{time_slot_id}/options/{box_product_id}",
+                    web::get().to(|path: TypedPath<TimeSlotOptionPath>| async move {
+                        let path = path.get()?;
+                        let product = id(&path.box_product_id, "time_slot_option")?;
+                        Ok::<_, ApiError>(
+                            HttpResponse::Ok().body(format!("{} {product}", path.time_slot_id)),
+                        )
+                    }),
+                )
+                .route(
+                    "/shops/{shop}/customers/{platform_customer_id}/selections/{selection_id}",
+                    web::get().to(|path: TypedPath<SelectionPath>| async move {
+                        let path = path.get()?;
+                        Ok::<_, ApiError>(HttpResponse::Ok().body(format!(
+                            "{} {}",
+                            path.platform_customer_id, path.selection_id
+                        )))
+                    }),
+                ),
+        )
+        .await;
+        let answer = |uri: &'static str| {
+            let app = &app;
+            async move {
+                let answer =
+                    test::call_service(app, test::TestRequest::get().uri(uri).to_request()).await;
+                let status = answer.status().as_u16();
+                let body = test::read_body(answer).await;
+                let text = String::from_utf8_lossy(&body).into_owned();
+                match serde_json::from_str::<Value>(&text) {
+                    Ok(error) => (status, error["errors"][0]["sub_type"].to_string()),
+                    Err(_) => (status, text),
+                }
+            }
+        };
+        assert_eq!(answer("/shops/s/boxes/7").await, (200, "s 7".into()));
+        assert_eq!(
+            answer("/shops/s/boxes/seven").await,
+            (404, "\"box\"".into())
+        );
+        assert_eq!(
+            answer("/shops/s/time_slots/3/options/4").await,
+            (200, "3 4".into())
+        );
+        assert_eq!(
+            answer("/shops/s/time_slots/x/options/4").await,
+            (404, "\"time_slot\"".into())
+        );
+        assert_eq!(
+            answer("/shops/s/time_slots/3/options/x").await,
+            (404, "\"time_slot_option\"".into())
+        );
+        assert_eq!(
+            answer("/shops/s/customers/c-1/selections/9").await,
+            (200, "c-1 9".into())
+        );
+        assert_eq!(
+            answer("/shops/s/customers/c-1/selections/1.5").await,
+            (404, "\"selection\"".into())
+        );
+    }
 }

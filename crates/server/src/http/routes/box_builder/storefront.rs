@@ -6,7 +6,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use mercer_domain::box_builder::storefront;
 
 use super::answers::{BoxAnswer, BoxList, BoxSizeList, TimeSlotList, ok};
-use super::handlers::{id, order_datetime, page};
+use super::handlers::{BoxPath, order_datetime, page};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
 
@@ -49,10 +49,10 @@ pub async fn list_boxes(
     responses((status = 200, body = BoxAnswer, headers(("Cache-Control" = String, description = "`public, max-age=60`")))))]
 pub async fn get_box(
     state: web::Data<AppState>,
-    path: web::Path<(String, String)>,
+    path: TypedPath<BoxPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let (shop, box_id) = path.into_inner();
-    let box_id = id(&box_id, "box")?;
+    let path = path.get()?;
+    let BoxPath { shop, box_id } = path;
     let found = state
         .read(move |tx| storefront::storefront_box(tx, &shop, box_id))
         .await?;
@@ -67,11 +67,11 @@ pub async fn get_box(
     responses((status = 200, body = TimeSlotList, headers(("Cache-Control" = String, description = "`public, max-age=60`")))))]
 pub async fn list_time_slots(
     state: web::Data<AppState>,
-    path: web::Path<(String, String)>,
+    path: TypedPath<BoxPath>,
     http: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let (shop, box_id) = path.into_inner();
-    let box_id = id(&box_id, "box")?;
+    let path = path.get()?;
+    let BoxPath { shop, box_id } = path;
     let (limit, number) = page(&http)?;
     let (holding, now) = (order_datetime(&http)?, state.now());
     let found = state
@@ -90,11 +90,11 @@ pub async fn list_time_slots(
     responses((status = 200, body = BoxSizeList, headers(("Cache-Control" = String, description = "`public, max-age=60`")))))]
 pub async fn list_box_sizes(
     state: web::Data<AppState>,
-    path: web::Path<(String, String)>,
+    path: TypedPath<BoxPath>,
     http: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let (shop, box_id) = path.into_inner();
-    let box_id = id(&box_id, "box")?;
+    let path = path.get()?;
+    let BoxPath { shop, box_id } = path;
     let (limit, number) = page(&http)?;
     let found = state
         .read(move |tx| storefront::storefront_box_sizes(tx, &shop, box_id, limit, number))
