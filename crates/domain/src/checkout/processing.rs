@@ -24,6 +24,7 @@ use crate::checkout::storefront::{
 };
 use crate::kernel::activity::{Activity, record_one};
 use crate::kernel::body::Field;
+use crate::kernel::body::RawText;
 use crate::kernel::error::{DomainError, FieldError};
 use crate::kernel::jobs::{JobFailure, JobPayload, enqueue};
 use crate::kernel::money::{Cents, CurrencyCode};
@@ -38,7 +39,7 @@ use crate::platform::resources::{
 };
 use crate::subscriptions::groups::group_references_of;
 use crate::subscriptions::input::{
-    MAX_LINE_ITEM_ATTRIBUTES, RawText, SubscriptionAddressFields, SubscriptionCreateCustomerFields,
+    MAX_LINE_ITEM_ATTRIBUTES, SubscriptionAddressFields, SubscriptionCreateCustomerFields,
     SubscriptionCreateFields, SubscriptionCreateRequest, SubscriptionLineItemAttributeFields,
     SubscriptionLineItemFields, SubscriptionPaymentDetailsFields, SubscriptionShippingLineFields,
     WholeCents, body_fingerprint, expiry_field, given_or_null, id_field, text_field, time_field,

@@ -11,11 +11,13 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::access::shop::Shop;
-use crate::kernel::body::{BodyObject, Check, Field, TextId, parse_object, path, wrong_type};
+use crate::kernel::body::{
+    BodyObject, Check, Field, RawText, TextId, parse_object, path, wrong_type,
+};
 use crate::kernel::error::{DomainError, FieldError, Problems};
 use crate::kernel::time::Timestamp;
 use crate::subscriptions::customers::PagePagination;
-use crate::subscriptions::input::{RawText, each_element};
+
 use crate::subscriptions::recurrence::{OrderSchedule, ShopZone};
 use crate::subscriptions::repository::SubscriptionRepositories;
 
@@ -409,25 +411,26 @@ fn products(
     given: Field<Vec<Field<GroupProductFields>>>,
 ) -> Option<Vec<GroupProduct>> {
     let items = check.optional("products", given)?;
-    each_element(
-        check,
-        "products",
-        items,
-        MAX_GROUP_PRODUCTS,
-        |check, product| {
-            let platform_product_id =
-                check.required("platform_product_id", product.platform_product_id);
-            let platform_variant_id = if product.platform_variant_id.is_given() {
-                Some(check.required("platform_variant_id", product.platform_variant_id)?)
-            } else {
-                None
-            };
-            Some(GroupProduct {
-                platform_product_id: platform_product_id?.0,
-                platform_variant_id: platform_variant_id.map(|id| id.0),
-            })
-        },
-    )
+    check
+        .each(
+            "products",
+            Field::Given(items),
+            MAX_GROUP_PRODUCTS,
+            |check, product| {
+                let platform_product_id =
+                    check.required("platform_product_id", product.platform_product_id);
+                let platform_variant_id = if product.platform_variant_id.is_given() {
+                    Some(check.required("platform_variant_id", product.platform_variant_id)?)
+                } else {
+                    None
+                };
+                Some(GroupProduct {
+                    platform_product_id: platform_product_id?.0,
+                    platform_variant_id: platform_variant_id.map(|id| id.0),
+                })
+            },
+        )
+        .and_then(|read| read.into_iter().collect())
 }
 
 fn billing_rules(
@@ -449,13 +452,14 @@ fn billing_rules(
         return None;
     }
     // Every rule is read, so that each problem is named.
-    each_element(
-        check,
-        "billing_rules",
-        items,
-        MAX_BILLING_RULES,
-        |check, rule| rule.validate(check),
-    )
+    check
+        .each(
+            "billing_rules",
+            Field::Given(items),
+            MAX_BILLING_RULES,
+            |check, rule| rule.validate(check),
+        )
+        .and_then(|read| read.into_iter().collect())
 }
 
 /// `KEY=value` parts of an RRULE, keys upper case.

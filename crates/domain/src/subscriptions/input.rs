@@ -26,8 +26,8 @@ use utoipa::ToSchema;
 
 use crate::access::shop::Shop;
 use crate::kernel::body::{
-    BodyObject, Check, Field, FieldValue, Mismatch, TextId, check_email, parse_object, read_body,
-    wrong_type,
+    BodyObject, Check, Field, FieldValue, Mismatch, RawText, TextId, check_email, parse_object,
+    read_body, wrong_type,
 };
 use crate::kernel::error::{DomainError, FieldError, Problems};
 use crate::kernel::money::{
@@ -281,20 +281,6 @@ pub struct NewSubscription {
     pub fingerprint: String,
 }
 
-/// Text as the client wrote it, neither trimmed nor blank-as-absent: an RRULE's lines are
-/// checked exactly as given.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RawText(pub String);
-
-impl FieldValue for RawText {
-    fn read(value: Value) -> Field<Self> {
-        match value {
-            Value::String(text) => Field::Given(RawText(text)),
-            _ => Field::Invalid(wrong_type("a string")),
-        }
-    }
-}
-
 /// A price as written: a whole number of cents, or its decimal text. It is kept even out of
 /// range, so that the range is what is reported; `None` is a whole number past what an `i64`
 /// holds.
@@ -362,48 +348,6 @@ pub fn expiry_field(text: impl Into<String>) -> Field<PaymentExpiry> {
 /// `Some` as a given value, `None` as null.
 pub fn given_or_null<T>(value: Option<T>) -> Field<T> {
     value.map_or(Field::Null, Field::Given)
-}
-
-/// The elements of the array at field `name`, each checked in turn by `read` at its own path
-/// (`name[2]`): at most `max` of them (a longer array is one `too_many` problem, and its rest
-/// is not read), an element that is not an object being that element's problem, in its place.
-/// `None` when one of them does not read (its problem recorded).
-pub(crate) fn each_element<T, U>(
-    check: &mut Check<'_>,
-    name: &str,
-    mut items: Vec<Field<T>>,
-    max: usize,
-    mut read: impl FnMut(&mut Check<'_>, T) -> Option<U>,
-) -> Option<Vec<U>> {
-    if items.len() > max {
-        check.problem(name, "too_many", |field| {
-            format!("{field} must hold at most {max} items")
-        });
-        items.truncate(max);
-    }
-    let mut all = Vec::with_capacity(items.len());
-    let mut failed = false;
-    for (index, item) in items.into_iter().enumerate() {
-        let mut element = check.element(name, index);
-        let value = match item {
-            Field::Given(value) => read(&mut element, value),
-            Field::Invalid(mismatch) => {
-                let path = element.here().to_string();
-                element.push(mismatch.at(path));
-                None
-            }
-            Field::Absent | Field::Null | Field::Blank => {
-                let path = element.here().to_string();
-                element.push(wrong_type("an object").at(path));
-                None
-            }
-        };
-        match value {
-            Some(value) => all.push(value),
-            None => failed = true,
-        }
-    }
-    (!failed).then_some(all)
 }
 
 /// Why a price is refused: its range.
@@ -1423,31 +1367,32 @@ fn line_item_attributes(
     }
     let items = check.optional(name, given)?;
     let mut names: Vec<String> = Vec::new();
-    each_element(
-        check,
-        name,
-        items,
-        MAX_LINE_ITEM_ATTRIBUTES,
-        |check, attribute| {
-            let name = check.required("name", attribute.name);
-            let value = check.optional("value", attribute.value).unwrap_or_default();
-            let name = name?;
-            if name.chars().count() > 255 {
-                check.problem("name", "length", |field| {
-                    format!("{field} must be at most 255 characters")
-                });
-                return None;
-            }
-            if names.contains(&name) {
-                check.problem("name", "duplicate", |field| {
-                    format!("{field} repeats the name {name:?}")
-                });
-                return None;
-            }
-            names.push(name.clone());
-            Some((name, value))
-        },
-    )
+    check
+        .each(
+            name,
+            Field::Given(items),
+            MAX_LINE_ITEM_ATTRIBUTES,
+            |check, attribute| {
+                let name = check.required("name", attribute.name);
+                let value = check.optional("value", attribute.value).unwrap_or_default();
+                let name = name?;
+                if name.chars().count() > 255 {
+                    check.problem("name", "length", |field| {
+                        format!("{field} must be at most 255 characters")
+                    });
+                    return None;
+                }
+                if names.contains(&name) {
+                    check.problem("name", "duplicate", |field| {
+                        format!("{field} repeats the name {name:?}")
+                    });
+                    return None;
+                }
+                names.push(name.clone());
+                Some((name, value))
+            },
+        )
+        .and_then(|read| read.into_iter().collect())
 }
 
 /// How a line item discount takes off its unit price.
@@ -1540,13 +1485,14 @@ fn line_item_discounts(
         return Some(Vec::new());
     }
     let items = check.optional("discounts", given)?;
-    each_element(
-        check,
-        "discounts",
-        items,
-        MAX_LINE_ITEM_DISCOUNTS,
-        |check, discount| discount.validate(check),
-    )
+    check
+        .each(
+            "discounts",
+            Field::Given(items),
+            MAX_LINE_ITEM_DISCOUNTS,
+            |check, discount| discount.validate(check),
+        )
+        .and_then(|read| read.into_iter().collect())
 }
 
 /// A shipping line of Create and Update Subscription.
@@ -1604,13 +1550,14 @@ fn shipping_lines(
     given: Field<Vec<Field<SubscriptionShippingLineFields>>>,
 ) -> Option<Vec<ShippingLineInput>> {
     let items = check.optional("shipping_lines", given)?;
-    each_element(
-        check,
-        "shipping_lines",
-        items,
-        MAX_SHIPPING_LINES,
-        |check, line| line.validate(check),
-    )
+    check
+        .each(
+            "shipping_lines",
+            Field::Given(items),
+            MAX_SHIPPING_LINES,
+            |check, line| line.validate(check),
+        )
+        .and_then(|read| read.into_iter().collect())
 }
 
 /// `payment_details` of Create Subscription.
@@ -1897,9 +1844,14 @@ fn line_items(
         });
         return None;
     }
-    each_element(check, "line_items", items, MAX_LINE_ITEMS, |check, item| {
-        item.validate(check)
-    })
+    check
+        .each(
+            "line_items",
+            Field::Given(items),
+            MAX_LINE_ITEMS,
+            |check, item| item.validate(check),
+        )
+        .and_then(|read| read.into_iter().collect())
 }
 
 /// A Create Subscription body as read, each part `None` where a problem was recorded.
