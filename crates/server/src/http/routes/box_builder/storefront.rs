@@ -8,6 +8,7 @@ use mercer_domain::box_builder::storefront;
 use super::answers::{BoxAnswer, BoxList, BoxSizeList, TimeSlotList, ok};
 use super::handlers::{BoxPath, order_datetime, page};
 use crate::http::error::ApiError;
+use crate::http::extract::TypedPath;
 use crate::http::state::AppState;
 
 /// How long a shopper's browser or a CDN may keep a storefront answer: a slot made visible, or
