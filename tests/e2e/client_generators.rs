@@ -206,3 +206,73 @@ fn a_generated_python_client_drives_a_real_server(backend: Backend) {
 }
 
 backend_tests!(a_generated_python_client_drives_a_real_server);
+
+/// The Python name openapi-python-client gives a JSON property or a schema's module
+/// (`camelCase` and `snake_case` alike become `snake_case`; it adds a trailing `_` to a Python
+/// keyword or builtin, which the caller allows for).
+fn python_attribute(property: &str) -> String {
+    let mut name = String::new();
+    for (index, c) in property.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if index > 0 {
+                name.push('_');
+            }
+            name.push(c.to_ascii_lowercase());
+        } else if c.is_ascii_alphanumeric() {
+            name.push(c);
+        } else {
+            name.push('_');
+        }
+    }
+    name
+}
+
+/// Every request schema that lists required fields becomes a Python model whose required
+/// attributes are plain (a client must give them), and whose other attributes may be `UNSET`.
+#[test]
+fn openapi_python_client_marks_required_fields_required() {
+    let document: Value =
+        serde_json::from_str(&std::fs::read_to_string(published_document()).unwrap()).unwrap();
+    let client = python_client();
+    let models = client.path.join(&client.package).join("models");
+    let schemas = document["components"]["schemas"].as_object().unwrap();
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for (name, schema) in schemas {
+        let Some(required) = schema["required"].as_array() else {
+            continue;
+        };
+        let file = models.join(format!("{}.py", python_attribute(name)));
+        let Ok(model) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        for field in required.iter().filter_map(Value::as_str) {
+            let attribute = python_attribute(field);
+            let declared = model.lines().find(|line| {
+                let line = line.trim_start();
+                line.starts_with(&format!("{attribute}: "))
+                    || line.starts_with(&format!("{attribute}_: "))
+            });
+            match declared {
+                Some(line) if !line.contains("Unset") => checked += 1,
+                other => wrong.push(format!("{name}.{field}: {other:?} in {}", file.display())),
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "required fields the client leaves optional:\n{}",
+        wrong.join("\n")
+    );
+    // The request bodies' required fields are among them (the box's name, the group's name …).
+    assert!(
+        checked > 100,
+        "only {checked} required fields were found in the models"
+    );
+    let box_fields = std::fs::read_to_string(models.join("box_fields.py")).unwrap();
+    assert!(box_fields.contains("    box_name: str\n"), "{box_fields}");
+    assert!(
+        box_fields.contains("attributes: ") && box_fields.contains("Unset"),
+        "{box_fields}"
+    );
+}

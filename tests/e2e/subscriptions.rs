@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use mercer_domain::Timestamp;
 use mercer_domain::access::shop::ShopIdentifier;
+use mercer_domain::kernel::ids::WebhookId;
 use mercer_domain::ports::Database;
 use mercer_domain::webhooks::WebhookMessage;
 use mercer_store::Store;
@@ -1533,7 +1534,7 @@ fn topic_secret(id: usize) -> String {
 
 /// The messages enqueued for the shop's subscription webhooks so far, in the order they were
 /// enqueued.
-fn enqueued(store: &Store, endpoints: &[i64]) -> Vec<WebhookMessage> {
+fn enqueued(store: &Store, endpoints: &[WebhookId]) -> Vec<WebhookMessage> {
     let endpoints = endpoints.to_vec();
     let mut messages = store
         .read(move |tx| {

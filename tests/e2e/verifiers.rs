@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use mercer_domain::Timestamp;
 use mercer_domain::access::credentials::Secret;
+use mercer_domain::kernel::ids::{MessageId, WebhookId};
 use mercer_domain::ports::Database;
 use mercer_domain::webhooks::{MessageStatus, WebhookEndpoint, WebhookKind, WebhookMessage};
 use mercer_tests::verifiers::{Verifier, http_signature, standard_webhooks, x_svc_signature};
@@ -159,7 +160,7 @@ fn an_independent_hmac_verifies_x_svc_signature() {
     // Standard Webhooks headers, over the same secret.
     let created = Timestamp::now();
     let endpoint = WebhookEndpoint {
-        id: 1,
+        id: WebhookId(1),
         public_id: "1".into(),
         shop_id: 1,
         kind: WebhookKind::Subscription,
@@ -173,10 +174,10 @@ fn an_independent_hmac_verifies_x_svc_signature() {
         updated_at: created,
     };
     let message = WebhookMessage {
-        id: 1,
+        id: MessageId(1),
         message_id: "msg_0123456789abcdef0123456789abcdef".into(),
         shop_id: 1,
-        endpoint_id: 1,
+        endpoint_id: WebhookId(1),
         topic: "subscription_created".into(),
         payload: json!({"subscription": {"id": 7, "status": "active"}}).to_string(),
         status: MessageStatus::Pending,
@@ -214,7 +215,7 @@ fn an_independent_verifier_refuses_a_checkout_delivery_whose_body_changed() {
     let created = Timestamp::now();
     let verifier = http_signature(SECRET);
     let endpoint = WebhookEndpoint {
-        id: 1,
+        id: WebhookId(1),
         public_id: "1".into(),
         shop_id: 1,
         kind: WebhookKind::Checkout,
@@ -228,10 +229,10 @@ fn an_independent_verifier_refuses_a_checkout_delivery_whose_body_changed() {
         updated_at: created,
     };
     let message = WebhookMessage {
-        id: 1,
+        id: MessageId(1),
         message_id: "msg_0123456789abcdef0123456789abcdef".into(),
         shop_id: 1,
-        endpoint_id: 1,
+        endpoint_id: WebhookId(1),
         topic: "order/created".into(),
         payload: json!({"order": {"public_order_id": "o-1", "total": 1500}}).to_string(),
         status: MessageStatus::Pending,

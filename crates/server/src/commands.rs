@@ -26,6 +26,7 @@ use mercer_domain::access::shop::{
 };
 use mercer_domain::checkout::sweeps::AbandonmentJob;
 use mercer_domain::kernel::activity::ActivityPruneJob;
+use mercer_domain::kernel::ids::EventId;
 use mercer_domain::kernel::jobs::{JobState, cancel_jobs, enqueue, list_jobs, retry_jobs};
 use mercer_domain::kernel::time::{Clock, OffsetClock};
 use mercer_domain::platform::connector::PlatformConnectorHandle;
@@ -276,7 +277,8 @@ fn events_command(store: &Store, command: EventsCommand) -> Result<(), CommandEr
             table.print();
         }
         EventsCommand::Retry(args) => {
-            let ids = (!args.all).then_some(args.ids.as_slice());
+            let ids: Vec<EventId> = args.ids.iter().copied().map(EventId).collect();
+            let ids = (!args.all).then_some(ids.as_slice());
             let requeued = retry_failed_events(store, ids)?;
             eprintln!(
                 "Put {} event(s) back into the queue; a running `mercer serve` applies them within a second.",

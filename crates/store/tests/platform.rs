@@ -7,6 +7,7 @@ use mercer_domain::access::shop::{Shop, ShopInput, create_shop};
 use mercer_domain::directory::{
     DirectoryAddress, DirectoryCustomer, DirectoryQuery, parse_directory_query,
 };
+use mercer_domain::kernel::ids::{CustomerId, EventId};
 use mercer_domain::kernel::time::{Clock, SystemClock};
 use mercer_domain::platform::destinations::{DestinationSettings, Topic};
 use mercer_domain::platform::events::{
@@ -147,7 +148,7 @@ fn stored_customer(store: &Store, shop_id: i64, platform_id: &str) -> DirectoryC
 }
 
 /// A stored customer's addresses, as the directory reads them.
-fn stored_addresses(store: &Store, shop_id: i64, customer_id: i64) -> Vec<DirectoryAddress> {
+fn stored_addresses(store: &Store, shop_id: i64, customer_id: CustomerId) -> Vec<DirectoryAddress> {
     store
         .read(|tx| Ok(tx.addresses_of_customers(shop_id, &[customer_id])?))
         .unwrap()
@@ -784,7 +785,7 @@ fn the_directory_filters_sorts_and_pages(backend: Backend) {
         directory(
             &store,
             &shop,
-            &[("filter", &format!("gte(id:{c2_id}),lt(id:{})", c2_id + 2))]
+            &[("filter", &format!("gte(id:{c2_id}),lt(id:{})", c2_id.0 + 2))]
         )
         .0,
         ["c2", "c3"]
@@ -808,7 +809,12 @@ fn the_directory_filters_sorts_and_pages(backend: Backend) {
         ["c1", "c2"]
     );
     assert_eq!(
-        directory(&store, &shop, &[("ids", &format!("{c2_id},{}", c2_id + 1))]).0,
+        directory(
+            &store,
+            &shop,
+            &[("ids", &format!("{c2_id},{}", c2_id.0 + 1))]
+        )
+        .0,
         ["c2", "c3"]
     );
     let page2 = directory(&store, &shop, &[("limit", "3"), ("page", "2")]);
@@ -1114,7 +1120,7 @@ fn an_event_that_fails_to_apply_is_retried_then_set_aside_while_the_queue_goes_o
 
     // An unknown id is refused and changes nothing; the known one goes back under its id.
     assert!(matches!(
-        retry_failed_events(&store, Some(&[failed[0].id, 999_999])),
+        retry_failed_events(&store, Some(&[failed[0].id, EventId(999_999)])),
         Err(DomainError::NotFound { .. })
     ));
     assert_eq!(

@@ -7,6 +7,7 @@ use std::time::Duration;
 use mercer_domain::Timestamp;
 use mercer_domain::access::credentials::Secret;
 use mercer_domain::access::shop::{Shop, ShopInput, create_shop};
+use mercer_domain::kernel::ids::MessageId;
 use mercer_domain::ports::Database;
 use mercer_domain::webhooks::{
     AttemptOutcome, DeliveryAttempt, MessageStatus, MessageUpdate, NewWebhookEndpoint, WebhookKind,
@@ -307,7 +308,7 @@ fn concurrent_dispatchers_never_share_a_message(backend: Backend) {
             })
         })
         .collect();
-    let mut all: Vec<i64> = workers
+    let mut all: Vec<MessageId> = workers
         .into_iter()
         .flat_map(|w| w.join().unwrap())
         .collect();
@@ -364,7 +365,7 @@ fn the_longest_due_messages_are_claimed_first(backend: Backend) {
     let (_db, store) = TestDatabase::migrated(backend);
     let shop = shop(&store);
     let target = endpoint(&store, &shop, WebhookKind::Checkout, "order/created");
-    let rows: Vec<i64> = [3, 9, 1, 2]
+    let rows: Vec<MessageId> = [3, 9, 1, 2]
         .into_iter()
         .map(|due| {
             store

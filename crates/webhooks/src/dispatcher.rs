@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use mercer_domain::access::credentials::Secret;
 use mercer_domain::access::secrets::SecretKind;
 use mercer_domain::kernel::activity::{Activity, Tally};
+use mercer_domain::kernel::ids::WebhookId;
 use mercer_domain::kernel::time::Clock;
 use mercer_domain::kernel::wake::Wake;
 use mercer_domain::ports::Database;
@@ -281,14 +282,14 @@ pub fn dispatch_batch(
 /// The endpoints of a batch's messages (with whether each is deleted), and the checkout
 /// integration secret of each shop with a checkout endpoint among them.
 struct Targets {
-    endpoints: HashMap<i64, (WebhookEndpoint, bool)>,
+    endpoints: HashMap<WebhookId, (WebhookEndpoint, bool)>,
     checkout_secrets: HashMap<i64, Option<Secret>>,
 }
 
 fn read_targets(db: &impl Database, claimed: &[WebhookMessage]) -> Result<Targets, DomainError> {
-    let endpoint_ids: Vec<i64> = claimed.iter().map(|m| m.endpoint_id).collect();
+    let endpoint_ids: Vec<WebhookId> = claimed.iter().map(|m| m.endpoint_id).collect();
     db.read(|tx| {
-        let endpoints: HashMap<i64, (WebhookEndpoint, bool)> = tx
+        let endpoints: HashMap<WebhookId, (WebhookEndpoint, bool)> = tx
             .webhook_endpoints_by_ids(&endpoint_ids)?
             .into_iter()
             .map(|(e, deleted)| (e.id, (e, deleted)))
@@ -318,16 +319,16 @@ struct Batch {
     attempts: Vec<DeliveryAttempt>,
     updates: Vec<MessageUpdate>,
     /// Per endpoint: its failing-since after this batch, and a disabling if one happened.
-    health: HashMap<i64, EndpointHealth>,
+    health: HashMap<WebhookId, EndpointHealth>,
     /// Per endpoint: its failing-since as the batch read it, so an unchanged health is not
     /// written again.
-    read_failing_since: HashMap<i64, Option<Timestamp>>,
+    read_failing_since: HashMap<WebhookId, Option<Timestamp>>,
     /// Messages ended without an attempt.
     unsent: Vec<MessageUpdate>,
     /// The shops' activity: attempts made, messages delivered and failed.
     activity: Tally,
     /// The shop of each endpoint the batch disabled.
-    disabled_shops: HashMap<i64, i64>,
+    disabled_shops: HashMap<WebhookId, i64>,
 }
 
 impl Batch {
@@ -342,7 +343,7 @@ impl Batch {
         skip_all,
         fields(
             message_id = %message.message_id,
-            endpoint = message.endpoint_id,
+            endpoint = message.endpoint_id.0,
             request_id = message.request_id.as_deref(),
         )
     )]
@@ -694,7 +695,7 @@ pub(crate) mod tests {
     fn endpoint(kind: WebhookKind, url: &str) -> WebhookEndpoint {
         let at = Timestamp::from_micros(0);
         WebhookEndpoint {
-            id: 1,
+            id: WebhookId(1),
             public_id: "0".repeat(32),
             shop_id: 1,
             kind,
@@ -711,10 +712,10 @@ pub(crate) mod tests {
 
     fn message() -> WebhookMessage {
         WebhookMessage {
-            id: 7,
+            id: mercer_domain::kernel::ids::MessageId(7),
             message_id: "msg_0123".into(),
             shop_id: 1,
-            endpoint_id: 1,
+            endpoint_id: WebhookId(1),
             topic: "subscription_created".into(),
             payload: "{\"id\":42}".into(),
             status: MessageStatus::Pending,

@@ -337,7 +337,7 @@ impl World {
 
     /// The checkout messages sent so far: (topic, payload).
     fn sent(&self, kind: WebhookKind) -> Vec<(String, Value)> {
-        let ids: Vec<i64> = self.db.with_state(|state| {
+        let ids: Vec<_> = self.db.with_state(|state| {
             state
                 .webhook_endpoints
                 .iter()

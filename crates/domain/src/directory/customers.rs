@@ -11,6 +11,7 @@ use crate::kernel::filter::{
     Condition, MAX_FILTER_CONDITIONS, MAX_LISTED_IDS, gather, split_conditions,
 };
 pub use crate::kernel::filter::{FilterOp, FilterValue};
+use crate::kernel::ids::{AddressId, CustomerId, LabelId};
 use crate::kernel::limits::{MAX_ID_CHARS, MAX_SEARCH_CHARS, check_parameter};
 use crate::kernel::time::Timestamp;
 
@@ -127,7 +128,7 @@ pub struct Filter {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DirectoryQuery {
     /// Only customers whose id is greater than this (`since_id`).
-    pub since_id: Option<i64>,
+    pub since_id: Option<CustomerId>,
     /// Only customers updated at or after this time (`updated_at_min`).
     pub updated_at_min: Option<Timestamp>,
     /// Only customers updated at or before this time (`updated_at_max`).
@@ -135,7 +136,7 @@ pub struct DirectoryQuery {
     /// Matched, ignoring case, within email, first and last name and phone.
     pub search: Option<String>,
     /// Only customers with one of these ids (`ids`, comma-separated, repeatable).
-    pub ids: Option<Vec<i64>>,
+    pub ids: Option<Vec<CustomerId>>,
     /// The order of the customers (`orderby`, by id when absent).
     pub order_by: OrderBy,
     /// Whether the order is descending (`orderdirection=desc`); ascending by default.
@@ -237,7 +238,7 @@ pub fn parse_directory_query(pairs: &[(String, String)]) -> Result<DirectoryQuer
         let key = key.strip_suffix("[]").unwrap_or(key);
         check((|| {
             match key {
-                "since_id" => query.since_id = Some(parse_int(key, value)?),
+                "since_id" => query.since_id = Some(CustomerId(parse_int(key, value)?)),
                 "updated_at_min" => query.updated_at_min = Some(parse_time(key, value)?),
                 "updated_at_max" => query.updated_at_max = Some(parse_time(key, value)?),
                 "search" => {
@@ -248,7 +249,7 @@ pub fn parse_directory_query(pairs: &[(String, String)]) -> Result<DirectoryQuer
                     let ids = value
                         .split(',')
                         .filter(|id| !id.trim().is_empty())
-                        .map(|id| parse_int(key, id))
+                        .map(|id| parse_int(key, id).map(CustomerId))
                         .collect::<Result<Vec<_>, _>>()?;
                     let listed = query.ids.get_or_insert_with(Vec::new);
                     gather(key, "ids", MAX_LISTED_IDS, listed, ids)?;
@@ -306,7 +307,7 @@ pub fn parse_directory_query(pairs: &[(String, String)]) -> Result<DirectoryQuer
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DirectoryCustomer {
     /// The customer's id (the service's integer).
-    pub id: i64,
+    pub id: CustomerId,
     /// The platform's id of the customer; none for a customer the platform has not given one yet.
     pub platform_id: Option<String>,
     /// The customer's email; none when empty.
@@ -331,9 +332,9 @@ pub struct DirectoryCustomer {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DirectoryAddress {
     /// The address's id (the service's integer).
-    pub id: i64,
+    pub id: AddressId,
     /// The id of the customer the address belongs to (the service's integer).
-    pub customer_id: i64,
+    pub customer_id: CustomerId,
     /// The platform's id of the address, if it has one.
     pub platform_id: Option<String>,
     /// The platform's id of the address's customer, if the customer has one.
@@ -380,9 +381,11 @@ pub struct DirectoryAddress {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct Label {
     /// The label's id (the service's integer).
-    pub id: i64,
+    #[schema(value_type = i64)]
+    pub id: LabelId,
     /// The id of the labelled customer (the service's integer).
-    pub customer_id: i64,
+    #[schema(value_type = i64)]
+    pub customer_id: CustomerId,
     /// The label's text, trimmed, at most 255 characters; unique among a customer's live labels.
     pub name: String,
     /// When the label was added.
@@ -443,9 +446,11 @@ impl NullableText {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct AddressResource {
     /// The address's id (the service's integer).
-    pub id: i64,
+    #[schema(value_type = i64)]
+    pub id: AddressId,
     /// The id of the address's customer (the service's integer).
-    pub svc_customer_id: i64,
+    #[schema(value_type = i64)]
+    pub svc_customer_id: CustomerId,
     /// The identifier of the shop the customer belongs to.
     pub shop_identifier: String,
     /// The shop's platform type, as the shop records it.
@@ -550,7 +555,8 @@ pub struct CustomerGroupResource {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct CustomerResource {
     /// The customer's id (the service's integer).
-    pub id: i64,
+    #[schema(value_type = i64)]
+    pub id: CustomerId,
     /// The identifier of the shop the customer belongs to.
     pub shop_identifier: String,
     /// The shop's platform type, as the shop records it.
@@ -627,7 +633,7 @@ pub(crate) fn customer_resources(
     shop: &Shop,
     customers: &[DirectoryCustomer],
 ) -> Result<Vec<CustomerResource>, DomainError> {
-    let ids: Vec<i64> = customers.iter().map(|c| c.id).collect();
+    let ids: Vec<CustomerId> = customers.iter().map(|c| c.id).collect();
     let addresses = tx.addresses_of_customers(shop.id, &ids)?;
     let labels = tx.labels_of_customers(shop.id, &ids)?;
     Ok(customers
@@ -690,7 +696,7 @@ pub fn list_customers(
 pub fn get_customer(
     tx: &mut dyn DirectoryRepositories,
     shop: &Shop,
-    id: i64,
+    id: CustomerId,
 ) -> Result<CustomerResource, DomainError> {
     let customer = find_customer(tx, shop, id)?;
     one_resource(tx, shop, customer)
@@ -720,7 +726,7 @@ fn one_resource(
 pub fn customer_addresses(
     tx: &mut dyn DirectoryRepositories,
     shop: &Shop,
-    customer_id: i64,
+    customer_id: CustomerId,
 ) -> Result<Vec<AddressResource>, DomainError> {
     find_customer(tx, shop, customer_id)?;
     Ok(tx
@@ -734,8 +740,8 @@ pub fn customer_addresses(
 pub fn customer_address(
     tx: &mut dyn DirectoryRepositories,
     shop: &Shop,
-    customer_id: i64,
-    address_id: i64,
+    customer_id: CustomerId,
+    address_id: AddressId,
 ) -> Result<AddressResource, DomainError> {
     find_customer(tx, shop, customer_id)?;
     tx.addresses_of_customers(shop.id, &[customer_id])?
@@ -749,7 +755,7 @@ pub fn customer_address(
 pub(crate) fn find_customer(
     tx: &mut dyn DirectoryRepositories,
     shop: &Shop,
-    id: i64,
+    id: CustomerId,
 ) -> Result<DirectoryCustomer, DomainError> {
     tx.directory_customer(shop.id, id)?
         .filter(|customer| customer.deleted_at.is_none())
@@ -771,7 +777,7 @@ pub(crate) fn find_customer_by_platform_id(
 pub fn add_label(
     tx: &mut dyn DirectoryRepositories,
     shop: &Shop,
-    customer_id: i64,
+    customer_id: CustomerId,
     name: Option<&str>,
     now: Timestamp,
 ) -> Result<(Label, bool), DomainError> {
@@ -801,8 +807,8 @@ pub fn add_label(
 pub fn delete_label(
     tx: &mut dyn DirectoryRepositories,
     shop: &Shop,
-    customer_id: i64,
-    label_id: i64,
+    customer_id: CustomerId,
+    label_id: LabelId,
     now: Timestamp,
 ) -> Result<(), DomainError> {
     find_customer(tx, shop, customer_id)?;
@@ -913,9 +919,12 @@ mod tests {
             ("page", "3"),
         ]))
         .unwrap();
-        assert_eq!(query.since_id, Some(10));
+        assert_eq!(query.since_id, Some(CustomerId(10)));
         assert_eq!(query.search.as_deref(), Some("ada"));
-        assert_eq!(query.ids, Some(vec![1, 2, 3]));
+        assert_eq!(
+            query.ids,
+            Some(vec![CustomerId(1), CustomerId(2), CustomerId(3)])
+        );
         assert_eq!((query.order_by, query.descending), (OrderBy::Email, true));
         assert_eq!(query.filters.len(), 3);
         assert_eq!(

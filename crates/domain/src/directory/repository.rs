@@ -3,6 +3,7 @@
 use crate::access::AccessRepositories;
 use crate::directory::{DirectoryAddress, DirectoryCustomer, DirectoryPage, DirectoryQuery, Label};
 use crate::kernel::error::StoreResult;
+use crate::kernel::ids::{CustomerId, LabelId};
 use crate::kernel::time::Timestamp;
 
 crate::feature_database!(
@@ -28,13 +29,13 @@ pub trait DirectoryRepository {
     fn directory_customer(
         &mut self,
         shop_id: i64,
-        id: i64,
+        id: CustomerId,
     ) -> StoreResult<Option<DirectoryCustomer>>;
     /// The shop's customers of these ids, deleted or not, by id (unknown ids left out).
     fn directory_customers_by_ids(
         &mut self,
         shop_id: i64,
-        ids: &[i64],
+        ids: &[CustomerId],
     ) -> StoreResult<Vec<DirectoryCustomer>>;
     /// The shop's customer with this platform id, deleted or not.
     fn directory_customer_by_platform_id(
@@ -46,19 +47,19 @@ pub trait DirectoryRepository {
     fn addresses_of_customers(
         &mut self,
         shop_id: i64,
-        customer_ids: &[i64],
+        customer_ids: &[CustomerId],
     ) -> StoreResult<Vec<DirectoryAddress>>;
     /// The live labels of these customers, by customer then id.
     fn labels_of_customers(
         &mut self,
         shop_id: i64,
-        customer_ids: &[i64],
+        customer_ids: &[CustomerId],
     ) -> StoreResult<Vec<Label>>;
     /// Adds a label to a customer and returns it.
     fn insert_label(
         &mut self,
         shop_id: i64,
-        customer_id: i64,
+        customer_id: CustomerId,
         name: &str,
         now: Timestamp,
     ) -> StoreResult<Label>;
@@ -66,8 +67,8 @@ pub trait DirectoryRepository {
     fn delete_label(
         &mut self,
         shop_id: i64,
-        customer_id: i64,
-        label_id: i64,
+        customer_id: CustomerId,
+        label_id: LabelId,
         now: Timestamp,
     ) -> StoreResult<bool>;
 }

@@ -118,7 +118,10 @@ mod tests {
     #[test]
     fn an_id_reads_from_a_number_or_its_text_and_writes_a_number() {
         assert_eq!(serde_json::from_value::<BoxId>(json!(7)).unwrap(), BoxId(7));
-        assert_eq!(serde_json::from_value::<BoxId>(json!(" 7")).unwrap(), BoxId(7));
+        assert_eq!(
+            serde_json::from_value::<BoxId>(json!(" 7")).unwrap(),
+            BoxId(7)
+        );
         assert_eq!(serde_json::to_value(BoxId(7)).unwrap(), json!(7));
         assert_eq!(BoxId(7).to_string(), "7");
     }
@@ -126,7 +129,9 @@ mod tests {
     #[test]
     fn an_id_that_is_not_a_number_names_its_resource() {
         for given in [json!("seven"), json!(1.5), json!(null)] {
-            let error = serde_json::from_value::<TimeSlotId>(given).unwrap_err().to_string();
+            let error = serde_json::from_value::<TimeSlotId>(given)
+                .unwrap_err()
+                .to_string();
             assert_eq!(resource_not_found(&error), Some("time_slot"), "{error}");
         }
         assert_eq!(resource_not_found("invalid digit found in string"), None);

@@ -2,6 +2,7 @@
 
 use crate::access::AccessRepositories;
 use crate::kernel::error::StoreResult;
+use crate::kernel::ids::OverrideId;
 use crate::overrides::{ApiOverride, NewApiOverride, OverrideType};
 
 crate::feature_database!(
@@ -36,5 +37,5 @@ pub trait OverrideRepository {
     /// Writes the type, URL, secret and `updated_at` of a stored override.
     fn update_override(&mut self, stored: &ApiOverride) -> StoreResult<()>;
     /// Deletes the override for good.
-    fn delete_override(&mut self, id: i64) -> StoreResult<()>;
+    fn delete_override(&mut self, id: OverrideId) -> StoreResult<()>;
 }

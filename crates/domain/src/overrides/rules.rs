@@ -16,6 +16,7 @@ use crate::access::credentials::Secret;
 use crate::access::secrets::check_client_secret;
 use crate::access::shop::Shop;
 use crate::kernel::error::{DomainError, FieldError};
+use crate::kernel::ids::OverrideId;
 use crate::kernel::lenient;
 use crate::kernel::outbound::{AddressGuard, check_callback_url};
 use crate::kernel::time::Timestamp;
@@ -64,7 +65,7 @@ impl OverrideType {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiOverride {
     /// The override's row id (the service's integer).
-    pub id: i64,
+    pub id: OverrideId,
     /// The 32-hex id clients see.
     pub public_id: String,
     /// The shop the override belongs to (the service's integer).

@@ -4,6 +4,7 @@
 
 use crate::access::console::{ConsoleStaff, record_action};
 use crate::kernel::error::DomainError;
+use crate::kernel::ids::EventId;
 use crate::kernel::time::Timestamp;
 use crate::platform::destinations::{Destination, Topic, list_destinations};
 use crate::platform::events::{FailedInboundEvent, requeue_set_aside};
@@ -72,7 +73,7 @@ pub fn set_aside_events(
 pub fn retry_event(
     db: &impl PlatformDatabase,
     staff: &ConsoleStaff,
-    id: i64,
+    id: EventId,
     now: Timestamp,
 ) -> Result<(), DomainError> {
     db.write_tx(|tx| {

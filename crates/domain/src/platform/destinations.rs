@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::access::secrets::SecretKind;
 use crate::access::shop::Shop;
 use crate::kernel::error::{DomainError, FieldError, Problems};
+use crate::kernel::ids::DestinationId;
 use crate::kernel::outbound::AddressGuard;
 use crate::kernel::time::Timestamp;
 use crate::platform::PlatformDatabase;
@@ -62,7 +63,7 @@ pub(crate) const DEFAULT_TIMEOUT_MS: i64 = 20_000;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Destination {
     /// The destination's id (the service's integer).
-    pub id: i64,
+    pub id: DestinationId,
     /// The id of the shop it belongs to.
     pub shop_id: i64,
     /// The topic it serves.
@@ -235,8 +236,8 @@ fn check_id(input: &DestinationInput, current: &Destination, problems: &mut Prob
     let Some(id) = input.id.as_ref().filter(|id| !id.is_null()) else {
         return;
     };
-    let same = id.as_i64() == Some(current.id)
-        || id.as_str().and_then(|text| text.parse::<i64>().ok()) == Some(current.id);
+    let same = id.as_i64() == Some(current.id.0)
+        || id.as_str().and_then(|text| text.parse::<i64>().ok()) == Some(current.id.0);
     if !same {
         problems.push(FieldError::new(
             field("id"),
@@ -330,7 +331,8 @@ impl DestinationInput {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct DestinationResource<'a> {
     /// The destination's id (the service's integer).
-    pub id: i64,
+    #[schema(value_type = i64)]
+    pub id: DestinationId,
     /// The identifier of the shop it belongs to.
     pub shop_identifier: &'a str,
     /// The topic it serves (`customers`, `orders` or `products`).
@@ -531,7 +533,7 @@ pub fn list_destinations(
 pub fn find_destination(
     tx: &mut dyn PlatformRepositories,
     shop: &Shop,
-    id: i64,
+    id: DestinationId,
 ) -> Result<Destination, DomainError> {
     tx.destination(shop.id, id)?
         .ok_or(DomainError::not_found("destination"))
@@ -540,7 +542,7 @@ pub fn find_destination(
 fn find_live_destination(
     tx: &mut dyn PlatformRepositories,
     shop: &Shop,
-    id: i64,
+    id: DestinationId,
 ) -> Result<Destination, DomainError> {
     match find_destination(tx, shop, id)? {
         destination if destination.deleted_at.is_none() => Ok(destination),
@@ -556,7 +558,7 @@ pub fn update_destination(
     connector: &dyn PlatformConnector,
     guard: &dyn AddressGuard,
     shop: &Shop,
-    id: i64,
+    id: DestinationId,
     input: &DestinationInput,
     now: Timestamp,
 ) -> Result<Destination, DomainError> {
@@ -597,7 +599,7 @@ pub fn update_destination(
 pub fn delete_destination(
     tx: &mut dyn PlatformRepositories,
     shop: &Shop,
-    id: i64,
+    id: DestinationId,
     now: Timestamp,
 ) -> Result<(), DomainError> {
     find_live_destination(tx, shop, id)?;

@@ -26,6 +26,7 @@ use serde_json::value::RawValue;
 
 use crate::kernel::activity::{Activity, Tally};
 use crate::kernel::error::{DomainError, FieldError};
+use crate::kernel::ids::EventId;
 use crate::kernel::time::Clock;
 use crate::kernel::time::Timestamp;
 use crate::platform::PlatformDatabase;
@@ -147,7 +148,7 @@ pub struct NewInboundEvent {
 #[derive(Debug, Clone, PartialEq)]
 pub struct InboundEvent {
     /// The event's id (the service's integer), in order of arrival.
-    pub id: i64,
+    pub id: EventId,
     /// The event as it was checked.
     pub event: NewInboundEvent,
     /// Attempts at applying it that failed so far.
@@ -159,7 +160,7 @@ pub struct InboundEvent {
 #[derive(Debug, Clone, PartialEq)]
 pub struct UnreadableEvent {
     /// The stored row's id.
-    pub id: i64,
+    pub id: EventId,
     /// Why the row does not read.
     pub reason: String,
 }
@@ -169,7 +170,7 @@ pub struct UnreadableEvent {
 #[derive(Debug, Clone, PartialEq)]
 pub struct FailedInboundEvent {
     /// The event's id (the service's integer).
-    pub id: i64,
+    pub id: EventId,
     /// The id of the shop it came for.
     pub shop_id: i64,
     /// The entity kind, as stored (`customer`…).
@@ -1362,7 +1363,7 @@ pub fn apply_pending(
         }
         let refs: Vec<&NewInboundEvent> = events.iter().map(|stored| &stored.event).collect();
         let outcomes = apply_events(tx, &refs, now)?;
-        let marks: Vec<(i64, Outcome)> = events
+        let marks: Vec<(EventId, Outcome)> = events
             .iter()
             .zip(outcomes)
             .map(|(stored, outcome)| (stored.id, outcome))
@@ -1413,7 +1414,8 @@ fn apply_one_at_a_time(
                 Some(Ok(stored)) => head.insert(stored),
             };
             let outcomes = apply_events(tx, &[&stored.event], now)?;
-            let marks: Vec<(i64, Outcome)> = outcomes.into_iter().map(|o| (stored.id, o)).collect();
+            let marks: Vec<(EventId, Outcome)> =
+                outcomes.into_iter().map(|o| (stored.id, o)).collect();
             tx.mark_inbound_events(&marks, now)?;
             count_applied(tx, &[&stored.event], now)?;
             Ok(true)
@@ -1538,8 +1540,8 @@ pub fn set_aside_events(
 /// None. Returns the ids put back; an id that names no failed event is `not_found`.
 pub fn retry_failed_events(
     db: &impl PlatformDatabase,
-    ids: Option<&[i64]>,
-) -> Result<Vec<i64>, DomainError> {
+    ids: Option<&[EventId]>,
+) -> Result<Vec<EventId>, DomainError> {
     db.write_tx(|tx| requeue_set_aside(tx, None, ids))
 }
 
@@ -1549,8 +1551,8 @@ pub fn retry_failed_events(
 pub fn requeue_set_aside(
     tx: &mut dyn PlatformRepositories,
     shop_id: Option<i64>,
-    ids: Option<&[i64]>,
-) -> Result<Vec<i64>, DomainError> {
+    ids: Option<&[EventId]>,
+) -> Result<Vec<EventId>, DomainError> {
     let ids = ids.map(|ids| {
         let mut ids = ids.to_vec();
         ids.sort_unstable();

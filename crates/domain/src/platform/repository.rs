@@ -4,6 +4,7 @@
 use crate::access::AccessRepositories;
 use crate::kernel::activity::ActivityRepository;
 use crate::kernel::error::StoreResult;
+use crate::kernel::ids::{DestinationId, EventId};
 use crate::kernel::jobs::JobRepository;
 use crate::kernel::time::Timestamp;
 use crate::platform::destinations::{Destination, DestinationSettings, Topic};
@@ -61,14 +62,19 @@ pub trait DestinationRepository {
     fn update_destination(
         &mut self,
         shop_id: i64,
-        id: i64,
+        id: DestinationId,
         settings: &DestinationSettings,
         now: Timestamp,
     ) -> StoreResult<()>;
     /// Marks the shop's destination `id` deleted at `now`.
-    fn delete_destination(&mut self, shop_id: i64, id: i64, now: Timestamp) -> StoreResult<()>;
+    fn delete_destination(
+        &mut self,
+        shop_id: i64,
+        id: DestinationId,
+        now: Timestamp,
+    ) -> StoreResult<()>;
     /// A destination of the shop, deleted or not.
-    fn destination(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<Destination>>;
+    fn destination(&mut self, shop_id: i64, id: DestinationId) -> StoreResult<Option<Destination>>;
     /// The shop's live destination of `topic`, if it has one.
     fn live_destination(&mut self, shop_id: i64, topic: Topic) -> StoreResult<Option<Destination>>;
     /// The shop's live destinations, oldest first.
@@ -188,7 +194,7 @@ pub trait EventQueueRepository {
     /// (the store may forget them).
     fn mark_inbound_events(
         &mut self,
-        outcomes: &[(i64, Outcome)],
+        outcomes: &[(EventId, Outcome)],
         at: Timestamp,
     ) -> StoreResult<()>;
     /// How many events wait to be applied.
@@ -206,7 +212,7 @@ pub trait EventQueueRepository {
     /// Records a failed attempt at applying a queued event; it is due again at `retry_at`.
     fn postpone_inbound_event(
         &mut self,
-        id: i64,
+        id: EventId,
         attempts: i64,
         error: &str,
         retry_at: Timestamp,
@@ -214,7 +220,7 @@ pub trait EventQueueRepository {
     /// Moves a queued event that failed its last attempt out of the queue, with its error.
     fn set_aside_inbound_event(
         &mut self,
-        id: i64,
+        id: EventId,
         attempts: i64,
         error: &str,
         at: Timestamp,
@@ -233,8 +239,8 @@ pub trait EventQueueRepository {
     fn requeue_failed_inbound_events(
         &mut self,
         shop_id: Option<i64>,
-        ids: Option<&[i64]>,
-    ) -> StoreResult<Vec<i64>>;
+        ids: Option<&[EventId]>,
+    ) -> StoreResult<Vec<EventId>>;
 }
 
 /// Sync runs: a shop's pulls of a topic's lists from its connector.

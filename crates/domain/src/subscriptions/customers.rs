@@ -11,6 +11,7 @@ use serde::Serialize;
 use crate::access::shop::Shop;
 use crate::directory::DirectoryAddress;
 use crate::kernel::error::{DomainError, FieldError};
+use crate::kernel::ids::CustomerId;
 use crate::kernel::limits::{MAX_SEARCH_CHARS, check_parameter};
 use crate::kernel::time::Timestamp;
 use crate::platform::events::CustomerChangedJob;
@@ -202,9 +203,9 @@ fn directory_address_resource(shop: &Shop, address: &DirectoryAddress) -> Subscr
     stored_address_resource(
         shop,
         &StoredAddress {
-            id: address.id,
+            id: address.id.0,
             shop_id: shop.id,
-            customer_id: address.customer_id,
+            customer_id: address.customer_id.0,
             platform_id: address.platform_id.clone(),
             customer_platform_id: address.platform_customer_id.clone(),
             is_default: address.is_default,
@@ -244,15 +245,17 @@ pub(crate) fn customer_resources(
     ids: &[i64],
 ) -> Result<Vec<SubscriptionCustomer>, DomainError> {
     // One query for the page, then in the order of `ids`.
-    let mut found = tx.directory_customers_by_ids(shop.id, ids)?;
+    let wanted: Vec<CustomerId> = ids.iter().copied().map(CustomerId).collect();
+    let mut found = tx.directory_customers_by_ids(shop.id, &wanted)?;
     found.retain(|customer| customer.deleted_at.is_none());
     let customers: Vec<_> = ids
         .iter()
-        .filter_map(|id| found.iter().find(|customer| customer.id == *id).cloned())
+        .filter_map(|id| found.iter().find(|customer| customer.id.0 == *id).cloned())
         .collect();
-    let live: Vec<i64> = customers.iter().map(|c| c.id).collect();
-    let addresses = tx.addresses_of_customers(shop.id, &live)?;
-    let labels = tx.labels_of_customers(shop.id, &live)?;
+    let live_ids: Vec<CustomerId> = customers.iter().map(|c| c.id).collect();
+    let live: Vec<i64> = live_ids.iter().map(|id| id.0).collect();
+    let addresses = tx.addresses_of_customers(shop.id, &live_ids)?;
+    let labels = tx.labels_of_customers(shop.id, &live_ids)?;
     let notes = tx.customer_notes(shop.id, &live)?;
     let summaries = tx.subscription_summaries(shop.id, &live)?;
     Ok(customers
@@ -266,11 +269,11 @@ pub(crate) fn customer_resources(
             let default_address = addresses.iter().find(|a| a.is_default).cloned();
             let figures = summaries
                 .iter()
-                .find(|s| s.customer_id == customer.id)
+                .find(|s| s.customer_id == customer.id.0)
                 .cloned()
                 .unwrap_or_default();
             SubscriptionCustomer {
-                id: customer.id,
+                id: customer.id.0,
                 platform_id: customer.platform_id,
                 cashier_public_id: None,
                 first_name: customer.first_name,
@@ -279,12 +282,12 @@ pub(crate) fn customer_resources(
                 email: customer.email,
                 notes: notes
                     .iter()
-                    .find(|(id, _)| *id == customer.id)
+                    .find(|(id, _)| *id == customer.id.0)
                     .map(|(_, text)| text.clone()),
                 default_address,
                 addresses,
                 subscription_summary: SubscriptionSummary {
-                    svc_platform_customer_id: Some(customer.id),
+                    svc_platform_customer_id: Some(customer.id.0),
                     next_order_date: figures.next_order_date,
                     last_order_date: figures.last_order_date,
                     active_subscription_count: figures.active_subscription_count,
@@ -295,8 +298,8 @@ pub(crate) fn customer_resources(
                     .iter()
                     .filter(|label| label.customer_id == customer.id)
                     .map(|label| CustomerLabel {
-                        id: label.id,
-                        customer_id: label.customer_id,
+                        id: label.id.0,
+                        customer_id: label.customer_id.0,
                         name: label.name.clone(),
                         created_at: label.created_at,
                         updated_at: label.updated_at,
@@ -430,11 +433,11 @@ pub fn announce_platform_customer_change(
     let Some(customer) = customer.filter(|customer| customer.deleted_at.is_none()) else {
         return Ok(false);
     };
-    let (_, subscriptions) = tx.customer_subscriptions(shop.id, customer.id, 1, 1)?;
+    let (_, subscriptions) = tx.customer_subscriptions(shop.id, customer.id.0, 1, 1)?;
     if subscriptions == 0 {
         return Ok(false);
     }
-    let shown = get_customer(tx, &shop, customer.id)?;
+    let shown = get_customer(tx, &shop, customer.id.0)?;
     emit(tx, &shop, Topic::CustomerUpdated, &shown, now)?;
     Ok(true)
 }
@@ -444,7 +447,7 @@ fn live_customer(
     shop: &Shop,
     customer_id: i64,
 ) -> Result<(), DomainError> {
-    match tx.directory_customer(shop.id, customer_id)? {
+    match tx.directory_customer(shop.id, CustomerId(customer_id))? {
         Some(customer) if customer.deleted_at.is_none() => Ok(()),
         _ => Err(DomainError::not_found("customer")),
     }
@@ -458,7 +461,7 @@ pub fn list_addresses(
 ) -> Result<Vec<SubscriptionAddress>, DomainError> {
     live_customer(tx, shop, customer_id)?;
     Ok(tx
-        .addresses_of_customers(shop.id, &[customer_id])?
+        .addresses_of_customers(shop.id, &[CustomerId(customer_id)])?
         .iter()
         .map(|a| directory_address_resource(shop, a))
         .collect())
@@ -487,7 +490,7 @@ pub(crate) fn add_address(
     now: Timestamp,
 ) -> Result<i64, DomainError> {
     let has_addresses = !tx
-        .addresses_of_customers(shop.id, &[customer_id])?
+        .addresses_of_customers(shop.id, &[CustomerId(customer_id)])?
         .is_empty();
     let is_default = !has_addresses || is_default.unwrap_or(false);
     let address = platform_address(input, is_default);
@@ -588,11 +591,11 @@ pub fn delete_address(
     tx.delete_address(shop.id, customer_id, address_id, now)?;
     if current.is_default
         && let Some(next) = tx
-            .addresses_of_customers(shop.id, &[customer_id])?
+            .addresses_of_customers(shop.id, &[CustomerId(customer_id)])?
             .into_iter()
             .next()
     {
-        let next_id = next.id;
+        let next_id = next.id.0;
         let stored = address_of(tx, shop, customer_id, next_id)?;
         let mut address = stored.address.clone();
         address.is_default = Some(true);

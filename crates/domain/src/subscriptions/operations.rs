@@ -384,7 +384,7 @@ pub fn customer_subscriptions(
     limit: i64,
     page: i64,
 ) -> Result<(Vec<Subscription>, PagePagination), DomainError> {
-    match tx.directory_customer(shop.id, customer_id)? {
+    match tx.directory_customer(shop.id, crate::kernel::ids::CustomerId(customer_id))? {
         Some(customer) if customer.deleted_at.is_none() => {}
         _ => return Err(DomainError::not_found("customer")),
     }

@@ -622,7 +622,10 @@ fn read_attempt(
         };
         let subscription = one_resource(tx, &shop, order.subscription_id)?;
         let customer = tx
-            .directory_customer(shop.id, subscription.customer_id)?
+            .directory_customer(
+                shop.id,
+                crate::kernel::ids::CustomerId(subscription.customer_id),
+            )?
             .map(|customer| OrderCustomer {
                 platform_id: customer.platform_id,
                 email: customer.email,

@@ -474,7 +474,7 @@ mod tests {
 
     fn endpoint(topic: &str) -> WebhookEndpoint {
         WebhookEndpoint {
-            id: 1,
+            id: crate::kernel::ids::WebhookId(1),
             public_id: "0123456789abcdef0123456789abcdef".to_string(),
             shop_id: 1,
             kind: WebhookKind::Subscription,

@@ -4,6 +4,7 @@ use super::{MemoryAddress, MemoryEntity, MemoryLabel, MemoryState};
 use crate::directory::*;
 use crate::directory::{DirectoryAddress, DirectoryCustomer, DirectoryPage, DirectoryQuery, Label};
 use crate::kernel::error::StoreResult;
+use crate::kernel::ids::{AddressId, CustomerId, LabelId};
 use crate::kernel::time::Timestamp;
 use crate::platform::events::{EntityDocument, EntityKind};
 use crate::platform::resources::CustomerAddress;
@@ -14,8 +15,8 @@ use crate::platform::resources::CustomerAddress;
 fn directory_address(row: &MemoryAddress, customer_platform_id: Option<&str>) -> DirectoryAddress {
     let address: CustomerAddress = serde_json::from_str(&row.row.document).unwrap_or_default();
     DirectoryAddress {
-        id: row.id,
-        customer_id: row.customer_id,
+        id: AddressId(row.id),
+        customer_id: CustomerId(row.customer_id),
         platform_id: row.row.platform_id.clone(),
         platform_customer_id: customer_platform_id
             .filter(|id| !id.is_empty())
@@ -51,7 +52,7 @@ impl MemoryState {
         let field = |text: &String| Some(text.clone()).filter(|text| !text.is_empty());
         let columns = &entity.columns;
         DirectoryCustomer {
-            id: entity.record.id,
+            id: CustomerId(entity.record.id),
             platform_id: entity.platform_id.clone(),
             email: field(&columns.email),
             first_name: field(&columns.first_name),
@@ -92,25 +93,27 @@ impl DirectoryRepository for MemoryState {
     fn directory_customer(
         &mut self,
         shop_id: i64,
-        id: i64,
+        id: CustomerId,
     ) -> StoreResult<Option<DirectoryCustomer>> {
         Ok(self
             .entities
             .iter()
-            .find(|e| e.shop_id == shop_id && e.kind == EntityKind::Customer && e.record.id == id)
+            .find(|e| e.shop_id == shop_id && e.kind == EntityKind::Customer && e.record.id == id.0)
             .map(MemoryState::directory_entry))
     }
 
     fn directory_customers_by_ids(
         &mut self,
         shop_id: i64,
-        ids: &[i64],
+        ids: &[CustomerId],
     ) -> StoreResult<Vec<DirectoryCustomer>> {
         let mut customers: Vec<DirectoryCustomer> = self
             .entities
             .iter()
             .filter(|e| {
-                e.shop_id == shop_id && e.kind == EntityKind::Customer && ids.contains(&e.record.id)
+                e.shop_id == shop_id
+                    && e.kind == EntityKind::Customer
+                    && ids.contains(&CustomerId(e.record.id))
             })
             .map(MemoryState::directory_entry)
             .collect();
@@ -131,14 +134,14 @@ impl DirectoryRepository for MemoryState {
     fn addresses_of_customers(
         &mut self,
         shop_id: i64,
-        customer_ids: &[i64],
+        customer_ids: &[CustomerId],
     ) -> StoreResult<Vec<DirectoryAddress>> {
         let mut rows: Vec<&MemoryAddress> = self
             .addresses
             .iter()
             .filter(|a| {
                 a.shop_id == shop_id
-                    && customer_ids.contains(&a.customer_id)
+                    && customer_ids.contains(&CustomerId(a.customer_id))
                     && a.deleted_at.is_none()
             })
             .collect();
@@ -158,7 +161,7 @@ impl DirectoryRepository for MemoryState {
     fn labels_of_customers(
         &mut self,
         shop_id: i64,
-        customer_ids: &[i64],
+        customer_ids: &[CustomerId],
     ) -> StoreResult<Vec<Label>> {
         let mut labels: Vec<Label> = self
             .labels
@@ -177,12 +180,12 @@ impl DirectoryRepository for MemoryState {
     fn insert_label(
         &mut self,
         shop_id: i64,
-        customer_id: i64,
+        customer_id: CustomerId,
         name: &str,
         now: Timestamp,
     ) -> StoreResult<Label> {
         let label = Label {
-            id: self.labels.len() as i64 + 1,
+            id: LabelId(self.labels.len() as i64 + 1),
             customer_id,
             name: name.to_string(),
             created_at: now,
@@ -199,8 +202,8 @@ impl DirectoryRepository for MemoryState {
     fn delete_label(
         &mut self,
         shop_id: i64,
-        customer_id: i64,
-        label_id: i64,
+        customer_id: CustomerId,
+        label_id: LabelId,
         now: Timestamp,
     ) -> StoreResult<bool> {
         match self

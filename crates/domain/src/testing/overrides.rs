@@ -2,13 +2,14 @@
 
 use super::MemoryState;
 use crate::kernel::error::StoreResult;
+use crate::kernel::ids::OverrideId;
 use crate::overrides::*;
 use crate::overrides::{ApiOverride, NewApiOverride, OverrideType};
 
 impl OverrideRepository for MemoryState {
     fn insert_override(&mut self, new: &NewApiOverride) -> StoreResult<ApiOverride> {
         let stored = ApiOverride {
-            id: self.overrides.iter().map(|o| o.id).max().unwrap_or(0) + 1,
+            id: OverrideId(self.overrides.iter().map(|o| o.id.0).max().unwrap_or(0) + 1),
             public_id: crate::access::credentials::random_hex(16),
             shop_id: new.shop_id,
             override_type: new.override_type,
@@ -62,7 +63,7 @@ impl OverrideRepository for MemoryState {
         Ok(())
     }
 
-    fn delete_override(&mut self, id: i64) -> StoreResult<()> {
+    fn delete_override(&mut self, id: OverrideId) -> StoreResult<()> {
         self.overrides.retain(|o| o.id != id);
         Ok(())
     }

@@ -2,6 +2,7 @@
 
 use super::{CustomerColumns, MemoryAddress, MemoryEntity, MemoryState};
 use crate::kernel::error::{StorageError, StoreResult};
+use crate::kernel::ids::{DestinationId, EventId};
 use crate::kernel::time::Timestamp;
 use crate::platform::addresses::{
     AddressChanges, AddressKey, AddressesBefore, StoredAddress, address_changes,
@@ -33,7 +34,7 @@ impl DestinationRepository for MemoryState {
             ));
         }
         let destination = Destination {
-            id: self.destinations.len() as i64 + 1,
+            id: DestinationId(self.destinations.len() as i64 + 1),
             shop_id,
             topic: settings.topic,
             url: settings.url.clone(),
@@ -50,7 +51,7 @@ impl DestinationRepository for MemoryState {
     fn update_destination(
         &mut self,
         shop_id: i64,
-        id: i64,
+        id: DestinationId,
         settings: &DestinationSettings,
         now: Timestamp,
     ) -> StoreResult<()> {
@@ -68,7 +69,12 @@ impl DestinationRepository for MemoryState {
         Ok(())
     }
 
-    fn delete_destination(&mut self, shop_id: i64, id: i64, now: Timestamp) -> StoreResult<()> {
+    fn delete_destination(
+        &mut self,
+        shop_id: i64,
+        id: DestinationId,
+        now: Timestamp,
+    ) -> StoreResult<()> {
         if let Some(d) = self
             .destinations
             .iter_mut()
@@ -80,7 +86,7 @@ impl DestinationRepository for MemoryState {
         Ok(())
     }
 
-    fn destination(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<Destination>> {
+    fn destination(&mut self, shop_id: i64, id: DestinationId) -> StoreResult<Option<Destination>> {
         Ok(self
             .destinations
             .iter()
@@ -154,7 +160,7 @@ impl MemoryState {
                 outcome.is_none()
                     && self
                         .event_retry_at
-                        .get(&event.id)
+                        .get(&event.id.0)
                         .is_none_or(|due| *due <= now)
             })
             .map(|(event, _)| event)
@@ -479,7 +485,7 @@ impl EventQueueRepository for MemoryState {
     fn insert_inbound_events(&mut self, events: &[NewInboundEvent]) -> StoreResult<()> {
         for event in events {
             // Ids are never reused, as on the databases (a set-aside event keeps its own).
-            let id = self.events.len() as i64 + self.failed_events.len() as i64 + 1;
+            let id = EventId(self.events.len() as i64 + self.failed_events.len() as i64 + 1);
             self.events.push((
                 InboundEvent {
                     id,
@@ -518,7 +524,7 @@ impl EventQueueRepository for MemoryState {
 
     fn mark_inbound_events(
         &mut self,
-        outcomes: &[(i64, Outcome)],
+        outcomes: &[(EventId, Outcome)],
         _at: Timestamp,
     ) -> StoreResult<()> {
         for (id, outcome) in outcomes {
@@ -555,28 +561,28 @@ impl EventQueueRepository for MemoryState {
 
     fn postpone_inbound_event(
         &mut self,
-        id: i64,
+        id: EventId,
         attempts: i64,
         _error: &str,
         retry_at: Timestamp,
     ) -> StoreResult<()> {
         if let Some((event, _)) = self.events.iter_mut().find(|(e, _)| e.id == id) {
             event.attempts = attempts;
-            self.event_retry_at.insert(id, retry_at);
+            self.event_retry_at.insert(id.0, retry_at);
         }
         Ok(())
     }
 
     fn set_aside_inbound_event(
         &mut self,
-        id: i64,
+        id: EventId,
         attempts: i64,
         error: &str,
         at: Timestamp,
     ) -> StoreResult<()> {
         if let Some(index) = self.events.iter().position(|(e, _)| e.id == id) {
             let (queued, _) = self.events.remove(index);
-            self.event_retry_at.remove(&id);
+            self.event_retry_at.remove(&id.0);
             let event = queued.event;
             self.failed_events.push((
                 FailedInboundEvent {
@@ -616,8 +622,8 @@ impl EventQueueRepository for MemoryState {
     fn requeue_failed_inbound_events(
         &mut self,
         shop_id: Option<i64>,
-        ids: Option<&[i64]>,
-    ) -> StoreResult<Vec<i64>> {
+        ids: Option<&[EventId]>,
+    ) -> StoreResult<Vec<EventId>> {
         let (back, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.failed_events)
             .into_iter()
             .partition(|(failed, _)| {

@@ -2,6 +2,7 @@
 
 use super::MemoryState;
 use crate::kernel::error::{StorageError, StoreResult};
+use crate::kernel::ids::{MessageId, WebhookId};
 use crate::kernel::time::Timestamp;
 use crate::webhooks::*;
 use crate::webhooks::{
@@ -17,7 +18,7 @@ impl WebhookRepository for MemoryState {
         new: &NewWebhookEndpoint,
     ) -> StoreResult<WebhookEndpoint> {
         let endpoint = WebhookEndpoint {
-            id: self.webhook_endpoints.len() as i64 + 1,
+            id: WebhookId(self.webhook_endpoints.len() as i64 + 1),
             public_id: crate::access::credentials::random_hex(16),
             shop_id: new.shop_id,
             kind: new.kind,
@@ -48,7 +49,7 @@ impl WebhookRepository for MemoryState {
 
     fn webhook_endpoints_by_ids(
         &mut self,
-        ids: &[i64],
+        ids: &[WebhookId],
     ) -> StoreResult<Vec<(WebhookEndpoint, bool)>> {
         Ok(self
             .webhook_endpoints
@@ -102,7 +103,7 @@ impl WebhookRepository for MemoryState {
         Ok(())
     }
 
-    fn delete_webhook_endpoint(&mut self, id: i64, now: Timestamp) -> StoreResult<()> {
+    fn delete_webhook_endpoint(&mut self, id: WebhookId, now: Timestamp) -> StoreResult<()> {
         if let Some(entry) = self.webhook_endpoints.iter_mut().find(|(e, _)| e.id == id) {
             entry.1 = true;
         }
@@ -112,7 +113,7 @@ impl WebhookRepository for MemoryState {
 
     fn set_webhook_endpoint_health(
         &mut self,
-        id: i64,
+        id: WebhookId,
         failing_since: Option<Timestamp>,
         disabled: Option<(Timestamp, &str)>,
         now: Timestamp,
@@ -128,7 +129,7 @@ impl WebhookRepository for MemoryState {
         Ok(())
     }
 
-    fn enable_webhook_endpoint(&mut self, id: i64, now: Timestamp) -> StoreResult<()> {
+    fn enable_webhook_endpoint(&mut self, id: WebhookId, now: Timestamp) -> StoreResult<()> {
         if let Some((endpoint, _)) = self.webhook_endpoints.iter_mut().find(|(e, _)| e.id == id) {
             endpoint.disabled_at = None;
             endpoint.disabled_reason = None;
@@ -138,7 +139,10 @@ impl WebhookRepository for MemoryState {
         Ok(())
     }
 
-    fn insert_webhook_messages(&mut self, messages: &[NewWebhookMessage]) -> StoreResult<Vec<i64>> {
+    fn insert_webhook_messages(
+        &mut self,
+        messages: &[NewWebhookMessage],
+    ) -> StoreResult<Vec<MessageId>> {
         let mut ids = Vec::new();
         for new in messages {
             // As the store's unique `message_id`.
@@ -149,7 +153,7 @@ impl WebhookRepository for MemoryState {
             {
                 return Err(StorageError::unique_violation("the message id is taken"));
             }
-            let id = self.webhook_messages.len() as i64 + 1;
+            let id = MessageId(self.webhook_messages.len() as i64 + 1);
             self.webhook_messages.push(WebhookMessage {
                 id,
                 message_id: new.message_id.clone(),
@@ -165,7 +169,7 @@ impl WebhookRepository for MemoryState {
                 request_id: new.request_id.clone(),
             });
             if let Some(subject) = &new.subject {
-                self.message_subjects.insert(id, subject.clone());
+                self.message_subjects.insert(id.0, subject.clone());
             }
             ids.push(id);
         }
@@ -184,7 +188,7 @@ impl WebhookRepository for MemoryState {
             .filter(|m| m.status == MessageStatus::Pending && m.next_attempt_at <= now)
             .collect();
         due.sort_by_key(|m| m.next_attempt_at);
-        let mut ids: Vec<i64> = due.into_iter().take(limit).map(|m| m.id).collect();
+        let mut ids: Vec<MessageId> = due.into_iter().take(limit).map(|m| m.id).collect();
         ids.sort_unstable();
         let mut claimed = Vec::with_capacity(ids.len());
         for message in self.webhook_messages.iter_mut() {
@@ -215,7 +219,7 @@ impl WebhookRepository for MemoryState {
 
     fn end_pending_webhook_messages(
         &mut self,
-        endpoint_id: i64,
+        endpoint_id: WebhookId,
         status: MessageStatus,
         _now: Timestamp,
     ) -> StoreResult<u64> {
@@ -250,7 +254,7 @@ impl WebhookRepository for MemoryState {
 
     fn webhook_messages_of_endpoint(
         &mut self,
-        endpoint_id: i64,
+        endpoint_id: WebhookId,
         limit: usize,
     ) -> StoreResult<Vec<WebhookMessage>> {
         Ok(self
@@ -267,7 +271,7 @@ impl WebhookRepository for MemoryState {
         &mut self,
         shop_id: i64,
         filter: &crate::webhooks::console::MessageFilter,
-        before: Option<i64>,
+        before: Option<MessageId>,
         limit: usize,
     ) -> StoreResult<Vec<WebhookMessage>> {
         Ok(self
@@ -282,7 +286,11 @@ impl WebhookRepository for MemoryState {
             .collect())
     }
 
-    fn webhook_message_row_at(&mut self, shop_id: i64, at: Timestamp) -> StoreResult<Option<i64>> {
+    fn webhook_message_row_at(
+        &mut self,
+        shop_id: i64,
+        at: Timestamp,
+    ) -> StoreResult<Option<MessageId>> {
         Ok(self
             .webhook_messages
             .iter()
@@ -303,7 +311,7 @@ impl WebhookRepository for MemoryState {
             .rev()
             .filter(|m| {
                 m.shop_id == shop_id
-                    && self.message_subjects.get(&m.id).map(String::as_str) == Some(subject)
+                    && self.message_subjects.get(&m.id.0).map(String::as_str) == Some(subject)
             })
             .take(limit)
             .cloned()
@@ -322,7 +330,7 @@ impl WebhookRepository for MemoryState {
             .count() as i64)
     }
 
-    fn webhook_attempts(&mut self, message_row: i64) -> StoreResult<Vec<DeliveryAttempt>> {
+    fn webhook_attempts(&mut self, message_row: MessageId) -> StoreResult<Vec<DeliveryAttempt>> {
         Ok(self
             .webhook_attempts
             .iter()
@@ -331,7 +339,10 @@ impl WebhookRepository for MemoryState {
             .collect())
     }
 
-    fn last_webhook_attempts(&mut self, message_rows: &[i64]) -> StoreResult<Vec<DeliveryAttempt>> {
+    fn last_webhook_attempts(
+        &mut self,
+        message_rows: &[MessageId],
+    ) -> StoreResult<Vec<DeliveryAttempt>> {
         Ok(message_rows
             .iter()
             .filter_map(|row| {
@@ -344,7 +355,7 @@ impl WebhookRepository for MemoryState {
             .collect())
     }
 
-    fn requeue_webhook_message(&mut self, id: i64, now: Timestamp) -> StoreResult<()> {
+    fn requeue_webhook_message(&mut self, id: MessageId, now: Timestamp) -> StoreResult<()> {
         if let Some(message) = self.webhook_messages.iter_mut().find(|m| m.id == id) {
             message.status = MessageStatus::Pending;
             message.next_attempt_at = now;
@@ -354,7 +365,7 @@ impl WebhookRepository for MemoryState {
 
     fn requeue_failed_webhook_messages(
         &mut self,
-        endpoint_id: i64,
+        endpoint_id: WebhookId,
         since: Timestamp,
         now: Timestamp,
     ) -> StoreResult<u64> {

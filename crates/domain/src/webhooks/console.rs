@@ -12,6 +12,7 @@ use super::{
 };
 use crate::access::console::{ConsoleStaff, record_action};
 use crate::kernel::error::DomainError;
+use crate::kernel::ids::{MessageId, WebhookId};
 use crate::kernel::time::Timestamp;
 
 /// Which messages a list shows: all when both are None.
@@ -76,7 +77,7 @@ pub struct MessagePage {
     /// The messages, newest first.
     pub lines: Vec<MessageLine>,
     /// Where the next page starts (`before`), when there may be one.
-    pub next_before: Option<i64>,
+    pub next_before: Option<MessageId>,
 }
 
 /// A message with its endpoint, payload and every attempt.
@@ -113,7 +114,7 @@ pub fn messages(
     tx: &mut dyn WebhookRepositories,
     shop_id: i64,
     filter: &MessageFilter,
-    before: Option<i64>,
+    before: Option<MessageId>,
     limit: usize,
 ) -> Result<MessagePage, DomainError> {
     let messages = tx.webhook_messages_of_shop(shop_id, filter, before, limit)?;
@@ -130,9 +131,9 @@ pub fn lines_of(
     tx: &mut dyn WebhookRepositories,
     messages: &[WebhookMessage],
 ) -> Result<Vec<MessageLine>, DomainError> {
-    let endpoint_ids: Vec<i64> = messages.iter().map(|m| m.endpoint_id).collect();
+    let endpoint_ids: Vec<WebhookId> = messages.iter().map(|m| m.endpoint_id).collect();
     let endpoints = tx.webhook_endpoints_by_ids(&endpoint_ids)?;
-    let rows: Vec<i64> = messages.iter().map(|m| m.id).collect();
+    let rows: Vec<MessageId> = messages.iter().map(|m| m.id).collect();
     let last_attempts = tx.last_webhook_attempts(&rows)?;
     let lines = messages
         .iter()
@@ -159,10 +160,10 @@ pub fn cursor_at(
     tx: &mut dyn WebhookRepositories,
     shop_id: i64,
     at: Timestamp,
-) -> Result<Option<i64>, DomainError> {
+) -> Result<Option<MessageId>, DomainError> {
     Ok(tx
         .webhook_message_row_at(shop_id, at)?
-        .map(|row| row.saturating_add(1)))
+        .map(|row| MessageId(row.0.saturating_add(1))))
 }
 
 /// The shop's message with this `webhook-id`, or 404 (another shop's too).

@@ -12,6 +12,7 @@ use serde::Serialize;
 use super::WebhookRepositories;
 use crate::access::credentials::{Secret, random_hex};
 use crate::kernel::error::DomainError;
+use crate::kernel::ids::{MessageId, WebhookId};
 use crate::kernel::jobs::current_request_id;
 use crate::kernel::time::Timestamp;
 
@@ -65,7 +66,7 @@ pub(crate) fn checkout_topic_id(name: &str) -> Option<i64> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebhookEndpoint {
     /// The endpoint's row id (the service's integer).
-    pub id: i64,
+    pub id: WebhookId,
     /// The id clients see: 32 hex characters for checkout webhooks.
     pub public_id: String,
     /// The shop the endpoint belongs to (the service's integer).
@@ -156,13 +157,13 @@ impl MessageStatus {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebhookMessage {
     /// The message's row id (the service's integer).
-    pub id: i64,
+    pub id: MessageId,
     /// The `webhook-id`: `msg_` and 32 hex characters, the same on every attempt.
     pub message_id: String,
     /// The shop the message belongs to (the service's integer).
     pub shop_id: i64,
     /// The endpoint's row id.
-    pub endpoint_id: i64,
+    pub endpoint_id: WebhookId,
     /// The topic, by name, as the endpoint's was when the message was enqueued.
     pub topic: String,
     /// The body to send, as JSON text.
@@ -190,7 +191,7 @@ pub struct NewWebhookMessage {
     /// The shop the message belongs to (the service's integer).
     pub shop_id: i64,
     /// The endpoint's row id.
-    pub endpoint_id: i64,
+    pub endpoint_id: WebhookId,
     /// The topic, by name.
     pub topic: String,
     /// The body to send, as JSON text.
@@ -230,7 +231,7 @@ impl AttemptOutcome {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MessageUpdate {
     /// The message's row id.
-    pub id: i64,
+    pub id: MessageId,
     /// Its new status.
     pub status: MessageStatus,
     /// How many attempts it has had now.
@@ -245,7 +246,7 @@ pub struct MessageUpdate {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeliveryAttempt {
     /// The message's row id (not its `webhook-id`).
-    pub message_row: i64,
+    pub message_row: MessageId,
     /// When the attempt was made.
     pub attempted_at: Timestamp,
     /// What it got back.
@@ -322,7 +323,7 @@ impl AfterAttempt {
     /// and of its endpoint, which had been failing since `failing_since`.
     pub fn settle(
         &self,
-        message_id: i64,
+        message_id: MessageId,
         attempts: i64,
         failing_since: Option<Timestamp>,
         sent_at: Timestamp,
@@ -473,7 +474,7 @@ pub fn enqueue_for_topic(
     payload: &impl Serialize,
     subject: Option<&str>,
     now: Timestamp,
-) -> Result<Vec<i64>, DomainError> {
+) -> Result<Vec<MessageId>, DomainError> {
     let payloads = std::slice::from_ref(payload);
     enqueue_all_for_topic(tx, shop_id, kind, topic, payloads, subject, now)
 }
@@ -497,7 +498,7 @@ pub(crate) fn enqueue_all_for_topic(
     payloads: &[impl Serialize],
     subject: Option<&str>,
     now: Timestamp,
-) -> Result<Vec<i64>, DomainError> {
+) -> Result<Vec<MessageId>, DomainError> {
     let endpoints = tx.active_webhook_endpoints(shop_id, kind, topic)?;
     let texts = payloads
         .iter()
@@ -530,7 +531,7 @@ pub fn enqueue_for_endpoint(
     endpoint: &WebhookEndpoint,
     payload: &impl Serialize,
     now: Timestamp,
-) -> Result<(i64, String), DomainError> {
+) -> Result<(MessageId, String), DomainError> {
     let message = NewWebhookMessage {
         message_id: new_message_id(),
         shop_id: endpoint.shop_id,
@@ -576,7 +577,8 @@ mod tests {
     #[test]
     fn each_decision_settles_the_message_and_the_endpoint() {
         let (sent, since, later) = (now(), now().plus_seconds(-60), now().plus_seconds(300));
-        let settle = |after: AfterAttempt, failing_since| after.settle(7, 3, failing_since, sent);
+        let settle =
+            |after: AfterAttempt, failing_since| after.settle(MessageId(7), 3, failing_since, sent);
 
         let (update, health) = settle(AfterAttempt::Delivered, Some(since));
         assert_eq!(
@@ -586,7 +588,7 @@ mod tests {
                 update.attempts,
                 update.delivered_at
             ),
-            (7, MessageStatus::Delivered, 3, Some(sent))
+            (MessageId(7), MessageStatus::Delivered, 3, Some(sent))
         );
         assert_eq!(
             (health.failing_since, health.disabled),
@@ -742,6 +744,7 @@ pub mod log {
 
     use super::{DeliveryAttempt, MessageStatus, WebhookEndpoint, WebhookMessage};
     use crate::kernel::error::DomainError;
+    use crate::kernel::ids::MessageId;
     use crate::kernel::time::Timestamp;
     use crate::webhooks::WebhookRepositories;
 
@@ -856,7 +859,7 @@ pub mod log {
         limit: usize,
     ) -> Result<Vec<DeliveryLine>, DomainError> {
         let messages = tx.webhook_messages_of_endpoint(endpoint.id, limit)?;
-        let rows: Vec<i64> = messages.iter().map(|m| m.id).collect();
+        let rows: Vec<MessageId> = messages.iter().map(|m| m.id).collect();
         let last_attempts = tx.last_webhook_attempts(&rows)?;
         Ok(messages
             .iter()

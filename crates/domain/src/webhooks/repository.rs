@@ -3,6 +3,7 @@
 use crate::access::AccessRepositories;
 use crate::kernel::activity::ActivityRepository;
 use crate::kernel::error::StoreResult;
+use crate::kernel::ids::{MessageId, WebhookId};
 use crate::kernel::time::Timestamp;
 use crate::webhooks::console::MessageFilter;
 use crate::webhooks::{
@@ -41,7 +42,7 @@ pub trait WebhookRepository {
     /// Endpoints by row id, deleted ones included (the dispatcher needs them all).
     fn webhook_endpoints_by_ids(
         &mut self,
-        ids: &[i64],
+        ids: &[WebhookId],
     ) -> StoreResult<Vec<(WebhookEndpoint, bool)>>;
     /// The shop's endpoints of a kind that are not deleted, oldest first.
     fn webhook_endpoints(
@@ -63,19 +64,22 @@ pub trait WebhookRepository {
         now: Timestamp,
     ) -> StoreResult<()>;
     /// Marks the endpoint deleted and cancels its pending messages.
-    fn delete_webhook_endpoint(&mut self, id: i64, now: Timestamp) -> StoreResult<()>;
+    fn delete_webhook_endpoint(&mut self, id: WebhookId, now: Timestamp) -> StoreResult<()>;
     /// Records whether the endpoint is failing (and since when), and disables it with a reason.
     fn set_webhook_endpoint_health(
         &mut self,
-        id: i64,
+        id: WebhookId,
         failing_since: Option<Timestamp>,
         disabled: Option<(Timestamp, &str)>,
         now: Timestamp,
     ) -> StoreResult<()>;
     /// Enables a disabled endpoint again, as new.
-    fn enable_webhook_endpoint(&mut self, id: i64, now: Timestamp) -> StoreResult<()>;
+    fn enable_webhook_endpoint(&mut self, id: WebhookId, now: Timestamp) -> StoreResult<()>;
     /// Stores messages; returns their row ids in order.
-    fn insert_webhook_messages(&mut self, messages: &[NewWebhookMessage]) -> StoreResult<Vec<i64>>;
+    fn insert_webhook_messages(
+        &mut self,
+        messages: &[NewWebhookMessage],
+    ) -> StoreResult<Vec<MessageId>>;
     /// Up to `limit` pending messages due by `now`, the oldest due taken first, leased: each
     /// is answered, in id order, with its next attempt moved to `lease_until`, so no claim takes
     /// it again before then. One statement, so it may run by `Database::write_statement`.
@@ -94,7 +98,7 @@ pub trait WebhookRepository {
     /// Ends the endpoint's pending messages with `status`; how many.
     fn end_pending_webhook_messages(
         &mut self,
-        endpoint_id: i64,
+        endpoint_id: WebhookId,
         status: MessageStatus,
         now: Timestamp,
     ) -> StoreResult<u64>;
@@ -105,7 +109,7 @@ pub trait WebhookRepository {
     /// The endpoint's messages, newest first.
     fn webhook_messages_of_endpoint(
         &mut self,
-        endpoint_id: i64,
+        endpoint_id: WebhookId,
         limit: usize,
     ) -> StoreResult<Vec<WebhookMessage>>;
     /// The shop's messages that `filter` keeps, newest first, older than the row `before`.
@@ -113,11 +117,15 @@ pub trait WebhookRepository {
         &mut self,
         shop_id: i64,
         filter: &MessageFilter,
-        before: Option<i64>,
+        before: Option<MessageId>,
         limit: usize,
     ) -> StoreResult<Vec<WebhookMessage>>;
     /// The row id of the shop's newest message created at or before `at`, if there is one.
-    fn webhook_message_row_at(&mut self, shop_id: i64, at: Timestamp) -> StoreResult<Option<i64>>;
+    fn webhook_message_row_at(
+        &mut self,
+        shop_id: i64,
+        at: Timestamp,
+    ) -> StoreResult<Option<MessageId>>;
     /// The shop's messages about `subject`, newest first.
     fn webhook_messages_about(
         &mut self,
@@ -132,17 +140,20 @@ pub trait WebhookRepository {
         status: MessageStatus,
     ) -> StoreResult<i64>;
     /// A message's attempts, oldest first.
-    fn webhook_attempts(&mut self, message_row: i64) -> StoreResult<Vec<DeliveryAttempt>>;
+    fn webhook_attempts(&mut self, message_row: MessageId) -> StoreResult<Vec<DeliveryAttempt>>;
     /// The last attempt of each of these messages that has one (in no particular order).
-    fn last_webhook_attempts(&mut self, message_rows: &[i64]) -> StoreResult<Vec<DeliveryAttempt>>;
+    fn last_webhook_attempts(
+        &mut self,
+        message_rows: &[MessageId],
+    ) -> StoreResult<Vec<DeliveryAttempt>>;
     /// How many endpoints are disabled.
     fn count_disabled_webhook_endpoints(&mut self) -> StoreResult<i64>;
     /// Makes a message pending and due at `now` again (its `webhook-id` stays).
-    fn requeue_webhook_message(&mut self, id: i64, now: Timestamp) -> StoreResult<()>;
+    fn requeue_webhook_message(&mut self, id: MessageId, now: Timestamp) -> StoreResult<()>;
     /// Makes the endpoint's failed messages created since `since` pending and due again; how many.
     fn requeue_failed_webhook_messages(
         &mut self,
-        endpoint_id: i64,
+        endpoint_id: WebhookId,
         since: Timestamp,
         now: Timestamp,
     ) -> StoreResult<u64>;

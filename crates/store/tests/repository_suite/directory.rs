@@ -1,6 +1,7 @@
 //! The customer directory: customers, addresses and labels.
 
 use mercer_domain::directory::parse_directory_query;
+use mercer_domain::kernel::ids::CustomerId;
 use mercer_domain::platform::events::EntityKind;
 use mercer_domain::ports::Database;
 use serde_json::json;
@@ -78,7 +79,7 @@ fn the_directory_reads_customers_addresses_and_labels(db: &impl Database) {
     let page = db
         .read(|tx| Ok(tx.list_directory_customers(shop.id, &query)?))
         .unwrap();
-    let mut listed: Vec<i64> = page.customers.iter().map(|c| c.id).collect();
+    let mut listed: Vec<CustomerId> = page.customers.iter().map(|c| c.id).collect();
     listed.sort_unstable();
     let mut live = vec![c1.id, c2.id];
     live.sort_unstable();

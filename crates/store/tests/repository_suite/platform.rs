@@ -4,6 +4,7 @@
 use mercer_domain::access::credentials::Secret;
 use mercer_domain::access::shop::Shop;
 use mercer_domain::directory::{DirectoryAddress, DirectoryCustomer};
+use mercer_domain::kernel::ids::{CustomerId, EventId};
 use mercer_domain::kernel::jobs::JobPayload;
 use mercer_domain::platform::catalogue;
 use mercer_domain::platform::destinations::{DestinationSettings, Topic};
@@ -174,7 +175,7 @@ pub(crate) fn stored_customer(
 pub(crate) fn stored_addresses(
     db: &impl Database,
     shop_id: i64,
-    customer_id: i64,
+    customer_id: CustomerId,
 ) -> Vec<DirectoryAddress> {
     db.read(|tx| Ok(tx.addresses_of_customers(shop_id, &[customer_id])?))
         .unwrap()
@@ -489,7 +490,7 @@ fn put_platform_entities_with_a_stale_previous_document(db: &impl Database) {
         .read(|tx| Ok(tx.platform_entity(shop.id, EntityKind::Customer, "c1")?))
         .unwrap()
         .unwrap();
-    assert_eq!(record.id, customer.id);
+    assert_eq!(record.id, customer.id.0);
     assert_eq!(
         (record.platform_updated_at, record.platform_deleted_at),
         (Some(at(10)), None)
@@ -734,7 +735,7 @@ every_database!(a_platform_change_of_a_customer_made_here_is_told_against_its_ro
 
 // --- platform: the event queue --------------------------------------------------------------
 
-fn queued(db: &impl Database, now: Timestamp) -> Vec<(i64, String, i64)> {
+fn queued(db: &impl Database, now: Timestamp) -> Vec<(EventId, String, i64)> {
     db.read(|tx| Ok(tx.pending_inbound_events(None, 100, now)?))
         .unwrap()
         .into_iter()
@@ -772,7 +773,7 @@ fn the_event_queue_keeps_order_postpones_sets_aside_and_requeues(db: &impl Datab
         events,
         "stored as received, in order"
     );
-    let ids: Vec<i64> = queued(db, at(0)).iter().map(|(id, _, _)| *id).collect();
+    let ids: Vec<EventId> = queued(db, at(0)).iter().map(|(id, _, _)| *id).collect();
     assert!(ids.windows(2).all(|pair| pair[0] < pair[1]));
     assert_eq!(
         db.read(|tx| Ok(tx.pending_inbound_events(None, 2, at(0))?))
@@ -896,7 +897,7 @@ fn new_events_take_ids_after_events_set_aside(db: &impl Database) {
     let event = |id: &str| customer_event(shop.id, id, 10, json!({}));
     db.write(|tx| Ok(tx.insert_inbound_events(&[event("c1"), event("c2")])?))
         .unwrap();
-    let ids: Vec<i64> = queued(db, at(0)).iter().map(|(id, _, _)| *id).collect();
+    let ids: Vec<EventId> = queued(db, at(0)).iter().map(|(id, _, _)| *id).collect();
     db.write(|tx| {
         tx.set_aside_inbound_event(ids[1], 1, "no", at(1))?;
         tx.mark_inbound_events(&[(ids[0], Outcome::Applied)], at(1))?;

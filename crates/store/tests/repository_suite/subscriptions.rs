@@ -2,6 +2,7 @@
 //! status log, lists and summaries.
 
 use mercer_domain::directory::parse_directory_query;
+use mercer_domain::kernel::ids::CustomerId;
 use mercer_domain::platform::events::EntityKind;
 use mercer_domain::platform::resources::CustomerAddress;
 use mercer_domain::ports::Database;
@@ -76,10 +77,10 @@ fn addresses_by_ids(db: &impl Database, shop_id: i64, ids: &[i64]) -> Vec<Stored
 
 /// The ids of the customer's live addresses that are the default, from the directory.
 fn defaults(db: &impl Database, shop_id: i64, customer_id: i64) -> Vec<i64> {
-    stored_addresses(db, shop_id, customer_id)
+    stored_addresses(db, shop_id, CustomerId(customer_id))
         .iter()
         .filter(|a| a.is_default)
-        .map(|a| a.id)
+        .map(|a| a.id.0)
         .collect()
 }
 
@@ -91,12 +92,15 @@ fn customers_are_read_by_ids_of_their_shop_only(db: &impl Database) {
     let theirs = new_customer(db, other.id, &fields(Some("c@example.test"), None, None), 3);
     let found = db
         .read(|tx| {
-            Ok(tx.directory_customers_by_ids(shop.id, &[first, theirs, second, second + 1000])?)
+            Ok(tx.directory_customers_by_ids(
+                shop.id,
+                &[first, theirs, second, second + 1000].map(CustomerId),
+            )?)
         })
         .unwrap();
     let mut expected = vec![first, second];
     expected.sort_unstable();
-    let ids: Vec<i64> = found.iter().map(|customer| customer.id).collect();
+    let ids: Vec<i64> = found.iter().map(|customer| customer.id.0).collect();
     assert_eq!(
         ids, expected,
         "by id, another shop's and unknown ids left out"
@@ -120,7 +124,7 @@ fn a_customer_made_here_has_no_platform_id_until_the_connector_gives_one(db: &im
     let address = new_address(db, shop.id, id, "Lyon", true, 11);
 
     let customer = db
-        .read(|tx| Ok(tx.directory_customer(shop.id, id)?))
+        .read(|tx| Ok(tx.directory_customer(shop.id, CustomerId(id))?))
         .unwrap()
         .expect("the customer is in the directory");
     assert_eq!(customer.platform_id, None);
@@ -149,10 +153,14 @@ fn a_customer_made_here_has_no_platform_id_until_the_connector_gives_one(db: &im
         (vec![customer.clone()], 1),
         "listed with the others"
     );
-    let rows = stored_addresses(db, shop.id, id);
+    let rows = stored_addresses(db, shop.id, CustomerId(id));
     assert_eq!(
         rows.iter()
-            .map(|a| (a.id, a.platform_id.clone(), a.platform_customer_id.clone()))
+            .map(|a| (
+                a.id.0,
+                a.platform_id.clone(),
+                a.platform_customer_id.clone()
+            ))
             .collect::<Vec<_>>(),
         [(address, None, None)]
     );
@@ -191,9 +199,9 @@ fn a_customer_made_here_has_no_platform_id_until_the_connector_gives_one(db: &im
         Some("c1")
     );
     let known = stored_customer(db, shop.id, "c1");
-    assert_eq!((known.id, known.updated_at), (id, at(20)));
+    assert_eq!((known.id.0, known.updated_at), (id, at(20)));
     assert_eq!(
-        stored_addresses(db, shop.id, id)[0]
+        stored_addresses(db, shop.id, CustomerId(id))[0]
             .platform_customer_id
             .as_deref(),
         Some("c1"),
@@ -216,7 +224,7 @@ fn a_customer_made_here_has_no_platform_id_until_the_connector_gives_one(db: &im
         .unwrap();
     assert_eq!(page.total, 1, "one customer, not two: {:?}", page.customers);
     let updated = &page.customers[0];
-    assert_eq!(updated.id, id);
+    assert_eq!(updated.id.0, id);
     assert_eq!(updated.platform_id.as_deref(), Some("c1"));
     assert_eq!(
         (updated.email.as_deref(), updated.last_name.as_deref()),
@@ -235,9 +243,9 @@ fn a_customer_made_here_has_no_platform_id_until_the_connector_gives_one(db: &im
         "the platform's events leave the notes alone"
     );
     assert_eq!(
-        stored_addresses(db, shop.id, id)
+        stored_addresses(db, shop.id, CustomerId(id))
             .iter()
-            .map(|a| a.id)
+            .map(|a| a.id.0)
             .collect::<Vec<_>>(),
         [address],
         "an event without addresses leaves them alone"
@@ -284,7 +292,7 @@ fn customers_made_here_are_updated_and_found_by_email_without_case(db: &impl Dat
         ],
         at(100),
     );
-    let bob = stored_customer(db, shop.id, "c1").id;
+    let bob = stored_customer(db, shop.id, "c1").id.0;
     let first = new_customer(
         db,
         shop.id,
@@ -347,7 +355,7 @@ fn customers_made_here_are_updated_and_found_by_email_without_case(db: &impl Dat
         .unwrap();
     assert_eq!((written, unknown, elsewhere), (true, false, false));
     let customer = db
-        .read(|tx| Ok(tx.directory_customer(shop.id, first)?))
+        .read(|tx| Ok(tx.directory_customer(shop.id, CustomerId(first))?))
         .unwrap()
         .unwrap();
     assert_eq!(
@@ -376,7 +384,7 @@ fn customers_made_here_are_updated_and_found_by_email_without_case(db: &impl Dat
         "customers without notes are left out"
     );
     // A deleted customer is not updated.
-    let gone = stored_customer(db, shop.id, "c2").id;
+    let gone = stored_customer(db, shop.id, "c2").id.0;
     assert!(
         !db.write(|tx| Ok(tx.update_customer(shop.id, gone, &changed, at(300))?))
             .unwrap()
@@ -498,9 +506,9 @@ fn addresses_made_here_keep_one_default(db: &impl Database) {
         "a deleted address"
     );
     assert_eq!(
-        stored_addresses(db, shop.id, customer)
+        stored_addresses(db, shop.id, CustomerId(customer))
             .iter()
-            .map(|a| (a.id, a.is_default))
+            .map(|a| (a.id.0, a.is_default))
             .collect::<Vec<_>>(),
         [(lyon, false), (lille, false)]
     );
@@ -580,10 +588,10 @@ fn an_address_given_its_platform_id_is_the_one_the_platforms_events_update(db: &
         )],
         at(300),
     );
-    let rows = stored_addresses(db, shop.id, customer);
+    let rows = stored_addresses(db, shop.id, CustomerId(customer));
     assert_eq!(
         rows.iter()
-            .map(|a| (a.id, a.platform_id.clone(), a.city.clone(), a.is_default))
+            .map(|a| (a.id.0, a.platform_id.clone(), a.city.clone(), a.is_default))
             .collect::<Vec<_>>(),
         [(
             lyon,
@@ -613,9 +621,9 @@ fn an_address_key_the_customer_has_is_refused(db: &impl Database) {
         )],
         at(100),
     );
-    let customer = stored_customer(db, shop.id, "c1").id;
+    let customer = stored_customer(db, shop.id, "c1").id.0;
     let made = new_address(db, shop.id, customer, "Paris", false, 110);
-    assert_eq!(stored_addresses(db, shop.id, customer).len(), 2);
+    assert_eq!(stored_addresses(db, shop.id, CustomerId(customer)).len(), 2);
     assert_taken(db.write(|tx| Ok(tx.set_address_platform_id(shop.id, made, "a1", at(120))?)));
     assert_eq!(
         db.read(|tx| Ok(tx.address_platform_id(shop.id, made)?))
@@ -1536,7 +1544,7 @@ fn subscription_customers_are_listed_by_status_and_search(db: &impl Database) {
         )],
         at(100),
     );
-    let gone = stored_customer(db, shop.id, "c9").id;
+    let gone = stored_customer(db, shop.id, "c9").id.0;
     let gone_address = new_address(db, shop.id, gone, "Lyon", true, 101);
     use SubscriptionStatus as S;
     for (customer, address, status) in [

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use mercer_domain::access::credentials::Secret;
+use mercer_domain::kernel::ids::{MessageId, WebhookId};
 use mercer_domain::ports::Database;
 use mercer_domain::webhooks::{
     AttemptOutcome, DeliveryAttempt, MessageStatus, MessageUpdate, NewWebhookEndpoint,
@@ -252,7 +253,7 @@ fn a_shop_hears_customer_changes_through_a_live_customer_updated_endpoint(db: &i
 }
 every_database!(a_shop_hears_customer_changes_through_a_live_customer_updated_endpoint);
 
-fn message(shop_id: i64, endpoint_id: i64, n: u32, seconds: i64) -> NewWebhookMessage {
+fn message(shop_id: i64, endpoint_id: WebhookId, n: u32, seconds: i64) -> NewWebhookMessage {
     NewWebhookMessage {
         message_id: format!("msg_{n}"),
         shop_id,
@@ -293,7 +294,7 @@ fn webhook_messages_keep_the_request_that_enqueued_them(db: &impl Database) {
     };
     let from_request = within_request(Some("req-3".into()), || enqueue(1));
     let from_nowhere = enqueue(2);
-    let mut claimed: Vec<(i64, i64, Option<String>)> = db
+    let mut claimed: Vec<(MessageId, WebhookId, Option<String>)> = db
         .write(|tx| Ok(tx.claim_webhook_messages(at(5), 10, at(35))?))
         .unwrap()
         .into_iter()
@@ -353,7 +354,7 @@ fn webhook_messages_are_claimed_attempted_and_requeued(db: &impl Database) {
     let claimed = db
         .write(|tx| Ok(tx.claim_webhook_messages(at(2), 10, at(32))?))
         .unwrap();
-    let mut claimed_ids: Vec<i64> = claimed.iter().map(|m| m.id).collect();
+    let mut claimed_ids: Vec<MessageId> = claimed.iter().map(|m| m.id).collect();
     claimed_ids.sort_unstable();
     assert_eq!(claimed_ids, [ids[0], ids[1]]);
     assert!(

@@ -8,6 +8,7 @@ use mercer_domain::directory::{
     FilterOp, FilterValue, Label, OrderBy,
 };
 use mercer_domain::kernel::error::StoreResult;
+use mercer_domain::kernel::ids::{AddressId, CustomerId, LabelId};
 use mercer_domain::platform::resources::CustomerAddress;
 
 use crate::connection::on_backend;
@@ -42,7 +43,7 @@ fn non_empty(text: String) -> Option<String> {
 impl From<CustomerRow> for DirectoryCustomer {
     fn from(row: CustomerRow) -> Self {
         DirectoryCustomer {
-            id: row.id,
+            id: CustomerId(row.id),
             platform_id: row.platform_id,
             email: non_empty(row.email),
             first_name: non_empty(row.first_name),
@@ -77,8 +78,8 @@ impl AddressRow {
         // Stored by this crate from a checked address, so it parses; an empty one if not.
         let address: CustomerAddress = serde_json::from_str(&self.document).unwrap_or_default();
         DirectoryAddress {
-            id: self.id,
-            customer_id: self.customer_id,
+            id: AddressId(self.id),
+            customer_id: CustomerId(self.customer_id),
             platform_id: self.platform_id,
             platform_customer_id: customer_platform_id.filter(|id| !id.is_empty()),
             first_name: address.first_name,
@@ -117,8 +118,8 @@ struct LabelRow {
 impl From<LabelRow> for Label {
     fn from(row: LabelRow) -> Self {
         Label {
-            id: row.id,
-            customer_id: row.customer_id,
+            id: LabelId(row.id),
+            customer_id: CustomerId(row.customer_id),
             name: row.name,
             created_at: Timestamp::from_micros(row.created_at),
             updated_at: Timestamp::from_micros(row.updated_at),
@@ -147,7 +148,7 @@ macro_rules! filtered {
             .filter(t::deleted_at.is_null())
             .into_boxed();
         if let Some(since) = query.since_id {
-            q = q.filter(t::id.gt(since));
+            q = q.filter(t::id.gt(since.0));
         }
         if let Some(min) = query.updated_at_min {
             q = q.filter(t::updated_at.ge(min.as_micros()));
@@ -156,7 +157,7 @@ macro_rules! filtered {
             q = q.filter(t::updated_at.le(max.as_micros()));
         }
         if let Some(ids) = &query.ids {
-            q = q.filter(t::id.eq_any(ids.clone()));
+            q = q.filter(t::id.eq_any(ids.iter().map(|id| id.0).collect::<Vec<i64>>()));
         }
         if let Some(term) = &query.search {
             let pattern = contains_pattern(term);
@@ -295,11 +296,11 @@ impl DirectoryRepository for StoreTx<'_> {
     fn directory_customer(
         &mut self,
         shop_id: i64,
-        id: i64,
+        id: CustomerId,
     ) -> StoreResult<Option<DirectoryCustomer>> {
         Ok(platform_customers::table
             .filter(platform_customers::shop_id.eq(shop_id))
-            .filter(platform_customers::id.eq(id))
+            .filter(platform_customers::id.eq(id.0))
             .select(CustomerRow::as_select())
             .first(self.conn)
             .optional()
@@ -310,8 +311,9 @@ impl DirectoryRepository for StoreTx<'_> {
     fn directory_customers_by_ids(
         &mut self,
         shop_id: i64,
-        ids: &[i64],
+        ids: &[CustomerId],
     ) -> StoreResult<Vec<DirectoryCustomer>> {
+        let ids: Vec<i64> = ids.iter().map(|id| id.0).collect();
         Ok(platform_customers::table
             .filter(platform_customers::shop_id.eq(shop_id))
             .filter(platform_customers::id.eq_any(ids))
@@ -346,11 +348,12 @@ impl DirectoryRepository for StoreTx<'_> {
     fn addresses_of_customers(
         &mut self,
         shop_id: i64,
-        customer_ids: &[i64],
+        customer_ids: &[CustomerId],
     ) -> StoreResult<Vec<DirectoryAddress>> {
         if customer_ids.is_empty() {
             return Ok(Vec::new());
         }
+        let customer_ids: Vec<i64> = customer_ids.iter().map(|id| id.0).collect();
         let rows: Vec<(AddressRow, Option<String>)> = customer_addresses::table
             .inner_join(platform_customers::table)
             .filter(customer_addresses::shop_id.eq(shop_id))
@@ -372,11 +375,12 @@ impl DirectoryRepository for StoreTx<'_> {
     fn labels_of_customers(
         &mut self,
         shop_id: i64,
-        customer_ids: &[i64],
+        customer_ids: &[CustomerId],
     ) -> StoreResult<Vec<Label>> {
         if customer_ids.is_empty() {
             return Ok(Vec::new());
         }
+        let customer_ids: Vec<i64> = customer_ids.iter().map(|id| id.0).collect();
         Ok(customer_labels::table
             .filter(customer_labels::shop_id.eq(shop_id))
             .filter(customer_labels::customer_id.eq_any(customer_ids))
@@ -396,13 +400,13 @@ impl DirectoryRepository for StoreTx<'_> {
     fn insert_label(
         &mut self,
         shop_id: i64,
-        customer_id: i64,
+        customer_id: CustomerId,
         name: &str,
         now: Timestamp,
     ) -> StoreResult<Label> {
         let values = (
             customer_labels::shop_id.eq(shop_id),
-            customer_labels::customer_id.eq(customer_id),
+            customer_labels::customer_id.eq(customer_id.0),
             customer_labels::name.eq(name),
             customer_labels::created_at.eq(now.as_micros()),
             customer_labels::updated_at.eq(now.as_micros()),
@@ -420,15 +424,15 @@ impl DirectoryRepository for StoreTx<'_> {
     fn delete_label(
         &mut self,
         shop_id: i64,
-        customer_id: i64,
-        label_id: i64,
+        customer_id: CustomerId,
+        label_id: LabelId,
         now: Timestamp,
     ) -> StoreResult<bool> {
         let changed = diesel::update(
             customer_labels::table
-                .filter(customer_labels::id.eq(label_id))
+                .filter(customer_labels::id.eq(label_id.0))
                 .filter(customer_labels::shop_id.eq(shop_id))
-                .filter(customer_labels::customer_id.eq(customer_id))
+                .filter(customer_labels::customer_id.eq(customer_id.0))
                 .filter(customer_labels::deleted_at.is_null()),
         )
         .set((

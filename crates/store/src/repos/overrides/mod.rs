@@ -3,6 +3,7 @@
 use diesel::prelude::*;
 use mercer_domain::access::credentials::{Secret, random_hex};
 use mercer_domain::kernel::error::StoreResult;
+use mercer_domain::kernel::ids::OverrideId;
 use mercer_domain::overrides::OverrideRepository;
 use mercer_domain::overrides::{ApiOverride, NewApiOverride, OverrideType};
 use mercer_domain::{StorageError, Timestamp};
@@ -30,7 +31,7 @@ impl TryFrom<OverrideRow> for ApiOverride {
 
     fn try_from(row: OverrideRow) -> Result<Self, StorageError> {
         Ok(ApiOverride {
-            id: row.id,
+            id: OverrideId(row.id),
             public_id: row.public_id,
             shop_id: row.shop_id,
             override_type: OverrideType::parse(&row.override_type).ok_or_else(|| {
@@ -113,7 +114,7 @@ impl OverrideRepository for StoreTx<'_> {
     }
 
     fn update_override(&mut self, stored: &ApiOverride) -> StoreResult<()> {
-        diesel::update(api_overrides::table.filter(api_overrides::id.eq(stored.id)))
+        diesel::update(api_overrides::table.filter(api_overrides::id.eq(stored.id.0)))
             .set((
                 api_overrides::override_type.eq(stored.override_type.as_str()),
                 api_overrides::url.eq(&stored.url),
@@ -125,8 +126,8 @@ impl OverrideRepository for StoreTx<'_> {
         Ok(())
     }
 
-    fn delete_override(&mut self, id: i64) -> StoreResult<()> {
-        diesel::delete(api_overrides::table.filter(api_overrides::id.eq(id)))
+    fn delete_override(&mut self, id: OverrideId) -> StoreResult<()> {
+        diesel::delete(api_overrides::table.filter(api_overrides::id.eq(id.0)))
             .execute(self.conn)
             .map_err(storage_error)?;
         Ok(())

@@ -2,6 +2,7 @@
 
 use diesel::prelude::*;
 use mercer_domain::kernel::error::StoreResult;
+use mercer_domain::kernel::ids::DestinationId;
 use mercer_domain::platform::DestinationRepository;
 use mercer_domain::platform::destinations::{Destination, DestinationSettings, Topic};
 use mercer_domain::{StorageError, Timestamp};
@@ -30,7 +31,7 @@ impl TryFrom<DestinationRow> for Destination {
 
     fn try_from(row: DestinationRow) -> Result<Self, StorageError> {
         Ok(Destination {
-            id: row.id,
+            id: DestinationId(row.id),
             shop_id: row.shop_id,
             topic: Topic::parse(&row.topic)
                 .ok_or_else(|| StorageError::other(format!("stored topic {:?}", row.topic)))?,
@@ -73,13 +74,13 @@ impl DestinationRepository for StoreTx<'_> {
     fn update_destination(
         &mut self,
         shop_id: i64,
-        id: i64,
+        id: DestinationId,
         settings: &DestinationSettings,
         now: Timestamp,
     ) -> StoreResult<()> {
         diesel::update(
             destinations::table
-                .filter(destinations::id.eq(id))
+                .filter(destinations::id.eq(id.0))
                 .filter(destinations::shop_id.eq(shop_id)),
         )
         .set((
@@ -94,10 +95,15 @@ impl DestinationRepository for StoreTx<'_> {
         Ok(())
     }
 
-    fn delete_destination(&mut self, shop_id: i64, id: i64, now: Timestamp) -> StoreResult<()> {
+    fn delete_destination(
+        &mut self,
+        shop_id: i64,
+        id: DestinationId,
+        now: Timestamp,
+    ) -> StoreResult<()> {
         diesel::update(
             destinations::table
-                .filter(destinations::id.eq(id))
+                .filter(destinations::id.eq(id.0))
                 .filter(destinations::shop_id.eq(shop_id)),
         )
         .set((
@@ -109,9 +115,9 @@ impl DestinationRepository for StoreTx<'_> {
         Ok(())
     }
 
-    fn destination(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<Destination>> {
+    fn destination(&mut self, shop_id: i64, id: DestinationId) -> StoreResult<Option<Destination>> {
         destinations::table
-            .filter(destinations::id.eq(id))
+            .filter(destinations::id.eq(id.0))
             .filter(destinations::shop_id.eq(shop_id))
             .select(DestinationRow::as_select())
             .first(self.conn)

@@ -2,6 +2,7 @@
 
 use diesel::prelude::*;
 use mercer_domain::kernel::error::StoreResult;
+use mercer_domain::kernel::ids::EventId;
 use mercer_domain::platform::EventQueueRepository;
 use mercer_domain::platform::events::{
     EntityKind, EventAction, EventDocument, EventSource, FailedInboundEvent, InboundEvent,
@@ -85,7 +86,7 @@ impl TryFrom<EventRow> for InboundEvent {
             .transpose()
             .map_err(|_| corrupt("document"))?;
         Ok(InboundEvent {
-            id: row.id,
+            id: EventId(row.id),
             event: NewInboundEvent {
                 shop_id: row.shop_id,
                 kind,
@@ -189,7 +190,7 @@ impl EventQueueRepository for StoreTx<'_> {
         Ok(rows
             .into_iter()
             .map(|row| {
-                let id = row.id;
+                let id = EventId(row.id);
                 InboundEvent::try_from(row).map_err(|error| UnreadableEvent {
                     id,
                     reason: error.detail,
@@ -221,10 +222,10 @@ impl EventQueueRepository for StoreTx<'_> {
     /// event costs one insert and applying it one delete, with no index of pending rows to keep.
     fn mark_inbound_events(
         &mut self,
-        outcomes: &[(i64, Outcome)],
+        outcomes: &[(EventId, Outcome)],
         _at: Timestamp,
     ) -> StoreResult<()> {
-        let ids: Vec<i64> = outcomes.iter().map(|(id, _)| *id).collect();
+        let ids: Vec<i64> = outcomes.iter().map(|(id, _)| id.0).collect();
         for chunk in ids.chunks(1000) {
             planned_each_time(self.conn, |conn| {
                 diesel::delete(inbound_events::table.filter(inbound_events::id.eq_any(chunk)))
@@ -272,12 +273,12 @@ impl EventQueueRepository for StoreTx<'_> {
 
     fn postpone_inbound_event(
         &mut self,
-        id: i64,
+        id: EventId,
         attempts: i64,
         error: &str,
         retry_at: Timestamp,
     ) -> StoreResult<()> {
-        diesel::update(inbound_events::table.find(id))
+        diesel::update(inbound_events::table.find(id.0))
             .set((
                 inbound_events::attempts.eq(attempts),
                 inbound_events::last_error.eq(storable(error)),
@@ -290,12 +291,13 @@ impl EventQueueRepository for StoreTx<'_> {
 
     fn set_aside_inbound_event(
         &mut self,
-        id: i64,
+        id: EventId,
         attempts: i64,
         error: &str,
         at: Timestamp,
     ) -> StoreResult<()> {
         use diesel::sql_types::{BigInt, Text};
+        let id = id.0;
         diesel::insert_into(failed_inbound_events::table)
             .values(inbound_events::table.find(id).select(event_columns!(
                 inbound_events,
@@ -347,7 +349,7 @@ impl EventQueueRepository for StoreTx<'_> {
             .map(
                 |(id, shop_id, kind, action, platform_id, attempts, error, failed_at)| {
                     FailedInboundEvent {
-                        id,
+                        id: EventId(id),
                         shop_id,
                         kind,
                         action,
@@ -371,8 +373,8 @@ impl EventQueueRepository for StoreTx<'_> {
     fn requeue_failed_inbound_events(
         &mut self,
         shop_id: Option<i64>,
-        ids: Option<&[i64]>,
-    ) -> StoreResult<Vec<i64>> {
+        ids: Option<&[EventId]>,
+    ) -> StoreResult<Vec<EventId>> {
         let mut chosen = failed_inbound_events::table
             .select(failed_inbound_events::id)
             .order(failed_inbound_events::id.asc())
@@ -381,6 +383,7 @@ impl EventQueueRepository for StoreTx<'_> {
             chosen = chosen.filter(failed_inbound_events::shop_id.eq(shop_id));
         }
         if let Some(ids) = ids {
+            let ids: Vec<i64> = ids.iter().map(|id| id.0).collect();
             chosen = chosen.filter(failed_inbound_events::id.eq_any(ids));
         }
         let requeued: Vec<i64> = chosen.load(self.conn).map_err(storage_error)?;
@@ -396,6 +399,6 @@ impl EventQueueRepository for StoreTx<'_> {
                 .execute(self.conn)
                 .map_err(storage_error)?;
         }
-        Ok(requeued)
+        Ok(requeued.into_iter().map(EventId).collect())
     }
 }

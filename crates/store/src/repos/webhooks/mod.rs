@@ -6,6 +6,7 @@ use std::time::Duration;
 use diesel::prelude::*;
 use mercer_domain::access::credentials::{Secret, random_hex};
 use mercer_domain::kernel::error::StoreResult;
+use mercer_domain::kernel::ids::{MessageId, WebhookId};
 use mercer_domain::webhooks::WebhookRepository;
 use mercer_domain::webhooks::console::MessageFilter;
 use mercer_domain::webhooks::{
@@ -28,7 +29,7 @@ fn update_messages(conn: &mut DbConnection, updates: &[MessageUpdate]) -> QueryR
         DbConnection::Pg(c) => {
             use diesel::sql_types::{Array, BigInt, Nullable, Text};
             for chunk in updates.chunks(ROWS_PER_STATEMENT) {
-                let ids: Vec<i64> = chunk.iter().map(|u| u.id).collect();
+                let ids: Vec<i64> = chunk.iter().map(|u| u.id.0).collect();
                 let statuses: Vec<&str> = chunk.iter().map(|u| u.status.as_str()).collect();
                 let attempts: Vec<i64> = chunk.iter().map(|u| u.attempts).collect();
                 let next: Vec<i64> = chunk
@@ -58,7 +59,7 @@ fn update_messages(conn: &mut DbConnection, updates: &[MessageUpdate]) -> QueryR
             for update in updates {
                 let delivered_at = update.delivered_at.map(Timestamp::as_micros);
                 let next_attempt_at = update.next_attempt_at.as_micros();
-                diesel::update(webhook_messages::table.find(update.id))
+                diesel::update(webhook_messages::table.find(update.id.0))
                     .set((
                         webhook_messages::status.eq(update.status.as_str()),
                         webhook_messages::attempts.eq(update.attempts),
@@ -101,7 +102,7 @@ impl EndpointRow {
             .ok_or_else(|| StorageError::other(format!("stored webhook kind {:?}", self.kind)))?;
         Ok((
             WebhookEndpoint {
-                id: self.id,
+                id: WebhookId(self.id),
                 public_id: self.public_id,
                 shop_id: self.shop_id,
                 kind,
@@ -141,10 +142,10 @@ impl TryFrom<MessageRow> for WebhookMessage {
 
     fn try_from(row: MessageRow) -> Result<Self, StorageError> {
         Ok(WebhookMessage {
-            id: row.id,
+            id: MessageId(row.id),
             message_id: row.message_id,
             shop_id: row.shop_id,
-            endpoint_id: row.endpoint_id,
+            endpoint_id: WebhookId(row.endpoint_id),
             topic: row.topic,
             payload: row.payload,
             status: MessageStatus::parse(&row.status).ok_or_else(|| {
@@ -174,7 +175,7 @@ struct AttemptRow {
 impl AttemptRow {
     fn into_attempt(self) -> DeliveryAttempt {
         DeliveryAttempt {
-            message_row: self.message_id,
+            message_row: MessageId(self.message_id),
             attempted_at: time(self.attempted_at),
             outcome: AttemptOutcome {
                 status: self.status.and_then(|s| u16::try_from(s).ok()),
@@ -324,8 +325,9 @@ impl WebhookRepository for StoreTx<'_> {
 
     fn webhook_endpoints_by_ids(
         &mut self,
-        ids: &[i64],
+        ids: &[WebhookId],
     ) -> StoreResult<Vec<(WebhookEndpoint, bool)>> {
+        let ids: Vec<i64> = ids.iter().map(|id| id.0).collect();
         let rows: Vec<EndpointRow> = webhook_endpoints::table
             .filter(webhook_endpoints::id.eq_any(ids))
             .select(EndpointRow::as_select())
@@ -388,7 +390,7 @@ impl WebhookRepository for StoreTx<'_> {
         endpoint: &WebhookEndpoint,
         now: Timestamp,
     ) -> StoreResult<()> {
-        diesel::update(webhook_endpoints::table.find(endpoint.id))
+        diesel::update(webhook_endpoints::table.find(endpoint.id.0))
             .set((
                 webhook_endpoints::callback_url.eq(&endpoint.callback_url),
                 webhook_endpoints::topic.eq(&endpoint.topic),
@@ -400,8 +402,8 @@ impl WebhookRepository for StoreTx<'_> {
         Ok(())
     }
 
-    fn delete_webhook_endpoint(&mut self, id: i64, now: Timestamp) -> StoreResult<()> {
-        diesel::update(webhook_endpoints::table.find(id))
+    fn delete_webhook_endpoint(&mut self, id: WebhookId, now: Timestamp) -> StoreResult<()> {
+        diesel::update(webhook_endpoints::table.find(id.0))
             .set((
                 webhook_endpoints::deleted_at.eq(Some(now.as_micros())),
                 webhook_endpoints::updated_at.eq(now.as_micros()),
@@ -414,12 +416,12 @@ impl WebhookRepository for StoreTx<'_> {
 
     fn set_webhook_endpoint_health(
         &mut self,
-        id: i64,
+        id: WebhookId,
         failing_since: Option<Timestamp>,
         disabled: Option<(Timestamp, &str)>,
         now: Timestamp,
     ) -> StoreResult<()> {
-        let target = webhook_endpoints::table.find(id);
+        let target = webhook_endpoints::table.find(id.0);
         let failing = webhook_endpoints::failing_since.eq(failing_since.map(Timestamp::as_micros));
         let result = match disabled {
             Some((at, reason)) => diesel::update(target)
@@ -436,8 +438,8 @@ impl WebhookRepository for StoreTx<'_> {
         Ok(())
     }
 
-    fn enable_webhook_endpoint(&mut self, id: i64, now: Timestamp) -> StoreResult<()> {
-        diesel::update(webhook_endpoints::table.find(id))
+    fn enable_webhook_endpoint(&mut self, id: WebhookId, now: Timestamp) -> StoreResult<()> {
+        diesel::update(webhook_endpoints::table.find(id.0))
             .set((
                 webhook_endpoints::disabled_at.eq(None::<i64>),
                 webhook_endpoints::disabled_reason.eq(None::<String>),
@@ -449,7 +451,10 @@ impl WebhookRepository for StoreTx<'_> {
         Ok(())
     }
 
-    fn insert_webhook_messages(&mut self, messages: &[NewWebhookMessage]) -> StoreResult<Vec<i64>> {
+    fn insert_webhook_messages(
+        &mut self,
+        messages: &[NewWebhookMessage],
+    ) -> StoreResult<Vec<MessageId>> {
         let mut ids = Vec::with_capacity(messages.len());
         for chunk in messages.chunks(ROWS_PER_STATEMENT) {
             let rows: Vec<NewMessageRow<'_>> = chunk
@@ -457,7 +462,7 @@ impl WebhookRepository for StoreTx<'_> {
                 .map(|m| NewMessageRow {
                     message_id: &m.message_id,
                     shop_id: m.shop_id,
-                    endpoint_id: m.endpoint_id,
+                    endpoint_id: m.endpoint_id.0,
                     topic: &m.topic,
                     payload: &m.payload,
                     status: MessageStatus::Pending.as_str(),
@@ -482,11 +487,9 @@ impl WebhookRepository for StoreTx<'_> {
                 .map(|(id, message_id)| (message_id, id))
                 .collect();
             for message in chunk {
-                ids.push(
-                    *by_message
-                        .get(&message.message_id)
-                        .ok_or_else(|| StorageError::other("a message id did not come back"))?,
-                );
+                ids.push(MessageId(*by_message.get(&message.message_id).ok_or_else(
+                    || StorageError::other("a message id did not come back"),
+                )?));
             }
         }
         Ok(ids)
@@ -514,7 +517,7 @@ impl WebhookRepository for StoreTx<'_> {
             let rows: Vec<NewAttemptRow<'_>> = chunk
                 .iter()
                 .map(|attempt| NewAttemptRow {
-                    message_id: attempt.message_row,
+                    message_id: attempt.message_row.0,
                     attempted_at: attempt.attempted_at.as_micros(),
                     status: attempt.outcome.status.map(i32::from),
                     latency_us: i64::try_from(attempt.outcome.latency.as_micros())
@@ -539,13 +542,13 @@ impl WebhookRepository for StoreTx<'_> {
 
     fn end_pending_webhook_messages(
         &mut self,
-        endpoint_id: i64,
+        endpoint_id: WebhookId,
         status: MessageStatus,
         now: Timestamp,
     ) -> StoreResult<u64> {
         let ended = diesel::update(
             webhook_messages::table
-                .filter(webhook_messages::endpoint_id.eq(endpoint_id))
+                .filter(webhook_messages::endpoint_id.eq(endpoint_id.0))
                 .filter(webhook_messages::status.eq(MessageStatus::Pending.as_str())),
         )
         .set((
@@ -588,11 +591,11 @@ impl WebhookRepository for StoreTx<'_> {
 
     fn webhook_messages_of_endpoint(
         &mut self,
-        endpoint_id: i64,
+        endpoint_id: WebhookId,
         limit: usize,
     ) -> StoreResult<Vec<WebhookMessage>> {
         webhook_messages::table
-            .filter(webhook_messages::endpoint_id.eq(endpoint_id))
+            .filter(webhook_messages::endpoint_id.eq(endpoint_id.0))
             .order(webhook_messages::id.desc())
             .limit(limit as i64)
             .select(MessageRow::as_select())
@@ -607,7 +610,7 @@ impl WebhookRepository for StoreTx<'_> {
         &mut self,
         shop_id: i64,
         filter: &MessageFilter,
-        before: Option<i64>,
+        before: Option<MessageId>,
         limit: usize,
     ) -> StoreResult<Vec<WebhookMessage>> {
         let mut query = webhook_messages::table
@@ -620,7 +623,7 @@ impl WebhookRepository for StoreTx<'_> {
             query = query.filter(webhook_messages::status.eq(status.as_str()));
         }
         if let Some(before) = before {
-            query = query.filter(webhook_messages::id.lt(before));
+            query = query.filter(webhook_messages::id.lt(before.0));
         }
         query
             .order(webhook_messages::id.desc())
@@ -633,7 +636,11 @@ impl WebhookRepository for StoreTx<'_> {
             .collect()
     }
 
-    fn webhook_message_row_at(&mut self, shop_id: i64, at: Timestamp) -> StoreResult<Option<i64>> {
+    fn webhook_message_row_at(
+        &mut self,
+        shop_id: i64,
+        at: Timestamp,
+    ) -> StoreResult<Option<MessageId>> {
         // By the (shop_id, created_at) index: one entry read, however far back `at` is.
         webhook_messages::table
             .filter(webhook_messages::shop_id.eq(shop_id))
@@ -645,6 +652,7 @@ impl WebhookRepository for StoreTx<'_> {
             .select(webhook_messages::id)
             .first(self.conn)
             .optional()
+            .map(|row| row.map(MessageId))
             .map_err(storage_error)
     }
 
@@ -680,9 +688,9 @@ impl WebhookRepository for StoreTx<'_> {
             .map_err(storage_error)
     }
 
-    fn webhook_attempts(&mut self, message_row: i64) -> StoreResult<Vec<DeliveryAttempt>> {
+    fn webhook_attempts(&mut self, message_row: MessageId) -> StoreResult<Vec<DeliveryAttempt>> {
         Ok(webhook_attempts::table
-            .filter(webhook_attempts::message_id.eq(message_row))
+            .filter(webhook_attempts::message_id.eq(message_row.0))
             .order(webhook_attempts::id.asc())
             .select(AttemptRow::as_select())
             .load(self.conn)
@@ -692,11 +700,15 @@ impl WebhookRepository for StoreTx<'_> {
             .collect())
     }
 
-    fn last_webhook_attempts(&mut self, message_rows: &[i64]) -> StoreResult<Vec<DeliveryAttempt>> {
+    fn last_webhook_attempts(
+        &mut self,
+        message_rows: &[MessageId],
+    ) -> StoreResult<Vec<DeliveryAttempt>> {
         // A message has a handful of attempts at most: reading them all in one query beats one
         // query per message.
         let mut last: Vec<DeliveryAttempt> = Vec::new();
         for chunk in message_rows.chunks(ROWS_PER_STATEMENT) {
+            let chunk: Vec<i64> = chunk.iter().map(|row| row.0).collect();
             let rows: Vec<AttemptRow> = webhook_attempts::table
                 .filter(webhook_attempts::message_id.eq_any(chunk))
                 .order(webhook_attempts::id.asc())
@@ -716,8 +728,8 @@ impl WebhookRepository for StoreTx<'_> {
         Ok(last)
     }
 
-    fn requeue_webhook_message(&mut self, id: i64, now: Timestamp) -> StoreResult<()> {
-        diesel::update(webhook_messages::table.find(id))
+    fn requeue_webhook_message(&mut self, id: MessageId, now: Timestamp) -> StoreResult<()> {
+        diesel::update(webhook_messages::table.find(id.0))
             .set((
                 webhook_messages::status.eq(MessageStatus::Pending.as_str()),
                 webhook_messages::next_attempt_at.eq(now.as_micros()),
@@ -730,13 +742,13 @@ impl WebhookRepository for StoreTx<'_> {
 
     fn requeue_failed_webhook_messages(
         &mut self,
-        endpoint_id: i64,
+        endpoint_id: WebhookId,
         since: Timestamp,
         now: Timestamp,
     ) -> StoreResult<u64> {
         let count = diesel::update(
             webhook_messages::table
-                .filter(webhook_messages::endpoint_id.eq(endpoint_id))
+                .filter(webhook_messages::endpoint_id.eq(endpoint_id.0))
                 .filter(webhook_messages::status.eq(MessageStatus::Failed.as_str()))
                 .filter(webhook_messages::created_at.ge(since.as_micros())),
         )

@@ -6,6 +6,7 @@ use mercer_domain::directory::{
     customer_address, customer_addresses, delete_label, get_customer, get_customer_by_platform_id,
     list_customers, parse_directory_query,
 };
+use mercer_domain::kernel::ids::{AddressId, CustomerId, LabelId};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -120,6 +121,41 @@ pub struct DirectoryLabelAnswer {
     label: Label,
 }
 
+// The paths' ids are read as plain integers: a segment that is not one is the route's 404, as
+// these routes have always answered (not the resource's).
+
+/// `…/customers/{id}`.
+#[derive(Deserialize)]
+pub(super) struct CustomerPath {
+    id: i64,
+}
+
+impl CustomerPath {
+    fn customer(&self) -> CustomerId {
+        CustomerId(self.id)
+    }
+}
+
+/// `…/customers/pid/{platform_id}`.
+#[derive(Deserialize)]
+pub(super) struct PlatformIdPath {
+    platform_id: String,
+}
+
+/// `…/customers/{id}/addresses/{address_id}`.
+#[derive(Deserialize)]
+pub(super) struct AddressPath {
+    id: i64,
+    address_id: i64,
+}
+
+/// `…/customers/{id}/labels/{label_id}`.
+#[derive(Deserialize)]
+pub(super) struct LabelPath {
+    id: i64,
+    label_id: i64,
+}
+
 /// Lists customers.
 ///
 /// Takes every documented parameter; a parameter that does not parse is a bad request that names
@@ -153,9 +189,9 @@ pub async fn list(
 pub async fn get(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadCustomers>,
-    path: web::Path<(String, i64)>,
+    path: web::Path<CustomerPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let (shop, id) = (request.access.shop, path.1);
+    let (shop, id) = (request.access.shop, path.customer());
     let customer = state.read(move |tx| get_customer(tx, &shop, id)).await?;
     Ok(HttpResponse::Ok().json(DirectoryCustomerAnswer { customer }))
 }
@@ -168,10 +204,10 @@ pub async fn get(
 pub async fn get_by_platform_id(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadCustomers>,
-    path: web::Path<(String, String)>,
+    path: web::Path<PlatformIdPath>,
 ) -> Result<HttpResponse, ApiError> {
     let shop = request.access.shop;
-    let platform_id = path.into_inner().1;
+    let platform_id = path.into_inner().platform_id;
     let customer = state
         .read(move |tx| get_customer_by_platform_id(tx, &shop, &platform_id))
         .await?;
@@ -186,9 +222,9 @@ pub async fn get_by_platform_id(
 pub async fn addresses(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadCustomers>,
-    path: web::Path<(String, i64)>,
+    path: web::Path<CustomerPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let (shop, id) = (request.access.shop, path.1);
+    let (shop, id) = (request.access.shop, path.customer());
     let addresses = state
         .read(move |tx| customer_addresses(tx, &shop, id))
         .await?;
@@ -203,10 +239,10 @@ pub async fn addresses(
 pub async fn address(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadCustomers>,
-    path: web::Path<(String, i64, i64)>,
+    path: web::Path<AddressPath>,
 ) -> Result<HttpResponse, ApiError> {
     let shop = request.access.shop;
-    let (_, customer_id, address_id) = path.into_inner();
+    let (customer_id, address_id) = (CustomerId(path.id), AddressId(path.address_id));
     let address = state
         .read(move |tx| customer_address(tx, &shop, customer_id, address_id))
         .await?;
@@ -232,11 +268,11 @@ pub struct LabelBody {
 pub async fn add_customer_label(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteCustomers>,
-    path: web::Path<(String, i64)>,
+    path: web::Path<CustomerPath>,
     body: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
     let body: LabelBody = body.parse()?;
-    let (shop, id, now) = (request.access.shop, path.1, state.now());
+    let (shop, id, now) = (request.access.shop, path.customer(), state.now());
     let (label, created) = state
         .write(move |tx| add_label(tx, &shop, id, body.name.as_deref(), now))
         .await?;
@@ -256,10 +292,10 @@ pub async fn add_customer_label(
 pub async fn delete_customer_label(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteCustomers>,
-    path: web::Path<(String, i64, i64)>,
+    path: web::Path<LabelPath>,
 ) -> Result<HttpResponse, ApiError> {
     let shop = request.access.shop;
-    let (_, customer_id, label_id) = path.into_inner();
+    let (customer_id, label_id) = (CustomerId(path.id), LabelId(path.label_id));
     let now = state.now();
     state
         .write(move |tx| delete_label(tx, &shop, customer_id, label_id, now))

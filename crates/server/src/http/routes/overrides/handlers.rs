@@ -4,7 +4,7 @@ use actix_web::{HttpResponse, web};
 use mercer_domain::FieldError;
 use mercer_domain::kernel::outbound::AddressGuard;
 use mercer_domain::overrides::{self, OverrideChanges, OverrideInput, OverrideResource};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::http::error::ApiError;
@@ -31,6 +31,12 @@ pub struct ApiOverrideNothing {}
 #[derive(Serialize, ToSchema)]
 pub struct ApiOverrideDeleted {
     data: ApiOverrideNothing,
+}
+
+/// `…/overrides/{id}`: an override by the id clients see (32 hex characters).
+#[derive(Deserialize)]
+pub(super) struct OverridePath {
+    id: String,
 }
 
 fn override_answer(stored: &overrides::ApiOverride) -> ApiOverrideAnswer {
@@ -107,10 +113,10 @@ pub async fn list(
 pub async fn update(
     state: web::Data<AppState>,
     request: Authorized<scopes::ModifyShopSettings>,
-    path: web::Path<(String, String)>,
+    path: web::Path<OverridePath>,
     body: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let (shop, id, now) = (request.access.shop, path.into_inner().1, state.now());
+    let (shop, id, now) = (request.access.shop, path.into_inner().id, state.now());
     // An unknown id is 404 whatever the body holds.
     let (known_shop, known_id) = (shop.clone(), id.clone());
     state
@@ -133,9 +139,9 @@ pub async fn update(
 pub async fn delete(
     state: web::Data<AppState>,
     request: Authorized<scopes::ModifyShopSettings>,
-    path: web::Path<(String, String)>,
+    path: web::Path<OverridePath>,
 ) -> Result<HttpResponse, ApiError> {
-    let (shop, id) = (request.access.shop, path.into_inner().1);
+    let (shop, id) = (request.access.shop, path.into_inner().id);
     state
         .write(move |tx| overrides::delete(tx, &shop, &id))
         .await?;

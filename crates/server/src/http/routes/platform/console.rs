@@ -6,9 +6,11 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use mercer_domain::DomainError;
 use mercer_domain::access::console::{SecretLine, secret_lines};
+use mercer_domain::kernel::ids::EventId;
 use mercer_domain::platform::console::{self, ConnectorView};
 use mercer_domain::platform::destinations::Topic;
 use mercer_domain::platform::outbox::{OutboxEntry, OutboxStatus};
+use serde::Deserialize;
 
 use crate::http::console::{
     Ask, Chrome, ConsoleError, PAGE_SIZE, Staff, confirm_then, render, when,
@@ -92,16 +94,23 @@ pub async fn start_sync(
     Ok(answer)
 }
 
+/// `…/events/{id}/retry`. The id is read as a plain integer: a segment that is not one is the
+/// route's 404, as this route has always answered.
+#[derive(Deserialize)]
+pub struct EventPath {
+    id: i64,
+}
+
 /// `POST /console/connector/events/{id}/retry`: asks to confirm, then puts the event back into
 /// the queue.
 pub async fn retry_event(
     state: web::Data<AppState>,
     request: HttpRequest,
-    path: web::Path<i64>,
+    path: web::Path<EventPath>,
     Staff(staff): Staff,
     body: RawBody,
 ) -> Result<HttpResponse, ConsoleError> {
-    let (id, store, now) = (path.into_inner(), state.store.clone(), state.now());
+    let (id, store, now) = (EventId(path.id), state.store.clone(), state.now());
     let ask = Ask {
         nav: "connector",
         question: format!("Put event {id} back into the queue, to be applied again?"),

@@ -1,12 +1,13 @@
 //! Platform connector destinations.
 
 use actix_web::{HttpResponse, web};
+use mercer_domain::kernel::ids::DestinationId;
 use mercer_domain::kernel::outbound::AddressGuard;
 use mercer_domain::platform::destinations::{
     DestinationEnvelope, DestinationResource, create_destination, delete_destination,
     find_destination, list_destinations, update_destination,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::http::error::ApiError;
@@ -35,6 +36,19 @@ pub struct DestinationList<'a> {
 #[derive(Serialize, ToSchema)]
 pub struct DestinationListData<'a> {
     destinations: Vec<DestinationResource<'a>>,
+}
+
+/// `…/platform_connector_destinations/{id}`. The id is read as a plain integer: a segment that
+/// is not one is the route's 404, as this route has always answered (not the destination's).
+#[derive(Deserialize)]
+pub(super) struct DestinationPath {
+    id: i64,
+}
+
+impl DestinationPath {
+    fn destination(&self) -> DestinationId {
+        DestinationId(self.id)
+    }
 }
 
 fn one(
@@ -118,10 +132,10 @@ pub async fn list(
 pub async fn get(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadShopSettings>,
-    path: web::Path<(String, i64)>,
+    path: web::Path<DestinationPath>,
 ) -> Result<HttpResponse, ApiError> {
     let shop = request.access.shop;
-    let id = path.1;
+    let id = path.destination();
     let destination = {
         let shop = shop.clone();
         state
@@ -143,12 +157,12 @@ pub async fn get(
 pub async fn update(
     state: web::Data<AppState>,
     request: Authorized<scopes::ModifyShopSettings>,
-    path: web::Path<(String, i64)>,
+    path: web::Path<DestinationPath>,
     body: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
     let input = body.parse::<DestinationEnvelope>()?.into_input()?;
     let shop = request.access.shop;
-    let id = path.1;
+    let id = path.destination();
     let (store, connector, now) = (state.store.clone(), state.connector.clone(), state.now());
     let guard = state.address_guard;
     let updated = {
@@ -179,10 +193,10 @@ pub async fn update(
 pub async fn delete(
     state: web::Data<AppState>,
     request: Authorized<scopes::ModifyShopSettings>,
-    path: web::Path<(String, i64)>,
+    path: web::Path<DestinationPath>,
 ) -> Result<HttpResponse, ApiError> {
     let shop = request.access.shop;
-    let (id, now) = (path.1, state.now());
+    let (id, now) = (path.destination(), state.now());
     state
         .write(move |tx| delete_destination(tx, &shop, id, now))
         .await?;

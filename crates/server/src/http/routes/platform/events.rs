@@ -9,7 +9,7 @@ use mercer_domain::platform::events::{
     ProductDeletedEvent, ProductSavedEvent, parse_event_body,
 };
 use mercer_domain::platform::sync::{SyncResource, find_run, start_sync};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::http::error::ApiError;
@@ -196,6 +196,13 @@ async fn sync_status(
     Ok(HttpResponse::Ok().json(sync_answer(SyncResource::of(&run))))
 }
 
+/// `…/sync/{id}`. The id is read as a plain integer: a segment that is not one is the route's
+/// 404, as these routes have always answered.
+#[derive(Deserialize)]
+pub struct SyncPath {
+    id: i64,
+}
+
 /// Gets a customer sync.
 ///
 /// How a customer sync is doing.
@@ -206,9 +213,9 @@ async fn sync_status(
 pub async fn customer_sync_status(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadCustomers>,
-    path: web::Path<(String, i64)>,
+    path: web::Path<SyncPath>,
 ) -> Result<HttpResponse, ApiError> {
-    sync_status(state, request.access.shop, Topic::Customers, path.1).await
+    sync_status(state, request.access.shop, Topic::Customers, path.id).await
 }
 
 /// Gets an order sync.
@@ -221,9 +228,9 @@ pub async fn customer_sync_status(
 pub async fn order_sync_status(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadOrders>,
-    path: web::Path<(String, i64)>,
+    path: web::Path<SyncPath>,
 ) -> Result<HttpResponse, ApiError> {
-    sync_status(state, request.access.shop, Topic::Orders, path.1).await
+    sync_status(state, request.access.shop, Topic::Orders, path.id).await
 }
 
 /// Gets a product sync.
@@ -236,7 +243,7 @@ pub async fn order_sync_status(
 pub async fn product_sync_status(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadProducts>,
-    path: web::Path<(String, i64)>,
+    path: web::Path<SyncPath>,
 ) -> Result<HttpResponse, ApiError> {
-    sync_status(state, request.access.shop, Topic::Products, path.1).await
+    sync_status(state, request.access.shop, Topic::Products, path.id).await
 }

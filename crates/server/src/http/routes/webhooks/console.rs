@@ -4,6 +4,7 @@
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use mercer_domain::Timestamp;
+use mercer_domain::kernel::ids::MessageId;
 use mercer_domain::webhooks::MessageStatus;
 use mercer_domain::webhooks::console::{
     self, EndpointLine, MessageDetail, MessageFilter, MessageLine,
@@ -82,7 +83,7 @@ impl WebhooksPage {
 }
 
 /// The query string of a page of the same list, older than `before`.
-fn page_link(topic: &str, status: &str, before: i64) -> String {
+fn page_link(topic: &str, status: &str, before: MessageId) -> String {
     serde_urlencoded::to_string([
         ("topic", topic),
         ("status", status),
@@ -98,13 +99,19 @@ pub async fn page(
     Staff(staff): Staff,
 ) -> Result<HttpResponse, ConsoleError> {
     let list: ListQuery = query(&request);
-    let (shop_id, filter, before, until) =
-        (staff.shop.id, list.filter(), list.before, list.until());
+    let (shop_id, filter, before, until) = (
+        staff.shop.id,
+        list.filter(),
+        list.before.map(MessageId),
+        list.until(),
+    );
     let (endpoints, page) = state
         .read(move |tx| {
             // A time jumps the list there; a page's cursor, once paging, wins.
             let before = match (before, until) {
-                (None, Some(at)) => Some(console::cursor_at(tx, shop_id, at)?.unwrap_or(1)),
+                (None, Some(at)) => {
+                    Some(console::cursor_at(tx, shop_id, at)?.unwrap_or(MessageId(1)))
+                }
                 _ => before,
             };
             Ok((

@@ -89,6 +89,19 @@ pub struct CheckoutRecoverAnswer {
     data: CheckoutRecovered,
 }
 
+/// `…/webhooks/{id}`: a webhook by the id clients see (32 hex characters).
+#[derive(Deserialize)]
+pub(crate) struct WebhookPath {
+    pub(crate) id: String,
+}
+
+/// `…/webhooks/{id}/deliveries/{message_id}`: one of its messages, by its `webhook-id`.
+#[derive(Deserialize)]
+pub(crate) struct DeliveryPath {
+    pub(crate) id: String,
+    pub(crate) message_id: String,
+}
+
 /// Lists checkout webhook topics.
 #[utoipa::path(get, path = "/checkout/shop/{shop}/webhooks/topics", operation_id = "list_checkout_webhook_topics", summary = "List checkout webhook topics", tag = "Checkout: webhooks",
     params(("shop" = String, Path, description = "The shop's identifier")),
@@ -178,12 +191,12 @@ pub struct CheckoutWebhookUpdate {
 pub async fn update(
     state: web::Data<AppState>,
     request: Authorized<scopes::ModifyShopSettings>,
-    path: web::Path<(String, String)>,
+    path: web::Path<WebhookPath>,
     body: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
     let input: CheckoutWebhookUpdate = body.parse()?;
     let callback = check_callback(&state, input.callback_url).await?;
-    let (shop, id, now) = (request.access.shop, path.into_inner().1, state.now());
+    let (shop, id, now) = (request.access.shop, path.into_inner().id, state.now());
     let endpoint = state
         .write(move |tx| checkout::update(tx, &shop, &id, callback, now))
         .await?;
@@ -200,9 +213,9 @@ pub async fn update(
 pub async fn delete(
     state: web::Data<AppState>,
     request: Authorized<scopes::ModifyShopSettings>,
-    path: web::Path<(String, String)>,
+    path: web::Path<WebhookPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let (shop, id, now) = (request.access.shop, path.into_inner().1, state.now());
+    let (shop, id, now) = (request.access.shop, path.into_inner().id, state.now());
     state
         .write(move |tx| checkout::delete(tx, &shop, &id, now))
         .await?;
@@ -238,11 +251,11 @@ pub(crate) fn log_limit(query: &LogQuery) -> Result<usize, ApiError> {
 pub async fn deliveries(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadShopSettings>,
-    path: web::Path<(String, String)>,
+    path: web::Path<WebhookPath>,
     query: web::Query<LogQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let limit = log_limit(&query)?;
-    let (shop, id) = (request.access.shop, path.into_inner().1);
+    let (shop, id) = (request.access.shop, path.into_inner().id);
     let log = state
         .read(move |tx| checkout::deliveries(tx, &shop, &id, limit))
         .await?;
@@ -260,9 +273,9 @@ pub async fn deliveries(
 pub async fn delivery(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadShopSettings>,
-    path: web::Path<(String, String, String)>,
+    path: web::Path<DeliveryPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let (_, id, message_id) = path.into_inner();
+    let DeliveryPath { id, message_id } = path.into_inner();
     let shop = request.access.shop;
     let message = state
         .read(move |tx| checkout::delivery(tx, &shop, &id, &message_id))
@@ -281,9 +294,9 @@ pub async fn delivery(
 pub async fn resend(
     state: web::Data<AppState>,
     request: Authorized<scopes::ModifyShopSettings>,
-    path: web::Path<(String, String, String)>,
+    path: web::Path<DeliveryPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let (_, id, message_id) = path.into_inner();
+    let DeliveryPath { id, message_id } = path.into_inner();
     let (shop, now) = (request.access.shop, state.now());
     let resent = message_id.clone();
     state
@@ -335,11 +348,11 @@ pub(crate) fn recover_since(body: JsonBody) -> Result<mercer_domain::Timestamp, 
 pub async fn recover(
     state: web::Data<AppState>,
     request: Authorized<scopes::ModifyShopSettings>,
-    path: web::Path<(String, String)>,
+    path: web::Path<WebhookPath>,
     body: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
     let since = recover_since(body)?;
-    let (shop, id, now) = (request.access.shop, path.into_inner().1, state.now());
+    let (shop, id, now) = (request.access.shop, path.into_inner().id, state.now());
     let recovered = state
         .write(move |tx| checkout::recover(tx, &shop, &id, since, now))
         .await?;
@@ -359,9 +372,9 @@ pub async fn recover(
 pub async fn enable(
     state: web::Data<AppState>,
     request: Authorized<scopes::ModifyShopSettings>,
-    path: web::Path<(String, String)>,
+    path: web::Path<WebhookPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let (shop, id, now) = (request.access.shop, path.into_inner().1, state.now());
+    let (shop, id, now) = (request.access.shop, path.into_inner().id, state.now());
     let endpoint = state
         .write(move |tx| checkout::enable(tx, &shop, &id, now))
         .await?;
