@@ -230,11 +230,14 @@ fn destinations_are_verified_with_the_connector(backend: Backend) {
         .bearer(&w.token)
         .call()
         .assert_error(404, "resource.not_found");
-    w.server
+    // An id that is not a number names the destination it was to find, as an unknown one does.
+    let errors = w
+        .server
         .get(&format!("{}/abc", w.destinations()))
         .bearer(&w.token)
         .call()
         .assert_error(404, "resource.not_found");
+    assert_eq!(errors[0]["sub_type"], "destination", "{errors:?}");
     assert_eq!(
         w.create_destination("customers", &w.sim.base_url, 5000)
             .status,

@@ -356,9 +356,49 @@ fn long_invalid_arrays_answer_a_short_422(backend: Backend) {
     }
 }
 
+/// An id in a path that is not a number is answered as any other unknown id: after the
+/// credentials (401 without a token), then 404 naming the resource the id was to find.
+fn a_path_id_that_is_not_a_number_is_checked_after_the_credentials(backend: Backend) {
+    let server = MercerServer::in_process(backend);
+    let demo = server.demo();
+    let shop = &demo.shop;
+    for (method, path, resource) in [
+        (
+            "GET",
+            format!("/customers/v2/shops/{shop}/customers/abc"),
+            "customer",
+        ),
+        (
+            "GET",
+            format!("/customers/v2/shops/{shop}/customers/1/addresses/x"),
+            "address",
+        ),
+        (
+            "DELETE",
+            format!("/customers/v2/shops/{shop}/customers/1/labels/1.5"),
+            "label",
+        ),
+        (
+            "GET",
+            format!("/integrations/v1/shops/{shop}/platform_connector_destinations/abc"),
+            "destination",
+        ),
+        ("GET", format!("/customers/v2/shops/{shop}/sync/x"), "sync"),
+    ] {
+        server
+            .request(method, &path)
+            .call()
+            .assert_error(401, "auth.unauthenticated");
+        let answer = server.request(method, &path).bearer(&demo.token).call();
+        let errors = answer.assert_error(404, "resource.not_found");
+        assert_eq!(errors[0]["sub_type"], resource, "{path}: {}", answer.text);
+    }
+}
+
 backend_tests!(
     text_no_database_can_store_is_refused_with_its_field,
     bad_query_and_path_input_is_400,
     an_event_that_cannot_be_applied_is_set_aside_while_later_events_apply,
     long_invalid_arrays_answer_a_short_422,
+    a_path_id_that_is_not_a_number_is_checked_after_the_credentials,
 );

@@ -97,21 +97,49 @@ pub struct NewApiOverride {
     pub created_at: Timestamp,
 }
 
-/// The body of Create and Update API Override, as sent: to create, every field is needed; a
-/// change replaces the fields it gives.
+/// The body of Create API Override, as sent: every field is needed, and a missing one is a 422
+/// `required` on its name.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(default)]
 pub struct OverrideInput {
-    /// The function's name (`shipping`); required to create.
+    /// The function's name (`shipping`).
+    #[schema(value_type = OverrideType, required = true)]
+    pub override_type: Option<String>,
+    /// The URL Mercer calls: absolute http(s), at most 2048 characters, not into a private
+    /// network.
+    #[schema(value_type = String, required = true, format = "uri", max_length = 2048)]
+    pub url: Option<String>,
+    /// The secret that signs the calls, 8 to 255 characters.
+    #[schema(value_type = String, required = true, min_length = 8, max_length = 255)]
+    pub shared_secret: Option<String>,
+}
+
+/// The body of Update API Override, as sent: the fields it gives replace the stored ones.
+// A body of the wrong type is told it expected an `OverrideInput`, as before this type had a
+// name of its own.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(default, expecting = "struct OverrideInput")]
+pub struct OverrideUpdateInput {
+    /// The function's name (`shipping`).
     #[schema(value_type = Option<OverrideType>)]
     pub override_type: Option<String>,
     /// The URL Mercer calls: absolute http(s), at most 2048 characters, not into a private
-    /// network; required to create.
+    /// network.
     #[schema(format = "uri", max_length = 2048)]
     pub url: Option<String>,
-    /// The secret that signs the calls, 8 to 255 characters; required to create.
+    /// The secret that signs the calls, 8 to 255 characters.
     #[schema(min_length = 8, max_length = 255)]
     pub shared_secret: Option<String>,
+}
+
+impl From<OverrideUpdateInput> for OverrideInput {
+    fn from(input: OverrideUpdateInput) -> Self {
+        OverrideInput {
+            override_type: input.override_type,
+            url: input.url,
+            shared_secret: input.shared_secret,
+        }
+    }
 }
 
 /// The fields of an override body that passed their checks; `None` where a field was absent.
@@ -665,6 +693,28 @@ pub fn run<D: OverrideDatabase>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_update_body_reads_and_fails_as_the_create_body_does() {
+        let given = serde_json::json!({"url": "https://a.test/"});
+        let input =
+            OverrideInput::from(serde_json::from_value::<OverrideUpdateInput>(given).unwrap());
+        assert_eq!(input.url.as_deref(), Some("https://a.test/"));
+        assert_eq!((input.override_type, input.shared_secret), (None, None));
+        for wrong in [
+            serde_json::json!([]),
+            serde_json::json!("text"),
+            serde_json::json!({"url": 5}),
+        ] {
+            let create = serde_json::from_value::<OverrideInput>(wrong.clone());
+            let update = serde_json::from_value::<OverrideUpdateInput>(wrong.clone());
+            assert_eq!(
+                create.map(drop).map_err(|error| error.to_string()),
+                update.map(drop).map_err(|error| error.to_string()),
+                "{wrong}"
+            );
+        }
+    }
 
     #[test]
     fn answers_are_checked_against_their_type() {

@@ -102,21 +102,26 @@ pub struct DestinationSettings {
     pub timeout_ms: i64,
 }
 
-/// `data.destination` of a create or update body; every field optional here, checked below.
+/// `data.destination` of a create body: `topic` and `destination` are needed, and a missing one
+/// is a 422 `required` on its path.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(default)]
 pub struct DestinationInput {
-    /// The destination's id; on update it must be the id of the path, as a number or its text.
+    /// The destination's id; a new destination is given its own, so any id here is ignored.
     #[schema(value_type = Option<i64>)]
     pub id: Option<serde_json::Value>,
     /// The shop's identifier; when given it must be the shop of the path.
     pub shop_identifier: Option<String>,
-    /// The topic's name (`customers`, `orders` or `products`); required on create.
-    #[schema(example = "customers", value_type = Option<Topic>)]
+    /// The topic's name (`customers`, `orders` or `products`).
+    #[schema(example = "customers", value_type = Topic, required = true)]
     pub topic: Option<String>,
-    /// The connector's base URL: absolute http(s), no query, fragment or credentials; required on
-    /// create.
-    #[schema(example = "https://connector.example.com/mercer", format = "uri")]
+    /// The connector's base URL: absolute http(s), no query, fragment or credentials.
+    #[schema(
+        example = "https://connector.example.com/mercer",
+        format = "uri",
+        value_type = String,
+        required = true
+    )]
     pub destination: Option<String>,
     /// The connector API version; `v1` (the default) is the only one.
     #[schema(example = "v1", pattern = "^v1$")]
@@ -126,7 +131,45 @@ pub struct DestinationInput {
     pub timeout_ms: Option<i64>,
 }
 
-/// The body of a create or update request: `{"data": {"destination": {…}}}`.
+/// `data.destination` of an update body: the fields given replace the stored ones.
+// A body of the wrong type is told it expected a `DestinationInput`, as before this type had a
+// name of its own; the same holds for the update envelope and its `data`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(default, expecting = "struct DestinationInput")]
+pub struct DestinationUpdateInput {
+    /// The destination's id; when given it must be the id of the path, as a number or its text.
+    #[schema(value_type = Option<i64>)]
+    pub id: Option<serde_json::Value>,
+    /// The shop's identifier; when given it must be the shop of the path.
+    pub shop_identifier: Option<String>,
+    /// The topic's name (`customers`, `orders` or `products`).
+    #[schema(example = "customers", value_type = Option<Topic>)]
+    pub topic: Option<String>,
+    /// The connector's base URL: absolute http(s), no query, fragment or credentials.
+    #[schema(example = "https://connector.example.com/mercer", format = "uri")]
+    pub destination: Option<String>,
+    /// The connector API version; `v1` is the only one.
+    #[schema(example = "v1", pattern = "^v1$")]
+    pub version: Option<String>,
+    /// How long a call may take, in milliseconds (100 to 30 000).
+    #[schema(example = 20000, minimum = 100, maximum = 30000)]
+    pub timeout_ms: Option<i64>,
+}
+
+impl From<DestinationUpdateInput> for DestinationInput {
+    fn from(input: DestinationUpdateInput) -> Self {
+        DestinationInput {
+            id: input.id,
+            shop_identifier: input.shop_identifier,
+            topic: input.topic,
+            destination: input.destination,
+            version: input.version,
+            timeout_ms: input.timeout_ms,
+        }
+    }
+}
+
+/// The body of a create request: `{"data": {"destination": {…}}}`.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(default)]
 pub struct DestinationEnvelope {
@@ -135,7 +178,7 @@ pub struct DestinationEnvelope {
     pub data: Option<DestinationData>,
 }
 
-/// The `data` object of a create or update body.
+/// The `data` object of a create body.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(default)]
 pub struct DestinationData {
@@ -144,20 +187,48 @@ pub struct DestinationData {
     pub destination: Option<DestinationInput>,
 }
 
+/// The body of an update request: `{"data": {"destination": {…}}}`, both keys required as on
+/// create.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(default, expecting = "struct DestinationEnvelope")]
+pub struct DestinationUpdateEnvelope {
+    /// The `data` object.
+    #[schema(required = true, value_type = DestinationUpdateData)]
+    pub data: Option<DestinationUpdateData>,
+}
+
+/// The `data` object of an update body.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(default, expecting = "struct DestinationData")]
+pub struct DestinationUpdateData {
+    /// The destination's fields to change.
+    #[schema(required = true, value_type = DestinationUpdateInput)]
+    pub destination: Option<DestinationUpdateInput>,
+}
+
+/// The fields under `data.destination`, or 422 when `data` or `data.destination` is missing.
+fn unwrap_data<T>(data: Option<Option<T>>) -> Result<T, DomainError> {
+    match data {
+        None => Err(DomainError::Invalid(vec![FieldError::required("data")])),
+        Some(None) => Err(DomainError::Invalid(vec![FieldError::required(
+            "data.destination",
+        )])),
+        Some(Some(input)) => Ok(input),
+    }
+}
+
 impl DestinationEnvelope {
     /// The destination's fields, or 422 when `data` or `data.destination` is missing.
     pub fn into_input(self) -> Result<DestinationInput, DomainError> {
-        match self.data {
-            None => Err(DomainError::Invalid(vec![FieldError::required("data")])),
-            Some(DestinationData { destination: None }) => {
-                Err(DomainError::Invalid(vec![FieldError::required(
-                    "data.destination",
-                )]))
-            }
-            Some(DestinationData {
-                destination: Some(input),
-            }) => Ok(input),
-        }
+        unwrap_data(self.data.map(|data| data.destination))
+    }
+}
+
+impl DestinationUpdateEnvelope {
+    /// The destination's fields (checked by [`DestinationInput::for_update`]), or 422 when
+    /// `data` or `data.destination` is missing.
+    pub fn into_input(self) -> Result<DestinationInput, DomainError> {
+        unwrap_data(self.data.map(|data| data.destination)).map(DestinationInput::from)
     }
 }
 
@@ -610,6 +681,54 @@ pub fn delete_destination(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn problems(error: DomainError) -> Vec<String> {
+        match error {
+            DomainError::Invalid(problems) => problems
+                .into_iter()
+                .map(|problem| format!("{} {}", problem.field, problem.code))
+                .collect(),
+            other => panic!("not a 422: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn create_and_update_bodies_need_data_and_its_destination() {
+        for (body, wanted) in [
+            (serde_json::json!({}), "data required"),
+            (serde_json::json!({"data": {}}), "data.destination required"),
+        ] {
+            let create: DestinationEnvelope = serde_json::from_value(body.clone()).unwrap();
+            assert_eq!(problems(create.into_input().unwrap_err()), [wanted]);
+            let update: DestinationUpdateEnvelope = serde_json::from_value(body).unwrap();
+            assert_eq!(problems(update.into_input().unwrap_err()), [wanted]);
+        }
+        let body = serde_json::json!({"data": {"destination": {"timeout_ms": 500, "id": "7"}}});
+        let update: DestinationUpdateEnvelope = serde_json::from_value(body).unwrap();
+        let input = update.into_input().unwrap();
+        assert_eq!(input.timeout_ms, Some(500));
+        assert_eq!(input.id, Some(serde_json::json!("7")));
+        assert_eq!((input.topic, input.destination), (None, None));
+    }
+
+    #[test]
+    fn the_update_body_fails_to_read_as_the_create_body_does() {
+        for wrong in [
+            serde_json::json!([]),
+            serde_json::json!("text"),
+            serde_json::json!({"data": 5}),
+            serde_json::json!({"data": {"destination": "x"}}),
+            serde_json::json!({"data": {"destination": {"timeout_ms": "fast"}}}),
+        ] {
+            let create = serde_json::from_value::<DestinationEnvelope>(wrong.clone());
+            let update = serde_json::from_value::<DestinationUpdateEnvelope>(wrong.clone());
+            assert_eq!(
+                create.map(drop).map_err(|error| error.to_string()),
+                update.map(drop).map_err(|error| error.to_string()),
+                "{wrong}"
+            );
+        }
+    }
 
     #[test]
     fn a_shop_that_requires_message_signatures_needs_a_valid_proof() {

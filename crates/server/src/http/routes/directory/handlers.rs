@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::http::error::ApiError;
-use crate::http::extract::{Authorized, JsonBody, query_pairs, scopes};
+use crate::http::extract::{Authorized, JsonBody, TypedPath, query_pairs, scopes};
 use crate::http::links::{PublicUrl, link};
 use crate::http::state::AppState;
 
@@ -121,19 +121,13 @@ pub struct DirectoryLabelAnswer {
     label: Label,
 }
 
-// The paths' ids are read as plain integers: a segment that is not one is the route's 404, as
-// these routes have always answered (not the resource's).
+// The paths' ids are read as their types: a segment that is not a number is the 404 of the
+// resource it names, answered after the credentials are checked (see `TypedPath`).
 
 /// `…/customers/{id}`.
 #[derive(Deserialize)]
 pub(super) struct CustomerPath {
-    id: i64,
-}
-
-impl CustomerPath {
-    fn customer(&self) -> CustomerId {
-        CustomerId(self.id)
-    }
+    id: CustomerId,
 }
 
 /// `…/customers/pid/{platform_id}`.
@@ -145,15 +139,15 @@ pub(super) struct PlatformIdPath {
 /// `…/customers/{id}/addresses/{address_id}`.
 #[derive(Deserialize)]
 pub(super) struct AddressPath {
-    id: i64,
-    address_id: i64,
+    id: CustomerId,
+    address_id: AddressId,
 }
 
 /// `…/customers/{id}/labels/{label_id}`.
 #[derive(Deserialize)]
 pub(super) struct LabelPath {
-    id: i64,
-    label_id: i64,
+    id: CustomerId,
+    label_id: LabelId,
 }
 
 /// Lists customers.
@@ -189,9 +183,10 @@ pub async fn list(
 pub async fn get(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadCustomers>,
-    path: web::Path<CustomerPath>,
+    path: TypedPath<CustomerPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let (shop, id) = (request.access.shop, path.customer());
+    let path = path.get()?;
+    let (shop, id) = (request.access.shop, path.id);
     let customer = state.read(move |tx| get_customer(tx, &shop, id)).await?;
     Ok(HttpResponse::Ok().json(DirectoryCustomerAnswer { customer }))
 }
@@ -222,9 +217,10 @@ pub async fn get_by_platform_id(
 pub async fn addresses(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadCustomers>,
-    path: web::Path<CustomerPath>,
+    path: TypedPath<CustomerPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let (shop, id) = (request.access.shop, path.customer());
+    let path = path.get()?;
+    let (shop, id) = (request.access.shop, path.id);
     let addresses = state
         .read(move |tx| customer_addresses(tx, &shop, id))
         .await?;
@@ -239,10 +235,11 @@ pub async fn addresses(
 pub async fn address(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadCustomers>,
-    path: web::Path<AddressPath>,
+    path: TypedPath<AddressPath>,
 ) -> Result<HttpResponse, ApiError> {
+    let path = path.get()?;
     let shop = request.access.shop;
-    let (customer_id, address_id) = (CustomerId(path.id), AddressId(path.address_id));
+    let (customer_id, address_id) = (path.id, path.address_id);
     let address = state
         .read(move |tx| customer_address(tx, &shop, customer_id, address_id))
         .await?;
@@ -268,11 +265,12 @@ pub struct LabelBody {
 pub async fn add_customer_label(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteCustomers>,
-    path: web::Path<CustomerPath>,
+    path: TypedPath<CustomerPath>,
     body: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
+    let path = path.get()?;
     let body: LabelBody = body.parse()?;
-    let (shop, id, now) = (request.access.shop, path.customer(), state.now());
+    let (shop, id, now) = (request.access.shop, path.id, state.now());
     let (label, created) = state
         .write(move |tx| add_label(tx, &shop, id, body.name.as_deref(), now))
         .await?;
@@ -292,10 +290,11 @@ pub async fn add_customer_label(
 pub async fn delete_customer_label(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteCustomers>,
-    path: web::Path<LabelPath>,
+    path: TypedPath<LabelPath>,
 ) -> Result<HttpResponse, ApiError> {
+    let path = path.get()?;
     let shop = request.access.shop;
-    let (customer_id, label_id) = (CustomerId(path.id), LabelId(path.label_id));
+    let (customer_id, label_id) = (path.id, path.label_id);
     let now = state.now();
     state
         .write(move |tx| delete_label(tx, &shop, customer_id, label_id, now))

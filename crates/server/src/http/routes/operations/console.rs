@@ -4,6 +4,7 @@
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use mercer_domain::kernel::activity::{Activity, ActivityFigures};
+use mercer_domain::kernel::ids::not_found_message;
 use mercer_domain::kernel::jobs::{Job, JobFilter, JobState};
 use mercer_domain::operations::{
     SET_ASIDE_SHOWN, ShopOverview, cancel_shop_job, retry_shop_job, shop_jobs, shop_overview,
@@ -13,7 +14,7 @@ use serde::Deserialize;
 use crate::http::console::{
     Ask, Chrome, ConsoleError, PAGE_SIZE, Staff, confirm_then, query, render, when,
 };
-use crate::http::extract::RawBody;
+use crate::http::extract::{RawBody, TypedPath};
 use crate::http::state::AppState;
 
 #[derive(Template)]
@@ -189,15 +190,31 @@ pub async fn jobs(
     })
 }
 
+/// `…/jobs/{id}/…`. Jobs have no id type of their own, so the id is read here: one that is not
+/// a number is the job's 404, answered after the session is checked (see `TypedPath`).
+#[derive(Deserialize)]
+pub struct JobPath {
+    #[serde(deserialize_with = "job_id")]
+    id: i64,
+}
+
+fn job_id<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    text.trim()
+        .parse()
+        .map_err(|_| serde::de::Error::custom(not_found_message("job")))
+}
+
 /// `POST /console/jobs/{id}/retry`: asks to confirm, then queues the job again.
 pub async fn retry_job(
     state: web::Data<AppState>,
     request: HttpRequest,
-    path: web::Path<i64>,
+    path: TypedPath<JobPath>,
     Staff(staff): Staff,
     body: RawBody,
 ) -> Result<HttpResponse, ConsoleError> {
-    let (id, store, now) = (path.into_inner(), state.store.clone(), state.now());
+    let id = path.get()?.id;
+    let (store, now) = (state.store.clone(), state.now());
     let ask = Ask {
         nav: "jobs",
         question: format!("Queue job {id} again, due now, with its attempts from zero?"),
@@ -214,11 +231,12 @@ pub async fn retry_job(
 pub async fn cancel_job(
     state: web::Data<AppState>,
     request: HttpRequest,
-    path: web::Path<i64>,
+    path: TypedPath<JobPath>,
     Staff(staff): Staff,
     body: RawBody,
 ) -> Result<HttpResponse, ConsoleError> {
-    let (id, store, now) = (path.into_inner(), state.store.clone(), state.now());
+    let id = path.get()?.id;
+    let (store, now) = (state.store.clone(), state.now());
     let ask = Ask {
         nav: "jobs",
         question: format!("Cancel job {id}? A running job stops at its next step."),

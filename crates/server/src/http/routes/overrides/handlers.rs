@@ -3,7 +3,9 @@
 use actix_web::{HttpResponse, web};
 use mercer_domain::FieldError;
 use mercer_domain::kernel::outbound::AddressGuard;
-use mercer_domain::overrides::{self, OverrideChanges, OverrideInput, OverrideResource};
+use mercer_domain::overrides::{
+    self, OverrideChanges, OverrideInput, OverrideResource, OverrideUpdateInput,
+};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -76,7 +78,7 @@ pub async fn create(
     request: Authorized<scopes::ModifyShopSettings>,
     body: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let changes = check(&state, body.parse()?, true).await?;
+    let changes = check(&state, body.parse::<OverrideInput>()?, true).await?;
     let (shop, now) = (request.access.shop, state.now());
     let created = state
         .write(move |tx| overrides::create(tx, &shop, changes, now))
@@ -106,7 +108,7 @@ pub async fn list(
 ///
 /// The fields present replace the stored ones.
 #[utoipa::path(patch, path = "/checkout/shop/{shop}/overrides/{id}", operation_id = "update_api_override", summary = "Update an API override", tag = "Checkout: API overrides",
-    request_body = OverrideInput,
+    request_body = OverrideUpdateInput,
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The override's id (32 hex characters)")),
     security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
     responses((status = 200, body = ApiOverrideAnswer)))]
@@ -122,7 +124,8 @@ pub async fn update(
     state
         .read(move |tx| overrides::find(tx, &known_shop, &known_id))
         .await?;
-    let changes = check(&state, body.parse()?, false).await?;
+    let input = OverrideInput::from(body.parse::<OverrideUpdateInput>()?);
+    let changes = check(&state, input, false).await?;
     let updated = state
         .write(move |tx| overrides::update(tx, &shop, &id, changes, now))
         .await?;

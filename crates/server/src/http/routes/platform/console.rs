@@ -16,7 +16,7 @@ use crate::http::console::{
     Ask, Chrome, ConsoleError, PAGE_SIZE, Staff, confirm_then, render, when,
 };
 use crate::http::error::ApiError;
-use crate::http::extract::RawBody;
+use crate::http::extract::{RawBody, TypedPath};
 use crate::http::state::AppState;
 
 #[derive(Template)]
@@ -94,11 +94,11 @@ pub async fn start_sync(
     Ok(answer)
 }
 
-/// `…/events/{id}/retry`. The id is read as a plain integer: a segment that is not one is the
-/// route's 404, as this route has always answered.
+/// `…/events/{id}/retry`. An id that is not a number is the event's 404, answered after the
+/// session is checked (see `TypedPath`).
 #[derive(Deserialize)]
 pub struct EventPath {
-    id: i64,
+    id: EventId,
 }
 
 /// `POST /console/connector/events/{id}/retry`: asks to confirm, then puts the event back into
@@ -106,11 +106,12 @@ pub struct EventPath {
 pub async fn retry_event(
     state: web::Data<AppState>,
     request: HttpRequest,
-    path: web::Path<EventPath>,
+    path: TypedPath<EventPath>,
     Staff(staff): Staff,
     body: RawBody,
 ) -> Result<HttpResponse, ConsoleError> {
-    let (id, store, now) = (EventId(path.id), state.store.clone(), state.now());
+    let id = path.get()?.id;
+    let (store, now) = (state.store.clone(), state.now());
     let ask = Ask {
         nav: "connector",
         question: format!("Put event {id} back into the queue, to be applied again?"),

@@ -4,14 +4,14 @@ use actix_web::{HttpResponse, web};
 use mercer_domain::kernel::ids::DestinationId;
 use mercer_domain::kernel::outbound::AddressGuard;
 use mercer_domain::platform::destinations::{
-    DestinationEnvelope, DestinationResource, create_destination, delete_destination,
-    find_destination, list_destinations, update_destination,
+    DestinationEnvelope, DestinationResource, DestinationUpdateEnvelope, create_destination,
+    delete_destination, find_destination, list_destinations, update_destination,
 };
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::http::error::ApiError;
-use crate::http::extract::{Authorized, JsonBody, scopes};
+use crate::http::extract::{Authorized, JsonBody, TypedPath, scopes};
 use crate::http::state::{AppState, run_blocking};
 
 /// `{"data": {"destination": {…}}}`.
@@ -38,17 +38,11 @@ pub struct DestinationListData<'a> {
     destinations: Vec<DestinationResource<'a>>,
 }
 
-/// `…/platform_connector_destinations/{id}`. The id is read as a plain integer: a segment that
-/// is not one is the route's 404, as this route has always answered (not the destination's).
+/// `…/platform_connector_destinations/{id}`. An id that is not a number is the destination's
+/// 404, answered after the credentials are checked (see `TypedPath`).
 #[derive(Deserialize)]
 pub(super) struct DestinationPath {
-    id: i64,
-}
-
-impl DestinationPath {
-    fn destination(&self) -> DestinationId {
-        DestinationId(self.id)
-    }
+    id: DestinationId,
 }
 
 fn one(
@@ -132,10 +126,10 @@ pub async fn list(
 pub async fn get(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadShopSettings>,
-    path: web::Path<DestinationPath>,
+    path: TypedPath<DestinationPath>,
 ) -> Result<HttpResponse, ApiError> {
+    let id = path.get()?.id;
     let shop = request.access.shop;
-    let id = path.destination();
     let destination = {
         let shop = shop.clone();
         state
@@ -150,19 +144,19 @@ pub async fn get(
 /// PATCH and PUT alike: the fields present replace the stored ones, and the destination is verified
 /// again.
 #[utoipa::path(method(put, patch), path = "/integrations/v1/shops/{shop}/platform_connector_destinations/{id}", operation_id = "update_destination", summary = "Update a destination", tag = "Platform destinations",
-    request_body = DestinationEnvelope,
+    request_body = DestinationUpdateEnvelope,
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The destination's id")),
     security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
     responses((status = 200, body = DestinationAnswer<'_>)))]
 pub async fn update(
     state: web::Data<AppState>,
     request: Authorized<scopes::ModifyShopSettings>,
-    path: web::Path<DestinationPath>,
+    path: TypedPath<DestinationPath>,
     body: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let input = body.parse::<DestinationEnvelope>()?.into_input()?;
+    let id = path.get()?.id;
+    let input = body.parse::<DestinationUpdateEnvelope>()?.into_input()?;
     let shop = request.access.shop;
-    let id = path.destination();
     let (store, connector, now) = (state.store.clone(), state.connector.clone(), state.now());
     let guard = state.address_guard;
     let updated = {
@@ -193,10 +187,11 @@ pub async fn update(
 pub async fn delete(
     state: web::Data<AppState>,
     request: Authorized<scopes::ModifyShopSettings>,
-    path: web::Path<DestinationPath>,
+    path: TypedPath<DestinationPath>,
 ) -> Result<HttpResponse, ApiError> {
+    let id = path.get()?.id;
     let shop = request.access.shop;
-    let (id, now) = (path.destination(), state.now());
+    let now = state.now();
     state
         .write(move |tx| delete_destination(tx, &shop, id, now))
         .await?;

@@ -2,6 +2,7 @@
 
 use actix_web::{HttpResponse, web};
 use mercer_domain::access::shop::Shop;
+use mercer_domain::kernel::ids::not_found_message;
 use mercer_domain::platform::destinations::Topic;
 use mercer_domain::platform::events::{
     CategoryDeletedEvent, CategorySavedEvent, CustomerDeletedEvent, CustomerSavedEvent, EntityKind,
@@ -13,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::http::error::ApiError;
-use crate::http::extract::{Authorized, JsonBody, RequiredScope, scopes};
+use crate::http::extract::{Authorized, JsonBody, RequiredScope, TypedPath, scopes};
 use crate::http::state::AppState;
 
 /// Checks the event, stores it, and answers 202 with an empty body once it is stored.
@@ -196,11 +197,19 @@ async fn sync_status(
     Ok(HttpResponse::Ok().json(sync_answer(SyncResource::of(&run))))
 }
 
-/// `…/sync/{id}`. The id is read as a plain integer: a segment that is not one is the route's
-/// 404, as these routes have always answered.
+/// `…/sync/{id}`. Syncs have no id type of their own, so the id is read here: one that is not
+/// a number is the sync's 404, answered after the credentials are checked (see `TypedPath`).
 #[derive(Deserialize)]
 pub struct SyncPath {
+    #[serde(deserialize_with = "sync_id")]
     id: i64,
+}
+
+fn sync_id<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    text.trim()
+        .parse()
+        .map_err(|_| serde::de::Error::custom(not_found_message("sync")))
 }
 
 /// Gets a customer sync.
@@ -213,9 +222,10 @@ pub struct SyncPath {
 pub async fn customer_sync_status(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadCustomers>,
-    path: web::Path<SyncPath>,
+    path: TypedPath<SyncPath>,
 ) -> Result<HttpResponse, ApiError> {
-    sync_status(state, request.access.shop, Topic::Customers, path.id).await
+    let id = path.get()?.id;
+    sync_status(state, request.access.shop, Topic::Customers, id).await
 }
 
 /// Gets an order sync.
@@ -228,9 +238,10 @@ pub async fn customer_sync_status(
 pub async fn order_sync_status(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadOrders>,
-    path: web::Path<SyncPath>,
+    path: TypedPath<SyncPath>,
 ) -> Result<HttpResponse, ApiError> {
-    sync_status(state, request.access.shop, Topic::Orders, path.id).await
+    let id = path.get()?.id;
+    sync_status(state, request.access.shop, Topic::Orders, id).await
 }
 
 /// Gets a product sync.
@@ -243,7 +254,8 @@ pub async fn order_sync_status(
 pub async fn product_sync_status(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadProducts>,
-    path: web::Path<SyncPath>,
+    path: TypedPath<SyncPath>,
 ) -> Result<HttpResponse, ApiError> {
-    sync_status(state, request.access.shop, Topic::Products, path.id).await
+    let id = path.get()?.id;
+    sync_status(state, request.access.shop, Topic::Products, id).await
 }
