@@ -82,6 +82,8 @@ id_types! {
     LineItemId => "line_item";
     /// A subscription group's id.
     GroupId => "subscription_group";
+    /// An attempt's id, of those that place a subscription's orders.
+    SubscriptionOrderId => "subscription_order";
     /// A subscription customer's id.
     CustomerId => "customer";
     /// A box's id.
@@ -90,6 +92,10 @@ id_types! {
     BoxProductId => "box_product";
     /// A box size's id.
     BoxSizeId => "box_size";
+    /// A platform sync's id.
+    SyncId => "sync";
+    /// A background job's id.
+    JobId => "job";
     /// A time slot's id.
     TimeSlotId => "time_slot";
     /// A selection's id.

@@ -4,7 +4,7 @@
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use mercer_domain::kernel::activity::{Activity, ActivityFigures};
-use mercer_domain::kernel::ids::not_found_message;
+use mercer_domain::kernel::ids::JobId;
 use mercer_domain::kernel::jobs::{Job, JobFilter, JobState};
 use mercer_domain::operations::{
     SET_ASIDE_SHOWN, ShopOverview, cancel_shop_job, retry_shop_job, shop_jobs, shop_overview,
@@ -190,19 +190,10 @@ pub async fn jobs(
     })
 }
 
-/// `…/jobs/{id}/…`. Jobs have no id type of their own, so the id is read here: one that is not
-/// a number is the job's 404, answered after the session is checked (see `TypedPath`).
+/// `…/jobs/{id}`.
 #[derive(Deserialize)]
 pub struct JobPath {
-    #[serde(deserialize_with = "job_id")]
-    id: i64,
-}
-
-fn job_id<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
-    let text = String::deserialize(deserializer)?;
-    text.trim()
-        .parse()
-        .map_err(|_| serde::de::Error::custom(not_found_message("job")))
+    id: JobId,
 }
 
 /// `POST /console/jobs/{id}/retry`: asks to confirm, then queues the job again.
@@ -213,7 +204,7 @@ pub async fn retry_job(
     Staff(staff): Staff,
     body: RawBody,
 ) -> Result<HttpResponse, ConsoleError> {
-    let id = path.get()?.id;
+    let id = path.get()?.id.0;
     let (store, now) = (state.store.clone(), state.now());
     let ask = Ask {
         nav: "jobs",
@@ -235,7 +226,7 @@ pub async fn cancel_job(
     Staff(staff): Staff,
     body: RawBody,
 ) -> Result<HttpResponse, ConsoleError> {
-    let id = path.get()?.id;
+    let id = path.get()?.id.0;
     let (store, now) = (state.store.clone(), state.now());
     let ask = Ask {
         nav: "jobs",

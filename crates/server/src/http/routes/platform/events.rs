@@ -2,7 +2,7 @@
 
 use actix_web::{HttpResponse, web};
 use mercer_domain::access::shop::Shop;
-use mercer_domain::kernel::ids::not_found_message;
+use mercer_domain::kernel::ids::SyncId;
 use mercer_domain::platform::destinations::Topic;
 use mercer_domain::platform::events::{
     CategoryDeletedEvent, CategorySavedEvent, CustomerDeletedEvent, CustomerSavedEvent, EntityKind,
@@ -197,19 +197,10 @@ async fn sync_status(
     Ok(HttpResponse::Ok().json(sync_answer(SyncResource::of(&run))))
 }
 
-/// `…/sync/{id}`. Syncs have no id type of their own, so the id is read here: one that is not
-/// a number is the sync's 404, answered after the credentials are checked (see `TypedPath`).
+/// `…/sync/{id}`.
 #[derive(Deserialize)]
 pub struct SyncPath {
-    #[serde(deserialize_with = "sync_id")]
-    id: i64,
-}
-
-fn sync_id<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
-    let text = String::deserialize(deserializer)?;
-    text.trim()
-        .parse()
-        .map_err(|_| serde::de::Error::custom(not_found_message("sync")))
+    id: SyncId,
 }
 
 /// Gets a customer sync.
@@ -224,7 +215,7 @@ pub async fn customer_sync_status(
     request: Authorized<scopes::ReadCustomers>,
     path: TypedPath<SyncPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = path.get()?.id;
+    let id = path.get()?.id.0;
     sync_status(state, request.access.shop, Topic::Customers, id).await
 }
 
@@ -240,7 +231,7 @@ pub async fn order_sync_status(
     request: Authorized<scopes::ReadOrders>,
     path: TypedPath<SyncPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = path.get()?.id;
+    let id = path.get()?.id.0;
     sync_status(state, request.access.shop, Topic::Orders, id).await
 }
 
@@ -256,6 +247,6 @@ pub async fn product_sync_status(
     request: Authorized<scopes::ReadProducts>,
     path: TypedPath<SyncPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = path.get()?.id;
+    let id = path.get()?.id.0;
     sync_status(state, request.access.shop, Topic::Products, id).await
 }
