@@ -14,7 +14,11 @@
 //!
 //! Each body field carries `#[serde(default)]` and names its documented type in
 //! `#[schema(value_type = …)]` (`Option<…>` for an optional field; the bare type with
-//! `required = true` for one whose absence is a `required` problem).
+//! `required = true` for one whose absence is a `required` problem). Where a create needs
+//! fields its update does not, they are two structs with the same fields (`BoxFields`,
+//! `BoxUpdateFields`): OpenAPI's `required` list belongs to a schema, and generated clients
+//! read it. The update converts into the create struct (`From`), so one validate pass checks
+//! both.
 
 use std::collections::BTreeMap;
 
