@@ -9,6 +9,7 @@
 use mercer_domain::Timestamp;
 use mercer_domain::directory::{FilterField, FilterValue, parse_filters};
 use mercer_domain::kernel::filter::FilterOp;
+use mercer_domain::kernel::ids::SubscriptionId;
 use mercer_domain::platform::events::{
     EntityKind, EventAction, EventDocument, EventSource, parse_event_body,
 };
@@ -195,7 +196,7 @@ proptest! {
 
     #[test]
     fn cursors_round_trip(after_id in any::<i64>(), total in prop::option::of(0i64..i64::MAX)) {
-        let cursor = Cursor { after_id, total };
+        let cursor = Cursor { after_id: SubscriptionId(after_id), total };
         prop_assert_eq!(Cursor::decode(&cursor.encode()), Some(cursor));
     }
 }

@@ -7,6 +7,7 @@
 
 use mercer_domain::Timestamp;
 use mercer_domain::access::shop::{Shop, ShopInput, create_shop};
+use mercer_domain::kernel::ids::SubscriptionId;
 use mercer_domain::ports::Database;
 use mercer_domain::subscriptions::input::NewSubscription;
 use mercer_domain::subscriptions::operations::create_subscription;
@@ -60,13 +61,14 @@ fn due_subscriptions(store: &Store, count: usize) -> (Shop, Vec<i64>) {
                 .unwrap()
                 .0
                 .id
+                .0
         })
         .collect();
     (shop, ids)
 }
 
-fn ids(pairs: Vec<(i64, i64)>) -> Vec<i64> {
-    pairs.into_iter().map(|(_, id)| id).collect()
+fn ids(pairs: Vec<(i64, SubscriptionId)>) -> Vec<i64> {
+    pairs.into_iter().map(|(_, id)| id.0).collect()
 }
 
 fn concurrent_claimers_take_different_due_subscriptions(backend: Backend) {
@@ -97,7 +99,7 @@ fn a_subscription_a_change_holds_is_left_to_the_next_run(backend: Backend) {
     let (first, second) = claim_concurrently(backend, &store, move |tx, claimer| {
         if claimer == "first" {
             // A client's action on the subscription, its transaction still open.
-            tx.lock_subscription(shop.id, held)?;
+            tx.lock_subscription(shop.id, SubscriptionId(held))?;
             Ok(vec![held])
         } else {
             Ok(ids(tx.lock_due_subscriptions(

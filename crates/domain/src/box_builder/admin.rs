@@ -11,7 +11,7 @@ use crate::box_builder::resources::{
 };
 use crate::kernel::body::path;
 use crate::kernel::error::{DomainError, FieldError};
-use crate::kernel::ids::{BoxId, BoxProductId, BoxSizeId, TimeSlotId};
+use crate::kernel::ids::{BoxId, BoxProductId, BoxSizeId, GroupId, TimeSlotId};
 use crate::kernel::time::Timestamp;
 use crate::platform::catalogue;
 use crate::subscriptions::customers::PagePagination;
@@ -60,7 +60,7 @@ pub fn get_box(
 fn check_group(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
-    group_id: i64,
+    group_id: GroupId,
     box_id: BoxId,
     field: &str,
 ) -> Result<(), DomainError> {
@@ -653,7 +653,7 @@ mod tests {
     struct World {
         db: MemoryDatabase,
         shop: Shop,
-        group: i64,
+        group: GroupId,
     }
 
     /// A shop with a subscription group and a catalogue of one product with two variants.
@@ -737,7 +737,9 @@ mod tests {
             w.shop.identifier.as_str()
         );
         assert_eq!(
-            refused(w.new_box(json!({"svc_subscription_group_id": w.group + 9, "box_name": "x"}))),
+            refused(
+                w.new_box(json!({"svc_subscription_group_id": w.group.0 + 9, "box_name": "x"}))
+            ),
             [("box.svc_subscription_group_id".to_string(), "unknown_group")]
         );
         let second = w.new_box(json!({"svc_subscription_group_id": w.group, "box_name": "x"}));

@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 use crate::box_builder::resources::SelectionItem;
 use crate::kernel::body::{BodyObject, Check, Field, TextId, at_most, parse_object, wrong_type};
 use crate::kernel::error::{DomainError, FieldError, Problems};
-use crate::kernel::ids::{BoxProductId, BoxSizeId, TimeSlotId};
+use crate::kernel::ids::{BoxProductId, BoxSizeId, GroupId, LineItemId, TimeSlotId};
 use crate::kernel::time::Timestamp;
 
 /// The longest name (box, size, slot) and attribute key, in characters.
@@ -127,7 +127,7 @@ macro_rules! wrapped {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct BoxInput {
     /// The id of the subscription group to sell it under.
-    pub svc_subscription_group_id: Option<i64>,
+    pub svc_subscription_group_id: Option<GroupId>,
     /// The box's name (1 to 255 characters).
     pub box_name: Option<String>,
     /// The attributes as (key, value) pairs, keys unique; given, they replace the box's.
@@ -177,11 +177,13 @@ impl BodyObject for BoxFields {}
 impl BoxFields {
     fn validate(self, check: &mut Check<'_>, creating: bool) -> Option<BoxInput> {
         Some(BoxInput {
-            svc_subscription_group_id: check.needed(
-                "svc_subscription_group_id",
-                self.svc_subscription_group_id,
-                creating,
-            ),
+            svc_subscription_group_id: check
+                .needed(
+                    "svc_subscription_group_id",
+                    self.svc_subscription_group_id,
+                    creating,
+                )
+                .map(GroupId),
             box_name: name(check, "box_name", self.box_name, creating),
             attributes: attributes(check, self.attributes),
         })
@@ -732,7 +734,7 @@ wrapped!(
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SelectionInput {
     /// The id of the box's subscription line item (`svc_platform_subscription_line_item_id`).
-    pub line_item_id: Option<i64>,
+    pub line_item_id: Option<LineItemId>,
     /// The id of the box size chosen.
     pub box_size_id: Option<BoxSizeId>,
     /// The id of the time slot chosen.
@@ -798,11 +800,13 @@ impl BodyObject for SelectionFields {}
 
 impl SelectionFields {
     fn validate(self, check: &mut Check<'_>, creating: bool) -> Option<SelectionInput> {
-        let line_item_id = check.needed(
-            "svc_platform_subscription_line_item_id",
-            self.svc_platform_subscription_line_item_id,
-            creating,
-        );
+        let line_item_id = check
+            .needed(
+                "svc_platform_subscription_line_item_id",
+                self.svc_platform_subscription_line_item_id,
+                creating,
+            )
+            .map(LineItemId);
         let box_size_id = check
             .needed("box_size_id", self.box_size_id, creating)
             .map(BoxSizeId);
@@ -956,7 +960,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(wrapped, bare);
-        assert_eq!(bare.svc_subscription_group_id, Some(7));
+        assert_eq!(bare.svc_subscription_group_id, Some(GroupId(7)));
         let sizes = parse_box_sizes(&json!([
             {"id": "3", "max_quantity": 8},
             {"box_size": {"box_size_name": "Large", "min_quantity": 4, "max_quantity": "10"}}

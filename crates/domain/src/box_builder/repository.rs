@@ -5,7 +5,9 @@ use crate::box_builder::resources::{
     BoxLineItem, BoxProduct, BoxSize, StoredSelection, SubscriptionBox, TimeSlot,
 };
 use crate::kernel::error::StoreResult;
-use crate::kernel::ids::{BoxId, BoxProductId, BoxSizeId, SelectionId, TimeSlotId};
+use crate::kernel::ids::{
+    BoxId, BoxProductId, BoxSizeId, GroupId, LineItemId, SelectionId, SubscriptionId, TimeSlotId,
+};
 use crate::kernel::time::Timestamp;
 use crate::subscriptions::repository::SubscriptionRepositories;
 
@@ -35,18 +37,18 @@ pub struct TimeSlotFilter {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LineItemOwner {
     /// The id of the line item's subscription (the service's integer).
-    pub subscription_id: i64,
+    pub subscription_id: SubscriptionId,
     /// The platform id of the subscription's customer; `None` until the platform gave one.
     pub platform_customer_id: Option<String>,
     /// The id of the subscription group the line item is sold under, if any.
-    pub subscription_group_id: Option<i64>,
+    pub subscription_group_id: Option<GroupId>,
 }
 
 /// Which of a customer's selections a list shows.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SelectionFilter {
     /// Only the selections of this subscription line item.
-    pub line_item_id: Option<i64>,
+    pub line_item_id: Option<LineItemId>,
     /// Only the selections for the order of this time.
     pub order_datetime: Option<Timestamp>,
 }
@@ -65,7 +67,7 @@ pub trait BoxRepository {
     fn subscription_box(&mut self, shop_id: i64, id: BoxId)
     -> StoreResult<Option<SubscriptionBox>>;
     /// The box a group serves, if one does.
-    fn box_of_group(&mut self, shop_id: i64, group_id: i64) -> StoreResult<Option<BoxId>>;
+    fn box_of_group(&mut self, shop_id: i64, group_id: GroupId) -> StoreResult<Option<BoxId>>;
     /// Stores the box (id 0 inserts it), answering it as stored.
     fn save_box(
         &mut self,
@@ -138,7 +140,7 @@ pub trait BoxRepository {
     fn line_item_owner(
         &mut self,
         shop_id: i64,
-        line_item_id: i64,
+        line_item_id: LineItemId,
     ) -> StoreResult<Option<LineItemOwner>>;
     /// A page of the customer's selections by id, and how many match.
     fn selections(
@@ -155,7 +157,7 @@ pub trait BoxRepository {
     fn selection_of_date(
         &mut self,
         shop_id: i64,
-        line_item_id: i64,
+        line_item_id: LineItemId,
         order_datetime: Timestamp,
     ) -> StoreResult<Option<StoredSelection>>;
     /// Stores the selection (id 0 inserts it).
@@ -185,6 +187,6 @@ pub trait BoxRepository {
     fn box_line_item(
         &mut self,
         shop_id: i64,
-        line_item_id: i64,
+        line_item_id: LineItemId,
     ) -> StoreResult<Option<BoxLineItem>>;
 }

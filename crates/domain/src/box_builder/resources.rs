@@ -5,7 +5,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::access::shop::Shop;
-use crate::kernel::ids::{BoxId, BoxProductId, BoxSizeId, SelectionId, TimeSlotId};
+use crate::kernel::ids::{
+    BoxId, BoxProductId, BoxSizeId, GroupId, LineItemId, SelectionId, TimeSlotId,
+};
 use crate::kernel::time::Timestamp;
 use crate::subscriptions::resources::SubscriptionLineItem;
 
@@ -38,7 +40,8 @@ pub struct SubscriptionBox {
     #[schema(value_type = i64)]
     pub id: BoxId,
     /// The id of the subscription group it is sold under (one box per group).
-    pub svc_subscription_group_id: i64,
+    #[schema(value_type = i64)]
+    pub svc_subscription_group_id: GroupId,
     /// The identifier of its shop; empty as stored, filled in when shown.
     pub shop_identifier: String,
     /// The box's name, for people (1 to 255 characters).
@@ -154,7 +157,8 @@ pub struct Selection {
     #[schema(value_type = i64)]
     pub id: SelectionId,
     /// The id of the box's subscription line item (the service's integer).
-    pub svc_platform_subscription_line_item_id: i64,
+    #[schema(value_type = i64)]
+    pub svc_platform_subscription_line_item_id: LineItemId,
     /// The id of the box size chosen.
     #[schema(value_type = i64)]
     pub box_size_id: BoxSizeId,
@@ -191,7 +195,8 @@ pub struct BoxLineItem {
     #[schema(value_type = i64)]
     pub box_id: BoxId,
     /// The subscription line item's id (the service's integer).
-    pub svc_platform_subscription_line_item_id: i64,
+    #[schema(value_type = i64)]
+    pub svc_platform_subscription_line_item_id: LineItemId,
     /// The line item's `line_item_attributes`, each numbered by its place (from 1).
     pub attributes: Vec<Attribute>,
     /// When the line item was created.

@@ -9,7 +9,7 @@ use crate::box_builder::repository::{BoxBuilderRepositories, SelectionFilter};
 use crate::box_builder::resources::{BoxLineItem, InShop, Selection, StoredSelection};
 use crate::kernel::body::path;
 use crate::kernel::error::{DomainError, FieldError};
-use crate::kernel::ids::{BoxId, SelectionId};
+use crate::kernel::ids::{BoxId, LineItemId, SelectionId};
 use crate::kernel::time::Timestamp;
 use crate::subscriptions::customers::PagePagination;
 use crate::subscriptions::operations::get_subscription;
@@ -359,7 +359,7 @@ pub fn list_box_line_items(
 pub fn get_box_line_item(
     tx: &mut dyn BoxBuilderRepositories,
     shop: &Shop,
-    line_item_id: i64,
+    line_item_id: LineItemId,
 ) -> Result<BoxLineItem, DomainError> {
     Ok(tx
         .box_line_item(shop.id, line_item_id)?
@@ -381,6 +381,7 @@ pub(crate) mod tests {
         parse_box, parse_box_product, parse_box_size, parse_selection, parse_time_slot,
     };
     use crate::box_builder::repository::BoxBuilderDatabase;
+    use crate::kernel::ids::SubscriptionId;
     use crate::kernel::ids::{BoxProductId, BoxSizeId, TimeSlotId};
     use crate::platform::events::{
         EntityKind, EventAction, EventSource, apply_event, parse_event_body,
@@ -407,9 +408,9 @@ pub(crate) mod tests {
         pub(crate) slot: TimeSlotId,
         pub(crate) carrot: BoxProductId,
         pub(crate) kale: BoxProductId,
-        pub(crate) line_item: i64,
-        pub(crate) other_line_item: i64,
-        pub(crate) subscription: i64,
+        pub(crate) line_item: LineItemId,
+        pub(crate) other_line_item: LineItemId,
+        pub(crate) subscription: SubscriptionId,
     }
 
     pub(crate) fn event(db: &MemoryDatabase, shop: &Shop, kind: EntityKind, body: Value) {

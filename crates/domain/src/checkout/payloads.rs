@@ -15,7 +15,6 @@ use crate::checkout::storefront::resumable_link;
 use crate::checkout::sweeps::{Fulfillment, fulfillment_data};
 use crate::directory::DirectoryRepository;
 use crate::kernel::error::DomainError;
-use crate::kernel::ids::CustomerId;
 use crate::kernel::money::Cents;
 use crate::kernel::time::Timestamp;
 use crate::webhooks::{self, WebhookKind, enqueue_all_for_topic, enqueue_for_topic};
@@ -273,11 +272,9 @@ pub(crate) fn platform_customer_id(
     let Some(id) = tx.customer_id_by_email(shop.id, email)? else {
         return Ok(None);
     };
-    Ok(
-        DirectoryRepository::directory_customer(tx, shop.id, CustomerId(id))?
-            .filter(|customer| customer.deleted_at.is_none())
-            .and_then(|customer| customer.platform_id),
-    )
+    Ok(DirectoryRepository::directory_customer(tx, shop.id, id)?
+        .filter(|customer| customer.deleted_at.is_none())
+        .and_then(|customer| customer.platform_id))
 }
 
 /// gift_card/created's payload for one card. The card's customer is the

@@ -27,6 +27,7 @@ use crate::checkout::state::{
 };
 use crate::checkout::token;
 use crate::kernel::error::{DomainError, FieldError};
+use crate::kernel::ids::GroupId;
 use crate::kernel::money::{Cents, CurrencyCode, MAX_PRICE};
 use crate::kernel::time::Timestamp;
 use crate::overrides::{OverrideAnswer, OverrideCaller, OverrideDatabase, OverrideType};
@@ -352,7 +353,7 @@ fn priced_items(
             .properties
             .get(SUBSCRIPTION_GROUP_PROPERTY)
             .and_then(|group| group.trim().parse::<i64>().ok())
-            && tx.subscription_group(shop.id, group)?.is_none()
+            && tx.subscription_group(shop.id, GroupId(group))?.is_none()
         {
             problems.push(FieldError::new(
                 format!("{at}line_item_properties.{SUBSCRIPTION_GROUP_PROPERTY}"),

@@ -701,7 +701,7 @@ fn a_subscription_plan_becomes_a_subscription_when_the_order_is_created() {
     // A group the shop does not have is refused at init.
     let unknown = parse_init(
         &json!({"cart_items": [{"platform_id": "var-1", "quantity": 1,
-                "line_item_properties": {"subscription_group_id": group.id + 1,
+                "line_item_properties": {"subscription_group_id": group.id.0 + 1,
                     "order_rrule": "DTSTART:20261101T090000Z\nRRULE:FREQ=WEEKLY"}}]}),
         &AllowAll,
     )
@@ -737,7 +737,7 @@ fn a_subscription_plan_becomes_a_subscription_when_the_order_is_created() {
     assert_eq!(created["data"]["line_items"][0]["quantity"], 2);
     assert_eq!(
         created["data"]["line_items"][0]["subscription_group_id"],
-        group.id
+        group.id.0
     );
     assert_eq!(
         created["data"]["percent_discount"], 10.0,

@@ -3,6 +3,7 @@
 
 use crate::access::shop::Shop;
 use crate::kernel::error::DomainError;
+use crate::kernel::ids::SubscriptionId;
 use crate::subscriptions::repository::{
     StoredSubscription, SubscriptionOrder, SubscriptionRepositories,
 };
@@ -24,7 +25,7 @@ pub struct SubscriptionHistory {
 pub fn history(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
-    id: i64,
+    id: SubscriptionId,
     limit: usize,
 ) -> Result<SubscriptionHistory, DomainError> {
     let stored = tx

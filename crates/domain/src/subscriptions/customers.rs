@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::access::shop::Shop;
 use crate::directory::DirectoryAddress;
 use crate::kernel::error::{DomainError, FieldError};
-use crate::kernel::ids::CustomerId;
+use crate::kernel::ids::{AddressId, CustomerId};
 use crate::kernel::limits::{MAX_SEARCH_CHARS, check_parameter};
 use crate::kernel::time::Timestamp;
 use crate::platform::events::CustomerChangedJob;
@@ -203,9 +203,9 @@ fn directory_address_resource(shop: &Shop, address: &DirectoryAddress) -> Subscr
     stored_address_resource(
         shop,
         &StoredAddress {
-            id: address.id.0,
+            id: address.id,
             shop_id: shop.id,
-            customer_id: address.customer_id.0,
+            customer_id: address.customer_id,
             platform_id: address.platform_id.clone(),
             customer_platform_id: address.platform_customer_id.clone(),
             is_default: address.is_default,
@@ -242,20 +242,18 @@ pub(crate) fn platform_address(input: &AddressInput, is_default: bool) -> Custom
 pub(crate) fn customer_resources(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
-    ids: &[i64],
+    ids: &[CustomerId],
 ) -> Result<Vec<SubscriptionCustomer>, DomainError> {
     // One query for the page, then in the order of `ids`.
-    let wanted: Vec<CustomerId> = ids.iter().copied().map(CustomerId).collect();
-    let mut found = tx.directory_customers_by_ids(shop.id, &wanted)?;
+    let mut found = tx.directory_customers_by_ids(shop.id, ids)?;
     found.retain(|customer| customer.deleted_at.is_none());
     let customers: Vec<_> = ids
         .iter()
-        .filter_map(|id| found.iter().find(|customer| customer.id.0 == *id).cloned())
+        .filter_map(|id| found.iter().find(|customer| customer.id == *id).cloned())
         .collect();
-    let live_ids: Vec<CustomerId> = customers.iter().map(|c| c.id).collect();
-    let live: Vec<i64> = live_ids.iter().map(|id| id.0).collect();
-    let addresses = tx.addresses_of_customers(shop.id, &live_ids)?;
-    let labels = tx.labels_of_customers(shop.id, &live_ids)?;
+    let live: Vec<CustomerId> = customers.iter().map(|c| c.id).collect();
+    let addresses = tx.addresses_of_customers(shop.id, &live)?;
+    let labels = tx.labels_of_customers(shop.id, &live)?;
     let notes = tx.customer_notes(shop.id, &live)?;
     let summaries = tx.subscription_summaries(shop.id, &live)?;
     Ok(customers
@@ -269,11 +267,11 @@ pub(crate) fn customer_resources(
             let default_address = addresses.iter().find(|a| a.is_default).cloned();
             let figures = summaries
                 .iter()
-                .find(|s| s.customer_id == customer.id.0)
+                .find(|s| s.customer_id == customer.id)
                 .cloned()
                 .unwrap_or_default();
             SubscriptionCustomer {
-                id: customer.id.0,
+                id: customer.id,
                 platform_id: customer.platform_id,
                 cashier_public_id: None,
                 first_name: customer.first_name,
@@ -282,12 +280,12 @@ pub(crate) fn customer_resources(
                 email: customer.email,
                 notes: notes
                     .iter()
-                    .find(|(id, _)| *id == customer.id.0)
+                    .find(|(id, _)| *id == customer.id)
                     .map(|(_, text)| text.clone()),
                 default_address,
                 addresses,
                 subscription_summary: SubscriptionSummary {
-                    svc_platform_customer_id: Some(customer.id.0),
+                    svc_platform_customer_id: Some(customer.id),
                     next_order_date: figures.next_order_date,
                     last_order_date: figures.last_order_date,
                     active_subscription_count: figures.active_subscription_count,
@@ -298,8 +296,8 @@ pub(crate) fn customer_resources(
                     .iter()
                     .filter(|label| label.customer_id == customer.id)
                     .map(|label| CustomerLabel {
-                        id: label.id.0,
-                        customer_id: label.customer_id.0,
+                        id: label.id,
+                        customer_id: label.customer_id,
                         name: label.name.clone(),
                         created_at: label.created_at,
                         updated_at: label.updated_at,
@@ -315,7 +313,7 @@ pub(crate) fn customer_resources(
 pub fn get_customer(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
-    id: i64,
+    id: CustomerId,
 ) -> Result<SubscriptionCustomer, DomainError> {
     customer_resources(tx, shop, &[id])?
         .into_iter()
@@ -362,7 +360,7 @@ pub(crate) fn find_or_create_customer(
     shop: &Shop,
     input: &CustomerInput,
     now: Timestamp,
-) -> Result<(i64, bool), DomainError> {
+) -> Result<(CustomerId, bool), DomainError> {
     if let Some(id) = tx.customer_id_by_email(shop.id, &input.email)? {
         return Ok((id, false));
     }
@@ -375,7 +373,7 @@ pub(crate) fn find_or_create_customer(
     };
     let id = tx.insert_customer(shop.id, &fields, now)?;
     let call = ConnectorCall::CreateServiceCustomer {
-        customer_id: id,
+        customer_id: id.0,
         customer: platform_customer(&fields),
     };
     request_connector_change(tx, shop.id, &call, now)?;
@@ -387,7 +385,7 @@ pub(crate) fn find_or_create_customer(
 pub fn update_customer(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
-    id: i64,
+    id: CustomerId,
     update: &CustomerUpdate,
     now: Timestamp,
 ) -> Result<SubscriptionCustomer, DomainError> {
@@ -409,7 +407,7 @@ pub fn update_customer(
         != (&old.email, &old.first_name, &old.last_name, &old.phone);
     if shown_changed {
         let call = ConnectorCall::UpdateServiceCustomer {
-            customer_id: id,
+            customer_id: id.0,
             customer: platform_customer(&new),
         };
         request_connector_change(tx, shop.id, &call, now)?;
@@ -433,11 +431,11 @@ pub fn announce_platform_customer_change(
     let Some(customer) = customer.filter(|customer| customer.deleted_at.is_none()) else {
         return Ok(false);
     };
-    let (_, subscriptions) = tx.customer_subscriptions(shop.id, customer.id.0, 1, 1)?;
+    let (_, subscriptions) = tx.customer_subscriptions(shop.id, customer.id, 1, 1)?;
     if subscriptions == 0 {
         return Ok(false);
     }
-    let shown = get_customer(tx, &shop, customer.id.0)?;
+    let shown = get_customer(tx, &shop, customer.id)?;
     emit(tx, &shop, Topic::CustomerUpdated, &shown, now)?;
     Ok(true)
 }
@@ -445,9 +443,9 @@ pub fn announce_platform_customer_change(
 fn live_customer(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
-    customer_id: i64,
+    customer_id: CustomerId,
 ) -> Result<(), DomainError> {
-    match tx.directory_customer(shop.id, CustomerId(customer_id))? {
+    match tx.directory_customer(shop.id, customer_id)? {
         Some(customer) if customer.deleted_at.is_none() => Ok(()),
         _ => Err(DomainError::not_found("customer")),
     }
@@ -457,11 +455,11 @@ fn live_customer(
 pub fn list_addresses(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
-    customer_id: i64,
+    customer_id: CustomerId,
 ) -> Result<Vec<SubscriptionAddress>, DomainError> {
     live_customer(tx, shop, customer_id)?;
     Ok(tx
-        .addresses_of_customers(shop.id, &[CustomerId(customer_id)])?
+        .addresses_of_customers(shop.id, &[customer_id])?
         .iter()
         .map(|a| directory_address_resource(shop, a))
         .collect())
@@ -470,8 +468,8 @@ pub fn list_addresses(
 fn address_of(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
-    customer_id: i64,
-    address_id: i64,
+    customer_id: CustomerId,
+    address_id: AddressId,
 ) -> Result<StoredAddress, DomainError> {
     tx.addresses_by_ids(shop.id, &[address_id])?
         .into_iter()
@@ -484,20 +482,20 @@ fn address_of(
 pub(crate) fn add_address(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
-    customer_id: i64,
+    customer_id: CustomerId,
     input: &AddressInput,
     is_default: Option<bool>,
     now: Timestamp,
-) -> Result<i64, DomainError> {
+) -> Result<AddressId, DomainError> {
     let has_addresses = !tx
-        .addresses_of_customers(shop.id, &[CustomerId(customer_id)])?
+        .addresses_of_customers(shop.id, &[customer_id])?
         .is_empty();
     let is_default = !has_addresses || is_default.unwrap_or(false);
     let address = platform_address(input, is_default);
     let id = tx.insert_address(shop.id, customer_id, &address, is_default, now)?;
     let call = ConnectorCall::CreateServiceAddress {
-        customer_id,
-        address_id: id,
+        customer_id: customer_id.0,
+        address_id: id.0,
         address,
     };
     request_connector_change(tx, shop.id, &call, now)?;
@@ -508,7 +506,7 @@ pub(crate) fn add_address(
 pub fn create_address(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
-    customer_id: i64,
+    customer_id: CustomerId,
     input: &AddressInput,
     is_default: Option<bool>,
     now: Timestamp,
@@ -526,8 +524,8 @@ pub fn create_address(
 pub fn update_address(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
-    customer_id: i64,
-    address_id: i64,
+    customer_id: CustomerId,
+    address_id: AddressId,
     input: &AddressInput,
     is_default: Option<bool>,
     now: Timestamp,
@@ -546,8 +544,8 @@ pub fn update_address(
     address.platform_id = current.platform_id.clone().map(PlatformId::new);
     tx.update_address(shop.id, customer_id, address_id, &address, is_default, now)?;
     let call = ConnectorCall::UpdateServiceAddress {
-        customer_id,
-        address_id,
+        customer_id: customer_id.0,
+        address_id: address_id.0,
         address,
     };
     request_connector_change(tx, shop.id, &call, now)?;
@@ -562,8 +560,8 @@ pub fn update_address(
 pub fn delete_address(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
-    customer_id: i64,
-    address_id: i64,
+    customer_id: CustomerId,
+    address_id: AddressId,
     now: Timestamp,
 ) -> Result<(), DomainError> {
     live_customer(tx, shop, customer_id)?;
@@ -591,19 +589,19 @@ pub fn delete_address(
     tx.delete_address(shop.id, customer_id, address_id, now)?;
     if current.is_default
         && let Some(next) = tx
-            .addresses_of_customers(shop.id, &[CustomerId(customer_id)])?
+            .addresses_of_customers(shop.id, &[customer_id])?
             .into_iter()
             .next()
     {
-        let next_id = next.id.0;
+        let next_id = next.id;
         let stored = address_of(tx, shop, customer_id, next_id)?;
         let mut address = stored.address.clone();
         address.is_default = Some(true);
         tx.update_address(shop.id, customer_id, next_id, &address, true, now)?;
     }
     let call = ConnectorCall::DeleteServiceAddress {
-        customer_id,
-        address_id,
+        customer_id: customer_id.0,
+        address_id: address_id.0,
     };
     request_connector_change(tx, shop.id, &call, now)?;
     Ok(())
@@ -794,7 +792,7 @@ mod tests {
             assert!(
                 db.write(|tx| Ok(tx.set_customer_platform_id(
                     shop.id,
-                    id,
+                    id.0,
                     platform_id,
                     at(NOW)
                 )?))

@@ -15,6 +15,7 @@ use crate::kernel::body::{
     BodyObject, Check, Field, RawText, TextId, parse_object, path, wrong_type,
 };
 use crate::kernel::error::{DomainError, FieldError, Problems};
+use crate::kernel::ids::GroupId;
 use crate::kernel::time::Timestamp;
 use crate::subscriptions::customers::PagePagination;
 
@@ -100,7 +101,8 @@ pub struct BillingRule {
     /// The rule's id (the service's integer); a line item names it as its `interval_id`.
     pub id: i64,
     /// The id of the group the rule belongs to.
-    pub subscription_group_id: i64,
+    #[schema(value_type = i64)]
+    pub subscription_group_id: GroupId,
     /// How many units between orders (1..=366).
     pub interval_number: i64,
     /// The unit of the interval.
@@ -115,7 +117,7 @@ pub struct BillingRule {
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredGroup {
     /// 0 for a group not stored yet.
-    pub id: i64,
+    pub id: GroupId,
     /// The group's name.
     pub name: String,
     /// The discount the group's subscriptions take, a percentage from 0 to 100.
@@ -134,7 +136,8 @@ pub struct StoredGroup {
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct SubscriptionGroup {
     /// The group's id (the service's integer).
-    pub id: i64,
+    #[schema(value_type = i64)]
+    pub id: GroupId,
     /// The shop's `shop_identifier` (32 lowercase hex characters).
     pub shop_identifier: String,
     /// The group's name.
@@ -598,7 +601,7 @@ pub fn list_groups(
 pub fn get_group(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
-    id: i64,
+    id: GroupId,
 ) -> Result<SubscriptionGroup, DomainError> {
     let stored = tx.subscription_group(shop.id, id)?.ok_or_else(not_found)?;
     Ok(SubscriptionGroup::of(shop, stored))
@@ -607,7 +610,7 @@ pub fn get_group(
 /// The rules `inputs` make of a group's `current` ones; an `id` that is not one of them is 422
 /// on its field under `at` (the body's path of the group).
 fn rules_of(
-    group_id: i64,
+    group_id: GroupId,
     inputs: Vec<BillingRuleInput>,
     current: &[BillingRule],
     at: &str,
@@ -652,11 +655,16 @@ pub fn create_group(
     now: Timestamp,
 ) -> Result<SubscriptionGroup, DomainError> {
     let group = StoredGroup {
-        id: 0,
+        id: GroupId(0),
         name: input.name.unwrap_or_default(),
         percent_discount: input.percent_discount.unwrap_or(0.0),
         products: input.products.unwrap_or_default(),
-        billing_rules: rules_of(0, input.billing_rules.unwrap_or_default(), &[], &input.path)?,
+        billing_rules: rules_of(
+            GroupId(0),
+            input.billing_rules.unwrap_or_default(),
+            &[],
+            &input.path,
+        )?,
         created_at: now,
         updated_at: now,
     };
@@ -670,7 +678,7 @@ pub fn create_group(
 pub fn update_group(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
-    id: i64,
+    id: GroupId,
     input: GroupInput,
     now: Timestamp,
 ) -> Result<SubscriptionGroup, DomainError> {
@@ -711,7 +719,7 @@ pub fn update_group(
 pub fn delete_group(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
-    id: i64,
+    id: GroupId,
 ) -> Result<(), DomainError> {
     tx.lock_subscription_group(shop.id, id)?;
     if tx.subscription_group(shop.id, id)?.is_none() {
@@ -805,8 +813,8 @@ pub(crate) fn group_references_of(
             continue;
         };
         if let std::collections::btree_map::Entry::Vacant(entry) = groups.entry(group_id) {
-            tx.lock_subscription_group(shop.id, group_id)?;
-            entry.insert(tx.subscription_group(shop.id, group_id)?);
+            tx.lock_subscription_group(shop.id, GroupId(group_id))?;
+            entry.insert(tx.subscription_group(shop.id, GroupId(group_id))?);
         }
         let Some(Some(group)) = groups.get(&group_id) else {
             references.problems.push(FieldError::new(

@@ -30,6 +30,7 @@ use crate::kernel::body::{
     read_body, wrong_type,
 };
 use crate::kernel::error::{DomainError, FieldError, Problems};
+use crate::kernel::ids::{AddressId, GroupId};
 use crate::kernel::money::{
     MAX_EXCHANGE_RATE, MAX_PRICE, MAX_QUANTITY, MIN_EXCHANGE_RATE, is_exchange_rate,
 };
@@ -165,7 +166,7 @@ pub struct LineItemInput {
     pub price: Cents,
     /// The subscription group the line item is sold under (the service's integer); it must be
     /// a group of the shop.
-    pub subscription_group_id: Option<i64>,
+    pub subscription_group_id: Option<GroupId>,
     /// The group's billing rule the line item's `interval_id` names.
     pub subscription_group_billing_rules_id: Option<i64>,
     /// `prepaid_metadata`, for a line item one payment covers several orders of.
@@ -836,7 +837,7 @@ pub enum ShippingAddressChange {
     /// `{"address_id"}`: one of the customer's addresses.
     Existing {
         /// The address's id (the service's integer).
-        address_id: i64,
+        address_id: AddressId,
     },
 }
 
@@ -877,7 +878,9 @@ pub fn parse_shipping_address_change(body: &Value) -> Result<ShippingAddressChan
             }
             (false, true) => check
                 .optional("address_id", body.address_id)
-                .map(|address_id| ShippingAddressChange::Existing { address_id }),
+                .map(|address_id| ShippingAddressChange::Existing {
+                    address_id: AddressId(address_id),
+                }),
         }
     })
 }
@@ -1278,7 +1281,7 @@ impl SubscriptionLineItemFields {
             platform_variant_id: platform_variant_id?.0,
             quantity: quantity?,
             price: price?,
-            subscription_group_id,
+            subscription_group_id: subscription_group_id.map(GroupId),
             subscription_group_billing_rules_id: None,
             prepaid,
             attributes: attributes?,
@@ -2099,9 +2102,9 @@ pub struct SubscriptionUpdate {
     /// Given: a new address of the customer, which the subscription ships to.
     pub shipping_address: Option<AddressInput>,
     /// Given: the id of the customer's live address to bill to.
-    pub billing_address_id: Option<i64>,
+    pub billing_address_id: Option<AddressId>,
     /// Given: the id of the customer's live address to ship to.
-    pub shipping_address_id: Option<i64>,
+    pub shipping_address_id: Option<AddressId>,
     /// Given: the new discount code; `Some(None)` clears it (null or blank).
     pub discount_code: Option<Option<String>>,
     /// Given: the new `last_failure_code`; `Some(None)` clears it (null or blank).
@@ -2344,8 +2347,12 @@ impl SubscriptionUpdateFields {
                 "shipping_address",
                 self.shipping_address,
             ),
-            billing_address_id: check.optional("billing_address_id", self.billing_address_id),
-            shipping_address_id: check.optional("shipping_address_id", self.shipping_address_id),
+            billing_address_id: check
+                .optional("billing_address_id", self.billing_address_id)
+                .map(AddressId),
+            shipping_address_id: check
+                .optional("shipping_address_id", self.shipping_address_id)
+                .map(AddressId),
             discount_code: check.settable("discount_code", self.discount_code),
             last_failure_code: check.settable("last_failure_code", self.last_failure_code),
             last_failure_reason: check.settable("last_failure_reason", self.last_failure_reason),
@@ -2548,7 +2555,7 @@ mod tests {
                 platform_variant_id: "22".into(),
                 quantity: 2,
                 price: Cents(1250),
-                subscription_group_id: Some(4),
+                subscription_group_id: Some(GroupId(4)),
                 subscription_group_billing_rules_id: None,
                 prepaid: None,
                 attributes: Vec::new(),
@@ -2961,11 +2968,15 @@ mod tests {
 
         assert_eq!(
             parse_shipping_address_change(&json!({"address_id": 12})).unwrap(),
-            ShippingAddressChange::Existing { address_id: 12 }
+            ShippingAddressChange::Existing {
+                address_id: AddressId(12)
+            }
         );
         assert_eq!(
             parse_shipping_address_change(&json!({"address_id": " 2 "})).unwrap(),
-            ShippingAddressChange::Existing { address_id: 2 }
+            ShippingAddressChange::Existing {
+                address_id: AddressId(2)
+            }
         );
         assert_eq!(
             action_problems(parse_shipping_address_change(&json!({"address_id": "2a"}))),
@@ -3445,7 +3456,7 @@ mod tests {
         assert_eq!(update.idempotency_key, Some(None));
         assert_eq!(update.payment_method_expires_at, Some(None));
         assert_eq!(update.orders_processed, Some(2));
-        assert_eq!(update.billing_address_id, Some(7));
+        assert_eq!(update.billing_address_id, Some(AddressId(7)));
         assert_eq!(update.discount_code, Some(None));
         assert_eq!(update.last_failure_message, Some(None));
         assert_eq!(update.charged_currency, None);
@@ -3600,7 +3611,9 @@ mod tests {
         assert_eq!(
             parse_shipping_address_change(&json!({"shipping_address": null, "address_id": "3"}))
                 .unwrap(),
-            ShippingAddressChange::Existing { address_id: 3 }
+            ShippingAddressChange::Existing {
+                address_id: AddressId(3)
+            }
         );
         assert_eq!(
             action_problems(parse_shipping_address_change(

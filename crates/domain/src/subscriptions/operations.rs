@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::access::shop::Shop;
 use crate::kernel::error::{DomainError, FieldError};
+use crate::kernel::ids::{AddressId, CustomerId, LineItemId, SubscriptionId};
 use crate::kernel::time::Timestamp;
 use crate::platform::catalogue::{self, CatalogueVariant};
 use crate::subscriptions::customers::{
@@ -105,7 +106,7 @@ fn discounted(
         left -= taken;
         shown.push(LineItemDiscount {
             id: index as i64 + 1,
-            subscription_line_item_id: 0,
+            subscription_line_item_id: LineItemId(0),
             shop_id,
             full_price: input.price,
             fixed_value: Cents(taken),
@@ -160,7 +161,7 @@ fn shipping_lines_of(
         .map(|(index, line)| -> Result<ShippingLine, DomainError> {
             Ok(ShippingLine {
                 id: index as i64 + 1,
-                subscription_id: 0,
+                subscription_id: SubscriptionId(0),
                 name: line.name.clone(),
                 code: line.code.clone(),
                 tag: line.tag.clone(),
@@ -202,8 +203,8 @@ fn line_item(
         .and_then(|v| v.name.clone())
         .or_else(|| given.variant_name.clone());
     Ok(SubscriptionLineItem {
-        id: 0,
-        subscription_id: 0,
+        id: LineItemId(0),
+        subscription_id: SubscriptionId(0),
         subscription_group_id: input.subscription_group_id,
         subscription_group_billing_rules_id: input.subscription_group_billing_rules_id,
         platform_id: None,
@@ -251,7 +252,7 @@ fn line_item(
         discounts,
         prepaid_metadata: input.prepaid.as_ref().map(|prepaid| PrepaidMetadata {
             id: 0,
-            line_item_id: 0,
+            line_item_id: LineItemId(0),
             prepaid_duration: prepaid.prepaid_duration,
             current_recurrence_count: prepaid.current_recurrence_count,
             prepaid_continue: prepaid.prepaid_continue.clone(),
@@ -264,8 +265,8 @@ fn line_item(
                 value: value.clone(),
                 created_at: now,
                 updated_at: now,
-                subscription_id: 0,
-                line_item_id: 0,
+                subscription_id: SubscriptionId(0),
+                line_item_id: LineItemId(0),
             })
             .collect(),
         created_at: now,
@@ -280,7 +281,7 @@ pub(crate) fn resources(
     stored: Vec<StoredSubscription>,
     expand_customer: bool,
 ) -> Result<Vec<Subscription>, DomainError> {
-    let mut address_ids: Vec<i64> = stored
+    let mut address_ids: Vec<AddressId> = stored
         .iter()
         .flat_map(|s| [s.state.billing_address_id, s.state.shipping_address_id])
         .collect();
@@ -288,14 +289,14 @@ pub(crate) fn resources(
     address_ids.dedup();
     let addresses = tx.addresses_by_ids(shop.id, &address_ids)?;
     let customers = if expand_customer {
-        let mut ids: Vec<i64> = stored.iter().map(|s| s.state.customer_id).collect();
+        let mut ids: Vec<CustomerId> = stored.iter().map(|s| s.state.customer_id).collect();
         ids.sort_unstable();
         ids.dedup();
         customer_resources(tx, shop, &ids)?
     } else {
         Vec::new()
     };
-    let address = |id: i64| {
+    let address = |id: AddressId| {
         addresses
             .iter()
             .find(|a| a.id == id)
@@ -324,7 +325,7 @@ pub(crate) fn resources(
 fn stored(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
-    id: i64,
+    id: SubscriptionId,
 ) -> Result<StoredSubscription, DomainError> {
     tx.subscription(shop.id, id)?
         .ok_or(DomainError::not_found("subscription"))
@@ -334,7 +335,7 @@ fn stored(
 pub fn get_subscription(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
-    id: i64,
+    id: SubscriptionId,
     expand_customer: bool,
 ) -> Result<Subscription, DomainError> {
     let subscription = stored(tx, shop, id)?;
@@ -380,11 +381,11 @@ pub fn list_subscriptions(
 pub fn customer_subscriptions(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
-    customer_id: i64,
+    customer_id: CustomerId,
     limit: i64,
     page: i64,
 ) -> Result<(Vec<Subscription>, PagePagination), DomainError> {
-    match tx.directory_customer(shop.id, crate::kernel::ids::CustomerId(customer_id))? {
+    match tx.directory_customer(shop.id, customer_id)? {
         Some(customer) if customer.deleted_at.is_none() => {}
         _ => return Err(DomainError::not_found("customer")),
     }
@@ -553,7 +554,7 @@ pub enum ActionRequest {
     /// Change a line item's quantity.
     ChangeQuantity {
         /// The line item's id (the service's integer).
-        line_item_id: i64,
+        line_item_id: LineItemId,
         /// The new quantity, at least 1.
         quantity: i64,
     },
@@ -599,10 +600,10 @@ pub(crate) fn schedule_of(
 fn customer_address(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
-    customer_id: i64,
-    address_id: i64,
+    customer_id: CustomerId,
+    address_id: AddressId,
     field: &str,
-) -> Result<i64, DomainError> {
+) -> Result<AddressId, DomainError> {
     let found = tx
         .addresses_by_ids(shop.id, &[address_id])?
         .into_iter()
@@ -623,7 +624,7 @@ fn customer_address(
 pub fn take_subscription_action(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
-    id: i64,
+    id: SubscriptionId,
     request: ActionRequest,
     actor: Actor,
     now: Timestamp,
@@ -753,7 +754,7 @@ fn set<T>(target: &mut T, value: Option<T>) {
 pub fn update_subscription(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
-    id: i64,
+    id: SubscriptionId,
     update: SubscriptionUpdate,
     actor: Actor,
     now: Timestamp,
@@ -812,7 +813,7 @@ pub fn update_subscription(
 fn check_idempotency_key(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
-    id: i64,
+    id: SubscriptionId,
     update: &SubscriptionUpdate,
 ) -> Result<(), DomainError> {
     let Some(Some(key)) = &update.idempotency_key else {
@@ -991,7 +992,7 @@ fn apply_addresses(
 /// action's outcome, with its status log and topics.
 fn apply_status(
     shop: &Shop,
-    id: i64,
+    id: SubscriptionId,
     state: &mut SubscriptionState,
     action: Option<Action>,
     update: &SubscriptionUpdate,
@@ -1070,6 +1071,7 @@ mod tests {
 
     use super::*;
     use crate::access::shop::ShopIdentifier;
+    use crate::kernel::ids::GroupId;
     use crate::subscriptions::input::{CustomerUpdate, parse_frequency};
     use crate::subscriptions::repository::SubscriptionDatabase;
     use crate::subscriptions::resources::ActorType;
@@ -1168,7 +1170,7 @@ mod tests {
 
     fn act(
         db: &MemoryDatabase,
-        id: i64,
+        id: SubscriptionId,
         request: ActionRequest,
     ) -> Result<Subscription, DomainError> {
         db.write_tx(|tx| take_subscription_action(tx, &shop(), id, request, actor(), at(NOW)))
@@ -1438,7 +1440,7 @@ mod tests {
     /// A Create Subscription body as a TypeScript integration writes it: every id a string,
     /// fields the API does not name, payment details without `gateway_payment_id`, and no
     /// `order_rrule`: the line item's billing rule gives it.
-    fn typescript_body(group: i64, interval: i64) -> Value {
+    fn typescript_body(group: GroupId, interval: i64) -> Value {
         json!({
             "customer": {"first_name": "Ada", "last_name": "Lovelace", "email": "ts@example.test"},
             "subscription": {
@@ -1522,7 +1524,7 @@ mod tests {
         };
         let field = |name: &str| format!("subscription.line_items[0].{name}");
         assert_eq!(
-            problems(typescript_body(group.id + 100, 1)),
+            problems(typescript_body(GroupId(group.id.0 + 100), 1)),
             [(field("subscription_group_id"), "unknown_group")]
         );
         assert_eq!(

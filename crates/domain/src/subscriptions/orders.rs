@@ -10,6 +10,7 @@
 
 use serde::Serialize;
 
+use crate::kernel::ids::{LineItemId, SubscriptionId};
 use crate::kernel::time::Timestamp;
 use crate::platform::placement::with_payment_key;
 use crate::platform::resources::{
@@ -21,7 +22,7 @@ use crate::subscriptions::resources::{
 
 /// Create Order's `Idempotency-Key` for the order of `scheduled_at`: the subscription's id and
 /// the order date, the same for every attempt of that date.
-pub fn idempotency_key(subscription_id: i64, scheduled_at: Timestamp) -> String {
+pub fn idempotency_key(subscription_id: SubscriptionId, scheduled_at: Timestamp) -> String {
     format!("{subscription_id}:{}", scheduled_at.to_rfc3339())
 }
 
@@ -40,7 +41,7 @@ pub(crate) fn payment_keys_of_date(idempotency_key: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct LineCharge {
     /// The line item's id.
-    pub line_item_id: i64,
+    pub line_item_id: LineItemId,
     /// The unit price charged (0 inside a prepaid period).
     pub unit: Cents,
     /// How many units' worth: the quantity, times the period's orders when a prepaid period
@@ -391,7 +392,7 @@ mod tests {
     #[test]
     fn the_key_is_the_subscription_and_its_order_date() {
         assert_eq!(
-            idempotency_key(42, at("2026-03-09T13:00:00Z")),
+            idempotency_key(SubscriptionId(42), at("2026-03-09T13:00:00Z")),
             "42:2026-03-09T13:00:00Z"
         );
         assert_eq!(
@@ -524,7 +525,7 @@ mod tests {
         assert_eq!(try_charge(&s), None, "a line's total overflows");
         s.line_items[0].quantity = 1;
         let mut second = s.line_items[0].clone();
-        second.id += 1;
+        second.id.0 += 1;
         s.line_items.push(second);
         assert_eq!(try_charge(&s), None, "the subtotal overflows");
         s.line_items.truncate(1);

@@ -12,6 +12,7 @@ use crate::kernel::filter::{
     Condition, FilterOp, FilterValue, MAX_FILTER_CONDITIONS, MAX_LISTED_IDS, bad_filter, gather,
     integer_value, split_conditions, time_value,
 };
+use crate::kernel::ids::SubscriptionId;
 use crate::kernel::limits::{MAX_ID_CHARS, check_parameter};
 use crate::subscriptions::repository::StoredSubscription;
 use crate::subscriptions::resources::SubscriptionStatus;
@@ -129,11 +130,11 @@ impl Filter {
         );
         let s = &subscription.state;
         let integer = match self.field {
-            FilterField::Id => Some(id),
+            FilterField::Id => Some(id.0),
             FilterField::ShopId => Some(shop_id),
-            FilterField::CustomerId => Some(s.customer_id),
-            FilterField::BillingAddressId => Some(s.billing_address_id),
-            FilterField::ShippingAddressId => Some(s.shipping_address_id),
+            FilterField::CustomerId => Some(s.customer_id.0),
+            FilterField::BillingAddressId => Some(s.billing_address_id.0),
+            FilterField::ShippingAddressId => Some(s.shipping_address_id.0),
             FilterField::OrdersProcessed => Some(s.orders_processed),
             FilterField::CurrentRetries => Some(s.current_retries),
             _ => None,
@@ -187,7 +188,7 @@ pub fn parse_filters(text: &str) -> Result<Vec<Filter>, FieldError> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cursor {
     /// The id of the last subscription of the previous page; the page starts after it.
-    pub after_id: i64,
+    pub after_id: SubscriptionId,
     /// Counted on the walk's first page and carried on: a deep page does not count again
     /// (`s1:{after_id}` without it is read too).
     pub total: Option<i64>,
@@ -197,7 +198,7 @@ const CURSOR_PREFIX: &str = "s1:";
 
 impl Cursor {
     /// A cursor after subscription `after_id`, without a total.
-    pub fn after(after_id: i64) -> Cursor {
+    pub fn after(after_id: SubscriptionId) -> Cursor {
         Cursor {
             after_id,
             total: None,
@@ -223,7 +224,7 @@ impl Cursor {
             None => (rest, None),
         };
         Some(Cursor {
-            after_id: after_id.parse().ok()?,
+            after_id: SubscriptionId(after_id.parse().ok()?),
             total,
         })
     }
@@ -264,7 +265,7 @@ impl ListQuery {
     pub fn matches(&self, subscription: &StoredSubscription) -> bool {
         let state = &subscription.state;
         (self.statuses.is_empty() || self.statuses.contains(&state.subscription_status))
-            && (self.customer_ids.is_empty() || self.customer_ids.contains(&state.customer_id))
+            && (self.customer_ids.is_empty() || self.customer_ids.contains(&state.customer_id.0))
             && self
                 .cursor
                 .is_none_or(|cursor| subscription.id > cursor.after_id)
@@ -476,7 +477,7 @@ mod tests {
 
     #[test]
     fn the_list_query_reads_every_parameter() {
-        let cursor = Cursor::after(41).encode();
+        let cursor = Cursor::after(SubscriptionId(41)).encode();
         let query = parse_list_query(&pairs(&[
             ("subscription_status[]", "active"),
             ("subscription_status[]", "paused,active"),
@@ -496,7 +497,7 @@ mod tests {
         assert_eq!(query.customer_ids, vec![7, 8]);
         assert!(query.expand_customer);
         assert_eq!(query.limit, 10);
-        assert_eq!(query.cursor, Some(Cursor::after(41)));
+        assert_eq!(query.cursor, Some(Cursor::after(SubscriptionId(41))));
         assert_eq!(query.filters.len(), 2);
         assert_eq!(parse_list_query(&[]).unwrap(), ListQuery::default());
     }
@@ -534,12 +535,12 @@ mod tests {
 
     #[test]
     fn cursors_are_opaque_and_round_trip() {
-        let cursor = Cursor::after(123_456);
+        let cursor = Cursor::after(SubscriptionId(123_456));
         let text = cursor.encode();
         assert!(!text.contains("123456"));
         assert_eq!(Cursor::decode(&text), Some(cursor));
         let counted = Cursor {
-            after_id: 7,
+            after_id: SubscriptionId(7),
             total: Some(1_000),
         };
         assert_eq!(Cursor::decode(&counted.encode()), Some(counted));
@@ -560,15 +561,15 @@ mod tests {
         query.statuses = vec![SubscriptionStatus::Active];
         query.cursor = Some(Cursor::after(s.id));
         assert!(!query.matches(&s));
-        query.cursor = Some(Cursor::after(s.id - 1));
-        query.customer_ids = vec![s.state.customer_id];
+        query.cursor = Some(Cursor::after(SubscriptionId(s.id.0 - 1)));
+        query.customer_ids = vec![s.state.customer_id.0];
         query.filters = vec![time_filter(
             FilterField::NextOrderDatetime,
             FilterOp::Lte,
             at("2024-03-04T09:00:00Z"),
         )];
         assert!(query.matches(&s));
-        query.customer_ids = vec![s.state.customer_id + 1];
+        query.customer_ids = vec![s.state.customer_id.0 + 1];
         assert!(!query.matches(&s));
     }
 

@@ -4,6 +4,7 @@
 
 use crate::directory::DirectoryRepository;
 use crate::kernel::error::StoreResult;
+use crate::kernel::ids::{AddressId, CustomerId, GroupId, SubscriptionId, SubscriptionOrderId};
 use crate::kernel::time::Timestamp;
 use crate::platform::PlatformRepositories;
 use crate::platform::resources::CustomerAddress;
@@ -58,7 +59,8 @@ pub trait SubscriptionGroupRepository {
         page: i64,
     ) -> StoreResult<(Vec<StoredGroup>, i64)>;
     /// The shop's group of this id; `None` for an unknown id or another shop's.
-    fn subscription_group(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<StoredGroup>>;
+    fn subscription_group(&mut self, shop_id: i64, id: GroupId)
+    -> StoreResult<Option<StoredGroup>>;
     /// Stores the group as it is: a group of id 0 is inserted; its rules of id 0 are
     /// inserted, the others updated, and the group's rules not listed deleted. Answers the
     /// group as stored, with its ids.
@@ -68,13 +70,13 @@ pub trait SubscriptionGroupRepository {
         group: &StoredGroup,
     ) -> StoreResult<StoredGroup>;
     /// Deletes the shop's group of this id with its billing rules; false when there is none.
-    fn delete_subscription_group(&mut self, shop_id: i64, id: i64) -> StoreResult<bool>;
+    fn delete_subscription_group(&mut self, shop_id: i64, id: GroupId) -> StoreResult<bool>;
     /// Holds the group until the transaction ends (PostgreSQL; SQLite's writes are serial).
-    fn lock_subscription_group(&mut self, shop_id: i64, id: i64) -> StoreResult<()>;
+    fn lock_subscription_group(&mut self, shop_id: i64, id: GroupId) -> StoreResult<()>;
     /// How many subscriptions not `inactive` have a line item of the group.
-    fn live_subscriptions_of_group(&mut self, shop_id: i64, group_id: i64) -> StoreResult<i64>;
+    fn live_subscriptions_of_group(&mut self, shop_id: i64, group_id: GroupId) -> StoreResult<i64>;
     /// How many boxes are sold under the group (the box builder's boxes, by their group).
-    fn boxes_of_group(&mut self, shop_id: i64, group_id: i64) -> StoreResult<i64>;
+    fn boxes_of_group(&mut self, shop_id: i64, group_id: GroupId) -> StoreResult<i64>;
     /// Which of `rule_ids` a line item of a subscription not `inactive` follows.
     fn billing_rules_in_use(&mut self, shop_id: i64, rule_ids: &[i64]) -> StoreResult<Vec<i64>>;
 }
@@ -149,7 +151,7 @@ pub struct CustomerListQuery {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdPage {
     /// The customers' ids on the page (the service's integers).
-    pub ids: Vec<i64>,
+    pub ids: Vec<CustomerId>,
     /// How many customers match, over every page.
     pub total: i64,
 }
@@ -158,7 +160,7 @@ pub struct IdPage {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SummaryFigures {
     /// The customer's id (the service's integer).
-    pub customer_id: i64,
+    pub customer_id: CustomerId,
     /// Subscriptions not `inactive`.
     pub active_subscription_count: i64,
     /// Subscriptions that are `inactive`.
@@ -175,11 +177,11 @@ pub struct SummaryFigures {
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredAddress {
     /// The address's id (the service's integer).
-    pub id: i64,
+    pub id: AddressId,
     /// The id of its shop (the service's integer).
     pub shop_id: i64,
     /// The id of its customer (the service's integer).
-    pub customer_id: i64,
+    pub customer_id: CustomerId,
     /// The platform's id of the address, once it has one.
     pub platform_id: Option<String>,
     /// The platform id of its customer, once it has one.
@@ -201,20 +203,24 @@ pub struct StoredAddress {
 pub trait SubscriptionCustomerRepository {
     /// The live customer of the shop with this email, compared without case; the oldest when
     /// several have it.
-    fn customer_id_by_email(&mut self, shop_id: i64, email: &str) -> StoreResult<Option<i64>>;
+    fn customer_id_by_email(
+        &mut self,
+        shop_id: i64,
+        email: &str,
+    ) -> StoreResult<Option<CustomerId>>;
     /// A customer made here: no platform id until the connector gives one.
     fn insert_customer(
         &mut self,
         shop_id: i64,
         fields: &CustomerFields,
         now: Timestamp,
-    ) -> StoreResult<i64>;
+    ) -> StoreResult<CustomerId>;
     /// Writes every field of `fields` (absent clears it); false when the shop has no live
     /// customer of that id.
     fn update_customer(
         &mut self,
         shop_id: i64,
-        customer_id: i64,
+        customer_id: CustomerId,
         fields: &CustomerFields,
         now: Timestamp,
     ) -> StoreResult<bool>;
@@ -222,8 +228,8 @@ pub trait SubscriptionCustomerRepository {
     fn customer_notes(
         &mut self,
         shop_id: i64,
-        customer_ids: &[i64],
-    ) -> StoreResult<Vec<(i64, String)>>;
+        customer_ids: &[CustomerId],
+    ) -> StoreResult<Vec<(CustomerId, String)>>;
     /// List Customers: the ids of a page and the total.
     fn list_subscription_customers(
         &mut self,
@@ -235,28 +241,32 @@ pub trait SubscriptionCustomerRepository {
     fn subscription_summaries(
         &mut self,
         shop_id: i64,
-        customer_ids: &[i64],
+        customer_ids: &[CustomerId],
     ) -> StoreResult<Vec<SummaryFigures>>;
 
     /// Addresses by id, deleted ones included (a subscription keeps showing its address).
-    fn addresses_by_ids(&mut self, shop_id: i64, ids: &[i64]) -> StoreResult<Vec<StoredAddress>>;
+    fn addresses_by_ids(
+        &mut self,
+        shop_id: i64,
+        ids: &[AddressId],
+    ) -> StoreResult<Vec<StoredAddress>>;
     /// A new address of a customer made here; when `is_default`, the customer's other
     /// addresses stop being the default.
     fn insert_address(
         &mut self,
         shop_id: i64,
-        customer_id: i64,
+        customer_id: CustomerId,
         address: &CustomerAddress,
         is_default: bool,
         now: Timestamp,
-    ) -> StoreResult<i64>;
+    ) -> StoreResult<AddressId>;
     /// Rewrites a live address; when `is_default`, the customer's other addresses stop being
     /// the default. False when the customer has no live address of that id.
     fn update_address(
         &mut self,
         shop_id: i64,
-        customer_id: i64,
-        address_id: i64,
+        customer_id: CustomerId,
+        address_id: AddressId,
         address: &CustomerAddress,
         is_default: bool,
         now: Timestamp,
@@ -266,8 +276,8 @@ pub trait SubscriptionCustomerRepository {
     fn delete_address(
         &mut self,
         shop_id: i64,
-        customer_id: i64,
-        address_id: i64,
+        customer_id: CustomerId,
+        address_id: AddressId,
         now: Timestamp,
     ) -> StoreResult<bool>;
 }
@@ -277,11 +287,11 @@ pub trait SubscriptionCustomerRepository {
 #[derive(Debug, Clone, PartialEq)]
 pub struct SubscriptionState {
     /// The id of its customer (the service's integer).
-    pub customer_id: i64,
+    pub customer_id: CustomerId,
     /// The id of the customer's address it bills to.
-    pub billing_address_id: i64,
+    pub billing_address_id: AddressId,
     /// The id of the customer's address its orders ship to.
-    pub shipping_address_id: i64,
+    pub shipping_address_id: AddressId,
     /// How many of its orders Mercer has placed.
     pub orders_processed: i64,
     /// How many times its current order has failed (0 once one is placed).
@@ -358,7 +368,7 @@ pub struct SubscriptionState {
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredSubscription {
     /// The subscription's id (the service's integer).
-    pub id: i64,
+    pub id: SubscriptionId,
     /// The id of its shop (the service's integer).
     pub shop_id: i64,
     /// When the service stored the subscription.
@@ -389,7 +399,7 @@ pub trait SubscriptionRepository {
         &mut self,
         shop_id: i64,
         key: &str,
-    ) -> StoreResult<Option<(i64, Option<String>)>>;
+    ) -> StoreResult<Option<(SubscriptionId, Option<String>)>>;
     /// Inserts a subscription and its line items (their `id` and `subscription_id` are given by
     /// the store), created at `now`; returns its id. A second subscription with one shop's
     /// idempotency key is a `StoreError::Conflict`.
@@ -399,12 +409,12 @@ pub trait SubscriptionRepository {
         state: &SubscriptionState,
         line_items: &[SubscriptionLineItem],
         now: Timestamp,
-    ) -> StoreResult<i64>;
+    ) -> StoreResult<SubscriptionId>;
     /// Writes the whole state of a subscription of the shop; false when there is none.
     fn save_subscription(
         &mut self,
         shop_id: i64,
-        id: i64,
+        id: SubscriptionId,
         state: &SubscriptionState,
     ) -> StoreResult<bool>;
     /// Rewrites a line item of the subscription (its quantity, prices, the rest of its fields),
@@ -412,14 +422,14 @@ pub trait SubscriptionRepository {
     fn update_line_item(
         &mut self,
         shop_id: i64,
-        subscription_id: i64,
+        subscription_id: SubscriptionId,
         item: &SubscriptionLineItem,
         now: Timestamp,
     ) -> StoreResult<bool>;
     /// Locks the subscription's row until the unit of work ends, so that changes made by
     /// read, change, save (a client's action, the scheduler's) run one after the other.
     /// PostgreSQL: `SELECT … FOR UPDATE`; SQLite and the memory database write one at a time.
-    fn lock_subscription(&mut self, shop_id: i64, id: i64) -> StoreResult<()>;
+    fn lock_subscription(&mut self, shop_id: i64, id: SubscriptionId) -> StoreResult<()>;
     /// Holds a lock named `key` until the unit of work ends, so units of work that look for a
     /// thing and create it when missing (a customer by email, a subscription by idempotency
     /// key) run one after the other. PostgreSQL: an advisory transaction lock; SQLite and the
@@ -431,11 +441,15 @@ pub trait SubscriptionRepository {
     fn status_logs_of_subscription(
         &mut self,
         shop_id: i64,
-        subscription_id: i64,
+        subscription_id: SubscriptionId,
         limit: usize,
     ) -> StoreResult<Vec<StatusLog>>;
     /// The shop's subscription of this id; `None` for an unknown id or another shop's.
-    fn subscription(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<StoredSubscription>>;
+    fn subscription(
+        &mut self,
+        shop_id: i64,
+        id: SubscriptionId,
+    ) -> StoreResult<Option<StoredSubscription>>;
     /// List Subscriptions: the subscriptions `query` matches with an id above its cursor's, by
     /// id ascending, at most `query.limit`.
     fn list_subscriptions(
@@ -449,7 +463,7 @@ pub trait SubscriptionRepository {
     fn customer_subscriptions(
         &mut self,
         shop_id: i64,
-        customer_id: i64,
+        customer_id: CustomerId,
         limit: i64,
         page: i64,
     ) -> StoreResult<(Vec<StoredSubscription>, i64)>;
@@ -483,11 +497,11 @@ impl OrderAttemptStatus {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubscriptionOrder {
     /// The attempt's id (the service's integer).
-    pub id: i64,
+    pub id: SubscriptionOrderId,
     /// The id of the subscription's shop (the service's integer).
     pub shop_id: i64,
     /// The id of the subscription whose order it places (the service's integer).
-    pub subscription_id: i64,
+    pub subscription_id: SubscriptionId,
     /// The order date placed: `next_order_datetime` when the attempt began.
     pub scheduled_at: Timestamp,
     /// 1 for the first attempt of the date, 2 for its first retry…
@@ -521,7 +535,7 @@ pub struct NewSubscriptionOrder {
     /// The id of the subscription's shop (the service's integer).
     pub shop_id: i64,
     /// The id of the subscription whose order it places (the service's integer).
-    pub subscription_id: i64,
+    pub subscription_id: SubscriptionId,
     /// The order date to place: the subscription's `next_order_datetime`.
     pub scheduled_at: Timestamp,
     /// The attempt's number among the attempts of that date, from 1.
@@ -576,34 +590,40 @@ pub trait SubscriptionOrderRepository {
         status: SubscriptionStatus,
         now: Timestamp,
         limit: usize,
-    ) -> StoreResult<Vec<(i64, i64)>>;
+    ) -> StoreResult<Vec<(i64, SubscriptionId)>>;
     /// Whole subscriptions of a shop by id, in the order of `ids`.
     fn subscriptions_by_ids(
         &mut self,
         shop_id: i64,
-        ids: &[i64],
+        ids: &[SubscriptionId],
     ) -> StoreResult<Vec<StoredSubscription>>;
     /// Stores a new attempt, `placing`; returns its id.
-    fn insert_subscription_order(&mut self, order: &NewSubscriptionOrder) -> StoreResult<i64>;
+    fn insert_subscription_order(
+        &mut self,
+        order: &NewSubscriptionOrder,
+    ) -> StoreResult<SubscriptionOrderId>;
     /// The attempt of this id, of any shop; `None` when there is none.
-    fn subscription_order(&mut self, id: i64) -> StoreResult<Option<SubscriptionOrder>>;
+    fn subscription_order(
+        &mut self,
+        id: SubscriptionOrderId,
+    ) -> StoreResult<Option<SubscriptionOrder>>;
     /// Every attempt of the subscription's order date, first attempt first.
     fn attempts_of_date(
         &mut self,
-        subscription_id: i64,
+        subscription_id: SubscriptionId,
         scheduled_at: Timestamp,
     ) -> StoreResult<Vec<SubscriptionOrder>>;
     /// Keeps the platform order id Create Order answered for a placing attempt.
     fn set_order_platform_id(
         &mut self,
-        id: i64,
+        id: SubscriptionOrderId,
         platform_order_id: &str,
         now: Timestamp,
     ) -> StoreResult<()>;
     /// Ends a placing attempt; false (and nothing written) when it is not placing any more.
     fn finish_subscription_order(
         &mut self,
-        id: i64,
+        id: SubscriptionOrderId,
         end: &OrderAttemptEnd,
         now: Timestamp,
     ) -> StoreResult<bool>;
@@ -618,7 +638,7 @@ pub trait SubscriptionOrderRepository {
     /// The attempts of these subscriptions, newest first, at most `per_subscription` each.
     fn orders_of_subscriptions(
         &mut self,
-        subscription_ids: &[i64],
+        subscription_ids: &[SubscriptionId],
         per_subscription: usize,
     ) -> StoreResult<Vec<SubscriptionOrder>>;
     /// Ids of the shop's subscriptions that are active, scheduled or processing with a
@@ -628,7 +648,7 @@ pub trait SubscriptionOrderRepository {
         shop_id: i64,
         until: Timestamp,
         limit: usize,
-    ) -> StoreResult<Vec<i64>>;
+    ) -> StoreResult<Vec<SubscriptionId>>;
     /// Ids of the shop's active, paused or scheduled subscriptions whose payment method
     /// expires at or before `by` and was not announced yet, soonest first.
     fn expiring_payment_subscriptions(
@@ -636,13 +656,13 @@ pub trait SubscriptionOrderRepository {
         shop_id: i64,
         by: Timestamp,
         limit: usize,
-    ) -> StoreResult<Vec<i64>>;
+    ) -> StoreResult<Vec<SubscriptionId>>;
     /// Records that `subscription_expiring_payment` was emitted for the subscription's payment
     /// method (`Some`), or that its new one was not announced yet (`None`).
     fn set_expiring_payment_notified(
         &mut self,
         shop_id: i64,
-        id: i64,
+        id: SubscriptionId,
         at: Option<Timestamp>,
     ) -> StoreResult<()>;
     /// The scheduler's figures at `now`, over every shop.

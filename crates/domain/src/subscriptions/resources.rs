@@ -9,6 +9,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::kernel::ids::{AddressId, CustomerId, GroupId, LabelId, LineItemId, SubscriptionId};
 pub use crate::kernel::money::{CURRENCY_CODES, Cents, CurrencyCode};
 use crate::kernel::time::Timestamp;
 
@@ -75,13 +76,15 @@ impl fmt::Display for SubscriptionStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SubscriptionAddress {
     /// The address's id (the service's integer).
-    pub id: i64,
+    #[schema(value_type = i64)]
+    pub id: AddressId,
     /// The shop's `shop_identifier` (32 lowercase hex characters).
     pub shop_identifier: String,
     /// The address's platform id when it is a number, else `null` (none yet, or not a number).
     pub platform_id: Option<i64>,
     /// The id of the address's customer (the service's integer).
-    pub customer_id: i64,
+    #[schema(value_type = i64)]
+    pub customer_id: CustomerId,
     /// The shop's platform type, such as `custom`.
     pub platform_type: String,
     /// The platform id of the address's customer when it is a number, else `null` (the
@@ -128,7 +131,8 @@ pub struct SubscriptionAddress {
 pub struct SubscriptionSummary {
     /// The customer's id (the service's integer): what List Subscriptions' filter of that name
     /// takes.
-    pub svc_platform_customer_id: Option<i64>,
+    #[schema(value_type = Option<i64>)]
+    pub svc_platform_customer_id: Option<CustomerId>,
     /// The earliest `next_order_datetime` of the customer's subscriptions that are not
     /// `inactive`; `null` when none has one.
     pub next_order_date: Option<Timestamp>,
@@ -148,9 +152,11 @@ pub struct SubscriptionSummary {
 #[schema(as = SubscriptionCustomerLabel)]
 pub struct CustomerLabel {
     /// The label's id (the service's integer).
-    pub id: i64,
+    #[schema(value_type = i64)]
+    pub id: LabelId,
     /// The id of the labelled customer (the service's integer).
-    pub customer_id: i64,
+    #[schema(value_type = i64)]
+    pub customer_id: CustomerId,
     /// The label's text.
     pub name: String,
     /// When the label was added.
@@ -166,7 +172,8 @@ pub struct CustomerLabel {
 pub struct SubscriptionCustomer {
     /// The customer's id (the service's integer): the shop's one record of the customer,
     /// shared with the customer directory.
-    pub id: i64,
+    #[schema(value_type = i64)]
+    pub id: CustomerId,
     /// The customer's platform id (the platform's string); `null` for a customer made here
     /// until the connector answers one.
     pub platform_id: Option<String>,
@@ -200,7 +207,8 @@ pub struct LineItemDiscount {
     /// The discount's number within its line item, from 1 in the order given.
     pub id: i64,
     /// The id of its line item (the service's integer).
-    pub subscription_line_item_id: i64,
+    #[schema(value_type = i64)]
+    pub subscription_line_item_id: LineItemId,
     /// The id of the shop (the service's integer).
     pub shop_id: i64,
     /// The line item's unit price, before any discount (base currency).
@@ -234,7 +242,8 @@ pub struct PrepaidMetadata {
     /// The metadata's id: 0, as Mercer keeps it inside its line item.
     pub id: i64,
     /// The id of its line item (the service's integer).
-    pub line_item_id: i64,
+    #[schema(value_type = i64)]
+    pub line_item_id: LineItemId,
     /// How many orders one payment covers (1 to 1,000).
     pub prepaid_duration: i64,
     /// How many orders of the current prepaid period were placed (0 to `prepaid_duration`);
@@ -257,20 +266,25 @@ pub struct LineItemAttribute {
     /// When the attribute last changed.
     pub updated_at: Timestamp,
     /// The id of the line item's subscription (the service's integer).
-    pub subscription_id: i64,
+    #[schema(value_type = i64)]
+    pub subscription_id: SubscriptionId,
     /// The id of its line item (the service's integer).
-    pub line_item_id: i64,
+    #[schema(value_type = i64)]
+    pub line_item_id: LineItemId,
 }
 
 /// A subscription line item.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct SubscriptionLineItem {
     /// The line item's id (the service's integer).
-    pub id: i64,
+    #[schema(value_type = i64)]
+    pub id: LineItemId,
     /// The id of its subscription (the service's integer).
-    pub subscription_id: i64,
+    #[schema(value_type = i64)]
+    pub subscription_id: SubscriptionId,
     /// The subscription group it is sold under (the service's integer), if any.
-    pub subscription_group_id: Option<i64>,
+    #[schema(value_type = Option<i64>)]
+    pub subscription_group_id: Option<GroupId>,
     /// The group's billing rule it follows (the create body's `interval_id`), if any.
     pub subscription_group_billing_rules_id: Option<i64>,
     /// The line item's platform id; `null` for the line items Mercer makes.
@@ -340,7 +354,8 @@ pub struct ShippingLine {
     /// The line's number within its subscription, from 1 in the order given.
     pub id: i64,
     /// The id of its subscription (the service's integer).
-    pub subscription_id: i64,
+    #[schema(value_type = i64)]
+    pub subscription_id: SubscriptionId,
     /// The shipping method's name; the order's `shipping_method` lists them.
     pub name: String,
     /// The shipping method's code, as given.
@@ -521,22 +536,27 @@ pub struct StatusLog {
     /// When the action was taken.
     pub created_at: Timestamp,
     /// The id of its subscription (the service's integer).
-    pub subscription_id: i64,
+    #[schema(value_type = i64)]
+    pub subscription_id: SubscriptionId,
 }
 
 /// A subscription.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Subscription {
     /// The subscription's id (the service's integer).
-    pub id: i64,
+    #[schema(value_type = i64)]
+    pub id: SubscriptionId,
     /// The id of its shop (the service's integer).
     pub shop_id: i64,
     /// The id of its customer (the service's integer).
-    pub customer_id: i64,
+    #[schema(value_type = i64)]
+    pub customer_id: CustomerId,
     /// The id of the customer's address it bills to.
-    pub billing_address_id: i64,
+    #[schema(value_type = i64)]
+    pub billing_address_id: AddressId,
     /// The id of the customer's address its orders ship to.
-    pub shipping_address_id: i64,
+    #[schema(value_type = i64)]
+    pub shipping_address_id: AddressId,
     /// How many of its orders Mercer has placed (Update Subscription may set it).
     pub orders_processed: i64,
     /// How many times its current order has failed; 0 once an order is placed, and on
@@ -638,10 +658,10 @@ pub(crate) mod tests {
 
     pub(crate) fn address(id: i64) -> SubscriptionAddress {
         SubscriptionAddress {
-            id,
+            id: AddressId(id),
             shop_identifier: "0123456789abcdef0123456789abcdef".into(),
             platform_id: None,
-            customer_id: 7,
+            customer_id: CustomerId(7),
             platform_type: "custom".into(),
             platform_customer_id: None,
             first_name: Some("Ada".into()),
@@ -667,11 +687,11 @@ pub(crate) mod tests {
     pub(crate) fn subscription() -> Subscription {
         let now = at("2024-03-01T09:00:00Z");
         Subscription {
-            id: 1,
+            id: SubscriptionId(1),
             shop_id: 2,
-            customer_id: 7,
-            billing_address_id: 10,
-            shipping_address_id: 11,
+            customer_id: CustomerId(7),
+            billing_address_id: AddressId(10),
+            shipping_address_id: AddressId(11),
             orders_processed: 0,
             current_retries: 0,
             external_id: None,
@@ -701,9 +721,9 @@ pub(crate) mod tests {
             percent_discount: 0.0,
             discount_code: None,
             line_items: vec![SubscriptionLineItem {
-                id: 3,
-                subscription_id: 1,
-                subscription_group_id: Some(4),
+                id: LineItemId(3),
+                subscription_id: SubscriptionId(1),
+                subscription_group_id: Some(GroupId(4)),
                 subscription_group_billing_rules_id: None,
                 platform_id: None,
                 platform_product_id: "p-1".into(),
@@ -727,7 +747,7 @@ pub(crate) mod tests {
                 weight_unit: Some("kg".into()),
                 discounts: vec![LineItemDiscount {
                     id: 5,
-                    subscription_line_item_id: 3,
+                    subscription_line_item_id: LineItemId(3),
                     shop_id: 2,
                     full_price: Cents(2500),
                     fixed_value: Cents(100),
@@ -741,7 +761,7 @@ pub(crate) mod tests {
                 }],
                 prepaid_metadata: Some(PrepaidMetadata {
                     id: 6,
-                    line_item_id: 3,
+                    line_item_id: LineItemId(3),
                     prepaid_duration: 3,
                     current_recurrence_count: 1,
                     prepaid_continue: Some("auto_renew".into()),
@@ -751,15 +771,15 @@ pub(crate) mod tests {
                     value: "fine".into(),
                     created_at: now,
                     updated_at: now,
-                    subscription_id: 1,
-                    line_item_id: 3,
+                    subscription_id: SubscriptionId(1),
+                    line_item_id: LineItemId(3),
                 }],
                 created_at: now,
                 updated_at: now,
             }],
             shipping_lines: vec![ShippingLine {
                 id: 8,
-                subscription_id: 1,
+                subscription_id: SubscriptionId(1),
                 name: "Standard".into(),
                 code: Some("std".into()),
                 tag: None,
@@ -786,7 +806,7 @@ pub(crate) mod tests {
                     },
                 },
                 created_at: now,
-                subscription_id: 1,
+                subscription_id: SubscriptionId(1),
             }),
             note: None,
             order_note: None,
@@ -1010,7 +1030,7 @@ pub(crate) mod tests {
     #[test]
     fn a_customer_has_the_seed_fields_and_summary() {
         let customer = SubscriptionCustomer {
-            id: 7,
+            id: CustomerId(7),
             platform_id: Some("c-7".into()),
             cashier_public_id: None,
             first_name: Some("Ada".into()),
@@ -1021,7 +1041,7 @@ pub(crate) mod tests {
             addresses: vec![address(10)],
             default_address: Some(address(10)),
             subscription_summary: SubscriptionSummary {
-                svc_platform_customer_id: Some(7),
+                svc_platform_customer_id: Some(CustomerId(7)),
                 next_order_date: None,
                 last_order_date: None,
                 active_subscription_count: 1,

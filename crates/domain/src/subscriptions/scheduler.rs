@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use crate::access::shop::Shop;
 use crate::kernel::activity::{Activity, record_one};
 use crate::kernel::error::{DomainError, StorageError};
+use crate::kernel::ids::{SubscriptionId, SubscriptionOrderId};
 use crate::kernel::jobs::{Enqueued, JobControl, JobFailure, JobPayload, enqueue};
 use crate::kernel::time::{Clock, Timestamp};
 use crate::platform::connector::{ConnectorTarget, PlatformConnector};
@@ -75,7 +76,7 @@ impl JobPayload for SchedulerJob {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OrderJob {
     /// The id of the order attempt to place.
-    pub order_id: i64,
+    pub order_id: SubscriptionOrderId,
 }
 
 impl JobPayload for OrderJob {
@@ -142,15 +143,15 @@ pub fn run_scheduler(
 }
 
 /// `(shop id, id)` pairs grouped by shop, each shop's ids in their order.
-fn by_shop(pairs: Vec<(i64, i64)>) -> BTreeMap<i64, Vec<i64>> {
-    let mut shops: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
+fn by_shop(pairs: Vec<(i64, SubscriptionId)>) -> BTreeMap<i64, Vec<SubscriptionId>> {
+    let mut shops: BTreeMap<i64, Vec<SubscriptionId>> = BTreeMap::new();
     for (shop_id, id) in pairs {
         shops.entry(shop_id).or_default().push(id);
     }
     shops
 }
 
-fn missing_subscription(id: i64) -> DomainError {
+fn missing_subscription(id: SubscriptionId) -> DomainError {
     DomainError::Storage(StorageError::other(format!("subscription {id} is missing")))
 }
 
@@ -197,7 +198,7 @@ pub(crate) fn start_scheduled(
 fn one_resource(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
-    id: i64,
+    id: SubscriptionId,
 ) -> Result<Subscription, DomainError> {
     let stored = tx
         .subscription(shop.id, id)?
@@ -210,7 +211,7 @@ fn one_resource(
 /// An attempt as the `order` of a webhook payload.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct OrderAttemptShown {
-    pub id: i64,
+    pub id: SubscriptionOrderId,
     pub order_datetime: Timestamp,
     pub attempt: i64,
     pub idempotency_key: String,
@@ -464,7 +465,7 @@ fn pass_placed_date(
 /// outcome of that end, its status already in `state`.
 fn move_to_next_date(
     shop: &Shop,
-    id: i64,
+    id: SubscriptionId,
     state: &mut SubscriptionState,
     after: Timestamp,
     now: Timestamp,
@@ -608,7 +609,7 @@ struct AttemptContext {
 fn read_attempt(
     db: &impl SubscriptionDatabase,
     clock: &dyn Clock,
-    order_id: i64,
+    order_id: SubscriptionOrderId,
 ) -> Result<Option<AttemptContext>, DomainError> {
     db.read_tx(|tx| {
         let Some(order) = tx.subscription_order(order_id)? else {
@@ -622,10 +623,7 @@ fn read_attempt(
         };
         let subscription = one_resource(tx, &shop, order.subscription_id)?;
         let customer = tx
-            .directory_customer(
-                shop.id,
-                crate::kernel::ids::CustomerId(subscription.customer_id),
-            )?
+            .directory_customer(shop.id, subscription.customer_id)?
             .map(|customer| OrderCustomer {
                 platform_id: customer.platform_id,
                 email: customer.email,
@@ -1162,7 +1160,7 @@ impl DueReason {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DueEntry {
     /// The subscription's id.
-    pub subscription_id: i64,
+    pub subscription_id: SubscriptionId,
     /// The subscription's status.
     pub status: SubscriptionStatus,
     /// When its next order falls (UTC).

@@ -139,7 +139,7 @@ impl World {
             .0
     }
 
-    fn get(&self, id: i64) -> Subscription {
+    fn get(&self, id: SubscriptionId) -> Subscription {
         self.db
             .read(|tx| get_subscription(tx, &self.shop, id, false))
             .unwrap()
@@ -1040,7 +1040,7 @@ fn the_due_report_says_why() {
     let ahead =
         w.db.read(|tx| due_report(tx, &w.shop, at("2026-03-09T13:00:00Z"), 10))
             .unwrap();
-    let reasons: Vec<(i64, DueReason)> = ahead
+    let reasons: Vec<(SubscriptionId, DueReason)> = ahead
         .into_iter()
         .map(|e| (e.subscription_id, e.reason))
         .collect();

@@ -18,6 +18,7 @@
 use std::fmt;
 
 use crate::kernel::error::DomainError;
+use crate::kernel::ids::SubscriptionId;
 use crate::kernel::time::Timestamp;
 use crate::subscriptions::resources::{Actor, StatusLog, StatusLogMetadata, SubscriptionStatus};
 use crate::subscriptions::topics::Topic;
@@ -311,7 +312,7 @@ pub(crate) const CREATED_REASON: &str = "created";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewStatusLog {
     /// The subscription's id (the service's integer).
-    pub subscription_id: i64,
+    pub subscription_id: SubscriptionId,
     /// The subscription's status after the action.
     pub subscription_status: SubscriptionStatus,
     /// Why the entry was written: the action's [`Action::reason`] (`paused`), or `created`.
@@ -326,7 +327,7 @@ impl NewStatusLog {
     /// The entry for subscription `subscription_id`, now in `subscription_status`, for `reason`,
     /// by `actor` at `at`.
     pub fn new(
-        subscription_id: i64,
+        subscription_id: SubscriptionId,
         subscription_status: SubscriptionStatus,
         reason: impl Into<String>,
         actor: Actor,
@@ -367,7 +368,7 @@ pub(crate) struct ActionOutcome {
 
 /// Takes `action` on subscription `subscription_id` in status `from`, by `actor` at `at`.
 pub(crate) fn take_action(
-    subscription_id: i64,
+    subscription_id: SubscriptionId,
     from: SubscriptionStatus,
     action: Action,
     actor: Actor,
@@ -678,7 +679,15 @@ mod tests {
             id: 3,
             name: "Grace".into(),
         };
-        let outcome = take_action(42, Active, Action::Pause, actor.clone(), at, false).unwrap();
+        let outcome = take_action(
+            SubscriptionId(42),
+            Active,
+            Action::Pause,
+            actor.clone(),
+            at,
+            false,
+        )
+        .unwrap();
         assert_eq!(outcome.status, Paused);
         assert!(outcome.status_changed);
         assert_eq!(
@@ -696,13 +705,28 @@ mod tests {
                 "subscription_id": 42
             })
         );
-        let skip = take_action(42, Active, Action::Skip, Actor::system(), at, true).unwrap();
+        let skip = take_action(
+            SubscriptionId(42),
+            Active,
+            Action::Skip,
+            Actor::system(),
+            at,
+            true,
+        )
+        .unwrap();
         assert!(!skip.status_changed);
         assert_eq!(skip.log.subscription_status, Active);
         assert_eq!(skip.log.reason, "order_skipped");
         assert_eq!(skip.log.metadata.user.kind, ActorType::System);
         assert_eq!(
-            take_action(42, Inactive, Action::Pause, actor, at, false),
+            take_action(
+                SubscriptionId(42),
+                Inactive,
+                Action::Pause,
+                actor,
+                at,
+                false
+            ),
             Err(InvalidTransition::Action {
                 from: Inactive,
                 action: Action::Pause

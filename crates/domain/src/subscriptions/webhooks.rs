@@ -26,24 +26,64 @@ const SHARED_SECRET: &str = "webhook_subscription.shared_secret";
 pub(crate) const SECRET_MIN_CHARS: usize = 8;
 pub(crate) const SECRET_MAX_CHARS: usize = 255;
 
-/// The fields of `{"webhook_subscription": {…}}`, as sent; every one optional so that a missing
-/// field is a 422 on its path, never a failure to parse.
+/// The fields of a Create webhook subscription body's `{"webhook_subscription": {…}}`, as sent:
+/// all are needed, and a missing one is a 422 `required` on its path.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(default)]
 pub struct WebhookSubscriptionFields {
-    /// The absolute http(s) URL the webhooks are sent to; required to create one.
+    /// The absolute http(s) URL the webhooks are sent to.
+    #[schema(
+        example = "https://hooks.example.com/mercer",
+        format = "uri",
+        value_type = String,
+        required = true
+    )]
+    pub callback_url: Option<String>,
+    /// The topic's id, as List Webhook Topics gives it (1..=20).
+    #[schema(example = 1, minimum = 1, maximum = 20, value_type = i64, required = true)]
+    pub webhook_topic_id: Option<i64>,
+    /// The secret the webhooks are signed with (8 to 255 characters, not blank). It is never
+    /// shown again.
+    #[schema(
+        example = "a-long-shared-secret",
+        min_length = 8,
+        max_length = 255,
+        value_type = String,
+        required = true
+    )]
+    pub shared_secret: Option<String>,
+}
+
+/// The fields of an Update webhook subscription body's `{"webhook_subscription": {…}}`: those
+/// given replace the stored ones.
+// A body of the wrong type is told it expected a `WebhookSubscriptionFields`, as before this
+// type had a name of its own; the same holds for the update body.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(default, expecting = "struct WebhookSubscriptionFields")]
+pub struct WebhookSubscriptionUpdateFields {
+    /// The absolute http(s) URL the webhooks are sent to.
     #[schema(example = "https://hooks.example.com/mercer", format = "uri")]
     pub callback_url: Option<String>,
-    /// The topic's id, as List Webhook Topics gives it (1..=20); required to create one.
+    /// The topic's id, as List Webhook Topics gives it (1..=20).
     #[schema(example = 1, minimum = 1, maximum = 20)]
     pub webhook_topic_id: Option<i64>,
-    /// The secret the webhooks are signed with (8 to 255 characters, not blank); required to
-    /// create one. It is never shown again.
+    /// The secret the webhooks are signed with (8 to 255 characters, not blank). It is never
+    /// shown again.
     #[schema(example = "a-long-shared-secret", min_length = 8, max_length = 255)]
     pub shared_secret: Option<String>,
 }
 
-/// The body of Create and of Update webhook subscription.
+impl From<WebhookSubscriptionUpdateFields> for WebhookSubscriptionFields {
+    fn from(fields: WebhookSubscriptionUpdateFields) -> Self {
+        WebhookSubscriptionFields {
+            callback_url: fields.callback_url,
+            webhook_topic_id: fields.webhook_topic_id,
+            shared_secret: fields.shared_secret,
+        }
+    }
+}
+
+/// The body of Create webhook subscription.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(default)]
 pub struct WebhookSubscriptionBody {
@@ -56,6 +96,25 @@ impl WebhookSubscriptionBody {
     /// The wrapped fields, or 422 `required` on `webhook_subscription`.
     pub fn fields(self) -> Result<WebhookSubscriptionFields, DomainError> {
         self.webhook_subscription
+            .ok_or_else(|| DomainError::Invalid(vec![FieldError::required(WRAPPER)]))
+    }
+}
+
+/// The body of Update webhook subscription; its wrapper is required as on create.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(default, expecting = "struct WebhookSubscriptionBody")]
+pub struct WebhookSubscriptionUpdateBody {
+    /// The wrapped fields to change; a body without them is refused (422).
+    #[schema(required = true, value_type = WebhookSubscriptionUpdateFields)]
+    pub webhook_subscription: Option<WebhookSubscriptionUpdateFields>,
+}
+
+impl WebhookSubscriptionUpdateBody {
+    /// The wrapped fields (for [`WebhookSubscriptionUpdate::new`]), or 422 `required` on
+    /// `webhook_subscription`.
+    pub fn fields(self) -> Result<WebhookSubscriptionFields, DomainError> {
+        self.webhook_subscription
+            .map(WebhookSubscriptionFields::from)
             .ok_or_else(|| DomainError::Invalid(vec![FieldError::required(WRAPPER)]))
     }
 }
@@ -623,5 +682,32 @@ mod tests {
     fn a_body_without_its_wrapper_is_422_on_the_wrapper() {
         let error = WebhookSubscriptionBody::default().fields().unwrap_err();
         assert_eq!(problems(error), [(WRAPPER.to_string(), "required")]);
+        let error = WebhookSubscriptionUpdateBody::default()
+            .fields()
+            .unwrap_err();
+        assert_eq!(problems(error), [(WRAPPER.to_string(), "required")]);
+    }
+
+    #[test]
+    fn the_update_body_reads_and_fails_as_the_create_body_does() {
+        let given = serde_json::json!({"webhook_subscription": {"webhook_topic_id": 3}});
+        let body: WebhookSubscriptionUpdateBody = serde_json::from_value(given).unwrap();
+        let fields = body.fields().unwrap();
+        assert_eq!(fields.webhook_topic_id, Some(3));
+        assert_eq!((fields.callback_url, fields.shared_secret), (None, None));
+        for wrong in [
+            serde_json::json!([]),
+            serde_json::json!("text"),
+            serde_json::json!({"webhook_subscription": 5}),
+            serde_json::json!({"webhook_subscription": {"webhook_topic_id": "three"}}),
+        ] {
+            let create = serde_json::from_value::<WebhookSubscriptionBody>(wrong.clone());
+            let update = serde_json::from_value::<WebhookSubscriptionUpdateBody>(wrong.clone());
+            assert_eq!(
+                create.map(drop).map_err(|error| error.to_string()),
+                update.map(drop).map_err(|error| error.to_string()),
+                "{wrong}"
+            );
+        }
     }
 }

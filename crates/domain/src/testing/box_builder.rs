@@ -9,7 +9,9 @@ use crate::box_builder::resources::{
 };
 use crate::directory::DirectoryRepository;
 use crate::kernel::error::StoreResult;
-use crate::kernel::ids::{BoxId, BoxProductId, BoxSizeId, SelectionId, TimeSlotId};
+use crate::kernel::ids::{
+    BoxId, BoxProductId, BoxSizeId, GroupId, LineItemId, SelectionId, TimeSlotId,
+};
 use crate::kernel::time::Timestamp;
 use crate::subscriptions::resources::SubscriptionLineItem;
 
@@ -123,7 +125,7 @@ impl BoxRepository for MemoryState {
         Ok(of_shop(&self.boxes, shop_id).find(|b| b.id == id))
     }
 
-    fn box_of_group(&mut self, shop_id: i64, group_id: i64) -> StoreResult<Option<BoxId>> {
+    fn box_of_group(&mut self, shop_id: i64, group_id: GroupId) -> StoreResult<Option<BoxId>> {
         Ok(of_shop(&self.boxes, shop_id)
             .find(|b| b.svc_subscription_group_id == group_id)
             .map(|b| b.id))
@@ -309,7 +311,7 @@ impl BoxRepository for MemoryState {
     fn line_item_owner(
         &mut self,
         shop_id: i64,
-        line_item_id: i64,
+        line_item_id: LineItemId,
     ) -> StoreResult<Option<LineItemOwner>> {
         let Some((subscription, item)) = self
             .subscriptions
@@ -324,10 +326,7 @@ impl BoxRepository for MemoryState {
         else {
             return Ok(None);
         };
-        let customer = self.directory_customer(
-            shop_id,
-            crate::kernel::ids::CustomerId(subscription.state.customer_id),
-        )?;
+        let customer = self.directory_customer(shop_id, subscription.state.customer_id)?;
         Ok(Some(LineItemOwner {
             subscription_id: subscription.id,
             platform_customer_id: customer.and_then(|c| c.platform_id),
@@ -366,7 +365,7 @@ impl BoxRepository for MemoryState {
     fn selection_of_date(
         &mut self,
         shop_id: i64,
-        line_item_id: i64,
+        line_item_id: LineItemId,
         order_datetime: Timestamp,
     ) -> StoreResult<Option<StoredSelection>> {
         Ok(of_shop(&self.box_selections, shop_id).find(|s| {
@@ -431,7 +430,7 @@ impl BoxRepository for MemoryState {
     fn box_line_item(
         &mut self,
         shop_id: i64,
-        line_item_id: i64,
+        line_item_id: LineItemId,
     ) -> StoreResult<Option<BoxLineItem>> {
         Ok(self
             .subscriptions

@@ -167,7 +167,8 @@ pub struct MemoryState {
     /// The scheduler's order attempts, by id (ids from 1).
     pub subscription_orders: Vec<SubscriptionOrder>,
     /// When `subscription_expiring_payment` was emitted for a subscription's payment method.
-    pub expiring_payment_notified: std::collections::BTreeMap<i64, Timestamp>,
+    pub expiring_payment_notified:
+        std::collections::BTreeMap<crate::kernel::ids::SubscriptionId, Timestamp>,
     /// Checkouts by id (ids from 1).
     pub checkout_orders: Vec<crate::checkout::repository::CheckoutOrder>,
     /// Subscription groups with their shop, and how many groups and billing rules were ever

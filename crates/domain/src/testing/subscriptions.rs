@@ -6,6 +6,9 @@
 use super::{CustomerColumns, MemoryAddress, MemoryEntity, MemoryState};
 use crate::access::credentials::random_hex;
 use crate::kernel::error::{StorageError, StoreResult};
+use crate::kernel::ids::{
+    AddressId, CustomerId, GroupId, LineItemId, SubscriptionId, SubscriptionOrderId,
+};
 use crate::kernel::time::Timestamp;
 use crate::platform::addresses::{AddressKey, AddressRow};
 use crate::platform::events::{EntityKind, EntityRecord};
@@ -67,7 +70,7 @@ fn found_by(columns: &CustomerColumns, search: &str) -> bool {
 
 impl MemoryState {
     /// The shop's subscriptions of a customer, by id.
-    fn subscriptions_of(&self, shop_id: i64, customer_id: i64) -> Vec<&StoredSubscription> {
+    fn subscriptions_of(&self, shop_id: i64, customer_id: CustomerId) -> Vec<&StoredSubscription> {
         self.subscriptions
             .iter()
             .filter(|s| s.shop_id == shop_id && s.state.customer_id == customer_id)
@@ -108,7 +111,11 @@ fn address_document(address: &CustomerAddress) -> String {
 }
 
 impl SubscriptionCustomerRepository for MemoryState {
-    fn customer_id_by_email(&mut self, shop_id: i64, email: &str) -> StoreResult<Option<i64>> {
+    fn customer_id_by_email(
+        &mut self,
+        shop_id: i64,
+        email: &str,
+    ) -> StoreResult<Option<CustomerId>> {
         // No email is stored as empty text: it is no one's email.
         if email.is_empty() {
             return Ok(None);
@@ -119,7 +126,8 @@ impl SubscriptionCustomerRepository for MemoryState {
             .iter()
             .filter(|e| is_live_customer(e, shop_id) && e.columns.email.to_lowercase() == email)
             .map(|e| e.record.id)
-            .min())
+            .min()
+            .map(CustomerId))
     }
 
     fn insert_customer(
@@ -127,7 +135,7 @@ impl SubscriptionCustomerRepository for MemoryState {
         shop_id: i64,
         fields: &CustomerFields,
         now: Timestamp,
-    ) -> StoreResult<i64> {
+    ) -> StoreResult<CustomerId> {
         let id = self.entities.len() as i64 + 1;
         self.entities.push(MemoryEntity {
             shop_id,
@@ -144,18 +152,18 @@ impl SubscriptionCustomerRepository for MemoryState {
             created_at: now,
             updated_at: now,
         });
-        Ok(id)
+        Ok(CustomerId(id))
     }
 
     fn update_customer(
         &mut self,
         shop_id: i64,
-        customer_id: i64,
+        customer_id: CustomerId,
         fields: &CustomerFields,
         now: Timestamp,
     ) -> StoreResult<bool> {
         match self
-            .customer_mut(shop_id, customer_id)
+            .customer_mut(shop_id, customer_id.0)
             .filter(|customer| customer.record.platform_deleted_at.is_none())
         {
             Some(customer) => {
@@ -173,17 +181,17 @@ impl SubscriptionCustomerRepository for MemoryState {
     fn customer_notes(
         &mut self,
         shop_id: i64,
-        customer_ids: &[i64],
-    ) -> StoreResult<Vec<(i64, String)>> {
-        let mut notes: Vec<(i64, String)> = self
+        customer_ids: &[CustomerId],
+    ) -> StoreResult<Vec<(CustomerId, String)>> {
+        let mut notes: Vec<(CustomerId, String)> = self
             .entities
             .iter()
             .filter(|e| {
                 e.shop_id == shop_id
                     && e.kind == EntityKind::Customer
-                    && customer_ids.contains(&e.record.id)
+                    && customer_ids.contains(&CustomerId(e.record.id))
             })
-            .filter_map(|e| Some((e.record.id, e.columns.notes.clone()?)))
+            .filter_map(|e| Some((CustomerId(e.record.id), e.columns.notes.clone()?)))
             .collect();
         notes.sort_unstable();
         Ok(notes)
@@ -194,7 +202,7 @@ impl SubscriptionCustomerRepository for MemoryState {
         shop_id: i64,
         query: &CustomerListQuery,
     ) -> StoreResult<IdPage> {
-        let mut ids: Vec<i64> = self
+        let mut ids: Vec<CustomerId> = self
             .entities
             .iter()
             .filter(|e| is_live_customer(e, shop_id))
@@ -205,7 +213,7 @@ impl SubscriptionCustomerRepository for MemoryState {
                     .is_none_or(|search| found_by(&e.columns, search))
             })
             .filter(|e| {
-                let subscriptions = self.subscriptions_of(shop_id, e.record.id);
+                let subscriptions = self.subscriptions_of(shop_id, CustomerId(e.record.id));
                 let inactive = |s: &&StoredSubscription| {
                     s.state.subscription_status == SubscriptionStatus::Inactive
                 };
@@ -224,7 +232,7 @@ impl SubscriptionCustomerRepository for MemoryState {
                     }
                 })
             })
-            .map(|e| e.record.id)
+            .map(|e| CustomerId(e.record.id))
             .collect();
         ids.sort_unstable();
         let total = ids.len() as i64;
@@ -237,7 +245,7 @@ impl SubscriptionCustomerRepository for MemoryState {
     fn subscription_summaries(
         &mut self,
         shop_id: i64,
-        customer_ids: &[i64],
+        customer_ids: &[CustomerId],
     ) -> StoreResult<Vec<SummaryFigures>> {
         let mut ids = customer_ids.to_vec();
         ids.sort_unstable();
@@ -274,19 +282,23 @@ impl SubscriptionCustomerRepository for MemoryState {
             .collect())
     }
 
-    fn addresses_by_ids(&mut self, shop_id: i64, ids: &[i64]) -> StoreResult<Vec<StoredAddress>> {
+    fn addresses_by_ids(
+        &mut self,
+        shop_id: i64,
+        ids: &[AddressId],
+    ) -> StoreResult<Vec<StoredAddress>> {
         let mut rows: Vec<&MemoryAddress> = self
             .addresses
             .iter()
-            .filter(|a| a.shop_id == shop_id && ids.contains(&a.id))
+            .filter(|a| a.shop_id == shop_id && ids.contains(&AddressId(a.id)))
             .collect();
         rows.sort_by_key(|a| a.id);
         Ok(rows
             .into_iter()
             .map(|row| StoredAddress {
-                id: row.id,
+                id: AddressId(row.id),
                 shop_id: row.shop_id,
-                customer_id: row.customer_id,
+                customer_id: CustomerId(row.customer_id),
                 platform_id: row.row.platform_id.clone(),
                 customer_platform_id: self
                     .entities
@@ -305,12 +317,12 @@ impl SubscriptionCustomerRepository for MemoryState {
     fn insert_address(
         &mut self,
         shop_id: i64,
-        customer_id: i64,
+        customer_id: CustomerId,
         address: &CustomerAddress,
         is_default: bool,
         now: Timestamp,
-    ) -> StoreResult<i64> {
-        let id = self.addresses.len() as i64 + 1;
+    ) -> StoreResult<AddressId> {
+        let (customer_id, id) = (customer_id.0, self.addresses.len() as i64 + 1);
         if is_default {
             self.clear_other_defaults(customer_id, id, now);
         }
@@ -329,18 +341,19 @@ impl SubscriptionCustomerRepository for MemoryState {
             updated_at: now,
             deleted_at: None,
         });
-        Ok(id)
+        Ok(AddressId(id))
     }
 
     fn update_address(
         &mut self,
         shop_id: i64,
-        customer_id: i64,
-        address_id: i64,
+        customer_id: CustomerId,
+        address_id: AddressId,
         address: &CustomerAddress,
         is_default: bool,
         now: Timestamp,
     ) -> StoreResult<bool> {
+        let (customer_id, address_id) = (customer_id.0, address_id.0);
         let Some(row) = self.live_address_mut(shop_id, customer_id, address_id) else {
             return Ok(false);
         };
@@ -356,10 +369,11 @@ impl SubscriptionCustomerRepository for MemoryState {
     fn delete_address(
         &mut self,
         shop_id: i64,
-        customer_id: i64,
-        address_id: i64,
+        customer_id: CustomerId,
+        address_id: AddressId,
         now: Timestamp,
     ) -> StoreResult<bool> {
+        let (customer_id, address_id) = (customer_id.0, address_id.0);
         let Some(row) = self.live_address_mut(shop_id, customer_id, address_id) else {
             return Ok(false);
         };
@@ -372,8 +386,8 @@ impl SubscriptionCustomerRepository for MemoryState {
 /// A line item as read back: its ids, and its parts' references to them.
 fn with_ids(
     item: &SubscriptionLineItem,
-    id: i64,
-    subscription_id: i64,
+    id: LineItemId,
+    subscription_id: SubscriptionId,
     now: Timestamp,
 ) -> SubscriptionLineItem {
     let mut item = item.clone();
@@ -395,7 +409,11 @@ fn with_ids(
 }
 
 impl MemoryState {
-    fn subscription_mut(&mut self, shop_id: i64, id: i64) -> Option<&mut StoredSubscription> {
+    fn subscription_mut(
+        &mut self,
+        shop_id: i64,
+        id: SubscriptionId,
+    ) -> Option<&mut StoredSubscription> {
         self.subscriptions
             .iter_mut()
             .find(|s| s.shop_id == shop_id && s.id == id)
@@ -415,7 +433,7 @@ impl SubscriptionRepository for MemoryState {
         &mut self,
         shop_id: i64,
         key: &str,
-    ) -> StoreResult<Option<(i64, Option<String>)>> {
+    ) -> StoreResult<Option<(SubscriptionId, Option<String>)>> {
         Ok(self
             .subscriptions
             .iter()
@@ -429,7 +447,7 @@ impl SubscriptionRepository for MemoryState {
         state: &SubscriptionState,
         line_items: &[SubscriptionLineItem],
         now: Timestamp,
-    ) -> StoreResult<i64> {
+    ) -> StoreResult<SubscriptionId> {
         // As the store's partial unique index (shop, idempotency key).
         if let Some(key) = &state.idempotency_key
             && self
@@ -440,11 +458,11 @@ impl SubscriptionRepository for MemoryState {
                 "a subscription of the shop has this idempotency key",
             ));
         }
-        let id = self.subscriptions.len() as i64 + 1;
+        let id = SubscriptionId(self.subscriptions.len() as i64 + 1);
         let mut items = Vec::with_capacity(line_items.len());
         for item in line_items {
             self.line_item_count += 1;
-            items.push(with_ids(item, self.line_item_count, id, now));
+            items.push(with_ids(item, LineItemId(self.line_item_count), id, now));
         }
         self.subscriptions.push(StoredSubscription {
             id,
@@ -460,7 +478,7 @@ impl SubscriptionRepository for MemoryState {
     fn save_subscription(
         &mut self,
         shop_id: i64,
-        id: i64,
+        id: SubscriptionId,
         state: &SubscriptionState,
     ) -> StoreResult<bool> {
         if self.subscription_mut(shop_id, id).is_none() {
@@ -488,7 +506,7 @@ impl SubscriptionRepository for MemoryState {
     fn update_line_item(
         &mut self,
         shop_id: i64,
-        subscription_id: i64,
+        subscription_id: SubscriptionId,
         item: &SubscriptionLineItem,
         now: Timestamp,
     ) -> StoreResult<bool> {
@@ -508,7 +526,7 @@ impl SubscriptionRepository for MemoryState {
         }
     }
 
-    fn lock_subscription(&mut self, _shop_id: i64, _id: i64) -> StoreResult<()> {
+    fn lock_subscription(&mut self, _shop_id: i64, _id: SubscriptionId) -> StoreResult<()> {
         // One unit of work at a time already.
         Ok(())
     }
@@ -530,7 +548,7 @@ impl SubscriptionRepository for MemoryState {
     fn status_logs_of_subscription(
         &mut self,
         shop_id: i64,
-        subscription_id: i64,
+        subscription_id: SubscriptionId,
         limit: usize,
     ) -> StoreResult<Vec<StatusLog>> {
         Ok(self
@@ -543,7 +561,11 @@ impl SubscriptionRepository for MemoryState {
             .collect())
     }
 
-    fn subscription(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<StoredSubscription>> {
+    fn subscription(
+        &mut self,
+        shop_id: i64,
+        id: SubscriptionId,
+    ) -> StoreResult<Option<StoredSubscription>> {
         Ok(self.subscription_mut(shop_id, id).map(|s| s.clone()))
     }
 
@@ -571,7 +593,7 @@ impl SubscriptionRepository for MemoryState {
     fn customer_subscriptions(
         &mut self,
         shop_id: i64,
-        customer_id: i64,
+        customer_id: CustomerId,
         limit: i64,
         page: i64,
     ) -> StoreResult<(Vec<StoredSubscription>, i64)> {
@@ -599,7 +621,7 @@ impl SubscriptionOrderRepository for MemoryState {
         status: SubscriptionStatus,
         now: Timestamp,
         limit: usize,
-    ) -> StoreResult<Vec<(i64, i64)>> {
+    ) -> StoreResult<Vec<(i64, SubscriptionId)>> {
         let mut due: Vec<&StoredSubscription> = self
             .subscriptions
             .iter()
@@ -616,7 +638,7 @@ impl SubscriptionOrderRepository for MemoryState {
     fn subscriptions_by_ids(
         &mut self,
         shop_id: i64,
-        ids: &[i64],
+        ids: &[SubscriptionId],
     ) -> StoreResult<Vec<StoredSubscription>> {
         Ok(ids
             .iter()
@@ -624,7 +646,10 @@ impl SubscriptionOrderRepository for MemoryState {
             .collect())
     }
 
-    fn insert_subscription_order(&mut self, order: &NewSubscriptionOrder) -> StoreResult<i64> {
+    fn insert_subscription_order(
+        &mut self,
+        order: &NewSubscriptionOrder,
+    ) -> StoreResult<SubscriptionOrderId> {
         // As the store's unique key (subscription, order date, attempt).
         if self.subscription_orders.iter().any(|o| {
             o.subscription_id == order.subscription_id
@@ -635,7 +660,7 @@ impl SubscriptionOrderRepository for MemoryState {
                 "the subscription has this attempt of this order date",
             ));
         }
-        let id = self.subscription_orders.len() as i64 + 1;
+        let id = SubscriptionOrderId(self.subscription_orders.len() as i64 + 1);
         self.subscription_orders.push(SubscriptionOrder {
             id,
             shop_id: order.shop_id,
@@ -656,7 +681,10 @@ impl SubscriptionOrderRepository for MemoryState {
         Ok(id)
     }
 
-    fn subscription_order(&mut self, id: i64) -> StoreResult<Option<SubscriptionOrder>> {
+    fn subscription_order(
+        &mut self,
+        id: SubscriptionOrderId,
+    ) -> StoreResult<Option<SubscriptionOrder>> {
         Ok(self
             .subscription_orders
             .iter()
@@ -666,7 +694,7 @@ impl SubscriptionOrderRepository for MemoryState {
 
     fn attempts_of_date(
         &mut self,
-        subscription_id: i64,
+        subscription_id: SubscriptionId,
         scheduled_at: Timestamp,
     ) -> StoreResult<Vec<SubscriptionOrder>> {
         let mut attempts: Vec<SubscriptionOrder> = self
@@ -681,7 +709,7 @@ impl SubscriptionOrderRepository for MemoryState {
 
     fn set_order_platform_id(
         &mut self,
-        id: i64,
+        id: SubscriptionOrderId,
         platform_order_id: &str,
         now: Timestamp,
     ) -> StoreResult<()> {
@@ -698,7 +726,7 @@ impl SubscriptionOrderRepository for MemoryState {
 
     fn finish_subscription_order(
         &mut self,
-        id: i64,
+        id: SubscriptionOrderId,
         end: &OrderAttemptEnd,
         now: Timestamp,
     ) -> StoreResult<bool> {
@@ -755,7 +783,7 @@ impl SubscriptionOrderRepository for MemoryState {
 
     fn orders_of_subscriptions(
         &mut self,
-        subscription_ids: &[i64],
+        subscription_ids: &[SubscriptionId],
         per_subscription: usize,
     ) -> StoreResult<Vec<SubscriptionOrder>> {
         let mut found = Vec::new();
@@ -777,7 +805,7 @@ impl SubscriptionOrderRepository for MemoryState {
         shop_id: i64,
         until: Timestamp,
         limit: usize,
-    ) -> StoreResult<Vec<i64>> {
+    ) -> StoreResult<Vec<SubscriptionId>> {
         use SubscriptionStatus::{Active, Processing, Scheduled};
         let mut upcoming: Vec<&StoredSubscription> = self
             .subscriptions
@@ -799,9 +827,9 @@ impl SubscriptionOrderRepository for MemoryState {
         shop_id: i64,
         by: Timestamp,
         limit: usize,
-    ) -> StoreResult<Vec<i64>> {
+    ) -> StoreResult<Vec<SubscriptionId>> {
         use SubscriptionStatus::{Active, Paused, Scheduled};
-        let mut expiring: Vec<(Timestamp, i64)> = self
+        let mut expiring: Vec<(Timestamp, SubscriptionId)> = self
             .subscriptions
             .iter()
             .filter(|s| {
@@ -821,7 +849,7 @@ impl SubscriptionOrderRepository for MemoryState {
     fn set_expiring_payment_notified(
         &mut self,
         shop_id: i64,
-        id: i64,
+        id: SubscriptionId,
         at: Option<Timestamp>,
     ) -> StoreResult<()> {
         if self.subscription_mut(shop_id, id).is_none() {
@@ -858,7 +886,10 @@ impl SubscriptionOrderRepository for MemoryState {
 
 impl MemoryState {
     /// The line items of the shop's subscriptions that are not `inactive`.
-    fn live_line_items(&self, shop_id: i64) -> impl Iterator<Item = (i64, &SubscriptionLineItem)> {
+    fn live_line_items(
+        &self,
+        shop_id: i64,
+    ) -> impl Iterator<Item = (SubscriptionId, &SubscriptionLineItem)> {
         self.subscriptions
             .iter()
             .filter(move |s| {
@@ -889,7 +920,11 @@ impl SubscriptionGroupRepository for MemoryState {
         Ok((groups.into_iter().skip(skip).take(take).collect(), total))
     }
 
-    fn subscription_group(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<StoredGroup>> {
+    fn subscription_group(
+        &mut self,
+        shop_id: i64,
+        id: GroupId,
+    ) -> StoreResult<Option<StoredGroup>> {
         Ok(self
             .subscription_groups
             .iter()
@@ -903,9 +938,9 @@ impl SubscriptionGroupRepository for MemoryState {
         group: &StoredGroup,
     ) -> StoreResult<StoredGroup> {
         let mut saved = group.clone();
-        if saved.id == 0 {
+        if saved.id == GroupId(0) {
             self.group_count += 1;
-            saved.id = self.group_count;
+            saved.id = GroupId(self.group_count);
         }
         for rule in &mut saved.billing_rules {
             if rule.id == 0 {
@@ -920,19 +955,19 @@ impl SubscriptionGroupRepository for MemoryState {
         Ok(saved)
     }
 
-    fn delete_subscription_group(&mut self, shop_id: i64, id: i64) -> StoreResult<bool> {
+    fn delete_subscription_group(&mut self, shop_id: i64, id: GroupId) -> StoreResult<bool> {
         let before = self.subscription_groups.len();
         self.subscription_groups
             .retain(|(shop, group)| !(*shop == shop_id && group.id == id));
         Ok(self.subscription_groups.len() < before)
     }
 
-    fn lock_subscription_group(&mut self, _shop_id: i64, _id: i64) -> StoreResult<()> {
+    fn lock_subscription_group(&mut self, _shop_id: i64, _id: GroupId) -> StoreResult<()> {
         Ok(())
     }
 
-    fn live_subscriptions_of_group(&mut self, shop_id: i64, group_id: i64) -> StoreResult<i64> {
-        let mut subscriptions: Vec<i64> = self
+    fn live_subscriptions_of_group(&mut self, shop_id: i64, group_id: GroupId) -> StoreResult<i64> {
+        let mut subscriptions: Vec<SubscriptionId> = self
             .live_line_items(shop_id)
             .filter(|(_, item)| item.subscription_group_id == Some(group_id))
             .map(|(id, _)| id)
@@ -941,7 +976,7 @@ impl SubscriptionGroupRepository for MemoryState {
         Ok(subscriptions.len() as i64)
     }
 
-    fn boxes_of_group(&mut self, shop_id: i64, group_id: i64) -> StoreResult<i64> {
+    fn boxes_of_group(&mut self, shop_id: i64, group_id: GroupId) -> StoreResult<i64> {
         Ok(self
             .boxes
             .iter()
@@ -1015,7 +1050,11 @@ mod tests {
                 .is_unique_violation()
         );
         assert!(state.save_subscription(1, first, &keyed("k1")).unwrap());
-        assert!(!state.save_subscription(1, 99, &keyed("k1")).unwrap());
+        assert!(
+            !state
+                .save_subscription(1, SubscriptionId(99), &keyed("k1"))
+                .unwrap()
+        );
         assert!(state.save_subscription(2, second, &keyed("k1")).is_ok());
     }
 }

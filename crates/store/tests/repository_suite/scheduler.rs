@@ -1,5 +1,6 @@
 //! The subscription scheduler: due subscriptions, order attempts, expiring payment methods.
 
+use mercer_domain::kernel::ids::{AddressId, CustomerId, SubscriptionId};
 use mercer_domain::ports::Database;
 use mercer_domain::subscriptions::repository::{
     NewSubscriptionOrder, OrderAttemptEnd, OrderAttemptStatus,
@@ -16,11 +17,11 @@ use crate::{at, shop};
 fn due_at(
     db: &impl Database,
     shop_id: i64,
-    customer: (i64, i64),
+    customer: (CustomerId, AddressId),
     status: SubscriptionStatus,
     next: i64,
     retry: Option<i64>,
-) -> i64 {
+) -> SubscriptionId {
     let mut state = plain_state(customer.0, customer.1, status);
     state.next_order_datetime = Some(at(next));
     state.next_processing_datetime = retry.map(at);
@@ -95,7 +96,7 @@ fn due_subscriptions_are_found_by_status_date_and_retry_wait(db: &impl Database)
 every_database!(due_subscriptions_are_found_by_status_date_and_retry_wait);
 
 fn new_attempt(
-    subscription_id: i64,
+    subscription_id: SubscriptionId,
     shop_id: i64,
     scheduled: i64,
     attempt: i64,
@@ -263,7 +264,7 @@ fn payment_methods_expiring_are_announced_once(db: &impl Database) {
     let other = self::shop(db, "b.shop.test");
     let customer = subscriber(db, shop.id, &fields(None, None, None));
     let theirs = subscriber(db, other.id, &fields(None, None, None));
-    let with_expiry = |shop_id: i64, customer: (i64, i64), status, expiry: &str| {
+    let with_expiry = |shop_id: i64, customer: (CustomerId, AddressId), status, expiry: &str| {
         let mut state = plain_state(customer.0, customer.1, status);
         state.payment_method_expires_at = PaymentExpiry::parse(expiry);
         insert_subscription(db, shop_id, &state, 1)

@@ -2,7 +2,7 @@
 //! status log, lists and summaries.
 
 use mercer_domain::directory::parse_directory_query;
-use mercer_domain::kernel::ids::CustomerId;
+use mercer_domain::kernel::ids::{AddressId, CustomerId, GroupId, LineItemId, SubscriptionId};
 use mercer_domain::platform::events::EntityKind;
 use mercer_domain::platform::resources::CustomerAddress;
 use mercer_domain::ports::Database;
@@ -40,7 +40,12 @@ pub(crate) fn fields(
     }
 }
 
-fn new_customer(db: &impl Database, shop_id: i64, fields: &CustomerFields, seconds: i64) -> i64 {
+fn new_customer(
+    db: &impl Database,
+    shop_id: i64,
+    fields: &CustomerFields,
+    seconds: i64,
+) -> CustomerId {
     db.write(|tx| Ok(tx.insert_customer(shop_id, fields, at(seconds))?))
         .unwrap()
 }
@@ -59,28 +64,28 @@ fn postal(city: &str) -> CustomerAddress {
 fn new_address(
     db: &impl Database,
     shop_id: i64,
-    customer_id: i64,
+    customer_id: CustomerId,
     city: &str,
     is_default: bool,
     seconds: i64,
-) -> i64 {
+) -> AddressId {
     db.write(|tx| {
         Ok(tx.insert_address(shop_id, customer_id, &postal(city), is_default, at(seconds))?)
     })
     .unwrap()
 }
 
-fn addresses_by_ids(db: &impl Database, shop_id: i64, ids: &[i64]) -> Vec<StoredAddress> {
+fn addresses_by_ids(db: &impl Database, shop_id: i64, ids: &[AddressId]) -> Vec<StoredAddress> {
     db.read(|tx| Ok(tx.addresses_by_ids(shop_id, ids)?))
         .unwrap()
 }
 
 /// The ids of the customer's live addresses that are the default, from the directory.
-fn defaults(db: &impl Database, shop_id: i64, customer_id: i64) -> Vec<i64> {
-    stored_addresses(db, shop_id, CustomerId(customer_id))
+fn defaults(db: &impl Database, shop_id: i64, customer_id: CustomerId) -> Vec<AddressId> {
+    stored_addresses(db, shop_id, customer_id)
         .iter()
         .filter(|a| a.is_default)
-        .map(|a| a.id.0)
+        .map(|a| a.id)
         .collect()
 }
 
@@ -94,13 +99,13 @@ fn customers_are_read_by_ids_of_their_shop_only(db: &impl Database) {
         .read(|tx| {
             Ok(tx.directory_customers_by_ids(
                 shop.id,
-                &[first, theirs, second, second + 1000].map(CustomerId),
+                &[first, theirs, second, CustomerId(second.0 + 1000)],
             )?)
         })
         .unwrap();
     let mut expected = vec![first, second];
     expected.sort_unstable();
-    let ids: Vec<i64> = found.iter().map(|customer| customer.id.0).collect();
+    let ids: Vec<CustomerId> = found.iter().map(|customer| customer.id).collect();
     assert_eq!(
         ids, expected,
         "by id, another shop's and unknown ids left out"
@@ -124,7 +129,7 @@ fn a_customer_made_here_has_no_platform_id_until_the_connector_gives_one(db: &im
     let address = new_address(db, shop.id, id, "Lyon", true, 11);
 
     let customer = db
-        .read(|tx| Ok(tx.directory_customer(shop.id, CustomerId(id))?))
+        .read(|tx| Ok(tx.directory_customer(shop.id, id)?))
         .unwrap()
         .expect("the customer is in the directory");
     assert_eq!(customer.platform_id, None);
@@ -153,22 +158,18 @@ fn a_customer_made_here_has_no_platform_id_until_the_connector_gives_one(db: &im
         (vec![customer.clone()], 1),
         "listed with the others"
     );
-    let rows = stored_addresses(db, shop.id, CustomerId(id));
+    let rows = stored_addresses(db, shop.id, id);
     assert_eq!(
         rows.iter()
-            .map(|a| (
-                a.id.0,
-                a.platform_id.clone(),
-                a.platform_customer_id.clone()
-            ))
+            .map(|a| (a.id, a.platform_id.clone(), a.platform_customer_id.clone()))
             .collect::<Vec<_>>(),
         [(address, None, None)]
     );
     let (platform_id, address_platform_id, notes) = db
         .read(|tx| {
             Ok((
-                tx.customer_platform_id(shop.id, id)?,
-                tx.address_platform_id(shop.id, address)?,
+                tx.customer_platform_id(shop.id, id.0)?,
+                tx.address_platform_id(shop.id, address.0)?,
                 tx.customer_notes(shop.id, &[id])?,
             ))
         })
@@ -181,10 +182,10 @@ fn a_customer_made_here_has_no_platform_id_until_the_connector_gives_one(db: &im
     let (elsewhere, first, again, unknown) = db
         .write(|tx| {
             Ok((
-                tx.set_customer_platform_id(other.id, id, "c1", at(20))?,
-                tx.set_customer_platform_id(shop.id, id, "c1", at(20))?,
-                tx.set_customer_platform_id(shop.id, id, "c2", at(21))?,
-                tx.set_customer_platform_id(shop.id, id + 1000, "c3", at(21))?,
+                tx.set_customer_platform_id(other.id, id.0, "c1", at(20))?,
+                tx.set_customer_platform_id(shop.id, id.0, "c1", at(20))?,
+                tx.set_customer_platform_id(shop.id, id.0, "c2", at(21))?,
+                tx.set_customer_platform_id(shop.id, id.0 + 1000, "c3", at(21))?,
             ))
         })
         .unwrap();
@@ -193,15 +194,15 @@ fn a_customer_made_here_has_no_platform_id_until_the_connector_gives_one(db: &im
         (false, true, false, false)
     );
     assert_eq!(
-        db.read(|tx| Ok(tx.customer_platform_id(shop.id, id)?))
+        db.read(|tx| Ok(tx.customer_platform_id(shop.id, id.0)?))
             .unwrap()
             .as_deref(),
         Some("c1")
     );
     let known = stored_customer(db, shop.id, "c1");
-    assert_eq!((known.id.0, known.updated_at), (id, at(20)));
+    assert_eq!((known.id, known.updated_at), (id, at(20)));
     assert_eq!(
-        stored_addresses(db, shop.id, CustomerId(id))[0]
+        stored_addresses(db, shop.id, id)[0]
             .platform_customer_id
             .as_deref(),
         Some("c1"),
@@ -224,7 +225,7 @@ fn a_customer_made_here_has_no_platform_id_until_the_connector_gives_one(db: &im
         .unwrap();
     assert_eq!(page.total, 1, "one customer, not two: {:?}", page.customers);
     let updated = &page.customers[0];
-    assert_eq!(updated.id.0, id);
+    assert_eq!(updated.id, id);
     assert_eq!(updated.platform_id.as_deref(), Some("c1"));
     assert_eq!(
         (updated.email.as_deref(), updated.last_name.as_deref()),
@@ -235,7 +236,10 @@ fn a_customer_made_here_has_no_platform_id_until_the_connector_gives_one(db: &im
         .read(|tx| Ok(tx.platform_entity(shop.id, EntityKind::Customer, "c1")?))
         .unwrap()
         .unwrap();
-    assert_eq!((record.id, record.platform_updated_at), (id, Some(at(30))));
+    assert_eq!(
+        (record.id, record.platform_updated_at),
+        (id.0, Some(at(30)))
+    );
     assert_eq!(
         db.read(|tx| Ok(tx.customer_notes(shop.id, &[id])?))
             .unwrap(),
@@ -243,9 +247,9 @@ fn a_customer_made_here_has_no_platform_id_until_the_connector_gives_one(db: &im
         "the platform's events leave the notes alone"
     );
     assert_eq!(
-        stored_addresses(db, shop.id, CustomerId(id))
+        stored_addresses(db, shop.id, id)
             .iter()
-            .map(|a| a.id.0)
+            .map(|a| a.id)
             .collect::<Vec<_>>(),
         [address],
         "an event without addresses leaves them alone"
@@ -271,9 +275,9 @@ fn a_platform_id_another_customer_has_is_refused(db: &impl Database) {
         &fields(Some("grace@example.test"), None, None),
         10,
     );
-    assert_taken(db.write(|tx| Ok(tx.set_customer_platform_id(shop.id, id, "c1", at(20))?)));
+    assert_taken(db.write(|tx| Ok(tx.set_customer_platform_id(shop.id, id.0, "c1", at(20))?)));
     assert_eq!(
-        db.read(|tx| Ok(tx.customer_platform_id(shop.id, id)?))
+        db.read(|tx| Ok(tx.customer_platform_id(shop.id, id.0)?))
             .unwrap(),
         None
     );
@@ -292,7 +296,7 @@ fn customers_made_here_are_updated_and_found_by_email_without_case(db: &impl Dat
         ],
         at(100),
     );
-    let bob = stored_customer(db, shop.id, "c1").id.0;
+    let bob = stored_customer(db, shop.id, "c1").id;
     let first = new_customer(
         db,
         shop.id,
@@ -348,14 +352,14 @@ fn customers_made_here_are_updated_and_found_by_email_without_case(db: &impl Dat
         .write(|tx| {
             Ok((
                 tx.update_customer(shop.id, first, &changed, at(200))?,
-                tx.update_customer(shop.id, first + 1000, &changed, at(200))?,
+                tx.update_customer(shop.id, CustomerId(first.0 + 1000), &changed, at(200))?,
                 tx.update_customer(other.id, first, &changed, at(200))?,
             ))
         })
         .unwrap();
     assert_eq!((written, unknown, elsewhere), (true, false, false));
     let customer = db
-        .read(|tx| Ok(tx.directory_customer(shop.id, CustomerId(first))?))
+        .read(|tx| Ok(tx.directory_customer(shop.id, first)?))
         .unwrap()
         .unwrap();
     assert_eq!(
@@ -386,7 +390,7 @@ fn customers_made_here_are_updated_and_found_by_email_without_case(db: &impl Dat
     // A deleted customer is not updated.
     let gone = stored_customer(db, shop.id, "c2").id.0;
     assert!(
-        !db.write(|tx| Ok(tx.update_customer(shop.id, gone, &changed, at(300))?))
+        !db.write(|tx| Ok(tx.update_customer(shop.id, CustomerId(gone), &changed, at(300))?))
             .unwrap()
     );
 }
@@ -452,7 +456,12 @@ fn addresses_made_here_keep_one_default(db: &impl Database) {
     );
 
     // Rewritten in place, made the default.
-    let update = |shop_id: i64, customer_id: i64, id: i64, city: &str, default: bool, seconds| {
+    let update = |shop_id: i64,
+                  customer_id: CustomerId,
+                  id: AddressId,
+                  city: &str,
+                  default: bool,
+                  seconds| {
         db.write(|tx| {
             Ok(tx.update_address(
                 shop_id,
@@ -491,10 +500,17 @@ fn addresses_made_here_keep_one_default(db: &impl Database) {
         !update(other.id, customer, paris, "Nice", false, 32),
         "another shop's"
     );
-    assert!(!update(shop.id, customer, paris + 1000, "Nice", false, 32));
+    assert!(!update(
+        shop.id,
+        customer,
+        AddressId(paris.0 + 1000),
+        "Nice",
+        false,
+        32
+    ));
 
     // Deleted: gone from the directory, still read by id; the others' flags untouched.
-    let delete = |customer_id: i64, id: i64, seconds| {
+    let delete = |customer_id: CustomerId, id: AddressId, seconds| {
         db.write(|tx| Ok(tx.delete_address(shop.id, customer_id, id, at(seconds))?))
             .unwrap()
     };
@@ -506,9 +522,9 @@ fn addresses_made_here_keep_one_default(db: &impl Database) {
         "a deleted address"
     );
     assert_eq!(
-        stored_addresses(db, shop.id, CustomerId(customer))
+        stored_addresses(db, shop.id, customer)
             .iter()
-            .map(|a| (a.id.0, a.is_default))
+            .map(|a| (a.id, a.is_default))
             .collect::<Vec<_>>(),
         [(lyon, false), (lille, false)]
     );
@@ -540,10 +556,10 @@ fn an_address_given_its_platform_id_is_the_one_the_platforms_events_update(db: &
     let (elsewhere, first, again, unknown) = db
         .write(|tx| {
             Ok((
-                tx.set_address_platform_id(shop.id + 1000, lyon, "a1", at(20))?,
-                tx.set_address_platform_id(shop.id, lyon, "a1", at(20))?,
-                tx.set_address_platform_id(shop.id, lyon, "a9", at(21))?,
-                tx.set_address_platform_id(shop.id, paris + 1000, "a2", at(21))?,
+                tx.set_address_platform_id(shop.id + 1000, lyon.0, "a1", at(20))?,
+                tx.set_address_platform_id(shop.id, lyon.0, "a1", at(20))?,
+                tx.set_address_platform_id(shop.id, lyon.0, "a9", at(21))?,
+                tx.set_address_platform_id(shop.id, paris.0 + 1000, "a2", at(21))?,
             ))
         })
         .unwrap();
@@ -554,8 +570,8 @@ fn an_address_given_its_platform_id_is_the_one_the_platforms_events_update(db: &
     let (lyon_id, paris_id) = db
         .read(|tx| {
             Ok((
-                tx.address_platform_id(shop.id, lyon)?,
-                tx.address_platform_id(shop.id, paris)?,
+                tx.address_platform_id(shop.id, lyon.0)?,
+                tx.address_platform_id(shop.id, paris.0)?,
             ))
         })
         .unwrap();
@@ -566,7 +582,7 @@ fn an_address_given_its_platform_id_is_the_one_the_platforms_events_update(db: &
         (Some("a1"), at(20))
     );
     assert!(
-        db.write(|tx| Ok(tx.set_customer_platform_id(shop.id, customer, "c1", at(22))?))
+        db.write(|tx| Ok(tx.set_customer_platform_id(shop.id, customer.0, "c1", at(22))?))
             .unwrap()
     );
     assert_eq!(
@@ -588,10 +604,10 @@ fn an_address_given_its_platform_id_is_the_one_the_platforms_events_update(db: &
         )],
         at(300),
     );
-    let rows = stored_addresses(db, shop.id, CustomerId(customer));
+    let rows = stored_addresses(db, shop.id, customer);
     assert_eq!(
         rows.iter()
-            .map(|a| (a.id.0, a.platform_id.clone(), a.city.clone(), a.is_default))
+            .map(|a| (a.id, a.platform_id.clone(), a.city.clone(), a.is_default))
             .collect::<Vec<_>>(),
         [(
             lyon,
@@ -622,11 +638,11 @@ fn an_address_key_the_customer_has_is_refused(db: &impl Database) {
         at(100),
     );
     let customer = stored_customer(db, shop.id, "c1").id.0;
-    let made = new_address(db, shop.id, customer, "Paris", false, 110);
+    let made = new_address(db, shop.id, CustomerId(customer), "Paris", false, 110);
     assert_eq!(stored_addresses(db, shop.id, CustomerId(customer)).len(), 2);
-    assert_taken(db.write(|tx| Ok(tx.set_address_platform_id(shop.id, made, "a1", at(120))?)));
+    assert_taken(db.write(|tx| Ok(tx.set_address_platform_id(shop.id, made.0, "a1", at(120))?)));
     assert_eq!(
-        db.read(|tx| Ok(tx.address_platform_id(shop.id, made)?))
+        db.read(|tx| Ok(tx.address_platform_id(shop.id, made.0)?))
             .unwrap(),
         None
     );
@@ -641,8 +657,8 @@ fn currency(code: &str) -> CurrencyCode {
 
 /// A subscription's state with nothing optional set.
 pub(crate) fn plain_state(
-    customer_id: i64,
-    address_id: i64,
+    customer_id: CustomerId,
+    address_id: AddressId,
     status: SubscriptionStatus,
 ) -> SubscriptionState {
     SubscriptionState {
@@ -688,7 +704,11 @@ pub(crate) fn plain_state(
 }
 
 /// A subscription's state with every field set.
-fn full_state(customer_id: i64, billing: i64, shipping: i64) -> SubscriptionState {
+fn full_state(
+    customer_id: CustomerId,
+    billing: AddressId,
+    shipping: AddressId,
+) -> SubscriptionState {
     SubscriptionState {
         customer_id,
         billing_address_id: billing,
@@ -723,7 +743,7 @@ fn full_state(customer_id: i64, billing: i64, shipping: i64) -> SubscriptionStat
         discount_code: Some("WELCOME".into()),
         shipping_lines: vec![ShippingLine {
             id: 1,
-            subscription_id: 0,
+            subscription_id: SubscriptionId(0),
             name: "Standard".into(),
             code: Some("std".into()),
             tag: Some("ground".into()),
@@ -747,9 +767,9 @@ fn full_state(customer_id: i64, billing: i64, shipping: i64) -> SubscriptionStat
 /// A line item as a use case hands it over: no ids yet.
 pub(crate) fn line_item(product: &str, quantity: i64, seconds: i64) -> SubscriptionLineItem {
     SubscriptionLineItem {
-        id: 0,
-        subscription_id: 0,
-        subscription_group_id: Some(4),
+        id: LineItemId(0),
+        subscription_id: SubscriptionId(0),
+        subscription_group_id: Some(GroupId(4)),
         subscription_group_billing_rules_id: None,
         platform_id: None,
         platform_product_id: product.into(),
@@ -773,7 +793,7 @@ pub(crate) fn line_item(product: &str, quantity: i64, seconds: i64) -> Subscript
         weight_unit: Some("kg".into()),
         discounts: vec![LineItemDiscount {
             id: 5,
-            subscription_line_item_id: 0,
+            subscription_line_item_id: LineItemId(0),
             shop_id: 0,
             full_price: Cents(1250),
             fixed_value: Cents(100),
@@ -787,7 +807,7 @@ pub(crate) fn line_item(product: &str, quantity: i64, seconds: i64) -> Subscript
         }],
         prepaid_metadata: Some(PrepaidMetadata {
             id: 6,
-            line_item_id: 0,
+            line_item_id: LineItemId(0),
             prepaid_duration: 3,
             current_recurrence_count: 1,
             prepaid_continue: Some("auto_renew".into()),
@@ -797,8 +817,8 @@ pub(crate) fn line_item(product: &str, quantity: i64, seconds: i64) -> Subscript
             value: "fine".into(),
             created_at: at(seconds),
             updated_at: at(seconds),
-            subscription_id: 0,
-            line_item_id: 0,
+            subscription_id: SubscriptionId(0),
+            line_item_id: LineItemId(0),
         }],
         created_at: at(seconds),
         updated_at: at(seconds),
@@ -806,7 +826,11 @@ pub(crate) fn line_item(product: &str, quantity: i64, seconds: i64) -> Subscript
 }
 
 /// A customer made here with one address: (customer, address).
-pub(crate) fn subscriber(db: &impl Database, shop_id: i64, fields: &CustomerFields) -> (i64, i64) {
+pub(crate) fn subscriber(
+    db: &impl Database,
+    shop_id: i64,
+    fields: &CustomerFields,
+) -> (CustomerId, AddressId) {
     let customer = new_customer(db, shop_id, fields, 1);
     (
         customer,
@@ -819,14 +843,18 @@ pub(crate) fn insert_subscription(
     shop_id: i64,
     state: &SubscriptionState,
     seconds: i64,
-) -> i64 {
+) -> SubscriptionId {
     db.write(|tx| {
         Ok(tx.insert_subscription(shop_id, state, &[line_item("p1", 1, seconds)], at(seconds))?)
     })
     .unwrap()
 }
 
-pub(crate) fn read_subscription(db: &impl Database, shop_id: i64, id: i64) -> StoredSubscription {
+pub(crate) fn read_subscription(
+    db: &impl Database,
+    shop_id: i64,
+    id: SubscriptionId,
+) -> StoredSubscription {
     db.read(|tx| Ok(tx.subscription(shop_id, id)?))
         .unwrap()
         .expect("the subscription is stored")
@@ -850,10 +878,10 @@ fn a_subscription_reads_back_as_it_was_inserted(db: &impl Database) {
     );
     assert_eq!(stored.state, state, "every field as written");
     assert_eq!(stored.latest_status_log, None);
-    let ids: Vec<i64> = stored.line_items.iter().map(|item| item.id).collect();
+    let ids: Vec<LineItemId> = stored.line_items.iter().map(|item| item.id).collect();
     assert_eq!(ids.len(), 2);
     assert!(
-        ids[0] > 0 && ids[0] < ids[1],
+        ids[0] > LineItemId(0) && ids[0] < ids[1],
         "the store gives ids, in order: {ids:?}"
     );
     let expected: Vec<SubscriptionLineItem> = items
@@ -892,7 +920,7 @@ fn a_subscription_reads_back_as_it_was_inserted(db: &impl Database) {
         .read(|tx| {
             Ok((
                 tx.subscription(other.id, id)?,
-                tx.subscription(shop.id, second + 1000)?,
+                tx.subscription(shop.id, SubscriptionId(second.0 + 1000))?,
             ))
         })
         .unwrap();
@@ -970,7 +998,7 @@ fn a_saved_subscription_reads_back_with_its_new_state(db: &impl Database) {
                     id,
                     &plain_state(customer, address, SubscriptionStatus::Inactive),
                 )?,
-                tx.save_subscription(shop.id, id + 1000, &changed)?,
+                tx.save_subscription(shop.id, SubscriptionId(id.0 + 1000), &changed)?,
             ))
         })
         .unwrap();
@@ -995,7 +1023,7 @@ every_database!(a_saved_subscription_reads_back_with_its_new_state);
 pub(crate) fn rule(id: i64, number: i64, interval: IntervalType) -> BillingRule {
     BillingRule {
         id,
-        subscription_group_id: 0,
+        subscription_group_id: GroupId(0),
         interval_number: number,
         interval_type: interval,
         interval_name: format!("Every {number} {}", interval.as_str()),
@@ -1005,7 +1033,7 @@ pub(crate) fn rule(id: i64, number: i64, interval: IntervalType) -> BillingRule 
 
 pub(crate) fn stored_group(name: &str, rules: Vec<BillingRule>) -> StoredGroup {
     StoredGroup {
-        id: 0,
+        id: GroupId(0),
         name: name.into(),
         percent_discount: 12.5,
         products: vec![
@@ -1041,7 +1069,7 @@ fn subscription_groups_keep_their_rules_in_order_and_by_shop(db: &impl Database)
             ],
         ),
     );
-    assert!(first.id > 0);
+    assert!(first.id > GroupId(0));
     assert_eq!(first.products, stored_group("", vec![]).products);
     assert_eq!(first.percent_discount, 12.5);
     let ids: Vec<i64> = first.billing_rules.iter().map(|rule| rule.id).collect();
@@ -1062,11 +1090,11 @@ fn subscription_groups_keep_their_rules_in_order_and_by_shop(db: &impl Database)
         &stored_group("Other shop", vec![rule(0, 1, IntervalType::Year)]),
     );
     let read = |shop_id: i64, id: i64| {
-        db.read(|tx| Ok(tx.subscription_group(shop_id, id)?))
+        db.read(|tx| Ok(tx.subscription_group(shop_id, GroupId(id))?))
             .unwrap()
     };
-    assert_eq!(read(shop_a.id, first.id), Some(first.clone()));
-    assert_eq!(read(shop_b.id, first.id), None, "another shop's");
+    assert_eq!(read(shop_a.id, first.id.0), Some(first.clone()));
+    assert_eq!(read(shop_b.id, first.id.0), None, "another shop's");
     let (page, total) = db
         .read(|tx| Ok(tx.subscription_groups(shop_a.id, 1, 2)?))
         .unwrap();
@@ -1123,7 +1151,7 @@ fn subscription_groups_keep_their_rules_in_order_and_by_shop(db: &impl Database)
         db.write(|tx| Ok(tx.delete_subscription_group(shop_a.id, first.id)?))
             .unwrap()
     );
-    assert_eq!(read(shop_a.id, first.id), None);
+    assert_eq!(read(shop_a.id, first.id.0), None);
 }
 every_database!(subscription_groups_keep_their_rules_in_order_and_by_shop);
 
@@ -1148,7 +1176,7 @@ fn a_line_item_is_rewritten_on_its_own_subscription(db: &impl Database) {
     item.quantity = 5;
     item.full_price = Cents(item.price.0 * 5);
     item.full_price_charged = Cents(item.price.0 * 5 + 1);
-    let update = |shop_id: i64, subscription_id: i64, item: &SubscriptionLineItem| {
+    let update = |shop_id: i64, subscription_id: SubscriptionId, item: &SubscriptionLineItem| {
         db.write(|tx| Ok(tx.update_line_item(shop_id, subscription_id, item, at(50))?))
             .unwrap()
     };
@@ -1158,7 +1186,7 @@ fn a_line_item_is_rewritten_on_its_own_subscription(db: &impl Database) {
         "another subscription's line item"
     );
     let mut unknown = item.clone();
-    unknown.id = second + 1000;
+    unknown.id = LineItemId(second.0 + 1000);
     assert!(!update(shop.id, id, &unknown));
     assert!(!update(shop.id + 1000, id, &item), "another shop");
     let after = read_subscription(db, shop.id, id);
@@ -1192,12 +1220,18 @@ fn the_latest_status_log_is_the_last_one_inserted(db: &impl Database) {
         db.write(|tx| {
             Ok(tx.insert_status_log(
                 shop.id,
-                &NewStatusLog::new(subscription_id, status, reason, actor.clone(), at(seconds)),
+                &NewStatusLog::new(
+                    SubscriptionId(subscription_id),
+                    status,
+                    reason,
+                    actor.clone(),
+                    at(seconds),
+                ),
             )?)
         })
         .unwrap()
     };
-    let created = log(id, SubscriptionStatus::Active, "created", 10);
+    let created = log(id.0, SubscriptionStatus::Active, "created", 10);
     assert_eq!(
         (
             created.subscription_id,
@@ -1212,9 +1246,14 @@ fn the_latest_status_log_is_the_last_one_inserted(db: &impl Database) {
         read_subscription(db, shop.id, id).latest_status_log,
         Some(created.clone())
     );
-    let paused = log(id, SubscriptionStatus::Paused, "paused by the customer", 20);
+    let paused = log(
+        id.0,
+        SubscriptionStatus::Paused,
+        "paused by the customer",
+        20,
+    );
     assert!(paused.id > created.id);
-    let theirs = log(other, SubscriptionStatus::Inactive, "cancelled", 30);
+    let theirs = log(other.0, SubscriptionStatus::Inactive, "cancelled", 30);
     assert_eq!(
         read_subscription(db, shop.id, id).latest_status_log,
         Some(paused.clone())
@@ -1235,7 +1274,7 @@ fn the_latest_status_log_is_the_last_one_inserted(db: &impl Database) {
 }
 every_database!(the_latest_status_log_is_the_last_one_inserted);
 
-fn list(db: &impl Database, shop_id: i64, query: &ListQuery) -> (Vec<i64>, bool) {
+fn list(db: &impl Database, shop_id: i64, query: &ListQuery) -> (Vec<SubscriptionId>, bool) {
     let page = db
         .read(|tx| Ok(tx.list_subscriptions(shop_id, query)?))
         .unwrap();
@@ -1256,7 +1295,7 @@ fn totals_by_status_follow_every_status_change(db: &impl Database) {
     let other = self::shop(db, "b.shop.test");
     let (customer, address) = subscriber(db, shop.id, &fields(None, None, None));
     let (theirs, their_address) = subscriber(db, other.id, &fields(None, None, None));
-    let ids: Vec<i64> = (0..4)
+    let ids: Vec<SubscriptionId> = (0..4)
         .map(|n| insert_subscription(db, shop.id, &plain_state(customer, address, Active), n))
         .collect();
     insert_subscription(db, other.id, &plain_state(theirs, their_address, Active), 9);
@@ -1269,7 +1308,7 @@ fn totals_by_status_follow_every_status_change(db: &impl Database) {
             .unwrap()
     };
     assert_eq!((count(&[]), count(&[Active]), count(&[Paused])), (4, 4, 0));
-    let save = |id: i64, status: SubscriptionStatus| {
+    let save = |id: SubscriptionId, status: SubscriptionStatus| {
         db.write(|tx| {
             Ok(tx.save_subscription(shop.id, id, &plain_state(customer, address, status))?)
         })
@@ -1348,13 +1387,13 @@ fn subscriptions_are_listed_by_status_customer_and_filter(db: &impl Database) {
     assert_eq!(list(db, shop.id, &by_status).0, [s2, s3, s5]);
     assert_eq!(count(db, shop.id, &by_status), 3);
     let by_customer = ListQuery {
-        customer_ids: vec![bob],
+        customer_ids: vec![bob.0],
         ..ListQuery::default()
     };
     assert_eq!(list(db, shop.id, &by_customer).0, [s2, s4]);
     let both = ListQuery {
         statuses: vec![Active],
-        customer_ids: vec![bob, zoe],
+        customer_ids: vec![bob.0, zoe.0],
         ..ListQuery::default()
     };
     assert_eq!(list(db, shop.id, &both).0, [s4]);
@@ -1457,19 +1496,19 @@ fn a_customers_subscriptions_come_in_pages(db: &impl Database) {
     }
     let page = |customer: i64, limit: i64, page: i64| {
         let (subscriptions, total) = db
-            .read(|tx| Ok(tx.customer_subscriptions(shop.id, customer, limit, page)?))
+            .read(|tx| Ok(tx.customer_subscriptions(shop.id, CustomerId(customer), limit, page)?))
             .unwrap();
         (
             subscriptions.iter().map(|s| s.id).collect::<Vec<_>>(),
             total,
         )
     };
-    assert_eq!(page(ada, 2, 1), (adas[..2].to_vec(), 3));
-    assert_eq!(page(ada, 2, 2), (adas[2..].to_vec(), 3));
-    assert_eq!(page(ada, 2, 3), (vec![], 3));
-    assert_eq!(page(ada, 10, 1), (adas.clone(), 3));
+    assert_eq!(page(ada.0, 2, 1), (adas[..2].to_vec(), 3));
+    assert_eq!(page(ada.0, 2, 2), (adas[2..].to_vec(), 3));
+    assert_eq!(page(ada.0, 2, 3), (vec![], 3));
+    assert_eq!(page(ada.0, 10, 1), (adas.clone(), 3));
     let none = new_customer(db, shop.id, &fields(None, None, None), 9);
-    assert_eq!(page(none, 10, 1), (vec![], 0));
+    assert_eq!(page(none.0, 10, 1), (vec![], 0));
     let (subscriptions, _) = db
         .read(|tx| Ok(tx.customer_subscriptions(shop.id, ada, 1, 1)?))
         .unwrap();
@@ -1488,7 +1527,7 @@ fn customer_list(
     search: Option<&str>,
     limit: i64,
     page: i64,
-) -> (Vec<i64>, i64) {
+) -> (Vec<CustomerId>, i64) {
     let query = CustomerListQuery {
         statuses: statuses.to_vec(),
         search: search.map(str::to_string),
@@ -1545,7 +1584,7 @@ fn subscription_customers_are_listed_by_status_and_search(db: &impl Database) {
         at(100),
     );
     let gone = stored_customer(db, shop.id, "c9").id.0;
-    let gone_address = new_address(db, shop.id, gone, "Lyon", true, 101);
+    let gone_address = new_address(db, shop.id, CustomerId(gone), "Lyon", true, 101);
     use SubscriptionStatus as S;
     for (customer, address, status) in [
         (ada, ada_address, S::Inactive),
@@ -1553,7 +1592,7 @@ fn subscription_customers_are_listed_by_status_and_search(db: &impl Database) {
         (bob, bob_address, S::Inactive),
         (bob, bob_address, S::Inactive),
         (cy, cy_address, S::Active),
-        (gone, gone_address, S::Active),
+        (CustomerId(gone), gone_address, S::Active),
     ] {
         insert_subscription(db, shop.id, &plain_state(customer, address, status), 10);
     }

@@ -12,7 +12,9 @@ use mercer_domain::box_builder::resources::{
     SubscriptionBox, TimeSlot,
 };
 use mercer_domain::kernel::error::StoreResult;
-use mercer_domain::kernel::ids::{BoxId, BoxProductId, BoxSizeId, SelectionId, TimeSlotId};
+use mercer_domain::kernel::ids::{
+    BoxId, BoxProductId, BoxSizeId, GroupId, LineItemId, SelectionId, SubscriptionId, TimeSlotId,
+};
 use mercer_domain::{StorageError, Timestamp};
 
 use crate::connection::on_backend;
@@ -60,7 +62,7 @@ impl BoxRow {
     fn into_box(self) -> StoreResult<SubscriptionBox> {
         Ok(SubscriptionBox {
             id: BoxId(self.id),
-            svc_subscription_group_id: self.subscription_group_id,
+            svc_subscription_group_id: GroupId(self.subscription_group_id),
             shop_identifier: String::new(),
             box_name: self.box_name,
             created_at: time(self.created_at),
@@ -160,7 +162,7 @@ impl SelectionRow {
         Ok(StoredSelection {
             selection: Selection {
                 id: SelectionId(self.id),
-                svc_platform_subscription_line_item_id: self.subscription_line_item_id,
+                svc_platform_subscription_line_item_id: LineItemId(self.subscription_line_item_id),
                 box_size_id: BoxSizeId(self.box_size_id),
                 time_slot_id: TimeSlotId(self.time_slot_id),
                 order_datetime: time(self.order_datetime),
@@ -282,10 +284,10 @@ impl BoxRepository for StoreTx<'_> {
             .transpose()
     }
 
-    fn box_of_group(&mut self, shop_id: i64, group_id: i64) -> StoreResult<Option<BoxId>> {
+    fn box_of_group(&mut self, shop_id: i64, group_id: GroupId) -> StoreResult<Option<BoxId>> {
         let found: Option<i64> = boxes::table
             .filter(boxes::shop_id.eq(shop_id))
-            .filter(boxes::subscription_group_id.eq(group_id))
+            .filter(boxes::subscription_group_id.eq(group_id.0))
             .select(boxes::id)
             .first(self.conn)
             .optional()
@@ -307,7 +309,7 @@ impl BoxRepository for StoreTx<'_> {
                     .filter(t::shop_id.eq(shop_id)),
             )
             .set((
-                t::subscription_group_id.eq(subscription_box.svc_subscription_group_id),
+                t::subscription_group_id.eq(subscription_box.svc_subscription_group_id.0),
                 t::box_name.eq(&subscription_box.box_name),
                 t::attributes.eq(&attributes),
                 t::updated_at.eq(subscription_box.updated_at.as_micros()),
@@ -318,7 +320,7 @@ impl BoxRepository for StoreTx<'_> {
         } else {
             let values = (
                 t::shop_id.eq(shop_id),
-                t::subscription_group_id.eq(subscription_box.svc_subscription_group_id),
+                t::subscription_group_id.eq(subscription_box.svc_subscription_group_id.0),
                 t::box_name.eq(&subscription_box.box_name),
                 t::attributes.eq(&attributes),
                 t::created_at.eq(subscription_box.created_at.as_micros()),
@@ -668,12 +670,12 @@ impl BoxRepository for StoreTx<'_> {
     fn line_item_owner(
         &mut self,
         shop_id: i64,
-        line_item_id: i64,
+        line_item_id: LineItemId,
     ) -> StoreResult<Option<LineItemOwner>> {
         let found: Option<(i64, Option<i64>, Option<String>)> = subscription_line_items::table
             .inner_join(subscriptions::table.inner_join(platform_customers::table))
             .filter(subscription_line_items::shop_id.eq(shop_id))
-            .filter(subscription_line_items::id.eq(line_item_id))
+            .filter(subscription_line_items::id.eq(line_item_id.0))
             .select((
                 subscription_line_items::subscription_id,
                 subscription_line_items::subscription_group_id,
@@ -684,9 +686,9 @@ impl BoxRepository for StoreTx<'_> {
             .map_err(storage_error)?;
         Ok(found.map(
             |(subscription_id, group, platform_customer_id)| LineItemOwner {
-                subscription_id,
+                subscription_id: SubscriptionId(subscription_id),
                 platform_customer_id,
-                subscription_group_id: group,
+                subscription_group_id: group.map(GroupId),
             },
         ))
     }
@@ -701,7 +703,7 @@ impl BoxRepository for StoreTx<'_> {
     ) -> StoreResult<(Vec<StoredSelection>, i64)> {
         use box_selections as t;
         // An absent filter is a bound every selection meets.
-        let line_item = filter.line_item_id;
+        let line_item = filter.line_item_id.map(|id| id.0);
         let at = filter.order_datetime.map(Timestamp::as_micros);
         let matching = t::table
             .filter(t::shop_id.eq(shop_id))
@@ -737,12 +739,12 @@ impl BoxRepository for StoreTx<'_> {
     fn selection_of_date(
         &mut self,
         shop_id: i64,
-        line_item_id: i64,
+        line_item_id: LineItemId,
         order_datetime: Timestamp,
     ) -> StoreResult<Option<StoredSelection>> {
         let rows: Vec<SelectionRow> = box_selections::table
             .filter(box_selections::shop_id.eq(shop_id))
-            .filter(box_selections::subscription_line_item_id.eq(line_item_id))
+            .filter(box_selections::subscription_line_item_id.eq(line_item_id.0))
             .filter(box_selections::order_datetime.eq(order_datetime.as_micros()))
             .select(SelectionRow::as_select())
             .load(self.conn)
@@ -766,7 +768,7 @@ impl BoxRepository for StoreTx<'_> {
                     .filter(t::shop_id.eq(shop_id)),
             )
             .set((
-                t::subscription_line_item_id.eq(selection.svc_platform_subscription_line_item_id),
+                t::subscription_line_item_id.eq(selection.svc_platform_subscription_line_item_id.0),
                 t::box_id.eq(stored.box_id.0),
                 t::box_size_id.eq(selection.box_size_id.0),
                 t::time_slot_id.eq(selection.time_slot_id.0),
@@ -781,7 +783,7 @@ impl BoxRepository for StoreTx<'_> {
             let values = (
                 t::shop_id.eq(shop_id),
                 t::platform_customer_id.eq(&stored.platform_customer_id),
-                t::subscription_line_item_id.eq(selection.svc_platform_subscription_line_item_id),
+                t::subscription_line_item_id.eq(selection.svc_platform_subscription_line_item_id.0),
                 t::box_id.eq(stored.box_id.0),
                 t::box_size_id.eq(selection.box_size_id.0),
                 t::time_slot_id.eq(selection.time_slot_id.0),
@@ -868,7 +870,7 @@ impl BoxRepository for StoreTx<'_> {
     fn box_line_item(
         &mut self,
         shop_id: i64,
-        line_item_id: i64,
+        line_item_id: LineItemId,
     ) -> StoreResult<Option<BoxLineItem>> {
         let row: Option<BoxLineItemRow> = subscription_line_items::table
             .inner_join(
@@ -878,7 +880,7 @@ impl BoxRepository for StoreTx<'_> {
                     .and(boxes::shop_id.eq(subscription_line_items::shop_id))),
             )
             .filter(subscription_line_items::shop_id.eq(shop_id))
-            .filter(subscription_line_items::id.eq(line_item_id))
+            .filter(subscription_line_items::id.eq(line_item_id.0))
             .select((LineItemRow::as_select(), boxes::id))
             .first(self.conn)
             .optional()

@@ -6,6 +6,7 @@ use diesel::prelude::*;
 use diesel::sql_types::BigInt;
 use mercer_domain::access::credentials::random_hex;
 use mercer_domain::kernel::error::StoreResult;
+use mercer_domain::kernel::ids::{AddressId, CustomerId};
 use mercer_domain::platform::resources::CustomerAddress;
 use mercer_domain::subscriptions::repository::{
     CustomerFields, CustomerListQuery, CustomerStatus, IdPage, StoredAddress,
@@ -131,9 +132,9 @@ impl AddressRow {
         let address: CustomerAddress = serde_json::from_str(&self.document)
             .map_err(|error| corrupt("customer address", self.id, error))?;
         Ok(StoredAddress {
-            id: self.id,
+            id: AddressId(self.id),
             shop_id: self.shop_id,
-            customer_id: self.customer_id,
+            customer_id: CustomerId(self.customer_id),
             platform_id: self.platform_id,
             customer_platform_id,
             is_default: self.is_default,
@@ -174,7 +175,11 @@ fn clear_other_defaults(
 }
 
 impl SubscriptionCustomerRepository for StoreTx<'_> {
-    fn customer_id_by_email(&mut self, shop_id: i64, email: &str) -> StoreResult<Option<i64>> {
+    fn customer_id_by_email(
+        &mut self,
+        shop_id: i64,
+        email: &str,
+    ) -> StoreResult<Option<CustomerId>> {
         use platform_customers as t;
         // No email is stored as empty text: it is no one's email.
         if email.is_empty() {
@@ -188,6 +193,7 @@ impl SubscriptionCustomerRepository for StoreTx<'_> {
             .select(t::id)
             .first(self.conn)
             .optional()
+            .map(|id| id.map(CustomerId))
             .map_err(storage_error)
     }
 
@@ -196,7 +202,7 @@ impl SubscriptionCustomerRepository for StoreTx<'_> {
         shop_id: i64,
         fields: &CustomerFields,
         now: Timestamp,
-    ) -> StoreResult<i64> {
+    ) -> StoreResult<CustomerId> {
         use platform_customers as t;
         let values = (
             t::shop_id.eq(shop_id),
@@ -214,17 +220,19 @@ impl SubscriptionCustomerRepository for StoreTx<'_> {
                 .returning(t::id)
                 .get_result(c)
         })
+        .map(CustomerId)
         .map_err(storage_error)
     }
 
     fn update_customer(
         &mut self,
         shop_id: i64,
-        customer_id: i64,
+        customer_id: CustomerId,
         fields: &CustomerFields,
         now: Timestamp,
     ) -> StoreResult<bool> {
         use platform_customers as t;
+        let customer_id = customer_id.0;
         let changed = diesel::update(
             t::table
                 .filter(t::id.eq(customer_id))
@@ -261,20 +269,25 @@ impl SubscriptionCustomerRepository for StoreTx<'_> {
     fn customer_notes(
         &mut self,
         shop_id: i64,
-        customer_ids: &[i64],
-    ) -> StoreResult<Vec<(i64, String)>> {
+        customer_ids: &[CustomerId],
+    ) -> StoreResult<Vec<(CustomerId, String)>> {
         use platform_customers as t;
         if customer_ids.is_empty() {
             return Ok(Vec::new());
         }
-        t::table
+        let customer_ids: Vec<i64> = customer_ids.iter().map(|id| id.0).collect();
+        let notes: Vec<(i64, String)> = t::table
             .filter(t::shop_id.eq(shop_id))
             .filter(t::id.eq_any(customer_ids))
             .filter(t::notes.is_not_null())
             .order(t::id.asc())
             .select((t::id, t::notes.assume_not_null()))
             .load(self.conn)
-            .map_err(storage_error)
+            .map_err(storage_error)?;
+        Ok(notes
+            .into_iter()
+            .map(|(id, notes)| (CustomerId(id), notes))
+            .collect())
     }
 
     fn list_subscription_customers(
@@ -296,18 +309,22 @@ impl SubscriptionCustomerRepository for StoreTx<'_> {
                 .load(c)
         })
         .map_err(storage_error)?;
-        Ok(IdPage { ids, total })
+        Ok(IdPage {
+            ids: ids.into_iter().map(CustomerId).collect(),
+            total,
+        })
     }
 
     fn subscription_summaries(
         &mut self,
         shop_id: i64,
-        customer_ids: &[i64],
+        customer_ids: &[CustomerId],
     ) -> StoreResult<Vec<SummaryFigures>> {
         use subscription_schedule as s;
         if customer_ids.is_empty() {
             return Ok(Vec::new());
         }
+        let customer_ids: Vec<i64> = customer_ids.iter().map(|id| id.0).collect();
         let inactive = SubscriptionStatus::Inactive.as_str();
         let rows: Vec<SummaryRow> = s::table
             .filter(s::shop_id.eq(shop_id))
@@ -331,7 +348,7 @@ impl SubscriptionCustomerRepository for StoreTx<'_> {
         Ok(rows
             .into_iter()
             .map(|row| SummaryFigures {
-                customer_id: row.customer_id,
+                customer_id: CustomerId(row.customer_id),
                 active_subscription_count: row.active,
                 inactive_subscription_count: row.inactive,
                 next_order_date: row.next_order.map(time),
@@ -341,11 +358,16 @@ impl SubscriptionCustomerRepository for StoreTx<'_> {
             .collect())
     }
 
-    fn addresses_by_ids(&mut self, shop_id: i64, ids: &[i64]) -> StoreResult<Vec<StoredAddress>> {
+    fn addresses_by_ids(
+        &mut self,
+        shop_id: i64,
+        ids: &[AddressId],
+    ) -> StoreResult<Vec<StoredAddress>> {
         use customer_addresses as t;
         if ids.is_empty() {
             return Ok(Vec::new());
         }
+        let ids: Vec<i64> = ids.iter().map(|id| id.0).collect();
         let rows: Vec<(AddressRow, Option<String>)> = t::table
             .inner_join(platform_customers::table)
             .filter(t::shop_id.eq(shop_id))
@@ -362,12 +384,13 @@ impl SubscriptionCustomerRepository for StoreTx<'_> {
     fn insert_address(
         &mut self,
         shop_id: i64,
-        customer_id: i64,
+        customer_id: CustomerId,
         address: &CustomerAddress,
         is_default: bool,
         now: Timestamp,
-    ) -> StoreResult<i64> {
+    ) -> StoreResult<AddressId> {
         use customer_addresses as t;
+        let customer_id = customer_id.0;
         let values = (
             t::shop_id.eq(shop_id),
             t::customer_id.eq(customer_id),
@@ -388,19 +411,20 @@ impl SubscriptionCustomerRepository for StoreTx<'_> {
         if is_default {
             clear_other_defaults(self.conn, shop_id, customer_id, id, now)?;
         }
-        Ok(id)
+        Ok(AddressId(id))
     }
 
     fn update_address(
         &mut self,
         shop_id: i64,
-        customer_id: i64,
-        address_id: i64,
+        customer_id: CustomerId,
+        address_id: AddressId,
         address: &CustomerAddress,
         is_default: bool,
         now: Timestamp,
     ) -> StoreResult<bool> {
         use customer_addresses as t;
+        let (customer_id, address_id) = (customer_id.0, address_id.0);
         let changed = diesel::update(
             t::table
                 .filter(t::id.eq(address_id))
@@ -427,11 +451,12 @@ impl SubscriptionCustomerRepository for StoreTx<'_> {
     fn delete_address(
         &mut self,
         shop_id: i64,
-        customer_id: i64,
-        address_id: i64,
+        customer_id: CustomerId,
+        address_id: AddressId,
         now: Timestamp,
     ) -> StoreResult<bool> {
         use customer_addresses as t;
+        let (customer_id, address_id) = (customer_id.0, address_id.0);
         let changed = diesel::update(
             t::table
                 .filter(t::id.eq(address_id))

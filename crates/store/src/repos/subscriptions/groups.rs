@@ -4,6 +4,7 @@
 use diesel::dsl::count_star;
 use diesel::prelude::*;
 use mercer_domain::kernel::error::StoreResult;
+use mercer_domain::kernel::ids::GroupId;
 use mercer_domain::subscriptions::groups::{BillingRule, GroupProduct, IntervalType, StoredGroup};
 use mercer_domain::subscriptions::repository::SubscriptionGroupRepository;
 use mercer_domain::subscriptions::resources::SubscriptionStatus;
@@ -50,7 +51,7 @@ impl RuleRow {
     fn into_rule(self) -> StoreResult<BillingRule> {
         Ok(BillingRule {
             id: self.id,
-            subscription_group_id: self.subscription_group_id,
+            subscription_group_id: GroupId(self.subscription_group_id),
             interval_number: i64::from(self.interval_number),
             interval_type: IntervalType::parse(&self.interval_type)
                 .ok_or_else(|| corrupt("billing rule", self.id, "interval_type"))?,
@@ -102,7 +103,7 @@ impl StoreTx<'_> {
                     .partition(|rule| rule.subscription_group_id == row.id);
                 rules = rest;
                 Ok(StoredGroup {
-                    id: row.id,
+                    id: GroupId(row.id),
                     name: row.name,
                     percent_discount: row.percent_discount,
                     products: products
@@ -127,10 +128,10 @@ impl StoreTx<'_> {
     fn write_group_row(&mut self, shop_id: i64, group: &StoredGroup) -> StoreResult<i64> {
         use subscription_groups as t;
         let products = products_json(&group.products)?;
-        if group.id != 0 {
+        if group.id != GroupId(0) {
             diesel::update(
                 t::table
-                    .filter(t::id.eq(group.id))
+                    .filter(t::id.eq(group.id.0))
                     .filter(t::shop_id.eq(shop_id)),
             )
             .set((
@@ -141,7 +142,7 @@ impl StoreTx<'_> {
             ))
             .execute(self.conn)
             .map_err(storage_error)?;
-            return Ok(group.id);
+            return Ok(group.id.0);
         }
         let values = (
             t::shop_id.eq(shop_id),
@@ -255,8 +256,13 @@ impl SubscriptionGroupRepository for StoreTx<'_> {
         Ok((self.whole_groups(rows)?, total))
     }
 
-    fn subscription_group(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<StoredGroup>> {
+    fn subscription_group(
+        &mut self,
+        shop_id: i64,
+        id: GroupId,
+    ) -> StoreResult<Option<StoredGroup>> {
         use subscription_groups as t;
+        let id = id.0;
         let rows: Vec<GroupRow> = t::table
             .filter(t::shop_id.eq(shop_id))
             .filter(t::id.eq(id))
@@ -273,11 +279,12 @@ impl SubscriptionGroupRepository for StoreTx<'_> {
     ) -> StoreResult<StoredGroup> {
         let id = self.write_group_row(shop_id, group)?;
         self.write_group_rules(shop_id, id, group)?;
-        self.subscription_group(shop_id, id)?
+        self.subscription_group(shop_id, GroupId(id))?
             .ok_or_else(|| corrupt("subscription group", id, "it was not stored"))
     }
 
-    fn delete_subscription_group(&mut self, shop_id: i64, id: i64) -> StoreResult<bool> {
+    fn delete_subscription_group(&mut self, shop_id: i64, id: GroupId) -> StoreResult<bool> {
+        let id = id.0;
         diesel::delete(
             subscription_group_billing_rules::table
                 .filter(subscription_group_billing_rules::subscription_group_id.eq(id))
@@ -295,7 +302,8 @@ impl SubscriptionGroupRepository for StoreTx<'_> {
         Ok(deleted == 1)
     }
 
-    fn lock_subscription_group(&mut self, shop_id: i64, id: i64) -> StoreResult<()> {
+    fn lock_subscription_group(&mut self, shop_id: i64, id: GroupId) -> StoreResult<()> {
+        let id = id.0;
         match &mut *self.conn {
             // SQLite's write transactions (BEGIN IMMEDIATE) run one at a time already.
             DbConnection::Sqlite(_) => Ok(()),
@@ -310,9 +318,9 @@ impl SubscriptionGroupRepository for StoreTx<'_> {
         }
     }
 
-    fn live_subscriptions_of_group(&mut self, shop_id: i64, group_id: i64) -> StoreResult<i64> {
+    fn live_subscriptions_of_group(&mut self, shop_id: i64, group_id: GroupId) -> StoreResult<i64> {
         let subscriptions: Vec<i64> = Self::live_line_items(shop_id)
-            .filter(subscription_line_items::subscription_group_id.eq(group_id))
+            .filter(subscription_line_items::subscription_group_id.eq(group_id.0))
             .select(subscription_line_items::subscription_id)
             .distinct()
             .load(self.conn)
@@ -320,10 +328,10 @@ impl SubscriptionGroupRepository for StoreTx<'_> {
         Ok(i64::try_from(subscriptions.len()).unwrap_or(i64::MAX))
     }
 
-    fn boxes_of_group(&mut self, shop_id: i64, group_id: i64) -> StoreResult<i64> {
+    fn boxes_of_group(&mut self, shop_id: i64, group_id: GroupId) -> StoreResult<i64> {
         boxes::table
             .filter(boxes::shop_id.eq(shop_id))
-            .filter(boxes::subscription_group_id.eq(group_id))
+            .filter(boxes::subscription_group_id.eq(group_id.0))
             .select(count_star())
             .first(self.conn)
             .map_err(storage_error)

@@ -7,6 +7,7 @@ use diesel::dsl::count_star;
 use diesel::prelude::*;
 use mercer_domain::Timestamp;
 use mercer_domain::kernel::error::StoreResult;
+use mercer_domain::kernel::ids::{SubscriptionId, SubscriptionOrderId};
 use mercer_domain::subscriptions::repository::{
     NewSubscriptionOrder, OrderAttemptEnd, OrderAttemptStatus, SchedulerBacklog,
     StoredSubscription, SubscriptionOrder, SubscriptionOrderRepository,
@@ -45,9 +46,9 @@ impl OrderRow {
         let status = OrderAttemptStatus::parse(&self.status)
             .ok_or_else(|| corrupt("subscription order", self.id, "status"))?;
         Ok(SubscriptionOrder {
-            id: self.id,
+            id: SubscriptionOrderId(self.id),
             shop_id: self.shop_id,
-            subscription_id: self.subscription_id,
+            subscription_id: SubscriptionId(self.subscription_id),
             scheduled_at: time(self.scheduled_at),
             attempt: self.attempt,
             idempotency_key: self.idempotency_key,
@@ -92,7 +93,7 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
         status: SubscriptionStatus,
         now: Timestamp,
         limit: usize,
-    ) -> StoreResult<Vec<(i64, i64)>> {
+    ) -> StoreResult<Vec<(i64, SubscriptionId)>> {
         use subscription_schedule as s;
         let (status, now, limit) = (status.as_str(), now.as_micros(), limit as i64);
         // Ties of the order date come in the index's order: no sort of a large tie. Planned
@@ -103,7 +104,7 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
                 .order(s::next_order_datetime.asc())
                 .limit(limit)
                 .select((s::shop_id, s::id))
-                .load(c),
+                .load::<(i64, i64)>(c),
             // Several processes claim at once: each takes rows the others have not locked.
             DbConnection::Pg(c) => due!(status, now)
                 .order(s::next_order_datetime.asc())
@@ -111,7 +112,12 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
                 .select((s::shop_id, s::id))
                 .for_update()
                 .skip_locked()
-                .load(c),
+                .load::<(i64, i64)>(c),
+        })
+        .map(|due| {
+            due.into_iter()
+                .map(|(shop_id, id)| (shop_id, SubscriptionId(id)))
+                .collect()
         })
         .map_err(storage_error)
     }
@@ -119,16 +125,20 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
     fn subscriptions_by_ids(
         &mut self,
         shop_id: i64,
-        ids: &[i64],
+        ids: &[SubscriptionId],
     ) -> StoreResult<Vec<StoredSubscription>> {
-        whole_subscriptions(self.conn, shop_id, ids)
+        let ids: Vec<i64> = ids.iter().map(|id| id.0).collect();
+        whole_subscriptions(self.conn, shop_id, &ids)
     }
 
-    fn insert_subscription_order(&mut self, order: &NewSubscriptionOrder) -> StoreResult<i64> {
+    fn insert_subscription_order(
+        &mut self,
+        order: &NewSubscriptionOrder,
+    ) -> StoreResult<SubscriptionOrderId> {
         use subscription_orders as t;
         let values = (
             t::shop_id.eq(order.shop_id),
-            t::subscription_id.eq(order.subscription_id),
+            t::subscription_id.eq(order.subscription_id.0),
             t::scheduled_at.eq(order.scheduled_at.as_micros()),
             t::attempt.eq(order.attempt),
             t::idempotency_key.eq(order.idempotency_key.as_str()),
@@ -143,13 +153,17 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
                 .returning(t::id)
                 .get_result(c)
         })
+        .map(SubscriptionOrderId)
         .map_err(storage_error)
     }
 
-    fn subscription_order(&mut self, id: i64) -> StoreResult<Option<SubscriptionOrder>> {
+    fn subscription_order(
+        &mut self,
+        id: SubscriptionOrderId,
+    ) -> StoreResult<Option<SubscriptionOrder>> {
         use subscription_orders as t;
         t::table
-            .filter(t::id.eq(id))
+            .filter(t::id.eq(id.0))
             .select(OrderRow::as_select())
             .first(self.conn)
             .optional()
@@ -160,13 +174,13 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
 
     fn attempts_of_date(
         &mut self,
-        subscription_id: i64,
+        subscription_id: SubscriptionId,
         scheduled_at: Timestamp,
     ) -> StoreResult<Vec<SubscriptionOrder>> {
         use subscription_orders as t;
         // The unique index (subscription_id, scheduled_at, attempt) gives them in order.
         let rows = t::table
-            .filter(t::subscription_id.eq(subscription_id))
+            .filter(t::subscription_id.eq(subscription_id.0))
             .filter(t::scheduled_at.eq(scheduled_at.as_micros()))
             .order(t::attempt.asc())
             .select(OrderRow::as_select())
@@ -177,29 +191,35 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
 
     fn set_order_platform_id(
         &mut self,
-        id: i64,
+        id: SubscriptionOrderId,
         platform_order_id: &str,
         now: Timestamp,
     ) -> StoreResult<()> {
         use subscription_orders as t;
-        diesel::update(t::table.filter(t::id.eq(id)).filter(t::status.eq(PLACING)))
-            .set((
-                t::platform_order_id.eq(storable(platform_order_id).as_ref()),
-                t::updated_at.eq(now.as_micros()),
-            ))
-            .execute(self.conn)
-            .map(drop)
-            .map_err(storage_error)
+        diesel::update(
+            t::table
+                .filter(t::id.eq(id.0))
+                .filter(t::status.eq(PLACING)),
+        )
+        .set((
+            t::platform_order_id.eq(storable(platform_order_id).as_ref()),
+            t::updated_at.eq(now.as_micros()),
+        ))
+        .execute(self.conn)
+        .map(drop)
+        .map_err(storage_error)
     }
 
     fn finish_subscription_order(
         &mut self,
-        id: i64,
+        id: SubscriptionOrderId,
         end: &OrderAttemptEnd,
         now: Timestamp,
     ) -> StoreResult<bool> {
         use subscription_orders as t;
-        let placing = t::table.filter(t::id.eq(id)).filter(t::status.eq(PLACING));
+        let placing = t::table
+            .filter(t::id.eq(id.0))
+            .filter(t::status.eq(PLACING));
         let changed = match end {
             OrderAttemptEnd::Placed {
                 platform_order_id,
@@ -262,7 +282,7 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
 
     fn orders_of_subscriptions(
         &mut self,
-        subscription_ids: &[i64],
+        subscription_ids: &[SubscriptionId],
         per_subscription: usize,
     ) -> StoreResult<Vec<SubscriptionOrder>> {
         use subscription_orders as t;
@@ -270,7 +290,7 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
         // One short read of the (subscription_id, id) index per subscription.
         for &subscription_id in subscription_ids {
             let rows = t::table
-                .filter(t::subscription_id.eq(subscription_id))
+                .filter(t::subscription_id.eq(subscription_id.0))
                 .order(t::id.desc())
                 .limit(per_subscription as i64)
                 .select(OrderRow::as_select())
@@ -286,7 +306,7 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
         shop_id: i64,
         until: Timestamp,
         limit: usize,
-    ) -> StoreResult<Vec<i64>> {
+    ) -> StoreResult<Vec<SubscriptionId>> {
         use subscription_schedule as s;
         let statuses = [
             SubscriptionStatus::Active,
@@ -301,7 +321,8 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
             .order((s::next_order_datetime.asc(), s::id.asc()))
             .limit(limit as i64)
             .select(s::id)
-            .load(self.conn)
+            .load::<i64>(self.conn)
+            .map(|ids| ids.into_iter().map(SubscriptionId).collect())
             .map_err(storage_error)
     }
 
@@ -310,7 +331,7 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
         shop_id: i64,
         by: Timestamp,
         limit: usize,
-    ) -> StoreResult<Vec<i64>> {
+    ) -> StoreResult<Vec<SubscriptionId>> {
         use subscription_payment_notices as n;
         let statuses = [
             SubscriptionStatus::Active,
@@ -328,22 +349,27 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
             .order((n::payment_method_expires_at.asc(), n::id.asc()))
             .limit(limit as i64)
             .select(n::id)
-            .load(self.conn)
+            .load::<i64>(self.conn)
+            .map(|ids| ids.into_iter().map(SubscriptionId).collect())
             .map_err(storage_error)
     }
 
     fn set_expiring_payment_notified(
         &mut self,
         shop_id: i64,
-        id: i64,
+        id: SubscriptionId,
         at: Option<Timestamp>,
     ) -> StoreResult<()> {
         use subscription_payment_notices as n;
-        diesel::update(n::table.filter(n::id.eq(id)).filter(n::shop_id.eq(shop_id)))
-            .set(n::expiring_payment_notified_at.eq(at.map(Timestamp::as_micros)))
-            .execute(self.conn)
-            .map(drop)
-            .map_err(storage_error)
+        diesel::update(
+            n::table
+                .filter(n::id.eq(id.0))
+                .filter(n::shop_id.eq(shop_id)),
+        )
+        .set(n::expiring_payment_notified_at.eq(at.map(Timestamp::as_micros)))
+        .execute(self.conn)
+        .map(drop)
+        .map_err(storage_error)
     }
 
     fn scheduler_backlog(&mut self, now: Timestamp) -> StoreResult<SchedulerBacklog> {

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use diesel::prelude::*;
 use mercer_domain::kernel::error::StoreResult;
 use mercer_domain::kernel::filter::{FilterOp, FilterValue};
+use mercer_domain::kernel::ids::{AddressId, CustomerId, LineItemId, SubscriptionId};
 use mercer_domain::subscriptions::query::{FilterField, ListQuery};
 use mercer_domain::subscriptions::repository::{
     StoredSubscription, SubscriptionPage, SubscriptionRepository, SubscriptionState,
@@ -184,8 +185,9 @@ impl LineItemRow {
     pub(crate) fn into_line_item(self) -> StoreResult<SubscriptionLineItem> {
         let mut item: SubscriptionLineItem = serde_json::from_str(&self.document)
             .map_err(|error| corrupt("subscription line item", self.id, error))?;
-        item.id = self.id;
-        item.subscription_id = self.subscription_id;
+        let (id, subscription_id) = (LineItemId(self.id), SubscriptionId(self.subscription_id));
+        item.id = id;
+        item.subscription_id = subscription_id;
         item.platform_product_id = self.platform_product_id;
         item.platform_variant_id = self.platform_variant_id;
         item.quantity = self.quantity;
@@ -193,14 +195,14 @@ impl LineItemRow {
         item.created_at = time(self.created_at);
         item.updated_at = time(self.updated_at);
         for discount in &mut item.discounts {
-            discount.subscription_line_item_id = self.id;
+            discount.subscription_line_item_id = id;
         }
         if let Some(prepaid) = &mut item.prepaid_metadata {
-            prepaid.line_item_id = self.id;
+            prepaid.line_item_id = id;
         }
         for attribute in &mut item.line_item_attributes {
-            attribute.line_item_id = self.id;
-            attribute.subscription_id = self.subscription_id;
+            attribute.line_item_id = id;
+            attribute.subscription_id = subscription_id;
         }
         Ok(item)
     }
@@ -248,7 +250,7 @@ impl StatusLogRow {
                 },
             },
             created_at: time(self.created_at),
-            subscription_id: self.subscription_id,
+            subscription_id: SubscriptionId(self.subscription_id),
         })
     }
 }
@@ -270,9 +272,9 @@ fn subscription_of(
     let skipped_dates: Vec<i64> = serde_json::from_str(&schedule_row.skipped_dates)
         .map_err(|error| corrupt("subscription", id, format!("skipped_dates: {error}")))?;
     let state = SubscriptionState {
-        customer_id: row.customer_id,
-        billing_address_id: row.billing_address_id,
-        shipping_address_id: row.shipping_address_id,
+        customer_id: CustomerId(row.customer_id),
+        billing_address_id: AddressId(row.billing_address_id),
+        shipping_address_id: AddressId(row.shipping_address_id),
         orders_processed: schedule_row.orders_processed,
         current_retries: schedule_row.current_retries,
         external_id: details_row.external_id,
@@ -318,7 +320,7 @@ fn subscription_of(
         order_note: details_row.order_note,
     };
     let subscription = StoredSubscription {
-        id,
+        id: SubscriptionId(id),
         shop_id: row.shop_id,
         created_at: time(row.created_at),
         state,
@@ -372,7 +374,7 @@ fn assemble(
     rows.into_iter()
         .map(|full| {
             let (mut subscription, log_id) = subscription_of(full)?;
-            subscription.line_items = line_items.remove(&subscription.id).unwrap_or_default();
+            subscription.line_items = line_items.remove(&subscription.id.0).unwrap_or_default();
             subscription.latest_status_log = log_id.and_then(|log_id| logs.remove(&log_id));
             Ok(subscription)
         })
@@ -451,9 +453,9 @@ macro_rules! own_columns {
         use subscriptions as t;
         let state: &SubscriptionState = $state;
         (
-            t::customer_id.eq(state.customer_id),
-            t::billing_address_id.eq(state.billing_address_id),
-            t::shipping_address_id.eq(state.shipping_address_id),
+            t::customer_id.eq(state.customer_id.0),
+            t::billing_address_id.eq(state.billing_address_id.0),
+            t::shipping_address_id.eq(state.shipping_address_id.0),
             t::subscription_status.eq(state.subscription_status.as_str()),
             t::payment_rrule.eq(state.payment_rrule.as_str()),
             t::payment_rrule_text.eq(state.payment_rrule_text.as_str()),
@@ -472,14 +474,15 @@ impl SubscriptionRepository for StoreTx<'_> {
         &mut self,
         shop_id: i64,
         key: &str,
-    ) -> StoreResult<Option<(i64, Option<String>)>> {
+    ) -> StoreResult<Option<(SubscriptionId, Option<String>)>> {
         use subscription_details as t;
         t::table
             .filter(t::shop_id.eq(shop_id))
             .filter(t::idempotency_key.eq(key))
             .select((t::id, t::idempotency_fingerprint))
-            .first(self.conn)
+            .first::<(i64, Option<String>)>(self.conn)
             .optional()
+            .map(|found| found.map(|(id, fingerprint)| (SubscriptionId(id), fingerprint)))
             .map_err(storage_error)
     }
 
@@ -489,7 +492,7 @@ impl SubscriptionRepository for StoreTx<'_> {
         state: &SubscriptionState,
         line_items: &[SubscriptionLineItem],
         now: Timestamp,
-    ) -> StoreResult<i64> {
+    ) -> StoreResult<SubscriptionId> {
         let values = (
             own_columns!(state),
             (
@@ -519,7 +522,7 @@ impl SubscriptionRepository for StoreTx<'_> {
                 t::document.eq(json(item, "a line item")?),
                 t::created_at.eq(now.as_micros()),
                 t::updated_at.eq(now.as_micros()),
-                t::subscription_group_id.eq(item.subscription_group_id),
+                t::subscription_group_id.eq(item.subscription_group_id.map(|group| group.0)),
                 t::subscription_group_billing_rules_id.eq(item.subscription_group_billing_rules_id),
             );
             on_backend!(&mut *self.conn, |c| {
@@ -530,15 +533,16 @@ impl SubscriptionRepository for StoreTx<'_> {
             })
             .map_err(storage_error)?;
         }
-        Ok(id)
+        Ok(SubscriptionId(id))
     }
 
     fn save_subscription(
         &mut self,
         shop_id: i64,
-        id: i64,
+        id: SubscriptionId,
         state: &SubscriptionState,
     ) -> StoreResult<bool> {
+        let id = id.0;
         let changed = diesel::update(
             subscriptions::table
                 .filter(subscriptions::id.eq(id))
@@ -557,15 +561,15 @@ impl SubscriptionRepository for StoreTx<'_> {
     fn update_line_item(
         &mut self,
         shop_id: i64,
-        subscription_id: i64,
+        subscription_id: SubscriptionId,
         item: &SubscriptionLineItem,
         now: Timestamp,
     ) -> StoreResult<bool> {
         use subscription_line_items as t;
         let changed = diesel::update(
             t::table
-                .filter(t::id.eq(item.id))
-                .filter(t::subscription_id.eq(subscription_id))
+                .filter(t::id.eq(item.id.0))
+                .filter(t::subscription_id.eq(subscription_id.0))
                 .filter(t::shop_id.eq(shop_id)),
         )
         .set((
@@ -579,7 +583,8 @@ impl SubscriptionRepository for StoreTx<'_> {
         Ok(changed == 1)
     }
 
-    fn lock_subscription(&mut self, shop_id: i64, id: i64) -> StoreResult<()> {
+    fn lock_subscription(&mut self, shop_id: i64, id: SubscriptionId) -> StoreResult<()> {
+        let id = id.0;
         match &mut *self.conn {
             // SQLite's write transactions (BEGIN IMMEDIATE) run one at a time already.
             DbConnection::Sqlite(_) => Ok(()),
@@ -613,7 +618,7 @@ impl SubscriptionRepository for StoreTx<'_> {
         let actor = &entry.metadata.user;
         let values = (
             t::shop_id.eq(shop_id),
-            t::subscription_id.eq(entry.subscription_id),
+            t::subscription_id.eq(entry.subscription_id.0),
             t::subscription_status.eq(entry.subscription_status.as_str()),
             t::reason.eq(entry.reason.as_str()),
             t::actor_type.eq(actor_type_name(actor.kind)?),
@@ -630,7 +635,7 @@ impl SubscriptionRepository for StoreTx<'_> {
         .map_err(storage_error)?;
         diesel::update(
             subscriptions::table
-                .filter(subscriptions::id.eq(entry.subscription_id))
+                .filter(subscriptions::id.eq(entry.subscription_id.0))
                 .filter(subscriptions::shop_id.eq(shop_id)),
         )
         .set(subscriptions::latest_status_log_id.eq(Some(id)))
@@ -642,12 +647,12 @@ impl SubscriptionRepository for StoreTx<'_> {
     fn status_logs_of_subscription(
         &mut self,
         shop_id: i64,
-        subscription_id: i64,
+        subscription_id: SubscriptionId,
         limit: usize,
     ) -> StoreResult<Vec<StatusLog>> {
         subscription_status_logs::table
             .filter(subscription_status_logs::shop_id.eq(shop_id))
-            .filter(subscription_status_logs::subscription_id.eq(subscription_id))
+            .filter(subscription_status_logs::subscription_id.eq(subscription_id.0))
             .order(subscription_status_logs::id.desc())
             .limit(i64::try_from(limit).unwrap_or(i64::MAX))
             .select(StatusLogRow::as_select())
@@ -658,7 +663,12 @@ impl SubscriptionRepository for StoreTx<'_> {
             .collect()
     }
 
-    fn subscription(&mut self, shop_id: i64, id: i64) -> StoreResult<Option<StoredSubscription>> {
+    fn subscription(
+        &mut self,
+        shop_id: i64,
+        id: SubscriptionId,
+    ) -> StoreResult<Option<StoredSubscription>> {
+        let id = id.0;
         let rows: Vec<FullRow> = on_backend!(&mut *self.conn, |c| {
             whole_rows!()
                 .filter(subscriptions::id.eq(id))
@@ -692,10 +702,11 @@ impl SubscriptionRepository for StoreTx<'_> {
     fn customer_subscriptions(
         &mut self,
         shop_id: i64,
-        customer_id: i64,
+        customer_id: CustomerId,
         limit: i64,
         page: i64,
     ) -> StoreResult<(Vec<StoredSubscription>, i64)> {
+        let customer_id = customer_id.0;
         let total: i64 = subscriptions::table
             .filter(subscriptions::shop_id.eq(shop_id))
             .filter(subscriptions::customer_id.eq(customer_id))
@@ -839,7 +850,7 @@ fn page_ids(
     let (mut sql, mut binds) = conditions(shop_id, query, sqlite);
     if let Some(cursor) = query.cursor {
         sql.push_str(" AND id > ?");
-        binds.push(Bind::Integer(cursor.after_id));
+        binds.push(Bind::Integer(cursor.after_id.0));
     }
     binds.push(Bind::Integer(limit));
     let sql = format!("SELECT id FROM subscriptions WHERE {sql} ORDER BY id LIMIT ?");

@@ -13,7 +13,9 @@ use mercer_domain::box_builder::input::{
 };
 use mercer_domain::box_builder::repository::{SelectionFilter, TimeSlotFilter};
 use mercer_domain::box_builder::{admin, selections};
-use mercer_domain::kernel::ids::{BoxId, BoxProductId, BoxSizeId, SelectionId, TimeSlotId};
+use mercer_domain::kernel::ids::{
+    BoxId, BoxProductId, BoxSizeId, LineItemId, SelectionId, TimeSlotId,
+};
 use mercer_domain::subscriptions::customers::parse_page;
 use serde::Deserialize;
 use serde_json::Value;
@@ -38,7 +40,7 @@ pub(super) fn body(given: JsonBody) -> Result<Value, ApiError> {
 
 /// A numeric id of the path, or 404 naming `resource`: for the two path segments whose 404
 /// names another resource than their id's type would (a time slot option's box product, and
-/// a box line item, whose line item ids are not yet a type of their own).
+/// a box line item, whose 404 is a `subscription_line_item`, not a `line_item`).
 fn id(text: &str, resource: &'static str) -> Result<i64, ApiError> {
     text.parse()
         .map_err(|_| ApiError::from(DomainError::not_found(resource)))
@@ -659,7 +661,7 @@ pub(super) fn selection_filter(request: &HttpRequest) -> Result<SelectionFilter,
         .find(|(key, _)| key == "svc_platform_subscription_line_item_id")
     {
         None => None,
-        Some((_, text)) => Some(text.trim().parse().map_err(|_| {
+        Some((_, text)) => Some(text.trim().parse().map(LineItemId).map_err(|_| {
             ApiError::invalid_query(
                 "svc_platform_subscription_line_item_id",
                 "svc_platform_subscription_line_item_id must be an integer",
@@ -888,7 +890,7 @@ pub async fn get_box_line_item(
     path: TypedPath<LineItemPath>,
 ) -> Result<HttpResponse, ApiError> {
     let path = path.get()?;
-    let line_item_id = id(&path.line_item_id, "subscription_line_item")?;
+    let line_item_id = LineItemId(id(&path.line_item_id, "subscription_line_item")?);
     let shop = request.access.shop;
     let found = state
         .read(move |tx| selections::get_box_line_item(tx, &shop, line_item_id))

@@ -15,7 +15,8 @@ use utoipa::ToSchema;
 
 use super::super::webhooks::handlers::CheckoutQueuedMessageAnswer;
 use crate::http::error::ApiError;
-use crate::http::extract::{Authorized, JsonBody, scopes};
+use crate::http::extract::{Authorized, JsonBody, TypedPath, scopes};
+use crate::http::routes::webhooks::handlers::WebhookPath;
 use crate::http::state::{AppState, run_blocking};
 
 /// `{"data": {"jwt_token", "public_order_id", "application_state", "initial_data",
@@ -112,9 +113,10 @@ pub async fn update_settings(
 pub async fn test_webhook(
     state: web::Data<AppState>,
     request: Authorized<scopes::ModifyShopSettings>,
-    path: web::Path<(String, String)>,
+    path: TypedPath<WebhookPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let (shop, id, now) = (request.access.shop, path.into_inner().1, state.now());
+    let id = path.get()?.id;
+    let (shop, now) = (request.access.shop, state.now());
     let message = state
         .write(move |tx| send_test(tx, &shop, &id, now))
         .await?;

@@ -3,10 +3,13 @@
 
 use actix_web::{HttpResponse, web};
 use askama::Template;
+use mercer_domain::kernel::ids::SubscriptionId;
 use mercer_domain::subscriptions::console::{SubscriptionHistory, history};
 use mercer_domain::subscriptions::scheduler::{DueEntry, due_report};
+use serde::Deserialize;
 
 use crate::http::console::{Chrome, ConsoleError, PAGE_SIZE, Staff, render, when};
+use crate::http::extract::TypedPath;
 use crate::http::state::AppState;
 
 #[derive(Template)]
@@ -62,14 +65,22 @@ impl HistoryPage {
     }
 }
 
+/// `/console/subscriptions/{id}`. An id that is not a number is the subscription's 404,
+/// answered after the session is checked (see `TypedPath`).
+#[derive(Deserialize)]
+pub struct SubscriptionPath {
+    id: SubscriptionId,
+}
+
 /// `GET /console/subscriptions/{id}`: a subscription's status log and order attempts, newest
 /// first.
 pub async fn subscription(
     state: web::Data<AppState>,
-    path: web::Path<i64>,
+    path: TypedPath<SubscriptionPath>,
     Staff(staff): Staff,
 ) -> Result<HttpResponse, ConsoleError> {
-    let (shop, id) = (staff.shop.clone(), path.into_inner());
+    let id = path.get()?.id;
+    let shop = staff.shop.clone();
     let history = state
         .read(move |tx| history(tx, &shop, id, PAGE_SIZE))
         .await?;

@@ -2,7 +2,9 @@
 //! per shop, shared with the directory; changes reach the platform through the connector outbox.
 
 use actix_web::{HttpRequest, HttpResponse, web};
+use mercer_domain::DomainError;
 use mercer_domain::access::auth::Access;
+use mercer_domain::kernel::ids::{AddressId, CustomerId};
 use mercer_domain::subscriptions::customers::{
     self, PagePagination, parse_customer_list_query, parse_page,
 };
@@ -14,12 +16,12 @@ use mercer_domain::subscriptions::operations::customer_subscriptions;
 use mercer_domain::subscriptions::resources::{
     Subscription, SubscriptionAddress, SubscriptionCustomer,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::http::error::ApiError;
-use crate::http::extract::{Authorized, JsonBody, query_pairs, scopes};
+use crate::http::extract::{Authorized, JsonBody, TypedPath, query_pairs, scopes};
 use crate::http::state::AppState;
 
 /// The body as JSON (400 when it is not), within the limits every database stores.
@@ -28,10 +30,30 @@ pub(super) fn json_value(body: JsonBody) -> Result<Value, ApiError> {
     serde_json::from_slice(&bytes).map_err(ApiError::malformed_json)
 }
 
-/// A numeric id of the path, or 404 (no resource has any other id).
-pub(super) fn path_id(text: &str, resource: &'static str) -> Result<i64, ApiError> {
-    text.parse()
-        .map_err(|_| ApiError::from(mercer_domain::DomainError::not_found(resource)))
+// The routes' paths. Each names the segments its handlers read (an id that is not a number is
+// its resource's 404); `{shop}` is read by the access check.
+
+/// `…/customers/{customer_id}` and the paths under it.
+#[derive(Deserialize)]
+pub struct CustomerPath {
+    customer_id: CustomerId,
+}
+
+/// `…/customers/{customer_id}/addresses/{address_id}`. The address segment is read by hand:
+/// one that is not a number is a `customer_address` 404, not an `address` one.
+#[derive(Deserialize)]
+pub struct CustomerAddressPath {
+    customer_id: CustomerId,
+    address_id: String,
+}
+
+impl CustomerAddressPath {
+    fn address_id(&self) -> Result<AddressId, ApiError> {
+        self.address_id
+            .parse()
+            .map(AddressId)
+            .map_err(|_| ApiError::from(DomainError::not_found("customer_address")))
+    }
 }
 
 /// After a change: the webhook dispatcher and the job runner (connector calls) have work.
@@ -112,9 +134,9 @@ pub async fn list(
 pub async fn get(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadSubscriptions>,
-    path: web::Path<(String, String)>,
+    path: TypedPath<CustomerPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = path_id(&path.1, "customer")?;
+    let id = path.get()?.customer_id;
     let shop = shop_of(&request.access);
     let customer = state
         .read(move |tx| customers::get_customer(tx, &shop, id))
@@ -133,10 +155,10 @@ pub async fn get(
 pub async fn update(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,
-    path: web::Path<(String, String)>,
+    path: TypedPath<CustomerPath>,
     body: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let id = path_id(&path.1, "customer")?;
+    let id = path.get()?.customer_id;
     let update = parse_customer_update(&json_value(body)?)?;
     let (shop, now) = (shop_of(&request.access), state.now());
     let customer = state
@@ -156,9 +178,9 @@ pub async fn update(
 pub async fn list_addresses(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadSubscriptions>,
-    path: web::Path<(String, String)>,
+    path: TypedPath<CustomerPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = path_id(&path.1, "customer")?;
+    let id = path.get()?.customer_id;
     let shop = shop_of(&request.access);
     let addresses = state
         .read(move |tx| customers::list_addresses(tx, &shop, id))
@@ -179,10 +201,10 @@ pub async fn list_addresses(
 pub async fn create_address(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,
-    path: web::Path<(String, String)>,
+    path: TypedPath<CustomerPath>,
     body: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let id = path_id(&path.1, "customer")?;
+    let id = path.get()?.customer_id;
     let body = parse_customer_address(&json_value(body)?)?;
     let (shop, now) = (shop_of(&request.access), state.now());
     let address = state
@@ -205,11 +227,11 @@ pub async fn create_address(
 pub async fn update_address(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,
-    path: web::Path<(String, String, String)>,
+    path: TypedPath<CustomerAddressPath>,
     body: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let customer_id = path_id(&path.1, "customer")?;
-    let address_id = path_id(&path.2, "customer_address")?;
+    let path = path.get()?;
+    let (customer_id, address_id) = (path.customer_id, path.address_id()?);
     let body = parse_customer_address(&json_value(body)?)?;
     let (shop, now) = (shop_of(&request.access), state.now());
     let address = state
@@ -239,10 +261,10 @@ pub async fn update_address(
 pub async fn delete_address(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,
-    path: web::Path<(String, String, String)>,
+    path: TypedPath<CustomerAddressPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let customer_id = path_id(&path.1, "customer")?;
-    let address_id = path_id(&path.2, "customer_address")?;
+    let path = path.get()?;
+    let (customer_id, address_id) = (path.customer_id, path.address_id()?);
     let (shop, now) = (shop_of(&request.access), state.now());
     state
         .write(move |tx| customers::delete_address(tx, &shop, customer_id, address_id, now))
@@ -263,10 +285,10 @@ pub async fn delete_address(
 pub async fn subscriptions(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadSubscriptions>,
-    path: web::Path<(String, String)>,
+    path: TypedPath<CustomerPath>,
     http: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let id = path_id(&path.1, "customer")?;
+    let id = path.get()?.customer_id;
     let (limit, page) = parse_page(&query_pairs(&http)?)?;
     let shop = shop_of(&request.access);
     let (subscriptions, pagination) = state

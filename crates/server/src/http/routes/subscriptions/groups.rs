@@ -2,18 +2,26 @@
 //! reads `read_subscription_groups`, writes `write_subscription_groups`.
 
 use actix_web::{HttpRequest, HttpResponse, web};
+use mercer_domain::kernel::ids::GroupId;
 use mercer_domain::subscriptions::customers::{PagePagination, parse_page};
 use mercer_domain::subscriptions::groups::{
     GroupRequest, GroupUpdateRequest, SubscriptionGroup, create_group, delete_group, get_group,
     list_groups, parse_group, update_group,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::customers::{json_value, path_id};
+use super::customers::json_value;
 use crate::http::error::ApiError;
-use crate::http::extract::{Authorized, JsonBody, query_pairs, scopes};
+use crate::http::extract::{Authorized, JsonBody, TypedPath, query_pairs, scopes};
 use crate::http::state::AppState;
+
+/// `…/subscription_groups/{id}`. An id that is not a number is the group's 404, answered
+/// after the credentials are checked.
+#[derive(Deserialize)]
+pub struct GroupPath {
+    id: GroupId,
+}
 
 /// `{"subscription_group": {…}}`.
 #[derive(Serialize, ToSchema)]
@@ -82,9 +90,9 @@ pub async fn create(
 pub async fn get(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadSubscriptionGroups>,
-    path: web::Path<(String, String)>,
+    path: TypedPath<GroupPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = path_id(&path.1, "subscription_group")?;
+    let id = path.get()?.id;
     let shop = request.access.shop;
     let group = state.read(move |tx| get_group(tx, &shop, id)).await?;
     Ok(HttpResponse::Ok().json(group_answer(group)))
@@ -101,10 +109,10 @@ pub async fn get(
 pub async fn update(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptionGroups>,
-    path: web::Path<(String, String)>,
+    path: TypedPath<GroupPath>,
     body: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let id = path_id(&path.1, "subscription_group")?;
+    let id = path.get()?.id;
     let input = parse_group(&json_value(body)?, false)?;
     let (shop, now) = (request.access.shop, state.now());
     let group = state
@@ -123,9 +131,9 @@ pub async fn update(
 pub async fn delete(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptionGroups>,
-    path: web::Path<(String, String)>,
+    path: TypedPath<GroupPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = path_id(&path.1, "subscription_group")?;
+    let id = path.get()?.id;
     let shop = request.access.shop;
     state.write(move |tx| delete_group(tx, &shop, id)).await?;
     Ok(HttpResponse::NoContent().finish())

@@ -3,6 +3,7 @@
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use mercer_domain::access::auth::Access;
+use mercer_domain::kernel::ids::{LineItemId, SubscriptionId};
 use mercer_domain::subscriptions::input::{
     SubscriptionCreateRequest, SubscriptionFrequencyRequest, SubscriptionPaymentMethodRequest,
     SubscriptionQuantityRequest, SubscriptionShippingAddressRequest, SubscriptionSkipRequest,
@@ -15,13 +16,29 @@ use mercer_domain::subscriptions::operations::{
 };
 use mercer_domain::subscriptions::query::parse_list_query;
 use mercer_domain::subscriptions::resources::{Actor, ActorType, Subscription};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::customers::{json_value, path_id, wake};
+use super::customers::{json_value, wake};
 use crate::http::error::ApiError;
-use crate::http::extract::{Authorized, JsonBody, query_pairs, scopes};
+use crate::http::extract::{Authorized, JsonBody, TypedPath, query_pairs, scopes};
 use crate::http::state::AppState;
+
+// The routes' paths. Each names the segments its handlers read (an id that is not a number is
+// its resource's 404); `{shop}` is read by the access check.
+
+/// `…/subscriptions/{id}` and its actions.
+#[derive(Deserialize)]
+pub struct SubscriptionPath {
+    id: SubscriptionId,
+}
+
+/// `…/subscriptions/{id}/line_items/{line_item_id}/quantity`.
+#[derive(Deserialize)]
+pub struct LineItemPath {
+    id: SubscriptionId,
+    line_item_id: LineItemId,
+}
 
 /// Who acts, for the status log: the API token (an app's OAuth token carries the app's name).
 fn actor(access: &Access) -> Actor {
@@ -115,10 +132,10 @@ pub async fn list(
 pub async fn get(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadSubscriptions>,
-    path: web::Path<(String, String)>,
+    path: TypedPath<SubscriptionPath>,
     http: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let id = path_id(&path.1, "subscription")?;
+    let id = path.get()?.id;
     let expand = parse_list_query(&query_pairs(&http)?)?.expand_customer;
     let shop = request.access.shop.clone();
     let subscription = state
@@ -138,10 +155,10 @@ pub async fn get(
 pub async fn update(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,
-    path: web::Path<(String, String)>,
+    path: TypedPath<SubscriptionPath>,
     body: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let id = path_id(&path.1, "subscription")?;
+    let id = path.get()?.id;
     let (shop, now) = (request.access.shop.clone(), state.now());
     let update = parse_subscription_update(&json_value(body)?, &shop)?;
     let actor = actor(&request.access);
@@ -155,7 +172,7 @@ pub async fn update(
 async fn act(
     state: web::Data<AppState>,
     access: &Access,
-    id: i64,
+    id: SubscriptionId,
     action: ActionRequest,
 ) -> Result<HttpResponse, ApiError> {
     let (shop, now, actor) = (access.shop.clone(), state.now(), actor(access));
@@ -178,9 +195,9 @@ macro_rules! bodiless_action {
         pub async fn $name(
             state: web::Data<AppState>,
             request: Authorized<scopes::WriteSubscriptions>,
-            path: web::Path<(String, String)>,
+            path: TypedPath<SubscriptionPath>,
         ) -> Result<HttpResponse, ApiError> {
-            let id = path_id(&path.1, "subscription")?;
+            let id = path.get()?.id;
             act(state, &request.access, id, $action).await
         }
     };
@@ -230,10 +247,10 @@ bodiless_action!(
 pub async fn skip(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,
-    path: web::Path<(String, String)>,
+    path: TypedPath<SubscriptionPath>,
     body: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let id = path_id(&path.1, "subscription")?;
+    let id = path.get()?.id;
     let order_datetime = parse_skip(&json_value(body)?)?;
     act(
         state,
@@ -255,11 +272,10 @@ pub async fn skip(
 pub async fn change_quantity(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,
-    path: web::Path<(String, String, String)>,
+    path: TypedPath<LineItemPath>,
     body: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let id = path_id(&path.1, "subscription")?;
-    let line_item_id = path_id(&path.2, "line_item")?;
+    let LineItemPath { id, line_item_id } = path.get()?;
     let quantity = parse_quantity(&json_value(body)?)?;
     let action = ActionRequest::ChangeQuantity {
         line_item_id,
@@ -279,10 +295,10 @@ pub async fn change_quantity(
 pub async fn change_frequency(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,
-    path: web::Path<(String, String)>,
+    path: TypedPath<SubscriptionPath>,
     body: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let id = path_id(&path.1, "subscription")?;
+    let id = path.get()?.id;
     let schedule = parse_frequency(&json_value(body)?, &request.access.shop)?;
     let action = ActionRequest::ChangeFrequency(Box::new(schedule));
     act(state, &request.access, id, action).await
@@ -299,10 +315,10 @@ pub async fn change_frequency(
 pub async fn change_shipping_address(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,
-    path: web::Path<(String, String)>,
+    path: TypedPath<SubscriptionPath>,
     body: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let id = path_id(&path.1, "subscription")?;
+    let id = path.get()?.id;
     let change = parse_shipping_address_change(&json_value(body)?)?;
     act(
         state,
@@ -324,10 +340,10 @@ pub async fn change_shipping_address(
 pub async fn change_payment_method(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,
-    path: web::Path<(String, String)>,
+    path: TypedPath<SubscriptionPath>,
     body: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let id = path_id(&path.1, "subscription")?;
+    let id = path.get()?.id;
     let change = parse_payment_method_change(&json_value(body)?)?;
     act(
         state,

@@ -8,15 +8,17 @@ use mercer_domain::kernel::outbound::AddressGuard;
 use mercer_domain::subscriptions::topics::WebhookTopic;
 use mercer_domain::subscriptions::webhooks::{
     self as registration, NewWebhookSubscription, WebhookSubscriptionBody,
-    WebhookSubscriptionResource, WebhookSubscriptionUpdate,
+    WebhookSubscriptionResource, WebhookSubscriptionUpdate, WebhookSubscriptionUpdateBody,
 };
 use mercer_domain::webhooks::log::{Delivery, DeliveryLine};
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::http::error::ApiError;
-use crate::http::extract::{Authorized, JsonBody, scopes};
-use crate::http::routes::webhooks::handlers::{LogQuery, log_limit, recover_since};
+use crate::http::extract::{Authorized, JsonBody, TypedPath, scopes};
+use crate::http::routes::webhooks::handlers::{
+    DeliveryPath, LogQuery, WebhookPath, log_limit, recover_since,
+};
 use crate::http::state::{AppState, run_blocking};
 
 /// `{"webhook_topics": […]}`: every topic, by id.
@@ -159,9 +161,9 @@ pub async fn list(
 pub async fn get(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadSubscriptions>,
-    path: web::Path<(String, String)>,
+    path: TypedPath<WebhookPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let (shop, id) = (request.access.shop, path.into_inner().1);
+    let (shop, id) = (request.access.shop, path.get()?.id);
     let endpoint = state
         .read(move |tx| registration::find(tx, &shop, &id))
         .await?;
@@ -173,23 +175,23 @@ pub async fn get(
 /// The fields given (callback URL, topic, shared secret) replace the stored ones, each checked as
 /// at creation.
 #[utoipa::path(patch, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}", operation_id = "update_webhook_subscription", summary = "Update a webhook subscription", tag = "Subscription webhooks",
-    request_body = WebhookSubscriptionBody,
+    request_body = WebhookSubscriptionUpdateBody,
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook subscription's id (32 hex characters)")),
     security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
     responses((status = 200, body = WebhookSubscriptionAnswer)))]
 pub async fn update(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,
-    path: web::Path<(String, String)>,
+    path: TypedPath<WebhookPath>,
     body: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
-    let fields = body.parse::<WebhookSubscriptionBody>()?.fields()?;
+    let fields = body.parse::<WebhookSubscriptionUpdateBody>()?.fields()?;
     let callback = match fields.callback_url.clone() {
         Some(url) => Some(check_callback(&state, Some(url)).await?),
         None => None,
     };
     let update = WebhookSubscriptionUpdate::new(&fields, callback);
-    let (shop, id, now) = (request.access.shop, path.into_inner().1, state.now());
+    let (shop, id, now) = (request.access.shop, path.get()?.id, state.now());
     let endpoint = state
         .write(move |tx| registration::update(tx, &shop, &id, update, now))
         .await?;
@@ -206,9 +208,9 @@ pub async fn update(
 pub async fn delete(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,
-    path: web::Path<(String, String)>,
+    path: TypedPath<WebhookPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let (shop, id, now) = (request.access.shop, path.into_inner().1, state.now());
+    let (shop, id, now) = (request.access.shop, path.get()?.id, state.now());
     state
         .write(move |tx| registration::delete(tx, &shop, &id, now))
         .await?;
@@ -227,11 +229,12 @@ pub async fn delete(
 pub async fn deliveries(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadSubscriptions>,
-    path: web::Path<(String, String)>,
+    path: TypedPath<WebhookPath>,
     query: web::Query<LogQuery>,
 ) -> Result<HttpResponse, ApiError> {
+    let id = path.get()?.id;
     let limit = log_limit(&query)?;
-    let (shop, id) = (request.access.shop, path.into_inner().1);
+    let shop = request.access.shop;
     let log = state
         .read(move |tx| registration::deliveries(tx, &shop, &id, limit))
         .await?;
@@ -248,9 +251,9 @@ pub async fn deliveries(
 pub async fn delivery(
     state: web::Data<AppState>,
     request: Authorized<scopes::ReadSubscriptions>,
-    path: web::Path<(String, String, String)>,
+    path: TypedPath<DeliveryPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let (_, id, message_id) = path.into_inner();
+    let DeliveryPath { id, message_id } = path.get()?;
     let shop = request.access.shop;
     let message = state
         .read(move |tx| registration::delivery(tx, &shop, &id, &message_id))
@@ -268,9 +271,9 @@ pub async fn delivery(
 pub async fn resend(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,
-    path: web::Path<(String, String, String)>,
+    path: TypedPath<DeliveryPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let (_, id, message_id) = path.into_inner();
+    let DeliveryPath { id, message_id } = path.get()?;
     let (shop, now) = (request.access.shop, state.now());
     let resent = message_id.clone();
     state
@@ -291,11 +294,11 @@ pub async fn resend(
 pub async fn recover(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,
-    path: web::Path<(String, String)>,
+    path: TypedPath<WebhookPath>,
     body: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
     let since = recover_since(body)?;
-    let (shop, id, now) = (request.access.shop, path.into_inner().1, state.now());
+    let (shop, id, now) = (request.access.shop, path.get()?.id, state.now());
     let recovered = state
         .write(move |tx| registration::recover(tx, &shop, &id, since, now))
         .await?;
@@ -313,9 +316,9 @@ pub async fn recover(
 pub async fn enable(
     state: web::Data<AppState>,
     request: Authorized<scopes::WriteSubscriptions>,
-    path: web::Path<(String, String)>,
+    path: TypedPath<WebhookPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let (shop, id, now) = (request.access.shop, path.into_inner().1, state.now());
+    let (shop, id, now) = (request.access.shop, path.get()?.id, state.now());
     let endpoint = state
         .write(move |tx| registration::enable(tx, &shop, &id, now))
         .await?;
