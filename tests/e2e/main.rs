@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used)] // test code: a panic is a failed assertion
 
+mod answer_shapes;
 mod box_builder;
 mod box_catalogue;
 mod box_orders;
