@@ -44,9 +44,10 @@ pub fn app(
         .app_data(web::PayloadConfig::new(max_body))
         // A path's id that is not a number is its resource's 404; another segment that does not
         // parse names no resource.
-        .app_data(web::PathConfig::default().error_handler(|error, _| {
-            ApiError::path_not_found(&error).into()
-        }))
+        .app_data(
+            web::PathConfig::default()
+                .error_handler(|error, _| ApiError::path_not_found(&error).into()),
+        )
         .app_data(
             web::QueryConfig::default().error_handler(|error, _| {
                 ApiError::invalid_query("query", error.to_string()).into()
