@@ -1,6 +1,7 @@
 //! The job runner end to end (docs/jobs.md): syncs and outbox deliveries run as jobs, survive a
 //! SIGKILL, and are run once each when two processes share one PostgreSQL database.
 
+use mercer_domain::kernel::ids::ShopId;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -18,7 +19,7 @@ use serde_json::{Value, json};
 struct SimShop {
     identifier: String,
     token: String,
-    id: i64,
+    id: ShopId,
     customers: Vec<String>,
 }
 

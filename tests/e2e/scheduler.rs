@@ -6,6 +6,7 @@
 //! the middle, a change refused while an order is placed, expiring payment methods; every
 //! webhook the scheduler sends received and verified by independent verifiers.
 
+use mercer_domain::kernel::ids::ShopId;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
@@ -914,7 +915,7 @@ fn a_scheduled_order_carries_the_discounts_the_shipping_line_and_the_code(backen
     assert_eq!(saved.status, 202, "{}", saved.text);
     let store = server.database().open_store();
     assert!(wait_until(Duration::from_secs(10), || store
-        .read(|tx| mercer_domain::platform::catalogue::variants(tx, 1, &["1kg"]))
+        .read(|tx| mercer_domain::platform::catalogue::variants(tx, ShopId(1), &["1kg"]))
         .is_ok_and(|found| found.len() == 1)));
     let made = api.create(&json!({
         "customer": {"email": "ada@example.test", "first_name": "Ada"},

@@ -4,6 +4,7 @@
 //! `subscription_summary`; and, against the real binary, the platform simulator receiving the
 //! customers and addresses the subscription API makes, a 503 retried until it succeeds.
 
+use mercer_domain::kernel::ids::ShopId;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -475,7 +476,7 @@ fn concurrent_creates_for_a_new_email_make_one_customer(backend: Backend) {
 struct Platform {
     server: MercerServer,
     sim: RunningSimulator,
-    shop_id: i64,
+    shop_id: ShopId,
     store: mercer_store::Store,
 }
 

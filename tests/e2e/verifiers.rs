@@ -2,6 +2,7 @@
 //! the draft-cavage `Signature`, PyPI `standardwebhooks` for the Standard Webhooks headers, and
 //! Python's `hmac` for the `x-svc-signature` of subscription webhooks.
 
+use mercer_domain::kernel::ids::ShopId;
 use std::time::Duration;
 
 use mercer_domain::Timestamp;
@@ -162,7 +163,7 @@ fn an_independent_hmac_verifies_x_svc_signature() {
     let endpoint = WebhookEndpoint {
         id: WebhookId(1),
         public_id: "1".into(),
-        shop_id: 1,
+        shop_id: ShopId(1),
         kind: WebhookKind::Subscription,
         topic: "subscription_created".into(),
         callback_url: verifier.url.clone(),
@@ -176,7 +177,7 @@ fn an_independent_hmac_verifies_x_svc_signature() {
     let message = WebhookMessage {
         id: MessageId(1),
         message_id: "msg_0123456789abcdef0123456789abcdef".into(),
-        shop_id: 1,
+        shop_id: ShopId(1),
         endpoint_id: WebhookId(1),
         topic: "subscription_created".into(),
         payload: json!({"subscription": {"id": 7, "status": "active"}}).to_string(),
@@ -217,7 +218,7 @@ fn an_independent_verifier_refuses_a_checkout_delivery_whose_body_changed() {
     let endpoint = WebhookEndpoint {
         id: WebhookId(1),
         public_id: "1".into(),
-        shop_id: 1,
+        shop_id: ShopId(1),
         kind: WebhookKind::Checkout,
         topic: "order/created".into(),
         callback_url: format!("{}?shop=demo", verifier.url),
@@ -231,7 +232,7 @@ fn an_independent_verifier_refuses_a_checkout_delivery_whose_body_changed() {
     let message = WebhookMessage {
         id: MessageId(1),
         message_id: "msg_0123456789abcdef0123456789abcdef".into(),
-        shop_id: 1,
+        shop_id: ShopId(1),
         endpoint_id: WebhookId(1),
         topic: "order/created".into(),
         payload: json!({"order": {"public_order_id": "o-1", "total": 1500}}).to_string(),

@@ -5,6 +5,7 @@
 use crate::access::console::{ConsoleStaff, record_action};
 use crate::kernel::activity::{self, ActivityFigures};
 use crate::kernel::error::DomainError;
+use crate::kernel::ids::ShopId;
 use crate::kernel::jobs::{Job, JobCount, JobFilter, JobState};
 use crate::kernel::time::Timestamp;
 use crate::ports::{Database, Repositories};
@@ -76,7 +77,7 @@ pub const SET_ASIDE_SHOWN: usize = 100;
 /// and day (kernel::activity), and what waits now.
 pub fn shop_overview(
     tx: &mut dyn Repositories,
-    shop_id: i64,
+    shop_id: ShopId,
     now: Timestamp,
 ) -> Result<ShopOverview, DomainError> {
     let endpoints = crate::webhooks::console::endpoints(tx, shop_id)?;
@@ -114,7 +115,7 @@ pub fn shop_overview(
 /// job `before` (a page's cursor), and the kinds of job the shop has (for the filter).
 pub fn shop_jobs(
     tx: &mut dyn Repositories,
-    shop_id: i64,
+    shop_id: ShopId,
     filter: &JobFilter,
     before: Option<i64>,
     limit: usize,
@@ -130,7 +131,7 @@ pub fn shop_jobs(
 }
 
 /// The shop's job `id`, or 404 (another shop's, a process-wide one, or one done and gone).
-fn shop_job(tx: &mut dyn Repositories, shop_id: i64, id: i64) -> Result<Job, DomainError> {
+fn shop_job(tx: &mut dyn Repositories, shop_id: ShopId, id: i64) -> Result<Job, DomainError> {
     tx.job(id)?
         .filter(|job| job.shop_id == Some(shop_id))
         .ok_or_else(|| DomainError::not_found("job"))

@@ -9,6 +9,7 @@
 use mercer_domain::Timestamp;
 use mercer_domain::directory::{FilterField, FilterValue, parse_filters};
 use mercer_domain::kernel::filter::FilterOp;
+use mercer_domain::kernel::ids::ShopId;
 use mercer_domain::kernel::ids::SubscriptionId;
 use mercer_domain::platform::events::{
     EntityKind, EventAction, EventDocument, EventSource, parse_event_body,
@@ -59,7 +60,7 @@ fn any_json() -> impl Strategy<Value = Value> {
 
 fn parse(kind: EntityKind, action: EventAction, body: &[u8]) -> bool {
     parse_event_body(
-        1,
+        ShopId(1),
         kind,
         action,
         body,
@@ -94,7 +95,7 @@ proptest! {
         let at = Timestamp::from_micros(seconds * 1_000_000);
         let body = json!({"data": {"customer": {"platform_id": platform_id,
             "platform_updated_at": at.to_rfc3339(), "email": email, "first_name": first_name}}});
-        let event = parse_event_body(1, EntityKind::Customer, EventAction::Saved,
+        let event = parse_event_body(ShopId(1), EntityKind::Customer, EventAction::Saved,
             body.to_string().as_bytes(), EventSource::Webhook, at).unwrap();
         prop_assert_eq!(&event.platform_id, &platform_id);
         prop_assert_eq!(event.occurred_at, at);

@@ -9,6 +9,7 @@ use mercer_domain::access::shop::{
     CheckoutSettings, DEFAULT_EXPIRING_PAYMENT_NOTICE_DAYS, DEFAULT_ORDER_MAX_RETRIES,
     DEFAULT_ORDER_RETRY_INTERVAL_SECONDS, NewShop, Shop, ShopIdentifier,
 };
+use mercer_domain::kernel::ids::ShopId;
 use mercer_domain::kernel::money::Cents;
 
 use crate::schema::{api_tokens, shared_secrets, shop_settings, shops};
@@ -62,7 +63,7 @@ impl ShopSettingsRow {
     pub fn of(shop: &Shop) -> ShopSettingsRow {
         let checkout = &shop.checkout;
         ShopSettingsRow {
-            shop_id: shop.id,
+            shop_id: shop.id.0,
             order_retry_interval_seconds: shop.order_retry_interval_seconds,
             order_max_retries: shop.order_max_retries,
             expiring_payment_notice_days: shop.expiring_payment_notice_days,
@@ -111,7 +112,7 @@ impl ShopRow {
         let identifier = ShopIdentifier::parse(&row.identifier)
             .ok_or_else(|| corrupt("shop identifier", &row.identifier))?;
         Ok(Shop {
-            id: row.id,
+            id: ShopId(row.id),
             identifier,
             shop_domain: row.shop_domain,
             custom_domain: row.custom_domain,
@@ -187,7 +188,7 @@ impl TryFrom<TokenRow> for ApiToken {
     fn try_from(row: TokenRow) -> Result<Self, StorageError> {
         Ok(ApiToken {
             id: row.id,
-            shop_id: row.shop_id,
+            shop_id: ShopId(row.shop_id),
             name: row.name,
             token_prefix: row.token_prefix,
             scopes: ScopeSet::parse(&row.scopes).map_err(|_| corrupt("scopes", &row.scopes))?,
@@ -214,7 +215,7 @@ pub struct NewTokenRow<'a> {
 impl<'a> From<&'a NewApiToken> for NewTokenRow<'a> {
     fn from(token: &'a NewApiToken) -> Self {
         NewTokenRow {
-            shop_id: token.shop_id,
+            shop_id: token.shop_id.0,
             name: &token.name,
             token_hash: &token.token_hash,
             token_prefix: &token.token_prefix,
@@ -242,7 +243,7 @@ impl TryFrom<SecretRow> for SharedSecret {
 
     fn try_from(row: SecretRow) -> Result<Self, StorageError> {
         Ok(SharedSecret {
-            shop_id: row.shop_id,
+            shop_id: ShopId(row.shop_id),
             kind: SecretKind::parse(&row.kind).ok_or_else(|| corrupt("secret kind", &row.kind))?,
             current: Secret::new(row.current_secret),
             previous: row.previous_secret.map(Secret::new),
@@ -268,7 +269,7 @@ pub struct SecretValues<'a> {
 impl<'a> From<&'a SharedSecret> for SecretValues<'a> {
     fn from(secret: &'a SharedSecret) -> Self {
         SecretValues {
-            shop_id: secret.shop_id,
+            shop_id: secret.shop_id.0,
             kind: secret.kind.as_str(),
             current_secret: secret.current.expose(),
             previous_secret: secret.previous.as_ref().map(Secret::expose),

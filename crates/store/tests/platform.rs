@@ -7,6 +7,7 @@ use mercer_domain::access::shop::{Shop, ShopInput, create_shop};
 use mercer_domain::directory::{
     DirectoryAddress, DirectoryCustomer, DirectoryQuery, parse_directory_query,
 };
+use mercer_domain::kernel::ids::ShopId;
 use mercer_domain::kernel::ids::{CustomerId, EventId};
 use mercer_domain::kernel::time::{Clock, SystemClock};
 use mercer_domain::platform::destinations::{DestinationSettings, Topic};
@@ -96,7 +97,7 @@ fn destinations_allow_one_live_per_topic(backend: Backend) {
 }
 
 fn customer_event(
-    shop_id: i64,
+    shop_id: ShopId,
     id: &str,
     seconds: i64,
     customer: Value,
@@ -117,7 +118,7 @@ fn customer_event(
 }
 
 fn deleted_event(
-    shop_id: i64,
+    shop_id: ShopId,
     kind: EntityKind,
     id: &str,
     seconds: i64,
@@ -140,7 +141,7 @@ fn address(id: &str, city: &str, default: bool) -> Value {
 }
 
 /// The directory's view of a stored customer (which must be there).
-fn stored_customer(store: &Store, shop_id: i64, platform_id: &str) -> DirectoryCustomer {
+fn stored_customer(store: &Store, shop_id: ShopId, platform_id: &str) -> DirectoryCustomer {
     store
         .read(|tx| Ok(tx.directory_customer_by_platform_id(shop_id, platform_id)?))
         .unwrap()
@@ -148,7 +149,11 @@ fn stored_customer(store: &Store, shop_id: i64, platform_id: &str) -> DirectoryC
 }
 
 /// A stored customer's addresses, as the directory reads them.
-fn stored_addresses(store: &Store, shop_id: i64, customer_id: CustomerId) -> Vec<DirectoryAddress> {
+fn stored_addresses(
+    store: &Store,
+    shop_id: ShopId,
+    customer_id: CustomerId,
+) -> Vec<DirectoryAddress> {
     store
         .read(|tx| Ok(tx.addresses_of_customers(shop_id, &[customer_id])?))
         .unwrap()
@@ -970,7 +975,7 @@ fn queued_batches_are_stored_whole_or_not_at_all(backend: Backend) {
                 .collect()
         };
     // No shop 999999: the foreign key refuses this event.
-    let unstorable = customer_event(999_999, "nobody", 1, json!({}));
+    let unstorable = customer_event(ShopId(999_999), "nobody", 1, json!({}));
 
     let small = batch(3, 0);
     store.queue_inbound_events(&small).unwrap();

@@ -7,6 +7,7 @@
 
 use mercer_domain::Timestamp;
 use mercer_domain::access::shop::{Shop, ShopInput, create_shop};
+use mercer_domain::kernel::ids::ShopId;
 use mercer_domain::kernel::ids::SubscriptionId;
 use mercer_domain::ports::Database;
 use mercer_domain::subscriptions::input::NewSubscription;
@@ -67,7 +68,7 @@ fn due_subscriptions(store: &Store, count: usize) -> (Shop, Vec<i64>) {
     (shop, ids)
 }
 
-fn ids(pairs: Vec<(i64, SubscriptionId)>) -> Vec<i64> {
+fn ids(pairs: Vec<(ShopId, SubscriptionId)>) -> Vec<i64> {
     pairs.into_iter().map(|(_, id)| id.0).collect()
 }
 

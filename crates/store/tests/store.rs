@@ -7,6 +7,7 @@ use mercer_domain::access::credentials::{
 };
 use mercer_domain::access::secrets::{SecretKind, SharedSecret, rotate_secret};
 use mercer_domain::access::shop::{ShopInput, bootstrap_demo, create_shop};
+use mercer_domain::kernel::ids::ShopId;
 use mercer_domain::ports::Database;
 use mercer_domain::{DomainError, Timestamp};
 use mercer_store::testing::TestDatabase;
@@ -40,7 +41,7 @@ fn shops_round_trip(backend: Backend) {
     let created = store
         .write(|tx| create_shop(tx, shop_input("a.shop.test"), now()))
         .unwrap();
-    assert!(created.id > 0);
+    assert!(created.id > ShopId(0));
     let found = store
         .read(|tx| Ok(tx.shop_by_identifier(&created.identifier)?))
         .unwrap()
@@ -101,7 +102,7 @@ fn tokens_are_found_by_hash_until_revoked(backend: Backend) {
 
     assert!(
         store
-            .write(|tx| Ok(tx.revoke_token(shop.id + 1, stored.id, now())?))
+            .write(|tx| Ok(tx.revoke_token(ShopId(shop.id.0 + 1), stored.id, now())?))
             .map(|changed| !changed)
             .unwrap(),
         "another shop cannot revoke the token"
@@ -128,7 +129,7 @@ fn tokens_are_found_by_hash_until_revoked(backend: Backend) {
 fn foreign_keys_are_enforced(backend: Backend) {
     let (_db, store) = TestDatabase::migrated(backend);
     let orphan = NewApiToken {
-        shop_id: 999,
+        shop_id: ShopId(999),
         name: "orphan".into(),
         token_hash: hash_token("x"),
         token_prefix: "mct_x".into(),

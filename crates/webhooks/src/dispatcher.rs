@@ -1,6 +1,7 @@
 //! The dispatcher: workers claim due messages, sign and send them, record every attempt, and
 //! schedule what follows by the domain's [`RetryPolicy`].
 
+use mercer_domain::kernel::ids::ShopId;
 use std::collections::HashMap;
 use std::io::Read;
 use std::sync::Arc;
@@ -283,7 +284,7 @@ pub fn dispatch_batch(
 /// integration secret of each shop with a checkout endpoint among them.
 struct Targets {
     endpoints: HashMap<WebhookId, (WebhookEndpoint, bool)>,
-    checkout_secrets: HashMap<i64, Option<Secret>>,
+    checkout_secrets: HashMap<ShopId, Option<Secret>>,
 }
 
 fn read_targets(db: &impl Database, claimed: &[WebhookMessage]) -> Result<Targets, DomainError> {
@@ -294,7 +295,7 @@ fn read_targets(db: &impl Database, claimed: &[WebhookMessage]) -> Result<Target
             .into_iter()
             .map(|(e, deleted)| (e.id, (e, deleted)))
             .collect();
-        let mut checkout_secrets: HashMap<i64, Option<Secret>> = HashMap::new();
+        let mut checkout_secrets: HashMap<ShopId, Option<Secret>> = HashMap::new();
         for (endpoint, _) in endpoints.values() {
             if endpoint.kind == WebhookKind::Checkout
                 && !checkout_secrets.contains_key(&endpoint.shop_id)
@@ -328,7 +329,7 @@ struct Batch {
     /// The shops' activity: attempts made, messages delivered and failed.
     activity: Tally,
     /// The shop of each endpoint the batch disabled.
-    disabled_shops: HashMap<WebhookId, i64>,
+    disabled_shops: HashMap<WebhookId, ShopId>,
 }
 
 impl Batch {
@@ -697,7 +698,7 @@ pub(crate) mod tests {
         WebhookEndpoint {
             id: WebhookId(1),
             public_id: "0".repeat(32),
-            shop_id: 1,
+            shop_id: ShopId(1),
             kind,
             topic: "subscription_created".into(),
             callback_url: url.into(),
@@ -714,7 +715,7 @@ pub(crate) mod tests {
         WebhookMessage {
             id: mercer_domain::kernel::ids::MessageId(7),
             message_id: "msg_0123".into(),
-            shop_id: 1,
+            shop_id: ShopId(1),
             endpoint_id: WebhookId(1),
             topic: "subscription_created".into(),
             payload: "{\"id\":42}".into(),

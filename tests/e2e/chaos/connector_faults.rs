@@ -5,6 +5,7 @@
 //! (malformed) is reported, on the sync run or the outbox entry; a placement is tried again
 //! after the shop's retry interval and places its order once.
 
+use mercer_domain::kernel::ids::ShopId;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -47,7 +48,7 @@ struct Platform<'a> {
     port: u16,
     serving: Option<RunningSimulator>,
     store: Store,
-    shop_id: i64,
+    shop_id: ShopId,
 }
 
 impl<'a> Platform<'a> {

@@ -6,6 +6,7 @@
 //! from the session's token, so another site's form cannot act in a staff member's name. What
 //! staff do in the console is written to the audit log in the action's own transaction.
 
+use crate::kernel::ids::ShopId;
 use serde::Serialize;
 
 use crate::access::credentials::{Secret, hash_token, random_hex};
@@ -31,7 +32,7 @@ pub struct NewStaffSession {
     /// SHA-256 (hex) of the session's token.
     pub token_hash: String,
     /// The shop of the staff account.
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// The staff account signed in.
     pub staff_id: i64,
     /// When the staff member signed in.
@@ -46,7 +47,7 @@ pub struct StaffSession {
     /// The session's row id.
     pub id: i64,
     /// The shop of the staff account.
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// The staff account signed in.
     pub staff_id: i64,
     /// The staff account's email.
@@ -189,7 +190,7 @@ pub struct AuditEntry {
     /// The line's row id (a page's cursor).
     pub id: i64,
     /// The shop acted in.
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// Who acted: their staff account's id.
     pub staff_id: i64,
     /// Who acted: their email, kept as it was then.
@@ -206,7 +207,7 @@ pub struct AuditEntry {
 #[derive(Debug, Clone)]
 pub struct NewAuditEntry {
     /// The shop acted in.
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// Who acted.
     pub staff_id: i64,
     /// Who acted: their email.
@@ -257,7 +258,7 @@ pub struct SecretLine {
 /// The shop's rotatable secrets, without their values.
 pub fn secret_lines(
     tx: &mut dyn AccessRepositories,
-    shop_id: i64,
+    shop_id: ShopId,
     now: Timestamp,
 ) -> Result<Vec<SecretLine>, DomainError> {
     ROTATABLE_SECRETS
@@ -297,7 +298,7 @@ pub fn rotate_shop_secret(
 /// The shop's audit log, newest first, from before the entry `before` (a page's cursor).
 pub fn audit_log(
     tx: &mut dyn AccessRepositories,
-    shop_id: i64,
+    shop_id: ShopId,
     before: Option<i64>,
     limit: usize,
 ) -> Result<Vec<AuditEntry>, DomainError> {
@@ -462,7 +463,7 @@ mod tests {
         let subjects: Vec<&str> = rest.iter().map(|e| e.subject.as_str()).collect();
         assert_eq!(subjects, ["msg_1", "msg_0"]);
         assert!(
-            db.read(|tx| audit_log(tx, shop.id + 1, None, 3))
+            db.read(|tx| audit_log(tx, ShopId(shop.id.0 + 1), None, 3))
                 .unwrap()
                 .is_empty()
         );

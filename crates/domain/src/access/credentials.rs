@@ -3,6 +3,7 @@
 //! A token is shown to its owner once; Mercer keeps only its SHA-256 hash and a short prefix
 //! by which people can tell their tokens apart in listings.
 
+use crate::kernel::ids::ShopId;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 use std::fmt;
@@ -198,7 +199,7 @@ pub struct ApiToken {
     /// The token's row id (the service's integer).
     pub id: i64,
     /// The shop the token is bound to (the service's integer).
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// A name its owner gave it, to tell it apart.
     pub name: String,
     /// The token's first characters (`mct_` and 8 more), kept in clear for listings.
@@ -217,7 +218,7 @@ pub struct ApiToken {
 #[derive(Debug, Clone)]
 pub struct NewApiToken {
     /// The shop the token is bound to (the service's integer).
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// A name its owner gave it.
     pub name: String,
     /// The token's lowercase hex SHA-256 ([`hash_token`]), by which requests find it.
@@ -247,7 +248,7 @@ pub fn hash_token(token: &str) -> String {
 
 /// A fresh token and the record to store for it.
 pub fn mint_token(
-    shop_id: i64,
+    shop_id: ShopId,
     name: &str,
     scopes: ScopeSet,
     source: TokenSource,
@@ -379,8 +380,8 @@ mod tests {
     #[test]
     fn minted_tokens_are_unique_and_stored_only_as_hash() {
         let now = Timestamp::from_micros(0);
-        let (a, record_a) = mint_token(1, "a", ScopeSet::all(), TokenSource::Cli, now);
-        let (b, _) = mint_token(1, "b", ScopeSet::all(), TokenSource::Cli, now);
+        let (a, record_a) = mint_token(ShopId(1), "a", ScopeSet::all(), TokenSource::Cli, now);
+        let (b, _) = mint_token(ShopId(1), "b", ScopeSet::all(), TokenSource::Cli, now);
         assert_ne!(a, b);
         assert!(a.expose().starts_with(TOKEN_PREFIX));
         assert_eq!(a.expose().len(), TOKEN_PREFIX.len() + 64);

@@ -4,6 +4,7 @@
 //!
 //! The HTML page and the HTTP shapes are the server's; the rules are here.
 
+use crate::kernel::ids::ShopId;
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use base64::Engine;
@@ -75,7 +76,7 @@ pub struct StaffAccount {
     /// The account's row id (the service's integer).
     pub id: i64,
     /// The shop the account belongs to (the service's integer).
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// The email address signed in with, trimmed and lowercase; one account per shop and email.
     pub email: String,
     /// Argon2id, PHC string form.
@@ -88,7 +89,7 @@ pub struct StaffAccount {
 #[derive(Debug, Clone)]
 pub struct NewStaffAccount {
     /// The shop the account belongs to (the service's integer).
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// The email address, trimmed and lowercase.
     pub email: String,
     /// Argon2id, PHC string form.
@@ -105,7 +106,7 @@ pub struct AuthorizationCode {
     /// The app it was issued to (the app's row id).
     pub app_id: i64,
     /// The shop whose staff approved it (the service's integer).
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// The staff account that approved it (the account's row id).
     pub staff_id: i64,
     /// The redirect URI the request named; empty when it named none.
@@ -130,7 +131,7 @@ pub struct NewAuthorizationCode {
     /// The app it is issued to (the app's row id).
     pub app_id: i64,
     /// The shop whose staff approved it (the service's integer).
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// The staff account that approved it (the account's row id).
     pub staff_id: i64,
     /// The redirect URI the request named; empty when it named none.

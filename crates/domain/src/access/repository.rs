@@ -9,6 +9,7 @@ use crate::access::oauth::{
 use crate::access::secrets::{SecretKind, SharedSecret};
 use crate::access::shop::{NewShop, Shop, ShopIdentifier};
 use crate::kernel::error::StoreResult;
+use crate::kernel::ids::ShopId;
 use crate::kernel::time::Timestamp;
 
 crate::feature_database!(
@@ -42,7 +43,7 @@ pub trait ShopRepository {
     /// The shop with this domain (lowercase), deleted or not.
     fn shop_by_domain(&mut self, domain: &str) -> StoreResult<Option<Shop>>;
     /// The shop with this row id, deleted or not.
-    fn shop_by_id(&mut self, id: i64) -> StoreResult<Option<Shop>>;
+    fn shop_by_id(&mut self, id: ShopId) -> StoreResult<Option<Shop>>;
     /// How many shops there are, deleted ones included.
     fn count_shops(&mut self) -> StoreResult<i64>;
     /// Writes the shop's settings (time zone, currency and its format) and `updated_at`.
@@ -58,9 +59,9 @@ pub trait TokenRepository {
     /// The token with this SHA-256 hash, unless it was revoked.
     fn active_token_by_hash(&mut self, token_hash: &str) -> StoreResult<Option<ApiToken>>;
     /// Every token of the shop, revoked ones included, oldest first.
-    fn tokens_of_shop(&mut self, shop_id: i64) -> StoreResult<Vec<ApiToken>>;
+    fn tokens_of_shop(&mut self, shop_id: ShopId) -> StoreResult<Vec<ApiToken>>;
     /// Marks the token revoked; false when the shop has no such live token.
-    fn revoke_token(&mut self, shop_id: i64, token_id: i64, at: Timestamp) -> StoreResult<bool>;
+    fn revoke_token(&mut self, shop_id: ShopId, token_id: i64, at: Timestamp) -> StoreResult<bool>;
 }
 
 /// The shops' shared secrets, one of each kind a shop.
@@ -68,7 +69,7 @@ pub trait SecretRepository {
     /// The shop's secret of `kind`, if it has one.
     fn shared_secret(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         kind: SecretKind,
     ) -> StoreResult<Option<SharedSecret>>;
     /// Inserts or replaces the shop's secret of that kind.
@@ -84,7 +85,7 @@ pub trait OAuthRepository {
     /// Stores a new staff account and returns it.
     fn insert_staff_account(&mut self, new: &NewStaffAccount) -> StoreResult<StaffAccount>;
     /// The shop's staff account with this email (trimmed and lowercase).
-    fn staff_account(&mut self, shop_id: i64, email: &str) -> StoreResult<Option<StaffAccount>>;
+    fn staff_account(&mut self, shop_id: ShopId, email: &str) -> StoreResult<Option<StaffAccount>>;
     /// The staff account with this row id.
     fn staff_account_by_id(&mut self, id: i64) -> StoreResult<Option<StaffAccount>>;
     /// Until when the pair's sign-ins are locked, if they ever were and it is stored.
@@ -136,7 +137,7 @@ pub trait ConsoleRepository {
     /// The shop's audit log, newest first, before the entry `before` when given.
     fn audit_entries(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         before: Option<i64>,
         limit: usize,
     ) -> StoreResult<Vec<AuditEntry>>;

@@ -4,6 +4,7 @@
 use crate::access::AccessRepositories;
 use crate::access::credentials::{Secret, random_hex};
 use crate::kernel::error::{DomainError, FieldError};
+use crate::kernel::ids::ShopId;
 use crate::kernel::time::Timestamp;
 
 /// Which party a shop's shared secret is held with, and so what it signs.
@@ -49,7 +50,7 @@ pub(crate) const MAX_SECRET_CHARS: usize = 255;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SharedSecret {
     /// The shop that holds the secret (the service's integer).
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// Which party it is held with.
     pub kind: SecretKind,
     /// The secret in use: what Mercer signs with now.
@@ -80,7 +81,7 @@ impl SharedSecret {
 /// `ROTATION_GRACE_SECONDS`.
 pub fn rotate_secret(
     tx: &mut dyn AccessRepositories,
-    shop_id: i64,
+    shop_id: ShopId,
     kind: SecretKind,
     now: Timestamp,
 ) -> Result<SharedSecret, DomainError> {
@@ -121,7 +122,7 @@ pub fn check_client_secret(field: &str, value: Option<&str>) -> Result<Secret, F
 /// from now on only the new secret is used.
 pub fn configure_secret(
     tx: &mut dyn AccessRepositories,
-    shop_id: i64,
+    shop_id: ShopId,
     kind: SecretKind,
     value: Secret,
     now: Timestamp,
@@ -153,11 +154,11 @@ mod tests {
         let db = MemoryDatabase::default();
         let t0 = Timestamp::from_micros(1_000_000);
         let first = db
-            .write(|tx| rotate_secret(tx, 7, SecretKind::Connector, t0))
+            .write(|tx| rotate_secret(tx, ShopId(7), SecretKind::Connector, t0))
             .unwrap()
             .current;
         let stored = db
-            .read(|tx| Ok(tx.shared_secret(7, SecretKind::Connector)?))
+            .read(|tx| Ok(tx.shared_secret(ShopId(7), SecretKind::Connector)?))
             .unwrap()
             .unwrap();
         assert_eq!(stored.current, first);
@@ -165,12 +166,12 @@ mod tests {
 
         let t1 = t0.plus_seconds(60);
         let second = db
-            .write(|tx| rotate_secret(tx, 7, SecretKind::Connector, t1))
+            .write(|tx| rotate_secret(tx, ShopId(7), SecretKind::Connector, t1))
             .unwrap()
             .current;
         assert_ne!(first, second);
         let stored = db
-            .read(|tx| Ok(tx.shared_secret(7, SecretKind::Connector)?))
+            .read(|tx| Ok(tx.shared_secret(ShopId(7), SecretKind::Connector)?))
             .unwrap()
             .unwrap();
         assert_eq!(stored.current, second);
@@ -207,12 +208,18 @@ mod tests {
     fn configuring_replaces_without_grace() {
         let db = MemoryDatabase::default();
         let t0 = Timestamp::from_micros(0);
-        db.write(|tx| rotate_secret(tx, 1, SecretKind::CheckoutIntegration, t0))
+        db.write(|tx| rotate_secret(tx, ShopId(1), SecretKind::CheckoutIntegration, t0))
             .unwrap();
         let chosen = Secret::new("a-chosen-secret");
         let saved = db
             .write(|tx| {
-                configure_secret(tx, 1, SecretKind::CheckoutIntegration, chosen.clone(), t0)
+                configure_secret(
+                    tx,
+                    ShopId(1),
+                    SecretKind::CheckoutIntegration,
+                    chosen.clone(),
+                    t0,
+                )
             })
             .unwrap();
         assert_eq!(saved.current, chosen);

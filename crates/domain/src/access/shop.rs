@@ -1,5 +1,6 @@
 //! Shops: created by the operator, addressed by their 32-hex identifier.
 
+use crate::kernel::ids::ShopId;
 use serde::Serialize;
 
 use crate::access::AccessRepositories;
@@ -39,7 +40,7 @@ impl ShopIdentifier {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shop {
     /// The shop's row id (the service's integer).
-    pub id: i64,
+    pub id: ShopId,
     /// The 32-hex identifier that paths name the shop by.
     pub identifier: ShopIdentifier,
     /// The platform domain (`example.myshop.test`), lowercase; no two shops share one.
@@ -588,7 +589,8 @@ pub fn bootstrap_demo(
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ShopResource<'a> {
     /// The shop's row id (the service's integer).
-    pub id: i64,
+    #[schema(value_type = i64)]
+    pub id: ShopId,
     /// The platform domain.
     pub shop_domain: &'a str,
     /// The storefront's own domain, if it has one.

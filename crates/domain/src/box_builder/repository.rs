@@ -5,6 +5,7 @@ use crate::box_builder::resources::{
     BoxLineItem, BoxProduct, BoxSize, StoredSelection, SubscriptionBox, TimeSlot,
 };
 use crate::kernel::error::StoreResult;
+use crate::kernel::ids::ShopId;
 use crate::kernel::ids::{
     BoxId, BoxProductId, BoxSizeId, GroupId, LineItemId, SelectionId, SubscriptionId, TimeSlotId,
 };
@@ -59,71 +60,79 @@ pub trait BoxRepository {
     /// A page of the shop's boxes by id, and how many it has.
     fn boxes(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         limit: i64,
         page: i64,
     ) -> StoreResult<(Vec<SubscriptionBox>, i64)>;
     /// The shop's box `id`, if it has one.
-    fn subscription_box(&mut self, shop_id: i64, id: BoxId)
-    -> StoreResult<Option<SubscriptionBox>>;
+    fn subscription_box(
+        &mut self,
+        shop_id: ShopId,
+        id: BoxId,
+    ) -> StoreResult<Option<SubscriptionBox>>;
     /// The box a group serves, if one does.
-    fn box_of_group(&mut self, shop_id: i64, group_id: GroupId) -> StoreResult<Option<BoxId>>;
+    fn box_of_group(&mut self, shop_id: ShopId, group_id: GroupId) -> StoreResult<Option<BoxId>>;
     /// Stores the box (id 0 inserts it), answering it as stored.
     fn save_box(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         subscription_box: &SubscriptionBox,
     ) -> StoreResult<SubscriptionBox>;
     /// Deletes the box with its sizes, time slots and their options.
-    fn delete_box(&mut self, shop_id: i64, id: BoxId) -> StoreResult<bool>;
+    fn delete_box(&mut self, shop_id: ShopId, id: BoxId) -> StoreResult<bool>;
 
     /// A page of the shop's box products by id, and how many it has.
     fn box_products(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         limit: i64,
         page: i64,
     ) -> StoreResult<(Vec<BoxProduct>, i64)>;
     /// The shop's box product `id`, if it has one.
-    fn box_product(&mut self, shop_id: i64, id: BoxProductId) -> StoreResult<Option<BoxProduct>>;
+    fn box_product(&mut self, shop_id: ShopId, id: BoxProductId)
+    -> StoreResult<Option<BoxProduct>>;
     /// Stores the box product (id 0 inserts it), answering it as stored.
-    fn save_box_product(&mut self, shop_id: i64, product: &BoxProduct) -> StoreResult<BoxProduct>;
+    fn save_box_product(
+        &mut self,
+        shop_id: ShopId,
+        product: &BoxProduct,
+    ) -> StoreResult<BoxProduct>;
     /// Deletes the box product and takes it out of every slot's options.
-    fn delete_box_product(&mut self, shop_id: i64, id: BoxProductId) -> StoreResult<bool>;
+    fn delete_box_product(&mut self, shop_id: ShopId, id: BoxProductId) -> StoreResult<bool>;
 
     /// A page of the box's sizes by id, and how many it has.
     fn box_sizes(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         box_id: BoxId,
         limit: i64,
         page: i64,
     ) -> StoreResult<(Vec<BoxSize>, i64)>;
     /// The shop's box size `id`, if it has one.
-    fn box_size(&mut self, shop_id: i64, id: BoxSizeId) -> StoreResult<Option<BoxSize>>;
+    fn box_size(&mut self, shop_id: ShopId, id: BoxSizeId) -> StoreResult<Option<BoxSize>>;
     /// Stores the size (id 0 inserts it), answering it as stored.
-    fn save_box_size(&mut self, shop_id: i64, size: &BoxSize) -> StoreResult<BoxSize>;
+    fn save_box_size(&mut self, shop_id: ShopId, size: &BoxSize) -> StoreResult<BoxSize>;
 
     /// A page of the box's time slots by start, then id, with their products; and how many
     /// match.
     fn time_slots(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         box_id: BoxId,
         filter: TimeSlotFilter,
         limit: i64,
         page: i64,
     ) -> StoreResult<(Vec<TimeSlot>, i64)>;
     /// The shop's time slot `id`, with its products, if it has one.
-    fn time_slot(&mut self, shop_id: i64, id: TimeSlotId) -> StoreResult<Option<TimeSlot>>;
+    fn time_slot(&mut self, shop_id: ShopId, id: TimeSlotId) -> StoreResult<Option<TimeSlot>>;
     /// Stores the slot's own fields (its products are its options, changed on their own).
-    fn save_time_slot(&mut self, shop_id: i64, slot: &TimeSlot) -> StoreResult<TimeSlot>;
+    fn save_time_slot(&mut self, shop_id: ShopId, slot: &TimeSlot) -> StoreResult<TimeSlot>;
     /// Deletes the slot with its options.
-    fn delete_time_slot(&mut self, shop_id: i64, id: TimeSlotId) -> StoreResult<bool>;
+    fn delete_time_slot(&mut self, shop_id: ShopId, id: TimeSlotId) -> StoreResult<bool>;
     /// Offers the box product in the slot; false when it was already.
     fn add_time_slot_option(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         time_slot_id: TimeSlotId,
         box_product_id: BoxProductId,
         now: Timestamp,
@@ -131,7 +140,7 @@ pub trait BoxRepository {
     /// Stops offering the box product in the slot; false when the slot did not offer it.
     fn remove_time_slot_option(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         time_slot_id: TimeSlotId,
         box_product_id: BoxProductId,
     ) -> StoreResult<bool>;
@@ -139,54 +148,58 @@ pub trait BoxRepository {
     /// Whose the shop's subscription line item `line_item_id` is; `None` for an unknown one.
     fn line_item_owner(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         line_item_id: LineItemId,
     ) -> StoreResult<Option<LineItemOwner>>;
     /// A page of the customer's selections by id, and how many match.
     fn selections(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         platform_customer_id: &str,
         filter: SelectionFilter,
         limit: i64,
         page: i64,
     ) -> StoreResult<(Vec<StoredSelection>, i64)>;
     /// The shop's selection `id`, of any customer, if it has one.
-    fn selection(&mut self, shop_id: i64, id: SelectionId) -> StoreResult<Option<StoredSelection>>;
+    fn selection(
+        &mut self,
+        shop_id: ShopId,
+        id: SelectionId,
+    ) -> StoreResult<Option<StoredSelection>>;
     /// The selection of a line item's order of that date, if one was made.
     fn selection_of_date(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         line_item_id: LineItemId,
         order_datetime: Timestamp,
     ) -> StoreResult<Option<StoredSelection>>;
     /// Stores the selection (id 0 inserts it).
     fn save_selection(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         selection: &StoredSelection,
     ) -> StoreResult<StoredSelection>;
     /// Deletes the shop's selection `id`; false when there is no such selection.
-    fn delete_selection(&mut self, shop_id: i64, id: SelectionId) -> StoreResult<bool>;
+    fn delete_selection(&mut self, shop_id: ShopId, id: SelectionId) -> StoreResult<bool>;
     /// How many selections the box's, or the time slot's, orders have.
-    fn selections_of_box(&mut self, shop_id: i64, box_id: BoxId) -> StoreResult<i64>;
+    fn selections_of_box(&mut self, shop_id: ShopId, box_id: BoxId) -> StoreResult<i64>;
     /// How many selections chose the time slot.
     fn selections_of_time_slot(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         time_slot_id: TimeSlotId,
     ) -> StoreResult<i64>;
     /// A page of the line items sold under a box's group, by id, and how many there are.
     fn box_line_items(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         limit: i64,
         page: i64,
     ) -> StoreResult<(Vec<BoxLineItem>, i64)>;
     /// The line item `line_item_id` as a box's, when it is sold under a box's group.
     fn box_line_item(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         line_item_id: LineItemId,
     ) -> StoreResult<Option<BoxLineItem>>;
 }

@@ -4,6 +4,7 @@
 use crate::checkout::payloads::subject;
 use crate::checkout::repository::{CheckoutOrder, CheckoutRepositories, CheckoutStatus};
 use crate::kernel::error::DomainError;
+use crate::kernel::ids::ShopId;
 use crate::kernel::money::CurrencyCode;
 use crate::kernel::time::Timestamp;
 use crate::webhooks::console::{MessageLine, lines_of};
@@ -71,7 +72,7 @@ impl CheckoutLine {
 /// The shop's checkouts, newest first, of one status or all, older than the checkout `before`.
 pub fn checkouts(
     tx: &mut dyn CheckoutRepositories,
-    shop_id: i64,
+    shop_id: ShopId,
     status: Option<CheckoutStatus>,
     before: Option<i64>,
     limit: usize,
@@ -95,7 +96,7 @@ pub struct CheckoutDetail {
 /// The shop's checkout `public_order_id` with its webhooks; 404 for another shop's.
 pub fn checkout(
     tx: &mut dyn CheckoutRepositories,
-    shop_id: i64,
+    shop_id: ShopId,
     public_order_id: &str,
 ) -> Result<CheckoutDetail, DomainError> {
     let order = tx

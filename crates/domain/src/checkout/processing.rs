@@ -1114,7 +1114,7 @@ mod plan_tests {
 
     fn shop() -> Shop {
         Shop {
-            id: 1,
+            id: crate::kernel::ids::ShopId(1),
             identifier: ShopIdentifier::parse("0123456789abcdef0123456789abcdef").unwrap(),
             shop_domain: "example.myshop.test".into(),
             custom_domain: None,
@@ -1140,7 +1140,7 @@ mod plan_tests {
         let now = at("2024-03-05T12:00:00Z");
         CheckoutOrder {
             id: 1,
-            shop_id: 1,
+            shop_id: crate::kernel::ids::ShopId(1),
             public_order_id: "0123abcd".into(),
             status: CheckoutStatus::Processed,
             platform_order_id: None,

@@ -2,6 +2,7 @@
 
 use crate::checkout::state::CheckoutDocument;
 use crate::kernel::error::StoreResult;
+use crate::kernel::ids::ShopId;
 use crate::kernel::time::Timestamp;
 use crate::overrides::OverrideRepositories;
 use crate::subscriptions::repository::SubscriptionRepositories;
@@ -65,7 +66,7 @@ pub struct CheckoutOrder {
     /// The checkout's id (the service's integer).
     pub id: i64,
     /// The id of the shop the checkout belongs to (the service's integer).
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// The order's id at the storefront (32 random hex digits): its token and links name it.
     pub public_order_id: String,
     /// Where the checkout is.
@@ -92,7 +93,7 @@ pub struct CheckoutOrder {
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewCheckoutOrder {
     /// The id of the shop the checkout belongs to (the service's integer).
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// The order's id at the storefront (32 random hex digits).
     pub public_order_id: String,
     /// The order as Init Order made it.
@@ -108,7 +109,7 @@ pub trait CheckoutRepository {
     /// The shop's checkout with this storefront id, if there is one.
     fn checkout_order(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         public_order_id: &str,
     ) -> StoreResult<Option<CheckoutOrder>>;
     /// The checkout with this id (the service's integer), if there is one.
@@ -120,7 +121,7 @@ pub trait CheckoutRepository {
     /// The shop's checkout whose platform order this is.
     fn checkout_order_of_platform_order(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         platform_order_id: &str,
     ) -> StoreResult<Option<CheckoutOrder>>;
     /// Up to `limit` open checkouts, of shops whose built-in abandoned-cart emails are off,
@@ -135,7 +136,7 @@ pub trait CheckoutRepository {
     /// `before` (a page's cursor).
     fn checkout_orders_of_shop(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         status: Option<CheckoutStatus>,
         before: Option<i64>,
         limit: usize,

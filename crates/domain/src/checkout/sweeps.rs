@@ -2,6 +2,7 @@
 //! untouched (a recurring job), `order/fulfilled` when the platform says its order is fulfilled
 //! (the platform's [`OrderFulfilledJob`], enqueued by the Order Saved event that fulfils it).
 
+use crate::kernel::ids::ShopId;
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
@@ -54,7 +55,7 @@ pub fn sweep_abandoned<D: CheckoutDatabase>(
         }
         let (found, sent) = db.write_tx(|tx| {
             let orders = tx.abandoned_checkout_orders(idle_since, ABANDONMENT_BATCH)?;
-            let mut shops: HashMap<i64, Option<Shop>> = HashMap::new();
+            let mut shops: HashMap<ShopId, Option<Shop>> = HashMap::new();
             let mut sent = 0;
             for mut order in orders.iter().cloned() {
                 let shop = match shops.get(&order.shop_id) {

@@ -3,6 +3,7 @@
 
 #![cfg(test)]
 
+use crate::kernel::ids::ShopId;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -368,7 +369,7 @@ impl World {
 }
 
 /// Applies a Saved event of `kind` with `body`, as the connector sends it.
-fn apply(db: &MemoryDatabase, shop_id: i64, kind: EntityKind, body: &Value) {
+fn apply(db: &MemoryDatabase, shop_id: ShopId, kind: EntityKind, body: &Value) {
     let event = parse_event_body(
         shop_id,
         kind,

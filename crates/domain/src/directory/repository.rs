@@ -3,6 +3,7 @@
 use crate::access::AccessRepositories;
 use crate::directory::{DirectoryAddress, DirectoryCustomer, DirectoryPage, DirectoryQuery, Label};
 use crate::kernel::error::StoreResult;
+use crate::kernel::ids::ShopId;
 use crate::kernel::ids::{CustomerId, LabelId};
 use crate::kernel::time::Timestamp;
 
@@ -22,43 +23,43 @@ pub trait DirectoryRepository {
     /// One page of the shop's live customers that match the query, in its order, and their total.
     fn list_directory_customers(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         query: &DirectoryQuery,
     ) -> StoreResult<DirectoryPage>;
     /// A customer of the shop, deleted or not.
     fn directory_customer(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         id: CustomerId,
     ) -> StoreResult<Option<DirectoryCustomer>>;
     /// The shop's customers of these ids, deleted or not, by id (unknown ids left out).
     fn directory_customers_by_ids(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         ids: &[CustomerId],
     ) -> StoreResult<Vec<DirectoryCustomer>>;
     /// The shop's customer with this platform id, deleted or not.
     fn directory_customer_by_platform_id(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         platform_id: &str,
     ) -> StoreResult<Option<DirectoryCustomer>>;
     /// The live addresses of these customers, by customer then id.
     fn addresses_of_customers(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_ids: &[CustomerId],
     ) -> StoreResult<Vec<DirectoryAddress>>;
     /// The live labels of these customers, by customer then id.
     fn labels_of_customers(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_ids: &[CustomerId],
     ) -> StoreResult<Vec<Label>>;
     /// Adds a label to a customer and returns it.
     fn insert_label(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_id: CustomerId,
         name: &str,
         now: Timestamp,
@@ -66,7 +67,7 @@ pub trait DirectoryRepository {
     /// Marks a live label deleted; false when there is none.
     fn delete_label(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_id: CustomerId,
         label_id: LabelId,
         now: Timestamp,

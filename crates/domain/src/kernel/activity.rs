@@ -4,6 +4,7 @@
 //! batch, so the console's overview sums a few hundred rows instead of counting the day's
 //! messages and events (some of which are gone by then: an applied event is deleted).
 
+use crate::kernel::ids::ShopId;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -87,7 +88,7 @@ pub fn bucket_of(at: Timestamp) -> Timestamp {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ActivityCount {
     /// The shop the activity was for.
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// What was done.
     pub activity: Activity,
     /// The bucket's start.
@@ -99,11 +100,11 @@ pub struct ActivityCount {
 /// What a unit of work did, gathered before it is added in one go. Its counts come out in
 /// key order, so two transactions adding to the same buckets lock them in the same order.
 #[derive(Debug, Default)]
-pub struct Tally(BTreeMap<(i64, i64, Activity), i64>);
+pub struct Tally(BTreeMap<(ShopId, i64, Activity), i64>);
 
 impl Tally {
     /// Counts `count` more of `activity` for the shop, in the bucket of `at`.
-    pub fn add(&mut self, shop_id: i64, activity: Activity, at: Timestamp, count: i64) {
+    pub fn add(&mut self, shop_id: ShopId, activity: Activity, at: Timestamp, count: i64) {
         if count != 0 {
             *self
                 .0
@@ -139,7 +140,7 @@ impl Tally {
 /// Adds `count` of `activity` at `at` in the caller's transaction.
 pub fn record_one(
     tx: &mut (impl ActivityRepository + ?Sized),
-    shop_id: i64,
+    shop_id: ShopId,
     activity: Activity,
     at: Timestamp,
     count: i64,
@@ -156,7 +157,7 @@ pub trait ActivityRepository {
     /// The shop's counts of buckets starting at or after `since`.
     fn shop_activity_since(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         since: Timestamp,
     ) -> StoreResult<Vec<ActivityCount>>;
     /// Deletes the buckets that start before `before`; returns how many.
@@ -212,7 +213,7 @@ impl ActivityFigures {
 /// starts at the bucket `now` minus its length falls in, so it covers up to five minutes more.
 pub fn last_hour_and_day(
     tx: &mut (impl ActivityRepository + ?Sized),
-    shop_id: i64,
+    shop_id: ShopId,
     now: Timestamp,
 ) -> Result<(ActivityFigures, ActivityFigures), DomainError> {
     let day_start = bucket_of(now.plus_seconds(-24 * 60 * 60));
@@ -262,9 +263,9 @@ mod tests {
     fn a_tally_merges_counts_of_one_bucket_and_skips_zeros() {
         let mut tally = Tally::default();
         let at = Timestamp::from_micros(600 * 1_000_000);
-        tally.add(1, Activity::WebhooksSent, at, 2);
-        tally.add(1, Activity::WebhooksSent, at.plus_seconds(60), 3);
-        tally.add(1, Activity::WebhooksFailed, at, 0);
+        tally.add(ShopId(1), Activity::WebhooksSent, at, 2);
+        tally.add(ShopId(1), Activity::WebhooksSent, at.plus_seconds(60), 3);
+        tally.add(ShopId(1), Activity::WebhooksFailed, at, 0);
         assert_eq!(tally.0.len(), 1);
         assert_eq!(tally.0.values().copied().sum::<i64>(), 5);
     }
@@ -274,13 +275,13 @@ mod tests {
         let bucket = |minutes: i64| Timestamp::from_micros(minutes * 60 * 1_000_000);
         let counts = [
             ActivityCount {
-                shop_id: 1,
+                shop_id: ShopId(1),
                 activity: Activity::EventsReceived,
                 bucket: bucket(0),
                 count: 4,
             },
             ActivityCount {
-                shop_id: 1,
+                shop_id: ShopId(1),
                 activity: Activity::EventsReceived,
                 bucket: bucket(5),
                 count: 6,

@@ -4,6 +4,7 @@
 //! failed for an operator. Every feature's background work uses this queue; the payload types
 //! live with their feature (`platform::sync::SyncJob`, `platform::outbox::OutboxJob`).
 
+use crate::kernel::ids::ShopId;
 use std::cell::RefCell;
 use std::sync::Arc;
 
@@ -79,7 +80,7 @@ pub struct Job {
     /// When the job last changed.
     pub updated_at: Timestamp,
     /// The shop it works for, when it works for one; None for process-wide jobs.
-    pub shop_id: Option<i64>,
+    pub shop_id: Option<ShopId>,
     /// The id of the request whose handling enqueued it (its `X-Request-Id`), so that its log
     /// lines can be traced back to that request; None for a job enqueued outside a request
     /// (the scheduler, a sweep, the command line).
@@ -117,7 +118,7 @@ pub struct NewJob {
     /// Attempts allowed before the job fails.
     pub max_attempts: i64,
     /// The shop it works for, when it works for one (the console lists a shop's jobs).
-    pub shop_id: Option<i64>,
+    pub shop_id: Option<ShopId>,
     /// The id of the request whose handling enqueues it, when a request's does. A job that
     /// coalesces into an unfinished one keeps that job's.
     pub request_id: Option<String>,
@@ -333,7 +334,7 @@ pub trait JobRepository {
     /// The shop's jobs that `filter` keeps, newest first, older than the job `before`.
     fn shop_jobs(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         filter: &JobFilter,
         before: Option<i64>,
         limit: usize,
@@ -341,7 +342,7 @@ pub trait JobRepository {
     /// How many jobs there are of each kind in each state.
     fn count_jobs(&mut self) -> StoreResult<Vec<JobCount>>;
     /// How many of the shop's jobs there are of each kind in each state.
-    fn count_shop_jobs(&mut self, shop_id: i64) -> StoreResult<Vec<JobCount>>;
+    fn count_shop_jobs(&mut self, shop_id: ShopId) -> StoreResult<Vec<JobCount>>;
     /// Failed or cancelled jobs among `ids` (every failed one when None) queued again, due
     /// now, attempts from zero; not one whose key an unfinished job holds. Returns their ids.
     fn requeue_jobs(&mut self, ids: Option<&[i64]>, now: Timestamp) -> StoreResult<Vec<i64>>;
@@ -413,7 +414,7 @@ pub fn current_request_id() -> Option<Arc<str>> {
 /// if any ([`within_request`]).
 pub fn enqueue<J: JobPayload>(
     tx: &mut (impl JobRepository + ?Sized),
-    shop_id: Option<i64>,
+    shop_id: Option<ShopId>,
     job: &J,
     run_at: Timestamp,
     now: Timestamp,

@@ -3,6 +3,7 @@
 use crate::access::AccessRepositories;
 use crate::kernel::error::StoreResult;
 use crate::kernel::ids::OverrideId;
+use crate::kernel::ids::ShopId;
 use crate::overrides::{ApiOverride, NewApiOverride, OverrideType};
 
 crate::feature_database!(
@@ -23,15 +24,15 @@ pub trait OverrideRepository {
     /// The shop's override with this public id.
     fn override_by_public_id(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         public_id: &str,
     ) -> StoreResult<Option<ApiOverride>>;
     /// The shop's overrides, oldest first.
-    fn overrides_of_shop(&mut self, shop_id: i64) -> StoreResult<Vec<ApiOverride>>;
+    fn overrides_of_shop(&mut self, shop_id: ShopId) -> StoreResult<Vec<ApiOverride>>;
     /// The shop's most recently created override of the type.
     fn newest_override(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         override_type: OverrideType,
     ) -> StoreResult<Option<ApiOverride>>;
     /// Writes the type, URL, secret and `updated_at` of a stored override.

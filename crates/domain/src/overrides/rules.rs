@@ -6,6 +6,7 @@
 //! to an order, and checks what the override answered. The call itself goes through the
 //! [`OverrideCaller`] port: `mercer-webhooks` implements it over HTTP.
 
+use crate::kernel::ids::ShopId;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -69,7 +70,7 @@ pub struct ApiOverride {
     /// The 32-hex id clients see.
     pub public_id: String,
     /// The shop the override belongs to (the service's integer).
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// The checkout function it takes over.
     pub override_type: OverrideType,
     /// The URL Mercer calls: absolute http(s), checked not to lead into a private network.
@@ -86,7 +87,7 @@ pub struct ApiOverride {
 #[derive(Debug, Clone)]
 pub struct NewApiOverride {
     /// The shop the override belongs to (the service's integer).
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// The checkout function it takes over.
     pub override_type: OverrideType,
     /// The URL Mercer calls, already checked.
@@ -645,7 +646,7 @@ pub trait OverrideCaller: Send + Sync {
 /// shop's newest of the type. `None` when checkout does the function itself.
 pub fn pick(
     tx: &mut dyn OverrideRepositories,
-    shop_id: i64,
+    shop_id: ShopId,
     order_overrides: &[OrderOverride],
     override_type: OverrideType,
 ) -> Result<Option<OverrideTarget>, DomainError> {

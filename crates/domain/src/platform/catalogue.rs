@@ -1,6 +1,7 @@
 //! The shop's catalogue, as Product Saved events left it: a variant looked up by its platform
 //! id, with its product (the headless checkout prices its line items from it).
 
+use crate::kernel::ids::ShopId;
 use std::collections::HashMap;
 
 use crate::kernel::error::{DomainError, StorageError};
@@ -37,7 +38,7 @@ impl CatalogueVariant {
 /// The live variants of these platform ids, by id; unknown ones are left out.
 pub fn variants(
     tx: &mut dyn PlatformRepositories,
-    shop_id: i64,
+    shop_id: ShopId,
     variant_ids: &[&str],
 ) -> Result<HashMap<String, CatalogueVariant>, DomainError> {
     let mut found = HashMap::new();

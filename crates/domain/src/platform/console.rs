@@ -5,6 +5,7 @@
 use crate::access::console::{ConsoleStaff, record_action};
 use crate::kernel::error::DomainError;
 use crate::kernel::ids::EventId;
+use crate::kernel::ids::ShopId;
 use crate::kernel::time::Timestamp;
 use crate::platform::destinations::{Destination, Topic, list_destinations};
 use crate::platform::events::{FailedInboundEvent, requeue_set_aside};
@@ -62,7 +63,7 @@ pub fn start_shop_sync(
 /// The shop's events set aside, oldest first.
 pub fn set_aside_events(
     tx: &mut dyn PlatformRepositories,
-    shop_id: i64,
+    shop_id: ShopId,
     limit: usize,
 ) -> Result<Vec<FailedInboundEvent>, DomainError> {
     Ok(tx.failed_inbound_events(Some(shop_id), limit)?)

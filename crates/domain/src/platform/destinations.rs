@@ -1,6 +1,7 @@
 //! Platform connector destinations: where a shop's connector
 //! serves one topic. Creating or changing one calls the connector's Verify operation first.
 
+use crate::kernel::ids::ShopId;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -65,7 +66,7 @@ pub struct Destination {
     /// The destination's id (the service's integer).
     pub id: DestinationId,
     /// The id of the shop it belongs to.
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// The topic it serves.
     pub topic: Topic,
     /// The connector's base URL.

@@ -16,6 +16,7 @@
 //! ([`MAX_ENTITY_LIST_ITEMS`]) too, so that applying one event never holds the single writer
 //! long. A sync skips (and counts) the entities an event could not carry.
 
+use crate::kernel::ids::ShopId;
 use serde::de::{DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use std::collections::{HashMap, HashSet};
@@ -127,7 +128,7 @@ impl EventSource {
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewInboundEvent {
     /// The id of the shop it came for.
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// The kind of entity it is about.
     pub kind: EntityKind,
     /// Whether the entity was saved or deleted.
@@ -172,7 +173,7 @@ pub struct FailedInboundEvent {
     /// The event's id (the service's integer).
     pub id: EventId,
     /// The id of the shop it came for.
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// The entity kind, as stored (`customer`…).
     pub kind: String,
     /// The action, as stored (`saved` or `deleted`).
@@ -656,7 +657,7 @@ fn parse_saved<T: DeserializeOwned + Stamped>(
 /// Checks an event body (the request's bytes) and turns it into an event to store. Every 422
 /// names its field.
 pub fn parse_event_body(
-    shop_id: i64,
+    shop_id: ShopId,
     kind: EntityKind,
     action: EventAction,
     body: &[u8],
@@ -712,7 +713,7 @@ pub fn parse_event_body(
 
 /// [`parse_event_body`] for a body already parsed, as tests and tools have it.
 pub fn parse_event(
-    shop_id: i64,
+    shop_id: ShopId,
     kind: EntityKind,
     action: EventAction,
     body: &Value,
@@ -737,7 +738,7 @@ pub fn parse_event(
 
 /// A save event for an entity a sync pulled from the connector.
 pub(crate) fn synced_event<T: Clone + Stamped>(
-    shop_id: i64,
+    shop_id: ShopId,
     kind: EntityKind,
     entity: &T,
     now: Timestamp,
@@ -784,7 +785,7 @@ pub(crate) fn synced_event<T: Clone + Stamped>(
 
 /// Pulls the synced customers out as events; those without id or time are counted, not kept.
 pub(crate) fn synced_customer_events(
-    shop_id: i64,
+    shop_id: ShopId,
     customers: &[Customer],
     now: Timestamp,
 ) -> (Vec<NewInboundEvent>, usize) {
@@ -792,7 +793,7 @@ pub(crate) fn synced_customer_events(
 }
 
 pub(crate) fn synced_order_events(
-    shop_id: i64,
+    shop_id: ShopId,
     orders: &[Order],
     now: Timestamp,
 ) -> (Vec<NewInboundEvent>, usize) {
@@ -800,7 +801,7 @@ pub(crate) fn synced_order_events(
 }
 
 pub(crate) fn synced_product_events(
-    shop_id: i64,
+    shop_id: ShopId,
     products: &[Product],
     now: Timestamp,
 ) -> (Vec<NewInboundEvent>, usize) {
@@ -808,7 +809,7 @@ pub(crate) fn synced_product_events(
 }
 
 pub(crate) fn synced_category_events(
-    shop_id: i64,
+    shop_id: ShopId,
     categories: &[Category],
     now: Timestamp,
 ) -> (Vec<NewInboundEvent>, usize) {
@@ -816,7 +817,7 @@ pub(crate) fn synced_category_events(
 }
 
 fn synced_events<T: Clone + Stamped>(
-    shop_id: i64,
+    shop_id: ShopId,
     kind: EntityKind,
     entities: &[T],
     now: Timestamp,
@@ -973,7 +974,7 @@ fn corrupt(error: serde_json::Error) -> DomainError {
     crate::StorageError::other(format!("a stored entity or event does not parse: {error}")).into()
 }
 
-type EntityKey = (i64, EntityKind, String);
+type EntityKey = (ShopId, EntityKind, String);
 
 /// Applies stored events in their order, by the out-of-sequence rule, and stores the final
 /// state of every entity they changed: one read and one write per kind of entity, however
@@ -984,7 +985,7 @@ pub fn apply_events(
     now: Timestamp,
 ) -> Result<Vec<Outcome>, DomainError> {
     // The entities named, grouped by shop and kind, in order of first appearance.
-    let mut wanted: Vec<((i64, EntityKind), Vec<&str>)> = Vec::new();
+    let mut wanted: Vec<((ShopId, EntityKind), Vec<&str>)> = Vec::new();
     for event in events {
         let group_key = (event.shop_id, event.kind);
         let index = match wanted.iter().position(|(key, _)| *key == group_key) {
@@ -1020,7 +1021,7 @@ pub fn apply_events(
     // addresses). Otherwise (new, deleted first, or coming back) it compares with its rows.
     let mut before: HashMap<EntityKey, EntityDocument> = HashMap::new();
     // Whether each shop hears of customer changes, asked once a batch at most.
-    let mut heard: HashMap<i64, bool> = HashMap::new();
+    let mut heard: HashMap<ShopId, bool> = HashMap::new();
     // Live customers held without the platform's document, saved first in the batch: made
     // through the subscription API, and the platform's echo of that not applied yet. Their
     // change is told against what Mercer shows of them (the row's name, email and phone).
@@ -1118,7 +1119,7 @@ pub fn apply_events(
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
 pub struct OrderFulfilledJob {
     /// The id of the order's shop.
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// The order's platform id.
     pub platform_order_id: String,
 }
@@ -1142,7 +1143,7 @@ impl crate::kernel::jobs::JobPayload for OrderFulfilledJob {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
 pub struct CustomerChangedJob {
     /// The id of the customer's shop.
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// The customer's platform id.
     pub platform_customer_id: String,
 }
@@ -1163,8 +1164,8 @@ impl crate::kernel::jobs::JobPayload for CustomerChangedJob {
 /// Whether the shop hears of customer changes, from `heard` when asked before in the batch.
 fn hears_customer_changes(
     tx: &mut dyn PlatformRepositories,
-    heard: &mut HashMap<i64, bool>,
-    shop_id: i64,
+    heard: &mut HashMap<ShopId, bool>,
+    shop_id: ShopId,
 ) -> Result<bool, DomainError> {
     if let Some(known) = heard.get(&shop_id) {
         return Ok(*known);
@@ -1179,10 +1180,10 @@ fn hears_customer_changes(
 /// when the shop hears of customer changes, as nothing else asks.
 fn shown_contacts(
     tx: &mut dyn PlatformRepositories,
-    heard: &mut HashMap<i64, bool>,
+    heard: &mut HashMap<ShopId, bool>,
     without_document: &HashSet<EntityKey>,
     changed: &[EntityKey],
-    shop_id: i64,
+    shop_id: ShopId,
 ) -> Result<HashMap<String, CustomerContact>, DomainError> {
     let ids: Vec<&str> = changed
         .iter()
@@ -1288,8 +1289,8 @@ const PARTITIONS_PER_BATCH: usize = 16;
 
 /// The partition of the queue a shop's events are in. Shop ids are handed out one after
 /// another, so the remainder spreads shops evenly.
-pub fn event_partition(shop_id: i64) -> i64 {
-    shop_id.rem_euclid(EVENT_PARTITIONS)
+pub fn event_partition(shop_id: ShopId) -> i64 {
+    shop_id.0.rem_euclid(EVENT_PARTITIONS)
 }
 
 /// What one call of [`apply_pending`] did.
@@ -1307,8 +1308,8 @@ pub struct AppliedBatch {
 /// whether a partition was held by another applier.
 fn take_partitions(
     tx: &mut dyn PlatformRepositories,
-    shops: &[i64],
-) -> Result<(Vec<i64>, bool), DomainError> {
+    shops: &[ShopId],
+) -> Result<(Vec<ShopId>, bool), DomainError> {
     let (mut held, mut refused, mut mine) = (Vec::new(), Vec::new(), Vec::new());
     for &shop in shops {
         let partition = event_partition(shop);
@@ -1550,7 +1551,7 @@ pub fn retry_failed_events(
 /// such event is `not_found`, and nothing is put back.
 pub fn requeue_set_aside(
     tx: &mut dyn PlatformRepositories,
-    shop_id: Option<i64>,
+    shop_id: Option<ShopId>,
     ids: Option<&[EventId]>,
 ) -> Result<Vec<EventId>, DomainError> {
     let ids = ids.map(|ids| {
@@ -1657,7 +1658,7 @@ mod tests {
             .unwrap()
         };
         let (events, skipped) = synced_customer_events(
-            SHOP,
+            ShopId(SHOP),
             &[
                 customer("c1", "a@x.test"),
                 customer("c2", "a\u{0}b@x.test"),
@@ -1682,7 +1683,7 @@ mod tests {
         entity["platform_updated_at"] = json!(at(0).to_rfc3339());
         let body = json!({"data": {kind.as_str(): entity}});
         let parsed = parse_event(
-            SHOP,
+            ShopId(SHOP),
             kind,
             EventAction::Saved,
             &body,
@@ -1796,7 +1797,7 @@ mod tests {
         let body = json!({"data": {"customer": {"platform_id": "c1",
             "platform_updated_at": at(0).to_rfc3339(), "addresses": items(80_000, json!({}))}}});
         match parse_event(
-            SHOP,
+            ShopId(SHOP),
             EntityKind::Customer,
             EventAction::Saved,
             &body,
@@ -1821,7 +1822,7 @@ mod tests {
             let body = json!({"data": {"customer": {"platform_id": "c1",
                 field: at(seconds_ahead).to_rfc3339()}}});
             parse_event(
-                SHOP,
+                ShopId(SHOP),
                 EntityKind::Customer,
                 action,
                 &body,
@@ -1851,7 +1852,7 @@ mod tests {
         let year_9999 = json!({"data": {"product": {"platform_id": "p1",
             "platform_updated_at": "9999-12-31T23:59:59Z"}}});
         let refused = parse_event(
-            SHOP,
+            ShopId(SHOP),
             EntityKind::Product,
             EventAction::Saved,
             &year_9999,
@@ -1875,7 +1876,7 @@ mod tests {
             .unwrap()
         };
         let (events, skipped) = synced_customer_events(
-            SHOP,
+            ShopId(SHOP),
             &[
                 customer("ok", 9 * 60, MAX_ENTITY_LIST_ITEMS),
                 customer("ahead", 11 * 60, 0),
@@ -1898,7 +1899,8 @@ mod tests {
             }))
             .unwrap()
         };
-        let synced = |price| synced_event(SHOP, EntityKind::Product, &product(price), at(2));
+        let synced =
+            |price| synced_event(ShopId(SHOP), EntityKind::Product, &product(price), at(2));
         assert!(synced("-5.00").is_none());
         assert!(synced("5.00").is_some());
     }
@@ -1914,7 +1916,7 @@ mod tests {
             target.extend(fields.clone());
         }
         parse_event(
-            SHOP,
+            ShopId(SHOP),
             EntityKind::Customer,
             EventAction::Saved,
             &json!({ "data": { "customer": customer } }),
@@ -1927,7 +1929,7 @@ mod tests {
     fn deleted(id: &str, seconds: i64) -> NewInboundEvent {
         let body = json!({ "data": { "customer": { "platform_id": id, "platform_deleted_at": at(seconds).to_rfc3339() } } });
         parse_event(
-            SHOP,
+            ShopId(SHOP),
             EntityKind::Customer,
             EventAction::Deleted,
             &body,
@@ -1945,7 +1947,7 @@ mod tests {
     }
 
     fn stored(db: &MemoryDatabase, id: &str) -> Option<EntityRecord> {
-        db.read(|tx| Ok(tx.platform_entity(SHOP, EntityKind::Customer, id)?))
+        db.read(|tx| Ok(tx.platform_entity(ShopId(SHOP), EntityKind::Customer, id)?))
             .unwrap()
     }
 
@@ -1969,7 +1971,7 @@ mod tests {
         let now = Timestamp::parse_rfc3339("2024-06-01T00:00:00Z").unwrap();
         let parse = |action, body: Value| {
             parse_event(
-                SHOP,
+                ShopId(SHOP),
                 EntityKind::Customer,
                 action,
                 &body,
@@ -2025,7 +2027,7 @@ mod tests {
             [("data.customer.platform_deleted_at".to_string(), "required")]
         );
         let products = parse_event(
-            SHOP,
+            ShopId(SHOP),
             EntityKind::Product,
             EventAction::Saved,
             &json!({"data": {"product": {"platform_id": "p1", "platform_updated_at": "2024-01-01T00:00:00Z", "variants": [{"price": 10}]}}}),
@@ -2117,7 +2119,7 @@ mod tests {
             r#"{"data":{"customer":"c1"}}"#,
         ] {
             let error = parse_event_body(
-                SHOP,
+                ShopId(SHOP),
                 EntityKind::Customer,
                 EventAction::Saved,
                 body.as_bytes(),
@@ -2307,7 +2309,7 @@ mod tests {
     #[test]
     fn a_batch_of_several_shops_and_kinds_stores_each_entity_under_its_own() {
         let order = parse_event(
-            SHOP,
+            ShopId(SHOP),
             EntityKind::Order,
             EventAction::Saved,
             &json!({"data": {"order": {"platform_id": "o1", "platform_updated_at": at(10).to_rfc3339()}}}),
@@ -2316,7 +2318,7 @@ mod tests {
         )
         .unwrap();
         let mut other_shop = saved("c1", 10, json!({"email": "other@example.test"}));
-        other_shop.shop_id = SHOP + 1;
+        other_shop.shop_id = ShopId(SHOP + 1);
         let batch = [
             saved("c1", 10, json!({"email": "a@example.test"})),
             order,
@@ -2333,11 +2335,11 @@ mod tests {
             db.read(|tx| Ok(tx.platform_entity(shop, kind, id)?))
                 .unwrap()
         };
-        assert!(find(SHOP, EntityKind::Order, "o1").is_some());
-        assert!(find(SHOP, EntityKind::Customer, "o1").is_none());
+        assert!(find(ShopId(SHOP), EntityKind::Order, "o1").is_some());
+        assert!(find(ShopId(SHOP), EntityKind::Customer, "o1").is_none());
         assert_eq!(stored_json(&db, "c1")["email"], "a@example.test");
         assert!(stored(&db, "c2").is_some());
-        let other = find(SHOP + 1, EntityKind::Customer, "c1").unwrap();
+        let other = find(ShopId(SHOP + 1), EntityKind::Customer, "c1").unwrap();
         assert!(other.document.unwrap().contains("other@example.test"));
         assert_eq!(db.with_state(|state| state.entities.len()), 4);
     }

@@ -3,6 +3,7 @@
 //! and backoff by the shop's delivery job ([`OutboxJob`], docs/jobs.md), enqueued with the call.
 //! Nothing is recorded, and nothing is called, for a topic without a live destination.
 
+use crate::kernel::ids::ShopId;
 use serde::{Deserialize, Serialize};
 
 use crate::kernel::error::DomainError;
@@ -401,7 +402,7 @@ pub struct OutboxEntry {
     /// The entry's id (the service's integer).
     pub id: i64,
     /// The id of the shop whose connector is called.
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// The call to make.
     pub call: ConnectorCall,
     /// Where its delivery stands.
@@ -426,7 +427,7 @@ pub(crate) const CLAIM_LEASE_SECONDS: i64 = 120;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OutboxJob {
     /// The id of the shop whose calls it delivers.
-    pub shop_id: i64,
+    pub shop_id: ShopId,
 }
 
 impl JobPayload for OutboxJob {
@@ -441,7 +442,7 @@ impl JobPayload for OutboxJob {
 /// caller's transaction; None (and nothing recorded) when its topic has no live destination.
 pub fn request_connector_change(
     tx: &mut dyn PlatformRepositories,
-    shop_id: i64,
+    shop_id: ShopId,
     call: &ConnectorCall,
     now: Timestamp,
 ) -> Result<Option<i64>, DomainError> {
@@ -502,7 +503,7 @@ pub(crate) fn deliver_due_calls(
     db: &impl PlatformDatabase,
     connector: &dyn PlatformConnector,
     clock: &dyn Clock,
-    shop_id: i64,
+    shop_id: ShopId,
     limit: usize,
 ) -> Result<usize, DomainError> {
     let now = clock.now();

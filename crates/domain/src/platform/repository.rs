@@ -4,6 +4,7 @@
 use crate::access::AccessRepositories;
 use crate::kernel::activity::ActivityRepository;
 use crate::kernel::error::StoreResult;
+use crate::kernel::ids::ShopId;
 use crate::kernel::ids::{DestinationId, EventId};
 use crate::kernel::jobs::JobRepository;
 use crate::kernel::time::Timestamp;
@@ -54,14 +55,14 @@ pub trait DestinationRepository {
     /// one already.
     fn insert_destination(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         settings: &DestinationSettings,
         now: Timestamp,
     ) -> StoreResult<Destination>;
     /// Replaces the settings of the shop's destination `id`.
     fn update_destination(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         id: DestinationId,
         settings: &DestinationSettings,
         now: Timestamp,
@@ -69,16 +70,24 @@ pub trait DestinationRepository {
     /// Marks the shop's destination `id` deleted at `now`.
     fn delete_destination(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         id: DestinationId,
         now: Timestamp,
     ) -> StoreResult<()>;
     /// A destination of the shop, deleted or not.
-    fn destination(&mut self, shop_id: i64, id: DestinationId) -> StoreResult<Option<Destination>>;
+    fn destination(
+        &mut self,
+        shop_id: ShopId,
+        id: DestinationId,
+    ) -> StoreResult<Option<Destination>>;
     /// The shop's live destination of `topic`, if it has one.
-    fn live_destination(&mut self, shop_id: i64, topic: Topic) -> StoreResult<Option<Destination>>;
+    fn live_destination(
+        &mut self,
+        shop_id: ShopId,
+        topic: Topic,
+    ) -> StoreResult<Option<Destination>>;
     /// The shop's live destinations, oldest first.
-    fn live_destinations(&mut self, shop_id: i64) -> StoreResult<Vec<Destination>>;
+    fn live_destinations(&mut self, shop_id: ShopId) -> StoreResult<Vec<Destination>>;
 }
 
 /// Customers, orders, products and categories received from the platform.
@@ -87,7 +96,7 @@ pub trait PlatformRepository {
     /// live subscription webhook of topic `customer_updated`, the one listener of
     /// [`CustomerChangedJob`](crate::platform::events::CustomerChangedJob). The applier enqueues
     /// that job only then, so a shop without one pays nothing for its customers' changes.
-    fn hears_customer_changes(&mut self, shop_id: i64) -> StoreResult<bool>;
+    fn hears_customer_changes(&mut self, shop_id: ShopId) -> StoreResult<bool>;
 
     /// The name, email and phone Mercer shows for the shop's live customers of these platform
     /// ids (their rows' columns, which the subscription API reads), each with its platform id;
@@ -95,14 +104,14 @@ pub trait PlatformRepository {
     /// through the subscription API, whose platform document it does not hold yet, against these.
     fn customer_contacts(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         platform_ids: &[&str],
     ) -> StoreResult<Vec<(String, CustomerContact)>>;
 
     /// What is held of these entities of one kind; unknown ones are left out.
     fn platform_entities(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         kind: EntityKind,
         platform_ids: &[&str],
     ) -> StoreResult<Vec<(String, EntityRecord)>>;
@@ -111,7 +120,7 @@ pub trait PlatformRepository {
     /// variants), each with its whole state: document, platform times, deletion.
     fn put_platform_entities(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         kind: EntityKind,
         entities: &[EntityWrite],
         now: Timestamp,
@@ -121,18 +130,18 @@ pub trait PlatformRepository {
     /// that a live product of the shop has, the variant id and that product.
     fn products_of_variants(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         variant_ids: &[&str],
     ) -> StoreResult<Vec<(String, EntityRecord)>>;
 
     /// The platform ids of the live variants of the shop's live products whose SKU is `sku`
     /// (each once, in order). Variants without a platform id are left out.
-    fn variant_ids_of_sku(&mut self, shop_id: i64, sku: &str) -> StoreResult<Vec<String>>;
+    fn variant_ids_of_sku(&mut self, shop_id: ShopId, sku: &str) -> StoreResult<Vec<String>>;
 
     /// What is held of one entity, if anything.
     fn platform_entity(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         kind: EntityKind,
         platform_id: &str,
     ) -> StoreResult<Option<EntityRecord>> {
@@ -147,17 +156,20 @@ pub trait PlatformRepository {
     /// (made by the subscription API, not yet answered by the connector) or is unknown.
     fn customer_platform_id(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_id: i64,
     ) -> StoreResult<Option<String>>;
     /// The platform id of an address of the shop (by Mercer's id), as `customer_platform_id`.
-    fn address_platform_id(&mut self, shop_id: i64, address_id: i64)
-    -> StoreResult<Option<String>>;
+    fn address_platform_id(
+        &mut self,
+        shop_id: ShopId,
+        address_id: i64,
+    ) -> StoreResult<Option<String>>;
     /// Records the platform id the connector answered for a customer made by Mercer. Leaves a
     /// customer that already has one alone; false then, or when there is no such customer.
     fn set_customer_platform_id(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_id: i64,
         platform_id: &str,
         now: Timestamp,
@@ -167,7 +179,7 @@ pub trait PlatformRepository {
     /// customer matches it. Leaves an address that already has one alone; false then.
     fn set_address_platform_id(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         address_id: i64,
         platform_id: &str,
         now: Timestamp,
@@ -183,13 +195,13 @@ pub trait EventQueueRepository {
     /// does not read back comes as unreadable.
     fn pending_inbound_events(
         &mut self,
-        shops: Option<&[i64]>,
+        shops: Option<&[ShopId]>,
         limit: usize,
         now: Timestamp,
     ) -> StoreResult<Vec<Result<InboundEvent, UnreadableEvent>>>;
     /// The shops of the oldest `limit` events due by `now`, each once, in order of its first
     /// event: where an applier should look first.
-    fn pending_event_shops(&mut self, limit: usize, now: Timestamp) -> StoreResult<Vec<i64>>;
+    fn pending_event_shops(&mut self, limit: usize, now: Timestamp) -> StoreResult<Vec<ShopId>>;
     /// Records that these events were applied, with what outcome; they are pending no more
     /// (the store may forget them).
     fn mark_inbound_events(
@@ -200,7 +212,7 @@ pub trait EventQueueRepository {
     /// How many events wait to be applied.
     fn count_pending_inbound_events(&mut self) -> StoreResult<i64>;
     /// How many of the shop's events wait to be applied.
-    fn count_shop_pending_events(&mut self, shop_id: i64) -> StoreResult<i64>;
+    fn count_shop_pending_events(&mut self, shop_id: ShopId) -> StoreResult<i64>;
     /// Whether any event waits to be applied (cheaper than counting them).
     fn has_pending_inbound_events(&mut self) -> StoreResult<bool>;
     /// Takes the right to apply the events of one partition of the queue
@@ -228,7 +240,7 @@ pub trait EventQueueRepository {
     /// Events set aside, oldest first: a shop's (the console), or every shop's (None).
     fn failed_inbound_events(
         &mut self,
-        shop_id: Option<i64>,
+        shop_id: Option<ShopId>,
         limit: usize,
     ) -> StoreResult<Vec<FailedInboundEvent>>;
     /// How many events are set aside.
@@ -238,7 +250,7 @@ pub trait EventQueueRepository {
     /// put back.
     fn requeue_failed_inbound_events(
         &mut self,
-        shop_id: Option<i64>,
+        shop_id: Option<ShopId>,
         ids: Option<&[EventId]>,
     ) -> StoreResult<Vec<EventId>>;
 }
@@ -246,11 +258,11 @@ pub trait EventQueueRepository {
 /// Sync runs: a shop's pulls of a topic's lists from its connector.
 pub trait SyncRepository {
     /// The shop's running sync of `topic`, if there is one.
-    fn running_sync(&mut self, shop_id: i64, topic: Topic) -> StoreResult<Option<SyncRun>>;
+    fn running_sync(&mut self, shop_id: ShopId, topic: Topic) -> StoreResult<Option<SyncRun>>;
     /// Stores a new running sync of `topic`, started at `now`, with no page pulled yet.
     fn insert_sync_run(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         topic: Topic,
         now: Timestamp,
     ) -> StoreResult<SyncRun>;
@@ -275,7 +287,7 @@ pub trait SyncRepository {
     /// A sync run by its id, if there is one.
     fn sync_run(&mut self, id: i64) -> StoreResult<Option<SyncRun>>;
     /// The shop's latest sync runs of every topic, newest first.
-    fn recent_sync_runs(&mut self, shop_id: i64, limit: usize) -> StoreResult<Vec<SyncRun>>;
+    fn recent_sync_runs(&mut self, shop_id: ShopId, limit: usize) -> StoreResult<Vec<SyncRun>>;
 }
 
 /// Calls to make on connectors, kept until made.
@@ -283,7 +295,7 @@ pub trait OutboxRepository {
     /// Records a pending call for the shop's connector, due at `now`; returns its id.
     fn insert_outbox_call(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         call: &ConnectorCall,
         now: Timestamp,
     ) -> StoreResult<i64>;
@@ -291,7 +303,7 @@ pub trait OutboxRepository {
     /// leased until `lease_until`.
     fn claim_outbox_calls(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         now: Timestamp,
         limit: usize,
         lease_until: Timestamp,
@@ -314,15 +326,15 @@ pub trait OutboxRepository {
         now: Timestamp,
     ) -> StoreResult<()>;
     /// The shop's calls, oldest first.
-    fn outbox_entries(&mut self, shop_id: i64) -> StoreResult<Vec<OutboxEntry>>;
+    fn outbox_entries(&mut self, shop_id: ShopId) -> StoreResult<Vec<OutboxEntry>>;
     /// The shop's latest calls, newest first.
     fn recent_outbox_entries(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         limit: usize,
     ) -> StoreResult<Vec<OutboxEntry>>;
     /// When the shop's next pending call is due (or its lease ends); None when none is pending.
-    fn next_outbox_attempt(&mut self, shop_id: i64) -> StoreResult<Option<Timestamp>>;
+    fn next_outbox_attempt(&mut self, shop_id: ShopId) -> StoreResult<Option<Timestamp>>;
     /// The shops with pending calls.
-    fn shops_with_pending_outbox_calls(&mut self) -> StoreResult<Vec<i64>>;
+    fn shops_with_pending_outbox_calls(&mut self) -> StoreResult<Vec<ShopId>>;
 }

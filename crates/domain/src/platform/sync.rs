@@ -3,6 +3,7 @@
 //! sync lists the categories, then the products. A sync runs as a job ([`SyncJob`],
 //! docs/jobs.md) that goes on from the stored cursor when it is taken up again.
 
+use crate::kernel::ids::ShopId;
 use serde::{Deserialize, Serialize};
 
 use crate::access::shop::Shop;
@@ -52,7 +53,7 @@ pub struct SyncRun {
     /// The run's id (the service's integer).
     pub id: i64,
     /// The id of the shop it syncs.
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// The topic whose lists it pulls.
     pub topic: Topic,
     /// Where it stands.
@@ -360,7 +361,7 @@ impl PulledPage {
 fn pull_page(
     connector: &dyn PlatformConnector,
     target: &ConnectorTarget,
-    shop_id: i64,
+    shop_id: ShopId,
     topic: Topic,
     cursor: Option<&str>,
     now: Timestamp,

@@ -2426,7 +2426,7 @@ mod tests {
 
     fn shop() -> Shop {
         Shop {
-            id: 1,
+            id: crate::kernel::ids::ShopId(1),
             identifier: ShopIdentifier::parse("0123456789abcdef0123456789abcdef").unwrap(),
             shop_domain: "example.myshop.test".into(),
             custom_domain: None,

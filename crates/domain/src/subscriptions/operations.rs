@@ -2,6 +2,7 @@
 //! list, update and the nine actions. Each runs in the caller's transaction, writes its status
 //! log entry and enqueues its webhooks in the order `states::topics` gives.
 
+use crate::kernel::ids::ShopId;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -87,7 +88,7 @@ fn check_chargeable(subscription: &Subscription) -> Result<(), DomainError> {
 /// discounts as shown, with what each took.
 fn discounted(
     input: &LineItemInput,
-    shop_id: i64,
+    shop_id: ShopId,
     rate: f64,
     now: Timestamp,
 ) -> Result<(Cents, Vec<LineItemDiscount>), DomainError> {
@@ -181,7 +182,7 @@ fn line_item(
     input: &LineItemInput,
     index: usize,
     found: Option<&CatalogueVariant>,
-    shop_id: i64,
+    shop_id: ShopId,
     rate: f64,
     now: Timestamp,
 ) -> Result<SubscriptionLineItem, DomainError> {
@@ -1086,7 +1087,7 @@ mod tests {
 
     fn shop() -> Shop {
         Shop {
-            id: 1,
+            id: ShopId(1),
             identifier: ShopIdentifier::parse("0123456789abcdef0123456789abcdef").unwrap(),
             shop_domain: "example.myshop.test".into(),
             custom_domain: None,
@@ -1139,7 +1140,7 @@ mod tests {
         db.write_tx(|tx| {
             for topic in crate::subscriptions::topics::webhook_topics() {
                 tx.insert_webhook_endpoint(&NewWebhookEndpoint {
-                    shop_id: 1,
+                    shop_id: ShopId(1),
                     kind: WebhookKind::Subscription,
                     topic: topic.name.to_string(),
                     callback_url: "http://127.0.0.1:9/hook".into(),
@@ -1727,7 +1728,7 @@ mod tests {
                 "price": "12.50", "grams": 1000, "weight": "1", "weight_unit": "kg",
                 "require_shipping": true, "tax_exempt": true}]}}});
         let event = parse_event_body(
-            1,
+            ShopId(1),
             EntityKind::Product,
             EventAction::Saved,
             product.to_string().as_bytes(),

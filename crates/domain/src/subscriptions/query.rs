@@ -131,7 +131,7 @@ impl Filter {
         let s = &subscription.state;
         let integer = match self.field {
             FilterField::Id => Some(id.0),
-            FilterField::ShopId => Some(shop_id),
+            FilterField::ShopId => Some(shop_id.0),
             FilterField::CustomerId => Some(s.customer_id.0),
             FilterField::BillingAddressId => Some(s.billing_address_id.0),
             FilterField::ShippingAddressId => Some(s.shipping_address_id.0),

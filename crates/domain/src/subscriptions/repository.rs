@@ -4,6 +4,7 @@
 
 use crate::directory::DirectoryRepository;
 use crate::kernel::error::StoreResult;
+use crate::kernel::ids::ShopId;
 use crate::kernel::ids::{AddressId, CustomerId, GroupId, SubscriptionId, SubscriptionOrderId};
 use crate::kernel::time::Timestamp;
 use crate::platform::PlatformRepositories;
@@ -54,31 +55,38 @@ pub trait SubscriptionGroupRepository {
     /// A page of the shop's groups by id, and how many it has.
     fn subscription_groups(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         limit: i64,
         page: i64,
     ) -> StoreResult<(Vec<StoredGroup>, i64)>;
     /// The shop's group of this id; `None` for an unknown id or another shop's.
-    fn subscription_group(&mut self, shop_id: i64, id: GroupId)
-    -> StoreResult<Option<StoredGroup>>;
+    fn subscription_group(
+        &mut self,
+        shop_id: ShopId,
+        id: GroupId,
+    ) -> StoreResult<Option<StoredGroup>>;
     /// Stores the group as it is: a group of id 0 is inserted; its rules of id 0 are
     /// inserted, the others updated, and the group's rules not listed deleted. Answers the
     /// group as stored, with its ids.
     fn save_subscription_group(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         group: &StoredGroup,
     ) -> StoreResult<StoredGroup>;
     /// Deletes the shop's group of this id with its billing rules; false when there is none.
-    fn delete_subscription_group(&mut self, shop_id: i64, id: GroupId) -> StoreResult<bool>;
+    fn delete_subscription_group(&mut self, shop_id: ShopId, id: GroupId) -> StoreResult<bool>;
     /// Holds the group until the transaction ends (PostgreSQL; SQLite's writes are serial).
-    fn lock_subscription_group(&mut self, shop_id: i64, id: GroupId) -> StoreResult<()>;
+    fn lock_subscription_group(&mut self, shop_id: ShopId, id: GroupId) -> StoreResult<()>;
     /// How many subscriptions not `inactive` have a line item of the group.
-    fn live_subscriptions_of_group(&mut self, shop_id: i64, group_id: GroupId) -> StoreResult<i64>;
+    fn live_subscriptions_of_group(
+        &mut self,
+        shop_id: ShopId,
+        group_id: GroupId,
+    ) -> StoreResult<i64>;
     /// How many boxes are sold under the group (the box builder's boxes, by their group).
-    fn boxes_of_group(&mut self, shop_id: i64, group_id: GroupId) -> StoreResult<i64>;
+    fn boxes_of_group(&mut self, shop_id: ShopId, group_id: GroupId) -> StoreResult<i64>;
     /// Which of `rule_ids` a line item of a subscription not `inactive` follows.
-    fn billing_rules_in_use(&mut self, shop_id: i64, rule_ids: &[i64]) -> StoreResult<Vec<i64>>;
+    fn billing_rules_in_use(&mut self, shop_id: ShopId, rule_ids: &[i64]) -> StoreResult<Vec<i64>>;
 }
 
 /// A customer's own fields as the subscription API writes them. Absent is no value (the
@@ -179,7 +187,7 @@ pub struct StoredAddress {
     /// The address's id (the service's integer).
     pub id: AddressId,
     /// The id of its shop (the service's integer).
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// The id of its customer (the service's integer).
     pub customer_id: CustomerId,
     /// The platform's id of the address, once it has one.
@@ -205,13 +213,13 @@ pub trait SubscriptionCustomerRepository {
     /// several have it.
     fn customer_id_by_email(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         email: &str,
     ) -> StoreResult<Option<CustomerId>>;
     /// A customer made here: no platform id until the connector gives one.
     fn insert_customer(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         fields: &CustomerFields,
         now: Timestamp,
     ) -> StoreResult<CustomerId>;
@@ -219,7 +227,7 @@ pub trait SubscriptionCustomerRepository {
     /// customer of that id.
     fn update_customer(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_id: CustomerId,
         fields: &CustomerFields,
         now: Timestamp,
@@ -227,34 +235,34 @@ pub trait SubscriptionCustomerRepository {
     /// `notes` of these customers (a column only this feature writes), by customer id.
     fn customer_notes(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_ids: &[CustomerId],
     ) -> StoreResult<Vec<(CustomerId, String)>>;
     /// List Customers: the ids of a page and the total.
     fn list_subscription_customers(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         query: &CustomerListQuery,
     ) -> StoreResult<IdPage>;
     /// The `subscription_summary` figures of these customers, from their subscriptions; a
     /// customer without any may be left out (its figures are all zero).
     fn subscription_summaries(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_ids: &[CustomerId],
     ) -> StoreResult<Vec<SummaryFigures>>;
 
     /// Addresses by id, deleted ones included (a subscription keeps showing its address).
     fn addresses_by_ids(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         ids: &[AddressId],
     ) -> StoreResult<Vec<StoredAddress>>;
     /// A new address of a customer made here; when `is_default`, the customer's other
     /// addresses stop being the default.
     fn insert_address(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_id: CustomerId,
         address: &CustomerAddress,
         is_default: bool,
@@ -264,7 +272,7 @@ pub trait SubscriptionCustomerRepository {
     /// the default. False when the customer has no live address of that id.
     fn update_address(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_id: CustomerId,
         address_id: AddressId,
         address: &CustomerAddress,
@@ -275,7 +283,7 @@ pub trait SubscriptionCustomerRepository {
     /// the next default). False when there is none.
     fn delete_address(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_id: CustomerId,
         address_id: AddressId,
         now: Timestamp,
@@ -370,7 +378,7 @@ pub struct StoredSubscription {
     /// The subscription's id (the service's integer).
     pub id: SubscriptionId,
     /// The id of its shop (the service's integer).
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// When the service stored the subscription.
     pub created_at: Timestamp,
     /// Its scalar fields and what only Mercer sees (see [`SubscriptionState`]).
@@ -397,7 +405,7 @@ pub trait SubscriptionRepository {
     /// The id and body fingerprint of the shop's subscription created with this key.
     fn subscription_by_idempotency_key(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         key: &str,
     ) -> StoreResult<Option<(SubscriptionId, Option<String>)>>;
     /// Inserts a subscription and its line items (their `id` and `subscription_id` are given by
@@ -405,7 +413,7 @@ pub trait SubscriptionRepository {
     /// idempotency key is a `StoreError::Conflict`.
     fn insert_subscription(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         state: &SubscriptionState,
         line_items: &[SubscriptionLineItem],
         now: Timestamp,
@@ -413,7 +421,7 @@ pub trait SubscriptionRepository {
     /// Writes the whole state of a subscription of the shop; false when there is none.
     fn save_subscription(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         id: SubscriptionId,
         state: &SubscriptionState,
     ) -> StoreResult<bool>;
@@ -421,7 +429,7 @@ pub trait SubscriptionRepository {
     /// updated at `now`; false when the subscription has no line item of `item.id`.
     fn update_line_item(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         subscription_id: SubscriptionId,
         item: &SubscriptionLineItem,
         now: Timestamp,
@@ -429,40 +437,44 @@ pub trait SubscriptionRepository {
     /// Locks the subscription's row until the unit of work ends, so that changes made by
     /// read, change, save (a client's action, the scheduler's) run one after the other.
     /// PostgreSQL: `SELECT … FOR UPDATE`; SQLite and the memory database write one at a time.
-    fn lock_subscription(&mut self, shop_id: i64, id: SubscriptionId) -> StoreResult<()>;
+    fn lock_subscription(&mut self, shop_id: ShopId, id: SubscriptionId) -> StoreResult<()>;
     /// Holds a lock named `key` until the unit of work ends, so units of work that look for a
     /// thing and create it when missing (a customer by email, a subscription by idempotency
     /// key) run one after the other. PostgreSQL: an advisory transaction lock; SQLite and the
     /// memory database run one write at a time already.
     fn lock_for_create(&mut self, key: &str) -> StoreResult<()>;
     /// Appends a status log entry; it becomes the subscription's `latest_status_log`.
-    fn insert_status_log(&mut self, shop_id: i64, entry: &NewStatusLog) -> StoreResult<StatusLog>;
+    fn insert_status_log(
+        &mut self,
+        shop_id: ShopId,
+        entry: &NewStatusLog,
+    ) -> StoreResult<StatusLog>;
     /// The subscription's status log, newest first, at most `limit` entries.
     fn status_logs_of_subscription(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         subscription_id: SubscriptionId,
         limit: usize,
     ) -> StoreResult<Vec<StatusLog>>;
     /// The shop's subscription of this id; `None` for an unknown id or another shop's.
     fn subscription(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         id: SubscriptionId,
     ) -> StoreResult<Option<StoredSubscription>>;
     /// List Subscriptions: the subscriptions `query` matches with an id above its cursor's, by
     /// id ascending, at most `query.limit`.
     fn list_subscriptions(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         query: &ListQuery,
     ) -> StoreResult<SubscriptionPage>;
     /// How many subscriptions `query` matches in all (its cursor and limit aside).
-    fn count_subscriptions(&mut self, shop_id: i64, query: &ListQuery) -> StoreResult<i64>;
+    fn count_subscriptions(&mut self, shop_id: ShopId, query: &ListQuery) -> StoreResult<i64>;
     /// A page of a customer's subscriptions, by id ascending (1-based `page`), and the total.
     fn customer_subscriptions(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_id: CustomerId,
         limit: i64,
         page: i64,
@@ -499,7 +511,7 @@ pub struct SubscriptionOrder {
     /// The attempt's id (the service's integer).
     pub id: SubscriptionOrderId,
     /// The id of the subscription's shop (the service's integer).
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// The id of the subscription whose order it places (the service's integer).
     pub subscription_id: SubscriptionId,
     /// The order date placed: `next_order_datetime` when the attempt began.
@@ -533,7 +545,7 @@ pub struct SubscriptionOrder {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewSubscriptionOrder {
     /// The id of the subscription's shop (the service's integer).
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// The id of the subscription whose order it places (the service's integer).
     pub subscription_id: SubscriptionId,
     /// The order date to place: the subscription's `next_order_datetime`.
@@ -590,11 +602,11 @@ pub trait SubscriptionOrderRepository {
         status: SubscriptionStatus,
         now: Timestamp,
         limit: usize,
-    ) -> StoreResult<Vec<(i64, SubscriptionId)>>;
+    ) -> StoreResult<Vec<(ShopId, SubscriptionId)>>;
     /// Whole subscriptions of a shop by id, in the order of `ids`.
     fn subscriptions_by_ids(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         ids: &[SubscriptionId],
     ) -> StoreResult<Vec<StoredSubscription>>;
     /// Stores a new attempt, `placing`; returns its id.
@@ -645,7 +657,7 @@ pub trait SubscriptionOrderRepository {
     /// `next_order_datetime` at or before `until`, earliest first.
     fn upcoming_subscription_ids(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         until: Timestamp,
         limit: usize,
     ) -> StoreResult<Vec<SubscriptionId>>;
@@ -653,7 +665,7 @@ pub trait SubscriptionOrderRepository {
     /// expires at or before `by` and was not announced yet, soonest first.
     fn expiring_payment_subscriptions(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         by: Timestamp,
         limit: usize,
     ) -> StoreResult<Vec<SubscriptionId>>;
@@ -661,7 +673,7 @@ pub trait SubscriptionOrderRepository {
     /// method (`Some`), or that its new one was not announced yet (`None`).
     fn set_expiring_payment_notified(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         id: SubscriptionId,
         at: Option<Timestamp>,
     ) -> StoreResult<()>;

@@ -4,6 +4,7 @@
 //! Documented fields are always written, `null` when there is no value, so every answer has
 //! one shape. Ids are the service's integers.
 
+use crate::kernel::ids::ShopId;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -210,7 +211,8 @@ pub struct LineItemDiscount {
     #[schema(value_type = i64)]
     pub subscription_line_item_id: LineItemId,
     /// The id of the shop (the service's integer).
-    pub shop_id: i64,
+    #[schema(value_type = i64)]
+    pub shop_id: ShopId,
     /// The line item's unit price, before any discount (base currency).
     #[schema(value_type = i64)]
     pub full_price: Cents,
@@ -547,7 +549,8 @@ pub struct Subscription {
     #[schema(value_type = i64)]
     pub id: SubscriptionId,
     /// The id of its shop (the service's integer).
-    pub shop_id: i64,
+    #[schema(value_type = i64)]
+    pub shop_id: ShopId,
     /// The id of its customer (the service's integer).
     #[schema(value_type = i64)]
     pub customer_id: CustomerId,
@@ -688,7 +691,7 @@ pub(crate) mod tests {
         let now = at("2024-03-01T09:00:00Z");
         Subscription {
             id: SubscriptionId(1),
-            shop_id: 2,
+            shop_id: ShopId(2),
             customer_id: CustomerId(7),
             billing_address_id: AddressId(10),
             shipping_address_id: AddressId(11),
@@ -748,7 +751,7 @@ pub(crate) mod tests {
                 discounts: vec![LineItemDiscount {
                     id: 5,
                     subscription_line_item_id: LineItemId(3),
-                    shop_id: 2,
+                    shop_id: ShopId(2),
                     full_price: Cents(2500),
                     fixed_value: Cents(100),
                     fixed_value_charged: Cents(135),

@@ -18,6 +18,7 @@
 //! with the order it made first; and the outcome is written only while the attempt is still
 //! `placing`.
 
+use crate::kernel::ids::ShopId;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -143,8 +144,8 @@ pub fn run_scheduler(
 }
 
 /// `(shop id, id)` pairs grouped by shop, each shop's ids in their order.
-fn by_shop(pairs: Vec<(i64, SubscriptionId)>) -> BTreeMap<i64, Vec<SubscriptionId>> {
-    let mut shops: BTreeMap<i64, Vec<SubscriptionId>> = BTreeMap::new();
+fn by_shop(pairs: Vec<(ShopId, SubscriptionId)>) -> BTreeMap<ShopId, Vec<SubscriptionId>> {
+    let mut shops: BTreeMap<ShopId, Vec<SubscriptionId>> = BTreeMap::new();
     for (shop_id, id) in pairs {
         shops.entry(shop_id).or_default().push(id);
     }

@@ -535,7 +535,7 @@ mod tests {
         WebhookEndpoint {
             id: crate::kernel::ids::WebhookId(1),
             public_id: "0123456789abcdef0123456789abcdef".to_string(),
-            shop_id: 1,
+            shop_id: crate::kernel::ids::ShopId(1),
             kind: WebhookKind::Subscription,
             topic: topic.to_string(),
             callback_url: "https://hooks.example.test/in".to_string(),

@@ -14,6 +14,7 @@ use crate::access::shop::{
 };
 use crate::access::*;
 use crate::kernel::error::{StorageError, StoreResult};
+use crate::kernel::ids::ShopId;
 
 /// What the store's unique constraint answers when `taken`.
 fn unique(taken: bool, what: &str) -> StoreResult<()> {
@@ -33,7 +34,7 @@ impl ShopRepository for MemoryState {
             "the shop's domain or identifier",
         )?;
         let shop = Shop {
-            id: self.shops.len() as i64 + 1,
+            id: ShopId(self.shops.len() as i64 + 1),
             identifier: new.identifier.clone(),
             shop_domain: new.shop_domain.clone(),
             custom_domain: new.custom_domain.clone(),
@@ -69,7 +70,7 @@ impl ShopRepository for MemoryState {
         Ok(self.shops.iter().find(|s| s.shop_domain == domain).cloned())
     }
 
-    fn shop_by_id(&mut self, id: i64) -> StoreResult<Option<Shop>> {
+    fn shop_by_id(&mut self, id: ShopId) -> StoreResult<Option<Shop>> {
         Ok(self.shops.iter().find(|s| s.id == id).cloned())
     }
 
@@ -125,7 +126,7 @@ impl TokenRepository for MemoryState {
             .map(|(token, _)| token.clone()))
     }
 
-    fn tokens_of_shop(&mut self, shop_id: i64) -> StoreResult<Vec<ApiToken>> {
+    fn tokens_of_shop(&mut self, shop_id: ShopId) -> StoreResult<Vec<ApiToken>> {
         Ok(self
             .tokens
             .iter()
@@ -134,7 +135,7 @@ impl TokenRepository for MemoryState {
             .collect())
     }
 
-    fn revoke_token(&mut self, shop_id: i64, token_id: i64, at: Timestamp) -> StoreResult<bool> {
+    fn revoke_token(&mut self, shop_id: ShopId, token_id: i64, at: Timestamp) -> StoreResult<bool> {
         let live = self.tokens.iter_mut().find(|(token, _)| {
             token.id == token_id && token.shop_id == shop_id && token.revoked_at.is_none()
         });
@@ -151,7 +152,7 @@ impl TokenRepository for MemoryState {
 impl SecretRepository for MemoryState {
     fn shared_secret(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         kind: SecretKind,
     ) -> StoreResult<Option<SharedSecret>> {
         Ok(self
@@ -216,7 +217,7 @@ impl OAuthRepository for MemoryState {
         Ok(staff)
     }
 
-    fn staff_account(&mut self, shop_id: i64, email: &str) -> StoreResult<Option<StaffAccount>> {
+    fn staff_account(&mut self, shop_id: ShopId, email: &str) -> StoreResult<Option<StaffAccount>> {
         Ok(self
             .staff
             .iter()
@@ -404,7 +405,7 @@ impl ConsoleRepository for MemoryState {
 
     fn audit_entries(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         before: Option<i64>,
         limit: usize,
     ) -> StoreResult<Vec<AuditEntry>> {

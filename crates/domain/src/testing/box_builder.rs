@@ -9,6 +9,7 @@ use crate::box_builder::resources::{
 };
 use crate::directory::DirectoryRepository;
 use crate::kernel::error::StoreResult;
+use crate::kernel::ids::ShopId;
 use crate::kernel::ids::{
     BoxId, BoxProductId, BoxSizeId, GroupId, LineItemId, SelectionId, TimeSlotId,
 };
@@ -24,7 +25,7 @@ fn page<T: Clone>(items: Vec<T>, limit: i64, page: i64) -> (Vec<T>, i64) {
     (items.into_iter().skip(skip).take(take).collect(), total)
 }
 
-fn of_shop<T: Clone>(rows: &[(i64, T)], shop_id: i64) -> impl Iterator<Item = T> + '_ {
+fn of_shop<T: Clone>(rows: &[(ShopId, T)], shop_id: ShopId) -> impl Iterator<Item = T> + '_ {
     rows.iter()
         .filter(move |(shop, _)| *shop == shop_id)
         .map(|(_, item)| item.clone())
@@ -61,9 +62,9 @@ impl Identified for StoredSelection {
 
 /// Inserts `item` (id 0: the next id of `counter`) or replaces the row of its id.
 fn save<T: Identified>(
-    rows: &mut Vec<(i64, T)>,
+    rows: &mut Vec<(ShopId, T)>,
     counter: &mut i64,
-    shop_id: i64,
+    shop_id: ShopId,
     mut item: T,
 ) -> T {
     if item.id() == 0 {
@@ -79,7 +80,11 @@ fn save<T: Identified>(
 
 impl MemoryState {
     /// The box line item of a subscription line item sold under a box's group.
-    fn box_line_item_of(&self, shop_id: i64, item: &SubscriptionLineItem) -> Option<BoxLineItem> {
+    fn box_line_item_of(
+        &self,
+        shop_id: ShopId,
+        item: &SubscriptionLineItem,
+    ) -> Option<BoxLineItem> {
         let group = item.subscription_group_id?;
         let sold_in =
             of_shop(&self.boxes, shop_id).find(|b| b.svc_subscription_group_id == group)?;
@@ -106,7 +111,7 @@ impl MemoryState {
 impl BoxRepository for MemoryState {
     fn boxes(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         limit: i64,
         page_number: i64,
     ) -> StoreResult<(Vec<SubscriptionBox>, i64)> {
@@ -119,13 +124,13 @@ impl BoxRepository for MemoryState {
 
     fn subscription_box(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         id: BoxId,
     ) -> StoreResult<Option<SubscriptionBox>> {
         Ok(of_shop(&self.boxes, shop_id).find(|b| b.id == id))
     }
 
-    fn box_of_group(&mut self, shop_id: i64, group_id: GroupId) -> StoreResult<Option<BoxId>> {
+    fn box_of_group(&mut self, shop_id: ShopId, group_id: GroupId) -> StoreResult<Option<BoxId>> {
         Ok(of_shop(&self.boxes, shop_id)
             .find(|b| b.svc_subscription_group_id == group_id)
             .map(|b| b.id))
@@ -133,7 +138,7 @@ impl BoxRepository for MemoryState {
 
     fn save_box(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         subscription_box: &SubscriptionBox,
     ) -> StoreResult<SubscriptionBox> {
         Ok(save(
@@ -144,7 +149,7 @@ impl BoxRepository for MemoryState {
         ))
     }
 
-    fn delete_box(&mut self, shop_id: i64, id: BoxId) -> StoreResult<bool> {
+    fn delete_box(&mut self, shop_id: ShopId, id: BoxId) -> StoreResult<bool> {
         let before = self.boxes.len();
         self.boxes
             .retain(|(shop, b)| !(*shop == shop_id && b.id == id));
@@ -166,7 +171,7 @@ impl BoxRepository for MemoryState {
 
     fn box_products(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         limit: i64,
         page_number: i64,
     ) -> StoreResult<(Vec<BoxProduct>, i64)> {
@@ -177,11 +182,19 @@ impl BoxRepository for MemoryState {
         ))
     }
 
-    fn box_product(&mut self, shop_id: i64, id: BoxProductId) -> StoreResult<Option<BoxProduct>> {
+    fn box_product(
+        &mut self,
+        shop_id: ShopId,
+        id: BoxProductId,
+    ) -> StoreResult<Option<BoxProduct>> {
         Ok(of_shop(&self.box_products, shop_id).find(|p| p.id == id))
     }
 
-    fn save_box_product(&mut self, shop_id: i64, product: &BoxProduct) -> StoreResult<BoxProduct> {
+    fn save_box_product(
+        &mut self,
+        shop_id: ShopId,
+        product: &BoxProduct,
+    ) -> StoreResult<BoxProduct> {
         Ok(save(
             &mut self.box_products,
             &mut self.box_counts[1],
@@ -190,7 +203,7 @@ impl BoxRepository for MemoryState {
         ))
     }
 
-    fn delete_box_product(&mut self, shop_id: i64, id: BoxProductId) -> StoreResult<bool> {
+    fn delete_box_product(&mut self, shop_id: ShopId, id: BoxProductId) -> StoreResult<bool> {
         let before = self.box_products.len();
         self.box_products
             .retain(|(shop, p)| !(*shop == shop_id && p.id == id));
@@ -204,7 +217,7 @@ impl BoxRepository for MemoryState {
 
     fn box_sizes(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         box_id: BoxId,
         limit: i64,
         page_number: i64,
@@ -215,11 +228,11 @@ impl BoxRepository for MemoryState {
         Ok(page(sizes, limit, page_number))
     }
 
-    fn box_size(&mut self, shop_id: i64, id: BoxSizeId) -> StoreResult<Option<BoxSize>> {
+    fn box_size(&mut self, shop_id: ShopId, id: BoxSizeId) -> StoreResult<Option<BoxSize>> {
         Ok(of_shop(&self.box_sizes, shop_id).find(|s| s.id == id))
     }
 
-    fn save_box_size(&mut self, shop_id: i64, size: &BoxSize) -> StoreResult<BoxSize> {
+    fn save_box_size(&mut self, shop_id: ShopId, size: &BoxSize) -> StoreResult<BoxSize> {
         Ok(save(
             &mut self.box_sizes,
             &mut self.box_counts[2],
@@ -230,7 +243,7 @@ impl BoxRepository for MemoryState {
 
     fn time_slots(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         box_id: BoxId,
         filter: TimeSlotFilter,
         limit: i64,
@@ -260,20 +273,20 @@ impl BoxRepository for MemoryState {
         ))
     }
 
-    fn time_slot(&mut self, shop_id: i64, id: TimeSlotId) -> StoreResult<Option<TimeSlot>> {
+    fn time_slot(&mut self, shop_id: ShopId, id: TimeSlotId) -> StoreResult<Option<TimeSlot>> {
         Ok(of_shop(&self.time_slots, shop_id)
             .find(|slot| slot.id == id)
             .map(|slot| self.whole_slot(slot)))
     }
 
-    fn save_time_slot(&mut self, shop_id: i64, slot: &TimeSlot) -> StoreResult<TimeSlot> {
+    fn save_time_slot(&mut self, shop_id: ShopId, slot: &TimeSlot) -> StoreResult<TimeSlot> {
         let mut own = slot.clone();
         own.box_products = Vec::new();
         let saved = save(&mut self.time_slots, &mut self.box_counts[3], shop_id, own);
         Ok(self.whole_slot(saved))
     }
 
-    fn delete_time_slot(&mut self, shop_id: i64, id: TimeSlotId) -> StoreResult<bool> {
+    fn delete_time_slot(&mut self, shop_id: ShopId, id: TimeSlotId) -> StoreResult<bool> {
         let before = self.time_slots.len();
         self.time_slots
             .retain(|(shop, slot)| !(*shop == shop_id && slot.id == id));
@@ -283,7 +296,7 @@ impl BoxRepository for MemoryState {
 
     fn add_time_slot_option(
         &mut self,
-        _shop_id: i64,
+        _shop_id: ShopId,
         time_slot_id: TimeSlotId,
         box_product_id: BoxProductId,
         _now: Timestamp,
@@ -298,7 +311,7 @@ impl BoxRepository for MemoryState {
 
     fn remove_time_slot_option(
         &mut self,
-        _shop_id: i64,
+        _shop_id: ShopId,
         time_slot_id: TimeSlotId,
         box_product_id: BoxProductId,
     ) -> StoreResult<bool> {
@@ -310,7 +323,7 @@ impl BoxRepository for MemoryState {
 
     fn line_item_owner(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         line_item_id: LineItemId,
     ) -> StoreResult<Option<LineItemOwner>> {
         let Some((subscription, item)) = self
@@ -336,7 +349,7 @@ impl BoxRepository for MemoryState {
 
     fn selections(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         platform_customer_id: &str,
         filter: SelectionFilter,
         limit: i64,
@@ -358,13 +371,17 @@ impl BoxRepository for MemoryState {
         Ok(page(found, limit, page_number))
     }
 
-    fn selection(&mut self, shop_id: i64, id: SelectionId) -> StoreResult<Option<StoredSelection>> {
+    fn selection(
+        &mut self,
+        shop_id: ShopId,
+        id: SelectionId,
+    ) -> StoreResult<Option<StoredSelection>> {
         Ok(of_shop(&self.box_selections, shop_id).find(|s| s.selection.id == id))
     }
 
     fn selection_of_date(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         line_item_id: LineItemId,
         order_datetime: Timestamp,
     ) -> StoreResult<Option<StoredSelection>> {
@@ -376,7 +393,7 @@ impl BoxRepository for MemoryState {
 
     fn save_selection(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         selection: &StoredSelection,
     ) -> StoreResult<StoredSelection> {
         Ok(save(
@@ -387,14 +404,14 @@ impl BoxRepository for MemoryState {
         ))
     }
 
-    fn delete_selection(&mut self, shop_id: i64, id: SelectionId) -> StoreResult<bool> {
+    fn delete_selection(&mut self, shop_id: ShopId, id: SelectionId) -> StoreResult<bool> {
         let before = self.box_selections.len();
         self.box_selections
             .retain(|(shop, s)| !(*shop == shop_id && s.selection.id == id));
         Ok(self.box_selections.len() < before)
     }
 
-    fn selections_of_box(&mut self, shop_id: i64, box_id: BoxId) -> StoreResult<i64> {
+    fn selections_of_box(&mut self, shop_id: ShopId, box_id: BoxId) -> StoreResult<i64> {
         Ok(of_shop(&self.box_selections, shop_id)
             .filter(|s| s.box_id == box_id)
             .count() as i64)
@@ -402,7 +419,7 @@ impl BoxRepository for MemoryState {
 
     fn selections_of_time_slot(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         time_slot_id: TimeSlotId,
     ) -> StoreResult<i64> {
         Ok(of_shop(&self.box_selections, shop_id)
@@ -412,7 +429,7 @@ impl BoxRepository for MemoryState {
 
     fn box_line_items(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         limit: i64,
         page_number: i64,
     ) -> StoreResult<(Vec<BoxLineItem>, i64)> {
@@ -429,7 +446,7 @@ impl BoxRepository for MemoryState {
 
     fn box_line_item(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         line_item_id: LineItemId,
     ) -> StoreResult<Option<BoxLineItem>> {
         Ok(self

@@ -3,6 +3,7 @@ use crate::checkout::repository::{
     CheckoutOrder, CheckoutRepository, CheckoutStatus, NewCheckoutOrder,
 };
 use crate::kernel::error::{StorageError, StoreResult};
+use crate::kernel::ids::ShopId;
 use crate::kernel::time::Timestamp;
 
 impl CheckoutRepository for MemoryState {
@@ -34,7 +35,7 @@ impl CheckoutRepository for MemoryState {
 
     fn checkout_order(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         public_order_id: &str,
     ) -> StoreResult<Option<CheckoutOrder>> {
         Ok(self
@@ -69,7 +70,7 @@ impl CheckoutRepository for MemoryState {
 
     fn checkout_order_of_platform_order(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         platform_order_id: &str,
     ) -> StoreResult<Option<CheckoutOrder>> {
         Ok(self
@@ -87,7 +88,7 @@ impl CheckoutRepository for MemoryState {
         idle_since: Timestamp,
         limit: usize,
     ) -> StoreResult<Vec<CheckoutOrder>> {
-        let emails_off: Vec<i64> = self
+        let emails_off: Vec<ShopId> = self
             .shops
             .iter()
             .filter(|shop| !shop.checkout.abandoned_cart_emails)
@@ -113,7 +114,7 @@ impl CheckoutRepository for MemoryState {
 
     fn checkout_orders_of_shop(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         status: Option<CheckoutStatus>,
         before: Option<i64>,
         limit: usize,

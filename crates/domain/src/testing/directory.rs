@@ -4,6 +4,7 @@ use super::{MemoryAddress, MemoryEntity, MemoryLabel, MemoryState};
 use crate::directory::*;
 use crate::directory::{DirectoryAddress, DirectoryCustomer, DirectoryPage, DirectoryQuery, Label};
 use crate::kernel::error::StoreResult;
+use crate::kernel::ids::ShopId;
 use crate::kernel::ids::{AddressId, CustomerId, LabelId};
 use crate::kernel::time::Timestamp;
 use crate::platform::events::{EntityDocument, EntityKind};
@@ -71,7 +72,7 @@ impl MemoryState {
 impl DirectoryRepository for MemoryState {
     fn list_directory_customers(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         _query: &DirectoryQuery,
     ) -> StoreResult<DirectoryPage> {
         let customers: Vec<DirectoryCustomer> = self
@@ -92,7 +93,7 @@ impl DirectoryRepository for MemoryState {
 
     fn directory_customer(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         id: CustomerId,
     ) -> StoreResult<Option<DirectoryCustomer>> {
         Ok(self
@@ -104,7 +105,7 @@ impl DirectoryRepository for MemoryState {
 
     fn directory_customers_by_ids(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         ids: &[CustomerId],
     ) -> StoreResult<Vec<DirectoryCustomer>> {
         let mut customers: Vec<DirectoryCustomer> = self
@@ -123,7 +124,7 @@ impl DirectoryRepository for MemoryState {
 
     fn directory_customer_by_platform_id(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         platform_id: &str,
     ) -> StoreResult<Option<DirectoryCustomer>> {
         Ok(self
@@ -133,7 +134,7 @@ impl DirectoryRepository for MemoryState {
 
     fn addresses_of_customers(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_ids: &[CustomerId],
     ) -> StoreResult<Vec<DirectoryAddress>> {
         let mut rows: Vec<&MemoryAddress> = self
@@ -160,7 +161,7 @@ impl DirectoryRepository for MemoryState {
 
     fn labels_of_customers(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_ids: &[CustomerId],
     ) -> StoreResult<Vec<Label>> {
         let mut labels: Vec<Label> = self
@@ -179,7 +180,7 @@ impl DirectoryRepository for MemoryState {
 
     fn insert_label(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_id: CustomerId,
         name: &str,
         now: Timestamp,
@@ -201,7 +202,7 @@ impl DirectoryRepository for MemoryState {
 
     fn delete_label(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_id: CustomerId,
         label_id: LabelId,
         now: Timestamp,

@@ -4,6 +4,7 @@
 use super::{MemoryJob, MemoryState};
 use crate::kernel::activity::{Activity, ActivityCount, ActivityRepository};
 use crate::kernel::error::StoreResult;
+use crate::kernel::ids::ShopId;
 use crate::kernel::jobs::{Enqueued, Job, JobCount, JobFilter, JobRepository, JobState, NewJob};
 use crate::kernel::time::Timestamp;
 
@@ -13,7 +14,7 @@ fn unfinished(job: &Job) -> bool {
 
 impl MemoryState {
     /// How many jobs there are of each kind in each state: the shop's, or every one.
-    fn count_jobs_of(&self, shop_id: Option<i64>) -> Vec<JobCount> {
+    fn count_jobs_of(&self, shop_id: Option<ShopId>) -> Vec<JobCount> {
         let mut counts: Vec<JobCount> = Vec::new();
         for held in &self.jobs {
             if shop_id.is_some_and(|shop_id| held.job.shop_id != Some(shop_id)) {
@@ -245,7 +246,7 @@ impl JobRepository for MemoryState {
 
     fn shop_jobs(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         filter: &JobFilter,
         before: Option<i64>,
         limit: usize,
@@ -265,7 +266,7 @@ impl JobRepository for MemoryState {
         Ok(jobs)
     }
 
-    fn count_shop_jobs(&mut self, shop_id: i64) -> StoreResult<Vec<JobCount>> {
+    fn count_shop_jobs(&mut self, shop_id: ShopId) -> StoreResult<Vec<JobCount>> {
         Ok(self.count_jobs_of(Some(shop_id)))
     }
 
@@ -332,14 +333,14 @@ impl ActivityRepository for MemoryState {
 
     fn shop_activity_since(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         since: Timestamp,
     ) -> StoreResult<Vec<ActivityCount>> {
         Ok(self
             .activity
             .range(
                 (shop_id, since.as_micros(), Activity::ALL[0])
-                    ..(shop_id + 1, i64::MIN, Activity::ALL[0]),
+                    ..(ShopId(shop_id.0 + 1), i64::MIN, Activity::ALL[0]),
             )
             .map(|(&(shop_id, bucket, activity), &count)| ActivityCount {
                 shop_id,

@@ -15,6 +15,7 @@ mod webhooks;
 
 pub use connector::{MemoryPlatform, PlatformState};
 
+use crate::kernel::ids::ShopId;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::access::credentials::ApiToken;
@@ -41,7 +42,7 @@ use crate::webhooks::{DeliveryAttempt, WebhookEndpoint, WebhookMessage};
 #[derive(Debug, Clone)]
 pub struct MemoryEntity {
     /// The shop the entity belongs to.
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// Customer, order, product or category.
     pub kind: EntityKind,
     /// None for a customer made by the subscription API until the connector gives it one.
@@ -79,7 +80,7 @@ pub struct CustomerColumns {
 #[derive(Debug, Clone)]
 pub struct MemoryLabel {
     /// The shop the label belongs to.
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// The label as the directory shows it.
     pub label: Label,
 }
@@ -90,7 +91,7 @@ pub struct MemoryAddress {
     /// The row's id (ids from 1).
     pub id: i64,
     /// The shop the customer belongs to.
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// The customer's entity id.
     pub customer_id: i64,
     /// The address's columns.
@@ -163,7 +164,7 @@ pub struct MemoryState {
     /// How many line items were ever stored: the next one's id is one more.
     pub line_item_count: i64,
     /// Every status log entry, with its shop.
-    pub status_logs: Vec<(i64, StatusLog)>,
+    pub status_logs: Vec<(ShopId, StatusLog)>,
     /// The scheduler's order attempts, by id (ids from 1).
     pub subscription_orders: Vec<SubscriptionOrder>,
     /// When `subscription_expiring_payment` was emitted for a subscription's payment method.
@@ -173,29 +174,29 @@ pub struct MemoryState {
     pub checkout_orders: Vec<crate::checkout::repository::CheckoutOrder>,
     /// Subscription groups with their shop, and how many groups and billing rules were ever
     /// stored (the next ids).
-    pub subscription_groups: Vec<(i64, crate::subscriptions::groups::StoredGroup)>,
+    pub subscription_groups: Vec<(ShopId, crate::subscriptions::groups::StoredGroup)>,
     /// How many subscription groups were ever stored: the next one's id is one more.
     pub group_count: i64,
     /// How many billing rules were ever stored: the next one's id is one more.
     pub billing_rule_count: i64,
     /// The box builder's resources with their shop (time slots without their products: the
     /// options below give them), and how many of each were ever stored (the next ids).
-    pub boxes: Vec<(i64, crate::box_builder::resources::SubscriptionBox)>,
+    pub boxes: Vec<(ShopId, crate::box_builder::resources::SubscriptionBox)>,
     /// Box products, each with its shop.
-    pub box_products: Vec<(i64, crate::box_builder::resources::BoxProduct)>,
+    pub box_products: Vec<(ShopId, crate::box_builder::resources::BoxProduct)>,
     /// Box sizes, each with its shop.
-    pub box_sizes: Vec<(i64, crate::box_builder::resources::BoxSize)>,
+    pub box_sizes: Vec<(ShopId, crate::box_builder::resources::BoxSize)>,
     /// Time slots, each with its shop (their products are in `time_slot_options`).
-    pub time_slots: Vec<(i64, crate::box_builder::resources::TimeSlot)>,
+    pub time_slots: Vec<(ShopId, crate::box_builder::resources::TimeSlot)>,
     /// (time slot, box product), in the order they were added.
     pub time_slot_options: Vec<(i64, i64)>,
     /// Customers' box selections, each with its shop.
-    pub box_selections: Vec<(i64, crate::box_builder::resources::StoredSelection)>,
+    pub box_selections: Vec<(ShopId, crate::box_builder::resources::StoredSelection)>,
     /// How many boxes, box products, box sizes, time slots and selections (in this order) were
     /// ever stored: the next id of each is one more.
     pub box_counts: [i64; 5],
     /// Shops' activity counts by (shop, bucket start, activity).
-    pub activity: std::collections::BTreeMap<(i64, i64, crate::kernel::activity::Activity), i64>,
+    pub activity: std::collections::BTreeMap<(ShopId, i64, crate::kernel::activity::Activity), i64>,
 }
 
 /// A job as the memory store keeps it: with when it runs again if enqueued while running.

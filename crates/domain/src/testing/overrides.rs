@@ -3,6 +3,7 @@
 use super::MemoryState;
 use crate::kernel::error::StoreResult;
 use crate::kernel::ids::OverrideId;
+use crate::kernel::ids::ShopId;
 use crate::overrides::*;
 use crate::overrides::{ApiOverride, NewApiOverride, OverrideType};
 
@@ -24,7 +25,7 @@ impl OverrideRepository for MemoryState {
 
     fn override_by_public_id(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         public_id: &str,
     ) -> StoreResult<Option<ApiOverride>> {
         Ok(self
@@ -34,7 +35,7 @@ impl OverrideRepository for MemoryState {
             .cloned())
     }
 
-    fn overrides_of_shop(&mut self, shop_id: i64) -> StoreResult<Vec<ApiOverride>> {
+    fn overrides_of_shop(&mut self, shop_id: ShopId) -> StoreResult<Vec<ApiOverride>> {
         Ok(self
             .overrides
             .iter()
@@ -45,7 +46,7 @@ impl OverrideRepository for MemoryState {
 
     fn newest_override(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         override_type: OverrideType,
     ) -> StoreResult<Option<ApiOverride>> {
         Ok(self

@@ -2,6 +2,7 @@
 
 use super::{CustomerColumns, MemoryAddress, MemoryEntity, MemoryState};
 use crate::kernel::error::{StorageError, StoreResult};
+use crate::kernel::ids::ShopId;
 use crate::kernel::ids::{DestinationId, EventId};
 use crate::kernel::time::Timestamp;
 use crate::platform::addresses::{
@@ -19,7 +20,7 @@ use crate::platform::*;
 impl DestinationRepository for MemoryState {
     fn insert_destination(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         settings: &DestinationSettings,
         now: Timestamp,
     ) -> StoreResult<Destination> {
@@ -50,7 +51,7 @@ impl DestinationRepository for MemoryState {
 
     fn update_destination(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         id: DestinationId,
         settings: &DestinationSettings,
         now: Timestamp,
@@ -71,7 +72,7 @@ impl DestinationRepository for MemoryState {
 
     fn delete_destination(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         id: DestinationId,
         now: Timestamp,
     ) -> StoreResult<()> {
@@ -86,7 +87,11 @@ impl DestinationRepository for MemoryState {
         Ok(())
     }
 
-    fn destination(&mut self, shop_id: i64, id: DestinationId) -> StoreResult<Option<Destination>> {
+    fn destination(
+        &mut self,
+        shop_id: ShopId,
+        id: DestinationId,
+    ) -> StoreResult<Option<Destination>> {
         Ok(self
             .destinations
             .iter()
@@ -94,7 +99,11 @@ impl DestinationRepository for MemoryState {
             .cloned())
     }
 
-    fn live_destination(&mut self, shop_id: i64, topic: Topic) -> StoreResult<Option<Destination>> {
+    fn live_destination(
+        &mut self,
+        shop_id: ShopId,
+        topic: Topic,
+    ) -> StoreResult<Option<Destination>> {
         Ok(self
             .destinations
             .iter()
@@ -102,7 +111,7 @@ impl DestinationRepository for MemoryState {
             .cloned())
     }
 
-    fn live_destinations(&mut self, shop_id: i64) -> StoreResult<Vec<Destination>> {
+    fn live_destinations(&mut self, shop_id: ShopId) -> StoreResult<Vec<Destination>> {
         Ok(self
             .destinations
             .iter()
@@ -115,7 +124,7 @@ impl DestinationRepository for MemoryState {
 impl MemoryState {
     pub(super) fn entity_mut(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         kind: EntityKind,
         platform_id: &str,
     ) -> Option<&mut MemoryEntity> {
@@ -125,7 +134,7 @@ impl MemoryState {
     }
 
     /// A customer of the shop by Mercer's id, deleted or not.
-    pub(super) fn customer_mut(&mut self, shop_id: i64, id: i64) -> Option<&mut MemoryEntity> {
+    pub(super) fn customer_mut(&mut self, shop_id: ShopId, id: i64) -> Option<&mut MemoryEntity> {
         self.entities
             .iter_mut()
             .find(|e| e.shop_id == shop_id && e.kind == EntityKind::Customer && e.record.id == id)
@@ -168,7 +177,7 @@ impl MemoryState {
 }
 
 impl PlatformRepository for MemoryState {
-    fn hears_customer_changes(&mut self, shop_id: i64) -> StoreResult<bool> {
+    fn hears_customer_changes(&mut self, shop_id: ShopId) -> StoreResult<bool> {
         let topic = crate::subscriptions::topics::Topic::CustomerUpdated.as_str();
         Ok(self.webhook_endpoints.iter().any(|(endpoint, deleted)| {
             !deleted
@@ -181,7 +190,7 @@ impl PlatformRepository for MemoryState {
 
     fn customer_contacts(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         platform_ids: &[&str],
     ) -> StoreResult<Vec<(String, CustomerContact)>> {
         Ok(self
@@ -204,7 +213,7 @@ impl PlatformRepository for MemoryState {
 
     fn platform_entities(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         kind: EntityKind,
         platform_ids: &[&str],
     ) -> StoreResult<Vec<(String, EntityRecord)>> {
@@ -223,7 +232,7 @@ impl PlatformRepository for MemoryState {
 
     fn products_of_variants(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         variant_ids: &[&str],
     ) -> StoreResult<Vec<(String, EntityRecord)>> {
         let mut found = Vec::new();
@@ -246,7 +255,7 @@ impl PlatformRepository for MemoryState {
         Ok(found)
     }
 
-    fn variant_ids_of_sku(&mut self, shop_id: i64, sku: &str) -> StoreResult<Vec<String>> {
+    fn variant_ids_of_sku(&mut self, shop_id: ShopId, sku: &str) -> StoreResult<Vec<String>> {
         let mut found = std::collections::BTreeSet::new();
         for entity in &self.entities {
             let live = entity.record.platform_deleted_at.is_none();
@@ -269,7 +278,7 @@ impl PlatformRepository for MemoryState {
 
     fn put_platform_entities(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         kind: EntityKind,
         entities: &[EntityWrite],
         now: Timestamp,
@@ -309,7 +318,7 @@ impl PlatformRepository for MemoryState {
 
     fn customer_platform_id(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_id: i64,
     ) -> StoreResult<Option<String>> {
         Ok(self
@@ -319,7 +328,7 @@ impl PlatformRepository for MemoryState {
 
     fn address_platform_id(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         address_id: i64,
     ) -> StoreResult<Option<String>> {
         Ok(self
@@ -331,7 +340,7 @@ impl PlatformRepository for MemoryState {
 
     fn set_customer_platform_id(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_id: i64,
         platform_id: &str,
         now: Timestamp,
@@ -360,7 +369,7 @@ impl PlatformRepository for MemoryState {
 
     fn set_address_platform_id(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         address_id: i64,
         platform_id: &str,
         now: Timestamp,
@@ -397,7 +406,7 @@ impl MemoryState {
     /// domain's [`address_changes`] says, decided against its previous document when the write
     /// has one and against its rows as they were before the batch otherwise; then every row
     /// written (in place by key, or added), then every row gone marked deleted.
-    fn put_addresses(&mut self, shop_id: i64, writes: &[EntityWrite], now: Timestamp) {
+    fn put_addresses(&mut self, shop_id: ShopId, writes: &[EntityWrite], now: Timestamp) {
         // The store writes the customers it knows by their previous document first.
         let mut known: Vec<(i64, AddressChanges)> = Vec::new();
         let mut unknown: Vec<(i64, AddressChanges)> = Vec::new();
@@ -500,7 +509,7 @@ impl EventQueueRepository for MemoryState {
 
     fn pending_inbound_events(
         &mut self,
-        shops: Option<&[i64]>,
+        shops: Option<&[ShopId]>,
         limit: usize,
         now: Timestamp,
     ) -> StoreResult<Vec<Result<InboundEvent, UnreadableEvent>>> {
@@ -512,8 +521,8 @@ impl EventQueueRepository for MemoryState {
             .collect())
     }
 
-    fn pending_event_shops(&mut self, limit: usize, now: Timestamp) -> StoreResult<Vec<i64>> {
-        let mut shops: Vec<i64> = Vec::new();
+    fn pending_event_shops(&mut self, limit: usize, now: Timestamp) -> StoreResult<Vec<ShopId>> {
+        let mut shops: Vec<ShopId> = Vec::new();
         for event in self.due_events(now).take(limit) {
             if !shops.contains(&event.event.shop_id) {
                 shops.push(event.event.shop_id);
@@ -535,7 +544,7 @@ impl EventQueueRepository for MemoryState {
         Ok(())
     }
 
-    fn count_shop_pending_events(&mut self, shop_id: i64) -> StoreResult<i64> {
+    fn count_shop_pending_events(&mut self, shop_id: ShopId) -> StoreResult<i64> {
         Ok(self
             .events
             .iter()
@@ -603,7 +612,7 @@ impl EventQueueRepository for MemoryState {
 
     fn failed_inbound_events(
         &mut self,
-        shop_id: Option<i64>,
+        shop_id: Option<ShopId>,
         limit: usize,
     ) -> StoreResult<Vec<FailedInboundEvent>> {
         Ok(self
@@ -621,7 +630,7 @@ impl EventQueueRepository for MemoryState {
 
     fn requeue_failed_inbound_events(
         &mut self,
-        shop_id: Option<i64>,
+        shop_id: Option<ShopId>,
         ids: Option<&[EventId]>,
     ) -> StoreResult<Vec<EventId>> {
         let (back, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.failed_events)
@@ -646,7 +655,7 @@ impl EventQueueRepository for MemoryState {
 }
 
 impl SyncRepository for MemoryState {
-    fn running_sync(&mut self, shop_id: i64, topic: Topic) -> StoreResult<Option<SyncRun>> {
+    fn running_sync(&mut self, shop_id: ShopId, topic: Topic) -> StoreResult<Option<SyncRun>> {
         Ok(self
             .syncs
             .iter()
@@ -656,7 +665,7 @@ impl SyncRepository for MemoryState {
 
     fn insert_sync_run(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         topic: Topic,
         now: Timestamp,
     ) -> StoreResult<SyncRun> {
@@ -727,7 +736,7 @@ impl SyncRepository for MemoryState {
         Ok(())
     }
 
-    fn recent_sync_runs(&mut self, shop_id: i64, limit: usize) -> StoreResult<Vec<SyncRun>> {
+    fn recent_sync_runs(&mut self, shop_id: ShopId, limit: usize) -> StoreResult<Vec<SyncRun>> {
         Ok(self
             .syncs
             .iter()
@@ -746,7 +755,7 @@ impl SyncRepository for MemoryState {
 impl OutboxRepository for MemoryState {
     fn insert_outbox_call(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         call: &ConnectorCall,
         now: Timestamp,
     ) -> StoreResult<i64> {
@@ -767,7 +776,7 @@ impl OutboxRepository for MemoryState {
     /// Memory has one worker: claiming moves the next attempt to the lease's end.
     fn claim_outbox_calls(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         now: Timestamp,
         limit: usize,
         lease_until: Timestamp,
@@ -820,7 +829,7 @@ impl OutboxRepository for MemoryState {
         Ok(())
     }
 
-    fn outbox_entries(&mut self, shop_id: i64) -> StoreResult<Vec<OutboxEntry>> {
+    fn outbox_entries(&mut self, shop_id: ShopId) -> StoreResult<Vec<OutboxEntry>> {
         Ok(self
             .outbox
             .iter()
@@ -831,7 +840,7 @@ impl OutboxRepository for MemoryState {
 
     fn recent_outbox_entries(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         limit: usize,
     ) -> StoreResult<Vec<OutboxEntry>> {
         Ok(self
@@ -844,7 +853,7 @@ impl OutboxRepository for MemoryState {
             .collect())
     }
 
-    fn next_outbox_attempt(&mut self, shop_id: i64) -> StoreResult<Option<Timestamp>> {
+    fn next_outbox_attempt(&mut self, shop_id: ShopId) -> StoreResult<Option<Timestamp>> {
         Ok(self
             .outbox
             .iter()
@@ -853,8 +862,8 @@ impl OutboxRepository for MemoryState {
             .min())
     }
 
-    fn shops_with_pending_outbox_calls(&mut self) -> StoreResult<Vec<i64>> {
-        let mut shops: Vec<i64> = self
+    fn shops_with_pending_outbox_calls(&mut self) -> StoreResult<Vec<ShopId>> {
+        let mut shops: Vec<ShopId> = self
             .outbox
             .iter()
             .filter(|e| e.status == OutboxStatus::Pending)

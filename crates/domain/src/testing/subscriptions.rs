@@ -6,6 +6,7 @@
 use super::{CustomerColumns, MemoryAddress, MemoryEntity, MemoryState};
 use crate::access::credentials::random_hex;
 use crate::kernel::error::{StorageError, StoreResult};
+use crate::kernel::ids::ShopId;
 use crate::kernel::ids::{
     AddressId, CustomerId, GroupId, LineItemId, SubscriptionId, SubscriptionOrderId,
 };
@@ -37,7 +38,7 @@ fn columns_of(fields: &CustomerFields) -> CustomerColumns {
     }
 }
 
-fn is_live_customer(entity: &MemoryEntity, shop_id: i64) -> bool {
+fn is_live_customer(entity: &MemoryEntity, shop_id: ShopId) -> bool {
     entity.shop_id == shop_id
         && entity.kind == EntityKind::Customer
         && entity.record.platform_deleted_at.is_none()
@@ -70,7 +71,11 @@ fn found_by(columns: &CustomerColumns, search: &str) -> bool {
 
 impl MemoryState {
     /// The shop's subscriptions of a customer, by id.
-    fn subscriptions_of(&self, shop_id: i64, customer_id: CustomerId) -> Vec<&StoredSubscription> {
+    fn subscriptions_of(
+        &self,
+        shop_id: ShopId,
+        customer_id: CustomerId,
+    ) -> Vec<&StoredSubscription> {
         self.subscriptions
             .iter()
             .filter(|s| s.shop_id == shop_id && s.state.customer_id == customer_id)
@@ -92,7 +97,7 @@ impl MemoryState {
 
     fn live_address_mut(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_id: i64,
         address_id: i64,
     ) -> Option<&mut MemoryAddress> {
@@ -113,7 +118,7 @@ fn address_document(address: &CustomerAddress) -> String {
 impl SubscriptionCustomerRepository for MemoryState {
     fn customer_id_by_email(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         email: &str,
     ) -> StoreResult<Option<CustomerId>> {
         // No email is stored as empty text: it is no one's email.
@@ -132,7 +137,7 @@ impl SubscriptionCustomerRepository for MemoryState {
 
     fn insert_customer(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         fields: &CustomerFields,
         now: Timestamp,
     ) -> StoreResult<CustomerId> {
@@ -157,7 +162,7 @@ impl SubscriptionCustomerRepository for MemoryState {
 
     fn update_customer(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_id: CustomerId,
         fields: &CustomerFields,
         now: Timestamp,
@@ -180,7 +185,7 @@ impl SubscriptionCustomerRepository for MemoryState {
 
     fn customer_notes(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_ids: &[CustomerId],
     ) -> StoreResult<Vec<(CustomerId, String)>> {
         let mut notes: Vec<(CustomerId, String)> = self
@@ -199,7 +204,7 @@ impl SubscriptionCustomerRepository for MemoryState {
 
     fn list_subscription_customers(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         query: &CustomerListQuery,
     ) -> StoreResult<IdPage> {
         let mut ids: Vec<CustomerId> = self
@@ -244,7 +249,7 @@ impl SubscriptionCustomerRepository for MemoryState {
 
     fn subscription_summaries(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_ids: &[CustomerId],
     ) -> StoreResult<Vec<SummaryFigures>> {
         let mut ids = customer_ids.to_vec();
@@ -284,7 +289,7 @@ impl SubscriptionCustomerRepository for MemoryState {
 
     fn addresses_by_ids(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         ids: &[AddressId],
     ) -> StoreResult<Vec<StoredAddress>> {
         let mut rows: Vec<&MemoryAddress> = self
@@ -316,7 +321,7 @@ impl SubscriptionCustomerRepository for MemoryState {
 
     fn insert_address(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_id: CustomerId,
         address: &CustomerAddress,
         is_default: bool,
@@ -346,7 +351,7 @@ impl SubscriptionCustomerRepository for MemoryState {
 
     fn update_address(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_id: CustomerId,
         address_id: AddressId,
         address: &CustomerAddress,
@@ -368,7 +373,7 @@ impl SubscriptionCustomerRepository for MemoryState {
 
     fn delete_address(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_id: CustomerId,
         address_id: AddressId,
         now: Timestamp,
@@ -411,7 +416,7 @@ fn with_ids(
 impl MemoryState {
     fn subscription_mut(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         id: SubscriptionId,
     ) -> Option<&mut StoredSubscription> {
         self.subscriptions
@@ -420,7 +425,7 @@ impl MemoryState {
     }
 
     /// The shop's subscriptions `query` matches (cursor included), by id.
-    fn matching(&self, shop_id: i64, query: &ListQuery) -> Vec<&StoredSubscription> {
+    fn matching(&self, shop_id: ShopId, query: &ListQuery) -> Vec<&StoredSubscription> {
         self.subscriptions
             .iter()
             .filter(|s| s.shop_id == shop_id && query.matches(s))
@@ -431,7 +436,7 @@ impl MemoryState {
 impl SubscriptionRepository for MemoryState {
     fn subscription_by_idempotency_key(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         key: &str,
     ) -> StoreResult<Option<(SubscriptionId, Option<String>)>> {
         Ok(self
@@ -443,7 +448,7 @@ impl SubscriptionRepository for MemoryState {
 
     fn insert_subscription(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         state: &SubscriptionState,
         line_items: &[SubscriptionLineItem],
         now: Timestamp,
@@ -477,7 +482,7 @@ impl SubscriptionRepository for MemoryState {
 
     fn save_subscription(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         id: SubscriptionId,
         state: &SubscriptionState,
     ) -> StoreResult<bool> {
@@ -505,7 +510,7 @@ impl SubscriptionRepository for MemoryState {
 
     fn update_line_item(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         subscription_id: SubscriptionId,
         item: &SubscriptionLineItem,
         now: Timestamp,
@@ -526,7 +531,7 @@ impl SubscriptionRepository for MemoryState {
         }
     }
 
-    fn lock_subscription(&mut self, _shop_id: i64, _id: SubscriptionId) -> StoreResult<()> {
+    fn lock_subscription(&mut self, _shop_id: ShopId, _id: SubscriptionId) -> StoreResult<()> {
         // One unit of work at a time already.
         Ok(())
     }
@@ -536,7 +541,11 @@ impl SubscriptionRepository for MemoryState {
         Ok(())
     }
 
-    fn insert_status_log(&mut self, shop_id: i64, entry: &NewStatusLog) -> StoreResult<StatusLog> {
+    fn insert_status_log(
+        &mut self,
+        shop_id: ShopId,
+        entry: &NewStatusLog,
+    ) -> StoreResult<StatusLog> {
         let log = entry.clone().stored(self.status_logs.len() as i64 + 1);
         self.status_logs.push((shop_id, log.clone()));
         if let Some(subscription) = self.subscription_mut(shop_id, entry.subscription_id) {
@@ -547,7 +556,7 @@ impl SubscriptionRepository for MemoryState {
 
     fn status_logs_of_subscription(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         subscription_id: SubscriptionId,
         limit: usize,
     ) -> StoreResult<Vec<StatusLog>> {
@@ -563,7 +572,7 @@ impl SubscriptionRepository for MemoryState {
 
     fn subscription(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         id: SubscriptionId,
     ) -> StoreResult<Option<StoredSubscription>> {
         Ok(self.subscription_mut(shop_id, id).map(|s| s.clone()))
@@ -571,7 +580,7 @@ impl SubscriptionRepository for MemoryState {
 
     fn list_subscriptions(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         query: &ListQuery,
     ) -> StoreResult<SubscriptionPage> {
         let matching = self.matching(shop_id, query);
@@ -582,7 +591,7 @@ impl SubscriptionRepository for MemoryState {
         })
     }
 
-    fn count_subscriptions(&mut self, shop_id: i64, query: &ListQuery) -> StoreResult<i64> {
+    fn count_subscriptions(&mut self, shop_id: ShopId, query: &ListQuery) -> StoreResult<i64> {
         let all = ListQuery {
             cursor: None,
             ..query.clone()
@@ -592,7 +601,7 @@ impl SubscriptionRepository for MemoryState {
 
     fn customer_subscriptions(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_id: CustomerId,
         limit: i64,
         page: i64,
@@ -621,7 +630,7 @@ impl SubscriptionOrderRepository for MemoryState {
         status: SubscriptionStatus,
         now: Timestamp,
         limit: usize,
-    ) -> StoreResult<Vec<(i64, SubscriptionId)>> {
+    ) -> StoreResult<Vec<(ShopId, SubscriptionId)>> {
         let mut due: Vec<&StoredSubscription> = self
             .subscriptions
             .iter()
@@ -637,7 +646,7 @@ impl SubscriptionOrderRepository for MemoryState {
 
     fn subscriptions_by_ids(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         ids: &[SubscriptionId],
     ) -> StoreResult<Vec<StoredSubscription>> {
         Ok(ids
@@ -802,7 +811,7 @@ impl SubscriptionOrderRepository for MemoryState {
 
     fn upcoming_subscription_ids(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         until: Timestamp,
         limit: usize,
     ) -> StoreResult<Vec<SubscriptionId>> {
@@ -824,7 +833,7 @@ impl SubscriptionOrderRepository for MemoryState {
 
     fn expiring_payment_subscriptions(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         by: Timestamp,
         limit: usize,
     ) -> StoreResult<Vec<SubscriptionId>> {
@@ -848,7 +857,7 @@ impl SubscriptionOrderRepository for MemoryState {
 
     fn set_expiring_payment_notified(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         id: SubscriptionId,
         at: Option<Timestamp>,
     ) -> StoreResult<()> {
@@ -888,7 +897,7 @@ impl MemoryState {
     /// The line items of the shop's subscriptions that are not `inactive`.
     fn live_line_items(
         &self,
-        shop_id: i64,
+        shop_id: ShopId,
     ) -> impl Iterator<Item = (SubscriptionId, &SubscriptionLineItem)> {
         self.subscriptions
             .iter()
@@ -902,7 +911,7 @@ impl MemoryState {
 impl SubscriptionGroupRepository for MemoryState {
     fn subscription_groups(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         limit: i64,
         page: i64,
     ) -> StoreResult<(Vec<StoredGroup>, i64)> {
@@ -922,7 +931,7 @@ impl SubscriptionGroupRepository for MemoryState {
 
     fn subscription_group(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         id: GroupId,
     ) -> StoreResult<Option<StoredGroup>> {
         Ok(self
@@ -934,7 +943,7 @@ impl SubscriptionGroupRepository for MemoryState {
 
     fn save_subscription_group(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         group: &StoredGroup,
     ) -> StoreResult<StoredGroup> {
         let mut saved = group.clone();
@@ -955,18 +964,22 @@ impl SubscriptionGroupRepository for MemoryState {
         Ok(saved)
     }
 
-    fn delete_subscription_group(&mut self, shop_id: i64, id: GroupId) -> StoreResult<bool> {
+    fn delete_subscription_group(&mut self, shop_id: ShopId, id: GroupId) -> StoreResult<bool> {
         let before = self.subscription_groups.len();
         self.subscription_groups
             .retain(|(shop, group)| !(*shop == shop_id && group.id == id));
         Ok(self.subscription_groups.len() < before)
     }
 
-    fn lock_subscription_group(&mut self, _shop_id: i64, _id: GroupId) -> StoreResult<()> {
+    fn lock_subscription_group(&mut self, _shop_id: ShopId, _id: GroupId) -> StoreResult<()> {
         Ok(())
     }
 
-    fn live_subscriptions_of_group(&mut self, shop_id: i64, group_id: GroupId) -> StoreResult<i64> {
+    fn live_subscriptions_of_group(
+        &mut self,
+        shop_id: ShopId,
+        group_id: GroupId,
+    ) -> StoreResult<i64> {
         let mut subscriptions: Vec<SubscriptionId> = self
             .live_line_items(shop_id)
             .filter(|(_, item)| item.subscription_group_id == Some(group_id))
@@ -976,7 +989,7 @@ impl SubscriptionGroupRepository for MemoryState {
         Ok(subscriptions.len() as i64)
     }
 
-    fn boxes_of_group(&mut self, shop_id: i64, group_id: GroupId) -> StoreResult<i64> {
+    fn boxes_of_group(&mut self, shop_id: ShopId, group_id: GroupId) -> StoreResult<i64> {
         Ok(self
             .boxes
             .iter()
@@ -984,7 +997,7 @@ impl SubscriptionGroupRepository for MemoryState {
             .count() as i64)
     }
 
-    fn billing_rules_in_use(&mut self, shop_id: i64, rule_ids: &[i64]) -> StoreResult<Vec<i64>> {
+    fn billing_rules_in_use(&mut self, shop_id: ShopId, rule_ids: &[i64]) -> StoreResult<Vec<i64>> {
         let mut used: Vec<i64> = self
             .live_line_items(shop_id)
             .filter_map(|(_, item)| item.subscription_group_billing_rules_id)
@@ -1038,23 +1051,31 @@ mod tests {
         };
         let now = Timestamp::from_micros(0);
         let first = state
-            .insert_subscription(1, &keyed("k1"), &[], now)
+            .insert_subscription(ShopId(1), &keyed("k1"), &[], now)
             .unwrap();
         let second = state
-            .insert_subscription(1, &keyed("k2"), &[], now)
+            .insert_subscription(ShopId(1), &keyed("k2"), &[], now)
             .unwrap();
         assert!(
             state
-                .save_subscription(1, second, &keyed("k1"))
+                .save_subscription(ShopId(1), second, &keyed("k1"))
                 .unwrap_err()
                 .is_unique_violation()
         );
-        assert!(state.save_subscription(1, first, &keyed("k1")).unwrap());
         assert!(
-            !state
-                .save_subscription(1, SubscriptionId(99), &keyed("k1"))
+            state
+                .save_subscription(ShopId(1), first, &keyed("k1"))
                 .unwrap()
         );
-        assert!(state.save_subscription(2, second, &keyed("k1")).is_ok());
+        assert!(
+            !state
+                .save_subscription(ShopId(1), SubscriptionId(99), &keyed("k1"))
+                .unwrap()
+        );
+        assert!(
+            state
+                .save_subscription(ShopId(2), second, &keyed("k1"))
+                .is_ok()
+        );
     }
 }

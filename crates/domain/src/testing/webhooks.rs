@@ -2,6 +2,7 @@
 
 use super::MemoryState;
 use crate::kernel::error::{StorageError, StoreResult};
+use crate::kernel::ids::ShopId;
 use crate::kernel::ids::{MessageId, WebhookId};
 use crate::kernel::time::Timestamp;
 use crate::webhooks::*;
@@ -37,7 +38,7 @@ impl WebhookRepository for MemoryState {
 
     fn webhook_endpoint(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         public_id: &str,
     ) -> StoreResult<Option<WebhookEndpoint>> {
         Ok(self
@@ -61,7 +62,7 @@ impl WebhookRepository for MemoryState {
 
     fn webhook_endpoints(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         kind: WebhookKind,
     ) -> StoreResult<Vec<WebhookEndpoint>> {
         Ok(self
@@ -74,7 +75,7 @@ impl WebhookRepository for MemoryState {
 
     fn active_webhook_endpoints(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         kind: WebhookKind,
         topic: &str,
     ) -> StoreResult<Vec<WebhookEndpoint>> {
@@ -269,7 +270,7 @@ impl WebhookRepository for MemoryState {
 
     fn webhook_messages_of_shop(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         filter: &crate::webhooks::console::MessageFilter,
         before: Option<MessageId>,
         limit: usize,
@@ -288,7 +289,7 @@ impl WebhookRepository for MemoryState {
 
     fn webhook_message_row_at(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         at: Timestamp,
     ) -> StoreResult<Option<MessageId>> {
         Ok(self
@@ -301,7 +302,7 @@ impl WebhookRepository for MemoryState {
 
     fn webhook_messages_about(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         subject: &str,
         limit: usize,
     ) -> StoreResult<Vec<WebhookMessage>> {
@@ -320,7 +321,7 @@ impl WebhookRepository for MemoryState {
 
     fn count_shop_webhook_messages(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         status: MessageStatus,
     ) -> StoreResult<i64> {
         Ok(self

@@ -3,6 +3,7 @@
 //! by row id), a message with its attempts; resending a message and recovering a disabled
 //! endpoint, each written to the audit log in its own transaction.
 
+use crate::kernel::ids::ShopId;
 use serde::Serialize;
 
 use super::log::{AttemptShown, MessageShown};
@@ -96,7 +97,7 @@ pub struct MessageDetail {
 /// Every endpoint of the shop, checkout ones first, oldest first within a kind.
 pub fn endpoints(
     tx: &mut dyn WebhookRepositories,
-    shop_id: i64,
+    shop_id: ShopId,
 ) -> Result<Vec<EndpointLine>, DomainError> {
     let mut lines = Vec::new();
     for kind in [WebhookKind::Checkout, WebhookKind::Subscription] {
@@ -112,7 +113,7 @@ pub fn endpoints(
 /// A page of the shop's messages that `filter` keeps, older than the row `before` when given.
 pub fn messages(
     tx: &mut dyn WebhookRepositories,
-    shop_id: i64,
+    shop_id: ShopId,
     filter: &MessageFilter,
     before: Option<MessageId>,
     limit: usize,
@@ -158,7 +159,7 @@ pub fn lines_of(
 /// is that old (the list is then empty).
 pub fn cursor_at(
     tx: &mut dyn WebhookRepositories,
-    shop_id: i64,
+    shop_id: ShopId,
     at: Timestamp,
 ) -> Result<Option<MessageId>, DomainError> {
     Ok(tx
@@ -169,7 +170,7 @@ pub fn cursor_at(
 /// The shop's message with this `webhook-id`, or 404 (another shop's too).
 pub fn message(
     tx: &mut dyn WebhookRepositories,
-    shop_id: i64,
+    shop_id: ShopId,
     message_id: &str,
 ) -> Result<MessageDetail, DomainError> {
     let message = tx

@@ -5,6 +5,7 @@
 //! The sending itself (signing, HTTP, the address guard) is `mercer-webhooks`'s; the rules are
 //! here so they are tested without a network.
 
+use crate::kernel::ids::ShopId;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -70,7 +71,7 @@ pub struct WebhookEndpoint {
     /// The id clients see: 32 hex characters for checkout webhooks.
     pub public_id: String,
     /// The shop the endpoint belongs to (the service's integer).
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// Which family it belongs to, and so how its deliveries are signed.
     pub kind: WebhookKind,
     /// The topic it subscribes to, by name (`order/created` for a checkout webhook).
@@ -103,7 +104,7 @@ impl WebhookEndpoint {
 #[derive(Debug, Clone)]
 pub struct NewWebhookEndpoint {
     /// The shop it belongs to (the service's integer).
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// Which family it belongs to.
     pub kind: WebhookKind,
     /// The topic it subscribes to, by name.
@@ -161,7 +162,7 @@ pub struct WebhookMessage {
     /// The `webhook-id`: `msg_` and 32 hex characters, the same on every attempt.
     pub message_id: String,
     /// The shop the message belongs to (the service's integer).
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// The endpoint's row id.
     pub endpoint_id: WebhookId,
     /// The topic, by name, as the endpoint's was when the message was enqueued.
@@ -189,7 +190,7 @@ pub struct NewWebhookMessage {
     /// The `webhook-id`: `msg_` and 32 hex characters.
     pub message_id: String,
     /// The shop the message belongs to (the service's integer).
-    pub shop_id: i64,
+    pub shop_id: ShopId,
     /// The endpoint's row id.
     pub endpoint_id: WebhookId,
     /// The topic, by name.
@@ -468,7 +469,7 @@ pub(crate) fn new_message_id() -> String {
 /// if any ([`crate::kernel::jobs::within_request`]).
 pub fn enqueue_for_topic(
     tx: &mut dyn WebhookRepositories,
-    shop_id: i64,
+    shop_id: ShopId,
     kind: WebhookKind,
     topic: &str,
     payload: &impl Serialize,
@@ -492,7 +493,7 @@ fn payload_text(payload: &impl Serialize) -> Result<String, DomainError> {
 /// does one, with one read of the endpoints and one insert.
 pub(crate) fn enqueue_all_for_topic(
     tx: &mut dyn WebhookRepositories,
-    shop_id: i64,
+    shop_id: ShopId,
     kind: WebhookKind,
     topic: &str,
     payloads: &[impl Serialize],

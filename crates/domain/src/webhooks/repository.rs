@@ -3,6 +3,7 @@
 use crate::access::AccessRepositories;
 use crate::kernel::activity::ActivityRepository;
 use crate::kernel::error::StoreResult;
+use crate::kernel::ids::ShopId;
 use crate::kernel::ids::{MessageId, WebhookId};
 use crate::kernel::time::Timestamp;
 use crate::webhooks::console::MessageFilter;
@@ -36,7 +37,7 @@ pub trait WebhookRepository {
     /// An endpoint of the shop by the id clients see, unless deleted.
     fn webhook_endpoint(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         public_id: &str,
     ) -> StoreResult<Option<WebhookEndpoint>>;
     /// Endpoints by row id, deleted ones included (the dispatcher needs them all).
@@ -47,13 +48,13 @@ pub trait WebhookRepository {
     /// The shop's endpoints of a kind that are not deleted, oldest first.
     fn webhook_endpoints(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         kind: WebhookKind,
     ) -> StoreResult<Vec<WebhookEndpoint>>;
     /// The endpoints that get messages of `topic`: not deleted, not disabled.
     fn active_webhook_endpoints(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         kind: WebhookKind,
         topic: &str,
     ) -> StoreResult<Vec<WebhookEndpoint>>;
@@ -115,7 +116,7 @@ pub trait WebhookRepository {
     /// The shop's messages that `filter` keeps, newest first, older than the row `before`.
     fn webhook_messages_of_shop(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         filter: &MessageFilter,
         before: Option<MessageId>,
         limit: usize,
@@ -123,20 +124,20 @@ pub trait WebhookRepository {
     /// The row id of the shop's newest message created at or before `at`, if there is one.
     fn webhook_message_row_at(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         at: Timestamp,
     ) -> StoreResult<Option<MessageId>>;
     /// The shop's messages about `subject`, newest first.
     fn webhook_messages_about(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         subject: &str,
         limit: usize,
     ) -> StoreResult<Vec<WebhookMessage>>;
     /// How many of the shop's messages are in `status`.
     fn count_shop_webhook_messages(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         status: MessageStatus,
     ) -> StoreResult<i64>;
     /// A message's attempts, oldest first.

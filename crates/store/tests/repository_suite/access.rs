@@ -7,6 +7,7 @@ use mercer_domain::access::secrets::{SecretKind, SharedSecret};
 use mercer_domain::access::shop::{
     CheckoutSettings, ShopInput, ShopSettings, update_shop_settings,
 };
+use mercer_domain::kernel::ids::ShopId;
 use mercer_domain::ports::Database;
 use mercer_domain::subscriptions::resources::Cents;
 
@@ -145,7 +146,7 @@ fn a_second_shop_with_a_taken_domain_is_refused(db: &impl Database) {
 }
 every_database!(a_second_shop_with_a_taken_domain_is_refused);
 
-fn new_token(shop_id: i64, hash: &str, seconds: i64) -> NewApiToken {
+fn new_token(shop_id: ShopId, hash: &str, seconds: i64) -> NewApiToken {
     NewApiToken {
         shop_id,
         name: format!("token {hash}"),
@@ -322,7 +323,7 @@ fn oauth_apps_staff_and_codes(db: &impl Database) {
         .unwrap();
     assert_eq!(by_email, Some(staff.clone()));
     assert!(
-        db.read(|tx| Ok(tx.staff_account(shop.id + 1, "staff@a.shop.test")?))
+        db.read(|tx| Ok(tx.staff_account(ShopId(shop.id.0 + 1), "staff@a.shop.test")?))
             .unwrap()
             .is_none()
     );

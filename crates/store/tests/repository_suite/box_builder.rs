@@ -10,6 +10,7 @@ use mercer_domain::box_builder::resources::{
     TimeSlot,
 };
 use mercer_domain::box_builder::selections::update_selection;
+use mercer_domain::kernel::ids::ShopId;
 use mercer_domain::kernel::ids::{BoxId, BoxProductId, BoxSizeId, SelectionId, TimeSlotId};
 use mercer_domain::ports::Database;
 use mercer_domain::subscriptions::groups::{IntervalType, StoredGroup};
@@ -216,7 +217,7 @@ every_database!(box_resources_round_trip_by_shop_and_deletions_cascade);
 /// "Small" (1 to 4, flexible pricing).
 fn veg_box_with_a_small_size(
     db: &impl Database,
-    shop_id: i64,
+    shop_id: ShopId,
     attributes: Vec<Attribute>,
 ) -> (StoredGroup, SubscriptionBox, BoxSize) {
     let group = db

@@ -4,12 +4,18 @@ use mercer_domain::DomainError;
 use mercer_domain::access::shop::{ShopSettings, update_shop_settings};
 use mercer_domain::checkout::repository::{CheckoutStatus, NewCheckoutOrder};
 use mercer_domain::checkout::state::{CheckoutCustomer, CheckoutDocument, CheckoutLineItem};
+use mercer_domain::kernel::ids::ShopId;
 use mercer_domain::ports::Database;
 use mercer_domain::subscriptions::resources::Cents;
 
 use crate::{at, shop};
 
-fn a_checkout(shop_id: i64, email: Option<&str>, items: usize, seconds: i64) -> NewCheckoutOrder {
+fn a_checkout(
+    shop_id: ShopId,
+    email: Option<&str>,
+    items: usize,
+    seconds: i64,
+) -> NewCheckoutOrder {
     let mut document = CheckoutDocument::new("USD", "https://x.test/r".into());
     document.customer = email.map(|email| CheckoutCustomer {
         email_address: email.to_string(),

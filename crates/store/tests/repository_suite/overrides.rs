@@ -1,6 +1,7 @@
 //! API overrides.
 
 use mercer_domain::access::credentials::Secret;
+use mercer_domain::kernel::ids::ShopId;
 use mercer_domain::overrides::{NewApiOverride, OverrideType};
 use mercer_domain::ports::Database;
 
@@ -9,7 +10,7 @@ use crate::{at, shop};
 fn overrides_are_kept_per_shop(db: &impl Database) {
     let shop = shop(db, "a.shop.test");
     let other = self::shop(db, "b.shop.test");
-    let new = |shop_id: i64, override_type: OverrideType, seconds: i64| NewApiOverride {
+    let new = |shop_id: ShopId, override_type: OverrideType, seconds: i64| NewApiOverride {
         shop_id,
         override_type,
         url: format!("https://hooks.test/{seconds}"),

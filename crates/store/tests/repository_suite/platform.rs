@@ -4,6 +4,7 @@
 use mercer_domain::access::credentials::Secret;
 use mercer_domain::access::shop::Shop;
 use mercer_domain::directory::{DirectoryAddress, DirectoryCustomer};
+use mercer_domain::kernel::ids::ShopId;
 use mercer_domain::kernel::ids::{CustomerId, EventId};
 use mercer_domain::kernel::jobs::JobPayload;
 use mercer_domain::platform::catalogue;
@@ -64,7 +65,7 @@ fn destinations_allow_one_live_per_topic(db: &impl Database) {
         .unwrap();
     assert_eq!(deleted.deleted_at, Some(at(3)));
     assert!(
-        db.read(|tx| Ok(tx.destination(shop.id + 1, first.id)?))
+        db.read(|tx| Ok(tx.destination(ShopId(shop.id.0 + 1), first.id)?))
             .unwrap()
             .is_none(),
         "another shop's"
@@ -92,7 +93,7 @@ every_database!(destinations_allow_one_live_per_topic);
 // --- platform: entities and addresses --------------------------------------------------------
 
 pub(crate) fn customer_event(
-    shop_id: i64,
+    shop_id: ShopId,
     id: &str,
     seconds: i64,
     customer: Value,
@@ -112,7 +113,7 @@ pub(crate) fn customer_event(
 }
 
 pub(crate) fn deleted_event(
-    shop_id: i64,
+    shop_id: ShopId,
     kind: EntityKind,
     id: &str,
     seconds: i64,
@@ -130,7 +131,7 @@ pub(crate) fn deleted_event(
 }
 
 fn saved_event(
-    shop_id: i64,
+    shop_id: ShopId,
     kind: EntityKind,
     id: &str,
     seconds: i64,
@@ -164,7 +165,7 @@ pub(crate) fn accept(db: &impl Database, events: Vec<NewInboundEvent>, now: Time
 
 pub(crate) fn stored_customer(
     db: &impl Database,
-    shop_id: i64,
+    shop_id: ShopId,
     platform_id: &str,
 ) -> DirectoryCustomer {
     db.read(|tx| Ok(tx.directory_customer_by_platform_id(shop_id, platform_id)?))
@@ -174,7 +175,7 @@ pub(crate) fn stored_customer(
 
 pub(crate) fn stored_addresses(
     db: &impl Database,
-    shop_id: i64,
+    shop_id: ShopId,
     customer_id: CustomerId,
 ) -> Vec<DirectoryAddress> {
     db.read(|tx| Ok(tx.addresses_of_customers(shop_id, &[customer_id])?))
@@ -950,7 +951,7 @@ fn the_queue_names_its_oldest_shops_and_gives_the_events_of_some(db: &impl Datab
         "each once, by its first event"
     );
     assert_eq!(shops(2), [b.id, a.id], "within the oldest `limit` events");
-    let of = |wanted: &[i64], limit| -> Vec<String> {
+    let of = |wanted: &[ShopId], limit| -> Vec<String> {
         db.read(|tx| Ok(tx.pending_inbound_events(Some(wanted), limit, at(0))?))
             .unwrap()
             .into_iter()
@@ -1167,7 +1168,7 @@ every_database!(outbox_calls_are_claimed_retried_and_finished);
 // --- platform: the catalogue -----------------------------------------------------------------
 
 /// A product of the catalogue, saved as the platform's event would.
-fn catalogue_product(db: &impl Database, shop_id: i64, product: Value, seconds: i64) {
+fn catalogue_product(db: &impl Database, shop_id: ShopId, product: Value, seconds: i64) {
     // Received when the platform made it: a time ahead of the receiving clock is refused.
     let made = product["platform_updated_at"]
         .as_str()
@@ -1195,7 +1196,7 @@ fn the_catalogue_finds_live_variants_by_platform_id(db: &impl Database) {
             {"platform_id": "var-2", "sku": "C-2", "price": "20.00"}]});
     catalogue_product(db, first.id, coffee.clone(), 1);
     catalogue_product(db, other.id, coffee, 1);
-    let found = |shop_id: i64, ids: &[&str]| {
+    let found = |shop_id: ShopId, ids: &[&str]| {
         let mut found: Vec<(String, String)> = db
             .read(|tx| catalogue::variants(tx, shop_id, ids))
             .unwrap()
@@ -1283,7 +1284,7 @@ fn the_catalogue_finds_variants_by_sku(db: &impl Database) {
                "variants": [{"platform_id": "var-9", "sku": "C-1", "price": "9.00"}]}),
         1,
     );
-    let ids = |shop_id: i64, sku: &str| {
+    let ids = |shop_id: ShopId, sku: &str| {
         db.read(|tx| Ok(tx.variant_ids_of_sku(shop_id, sku)?))
             .unwrap()
     };

@@ -1,5 +1,6 @@
 //! The subscription scheduler: due subscriptions, order attempts, expiring payment methods.
 
+use mercer_domain::kernel::ids::ShopId;
 use mercer_domain::kernel::ids::{AddressId, CustomerId, SubscriptionId};
 use mercer_domain::ports::Database;
 use mercer_domain::subscriptions::repository::{
@@ -16,7 +17,7 @@ use crate::{at, shop};
 /// An active subscription of `customer` whose next order is at `next` seconds.
 fn due_at(
     db: &impl Database,
-    shop_id: i64,
+    shop_id: ShopId,
     customer: (CustomerId, AddressId),
     status: SubscriptionStatus,
     next: i64,
@@ -97,7 +98,7 @@ every_database!(due_subscriptions_are_found_by_status_date_and_retry_wait);
 
 fn new_attempt(
     subscription_id: SubscriptionId,
-    shop_id: i64,
+    shop_id: ShopId,
     scheduled: i64,
     attempt: i64,
 ) -> NewSubscriptionOrder {
@@ -264,7 +265,7 @@ fn payment_methods_expiring_are_announced_once(db: &impl Database) {
     let other = self::shop(db, "b.shop.test");
     let customer = subscriber(db, shop.id, &fields(None, None, None));
     let theirs = subscriber(db, other.id, &fields(None, None, None));
-    let with_expiry = |shop_id: i64, customer: (CustomerId, AddressId), status, expiry: &str| {
+    let with_expiry = |shop_id: ShopId, customer: (CustomerId, AddressId), status, expiry: &str| {
         let mut state = plain_state(customer.0, customer.1, status);
         state.payment_method_expires_at = PaymentExpiry::parse(expiry);
         insert_subscription(db, shop_id, &state, 1)

@@ -2,6 +2,7 @@
 //! status log, lists and summaries.
 
 use mercer_domain::directory::parse_directory_query;
+use mercer_domain::kernel::ids::ShopId;
 use mercer_domain::kernel::ids::{AddressId, CustomerId, GroupId, LineItemId, SubscriptionId};
 use mercer_domain::platform::events::EntityKind;
 use mercer_domain::platform::resources::CustomerAddress;
@@ -42,7 +43,7 @@ pub(crate) fn fields(
 
 fn new_customer(
     db: &impl Database,
-    shop_id: i64,
+    shop_id: ShopId,
     fields: &CustomerFields,
     seconds: i64,
 ) -> CustomerId {
@@ -63,7 +64,7 @@ fn postal(city: &str) -> CustomerAddress {
 
 fn new_address(
     db: &impl Database,
-    shop_id: i64,
+    shop_id: ShopId,
     customer_id: CustomerId,
     city: &str,
     is_default: bool,
@@ -75,13 +76,13 @@ fn new_address(
     .unwrap()
 }
 
-fn addresses_by_ids(db: &impl Database, shop_id: i64, ids: &[AddressId]) -> Vec<StoredAddress> {
+fn addresses_by_ids(db: &impl Database, shop_id: ShopId, ids: &[AddressId]) -> Vec<StoredAddress> {
     db.read(|tx| Ok(tx.addresses_by_ids(shop_id, ids)?))
         .unwrap()
 }
 
 /// The ids of the customer's live addresses that are the default, from the directory.
-fn defaults(db: &impl Database, shop_id: i64, customer_id: CustomerId) -> Vec<AddressId> {
+fn defaults(db: &impl Database, shop_id: ShopId, customer_id: CustomerId) -> Vec<AddressId> {
     stored_addresses(db, shop_id, customer_id)
         .iter()
         .filter(|a| a.is_default)
@@ -315,7 +316,7 @@ fn customers_made_here_are_updated_and_found_by_email_without_case(db: &impl Dat
         &fields(Some("zoe@example.test"), None, None),
         112,
     );
-    let by_email = |shop_id: i64, email: &str| {
+    let by_email = |shop_id: ShopId, email: &str| {
         db.read(|tx| Ok(tx.customer_id_by_email(shop_id, email)?))
             .unwrap()
     };
@@ -456,7 +457,7 @@ fn addresses_made_here_keep_one_default(db: &impl Database) {
     );
 
     // Rewritten in place, made the default.
-    let update = |shop_id: i64,
+    let update = |shop_id: ShopId,
                   customer_id: CustomerId,
                   id: AddressId,
                   city: &str,
@@ -556,7 +557,7 @@ fn an_address_given_its_platform_id_is_the_one_the_platforms_events_update(db: &
     let (elsewhere, first, again, unknown) = db
         .write(|tx| {
             Ok((
-                tx.set_address_platform_id(shop.id + 1000, lyon.0, "a1", at(20))?,
+                tx.set_address_platform_id(ShopId(shop.id.0 + 1000), lyon.0, "a1", at(20))?,
                 tx.set_address_platform_id(shop.id, lyon.0, "a1", at(20))?,
                 tx.set_address_platform_id(shop.id, lyon.0, "a9", at(21))?,
                 tx.set_address_platform_id(shop.id, paris.0 + 1000, "a2", at(21))?,
@@ -794,7 +795,7 @@ pub(crate) fn line_item(product: &str, quantity: i64, seconds: i64) -> Subscript
         discounts: vec![LineItemDiscount {
             id: 5,
             subscription_line_item_id: LineItemId(0),
-            shop_id: 0,
+            shop_id: ShopId(0),
             full_price: Cents(1250),
             fixed_value: Cents(100),
             fixed_value_charged: Cents(135),
@@ -828,7 +829,7 @@ pub(crate) fn line_item(product: &str, quantity: i64, seconds: i64) -> Subscript
 /// A customer made here with one address: (customer, address).
 pub(crate) fn subscriber(
     db: &impl Database,
-    shop_id: i64,
+    shop_id: ShopId,
     fields: &CustomerFields,
 ) -> (CustomerId, AddressId) {
     let customer = new_customer(db, shop_id, fields, 1);
@@ -840,7 +841,7 @@ pub(crate) fn subscriber(
 
 pub(crate) fn insert_subscription(
     db: &impl Database,
-    shop_id: i64,
+    shop_id: ShopId,
     state: &SubscriptionState,
     seconds: i64,
 ) -> SubscriptionId {
@@ -852,7 +853,7 @@ pub(crate) fn insert_subscription(
 
 pub(crate) fn read_subscription(
     db: &impl Database,
-    shop_id: i64,
+    shop_id: ShopId,
     id: SubscriptionId,
 ) -> StoredSubscription {
     db.read(|tx| Ok(tx.subscription(shop_id, id)?))
@@ -948,7 +949,7 @@ fn an_idempotency_key_is_taken_once_per_shop(db: &impl Database) {
     // Without a key, as many as wanted.
     insert_subscription(db, shop.id, &keyed(customer, address, None, "f3"), 12);
     insert_subscription(db, shop.id, &keyed(customer, address, None, "f4"), 13);
-    let by_key = |shop_id: i64, key: &str| {
+    let by_key = |shop_id: ShopId, key: &str| {
         db.read(|tx| Ok(tx.subscription_by_idempotency_key(shop_id, key)?))
             .unwrap()
     };
@@ -1055,7 +1056,7 @@ pub(crate) fn stored_group(name: &str, rules: Vec<BillingRule>) -> StoredGroup {
 fn subscription_groups_keep_their_rules_in_order_and_by_shop(db: &impl Database) {
     let shop_a = shop(db, "a.shop.test");
     let shop_b = shop(db, "b.shop.test");
-    let save = |shop_id: i64, group: &StoredGroup| {
+    let save = |shop_id: ShopId, group: &StoredGroup| {
         db.write(|tx| Ok(tx.save_subscription_group(shop_id, group)?))
             .unwrap()
     };
@@ -1089,7 +1090,7 @@ fn subscription_groups_keep_their_rules_in_order_and_by_shop(db: &impl Database)
         shop_b.id,
         &stored_group("Other shop", vec![rule(0, 1, IntervalType::Year)]),
     );
-    let read = |shop_id: i64, id: i64| {
+    let read = |shop_id: ShopId, id: i64| {
         db.read(|tx| Ok(tx.subscription_group(shop_id, GroupId(id))?))
             .unwrap()
     };
@@ -1176,7 +1177,7 @@ fn a_line_item_is_rewritten_on_its_own_subscription(db: &impl Database) {
     item.quantity = 5;
     item.full_price = Cents(item.price.0 * 5);
     item.full_price_charged = Cents(item.price.0 * 5 + 1);
-    let update = |shop_id: i64, subscription_id: SubscriptionId, item: &SubscriptionLineItem| {
+    let update = |shop_id: ShopId, subscription_id: SubscriptionId, item: &SubscriptionLineItem| {
         db.write(|tx| Ok(tx.update_line_item(shop_id, subscription_id, item, at(50))?))
             .unwrap()
     };
@@ -1188,7 +1189,7 @@ fn a_line_item_is_rewritten_on_its_own_subscription(db: &impl Database) {
     let mut unknown = item.clone();
     unknown.id = LineItemId(second.0 + 1000);
     assert!(!update(shop.id, id, &unknown));
-    assert!(!update(shop.id + 1000, id, &item), "another shop");
+    assert!(!update(ShopId(shop.id.0 + 1000), id, &item), "another shop");
     let after = read_subscription(db, shop.id, id);
     assert_eq!(after.line_items[0], before.line_items[0]);
     let changed = &after.line_items[1];
@@ -1270,11 +1271,11 @@ fn the_latest_status_log_is_the_last_one_inserted(db: &impl Database) {
     assert_eq!(logs(shop.id, id, 10), [paused.clone(), created]);
     assert_eq!(logs(shop.id, id, 1), [paused]);
     assert_eq!(logs(shop.id, other, 10), [theirs]);
-    assert!(logs(shop.id + 1, id, 10).is_empty());
+    assert!(logs(ShopId(shop.id.0 + 1), id, 10).is_empty());
 }
 every_database!(the_latest_status_log_is_the_last_one_inserted);
 
-fn list(db: &impl Database, shop_id: i64, query: &ListQuery) -> (Vec<SubscriptionId>, bool) {
+fn list(db: &impl Database, shop_id: ShopId, query: &ListQuery) -> (Vec<SubscriptionId>, bool) {
     let page = db
         .read(|tx| Ok(tx.list_subscriptions(shop_id, query)?))
         .unwrap();
@@ -1284,7 +1285,7 @@ fn list(db: &impl Database, shop_id: i64, query: &ListQuery) -> (Vec<Subscriptio
     )
 }
 
-fn count(db: &impl Database, shop_id: i64, query: &ListQuery) -> i64 {
+fn count(db: &impl Database, shop_id: ShopId, query: &ListQuery) -> i64 {
     db.read(|tx| Ok(tx.count_subscriptions(shop_id, query)?))
         .unwrap()
 }
@@ -1522,7 +1523,7 @@ every_database!(a_customers_subscriptions_come_in_pages);
 
 fn customer_list(
     db: &impl Database,
-    shop_id: i64,
+    shop_id: ShopId,
     statuses: &[CustomerStatus],
     search: Option<&str>,
     limit: i64,

@@ -1,5 +1,6 @@
 //! Webhooks: endpoints and messages.
 
+use mercer_domain::kernel::ids::ShopId;
 use std::time::Duration;
 
 use mercer_domain::access::credentials::Secret;
@@ -13,7 +14,12 @@ use serde_json::json;
 
 use crate::{assert_taken, at, shop};
 
-fn new_endpoint(shop_id: i64, kind: WebhookKind, topic: &str, seconds: i64) -> NewWebhookEndpoint {
+fn new_endpoint(
+    shop_id: ShopId,
+    kind: WebhookKind,
+    topic: &str,
+    seconds: i64,
+) -> NewWebhookEndpoint {
     NewWebhookEndpoint {
         shop_id,
         kind,
@@ -64,7 +70,7 @@ fn webhook_endpoints_live_and_die(db: &impl Database) {
         .unwrap();
     assert_eq!(found, Some(one.clone()));
     assert!(
-        db.read(|tx| Ok(tx.webhook_endpoint(shop.id + 1, &one.public_id)?))
+        db.read(|tx| Ok(tx.webhook_endpoint(ShopId(shop.id.0 + 1), &one.public_id)?))
             .unwrap()
             .is_none()
     );
@@ -253,7 +259,7 @@ fn a_shop_hears_customer_changes_through_a_live_customer_updated_endpoint(db: &i
 }
 every_database!(a_shop_hears_customer_changes_through_a_live_customer_updated_endpoint);
 
-fn message(shop_id: i64, endpoint_id: WebhookId, n: u32, seconds: i64) -> NewWebhookMessage {
+fn message(shop_id: ShopId, endpoint_id: WebhookId, n: u32, seconds: i64) -> NewWebhookMessage {
     NewWebhookMessage {
         message_id: format!("msg_{n}"),
         shop_id,

@@ -5,6 +5,7 @@ use mercer_domain::Timestamp;
 use mercer_domain::access::ConsoleRepository;
 use mercer_domain::access::console::{AuditEntry, NewAuditEntry, NewStaffSession, StaffSession};
 use mercer_domain::kernel::error::StoreResult;
+use mercer_domain::kernel::ids::ShopId;
 
 use crate::repos::StoreTx;
 use crate::schema::{audit_log, staff_accounts, staff_sessions};
@@ -31,7 +32,7 @@ impl ConsoleRepository for StoreTx<'_> {
         diesel::insert_into(staff_sessions::table)
             .values((
                 staff_sessions::token_hash.eq(&new.token_hash),
-                staff_sessions::shop_id.eq(new.shop_id),
+                staff_sessions::shop_id.eq(new.shop_id.0),
                 staff_sessions::staff_id.eq(new.staff_id),
                 staff_sessions::created_at.eq(new.created_at.as_micros()),
                 staff_sessions::last_seen_at.eq(new.created_at.as_micros()),
@@ -63,7 +64,7 @@ impl ConsoleRepository for StoreTx<'_> {
             |(id, shop_id, staff_id, staff_email, created_at, last_seen_at, expires_at)| {
                 StaffSession {
                     id,
-                    shop_id,
+                    shop_id: ShopId(shop_id),
                     staff_id,
                     staff_email,
                     created_at: time(created_at),
@@ -105,7 +106,7 @@ impl ConsoleRepository for StoreTx<'_> {
     fn insert_audit_entry(&mut self, new: &NewAuditEntry) -> StoreResult<()> {
         diesel::insert_into(audit_log::table)
             .values((
-                audit_log::shop_id.eq(new.shop_id),
+                audit_log::shop_id.eq(new.shop_id.0),
                 audit_log::staff_id.eq(new.staff_id),
                 audit_log::staff_email.eq(&new.staff_email),
                 audit_log::action.eq(&new.action),
@@ -119,12 +120,12 @@ impl ConsoleRepository for StoreTx<'_> {
 
     fn audit_entries(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         before: Option<i64>,
         limit: usize,
     ) -> StoreResult<Vec<AuditEntry>> {
         let mut query = audit_log::table
-            .filter(audit_log::shop_id.eq(shop_id))
+            .filter(audit_log::shop_id.eq(shop_id.0))
             .into_boxed();
         if let Some(before) = before {
             query = query.filter(audit_log::id.lt(before));
@@ -139,7 +140,7 @@ impl ConsoleRepository for StoreTx<'_> {
             .into_iter()
             .map(|row| AuditEntry {
                 id: row.id,
-                shop_id: row.shop_id,
+                shop_id: ShopId(row.shop_id),
                 staff_id: row.staff_id,
                 staff_email: row.staff_email,
                 action: row.action,

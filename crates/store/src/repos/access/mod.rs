@@ -11,6 +11,7 @@ use mercer_domain::access::secrets::{SecretKind, SharedSecret};
 use mercer_domain::access::shop::{NewShop, Shop, ShopIdentifier};
 use mercer_domain::access::{SecretRepository, ShopRepository, TokenRepository};
 use mercer_domain::kernel::error::StoreResult;
+use mercer_domain::kernel::ids::ShopId;
 
 use crate::connection::on_backend;
 use crate::repos::StoreTx;
@@ -71,9 +72,9 @@ impl ShopRepository for StoreTx<'_> {
             .transpose()
     }
 
-    fn shop_by_id(&mut self, id: i64) -> StoreResult<Option<Shop>> {
+    fn shop_by_id(&mut self, id: ShopId) -> StoreResult<Option<Shop>> {
         shops_with_settings!()
-            .filter(shops::id.eq(id))
+            .filter(shops::id.eq(id.0))
             .select((ShopRow::as_select(), ShopSettingsRow::as_select()))
             .first(self.conn)
             .optional()
@@ -90,7 +91,7 @@ impl ShopRepository for StoreTx<'_> {
     }
 
     fn update_shop_settings(&mut self, shop: &Shop) -> StoreResult<()> {
-        diesel::update(shops::table.find(shop.id))
+        diesel::update(shops::table.find(shop.id.0))
             .set((
                 shops::timezone.eq(&shop.timezone),
                 shops::currency.eq(&shop.currency),
@@ -100,7 +101,7 @@ impl ShopRepository for StoreTx<'_> {
             .execute(self.conn)
             .map_err(storage_error)?;
         let settings = ShopSettingsRow::of(shop);
-        diesel::update(shop_settings::table.find(shop.id))
+        diesel::update(shop_settings::table.find(shop.id.0))
             .set((
                 shop_settings::order_retry_interval_seconds
                     .eq(settings.order_retry_interval_seconds),
@@ -156,9 +157,9 @@ impl TokenRepository for StoreTx<'_> {
             .transpose()
     }
 
-    fn tokens_of_shop(&mut self, shop_id: i64) -> StoreResult<Vec<ApiToken>> {
+    fn tokens_of_shop(&mut self, shop_id: ShopId) -> StoreResult<Vec<ApiToken>> {
         api_tokens::table
-            .filter(api_tokens::shop_id.eq(shop_id))
+            .filter(api_tokens::shop_id.eq(shop_id.0))
             .order(api_tokens::id.asc())
             .select(TokenRow::as_select())
             .load(self.conn)
@@ -168,11 +169,11 @@ impl TokenRepository for StoreTx<'_> {
             .collect()
     }
 
-    fn revoke_token(&mut self, shop_id: i64, token_id: i64, at: Timestamp) -> StoreResult<bool> {
+    fn revoke_token(&mut self, shop_id: ShopId, token_id: i64, at: Timestamp) -> StoreResult<bool> {
         let changed = diesel::update(
             api_tokens::table
                 .filter(api_tokens::id.eq(token_id))
-                .filter(api_tokens::shop_id.eq(shop_id))
+                .filter(api_tokens::shop_id.eq(shop_id.0))
                 .filter(api_tokens::revoked_at.is_null()),
         )
         .set(api_tokens::revoked_at.eq(at.as_micros()))
@@ -185,11 +186,11 @@ impl TokenRepository for StoreTx<'_> {
 impl SecretRepository for StoreTx<'_> {
     fn shared_secret(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         kind: SecretKind,
     ) -> StoreResult<Option<SharedSecret>> {
         shared_secrets::table
-            .filter(shared_secrets::shop_id.eq(shop_id))
+            .filter(shared_secrets::shop_id.eq(shop_id.0))
             .filter(shared_secrets::kind.eq(kind.as_str()))
             .select(SecretRow::as_select())
             .first(self.conn)

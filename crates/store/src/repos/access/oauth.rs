@@ -8,6 +8,7 @@ use mercer_domain::access::oauth::{
     StaffAccount,
 };
 use mercer_domain::kernel::error::StoreResult;
+use mercer_domain::kernel::ids::ShopId;
 use mercer_domain::{StorageError, Timestamp};
 
 use crate::connection::on_backend;
@@ -62,7 +63,7 @@ impl From<StaffRow> for StaffAccount {
     fn from(row: StaffRow) -> Self {
         StaffAccount {
             id: row.id,
-            shop_id: row.shop_id,
+            shop_id: ShopId(row.shop_id),
             email: row.email,
             password_hash: row.password_hash,
             created_at: time(row.created_at),
@@ -92,7 +93,7 @@ impl TryFrom<CodeRow> for AuthorizationCode {
         Ok(AuthorizationCode {
             id: row.id,
             app_id: row.app_id,
-            shop_id: row.shop_id,
+            shop_id: ShopId(row.shop_id),
             staff_id: row.staff_id,
             redirect_uri: row.redirect_uri,
             scopes: ScopeSet::parse(&row.scopes)
@@ -140,7 +141,7 @@ impl OAuthRepository for StoreTx<'_> {
 
     fn insert_staff_account(&mut self, new: &NewStaffAccount) -> StoreResult<StaffAccount> {
         let values = (
-            staff_accounts::shop_id.eq(new.shop_id),
+            staff_accounts::shop_id.eq(new.shop_id.0),
             staff_accounts::email.eq(&new.email),
             staff_accounts::password_hash.eq(&new.password_hash),
             staff_accounts::created_at.eq(new.created_at.as_micros()),
@@ -156,9 +157,9 @@ impl OAuthRepository for StoreTx<'_> {
         Ok(row.into())
     }
 
-    fn staff_account(&mut self, shop_id: i64, email: &str) -> StoreResult<Option<StaffAccount>> {
+    fn staff_account(&mut self, shop_id: ShopId, email: &str) -> StoreResult<Option<StaffAccount>> {
         Ok(staff_accounts::table
-            .filter(staff_accounts::shop_id.eq(shop_id))
+            .filter(staff_accounts::shop_id.eq(shop_id.0))
             .filter(staff_accounts::email.eq(email))
             .select(StaffRow::as_select())
             .first(self.conn)
@@ -260,7 +261,7 @@ impl OAuthRepository for StoreTx<'_> {
             .values((
                 oauth_codes::code_hash.eq(&new.code_hash),
                 oauth_codes::app_id.eq(new.app_id),
-                oauth_codes::shop_id.eq(new.shop_id),
+                oauth_codes::shop_id.eq(new.shop_id.0),
                 oauth_codes::staff_id.eq(new.staff_id),
                 oauth_codes::redirect_uri.eq(&new.redirect_uri),
                 oauth_codes::scopes.eq(new.scopes.to_string()),

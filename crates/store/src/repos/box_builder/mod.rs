@@ -12,6 +12,7 @@ use mercer_domain::box_builder::resources::{
     SubscriptionBox, TimeSlot,
 };
 use mercer_domain::kernel::error::StoreResult;
+use mercer_domain::kernel::ids::ShopId;
 use mercer_domain::kernel::ids::{
     BoxId, BoxProductId, BoxSizeId, GroupId, LineItemId, SelectionId, SubscriptionId, TimeSlotId,
 };
@@ -243,17 +244,17 @@ impl StoreTx<'_> {
 impl BoxRepository for StoreTx<'_> {
     fn boxes(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         limit: i64,
         page: i64,
     ) -> StoreResult<(Vec<SubscriptionBox>, i64)> {
         let total: i64 = boxes::table
-            .filter(boxes::shop_id.eq(shop_id))
+            .filter(boxes::shop_id.eq(shop_id.0))
             .select(count_star())
             .first(self.conn)
             .map_err(storage_error)?;
         let rows: Vec<BoxRow> = boxes::table
-            .filter(boxes::shop_id.eq(shop_id))
+            .filter(boxes::shop_id.eq(shop_id.0))
             .order(boxes::id.asc())
             .limit(limit)
             .offset(offset(limit, page))
@@ -270,11 +271,11 @@ impl BoxRepository for StoreTx<'_> {
 
     fn subscription_box(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         id: BoxId,
     ) -> StoreResult<Option<SubscriptionBox>> {
         boxes::table
-            .filter(boxes::shop_id.eq(shop_id))
+            .filter(boxes::shop_id.eq(shop_id.0))
             .filter(boxes::id.eq(id.0))
             .select(BoxRow::as_select())
             .first(self.conn)
@@ -284,9 +285,9 @@ impl BoxRepository for StoreTx<'_> {
             .transpose()
     }
 
-    fn box_of_group(&mut self, shop_id: i64, group_id: GroupId) -> StoreResult<Option<BoxId>> {
+    fn box_of_group(&mut self, shop_id: ShopId, group_id: GroupId) -> StoreResult<Option<BoxId>> {
         let found: Option<i64> = boxes::table
-            .filter(boxes::shop_id.eq(shop_id))
+            .filter(boxes::shop_id.eq(shop_id.0))
             .filter(boxes::subscription_group_id.eq(group_id.0))
             .select(boxes::id)
             .first(self.conn)
@@ -297,7 +298,7 @@ impl BoxRepository for StoreTx<'_> {
 
     fn save_box(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         subscription_box: &SubscriptionBox,
     ) -> StoreResult<SubscriptionBox> {
         use boxes as t;
@@ -306,7 +307,7 @@ impl BoxRepository for StoreTx<'_> {
             diesel::update(
                 t::table
                     .filter(t::id.eq(subscription_box.id.0))
-                    .filter(t::shop_id.eq(shop_id)),
+                    .filter(t::shop_id.eq(shop_id.0)),
             )
             .set((
                 t::subscription_group_id.eq(subscription_box.svc_subscription_group_id.0),
@@ -319,7 +320,7 @@ impl BoxRepository for StoreTx<'_> {
             subscription_box.id.0
         } else {
             let values = (
-                t::shop_id.eq(shop_id),
+                t::shop_id.eq(shop_id.0),
                 t::subscription_group_id.eq(subscription_box.svc_subscription_group_id.0),
                 t::box_name.eq(&subscription_box.box_name),
                 t::attributes.eq(&attributes),
@@ -336,10 +337,10 @@ impl BoxRepository for StoreTx<'_> {
             .ok_or_else(|| corrupt("box", id, "it was not stored"))
     }
 
-    fn delete_box(&mut self, shop_id: i64, id: BoxId) -> StoreResult<bool> {
+    fn delete_box(&mut self, shop_id: ShopId, id: BoxId) -> StoreResult<bool> {
         let id = id.0;
         let slots: Vec<i64> = time_slots::table
-            .filter(time_slots::shop_id.eq(shop_id))
+            .filter(time_slots::shop_id.eq(shop_id.0))
             .filter(time_slots::box_id.eq(id))
             .select(time_slots::id)
             .load(self.conn)
@@ -347,14 +348,14 @@ impl BoxRepository for StoreTx<'_> {
         self.delete_slots(&slots)?;
         diesel::delete(
             box_sizes::table
-                .filter(box_sizes::shop_id.eq(shop_id))
+                .filter(box_sizes::shop_id.eq(shop_id.0))
                 .filter(box_sizes::box_id.eq(id)),
         )
         .execute(self.conn)
         .map_err(storage_error)?;
         let deleted = diesel::delete(
             boxes::table
-                .filter(boxes::shop_id.eq(shop_id))
+                .filter(boxes::shop_id.eq(shop_id.0))
                 .filter(boxes::id.eq(id)),
         )
         .execute(self.conn)
@@ -364,17 +365,17 @@ impl BoxRepository for StoreTx<'_> {
 
     fn box_products(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         limit: i64,
         page: i64,
     ) -> StoreResult<(Vec<BoxProduct>, i64)> {
         let total: i64 = box_products::table
-            .filter(box_products::shop_id.eq(shop_id))
+            .filter(box_products::shop_id.eq(shop_id.0))
             .select(count_star())
             .first(self.conn)
             .map_err(storage_error)?;
         let rows: Vec<ProductRow> = box_products::table
-            .filter(box_products::shop_id.eq(shop_id))
+            .filter(box_products::shop_id.eq(shop_id.0))
             .order(box_products::id.asc())
             .limit(limit)
             .offset(offset(limit, page))
@@ -389,9 +390,13 @@ impl BoxRepository for StoreTx<'_> {
         ))
     }
 
-    fn box_product(&mut self, shop_id: i64, id: BoxProductId) -> StoreResult<Option<BoxProduct>> {
+    fn box_product(
+        &mut self,
+        shop_id: ShopId,
+        id: BoxProductId,
+    ) -> StoreResult<Option<BoxProduct>> {
         box_products::table
-            .filter(box_products::shop_id.eq(shop_id))
+            .filter(box_products::shop_id.eq(shop_id.0))
             .filter(box_products::id.eq(id.0))
             .select(ProductRow::as_select())
             .first(self.conn)
@@ -401,14 +406,18 @@ impl BoxRepository for StoreTx<'_> {
             .transpose()
     }
 
-    fn save_box_product(&mut self, shop_id: i64, product: &BoxProduct) -> StoreResult<BoxProduct> {
+    fn save_box_product(
+        &mut self,
+        shop_id: ShopId,
+        product: &BoxProduct,
+    ) -> StoreResult<BoxProduct> {
         use box_products as t;
         let attributes = attributes_json(&product.attributes)?;
         let id = if product.id.0 != 0 {
             diesel::update(
                 t::table
                     .filter(t::id.eq(product.id.0))
-                    .filter(t::shop_id.eq(shop_id)),
+                    .filter(t::shop_id.eq(shop_id.0)),
             )
             .set((
                 t::platform_product_id.eq(&product.platform_product_id),
@@ -421,7 +430,7 @@ impl BoxRepository for StoreTx<'_> {
             product.id.0
         } else {
             let values = (
-                t::shop_id.eq(shop_id),
+                t::shop_id.eq(shop_id.0),
                 t::platform_product_id.eq(&product.platform_product_id),
                 t::platform_variant_id.eq(&product.platform_variant_id),
                 t::attributes.eq(&attributes),
@@ -438,18 +447,18 @@ impl BoxRepository for StoreTx<'_> {
             .ok_or_else(|| corrupt("box product", id, "it was not stored"))
     }
 
-    fn delete_box_product(&mut self, shop_id: i64, id: BoxProductId) -> StoreResult<bool> {
+    fn delete_box_product(&mut self, shop_id: ShopId, id: BoxProductId) -> StoreResult<bool> {
         let id = id.0;
         diesel::delete(
             time_slot_options::table
-                .filter(time_slot_options::shop_id.eq(shop_id))
+                .filter(time_slot_options::shop_id.eq(shop_id.0))
                 .filter(time_slot_options::box_product_id.eq(id)),
         )
         .execute(self.conn)
         .map_err(storage_error)?;
         let deleted = diesel::delete(
             box_products::table
-                .filter(box_products::shop_id.eq(shop_id))
+                .filter(box_products::shop_id.eq(shop_id.0))
                 .filter(box_products::id.eq(id)),
         )
         .execute(self.conn)
@@ -459,13 +468,13 @@ impl BoxRepository for StoreTx<'_> {
 
     fn box_sizes(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         box_id: BoxId,
         limit: i64,
         page: i64,
     ) -> StoreResult<(Vec<BoxSize>, i64)> {
         let of_box = box_sizes::table
-            .filter(box_sizes::shop_id.eq(shop_id))
+            .filter(box_sizes::shop_id.eq(shop_id.0))
             .filter(box_sizes::box_id.eq(box_id.0));
         let total: i64 = of_box
             .select(count_star())
@@ -481,9 +490,9 @@ impl BoxRepository for StoreTx<'_> {
         Ok((rows.into_iter().map(BoxSize::from).collect(), total))
     }
 
-    fn box_size(&mut self, shop_id: i64, id: BoxSizeId) -> StoreResult<Option<BoxSize>> {
+    fn box_size(&mut self, shop_id: ShopId, id: BoxSizeId) -> StoreResult<Option<BoxSize>> {
         Ok(box_sizes::table
-            .filter(box_sizes::shop_id.eq(shop_id))
+            .filter(box_sizes::shop_id.eq(shop_id.0))
             .filter(box_sizes::id.eq(id.0))
             .select(SizeRow::as_select())
             .first(self.conn)
@@ -492,13 +501,13 @@ impl BoxRepository for StoreTx<'_> {
             .map(BoxSize::from))
     }
 
-    fn save_box_size(&mut self, shop_id: i64, size: &BoxSize) -> StoreResult<BoxSize> {
+    fn save_box_size(&mut self, shop_id: ShopId, size: &BoxSize) -> StoreResult<BoxSize> {
         use box_sizes as t;
         let id = if size.id.0 != 0 {
             diesel::update(
                 t::table
                     .filter(t::id.eq(size.id.0))
-                    .filter(t::shop_id.eq(shop_id)),
+                    .filter(t::shop_id.eq(shop_id.0)),
             )
             .set((
                 t::box_size_name.eq(&size.box_size_name),
@@ -512,7 +521,7 @@ impl BoxRepository for StoreTx<'_> {
             size.id.0
         } else {
             let values = (
-                t::shop_id.eq(shop_id),
+                t::shop_id.eq(shop_id.0),
                 t::box_id.eq(size.box_id.0),
                 t::box_size_name.eq(&size.box_size_name),
                 t::pricing_mode.eq(&size.pricing_mode),
@@ -533,7 +542,7 @@ impl BoxRepository for StoreTx<'_> {
 
     fn time_slots(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         box_id: BoxId,
         filter: TimeSlotFilter,
         limit: i64,
@@ -543,7 +552,7 @@ impl BoxRepository for StoreTx<'_> {
         let holding = filter.holding.map(Timestamp::as_micros);
         let visible_at = filter.visible_at.map_or(i64::MAX, Timestamp::as_micros);
         let filtered = time_slots::table
-            .filter(time_slots::shop_id.eq(shop_id))
+            .filter(time_slots::shop_id.eq(shop_id.0))
             .filter(time_slots::box_id.eq(box_id.0))
             .filter(time_slots::start_date.le(holding.unwrap_or(i64::MAX)))
             .filter(time_slots::end_date.ge(holding.unwrap_or(i64::MIN)))
@@ -562,9 +571,9 @@ impl BoxRepository for StoreTx<'_> {
         Ok((self.whole_slots(rows)?, total))
     }
 
-    fn time_slot(&mut self, shop_id: i64, id: TimeSlotId) -> StoreResult<Option<TimeSlot>> {
+    fn time_slot(&mut self, shop_id: ShopId, id: TimeSlotId) -> StoreResult<Option<TimeSlot>> {
         let rows: Vec<SlotRow> = time_slots::table
-            .filter(time_slots::shop_id.eq(shop_id))
+            .filter(time_slots::shop_id.eq(shop_id.0))
             .filter(time_slots::id.eq(id.0))
             .select(SlotRow::as_select())
             .load(self.conn)
@@ -572,14 +581,14 @@ impl BoxRepository for StoreTx<'_> {
         Ok(self.whole_slots(rows)?.pop())
     }
 
-    fn save_time_slot(&mut self, shop_id: i64, slot: &TimeSlot) -> StoreResult<TimeSlot> {
+    fn save_time_slot(&mut self, shop_id: ShopId, slot: &TimeSlot) -> StoreResult<TimeSlot> {
         use time_slots as t;
         let attributes = attributes_json(&slot.attributes)?;
         let id = if slot.id.0 != 0 {
             diesel::update(
                 t::table
                     .filter(t::id.eq(slot.id.0))
-                    .filter(t::shop_id.eq(shop_id)),
+                    .filter(t::shop_id.eq(shop_id.0)),
             )
             .set((
                 t::time_slot_name.eq(&slot.time_slot_name),
@@ -595,7 +604,7 @@ impl BoxRepository for StoreTx<'_> {
             slot.id.0
         } else {
             let values = (
-                t::shop_id.eq(shop_id),
+                t::shop_id.eq(shop_id.0),
                 t::box_id.eq(slot.box_id.0),
                 t::time_slot_name.eq(&slot.time_slot_name),
                 t::start_date.eq(slot.start_date.as_micros()),
@@ -616,9 +625,9 @@ impl BoxRepository for StoreTx<'_> {
             .ok_or_else(|| corrupt("time slot", id, "it was not stored"))
     }
 
-    fn delete_time_slot(&mut self, shop_id: i64, id: TimeSlotId) -> StoreResult<bool> {
+    fn delete_time_slot(&mut self, shop_id: ShopId, id: TimeSlotId) -> StoreResult<bool> {
         let found: Vec<i64> = time_slots::table
-            .filter(time_slots::shop_id.eq(shop_id))
+            .filter(time_slots::shop_id.eq(shop_id.0))
             .filter(time_slots::id.eq(id.0))
             .select(time_slots::id)
             .load(self.conn)
@@ -629,7 +638,7 @@ impl BoxRepository for StoreTx<'_> {
 
     fn add_time_slot_option(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         time_slot_id: TimeSlotId,
         box_product_id: BoxProductId,
         now: Timestamp,
@@ -637,7 +646,7 @@ impl BoxRepository for StoreTx<'_> {
         use time_slot_options as t;
         let added = on_backend!(&mut *self.conn, |c| diesel::insert_into(t::table)
             .values((
-                t::shop_id.eq(shop_id),
+                t::shop_id.eq(shop_id.0),
                 t::time_slot_id.eq(time_slot_id.0),
                 t::box_product_id.eq(box_product_id.0),
                 t::created_at.eq(now.as_micros()),
@@ -651,14 +660,14 @@ impl BoxRepository for StoreTx<'_> {
 
     fn remove_time_slot_option(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         time_slot_id: TimeSlotId,
         box_product_id: BoxProductId,
     ) -> StoreResult<bool> {
         use time_slot_options as t;
         let removed = diesel::delete(
             t::table
-                .filter(t::shop_id.eq(shop_id))
+                .filter(t::shop_id.eq(shop_id.0))
                 .filter(t::time_slot_id.eq(time_slot_id.0))
                 .filter(t::box_product_id.eq(box_product_id.0)),
         )
@@ -669,12 +678,12 @@ impl BoxRepository for StoreTx<'_> {
 
     fn line_item_owner(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         line_item_id: LineItemId,
     ) -> StoreResult<Option<LineItemOwner>> {
         let found: Option<(i64, Option<i64>, Option<String>)> = subscription_line_items::table
             .inner_join(subscriptions::table.inner_join(platform_customers::table))
-            .filter(subscription_line_items::shop_id.eq(shop_id))
+            .filter(subscription_line_items::shop_id.eq(shop_id.0))
             .filter(subscription_line_items::id.eq(line_item_id.0))
             .select((
                 subscription_line_items::subscription_id,
@@ -695,7 +704,7 @@ impl BoxRepository for StoreTx<'_> {
 
     fn selections(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         platform_customer_id: &str,
         filter: SelectionFilter,
         limit: i64,
@@ -706,7 +715,7 @@ impl BoxRepository for StoreTx<'_> {
         let line_item = filter.line_item_id.map(|id| id.0);
         let at = filter.order_datetime.map(Timestamp::as_micros);
         let matching = t::table
-            .filter(t::shop_id.eq(shop_id))
+            .filter(t::shop_id.eq(shop_id.0))
             .filter(t::platform_customer_id.eq(platform_customer_id))
             .filter(t::subscription_line_item_id.ge(line_item.unwrap_or(i64::MIN)))
             .filter(t::subscription_line_item_id.le(line_item.unwrap_or(i64::MAX)))
@@ -726,9 +735,13 @@ impl BoxRepository for StoreTx<'_> {
         Ok((rows_into_selections(rows)?, total))
     }
 
-    fn selection(&mut self, shop_id: i64, id: SelectionId) -> StoreResult<Option<StoredSelection>> {
+    fn selection(
+        &mut self,
+        shop_id: ShopId,
+        id: SelectionId,
+    ) -> StoreResult<Option<StoredSelection>> {
         let rows: Vec<SelectionRow> = box_selections::table
-            .filter(box_selections::shop_id.eq(shop_id))
+            .filter(box_selections::shop_id.eq(shop_id.0))
             .filter(box_selections::id.eq(id.0))
             .select(SelectionRow::as_select())
             .load(self.conn)
@@ -738,12 +751,12 @@ impl BoxRepository for StoreTx<'_> {
 
     fn selection_of_date(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         line_item_id: LineItemId,
         order_datetime: Timestamp,
     ) -> StoreResult<Option<StoredSelection>> {
         let rows: Vec<SelectionRow> = box_selections::table
-            .filter(box_selections::shop_id.eq(shop_id))
+            .filter(box_selections::shop_id.eq(shop_id.0))
             .filter(box_selections::subscription_line_item_id.eq(line_item_id.0))
             .filter(box_selections::order_datetime.eq(order_datetime.as_micros()))
             .select(SelectionRow::as_select())
@@ -754,7 +767,7 @@ impl BoxRepository for StoreTx<'_> {
 
     fn save_selection(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         stored: &StoredSelection,
     ) -> StoreResult<StoredSelection> {
         use box_selections as t;
@@ -765,7 +778,7 @@ impl BoxRepository for StoreTx<'_> {
             diesel::update(
                 t::table
                     .filter(t::id.eq(selection.id.0))
-                    .filter(t::shop_id.eq(shop_id)),
+                    .filter(t::shop_id.eq(shop_id.0)),
             )
             .set((
                 t::subscription_line_item_id.eq(selection.svc_platform_subscription_line_item_id.0),
@@ -781,7 +794,7 @@ impl BoxRepository for StoreTx<'_> {
             selection.id.0
         } else {
             let values = (
-                t::shop_id.eq(shop_id),
+                t::shop_id.eq(shop_id.0),
                 t::platform_customer_id.eq(&stored.platform_customer_id),
                 t::subscription_line_item_id.eq(selection.svc_platform_subscription_line_item_id.0),
                 t::box_id.eq(stored.box_id.0),
@@ -802,10 +815,10 @@ impl BoxRepository for StoreTx<'_> {
             .ok_or_else(|| corrupt("selection", id, "it was not stored"))
     }
 
-    fn delete_selection(&mut self, shop_id: i64, id: SelectionId) -> StoreResult<bool> {
+    fn delete_selection(&mut self, shop_id: ShopId, id: SelectionId) -> StoreResult<bool> {
         let deleted = diesel::delete(
             box_selections::table
-                .filter(box_selections::shop_id.eq(shop_id))
+                .filter(box_selections::shop_id.eq(shop_id.0))
                 .filter(box_selections::id.eq(id.0)),
         )
         .execute(self.conn)
@@ -813,9 +826,9 @@ impl BoxRepository for StoreTx<'_> {
         Ok(deleted == 1)
     }
 
-    fn selections_of_box(&mut self, shop_id: i64, box_id: BoxId) -> StoreResult<i64> {
+    fn selections_of_box(&mut self, shop_id: ShopId, box_id: BoxId) -> StoreResult<i64> {
         box_selections::table
-            .filter(box_selections::shop_id.eq(shop_id))
+            .filter(box_selections::shop_id.eq(shop_id.0))
             .filter(box_selections::box_id.eq(box_id.0))
             .select(count_star())
             .first(self.conn)
@@ -824,11 +837,11 @@ impl BoxRepository for StoreTx<'_> {
 
     fn selections_of_time_slot(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         time_slot_id: TimeSlotId,
     ) -> StoreResult<i64> {
         box_selections::table
-            .filter(box_selections::shop_id.eq(shop_id))
+            .filter(box_selections::shop_id.eq(shop_id.0))
             .filter(box_selections::time_slot_id.eq(time_slot_id.0))
             .select(count_star())
             .first(self.conn)
@@ -837,7 +850,7 @@ impl BoxRepository for StoreTx<'_> {
 
     fn box_line_items(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         limit: i64,
         page: i64,
     ) -> StoreResult<(Vec<BoxLineItem>, i64)> {
@@ -848,7 +861,7 @@ impl BoxRepository for StoreTx<'_> {
                     .eq(subscription_line_items::subscription_group_id)
                     .and(boxes::shop_id.eq(subscription_line_items::shop_id))),
             )
-            .filter(subscription_line_items::shop_id.eq(shop_id));
+            .filter(subscription_line_items::shop_id.eq(shop_id.0));
         let total: i64 = of_boxes
             .select(count_star())
             .first(self.conn)
@@ -869,7 +882,7 @@ impl BoxRepository for StoreTx<'_> {
 
     fn box_line_item(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         line_item_id: LineItemId,
     ) -> StoreResult<Option<BoxLineItem>> {
         let row: Option<BoxLineItemRow> = subscription_line_items::table
@@ -879,7 +892,7 @@ impl BoxRepository for StoreTx<'_> {
                     .eq(subscription_line_items::subscription_group_id)
                     .and(boxes::shop_id.eq(subscription_line_items::shop_id))),
             )
-            .filter(subscription_line_items::shop_id.eq(shop_id))
+            .filter(subscription_line_items::shop_id.eq(shop_id.0))
             .filter(subscription_line_items::id.eq(line_item_id.0))
             .select((LineItemRow::as_select(), boxes::id))
             .first(self.conn)

@@ -9,6 +9,7 @@ use mercer_domain::checkout::repository::{
 };
 use mercer_domain::checkout::state::CheckoutDocument;
 use mercer_domain::kernel::error::{StorageError, StoreResult};
+use mercer_domain::kernel::ids::ShopId;
 
 use crate::connection::{on_backend, planned_each_time};
 use crate::repos::StoreTx;
@@ -41,7 +42,7 @@ impl TryFrom<CheckoutRow> for CheckoutOrder {
         })?;
         Ok(CheckoutOrder {
             id: row.id,
-            shop_id: row.shop_id,
+            shop_id: ShopId(row.shop_id),
             public_order_id: row.public_order_id,
             status: CheckoutStatus::parse(&row.status)
                 .ok_or_else(|| StorageError::other(format!("checkout status {:?}", row.status)))?,
@@ -83,7 +84,7 @@ impl CheckoutRepository for StoreTx<'_> {
         use checkout_orders as t;
         let at = new.created_at.as_micros();
         let values = (
-            t::shop_id.eq(new.shop_id),
+            t::shop_id.eq(new.shop_id.0),
             t::public_order_id.eq(&new.public_order_id),
             t::status.eq(CheckoutStatus::Open.as_str()),
             t::email.eq(email_of(&new.document)),
@@ -106,14 +107,14 @@ impl CheckoutRepository for StoreTx<'_> {
 
     fn checkout_order(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         public_order_id: &str,
     ) -> StoreResult<Option<CheckoutOrder>> {
         use checkout_orders as t;
         found(
             t::table
                 .filter(t::public_order_id.eq(public_order_id))
-                .filter(t::shop_id.eq(shop_id))
+                .filter(t::shop_id.eq(shop_id.0))
                 .select(CheckoutRow::as_select())
                 .first(self.conn)
                 .optional(),
@@ -157,13 +158,13 @@ impl CheckoutRepository for StoreTx<'_> {
 
     fn checkout_order_of_platform_order(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         platform_order_id: &str,
     ) -> StoreResult<Option<CheckoutOrder>> {
         use checkout_orders as t;
         found(
             t::table
-                .filter(t::shop_id.eq(shop_id))
+                .filter(t::shop_id.eq(shop_id.0))
                 .filter(t::platform_order_id.eq(platform_order_id))
                 .select(CheckoutRow::as_select())
                 .first(self.conn)
@@ -201,13 +202,13 @@ impl CheckoutRepository for StoreTx<'_> {
 
     fn checkout_orders_of_shop(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         status: Option<CheckoutStatus>,
         before: Option<i64>,
         limit: usize,
     ) -> StoreResult<Vec<CheckoutOrder>> {
         use checkout_orders as t;
-        let mut query = t::table.filter(t::shop_id.eq(shop_id)).into_boxed();
+        let mut query = t::table.filter(t::shop_id.eq(shop_id.0)).into_boxed();
         if let Some(status) = status {
             query = query.filter(t::status.eq(status.as_str()));
         }

@@ -8,6 +8,7 @@ use mercer_domain::directory::{
     FilterOp, FilterValue, Label, OrderBy,
 };
 use mercer_domain::kernel::error::StoreResult;
+use mercer_domain::kernel::ids::ShopId;
 use mercer_domain::kernel::ids::{AddressId, CustomerId, LabelId};
 use mercer_domain::platform::resources::CustomerAddress;
 
@@ -144,7 +145,7 @@ macro_rules! filtered {
         use platform_customers as t;
         let query: &DirectoryQuery = $query;
         let mut q = t::table
-            .filter(t::shop_id.eq($shop_id))
+            .filter(t::shop_id.eq($shop_id.0))
             .filter(t::deleted_at.is_null())
             .into_boxed();
         if let Some(since) = query.since_id {
@@ -174,7 +175,7 @@ macro_rules! filtered {
             q = q.filter(
                 t::id.eq_any(
                     customer_labels::table
-                        .filter(customer_labels::shop_id.eq($shop_id))
+                        .filter(customer_labels::shop_id.eq($shop_id.0))
                         .filter(customer_labels::name.eq(label.clone()))
                         .filter(customer_labels::deleted_at.is_null())
                         .select(customer_labels::customer_id),
@@ -257,7 +258,7 @@ macro_rules! filtered {
 impl DirectoryRepository for StoreTx<'_> {
     fn list_directory_customers(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         query: &DirectoryQuery,
     ) -> StoreResult<DirectoryPage> {
         use platform_customers as t;
@@ -295,11 +296,11 @@ impl DirectoryRepository for StoreTx<'_> {
 
     fn directory_customer(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         id: CustomerId,
     ) -> StoreResult<Option<DirectoryCustomer>> {
         Ok(platform_customers::table
-            .filter(platform_customers::shop_id.eq(shop_id))
+            .filter(platform_customers::shop_id.eq(shop_id.0))
             .filter(platform_customers::id.eq(id.0))
             .select(CustomerRow::as_select())
             .first(self.conn)
@@ -310,12 +311,12 @@ impl DirectoryRepository for StoreTx<'_> {
 
     fn directory_customers_by_ids(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         ids: &[CustomerId],
     ) -> StoreResult<Vec<DirectoryCustomer>> {
         let ids: Vec<i64> = ids.iter().map(|id| id.0).collect();
         Ok(platform_customers::table
-            .filter(platform_customers::shop_id.eq(shop_id))
+            .filter(platform_customers::shop_id.eq(shop_id.0))
             .filter(platform_customers::id.eq_any(ids))
             .order(platform_customers::id.asc())
             .select(CustomerRow::as_select())
@@ -328,11 +329,11 @@ impl DirectoryRepository for StoreTx<'_> {
 
     fn directory_customer_by_platform_id(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         platform_id: &str,
     ) -> StoreResult<Option<DirectoryCustomer>> {
         Ok(platform_customers::table
-            .filter(platform_customers::shop_id.eq(shop_id))
+            .filter(platform_customers::shop_id.eq(shop_id.0))
             .filter(
                 platform_customers::platform_id
                     .assume_not_null()
@@ -347,7 +348,7 @@ impl DirectoryRepository for StoreTx<'_> {
 
     fn addresses_of_customers(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_ids: &[CustomerId],
     ) -> StoreResult<Vec<DirectoryAddress>> {
         if customer_ids.is_empty() {
@@ -356,7 +357,7 @@ impl DirectoryRepository for StoreTx<'_> {
         let customer_ids: Vec<i64> = customer_ids.iter().map(|id| id.0).collect();
         let rows: Vec<(AddressRow, Option<String>)> = customer_addresses::table
             .inner_join(platform_customers::table)
-            .filter(customer_addresses::shop_id.eq(shop_id))
+            .filter(customer_addresses::shop_id.eq(shop_id.0))
             .filter(customer_addresses::customer_id.eq_any(customer_ids))
             .filter(customer_addresses::deleted_at.is_null())
             .order((
@@ -374,7 +375,7 @@ impl DirectoryRepository for StoreTx<'_> {
 
     fn labels_of_customers(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_ids: &[CustomerId],
     ) -> StoreResult<Vec<Label>> {
         if customer_ids.is_empty() {
@@ -382,7 +383,7 @@ impl DirectoryRepository for StoreTx<'_> {
         }
         let customer_ids: Vec<i64> = customer_ids.iter().map(|id| id.0).collect();
         Ok(customer_labels::table
-            .filter(customer_labels::shop_id.eq(shop_id))
+            .filter(customer_labels::shop_id.eq(shop_id.0))
             .filter(customer_labels::customer_id.eq_any(customer_ids))
             .filter(customer_labels::deleted_at.is_null())
             .order((
@@ -399,13 +400,13 @@ impl DirectoryRepository for StoreTx<'_> {
 
     fn insert_label(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_id: CustomerId,
         name: &str,
         now: Timestamp,
     ) -> StoreResult<Label> {
         let values = (
-            customer_labels::shop_id.eq(shop_id),
+            customer_labels::shop_id.eq(shop_id.0),
             customer_labels::customer_id.eq(customer_id.0),
             customer_labels::name.eq(name),
             customer_labels::created_at.eq(now.as_micros()),
@@ -423,7 +424,7 @@ impl DirectoryRepository for StoreTx<'_> {
 
     fn delete_label(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_id: CustomerId,
         label_id: LabelId,
         now: Timestamp,
@@ -431,7 +432,7 @@ impl DirectoryRepository for StoreTx<'_> {
         let changed = diesel::update(
             customer_labels::table
                 .filter(customer_labels::id.eq(label_id.0))
-                .filter(customer_labels::shop_id.eq(shop_id))
+                .filter(customer_labels::shop_id.eq(shop_id.0))
                 .filter(customer_labels::customer_id.eq(customer_id.0))
                 .filter(customer_labels::deleted_at.is_null()),
         )

@@ -4,6 +4,7 @@ use diesel::prelude::*;
 use diesel::upsert::excluded;
 use mercer_domain::kernel::activity::{Activity, ActivityCount, ActivityRepository};
 use mercer_domain::kernel::error::StoreResult;
+use mercer_domain::kernel::ids::ShopId;
 use mercer_domain::{StorageError, Timestamp};
 
 use crate::connection::DbConnection;
@@ -15,7 +16,7 @@ impl ActivityRepository for StoreTx<'_> {
     fn add_activity(&mut self, counts: &[ActivityCount]) -> StoreResult<()> {
         let row = |count: &ActivityCount| {
             (
-                t::shop_id.eq(count.shop_id),
+                t::shop_id.eq(count.shop_id.0),
                 t::bucket.eq(count.bucket.as_micros()),
                 t::activity.eq(count.activity.as_str()),
                 t::count.eq(count.count),
@@ -56,11 +57,11 @@ impl ActivityRepository for StoreTx<'_> {
 
     fn shop_activity_since(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         since: Timestamp,
     ) -> StoreResult<Vec<ActivityCount>> {
         t::table
-            .filter(t::shop_id.eq(shop_id))
+            .filter(t::shop_id.eq(shop_id.0))
             .filter(t::bucket.ge(since.as_micros()))
             .select((t::bucket, t::activity, t::count))
             .load::<(i64, String, i64)>(self.conn)

@@ -4,6 +4,7 @@
 
 use diesel::prelude::*;
 use mercer_domain::kernel::error::StoreResult;
+use mercer_domain::kernel::ids::ShopId;
 use mercer_domain::kernel::jobs::{
     Enqueued, Job, JobCount, JobFilter, JobRepository, JobState, NewJob,
 };
@@ -51,7 +52,7 @@ impl TryFrom<JobRow> for Job {
             last_error: row.last_error,
             created_at: Timestamp::from_micros(row.created_at),
             updated_at: Timestamp::from_micros(row.updated_at),
-            shop_id: row.shop_id,
+            shop_id: row.shop_id.map(ShopId),
             request_id: row.request_id,
         })
     }
@@ -127,7 +128,7 @@ impl StoreTx<'_> {
             jobs::max_attempts.eq(job.max_attempts.max(1)),
             jobs::created_at.eq(now.as_micros()),
             jobs::updated_at.eq(now.as_micros()),
-            jobs::shop_id.eq(job.shop_id),
+            jobs::shop_id.eq(job.shop_id.map(|shop| shop.0)),
             jobs::request_id.eq(job.request_id.as_deref()),
         );
         // A clash with the partial unique index leaves the row out instead of failing the
@@ -432,12 +433,12 @@ impl JobRepository for StoreTx<'_> {
 
     fn shop_jobs(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         filter: &JobFilter,
         before: Option<i64>,
         limit: usize,
     ) -> StoreResult<Vec<Job>> {
-        let mut query = jobs::table.filter(jobs::shop_id.eq(shop_id)).into_boxed();
+        let mut query = jobs::table.filter(jobs::shop_id.eq(shop_id.0)).into_boxed();
         if let Some(state) = filter.state {
             query = query.filter(jobs::state.eq(state.as_str()));
         }
@@ -468,10 +469,10 @@ impl JobRepository for StoreTx<'_> {
         )
     }
 
-    fn count_shop_jobs(&mut self, shop_id: i64) -> StoreResult<Vec<JobCount>> {
+    fn count_shop_jobs(&mut self, shop_id: ShopId) -> StoreResult<Vec<JobCount>> {
         job_counts(
             jobs::table
-                .filter(jobs::shop_id.eq(shop_id))
+                .filter(jobs::shop_id.eq(shop_id.0))
                 .group_by((jobs::kind, jobs::state))
                 .select((jobs::kind, jobs::state, diesel::dsl::count_star()))
                 .load(self.conn)

@@ -4,6 +4,7 @@ use diesel::prelude::*;
 use mercer_domain::access::credentials::{Secret, random_hex};
 use mercer_domain::kernel::error::StoreResult;
 use mercer_domain::kernel::ids::OverrideId;
+use mercer_domain::kernel::ids::ShopId;
 use mercer_domain::overrides::OverrideRepository;
 use mercer_domain::overrides::{ApiOverride, NewApiOverride, OverrideType};
 use mercer_domain::{StorageError, Timestamp};
@@ -33,7 +34,7 @@ impl TryFrom<OverrideRow> for ApiOverride {
         Ok(ApiOverride {
             id: OverrideId(row.id),
             public_id: row.public_id,
-            shop_id: row.shop_id,
+            shop_id: ShopId(row.shop_id),
             override_type: OverrideType::parse(&row.override_type).ok_or_else(|| {
                 StorageError::other(format!("stored override type {:?}", row.override_type))
             })?,
@@ -53,7 +54,7 @@ impl OverrideRepository for StoreTx<'_> {
     fn insert_override(&mut self, new: &NewApiOverride) -> StoreResult<ApiOverride> {
         let values = (
             api_overrides::public_id.eq(random_hex(16)),
-            api_overrides::shop_id.eq(new.shop_id),
+            api_overrides::shop_id.eq(new.shop_id.0),
             api_overrides::override_type.eq(new.override_type.as_str()),
             api_overrides::url.eq(&new.url),
             api_overrides::shared_secret.eq(new.shared_secret.expose()),
@@ -72,11 +73,11 @@ impl OverrideRepository for StoreTx<'_> {
 
     fn override_by_public_id(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         public_id: &str,
     ) -> StoreResult<Option<ApiOverride>> {
         api_overrides::table
-            .filter(api_overrides::shop_id.eq(shop_id))
+            .filter(api_overrides::shop_id.eq(shop_id.0))
             .filter(api_overrides::public_id.eq(public_id))
             .select(OverrideRow::as_select())
             .first(self.conn)
@@ -86,9 +87,9 @@ impl OverrideRepository for StoreTx<'_> {
             .transpose()
     }
 
-    fn overrides_of_shop(&mut self, shop_id: i64) -> StoreResult<Vec<ApiOverride>> {
+    fn overrides_of_shop(&mut self, shop_id: ShopId) -> StoreResult<Vec<ApiOverride>> {
         let rows = api_overrides::table
-            .filter(api_overrides::shop_id.eq(shop_id))
+            .filter(api_overrides::shop_id.eq(shop_id.0))
             .order(api_overrides::id.asc())
             .select(OverrideRow::as_select())
             .load(self.conn)
@@ -98,11 +99,11 @@ impl OverrideRepository for StoreTx<'_> {
 
     fn newest_override(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         override_type: OverrideType,
     ) -> StoreResult<Option<ApiOverride>> {
         api_overrides::table
-            .filter(api_overrides::shop_id.eq(shop_id))
+            .filter(api_overrides::shop_id.eq(shop_id.0))
             .filter(api_overrides::override_type.eq(override_type.as_str()))
             .order(api_overrides::id.desc())
             .select(OverrideRow::as_select())

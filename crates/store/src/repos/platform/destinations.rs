@@ -3,6 +3,7 @@
 use diesel::prelude::*;
 use mercer_domain::kernel::error::StoreResult;
 use mercer_domain::kernel::ids::DestinationId;
+use mercer_domain::kernel::ids::ShopId;
 use mercer_domain::platform::DestinationRepository;
 use mercer_domain::platform::destinations::{Destination, DestinationSettings, Topic};
 use mercer_domain::{StorageError, Timestamp};
@@ -32,7 +33,7 @@ impl TryFrom<DestinationRow> for Destination {
     fn try_from(row: DestinationRow) -> Result<Self, StorageError> {
         Ok(Destination {
             id: DestinationId(row.id),
-            shop_id: row.shop_id,
+            shop_id: ShopId(row.shop_id),
             topic: Topic::parse(&row.topic)
                 .ok_or_else(|| StorageError::other(format!("stored topic {:?}", row.topic)))?,
             url: row.url,
@@ -48,12 +49,12 @@ impl TryFrom<DestinationRow> for Destination {
 impl DestinationRepository for StoreTx<'_> {
     fn insert_destination(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         settings: &DestinationSettings,
         now: Timestamp,
     ) -> StoreResult<Destination> {
         let values = (
-            destinations::shop_id.eq(shop_id),
+            destinations::shop_id.eq(shop_id.0),
             destinations::topic.eq(settings.topic.as_str()),
             destinations::url.eq(&settings.url),
             destinations::version.eq(&settings.version),
@@ -73,7 +74,7 @@ impl DestinationRepository for StoreTx<'_> {
 
     fn update_destination(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         id: DestinationId,
         settings: &DestinationSettings,
         now: Timestamp,
@@ -81,7 +82,7 @@ impl DestinationRepository for StoreTx<'_> {
         diesel::update(
             destinations::table
                 .filter(destinations::id.eq(id.0))
-                .filter(destinations::shop_id.eq(shop_id)),
+                .filter(destinations::shop_id.eq(shop_id.0)),
         )
         .set((
             destinations::topic.eq(settings.topic.as_str()),
@@ -97,14 +98,14 @@ impl DestinationRepository for StoreTx<'_> {
 
     fn delete_destination(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         id: DestinationId,
         now: Timestamp,
     ) -> StoreResult<()> {
         diesel::update(
             destinations::table
                 .filter(destinations::id.eq(id.0))
-                .filter(destinations::shop_id.eq(shop_id)),
+                .filter(destinations::shop_id.eq(shop_id.0)),
         )
         .set((
             destinations::deleted_at.eq(now.as_micros()),
@@ -115,10 +116,14 @@ impl DestinationRepository for StoreTx<'_> {
         Ok(())
     }
 
-    fn destination(&mut self, shop_id: i64, id: DestinationId) -> StoreResult<Option<Destination>> {
+    fn destination(
+        &mut self,
+        shop_id: ShopId,
+        id: DestinationId,
+    ) -> StoreResult<Option<Destination>> {
         destinations::table
             .filter(destinations::id.eq(id.0))
-            .filter(destinations::shop_id.eq(shop_id))
+            .filter(destinations::shop_id.eq(shop_id.0))
             .select(DestinationRow::as_select())
             .first(self.conn)
             .optional()
@@ -127,9 +132,13 @@ impl DestinationRepository for StoreTx<'_> {
             .transpose()
     }
 
-    fn live_destination(&mut self, shop_id: i64, topic: Topic) -> StoreResult<Option<Destination>> {
+    fn live_destination(
+        &mut self,
+        shop_id: ShopId,
+        topic: Topic,
+    ) -> StoreResult<Option<Destination>> {
         destinations::table
-            .filter(destinations::shop_id.eq(shop_id))
+            .filter(destinations::shop_id.eq(shop_id.0))
             .filter(destinations::topic.eq(topic.as_str()))
             .filter(destinations::deleted_at.is_null())
             .select(DestinationRow::as_select())
@@ -140,9 +149,9 @@ impl DestinationRepository for StoreTx<'_> {
             .transpose()
     }
 
-    fn live_destinations(&mut self, shop_id: i64) -> StoreResult<Vec<Destination>> {
+    fn live_destinations(&mut self, shop_id: ShopId) -> StoreResult<Vec<Destination>> {
         destinations::table
-            .filter(destinations::shop_id.eq(shop_id))
+            .filter(destinations::shop_id.eq(shop_id.0))
             .filter(destinations::deleted_at.is_null())
             .order(destinations::id.asc())
             .select(DestinationRow::as_select())

@@ -4,6 +4,7 @@
 //! every time, which costs more than the rows); on PostgreSQL rows go in chunks, one round trip
 //! each. Columns are pulled out of the typed documents the domain hands over.
 
+use mercer_domain::kernel::ids::ShopId;
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use diesel::prelude::*;
@@ -61,7 +62,7 @@ macro_rules! records_of {
                     for id in $ids {
                         found.extend(
                             $table::table
-                                .filter($table::shop_id.eq($shop_id))
+                                .filter($table::shop_id.eq($shop_id.0))
                                 .filter($key.eq(*id))
                                 .select(columns)
                                 // Not `first()`: SQLite prepares a statement again whenever
@@ -74,7 +75,7 @@ macro_rules! records_of {
                     for chunk in $ids.chunks(ROWS_PER_STATEMENT) {
                         found.extend(planned_each_time($conn, |c| {
                             $table::table
-                                .filter($table::shop_id.eq($shop_id))
+                                .filter($table::shop_id.eq($shop_id.0))
                                 .filter($key.eq_any(chunk))
                                 .select(columns)
                                 .load::<RecordColumns>(c)
@@ -180,7 +181,7 @@ type StoredColumns = (i64, String, Option<String>, bool, String, Option<i64>);
 
 fn put_customers(
     conn: &mut DbConnection,
-    shop_id: i64,
+    shop_id: ShopId,
     writes: &[EntityWrite],
     now: i64,
 ) -> QueryResult<()> {
@@ -188,7 +189,7 @@ fn put_customers(
     let rows: Vec<CustomerRow<'_>> = writes
         .iter()
         .map(|write| CustomerRow {
-            shop_id,
+            shop_id: shop_id.0,
             platform_id: &write.platform_id,
             email: customer_text(write, |c| &c.email),
             first_name: customer_text(write, |c| &c.first_name),
@@ -245,7 +246,7 @@ fn put_customers(
                         diesel::update(
                             t::table
                                 .filter(t::id.eq(id))
-                                .filter(t::shop_id.eq(shop_id))
+                                .filter(t::shop_id.eq(shop_id.0))
                                 .filter(t::platform_id.assume_not_null().eq(row.platform_id)),
                         )
                         .set(changes!(row))
@@ -311,7 +312,7 @@ fn stored_addresses(conn: &mut DbConnection, customers: &[i64]) -> QueryResult<V
 /// The rows that make a customer's address rows those of its document (the domain's
 /// [`address_changes`]), and the keys to mark gone.
 fn collect_changes(
-    shop_id: i64,
+    shop_id: ShopId,
     customer_id: i64,
     changes: AddressChanges,
     now: i64,
@@ -319,7 +320,7 @@ fn collect_changes(
     gone: &mut Vec<(i64, String)>,
 ) {
     changed.extend(changes.written.into_iter().map(|write| AddressRow {
-        shop_id,
+        shop_id: shop_id.0,
         customer_id,
         address_key: write.row.key.into_string(),
         platform_id: write.row.platform_id,
@@ -345,7 +346,7 @@ fn collect_changes(
 /// out keep theirs.
 fn put_addresses(
     conn: &mut DbConnection,
-    shop_id: i64,
+    shop_id: ShopId,
     writes: &[EntityWrite],
     ids: &HashMap<String, i64>,
     now: i64,
@@ -476,7 +477,7 @@ macro_rules! upsert_entity {
     ($conn:expr, $site:ty, $write:expr, $shop_id:expr, $now:expr, { $($column:ident: $value:expr),* $(,)? }) => {{
         let (write, now) = ($write, $now);
         let values = (
-            t::shop_id.eq($shop_id),
+            t::shop_id.eq($shop_id.0),
             t::platform_id.eq(&write.platform_id),
             $(t::$column.eq($value),)*
             t::platform_updated_at.eq(micros(write.platform_updated_at)),
@@ -509,7 +510,7 @@ macro_rules! upsert_entity {
 
 fn put_orders(
     conn: &mut DbConnection,
-    shop_id: i64,
+    shop_id: ShopId,
     writes: &[EntityWrite],
     now: i64,
 ) -> QueryResult<()> {
@@ -530,7 +531,7 @@ fn put_orders(
 /// Makes the product's live variants those of its document, matched by platform id.
 fn sync_variants(
     conn: &mut DbConnection,
-    shop_id: i64,
+    shop_id: ShopId,
     product_id: i64,
     variants: &[Variant],
     now: i64,
@@ -577,7 +578,7 @@ fn sync_variants(
                 diesel::insert_into(t::table)
                     .values((
                         values,
-                        t::shop_id.eq(shop_id),
+                        t::shop_id.eq(shop_id.0),
                         t::product_id.eq(product_id),
                         t::created_at.eq(now),
                     ))
@@ -600,7 +601,7 @@ fn sync_variants(
 
 fn put_products(
     conn: &mut DbConnection,
-    shop_id: i64,
+    shop_id: ShopId,
     writes: &[EntityWrite],
     now: i64,
 ) -> QueryResult<()> {
@@ -621,7 +622,7 @@ fn put_products(
 
 fn put_categories(
     conn: &mut DbConnection,
-    shop_id: i64,
+    shop_id: ShopId,
     writes: &[EntityWrite],
     now: i64,
 ) -> QueryResult<()> {
@@ -639,7 +640,7 @@ fn put_categories(
 impl PlatformRepository for StoreTx<'_> {
     fn customer_contacts(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         platform_ids: &[&str],
     ) -> StoreResult<Vec<(String, CustomerContact)>> {
         use platform_customers as t;
@@ -648,7 +649,7 @@ impl PlatformRepository for StoreTx<'_> {
         for chunk in platform_ids.chunks(ROWS_PER_STATEMENT) {
             let rows: Vec<Columns> = planned_each_time(self.conn, |c| {
                 t::table
-                    .filter(t::shop_id.eq(shop_id))
+                    .filter(t::shop_id.eq(shop_id.0))
                     .filter(t::platform_id.assume_not_null().eq_any(chunk))
                     .filter(t::deleted_at.is_null())
                     .select((
@@ -669,13 +670,13 @@ impl PlatformRepository for StoreTx<'_> {
         Ok(found)
     }
 
-    fn hears_customer_changes(&mut self, shop_id: i64) -> StoreResult<bool> {
+    fn hears_customer_changes(&mut self, shop_id: ShopId) -> StoreResult<bool> {
         // The subscription webhooks' kind and topic as the webhooks and subscriptions features
         // store them (a store feature reads no other's code); the repository suite checks them
         // against the domain's names.
         diesel::select(diesel::dsl::exists(
             webhook_endpoints::table
-                .filter(webhook_endpoints::shop_id.eq(shop_id))
+                .filter(webhook_endpoints::shop_id.eq(shop_id.0))
                 .filter(webhook_endpoints::kind.eq("subscription"))
                 .filter(webhook_endpoints::topic.eq("customer_updated"))
                 .filter(webhook_endpoints::deleted_at.is_null())
@@ -687,7 +688,7 @@ impl PlatformRepository for StoreTx<'_> {
 
     fn products_of_variants(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         variant_ids: &[&str],
     ) -> StoreResult<Vec<(String, EntityRecord)>> {
         use platform_products as p;
@@ -695,7 +696,7 @@ impl PlatformRepository for StoreTx<'_> {
         // Only variants with one of these ids match: their id is not null.
         let rows: Vec<RecordColumns> = v::table
             .inner_join(p::table)
-            .filter(v::shop_id.eq(shop_id))
+            .filter(v::shop_id.eq(shop_id.0))
             .filter(v::platform_id.eq_any(variant_ids))
             .filter(v::deleted_at.is_null())
             .filter(p::deleted_at.is_null())
@@ -723,12 +724,12 @@ impl PlatformRepository for StoreTx<'_> {
             .collect())
     }
 
-    fn variant_ids_of_sku(&mut self, shop_id: i64, sku: &str) -> StoreResult<Vec<String>> {
+    fn variant_ids_of_sku(&mut self, shop_id: ShopId, sku: &str) -> StoreResult<Vec<String>> {
         use platform_products as p;
         use product_variants as v;
         v::table
             .inner_join(p::table)
-            .filter(v::shop_id.eq(shop_id))
+            .filter(v::shop_id.eq(shop_id.0))
             .filter(v::sku.eq(sku))
             .filter(v::platform_id.is_not_null())
             .filter(v::deleted_at.is_null())
@@ -743,7 +744,7 @@ impl PlatformRepository for StoreTx<'_> {
 
     fn platform_entities(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         kind: EntityKind,
         platform_ids: &[&str],
     ) -> StoreResult<Vec<(String, EntityRecord)>> {
@@ -785,7 +786,7 @@ impl PlatformRepository for StoreTx<'_> {
 
     fn put_platform_entities(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         kind: EntityKind,
         entities: &[EntityWrite],
         now: Timestamp,
@@ -803,13 +804,13 @@ impl PlatformRepository for StoreTx<'_> {
 
     fn customer_platform_id(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_id: i64,
     ) -> StoreResult<Option<String>> {
         use platform_customers as t;
         Ok(t::table
             .filter(t::id.eq(customer_id))
-            .filter(t::shop_id.eq(shop_id))
+            .filter(t::shop_id.eq(shop_id.0))
             .select(t::platform_id)
             .first::<Option<String>>(self.conn)
             .optional()
@@ -819,13 +820,13 @@ impl PlatformRepository for StoreTx<'_> {
 
     fn address_platform_id(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         address_id: i64,
     ) -> StoreResult<Option<String>> {
         use customer_addresses as t;
         Ok(t::table
             .filter(t::id.eq(address_id))
-            .filter(t::shop_id.eq(shop_id))
+            .filter(t::shop_id.eq(shop_id.0))
             .select(t::platform_id)
             .first::<Option<String>>(self.conn)
             .optional()
@@ -835,7 +836,7 @@ impl PlatformRepository for StoreTx<'_> {
 
     fn set_customer_platform_id(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_id: i64,
         platform_id: &str,
         now: Timestamp,
@@ -844,7 +845,7 @@ impl PlatformRepository for StoreTx<'_> {
         let changed = diesel::update(
             t::table
                 .filter(t::id.eq(customer_id))
-                .filter(t::shop_id.eq(shop_id))
+                .filter(t::shop_id.eq(shop_id.0))
                 .filter(t::platform_id.is_null()),
         )
         .set((
@@ -860,7 +861,7 @@ impl PlatformRepository for StoreTx<'_> {
     /// keyed), so its next event of the customer updates this row instead of adding one.
     fn set_address_platform_id(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         address_id: i64,
         platform_id: &str,
         now: Timestamp,
@@ -869,7 +870,7 @@ impl PlatformRepository for StoreTx<'_> {
         let changed = diesel::update(
             t::table
                 .filter(t::id.eq(address_id))
-                .filter(t::shop_id.eq(shop_id))
+                .filter(t::shop_id.eq(shop_id.0))
                 .filter(t::platform_id.is_null()),
         )
         .set((

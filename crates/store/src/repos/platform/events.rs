@@ -3,6 +3,7 @@
 use diesel::prelude::*;
 use mercer_domain::kernel::error::StoreResult;
 use mercer_domain::kernel::ids::EventId;
+use mercer_domain::kernel::ids::ShopId;
 use mercer_domain::platform::EventQueueRepository;
 use mercer_domain::platform::events::{
     EntityKind, EventAction, EventDocument, EventSource, FailedInboundEvent, InboundEvent,
@@ -88,7 +89,7 @@ impl TryFrom<EventRow> for InboundEvent {
         Ok(InboundEvent {
             id: EventId(row.id),
             event: NewInboundEvent {
-                shop_id: row.shop_id,
+                shop_id: ShopId(row.shop_id),
                 kind,
                 action: EventAction::parse(&row.action).ok_or_else(|| corrupt("action"))?,
                 platform_id: row.platform_id,
@@ -131,7 +132,7 @@ impl EventQueueRepository for StoreTx<'_> {
         let rows: Vec<NewEventRow<'_>> = events
             .iter()
             .map(|event| NewEventRow {
-                shop_id: event.shop_id,
+                shop_id: event.shop_id.0,
                 entity: event.kind.as_str(),
                 action: event.action.as_str(),
                 platform_id: &event.platform_id,
@@ -169,7 +170,7 @@ impl EventQueueRepository for StoreTx<'_> {
 
     fn pending_inbound_events(
         &mut self,
-        shops: Option<&[i64]>,
+        shops: Option<&[ShopId]>,
         limit: usize,
         now: Timestamp,
     ) -> StoreResult<Vec<Result<InboundEvent, UnreadableEvent>>> {
@@ -178,6 +179,7 @@ impl EventQueueRepository for StoreTx<'_> {
                 .filter(inbound_events::retry_at.le(now.as_micros()))
                 .into_boxed();
             if let Some(shops) = shops {
+                let shops: Vec<i64> = shops.iter().map(|shop| shop.0).collect();
                 query = query.filter(inbound_events::shop_id.eq_any(shops));
             }
             query
@@ -199,7 +201,7 @@ impl EventQueueRepository for StoreTx<'_> {
             .collect())
     }
 
-    fn pending_event_shops(&mut self, limit: usize, now: Timestamp) -> StoreResult<Vec<i64>> {
+    fn pending_event_shops(&mut self, limit: usize, now: Timestamp) -> StoreResult<Vec<ShopId>> {
         let shops: Vec<i64> = planned_each_time(self.conn, |conn| {
             inbound_events::table
                 .filter(inbound_events::retry_at.le(now.as_micros()))
@@ -209,8 +211,8 @@ impl EventQueueRepository for StoreTx<'_> {
                 .load(conn)
         })
         .map_err(storage_error)?;
-        let mut first_seen: Vec<i64> = Vec::new();
-        for shop in shops {
+        let mut first_seen: Vec<ShopId> = Vec::new();
+        for shop in shops.into_iter().map(ShopId) {
             if !first_seen.contains(&shop) {
                 first_seen.push(shop);
             }
@@ -250,10 +252,10 @@ impl EventQueueRepository for StoreTx<'_> {
             .map_err(storage_error)
     }
 
-    fn count_shop_pending_events(&mut self, shop_id: i64) -> StoreResult<i64> {
+    fn count_shop_pending_events(&mut self, shop_id: ShopId) -> StoreResult<i64> {
         // No index by shop: the queue holds only what waits, and ingest stays one insert.
         inbound_events::table
-            .filter(inbound_events::shop_id.eq(shop_id))
+            .filter(inbound_events::shop_id.eq(shop_id.0))
             .count()
             .get_result(self.conn)
             .map_err(storage_error)
@@ -321,13 +323,13 @@ impl EventQueueRepository for StoreTx<'_> {
 
     fn failed_inbound_events(
         &mut self,
-        shop_id: Option<i64>,
+        shop_id: Option<ShopId>,
         limit: usize,
     ) -> StoreResult<Vec<FailedInboundEvent>> {
         type Row = (i64, i64, String, String, String, i64, String, i64);
         let mut query = failed_inbound_events::table.into_boxed();
         if let Some(shop_id) = shop_id {
-            query = query.filter(failed_inbound_events::shop_id.eq(shop_id));
+            query = query.filter(failed_inbound_events::shop_id.eq(shop_id.0));
         }
         let rows: Vec<Row> = query
             .order(failed_inbound_events::id.asc())
@@ -350,7 +352,7 @@ impl EventQueueRepository for StoreTx<'_> {
                 |(id, shop_id, kind, action, platform_id, attempts, error, failed_at)| {
                     FailedInboundEvent {
                         id: EventId(id),
-                        shop_id,
+                        shop_id: ShopId(shop_id),
                         kind,
                         action,
                         platform_id,
@@ -372,7 +374,7 @@ impl EventQueueRepository for StoreTx<'_> {
 
     fn requeue_failed_inbound_events(
         &mut self,
-        shop_id: Option<i64>,
+        shop_id: Option<ShopId>,
         ids: Option<&[EventId]>,
     ) -> StoreResult<Vec<EventId>> {
         let mut chosen = failed_inbound_events::table
@@ -380,7 +382,7 @@ impl EventQueueRepository for StoreTx<'_> {
             .order(failed_inbound_events::id.asc())
             .into_boxed();
         if let Some(shop_id) = shop_id {
-            chosen = chosen.filter(failed_inbound_events::shop_id.eq(shop_id));
+            chosen = chosen.filter(failed_inbound_events::shop_id.eq(shop_id.0));
         }
         if let Some(ids) = ids {
             let ids: Vec<i64> = ids.iter().map(|id| id.0).collect();

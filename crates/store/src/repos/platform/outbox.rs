@@ -2,6 +2,7 @@
 
 use diesel::prelude::*;
 use mercer_domain::kernel::error::StoreResult;
+use mercer_domain::kernel::ids::ShopId;
 use mercer_domain::platform::OutboxRepository;
 use mercer_domain::platform::outbox::{ConnectorCall, OutboxEntry, OutboxStatus};
 use mercer_domain::{StorageError, Timestamp};
@@ -30,7 +31,7 @@ impl TryFrom<OutboxRow> for OutboxEntry {
     fn try_from(row: OutboxRow) -> Result<Self, StorageError> {
         Ok(OutboxEntry {
             id: row.id,
-            shop_id: row.shop_id,
+            shop_id: ShopId(row.shop_id),
             call: serde_json::from_str(&row.call).map_err(|error| {
                 StorageError::other(format!(
                     "stored connector call {} does not parse: {error}",
@@ -51,7 +52,7 @@ impl TryFrom<OutboxRow> for OutboxEntry {
 macro_rules! due {
     ($shop_id:expr, $now:expr, $limit:expr) => {
         connector_outbox::table
-            .filter(connector_outbox::shop_id.eq($shop_id))
+            .filter(connector_outbox::shop_id.eq($shop_id.0))
             .filter(connector_outbox::status.eq(OutboxStatus::Pending.as_str()))
             .filter(connector_outbox::next_attempt_at.le($now))
             .order((
@@ -65,7 +66,7 @@ macro_rules! due {
 
 fn claim(
     conn: &mut DbConnection,
-    shop_id: i64,
+    shop_id: ShopId,
     now: i64,
     limit: usize,
 ) -> QueryResult<Vec<OutboxRow>> {
@@ -79,14 +80,14 @@ fn claim(
 impl OutboxRepository for StoreTx<'_> {
     fn insert_outbox_call(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         call: &ConnectorCall,
         now: Timestamp,
     ) -> StoreResult<i64> {
         let json =
             serde_json::to_string(call).map_err(|error| StorageError::other(error.to_string()))?;
         let values = (
-            connector_outbox::shop_id.eq(shop_id),
+            connector_outbox::shop_id.eq(shop_id.0),
             connector_outbox::topic.eq(call.topic().as_str()),
             connector_outbox::call.eq(&json),
             connector_outbox::status.eq(OutboxStatus::Pending.as_str()),
@@ -108,7 +109,7 @@ impl OutboxRepository for StoreTx<'_> {
     /// meanwhile; if this worker dies, the call is due again when the lease ends.
     fn claim_outbox_calls(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         now: Timestamp,
         limit: usize,
         lease_until: Timestamp,
@@ -188,9 +189,9 @@ impl OutboxRepository for StoreTx<'_> {
         Ok(())
     }
 
-    fn outbox_entries(&mut self, shop_id: i64) -> StoreResult<Vec<OutboxEntry>> {
+    fn outbox_entries(&mut self, shop_id: ShopId) -> StoreResult<Vec<OutboxEntry>> {
         connector_outbox::table
-            .filter(connector_outbox::shop_id.eq(shop_id))
+            .filter(connector_outbox::shop_id.eq(shop_id.0))
             .order(connector_outbox::id.asc())
             .select(OutboxRow::as_select())
             .load(self.conn)
@@ -202,11 +203,11 @@ impl OutboxRepository for StoreTx<'_> {
 
     fn recent_outbox_entries(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         limit: usize,
     ) -> StoreResult<Vec<OutboxEntry>> {
         connector_outbox::table
-            .filter(connector_outbox::shop_id.eq(shop_id))
+            .filter(connector_outbox::shop_id.eq(shop_id.0))
             .order(connector_outbox::id.desc())
             .limit(i64::try_from(limit).unwrap_or(i64::MAX))
             .select(OutboxRow::as_select())
@@ -217,9 +218,9 @@ impl OutboxRepository for StoreTx<'_> {
             .collect()
     }
 
-    fn next_outbox_attempt(&mut self, shop_id: i64) -> StoreResult<Option<Timestamp>> {
+    fn next_outbox_attempt(&mut self, shop_id: ShopId) -> StoreResult<Option<Timestamp>> {
         let next: Option<i64> = connector_outbox::table
-            .filter(connector_outbox::shop_id.eq(shop_id))
+            .filter(connector_outbox::shop_id.eq(shop_id.0))
             .filter(connector_outbox::status.eq(OutboxStatus::Pending.as_str()))
             .select(diesel::dsl::min(connector_outbox::next_attempt_at))
             .first(self.conn)
@@ -227,13 +228,14 @@ impl OutboxRepository for StoreTx<'_> {
         Ok(next.map(Timestamp::from_micros))
     }
 
-    fn shops_with_pending_outbox_calls(&mut self) -> StoreResult<Vec<i64>> {
+    fn shops_with_pending_outbox_calls(&mut self) -> StoreResult<Vec<ShopId>> {
         connector_outbox::table
             .filter(connector_outbox::status.eq(OutboxStatus::Pending.as_str()))
             .select(connector_outbox::shop_id)
             .distinct()
             .order(connector_outbox::shop_id.asc())
-            .load(self.conn)
+            .load::<i64>(self.conn)
+            .map(|shops| shops.into_iter().map(ShopId).collect())
             .map_err(storage_error)
     }
 }

@@ -2,6 +2,7 @@
 
 use diesel::prelude::*;
 use mercer_domain::kernel::error::StoreResult;
+use mercer_domain::kernel::ids::ShopId;
 use mercer_domain::platform::SyncRepository;
 use mercer_domain::platform::destinations::Topic;
 use mercer_domain::platform::sync::{SyncRun, SyncStatus};
@@ -35,7 +36,7 @@ impl TryFrom<SyncRow> for SyncRun {
     fn try_from(row: SyncRow) -> Result<Self, StorageError> {
         Ok(SyncRun {
             id: row.id,
-            shop_id: row.shop_id,
+            shop_id: ShopId(row.shop_id),
             topic: Topic::parse(&row.topic)
                 .ok_or_else(|| StorageError::other("stored sync topic"))?,
             status: SyncStatus::parse(&row.status)
@@ -53,9 +54,9 @@ impl TryFrom<SyncRow> for SyncRun {
 }
 
 impl SyncRepository for StoreTx<'_> {
-    fn running_sync(&mut self, shop_id: i64, topic: Topic) -> StoreResult<Option<SyncRun>> {
+    fn running_sync(&mut self, shop_id: ShopId, topic: Topic) -> StoreResult<Option<SyncRun>> {
         sync_runs::table
-            .filter(sync_runs::shop_id.eq(shop_id))
+            .filter(sync_runs::shop_id.eq(shop_id.0))
             .filter(sync_runs::topic.eq(topic.as_str()))
             .filter(sync_runs::status.eq(SyncStatus::Running.as_str()))
             .select(SyncRow::as_select())
@@ -68,12 +69,12 @@ impl SyncRepository for StoreTx<'_> {
 
     fn insert_sync_run(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         topic: Topic,
         now: Timestamp,
     ) -> StoreResult<SyncRun> {
         let values = (
-            sync_runs::shop_id.eq(shop_id),
+            sync_runs::shop_id.eq(shop_id.0),
             sync_runs::topic.eq(topic.as_str()),
             sync_runs::status.eq(SyncStatus::Running.as_str()),
             sync_runs::pages.eq(0),
@@ -136,9 +137,9 @@ impl SyncRepository for StoreTx<'_> {
         Ok(())
     }
 
-    fn recent_sync_runs(&mut self, shop_id: i64, limit: usize) -> StoreResult<Vec<SyncRun>> {
+    fn recent_sync_runs(&mut self, shop_id: ShopId, limit: usize) -> StoreResult<Vec<SyncRun>> {
         sync_runs::table
-            .filter(sync_runs::shop_id.eq(shop_id))
+            .filter(sync_runs::shop_id.eq(shop_id.0))
             .order(sync_runs::id.desc())
             .limit(i64::try_from(limit).unwrap_or(i64::MAX))
             .select(SyncRow::as_select())

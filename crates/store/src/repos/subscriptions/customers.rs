@@ -6,6 +6,7 @@ use diesel::prelude::*;
 use diesel::sql_types::BigInt;
 use mercer_domain::access::credentials::random_hex;
 use mercer_domain::kernel::error::StoreResult;
+use mercer_domain::kernel::ids::ShopId;
 use mercer_domain::kernel::ids::{AddressId, CustomerId};
 use mercer_domain::platform::resources::CustomerAddress;
 use mercer_domain::subscriptions::repository::{
@@ -60,21 +61,21 @@ macro_rules! listed_customers {
     ($shop_id:expr, $query:expr) => {{
         use platform_customers as t;
         use subscriptions as s;
-        let shop_id: i64 = $shop_id;
+        let shop_id: ShopId = $shop_id;
         let query: &CustomerListQuery = $query;
         let with_any = || {
             s::table
-                .filter(s::shop_id.eq(shop_id))
+                .filter(s::shop_id.eq(shop_id.0))
                 .select(s::customer_id)
         };
         let with_live = || {
             s::table
-                .filter(s::shop_id.eq(shop_id))
+                .filter(s::shop_id.eq(shop_id.0))
                 .filter(s::subscription_status.ne(SubscriptionStatus::Inactive.as_str()))
                 .select(s::customer_id)
         };
         let q = t::table
-            .filter(t::shop_id.eq(shop_id))
+            .filter(t::shop_id.eq(shop_id.0))
             .filter(t::deleted_at.is_null())
             .into_boxed();
         let mut q = match having(&query.statuses) {
@@ -133,7 +134,7 @@ impl AddressRow {
             .map_err(|error| corrupt("customer address", self.id, error))?;
         Ok(StoredAddress {
             id: AddressId(self.id),
-            shop_id: self.shop_id,
+            shop_id: ShopId(self.shop_id),
             customer_id: CustomerId(self.customer_id),
             platform_id: self.platform_id,
             customer_platform_id,
@@ -154,7 +155,7 @@ fn address_document(address: &CustomerAddress) -> StoreResult<String> {
 /// Makes the customer's other live addresses not the default.
 fn clear_other_defaults(
     conn: &mut DbConnection,
-    shop_id: i64,
+    shop_id: ShopId,
     customer_id: i64,
     address_id: i64,
     now: Timestamp,
@@ -163,7 +164,7 @@ fn clear_other_defaults(
     diesel::update(
         t::table
             .filter(t::customer_id.eq(customer_id))
-            .filter(t::shop_id.eq(shop_id))
+            .filter(t::shop_id.eq(shop_id.0))
             .filter(t::id.ne(address_id))
             .filter(t::deleted_at.is_null())
             .filter(t::is_default.eq(true)),
@@ -177,7 +178,7 @@ fn clear_other_defaults(
 impl SubscriptionCustomerRepository for StoreTx<'_> {
     fn customer_id_by_email(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         email: &str,
     ) -> StoreResult<Option<CustomerId>> {
         use platform_customers as t;
@@ -186,7 +187,7 @@ impl SubscriptionCustomerRepository for StoreTx<'_> {
             return Ok(None);
         }
         t::table
-            .filter(t::shop_id.eq(shop_id))
+            .filter(t::shop_id.eq(shop_id.0))
             .filter(t::deleted_at.is_null())
             .filter(lower(t::email).eq(lower(email)))
             .order(t::id.asc())
@@ -199,13 +200,13 @@ impl SubscriptionCustomerRepository for StoreTx<'_> {
 
     fn insert_customer(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         fields: &CustomerFields,
         now: Timestamp,
     ) -> StoreResult<CustomerId> {
         use platform_customers as t;
         let values = (
-            t::shop_id.eq(shop_id),
+            t::shop_id.eq(shop_id.0),
             t::email.eq(text(&fields.email)),
             t::first_name.eq(text(&fields.first_name)),
             t::last_name.eq(text(&fields.last_name)),
@@ -226,7 +227,7 @@ impl SubscriptionCustomerRepository for StoreTx<'_> {
 
     fn update_customer(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_id: CustomerId,
         fields: &CustomerFields,
         now: Timestamp,
@@ -236,7 +237,7 @@ impl SubscriptionCustomerRepository for StoreTx<'_> {
         let changed = diesel::update(
             t::table
                 .filter(t::id.eq(customer_id))
-                .filter(t::shop_id.eq(shop_id))
+                .filter(t::shop_id.eq(shop_id.0))
                 .filter(t::deleted_at.is_null()),
         )
         .set((
@@ -268,7 +269,7 @@ impl SubscriptionCustomerRepository for StoreTx<'_> {
 
     fn customer_notes(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_ids: &[CustomerId],
     ) -> StoreResult<Vec<(CustomerId, String)>> {
         use platform_customers as t;
@@ -277,7 +278,7 @@ impl SubscriptionCustomerRepository for StoreTx<'_> {
         }
         let customer_ids: Vec<i64> = customer_ids.iter().map(|id| id.0).collect();
         let notes: Vec<(i64, String)> = t::table
-            .filter(t::shop_id.eq(shop_id))
+            .filter(t::shop_id.eq(shop_id.0))
             .filter(t::id.eq_any(customer_ids))
             .filter(t::notes.is_not_null())
             .order(t::id.asc())
@@ -292,7 +293,7 @@ impl SubscriptionCustomerRepository for StoreTx<'_> {
 
     fn list_subscription_customers(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         query: &CustomerListQuery,
     ) -> StoreResult<IdPage> {
         use platform_customers as t;
@@ -317,7 +318,7 @@ impl SubscriptionCustomerRepository for StoreTx<'_> {
 
     fn subscription_summaries(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_ids: &[CustomerId],
     ) -> StoreResult<Vec<SummaryFigures>> {
         use subscription_schedule as s;
@@ -327,7 +328,7 @@ impl SubscriptionCustomerRepository for StoreTx<'_> {
         let customer_ids: Vec<i64> = customer_ids.iter().map(|id| id.0).collect();
         let inactive = SubscriptionStatus::Inactive.as_str();
         let rows: Vec<SummaryRow> = s::table
-            .filter(s::shop_id.eq(shop_id))
+            .filter(s::shop_id.eq(shop_id.0))
             .filter(s::customer_id.eq_any(customer_ids))
             .group_by(s::customer_id)
             .select((
@@ -360,7 +361,7 @@ impl SubscriptionCustomerRepository for StoreTx<'_> {
 
     fn addresses_by_ids(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         ids: &[AddressId],
     ) -> StoreResult<Vec<StoredAddress>> {
         use customer_addresses as t;
@@ -370,7 +371,7 @@ impl SubscriptionCustomerRepository for StoreTx<'_> {
         let ids: Vec<i64> = ids.iter().map(|id| id.0).collect();
         let rows: Vec<(AddressRow, Option<String>)> = t::table
             .inner_join(platform_customers::table)
-            .filter(t::shop_id.eq(shop_id))
+            .filter(t::shop_id.eq(shop_id.0))
             .filter(t::id.eq_any(ids))
             .order(t::id.asc())
             .select((AddressRow::as_select(), platform_customers::platform_id))
@@ -383,7 +384,7 @@ impl SubscriptionCustomerRepository for StoreTx<'_> {
 
     fn insert_address(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_id: CustomerId,
         address: &CustomerAddress,
         is_default: bool,
@@ -392,7 +393,7 @@ impl SubscriptionCustomerRepository for StoreTx<'_> {
         use customer_addresses as t;
         let customer_id = customer_id.0;
         let values = (
-            t::shop_id.eq(shop_id),
+            t::shop_id.eq(shop_id.0),
             t::customer_id.eq(customer_id),
             t::address_key.eq(format!("{SERVICE_KEY_PREFIX}{}", random_hex(16))),
             t::platform_id.eq(None::<String>),
@@ -416,7 +417,7 @@ impl SubscriptionCustomerRepository for StoreTx<'_> {
 
     fn update_address(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_id: CustomerId,
         address_id: AddressId,
         address: &CustomerAddress,
@@ -428,7 +429,7 @@ impl SubscriptionCustomerRepository for StoreTx<'_> {
         let changed = diesel::update(
             t::table
                 .filter(t::id.eq(address_id))
-                .filter(t::shop_id.eq(shop_id))
+                .filter(t::shop_id.eq(shop_id.0))
                 .filter(t::customer_id.eq(customer_id))
                 .filter(t::deleted_at.is_null()),
         )
@@ -450,7 +451,7 @@ impl SubscriptionCustomerRepository for StoreTx<'_> {
 
     fn delete_address(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_id: CustomerId,
         address_id: AddressId,
         now: Timestamp,
@@ -460,7 +461,7 @@ impl SubscriptionCustomerRepository for StoreTx<'_> {
         let changed = diesel::update(
             t::table
                 .filter(t::id.eq(address_id))
-                .filter(t::shop_id.eq(shop_id))
+                .filter(t::shop_id.eq(shop_id.0))
                 .filter(t::customer_id.eq(customer_id))
                 .filter(t::deleted_at.is_null()),
         )

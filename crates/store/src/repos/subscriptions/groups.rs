@@ -5,6 +5,7 @@ use diesel::dsl::count_star;
 use diesel::prelude::*;
 use mercer_domain::kernel::error::StoreResult;
 use mercer_domain::kernel::ids::GroupId;
+use mercer_domain::kernel::ids::ShopId;
 use mercer_domain::subscriptions::groups::{BillingRule, GroupProduct, IntervalType, StoredGroup};
 use mercer_domain::subscriptions::repository::SubscriptionGroupRepository;
 use mercer_domain::subscriptions::resources::SubscriptionStatus;
@@ -125,14 +126,14 @@ impl StoreTx<'_> {
     }
 
     /// Inserts the group's row, or updates it; its id.
-    fn write_group_row(&mut self, shop_id: i64, group: &StoredGroup) -> StoreResult<i64> {
+    fn write_group_row(&mut self, shop_id: ShopId, group: &StoredGroup) -> StoreResult<i64> {
         use subscription_groups as t;
         let products = products_json(&group.products)?;
         if group.id != GroupId(0) {
             diesel::update(
                 t::table
                     .filter(t::id.eq(group.id.0))
-                    .filter(t::shop_id.eq(shop_id)),
+                    .filter(t::shop_id.eq(shop_id.0)),
             )
             .set((
                 t::name.eq(&group.name),
@@ -145,7 +146,7 @@ impl StoreTx<'_> {
             return Ok(group.id.0);
         }
         let values = (
-            t::shop_id.eq(shop_id),
+            t::shop_id.eq(shop_id.0),
             t::name.eq(&group.name),
             t::percent_discount.eq(group.percent_discount),
             t::products.eq(&products),
@@ -165,7 +166,7 @@ impl StoreTx<'_> {
     /// group's rules not among them deleted.
     fn write_group_rules(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         group_id: i64,
         group: &StoredGroup,
     ) -> StoreResult<()> {
@@ -207,7 +208,7 @@ impl StoreTx<'_> {
             }
             diesel::insert_into(t::table)
                 .values((
-                    t::shop_id.eq(shop_id),
+                    t::shop_id.eq(shop_id.0),
                     t::subscription_group_id.eq(group_id),
                     t::position.eq(position),
                     t::interval_number.eq(number),
@@ -224,10 +225,10 @@ impl StoreTx<'_> {
     }
 
     /// The line items of the shop's subscriptions that are not `inactive`.
-    fn live_line_items(shop_id: i64) -> LiveLineItems {
+    fn live_line_items(shop_id: ShopId) -> LiveLineItems {
         subscription_line_items::table
             .inner_join(subscriptions::table)
-            .filter(subscription_line_items::shop_id.eq(shop_id))
+            .filter(subscription_line_items::shop_id.eq(shop_id.0))
             .filter(subscriptions::subscription_status.ne(SubscriptionStatus::Inactive.as_str()))
     }
 }
@@ -235,18 +236,18 @@ impl StoreTx<'_> {
 impl SubscriptionGroupRepository for StoreTx<'_> {
     fn subscription_groups(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         limit: i64,
         page: i64,
     ) -> StoreResult<(Vec<StoredGroup>, i64)> {
         use subscription_groups as t;
         let total: i64 = t::table
-            .filter(t::shop_id.eq(shop_id))
+            .filter(t::shop_id.eq(shop_id.0))
             .select(count_star())
             .first(self.conn)
             .map_err(storage_error)?;
         let rows: Vec<GroupRow> = t::table
-            .filter(t::shop_id.eq(shop_id))
+            .filter(t::shop_id.eq(shop_id.0))
             .order(t::id.asc())
             .limit(limit)
             .offset(offset(limit, page))
@@ -258,13 +259,13 @@ impl SubscriptionGroupRepository for StoreTx<'_> {
 
     fn subscription_group(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         id: GroupId,
     ) -> StoreResult<Option<StoredGroup>> {
         use subscription_groups as t;
         let id = id.0;
         let rows: Vec<GroupRow> = t::table
-            .filter(t::shop_id.eq(shop_id))
+            .filter(t::shop_id.eq(shop_id.0))
             .filter(t::id.eq(id))
             .select(GroupRow::as_select())
             .load(self.conn)
@@ -274,7 +275,7 @@ impl SubscriptionGroupRepository for StoreTx<'_> {
 
     fn save_subscription_group(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         group: &StoredGroup,
     ) -> StoreResult<StoredGroup> {
         let id = self.write_group_row(shop_id, group)?;
@@ -283,33 +284,33 @@ impl SubscriptionGroupRepository for StoreTx<'_> {
             .ok_or_else(|| corrupt("subscription group", id, "it was not stored"))
     }
 
-    fn delete_subscription_group(&mut self, shop_id: i64, id: GroupId) -> StoreResult<bool> {
+    fn delete_subscription_group(&mut self, shop_id: ShopId, id: GroupId) -> StoreResult<bool> {
         let id = id.0;
         diesel::delete(
             subscription_group_billing_rules::table
                 .filter(subscription_group_billing_rules::subscription_group_id.eq(id))
-                .filter(subscription_group_billing_rules::shop_id.eq(shop_id)),
+                .filter(subscription_group_billing_rules::shop_id.eq(shop_id.0)),
         )
         .execute(self.conn)
         .map_err(storage_error)?;
         let deleted = diesel::delete(
             subscription_groups::table
                 .filter(subscription_groups::id.eq(id))
-                .filter(subscription_groups::shop_id.eq(shop_id)),
+                .filter(subscription_groups::shop_id.eq(shop_id.0)),
         )
         .execute(self.conn)
         .map_err(storage_error)?;
         Ok(deleted == 1)
     }
 
-    fn lock_subscription_group(&mut self, shop_id: i64, id: GroupId) -> StoreResult<()> {
+    fn lock_subscription_group(&mut self, shop_id: ShopId, id: GroupId) -> StoreResult<()> {
         let id = id.0;
         match &mut *self.conn {
             // SQLite's write transactions (BEGIN IMMEDIATE) run one at a time already.
             DbConnection::Sqlite(_) => Ok(()),
             DbConnection::Pg(c) => subscription_groups::table
                 .filter(subscription_groups::id.eq(id))
-                .filter(subscription_groups::shop_id.eq(shop_id))
+                .filter(subscription_groups::shop_id.eq(shop_id.0))
                 .select(subscription_groups::id)
                 .for_update()
                 .load::<i64>(c)
@@ -318,7 +319,11 @@ impl SubscriptionGroupRepository for StoreTx<'_> {
         }
     }
 
-    fn live_subscriptions_of_group(&mut self, shop_id: i64, group_id: GroupId) -> StoreResult<i64> {
+    fn live_subscriptions_of_group(
+        &mut self,
+        shop_id: ShopId,
+        group_id: GroupId,
+    ) -> StoreResult<i64> {
         let subscriptions: Vec<i64> = Self::live_line_items(shop_id)
             .filter(subscription_line_items::subscription_group_id.eq(group_id.0))
             .select(subscription_line_items::subscription_id)
@@ -328,16 +333,16 @@ impl SubscriptionGroupRepository for StoreTx<'_> {
         Ok(i64::try_from(subscriptions.len()).unwrap_or(i64::MAX))
     }
 
-    fn boxes_of_group(&mut self, shop_id: i64, group_id: GroupId) -> StoreResult<i64> {
+    fn boxes_of_group(&mut self, shop_id: ShopId, group_id: GroupId) -> StoreResult<i64> {
         boxes::table
-            .filter(boxes::shop_id.eq(shop_id))
+            .filter(boxes::shop_id.eq(shop_id.0))
             .filter(boxes::subscription_group_id.eq(group_id.0))
             .select(count_star())
             .first(self.conn)
             .map_err(storage_error)
     }
 
-    fn billing_rules_in_use(&mut self, shop_id: i64, rule_ids: &[i64]) -> StoreResult<Vec<i64>> {
+    fn billing_rules_in_use(&mut self, shop_id: ShopId, rule_ids: &[i64]) -> StoreResult<Vec<i64>> {
         if rule_ids.is_empty() {
             return Ok(Vec::new());
         }

@@ -7,6 +7,7 @@ use diesel::dsl::count_star;
 use diesel::prelude::*;
 use mercer_domain::Timestamp;
 use mercer_domain::kernel::error::StoreResult;
+use mercer_domain::kernel::ids::ShopId;
 use mercer_domain::kernel::ids::{SubscriptionId, SubscriptionOrderId};
 use mercer_domain::subscriptions::repository::{
     NewSubscriptionOrder, OrderAttemptEnd, OrderAttemptStatus, SchedulerBacklog,
@@ -47,7 +48,7 @@ impl OrderRow {
             .ok_or_else(|| corrupt("subscription order", self.id, "status"))?;
         Ok(SubscriptionOrder {
             id: SubscriptionOrderId(self.id),
-            shop_id: self.shop_id,
+            shop_id: ShopId(self.shop_id),
             subscription_id: SubscriptionId(self.subscription_id),
             scheduled_at: time(self.scheduled_at),
             attempt: self.attempt,
@@ -93,7 +94,7 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
         status: SubscriptionStatus,
         now: Timestamp,
         limit: usize,
-    ) -> StoreResult<Vec<(i64, SubscriptionId)>> {
+    ) -> StoreResult<Vec<(ShopId, SubscriptionId)>> {
         use subscription_schedule as s;
         let (status, now, limit) = (status.as_str(), now.as_micros(), limit as i64);
         // Ties of the order date come in the index's order: no sort of a large tie. Planned
@@ -116,7 +117,7 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
         })
         .map(|due| {
             due.into_iter()
-                .map(|(shop_id, id)| (shop_id, SubscriptionId(id)))
+                .map(|(shop_id, id)| (ShopId(shop_id), SubscriptionId(id)))
                 .collect()
         })
         .map_err(storage_error)
@@ -124,7 +125,7 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
 
     fn subscriptions_by_ids(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         ids: &[SubscriptionId],
     ) -> StoreResult<Vec<StoredSubscription>> {
         let ids: Vec<i64> = ids.iter().map(|id| id.0).collect();
@@ -137,7 +138,7 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
     ) -> StoreResult<SubscriptionOrderId> {
         use subscription_orders as t;
         let values = (
-            t::shop_id.eq(order.shop_id),
+            t::shop_id.eq(order.shop_id.0),
             t::subscription_id.eq(order.subscription_id.0),
             t::scheduled_at.eq(order.scheduled_at.as_micros()),
             t::attempt.eq(order.attempt),
@@ -303,7 +304,7 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
 
     fn upcoming_subscription_ids(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         until: Timestamp,
         limit: usize,
     ) -> StoreResult<Vec<SubscriptionId>> {
@@ -315,7 +316,7 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
         ]
         .map(SubscriptionStatus::as_str);
         s::table
-            .filter(s::shop_id.eq(shop_id))
+            .filter(s::shop_id.eq(shop_id.0))
             .filter(s::next_order_datetime.le(until.as_micros()))
             .filter(s::subscription_status.eq_any(statuses))
             .order((s::next_order_datetime.asc(), s::id.asc()))
@@ -328,7 +329,7 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
 
     fn expiring_payment_subscriptions(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         by: Timestamp,
         limit: usize,
     ) -> StoreResult<Vec<SubscriptionId>> {
@@ -341,7 +342,7 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
         .map(SubscriptionStatus::as_str);
         // The partial index of methods not yet announced, by shop and expiry.
         n::table
-            .filter(n::shop_id.eq(shop_id))
+            .filter(n::shop_id.eq(shop_id.0))
             .filter(n::expiring_payment_notified_at.is_null())
             .filter(n::payment_method_expires_at.is_not_null())
             .filter(n::payment_method_expires_at.le(by.as_micros()))
@@ -356,7 +357,7 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
 
     fn set_expiring_payment_notified(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         id: SubscriptionId,
         at: Option<Timestamp>,
     ) -> StoreResult<()> {
@@ -364,7 +365,7 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
         diesel::update(
             n::table
                 .filter(n::id.eq(id.0))
-                .filter(n::shop_id.eq(shop_id)),
+                .filter(n::shop_id.eq(shop_id.0)),
         )
         .set(n::expiring_payment_notified_at.eq(at.map(Timestamp::as_micros)))
         .execute(self.conn)

@@ -4,6 +4,7 @@
 //! one is an INSERT of `subscriptions` and an UPDATE of each other part, and reads join the row
 //! to its other parts by id through the aliases below.
 
+use mercer_domain::kernel::ids::ShopId;
 use std::collections::HashMap;
 
 use diesel::prelude::*;
@@ -321,7 +322,7 @@ fn subscription_of(
     };
     let subscription = StoredSubscription {
         id: SubscriptionId(id),
-        shop_id: row.shop_id,
+        shop_id: ShopId(row.shop_id),
         created_at: time(row.created_at),
         state,
         line_items: Vec::new(),
@@ -334,7 +335,7 @@ fn subscription_of(
 /// latest status log entries (one query).
 fn assemble(
     conn: &mut DbConnection,
-    shop_id: i64,
+    shop_id: ShopId,
     rows: Vec<FullRow>,
 ) -> StoreResult<Vec<StoredSubscription>> {
     if rows.is_empty() {
@@ -347,7 +348,7 @@ fn assemble(
         .collect();
     let mut line_items: HashMap<i64, Vec<SubscriptionLineItem>> = HashMap::new();
     let item_rows: Vec<LineItemRow> = subscription_line_items::table
-        .filter(subscription_line_items::shop_id.eq(shop_id))
+        .filter(subscription_line_items::shop_id.eq(shop_id.0))
         .filter(subscription_line_items::subscription_id.eq_any(&ids))
         .order(subscription_line_items::id.asc())
         .select(LineItemRow::as_select())
@@ -472,12 +473,12 @@ macro_rules! own_columns {
 impl SubscriptionRepository for StoreTx<'_> {
     fn subscription_by_idempotency_key(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         key: &str,
     ) -> StoreResult<Option<(SubscriptionId, Option<String>)>> {
         use subscription_details as t;
         t::table
-            .filter(t::shop_id.eq(shop_id))
+            .filter(t::shop_id.eq(shop_id.0))
             .filter(t::idempotency_key.eq(key))
             .select((t::id, t::idempotency_fingerprint))
             .first::<(i64, Option<String>)>(self.conn)
@@ -488,7 +489,7 @@ impl SubscriptionRepository for StoreTx<'_> {
 
     fn insert_subscription(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         state: &SubscriptionState,
         line_items: &[SubscriptionLineItem],
         now: Timestamp,
@@ -496,7 +497,7 @@ impl SubscriptionRepository for StoreTx<'_> {
         let values = (
             own_columns!(state),
             (
-                subscriptions::shop_id.eq(shop_id),
+                subscriptions::shop_id.eq(shop_id.0),
                 subscriptions::created_at.eq(now.as_micros()),
             ),
         );
@@ -513,7 +514,7 @@ impl SubscriptionRepository for StoreTx<'_> {
         for item in line_items {
             use subscription_line_items as t;
             let values = (
-                t::shop_id.eq(shop_id),
+                t::shop_id.eq(shop_id.0),
                 t::subscription_id.eq(id),
                 t::platform_product_id.eq(item.platform_product_id.as_str()),
                 t::platform_variant_id.eq(item.platform_variant_id.as_str()),
@@ -538,7 +539,7 @@ impl SubscriptionRepository for StoreTx<'_> {
 
     fn save_subscription(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         id: SubscriptionId,
         state: &SubscriptionState,
     ) -> StoreResult<bool> {
@@ -546,7 +547,7 @@ impl SubscriptionRepository for StoreTx<'_> {
         let changed = diesel::update(
             subscriptions::table
                 .filter(subscriptions::id.eq(id))
-                .filter(subscriptions::shop_id.eq(shop_id)),
+                .filter(subscriptions::shop_id.eq(shop_id.0)),
         )
         .set(own_columns!(state))
         .execute(self.conn)
@@ -560,7 +561,7 @@ impl SubscriptionRepository for StoreTx<'_> {
 
     fn update_line_item(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         subscription_id: SubscriptionId,
         item: &SubscriptionLineItem,
         now: Timestamp,
@@ -570,7 +571,7 @@ impl SubscriptionRepository for StoreTx<'_> {
             t::table
                 .filter(t::id.eq(item.id.0))
                 .filter(t::subscription_id.eq(subscription_id.0))
-                .filter(t::shop_id.eq(shop_id)),
+                .filter(t::shop_id.eq(shop_id.0)),
         )
         .set((
             t::quantity.eq(item.quantity),
@@ -583,14 +584,14 @@ impl SubscriptionRepository for StoreTx<'_> {
         Ok(changed == 1)
     }
 
-    fn lock_subscription(&mut self, shop_id: i64, id: SubscriptionId) -> StoreResult<()> {
+    fn lock_subscription(&mut self, shop_id: ShopId, id: SubscriptionId) -> StoreResult<()> {
         let id = id.0;
         match &mut *self.conn {
             // SQLite's write transactions (BEGIN IMMEDIATE) run one at a time already.
             DbConnection::Sqlite(_) => Ok(()),
             DbConnection::Pg(c) => subscriptions::table
                 .filter(subscriptions::id.eq(id))
-                .filter(subscriptions::shop_id.eq(shop_id))
+                .filter(subscriptions::shop_id.eq(shop_id.0))
                 .select(subscriptions::id)
                 .for_update()
                 .load::<i64>(c)
@@ -613,11 +614,15 @@ impl SubscriptionRepository for StoreTx<'_> {
         }
     }
 
-    fn insert_status_log(&mut self, shop_id: i64, entry: &NewStatusLog) -> StoreResult<StatusLog> {
+    fn insert_status_log(
+        &mut self,
+        shop_id: ShopId,
+        entry: &NewStatusLog,
+    ) -> StoreResult<StatusLog> {
         use subscription_status_logs as t;
         let actor = &entry.metadata.user;
         let values = (
-            t::shop_id.eq(shop_id),
+            t::shop_id.eq(shop_id.0),
             t::subscription_id.eq(entry.subscription_id.0),
             t::subscription_status.eq(entry.subscription_status.as_str()),
             t::reason.eq(entry.reason.as_str()),
@@ -636,7 +641,7 @@ impl SubscriptionRepository for StoreTx<'_> {
         diesel::update(
             subscriptions::table
                 .filter(subscriptions::id.eq(entry.subscription_id.0))
-                .filter(subscriptions::shop_id.eq(shop_id)),
+                .filter(subscriptions::shop_id.eq(shop_id.0)),
         )
         .set(subscriptions::latest_status_log_id.eq(Some(id)))
         .execute(self.conn)
@@ -646,12 +651,12 @@ impl SubscriptionRepository for StoreTx<'_> {
 
     fn status_logs_of_subscription(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         subscription_id: SubscriptionId,
         limit: usize,
     ) -> StoreResult<Vec<StatusLog>> {
         subscription_status_logs::table
-            .filter(subscription_status_logs::shop_id.eq(shop_id))
+            .filter(subscription_status_logs::shop_id.eq(shop_id.0))
             .filter(subscription_status_logs::subscription_id.eq(subscription_id.0))
             .order(subscription_status_logs::id.desc())
             .limit(i64::try_from(limit).unwrap_or(i64::MAX))
@@ -665,14 +670,14 @@ impl SubscriptionRepository for StoreTx<'_> {
 
     fn subscription(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         id: SubscriptionId,
     ) -> StoreResult<Option<StoredSubscription>> {
         let id = id.0;
         let rows: Vec<FullRow> = on_backend!(&mut *self.conn, |c| {
             whole_rows!()
                 .filter(subscriptions::id.eq(id))
-                .filter(subscriptions::shop_id.eq(shop_id))
+                .filter(subscriptions::shop_id.eq(shop_id.0))
                 .select(whole_row_columns!())
                 .load(c)
         })
@@ -682,7 +687,7 @@ impl SubscriptionRepository for StoreTx<'_> {
 
     fn list_subscriptions(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         query: &ListQuery,
     ) -> StoreResult<SubscriptionPage> {
         let limit = query.limit.max(0);
@@ -695,27 +700,27 @@ impl SubscriptionRepository for StoreTx<'_> {
         })
     }
 
-    fn count_subscriptions(&mut self, shop_id: i64, query: &ListQuery) -> StoreResult<i64> {
+    fn count_subscriptions(&mut self, shop_id: ShopId, query: &ListQuery) -> StoreResult<i64> {
         count_matching(self.conn, shop_id, query)
     }
 
     fn customer_subscriptions(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         customer_id: CustomerId,
         limit: i64,
         page: i64,
     ) -> StoreResult<(Vec<StoredSubscription>, i64)> {
         let customer_id = customer_id.0;
         let total: i64 = subscriptions::table
-            .filter(subscriptions::shop_id.eq(shop_id))
+            .filter(subscriptions::shop_id.eq(shop_id.0))
             .filter(subscriptions::customer_id.eq(customer_id))
             .count()
             .get_result(self.conn)
             .map_err(storage_error)?;
         let rows: Vec<FullRow> = on_backend!(&mut *self.conn, |c| {
             whole_rows!()
-                .filter(subscriptions::shop_id.eq(shop_id))
+                .filter(subscriptions::shop_id.eq(shop_id.0))
                 .filter(subscriptions::customer_id.eq(customer_id))
                 .order(subscriptions::id.asc())
                 .limit(limit)
@@ -739,9 +744,9 @@ enum Bind {
 /// another column than `id` is written `+column`, so that the page is read along the
 /// `(shop_id, id)` keyset and stops at `LIMIT` instead of reading a whole date range from its
 /// index and sorting it.
-fn conditions(shop_id: i64, query: &ListQuery, sqlite: bool) -> (String, Vec<Bind>) {
+fn conditions(shop_id: ShopId, query: &ListQuery, sqlite: bool) -> (String, Vec<Bind>) {
     let mut sql = String::from("shop_id = ?");
-    let mut binds = vec![Bind::Integer(shop_id)];
+    let mut binds = vec![Bind::Integer(shop_id.0)];
     if !query.statuses.is_empty() {
         let marks = vec!["?"; query.statuses.len()].join(", ");
         sql.push_str(&format!(" AND subscription_status IN ({marks})"));
@@ -842,7 +847,7 @@ macro_rules! load_sql {
 /// The ids of a page: those the query matches after its cursor, by id, at most `limit`.
 fn page_ids(
     conn: &mut DbConnection,
-    shop_id: i64,
+    shop_id: ShopId,
     query: &ListQuery,
     limit: i64,
 ) -> StoreResult<Vec<i64>> {
@@ -860,13 +865,13 @@ fn page_ids(
 
 /// How many subscriptions the query matches (cursor and limit aside). By status alone, from
 /// `subscription_counts` (kept by triggers, migration 7) rather than by reading every row.
-fn count_matching(conn: &mut DbConnection, shop_id: i64, query: &ListQuery) -> StoreResult<i64> {
+fn count_matching(conn: &mut DbConnection, shop_id: ShopId, query: &ListQuery) -> StoreResult<i64> {
     let sql = if query.customer_ids.is_empty() && query.filters.is_empty() {
         let mut sql = String::from(
             "SELECT CAST(COALESCE(SUM(subscriptions), 0) AS BIGINT) AS count \
              FROM subscription_counts WHERE shop_id = ?",
         );
-        let mut binds = vec![Bind::Integer(shop_id)];
+        let mut binds = vec![Bind::Integer(shop_id.0)];
         if !query.statuses.is_empty() {
             let marks = vec!["?"; query.statuses.len()].join(", ");
             sql.push_str(&format!(" AND subscription_status IN ({marks})"));
@@ -892,7 +897,7 @@ fn count_matching(conn: &mut DbConnection, shop_id: i64, query: &ListQuery) -> S
 /// The whole subscriptions of `ids`, in that order.
 pub(super) fn whole_subscriptions(
     conn: &mut DbConnection,
-    shop_id: i64,
+    shop_id: ShopId,
     ids: &[i64],
 ) -> StoreResult<Vec<StoredSubscription>> {
     if ids.is_empty() {
@@ -901,7 +906,7 @@ pub(super) fn whole_subscriptions(
     let mut rows: Vec<FullRow> = on_backend!(&mut *conn, |c| {
         // The ids on every part, so each is read by its key (no join from the table's start).
         whole_rows!()
-            .filter(subscriptions::shop_id.eq(shop_id))
+            .filter(subscriptions::shop_id.eq(shop_id.0))
             .filter(subscriptions::id.eq_any(ids))
             .filter(schedule.field(subscription_schedule::id).eq_any(ids))
             .filter(details.field(subscription_details::id).eq_any(ids))

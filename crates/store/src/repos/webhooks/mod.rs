@@ -1,5 +1,6 @@
 //! Webhook endpoints, messages and attempts.
 
+use mercer_domain::kernel::ids::ShopId;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -104,7 +105,7 @@ impl EndpointRow {
             WebhookEndpoint {
                 id: WebhookId(self.id),
                 public_id: self.public_id,
-                shop_id: self.shop_id,
+                shop_id: ShopId(self.shop_id),
                 kind,
                 topic: self.topic,
                 callback_url: self.callback_url,
@@ -144,7 +145,7 @@ impl TryFrom<MessageRow> for WebhookMessage {
         Ok(WebhookMessage {
             id: MessageId(row.id),
             message_id: row.message_id,
-            shop_id: row.shop_id,
+            shop_id: ShopId(row.shop_id),
             endpoint_id: WebhookId(row.endpoint_id),
             topic: row.topic,
             payload: row.payload,
@@ -288,7 +289,7 @@ impl WebhookRepository for StoreTx<'_> {
     ) -> StoreResult<WebhookEndpoint> {
         let values = (
             webhook_endpoints::public_id.eq(random_hex(16)),
-            webhook_endpoints::shop_id.eq(new.shop_id),
+            webhook_endpoints::shop_id.eq(new.shop_id.0),
             webhook_endpoints::kind.eq(new.kind.as_str()),
             webhook_endpoints::topic.eq(&new.topic),
             webhook_endpoints::callback_url.eq(&new.callback_url),
@@ -308,11 +309,11 @@ impl WebhookRepository for StoreTx<'_> {
 
     fn webhook_endpoint(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         public_id: &str,
     ) -> StoreResult<Option<WebhookEndpoint>> {
         webhook_endpoints::table
-            .filter(webhook_endpoints::shop_id.eq(shop_id))
+            .filter(webhook_endpoints::shop_id.eq(shop_id.0))
             .filter(webhook_endpoints::public_id.eq(public_id))
             .filter(webhook_endpoints::deleted_at.is_null())
             .select(EndpointRow::as_select())
@@ -348,11 +349,11 @@ impl WebhookRepository for StoreTx<'_> {
 
     fn webhook_endpoints(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         kind: WebhookKind,
     ) -> StoreResult<Vec<WebhookEndpoint>> {
         webhook_endpoints::table
-            .filter(webhook_endpoints::shop_id.eq(shop_id))
+            .filter(webhook_endpoints::shop_id.eq(shop_id.0))
             .filter(webhook_endpoints::kind.eq(kind.as_str()))
             .filter(webhook_endpoints::deleted_at.is_null())
             .order(webhook_endpoints::id.asc())
@@ -366,12 +367,12 @@ impl WebhookRepository for StoreTx<'_> {
 
     fn active_webhook_endpoints(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         kind: WebhookKind,
         topic: &str,
     ) -> StoreResult<Vec<WebhookEndpoint>> {
         webhook_endpoints::table
-            .filter(webhook_endpoints::shop_id.eq(shop_id))
+            .filter(webhook_endpoints::shop_id.eq(shop_id.0))
             .filter(webhook_endpoints::kind.eq(kind.as_str()))
             .filter(webhook_endpoints::topic.eq(topic))
             .filter(webhook_endpoints::deleted_at.is_null())
@@ -461,7 +462,7 @@ impl WebhookRepository for StoreTx<'_> {
                 .iter()
                 .map(|m| NewMessageRow {
                     message_id: &m.message_id,
-                    shop_id: m.shop_id,
+                    shop_id: m.shop_id.0,
                     endpoint_id: m.endpoint_id.0,
                     topic: &m.topic,
                     payload: &m.payload,
@@ -608,13 +609,13 @@ impl WebhookRepository for StoreTx<'_> {
 
     fn webhook_messages_of_shop(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         filter: &MessageFilter,
         before: Option<MessageId>,
         limit: usize,
     ) -> StoreResult<Vec<WebhookMessage>> {
         let mut query = webhook_messages::table
-            .filter(webhook_messages::shop_id.eq(shop_id))
+            .filter(webhook_messages::shop_id.eq(shop_id.0))
             .into_boxed();
         if let Some(topic) = &filter.topic {
             query = query.filter(webhook_messages::topic.eq(topic));
@@ -638,12 +639,12 @@ impl WebhookRepository for StoreTx<'_> {
 
     fn webhook_message_row_at(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         at: Timestamp,
     ) -> StoreResult<Option<MessageId>> {
         // By the (shop_id, created_at) index: one entry read, however far back `at` is.
         webhook_messages::table
-            .filter(webhook_messages::shop_id.eq(shop_id))
+            .filter(webhook_messages::shop_id.eq(shop_id.0))
             .filter(webhook_messages::created_at.le(at.as_micros()))
             .order((
                 webhook_messages::created_at.desc(),
@@ -658,12 +659,12 @@ impl WebhookRepository for StoreTx<'_> {
 
     fn webhook_messages_about(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         subject: &str,
         limit: usize,
     ) -> StoreResult<Vec<WebhookMessage>> {
         webhook_messages::table
-            .filter(webhook_messages::shop_id.eq(shop_id))
+            .filter(webhook_messages::shop_id.eq(shop_id.0))
             .filter(webhook_messages::subject.eq(subject))
             .order(webhook_messages::id.desc())
             .limit(i64::try_from(limit).unwrap_or(i64::MAX))
@@ -677,11 +678,11 @@ impl WebhookRepository for StoreTx<'_> {
 
     fn count_shop_webhook_messages(
         &mut self,
-        shop_id: i64,
+        shop_id: ShopId,
         status: MessageStatus,
     ) -> StoreResult<i64> {
         webhook_messages::table
-            .filter(webhook_messages::shop_id.eq(shop_id))
+            .filter(webhook_messages::shop_id.eq(shop_id.0))
             .filter(webhook_messages::status.eq(status.as_str()))
             .count()
             .get_result(self.conn)
