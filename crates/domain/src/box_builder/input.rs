@@ -9,7 +9,9 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::box_builder::resources::SelectionItem;
-use crate::kernel::body::{BodyObject, Check, Field, TextId, at_most, parse_object, wrong_type};
+use crate::kernel::body::{
+    BodyObject, Check, Field, TextId, Wrapped, at_most, read_resource, wrong_type,
+};
 use crate::kernel::error::{DomainError, FieldError, Problems};
 use crate::kernel::ids::{BoxProductId, BoxSizeId, GroupId, LineItemId, TimeSlotId};
 use crate::kernel::time::Timestamp;
@@ -22,37 +24,6 @@ pub(crate) const MAX_ATTRIBUTES: usize = 50;
 pub(crate) const MAX_BULK_BOX_SIZES: usize = 100;
 /// The most products one selection chooses.
 pub(crate) const MAX_SELECTION_ITEMS: usize = 250;
-
-/// A body that carries its resource under one key (`{"box": {…}}`), or bare.
-trait Wrapped: BodyObject {
-    /// The resource's fields.
-    type Fields: BodyObject;
-    /// The key the resource comes under.
-    const KEY: &'static str;
-    /// The resource under the key, as given.
-    fn resource(self) -> Field<Self::Fields>;
-}
-
-/// Reads the resource of the body `W` (under its key, or `body` itself when it has no such key)
-/// and checks it with `validate`; every problem is reported at once.
-fn read_resource<W: Wrapped, T>(
-    body: &Value,
-    validate: impl FnOnce(W::Fields, &mut Check<'_>) -> Option<T>,
-) -> Result<T, DomainError> {
-    let mut problems = Problems::new();
-    let mut root = Check::root(&mut problems);
-    let value = match parse_object::<W>(body).resource() {
-        Field::Given(fields) => validate(fields, &mut root.nested(W::KEY)),
-        Field::Absent => validate(parse_object::<W::Fields>(body), &mut root),
-        Field::Null | Field::Blank | Field::Invalid(_) => {
-            return Err(DomainError::Invalid(vec![
-                wrong_type("an object").at(W::KEY.to_string()),
-            ]));
-        }
-    };
-    problems.into_result()?;
-    value.ok_or_else(|| DomainError::invalid(W::KEY, "invalid_value", "the body could not be read"))
-}
 
 /// A name of 1..255 characters; required when `creating`.
 fn name(

@@ -482,6 +482,37 @@ pub fn read_body<B: BodyObject, T>(
     value.ok_or_else(|| DomainError::invalid("body", "invalid_value", "the body could not be read"))
 }
 
+/// A body that carries its resource under one key (`{"box": {…}}`), or bare.
+pub trait Wrapped: BodyObject {
+    /// The resource's fields.
+    type Fields: BodyObject;
+    /// The key the resource comes under.
+    const KEY: &'static str;
+    /// The resource under the key, as given.
+    fn resource(self) -> Field<Self::Fields>;
+}
+
+/// Reads the resource of the body `W` (under its key, or `body` itself when it has no such key)
+/// and checks it with `validate`; every problem is reported at once.
+pub fn read_resource<W: Wrapped, T>(
+    body: &Value,
+    validate: impl FnOnce(W::Fields, &mut Check<'_>) -> Option<T>,
+) -> Result<T, DomainError> {
+    let mut problems = Problems::new();
+    let mut root = Check::root(&mut problems);
+    let value = match parse_object::<W>(body).resource() {
+        Field::Given(fields) => validate(fields, &mut root.nested(W::KEY)),
+        Field::Absent => validate(parse_object::<W::Fields>(body), &mut root),
+        Field::Null | Field::Blank | Field::Invalid(_) => {
+            return Err(DomainError::Invalid(vec![
+                wrong_type("an object").at(W::KEY.to_string()),
+            ]));
+        }
+    };
+    problems.into_result()?;
+    value.ok_or_else(|| DomainError::invalid(W::KEY, "invalid_value", "the body could not be read"))
+}
+
 /// `value` read as the body struct `B`; an empty one when `value` is not an object.
 pub fn parse_object<B: BodyObject>(value: &Value) -> B {
     let empty = Value::Object(serde_json::Map::new());

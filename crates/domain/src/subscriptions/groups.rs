@@ -12,9 +12,9 @@ use utoipa::ToSchema;
 
 use crate::access::shop::Shop;
 use crate::kernel::body::{
-    BodyObject, Check, Field, RawText, TextId, parse_object, path, wrong_type,
+    BodyObject, Check, Field, RawText, TextId, Wrapped, path, read_resource,
 };
-use crate::kernel::error::{DomainError, FieldError, Problems};
+use crate::kernel::error::{DomainError, FieldError};
 use crate::kernel::ids::GroupId;
 use crate::kernel::time::Timestamp;
 use crate::subscriptions::customers::PagePagination;
@@ -201,14 +201,6 @@ pub struct GroupInput {
     pub billing_rules: Option<Vec<BillingRuleInput>>,
 }
 
-/// A body that carries a group's fields under `subscription_group`, or bare.
-trait GroupBody: BodyObject {
-    /// The group's fields.
-    type Fields: BodyObject;
-    /// The fields under `subscription_group`, as given.
-    fn group(self) -> Field<Self::Fields>;
-}
-
 /// The body that creates a subscription group. The group's fields may also come bare,
 /// without the `subscription_group` key.
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -219,9 +211,10 @@ pub struct GroupRequest {
     pub subscription_group: Field<GroupFields>,
 }
 impl BodyObject for GroupRequest {}
-impl GroupBody for GroupRequest {
+impl Wrapped for GroupRequest {
     type Fields = GroupFields;
-    fn group(self) -> Field<GroupFields> {
+    const KEY: &'static str = "subscription_group";
+    fn resource(self) -> Field<GroupFields> {
         self.subscription_group
     }
 }
@@ -259,9 +252,10 @@ pub struct GroupUpdateRequest {
     pub subscription_group: Field<GroupUpdateFields>,
 }
 impl BodyObject for GroupUpdateRequest {}
-impl GroupBody for GroupUpdateRequest {
+impl Wrapped for GroupUpdateRequest {
     type Fields = GroupUpdateFields;
-    fn group(self) -> Field<GroupUpdateFields> {
+    const KEY: &'static str = "subscription_group";
+    fn resource(self) -> Field<GroupUpdateFields> {
         self.subscription_group
     }
 }
@@ -344,33 +338,12 @@ impl BodyObject for BillingRuleFields {}
 /// least one billing rule are needed.
 pub fn parse_group(body: &Value, creating: bool) -> Result<GroupInput, DomainError> {
     if creating {
-        read_group::<GroupRequest>(body, |fields, check| fields.validate(check, true))
+        read_resource::<GroupRequest, _>(body, |fields, check| Some(fields.validate(check, true)))
     } else {
-        read_group::<GroupUpdateRequest>(body, |fields, check| {
-            GroupFields::from(fields).validate(check, false)
+        read_resource::<GroupUpdateRequest, _>(body, |fields, check| {
+            Some(GroupFields::from(fields).validate(check, false))
         })
     }
-}
-
-/// Reads the group's fields of the body `B` (under `subscription_group`, or `body` itself when
-/// it has no such key) and checks them with `validate`; every problem is reported at once.
-fn read_group<B: GroupBody>(
-    body: &Value,
-    validate: impl FnOnce(B::Fields, &mut Check<'_>) -> GroupInput,
-) -> Result<GroupInput, DomainError> {
-    let mut problems = Problems::new();
-    let mut root = Check::root(&mut problems);
-    let input = match parse_object::<B>(body).group() {
-        Field::Given(fields) => validate(fields, &mut root.nested("subscription_group")),
-        Field::Absent => validate(parse_object::<B::Fields>(body), &mut root),
-        Field::Null | Field::Blank | Field::Invalid(_) => {
-            return Err(DomainError::Invalid(vec![
-                wrong_type("an object").at("subscription_group".to_string()),
-            ]));
-        }
-    };
-    problems.into_result()?;
-    Ok(input)
 }
 
 impl GroupFields {
