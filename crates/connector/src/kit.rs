@@ -376,6 +376,28 @@ pub fn verify_message(
     })
 }
 
+/// The most entities a page of a List operation holds, and the page size of a call whose
+/// `limit` is missing or outside 1..=250.
+pub const DEFAULT_PAGE_LIMIT: usize = 250;
+
+/// A List operation's `limit` as a connector reads it: 1..=250, anything else (or nothing) is
+/// [`DEFAULT_PAGE_LIMIT`].
+///
+/// ```
+/// use mercer_connector::kit::page_limit;
+///
+/// assert_eq!(page_limit(Some("10")), 10);
+/// assert_eq!(page_limit(Some("0")), 250);
+/// assert_eq!(page_limit(Some("251")), 250);
+/// assert_eq!(page_limit(Some("ten")), 250);
+/// assert_eq!(page_limit(None), 250);
+/// ```
+pub fn page_limit(text: Option<&str>) -> usize {
+    text.and_then(|t| t.trim().parse::<usize>().ok())
+        .filter(|n| (1..=DEFAULT_PAGE_LIMIT).contains(n))
+        .unwrap_or(DEFAULT_PAGE_LIMIT)
+}
+
 /// Checks everything Mercer signs on a call: `X-HMAC` ([`verify_request`]) and the message
 /// signature ([`verify_message`]). A connector answers 401 to any error, and acts on nothing.
 pub fn verify_call(

@@ -14,7 +14,7 @@ use actix_web::{App, HttpMessage, HttpRequest, HttpResponse, web};
 use mercer_connector::headers;
 use mercer_connector::kit::{
     DEFAULT_MAX_SKEW_SECONDS, NonceCache, SignedHeaders, SignedMessage, VerifiedMessage,
-    target_uri, verification_answer, verification_proof, verify_call,
+    page_limit, target_uri, verification_answer, verification_proof, verify_call,
 };
 use mercer_domain::Timestamp;
 use mercer_domain::platform::resources::{
@@ -25,7 +25,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::push::{self, EventKind};
-use crate::state::{Faults, MercerLink, RequestRecord, ShopData, SimError, SimState, page_limit};
+use crate::state::{Faults, MercerLink, RequestRecord, ShopData, SimError, SimState};
 
 /// The simulator: its state, shared by its HTTP workers and by tests that embed it.
 #[derive(Clone, Default)]

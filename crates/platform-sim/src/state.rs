@@ -92,15 +92,6 @@ pub enum SimError {
 
 pub type SimResult<T> = Result<T, SimError>;
 
-pub const DEFAULT_LIMIT: usize = 250;
-
-/// `limit` as docs/connector.md section 3.3 reads it: 1..250, anything else (or nothing) is 250.
-pub fn page_limit(text: Option<&str>) -> usize {
-    text.and_then(|t| t.parse::<usize>().ok())
-        .filter(|n| (1..=DEFAULT_LIMIT).contains(n))
-        .unwrap_or(DEFAULT_LIMIT)
-}
-
 /// Cursors are opaque to callers: here, the hex of the last platform id of the page.
 fn encode_cursor(platform_id: &str) -> String {
     hex::encode(platform_id)
@@ -573,15 +564,6 @@ mod tests {
             },
         );
         state
-    }
-
-    #[test]
-    fn limits_fall_back_to_250() {
-        assert_eq!(page_limit(None), 250);
-        assert_eq!(page_limit(Some("0")), 250);
-        assert_eq!(page_limit(Some("251")), 250);
-        assert_eq!(page_limit(Some("abc")), 250);
-        assert_eq!(page_limit(Some("10")), 10);
     }
 
     #[test]

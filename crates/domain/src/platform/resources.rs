@@ -300,6 +300,20 @@ model! {
         phone: String,
         /// The customer's addresses; left out, they are not changed.
         addresses: Vec<CustomerAddress>,
+        /// The customer groups the customer belongs to (a Mercer extension of the connector's
+        /// customer); left out, they are not changed.
+        groups: Vec<CustomerGroup>,
+    }
+}
+
+model! {
+    /// A customer group of the platform (wholesale, staff, VIP), as a customer's `groups` lists it.
+    #[schema(as = PlatformCustomerGroup)]
+    pub struct CustomerGroup {
+        /// The group's platform id.
+        platform_id: PlatformId,
+        /// The group's name.
+        name: String,
     }
 }
 
