@@ -37,5 +37,6 @@ mod subscription_customers;
 mod subscription_groups;
 mod subscription_webhooks;
 mod subscriptions;
+mod vendure;
 mod verifiers;
 mod webhooks;

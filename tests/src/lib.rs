@@ -10,6 +10,7 @@ pub mod openapi_clients;
 pub mod receiver;
 pub mod schemathesis;
 pub mod storefront;
+pub mod vendure;
 pub mod verifiers;
 
 use std::io::{BufRead, BufReader};

@@ -12,6 +12,8 @@
 //!   committed file differs).
 //! - `cargo xtask mutants [TARGET…] [-- ARGS]`: cargo-mutants over the code listed in
 //!   docs/testing.md (not part of CI).
+//! - `cargo xtask vendure [--port 3000] [--database sqlite|postgres]`: the pinned Vendure with the
+//!   Mercer plugin, installed into `target/vendure`, seeded, in the foreground.
 
 mod bench;
 mod bench_apply;
@@ -26,6 +28,7 @@ mod features;
 mod mutants;
 mod test;
 mod tidy;
+mod vendure;
 
 use std::process::{Command, ExitCode};
 
@@ -40,7 +43,8 @@ fn usage() -> ExitCode {
          bench ingest|dispatch|subscriptions|scheduler|console|mixed\n                                               the ingest, webhook, List Subscriptions, scheduler, console or mixed-load benchmark\n  \
          openapi                               write docs/openapi.json from the code\n  \
          fuzz-api [--seconds N]                schemathesis on both databases, N s each (600)\n  \
-         mutants [TARGET...] [-- ARGS]         cargo-mutants over signing, events, access, guard"
+         mutants [TARGET...] [-- ARGS]         cargo-mutants over signing, events, access, guard\n  \
+         vendure [--port N] [--database sqlite|postgres]\n                                               a seeded Vendure with the Mercer plugin, in the foreground"
     );
     ExitCode::from(2)
 }
@@ -63,6 +67,7 @@ fn main() -> ExitCode {
         "tidy" => tidy::run(rest),
         "mutants" => mutants::run(rest),
         "fuzz-api" => fuzz_api(rest),
+        "vendure" => vendure::run(rest),
         "openapi" => run_step(
             &cargo(),
             &[

@@ -44,8 +44,8 @@ pub(crate) fn postgres_answers(url: &str) -> bool {
         .any(|address| TcpStream::connect_timeout(&address, Duration::from_secs(2)).is_ok())
 }
 
-/// Builds the binaries the end-to-end tests start (Mercer and the platform simulator), in the
-/// test profile's folder.
+/// Builds the binaries the end-to-end tests start (Mercer, the platform simulator and the Vendure
+/// connector), in the test profile's folder.
 pub(crate) fn build_binaries(cargo: &str) -> Result<(), String> {
     crate::run_step(
         cargo,
@@ -59,6 +59,10 @@ pub(crate) fn build_binaries(cargo: &str) -> Result<(), String> {
             "mercer-platform-sim",
             "--bin",
             "mercer-platform-sim",
+            "-p",
+            "mercer-vendure",
+            "--bin",
+            "mercer-vendure",
         ],
     )
 }

@@ -1,6 +1,7 @@
 // A Vendure for development and tests, with the Mercer plugin: `cargo xtask vendure` runs it.
 //
 //     node start.js --port 3000 --data DIR [--database sqlite|postgres] [--postgres-url URL]
+//                   [--quiet] [--exit-with-parent PID]
 //
 // The first start seeds it (a channel in US dollars, a tax zone, two shipping methods, a
 // payment method, products with variants in three collections, a customer with a Shop API
@@ -52,6 +53,7 @@ function options() {
         database: value('database', 'sqlite'),
         postgresUrl: value('postgres-url', 'postgres://postgres@127.0.0.1:5432/vendure'),
         quiet: args.includes('--quiet'),
+        parent: Number(value('exit-with-parent', '0')),
     };
 }
 
@@ -79,18 +81,23 @@ function database(opts) {
     };
 }
 
-// Creates the PostgreSQL database when it is not there yet.
-async function ensurePostgresDatabase(opts) {
+// Makes the PostgreSQL database: a new one for a Vendure that is to be seeded (a data directory
+// without an API key), else the one there, made if missing.
+async function preparePostgresDatabase(opts, fresh) {
     const { Client } = require('pg');
     const url = new URL(opts.postgresUrl);
     const name = url.pathname.replace(/^\//, '');
+    const quoted = `"${name.replace(/"/g, '""')}"`;
     url.pathname = '/postgres';
     const client = new Client({ connectionString: url.toString() });
     await client.connect();
     try {
+        if (fresh) {
+            await client.query(`DROP DATABASE IF EXISTS ${quoted} WITH (FORCE)`);
+        }
         const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
         if (found.rowCount === 0) {
-            await client.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`);
+            await client.query(`CREATE DATABASE ${quoted}`);
         }
     } finally {
         await client.end();
@@ -166,11 +173,11 @@ async function seedAccess(port) {
 async function main() {
     const opts = options();
     fs.mkdirSync(opts.data, { recursive: true });
-    if (opts.database === 'postgres') {
-        await ensurePostgresDatabase(opts);
-    }
     const keyFile = path.join(opts.data, 'api-key');
     const seeded = fs.existsSync(keyFile);
+    if (opts.database === 'postgres') {
+        await preparePostgresDatabase(opts, !seeded);
+    }
     const vendureConfig = config(opts);
     let app;
     if (seeded) {
@@ -198,6 +205,16 @@ async function main() {
     };
     process.on('SIGTERM', stop);
     process.on('SIGINT', stop);
+    if (opts.parent > 0) {
+        // Tests share one Vendure for their whole run: it goes when the test process does.
+        setInterval(() => {
+            try {
+                process.kill(opts.parent, 0);
+            } catch (error) {
+                stop();
+            }
+        }, 1000).unref();
+    }
 }
 
 main().catch(error => {

@@ -103,6 +103,8 @@ const schema = parse(`
         mercerIds(entity: String!, after: ID, take: Int!): [ID!]!
         "Soft-deleted customers or products, deleted at or after since, oldest first."
         mercerDeleted(entity: String!, since: DateTime!, take: Int!): [MercerDeletion!]!
+        "The URLs of the connectors changes are forwarded to."
+        mercerConnectorUrls: [String!]!
         "When the reconcile pass of the connector at url last started; null before the first."
         mercerReconciledAt(url: String!): DateTime
     }
@@ -254,6 +256,10 @@ class MercerResolver {
         return rows.map(row => ({ id: String(row.id), deletedAt: row.deletedAt }));
     }
 
+    async mercerConnectorUrls() {
+        return (await this.settings.connectors()).map(connector => connector.url);
+    }
+
     async mercerReconciledAt(args) {
         return this.settings.reconciledAt(normalUrl(args.url));
     }
@@ -295,6 +301,7 @@ decorateMethod(
     [Query(), Allow(Permission.ReadCustomer)],
     [Args()],
 );
+decorateMethod(MercerResolver, 'mercerConnectorUrls', [Query(), Allow(Permission.ReadSettings)]);
 decorateMethod(
     MercerResolver,
     'mercerReconciledAt',

@@ -7,12 +7,15 @@
 //! reconcile pass sends what a lost push missed.
 //!
 //! - [`vendure`]: the Admin API and Shop API client;
+//! - [`dev`]: the pinned development Vendure (install and start), for `cargo xtask vendure` and
+//!   tests;
 //! - [`model`]: Vendure's entities and their mapping to the interface's resources;
 //! - [`operations`]: the connector operations;
 //! - [`server`]: the HTTP side (operations, plugin pushes, health);
 //! - [`relay`]: changes to events, sent to Mercer;
 //! - [`reconcile`]: the periodic pass over what changed.
 
+pub mod dev;
 pub mod model;
 pub mod operations;
 pub mod reconcile;
