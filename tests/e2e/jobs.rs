@@ -1,7 +1,7 @@
 //! The job runner end to end (docs/jobs.md): syncs and outbox deliveries run as jobs, survive a
 //! SIGKILL, and are run once each when two processes share one PostgreSQL database.
 
-use mercer_domain::kernel::ids::ShopId;
+use mercer_domain::kernel::ids::{ShopId, SyncId};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -266,7 +266,10 @@ fn a_sync_is_retried_past_a_connector_failing_for_now(backend: Backend) {
 
 fn sync_status_in(database: &TestDatabase, run: i64) -> (String, i64) {
     let store = database.open_store();
-    let run = store.read(|tx| Ok(tx.sync_run(run)?)).unwrap().unwrap();
+    let run = store
+        .read(|tx| Ok(tx.sync_run(SyncId(run))?))
+        .unwrap()
+        .unwrap();
     (run.status.as_str().to_string(), run.pages)
 }
 

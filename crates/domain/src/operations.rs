@@ -5,7 +5,7 @@
 use crate::access::console::{ConsoleStaff, record_action};
 use crate::kernel::activity::{self, ActivityFigures};
 use crate::kernel::error::DomainError;
-use crate::kernel::ids::ShopId;
+use crate::kernel::ids::{JobId, ShopId};
 use crate::kernel::jobs::{Job, JobCount, JobFilter, JobState};
 use crate::kernel::time::Timestamp;
 use crate::ports::{Database, Repositories};
@@ -117,7 +117,7 @@ pub fn shop_jobs(
     tx: &mut dyn Repositories,
     shop_id: ShopId,
     filter: &JobFilter,
-    before: Option<i64>,
+    before: Option<JobId>,
     limit: usize,
 ) -> Result<(Vec<Job>, Vec<String>), DomainError> {
     let mut kinds: Vec<String> = tx
@@ -131,7 +131,7 @@ pub fn shop_jobs(
 }
 
 /// The shop's job `id`, or 404 (another shop's, a process-wide one, or one done and gone).
-fn shop_job(tx: &mut dyn Repositories, shop_id: ShopId, id: i64) -> Result<Job, DomainError> {
+fn shop_job(tx: &mut dyn Repositories, shop_id: ShopId, id: JobId) -> Result<Job, DomainError> {
     tx.job(id)?
         .filter(|job| job.shop_id == Some(shop_id))
         .ok_or_else(|| DomainError::not_found("job"))
@@ -142,7 +142,7 @@ fn shop_job(tx: &mut dyn Repositories, shop_id: ShopId, id: i64) -> Result<Job, 
 pub fn retry_shop_job(
     db: &impl Database,
     staff: &ConsoleStaff,
-    id: i64,
+    id: JobId,
     now: Timestamp,
 ) -> Result<(), DomainError> {
     db.write(|tx| {
@@ -164,7 +164,7 @@ pub fn retry_shop_job(
 pub fn cancel_shop_job(
     db: &impl Database,
     staff: &ConsoleStaff,
-    id: i64,
+    id: JobId,
     now: Timestamp,
 ) -> Result<(), DomainError> {
     db.write(|tx| {

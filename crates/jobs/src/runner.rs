@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use mercer_domain::kernel::ids::JobId;
 use mercer_domain::kernel::jobs::{
     AfterFailure, Job, JobControl, JobFailure, JobOutcome, JobPayload, after_failure,
     within_request,
@@ -71,7 +72,7 @@ impl Default for JobRunnerConfig {
 }
 
 /// The jobs this process runs now, each with the flag that tells it to stop early.
-type InFlight = Arc<Mutex<HashMap<i64, Arc<AtomicBool>>>>;
+type InFlight = Arc<Mutex<HashMap<JobId, Arc<AtomicBool>>>>;
 
 struct Shared<D> {
     db: D,
@@ -238,7 +239,7 @@ fn work<D: Database>(shared: &Shared<D>) {
     skip_all,
     fields(
         kind = %job.kind,
-        id = job.id,
+        id = job.id.0,
         attempt = job.attempts,
         request_id = job.request_id.as_deref(),
     )
@@ -329,7 +330,7 @@ fn keep_leases<D: Database>(shared: &Shared<D>) {
         if shared.keeper_stop.load(Ordering::Relaxed) {
             return;
         }
-        let ids: Vec<i64> = lock(&shared.in_flight).keys().copied().collect();
+        let ids: Vec<JobId> = lock(&shared.in_flight).keys().copied().collect();
         if last.elapsed() >= every && !ids.is_empty() {
             last = Instant::now();
             let now = shared.clock.now();

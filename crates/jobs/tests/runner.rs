@@ -15,6 +15,7 @@ use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use mercer_domain::Timestamp;
+use mercer_domain::kernel::ids::JobId;
 use mercer_domain::kernel::jobs::{
     Enqueued, Job, JobOutcome, JobPayload, JobState, NewJob, current_request_id, enqueue,
     within_request,
@@ -153,7 +154,7 @@ fn enqueue_now<J: JobPayload>(db: &impl Database, payload: &J) -> Enqueued {
         .unwrap()
 }
 
-fn job(db: &impl Database, id: i64) -> Option<Job> {
+fn job(db: &impl Database, id: JobId) -> Option<Job> {
     db.read(|tx| Ok(tx.job(id)?)).unwrap()
 }
 

@@ -26,7 +26,7 @@ use mercer_domain::access::shop::{
 };
 use mercer_domain::checkout::sweeps::AbandonmentJob;
 use mercer_domain::kernel::activity::ActivityPruneJob;
-use mercer_domain::kernel::ids::EventId;
+use mercer_domain::kernel::ids::{EventId, JobId};
 use mercer_domain::kernel::jobs::{JobState, cancel_jobs, enqueue, list_jobs, retry_jobs};
 use mercer_domain::kernel::time::{Clock, OffsetClock};
 use mercer_domain::platform::connector::PlatformConnectorHandle;
@@ -340,7 +340,8 @@ fn jobs_command(store: &Store, command: JobsCommand) -> Result<(), CommandError>
             table.print();
         }
         JobsCommand::Retry(args) => {
-            let ids = (!args.all).then_some(args.ids.as_slice());
+            let ids: Vec<JobId> = args.ids.iter().copied().map(JobId).collect();
+            let ids = (!args.all).then_some(ids.as_slice());
             let requeued = store.write(|tx| retry_jobs(tx, ids, now()))?;
             eprintln!(
                 "Put {} job(s) back into the queue; a running `mercer serve` runs them within a second.",
@@ -349,6 +350,7 @@ fn jobs_command(store: &Store, command: JobsCommand) -> Result<(), CommandError>
             println!("{}", requeued.len());
         }
         JobsCommand::Cancel { ids } => {
+            let ids: Vec<JobId> = ids.into_iter().map(JobId).collect();
             let cancelled = store.write(|tx| cancel_jobs(tx, &ids, now()))?;
             eprintln!(
                 "Cancelled {} job(s); a running one stops at its next step.",

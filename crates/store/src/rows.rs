@@ -9,7 +9,7 @@ use mercer_domain::access::shop::{
     CheckoutSettings, DEFAULT_EXPIRING_PAYMENT_NOTICE_DAYS, DEFAULT_ORDER_MAX_RETRIES,
     DEFAULT_ORDER_RETRY_INTERVAL_SECONDS, NewShop, Shop, ShopIdentifier,
 };
-use mercer_domain::kernel::ids::ShopId;
+use mercer_domain::kernel::ids::{ShopId, TokenId};
 use mercer_domain::kernel::money::Cents;
 
 use crate::schema::{api_tokens, shared_secrets, shop_settings, shops};
@@ -187,7 +187,7 @@ impl TryFrom<TokenRow> for ApiToken {
 
     fn try_from(row: TokenRow) -> Result<Self, StorageError> {
         Ok(ApiToken {
-            id: row.id,
+            id: TokenId(row.id),
             shop_id: ShopId(row.shop_id),
             name: row.name,
             token_prefix: row.token_prefix,

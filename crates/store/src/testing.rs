@@ -385,9 +385,10 @@ impl Drop for TestDatabase {
 /// not wait for the first; on SQLite it must wait until the first commits. `claim` gets the
 /// claimer's name (`first`, `second`) and answers the ids it claimed. Panics when the waiting
 /// rule is broken; returns both claimers' ids.
-pub fn claim_concurrently<F>(backend: Backend, store: &Store, claim: F) -> (Vec<i64>, Vec<i64>)
+pub fn claim_concurrently<I, F>(backend: Backend, store: &Store, claim: F) -> (Vec<I>, Vec<I>)
 where
-    F: Fn(&mut dyn Repositories, &str) -> Result<Vec<i64>, DomainError> + Clone + Send + 'static,
+    I: Send + 'static,
+    F: Fn(&mut dyn Repositories, &str) -> Result<Vec<I>, DomainError> + Clone + Send + 'static,
 {
     let (claimed_tx, claimed_rx) = mpsc::channel();
     let (release_tx, release_rx) = mpsc::channel::<()>();

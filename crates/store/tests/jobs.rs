@@ -6,6 +6,7 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
+use mercer_domain::kernel::ids::JobId;
 use mercer_domain::kernel::jobs::{Enqueued, Job, JobState, NewJob};
 use mercer_domain::ports::Database;
 use mercer_domain::{DomainError, StorageError, Timestamp};
@@ -38,7 +39,7 @@ fn claim(store: &Store, worker: &str, now: Timestamp, lease_until: Timestamp) ->
         .unwrap()
 }
 
-fn job(store: &Store, id: i64) -> Option<Job> {
+fn job(store: &Store, id: JobId) -> Option<Job> {
     store.read(|tx| Ok(tx.job(id)?)).unwrap()
 }
 
@@ -179,7 +180,7 @@ fn unique_keys_coalesce_and_a_running_job_runs_again(backend: Backend) {
         store
             .write(|tx| Ok(tx.requeue_jobs(Some(&[next]), at(3))?))
             .unwrap(),
-        Vec::<i64>::new(),
+        Vec::<JobId>::new(),
         "not requeued while another job holds its key"
     );
 }
@@ -257,7 +258,7 @@ fn failed_runs_back_off_and_operators_retry_and_cancel(backend: Backend) {
     );
     assert_eq!(
         store
-            .write(|tx| Ok(tx.cancel_jobs(&[id, 999], at(9))?))
+            .write(|tx| Ok(tx.cancel_jobs(&[id, JobId(999)], at(9))?))
             .unwrap(),
         [id]
     );
@@ -295,7 +296,7 @@ fn concurrent_claimers_never_share_a_job(backend: Backend) {
     for _ in 0..60 {
         enqueue(&store, &new_job("test.a", None, at(0)));
     }
-    let claim_one = |store: &Store, worker: &str| -> Vec<i64> {
+    let claim_one = |store: &Store, worker: &str| -> Vec<JobId> {
         store
             .write(|tx| Ok(tx.claim_jobs(&["test.a"], worker, at(1), at(1000), 1)?))
             .unwrap()
@@ -329,7 +330,7 @@ fn concurrent_claimers_never_share_a_job(backend: Backend) {
             })
         })
         .collect();
-    let mut all: Vec<i64> = first_ids.into_iter().chain(second_ids).collect();
+    let mut all: Vec<JobId> = first_ids.into_iter().chain(second_ids).collect();
     all.extend(workers.into_iter().flat_map(|w| w.join().unwrap()));
     all.sort_unstable();
     let before = all.len();
@@ -439,7 +440,7 @@ fn jobs_keep_the_request_that_enqueued_them(backend: Backend) {
         .write(|tx| Ok(tx.requeue_jobs(Some(&[keyed]), at(4))?))
         .unwrap();
     let listed = store.read(|tx| Ok(tx.list_jobs(None, 10)?)).unwrap();
-    let kept: Vec<(i64, Option<&str>)> = listed
+    let kept: Vec<(JobId, Option<&str>)> = listed
         .iter()
         .map(|job| (job.id, job.request_id.as_deref()))
         .collect();

@@ -8,7 +8,7 @@ use mercer_domain::directory::{
     DirectoryAddress, DirectoryCustomer, DirectoryQuery, parse_directory_query,
 };
 use mercer_domain::kernel::ids::ShopId;
-use mercer_domain::kernel::ids::{CustomerId, EventId};
+use mercer_domain::kernel::ids::{CustomerId, EventId, OutboxCallId};
 use mercer_domain::kernel::time::{Clock, SystemClock};
 use mercer_domain::platform::destinations::{DestinationSettings, Topic};
 use mercer_domain::platform::events::{
@@ -657,7 +657,7 @@ fn concurrent_claimers_never_share_a_call(backend: Backend) {
             .unwrap();
     }
     let shop_id = shop.id;
-    let claim = move |store: &Store, limit: usize| -> Vec<i64> {
+    let claim = move |store: &Store, limit: usize| -> Vec<OutboxCallId> {
         store
             .write(|tx| Ok(tx.claim_outbox_calls(shop_id, at(1), limit, at(1000))?))
             .unwrap()
@@ -697,7 +697,7 @@ fn concurrent_claimers_never_share_a_call(backend: Backend) {
             })
         })
         .collect();
-    let mut all: Vec<i64> = first_ids.into_iter().chain(second_ids).collect();
+    let mut all: Vec<OutboxCallId> = first_ids.into_iter().chain(second_ids).collect();
     all.extend(workers.into_iter().flat_map(|w| w.join().unwrap()));
     all.sort_unstable();
     let before = all.len();
@@ -1167,7 +1167,7 @@ fn an_unreadable_outbox_call_is_failed_and_the_others_are_claimed(backend: Backe
     let call = |id: &str| ConnectorCall::DeleteCustomer {
         platform_id: id.into(),
     };
-    let ids: Vec<i64> = ["c1", "c2", "c3"]
+    let ids: Vec<OutboxCallId> = ["c1", "c2", "c3"]
         .iter()
         .map(|id| {
             store

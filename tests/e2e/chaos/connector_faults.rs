@@ -5,7 +5,7 @@
 //! (malformed) is reported, on the sync run or the outbox entry; a placement is tried again
 //! after the shop's retry interval and places its order once.
 
-use mercer_domain::kernel::ids::ShopId;
+use mercer_domain::kernel::ids::{OutboxCallId, ShopId};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -129,7 +129,7 @@ impl<'a> Platform<'a> {
         work(self)
     }
 
-    fn outbox_entry(&self, id: i64) -> mercer_domain::platform::outbox::OutboxEntry {
+    fn outbox_entry(&self, id: OutboxCallId) -> mercer_domain::platform::outbox::OutboxEntry {
         self.store
             .read(|tx| Ok(tx.outbox_entries(self.shop_id)?))
             .unwrap()

@@ -6,7 +6,7 @@
 //! from the session's token, so another site's form cannot act in a staff member's name. What
 //! staff do in the console is written to the audit log in the action's own transaction.
 
-use crate::kernel::ids::ShopId;
+use crate::kernel::ids::{AuditEntryId, ShopId, StaffId, StaffSessionId};
 use serde::Serialize;
 
 use crate::access::credentials::{Secret, hash_token, random_hex};
@@ -34,7 +34,7 @@ pub struct NewStaffSession {
     /// The shop of the staff account.
     pub shop_id: ShopId,
     /// The staff account signed in.
-    pub staff_id: i64,
+    pub staff_id: StaffId,
     /// When the staff member signed in.
     pub created_at: Timestamp,
     /// When the session ends, however busy.
@@ -45,11 +45,11 @@ pub struct NewStaffSession {
 #[derive(Debug, Clone, PartialEq)]
 pub struct StaffSession {
     /// The session's row id.
-    pub id: i64,
+    pub id: StaffSessionId,
     /// The shop of the staff account.
     pub shop_id: ShopId,
     /// The staff account signed in.
-    pub staff_id: i64,
+    pub staff_id: StaffId,
     /// The staff account's email.
     pub staff_email: String,
     /// When the staff member signed in.
@@ -64,11 +64,11 @@ pub struct StaffSession {
 #[derive(Debug, Clone)]
 pub struct ConsoleStaff {
     /// The session's row id.
-    pub session_id: i64,
+    pub session_id: StaffSessionId,
     /// Their shop: the only one they see.
     pub shop: Shop,
     /// Their staff account's id.
-    pub staff_id: i64,
+    pub staff_id: StaffId,
     /// Their staff account's email.
     pub email: String,
     /// The token every form of this session carries.
@@ -188,11 +188,11 @@ pub fn csrf_matches(staff: &ConsoleStaff, given: &str) -> bool {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AuditEntry {
     /// The line's row id (a page's cursor).
-    pub id: i64,
+    pub id: AuditEntryId,
     /// The shop acted in.
     pub shop_id: ShopId,
     /// Who acted: their staff account's id.
-    pub staff_id: i64,
+    pub staff_id: StaffId,
     /// Who acted: their email, kept as it was then.
     pub staff_email: String,
     /// What was done (`webhook_message.resend`…).
@@ -209,7 +209,7 @@ pub struct NewAuditEntry {
     /// The shop acted in.
     pub shop_id: ShopId,
     /// Who acted.
-    pub staff_id: i64,
+    pub staff_id: StaffId,
     /// Who acted: their email.
     pub staff_email: String,
     /// What was done.
@@ -299,7 +299,7 @@ pub fn rotate_shop_secret(
 pub fn audit_log(
     tx: &mut dyn AccessRepositories,
     shop_id: ShopId,
-    before: Option<i64>,
+    before: Option<AuditEntryId>,
     limit: usize,
 ) -> Result<Vec<AuditEntry>, DomainError> {
     Ok(tx.audit_entries(shop_id, before, limit)?)

@@ -3,7 +3,7 @@
 //! A token is shown to its owner once; Mercer keeps only its SHA-256 hash and a short prefix
 //! by which people can tell their tokens apart in listings.
 
-use crate::kernel::ids::ShopId;
+use crate::kernel::ids::{ShopId, TokenId};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 use std::fmt;
@@ -197,7 +197,7 @@ impl TokenSource {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiToken {
     /// The token's row id (the service's integer).
-    pub id: i64,
+    pub id: TokenId,
     /// The shop the token is bound to (the service's integer).
     pub shop_id: ShopId,
     /// A name its owner gave it, to tell it apart.
@@ -319,13 +319,13 @@ pub fn revoke_token(
     shop_identifier: &str,
     which: &str,
     now: Timestamp,
-) -> Result<i64, DomainError> {
+) -> Result<TokenId, DomainError> {
     let shop = find_shop(tx, shop_identifier)?;
     let which = which.trim();
     let token_id = match which.parse::<i64>() {
-        Ok(id) => id,
+        Ok(id) => TokenId(id),
         Err(_) => {
-            let matching: Vec<i64> = tx
+            let matching: Vec<TokenId> = tx
                 .tokens_of_shop(shop.id)?
                 .into_iter()
                 .filter(|token| token.revoked_at.is_none())

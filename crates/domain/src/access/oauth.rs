@@ -4,7 +4,7 @@
 //!
 //! The HTML page and the HTTP shapes are the server's; the rules are here.
 
-use crate::kernel::ids::ShopId;
+use crate::kernel::ids::{AuthorizationCodeId, OAuthAppId, ShopId, StaffId, TokenId};
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use base64::Engine;
@@ -40,7 +40,7 @@ const CLIENT_SECRET_PREFIX: &str = "mcs_";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OAuthApp {
     /// The app's row id (the service's integer).
-    pub id: i64,
+    pub id: OAuthAppId,
     /// The id the app sends as `client_id`: `mci_` and 32 hex characters.
     pub client_id: String,
     /// SHA-256 of the client secret, hex.
@@ -74,7 +74,7 @@ pub struct NewOAuthApp {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StaffAccount {
     /// The account's row id (the service's integer).
-    pub id: i64,
+    pub id: StaffId,
     /// The shop the account belongs to (the service's integer).
     pub shop_id: ShopId,
     /// The email address signed in with, trimmed and lowercase; one account per shop and email.
@@ -102,13 +102,13 @@ pub struct NewStaffAccount {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthorizationCode {
     /// The code's row id (the service's integer).
-    pub id: i64,
+    pub id: AuthorizationCodeId,
     /// The app it was issued to (the app's row id).
-    pub app_id: i64,
+    pub app_id: OAuthAppId,
     /// The shop whose staff approved it (the service's integer).
     pub shop_id: ShopId,
     /// The staff account that approved it (the account's row id).
-    pub staff_id: i64,
+    pub staff_id: StaffId,
     /// The redirect URI the request named; empty when it named none.
     pub redirect_uri: String,
     /// The scopes approved: the token gets these.
@@ -120,7 +120,7 @@ pub struct AuthorizationCode {
     /// When it was exchanged; a code is good for one exchange only.
     pub used_at: Option<Timestamp>,
     /// The token the code was exchanged for.
-    pub token_id: Option<i64>,
+    pub token_id: Option<TokenId>,
 }
 
 /// A code to store, with its SHA-256 hash in place of the code.
@@ -129,11 +129,11 @@ pub struct NewAuthorizationCode {
     /// SHA-256 of the code, hex.
     pub code_hash: String,
     /// The app it is issued to (the app's row id).
-    pub app_id: i64,
+    pub app_id: OAuthAppId,
     /// The shop whose staff approved it (the service's integer).
     pub shop_id: ShopId,
     /// The staff account that approved it (the account's row id).
-    pub staff_id: i64,
+    pub staff_id: StaffId,
     /// The redirect URI the request named; empty when it named none.
     pub redirect_uri: String,
     /// The scopes approved.

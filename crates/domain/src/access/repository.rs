@@ -9,7 +9,9 @@ use crate::access::oauth::{
 use crate::access::secrets::{SecretKind, SharedSecret};
 use crate::access::shop::{NewShop, Shop, ShopIdentifier};
 use crate::kernel::error::StoreResult;
-use crate::kernel::ids::ShopId;
+use crate::kernel::ids::{
+    AuditEntryId, AuthorizationCodeId, ShopId, StaffId, StaffSessionId, TokenId,
+};
 use crate::kernel::time::Timestamp;
 
 crate::feature_database!(
@@ -61,7 +63,12 @@ pub trait TokenRepository {
     /// Every token of the shop, revoked ones included, oldest first.
     fn tokens_of_shop(&mut self, shop_id: ShopId) -> StoreResult<Vec<ApiToken>>;
     /// Marks the token revoked; false when the shop has no such live token.
-    fn revoke_token(&mut self, shop_id: ShopId, token_id: i64, at: Timestamp) -> StoreResult<bool>;
+    fn revoke_token(
+        &mut self,
+        shop_id: ShopId,
+        token_id: TokenId,
+        at: Timestamp,
+    ) -> StoreResult<bool>;
 }
 
 /// The shops' shared secrets, one of each kind a shop.
@@ -87,7 +94,7 @@ pub trait OAuthRepository {
     /// The shop's staff account with this email (trimmed and lowercase).
     fn staff_account(&mut self, shop_id: ShopId, email: &str) -> StoreResult<Option<StaffAccount>>;
     /// The staff account with this row id.
-    fn staff_account_by_id(&mut self, id: i64) -> StoreResult<Option<StaffAccount>>;
+    fn staff_account_by_id(&mut self, id: StaffId) -> StoreResult<Option<StaffAccount>>;
     /// Until when the pair's sign-ins are locked, if they ever were and it is stored.
     fn sign_in_locked_until(&mut self, key: &SignInKey) -> StoreResult<Option<Timestamp>>;
     /// Adds one to the pair's failed sign-ins in one statement (so failures at the same
@@ -114,8 +121,8 @@ pub trait OAuthRepository {
     /// Marks the code used for this token, unless it already was: false then.
     fn redeem_authorization_code(
         &mut self,
-        id: i64,
-        token_id: i64,
+        id: AuthorizationCodeId,
+        token_id: TokenId,
         now: Timestamp,
     ) -> StoreResult<bool>;
 }
@@ -127,7 +134,7 @@ pub trait ConsoleRepository {
     /// The session with this token hash, with its staff account's email.
     fn staff_session_by_hash(&mut self, token_hash: &str) -> StoreResult<Option<StaffSession>>;
     /// Notes that the session was seen at `now`.
-    fn touch_staff_session(&mut self, id: i64, now: Timestamp) -> StoreResult<()>;
+    fn touch_staff_session(&mut self, id: StaffSessionId, now: Timestamp) -> StoreResult<()>;
     /// Deletes the session with this token hash, if there is one.
     fn delete_staff_session(&mut self, token_hash: &str) -> StoreResult<()>;
     /// Deletes the sessions that have ended: expired by `now`, or last seen before `idle_before`.
@@ -138,7 +145,7 @@ pub trait ConsoleRepository {
     fn audit_entries(
         &mut self,
         shop_id: ShopId,
-        before: Option<i64>,
+        before: Option<AuditEntryId>,
         limit: usize,
     ) -> StoreResult<Vec<AuditEntry>>;
 }

@@ -4,7 +4,7 @@
 use crate::checkout::payloads::subject;
 use crate::checkout::repository::{CheckoutOrder, CheckoutRepositories, CheckoutStatus};
 use crate::kernel::error::DomainError;
-use crate::kernel::ids::ShopId;
+use crate::kernel::ids::{CheckoutOrderId, ShopId};
 use crate::kernel::money::CurrencyCode;
 use crate::kernel::time::Timestamp;
 use crate::webhooks::console::{MessageLine, lines_of};
@@ -16,7 +16,7 @@ pub const MESSAGES_SHOWN: usize = 100;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckoutLine {
     /// The id the checkout's row has (a page's cursor).
-    pub id: i64,
+    pub id: CheckoutOrderId,
     /// The storefront's id of the checkout.
     pub public_order_id: String,
     /// Where it is: `open`, `processed`, `created` or `failed`.
@@ -74,7 +74,7 @@ pub fn checkouts(
     tx: &mut dyn CheckoutRepositories,
     shop_id: ShopId,
     status: Option<CheckoutStatus>,
-    before: Option<i64>,
+    before: Option<CheckoutOrderId>,
     limit: usize,
 ) -> Result<Vec<CheckoutLine>, DomainError> {
     Ok(tx

@@ -15,6 +15,7 @@ use crate::checkout::storefront::resumable_link;
 use crate::checkout::sweeps::{Fulfillment, fulfillment_data};
 use crate::directory::DirectoryRepository;
 use crate::kernel::error::DomainError;
+use crate::kernel::ids::CheckoutOrderId;
 use crate::kernel::money::Cents;
 use crate::kernel::time::Timestamp;
 use crate::webhooks::{self, WebhookKind, enqueue_all_for_topic, enqueue_for_topic};
@@ -72,7 +73,7 @@ pub(crate) struct OrderPayload {
     pub platform_domain: String,
     pub domain: String,
     pub application_state: ApplicationState,
-    pub order_id: i64,
+    pub order_id: CheckoutOrderId,
     pub public_order_id: String,
     pub platform_order_id: String,
     pub platform_friendly_identifier: String,
@@ -404,7 +405,7 @@ fn sample_order(shop: &Shop, now: Timestamp) -> CheckoutOrder {
         properties: Default::default(),
     }];
     CheckoutOrder {
-        id: 0,
+        id: CheckoutOrderId(0),
         shop_id: shop.id,
         public_order_id,
         status: CheckoutStatus::Open,

@@ -26,6 +26,7 @@ use crate::kernel::activity::{Activity, record_one};
 use crate::kernel::body::Field;
 use crate::kernel::body::RawText;
 use crate::kernel::error::{DomainError, FieldError};
+use crate::kernel::ids::CheckoutOrderId;
 use crate::kernel::jobs::{JobFailure, JobPayload, enqueue};
 use crate::kernel::money::{Cents, CurrencyCode};
 use crate::kernel::time::Timestamp;
@@ -55,7 +56,7 @@ use crate::subscriptions::webhooks::emit_with_order;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PushOrderJob {
     /// The id of the checkout to push (the service's integer).
-    pub checkout_id: i64,
+    pub checkout_id: CheckoutOrderId,
 }
 
 impl JobPayload for PushOrderJob {
@@ -1105,6 +1106,7 @@ impl<'a> PlanSubscription<'a> {
 mod plan_tests {
     use super::*;
     use crate::access::shop::ShopIdentifier;
+    use crate::kernel::ids::GroupId;
     use crate::subscriptions::groups::GroupReferences;
     use crate::subscriptions::input::NewSubscription;
 
@@ -1139,7 +1141,7 @@ mod plan_tests {
     fn order(document: Value) -> CheckoutOrder {
         let now = at("2024-03-05T12:00:00Z");
         CheckoutOrder {
-            id: 1,
+            id: CheckoutOrderId(1),
             shop_id: crate::kernel::ids::ShopId(1),
             public_order_id: "0123abcd".into(),
             status: CheckoutStatus::Processed,
@@ -1191,7 +1193,7 @@ mod plan_tests {
         let plan = PlanSubscription::new(&shop, order, rule, group, items, 0, now);
         let body = plan.body();
         let request = plan.request();
-        assert_eq!(request.group_ids(), [(Some(4), None)]);
+        assert_eq!(request.group_ids(), [(Some(GroupId(4)), None)]);
         let typed = request.validate(&shop, now, &groups, body_fingerprint(&body));
         let parsed = NewSubscription::parse_with(&body, &shop, now, &groups);
         (format!("{typed:?}"), format!("{parsed:?}"))

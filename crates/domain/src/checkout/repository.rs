@@ -2,7 +2,7 @@
 
 use crate::checkout::state::CheckoutDocument;
 use crate::kernel::error::StoreResult;
-use crate::kernel::ids::ShopId;
+use crate::kernel::ids::{CheckoutOrderId, ShopId};
 use crate::kernel::time::Timestamp;
 use crate::overrides::OverrideRepositories;
 use crate::subscriptions::repository::SubscriptionRepositories;
@@ -64,7 +64,7 @@ impl CheckoutStatus {
 #[derive(Debug, Clone, PartialEq)]
 pub struct CheckoutOrder {
     /// The checkout's id (the service's integer).
-    pub id: i64,
+    pub id: CheckoutOrderId,
     /// The id of the shop the checkout belongs to (the service's integer).
     pub shop_id: ShopId,
     /// The order's id at the storefront (32 random hex digits): its token and links name it.
@@ -113,7 +113,7 @@ pub trait CheckoutRepository {
         public_order_id: &str,
     ) -> StoreResult<Option<CheckoutOrder>>;
     /// The checkout with this id (the service's integer), if there is one.
-    fn checkout_order_by_id(&mut self, id: i64) -> StoreResult<Option<CheckoutOrder>>;
+    fn checkout_order_by_id(&mut self, id: CheckoutOrderId) -> StoreResult<Option<CheckoutOrder>>;
     /// Writes the order's status, platform order id, times and document, and the version
     /// after `order.version`, if the stored version is still `order.version`; false (and
     /// nothing written) otherwise.
@@ -138,7 +138,7 @@ pub trait CheckoutRepository {
         &mut self,
         shop_id: ShopId,
         status: Option<CheckoutStatus>,
-        before: Option<i64>,
+        before: Option<CheckoutOrderId>,
         limit: usize,
     ) -> StoreResult<Vec<CheckoutOrder>>;
 }

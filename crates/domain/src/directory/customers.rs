@@ -11,7 +11,7 @@ use crate::kernel::filter::{
     Condition, MAX_FILTER_CONDITIONS, MAX_LISTED_IDS, gather, split_conditions,
 };
 pub use crate::kernel::filter::{FilterOp, FilterValue};
-use crate::kernel::ids::{AddressId, CustomerId, LabelId};
+use crate::kernel::ids::{AddressId, CustomerGroupId, CustomerId, LabelId};
 use crate::kernel::limits::{MAX_ID_CHARS, MAX_SEARCH_CHARS, check_parameter};
 use crate::kernel::time::Timestamp;
 
@@ -536,7 +536,8 @@ pub(crate) fn address_resource(shop: &Shop, address: &DirectoryAddress) -> Addre
 #[schema(as = DirectoryCustomerGroup)]
 pub struct CustomerGroupResource {
     /// The group's id (the service's integer).
-    pub id: i64,
+    #[schema(value_type = i64)]
+    pub id: CustomerGroupId,
     /// The group's name, as the platform names it.
     pub name: String,
     /// The identifier of the shop the group belongs to.
@@ -827,7 +828,7 @@ mod tests {
     fn a_customers_groups_are_objects_with_their_ids_names_and_times() {
         let at = Timestamp::from_micros(1_700_000_000_000_000);
         let group = CustomerGroupResource {
-            id: 7,
+            id: CustomerGroupId(7),
             name: "Wholesale".to_string(),
             shop_identifier: "demo".to_string(),
             platform_id: "12".to_string(),

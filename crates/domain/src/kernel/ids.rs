@@ -114,6 +114,28 @@ id_types! {
     EventId => "event";
     /// An API override's row id (paths name overrides by their 32-hex public id).
     OverrideId => "override";
+    /// An API token's row id (not the token, nor its prefix).
+    TokenId => "token";
+    /// A staff account's row id.
+    StaffId => "staff_account";
+    /// An operator console session's row id (the browser holds only its token).
+    StaffSessionId => "staff_session";
+    /// An OAuth app's row id (apps name themselves by their `client_id`).
+    OAuthAppId => "oauth_app";
+    /// An OAuth authorization code's row id (never the code itself).
+    AuthorizationCodeId => "authorization_code";
+    /// A line's row id in the console's audit log (a page's cursor).
+    AuditEntryId => "audit_entry";
+    /// A connector call's row id in the outbox.
+    OutboxCallId => "outbox_call";
+    /// A headless checkout's row id (the storefront names it by its 32-hex public order id).
+    CheckoutOrderId => "checkout";
+    /// A subscription group's billing rule's row id (a line item's `interval_id`).
+    BillingRuleId => "billing_rule";
+    /// A subscription status log entry's row id.
+    StatusLogId => "status_log";
+    /// A customer group's id in the directory.
+    CustomerGroupId => "customer_group";
 }
 
 #[cfg(test)]

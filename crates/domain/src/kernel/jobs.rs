@@ -4,7 +4,7 @@
 //! failed for an operator. Every feature's background work uses this queue; the payload types
 //! live with their feature (`platform::sync::SyncJob`, `platform::outbox::OutboxJob`).
 
-use crate::kernel::ids::ShopId;
+use crate::kernel::ids::{JobId, ShopId};
 use std::cell::RefCell;
 use std::sync::Arc;
 
@@ -55,7 +55,7 @@ impl JobState {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Job {
     /// The job's id in the queue.
-    pub id: i64,
+    pub id: JobId,
     /// The job's kind, [`JobPayload::KIND`] of its payload type (`feature.name`).
     pub kind: String,
     /// The payload as JSON text; read it with [`Job::payload`].
@@ -142,15 +142,15 @@ pub trait JobPayload: Serialize + DeserializeOwned {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Enqueued {
     /// A new job, with its id.
-    New(i64),
+    New(JobId),
     /// A queued job with the key now runs no later than asked; a running one runs once more
     /// when it ends.
-    Coalesced(i64),
+    Coalesced(JobId),
 }
 
 impl Enqueued {
     /// The id of the job that will do the work, new or coalesced.
-    pub fn id(self) -> i64 {
+    pub fn id(self) -> JobId {
         match self {
             Enqueued::New(id) | Enqueued::Coalesced(id) => id,
         }
@@ -299,16 +299,16 @@ pub trait JobRepository {
     /// Extends the leases `worker` still holds among `ids`; returns those.
     fn renew_job_leases(
         &mut self,
-        ids: &[i64],
+        ids: &[JobId],
         worker: &str,
         lease_until: Timestamp,
         now: Timestamp,
-    ) -> StoreResult<Vec<i64>>;
+    ) -> StoreResult<Vec<JobId>>;
     /// The run succeeded: deletes the job, or queues it again at `again_at` (a recurring job)
     /// or when it was enqueued again meanwhile, whichever is sooner, with attempts from zero.
     fn complete_job(
         &mut self,
-        id: i64,
+        id: JobId,
         worker: &str,
         again_at: Option<Timestamp>,
         now: Timestamp,
@@ -316,19 +316,24 @@ pub trait JobRepository {
     /// The run failed and is tried again at `run_at`.
     fn retry_job(
         &mut self,
-        id: i64,
+        id: JobId,
         worker: &str,
         run_at: Timestamp,
         error: &str,
         now: Timestamp,
     ) -> StoreResult<bool>;
     /// The run failed for good.
-    fn fail_job(&mut self, id: i64, worker: &str, error: &str, now: Timestamp)
-    -> StoreResult<bool>;
+    fn fail_job(
+        &mut self,
+        id: JobId,
+        worker: &str,
+        error: &str,
+        now: Timestamp,
+    ) -> StoreResult<bool>;
     /// The run stopped early: queued again, due now, the attempt not counted.
-    fn release_job(&mut self, id: i64, worker: &str, now: Timestamp) -> StoreResult<bool>;
+    fn release_job(&mut self, id: JobId, worker: &str, now: Timestamp) -> StoreResult<bool>;
     /// The job with `id`, when there is one (a done job is deleted).
-    fn job(&mut self, id: i64) -> StoreResult<Option<Job>>;
+    fn job(&mut self, id: JobId) -> StoreResult<Option<Job>>;
     /// Jobs oldest first, of one state or all.
     fn list_jobs(&mut self, state: Option<JobState>, limit: usize) -> StoreResult<Vec<Job>>;
     /// The shop's jobs that `filter` keeps, newest first, older than the job `before`.
@@ -336,7 +341,7 @@ pub trait JobRepository {
         &mut self,
         shop_id: ShopId,
         filter: &JobFilter,
-        before: Option<i64>,
+        before: Option<JobId>,
         limit: usize,
     ) -> StoreResult<Vec<Job>>;
     /// How many jobs there are of each kind in each state.
@@ -345,9 +350,9 @@ pub trait JobRepository {
     fn count_shop_jobs(&mut self, shop_id: ShopId) -> StoreResult<Vec<JobCount>>;
     /// Failed or cancelled jobs among `ids` (every failed one when None) queued again, due
     /// now, attempts from zero; not one whose key an unfinished job holds. Returns their ids.
-    fn requeue_jobs(&mut self, ids: Option<&[i64]>, now: Timestamp) -> StoreResult<Vec<i64>>;
+    fn requeue_jobs(&mut self, ids: Option<&[JobId]>, now: Timestamp) -> StoreResult<Vec<JobId>>;
     /// Queued, running or failed jobs among `ids` cancelled; returns their ids.
-    fn cancel_jobs(&mut self, ids: &[i64], now: Timestamp) -> StoreResult<Vec<i64>>;
+    fn cancel_jobs(&mut self, ids: &[JobId], now: Timestamp) -> StoreResult<Vec<JobId>>;
 }
 
 /// `mercer jobs list`: jobs oldest first, of one state or all (a done job is deleted).
@@ -364,9 +369,9 @@ pub fn list_jobs(
 /// Returns the ids queued again.
 pub fn retry_jobs(
     tx: &mut dyn JobRepository,
-    ids: Option<&[i64]>,
+    ids: Option<&[JobId]>,
     now: Timestamp,
-) -> Result<Vec<i64>, DomainError> {
+) -> Result<Vec<JobId>, DomainError> {
     Ok(tx.requeue_jobs(ids, now)?)
 }
 
@@ -374,9 +379,9 @@ pub fn retry_jobs(
 /// stops at its next step: its runner finds its lease gone). Returns the ids cancelled.
 pub fn cancel_jobs(
     tx: &mut dyn JobRepository,
-    ids: &[i64],
+    ids: &[JobId],
     now: Timestamp,
-) -> Result<Vec<i64>, DomainError> {
+) -> Result<Vec<JobId>, DomainError> {
     Ok(tx.cancel_jobs(ids, now)?)
 }
 
@@ -454,7 +459,7 @@ mod tests {
     fn failures_retry_until_the_last_attempt_or_a_permanent_one() {
         let now = Timestamp::from_micros(0);
         let mut job = Job {
-            id: 1,
+            id: JobId(1),
             kind: "k".into(),
             payload: "{}".into(),
             unique_key: None,

@@ -3,7 +3,7 @@
 //! and backoff by the shop's delivery job ([`OutboxJob`], docs/jobs.md), enqueued with the call.
 //! Nothing is recorded, and nothing is called, for a topic without a live destination.
 
-use crate::kernel::ids::ShopId;
+use crate::kernel::ids::{AddressId, CustomerId, OutboxCallId, ShopId};
 use serde::{Deserialize, Serialize};
 
 use crate::kernel::error::DomainError;
@@ -87,7 +87,7 @@ pub enum ConnectorCall {
     /// id answered is stored. Made once: nothing is called when it has a platform id already.
     CreateServiceCustomer {
         /// The customer's id (the service's integer).
-        customer_id: i64,
+        customer_id: CustomerId,
         /// The customer to create.
         customer: Customer,
     },
@@ -95,34 +95,34 @@ pub enum ConnectorCall {
     /// so a change of a customer whose creation is still queued waits for it.
     UpdateServiceCustomer {
         /// The customer's id (the service's integer).
-        customer_id: i64,
+        customer_id: CustomerId,
         /// The customer's new fields.
         customer: Customer,
     },
     /// An address Mercer made, of a customer by Mercer's id; the platform id answered is stored.
     CreateServiceAddress {
         /// The id of the address's customer (the service's integer).
-        customer_id: i64,
+        customer_id: CustomerId,
         /// The address's id (the service's integer).
-        address_id: i64,
+        address_id: AddressId,
         /// The address to create.
         address: CustomerAddress,
     },
     /// A change to an address Mercer knows, by Mercer's ids: made once both have platform ids.
     UpdateServiceAddress {
         /// The id of the address's customer (the service's integer).
-        customer_id: i64,
+        customer_id: CustomerId,
         /// The address's id (the service's integer).
-        address_id: i64,
+        address_id: AddressId,
         /// The address's new fields.
         address: CustomerAddress,
     },
     /// The deletion of an address Mercer knows, by Mercer's ids: made once both have platform ids.
     DeleteServiceAddress {
         /// The id of the address's customer (the service's integer).
-        customer_id: i64,
+        customer_id: CustomerId,
         /// The address's id (the service's integer).
-        address_id: i64,
+        address_id: AddressId,
     },
 }
 
@@ -143,14 +143,14 @@ pub enum CallOutcome {
     /// The platform id of a customer Mercer made.
     CustomerCreated {
         /// The customer's id (the service's integer).
-        customer_id: i64,
+        customer_id: CustomerId,
         /// Its platform id, as the platform answered.
         platform_id: String,
     },
     /// The platform id of an address Mercer made.
     AddressCreated {
         /// The address's id (the service's integer).
-        address_id: i64,
+        address_id: AddressId,
         /// Its platform id, as the platform answered.
         platform_id: String,
     },
@@ -209,7 +209,7 @@ impl ConnectorCall {
     }
 
     /// Mercer's ids of the customer and address this call names, when it names them so.
-    pub fn service_ids(&self) -> Option<(i64, Option<i64>)> {
+    pub fn service_ids(&self) -> Option<(CustomerId, Option<AddressId>)> {
         match self {
             ConnectorCall::CreateServiceCustomer { customer_id, .. }
             | ConnectorCall::UpdateServiceCustomer { customer_id, .. } => {
@@ -400,7 +400,7 @@ impl OutboxStatus {
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutboxEntry {
     /// The entry's id (the service's integer).
-    pub id: i64,
+    pub id: OutboxCallId,
     /// The id of the shop whose connector is called.
     pub shop_id: ShopId,
     /// The call to make.
@@ -445,7 +445,7 @@ pub fn request_connector_change(
     shop_id: ShopId,
     call: &ConnectorCall,
     now: Timestamp,
-) -> Result<Option<i64>, DomainError> {
+) -> Result<Option<OutboxCallId>, DomainError> {
     if tx.live_destination(shop_id, call.topic())?.is_none() {
         return Ok(None);
     }
@@ -605,7 +605,7 @@ pub(crate) fn deliver_due_calls(
 
 fn reschedule(
     db: &impl PlatformDatabase,
-    id: i64,
+    id: OutboxCallId,
     attempts: i64,
     error: &str,
     now: Timestamp,

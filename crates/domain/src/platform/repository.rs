@@ -5,7 +5,7 @@ use crate::access::AccessRepositories;
 use crate::kernel::activity::ActivityRepository;
 use crate::kernel::error::StoreResult;
 use crate::kernel::ids::ShopId;
-use crate::kernel::ids::{DestinationId, EventId};
+use crate::kernel::ids::{AddressId, CustomerId, DestinationId, EventId, OutboxCallId, SyncId};
 use crate::kernel::jobs::JobRepository;
 use crate::kernel::time::Timestamp;
 use crate::platform::destinations::{Destination, DestinationSettings, Topic};
@@ -157,20 +157,20 @@ pub trait PlatformRepository {
     fn customer_platform_id(
         &mut self,
         shop_id: ShopId,
-        customer_id: i64,
+        customer_id: CustomerId,
     ) -> StoreResult<Option<String>>;
     /// The platform id of an address of the shop (by Mercer's id), as `customer_platform_id`.
     fn address_platform_id(
         &mut self,
         shop_id: ShopId,
-        address_id: i64,
+        address_id: AddressId,
     ) -> StoreResult<Option<String>>;
     /// Records the platform id the connector answered for a customer made by Mercer. Leaves a
     /// customer that already has one alone; false then, or when there is no such customer.
     fn set_customer_platform_id(
         &mut self,
         shop_id: ShopId,
-        customer_id: i64,
+        customer_id: CustomerId,
         platform_id: &str,
         now: Timestamp,
     ) -> StoreResult<bool>;
@@ -180,7 +180,7 @@ pub trait PlatformRepository {
     fn set_address_platform_id(
         &mut self,
         shop_id: ShopId,
-        address_id: i64,
+        address_id: AddressId,
         platform_id: &str,
         now: Timestamp,
     ) -> StoreResult<bool>;
@@ -270,7 +270,7 @@ pub trait SyncRepository {
     /// reports the run alive; false (nothing changed) when the run is no longer running.
     fn record_sync_page(
         &mut self,
-        id: i64,
+        id: SyncId,
         items: i64,
         skipped: i64,
         next_cursor: Option<&str>,
@@ -279,13 +279,13 @@ pub trait SyncRepository {
     /// Ends the run with `status` and, when it failed, its error.
     fn finish_sync(
         &mut self,
-        id: i64,
+        id: SyncId,
         status: SyncStatus,
         error: Option<&str>,
         now: Timestamp,
     ) -> StoreResult<()>;
     /// A sync run by its id, if there is one.
-    fn sync_run(&mut self, id: i64) -> StoreResult<Option<SyncRun>>;
+    fn sync_run(&mut self, id: SyncId) -> StoreResult<Option<SyncRun>>;
     /// The shop's latest sync runs of every topic, newest first.
     fn recent_sync_runs(&mut self, shop_id: ShopId, limit: usize) -> StoreResult<Vec<SyncRun>>;
 }
@@ -298,7 +298,7 @@ pub trait OutboxRepository {
         shop_id: ShopId,
         call: &ConnectorCall,
         now: Timestamp,
-    ) -> StoreResult<i64>;
+    ) -> StoreResult<OutboxCallId>;
     /// The shop's pending calls due by `now` that no other worker holds, oldest due first,
     /// leased until `lease_until`.
     fn claim_outbox_calls(
@@ -311,7 +311,7 @@ pub trait OutboxRepository {
     /// Records a failed attempt at a call: it is pending again, due at `next_attempt_at`.
     fn retry_outbox_call(
         &mut self,
-        id: i64,
+        id: OutboxCallId,
         attempts: i64,
         next_attempt_at: Timestamp,
         error: &str,
@@ -319,7 +319,7 @@ pub trait OutboxRepository {
     /// Ends a call with `status` (delivered, failed or cancelled), its attempts and last error.
     fn finish_outbox_call(
         &mut self,
-        id: i64,
+        id: OutboxCallId,
         status: OutboxStatus,
         attempts: i64,
         error: Option<&str>,

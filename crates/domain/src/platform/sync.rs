@@ -3,7 +3,7 @@
 //! sync lists the categories, then the products. A sync runs as a job ([`SyncJob`],
 //! docs/jobs.md) that goes on from the stored cursor when it is taken up again.
 
-use crate::kernel::ids::ShopId;
+use crate::kernel::ids::{ShopId, SyncId};
 use serde::{Deserialize, Serialize};
 
 use crate::access::shop::Shop;
@@ -51,7 +51,7 @@ impl SyncStatus {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyncRun {
     /// The run's id (the service's integer).
-    pub id: i64,
+    pub id: SyncId,
     /// The id of the shop it syncs.
     pub shop_id: ShopId,
     /// The topic whose lists it pulls.
@@ -80,7 +80,8 @@ pub struct SyncRun {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct SyncResource {
     /// The run's id (the service's integer).
-    pub id: i64,
+    #[schema(value_type = i64)]
+    pub id: SyncId,
     /// The topic it syncs (`customers`, `orders` or `products`).
     #[schema(value_type = Topic)]
     pub topic: &'static str,
@@ -123,7 +124,7 @@ pub fn find_run(
     tx: &mut dyn PlatformRepositories,
     shop: &Shop,
     topic: Topic,
-    id: i64,
+    id: SyncId,
 ) -> Result<SyncRun, DomainError> {
     tx.sync_run(id)?
         .filter(|run| run.shop_id == shop.id && run.topic == topic)
@@ -134,7 +135,7 @@ pub fn find_run(
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SyncJob {
     /// The id of the sync run to go on with.
-    pub run_id: i64,
+    pub run_id: SyncId,
 }
 
 impl JobPayload for SyncJob {
@@ -315,7 +316,7 @@ pub fn run_sync_job(
     Ok(JobOutcome::Done)
 }
 
-fn log_end(db: &impl PlatformDatabase, id: i64) {
+fn log_end(db: &impl PlatformDatabase, id: SyncId) {
     if let Ok(Some(run)) = db.read_tx(|tx| Ok(tx.sync_run(id)?)) {
         log::info!(
             target: "mercer::sync",

@@ -373,7 +373,7 @@ pub(crate) fn find_or_create_customer(
     };
     let id = tx.insert_customer(shop.id, &fields, now)?;
     let call = ConnectorCall::CreateServiceCustomer {
-        customer_id: id.0,
+        customer_id: id,
         customer: platform_customer(&fields),
     };
     request_connector_change(tx, shop.id, &call, now)?;
@@ -407,7 +407,7 @@ pub fn update_customer(
         != (&old.email, &old.first_name, &old.last_name, &old.phone);
     if shown_changed {
         let call = ConnectorCall::UpdateServiceCustomer {
-            customer_id: id.0,
+            customer_id: id,
             customer: platform_customer(&new),
         };
         request_connector_change(tx, shop.id, &call, now)?;
@@ -494,8 +494,8 @@ pub(crate) fn add_address(
     let address = platform_address(input, is_default);
     let id = tx.insert_address(shop.id, customer_id, &address, is_default, now)?;
     let call = ConnectorCall::CreateServiceAddress {
-        customer_id: customer_id.0,
-        address_id: id.0,
+        customer_id,
+        address_id: id,
         address,
     };
     request_connector_change(tx, shop.id, &call, now)?;
@@ -544,8 +544,8 @@ pub fn update_address(
     address.platform_id = current.platform_id.clone().map(PlatformId::new);
     tx.update_address(shop.id, customer_id, address_id, &address, is_default, now)?;
     let call = ConnectorCall::UpdateServiceAddress {
-        customer_id: customer_id.0,
-        address_id: address_id.0,
+        customer_id,
+        address_id,
         address,
     };
     request_connector_change(tx, shop.id, &call, now)?;
@@ -600,8 +600,8 @@ pub fn delete_address(
         tx.update_address(shop.id, customer_id, next_id, &address, true, now)?;
     }
     let call = ConnectorCall::DeleteServiceAddress {
-        customer_id: customer_id.0,
-        address_id: address_id.0,
+        customer_id,
+        address_id,
     };
     request_connector_change(tx, shop.id, &call, now)?;
     Ok(())
@@ -792,7 +792,7 @@ mod tests {
             assert!(
                 db.write(|tx| Ok(tx.set_customer_platform_id(
                     shop.id,
-                    id.0,
+                    id,
                     platform_id,
                     at(NOW)
                 )?))

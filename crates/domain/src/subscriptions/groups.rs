@@ -15,7 +15,7 @@ use crate::kernel::body::{
     BodyObject, Check, Field, RawText, TextId, Wrapped, path, read_resource,
 };
 use crate::kernel::error::{DomainError, FieldError};
-use crate::kernel::ids::GroupId;
+use crate::kernel::ids::{BillingRuleId, GroupId};
 use crate::kernel::time::Timestamp;
 use crate::subscriptions::customers::PagePagination;
 
@@ -99,7 +99,8 @@ pub struct GroupProduct {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct BillingRule {
     /// The rule's id (the service's integer); a line item names it as its `interval_id`.
-    pub id: i64,
+    #[schema(value_type = i64)]
+    pub id: BillingRuleId,
     /// The id of the group the rule belongs to.
     #[schema(value_type = i64)]
     pub subscription_group_id: GroupId,
@@ -173,7 +174,7 @@ impl SubscriptionGroup {
 #[derive(Debug, Clone, PartialEq)]
 pub struct BillingRuleInput {
     /// The id of the group's rule to keep; `None` for a new rule.
-    pub id: Option<i64>,
+    pub id: Option<BillingRuleId>,
     /// How many units between orders (1..=366).
     pub interval_number: i64,
     /// The unit of the interval (from `billing_rule`'s `FREQ` when the body has none).
@@ -451,7 +452,7 @@ impl BillingRuleFields {
     /// built from them, or given and checked by the `order_rrule` parser (its `FREQ` and
     /// `INTERVAL` then stand in for missing interval fields).
     fn validate(self, check: &mut Check<'_>) -> Option<BillingRuleInput> {
-        let id = check.optional("id", self.id);
+        let id = check.optional("id", self.id).map(BillingRuleId);
         let rule_given = self.billing_rule.is_given();
         let given_rule = billing_rule_text(check, self.billing_rule);
         let parts = given_rule.as_deref().map(rrule_parts).unwrap_or_default();
@@ -599,9 +600,9 @@ fn rules_of(
                     let field = path(at, &format!("billing_rules[{index}].id"));
                     let message = format!("the group has no billing rule {id}");
                     problems.push(FieldError::new(field, "unknown_billing_rule", message));
-                    0
+                    BillingRuleId(0)
                 }
-                None => 0,
+                None => BillingRuleId(0),
             };
             BillingRule {
                 id,
@@ -668,7 +669,7 @@ pub fn update_group(
     }
     if let Some(inputs) = input.billing_rules {
         let rules = rules_of(id, inputs, &group.billing_rules, &input.path)?;
-        let removed: Vec<i64> = group
+        let removed: Vec<BillingRuleId> = group
             .billing_rules
             .iter()
             .map(|rule| rule.id)
@@ -718,7 +719,7 @@ pub fn delete_group(
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GroupReferences {
     /// The id of the billing rule each line item names, by the line item's index.
-    pub billing_rule_ids: BTreeMap<usize, i64>,
+    pub billing_rule_ids: BTreeMap<usize, BillingRuleId>,
     /// The RRULE of the first line item's billing rule: the subscription's when its body has
     /// no `order_rrule`.
     pub billing_rule: Option<String>,
@@ -749,12 +750,12 @@ pub(crate) fn group_references(
     items: &[Value],
     items_path: &str,
 ) -> Result<GroupReferences, DomainError> {
-    let ids: Vec<(Option<i64>, Option<i64>)> = items
+    let ids: Vec<(Option<GroupId>, Option<BillingRuleId>)> = items
         .iter()
         .map(|item| {
             (
-                integer(item.get("subscription_group_id")),
-                integer(item.get("interval_id")),
+                integer(item.get("subscription_group_id")).map(GroupId),
+                integer(item.get("interval_id")).map(BillingRuleId),
             )
         })
         .collect();
@@ -766,11 +767,11 @@ pub(crate) fn group_references(
 pub(crate) fn group_references_of(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
-    ids: &[(Option<i64>, Option<i64>)],
+    ids: &[(Option<GroupId>, Option<BillingRuleId>)],
     items_path: &str,
 ) -> Result<GroupReferences, DomainError> {
     let mut references = GroupReferences::default();
-    let mut groups: BTreeMap<i64, Option<StoredGroup>> = BTreeMap::new();
+    let mut groups: BTreeMap<GroupId, Option<StoredGroup>> = BTreeMap::new();
     for (index, &(group_id, interval_id)) in ids.iter().enumerate() {
         let at = |name: &str| format!("{items_path}[{index}].{name}");
         references.names_interval |= interval_id.is_some();
@@ -786,8 +787,8 @@ pub(crate) fn group_references_of(
             continue;
         };
         if let std::collections::btree_map::Entry::Vacant(entry) = groups.entry(group_id) {
-            tx.lock_subscription_group(shop.id, GroupId(group_id))?;
-            entry.insert(tx.subscription_group(shop.id, GroupId(group_id))?);
+            tx.lock_subscription_group(shop.id, group_id)?;
+            entry.insert(tx.subscription_group(shop.id, group_id)?);
         }
         let Some(Some(group)) = groups.get(&group_id) else {
             references.problems.push(FieldError::new(
@@ -1038,7 +1039,7 @@ mod tests {
                 rules[0].interval_type,
                 rules[0].interval_name.as_str()
             ),
-            (Some(3), IntervalType::Week, "Every 2 weeks")
+            (Some(BillingRuleId(3)), IntervalType::Week, "Every 2 weeks")
         );
         // A wrapper that is not an object is the only problem named.
         for wrapper in [json!(null), json!("x"), json!([])] {

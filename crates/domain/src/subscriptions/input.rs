@@ -30,7 +30,7 @@ use crate::kernel::body::{
     read_body, wrong_type,
 };
 use crate::kernel::error::{DomainError, FieldError, Problems};
-use crate::kernel::ids::{AddressId, GroupId};
+use crate::kernel::ids::{AddressId, BillingRuleId, GroupId};
 use crate::kernel::money::{
     MAX_EXCHANGE_RATE, MAX_PRICE, MAX_QUANTITY, MIN_EXCHANGE_RATE, is_exchange_rate,
 };
@@ -168,7 +168,7 @@ pub struct LineItemInput {
     /// a group of the shop.
     pub subscription_group_id: Option<GroupId>,
     /// The group's billing rule the line item's `interval_id` names.
-    pub subscription_group_billing_rules_id: Option<i64>,
+    pub subscription_group_billing_rules_id: Option<BillingRuleId>,
     /// `prepaid_metadata`, for a line item one payment covers several orders of.
     pub prepaid: Option<PrepaidInput>,
     /// `line_item_attributes` as (name, value) pairs, in the order given.
@@ -1680,7 +1680,7 @@ impl NewSubscription {
 impl SubscriptionCreateRequest {
     /// The `subscription_group_id` and `interval_id` each line item names, by index (`None`
     /// where one is left out or not an integer): what `groups::group_references` looks up.
-    pub fn group_ids(&self) -> Vec<(Option<i64>, Option<i64>)> {
+    pub fn group_ids(&self) -> Vec<(Option<GroupId>, Option<BillingRuleId>)> {
         let Some(Field::Given(items)) = self
             .subscription
             .value()
@@ -1692,8 +1692,8 @@ impl SubscriptionCreateRequest {
             .iter()
             .map(|item| match item {
                 Field::Given(item) => (
-                    item.subscription_group_id.value().copied(),
-                    item.interval_id.value().copied(),
+                    item.subscription_group_id.value().copied().map(GroupId),
+                    item.interval_id.value().copied().map(BillingRuleId),
                 ),
                 _ => (None, None),
             })

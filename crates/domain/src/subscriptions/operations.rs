@@ -1072,7 +1072,7 @@ mod tests {
 
     use super::*;
     use crate::access::shop::ShopIdentifier;
-    use crate::kernel::ids::GroupId;
+    use crate::kernel::ids::{BillingRuleId, GroupId};
     use crate::subscriptions::input::{CustomerUpdate, parse_frequency};
     use crate::subscriptions::repository::SubscriptionDatabase;
     use crate::subscriptions::resources::ActorType;
@@ -1441,7 +1441,7 @@ mod tests {
     /// A Create Subscription body as a TypeScript integration writes it: every id a string,
     /// fields the API does not name, payment details without `gateway_payment_id`, and no
     /// `order_rrule`: the line item's billing rule gives it.
-    fn typescript_body(group: GroupId, interval: i64) -> Value {
+    fn typescript_body(group: GroupId, interval: BillingRuleId) -> Value {
         json!({
             "customer": {"first_name": "Ada", "last_name": "Lovelace", "email": "ts@example.test"},
             "subscription": {
@@ -1525,7 +1525,7 @@ mod tests {
         };
         let field = |name: &str| format!("subscription.line_items[0].{name}");
         assert_eq!(
-            problems(typescript_body(GroupId(group.id.0 + 100), 1)),
+            problems(typescript_body(GroupId(group.id.0 + 100), BillingRuleId(1))),
             [(field("subscription_group_id"), "unknown_group")]
         );
         assert_eq!(
@@ -1542,7 +1542,7 @@ mod tests {
             [(field("interval_id"), "invalid_value")]
         );
         // Without an interval_id, a body without order_rrule has no rule.
-        let mut no_interval = typescript_body(group.id, 1);
+        let mut no_interval = typescript_body(group.id, BillingRuleId(1));
         no_interval["subscription"]["line_items"][0]
             .as_object_mut()
             .unwrap()

@@ -12,7 +12,7 @@ use crate::kernel::filter::{
     Condition, FilterOp, FilterValue, MAX_FILTER_CONDITIONS, MAX_LISTED_IDS, bad_filter, gather,
     integer_value, split_conditions, time_value,
 };
-use crate::kernel::ids::SubscriptionId;
+use crate::kernel::ids::{CustomerId, SubscriptionId};
 use crate::kernel::limits::{MAX_ID_CHARS, check_parameter};
 use crate::subscriptions::repository::StoredSubscription;
 use crate::subscriptions::resources::SubscriptionStatus;
@@ -236,7 +236,7 @@ pub struct ListQuery {
     /// Empty: every status.
     pub statuses: Vec<SubscriptionStatus>,
     /// Empty: every customer.
-    pub customer_ids: Vec<i64>,
+    pub customer_ids: Vec<CustomerId>,
     /// Whether `expand=customer` asked for each subscription's customer.
     pub expand_customer: bool,
     /// The most subscriptions a page holds (1..=250, default 50).
@@ -265,7 +265,7 @@ impl ListQuery {
     pub fn matches(&self, subscription: &StoredSubscription) -> bool {
         let state = &subscription.state;
         (self.statuses.is_empty() || self.statuses.contains(&state.subscription_status))
-            && (self.customer_ids.is_empty() || self.customer_ids.contains(&state.customer_id.0))
+            && (self.customer_ids.is_empty() || self.customer_ids.contains(&state.customer_id))
             && self
                 .cursor
                 .is_none_or(|cursor| subscription.id > cursor.after_id)
@@ -316,11 +316,11 @@ pub fn parse_list_query(pairs: &[(String, String)]) -> Result<ListQuery, DomainE
                 "svc_platform_customer_id" => {
                     let ids = each_value(value)
                         .map(|id| {
-                            id.parse().map_err(|_| {
+                            id.parse().map(CustomerId).map_err(|_| {
                                 bad(key, "svc_platform_customer_id must be an integer")
                             })
                         })
-                        .collect::<Result<Vec<i64>, _>>()?;
+                        .collect::<Result<Vec<CustomerId>, _>>()?;
                     gather(key, "ids", MAX_LISTED_IDS, &mut query.customer_ids, ids)?;
                 }
                 "expand" => {
@@ -494,7 +494,7 @@ mod tests {
             query.statuses,
             vec![SubscriptionStatus::Active, SubscriptionStatus::Paused]
         );
-        assert_eq!(query.customer_ids, vec![7, 8]);
+        assert_eq!(query.customer_ids, vec![CustomerId(7), CustomerId(8)]);
         assert!(query.expand_customer);
         assert_eq!(query.limit, 10);
         assert_eq!(query.cursor, Some(Cursor::after(SubscriptionId(41))));
@@ -562,14 +562,14 @@ mod tests {
         query.cursor = Some(Cursor::after(s.id));
         assert!(!query.matches(&s));
         query.cursor = Some(Cursor::after(SubscriptionId(s.id.0 - 1)));
-        query.customer_ids = vec![s.state.customer_id.0];
+        query.customer_ids = vec![s.state.customer_id];
         query.filters = vec![time_filter(
             FilterField::NextOrderDatetime,
             FilterOp::Lte,
             at("2024-03-04T09:00:00Z"),
         )];
         assert!(query.matches(&s));
-        query.customer_ids = vec![s.state.customer_id.0 + 1];
+        query.customer_ids = vec![CustomerId(s.state.customer_id.0 + 1)];
         assert!(!query.matches(&s));
     }
 

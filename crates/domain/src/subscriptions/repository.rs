@@ -5,7 +5,9 @@
 use crate::directory::DirectoryRepository;
 use crate::kernel::error::StoreResult;
 use crate::kernel::ids::ShopId;
-use crate::kernel::ids::{AddressId, CustomerId, GroupId, SubscriptionId, SubscriptionOrderId};
+use crate::kernel::ids::{
+    AddressId, BillingRuleId, CustomerId, GroupId, SubscriptionId, SubscriptionOrderId,
+};
 use crate::kernel::time::Timestamp;
 use crate::platform::PlatformRepositories;
 use crate::platform::resources::CustomerAddress;
@@ -86,7 +88,11 @@ pub trait SubscriptionGroupRepository {
     /// How many boxes are sold under the group (the box builder's boxes, by their group).
     fn boxes_of_group(&mut self, shop_id: ShopId, group_id: GroupId) -> StoreResult<i64>;
     /// Which of `rule_ids` a line item of a subscription not `inactive` follows.
-    fn billing_rules_in_use(&mut self, shop_id: ShopId, rule_ids: &[i64]) -> StoreResult<Vec<i64>>;
+    fn billing_rules_in_use(
+        &mut self,
+        shop_id: ShopId,
+        rule_ids: &[BillingRuleId],
+    ) -> StoreResult<Vec<BillingRuleId>>;
 }
 
 /// A customer's own fields as the subscription API writes them. Absent is no value (the

@@ -10,7 +10,9 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::kernel::ids::{AddressId, CustomerId, GroupId, LabelId, LineItemId, SubscriptionId};
+use crate::kernel::ids::{
+    AddressId, BillingRuleId, CustomerId, GroupId, LabelId, LineItemId, StatusLogId, SubscriptionId,
+};
 pub use crate::kernel::money::{CURRENCY_CODES, Cents, CurrencyCode};
 use crate::kernel::time::Timestamp;
 
@@ -288,7 +290,8 @@ pub struct SubscriptionLineItem {
     #[schema(value_type = Option<i64>)]
     pub subscription_group_id: Option<GroupId>,
     /// The group's billing rule it follows (the create body's `interval_id`), if any.
-    pub subscription_group_billing_rules_id: Option<i64>,
+    #[schema(value_type = Option<i64>)]
+    pub subscription_group_billing_rules_id: Option<BillingRuleId>,
     /// The line item's platform id; `null` for the line items Mercer makes.
     pub platform_id: Option<String>,
     /// The product's platform id (the platform's string).
@@ -528,7 +531,8 @@ pub struct StatusLogMetadata {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct StatusLog {
     /// The entry's id (the service's integer).
-    pub id: i64,
+    #[schema(value_type = i64)]
+    pub id: StatusLogId,
     /// The subscription's status after the action.
     pub subscription_status: SubscriptionStatus,
     /// What the action was, such as `created`, `paused` or `order_placed`.
@@ -798,7 +802,7 @@ pub(crate) mod tests {
             last_failure_reason: None,
             last_failure_details: None,
             latest_status_log: Some(StatusLog {
-                id: 9,
+                id: StatusLogId(9),
                 subscription_status: SubscriptionStatus::Active,
                 reason: "created".into(),
                 metadata: StatusLogMetadata {

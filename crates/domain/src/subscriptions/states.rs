@@ -18,7 +18,7 @@
 use std::fmt;
 
 use crate::kernel::error::DomainError;
-use crate::kernel::ids::SubscriptionId;
+use crate::kernel::ids::{StatusLogId, SubscriptionId};
 use crate::kernel::time::Timestamp;
 use crate::subscriptions::resources::{Actor, StatusLog, StatusLogMetadata, SubscriptionStatus};
 use crate::subscriptions::topics::Topic;
@@ -343,7 +343,7 @@ impl NewStatusLog {
     }
 
     /// The entry as `latest_status_log` shows it, once stored under `id`.
-    pub fn stored(self, id: i64) -> StatusLog {
+    pub fn stored(self, id: StatusLogId) -> StatusLog {
         StatusLog {
             id,
             subscription_status: self.subscription_status,
@@ -695,7 +695,7 @@ mod tests {
             vec![Topic::SubscriptionPaused, Topic::SubscriptionUpdated]
         );
         assert_eq!(
-            serde_json::to_value(outcome.log.stored(9)).unwrap(),
+            serde_json::to_value(outcome.log.stored(StatusLogId(9))).unwrap(),
             serde_json::json!({
                 "id": 9,
                 "subscription_status": "paused",

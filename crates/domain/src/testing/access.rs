@@ -14,7 +14,9 @@ use crate::access::shop::{
 };
 use crate::access::*;
 use crate::kernel::error::{StorageError, StoreResult};
-use crate::kernel::ids::ShopId;
+use crate::kernel::ids::{
+    AuditEntryId, AuthorizationCodeId, OAuthAppId, ShopId, StaffId, StaffSessionId, TokenId,
+};
 
 /// What the store's unique constraint answers when `taken`.
 fn unique(taken: bool, what: &str) -> StoreResult<()> {
@@ -105,7 +107,7 @@ impl TokenRepository for MemoryState {
             "the token hash",
         )?;
         let token = ApiToken {
-            id: self.tokens.len() as i64 + 1,
+            id: TokenId(self.tokens.len() as i64 + 1),
             shop_id: new.shop_id,
             name: new.name.clone(),
             token_prefix: new.token_prefix.clone(),
@@ -135,7 +137,12 @@ impl TokenRepository for MemoryState {
             .collect())
     }
 
-    fn revoke_token(&mut self, shop_id: ShopId, token_id: i64, at: Timestamp) -> StoreResult<bool> {
+    fn revoke_token(
+        &mut self,
+        shop_id: ShopId,
+        token_id: TokenId,
+        at: Timestamp,
+    ) -> StoreResult<bool> {
         let live = self.tokens.iter_mut().find(|(token, _)| {
             token.id == token_id && token.shop_id == shop_id && token.revoked_at.is_none()
         });
@@ -179,7 +186,7 @@ impl OAuthRepository for MemoryState {
             "the client id",
         )?;
         let app = OAuthApp {
-            id: self.oauth_apps.len() as i64 + 1,
+            id: OAuthAppId(self.oauth_apps.len() as i64 + 1),
             client_id: new.client_id.clone(),
             client_secret_hash: new.client_secret_hash.clone(),
             name: new.name.clone(),
@@ -207,7 +214,7 @@ impl OAuthRepository for MemoryState {
             "the staff email",
         )?;
         let staff = StaffAccount {
-            id: self.staff.len() as i64 + 1,
+            id: StaffId(self.staff.len() as i64 + 1),
             shop_id: new.shop_id,
             email: new.email.clone(),
             password_hash: new.password_hash.clone(),
@@ -225,7 +232,7 @@ impl OAuthRepository for MemoryState {
             .cloned())
     }
 
-    fn staff_account_by_id(&mut self, id: i64) -> StoreResult<Option<StaffAccount>> {
+    fn staff_account_by_id(&mut self, id: StaffId) -> StoreResult<Option<StaffAccount>> {
         Ok(self.staff.iter().find(|s| s.id == id).cloned())
     }
 
@@ -276,7 +283,7 @@ impl OAuthRepository for MemoryState {
             "the code hash",
         )?;
         let code = AuthorizationCode {
-            id: self.codes.len() as i64 + 1,
+            id: AuthorizationCodeId(self.codes.len() as i64 + 1),
             app_id: new.app_id,
             shop_id: new.shop_id,
             staff_id: new.staff_id,
@@ -304,8 +311,8 @@ impl OAuthRepository for MemoryState {
 
     fn redeem_authorization_code(
         &mut self,
-        id: i64,
-        token_id: i64,
+        id: AuthorizationCodeId,
+        token_id: TokenId,
         now: Timestamp,
     ) -> StoreResult<bool> {
         match self
@@ -339,7 +346,7 @@ impl ConsoleRepository for MemoryState {
             .map(|staff| staff.email.clone())
             .ok_or_else(|| StorageError::other("no such staff account"))?;
         let session = StaffSession {
-            id: self.staff_sessions.len() as i64 + 1,
+            id: StaffSessionId(self.staff_sessions.len() as i64 + 1),
             shop_id: new.shop_id,
             staff_id: new.staff_id,
             staff_email: email,
@@ -361,7 +368,7 @@ impl ConsoleRepository for MemoryState {
             .map(|(session, _)| session.clone()))
     }
 
-    fn touch_staff_session(&mut self, id: i64, now: Timestamp) -> StoreResult<()> {
+    fn touch_staff_session(&mut self, id: StaffSessionId, now: Timestamp) -> StoreResult<()> {
         for (session, _) in self.staff_sessions.iter_mut().flatten() {
             if session.id == id {
                 session.last_seen_at = now;
@@ -392,7 +399,7 @@ impl ConsoleRepository for MemoryState {
 
     fn insert_audit_entry(&mut self, new: &NewAuditEntry) -> StoreResult<()> {
         self.audit_log.push(AuditEntry {
-            id: self.audit_log.len() as i64 + 1,
+            id: AuditEntryId(self.audit_log.len() as i64 + 1),
             shop_id: new.shop_id,
             staff_id: new.staff_id,
             staff_email: new.staff_email.clone(),
@@ -406,7 +413,7 @@ impl ConsoleRepository for MemoryState {
     fn audit_entries(
         &mut self,
         shop_id: ShopId,
-        before: Option<i64>,
+        before: Option<AuditEntryId>,
         limit: usize,
     ) -> StoreResult<Vec<AuditEntry>> {
         Ok(self

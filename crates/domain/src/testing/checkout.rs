@@ -3,7 +3,7 @@ use crate::checkout::repository::{
     CheckoutOrder, CheckoutRepository, CheckoutStatus, NewCheckoutOrder,
 };
 use crate::kernel::error::{StorageError, StoreResult};
-use crate::kernel::ids::ShopId;
+use crate::kernel::ids::{CheckoutOrderId, ShopId};
 use crate::kernel::time::Timestamp;
 
 impl CheckoutRepository for MemoryState {
@@ -16,7 +16,7 @@ impl CheckoutRepository for MemoryState {
             return Err(StorageError::unique_violation("the public_order_id"));
         }
         let order = CheckoutOrder {
-            id: self.checkout_orders.len() as i64 + 1,
+            id: CheckoutOrderId(self.checkout_orders.len() as i64 + 1),
             shop_id: new.shop_id,
             public_order_id: new.public_order_id.clone(),
             status: CheckoutStatus::Open,
@@ -45,7 +45,7 @@ impl CheckoutRepository for MemoryState {
             .cloned())
     }
 
-    fn checkout_order_by_id(&mut self, id: i64) -> StoreResult<Option<CheckoutOrder>> {
+    fn checkout_order_by_id(&mut self, id: CheckoutOrderId) -> StoreResult<Option<CheckoutOrder>> {
         Ok(self
             .checkout_orders
             .iter()
@@ -116,7 +116,7 @@ impl CheckoutRepository for MemoryState {
         &mut self,
         shop_id: ShopId,
         status: Option<CheckoutStatus>,
-        before: Option<i64>,
+        before: Option<CheckoutOrderId>,
         limit: usize,
     ) -> StoreResult<Vec<CheckoutOrder>> {
         Ok(self

@@ -4,7 +4,7 @@
 use super::{MemoryJob, MemoryState};
 use crate::kernel::activity::{Activity, ActivityCount, ActivityRepository};
 use crate::kernel::error::StoreResult;
-use crate::kernel::ids::ShopId;
+use crate::kernel::ids::{JobId, ShopId};
 use crate::kernel::jobs::{Enqueued, Job, JobCount, JobFilter, JobRepository, JobState, NewJob};
 use crate::kernel::time::Timestamp;
 
@@ -35,7 +35,7 @@ impl MemoryState {
         counts
     }
 
-    fn held(&mut self, id: i64, worker: &str) -> Option<&mut MemoryJob> {
+    fn held(&mut self, id: JobId, worker: &str) -> Option<&mut MemoryJob> {
         self.jobs.iter_mut().find(|held| {
             held.job.id == id
                 && held.job.state == JobState::Running
@@ -60,7 +60,14 @@ impl JobRepository for MemoryState {
             held.job.updated_at = now;
             return Ok(Enqueued::Coalesced(held.job.id));
         }
-        let id = self.jobs.iter().map(|held| held.job.id).max().unwrap_or(0) + 1;
+        let id = JobId(
+            self.jobs
+                .iter()
+                .map(|held| held.job.id.0)
+                .max()
+                .unwrap_or(0)
+                + 1,
+        );
         self.jobs.push(MemoryJob {
             job: Job {
                 id,
@@ -128,11 +135,11 @@ impl JobRepository for MemoryState {
 
     fn renew_job_leases(
         &mut self,
-        ids: &[i64],
+        ids: &[JobId],
         worker: &str,
         lease_until: Timestamp,
         now: Timestamp,
-    ) -> StoreResult<Vec<i64>> {
+    ) -> StoreResult<Vec<JobId>> {
         let mut held = Vec::new();
         for &id in ids {
             if let Some(job) = self.held(id, worker) {
@@ -146,7 +153,7 @@ impl JobRepository for MemoryState {
 
     fn complete_job(
         &mut self,
-        id: i64,
+        id: JobId,
         worker: &str,
         again_at: Option<Timestamp>,
         now: Timestamp,
@@ -175,7 +182,7 @@ impl JobRepository for MemoryState {
 
     fn retry_job(
         &mut self,
-        id: i64,
+        id: JobId,
         worker: &str,
         run_at: Timestamp,
         error: &str,
@@ -195,7 +202,7 @@ impl JobRepository for MemoryState {
 
     fn fail_job(
         &mut self,
-        id: i64,
+        id: JobId,
         worker: &str,
         error: &str,
         now: Timestamp,
@@ -211,7 +218,7 @@ impl JobRepository for MemoryState {
         Ok(true)
     }
 
-    fn release_job(&mut self, id: i64, worker: &str, now: Timestamp) -> StoreResult<bool> {
+    fn release_job(&mut self, id: JobId, worker: &str, now: Timestamp) -> StoreResult<bool> {
         let Some(held) = self.held(id, worker) else {
             return Ok(false);
         };
@@ -224,7 +231,7 @@ impl JobRepository for MemoryState {
         Ok(true)
     }
 
-    fn job(&mut self, id: i64) -> StoreResult<Option<Job>> {
+    fn job(&mut self, id: JobId) -> StoreResult<Option<Job>> {
         Ok(self
             .jobs
             .iter()
@@ -248,7 +255,7 @@ impl JobRepository for MemoryState {
         &mut self,
         shop_id: ShopId,
         filter: &JobFilter,
-        before: Option<i64>,
+        before: Option<JobId>,
         limit: usize,
     ) -> StoreResult<Vec<Job>> {
         let mut jobs: Vec<Job> = self
@@ -274,7 +281,7 @@ impl JobRepository for MemoryState {
         Ok(self.count_jobs_of(None))
     }
 
-    fn requeue_jobs(&mut self, ids: Option<&[i64]>, now: Timestamp) -> StoreResult<Vec<i64>> {
+    fn requeue_jobs(&mut self, ids: Option<&[JobId]>, now: Timestamp) -> StoreResult<Vec<JobId>> {
         let mut requeued = Vec::new();
         for n in 0..self.jobs.len() {
             let job = &self.jobs[n].job;
@@ -304,7 +311,7 @@ impl JobRepository for MemoryState {
         Ok(requeued)
     }
 
-    fn cancel_jobs(&mut self, ids: &[i64], now: Timestamp) -> StoreResult<Vec<i64>> {
+    fn cancel_jobs(&mut self, ids: &[JobId], now: Timestamp) -> StoreResult<Vec<JobId>> {
         let mut cancelled = Vec::new();
         for held in &mut self.jobs {
             if ids.contains(&held.job.id) && held.job.state != JobState::Cancelled {

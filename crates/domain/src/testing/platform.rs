@@ -3,7 +3,7 @@
 use super::{CustomerColumns, MemoryAddress, MemoryEntity, MemoryState};
 use crate::kernel::error::{StorageError, StoreResult};
 use crate::kernel::ids::ShopId;
-use crate::kernel::ids::{DestinationId, EventId};
+use crate::kernel::ids::{AddressId, CustomerId, DestinationId, EventId, OutboxCallId, SyncId};
 use crate::kernel::time::Timestamp;
 use crate::platform::addresses::{
     AddressChanges, AddressKey, AddressesBefore, StoredAddress, address_changes,
@@ -134,10 +134,14 @@ impl MemoryState {
     }
 
     /// A customer of the shop by Mercer's id, deleted or not.
-    pub(super) fn customer_mut(&mut self, shop_id: ShopId, id: i64) -> Option<&mut MemoryEntity> {
+    pub(super) fn customer_mut(
+        &mut self,
+        shop_id: ShopId,
+        id: CustomerId,
+    ) -> Option<&mut MemoryEntity> {
         self.entities
             .iter_mut()
-            .find(|e| e.shop_id == shop_id && e.kind == EntityKind::Customer && e.record.id == id)
+            .find(|e| e.shop_id == shop_id && e.kind == EntityKind::Customer && e.record.id == id.0)
     }
 }
 
@@ -319,7 +323,7 @@ impl PlatformRepository for MemoryState {
     fn customer_platform_id(
         &mut self,
         shop_id: ShopId,
-        customer_id: i64,
+        customer_id: CustomerId,
     ) -> StoreResult<Option<String>> {
         Ok(self
             .customer_mut(shop_id, customer_id)
@@ -329,19 +333,19 @@ impl PlatformRepository for MemoryState {
     fn address_platform_id(
         &mut self,
         shop_id: ShopId,
-        address_id: i64,
+        address_id: AddressId,
     ) -> StoreResult<Option<String>> {
         Ok(self
             .addresses
             .iter()
-            .find(|a| a.shop_id == shop_id && a.id == address_id)
+            .find(|a| a.shop_id == shop_id && a.id == address_id.0)
             .and_then(|a| a.row.platform_id.clone()))
     }
 
     fn set_customer_platform_id(
         &mut self,
         shop_id: ShopId,
-        customer_id: i64,
+        customer_id: CustomerId,
         platform_id: &str,
         now: Timestamp,
     ) -> StoreResult<bool> {
@@ -370,14 +374,14 @@ impl PlatformRepository for MemoryState {
     fn set_address_platform_id(
         &mut self,
         shop_id: ShopId,
-        address_id: i64,
+        address_id: AddressId,
         platform_id: &str,
         now: Timestamp,
     ) -> StoreResult<bool> {
         let Some(customer_id) = self
             .addresses
             .iter()
-            .find(|a| a.shop_id == shop_id && a.id == address_id && a.row.platform_id.is_none())
+            .find(|a| a.shop_id == shop_id && a.id == address_id.0 && a.row.platform_id.is_none())
             .map(|a| a.customer_id)
         else {
             return Ok(false);
@@ -392,7 +396,7 @@ impl PlatformRepository for MemoryState {
                 "an address of the customer has this key",
             ));
         }
-        if let Some(address) = self.addresses.iter_mut().find(|a| a.id == address_id) {
+        if let Some(address) = self.addresses.iter_mut().find(|a| a.id == address_id.0) {
             address.row.platform_id = Some(platform_id.to_string());
             address.row.key = AddressKey::stored(platform_id);
             address.updated_at = now;
@@ -680,7 +684,7 @@ impl SyncRepository for MemoryState {
             ));
         }
         let run = SyncRun {
-            id: self.syncs.len() as i64 + 1,
+            id: SyncId(self.syncs.len() as i64 + 1),
             shop_id,
             topic,
             status: SyncStatus::Running,
@@ -699,7 +703,7 @@ impl SyncRepository for MemoryState {
 
     fn record_sync_page(
         &mut self,
-        id: i64,
+        id: SyncId,
         items: i64,
         skipped: i64,
         next_cursor: Option<&str>,
@@ -722,7 +726,7 @@ impl SyncRepository for MemoryState {
 
     fn finish_sync(
         &mut self,
-        id: i64,
+        id: SyncId,
         status: SyncStatus,
         error: Option<&str>,
         now: Timestamp,
@@ -747,7 +751,7 @@ impl SyncRepository for MemoryState {
             .collect())
     }
 
-    fn sync_run(&mut self, id: i64) -> StoreResult<Option<SyncRun>> {
+    fn sync_run(&mut self, id: SyncId) -> StoreResult<Option<SyncRun>> {
         Ok(self.syncs.iter().find(|r| r.id == id).cloned())
     }
 }
@@ -758,8 +762,8 @@ impl OutboxRepository for MemoryState {
         shop_id: ShopId,
         call: &ConnectorCall,
         now: Timestamp,
-    ) -> StoreResult<i64> {
-        let id = self.outbox.len() as i64 + 1;
+    ) -> StoreResult<OutboxCallId> {
+        let id = OutboxCallId(self.outbox.len() as i64 + 1);
         self.outbox.push(OutboxEntry {
             id,
             shop_id,
@@ -800,7 +804,7 @@ impl OutboxRepository for MemoryState {
 
     fn retry_outbox_call(
         &mut self,
-        id: i64,
+        id: OutboxCallId,
         attempts: i64,
         next_attempt_at: Timestamp,
         error: &str,
@@ -815,7 +819,7 @@ impl OutboxRepository for MemoryState {
 
     fn finish_outbox_call(
         &mut self,
-        id: i64,
+        id: OutboxCallId,
         status: OutboxStatus,
         attempts: i64,
         error: Option<&str>,

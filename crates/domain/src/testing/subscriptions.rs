@@ -8,7 +8,8 @@ use crate::access::credentials::random_hex;
 use crate::kernel::error::{StorageError, StoreResult};
 use crate::kernel::ids::ShopId;
 use crate::kernel::ids::{
-    AddressId, CustomerId, GroupId, LineItemId, SubscriptionId, SubscriptionOrderId,
+    AddressId, BillingRuleId, CustomerId, GroupId, LineItemId, StatusLogId, SubscriptionId,
+    SubscriptionOrderId,
 };
 use crate::kernel::time::Timestamp;
 use crate::platform::addresses::{AddressKey, AddressRow};
@@ -168,7 +169,7 @@ impl SubscriptionCustomerRepository for MemoryState {
         now: Timestamp,
     ) -> StoreResult<bool> {
         match self
-            .customer_mut(shop_id, customer_id.0)
+            .customer_mut(shop_id, customer_id)
             .filter(|customer| customer.record.platform_deleted_at.is_none())
         {
             Some(customer) => {
@@ -546,7 +547,9 @@ impl SubscriptionRepository for MemoryState {
         shop_id: ShopId,
         entry: &NewStatusLog,
     ) -> StoreResult<StatusLog> {
-        let log = entry.clone().stored(self.status_logs.len() as i64 + 1);
+        let log = entry
+            .clone()
+            .stored(StatusLogId(self.status_logs.len() as i64 + 1));
         self.status_logs.push((shop_id, log.clone()));
         if let Some(subscription) = self.subscription_mut(shop_id, entry.subscription_id) {
             subscription.latest_status_log = Some(log.clone());
@@ -952,9 +955,9 @@ impl SubscriptionGroupRepository for MemoryState {
             saved.id = GroupId(self.group_count);
         }
         for rule in &mut saved.billing_rules {
-            if rule.id == 0 {
+            if rule.id == BillingRuleId(0) {
                 self.billing_rule_count += 1;
-                rule.id = self.billing_rule_count;
+                rule.id = BillingRuleId(self.billing_rule_count);
             }
             rule.subscription_group_id = saved.id;
         }
@@ -997,8 +1000,12 @@ impl SubscriptionGroupRepository for MemoryState {
             .count() as i64)
     }
 
-    fn billing_rules_in_use(&mut self, shop_id: ShopId, rule_ids: &[i64]) -> StoreResult<Vec<i64>> {
-        let mut used: Vec<i64> = self
+    fn billing_rules_in_use(
+        &mut self,
+        shop_id: ShopId,
+        rule_ids: &[BillingRuleId],
+    ) -> StoreResult<Vec<BillingRuleId>> {
+        let mut used: Vec<BillingRuleId> = self
             .live_line_items(shop_id)
             .filter_map(|(_, item)| item.subscription_group_billing_rules_id)
             .filter(|id| rule_ids.contains(id))

@@ -302,7 +302,7 @@ fn selections_are_a_customers_per_line_item_and_order_date(db: &impl Database) {
     // A subscriber the platform knows (c-1), with a box line item and a plain one; and one it
     // does not know yet.
     let (known, address) = subscriber(db, shop_a.id, &fields(None, None, None));
-    db.write(|tx| Ok(tx.set_customer_platform_id(shop_a.id, known.0, "c-1", at(2))?))
+    db.write(|tx| Ok(tx.set_customer_platform_id(shop_a.id, known, "c-1", at(2))?))
         .unwrap();
     let mut boxed = line_item("veg", 1, 10);
     boxed.subscription_group_id = Some(group.id);
@@ -544,7 +544,7 @@ fn a_selection_stays_in_a_slot_whose_deadline_passed(db: &impl Database) {
         })
         .unwrap();
     let (known, address) = subscriber(db, shop_a.id, &fields(None, None, None));
-    db.write(|tx| Ok(tx.set_customer_platform_id(shop_a.id, known.0, "c-1", at(2))?))
+    db.write(|tx| Ok(tx.set_customer_platform_id(shop_a.id, known, "c-1", at(2))?))
         .unwrap();
     let mut boxed = line_item("veg", 1, 10);
     boxed.subscription_group_id = Some(group.id);

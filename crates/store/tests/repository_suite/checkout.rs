@@ -4,7 +4,7 @@ use mercer_domain::DomainError;
 use mercer_domain::access::shop::{ShopSettings, update_shop_settings};
 use mercer_domain::checkout::repository::{CheckoutStatus, NewCheckoutOrder};
 use mercer_domain::checkout::state::{CheckoutCustomer, CheckoutDocument, CheckoutLineItem};
-use mercer_domain::kernel::ids::ShopId;
+use mercer_domain::kernel::ids::{CheckoutOrderId, ShopId};
 use mercer_domain::ports::Database;
 use mercer_domain::subscriptions::resources::Cents;
 
@@ -122,7 +122,11 @@ fn checkout_orders_are_kept_saved_once_per_version_and_swept(db: &impl Database)
             .map(|o| o.id)
             .collect::<Vec<_>>()
     };
-    assert_eq!(swept(100), Vec::<i64>::new(), "every shop's emails are on");
+    assert_eq!(
+        swept(100),
+        Vec::<CheckoutOrderId>::new(),
+        "every shop's emails are on"
+    );
     for shop in [&first, &other] {
         db.write(|tx| {
             update_shop_settings(

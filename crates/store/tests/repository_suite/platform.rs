@@ -619,7 +619,7 @@ fn customer_contacts_are_what_the_customer_rows_show(db: &impl Database) {
         .write(|tx| Ok(tx.insert_customer(shop.id, &fields, at(1))?))
         .unwrap();
     assert!(
-        db.write(|tx| Ok(tx.set_customer_platform_id(shop.id, made.0, "c1", at(2))?))
+        db.write(|tx| Ok(tx.set_customer_platform_id(shop.id, made, "c1", at(2))?))
             .unwrap()
     );
     let no_id = crate::subscriptions::fields(Some("nobody@example.test"), None, None);
@@ -694,7 +694,7 @@ fn a_platform_change_of_a_customer_made_here_is_told_against_its_row(db: &impl D
         let id = db
             .write(|tx| Ok(tx.insert_customer(shop.id, &fields, at(1))?))
             .unwrap();
-        db.write(|tx| Ok(tx.set_customer_platform_id(shop.id, id.0, platform_id, at(2))?))
+        db.write(|tx| Ok(tx.set_customer_platform_id(shop.id, id, platform_id, at(2))?))
             .unwrap();
     }
     accept(

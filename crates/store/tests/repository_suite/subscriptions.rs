@@ -3,7 +3,9 @@
 
 use mercer_domain::directory::parse_directory_query;
 use mercer_domain::kernel::ids::ShopId;
-use mercer_domain::kernel::ids::{AddressId, CustomerId, GroupId, LineItemId, SubscriptionId};
+use mercer_domain::kernel::ids::{
+    AddressId, BillingRuleId, CustomerId, GroupId, LineItemId, SubscriptionId,
+};
 use mercer_domain::platform::events::EntityKind;
 use mercer_domain::platform::resources::CustomerAddress;
 use mercer_domain::ports::Database;
@@ -169,8 +171,8 @@ fn a_customer_made_here_has_no_platform_id_until_the_connector_gives_one(db: &im
     let (platform_id, address_platform_id, notes) = db
         .read(|tx| {
             Ok((
-                tx.customer_platform_id(shop.id, id.0)?,
-                tx.address_platform_id(shop.id, address.0)?,
+                tx.customer_platform_id(shop.id, id)?,
+                tx.address_platform_id(shop.id, address)?,
                 tx.customer_notes(shop.id, &[id])?,
             ))
         })
@@ -183,10 +185,10 @@ fn a_customer_made_here_has_no_platform_id_until_the_connector_gives_one(db: &im
     let (elsewhere, first, again, unknown) = db
         .write(|tx| {
             Ok((
-                tx.set_customer_platform_id(other.id, id.0, "c1", at(20))?,
-                tx.set_customer_platform_id(shop.id, id.0, "c1", at(20))?,
-                tx.set_customer_platform_id(shop.id, id.0, "c2", at(21))?,
-                tx.set_customer_platform_id(shop.id, id.0 + 1000, "c3", at(21))?,
+                tx.set_customer_platform_id(other.id, id, "c1", at(20))?,
+                tx.set_customer_platform_id(shop.id, id, "c1", at(20))?,
+                tx.set_customer_platform_id(shop.id, id, "c2", at(21))?,
+                tx.set_customer_platform_id(shop.id, CustomerId(id.0 + 1000), "c3", at(21))?,
             ))
         })
         .unwrap();
@@ -195,7 +197,7 @@ fn a_customer_made_here_has_no_platform_id_until_the_connector_gives_one(db: &im
         (false, true, false, false)
     );
     assert_eq!(
-        db.read(|tx| Ok(tx.customer_platform_id(shop.id, id.0)?))
+        db.read(|tx| Ok(tx.customer_platform_id(shop.id, id)?))
             .unwrap()
             .as_deref(),
         Some("c1")
@@ -276,9 +278,9 @@ fn a_platform_id_another_customer_has_is_refused(db: &impl Database) {
         &fields(Some("grace@example.test"), None, None),
         10,
     );
-    assert_taken(db.write(|tx| Ok(tx.set_customer_platform_id(shop.id, id.0, "c1", at(20))?)));
+    assert_taken(db.write(|tx| Ok(tx.set_customer_platform_id(shop.id, id, "c1", at(20))?)));
     assert_eq!(
-        db.read(|tx| Ok(tx.customer_platform_id(shop.id, id.0)?))
+        db.read(|tx| Ok(tx.customer_platform_id(shop.id, id)?))
             .unwrap(),
         None
     );
@@ -557,10 +559,10 @@ fn an_address_given_its_platform_id_is_the_one_the_platforms_events_update(db: &
     let (elsewhere, first, again, unknown) = db
         .write(|tx| {
             Ok((
-                tx.set_address_platform_id(ShopId(shop.id.0 + 1000), lyon.0, "a1", at(20))?,
-                tx.set_address_platform_id(shop.id, lyon.0, "a1", at(20))?,
-                tx.set_address_platform_id(shop.id, lyon.0, "a9", at(21))?,
-                tx.set_address_platform_id(shop.id, paris.0 + 1000, "a2", at(21))?,
+                tx.set_address_platform_id(ShopId(shop.id.0 + 1000), lyon, "a1", at(20))?,
+                tx.set_address_platform_id(shop.id, lyon, "a1", at(20))?,
+                tx.set_address_platform_id(shop.id, lyon, "a9", at(21))?,
+                tx.set_address_platform_id(shop.id, AddressId(paris.0 + 1000), "a2", at(21))?,
             ))
         })
         .unwrap();
@@ -571,8 +573,8 @@ fn an_address_given_its_platform_id_is_the_one_the_platforms_events_update(db: &
     let (lyon_id, paris_id) = db
         .read(|tx| {
             Ok((
-                tx.address_platform_id(shop.id, lyon.0)?,
-                tx.address_platform_id(shop.id, paris.0)?,
+                tx.address_platform_id(shop.id, lyon)?,
+                tx.address_platform_id(shop.id, paris)?,
             ))
         })
         .unwrap();
@@ -583,7 +585,7 @@ fn an_address_given_its_platform_id_is_the_one_the_platforms_events_update(db: &
         (Some("a1"), at(20))
     );
     assert!(
-        db.write(|tx| Ok(tx.set_customer_platform_id(shop.id, customer.0, "c1", at(22))?))
+        db.write(|tx| Ok(tx.set_customer_platform_id(shop.id, customer, "c1", at(22))?))
             .unwrap()
     );
     assert_eq!(
@@ -641,9 +643,9 @@ fn an_address_key_the_customer_has_is_refused(db: &impl Database) {
     let customer = stored_customer(db, shop.id, "c1").id.0;
     let made = new_address(db, shop.id, CustomerId(customer), "Paris", false, 110);
     assert_eq!(stored_addresses(db, shop.id, CustomerId(customer)).len(), 2);
-    assert_taken(db.write(|tx| Ok(tx.set_address_platform_id(shop.id, made.0, "a1", at(120))?)));
+    assert_taken(db.write(|tx| Ok(tx.set_address_platform_id(shop.id, made, "a1", at(120))?)));
     assert_eq!(
-        db.read(|tx| Ok(tx.address_platform_id(shop.id, made.0)?))
+        db.read(|tx| Ok(tx.address_platform_id(shop.id, made)?))
             .unwrap(),
         None
     );
@@ -1023,7 +1025,7 @@ every_database!(a_saved_subscription_reads_back_with_its_new_state);
 
 pub(crate) fn rule(id: i64, number: i64, interval: IntervalType) -> BillingRule {
     BillingRule {
-        id,
+        id: BillingRuleId(id),
         subscription_group_id: GroupId(0),
         interval_number: number,
         interval_type: interval,
@@ -1073,8 +1075,8 @@ fn subscription_groups_keep_their_rules_in_order_and_by_shop(db: &impl Database)
     assert!(first.id > GroupId(0));
     assert_eq!(first.products, stored_group("", vec![]).products);
     assert_eq!(first.percent_discount, 12.5);
-    let ids: Vec<i64> = first.billing_rules.iter().map(|rule| rule.id).collect();
-    assert!(ids[0] > 0 && ids[1] > ids[0], "{ids:?}");
+    let ids: Vec<BillingRuleId> = first.billing_rules.iter().map(|rule| rule.id).collect();
+    assert!(ids[0] > BillingRuleId(0) && ids[1] > ids[0], "{ids:?}");
     assert!(
         first
             .billing_rules
@@ -1388,13 +1390,13 @@ fn subscriptions_are_listed_by_status_customer_and_filter(db: &impl Database) {
     assert_eq!(list(db, shop.id, &by_status).0, [s2, s3, s5]);
     assert_eq!(count(db, shop.id, &by_status), 3);
     let by_customer = ListQuery {
-        customer_ids: vec![bob.0],
+        customer_ids: vec![bob],
         ..ListQuery::default()
     };
     assert_eq!(list(db, shop.id, &by_customer).0, [s2, s4]);
     let both = ListQuery {
         statuses: vec![Active],
-        customer_ids: vec![bob.0, zoe.0],
+        customer_ids: vec![bob, zoe],
         ..ListQuery::default()
     };
     assert_eq!(list(db, shop.id, &both).0, [s4]);

@@ -1,5 +1,6 @@
 //! Units of work: a failed one leaves nothing behind; the jobs queue.
 
+use mercer_domain::kernel::ids::JobId;
 use mercer_domain::kernel::jobs::{Enqueued, JobState, NewJob};
 use mercer_domain::platform::destinations::Topic;
 use mercer_domain::ports::Database;
@@ -126,7 +127,7 @@ fn the_jobs_queue_claims_coalesces_retries_and_requeues(db: &impl Database) {
         "not the one whose key a newer job holds"
     );
     assert_eq!(
-        db.write(|tx| Ok(tx.cancel_jobs(&[newer, plain, 999], at(92))?))
+        db.write(|tx| Ok(tx.cancel_jobs(&[newer, plain, JobId(999)], at(92))?))
             .unwrap(),
         [plain, newer]
     );
@@ -141,7 +142,7 @@ fn a_shops_jobs_are_listed_newest_first_by_state(db: &impl Database) {
     use mercer_domain::kernel::jobs::JobState;
     let shop = crate::shop(db, "jobs.shop.test");
     let other = crate::shop(db, "other-jobs.shop.test");
-    let ids: Vec<i64> = db
+    let ids: Vec<JobId> = db
         .write(|tx| {
             let mut ids = Vec::new();
             for (n, shop_id) in [

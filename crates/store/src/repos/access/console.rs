@@ -5,7 +5,7 @@ use mercer_domain::Timestamp;
 use mercer_domain::access::ConsoleRepository;
 use mercer_domain::access::console::{AuditEntry, NewAuditEntry, NewStaffSession, StaffSession};
 use mercer_domain::kernel::error::StoreResult;
-use mercer_domain::kernel::ids::ShopId;
+use mercer_domain::kernel::ids::{AuditEntryId, ShopId, StaffId, StaffSessionId};
 
 use crate::repos::StoreTx;
 use crate::schema::{audit_log, staff_accounts, staff_sessions};
@@ -33,7 +33,7 @@ impl ConsoleRepository for StoreTx<'_> {
             .values((
                 staff_sessions::token_hash.eq(&new.token_hash),
                 staff_sessions::shop_id.eq(new.shop_id.0),
-                staff_sessions::staff_id.eq(new.staff_id),
+                staff_sessions::staff_id.eq(new.staff_id.0),
                 staff_sessions::created_at.eq(new.created_at.as_micros()),
                 staff_sessions::last_seen_at.eq(new.created_at.as_micros()),
                 staff_sessions::expires_at.eq(new.expires_at.as_micros()),
@@ -63,9 +63,9 @@ impl ConsoleRepository for StoreTx<'_> {
         Ok(row.map(
             |(id, shop_id, staff_id, staff_email, created_at, last_seen_at, expires_at)| {
                 StaffSession {
-                    id,
+                    id: StaffSessionId(id),
                     shop_id: ShopId(shop_id),
-                    staff_id,
+                    staff_id: StaffId(staff_id),
                     staff_email,
                     created_at: time(created_at),
                     last_seen_at: time(last_seen_at),
@@ -75,8 +75,8 @@ impl ConsoleRepository for StoreTx<'_> {
         ))
     }
 
-    fn touch_staff_session(&mut self, id: i64, now: Timestamp) -> StoreResult<()> {
-        diesel::update(staff_sessions::table.filter(staff_sessions::id.eq(id)))
+    fn touch_staff_session(&mut self, id: StaffSessionId, now: Timestamp) -> StoreResult<()> {
+        diesel::update(staff_sessions::table.filter(staff_sessions::id.eq(id.0)))
             .set(staff_sessions::last_seen_at.eq(now.as_micros()))
             .execute(self.conn)
             .map_err(storage_error)?;
@@ -107,7 +107,7 @@ impl ConsoleRepository for StoreTx<'_> {
         diesel::insert_into(audit_log::table)
             .values((
                 audit_log::shop_id.eq(new.shop_id.0),
-                audit_log::staff_id.eq(new.staff_id),
+                audit_log::staff_id.eq(new.staff_id.0),
                 audit_log::staff_email.eq(&new.staff_email),
                 audit_log::action.eq(&new.action),
                 audit_log::subject.eq(&new.subject),
@@ -121,14 +121,14 @@ impl ConsoleRepository for StoreTx<'_> {
     fn audit_entries(
         &mut self,
         shop_id: ShopId,
-        before: Option<i64>,
+        before: Option<AuditEntryId>,
         limit: usize,
     ) -> StoreResult<Vec<AuditEntry>> {
         let mut query = audit_log::table
             .filter(audit_log::shop_id.eq(shop_id.0))
             .into_boxed();
         if let Some(before) = before {
-            query = query.filter(audit_log::id.lt(before));
+            query = query.filter(audit_log::id.lt(before.0));
         }
         let rows: Vec<AuditRow> = query
             .order(audit_log::id.desc())
@@ -139,9 +139,9 @@ impl ConsoleRepository for StoreTx<'_> {
         Ok(rows
             .into_iter()
             .map(|row| AuditEntry {
-                id: row.id,
+                id: AuditEntryId(row.id),
                 shop_id: ShopId(row.shop_id),
-                staff_id: row.staff_id,
+                staff_id: StaffId(row.staff_id),
                 staff_email: row.staff_email,
                 action: row.action,
                 subject: row.subject,

@@ -11,7 +11,7 @@ use mercer_domain::access::secrets::{SecretKind, SharedSecret};
 use mercer_domain::access::shop::{NewShop, Shop, ShopIdentifier};
 use mercer_domain::access::{SecretRepository, ShopRepository, TokenRepository};
 use mercer_domain::kernel::error::StoreResult;
-use mercer_domain::kernel::ids::ShopId;
+use mercer_domain::kernel::ids::{ShopId, TokenId};
 
 use crate::connection::on_backend;
 use crate::repos::StoreTx;
@@ -169,10 +169,15 @@ impl TokenRepository for StoreTx<'_> {
             .collect()
     }
 
-    fn revoke_token(&mut self, shop_id: ShopId, token_id: i64, at: Timestamp) -> StoreResult<bool> {
+    fn revoke_token(
+        &mut self,
+        shop_id: ShopId,
+        token_id: TokenId,
+        at: Timestamp,
+    ) -> StoreResult<bool> {
         let changed = diesel::update(
             api_tokens::table
-                .filter(api_tokens::id.eq(token_id))
+                .filter(api_tokens::id.eq(token_id.0))
                 .filter(api_tokens::shop_id.eq(shop_id.0))
                 .filter(api_tokens::revoked_at.is_null()),
         )

@@ -8,7 +8,7 @@ use mercer_domain::access::oauth::{
     StaffAccount,
 };
 use mercer_domain::kernel::error::StoreResult;
-use mercer_domain::kernel::ids::ShopId;
+use mercer_domain::kernel::ids::{AuthorizationCodeId, OAuthAppId, ShopId, StaffId, TokenId};
 use mercer_domain::{StorageError, Timestamp};
 
 use crate::connection::on_backend;
@@ -37,7 +37,7 @@ impl TryFrom<AppRow> for OAuthApp {
 
     fn try_from(row: AppRow) -> Result<Self, StorageError> {
         Ok(OAuthApp {
-            id: row.id,
+            id: OAuthAppId(row.id),
             client_id: row.client_id,
             client_secret_hash: row.client_secret_hash,
             name: row.name,
@@ -62,7 +62,7 @@ struct StaffRow {
 impl From<StaffRow> for StaffAccount {
     fn from(row: StaffRow) -> Self {
         StaffAccount {
-            id: row.id,
+            id: StaffId(row.id),
             shop_id: ShopId(row.shop_id),
             email: row.email,
             password_hash: row.password_hash,
@@ -91,17 +91,17 @@ impl TryFrom<CodeRow> for AuthorizationCode {
 
     fn try_from(row: CodeRow) -> Result<Self, StorageError> {
         Ok(AuthorizationCode {
-            id: row.id,
-            app_id: row.app_id,
+            id: AuthorizationCodeId(row.id),
+            app_id: OAuthAppId(row.app_id),
             shop_id: ShopId(row.shop_id),
-            staff_id: row.staff_id,
+            staff_id: StaffId(row.staff_id),
             redirect_uri: row.redirect_uri,
             scopes: ScopeSet::parse(&row.scopes)
                 .map_err(|unknown| StorageError::other(format!("stored scopes {unknown:?}")))?,
             code_challenge: row.code_challenge,
             expires_at: time(row.expires_at),
             used_at: row.used_at.map(time),
-            token_id: row.token_id,
+            token_id: row.token_id.map(TokenId),
         })
     }
 }
@@ -168,9 +168,9 @@ impl OAuthRepository for StoreTx<'_> {
             .map(StaffAccount::from))
     }
 
-    fn staff_account_by_id(&mut self, id: i64) -> StoreResult<Option<StaffAccount>> {
+    fn staff_account_by_id(&mut self, id: StaffId) -> StoreResult<Option<StaffAccount>> {
         Ok(staff_accounts::table
-            .filter(staff_accounts::id.eq(id))
+            .filter(staff_accounts::id.eq(id.0))
             .select(StaffRow::as_select())
             .first(self.conn)
             .optional()
@@ -260,9 +260,9 @@ impl OAuthRepository for StoreTx<'_> {
         diesel::insert_into(oauth_codes::table)
             .values((
                 oauth_codes::code_hash.eq(&new.code_hash),
-                oauth_codes::app_id.eq(new.app_id),
+                oauth_codes::app_id.eq(new.app_id.0),
                 oauth_codes::shop_id.eq(new.shop_id.0),
-                oauth_codes::staff_id.eq(new.staff_id),
+                oauth_codes::staff_id.eq(new.staff_id.0),
                 oauth_codes::redirect_uri.eq(&new.redirect_uri),
                 oauth_codes::scopes.eq(new.scopes.to_string()),
                 oauth_codes::code_challenge.eq(new.code_challenge.as_deref()),
@@ -290,19 +290,19 @@ impl OAuthRepository for StoreTx<'_> {
 
     fn redeem_authorization_code(
         &mut self,
-        id: i64,
-        token_id: i64,
+        id: AuthorizationCodeId,
+        token_id: TokenId,
         now: Timestamp,
     ) -> StoreResult<bool> {
         // The `used_at IS NULL` condition makes a second exchange at the same moment lose.
         let changed = diesel::update(
             oauth_codes::table
-                .filter(oauth_codes::id.eq(id))
+                .filter(oauth_codes::id.eq(id.0))
                 .filter(oauth_codes::used_at.is_null()),
         )
         .set((
             oauth_codes::used_at.eq(now.as_micros()),
-            oauth_codes::token_id.eq(token_id),
+            oauth_codes::token_id.eq(token_id.0),
         ))
         .execute(self.conn)
         .map_err(storage_error)?;

@@ -9,7 +9,7 @@ use mercer_domain::checkout::repository::{
 };
 use mercer_domain::checkout::state::CheckoutDocument;
 use mercer_domain::kernel::error::{StorageError, StoreResult};
-use mercer_domain::kernel::ids::ShopId;
+use mercer_domain::kernel::ids::{CheckoutOrderId, ShopId};
 
 use crate::connection::{on_backend, planned_each_time};
 use crate::repos::StoreTx;
@@ -41,7 +41,7 @@ impl TryFrom<CheckoutRow> for CheckoutOrder {
             StorageError::other(format!("checkout {} document: {error}", row.id))
         })?;
         Ok(CheckoutOrder {
-            id: row.id,
+            id: CheckoutOrderId(row.id),
             shop_id: ShopId(row.shop_id),
             public_order_id: row.public_order_id,
             status: CheckoutStatus::parse(&row.status)
@@ -121,11 +121,11 @@ impl CheckoutRepository for StoreTx<'_> {
         )
     }
 
-    fn checkout_order_by_id(&mut self, id: i64) -> StoreResult<Option<CheckoutOrder>> {
+    fn checkout_order_by_id(&mut self, id: CheckoutOrderId) -> StoreResult<Option<CheckoutOrder>> {
         use checkout_orders as t;
         found(
             t::table
-                .find(id)
+                .find(id.0)
                 .select(CheckoutRow::as_select())
                 .first(self.conn)
                 .optional(),
@@ -136,7 +136,7 @@ impl CheckoutRepository for StoreTx<'_> {
         use checkout_orders as t;
         let changed = diesel::update(
             t::table
-                .filter(t::id.eq(order.id))
+                .filter(t::id.eq(order.id.0))
                 .filter(t::version.eq(order.version)),
         )
         .set((
@@ -204,7 +204,7 @@ impl CheckoutRepository for StoreTx<'_> {
         &mut self,
         shop_id: ShopId,
         status: Option<CheckoutStatus>,
-        before: Option<i64>,
+        before: Option<CheckoutOrderId>,
         limit: usize,
     ) -> StoreResult<Vec<CheckoutOrder>> {
         use checkout_orders as t;
@@ -213,7 +213,7 @@ impl CheckoutRepository for StoreTx<'_> {
             query = query.filter(t::status.eq(status.as_str()));
         }
         if let Some(before) = before {
-            query = query.filter(t::id.lt(before));
+            query = query.filter(t::id.lt(before.0));
         }
         let rows = query
             .order(t::id.desc())

@@ -4,7 +4,7 @@
 
 use diesel::prelude::*;
 use mercer_domain::kernel::error::StoreResult;
-use mercer_domain::kernel::ids::ShopId;
+use mercer_domain::kernel::ids::{JobId, ShopId};
 use mercer_domain::kernel::jobs::{
     Enqueued, Job, JobCount, JobFilter, JobRepository, JobState, NewJob,
 };
@@ -39,7 +39,7 @@ impl TryFrom<JobRow> for Job {
 
     fn try_from(row: JobRow) -> Result<Self, StorageError> {
         Ok(Job {
-            id: row.id,
+            id: JobId(row.id),
             kind: row.kind,
             payload: row.payload,
             unique_key: row.unique_key,
@@ -188,17 +188,17 @@ impl JobRepository for StoreTx<'_> {
     fn enqueue_job(&mut self, job: &NewJob, now: Timestamp) -> StoreResult<Enqueued> {
         let Some(key) = &job.unique_key else {
             return match self.insert_job(job, now)? {
-                Some(id) => Ok(Enqueued::New(id)),
+                Some(id) => Ok(Enqueued::New(JobId(id))),
                 None => Err(StorageError::other("a job without a key was not inserted")),
             };
         };
         // The job holding the key may end between the two statements: then try again.
         for _ in 0..3 {
             if let Some(id) = self.coalesce_job(key, job.run_at, now)? {
-                return Ok(Enqueued::Coalesced(id));
+                return Ok(Enqueued::Coalesced(JobId(id)));
             }
             if let Some(id) = self.insert_job(job, now)? {
-                return Ok(Enqueued::New(id));
+                return Ok(Enqueued::New(JobId(id)));
             }
         }
         Err(StorageError::transient(format!(
@@ -256,7 +256,7 @@ impl JobRepository for StoreTx<'_> {
             match Job::try_from(job) {
                 Ok(job) => claimed.push(job),
                 Err(error) => {
-                    self.fail_job(id, worker, &error.to_string(), now)?;
+                    self.fail_job(JobId(id), worker, &error.to_string(), now)?;
                 }
             }
         }
@@ -277,17 +277,18 @@ impl JobRepository for StoreTx<'_> {
 
     fn renew_job_leases(
         &mut self,
-        ids: &[i64],
+        ids: &[JobId],
         worker: &str,
         lease_until: Timestamp,
         now: Timestamp,
-    ) -> StoreResult<Vec<i64>> {
+    ) -> StoreResult<Vec<JobId>> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
+        let ids: Vec<i64> = ids.iter().map(|id| id.0).collect();
         let mine = || {
             jobs::table
-                .filter(jobs::id.eq_any(ids))
+                .filter(jobs::id.eq_any(&ids))
                 .filter(jobs::state.eq(RUNNING))
                 .filter(jobs::locked_by.eq(worker))
         };
@@ -299,20 +300,23 @@ impl JobRepository for StoreTx<'_> {
             ))
             .execute(self.conn)
             .map_err(storage_error)?;
-        mine()
+        Ok(mine()
             .select(jobs::id)
             .load(self.conn)
-            .map_err(storage_error)
+            .map_err(storage_error)?
+            .into_iter()
+            .map(JobId)
+            .collect())
     }
 
     fn complete_job(
         &mut self,
-        id: i64,
+        id: JobId,
         worker: &str,
         again_at: Option<Timestamp>,
         now: Timestamp,
     ) -> StoreResult<bool> {
-        let Some(enqueued_again) = held!(id, worker)
+        let Some(enqueued_again) = held!(id.0, worker)
             .select(jobs::again_at)
             .first::<Option<i64>>(self.conn)
             .optional()
@@ -325,8 +329,8 @@ impl JobRepository for StoreTx<'_> {
             (a, b) => a.or(b),
         };
         let changed = match next {
-            None => diesel::delete(held!(id, worker)).execute(self.conn),
-            Some(run_at) => diesel::update(held!(id, worker))
+            None => diesel::delete(held!(id.0, worker)).execute(self.conn),
+            Some(run_at) => diesel::update(held!(id.0, worker))
                 .set((
                     jobs::state.eq(QUEUED),
                     jobs::run_at.eq(run_at),
@@ -345,13 +349,13 @@ impl JobRepository for StoreTx<'_> {
 
     fn retry_job(
         &mut self,
-        id: i64,
+        id: JobId,
         worker: &str,
         run_at: Timestamp,
         error: &str,
         now: Timestamp,
     ) -> StoreResult<bool> {
-        let changed = diesel::update(held!(id, worker))
+        let changed = diesel::update(held!(id.0, worker))
             .set((
                 jobs::state.eq(QUEUED),
                 jobs::run_at.eq(run_at.as_micros()),
@@ -368,12 +372,12 @@ impl JobRepository for StoreTx<'_> {
 
     fn fail_job(
         &mut self,
-        id: i64,
+        id: JobId,
         worker: &str,
         error: &str,
         now: Timestamp,
     ) -> StoreResult<bool> {
-        let changed = diesel::update(held!(id, worker))
+        let changed = diesel::update(held!(id.0, worker))
             .set((
                 jobs::state.eq(FAILED),
                 jobs::locked_by.eq(None::<String>),
@@ -387,8 +391,8 @@ impl JobRepository for StoreTx<'_> {
         Ok(changed == 1)
     }
 
-    fn release_job(&mut self, id: i64, worker: &str, now: Timestamp) -> StoreResult<bool> {
-        let changed = diesel::update(held!(id, worker))
+    fn release_job(&mut self, id: JobId, worker: &str, now: Timestamp) -> StoreResult<bool> {
+        let changed = diesel::update(held!(id.0, worker))
             .set((
                 jobs::state.eq(QUEUED),
                 jobs::run_at.eq(now.as_micros()),
@@ -403,9 +407,9 @@ impl JobRepository for StoreTx<'_> {
         Ok(changed == 1)
     }
 
-    fn job(&mut self, id: i64) -> StoreResult<Option<Job>> {
+    fn job(&mut self, id: JobId) -> StoreResult<Option<Job>> {
         jobs::table
-            .find(id)
+            .find(id.0)
             .select(JobRow::as_select())
             .first(self.conn)
             .optional()
@@ -435,7 +439,7 @@ impl JobRepository for StoreTx<'_> {
         &mut self,
         shop_id: ShopId,
         filter: &JobFilter,
-        before: Option<i64>,
+        before: Option<JobId>,
         limit: usize,
     ) -> StoreResult<Vec<Job>> {
         let mut query = jobs::table.filter(jobs::shop_id.eq(shop_id.0)).into_boxed();
@@ -446,7 +450,7 @@ impl JobRepository for StoreTx<'_> {
             query = query.filter(jobs::kind.eq(kind.clone()));
         }
         if let Some(before) = before {
-            query = query.filter(jobs::id.lt(before));
+            query = query.filter(jobs::id.lt(before.0));
         }
         query
             .order(jobs::id.desc())
@@ -480,14 +484,17 @@ impl JobRepository for StoreTx<'_> {
         )
     }
 
-    fn requeue_jobs(&mut self, ids: Option<&[i64]>, now: Timestamp) -> StoreResult<Vec<i64>> {
+    fn requeue_jobs(&mut self, ids: Option<&[JobId]>, now: Timestamp) -> StoreResult<Vec<JobId>> {
         let mut query = jobs::table
             .filter(jobs::state.eq_any([FAILED, CANCELLED]))
             .select((jobs::id, jobs::unique_key))
             .order(jobs::id.asc())
             .into_boxed();
         match ids {
-            Some(ids) => query = query.filter(jobs::id.eq_any(ids)),
+            Some(ids) => {
+                let ids: Vec<i64> = ids.iter().map(|id| id.0).collect();
+                query = query.filter(jobs::id.eq_any(ids));
+            }
             None => query = query.filter(jobs::state.eq(FAILED)),
         }
         let candidates: Vec<(i64, Option<String>)> =
@@ -516,14 +523,15 @@ impl JobRepository for StoreTx<'_> {
                 ))
                 .execute(self.conn)
                 .map_err(storage_error)?;
-            requeued.push(id);
+            requeued.push(JobId(id));
         }
         Ok(requeued)
     }
 
-    fn cancel_jobs(&mut self, ids: &[i64], now: Timestamp) -> StoreResult<Vec<i64>> {
+    fn cancel_jobs(&mut self, ids: &[JobId], now: Timestamp) -> StoreResult<Vec<JobId>> {
+        let ids: Vec<i64> = ids.iter().map(|id| id.0).collect();
         let cancellable = jobs::table
-            .filter(jobs::id.eq_any(ids))
+            .filter(jobs::id.eq_any(&ids))
             .filter(jobs::state.eq_any([QUEUED, RUNNING, FAILED]));
         let found: Vec<i64> = cancellable
             .select(jobs::id)
@@ -540,6 +548,6 @@ impl JobRepository for StoreTx<'_> {
             ))
             .execute(self.conn)
             .map_err(storage_error)?;
-        Ok(found)
+        Ok(found.into_iter().map(JobId).collect())
     }
 }

@@ -4,7 +4,7 @@
 //! every time, which costs more than the rows); on PostgreSQL rows go in chunks, one round trip
 //! each. Columns are pulled out of the typed documents the domain hands over.
 
-use mercer_domain::kernel::ids::ShopId;
+use mercer_domain::kernel::ids::{AddressId, CustomerId, ShopId};
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use diesel::prelude::*;
@@ -805,11 +805,11 @@ impl PlatformRepository for StoreTx<'_> {
     fn customer_platform_id(
         &mut self,
         shop_id: ShopId,
-        customer_id: i64,
+        customer_id: CustomerId,
     ) -> StoreResult<Option<String>> {
         use platform_customers as t;
         Ok(t::table
-            .filter(t::id.eq(customer_id))
+            .filter(t::id.eq(customer_id.0))
             .filter(t::shop_id.eq(shop_id.0))
             .select(t::platform_id)
             .first::<Option<String>>(self.conn)
@@ -821,11 +821,11 @@ impl PlatformRepository for StoreTx<'_> {
     fn address_platform_id(
         &mut self,
         shop_id: ShopId,
-        address_id: i64,
+        address_id: AddressId,
     ) -> StoreResult<Option<String>> {
         use customer_addresses as t;
         Ok(t::table
-            .filter(t::id.eq(address_id))
+            .filter(t::id.eq(address_id.0))
             .filter(t::shop_id.eq(shop_id.0))
             .select(t::platform_id)
             .first::<Option<String>>(self.conn)
@@ -837,14 +837,14 @@ impl PlatformRepository for StoreTx<'_> {
     fn set_customer_platform_id(
         &mut self,
         shop_id: ShopId,
-        customer_id: i64,
+        customer_id: CustomerId,
         platform_id: &str,
         now: Timestamp,
     ) -> StoreResult<bool> {
         use platform_customers as t;
         let changed = diesel::update(
             t::table
-                .filter(t::id.eq(customer_id))
+                .filter(t::id.eq(customer_id.0))
                 .filter(t::shop_id.eq(shop_id.0))
                 .filter(t::platform_id.is_null()),
         )
@@ -862,14 +862,14 @@ impl PlatformRepository for StoreTx<'_> {
     fn set_address_platform_id(
         &mut self,
         shop_id: ShopId,
-        address_id: i64,
+        address_id: AddressId,
         platform_id: &str,
         now: Timestamp,
     ) -> StoreResult<bool> {
         use customer_addresses as t;
         let changed = diesel::update(
             t::table
-                .filter(t::id.eq(address_id))
+                .filter(t::id.eq(address_id.0))
                 .filter(t::shop_id.eq(shop_id.0))
                 .filter(t::platform_id.is_null()),
         )

@@ -2,7 +2,7 @@
 
 use diesel::prelude::*;
 use mercer_domain::kernel::error::StoreResult;
-use mercer_domain::kernel::ids::ShopId;
+use mercer_domain::kernel::ids::{OutboxCallId, ShopId};
 use mercer_domain::platform::OutboxRepository;
 use mercer_domain::platform::outbox::{ConnectorCall, OutboxEntry, OutboxStatus};
 use mercer_domain::{StorageError, Timestamp};
@@ -30,7 +30,7 @@ impl TryFrom<OutboxRow> for OutboxEntry {
 
     fn try_from(row: OutboxRow) -> Result<Self, StorageError> {
         Ok(OutboxEntry {
-            id: row.id,
+            id: OutboxCallId(row.id),
             shop_id: ShopId(row.shop_id),
             call: serde_json::from_str(&row.call).map_err(|error| {
                 StorageError::other(format!(
@@ -83,7 +83,7 @@ impl OutboxRepository for StoreTx<'_> {
         shop_id: ShopId,
         call: &ConnectorCall,
         now: Timestamp,
-    ) -> StoreResult<i64> {
+    ) -> StoreResult<OutboxCallId> {
         let json =
             serde_json::to_string(call).map_err(|error| StorageError::other(error.to_string()))?;
         let values = (
@@ -102,6 +102,7 @@ impl OutboxRepository for StoreTx<'_> {
                 .returning(connector_outbox::id)
                 .get_result(c)
         })
+        .map(OutboxCallId)
         .map_err(storage_error)
     }
 
@@ -151,12 +152,12 @@ impl OutboxRepository for StoreTx<'_> {
 
     fn retry_outbox_call(
         &mut self,
-        id: i64,
+        id: OutboxCallId,
         attempts: i64,
         next_attempt_at: Timestamp,
         error: &str,
     ) -> StoreResult<()> {
-        diesel::update(connector_outbox::table.find(id))
+        diesel::update(connector_outbox::table.find(id.0))
             .set((
                 connector_outbox::attempts.eq(attempts),
                 connector_outbox::next_attempt_at.eq(next_attempt_at.as_micros()),
@@ -170,13 +171,13 @@ impl OutboxRepository for StoreTx<'_> {
 
     fn finish_outbox_call(
         &mut self,
-        id: i64,
+        id: OutboxCallId,
         status: OutboxStatus,
         attempts: i64,
         error: Option<&str>,
         now: Timestamp,
     ) -> StoreResult<()> {
-        diesel::update(connector_outbox::table.find(id))
+        diesel::update(connector_outbox::table.find(id.0))
             .set((
                 connector_outbox::status.eq(status.as_str()),
                 connector_outbox::attempts.eq(attempts),

@@ -2,7 +2,7 @@
 
 use diesel::prelude::*;
 use mercer_domain::kernel::error::StoreResult;
-use mercer_domain::kernel::ids::ShopId;
+use mercer_domain::kernel::ids::{ShopId, SyncId};
 use mercer_domain::platform::SyncRepository;
 use mercer_domain::platform::destinations::Topic;
 use mercer_domain::platform::sync::{SyncRun, SyncStatus};
@@ -35,7 +35,7 @@ impl TryFrom<SyncRow> for SyncRun {
 
     fn try_from(row: SyncRow) -> Result<Self, StorageError> {
         Ok(SyncRun {
-            id: row.id,
+            id: SyncId(row.id),
             shop_id: ShopId(row.shop_id),
             topic: Topic::parse(&row.topic)
                 .ok_or_else(|| StorageError::other("stored sync topic"))?,
@@ -95,14 +95,14 @@ impl SyncRepository for StoreTx<'_> {
 
     fn record_sync_page(
         &mut self,
-        id: i64,
+        id: SyncId,
         items: i64,
         skipped: i64,
         next_cursor: Option<&str>,
         now: Timestamp,
     ) -> StoreResult<bool> {
         let running = sync_runs::table
-            .find(id)
+            .find(id.0)
             .filter(sync_runs::status.eq(SyncStatus::Running.as_str()));
         let changed = diesel::update(running)
             .set((
@@ -120,12 +120,12 @@ impl SyncRepository for StoreTx<'_> {
 
     fn finish_sync(
         &mut self,
-        id: i64,
+        id: SyncId,
         status: SyncStatus,
         error: Option<&str>,
         now: Timestamp,
     ) -> StoreResult<()> {
-        diesel::update(sync_runs::table.find(id))
+        diesel::update(sync_runs::table.find(id.0))
             .set((
                 sync_runs::status.eq(status.as_str()),
                 sync_runs::error.eq(error.map(storable)),
@@ -150,9 +150,9 @@ impl SyncRepository for StoreTx<'_> {
             .collect()
     }
 
-    fn sync_run(&mut self, id: i64) -> StoreResult<Option<SyncRun>> {
+    fn sync_run(&mut self, id: SyncId) -> StoreResult<Option<SyncRun>> {
         sync_runs::table
-            .find(id)
+            .find(id.0)
             .select(SyncRow::as_select())
             .first(self.conn)
             .optional()

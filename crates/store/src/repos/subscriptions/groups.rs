@@ -4,8 +4,8 @@
 use diesel::dsl::count_star;
 use diesel::prelude::*;
 use mercer_domain::kernel::error::StoreResult;
-use mercer_domain::kernel::ids::GroupId;
 use mercer_domain::kernel::ids::ShopId;
+use mercer_domain::kernel::ids::{BillingRuleId, GroupId};
 use mercer_domain::subscriptions::groups::{BillingRule, GroupProduct, IntervalType, StoredGroup};
 use mercer_domain::subscriptions::repository::SubscriptionGroupRepository;
 use mercer_domain::subscriptions::resources::SubscriptionStatus;
@@ -51,7 +51,7 @@ struct ProductJson {
 impl RuleRow {
     fn into_rule(self) -> StoreResult<BillingRule> {
         Ok(BillingRule {
-            id: self.id,
+            id: BillingRuleId(self.id),
             subscription_group_id: GroupId(self.subscription_group_id),
             interval_number: i64::from(self.interval_number),
             interval_type: IntervalType::parse(&self.interval_type)
@@ -174,7 +174,7 @@ impl StoreTx<'_> {
         let kept: Vec<i64> = group
             .billing_rules
             .iter()
-            .map(|rule| rule.id)
+            .map(|rule| rule.id.0)
             .filter(|id| *id != 0)
             .collect();
         diesel::delete(
@@ -188,10 +188,10 @@ impl StoreTx<'_> {
         for (position, rule) in group.billing_rules.iter().enumerate() {
             let position = i32::try_from(position).unwrap_or(i32::MAX);
             let number = i32::try_from(rule.interval_number).unwrap_or(i32::MAX);
-            if rule.id != 0 {
+            if rule.id != BillingRuleId(0) {
                 diesel::update(
                     t::table
-                        .filter(t::id.eq(rule.id))
+                        .filter(t::id.eq(rule.id.0))
                         .filter(t::subscription_group_id.eq(group_id)),
                 )
                 .set((
@@ -342,10 +342,15 @@ impl SubscriptionGroupRepository for StoreTx<'_> {
             .map_err(storage_error)
     }
 
-    fn billing_rules_in_use(&mut self, shop_id: ShopId, rule_ids: &[i64]) -> StoreResult<Vec<i64>> {
+    fn billing_rules_in_use(
+        &mut self,
+        shop_id: ShopId,
+        rule_ids: &[BillingRuleId],
+    ) -> StoreResult<Vec<BillingRuleId>> {
         if rule_ids.is_empty() {
             return Ok(Vec::new());
         }
+        let rule_ids: Vec<i64> = rule_ids.iter().map(|id| id.0).collect();
         let mut used: Vec<i64> = Self::live_line_items(shop_id)
             .filter(subscription_line_items::subscription_group_billing_rules_id.eq_any(rule_ids))
             .select(subscription_line_items::subscription_group_billing_rules_id.assume_not_null())
@@ -353,6 +358,6 @@ impl SubscriptionGroupRepository for StoreTx<'_> {
             .load(self.conn)
             .map_err(storage_error)?;
         used.sort_unstable();
-        Ok(used)
+        Ok(used.into_iter().map(BillingRuleId).collect())
     }
 }

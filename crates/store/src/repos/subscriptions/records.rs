@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use diesel::prelude::*;
 use mercer_domain::kernel::error::StoreResult;
 use mercer_domain::kernel::filter::{FilterOp, FilterValue};
-use mercer_domain::kernel::ids::{AddressId, CustomerId, LineItemId, SubscriptionId};
+use mercer_domain::kernel::ids::{AddressId, CustomerId, LineItemId, StatusLogId, SubscriptionId};
 use mercer_domain::subscriptions::query::{FilterField, ListQuery};
 use mercer_domain::subscriptions::repository::{
     StoredSubscription, SubscriptionPage, SubscriptionRepository, SubscriptionState,
@@ -240,7 +240,7 @@ impl StatusLogRow {
         let kind: ActorType = serde_json::from_value(serde_json::Value::String(self.actor_type))
             .map_err(|error| corrupt("status log", id, error))?;
         Ok(StatusLog {
-            id,
+            id: StatusLogId(id),
             subscription_status,
             reason: self.reason,
             metadata: StatusLogMetadata {
@@ -524,7 +524,8 @@ impl SubscriptionRepository for StoreTx<'_> {
                 t::created_at.eq(now.as_micros()),
                 t::updated_at.eq(now.as_micros()),
                 t::subscription_group_id.eq(item.subscription_group_id.map(|group| group.0)),
-                t::subscription_group_billing_rules_id.eq(item.subscription_group_billing_rules_id),
+                t::subscription_group_billing_rules_id
+                    .eq(item.subscription_group_billing_rules_id.map(|rule| rule.0)),
             );
             on_backend!(&mut *self.conn, |c| {
                 diesel::insert_into(t::table)
@@ -646,7 +647,7 @@ impl SubscriptionRepository for StoreTx<'_> {
         .set(subscriptions::latest_status_log_id.eq(Some(id)))
         .execute(self.conn)
         .map_err(storage_error)?;
-        Ok(entry.clone().stored(id))
+        Ok(entry.clone().stored(StatusLogId(id)))
     }
 
     fn status_logs_of_subscription(
@@ -760,7 +761,7 @@ fn conditions(shop_id: ShopId, query: &ListQuery, sqlite: bool) -> (String, Vec<
     if !query.customer_ids.is_empty() {
         let marks = vec!["?"; query.customer_ids.len()].join(", ");
         sql.push_str(&format!(" AND customer_id IN ({marks})"));
-        binds.extend(query.customer_ids.iter().map(|id| Bind::Integer(*id)));
+        binds.extend(query.customer_ids.iter().map(|id| Bind::Integer(id.0)));
     }
     for filter in &query.filters {
         let value = match (filter.field.is_integer(), &filter.value) {

@@ -10,6 +10,7 @@ use mercer_domain::access::console::{self, AuditEntry, ConsoleSignIn};
 use mercer_domain::access::credentials::random_hex;
 use mercer_domain::access::oauth;
 use mercer_domain::access::secrets::SecretKind;
+use mercer_domain::kernel::ids::AuditEntryId;
 use serde::Deserialize;
 
 use crate::http::console::{
@@ -197,10 +198,10 @@ pub async fn audit(
     let page: PageQuery = query(&request);
     let shop_id = staff.shop.id;
     let entries = state
-        .read(move |tx| console::audit_log(tx, shop_id, page.before, PAGE_SIZE))
+        .read(move |tx| console::audit_log(tx, shop_id, page.before.map(AuditEntryId), PAGE_SIZE))
         .await?;
     let next_before = (entries.len() == PAGE_SIZE)
-        .then(|| entries.last().map(|entry| entry.id))
+        .then(|| entries.last().map(|entry| entry.id.0))
         .flatten();
     render(&AuditPage {
         chrome: Chrome::of(&staff, "audit"),

@@ -5,6 +5,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use mercer_domain::checkout::console::{self, CheckoutDetail, CheckoutLine};
 use mercer_domain::checkout::repository::CheckoutStatus;
+use mercer_domain::kernel::ids::CheckoutOrderId;
 use mercer_domain::webhooks::console::MessageLine;
 use mercer_domain::webhooks::log::AttemptShown;
 use serde::Deserialize;
@@ -43,7 +44,7 @@ pub async fn page(
 ) -> Result<HttpResponse, ConsoleError> {
     let list: ListQuery = query(&request);
     let wanted = CheckoutStatus::parse(list.status.trim());
-    let (shop_id, before) = (staff.shop.id, list.before);
+    let (shop_id, before) = (staff.shop.id, list.before.map(CheckoutOrderId));
     let checkouts = state
         .read(move |tx| console::checkouts(tx, shop_id, wanted, before, PAGE_SIZE))
         .await?;

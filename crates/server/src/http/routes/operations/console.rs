@@ -164,7 +164,7 @@ pub async fn jobs(
         kind: (!kind.is_empty()).then(|| kind.clone()),
     };
     let shown_state = filter.state.map_or("", JobState::as_str);
-    let (shop_id, before) = (staff.shop.id, list.before);
+    let (shop_id, before) = (staff.shop.id, list.before.map(JobId));
     let (jobs, kinds) = state
         .read(move |tx| shop_jobs(tx, shop_id, &filter, before, PAGE_SIZE))
         .await?;
@@ -204,7 +204,7 @@ pub async fn retry_job(
     Staff(staff): Staff,
     body: RawBody,
 ) -> Result<HttpResponse, ConsoleError> {
-    let id = path.get()?.id.0;
+    let id = path.get()?.id;
     let (store, now) = (state.store.clone(), state.now());
     let ask = Ask {
         nav: "jobs",
@@ -226,7 +226,7 @@ pub async fn cancel_job(
     Staff(staff): Staff,
     body: RawBody,
 ) -> Result<HttpResponse, ConsoleError> {
-    let id = path.get()?.id.0;
+    let id = path.get()?.id;
     let (store, now) = (state.store.clone(), state.now());
     let ask = Ask {
         nav: "jobs",

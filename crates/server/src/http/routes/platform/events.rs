@@ -191,7 +191,7 @@ async fn sync_status(
     state: web::Data<AppState>,
     shop: Shop,
     topic: Topic,
-    id: i64,
+    id: SyncId,
 ) -> Result<HttpResponse, ApiError> {
     let run = state.read(move |tx| find_run(tx, &shop, topic, id)).await?;
     Ok(HttpResponse::Ok().json(sync_answer(SyncResource::of(&run))))
@@ -215,7 +215,7 @@ pub async fn customer_sync_status(
     request: Authorized<scopes::ReadCustomers>,
     path: TypedPath<SyncPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = path.get()?.id.0;
+    let id = path.get()?.id;
     sync_status(state, request.access.shop, Topic::Customers, id).await
 }
 
@@ -231,7 +231,7 @@ pub async fn order_sync_status(
     request: Authorized<scopes::ReadOrders>,
     path: TypedPath<SyncPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = path.get()?.id.0;
+    let id = path.get()?.id;
     sync_status(state, request.access.shop, Topic::Orders, id).await
 }
 
@@ -247,6 +247,6 @@ pub async fn product_sync_status(
     request: Authorized<scopes::ReadProducts>,
     path: TypedPath<SyncPath>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = path.get()?.id.0;
+    let id = path.get()?.id;
     sync_status(state, request.access.shop, Topic::Products, id).await
 }

@@ -44,7 +44,7 @@ pub struct LineItemPath {
 fn actor(access: &Access) -> Actor {
     Actor {
         kind: ActorType::Api,
-        id: access.token.id,
+        id: access.token.id.0,
         name: access.token.name.clone(),
     }
 }
