@@ -12,6 +12,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use mercer_connector::conformance::CHECKS;
+use mercer_domain::Timestamp;
 use mercer_domain::platform::events::EntityKind;
 use mercer_domain::ports::Database as _;
 use mercer_store::Store;
@@ -109,8 +110,14 @@ struct World {
 
 impl World {
     fn new(backend: Backend) -> World {
-        let server =
-            MercerServer::start_with(TestDatabase::create(backend), &["--allow-private-targets"]);
+        World::with(backend, &[])
+    }
+
+    /// With more arguments for `mercer serve`.
+    fn with(backend: Backend, serve_args: &[&str]) -> World {
+        let mut args = vec!["--allow-private-targets"];
+        args.extend_from_slice(serve_args);
+        let server = MercerServer::start_with(TestDatabase::create(backend), &args);
         let demo = server.demo().clone();
         let secret = server.rotate_connector_secret(&demo.shop, &demo.token);
         let vendure = vendure::shared();
@@ -272,4 +279,185 @@ fn vendure_changes_reach_the_directory_and_the_catalogue(backend: Backend) {
     world.wait_for(EntityKind::Customer, &customer, true);
 }
 
-backend_tests!(vendure_changes_reach_the_directory_and_the_catalogue);
+/// A customer made in Vendure for one test (tests share the Vendure); their id.
+fn vendure_customer(vendure: &RunningVendure, email: &str) -> String {
+    let made = admin(
+        vendure,
+        "mutation($input: CreateCustomerInput!) { createCustomer(input: $input) { ... on Customer { id } } }",
+        json!({ "input": { "emailAddress": email, "firstName": "Lin", "lastName": "Subscriber" } }),
+    );
+    made["createCustomer"]["id"].as_str().unwrap().to_string()
+}
+
+/// The Vendure ids of a product of the seed and its variant of `sku`.
+fn seeded_variant(vendure: &RunningVendure, slug: &str, sku: &str) -> (String, String) {
+    let found = admin(
+        vendure,
+        "query($slug: String!) { products(options: {filter: {slug: {eq: $slug}}}) { items { id variants { id sku } } } }",
+        json!({ "slug": slug }),
+    );
+    let product = &found["products"]["items"][0];
+    let variant = product["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|variant| variant["sku"] == sku)
+        .unwrap_or_else(|| panic!("no variant {sku} in {product}"));
+    (
+        product["id"].as_str().unwrap().to_string(),
+        variant["id"].as_str().unwrap().to_string(),
+    )
+}
+
+/// The orders of a Vendure customer, with what a test checks of them.
+fn orders_of(vendure: &RunningVendure, customer: &str) -> Vec<Value> {
+    let found = admin(
+        vendure,
+        "query($id: ID!) { customer(id: $id) { orders { items {
+            id state totalWithTax shipping subTotal
+            customFields { mercerIdempotencyKey }
+            shippingAddress { streetLine1 city countryCode }
+            lines { quantity unitPrice discountedUnitPrice productVariant { id } }
+            payments { state method amount }
+        } } } }",
+        json!({ "id": customer }),
+    );
+    found["customer"]["orders"]["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The Vendure id of the customer of this email, once Vendure has one.
+fn wait_for_vendure_customer(vendure: &RunningVendure, email: &str) -> String {
+    let mut id = None;
+    let made = wait_until(Duration::from_secs(30), || {
+        let found = admin(
+            vendure,
+            "query($email: String!) { customers(options: {filter: {emailAddress: {eq: $email}}}) { items { id } } }",
+            json!({ "email": email }),
+        );
+        id = found["customers"]["items"][0]["id"]
+            .as_str()
+            .map(str::to_string);
+        id.is_some()
+    });
+    assert!(made, "Vendure has no customer {email}");
+    id.unwrap()
+}
+
+/// Waits for the customer's one paid order; fails if a second appears meanwhile.
+fn wait_for_paid_order(world: &World, customer: &str) -> Value {
+    let mut orders = Vec::new();
+    let paid = wait_until(Duration::from_secs(60), || {
+        orders = orders_of(world.vendure, customer);
+        orders
+            .iter()
+            .any(|order| order["state"] == "PaymentSettled")
+    });
+    assert!(
+        paid,
+        "no paid order for {customer}: {orders:?}\n{}",
+        world.server.log()
+    );
+    // A placement retried, or a scheduler pass run twice, must not make a second order.
+    std::thread::sleep(Duration::from_secs(2));
+    let orders = orders_of(world.vendure, customer);
+    assert_eq!(orders.len(), 1, "{orders:?}");
+    orders[0].clone()
+}
+
+fn due_subscriptions_become_one_paid_vendure_order_each(backend: Backend) {
+    let world = World::with(backend, &["--scheduler-interval-ms", "200"]);
+    let vendure = world.vendure;
+    let (blend, blend_250) = seeded_variant(vendure, "house-blend", "HB-250");
+    let (ethiopia, ethiopia_1000) = seeded_variant(vendure, "ethiopia-yirgacheffe", "ET-1000");
+    let known_email = format!("lin-{}@example.com", world.shop);
+    let known = vendure_customer(vendure, &known_email);
+    world.wait_for(EntityKind::Customer, &known, false);
+    let sync = format!("/products/v2/shops/{}/sync", world.shop);
+    assert_eq!(
+        world.server.post(&sync).bearer(&world.token).call().status,
+        202
+    );
+    world.wait_for(EntityKind::Product, &ethiopia, false);
+    world.wait_for(EntityKind::Product, &blend, false);
+
+    let start = Timestamp::now()
+        .plus_seconds(6)
+        .to_datetime()
+        .format("%Y%m%dT%H%M%SZ");
+    let subscribe = |email: &str, line: Value, extra: Value| {
+        let mut body = json!({
+            "customer": {"email": email, "first_name": "Lin", "last_name": "Subscriber"},
+            "subscription": {
+                "order_rrule": format!("DTSTART:{start}\nRRULE:FREQ=WEEKLY"),
+                "line_items": [line],
+                "shipping_address": {"first_name": "Lin", "last_name": "Subscriber",
+                    "street1": "1 Main St", "city": "Portland", "province_code": "OR",
+                    "zip": "97201", "country_code": "US"},
+                "payment_details": {"gateway_name": "test", "gateway_payment_id": "tok_success"}
+            }
+        });
+        for (name, value) in extra.as_object().unwrap() {
+            body["subscription"][name] = value.clone();
+        }
+        let path = format!("/subscriptions/v1/shops/{}/subscriptions", world.shop);
+        let answer = world.server.post(&path).bearer(&world.token).json(&body);
+        assert_eq!(answer.status, 200, "{}", answer.text);
+    };
+    // A Vendure customer's subscription: two 250 g bags at 12.50 less 2.00 each, 10 % off the
+    // order, and 5.00 shipping.
+    subscribe(
+        &known_email,
+        json!({"platform_product_id": blend, "platform_variant_id": blend_250, "quantity": 2,
+               "price": 1250, "discounts": [{"discount_type": "fixed_amount", "fixed_value": 200}]}),
+        json!({"percent_discount": 10,
+               "shipping_lines": [{"name": "Standard", "code": "STD", "price": 500}]}),
+    );
+    // A new subscriber, whom Mercer creates in Vendure first.
+    let new_email = format!("new-{}@example.com", world.shop);
+    subscribe(
+        &new_email,
+        json!({"platform_product_id": ethiopia, "platform_variant_id": ethiopia_1000,
+               "quantity": 1, "price": 4900}),
+        json!({}),
+    );
+
+    let order = wait_for_paid_order(&world, &known);
+    let line = &order["lines"][0];
+    assert_eq!(line["productVariant"]["id"], blend_250.as_str(), "{order}");
+    assert_eq!(line["quantity"], 2);
+    assert_eq!(line["unitPrice"], 1250, "the subscription's list price");
+    assert_eq!(
+        line["discountedUnitPrice"], 1050,
+        "less its discount: {order}"
+    );
+    assert_eq!(order["shipping"], 500, "{order}");
+    // 21.00 of items, 10 % off, 5.00 shipping: what Mercer charged.
+    assert_eq!(order["totalWithTax"], 2390, "{order}");
+    assert_eq!(order["shippingAddress"]["streetLine1"], "1 Main St");
+    assert_eq!(order["payments"][0]["state"], "Settled");
+    assert!(
+        order["customFields"]["mercerIdempotencyKey"].is_string(),
+        "{order}"
+    );
+
+    let new = wait_for_vendure_customer(vendure, &new_email);
+    let order = wait_for_paid_order(&world, &new);
+    assert_eq!(
+        order["lines"][0]["productVariant"]["id"],
+        ethiopia_1000.as_str()
+    );
+    // Mercer charged no shipping for it, and neither does Vendure.
+    assert_eq!(
+        (&order["shipping"], &order["totalWithTax"]),
+        (&json!(0), &json!(4900)),
+        "{order}"
+    );
+}
+
+backend_tests!(
+    vendure_changes_reach_the_directory_and_the_catalogue,
+    due_subscriptions_become_one_paid_vendure_order_each,
+);

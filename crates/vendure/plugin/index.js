@@ -64,6 +64,18 @@ const {
     Permission,
     PluginCommonModule,
     Product,
+    Promotion,
+    PromotionCondition,
+    PromotionItemAction,
+    PromotionOrderAction,
+    PromotionService,
+    RequestContextService,
+    ShippingCalculator,
+    ShippingEligibilityChecker,
+    ShippingMethod,
+    ShippingMethodService,
+    User,
+    ConfigService,
     ProductEvent,
     ProductVariant,
     ProductVariantEvent,
@@ -92,6 +104,67 @@ const LISTED = {
     },
 };
 const SOFT_DELETED = { customer: Customer, product: Product };
+
+// The prices Mercer sets on the orders it creates: a subscription's list price per unit
+// (`OrderLine.mercerUnitPrice`), its discount per unit (`OrderLine.mercerUnitDiscount`), the
+// order's own discount (`Order.mercerOrderDiscount`) and its shipping price
+// (`Order.mercerShippingPrice`), all in the currency's minor units. The discounts are a
+// promotion's actions and the shipping a shipping method's calculator, so the order shows them as
+// Vendure shows any discount and shipping; orders without these fields are priced as always.
+const PRICING_PROMOTION = 'Mercer subscription pricing';
+const SHIPPING_CODE = 'mercer-subscription-shipping';
+const en = text => [{ languageCode: core.LanguageCode.en, value: text }];
+
+// Vendure wants a condition on a promotion without a coupon: this one holds for the orders
+// whose discounts Mercer set.
+const mercerDiscounted = new PromotionCondition({
+    code: 'mercer_discounted',
+    description: en('Orders Mercer set discounts on'),
+    args: {},
+    check: (ctx, order) =>
+        Number.isInteger(order.customFields && order.customFields.mercerOrderDiscount) ||
+        (order.lines || []).some(line =>
+            Number.isInteger(line.customFields && line.customFields.mercerUnitDiscount),
+        ),
+});
+
+const lineDiscount = new PromotionItemAction({
+    code: 'mercer_line_discount',
+    description: en('The per-unit discount Mercer sets on a line'),
+    args: {},
+    execute: (ctx, line) => {
+        const discount = line.customFields && line.customFields.mercerUnitDiscount;
+        return Number.isInteger(discount) && discount > 0 ? -discount : 0;
+    },
+});
+
+const orderDiscount = new PromotionOrderAction({
+    code: 'mercer_order_discount',
+    description: en('The order discount Mercer sets'),
+    args: {},
+    execute: (ctx, order) => {
+        const discount = order.customFields && order.customFields.mercerOrderDiscount;
+        return Number.isInteger(discount) && discount > 0 ? -discount : 0;
+    },
+});
+
+const mercerShippingOnly = new ShippingEligibilityChecker({
+    code: 'mercer-shipping-eligibility',
+    description: en('Only orders whose shipping price Mercer set'),
+    args: {},
+    check: (ctx, order) => Number.isInteger(order.customFields && order.customFields.mercerShippingPrice),
+});
+
+const mercerShippingPrice = new ShippingCalculator({
+    code: 'mercer-shipping-calculator',
+    description: en('The shipping price Mercer set'),
+    args: {},
+    calculate: (ctx, order) => ({
+        price: order.customFields.mercerShippingPrice,
+        priceIncludesTax: ctx.channel.pricesIncludeTax,
+        taxRate: 0,
+    }),
+});
 
 const schema = parse(`
     type MercerDeletion {
@@ -335,6 +408,79 @@ function sign(secret, timestamp, body) {
     return crypto.createHmac('sha256', secret).update(`${timestamp}\n${body}`).digest('base64');
 }
 
+// Makes the promotion and the shipping method that carry Mercer's prices, once.
+class MercerPricing {
+    constructor(connection, contexts, promotions, shippingMethods, configService) {
+        this.connection = connection;
+        this.contexts = contexts;
+        this.promotions = promotions;
+        this.shippingMethods = shippingMethods;
+        this.configService = configService;
+    }
+
+    async onApplicationBootstrap() {
+        try {
+            await this.ensure();
+        } catch (error) {
+            Logger.error(`Could not set up Mercer's pricing: ${error.message}`, LOG);
+        }
+    }
+
+    async ensure() {
+        const identifier = this.configService.authOptions.superadminCredentials.identifier;
+        const user = await this.connection.rawConnection.getRepository(User).findOne({
+            where: { identifier },
+            relations: { roles: { channels: true } },
+        });
+        const ctx = await this.contexts.create({ apiType: 'admin', user: user || undefined });
+        const promotions = this.connection.rawConnection.getRepository(Promotion);
+        const named = await promotions
+            .createQueryBuilder('p')
+            .leftJoin('p.translations', 't')
+            .where('t.name = :name', { name: PRICING_PROMOTION })
+            .andWhere('p.deletedAt IS NULL')
+            .getCount();
+        if (named === 0) {
+            const made = await this.promotions.createPromotion(ctx, {
+                enabled: true,
+                conditions: [{ code: mercerDiscounted.code, arguments: [] }],
+                actions: [
+                    { code: lineDiscount.code, arguments: [] },
+                    { code: orderDiscount.code, arguments: [] },
+                ],
+                translations: [{ languageCode: core.LanguageCode.en, name: PRICING_PROMOTION }],
+            });
+            if (made.errorCode) {
+                throw new Error(`${made.errorCode}: ${made.message}`);
+            }
+        }
+        const methods = this.connection.rawConnection.getRepository(ShippingMethod);
+        const method = await methods.findOne({ where: { code: SHIPPING_CODE } });
+        if (!method) {
+            await this.shippingMethods.create(ctx, {
+                code: SHIPPING_CODE,
+                fulfillmentHandler: 'manual-fulfillment',
+                checker: { code: mercerShippingOnly.code, arguments: [] },
+                calculator: { code: mercerShippingPrice.code, arguments: [] },
+                translations: [
+                    {
+                        languageCode: core.LanguageCode.en,
+                        name: 'Subscription shipping',
+                        description: 'The shipping price of a subscription, set by Mercer',
+                    },
+                ],
+            });
+        }
+    }
+}
+inject(MercerPricing, [
+    TransactionalConnection,
+    RequestContextService,
+    PromotionService,
+    ShippingMethodService,
+    ConfigService,
+]);
+
 class MercerForwarder {
     constructor(eventBus, jobQueueService, settings) {
         this.eventBus = eventBus;
@@ -457,7 +603,7 @@ function customerOfAddress(address) {
 class MercerPlugin {}
 VendurePlugin({
     imports: [PluginCommonModule],
-    providers: [MercerSettings, MercerForwarder],
+    providers: [MercerSettings, MercerForwarder, MercerPricing],
     adminApiExtensions: { schema, resolvers: [MercerResolver] },
     compatibility: '^3.0.0',
     configuration: config => {
@@ -478,6 +624,20 @@ VendurePlugin({
                 nullable: true,
                 public: false,
                 label: [{ languageCode: core.LanguageCode.en, value: 'Test order' }],
+            },
+            {
+                name: 'mercerOrderDiscount',
+                type: 'int',
+                nullable: true,
+                public: false,
+                label: en('Mercer order discount'),
+            },
+            {
+                name: 'mercerShippingPrice',
+                type: 'int',
+                nullable: true,
+                public: false,
+                label: en('Mercer shipping price'),
             },
             {
                 name: 'mercerAttributes',
@@ -503,10 +663,29 @@ VendurePlugin({
                 public: false,
                 label: [{ languageCode: core.LanguageCode.en, value: 'Mercer unit price' }],
             },
+            {
+                name: 'mercerUnitDiscount',
+                type: 'int',
+                nullable: true,
+                public: false,
+                label: en('Mercer unit discount'),
+            },
         ]);
         fields.GlobalSettings = (fields.GlobalSettings || []).concat([
             { name: 'mercerConnectors', type: 'text', nullable: true, internal: true },
         ]);
+        config.promotionOptions.promotionConditions = (
+            config.promotionOptions.promotionConditions || []
+        ).concat([mercerDiscounted]);
+        config.promotionOptions.promotionActions = (
+            config.promotionOptions.promotionActions || []
+        ).concat([lineDiscount, orderDiscount]);
+        config.shippingOptions.shippingEligibilityCheckers = (
+            config.shippingOptions.shippingEligibilityCheckers || []
+        ).concat([mercerShippingOnly]);
+        config.shippingOptions.shippingCalculators = (
+            config.shippingOptions.shippingCalculators || []
+        ).concat([mercerShippingPrice]);
         config.orderOptions.orderItemPriceCalculationStrategy = new MercerPriceStrategy(
             config.orderOptions.orderItemPriceCalculationStrategy,
         );

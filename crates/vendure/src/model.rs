@@ -45,7 +45,7 @@ pub const ORDER_FIELDS: &str = "
     discounts { amount description }
     shippingLines { shippingMethod { name } }
     shipping shippingWithTax subTotal subTotalWithTax total totalWithTax
-    payments { id createdAt updatedAt method amount state transactionId errorMessage }
+    payments { id createdAt updatedAt method amount state transactionId errorMessage metadata }
     customFields { mercerIdempotencyKey mercerTest mercerAttributes }
     history(options: {filter: {type: {eq: \"ORDER_NOTE\"}}, sort: {id: DESC}, take: 20}) {
         items { isPublic data }
@@ -335,6 +335,9 @@ pub struct VPayment {
     pub amount: i64,
     pub state: String,
     pub transaction_id: Option<String>,
+    /// What Create Payment was sent as `custom_attributes` (Mercer's key of the payment).
+    #[serde(default)]
+    pub metadata: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -541,6 +544,10 @@ impl VPayment {
             currency: Some(currency.as_str().to_string()),
             amount_planned: amount,
             status: Some(status),
+            custom_attributes: self
+                .metadata
+                .clone()
+                .and_then(|metadata| serde_json::from_value(metadata).ok()),
             ..Payment::default()
         }
     }

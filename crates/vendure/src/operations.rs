@@ -4,8 +4,8 @@
 
 use mercer_domain::kernel::money::CurrencyCode;
 use mercer_domain::platform::resources::{
-    Category, Customer, CustomerAddress, LineItem, Order, OrderAddress, Pagination, Payment,
-    Product,
+    Category, Customer, CustomerAddress, Decimal, LineItem, Order, OrderAddress, Pagination,
+    Payment, Product,
 };
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -578,8 +578,24 @@ fn order_of_key(vendure: &Vendure, key: &str) -> Result<Option<String>, VendureE
     Ok(orders.items.into_iter().next().map(|order| order.id))
 }
 
-fn order_custom_fields(sent: &Order, key: Option<&str>) -> Map<String, Value> {
+/// The order's custom fields of what was sent: the key, the test flag, the custom attributes,
+/// and the order's own discount and shipping price (which Vendure then charges).
+fn order_custom_fields(
+    sent: &Order,
+    key: Option<&str>,
+    currency: &CurrencyCode,
+) -> Result<Map<String, Value>, VendureError> {
     let mut fields = Map::new();
+    if let Some(discount) = minor(sent.discount.as_ref(), currency, "discount")? {
+        fields.insert("mercerOrderDiscount".to_string(), json!(discount));
+    }
+    if let Some(shipping) = minor(
+        sent.shipping_subtotal.as_ref(),
+        currency,
+        "shipping_subtotal",
+    )? {
+        fields.insert("mercerShippingPrice".to_string(), json!(shipping));
+    }
     if let Some(key) = key {
         fields.insert("mercerIdempotencyKey".to_string(), json!(key));
     }
@@ -590,7 +606,7 @@ fn order_custom_fields(sent: &Order, key: Option<&str>) -> Map<String, Value> {
         let text = serde_json::to_string(attributes).unwrap_or_default();
         fields.insert("mercerAttributes".to_string(), json!(text));
     }
-    fields
+    Ok(fields)
 }
 
 fn order_address_input(address: &OrderAddress) -> Value {
@@ -645,20 +661,18 @@ fn order_mutation(
     entity_or_refusal::<Value>(answer).map(|_| ())
 }
 
-/// The unit price a line is sold at, in minor units: the price sent less its discount.
-fn unit_price(line: &LineItem, currency: &CurrencyCode) -> Result<Option<i64>, VendureError> {
-    let Some(price) = &line.price_per_item else {
-        return Ok(None);
-    };
-    let price = minor_units(price, currency)
-        .ok_or_else(|| VendureError::Refused("price_per_item is not an amount".to_string()))?;
-    let discount = match &line.discount_per_item {
-        Some(discount) => minor_units(discount, currency).ok_or_else(|| {
-            VendureError::Refused("discount_per_item is not an amount".to_string())
-        })?,
-        None => 0,
-    };
-    Ok(Some((price - discount).max(0)))
+/// An amount of the order in the currency's minor units; a text that is not one is refused.
+fn minor(
+    amount: Option<&Decimal>,
+    currency: &CurrencyCode,
+    field: &str,
+) -> Result<Option<i64>, VendureError> {
+    amount
+        .map(|amount| {
+            minor_units(amount, currency)
+                .ok_or_else(|| VendureError::Refused(format!("{field} is not an amount")))
+        })
+        .transpose()
 }
 
 /// Create Order: a draft order for the customer with the lines, addresses and shipping sent,
@@ -705,7 +719,7 @@ fn fill_draft(
     key: Option<&str>,
     currency: &CurrencyCode,
 ) -> Result<(), VendureError> {
-    let fields = order_custom_fields(sent, key);
+    let fields = order_custom_fields(sent, key, currency)?;
     if !fields.is_empty() {
         order_mutation(
             vendure,
@@ -750,7 +764,8 @@ fn fill_draft(
         .as_ref()
         .is_some_and(|lines| !lines.is_empty());
     if has_lines && sent.platform_customer_id.is_some() {
-        set_shipping(vendure, id, sent.shipping_method.as_deref())?;
+        let priced = sent.shipping_subtotal.is_some();
+        set_shipping(vendure, id, sent.shipping_method.as_deref(), priced)?;
         order_mutation(
             vendure,
             "transitionOrderToState",
@@ -781,8 +796,19 @@ fn add_line(
         "productVariantId": variant.as_str(),
         "quantity": line.quantity.unwrap_or(1),
     });
-    if let Some(price) = unit_price(line, currency)? {
-        input["customFields"] = json!({ "mercerUnitPrice": price });
+    let mut prices = Map::new();
+    if let Some(price) = minor(line.price_per_item.as_ref(), currency, "price_per_item")? {
+        prices.insert("mercerUnitPrice".to_string(), json!(price));
+    }
+    if let Some(discount) = minor(
+        line.discount_per_item.as_ref(),
+        currency,
+        "discount_per_item",
+    )? {
+        prices.insert("mercerUnitDiscount".to_string(), json!(discount));
+    }
+    if !prices.is_empty() {
+        input["customFields"] = Value::Object(prices);
     }
     order_mutation(
         vendure,
@@ -793,8 +819,17 @@ fn add_line(
     )
 }
 
-/// Sets the shipping method of that name, or else the cheapest one eligible.
-fn set_shipping(vendure: &Vendure, id: &str, name: Option<&str>) -> Result<(), VendureError> {
+/// The shipping method that charges the shipping price Mercer set (the plugin makes it).
+const MERCER_SHIPPING_CODE: &str = "mercer-subscription-shipping";
+
+/// Sets the shipping method: the plugin's, which charges the price sent, when the order was
+/// sent with one (`priced`); else the one of that name, or else the cheapest eligible.
+fn set_shipping(
+    vendure: &Vendure,
+    id: &str,
+    name: Option<&str>,
+    priced: bool,
+) -> Result<(), VendureError> {
     #[derive(Deserialize)]
     struct Eligible {
         #[serde(rename = "eligibleShippingMethodsForDraftOrder")]
@@ -803,19 +838,26 @@ fn set_shipping(vendure: &Vendure, id: &str, name: Option<&str>) -> Result<(), V
     #[derive(Deserialize)]
     struct Method {
         id: String,
+        code: String,
         name: String,
         price: i64,
     }
     let Eligible { methods } = vendure.admin(
-        "query($id: ID!) { eligibleShippingMethodsForDraftOrder(orderId: $id) { id name price } }",
+        "query($id: ID!) { eligibleShippingMethodsForDraftOrder(orderId: $id) { id code name price } }",
         json!({ "id": id }),
     )?;
-    let chosen = name
-        .and_then(|name| methods.iter().find(|m| m.name.eq_ignore_ascii_case(name)))
-        .or_else(|| methods.iter().min_by_key(|m| m.price))
-        .ok_or_else(|| {
-            VendureError::Refused("no shipping method can ship this order".to_string())
-        })?;
+    let chosen = match priced {
+        true => methods.iter().find(|m| m.code == MERCER_SHIPPING_CODE),
+        false => name
+            .and_then(|name| methods.iter().find(|m| m.name.eq_ignore_ascii_case(name)))
+            .or_else(|| {
+                let others = methods.iter().filter(|m| m.code != MERCER_SHIPPING_CODE);
+                others.min_by_key(|m| m.price)
+            }),
+    };
+    let chosen = chosen.ok_or_else(|| {
+        VendureError::Refused("no shipping method can ship this order".to_string())
+    })?;
     order_mutation(
         vendure,
         "setDraftOrderShippingMethod",
@@ -837,7 +879,10 @@ fn add_note(vendure: &Vendure, id: &str, note: &str, public: bool) -> Result<(),
 /// fields; fields Vendure computes (totals, states) are not changed by it.
 pub fn update_order(vendure: &Vendure, id: &str, sent: &Order) -> Result<Order, VendureError> {
     let stored = order(vendure, id)?;
-    let fields = order_custom_fields(sent, None);
+    let currency = stored
+        .currency()
+        .ok_or_else(|| VendureError::Unreachable("an unknown currency".to_string()))?;
+    let fields = order_custom_fields(sent, None, &currency)?;
     if !fields.is_empty() {
         order_mutation(
             vendure,
