@@ -152,6 +152,46 @@ impl World {
         }
     }
 
+    /// Mercer restarted on the same database with these arguments (a later clock); the
+    /// connector stays.
+    fn restart(self, serve_args: &[&str]) -> World {
+        let World {
+            server,
+            shop,
+            token,
+            vendure,
+            _connector,
+            ..
+        } = self;
+        let mut args = vec!["--allow-private-targets"];
+        args.extend_from_slice(serve_args);
+        let server = MercerServer::start_with(server.into_database(), &args);
+        let store = server.database().open_store();
+        World {
+            server,
+            store,
+            shop,
+            token,
+            vendure,
+            _connector,
+        }
+    }
+
+    fn send(&self, method: &str, path: &str, body: &Value) -> Value {
+        let answer = self
+            .server
+            .request(method, path)
+            .bearer(&self.token)
+            .json(body);
+        assert!(
+            (200..300).contains(&answer.status),
+            "{method} {path}: {} {}",
+            answer.status,
+            answer.text
+        );
+        answer.json()
+    }
+
     /// The entity Mercer holds, once it holds one (live, or deleted when `deleted`).
     fn wait_for(&self, kind: EntityKind, platform_id: &str, deleted: bool) -> Value {
         let shop_id = self
@@ -457,7 +497,206 @@ fn due_subscriptions_become_one_paid_vendure_order_each(backend: Backend) {
     );
 }
 
+/// Syncs the catalogue and waits for the seeded products of these slugs; the product and
+/// variant ids of each slug's variant of `sku`.
+fn synced_variants(world: &World, wanted: &[(&str, &str)]) -> Vec<(String, String)> {
+    let sync = format!("/products/v2/shops/{}/sync", world.shop);
+    assert_eq!(
+        world.server.post(&sync).bearer(&world.token).call().status,
+        202
+    );
+    wanted
+        .iter()
+        .map(|(slug, sku)| {
+            let (product, variant) = seeded_variant(world.vendure, slug, sku);
+            world.wait_for(EntityKind::Product, &product, false);
+            (product, variant)
+        })
+        .collect()
+}
+
+fn a_box_subscriptions_vendure_order_holds_the_customers_selection(backend: Backend) {
+    let world = World::with(
+        backend,
+        &[
+            "--scheduler-interval-ms",
+            "200",
+            "--clock-start",
+            "2030-01-03T00:00:00Z",
+        ],
+    );
+    let synced = synced_variants(&world, &[("earl-grey", "EG-100"), ("sencha", "SE-100")]);
+    let [(earl_grey, earl_grey_100), (sencha, sencha_100)] = [synced[0].clone(), synced[1].clone()];
+    let email = format!("box-{}@example.com", world.shop);
+    let customer = vendure_customer(world.vendure, &email);
+    world.wait_for(EntityKind::Customer, &customer, false);
+
+    let subscriptions = format!("/subscriptions/v1/shops/{}", world.shop);
+    let group = world.send(
+        "POST",
+        &format!("{subscriptions}/subscription_groups"),
+        &json!({
+        "subscription_group": {"name": "Tea club",
+            "billing_rules": [{"interval_number": 1, "interval_type": "week"}]}}),
+    );
+    let group_id = group["subscription_group"]["id"].as_i64().unwrap();
+    let rule = group["subscription_group"]["billing_rules"][0]["id"].clone();
+    let boxes = format!("/box_builder/v1/shops/{}", world.shop);
+    let made = world.send(
+        "POST",
+        &format!("{boxes}/boxes"),
+        &json!({"svc_subscription_group_id": group_id, "box_name": "Tea box"}),
+    );
+    let box_id = made["data"]["box"]["id"].as_i64().unwrap();
+    let box_product = |product: &str, variant: &str| {
+        world.send(
+            "POST",
+            &format!("{boxes}/box_products"),
+            &json!({"box_product":
+            {"platform_product_id": product, "platform_variant_id": variant}}),
+        )["data"]["box_product"]["id"]
+            .as_i64()
+            .unwrap()
+    };
+    let (earl_grey_box, sencha_box) = (
+        box_product(&earl_grey, &earl_grey_100),
+        box_product(&sencha, &sencha_100),
+    );
+    let size = world.send(
+        "POST",
+        &format!("{boxes}/boxes/{box_id}/box_sizes"),
+        &json!({"box_size_name": "Small", "min_quantity": 2, "max_quantity": 4}),
+    )["data"]["id"]
+        .clone();
+    let slot = world.send(
+        "POST",
+        &format!("{boxes}/boxes/{box_id}/time_slots"),
+        &json!({"time_slot_name": "Week 2", "visibility_date": "2030-01-01T00:00:00Z",
+            "selection_deadline_date": "2030-01-04T00:00:00Z",
+            "start_date": "2030-01-07T00:00:00Z", "end_date": "2030-01-13T23:59:59Z"}),
+    )["data"]["time-slot"]["id"]
+        .clone();
+    for product in [earl_grey_box, sencha_box] {
+        world.send(
+            "POST",
+            &format!("{boxes}/time_slots/{slot}/options"),
+            &json!({"box_product_id": product}),
+        );
+    }
+    let subscribed = world.send("POST", &format!("{subscriptions}/subscriptions"), &json!({
+        "customer": {"email": email, "first_name": "Lin"},
+        "subscription": {
+            "subscription_status": "active",
+            "next_order_datetime": "2030-01-10T09:00:00Z",
+            "line_items": [{"platform_product_id": earl_grey, "platform_variant_id": earl_grey_100,
+                "quantity": 1, "price": 800, "subscription_group_id": group_id, "interval_id": rule}],
+            "shipping_address": {"street1": "1 Main St", "city": "Portland", "country_code": "US"},
+            "payment_details": {"gateway_name": "test", "gateway_payment_id": "tok_success"}}}));
+    let line = subscribed["subscription"]["line_items"][0]["id"]
+        .as_i64()
+        .unwrap();
+    // Two senchas, chosen before the deadline.
+    world.send(
+        "POST",
+        &format!("{boxes}/customers/{customer}/selections"),
+        &json!({"selection": {
+        "svc_platform_subscription_line_item_id": line, "box_size_id": size,
+        "time_slot_id": slot, "order_datetime": "2030-01-10T09:00:00Z",
+        "line_items": [{"box_product_id": sencha_box, "choice_quantity": 2}]}}),
+    );
+
+    // The order date comes.
+    let world = world.restart(&[
+        "--scheduler-interval-ms",
+        "200",
+        "--clock-start",
+        "2030-01-10T08:59:58Z",
+    ]);
+    let order = wait_for_paid_order(&world, &customer);
+    let lines = order["lines"].as_array().unwrap();
+    assert_eq!(lines.len(), 1, "the selection only: {order}");
+    assert_eq!(lines[0]["productVariant"]["id"], sencha_100.as_str());
+    assert_eq!(lines[0]["quantity"], 2);
+    assert_eq!(lines[0]["unitPrice"], 1100, "the catalogue's price");
+}
+
+fn a_shop_api_session_opens_the_customers_box_builder_routes(backend: Backend) {
+    let world = World::new(backend);
+    let vendure = world.vendure;
+    let (owner, token) = seeded_customer_token(vendure);
+    let other_email = format!("other-{}@example.com", world.shop);
+    let other = vendure_customer(vendure, &other_email);
+    let selections = |customer: &str, token: &str| {
+        let path = format!(
+            "/box_builder/v1/customer/shops/{}/customers/{customer}/selections?token={token}",
+            world.shop
+        );
+        world.server.get(&path).call()
+    };
+    let mine = selections(&owner, &token);
+    assert_eq!(mine.status, 200, "{}", mine.text);
+    assert_eq!(mine.json()["pagination"]["total"], 0);
+    // The same session names one customer only.
+    selections(&other, &token).assert_error(401, "auth.unauthenticated");
+    selections(&owner, "not-a-session").assert_error(401, "auth.unauthenticated");
+}
+
+fn a_headless_checkout_creates_the_signed_in_customers_vendure_order(backend: Backend) {
+    let world = World::new(backend);
+    let synced = synced_variants(&world, &[("house-blend", "HB-1000")]);
+    let variant = synced[0].1.clone();
+    let email = format!("checkout-{}@example.com", world.shop);
+    let customer = vendure_customer(world.vendure, &email);
+    world.wait_for(EntityKind::Customer, &customer, false);
+    world.send(
+        "POST",
+        &format!("/checkout/shop/{}/integration/config", world.shop),
+        &json!({"shared_secret": "checkout-integration-secret"}),
+    );
+
+    let data = world.send(
+        "POST",
+        &format!("/checkout/orders/{}/init", world.shop),
+        &json!({
+        "cart_items": [{"platform_id": variant, "quantity": 1, "line_item_key": "blend"}],
+        "customer": {"first_name": "Lin", "last_name": "Subscriber", "email_address": email}}),
+    )["data"]
+        .clone();
+    let address = json!({"first_name": "Lin", "last_name": "Subscriber",
+        "address_line_1": "1 Main St", "address_line_2": "", "country": "United States",
+        "city": "Portland", "province": "Oregon", "country_code": "US", "province_code": "OR",
+        "postal_code": "97201", "business_name": "", "phone_number": ""});
+    let run = mercer_tests::storefront::drive(
+        &world.server.base_url,
+        &world.shop,
+        &data,
+        json!([
+            ["setShippingAddress", address],
+            ["setBillingAddress", address],
+            ["getShippingLines"],
+            ["changeShippingLine", "0"],
+            ["setTaxes"],
+            ["addPayment", {"gateway_public_id": "test", "token": "tok_success"}],
+            ["processOrder"]
+        ]),
+    );
+    let processed = &run.step("processOrder").response["data"]["application_state"];
+    assert_eq!(processed["is_processed"], true, "{:?}", run.steps);
+
+    let order = wait_for_paid_order(&world, &customer);
+    assert_eq!(
+        order["lines"][0]["productVariant"]["id"],
+        variant.as_str(),
+        "{order}"
+    );
+    assert_eq!(order["lines"][0]["unitPrice"], 3900);
+    assert_eq!(order["totalWithTax"], processed["order_total"], "{order}");
+}
+
 backend_tests!(
     vendure_changes_reach_the_directory_and_the_catalogue,
     due_subscriptions_become_one_paid_vendure_order_each,
+    a_box_subscriptions_vendure_order_holds_the_customers_selection,
+    a_shop_api_session_opens_the_customers_box_builder_routes,
+    a_headless_checkout_creates_the_signed_in_customers_vendure_order,
 );
