@@ -6,7 +6,10 @@
 //! `cargo` on the front of `PATH` that does only that: the build is the suite's); the
 //! placeholder lines `SHOP=...` and `TOKEN=...` take what Mercer printed.
 //!
-//! The walkthrough listens on the README's ports (8080, 9090): the two databases' runs take
+//! "Connect a Vendure shop" runs the same way, with the pinned Vendure that `cargo xtask
+//! vendure` starts (its data in the test's folder).
+//!
+//! The walkthroughs listen on the README's ports (8080, 9090, 3000, 4100): the runs take
 //! turns.
 
 use std::io::{BufRead, BufReader};
@@ -54,10 +57,15 @@ fn cargo_shim(dir: &Path) -> PathBuf {
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let sim = mercer_binary().with_file_name("mercer-platform-sim");
+    let vendure = mercer_binary().with_file_name("mercer-vendure");
+    // `cargo xtask` runs the xtask binary `cargo xtask test` built (beside the others).
+    let xtask = mercer_binary().with_file_name("xtask");
     let script = format!(
-        "#!/bin/sh\nwhile [ \"$1\" != \"--\" ]; do\n  if [ \"$1\" = \"-p\" ]; then shift; package=\"$1\"; fi\n  shift\ndone\nshift\ncase \"$package\" in\n  mercer-server) exec '{}' \"$@\" ;;\n  mercer-platform-sim) exec '{}' \"$@\" ;;\nesac\necho \"the walkthrough runs no other package: $package\" >&2\nexit 2\n",
+        "#!/bin/sh\nif [ \"$1\" = \"xtask\" ]; then shift; exec '{}' \"$@\"; fi\nwhile [ \"$1\" != \"--\" ]; do\n  if [ \"$1\" = \"-p\" ]; then shift; package=\"$1\"; fi\n  shift\ndone\nshift\ncase \"$package\" in\n  mercer-server) exec '{}' \"$@\" ;;\n  mercer-platform-sim) exec '{}' \"$@\" ;;\n  mercer-vendure) exec '{}' \"$@\" ;;\nesac\necho \"the walkthrough runs no other package: $package\" >&2\nexit 2\n",
+        xtask.display(),
         mercer_binary().display(),
-        sim.display()
+        sim.display(),
+        vendure.display()
     );
     let path = bin.join("cargo");
     std::fs::write(&path, script).unwrap();
@@ -219,7 +227,77 @@ fn the_readme_walkthroughs_run_word_for_word(backend: Backend) {
     assert!(order.contains("'price_per_item': '3.00'"), "{order}");
 }
 
-backend_tests!(the_readme_walkthroughs_run_word_for_word);
+/// "Connect a Vendure shop": its first block (`cargo xtask vendure`) in the background until it
+/// prints the API key, then the second with the placeholders filled, against Mercer started
+/// with the README's command; the customer Vendure was seeded with reaches the directory.
+fn the_readme_vendure_walkthrough_runs_word_for_word(backend: Backend) {
+    let _turn = PORTS.lock().unwrap_or_else(|e| e.into_inner());
+    let readme = readme();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = cargo_shim(dir.path());
+    let database = TestDatabase::create(backend);
+    let (_mercer, shop, token) = start_mercer(&readme, dir.path(), &bin, &database);
+    let blocks = blocks_of(&readme, "## Connect a Vendure shop");
+    assert_eq!(blocks.len(), 2, "{blocks:?}");
+
+    let mut command = shell(dir.path(), &bin, &database);
+    command
+        .env("MERCER_VENDURE_DATA_DIR", dir.path().join("vendure-data"))
+        .args(["-c", &blocks[0]])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut vendure = Group::spawn(&mut command);
+    let stdout = vendure.0.stdout.take().unwrap();
+    let mut printed = Vec::new();
+    for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+        let done = line.starts_with("Customer: ");
+        printed.push(line);
+        if done {
+            break;
+        }
+    }
+    let key = printed
+        .iter()
+        .find_map(|line| line.strip_prefix("API key: "))
+        .unwrap_or_else(|| panic!("cargo xtask vendure printed {printed:?}"))
+        .to_string();
+    assert!(
+        printed
+            .iter()
+            .any(|line| line == "Admin API: http://127.0.0.1:3000/admin-api"),
+        "{printed:?}"
+    );
+
+    let placeholders = ["SHOP=...", "TOKEN=...", "VENDURE_KEY=..."];
+    let script: Vec<&str> = blocks[1]
+        .lines()
+        .filter(|line| !placeholders.iter().any(|p| line.starts_with(p)))
+        .collect();
+    let script = format!(
+        "set -euo pipefail\nexport SHOP='{shop}' TOKEN='{token}' VENDURE_KEY='{key}'\n{}\n",
+        script.join("\n")
+    );
+    let log = dir.path().join("vendure-walkthrough.log");
+    let mut command = shell(dir.path(), &bin, &database);
+    command
+        .args(["-c", &script])
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(std::fs::File::options().append(true).open(&log).unwrap());
+    // The connector the script starts in the background stays in the script's group.
+    let mut walk = Group::spawn(&mut command);
+    let status = walk.0.wait().unwrap();
+    let output = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(status.success(), "the walkthrough stopped:\n{output}");
+    assert!(
+        output.contains("\"email\":\"ada@example.com\""),
+        "the seeded customer is in the directory:\n{output}"
+    );
+}
+
+backend_tests!(
+    the_readme_walkthroughs_run_word_for_word,
+    the_readme_vendure_walkthrough_runs_word_for_word,
+);
 
 #[test]
 fn the_readme_conformance_block_runs_word_for_word() {

@@ -24,11 +24,17 @@ const IO_CRATES: &[&str] = &[
 
 /// Heavy I/O crates and the only workspace members allowed to depend on them directly.
 const ALLOWED_DIRECT: &[(&str, &[&str])] = &[
-    // The simulator is a server too, and xtask's benchmark runs a bare actix handler as the
-    // floor it compares Mercer with; the rule keeps HTTP frameworks out of the library layers.
+    // The simulator and the Vendure connector are servers too, and xtask's benchmark runs a
+    // bare actix handler as the floor it compares Mercer with; the rule keeps HTTP frameworks
+    // out of the library layers.
     (
         "actix-web",
-        &["mercer-server", "mercer-platform-sim", "xtask"],
+        &[
+            "mercer-server",
+            "mercer-platform-sim",
+            "mercer-vendure",
+            "xtask",
+        ],
     ),
     ("diesel", &["mercer-store"]),
     ("diesel_migrations", &["mercer-store"]),
@@ -39,6 +45,7 @@ const ALLOWED_DIRECT: &[(&str, &[&str])] = &[
             "mercer-connector",
             "mercer-webhooks",
             "mercer-platform-sim",
+            "mercer-vendure",
             "mercer-tests",
             "xtask",
         ],
@@ -63,6 +70,15 @@ const ALLOWED_WORKSPACE_DEPS: &[(&str, &[&str])] = &[
     (
         "mercer-platform-sim",
         &["mercer-domain", "mercer-signing", "mercer-connector"],
+    ),
+    (
+        "mercer-vendure",
+        &[
+            "mercer-domain",
+            "mercer-signing",
+            "mercer-connector",
+            "mercer-outbound",
+        ],
     ),
 ];
 

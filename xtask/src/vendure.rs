@@ -3,11 +3,15 @@
 //! dollars, a tax zone, shipping and payment methods, products with variants, a customer with a
 //! Shop API password), and runs it with the Mercer plugin in the foreground. Once Vendure
 //! answers it prints `Admin API: URL`, `API key: KEY` and `Customer: EMAIL password: PASSWORD`.
-//! Vendure's telemetry is off.
+//! Vendure's telemetry is off. `MERCER_VENDURE_DATA_DIR` puts its data elsewhere than
+//! `target/vendure/data-sqlite` (or `data-postgres`).
 
 use mercer_vendure::dev::{self, Database, Options};
 
 const USAGE: &str = "usage: cargo xtask vendure [--port 3000] [--database sqlite|postgres]";
+
+/// Where Vendure keeps its data instead of `target/vendure/data-{database}`.
+const DATA_DIR_VAR: &str = "MERCER_VENDURE_DATA_DIR";
 
 /// The PostgreSQL database `--database postgres` keeps Vendure's data in.
 const POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/mercer_vendure";
@@ -31,9 +35,14 @@ fn options(args: &[String], target: &std::path::Path) -> Result<Options, String>
         Database::Sqlite => "data-sqlite",
         Database::Postgres(_) => "data-postgres",
     };
+    // Tests that run the README keep their Vendure apart from a developer's.
+    let data_dir = match std::env::var_os(DATA_DIR_VAR).filter(|dir| !dir.is_empty()) {
+        Some(dir) => std::path::PathBuf::from(dir),
+        None => target.join("vendure").join(data),
+    };
     Ok(Options {
         port,
-        data_dir: target.join("vendure").join(data),
+        data_dir,
         database,
         quiet: true,
         exit_with_parent: None,
