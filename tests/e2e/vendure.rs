@@ -45,6 +45,7 @@ fn conformance_passes(vendure: &RunningVendure) {
     let connector = Connector::start(
         vendure,
         &ConnectorFor {
+            bind: "127.0.0.1:0",
             shop: SHOP,
             secret: SECRET,
             mercer_url: "http://127.0.0.1:9",
@@ -104,8 +105,11 @@ struct World {
     store: Store,
     shop: String,
     token: String,
+    /// What the connector was started with, to start it again.
+    secret: String,
+    bind: String,
     vendure: &'static RunningVendure,
-    _connector: Connector,
+    connector: Option<Connector>,
 }
 
 impl World {
@@ -121,9 +125,12 @@ impl World {
         let demo = server.demo().clone();
         let secret = server.rotate_connector_secret(&demo.shop, &demo.token);
         let vendure = vendure::shared();
+        // A port of its own, so that a restarted connector listens where the plugin pushes.
+        let bind = format!("127.0.0.1:{}", vendure::free_port());
         let connector = Connector::start(
             vendure,
             &ConnectorFor {
+                bind: &bind,
                 shop: &demo.shop,
                 secret: &secret,
                 mercer_url: &server.base_url,
@@ -147,8 +154,10 @@ impl World {
             store,
             shop: demo.shop,
             token: demo.token,
+            secret,
+            bind,
             vendure,
-            _connector: connector,
+            connector: Some(connector),
         }
     }
 
@@ -159,8 +168,10 @@ impl World {
             server,
             shop,
             token,
+            secret,
+            bind,
             vendure,
-            _connector,
+            connector,
             ..
         } = self;
         let mut args = vec!["--allow-private-targets"];
@@ -172,9 +183,31 @@ impl World {
             store,
             shop,
             token,
+            secret,
+            bind,
             vendure,
-            _connector,
+            connector,
         }
+    }
+
+    /// The connector killed as a crash would, `meanwhile` done, and the connector started again
+    /// on the same address.
+    fn connector_down(&mut self, meanwhile: impl FnOnce()) {
+        if let Some(connector) = self.connector.take() {
+            connector.crash();
+        }
+        meanwhile();
+        self.connector = Some(Connector::start(
+            self.vendure,
+            &ConnectorFor {
+                bind: &self.bind,
+                shop: &self.shop,
+                secret: &self.secret,
+                mercer_url: &self.server.base_url,
+                mercer_token: &self.token,
+                reconcile_interval_s: 2,
+            },
+        ));
     }
 
     fn send(&self, method: &str, path: &str, body: &Value) -> Value {
@@ -693,7 +726,57 @@ fn a_headless_checkout_creates_the_signed_in_customers_vendure_order(backend: Ba
     assert_eq!(order["totalWithTax"], processed["order_total"], "{order}");
 }
 
+fn changes_made_while_the_connector_is_down_arrive_when_it_is_back(backend: Backend) {
+    let mut world = World::new(backend);
+    let vendure = world.vendure;
+    let email = format!("while-down-{}@example.com", world.shop);
+    let mut made = String::new();
+    world.connector_down(|| {
+        made = vendure_customer(vendure, &email);
+        // The plugin's pushes fail meanwhile; it keeps them and tries again.
+        std::thread::sleep(Duration::from_secs(2));
+    });
+    let saved = world.wait_for(EntityKind::Customer, &made, false);
+    assert_eq!(saved["email"], email.as_str());
+    // A change whose push never reaches Mercer still arrives, with a reconcile pass: here the
+    // connector stays down, and a pass run for another address (which the plugin forwards to
+    // as well, so it keeps that address's reconcile time) sends what changed since its last.
+    if let Some(connector) = world.connector.take() {
+        connector.crash();
+    }
+    let elsewhere = format!("http://127.0.0.1:{}", vendure::free_port());
+    admin(
+        vendure,
+        "mutation($url: String!, $secret: String!) { setMercerConnector(url: $url, secret: $secret) }",
+        json!({ "url": elsewhere, "secret": world.secret }),
+    );
+    let guard = mercer_outbound::PrivateAddressGuard::ALLOW_PRIVATE;
+    let client = mercer_vendure::vendure::Vendure::new(&vendure.url, &vendure.api_key, guard);
+    let relay =
+        mercer_vendure::relay::Relay::new(&world.server.base_url, &world.token, &world.shop, guard);
+    let pass = |expected: &str| {
+        mercer_vendure::reconcile::run_pass(&client, &relay, &elsewhere)
+            .unwrap_or_else(|error| panic!("{expected}: {error}"))
+    };
+    assert_eq!(pass("the first pass starts the clock"), 0);
+    admin(
+        vendure,
+        "mutation($id: ID!) { updateCustomer(input: {id: $id, lastName: \"Reconciled\"}) { ... on Customer { id } } }",
+        json!({ "id": made }),
+    );
+    assert!(pass("the second pass sends the change") >= 1);
+    assert!(wait_until(Duration::from_secs(30), || {
+        world.wait_for(EntityKind::Customer, &made, false)["last_name"] == "Reconciled"
+    }));
+    admin(
+        vendure,
+        "mutation($url: String!) { removeMercerConnector(url: $url) }",
+        json!({ "url": elsewhere }),
+    );
+}
+
 backend_tests!(
+    changes_made_while_the_connector_is_down_arrive_when_it_is_back,
     vendure_changes_reach_the_directory_and_the_catalogue,
     due_subscriptions_become_one_paid_vendure_order_each,
     a_box_subscriptions_vendure_order_holds_the_customers_selection,

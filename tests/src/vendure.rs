@@ -29,7 +29,8 @@ fn vendure_dir() -> PathBuf {
         .expect("the profile folder is in target/")
 }
 
-fn free_port() -> u16 {
+/// A loopback port no one listens on now.
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
         .map(|address| address.port())
@@ -110,10 +111,14 @@ pub struct Connector {
     pub url: String,
     vendure_url: String,
     api_key: String,
+    /// Whether dropping it tells the plugin to stop forwarding to its URL.
+    unregister: bool,
 }
 
 /// What a connector serves and where it sends events.
 pub struct ConnectorFor<'a> {
+    /// Where it listens: `127.0.0.1:0` for a free port.
+    pub bind: &'a str,
     pub shop: &'a str,
     pub secret: &'a str,
     pub mercer_url: &'a str,
@@ -125,7 +130,7 @@ impl Connector {
     pub fn start(vendure: &RunningVendure, config: &ConnectorFor<'_>) -> Connector {
         let binary = mercer_binary().with_file_name("mercer-vendure");
         let mut child = Command::new(&binary)
-            .args(["serve", "--bind", "127.0.0.1:0", "--allow-private-targets"])
+            .args(["serve", "--bind", config.bind, "--allow-private-targets"])
             .args(["--vendure-url", &vendure.url])
             .args(["--vendure-api-key", &vendure.api_key])
             .args(["--shop", config.shop, "--secret", config.secret])
@@ -135,7 +140,10 @@ impl Connector {
                 "--reconcile-interval-s",
                 &config.reconcile_interval_s.to_string(),
             ])
-            .env("MERCER_LOG", "error")
+            .env(
+                "MERCER_LOG",
+                std::env::var("MERCER_VENDURE_TEST_LOG").unwrap_or_else(|_| "error".to_string()),
+            )
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -155,6 +163,7 @@ impl Connector {
             url,
             vendure_url: vendure.url.clone(),
             api_key: vendure.api_key.clone(),
+            unregister: true,
         };
         let registered = crate::wait_until(Duration::from_secs(30), || connector.registered());
         assert!(registered, "the connector did not register with the plugin");
@@ -179,10 +188,20 @@ impl Connector {
     }
 }
 
+impl Connector {
+    /// Kills the process as a crash would: the plugin keeps forwarding to its URL.
+    pub fn crash(mut self) {
+        self.unregister = false;
+    }
+}
+
 impl Drop for Connector {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if !self.unregister {
+            return;
+        }
         let _ = ureq::post(format!("{}/admin-api", self.vendure_url))
             .header("vendure-api-key", &self.api_key)
             .send_json(json!({

@@ -125,9 +125,15 @@ fn serve(args: Serve) -> std::io::Result<()> {
     tracing::info!(%address, shop = args.shop, "mercer-vendure listening");
     println!("mercer-vendure listening on http://{address}");
     actix_web::rt::System::new().block_on(
-        HttpServer::new(move || App::new().configure(routes(Arc::clone(&connector))))
-            .listen(listener)?
-            .run(),
+        HttpServer::new(move || {
+            App::new()
+                .wrap(actix_web::middleware::from_fn(
+                    mercer_vendure::server::log_call,
+                ))
+                .configure(routes(Arc::clone(&connector)))
+        })
+        .listen(listener)?
+        .run(),
     )
 }
 

@@ -34,6 +34,10 @@ pub struct Connector {
     pub vendure: Vendure,
     pub relay: Relay,
     nonces: NonceCache,
+    /// Held through each change the connector makes: a change is several Admin API calls (an
+    /// order's draft, lines, addresses, shipping, state), and Vendure on its embedded SQLite
+    /// driver mixes up transactions that overlap.
+    writes: std::sync::Mutex<()>,
 }
 
 impl Connector {
@@ -44,6 +48,7 @@ impl Connector {
             vendure,
             relay,
             nonces: NonceCache::default(),
+            writes: std::sync::Mutex::new(()),
         }
     }
 }
@@ -56,6 +61,21 @@ fn header<'a>(request: &'a HttpRequest, name: &str) -> Option<&'a str> {
 
 fn error_json(status: StatusCode, message: &str) -> HttpResponse {
     HttpResponse::build(status).json(json!({ "error": message }))
+}
+
+/// Logs each call: method, path, status and how long it took (no query: it may hold an email).
+pub async fn log_call(
+    request: ServiceRequest,
+    next: Next<BoxBody>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let started = std::time::Instant::now();
+    let method = request.method().to_string();
+    let path = request.path().to_string();
+    let response = next.call(request).await?;
+    let status = response.status().as_u16();
+    let ms = started.elapsed().as_millis() as u64;
+    tracing::info!(method, path, status, ms, "answered");
+    Ok(response)
 }
 
 /// Checks Mercer's signatures (`X-HMAC` and the message signature) on every operation call,
@@ -150,10 +170,28 @@ async fn blocking<T: Send + 'static>(
         .unwrap_or_else(|error| Err(VendureError::Unreachable(error.to_string())))
 }
 
+/// [`blocking`] for a change: one at a time.
+async fn writing<T: Send + 'static>(
+    connector: &State,
+    work: impl FnOnce(&Connector) -> Result<T, VendureError> + Send + 'static,
+) -> Result<T, VendureError> {
+    blocking(connector, |c| {
+        let _one_at_a_time = c
+            .writes
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        work(c)
+    })
+    .await
+}
+
 fn failure(error: &VendureError) -> HttpResponse {
     match error {
         VendureError::NotFound => error_json(StatusCode::NOT_FOUND, "not found"),
-        VendureError::Refused(message) => error_json(StatusCode::UNPROCESSABLE_ENTITY, message),
+        VendureError::Refused(message) => {
+            tracing::warn!(message, "Vendure refused the call");
+            error_json(StatusCode::UNPROCESSABLE_ENTITY, message)
+        }
         VendureError::Forbidden | VendureError::Unreachable(_) => {
             tracing::error!(%error, "Vendure did not answer");
             error_json(StatusCode::BAD_GATEWAY, "Vendure did not answer")
@@ -233,7 +271,7 @@ async fn list_customers(connector: State, query: web::Query<ListQuery>) -> HttpR
 }
 
 async fn create_customer(connector: State, body: web::Bytes) -> HttpResponse {
-    let result = blocking(&connector, move |c| {
+    let result = writing(&connector, move |c| {
         let sent: Customer = entity(&body, "customer")?;
         operations::create_customer(&c.vendure, &sent)
     });
@@ -241,7 +279,7 @@ async fn create_customer(connector: State, body: web::Bytes) -> HttpResponse {
 }
 
 async fn update_customer(connector: State, id: Id, body: web::Bytes) -> HttpResponse {
-    let result = blocking(&connector, move |c| {
+    let result = writing(&connector, move |c| {
         let sent: Customer = entity(&body, "customer")?;
         operations::update_customer(&c.vendure, &id.2, &sent)
     });
@@ -250,7 +288,7 @@ async fn update_customer(connector: State, id: Id, body: web::Bytes) -> HttpResp
 
 async fn delete_customer(connector: State, id: Id) -> HttpResponse {
     no_content(
-        blocking(&connector, move |c| {
+        writing(&connector, move |c| {
             operations::delete_customer(&c.vendure, &id.2)
         })
         .await,
@@ -271,7 +309,7 @@ async fn validate_customer(connector: State, id: Id, body: web::Bytes) -> HttpRe
 }
 
 async fn create_address(connector: State, id: Id, body: web::Bytes) -> HttpResponse {
-    let result = blocking(&connector, move |c| {
+    let result = writing(&connector, move |c| {
         let sent: CustomerAddress = entity(&body, "address")?;
         operations::create_address(&c.vendure, &id.2, &sent)
     });
@@ -279,7 +317,7 @@ async fn create_address(connector: State, id: Id, body: web::Bytes) -> HttpRespo
 }
 
 async fn update_address(connector: State, ids: Ids, body: web::Bytes) -> HttpResponse {
-    let result = blocking(&connector, move |c| {
+    let result = writing(&connector, move |c| {
         let sent: CustomerAddress = entity(&body, "address")?;
         operations::update_address(&c.vendure, &ids.2, &ids.3, &sent)
     });
@@ -287,7 +325,7 @@ async fn update_address(connector: State, ids: Ids, body: web::Bytes) -> HttpRes
 }
 
 async fn delete_address(connector: State, ids: Ids) -> HttpResponse {
-    let result = blocking(&connector, move |c| {
+    let result = writing(&connector, move |c| {
         operations::delete_address(&c.vendure, &ids.2, &ids.3)
     });
     no_content(result.await)
@@ -321,7 +359,7 @@ async fn create_order(request: HttpRequest, connector: State, body: web::Bytes) 
     let key = header(&request, headers::IDEMPOTENCY_KEY)
         .filter(|key| !key.trim().is_empty())
         .map(str::to_string);
-    let result = blocking(&connector, move |c| {
+    let result = writing(&connector, move |c| {
         let sent: Order = entity(&body, "order")?;
         operations::create_order(&c.vendure, &sent, key.as_deref())
     });
@@ -336,7 +374,7 @@ async fn get_order(connector: State, id: Id) -> HttpResponse {
 }
 
 async fn update_order(connector: State, id: Id, body: web::Bytes) -> HttpResponse {
-    let result = blocking(&connector, move |c| {
+    let result = writing(&connector, move |c| {
         let sent: Order = entity(&body, "order")?;
         operations::update_order(&c.vendure, &id.2, &sent)
     });
@@ -344,7 +382,7 @@ async fn update_order(connector: State, id: Id, body: web::Bytes) -> HttpRespons
 }
 
 async fn create_payment(connector: State, id: Id, body: web::Bytes) -> HttpResponse {
-    let result = blocking(&connector, move |c| {
+    let result = writing(&connector, move |c| {
         let sent: Payment = entity(&body, "payment")?;
         operations::create_payment(&c.vendure, &id.2, &sent)
     });
@@ -408,6 +446,9 @@ pub fn routes(connector: Arc<Connector>) -> impl FnOnce(&mut web::ServiceConfig)
     move |config: &mut web::ServiceConfig| {
         config
             .app_data(web::Data::new(connector))
+            .default_service(web::to(|| async {
+                error_json(StatusCode::NOT_FOUND, "no such route")
+            }))
             .route("/healthz", web::get().to(healthz))
             .route("/readyz", web::get().to(readyz))
             .route("/vendure/events", web::post().to(vendure_event))
