@@ -744,6 +744,124 @@ fn a_deletion_then_a_newer_save_brings_the_customer_back(backend: Backend) {
     );
 }
 
+/// (platform id, name) of each group of a directory answer's customer, in the answer's order.
+fn groups_of(customer: &Value) -> Vec<(String, String)> {
+    customer["groups"]
+        .as_array()
+        .expect("groups is a list")
+        .iter()
+        .map(|group| {
+            (
+                group["platform_id"].as_str().unwrap().to_string(),
+                group["name"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn named(groups: &[(&str, &str)]) -> Vec<(String, String)> {
+    groups
+        .iter()
+        .map(|(id, name)| (id.to_string(), name.to_string()))
+        .collect()
+}
+
+fn customer_groups_given_changed_and_left_out_reach_the_directory(backend: Backend) {
+    let w = World::new(backend);
+    let saved = |customer: Value| {
+        let answer = w.customer_saved(customer);
+        assert_eq!(answer.status, 202, "{}", answer.text);
+    };
+    saved(
+        json!({"platform_id": "c1", "platform_updated_at": time(10), "email": "ada@example.test",
+        "groups": [{"platform_id": "7", "name": "Wholesale"}, {"platform_id": 9, "name": "VIP"}]}),
+    );
+    saved(
+        json!({"platform_id": "c2", "platform_updated_at": time(10), "email": "grace@example.test",
+        "groups": [{"platform_id": "7", "name": "Wholesale"}]}),
+    );
+    w.wait_applied();
+    let c1 = w.directory_customer("c1").json()["customer"].clone();
+    assert_eq!(
+        groups_of(&c1),
+        named(&[("9", "VIP"), ("7", "Wholesale")]),
+        "given: by name"
+    );
+    let wholesale = c1["groups"][1].clone();
+    assert!(wholesale["id"].as_i64().is_some(), "{wholesale}");
+    assert_eq!(wholesale["shop_identifier"], w.shop.as_str());
+    assert!(wholesale["created_at"].is_string() && wholesale["updated_at"].is_string());
+
+    // Left out: the groups stay as they are, whatever else changes.
+    saved(
+        json!({"platform_id": "c1", "platform_updated_at": time(20), "email": "ada@new.example.test"}),
+    );
+    w.wait_applied();
+    let c1 = w.directory_customer("c1").json()["customer"].clone();
+    assert_eq!(c1["email"], "ada@new.example.test");
+    assert_eq!(
+        groups_of(&c1),
+        named(&[("9", "VIP"), ("7", "Wholesale")]),
+        "left out: unchanged"
+    );
+
+    // Changed: the list given is the whole list, and the group takes its new name for every
+    // member; a stale event changes nothing.
+    saved(json!({"platform_id": "c1", "platform_updated_at": time(30),
+        "groups": [{"platform_id": "7", "name": "Trade"}]}));
+    saved(json!({"platform_id": "c1", "platform_updated_at": time(25), "groups": []}));
+    w.wait_applied();
+    let c1 = w.directory_customer("c1").json()["customer"].clone();
+    assert_eq!(groups_of(&c1), named(&[("7", "Trade")]));
+    assert_eq!(
+        c1["groups"][0]["id"], wholesale["id"],
+        "the same group, renamed"
+    );
+    let c2_id = w.directory_customer("c2").json()["customer"]["id"].clone();
+    let by_id = w
+        .server
+        .get(&format!("/customers/v2/shops/{}/customers/{c2_id}", w.shop))
+        .bearer(&w.token)
+        .call();
+    assert_eq!(by_id.status, 200, "{}", by_id.text);
+    assert_eq!(
+        groups_of(&by_id.json()["customer"]),
+        named(&[("7", "Trade")])
+    );
+
+    // Given empty: none.
+    saved(json!({"platform_id": "c2", "platform_updated_at": time(40), "groups": []}));
+    w.wait_applied();
+    let page = w.directory("?orderby=email").json();
+    let listed: Vec<(String, Vec<(String, String)>)> = page["customers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["platform_id"]["string_value"]
+                    .as_str()
+                    .unwrap()
+                    .to_string(),
+                groups_of(c),
+            )
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("c1".to_string(), named(&[("7", "Trade")])),
+            ("c2".to_string(), vec![]),
+        ]
+    );
+
+    // A group is known by its platform id: one without is refused, naming it.
+    let refused = w.customer_saved(json!({"platform_id": "c1", "platform_updated_at": time(50),
+        "groups": [{"platform_id": "7"}, {"name": "Nameless"}]}));
+    let entries = refused.assert_error(422, "validation.failed");
+    assert_eq!(entries[0]["field"], "data.customer.groups[1].platform_id");
+}
+
 fn a_sync_pulls_every_page_and_the_directory_serves_it(backend: Backend) {
     let w = World::new(backend);
     let sync = format!("/customers/v2/shops/{}/sync", w.shop);
@@ -1425,6 +1543,7 @@ backend_tests!(
     every_invalid_event_is_422_and_stores_nothing,
     shuffled_deliveries_end_at_the_newest_version,
     a_deletion_then_a_newer_save_brings_the_customer_back,
+    customer_groups_given_changed_and_left_out_reach_the_directory,
     a_sync_pulls_every_page_and_the_directory_serves_it,
     the_simulators_own_changes_reach_the_directory,
     service_side_changes_reach_the_connector_through_the_outbox,

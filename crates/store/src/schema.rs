@@ -200,6 +200,27 @@ diesel::table! {
 }
 
 diesel::table! {
+    /// The shop's customer groups as the platform names them (migration 30), keyed by their
+    /// platform id.
+    customer_groups (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        platform_id -> Text,
+        name -> Text,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    /// Which customers belong to which groups (migration 30).
+    customer_group_members (customer_id, group_id) {
+        customer_id -> BigInt,
+        group_id -> BigInt,
+    }
+}
+
+diesel::table! {
     platform_orders (id) {
         id -> BigInt,
         shop_id -> BigInt,
@@ -624,6 +645,8 @@ diesel::table! {
 
 diesel::joinable!(customer_addresses -> platform_customers (customer_id));
 diesel::joinable!(customer_labels -> platform_customers (customer_id));
+diesel::joinable!(customer_group_members -> platform_customers (customer_id));
+diesel::joinable!(customer_group_members -> customer_groups (group_id));
 diesel::joinable!(product_variants -> platform_products (product_id));
 diesel::joinable!(subscriptions -> platform_customers (customer_id));
 diesel::joinable!(subscription_line_items -> subscriptions (subscription_id));
@@ -667,6 +690,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     platform_customers,
     customer_addresses,
     customer_labels,
+    customer_groups,
+    customer_group_members,
     platform_orders,
     platform_products,
     product_variants,

@@ -296,6 +296,36 @@ fn pending(store: &Store) -> i64 {
         .unwrap()
 }
 
+fn customer_group_memberships_go_with_their_customer_and_group_rows(backend: Backend) {
+    let (db, store) = TestDatabase::migrated(backend);
+    let shop = shop(&store, "a.shop.test");
+    let groups = json!({"groups": [{"platform_id": "g1", "name": "Wholesale"}, {"platform_id": "g2", "name": "VIP"}]});
+    queue_and_apply(
+        &store,
+        vec![
+            customer_event(shop.id, "c1", 10, groups.clone()),
+            customer_event(shop.id, "c2", 10, groups),
+        ],
+    );
+    let count = |table: &str| db.count(&format!("SELECT count(*) AS n FROM {table}"));
+    assert_eq!(
+        (count("customer_groups"), count("customer_group_members")),
+        (2, 4)
+    );
+    // Were customers ever deleted for real, their memberships would go with them; the groups
+    // stay. A group deleted takes its memberships along.
+    db.execute("DELETE FROM platform_customers WHERE platform_id = 'c1'");
+    assert_eq!(
+        (count("customer_groups"), count("customer_group_members")),
+        (2, 2)
+    );
+    db.execute("DELETE FROM customer_groups WHERE platform_id = 'g1'");
+    assert_eq!(
+        (count("customer_groups"), count("customer_group_members")),
+        (1, 1)
+    );
+}
+
 fn events_apply_at_once_unless_others_wait(backend: Backend) {
     let (_db, store) = TestDatabase::migrated(backend);
     let shop = shop(&store, "a.shop.test");
@@ -1238,6 +1268,7 @@ backend_tests!(
     events_are_queued_then_applied_in_order,
     queued_batches_are_stored_whole_or_not_at_all,
     addresses_keep_their_ids_across_saves,
+    customer_group_memberships_go_with_their_customer_and_group_rows,
     events_apply_at_once_unless_others_wait,
     only_changed_addresses_are_written,
     writes_to_rows_believed_stored_still_land_when_they_are_not,

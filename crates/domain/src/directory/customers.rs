@@ -1,5 +1,6 @@
 //! The customer directory: the shop's customers as received from
-//! its connector (and, later, those created in the service), searchable and paged.
+//! its connector (and, later, those created in the service), searchable and paged, with their
+//! addresses, labels and the customer groups the platform says they belong to.
 
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -396,6 +397,23 @@ pub struct Label {
     pub deleted_at: Option<Timestamp>,
 }
 
+/// A customer group a directory customer belongs to, as stored: the group with the customer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CustomerGroupMembership {
+    /// The id of the customer that belongs to the group (the service's integer).
+    pub customer_id: CustomerId,
+    /// The group's id (the service's integer).
+    pub id: CustomerGroupId,
+    /// The platform's id of the group.
+    pub platform_id: String,
+    /// The group's name, the newest the platform gave.
+    pub name: String,
+    /// When the service stored the group.
+    pub created_at: Timestamp,
+    /// When the service last changed the group (its name).
+    pub updated_at: Timestamp,
+}
+
 /// A page of the directory, as the repository answers it.
 #[derive(Debug, Clone, Default)]
 pub struct DirectoryPage {
@@ -589,8 +607,19 @@ pub struct CustomerResource {
     pub default_address: Option<AddressResource>,
     /// The customer's live labels.
     pub labels: Vec<Label>,
-    /// The customer groups the customer belongs to; empty while the service stores none.
+    /// The customer groups the platform says the customer belongs to, by name then platform id.
     pub groups: Vec<CustomerGroupResource>,
+}
+
+fn group_resource(shop: &Shop, group: &CustomerGroupMembership) -> CustomerGroupResource {
+    CustomerGroupResource {
+        id: group.id,
+        name: group.name.clone(),
+        shop_identifier: shop.identifier.as_str().to_string(),
+        platform_id: group.platform_id.clone(),
+        created_at: group.created_at,
+        updated_at: group.updated_at,
+    }
 }
 
 pub(crate) fn customer_resource(
@@ -598,7 +627,13 @@ pub(crate) fn customer_resource(
     customer: &DirectoryCustomer,
     addresses: &[&DirectoryAddress],
     labels: &[&Label],
+    groups: &[&CustomerGroupMembership],
 ) -> CustomerResource {
+    let mut groups: Vec<CustomerGroupResource> = groups
+        .iter()
+        .map(|group| group_resource(shop, group))
+        .collect();
+    groups.sort_by(|a, b| (&a.name, &a.platform_id).cmp(&(&b.name, &b.platform_id)));
     let default = addresses
         .iter()
         .find(|address| address.is_default)
@@ -624,11 +659,12 @@ pub(crate) fn customer_resource(
             .collect(),
         default_address: default,
         labels: labels.iter().map(|label| (*label).clone()).collect(),
-        groups: Vec::new(),
+        groups,
     }
 }
 
-/// Customers with their addresses and labels, in the order given.
+/// Customers with their addresses, labels and groups, in the order given: one read of each
+/// for all of them.
 pub(crate) fn customer_resources(
     tx: &mut dyn DirectoryRepositories,
     shop: &Shop,
@@ -637,6 +673,7 @@ pub(crate) fn customer_resources(
     let ids: Vec<CustomerId> = customers.iter().map(|c| c.id).collect();
     let addresses = tx.addresses_of_customers(shop.id, &ids)?;
     let labels = tx.labels_of_customers(shop.id, &ids)?;
+    let groups = tx.groups_of_customers(shop.id, &ids)?;
     Ok(customers
         .iter()
         .map(|customer| {
@@ -648,7 +685,11 @@ pub(crate) fn customer_resources(
                 .iter()
                 .filter(|l| l.customer_id == customer.id)
                 .collect();
-            customer_resource(shop, customer, &own_addresses, &own_labels)
+            let own_groups: Vec<&CustomerGroupMembership> = groups
+                .iter()
+                .filter(|g| g.customer_id == customer.id)
+                .collect();
+            customer_resource(shop, customer, &own_addresses, &own_labels, &own_groups)
         })
         .collect())
 }

@@ -1,7 +1,10 @@
 //! What the customer directory needs from storage.
 
 use crate::access::AccessRepositories;
-use crate::directory::{DirectoryAddress, DirectoryCustomer, DirectoryPage, DirectoryQuery, Label};
+use crate::directory::{
+    CustomerGroupMembership, DirectoryAddress, DirectoryCustomer, DirectoryPage, DirectoryQuery,
+    Label,
+};
 use crate::kernel::error::StoreResult;
 use crate::kernel::ids::ShopId;
 use crate::kernel::ids::{CustomerId, LabelId};
@@ -18,7 +21,7 @@ pub trait DirectoryRepositories: AccessRepositories + DirectoryRepository {}
 
 impl<T> DirectoryRepositories for T where T: AccessRepositories + DirectoryRepository + ?Sized {}
 
-/// The shop's customers as the directory shows them, with their addresses and labels.
+/// The shop's customers as the directory shows them, with their addresses, labels and groups.
 pub trait DirectoryRepository {
     /// One page of the shop's live customers that match the query, in its order, and their total.
     fn list_directory_customers(
@@ -56,6 +59,13 @@ pub trait DirectoryRepository {
         shop_id: ShopId,
         customer_ids: &[CustomerId],
     ) -> StoreResult<Vec<Label>>;
+    /// The customer groups these customers belong to, each with its customer, by customer then
+    /// group id (the directory orders each customer's by name).
+    fn groups_of_customers(
+        &mut self,
+        shop_id: ShopId,
+        customer_ids: &[CustomerId],
+    ) -> StoreResult<Vec<CustomerGroupMembership>>;
     /// Adds a label to a customer and returns it.
     fn insert_label(
         &mut self,

@@ -32,6 +32,7 @@ use crate::kernel::time::Clock;
 use crate::kernel::time::Timestamp;
 use crate::platform::PlatformDatabase;
 use crate::platform::PlatformRepositories;
+use crate::platform::customer_groups::GroupsSeen;
 use crate::platform::destinations::Topic;
 use crate::platform::resources::{
     Category, Customer, MAX_ENTITY_LIST_ITEMS, Order, PlatformId, Product,
@@ -262,8 +263,8 @@ impl EntityDocument {
     }
 
     /// What the rules refuse in a document that reads well, each named under `prefix`
-    /// (`data.product`): a list holding more than [`MAX_ENTITY_LIST_ITEMS`] items, a catalogue
-    /// price below zero.
+    /// (`data.product`): a list holding more than [`MAX_ENTITY_LIST_ITEMS`] items, a customer
+    /// group without a platform id, a catalogue price below zero.
     pub fn problems(&self, prefix: &str) -> Vec<FieldError> {
         let oversized = match self {
             EntityDocument::Customer(customer) => customer.oversized_lists(),
@@ -282,6 +283,14 @@ impl EntityDocument {
                 FieldError::new(field, "too_many", message)
             })
             .collect();
+        if let EntityDocument::Customer(customer) = self {
+            problems.extend(
+                customer
+                    .groups_without_id()
+                    .into_iter()
+                    .map(|path| FieldError::required(format!("{prefix}.{path}"))),
+            );
+        }
         if let EntityDocument::Product(product) = self {
             problems.extend(product.negative_prices().into_iter().map(|path| {
                 let field = format!("{prefix}.{path}");
@@ -978,7 +987,8 @@ type EntityKey = (ShopId, EntityKind, String);
 
 /// Applies stored events in their order, by the out-of-sequence rule, and stores the final
 /// state of every entity they changed: one read and one write per kind of entity, however
-/// many events the batch holds.
+/// many events the batch holds (and, when applied customer saves gave `groups`, the groups'
+/// few statements a shop: [`GroupsSeen::store`]).
 pub fn apply_events(
     tx: &mut dyn PlatformRepositories,
     events: &[&NewInboundEvent],
@@ -1026,6 +1036,8 @@ pub fn apply_events(
     // through the subscription API, and the platform's echo of that not applied yet. Their
     // change is told against what Mercer shows of them (the row's name, email and phone).
     let mut without_document: HashSet<EntityKey> = HashSet::new();
+    // The customer groups that applied saves gave, stored after the customers.
+    let mut groups_seen = GroupsSeen::default();
     for event in events {
         let key = (event.shop_id, event.kind, event.platform_id.clone());
         let current = states.remove(&key);
@@ -1035,6 +1047,13 @@ pub fn apply_events(
                 .as_ref()
                 .is_some_and(|w| w.is_live() && w.document.is_none() && w.stored_id.is_some());
         let step = next_state(current, event)?;
+        if step.outcome == Outcome::Applied
+            && let Some(EntityDocument::Customer(customer)) =
+                event.document.as_ref().map(EventDocument::entity)
+            && let Some(groups) = &customer.groups
+        {
+            groups_seen.record(event.shop_id, &event.platform_id, groups);
+        }
         if step.outcome == Outcome::Applied && seen.insert(key.clone()) {
             changed.push(key.clone());
             if let Some(previous) = step.replaced {
@@ -1110,6 +1129,7 @@ pub fn apply_events(
             tx.put_platform_entities(*shop_id, *kind, &writes, now)?;
         }
     }
+    groups_seen.store(tx, now)?;
     Ok(outcomes)
 }
 

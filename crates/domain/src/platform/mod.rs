@@ -1,11 +1,12 @@
 //! The platform connector: the platform's resources, destinations and their
-//! verification, the connector port, inbound events and their apply rule, syncs, the outbox
-//! of service-side changes, and placing orders exactly once.
+//! verification, the connector port, inbound events and their apply rule (customers' groups
+//! included), syncs, the outbox of service-side changes, and placing orders exactly once.
 
 pub mod addresses;
 pub mod catalogue;
 pub mod connector;
 pub mod console;
+pub mod customer_groups;
 pub mod customer_tokens;
 pub mod destinations;
 pub mod events;

@@ -5,9 +5,12 @@ use crate::access::AccessRepositories;
 use crate::kernel::activity::ActivityRepository;
 use crate::kernel::error::StoreResult;
 use crate::kernel::ids::ShopId;
-use crate::kernel::ids::{AddressId, CustomerId, DestinationId, EventId, OutboxCallId, SyncId};
+use crate::kernel::ids::{
+    AddressId, CustomerGroupId, CustomerId, DestinationId, EventId, OutboxCallId, SyncId,
+};
 use crate::kernel::jobs::JobRepository;
 use crate::kernel::time::Timestamp;
+use crate::platform::customer_groups::NewCustomerGroup;
 use crate::platform::destinations::{Destination, DestinationSettings, Topic};
 use crate::platform::events::{
     CustomerContact, EntityKind, EntityRecord, EntityWrite, FailedInboundEvent, InboundEvent,
@@ -124,6 +127,34 @@ pub trait PlatformRepository {
         kind: EntityKind,
         entities: &[EntityWrite],
         now: Timestamp,
+    ) -> StoreResult<()>;
+
+    /// The ids of the shop's customers of these platform ids, deleted or not, each with its
+    /// platform id; unknown ones are left out.
+    fn customer_ids(
+        &mut self,
+        shop_id: ShopId,
+        platform_ids: &[&str],
+    ) -> StoreResult<Vec<(String, CustomerId)>>;
+
+    /// Stores the shop's customer groups by platform id (each given once): an unknown one is
+    /// added with its name (empty when none is given), a known one takes the name given when it
+    /// differs (and its `updated_at` is `now` then), and one given without a name is left as
+    /// it is. Returns the id of each, with its platform id.
+    fn put_customer_groups(
+        &mut self,
+        shop_id: ShopId,
+        groups: &[NewCustomerGroup],
+        now: Timestamp,
+    ) -> StoreResult<Vec<(String, CustomerGroupId)>>;
+
+    /// Makes each customer's groups exactly those listed with it (groups of the shop, each
+    /// listed once): memberships not listed are removed, those missing added, the others left
+    /// alone. Customers not given keep theirs.
+    fn set_customer_groups(
+        &mut self,
+        shop_id: ShopId,
+        memberships: &[(CustomerId, Vec<CustomerGroupId>)],
     ) -> StoreResult<()>;
 
     /// The catalogue kept from Product Saved events: for each of these variant platform ids

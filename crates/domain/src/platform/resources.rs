@@ -301,7 +301,8 @@ model! {
         /// The customer's addresses; left out, they are not changed.
         addresses: Vec<CustomerAddress>,
         /// The customer groups the customer belongs to (a Mercer extension of the connector's
-        /// customer); left out, they are not changed.
+        /// customer); left out, they are not changed; given (even empty), they are the
+        /// customer's whole list of groups.
         groups: Vec<CustomerGroup>,
     }
 }
@@ -310,9 +311,10 @@ model! {
     /// A customer group of the platform (wholesale, staff, VIP), as a customer's `groups` lists it.
     #[schema(as = PlatformCustomerGroup)]
     pub struct CustomerGroup {
-        /// The group's platform id.
+        /// The group's platform id: required, it is what the group is known by in the shop.
         platform_id: PlatformId,
-        /// The group's name.
+        /// The group's name; the newest one given is the group's. Left out, the group keeps
+        /// the name it has.
         name: String,
     }
 }
@@ -744,11 +746,26 @@ impl OversizedLists {
 }
 
 impl Customer {
-    /// The lists of the customer over [`MAX_ENTITY_LIST_ITEMS`]: its `addresses`.
+    /// The lists of the customer over [`MAX_ENTITY_LIST_ITEMS`]: its `addresses` and `groups`.
     pub(crate) fn oversized_lists(&self) -> OversizedLists {
         let mut found = OversizedLists::default();
         found.check("addresses", self.addresses.as_ref().map(Vec::len));
+        found.check("groups", self.groups.as_ref().map(Vec::len));
         found
+    }
+
+    /// The paths of the customer's groups that have no platform id (absent or blank), such as
+    /// `groups[1].platform_id`: a group is known by its platform id alone. A list over
+    /// [`MAX_ENTITY_LIST_ITEMS`] is not looked into.
+    pub(crate) fn groups_without_id(&self) -> Vec<String> {
+        self.groups
+            .iter()
+            .filter(|groups| groups.len() <= MAX_ENTITY_LIST_ITEMS)
+            .flatten()
+            .enumerate()
+            .filter(|(_, group)| group.platform_id.as_ref().is_none_or(PlatformId::is_blank))
+            .map(|(index, _)| format!("groups[{index}].platform_id"))
+            .collect()
     }
 }
 

@@ -178,6 +178,33 @@ impl DirectoryRepository for MemoryState {
         Ok(labels)
     }
 
+    fn groups_of_customers(
+        &mut self,
+        shop_id: ShopId,
+        customer_ids: &[CustomerId],
+    ) -> StoreResult<Vec<CustomerGroupMembership>> {
+        // The members' set is ordered by customer then group id, as the store answers.
+        Ok(self
+            .customer_group_members
+            .iter()
+            .filter(|(customer, _)| customer_ids.contains(customer))
+            .filter_map(|(customer, group)| {
+                let group = self
+                    .customer_groups
+                    .iter()
+                    .find(|g| g.id == *group && g.shop_id == shop_id)?;
+                Some(CustomerGroupMembership {
+                    customer_id: *customer,
+                    id: group.id,
+                    platform_id: group.platform_id.clone(),
+                    name: group.name.clone(),
+                    created_at: group.created_at,
+                    updated_at: group.updated_at,
+                })
+            })
+            .collect())
+    }
+
     fn insert_label(
         &mut self,
         shop_id: ShopId,

@@ -85,6 +85,23 @@ pub struct MemoryLabel {
     pub label: Label,
 }
 
+/// A customer group of a shop as the memory store keeps it.
+#[derive(Debug, Clone)]
+pub struct MemoryCustomerGroup {
+    /// The group's id (ids from 1).
+    pub id: crate::kernel::ids::CustomerGroupId,
+    /// The shop the group belongs to.
+    pub shop_id: ShopId,
+    /// The group's platform id, unique in its shop.
+    pub platform_id: String,
+    /// The group's name.
+    pub name: String,
+    /// When the group was first stored.
+    pub created_at: Timestamp,
+    /// When the group last changed.
+    pub updated_at: Timestamp,
+}
+
 /// A customer's address row as the memory store keeps it.
 #[derive(Debug, Clone)]
 pub struct MemoryAddress {
@@ -132,6 +149,13 @@ pub struct MemoryState {
     pub outbox: Vec<OutboxEntry>,
     /// The directory's labels, each with its shop.
     pub labels: Vec<MemoryLabel>,
+    /// Customer groups of every shop (ids from 1).
+    pub customer_groups: Vec<MemoryCustomerGroup>,
+    /// Which customers belong to which groups: (customer id, group id), each once.
+    pub customer_group_members: std::collections::BTreeSet<(
+        crate::kernel::ids::CustomerId,
+        crate::kernel::ids::CustomerGroupId,
+    )>,
     /// Endpoints, with whether they are deleted.
     pub webhook_endpoints: Vec<(WebhookEndpoint, bool)>,
     /// Webhook messages, one per message and endpoint.

@@ -1,13 +1,16 @@
 //! Destinations, platform entities, the event queue, syncs and the outbox, in memory.
 
-use super::{CustomerColumns, MemoryAddress, MemoryEntity, MemoryState};
+use super::{CustomerColumns, MemoryAddress, MemoryCustomerGroup, MemoryEntity, MemoryState};
 use crate::kernel::error::{StorageError, StoreResult};
 use crate::kernel::ids::ShopId;
-use crate::kernel::ids::{AddressId, CustomerId, DestinationId, EventId, OutboxCallId, SyncId};
+use crate::kernel::ids::{
+    AddressId, CustomerGroupId, CustomerId, DestinationId, EventId, OutboxCallId, SyncId,
+};
 use crate::kernel::time::Timestamp;
 use crate::platform::addresses::{
     AddressChanges, AddressKey, AddressesBefore, StoredAddress, address_changes,
 };
+use crate::platform::customer_groups::NewCustomerGroup;
 use crate::platform::destinations::{Destination, DestinationSettings, Topic};
 use crate::platform::events::{
     CustomerContact, EntityDocument, EntityKind, EntityRecord, EntityWrite, FailedInboundEvent,
@@ -232,6 +235,91 @@ impl PlatformRepository for MemoryState {
                     .then(|| (id.to_string(), e.record.clone()))
             })
             .collect())
+    }
+
+    fn customer_ids(
+        &mut self,
+        shop_id: ShopId,
+        platform_ids: &[&str],
+    ) -> StoreResult<Vec<(String, CustomerId)>> {
+        Ok(self
+            .entities
+            .iter()
+            .filter(|e| e.shop_id == shop_id && e.kind == EntityKind::Customer)
+            .filter_map(|e| {
+                let id = e.platform_id.as_deref()?;
+                platform_ids
+                    .contains(&id)
+                    .then(|| (id.to_string(), CustomerId(e.record.id)))
+            })
+            .collect())
+    }
+
+    fn put_customer_groups(
+        &mut self,
+        shop_id: ShopId,
+        groups: &[NewCustomerGroup],
+        now: Timestamp,
+    ) -> StoreResult<Vec<(String, CustomerGroupId)>> {
+        let mut ids = Vec::with_capacity(groups.len());
+        for group in groups {
+            let stored = self
+                .customer_groups
+                .iter_mut()
+                .find(|g| g.shop_id == shop_id && g.platform_id == group.platform_id);
+            let id = match stored {
+                Some(stored) => {
+                    if let Some(name) = group.name.as_ref().filter(|name| **name != stored.name) {
+                        stored.name = name.clone();
+                        stored.updated_at = now;
+                    }
+                    stored.id
+                }
+                None => {
+                    let id = CustomerGroupId(self.customer_groups.len() as i64 + 1);
+                    self.customer_groups.push(MemoryCustomerGroup {
+                        id,
+                        shop_id,
+                        platform_id: group.platform_id.clone(),
+                        name: group.name.clone().unwrap_or_default(),
+                        created_at: now,
+                        updated_at: now,
+                    });
+                    id
+                }
+            };
+            ids.push((group.platform_id.clone(), id));
+        }
+        Ok(ids)
+    }
+
+    fn set_customer_groups(
+        &mut self,
+        _shop_id: ShopId,
+        memberships: &[(CustomerId, Vec<CustomerGroupId>)],
+    ) -> StoreResult<()> {
+        for (customer_id, groups) in memberships {
+            // As the store's foreign keys: a customer and groups that exist. That they are the
+            // shop's is the caller's to see to.
+            let known_customer = self
+                .entities
+                .iter()
+                .any(|e| e.kind == EntityKind::Customer && e.record.id == customer_id.0);
+            let known_groups = groups
+                .iter()
+                .all(|group| self.customer_groups.iter().any(|g| g.id == *group));
+            if !known_customer || !known_groups {
+                return Err(StorageError::other(
+                    "a membership names a customer or a group that is not stored",
+                ));
+            }
+            self.customer_group_members
+                .retain(|(customer, group)| customer != customer_id || groups.contains(group));
+            for group in groups {
+                self.customer_group_members.insert((*customer_id, *group));
+            }
+        }
+        Ok(())
     }
 
     fn products_of_variants(

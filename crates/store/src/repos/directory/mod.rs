@@ -1,20 +1,23 @@
-//! The customer directory's queries.
+//! The customer directory's queries: customers, their addresses, labels and groups.
 
 use diesel::prelude::*;
 use mercer_domain::Timestamp;
 use mercer_domain::directory::DirectoryRepository;
 use mercer_domain::directory::{
-    DirectoryAddress, DirectoryCustomer, DirectoryPage, DirectoryQuery, Filter, FilterField,
-    FilterOp, FilterValue, Label, OrderBy,
+    CustomerGroupMembership, DirectoryAddress, DirectoryCustomer, DirectoryPage, DirectoryQuery,
+    Filter, FilterField, FilterOp, FilterValue, Label, OrderBy,
 };
 use mercer_domain::kernel::error::StoreResult;
 use mercer_domain::kernel::ids::ShopId;
-use mercer_domain::kernel::ids::{AddressId, CustomerId, LabelId};
+use mercer_domain::kernel::ids::{AddressId, CustomerGroupId, CustomerId, LabelId};
 use mercer_domain::platform::resources::CustomerAddress;
 
 use crate::connection::on_backend;
 use crate::repos::StoreTx;
-use crate::schema::{customer_addresses, customer_labels, platform_customers};
+use crate::schema::{
+    customer_addresses, customer_group_members, customer_groups, customer_labels,
+    platform_customers,
+};
 use crate::store::storage_error;
 
 diesel::define_sql_function! {
@@ -395,6 +398,50 @@ impl DirectoryRepository for StoreTx<'_> {
             .map_err(storage_error)?
             .into_iter()
             .map(Label::from)
+            .collect())
+    }
+
+    fn groups_of_customers(
+        &mut self,
+        shop_id: ShopId,
+        customer_ids: &[CustomerId],
+    ) -> StoreResult<Vec<CustomerGroupMembership>> {
+        use customer_group_members as m;
+        use customer_groups as g;
+        if customer_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let customer_ids: Vec<i64> = customer_ids.iter().map(|id| id.0).collect();
+        type Columns = (i64, i64, String, String, i64, i64);
+        let rows: Vec<Columns> = m::table
+            .inner_join(g::table)
+            .filter(g::shop_id.eq(shop_id.0))
+            .filter(m::customer_id.eq_any(customer_ids))
+            .order((m::customer_id.asc(), g::id.asc()))
+            .select((
+                m::customer_id,
+                g::id,
+                g::platform_id,
+                g::name,
+                g::created_at,
+                g::updated_at,
+            ))
+            .load(self.conn)
+            .map_err(storage_error)?;
+        Ok(rows
+            .into_iter()
+            .map(
+                |(customer_id, id, platform_id, name, created_at, updated_at)| {
+                    CustomerGroupMembership {
+                        customer_id: CustomerId(customer_id),
+                        id: CustomerGroupId(id),
+                        platform_id,
+                        name,
+                        created_at: Timestamp::from_micros(created_at),
+                        updated_at: Timestamp::from_micros(updated_at),
+                    }
+                },
+            )
             .collect())
     }
 

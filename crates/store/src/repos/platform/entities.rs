@@ -4,7 +4,7 @@
 //! every time, which costs more than the rows); on PostgreSQL rows go in chunks, one round trip
 //! each. Columns are pulled out of the typed documents the domain hands over.
 
-use mercer_domain::kernel::ids::{AddressId, CustomerId, ShopId};
+use mercer_domain::kernel::ids::{AddressId, CustomerGroupId, CustomerId, ShopId};
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use diesel::prelude::*;
@@ -15,6 +15,7 @@ use mercer_domain::platform::PlatformRepository;
 use mercer_domain::platform::addresses::{
     AddressChanges, AddressKey, AddressesBefore, StoredAddress, address_changes,
 };
+use mercer_domain::platform::customer_groups::NewCustomerGroup;
 use mercer_domain::platform::events::{
     CustomerContact, EntityDocument, EntityKind, EntityRecord, EntityWrite,
 };
@@ -684,6 +685,34 @@ impl PlatformRepository for StoreTx<'_> {
         ))
         .get_result(self.conn)
         .map_err(storage_error)
+    }
+
+    fn customer_ids(
+        &mut self,
+        shop_id: ShopId,
+        platform_ids: &[&str],
+    ) -> StoreResult<Vec<(String, CustomerId)>> {
+        super::customer_groups::customer_ids(self.conn, shop_id, platform_ids)
+            .map_err(storage_error)
+    }
+
+    fn put_customer_groups(
+        &mut self,
+        shop_id: ShopId,
+        groups: &[NewCustomerGroup],
+        now: Timestamp,
+    ) -> StoreResult<Vec<(String, CustomerGroupId)>> {
+        super::customer_groups::put_customer_groups(self.conn, shop_id, groups, now.as_micros())
+            .map_err(storage_error)
+    }
+
+    fn set_customer_groups(
+        &mut self,
+        shop_id: ShopId,
+        memberships: &[(CustomerId, Vec<CustomerGroupId>)],
+    ) -> StoreResult<()> {
+        super::customer_groups::set_customer_groups(self.conn, shop_id, memberships)
+            .map_err(storage_error)
     }
 
     fn products_of_variants(

@@ -1,5 +1,7 @@
-//! Destinations, platform entities, the inbound event queue, sync runs and the connector outbox.
+//! Destinations, platform entities (and customers' groups), the inbound event queue, sync runs
+//! and the connector outbox.
 
+mod customer_groups;
 mod destinations;
 mod entities;
 pub(crate) mod events;

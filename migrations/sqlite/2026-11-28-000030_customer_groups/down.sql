@@ -1,0 +1,2 @@
+DROP TABLE customer_group_members;
+DROP TABLE customer_groups;
