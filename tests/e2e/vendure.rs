@@ -313,6 +313,34 @@ fn vendure_changes_reach_the_directory_and_the_catalogue(backend: Backend) {
     assert_eq!(address["city"], "Arlington", "{listed}");
     assert_eq!(listed["customer"]["first_name"], "Grace");
 
+    // A customer group in Vendure is one of the directory's groups.
+    let group = admin(
+        vendure,
+        "mutation($name: String!) { createCustomerGroup(input: {name: $name}) { id } }",
+        json!({ "name": format!("Wholesale {}", world.shop) }),
+    );
+    let group = group["createCustomerGroup"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    admin(
+        vendure,
+        "mutation($group: ID!, $customer: ID!) { addCustomersToGroup(customerGroupId: $group, customerIds: [$customer]) { id } }",
+        json!({ "group": group, "customer": customer }),
+    );
+    assert!(wait_until(Duration::from_secs(30), || {
+        let listed = world.directory_customer(&customer);
+        listed["customer"]["groups"]
+            .as_array()
+            .is_some_and(|groups| groups.iter().any(|g| g["platform_id"] == group.as_str()))
+    }));
+    let listed = world.directory_customer(&customer);
+    assert_eq!(
+        listed["customer"]["groups"][0]["name"],
+        format!("Wholesale {}", world.shop).as_str(),
+        "{listed}"
+    );
+
     // A collection and a product made in Vendure arrive as Category and Product Saved.
     // Slugs are unique in Vendure, which the tests of this process share.
     let collection = admin(
