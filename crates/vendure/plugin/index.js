@@ -161,7 +161,7 @@ const mercerShippingPrice = new ShippingCalculator({
     args: {},
     calculate: (ctx, order) => ({
         price: order.customFields.mercerShippingPrice,
-        priceIncludesTax: ctx.channel.pricesIncludeTax,
+        priceIncludesTax: true,
         taxRate: 0,
     }),
 });
@@ -709,7 +709,9 @@ class MercerPriceStrategy {
     calculateUnitPrice(ctx, productVariant, orderLineCustomFields, order, quantity) {
         const price = orderLineCustomFields && orderLineCustomFields.mercerUnitPrice;
         if (Number.isInteger(price) && price >= 0) {
-            return { price, priceIncludesTax: ctx.channel.pricesIncludeTax };
+            // What Mercer charges is what the customer pays: any tax Vendure's zones apply is
+            // inside it, not added to it.
+            return { price, priceIncludesTax: true };
         }
         return this.fallback.calculateUnitPrice(
             ctx,
