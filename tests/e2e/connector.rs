@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use mercer_domain::kernel::ids::{AddressId, CustomerId, ShopId};
 use mercer_domain::platform::outbox::{ConnectorCall, OutboxStatus, request_connector_change};
 use mercer_domain::ports::Database;
 use mercer_platform_sim::{Faults, MercerLink, RunningSimulator};
@@ -1530,6 +1531,141 @@ fn an_unreachable_connector_is_reported_without_network_details(backend: Backend
     }
 }
 
+/// A platform that pushes its own Saved event of every change (as Vendure does): the events of
+/// the customer and the address the outbox creates for a new subscriber reach Mercer before the
+/// connector's answers do. Applied before the answers are recorded, each made a row of its own,
+/// which the recording merges into Mercer's; applied while they are recorded (PostgreSQL's
+/// applier runs beside the outbox), the recording is tried again and merges them too. Either
+/// way: one customer and one address, the subscription's, and every call delivered at once.
+fn the_platforms_own_events_before_the_outbox_records_its_answers_make_no_duplicates(
+    backend: Backend,
+) {
+    let w = World::new(backend);
+    let shop_id = w
+        .store
+        .read(|tx| Ok(mercer_domain::access::shop::find_shop(tx, &w.shop)?.id))
+        .unwrap();
+    w.register("customers");
+
+    // Each event pushed, then the answer held long enough for Mercer to apply the event.
+    w.sim.simulator.lock().push_connector_saves = Some(500);
+    let (ada, ada_address) = one_customer_one_address(&w, shop_id, "ada@example.test", 2);
+    // The platform's event made a customer row before the answer was recorded: merged since,
+    // it is deleted and has no platform id. (It was stored after Mercer's; PostgreSQL may skip
+    // ids, hence the range.)
+    let later: Vec<CustomerId> = (ada + 1..ada + 50).map(CustomerId).collect();
+    let merged = w
+        .store
+        .read(|tx| Ok(tx.directory_customers_by_ids(shop_id, &later)?))
+        .unwrap();
+    assert_eq!(
+        merged.len(),
+        1,
+        "the platform's event came first: {merged:?}"
+    );
+    assert_eq!(merged[0].email.as_deref(), Some("ada@example.test"));
+    assert_eq!(merged[0].platform_id, None);
+    assert!(merged[0].deleted_at.is_some());
+    // So was the address's row.
+    let later: Vec<AddressId> = (ada_address + 1..ada_address + 50).map(AddressId).collect();
+    let merged = w
+        .store
+        .read(|tx| Ok(tx.addresses_by_ids(shop_id, &later)?))
+        .unwrap();
+    let merged: Vec<_> = merged
+        .iter()
+        .filter(|a| a.customer_id == CustomerId(ada))
+        .collect();
+    assert_eq!(
+        merged.len(),
+        1,
+        "the platform's event came first: {merged:?}"
+    );
+    assert_eq!(merged[0].platform_id, None);
+    assert!(merged[0].deleted_at.is_some());
+
+    // Answered at once: the events race the recording, whichever wins.
+    w.sim.simulator.lock().push_connector_saves = Some(0);
+    one_customer_one_address(&w, shop_id, "bob@example.test", 4);
+    assert_eq!(w.directory("").json()["pagination"]["total"], 2);
+}
+
+/// Creates a subscription for a new subscriber and waits until the shop's `calls` calls are
+/// delivered; then the subscriber is one customer of its platform id, with one address, the
+/// subscription's, keyed by the platform's id, each call delivered at its first attempt.
+/// Returns the ids of the customer and its address.
+fn one_customer_one_address(w: &World, shop_id: ShopId, email: &str, calls: usize) -> (i64, i64) {
+    use crate::subscriptions::{Api, running_rule, seed_body};
+
+    let api = Api::demo(&w.server);
+    let subscription = api.create(&seed_body(email, &running_rule()));
+    let customer_id = subscription["customer_id"].as_i64().unwrap();
+    let address_id = subscription["shipping_address_id"].as_i64().unwrap();
+    assert_eq!(subscription["billing_address_id"], address_id);
+
+    let outbox = || w.store.read(|tx| Ok(tx.outbox_entries(shop_id)?)).unwrap();
+    let delivered = wait_until(Duration::from_secs(30), || {
+        let entries = outbox();
+        entries.len() == calls
+            && entries
+                .iter()
+                .all(|entry| entry.status == OutboxStatus::Delivered)
+    });
+    assert!(delivered, "{:#?}\n{}", outbox(), w.server.log());
+    for entry in outbox() {
+        assert_eq!(
+            (entry.attempts, entry.last_error),
+            (1, None),
+            "{}",
+            entry.call.operation()
+        );
+    }
+    w.wait_applied();
+
+    let (customer_pid, address_pid) = {
+        let state = w.sim.simulator.lock();
+        let customer = state.shops[&w.shop]
+            .customers
+            .values()
+            .find(|c| c.email.as_deref() == Some(email))
+            .cloned()
+            .expect("the customer was created on the platform");
+        let addresses = customer.addresses.unwrap_or_default();
+        assert_eq!(addresses.len(), 1);
+        (
+            customer.platform_id.unwrap().as_str().to_string(),
+            addresses[0]
+                .platform_id
+                .clone()
+                .unwrap()
+                .as_str()
+                .to_string(),
+        )
+    };
+    let directory = w.directory_customer(&customer_pid);
+    assert_eq!(directory.status, 200, "{}", directory.text);
+    let customer = directory.json()["customer"].clone();
+    assert_eq!(customer["id"], customer_id);
+    let addresses = customer["addresses"].as_array().unwrap().clone();
+    assert_eq!(addresses.len(), 1, "{customer}");
+    assert_eq!(addresses[0]["id"], address_id);
+    assert_eq!(
+        addresses[0]["platform_id"]["string_value"],
+        address_pid.as_str()
+    );
+    let searched = w.directory(&format!("?search={email}")).json();
+    assert_eq!(searched["pagination"]["total"], 1, "{searched}");
+    let listed = api.get(&format!("/customers/{customer_id}/addresses"));
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    let listed = listed.json()["customer_addresses"].clone();
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed[0]["id"], address_id);
+    let subscription = api.subscription(subscription["id"].as_i64().unwrap());
+    assert_eq!(subscription["shipping_address_id"], address_id);
+    assert_eq!(subscription["billing_address_id"], address_id);
+    (customer_id, address_id)
+}
+
 backend_tests!(
     destinations_are_verified_with_the_connector,
     private_destinations_are_refused_without_the_flag,
@@ -1547,4 +1683,5 @@ backend_tests!(
     a_sync_pulls_every_page_and_the_directory_serves_it,
     the_simulators_own_changes_reach_the_directory,
     service_side_changes_reach_the_connector_through_the_outbox,
+    the_platforms_own_events_before_the_outbox_records_its_answers_make_no_duplicates,
 );

@@ -315,9 +315,26 @@ async fn create_customer(
     sim: web::Data<Simulator>,
     body: web::Bytes,
 ) -> HttpResponse {
-    let result = entity(&body, "customer")
-        .and_then(|customer| sim.lock().create_customer(&path_shop(&request), customer));
+    let shop = path_shop(&request);
+    let result =
+        entity(&body, "customer").and_then(|customer| sim.lock().create_customer(&shop, customer));
+    if let Ok(customer) = &result {
+        push_connector_save(&sim, shop, customer.clone()).await;
+    }
     answer(StatusCode::CREATED, "customer", result)
+}
+
+/// With `push_connector_saves`, pushes the Saved event of a customer a connector call changed,
+/// and waits as long as it says, before the call is answered.
+async fn push_connector_save(sim: &Simulator, shop: String, customer: Customer) {
+    let Some(hold_ms) = sim.lock().push_connector_saves else {
+        return;
+    };
+    if let Some(link) = link_of(sim, &shop) {
+        // The outcome is the test's to look at in Mercer; the connector call is answered anyway.
+        let _ = web::block(move || push::saved(&link, &shop, EventKind::Customer, &customer)).await;
+    }
+    actix_web::rt::time::sleep(Duration::from_millis(hold_ms)).await;
 }
 
 async fn update_customer(
@@ -368,10 +385,20 @@ async fn create_address(
     id: Ids3,
     body: web::Bytes,
 ) -> HttpResponse {
-    let result = entity::<CustomerAddress>(&body, "address").and_then(|address| {
-        sim.lock()
-            .create_address(&path_shop(&request), &id.2, address)
-    });
+    let shop = path_shop(&request);
+    let result = entity::<CustomerAddress>(&body, "address")
+        .and_then(|address| sim.lock().create_address(&shop, &id.2, address));
+    if result.is_ok() {
+        let customer = sim
+            .lock()
+            .shops
+            .get(&shop)
+            .and_then(|data| data.customers.get(id.2.as_str()))
+            .cloned();
+        if let Some(customer) = customer {
+            push_connector_save(&sim, shop, customer).await;
+        }
+    }
     answer(StatusCode::CREATED, "address", result)
 }
 

@@ -79,6 +79,12 @@ pub struct RequestRecord {
 pub struct SimState {
     pub shops: HashMap<String, ShopData>,
     pub faults: Faults,
+    /// When set, push a Customer Saved event of the customer to Mercer before answering a
+    /// connector's Create Customer or Create Address, as a platform that announces its every
+    /// change does (Vendure), then wait this many milliseconds before answering: the event
+    /// reaches Mercer before the answer, and is applied meanwhile (on PostgreSQL an applier
+    /// applies it after the push is answered).
+    pub push_connector_saves: Option<u64>,
     pub requests: Vec<RequestRecord>,
     next_id: u64,
     last_time: i64,

@@ -34,6 +34,12 @@ impl AddressKey {
         AddressKey(text.into())
     }
 
+    /// The key of a row merged into another (`merged:<its id>`): the row, marked deleted, gives
+    /// its key up to the one it was merged into and keeps this one, which no document names.
+    pub fn merged(row_id: i64) -> AddressKey {
+        AddressKey(format!("merged:{row_id}"))
+    }
+
     /// The key as text (a platform id, or `#<position>`).
     pub fn as_str(&self) -> &str {
         &self.0

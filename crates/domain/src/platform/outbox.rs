@@ -16,6 +16,7 @@ use crate::platform::connector::{
     ConnectorError, ConnectorResult, ConnectorTarget, PlatformConnector,
 };
 use crate::platform::destinations::{Topic, live_target};
+use crate::platform::events::EntityKind;
 use crate::platform::resources::{Customer, CustomerAddress, Order, Payment};
 
 /// One call to make on the connector, as it is kept in the outbox.
@@ -558,25 +559,7 @@ pub(crate) fn deliver_due_calls(
             Ok(CallOutcome::NotYet(reason)) => {
                 reschedule(db, entry.id, attempts, reason, clock.now())?
             }
-            Ok(outcome) => db.write_tx(|tx| {
-                let now = clock.now();
-                match &outcome {
-                    CallOutcome::CustomerCreated {
-                        customer_id,
-                        platform_id,
-                    } => {
-                        tx.set_customer_platform_id(entry.shop_id, *customer_id, platform_id, now)?;
-                    }
-                    CallOutcome::AddressCreated {
-                        address_id,
-                        platform_id,
-                    } => {
-                        tx.set_address_platform_id(entry.shop_id, *address_id, platform_id, now)?;
-                    }
-                    CallOutcome::Done | CallOutcome::NotYet(_) => {}
-                }
-                Ok(tx.finish_outbox_call(entry.id, OutboxStatus::Delivered, attempts, None, now)?)
-            })?,
+            Ok(outcome) => record_outcome(db, clock, entry, attempts, &outcome)?,
             Err(error) => {
                 log::warn!(
                     target: "mercer::outbox",
@@ -601,6 +584,90 @@ pub(crate) fn deliver_due_calls(
         }
     }
     Ok(claimed.len())
+}
+
+/// Records what a call made leaves to record, and the call delivered, in one transaction. A
+/// platform's event of the same customer may be being applied at that very moment (on
+/// PostgreSQL the applier runs beside the outbox): its new row, not yet committed when the
+/// recording looked, then refuses the platform id (a unique violation). Committed by then, it is
+/// found and merged when the recording is tried again, once, at once.
+fn record_outcome(
+    db: &impl PlatformDatabase,
+    clock: &dyn Clock,
+    entry: &OutboxEntry,
+    attempts: i64,
+    outcome: &CallOutcome,
+) -> Result<(), DomainError> {
+    let record = || {
+        db.write_tx(|tx| {
+            let now = clock.now();
+            match outcome {
+                CallOutcome::CustomerCreated {
+                    customer_id,
+                    platform_id,
+                } => {
+                    record_customer_platform_id(tx, entry.shop_id, *customer_id, platform_id, now)?;
+                }
+                CallOutcome::AddressCreated {
+                    address_id,
+                    platform_id,
+                } => {
+                    record_address_platform_id(tx, entry.shop_id, *address_id, platform_id, now)?;
+                }
+                CallOutcome::Done | CallOutcome::NotYet(_) => {}
+            }
+            Ok(tx.finish_outbox_call(entry.id, OutboxStatus::Delivered, attempts, None, now)?)
+        })
+    };
+    match record() {
+        Err(DomainError::Storage(error)) if error.is_unique_violation() => record(),
+        recorded => recorded,
+    }
+}
+
+/// Records the platform id the connector answered for a customer Mercer made. A platform that
+/// pushes its own changes may have sent the new customer's Saved event first: applied, it made
+/// a second customer row with that platform id. That row is then merged into Mercer's, the one
+/// subscriptions name, which takes the platform id and what the event wrote (as the event would
+/// have written it, had the id been recorded first); the platform's row is marked deleted. Either
+/// way the shop ends with one customer of that platform id: Mercer's. False when the customer
+/// has a platform id already, or is not there.
+pub fn record_customer_platform_id(
+    tx: &mut dyn PlatformRepositories,
+    shop_id: ShopId,
+    customer_id: CustomerId,
+    platform_id: &str,
+    now: Timestamp,
+) -> Result<bool, DomainError> {
+    match tx.platform_entity(shop_id, EntityKind::Customer, platform_id)? {
+        Some(other) if other.id != customer_id.0 => {
+            Ok(tx.merge_customer_rows(shop_id, customer_id, CustomerId(other.id), now)?)
+        }
+        // It is this customer's already.
+        Some(_) => Ok(false),
+        None => Ok(tx.set_customer_platform_id(shop_id, customer_id, platform_id, now)?),
+    }
+}
+
+/// Records the platform id the connector answered for an address Mercer made: it becomes the
+/// address's key. As for customers, the platform's Saved event of the customer may have come
+/// first and added a row keyed by that id. That row is then merged into Mercer's (the one
+/// subscriptions name), which takes its key, platform id, default flag, document and deletion;
+/// the platform's row is marked deleted, and subscriptions naming it name Mercer's instead.
+/// Either way the customer ends with one row of that platform id: Mercer's.
+/// False when the address has a platform id already, or is not there.
+pub fn record_address_platform_id(
+    tx: &mut dyn PlatformRepositories,
+    shop_id: ShopId,
+    address_id: AddressId,
+    platform_id: &str,
+    now: Timestamp,
+) -> Result<bool, DomainError> {
+    // An address is keyed by its platform id: the platform's row of it has that key.
+    match tx.sibling_address_by_key(shop_id, address_id, platform_id)? {
+        Some(duplicate) => Ok(tx.merge_address_rows(shop_id, address_id, duplicate, now)?),
+        None => Ok(tx.set_address_platform_id(shop_id, address_id, platform_id, now)?),
+    }
 }
 
 fn reschedule(
@@ -643,5 +710,223 @@ mod tests {
         assert_eq!(json["operation"], "delete_address");
         assert_eq!(serde_json::from_value::<ConnectorCall>(json).unwrap(), call);
         assert_eq!(call.topic(), Topic::Customers);
+    }
+
+    mod platform_ids_recorded {
+        use std::sync::Arc;
+
+        use serde_json::json;
+
+        use super::*;
+        use crate::access::shop::{Shop, ShopInput, create_shop};
+        use crate::kernel::jobs::RunToEnd;
+        use crate::platform::destinations::DestinationSettings;
+        use crate::platform::events::{EventAction, EventSource, accept_events, parse_event};
+        use crate::platform::resources::PlatformId;
+        use crate::ports::Database;
+        use crate::subscriptions::operations::create_subscription_from_body;
+        use crate::subscriptions::resources::{Actor, ActorType};
+        use crate::testing::{MemoryDatabase, MemoryPlatform};
+
+        struct FixedClock(Timestamp);
+
+        impl Clock for FixedClock {
+            fn now(&self) -> Timestamp {
+                self.0
+            }
+        }
+
+        fn now() -> Timestamp {
+            Timestamp::parse_rfc3339("2030-01-01T00:00:00Z").unwrap()
+        }
+
+        /// A shop whose customers topic has a destination, and a new subscriber made through
+        /// the subscription API: its customer and address wait in the outbox to be created.
+        fn new_subscriber(db: &MemoryDatabase) -> Shop {
+            let shop = db
+                .write(|tx| {
+                    let input = ShopInput {
+                        shop_domain: "echo.shop.test".into(),
+                        ..ShopInput::default()
+                    };
+                    let shop = create_shop(tx, input, now())?;
+                    let settings = DestinationSettings {
+                        topic: Topic::Customers,
+                        url: "http://127.0.0.1:9".into(),
+                        version: "v1".into(),
+                        timeout_ms: 5000,
+                    };
+                    tx.insert_destination(shop.id, &settings, now())?;
+                    Ok(shop)
+                })
+                .unwrap();
+            let body = json!({"customer": {"email": "ada@example.test", "first_name": "Ada"},
+                "subscription": {"order_rrule": "DTSTART:20300107T090000Z\nRRULE:FREQ=WEEKLY",
+                    "line_items": [{"platform_product_id": "p", "platform_variant_id": "v",
+                                    "quantity": 1, "price": 100}],
+                    "shipping_address": {"street1": "1 Main St", "city": "Ottawa", "country_code": "CA"}}});
+            let actor = Actor {
+                kind: ActorType::Api,
+                id: 1,
+                name: "test".into(),
+            };
+            db.write(|tx| create_subscription_from_body(tx, &shop, &body, actor, now()))
+                .unwrap();
+            shop
+        }
+
+        /// Applies the platform's Customer Saved event of `customer` (its `n`-th version).
+        fn push_saved(db: &MemoryDatabase, shop: &Shop, customer: &Customer, n: i64) {
+            let mut body = serde_json::to_value(customer).unwrap();
+            let updated = now().plus_seconds(n);
+            body["platform_updated_at"] = json!(updated.to_rfc3339());
+            let event = parse_event(
+                shop.id,
+                EntityKind::Customer,
+                EventAction::Saved,
+                &json!({"data": {"customer": body}}),
+                EventSource::Webhook,
+                updated,
+            )
+            .unwrap();
+            db.write(|tx| accept_events(tx, &[event], updated)).unwrap();
+        }
+
+        /// A platform whose every save of a customer reaches Mercer as an event before the
+        /// connector's answer does, when `echo_first`.
+        fn platform(db: &MemoryDatabase, shop: &Shop, echo_first: bool) -> MemoryPlatform {
+            let platform = MemoryPlatform::default();
+            if echo_first {
+                let (db, shop) = (db.clone(), shop.clone());
+                let versions = std::sync::atomic::AtomicI64::new(0);
+                platform.state(|s| {
+                    s.on_customer_saved = Some(Arc::new(move |customer: &Customer| {
+                        let n = versions.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        push_saved(&db, &shop, customer, n + 1);
+                    }));
+                });
+            }
+            platform
+        }
+
+        fn deliver(db: &MemoryDatabase, platform: &MemoryPlatform, shop: &Shop) {
+            let job = OutboxJob { shop_id: shop.id };
+            let outcome =
+                deliver_shop_calls(db, platform, &FixedClock(now()), job, &RunToEnd).unwrap();
+            assert_eq!(outcome, JobOutcome::Done);
+        }
+
+        /// The shop's one customer of platform id `cus-1`, Mercer's (the subscription's), with
+        /// one live address `adr-1`, the subscription's; every call delivered at once.
+        fn assert_one_customer_with_one_address(db: &MemoryDatabase, shop: &Shop) {
+            let entries = db.read(|tx| Ok(tx.outbox_entries(shop.id)?)).unwrap();
+            let outcomes: Vec<(&str, OutboxStatus, i64)> = entries
+                .iter()
+                .map(|e| (e.call.operation(), e.status, e.attempts))
+                .collect();
+            assert_eq!(
+                outcomes,
+                [
+                    ("create_customer", OutboxStatus::Delivered, 1),
+                    ("create_address", OutboxStatus::Delivered, 1)
+                ]
+            );
+            let subscription = db.with_state(|state| state.subscriptions[0].state.clone());
+            let customer = db
+                .read(|tx| Ok(tx.directory_customer_by_platform_id(shop.id, "cus-1")?))
+                .unwrap()
+                .unwrap();
+            assert_eq!(
+                customer.id, subscription.customer_id,
+                "Mercer's row is kept"
+            );
+            assert_eq!(customer.deleted_at, None);
+            let live = db
+                .read(|tx| Ok(tx.customer_id_by_email(shop.id, "ada@example.test")?))
+                .unwrap();
+            assert_eq!(live, Some(subscription.customer_id));
+            let live_customers = db.with_state(|state| {
+                state
+                    .entities
+                    .iter()
+                    .filter(|e| e.kind == EntityKind::Customer)
+                    .filter(|e| e.record.platform_deleted_at.is_none())
+                    .count()
+            });
+            assert_eq!(live_customers, 1);
+            let addresses = db
+                .read(|tx| Ok(tx.addresses_of_customers(shop.id, &[customer.id])?))
+                .unwrap();
+            let ids: Vec<(AddressId, Option<&str>, Option<&str>)> = addresses
+                .iter()
+                .map(|a| (a.id, a.platform_id.as_deref(), a.city.as_deref()))
+                .collect();
+            assert_eq!(
+                ids,
+                [(
+                    subscription.shipping_address_id,
+                    Some("adr-1"),
+                    Some("Ottawa")
+                )]
+            );
+            assert_eq!(
+                subscription.billing_address_id,
+                subscription.shipping_address_id
+            );
+        }
+
+        #[test]
+        fn the_platforms_events_before_the_answers_leave_one_customer_and_one_address() {
+            let db = MemoryDatabase::default();
+            let shop = new_subscriber(&db);
+            let platform = platform(&db, &shop, true);
+            deliver(&db, &platform, &shop);
+            // Each event came first and made a row of its own, merged into Mercer's.
+            let merged = db.with_state(|state| {
+                let customers = state
+                    .entities
+                    .iter()
+                    .filter(|e| e.kind == EntityKind::Customer)
+                    .count();
+                (customers, state.addresses.len())
+            });
+            assert_eq!(merged, (2, 2));
+            assert_one_customer_with_one_address(&db, &shop);
+
+            // The platform's next change lands on Mercer's rows.
+            let mut customer = platform.state(|s| s.customers[0].clone());
+            customer.first_name = Some("Augusta".into());
+            if let Some(address) = customer.addresses.as_mut().and_then(|a| a.first_mut()) {
+                address.platform_id = Some(PlatformId::new("adr-1"));
+            }
+            push_saved(&db, &shop, &customer, 10);
+            assert_one_customer_with_one_address(&db, &shop);
+            let first_name = db
+                .read(|tx| Ok(tx.directory_customer_by_platform_id(shop.id, "cus-1")?))
+                .unwrap()
+                .unwrap()
+                .first_name;
+            assert_eq!(first_name.as_deref(), Some("Augusta"));
+        }
+
+        #[test]
+        fn the_platforms_events_after_the_answers_leave_one_customer_and_one_address() {
+            let db = MemoryDatabase::default();
+            let shop = new_subscriber(&db);
+            let platform = platform(&db, &shop, false);
+            deliver(&db, &platform, &shop);
+            let customer = platform.state(|s| s.customers[0].clone());
+            push_saved(&db, &shop, &customer, 1);
+            assert_one_customer_with_one_address(&db, &shop);
+            let merged = db.with_state(|state| {
+                let customers = state
+                    .entities
+                    .iter()
+                    .filter(|e| e.kind == EntityKind::Customer)
+                    .count();
+                (customers, state.addresses.len())
+            });
+            assert_eq!(merged, (1, 1), "nothing to merge");
+        }
     }
 }

@@ -197,7 +197,10 @@ pub trait PlatformRepository {
         address_id: AddressId,
     ) -> StoreResult<Option<String>>;
     /// Records the platform id the connector answered for a customer made by Mercer. Leaves a
-    /// customer that already has one alone; false then, or when there is no such customer.
+    /// customer that already has one alone; false then, or when there is no such customer. A
+    /// unique violation when another customer of the shop has it (one the platform's event made
+    /// first: [`record_customer_platform_id`](crate::platform::outbox::record_customer_platform_id)
+    /// merges them instead).
     fn set_customer_platform_id(
         &mut self,
         shop_id: ShopId,
@@ -207,12 +210,51 @@ pub trait PlatformRepository {
     ) -> StoreResult<bool>;
     /// Records the platform id the connector answered for an address made by Mercer; it keys
     /// the address from then on (its `address_key`), so the platform's next event of the
-    /// customer matches it. Leaves an address that already has one alone; false then.
+    /// customer matches it. Leaves an address that already has one alone; false then. A unique
+    /// violation when another row of the customer has that key (one the platform's event made
+    /// first: [`record_address_platform_id`](crate::platform::outbox::record_address_platform_id)
+    /// merges them instead).
     fn set_address_platform_id(
         &mut self,
         shop_id: ShopId,
         address_id: AddressId,
         platform_id: &str,
+        now: Timestamp,
+    ) -> StoreResult<bool>;
+    /// Another row of the customer of the shop's address `address_id` whose key is `key`,
+    /// deleted or not; None when there is none (or no such address).
+    fn sibling_address_by_key(
+        &mut self,
+        shop_id: ShopId,
+        address_id: AddressId,
+        key: &str,
+    ) -> StoreResult<Option<AddressId>>;
+    /// Makes the shop's address `kept` (made by Mercer, without a platform id yet) the row of
+    /// `duplicate`, another row of the same customer: `kept` takes its key, platform id, default
+    /// flag, document and deletion (`updated_at` is `now`), and keeps its id and `created_at`;
+    /// subscriptions whose billing or shipping address is `duplicate` get `kept` instead; the
+    /// duplicate is marked deleted (when it is not yet), without a platform id, under
+    /// [`AddressKey::merged`](crate::platform::addresses::AddressKey::merged) of its id. False,
+    /// and nothing changed, when `kept` has a platform id or either row is not there.
+    fn merge_address_rows(
+        &mut self,
+        shop_id: ShopId,
+        kept: AddressId,
+        duplicate: AddressId,
+        now: Timestamp,
+    ) -> StoreResult<bool>;
+    /// Makes the shop's customer `kept` (made by Mercer, without a platform id yet) the row of
+    /// `duplicate`, another customer of the shop: `kept` takes its platform id and what the
+    /// platform's events write (email, names, phone, platform times, document, deletion;
+    /// `updated_at` is `now`), and keeps its id, notes and `created_at`; the duplicate's
+    /// addresses, labels, customer groups and subscriptions become `kept`'s; the duplicate is
+    /// marked deleted (when it is not yet), without a platform id. False, and nothing changed,
+    /// when `kept` has a platform id or either customer is not there.
+    fn merge_customer_rows(
+        &mut self,
+        shop_id: ShopId,
+        kept: CustomerId,
+        duplicate: CustomerId,
         now: Timestamp,
     ) -> StoreResult<bool>;
 }

@@ -2,7 +2,7 @@
 //! (the subscription scheduler, the checkout's push).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::platform::connector::{
     ConnectorError, ConnectorResult, ConnectorTarget, Page, PlatformConnector, VerificationAnswer,
@@ -11,6 +11,9 @@ use crate::platform::connector::{
 use crate::platform::resources::{
     Category, Customer, CustomerAddress, Order, Payment, PlatformId, Product,
 };
+
+/// What a platform that pushes its own changes does with a customer it saved.
+pub type OnCustomerSaved = Arc<dyn Fn(&Customer) + Send + Sync>;
 
 /// What the platform holds and was asked.
 #[derive(Default)]
@@ -37,6 +40,15 @@ pub struct PlatformState {
     pub failing_token_checks: Option<ConnectorError>,
     /// How many Validate Customer JWT calls were made.
     pub token_checks: usize,
+    /// The customers created (platform ids `cus-1`, `cus-2`…), with the addresses created for
+    /// them (`adr-1`, `adr-2`…).
+    pub customers: Vec<Customer>,
+    /// How many addresses were created.
+    pub address_count: usize,
+    /// Called with the customer as saved, after each Create Customer and Create Address and
+    /// before the answer: a platform that pushes its own Saved event of every change, which may
+    /// reach Mercer before the answer does.
+    pub on_customer_saved: Option<OnCustomerSaved>,
 }
 
 /// A platform in memory: Create Order is idempotent by key; a payment with token
@@ -83,8 +95,22 @@ impl PlatformConnector for MemoryPlatform {
     ) -> ConnectorResult<Page<Customer>> {
         unused()
     }
-    fn create_customer(&self, _: &ConnectorTarget, _: &Customer) -> ConnectorResult<Customer> {
-        unused()
+    fn create_customer(
+        &self,
+        _: &ConnectorTarget,
+        customer: &Customer,
+    ) -> ConnectorResult<Customer> {
+        let (created, saved) = self.state(|s| {
+            let mut created = customer.clone();
+            created.platform_id = Some(PlatformId::new(format!("cus-{}", s.customers.len() + 1)));
+            created.addresses.get_or_insert_default();
+            s.customers.push(created.clone());
+            (created, s.on_customer_saved.clone())
+        });
+        if let Some(saved) = saved {
+            saved(&created);
+        }
+        Ok(created)
     }
     fn update_customer(
         &self,
@@ -114,10 +140,29 @@ impl PlatformConnector for MemoryPlatform {
     fn create_address(
         &self,
         _: &ConnectorTarget,
-        _: &str,
-        _: &CustomerAddress,
+        customer_id: &str,
+        address: &CustomerAddress,
     ) -> ConnectorResult<CustomerAddress> {
-        unused()
+        let (created, customer, saved) = self.state(|s| {
+            let customer = s
+                .customers
+                .iter_mut()
+                .find(|c| c.platform_id.as_ref().map(PlatformId::as_str) == Some(customer_id))
+                .ok_or(ConnectorError::NotFound)?;
+            let mut created = address.clone();
+            created.platform_id = Some(PlatformId::new(format!("adr-{}", s.address_count + 1)));
+            customer
+                .addresses
+                .get_or_insert_default()
+                .push(created.clone());
+            let customer = customer.clone();
+            s.address_count += 1;
+            Ok((created, customer, s.on_customer_saved.clone()))
+        })?;
+        if let Some(saved) = saved {
+            saved(&customer);
+        }
+        Ok(created)
     }
     fn update_address(
         &self,

@@ -491,6 +491,147 @@ impl PlatformRepository for MemoryState {
         }
         Ok(true)
     }
+
+    fn sibling_address_by_key(
+        &mut self,
+        shop_id: ShopId,
+        address_id: AddressId,
+        key: &str,
+    ) -> StoreResult<Option<AddressId>> {
+        let Some(customer_id) = self
+            .addresses
+            .iter()
+            .find(|a| a.shop_id == shop_id && a.id == address_id.0)
+            .map(|a| a.customer_id)
+        else {
+            return Ok(None);
+        };
+        Ok(self
+            .addresses
+            .iter()
+            .find(|a| {
+                a.customer_id == customer_id && a.id != address_id.0 && a.row.key.as_str() == key
+            })
+            .map(|a| AddressId(a.id)))
+    }
+
+    fn merge_address_rows(
+        &mut self,
+        shop_id: ShopId,
+        kept: AddressId,
+        duplicate: AddressId,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        let Some(customer_id) = self
+            .addresses
+            .iter()
+            .find(|a| a.shop_id == shop_id && a.id == kept.0 && a.row.platform_id.is_none())
+            .map(|a| a.customer_id)
+        else {
+            return Ok(false);
+        };
+        let Some(other) = self
+            .addresses
+            .iter_mut()
+            .find(|a| a.customer_id == customer_id && a.id == duplicate.0 && a.id != kept.0)
+        else {
+            return Ok(false);
+        };
+        let taken = (other.row.clone(), other.deleted_at);
+        other.row.key = AddressKey::merged(other.id);
+        other.row.platform_id = None;
+        other.deleted_at = other.deleted_at.or(Some(now));
+        other.updated_at = now;
+        if let Some(address) = self.addresses.iter_mut().find(|a| a.id == kept.0) {
+            (address.row, address.deleted_at) = taken;
+            address.updated_at = now;
+        }
+        for subscription in &mut self.subscriptions {
+            let state = &mut subscription.state;
+            if state.billing_address_id == duplicate {
+                state.billing_address_id = kept;
+            }
+            if state.shipping_address_id == duplicate {
+                state.shipping_address_id = kept;
+            }
+        }
+        Ok(true)
+    }
+
+    fn merge_customer_rows(
+        &mut self,
+        shop_id: ShopId,
+        kept: CustomerId,
+        duplicate: CustomerId,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        if kept == duplicate
+            || self
+                .customer_mut(shop_id, kept)
+                .is_none_or(|customer| customer.platform_id.is_some())
+        {
+            return Ok(false);
+        }
+        let Some(other) = self.customer_mut(shop_id, duplicate) else {
+            return Ok(false);
+        };
+        let taken = (
+            other.platform_id.take(),
+            other.record.clone(),
+            other.document.clone(),
+            other.columns.clone(),
+        );
+        // This store tells a deleted customer by its platform deletion.
+        other.record.platform_deleted_at = other.record.platform_deleted_at.or(Some(now));
+        other.updated_at = now;
+        if let Some(customer) = self.customer_mut(shop_id, kept) {
+            let (platform_id, record, document, columns) = taken;
+            customer.platform_id = platform_id;
+            customer.record = EntityRecord {
+                id: kept.0,
+                ..record
+            };
+            customer.document = document;
+            customer.columns = CustomerColumns {
+                notes: customer.columns.notes.take(),
+                ..columns
+            };
+            customer.updated_at = now;
+        }
+        for address in &mut self.addresses {
+            if address.customer_id == duplicate.0 {
+                address.customer_id = kept.0;
+            }
+        }
+        let kept_names: Vec<String> = self
+            .labels
+            .iter()
+            .filter(|l| l.label.customer_id == kept && l.label.deleted_at.is_none())
+            .map(|l| l.label.name.clone())
+            .collect();
+        for label in &mut self.labels {
+            let label = &mut label.label;
+            if label.customer_id == duplicate && !kept_names.contains(&label.name) {
+                label.customer_id = kept;
+            }
+        }
+        let groups: Vec<CustomerGroupId> = self
+            .customer_group_members
+            .iter()
+            .filter(|(customer, _)| *customer == duplicate)
+            .map(|(_, group)| *group)
+            .collect();
+        for group in groups {
+            self.customer_group_members.remove(&(duplicate, group));
+            self.customer_group_members.insert((kept, group));
+        }
+        for subscription in &mut self.subscriptions {
+            if subscription.state.customer_id == duplicate {
+                subscription.state.customer_id = kept;
+            }
+        }
+        Ok(true)
+    }
 }
 
 impl MemoryState {

@@ -6,7 +6,9 @@ use mercer_domain::kernel::ids::ShopId;
 use mercer_domain::kernel::ids::{
     AddressId, BillingRuleId, CustomerId, GroupId, LineItemId, SubscriptionId,
 };
+use mercer_domain::platform::customer_groups::NewCustomerGroup;
 use mercer_domain::platform::events::EntityKind;
+use mercer_domain::platform::outbox::{record_address_platform_id, record_customer_platform_id};
 use mercer_domain::platform::resources::CustomerAddress;
 use mercer_domain::ports::Database;
 use mercer_domain::subscriptions::groups::{BillingRule, GroupProduct, IntervalType, StoredGroup};
@@ -651,6 +653,285 @@ fn an_address_key_the_customer_has_is_refused(db: &impl Database) {
     );
 }
 every_database!(an_address_key_the_customer_has_is_refused);
+
+/// (id, platform id, city, default) of the customer's live addresses, by id.
+fn live_addresses(
+    db: &impl Database,
+    shop_id: ShopId,
+    customer_id: CustomerId,
+) -> Vec<(AddressId, Option<String>, Option<String>, bool)> {
+    stored_addresses(db, shop_id, customer_id)
+        .into_iter()
+        .map(|a| (a.id, a.platform_id, a.city, a.is_default))
+        .collect()
+}
+
+fn an_address_the_platforms_event_made_first_is_merged_into_the_one_made_here(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    let customer = new_customer(
+        db,
+        shop.id,
+        &fields(Some("ada@example.test"), None, None),
+        10,
+    );
+    let lyon = new_address(db, shop.id, customer, "Lyon", true, 11);
+    assert!(
+        db.write(|tx| Ok(tx.set_customer_platform_id(shop.id, customer, "c1", at(12))?))
+            .unwrap()
+    );
+    // The platform created lyon as a1 and pushed the customer's event before the connector's
+    // answer was recorded: a row of its own for a1 (and lyon, not in the document, gone).
+    accept(
+        db,
+        vec![customer_event(
+            shop.id,
+            "c1",
+            20,
+            json!({"email": "ada@example.test", "addresses": [address(Some("a1"), "Lyon", true)]}),
+        )],
+        at(200),
+    );
+    let rows = live_addresses(db, shop.id, customer);
+    assert_eq!(rows.len(), 1);
+    let platform_row = rows[0].0;
+    assert_ne!(platform_row, lyon);
+    // A subscription made meanwhile ships to the platform's row.
+    let state = SubscriptionState {
+        shipping_address_id: platform_row,
+        ..plain_state(customer, lyon, SubscriptionStatus::Active)
+    };
+    let subscription = insert_subscription(db, shop.id, &state, 30);
+    assert_taken(db.write(|tx| Ok(tx.set_address_platform_id(shop.id, lyon, "a1", at(40))?)));
+
+    assert!(
+        db.write(|tx| record_address_platform_id(tx, shop.id, lyon, "a1", at(40)))
+            .unwrap()
+    );
+    assert_eq!(
+        live_addresses(db, shop.id, customer),
+        [(lyon, Some("a1".into()), Some("Lyon".into()), true)],
+        "one row for a1: the one made here"
+    );
+    let kept = &addresses_by_ids(db, shop.id, &[lyon])[0];
+    assert_eq!(
+        (kept.created_at, kept.updated_at, kept.deleted_at),
+        (at(11), at(40), None)
+    );
+    let merged = &addresses_by_ids(db, shop.id, &[platform_row])[0];
+    assert_eq!(
+        (merged.platform_id.as_deref(), merged.deleted_at),
+        (None, Some(at(40)))
+    );
+    let state = read_subscription(db, shop.id, subscription).state;
+    assert_eq!(
+        (state.billing_address_id, state.shipping_address_id),
+        (lyon, lyon)
+    );
+    assert_eq!(
+        db.read(|tx| Ok(tx.address_platform_id(shop.id, lyon)?))
+            .unwrap()
+            .as_deref(),
+        Some("a1")
+    );
+    assert!(
+        !db.write(|tx| record_address_platform_id(tx, shop.id, lyon, "a1", at(50)))
+            .unwrap(),
+        "recorded already"
+    );
+
+    // The platform's next event rewrites the row made here.
+    accept(
+        db,
+        vec![customer_event(
+            shop.id,
+            "c1",
+            60,
+            json!({"email": "ada@example.test", "addresses": [address(Some("a1"), "Grenoble", true)]}),
+        )],
+        at(600),
+    );
+    assert_eq!(
+        live_addresses(db, shop.id, customer),
+        [(lyon, Some("a1".into()), Some("Grenoble".into()), true)]
+    );
+}
+every_database!(an_address_the_platforms_event_made_first_is_merged_into_the_one_made_here);
+
+fn an_address_recorded_before_the_platforms_event_has_nothing_to_merge(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    let customer = new_customer(
+        db,
+        shop.id,
+        &fields(Some("ada@example.test"), None, None),
+        10,
+    );
+    let lyon = new_address(db, shop.id, customer, "Lyon", true, 11);
+    db.write(|tx| Ok(tx.set_customer_platform_id(shop.id, customer, "c1", at(12))?))
+        .unwrap();
+    assert!(
+        db.write(|tx| record_address_platform_id(tx, shop.id, lyon, "a1", at(20)))
+            .unwrap()
+    );
+    accept(
+        db,
+        vec![customer_event(
+            shop.id,
+            "c1",
+            30,
+            json!({"email": "ada@example.test", "addresses": [address(Some("a1"), "Lyon", true)]}),
+        )],
+        at(300),
+    );
+    assert_eq!(
+        live_addresses(db, shop.id, customer),
+        [(lyon, Some("a1".into()), Some("Lyon".into()), true)]
+    );
+}
+every_database!(an_address_recorded_before_the_platforms_event_has_nothing_to_merge);
+
+fn a_customer_the_platforms_event_made_first_is_merged_into_the_one_made_here(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    let made_fields = CustomerFields {
+        notes: Some("leave at the door".into()),
+        ..fields(Some("ada@example.test"), Some("Ada"), None)
+    };
+    let made = new_customer(db, shop.id, &made_fields, 10);
+    let lyon = new_address(db, shop.id, made, "Lyon", true, 11);
+    let subscription = insert_subscription(
+        db,
+        shop.id,
+        &plain_state(made, lyon, SubscriptionStatus::Active),
+        12,
+    );
+    // The platform created the customer as c1 and pushed its event before the connector's
+    // answer was recorded: a customer row of its own.
+    accept(
+        db,
+        vec![customer_event(
+            shop.id,
+            "c1",
+            20,
+            json!({"email": "ada@example.test", "first_name": "Augusta",
+                "addresses": [address(Some("a9"), "Paris", false)]}),
+        )],
+        at(200),
+    );
+    let platform_row = stored_customer(db, shop.id, "c1").id;
+    assert_ne!(platform_row, made);
+    let paris = live_addresses(db, shop.id, platform_row)[0].0;
+    // Meanwhile: labels, a group and a subscription on the platform's row.
+    let theirs = insert_subscription(
+        db,
+        shop.id,
+        &plain_state(platform_row, paris, SubscriptionStatus::Active),
+        30,
+    );
+    db.write(|tx| {
+        tx.insert_label(shop.id, platform_row, "vip", at(31))?;
+        tx.insert_label(shop.id, platform_row, "gold", at(31))?;
+        tx.insert_label(shop.id, made, "gold", at(31))?;
+        let group = NewCustomerGroup {
+            platform_id: "g1".into(),
+            name: Some("Wholesale".into()),
+        };
+        let groups = tx.put_customer_groups(shop.id, &[group], at(31))?;
+        tx.set_customer_groups(shop.id, &[(platform_row, vec![groups[0].1])])?;
+        Ok(())
+    })
+    .unwrap();
+    assert_taken(db.write(|tx| Ok(tx.set_customer_platform_id(shop.id, made, "c1", at(40))?)));
+
+    assert!(
+        db.write(|tx| record_customer_platform_id(tx, shop.id, made, "c1", at(40)))
+            .unwrap()
+    );
+    let customer = stored_customer(db, shop.id, "c1");
+    assert_eq!(customer.id, made, "one customer for c1: the one made here");
+    assert_eq!(
+        (
+            customer.first_name.as_deref(),
+            customer.created_at,
+            customer.updated_at,
+            customer.deleted_at
+        ),
+        (Some("Augusta"), at(10), at(40), None),
+        "with what the platform's event wrote"
+    );
+    assert_eq!(
+        db.read(|tx| Ok(tx.customer_notes(shop.id, &[made])?))
+            .unwrap(),
+        [(made, "leave at the door".to_string())]
+    );
+    assert_eq!(
+        db.read(|tx| Ok(tx.customer_id_by_email(shop.id, "ada@example.test")?))
+            .unwrap(),
+        Some(made)
+    );
+    let merged = db
+        .read(|tx| Ok(tx.directory_customer(shop.id, platform_row)?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (merged.platform_id, merged.deleted_at),
+        (None, Some(at(40)))
+    );
+    assert_eq!(
+        live_addresses(db, shop.id, made),
+        [
+            (lyon, None, Some("Lyon".into()), true),
+            (paris, Some("a9".into()), Some("Paris".into()), false)
+        ]
+    );
+    let labels = |customer| -> Vec<String> {
+        let mut names: Vec<String> = db
+            .read(|tx| Ok(tx.labels_of_customers(shop.id, &[customer])?))
+            .unwrap()
+            .into_iter()
+            .map(|label| label.name)
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(labels(made), ["gold", "vip"]);
+    assert_eq!(labels(platform_row), ["gold"], "a name it has stays behind");
+    let groups = |customer| -> Vec<String> {
+        db.read(|tx| Ok(tx.groups_of_customers(shop.id, &[customer])?))
+            .unwrap()
+            .into_iter()
+            .map(|group| group.platform_id)
+            .collect()
+    };
+    assert_eq!(groups(made), ["g1"]);
+    assert!(groups(platform_row).is_empty());
+    for id in [subscription, theirs] {
+        assert_eq!(read_subscription(db, shop.id, id).state.customer_id, made);
+    }
+    assert!(
+        !db.write(|tx| record_customer_platform_id(tx, shop.id, made, "c1", at(50)))
+            .unwrap(),
+        "recorded already"
+    );
+
+    // The platform's next event lands on the customer made here.
+    accept(
+        db,
+        vec![customer_event(
+            shop.id,
+            "c1",
+            60,
+            json!({"email": "ada@example.test", "first_name": "Ada",
+                "addresses": [address(Some("a9"), "Paris", false)]}),
+        )],
+        at(600),
+    );
+    let customer = stored_customer(db, shop.id, "c1");
+    assert_eq!(
+        (customer.id, customer.first_name.as_deref()),
+        (made, Some("Ada"))
+    );
+    assert_eq!(live_addresses(db, shop.id, made).len(), 2);
+}
+every_database!(a_customer_the_platforms_event_made_first_is_merged_into_the_one_made_here);
 
 // --- subscriptions ------------------------------------------------------------------------------
 

@@ -911,4 +911,36 @@ impl PlatformRepository for StoreTx<'_> {
         .map_err(storage_error)?;
         Ok(changed == 1)
     }
+
+    fn sibling_address_by_key(
+        &mut self,
+        shop_id: ShopId,
+        address_id: AddressId,
+        key: &str,
+    ) -> StoreResult<Option<AddressId>> {
+        super::merges::sibling_address_by_key(self.conn, shop_id, address_id, key)
+            .map_err(storage_error)
+    }
+
+    fn merge_address_rows(
+        &mut self,
+        shop_id: ShopId,
+        kept: AddressId,
+        duplicate: AddressId,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        super::merges::merge_address_rows(self.conn, shop_id, kept, duplicate, now.as_micros())
+            .map_err(storage_error)
+    }
+
+    fn merge_customer_rows(
+        &mut self,
+        shop_id: ShopId,
+        kept: CustomerId,
+        duplicate: CustomerId,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        super::merges::merge_customer_rows(self.conn, shop_id, kept, duplicate, now.as_micros())
+            .map_err(storage_error)
+    }
 }

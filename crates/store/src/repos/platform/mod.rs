@@ -5,5 +5,6 @@ mod customer_groups;
 mod destinations;
 mod entities;
 pub(crate) mod events;
+mod merges;
 mod outbox;
 mod sync;
