@@ -91,7 +91,7 @@ fn tidy_fails_when_the_domain_reaches_actix_through_another_crate() {
     );
     assert!(
         stderr.contains(
-            "helper depends on actix-web, which only mercer-server, mercer-platform-sim, xtask may use"
+            "helper depends on actix-web, which only mercer-server, mercer-platform-sim, mercer-vendure, xtask may use"
         ),
         "{stderr}"
     );
