@@ -10,6 +10,9 @@
 //!   PostgreSQL, N seconds each (default 600); prints cases run and failures found.
 //! - `cargo xtask openapi`: writes `docs/openapi.json` from the code (a test fails while the
 //!   committed file differs).
+//! - `cargo xtask bench ingest|dispatch|subscriptions|scheduler|console|mixed|vendure`: builds
+//!   the release binaries, then runs the benchmark in release mode and prints its figures
+//!   (docs/benchmarks.md); `vendure` measures the Vendure connector against the pinned Vendure.
 //! - `cargo xtask mutants [TARGET…] [-- ARGS]`: cargo-mutants over the code listed in
 //!   docs/testing.md (not part of CI).
 //! - `cargo xtask vendure [--port 3000] [--database sqlite|postgres]`: the pinned Vendure with the
@@ -22,6 +25,7 @@ mod bench_dispatch;
 mod bench_mixed;
 mod bench_scheduler;
 mod bench_subscriptions;
+mod bench_vendure;
 mod chaos;
 mod composition;
 mod features;
@@ -40,7 +44,7 @@ fn usage() -> ExitCode {
          ci                                    fmt check, clippy, tidy, test --require-postgres\n  \
          chaos                                 the reliability suite, full form, with its figures\n  \
          tidy [--manifest-path PATH]           check the crate layering invariants\n  \
-         bench ingest|dispatch|subscriptions|scheduler|console|mixed\n                                               the ingest, webhook, List Subscriptions, scheduler, console or mixed-load benchmark\n  \
+         bench ingest|dispatch|subscriptions|scheduler|console|mixed|vendure\n                                               the ingest, webhook, List Subscriptions, scheduler, console,\n                                               mixed-load or Vendure connector benchmark\n  \
          openapi                               write docs/openapi.json from the code\n  \
          fuzz-api [--seconds N]                schemathesis on both databases, N s each (600)\n  \
          mutants [TARGET...] [-- ARGS]         cargo-mutants over signing, events, access, guard\n  \
@@ -107,6 +111,7 @@ fn main() -> ExitCode {
         }
         "bench-run-console" => bench_console::console(rest.first().map_or("", String::as_str)),
         "bench-run-mixed" => bench_mixed::mixed(rest.first().map_or("", String::as_str)),
+        "bench-run-vendure" => bench_vendure::vendure(rest.first().map_or("", String::as_str)),
         _ => return usage(),
     };
     match result {
@@ -167,9 +172,10 @@ fn bench(args: &[String]) -> Result<(), String> {
         Some("scheduler") => "bench-run-scheduler",
         Some("console") => "bench-run-console",
         Some("mixed") => "bench-run-mixed",
+        Some("vendure") => "bench-run-vendure",
         _ => {
             return Err(
-                "usage: cargo xtask bench ingest [--processes 1,2,4]|dispatch|subscriptions|scheduler|console|mixed"
+                "usage: cargo xtask bench ingest [--processes 1,2,4]|dispatch|subscriptions|scheduler|console|mixed|vendure"
                     .to_string(),
             );
         }
@@ -178,6 +184,9 @@ fn bench(args: &[String]) -> Result<(), String> {
     let mut build = vec!["build", "--release", "-p", "mercer-server", "-p", "xtask"];
     if run == "bench-run-scheduler" {
         build.extend(["-p", "mercer-platform-sim"]);
+    }
+    if run == "bench-run-vendure" {
+        build.extend(["-p", "mercer-vendure"]);
     }
     // Checked before the build, which takes minutes.
     if run == "bench-run-ingest" {
