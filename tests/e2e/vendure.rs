@@ -56,7 +56,13 @@ fn conformance_passes(vendure: &RunningVendure) {
     let (customer, token) = seeded_customer_token(vendure);
     let output = Command::new(mercer_binary())
         .args(["conformance", "--connector", &connector.url, "--shop", SHOP])
-        .args(["--secret", SECRET, "--allow-private-targets"])
+        .args([
+            "--secret",
+            SECRET,
+            "--allow-private-targets",
+            "--timeout-ms",
+            "30000",
+        ])
         .args(["--customer-token", &format!("{customer}:{token}")])
         .output()
         .unwrap();
@@ -77,9 +83,11 @@ fn conformance_passes(vendure: &RunningVendure) {
     assert!(!validate.contains("no customer token"), "{validate}");
 }
 
+/// The conformance checks count what lists answer: they get a Vendure of their own, which no
+/// other test changes meanwhile.
 #[test]
 fn conformance_passes_against_vendure_on_sqlite() {
-    conformance_passes(vendure::shared());
+    conformance_passes(&vendure::start(Database::Sqlite));
 }
 
 #[test]
@@ -142,9 +150,22 @@ impl World {
             "/integrations/v1/shops/{}/platform_connector_destinations",
             demo.shop
         );
+        // The suite runs many tests against one Vendure at once: its calls take seconds then.
+        // Calls get the longest timeout, and an order whose placement timed out is tried again
+        // (with its key: the order made first is the one paid) after 5 s, not a day.
+        server
+            .cli(&[
+                "shop",
+                "update",
+                "--shop",
+                &demo.shop,
+                "--order-retry-interval",
+                "5",
+            ])
+            .value();
         for topic in ["customers", "orders", "products"] {
-            let body =
-                json!({"data": {"destination": {"topic": topic, "destination": connector.url}}});
+            let body = json!({"data": {"destination": {"topic": topic,
+                "destination": connector.url, "timeout_ms": 30000}}});
             let answer = server.post(&path).bearer(&demo.token).json(&body);
             assert_eq!(answer.status, 200, "{topic}: {}", answer.text);
         }
@@ -232,7 +253,7 @@ impl World {
             .read(|tx| Ok(mercer_domain::access::shop::find_shop(tx, &self.shop)?.id))
             .unwrap();
         let mut found = None;
-        let arrived = wait_until(Duration::from_secs(30), || {
+        let arrived = wait_until(Duration::from_secs(60), || {
             let record = self
                 .store
                 .read(|tx| Ok(tx.platform_entity(shop_id, kind, platform_id)?))
@@ -328,7 +349,7 @@ fn vendure_changes_reach_the_directory_and_the_catalogue(backend: Backend) {
         "mutation($group: ID!, $customer: ID!) { addCustomersToGroup(customerGroupId: $group, customerIds: [$customer]) { id } }",
         json!({ "group": group, "customer": customer }),
     );
-    assert!(wait_until(Duration::from_secs(30), || {
+    assert!(wait_until(Duration::from_secs(60), || {
         let listed = world.directory_customer(&customer);
         listed["customer"]["groups"]
             .as_array()
@@ -450,7 +471,7 @@ fn wait_for_vendure_customer(vendure: &RunningVendure, email: &str) -> String {
 /// Waits for the customer's one paid order; fails if a second appears meanwhile.
 fn wait_for_paid_order(world: &World, customer: &str) -> Value {
     let mut orders = Vec::new();
-    let paid = wait_until(Duration::from_secs(60), || {
+    let paid = wait_until(Duration::from_secs(120), || {
         orders = orders_of(world.vendure, customer);
         orders
             .iter()

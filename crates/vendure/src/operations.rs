@@ -712,6 +712,55 @@ pub fn create_order(
     get_order(vendure, &id)
 }
 
+/// Mutations of one draft order sent as one GraphQL document: Vendure runs a document's
+/// mutations one after the other, in order, so a Create Order is a few round trips, not one
+/// per line and address.
+#[derive(Default)]
+struct Batch {
+    declarations: Vec<String>,
+    fields: Vec<String>,
+    variables: Map<String, Value>,
+}
+
+impl Batch {
+    /// Adds the mutation `name` with these arguments: `(argument, GraphQL type, value)`.
+    fn add(&mut self, name: &str, arguments: &[(&str, &str, Value)]) {
+        let mut passed = Vec::new();
+        for (argument, kind, value) in arguments {
+            let variable = format!("v{}", self.variables.len());
+            self.declarations.push(format!("${variable}: {kind}"));
+            passed.push(format!("{argument}: ${variable}"));
+            self.variables.insert(variable, value.clone());
+        }
+        let errors = match ORDER_UNION_MUTATIONS.contains(&name) {
+            true => "... on ErrorResult { errorCode message }",
+            false => "",
+        };
+        self.fields.push(format!(
+            "m{}: {name}({}) {{ ... on Order {{ id }} {errors} }}",
+            self.fields.len(),
+            passed.join(", ")
+        ));
+    }
+
+    /// Runs the mutations; an error result of any of them is a refusal.
+    fn run(self, vendure: &Vendure) -> Result<(), VendureError> {
+        if self.fields.is_empty() {
+            return Ok(());
+        }
+        let query = format!(
+            "mutation({}) {{ {} }}",
+            self.declarations.join(", "),
+            self.fields.join(" ")
+        );
+        let answers: Map<String, Value> = vendure.admin(&query, Value::Object(self.variables))?;
+        for answer in answers.into_values() {
+            entity_or_refusal::<Value>(answer)?;
+        }
+        Ok(())
+    }
+}
+
 fn fill_draft(
     vendure: &Vendure,
     id: &str,
@@ -719,75 +768,85 @@ fn fill_draft(
     key: Option<&str>,
     currency: &CurrencyCode,
 ) -> Result<(), VendureError> {
+    let mut batch = Batch::default();
+    let order_id = ("orderId", "ID!", json!(id));
     let fields = order_custom_fields(sent, key, currency)?;
     if !fields.is_empty() {
-        order_mutation(
-            vendure,
+        let input = json!({ "id": id, "customFields": fields });
+        batch.add(
             "setDraftOrderCustomFields",
-            "$id: ID!, $input: UpdateOrderInput!",
-            "orderId: $id, input: $input",
-            json!({ "id": id, "input": { "id": id, "customFields": fields } }),
-        )?;
+            &[order_id.clone(), ("input", "UpdateOrderInput!", input)],
+        );
     }
     if let Some(customer) = &sent.platform_customer_id {
-        order_mutation(
-            vendure,
+        batch.add(
             "setCustomerForDraftOrder",
-            "$id: ID!, $customer: ID!",
-            "orderId: $id, customerId: $customer",
-            json!({ "id": id, "customer": customer.as_str() }),
-        )?;
+            &[
+                order_id.clone(),
+                ("customerId", "ID!", json!(customer.as_str())),
+            ],
+        );
     }
     for line in sent.line_items.iter().flatten() {
-        add_line(vendure, id, line, currency)?;
+        let input = line_input(line, currency)?;
+        batch.add(
+            "addItemToDraftOrder",
+            &[
+                order_id.clone(),
+                ("input", "AddItemToDraftOrderInput!", input),
+            ],
+        );
     }
     if let Some(address) = sent.shipping_addresses.iter().flatten().next() {
-        order_mutation(
-            vendure,
+        let input = order_address_input(address);
+        batch.add(
             "setDraftOrderShippingAddress",
-            "$id: ID!, $input: CreateAddressInput!",
-            "orderId: $id, input: $input",
-            json!({ "id": id, "input": order_address_input(address) }),
-        )?;
+            &[order_id.clone(), ("input", "CreateAddressInput!", input)],
+        );
     }
     if let Some(address) = &sent.billing_address {
-        order_mutation(
-            vendure,
+        let input = order_address_input(address);
+        batch.add(
             "setDraftOrderBillingAddress",
-            "$id: ID!, $input: CreateAddressInput!",
-            "orderId: $id, input: $input",
-            json!({ "id": id, "input": order_address_input(address) }),
-        )?;
+            &[order_id.clone(), ("input", "CreateAddressInput!", input)],
+        );
     }
+    for (note, public) in [(&sent.notes, false), (&sent.public_notes, true)] {
+        if let Some(note) = note.as_deref().filter(|note| !note.is_empty()) {
+            let input = json!({ "id": id, "note": note, "isPublic": public });
+            batch.add(
+                "addNoteToOrder",
+                &[("input", "AddNoteToOrderInput!", input)],
+            );
+        }
+    }
+    batch.run(vendure)?;
     let has_lines = sent
         .line_items
         .as_ref()
         .is_some_and(|lines| !lines.is_empty());
     if has_lines && sent.platform_customer_id.is_some() {
         let priced = sent.shipping_subtotal.is_some();
-        set_shipping(vendure, id, sent.shipping_method.as_deref(), priced)?;
-        order_mutation(
-            vendure,
+        let method = shipping_method(vendure, id, sent.shipping_method.as_deref(), priced)?;
+        let mut batch = Batch::default();
+        batch.add(
+            "setDraftOrderShippingMethod",
+            &[order_id.clone(), ("shippingMethodId", "ID!", json!(method))],
+        );
+        batch.add(
             "transitionOrderToState",
-            "$id: ID!",
-            "id: $id, state: \"ArrangingPayment\"",
-            json!({ "id": id }),
-        )?;
-    }
-    for (note, public) in [(&sent.notes, false), (&sent.public_notes, true)] {
-        if let Some(note) = note.as_deref().filter(|note| !note.is_empty()) {
-            add_note(vendure, id, note, public)?;
-        }
+            &[
+                ("id", "ID!", json!(id)),
+                ("state", "String!", json!("ArrangingPayment")),
+            ],
+        );
+        batch.run(vendure)?;
     }
     Ok(())
 }
 
-fn add_line(
-    vendure: &Vendure,
-    id: &str,
-    line: &LineItem,
-    currency: &CurrencyCode,
-) -> Result<(), VendureError> {
+/// A line of Create Order as Vendure's `AddItemToDraftOrderInput`, with Mercer's prices.
+fn line_input(line: &LineItem, currency: &CurrencyCode) -> Result<Value, VendureError> {
     let variant = line
         .platform_variant_id
         .as_ref()
@@ -810,26 +869,20 @@ fn add_line(
     if !prices.is_empty() {
         input["customFields"] = Value::Object(prices);
     }
-    order_mutation(
-        vendure,
-        "addItemToDraftOrder",
-        "$id: ID!, $input: AddItemToDraftOrderInput!",
-        "orderId: $id, input: $input",
-        json!({ "id": id, "input": input }),
-    )
+    Ok(input)
 }
 
 /// The shipping method that charges the shipping price Mercer set (the plugin makes it).
 const MERCER_SHIPPING_CODE: &str = "mercer-subscription-shipping";
 
-/// Sets the shipping method: the plugin's, which charges the price sent, when the order was
+/// The shipping method to set: the plugin's, which charges the price sent, when the order was
 /// sent with one (`priced`); else the one of that name, or else the cheapest eligible.
-fn set_shipping(
+fn shipping_method(
     vendure: &Vendure,
     id: &str,
     name: Option<&str>,
     priced: bool,
-) -> Result<(), VendureError> {
+) -> Result<String, VendureError> {
     #[derive(Deserialize)]
     struct Eligible {
         #[serde(rename = "eligibleShippingMethodsForDraftOrder")]
@@ -855,16 +908,9 @@ fn set_shipping(
                 others.min_by_key(|m| m.price)
             }),
     };
-    let chosen = chosen.ok_or_else(|| {
-        VendureError::Refused("no shipping method can ship this order".to_string())
-    })?;
-    order_mutation(
-        vendure,
-        "setDraftOrderShippingMethod",
-        "$id: ID!, $method: ID!",
-        "orderId: $id, shippingMethodId: $method",
-        json!({ "id": id, "method": chosen.id }),
-    )
+    chosen
+        .map(|method| method.id.clone())
+        .ok_or_else(|| VendureError::Refused("no shipping method can ship this order".to_string()))
 }
 
 fn add_note(vendure: &Vendure, id: &str, note: &str, public: bool) -> Result<(), VendureError> {
