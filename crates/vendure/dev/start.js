@@ -27,7 +27,7 @@ const {
     DefaultLogger,
 } = require('@vendure/core');
 const { populate } = require('@vendure/core/cli');
-const { MercerPlugin, mercerBackoff } = require('../plugin');
+const { MercerPlugin, mercerApiKeyStrategy, mercerBackoff } = require('../plugin');
 
 const SUPERADMIN = { identifier: 'superadmin', password: 'superadmin' };
 const CUSTOMER = {
@@ -114,6 +114,7 @@ function config(opts) {
         },
         authOptions: {
             tokenMethod: ['bearer', 'api-key'],
+            adminApiKeyStrategy: mercerApiKeyStrategy(),
             superadminCredentials: SUPERADMIN,
             requireVerification: false,
         },
