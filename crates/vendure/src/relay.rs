@@ -164,9 +164,11 @@ impl Relay {
         let status = answer.status().as_u16();
         match status {
             200..=299 => Ok(()),
-            // Mercer refused the event itself: sending it again would not change that.
+            // Mercer refused the event itself: sending it again would not change that, so the
+            // change is lost to Mercer until the next one; an error, for the operator to see.
             400 | 404 | 409 | 422 => {
-                tracing::warn!(status, url, "Mercer refused an event");
+                let reason = answer.into_body().read_to_string().unwrap_or_default();
+                tracing::error!(status, url, reason, "Mercer refused an event");
                 Ok(())
             }
             _ => Err(RelayError::Mercer(format!("status {status}"))),
