@@ -182,8 +182,8 @@ impl World {
         }
     }
 
-    /// Mercer restarted on the same database with these arguments (a later clock); the
-    /// connector stays.
+    /// Mercer restarted on the same database with these arguments (a later clock), and the
+    /// connector restarted on its address to send to Mercer's new one.
     fn restart(self, serve_args: &[&str]) -> World {
         let World {
             server,
@@ -199,7 +199,7 @@ impl World {
         args.extend_from_slice(serve_args);
         let server = MercerServer::start_with(server.into_database(), &args);
         let store = server.database().open_store();
-        World {
+        let mut world = World {
             server,
             store,
             shop,
@@ -208,7 +208,9 @@ impl World {
             bind,
             vendure,
             connector,
-        }
+        };
+        world.connector_down(|| {});
+        world
     }
 
     /// The connector killed as a crash would, `meanwhile` done, and the connector started again

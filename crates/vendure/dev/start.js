@@ -122,7 +122,11 @@ function config(opts) {
         paymentOptions: { paymentMethodHandlers: [dummyPaymentHandler] },
         logger: new DefaultLogger({ level: opts.quiet ? LogLevel.Warn : LogLevel.Info }),
         plugins: [
-            DefaultJobQueuePlugin.init({ pollInterval: 100, backoffStrategy: mercerBackoff }),
+            DefaultJobQueuePlugin.init({
+                pollInterval: 100,
+                backoffStrategy: mercerBackoff,
+                concurrency: queue => (queue === 'mercer-forward' ? 8 : 1),
+            }),
             MercerPlugin,
         ],
     };
@@ -200,12 +204,26 @@ async function main() {
             `API key: ${key}\n` +
             `Customer: ${CUSTOMER.emailAddress} password: ${CUSTOMER.password}\n`,
     );
+    let stopping = false;
     const stop = async () => {
+        if (stopping) {
+            return;
+        }
+        stopping = true;
         await app.close();
         process.exit(0);
     };
     process.on('SIGTERM', stop);
     process.on('SIGINT', stop);
+    // The process that started us may close our output before we stop (a test run that
+    // ended): the last log lines go nowhere then, and that is no reason to crash.
+    for (const stream of [process.stdout, process.stderr]) {
+        stream.on('error', error => {
+            if (error.code === 'EPIPE') {
+                stop();
+            }
+        });
+    }
     if (opts.parent > 0) {
         // Tests share one Vendure for their whole run: it goes when the test process does.
         setInterval(() => {

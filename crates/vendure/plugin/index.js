@@ -29,9 +29,13 @@
 //   lists by `updatedAt` sees it.
 //
 // A push that fails is retried; give the job queue `mercerBackoff` so the retries spread over
-// hours (1 s, 2 s, 4 s… up to 10 minutes apart) rather than seconds:
+// hours (1 s, 2 s, 4 s… up to 10 minutes apart) rather than seconds, and let several pushes run
+// at once (each carries the entity's current state and `updatedAt`, and Mercer keeps the newest):
 //
-//     DefaultJobQueuePlugin.init({ backoffStrategy: mercerBackoff })
+//     DefaultJobQueuePlugin.init({
+//         backoffStrategy: mercerBackoff,
+//         concurrency: queue => (queue === 'mercer-forward' ? 8 : 1),
+//     })
 //
 // A push is signed: `X-Mercer-Timestamp` (RFC 3339) and `X-Mercer-Signature`, base64 of
 // HMAC-SHA256 keyed with the secret over the timestamp, a newline and the exact body.

@@ -582,7 +582,6 @@ fn order_of_key(vendure: &Vendure, key: &str) -> Result<Option<String>, VendureE
 /// and the order's own discount and shipping price (which Vendure then charges).
 fn order_custom_fields(
     sent: &Order,
-    key: Option<&str>,
     currency: &CurrencyCode,
 ) -> Result<Map<String, Value>, VendureError> {
     let mut fields = Map::new();
@@ -595,9 +594,6 @@ fn order_custom_fields(
         "shipping_subtotal",
     )? {
         fields.insert("mercerShippingPrice".to_string(), json!(shipping));
-    }
-    if let Some(key) = key {
-        fields.insert("mercerIdempotencyKey".to_string(), json!(key));
     }
     if let Some(test) = sent.test {
         fields.insert("mercerTest".to_string(), json!(test));
@@ -703,13 +699,21 @@ pub fn create_order(
     let filled = fill_draft(vendure, &id, sent, key, &currency);
     if let Err(error) = filled {
         // A draft that could not be made as sent is removed: a retry starts afresh.
-        let _ = vendure.admin::<Value>(
-            "mutation($id: ID!) { deleteDraftOrder(orderId: $id) { result } }",
-            json!({ "id": id }),
-        );
+        delete_draft(vendure, &id);
         return Err(error);
     }
     get_order(vendure, &id)
+}
+
+/// Removes a draft order; a draft that cannot be removed is left to the merchant.
+fn delete_draft(vendure: &Vendure, id: &str) {
+    let deleted = vendure.admin::<Value>(
+        "mutation($id: ID!) { deleteDraftOrder(orderId: $id) { result } }",
+        json!({ "id": id }),
+    );
+    if let Err(error) = deleted {
+        tracing::warn!(order = id, %error, "a draft order could not be removed");
+    }
 }
 
 /// Mutations of one draft order sent as one GraphQL document: Vendure runs a document's
@@ -770,7 +774,7 @@ fn fill_draft(
 ) -> Result<(), VendureError> {
     let mut batch = Batch::default();
     let order_id = ("orderId", "ID!", json!(id));
-    let fields = order_custom_fields(sent, key, currency)?;
+    let fields = order_custom_fields(sent, currency)?;
     if !fields.is_empty() {
         let input = json!({ "id": id, "customFields": fields });
         batch.add(
@@ -820,15 +824,15 @@ fn fill_draft(
             );
         }
     }
-    batch.run(vendure)?;
     let has_lines = sent
         .line_items
         .as_ref()
         .is_some_and(|lines| !lines.is_empty());
     if has_lines && sent.platform_customer_id.is_some() {
+        batch.run(vendure)?;
         let priced = sent.shipping_subtotal.is_some();
         let method = shipping_method(vendure, id, sent.shipping_method.as_deref(), priced)?;
-        let mut batch = Batch::default();
+        batch = Batch::default();
         batch.add(
             "setDraftOrderShippingMethod",
             &[order_id.clone(), ("shippingMethodId", "ID!", json!(method))],
@@ -840,9 +844,17 @@ fn fill_draft(
                 ("state", "String!", json!("ArrangingPayment")),
             ],
         );
-        batch.run(vendure)?;
     }
-    Ok(())
+    // The key comes last: an order made only half way (the connector stopped) has none, so a
+    // retry with the key makes the order whole rather than answering the half.
+    if let Some(key) = key {
+        let input = json!({ "id": id, "customFields": { "mercerIdempotencyKey": key } });
+        batch.add(
+            "setOrderCustomFields",
+            &[("input", "UpdateOrderInput!", input)],
+        );
+    }
+    batch.run(vendure)
 }
 
 /// A line of Create Order as Vendure's `AddItemToDraftOrderInput`, with Mercer's prices.
@@ -928,7 +940,7 @@ pub fn update_order(vendure: &Vendure, id: &str, sent: &Order) -> Result<Order, 
     let currency = stored
         .currency()
         .ok_or_else(|| VendureError::Unreachable("an unknown currency".to_string()))?;
-    let fields = order_custom_fields(sent, None, &currency)?;
+    let fields = order_custom_fields(sent, &currency)?;
     if !fields.is_empty() {
         order_mutation(
             vendure,

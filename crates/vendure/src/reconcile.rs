@@ -50,7 +50,8 @@ pub fn spawn(
 }
 
 /// One pass: sends every change since the last pass, then records this one's start. Answers
-/// how many changes it sent.
+/// how many changes it sent. A change that could not be sent does not stop the others; the
+/// pass is then not recorded, so the next one sends it again.
 pub fn run_pass(
     vendure: &Vendure,
     relay: &Relay,
@@ -61,34 +62,54 @@ pub fn run_pass(
         record_pass(vendure, connector_url, started)?;
         return Ok(0);
     };
-    let since = since.plus_seconds(-OVERLAP_SECONDS);
+    let changes = changes_since(vendure, since.plus_seconds(-OVERLAP_SECONDS), started)?;
     let mut sent = 0;
+    let mut first_failure = None;
+    for change in &changes {
+        match relay.send(vendure, change) {
+            Ok(()) => sent += 1,
+            Err(error) => {
+                tracing::debug!(entity = change.entity, id = change.id, %error, "a change was not sent");
+                first_failure.get_or_insert(error);
+            }
+        }
+    }
+    if let Some(error) = first_failure {
+        return Err(error);
+    }
+    record_pass(vendure, connector_url, started)?;
+    Ok(sent)
+}
+
+/// What changed after `since`: every listed entity updated since (as seen at `started`), then
+/// the soft deletions at their own times.
+fn changes_since(
+    vendure: &Vendure,
+    since: Timestamp,
+    started: Timestamp,
+) -> Result<Vec<Change>, VendureError> {
+    let mut changes = Vec::new();
     for (entity, list) in LISTS {
         for id in changed_since(vendure, list, since)? {
-            let change = Change {
+            changes.push(Change {
                 entity: entity.to_string(),
                 id,
                 kind: "updated".to_string(),
                 at: started,
-            };
-            relay.send(vendure, &change)?;
-            sent += 1;
+            });
         }
     }
     for entity in ["customer", "product"] {
         for (id, at) in deleted_since(vendure, entity, since)? {
-            let change = Change {
+            changes.push(Change {
                 entity: entity.to_string(),
                 id,
                 kind: "deleted".to_string(),
                 at,
-            };
-            relay.send(vendure, &change)?;
-            sent += 1;
+            });
         }
     }
-    record_pass(vendure, connector_url, started)?;
-    Ok(sent)
+    Ok(changes)
 }
 
 fn last_pass(vendure: &Vendure, connector_url: &str) -> Result<Option<Timestamp>, VendureError> {

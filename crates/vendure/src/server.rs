@@ -361,6 +361,9 @@ async fn create_order(request: HttpRequest, connector: State, body: web::Bytes) 
         .map(str::to_string);
     let result = writing(&connector, move |c| {
         let sent: Order = entity(&body, "order")?;
+        // A key is unique within one Mercer shop only, and several shops (staging and
+        // production) may be connected to one Vendure: the order keeps the shop's key.
+        let key = key.map(|key| format!("{}:{key}", c.shop));
         operations::create_order(&c.vendure, &sent, key.as_deref())
     });
     answer(StatusCode::CREATED, "order", result.await)
