@@ -127,12 +127,16 @@ impl World {
 
     /// With more arguments for `mercer serve`.
     fn with(backend: Backend, serve_args: &[&str]) -> World {
+        World::on(backend, vendure::shared(), serve_args)
+    }
+
+    /// Connected to `vendure` rather than the shared one.
+    fn on(backend: Backend, vendure: &'static RunningVendure, serve_args: &[&str]) -> World {
         let mut args = vec!["--allow-private-targets"];
         args.extend_from_slice(serve_args);
         let server = MercerServer::start_with(TestDatabase::create(backend), &args);
         let demo = server.demo().clone();
         let secret = server.rotate_connector_secret(&demo.shop, &demo.token);
-        let vendure = vendure::shared();
         // A port of its own, so that a restarted connector listens where the plugin pushes.
         let bind = format!("127.0.0.1:{}", vendure::free_port());
         let connector = Connector::start(
@@ -826,7 +830,35 @@ fn changes_made_while_the_connector_is_down_arrive_when_it_is_back(backend: Back
     );
 }
 
+/// Vendure killed while a push waits for the connector, then started again: the change still
+/// reaches Mercer (the plugin's job and the reconcile time are kept in Vendure's database).
+fn a_change_survives_a_vendure_crash(backend: Backend) {
+    let setup = vendure::VendureSetup::new(Database::Sqlite);
+    // Leaked: the world keeps a reference for its whole life, and the process ends with the
+    // test binary (it watches its parent).
+    let vendure: &'static RunningVendure = Box::leak(Box::new(setup.start()));
+    let mut world = World::on(backend, vendure, &[]);
+    let email = format!("across-a-crash-{}@example.com", world.shop);
+    let mut made = String::new();
+    let mut restarted = None;
+    world.connector_down(|| {
+        made = vendure_customer(vendure, &email);
+        // Its push fails meanwhile (no connector), and is kept to be tried again.
+        std::thread::sleep(Duration::from_secs(2));
+        vendure.kill();
+        restarted = Some(setup.start());
+    });
+    let restarted = restarted.expect("Vendure started again");
+    assert_eq!(
+        restarted.url, vendure.url,
+        "the same address after the restart"
+    );
+    let saved = world.wait_for(EntityKind::Customer, &made, false);
+    assert_eq!(saved["email"], email.as_str());
+}
+
 backend_tests!(
+    a_change_survives_a_vendure_crash,
     changes_made_while_the_connector_is_down_arrive_when_it_is_back,
     vendure_changes_reach_the_directory_and_the_catalogue,
     due_subscriptions_become_one_paid_vendure_order_each,

@@ -56,19 +56,42 @@ fn remove_stale_data(dir: &std::path::Path) {
 /// Starts a test Vendure on `database`, stopped when the returned value is dropped or the
 /// test process ends.
 pub fn start(database: Database) -> RunningVendure {
-    let dir = vendure_dir();
-    let node_modules = dev::install(&dir).unwrap_or_else(|error| panic!("{error}"));
-    let data = dir.join("test-data");
-    remove_stale_data(&data);
-    let pid = std::process::id();
-    let options = Options {
-        port: free_port(),
-        data_dir: data.join(pid.to_string()).join(free_port().to_string()),
-        database,
-        quiet: true,
-        exit_with_parent: Some(pid),
-    };
-    dev::start(&node_modules, &options, START_TIMEOUT).unwrap_or_else(|error| panic!("{error}"))
+    VendureSetup::new(database).start()
+}
+
+/// A test Vendure's setup, to start it again on the same port and data after a crash.
+pub struct VendureSetup {
+    node_modules: PathBuf,
+    options: Options,
+}
+
+impl VendureSetup {
+    /// A new data folder and port for a Vendure on `database` (installed first if need be).
+    pub fn new(database: Database) -> VendureSetup {
+        let dir = vendure_dir();
+        let node_modules = dev::install(&dir).unwrap_or_else(|error| panic!("{error}"));
+        let data = dir.join("test-data");
+        remove_stale_data(&data);
+        let pid = std::process::id();
+        let options = Options {
+            port: free_port(),
+            data_dir: data.join(pid.to_string()).join(free_port().to_string()),
+            database,
+            quiet: true,
+            exit_with_parent: Some(pid),
+        };
+        VendureSetup {
+            node_modules,
+            options,
+        }
+    }
+
+    /// Starts it (seeded the first time), stopped when the returned value is dropped or the
+    /// test process ends.
+    pub fn start(&self) -> RunningVendure {
+        dev::start(&self.node_modules, &self.options, START_TIMEOUT)
+            .unwrap_or_else(|error| panic!("{error}"))
+    }
 }
 
 /// The Vendure every test of this process shares, on SQLite.

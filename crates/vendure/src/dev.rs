@@ -8,7 +8,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{Mutex, mpsc};
 use std::time::Duration;
 
 /// The directory of the development Vendure's files in the repository.
@@ -106,7 +106,8 @@ pub fn command(node_modules: &Path, options: &Options) -> Command {
 /// A running development Vendure, stopped when dropped.
 #[derive(Debug)]
 pub struct RunningVendure {
-    child: Child,
+    /// Behind a lock so that a Vendure shared by reference can still be stopped.
+    child: Mutex<Child>,
     /// Its root URL (`http://127.0.0.1:PORT`).
     pub url: String,
     /// A superadmin's Admin API key.
@@ -116,10 +117,19 @@ pub struct RunningVendure {
     pub customer_password: String,
 }
 
+impl RunningVendure {
+    /// Kills the process, as a crash would: what it had not saved is lost.
+    pub fn kill(&self) {
+        if let Ok(mut child) = self.child.lock() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 impl Drop for RunningVendure {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.kill();
     }
 }
 
@@ -160,7 +170,7 @@ pub fn start(
             && let (Some(url), Some(api_key)) = (url.take(), key.take())
         {
             return Ok(RunningVendure {
-                child,
+                child: Mutex::new(child),
                 url,
                 api_key,
                 customer_email: email.trim().to_string(),
