@@ -1356,21 +1356,57 @@ fn subscriptions(r: &mut Replay<'_>, w: &World<'_>) {
         },
         None,
     );
-    for (operation, action) in [
-        ("pause_subscription", "pause"),
-        ("resume_subscription", "resume"),
-        ("cancel_subscription", "cancel"),
-        ("reactivate_subscription", "reactivate"),
+    // The shop's cancellation reasons, which Cancel's reason names.
+    let reasons = format!("{base}/settings/cancellation_reasons");
+    r.bodies(
+        "set_cancellation_reasons",
+        "PUT",
+        &reasons,
+        token,
+        &|| json!({"cancellation_reasons": [{"code": "moving", "label": "I am moving"}]}),
+        None,
+    );
+    r.get("get_cancellation_reasons", "get", &reasons, token);
+    // Pause and Cancel without a body, as before they took one; then each body, an accepted
+    // one undone by Resume or Reactivate.
+    for (operation, action, label) in [
+        ("pause_subscription", "pause", "no body"),
+        ("resume_subscription", "resume", "post"),
+        ("cancel_subscription", "cancel", "no body"),
+        ("reactivate_subscription", "reactivate", "post"),
     ] {
         r.call(
             operation,
-            "post",
+            label,
             "POST",
             &format!("{one}/{action}"),
             token,
             Body::None,
         );
     }
+    let resume = |_: &Answer| {
+        w.quietly("POST", &format!("{one}/resume"), None);
+    };
+    r.bodies(
+        "pause_subscription",
+        "POST",
+        &format!("{one}/pause"),
+        token,
+        &|| json!({"resume_on": "2099-12-31"}),
+        Some(&resume),
+    );
+    let reactivate = |_: &Answer| {
+        w.quietly("POST", &format!("{one}/reactivate"), None);
+    };
+    r.bodies(
+        "cancel_subscription",
+        "POST",
+        &format!("{one}/cancel"),
+        token,
+        &|| json!({"reason": "moving", "comment": "Off to Lisbon"}),
+        Some(&reactivate),
+    );
+    w.quietly("POST", &format!("{one}/reactivate"), None);
 
     // The subscription's customer.
     r.get(

@@ -29,6 +29,8 @@ mod lifecycle;
 mod message_signatures;
 mod oauth;
 mod openapi;
+mod pause_and_cancel;
+mod portal;
 mod readme;
 mod request_ids;
 mod route_scopes;

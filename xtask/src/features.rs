@@ -41,6 +41,13 @@ pub const ALLOWED_EDGES: &[(&str, &[&str])] = &[
     // A box is sold under a subscription group, and offers variants of the platform's
     // catalogue.
     ("box_builder", &["subscriptions", "platform"]),
+    // The subscriber portal shows and acts on the customer's subscriptions and boxes through
+    // their use cases, finds its visitor among the directory's customers by platform id, and
+    // names the box products offered from the platform's catalogue.
+    (
+        "portal",
+        &["subscriptions", "box_builder", "directory", "platform"],
+    ),
 ];
 
 /// Domain modules that combine every feature: no feature may import them.

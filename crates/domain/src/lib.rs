@@ -21,6 +21,7 @@ pub mod kernel;
 pub mod operations;
 pub mod overrides;
 pub mod platform;
+pub mod portal;
 pub mod ports;
 pub mod subscriptions;
 #[cfg(any(test, feature = "testing"))]

@@ -11,6 +11,7 @@ use crate::directory::{DirectoryDatabase, DirectoryRepositories};
 use crate::kernel::error::DomainError;
 use crate::overrides::{OverrideDatabase, OverrideRepositories};
 use crate::platform::{PlatformDatabase, PlatformRepositories};
+use crate::portal::{PortalDatabase, PortalRepositories};
 use crate::subscriptions::repository::{SubscriptionDatabase, SubscriptionRepositories};
 use crate::webhooks::{WebhookDatabase, WebhookRepositories};
 
@@ -24,6 +25,7 @@ pub trait Repositories:
     + SubscriptionRepositories
     + CheckoutRepositories
     + BoxBuilderRepositories
+    + PortalRepositories
 {
 }
 
@@ -36,6 +38,7 @@ impl<T> Repositories for T where
         + SubscriptionRepositories
         + CheckoutRepositories
         + BoxBuilderRepositories
+        + PortalRepositories
         + ?Sized
 {
 }
@@ -99,4 +102,5 @@ feature_databases!(
     SubscriptionDatabase: SubscriptionRepositories,
     CheckoutDatabase: CheckoutRepositories,
     BoxBuilderDatabase: BoxBuilderRepositories,
+    PortalDatabase: PortalRepositories,
 );

@@ -425,6 +425,13 @@ pub struct ShopUpdateArgs {
     /// only echoes X-HMAC (new shops: off). Existing destinations are not checked again.
     #[arg(long, value_name = "on|off", value_parser = on_off)]
     pub require_message_signatures: Option<bool>,
+    /// Subscriber portal: the pages' accent colour, #rgb or #rrggbb (such as '#0a7'); empty
+    /// for the portal's own.
+    #[arg(long, value_name = "COLOUR")]
+    pub portal_accent: Option<String>,
+    /// Subscriber portal: the logo its pages show, an https URL; empty for none.
+    #[arg(long, value_name = "URL")]
+    pub portal_logo_url: Option<String>,
 }
 
 /// `on` or `off` (also true/false, yes/no, 1/0).

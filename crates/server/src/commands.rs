@@ -34,6 +34,7 @@ use mercer_domain::platform::events::{
     SetAsideEvent, pending_event_count, retry_failed_events, set_aside_events,
 };
 use mercer_domain::platform::outbox::enqueue_waiting_deliveries;
+use mercer_domain::portal::branding::{BrandingChange, set_branding};
 use mercer_domain::ports::Database;
 use mercer_domain::subscriptions::scheduler::{SchedulerJob, due_report};
 use mercer_domain::{DomainError, Timestamp};
@@ -439,17 +440,37 @@ fn shop_command(store: &Store, command: ShopCommand) -> Result<(), CommandError>
                 flat_shipping_rate: args.flat_shipping_rate,
                 require_message_signatures: args.require_message_signatures,
             };
-            if settings == ShopSettings::default() {
+            let branding = BrandingChange {
+                accent: args.portal_accent,
+                logo_url: args.portal_logo_url,
+            };
+            if settings == ShopSettings::default() && branding.is_empty() {
                 return Err(CommandError::Usage(
                     "nothing to change: give --timezone, --currency, --order-retry-interval, \
                      --order-max-retries, --expiring-payment-notice-days, \
                      --abandoned-cart-emails, --gift-cards, --gift-card-sku, \
-                     --clear-gift-card-skus, --flat-shipping-rate or \
-                     --require-message-signatures"
+                     --clear-gift-card-skus, --flat-shipping-rate, \
+                     --require-message-signatures, --portal-accent or --portal-logo-url"
                         .to_string(),
                 ));
             }
-            let shop = store.write(|tx| update_shop_settings(tx, &args.shop, settings, now()))?;
+            let (shop, portal) = store.write(|tx| {
+                let portal = if branding.is_empty() {
+                    None
+                } else {
+                    Some(set_branding(tx, &args.shop, branding, now())?.1)
+                };
+                let shop = update_shop_settings(tx, &args.shop, settings, now())?;
+                Ok((shop, portal))
+            })?;
+            if let Some(portal) = portal {
+                eprintln!(
+                    "Shop {}'s subscriber portal: accent {}, logo {}.",
+                    shop.identifier.as_str(),
+                    portal.accent.as_deref().unwrap_or("the portal's own"),
+                    portal.logo_url.as_deref().unwrap_or("none")
+                );
+            }
             let checkout = &shop.checkout;
             let on = |flag: bool| if flag { "on" } else { "off" };
             eprintln!(
@@ -748,6 +769,7 @@ pub fn start_services(
         overrides: Arc::new(HttpOverrideCaller::new(address_guard)),
         metrics,
         sign_ins: Default::default(),
+        customer_checks: Default::default(),
         public_url,
     };
     let services = Services {

@@ -17,6 +17,8 @@ diesel::table! {
         created_at -> BigInt,
         updated_at -> BigInt,
         deleted_at -> Nullable<BigInt>,
+        portal_accent -> Nullable<Text>,
+        portal_logo_url -> Nullable<Text>,
     }
 }
 
@@ -396,7 +398,8 @@ diesel::table! {
 // row to itself by id through the aliases of `repos::subscriptions`, which give each its own
 // name in the SQL: never join the declarations without them. A fourth declaration,
 // `subscription_payment_notices`, holds the scheduler's `expiring_payment_notified_at`, which
-// no subscription read needs (`repos::subscriptions::orders`).
+// no subscription read needs (`repos::subscriptions::orders`); a fifth,
+// `subscription_resumptions`, a paused subscription's `resume_on`.
 diesel::table! {
     subscriptions (id) {
         id -> BigInt,
@@ -474,6 +477,31 @@ diesel::table! {
         subscription_status -> Text,
         payment_method_expires_at -> Nullable<BigInt>,
         expiring_payment_notified_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    /// When a paused subscription comes back by itself (migration 40): part of `subscriptions`
+    /// (see there).
+    #[sql_name = "subscriptions"]
+    subscription_resumptions (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        subscription_status -> Text,
+        resume_on -> Nullable<Text>,
+        resume_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    /// Shops' cancellation reasons, in their order (migration 40).
+    subscription_cancellation_reasons (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        position -> Integer,
+        code -> Text,
+        label -> Text,
+        created_at -> BigInt,
     }
 }
 
@@ -640,6 +668,8 @@ diesel::table! {
         actor_id -> BigInt,
         actor_name -> Text,
         created_at -> BigInt,
+        cancellation_reason -> Nullable<Text>,
+        cancellation_comment -> Nullable<Text>,
     }
 }
 
@@ -675,8 +705,22 @@ diesel::table! {
 
 diesel::joinable!(checkout_orders -> shops (shop_id));
 
+diesel::table! {
+    /// Customers' sessions of the subscriber portal (migration 50), found by their token's hash.
+    portal_sessions (id) {
+        id -> BigInt,
+        token_hash -> Text,
+        shop_id -> BigInt,
+        platform_customer_id -> Text,
+        created_at -> BigInt,
+        last_seen_at -> BigInt,
+        expires_at -> BigInt,
+    }
+}
+
 diesel::allow_tables_to_appear_in_same_query!(
     checkout_orders,
+    portal_sessions,
     shops,
     shop_settings,
     api_tokens,
@@ -712,6 +756,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     subscription_status_logs,
     subscription_orders,
     subscription_payment_notices,
+    subscription_resumptions,
+    subscription_cancellation_reasons,
     subscription_groups,
     subscription_group_billing_rules,
     boxes,

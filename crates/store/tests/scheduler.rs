@@ -11,7 +11,10 @@ use mercer_domain::kernel::ids::ShopId;
 use mercer_domain::kernel::ids::SubscriptionId;
 use mercer_domain::ports::Database;
 use mercer_domain::subscriptions::input::NewSubscription;
-use mercer_domain::subscriptions::operations::create_subscription;
+use mercer_domain::subscriptions::operations::{
+    ActionRequest, create_subscription, take_subscription_action,
+};
+use mercer_domain::subscriptions::pausing::parse_pause;
 use mercer_domain::subscriptions::resources::{Actor, ActorType, SubscriptionStatus};
 use mercer_store::testing::{TestDatabase, claim_concurrently};
 use mercer_store::{Backend, Store, backend_tests};
@@ -118,7 +121,61 @@ fn a_subscription_a_change_holds_is_left_to_the_next_run(backend: Backend) {
     }
 }
 
+/// Two schedulers at once resume a subscription paused until a date once: on PostgreSQL the
+/// second skips the row the first holds; on SQLite it waits, then finds it resumed.
+fn racing_schedulers_resume_a_paused_subscription_once(backend: Backend) {
+    let (_db, store) = TestDatabase::migrated(backend);
+    let (shop, all) = due_subscriptions(&store, 1);
+    let id = SubscriptionId(all[0]);
+    let pause = parse_pause(&json!({"resume_on": "2026-03-05"})).unwrap();
+    store
+        .write(|tx| {
+            take_subscription_action(
+                tx,
+                &shop,
+                id,
+                ActionRequest::Pause(pause),
+                Actor::system(),
+                at("2026-03-01T12:00:00Z"),
+            )
+        })
+        .unwrap();
+    let resume_at = at("2026-03-05T00:00:00Z");
+    let (first, second) = claim_concurrently(backend, &store, move |tx, _| {
+        if !tx.lock_due_resumption(shop.id, id, resume_at)? {
+            return Ok(Vec::new());
+        }
+        let shop = tx.shop_by_id(shop.id)?.unwrap();
+        take_subscription_action(
+            tx,
+            &shop,
+            id,
+            ActionRequest::Resume,
+            Actor::system(),
+            resume_at,
+        )?;
+        Ok(vec![id.0])
+    });
+    assert_eq!((first, second), (vec![id.0], Vec::new()));
+    let (subscription, logs) = store
+        .read(|tx| {
+            Ok((
+                tx.subscription(shop.id, id)?.unwrap(),
+                tx.status_logs_of_subscription(shop.id, id, 10)?,
+            ))
+        })
+        .unwrap();
+    assert_eq!(
+        subscription.state.subscription_status,
+        SubscriptionStatus::Active
+    );
+    assert_eq!(subscription.state.resume_on, None);
+    let resumed = logs.iter().filter(|log| log.reason == "resumed").count();
+    assert_eq!(resumed, 1);
+}
+
 backend_tests!(
     concurrent_claimers_take_different_due_subscriptions,
     a_subscription_a_change_holds_is_left_to_the_next_run,
+    racing_schedulers_resume_a_paused_subscription_once,
 );

@@ -187,6 +187,34 @@ impl FieldValue for Timestamp {
     }
 }
 
+/// A calendar date, `YYYY-MM-DD` exactly (`2024-03-01`).
+impl FieldValue for chrono::NaiveDate {
+    fn read(value: Value) -> Field<Self> {
+        let read = match &value {
+            Value::String(text) => {
+                let text = text.trim();
+                let shaped = text.len() == 10
+                    && text.char_indices().all(|(i, c)| match i {
+                        4 | 7 => c == '-',
+                        _ => c.is_ascii_digit(),
+                    });
+                shaped
+                    .then(|| chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").ok())
+                    .flatten()
+            }
+            _ => None,
+        };
+        match (read, &value) {
+            (Some(date), _) => Field::Given(date),
+            (None, Value::String(text)) if text.trim().is_empty() => Field::Blank,
+            _ => Field::Invalid(Mismatch {
+                code: "invalid_date",
+                expected: "a date written YYYY-MM-DD, such as 2024-03-01",
+            }),
+        }
+    }
+}
+
 /// A platform's id: text, or an integer kept as its decimal text (platforms number some of
 /// their ids).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]

@@ -136,6 +136,8 @@ id_types! {
     StatusLogId => "status_log";
     /// A customer group's id in the directory.
     CustomerGroupId => "customer_group";
+    /// A subscriber portal session's row id (the browser holds only its token).
+    PortalSessionId => "portal_session";
 }
 
 #[cfg(test)]

@@ -3,12 +3,14 @@
 //! webhook topics, the List Subscriptions query, the use cases (docs/subscriptions.md) and the
 //! scheduler that places their orders through the connector (docs/scheduler.md).
 
+pub mod cancellation;
 pub mod console;
 pub mod customers;
 pub mod groups;
 pub mod input;
 pub mod operations;
 pub mod orders;
+pub mod pausing;
 pub mod query;
 pub mod recurrence;
 pub mod repository;

@@ -11,6 +11,7 @@ use crate::kernel::error::{DomainError, FieldError};
 use crate::kernel::ids::{AddressId, CustomerId, LineItemId, SubscriptionId};
 use crate::kernel::time::Timestamp;
 use crate::platform::catalogue::{self, CatalogueVariant};
+use crate::subscriptions::cancellation::{CancelRequest, Cancellation, check_reason};
 use crate::subscriptions::customers::{
     PagePagination, add_address, customer_resources, find_or_create_customer,
     stored_address_resource, update_customer,
@@ -20,6 +21,7 @@ use crate::subscriptions::input::{
     DiscountValue, LineItemInput, NewSubscription, PaymentMethodChange, ShippingAddressChange,
     ShippingLineInput, SubscriptionUpdate,
 };
+use crate::subscriptions::pausing::{PauseRequest, plan_resume};
 use crate::subscriptions::query::{Cursor, ListQuery};
 use crate::subscriptions::recurrence::{OrderSchedule, ShopZone, next_order_on_return, plan_skip};
 use crate::subscriptions::repository::{
@@ -34,7 +36,7 @@ use crate::subscriptions::states::{
     action_for_status_change, creation_topics, take_action, topics,
 };
 use crate::subscriptions::topics::Topic;
-use crate::subscriptions::webhooks::emit;
+use crate::subscriptions::webhooks::{emit, emit_cancelled};
 
 /// The pagination of List Subscriptions: `next` is the opaque cursor of the
 /// next page, null on the last.
@@ -506,6 +508,7 @@ pub fn create_subscription(
         skipped_dates: Vec::new(),
         note: new.note,
         order_note: new.order_note,
+        resume_on: None,
     };
     let id = tx
         .insert_subscription(shop.id, &state, &line_items, now)
@@ -539,12 +542,12 @@ pub fn create_subscription(
 /// A client's action on a subscription, with its checked body.
 #[derive(Debug, Clone)]
 pub enum ActionRequest {
-    /// Cancel the subscription.
-    Cancel,
+    /// Cancel the subscription, with an optional reason (one of the shop's codes) and comment.
+    Cancel(CancelRequest),
     /// Make a cancelled subscription active again.
     Reactivate,
-    /// Pause the subscription.
-    Pause,
+    /// Pause the subscription, optionally until a date (after today in the shop's zone).
+    Pause(PauseRequest),
     /// Make a paused subscription active again.
     Resume,
     /// Skip a ship date.
@@ -571,9 +574,9 @@ impl ActionRequest {
     /// The state machine's action the request is.
     pub fn action(&self) -> Action {
         match self {
-            ActionRequest::Cancel => Action::Cancel,
+            ActionRequest::Cancel(_) => Action::Cancel,
             ActionRequest::Reactivate => Action::Reactivate,
-            ActionRequest::Pause => Action::Pause,
+            ActionRequest::Pause(_) => Action::Pause,
             ActionRequest::Resume => Action::Resume,
             ActionRequest::Skip { .. } => Action::Skip,
             ActionRequest::ChangeQuantity { .. } => Action::ChangeQuantity,
@@ -636,42 +639,155 @@ pub fn take_subscription_action(
     let action = request.action();
     // Refused moves are refused before any body is looked at against the subscription.
     crate::subscriptions::states::transition(state.subscription_status, action)?;
-    let mut moved = false;
+    let applied = apply_request(tx, shop, &current, &mut state, request, now)?;
+    if state.next_order_datetime != current.state.next_order_datetime {
+        // A new order date: a retry wait for the one before is over.
+        state.next_processing_datetime = None;
+    }
+    let mut outcome = take_action(
+        id,
+        state.subscription_status,
+        action,
+        actor,
+        now,
+        applied.moved,
+    )?;
+    // The entry keeps what the canceller said, when they said something.
+    outcome.log.metadata.cancellation = applied
+        .cancellation
+        .clone()
+        .filter(|given| given.reason.is_some() || given.comment.is_some());
+    if outcome.status_changed {
+        state.status_changed_at = Some(now);
+    }
+    state.subscription_status = outcome.status;
+    if state.subscription_status != SubscriptionStatus::Paused {
+        // A pause's date ends with the pause (a resume or a cancel).
+        state.resume_on = None;
+    }
+    state.updated_at = now;
+    tx.save_subscription(shop.id, id, &state)?;
+    tx.insert_status_log(shop.id, &outcome.log)?;
+    let subscription = get_subscription(tx, shop, id, false)?;
+    check_chargeable(&subscription)?;
+    emit_outcome(
+        tx,
+        shop,
+        &outcome.topics,
+        &subscription,
+        applied.cancellation.as_ref(),
+        now,
+    )?;
+    Ok(subscription)
+}
+
+/// Enqueues an action's topics about `subscription`: `subscription_cancelled` with the
+/// cancellation's reason and comment.
+fn emit_outcome(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    topics: &[Topic],
+    subscription: &Subscription,
+    cancellation: Option<&Cancellation>,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    for &topic in topics {
+        match (topic, cancellation) {
+            (Topic::SubscriptionCancelled, Some(cancellation)) => {
+                emit_cancelled(tx, shop, subscription, cancellation, now)?
+            }
+            _ => emit(tx, shop, topic, subscription, now)?,
+        }
+    }
+    Ok(())
+}
+
+/// A subscription coming back (resume, reactivate): its next order date kept when still ahead,
+/// else its rule's next one. Whether the date moved.
+fn come_back(
+    shop: &Shop,
+    state: &mut SubscriptionState,
+    now: Timestamp,
+) -> Result<bool, DomainError> {
+    let schedule = schedule_of(shop, state)?;
+    let (next, moved) = next_order_on_return(
+        &schedule,
+        state.next_order_datetime,
+        &state.skipped_dates,
+        now,
+        "order_rrule",
+    )
+    .map_err(|problem| DomainError::Invalid(vec![problem]))?;
+    state.next_order_datetime = Some(next);
+    Ok(moved)
+}
+
+/// Skips the order of `order_datetime`'s day (see `recurrence::plan_skip`). Whether the next
+/// order date moved.
+fn skip(
+    shop: &Shop,
+    state: &mut SubscriptionState,
+    order_datetime: Timestamp,
+    now: Timestamp,
+) -> Result<bool, DomainError> {
+    let schedule = schedule_of(shop, state)?;
+    let plan = plan_skip(
+        &schedule,
+        order_datetime,
+        state.next_order_datetime,
+        &state.skipped_dates,
+        now,
+        "order_datetime",
+    )
+    .map_err(|problem| DomainError::Invalid(vec![problem]))?;
+    state.skipped_dates.retain(|at| *at > now);
+    state.skipped_dates.push(plan.skipped);
+    state.skipped_dates.sort();
+    state.next_order_datetime = plan.next_order_datetime;
+    Ok(plan.next_order_moved)
+}
+
+/// What a request changed beside the state: whether the next order date moved, and a
+/// cancellation's reason and comment.
+struct Applied {
+    moved: bool,
+    cancellation: Option<Cancellation>,
+}
+
+/// A request's changes to the subscription's `state` (its line items and addresses written as
+/// they change), checked against the subscription and the shop.
+fn apply_request(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    current: &StoredSubscription,
+    state: &mut SubscriptionState,
+    request: ActionRequest,
+    now: Timestamp,
+) -> Result<Applied, DomainError> {
+    let id = current.id;
+    let mut applied = Applied {
+        moved: false,
+        cancellation: None,
+    };
     match request {
-        ActionRequest::Cancel | ActionRequest::Pause => {}
+        ActionRequest::Cancel(cancel) => {
+            applied.cancellation = Some(check_reason(tx, shop, cancel)?);
+        }
+        ActionRequest::Pause(pause) => {
+            state.resume_on = pause
+                .resume_on
+                .map(|on| plan_resume(shop, on, now, "resume_on"))
+                .transpose()?;
+        }
         ActionRequest::Reactivate | ActionRequest::Resume => {
-            if action == Action::Reactivate {
+            if matches!(request, ActionRequest::Reactivate) {
                 // A reactivated subscription starts afresh: failures before it do not count.
                 state.current_retries = 0;
             }
-            let schedule = schedule_of(shop, &state)?;
-            let (next, next_moved) = next_order_on_return(
-                &schedule,
-                state.next_order_datetime,
-                &state.skipped_dates,
-                now,
-                "order_rrule",
-            )
-            .map_err(|problem| DomainError::Invalid(vec![problem]))?;
-            state.next_order_datetime = Some(next);
-            moved = next_moved;
+            applied.moved = come_back(shop, state, now)?;
         }
         ActionRequest::Skip { order_datetime } => {
-            let schedule = schedule_of(shop, &state)?;
-            let plan = plan_skip(
-                &schedule,
-                order_datetime,
-                state.next_order_datetime,
-                &state.skipped_dates,
-                now,
-                "order_datetime",
-            )
-            .map_err(|problem| DomainError::Invalid(vec![problem]))?;
-            state.skipped_dates.retain(|at| *at > now);
-            state.skipped_dates.push(plan.skipped);
-            state.skipped_dates.sort();
-            state.next_order_datetime = plan.next_order_datetime;
-            moved = plan.next_order_moved;
+            applied.moved = skip(shop, state, order_datetime, now)?;
         }
         ActionRequest::ChangeQuantity {
             line_item_id,
@@ -722,25 +838,7 @@ pub fn take_subscription_action(
             tx.set_expiring_payment_notified(shop.id, id, None)?;
         }
     }
-    if state.next_order_datetime != current.state.next_order_datetime {
-        // A new order date: a retry wait for the one before is over.
-        state.next_processing_datetime = None;
-    }
-    let outcome = take_action(id, state.subscription_status, action, actor, now, moved)?;
-    if outcome.status_changed {
-        state.status_changed_at = Some(now);
-    }
-    state.subscription_status = outcome.status;
-    state.updated_at = now;
-    tx.save_subscription(shop.id, id, &state)?;
-    tx.insert_status_log(shop.id, &outcome.log)?;
-    let subscription = get_subscription(tx, shop, id, false)?;
-    check_chargeable(&subscription)?;
-    let data = &subscription;
-    for topic in outcome.topics {
-        emit(tx, shop, topic, data, now)?;
-    }
-    Ok(subscription)
+    Ok(applied)
 }
 
 fn set<T>(target: &mut T, value: Option<T>) {
@@ -1026,6 +1124,10 @@ fn apply_status(
     let outcome = take_action(id, state.subscription_status, action, actor, now, moved)?;
     state.subscription_status = outcome.status;
     state.status_changed_at = Some(now);
+    if state.subscription_status != SubscriptionStatus::Paused {
+        // A pause's date ends with the pause.
+        state.resume_on = None;
+    }
     Ok(Some(outcome))
 }
 
@@ -1239,7 +1341,7 @@ mod tests {
         let db = database();
         let (s, _) = create(&db, "k-1").unwrap();
         let sent_before = topics_sent(&db).len();
-        let paused = act(&db, s.id, ActionRequest::Pause).unwrap();
+        let paused = act(&db, s.id, ActionRequest::Pause(PauseRequest::default())).unwrap();
         assert_eq!(paused.subscription_status, SubscriptionStatus::Paused);
         assert_eq!(paused.latest_status_log.unwrap().reason, "paused");
         let resumed = act(&db, s.id, ActionRequest::Resume).unwrap();
@@ -1280,7 +1382,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(frequency.order_rrule_text, "every 2 weeks on Monday");
-        let cancelled = act(&db, s.id, ActionRequest::Cancel).unwrap();
+        let cancelled = act(&db, s.id, ActionRequest::Cancel(CancelRequest::default())).unwrap();
         assert_eq!(cancelled.subscription_status, SubscriptionStatus::Inactive);
         assert_eq!(
             topics_sent(&db)[sent_before..],
@@ -1633,7 +1735,12 @@ mod tests {
             ),
             "{refused:?}"
         );
-        act(&db, subscription.id, ActionRequest::Cancel).unwrap();
+        act(
+            &db,
+            subscription.id,
+            ActionRequest::Cancel(CancelRequest::default()),
+        )
+        .unwrap();
         db.write_tx(|tx| delete_group(tx, &shop(), group.id))
             .unwrap();
         assert!(matches!(

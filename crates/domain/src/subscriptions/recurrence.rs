@@ -58,6 +58,21 @@ impl ShopZone {
     pub fn local_time(self, at: Timestamp) -> DateTime<chrono_tz::Tz> {
         at.to_datetime().with_timezone(&self.0)
     }
+
+    /// The calendar day of `at` in the zone.
+    pub fn local_date(self, at: Timestamp) -> NaiveDate {
+        self.local_time(at).date_naive()
+    }
+
+    /// The first instant of `day` in the zone: its midnight, or the first whole hour the
+    /// clocks show that day when they skip midnight. `None` past what RFC 3339 can write.
+    pub fn start_of_day(self, day: NaiveDate) -> Option<Timestamp> {
+        (0..24)
+            .filter_map(|hour| day.and_hms_opt(hour, 0, 0))
+            .find_map(|local| self.0.from_local_datetime(&local).earliest())
+            .map(|start| Timestamp::from(start.with_timezone(&Utc)))
+            .filter(|start| start.is_writable())
+    }
 }
 
 /// A date that `EXDATE` leaves out: an exact occurrence, or every occurrence of a local day

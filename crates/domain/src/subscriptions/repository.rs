@@ -11,7 +11,9 @@ use crate::kernel::ids::{
 use crate::kernel::time::Timestamp;
 use crate::platform::PlatformRepositories;
 use crate::platform::resources::CustomerAddress;
+use crate::subscriptions::cancellation::CancellationReasonRepository;
 use crate::subscriptions::groups::StoredGroup;
+use crate::subscriptions::pausing::AutoResume;
 use crate::subscriptions::query::ListQuery;
 use crate::subscriptions::resources::{
     CurrencyCode, FailureDetails, PaymentExpiry, ShippingLine, StatusLog, Subscription,
@@ -37,6 +39,7 @@ pub trait SubscriptionRepositories:
     + SubscriptionRepository
     + SubscriptionOrderRepository
     + SubscriptionGroupRepository
+    + CancellationReasonRepository
 {
 }
 
@@ -48,6 +51,7 @@ impl<T> SubscriptionRepositories for T where
         + SubscriptionRepository
         + SubscriptionOrderRepository
         + SubscriptionGroupRepository
+        + CancellationReasonRepository
         + ?Sized
 {
 }
@@ -376,6 +380,8 @@ pub struct SubscriptionState {
     pub note: Option<String>,
     /// A note sent as the `notes` of each of its orders.
     pub order_note: Option<String>,
+    /// When a paused subscription comes back by itself (`resume_on`); `None` when it does not.
+    pub resume_on: Option<AutoResume>,
 }
 
 /// A subscription as stored: its state, its line items by id, its latest status log entry.
@@ -685,6 +691,23 @@ pub trait SubscriptionOrderRepository {
     ) -> StoreResult<()>;
     /// The scheduler's figures at `now`, over every shop.
     fn scheduler_backlog(&mut self, now: Timestamp) -> StoreResult<SchedulerBacklog>;
+    /// Up to `limit` paused subscriptions (shop id, id) of `shop_id`, or of every shop, whose
+    /// automatic resume (`resume_on`'s start) is at or before `now`, earliest first.
+    fn due_resumptions(
+        &mut self,
+        shop_id: Option<ShopId>,
+        now: Timestamp,
+        limit: usize,
+    ) -> StoreResult<Vec<(ShopId, SubscriptionId)>>;
+    /// Locks the subscription until the unit of work ends when it is paused and its automatic
+    /// resume is at or before `now`; false (nothing locked) otherwise. PostgreSQL skips a row
+    /// another unit of work holds (`FOR UPDATE SKIP LOCKED`): false.
+    fn lock_due_resumption(
+        &mut self,
+        shop_id: ShopId,
+        id: SubscriptionId,
+        now: Timestamp,
+    ) -> StoreResult<bool>;
 }
 
 impl StoredSubscription {
@@ -747,6 +770,7 @@ impl StoredSubscription {
             latest_status_log: self.latest_status_log,
             note: s.note,
             order_note: s.order_note,
+            resume_on: s.resume_on.map(|resume| resume.on),
         }
     }
 }
@@ -800,6 +824,12 @@ pub(crate) mod tests {
                 skipped_dates: Vec::new(),
                 note: s.note.clone(),
                 order_note: s.order_note.clone(),
+                resume_on: s.resume_on.map(|on| AutoResume {
+                    on,
+                    at: crate::subscriptions::recurrence::ShopZone::UTC
+                        .start_of_day(on)
+                        .unwrap_or(s.updated_at),
+                }),
             },
             line_items: s.line_items.clone(),
             latest_status_log: s.latest_status_log.clone(),

@@ -525,6 +525,10 @@ impl Actor {
 pub struct StatusLogMetadata {
     /// Who took the action.
     pub user: Actor,
+    /// On a `cancelled` entry whose canceller gave a reason or a comment (and only there):
+    /// both, each `null` when not given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancellation: Option<crate::subscriptions::cancellation::Cancellation>,
 }
 
 /// `latest_status_log`: what the last action did and who did it.
@@ -652,6 +656,12 @@ pub struct Subscription {
     pub note: Option<String>,
     /// A note sent as the `notes` of each of its orders.
     pub order_note: Option<String>,
+    /// The day Mercer resumes the paused subscription by itself (`YYYY-MM-DD`, in the shop's
+    /// time zone, as Pause was given it); `null` when it stays paused until resumed, and once
+    /// it is not paused.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, format = Date, example = "2024-07-01")]
+    pub resume_on: Option<chrono::NaiveDate>,
 }
 
 #[cfg(test)]
@@ -811,12 +821,14 @@ pub(crate) mod tests {
                         id: 12,
                         name: "API token 12".into(),
                     },
+                    cancellation: None,
                 },
                 created_at: now,
                 subscription_id: SubscriptionId(1),
             }),
             note: None,
             order_note: None,
+            resume_on: None,
         }
     }
 
@@ -885,6 +897,7 @@ pub(crate) mod tests {
                 "latest_status_log",
                 "note",
                 "order_note",
+                "resume_on",
             ])
         );
         assert_eq!(value["customer"], Value::Null);

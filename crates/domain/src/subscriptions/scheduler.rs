@@ -93,6 +93,8 @@ impl JobPayload for OrderJob {
 pub struct SchedulerRun {
     /// Scheduled subscriptions made active.
     pub started: usize,
+    /// Paused subscriptions resumed on their `resume_on` day.
+    pub auto_resumed: usize,
     /// Orders begun (attempts made, jobs enqueued).
     pub begun: usize,
     /// Attempts given a job again.
@@ -122,6 +124,13 @@ pub fn run_scheduler(
         if started < DUE_BATCH {
             break;
         }
+    }
+    // Before the due orders: a subscription resumed today whose order date has come is placed
+    // in this run.
+    run.auto_resumed = crate::subscriptions::pausing::resume_due_pauses(db, clock, control)?;
+    if control.should_stop() {
+        run.interrupted = true;
+        return Ok(run);
     }
     loop {
         if control.should_stop() {
@@ -1108,6 +1117,13 @@ pub enum DueReason {
         /// The code of the last failure (`last_failure_code`), when there is one.
         failure_code: Option<String>,
     },
+    /// Paused until a date that has come (`resume_on`): the scheduler resumes it.
+    Resumes {
+        /// The day given as `resume_on`.
+        on: chrono::NaiveDate,
+        /// When that day began in the shop's zone.
+        at: Timestamp,
+    },
     /// Being placed now.
     Placing {
         /// The number of the attempt being made.
@@ -1141,6 +1157,10 @@ impl DueReason {
                 retry_at.to_rfc3339_seconds(),
                 failure_code.as_deref().unwrap_or("a failure")
             ),
+            DueReason::Resumes { on, at } => format!(
+                "resumes: paused until {on} (began {}); it becomes active again",
+                at.to_rfc3339_seconds()
+            ),
             DueReason::Placing {
                 attempt,
                 since,
@@ -1172,15 +1192,22 @@ pub struct DueEntry {
     pub reason: DueReason,
 }
 
-/// The shop's subscriptions whose order is due at `at` (now, or a later time to look ahead),
-/// being placed, or waiting for a retry, with why; earliest order date first.
+/// The shop's subscriptions paused until a date that has come at `at`, then those whose order
+/// is due at `at` (now, or a later time to look ahead), being placed, or waiting for a retry,
+/// with why; each part earliest first, at most `limit` in all.
 pub fn due_report(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
     at: Timestamp,
     limit: usize,
 ) -> Result<Vec<DueEntry>, DomainError> {
-    let ids = tx.upcoming_subscription_ids(shop.id, at, limit)?;
+    let resuming: Vec<SubscriptionId> = tx
+        .due_resumptions(Some(shop.id), at, limit)?
+        .into_iter()
+        .map(|(_, id)| id)
+        .collect();
+    let mut ids = resuming.clone();
+    ids.extend(tx.upcoming_subscription_ids(shop.id, at, limit - resuming.len())?);
     let stored = tx.subscriptions_by_ids(shop.id, &ids)?;
     let latest = tx.orders_of_subscriptions(&ids, 1)?;
     let zone = crate::subscriptions::recurrence::ShopZone::of_shop(&shop.timezone);
@@ -1191,6 +1218,13 @@ pub fn due_report(
             let attempt = state.current_retries + 1;
             let last = latest.iter().find(|o| o.subscription_id == s.id);
             let reason = match state.subscription_status {
+                SubscriptionStatus::Paused => match state.resume_on {
+                    Some(resume) => DueReason::Resumes {
+                        on: resume.on,
+                        at: resume.at,
+                    },
+                    None => DueReason::Due { attempt },
+                },
                 SubscriptionStatus::Scheduled => DueReason::Starts,
                 SubscriptionStatus::Processing => DueReason::Placing {
                     attempt: last.map_or(attempt, |o| o.attempt),

@@ -13,6 +13,7 @@ use crate::kernel::jobs::RunToEnd;
 use crate::platform::destinations::DestinationSettings;
 use crate::platform::resources::Order;
 use crate::ports::Database;
+use crate::subscriptions::cancellation::CancelRequest;
 use crate::subscriptions::input::{
     NewSubscription, parse_payment_method_change, parse_subscription_update,
 };
@@ -837,7 +838,7 @@ fn a_processing_subscription_refuses_changes_until_its_order_is_placed() {
             tx,
             &w.shop,
             s.id,
-            ActionRequest::Cancel,
+            ActionRequest::Cancel(CancelRequest::default()),
             api(),
             w.clock.now(),
         )
@@ -870,7 +871,7 @@ fn a_processing_subscription_refuses_changes_until_its_order_is_placed() {
                 tx,
                 &w.shop,
                 s.id,
-                ActionRequest::Cancel,
+                ActionRequest::Cancel(CancelRequest::default()),
                 api(),
                 w.clock.now(),
             )
@@ -1060,4 +1061,169 @@ fn the_due_report_says_why() {
         placing[0].reason,
         DueReason::Placing { attempt: 2, .. }
     ));
+}
+
+// --- pause until a date ---------------------------------------------------------------------
+
+fn pause_until(w: &World, id: SubscriptionId, day: &str) -> Result<Subscription, DomainError> {
+    let pause = crate::subscriptions::pausing::parse_pause(&json!({ "resume_on": day }))?;
+    w.db.write(|tx| {
+        take_subscription_action(
+            tx,
+            &w.shop,
+            id,
+            ActionRequest::Pause(pause),
+            api(),
+            w.clock.now(),
+        )
+    })
+}
+
+fn act_now(w: &World, id: SubscriptionId, request: ActionRequest) -> Subscription {
+    w.db.write(|tx| take_subscription_action(tx, &w.shop, id, request, api(), w.clock.now()))
+        .unwrap()
+}
+
+fn reasons_of(w: &World, id: SubscriptionId) -> Vec<String> {
+    w.db.with_state(|state| {
+        state
+            .status_logs
+            .iter()
+            .filter(|(_, log)| log.subscription_id == id)
+            .map(|(_, log)| log.reason.clone())
+            .collect()
+    })
+}
+
+#[test]
+fn a_pause_until_a_date_ends_once_that_day_begins_in_the_shops_zone() {
+    // 22:00 on 1 March in New York, already 2 March in UTC.
+    let w = World::new("2026-03-02T03:00:00Z");
+    let s = w.create(json!({"subscription_status": "active"}));
+    // Today in the shop's zone is refused, even though it is yesterday in UTC.
+    match pause_until(&w, s.id, "2026-03-01") {
+        Err(DomainError::Invalid(problems)) => {
+            assert_eq!(
+                (problems[0].field.as_str(), problems[0].code),
+                ("resume_on", "out_of_range")
+            );
+        }
+        other => panic!("expected 422, got {other:?}"),
+    }
+    assert_eq!(w.get(s.id).subscription_status, SubscriptionStatus::Active);
+    // Tomorrow in the shop's zone is taken, though it is today in UTC.
+    let paused = pause_until(&w, s.id, "2026-03-02").unwrap();
+    assert_eq!(
+        paused.resume_on.map(|d| d.to_string()).as_deref(),
+        Some("2026-03-02")
+    );
+    act_now(&w, s.id, ActionRequest::Resume);
+
+    let paused = pause_until(&w, s.id, "2026-03-10").unwrap();
+    assert_eq!(paused.subscription_status, SubscriptionStatus::Paused);
+    let sent = w.messages().len();
+    // New York is on summer time from 8 March: 10 March begins at 04:00Z.
+    w.clock.set("2026-03-10T03:59:59Z");
+    let run = w.tick();
+    assert_eq!((run.auto_resumed, run.begun), (0, 0));
+    assert_eq!(w.get(s.id).subscription_status, SubscriptionStatus::Paused);
+
+    w.clock.set("2026-03-10T04:00:00Z");
+    // `mercer subscriptions due` and the console say it comes back.
+    let report =
+        w.db.read(|tx| due_report(tx, &w.shop, w.clock.now(), 10))
+            .unwrap();
+    assert_eq!(report[0].subscription_id, s.id);
+    assert_eq!(
+        report[0].reason.describe(),
+        "resumes: paused until 2026-03-10 (began 2026-03-10T04:00:00Z); it becomes active again"
+    );
+    assert_eq!(w.tick().auto_resumed, 1);
+    let resumed = w.get(s.id);
+    assert_eq!(resumed.subscription_status, SubscriptionStatus::Active);
+    assert_eq!(
+        resumed.resume_on, None,
+        "the date is dropped with the pause"
+    );
+    // As Resume has it: the next order date still to come.
+    assert_eq!(
+        resumed.next_order_datetime,
+        Some(at("2026-03-16T13:00:00Z"))
+    );
+    let log = resumed.latest_status_log.unwrap();
+    assert_eq!(log.reason, "resumed");
+    assert_eq!(log.metadata.user, Actor::system());
+    assert_eq!(
+        w.topics_since(sent),
+        [
+            "subscription_resumed",
+            "subscription_frequency_updated",
+            "subscription_updated"
+        ]
+    );
+
+    // Exactly once: later runs find nothing to resume.
+    w.clock.set("2026-03-10T05:00:00Z");
+    assert_eq!(w.tick().auto_resumed, 0);
+    assert_eq!(w.topics_since(sent).len(), 3);
+    let resumes = reasons_of(&w, s.id)
+        .into_iter()
+        .filter(|reason| reason == "resumed")
+        .count();
+    assert_eq!(resumes, 2, "the manual resume and the automatic one");
+}
+
+#[test]
+fn a_manual_resume_or_cancel_drops_the_date() {
+    let w = World::new("2026-03-01T12:00:00Z");
+    let s = w.create(json!({"subscription_status": "active"}));
+    pause_until(&w, s.id, "2026-03-10").unwrap();
+    let resumed = act_now(&w, s.id, ActionRequest::Resume);
+    assert_eq!(resumed.resume_on, None);
+    pause_until(&w, s.id, "2026-03-20").unwrap();
+    let cancelled = act_now(&w, s.id, ActionRequest::Cancel(CancelRequest::default()));
+    assert_eq!(cancelled.resume_on, None);
+    w.clock.set("2026-03-21T12:00:00Z");
+    let sent = w.messages().len();
+    assert_eq!(w.tick().auto_resumed, 0);
+    assert_eq!(
+        w.get(s.id).subscription_status,
+        SubscriptionStatus::Inactive
+    );
+    assert!(w.topics_since(sent).is_empty());
+    // A status change through Update Subscription drops it too.
+    let reactivated = act_now(&w, s.id, ActionRequest::Reactivate);
+    assert_eq!(reactivated.subscription_status, SubscriptionStatus::Active);
+    pause_until(&w, s.id, "2026-03-30").unwrap();
+    let update = crate::subscriptions::input::parse_subscription_update(
+        &json!({"subscription": {"subscription_status": "active"}}),
+        &w.shop,
+    )
+    .unwrap();
+    let updated =
+        w.db.write(|tx| update_subscription(tx, &w.shop, s.id, update, api(), w.clock.now()))
+            .unwrap();
+    assert_eq!(updated.resume_on, None);
+}
+
+#[test]
+fn a_resume_the_rule_refuses_leaves_the_subscription_paused_without_its_date() {
+    let w = World::new("2026-03-01T12:00:00Z");
+    let s = w.create(json!({
+        "subscription_status": "active",
+        "order_rrule": "DTSTART;TZID=America/New_York:20260302T090000\nRRULE:FREQ=WEEKLY;COUNT=2"
+    }));
+    pause_until(&w, s.id, "2026-03-10").unwrap();
+    w.clock.set("2026-03-10T12:00:00Z");
+    let sent = w.messages().len();
+    assert_eq!(w.tick().auto_resumed, 0);
+    let after = w.get(s.id);
+    assert_eq!(after.subscription_status, SubscriptionStatus::Paused);
+    assert_eq!(after.resume_on, None, "not tried again at every run");
+    assert!(w.topics_since(sent).is_empty());
+    assert_eq!(
+        w.db.read(|tx| Ok(tx.due_resumptions(None, w.clock.now(), 10)?))
+            .unwrap(),
+        []
+    );
 }

@@ -337,7 +337,10 @@ impl NewStatusLog {
             subscription_id,
             subscription_status,
             reason: reason.into(),
-            metadata: StatusLogMetadata { user: actor },
+            metadata: StatusLogMetadata {
+                user: actor,
+                cancellation: None,
+            },
             created_at: at,
         }
     }

@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::cancellation::Cancellation;
 use super::topics::{Topic, WebhookTopic, webhook_topics};
 use crate::access::credentials::Secret;
 use crate::access::shop::Shop;
@@ -434,12 +435,43 @@ pub fn emit(
     data: impl Serialize,
     now: Timestamp,
 ) -> Result<(), DomainError> {
+    // Every `subscription_cancelled` says why; one no canceller gave a reason for (the end of
+    // its rule) says nothing.
+    let cancellation = (topic == Topic::SubscriptionCancelled).then_some(&NO_CANCELLATION);
     let payload = Payload {
         topic: topic.as_str(),
         shop_identifier: shop.identifier.as_str(),
         created_at: now,
         data,
         order: None::<()>,
+        cancellation,
+    };
+    enqueue(tx, shop, topic, &payload, now)
+}
+
+/// The `cancellation` of a `subscription_cancelled` no canceller gave a reason for.
+static NO_CANCELLATION: Cancellation = Cancellation {
+    reason: None,
+    comment: None,
+};
+
+/// `subscription_cancelled` for the Cancel action: the payload's `cancellation` is the reason
+/// and comment it was given.
+pub(crate) fn emit_cancelled(
+    tx: &mut dyn WebhookRepositories,
+    shop: &Shop,
+    data: impl Serialize,
+    cancellation: &Cancellation,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    let topic = Topic::SubscriptionCancelled;
+    let payload = Payload {
+        topic: topic.as_str(),
+        shop_identifier: shop.identifier.as_str(),
+        created_at: now,
+        data,
+        order: None::<()>,
+        cancellation: Some(cancellation),
     };
     enqueue(tx, shop, topic, &payload, now)
 }
@@ -453,6 +485,9 @@ struct Payload<'a, Data, Order> {
     data: Data,
     #[serde(skip_serializing_if = "Option::is_none")]
     order: Option<Order>,
+    /// `subscription_cancelled`'s reason and comment.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cancellation: Option<&'a Cancellation>,
 }
 
 /// [`emit`] for a topic about one of the subscription's orders (`subscription_upcoming_order`,
@@ -472,6 +507,7 @@ pub(crate) fn emit_with_order(
         created_at: now,
         data,
         order: Some(order),
+        cancellation: None,
     };
     enqueue(tx, shop, topic, &payload, now)
 }

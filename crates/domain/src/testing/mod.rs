@@ -10,6 +10,7 @@ mod directory;
 mod kernel;
 mod overrides;
 mod platform;
+mod portal;
 mod subscriptions;
 mod webhooks;
 
@@ -196,6 +197,11 @@ pub struct MemoryState {
         std::collections::BTreeMap<crate::kernel::ids::SubscriptionId, Timestamp>,
     /// Checkouts by id (ids from 1).
     pub checkout_orders: Vec<crate::checkout::repository::CheckoutOrder>,
+    /// Shops' cancellation reasons, in their order.
+    pub cancellation_reasons: std::collections::BTreeMap<
+        ShopId,
+        Vec<crate::subscriptions::cancellation::CancellationReason>,
+    >,
     /// Subscription groups with their shop, and how many groups and billing rules were ever
     /// stored (the next ids).
     pub subscription_groups: Vec<(ShopId, crate::subscriptions::groups::StoredGroup)>,
@@ -221,6 +227,12 @@ pub struct MemoryState {
     pub box_counts: [i64; 5],
     /// Shops' activity counts by (shop, bucket start, activity).
     pub activity: std::collections::BTreeMap<(ShopId, i64, crate::kernel::activity::Activity), i64>,
+    /// Subscriber portal sessions, each with its token hash (ended ones removed).
+    pub portal_sessions: Vec<(crate::portal::sessions::PortalSession, String)>,
+    /// How many portal sessions were ever stored: the next one's id is one more.
+    pub portal_session_count: i64,
+    /// Shops' branding of their portal, by shop (none set for a shop not listed).
+    pub portal_branding: std::collections::BTreeMap<ShopId, crate::portal::branding::PortalBranding>,
 }
 
 /// A job as the memory store keeps it: with when it runs again if enqueued while running.

@@ -15,6 +15,7 @@ use crate::kernel::time::Timestamp;
 use crate::platform::addresses::{AddressKey, AddressRow};
 use crate::platform::events::{EntityKind, EntityRecord};
 use crate::platform::resources::CustomerAddress;
+use crate::subscriptions::cancellation::{CancellationReason, CancellationReasonRepository};
 use crate::subscriptions::groups::StoredGroup;
 use crate::subscriptions::query::ListQuery;
 use crate::subscriptions::repository::{
@@ -893,6 +894,73 @@ impl SubscriptionOrderRepository for MemoryState {
             }
         }
         Ok(backlog)
+    }
+
+    fn due_resumptions(
+        &mut self,
+        shop_id: Option<ShopId>,
+        now: Timestamp,
+        limit: usize,
+    ) -> StoreResult<Vec<(ShopId, SubscriptionId)>> {
+        let mut due: Vec<(Timestamp, ShopId, SubscriptionId)> = self
+            .subscriptions
+            .iter()
+            .filter(|s| shop_id.is_none_or(|shop_id| s.shop_id == shop_id))
+            .filter(|s| is_due_to_resume(&s.state, now))
+            .filter_map(|s| s.state.resume_on.map(|resume| (resume.at, s.shop_id, s.id)))
+            .collect();
+        due.sort();
+        Ok(due
+            .into_iter()
+            .take(limit)
+            .map(|(_, shop_id, id)| (shop_id, id))
+            .collect())
+    }
+
+    fn lock_due_resumption(
+        &mut self,
+        shop_id: ShopId,
+        id: SubscriptionId,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        // One unit of work at a time already: only whether it is due.
+        Ok(self
+            .subscription_mut(shop_id, id)
+            .is_some_and(|s| is_due_to_resume(&s.state, now)))
+    }
+}
+
+/// Whether a paused subscription's automatic resume has come at `now`.
+fn is_due_to_resume(state: &SubscriptionState, now: Timestamp) -> bool {
+    state.subscription_status == SubscriptionStatus::Paused
+        && state.resume_on.is_some_and(|resume| resume.at <= now)
+}
+
+impl CancellationReasonRepository for MemoryState {
+    fn cancellation_reasons(&mut self, shop_id: ShopId) -> StoreResult<Vec<CancellationReason>> {
+        Ok(self
+            .cancellation_reasons
+            .get(&shop_id)
+            .cloned()
+            .unwrap_or_default())
+    }
+
+    fn replace_cancellation_reasons(
+        &mut self,
+        shop_id: ShopId,
+        reasons: &[CancellationReason],
+        _now: Timestamp,
+    ) -> StoreResult<()> {
+        // As the store's unique key (shop, code).
+        for (index, reason) in reasons.iter().enumerate() {
+            if reasons[..index].iter().any(|r| r.code == reason.code) {
+                return Err(StorageError::unique_violation(
+                    "a cancellation reason of the shop has this code",
+                ));
+            }
+        }
+        self.cancellation_reasons.insert(shop_id, reasons.to_vec());
+        Ok(())
     }
 }
 

@@ -163,31 +163,74 @@ impl FromRequest for CustomerAuthorized {
         Box::pin(async move {
             let state = state.ok_or_else(ApiError::internal)?;
             let token = token.ok_or_else(customer_token_refused)?;
-            let key = (hash_token(&token), shop.clone(), customer.clone());
-            if let Some(found) = state.customer_tokens.get(&key) {
-                return Ok(CustomerAuthorized {
-                    shop: found,
-                    platform_customer_id: customer,
-                });
-            }
-            let (store, connector, now) =
-                (state.store.clone(), state.connector.clone(), state.now());
-            let id = customer.clone();
-            let checked = run_blocking(move || {
-                match check_customer_token(&store, connector.as_ref(), &shop, &id, &token, now) {
-                    Err(DomainError::Unauthenticated) => Ok(None),
-                    other => other.map(Some),
-                }
-            })
-            .await?;
-            let found = checked.ok_or_else(customer_token_refused)?;
-            state.customer_tokens.put(key, found.clone());
+            let found = check_customer(&state, shop, customer.clone(), token).await?;
             Ok(CustomerAuthorized {
                 shop: found,
                 platform_customer_id: customer,
             })
         })
     }
+}
+
+/// The shop whose customer `platform_customer_id` a `token` their platform issued proves the
+/// shopper to be, as [`CustomerAuthorized`] checks it (the subscriber portal's entry checks
+/// it so too): a token the connector found active lately is taken from the
+/// `customer_tokens` cache, else the shop's customers connector is asked (Validate Customer
+/// JWT). 401 when it is not active; the connector's failures as the domain tells them.
+pub async fn check_customer(
+    state: &AppState,
+    shop: String,
+    platform_customer_id: String,
+    token: String,
+) -> Result<Shop, ApiError> {
+    let key = customer_token_key(&shop, &platform_customer_id, &token);
+    if let Some(found) = state.customer_tokens.get(&key) {
+        return Ok(found);
+    }
+    let (store, connector, now) = (state.store.clone(), state.connector.clone(), state.now());
+    let checked = run_blocking(move || {
+        match check_customer_token(
+            &store,
+            connector.as_ref(),
+            &shop,
+            &platform_customer_id,
+            &token,
+            now,
+        ) {
+            Err(DomainError::Unauthenticated) => Ok(None),
+            other => other.map(Some),
+        }
+    })
+    .await?;
+    let found = checked.ok_or_else(customer_token_refused)?;
+    state.customer_tokens.put(key, found.clone());
+    Ok(found)
+}
+
+/// Whether [`check_customer`] would answer from its cache, without asking the connector.
+pub fn customer_token_cached(
+    state: &AppState,
+    shop: &str,
+    platform_customer_id: &str,
+    token: &str,
+) -> bool {
+    state
+        .customer_tokens
+        .get(&customer_token_key(shop, platform_customer_id, token))
+        .is_some()
+}
+
+/// The `customer_tokens` cache's key of a token: its hash, the shop and the customer.
+fn customer_token_key(
+    shop: &str,
+    platform_customer_id: &str,
+    token: &str,
+) -> (String, String, String) {
+    (
+        hash_token(token),
+        shop.to_string(),
+        platform_customer_id.to_string(),
+    )
 }
 
 /// A request body meant to be JSON. Extracting it never fails: its problems (415, 413, 400,
@@ -260,6 +303,42 @@ impl FromRequest for JsonBody {
         }
         let body = read_body(request, payload);
         Box::pin(async move { Ok(JsonBody(body.await)) })
+    }
+}
+
+/// A JSON request body a client may leave out (the bodies of Cancel and Pause, which took none
+/// before): no body, or only whitespace, reads as `{}` whatever the content type; any other
+/// body is read as a [`JsonBody`] is (415 without a JSON content type, 400, 413, 422).
+pub struct OptionalJsonBody(Option<JsonBody>);
+
+impl FromRequest for OptionalJsonBody {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(request: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let json = is_json(request);
+        let body = read_body(request, payload);
+        Box::pin(async move {
+            Ok(OptionalJsonBody(match body.await {
+                Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => None,
+                Ok(_) if !json => Some(JsonBody(Err(ApiError::unsupported_media_type()))),
+                read => Some(JsonBody(read)),
+            }))
+        })
+    }
+}
+
+impl OptionalJsonBody {
+    /// The body as a JSON value: `{}` when left out; 400 when it is not JSON, and the problems
+    /// of [`JsonBody::bytes`].
+    pub fn value(self) -> Result<serde_json::Value, ApiError> {
+        match self.0 {
+            None => Ok(serde_json::Value::Object(serde_json::Map::new())),
+            Some(body) => {
+                let bytes = body.bytes()?;
+                serde_json::from_slice(&bytes).map_err(ApiError::malformed_json)
+            }
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! The HTTP API: actix-web app, routes, extractors, errors, and the server's life cycle.
 
 pub mod console;
+pub mod customer_checks;
 pub mod error;
 pub mod extract;
 pub mod html;

@@ -47,6 +47,8 @@ pub struct AppState {
     pub metrics: PrometheusHandle,
     /// Sign-in failures per client address (the OAuth authorize page).
     pub sign_ins: SignInLimiter,
+    /// Connector checks of customer tokens per customer (the subscriber portal's entry).
+    pub customer_checks: super::customer_checks::CustomerChecks,
     /// Where clients reach Mercer (`--public-url`): links answered start with it; without it
     /// they are relative.
     pub public_url: Option<super::links::PublicUrl>,

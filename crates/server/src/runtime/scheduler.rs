@@ -41,11 +41,11 @@ pub fn run(
     let started = Instant::now();
     let outcome = match run_scheduler(store, &clock, control) {
         Ok(run) => {
-            if run.started + run.begun + run.resumed + run.expiring > 0 {
+            if run.started + run.auto_resumed + run.begun + run.resumed + run.expiring > 0 {
                 log::info!(
                     target: "mercer::scheduler",
-                    "{} started, {} orders begun, {} attempts resumed, {} expiring payment methods announced",
-                    run.started, run.begun, run.resumed, run.expiring
+                    "{} started, {} paused subscriptions resumed on their date, {} orders begun, {} attempts resumed, {} expiring payment methods announced",
+                    run.started, run.auto_resumed, run.begun, run.resumed, run.expiring
                 );
             }
             metrics::counter!("mercer_subscription_orders_begun_total").increment(run.begun as u64);

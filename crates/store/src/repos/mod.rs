@@ -8,6 +8,7 @@ mod directory;
 mod kernel;
 mod overrides;
 pub(crate) mod platform;
+mod portal;
 mod subscriptions;
 mod webhooks;
 

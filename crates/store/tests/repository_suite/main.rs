@@ -31,6 +31,7 @@ mod checkout;
 mod directory;
 mod overrides;
 mod platform;
+mod portal;
 mod scheduler;
 mod subscriptions;
 mod units_of_work;

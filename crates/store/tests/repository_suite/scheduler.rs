@@ -3,6 +3,7 @@
 use mercer_domain::kernel::ids::ShopId;
 use mercer_domain::kernel::ids::{AddressId, CustomerId, SubscriptionId};
 use mercer_domain::ports::Database;
+use mercer_domain::subscriptions::pausing::AutoResume;
 use mercer_domain::subscriptions::repository::{
     NewSubscriptionOrder, OrderAttemptEnd, OrderAttemptStatus,
 };
@@ -315,3 +316,60 @@ fn payment_methods_expiring_are_announced_once(db: &impl Database) {
     assert_eq!(expiring("2027-03-01T00:00:00Z"), [february, scheduled]);
 }
 every_database!(payment_methods_expiring_are_announced_once);
+
+fn paused_subscriptions_are_due_to_resume_once_their_day_has_begun(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    let other = self::shop(db, "b.shop.test");
+    let ours = subscriber(db, shop.id, &fields(Some("a@example.test"), None, None));
+    let theirs = subscriber(db, other.id, &fields(Some("b@example.test"), None, None));
+    let paused_until = |shop_id, customer: (CustomerId, AddressId), status, day: &str, start| {
+        let mut state = plain_state(customer.0, customer.1, status);
+        state.resume_on = AutoResume::read(day, at(start));
+        insert_subscription(db, shop_id, &state, 1)
+    };
+    use SubscriptionStatus::{Active, Paused};
+    let later = paused_until(shop.id, ours, Paused, "2031-01-03", 300);
+    let earliest = paused_until(other.id, theirs, Paused, "2031-01-01", 100);
+    let future = paused_until(shop.id, ours, Paused, "2031-01-09", 10_000);
+    // Only a paused subscription comes back.
+    paused_until(shop.id, ours, Active, "2031-01-01", 100);
+    insert_subscription(db, shop.id, &plain_state(ours.0, ours.1, Paused), 1);
+    assert_eq!(
+        read_subscription(db, shop.id, later).state.resume_on,
+        AutoResume::read("2031-01-03", at(300)),
+        "read back as written"
+    );
+
+    let due = |shop_id, now, limit| {
+        db.read(|tx| Ok(tx.due_resumptions(shop_id, at(now), limit)?))
+            .unwrap()
+    };
+    assert_eq!(
+        due(None, 300, 10),
+        [(other.id, earliest), (shop.id, later)],
+        "every shop's, earliest first, from the start of the day on"
+    );
+    assert_eq!(due(None, 300, 1), [(other.id, earliest)]);
+    assert_eq!(due(Some(shop.id), 300, 10), [(shop.id, later)]);
+    assert_eq!(due(None, 99, 10), []);
+    let lock = |shop_id, id, now| {
+        db.write(|tx| Ok(tx.lock_due_resumption(shop_id, id, at(now))?))
+            .unwrap()
+    };
+    assert!(lock(shop.id, later, 300));
+    assert!(!lock(shop.id, later, 299), "not yet");
+    assert!(!lock(shop.id, future, 300));
+    assert!(!lock(shop.id, earliest, 300), "another shop's");
+    // Resumed (its date dropped): no longer due.
+    let mut state = read_subscription(db, shop.id, later).state;
+    state.subscription_status = Active;
+    state.resume_on = None;
+    db.write(|tx| Ok(tx.save_subscription(shop.id, later, &state)?))
+        .unwrap();
+    assert!(!lock(shop.id, later, 300));
+    assert_eq!(
+        due(None, 100_000, 10),
+        [(other.id, earliest), (shop.id, future)]
+    );
+}
+every_database!(paused_subscriptions_are_due_to_resume_once_their_day_has_begun);

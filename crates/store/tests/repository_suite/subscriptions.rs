@@ -11,7 +11,9 @@ use mercer_domain::platform::events::EntityKind;
 use mercer_domain::platform::outbox::{record_address_platform_id, record_customer_platform_id};
 use mercer_domain::platform::resources::CustomerAddress;
 use mercer_domain::ports::Database;
+use mercer_domain::subscriptions::cancellation::{Cancellation, CancellationReason};
 use mercer_domain::subscriptions::groups::{BillingRule, GroupProduct, IntervalType, StoredGroup};
+use mercer_domain::subscriptions::pausing::AutoResume;
 use mercer_domain::subscriptions::query::{Cursor, ListQuery, parse_filters};
 use mercer_domain::subscriptions::repository::{
     CustomerFields, CustomerListQuery, CustomerStatus, StoredAddress, StoredSubscription,
@@ -984,6 +986,7 @@ pub(crate) fn plain_state(
         skipped_dates: Vec::new(),
         note: None,
         order_note: None,
+        resume_on: None,
     }
 }
 
@@ -1045,6 +1048,7 @@ fn full_state(
         skipped_dates: vec![at(2000), at(4000)],
         note: Some("a note".into()),
         order_note: Some("an order note".into()),
+        resume_on: AutoResume::read("2031-02-28", at(3000)),
     }
 }
 
@@ -2027,3 +2031,102 @@ fn subscription_summaries_count_and_date_a_customers_subscriptions(db: &impl Dat
     );
 }
 every_database!(subscription_summaries_count_and_date_a_customers_subscriptions);
+
+fn a_cancellation_is_kept_on_its_status_log_entry(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    let (customer, address) = subscriber(db, shop.id, &fields(None, None, None));
+    let id = insert_subscription(
+        db,
+        shop.id,
+        &plain_state(customer, address, SubscriptionStatus::Active),
+        10,
+    );
+    let actor = Actor {
+        kind: ActorType::Customer,
+        id: 0,
+        name: "Ada".into(),
+    };
+    let mut logged = Vec::new();
+    for (seconds, cancellation) in [
+        (
+            20,
+            Some(Cancellation {
+                reason: Some("moving".into()),
+                comment: Some("Off to Lisbon — for good".into()),
+            }),
+        ),
+        (
+            30,
+            Some(Cancellation {
+                reason: None,
+                comment: Some("no reason".into()),
+            }),
+        ),
+        (40, None),
+    ] {
+        let mut entry = NewStatusLog::new(
+            id,
+            SubscriptionStatus::Inactive,
+            "cancelled",
+            actor.clone(),
+            at(seconds),
+        );
+        entry.metadata.cancellation = cancellation.clone();
+        let stored = db
+            .write(|tx| Ok(tx.insert_status_log(shop.id, &entry)?))
+            .unwrap();
+        assert_eq!(stored.metadata.cancellation, cancellation);
+        logged.push(stored);
+    }
+    let read = db
+        .read(|tx| Ok(tx.status_logs_of_subscription(shop.id, id, 10)?))
+        .unwrap();
+    logged.reverse();
+    assert_eq!(read, logged, "read back as written, newest first");
+    assert_eq!(
+        read_subscription(db, shop.id, id).latest_status_log,
+        Some(logged[0].clone())
+    );
+}
+every_database!(a_cancellation_is_kept_on_its_status_log_entry);
+
+fn cancellation_reasons_are_replaced_whole_and_kept_in_order_by_shop(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    let other = self::shop(db, "b.shop.test");
+    let reason = |code: &str, label: &str| CancellationReason {
+        code: code.into(),
+        label: label.into(),
+    };
+    let reasons = |shop_id| db.read(|tx| Ok(tx.cancellation_reasons(shop_id)?)).unwrap();
+    assert!(reasons(shop.id).is_empty(), "none until set");
+    let first = vec![
+        reason("too_expensive", "It costs too much"),
+        reason("moving", "I am moving"),
+        reason("a-1", "Ünïcode ✓"),
+    ];
+    db.write(|tx| Ok(tx.replace_cancellation_reasons(shop.id, &first, at(1))?))
+        .unwrap();
+    db.write(|tx| {
+        Ok(tx.replace_cancellation_reasons(other.id, &[reason("moving", "Theirs")], at(1))?)
+    })
+    .unwrap();
+    assert_eq!(reasons(shop.id), first);
+    let second = vec![reason("moving", "Moving away"), reason("other", "Other")];
+    db.write(|tx| Ok(tx.replace_cancellation_reasons(shop.id, &second, at(2))?))
+        .unwrap();
+    assert_eq!(reasons(shop.id), second, "replaced, in the new order");
+    assert_eq!(reasons(other.id), [reason("moving", "Theirs")]);
+    // A code twice in one list is refused, and the list before stays.
+    assert_taken(db.write(|tx| {
+        Ok(tx.replace_cancellation_reasons(
+            shop.id,
+            &[reason("x", "X"), reason("x", "Again")],
+            at(3),
+        )?)
+    }));
+    assert_eq!(reasons(shop.id), second);
+    db.write(|tx| Ok(tx.replace_cancellation_reasons(shop.id, &[], at(4))?))
+        .unwrap();
+    assert!(reasons(shop.id).is_empty());
+}
+every_database!(cancellation_reasons_are_replaced_whole_and_kept_in_order_by_shop);

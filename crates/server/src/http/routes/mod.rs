@@ -8,6 +8,7 @@ mod directory;
 mod operations;
 mod overrides;
 mod platform;
+mod portal;
 mod subscriptions;
 mod webhooks;
 
@@ -72,5 +73,6 @@ pub fn configure(config: &mut web::ServiceConfig) {
     overrides::configure(config);
     checkout::configure(config);
     box_builder::configure(config);
+    portal::configure(config);
     operations::configure(config);
 }

@@ -2,6 +2,7 @@
 //! addresses (the rows the platform's events and the directory share), and the subscriptions
 //! with their line items and status log, and the scheduler's attempts to place their orders.
 
+mod cancellation;
 mod customers;
 mod groups;
 mod orders;

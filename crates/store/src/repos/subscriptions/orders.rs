@@ -19,7 +19,10 @@ use super::records::whole_subscriptions;
 use super::{corrupt, time};
 use crate::connection::{DbConnection, on_backend, planned_each_time};
 use crate::repos::StoreTx;
-use crate::schema::{subscription_orders, subscription_payment_notices, subscription_schedule};
+use crate::schema::{
+    subscription_orders, subscription_payment_notices, subscription_resumptions,
+    subscription_schedule,
+};
 use crate::store::{storable, storage_error};
 
 #[derive(Queryable, Selectable)]
@@ -399,5 +402,56 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
             processing,
             waiting_retry,
         })
+    }
+
+    fn due_resumptions(
+        &mut self,
+        shop_id: Option<ShopId>,
+        now: Timestamp,
+        limit: usize,
+    ) -> StoreResult<Vec<(ShopId, SubscriptionId)>> {
+        use subscription_resumptions as r;
+        let mut query = r::table.into_boxed();
+        if let Some(shop_id) = shop_id {
+            query = query.filter(r::shop_id.eq(shop_id.0));
+        }
+        // Along the partial index of `resume_at`: only subscriptions paused until a date.
+        query
+            .filter(r::resume_at.le(now.as_micros()))
+            .filter(r::subscription_status.eq(SubscriptionStatus::Paused.as_str()))
+            .order((r::resume_at.asc(), r::id.asc()))
+            .limit(limit as i64)
+            .select((r::shop_id, r::id))
+            .load::<(i64, i64)>(self.conn)
+            .map(|due| {
+                due.into_iter()
+                    .map(|(shop_id, id)| (ShopId(shop_id), SubscriptionId(id)))
+                    .collect()
+            })
+            .map_err(storage_error)
+    }
+
+    fn lock_due_resumption(
+        &mut self,
+        shop_id: ShopId,
+        id: SubscriptionId,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        use subscription_resumptions as r;
+        let paused = SubscriptionStatus::Paused.as_str();
+        let due = r::table
+            .filter(r::id.eq(id.0))
+            .filter(r::shop_id.eq(shop_id.0))
+            .filter(r::subscription_status.eq(paused))
+            .filter(r::resume_at.le(now.as_micros()))
+            .select(r::id);
+        match &mut *self.conn {
+            // The writing transaction is `BEGIN IMMEDIATE`: one writer at a time.
+            DbConnection::Sqlite(c) => due.load::<i64>(c),
+            // Another scheduler resuming it holds the row: it is that one's.
+            DbConnection::Pg(c) => due.for_update().skip_locked().load::<i64>(c),
+        }
+        .map(|found| !found.is_empty())
+        .map_err(storage_error)
     }
 }

@@ -11,6 +11,8 @@ use diesel::prelude::*;
 use mercer_domain::kernel::error::StoreResult;
 use mercer_domain::kernel::filter::{FilterOp, FilterValue};
 use mercer_domain::kernel::ids::{AddressId, CustomerId, LineItemId, StatusLogId, SubscriptionId};
+use mercer_domain::subscriptions::cancellation::Cancellation;
+use mercer_domain::subscriptions::pausing::AutoResume;
 use mercer_domain::subscriptions::query::{FilterField, ListQuery};
 use mercer_domain::subscriptions::repository::{
     StoredSubscription, SubscriptionPage, SubscriptionRepository, SubscriptionState,
@@ -26,8 +28,8 @@ use super::{corrupt, micros, offset, time};
 use crate::connection::{DbConnection, on_backend};
 use crate::repos::StoreTx;
 use crate::schema::{
-    subscription_details, subscription_line_items, subscription_schedule, subscription_status_logs,
-    subscriptions,
+    subscription_details, subscription_line_items, subscription_resumptions, subscription_schedule,
+    subscription_status_logs, subscriptions,
 };
 use crate::store::storage_error;
 
@@ -36,6 +38,7 @@ use crate::store::storage_error;
 diesel::alias!(
     subscription_schedule as schedule: ScheduleAlias,
     subscription_details as details: DetailsAlias,
+    subscription_resumptions as resumption: ResumptionAlias,
 );
 
 #[derive(Queryable, Selectable)]
@@ -137,7 +140,10 @@ struct DetailsRow {
     payment_method_expires_at: Option<i64>,
 }
 
-type FullRow = (SubscriptionRow, ScheduleRow, DetailsRow);
+/// `subscription_resumptions`' `resume_on` and `resume_at`.
+type ResumptionRow = (Option<String>, Option<i64>);
+
+type FullRow = (SubscriptionRow, ScheduleRow, DetailsRow, ResumptionRow);
 
 /// The whole subscription row: `subscriptions` joined by id to its other parts.
 macro_rules! whole_rows {
@@ -153,6 +159,11 @@ macro_rules! whole_rows {
                     .field(subscription_details::id)
                     .eq(subscriptions::id)),
             )
+            .inner_join(
+                resumption.on(resumption
+                    .field(subscription_resumptions::id)
+                    .eq(subscriptions::id)),
+            )
     };
 }
 
@@ -163,6 +174,10 @@ macro_rules! whole_row_columns {
             SubscriptionRow::as_select(),
             schedule.fields(schedule_columns!()),
             details.fields(details_columns!()),
+            resumption.fields((
+                subscription_resumptions::resume_on,
+                subscription_resumptions::resume_at,
+            )),
         )
     };
 }
@@ -220,6 +235,8 @@ struct StatusLogRow {
     actor_id: i64,
     actor_name: String,
     created_at: i64,
+    cancellation_reason: Option<String>,
+    cancellation_comment: Option<String>,
 }
 
 /// An actor's type as stored: its name in answers.
@@ -239,6 +256,13 @@ impl StatusLogRow {
             .ok_or_else(|| corrupt("status log", id, "subscription_status"))?;
         let kind: ActorType = serde_json::from_value(serde_json::Value::String(self.actor_type))
             .map_err(|error| corrupt("status log", id, error))?;
+        // Kept when the canceller gave a reason or a comment.
+        let cancellation = (self.cancellation_reason.is_some()
+            || self.cancellation_comment.is_some())
+        .then_some(Cancellation {
+            reason: self.cancellation_reason,
+            comment: self.cancellation_comment,
+        });
         Ok(StatusLog {
             id: StatusLogId(id),
             subscription_status,
@@ -249,6 +273,7 @@ impl StatusLogRow {
                     id: self.actor_id,
                     name: self.actor_name,
                 },
+                cancellation,
             },
             created_at: time(self.created_at),
             subscription_id: SubscriptionId(self.subscription_id),
@@ -263,9 +288,16 @@ fn currency(text: &str, id: i64, column: &str) -> StoreResult<CurrencyCode> {
 /// A subscription from its row's parts (without its line items and status log), and the id of
 /// its latest status log entry.
 fn subscription_of(
-    (row, schedule_row, details_row): FullRow,
+    (row, schedule_row, details_row, (resume_on, resume_at)): FullRow,
 ) -> StoreResult<(StoredSubscription, Option<i64>)> {
     let id = row.id;
+    let resume_on = match (resume_on, resume_at) {
+        (Some(on), Some(at)) => Some(
+            AutoResume::read(&on, time(at))
+                .ok_or_else(|| corrupt("subscription", id, "resume_on"))?,
+        ),
+        _ => None,
+    };
     let subscription_status = SubscriptionStatus::parse(&row.subscription_status)
         .ok_or_else(|| corrupt("subscription", id, "subscription_status"))?;
     let shipping_lines: Vec<ShippingLine> = serde_json::from_str(&details_row.shipping_lines)
@@ -319,6 +351,7 @@ fn subscription_of(
         skipped_dates: skipped_dates.into_iter().map(time).collect(),
         note: details_row.note,
         order_note: details_row.order_note,
+        resume_on,
     };
     let subscription = StoredSubscription {
         id: SubscriptionId(id),
@@ -341,10 +374,10 @@ fn assemble(
     if rows.is_empty() {
         return Ok(Vec::new());
     }
-    let ids: Vec<i64> = rows.iter().map(|(row, _, _)| row.id).collect();
+    let ids: Vec<i64> = rows.iter().map(|(row, ..)| row.id).collect();
     let log_ids: Vec<i64> = rows
         .iter()
-        .filter_map(|(row, _, _)| row.latest_status_log_id)
+        .filter_map(|(row, ..)| row.latest_status_log_id)
         .collect();
     let mut line_items: HashMap<i64, Vec<SubscriptionLineItem>> = HashMap::new();
     let item_rows: Vec<LineItemRow> = subscription_line_items::table
@@ -441,6 +474,17 @@ fn write_other_parts(
                 t::payment_method_expires_at.eq(state
                     .payment_method_expires_at
                     .map(|expiry| expiry.expires_at().as_micros())),
+            ))
+            .execute(conn)
+            .map_err(storage_error)?;
+    }
+    {
+        use subscription_resumptions as t;
+        let resume_on = state.resume_on.map(|resume| resume.day());
+        diesel::update(t::table.filter(t::id.eq(id)))
+            .set((
+                t::resume_on.eq(resume_on),
+                t::resume_at.eq(state.resume_on.map(|resume| resume.at.as_micros())),
             ))
             .execute(conn)
             .map_err(storage_error)?;
@@ -622,6 +666,7 @@ impl SubscriptionRepository for StoreTx<'_> {
     ) -> StoreResult<StatusLog> {
         use subscription_status_logs as t;
         let actor = &entry.metadata.user;
+        let cancellation = entry.metadata.cancellation.as_ref();
         let values = (
             t::shop_id.eq(shop_id.0),
             t::subscription_id.eq(entry.subscription_id.0),
@@ -631,6 +676,10 @@ impl SubscriptionRepository for StoreTx<'_> {
             t::actor_id.eq(actor.id),
             t::actor_name.eq(actor.name.as_str()),
             t::created_at.eq(entry.created_at.as_micros()),
+            (
+                t::cancellation_reason.eq(cancellation.and_then(|c| c.reason.as_deref())),
+                t::cancellation_comment.eq(cancellation.and_then(|c| c.comment.as_deref())),
+            ),
         );
         let id: i64 = on_backend!(&mut *self.conn, |c| {
             diesel::insert_into(t::table)
@@ -911,10 +960,11 @@ pub(super) fn whole_subscriptions(
             .filter(subscriptions::id.eq_any(ids))
             .filter(schedule.field(subscription_schedule::id).eq_any(ids))
             .filter(details.field(subscription_details::id).eq_any(ids))
+            .filter(resumption.field(subscription_resumptions::id).eq_any(ids))
             .select(whole_row_columns!())
             .load(c)
     })
     .map_err(storage_error)?;
-    rows.sort_by_key(|(row, _, _)| ids.iter().position(|id| *id == row.id));
+    rows.sort_by_key(|(row, ..)| ids.iter().position(|id| *id == row.id));
     assemble(conn, shop_id, rows)
 }

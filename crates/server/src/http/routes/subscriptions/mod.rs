@@ -1,12 +1,14 @@
 //! Subscription routes under `/subscriptions/v1/shops/{shop}`
 //! (reads `read_subscriptions`, writes `write_subscriptions`): customers and their addresses,
-//! subscriptions and their actions, the webhook subscriptions; and the subscription groups
+//! subscriptions and their actions, the shop's cancellation reasons, the webhook subscriptions;
+//! and the subscription groups
 //! (`read_subscription_groups`, `write_subscription_groups`).
 
 mod console;
 mod customers;
 mod groups;
 mod operations;
+mod settings;
 mod webhooks;
 
 use actix_web::web;
@@ -37,6 +39,8 @@ use super::resource;
     operations::change_frequency,
     operations::change_shipping_address,
     operations::change_payment_method,
+    settings::cancellation_reasons_get,
+    settings::cancellation_reasons_set,
     groups::list,
     groups::create,
     groups::get,
@@ -112,6 +116,11 @@ pub fn configure(config: &mut web::ServiceConfig) {
         .service(
             resource("/subscriptions/v1/shops/{shop}/subscriptions/{id}/payment_method")
                 .route(web::put().to(operations::change_payment_method)),
+        )
+        .service(
+            resource("/subscriptions/v1/shops/{shop}/settings/cancellation_reasons")
+                .route(web::get().to(settings::cancellation_reasons_get))
+                .route(web::put().to(settings::cancellation_reasons_set)),
         )
         .service(
             resource("/subscriptions/v1/shops/{shop}/subscription_groups")

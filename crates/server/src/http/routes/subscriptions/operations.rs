@@ -1,9 +1,11 @@
 //! Subscriptions: create (idempotent), list (keyset cursor), get,
-//! update and the nine actions, each emitting its webhooks.
+//! update and the nine actions, each emitting its webhooks (cancel with its reason, pause
+//! until a date).
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use mercer_domain::access::auth::Access;
 use mercer_domain::kernel::ids::{LineItemId, SubscriptionId};
+use mercer_domain::subscriptions::cancellation::{SubscriptionCancelRequest, parse_cancel};
 use mercer_domain::subscriptions::input::{
     SubscriptionCreateRequest, SubscriptionFrequencyRequest, SubscriptionPaymentMethodRequest,
     SubscriptionQuantityRequest, SubscriptionShippingAddressRequest, SubscriptionSkipRequest,
@@ -14,6 +16,7 @@ use mercer_domain::subscriptions::operations::{
     ActionRequest, CursorPagination, create_subscription_from_body, get_subscription,
     list_subscriptions, take_subscription_action, update_subscription,
 };
+use mercer_domain::subscriptions::pausing::{SubscriptionPauseRequest, parse_pause};
 use mercer_domain::subscriptions::query::parse_list_query;
 use mercer_domain::subscriptions::resources::{Actor, ActorType, Subscription};
 use serde::{Deserialize, Serialize};
@@ -21,7 +24,9 @@ use utoipa::ToSchema;
 
 use super::customers::{json_value, wake};
 use crate::http::error::ApiError;
-use crate::http::extract::{Authorized, JsonBody, TypedPath, query_pairs, scopes};
+use crate::http::extract::{
+    Authorized, JsonBody, OptionalJsonBody, TypedPath, query_pairs, scopes,
+};
 use crate::http::state::AppState;
 
 // The routes' paths. Each names the segments its handlers read (an id that is not a number is
@@ -203,14 +208,28 @@ macro_rules! bodiless_action {
     };
 }
 
-bodiless_action!(
-    cancel,
-    ActionRequest::Cancel,
-    "/subscriptions/v1/shops/{shop}/subscriptions/{id}/cancel",
-    "cancel_subscription",
-    "Cancel a subscription",
-    "An active or paused subscription becomes inactive."
-);
+/// Cancels a subscription.
+///
+/// An active or paused subscription becomes inactive. The body is optional: a `reason` (the code
+/// of one of the shop's cancellation reasons) and a `comment`, kept on the status log entry and
+/// sent in `subscription_cancelled`'s `cancellation`. A paused subscription's `resume_on` is
+/// dropped.
+#[utoipa::path(post, path = "/subscriptions/v1/shops/{shop}/subscriptions/{id}/cancel", operation_id = "cancel_subscription", summary = "Cancel a subscription", tag = "Subscriptions",
+    request_body = Option<SubscriptionCancelRequest>,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The subscription's id")),
+    security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
+    responses((status = 200, body = SubscriptionAnswer)))]
+pub async fn cancel(
+    state: web::Data<AppState>,
+    request: Authorized<scopes::WriteSubscriptions>,
+    path: TypedPath<SubscriptionPath>,
+    body: OptionalJsonBody,
+) -> Result<HttpResponse, ApiError> {
+    let id = path.get()?.id;
+    let cancel = parse_cancel(&body.value()?)?;
+    act(state, &request.access, id, ActionRequest::Cancel(cancel)).await
+}
+
 bodiless_action!(
     reactivate,
     ActionRequest::Reactivate,
@@ -219,21 +238,34 @@ bodiless_action!(
     "Reactivate a subscription",
     "An inactive subscription becomes active again."
 );
-bodiless_action!(
-    pause,
-    ActionRequest::Pause,
-    "/subscriptions/v1/shops/{shop}/subscriptions/{id}/pause",
-    "pause_subscription",
-    "Pause a subscription",
-    "An active subscription is paused; no order is placed until it is resumed."
-);
+/// Pauses a subscription.
+///
+/// An active subscription is paused; no order is placed until it is resumed. The body is
+/// optional: with `resume_on` (a date after today in the shop's time zone), Mercer resumes it
+/// once that day begins in the shop's time zone, as Resume does.
+#[utoipa::path(post, path = "/subscriptions/v1/shops/{shop}/subscriptions/{id}/pause", operation_id = "pause_subscription", summary = "Pause a subscription", tag = "Subscriptions",
+    request_body = Option<SubscriptionPauseRequest>,
+    params(("shop" = String, Path, description = "The shop's identifier"), ("id" = i64, Path, description = "The subscription's id")),
+    security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),
+    responses((status = 200, body = SubscriptionAnswer)))]
+pub async fn pause(
+    state: web::Data<AppState>,
+    request: Authorized<scopes::WriteSubscriptions>,
+    path: TypedPath<SubscriptionPath>,
+    body: OptionalJsonBody,
+) -> Result<HttpResponse, ApiError> {
+    let id = path.get()?.id;
+    let pause = parse_pause(&body.value()?)?;
+    act(state, &request.access, id, ActionRequest::Pause(pause)).await
+}
+
 bodiless_action!(
     resume,
     ActionRequest::Resume,
     "/subscriptions/v1/shops/{shop}/subscriptions/{id}/resume",
     "resume_subscription",
     "Resume a subscription",
-    "A paused subscription becomes active again."
+    "A paused subscription becomes active again (and its `resume_on` is dropped)."
 );
 
 /// Skips a subscription order.
