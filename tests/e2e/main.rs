@@ -31,6 +31,7 @@ mod oauth;
 mod openapi;
 mod pause_and_cancel;
 mod portal;
+mod portal_tour;
 mod readme;
 mod request_ids;
 mod route_scopes;

@@ -22,7 +22,12 @@ const MARKED_NAME: &str = "Ada<script>alert('name')</script>";
 const MARKED_TITLE: &str = "<b>Mug</b><script>alert('title')</script>";
 
 /// A customer made on the platform (which pushes Customer Saved to Mercer); their platform id.
-fn platform_customer(sim: &RunningSimulator, shop: &str, email: &str, first_name: &str) -> String {
+pub(crate) fn platform_customer(
+    sim: &RunningSimulator,
+    shop: &str,
+    email: &str,
+    first_name: &str,
+) -> String {
     let (status, made) = sim_admin(
         "POST",
         &format!("{}/admin/shops/{shop}/customers", sim.base_url),
@@ -33,7 +38,7 @@ fn platform_customer(sim: &RunningSimulator, shop: &str, email: &str, first_name
 }
 
 /// A token the platform issues its customer.
-fn issue_token(sim: &RunningSimulator, shop: &str, customer: &str) -> String {
+pub(crate) fn issue_token(sim: &RunningSimulator, shop: &str, customer: &str) -> String {
     let (status, issued) = sim_admin(
         "POST",
         &format!(
@@ -57,17 +62,18 @@ fn validations(sim: &RunningSimulator) -> usize {
 
 /// The demo shop with a veg box (a size of 1..4, a slot holding the first order, carrot and
 /// kale offered), the simulator as its customers connector, and the group's id.
-struct World<'a> {
-    admin: Admin<'a>,
-    sim: RunningSimulator,
-    group: i64,
-    size: i64,
-    slot: i64,
-    carrot: i64,
-    kale: i64,
+pub(crate) struct World<'a> {
+    pub(crate) admin: Admin<'a>,
+    pub(crate) sim: RunningSimulator,
+    pub(crate) group: i64,
+    pub(crate) box_id: i64,
+    pub(crate) size: i64,
+    pub(crate) slot: i64,
+    pub(crate) carrot: i64,
+    pub(crate) kale: i64,
 }
 
-fn world(server: &MercerServer) -> World<'_> {
+pub(crate) fn world(server: &MercerServer) -> World<'_> {
     let (admin, group) = set_up(server);
     let sim = platform(&admin, &["customers"]);
     let box_id = admin.ok(
@@ -112,6 +118,7 @@ fn world(server: &MercerServer) -> World<'_> {
         admin,
         sim,
         group,
+        box_id,
         size,
         slot,
         carrot,
@@ -120,22 +127,14 @@ fn world(server: &MercerServer) -> World<'_> {
 }
 
 impl World<'_> {
-    fn shop(&self) -> &str {
+    pub(crate) fn shop(&self) -> &str {
         &self.admin.shop
     }
 
     /// A customer of the platform and their active subscription (a box line item and a mug
     /// titled with markup), weekly from 10 January 2030: (platform id, subscription).
     fn subscriber(&self, email: &str, first_name: &str) -> (String, Value) {
-        let customer = platform_customer(&self.sim, self.shop(), email, first_name);
-        let server = self.admin.server;
-        let known = format!(
-            "/customers/v2/shops/{}/customers/pid/{customer}",
-            self.shop()
-        );
-        assert!(wait_until(Duration::from_secs(10), || {
-            server.get(&known).bearer(&self.admin.token).call().status == 200
-        }));
+        let customer = self.customer(email, first_name);
         let group = self.api("GET", &format!("/subscription_groups/{}", self.group), None);
         let rule = group["subscription_group"]["billing_rules"][0]["id"].clone();
         let made = self.api(
@@ -157,8 +156,22 @@ impl World<'_> {
         (customer, made["subscription"].clone())
     }
 
+    /// A customer made on the platform, once Mercer's directory has them: their platform id.
+    pub(crate) fn customer(&self, email: &str, first_name: &str) -> String {
+        let customer = platform_customer(&self.sim, self.shop(), email, first_name);
+        let server = self.admin.server;
+        let known = format!(
+            "/customers/v2/shops/{}/customers/pid/{customer}",
+            self.shop()
+        );
+        assert!(wait_until(Duration::from_secs(10), || {
+            server.get(&known).bearer(&self.admin.token).call().status == 200
+        }));
+        customer
+    }
+
     /// The subscription API of the shop: the answer's JSON (any 2xx).
-    fn api(&self, method: &str, rest: &str, body: Option<Value>) -> Value {
+    pub(crate) fn api(&self, method: &str, rest: &str, body: Option<Value>) -> Value {
         let call = self
             .admin
             .server
@@ -180,12 +193,12 @@ impl World<'_> {
         answer.json()
     }
 
-    fn subscription(&self, id: &Value) -> Value {
+    pub(crate) fn subscription(&self, id: &Value) -> Value {
         self.api("GET", &format!("/subscriptions/{id}"), None)["subscription"].clone()
     }
 
     /// The entry link of `customer` with a fresh platform token.
-    fn entry(&self, customer: &str) -> String {
+    pub(crate) fn entry(&self, customer: &str) -> String {
         let token = issue_token(&self.sim, self.shop(), customer);
         format!(
             "/portal/shops/{}/enter?customer={customer}&token={token}",

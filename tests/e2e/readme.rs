@@ -9,6 +9,10 @@
 //! "Connect a Vendure shop" runs the same way, with the pinned Vendure that `cargo xtask
 //! vendure` starts (its data in the test's folder).
 //!
+//! The portal block of "Selling a subscription box" runs once the order is there, with the
+//! values the walkthrough made (kept by the test in a file the script writes last): its entry
+//! answers 303 with the session cookie, and the page greets the customer.
+//!
 //! The walkthroughs listen on the README's ports (8080, 9090, 3000, 4100): the runs take
 //! turns.
 
@@ -168,7 +172,7 @@ fn the_readme_walkthroughs_run_word_for_word(backend: Backend) {
     let connecting = blocks_of(&readme, "## Connecting a platform");
     let selling = blocks_of(&readme, "## Selling a subscription box");
     assert!(
-        connecting.len() >= 2 && selling.len() >= 2,
+        connecting.len() >= 2 && selling.len() >= 3,
         "{connecting:?} {selling:?}"
     );
     let without_placeholders = connecting[0]
@@ -176,8 +180,10 @@ fn the_readme_walkthroughs_run_word_for_word(backend: Backend) {
         .filter(|line| !line.starts_with("SHOP=...") && !line.starts_with("TOKEN=..."))
         .collect::<Vec<_>>()
         .join("\n");
+    // What the portal block uses of the walkthrough's values, kept for it.
     let script = format!(
-        "set -euo pipefail\nexport SHOP='{shop}' TOKEN='{token}'\n{without_placeholders}\n{}\n{}\n",
+        "set -euo pipefail\nexport SHOP='{shop}' TOKEN='{token}'\n{without_placeholders}\n{}\n{}\n\
+         declare -p API CUSTOMER SHOPPER > walkthrough-values\n",
         connecting[1], selling[0]
     );
     // Its output goes to a file: the simulator it starts in the background would hold a pipe
@@ -225,6 +231,33 @@ fn the_readme_walkthroughs_run_word_for_word(backend: Backend) {
     // Three kales chosen, at the catalogue's price.
     assert!(order.contains("'quantity': 3"), "{order}");
     assert!(order.contains("'price_per_item': '3.00'"), "{order}");
+
+    // The portal: entered with the customer's token (303 to the list, a session cookie), then
+    // the list greets her.
+    let portal = format!(
+        "set -euo pipefail\nsource walkthrough-values\n{}\n{}\n",
+        helper.join("\n"),
+        selling[2]
+    );
+    let answer = shell(dir.path(), &bin, &database)
+        .env("SHOP", &shop)
+        .args(["-c", &portal])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&answer.stdout);
+    assert!(
+        answer.status.success(),
+        "the portal block stopped: {text} {}",
+        String::from_utf8_lossy(&answer.stderr)
+    );
+    let headers = text.to_lowercase();
+    assert!(headers.starts_with("http/1.1 303"), "{text}");
+    assert!(
+        headers.contains(&format!("location: /portal/shops/{shop}\r\n")),
+        "{text}"
+    );
+    assert!(headers.contains("set-cookie: mercer_portal="), "{text}");
+    assert!(text.contains("Hello, Bea"), "{text}");
 }
 
 /// "Connect a Vendure shop": its first block (`cargo xtask vendure`) in the background until it

@@ -176,6 +176,171 @@ const [base, shop, email, password, otherShop, otherEmail, topic, shots, chromiu
 })().catch((error) => { console.error(error); process.exit(1); });
 "#;
 
+/// The subscriber portal with JavaScript off, as the plan (JSON, first argument) says: the
+/// subscriber follows the entry link, reads the list, opens a subscription and takes every
+/// action through its forms (skip, pause until a date, resume, a quantity, how often, the
+/// address), chooses a box's contents (first above the size's maximum, refused), fills the cancel
+/// form; then at 390 px wide the same pages, a refused and a saved box choice, and the cancel;
+/// last, another customer's subscription. After each action it reads the subscription (and the
+/// customer's box selections) from the API with the plan's token, for the test to check. PNGs
+/// go to `plan.shots` as `{desktop|phone}-{page}.png`.
+const PORTAL_SCRIPT: &str = r#"
+const path = require('path');
+const launch = require('./launch.js');
+const [planJson, chromiumPath] = process.argv.slice(2);
+const plan = JSON.parse(planJson);
+(async () => {
+  const browser = await launch(chromiumPath);
+  const out = { actions: {}, fits: {} };
+  try {
+    const context = await browser.newContext({ javaScriptEnabled: false,
+                                               viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    let device = 'desktop';
+    const file = (name) => path.join(plan.shots, device + '-' + name + '.png');
+    const shot = (name) => page.screenshot({ path: file(name), fullPage: true });
+    const shotOf = (selector, name) => page.locator(selector).screenshot({ path: file(name) });
+    // The page from its top down to the last element `selector` matches.
+    const shotDownTo = async (selector, name) => {
+      const bottom = await page.locator(selector).last().evaluate(
+        (element) => element.getBoundingClientRect().bottom + window.scrollY);
+      await page.screenshot({ path: file(name), fullPage: true,
+        clip: { x: 0, y: 0, width: page.viewportSize().width, height: Math.ceil(bottom) + 16 } });
+    };
+    const text = async (selector) => (await page.textContent(selector)).trim();
+    const api = async (rest) => {
+      const answer = await fetch(plan.api + rest, { headers: { Authorization: 'Bearer ' + plan.token } });
+      return answer.json();
+    };
+    const subscription = async (id) =>
+      (await api('/subscriptions/v1/shops/' + plan.shop + '/subscriptions/' + id)).subscription;
+    const selections = async () =>
+      (await api('/box_builder/v1/shops/' + plan.shop + '/customers/' + plan.customer + '/selections')).data.selections;
+    // No horizontal scroll, and every control of the page's forms inside the viewport.
+    const fits = (name) => page.evaluate(() => {
+      const width = window.innerWidth;
+      const controls = document.querySelectorAll(
+        'form input:not([type=hidden]), form select, form textarea, form button');
+      const outside = [...controls].filter((control) => {
+        const box = control.getBoundingClientRect();
+        return box.left < 0 || box.right > width;
+      }).map((control) => control.id || control.name || control.textContent.trim());
+      return { scrollWidth: document.scrollingElement.scrollWidth, innerWidth: width,
+               controls: controls.length, outside };
+    }).then((seen) => { out.fits[device + '-' + name] = seen; });
+    // Follows a link or posts a form by clicking `selector`: the first answer's status (the
+    // form's 303, or the page's own), its Location, where the browser ended and that page's status.
+    const follow = async (selector) => {
+      const [response] = await Promise.all([page.waitForNavigation(), page.click(selector)]);
+      const redirected = response.request().redirectedFrom();
+      const first = redirected ? await redirected.response() : response;
+      return { status: first.status(), location: first.headers()['location'] || null,
+               url: page.url(), landed: response.status() };
+    };
+    // Takes the action of `button` on subscription `id`; then what the API shows.
+    const act = async (name, id, button) => {
+      const before = await subscription(id);
+      const answer = await follow(button);
+      out.actions[name] = { ...answer, before, after: await subscription(id),
+                            selections: await selections(),
+                            alerts: await page.locator('[role=alert], .error').allTextContents() };
+      return answer;
+    };
+    const open = async (id) => {
+      await page.goto(plan.home);
+      await follow('#subscription-' + id + ' h2 a');
+    };
+
+    const entered = await page.goto(plan.entry);
+    const entry = entered.request().redirectedFrom();
+    out.entry = { status: entry ? (await entry.response()).status() : entered.status(),
+                  url: page.url(), landed: entered.status() };
+    out.cookie = (await context.cookies()).find((c) => c.name === 'mercer_portal') || null;
+    out.greeting = await text('#greeting');
+    out.listed = await page.locator('#subscriptions > li').evaluateAll(
+      (items) => items.map((item) => item.id));
+    await shot('list');
+
+    await follow('#subscription-' + plan.plain.id + ' h2 a');
+    out.opened = { url: page.url(), title: await text('#title'), greeting: await text('#greeting') };
+    await shot('subscription');
+    await act('skip', plan.plain.id, '#skip');
+    await page.fill('#resume_on', plan.resume_on);
+    await act('pause', plan.plain.id, '#pause');
+    out.pausedStatus = await text('#status');
+    await act('resume', plan.plain.id, '#resume');
+    const quantity = '#quantity-' + plan.plain.line;
+    await page.fill(quantity + '-quantity', '2');
+    await act('quantity', plan.plain.id, quantity + ' button[type=submit]');
+    await page.selectOption('#interval_id', String(plan.plain.interval));
+    await act('frequency', plan.plain.id, '#frequency-form button[type=submit]');
+    for (const [name, value] of Object.entries(plan.address)) {
+      await page.fill('#address-' + name, value);
+    }
+    await act('address', plan.plain.id, '#address-form button[type=submit]');
+    out.shownAddress = await text('#shipping-address');
+
+    // A box: its upcoming orders, a choice above the size's maximum, then one that fits.
+    const box = async (n, [carrots, kale], name) => {
+      const form = '#box-' + plan.box.line + '-' + n;
+      await page.selectOption(form + '-size', String(plan.box.size));
+      await page.fill(form + '-product-' + plan.box.carrot, String(carrots));
+      await page.fill(form + '-product-' + plan.box.kale, String(kale));
+      await act(name, plan.box.id, form + ' button[type=submit]');
+      out.actions[name].section = await text(form + '-section');
+      const error = page.locator(form + '-quantity-error');
+      out.actions[name].fieldError = (await error.count()) ? (await error.textContent()).trim() : null;
+      out.actions[name].describedBy = await page.locator(form + ' fieldset').getAttribute('aria-describedby');
+      out.actions[name].values = await page.locator(form + ' input[type=number]').evaluateAll(
+        (inputs) => inputs.map((input) => input.value));
+      return form;
+    };
+    await open(plan.box.id);
+    out.boxBefore = await text('#box-' + plan.box.line + '-0-section');
+    const refused = await box(0, plan.box.too_many, 'refused');
+    await shotOf(refused + '-section', 'refused');
+    await box(0, plan.box.chosen, 'box');
+    out.boxAfter = await text('#box-' + plan.box.line + '-0-section');
+    await shotDownTo('section[id^="box-"]', 'box');
+
+    await open(plan.plain.id);
+    await page.selectOption('#reason', plan.reason);
+    await page.fill('#comment', plan.comment);
+    await shotOf('#cancel', 'cancel');
+
+    device = 'phone';
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(plan.home);
+    await fits('list');
+    await shot('list');
+    await open(plan.plain.id);
+    await fits('subscription');
+    await shot('subscription');
+    await open(plan.box.id);
+    await fits('box');
+    await shotDownTo('section[id^="box-"]', 'box');
+    const refusedOnPhone = await box(1, plan.box.too_many, 'refused_on_phone');
+    await fits('refused');
+    await shotOf(refusedOnPhone + '-section', 'refused');
+    await box(1, plan.box.chosen, 'box_on_phone');
+    await open(plan.plain.id);
+    await page.selectOption('#reason', plan.reason);
+    await page.fill('#comment', plan.comment);
+    await fits('cancel');
+    await shotOf('#cancel', 'cancel');
+    await act('cancel', plan.plain.id, '#cancel-subscription');
+    out.cancelledStatus = await text('#status');
+
+    const other = await page.goto(plan.other);
+    out.other = { status: other.status(), heading: await text('h1'), body: await text('main') };
+    await fits('other');
+    console.log(JSON.stringify(out));
+  } finally {
+    await browser.close();
+  }
+})().catch((error) => { console.error(error); process.exit(1); });
+"#;
+
 /// Serves a shop's page on `http://localhost:{port}` (a local server of this script), which
 /// loads the vendor's library bundled for browsers and runs the plan with it against Mercer on
 /// `http://127.0.0.1:{port}`: another origin, so Chromium applies CORS to every call the library
@@ -377,6 +542,7 @@ pub fn browser() -> Result<&'static Browser, Skipped> {
             std::fs::write(dir.join("run-plan.js"), RUN_PLAN).expect("write runPlan");
             std::fs::write(dir.join("launch.js"), LAUNCH_MODULE).expect("write launch");
             std::fs::write(dir.join("docs.js"), DOCS_SCRIPT).expect("write the docs script");
+            std::fs::write(dir.join("portal.js"), PORTAL_SCRIPT).expect("write the portal script");
             Ok(Browser {
                 chromium,
                 script,
@@ -581,5 +747,19 @@ impl Browser {
                 .map(|error| error.as_str().unwrap_or_default().to_string())
                 .collect(),
         }
+    }
+}
+
+impl Browser {
+    /// Runs the subscriber portal's tour ([`PORTAL_SCRIPT`]) with `plan`, its screenshots going
+    /// to `screenshots`; what the browser saw, and the API showed after each action, as JSON.
+    pub fn portal_tour(&self, plan: &Value, screenshots: &Path) -> Value {
+        std::fs::create_dir_all(screenshots).expect("create the screenshot directory");
+        let mut plan = plan.clone();
+        plan["shots"] = Value::String(screenshots.display().to_string());
+        self.run(
+            &self.script.with_file_name("portal.js"),
+            &[OsStr::new(&plan.to_string())],
+        )
     }
 }

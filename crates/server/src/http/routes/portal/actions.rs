@@ -130,6 +130,15 @@ fn form_of(action: &PortalAction, pairs: &[(String, String)]) -> (String, &'stat
     }
 }
 
+/// A problem's message as the page shows it: a sentence (the API's start in lower case).
+fn sentence(message: String) -> String {
+    let mut chars = message.chars();
+    match chars.next() {
+        Some(first) if first.is_lowercase() => first.to_uppercase().chain(chars).collect(),
+        _ => message,
+    }
+}
+
 /// The refusal a domain error is, when it is one a visitor can fix (422, 409); None for the
 /// others, which answer their own page.
 fn refusal_of(
@@ -152,14 +161,16 @@ fn refusal_of(
                         .iter()
                         .any(|(name, _)| *name == problem.field)
                 {
-                    refusal.fields.push((problem.field, problem.message));
+                    refusal
+                        .fields
+                        .push((problem.field, sentence(problem.message)));
                 } else {
-                    refusal.general.push(problem.message);
+                    refusal.general.push(sentence(problem.message));
                 }
             }
         }
         DomainError::Unprocessable { message, .. } | DomainError::Conflict { message, .. } => {
-            refusal.general.push(message);
+            refusal.general.push(sentence(message));
         }
         other => return Err(other),
     }
@@ -227,4 +238,21 @@ pub async fn take(
         &page,
     )?;
     Ok(session.finish(&request, answer))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sentence;
+
+    #[test]
+    fn problems_read_as_sentences() {
+        assert_eq!(
+            sentence("the quantities chosen add up to 5".to_string()),
+            "The quantities chosen add up to 5"
+        );
+        assert_eq!(sentence("été".to_string()), "Été");
+        assert_eq!(sentence("Already one".to_string()), "Already one");
+        assert_eq!(sentence("42 is too many".to_string()), "42 is too many");
+        assert_eq!(sentence(String::new()), "");
+    }
 }
