@@ -1367,6 +1367,17 @@ fn subscriptions(r: &mut Replay<'_>, w: &World<'_>) {
         None,
     );
     r.get("get_cancellation_reasons", "get", &reasons, token);
+    // The shop's dunning policy: its default (the retry settings), then one of its own.
+    let dunning = format!("{base}/settings/dunning");
+    r.get("get_dunning_policy", "get", &dunning, token);
+    r.bodies(
+        "set_dunning_policy",
+        "PUT",
+        &dunning,
+        token,
+        &|| json!({"dunning": {"retry_intervals_s": [86400, 259200, 604800], "at_max_retries": "pause"}}),
+        None,
+    );
     // Pause and Cancel without a body, as before they took one; then each body, an accepted
     // one undone by Resume or Reactivate.
     for (operation, action, label) in [

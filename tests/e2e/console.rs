@@ -21,7 +21,7 @@ use crate::oauth::PASSWORD;
 use crate::webhooks::{create, send_test, shop};
 
 /// A staff account of `shop` with [`PASSWORD`].
-fn staff(server: &MercerServer, shop: &str, email: &str) {
+pub(crate) fn staff(server: &MercerServer, shop: &str, email: &str) {
     let made = mercer_tests::run_cli_with_input(
         server.database(),
         &[
@@ -432,7 +432,7 @@ fn sessions_cookies_and_headers_are_as_a_staff_console_needs(backend: Backend) {
 }
 
 /// A signed-in session's cookie and the CSRF token of its forms.
-fn session(server: &MercerServer, shop: &str, email: &str) -> (String, String) {
+pub(crate) fn session(server: &MercerServer, shop: &str, email: &str) -> (String, String) {
     let signed_in = sign_in(server, shop, email, PASSWORD);
     assert_eq!(signed_in.status, 303, "{}", signed_in.text);
     let cookie = header(&signed_in, "set-cookie")

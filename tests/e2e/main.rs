@@ -18,6 +18,7 @@ mod conformance;
 mod connector;
 mod console;
 mod docs;
+mod dunning;
 mod events;
 mod foundation;
 mod front_door;

@@ -284,6 +284,16 @@ pub(crate) const ROUTES: &[(&str, &str, &str)] = &[
         "write_subscriptions",
     ),
     (
+        "GET",
+        "/subscriptions/v1/shops/{shop}/settings/dunning",
+        "read_subscriptions",
+    ),
+    (
+        "PUT",
+        "/subscriptions/v1/shops/{shop}/settings/dunning",
+        "write_subscriptions",
+    ),
+    (
         "POST",
         "/subscriptions/v1/shops/{shop}/subscriptions/{id}/reactivate",
         "write_subscriptions",

@@ -391,11 +391,12 @@ pub struct ShopUpdateArgs {
     #[arg(long)]
     pub currency: Option<String>,
     /// Seconds before a failed subscription order is tried again (1 to 2592000; new shops:
-    /// 86400).
+    /// 86400). With --order-max-retries, the dunning policy of a shop that set none; a shop
+    /// that set one gets the uniform policy these two now describe, keeping its at_max_retries.
     #[arg(long, value_name = "SECONDS")]
     pub order_retry_interval: Option<i64>,
     /// How many times a failed subscription order is retried before the subscription ends (0
-    /// to 100; new shops: 3).
+    /// to 100; new shops: 3). See --order-retry-interval for the dunning policy.
     #[arg(long, value_name = "N")]
     pub order_max_retries: Option<i64>,
     /// Days before a subscription's payment method expires that

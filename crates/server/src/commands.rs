@@ -22,7 +22,7 @@ use mercer_domain::access::oauth;
 use mercer_domain::access::secrets::{SecretKind, rotate_secret};
 use mercer_domain::access::shop::{
     DemoCredentials, ShopInput, ShopSettings, bootstrap_demo, connector_secret, create_shop,
-    find_shop, list_shops, update_shop_settings,
+    find_shop, list_shops,
 };
 use mercer_domain::checkout::sweeps::AbandonmentJob;
 use mercer_domain::kernel::activity::ActivityPruneJob;
@@ -36,6 +36,7 @@ use mercer_domain::platform::events::{
 use mercer_domain::platform::outbox::enqueue_waiting_deliveries;
 use mercer_domain::portal::branding::{BrandingChange, set_branding};
 use mercer_domain::ports::Database;
+use mercer_domain::subscriptions::dunning::update_shop_and_dunning;
 use mercer_domain::subscriptions::scheduler::{SchedulerJob, due_report};
 use mercer_domain::{DomainError, Timestamp};
 use mercer_jobs::JobRunnerConfig;
@@ -454,14 +455,14 @@ fn shop_command(store: &Store, command: ShopCommand) -> Result<(), CommandError>
                         .to_string(),
                 ));
             }
-            let (shop, portal) = store.write(|tx| {
+            let (shop, dunning, portal) = store.write(|tx| {
                 let portal = if branding.is_empty() {
                     None
                 } else {
                     Some(set_branding(tx, &args.shop, branding, now())?.1)
                 };
-                let shop = update_shop_settings(tx, &args.shop, settings, now())?;
-                Ok((shop, portal))
+                let (shop, dunning) = update_shop_and_dunning(tx, &args.shop, settings, now())?;
+                Ok((shop, dunning, portal))
             })?;
             if let Some(portal) = portal {
                 eprintln!(
@@ -474,15 +475,22 @@ fn shop_command(store: &Store, command: ShopCommand) -> Result<(), CommandError>
             let checkout = &shop.checkout;
             let on = |flag: bool| if flag { "on" } else { "off" };
             eprintln!(
-                "Shop {} now has time zone {}, currency {}, failed orders retried every {} s up \
-                 to {} times, expiring payment methods announced {} days ahead; checkout: \
-                 abandoned-cart emails {}, gift cards {} (SKUs: {}), flat shipping rate {} \
-                 cents; connectors: message signatures required {} (API answers within 2 s).",
+                "Shop {} now has time zone {}, currency {}, retry settings every {} s up to {} \
+                 times (dunning policy, {}: {}), expiring payment methods announced {} days \
+                 ahead; checkout: abandoned-cart emails {}, gift cards {} (SKUs: {}), flat \
+                 shipping rate {} cents; connectors: message signatures required {} (API \
+                 answers within 2 s).",
                 shop.identifier.as_str(),
                 shop.timezone,
                 shop.currency,
                 shop.order_retry_interval_seconds,
                 shop.order_max_retries,
+                if dunning.set {
+                    "the shop's own"
+                } else {
+                    "from the retry settings"
+                },
+                dunning.policy.describe(),
                 shop.expiring_payment_notice_days,
                 on(checkout.abandoned_cart_emails),
                 on(checkout.gift_cards_enabled),
@@ -527,7 +535,7 @@ fn subscriptions_command(store: &Store, command: SubscriptionsCommand) -> Result
             }
             let mut table = Table::new(&["SUBSCRIPTION", "STATUS", "NEXT_ORDER", "LOCAL", "WHY"]);
             for entry in entries {
-                let why = entry.reason.describe();
+                let why = entry.describe();
                 table.row(vec![
                     entry.subscription_id.to_string(),
                     entry.status.as_str().to_string(),

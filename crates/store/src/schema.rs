@@ -506,6 +506,17 @@ diesel::table! {
 }
 
 diesel::table! {
+    /// Shops' dunning policies, for the shops that set one (migration 51).
+    subscription_dunning_policies (shop_id) {
+        shop_id -> BigInt,
+        retry_intervals_s -> Text,
+        at_max_retries -> Text,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
     /// The scheduler's attempts to place subscription orders (docs/scheduler.md).
     subscription_orders (id) {
         id -> BigInt,
@@ -758,6 +769,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     subscription_payment_notices,
     subscription_resumptions,
     subscription_cancellation_reasons,
+    subscription_dunning_policies,
     subscription_groups,
     subscription_group_billing_rules,
     boxes,

@@ -1,9 +1,11 @@
 //! What the operator console shows of a shop's subscriptions: the due report (as `mercer
-//! subscriptions due` prints it) and a subscription's history, its status log and order attempts.
+//! subscriptions due` prints it) and a subscription's history, its status log and order attempts,
+//! with the shop's dunning policy they follow.
 
 use crate::access::shop::Shop;
 use crate::kernel::error::DomainError;
 use crate::kernel::ids::SubscriptionId;
+use crate::subscriptions::dunning::{ShopDunning, shop_dunning};
 use crate::subscriptions::repository::{
     StoredSubscription, SubscriptionOrder, SubscriptionRepositories,
 };
@@ -18,6 +20,8 @@ pub struct SubscriptionHistory {
     pub status_logs: Vec<StatusLog>,
     /// Its order attempts, newest first.
     pub orders: Vec<SubscriptionOrder>,
+    /// The shop's dunning policy: how many retries a failed order gets, and what follows.
+    pub dunning: ShopDunning,
 }
 
 /// The shop's subscription `id` with its latest `limit` status log entries and order attempts;
@@ -34,6 +38,7 @@ pub fn history(
     Ok(SubscriptionHistory {
         status_logs: tx.status_logs_of_subscription(shop.id, id, limit)?,
         orders: tx.orders_of_subscriptions(&[id], limit)?,
+        dunning: shop_dunning(tx, shop)?,
         subscription: stored,
     })
 }

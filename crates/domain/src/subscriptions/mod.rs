@@ -6,6 +6,7 @@
 pub mod cancellation;
 pub mod console;
 pub mod customers;
+pub mod dunning;
 pub mod groups;
 pub mod input;
 pub mod operations;

@@ -12,6 +12,7 @@ use crate::kernel::time::Timestamp;
 use crate::platform::PlatformRepositories;
 use crate::platform::resources::CustomerAddress;
 use crate::subscriptions::cancellation::CancellationReasonRepository;
+use crate::subscriptions::dunning::DunningPolicyRepository;
 use crate::subscriptions::groups::StoredGroup;
 use crate::subscriptions::pausing::AutoResume;
 use crate::subscriptions::query::ListQuery;
@@ -40,6 +41,7 @@ pub trait SubscriptionRepositories:
     + SubscriptionOrderRepository
     + SubscriptionGroupRepository
     + CancellationReasonRepository
+    + DunningPolicyRepository
 {
 }
 
@@ -52,6 +54,7 @@ impl<T> SubscriptionRepositories for T where
         + SubscriptionOrderRepository
         + SubscriptionGroupRepository
         + CancellationReasonRepository
+        + DunningPolicyRepository
         + ?Sized
 {
 }

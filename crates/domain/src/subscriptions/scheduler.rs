@@ -8,8 +8,9 @@
 //!   announces payment methods about to expire.
 //! - [`OrderJob`], one per attempt: Create Order with `Idempotency-Key` = subscription id + order
 //!   date, then Create Payment, then the outcome in one transaction: on success the next order
-//!   date, counts and `subscription_order_created`; on failure `current_retries`, the retry wait
-//!   or, past the shop's maximum, the end of the subscription, and their topics.
+//!   date, counts and `subscription_order_created`; on failure `current_retries`, the next wait
+//!   of the shop's dunning policy or, with none left, its `at_max_retries` (cancel, pause, or
+//!   skip the order), and their topics.
 //!
 //! Exactly once: the attempt is begun in the transaction that claims the subscription (a row
 //! lock, `SKIP LOCKED` on PostgreSQL, and the status check); the attempt's job holds a lease; a
@@ -32,6 +33,7 @@ use crate::kernel::time::{Clock, Timestamp};
 use crate::platform::connector::{ConnectorTarget, PlatformConnector};
 use crate::platform::destinations::{Topic as DestinationTopic, live_target};
 use crate::platform::placement::{self, PlacementError};
+use crate::subscriptions::dunning::{AfterFailure, AtMaxRetries, shop_dunning};
 use crate::subscriptions::operations::{resources, schedule_of};
 use crate::subscriptions::orders::{
     OrderCharge, OrderCustomer, advance_prepaid, idempotency_key, payment_key,
@@ -44,7 +46,7 @@ use crate::subscriptions::repository::{
 use crate::subscriptions::resources::{
     Actor, Cents, FailureDetails, StatusLog, Subscription, SubscriptionLineItem, SubscriptionStatus,
 };
-use crate::subscriptions::states::{Action, ActionOutcome, take_action};
+use crate::subscriptions::states::{Action, ActionOutcome, NewStatusLog, take_action};
 use crate::subscriptions::topics::Topic;
 use crate::subscriptions::webhooks::{emit, emit_with_order};
 
@@ -596,7 +598,8 @@ pub enum Placement {
     Failed {
         /// The attempt's number: 1 for the first of its date, 2 for its first retry…
         attempt: i64,
-        /// Whether it was the last attempt allowed (the subscription became inactive).
+        /// Whether it was the last attempt the shop's dunning policy allows (its
+        /// `at_max_retries` was applied).
         ended: bool,
     },
     /// Nothing to do: the attempt had ended already.
@@ -1035,9 +1038,9 @@ fn order_placed(
     emit_all(tx, shop, saved, ordered(topics), order, amounts, now)
 }
 
-/// The attempt failed: the subscription counts the failure and waits the shop's retry
-/// interval, or ends when it has failed more times than the shop retries. Returns whether it
-/// ended.
+/// The attempt failed: the subscription counts the failure and waits the next interval of the
+/// shop's dunning policy, or, with no interval left, gets the policy's `at_max_retries` (see
+/// [`give_up_order`]). Returns whether the retries ran out.
 fn order_failed(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
@@ -1048,39 +1051,46 @@ fn order_failed(
     now: Timestamp,
 ) -> Result<bool, DomainError> {
     let id = stored.id;
+    let policy = shop_dunning(tx, shop)?.policy;
     let mut state = stored.state.clone();
     // The payment method failed on the subscription's first transaction: Mercer never placed
     // one of its orders.
     let first_payment_failed = state.orders_processed == 0 && failure.is_payment_failure();
     state.current_retries = state.current_retries.saturating_add(1);
-    let ended = state.current_retries > shop.order_max_retries;
-    let action = if ended {
-        Action::RetriesExhausted
-    } else {
-        Action::OrderFailed
-    };
-    let outcome = take_action(
-        id,
-        state.subscription_status,
-        action,
-        Actor::system(),
-        now,
-        false,
-    )?;
-    state.subscription_status = outcome.status;
-    state.status_changed_at = Some(now);
-    state.updated_at = now;
     state.last_failure_code = Some(failure.code.clone());
     state.last_failure_reason = Some(failure.reason.clone());
     state.last_failure_details = Some(FailureDetails {
         message: failure.message.clone(),
     });
-    state.next_processing_datetime =
-        (!ended).then(|| now.plus_seconds(shop.order_retry_interval_seconds));
+    state.updated_at = now;
+    let after = policy.after_failure(state.current_retries);
+    let (logs, own_topics) = match after {
+        AfterFailure::RetryIn(seconds) => {
+            let outcome = take_action(
+                id,
+                state.subscription_status,
+                Action::OrderFailed,
+                Actor::system(),
+                now,
+                false,
+            )?;
+            state.subscription_status = outcome.status;
+            state.next_processing_datetime = Some(now.plus_seconds(seconds));
+            (vec![outcome.log], outcome.topics)
+        }
+        AfterFailure::GiveUp(at_max_retries) => {
+            give_up_order(shop, id, &mut state, order, at_max_retries, now)?
+        }
+    };
+    state.status_changed_at = Some(now);
     tx.save_subscription(shop.id, id, &state)?;
-    let latest = tx.insert_status_log(shop.id, &outcome.log)?;
-    let mut topics = Vec::with_capacity(outcome.topics.len() + 1);
-    for topic in outcome.topics {
+    let mut latest = None;
+    for log in &logs {
+        latest = Some(tx.insert_status_log(shop.id, log)?);
+    }
+    let latest = latest.ok_or_else(|| missing_subscription(id))?;
+    let mut topics = Vec::with_capacity(own_topics.len() + 1);
+    for topic in own_topics {
         topics.push(topic);
         if topic == Topic::SubscriptionOrderTransactionFailed && first_payment_failed {
             topics.push(Topic::SubscriptionPaymentFailed);
@@ -1095,7 +1105,56 @@ fn order_failed(
         amounts,
         now,
     )?;
-    Ok(ended)
+    Ok(matches!(after, AfterFailure::GiveUp(_)))
+}
+
+/// The order's last retry failed: `state` (still `processing`) gets the policy's outcome. Its
+/// status log entries and topics, in order (each outcome says
+/// `subscription_order_max_retries_reached` after `subscription_order_transaction_failed`):
+/// - `cancel`: inactive, `max_retries_reached` (no `subscription_cancelled`, as before policies).
+/// - `pause`: the failure (`order_failed`, active), then `paused` by Mercer;
+///   `subscription_paused`. No retry is pending: a resume starts afresh.
+/// - `skip_order`: the failure, then `order_skipped` by Mercer; `subscription_skipped`. The
+///   order's date is given up for the rule's next date to come (or, with none left, the
+///   subscription completes as after its last order).
+fn give_up_order(
+    shop: &Shop,
+    id: SubscriptionId,
+    state: &mut SubscriptionState,
+    order: &SubscriptionOrder,
+    at_max_retries: AtMaxRetries,
+    now: Timestamp,
+) -> Result<(Vec<NewStatusLog>, Vec<Topic>), DomainError> {
+    state.next_processing_datetime = None;
+    let take = |from, action| take_action(id, from, action, Actor::system(), now, false);
+    if at_max_retries == AtMaxRetries::Cancel {
+        let ended = take(state.subscription_status, Action::RetriesExhausted)?;
+        state.subscription_status = ended.status;
+        // As before dunning policies: the end by retries is told by
+        // `subscription_order_max_retries_reached`, not `subscription_cancelled`.
+        return Ok((vec![ended.log], ended.topics));
+    }
+    let failed = take(state.subscription_status, Action::OrderFailed)?;
+    let mut topics = failed.topics;
+    topics.push(Topic::SubscriptionOrderMaxRetriesReached);
+    let mut logs = vec![failed.log];
+    state.current_retries = 0;
+    let then = if at_max_retries == AtMaxRetries::Pause {
+        take(failed.status, Action::Pause)?
+    } else {
+        take(failed.status, Action::Skip)?
+    };
+    state.subscription_status = then.status;
+    logs.push(then.log);
+    topics.extend(then.topics);
+    if at_max_retries == AtMaxRetries::SkipOrder
+        && let Some(completed) =
+            move_to_next_date(shop, id, state, order.scheduled_at.max(now), now)?
+    {
+        logs.push(completed.log);
+        topics.extend(completed.topics);
+    }
+    Ok((logs, topics))
 }
 
 /// Why a subscription is in `mercer subscriptions due`'s list.
@@ -1190,6 +1249,43 @@ pub struct DueEntry {
     pub local_order_time: Option<String>,
     /// Why it is listed.
     pub reason: DueReason,
+    /// For an order being retried: which retry it is, of how many the shop's dunning policy
+    /// allows, and what follows the last.
+    pub retry: Option<RetryProgress>,
+}
+
+/// Where a retried order is in the shop's dunning policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryProgress {
+    /// The retry (1 for the first).
+    pub retry: i64,
+    /// How many retries the policy allows.
+    pub of: i64,
+    /// What happens when the last one fails.
+    pub then: AtMaxRetries,
+}
+
+impl RetryProgress {
+    /// `retry 1 of 2; after the last, the subscription is paused`.
+    pub fn describe(&self) -> String {
+        format!(
+            "retry {} of {}; after the last, {}",
+            self.retry,
+            self.of,
+            self.then.describe()
+        )
+    }
+}
+
+impl DueEntry {
+    /// Why it is listed, in words, with where a retry is in the dunning policy, as `mercer
+    /// subscriptions due` and the console show it.
+    pub fn describe(&self) -> String {
+        match &self.retry {
+            Some(retry) => format!("{} ({})", self.reason.describe(), retry.describe()),
+            None => self.reason.describe(),
+        }
+    }
 }
 
 /// The shop's subscriptions paused until a date that has come at `at`, then those whose order
@@ -1210,6 +1306,7 @@ pub fn due_report(
     ids.extend(tx.upcoming_subscription_ids(shop.id, at, limit - resuming.len())?);
     let stored = tx.subscriptions_by_ids(shop.id, &ids)?;
     let latest = tx.orders_of_subscriptions(&ids, 1)?;
+    let policy = shop_dunning(tx, shop)?.policy;
     let zone = crate::subscriptions::recurrence::ShopZone::of_shop(&shop.timezone);
     Ok(stored
         .into_iter()
@@ -1240,7 +1337,18 @@ pub fn due_report(
                     _ => DueReason::Due { attempt },
                 },
             };
+            let retrying = match reason {
+                DueReason::Due { attempt }
+                | DueReason::WaitingRetry { attempt, .. }
+                | DueReason::Placing { attempt, .. } => attempt - 1,
+                DueReason::Starts | DueReason::Resumes { .. } => 0,
+            };
             DueEntry {
+                retry: (retrying > 0).then(|| RetryProgress {
+                    retry: retrying,
+                    of: policy.max_retries(),
+                    then: policy.at_max_retries,
+                }),
                 subscription_id: s.id,
                 status: state.subscription_status,
                 next_order_datetime: state.next_order_datetime,

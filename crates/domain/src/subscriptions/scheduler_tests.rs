@@ -1227,3 +1227,318 @@ fn a_resume_the_rule_refuses_leaves_the_subscription_paused_without_its_date() {
         []
     );
 }
+
+// --- dunning policy -------------------------------------------------------------------------
+
+fn set_policy(w: &World, intervals: &[i64], at_max_retries: &str) {
+    let policy = crate::subscriptions::dunning::parse_dunning(&json!({"dunning": {
+        "retry_intervals_s": intervals, "at_max_retries": at_max_retries
+    }}))
+    .unwrap();
+    w.db.write(|tx| {
+        crate::subscriptions::dunning::set_dunning_policy(tx, &w.shop, policy, w.clock.now())
+    })
+    .unwrap();
+}
+
+/// A declining subscription whose first order (2 March, 09:00 in New York) has failed once;
+/// the clock at that failure.
+fn failed_once(w: &World) -> Subscription {
+    let s = w.create(json!({
+        "payment_details": {"gateway_name": "test", "gateway_payment_id": "tok_decline"}
+    }));
+    w.clock.set("2026-03-02T14:00:00Z");
+    assert_eq!(w.tick().begun, 1);
+    assert!(matches!(
+        w.place_due()[..],
+        [Placement::Failed {
+            attempt: 1,
+            ended: false
+        }]
+    ));
+    w.get(s.id)
+}
+
+/// Runs the scheduler at `time` and places what is due.
+fn retry_at(w: &World, time: &str) -> Vec<Placement> {
+    w.clock.set(time);
+    w.tick();
+    w.place_due()
+}
+
+/// The entries `reason (actor)` of the subscription's status log, oldest first.
+fn log_of(w: &World, id: SubscriptionId) -> Vec<String> {
+    w.db.with_state(|state| {
+        state
+            .status_logs
+            .iter()
+            .filter(|(_, log)| log.subscription_id == id)
+            .map(|(_, log)| {
+                format!(
+                    "{} {} {}",
+                    log.reason,
+                    log.subscription_status,
+                    serde_json::to_value(log.metadata.user.kind).unwrap()
+                )
+            })
+            .collect()
+    })
+}
+
+#[test]
+fn the_retries_wait_each_interval_of_the_policy_in_turn_then_the_subscription_is_cancelled() {
+    let mut w = World::new("2026-03-01T12:00:00Z");
+    // Old settings that would allow three retries an hour apart: the policy overrides them.
+    w.settings(ShopSettings {
+        order_retry_interval_seconds: Some(3_600),
+        ..ShopSettings::default()
+    });
+    set_policy(&w, &[60, 600], "cancel");
+    let s = failed_once(&w);
+    assert_eq!(
+        s.next_processing_datetime,
+        Some(at("2026-03-02T14:01:00Z")),
+        "the first wait"
+    );
+    // `mercer subscriptions due` says which retry comes, of how many, and what follows.
+    let report =
+        w.db.read(|tx| due_report(tx, &w.shop, w.clock.now(), 10))
+            .unwrap();
+    assert_eq!(
+        report[0].describe(),
+        "waiting: retry 1 at 2026-03-02T14:01:00Z after payment_declined (retry 1 of 2; after \
+         the last, the subscription is cancelled)"
+    );
+    assert!(
+        retry_at(&w, "2026-03-02T14:00:59Z").is_empty(),
+        "not before"
+    );
+    assert!(matches!(
+        retry_at(&w, "2026-03-02T14:01:00Z")[..],
+        [Placement::Failed {
+            attempt: 2,
+            ended: false
+        }]
+    ));
+    let second = w.get(s.id);
+    assert_eq!(second.current_retries, 2);
+    assert_eq!(
+        second.next_processing_datetime,
+        Some(at("2026-03-02T14:11:00Z")),
+        "the second wait"
+    );
+    assert!(retry_at(&w, "2026-03-02T14:10:59Z").is_empty());
+    let sent = w.messages().len();
+    assert!(matches!(
+        retry_at(&w, "2026-03-02T14:11:00Z")[..],
+        [Placement::Failed {
+            attempt: 3,
+            ended: true
+        }]
+    ));
+    let ended = w.get(s.id);
+    assert_eq!(ended.subscription_status, SubscriptionStatus::Inactive);
+    assert_eq!(ended.next_processing_datetime, None);
+    assert_eq!(ended.current_retries, 3);
+    assert_eq!(
+        log_of(&w, s.id)[2..],
+        [
+            "order_processing processing \"system\"",
+            "order_failed active \"system\"",
+            "order_processing processing \"system\"",
+            "order_failed active \"system\"",
+            "order_processing processing \"system\"",
+            "max_retries_reached inactive \"system\""
+        ]
+    );
+    assert_eq!(
+        w.topics_since(sent),
+        [
+            "subscription_order_transaction_failed",
+            "subscription_payment_failed",
+            "subscription_order_max_retries_reached",
+            "subscription_updated"
+        ]
+    );
+    // Nothing more is tried.
+    assert!(retry_at(&w, "2026-03-09T13:00:00Z").is_empty());
+}
+
+#[test]
+fn at_max_retries_pause_pauses_the_subscription_by_the_system() {
+    let w = World::new("2026-03-01T12:00:00Z");
+    set_policy(&w, &[60], "pause");
+    let s = failed_once(&w);
+    let sent = w.messages().len();
+    assert!(matches!(
+        retry_at(&w, "2026-03-02T14:01:00Z")[..],
+        [Placement::Failed {
+            attempt: 2,
+            ended: true
+        }]
+    ));
+    let paused = w.get(s.id);
+    assert_eq!(paused.subscription_status, SubscriptionStatus::Paused);
+    assert_eq!(paused.current_retries, 0, "a resume starts afresh");
+    assert_eq!(paused.next_processing_datetime, None);
+    assert_eq!(
+        paused.last_failure_code.as_deref(),
+        Some("payment_declined")
+    );
+    let latest = paused.latest_status_log.unwrap();
+    assert_eq!(latest.reason, "paused");
+    assert_eq!(latest.metadata.user.kind, ActorType::System);
+    assert_eq!(
+        log_of(&w, s.id)[4..],
+        [
+            "order_processing processing \"system\"",
+            "order_failed active \"system\"",
+            "paused paused \"system\""
+        ]
+    );
+    assert_eq!(
+        w.topics_since(sent),
+        [
+            "subscription_order_transaction_failed",
+            "subscription_payment_failed",
+            "subscription_order_max_retries_reached",
+            "subscription_paused",
+            "subscription_updated"
+        ]
+    );
+    let messages = w.messages();
+    let (_, reached) = messages
+        .iter()
+        .find(|(topic, _)| topic == "subscription_order_max_retries_reached")
+        .unwrap();
+    assert_eq!(reached["data"]["subscription_status"], "paused");
+    assert_eq!(reached["order"]["attempt"], 2);
+    // Paused: no order is placed, at the next date either.
+    assert!(retry_at(&w, "2026-03-09T13:00:00Z").is_empty());
+    assert_eq!(w.get(s.id).subscription_status, SubscriptionStatus::Paused);
+    // Resumed, it starts afresh at its next date.
+    let resumed = act_now(&w, s.id, ActionRequest::Resume);
+    assert_eq!(
+        resumed.next_order_datetime,
+        Some(at("2026-03-16T13:00:00Z"))
+    );
+    assert_eq!(resumed.current_retries, 0);
+}
+
+#[test]
+fn at_max_retries_skip_order_gives_the_order_up_and_schedules_the_next() {
+    let w = World::new("2026-03-01T12:00:00Z");
+    set_policy(&w, &[60, 60], "skip_order");
+    let s = failed_once(&w);
+    retry_at(&w, "2026-03-02T14:01:00Z");
+    let sent = w.messages().len();
+    assert!(matches!(
+        retry_at(&w, "2026-03-02T14:02:00Z")[..],
+        [Placement::Failed {
+            attempt: 3,
+            ended: true
+        }]
+    ));
+    let skipped = w.get(s.id);
+    assert_eq!(skipped.subscription_status, SubscriptionStatus::Active);
+    assert_eq!(skipped.current_retries, 0);
+    assert_eq!(skipped.next_processing_datetime, None);
+    assert_eq!(
+        skipped.next_order_datetime,
+        Some(at("2026-03-09T13:00:00Z")),
+        "the rule's next date"
+    );
+    assert_eq!(skipped.next_payment_datetime, skipped.next_order_datetime);
+    assert_eq!(skipped.orders_processed, 0);
+    assert_eq!(
+        log_of(&w, s.id)[6..],
+        [
+            "order_processing processing \"system\"",
+            "order_failed active \"system\"",
+            "order_skipped active \"system\""
+        ]
+    );
+    assert_eq!(
+        w.topics_since(sent),
+        [
+            "subscription_order_transaction_failed",
+            "subscription_payment_failed",
+            "subscription_order_max_retries_reached",
+            "subscription_skipped",
+            "subscription_updated"
+        ]
+    );
+    // The next date is an order of its own: attempt 1, with a full set of retries.
+    let sent = w.messages().len();
+    assert!(matches!(
+        retry_at(&w, "2026-03-09T13:00:00Z")[..],
+        [Placement::Failed {
+            attempt: 1,
+            ended: false
+        }]
+    ));
+    assert_eq!(w.topics_since(sent)[0], "subscription_upcoming_order");
+    assert_eq!(w.get(s.id).current_retries, 1);
+}
+
+#[test]
+fn skip_order_on_the_rules_last_date_completes_the_subscription() {
+    let w = World::new("2026-03-01T12:00:00Z");
+    set_policy(&w, &[], "skip_order");
+    let s = w.create(json!({
+        // Its first date is past: 2 March is its last.
+        "order_rrule": "DTSTART;TZID=America/New_York:20260223T090000\nRRULE:FREQ=WEEKLY;COUNT=2",
+        "payment_details": {"gateway_name": "test", "gateway_payment_id": "tok_decline"}
+    }));
+    let sent = w.messages().len();
+    assert!(matches!(
+        retry_at(&w, "2026-03-02T14:00:00Z")[..],
+        [Placement::Failed {
+            attempt: 1,
+            ended: true
+        }]
+    ));
+    let ended = w.get(s.id);
+    assert_eq!(ended.subscription_status, SubscriptionStatus::Inactive);
+    assert_eq!(ended.next_order_datetime, None);
+    assert_eq!(ended.latest_status_log.unwrap().reason, "completed");
+    assert_eq!(
+        w.topics_since(sent),
+        [
+            "subscription_upcoming_order",
+            "subscription_order_transaction_failed",
+            "subscription_payment_failed",
+            "subscription_order_max_retries_reached",
+            "subscription_skipped",
+            "subscription_cancelled",
+            "subscription_updated"
+        ]
+    );
+}
+
+#[test]
+fn a_shop_without_a_policy_follows_its_retry_settings() {
+    let mut w = World::new("2026-03-01T12:00:00Z");
+    w.settings(ShopSettings {
+        order_retry_interval_seconds: Some(120),
+        order_max_retries: Some(1),
+        ..ShopSettings::default()
+    });
+    let s = failed_once(&w);
+    assert_eq!(s.next_processing_datetime, Some(at("2026-03-02T14:02:00Z")));
+    assert!(matches!(
+        retry_at(&w, "2026-03-02T14:02:00Z")[..],
+        [Placement::Failed {
+            attempt: 2,
+            ended: true
+        }]
+    ));
+    assert_eq!(
+        w.get(s.id).subscription_status,
+        SubscriptionStatus::Inactive
+    );
+    assert_eq!(
+        w.get(s.id).latest_status_log.unwrap().reason,
+        "max_retries_reached"
+    );
+}

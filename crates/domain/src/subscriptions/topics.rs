@@ -25,7 +25,8 @@ pub enum Topic {
     CustomerCreated,
     /// A subscription customer's name, email or phone changed, here or on the platform.
     CustomerUpdated,
-    /// A subscription was cancelled, or ended after its last order.
+    /// A subscription was cancelled, ended after its last order, or was cancelled by the shop's
+    /// dunning policy after its order's last retry failed.
     SubscriptionCancelled,
     /// A subscription was created.
     SubscriptionCreated,
@@ -37,13 +38,14 @@ pub enum Topic {
     SubscriptionFrequencyUpdated,
     /// An order of the subscription was placed on the platform.
     SubscriptionOrderCreated,
-    /// An order failed on its last attempt: no more retries.
+    /// An order failed on its last attempt: no more retries (the shop's dunning policy's
+    /// `at_max_retries` follows).
     SubscriptionOrderMaxRetriesReached,
     /// An attempt to place an order of the subscription failed.
     SubscriptionOrderTransactionFailed,
     /// The payment failed on the subscription's first transaction, before any order was placed.
     SubscriptionPaymentFailed,
-    /// The subscription was paused.
+    /// The subscription was paused (by a client, or by the shop's dunning policy).
     SubscriptionPaused,
     /// The subscription's payment method changed.
     SubscriptionPaymentMethodUpdated,
@@ -55,7 +57,8 @@ pub enum Topic {
     SubscriptionResumed,
     /// The subscription's shipping address changed.
     SubscriptionShippingAddressUpdated,
-    /// A ship date of the subscription was skipped.
+    /// A ship date of the subscription was skipped (by a client, or given up by the shop's
+    /// dunning policy after its order's last retry failed).
     SubscriptionSkipped,
     /// The scheduler is about to place an order of the subscription (its first attempt).
     SubscriptionUpcomingOrder,

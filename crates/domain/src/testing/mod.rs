@@ -202,6 +202,9 @@ pub struct MemoryState {
         ShopId,
         Vec<crate::subscriptions::cancellation::CancellationReason>,
     >,
+    /// Shops' dunning policies, for the shops that set one.
+    pub dunning_policies:
+        std::collections::BTreeMap<ShopId, crate::subscriptions::dunning::DunningPolicy>,
     /// Subscription groups with their shop, and how many groups and billing rules were ever
     /// stored (the next ids).
     pub subscription_groups: Vec<(ShopId, crate::subscriptions::groups::StoredGroup)>,

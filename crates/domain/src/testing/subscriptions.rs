@@ -16,6 +16,7 @@ use crate::platform::addresses::{AddressKey, AddressRow};
 use crate::platform::events::{EntityKind, EntityRecord};
 use crate::platform::resources::CustomerAddress;
 use crate::subscriptions::cancellation::{CancellationReason, CancellationReasonRepository};
+use crate::subscriptions::dunning::{DunningPolicy, DunningPolicyRepository};
 use crate::subscriptions::groups::StoredGroup;
 use crate::subscriptions::query::ListQuery;
 use crate::subscriptions::repository::{
@@ -960,6 +961,22 @@ impl CancellationReasonRepository for MemoryState {
             }
         }
         self.cancellation_reasons.insert(shop_id, reasons.to_vec());
+        Ok(())
+    }
+}
+
+impl DunningPolicyRepository for MemoryState {
+    fn dunning_policy(&mut self, shop_id: ShopId) -> StoreResult<Option<DunningPolicy>> {
+        Ok(self.dunning_policies.get(&shop_id).cloned())
+    }
+
+    fn save_dunning_policy(
+        &mut self,
+        shop_id: ShopId,
+        policy: &DunningPolicy,
+        _now: Timestamp,
+    ) -> StoreResult<()> {
+        self.dunning_policies.insert(shop_id, policy.clone());
         Ok(())
     }
 }

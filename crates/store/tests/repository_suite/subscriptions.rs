@@ -2130,3 +2130,45 @@ fn cancellation_reasons_are_replaced_whole_and_kept_in_order_by_shop(db: &impl D
     assert!(reasons(shop.id).is_empty());
 }
 every_database!(cancellation_reasons_are_replaced_whole_and_kept_in_order_by_shop);
+
+fn a_dunning_policy_is_stored_by_shop_and_replaced_whole(db: &impl Database) {
+    use mercer_domain::subscriptions::dunning::{AtMaxRetries, DunningPolicy};
+    let shop = shop(db, "a.shop.test");
+    let other = self::shop(db, "b.shop.test");
+    let stored = |shop_id| db.read(|tx| Ok(tx.dunning_policy(shop_id)?)).unwrap();
+    assert_eq!(stored(shop.id), None, "none until set");
+    let first = DunningPolicy {
+        retry_intervals_s: vec![86_400, 259_200, 2_592_000],
+        at_max_retries: AtMaxRetries::SkipOrder,
+    };
+    db.write(|tx| Ok(tx.save_dunning_policy(shop.id, &first, at(1))?))
+        .unwrap();
+    assert_eq!(stored(shop.id), Some(first.clone()));
+    assert_eq!(stored(other.id), None, "one shop's policy is its own");
+    // Saved again: replaced whole, one row a shop.
+    for second in [
+        DunningPolicy {
+            retry_intervals_s: Vec::new(),
+            at_max_retries: AtMaxRetries::Pause,
+        },
+        DunningPolicy {
+            retry_intervals_s: vec![1; 100],
+            at_max_retries: AtMaxRetries::Cancel,
+        },
+    ] {
+        db.write(|tx| Ok(tx.save_dunning_policy(shop.id, &second, at(2))?))
+            .unwrap();
+        assert_eq!(stored(shop.id), Some(second));
+    }
+    // A failed unit of work leaves the policy before it.
+    let failed: Result<(), _> = db.write(|tx| {
+        tx.save_dunning_policy(shop.id, &first, at(3))?;
+        Err(mercer_domain::DomainError::not_found("shop"))
+    });
+    assert!(failed.is_err());
+    assert_eq!(
+        stored(shop.id).unwrap().at_max_retries,
+        AtMaxRetries::Cancel
+    );
+}
+every_database!(a_dunning_policy_is_stored_by_shop_and_replaced_whole);

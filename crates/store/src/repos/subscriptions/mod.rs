@@ -4,6 +4,7 @@
 
 mod cancellation;
 mod customers;
+mod dunning;
 mod groups;
 mod orders;
 pub(crate) mod records;

@@ -55,6 +55,32 @@ impl HistoryPage {
         when(at)
     }
 
+    /// Where the current order is in the shop's dunning policy: `retry 1 of 3` once its first
+    /// attempt failed (the retry it waits for, or is at), `none (3 allowed)` before, `all 3 used`
+    /// when the last failed too.
+    fn retries(&self) -> String {
+        let failures = self.history.subscription.state.current_retries;
+        let allowed = self.history.dunning.policy.max_retries();
+        if failures <= 0 {
+            format!("none ({allowed} allowed)")
+        } else if failures <= allowed {
+            format!("retry {failures} of {allowed}")
+        } else {
+            format!("all {allowed} used")
+        }
+    }
+
+    /// The shop's dunning policy in words, and where it comes from.
+    fn dunning(&self) -> String {
+        let dunning = &self.history.dunning;
+        let source = if dunning.set {
+            "the shop's dunning policy"
+        } else {
+            "the shop's retry settings (no dunning policy set)"
+        };
+        format!("{} ({source})", dunning.policy.describe())
+    }
+
     fn next_order(&self) -> String {
         self.history
             .subscription

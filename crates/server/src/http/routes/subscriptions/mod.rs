@@ -1,11 +1,13 @@
 //! Subscription routes under `/subscriptions/v1/shops/{shop}`
 //! (reads `read_subscriptions`, writes `write_subscriptions`): customers and their addresses,
-//! subscriptions and their actions, the shop's cancellation reasons, the webhook subscriptions;
+//! subscriptions and their actions, the shop's cancellation reasons and dunning policy, the
+//! webhook subscriptions;
 //! and the subscription groups
 //! (`read_subscription_groups`, `write_subscription_groups`).
 
 mod console;
 mod customers;
+mod dunning;
 mod groups;
 mod operations;
 mod settings;
@@ -41,6 +43,8 @@ use super::resource;
     operations::change_payment_method,
     settings::cancellation_reasons_get,
     settings::cancellation_reasons_set,
+    dunning::get,
+    dunning::set,
     groups::list,
     groups::create,
     groups::get,
@@ -121,6 +125,11 @@ pub fn configure(config: &mut web::ServiceConfig) {
             resource("/subscriptions/v1/shops/{shop}/settings/cancellation_reasons")
                 .route(web::get().to(settings::cancellation_reasons_get))
                 .route(web::put().to(settings::cancellation_reasons_set)),
+        )
+        .service(
+            resource("/subscriptions/v1/shops/{shop}/settings/dunning")
+                .route(web::get().to(dunning::get))
+                .route(web::put().to(dunning::set)),
         )
         .service(
             resource("/subscriptions/v1/shops/{shop}/subscription_groups")
