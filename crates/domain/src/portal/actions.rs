@@ -10,13 +10,14 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::box_builder::input::SelectionInput;
+use crate::box_builder::input::{MAX_SELECTION_ITEMS, SelectionInput};
 use crate::box_builder::resources::SelectionItem;
 use crate::box_builder::selections::create_selection;
 use crate::kernel::error::{DomainError, FieldError};
 use crate::kernel::ids::{
     BillingRuleId, BoxProductId, BoxSizeId, LineItemId, SubscriptionId, TimeSlotId,
 };
+use crate::kernel::limits::check_json_body;
 use crate::kernel::time::Timestamp;
 use crate::portal::pages::{intervals, owned};
 use crate::portal::repository::PortalRepositories;
@@ -148,6 +149,14 @@ fn id_field(field: &str, text: &str) -> Result<i64, DomainError> {
         })
 }
 
+/// A body made of a form's fields, held to the limits the API holds every JSON body to (no
+/// text over 64 KiB, no U+0000), so the portal takes no text the API's route would refuse.
+fn within_limits(body: Value) -> Result<Value, DomainError> {
+    check_json_body(body.to_string().as_bytes())
+        .map_err(|problem| DomainError::Invalid(vec![problem]))?;
+    Ok(body)
+}
+
 /// Renames the fields of a refusal's problems to the form's, by `rename`.
 fn on_form_fields(error: DomainError, rename: impl Fn(&str) -> String) -> DomainError {
     match error {
@@ -235,7 +244,7 @@ fn pause_request(resume_on: &str) -> Result<ActionRequest, DomainError> {
     } else {
         json!({ "resume_on": resume_on })
     };
-    Ok(ActionRequest::Pause(parse_pause(&body)?))
+    Ok(ActionRequest::Pause(parse_pause(&within_limits(body)?)?))
 }
 
 /// Cancel: a reason (one of the shop's codes, checked by the use case) and a comment, read as
@@ -247,7 +256,8 @@ fn cancel_request(reason: &str, comment: &str) -> Result<ActionRequest, DomainEr
             body.insert(field.to_string(), Value::String(text.to_string()));
         }
     }
-    Ok(ActionRequest::Cancel(parse_cancel(&Value::Object(body))?))
+    let body = within_limits(Value::Object(body))?;
+    Ok(ActionRequest::Cancel(parse_cancel(&body)?))
 }
 
 /// Change quantity: a line item of this subscription, and a quantity checked as the API checks
@@ -338,8 +348,9 @@ fn address_request(form: &AddressForm) -> Result<ActionRequest, DomainError> {
             fields.insert(name.to_string(), Value::String(value.to_string()));
         }
     }
-    let change =
-        parse_shipping_address_change(&json!({ "shipping_address": fields })).map_err(|error| {
+    let change = within_limits(json!({ "shipping_address": fields }))
+        .and_then(|body| parse_shipping_address_change(&body))
+        .map_err(|error| {
             on_form_fields(error, |field| {
                 field
                     .strip_prefix("shipping_address.")
@@ -381,7 +392,8 @@ fn box_line_item(
 }
 
 /// The products a box form chose: each quantity a whole number, 0 (or empty) leaving the
-/// product out, a product named twice counted once with both quantities.
+/// product out, a product named twice counted once with both quantities; at most as many
+/// products as the API's Create Selection takes.
 fn box_choices(choices: &[(String, String)]) -> Result<Vec<SelectionItem>, DomainError> {
     let mut items: Vec<SelectionItem> = Vec::new();
     for (product, quantity) in choices {
@@ -405,16 +417,24 @@ fn box_choices(choices: &[(String, String)]) -> Result<Vec<SelectionItem>, Domai
             continue;
         }
         let box_product_id = BoxProductId(id_field("box_product_id", product)?);
-        match items
+        if let Some(item) = items
             .iter_mut()
             .find(|item| item.box_product_id == box_product_id)
         {
-            Some(item) => item.choice_quantity = item.choice_quantity.saturating_add(quantity),
-            None => items.push(SelectionItem {
-                box_product_id,
-                choice_quantity: quantity,
-            }),
+            item.choice_quantity = item.choice_quantity.saturating_add(quantity);
+            continue;
         }
+        if items.len() >= MAX_SELECTION_ITEMS {
+            return Err(problem(
+                "choice_quantity",
+                "too_many",
+                format!("at most {MAX_SELECTION_ITEMS} products may be chosen"),
+            ));
+        }
+        items.push(SelectionItem {
+            box_product_id,
+            choice_quantity: quantity,
+        });
     }
     Ok(items)
 }

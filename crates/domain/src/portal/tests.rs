@@ -430,3 +430,53 @@ fn a_box_shows_its_upcoming_orders_and_takes_the_customers_choice() {
         Err(DomainError::NotFound { .. })
     ));
 }
+
+#[test]
+fn a_form_is_held_to_the_apis_limits_on_text_and_chosen_products() {
+    let w = world();
+    let id = bobs(&w);
+    let bob = visitor(&w, "cust-2");
+    let before = subscription(&w, id);
+    // Text the API's body limits refuse (over 64 KiB) is refused on its form field.
+    let long_street = PortalAction::Address(AddressForm {
+        street1: "y".repeat(64 * 1024 + 1),
+        city: "Lyon".into(),
+        country_code: "FR".into(),
+        ..AddressForm::default()
+    });
+    assert_eq!(
+        refused(take(&w, &bob, id, long_street)),
+        [("street1".to_string(), "length")]
+    );
+    let long_city = PortalAction::Address(AddressForm {
+        street1: "1 Rue".into(),
+        city: "c".repeat(100_000),
+        country_code: "FR".into(),
+        ..AddressForm::default()
+    });
+    assert_eq!(
+        refused(take(&w, &bob, id, long_city)),
+        [("city".to_string(), "length")]
+    );
+    assert_eq!(subscription(&w, id), before, "nothing changed");
+
+    // A box form choosing more products than Create Selection takes (250) is refused at once.
+    let ada = visitor(&w, "cust-1");
+    let many = PortalAction::Box(BoxForm {
+        line_item_id: String::new(),
+        order_datetime: "2030-01-07T09:00:00Z".into(),
+        box_size_id: w.size.to_string(),
+        time_slot_id: w.slot.to_string(),
+        choices: (1..=251)
+            .map(|product| (product.to_string(), "1".to_string()))
+            .collect(),
+    });
+    assert_eq!(
+        refused(take(&w, &ada, w.subscription, many)),
+        [("choice_quantity".to_string(), "too_many")]
+    );
+    let page =
+        w.db.read(|tx| subscription_page(tx, &ada, w.subscription, at(NOW)))
+            .unwrap();
+    assert!(page.boxes[0].selection.is_none(), "no selection made");
+}

@@ -235,7 +235,8 @@ pub struct MemoryState {
     /// How many portal sessions were ever stored: the next one's id is one more.
     pub portal_session_count: i64,
     /// Shops' branding of their portal, by shop (none set for a shop not listed).
-    pub portal_branding: std::collections::BTreeMap<ShopId, crate::portal::branding::PortalBranding>,
+    pub portal_branding:
+        std::collections::BTreeMap<ShopId, crate::portal::branding::PortalBranding>,
 }
 
 /// A job as the memory store keeps it: with when it runs again if enqueued while running.

@@ -7,7 +7,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
-use mercer_domain::access::shop::ShopIdentifier;
+use mercer_domain::access::shop::{ShopIdentifier, find_shop};
 use mercer_domain::kernel::limits::check_parameter;
 use mercer_domain::portal::branding::shop_name;
 use mercer_domain::portal::sessions::{self, SESSION_LIFETIME_SECONDS};
@@ -40,7 +40,8 @@ fn refused() -> PortalError {
 
 /// `GET /portal/shops/{shop}/enter?customer=…&token=…`: a session cookie and 303 to the
 /// portal, or the 401 (token refused), 404 (no such shop), 429 (too many checks), 502 or 504
-/// (the connector failed or did not answer) page.
+/// (the connector failed or did not answer) page, which the shop's own domains may frame as
+/// they frame the portal's other pages.
 pub async fn enter(
     state: web::Data<AppState>,
     request: HttpRequest,
@@ -53,6 +54,27 @@ pub async fn enter(
     if ShopIdentifier::parse(&shop).is_none() {
         return Err(ApiError::from(mercer_domain::DomainError::not_found("shop")).into());
     }
+    match open(&state, &request, &shop).await {
+        Ok(answer) => Ok(answer),
+        Err(error) => {
+            let identifier = shop.clone();
+            let framing = state
+                .read(move |tx| Ok(find_shop(tx, &identifier).ok()))
+                .await
+                .ok()
+                .flatten();
+            Err(error.framed_by(framing.as_ref()))
+        }
+    }
+}
+
+/// The entry of [`enter`] for the shop `shop` (an identifier of the right form).
+async fn open(
+    state: &AppState,
+    request: &HttpRequest,
+    shop: &str,
+) -> Result<HttpResponse, PortalError> {
+    let shop = shop.to_string();
     let query: EntryQuery = serde_urlencoded::from_str(request.query_string())
         .map_err(|_| PortalError::new(Failure::BadForm))?;
     let (customer, token) = (
@@ -66,7 +88,7 @@ pub async fn enter(
         return Err(PortalError::new(Failure::BadForm));
     }
     // A token found active lately costs the connector nothing; any other check counts.
-    let _claim = if customer_token_cached(&state, &shop, &customer, &token) {
+    let _claim = if customer_token_cached(state, &shop, &customer, &token) {
         None
     } else {
         let key = (shop.clone(), customer.clone());
@@ -77,8 +99,8 @@ pub async fn enter(
                 .map_err(|wait| PortalError::new(Failure::TooMany(wait.as_secs().max(1))))?,
         )
     };
-    let found = check_customer(&state, shop.clone(), customer.clone(), token).await?;
-    let (earlier, now) = (cookie(&request, COOKIE), state.now());
+    let found = check_customer(state, shop.clone(), customer.clone(), token).await?;
+    let (earlier, now) = (cookie(request, COOKIE), state.now());
     let session = state
         .write(move |tx| {
             // A session this browser had before ends: one browser, one session.
@@ -88,7 +110,7 @@ pub async fn enter(
             sessions::open_session(tx, &found, &customer, now)
         })
         .await?;
-    let cookie = session_cookie(&request, &shop, session.expose(), SESSION_LIFETIME_SECONDS);
+    let cookie = session_cookie(request, &shop, session.expose(), SESSION_LIFETIME_SECONDS);
     Ok(with_cookie(see_other(&home(&shop)), &cookie))
 }
 
