@@ -2,7 +2,9 @@
 //! for, in this process, beside the cache of tokens found active (`short_cache`):
 //! - a customer of a shop gets at most [`MAX_CHECKS`] checks in any [`WINDOW`], active or not,
 //!   so reloading an entry link (or trying tokens for someone) cannot hammer the platform;
-//! - one check at a time per customer, so a burst of reloads makes one call, not many.
+//! - one check at a time per customer, so a burst of reloads makes one call, not many;
+//! - at most [`PRUNE_AT`] customers with checks in one window: past that, a customer not yet
+//!   counted waits, so made-up customer ids cannot flood the platform or fill the memory.
 //!
 //! Keys are (shop identifier, platform customer id), as the sign-in limiter keys its failures
 //! by address (`sign_in_limiter`).
@@ -14,8 +16,9 @@ use std::time::{Duration, Instant};
 /// Checks a customer may cause in one window.
 pub const MAX_CHECKS: usize = 10;
 pub const WINDOW: Duration = Duration::from_secs(5 * 60);
-/// Past this many customers, those without a check in the window are dropped.
-const PRUNE_AT: usize = 10_000;
+/// Past this many customers, those without a check in the window are dropped; when all of
+/// them have one, a new customer waits.
+pub const PRUNE_AT: usize = 10_000;
 
 /// Whose checks are counted: the shop's identifier and the customer's platform id.
 pub type CustomerKey = (String, String);
@@ -60,6 +63,11 @@ impl CustomerChecks {
         let mut checks = self.checks.lock().unwrap_or_else(|e| e.into_inner());
         if checks.len() >= PRUNE_AT {
             checks.retain(|_, times| times.back().is_some_and(|last| *last + WINDOW > now));
+            // Still full: checks for that many customers in one window is a flood (made-up
+            // customer ids, one after another); a new customer waits, and memory stays bounded.
+            if checks.len() >= PRUNE_AT && !checks.contains_key(key) {
+                return Err(Duration::from_secs(60));
+            }
         }
         let times = checks.entry(key.clone()).or_default();
         while times.front().is_some_and(|first| *first + WINDOW <= now) {
@@ -92,6 +100,19 @@ mod tests {
         assert!(wait <= WINDOW && wait > WINDOW - Duration::from_secs(5));
         assert!(limiter.begin(&key("s", "bob")).is_ok());
         assert!(limiter.begin(&key("other", "ada")).is_ok());
+    }
+
+    #[test]
+    fn a_flood_of_customers_is_bounded_and_known_ones_go_on() {
+        let limiter = CustomerChecks::default();
+        for n in 0..PRUNE_AT {
+            assert!(limiter.begin(&key("s", &n.to_string())).is_ok());
+        }
+        assert!(limiter.begin(&key("s", "one-too-many")).is_err());
+        assert!(
+            limiter.begin(&key("s", "7")).is_ok(),
+            "a customer already counted"
+        );
     }
 
     #[test]
