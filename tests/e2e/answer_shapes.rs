@@ -462,6 +462,7 @@ enum Body<'b> {
     None,
     Json(&'b Value),
     Form(&'b [(&'b str, &'b str)]),
+    Csv(&'b str),
 }
 
 /// Undoes what an accepted variant made, so that the next one meets the same state.
@@ -521,6 +522,9 @@ impl Replay<'_> {
             Body::None => call.call(),
             Body::Json(body) => call.json(body),
             Body::Form(fields) => call.form(fields),
+            Body::Csv(text) => call
+                .header("Content-Type", "text/csv")
+                .send_bytes(Some(text.as_bytes().to_vec())),
         };
         *self.timings.entry(operation.to_string()).or_default() += sent.elapsed();
         self.entries.push(Entry {
@@ -793,6 +797,8 @@ fn replay(backend: Backend, spec: &Spec) -> Vec<Entry> {
     lap("checkout", replay.entries.len());
     oauth(&mut replay, &world);
     lap("oauth", replay.entries.len());
+    imports_and_exports(&mut replay, &world);
+    privacy(&mut replay, &world);
     let mut slowest: Vec<_> = replay.timings.iter().collect();
     slowest.sort_by_key(|(_, spent)| std::cmp::Reverse(**spent));
     for (operation, spent) in slowest.iter().take(5) {
@@ -1483,6 +1489,12 @@ fn subscriptions(r: &mut Replay<'_>, w: &World<'_>) {
         "list_customer_subscriptions",
         "get",
         &format!("{customer}/subscriptions"),
+        token,
+    );
+    r.get(
+        "export_subscription_customer",
+        "get",
+        &format!("{customer}/export"),
         token,
     );
 
@@ -2398,6 +2410,48 @@ fn storefront(r: &mut Replay<'_>, w: &World<'_>) {
         "POST",
         &format!("{base}/process_order"),
         bearer,
+        Body::None,
+    );
+}
+
+/// An import of one row that is refused (its failure's shape), then the export.
+fn imports_and_exports(r: &mut Replay<'_>, w: &World<'_>) {
+    let base = format!("/subscriptions/v1/shops/{}", w.shop);
+    let csv = "external_id,email,first_name,last_name,phone,shipping_street1,shipping_city,\
+        shipping_province_code,shipping_country_code,shipping_zip,subscription_group_id,\
+        interval_id,order_rrule,line_items,next_order_datetime,subscription_status,\
+        base_currency,charged_currency\n\
+        shape-1,shape@example.com,Ada,,,1 Main St,Portland,,US,,,,,not-a-line,,active,USD,USD\n";
+    r.call(
+        "import_subscriptions",
+        "post",
+        "POST",
+        &format!("{base}/imports"),
+        w.token(),
+        Body::Csv(csv),
+    );
+    r.get(
+        "export_subscriptions",
+        "get",
+        &format!("{base}/exports/subscriptions"),
+        w.token(),
+    );
+}
+
+/// A privacy request, last: it erases the first subscription customer's personal data.
+fn privacy(r: &mut Replay<'_>, w: &World<'_>) {
+    let base = format!("/subscriptions/v1/shops/{}", w.shop);
+    let token = w.token();
+    let listed = (w.server.get(&format!("{base}/customers")))
+        .bearer(&w.token)
+        .call();
+    let first = text(&field(&listed, "/customers/0/id"));
+    r.call(
+        "redact_subscription_customer",
+        "post",
+        "POST",
+        &format!("{base}/customers/{first}/redact"),
+        token,
         Body::None,
     );
 }

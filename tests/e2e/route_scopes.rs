@@ -249,6 +249,16 @@ pub(crate) const ROUTES: &[(&str, &str, &str)] = &[
         "read_subscriptions",
     ),
     (
+        "POST",
+        "/subscriptions/v1/shops/{shop}/customers/{customer_id}/redact",
+        "write_subscriptions",
+    ),
+    (
+        "GET",
+        "/subscriptions/v1/shops/{shop}/customers/{customer_id}/export",
+        "read_subscriptions",
+    ),
+    (
         "GET",
         "/subscriptions/v1/shops/{shop}/subscriptions",
         "read_subscriptions",
@@ -282,6 +292,16 @@ pub(crate) const ROUTES: &[(&str, &str, &str)] = &[
         "PUT",
         "/subscriptions/v1/shops/{shop}/settings/cancellation_reasons",
         "write_subscriptions",
+    ),
+    (
+        "POST",
+        "/subscriptions/v1/shops/{shop}/imports",
+        "write_subscriptions",
+    ),
+    (
+        "GET",
+        "/subscriptions/v1/shops/{shop}/exports/subscriptions",
+        "read_subscriptions",
     ),
     (
         "GET",

@@ -180,8 +180,10 @@ pub struct PythonClient {
 }
 
 /// The generator's settings: no post hooks (they would run `ruff`, which the venv does not
-/// need).
-const GENERATOR_CONFIG: &str = "post_hooks: []\n";
+/// need), and the CSV import's `text/csv` body sent as raw bytes (the generator has no CSV body
+/// type of its own).
+const GENERATOR_CONFIG: &str =
+    "post_hooks: []\ncontent_type_overrides:\n  text/csv: application/octet-stream\n";
 
 /// Generates a Python client from `document` into `target/openapi-clients/<name>-<pid>`: a
 /// folder of this process's own, so two test processes never write under each other's

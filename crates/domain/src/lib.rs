@@ -23,6 +23,7 @@ pub mod overrides;
 pub mod platform;
 pub mod portal;
 pub mod ports;
+pub mod privacy;
 pub mod subscriptions;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

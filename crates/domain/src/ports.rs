@@ -12,6 +12,7 @@ use crate::kernel::error::DomainError;
 use crate::overrides::{OverrideDatabase, OverrideRepositories};
 use crate::platform::{PlatformDatabase, PlatformRepositories};
 use crate::portal::{PortalDatabase, PortalRepositories};
+use crate::privacy::{PrivacyDatabase, PrivacyRepositories};
 use crate::subscriptions::repository::{SubscriptionDatabase, SubscriptionRepositories};
 use crate::webhooks::{WebhookDatabase, WebhookRepositories};
 
@@ -26,6 +27,7 @@ pub trait Repositories:
     + CheckoutRepositories
     + BoxBuilderRepositories
     + PortalRepositories
+    + PrivacyRepositories
 {
 }
 
@@ -39,6 +41,7 @@ impl<T> Repositories for T where
         + CheckoutRepositories
         + BoxBuilderRepositories
         + PortalRepositories
+        + PrivacyRepositories
         + ?Sized
 {
 }
@@ -103,4 +106,5 @@ feature_databases!(
     CheckoutDatabase: CheckoutRepositories,
     BoxBuilderDatabase: BoxBuilderRepositories,
     PortalDatabase: PortalRepositories,
+    PrivacyDatabase: PrivacyRepositories,
 );

@@ -377,6 +377,14 @@ pub enum ShopCommand {
     List,
     /// Change a shop's settings.
     Update(ShopUpdateArgs),
+    /// Erase the personal data of every customer of a shop (each as
+    /// `POST …/customers/{customer_id}/redact` does) and set the shop's `pii_redacted_at`.
+    /// Safe to run again: customers erased before are left as they are.
+    Redact {
+        /// The shop's shop_identifier.
+        #[arg(long)]
+        shop: String,
+    },
 }
 
 #[derive(Debug, Args)]

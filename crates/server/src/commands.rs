@@ -36,6 +36,7 @@ use mercer_domain::platform::events::{
 use mercer_domain::platform::outbox::enqueue_waiting_deliveries;
 use mercer_domain::portal::branding::{BrandingChange, set_branding};
 use mercer_domain::ports::Database;
+use mercer_domain::privacy::redact_shop;
 use mercer_domain::subscriptions::dunning::update_shop_and_dunning;
 use mercer_domain::subscriptions::scheduler::{SchedulerJob, due_report};
 use mercer_domain::{DomainError, Timestamp};
@@ -421,6 +422,15 @@ fn shop_command(store: &Store, command: ShopCommand) -> Result<(), CommandError>
                 ]);
             }
             table.print();
+            Ok(())
+        }
+        ShopCommand::Redact { shop } => {
+            let (shop, erased) = redact_shop(store, &shop, now())?;
+            eprintln!(
+                "Shop {}: erased the personal data of {erased} customer(s); customers erased \
+                 before were left as they were.",
+                shop.identifier.as_str()
+            );
             Ok(())
         }
         ShopCommand::Update(args) => {

@@ -171,6 +171,7 @@ diesel::table! {
         updated_at -> BigInt,
         deleted_at -> Nullable<BigInt>,
         notes -> Nullable<Text>,
+        pii_redacted_at -> Nullable<BigInt>,
     }
 }
 

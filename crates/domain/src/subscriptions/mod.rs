@@ -8,6 +8,7 @@ pub mod console;
 pub mod customers;
 pub mod dunning;
 pub mod groups;
+pub mod imports;
 pub mod input;
 pub mod operations;
 pub mod orders;

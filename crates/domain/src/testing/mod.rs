@@ -11,6 +11,7 @@ mod kernel;
 mod overrides;
 mod platform;
 mod portal;
+mod privacy;
 mod subscriptions;
 mod webhooks;
 
@@ -150,6 +151,8 @@ pub struct MemoryState {
     pub outbox: Vec<OutboxEntry>,
     /// The directory's labels, each with its shop.
     pub labels: Vec<MemoryLabel>,
+    /// When customers' personal data was erased, by customer id (customers never erased absent).
+    pub customer_pii_redacted_at: std::collections::BTreeMap<i64, Timestamp>,
     /// Customer groups of every shop (ids from 1).
     pub customer_groups: Vec<MemoryCustomerGroup>,
     /// Which customers belong to which groups: (customer id, group id), each once.

@@ -9,6 +9,7 @@ mod kernel;
 mod overrides;
 pub(crate) mod platform;
 mod portal;
+mod privacy;
 mod subscriptions;
 mod webhooks;
 

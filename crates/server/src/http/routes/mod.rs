@@ -9,6 +9,7 @@ mod operations;
 mod overrides;
 mod platform;
 mod portal;
+mod privacy;
 mod subscriptions;
 mod webhooks;
 
@@ -55,6 +56,7 @@ pub fn documents() -> Vec<utoipa::openapi::OpenApi> {
         directory::Api::openapi(),
         webhooks::Api::openapi(),
         subscriptions::Api::openapi(),
+        privacy::Api::openapi(),
         overrides::Api::openapi(),
         checkout::Api::openapi(),
         box_builder::Api::openapi(),
@@ -70,6 +72,7 @@ pub fn configure(config: &mut web::ServiceConfig) {
     directory::configure(config);
     webhooks::configure(config);
     subscriptions::configure(config);
+    privacy::configure(config);
     overrides::configure(config);
     checkout::configure(config);
     box_builder::configure(config);

@@ -9,6 +9,7 @@ mod console;
 mod customers;
 mod dunning;
 mod groups;
+mod imports;
 mod operations;
 mod settings;
 mod webhooks;
@@ -41,6 +42,8 @@ use super::resource;
     operations::change_frequency,
     operations::change_shipping_address,
     operations::change_payment_method,
+    imports::import,
+    imports::export,
     settings::cancellation_reasons_get,
     settings::cancellation_reasons_set,
     dunning::get,
@@ -120,6 +123,10 @@ pub fn configure(config: &mut web::ServiceConfig) {
         .service(
             resource("/subscriptions/v1/shops/{shop}/subscriptions/{id}/payment_method")
                 .route(web::put().to(operations::change_payment_method)),
+        )
+        .service(resource("/subscriptions/v1/shops/{shop}/imports").route(web::post().to(imports::import)))
+        .service(
+            resource("/subscriptions/v1/shops/{shop}/exports/subscriptions").route(web::get().to(imports::export)),
         )
         .service(
             resource("/subscriptions/v1/shops/{shop}/settings/cancellation_reasons")

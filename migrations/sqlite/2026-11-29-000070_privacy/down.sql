@@ -1,0 +1,1 @@
+ALTER TABLE platform_customers DROP COLUMN pii_redacted_at;
