@@ -119,6 +119,10 @@ Springfield,IL,US,62701,,,\"{rule}\",var-1kg:2:1999|var-250g:1:650,{next},active
         format!(
             ",fay@example.test,Fay,,,6 Yew St,Springfield,,US,,,,\"{rule}\",var-1kg:1:1999,,sleeping,USD,USD,,"
         ),
+        // A NUL, which no database keeps: refused like any bad field, not a failed import.
+        format!(
+            "ext-g,gus@example.test,Gu\u{0}s,,,7 Elm St,Springfield,,US,,,,\"{rule}\",var-1kg:1:1999,,,USD,USD,,"
+        ),
     ]
     .join("\n")
         + "\n"
@@ -130,6 +134,7 @@ fn expected_failures() -> Vec<(i64, String)> {
         (5, "email"),
         (6, "line_items"),
         (7, "external_id"),
+        (8, "first_name"),
     ]
     .into_iter()
     .map(|(line, field)| (line, field.to_string()))
@@ -161,7 +166,7 @@ fn import_creates_valid_rows_reports_the_others_and_a_rerun_creates_nothing(back
             &first["created"],
             &first["skipped_existing"]
         ),
-        (&json!(6), &json!(2), &json!(0)),
+        (&json!(7), &json!(2), &json!(0)),
         "{first}"
     );
     assert_eq!(failures(&first), expected_failures(), "{first}");
@@ -213,7 +218,7 @@ fn import_creates_valid_rows_reports_the_others_and_a_rerun_creates_nothing(back
             &second["created"],
             &second["skipped_existing"]
         ),
-        (&json!(6), &json!(0), &json!(2)),
+        (&json!(7), &json!(0), &json!(2)),
         "{second}"
     );
     assert_eq!(failures(&second), expected_failures());

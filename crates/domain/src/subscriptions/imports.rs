@@ -551,6 +551,10 @@ fn import_row(
         })
         .collect();
     let body = create_body(checked, &products);
+    // The row's text is held to what every database keeps (no NUL, bounded lengths), as the
+    // API holds a JSON body; a problem is the row's field, not a failed import.
+    crate::kernel::limits::check_json_body(body.to_string().as_bytes())
+        .map_err(|problem| DomainError::Invalid(vec![problem]))?;
     let (_, created) = create_subscription_from_body(tx, shop, &body, actor, now)?;
     Ok(if created {
         RowOutcome::Created
