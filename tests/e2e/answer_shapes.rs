@@ -2414,7 +2414,8 @@ fn storefront(r: &mut Replay<'_>, w: &World<'_>) {
     );
 }
 
-/// An import of one row that is refused (its failure's shape), then the export.
+/// An import of one row that is refused (its failure's shape), its record listed and read,
+/// the export, then the analytics of a period.
 fn imports_and_exports(r: &mut Replay<'_>, w: &World<'_>) {
     let base = format!("/subscriptions/v1/shops/{}", w.shop);
     let csv = "external_id,email,first_name,last_name,phone,shipping_street1,shipping_city,\
@@ -2430,10 +2431,26 @@ fn imports_and_exports(r: &mut Replay<'_>, w: &World<'_>) {
         w.token(),
         Body::Csv(csv),
     );
+    // The import's record: the replay's only import, so its id is 1.
+    r.get("list_imports", "get", &format!("{base}/imports"), w.token());
+    r.get("get_import", "get", &format!("{base}/imports/1"), w.token());
     r.get(
         "export_subscriptions",
         "get",
         &format!("{base}/exports/subscriptions"),
+        w.token(),
+    );
+    // A period long past (all counts 0 whenever the replay runs), and a refused one.
+    r.get(
+        "get_subscription_analytics",
+        "get",
+        &format!("{base}/analytics?from=2020-01-01&to=2020-01-31"),
+        w.token(),
+    );
+    r.get(
+        "get_subscription_analytics",
+        "bad period",
+        &format!("{base}/analytics?from=2020-02-01&to=2020-01-01"),
         w.token(),
     );
 }

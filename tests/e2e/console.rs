@@ -146,6 +146,28 @@ fn a_staff_member_resends_a_failed_delivery_and_retries_an_event_in_a_browser(ba
         serde_json::json!({"cart_items": [], "customer": {"email_address": "shopper@example.test"}}),
     );
     let public_order_id = checkout["public_order_id"].as_str().unwrap().to_string();
+    // The checkout's items and addresses, a box, a failed order and the shop's cancellation
+    // reasons, for the pages that show them.
+    crate::console_pages::seed_checkout_contents(&server, &shop.id, &public_order_id);
+    crate::console_pages::seed_box(&server);
+    crate::console_pages::seed_attempt(
+        &server,
+        &shop.id,
+        due["id"].as_i64().unwrap(),
+        "2026-02-23T14:00:00Z",
+        mercer_domain::subscriptions::repository::OrderAttemptEnd::Failed {
+            code: "payment_declined".to_string(),
+            reason: "the card was declined".to_string(),
+        },
+    );
+    let reasons = subscriptions.send(
+        "PUT",
+        "/settings/cancellation_reasons",
+        &serde_json::json!({"cancellation_reasons": [
+            {"code": "too_expensive", "label": "It costs too much"},
+            {"code": "moving", "label": "Moving away"}]}),
+    );
+    assert_eq!(reasons.status, 200, "{}", reasons.text);
     store
         .write(|tx| {
             use mercer_domain::access::shop::ShopIdentifier;
@@ -255,7 +277,42 @@ fn a_staff_member_resends_a_failed_delivery_and_retries_an_event_in_a_browser(ba
         text("subscriptionHeading"),
         format!("Subscription {}", due["id"])
     );
+    // Every action ends with its notice; the new pages find what was seeded.
+    assert!(
+        text("resentNotice").contains("queued to be sent again"),
+        "{seen}"
+    );
+    assert!(
+        text("settingsNotice").contains("dunning policy is saved"),
+        "{seen}"
+    );
+    assert_eq!(seen["searchRows"], 1, "{seen}");
+    assert_eq!(text("customerEmail"), "due@example.test");
+    assert_eq!(seen["orderRows"], 1, "{seen}");
+    assert_eq!(seen["boxSlots"], 1, "{seen}");
+    // At 390 px no page scrolls sideways, and every control of its forms is on screen.
+    let fits = seen["fits"].as_object().unwrap();
+    assert_eq!(fits.len(), 11, "{seen}");
+    for (page, fit) in fits {
+        assert!(
+            fit["scrollWidth"].as_i64() <= fit["innerWidth"].as_i64(),
+            "{page} scrolls sideways: {fit}"
+        );
+        assert_eq!(fit["outside"], serde_json::json!([]), "{page}: {fit}");
+        assert!(fit["controls"].as_i64() > Some(0), "{page}: {fit}");
+    }
     for page in [
+        "subscriptions-due",
+        "cancel",
+        "customers",
+        "customer",
+        "orders",
+        "boxes",
+        "box",
+        "settings",
+        "customers-phone",
+        "box-phone",
+        "cancel-phone",
         "checkouts",
         "checkout",
         "secret",
@@ -573,8 +630,8 @@ fn the_jobs_page_lists_the_shops_jobs_and_retries_and_cancels_them(backend: Back
     assert!(audit.text.contains("job.cancel") && audit.text.contains("job.retry"));
     assert_eq!(
         audit.text.matches("ops@demo.test").count(),
-        3,
-        "two actions, and the header"
+        4,
+        "two actions, the account's creation by the command line, and the header"
     );
 }
 

@@ -81,3 +81,79 @@ fn links_between_pages_lead_to_pages_that_exist() {
     }
     assert!(broken.is_empty(), "{}", broken.join("\n"));
 }
+
+/// The fenced block of `language` that follows `heading` in `page`, before the next heading of
+/// any level: the `nth` of them.
+fn fenced_block(page: &str, heading: &str, language: &str, nth: usize) -> String {
+    let start = page.find(heading).unwrap_or_else(|| panic!("no {heading}"));
+    let section = &page[start + heading.len()..];
+    let section = &section[..section.find("\n#").unwrap_or(section.len())];
+    let fence = format!("```{language}\n");
+    let mut rest = section;
+    for _ in 0..nth {
+        let at = rest.find(&fence).expect("the block");
+        rest = &rest[at + fence.len()..];
+    }
+    let at = rest
+        .find(&fence)
+        .unwrap_or_else(|| panic!("no {language} block under {heading}"));
+    let body = &rest[at + fence.len()..];
+    body[..body.find("\n```").expect("the block's end")].to_string()
+}
+
+/// `value` without what differs from run to run: times of the write.
+fn without_times(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(object) => {
+            for (key, field) in object.iter_mut() {
+                if ["created_at", "updated_at", "status_changed_at"].contains(&key.as_str()) {
+                    *field = serde_json::Value::Null;
+                } else {
+                    without_times(field);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(without_times),
+        _ => {}
+    }
+}
+
+/// docs/subscriptions.md's complete Create Subscription example, run word for word by bash
+/// against a new database: the answer is the one the page shows, but for the times of the
+/// write and the shop's identifier.
+fn the_complete_create_subscription_example_answers_what_the_page_shows(
+    backend: mercer_tests::Backend,
+) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let page = std::fs::read_to_string(root.join("docs/subscriptions.md")).unwrap();
+    let heading = "### A complete example";
+    let command = fenced_block(&page, heading, "sh", 0);
+    let mut shown: serde_json::Value =
+        serde_json::from_str(&fenced_block(&page, heading, "json", 0)).unwrap();
+    let server = mercer_tests::MercerServer::in_process(backend);
+    let demo = server.demo().clone();
+    let output = std::process::Command::new("bash")
+        .args(["-c", &format!("set -euo pipefail\n{command}")])
+        .env("MERCER", server.url(""))
+        .env("SHOP", &demo.shop)
+        .env("TOKEN", &demo.token)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{text} {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let mut answer: serde_json::Value = serde_json::from_str(&text).unwrap();
+    without_times(&mut answer);
+    without_times(&mut shown);
+    let shop = serde_json::Value::from(demo.shop.clone());
+    for address in ["billing_address", "shipping_address"] {
+        assert_eq!(answer["subscription"][address]["shop_identifier"], shop);
+        shown["subscription"][address]["shop_identifier"] = shop.clone();
+    }
+    assert_eq!(answer, shown);
+}
+
+mercer_tests::backend_tests!(the_complete_create_subscription_example_answers_what_the_page_shows);

@@ -1,8 +1,9 @@
 //! Subscription import and export as CSV (docs/subscriptions.md, "Import and export"), end to
 //! end on both databases: valid rows created and read back through the API, invalid ones
 //! reported with their line and column, a re-run creating nothing, the export giving the same
-//! rows back and importing into another shop, a quoted field with a comma and a newline, and 415
-//! on another content type.
+//! rows back and importing into another shop, a quoted field with a comma and a newline, 415
+//! on another content type, and an import's progress (List Imports, Get Import) moving while
+//! it runs, ending with its answer's figures, seen by no other shop.
 
 use std::time::Duration;
 
@@ -298,9 +299,11 @@ fn import_takes_only_csv_with_the_documented_header(backend: Backend) {
     let entries = refused.assert_error(422, "validation.failed");
     assert_eq!(entries[0]["field"], "header", "{}", refused.text);
     let empty = ok(import(&api, &format!("{HEADER}\n"), "text/csv"));
+    let id = empty["import"]["id"].clone();
+    assert!(id.as_i64().is_some_and(|id| id > 0), "{empty}");
     assert_eq!(
         empty,
-        json!({"import": {"rows": 0, "created": 0, "skipped_existing": 0, "failed": []}})
+        json!({"import": {"id": id, "rows": 0, "created": 0, "skipped_existing": 0, "failed": []}})
     );
 }
 
@@ -331,7 +334,141 @@ fn an_export_of_several_pages_has_every_subscription_once_in_ascending_id(backen
     assert_eq!(ids, expected);
 }
 
+/// Rows of `bulk-{n}` for n in `range`; every 50th has an email that is not one.
+fn bulk_csv(range: std::ops::Range<usize>) -> String {
+    let rule = biweekly_from(monday(0));
+    let mut csv = format!("{HEADER}\n");
+    for n in range {
+        let email = if n % 50 == 7 {
+            format!("not-an-email-{n}")
+        } else {
+            format!("bulk{}@example.test", n % 300)
+        };
+        csv.push_str(&format!(
+            "bulk-{n:05},{email},,,,{n} Main St,Springfield,,US,,,,\"{rule}\",var-1kg:1:1999|var-250g:2:650,,,USD,USD,,\n"
+        ));
+    }
+    csv
+}
+
+/// The figures of an import as List Imports or Get Import shows it.
+fn figures(progress: &Value) -> (i64, i64, i64, i64, i64) {
+    let number = |name: &str| {
+        progress[name]
+            .as_i64()
+            .unwrap_or_else(|| panic!("no {name} in {progress}"))
+    };
+    (
+        number("rows"),
+        number("rows_done"),
+        number("created"),
+        number("skipped_existing"),
+        number("failed_rows"),
+    )
+}
+
+/// While a large import runs (the POST on a thread of its own), List Imports shows it running
+/// with `rows_done` growing; once it answers, Get Import shows it done with the answer's figures.
+/// Another shop sees none of it.
+fn a_running_import_shows_its_progress_and_ends_with_its_answer(backend: Backend) {
+    let server = MercerServer::in_process(backend);
+    let api = Api::demo(&server);
+    save_coffee(&api);
+    // An earlier import, so that the running one is listed first, before it.
+    let earlier = ok(import(&api, &bulk_csv(0..10), "text/csv"))["import"].clone();
+    let csv = bulk_csv(10..1_010);
+
+    let (answer, seen) = std::thread::scope(|scope| {
+        let post = scope.spawn(|| import(&api, &csv, "text/csv"));
+        let mut seen: Vec<Value> = Vec::new();
+        while !post.is_finished() {
+            let listed = ok(api.get("/imports"));
+            let newest = listed["imports"][0].clone();
+            if newest["id"] != earlier["id"] {
+                seen.push(newest);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        (post.join().unwrap(), seen)
+    });
+    let answer = ok(answer)["import"].clone();
+    let id = answer["id"].as_i64().unwrap();
+    let running: Vec<&Value> = seen.iter().filter(|p| p["status"] == "running").collect();
+    assert!(
+        running
+            .iter()
+            .all(|p| p["id"] == id && p["finished_at"].is_null()),
+        "{running:?}"
+    );
+    let done: Vec<i64> = running.iter().map(|p| figures(p).1).collect();
+    assert!(
+        done.windows(2).all(|pair| pair[0] <= pair[1]),
+        "rows_done never goes back: {done:?}"
+    );
+    let distinct: std::collections::BTreeSet<i64> = done.iter().copied().collect();
+    assert!(
+        distinct.len() >= 2 && done.iter().all(|n| *n < 1_000),
+        "seen running with rows_done growing: {done:?}"
+    );
+    for progress in &running {
+        let (rows, rows_done, created, skipped, failed) = figures(progress);
+        assert_eq!(rows, 1_000, "{progress}");
+        assert_eq!(rows_done, created + skipped + failed, "{progress}");
+    }
+
+    let failed_lines: std::collections::BTreeSet<i64> = failures(&answer)
+        .into_iter()
+        .map(|(line, _)| line)
+        .collect();
+    let got = ok(api.get(&format!("/imports/{id}")))["import"].clone();
+    assert_eq!(got["status"], "done", "{got}");
+    assert!(got["finished_at"].is_string(), "{got}");
+    assert_eq!(
+        figures(&got),
+        (
+            answer["rows"].as_i64().unwrap(),
+            answer["rows"].as_i64().unwrap(),
+            answer["created"].as_i64().unwrap(),
+            answer["skipped_existing"].as_i64().unwrap(),
+            failed_lines.len() as i64,
+        ),
+        "{got} vs {answer}"
+    );
+    assert_eq!((&answer["rows"], failed_lines.len()), (&json!(1_000), 20));
+    let listed = ok(api.get("/imports"))["imports"].clone();
+    let ids: Vec<&Value> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| &p["id"])
+        .collect();
+    // Newest first (the catalogue's probe imports before them).
+    assert_eq!(ids[..2], [&json!(id), &earlier["id"]], "{listed}");
+    assert_eq!(listed[0], got);
+
+    // Another shop sees none of the demo shop's imports.
+    let shop = server
+        .cli(&["shop", "create", "--domain", "other-importer.shop.test"])
+        .values()[0]
+        .clone();
+    let token = server
+        .cli(&["token", "create", "--shop", &shop, "--scope", "all"])
+        .value();
+    let other = Api {
+        server: &server,
+        shop,
+        token,
+    };
+    assert_eq!(ok(other.get("/imports")), json!({"imports": []}));
+    other
+        .get(&format!("/imports/{id}"))
+        .assert_error(404, "resource.not_found");
+    api.get("/imports/not-a-number")
+        .assert_error(404, "resource.not_found");
+}
+
 backend_tests!(
+    a_running_import_shows_its_progress_and_ends_with_its_answer,
     import_creates_valid_rows_reports_the_others_and_a_rerun_creates_nothing,
     the_export_gives_the_rows_back_and_imports_into_another_shop,
     import_takes_only_csv_with_the_documented_header,

@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used)] // test code: a panic is a failed assertion
 
+mod analytics;
 mod answer_shapes;
 mod box_builder;
 mod box_catalogue;
@@ -17,6 +18,8 @@ mod client_generators;
 mod conformance;
 mod connector;
 mod console;
+mod console_pages;
+mod deploying;
 mod docs;
 mod dunning;
 mod events;
@@ -43,6 +46,7 @@ mod subscription_customers;
 mod subscription_groups;
 mod subscription_webhooks;
 mod subscriptions;
+mod upgrades;
 mod vendure;
 mod verifiers;
 mod webhooks;

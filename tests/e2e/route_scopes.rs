@@ -300,6 +300,16 @@ pub(crate) const ROUTES: &[(&str, &str, &str)] = &[
     ),
     (
         "GET",
+        "/subscriptions/v1/shops/{shop}/imports",
+        "read_subscriptions",
+    ),
+    (
+        "GET",
+        "/subscriptions/v1/shops/{shop}/imports/{import_id}",
+        "read_subscriptions",
+    ),
+    (
+        "GET",
         "/subscriptions/v1/shops/{shop}/exports/subscriptions",
         "read_subscriptions",
     ),
@@ -312,6 +322,11 @@ pub(crate) const ROUTES: &[(&str, &str, &str)] = &[
         "PUT",
         "/subscriptions/v1/shops/{shop}/settings/dunning",
         "write_subscriptions",
+    ),
+    (
+        "GET",
+        "/subscriptions/v1/shops/{shop}/analytics",
+        "read_subscriptions",
     ),
     (
         "POST",
@@ -679,6 +694,18 @@ pub(crate) const CONSOLE: &[(&str, &str)] = &[
     ("POST", "/console/jobs/{id}/cancel"),
     ("GET", "/console/subscriptions"),
     ("GET", "/console/subscriptions/{id}"),
+    ("POST", "/console/subscriptions/{id}/cancel"),
+    ("POST", "/console/subscriptions/{id}/pause"),
+    ("POST", "/console/subscriptions/{id}/resume"),
+    ("POST", "/console/subscriptions/{id}/skip"),
+    ("GET", "/console/customers"),
+    ("GET", "/console/customers/{id}"),
+    ("GET", "/console/orders"),
+    ("GET", "/console/boxes"),
+    ("GET", "/console/boxes/{id}"),
+    ("GET", "/console/settings"),
+    ("POST", "/console/settings/dunning"),
+    ("POST", "/console/settings/cancellation-reasons"),
 ];
 
 /// The subscriber portal's pages: HTML for a shop's customer, entered with their platform's
@@ -924,6 +951,7 @@ pub(crate) fn concrete(template: &str, shop: &str) -> String {
         .replace("{platform_customer_id}", "cust-1")
         .replace("{selection_id}", "1")
         .replace("{line_item_id}", "1")
+        .replace("{import_id}", "1")
         .replace(
             "{id}",
             if template.contains("/overrides/") || template.contains("/webhooks/{id}") {

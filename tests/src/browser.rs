@@ -59,8 +59,10 @@ const [authorizeUrl, email, password, chromiumPath] = process.argv.slice(2);
 /// The operator console with JavaScript off: a staff member signs in, finds the failed delivery
 /// of `topic`, reads its attempts, resends it (confirming) and reloads until the new attempt
 /// shows; retries the event set aside; rotates the connector secret; opens a checkout and the
-/// webhooks it fired; reads the audit log; posts a form without its CSRF
-/// token; then another shop's staff member looks. A screenshot of each page goes to `shots`.
+/// webhooks it fired; finds subscriptions, customers, orders and boxes, opens the cancel form,
+/// saves the dunning policy; reads the audit log; posts a form without its CSRF token; at 390 px
+/// wide measures the new pages (no sideways scroll, every control on screen); then another
+/// shop's staff member looks. A screenshot of each page goes to `shots`.
 const CONSOLE_SCRIPT: &str = r#"
 const path = require('path');
 const launch = require('./launch.js');
@@ -106,6 +108,7 @@ const [base, shop, email, password, otherShop, otherEmail, topic, shots, chromiu
     await navigating(page, page.click('form[action$="/resend"] button'));
     await shot('confirm');
     await navigating(page, page.click('main form button.primary'));
+    out.resentNotice = (await page.locator('#notice').count()) ? (await page.textContent('#notice')).trim() : null;
     out.attemptsAfter = out.attemptsBefore;
     for (let i = 0; i < 60 && out.attemptsAfter <= out.attemptsBefore; i++) {
       await page.waitForTimeout(250);
@@ -141,11 +144,48 @@ const [base, shop, email, password, otherShop, otherEmail, topic, shots, chromiu
     out.jobs = await page.textContent('main');
     await shot('jobs');
 
-    await page.goto(base + '/console/subscriptions');
-    await shot('subscriptions');
+    await page.goto(base + '/console/subscriptions?view=due');
+    await shot('subscriptions-due');
     await navigating(page, page.click('#due tbody tr a'));
     out.subscriptionHeading = (await page.textContent('h1')).trim();
     await shot('subscription');
+    const urls = { subscription: page.url() };
+    await navigating(page, page.click('#actions form[action$="/cancel"] button'));
+    await page.selectOption('#reason', { index: 1 });
+    await page.fill('#comment', 'Moving abroad');
+    await shot('cancel');
+    urls.cancelFrom = urls.subscription;
+
+    await page.goto(base + '/console/subscriptions');
+    await page.fill('#email', 'due@example.test');
+    await navigating(page, page.click('form.filters button[type=submit]'));
+    out.searchRows = await page.locator('#subscriptions tbody tr').count();
+    urls.subscriptions = page.url();
+    await shot('subscriptions');
+
+    await page.goto(base + '/console/customers');
+    await shot('customers');
+    await navigating(page, page.click('#customers tbody tr a'));
+    out.customerEmail = (await page.textContent('#customer-email')).trim();
+    urls.customer = page.url();
+    await shot('customer');
+
+    await page.goto(base + '/console/orders');
+    out.orderRows = await page.locator('#orders tbody tr').count();
+    await shot('orders');
+
+    await page.goto(base + '/console/boxes');
+    await shot('boxes');
+    await navigating(page, page.click('#boxes tbody tr a'));
+    out.boxSlots = await page.locator('#slots tbody tr').count();
+    urls.box = page.url();
+    await shot('box');
+
+    await page.goto(base + '/console/settings');
+    await page.fill('#retry_intervals', '3600, 86400');
+    await navigating(page, page.click('#dunning-form button[type=submit]'));
+    out.settingsNotice = (await page.locator('#notice').count()) ? (await page.textContent('#notice')).trim() : null;
+    await shot('settings');
 
     await page.goto(base + '/console/audit');
     out.audit = await page.locator('table tbody tr').allTextContents();
@@ -160,6 +200,37 @@ const [base, shop, email, password, otherShop, otherEmail, topic, shots, chromiu
     await page.setViewportSize({ width: 390, height: 844 });
     await page.goto(base + '/console/webhooks?status=failed');
     await shot('webhooks-phone');
+    // At 390 px: no sideways scroll of the page, and every control of its forms on screen.
+    out.fits = {};
+    const fits = (name) => page.evaluate(() => {
+      const width = window.innerWidth;
+      const controls = document.querySelectorAll(
+        'form input:not([type=hidden]), form select, form textarea, form button');
+      const outside = [...controls].filter((control) => {
+        const box = control.getBoundingClientRect();
+        return box.width > 0 && (box.left < 0 || box.right > width);
+      }).map((control) => control.id || control.name || control.textContent.trim());
+      return { scrollWidth: document.scrollingElement.scrollWidth, innerWidth: width,
+               controls: controls.length, outside };
+    }).then((seen) => { out.fits[name] = seen; });
+    for (const [name, url] of [['subscriptions', urls.subscriptions],
+                               ['subscriptions-due', base + '/console/subscriptions?view=due'],
+                               ['subscription', urls.subscription],
+                               ['customers', base + '/console/customers'],
+                               ['customer', urls.customer],
+                               ['orders', base + '/console/orders'],
+                               ['boxes', base + '/console/boxes'],
+                               ['box', urls.box],
+                               ['checkouts', base + '/console/checkouts'],
+                               ['settings', base + '/console/settings']]) {
+      await page.goto(url);
+      await fits(name);
+      await shot(name + '-phone');
+    }
+    await page.goto(urls.subscription);
+    await navigating(page, page.click('#actions form[action$="/cancel"] button'));
+    await fits('cancel');
+    await shot('cancel-phone');
 
     const other = await browser.newContext({ javaScriptEnabled: false });
     const otherPage = await other.newPage();

@@ -10,18 +10,21 @@
 //!   PostgreSQL, N seconds each (default 600); prints cases run and failures found.
 //! - `cargo xtask openapi`: writes `docs/openapi.json` from the code (a test fails while the
 //!   committed file differs).
-//! - `cargo xtask bench ingest|dispatch|subscriptions|scheduler|console|mixed|vendure`: builds
-//!   the release binaries, then runs the benchmark in release mode and prints its figures
-//!   (docs/benchmarks.md); `vendure` measures the Vendure connector against the pinned Vendure.
+//! - `cargo xtask bench ingest|dispatch|subscriptions|scheduler|console|mixed|vendure|imports`:
+//!   builds the release binaries, then runs the benchmark in release mode and prints its figures
+//!   (docs/benchmarks.md); `vendure` measures the Vendure connector against the pinned Vendure,
+//!   `imports` a CSV import of 100,000 subscriptions.
 //! - `cargo xtask mutants [TARGET…] [-- ARGS]`: cargo-mutants over the code listed in
 //!   docs/testing.md (not part of CI).
 //! - `cargo xtask vendure [--port 3000] [--database sqlite|postgres]`: the pinned Vendure with the
 //!   Mercer plugin, installed into `target/vendure`, seeded, in the foreground.
 
 mod bench;
+mod bench_analytics;
 mod bench_apply;
 mod bench_console;
 mod bench_dispatch;
+mod bench_imports;
 mod bench_mixed;
 mod bench_scheduler;
 mod bench_subscriptions;
@@ -44,7 +47,7 @@ fn usage() -> ExitCode {
          ci                                    fmt check, clippy, tidy, test --require-postgres\n  \
          chaos                                 the reliability suite, full form, with its figures\n  \
          tidy [--manifest-path PATH]           check the crate layering invariants\n  \
-         bench ingest|dispatch|subscriptions|scheduler|console|mixed|vendure\n                                               the ingest, webhook, List Subscriptions, scheduler, console,\n                                               mixed-load or Vendure connector benchmark\n  \
+         bench ingest|dispatch|subscriptions|scheduler|console|mixed|vendure|imports\n                                               the ingest, webhook, List Subscriptions, scheduler, console,\n                                               mixed-load, Vendure connector or CSV import benchmark\n  \
          openapi                               write docs/openapi.json from the code\n  \
          fuzz-api [--seconds N]                schemathesis on both databases, N s each (600)\n  \
          mutants [TARGET...] [-- ARGS]         cargo-mutants over signing, events, access, guard\n  \
@@ -110,8 +113,12 @@ fn main() -> ExitCode {
             bench_scheduler::scheduler(rest.first().map_or("", String::as_str))
         }
         "bench-run-console" => bench_console::console(rest.first().map_or("", String::as_str)),
+        "bench-run-analytics" => {
+            bench_analytics::analytics(rest.first().map_or("", String::as_str))
+        }
         "bench-run-mixed" => bench_mixed::mixed(rest.first().map_or("", String::as_str)),
         "bench-run-vendure" => bench_vendure::vendure(rest.first().map_or("", String::as_str)),
+        "bench-run-imports" => bench_imports::imports(rest.first().map_or("", String::as_str)),
         _ => return usage(),
     };
     match result {
@@ -171,11 +178,13 @@ fn bench(args: &[String]) -> Result<(), String> {
         Some("subscriptions") => "bench-run-subscriptions",
         Some("scheduler") => "bench-run-scheduler",
         Some("console") => "bench-run-console",
+        Some("analytics") => "bench-run-analytics",
         Some("mixed") => "bench-run-mixed",
         Some("vendure") => "bench-run-vendure",
+        Some("imports") => "bench-run-imports",
         _ => {
             return Err(
-                "usage: cargo xtask bench ingest [--processes 1,2,4]|dispatch|subscriptions|scheduler|console|mixed|vendure"
+                "usage: cargo xtask bench ingest [--processes 1,2,4]|dispatch|subscriptions|scheduler|console|analytics|mixed|vendure|imports"
                     .to_string(),
             );
         }

@@ -3,12 +3,14 @@
 //! feature's repositories, and no feature imports it.
 
 use crate::access::console::{ConsoleStaff, record_action};
+use crate::access::shop::Shop;
 use crate::kernel::activity::{self, ActivityFigures};
 use crate::kernel::error::DomainError;
 use crate::kernel::ids::{JobId, ShopId};
 use crate::kernel::jobs::{Job, JobCount, JobFilter, JobState};
 use crate::kernel::time::Timestamp;
 use crate::ports::{Database, Repositories};
+use crate::subscriptions::analytics::{self, Period, Report};
 use crate::subscriptions::repository::SchedulerBacklog;
 use crate::webhooks::MessageStatus;
 
@@ -49,7 +51,7 @@ pub fn queue_figures(
 }
 
 /// The console's overview of one shop.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ShopOverview {
     /// What the shop's work did in the last hour (five-minute buckets: up to 65 minutes).
     pub last_hour: ActivityFigures,
@@ -68,18 +70,27 @@ pub struct ShopOverview {
     pub endpoints_failing: usize,
     /// Connector events set aside, up to [`SET_ASIDE_SHOWN`] (more shows as that many).
     pub events_set_aside: usize,
+    /// The shop's subscription analytics over the period asked for, with each day's active
+    /// count and MRR (the same figures as `GET /analytics`).
+    #[serde(skip)]
+    pub analytics: Report,
 }
 
 /// The most set-aside events the overview counts.
 pub const SET_ASIDE_SHOWN: usize = 100;
 
 /// A shop's figures at `now`, read in one unit of work: the activity counts of the last hour
-/// and day (kernel::activity), and what waits now.
+/// and day (kernel::activity), what waits now, and the subscription analytics of `period`
+/// (the last 30 days when `None`).
 pub fn shop_overview(
     tx: &mut dyn Repositories,
-    shop_id: ShopId,
+    shop: &Shop,
+    period: Option<Period>,
     now: Timestamp,
 ) -> Result<ShopOverview, DomainError> {
+    let shop_id = shop.id;
+    let period = period.unwrap_or_else(|| analytics::default_period(shop, now));
+    let analytics = analytics::shop_analytics(tx, shop, period)?;
     let endpoints = crate::webhooks::console::endpoints(tx, shop_id)?;
     let (last_hour, last_day) = activity::last_hour_and_day(tx, shop_id, now)?;
     let counts = tx.count_shop_jobs(shop_id)?;
@@ -108,6 +119,7 @@ pub fn shop_overview(
         events_set_aside: tx
             .failed_inbound_events(Some(shop_id), SET_ASIDE_SHOWN)?
             .len(),
+        analytics,
     })
 }
 

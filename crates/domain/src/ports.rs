@@ -72,6 +72,29 @@ pub trait Database: Clone + Send + Sync + 'static {
     ) -> Result<T, DomainError> {
         self.write(work)
     }
+
+    /// Runs `work` on each of `items`, each a unit of work of its own: an item whose work
+    /// returns an error changes nothing, the others keep their changes, and each item's
+    /// outcome is answered in order. A storage failure ends the call with that error; the
+    /// items are to be safe to run again, as some of them may have been kept. A store may run
+    /// the items in one transaction, each in a savepoint of its own, which saves a commit per
+    /// item (`mercer-store` does: there a storage failure keeps none of them). By default each
+    /// item is a `write` of its own.
+    #[allow(clippy::type_complexity)]
+    fn write_each<I, T>(
+        &self,
+        items: &[I],
+        mut work: impl FnMut(&mut dyn Repositories, &I) -> Result<T, DomainError>,
+    ) -> Result<Vec<Result<T, DomainError>>, DomainError> {
+        let mut outcomes = Vec::with_capacity(items.len());
+        for item in items {
+            match self.write(|tx| work(tx, item)) {
+                Err(DomainError::Storage(error)) => return Err(DomainError::Storage(error)),
+                outcome => outcomes.push(outcome),
+            }
+        }
+        Ok(outcomes)
+    }
 }
 
 /// Every `Database` is every feature's database: the unit of work is seen through the
@@ -91,6 +114,14 @@ macro_rules! feature_databases {
                 work: impl FnOnce(&mut dyn $repositories) -> Result<T, DomainError>,
             ) -> Result<T, DomainError> {
                 self.write(|tx| work(tx))
+            }
+
+            fn write_each_tx<I, T>(
+                &self,
+                items: &[I],
+                mut work: impl FnMut(&mut dyn $repositories, &I) -> Result<T, DomainError>,
+            ) -> Result<Vec<Result<T, DomainError>>, DomainError> {
+                self.write_each(items, |tx, item| work(tx, item))
             }
         }
     )*};

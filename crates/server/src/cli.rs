@@ -40,8 +40,18 @@ pub struct Cli {
     )]
     pub log_format: LogFormat,
 
+    /// A settings file (TOML): global settings at the top, each command's in a table named
+    /// after it (`[serve]`), keys being the flags' names with `_` for `-`. A flag wins over its
+    /// environment variable, which wins over the file (docs/operations.md, "Settings file").
+    #[arg(long, env = "MERCER_CONFIG", value_name = "PATH", global = true)]
+    pub config: Option<std::path::PathBuf>,
+
     #[command(subcommand)]
     pub command: Command,
+
+    /// Where each global setting came from (filled by `config::load`).
+    #[arg(skip)]
+    pub settings: crate::config::Settings,
 }
 
 /// How log lines are written.
@@ -54,13 +64,21 @@ pub enum LogFormat {
     Json,
 }
 
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// List the migrations that would be applied, oldest first, and apply none: exits 0 when
+    /// none are pending, 1 otherwise.
+    #[arg(long)]
+    pub check: bool,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the HTTP API. Applies pending migrations first; on an empty database it also creates
     /// a demo shop and prints an all-scope API token for it, once.
     Serve(ServeArgs),
     /// Apply pending database migrations, then exit.
-    Migrate,
+    Migrate(MigrateArgs),
     /// Manage shops.
     #[command(subcommand)]
     Shop(ShopCommand),
@@ -95,10 +113,21 @@ pub enum Command {
         #[arg(long)]
         output: Option<std::path::PathBuf>,
     },
+    /// Look at the settings in effect.
+    #[command(subcommand)]
+    Config(ConfigCommand),
     /// Check a platform connector against the connector operations and signing rules
     /// (docs/connector.md section 6): prints one row per check, exits 1 when one fails. Writes only
     /// test data to the connector, and deletes it again. Needs no database.
     Conformance(ConformanceArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print the global settings and `serve`'s as they would apply now (flags given here,
+    /// environment, settings file, defaults), each with where it came from; secrets are
+    /// shown as `***` (a database URL's password only).
+    Show,
 }
 
 #[derive(Debug, Args)]
@@ -360,6 +389,16 @@ pub struct ServeArgs {
     #[arg(long, env = "MERCER_CLOCK_START", value_name = "TIME")]
     pub clock_start: Option<String>,
 
+    /// A token `GET /metrics` requires, as `Authorization: Bearer <token>` (401 without it).
+    /// Unset, /metrics is open to anyone who can reach the address (a warning says so at start).
+    #[arg(
+        long,
+        env = "MERCER_METRICS_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
+    pub metrics_token: Option<String>,
+
     /// Hours an endpoint may fail, without a single success, before it is disabled.
     #[arg(
         long,
@@ -377,6 +416,17 @@ pub enum ShopCommand {
     List,
     /// Change a shop's settings.
     Update(ShopUpdateArgs),
+    /// Delete a shop: it is kept, marked deleted, and answers from then on as a shop that does
+    /// not exist; its tokens are revoked and its staff can no longer sign in. Refused without
+    /// --yes.
+    Delete {
+        /// The shop's shop_identifier.
+        #[arg(long)]
+        shop: String,
+        /// Confirm: the shop's tokens are revoked and it cannot be brought back from here.
+        #[arg(long)]
+        yes: bool,
+    },
     /// Erase the personal data of every customer of a shop (each as
     /// `POST …/customers/{customer_id}/redact` does) and set the shop's `pii_redacted_at`.
     /// Safe to run again: customers erased before are left as they are.
@@ -491,7 +541,8 @@ pub enum TokenCommand {
         #[arg(long, default_value = "cli")]
         name: String,
     },
-    /// List a shop's tokens (never the tokens themselves: their first characters only).
+    /// List a shop's tokens (never the tokens themselves: their first characters only), with
+    /// their scopes, when they were made and last used (to the minute).
     List {
         /// The shop_identifier.
         #[arg(long)]
@@ -534,6 +585,15 @@ pub enum AppCommand {
         #[arg(long = "redirect-uri", required = true)]
         redirect_uris: Vec<String>,
     },
+    /// List every app: client id, name, when registered or revoked, live tokens, redirect URIs
+    /// (never a client secret).
+    List,
+    /// Revoke an app: it can no longer ask shops for access, and every token it was issued is
+    /// refused from then on (401).
+    Revoke {
+        /// The app's client id (mci_…), as `app list` shows it.
+        client_id: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -548,6 +608,34 @@ pub enum StaffCommand {
         #[arg(long)]
         email: String,
         /// Read the password from standard input instead of generating one.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// List a shop's staff accounts: email, when created, when they last signed in.
+    List {
+        /// The shop_identifier.
+        #[arg(long)]
+        shop: String,
+    },
+    /// Remove a staff account: it can no longer sign in, and its console sessions end.
+    Remove {
+        /// The shop_identifier.
+        #[arg(long)]
+        shop: String,
+        /// The staff member's email.
+        #[arg(long)]
+        email: String,
+    },
+    /// Give a staff account a new password (its console sessions end). A random one is made
+    /// and printed once, unless --password-stdin reads it from standard input (its first line).
+    ResetPassword {
+        /// The shop_identifier.
+        #[arg(long)]
+        shop: String,
+        /// The staff member's email.
+        #[arg(long)]
+        email: String,
+        /// Read the new password from standard input instead of generating one.
         #[arg(long)]
         password_stdin: bool,
     },

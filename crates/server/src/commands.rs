@@ -15,15 +15,13 @@ use metrics_exporter_prometheus::PrometheusHandle;
 
 use mercer_connector::HttpConnector;
 use mercer_connector::conformance::{Config as ConformanceConfig, CustomerToken};
-use mercer_domain::access::credentials::{
-    Scope, Secret, TokenSource, create_token, list_tokens, revoke_token,
-};
-use mercer_domain::access::oauth;
+use mercer_domain::access::credentials::{Scope, Secret, TOKEN_USE_PRECISION_SECONDS, list_tokens};
 use mercer_domain::access::secrets::{SecretKind, rotate_secret};
 use mercer_domain::access::shop::{
     DemoCredentials, ShopInput, ShopSettings, bootstrap_demo, connector_secret, create_shop,
     find_shop, list_shops,
 };
+use mercer_domain::access::{oauth, operator};
 use mercer_domain::checkout::sweeps::AbandonmentJob;
 use mercer_domain::kernel::activity::ActivityPruneJob;
 use mercer_domain::kernel::ids::{EventId, JobId};
@@ -44,12 +42,16 @@ use mercer_jobs::JobRunnerConfig;
 use mercer_store::{DatabaseUrl, OpenError, PoolOptions, Store, UrlError};
 
 use crate::cli::{
-    AppCommand, Cli, Command, ConformanceArgs, EventsCommand, JobsCommand, SecretCommand,
-    ServeArgs, ShopCommand, ShopCreateArgs, StaffCommand, SubscriptionsCommand, TokenCommand,
+    AppCommand, Cli, Command, ConfigCommand, ConformanceArgs, EventsCommand, JobsCommand,
+    MigrateArgs, SecretCommand, ServeArgs, ShopCommand, ShopCreateArgs, StaffCommand,
+    SubscriptionsCommand, TokenCommand,
 };
 use crate::http::links::PublicUrl;
-use crate::http::short_cache::{ACCESS_TTL, AccessCache, CUSTOMER_TOKEN_TTL, CustomerTokenCache};
-use crate::http::{self, ServeOptions, state::AppState};
+use crate::http::short_cache::{
+    ACCESS_TTL, AccessCache, CUSTOMER_TOKEN_TTL, CustomerTokenCache, TokenUses,
+};
+use crate::http::state::{AppState, MetricsToken};
+use crate::http::{self, ServeOptions};
 use crate::runtime::checkout::CheckoutConfig;
 use crate::runtime::{BackgroundConfig, SchedulerConfig, Workers};
 use crate::table::Table;
@@ -68,6 +70,8 @@ pub enum CommandError {
     Usage(String),
     #[error("{failed} of {total} conformance checks failed")]
     ChecksFailed { failed: usize, total: usize },
+    #[error("{0} migrations are pending")]
+    MigrationsPending(usize),
 }
 
 fn describe(error: &DomainError) -> String {
@@ -82,14 +86,17 @@ fn describe(error: &DomainError) -> String {
 }
 
 pub fn run(cli: Cli) -> Result<(), CommandError> {
-    // The one command without a database: a bad DATABASE_URL must not stop it.
-    if let Command::Conformance(args) = cli.command {
-        return conformance(args);
+    // The commands without a database: a bad DATABASE_URL must not stop them.
+    match cli.command {
+        Command::Conformance(args) => return conformance(args),
+        Command::Config(ConfigCommand::Show) => return show_settings(&cli.settings),
+        _ => {}
     }
     let url = DatabaseUrl::parse(&cli.database_url)?;
     match cli.command {
         Command::Serve(args) => serve(&url, args),
-        Command::Migrate => {
+        Command::Migrate(MigrateArgs { check: true }) => check_migrations(&url),
+        Command::Migrate(MigrateArgs { check: false }) => {
             let store = Store::open(&url, &PoolOptions::default())?;
             let applied = store.migrate()?;
             if applied.is_empty() {
@@ -109,7 +116,26 @@ pub fn run(cli: Cli) -> Result<(), CommandError> {
         Command::Staff(command) => staff_command(&open(&url)?, command),
         Command::Openapi { output } => write_openapi(output.as_deref()),
         Command::Conformance(args) => conformance(args),
+        Command::Config(ConfigCommand::Show) => show_settings(&cli.settings),
     }
+}
+
+/// `mercer config show`: the global settings and `serve`'s, with where each came from.
+fn show_settings(settings: &crate::config::Settings) -> Result<(), CommandError> {
+    let serve = crate::config::serve_settings(settings.file.as_deref())
+        .map_err(|error| CommandError::Usage(error.to_string()))?;
+    match &settings.file {
+        Some(file) => println!("# settings file: {}", file.display()),
+        None => println!("# no settings file (--config, MERCER_CONFIG)"),
+    }
+    let print = |setting: &crate::config::Setting| match &setting.value {
+        Some(value) => println!("{} = {value:?}  # {}", setting.key, setting.origin.as_str()),
+        None => println!("# {} (unset)", setting.key),
+    };
+    settings.global.iter().for_each(print);
+    println!("\n[serve]");
+    serve.iter().for_each(print);
+    Ok(())
 }
 
 /// `mercer conformance`: runs the checks of `mercer_connector::conformance` and prints them.
@@ -185,6 +211,52 @@ fn app_command(store: &Store, command: AppCommand) -> Result<(), CommandError> {
             println!("{}", created.client_secret.expose());
             Ok(())
         }
+        AppCommand::List => {
+            let apps = store.read(|tx| operator::list_apps(tx))?;
+            let mut table = Table::new(&[
+                "CLIENT_ID",
+                "NAME",
+                "CREATED",
+                "REVOKED",
+                "LIVE_TOKENS",
+                "REDIRECT_URIS",
+            ]);
+            for line in apps {
+                table.row(vec![
+                    line.app.client_id,
+                    line.app.name.escape_debug().to_string(),
+                    line.app.created_at.to_rfc3339_seconds(),
+                    optional_time(line.app.revoked_at),
+                    line.live_tokens.to_string(),
+                    line.app.redirect_uris.join(" ").escape_debug().to_string(),
+                ]);
+            }
+            table.print();
+            Ok(())
+        }
+        AppCommand::Revoke { client_id } => {
+            let revoked = store.write(|tx| operator::revoke_app(tx, &client_id, now()))?;
+            eprintln!(
+                "Revoked app {} ({}) and {} token(s) it had been issued; they are refused within \
+                 2 s.",
+                revoked.app.client_id,
+                revoked.app.name.escape_debug(),
+                revoked.tokens_revoked.len()
+            );
+            Ok(())
+        }
+    }
+}
+
+/// A password from standard input's first line (`--password-stdin`), or a new random one.
+/// Answers whether it was made here (then it is printed, once).
+fn new_password(from_stdin: bool) -> Result<(String, bool), CommandError> {
+    if from_stdin {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line)?;
+        Ok((line.trim_end_matches(['\r', '\n']).to_string(), false))
+    } else {
+        Ok((mercer_domain::access::credentials::random_hex(12), true))
     }
 }
 
@@ -195,15 +267,17 @@ fn staff_command(store: &Store, command: StaffCommand) -> Result<(), CommandErro
             email,
             password_stdin,
         } => {
-            let (password, generated) = if password_stdin {
-                let mut line = String::new();
-                std::io::stdin().read_line(&mut line)?;
-                (line.trim_end_matches(['\r', '\n']).to_string(), false)
-            } else {
-                (mercer_domain::access::credentials::random_hex(12), true)
-            };
-            let staff =
-                store.write(|tx| oauth::create_staff(tx, &shop, &email, &password, now()))?;
+            let (password, generated) = new_password(password_stdin)?;
+            let staff = store
+                .write(|tx| operator::add_staff(tx, &shop, &email, &password, now()))
+                .map_err(|error| match error {
+                    DomainError::Conflict { message, .. } => CommandError::Usage(format!(
+                        "{message}; `mercer staff reset-password --shop {shop} --email {}` gives \
+                         it a new password",
+                        email.trim()
+                    )),
+                    other => other.into(),
+                })?;
             if generated {
                 eprintln!(
                     "Created staff account {} for shop {shop}. Its password (shown only this once):",
@@ -215,7 +289,75 @@ fn staff_command(store: &Store, command: StaffCommand) -> Result<(), CommandErro
             }
             Ok(())
         }
+        StaffCommand::List { shop } => {
+            let (_, staff) = store.read(|tx| operator::list_staff(tx, &shop))?;
+            let mut table = Table::new(&["EMAIL", "CREATED", "LAST_SIGN_IN"]);
+            for account in staff {
+                table.row(vec![
+                    account.email.escape_debug().to_string(),
+                    account.created_at.to_rfc3339_seconds(),
+                    optional_time(account.last_sign_in_at),
+                ]);
+            }
+            table.print();
+            Ok(())
+        }
+        StaffCommand::Remove { shop, email } => {
+            let staff = store.write(|tx| operator::remove_staff(tx, &shop, &email, now()))?;
+            eprintln!(
+                "Removed staff account {} of shop {shop}; its console sessions have ended.",
+                staff.email
+            );
+            Ok(())
+        }
+        StaffCommand::ResetPassword {
+            shop,
+            email,
+            password_stdin,
+        } => {
+            let (password, generated) = new_password(password_stdin)?;
+            let staff = store
+                .write(|tx| operator::reset_staff_password(tx, &shop, &email, &password, now()))?;
+            if generated {
+                eprintln!(
+                    "Staff account {} of shop {shop} has a new password (shown only this once); \
+                     its console sessions have ended:",
+                    staff.email
+                );
+                println!("{password}");
+            } else {
+                eprintln!(
+                    "Staff account {} of shop {shop} has the new password; its console sessions \
+                     have ended.",
+                    staff.email
+                );
+            }
+            Ok(())
+        }
     }
+}
+
+/// A time as the listings print it, `-` for none.
+fn optional_time(at: Option<Timestamp>) -> String {
+    at.map_or_else(|| "-".to_string(), |at| at.to_rfc3339_seconds())
+}
+
+/// `mercer migrate --check`: what an upgrade would apply, applying nothing. A database a
+/// newer Mercer migrated is an error, as `migrate` would refuse it.
+fn check_migrations(url: &DatabaseUrl) -> Result<(), CommandError> {
+    let status = Store::open(url, &PoolOptions::default())?.migration_status()?;
+    if let Some(refusal) = status.refusal() {
+        return Err(OpenError::NewerDatabase(refusal).into());
+    }
+    if status.pending.is_empty() {
+        println!("{}: up to date, nothing to apply", url.redacted());
+        return Ok(());
+    }
+    println!("{}: would apply", url.redacted());
+    for name in &status.pending {
+        println!("  {name}");
+    }
+    Err(CommandError::MigrationsPending(status.pending.len()))
 }
 
 /// The store for an operator command: migrated, so the commands work on a new database too.
@@ -409,6 +551,7 @@ fn shop_command(store: &Store, command: ShopCommand) -> Result<(), CommandError>
                 "TIMEZONE",
                 "CURRENCY",
                 "CREATED",
+                "DELETED",
                 "DOMAIN",
             ]);
             for shop in shops {
@@ -418,10 +561,22 @@ fn shop_command(store: &Store, command: ShopCommand) -> Result<(), CommandError>
                     shop.timezone,
                     shop.currency,
                     shop.created_at.to_rfc3339_seconds(),
+                    optional_time(shop.deleted_at),
                     shop.shop_domain,
                 ]);
             }
             table.print();
+            Ok(())
+        }
+        ShopCommand::Delete { shop, yes } => {
+            let deleted = store.write(|tx| operator::delete_shop(tx, &shop, yes, now()))?;
+            eprintln!(
+                "Deleted shop {} ({}): {} token(s) revoked; it answers as an unknown shop within \
+                 2 s.",
+                deleted.shop.identifier.as_str(),
+                deleted.shop.shop_domain,
+                deleted.tokens_revoked
+            );
             Ok(())
         }
         ShopCommand::Redact { shop } => {
@@ -579,8 +734,8 @@ fn token_command(store: &Store, command: TokenCommand) -> Result<(), CommandErro
     match command {
         TokenCommand::Create { shop, scope, name } => {
             let scopes = scope_list(&scope);
-            let created = store
-                .write(|tx| create_token(tx, &shop, &name, &scopes, TokenSource::Cli, now()))?;
+            let created =
+                store.write(|tx| operator::add_token(tx, &shop, &name, &scopes, now()))?;
             eprintln!(
                 "Created token {} ({}) with scopes: {}. It is shown only this once:",
                 created.token.id, created.token.name, created.token.scopes
@@ -591,7 +746,14 @@ fn token_command(store: &Store, command: TokenCommand) -> Result<(), CommandErro
         TokenCommand::List { shop } => {
             let (_, tokens) = store.read(|tx| list_tokens(tx, &shop))?;
             let mut table = Table::new(&[
-                "ID", "NAME", "PREFIX", "SOURCE", "CREATED", "REVOKED", "SCOPES",
+                "ID",
+                "NAME",
+                "PREFIX",
+                "SOURCE",
+                "CREATED",
+                "LAST_USED",
+                "REVOKED",
+                "SCOPES",
             ]);
             for token in tokens {
                 table.row(vec![
@@ -600,9 +762,8 @@ fn token_command(store: &Store, command: TokenCommand) -> Result<(), CommandErro
                     token.token_prefix,
                     token.source.as_str().to_string(),
                     token.created_at.to_rfc3339_seconds(),
-                    token
-                        .revoked_at
-                        .map_or_else(|| "-".to_string(), |t| t.to_rfc3339_seconds()),
+                    optional_time(token.last_used_at),
+                    optional_time(token.revoked_at),
                     token.scopes.to_string(),
                 ]);
             }
@@ -610,7 +771,7 @@ fn token_command(store: &Store, command: TokenCommand) -> Result<(), CommandErro
             Ok(())
         }
         TokenCommand::Revoke { shop, token } => {
-            let id = store.write(|tx| revoke_token(tx, &shop, &token, now()))?;
+            let id = store.write(|tx| operator::remove_token(tx, &shop, &token, now()))?;
             eprintln!("Revoked token {id}.");
             Ok(())
         }
@@ -781,11 +942,15 @@ pub fn start_services(
         applier: workers.applier.clone(),
         jobs: workers.jobs.clone(),
         access_cache: AccessCache::new(ACCESS_TTL),
+        token_uses: TokenUses::new(Duration::from_secs(
+            TOKEN_USE_PRECISION_SECONDS.unsigned_abs(),
+        )),
         customer_tokens: CustomerTokenCache::new(CUSTOMER_TOKEN_TTL),
         webhooks: webhooks.clone(),
         address_guard,
         overrides: Arc::new(HttpOverrideCaller::new(address_guard)),
         metrics,
+        metrics_token: metrics_token(args),
         sign_ins: Default::default(),
         customer_checks: Default::default(),
         public_url,
@@ -797,6 +962,21 @@ pub fn start_services(
         webhook_threads,
     };
     Ok((state, services, demo))
+}
+
+/// The token `GET /metrics` requires, if `--metrics-token` gives one (an empty one is none);
+/// without one, a warning that the figures are open to whoever reaches the address.
+fn metrics_token(args: &ServeArgs) -> Option<MetricsToken> {
+    match args.metrics_token.as_deref().map(str::trim) {
+        Some(token) if !token.is_empty() => Some(MetricsToken::new(token)),
+        _ => {
+            log::warn!(
+                "GET /metrics is open to anyone who can reach this address: set --metrics-token \
+                 (MERCER_METRICS_TOKEN) to require a bearer token"
+            );
+            None
+        }
+    }
 }
 
 /// How `serve` binds, from its arguments.

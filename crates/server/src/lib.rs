@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod commands;
+pub mod config;
 pub mod embedded;
 pub mod http;
 pub mod logging;

@@ -2,8 +2,7 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-use mercer_server::{cli, commands, logging};
+use mercer_server::{commands, config, logging};
 
 /// mimalloc: the server allocates many short-lived buffers (JSON documents, rows) on several
 /// threads, where glibc's allocator spent a tenth of the CPU in the ingest benchmark.
@@ -11,7 +10,15 @@ use mercer_server::{cli, commands, logging};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    // The command line, with the settings file's values for what it left unset.
+    let cli = match config::load(std::env::args_os()) {
+        Ok(cli) => cli,
+        Err(config::ConfigError::Clap(error)) => error.exit(),
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
     logging::init(&cli.log_level, cli.log_format);
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,

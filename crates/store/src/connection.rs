@@ -123,6 +123,15 @@ pub fn begin_write(conn: &mut DbConnection) -> diesel::QueryResult<()> {
     }
 }
 
+/// Opens a savepoint inside the open transaction; [`commit`] releases it and [`rollback`] undoes
+/// what was done since, leaving the transaction open.
+pub fn savepoint(conn: &mut DbConnection) -> diesel::QueryResult<()> {
+    match conn {
+        DbConnection::Sqlite(c) => AnsiTransactionManager::begin_transaction(c),
+        DbConnection::Pg(c) => AnsiTransactionManager::begin_transaction(c),
+    }
+}
+
 pub fn commit(conn: &mut DbConnection) -> diesel::QueryResult<()> {
     match conn {
         DbConnection::Sqlite(c) => AnsiTransactionManager::commit_transaction(c),

@@ -5,6 +5,7 @@
 //! Everything here blocks: call it from worker threads or `web::block`, never from an async task.
 
 mod connection;
+mod migrations;
 mod repos;
 mod rows;
 pub mod schema;
@@ -15,5 +16,6 @@ mod url;
 pub mod testing;
 
 pub use connection::DbConnection;
+pub use migrations::MigrationStatus;
 pub use store::{OpenError, PoolOptions, Store};
 pub use url::{Backend, DatabaseUrl, UrlError};

@@ -180,6 +180,7 @@ pub struct TokenRow {
     pub source: String,
     pub created_at: i64,
     pub revoked_at: Option<i64>,
+    pub last_used_at: Option<i64>,
 }
 
 impl TryFrom<TokenRow> for ApiToken {
@@ -196,6 +197,7 @@ impl TryFrom<TokenRow> for ApiToken {
                 .ok_or_else(|| corrupt("token source", &row.source))?,
             created_at: time(row.created_at),
             revoked_at: row.revoked_at.map(time),
+            last_used_at: row.last_used_at.map(time),
         })
     }
 }

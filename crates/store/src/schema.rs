@@ -49,6 +49,7 @@ diesel::table! {
         source -> Text,
         created_at -> BigInt,
         revoked_at -> Nullable<BigInt>,
+        last_used_at -> Nullable<BigInt>,
     }
 }
 
@@ -73,6 +74,7 @@ diesel::table! {
         password_hash -> Text,
         created_at -> BigInt,
         updated_at -> BigInt,
+        last_sign_in_at -> Nullable<BigInt>,
     }
 }
 
@@ -117,6 +119,24 @@ diesel::table! {
         action -> Text,
         subject -> Text,
         at -> BigInt,
+    }
+}
+
+diesel::table! {
+    /// A shop's subscription analytics per shop-local day (subscriptions::analytics,
+    /// migration 80).
+    shop_analytics (shop_id, day, metric) {
+        shop_id -> BigInt,
+        day -> BigInt,
+        metric -> Text,
+        value -> BigInt,
+    }
+}
+
+diesel::table! {
+    /// Present while the analytics counters wait for their one-time backfill (migration 80).
+    analytics_backfill (id) {
+        id -> BigInt,
     }
 }
 
@@ -518,6 +538,23 @@ diesel::table! {
 }
 
 diesel::table! {
+    /// Subscription CSV imports and how far each has gone (migration 90).
+    subscription_imports (id) {
+        id -> BigInt,
+        shop_id -> BigInt,
+        rows_total -> BigInt,
+        rows_done -> BigInt,
+        created -> BigInt,
+        skipped_existing -> BigInt,
+        failed_rows -> BigInt,
+        started_at -> BigInt,
+        updated_at -> BigInt,
+        status -> Text,
+        finished_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
     /// The scheduler's attempts to place subscription orders (docs/scheduler.md).
     subscription_orders (id) {
         id -> BigInt,
@@ -771,6 +808,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     subscription_resumptions,
     subscription_cancellation_reasons,
     subscription_dunning_policies,
+    subscription_imports,
     subscription_groups,
     subscription_group_billing_rules,
     boxes,

@@ -114,6 +114,7 @@ pub fn sign_in<D: AccessDatabase>(
             let token = Secret::new(format!("{SESSION_PREFIX}{}", random_hex(32)));
             db.write_tx(|tx| {
                 record_sign_in(tx, &key, true, now)?;
+                tx.note_staff_sign_in(staff.id, now)?;
                 tx.insert_staff_session(&NewStaffSession {
                     token_hash: hash_token(token.expose()),
                     shop_id: staff.shop_id,
@@ -145,7 +146,11 @@ pub fn session(
     if session.expires_at <= now || session.last_seen_at <= idle_since {
         return Ok(None);
     }
-    let Some(shop) = tx.shop_by_id(session.shop_id)? else {
+    // A deleted shop's staff are signed out with it.
+    let Some(shop) = tx
+        .shop_by_id(session.shop_id)?
+        .filter(|shop| shop.deleted_at.is_none())
+    else {
         return Ok(None);
     };
     Ok(Some(ConsoleStaff {
@@ -233,6 +238,28 @@ pub fn record_action(
         shop_id: staff.shop.id,
         staff_id: staff.staff_id,
         staff_email: staff.email.clone(),
+        action: action.to_string(),
+        subject: subject.to_string(),
+        at: now,
+    })?)
+}
+
+/// Who the audit log names for an action of the operator's command line: no staff account.
+pub const COMMAND_LINE_ACTOR: &str = "cli";
+
+/// Records that the operator's command line did `action` to `subject` in the shop, in the
+/// caller's transaction. The line's staff id is 0, which no account has.
+pub fn record_command(
+    tx: &mut dyn AccessRepositories,
+    shop_id: ShopId,
+    action: &str,
+    subject: &str,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    Ok(tx.insert_audit_entry(&NewAuditEntry {
+        shop_id,
+        staff_id: StaffId(0),
+        staff_email: COMMAND_LINE_ACTOR.to_string(),
         action: action.to_string(),
         subject: subject.to_string(),
         at: now,

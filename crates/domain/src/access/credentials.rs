@@ -212,6 +212,24 @@ pub struct ApiToken {
     pub created_at: Timestamp,
     /// When it was revoked; a revoked token is refused with 401.
     pub revoked_at: Option<Timestamp>,
+    /// When a request last used it, to the minute ([`TOKEN_USE_PRECISION_SECONDS`]); None when
+    /// none has since this was first kept.
+    pub last_used_at: Option<Timestamp>,
+}
+
+/// A token's last use is written at most this often: requests in between do not write.
+pub const TOKEN_USE_PRECISION_SECONDS: i64 = 60;
+
+/// Notes that a request used the token at `now`, unless a use was noted less than
+/// [`TOKEN_USE_PRECISION_SECONDS`] ago (by this process or another): one cheap conditional
+/// update, at most once a minute per token. Answers whether it wrote.
+pub fn note_token_use(
+    tx: &mut dyn AccessRepositories,
+    token_id: TokenId,
+    now: Timestamp,
+) -> Result<bool, DomainError> {
+    let recent = now.plus_seconds(-TOKEN_USE_PRECISION_SECONDS);
+    Ok(tx.note_token_use(token_id, now, recent)?)
 }
 
 /// A token to store: its hash and prefix, never the token itself.

@@ -5,6 +5,7 @@ pub mod auth;
 pub mod console;
 pub mod credentials;
 pub mod oauth;
+pub mod operator;
 mod repository;
 pub mod secrets;
 pub mod shop;

@@ -83,6 +83,9 @@ pub struct StaffAccount {
     pub password_hash: String,
     /// When the account was created.
     pub created_at: Timestamp,
+    /// When its staff member last signed in (the console or the consent page); None when they
+    /// have not since this was first kept.
+    pub last_sign_in_at: Option<Timestamp>,
 }
 
 /// A staff account to store; its password is kept only as a hash.
@@ -250,7 +253,19 @@ pub(crate) fn decoy_password_hash() -> &'static str {
     DECOY.get_or_init(|| hash_password(&random_hex(16)).unwrap_or_default())
 }
 
-fn normalize_email(email: &str) -> String {
+/// A password a staff account may be given: at least [`MIN_PASSWORD_CHARS`] characters.
+pub(crate) fn check_new_password(password: &str) -> Result<(), FieldError> {
+    if password.chars().count() < MIN_PASSWORD_CHARS {
+        return Err(FieldError::new(
+            "password",
+            "length",
+            format!("the password must be at least {MIN_PASSWORD_CHARS} characters"),
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) fn normalize_email(email: &str) -> String {
     email.trim().to_ascii_lowercase()
 }
 
@@ -273,13 +288,7 @@ pub fn create_staff(
             "email must be an email address",
         ));
     }
-    if password.chars().count() < MIN_PASSWORD_CHARS {
-        problems.push(FieldError::new(
-            "password",
-            "length",
-            format!("the password must be at least {MIN_PASSWORD_CHARS} characters"),
-        ));
-    }
+    problems.check(check_new_password(password));
     problems.into_result()?;
     if tx.staff_account(shop.id, &email)?.is_some() {
         return Err(DomainError::Conflict {
@@ -703,6 +712,7 @@ pub fn sign_in<D: AccessDatabase>(
         PasswordCheck::Right { staff } => {
             let code = db.write_tx(|tx| {
                 record_sign_in(tx, &key, true, now)?;
+                tx.note_staff_sign_in(staff.id, now)?;
                 issue_code(tx, request, &staff, now)
             })?;
             SignIn::Approved { code }

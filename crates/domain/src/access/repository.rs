@@ -10,7 +10,7 @@ use crate::access::secrets::{SecretKind, SharedSecret};
 use crate::access::shop::{NewShop, Shop, ShopIdentifier};
 use crate::kernel::error::StoreResult;
 use crate::kernel::ids::{
-    AuditEntryId, AuthorizationCodeId, ShopId, StaffId, StaffSessionId, TokenId,
+    AuditEntryId, AuthorizationCodeId, OAuthAppId, ShopId, StaffId, StaffSessionId, TokenId,
 };
 use crate::kernel::time::Timestamp;
 
@@ -52,6 +52,8 @@ pub trait ShopRepository {
     fn update_shop_settings(&mut self, shop: &Shop) -> StoreResult<()>;
     /// All shops, oldest first.
     fn list_shops(&mut self) -> StoreResult<Vec<Shop>>;
+    /// Sets the shop's `deleted_at`, unless it is deleted already: false then.
+    fn mark_shop_deleted(&mut self, shop_id: ShopId, at: Timestamp) -> StoreResult<bool>;
 }
 
 /// API tokens, kept as hashes.
@@ -68,6 +70,16 @@ pub trait TokenRepository {
         shop_id: ShopId,
         token_id: TokenId,
         at: Timestamp,
+    ) -> StoreResult<bool>;
+    /// Revokes every live token of the shop; answers how many.
+    fn revoke_shop_tokens(&mut self, shop_id: ShopId, at: Timestamp) -> StoreResult<usize>;
+    /// Sets the token's `last_used_at` to `at`, unless it is after `unless_after` (a use noted
+    /// lately): one conditional update. Answers whether it wrote.
+    fn note_token_use(
+        &mut self,
+        token_id: TokenId,
+        at: Timestamp,
+        unless_after: Timestamp,
     ) -> StoreResult<bool>;
 }
 
@@ -89,6 +101,25 @@ pub trait OAuthRepository {
     fn insert_oauth_app(&mut self, new: &NewOAuthApp) -> StoreResult<OAuthApp>;
     /// The app with this client id, revoked or not.
     fn oauth_app_by_client_id(&mut self, client_id: &str) -> StoreResult<Option<OAuthApp>>;
+    /// Every app, revoked ones included, oldest first.
+    fn list_oauth_apps(&mut self) -> StoreResult<Vec<OAuthApp>>;
+    /// Marks the app revoked, unless it already is: false then.
+    fn revoke_oauth_app(&mut self, id: OAuthAppId, at: Timestamp) -> StoreResult<bool>;
+    /// The tokens issued to the app (those its codes were exchanged for), revoked ones too.
+    fn oauth_app_tokens(&mut self, id: OAuthAppId) -> StoreResult<Vec<ApiToken>>;
+    /// The shop's staff accounts, oldest first.
+    fn staff_of_shop(&mut self, shop_id: ShopId) -> StoreResult<Vec<StaffAccount>>;
+    /// Deletes the staff account, with its sessions and the authorization codes it approved.
+    fn delete_staff_account(&mut self, id: StaffId) -> StoreResult<()>;
+    /// Replaces the account's password hash.
+    fn set_staff_password(
+        &mut self,
+        id: StaffId,
+        password_hash: &str,
+        at: Timestamp,
+    ) -> StoreResult<()>;
+    /// Notes that the account's staff member signed in at `at`.
+    fn note_staff_sign_in(&mut self, id: StaffId, at: Timestamp) -> StoreResult<()>;
     /// Stores a new staff account and returns it.
     fn insert_staff_account(&mut self, new: &NewStaffAccount) -> StoreResult<StaffAccount>;
     /// The shop's staff account with this email (trimmed and lowercase).
@@ -137,6 +168,8 @@ pub trait ConsoleRepository {
     fn touch_staff_session(&mut self, id: StaffSessionId, now: Timestamp) -> StoreResult<()>;
     /// Deletes the session with this token hash, if there is one.
     fn delete_staff_session(&mut self, token_hash: &str) -> StoreResult<()>;
+    /// Deletes every session of the staff account (its password changed).
+    fn delete_sessions_of_staff(&mut self, staff_id: StaffId) -> StoreResult<()>;
     /// Deletes the sessions that have ended: expired by `now`, or last seen before `idle_before`.
     fn forget_staff_sessions(&mut self, idle_before: Timestamp, now: Timestamp) -> StoreResult<()>;
     /// Appends a line to the audit log.

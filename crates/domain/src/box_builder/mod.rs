@@ -3,6 +3,7 @@
 //! the products offered in each slot; and the selections customers make of them.
 
 pub mod admin;
+pub mod console;
 pub mod input;
 pub mod orders;
 pub mod repository;

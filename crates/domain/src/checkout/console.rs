@@ -1,11 +1,13 @@
 //! What the operator console shows of a shop's headless checkouts: the recent ones with their
-//! state, and a checkout with the webhooks it fired (messages enqueued about it, by subject).
+//! state, and a checkout with its items, its addresses and the webhooks it fired (messages
+//! enqueued about it, by subject).
 
 use crate::checkout::payloads::subject;
 use crate::checkout::repository::{CheckoutOrder, CheckoutRepositories, CheckoutStatus};
+use crate::checkout::state::CheckoutAddress;
 use crate::kernel::error::DomainError;
 use crate::kernel::ids::{CheckoutOrderId, ShopId};
-use crate::kernel::money::CurrencyCode;
+use crate::kernel::money::{Cents, CurrencyCode};
 use crate::kernel::time::Timestamp;
 use crate::webhooks::console::{MessageLine, lines_of};
 
@@ -84,13 +86,64 @@ pub fn checkouts(
         .collect())
 }
 
+/// A checkout's line item as its page shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ItemLine {
+    /// The variant's title, else the product's.
+    pub title: String,
+    /// The variant's SKU; empty when it has none.
+    pub sku: String,
+    /// The variant's platform id.
+    pub variant_id: String,
+    /// How many units.
+    pub quantity: i64,
+    /// The price of one unit, in the major unit with the currency.
+    pub price: String,
+    /// Price times quantity, in the major unit with the currency; empty when it cannot be
+    /// written (an unknown currency, an amount too large).
+    pub total: String,
+}
+
 /// A checkout and the webhooks it fired, newest first.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CheckoutDetail {
     /// The checkout.
     pub checkout: CheckoutLine,
+    /// Its line items, in the order they were added.
+    pub items: Vec<ItemLine>,
+    /// Where it ships, once given.
+    pub shipping_address: Option<CheckoutAddress>,
+    /// Its billing address, once given.
+    pub billing_address: Option<CheckoutAddress>,
     /// Its messages (up to [`MESSAGES_SHOWN`]), each with its last attempt.
     pub messages: Vec<MessageLine>,
+}
+
+fn item_lines(order: &CheckoutOrder) -> Vec<ItemLine> {
+    let currency = CurrencyCode::parse(&order.document.currency);
+    let money = |amount: Option<Cents>| match (amount, &currency) {
+        (Some(amount), Some(currency)) => {
+            format!("{} {}", amount.to_decimal(currency), currency.as_str())
+        }
+        _ => String::new(),
+    };
+    order
+        .document
+        .line_items
+        .iter()
+        .map(|item| ItemLine {
+            title: if item.title.is_empty() {
+                item.product_title.clone()
+            } else {
+                item.title.clone()
+            },
+            sku: item.sku.clone(),
+            variant_id: item.variant_id.clone(),
+            quantity: item.quantity,
+            price: money(Some(item.price)),
+            total: money(item.price.times(item.quantity)),
+        })
+        .collect()
 }
 
 /// The shop's checkout `public_order_id` with its webhooks; 404 for another shop's.
@@ -105,6 +158,9 @@ pub fn checkout(
     let messages = tx.webhook_messages_about(shop_id, &subject(&order), MESSAGES_SHOWN)?;
     Ok(CheckoutDetail {
         checkout: CheckoutLine::of(&order),
+        items: item_lines(&order),
+        shipping_address: order.document.shipping_address.clone(),
+        billing_address: order.document.billing_address.clone(),
         messages: lines_of(tx, &messages)?,
     })
 }

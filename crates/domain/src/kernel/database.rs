@@ -22,6 +22,16 @@ macro_rules! feature_database {
                 &self,
                 work: impl FnOnce(&mut dyn $repositories) -> Result<T, $crate::DomainError>,
             ) -> Result<T, $crate::DomainError>;
+
+            /// Runs `work` on each of `items`, each a unit of work of its own: an item whose
+            /// work fails changes nothing and the others keep their changes. A storage failure
+            /// ends the call with that error (see `ports::Database::write_each`).
+            #[allow(clippy::type_complexity)]
+            fn write_each_tx<I, T>(
+                &self,
+                items: &[I],
+                work: impl FnMut(&mut dyn $repositories, &I) -> Result<T, $crate::DomainError>,
+            ) -> Result<Vec<Result<T, $crate::DomainError>>, $crate::DomainError>;
         }
     };
 }

@@ -138,6 +138,8 @@ id_types! {
     CustomerGroupId => "customer_group";
     /// A subscriber portal session's row id (the browser holds only its token).
     PortalSessionId => "portal_session";
+    /// A subscription CSV import's id (its progress at `GET …/imports/{import_id}`).
+    ImportId => "import";
 }
 
 #[cfg(test)]

@@ -6,6 +6,14 @@
 //! `import:{external_id}`), so importing the same file again creates nothing twice. A row's
 //! problems are reported with its line (the header is line 1) and its CSV column.
 //!
+//! Speed: the rows go to storage [`BATCH_ROWS`] at a time, in one transaction with a savepoint
+//! per row (`write_each_tx`): a row that fails is rolled back to its savepoint alone, the
+//! others commit together, so a commit is paid per batch rather than per row. A crash loses at
+//! most the batch under way, wholly (nothing of it was committed), and a re-run skips every row
+//! committed before. The catalogue's products of the file's variants are looked up once per
+//! import. Each import is recorded with its figures, brought up to date after every batch, for
+//! `GET …/imports` to show while it runs ([`ImportProgress`]).
+//!
 //! Export: the same columns, a page of subscriptions at a time in ascending id, so that an
 //! export imports into another shop.
 
@@ -15,9 +23,9 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::access::shop::Shop;
-use crate::kernel::error::{DomainError, FieldError};
-use crate::kernel::ids::SubscriptionId;
-use crate::kernel::time::Timestamp;
+use crate::kernel::error::{DomainError, FieldError, StoreResult};
+use crate::kernel::ids::{ImportId, ShopId, SubscriptionId};
+use crate::kernel::time::{Clock, Timestamp};
 use crate::platform::catalogue;
 use crate::subscriptions::operations::{create_subscription_from_body, resources};
 use crate::subscriptions::query::{Cursor, ListQuery};
@@ -79,6 +87,8 @@ pub struct ImportFailure {
 /// What an import did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct ImportReport {
+    /// The import's id: its record at `GET …/imports/{import_id}`.
+    pub id: ImportId,
     /// The data rows read (the header aside).
     pub rows: u64,
     /// The subscriptions created.
@@ -518,38 +528,82 @@ enum RowOutcome {
     Skipped,
 }
 
-/// Imports one row in the caller's unit of work: skipped when its key was imported before,
-/// else created through Create Subscription.
+/// Rows imported per transaction, each in a savepoint of its own. Large enough that a commit
+/// (a WAL flush on PostgreSQL, the pages written on SQLite) is paid once for many rows; small
+/// enough that SQLite's other writers, which wait for the batch, wait tens of milliseconds, and
+/// that the progress figure moves often.
+pub const BATCH_ROWS: usize = 100;
+
+/// How many of a shop's imports `GET …/imports` lists (the newest).
+pub const RECENT_IMPORTS: i64 = 50;
+
+/// How many times a batch that met a transient storage failure (a deadlock, a busy database)
+/// is tried in all: its rows are keyed, so running it again creates nothing twice.
+const BATCH_ATTEMPTS: usize = 3;
+
+/// The products of the variants an import names, looked up once per import: variant id → its
+/// product's platform id (`None`: not in the catalogue).
+type ProductsOfVariants = HashMap<String, Option<String>>;
+
+/// The row's variants' products, from `known`, looking up those not seen yet.
+fn products_of(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    checked: &CheckedRow,
+    known: &mut ProductsOfVariants,
+) -> Result<HashMap<String, String>, DomainError> {
+    let missing: Vec<&str> = checked
+        .line_items
+        .iter()
+        .map(|item| item.variant_id.as_str())
+        .filter(|id| !known.contains_key(*id))
+        .collect();
+    if !missing.is_empty() {
+        let found = catalogue::variants(tx, shop.id, &missing)?;
+        for id in missing {
+            let product = found
+                .get(id)
+                .and_then(|found| found.product.platform_id.as_ref())
+                .map(|id| id.as_str().to_string());
+            known.insert(id.to_string(), product);
+        }
+    }
+    let mut products = HashMap::new();
+    for item in &checked.line_items {
+        match known.get(&item.variant_id) {
+            Some(Some(product)) => {
+                products.insert(item.variant_id.clone(), product.clone());
+            }
+            _ => {
+                return Err(DomainError::invalid(
+                    "line_items",
+                    "unknown_variant",
+                    format!(
+                        "the variant `{}` is not in the shop's catalogue",
+                        item.variant_id
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(products)
+}
+
+/// Imports one row in its unit of work: skipped when its key was imported before, else created
+/// through Create Subscription.
 fn import_row(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
     checked: &CheckedRow,
     actor: Actor,
     now: Timestamp,
+    known: &mut ProductsOfVariants,
 ) -> Result<RowOutcome, DomainError> {
     let key = import_key(&checked.external_id);
     if tx.subscription_by_idempotency_key(shop.id, &key)?.is_some() {
         return Ok(RowOutcome::Skipped);
     }
-    let ids: Vec<&str> = checked
-        .line_items
-        .iter()
-        .map(|item| item.variant_id.as_str())
-        .collect();
-    let found = catalogue::variants(tx, shop.id, &ids)?;
-    if let Some(unknown) = ids.iter().find(|id| !found.contains_key(**id)) {
-        return Err(DomainError::invalid(
-            "line_items",
-            "unknown_variant",
-            format!("the variant `{unknown}` is not in the shop's catalogue"),
-        ));
-    }
-    let products: HashMap<String, String> = found
-        .into_iter()
-        .filter_map(|(variant, found)| {
-            Some((variant, found.product.platform_id?.as_str().to_string()))
-        })
-        .collect();
+    let products = products_of(tx, shop, checked, known)?;
     let body = create_body(checked, &products);
     // The row's text is held to what every database keeps (no NUL, bounded lengths), as the
     // API holds a JSON body; a problem is the row's field, not a failed import.
@@ -563,34 +617,223 @@ fn import_row(
     })
 }
 
+/// Where an import stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ImportStatus {
+    /// Its rows are being imported (or the process stopped under it: its `updated_at` stays).
+    Running,
+    /// Every row is done; the figures are the import's answer.
+    Done,
+    /// A storage failure ended it early; importing the file again finishes it.
+    Stopped,
+}
+
+impl ImportStatus {
+    /// The stored text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ImportStatus::Running => "running",
+            ImportStatus::Done => "done",
+            ImportStatus::Stopped => "stopped",
+        }
+    }
+
+    /// The status of its stored text.
+    pub fn parse(text: &str) -> Option<ImportStatus> {
+        match text {
+            "running" => Some(ImportStatus::Running),
+            "done" => Some(ImportStatus::Done),
+            "stopped" => Some(ImportStatus::Stopped),
+            _ => None,
+        }
+    }
+}
+
+/// An import's figures so far. `rows_done` = `created` + `skipped_existing` + `failed_rows`;
+/// the rows that fail as CSV count as done from the start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct ImportFigures {
+    /// The file's data rows (the header aside).
+    pub rows: u64,
+    /// The rows done so far.
+    pub rows_done: u64,
+    /// The subscriptions created so far.
+    pub created: u64,
+    /// The rows skipped so far: an earlier import created their `external_id`.
+    pub skipped_existing: u64,
+    /// The rows not imported so far (the import's answer lists their problems).
+    pub failed_rows: u64,
+}
+
+/// An import as recorded: its figures, brought up to date after every batch of rows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct ImportProgress {
+    /// The import's id (the `id` of its answer).
+    pub id: ImportId,
+    /// `running`, `done` or `stopped`.
+    pub status: ImportStatus,
+    /// Its figures so far; once `done`, those of its answer.
+    #[serde(flatten)]
+    pub figures: ImportFigures,
+    /// When it began.
+    pub started_at: Timestamp,
+    /// When its figures last changed.
+    pub updated_at: Timestamp,
+    /// When it ended (`done` or `stopped`); null while it runs.
+    pub finished_at: Option<Timestamp>,
+}
+
+/// The record of imports and their progress.
+pub trait ImportRepository {
+    /// Records an import that begins now with these figures (status `running`).
+    fn insert_import(
+        &mut self,
+        shop_id: ShopId,
+        figures: &ImportFigures,
+        now: Timestamp,
+    ) -> StoreResult<ImportId>;
+
+    /// Writes the import's figures and status; a status other than `running` ends it at `now`.
+    fn update_import(
+        &mut self,
+        shop_id: ShopId,
+        id: ImportId,
+        figures: &ImportFigures,
+        status: ImportStatus,
+        now: Timestamp,
+    ) -> StoreResult<()>;
+
+    /// The shop's import of this id.
+    fn import_progress(
+        &mut self,
+        shop_id: ShopId,
+        id: ImportId,
+    ) -> StoreResult<Option<ImportProgress>>;
+
+    /// The shop's newest `limit` imports, newest first.
+    fn recent_imports(&mut self, shop_id: ShopId, limit: i64) -> StoreResult<Vec<ImportProgress>>;
+}
+
+/// A batch of rows, each in a savepoint of one transaction; tried again (whole) after a
+/// transient storage failure, which left none of it committed.
+fn import_batch(
+    db: &impl SubscriptionDatabase,
+    shop: &Shop,
+    batch: &[CheckedRow],
+    actor: &Actor,
+    now: Timestamp,
+    known: &mut ProductsOfVariants,
+) -> Result<Vec<Result<RowOutcome, DomainError>>, DomainError> {
+    let mut attempt = 1;
+    loop {
+        let outcome = db.write_each_tx(batch, |tx, checked| {
+            import_row(tx, shop, checked, actor.clone(), now, known)
+        });
+        match outcome {
+            Err(DomainError::Storage(error))
+                if error.is_transient() && attempt < BATCH_ATTEMPTS =>
+            {
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// How many distinct rows (lines) these failures are of.
+fn rows_of(failures: &[ImportFailure]) -> u64 {
+    let lines: std::collections::BTreeSet<u64> = failures.iter().map(|f| f.line).collect();
+    lines.len() as u64
+}
+
 /// Import Subscriptions: every valid row of the CSV `body` created, each in a unit of work of
 /// its own; every invalid row reported with its line, column and reason; rows imported before
-/// (by `external_id`) skipped. 422 on `header` when the header is wrong; a storage failure
-/// stops the import (the rows before it stay imported, and a re-run skips them).
+/// (by `external_id`) skipped. 422 on `header` when the header is wrong. The import is recorded
+/// and its figures kept up to date after every batch of [`BATCH_ROWS`] rows. A storage failure
+/// stops the import (recorded as `stopped` when it can be; the batches before it stay imported,
+/// and a re-run skips them).
 pub fn import_subscriptions(
     db: &impl SubscriptionDatabase,
     shop: &Shop,
     body: &[u8],
     actor: &Actor,
-    now: Timestamp,
+    clock: &dyn Clock,
 ) -> Result<ImportReport, DomainError> {
     let read = read_import(body)?;
+    let failed_rows = rows_of(&read.failed);
+    let mut figures = ImportFigures {
+        rows: read.rows,
+        rows_done: failed_rows,
+        failed_rows,
+        ..ImportFigures::default()
+    };
+    let id = db.write_tx(|tx| Ok(tx.insert_import(shop.id, &figures, clock.now())?))?;
     let mut report = ImportReport {
+        id,
         rows: read.rows,
         failed: read.failed,
         ..ImportReport::default()
     };
-    for checked in &read.checked {
-        let outcome = db.write_tx(|tx| import_row(tx, shop, checked, actor.clone(), now));
-        match outcome {
-            Ok(RowOutcome::Created) => report.created += 1,
-            Ok(RowOutcome::Skipped) => report.skipped_existing += 1,
-            Err(DomainError::Storage(error)) => return Err(DomainError::Storage(error)),
-            Err(error) => report.failed.extend(failures_of(checked.row.line, &error)),
+    let mut known = ProductsOfVariants::new();
+    for batch in read.checked.chunks(BATCH_ROWS) {
+        let outcomes = match import_batch(db, shop, batch, actor, clock.now(), &mut known) {
+            Ok(outcomes) => outcomes,
+            Err(error) => {
+                let stopped = |tx: &mut dyn SubscriptionRepositories| {
+                    let status = ImportStatus::Stopped;
+                    Ok(tx.update_import(shop.id, id, &figures, status, clock.now())?)
+                };
+                if let Err(also) = db.write_tx(stopped) {
+                    log::warn!("import {id}: its stop was not recorded: {also}");
+                }
+                return Err(error);
+            }
+        };
+        for (checked, outcome) in batch.iter().zip(outcomes) {
+            figures.rows_done += 1;
+            match outcome {
+                Ok(RowOutcome::Created) => figures.created += 1,
+                Ok(RowOutcome::Skipped) => figures.skipped_existing += 1,
+                Err(error) => {
+                    figures.failed_rows += 1;
+                    report.failed.extend(failures_of(checked.row.line, &error));
+                }
+            }
         }
+        let status = if figures.rows_done == figures.rows {
+            ImportStatus::Done
+        } else {
+            ImportStatus::Running
+        };
+        db.write_tx(|tx| Ok(tx.update_import(shop.id, id, &figures, status, clock.now())?))?;
     }
+    if read.checked.is_empty() {
+        let done = ImportStatus::Done;
+        db.write_tx(|tx| Ok(tx.update_import(shop.id, id, &figures, done, clock.now())?))?;
+    }
+    report.created = figures.created;
+    report.skipped_existing = figures.skipped_existing;
     report.failed.sort_by_key(|failure| failure.line);
     Ok(report)
+}
+
+/// Get Import: the shop's import of this id (404 for another shop's).
+pub fn get_import(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    id: ImportId,
+) -> Result<ImportProgress, DomainError> {
+    tx.import_progress(shop.id, id)?
+        .ok_or(DomainError::not_found(ImportId::RESOURCE))
+}
+
+/// List Imports: the shop's newest [`RECENT_IMPORTS`] imports, newest first.
+pub fn list_imports(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+) -> Result<Vec<ImportProgress>, DomainError> {
+    Ok(tx.recent_imports(shop.id, RECENT_IMPORTS)?)
 }
 
 /// The export's header line.

@@ -3,6 +3,7 @@
 //! webhook topics, the List Subscriptions query, the use cases (docs/subscriptions.md) and the
 //! scheduler that places their orders through the connector (docs/scheduler.md).
 
+pub mod analytics;
 pub mod cancellation;
 pub mod console;
 pub mod customers;

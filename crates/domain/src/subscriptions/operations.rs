@@ -11,6 +11,7 @@ use crate::kernel::error::{DomainError, FieldError};
 use crate::kernel::ids::{AddressId, CustomerId, LineItemId, SubscriptionId};
 use crate::kernel::time::Timestamp;
 use crate::platform::catalogue::{self, CatalogueVariant};
+use crate::subscriptions::analytics::{count_created, count_saved};
 use crate::subscriptions::cancellation::{CancelRequest, Cancellation, check_reason};
 use crate::subscriptions::customers::{
     PagePagination, add_address, customer_resources, find_or_create_customer,
@@ -525,6 +526,7 @@ pub fn create_subscription(
         shop.id,
         &NewStatusLog::new(id, new.status, CREATED_REASON, actor, now),
     )?;
+    count_created(tx, shop, &state, &line_items, now)?;
     let subscription = get_subscription(tx, shop, id, false)?;
     check_chargeable(&subscription)?;
     for topic in creation_topics(customer_created) {
@@ -670,6 +672,18 @@ pub fn take_subscription_action(
     tx.insert_status_log(shop.id, &outcome.log)?;
     let subscription = get_subscription(tx, shop, id, false)?;
     check_chargeable(&subscription)?;
+    let reason = applied
+        .cancellation
+        .as_ref()
+        .and_then(|given| given.reason.as_deref());
+    count_saved(
+        tx,
+        shop,
+        (&current.state, &current.line_items),
+        (&state, &subscription.line_items),
+        reason,
+        now,
+    )?;
     emit_outcome(
         tx,
         shop,
@@ -902,6 +916,14 @@ pub fn update_subscription(
     }
     let subscription = get_subscription(tx, shop, id, false)?;
     check_chargeable(&subscription)?;
+    count_saved(
+        tx,
+        shop,
+        (&before, &current.line_items),
+        (&state, &subscription.line_items),
+        None,
+        now,
+    )?;
     for topic in topics {
         emit(tx, shop, topic, &subscription, now)?;
     }

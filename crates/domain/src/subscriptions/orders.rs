@@ -118,7 +118,7 @@ pub(crate) fn try_charge(subscription: &Subscription) -> Option<OrderCharge> {
 /// The subscription's percent discount of `subtotal`: exact on the percentage as written,
 /// rounded half away from zero, within 0 and the subtotal (a percentage outside 0..100 or not
 /// a number takes nothing, or everything).
-fn percent_discount(subtotal: Cents, percent: f64) -> Cents {
+pub(crate) fn percent_discount(subtotal: Cents, percent: f64) -> Cents {
     let percent = if percent.is_finite() {
         percent.clamp(0.0, 100.0)
     } else {

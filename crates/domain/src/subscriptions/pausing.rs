@@ -184,6 +184,7 @@ fn resume_one(
             && stored.state.subscription_status == SubscriptionStatus::Paused
         {
             stored.state.resume_on = None;
+            // Neither its status nor its price changes: nothing for the analytics counters.
             tx.save_subscription(shop_id, id, &stored.state)?;
         }
         Ok(Outcome::Refused)

@@ -584,6 +584,62 @@ impl OrderSchedule {
     pub fn text(&self) -> String {
         describe(&self.rule, &self.start, self.zone)
     }
+
+    /// The average time between two orders, in days, as an exact fraction `(numerator,
+    /// denominator)`: the rule's unit times its `INTERVAL`, shared among the orders one unit
+    /// holds. A day is 1, a week 7, a month the Gregorian average (146,097 days in 4,800
+    /// months), a year 12 of those. A unit holds one order for each `BYSETPOS` value, else each
+    /// `BYMONTHDAY` (times each `BYMONTH` of a yearly rule), else each `BYDAY` (a weekday of a
+    /// daily rule is one seventh of a week's days; an unnumbered weekday of a monthly or yearly
+    /// rule, every such weekday of the month), else one. `COUNT`, `UNTIL` and `EXDATE` are left
+    /// out: the rule's pace while it runs.
+    pub fn average_period_days(&self) -> (u128, u128) {
+        // Units and counts are in 4,800ths of a day / of a month's weeks, to stay exact.
+        const MONTH: u128 = 146_097;
+        const SCALE: u128 = 4_800;
+        let rule = &self.rule;
+        let unit = match rule.get_freq() {
+            Frequency::Daily => SCALE,
+            Frequency::Weekly => 7 * SCALE,
+            Frequency::Monthly => MONTH,
+            _ => 12 * MONTH,
+        };
+        let interval = u128::from(rule.get_interval().max(1));
+        // Orders per unit, as `per / per_scale`.
+        let count = |n: usize| u128::try_from(n.max(1)).unwrap_or(1);
+        let months = if rule.get_freq() == Frequency::Yearly {
+            count(rule.get_by_month().len())
+        } else {
+            1
+        };
+        let days = rule.get_by_weekday();
+        let (per, per_scale) = if !rule.get_by_set_pos().is_empty() {
+            (count(rule.get_by_set_pos().len()), 1)
+        } else if !rule.get_by_month_day().is_empty() {
+            (count(rule.get_by_month_day().len()) * months, 1)
+        } else if days.is_empty() {
+            (months, 1)
+        } else {
+            match rule.get_freq() {
+                Frequency::Daily => (count(days.len()), 7),
+                Frequency::Weekly => (count(days.len()), 1),
+                _ => {
+                    // A numbered weekday falls once a month; an unnumbered one every week of
+                    // it: 146,097 / 33,600 times.
+                    let of = |numbered: bool| {
+                        let n = days
+                            .iter()
+                            .filter(|d| matches!(d, NWeekday::Nth(..)) == numbered)
+                            .count();
+                        u128::try_from(n).unwrap_or(0)
+                    };
+                    let (nth, every) = (of(true), of(false));
+                    ((nth * 7 * SCALE + every * MONTH) * months, 7 * SCALE)
+                }
+            }
+        };
+        (unit * interval * per_scale, SCALE * per)
+    }
 }
 
 /// What skipping a ship date does: the order date left out (kept in the subscription's

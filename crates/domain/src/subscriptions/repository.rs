@@ -11,9 +11,11 @@ use crate::kernel::ids::{
 use crate::kernel::time::Timestamp;
 use crate::platform::PlatformRepositories;
 use crate::platform::resources::CustomerAddress;
+use crate::subscriptions::analytics::AnalyticsRepository;
 use crate::subscriptions::cancellation::CancellationReasonRepository;
 use crate::subscriptions::dunning::DunningPolicyRepository;
 use crate::subscriptions::groups::StoredGroup;
+use crate::subscriptions::imports::ImportRepository;
 use crate::subscriptions::pausing::AutoResume;
 use crate::subscriptions::query::ListQuery;
 use crate::subscriptions::resources::{
@@ -42,6 +44,8 @@ pub trait SubscriptionRepositories:
     + SubscriptionGroupRepository
     + CancellationReasonRepository
     + DunningPolicyRepository
+    + ImportRepository
+    + AnalyticsRepository
 {
 }
 
@@ -55,6 +59,8 @@ impl<T> SubscriptionRepositories for T where
         + SubscriptionGroupRepository
         + CancellationReasonRepository
         + DunningPolicyRepository
+        + ImportRepository
+        + AnalyticsRepository
         + ?Sized
 {
 }
@@ -594,6 +600,31 @@ pub enum OrderAttemptEnd {
     },
 }
 
+/// Which of a shop's order attempts a list shows: newest order date first, then newest attempt.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OrderFilter {
+    /// Only attempts in this status.
+    pub status: Option<OrderAttemptStatus>,
+    /// Only attempts whose order date is at or after this instant.
+    pub from: Option<Timestamp>,
+    /// Only attempts whose order date is before this instant.
+    pub until: Option<Timestamp>,
+    /// Only attempts after this one in the list's order (order date, then id): a page's cursor.
+    pub before: Option<(Timestamp, SubscriptionOrderId)>,
+}
+
+impl OrderFilter {
+    /// Whether `order` belongs in the list.
+    pub fn matches(&self, order: &SubscriptionOrder) -> bool {
+        self.status.is_none_or(|status| order.status == status)
+            && self.from.is_none_or(|from| order.scheduled_at >= from)
+            && self.until.is_none_or(|until| order.scheduled_at < until)
+            && self.before.is_none_or(|(at, id)| {
+                order.scheduled_at < at || (order.scheduled_at == at && order.id < id)
+            })
+    }
+}
+
 /// The scheduler's figures at one moment, for `/metrics`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SchedulerBacklog {
@@ -667,6 +698,15 @@ pub trait SubscriptionOrderRepository {
         &mut self,
         subscription_ids: &[SubscriptionId],
         per_subscription: usize,
+    ) -> StoreResult<Vec<SubscriptionOrder>>;
+    /// The shop's attempts `filter` keeps, newest order date first (then newest attempt), at
+    /// most `limit`: one read of the `(shop_id, scheduled_at, id)` index, or of
+    /// `(shop_id, status, scheduled_at, id)` for one status.
+    fn shop_subscription_orders(
+        &mut self,
+        shop_id: ShopId,
+        filter: &OrderFilter,
+        limit: usize,
     ) -> StoreResult<Vec<SubscriptionOrder>>;
     /// Ids of the shop's subscriptions that are active, scheduled or processing with a
     /// `next_order_datetime` at or before `until`, earliest first.

@@ -20,6 +20,7 @@
 //! `placing`.
 
 use crate::kernel::ids::ShopId;
+use crate::subscriptions::analytics::{count_order, count_saved};
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -196,6 +197,14 @@ pub(crate) fn start_scheduled(
                 state.status_changed_at = Some(now);
                 state.updated_at = now;
                 tx.save_subscription(shop.id, stored.id, &state)?;
+                count_saved(
+                    tx,
+                    &shop,
+                    (&stored.state, &stored.line_items),
+                    (&state, &stored.line_items),
+                    None,
+                    now,
+                )?;
                 tx.insert_status_log(shop.id, &outcome.log)?;
                 let subscription = one_resource(tx, &shop, stored.id)?;
                 for topic in outcome.topics {
@@ -402,6 +411,14 @@ fn begin_order(
     state.status_changed_at = Some(now);
     state.updated_at = now;
     tx.save_subscription(shop.id, stored.id, &state)?;
+    count_saved(
+        tx,
+        shop,
+        (&stored.state, &stored.line_items),
+        (&state, &stored.line_items),
+        None,
+        now,
+    )?;
     let latest = tx.insert_status_log(shop.id, &outcome.log)?;
     let new = NewSubscriptionOrder {
         shop_id: shop.id,
@@ -456,6 +473,14 @@ fn pass_placed_date(
     let mut topics = vec![Topic::SubscriptionUpdated];
     let ended = move_to_next_date(shop, stored.id, &mut state, scheduled_at.max(now), now)?;
     tx.save_subscription(shop.id, stored.id, &state)?;
+    count_saved(
+        tx,
+        shop,
+        (&stored.state, &stored.line_items),
+        (&state, &stored.line_items),
+        None,
+        now,
+    )?;
     let mut saved = stored;
     if let Some(completed) = ended {
         saved.latest_status_log = Some(tx.insert_status_log(shop.id, &completed.log)?);
@@ -918,6 +943,7 @@ fn record_outcome(
             .ok_or_else(|| StorageError::other(format!("attempt {} is missing", order.id)))?;
         match result {
             Ok(_) => {
+                count_order(tx, shop, &stored.state, Some(amounts.total), now)?;
                 order_placed(tx, shop, stored, &finished, amounts, now)?;
                 record_one(tx, shop.id, Activity::OrdersPlaced, now, 1)?;
                 Ok(Placement::Placed {
@@ -926,6 +952,7 @@ fn record_outcome(
                 })
             }
             Err(failure) => {
+                count_order(tx, shop, &stored.state, None, now)?;
                 let ended = order_failed(tx, shop, stored, &finished, amounts, &failure, now)?;
                 Ok(Placement::Failed {
                     attempt: order.attempt,
@@ -1029,6 +1056,20 @@ fn order_placed(
         topics.extend(completed.topics);
     }
     tx.save_subscription(shop.id, id, &state)?;
+    let mut items = stored.line_items.clone();
+    for item in &advanced {
+        if let Some(slot) = items.iter_mut().find(|slot| slot.id == item.id) {
+            *slot = item.clone();
+        }
+    }
+    count_saved(
+        tx,
+        shop,
+        (&stored.state, &stored.line_items),
+        (&state, &items),
+        None,
+        now,
+    )?;
     let mut latest = None;
     for log in &logs {
         latest = Some(tx.insert_status_log(shop.id, log)?);
@@ -1084,6 +1125,14 @@ fn order_failed(
     };
     state.status_changed_at = Some(now);
     tx.save_subscription(shop.id, id, &state)?;
+    count_saved(
+        tx,
+        shop,
+        (&stored.state, &stored.line_items),
+        (&state, &stored.line_items),
+        None,
+        now,
+    )?;
     let mut latest = None;
     for log in &logs {
         latest = Some(tx.insert_status_log(shop.id, log)?);

@@ -98,6 +98,21 @@ impl ShopRepository for MemoryState {
     fn list_shops(&mut self) -> StoreResult<Vec<Shop>> {
         Ok(self.shops.clone())
     }
+
+    fn mark_shop_deleted(&mut self, shop_id: ShopId, at: Timestamp) -> StoreResult<bool> {
+        match self
+            .shops
+            .iter_mut()
+            .find(|s| s.id == shop_id && s.deleted_at.is_none())
+        {
+            Some(shop) => {
+                shop.deleted_at = Some(at);
+                shop.updated_at = at;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
 }
 
 impl TokenRepository for MemoryState {
@@ -115,6 +130,7 @@ impl TokenRepository for MemoryState {
             source: new.source,
             created_at: new.created_at,
             revoked_at: None,
+            last_used_at: None,
         };
         self.tokens.push((token.clone(), new.token_hash.clone()));
         Ok(token)
@@ -149,6 +165,35 @@ impl TokenRepository for MemoryState {
         Ok(match live {
             Some((token, _)) => {
                 token.revoked_at = Some(at);
+                true
+            }
+            None => false,
+        })
+    }
+
+    fn revoke_shop_tokens(&mut self, shop_id: ShopId, at: Timestamp) -> StoreResult<usize> {
+        let mut revoked = 0;
+        for (token, _) in &mut self.tokens {
+            if token.shop_id == shop_id && token.revoked_at.is_none() {
+                token.revoked_at = Some(at);
+                revoked += 1;
+            }
+        }
+        Ok(revoked)
+    }
+
+    fn note_token_use(
+        &mut self,
+        token_id: TokenId,
+        at: Timestamp,
+        unless_after: Timestamp,
+    ) -> StoreResult<bool> {
+        let due = self.tokens.iter_mut().find(|(token, _)| {
+            token.id == token_id && token.last_used_at.is_none_or(|last| last <= unless_after)
+        });
+        Ok(match due {
+            Some((token, _)) => {
+                token.last_used_at = Some(at);
                 true
             }
             None => false,
@@ -213,12 +258,15 @@ impl OAuthRepository for MemoryState {
                 .any(|s| s.shop_id == new.shop_id && s.email == new.email),
             "the staff email",
         )?;
+        // Accounts may be deleted: ids follow the highest, as a sequence does.
+        let next = self.staff.iter().map(|s| s.id.0).max().unwrap_or(0) + 1;
         let staff = StaffAccount {
-            id: StaffId(self.staff.len() as i64 + 1),
+            id: StaffId(next),
             shop_id: new.shop_id,
             email: new.email.clone(),
             password_hash: new.password_hash.clone(),
             created_at: new.created_at,
+            last_sign_in_at: None,
         };
         self.staff.push(staff.clone());
         Ok(staff)
@@ -234,6 +282,74 @@ impl OAuthRepository for MemoryState {
 
     fn staff_account_by_id(&mut self, id: StaffId) -> StoreResult<Option<StaffAccount>> {
         Ok(self.staff.iter().find(|s| s.id == id).cloned())
+    }
+
+    fn list_oauth_apps(&mut self) -> StoreResult<Vec<OAuthApp>> {
+        Ok(self.oauth_apps.clone())
+    }
+
+    fn revoke_oauth_app(&mut self, id: OAuthAppId, at: Timestamp) -> StoreResult<bool> {
+        match self
+            .oauth_apps
+            .iter_mut()
+            .find(|app| app.id == id && app.revoked_at.is_none())
+        {
+            Some(app) => {
+                app.revoked_at = Some(at);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn oauth_app_tokens(&mut self, id: OAuthAppId) -> StoreResult<Vec<ApiToken>> {
+        let issued: Vec<TokenId> = self
+            .codes
+            .iter()
+            .filter(|(code, _)| code.app_id == id)
+            .filter_map(|(code, _)| code.token_id)
+            .collect();
+        Ok(self
+            .tokens
+            .iter()
+            .filter(|(token, _)| issued.contains(&token.id))
+            .map(|(token, _)| token.clone())
+            .collect())
+    }
+
+    fn staff_of_shop(&mut self, shop_id: ShopId) -> StoreResult<Vec<StaffAccount>> {
+        Ok(self
+            .staff
+            .iter()
+            .filter(|s| s.shop_id == shop_id)
+            .cloned()
+            .collect())
+    }
+
+    fn delete_staff_account(&mut self, id: StaffId) -> StoreResult<()> {
+        self.codes.retain(|(code, _)| code.staff_id != id);
+        self.delete_sessions_of_staff(id)?;
+        self.staff.retain(|s| s.id != id);
+        Ok(())
+    }
+
+    fn set_staff_password(
+        &mut self,
+        id: StaffId,
+        password_hash: &str,
+        _at: Timestamp,
+    ) -> StoreResult<()> {
+        if let Some(staff) = self.staff.iter_mut().find(|s| s.id == id) {
+            staff.password_hash = password_hash.to_string();
+        }
+        Ok(())
+    }
+
+    fn note_staff_sign_in(&mut self, id: StaffId, at: Timestamp) -> StoreResult<()> {
+        if let Some(staff) = self.staff.iter_mut().find(|s| s.id == id) {
+            staff.last_sign_in_at = Some(at);
+        }
+        Ok(())
     }
 
     fn sign_in_locked_until(&mut self, key: &SignInKey) -> StoreResult<Option<Timestamp>> {
@@ -380,6 +496,18 @@ impl ConsoleRepository for MemoryState {
     fn delete_staff_session(&mut self, token_hash: &str) -> StoreResult<()> {
         for slot in &mut self.staff_sessions {
             if slot.as_ref().is_some_and(|(_, hash)| hash == token_hash) {
+                *slot = None;
+            }
+        }
+        Ok(())
+    }
+
+    fn delete_sessions_of_staff(&mut self, staff_id: StaffId) -> StoreResult<()> {
+        for slot in &mut self.staff_sessions {
+            if slot
+                .as_ref()
+                .is_some_and(|(session, _)| session.staff_id == staff_id)
+            {
                 *slot = None;
             }
         }

@@ -3,6 +3,7 @@
 //! succeeds, which is what a transaction does. One file per feature, as in the domain.
 
 mod access;
+mod analytics;
 mod box_builder;
 mod checkout;
 mod connector;
@@ -208,6 +209,8 @@ pub struct MemoryState {
     /// Shops' dunning policies, for the shops that set one.
     pub dunning_policies:
         std::collections::BTreeMap<ShopId, crate::subscriptions::dunning::DunningPolicy>,
+    /// Subscription imports with their shop, by id (ids from 1).
+    pub subscription_imports: Vec<(ShopId, crate::subscriptions::imports::ImportProgress)>,
     /// Subscription groups with their shop, and how many groups and billing rules were ever
     /// stored (the next ids).
     pub subscription_groups: Vec<(ShopId, crate::subscriptions::groups::StoredGroup)>,
@@ -233,6 +236,11 @@ pub struct MemoryState {
     pub box_counts: [i64; 5],
     /// Shops' activity counts by (shop, bucket start, activity).
     pub activity: std::collections::BTreeMap<(ShopId, i64, crate::kernel::activity::Activity), i64>,
+    /// Shops' subscription analytics counters by (shop, day number, metric).
+    pub analytics:
+        std::collections::BTreeMap<(ShopId, i64, crate::subscriptions::analytics::Metric), i64>,
+    /// Whether the analytics counters wait for a backfill.
+    pub analytics_backfill_pending: bool,
     /// Subscriber portal sessions, each with its token hash (ended ones removed).
     pub portal_sessions: Vec<(crate::portal::sessions::PortalSession, String)>,
     /// How many portal sessions were ever stored: the next one's id is one more.

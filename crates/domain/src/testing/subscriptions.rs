@@ -21,10 +21,10 @@ use crate::subscriptions::groups::StoredGroup;
 use crate::subscriptions::query::ListQuery;
 use crate::subscriptions::repository::{
     CustomerFields, CustomerListQuery, CustomerStatus, IdPage, NewSubscriptionOrder,
-    OrderAttemptEnd, OrderAttemptStatus, SchedulerBacklog, StoredAddress, StoredSubscription,
-    SubscriptionCustomerRepository, SubscriptionGroupRepository, SubscriptionOrder,
-    SubscriptionOrderRepository, SubscriptionPage, SubscriptionRepository, SubscriptionState,
-    SummaryFigures,
+    OrderAttemptEnd, OrderAttemptStatus, OrderFilter, SchedulerBacklog, StoredAddress,
+    StoredSubscription, SubscriptionCustomerRepository, SubscriptionGroupRepository,
+    SubscriptionOrder, SubscriptionOrderRepository, SubscriptionPage, SubscriptionRepository,
+    SubscriptionState, SummaryFigures,
 };
 use crate::subscriptions::resources::{StatusLog, SubscriptionLineItem, SubscriptionStatus};
 use crate::subscriptions::states::NewStatusLog;
@@ -814,6 +814,23 @@ impl SubscriptionOrderRepository for MemoryState {
         Ok(found)
     }
 
+    fn shop_subscription_orders(
+        &mut self,
+        shop_id: ShopId,
+        filter: &OrderFilter,
+        limit: usize,
+    ) -> StoreResult<Vec<SubscriptionOrder>> {
+        let mut found: Vec<SubscriptionOrder> = self
+            .subscription_orders
+            .iter()
+            .filter(|o| o.shop_id == shop_id && filter.matches(o))
+            .cloned()
+            .collect();
+        found.sort_by_key(|o| std::cmp::Reverse((o.scheduled_at, o.id)));
+        found.truncate(limit);
+        Ok(found)
+    }
+
     fn upcoming_subscription_ids(
         &mut self,
         shop_id: ShopId,
@@ -978,6 +995,77 @@ impl DunningPolicyRepository for MemoryState {
     ) -> StoreResult<()> {
         self.dunning_policies.insert(shop_id, policy.clone());
         Ok(())
+    }
+}
+
+impl crate::subscriptions::imports::ImportRepository for MemoryState {
+    fn insert_import(
+        &mut self,
+        shop_id: ShopId,
+        figures: &crate::subscriptions::imports::ImportFigures,
+        now: Timestamp,
+    ) -> StoreResult<crate::kernel::ids::ImportId> {
+        let id = crate::kernel::ids::ImportId(self.subscription_imports.len() as i64 + 1);
+        let progress = crate::subscriptions::imports::ImportProgress {
+            id,
+            status: crate::subscriptions::imports::ImportStatus::Running,
+            figures: *figures,
+            started_at: now,
+            updated_at: now,
+            finished_at: None,
+        };
+        self.subscription_imports.push((shop_id, progress));
+        Ok(id)
+    }
+
+    fn update_import(
+        &mut self,
+        shop_id: ShopId,
+        id: crate::kernel::ids::ImportId,
+        figures: &crate::subscriptions::imports::ImportFigures,
+        status: crate::subscriptions::imports::ImportStatus,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        let found = self
+            .subscription_imports
+            .iter_mut()
+            .find(|(shop, progress)| *shop == shop_id && progress.id == id);
+        if let Some((_, progress)) = found {
+            progress.figures = *figures;
+            progress.status = status;
+            progress.updated_at = now;
+            if status != crate::subscriptions::imports::ImportStatus::Running {
+                progress.finished_at = Some(now);
+            }
+        }
+        Ok(())
+    }
+
+    fn import_progress(
+        &mut self,
+        shop_id: ShopId,
+        id: crate::kernel::ids::ImportId,
+    ) -> StoreResult<Option<crate::subscriptions::imports::ImportProgress>> {
+        Ok(self
+            .subscription_imports
+            .iter()
+            .find(|(shop, progress)| *shop == shop_id && progress.id == id)
+            .map(|(_, progress)| progress.clone()))
+    }
+
+    fn recent_imports(
+        &mut self,
+        shop_id: ShopId,
+        limit: i64,
+    ) -> StoreResult<Vec<crate::subscriptions::imports::ImportProgress>> {
+        Ok(self
+            .subscription_imports
+            .iter()
+            .rev()
+            .filter(|(shop, _)| *shop == shop_id)
+            .take(usize::try_from(limit).unwrap_or(0))
+            .map(|(_, progress)| progress.clone())
+            .collect())
     }
 }
 

@@ -6,8 +6,10 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use actix_web::dev::Payload;
-use actix_web::http::{StatusCode, header};
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
+use actix_web::http::{Method, StatusCode, header};
+use actix_web::middleware::Next;
 use actix_web::{FromRequest, HttpRequest, HttpResponse, ResponseError, web};
 use askama::Template;
 use mercer_domain::access::console::{self, ConsoleStaff, SESSION_LIFETIME_SECONDS};
@@ -188,6 +190,10 @@ impl Chrome {
             ("/console/checkouts", "Checkouts", "checkouts"),
             ("/console/jobs", "Jobs", "jobs"),
             ("/console/subscriptions", "Subscriptions", "subscriptions"),
+            ("/console/customers", "Customers", "customers"),
+            ("/console/orders", "Orders", "orders"),
+            ("/console/boxes", "Boxes", "boxes"),
+            ("/console/settings", "Settings", "settings"),
             ("/console/audit", "Audit log", "audit"),
         ]
         .into_iter()
@@ -319,7 +325,158 @@ where
         return Ok(page);
     }
     crate::http::state::run_blocking(move || act(staff)).await?;
-    Ok(see_other(&ask.back))
+    let back = match Notice::of_action(request.path()) {
+        Some(notice) => notice.on(&ask.back),
+        None => ask.back.clone(),
+    };
+    Ok(see_other(&back))
+}
+
+/// What an action tells the staff member once it is done, on the page it goes back to. The
+/// redirect carries only the notice's code (`?notice=job_cancelled`); the page shows the fixed
+/// text of that code, so nothing of the request's own is echoed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Notice {
+    Resent,
+    Recovered,
+    EventRetried,
+    SyncStarted,
+    JobRetried,
+    JobCancelled,
+    SubscriptionCancelled,
+    SubscriptionPaused,
+    SubscriptionResumed,
+    OrderSkipped,
+    DunningSaved,
+    ReasonsSaved,
+}
+
+impl Notice {
+    /// Every notice.
+    pub const ALL: [Notice; 12] = [
+        Notice::Resent,
+        Notice::Recovered,
+        Notice::EventRetried,
+        Notice::SyncStarted,
+        Notice::JobRetried,
+        Notice::JobCancelled,
+        Notice::SubscriptionCancelled,
+        Notice::SubscriptionPaused,
+        Notice::SubscriptionResumed,
+        Notice::OrderSkipped,
+        Notice::DunningSaved,
+        Notice::ReasonsSaved,
+    ];
+
+    /// The code the redirect carries.
+    pub fn code(self) -> &'static str {
+        match self {
+            Notice::Resent => "resent",
+            Notice::Recovered => "recovered",
+            Notice::EventRetried => "event_retried",
+            Notice::SyncStarted => "sync_started",
+            Notice::JobRetried => "job_retried",
+            Notice::JobCancelled => "job_cancelled",
+            Notice::SubscriptionCancelled => "subscription_cancelled",
+            Notice::SubscriptionPaused => "subscription_paused",
+            Notice::SubscriptionResumed => "subscription_resumed",
+            Notice::OrderSkipped => "order_skipped",
+            Notice::DunningSaved => "dunning_saved",
+            Notice::ReasonsSaved => "reasons_saved",
+        }
+    }
+
+    /// The notice of `code`; None for any other text.
+    pub fn parse(code: &str) -> Option<Notice> {
+        Notice::ALL.into_iter().find(|notice| notice.code() == code)
+    }
+
+    /// What the page says.
+    pub fn text(self) -> &'static str {
+        match self {
+            Notice::Resent => "The message was queued to be sent again, with the same webhook-id.",
+            Notice::Recovered => {
+                "The endpoint is enabled, and the messages that failed since it started failing are queued again."
+            }
+            Notice::EventRetried => "The event is back in the queue, to be applied again.",
+            Notice::SyncStarted => "The sync started.",
+            Notice::JobRetried => "The job is queued again, due now.",
+            Notice::JobCancelled => "The job is cancelled.",
+            Notice::SubscriptionCancelled => "The subscription is cancelled.",
+            Notice::SubscriptionPaused => "The subscription is paused.",
+            Notice::SubscriptionResumed => "The subscription is active again.",
+            Notice::OrderSkipped => "The next order is skipped.",
+            Notice::DunningSaved => "The dunning policy is saved.",
+            Notice::ReasonsSaved => "The cancellation reasons are saved.",
+        }
+    }
+
+    /// `location` with this notice in its query.
+    pub fn on(self, location: &str) -> String {
+        let joint = if location.contains('?') { '&' } else { '?' };
+        format!("{location}{joint}notice={}", self.code())
+    }
+
+    /// The notice of the action posted to `path` (an action of the console's, by its route).
+    pub fn of_action(path: &str) -> Option<Notice> {
+        let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        Some(match parts.as_slice() {
+            ["console", "webhooks", "messages", _, "resend"] => Notice::Resent,
+            ["console", "webhooks", "endpoints", _, "recover"] => Notice::Recovered,
+            ["console", "connector", "events", _, "retry"] => Notice::EventRetried,
+            ["console", "connector", "syncs", _] => Notice::SyncStarted,
+            ["console", "jobs", _, "retry"] => Notice::JobRetried,
+            ["console", "jobs", _, "cancel"] => Notice::JobCancelled,
+            ["console", "subscriptions", _, "cancel"] => Notice::SubscriptionCancelled,
+            ["console", "subscriptions", _, "pause"] => Notice::SubscriptionPaused,
+            ["console", "subscriptions", _, "resume"] => Notice::SubscriptionResumed,
+            ["console", "subscriptions", _, "skip"] => Notice::OrderSkipped,
+            _ => return None,
+        })
+    }
+}
+
+/// Where a console page shows its notice (in `layout.html`).
+pub const NOTICE_MARK: &str = "<!--notice-->";
+
+/// Shows the notice a console page's query names (`notice=<code>`, see [`Notice`]) in the
+/// page, at [`NOTICE_MARK`]: every page gets it, whichever feature renders it. An unknown code
+/// shows nothing.
+pub async fn show_notice(
+    request: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let notice = (request.method() == Method::GET && request.path().starts_with("/console"))
+        .then(|| query::<NoticeQuery>(request.request()).notice)
+        .and_then(|code| Notice::parse(&code));
+    let response = next.call(request).await?.map_into_boxed_body();
+    let Some(notice) = notice else {
+        return Ok(response);
+    };
+    if response.status() != StatusCode::OK {
+        return Ok(response);
+    }
+    let (request, answer) = response.into_parts();
+    let (head, body) = answer.into_parts();
+    let bytes = actix_web::body::to_bytes(body)
+        .await
+        .map_err(|error| actix_web::error::ErrorInternalServerError(error.to_string()))?;
+    let banner = format!(
+        "<p class=\"notice\" role=\"status\" id=\"notice\" data-notice=\"{}\">{}</p>",
+        notice.code(),
+        notice.text()
+    );
+    let html = String::from_utf8_lossy(&bytes).replacen(NOTICE_MARK, &banner, 1);
+    Ok(ServiceResponse::new(
+        request,
+        head.set_body(html).map_into_boxed_body(),
+    ))
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct NoticeQuery {
+    notice: String,
 }
 
 /// A page's query, read leniently: a value that does not parse is as if absent.

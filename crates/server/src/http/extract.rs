@@ -10,7 +10,7 @@ use actix_web::http::{StatusCode, header};
 use actix_web::{FromRequest, HttpRequest, web};
 use mercer_domain::DomainError;
 use mercer_domain::access::auth::{Access, authorize_hashed, check_scope};
-use mercer_domain::access::credentials::{Scope, Secret, hash_token};
+use mercer_domain::access::credentials::{Scope, Secret, hash_token, note_token_use};
 use mercer_domain::access::shop::Shop;
 use mercer_domain::kernel::limits;
 use mercer_domain::platform::customer_tokens::check_customer_token;
@@ -114,12 +114,30 @@ impl<S: RequiredScope> FromRequest for Authorized<S> {
                 }
             };
             check_scope(&access, S::SCOPE)?;
+            note_use(&state, &access);
             Ok(Authorized {
                 access,
                 scope: PhantomData,
             })
         })
     }
+}
+
+/// Writes the token's last use, at most once a minute per token (by this process; the write
+/// itself skips a use another process noted lately), on the blocking pool and without waiting
+/// for it: the request goes on at once, and a failed write is only logged.
+fn note_use(state: &web::Data<AppState>, access: &Access) {
+    let id = access.token.id;
+    if state.token_uses.get(&id.0).is_some() {
+        return;
+    }
+    state.token_uses.put(id.0, ());
+    let (state, now) = (state.clone(), state.now());
+    actix_web::rt::spawn(async move {
+        if let Err(error) = state.write(move |tx| note_token_use(tx, id, now)).await {
+            tracing::debug!(target: "mercer::http", token = id.0, "last use not written: {error}");
+        }
+    });
 }
 
 /// A shopper proved to be the shop's customer `{platform_customer_id}` by the `token` query

@@ -58,6 +58,7 @@ pub fn app(
         .default_service(web::to(|| async {
             Err::<String, _>(ApiError::route_not_found())
         }))
+        .wrap(from_fn(console::show_notice))
         .wrap(from_fn(middleware::api_version))
         .wrap(from_fn(middleware::body_deadline))
         .wrap(from_fn(middleware::log_request))

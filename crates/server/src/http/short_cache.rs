@@ -56,6 +56,11 @@ where
 /// Authorizations by (token hash, shop identifier).
 pub type AccessCache = ShortCache<(String, String), Access>;
 
+/// API tokens whose last use this process wrote lately, by token id: a token in it is not
+/// written again until its entry expires (`TOKEN_USE_PRECISION_SECONDS`), so requests do not
+/// each write.
+pub type TokenUses = ShortCache<i64, ()>;
+
 /// Shops whose customer a token proved to be, by (token hash, shop identifier, customer's
 /// platform id).
 pub type CustomerTokenCache = ShortCache<(String, String, String), Shop>;

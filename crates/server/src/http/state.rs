@@ -10,9 +10,10 @@ use mercer_domain::overrides::OverrideCaller;
 use mercer_domain::platform::connector::PlatformConnectorHandle;
 use mercer_domain::ports::{Database, Repositories};
 use mercer_store::Store;
+use sha2::{Digest, Sha256};
 
 use super::error::ApiError;
-use super::short_cache::{AccessCache, CustomerTokenCache};
+use super::short_cache::{AccessCache, CustomerTokenCache, TokenUses};
 use super::sign_in_limiter::SignInLimiter;
 use crate::runtime::{Ingest, Wake};
 use mercer_outbound::PrivateAddressGuard;
@@ -35,6 +36,8 @@ pub struct AppState {
     pub jobs: Wake,
     /// Recent successful authorizations.
     pub access_cache: AccessCache,
+    /// Tokens whose last use was written lately (at most once a minute per token).
+    pub token_uses: TokenUses,
     /// Customer tokens the connector found active lately (the box builder's customer routes).
     pub customer_tokens: CustomerTokenCache,
     /// Wakes the webhook dispatchers after a message is enqueued.
@@ -45,6 +48,8 @@ pub struct AppState {
     pub overrides: std::sync::Arc<dyn OverrideCaller>,
     /// Renders the metrics in Prometheus's text format.
     pub metrics: PrometheusHandle,
+    /// The bearer token `GET /metrics` requires (`--metrics-token`); None leaves it open.
+    pub metrics_token: Option<MetricsToken>,
     /// Sign-in failures per client address (the OAuth authorize page).
     pub sign_ins: SignInLimiter,
     /// Connector checks of customer tokens per customer (the subscriber portal's entry).
@@ -52,6 +57,27 @@ pub struct AppState {
     /// Where clients reach Mercer (`--public-url`): links answered start with it; without it
     /// they are relative.
     pub public_url: Option<super::links::PublicUrl>,
+}
+
+/// The token a metrics scraper must present, kept as its SHA-256 only.
+pub struct MetricsToken([u8; 32]);
+
+impl MetricsToken {
+    pub fn new(token: &str) -> Self {
+        MetricsToken(Sha256::digest(token.as_bytes()).into())
+    }
+
+    /// Whether `given` is the token. The digests are compared in time independent of where
+    /// they differ, and of the given token's length.
+    pub fn matches(&self, given: &str) -> bool {
+        let given: [u8; 32] = Sha256::digest(given.as_bytes()).into();
+        let difference = self
+            .0
+            .iter()
+            .zip(given.iter())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+        std::hint::black_box(difference) == 0
+    }
 }
 
 impl AppState {
@@ -103,6 +129,15 @@ mod tests {
     use tracing::Instrument;
 
     use super::*;
+
+    #[test]
+    fn a_metrics_token_matches_itself_only() {
+        let token = MetricsToken::new("scrape-me-please");
+        assert!(token.matches("scrape-me-please"));
+        for other in ["", "scrape-me-pleasf", "scrape-me-please ", "x"] {
+            assert!(!token.matches(other), "{other:?}");
+        }
+    }
 
     #[actix_web::test]
     async fn blocking_work_runs_in_the_callers_span() {

@@ -522,3 +522,153 @@ fn console_sessions_are_found_touched_and_forgotten(db: &impl Database) {
     assert_eq!(first[0].at, at(5));
 }
 every_database!(console_sessions_are_found_touched_and_forgotten);
+
+/// What the operator's account commands need: shops marked deleted with their tokens revoked,
+/// a token's last use written at most once per window, apps listed and revoked with the tokens
+/// they were issued, and staff accounts listed, re-passworded, signed in and deleted with their
+/// sessions and codes.
+fn operator_commands_change_shops_tokens_apps_and_staff(db: &impl Database) {
+    use mercer_domain::access::console::NewStaffSession;
+    let shop = shop(db, "ops.shop.test");
+    let other = self::shop(db, "other.shop.test");
+    let (mine, theirs) = db
+        .write(|tx| {
+            let mine = tx.insert_token(&new_token(shop.id, "hash-mine", 1))?;
+            tx.insert_token(&new_token(shop.id, "hash-mine-2", 1))?;
+            let theirs = tx.insert_token(&new_token(other.id, "hash-theirs", 1))?;
+            Ok((mine, theirs))
+        })
+        .unwrap();
+    assert_eq!(mine.last_used_at, None);
+    // Last use: written, then not within the window, then again after it.
+    let note = |at_s: i64, unless_after: i64| {
+        db.write(|tx| Ok(tx.note_token_use(mine.id, at(at_s), at(unless_after))?))
+            .unwrap()
+    };
+    assert!(note(100, 40));
+    assert!(!note(130, 70), "used at 100, after 70: not written");
+    assert!(note(161, 101));
+    let listed = db.read(|tx| Ok(tx.tokens_of_shop(shop.id)?)).unwrap();
+    assert_eq!(listed[0].last_used_at, Some(at(161)));
+    assert_eq!(listed[1].last_used_at, None);
+
+    // Staff: listed, new password, sign-in noted, deleted with its sessions and codes.
+    let app = db
+        .write(|tx| {
+            Ok(tx.insert_oauth_app(&NewOAuthApp {
+                client_id: "mci_ops".into(),
+                client_secret_hash: "h".into(),
+                name: "Ops app".into(),
+                redirect_uris: vec!["https://app.test/cb".into()],
+                created_at: at(1),
+            })?)
+        })
+        .unwrap();
+    let staff = db
+        .write(|tx| {
+            let staff = tx.insert_staff_account(&NewStaffAccount {
+                shop_id: shop.id,
+                email: "ops@ops.test".into(),
+                password_hash: "old".into(),
+                created_at: at(2),
+            })?;
+            tx.set_staff_password(staff.id, "new", at(3))?;
+            tx.note_staff_sign_in(staff.id, at(4))?;
+            tx.insert_staff_session(&NewStaffSession {
+                token_hash: "session".into(),
+                shop_id: shop.id,
+                staff_id: staff.id,
+                created_at: at(4),
+                expires_at: at(1000),
+            })?;
+            tx.insert_authorization_code(&NewAuthorizationCode {
+                code_hash: "code".into(),
+                app_id: app.id,
+                shop_id: shop.id,
+                staff_id: staff.id,
+                redirect_uri: String::new(),
+                scopes: ScopeSet::all(),
+                code_challenge: None,
+                expires_at: at(600),
+                created_at: at(4),
+            })?;
+            let code = tx.authorization_code_by_hash("code")?.expect("the code");
+            tx.redeem_authorization_code(code.id, mine.id, at(5))?;
+            Ok(staff)
+        })
+        .unwrap();
+    let listed = db.read(|tx| Ok(tx.staff_of_shop(shop.id)?)).unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].password_hash, "new");
+    assert_eq!(listed[0].last_sign_in_at, Some(at(4)));
+    assert!(
+        db.read(|tx| Ok(tx.staff_of_shop(other.id)?))
+            .unwrap()
+            .is_empty()
+    );
+
+    // Apps: listed; the tokens their codes were exchanged for; revoked once.
+    let apps = db.read(|tx| Ok(tx.list_oauth_apps()?)).unwrap();
+    assert_eq!(apps, vec![app.clone()]);
+    let issued = db.read(|tx| Ok(tx.oauth_app_tokens(app.id)?)).unwrap();
+    assert_eq!(issued.iter().map(|t| t.id).collect::<Vec<_>>(), [mine.id]);
+    let revoked = db
+        .write(|tx| {
+            Ok((
+                tx.revoke_oauth_app(app.id, at(6))?,
+                tx.revoke_oauth_app(app.id, at(7))?,
+            ))
+        })
+        .unwrap();
+    assert_eq!(revoked, (true, false));
+    let app_now = db
+        .read(|tx| Ok(tx.oauth_app_by_client_id("mci_ops")?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(app_now.revoked_at, Some(at(6)));
+
+    // Sessions of one account end; deleting the account takes its codes.
+    db.write(|tx| Ok(tx.delete_sessions_of_staff(staff.id)?))
+        .unwrap();
+    assert!(
+        db.read(|tx| Ok(tx.staff_session_by_hash("session")?))
+            .unwrap()
+            .is_none()
+    );
+    db.write(|tx| Ok(tx.delete_staff_account(staff.id)?))
+        .unwrap();
+    assert!(
+        db.read(|tx| Ok(tx.staff_of_shop(shop.id)?))
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        db.read(|tx| Ok(tx.authorization_code_by_hash("code")?))
+            .unwrap()
+            .is_none()
+    );
+
+    // A shop marked deleted once, its live tokens revoked, another shop's left alone.
+    let (marked, again, count) = db
+        .write(|tx| {
+            Ok((
+                tx.mark_shop_deleted(shop.id, at(8))?,
+                tx.mark_shop_deleted(shop.id, at(9))?,
+                tx.revoke_shop_tokens(shop.id, at(8))?,
+            ))
+        })
+        .unwrap();
+    assert_eq!((marked, again, count), (true, false, 2));
+    let stored = db.read(|tx| Ok(tx.shop_by_id(shop.id)?)).unwrap().unwrap();
+    assert_eq!(stored.deleted_at, Some(at(8)));
+    assert!(
+        db.read(|tx| Ok(tx.active_token_by_hash("hash-mine")?))
+            .unwrap()
+            .is_none()
+    );
+    let still = db
+        .read(|tx| Ok(tx.active_token_by_hash("hash-theirs")?))
+        .unwrap();
+    assert_eq!(still.map(|t| t.id), Some(theirs.id));
+}
+every_database!(operator_commands_change_shops_tokens_apps_and_staff);

@@ -26,6 +26,7 @@ use mercer_domain::{DomainError, Timestamp};
 extern crate mercer_store;
 
 mod access;
+mod analytics;
 mod box_builder;
 mod checkout;
 mod directory;

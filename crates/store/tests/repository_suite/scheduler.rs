@@ -373,3 +373,72 @@ fn paused_subscriptions_are_due_to_resume_once_their_day_has_begun(db: &impl Dat
     );
 }
 every_database!(paused_subscriptions_are_due_to_resume_once_their_day_has_begun);
+
+fn a_shops_order_attempts_are_listed_by_order_date_status_and_cursor(db: &impl Database) {
+    use mercer_domain::subscriptions::repository::OrderFilter;
+    let shop = shop(db, "a.shop.test");
+    let other = self::shop(db, "b.shop.test");
+    let ours = subscriber(db, shop.id, &fields(Some("a@example.test"), None, None));
+    let theirs = subscriber(db, other.id, &fields(Some("b@example.test"), None, None));
+    let one = due_at(db, shop.id, ours, SubscriptionStatus::Active, 100, None);
+    let foreign = due_at(db, other.id, theirs, SubscriptionStatus::Active, 100, None);
+    let insert = |order: NewSubscriptionOrder| {
+        db.write(|tx| Ok(tx.insert_subscription_order(&order)?))
+            .unwrap()
+    };
+    let failed = insert(new_attempt(one, shop.id, 100, 1));
+    let retried = insert(new_attempt(one, shop.id, 100, 2));
+    let later = insert(new_attempt(one, shop.id, 300, 1));
+    insert(new_attempt(foreign, other.id, 200, 1));
+    db.write(|tx| {
+        let failure = OrderAttemptEnd::Failed {
+            code: "payment_declined".to_string(),
+            reason: "declined".to_string(),
+        };
+        tx.finish_subscription_order(failed, &failure, at(101))?;
+        let placed = OrderAttemptEnd::Placed {
+            platform_order_id: "o-1".to_string(),
+            platform_payment_id: None,
+        };
+        tx.finish_subscription_order(retried, &placed, at(120))?;
+        Ok(())
+    })
+    .unwrap();
+    let list = |filter: OrderFilter, limit| {
+        db.read(|tx| Ok(tx.shop_subscription_orders(shop.id, &filter, limit)?))
+            .unwrap()
+            .iter()
+            .map(|order| order.id)
+            .collect::<Vec<_>>()
+    };
+    let all = OrderFilter::default();
+    assert_eq!(
+        list(all, 10),
+        [later, retried, failed],
+        "the shop's only, newest order date first, then newest attempt"
+    );
+    assert_eq!(list(all, 2), [later, retried]);
+    let next = OrderFilter {
+        before: Some((at(100), retried)),
+        ..all
+    };
+    assert_eq!(list(next, 10), [failed], "after the cursor");
+    let status = |status| OrderFilter {
+        status: Some(status),
+        ..all
+    };
+    assert_eq!(list(status(OrderAttemptStatus::Failed), 10), [failed]);
+    assert_eq!(list(status(OrderAttemptStatus::Placed), 10), [retried]);
+    assert_eq!(list(status(OrderAttemptStatus::Placing), 10), [later]);
+    let dates = OrderFilter {
+        from: Some(at(100)),
+        until: Some(at(300)),
+        ..all
+    };
+    assert_eq!(
+        list(dates, 10),
+        [retried, failed],
+        "from is inclusive, until is not"
+    );
+}
+every_database!(a_shops_order_attempts_are_listed_by_order_date_status_and_cursor);

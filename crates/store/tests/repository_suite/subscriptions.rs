@@ -13,6 +13,7 @@ use mercer_domain::platform::resources::CustomerAddress;
 use mercer_domain::ports::Database;
 use mercer_domain::subscriptions::cancellation::{Cancellation, CancellationReason};
 use mercer_domain::subscriptions::groups::{BillingRule, GroupProduct, IntervalType, StoredGroup};
+use mercer_domain::subscriptions::imports::{ImportFigures, ImportStatus};
 use mercer_domain::subscriptions::pausing::AutoResume;
 use mercer_domain::subscriptions::query::{Cursor, ListQuery, parse_filters};
 use mercer_domain::subscriptions::repository::{
@@ -24,6 +25,7 @@ use mercer_domain::subscriptions::resources::{
     PaymentExpiry, PrepaidMetadata, ShippingLine, SubscriptionLineItem, SubscriptionStatus,
 };
 use mercer_domain::subscriptions::states::NewStatusLog;
+use mercer_domain::{DomainError, StorageError};
 use serde_json::json;
 
 use crate::platform::{
@@ -2172,3 +2174,129 @@ fn a_dunning_policy_is_stored_by_shop_and_replaced_whole(db: &impl Database) {
     );
 }
 every_database!(a_dunning_policy_is_stored_by_shop_and_replaced_whole);
+
+// --- subscription imports ---------------------------------------------------------------------
+
+fn import_figures(rows: u64, created: u64, failed_rows: u64) -> ImportFigures {
+    ImportFigures {
+        rows,
+        rows_done: created + failed_rows,
+        created,
+        skipped_existing: 0,
+        failed_rows,
+    }
+}
+
+fn imports_are_recorded_with_their_progress_by_shop(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    let other = self::shop(db, "b.shop.test");
+    let started = import_figures(500, 0, 3);
+    let id = db
+        .write(|tx| Ok(tx.insert_import(shop.id, &started, at(1))?))
+        .unwrap();
+    let get = |shop_id, id| db.read(|tx| Ok(tx.import_progress(shop_id, id)?)).unwrap();
+    let first = get(shop.id, id).unwrap();
+    assert_eq!(
+        (
+            first.status,
+            first.figures,
+            first.started_at,
+            first.finished_at
+        ),
+        (ImportStatus::Running, started, at(1), None)
+    );
+    assert_eq!(
+        get(other.id, id),
+        None,
+        "another shop's import is not found"
+    );
+
+    let midway = import_figures(500, 200, 3);
+    db.write(|tx| Ok(tx.update_import(shop.id, id, &midway, ImportStatus::Running, at(2))?))
+        .unwrap();
+    let moved = get(shop.id, id).unwrap();
+    assert_eq!(
+        (moved.figures, moved.updated_at, moved.finished_at),
+        (midway, at(2), None)
+    );
+    // Another shop's update changes nothing.
+    let wrong = import_figures(500, 499, 1);
+    db.write(|tx| Ok(tx.update_import(other.id, id, &wrong, ImportStatus::Done, at(3))?))
+        .unwrap();
+    assert_eq!(get(shop.id, id).unwrap(), moved);
+    let done = import_figures(500, 497, 3);
+    db.write(|tx| Ok(tx.update_import(shop.id, id, &done, ImportStatus::Done, at(4))?))
+        .unwrap();
+    let ended = get(shop.id, id).unwrap();
+    assert_eq!(
+        (ended.status, ended.figures, ended.finished_at),
+        (ImportStatus::Done, done, Some(at(4)))
+    );
+
+    let second = db
+        .write(|tx| Ok(tx.insert_import(shop.id, &started, at(5))?))
+        .unwrap();
+    db.write(|tx| Ok(tx.insert_import(other.id, &started, at(5))?))
+        .unwrap();
+    let recent = |limit| {
+        db.read(|tx| Ok(tx.recent_imports(shop.id, limit)?))
+            .unwrap()
+            .iter()
+            .map(|p| p.id)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(recent(10), [second, id], "newest first, the shop's own");
+    assert_eq!(recent(1), [second]);
+}
+every_database!(imports_are_recorded_with_their_progress_by_shop);
+
+/// `write_each`: each item a unit of work of its own, whose failure undoes only its own
+/// changes; the outcomes in order.
+fn write_each_keeps_the_items_that_succeed_and_undoes_those_that_fail(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    let items = [1_u64, 2, 3, 4, 5];
+    let outcomes = db
+        .write_each(&items, |tx, n| {
+            let id = tx.insert_import(shop.id, &import_figures(*n, 0, 0), at(1))?;
+            if n % 2 == 0 {
+                return Err(DomainError::invalid("n", "even", "an even item fails"));
+            }
+            Ok(id)
+        })
+        .unwrap();
+    let kept: Vec<_> = outcomes.iter().filter_map(|o| o.as_ref().ok()).collect();
+    let failed = outcomes.iter().filter(|o| o.is_err()).count();
+    assert_eq!((kept.len(), failed), (3, 2), "{outcomes:?}");
+    assert!(outcomes[1].is_err() && outcomes[3].is_err());
+    let rows: Vec<u64> = db
+        .read(|tx| Ok(tx.recent_imports(shop.id, 10)?))
+        .unwrap()
+        .iter()
+        .map(|p| p.figures.rows)
+        .collect();
+    assert_eq!(rows, [5, 3, 1], "the failed items left nothing");
+
+    // A storage failure ends the call with it: the items after it are not run.
+    let storage = db.write_each(&items, |tx, n| {
+        tx.insert_import(shop.id, &import_figures(100 + n, 0, 0), at(2))?;
+        if *n == 2 {
+            return Err(DomainError::Storage(StorageError::other(
+                "the disk went away",
+            )));
+        }
+        Ok(())
+    });
+    assert!(
+        matches!(storage, Err(DomainError::Storage(_))),
+        "{storage:?}"
+    );
+    let after: Vec<u64> = db
+        .read(|tx| Ok(tx.recent_imports(shop.id, 10)?))
+        .unwrap()
+        .iter()
+        .map(|p| p.figures.rows)
+        .filter(|rows| *rows > 102)
+        .collect();
+    assert!(after.is_empty(), "{after:?}");
+}
+every_database!(write_each_keeps_the_items_that_succeed_and_undoes_those_that_fail);

@@ -90,6 +90,13 @@ impl ConsoleRepository for StoreTx<'_> {
         Ok(())
     }
 
+    fn delete_sessions_of_staff(&mut self, staff_id: StaffId) -> StoreResult<()> {
+        diesel::delete(staff_sessions::table.filter(staff_sessions::staff_id.eq(staff_id.0)))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+        Ok(())
+    }
+
     fn forget_staff_sessions(&mut self, idle_before: Timestamp, now: Timestamp) -> StoreResult<()> {
         diesel::delete(
             staff_sessions::table.filter(

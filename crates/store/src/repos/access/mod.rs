@@ -130,6 +130,21 @@ impl ShopRepository for StoreTx<'_> {
             .map(shop_of)
             .collect()
     }
+
+    fn mark_shop_deleted(&mut self, shop_id: ShopId, at: Timestamp) -> StoreResult<bool> {
+        let changed = diesel::update(
+            shops::table
+                .filter(shops::id.eq(shop_id.0))
+                .filter(shops::deleted_at.is_null()),
+        )
+        .set((
+            shops::deleted_at.eq(at.as_micros()),
+            shops::updated_at.eq(at.as_micros()),
+        ))
+        .execute(self.conn)
+        .map_err(storage_error)?;
+        Ok(changed == 1)
+    }
 }
 
 impl TokenRepository for StoreTx<'_> {
@@ -182,6 +197,38 @@ impl TokenRepository for StoreTx<'_> {
                 .filter(api_tokens::revoked_at.is_null()),
         )
         .set(api_tokens::revoked_at.eq(at.as_micros()))
+        .execute(self.conn)
+        .map_err(storage_error)?;
+        Ok(changed == 1)
+    }
+
+    fn revoke_shop_tokens(&mut self, shop_id: ShopId, at: Timestamp) -> StoreResult<usize> {
+        diesel::update(
+            api_tokens::table
+                .filter(api_tokens::shop_id.eq(shop_id.0))
+                .filter(api_tokens::revoked_at.is_null()),
+        )
+        .set(api_tokens::revoked_at.eq(at.as_micros()))
+        .execute(self.conn)
+        .map_err(storage_error)
+    }
+
+    fn note_token_use(
+        &mut self,
+        token_id: TokenId,
+        at: Timestamp,
+        unless_after: Timestamp,
+    ) -> StoreResult<bool> {
+        let changed = diesel::update(
+            api_tokens::table
+                .filter(api_tokens::id.eq(token_id.0))
+                .filter(
+                    api_tokens::last_used_at
+                        .is_null()
+                        .or(api_tokens::last_used_at.le(unless_after.as_micros())),
+                ),
+        )
+        .set(api_tokens::last_used_at.eq(at.as_micros()))
         .execute(self.conn)
         .map_err(storage_error)?;
         Ok(changed == 1)

@@ -2,7 +2,7 @@
 
 use diesel::prelude::*;
 use mercer_domain::access::OAuthRepository;
-use mercer_domain::access::credentials::ScopeSet;
+use mercer_domain::access::credentials::{ApiToken, ScopeSet};
 use mercer_domain::access::oauth::{
     AuthorizationCode, NewAuthorizationCode, NewOAuthApp, NewStaffAccount, OAuthApp, SignInKey,
     StaffAccount,
@@ -13,7 +13,10 @@ use mercer_domain::{StorageError, Timestamp};
 
 use crate::connection::on_backend;
 use crate::repos::StoreTx;
-use crate::schema::{oauth_apps, oauth_codes, sign_in_failures, staff_accounts};
+use crate::rows::TokenRow;
+use crate::schema::{
+    api_tokens, oauth_apps, oauth_codes, sign_in_failures, staff_accounts, staff_sessions,
+};
 use crate::store::storage_error;
 
 fn time(micros: i64) -> Timestamp {
@@ -57,6 +60,7 @@ struct StaffRow {
     email: String,
     password_hash: String,
     created_at: i64,
+    last_sign_in_at: Option<i64>,
 }
 
 impl From<StaffRow> for StaffAccount {
@@ -67,6 +71,7 @@ impl From<StaffRow> for StaffAccount {
             email: row.email,
             password_hash: row.password_hash,
             created_at: time(row.created_at),
+            last_sign_in_at: row.last_sign_in_at.map(time),
         }
     }
 }
@@ -176,6 +181,99 @@ impl OAuthRepository for StoreTx<'_> {
             .optional()
             .map_err(storage_error)?
             .map(StaffAccount::from))
+    }
+
+    fn list_oauth_apps(&mut self) -> StoreResult<Vec<OAuthApp>> {
+        oauth_apps::table
+            .order(oauth_apps::id.asc())
+            .select(AppRow::as_select())
+            .load(self.conn)
+            .map_err(storage_error)?
+            .into_iter()
+            .map(OAuthApp::try_from)
+            .collect()
+    }
+
+    fn revoke_oauth_app(&mut self, id: OAuthAppId, at: Timestamp) -> StoreResult<bool> {
+        let changed = diesel::update(
+            oauth_apps::table
+                .filter(oauth_apps::id.eq(id.0))
+                .filter(oauth_apps::revoked_at.is_null()),
+        )
+        .set((
+            oauth_apps::revoked_at.eq(at.as_micros()),
+            oauth_apps::updated_at.eq(at.as_micros()),
+        ))
+        .execute(self.conn)
+        .map_err(storage_error)?;
+        Ok(changed == 1)
+    }
+
+    fn oauth_app_tokens(&mut self, id: OAuthAppId) -> StoreResult<Vec<ApiToken>> {
+        let issued = oauth_codes::table
+            .filter(oauth_codes::app_id.eq(id.0))
+            .filter(oauth_codes::token_id.is_not_null())
+            .select(oauth_codes::token_id.assume_not_null());
+        api_tokens::table
+            .filter(api_tokens::id.eq_any(issued))
+            .order(api_tokens::id.asc())
+            .select(TokenRow::as_select())
+            .load(self.conn)
+            .map_err(storage_error)?
+            .into_iter()
+            .map(ApiToken::try_from)
+            .collect()
+    }
+
+    fn staff_of_shop(&mut self, shop_id: ShopId) -> StoreResult<Vec<StaffAccount>> {
+        Ok(staff_accounts::table
+            .filter(staff_accounts::shop_id.eq(shop_id.0))
+            .order(staff_accounts::id.asc())
+            .select(StaffRow::as_select())
+            .load(self.conn)
+            .map_err(storage_error)?
+            .into_iter()
+            .map(StaffAccount::from)
+            .collect())
+    }
+
+    fn delete_staff_account(&mut self, id: StaffId) -> StoreResult<()> {
+        // The codes it approved refer to it; its sessions too (deleted with it on either
+        // database, but said here rather than left to the cascade).
+        diesel::delete(oauth_codes::table.filter(oauth_codes::staff_id.eq(id.0)))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+        diesel::delete(staff_sessions::table.filter(staff_sessions::staff_id.eq(id.0)))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+        diesel::delete(staff_accounts::table.filter(staff_accounts::id.eq(id.0)))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+        Ok(())
+    }
+
+    fn set_staff_password(
+        &mut self,
+        id: StaffId,
+        password_hash: &str,
+        at: Timestamp,
+    ) -> StoreResult<()> {
+        diesel::update(staff_accounts::table.filter(staff_accounts::id.eq(id.0)))
+            .set((
+                staff_accounts::password_hash.eq(password_hash),
+                staff_accounts::updated_at.eq(at.as_micros()),
+            ))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+        Ok(())
+    }
+
+    fn note_staff_sign_in(&mut self, id: StaffId, at: Timestamp) -> StoreResult<()> {
+        diesel::update(staff_accounts::table.filter(staff_accounts::id.eq(id.0)))
+            .set(staff_accounts::last_sign_in_at.eq(at.as_micros()))
+            .execute(self.conn)
+            .map_err(storage_error)?;
+        Ok(())
     }
 
     fn sign_in_locked_until(&mut self, key: &SignInKey) -> StoreResult<Option<Timestamp>> {

@@ -2,10 +2,12 @@
 //! addresses (the rows the platform's events and the directory share), and the subscriptions
 //! with their line items and status log, and the scheduler's attempts to place their orders.
 
+mod analytics;
 mod cancellation;
 mod customers;
 mod dunning;
 mod groups;
+mod imports;
 mod orders;
 pub(crate) mod records;
 

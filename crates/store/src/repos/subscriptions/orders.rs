@@ -10,7 +10,7 @@ use mercer_domain::kernel::error::StoreResult;
 use mercer_domain::kernel::ids::ShopId;
 use mercer_domain::kernel::ids::{SubscriptionId, SubscriptionOrderId};
 use mercer_domain::subscriptions::repository::{
-    NewSubscriptionOrder, OrderAttemptEnd, OrderAttemptStatus, SchedulerBacklog,
+    NewSubscriptionOrder, OrderAttemptEnd, OrderAttemptStatus, OrderFilter, SchedulerBacklog,
     StoredSubscription, SubscriptionOrder, SubscriptionOrderRepository,
 };
 use mercer_domain::subscriptions::resources::SubscriptionStatus;
@@ -303,6 +303,42 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
             found.extend(orders(rows)?);
         }
         Ok(found)
+    }
+
+    fn shop_subscription_orders(
+        &mut self,
+        shop_id: ShopId,
+        filter: &OrderFilter,
+        limit: usize,
+    ) -> StoreResult<Vec<SubscriptionOrder>> {
+        use subscription_orders as t;
+        let mut query = t::table.filter(t::shop_id.eq(shop_id.0)).into_boxed();
+        if let Some(status) = filter.status {
+            query = query.filter(t::status.eq(status.as_str()));
+        }
+        if let Some(from) = filter.from {
+            query = query.filter(t::scheduled_at.ge(from.as_micros()));
+        }
+        if let Some(until) = filter.until {
+            query = query.filter(t::scheduled_at.lt(until.as_micros()));
+        }
+        if let Some((at, id)) = filter.before {
+            let at = at.as_micros();
+            // The bound on scheduled_at alone is what the index can seek to; the OR settles
+            // the attempts of that same date.
+            query = query.filter(t::scheduled_at.le(at)).filter(
+                t::scheduled_at
+                    .lt(at)
+                    .or(t::scheduled_at.eq(at).and(t::id.lt(id.0))),
+            );
+        }
+        let rows = query
+            .order((t::scheduled_at.desc(), t::id.desc()))
+            .limit(i64::try_from(limit).unwrap_or(i64::MAX))
+            .select(OrderRow::as_select())
+            .load(self.conn)
+            .map_err(storage_error)?;
+        orders(rows)
     }
 
     fn upcoming_subscription_ids(

@@ -7,9 +7,10 @@
 //! `/box_builder/v1/storefront/shops/{shop}`, with no credentials; the customer's own under
 //! `/box_builder/v1/customer/shops/{shop}/customers/{platform_customer_id}` with their
 //! platform's `token`. Both answer any origin. Success bodies wrap in `data`; lists add
-//! `pagination`.
+//! `pagination`. The console's Boxes pages are in `console.rs`.
 
 mod answers;
+mod console;
 mod customer;
 mod handlers;
 mod storefront;
@@ -142,6 +143,10 @@ pub fn configure(config: &mut web::ServiceConfig) {
         );
     configure_storefront(config);
     configure_customer(config);
+    // The operator console's pages (HTML, left out of the OpenAPI document).
+    config
+        .service(resource("/console/boxes").route(web::get().to(console::boxes)))
+        .service(resource("/console/boxes/{id}").route(web::get().to(console::subscription_box)));
 }
 
 fn configure_storefront(config: &mut web::ServiceConfig) {

@@ -7,11 +7,14 @@ use utoipa::ToSchema;
 use crate::http::error::ApiError;
 use crate::http::state::{AppState, run_blocking};
 
-/// `{"status": "ok"}`.
+/// `{"status": "ok", "version": "0.1.0"}`.
 #[derive(Serialize, ToSchema)]
 pub struct Liveness {
     #[schema(pattern = "^ok$")]
     status: &'static str,
+    /// The version of the running `mercer` binary (what `mercer --version` prints).
+    #[schema(example = "0.1.0")]
+    version: &'static str,
 }
 
 /// `{"status": "ready", "database": "sqlite"}`.
@@ -25,11 +28,14 @@ pub struct Readiness {
 
 /// Checks liveness.
 ///
-/// The process is up and answering.
+/// The process is up and answering; the answer names the binary's version.
 #[utoipa::path(get, path = "/healthz", operation_id = "get_liveness", summary = "Check liveness", tag = "Operations",
     responses((status = 200, body = Liveness)))]
 pub async fn healthz() -> HttpResponse {
-    HttpResponse::Ok().json(Liveness { status: "ok" })
+    HttpResponse::Ok().json(Liveness {
+        status: "ok",
+        version: env!("CARGO_PKG_VERSION"),
+    })
 }
 
 /// Checks readiness.

@@ -2,7 +2,8 @@
 //! scrape; counters and histograms are kept by the code that counts (HTTP middleware, webhook
 //! dispatchers, the job runner).
 
-use actix_web::{HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, web};
+use mercer_domain::DomainError;
 use mercer_domain::kernel::jobs::{JobPayload, JobState};
 use mercer_domain::operations::queue_figures;
 use mercer_domain::platform::outbox::OutboxJob;
@@ -10,6 +11,7 @@ use mercer_domain::platform::sync::SyncJob;
 use mercer_domain::subscriptions::scheduler::{OrderJob, SchedulerJob};
 
 use crate::http::error::ApiError;
+use crate::http::extract::bearer_token;
 use crate::http::state::{AppState, run_blocking};
 
 /// Gets metrics.
@@ -18,7 +20,17 @@ use crate::http::state::{AppState, run_blocking};
 #[utoipa::path(get, path = "/metrics", operation_id = "get_metrics", summary = "Get metrics", tag = "Operations",
     responses((status = 200, description = "The metrics in Prometheus's text format",
         content_type = "text/plain; version=0.0.4", body = String)))]
-pub async fn metrics(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+pub async fn metrics(
+    state: web::Data<AppState>,
+    request: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    // With `--metrics-token`, only a scraper that presents it reads the figures.
+    if let Some(expected) = &state.metrics_token {
+        let given = bearer_token(&request);
+        if !given.is_some_and(|given| expected.matches(given.expose())) {
+            return Err(ApiError::from(DomainError::Unauthenticated));
+        }
+    }
     let (store, now) = (state.store.clone(), state.now());
     let figures = run_blocking(move || {
         use mercer_domain::ports::Database;

@@ -1,5 +1,6 @@
 //! Subscription import and export as CSV: `POST …/imports` creates the subscriptions of every
-//! valid row (each through Create Subscription) and reports the others; `GET
+//! valid row (each through Create Subscription) and reports the others; `GET …/imports` and
+//! `GET …/imports/{import_id}` show how far the shop's imports have gone; `GET
 //! …/exports/subscriptions` streams the same columns, a page of subscriptions at a time.
 
 use std::future::Future;
@@ -11,18 +12,19 @@ use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use futures_core::Stream;
 use mercer_domain::access::shop::Shop;
-use mercer_domain::kernel::ids::SubscriptionId;
+use mercer_domain::kernel::ids::{ImportId, SubscriptionId};
 use mercer_domain::subscriptions::imports::{
-    ImportReport, MAX_IMPORT_BYTES, export_header, export_page, import_subscriptions,
+    ImportProgress, ImportReport, MAX_IMPORT_BYTES, export_header, export_page, get_import,
+    import_subscriptions, list_imports,
 };
 use mercer_domain::subscriptions::resources::{Actor, ActorType};
 use mercer_store::Store;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::customers::wake;
 use crate::http::error::ApiError;
-use crate::http::extract::{Authorized, scopes};
+use crate::http::extract::{Authorized, TypedPath, scopes};
 use crate::http::state::{AppState, run_blocking};
 
 /// Subscriptions read from the database per page of an export.
@@ -32,6 +34,25 @@ const EXPORT_PAGE: i64 = 250;
 #[derive(Serialize, ToSchema)]
 pub struct ImportAnswer {
     import: ImportReport,
+}
+
+/// `…/imports/{import_id}`. An id that is not a number is the import's 404, answered after the
+/// credentials are checked.
+#[derive(Deserialize)]
+pub struct ImportPath {
+    import_id: ImportId,
+}
+
+/// The answer of Get Import: the import's progress, under `import`.
+#[derive(Serialize, ToSchema)]
+pub struct ImportProgressAnswer {
+    import: ImportProgress,
+}
+
+/// The answer of List Imports: the shop's newest imports, newest first.
+#[derive(Serialize, ToSchema)]
+pub struct ImportListAnswer {
+    imports: Vec<ImportProgress>,
 }
 
 fn is_csv(request: &HttpRequest) -> bool {
@@ -80,10 +101,12 @@ async fn read_csv_body(
 /// Imports subscriptions from CSV.
 ///
 /// Every valid row of the CSV body becomes a subscription, created exactly as Create
-/// Subscription creates one, each row in a transaction of its own; every invalid row is reported
-/// with its line (the header is line 1), its column and why. Rows are keyed by `external_id`:
-/// importing the same file again creates nothing twice (`skipped_existing`). The body is at
-/// most 32 MiB. The columns are documented under "Import and export" in the subscriptions guide.
+/// Subscription creates one, each row a unit of work of its own (a row that fails leaves no
+/// trace); every invalid row is reported with its line (the header is line 1), its column and
+/// why. Rows are keyed by `external_id`: importing the same file again creates nothing twice
+/// (`skipped_existing`). The body is at most 32 MiB. The answer comes when every row is done;
+/// meanwhile List Imports and Get Import show how far the import (its `id`) has gone. The
+/// columns are documented under "Import and export" in the subscriptions guide.
 #[utoipa::path(post, path = "/subscriptions/v1/shops/{shop}/imports", operation_id = "import_subscriptions", summary = "Import subscriptions from CSV", tag = "Subscriptions",
     request_body(content = String, content_type = "text/csv",
         description = "A header row naming the columns, then one subscription per row"),
@@ -100,22 +123,62 @@ pub async fn import(
         return Err(not_csv());
     }
     let body = read_csv_body(&http, payload).await?;
-    let (store, shop, now) = (
+    let (store, shop, clock) = (
         state.store.clone(),
         request.access.shop.clone(),
-        state.now(),
+        state.clock,
     );
     let actor = Actor {
         kind: ActorType::Api,
         id: request.access.token.id.0,
         name: request.access.token.name.clone(),
     };
+    // On the blocking pool: a large file takes minutes, and no async thread waits for it.
     let import =
-        run_blocking(move || import_subscriptions(&store, &shop, &body, &actor, now)).await?;
+        run_blocking(move || import_subscriptions(&store, &shop, &body, &actor, &clock)).await?;
     if import.created > 0 {
         wake(&state);
     }
     Ok(HttpResponse::Ok().json(ImportAnswer { import }))
+}
+
+/// Lists the shop's imports.
+///
+/// The shop's 50 newest imports, newest first, each with how far it has gone: `rows` (the
+/// file's data rows), `rows_done` (= `created` + `skipped_existing` + `failed_rows`), its
+/// `status` (`running`, `done`, or `stopped` by a storage failure) and times. A running
+/// import's figures move after every 100 rows.
+#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/imports", operation_id = "list_imports", summary = "List subscription imports", tag = "Subscriptions",
+    params(("shop" = String, Path, description = "The shop's identifier")),
+    security(("api_token" = ["read_subscriptions"]), ("oauth2" = ["read_subscriptions"])),
+    responses((status = 200, body = ImportListAnswer, description = "The shop's newest imports, newest first")))]
+pub async fn list(
+    state: web::Data<AppState>,
+    request: Authorized<scopes::ReadSubscriptions>,
+) -> Result<HttpResponse, ApiError> {
+    let shop = request.access.shop;
+    let imports = state.read(move |tx| list_imports(tx, &shop)).await?;
+    Ok(HttpResponse::Ok().json(ImportListAnswer { imports }))
+}
+
+/// Gets an import.
+///
+/// One of the shop's imports with how far it has gone (as in List Imports); 404 for an unknown
+/// id or another shop's.
+#[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/imports/{import_id}", operation_id = "get_import", summary = "Get a subscription import", tag = "Subscriptions",
+    params(("shop" = String, Path, description = "The shop's identifier"),
+        ("import_id" = i64, Path, description = "The import's id (the `id` of its answer)")),
+    security(("api_token" = ["read_subscriptions"]), ("oauth2" = ["read_subscriptions"])),
+    responses((status = 200, body = ImportProgressAnswer, description = "The import and how far it has gone")))]
+pub async fn get(
+    state: web::Data<AppState>,
+    request: Authorized<scopes::ReadSubscriptions>,
+    path: TypedPath<ImportPath>,
+) -> Result<HttpResponse, ApiError> {
+    let id = path.get()?.import_id;
+    let shop = request.access.shop;
+    let import = state.read(move |tx| get_import(tx, &shop, id)).await?;
+    Ok(HttpResponse::Ok().json(ImportProgressAnswer { import }))
 }
 
 type Page = Pin<Box<dyn Future<Output = Result<(Vec<u8>, Option<SubscriptionId>), ApiError>>>>;

@@ -5,6 +5,7 @@
 //! and the subscription groups
 //! (`read_subscription_groups`, `write_subscription_groups`).
 
+mod analytics;
 mod console;
 mod customers;
 mod dunning;
@@ -43,11 +44,14 @@ use super::resource;
     operations::change_shipping_address,
     operations::change_payment_method,
     imports::import,
+    imports::list,
+    imports::get,
     imports::export,
     settings::cancellation_reasons_get,
     settings::cancellation_reasons_set,
     dunning::get,
     dunning::set,
+    analytics::get,
     groups::list,
     groups::create,
     groups::get,
@@ -124,7 +128,12 @@ pub fn configure(config: &mut web::ServiceConfig) {
             resource("/subscriptions/v1/shops/{shop}/subscriptions/{id}/payment_method")
                 .route(web::put().to(operations::change_payment_method)),
         )
-        .service(resource("/subscriptions/v1/shops/{shop}/imports").route(web::post().to(imports::import)))
+        .service(
+            resource("/subscriptions/v1/shops/{shop}/imports")
+                .route(web::post().to(imports::import))
+                .route(web::get().to(imports::list)),
+        )
+        .service(resource("/subscriptions/v1/shops/{shop}/imports/{import_id}").route(web::get().to(imports::get)))
         .service(
             resource("/subscriptions/v1/shops/{shop}/exports/subscriptions").route(web::get().to(imports::export)),
         )
@@ -133,6 +142,7 @@ pub fn configure(config: &mut web::ServiceConfig) {
                 .route(web::get().to(settings::cancellation_reasons_get))
                 .route(web::put().to(settings::cancellation_reasons_set)),
         )
+        .service(resource("/subscriptions/v1/shops/{shop}/analytics").route(web::get().to(analytics::get)))
         .service(
             resource("/subscriptions/v1/shops/{shop}/settings/dunning")
                 .route(web::get().to(dunning::get))
@@ -187,8 +197,29 @@ pub fn configure(config: &mut web::ServiceConfig) {
                 .route(web::post().to(webhooks::enable)),
         )
         // The operator console's pages (HTML, left out of the OpenAPI document).
-        .service(resource("/console/subscriptions").route(web::get().to(console::due)))
+        .service(resource("/console/subscriptions").route(web::get().to(console::list)))
         .service(
             resource("/console/subscriptions/{id}").route(web::get().to(console::subscription)),
+        )
+        .service(
+            resource("/console/subscriptions/{id}/cancel").route(web::post().to(console::cancel)),
+        )
+        .service(
+            resource("/console/subscriptions/{id}/pause").route(web::post().to(console::pause)),
+        )
+        .service(
+            resource("/console/subscriptions/{id}/resume").route(web::post().to(console::resume)),
+        )
+        .service(resource("/console/subscriptions/{id}/skip").route(web::post().to(console::skip)))
+        .service(resource("/console/customers").route(web::get().to(console::customers)))
+        .service(resource("/console/customers/{id}").route(web::get().to(console::customer)))
+        .service(resource("/console/orders").route(web::get().to(console::orders)))
+        .service(resource("/console/settings").route(web::get().to(console::settings)))
+        .service(
+            resource("/console/settings/dunning").route(web::post().to(console::save_dunning)),
+        )
+        .service(
+            resource("/console/settings/cancellation-reasons")
+                .route(web::post().to(console::save_reasons)),
         );
 }

@@ -1,0 +1,2 @@
+DROP TABLE analytics_backfill;
+DROP TABLE shop_analytics;

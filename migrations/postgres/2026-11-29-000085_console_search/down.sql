@@ -1,0 +1,3 @@
+DROP INDEX platform_customers_lower_email;
+DROP INDEX subscription_orders_shop_status;
+DROP INDEX subscription_orders_shop_scheduled;
