@@ -22,8 +22,8 @@ use mercer_domain::subscriptions::analytics::{
 use mercer_domain::subscriptions::recurrence::{OrderSchedule, ShopZone};
 use mercer_domain::subscriptions::resources::{Cents, SubscriptionStatus};
 
-use crate::bench::{drop_postgres_database, ms, postgres_database, start_mercer};
-use crate::bench_subscriptions::{Database, Seed, quoted, seed_script};
+use crate::bench::{ms, start_mercer};
+use crate::bench_subscriptions::{Database, Seed, on_each_database, quoted, seed_script};
 
 const SUBSCRIPTIONS: i64 = 1_000_000;
 const CUSTOMERS: i64 = 10_000;
@@ -302,22 +302,7 @@ pub fn analytics(binary: &str) -> Result<(), String> {
     println!(
         "analytics benchmark: GET /analytics over a shop of {SUBSCRIPTIONS} subscriptions with {HISTORY_DAYS} days of counters; one keep-alive connection, one request at a time, {SAMPLES} samples each"
     );
-    let dir = std::env::temp_dir().join(format!("mercer-bench-analytics-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let sqlite = Database::Sqlite {
-        path: dir.join("bench.db"),
-    };
-    let result = run_backend(binary, "SQLite", &sqlite);
-    let _ = std::fs::remove_dir_all(&dir);
-    result?;
-    match postgres_database()? {
-        Some(url) => {
-            let database = Database::Postgres { url: url.clone() };
-            let result = run_backend(binary, "PostgreSQL", &database);
-            drop_postgres_database(&url);
-            result?;
-        }
-        None => println!("PostgreSQL: NOT RUN (psql could not create a database)"),
-    }
-    Ok(())
+    on_each_database("analytics", |label, database| {
+        run_backend(binary, label, database)
+    })
 }

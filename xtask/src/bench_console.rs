@@ -10,8 +10,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::bench::{Mercer, drop_postgres_database, ms, postgres_database, start_mercer};
-use crate::bench_subscriptions::{Database, Dialect};
+use crate::bench::{Mercer, ms, start_mercer};
+use crate::bench_subscriptions::{Database, Dialect, on_each_database};
 
 const MESSAGES: i64 = 100_000;
 const TARGET_MS: f64 = 50.0;
@@ -303,22 +303,7 @@ pub fn console(binary: &str) -> Result<(), String> {
     println!(
         "console benchmark: the operator console's pages over {MESSAGES} webhook messages of one shop; one keep-alive connection, one request at a time, {SAMPLES} samples a page"
     );
-    let dir = std::env::temp_dir().join(format!("mercer-bench-console-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let sqlite = Database::Sqlite {
-        path: dir.join("bench.db"),
-    };
-    let result = run_backend(binary, "SQLite", &sqlite);
-    let _ = std::fs::remove_dir_all(&dir);
-    result?;
-    match postgres_database()? {
-        Some(url) => {
-            let database = Database::Postgres { url: url.clone() };
-            let result = run_backend(binary, "PostgreSQL", &database);
-            drop_postgres_database(&url);
-            result?;
-        }
-        None => println!("PostgreSQL: NOT RUN (psql could not create a database)"),
-    }
-    Ok(())
+    on_each_database("console", |label, database| {
+        run_backend(binary, label, database)
+    })
 }

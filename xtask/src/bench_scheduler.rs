@@ -16,11 +16,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use crate::bench::{
-    drop_postgres_database, peak_memory_kib, postgres_database, start_mercer, wait_for_listen,
-};
+use crate::bench::{peak_memory_kib, start_mercer, wait_for_listen};
 use crate::bench_dispatch::Receiver;
-use crate::bench_subscriptions::{Database, Seed, percentile, quoted, seed_script};
+use crate::bench_subscriptions::{
+    Database, Seed, on_each_database, percentile, quoted, seed_script,
+};
 
 const SUBSCRIPTIONS: i64 = 10_000;
 /// Seeded orders are due on 2030-01-07, until the benchmark moves them.
@@ -350,34 +350,11 @@ pub fn scheduler(mercer: &str) -> Result<(), String> {
     println!(
         "scheduler benchmark: {SUBSCRIPTIONS} subscriptions due at one instant, placed through the platform simulator (Create Order, Create Payment), subscription_order_created delivered to a local receiver"
     );
-    let dir = std::env::temp_dir().join(format!("mercer-bench-scheduler-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let sqlite = Database::Sqlite {
-        path: dir.join("bench.db"),
-    };
-    let result = run_backend(
-        &binaries,
-        "SQLite",
-        &sqlite,
-        Duration::from_secs(60),
-        &serve_args,
-    );
-    let _ = std::fs::remove_dir_all(&dir);
-    result?;
-    match postgres_database()? {
-        Some(url) => {
-            let database = Database::Postgres { url: url.clone() };
-            let result = run_backend(
-                &binaries,
-                "PostgreSQL",
-                &database,
-                Duration::from_secs(90),
-                &serve_args,
-            );
-            drop_postgres_database(&url);
-            result?;
-        }
-        None => println!("PostgreSQL: NOT RUN (psql could not create a database)"),
-    }
-    Ok(())
+    on_each_database("scheduler", |label, database| {
+        let target = match database {
+            Database::Sqlite { .. } => Duration::from_secs(60),
+            Database::Postgres { .. } => Duration::from_secs(90),
+        };
+        run_backend(&binaries, label, database, target, &serve_args)
+    })
 }

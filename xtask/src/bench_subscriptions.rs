@@ -481,6 +481,34 @@ pub(crate) fn seed_script(dialect: Dialect, shop_id: i64, seed: &Seed) -> String
     }
 }
 
+/// Runs `run_backend` on a new SQLite file, then on a new PostgreSQL database (or says that none
+/// could be made), removing each afterwards. The label is `SQLite` or `PostgreSQL`.
+pub(crate) fn on_each_database(
+    bench: &str,
+    run_backend: impl Fn(&str, &Database) -> Result<(), String>,
+) -> Result<(), String> {
+    let dir = std::env::temp_dir().join(format!("mercer-bench-{bench}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let sqlite = Database::Sqlite {
+        path: dir.join("bench.db"),
+    };
+    let result = run_backend("SQLite", &sqlite);
+    let _ = std::fs::remove_dir_all(&dir);
+    result?;
+    match postgres_database()? {
+        Some(url) => {
+            let database = Database::Postgres { url: url.clone() };
+            let result = run_backend("PostgreSQL", &database);
+            drop_postgres_database(&url);
+            result
+        }
+        None => {
+            println!("PostgreSQL: NOT RUN (psql could not create a database)");
+            Ok(())
+        }
+    }
+}
+
 /// A database the bench seeds and queries beside mercer, through its command-line client.
 pub(crate) enum Database {
     Sqlite { path: PathBuf },
@@ -1167,25 +1195,14 @@ pub fn subscriptions(binary: &str) -> Result<(), String> {
     println!(
         "subscriptions benchmark: List Subscriptions over {SUBSCRIPTIONS} subscriptions ({CUSTOMERS} customers, {LINE_ITEMS_PER_SUBSCRIPTION} line items each) in one shop; limit {PAGE}; one keep-alive connection, one request at a time"
     );
-    let dir =
-        std::env::temp_dir().join(format!("mercer-bench-subscriptions-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let sqlite = Database::Sqlite {
-        path: dir.join("bench.db"),
-    };
-    let result = run_backend(binary, "SQLite", &sqlite, 10.0);
-    let _ = std::fs::remove_dir_all(&dir);
-    result?;
-    match postgres_database()? {
-        Some(url) => {
-            let database = Database::Postgres { url: url.clone() };
-            let result = run_backend(binary, "PostgreSQL", &database, 20.0);
-            drop_postgres_database(&url);
-            result?;
-        }
-        None => println!("PostgreSQL: NOT RUN (psql could not create a database)"),
-    }
-    Ok(())
+    on_each_database("subscriptions", |label, database| {
+        let target_ms = if matches!(database, Database::Sqlite { .. }) {
+            10.0
+        } else {
+            20.0
+        };
+        run_backend(binary, label, database, target_ms)
+    })
 }
 
 #[cfg(test)]
