@@ -53,6 +53,50 @@ fn citations(path: &Path) -> Vec<String> {
         .collect()
 }
 
+/// The files under `dir` (recursively) that people read as source: code, migrations, templates,
+/// examples and service files; build output and installed packages left out.
+fn source_files(dir: &Path, files: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        if path.is_dir() {
+            if !["target", "node_modules", ".git"].contains(&name.to_string_lossy().as_ref()) {
+                source_files(&path, files);
+            }
+        } else if path.extension().is_some_and(|ext| {
+            [
+                "rs", "sql", "toml", "md", "html", "js", "ts", "service", "py", "sh",
+            ]
+            .contains(&ext.to_string_lossy().as_ref())
+        }) {
+            files.push(path);
+        }
+    }
+}
+
+#[test]
+fn no_source_file_cites_a_specification_the_repository_does_not_ship() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for dir in ["crates", "migrations", "contrib", "xtask", "tests", ".ci"] {
+        source_files(&root.join(dir), &mut files);
+    }
+    assert!(
+        files.len() > 100,
+        "the source tree was not found: {files:?}"
+    );
+    // This file names the citations it looks for.
+    files.retain(|file| !file.ends_with("tests/e2e/docs.rs"));
+    let mut found = Vec::new();
+    for file in files {
+        found.extend(citations(&file));
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
 #[test]
 fn the_published_openapi_document_cites_nothing_users_cannot_read() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");

@@ -1,4 +1,4 @@
--- The headless checkout (issue 15; contract §4.4; docs/checkout.md).
+-- The headless checkout (docs/checkout.md).
 
 -- A shop's checkout settings (mercer shop update, PATCH /checkout/shop/{shop}/settings).
 -- The shop's built-in abandoned-cart emails: while on, order/abandoned is not sent.

@@ -1,4 +1,4 @@
--- API overrides (contract §4.1): the secret signs Mercer's requests to the override, so it is
+-- API overrides: the secret signs Mercer's requests to the override, so it is
 -- kept as written (like shared_secrets); it is never returned.
 CREATE TABLE api_overrides (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -12,7 +12,7 @@ CREATE TABLE api_overrides (
 );
 CREATE INDEX api_overrides_type ON api_overrides (shop_id, override_type, id);
 
--- OAuth authorization codes (contract §2): stored as SHA-256 hashes, single use, short-lived.
+-- OAuth authorization codes: stored as SHA-256 hashes, single use, short-lived.
 -- token_id is the token the code was exchanged for, revoked if the code is presented again.
 CREATE TABLE oauth_codes (
     id INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -1,4 +1,4 @@
--- Subscription groups (contract §5.1): what subscriptions and boxes are sold under. A group's
+-- Subscription groups: what subscriptions and boxes are sold under. A group's
 -- products are a JSON array of {platform_product_id, platform_variant_id}; its billing rules
 -- are rows, since subscription line items name them by id.
 CREATE TABLE subscription_groups (

@@ -1,4 +1,4 @@
--- The box builder (seed 002 §2.7, contract §7): boxes sold under a subscription group (one box
+-- The box builder: boxes sold under a subscription group (one box
 -- a group), the products they offer, their sizes, their time slots and the products offered
 -- in each slot. Attributes are JSON arrays kept with the resource they describe.
 CREATE TABLE boxes (

@@ -1,4 +1,4 @@
--- What a subscribed customer chose for one order of a box (seed 002 §2.7, contract §7): one
+-- What a subscribed customer chose for one order of a box: one
 -- selection per subscription line item and order date (a second replaces the first). Its
 -- chosen products are JSON: [{box_product_id, choice_quantity}].
 CREATE TABLE box_selections (
