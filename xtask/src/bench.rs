@@ -346,6 +346,26 @@ pub(crate) fn cpu_seconds(pid: u32) -> Option<f64> {
     cpu_seconds_of(&format!("/proc/{pid}/stat"))
 }
 
+/// CPU time (user + system) the PostgreSQL backends serving `database_url`'s database have used
+/// so far (the server runs on this machine; a pool's backends live as long as the pool). `None`
+/// for another database or when psql cannot tell.
+pub(crate) fn postgres_cpu_seconds(database_url: &str) -> Option<f64> {
+    let (_, name) = database_url.strip_prefix("postgres")?.rsplit_once('/')?;
+    let admin = std::env::var("MERCER_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_string());
+    let query = format!("SELECT pid FROM pg_stat_activity WHERE datname = '{name}'");
+    let output = Command::new("psql")
+        .args([admin.as_str(), "-Atc", &query])
+        .output()
+        .ok()?;
+    let pids = String::from_utf8_lossy(&output.stdout);
+    Some(
+        pids.lines()
+            .filter_map(|pid| cpu_seconds(pid.trim().parse().ok()?))
+            .sum(),
+    )
+}
+
 /// User + system seconds from a `/proc/…/stat` file (a process's or a thread's).
 fn cpu_seconds_of(stat_path: &str) -> Option<f64> {
     let stat = std::fs::read_to_string(stat_path).ok()?;
@@ -805,6 +825,16 @@ pub(crate) fn postgres_database() -> Result<Option<String>, String> {
         .status();
     match status {
         Ok(status) if status.success() => {
+            // MERCER_BENCH_PG_SETTINGS="log_min_duration_statement=0;…": settings of the bench's
+            // database, such as every statement and its time in the server's log, for finding
+            // what a request costs.
+            let settings = std::env::var("MERCER_BENCH_PG_SETTINGS").unwrap_or_default();
+            for (setting, value) in settings.split(';').filter_map(|s| s.split_once('=')) {
+                let alter = format!("ALTER DATABASE {name} SET {setting} = '{value}'");
+                let _ = Command::new("psql")
+                    .args([admin.as_str(), "-qc", &alter])
+                    .status();
+            }
             let base = admin
                 .rsplit_once('/')
                 .map_or(admin.as_str(), |(base, _)| base);
@@ -830,6 +860,7 @@ pub(crate) fn drop_postgres_database(url: &str) {
 
 /// Runs `run_backend(label, database_url)` on a SQLite file in a temporary folder named after
 /// `bench`, then on a PostgreSQL database of its own when one can be made (dropped after).
+/// `MERCER_BENCH_DATABASE=sqlite` or `=postgres` runs one of the two, for a quicker look.
 pub(crate) fn on_both_databases(
     bench: &str,
     run_backend: impl Fn(&str, &str) -> Result<(), String>,
@@ -837,9 +868,16 @@ pub(crate) fn on_both_databases(
     let dir = std::env::temp_dir().join(format!("mercer-bench-{bench}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let sqlite = format!("sqlite://{}", dir.join("bench.db").display());
-    let result = run_backend("SQLite", &sqlite);
-    let _ = std::fs::remove_dir_all(&dir);
-    result?;
+    let only = std::env::var("MERCER_BENCH_DATABASE").unwrap_or_default();
+    if only != "postgres" {
+        let result = run_backend("SQLite", &sqlite);
+        let _ = std::fs::remove_dir_all(&dir);
+        result?;
+    }
+    if only == "sqlite" {
+        println!("PostgreSQL: NOT RUN (MERCER_BENCH_DATABASE=sqlite)");
+        return Ok(());
+    }
     match postgres_database()? {
         Some(url) => {
             let result = run_backend("PostgreSQL", &url);

@@ -1,7 +1,7 @@
 //! `cargo xtask bench subscriptions`: the List Subscriptions benchmark of docs/benchmarks.md.
 //!
 //! On each database: one shop with 10,000 customers (one address each) and 1,000,000
-//! subscriptions (100 per customer, 85% active, `next_order_datetime` spread over 2026), each
+//! subscriptions (100 per customer, 85% active, `next_order_datetime` spread over 2030), each
 //! with two line items and its creation in the status log, seeded with set-based SQL (`sqlite3`,
 //! `psql`) into a database `mercer` migrated. Then `GET /subscriptions/v1/shops/{shop}/
 //! subscriptions` (default limit 50) on one keep-alive connection, one request at a time: p50
@@ -49,18 +49,21 @@ const WARM_UP: usize = 20;
 const WARM_UP_TIME: Duration = Duration::from_secs(10);
 const MEMORY_TARGET_MIB: f64 = 150.0;
 
-/// 2026-01-01T00:00:00Z in Unix seconds; every `next_order_datetime` falls in 2026.
-const YEAR_START: i64 = 1_767_225_600;
+/// 2030-01-01T00:00:00Z in Unix seconds; every `next_order_datetime` falls in 2030, years
+/// ahead, so the scheduler of the server measured places none of them while it is measured
+/// (a year already begun would have most of them due, and their statuses change under the
+/// counts the bench checks).
+const YEAR_START: i64 = 1_893_456_000;
 const YEAR_SECONDS: i64 = 365 * 86_400;
-/// When the seeded rows were made: 2025-12-01T00:00:00Z.
+/// When the seeded rows were made: 2029-12-01T00:00:00Z.
 const CREATED: i64 = YEAR_START - 31 * 86_400;
-const CREATED_TEXT: &str = "2025-12-01T00:00:00Z";
-/// The range filter: March to October 2026 (59 and 304 days into the year), two thirds of the
+const CREATED_TEXT: &str = "2029-12-01T00:00:00Z";
+/// The range filter: March to October 2030 (59 and 304 days into the year), two thirds of the
 /// subscriptions.
 const RANGE_FROM: i64 = YEAR_START + 59 * 86_400;
-const RANGE_FROM_TEXT: &str = "2026-03-01T00:00:00Z";
+const RANGE_FROM_TEXT: &str = "2030-03-01T00:00:00Z";
 const RANGE_TO: i64 = YEAR_START + 304 * 86_400;
-const RANGE_TO_TEXT: &str = "2026-11-01T00:00:00Z";
+const RANGE_TO_TEXT: &str = "2030-11-01T00:00:00Z";
 
 /// The two SQL dialects of the seeding script.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -158,7 +161,7 @@ pub(crate) struct Seed {
 
 impl Seed {
     /// This benchmark's: a million subscriptions of 10,000 customers, the next order somewhere
-    /// in 2026 in an order unrelated to the id (7919 is prime to 1,000,003, itself prime: a
+    /// in 2030 in an order unrelated to the id (7919 is prime to 1,000,003, itself prime: a
     /// permutation), 85% active and the rest inactive, paused or scheduled, 5% each.
     fn list_benchmark() -> Seed {
         Seed {
@@ -1226,8 +1229,8 @@ mod tests {
 
     #[test]
     fn the_constants_name_their_dates() {
-        assert_eq!(CREATED, 1_764_547_200);
-        assert_eq!(RANGE_FROM, 1_772_323_200);
-        assert_eq!(RANGE_TO, 1_793_491_200);
+        assert_eq!(CREATED, 1_890_777_600);
+        assert_eq!(RANGE_FROM, 1_898_553_600);
+        assert_eq!(RANGE_TO, 1_919_721_600);
     }
 }
