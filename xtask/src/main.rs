@@ -2,6 +2,9 @@
 //!
 //! - `cargo xtask test [--require-postgres] [-- <cargo test args>]`: the whole suite on SQLite,
 //!   and on PostgreSQL when one answers; prints which backends ran.
+//! - `cargo xtask test --quick`: a contributor's first run: unit tests, the crates' integration
+//!   tests and a short end-to-end selection, SQLite only, nothing installed; its summary says it
+//!   was the quick subset.
 //! - `cargo xtask ci`: what CI runs: fmt check, clippy -D warnings, tidy, test --require-postgres.
 //! - `cargo xtask chaos`: the reliability suite's full form on both databases, with every
 //!   scenario's figures (docs/operations.md, "What Mercer guarantees").
@@ -44,6 +47,7 @@ fn usage() -> ExitCode {
         "usage: cargo xtask <task>\n\n\
          tasks:\n  \
          test [--require-postgres] [-- ARGS]   the whole suite on SQLite and PostgreSQL\n  \
+         test --quick [-- ARGS]                a quick subset for contributors: unit, store and a\n                                        few e2e tests, SQLite only, installs nothing;\n                                        NOT a full pass (no PostgreSQL, no slow phases)\n  \
          ci                                    fmt check, clippy, tidy, test --require-postgres\n  \
          chaos                                 the reliability suite, full form, with its figures\n  \
          tidy [--manifest-path PATH]           check the crate layering invariants\n  \
@@ -61,12 +65,27 @@ fn main() -> ExitCode {
     let Some(task) = args.first() else {
         return usage();
     };
+    if matches!(task.as_str(), "--help" | "-h" | "help") {
+        usage();
+        return ExitCode::SUCCESS;
+    }
     let rest = &args[1..];
     let result = match task.as_str() {
         "test" => {
             let mut phases = test::Phases::default();
             let result = test::run(rest, &mut phases);
             phases.print();
+            // Last on the screen, so a quick run never reads as the whole suite's pass.
+            let quick = rest
+                .iter()
+                .take_while(|arg| *arg != "--")
+                .any(|arg| arg == "--quick");
+            if quick && result.is_ok() {
+                eprintln!(
+                    "xtask test --quick: the QUICK subset passed (SQLite only); PostgreSQL and \
+                     the slow phases did not run"
+                );
+            }
             result
         }
         "ci" => ci(),

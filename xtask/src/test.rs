@@ -2,6 +2,10 @@
 //!
 //! Tests that need PostgreSQL have `postgres` in their names. When PostgreSQL does not answer
 //! they are left out and the summary says so; with `--require-postgres` (CI) that is a failure.
+//!
+//! `--quick` is the contributor's first run: the unit tests, the crates' own integration tests
+//! (the store's among them) and a short end-to-end selection, on SQLite only, installing nothing
+//! (no npm, PyPI, Chromium or Vendure). Its summary says in capitals what it left out.
 
 use std::io::{BufRead, BufReader};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -10,6 +14,22 @@ use std::time::Duration;
 
 const POSTGRES_URL_VAR: &str = "MERCER_TEST_POSTGRES_URL";
 const DEFAULT_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+/// The end-to-end tests `--quick` runs, on SQLite: the front door (credentials, scopes, error
+/// bodies, health), request ids, event ingest, the box builder and the process lifecycle. Each
+/// starts the real binary; none installs anything, and together they take well under a minute.
+const QUICK_E2E: &[&str] = &[
+    "foundation::sqlite::",
+    "request_ids::sqlite::",
+    "events::sqlite::",
+    "box_builder::sqlite::",
+    "lifecycle::sqlite::",
+];
+
+/// What `--quick` leaves out, for its summary.
+const QUICK_LEFT_OUT: &str = "PostgreSQL, the doctests and the embed example, the rest of the \
+     end-to-end suite, the README walkthroughs, the signature verifiers (npm, PyPI), the schema \
+     fuzzer, Vendure and the browser test";
 
 /// `host:port` of a postgres:// URL (5432 when it names no port).
 fn host_and_port(url: &str) -> Option<String> {
@@ -98,18 +118,28 @@ pub fn run(args: &[String], phases: &mut Phases) -> Result<(), String> {
         Some(split) => (&args[..split], &args[split + 1..]),
         None => (args, &[][..]),
     };
-    let (mut require_postgres, mut require_browser) = (false, false);
+    let (mut require_postgres, mut require_browser, mut quick) = (false, false, false);
     for arg in own {
         match arg.as_str() {
             "--require-postgres" => require_postgres = true,
             "--require-browser" => require_browser = true,
+            "--quick" => quick = true,
             other => {
                 return Err(format!(
-                    "unknown option {other}; usage: cargo xtask test [--require-postgres] \
-                     [--require-browser] [-- ARGS]"
+                    "unknown option {other}; usage: cargo xtask test [--quick] \
+                     [--require-postgres] [--require-browser] [-- ARGS]"
                 ));
             }
         }
+    }
+    if quick {
+        if require_postgres || require_browser {
+            return Err(
+                "--quick runs on SQLite only and skips the browser: it cannot require them"
+                    .to_string(),
+            );
+        }
+        return run_quick(passthrough, phases);
     }
 
     let postgres_url = postgres_url();
@@ -272,6 +302,70 @@ pub fn run(args: &[String], phases: &mut Phases) -> Result<(), String> {
             "the browser test was skipped, and --require-browser was given (CI installs Chromium)"
                 .to_string(),
         );
+    }
+    Ok(())
+}
+
+/// `cargo xtask test --quick`: the build, the unit tests, the crates' integration tests and
+/// [`QUICK_E2E`], every one on SQLite; PostgreSQL is not even asked.
+fn run_quick(passthrough: &[String], phases: &mut Phases) -> Result<(), String> {
+    let cargo = crate::cargo();
+    phases.time("build", || {
+        build_binaries(&cargo)?;
+        crate::run_step(&cargo, &["test", "--workspace", "--no-run"])
+    })?;
+    let mut run = TestRun {
+        cargo: &cargo,
+        skip_postgres: true,
+        passthrough,
+        tallies: Tallies::default(),
+        failed_phases: Vec::new(),
+    };
+    phases.time("unit", || {
+        run.phase("unit", &["--workspace", "--lib", "--bins"], &[])
+    })?;
+    phases.time("store", || {
+        run.phase(
+            "store",
+            &["--workspace", "--exclude", "mercer-tests", "--test", "*"],
+            &[],
+        )
+    })?;
+    phases.time("e2e-quick", || {
+        run.phase(
+            "e2e-quick",
+            &["-p", "mercer-tests", "--test", "e2e"],
+            QUICK_E2E,
+        )
+    })?;
+
+    let Tallies {
+        sqlite,
+        postgres,
+        other,
+    } = &run.tallies;
+    let total = Tally {
+        passed: sqlite.passed + postgres.passed + other.passed,
+        failed: sqlite.failed + postgres.failed + other.failed,
+        ignored: sqlite.ignored + postgres.ignored + other.ignored,
+    };
+    let rule = "!".repeat(78);
+    println!();
+    println!("{rule}");
+    println!("QUICK SUBSET ONLY (cargo xtask test --quick): this is not a full pass.");
+    println!("Backends:");
+    println!("  SQLite      {}", sqlite.describe());
+    println!("  PostgreSQL  NOT RUN (--quick)");
+    println!("  other tests {}", other.describe());
+    println!("{}, {} skipped", total.describe(), total.ignored);
+    println!("NOT RUN: {QUICK_LEFT_OUT}.");
+    println!("Run `cargo xtask test` (with PostgreSQL up) before sending a change.");
+    println!("{rule}");
+    if !run.failed_phases.is_empty() {
+        return Err(format!(
+            "some tests of the QUICK subset failed (phases: {})",
+            run.failed_phases.join(", ")
+        ));
     }
     Ok(())
 }

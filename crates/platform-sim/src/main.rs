@@ -9,6 +9,9 @@ use clap::{Parser, Subcommand};
 use mercer_platform_sim::{Simulator, app};
 use serde_json::{Value, json};
 
+/// Where the simulator listens, and where its commands find it, unless told otherwise.
+const DEFAULT_URL: &str = "http://127.0.0.1:9090";
+
 #[derive(Parser)]
 #[command(
     name = "mercer-platform-sim",
@@ -25,14 +28,19 @@ struct Cli {
 enum Command {
     /// Serve the connector operations and the admin API.
     Serve {
-        /// Address and port; port 0 picks a free one (printed).
-        #[arg(long, env = "SIM_BIND", default_value = "127.0.0.1:9090")]
-        bind: String,
+        /// Address and port; port 0 picks a free one (printed). Without it, the host and port of
+        /// --admin-url.
+        #[arg(long, env = "SIM_BIND")]
+        bind: Option<String>,
+        /// The simulator's base URL, as the other commands take it: without --bind, `serve`
+        /// listens at its host and port, so one variable names the simulator for every command.
+        #[arg(long, env = "SIM_ADMIN_URL", default_value = DEFAULT_URL)]
+        admin_url: String,
     },
     /// Register a shop: its connector secret, and where to push its events.
     Shop {
         /// The simulator's base URL (where `serve` listens); its admin API is under /admin.
-        #[arg(long, env = "SIM_ADMIN_URL", default_value = "http://127.0.0.1:9090")]
+        #[arg(long, env = "SIM_ADMIN_URL", default_value = DEFAULT_URL)]
         admin_url: String,
         /// The shop's identifier (Mercer's shop_identifier).
         #[arg(long)]
@@ -50,7 +58,7 @@ enum Command {
     /// Create a customer on the platform (pushes Customer Saved to Mercer).
     CreateCustomer {
         /// The simulator's base URL (where `serve` listens); its admin API is under /admin.
-        #[arg(long, env = "SIM_ADMIN_URL", default_value = "http://127.0.0.1:9090")]
+        #[arg(long, env = "SIM_ADMIN_URL", default_value = DEFAULT_URL)]
         admin_url: String,
         /// The shop's identifier (Mercer's shop_identifier).
         #[arg(long)]
@@ -68,7 +76,7 @@ enum Command {
     /// Delete a customer on the platform (pushes Customer Deleted to Mercer).
     DeleteCustomer {
         /// The simulator's base URL (where `serve` listens); its admin API is under /admin.
-        #[arg(long, env = "SIM_ADMIN_URL", default_value = "http://127.0.0.1:9090")]
+        #[arg(long, env = "SIM_ADMIN_URL", default_value = DEFAULT_URL)]
         admin_url: String,
         /// The shop's identifier (Mercer's shop_identifier).
         #[arg(long)]
@@ -80,7 +88,7 @@ enum Command {
     /// Create or change a product on the platform (pushes Product Saved to Mercer).
     CreateProduct {
         /// The simulator's base URL (where `serve` listens); its admin API is under /admin.
-        #[arg(long, env = "SIM_ADMIN_URL", default_value = "http://127.0.0.1:9090")]
+        #[arg(long, env = "SIM_ADMIN_URL", default_value = DEFAULT_URL)]
         admin_url: String,
         /// The shop's identifier (Mercer's shop_identifier).
         #[arg(long)]
@@ -100,7 +108,7 @@ enum Command {
     /// hands a signed-in shopper; Validate Customer JWT finds it active.
     CustomerToken {
         /// The simulator's base URL (where `serve` listens); its admin API is under /admin.
-        #[arg(long, env = "SIM_ADMIN_URL", default_value = "http://127.0.0.1:9090")]
+        #[arg(long, env = "SIM_ADMIN_URL", default_value = DEFAULT_URL)]
         admin_url: String,
         /// The shop's identifier (Mercer's shop_identifier).
         #[arg(long)]
@@ -112,7 +120,7 @@ enum Command {
     /// Revoke every token of a customer: Validate Customer JWT finds them inactive.
     RevokeCustomerTokens {
         /// The simulator's base URL (where `serve` listens); its admin API is under /admin.
-        #[arg(long, env = "SIM_ADMIN_URL", default_value = "http://127.0.0.1:9090")]
+        #[arg(long, env = "SIM_ADMIN_URL", default_value = DEFAULT_URL)]
         admin_url: String,
         /// The shop's identifier (Mercer's shop_identifier).
         #[arg(long)]
@@ -124,7 +132,7 @@ enum Command {
     /// Fill the platform with customers and orders without pushing events (for syncs).
     Seed {
         /// The simulator's base URL (where `serve` listens); its admin API is under /admin.
-        #[arg(long, env = "SIM_ADMIN_URL", default_value = "http://127.0.0.1:9090")]
+        #[arg(long, env = "SIM_ADMIN_URL", default_value = DEFAULT_URL)]
         admin_url: String,
         /// The shop's identifier (Mercer's shop_identifier).
         #[arg(long)]
@@ -142,7 +150,7 @@ enum Command {
     /// Make connector operations misbehave; `--clear` makes them behave again.
     Fault {
         /// The simulator's base URL (where `serve` listens); its admin API is under /admin.
-        #[arg(long, env = "SIM_ADMIN_URL", default_value = "http://127.0.0.1:9090")]
+        #[arg(long, env = "SIM_ADMIN_URL", default_value = DEFAULT_URL)]
         admin_url: String,
         /// Answer every connector operation with this HTTP status (500, 429, 404…).
         #[arg(long)]
@@ -231,6 +239,26 @@ fn product_body(
     Ok(json!({"platform_id": platform_id, "name": name, "published": true, "variants": listed}))
 }
 
+/// The `host:port` a base URL such as `http://127.0.0.1:9090/` names, for `serve` to bind.
+fn bind_address(url: &str) -> Result<String, String> {
+    let authority = url
+        .strip_prefix("http://")
+        .ok_or_else(|| format!("--admin-url {url}: expected http://HOST:PORT"))?
+        .split(['/', '?', '#'])
+        .next()
+        .unwrap_or_default();
+    // A URL without a port means http's own.
+    let has_port = authority
+        .rsplit_once(':')
+        .is_some_and(|(_, port)| port.parse::<u16>().is_ok())
+        && !authority.ends_with(']');
+    match (authority.is_empty(), has_port) {
+        (true, _) => Err(format!("--admin-url {url}: expected http://HOST:PORT")),
+        (false, true) => Ok(authority.to_string()),
+        (false, false) => Ok(format!("{authority}:80")),
+    }
+}
+
 fn serve(bind: &str) -> Result<(), String> {
     let data = web::Data::new(Simulator::new());
     actix_web::rt::System::new().block_on(async move {
@@ -251,7 +279,10 @@ fn serve(bind: &str) -> Result<(), String> {
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let result = match Cli::parse().command {
-        Command::Serve { bind } => serve(&bind),
+        Command::Serve { bind, admin_url } => match bind {
+            Some(bind) => serve(&bind),
+            None => bind_address(&admin_url).and_then(|bind| serve(&bind)),
+        },
         Command::Shop {
             admin_url,
             shop,
@@ -367,5 +398,20 @@ mod tests {
     #[test]
     fn every_flag_has_help() {
         super::Cli::command().debug_assert();
+    }
+
+    /// `serve` without --bind listens where --admin-url (SIM_ADMIN_URL) points.
+    #[test]
+    fn serve_binds_the_admin_urls_host_and_port() {
+        use super::bind_address;
+        assert_eq!(bind_address(super::DEFAULT_URL).unwrap(), "127.0.0.1:9090");
+        assert_eq!(
+            bind_address("http://127.0.0.1:8081/").unwrap(),
+            "127.0.0.1:8081"
+        );
+        assert_eq!(bind_address("http://[::1]:7000").unwrap(), "[::1]:7000");
+        assert_eq!(bind_address("http://localhost").unwrap(), "localhost:80");
+        assert!(bind_address("https://127.0.0.1:9090").is_err());
+        assert!(bind_address("http://").is_err());
     }
 }
