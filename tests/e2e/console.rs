@@ -4,7 +4,9 @@
 //!   receiver; retries an event set aside and sees it applied; a form posted without its CSRF
 //!   token is refused; another shop's staff member sees none of it;
 //! - over plain HTTP: the cookie's and the pages' headers, the sign-in form's own CSRF token,
-//!   the lock after repeated failures, signing out.
+//!   the lock after repeated failures, signing out;
+//! - behind a trusted proxy (`--trusted-proxies`): the lock holds the client `X-Forwarded-For`
+//!   names, not the proxy; without the flag the header is ignored.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -358,16 +360,88 @@ fn sign_in_form(server: &MercerServer) -> (String, String) {
 }
 
 fn sign_in(server: &MercerServer, shop: &str, email: &str, password: &str) -> Answer {
+    sign_in_forwarded(server, shop, email, password, None)
+}
+
+/// [`sign_in`] with `X-Forwarded-For: forwarded_for`, as a proxy in front of Mercer would send
+/// it (the request still comes from 127.0.0.1).
+fn sign_in_forwarded(
+    server: &MercerServer,
+    shop: &str,
+    email: &str,
+    password: &str,
+    forwarded_for: Option<&str>,
+) -> Answer {
     let (csrf, cookie) = sign_in_form(server);
-    server
-        .post("/console/sign-in")
-        .header("Cookie", &cookie)
-        .form(&[
-            ("csrf", csrf.as_str()),
-            ("shop", shop),
-            ("email", email),
-            ("password", password),
-        ])
+    let call = server.post("/console/sign-in").header("Cookie", &cookie);
+    let call = match forwarded_for {
+        Some(value) => call.header("X-Forwarded-For", value),
+        None => call,
+    };
+    call.form(&[
+        ("csrf", csrf.as_str()),
+        ("shop", shop),
+        ("email", email),
+        ("password", password),
+    ])
+}
+
+/// Behind a trusted proxy (`--trusted-proxies 127.0.0.1`, the address this test connects
+/// from), the lockout pairs the account with the client `X-Forwarded-For` names: wrong
+/// passwords from 203.0.113.7 lock the account there only, and it signs in from 203.0.113.8.
+/// Entries a client writes in front of the proxy's are not believed. Without the flag the
+/// header is ignored: every attempt is 127.0.0.1's, and the lock holds whatever it says.
+fn behind_a_trusted_proxy_the_lockout_pairs_the_account_with_the_forwarded_client(
+    backend: Backend,
+) {
+    const EMAIL: &str = "ops@demo.test";
+    const LOCKED_OUT: &str = "203.0.113.7";
+    const ELSEWHERE: &str = "203.0.113.8";
+    let guess_until_locked = |server: &MercerServer, shop: &str| {
+        let statuses: Vec<u16> = (0..6)
+            .map(|_| {
+                sign_in_forwarded(server, shop, EMAIL, "not the password", Some(LOCKED_OUT)).status
+            })
+            .collect();
+        assert_eq!(statuses.first(), Some(&401), "{statuses:?}");
+        assert_eq!(statuses.last(), Some(&429), "{statuses:?}");
+    };
+
+    let proxied = MercerServer::start_with(
+        TestDatabase::create_migrated(backend),
+        &["--trusted-proxies", "127.0.0.1"],
+    );
+    let shop = proxied.demo().shop.clone();
+    staff(&proxied, &shop, EMAIL);
+    guess_until_locked(&proxied, &shop);
+    let right = |forwarded_for: &str| {
+        sign_in_forwarded(&proxied, &shop, EMAIL, PASSWORD, Some(forwarded_for)).status
+    };
+    assert_eq!(right(LOCKED_OUT), 429, "the client that guessed is locked");
+    // A client cannot pass for another by writing it first: the proxy appends the address it
+    // was reached from, and that is the one read.
+    assert_eq!(right(&format!("{ELSEWHERE}, {LOCKED_OUT}")), 429);
+    assert_eq!(
+        right(ELSEWHERE),
+        303,
+        "another client of the proxy signs in"
+    );
+    // Without the header, the proxy itself is the client, and it is not locked either.
+    assert_eq!(
+        sign_in(&proxied, &shop, EMAIL, PASSWORD).status,
+        303,
+        "127.0.0.1 is not locked"
+    );
+
+    let direct = MercerServer::start(backend);
+    let shop = direct.demo().shop.clone();
+    staff(&direct, &shop, EMAIL);
+    guess_until_locked(&direct, &shop);
+    assert_eq!(
+        sign_in_forwarded(&direct, &shop, EMAIL, PASSWORD, Some(ELSEWHERE)).status,
+        429,
+        "without --trusted-proxies, X-Forwarded-For is ignored"
+    );
 }
 
 fn sessions_cookies_and_headers_are_as_a_staff_console_needs(backend: Backend) {
@@ -973,5 +1047,6 @@ backend_tests!(
     the_subscriptions_page_shows_the_due_report_and_a_history,
     a_staff_member_resends_a_failed_delivery_and_retries_an_event_in_a_browser,
     sessions_cookies_and_headers_are_as_a_staff_console_needs,
+    behind_a_trusted_proxy_the_lockout_pairs_the_account_with_the_forwarded_client,
     the_jobs_page_lists_the_shops_jobs_and_retries_and_cancels_them,
 );

@@ -5,6 +5,7 @@
 
 mod analytics;
 mod answer_shapes;
+mod backups;
 mod box_builder;
 mod box_catalogue;
 mod box_orders;

@@ -79,6 +79,104 @@ fn a_database_a_newer_mercer_migrated_is_refused(backend: Backend) {
     );
 }
 
+/// Microseconds since the Unix epoch, as the table of running processes keeps times.
+fn now_micros() -> i64 {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    i64::try_from(since.as_micros()).unwrap()
+}
+
+/// With a live process of another schema registered (an older `mercer serve` still running), a
+/// binary with migrations to apply refuses to apply them, naming the process: `migrate` and
+/// `serve` alike, changing nothing. Once that process is gone, the migration runs.
+fn migrating_under_a_process_of_another_schema_is_refused(backend: Backend) {
+    let database = TestDatabase::create_migrated(backend);
+    // An older binary's database: the newest migration before the processes table's is
+    // pending again (its row removed, its columns dropped as its down.sql does).
+    database.execute(
+        "DELETE FROM __diesel_schema_migrations WHERE version = '20261129000095';
+         ALTER TABLE staff_accounts DROP COLUMN last_sign_in_at;
+         ALTER TABLE api_tokens DROP COLUMN last_used_at;",
+    );
+    database.execute(&format!(
+        "INSERT INTO processes (id, version, schema_version, name, heartbeat_ms, started_at, \
+         last_seen) VALUES ('old', '0.0.9', '20261129000095', 'old-host pid 4242', 10000, \
+         {now}, {now})",
+        now = now_micros(),
+    ));
+    for args in [&["migrate"][..], &["serve", "--bind", "127.0.0.1:0"]] {
+        let refused = run_cli(&database, args);
+        assert!(
+            !refused.success,
+            "{args:?} migrated under a running process"
+        );
+        for needle in [
+            "refusing to apply migrations",
+            "0.0.9",
+            "old-host pid 4242",
+            "last seen",
+            "Stop it first",
+        ] {
+            assert!(
+                refused.stderr.contains(needle),
+                "{args:?}, {needle}: {}",
+                refused.stderr
+            );
+        }
+    }
+    let pending = "SELECT COUNT(*) AS n FROM __diesel_schema_migrations WHERE version = \
+                   '20261129000095'";
+    assert_eq!(database.count(pending), 0, "nothing was applied");
+    database.execute("DELETE FROM processes WHERE id = 'old'");
+    let migrated = run_cli(&database, &["migrate"]);
+    assert!(migrated.success, "{}", migrated.stderr);
+    assert_eq!(database.count(pending), 1);
+}
+
+/// A running server whose database a newer Mercer migrated (a migration it does not know
+/// appears) stops at its next heartbeat, saying why, with a non-zero exit; while it ran, its
+/// row was among the running processes.
+fn a_server_stops_when_a_newer_mercer_migrates_its_database(backend: Backend) {
+    let mut server = MercerServer::start_with_env(
+        TestDatabase::create_migrated(backend),
+        &[],
+        &[("MERCER_HEARTBEAT_INTERVAL_MS", "100")],
+    );
+    assert_eq!(
+        server
+            .database()
+            .count("SELECT COUNT(*) AS n FROM processes"),
+        1,
+        "the server registered itself"
+    );
+    server
+        .database()
+        .execute("INSERT INTO __diesel_schema_migrations (version) VALUES ('20991231000000')");
+    let status = server
+        .wait_for_exit(std::time::Duration::from_secs(10))
+        .expect("the server stopped");
+    assert!(!status.success(), "{status:?}");
+    let log = server.log();
+    assert!(
+        log.contains("stopping") && log.contains("newer Mercer") && log.contains("20991231000000"),
+        "{log}"
+    );
+}
+
+/// A server stopped cleanly removes its row from the running processes.
+fn a_server_stopped_cleanly_removes_itself(backend: Backend) {
+    let mut server = MercerServer::start(backend);
+    let running = "SELECT COUNT(*) AS n FROM processes";
+    assert_eq!(server.database().count(running), 1);
+    server.signal("TERM");
+    let status = server
+        .wait_for_exit(std::time::Duration::from_secs(10))
+        .expect("the server stopped");
+    assert!(status.success(), "{status:?}: {}", server.log());
+    assert_eq!(server.database().count(running), 0);
+}
+
 /// The first release's migrations, read from its tag with git, applied to an empty database
 /// as diesel applies them; then today's binary migrates the database and works on it.
 fn todays_migrations_apply_over_the_first_releases(backend: Backend) {
@@ -193,4 +291,7 @@ backend_tests!(
     migrate_check_lists_the_pending_migrations_and_applies_none,
     a_database_a_newer_mercer_migrated_is_refused,
     todays_migrations_apply_over_the_first_releases,
+    migrating_under_a_process_of_another_schema_is_refused,
+    a_server_stops_when_a_newer_mercer_migrates_its_database,
+    a_server_stopped_cleanly_removes_itself,
 );

@@ -122,7 +122,18 @@ impl MercerServer {
 
     /// `mercer serve` on `database`, with extra arguments for `serve`.
     pub fn start_with(database: TestDatabase, serve_args: &[&str]) -> MercerServer {
+        MercerServer::start_with_env(database, serve_args, &[])
+    }
+
+    /// `mercer serve` on `database`, with extra arguments for `serve` and extra environment
+    /// variables.
+    pub fn start_with_env(
+        database: TestDatabase,
+        serve_args: &[&str],
+        env: &[(&str, &str)],
+    ) -> MercerServer {
         let mut child = Command::new(mercer_binary())
+            .envs(env.iter().copied())
             .args([
                 "--database-url",
                 &database.url_string(),

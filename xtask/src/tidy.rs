@@ -13,6 +13,7 @@ const IO_CRATES: &[&str] = &[
     "diesel_migrations",
     "r2d2",
     "libsqlite3-sys",
+    "rusqlite",
     "pq-sys",
     "actix-web",
     "actix-http",
@@ -38,6 +39,7 @@ const ALLOWED_DIRECT: &[(&str, &[&str])] = &[
     ),
     ("diesel", &["mercer-store"]),
     ("diesel_migrations", &["mercer-store"]),
+    ("rusqlite", &["mercer-store"]),
     (
         "ureq",
         &[

@@ -3,6 +3,7 @@
 //! feature's repositories, and no feature imports it.
 
 use crate::access::console::{ConsoleStaff, record_action};
+use crate::access::operator::{self, DeletedShop};
 use crate::access::shop::Shop;
 use crate::kernel::activity::{self, ActivityFigures};
 use crate::kernel::error::DomainError;
@@ -189,4 +190,18 @@ pub fn cancel_shop_job(
         }
         record_action(tx, staff, "job.cancel", &id.to_string(), now)
     })
+}
+
+/// Deletes a shop (`mercer shop delete`): the shop marked deleted and its tokens revoked, as
+/// [`operator::delete_shop`] does, and its webhook endpoints ended with their waiting messages
+/// (`webhooks::end_shop_endpoints`), in one unit of work. `confirmed` is the operator's yes.
+pub fn delete_shop(
+    tx: &mut dyn Repositories,
+    shop_identifier: &str,
+    confirmed: bool,
+    now: Timestamp,
+) -> Result<DeletedShop, DomainError> {
+    let deleted = operator::delete_shop(tx, shop_identifier, confirmed, now)?;
+    crate::webhooks::end_shop_endpoints(tx, deleted.shop.id, now)?;
+    Ok(deleted)
 }

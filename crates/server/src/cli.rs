@@ -120,6 +120,48 @@ pub enum Command {
     /// (docs/connector.md section 6): prints one row per check, exits 1 when one fails. Writes only
     /// test data to the connector, and deletes it again. Needs no database.
     Conformance(ConformanceArgs),
+    /// Copy the SQLite database into a file while Mercer runs (no need to stop it): the copy
+    /// holds the database as it was when the backup began. PostgreSQL: use pg_dump
+    /// (docs/operations.md, "Backups and restores").
+    Backup(BackupArgs),
+    /// Replace the SQLite database with a backup made by `mercer backup`, once the backup is
+    /// checked (a SQLite database, intact, Mercer's, not from a newer Mercer). Refused while a
+    /// Mercer server runs on the database. PostgreSQL: use pg_restore.
+    Restore(RestoreArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BackupArgs {
+    /// The file to write the backup to (written beside it under another name, then renamed).
+    #[arg(long, value_name = "FILE")]
+    pub to: std::path::PathBuf,
+    /// Replace FILE if it exists.
+    #[arg(long)]
+    pub force: bool,
+    /// Database pages copied at each step (a page is 4 KiB).
+    #[arg(
+        long,
+        default_value_t = 1024,
+        value_parser = clap::value_parser!(u32).range(1..=1_000_000)
+    )]
+    pub pages_per_step: u32,
+    /// Milliseconds to pause between two steps, leaving the disk to the server.
+    #[arg(
+        long,
+        default_value_t = 10,
+        value_parser = clap::value_parser!(u64).range(0..=10_000)
+    )]
+    pub pause_ms: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// The backup file, made by `mercer backup`.
+    #[arg(long, value_name = "FILE")]
+    pub from: std::path::PathBuf,
+    /// Confirm replacing the database when it exists: what it holds now is lost.
+    #[arg(long)]
+    pub yes: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -288,6 +330,20 @@ pub struct ServeArgs {
     /// a request's Host or X-Forwarded-Host header.
     #[arg(long, env = "MERCER_PUBLIC_URL", value_name = "URL")]
     pub public_url: Option<String>,
+
+    /// Reverse proxies to believe, comma-separated addresses or CIDR ranges (IPv4 or IPv6), such
+    /// as `127.0.0.1,::1` or `10.0.0.0/8`. A request whose connection comes from one of them
+    /// is from the client its X-Forwarded-For (or, without it, Forwarded: for=) names: the
+    /// list is read from the right, skipping these proxies; a value that is no address leaves
+    /// the proxy's. The sign-in limits count that address. Unset, the headers are ignored. The
+    /// per-address connection cap still counts the connection's own peer.
+    #[arg(
+        long,
+        env = "MERCER_TRUSTED_PROXIES",
+        value_name = "LIST",
+        value_parser = crate::http::client_address::TrustedProxies::parse
+    )]
+    pub trusted_proxies: Option<crate::http::client_address::TrustedProxies>,
 
     /// Most database connections open at once.
     #[arg(long, env = "MERCER_DB_POOL_SIZE", default_value_t = 10)]

@@ -27,6 +27,7 @@ use mercer_domain::kernel::activity::ActivityPruneJob;
 use mercer_domain::kernel::ids::{EventId, JobId};
 use mercer_domain::kernel::jobs::{JobState, cancel_jobs, enqueue, list_jobs, retry_jobs};
 use mercer_domain::kernel::time::{Clock, OffsetClock};
+use mercer_domain::operations;
 use mercer_domain::platform::connector::PlatformConnectorHandle;
 use mercer_domain::platform::events::{
     SetAsideEvent, pending_event_count, retry_failed_events, set_aside_events,
@@ -72,6 +73,8 @@ pub enum CommandError {
     ChecksFailed { failed: usize, total: usize },
     #[error("{0} migrations are pending")]
     MigrationsPending(usize),
+    #[error("{0}")]
+    Backup(#[from] mercer_store::backup::BackupError),
 }
 
 fn describe(error: &DomainError) -> String {
@@ -115,6 +118,8 @@ pub fn run(cli: Cli) -> Result<(), CommandError> {
         Command::App(command) => app_command(&open(&url)?, command),
         Command::Staff(command) => staff_command(&open(&url)?, command),
         Command::Openapi { output } => write_openapi(output.as_deref()),
+        Command::Backup(args) => backup(&url, args),
+        Command::Restore(args) => restore(&url, args),
         Command::Conformance(args) => conformance(args),
         Command::Config(ConfigCommand::Show) => show_settings(&cli.settings),
     }
@@ -360,6 +365,53 @@ fn check_migrations(url: &DatabaseUrl) -> Result<(), CommandError> {
     Err(CommandError::MigrationsPending(status.pending.len()))
 }
 
+/// `mercer backup`: a copy of the SQLite database as it is when the backup begins, made while
+/// the server may run.
+fn backup(url: &DatabaseUrl, args: crate::cli::BackupArgs) -> Result<(), CommandError> {
+    let options = mercer_store::backup::BackupOptions {
+        pages_per_step: args.pages_per_step,
+        pause: Duration::from_millis(args.pause_ms),
+        replace: args.force,
+    };
+    let report = mercer_store::backup::backup(url, &args.to, &options)?;
+    println!(
+        "Backed up {} to {}: {} pages of {} bytes, {} bytes, in {} steps ({} ms)",
+        url.redacted(),
+        report.path.display(),
+        report.pages,
+        report.page_size,
+        report.bytes,
+        report.steps,
+        report.elapsed.as_millis()
+    );
+    Ok(())
+}
+
+/// `mercer restore`: a checked backup put in place of the SQLite database, which no server
+/// may be running on.
+fn restore(url: &DatabaseUrl, args: crate::cli::RestoreArgs) -> Result<(), CommandError> {
+    let options = mercer_store::backup::RestoreOptions { replace: args.yes };
+    let report = mercer_store::backup::restore(url, &args.from, &options)?;
+    let replaced = match report.replaced {
+        true => ", replacing the database it held",
+        false => "",
+    };
+    println!(
+        "Restored {} ({} bytes) into {}{replaced}",
+        args.from.display(),
+        report.bytes,
+        url.redacted()
+    );
+    if !report.pending.is_empty() {
+        println!(
+            "Mercer applies {} migration(s) the backup has not had when it next starts: {}",
+            report.pending.len(),
+            report.pending.join(", ")
+        );
+    }
+    Ok(())
+}
+
 /// The store for an operator command: migrated, so the commands work on a new database too.
 /// `mercer openapi [--output FILE]`: the document `GET /openapi.json` serves, with a final
 /// newline (as `docs/openapi.json` is committed).
@@ -569,7 +621,7 @@ fn shop_command(store: &Store, command: ShopCommand) -> Result<(), CommandError>
             Ok(())
         }
         ShopCommand::Delete { shop, yes } => {
-            let deleted = store.write(|tx| operator::delete_shop(tx, &shop, yes, now()))?;
+            let deleted = store.write(|tx| operations::delete_shop(tx, &shop, yes, now()))?;
             eprintln!(
                 "Deleted shop {} ({}): {} token(s) revoked; it answers as an unknown shop within \
                  2 s.",
@@ -838,6 +890,10 @@ fn print_demo(demo: &DemoCredentials, base: &str) {
 
 /// What `mercer serve` runs beside the HTTP server: the workers and the webhook dispatcher.
 pub struct Services {
+    /// This process's row among the running processes, and its heartbeat.
+    presence: crate::heartbeat::Presence,
+    /// Told when the heartbeat finds the database migrated by a newer Mercer.
+    newer_database: Option<tokio::sync::oneshot::Receiver<String>>,
     workers: Workers,
     webhooks: Wake,
     stop_webhooks: Arc<AtomicBool>,
@@ -845,13 +901,28 @@ pub struct Services {
 }
 
 impl Services {
-    /// Stops the workers (queued events are stored first) and the dispatcher, and joins them.
-    pub fn stop(self) {
+    /// Stops the workers (queued events are stored first) and the dispatcher, and joins them,
+    /// then the heartbeat, removing the process from the running ones. Returns why the
+    /// heartbeat stopped the process, if it did (a newer Mercer migrated the database).
+    pub fn stop(self) -> Option<String> {
         self.workers.stop();
         self.stop_webhooks.store(true, Ordering::Relaxed);
         self.webhooks.notify();
         for thread in self.webhook_threads {
             let _ = thread.join();
+        }
+        self.presence.stop()
+    }
+
+    /// Stops `server` once the heartbeat finds the database migrated by a newer Mercer.
+    /// Called within the server's runtime.
+    pub fn stop_server_on_a_newer_database(&mut self, server: actix_web::dev::ServerHandle) {
+        if let Some(newer) = self.newer_database.take() {
+            actix_web::rt::spawn(async move {
+                if newer.await.is_ok() {
+                    server.stop(true).await;
+                }
+            });
         }
     }
 }
@@ -892,6 +963,9 @@ pub fn start_services(
         })?),
     };
     let store = Store::open_and_migrate(url, &options)?;
+    let (newer, newer_database) = tokio::sync::oneshot::channel();
+    let presence = crate::heartbeat::Presence::start(&store, crate::heartbeat::interval(), newer)
+        .map_err(DomainError::from)?;
     let now = || clock.now();
     let demo = store.write(|tx| bootstrap_demo(tx, now()))?;
     // One guard for all three kinds of outgoing call: connectors, webhooks, overrides.
@@ -954,8 +1028,11 @@ pub fn start_services(
         sign_ins: Default::default(),
         customer_checks: Default::default(),
         public_url,
+        trusted_proxies: args.trusted_proxies.clone().unwrap_or_default(),
     };
     let services = Services {
+        presence,
+        newer_database: Some(newer_database),
         workers,
         webhooks,
         stop_webhooks,
@@ -992,6 +1069,8 @@ pub fn serve_options(args: &ServeArgs) -> ServeOptions {
 }
 
 fn serve(url: &DatabaseUrl, args: ServeArgs) -> Result<(), CommandError> {
+    // Held until the process ends: `mercer restore` refuses to replace the database meanwhile.
+    let _serving = mercer_store::backup::DatabaseLock::shared(url)?;
     let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
         .install_recorder()
         .map_err(|error| {
@@ -1005,8 +1084,9 @@ fn serve(url: &DatabaseUrl, args: ServeArgs) -> Result<(), CommandError> {
         // starts stops it gracefully, instead of ending the process with the jobs it had
         // claimed still leased to it (the scheduler then waited out the lease, 30 s).
         let stop = http::StopSignals::listen();
-        let (state, services, demo) = start_services(url, &args, metrics)?;
+        let (state, mut services, demo) = start_services(url, &args, metrics)?;
         let server = http::bind(state, listeners, &serve_options)?;
+        services.stop_server_on_a_newer_database(server.handle());
         let base = server
             .addresses
             .first()
@@ -1021,7 +1101,9 @@ fn serve(url: &DatabaseUrl, args: ServeArgs) -> Result<(), CommandError> {
         server.run(stop).await?;
         Ok::<Services, CommandError>(services)
     })?;
-    services.stop();
+    if let Some(refusal) = services.stop() {
+        return Err(OpenError::NewerDatabase(refusal).into());
+    }
     log::info!("stopped");
     Ok(())
 }

@@ -535,8 +535,8 @@ mod tests {
         assert_eq!(origin(&serve, "workers"), (None, Origin::Unset));
     }
 
-    /// The example file names every global and every `serve` setting, and nothing else, so the
-    /// two cannot drift apart; and what it sets loads.
+    /// The example file names every global setting and every setting of `serve`, `backup` and
+    /// `restore`, and nothing else, so the two cannot drift apart; and what it sets loads.
     #[test]
     fn the_example_file_lists_every_setting() {
         let example = include_str!("../../../contrib/mercer.example.toml");
@@ -557,12 +557,14 @@ mod tests {
             .into_iter()
             .filter_map(|arg| key_of(arg).map(|key| (String::new(), key)))
             .collect();
-        let serve = top.find_subcommand("serve").unwrap();
-        expected.extend(
-            settable(serve, false)
-                .into_iter()
-                .filter_map(|arg| key_of(arg).map(|key| ("serve".to_string(), key))),
-        );
+        for table in ["serve", "backup", "restore"] {
+            let command = top.find_subcommand(table).unwrap();
+            expected.extend(
+                settable(command, false)
+                    .into_iter()
+                    .filter_map(|arg| key_of(arg).map(|key| (table.to_string(), key))),
+            );
+        }
         assert_eq!(
             found, expected,
             "contrib/mercer.example.toml and the flags differ"

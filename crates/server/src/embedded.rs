@@ -65,11 +65,12 @@ type Bound = Result<(String, actix_web::dev::ServerHandle), CommandError>;
 /// The server thread: binds, reports where, serves until stopped, then stops the services.
 fn run(
     state: http::state::AppState,
-    services: Services,
+    mut services: Services,
     listeners: Vec<std::net::TcpListener>,
     options: &http::ServeOptions,
     bound: mpsc::Sender<Bound>,
 ) {
+    let watched = &mut services;
     let served = actix_web::rt::System::new().block_on(async move {
         let server = match http::bind(state, listeners, options) {
             Ok(server) => server,
@@ -84,12 +85,15 @@ fn run(
             .map(commands::reachable)
             .unwrap_or_default();
         let _ = bound.send(Ok((base, server.handle())));
+        watched.stop_server_on_a_newer_database(server.handle());
         server.run_until_stopped().await
     });
     if let Err(error) = served {
         log::error!("the embedded server stopped with an error: {error}");
     }
-    services.stop();
+    if let Some(refusal) = services.stop() {
+        log::error!("the embedded server stopped: {refusal}");
+    }
 }
 
 impl Drop for EmbeddedServer {

@@ -6,6 +6,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod embedded;
+pub mod heartbeat;
 pub mod http;
 pub mod logging;
 pub mod runtime;

@@ -4,8 +4,10 @@
 //!
 //! Everything here blocks: call it from worker threads or `web::block`, never from an async task.
 
+pub mod backup;
 mod connection;
 mod migrations;
+pub mod processes;
 mod repos;
 mod rows;
 pub mod schema;

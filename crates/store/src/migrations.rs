@@ -75,6 +75,23 @@ where
     })
 }
 
+/// The newest of `source`'s migrations, by its version (`20261129000100`).
+pub(crate) fn newest<DB: Backend>(source: EmbeddedMigrations) -> String
+where
+    EmbeddedMigrations: MigrationSource<DB>,
+{
+    MigrationSource::<DB>::migrations(&source)
+        .ok()
+        .and_then(|embedded| {
+            embedded
+                .iter()
+                .map(|migration| migration.name().version().as_owned())
+                .max()
+        })
+        .map(|version| version.to_string())
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -889,3 +889,16 @@ diesel::table! {
         request_id -> Nullable<Text>,
     }
 }
+
+diesel::table! {
+    /// The mercer processes running on the database (`crate::processes`).
+    processes (id) {
+        id -> Text,
+        version -> Text,
+        schema_version -> Text,
+        name -> Text,
+        heartbeat_ms -> BigInt,
+        started_at -> BigInt,
+        last_seen -> BigInt,
+    }
+}

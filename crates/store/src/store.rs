@@ -10,25 +10,27 @@ use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 use mercer_domain::platform::EventQueueRepository;
 use mercer_domain::platform::events::NewInboundEvent;
 use mercer_domain::ports::{Database, Repositories};
-use mercer_domain::{DomainError, StorageError};
+use mercer_domain::{DomainError, StorageError, Timestamp};
 
 use crate::connection::{self, ConnectionManager, DbConnection};
 use crate::migrations::{self, MigrationStatus};
+use crate::processes::{self, Heartbeat, Registration, RunningProcess};
 use crate::repos::StoreTx;
 use crate::repos::platform::events::EVENTS_PER_INSERT;
 use crate::url::{Backend, DatabaseUrl};
 
-const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite");
+pub(crate) const SQLITE_MIGRATIONS: EmbeddedMigrations =
+    embed_migrations!("../../migrations/sqlite");
 const POSTGRES_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/postgres");
 
 /// Stops a migration run on a database a newer Mercer has migrated.
 fn refuse_a_newer_database(
     status: diesel::migration::Result<MigrationStatus>,
-) -> Result<(), OpenError> {
+) -> Result<MigrationStatus, OpenError> {
     let status = status.map_err(|error| OpenError::Migrate(error.to_string()))?;
     match status.refusal() {
         Some(refusal) => Err(OpenError::NewerDatabase(refusal)),
-        None => Ok(()),
+        None => Ok(status),
     }
 }
 
@@ -61,6 +63,10 @@ pub enum OpenError {
     /// A newer Mercer has migrated the database: this binary must not touch it.
     #[error("{0}")]
     NewerDatabase(String),
+    /// Processes of another schema are running on the database: this binary must not migrate
+    /// it under them.
+    #[error("{0}")]
+    OtherVersionsRunning(String),
 }
 
 #[derive(Clone)]
@@ -192,32 +198,25 @@ impl Store {
     }
 
     /// Applies pending migrations; returns the versions applied (empty when up to date).
+    /// Refused on a database a newer Mercer migrated, and, when there is something to apply,
+    /// while processes of another schema are running on the database.
     pub fn migrate(&self) -> Result<Vec<String>, OpenError> {
         let mut conn = self
             .pool
             .get()
             .map_err(|error| OpenError::Migrate(error.to_string()))?;
-        let applied = match &mut *conn {
-            DbConnection::Sqlite(c) => {
-                refuse_a_newer_database(migrations::status(c, SQLITE_MIGRATIONS))?;
-                c.run_pending_migrations(SQLITE_MIGRATIONS)
-                    .map(|versions| versions.iter().map(ToString::to_string).collect())
-            }
-            DbConnection::Pg(c) => {
-                let lock = format!("SELECT pg_advisory_lock({MIGRATION_LOCK_KEY})");
-                let unlock = format!("SELECT pg_advisory_unlock({MIGRATION_LOCK_KEY})");
-                c.batch_execute(&lock)
-                    .map_err(|error| OpenError::Migrate(error.to_string()))?;
-                let result = refuse_a_newer_database(migrations::status(c, POSTGRES_MIGRATIONS))
-                    .map(|()| {
-                        c.run_pending_migrations(POSTGRES_MIGRATIONS)
-                            .map(|versions| versions.iter().map(ToString::to_string).collect())
-                    });
-                let _ = c.batch_execute(&unlock);
-                result?
-            }
-        };
-        let applied = applied.map_err(|error| OpenError::Migrate(error.to_string()))?;
+        let postgres = matches!(&*conn, DbConnection::Pg(_));
+        if postgres {
+            let lock = format!("SELECT pg_advisory_lock({MIGRATION_LOCK_KEY})");
+            conn.batch_execute(&lock)
+                .map_err(|error| OpenError::Migrate(error.to_string()))?;
+        }
+        let applied = self.migrate_with(&mut conn);
+        if postgres {
+            let unlock = format!("SELECT pg_advisory_unlock({MIGRATION_LOCK_KEY})");
+            let _ = conn.batch_execute(&unlock);
+        }
+        let applied = applied?;
         drop(conn);
         // Subscriptions stored before the analytics counters were kept are counted once,
         // before anything else writes (a no-op once done).
@@ -226,6 +225,109 @@ impl Store {
         })
         .map_err(|error| OpenError::Migrate(format!("analytics backfill: {error}")))?;
         Ok(applied)
+    }
+
+    /// The checks and the migration run of [`Store::migrate`], under its lock on PostgreSQL.
+    fn migrate_with(&self, conn: &mut DbConnection) -> Result<Vec<String>, OpenError> {
+        let status = match &mut *conn {
+            DbConnection::Sqlite(c) => migrations::status(c, SQLITE_MIGRATIONS),
+            DbConnection::Pg(c) => migrations::status(c, POSTGRES_MIGRATIONS),
+        };
+        let status = refuse_a_newer_database(status)?;
+        let refusal =
+            processes::refusal_to_migrate(conn, &status, &self.schema_version(), Timestamp::now())
+                .map_err(|error| {
+                    OpenError::Migrate(format!("reading the running processes: {error}"))
+                })?;
+        if let Some(refusal) = refusal {
+            return Err(OpenError::OtherVersionsRunning(refusal));
+        }
+        let applied = match conn {
+            DbConnection::Sqlite(c) => c
+                .run_pending_migrations(SQLITE_MIGRATIONS)
+                .map(|versions| versions.iter().map(ToString::to_string).collect()),
+            DbConnection::Pg(c) => c
+                .run_pending_migrations(POSTGRES_MIGRATIONS)
+                .map(|versions| versions.iter().map(ToString::to_string).collect()),
+        };
+        applied.map_err(|error| OpenError::Migrate(error.to_string()))
+    }
+
+    /// The newest migration this binary knows, by its version: the schema it works with.
+    pub fn schema_version(&self) -> String {
+        match self.backend {
+            Backend::Sqlite => migrations::newest::<diesel::sqlite::Sqlite>(SQLITE_MIGRATIONS),
+            Backend::Postgres => migrations::newest::<diesel::pg::Pg>(POSTGRES_MIGRATIONS),
+        }
+    }
+
+    /// Registers this process as running on the database, with the heartbeat it promises.
+    pub fn register_process(
+        &self,
+        heartbeat: Duration,
+        now: Timestamp,
+    ) -> Result<Registration, StorageError> {
+        let row = RunningProcess::new(self.schema_version(), heartbeat, now);
+        self.write_connection(|conn| processes::insert(conn, &row))?;
+        Ok(Registration::from_row(row))
+    }
+
+    /// A heartbeat: whether a newer Mercer migrated the database (then the process must stop,
+    /// and its row is left for it to remove), else its row refreshed and the rows of dead
+    /// processes deleted.
+    pub fn heartbeat(
+        &self,
+        registration: &Registration,
+        now: Timestamp,
+    ) -> Result<Heartbeat, StorageError> {
+        let status = self
+            .migration_status()
+            .map_err(|error| StorageError::other(error.to_string()))?;
+        if let Some(refusal) = status.refusal() {
+            return Ok(Heartbeat::NewerDatabase(refusal));
+        }
+        self.write_connection(|conn| {
+            processes::refresh(conn, registration, now)?;
+            processes::live(conn, now).map(|_| ())
+        })?;
+        Ok(Heartbeat::Serving)
+    }
+
+    /// Removes this process's row: it stops.
+    pub fn unregister_process(&self, registration: &Registration) -> Result<(), StorageError> {
+        self.write_connection(|conn| processes::remove(conn, registration.id()))
+    }
+
+    /// The processes alive on the database by `now`, oldest first (the rows of dead ones are
+    /// deleted).
+    pub fn running_processes(&self, now: Timestamp) -> Result<Vec<RunningProcess>, StorageError> {
+        self.write_connection(|conn| processes::live(conn, now))
+    }
+
+    /// Statements on a connection of their own, in a write transaction (on SQLite in this
+    /// process's writer turn).
+    fn write_connection<T>(
+        &self,
+        work: impl FnOnce(&mut DbConnection) -> diesel::QueryResult<T>,
+    ) -> Result<T, StorageError> {
+        let mut conn = self.connection()?;
+        let _turn = match self.backend {
+            Backend::Sqlite => Some(self.sqlite_writers.take()?),
+            Backend::Postgres => None,
+        };
+        connection::begin_write(&mut conn).map_err(storage_error)?;
+        match work(&mut conn) {
+            Ok(value) => {
+                connection::commit(&mut conn).map_err(storage_error)?;
+                Ok(value)
+            }
+            Err(error) => {
+                if let Err(rollback) = connection::rollback(&mut conn) {
+                    log::warn!("rollback failed: {rollback}");
+                }
+                Err(storage_error(error))
+            }
+        }
     }
 
     /// How the database's schema stands against this binary's migrations, changing nothing
@@ -378,10 +480,12 @@ impl Database for Store {
     /// its savepoint, a storage failure rolls back the whole transaction. One commit (on
     /// PostgreSQL one WAL flush, on SQLite one write of the pages touched) instead of one per
     /// item. On SQLite the other writers wait for the whole call, so callers keep it short.
-    /// On PostgreSQL each statement is planned for its values (`planned_each_time`'s reason):
-    /// a bulk write grows its tables from nothing while it runs, and the generic plans settled
-    /// on while they were empty scanned whole tables (an import of 100,000 subscriptions slowed
-    /// to tens of rows a second).
+    /// On PostgreSQL the connection's cached plans are dropped first (`DISCARD PLANS`), so each
+    /// statement is planned again once for the tables as they are now: a bulk write grows its
+    /// tables from nothing while it runs, and generic plans settled on while they were empty
+    /// scanned whole tables (an import of 100,000 subscriptions slowed to tens of rows a
+    /// second). Planning once a call instead of for every statement (`force_custom_plan`, tried
+    /// before) halves the time PostgreSQL spends on an imported row (docs/benchmarks.md).
     fn write_each<I, T>(
         &self,
         items: &[I],
@@ -394,9 +498,7 @@ impl Database for Store {
         };
         connection::begin_write(&mut conn).map_err(storage_error)?;
         let planned = match &mut *conn {
-            DbConnection::Pg(pg) => {
-                pg.batch_execute("SET LOCAL plan_cache_mode = force_custom_plan")
-            }
+            DbConnection::Pg(pg) => pg.batch_execute("DISCARD PLANS"),
             DbConnection::Sqlite(_) => Ok(()),
         };
         if let Err(error) = planned {

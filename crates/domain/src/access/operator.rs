@@ -185,7 +185,8 @@ pub struct DeletedShop {
 
 /// Deletes a shop: it is kept, marked deleted, and from then on answers as an unknown shop
 /// (404 to another shop's token, 401 to its own, which are revoked; its staff cannot sign in).
-/// `confirmed` is the operator's explicit yes; without it nothing changes.
+/// `confirmed` is the operator's explicit yes; without it nothing changes. The command deletes
+/// the shop through `operations::delete_shop`, which also ends its webhook endpoints.
 pub fn delete_shop(
     tx: &mut dyn AccessRepositories,
     shop_identifier: &str,

@@ -515,7 +515,11 @@ pub(crate) fn deliver_due_calls(
     for entry in &claimed {
         let now = clock.now();
         let target = db.read_tx(|tx| {
-            let Some(shop) = tx.shop_by_id(entry.shop_id)? else {
+            // A deleted shop's calls are cancelled as those without a destination.
+            let Some(shop) = tx
+                .shop_by_id(entry.shop_id)?
+                .filter(|shop| shop.deleted_at.is_none())
+            else {
                 return Ok(None);
             };
             Ok(live_target(tx, &shop, entry.call.topic(), now)?.map(|(_, target)| target))
@@ -907,6 +911,26 @@ mod tests {
                 .unwrap()
                 .first_name;
             assert_eq!(first_name.as_deref(), Some("Augusta"));
+        }
+
+        /// A deleted shop's waiting calls are cancelled, none reaching its platform.
+        #[test]
+        fn a_deleted_shops_calls_are_cancelled() {
+            let db = MemoryDatabase::default();
+            let shop = new_subscriber(&db);
+            db.write(|tx| {
+                crate::access::operator::delete_shop(tx, shop.identifier.as_str(), true, now())
+            })
+            .unwrap();
+            let platform = platform(&db, &shop, false);
+            deliver(&db, &platform, &shop);
+            let entries = db.read(|tx| Ok(tx.outbox_entries(shop.id)?)).unwrap();
+            assert_eq!(entries.len(), 2);
+            assert!(
+                entries.iter().all(|e| e.status == OutboxStatus::Cancelled),
+                "{entries:?}"
+            );
+            assert!(platform.state(|s| s.customers.is_empty()));
         }
 
         #[test]

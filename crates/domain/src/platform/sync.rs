@@ -284,7 +284,11 @@ pub fn run_sync_job(
         let Some(run) = tx.sync_run(sync.run_id)? else {
             return Ok(None);
         };
-        Ok(tx.shop_by_id(run.shop_id)?.map(|shop| (run, shop)))
+        // A deleted shop's sync ends: nothing more is asked of its platform.
+        Ok(tx
+            .shop_by_id(run.shop_id)?
+            .filter(|shop| shop.deleted_at.is_none())
+            .map(|shop| (run, shop)))
     })?;
     let Some((run, shop)) = found else {
         return Ok(JobOutcome::Done);

@@ -656,7 +656,11 @@ fn read_attempt(
         if order.status != OrderAttemptStatus::Placing {
             return Ok(None);
         }
-        let Some(shop) = tx.shop_by_id(order.shop_id)? else {
+        // A deleted shop places no more orders, even one begun before it was deleted.
+        let Some(shop) = tx
+            .shop_by_id(order.shop_id)?
+            .filter(|shop| shop.deleted_at.is_none())
+        else {
             return Ok(None);
         };
         let subscription = one_resource(tx, &shop, order.subscription_id)?;

@@ -640,6 +640,13 @@ impl SubscriptionOrderRepository for MemoryState {
             .subscriptions
             .iter()
             .filter(|s| s.state.subscription_status == status && is_due(&s.state, now))
+            .filter(|s| {
+                // A deleted shop's subscriptions are left out, as the store leaves them out.
+                !self
+                    .shops
+                    .iter()
+                    .any(|shop| shop.id == s.shop_id && shop.deleted_at.is_some())
+            })
             .collect();
         due.sort_by_key(|s| (s.state.next_order_datetime, s.id));
         Ok(due

@@ -736,6 +736,24 @@ mod tests {
     }
 }
 
+/// Ends every webhook endpoint of a shop being deleted, of both kinds: each is marked deleted
+/// and its waiting messages cancelled, and none gets new ones, so nothing more is sent in the
+/// name of a shop that is gone. How many it ended.
+pub fn end_shop_endpoints(
+    tx: &mut dyn WebhookRepositories,
+    shop_id: ShopId,
+    now: Timestamp,
+) -> Result<usize, DomainError> {
+    let mut ended = 0;
+    for kind in [WebhookKind::Checkout, WebhookKind::Subscription] {
+        for endpoint in tx.webhook_endpoints(shop_id, kind)? {
+            tx.delete_webhook_endpoint(endpoint.id, now)?;
+            ended += 1;
+        }
+    }
+    Ok(ended)
+}
+
 /// A webhook's delivery log and the tools over it (resend, recover), for every kind of webhook:
 /// the caller has found the endpoint (of its kind, of its shop).
 pub mod log {

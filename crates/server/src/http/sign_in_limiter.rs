@@ -15,15 +15,6 @@ use std::time::{Duration, Instant};
 use mercer_domain::access::oauth::SignInKey;
 use tokio::sync::Semaphore;
 
-/// The address a sign-in comes from: the connection's peer.
-pub fn client_address(request: &actix_web::HttpRequest) -> IpAddr {
-    request
-        .peer_addr()
-        .map_or(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), |address| {
-            address.ip()
-        })
-}
-
 /// Failures an address may have in one window.
 pub const MAX_FAILURES: usize = 20;
 pub const WINDOW: Duration = Duration::from_secs(10 * 60);

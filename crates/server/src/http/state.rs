@@ -57,6 +57,9 @@ pub struct AppState {
     /// Where clients reach Mercer (`--public-url`): links answered start with it; without it
     /// they are relative.
     pub public_url: Option<super::links::PublicUrl>,
+    /// Proxies whose forwarded headers name the client (`--trusted-proxies`); empty, the
+    /// connection's peer is the client.
+    pub trusted_proxies: super::client_address::TrustedProxies,
 }
 
 /// The token a metrics scraper must present, kept as its SHA-256 only.
@@ -83,6 +86,12 @@ impl MetricsToken {
 impl AppState {
     pub fn now(&self) -> Timestamp {
         self.clock.now()
+    }
+
+    /// The address `request` comes from, through the trusted proxies
+    /// ([`super::client_address`]).
+    pub fn client_address(&self, request: &actix_web::HttpRequest) -> std::net::IpAddr {
+        super::client_address::client_address(request, &self.trusted_proxies)
     }
 
     /// Runs read-only storage work on the blocking pool.

@@ -106,7 +106,7 @@ pub async fn sign_in(
             format!("Too many failed sign-ins. Try again in {seconds} seconds."),
         )
     };
-    let address = sign_in_limiter::client_address(&request);
+    let address = state.client_address(&request);
     if let Err(wait) = state.sign_ins.begin(address) {
         return too_many(wait.as_secs().max(1));
     }

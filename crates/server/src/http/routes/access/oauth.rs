@@ -272,7 +272,7 @@ pub async fn authorize_submit(
             ("state", valid.state.as_deref()),
         ]));
     }
-    let address = sign_in_limiter::client_address(&request);
+    let address = state.client_address(&request);
     // Counted as a failure from here on, forgiven below if it succeeds.
     if let Err(wait) = state.sign_ins.begin(address) {
         return Ok(too_many(wait.as_secs().max(1)));
