@@ -484,8 +484,8 @@ impl Database for Store {
     /// statement is planned again once for the tables as they are now: a bulk write grows its
     /// tables from nothing while it runs, and generic plans settled on while they were empty
     /// scanned whole tables (an import of 100,000 subscriptions slowed to tens of rows a
-    /// second). Planning once a call instead of for every statement (`force_custom_plan`, tried
-    /// before) halves the time PostgreSQL spends on an imported row (docs/benchmarks.md).
+    /// second). Planning every statement instead (`force_custom_plan`, used before) took half of
+    /// PostgreSQL's time on an imported row (docs/benchmarks.md).
     fn write_each<I, T>(
         &self,
         items: &[I],
