@@ -177,16 +177,7 @@ pub fn run(args: &[String], phases: &mut Phases) -> Result<(), String> {
         failed_phases: Vec::new(),
     };
     // The browser runs last and alone: it is slow, and Chromium wants the cores to itself.
-    phases.time("unit", || {
-        run.phase("unit", &["--workspace", "--lib", "--bins"], &[])
-    })?;
-    phases.time("store", || {
-        run.phase(
-            "store",
-            &["--workspace", "--exclude", "mercer-tests", "--test", "*"],
-            &[],
-        )
-    })?;
+    run.unit_and_store(phases)?;
     // The doctests (the crates' entry points, as their docs show them), and the embedding
     // example run as a user would run it.
     phases.time("docs", || {
@@ -321,16 +312,7 @@ fn run_quick(passthrough: &[String], phases: &mut Phases) -> Result<(), String> 
         tallies: Tallies::default(),
         failed_phases: Vec::new(),
     };
-    phases.time("unit", || {
-        run.phase("unit", &["--workspace", "--lib", "--bins"], &[])
-    })?;
-    phases.time("store", || {
-        run.phase(
-            "store",
-            &["--workspace", "--exclude", "mercer-tests", "--test", "*"],
-            &[],
-        )
-    })?;
+    run.unit_and_store(phases)?;
     phases.time("e2e-quick", || {
         run.phase(
             "e2e-quick",
@@ -406,6 +388,21 @@ struct TestRun<'a> {
 }
 
 impl TestRun<'_> {
+    /// The first two phases of every run: the crates' unit tests, then their own integration
+    /// tests (the store's among them).
+    fn unit_and_store(&mut self, phases: &mut Phases) -> Result<(), String> {
+        phases.time("unit", || {
+            self.phase("unit", &["--workspace", "--lib", "--bins"], &[])
+        })?;
+        phases.time("store", || {
+            self.phase(
+                "store",
+                &["--workspace", "--exclude", "mercer-tests", "--test", "*"],
+                &[],
+            )
+        })
+    }
+
     /// `cargo test <selection> -- <filters> [--skip postgres] <passthrough>`, its output shown
     /// and counted. A failure is noted and the next phases still run.
     fn phase(
