@@ -24,6 +24,14 @@ const MANIFESTS: &[&str] = &["package.json", "package-lock.json", ".npmrc"];
 /// lockfile is installed there already. Answers the `node_modules` directory.
 pub fn install(dir: &Path) -> Result<PathBuf, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    // Tests start several Vendures at once on a fresh checkout; `npm ci` empties `node_modules`
+    // first, so two installs into one directory break each other. The lock is released when
+    // the file closes, at the end of this function.
+    let lock_path = dir.join("install.lock");
+    let lock = std::fs::File::create(&lock_path)
+        .map_err(|e| format!("cannot create {}: {e}", lock_path.display()))?;
+    lock.lock()
+        .map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
     let source = source_dir();
     let read = |path: &Path| std::fs::read(path).unwrap_or_default();
     let installed = dir.join("node_modules/@vendure/core/package.json").exists()
