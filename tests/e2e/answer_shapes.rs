@@ -75,9 +75,10 @@ fn answer_shape(answer: &Answer, shallow: bool) -> Value {
     } else {
         None
     };
-    let Some(body) = parsed else {
+    let Some(mut body) = parsed else {
         return json!({ "content_type": content_type });
     };
+    opaque_topic_schemas(&mut body);
     if let Some(entries) = body.get("errors").and_then(Value::as_array) {
         return json!({ "errors": error_lines(entries) });
     }
@@ -98,6 +99,22 @@ fn answer_shape(answer: &Answer, shallow: bool) -> Value {
         };
     }
     shape(&body)
+}
+
+/// The `schema` of each webhook topic listed (`webhook_topics[]`, `data[]`) as `"…"`: its
+/// content is the topic catalogue's, which the webhook tests compare whole.
+fn opaque_topic_schemas(body: &mut Value) {
+    for list in ["webhook_topics", "data"] {
+        let Some(entries) = body.get_mut(list).and_then(Value::as_array_mut) else {
+            continue;
+        };
+        for entry in entries {
+            let is_topic = entry.get("name").is_some() || entry.get("webhook_topic_name").is_some();
+            if let Some(schema) = entry.get_mut("schema").filter(|_| is_topic) {
+                *schema = json!("…");
+            }
+        }
+    }
 }
 
 /// An error body's entries, one line each; a run of entries alike but for their numbers (one

@@ -124,6 +124,7 @@ fn a_staff_member_resends_a_failed_delivery_and_retries_an_event_in_a_browser(ba
                     max_attempts: 3,
                     shop_id: Some(shop_id),
                     request_id: None,
+                    trace_parent: None,
                 },
                 now,
             )?;
@@ -607,6 +608,7 @@ fn the_jobs_page_lists_the_shops_jobs_and_retries_and_cancels_them(backend: Back
         max_attempts: 3,
         shop_id: Some(shop_id),
         request_id: None,
+        trace_parent: None,
     };
     let (ours, theirs) = store
         .write(|tx| {

@@ -492,6 +492,7 @@ fn settings_forms_and_subscription_actions_end_with_a_notice(backend: Backend) {
                         max_attempts: 3,
                         shop_id: Some(shop),
                         request_id: None,
+                        trace_parent: None,
                     },
                     now,
                 )?

@@ -11,6 +11,7 @@ use mercer_domain::kernel::jobs::{Job, JobPayload};
 use mercer_domain::platform::outbox::{ConnectorCall, OutboxStatus, request_connector_change};
 use mercer_domain::ports::Database;
 use mercer_domain::subscriptions::scheduler::SchedulerJob;
+use mercer_domain::webhooks::retention::WebhookRetentionJob;
 use mercer_platform_sim::{Faults, RunningSimulator};
 use mercer_tests::{Backend, MercerServer, TestDatabase, backend_tests, wait_until};
 use serde_json::{Value, json};
@@ -138,6 +139,7 @@ fn jobs_but_the_recurring(database: &TestDatabase) -> Vec<Job> {
                 SchedulerJob::KIND,
                 AbandonmentJob::KIND,
                 ActivityPruneJob::KIND,
+                WebhookRetentionJob::KIND,
             ]
             .contains(&job.kind.as_str())
         })

@@ -18,7 +18,7 @@ const SECRET: &str = "subscription-webhook-secret";
 /// except where a test checks the address guard.
 const CALLBACK: &str = "http://127.0.0.1:9/subscriptions";
 const ALLOW_PRIVATE: &[&str] = &["--allow-private-targets"];
-const SEED_TOPICS: [&str; 20] = [
+const SEED_TOPICS: [&str; 21] = [
     "customer_created",
     "customer_updated",
     "subscription_cancelled",
@@ -39,6 +39,7 @@ const SEED_TOPICS: [&str; 20] = [
     "subscription_skipped",
     "subscription_upcoming_order",
     "subscription_updated",
+    "endpoint_disabled",
 ];
 
 fn base(shop: &str) -> String {
@@ -84,10 +85,20 @@ fn topics_are_listed_in_the_seed_order(backend: Backend) {
         .call();
     assert_eq!(answer.status, 200, "{}", answer.text);
     let listed = answer.json()["webhook_topics"].clone();
+    // Each with the JSON Schema of its payload: the catalogue's, which the test receiver
+    // checks every delivery against.
     let expected: Vec<Value> = SEED_TOPICS
         .iter()
         .enumerate()
-        .map(|(index, name)| json!({ "id": index + 1, "name": name }))
+        .map(|(index, name)| {
+            let topic = mercer_domain::subscriptions::topics::Topic::parse(name).unwrap();
+            let schema = mercer_domain::subscriptions::topics::payload_schema(topic);
+            assert_eq!(
+                Some(&schema),
+                mercer_tests::receiver::topic_schemas().get(name)
+            );
+            json!({ "id": index + 1, "name": name, "schema": schema })
+        })
         .collect();
     assert_eq!(listed, Value::Array(expected));
 }
@@ -221,7 +232,7 @@ fn invalid_bodies_are_422_on_their_paths(backend: Backend) {
             path("shared_secret")
         ]
     );
-    for topic in [json!(0), json!(21), json!(-1)] {
+    for topic in [json!(0), json!(22), json!(-1)] {
         let answer = post(body(topic.clone(), CALLBACK, SECRET));
         assert_eq!(fields(&answer), [path("webhook_topic_id")], "{topic}");
         assert_eq!(answer.errors()[0]["sub_type"], "invalid_value");
@@ -275,7 +286,7 @@ fn invalid_bodies_are_422_on_their_paths(backend: Backend) {
             .json(&body)
     };
     let answer = patch(json!({ "webhook_subscription": {
-        "callback_url": "ftp://127.0.0.1:9/hook", "webhook_topic_id": 21, "shared_secret": "short"
+        "callback_url": "ftp://127.0.0.1:9/hook", "webhook_topic_id": 22, "shared_secret": "short"
     } }));
     assert_eq!(
         fields(&answer),

@@ -173,6 +173,7 @@ fn an_independent_hmac_verifies_x_svc_signature() {
         failing_since: None,
         created_at: created,
         updated_at: created,
+        rate_limit_per_s: None,
     };
     let message = WebhookMessage {
         id: MessageId(1),
@@ -187,6 +188,8 @@ fn an_independent_hmac_verifies_x_svc_signature() {
         created_at: created,
         delivered_at: None,
         request_id: None,
+        trace_parent: None,
+        purged_at: None,
     };
     let delivery = || {
         build_request(
@@ -228,6 +231,7 @@ fn an_independent_verifier_refuses_a_checkout_delivery_whose_body_changed() {
         failing_since: None,
         created_at: created,
         updated_at: created,
+        rate_limit_per_s: None,
     };
     let message = WebhookMessage {
         id: MessageId(1),
@@ -242,6 +246,8 @@ fn an_independent_verifier_refuses_a_checkout_delivery_whose_body_changed() {
         created_at: created,
         delivered_at: None,
         request_id: None,
+        trace_parent: None,
+        purged_at: None,
     };
     let delivery = || build_request(&endpoint, &message, &Secret::new(SECRET), Timestamp::now());
     // Sent to the endpoint's URL as built (the signature covers its `?shop=demo`).

@@ -110,11 +110,21 @@ fn checkout_webhooks_are_registered_and_checked(backend: Backend) {
         .bearer(&shop.token)
         .call()
         .json();
-    assert_eq!(
-        topics["data"][0],
-        json!({ "webhook_topic_id": 1, "webhook_topic_name": "order/processed" })
-    );
-    assert_eq!(topics["data"].as_array().unwrap().len(), 6);
+    // Each with the JSON Schema of its payload: the catalogue's, which the test receiver
+    // checks every delivery against.
+    let expected: Vec<Value> = mercer_domain::checkout::payloads::Topic::ALL
+        .into_iter()
+        .map(|topic| {
+            let schema = mercer_domain::checkout::payloads::payload_schema(topic);
+            let served = mercer_tests::receiver::topic_schemas().get(topic.as_str());
+            assert_eq!(Some(&schema), served);
+            json!({ "webhook_topic_id": topic.id(), "webhook_topic_name": topic.as_str(),
+                    "schema": schema })
+        })
+        .collect();
+    assert_eq!(topics["data"], Value::Array(expected));
+    assert_eq!(topics["data"][0]["webhook_topic_name"], "order/processed");
+    assert_eq!(topics["data"][6]["webhook_topic_name"], "webhook/disabled");
 
     let post = |body: Value| {
         server

@@ -9,6 +9,10 @@
 //!
 //! then prints every scenario's figures as a table. `cargo xtask test` runs the same scenarios
 //! in their short form.
+//!
+//! `cargo xtask chaos retention` runs the soak of the webhook retention instead
+//! (`tests/e2e/chaos/retention.rs`, ignored in every other run), on both databases, printing its
+//! samples as it goes: 10 minutes unless `MERCER_CHAOS_SOAK_SECS` says otherwise.
 
 use std::process::Command;
 use std::time::Instant;
@@ -25,10 +29,15 @@ const SCENARIOS: [&str; 3] = [
     "a_sync_killed_midway",
 ];
 
+/// The soak's tests, ignored in other runs.
+const SOAK: &str = "chaos::retention::";
+
 pub fn run(args: &[String]) -> Result<(), String> {
-    if !args.is_empty() {
-        return Err("usage: cargo xtask chaos".to_string());
-    }
+    let soak = match args {
+        [] => false,
+        [only] if only == "retention" => true,
+        _ => return Err("usage: cargo xtask chaos [retention]".to_string()),
+    };
     let started = Instant::now();
     let postgres = crate::test::postgres_url();
     if !crate::test::postgres_answers(&postgres) {
@@ -41,6 +50,19 @@ pub fn run(args: &[String]) -> Result<(), String> {
     crate::test::build_binaries(&cargo)?;
     let figures = figures_file()?;
     let _ = std::fs::remove_file(&figures);
+    if soak {
+        let passed = full_form(
+            &cargo,
+            &["test", "-p", "mercer-tests", "--test", "e2e"],
+            &["--ignored", "--nocapture", "--test-threads", "1", SOAK],
+        )?;
+        print_figures(&figures);
+        return if passed {
+            Ok(())
+        } else {
+            Err("failed: the retention soak".to_string())
+        };
+    }
 
     let mut failed = Vec::new();
     let properties = [

@@ -7,7 +7,8 @@
 //!   was the quick subset.
 //! - `cargo xtask ci`: what CI runs: fmt check, clippy -D warnings, tidy, test --require-postgres.
 //! - `cargo xtask chaos`: the reliability suite's full form on both databases, with every
-//!   scenario's figures (docs/operations.md, "What Mercer guarantees").
+//!   scenario's figures (docs/operations.md, "What Mercer guarantees"); `chaos retention`: the
+//!   soak of the webhook retention (tables stay flat; `MERCER_CHAOS_SOAK_SECS`).
 //! - `cargo xtask tidy [--manifest-path PATH]`: the layering invariants of docs/ARCHITECTURE.md.
 //! - `cargo xtask fuzz-api [--seconds N]`: schemathesis against a live `mercer` on SQLite and
 //!   PostgreSQL, N seconds each (default 600); prints cases run and failures found.
@@ -50,6 +51,7 @@ fn usage() -> ExitCode {
          test --quick [-- ARGS]                a quick subset for contributors: unit, store and a\n                                        few e2e tests, SQLite only, installs nothing;\n                                        NOT a full pass (no PostgreSQL, no slow phases)\n  \
          ci                                    fmt check, clippy, tidy, test --require-postgres\n  \
          chaos                                 the reliability suite, full form, with its figures\n  \
+         chaos retention                       the webhook retention soak (10 min; MERCER_CHAOS_SOAK_SECS)\n  \
          tidy [--manifest-path PATH]           check the crate layering invariants\n  \
          bench ingest|dispatch|subscriptions|scheduler|console|mixed|vendure|imports\n                                               the ingest, webhook, List Subscriptions, scheduler, console,\n                                               mixed-load, Vendure connector or CSV import benchmark\n  \
          openapi                               write docs/openapi.json from the code\n  \

@@ -35,6 +35,17 @@ pub(crate) enum Method {
     Delete,
 }
 
+impl Method {
+    fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+            Method::Patch => "PATCH",
+            Method::Delete => "DELETE",
+        }
+    }
+}
+
 /// How a call is signed. Mercer always signs `Now`; the conformance checks also send calls
 /// signed at another time, wrongly or not at all, to see the connector refuse them.
 #[derive(Clone, Copy, Debug)]
@@ -346,8 +357,29 @@ impl HttpConnector {
     }
 
     /// Sends one call signed as `request.signing` says: the one place connector calls are
-    /// signed and sent.
+    /// signed and sent. In its span (`connector_call`: method, the resource called, the
+    /// answer's status), for traces; at debug level, which the log's usual filter leaves out.
     pub(crate) fn send(
+        &self,
+        target: &ConnectorTarget,
+        request: Request<'_>,
+    ) -> ConnectorResult<Answer> {
+        let span = tracing::debug_span!(
+            target: "mercer::connector",
+            "connector_call",
+            method = request.method.as_str(),
+            resource = request.segments.first().copied().unwrap_or(""),
+            status = tracing::field::Empty,
+        );
+        let _entered = span.enter();
+        let answer = self.send_in_span(target, request);
+        if let Ok(answer) = &answer {
+            span.record("status", answer.status);
+        }
+        answer
+    }
+
+    fn send_in_span(
         &self,
         target: &ConnectorTarget,
         request: Request<'_>,
@@ -364,12 +396,7 @@ impl HttpConnector {
             Method::Get | Method::Delete => None,
             Method::Post | Method::Patch => Some(request.body.unwrap_or_else(|| b"{}".to_vec())),
         };
-        let method = match request.method {
-            Method::Get => "GET",
-            Method::Post => "POST",
-            Method::Patch => "PATCH",
-            Method::Delete => "DELETE",
-        };
+        let method = request.method.as_str();
         let signed = sign_call(
             target,
             method,

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use mercer_domain::kernel::ids::JobId;
 use mercer_domain::kernel::jobs::{
     AfterFailure, Job, JobControl, JobFailure, JobOutcome, JobPayload, after_failure,
-    within_request,
+    continue_trace, within_request,
 };
 use mercer_domain::kernel::time::{Clock, OffsetClock, Timestamp};
 use mercer_domain::kernel::wake::Wake;
@@ -231,7 +231,8 @@ fn work<D: Database>(shared: &Shared<D>) {
 
 /// Runs one job in its span (kind, id, attempt, and `request_id`: the request whose handling
 /// enqueued it, when one did), which every line it logs names. The jobs it enqueues keep that
-/// request's id too, so a request can be followed through the jobs its jobs cause.
+/// request's id too, so a request can be followed through the jobs its jobs cause. When traces
+/// are exported, the span continues the trace the job was enqueued in.
 #[tracing::instrument(
     target = "mercer::jobs",
     name = "job",
@@ -245,6 +246,8 @@ fn work<D: Database>(shared: &Shared<D>) {
     )
 )]
 fn run_one<D: Database>(shared: &Shared<D>, job: &Job) {
+    // First, before anything starts the span's own trace context.
+    continue_trace(job.trace_parent.as_deref());
     let lost = Arc::new(AtomicBool::new(false));
     lock(&shared.in_flight).insert(job.id, lost.clone());
     let started = Instant::now();

@@ -334,6 +334,7 @@ fn a_payload_that_does_not_read_fails_the_job_at_once(db: &impl Database) {
                     max_attempts: 10,
                     shop_id: None,
                     request_id: None,
+                    trace_parent: None,
                 },
                 now(),
             )?)

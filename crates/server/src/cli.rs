@@ -406,6 +406,18 @@ pub struct ServeArgs {
     #[arg(long, env = "MERCER_WEBHOOK_LEASE", default_value_t = 60)]
     pub webhook_lease: u64,
 
+    /// Days a finished webhook message (delivered, failed or cancelled) keeps its payload and
+    /// attempts; then both are purged and only the message's row stays (its id, topic, status,
+    /// endpoint and times), marked purged in the delivery log. A decimal is allowed (0.5: 12
+    /// hours); more than 0.
+    #[arg(
+        long,
+        env = "MERCER_WEBHOOK_RETENTION_DAYS",
+        default_value_t = mercer_domain::webhooks::retention::DEFAULT_RETENTION_DAYS,
+        value_name = "DAYS"
+    )]
+    pub webhook_retention_days: f64,
+
     /// Threads running background jobs (syncs, connector outbox deliveries); 0 for a process
     /// that runs none (others do).
     #[arg(long, env = "MERCER_JOB_WORKERS", default_value_t = 2)]
@@ -454,6 +466,13 @@ pub struct ServeArgs {
         value_name = "TOKEN"
     )]
     pub metrics_token: Option<String>,
+
+    /// An OpenTelemetry collector's OTLP/HTTP address, such as http://127.0.0.1:4318: the
+    /// spans of requests, database transactions, jobs, connector calls and webhook deliveries
+    /// are sent to {URL}/v1/traces (OTLP/JSON), in batches, from a thread of their own. Unset,
+    /// no trace is kept or sent.
+    #[arg(long, env = "MERCER_OTLP_ENDPOINT", value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
 
     /// Hours an endpoint may fail, without a single success, before it is disabled.
     #[arg(

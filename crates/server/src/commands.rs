@@ -38,6 +38,7 @@ use mercer_domain::ports::Database;
 use mercer_domain::privacy::redact_shop;
 use mercer_domain::subscriptions::dunning::update_shop_and_dunning;
 use mercer_domain::subscriptions::scheduler::{SchedulerJob, due_report};
+use mercer_domain::webhooks::retention::{WebhookRetentionJob, retention_of_days};
 use mercer_domain::{DomainError, Timestamp};
 use mercer_jobs::JobRunnerConfig;
 use mercer_store::{DatabaseUrl, OpenError, PoolOptions, Store, UrlError};
@@ -54,6 +55,7 @@ use crate::http::short_cache::{
 use crate::http::state::{AppState, MetricsToken};
 use crate::http::{self, ServeOptions};
 use crate::runtime::checkout::CheckoutConfig;
+use crate::runtime::retention::RetentionConfig;
 use crate::runtime::{BackgroundConfig, SchedulerConfig, Workers};
 use crate::table::Table;
 
@@ -956,6 +958,8 @@ pub fn start_services(
             "--scheduler-interval-ms: at least 10".to_string(),
         ));
     }
+    let retention = retention_of_days(args.webhook_retention_days)
+        .map_err(|error| CommandError::Usage(format!("--webhook-retention-days {error}")))?;
     let public_url = match args.public_url.as_deref() {
         None | Some("") => None,
         Some(text) => Some(PublicUrl::parse(text).map_err(|error| {
@@ -980,6 +984,7 @@ pub fn start_services(
         enqueue(tx, None, &SchedulerJob {}, now(), now())?;
         enqueue(tx, None, &AbandonmentJob {}, now(), now())?;
         enqueue(tx, None, &ActivityPruneJob {}, now(), now())?;
+        enqueue(tx, None, &WebhookRetentionJob {}, now(), now())?;
         Ok(())
     })?;
     let jobs = JobRunnerConfig {
@@ -995,6 +1000,7 @@ pub fn start_services(
             abandonment_delay: Duration::from_secs(args.abandonment_delay_s),
             abandonment_interval: Duration::from_secs(args.abandonment_interval_s.max(1)),
         },
+        retention: RetentionConfig { retention },
     };
     let workers = Workers::start(&store, connector.clone(), clock, jobs, background)?;
     let webhooks = Wake::default();
@@ -1029,6 +1035,7 @@ pub fn start_services(
         customer_checks: Default::default(),
         public_url,
         trusted_proxies: args.trusted_proxies.clone().unwrap_or_default(),
+        webhook_retention_days: args.webhook_retention_days,
     };
     let services = Services {
         presence,

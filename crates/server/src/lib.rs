@@ -11,3 +11,4 @@ pub mod http;
 pub mod logging;
 pub mod runtime;
 pub mod table;
+pub mod tracing_export;

@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value};
 use tracing::field::{Field, Visit};
+use tracing::subscriber::Interest;
 use tracing::{Event, Subscriber};
 use tracing_log::NormalizeEvent;
 use tracing_subscriber::filter::{EnvFilter, FilterFn, LevelFilter};
@@ -14,15 +15,23 @@ use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::{Layer, Registry};
 
 use crate::cli::LogFormat;
+use crate::tracing_export::TraceExport;
 
 /// Sets up the process's log from `--log-level` directives (`info`, `info,mercer::http=warn`)
 /// and `--log-format`. Invalid directives are ignored with a warning, as they always were.
-pub fn init(directives: &str, format: LogFormat) {
+/// With `traces` (`serve --otlp-endpoint`), spans are also exported as traces; without, the
+/// subscriber is the log's alone, with no layer or filter for traces.
+pub fn init(directives: &str, format: LogFormat, traces: Option<&TraceExport>) {
     let filter = env_filter(directives);
     // The `log` macros stop at the most verbose level the filter lets through.
     let most_verbose = filter.max_level_hint().unwrap_or(LevelFilter::TRACE);
-    let subscriber = filtered(filter, format, std::io::stderr);
-    if tracing::subscriber::set_global_default(subscriber).is_err() {
+    let installed = match traces {
+        None => tracing::subscriber::set_global_default(filtered(filter, format, std::io::stderr)),
+        Some(traces) => {
+            tracing::subscriber::set_global_default(traced(filter, format, std::io::stderr, traces))
+        }
+    };
+    if installed.is_err() {
         return;
     }
     let max = match most_verbose {
@@ -37,7 +46,7 @@ pub fn init(directives: &str, format: LogFormat) {
     let _ = tracing_log::LogTracer::builder().with_max_level(max).init();
 }
 
-/// The subscriber [`init`] installs, writing to `writer`.
+/// The subscriber [`init`] installs without traces, writing to `writer`.
 pub fn subscriber<W>(
     directives: &str,
     format: LogFormat,
@@ -49,11 +58,12 @@ where
     filtered(env_filter(directives), format, writer)
 }
 
-fn filtered<W>(filter: EnvFilter, format: LogFormat, writer: W) -> impl Subscriber + Send + Sync
+/// The log's output layer, text or JSON lines.
+fn output<W>(format: LogFormat, writer: W) -> Box<dyn Layer<Registry> + Send + Sync>
 where
     W: for<'writer> MakeWriter<'writer> + Send + Sync + 'static,
 {
-    let output: Box<dyn Layer<Registry> + Send + Sync> = match format {
+    match format {
         LogFormat::Text => tracing_subscriber::fmt::layer()
             .with_writer(writer)
             .with_ansi(false)
@@ -64,11 +74,73 @@ where
             .event_format(JsonLines)
             .with_writer(writer)
             .boxed(),
-    };
+    }
+}
+
+/// The log alone: its filter decides for the whole subscriber, so a span or an event it does
+/// not want costs nothing past its callsite.
+fn filtered<W>(filter: EnvFilter, format: LogFormat, writer: W) -> impl Subscriber + Send + Sync
+where
+    W: for<'writer> MakeWriter<'writer> + Send + Sync + 'static,
+{
     Registry::default()
-        .with(output)
+        .with(output(format, writer))
         .with(filter)
         .with(FilterFn::new(not_a_wire_dump))
+}
+
+/// The log and the traces, each with its own filter: the log's directives for the log, and
+/// every span of Mercer's own targets, whatever its level, for the traces (the database
+/// transactions' and connector calls' spans are at debug level, so that the log's usual
+/// filter never makes them). Events are the log's only.
+pub(crate) fn traced<W>(
+    filter: EnvFilter,
+    format: LogFormat,
+    writer: W,
+    traces: &TraceExport,
+) -> impl Subscriber + Send + Sync
+where
+    W: for<'writer> MakeWriter<'writer> + Send + Sync + 'static,
+{
+    Registry::default()
+        .with(output(format, writer).with_filter(filter))
+        .with(traces.layer().with_filter(MercerSpans))
+        .with(FilterFn::new(not_a_wire_dump))
+}
+
+/// The traces' filter: the spans of Mercer's own targets, whatever their level. Their callsites
+/// are asked each time rather than once (`sometimes`): with a filter per layer, a callsite
+/// settled once for all is not asked again, and a check that made nothing before it (a
+/// `tracing::enabled!`, a `log_enabled!`) would leave its answer for the next span, which the
+/// traces then missed.
+struct MercerSpans;
+
+impl MercerSpans {
+    fn wants(metadata: &tracing::Metadata<'_>) -> bool {
+        metadata.is_span() && metadata.target().starts_with("mercer")
+    }
+}
+
+impl<S> tracing_subscriber::layer::Filter<S> for MercerSpans {
+    fn enabled(
+        &self,
+        metadata: &tracing::Metadata<'_>,
+        _: &tracing_subscriber::layer::Context<'_, S>,
+    ) -> bool {
+        Self::wants(metadata)
+    }
+
+    fn callsite_enabled(&self, metadata: &'static tracing::Metadata<'static>) -> Interest {
+        if Self::wants(metadata) {
+            Interest::sometimes()
+        } else {
+            Interest::never()
+        }
+    }
+
+    fn max_level_hint(&self) -> Option<LevelFilter> {
+        Some(LevelFilter::DEBUG)
+    }
 }
 
 /// The filter of `--log-level`'s directives. As with env_logger before: no directive at all
@@ -279,6 +351,36 @@ mod tests {
         assert_eq!(line["spans"][0]["request_id"], "req-1");
         let keys: Vec<&String> = line.as_object().unwrap().keys().collect();
         assert!(keys.iter().all(|key| !key.starts_with("log.")), "{log}");
+    }
+
+    /// Without `--otlp-endpoint` the subscriber is the log's alone: no traces layer, no trace
+    /// context kept for what is enqueued, and the spans made for traces only (database
+    /// transactions, connector calls) are not made at all under the usual filter.
+    #[test]
+    fn without_an_endpoint_no_traces_layer_or_hooks_are_installed() {
+        let cli = crate::config::load(["mercer", "serve"]).expect("serve parses");
+        let crate::cli::Command::Serve(args) = &cli.command else {
+            panic!("not serve");
+        };
+        assert_eq!(args.otlp_endpoint, None);
+        let dispatch = tracing::Dispatch::new(subscriber(
+            &cli.log_level,
+            cli.log_format,
+            Captured::default(),
+        ));
+        tracing::dispatcher::with_default(&dispatch, || {
+            use tracing_opentelemetry::{OpenTelemetrySpanExt, SetParentError};
+            let request = tracing::error_span!(target: "mercer::http", "request");
+            assert!(matches!(
+                request.set_parent(opentelemetry::Context::new()),
+                Err(SetParentError::LayerNotFound)
+            ));
+            let _entered = request.enter();
+            assert_eq!(mercer_domain::kernel::jobs::current_trace_parent(), None);
+            let transaction = tracing::debug_span!(target: "mercer::store", "transaction");
+            assert!(transaction.is_disabled());
+        });
+        assert!(!mercer_domain::kernel::jobs::traces_exported());
     }
 
     #[test]

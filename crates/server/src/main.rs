@@ -2,6 +2,8 @@
 
 use std::process::ExitCode;
 
+use mercer_server::cli::Command;
+use mercer_server::tracing_export::TraceExport;
 use mercer_server::{commands, config, logging};
 
 /// mimalloc: the server allocates many short-lived buffers (JSON documents, rows) on several
@@ -19,8 +21,25 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    logging::init(&cli.log_level, cli.log_format);
-    match commands::run(cli) {
+    // Traces are the server's: `serve --otlp-endpoint` alone exports them.
+    let otlp_endpoint = match &cli.command {
+        Command::Serve(args) => args.otlp_endpoint.as_deref(),
+        _ => None,
+    };
+    let traces = match otlp_endpoint.map(TraceExport::start).transpose() {
+        Ok(traces) => traces,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    logging::init(&cli.log_level, cli.log_format, traces.as_ref());
+    let result = commands::run(cli);
+    // After serve's graceful stop: the spans still queued are sent.
+    if let Some(traces) = traces {
+        traces.shutdown();
+    }
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error}");

@@ -794,6 +794,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     sync_runs,
     connector_outbox,
     webhook_endpoints,
+    webhook_throttles,
     webhook_messages,
     webhook_attempts,
     api_overrides,
@@ -834,6 +835,18 @@ diesel::table! {
         created_at -> BigInt,
         updated_at -> BigInt,
         deleted_at -> Nullable<BigInt>,
+        rate_limit_per_s -> Nullable<Integer>,
+    }
+}
+
+diesel::table! {
+    /// The send-time state of each throttled webhook endpoint (`repos::webhooks::throttles`).
+    /// `webhook_messages.throttled` is not declared (`table!` takes 16 columns here): the
+    /// queries that read it are written out.
+    webhook_throttles (endpoint_id) {
+        endpoint_id -> BigInt,
+        interval_us -> BigInt,
+        next_slot_at -> BigInt,
     }
 }
 
@@ -844,7 +857,7 @@ diesel::table! {
         shop_id -> BigInt,
         endpoint_id -> BigInt,
         topic -> Text,
-        payload -> Text,
+        payload -> Nullable<Text>,
         status -> Text,
         attempts -> BigInt,
         next_attempt_at -> BigInt,
@@ -853,6 +866,8 @@ diesel::table! {
         delivered_at -> Nullable<BigInt>,
         subject -> Nullable<Text>,
         request_id -> Nullable<Text>,
+        trace_parent -> Nullable<Text>,
+        purged_at -> Nullable<BigInt>,
     }
 }
 
@@ -887,6 +902,16 @@ diesel::table! {
         updated_at -> BigInt,
         shop_id -> Nullable<BigInt>,
         request_id -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    /// The trace a job was enqueued in: part of `jobs`, declared apart because `table!` takes 16
+    /// columns here (see `subscriptions`). Written only when traces are exported.
+    #[sql_name = "jobs"]
+    job_trace_parents (id) {
+        id -> BigInt,
+        trace_parent -> Nullable<Text>,
     }
 }
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 use diesel::connection::SimpleConnection;
 use diesel::r2d2::{Pool, PooledConnection};
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
+use mercer_domain::kernel::jobs::traces_exported;
 use mercer_domain::platform::EventQueueRepository;
 use mercer_domain::platform::events::NewInboundEvent;
 use mercer_domain::ports::{Database, Repositories};
@@ -442,11 +443,27 @@ pub(crate) fn storage_error(error: diesel::result::Error) -> StorageError {
     kept.caused_by(error)
 }
 
+/// The span of one unit of work (`transaction`: a read, a write, a batch of writes), a child of
+/// the span it runs in (a request's, a job's), made only when traces are exported
+/// (`serve --otlp-endpoint`): otherwise the check costs one load. Work outside any span (a
+/// worker's poll) makes none either.
+fn unit_of_work_span(kind: &'static str, backend: Backend) -> tracing::Span {
+    if !traces_exported() || tracing::Span::current().is_none() {
+        return tracing::Span::none();
+    }
+    let system = match backend {
+        Backend::Sqlite => "sqlite",
+        Backend::Postgres => "postgresql",
+    };
+    tracing::debug_span!(target: "mercer::store", "transaction", kind, db.system = system)
+}
+
 impl Database for Store {
     fn read<T>(
         &self,
         work: impl FnOnce(&mut dyn Repositories) -> Result<T, DomainError>,
     ) -> Result<T, DomainError> {
+        let _span = unit_of_work_span("read", self.backend).entered();
         let mut conn = self.connection()?;
         work(&mut StoreTx::new(&mut conn))
     }
@@ -455,6 +472,7 @@ impl Database for Store {
         &self,
         work: impl FnOnce(&mut dyn Repositories) -> Result<T, DomainError>,
     ) -> Result<T, DomainError> {
+        let _span = unit_of_work_span("write", self.backend).entered();
         // The connection first: a writer holding the turn never waits for the pool.
         let mut conn = self.connection()?;
         let _turn = match self.backend {
@@ -491,6 +509,7 @@ impl Database for Store {
         items: &[I],
         mut work: impl FnMut(&mut dyn Repositories, &I) -> Result<T, DomainError>,
     ) -> Result<Vec<Result<T, DomainError>>, DomainError> {
+        let _span = unit_of_work_span("write_each", self.backend).entered();
         let mut conn = self.connection()?;
         let _turn = match self.backend {
             Backend::Sqlite => Some(self.sqlite_writers.take()?),
@@ -530,6 +549,7 @@ impl Database for Store {
             // round trip.
             Backend::Sqlite => self.write(work),
             Backend::Postgres => {
+                let _span = unit_of_work_span("statement", self.backend).entered();
                 let mut conn = self.connection()?;
                 work(&mut StoreTx::new(&mut conn))
             }

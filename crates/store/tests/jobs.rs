@@ -26,6 +26,7 @@ fn new_job(kind: &'static str, key: Option<&str>, run_at: Timestamp) -> NewJob {
         max_attempts: 3,
         shop_id: None,
         request_id: None,
+        trace_parent: None,
     }
 }
 
@@ -447,7 +448,77 @@ fn jobs_keep_the_request_that_enqueued_them(backend: Backend) {
     assert_eq!(kept, [(keyed, Some("req-7")), (plain, None)]);
 }
 
+/// When traces are exported, a job keeps the trace context it was enqueued in (the domain's
+/// `current_trace_parent`), and its claim reads it back; a job that coalesces into an unfinished
+/// one keeps that job's, and one enqueued outside a traced span has none.
+fn jobs_keep_the_trace_they_were_enqueued_in(backend: Backend) {
+    use std::cell::RefCell;
+
+    use mercer_domain::kernel::jobs::{
+        JobPayload, TraceContextHooks, enqueue as enqueue_payload, install_trace_context_hooks,
+    };
+
+    thread_local! {
+        static TRACE: RefCell<Option<String>> = const { RefCell::new(None) };
+    }
+    // This test binary's others never set TRACE: they enqueue outside any trace.
+    install_trace_context_hooks(TraceContextHooks {
+        capture: || TRACE.with(|trace| trace.borrow().clone()),
+        continue_trace: |_| {},
+    });
+    let within_trace = |parent: Option<&str>, work: &dyn Fn() -> Enqueued| {
+        TRACE.with(|trace| *trace.borrow_mut() = parent.map(str::to_string));
+        let enqueued = work();
+        TRACE.with(|trace| *trace.borrow_mut() = None);
+        enqueued
+    };
+
+    #[derive(serde::Serialize, serde::Deserialize)]
+    struct Keyed;
+    impl JobPayload for Keyed {
+        const KIND: &'static str = "test.a";
+        fn unique_key(&self) -> Option<String> {
+            Some("traced".into())
+        }
+    }
+    #[derive(serde::Serialize, serde::Deserialize)]
+    struct Plain;
+    impl JobPayload for Plain {
+        const KIND: &'static str = "test.a";
+    }
+    const FIRST: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    const SECOND: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+
+    let (_db, store) = TestDatabase::migrated(backend);
+    let keyed = within_trace(Some(FIRST), &|| {
+        store
+            .write(|tx| enqueue_payload(tx, None, &Keyed, at(0), at(0)))
+            .unwrap()
+    });
+    let coalesced = within_trace(Some(SECOND), &|| {
+        store
+            .write(|tx| enqueue_payload(tx, None, &Keyed, at(0), at(0)))
+            .unwrap()
+    });
+    assert_eq!(coalesced, Enqueued::Coalesced(keyed.id()));
+    let plain = within_trace(None, &|| {
+        store
+            .write(|tx| enqueue_payload(tx, None, &Plain, at(0), at(0)))
+            .unwrap()
+    });
+    let mut claimed: Vec<(JobId, Option<String>)> = claim(&store, "w1", at(1), at(30))
+        .into_iter()
+        .map(|job| (job.id, job.trace_parent))
+        .collect();
+    claimed.sort();
+    assert_eq!(
+        claimed,
+        [(keyed.id(), Some(FIRST.to_string())), (plain.id(), None)]
+    );
+}
+
 backend_tests!(
+    jobs_keep_the_trace_they_were_enqueued_in,
     jobs_keep_the_request_that_enqueued_them,
     jobs_are_claimed_leased_and_deleted_when_done,
     a_job_whose_lease_ran_out_is_claimed_again,

@@ -17,11 +17,16 @@ use mercer_domain::kernel::wake::Wake;
 use mercer_domain::ports::Database;
 use mercer_domain::webhooks::{
     AfterAttempt, AttemptOutcome, DeliveryAttempt, EndpointHealth, MessageStatus, MessageUpdate,
-    RetryPolicy, WebhookEndpoint, WebhookKind, WebhookMessage,
+    RetryPolicy, WebhookEndpoint, WebhookKind, WebhookMessage, announce_endpoint_disabled,
+    failure_text,
 };
 use mercer_domain::{DomainError, Timestamp};
 use mercer_outbound::PrivateAddressGuard;
 use mercer_signing::{cavage, standard_webhooks, svc_signature};
+
+mod throttled;
+
+pub use throttled::{THROTTLE_WINDOW, ThrottleWatch, dispatch_throttled_batch};
 
 #[derive(Debug, Clone)]
 pub struct DispatcherConfig {
@@ -328,15 +333,17 @@ struct Batch {
     unsent: Vec<MessageUpdate>,
     /// The shops' activity: attempts made, messages delivered and failed.
     activity: Tally,
-    /// The shop of each endpoint the batch disabled.
-    disabled_shops: HashMap<WebhookId, ShopId>,
+    /// Each endpoint the batch disabled, with its last attempt's failure as the delivery log
+    /// shows it.
+    disabled_endpoints: HashMap<WebhookId, (WebhookEndpoint, String)>,
 }
 
 impl Batch {
     /// Sends one message, or ends it unsent when it cannot go (its endpoint unreadable,
     /// deleted or disabled), and notes what follows by the retry policy. In its span (message
     /// id, endpoint, and `request_id`: the request whose handling enqueued the message, when
-    /// one did), which every line it logs names.
+    /// one did), which every line it logs names. When traces are exported, the span continues
+    /// the trace the message was enqueued in.
     #[tracing::instrument(
         target = "mercer::webhooks",
         name = "delivery",
@@ -356,6 +363,8 @@ impl Batch {
         config: &DispatcherConfig,
         clock: &dyn Clock,
     ) {
+        // First, before anything starts the span's own trace context.
+        mercer_domain::kernel::jobs::continue_trace(message.trace_parent.as_deref());
         let Some((endpoint, deleted)) = targets.endpoints.get(&message.endpoint_id) else {
             // Its endpoint could not be read: the message fails now rather than coming back
             // after every lease.
@@ -416,7 +425,8 @@ impl Batch {
             }
         }
         if let AfterAttempt::Disable(_) = &after {
-            self.disabled_shops.insert(endpoint.id, message.shop_id);
+            self.disabled_endpoints
+                .insert(endpoint.id, (endpoint.clone(), failure_text(&outcome)));
         }
         let (update, endpoint_health) =
             after.settle(message.id, attempts_made, failing_since, sent_at);
@@ -447,7 +457,8 @@ impl Batch {
     }
 
     /// Records the attempts, the messages' new states and the endpoints' health where it
-    /// changed, in one transaction; a disabled endpoint's pending messages end failed.
+    /// changed, in one transaction; a disabled endpoint's pending messages end failed, and the
+    /// shop's endpoints registered for the operational topic of its kind are told of it.
     fn record(&mut self, db: &impl Database, now: Timestamp) -> Result<(), DomainError> {
         let mut updates = std::mem::take(&mut self.updates);
         updates.append(&mut self.unsent);
@@ -465,9 +476,11 @@ impl Batch {
                 if disabled.is_some() {
                     let ended =
                         tx.end_pending_webhook_messages(*endpoint_id, MessageStatus::Failed, now)?;
-                    if let Some(shop_id) = self.disabled_shops.get(endpoint_id) {
+                    if let Some((endpoint, last_error)) = self.disabled_endpoints.get(endpoint_id) {
                         let ended = i64::try_from(ended).unwrap_or(i64::MAX);
-                        activity.add(*shop_id, Activity::WebhooksFailed, now, ended);
+                        activity.add(endpoint.shop_id, Activity::WebhooksFailed, now, ended);
+                        let failing_since = health.failing_since.unwrap_or(now);
+                        announce_endpoint_disabled(tx, endpoint, failing_since, last_error, now)?;
                     }
                     log::warn!(target: "mercer::webhooks", "endpoint {endpoint_id} disabled");
                 }
@@ -533,20 +546,26 @@ pub fn start<D: Database, C: Clock + Clone>(
     wake: Wake,
     stop: Arc<AtomicBool>,
 ) -> std::io::Result<Vec<std::thread::JoinHandle<()>>> {
+    let watch = Arc::new(ThrottleWatch::new());
     (0..config.workers)
         .map(|n| {
             let (db, config, wake, stop) = (db.clone(), config.clone(), wake.clone(), stop.clone());
-            let clock = clock.clone();
+            let (clock, watch) = (clock.clone(), watch.clone());
             std::thread::Builder::new().name(format!("mercer-webhooks-{n}")).spawn(move || {
                 let sender = Sender::new(&config);
+                // Throttled endpoints' messages, in turns of their own (`throttled`).
+                let mut throttled = throttled::ThrottledTurns::new();
                 while !stop.load(Ordering::Relaxed) {
-                    match dispatch_batch(&db, &sender, &config, &clock) {
-                        Ok(report) if report.claimed > 0 => {}
-                        Ok(_) => wake.wait(config.idle_poll),
+                    let busy = match dispatch_batch(&db, &sender, &config, &clock) {
+                        Ok(report) => report.claimed > 0,
                         Err(error) => {
                             log::error!(target: "mercer::webhooks", "dispatching failed: {error}");
-                            wake.wait(config.idle_poll);
+                            false
                         }
+                    };
+                    let sent_throttled = throttled.take(&watch, &db, &sender, &config, &clock);
+                    if !busy && !sent_throttled {
+                        wake.wait(throttled.idle_wait(config.idle_poll));
                     }
                 }
             })
@@ -708,6 +727,7 @@ pub(crate) mod tests {
             failing_since: None,
             created_at: at,
             updated_at: at,
+            rate_limit_per_s: None,
         }
     }
 
@@ -725,6 +745,8 @@ pub(crate) mod tests {
             created_at: Timestamp::from_micros(0),
             delivered_at: None,
             request_id: None,
+            trace_parent: None,
+            purged_at: None,
         }
     }
 

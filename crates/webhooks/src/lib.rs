@@ -10,5 +10,8 @@
 pub mod dispatcher;
 pub mod overrides;
 
-pub use dispatcher::{BatchReport, DispatcherConfig, Sender, build_request, dispatch_batch, start};
+pub use dispatcher::{
+    BatchReport, DispatcherConfig, Sender, ThrottleWatch, build_request, dispatch_batch,
+    dispatch_throttled_batch, start,
+};
 pub use overrides::HttpOverrideCaller;

@@ -6,13 +6,15 @@
 //!
 //! `cargo xtask test` runs the short form; `cargo xtask chaos` the full one (`MERCER_CHAOS=full`:
 //! more rounds, more load), together with the kill tests of the scheduler (`scheduler.rs`) and
-//! of syncs (`jobs.rs`), and prints every scenario's figures.
+//! of syncs (`jobs.rs`), and prints every scenario's figures. `cargo xtask chaos retention`
+//! runs the soak of the webhook retention (`retention.rs`), ignored otherwise: it takes minutes.
 
 mod connector_faults;
 mod database_down;
 mod disk_full;
 mod isolation;
 mod kills;
+mod retention;
 
 use std::collections::BTreeMap;
 

@@ -1,7 +1,9 @@
-//! The payloads of the six checkout topics, enqueued as checkout webhook messages
-//! in the transaction of the change they report.
+//! The payloads of the checkout topics, enqueued as checkout webhook messages in the
+//! transaction of the change they report, and each topic's JSON Schema, generated from them.
 
 use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
 
 use crate::access::shop::Shop;
 use crate::checkout::repository::{CheckoutOrder, CheckoutRepositories, CheckoutStatus};
@@ -18,9 +20,11 @@ use crate::kernel::error::DomainError;
 use crate::kernel::ids::CheckoutOrderId;
 use crate::kernel::money::Cents;
 use crate::kernel::time::Timestamp;
+use crate::webhooks::catalogue::{NamedSchemas, named_schema, self_contained_schema_with};
+use crate::webhooks::operational::EndpointDisabled;
 use crate::webhooks::{self, WebhookKind, enqueue_all_for_topic, enqueue_for_topic};
 
-/// The checkout topics (ids 1..6).
+/// The checkout topics (ids 1..7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Topic {
     /// `order/processed`: Process Order went through.
@@ -35,6 +39,9 @@ pub enum Topic {
     OrderFailed,
     /// `gift_card/created`: one for each gift card sold, while the shop's gift cards are on.
     GiftCardCreated,
+    /// `webhook/disabled`: deliveries to one of the shop's checkout webhooks were disabled
+    /// after failing for too long (or on a 410 answer).
+    WebhookDisabled,
 }
 
 impl Topic {
@@ -47,8 +54,112 @@ impl Topic {
             Topic::OrderAbandoned => "order/abandoned",
             Topic::OrderFailed => "order/failed",
             Topic::GiftCardCreated => "gift_card/created",
+            Topic::WebhookDisabled => "webhook/disabled",
         }
     }
+
+    /// Every topic, by id: a topic's id is its position plus one.
+    pub const ALL: [Topic; 7] = [
+        Topic::OrderProcessed,
+        Topic::OrderCreated,
+        Topic::OrderFulfilled,
+        Topic::OrderAbandoned,
+        Topic::OrderFailed,
+        Topic::GiftCardCreated,
+        Topic::WebhookDisabled,
+    ];
+
+    /// The topic's `webhook_topic_id`.
+    pub fn id(self) -> i64 {
+        Topic::ALL
+            .iter()
+            .position(|topic| *topic == self)
+            .map_or(0, |index| index as i64 + 1)
+    }
+
+    /// The topic named `name` (`order/created`); `None` for an unknown name.
+    pub fn parse(name: &str) -> Option<Topic> {
+        Topic::ALL.into_iter().find(|topic| topic.as_str() == name)
+    }
+
+    /// When the topic is sent, as the catalogue describes it.
+    pub fn description(self) -> &'static str {
+        match self {
+            Topic::OrderProcessed => {
+                "Process Order went through: the order is paid and queued for the platform."
+            }
+            Topic::OrderCreated => "The platform has the order and its payments.",
+            Topic::OrderFulfilled => "The platform fulfilled the order.",
+            Topic::OrderAbandoned => "The checkout was left untouched, with items and an email.",
+            Topic::OrderFailed => {
+                "A payment was declined, or the push to the platform failed for good."
+            }
+            Topic::GiftCardCreated => {
+                "A gift card was sold (one message per card), while the shop's gift cards are on."
+            }
+            Topic::WebhookDisabled => {
+                "Deliveries to one of the shop's checkout webhooks were disabled after failing for too long, or on a 410 answer."
+            }
+        }
+    }
+}
+
+/// A checkout topic's delivered body: the topic's payload, and `"test": true` when it is a
+/// test delivery (Send Test Webhook) of sample data.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct CheckoutDelivery<Payload> {
+    /// `true` on a test delivery of sample data; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test: Option<bool>,
+    /// The topic's payload.
+    #[serde(flatten)]
+    pub payload: Payload,
+}
+
+/// The JSON Schema (2020-12, self-contained) of what `topic` delivers, generated from its
+/// payload type.
+pub fn payload_schema(topic: Topic) -> Value {
+    match topic {
+        Topic::OrderProcessed
+        | Topic::OrderCreated
+        | Topic::OrderFulfilled
+        | Topic::OrderFailed => delivery_schema::<OrderPayload>(),
+        Topic::OrderAbandoned => delivery_schema::<AbandonedPayload>(),
+        Topic::GiftCardCreated => delivery_schema::<GiftCardPayload>(),
+        Topic::WebhookDisabled => delivery_schema::<EndpointDisabled>(),
+    }
+}
+
+/// A checkout topic as List Webhook Topics shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct CheckoutWebhookTopic {
+    /// The topic's fixed id (1..7).
+    #[schema(minimum = 1, maximum = 7)]
+    pub webhook_topic_id: i64,
+    /// The topic's name (`order/created`).
+    pub webhook_topic_name: &'static str,
+    /// The JSON Schema (2020-12) of the topic's whole delivered body, self-contained (the
+    /// types it refers to are in its own `$defs`).
+    #[schema(value_type = Object)]
+    pub schema: Value,
+}
+
+/// List Webhook Topics: every checkout topic, by id, with its schema.
+pub fn webhook_topics() -> Vec<CheckoutWebhookTopic> {
+    Topic::ALL
+        .into_iter()
+        .map(|topic| CheckoutWebhookTopic {
+            webhook_topic_id: topic.id(),
+            webhook_topic_name: topic.as_str(),
+            schema: payload_schema(topic),
+        })
+        .collect()
+}
+
+fn delivery_schema<Payload: ToSchema>() -> Value {
+    let mut named = NamedSchemas::new();
+    named_schema::<Payload>(&mut named);
+    self_contained_schema_with::<CheckoutDelivery<Payload>>(named)
 }
 
 /// Where the order came from, as the payloads name it.
@@ -68,25 +179,37 @@ fn domains(shop: &Shop) -> (String, String) {
 
 /// The payload of order/processed, order/created, order/failed and order/fulfilled:
 /// `application_state` is the one the storefront was shown.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = CheckoutOrderPayload)]
 pub(crate) struct OrderPayload {
+    /// The shop's domain on the platform.
     pub platform_domain: String,
+    /// The domain the shop's customers see (the platform's when it has no custom one).
     pub domain: String,
+    /// The checkout as the storefront was shown it.
     pub application_state: ApplicationState,
+    /// The checkout order's id.
     pub order_id: CheckoutOrderId,
+    /// The checkout order's public id.
     pub public_order_id: String,
+    /// The platform's id of the order; empty before the platform has it.
     pub platform_order_id: String,
+    /// The platform's friendly name of the order (else its id); empty before it has one.
     pub platform_friendly_identifier: String,
+    /// `headless_checkout`.
     pub order_source: &'static str,
+    /// `Mercer headless checkout`.
     pub order_source_name: &'static str,
+    /// `unfulfilled`, or `fulfilled` on order/fulfilled.
     pub fulfillment_status: &'static str,
     /// `[]` until the order is fulfilled; then the fulfillment, as order/fulfilled reports it.
     pub fulfillment_data: FulfillmentData,
 }
 
 /// An order's `fulfillment_data`: none yet (`[]`), or the fulfillment's.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(untagged)]
+#[schema(as = CheckoutFulfillmentData)]
 pub(crate) enum FulfillmentData {
     None(EmptyList),
     Fulfilled(Box<Fulfillment>),
@@ -178,16 +301,22 @@ pub(crate) fn emit_fulfilled(
 
 /// A line item of order/abandoned: the abandoned payload writes `properties` as name/value pairs and
 /// `visible` as a number here, and the line's parts in this order.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub(crate) struct AbandonedLineItem {
+    /// The line's share of the order's discounts.
     pub discounts: Vec<ShownDiscount>,
+    /// Always `[]`.
     pub fees: EmptyList,
+    /// The line's taxes.
     pub taxes: Vec<CheckoutTax>,
+    /// The line's product.
+    #[schema(inline)]
     pub product_data: ProductData<Vec<Property>, u8>,
 }
 
 /// A line item property as a name/value pair.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[schema(as = CheckoutProperty)]
 pub struct Property {
     /// The property's name.
     pub name: String,
@@ -196,12 +325,17 @@ pub struct Property {
 }
 
 /// order/abandoned's payload.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub(crate) struct AbandonedPayload {
+    /// The checkout's customer.
     pub customer: ShownCustomer,
+    /// The checkout's line items.
     pub line_items: Vec<AbandonedLineItem>,
+    /// The checkout's meta data.
     pub order_meta_data: CheckoutMetaData,
+    /// The checkout order's public id.
     pub public_order_id: String,
+    /// The link that resumes the checkout.
     pub resumable_link: String,
 }
 
@@ -280,27 +414,43 @@ pub(crate) fn platform_customer_id(
 
 /// gift_card/created's payload for one card. The card's customer is the
 /// checkout's guest: no platform customer.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub(crate) struct GiftCardPayload {
+    /// The shop's domain on the platform.
     pub platform_domain: String,
+    /// The domain the shop's customers see.
     pub domain: String,
+    /// The platform's id of the order; empty before the platform has it.
     pub platform_order_id: String,
+    /// The checkout order's public id.
     pub public_order_id: String,
+    /// Always `null`: the card's customer is the checkout's guest.
     pub platform_customer_id: Option<String>,
+    /// Who bought the card.
     pub customer: GiftCardCustomer,
+    /// Where the card is sent.
     pub gift_card_email: String,
+    /// The card's token.
     pub gift_card_token: String,
+    /// The card's key.
     pub gift_card_key: String,
+    /// The card's amount, in cents.
+    #[schema(value_type = i64)]
     pub gift_card_amount: Cents,
+    /// The key of the line item that sold it.
     pub line_item_key: String,
+    /// The gift card product's SKU.
     pub sku: String,
 }
 
 /// Who bought a gift card.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub(crate) struct GiftCardCustomer {
+    /// Email address.
     pub email_address: String,
+    /// First name.
     pub first_name: String,
+    /// Last name.
     pub last_name: String,
 }
 
@@ -355,20 +505,21 @@ pub(crate) fn emit_gift_cards(
 }
 
 /// A sample payload of a topic, marked `"test": true`: what a test delivery sends.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct SamplePayload<T> {
-    pub test: bool,
-    #[serde(flatten)]
-    pub payload: T,
+fn sample<T>(payload: T) -> Box<CheckoutDelivery<T>> {
+    Box::new(CheckoutDelivery {
+        test: Some(true),
+        payload,
+    })
 }
 
 /// The payload of a test delivery: the topic's payload for a sample order.
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
 pub(crate) enum TestPayload {
-    Abandoned(Box<SamplePayload<AbandonedPayload>>),
-    GiftCard(Box<SamplePayload<GiftCardPayload>>),
-    Order(Box<SamplePayload<OrderPayload>>),
+    Abandoned(Box<CheckoutDelivery<AbandonedPayload>>),
+    GiftCard(Box<CheckoutDelivery<GiftCardPayload>>),
+    Order(Box<CheckoutDelivery<OrderPayload>>),
+    Disabled(Box<CheckoutDelivery<EndpointDisabled>>),
 }
 
 /// An order of one test product for a test customer, as a test delivery shows it.
@@ -423,26 +574,32 @@ fn sample_order(shop: &Shop, now: Timestamp) -> CheckoutOrder {
 /// The payload a test delivery of `topic` sends: the topic's own shape, for a sample order.
 pub(crate) fn test_payload(shop: &Shop, topic: &str, now: Timestamp) -> TestPayload {
     let order = sample_order(shop, now);
-    match topic {
-        "order/abandoned" => TestPayload::Abandoned(Box::new(SamplePayload {
-            test: true,
-            payload: abandoned_payload(&order, None),
-        })),
-        "gift_card/created" => {
-            let item = &order.document.line_items[0];
-            TestPayload::GiftCard(Box::new(SamplePayload {
-                test: true,
-                payload: gift_card_payload(shop, &order, item, "test-key", "test-token"),
-            }))
+    match Topic::parse(topic) {
+        Some(Topic::OrderAbandoned) => {
+            TestPayload::Abandoned(sample(abandoned_payload(&order, None)))
         }
+        Some(Topic::GiftCardCreated) => {
+            let item = &order.document.line_items[0];
+            TestPayload::GiftCard(sample(gift_card_payload(
+                shop,
+                &order,
+                item,
+                "test-key",
+                "test-token",
+            )))
+        }
+        Some(Topic::WebhookDisabled) => TestPayload::Disabled(sample(EndpointDisabled {
+            endpoint_id: "0".repeat(32),
+            topic: Topic::OrderCreated.as_str().to_string(),
+            url: "https://hooks.example.test/orders".to_string(),
+            failures_since: now,
+            last_error: "HTTP 500".to_string(),
+        })),
         _ => {
             let fulfillment = (topic == Topic::OrderFulfilled.as_str())
                 .then(|| fulfillment_data(&order, None, now));
             let state = order.document.application_state(&order.public_order_id);
-            TestPayload::Order(Box::new(SamplePayload {
-                test: true,
-                payload: order_payload(shop, &order, state, fulfillment),
-            }))
+            TestPayload::Order(sample(order_payload(shop, &order, state, fulfillment)))
         }
     }
 }

@@ -49,8 +49,11 @@ use crate::subscriptions::operations::create_subscription;
 use crate::subscriptions::recurrence::{OrderSchedule, ShopZone};
 use crate::subscriptions::resources::Actor;
 use crate::subscriptions::resources::Subscription;
-use crate::subscriptions::topics::Topic as SubscriptionTopic;
-use crate::subscriptions::webhooks::emit_with_order;
+use crate::subscriptions::webhooks::{
+    CheckoutFirstOrder, DeclinedCheckoutOrder, ProposedAddress, ProposedAttribute,
+    ProposedCustomer, ProposedLineItem, ProposedShippingLine, ProposedSubscription,
+    emit_checkout_order_created, emit_checkout_payment_failed,
+};
 
 /// Pushes a processed checkout to the platform.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -724,49 +727,17 @@ fn subscriptions(
         if !created {
             continue;
         }
-        let first_order = FirstOrder {
+        let first_order = CheckoutFirstOrder {
             source: "checkout",
-            public_order_id: &order.public_order_id,
-            platform_order_id: order.platform_order_id.as_deref(),
+            public_order_id: order.public_order_id.clone(),
+            platform_order_id: order.platform_order_id.clone(),
             order_datetime: placed,
             total: plan_total(&items),
-            currency: &order.document.currency,
+            currency: order.document.currency.clone(),
         };
-        emit_with_order(
-            tx,
-            shop,
-            SubscriptionTopic::SubscriptionOrderCreated,
-            &subscription,
-            &first_order,
-            now,
-        )?;
+        emit_checkout_order_created(tx, shop, &subscription, first_order, now)?;
     }
     Ok(())
-}
-
-/// A plan's first order, the checkout's, as the `order` of `subscription_order_created`.
-#[derive(Serialize)]
-struct FirstOrder<'a> {
-    source: &'static str,
-    public_order_id: &'a str,
-    platform_order_id: Option<&'a str>,
-    order_datetime: Timestamp,
-    total: Cents,
-    currency: &'a str,
-}
-
-/// The checkout's order that a declined payment failed, as the `order` of
-/// `subscription_payment_failed`: it never reached the platform.
-#[derive(Serialize)]
-struct DeclinedOrder<'a> {
-    source: &'static str,
-    public_order_id: &'a str,
-    platform_order_id: Option<&'a str>,
-    status: &'static str,
-    failure_code: &'static str,
-    failure_reason: &'static str,
-    total: Cents,
-    currency: &'a str,
 }
 
 /// What a plan's line items come to: a part of the order's items, whose sum is checked
@@ -811,33 +782,18 @@ fn announce_declined_plans(
     now: Timestamp,
 ) -> Result<(), DomainError> {
     for (index, ((rule, group), items)) in plans(&order.document).into_iter().enumerate() {
-        let body = PlanSubscription::new(shop, order, &rule, &group, &items, index, now).body();
-        let mut data = body["subscription"].clone();
-        if let Some(fields) = data.as_object_mut() {
-            // The would-be subscription says nothing of the payment that failed.
-            fields.remove("payment_details");
-            fields.remove("idempotency_key");
-            fields.insert("id".to_string(), Value::Null);
-            fields.insert("customer".to_string(), body["customer"].clone());
-        }
-        let attempt = DeclinedOrder {
+        let plan = PlanSubscription::new(shop, order, &rule, &group, &items, index, now);
+        let attempt = DeclinedCheckoutOrder {
             source: "checkout",
-            public_order_id: &order.public_order_id,
+            public_order_id: order.public_order_id.clone(),
             platform_order_id: None,
             status: "failed",
             failure_code: "payment_declined",
             failure_reason: "the payment was declined",
             total: plan_total(&items),
-            currency: &order.document.currency,
+            currency: order.document.currency.clone(),
         };
-        emit_with_order(
-            tx,
-            shop,
-            SubscriptionTopic::SubscriptionPaymentFailed,
-            data,
-            &attempt,
-            now,
-        )?;
+        emit_checkout_payment_failed(tx, shop, plan.proposed(), attempt, now)?;
     }
     Ok(())
 }
@@ -1028,6 +984,72 @@ impl<'a> PlanSubscription<'a> {
                 external_id: text_field(self.external_id),
                 ..SubscriptionCreateFields::default()
             }),
+        }
+    }
+
+    /// The subscription the plan would make, as `subscription_payment_failed` shows it when the
+    /// checkout's payment is declined: its Create Subscription body, saying nothing of the
+    /// payment that failed (no payment details, no idempotency key), `id` null and its customer.
+    fn proposed(&self) -> ProposedSubscription {
+        let address = |a: &CheckoutAddress| ProposedAddress {
+            first_name: a.first_name.clone(),
+            last_name: a.last_name.clone(),
+            company: a.business_name.clone(),
+            phone: a.phone_number.clone(),
+            street1: a.address_line_1.clone(),
+            street2: a.address_line_2.clone(),
+            city: a.city.clone(),
+            province: a.province.clone(),
+            province_code: a.province_code.clone(),
+            country: a.country.clone(),
+            country_code: a.country_code.clone(),
+            zip: a.postal_code.clone(),
+        };
+        ProposedSubscription {
+            order_rrule: self.rule.to_string(),
+            charged_currency: self.currency.to_string(),
+            base_currency: self.currency.to_string(),
+            line_items: self
+                .line_items
+                .iter()
+                .map(|line| ProposedLineItem {
+                    platform_product_id: line.item.product_id.clone(),
+                    platform_variant_id: line.item.variant_id.clone(),
+                    quantity: line.item.quantity,
+                    price: line.item.price,
+                    subscription_group_id: line.group,
+                    line_item_attributes: line
+                        .attributes
+                        .iter()
+                        .map(|(name, value)| ProposedAttribute {
+                            name: name.to_string(),
+                            value: value.to_string(),
+                        })
+                        .collect(),
+                })
+                .collect(),
+            shipping_lines: self
+                .shipping_line
+                .iter()
+                .map(|chosen| ProposedShippingLine {
+                    name: chosen.description.clone(),
+                    code: chosen.code.clone(),
+                    tag: "checkout".to_string(),
+                    price: chosen.amount,
+                })
+                .collect(),
+            shipping_address: self.shipping_address.map(address),
+            billing_address: self.billing_address.map(address),
+            placed_at: self.placed,
+            last_order_datetime: self.placed,
+            next_order_datetime: self.next_order,
+            external_id: self.external_id.to_string(),
+            id: None,
+            customer: ProposedCustomer {
+                email: self.customer.email_address.clone(),
+                first_name: self.customer.first_name.clone(),
+                last_name: self.customer.last_name.clone(),
+            },
         }
     }
 
@@ -1240,5 +1262,84 @@ mod plan_tests {
         let (typed, parsed) = both(&wrong);
         assert!(typed.starts_with("Err"), "{typed}");
         assert_eq!(typed, parsed);
+    }
+    #[test]
+    fn every_topics_test_delivery_fits_its_schema() {
+        use crate::checkout::payloads::{Topic, payload_schema, test_payload};
+        let now = at("2024-03-05T12:00:00Z");
+        for topic in Topic::ALL {
+            let body = serde_json::to_value(test_payload(&shop(), topic.as_str(), now)).unwrap();
+            assert_eq!(body["test"], true, "{}", topic.as_str());
+            let problems = crate::webhooks::catalogue::violations(&payload_schema(topic), &body);
+            assert!(
+                problems.is_empty(),
+                "{}: {problems:?}\n{body}",
+                topic.as_str()
+            );
+        }
+        // The real payloads have no `test`, and fit too.
+        let declined = order(document(json!({}), json!({})));
+        let shown = declined
+            .document
+            .application_state(&declined.public_order_id);
+        let body = serde_json::to_value(crate::checkout::payloads::order_payload(
+            &shop(),
+            &declined,
+            shown,
+            None,
+        ))
+        .unwrap();
+        assert!(body.get("test").is_none());
+        let problems =
+            crate::webhooks::catalogue::violations(&payload_schema(Topic::OrderFailed), &body);
+        assert!(problems.is_empty(), "{problems:?}");
+    }
+
+    #[test]
+    fn a_declined_plans_proposed_subscription_is_its_body_without_the_payment() {
+        let address = json!({
+            "first_name": "Ada", "last_name": "L", "address_line_1": "1 Way",
+            "address_line_2": "", "country": "Canada", "city": "Toronto", "province": "",
+            "country_code": "CA", "province_code": "ON", "postal_code": "M5V",
+            "business_name": "", "phone_number": "555",
+        });
+        let declined = order(document(
+            json!({}),
+            json!({
+                "customer": {"public_id": "c", "first_name": "Ada", "last_name": "L",
+                             "email_address": "ada@example.test", "accepts_marketing": false},
+                "billing_address": address,
+                "selected_shipping": {"id": "flat_rate", "description": "Ground",
+                                      "amount": 500, "code": "g"},
+                "payments": [{"id": "p", "gateway_public_id": "test", "token": "tok_declined",
+                              "amount": 0, "type": "credit_card", "display_string": "",
+                              "retain": false, "expires_at": "2027-03"}],
+            }),
+        ));
+        let plans = plans(&declined.document);
+        let ((rule, group), items) = &plans[0];
+        let now = at("2024-03-05T12:00:00Z");
+        let plan = PlanSubscription::new(&shop(), &declined, rule, group, items, 0, now);
+        let body = plan.body();
+        let mut expected = body["subscription"].clone();
+        let fields = expected.as_object_mut().unwrap();
+        fields.remove("payment_details");
+        fields.remove("idempotency_key");
+        fields.insert("id".to_string(), Value::Null);
+        fields.insert("customer".to_string(), body["customer"].clone());
+        assert_eq!(serde_json::to_value(plan.proposed()).unwrap(), expected);
+        let schema = crate::subscriptions::topics::payload_schema(
+            crate::subscriptions::topics::Topic::SubscriptionPaymentFailed,
+        );
+        let body = json!({
+            "topic": "subscription_payment_failed", "shop_identifier": "s",
+            "created_at": "2024-03-05T12:00:00Z", "data": expected,
+            "order": {"source": "checkout", "public_order_id": "p", "platform_order_id": null,
+                      "status": "failed", "failure_code": "payment_declined",
+                      "failure_reason": "the payment was declined", "total": 2500,
+                      "currency": "USD"},
+        });
+        let problems = crate::webhooks::catalogue::violations(&schema, &body);
+        assert!(problems.is_empty(), "{problems:?}");
     }
 }

@@ -258,7 +258,6 @@ impl Serialize for Weight {
 /// `properties` and `visible` differently, so each view picks their types: a map and `true` for
 /// the storefront, name/value pairs and `1` for order/abandoned.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
-#[schema(bound = "")]
 #[schema(as = CheckoutProductData)]
 pub struct ProductData<Properties = BTreeMap<String, String>, Visible = bool> {
     /// The line's key (as `line_item_key`).
@@ -269,9 +268,10 @@ pub struct ProductData<Properties = BTreeMap<String, String>, Visible = bool> {
     pub product_title: String,
     /// The variant's image, else the product's; empty when there is none.
     pub image_url: String,
-    /// The line's properties: a map for the storefront, name/value pairs for order/abandoned.
-    /// (The schema describes the storefront's view, the only one an answer shows.)
-    #[schema(value_type = BTreeMap<String, String>)]
+    // The line's properties: a map for the storefront, name/value pairs for order/abandoned.
+    // (No doc comment: utoipa would wrap the inlined type's schema with an `object` one.)
+    #[allow(missing_docs)]
+    #[schema(inline)]
     pub properties: Properties,
     /// The product's description.
     pub description: String,
@@ -283,8 +283,9 @@ pub struct ProductData<Properties = BTreeMap<String, String>, Visible = bool> {
     /// Price times quantity.
     #[schema(value_type = i64)]
     pub total_price: Cents,
-    /// Always shown: `true` for the storefront, `1` for order/abandoned.
-    #[schema(value_type = bool)]
+    // Always shown: `true` for the storefront, `1` for order/abandoned.
+    #[allow(missing_docs)]
+    #[schema(inline)]
     pub visible: Visible,
     /// The key that names the line at the storefront.
     pub line_item_key: String,
@@ -375,12 +376,18 @@ impl ShownLineItem {
 }
 
 /// A line item as the inventory override and `fulfilled_items` name it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[schema(as = CheckoutItemReference)]
 pub(crate) struct ItemReference {
+    /// The line's key.
     pub line_item_key: String,
+    /// The variant's platform id.
     pub platform_variant_id: String,
+    /// The product's platform id.
     pub platform_product_id: String,
+    /// The variant's SKU; empty when it has none.
     pub sku: String,
+    /// How many units.
     pub quantity: i64,
 }
 

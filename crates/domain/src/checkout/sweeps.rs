@@ -90,31 +90,57 @@ pub fn sweep_abandoned<D: CheckoutDatabase>(
 /// `fulfillment_data` of order/fulfilled: the checkout's amounts in cents, what
 /// was fulfilled, and the platform order's tracking when its custom attributes carry it
 /// (`tracking_company`, `tracking_number`, `tracking_url`). A checkout has no fees.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[schema(as = CheckoutFulfillment)]
 pub(crate) struct Fulfillment {
+    /// The order's total, in cents.
+    #[schema(value_type = i64)]
     pub total_value: Cents,
+    /// Its shipping, in cents.
+    #[schema(value_type = i64)]
     pub total_shipping_value: Cents,
+    /// Its discounts, in cents.
+    #[schema(value_type = i64)]
     pub total_discount: Cents,
+    /// Always 0: a checkout has no fees.
+    #[schema(value_type = i64)]
     pub total_fees: Cents,
+    /// Always 0: a checkout has no fees.
+    #[schema(value_type = i64)]
     pub total_order_fees: Cents,
+    /// Its taxes, in cents.
+    #[schema(value_type = i64)]
     pub total_tax: Cents,
+    /// The fulfilling location.
     pub location_id: i64,
+    /// How many units were fulfilled.
     pub item_count: i64,
+    /// The shipping line that shipped it.
     pub shipping_details: Vec<ShippingDetail>,
+    /// The fulfilled line items.
     pub fulfilled_items: Vec<ItemReference>,
+    /// Always `[]`.
     pub order_fees: EmptyList,
+    /// The carrier; empty when the platform order does not say.
     pub tracking_company: String,
+    /// The tracking number; empty when the platform order does not say.
     pub tracking_number: String,
+    /// The tracking URL; empty when the platform order does not say.
     pub tracking_url: String,
     /// `YYYY-MM-DD HH:MM:SS`, as the payload writes it.
     pub fulfilled_at: String,
 }
 
 /// The shipping line that shipped a fulfilled order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[schema(as = CheckoutShippingDetail)]
 pub(crate) struct ShippingDetail {
+    /// The shipping rate's id.
     pub id: String,
+    /// The shipping rate's description.
     pub description: String,
+    /// Its price, in cents.
+    #[schema(value_type = i64)]
     pub amount: Cents,
 }
 

@@ -85,6 +85,10 @@ pub struct Job {
     /// lines can be traced back to that request; None for a job enqueued outside a request
     /// (the scheduler, a sweep, the command line).
     pub request_id: Option<String>,
+    /// The trace context it was enqueued in (a W3C `traceparent` value), which its run
+    /// continues; None when traces are not exported or it was enqueued outside a traced span.
+    /// Read when a job is claimed (listings leave it out).
+    pub trace_parent: Option<String>,
 }
 
 impl Job {
@@ -122,6 +126,8 @@ pub struct NewJob {
     /// The id of the request whose handling enqueues it, when a request's does. A job that
     /// coalesces into an unfinished one keeps that job's.
     pub request_id: Option<String>,
+    /// The trace context it is enqueued in ([`current_trace_parent`]).
+    pub trace_parent: Option<String>,
 }
 
 /// A kind of job: the payload it carries and its rules.
@@ -414,6 +420,50 @@ pub fn current_request_id() -> Option<Arc<str>> {
     REQUEST_ID.with(|id| id.borrow().clone())
 }
 
+/// How the process that exports traces (`serve --otlp-endpoint`) reads and continues them:
+/// the domain enqueues jobs and webhook messages deep in every feature, and the runners that
+/// take them up later (other threads, other processes) continue the trace they were enqueued
+/// in, without the domain knowing how spans are kept.
+#[derive(Debug, Clone, Copy)]
+pub struct TraceContextHooks {
+    /// The trace context of the span this thread is in, as a W3C `traceparent` value
+    /// (`00-{trace id}-{span id}-{flags}`); None outside any traced span.
+    pub capture: fn() -> Option<String>,
+    /// Makes the span this thread is in a child of the span a `traceparent` value names
+    /// (a value that does not read is ignored).
+    pub continue_trace: fn(&str),
+}
+
+static TRACE_CONTEXT_HOOKS: std::sync::OnceLock<TraceContextHooks> = std::sync::OnceLock::new();
+
+/// Installs the hooks once per process, when traces are exported; false when some already
+/// were. Without them, no trace context is read or kept: [`current_trace_parent`] is None.
+pub fn install_trace_context_hooks(hooks: TraceContextHooks) -> bool {
+    TRACE_CONTEXT_HOOKS.set(hooks).is_ok()
+}
+
+/// Whether this process exports traces (its hooks are installed).
+pub fn traces_exported() -> bool {
+    TRACE_CONTEXT_HOOKS.get().is_some()
+}
+
+/// The trace context a job or a webhook message enqueued now keeps, so that its run or its
+/// delivery joins the trace of the request (or job) that enqueued it: the current span's, as a
+/// `traceparent` value. None when traces are not exported, or outside any traced span.
+pub fn current_trace_parent() -> Option<String> {
+    TRACE_CONTEXT_HOOKS
+        .get()
+        .and_then(|hooks| (hooks.capture)())
+}
+
+/// Continues the trace `trace_parent` names (a job's, a message's) in the current span: it
+/// becomes that span's child. Nothing when traces are not exported or there is none.
+pub fn continue_trace(trace_parent: Option<&str>) {
+    if let (Some(hooks), Some(trace_parent)) = (TRACE_CONTEXT_HOOKS.get(), trace_parent) {
+        (hooks.continue_trace)(trace_parent);
+    }
+}
+
 /// Enqueues `job` (for the shop `shop_id` names, if it works for one), due at `run_at`, in
 /// the caller's transaction. It keeps the id of the request being handled on this thread,
 /// if any ([`within_request`]).
@@ -435,6 +485,7 @@ pub fn enqueue<J: JobPayload>(
             max_attempts: J::MAX_ATTEMPTS,
             shop_id,
             request_id: current_request_id().map(|id| id.to_string()),
+            trace_parent: current_trace_parent(),
         },
         now,
     )?)
@@ -473,6 +524,7 @@ mod tests {
             updated_at: now,
             shop_id: None,
             request_id: None,
+            trace_parent: None,
         };
         let retry = JobFailure::retry("down");
         assert_eq!(

@@ -26,7 +26,7 @@ use crate::subscriptions::resources::{
     CustomerLabel, SubscriptionAddress, SubscriptionCustomer, SubscriptionSummary,
 };
 use crate::subscriptions::topics::Topic;
-use crate::subscriptions::webhooks::emit;
+use crate::subscriptions::webhooks::emit_customer;
 
 /// The page-numbered pagination of customer lists ("customer subscriptions").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
@@ -411,7 +411,7 @@ pub fn update_customer(
             customer: platform_customer(&new),
         };
         request_connector_change(tx, shop.id, &call, now)?;
-        emit(tx, shop, Topic::CustomerUpdated, &customer, now)?;
+        emit_customer(tx, shop, Topic::CustomerUpdated, &customer, now)?;
     }
     Ok(customer)
 }
@@ -436,7 +436,7 @@ pub fn announce_platform_customer_change(
         return Ok(false);
     }
     let shown = get_customer(tx, &shop, customer.id)?;
-    emit(tx, &shop, Topic::CustomerUpdated, &shown, now)?;
+    emit_customer(tx, &shop, Topic::CustomerUpdated, &shown, now)?;
     Ok(true)
 }
 

@@ -37,7 +37,7 @@ use crate::subscriptions::states::{
     action_for_status_change, creation_topics, take_action, topics,
 };
 use crate::subscriptions::topics::Topic;
-use crate::subscriptions::webhooks::{emit, emit_cancelled};
+use crate::subscriptions::webhooks::{emit, emit_cancelled, emit_customer};
 
 /// The pagination of List Subscriptions: `next` is the opaque cursor of the
 /// next page, null on the last.
@@ -532,8 +532,12 @@ pub fn create_subscription(
     for topic in creation_topics(customer_created) {
         match topic {
             Topic::CustomerCreated => {
+                // The customer was made in this transaction; should it not be shown (never
+                // expected), nothing is announced rather than a `null` customer.
                 let customers = customer_resources(tx, shop, &[customer_id])?;
-                emit(tx, shop, topic, customers.first(), now)?;
+                if let Some(customer) = customers.first() {
+                    emit_customer(tx, shop, topic, customer, now)?;
+                }
             }
             _ => emit(tx, shop, topic, &subscription, now)?,
         }
@@ -1356,6 +1360,29 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn every_message_sent_fits_its_topics_schema() {
+        let db = database();
+        let (s, _) = create(&db, "k-1").unwrap();
+        act(&db, s.id, ActionRequest::Pause(PauseRequest::default())).unwrap();
+        act(&db, s.id, ActionRequest::Resume).unwrap();
+        act(&db, s.id, ActionRequest::Cancel(CancelRequest::default())).unwrap();
+        let messages = db.with_state(|state| state.webhook_messages.clone());
+        assert!(messages.len() >= 8, "{}", messages.len());
+        for message in messages {
+            let topic = Topic::parse(&message.topic).unwrap();
+            let body: Value = serde_json::from_str(&message.payload).unwrap();
+            assert!(!body["data"].is_null(), "{}", message.topic);
+            let schema = crate::subscriptions::topics::payload_schema(topic);
+            let problems = crate::webhooks::catalogue::violations(&schema, &body);
+            assert!(
+                problems.is_empty(),
+                "{}: {problems:?}\n{body}",
+                message.topic
+            );
+        }
     }
 
     #[test]

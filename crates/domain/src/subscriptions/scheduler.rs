@@ -49,7 +49,7 @@ use crate::subscriptions::resources::{
 };
 use crate::subscriptions::states::{Action, ActionOutcome, NewStatusLog, take_action};
 use crate::subscriptions::topics::Topic;
-use crate::subscriptions::webhooks::{emit, emit_with_order};
+use crate::subscriptions::webhooks::{OrderAttemptShown, emit, emit_with_attempt};
 
 /// Subscriptions claimed in one transaction.
 pub(crate) const DUE_BATCH: usize = 100;
@@ -229,26 +229,6 @@ fn one_resource(
         .ok_or_else(|| missing_subscription(id))
 }
 
-/// An attempt as the `order` of a webhook payload.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct OrderAttemptShown {
-    pub id: SubscriptionOrderId,
-    pub order_datetime: Timestamp,
-    pub attempt: i64,
-    pub idempotency_key: String,
-    pub status: &'static str,
-    pub due_at: Timestamp,
-    pub platform_order_id: Option<String>,
-    pub platform_payment_id: Option<String>,
-    pub failure_code: Option<String>,
-    pub failure_reason: Option<String>,
-    pub subtotal: Cents,
-    pub discount: Cents,
-    pub shipping: Cents,
-    pub total: Cents,
-    pub currency: String,
-}
-
 fn order_data(
     order: &SubscriptionOrder,
     charge: &OrderCharge,
@@ -331,12 +311,12 @@ pub(crate) fn begin_due_orders(
                     continue;
                 };
                 let order = order_data(order, &amounts, subscription.charged_currency.as_str());
-                emit_with_order(
+                emit_with_attempt(
                     tx,
                     &shop,
                     Topic::SubscriptionUpcomingOrder,
                     &subscription,
-                    order,
+                    &order,
                     now,
                 )?;
             }
@@ -1008,7 +988,7 @@ fn emit_all(
     let order = order_data(order, amounts, subscription.charged_currency.as_str());
     for topic in topics {
         if is_order_topic(topic) {
-            emit_with_order(tx, shop, topic, data, &order, now)?;
+            emit_with_attempt(tx, shop, topic, data, &order, now)?;
         } else {
             emit(tx, shop, topic, data, now)?;
         }

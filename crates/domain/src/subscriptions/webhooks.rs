@@ -9,13 +9,19 @@
 use serde::{Deserialize, Serialize};
 
 use super::cancellation::Cancellation;
+use super::resources::{Cents, Subscription, SubscriptionCustomer};
 use super::topics::{Topic, WebhookTopic, webhook_topics};
 use crate::access::credentials::Secret;
 use crate::access::shop::Shop;
+use crate::kernel::body::{Check, Field};
 use crate::kernel::error::{DomainError, FieldError, Problems};
+use crate::kernel::ids::SubscriptionOrderId;
 use crate::kernel::outbound::{AddressGuard, check_callback_url};
 use crate::kernel::time::Timestamp;
-use crate::webhooks::{NewWebhookEndpoint, WebhookEndpoint, WebhookKind, WebhookRepositories};
+use crate::webhooks::{
+    NewWebhookEndpoint, WebhookEndpoint, WebhookKind, WebhookRepositories, apply_rate_limit,
+    read_rate_limit, read_rate_limit_change,
+};
 
 /// The key the bodies and answers wrap a webhook subscription in.
 pub(crate) const WRAPPER: &str = "webhook_subscription";
@@ -40,8 +46,8 @@ pub struct WebhookSubscriptionFields {
         required = true
     )]
     pub callback_url: Option<String>,
-    /// The topic's id, as List Webhook Topics gives it (1..=20).
-    #[schema(example = 1, minimum = 1, maximum = 20, value_type = i64, required = true)]
+    /// The topic's id, as List Webhook Topics gives it (1..=21).
+    #[schema(example = 1, minimum = 1, maximum = 21, value_type = i64, required = true)]
     pub webhook_topic_id: Option<i64>,
     /// The secret the webhooks are signed with (8 to 255 characters, not blank). It is never
     /// shown again.
@@ -53,6 +59,12 @@ pub struct WebhookSubscriptionFields {
         required = true
     )]
     pub shared_secret: Option<String>,
+    /// At most how many deliveries to the webhook start per second (an integer from 1 to
+    /// 10,000, or its decimal text), however many Mercer processes deliver; messages beyond it
+    /// wait their turn in the queue, which is not a failed attempt. Left out or null: no limit.
+    #[schema(value_type = Option<i64>, minimum = 1, maximum = 10000, example = 20)]
+    #[serde(skip_serializing)]
+    pub rate_limit_per_s: Field<i64>,
 }
 
 /// The fields of an Update webhook subscription body's `{"webhook_subscription": {…}}`: those
@@ -65,13 +77,20 @@ pub struct WebhookSubscriptionUpdateFields {
     /// The absolute http(s) URL the webhooks are sent to.
     #[schema(example = "https://hooks.example.com/mercer", format = "uri")]
     pub callback_url: Option<String>,
-    /// The topic's id, as List Webhook Topics gives it (1..=20).
-    #[schema(example = 1, minimum = 1, maximum = 20)]
+    /// The topic's id, as List Webhook Topics gives it (1..=21).
+    #[schema(example = 1, minimum = 1, maximum = 21)]
     pub webhook_topic_id: Option<i64>,
     /// The secret the webhooks are signed with (8 to 255 characters, not blank). It is never
     /// shown again.
     #[schema(example = "a-long-shared-secret", min_length = 8, max_length = 255)]
     pub shared_secret: Option<String>,
+    /// At most how many deliveries to the webhook start per second (an integer from 1 to
+    /// 10,000, or its decimal text), however many Mercer processes deliver; messages beyond it
+    /// wait their turn in the queue, which is not a failed attempt. Null removes the limit;
+    /// left out, it stays as it is.
+    #[schema(value_type = Option<i64>, minimum = 1, maximum = 10000, example = 20)]
+    #[serde(skip_serializing)]
+    pub rate_limit_per_s: Field<i64>,
 }
 
 impl From<WebhookSubscriptionUpdateFields> for WebhookSubscriptionFields {
@@ -80,6 +99,7 @@ impl From<WebhookSubscriptionUpdateFields> for WebhookSubscriptionFields {
             callback_url: fields.callback_url,
             webhook_topic_id: fields.webhook_topic_id,
             shared_secret: fields.shared_secret,
+            rate_limit_per_s: fields.rate_limit_per_s,
         }
     }
 }
@@ -120,7 +140,7 @@ impl WebhookSubscriptionUpdateBody {
     }
 }
 
-/// List Webhook Topics: `{"webhook_topics":[{"id","name"}]}`, ids 1..20.
+/// List Webhook Topics: `{"webhook_topics":[{"id","name","schema"}]}`, ids 1..21.
 pub fn topics() -> Vec<WebhookTopic> {
     webhook_topics()
 }
@@ -146,7 +166,7 @@ fn check_topic(id: Option<i64>) -> Result<Topic, FieldError> {
         FieldError::new(
             TOPIC_ID,
             "invalid_value",
-            format!("{TOPIC_ID} must be one of the ids of List Webhook Topics (1..20)"),
+            format!("{TOPIC_ID} must be one of the ids of List Webhook Topics (1..21)"),
         )
     })
 }
@@ -182,6 +202,8 @@ pub struct NewWebhookSubscription {
     pub callback_url: String,
     /// The secret the webhooks are signed with.
     pub shared_secret: Secret,
+    /// At most how many deliveries start per second; None: no limit.
+    pub rate_limit_per_s: Option<u32>,
 }
 
 impl NewWebhookSubscription {
@@ -194,12 +216,17 @@ impl NewWebhookSubscription {
         let callback_url = problems.check(callback);
         let topic = problems.check(check_topic(fields.webhook_topic_id));
         let shared_secret = problems.check(check_secret(fields.shared_secret));
+        let rate_limit_per_s = read_rate_limit(
+            &mut Check::root(&mut problems).nested(WRAPPER),
+            fields.rate_limit_per_s,
+        );
         problems.into_result()?;
         match (topic, callback_url, shared_secret) {
             (Some(topic), Some(callback_url), Some(shared_secret)) => Ok(NewWebhookSubscription {
                 topic,
                 callback_url,
                 shared_secret,
+                rate_limit_per_s,
             }),
             _ => Err(DomainError::invalid(
                 WRAPPER,
@@ -220,6 +247,9 @@ pub struct WebhookSubscriptionUpdate {
     pub callback_url: Option<Result<String, FieldError>>,
     /// The new shared secret, as sent (checked when the update is applied); `None` keeps it.
     pub shared_secret: Option<String>,
+    /// The rate limit, as sent (checked when the update is applied): left out keeps it, null
+    /// clears it.
+    pub rate_limit_per_s: Field<i64>,
 }
 
 impl WebhookSubscriptionUpdate {
@@ -232,6 +262,7 @@ impl WebhookSubscriptionUpdate {
             webhook_topic_id: fields.webhook_topic_id,
             callback_url: callback,
             shared_secret: fields.shared_secret.clone(),
+            rate_limit_per_s: fields.rate_limit_per_s.clone(),
         }
     }
 
@@ -246,8 +277,15 @@ impl WebhookSubscriptionUpdate {
         let secret = self
             .shared_secret
             .and_then(|secret| problems.check(check_secret(Some(secret))));
+        let rate_limit_per_s = read_rate_limit_change(
+            &mut Check::root(&mut problems).nested(WRAPPER),
+            self.rate_limit_per_s,
+        );
         problems.into_result()?;
         let mut changed = endpoint.clone();
+        if let Some(rate_limit_per_s) = rate_limit_per_s {
+            changed.rate_limit_per_s = rate_limit_per_s;
+        }
         if let Some(url) = url {
             changed.callback_url = url;
         }
@@ -268,14 +306,16 @@ pub fn create(
     new: NewWebhookSubscription,
     now: Timestamp,
 ) -> Result<WebhookEndpoint, DomainError> {
-    Ok(tx.insert_webhook_endpoint(&NewWebhookEndpoint {
+    let mut endpoint = tx.insert_webhook_endpoint(&NewWebhookEndpoint {
         shop_id: shop.id,
         kind: WebhookKind::Subscription,
         topic: new.topic.as_str().to_string(),
         callback_url: new.callback_url,
         secret: Some(new.shared_secret),
         created_at: now,
-    })?)
+    })?;
+    apply_rate_limit(tx, &mut endpoint, new.rate_limit_per_s, now)?;
+    Ok(endpoint)
 }
 
 /// The shop's webhook subscriptions, oldest first.
@@ -308,14 +348,21 @@ pub fn update(
 ) -> Result<WebhookEndpoint, DomainError> {
     let endpoint = find(tx, shop, id)?;
     let changed = update.check(&endpoint)?;
+    let rate_changed = changed.rate_limit_per_s != endpoint.rate_limit_per_s;
     if changed.callback_url == endpoint.callback_url
         && changed.topic == endpoint.topic
         && changed.secret.as_ref().map(Secret::expose)
             == endpoint.secret.as_ref().map(Secret::expose)
     {
-        return Ok(endpoint);
+        if !rate_changed {
+            return Ok(endpoint);
+        }
+    } else {
+        tx.update_webhook_endpoint(&changed, now)?;
     }
-    tx.update_webhook_endpoint(&changed, now)?;
+    if rate_changed {
+        tx.set_webhook_rate_limit(endpoint.id, changed.rate_limit_per_s, now)?;
+    }
     find(tx, shop, id)
 }
 
@@ -338,7 +385,7 @@ pub struct WebhookSubscriptionResource {
     pub id: String,
     /// Where the webhooks are sent.
     pub callback_url: String,
-    /// The topic's id (1..=20); `None` when the stored topic is not a subscription topic.
+    /// The topic's id (1..=21); `None` when the stored topic is not a subscription topic.
     pub webhook_topic_id: Option<i64>,
     /// The topic's name (`subscription_created`).
     pub webhook_topic_name: String,
@@ -350,6 +397,10 @@ pub struct WebhookSubscriptionResource {
     pub disabled_at: Option<Timestamp>,
     /// Why deliveries were disabled; `None` while it is active.
     pub disabled_reason: Option<String>,
+    /// At most how many deliveries to the webhook start per second (1 to 10,000); null when
+    /// there is no limit.
+    #[schema(minimum = 1, maximum = 10000, example = 20)]
+    pub rate_limit_per_s: Option<u32>,
 }
 
 /// A webhook subscription as answers show it.
@@ -363,6 +414,7 @@ pub fn resource(endpoint: &WebhookEndpoint) -> WebhookSubscriptionResource {
         updated_at: endpoint.updated_at,
         disabled_at: endpoint.disabled_at,
         disabled_reason: endpoint.disabled_reason.clone(),
+        rate_limit_per_s: endpoint.rate_limit_per_s,
     }
 }
 
@@ -425,91 +477,403 @@ pub fn enable(
     find(tx, shop, id)
 }
 
-/// Enqueues `topic` with `data` for every live webhook subscription of the shop to it, in the
-/// caller's transaction: `{"topic", "shop_identifier", "created_at", "data"}` (docs/api-conventions.md).
-/// One call is one message per endpoint.
+/// The body of a subscription webhook: its topic, the shop, when it happened and `data`, what
+/// the topic is about.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct Envelope<Data> {
+    /// The topic's name (`subscription_created`), as `X-Svc-Topic` also carries it.
+    pub topic: String,
+    /// The shop's identifier.
+    pub shop_identifier: String,
+    /// When the change happened.
+    pub created_at: Timestamp,
+    /// What the topic is about.
+    pub data: Data,
+}
+
+/// The body of `subscription_cancelled`: the envelope and why the subscription was cancelled.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct CancelledEnvelope<Data> {
+    /// `subscription_cancelled`.
+    pub topic: String,
+    /// The shop's identifier.
+    pub shop_identifier: String,
+    /// When the subscription was cancelled.
+    pub created_at: Timestamp,
+    /// The subscription.
+    pub data: Data,
+    /// The reason and comment the cancellation was given; both `null` when it ended on its own
+    /// (the end of its rule) or no reason was given.
+    pub cancellation: Cancellation,
+}
+
+/// The body of a topic about one of the subscription's orders: the envelope and the order.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct OrderEnvelope<Data, Order> {
+    /// The topic's name (`subscription_order_created`).
+    pub topic: String,
+    /// The shop's identifier.
+    pub shop_identifier: String,
+    /// When it happened.
+    pub created_at: Timestamp,
+    /// The subscription the order is of.
+    pub data: Data,
+    /// The order.
+    pub order: Order,
+}
+
+/// The `order` of `subscription_order_created`: the scheduler's attempt that placed it, or the
+/// checkout's order that created the subscription (its first).
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(untagged)]
+pub enum CreatedOrder {
+    /// An order placed by the scheduler.
+    Attempt(OrderAttemptShown),
+    /// The checkout order that created the subscription.
+    Checkout(CheckoutFirstOrder),
+}
+
+/// The `order` of `subscription_payment_failed`: the scheduler's failed attempt, or the
+/// checkout order whose payment was declined.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(untagged)]
+pub enum FailedOrder {
+    /// A failed attempt of the scheduler.
+    Attempt(OrderAttemptShown),
+    /// The checkout order whose payment was declined; it never reached the platform.
+    Checkout(DeclinedCheckoutOrder),
+}
+
+/// The `data` of `subscription_payment_failed`: the subscription, or, when the payment of the
+/// checkout that would have created it was declined, the subscription it would have been.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(untagged)]
+pub enum PaymentFailedData {
+    /// The subscription whose order's payment failed.
+    Subscription(Box<Subscription>),
+    /// The subscription a declined checkout would have created (`id` null).
+    Proposed(Box<ProposedSubscription>),
+}
+
+fn envelope<Data>(shop: &Shop, topic: Topic, data: Data, now: Timestamp) -> Envelope<Data> {
+    Envelope {
+        topic: topic.as_str().to_string(),
+        shop_identifier: shop.identifier.as_str().to_string(),
+        created_at: now,
+        data,
+    }
+}
+
+/// Enqueues `topic`, one of the topics about a subscription without an order
+/// (`subscription_created`, `subscription_updated`, …), with the subscription as its `data`,
+/// for every live webhook subscription of the shop to it, in the caller's transaction.
+/// `subscription_cancelled` says no reason ([`emit_cancelled`] gives one).
 pub fn emit(
     tx: &mut dyn WebhookRepositories,
     shop: &Shop,
     topic: Topic,
-    data: impl Serialize,
+    subscription: &Subscription,
     now: Timestamp,
 ) -> Result<(), DomainError> {
-    // Every `subscription_cancelled` says why; one no canceller gave a reason for (the end of
-    // its rule) says nothing.
-    let cancellation = (topic == Topic::SubscriptionCancelled).then_some(&NO_CANCELLATION);
-    let payload = Payload {
-        topic: topic.as_str(),
-        shop_identifier: shop.identifier.as_str(),
-        created_at: now,
-        data,
-        order: None::<()>,
-        cancellation,
-    };
-    enqueue(tx, shop, topic, &payload, now)
+    if topic == Topic::SubscriptionCancelled {
+        return emit_cancelled(tx, shop, subscription, &Cancellation::default(), now);
+    }
+    enqueue(
+        tx,
+        shop,
+        topic,
+        &envelope(shop, topic, subscription, now),
+        now,
+    )
 }
 
-/// The `cancellation` of a `subscription_cancelled` no canceller gave a reason for.
-static NO_CANCELLATION: Cancellation = Cancellation {
-    reason: None,
-    comment: None,
-};
+/// Enqueues a customer topic (`customer_created`, `customer_updated`) with the customer as its
+/// `data`.
+pub fn emit_customer(
+    tx: &mut dyn WebhookRepositories,
+    shop: &Shop,
+    topic: Topic,
+    customer: &SubscriptionCustomer,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    enqueue(tx, shop, topic, &envelope(shop, topic, customer, now), now)
+}
 
-/// `subscription_cancelled` for the Cancel action: the payload's `cancellation` is the reason
-/// and comment it was given.
+/// `subscription_cancelled`: the payload's `cancellation` is the reason and comment it was
+/// given.
 pub(crate) fn emit_cancelled(
     tx: &mut dyn WebhookRepositories,
     shop: &Shop,
-    data: impl Serialize,
+    subscription: &Subscription,
     cancellation: &Cancellation,
     now: Timestamp,
 ) -> Result<(), DomainError> {
     let topic = Topic::SubscriptionCancelled;
-    let payload = Payload {
-        topic: topic.as_str(),
-        shop_identifier: shop.identifier.as_str(),
+    let payload = CancelledEnvelope {
+        topic: topic.as_str().to_string(),
+        shop_identifier: shop.identifier.as_str().to_string(),
         created_at: now,
-        data,
-        order: None::<()>,
-        cancellation: Some(cancellation),
+        data: subscription,
+        cancellation: cancellation.clone(),
     };
     enqueue(tx, shop, topic, &payload, now)
 }
 
-/// A subscription webhook's payload.
-#[derive(Serialize)]
-struct Payload<'a, Data, Order> {
-    topic: &'static str,
-    shop_identifier: &'a str,
-    created_at: Timestamp,
-    data: Data,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    order: Option<Order>,
-    /// `subscription_cancelled`'s reason and comment.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cancellation: Option<&'a Cancellation>,
-}
-
-/// [`emit`] for a topic about one of the subscription's orders (`subscription_upcoming_order`,
-/// `subscription_order_*`, `subscription_payment_failed`): the payload also has `"order"`,
-/// the attempt to place it (docs/scheduler.md).
-pub(crate) fn emit_with_order(
+/// A topic about one of the subscription's orders (`subscription_upcoming_order`,
+/// `subscription_order_*`, `subscription_payment_failed`) with the scheduler's attempt as its
+/// `order` (docs/scheduler.md).
+pub(crate) fn emit_with_attempt(
     tx: &mut dyn WebhookRepositories,
     shop: &Shop,
     topic: Topic,
-    data: impl Serialize,
-    order: impl Serialize,
+    subscription: &Subscription,
+    attempt: &OrderAttemptShown,
     now: Timestamp,
 ) -> Result<(), DomainError> {
-    let payload = Payload {
-        topic: topic.as_str(),
-        shop_identifier: shop.identifier.as_str(),
+    let payload = OrderEnvelope {
+        topic: topic.as_str().to_string(),
+        shop_identifier: shop.identifier.as_str().to_string(),
         created_at: now,
-        data,
-        order: Some(order),
-        cancellation: None,
+        data: subscription,
+        order: attempt,
     };
     enqueue(tx, shop, topic, &payload, now)
+}
+
+/// `subscription_order_created` for a subscription a checkout created: its `order` is the
+/// checkout's.
+pub(crate) fn emit_checkout_order_created(
+    tx: &mut dyn WebhookRepositories,
+    shop: &Shop,
+    subscription: &Subscription,
+    order: CheckoutFirstOrder,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    let topic = Topic::SubscriptionOrderCreated;
+    let payload = OrderEnvelope {
+        topic: topic.as_str().to_string(),
+        shop_identifier: shop.identifier.as_str().to_string(),
+        created_at: now,
+        data: subscription,
+        order: CreatedOrder::Checkout(order),
+    };
+    enqueue(tx, shop, topic, &payload, now)
+}
+
+/// `subscription_payment_failed` for a checkout whose payment was declined: `data` is the
+/// subscription it would have created, `order` the checkout's.
+pub(crate) fn emit_checkout_payment_failed(
+    tx: &mut dyn WebhookRepositories,
+    shop: &Shop,
+    proposed: ProposedSubscription,
+    order: DeclinedCheckoutOrder,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    let topic = Topic::SubscriptionPaymentFailed;
+    let payload = OrderEnvelope {
+        topic: topic.as_str().to_string(),
+        shop_identifier: shop.identifier.as_str().to_string(),
+        created_at: now,
+        data: PaymentFailedData::Proposed(Box::new(proposed)),
+        order: FailedOrder::Checkout(order),
+    };
+    enqueue(tx, shop, topic, &payload, now)
+}
+
+/// A plan's first order, the checkout's, as the `order` of `subscription_order_created`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct CheckoutFirstOrder {
+    /// `checkout`.
+    pub source: &'static str,
+    /// The checkout order's public id.
+    pub public_order_id: String,
+    /// The platform's id of the order; `null` before the platform has it.
+    pub platform_order_id: Option<String>,
+    /// When the order was placed.
+    pub order_datetime: Timestamp,
+    /// What the plan's line items of the order come to, in cents.
+    #[schema(value_type = i64)]
+    pub total: Cents,
+    /// The order's currency.
+    pub currency: String,
+}
+
+/// The checkout's order that a declined payment failed, as the `order` of
+/// `subscription_payment_failed`: it never reached the platform.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct DeclinedCheckoutOrder {
+    /// `checkout`.
+    pub source: &'static str,
+    /// The checkout order's public id.
+    pub public_order_id: String,
+    /// Always `null`: the order never reached the platform.
+    pub platform_order_id: Option<String>,
+    /// `failed`.
+    pub status: &'static str,
+    /// `payment_declined`.
+    pub failure_code: &'static str,
+    /// Why it failed.
+    pub failure_reason: &'static str,
+    /// What the plan's line items of the order come to, in cents.
+    #[schema(value_type = i64)]
+    pub total: Cents,
+    /// The order's currency.
+    pub currency: String,
+}
+
+/// An attempt to place an order of a subscription, as the `order` of a webhook payload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct OrderAttemptShown {
+    /// The attempt's id.
+    pub id: SubscriptionOrderId,
+    /// The order date the attempt is for.
+    pub order_datetime: Timestamp,
+    /// The attempt's number for its order date, from 1.
+    pub attempt: i64,
+    /// The idempotency key the order is placed on the platform with.
+    pub idempotency_key: String,
+    /// The attempt's status (`pending`, `processing`, `succeeded`, `failed`, …).
+    pub status: &'static str,
+    /// When the attempt is due.
+    pub due_at: Timestamp,
+    /// The platform's id of the order; `null` until it is placed.
+    pub platform_order_id: Option<String>,
+    /// The platform's id of the payment; `null` until it is charged.
+    pub platform_payment_id: Option<String>,
+    /// Why the attempt failed (a code); `null` unless it failed.
+    pub failure_code: Option<String>,
+    /// Why the attempt failed, in words; `null` unless it failed.
+    pub failure_reason: Option<String>,
+    /// The line items' total, in cents.
+    #[schema(value_type = i64)]
+    pub subtotal: Cents,
+    /// The discount, in cents.
+    #[schema(value_type = i64)]
+    pub discount: Cents,
+    /// The shipping, in cents.
+    #[schema(value_type = i64)]
+    pub shipping: Cents,
+    /// What is charged, in cents.
+    #[schema(value_type = i64)]
+    pub total: Cents,
+    /// The charged currency.
+    pub currency: String,
+}
+
+/// The subscription a checkout plan would have created, as `subscription_payment_failed` shows
+/// it when the checkout's payment was declined: the Create Subscription body it would have
+/// sent, without its payment details and idempotency key, with `id` null and its `customer`.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct ProposedSubscription {
+    /// The order rule (an RFC 5545 RRULE).
+    pub order_rrule: String,
+    /// The charged currency.
+    pub charged_currency: String,
+    /// The base currency (the charged one).
+    pub base_currency: String,
+    /// The plan's line items.
+    pub line_items: Vec<ProposedLineItem>,
+    /// The shipping line the shopper chose, if any.
+    pub shipping_lines: Vec<ProposedShippingLine>,
+    /// Where the orders would ship; `null` without an address.
+    pub shipping_address: Option<ProposedAddress>,
+    /// The billing address; `null` without one.
+    pub billing_address: Option<ProposedAddress>,
+    /// When the checkout was placed.
+    pub placed_at: Timestamp,
+    /// The checkout's order date.
+    pub last_order_datetime: Timestamp,
+    /// The rule's next order date after the checkout; `null` when it has none.
+    pub next_order_datetime: Option<Timestamp>,
+    /// The checkout order's public id.
+    pub external_id: String,
+    /// Always `null`: no subscription was created.
+    #[schema(value_type = Option<i64>)]
+    pub id: Option<i64>,
+    /// Who the subscription would have been for.
+    pub customer: ProposedCustomer,
+}
+
+/// A line item of a [`ProposedSubscription`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct ProposedLineItem {
+    /// The platform's product id.
+    pub platform_product_id: String,
+    /// The platform's variant id.
+    pub platform_variant_id: String,
+    /// How many.
+    pub quantity: i64,
+    /// The unit price, in cents.
+    #[schema(value_type = i64)]
+    pub price: Cents,
+    /// The subscription group; absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subscription_group_id: Option<i64>,
+    /// The line item's other properties.
+    pub line_item_attributes: Vec<ProposedAttribute>,
+}
+
+/// A line item attribute of a [`ProposedSubscription`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct ProposedAttribute {
+    /// The attribute's name.
+    pub name: String,
+    /// The attribute's value.
+    pub value: String,
+}
+
+/// The shipping line of a [`ProposedSubscription`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct ProposedShippingLine {
+    /// The shipping rate's description.
+    pub name: String,
+    /// The shipping rate's code.
+    pub code: String,
+    /// `checkout`.
+    pub tag: String,
+    /// Its price, in cents.
+    #[schema(value_type = i64)]
+    pub price: Cents,
+}
+
+/// An address of a [`ProposedSubscription`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct ProposedAddress {
+    /// First name.
+    pub first_name: String,
+    /// Last name.
+    pub last_name: String,
+    /// Company.
+    pub company: String,
+    /// Phone.
+    pub phone: String,
+    /// First street line.
+    pub street1: String,
+    /// Second street line.
+    pub street2: String,
+    /// City.
+    pub city: String,
+    /// Province.
+    pub province: String,
+    /// Province code.
+    pub province_code: String,
+    /// Country.
+    pub country: String,
+    /// Country code.
+    pub country_code: String,
+    /// Postal code.
+    pub zip: String,
+}
+
+/// The customer of a [`ProposedSubscription`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct ProposedCustomer {
+    /// Email address.
+    pub email: String,
+    /// First name.
+    pub first_name: String,
+    /// Last name.
+    pub last_name: String,
 }
 
 fn enqueue(
@@ -554,6 +918,7 @@ mod tests {
             callback_url: Some("https://hooks.example.test/in".to_string()),
             webhook_topic_id: topic,
             shared_secret: secret.map(str::to_string),
+            rate_limit_per_s: Default::default(),
         }
     }
 
@@ -581,6 +946,7 @@ mod tests {
             failing_since: None,
             created_at: Timestamp::from_micros(0),
             updated_at: Timestamp::from_micros(0),
+            rate_limit_per_s: None,
         }
     }
 
@@ -593,7 +959,7 @@ mod tests {
         assert_eq!(new.callback_url, "https://hooks.example.test/in");
         assert_eq!(new.shared_secret.expose(), "12345678");
         let longest = "s".repeat(SECRET_MAX_CHARS);
-        let body = fields(Some(20), Some(&longest));
+        let body = fields(Some(21), Some(&longest));
         assert!(NewWebhookSubscription::parse(body, Ok("https://a.test/".to_string())).is_ok());
         // Characters, not bytes: 255 two-byte characters fit.
         let wide = "é".repeat(SECRET_MAX_CHARS);
@@ -618,7 +984,7 @@ mod tests {
         );
         for (topic, secret, field, code) in [
             (0, "12345678", TOPIC_ID, "invalid_value"),
-            (21, "12345678", TOPIC_ID, "invalid_value"),
+            (22, "12345678", TOPIC_ID, "invalid_value"),
             (-3, "12345678", TOPIC_ID, "invalid_value"),
             (1, "1234567", SHARED_SECRET, "invalid_length"),
             (1, "", SHARED_SECRET, "invalid_length"),
@@ -673,6 +1039,7 @@ mod tests {
             webhook_topic_id: Some(12),
             callback_url: Some(Ok("https://new.test/".to_string())),
             shared_secret: Some("a-new-secret".to_string()),
+            rate_limit_per_s: Default::default(),
         };
         let changed = all.check(&current).unwrap();
         assert_eq!(changed.callback_url, "https://new.test/");
@@ -694,6 +1061,7 @@ mod tests {
             webhook_topic_id: Some(99),
             callback_url: Some(Err(FieldError::new(CALLBACK_URL, "invalid_url", "bad"))),
             shared_secret: Some("short".to_string()),
+            rate_limit_per_s: Default::default(),
         };
         assert_eq!(
             problems(everything_wrong.check(&current).unwrap_err()),

@@ -84,6 +84,7 @@ impl JobRepository for MemoryState {
                 updated_at: now,
                 shop_id: new.shop_id,
                 request_id: new.request_id.clone(),
+                trace_parent: new.trace_parent.clone(),
             },
             again_at: None,
         });

@@ -31,6 +31,7 @@ impl WebhookRepository for MemoryState {
             failing_since: None,
             created_at: new.created_at,
             updated_at: new.created_at,
+            rate_limit_per_s: None,
         };
         self.webhook_endpoints.push((endpoint.clone(), false));
         Ok(endpoint)
@@ -168,6 +169,8 @@ impl WebhookRepository for MemoryState {
                 created_at: new.created_at,
                 delivered_at: None,
                 request_id: new.request_id.clone(),
+                trace_parent: new.trace_parent.clone(),
+                purged_at: None,
             });
             if let Some(subject) = &new.subject {
                 self.message_subjects.insert(id.0, subject.clone());
@@ -199,6 +202,70 @@ impl WebhookRepository for MemoryState {
             }
         }
         Ok(claimed)
+    }
+
+    fn set_webhook_rate_limit(
+        &mut self,
+        id: WebhookId,
+        rate_limit_per_s: Option<u32>,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        let (endpoint, _) = self
+            .webhook_endpoints
+            .iter_mut()
+            .find(|(e, _)| e.id == id)
+            .ok_or_else(|| StorageError::other("no such endpoint"))?;
+        endpoint.rate_limit_per_s = rate_limit_per_s;
+        endpoint.updated_at = now;
+        Ok(())
+    }
+
+    /// Throttled messages are claimed like the others here (see `claim_webhook_messages`):
+    /// send times are tested against the real databases.
+    fn claim_throttled_webhook_messages(
+        &mut self,
+        _now: Timestamp,
+        _limit: usize,
+        _ready_by: Timestamp,
+        _stretch: std::time::Duration,
+        _lease_until: Timestamp,
+    ) -> StoreResult<Vec<Reservation>> {
+        Ok(Vec::new())
+    }
+
+    fn release_webhook_messages(&mut self, ids: &[MessageId], at: Timestamp) -> StoreResult<()> {
+        for message in self.webhook_messages.iter_mut() {
+            if ids.contains(&message.id) {
+                message.next_attempt_at = at;
+            }
+        }
+        Ok(())
+    }
+
+    fn webhook_throttle_upkeep(&mut self, _now: Timestamp) -> StoreResult<bool> {
+        Ok(self
+            .webhook_endpoints
+            .iter()
+            .any(|(e, deleted)| !deleted && e.rate_limit_per_s.is_some()))
+    }
+
+    fn pending_webhook_messages(
+        &mut self,
+        endpoint_ids: &[WebhookId],
+    ) -> StoreResult<Vec<(WebhookId, i64)>> {
+        let mut counts: Vec<(WebhookId, i64)> = Vec::new();
+        for message in &self.webhook_messages {
+            if message.status != MessageStatus::Pending
+                || !endpoint_ids.contains(&message.endpoint_id)
+            {
+                continue;
+            }
+            match counts.iter_mut().find(|(id, _)| *id == message.endpoint_id) {
+                Some((_, count)) => *count += 1,
+                None => counts.push((message.endpoint_id, 1)),
+            }
+        }
+        Ok(counts)
     }
 
     fn record_webhook_attempts(
@@ -357,7 +424,11 @@ impl WebhookRepository for MemoryState {
     }
 
     fn requeue_webhook_message(&mut self, id: MessageId, now: Timestamp) -> StoreResult<()> {
-        if let Some(message) = self.webhook_messages.iter_mut().find(|m| m.id == id) {
+        if let Some(message) = self
+            .webhook_messages
+            .iter_mut()
+            .find(|m| m.id == id && m.purged_at.is_none())
+        {
             message.status = MessageStatus::Pending;
             message.next_attempt_at = now;
         }
@@ -375,12 +446,47 @@ impl WebhookRepository for MemoryState {
             m.endpoint_id == endpoint_id
                 && m.status == MessageStatus::Failed
                 && m.created_at >= since
+                && m.purged_at.is_none()
         }) {
             message.status = MessageStatus::Pending;
             message.next_attempt_at = now;
             count += 1;
         }
         Ok(count)
+    }
+
+    fn purge_webhook_messages(
+        &mut self,
+        finished_before: Timestamp,
+        limit: usize,
+        now: Timestamp,
+    ) -> StoreResult<usize> {
+        // A finished message's final time: its delivery, or its last attempt or ending. The
+        // oldest finished go first.
+        let finished = |m: &WebhookMessage| m.delivered_at.unwrap_or(m.next_attempt_at);
+        let mut expired: Vec<(Timestamp, MessageId)> = self
+            .webhook_messages
+            .iter()
+            .filter(|m| {
+                m.purged_at.is_none()
+                    && m.status != MessageStatus::Pending
+                    && finished(m) < finished_before
+            })
+            .map(|m| (finished(m), m.id))
+            .collect();
+        expired.sort();
+        let purged: Vec<MessageId> = expired.into_iter().take(limit).map(|(_, id)| id).collect();
+        for message in self
+            .webhook_messages
+            .iter_mut()
+            .filter(|m| purged.contains(&m.id))
+        {
+            message.payload.clear();
+            message.purged_at = Some(now);
+        }
+        self.webhook_attempts
+            .retain(|attempt| !purged.contains(&attempt.message_row));
+        Ok(purged.len())
     }
 
     fn count_disabled_webhook_endpoints(&mut self) -> StoreResult<i64> {

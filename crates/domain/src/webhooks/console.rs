@@ -42,10 +42,14 @@ pub struct EndpointLine {
     pub disabled_at: Option<Timestamp>,
     /// Why Mercer disabled it.
     pub disabled_reason: Option<String>,
+    /// At most how many deliveries to it start per second; None when unthrottled.
+    pub rate_limit_per_s: Option<u32>,
+    /// Its backlog: how many of its messages are pending.
+    pub pending: i64,
 }
 
 impl EndpointLine {
-    fn of(endpoint: &WebhookEndpoint) -> EndpointLine {
+    fn of(endpoint: &WebhookEndpoint, pending: &[(WebhookId, i64)]) -> EndpointLine {
         EndpointLine {
             public_id: endpoint.public_id.clone(),
             kind: match endpoint.kind {
@@ -57,6 +61,11 @@ impl EndpointLine {
             failing_since: endpoint.failing_since,
             disabled_at: endpoint.disabled_at,
             disabled_reason: endpoint.disabled_reason.clone(),
+            rate_limit_per_s: endpoint.rate_limit_per_s,
+            pending: pending
+                .iter()
+                .find(|(id, _)| *id == endpoint.id)
+                .map_or(0, |(_, count)| *count),
         }
     }
 }
@@ -94,20 +103,22 @@ pub struct MessageDetail {
     pub payload: String,
 }
 
-/// Every endpoint of the shop, checkout ones first, oldest first within a kind.
+/// Every endpoint of the shop, checkout ones first, oldest first within a kind, each with its
+/// backlog.
 pub fn endpoints(
     tx: &mut dyn WebhookRepositories,
     shop_id: ShopId,
 ) -> Result<Vec<EndpointLine>, DomainError> {
-    let mut lines = Vec::new();
+    let mut endpoints = Vec::new();
     for kind in [WebhookKind::Checkout, WebhookKind::Subscription] {
-        lines.extend(
-            tx.webhook_endpoints(shop_id, kind)?
-                .iter()
-                .map(EndpointLine::of),
-        );
+        endpoints.extend(tx.webhook_endpoints(shop_id, kind)?);
     }
-    Ok(lines)
+    let ids: Vec<WebhookId> = endpoints.iter().map(|endpoint| endpoint.id).collect();
+    let pending = tx.pending_webhook_messages(&ids)?;
+    Ok(endpoints
+        .iter()
+        .map(|endpoint| EndpointLine::of(endpoint, &pending))
+        .collect())
 }
 
 /// A page of the shop's messages that `filter` keeps, older than the row `before` when given.
@@ -184,9 +195,10 @@ pub fn message(
         .map(|(endpoint, _)| endpoint)
         .ok_or_else(|| DomainError::not_found("webhook"))?;
     let attempts = tx.webhook_attempts(message.id)?;
+    let pending = tx.pending_webhook_messages(&[endpoint.id])?;
     Ok(MessageDetail {
         message: MessageShown::of(&message),
-        endpoint: EndpointLine::of(&endpoint),
+        endpoint: EndpointLine::of(&endpoint, &pending),
         attempts: attempts.iter().map(AttemptShown::of).collect(),
         payload: message.payload.clone(),
     })

@@ -14,7 +14,7 @@ use super::WebhookRepositories;
 use crate::access::credentials::{Secret, random_hex};
 use crate::kernel::error::DomainError;
 use crate::kernel::ids::{MessageId, WebhookId};
-use crate::kernel::jobs::current_request_id;
+use crate::kernel::jobs::{current_request_id, current_trace_parent};
 use crate::kernel::time::Timestamp;
 
 /// Which family an endpoint belongs to: how its deliveries are signed.
@@ -40,13 +40,14 @@ impl WebhookKind {
 }
 
 /// The checkout topics, by their fixed ids.
-pub const CHECKOUT_TOPICS: [(i64, &str); 6] = [
+pub const CHECKOUT_TOPICS: [(i64, &str); 7] = [
     (1, "order/processed"),
     (2, "order/created"),
     (3, "order/fulfilled"),
     (4, "order/abandoned"),
     (5, "order/failed"),
     (6, "gift_card/created"),
+    (7, "webhook/disabled"),
 ];
 
 pub(crate) fn checkout_topic(id: i64) -> Option<&'static str> {
@@ -91,6 +92,9 @@ pub struct WebhookEndpoint {
     pub created_at: Timestamp,
     /// When it last changed: an update, a deletion, Mercer disabling it, enabling it again.
     pub updated_at: Timestamp,
+    /// At most how many deliveries to it start per second, however many processes deliver
+    /// (1..=[`MAX_RATE_LIMIT_PER_S`]); None when unthrottled.
+    pub rate_limit_per_s: Option<u32>,
 }
 
 impl WebhookEndpoint {
@@ -167,7 +171,7 @@ pub struct WebhookMessage {
     pub endpoint_id: WebhookId,
     /// The topic, by name, as the endpoint's was when the message was enqueued.
     pub topic: String,
-    /// The body to send, as JSON text.
+    /// The body to send, as JSON text; empty once purged ([`WebhookMessage::purged_at`]).
     pub payload: String,
     /// Where the message is in its delivery.
     pub status: MessageStatus,
@@ -182,6 +186,12 @@ pub struct WebhookMessage {
     /// The id of the request whose handling enqueued it, when a request's did, so that its
     /// delivery's log lines can be traced back to that request.
     pub request_id: Option<String>,
+    /// The trace context it was enqueued in (a W3C `traceparent` value), which its delivery
+    /// attempts continue; None when traces are not exported or outside a traced span.
+    pub trace_parent: Option<String>,
+    /// When the retention purge emptied its payload (then empty) and deleted its attempts;
+    /// None while they are kept.
+    pub purged_at: Option<Timestamp>,
 }
 
 /// A message to store: it starts pending, due at `created_at`, with no attempts.
@@ -203,6 +213,11 @@ pub struct NewWebhookMessage {
     pub subject: Option<String>,
     /// The id of the request whose handling enqueues it, when a request's does.
     pub request_id: Option<String>,
+    /// The trace context it is enqueued in ([`current_trace_parent`]).
+    pub trace_parent: Option<String>,
+    /// Whether its endpoint is throttled (has a `rate_limit_per_s`): its deliveries then wait
+    /// for their send times.
+    pub throttled: bool,
 }
 
 /// What one attempt got back.
@@ -507,6 +522,8 @@ pub(crate) fn enqueue_all_for_topic(
         .collect::<Result<Vec<String>, DomainError>>()?;
     let request_id = current_request_id();
     let request_id = request_id.as_deref();
+    let trace_parent = current_trace_parent();
+    let trace_parent = trace_parent.as_deref();
     let messages: Vec<NewWebhookMessage> = texts
         .into_iter()
         .flat_map(|payload| {
@@ -519,6 +536,8 @@ pub(crate) fn enqueue_all_for_topic(
                 created_at: now,
                 subject: subject.map(str::to_string),
                 request_id: request_id.map(str::to_string),
+                trace_parent: trace_parent.map(str::to_string),
+                throttled: endpoint.rate_limit_per_s.is_some(),
             })
         })
         .collect();
@@ -542,6 +561,8 @@ pub fn enqueue_for_endpoint(
         created_at: now,
         subject: None,
         request_id: current_request_id().map(|id| id.to_string()),
+        trace_parent: current_trace_parent(),
+        throttled: endpoint.rate_limit_per_s.is_some(),
     };
     let row = tx
         .insert_webhook_messages(std::slice::from_ref(&message))?
@@ -731,7 +752,12 @@ mod tests {
     fn checkout_topics_have_fixed_ids() {
         assert_eq!(checkout_topic(1), Some("order/processed"));
         assert_eq!(checkout_topic(6), Some("gift_card/created"));
-        assert_eq!(checkout_topic(7), None);
+        assert_eq!(checkout_topic(7), Some("webhook/disabled"));
+        assert_eq!(checkout_topic(8), None);
+        // The catalogue's topics are these, by the same ids.
+        for topic in crate::checkout::payloads::Topic::ALL {
+            assert_eq!(checkout_topic(topic.id()), Some(topic.as_str()));
+        }
         assert_eq!(checkout_topic_id("order/failed"), Some(5));
     }
 }
@@ -752,6 +778,76 @@ pub fn end_shop_endpoints(
         }
     }
     Ok(ended)
+}
+
+/// What an attempt's failure reads as in the operational webhooks: its error, or the HTTP
+/// status it got (`HTTP 500`), as the delivery log shows one or the other.
+pub fn failure_text(outcome: &AttemptOutcome) -> String {
+    match (&outcome.error, outcome.status) {
+        (Some(error), _) => error.clone(),
+        (None, Some(status)) => format!("HTTP {status}"),
+        (None, None) => "no answer".to_string(),
+    }
+}
+
+/// Tells the shop's other live endpoints of the same kind registered for the operational topic
+/// (`endpoint_disabled`, `webhook/disabled`) that `disabled` was just disabled, in the caller's
+/// transaction (the one that disables it); the disabled endpoint itself gets nothing. Returns
+/// the messages' row ids (none when nobody listens, or the shop is gone).
+pub fn announce_endpoint_disabled(
+    tx: &mut dyn WebhookRepositories,
+    disabled: &WebhookEndpoint,
+    failing_since: Timestamp,
+    last_error: &str,
+    now: Timestamp,
+) -> Result<Vec<MessageId>, DomainError> {
+    use super::operational::{
+        EndpointDisabled, endpoint_disabled_payload, endpoint_disabled_topic,
+    };
+    let Some(shop) = tx
+        .shop_by_id(disabled.shop_id)?
+        .filter(|shop| shop.deleted_at.is_none())
+    else {
+        return Ok(Vec::new());
+    };
+    let topic = endpoint_disabled_topic(disabled.kind);
+    let listeners: Vec<WebhookEndpoint> = tx
+        .active_webhook_endpoints(shop.id, disabled.kind, topic)?
+        .into_iter()
+        .filter(|endpoint| endpoint.id != disabled.id)
+        .collect();
+    if listeners.is_empty() {
+        return Ok(Vec::new());
+    }
+    let body = EndpointDisabled {
+        endpoint_id: disabled.public_id.clone(),
+        topic: disabled.topic.clone(),
+        url: disabled.callback_url.clone(),
+        failures_since: failing_since,
+        last_error: last_error.to_string(),
+    };
+    let payload = payload_text(&endpoint_disabled_payload(
+        disabled.kind,
+        shop.identifier.as_str(),
+        &body,
+        now,
+    ))?;
+    let messages: Vec<NewWebhookMessage> = listeners
+        .iter()
+        .map(|endpoint| NewWebhookMessage {
+            message_id: new_message_id(),
+            shop_id: shop.id,
+            endpoint_id: endpoint.id,
+            topic: topic.to_string(),
+            payload: payload.clone(),
+            created_at: now,
+            subject: None,
+            request_id: current_request_id().map(|id| id.to_string()),
+            trace_parent: current_trace_parent(),
+            throttled: endpoint.rate_limit_per_s.is_some(),
+        })
+        .collect();
+    Ok(tx.insert_webhook_messages(&messages)?)
 }
 
 /// A webhook's delivery log and the tools over it (resend, recover), for every kind of webhook:
@@ -822,6 +918,11 @@ pub mod log {
         pub next_attempt_at: Option<Timestamp>,
         /// When an attempt got a 2xx answer.
         pub delivered_at: Option<Timestamp>,
+        /// Whether the retention purge has emptied the payload and deleted the attempts, as it
+        /// does for messages finished longer ago than the retention period.
+        pub payload_purged: bool,
+        /// When the payload and attempts were purged.
+        pub purged_at: Option<Timestamp>,
     }
 
     impl MessageShown {
@@ -835,6 +936,8 @@ pub mod log {
                 next_attempt_at: (message.status == MessageStatus::Pending)
                     .then_some(message.next_attempt_at),
                 delivered_at: message.delivered_at,
+                payload_purged: message.purged_at.is_some(),
+                purged_at: message.purged_at,
             }
         }
     }
@@ -867,8 +970,12 @@ pub mod log {
         pub next_attempt_at: Option<Timestamp>,
         /// When an attempt delivered it.
         pub delivered_at: Option<Timestamp>,
-        /// The body sent: whatever the topic's payload is.
+        /// The body sent: whatever the topic's payload is; null once purged.
         pub payload: Value,
+        /// Whether the retention purge has emptied the payload and deleted the attempts.
+        pub payload_purged: bool,
+        /// When the payload and attempts were purged.
+        pub purged_at: Option<Timestamp>,
     }
 
     /// The webhook's delivery log: its latest messages, newest first, each with its last attempt.
@@ -910,10 +1017,13 @@ pub mod log {
             next_attempt_at: shown.next_attempt_at,
             delivered_at: shown.delivered_at,
             payload: serde_json::from_str(&message.payload).unwrap_or(Value::Null),
+            payload_purged: shown.payload_purged,
+            purged_at: shown.purged_at,
         })
     }
 
-    /// Sends a message again, with the same `webhook-id`, whatever became of it.
+    /// Sends a message again, with the same `webhook-id`, whatever became of it; a message
+    /// whose payload was purged is refused (422 `message.purged`).
     pub fn resend(
         tx: &mut dyn WebhookRepositories,
         endpoint: &WebhookEndpoint,
@@ -924,11 +1034,24 @@ pub mod log {
             return Err(disabled());
         }
         let message = message_of(tx, endpoint, message_id)?;
+        if message.purged_at.is_some() {
+            return Err(purged());
+        }
         tx.requeue_webhook_message(message.id, now)?;
         Ok(())
     }
 
-    /// Sends again every message of the webhook that failed, created since `since`; how many.
+    /// The 422 `message.purged` for a message whose payload the retention purge emptied:
+    /// there is nothing left to send again.
+    pub fn purged() -> DomainError {
+        DomainError::Unprocessable {
+            code: "message.purged",
+            message: "the message's payload was purged".to_string(),
+        }
+    }
+
+    /// Sends again every message of the webhook that failed, created since `since`, but those
+    /// whose payload was purged; how many.
     pub fn recover(
         tx: &mut dyn WebhookRepositories,
         endpoint: &WebhookEndpoint,
@@ -964,23 +1087,33 @@ pub mod checkout {
     };
     use crate::access::secrets::SecretKind;
     use crate::access::shop::Shop;
+    use crate::kernel::body::{Check, Field};
     use crate::kernel::error::{DomainError, FieldError, Problems};
     use crate::kernel::outbound::{AddressGuard, check_callback_url};
     use crate::kernel::time::Timestamp;
-    use crate::webhooks::WebhookRepositories;
+    use crate::webhooks::{
+        WebhookRepositories, apply_rate_limit, read_rate_limit, read_rate_limit_change,
+    };
 
     /// The body of Create Webhook: the topic's id and the callback URL, both checked by [`create`].
     /// Either missing is `None` (serde's rule for `Option` fields), refused by [`create`].
     #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
     #[schema(as = CheckoutWebhookInput)]
     pub struct WebhookInput {
-        /// The topic's fixed id (1..6, as in `CHECKOUT_TOPICS`); required.
-        #[schema(required = true, value_type = i64, minimum = 1, maximum = 6)]
+        /// The topic's fixed id (1..7, as in `CHECKOUT_TOPICS`); required.
+        #[schema(required = true, value_type = i64, minimum = 1, maximum = 7)]
         pub webhook_topic_id: Option<i64>,
         /// The URL deliveries go to: absolute http(s), at most 2048 characters, not into a
         /// private network; required, checked by [`check_callback`].
         #[schema(required = true, value_type = String, format = "uri", max_length = 2048)]
         pub callback_url: Option<String>,
+        /// At most how many deliveries to the webhook start per second (an integer from 1 to
+        /// 10,000, or its decimal text), however many Mercer processes deliver; messages beyond
+        /// it wait their turn in the queue, which is not a failed attempt. Left out or null: no
+        /// limit.
+        #[schema(value_type = Option<i64>, minimum = 1, maximum = 10000, example = 20)]
+        #[serde(default)]
+        pub rate_limit_per_s: Field<i64>,
     }
 
     /// Checks a callback URL's form and, through the guard, where it leads (422 either way).
@@ -1001,12 +1134,13 @@ pub mod checkout {
         Ok(url)
     }
 
-    /// Create Webhook, with the callback URL already checked.
+    /// Create Webhook, with the callback URL already checked; `rate_limit_per_s` as sent.
     pub fn create(
         tx: &mut dyn WebhookRepositories,
         shop: &Shop,
         topic_id: Option<i64>,
         callback: Result<String, FieldError>,
+        rate_limit_per_s: Field<i64>,
         now: Timestamp,
     ) -> Result<WebhookEndpoint, DomainError> {
         if tx
@@ -1029,11 +1163,12 @@ pub mod checkout {
                 FieldError::new(
                     "webhook_topic_id",
                     "invalid_value",
-                    "webhook_topic_id must be one of the ids of List Webhook Topics (1..6)",
+                    "webhook_topic_id must be one of the ids of List Webhook Topics (1..7)",
                 )
             })),
         };
         let url = problems.check(callback);
+        let rate_limit_per_s = read_rate_limit(&mut Check::root(&mut problems), rate_limit_per_s);
         problems.into_result()?;
         let (Some(topic), Some(callback_url)) = (topic, url) else {
             return Err(DomainError::invalid(
@@ -1042,14 +1177,16 @@ pub mod checkout {
                 "the webhook is invalid",
             ));
         };
-        Ok(tx.insert_webhook_endpoint(&NewWebhookEndpoint {
+        let mut endpoint = tx.insert_webhook_endpoint(&NewWebhookEndpoint {
             shop_id: shop.id,
             kind: WebhookKind::Checkout,
             topic: topic.to_string(),
             callback_url,
             secret: None,
             created_at: now,
-        })?)
+        })?;
+        apply_rate_limit(tx, &mut endpoint, rate_limit_per_s, now)?;
+        Ok(endpoint)
     }
 
     /// List Webhooks: the shop's checkout webhooks.
@@ -1073,17 +1210,29 @@ pub mod checkout {
             .ok_or(DomainError::not_found("webhook"))
     }
 
-    /// Update Webhook: a new callback URL, already checked.
+    /// Update Webhook: a new callback URL, already checked (`None`: not sent), and the rate
+    /// limit as sent (left out keeps it, null clears it).
     pub fn update(
         tx: &mut dyn WebhookRepositories,
         shop: &Shop,
         public_id: &str,
-        callback: Result<String, FieldError>,
+        callback: Option<Result<String, FieldError>>,
+        rate_limit_per_s: Field<i64>,
         now: Timestamp,
     ) -> Result<WebhookEndpoint, DomainError> {
         let mut endpoint = find(tx, shop, public_id)?;
-        endpoint.callback_url = callback.map_err(|problem| DomainError::Invalid(vec![problem]))?;
-        tx.update_webhook_endpoint(&endpoint, now)?;
+        let mut problems = Problems::new();
+        let url = callback.and_then(|callback| problems.check(callback));
+        let rate_limit_per_s =
+            read_rate_limit_change(&mut Check::root(&mut problems), rate_limit_per_s);
+        problems.into_result()?;
+        if let Some(url) = url {
+            endpoint.callback_url = url;
+            tx.update_webhook_endpoint(&endpoint, now)?;
+        }
+        if let Some(rate_limit_per_s) = rate_limit_per_s {
+            apply_rate_limit(tx, &mut endpoint, rate_limit_per_s, now)?;
+        }
         find(tx, shop, public_id)
     }
 
@@ -1121,7 +1270,8 @@ pub mod checkout {
         super::log::delivery(tx, &endpoint, message_id)
     }
 
-    /// Sends a message again, with the same `webhook-id`, whatever became of it.
+    /// Sends a message again, with the same `webhook-id`, whatever became of it; a message
+    /// whose payload was purged is refused (422 `message.purged`).
     pub fn resend(
         tx: &mut dyn WebhookRepositories,
         shop: &Shop,
@@ -1163,7 +1313,7 @@ pub mod checkout {
     pub struct CheckoutWebhookResource {
         /// The webhook's id clients see: 32 hex characters.
         pub id: String,
-        /// The topic's fixed id (1..6); None if the topic is not one of the checkout topics.
+        /// The topic's fixed id (1..7); None if the topic is not one of the checkout topics.
         pub webhook_topic_id: Option<i64>,
         /// The topic, by name (`order/created`).
         pub webhook_topic_name: String,
@@ -1177,6 +1327,10 @@ pub mod checkout {
         pub disabled_at: Option<Timestamp>,
         /// Why Mercer disabled it (a 410 answer, days of failures).
         pub disabled_reason: Option<String>,
+        /// At most how many deliveries to the webhook start per second (1 to 10,000); null
+        /// when there is no limit.
+        #[schema(minimum = 1, maximum = 10000, example = 20)]
+        pub rate_limit_per_s: Option<u32>,
     }
 
     /// A checkout webhook as answers show it.
@@ -1190,6 +1344,7 @@ pub mod checkout {
             updated_at: endpoint.updated_at,
             disabled_at: endpoint.disabled_at,
             disabled_reason: endpoint.disabled_reason.clone(),
+            rate_limit_per_s: endpoint.rate_limit_per_s,
         }
     }
 }

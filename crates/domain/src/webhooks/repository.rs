@@ -9,7 +9,7 @@ use crate::kernel::time::Timestamp;
 use crate::webhooks::console::MessageFilter;
 use crate::webhooks::{
     DeliveryAttempt, MessageStatus, MessageUpdate, NewWebhookEndpoint, NewWebhookMessage,
-    WebhookEndpoint, WebhookKind, WebhookMessage,
+    Reservation, WebhookEndpoint, WebhookKind, WebhookMessage,
 };
 
 crate::feature_database!(
@@ -90,6 +90,39 @@ pub trait WebhookRepository {
         limit: usize,
         lease_until: Timestamp,
     ) -> StoreResult<Vec<WebhookMessage>>;
+    /// Sets (`Some`) or clears (`None`) the endpoint's `rate_limit_per_s`, with its throttle,
+    /// and marks its pending messages throttled or not: once cleared, they go with the
+    /// unthrottled ones at once.
+    fn set_webhook_rate_limit(
+        &mut self,
+        id: WebhookId,
+        rate_limit_per_s: Option<u32>,
+        now: Timestamp,
+    ) -> StoreResult<()>;
+    /// Claims due messages of throttled endpoints, at most `limit`, each endpoint's in a
+    /// [`Reservation`] of send times from the throttle's next free time (at `now` or later, and
+    /// only a throttle free by `ready_by`) for at most `stretch`; the throttles move past
+    /// them. The messages are leased until `lease_until`. Throttles another claim holds are
+    /// skipped. In a write transaction.
+    fn claim_throttled_webhook_messages(
+        &mut self,
+        now: Timestamp,
+        limit: usize,
+        ready_by: Timestamp,
+        stretch: std::time::Duration,
+        lease_until: Timestamp,
+    ) -> StoreResult<Vec<Reservation>>;
+    /// Puts claimed messages back in the queue, due at `at`, as they were: no attempt, the
+    /// same attempt count (a throttled message that missed its send time).
+    fn release_webhook_messages(&mut self, ids: &[MessageId], at: Timestamp) -> StoreResult<()>;
+    /// Whether any endpoint is throttled. Also unmarks the pending messages still marked
+    /// throttled whose endpoint no longer is (enqueued while its limit was being cleared).
+    fn webhook_throttle_upkeep(&mut self, now: Timestamp) -> StoreResult<bool>;
+    /// How many pending messages each of these endpoints has (those with none are left out).
+    fn pending_webhook_messages(
+        &mut self,
+        endpoint_ids: &[WebhookId],
+    ) -> StoreResult<Vec<(WebhookId, i64)>>;
     /// Stores attempts and the messages' new states.
     fn record_webhook_attempts(
         &mut self,
@@ -149,9 +182,20 @@ pub trait WebhookRepository {
     ) -> StoreResult<Vec<DeliveryAttempt>>;
     /// How many endpoints are disabled.
     fn count_disabled_webhook_endpoints(&mut self) -> StoreResult<i64>;
-    /// Makes a message pending and due at `now` again (its `webhook-id` stays).
+    /// The retention purge of up to `limit` messages finished (not pending) before
+    /// `finished_before` and not purged yet, oldest finished first: their attempts are deleted,
+    /// their payload emptied and `purged_at` set to `now`; the rows stay. How many.
+    fn purge_webhook_messages(
+        &mut self,
+        finished_before: Timestamp,
+        limit: usize,
+        now: Timestamp,
+    ) -> StoreResult<usize>;
+    /// Makes a message pending and due at `now` again (its `webhook-id` stays), unless it was
+    /// purged.
     fn requeue_webhook_message(&mut self, id: MessageId, now: Timestamp) -> StoreResult<()>;
-    /// Makes the endpoint's failed messages created since `since` pending and due again; how many.
+    /// Makes the endpoint's failed messages created since `since` pending and due again, but
+    /// purged ones; how many.
     fn requeue_failed_webhook_messages(
         &mut self,
         endpoint_id: WebhookId,

@@ -215,6 +215,8 @@ fn request_span(request: &ServiceRequest, id: &str) -> tracing::Span {
         method = request.method().as_str(),
         route = pattern.as_deref().unwrap_or("unmatched"),
         shop = shop,
+        // The answer's status, recorded for traces only.
+        status = tracing::field::Empty,
     )
 }
 
@@ -246,6 +248,7 @@ pub async fn log_request(
     let id_header = HeaderValue::from_str(&id).ok();
     let header_name = HeaderName::from_static(REQUEST_ID_HEADER);
     let span = request_span(&request, &id);
+    let traced = jobs::traces_exported().then(|| span.clone());
     let handling = next.call(request).instrument(span);
     let result = match within_request(Arc::from(id.as_str()), handling).await {
         Ok(mut response) => {
@@ -275,6 +278,9 @@ pub async fn log_request(
         ),
         Err(error) => (error.status_code(), "unmatched".to_string()),
     };
+    if let Some(span) = traced {
+        span.record("status", status.as_u16());
+    }
     let elapsed = started.elapsed().as_secs_f64();
     // The cause of a failure on Mercer's side (or a remote party's), logged once, here, where
     // the request's method, route and id are known.

@@ -271,6 +271,7 @@ pub fn document_json() -> &'static str {
         let mut document =
             serde_json::to_value(document()).expect("the document is JSON: every key is a string");
         add_links(&mut document);
+        add_webhooks(&mut document);
         drop_null_defaults(&mut document);
         serde_json::to_string_pretty(&document).expect("a JSON value is written as JSON")
     })
@@ -340,6 +341,143 @@ fn add_links(document: &mut Value) {
         if !links.is_empty() {
             paths[collection]["post"]["responses"]["201"]["links"] = Value::Object(links);
         }
+    }
+}
+
+/// Every webhook topic under `webhooks` (OpenAPI 3.1), keyed by its name: a `post` whose body
+/// is the topic's schema, the one List Webhook Topics serves. The schema's `$defs` join
+/// `components/schemas` (refs in a document resolve from its root); a name already there for
+/// another shape gets a `Webhook` prefix.
+fn add_webhooks(document: &mut Value) {
+    use mercer_domain::checkout::payloads::{self as checkout, Topic as CheckoutTopic};
+    use mercer_domain::subscriptions::topics::{self as subscription, Topic};
+
+    let subscription = Topic::ALL.into_iter().map(|topic| {
+        let summary = format!("Subscription webhook {}", topic.as_str());
+        let description = format!(
+            "{} Sent to the shop's webhook subscriptions to this topic (id {}), signed with \
+             their shared secret; `X-Svc-Topic` names the topic.",
+            topic.description(),
+            topic.id()
+        );
+        (
+            topic.as_str(),
+            summary,
+            description,
+            subscription::payload_schema(topic),
+        )
+    });
+    let checkout = CheckoutTopic::ALL.into_iter().map(|topic| {
+        let summary = format!("Checkout webhook {}", topic.as_str());
+        let description = format!(
+            "{} Sent to the shop's checkout webhooks on this topic (id {}), signed with the \
+             integration's shared secret. A test delivery adds `\"test\": true`.",
+            topic.description(),
+            topic.id()
+        );
+        (
+            topic.as_str(),
+            summary,
+            description,
+            checkout::payload_schema(topic),
+        )
+    });
+    let mut webhooks = Map::new();
+    for (name, summary, description, mut schema) in subscription.chain(checkout) {
+        let Some(Value::Object(defs)) = schema.as_object_mut().and_then(|s| s.remove("$defs"))
+        else {
+            webhooks.insert(
+                name.to_string(),
+                webhook_item(name, summary, description, schema),
+            );
+            continue;
+        };
+        let mut renamed = Vec::new();
+        let components = &mut document["components"]["schemas"];
+        for (def, shape) in defs {
+            match components.get(&def) {
+                None => components[def.as_str()] = shape,
+                Some(existing) if same_shape(existing, &shape) => {}
+                Some(_) => {
+                    let prefixed = format!("Webhook{def}");
+                    components[prefixed.as_str()] = shape;
+                    renamed.push((def, prefixed));
+                }
+            }
+        }
+        if let Some(fields) = schema.as_object_mut() {
+            // The document says its dialect once (`jsonSchemaDialect` defaults to it).
+            fields.remove("$schema");
+        }
+        point_at_components(&mut schema, &renamed);
+        webhooks.insert(
+            name.to_string(),
+            webhook_item(name, summary, description, schema),
+        );
+    }
+    // The components' own refs into renamed defs are pointed the same way.
+    if let Some(Value::Object(schemas)) = document["components"].get_mut("schemas") {
+        for shape in schemas.values_mut() {
+            point_at_components(shape, &[]);
+        }
+    }
+    document["webhooks"] = Value::Object(webhooks);
+}
+
+/// Whether a component schema is the def of a topic schema: the same once its refs and
+/// alternatives are written as topic schemas write them.
+fn same_shape(component: &Value, def: &Value) -> bool {
+    let mut localized = component.clone();
+    mercer_domain::webhooks::catalogue::localize(&mut localized);
+    localized == *def
+}
+
+/// One entry of `webhooks`: the `post` Mercer makes to the receiver.
+fn webhook_item(name: &str, summary: String, description: String, schema: Value) -> Value {
+    let operation_id = format!(
+        "webhook_{}",
+        name.replace(['/', '-'], "_").to_ascii_lowercase()
+    );
+    json!({
+        "post": {
+            "operationId": operation_id,
+            "summary": summary,
+            "description": description,
+            "tags": ["Webhook payloads"],
+            "security": [],
+            "requestBody": {
+                "required": true,
+                "content": {"application/json": {"schema": schema}},
+            },
+            "responses": {
+                "2XX": {"description": "Received: any 2xx answer ends the message's deliveries."},
+            },
+        }
+    })
+}
+
+/// Points a topic schema's `#/$defs/` refs at `#/components/schemas/`, under their new names
+/// where `renamed` gives one.
+fn point_at_components(value: &mut Value, renamed: &[(String, String)]) {
+    match value {
+        Value::Object(fields) => {
+            if let Some(Value::String(reference)) = fields.get_mut("$ref")
+                && let Some(def) = reference.strip_prefix("#/$defs/")
+            {
+                let name = renamed
+                    .iter()
+                    .find(|(old, _)| old == def)
+                    .map_or(def, |(_, new)| new.as_str());
+                *reference = format!("#/components/schemas/{name}");
+            }
+            fields
+                .values_mut()
+                .for_each(|value| point_at_components(value, renamed));
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|value| point_at_components(value, renamed)),
+        _ => {}
     }
 }
 

@@ -60,6 +60,9 @@ pub struct AppState {
     /// Proxies whose forwarded headers name the client (`--trusted-proxies`); empty, the
     /// connection's peer is the client.
     pub trusted_proxies: super::client_address::TrustedProxies,
+    /// Days a finished webhook message keeps its payload and attempts
+    /// (`--webhook-retention-days`), as the console's message page says it.
+    pub webhook_retention_days: f64,
 }
 
 /// The token a metrics scraper must present, kept as its SHA-256 only.

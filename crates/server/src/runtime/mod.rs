@@ -2,10 +2,12 @@
 //! block): the ingest writer that stores events before their 202, the applier that applies
 //! them in order, the job runner (`mercer_jobs`, with the handlers of this process's kinds:
 //! syncs, connector outbox deliveries, the subscription scheduler and its orders
-//! ([`scheduler`]), the checkout's jobs ([`checkout`])), and on SQLite the checkpointer that
+//! ([`scheduler`]), the checkout's jobs ([`checkout`]), the webhook retention purge
+//! ([`retention`])), and on SQLite the checkpointer that
 //! copies the WAL back into the database file.
 
 pub mod checkout;
+pub mod retention;
 pub mod scheduler;
 
 use std::sync::Arc;
@@ -29,6 +31,7 @@ use mercer_domain::platform::sync::{SyncJob, run_sync_job};
 use mercer_domain::ports::Database;
 use mercer_domain::subscriptions::customers::announce_platform_customer_change;
 use mercer_domain::subscriptions::scheduler::{OrderJob, SchedulerJob};
+use mercer_domain::webhooks::retention::WebhookRetentionJob;
 use mercer_jobs::{JobHandlers, JobRunner, JobRunnerConfig};
 use mercer_store::{Backend, Store};
 use tokio::sync::oneshot;
@@ -278,9 +281,11 @@ fn job_handlers(
     let (push_store, push_connector) = (store.clone(), connector.clone());
     let (sweep_store, fulfilled_store) = (store.clone(), store.clone());
     let (customer_store, prune_store) = (store.clone(), store.clone());
+    let retention_store = store.clone();
     let BackgroundConfig {
         scheduler: scheduler_config,
         checkout: checkout_config,
+        retention: retention_config,
     } = config;
     JobHandlers::default()
         .register(move |sync: SyncJob, job, control| {
@@ -333,6 +338,9 @@ fn job_handlers(
                 now.plus_seconds(activity::PRUNE_INTERVAL_SECONDS),
             ))
         })
+        .register(move |_: WebhookRetentionJob, _job, control| {
+            retention::run(&retention_store, clock, retention_config, control)
+        })
 }
 
 /// How the recurring jobs run in this process.
@@ -340,6 +348,7 @@ fn job_handlers(
 pub struct BackgroundConfig {
     pub scheduler: SchedulerConfig,
     pub checkout: checkout::CheckoutConfig,
+    pub retention: retention::RetentionConfig,
 }
 
 /// The running workers of one process.

@@ -36,6 +36,7 @@ mod portal;
 mod scheduler;
 mod subscriptions;
 mod units_of_work;
+mod webhook_retention;
 mod webhooks;
 
 fn at(seconds: i64) -> Timestamp {

@@ -33,6 +33,7 @@ fn new_job(key: Option<&str>, run_at: Timestamp) -> NewJob {
         max_attempts: 2,
         shop_id: None,
         request_id: None,
+        trace_parent: None,
     }
 }
 

@@ -269,6 +269,8 @@ fn message(shop_id: ShopId, endpoint_id: WebhookId, n: u32, seconds: i64) -> New
         created_at: at(seconds),
         subject: None,
         request_id: None,
+        trace_parent: None,
+        throttled: false,
     }
 }
 

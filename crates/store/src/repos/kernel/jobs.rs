@@ -6,13 +6,13 @@ use diesel::prelude::*;
 use mercer_domain::kernel::error::StoreResult;
 use mercer_domain::kernel::ids::{JobId, ShopId};
 use mercer_domain::kernel::jobs::{
-    Enqueued, Job, JobCount, JobFilter, JobRepository, JobState, NewJob,
+    Enqueued, Job, JobCount, JobFilter, JobRepository, JobState, NewJob, traces_exported,
 };
 use mercer_domain::{StorageError, Timestamp};
 
 use crate::connection::{DbConnection, on_backend};
 use crate::repos::StoreTx;
-use crate::schema::jobs;
+use crate::schema::{job_trace_parents, jobs};
 use crate::store::{storable, storage_error};
 
 #[derive(Queryable, Selectable)]
@@ -54,6 +54,8 @@ impl TryFrom<JobRow> for Job {
             updated_at: Timestamp::from_micros(row.updated_at),
             shop_id: row.shop_id.map(ShopId),
             request_id: row.request_id,
+            // Read apart, when a job is claimed (`claim_jobs`).
+            trace_parent: None,
         })
     }
 }
@@ -118,6 +120,38 @@ fn job_counts(rows: Vec<(String, String, i64)>) -> StoreResult<Vec<JobCount>> {
 
 impl StoreTx<'_> {
     fn insert_job(&mut self, job: &NewJob, now: Timestamp) -> StoreResult<Option<i64>> {
+        let id = self.insert_job_row(job, now)?;
+        if let (Some(id), Some(trace_parent)) = (id, job.trace_parent.as_deref()) {
+            // A statement of its own (the `jobs` declaration is full), made only when traces
+            // are exported.
+            diesel::update(job_trace_parents::table.find(id))
+                .set(job_trace_parents::trace_parent.eq(trace_parent))
+                .execute(self.conn)
+                .map_err(storage_error)?;
+        }
+        Ok(id)
+    }
+
+    /// The claimed jobs' trace contexts, read only when traces are exported.
+    fn read_trace_parents(&mut self, claimed: &mut [Job]) -> StoreResult<()> {
+        if claimed.is_empty() || !traces_exported() {
+            return Ok(());
+        }
+        let ids: Vec<i64> = claimed.iter().map(|job| job.id.0).collect();
+        let parents: Vec<(i64, Option<String>)> = job_trace_parents::table
+            .filter(job_trace_parents::id.eq_any(&ids))
+            .select((job_trace_parents::id, job_trace_parents::trace_parent))
+            .load(self.conn)
+            .map_err(storage_error)?;
+        for (id, trace_parent) in parents {
+            if let Some(job) = claimed.iter_mut().find(|job| job.id.0 == id) {
+                job.trace_parent = trace_parent;
+            }
+        }
+        Ok(())
+    }
+
+    fn insert_job_row(&mut self, job: &NewJob, now: Timestamp) -> StoreResult<Option<i64>> {
         let values = (
             jobs::kind.eq(job.kind),
             jobs::payload.eq(&job.payload),
@@ -260,6 +294,7 @@ impl JobRepository for StoreTx<'_> {
                 }
             }
         }
+        self.read_trace_parents(&mut claimed)?;
         Ok(claimed)
     }
 

@@ -12,7 +12,7 @@ use mercer_domain::webhooks::WebhookRepository;
 use mercer_domain::webhooks::console::MessageFilter;
 use mercer_domain::webhooks::{
     AttemptOutcome, DeliveryAttempt, MessageStatus, MessageUpdate, NewWebhookEndpoint,
-    NewWebhookMessage, WebhookEndpoint, WebhookKind, WebhookMessage,
+    NewWebhookMessage, Reservation, WebhookEndpoint, WebhookKind, WebhookMessage,
 };
 use mercer_domain::{StorageError, Timestamp};
 
@@ -20,6 +20,9 @@ use crate::connection::{DbConnection, on_backend};
 use crate::repos::{ROWS_PER_STATEMENT, StoreTx};
 use crate::schema::{webhook_attempts, webhook_endpoints, webhook_messages};
 use crate::store::{storable, storage_error};
+
+mod retention;
+mod throttles;
 
 /// Writes each message's state after its attempt in a batch. PostgreSQL: one statement for the
 /// whole batch over arrays of the new values, one round trip however many messages (a message's
@@ -91,6 +94,7 @@ struct EndpointRow {
     created_at: i64,
     updated_at: i64,
     deleted_at: Option<i64>,
+    rate_limit_per_s: Option<i32>,
 }
 
 fn time(micros: i64) -> Timestamp {
@@ -115,6 +119,9 @@ impl EndpointRow {
                 failing_since: self.failing_since.map(time),
                 created_at: time(self.created_at),
                 updated_at: time(self.updated_at),
+                rate_limit_per_s: self
+                    .rate_limit_per_s
+                    .and_then(|rate| u32::try_from(rate).ok()),
             },
             self.deleted_at.is_some(),
         ))
@@ -129,13 +136,16 @@ struct MessageRow {
     shop_id: i64,
     endpoint_id: i64,
     topic: String,
-    payload: String,
+    /// None once the retention purge emptied it.
+    payload: Option<String>,
     status: String,
     attempts: i64,
     next_attempt_at: i64,
     created_at: i64,
     delivered_at: Option<i64>,
     request_id: Option<String>,
+    trace_parent: Option<String>,
+    purged_at: Option<i64>,
 }
 
 impl TryFrom<MessageRow> for WebhookMessage {
@@ -148,7 +158,7 @@ impl TryFrom<MessageRow> for WebhookMessage {
             shop_id: ShopId(row.shop_id),
             endpoint_id: WebhookId(row.endpoint_id),
             topic: row.topic,
-            payload: row.payload,
+            payload: row.payload.unwrap_or_default(),
             status: MessageStatus::parse(&row.status).ok_or_else(|| {
                 StorageError::other(format!("stored message status {:?}", row.status))
             })?,
@@ -157,6 +167,8 @@ impl TryFrom<MessageRow> for WebhookMessage {
             created_at: time(row.created_at),
             delivered_at: row.delivered_at.map(time),
             request_id: row.request_id,
+            trace_parent: row.trace_parent,
+            purged_at: row.purged_at.map(time),
         })
     }
 }
@@ -219,6 +231,7 @@ struct NewMessageRow<'a> {
     updated_at: i64,
     subject: Option<&'a str>,
     request_id: Option<&'a str>,
+    trace_parent: Option<&'a str>,
 }
 
 /// Takes up to `limit` due messages, oldest due first, by moving their next attempt to
@@ -248,7 +261,9 @@ fn claim(
     let mut rows: Vec<MessageRow> = match conn {
         DbConnection::Sqlite(c) => {
             let mut rows: Vec<MessageRow> = webhook_messages::table
-                .filter(webhook_messages::status.eq(MessageStatus::Pending.as_str()))
+                .filter(diesel::dsl::sql::<diesel::sql_types::Bool>(
+                    throttles::PENDING_UNTHROTTLED,
+                ))
                 .filter(webhook_messages::next_attempt_at.le(now))
                 .order(webhook_messages::next_attempt_at.asc())
                 .limit(limit)
@@ -266,12 +281,18 @@ fn claim(
             rows
         }
         DbConnection::Pg(c) => diesel::sql_query(
-            "WITH lease_only AS (SELECT set_config('synchronous_commit', 'off', true)) \
-             UPDATE webhook_messages SET next_attempt_at = $1 FROM lease_only WHERE id IN \
-             (SELECT id FROM webhook_messages WHERE status = 'pending' AND next_attempt_at <= $2 \
-             ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED) \
+            // The claimed ids are a materialized CTE: as an `IN (subquery)` the planner may run
+            // the subquery more than once, and with SKIP LOCKED each run can take other rows,
+            // claiming more than the limit.
+            "WITH lease_only AS (SELECT set_config('synchronous_commit', 'off', true)), \
+             claimed AS MATERIALIZED (SELECT id AS claimed_id FROM webhook_messages \
+             WHERE status = 'pending' \
+             AND NOT throttled AND next_attempt_at <= $2 ORDER BY next_attempt_at LIMIT $3 \
+             FOR UPDATE SKIP LOCKED) \
+             UPDATE webhook_messages SET next_attempt_at = $1 FROM lease_only, claimed \
+             WHERE webhook_messages.id = claimed.claimed_id \
              RETURNING id, message_id, shop_id, endpoint_id, topic, payload, status, attempts, \
-             next_attempt_at, created_at, delivered_at, request_id",
+             next_attempt_at, created_at, delivered_at, request_id, trace_parent, purged_at",
         )
         .bind::<BigInt, _>(lease_until)
         .bind::<BigInt, _>(now)
@@ -411,6 +432,7 @@ impl WebhookRepository for StoreTx<'_> {
             ))
             .execute(self.conn)
             .map_err(storage_error)?;
+        throttles::clear(self.conn, id, now).map_err(storage_error)?;
         self.end_pending_webhook_messages(id, MessageStatus::Cancelled, now)?;
         Ok(())
     }
@@ -473,6 +495,7 @@ impl WebhookRepository for StoreTx<'_> {
                     updated_at: m.created_at.as_micros(),
                     subject: m.subject.as_deref(),
                     request_id: m.request_id.as_deref(),
+                    trace_parent: m.trace_parent.as_deref(),
                 })
                 .collect();
             let returned: Vec<(i64, String)> = on_backend!(&mut *self.conn, |c| {
@@ -493,6 +516,13 @@ impl WebhookRepository for StoreTx<'_> {
                 )?));
             }
         }
+        let throttled: Vec<i64> = messages
+            .iter()
+            .zip(&ids)
+            .filter(|(message, _)| message.throttled)
+            .map(|(_, id)| id.0)
+            .collect();
+        throttles::mark_inserted(self.conn, &throttled).map_err(storage_error)?;
         Ok(ids)
     }
 
@@ -507,6 +537,41 @@ impl WebhookRepository for StoreTx<'_> {
         let rows = claim(self.conn, now.as_micros(), limit, lease_until.as_micros())
             .map_err(storage_error)?;
         rows.into_iter().map(WebhookMessage::try_from).collect()
+    }
+
+    fn set_webhook_rate_limit(
+        &mut self,
+        id: WebhookId,
+        rate_limit_per_s: Option<u32>,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        throttles::set_rate_limit(self.conn, id, rate_limit_per_s, now).map_err(storage_error)
+    }
+
+    fn claim_throttled_webhook_messages(
+        &mut self,
+        now: Timestamp,
+        limit: usize,
+        ready_by: Timestamp,
+        stretch: Duration,
+        lease_until: Timestamp,
+    ) -> StoreResult<Vec<Reservation>> {
+        throttles::claim(self.conn, now, limit, (ready_by, stretch), lease_until)
+    }
+
+    fn release_webhook_messages(&mut self, ids: &[MessageId], at: Timestamp) -> StoreResult<()> {
+        throttles::release(self.conn, ids, at).map_err(storage_error)
+    }
+
+    fn webhook_throttle_upkeep(&mut self, now: Timestamp) -> StoreResult<bool> {
+        throttles::upkeep(self.conn, now).map_err(storage_error)
+    }
+
+    fn pending_webhook_messages(
+        &mut self,
+        endpoint_ids: &[WebhookId],
+    ) -> StoreResult<Vec<(WebhookId, i64)>> {
+        throttles::pending_by_endpoint(self.conn, endpoint_ids).map_err(storage_error)
     }
 
     fn record_webhook_attempts(
@@ -562,21 +627,7 @@ impl WebhookRepository for StoreTx<'_> {
     }
 
     fn webhook_queue_depth(&mut self, now: Timestamp) -> StoreResult<(i64, i64)> {
-        let pending = || {
-            webhook_messages::table
-                .filter(webhook_messages::status.eq(MessageStatus::Pending.as_str()))
-        };
-        let due: i64 = pending()
-            .filter(webhook_messages::next_attempt_at.le(now.as_micros()))
-            .count()
-            .get_result(self.conn)
-            .map_err(storage_error)?;
-        let later: i64 = pending()
-            .filter(webhook_messages::next_attempt_at.gt(now.as_micros()))
-            .count()
-            .get_result(self.conn)
-            .map_err(storage_error)?;
-        Ok((due, later))
+        throttles::queue_depth(self.conn, now).map_err(storage_error)
     }
 
     fn webhook_message(&mut self, message_id: &str) -> StoreResult<Option<WebhookMessage>> {
@@ -730,14 +781,19 @@ impl WebhookRepository for StoreTx<'_> {
     }
 
     fn requeue_webhook_message(&mut self, id: MessageId, now: Timestamp) -> StoreResult<()> {
-        diesel::update(webhook_messages::table.find(id.0))
-            .set((
-                webhook_messages::status.eq(MessageStatus::Pending.as_str()),
-                webhook_messages::next_attempt_at.eq(now.as_micros()),
-                webhook_messages::updated_at.eq(now.as_micros()),
-            ))
-            .execute(self.conn)
-            .map_err(storage_error)?;
+        // A purged message has nothing left to send.
+        diesel::update(
+            webhook_messages::table
+                .find(id.0)
+                .filter(webhook_messages::purged_at.is_null()),
+        )
+        .set((
+            webhook_messages::status.eq(MessageStatus::Pending.as_str()),
+            webhook_messages::next_attempt_at.eq(now.as_micros()),
+            webhook_messages::updated_at.eq(now.as_micros()),
+        ))
+        .execute(self.conn)
+        .map_err(storage_error)?;
         Ok(())
     }
 
@@ -751,7 +807,8 @@ impl WebhookRepository for StoreTx<'_> {
             webhook_messages::table
                 .filter(webhook_messages::endpoint_id.eq(endpoint_id.0))
                 .filter(webhook_messages::status.eq(MessageStatus::Failed.as_str()))
-                .filter(webhook_messages::created_at.ge(since.as_micros())),
+                .filter(webhook_messages::created_at.ge(since.as_micros()))
+                .filter(webhook_messages::purged_at.is_null()),
         )
         .set((
             webhook_messages::status.eq(MessageStatus::Pending.as_str()),
@@ -761,6 +818,21 @@ impl WebhookRepository for StoreTx<'_> {
         .execute(self.conn)
         .map_err(storage_error)?;
         Ok(count as u64)
+    }
+
+    fn purge_webhook_messages(
+        &mut self,
+        finished_before: Timestamp,
+        limit: usize,
+        now: Timestamp,
+    ) -> StoreResult<usize> {
+        retention::purge(
+            self.conn,
+            finished_before.as_micros(),
+            limit,
+            now.as_micros(),
+        )
+        .map_err(storage_error)
     }
 
     fn count_disabled_webhook_endpoints(&mut self) -> StoreResult<i64> {

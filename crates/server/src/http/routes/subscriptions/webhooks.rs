@@ -21,7 +21,7 @@ use crate::http::routes::webhooks::handlers::{
 };
 use crate::http::state::{AppState, run_blocking};
 
-/// `{"webhook_topics": […]}`: every topic, by id.
+/// `{"webhook_topics": […]}`: every topic, by id, each with the JSON Schema of its payload.
 #[derive(Serialize, ToSchema)]
 pub struct SubscriptionWebhookTopicList {
     webhook_topics: Vec<WebhookTopic>,
@@ -82,7 +82,8 @@ pub struct SubscriptionWebhookRecoverRequest {
 
 /// Lists webhook topics.
 ///
-/// Every topic a webhook subscription can follow, with its id (1 to 20) and name.
+/// Every topic a webhook subscription can follow, with its id (1 to 21), its name and the JSON
+/// Schema (2020-12, self-contained) of the body its deliveries carry.
 #[utoipa::path(get, path = "/subscriptions/v1/shops/{shop}/webhooks/topics", operation_id = "list_subscription_webhook_topics", summary = "List webhook topics", tag = "Subscription webhooks",
     params(("shop" = String, Path, description = "The shop's identifier")),
     security(("api_token" = ["read_subscriptions"]), ("oauth2" = ["read_subscriptions"])),
@@ -110,8 +111,8 @@ async fn check_callback(
 
 /// Creates a webhook subscription.
 ///
-/// Takes the callback URL, the topic's id and the shared secret. Each invalid field is reported
-/// with its path.
+/// Takes the callback URL, the topic's id and the shared secret, and optionally a rate limit
+/// (`rate_limit_per_s`). Each invalid field is reported with its path.
 #[utoipa::path(post, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions", operation_id = "create_webhook_subscription", summary = "Create a webhook subscription", tag = "Subscription webhooks",
     request_body = WebhookSubscriptionBody,
     params(("shop" = String, Path, description = "The shop's identifier")),
@@ -172,8 +173,8 @@ pub async fn get(
 
 /// Updates a webhook subscription.
 ///
-/// The fields given (callback URL, topic, shared secret) replace the stored ones, each checked as
-/// at creation.
+/// The fields given (callback URL, topic, shared secret, rate limit) replace the stored ones,
+/// each checked as at creation; a null rate limit removes it.
 #[utoipa::path(patch, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}", operation_id = "update_webhook_subscription", summary = "Update a webhook subscription", tag = "Subscription webhooks",
     request_body = WebhookSubscriptionUpdateBody,
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook subscription's id (32 hex characters)")),
@@ -263,7 +264,8 @@ pub async fn delivery(
 
 /// Resends a webhook subscription delivery.
 ///
-/// Sends the message again and answers with its id.
+/// Sends the message again and answers with its id. A message whose payload and attempts were
+/// purged (finished longer ago than the retention period) cannot be: 422 `message.purged`.
 #[utoipa::path(post, path = "/subscriptions/v1/shops/{shop}/webhooks/subscriptions/{id}/deliveries/{message_id}/resend", operation_id = "resend_webhook_subscription_delivery", summary = "Resend a webhook subscription delivery", tag = "Subscription webhooks",
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook subscription's id (32 hex characters)"), ("message_id" = String, Path, description = "The message's `webhook-id`")),
     security(("api_token" = ["write_subscriptions"]), ("oauth2" = ["write_subscriptions"])),

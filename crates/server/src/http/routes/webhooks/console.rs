@@ -146,6 +146,8 @@ pub async fn page(
 struct MessagePage {
     chrome: Chrome,
     detail: MessageDetail,
+    /// Days finished messages keep their payload and attempts (`--webhook-retention-days`).
+    retention_days: f64,
 }
 
 impl MessagePage {
@@ -163,6 +165,16 @@ impl MessagePage {
     fn answer(&self, attempt: &AttemptShown) -> String {
         answer(attempt)
     }
+
+    /// The retention period in days, as given (`30 days`, `0.5 days`).
+    fn retention(&self) -> String {
+        let days = self.retention_days;
+        if (days - 1.0).abs() < f64::EPSILON {
+            "1 day".to_string()
+        } else {
+            format!("{days} days")
+        }
+    }
 }
 
 /// `GET /console/webhooks/messages/{message_id}`: a message, its attempts and its payload.
@@ -178,6 +190,7 @@ pub async fn message(
     render(&MessagePage {
         chrome: Chrome::of(&staff, "webhooks"),
         detail,
+        retention_days: state.webhook_retention_days,
     })
 }
 

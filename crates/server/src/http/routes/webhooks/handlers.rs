@@ -1,10 +1,12 @@
 //! Checkout webhooks and a test delivery (issue 5's integrator tools).
 
 use actix_web::{HttpResponse, web};
+use mercer_domain::checkout::payloads::{CheckoutWebhookTopic, webhook_topics};
+use mercer_domain::kernel::body::Field;
 use mercer_domain::kernel::outbound::AddressGuard;
+use mercer_domain::webhooks::checkout;
 use mercer_domain::webhooks::checkout::{CheckoutWebhookResource, WebhookInput};
 use mercer_domain::webhooks::log::{Delivery, DeliveryLine};
-use mercer_domain::webhooks::{CHECKOUT_TOPICS, checkout};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -12,16 +14,7 @@ use crate::http::error::ApiError;
 use crate::http::extract::{Authorized, JsonBody, scopes};
 use crate::http::state::{AppState, run_blocking};
 
-/// A checkout topic, by its fixed id.
-#[derive(Serialize, ToSchema)]
-pub struct CheckoutWebhookTopic {
-    /// The topic's fixed id (1..6).
-    webhook_topic_id: i64,
-    /// The topic's name (`order/created`).
-    webhook_topic_name: &'static str,
-}
-
-/// `{"data": [topic, …]}`: the six checkout topics.
+/// `{"data": [topic, …]}`: the checkout topics, each with the JSON Schema of its payload.
 #[derive(Serialize, ToSchema)]
 pub struct CheckoutWebhookTopics {
     data: Vec<CheckoutWebhookTopic>,
@@ -103,19 +96,17 @@ pub(crate) struct DeliveryPath {
 }
 
 /// Lists checkout webhook topics.
+///
+/// Every checkout topic, with its fixed id (1 to 7), its name and the JSON Schema (2020-12,
+/// self-contained) of the body its deliveries carry.
 #[utoipa::path(get, path = "/checkout/shop/{shop}/webhooks/topics", operation_id = "list_checkout_webhook_topics", summary = "List checkout webhook topics", tag = "Checkout: webhooks",
     params(("shop" = String, Path, description = "The shop's identifier")),
     security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
     responses((status = 200, body = CheckoutWebhookTopics)))]
 pub async fn topics(_request: Authorized<scopes::ModifyShopSettings>) -> HttpResponse {
-    let data = CHECKOUT_TOPICS
-        .iter()
-        .map(|(id, name)| CheckoutWebhookTopic {
-            webhook_topic_id: *id,
-            webhook_topic_name: name,
-        })
-        .collect();
-    HttpResponse::Ok().json(CheckoutWebhookTopics { data })
+    HttpResponse::Ok().json(CheckoutWebhookTopics {
+        data: webhook_topics(),
+    })
 }
 
 /// Checks the callback URL off the async thread: the guard resolves its host.
@@ -137,6 +128,7 @@ async fn check_callback(
 ///
 /// Refused before the integration secret is configured, for an unknown topic, and for a callback
 /// URL that is not absolute http(s) or that leads into a private network.
+/// `rate_limit_per_s`, when given, spaces the starts of its deliveries.
 #[utoipa::path(post, path = "/checkout/shop/{shop}/webhooks", operation_id = "create_checkout_webhook", summary = "Create a checkout webhook", tag = "Checkout: webhooks",
     request_body = WebhookInput,
     params(("shop" = String, Path, description = "The shop's identifier")),
@@ -151,7 +143,16 @@ pub async fn create(
     let callback = check_callback(&state, input.callback_url).await?;
     let (shop, now) = (request.access.shop, state.now());
     let endpoint = state
-        .write(move |tx| checkout::create(tx, &shop, input.webhook_topic_id, callback, now))
+        .write(move |tx| {
+            checkout::create(
+                tx,
+                &shop,
+                input.webhook_topic_id,
+                callback,
+                input.rate_limit_per_s,
+                now,
+            )
+        })
         .await?;
     Ok(HttpResponse::Created().json(webhook_answer(checkout::resource(&endpoint))))
 }
@@ -170,19 +171,26 @@ pub async fn list(
     Ok(HttpResponse::Ok().json(CheckoutWebhookList { data }))
 }
 
-/// The body of Update Webhook.
+/// The body of Update Webhook: the fields given change, and at least one is needed.
 #[derive(Deserialize, Default, ToSchema)]
-#[serde(default)]
 pub struct CheckoutWebhookUpdate {
     /// The new URL deliveries go to: absolute http(s), at most 2048 characters, not into a
-    /// private network; required.
+    /// private network; required unless `rate_limit_per_s` is given.
     #[schema(format = "uri", max_length = 2048)]
+    #[serde(default)]
     callback_url: Option<String>,
+    /// At most how many deliveries to the webhook start per second (an integer from 1 to
+    /// 10,000, or its decimal text), however many Mercer processes deliver. Null removes the
+    /// limit; left out, it stays as it is.
+    #[schema(value_type = Option<i64>, minimum = 1, maximum = 10000, example = 20)]
+    #[serde(default)]
+    rate_limit_per_s: Field<i64>,
 }
 
 /// Updates a checkout webhook.
 ///
-/// Sets a new callback URL, checked like a new webhook's.
+/// Sets a new callback URL, checked like a new webhook's, and sets or clears the webhook's
+/// rate limit (`rate_limit_per_s`).
 #[utoipa::path(patch, path = "/checkout/shop/{shop}/webhooks/{id}", operation_id = "update_checkout_webhook", summary = "Update a checkout webhook", tag = "Checkout: webhooks",
     request_body = CheckoutWebhookUpdate,
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook's id (32 hex characters)")),
@@ -195,10 +203,16 @@ pub async fn update(
     body: JsonBody,
 ) -> Result<HttpResponse, ApiError> {
     let input: CheckoutWebhookUpdate = body.parse()?;
-    let callback = check_callback(&state, input.callback_url).await?;
+    // A body with neither field is told its callback URL is required, as before there was a
+    // limit to change.
+    let callback = match input.callback_url {
+        None if !input.rate_limit_per_s.is_absent() => None,
+        url => Some(check_callback(&state, url).await?),
+    };
+    let rate_limit_per_s = input.rate_limit_per_s;
     let (shop, id, now) = (request.access.shop, path.into_inner().id, state.now());
     let endpoint = state
-        .write(move |tx| checkout::update(tx, &shop, &id, callback, now))
+        .write(move |tx| checkout::update(tx, &shop, &id, callback, rate_limit_per_s, now))
         .await?;
     Ok(HttpResponse::Ok().json(webhook_answer(checkout::resource(&endpoint))))
 }
@@ -285,7 +299,8 @@ pub async fn delivery(
 
 /// Resends a checkout webhook delivery.
 ///
-/// Sends the message again, with the same `webhook-id`.
+/// Sends the message again, with the same `webhook-id`. A message whose payload and attempts
+/// were purged (finished longer ago than the retention period) cannot be: 422 `message.purged`.
 #[utoipa::path(post, path = "/checkout/shop/{shop}/webhooks/{id}/deliveries/{message_id}/resend", operation_id = "resend_checkout_webhook_delivery", summary = "Resend a checkout webhook delivery", tag = "Checkout: webhooks",
     params(("shop" = String, Path, description = "The shop's identifier"), ("id" = String, Path, description = "The webhook's id (32 hex characters)"),
         ("message_id" = String, Path, description = "The message's `webhook-id` (`msg_` and 32 hex characters)")),
