@@ -40,9 +40,13 @@ const ALLOWED_DIRECT: &[(&str, &[&str])] = &[
     ("diesel", &["mercer-store"]),
     ("diesel_migrations", &["mercer-store"]),
     ("rusqlite", &["mercer-store"]),
+    // The server's one ureq client is the trace exporter's, posting to the operator's own
+    // collector (as the database, no outbound guard applies); every call to a destination a
+    // client registered goes through mercer-outbound's guarded agent.
     (
         "ureq",
         &[
+            "mercer-server",
             "mercer-outbound",
             "mercer-connector",
             "mercer-webhooks",

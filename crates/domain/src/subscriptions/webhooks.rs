@@ -477,19 +477,9 @@ pub fn enable(
     find(tx, shop, id)
 }
 
-/// The body of a subscription webhook: its topic, the shop, when it happened and `data`, what
-/// the topic is about.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct Envelope<Data> {
-    /// The topic's name (`subscription_created`), as `X-Svc-Topic` also carries it.
-    pub topic: String,
-    /// The shop's identifier.
-    pub shop_identifier: String,
-    /// When the change happened.
-    pub created_at: Timestamp,
-    /// What the topic is about.
-    pub data: Data,
-}
+/// The body of a subscription webhook (the webhooks feature's, which its operational topic
+/// uses too).
+pub use crate::webhooks::Envelope;
 
 /// The body of `subscription_cancelled`: the envelope and why the subscription was cancelled.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]

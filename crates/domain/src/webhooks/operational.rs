@@ -4,9 +4,9 @@
 
 use serde::Serialize;
 
+use super::Envelope;
 use super::WebhookKind;
 use crate::kernel::time::Timestamp;
-use crate::subscriptions::webhooks::Envelope;
 
 /// The subscription topic that reports a disabled endpoint.
 pub const SUBSCRIPTION_ENDPOINT_DISABLED: &str = "endpoint_disabled";

@@ -70,6 +70,7 @@ pub fn configure(config: &mut web::ServiceConfig) {
     platform::configure(config);
     access::configure(config);
     directory::configure(config);
+    checkout::configure_topics(config);
     webhooks::configure(config);
     subscriptions::configure(config);
     privacy::configure(config);

@@ -3,7 +3,7 @@
 use actix_web::{HttpResponse, web};
 use mercer_domain::access::shop::{find_shop, update_shop_settings};
 use mercer_domain::checkout::input::{CheckoutInitRequest, parse_init};
-use mercer_domain::checkout::payloads::send_test;
+use mercer_domain::checkout::payloads::{CheckoutWebhookTopic, send_test, webhook_topics};
 use mercer_domain::checkout::settings::{
     CheckoutSettingsPatch, SettingsResource, parse_settings_patch, settings_resource,
 };
@@ -122,4 +122,24 @@ pub async fn test_webhook(
         .await?;
     state.webhooks.notify();
     Ok(HttpResponse::Accepted().json(CheckoutQueuedMessageAnswer::of(message)))
+}
+
+/// `{"data": [topic, …]}`: the checkout topics, each with the JSON Schema of its payload.
+#[derive(Serialize, ToSchema)]
+pub struct CheckoutWebhookTopics {
+    data: Vec<CheckoutWebhookTopic>,
+}
+
+/// Lists checkout webhook topics.
+///
+/// Every checkout topic, with its fixed id (1 to 7), its name and the JSON Schema (2020-12,
+/// self-contained) of the body its deliveries carry.
+#[utoipa::path(get, path = "/checkout/shop/{shop}/webhooks/topics", operation_id = "list_checkout_webhook_topics", summary = "List checkout webhook topics", tag = "Checkout: webhooks",
+    params(("shop" = String, Path, description = "The shop's identifier")),
+    security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
+    responses((status = 200, body = CheckoutWebhookTopics)))]
+pub async fn topics(_request: Authorized<scopes::ModifyShopSettings>) -> HttpResponse {
+    HttpResponse::Ok().json(CheckoutWebhookTopics {
+        data: webhook_topics(),
+    })
 }

@@ -18,6 +18,7 @@ use super::{resource, storefront_resource};
     handlers::settings,
     handlers::update_settings,
     handlers::test_webhook,
+    handlers::topics,
     storefront::add_guest_customer,
     storefront::update_customer,
     storefront::delete_customer,
@@ -50,6 +51,15 @@ use super::{resource, storefront_resource};
     storefront::log
 ))]
 pub struct Api;
+
+/// The checkout topics, each with its payload's schema. Registered before the checkout webhook
+/// routes (`routes/webhooks`), whose `/checkout/shop/{shop}/webhooks/{id}` would otherwise take
+/// this path and answer 405 to its GET.
+pub fn configure_topics(config: &mut web::ServiceConfig) {
+    config.service(
+        resource("/checkout/shop/{shop}/webhooks/topics").route(web::get().to(handlers::topics)),
+    );
+}
 
 pub fn configure(config: &mut web::ServiceConfig) {
     config

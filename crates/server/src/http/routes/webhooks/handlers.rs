@@ -1,7 +1,6 @@
 //! Checkout webhooks and a test delivery (issue 5's integrator tools).
 
 use actix_web::{HttpResponse, web};
-use mercer_domain::checkout::payloads::{CheckoutWebhookTopic, webhook_topics};
 use mercer_domain::kernel::body::Field;
 use mercer_domain::kernel::outbound::AddressGuard;
 use mercer_domain::webhooks::checkout;
@@ -13,12 +12,6 @@ use utoipa::ToSchema;
 use crate::http::error::ApiError;
 use crate::http::extract::{Authorized, JsonBody, scopes};
 use crate::http::state::{AppState, run_blocking};
-
-/// `{"data": [topic, …]}`: the checkout topics, each with the JSON Schema of its payload.
-#[derive(Serialize, ToSchema)]
-pub struct CheckoutWebhookTopics {
-    data: Vec<CheckoutWebhookTopic>,
-}
 
 /// `{"data": webhook}`.
 #[derive(Serialize, ToSchema)]
@@ -93,20 +86,6 @@ pub(crate) struct WebhookPath {
 pub(crate) struct DeliveryPath {
     pub(crate) id: String,
     pub(crate) message_id: String,
-}
-
-/// Lists checkout webhook topics.
-///
-/// Every checkout topic, with its fixed id (1 to 7), its name and the JSON Schema (2020-12,
-/// self-contained) of the body its deliveries carry.
-#[utoipa::path(get, path = "/checkout/shop/{shop}/webhooks/topics", operation_id = "list_checkout_webhook_topics", summary = "List checkout webhook topics", tag = "Checkout: webhooks",
-    params(("shop" = String, Path, description = "The shop's identifier")),
-    security(("api_token" = ["modify_shop_settings"]), ("oauth2" = ["modify_shop_settings"])),
-    responses((status = 200, body = CheckoutWebhookTopics)))]
-pub async fn topics(_request: Authorized<scopes::ModifyShopSettings>) -> HttpResponse {
-    HttpResponse::Ok().json(CheckoutWebhookTopics {
-        data: webhook_topics(),
-    })
 }
 
 /// Checks the callback URL off the async thread: the guard resolves its host.

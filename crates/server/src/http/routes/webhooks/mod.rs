@@ -11,7 +11,6 @@ use super::resource;
 /// This folder's routes in the OpenAPI document (`crate::http::openapi`).
 #[derive(utoipa::OpenApi)]
 #[openapi(paths(
-    handlers::topics,
     handlers::create,
     handlers::list,
     handlers::update,
@@ -26,10 +25,6 @@ pub struct Api;
 
 pub fn configure(config: &mut web::ServiceConfig) {
     config
-        .service(
-            resource("/checkout/shop/{shop}/webhooks/topics")
-                .route(web::get().to(handlers::topics)),
-        )
         .service(
             resource("/checkout/shop/{shop}/webhooks")
                 .route(web::post().to(handlers::create))
