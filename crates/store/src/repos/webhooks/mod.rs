@@ -269,15 +269,7 @@ fn claim(
                 .limit(limit)
                 .select(MessageRow::as_select())
                 .load(c)?;
-            let ids: Vec<i64> = rows.iter().map(|row| row.id).collect();
-            if !ids.is_empty() {
-                diesel::update(webhook_messages::table.filter(webhook_messages::id.eq_any(&ids)))
-                    .set(webhook_messages::next_attempt_at.eq(lease_until))
-                    .execute(c)?;
-            }
-            for row in &mut rows {
-                row.next_attempt_at = lease_until;
-            }
+            lease_rows(c, &mut rows, lease_until)?;
             rows
         }
         DbConnection::Pg(c) => diesel::sql_query(
@@ -301,6 +293,25 @@ fn claim(
     };
     rows.sort_unstable_by_key(|row| row.id);
     Ok(rows)
+}
+
+/// SQLite's half of a claim: the messages read are leased until `lease_until` (no other claim
+/// takes them before then), in the database and in the rows answered.
+fn lease_rows(
+    c: &mut diesel::SqliteConnection,
+    rows: &mut [MessageRow],
+    lease_until: i64,
+) -> QueryResult<()> {
+    let ids: Vec<i64> = rows.iter().map(|row| row.id).collect();
+    if !ids.is_empty() {
+        diesel::update(webhook_messages::table.filter(webhook_messages::id.eq_any(&ids)))
+            .set(webhook_messages::next_attempt_at.eq(lease_until))
+            .execute(c)?;
+    }
+    for row in rows {
+        row.next_attempt_at = lease_until;
+    }
+    Ok(())
 }
 
 impl WebhookRepository for StoreTx<'_> {

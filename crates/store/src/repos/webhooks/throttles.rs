@@ -227,10 +227,12 @@ fn lease_due(
 ) -> QueryResult<Vec<MessageRow>> {
     let mut rows: Vec<MessageRow> = match conn {
         DbConnection::Pg(c) => diesel::sql_query(format!(
-            "UPDATE webhook_messages SET next_attempt_at = $1 WHERE id IN \
-             (SELECT id FROM webhook_messages WHERE endpoint_id = $2 AND {PENDING_THROTTLED} \
-             AND next_attempt_at <= $3 ORDER BY next_attempt_at, id LIMIT $4 \
-             FOR UPDATE SKIP LOCKED) RETURNING *"
+            // A materialized CTE, as the unthrottled claim's: never more rows than the limit.
+            "WITH claimed AS MATERIALIZED (SELECT id AS claimed_id FROM webhook_messages \
+             WHERE endpoint_id = $2 AND {PENDING_THROTTLED} AND next_attempt_at <= $3 \
+             ORDER BY next_attempt_at, id LIMIT $4 FOR UPDATE SKIP LOCKED) \
+             UPDATE webhook_messages SET next_attempt_at = $1 FROM claimed \
+             WHERE webhook_messages.id = claimed.claimed_id RETURNING webhook_messages.*"
         ))
         .bind::<BigInt, _>(lease_until)
         .bind::<BigInt, _>(endpoint_id)
@@ -249,15 +251,7 @@ fn lease_due(
                 .limit(count)
                 .select(MessageRow::as_select())
                 .load(&mut *c)?;
-            let ids: Vec<i64> = rows.iter().map(|row| row.id).collect();
-            if !ids.is_empty() {
-                diesel::update(webhook_messages::table.filter(webhook_messages::id.eq_any(&ids)))
-                    .set(webhook_messages::next_attempt_at.eq(lease_until))
-                    .execute(c)?;
-            }
-            for row in &mut rows {
-                row.next_attempt_at = lease_until;
-            }
+            super::lease_rows(c, &mut rows, lease_until)?;
             rows
         }
     };
