@@ -17,13 +17,16 @@
 //! - `cargo xtask bench ingest|dispatch|subscriptions|scheduler|console|mixed|vendure|imports`:
 //!   builds the release binaries, then runs the benchmark in release mode and prints its figures
 //!   (docs/benchmarks.md); `vendure` measures the Vendure connector against the pinned Vendure,
-//!   `imports` a CSV import of 100,000 subscriptions.
+//!   `imports` a CSV import of 100,000 subscriptions. `--against REV` (a git revision, or a
+//!   `mercer` binary) also runs it with that baseline, database by database in the same
+//!   session, and prints the two outputs side by side.
 //! - `cargo xtask mutants [TARGET…] [-- ARGS]`: cargo-mutants over the code listed in
 //!   docs/testing.md (not part of CI).
 //! - `cargo xtask vendure [--port 3000] [--database sqlite|postgres]`: the pinned Vendure with the
 //!   Mercer plugin, installed into `target/vendure`, seeded, in the foreground.
 
 mod bench;
+mod bench_against;
 mod bench_analytics;
 mod bench_apply;
 mod bench_console;
@@ -53,7 +56,7 @@ fn usage() -> ExitCode {
          chaos                                 the reliability suite, full form, with its figures\n  \
          chaos retention                       the webhook retention soak (10 min; MERCER_CHAOS_SOAK_SECS)\n  \
          tidy [--manifest-path PATH]           check the crate layering invariants\n  \
-         bench ingest|dispatch|subscriptions|scheduler|console|mixed|vendure|imports\n                                               the ingest, webhook, List Subscriptions, scheduler, console,\n                                               mixed-load, Vendure connector or CSV import benchmark\n  \
+         bench ingest|dispatch|subscriptions|scheduler|console|mixed|vendure|imports\n                                               the ingest, webhook, List Subscriptions, scheduler, console,\n                                               mixed-load, Vendure connector or CSV import benchmark;\n                                               --against REV: side by side with REV's build\n  \
          openapi                               write docs/openapi.json from the code\n  \
          fuzz-api [--seconds N]                schemathesis on both databases, N s each (600)\n  \
          mutants [TARGET...] [-- ARGS]         cargo-mutants over signing, events, access, guard\n  \
@@ -205,7 +208,7 @@ fn bench(args: &[String]) -> Result<(), String> {
         Some("imports") => "bench-run-imports",
         _ => {
             return Err(
-                "usage: cargo xtask bench ingest [--processes 1,2,4]|dispatch|subscriptions|scheduler|console|analytics|mixed|vendure|imports"
+                "usage: cargo xtask bench ingest [--processes 1,2,4]|dispatch|subscriptions|scheduler|console|analytics|mixed|vendure|imports [--against REV]"
                     .to_string(),
             );
         }
@@ -219,27 +222,37 @@ fn bench(args: &[String]) -> Result<(), String> {
         build.extend(["-p", "mercer-vendure"]);
     }
     // Checked before the build, which takes minutes.
+    let (rest, against) = bench_against::split_against(&args[1..])?;
     if run == "bench-run-ingest" {
-        processes_flag(&args[1..])?;
-    } else if args.len() > 1 {
-        return Err(format!(
-            "bench {}: unknown arguments {:?}",
-            args[0],
-            &args[1..]
-        ));
+        processes_flag(&rest)?;
+    } else if !rest.is_empty() {
+        return Err(format!("bench {}: unknown arguments {rest:?}", args[0]));
     }
-    run_step(&cargo, &build)?;
     let current = std::env::current_dir().map_err(|error| error.to_string())?;
     let target = target_dir(
         std::env::var_os("CARGO_TARGET_DIR"),
         &current,
         &workspace_root(),
-    )
-    .join("release");
-    let mercer = target.join("mercer").display().to_string();
+    );
+    // The baseline is built first: both builds share `release/`.
+    let baseline = match &against {
+        Some(against) => {
+            let packages: Vec<&str> = build[2..].iter().copied().filter(|a| *a != "-p").collect();
+            Some(bench_against::baseline_binary(against, &target, &packages)?)
+        }
+        None => None,
+    };
+    run_step(&cargo, &build)?;
+    let release = target.join("release");
+    let mercer = release.join("mercer");
+    let xtask = release.join("xtask").display().to_string();
+    if let Some(baseline) = baseline {
+        return bench_against::side_by_side(&xtask, run, &baseline, &mercer, &rest);
+    }
+    let mercer = mercer.display().to_string();
     let mut run_args = vec![run, mercer.as_str()];
-    run_args.extend(args[1..].iter().map(String::as_str));
-    run_step(&target.join("xtask").display().to_string(), &run_args)
+    run_args.extend(rest.iter().map(String::as_str));
+    run_step(&xtask, &run_args)
 }
 
 /// `--processes 1,2,4` of `bench ingest`: the process counts of the apply scale-out run, or
