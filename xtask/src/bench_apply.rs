@@ -52,7 +52,7 @@ pub fn processes(binary: &str, counts: &[usize]) -> Result<(), String> {
 }
 
 /// A new shop made with the CLI, and an API token of it.
-fn new_shop(binary: &str, url: &str, n: usize) -> Result<(String, String), String> {
+pub(crate) fn new_shop(binary: &str, url: &str, n: usize) -> Result<(String, String), String> {
     let cli = |args: &[&str]| -> Result<Vec<String>, String> {
         let output = Command::new(binary)
             .args(["--database-url", url, "--log-level", "error"])

@@ -14,7 +14,7 @@
 //!   PostgreSQL, N seconds each (default 600); prints cases run and failures found.
 //! - `cargo xtask openapi`: writes `docs/openapi.json` from the code (a test fails while the
 //!   committed file differs).
-//! - `cargo xtask bench ingest|dispatch|subscriptions|scheduler|console|mixed|vendure|imports`:
+//! - `cargo xtask bench ingest|dispatch|subscriptions|scheduler|console|mixed|vendure|imports|budgets`:
 //!   builds the release binaries, then runs the benchmark in release mode and prints its figures
 //!   (docs/benchmarks.md); `vendure` measures the Vendure connector against the pinned Vendure,
 //!   `imports` a CSV import of 100,000 subscriptions. `--against REV` (a git revision, or a
@@ -29,6 +29,7 @@ mod bench;
 mod bench_against;
 mod bench_analytics;
 mod bench_apply;
+mod bench_budgets;
 mod bench_console;
 mod bench_dispatch;
 mod bench_imports;
@@ -56,7 +57,7 @@ fn usage() -> ExitCode {
          chaos                                 the reliability suite, full form, with its figures\n  \
          chaos retention                       the webhook retention soak (10 min; MERCER_CHAOS_SOAK_SECS)\n  \
          tidy [--manifest-path PATH]           check the crate layering invariants\n  \
-         bench ingest|dispatch|subscriptions|scheduler|console|mixed|vendure|imports\n                                               the ingest, webhook, List Subscriptions, scheduler, console,\n                                               mixed-load, Vendure connector or CSV import benchmark;\n                                               --against REV: side by side with REV's build\n  \
+         bench ingest|dispatch|subscriptions|scheduler|console|mixed|vendure|imports|budgets\n                                               the ingest, webhook, List Subscriptions, scheduler, console,\n                                               mixed-load, Vendure connector, CSV import or request budgets benchmark;\n                                               --against REV: side by side with REV's build\n  \
          openapi                               write docs/openapi.json from the code\n  \
          fuzz-api [--seconds N]                schemathesis on both databases, N s each (600)\n  \
          mutants [TARGET...] [-- ARGS]         cargo-mutants over signing, events, access, guard\n  \
@@ -143,6 +144,7 @@ fn main() -> ExitCode {
         "bench-run-mixed" => bench_mixed::mixed(rest.first().map_or("", String::as_str)),
         "bench-run-vendure" => bench_vendure::vendure(rest.first().map_or("", String::as_str)),
         "bench-run-imports" => bench_imports::imports(rest.first().map_or("", String::as_str)),
+        "bench-run-budgets" => bench_budgets::budgets(rest.first().map_or("", String::as_str)),
         _ => return usage(),
     };
     match result {
@@ -206,9 +208,10 @@ fn bench(args: &[String]) -> Result<(), String> {
         Some("mixed") => "bench-run-mixed",
         Some("vendure") => "bench-run-vendure",
         Some("imports") => "bench-run-imports",
+        Some("budgets") => "bench-run-budgets",
         _ => {
             return Err(
-                "usage: cargo xtask bench ingest [--processes 1,2,4]|dispatch|subscriptions|scheduler|console|analytics|mixed|vendure|imports [--against REV]"
+                "usage: cargo xtask bench ingest [--processes 1,2,4]|dispatch|subscriptions|scheduler|console|analytics|mixed|vendure|imports|budgets [--against REV]"
                     .to_string(),
             );
         }

@@ -4,6 +4,7 @@
 //! dies. Workers wake on an in-process signal after an enqueue and poll otherwise (another
 //! process's enqueue, a retry coming due, a lease running out).
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,10 +12,11 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use mercer_domain::kernel::error::{StorageError, StoreResult};
 use mercer_domain::kernel::ids::JobId;
 use mercer_domain::kernel::jobs::{
-    AfterFailure, Job, JobControl, JobFailure, JobOutcome, JobPayload, after_failure,
-    continue_trace, within_request,
+    AfterFailure, Job, JobControl, JobFailure, JobOutcome, JobPayload, JobRepository,
+    after_failure, continue_trace, within_request,
 };
 use mercer_domain::kernel::time::{Clock, OffsetClock, Timestamp};
 use mercer_domain::kernel::wake::Wake;
@@ -28,6 +30,8 @@ type Handler = Box<dyn Fn(&Job, &dyn JobControl) -> Result<JobOutcome, JobFailur
 #[derive(Default)]
 pub struct JobHandlers {
     handlers: HashMap<&'static str, Handler>,
+    /// [`JobPayload::BATCH`] of each kind.
+    batches: HashMap<&'static str, usize>,
 }
 
 impl JobHandlers {
@@ -40,7 +44,13 @@ impl JobHandlers {
     ) -> Self {
         let handler: Handler = Box::new(move |job, control| run(job.payload::<J>()?, job, control));
         self.handlers.insert(J::KIND, handler);
+        self.batches.insert(J::KIND, J::BATCH.max(1));
         self
+    }
+
+    /// How many jobs of `kind` a worker claims and runs at once.
+    fn batch(&self, kind: &str) -> usize {
+        self.batches.get(kind).copied().unwrap_or(1)
     }
 
     fn kinds(&self) -> Vec<&'static str> {
@@ -94,11 +104,26 @@ struct Shared<D> {
 struct Control<'a> {
     stop: &'a AtomicBool,
     lost: &'a AtomicBool,
+    job: &'a Job,
+    worker: &'a str,
+    /// Set when the handler completed its job in its own transaction: whether the worker still
+    /// held it then.
+    completed: Cell<Option<bool>>,
 }
 
 impl JobControl for Control<'_> {
     fn should_stop(&self) -> bool {
         self.stop.load(Ordering::Relaxed) || self.lost.load(Ordering::Relaxed)
+    }
+
+    fn attempt(&self) -> Option<i64> {
+        Some(self.job.attempts)
+    }
+
+    fn complete_in(&self, tx: &mut dyn JobRepository, now: Timestamp) -> StoreResult<()> {
+        let held = tx.complete_job(self.job.id, self.worker, None, now)?;
+        self.completed.set(Some(held));
+        Ok(())
     }
 }
 
@@ -210,23 +235,52 @@ fn work<D: Database>(shared: &Shared<D>) {
             .read(|tx| Ok(tx.has_due_jobs(&shared.kinds, now)?))
             .and_then(|due| match due {
                 false => Ok(Vec::new()),
-                true => shared.db.write(|tx| {
-                    Ok(tx.claim_jobs(&shared.kinds, &shared.worker_id, now, lease_until, 1)?)
-                }),
+                true => shared
+                    .db
+                    .write(|tx| Ok(claim(shared, tx, now, lease_until)?)),
             });
         match claimed {
             Ok(jobs) if jobs.is_empty() => shared.wake.wait(shared.config.poll),
-            Ok(jobs) => {
-                for job in jobs {
-                    run_one(shared, &job);
+            Ok(jobs) if jobs.len() == 1 => run_one(shared, &jobs[0]),
+            // A batch: side by side, each on a thread of its own; the next claim once all ended.
+            Ok(jobs) => std::thread::scope(|scope| {
+                for job in &jobs {
+                    let spawned = std::thread::Builder::new()
+                        .name("mercer-jobs-batch".to_string())
+                        .spawn_scoped(scope, move || run_one(shared, job));
+                    if spawned.is_err() {
+                        // No thread to be had: run it here, after the others started.
+                        run_one(shared, job);
+                    }
                 }
-            }
+            }),
             Err(error) => {
                 log::error!(target: "mercer::jobs", "claiming jobs failed: {error}");
                 shared.wake.wait(shared.config.poll);
             }
         }
     }
+}
+
+/// Claims the earliest due job of the kinds this process knows and, when its kind runs in
+/// batches ([`JobPayload::BATCH`]), more due jobs of that kind, in the caller's transaction: one
+/// commit for the batch.
+fn claim<D: Database>(
+    shared: &Shared<D>,
+    tx: &mut dyn JobRepository,
+    now: Timestamp,
+    lease_until: Timestamp,
+) -> StoreResult<Vec<Job>> {
+    let worker = shared.worker_id.as_str();
+    let mut jobs = tx.claim_jobs(&shared.kinds, worker, now, lease_until, 1)?;
+    let Some(kind) = jobs.first().map(|job| job.kind.clone()) else {
+        return Ok(jobs);
+    };
+    let batch = shared.handlers.batch(&kind);
+    if batch > 1 {
+        jobs.extend(tx.claim_jobs(&[kind.as_str()], worker, now, lease_until, batch - 1)?);
+    }
+    Ok(jobs)
 }
 
 /// Runs one job in its span (kind, id, attempt, and `request_id`: the request whose handling
@@ -254,6 +308,9 @@ fn run_one<D: Database>(shared: &Shared<D>, job: &Job) {
     let control = Control {
         stop: &shared.stop,
         lost: &lost,
+        job,
+        worker: &shared.worker_id,
+        completed: Cell::new(None),
     };
     let request = job.request_id.as_deref().map(Arc::from);
     let result = match shared.handlers.handlers.get(job.kind.as_str()) {
@@ -263,7 +320,11 @@ fn run_one<D: Database>(shared: &Shared<D>, job: &Job) {
         .unwrap_or_else(|_| Err(JobFailure::retry("the job panicked"))),
         None => Err(JobFailure::permanent("no handler for this kind")),
     };
-    let outcome = record(shared, job, &result);
+    let outcome = match (&result, control.completed.get()) {
+        // The handler's transaction completed the job with its work.
+        (Ok(_), Some(held)) => recorded(job, Ok::<_, StorageError>(held), "succeeded"),
+        _ => record(shared, job, &result),
+    };
     lock(&shared.in_flight).remove(&job.id);
     metrics::counter!("mercer_jobs_total", "kind" => job.kind.clone(), "outcome" => outcome)
         .increment(1);
@@ -278,7 +339,7 @@ fn record<D: Database>(
     result: &Result<JobOutcome, JobFailure>,
 ) -> &'static str {
     let (db, worker, now) = (&shared.db, shared.worker_id.as_str(), shared.clock.now());
-    let (outcome, recorded) = match result {
+    let (outcome, recorded_result) = match result {
         Ok(JobOutcome::Done) => (
             "succeeded",
             db.write(|tx| Ok(tx.complete_job(job.id, worker, None, now)?)),
@@ -309,7 +370,16 @@ fn record<D: Database>(
             }
         }
     };
-    match recorded {
+    recorded(job, recorded_result, outcome)
+}
+
+/// Names how a run ended once its end was written (or not).
+fn recorded(
+    job: &Job,
+    written: Result<bool, impl std::fmt::Display>,
+    outcome: &'static str,
+) -> &'static str {
+    match written {
         Ok(true) => outcome,
         // The lease ran out and another worker has the job, or it was cancelled.
         Ok(false) => {

@@ -541,3 +541,110 @@ fn a_job_passes_its_request_on_to_the_jobs_it_enqueues(db: &impl Database) {
     assert_eq!(current_request_id(), None);
 }
 every_database!(a_job_passes_its_request_on_to_the_jobs_it_enqueues);
+
+// --- completion in the handler's transaction -------------------------------------------------
+
+/// Enqueues a [`Note`] and completes itself in the same transaction; the first run then fails
+/// that transaction when `fail_first` is set.
+#[derive(Serialize, Deserialize)]
+struct SelfCompleting {
+    fail_first: bool,
+}
+
+impl JobPayload for SelfCompleting {
+    const KIND: &'static str = "test.self_completing";
+}
+
+/// A handler that completes its job in its own transaction ends the job with its work: a
+/// transaction that fails rolls the completion back too, so the job is retried (its control
+/// says which run it is); one that commits leaves no job behind, and the runner writes no
+/// completion after it.
+fn a_job_completed_in_its_own_transaction_ends_with_its_work_or_not_at_all(db: &impl Database) {
+    let attempts = Arc::new(Mutex::new(Vec::new()));
+    let handlers = {
+        let (attempts, db) = (attempts.clone(), db.clone());
+        JobHandlers::default().register(move |payload: SelfCompleting, _job, control| {
+            let attempt = control.attempt();
+            attempts.lock().unwrap().push(attempt);
+            db.write(|tx| {
+                enqueue(tx, None, &Note {}, now(), now())?;
+                control.complete_in(tx, now())?;
+                if payload.fail_first && attempt == Some(1) {
+                    return Err(mercer_domain::kernel::error::StorageError::other(
+                        "the commit failed",
+                    )
+                    .into());
+                }
+                Ok(())
+            })?;
+            Ok(JobOutcome::Done)
+        })
+    };
+    let failing = enqueue_now(db, &SelfCompleting { fail_first: true }).id();
+    let runner = start(db, 1, handlers);
+    wait_for("the failed first run", || {
+        !attempts.lock().unwrap().is_empty()
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let after_failure = job(db, failing).expect("the rolled-back completion left the job");
+    assert_eq!(
+        (after_failure.state, after_failure.attempts),
+        (JobState::Queued, 1),
+        "queued for a retry"
+    );
+    assert!(
+        all_jobs(db).iter().all(|job| job.kind != Note::KIND),
+        "the work was rolled back with the completion"
+    );
+    let done = enqueue_now(db, &SelfCompleting { fail_first: false }).id();
+    wait_for("the second job to end", || job(db, done).is_none());
+    runner.stop();
+    assert_eq!(attempts.lock().unwrap().clone(), [Some(1), Some(1)]);
+    let notes = all_jobs(db)
+        .into_iter()
+        .filter(|job| job.kind == Note::KIND)
+        .count();
+    assert_eq!(notes, 1, "the work committed with the completion");
+}
+every_database!(a_job_completed_in_its_own_transaction_ends_with_its_work_or_not_at_all);
+
+/// Sleeps a while; two of them are claimed together and run side by side.
+#[derive(Serialize, Deserialize)]
+struct Paired {}
+
+impl JobPayload for Paired {
+    const KIND: &'static str = "test.paired";
+    const BATCH: usize = 2;
+}
+
+/// A kind that runs in batches: one worker claims two of its jobs at once and runs them side by
+/// side, on threads of their own, each completed once.
+fn a_batched_kind_runs_side_by_side_on_one_worker(db: &impl Database) {
+    let runs = Runs::default();
+    let handlers = {
+        let runs = runs.clone();
+        JobHandlers::default().register(move |_: Paired, job, _control| {
+            runs.begin(job);
+            std::thread::sleep(Duration::from_millis(200));
+            Ok(JobOutcome::Done)
+        })
+    };
+    let ids = [
+        enqueue_now(db, &Paired {}).id(),
+        enqueue_now(db, &Paired {}).id(),
+    ];
+    let runner = start(db, 1, handlers);
+    wait_for("both jobs to end", || {
+        ids.iter().all(|id| job(db, *id).is_none())
+    });
+    runner.stop();
+    let all = runs.all();
+    assert_eq!(all.len(), 2, "each job ran once");
+    assert_ne!(all[0].thread, all[1].thread, "on threads of their own");
+    let apart = all[1].started.as_micros() - all[0].started.as_micros();
+    assert!(
+        apart.abs() < 150_000,
+        "side by side, not one after the other ({apart} µs apart)"
+    );
+}
+every_database!(a_batched_kind_runs_side_by_side_on_one_worker);

@@ -36,6 +36,11 @@ enum Command {
         /// listens at its host and port, so one variable names the simulator for every command.
         #[arg(long, env = "SIM_ADMIN_URL", default_value = DEFAULT_URL)]
         admin_url: String,
+        /// Live nonces of signed calls remembered against replays (each kept for the 5-minute
+        /// skew window); calls beyond them are refused. Raise it for loads of more calls than
+        /// this in five minutes.
+        #[arg(long, env = "SIM_NONCE_CAPACITY", default_value_t = mercer_connector::kit::DEFAULT_NONCE_CAPACITY)]
+        nonce_capacity: usize,
     },
     /// Register a shop: its connector secret, and where to push its events.
     Shop {
@@ -259,8 +264,8 @@ fn bind_address(url: &str) -> Result<String, String> {
     }
 }
 
-fn serve(bind: &str) -> Result<(), String> {
-    let data = web::Data::new(Simulator::new());
+fn serve(bind: &str, nonce_capacity: usize) -> Result<(), String> {
+    let data = web::Data::new(Simulator::with_nonce_capacity(nonce_capacity));
     actix_web::rt::System::new().block_on(async move {
         let server = HttpServer::new(move || app(data.clone()))
             .bind(bind)
@@ -279,9 +284,13 @@ fn serve(bind: &str) -> Result<(), String> {
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let result = match Cli::parse().command {
-        Command::Serve { bind, admin_url } => match bind {
-            Some(bind) => serve(&bind),
-            None => bind_address(&admin_url).and_then(|bind| serve(&bind)),
+        Command::Serve {
+            bind,
+            admin_url,
+            nonce_capacity,
+        } => match bind {
+            Some(bind) => serve(&bind, nonce_capacity),
+            None => bind_address(&admin_url).and_then(|bind| serve(&bind, nonce_capacity)),
         },
         Command::Shop {
             admin_url,

@@ -40,6 +40,16 @@ impl Simulator {
         Simulator::default()
     }
 
+    /// A simulator that remembers up to `capacity` live nonces of signed calls (refusing calls
+    /// beyond them within the skew window), for loads of more calls in five minutes than the
+    /// default allows.
+    pub fn with_nonce_capacity(capacity: usize) -> Self {
+        Simulator {
+            nonces: Arc::new(NonceCache::new(capacity)),
+            ..Simulator::default()
+        }
+    }
+
     pub fn lock(&self) -> MutexGuard<'_, SimState> {
         self.state
             .lock()

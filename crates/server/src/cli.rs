@@ -1,6 +1,7 @@
 //! The command line of the `mercer` binary: the server and the operator's tools.
 
 use clap::{Args, Parser, Subcommand};
+use mercer_domain::access::budgets::BudgetChange;
 use mercer_domain::checkout::sweeps::{
     DEFAULT_ABANDONMENT_DELAY_SECONDS, DEFAULT_ABANDONMENT_INTERVAL_SECONDS,
 };
@@ -481,6 +482,40 @@ pub struct ServeArgs {
         default_value_t = 120
     )]
     pub webhook_disable_after_hours: u64,
+
+    /// Request budget of every API token, in requests per second (a token bucket holding twice
+    /// that): past it, 429 with Retry-After. A shop's own (`mercer shop update
+    /// --rate-limit-per-s`) wins. Unset, no budget (docs/rate-limits.md).
+    #[arg(long, env = "MERCER_RATE_LIMIT_PER_S", value_name = "N", value_parser = rate_per_s)]
+    pub rate_limit_per_s: Option<u32>,
+
+    /// Request budget of each shop's connector events, all its tokens together, in requests
+    /// per second (burst twice that). A shop's own wins. Unset, no budget.
+    #[arg(
+        long,
+        env = "MERCER_CONNECTOR_EVENTS_RATE_LIMIT_PER_S",
+        value_name = "N",
+        value_parser = rate_per_s
+    )]
+    pub connector_events_rate_limit_per_s: Option<u32>,
+
+    /// Request budget of each shop's storefront and checkout routes, all clients together, in
+    /// requests per second (burst twice that). A shop's own wins. Unset, no budget.
+    #[arg(
+        long,
+        env = "MERCER_STOREFRONT_RATE_LIMIT_PER_S",
+        value_name = "N",
+        value_parser = rate_per_s
+    )]
+    pub storefront_rate_limit_per_s: Option<u32>,
+}
+
+/// A budget in requests per second: 1 to 1,000,000.
+fn rate_per_s(text: &str) -> Result<u32, String> {
+    match BudgetChange::parse(text)? {
+        BudgetChange::Set(rate) => Ok(rate),
+        BudgetChange::Clear => Err("give a number of requests per second".to_string()),
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -566,6 +601,17 @@ pub struct ShopUpdateArgs {
     /// Subscriber portal: the logo its pages show, an https URL; empty for none.
     #[arg(long, value_name = "URL")]
     pub portal_logo_url: Option<String>,
+    /// Request budget of each of the shop's API tokens, in requests per second (burst twice
+    /// that; 1 to 1000000), or `none` to follow `serve --rate-limit-per-s` again.
+    #[arg(long, value_name = "N|none", value_parser = BudgetChange::parse)]
+    pub rate_limit_per_s: Option<BudgetChange>,
+    /// Request budget of the shop's connector events, or `none` for the server's default.
+    #[arg(long, value_name = "N|none", value_parser = BudgetChange::parse)]
+    pub connector_events_rate_limit_per_s: Option<BudgetChange>,
+    /// Request budget of the shop's storefront and checkout routes, or `none` for the server's
+    /// default.
+    #[arg(long, value_name = "N|none", value_parser = BudgetChange::parse)]
+    pub storefront_rate_limit_per_s: Option<BudgetChange>,
 }
 
 /// `on` or `off` (also true/false, yes/no, 1/0).

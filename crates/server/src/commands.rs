@@ -15,11 +15,12 @@ use metrics_exporter_prometheus::PrometheusHandle;
 
 use mercer_connector::HttpConnector;
 use mercer_connector::conformance::{Config as ConformanceConfig, CustomerToken};
+use mercer_domain::access::budgets::{RequestBudgets, SharedBudgets};
 use mercer_domain::access::credentials::{Scope, Secret, TOKEN_USE_PRECISION_SECONDS, list_tokens};
 use mercer_domain::access::secrets::{SecretKind, rotate_secret};
 use mercer_domain::access::shop::{
-    DemoCredentials, ShopInput, ShopSettings, bootstrap_demo, connector_secret, create_shop,
-    find_shop, list_shops,
+    BudgetChanges, DemoCredentials, ShopInput, ShopSettings, bootstrap_demo, connector_secret,
+    create_shop, find_shop, list_shops,
 };
 use mercer_domain::access::{oauth, operator};
 use mercer_domain::checkout::sweeps::AbandonmentJob;
@@ -50,11 +51,13 @@ use crate::cli::{
 };
 use crate::http::links::PublicUrl;
 use crate::http::short_cache::{
-    ACCESS_TTL, AccessCache, CUSTOMER_TOKEN_TTL, CustomerTokenCache, TokenUses,
+    ACCESS_TTL, AccessCache, CUSTOMER_TOKEN_TTL, CustomerTokenCache, KNOWN_WEBHOOK_TTL,
+    KnownWebhooks, TokenUses,
 };
 use crate::http::state::{AppState, MetricsToken};
 use crate::http::{self, ServeOptions};
 use crate::runtime::checkout::CheckoutConfig;
+use crate::runtime::enqueue::WebhookEnqueue;
 use crate::runtime::retention::RetentionConfig;
 use crate::runtime::{BackgroundConfig, SchedulerConfig, Workers};
 use crate::table::Table;
@@ -561,6 +564,19 @@ fn jobs_command(store: &Store, command: JobsCommand) -> Result<(), CommandError>
     Ok(())
 }
 
+/// The request budgets of `serve`: its defaults for every shop, shared through the database
+/// on PostgreSQL (several processes), in this process's memory on SQLite (one process).
+fn request_budgets(args: &ServeArgs, store: &Store) -> http::budgets::Budgets {
+    let defaults = RequestBudgets {
+        per_token: args.rate_limit_per_s,
+        connector_events: args.connector_events_rate_limit_per_s,
+        storefront: args.storefront_rate_limit_per_s,
+    };
+    let shared = (store.backend() == mercer_store::Backend::Postgres)
+        .then(|| Arc::new(store.clone()) as Arc<dyn SharedBudgets>);
+    http::budgets::Budgets::new(defaults, shared)
+}
+
 fn shop_command(store: &Store, command: ShopCommand) -> Result<(), CommandError> {
     match command {
         ShopCommand::Create(args) => {
@@ -659,6 +675,11 @@ fn shop_command(store: &Store, command: ShopCommand) -> Result<(), CommandError>
                 gift_card_skus,
                 flat_shipping_rate: args.flat_shipping_rate,
                 require_message_signatures: args.require_message_signatures,
+                budgets: BudgetChanges {
+                    per_token: args.rate_limit_per_s,
+                    connector_events: args.connector_events_rate_limit_per_s,
+                    storefront: args.storefront_rate_limit_per_s,
+                },
             };
             let branding = BrandingChange {
                 accent: args.portal_accent,
@@ -670,7 +691,9 @@ fn shop_command(store: &Store, command: ShopCommand) -> Result<(), CommandError>
                      --order-max-retries, --expiring-payment-notice-days, \
                      --abandoned-cart-emails, --gift-cards, --gift-card-sku, \
                      --clear-gift-card-skus, --flat-shipping-rate, \
-                     --require-message-signatures, --portal-accent or --portal-logo-url"
+                     --require-message-signatures, --portal-accent, --portal-logo-url, \
+                     --rate-limit-per-s, --connector-events-rate-limit-per-s or \
+                     --storefront-rate-limit-per-s"
                         .to_string(),
                 ));
             }
@@ -720,6 +743,17 @@ fn shop_command(store: &Store, command: ShopCommand) -> Result<(), CommandError>
                 },
                 checkout.flat_shipping_rate.0,
                 on(shop.require_message_signatures)
+            );
+            let rate = |budget: Option<u32>| {
+                budget.map_or_else(|| "the server's".to_string(), |rate| format!("{rate}/s"))
+            };
+            eprintln!(
+                "Shop {}'s request budgets: per API token {}, connector events {}, storefront \
+                 and checkout {} (burst twice the rate; applied within 2 s).",
+                shop.identifier.as_str(),
+                rate(shop.budgets.per_token),
+                rate(shop.budgets.connector_events),
+                rate(shop.budgets.storefront)
             );
             Ok(())
         }
@@ -1005,13 +1039,16 @@ pub fn start_services(
     let workers = Workers::start(&store, connector.clone(), clock, jobs, background)?;
     let webhooks = Wake::default();
     let stop_webhooks = Arc::new(AtomicBool::new(false));
-    let webhook_threads = mercer_webhooks::start(
+    let mut webhook_threads = mercer_webhooks::start(
         store.clone(),
         dispatcher,
         clock,
         webhooks.clone(),
         stop_webhooks.clone(),
     )?;
+    let (webhook_enqueue, enqueue_threads) = WebhookEnqueue::start(store.clone(), &stop_webhooks)?;
+    webhook_threads.extend(enqueue_threads);
+    let budgets = request_budgets(args, &store);
     let state = AppState {
         store,
         clock,
@@ -1027,6 +1064,8 @@ pub fn start_services(
         )),
         customer_tokens: CustomerTokenCache::new(CUSTOMER_TOKEN_TTL),
         webhooks: webhooks.clone(),
+        webhook_enqueue,
+        known_webhooks: KnownWebhooks::new(KNOWN_WEBHOOK_TTL),
         address_guard,
         overrides: Arc::new(HttpOverrideCaller::new(address_guard)),
         metrics,
@@ -1036,6 +1075,7 @@ pub fn start_services(
         public_url,
         trusted_proxies: args.trusted_proxies.clone().unwrap_or_default(),
         webhook_retention_days: args.webhook_retention_days,
+        budgets,
     };
     let services = Services {
         presence,

@@ -5,6 +5,7 @@
 //! Everything here blocks: call it from worker threads or `web::block`, never from an async task.
 
 pub mod backup;
+mod budgets;
 mod connection;
 mod migrations;
 pub mod processes;

@@ -3,6 +3,7 @@
 use diesel::prelude::*;
 use mercer_domain::StorageError;
 use mercer_domain::Timestamp;
+use mercer_domain::access::budgets::{MAX_RATE_LIMIT_PER_S, RequestBudgets};
 use mercer_domain::access::credentials::{ApiToken, NewApiToken, ScopeSet, Secret, TokenSource};
 use mercer_domain::access::secrets::{SecretKind, SharedSecret};
 use mercer_domain::access::shop::{
@@ -57,6 +58,10 @@ pub struct ShopSettingsRow {
     pub flat_shipping_rate_cents: i64,
     /// Connector destinations need a verification proof (`X-Verification-Proof`).
     pub require_message_signatures: bool,
+    /// Request budgets, requests per second (NULL: the server's default).
+    pub rate_limit_per_s: Option<i64>,
+    pub connector_events_rate_limit_per_s: Option<i64>,
+    pub storefront_rate_limit_per_s: Option<i64>,
 }
 
 impl ShopSettingsRow {
@@ -73,6 +78,9 @@ impl ShopSettingsRow {
             gift_card_skus: serde_json::Value::from(checkout.gift_card_skus.clone()).to_string(),
             flat_shipping_rate_cents: checkout.flat_shipping_rate.0,
             require_message_signatures: shop.require_message_signatures,
+            rate_limit_per_s: shop.budgets.per_token.map(i64::from),
+            connector_events_rate_limit_per_s: shop.budgets.connector_events.map(i64::from),
+            storefront_rate_limit_per_s: shop.budgets.storefront.map(i64::from),
         }
     }
 
@@ -90,7 +98,29 @@ impl ShopSettingsRow {
             gift_card_skus: "[]".to_string(),
             flat_shipping_rate_cents: checkout.flat_shipping_rate.0,
             require_message_signatures: false,
+            rate_limit_per_s: None,
+            connector_events_rate_limit_per_s: None,
+            storefront_rate_limit_per_s: None,
         }
+    }
+
+    /// The stored budgets; a value out of range (written by hand) is corrupt.
+    fn budgets(&self) -> Result<RequestBudgets, StorageError> {
+        let rate = |value: Option<i64>| {
+            value
+                .map(|rate| {
+                    u32::try_from(rate)
+                        .ok()
+                        .filter(|rate| (1..=MAX_RATE_LIMIT_PER_S).contains(rate))
+                        .ok_or_else(|| corrupt("rate limit", &rate.to_string()))
+                })
+                .transpose()
+        };
+        Ok(RequestBudgets {
+            per_token: rate(self.rate_limit_per_s)?,
+            connector_events: rate(self.connector_events_rate_limit_per_s)?,
+            storefront: rate(self.storefront_rate_limit_per_s)?,
+        })
     }
 
     fn checkout(&self) -> Result<CheckoutSettings, StorageError> {
@@ -131,6 +161,7 @@ impl ShopRow {
             expiring_payment_notice_days: settings.expiring_payment_notice_days,
             checkout: settings.checkout()?,
             require_message_signatures: settings.require_message_signatures,
+            budgets: settings.budgets()?,
         })
     }
 }

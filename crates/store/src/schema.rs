@@ -35,6 +35,20 @@ diesel::table! {
         gift_card_skus -> Text,
         flat_shipping_rate_cents -> BigInt,
         require_message_signatures -> Bool,
+        rate_limit_per_s -> Nullable<BigInt>,
+        connector_events_rate_limit_per_s -> Nullable<BigInt>,
+        storefront_rate_limit_per_s -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    /// Request budgets' buckets shared by the processes on one PostgreSQL database (migration
+    /// 150).
+    request_budgets (budget_key) {
+        budget_key -> Text,
+        tokens -> Double,
+        refilled_at -> BigInt,
+        last_granted -> Double,
     }
 }
 
@@ -124,12 +138,13 @@ diesel::table! {
 
 diesel::table! {
     /// A shop's subscription analytics per shop-local day (subscriptions::analytics,
-    /// migration 80).
-    shop_analytics (shop_id, day, metric) {
+    /// migration 80), in shards (migration 180).
+    shop_analytics (shop_id, day, metric, shard) {
         shop_id -> BigInt,
         day -> BigInt,
         metric -> Text,
         value -> BigInt,
+        shard -> SmallInt,
     }
 }
 
@@ -141,12 +156,14 @@ diesel::table! {
 }
 
 diesel::table! {
-    /// A shop's activity in five-minute buckets (kernel::activity, migration 18).
-    shop_activity (shop_id, bucket, activity) {
+    /// A shop's activity in five-minute buckets (kernel::activity, migration 18), in shards
+    /// (migration 180).
+    shop_activity (shop_id, bucket, activity, shard) {
         shop_id -> BigInt,
         bucket -> BigInt,
         activity -> Text,
         count -> BigInt,
+        shard -> SmallInt,
     }
 }
 

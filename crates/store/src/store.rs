@@ -377,7 +377,7 @@ impl Store {
             .map_err(storage_error)
     }
 
-    fn connection(&self) -> Result<PooledConnection<ConnectionManager>, StorageError> {
+    pub(crate) fn connection(&self) -> Result<PooledConnection<ConnectionManager>, StorageError> {
         self.pool
             .get()
             .map_err(|error| StorageError::transient(format!("no database connection: {error}")))

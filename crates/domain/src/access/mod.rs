@@ -2,6 +2,7 @@
 //! connector and checkout shared secrets, and OAuth (apps, staff sign-in, codes, exchange).
 
 pub mod auth;
+pub mod budgets;
 pub mod console;
 pub mod credentials;
 pub mod oauth;

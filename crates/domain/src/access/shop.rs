@@ -4,6 +4,7 @@ use crate::kernel::ids::ShopId;
 use serde::Serialize;
 
 use crate::access::AccessRepositories;
+use crate::access::budgets::{BudgetChange, RequestBudgets};
 use crate::access::credentials::{ScopeSet, Secret, TokenSource, mint_token, random_hex};
 use crate::access::secrets::{SecretKind, rotate_secret};
 use crate::kernel::error::{DomainError, FieldError, Problems};
@@ -79,6 +80,8 @@ pub struct Shop {
     /// Registering a connector (Create and Update Destination) needs its verification answer to
     /// prove the secret with `X-Verification-Proof`, not only echo `X-HMAC` (off by default).
     pub require_message_signatures: bool,
+    /// The shop's request budgets (rate limits); unset ones follow the server's defaults.
+    pub budgets: RequestBudgets,
 }
 
 /// A shop's settings of the headless checkout (docs/checkout.md).
@@ -375,6 +378,32 @@ pub struct ShopSettings {
     /// Connectors: a destination is registered only when its verification answer proves the
     /// secret (`X-Verification-Proof`).
     pub require_message_signatures: Option<bool>,
+    /// Request budgets: per API token, connector events, storefront and checkout.
+    pub budgets: BudgetChanges,
+}
+
+/// Changes of a shop's request budgets; `None` keeps one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BudgetChanges {
+    /// Per API token.
+    pub per_token: Option<BudgetChange>,
+    /// Connector events.
+    pub connector_events: Option<BudgetChange>,
+    /// Storefront and checkout routes.
+    pub storefront: Option<BudgetChange>,
+}
+
+impl BudgetChanges {
+    fn apply(self, budgets: &mut RequestBudgets) {
+        let change = |slot: &mut Option<u32>, change: Option<BudgetChange>| {
+            if let Some(change) = change {
+                *slot = change.applied();
+            }
+        };
+        change(&mut budgets.per_token, self.per_token);
+        change(&mut budgets.connector_events, self.connector_events);
+        change(&mut budgets.storefront, self.storefront);
+    }
 }
 
 /// The gift-card SKUs, trimmed and without repeats; each a problem on `gift_card_skus[i]`.
@@ -488,6 +517,7 @@ pub fn update_shop_settings(
     if let Some(on) = settings.require_message_signatures {
         shop.require_message_signatures = on;
     }
+    settings.budgets.apply(&mut shop.budgets);
     if let Some(days) = notice_days {
         shop.expiring_payment_notice_days = days;
     }
@@ -764,6 +794,7 @@ mod tests {
             gift_card_skus: Some(vec!["GC-1".into(), " ".into()]),
             flat_shipping_rate: Some(-1),
             require_message_signatures: Some(true),
+            budgets: BudgetChanges::default(),
         };
         let Err(DomainError::Invalid(problems)) =
             db.write(|tx| update_shop_settings(tx, &id, bad, now))
@@ -816,6 +847,7 @@ mod tests {
             gift_card_skus: Some(vec![" GC-1 ".into(), "GC-2".into(), "GC-1".into()]),
             flat_shipping_rate: Some(599),
             require_message_signatures: Some(true),
+            budgets: BudgetChanges::default(),
         };
         let later = now.plus_seconds(60);
         db.write(|tx| update_shop_settings(tx, &id, good, later))

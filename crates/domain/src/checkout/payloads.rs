@@ -22,7 +22,9 @@ use crate::kernel::money::Cents;
 use crate::kernel::time::Timestamp;
 use crate::webhooks::catalogue::{NamedSchemas, named_schema, self_contained_schema_with};
 use crate::webhooks::operational::EndpointDisabled;
-use crate::webhooks::{self, WebhookKind, enqueue_all_for_topic, enqueue_for_topic};
+use crate::webhooks::{
+    self, KnownEndpoint, NewWebhookMessage, WebhookKind, enqueue_all_for_topic, enqueue_for_topic,
+};
 
 /// The checkout topics (ids 1..7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -605,18 +607,32 @@ pub(crate) fn test_payload(shop: &Shop, topic: &str, now: Timestamp) -> TestPayl
 }
 
 /// Send Test Webhook: enqueues a sample payload of the webhook's topic for it alone; the
-/// message's `webhook-id`. A disabled webhook refuses (422).
+/// message's `webhook-id`, and the webhook as [`test_message`] takes it next time. A disabled
+/// webhook refuses (422).
 pub fn send_test(
     tx: &mut dyn CheckoutRepositories,
     shop: &Shop,
     public_id: &str,
     now: Timestamp,
-) -> Result<String, DomainError> {
+) -> Result<(String, KnownEndpoint), DomainError> {
     let endpoint = webhooks::checkout::find(tx, shop, public_id)?;
     if !endpoint.is_active() {
         return Err(webhooks::checkout::disabled());
     }
     let payload = test_payload(shop, &endpoint.topic, now);
     let (_, message_id) = webhooks::enqueue_for_endpoint(tx, &endpoint, &payload, now)?;
-    Ok(message_id)
+    Ok((message_id, KnownEndpoint::of(&endpoint)))
+}
+
+/// Send Test Webhook for a webhook known from an earlier one, without reading it: the message
+/// to store, for `insert_webhook_messages_for_live_endpoints` of checkout webhooks, which
+/// stores it only while the webhook is still the shop's, active and of that topic. When it is
+/// not stored, [`send_test`] gives the answer (404, 422, or a message after all).
+pub fn test_message(
+    shop: &Shop,
+    endpoint: &KnownEndpoint,
+    now: Timestamp,
+) -> Result<NewWebhookMessage, DomainError> {
+    let payload = test_payload(shop, &endpoint.topic, now);
+    webhooks::message_for_known_endpoint(shop.id, endpoint, &payload, now)
 }

@@ -1157,6 +1157,7 @@ mod plan_tests {
             expiring_payment_notice_days: 30,
             checkout: Default::default(),
             require_message_signatures: false,
+            budgets: Default::default(),
         }
     }
 

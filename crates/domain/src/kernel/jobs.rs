@@ -136,6 +136,10 @@ pub trait JobPayload: Serialize + DeserializeOwned {
     const KIND: &'static str;
     /// Attempts before the job fails (a crash during an attempt counts as one).
     const MAX_ATTEMPTS: i64 = 10;
+    /// Jobs of this kind one worker may claim in one transaction and run side by side, each
+    /// on a thread of its own: for short jobs that mostly wait (on a connector, on a commit),
+    /// so that a burst of them is not placed one at a time per worker. 1: one at a time.
+    const BATCH: usize = 1;
 
     /// Names the work when it must be done by one job at a time: while a job with the key is
     /// queued or running, enqueueing it again coalesces into that job (see [`Enqueued`]).
@@ -248,9 +252,30 @@ pub fn after_failure(job: &Job, failure: &JobFailure, now: Timestamp) -> AfterFa
 /// How a running job learns that it should stop early: its process is stopping, or its lease
 /// was lost (it ran out, or an operator cancelled the job). A long job looks between steps
 /// and answers [`JobOutcome::Interrupted`].
+///
+/// A runner's control also lets the job end itself in its own unit of work
+/// ([`JobControl::complete_in`]): the work's outcome and the job's completion then commit
+/// together, one commit less than the runner's completion after it, and no crash can fall
+/// between the two.
 pub trait JobControl {
     /// Whether the job should stop now and answer [`JobOutcome::Interrupted`].
     fn should_stop(&self) -> bool;
+
+    /// Which run of its job this is: 1 for the first claim, more after a crash, a lost lease
+    /// or a failed attempt. None outside a runner (a test running a job to its end), which a
+    /// job takes as "maybe not the first".
+    fn attempt(&self) -> Option<i64> {
+        None
+    }
+
+    /// Completes the job (as [`JobOutcome::Done`] would) in `tx`, the job's own transaction,
+    /// so that the runner writes no completion after the handler answers `Done`. The
+    /// completion commits or rolls back with `tx`; a handler that calls this and then fails
+    /// rolls it back with its work. Outside a runner it does nothing.
+    fn complete_in(&self, tx: &mut dyn JobRepository, now: Timestamp) -> StoreResult<()> {
+        let _ = (tx, now);
+        Ok(())
+    }
 }
 
 /// A control that never stops: for running a job to its end (tests).

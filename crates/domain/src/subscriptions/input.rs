@@ -2445,6 +2445,7 @@ mod tests {
             expiring_payment_notice_days: 30,
             checkout: Default::default(),
             require_message_signatures: false,
+            budgets: Default::default(),
         }
     }
 

@@ -81,10 +81,17 @@ impl JobPayload for SchedulerJob {
 pub struct OrderJob {
     /// The id of the order attempt to place.
     pub order_id: SubscriptionOrderId,
+    /// A job given again to an attempt whose job was gone: earlier jobs of the attempt may have
+    /// got past Create Order, so even its first run looks for their payment.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resumed: bool,
 }
 
 impl JobPayload for OrderJob {
     const KIND: &'static str = "subscriptions.order";
+    /// A placement mostly waits (the connector's two calls, the outcome's commit): a worker
+    /// places a few side by side, and claims them in one transaction.
+    const BATCH: usize = 4;
 
     fn unique_key(&self) -> Option<String> {
         Some(format!("{}:{}", Self::KIND, self.order_id))
@@ -410,7 +417,11 @@ fn begin_order(
         created_at: now,
     };
     let id = tx.insert_subscription_order(&new)?;
-    enqueue(tx, Some(shop.id), &OrderJob { order_id: id }, now, now)?;
+    let job = OrderJob {
+        order_id: id,
+        resumed: false,
+    };
+    enqueue(tx, Some(shop.id), &job, now, now)?;
     let order = SubscriptionOrder {
         id,
         shop_id: new.shop_id,
@@ -529,7 +540,10 @@ pub(crate) fn resume_stalled_orders(
             if let Enqueued::New(_) = enqueue(
                 tx,
                 Some(order.shop_id),
-                &OrderJob { order_id: order.id },
+                &OrderJob {
+                    order_id: order.id,
+                    resumed: true,
+                },
                 now,
                 now,
             )? {
@@ -771,7 +785,8 @@ fn compose_order(
 
 /// Runs an [`OrderJob`]: places the attempt's order, with what `contents` puts in it, and
 /// records how it went. Storage errors fail the job (it is retried, and resumes from what the
-/// attempt stored).
+/// attempt stored). In a job runner, the outcome's transaction completes the job too
+/// ([`JobControl::complete_in`]).
 pub fn place_order(
     db: &impl SubscriptionDatabase,
     connector: &dyn PlatformConnector,
@@ -796,25 +811,55 @@ pub fn place_order(
             "the order's line items, discount and shipping add up past the largest amount",
         );
         let shown = OrderCharge::default();
-        return Ok(record_outcome(db, clock, &context, &shown, Err(failure))?);
+        let called = Called::failed(failure);
+        return Ok(record_outcome(
+            db, clock, control, &context, &shown, called,
+        )?);
     };
-    let result = call_connector(db, connector, clock, &context, &amounts)?;
-    Ok(record_outcome(db, clock, &context, &amounts, result)?)
+    // The job's first run, in a runner: no earlier run of this attempt can have got past
+    // Create Order, so the platform order id can wait for the outcome's transaction.
+    let first_run = control.attempt() == Some(1) && !job.resumed;
+    let called = call_connector(db, connector, clock, &context, &amounts, first_run)?;
+    Ok(record_outcome(
+        db, clock, control, &context, &amounts, called,
+    )?)
 }
 
 /// What the connector calls came to: the platform order and payment, or the failure.
 type CallResult = Result<(String, Option<String>), AttemptFailure>;
 
+/// The connector calls' result, and the platform order id Create Order answered when it is not
+/// stored yet (the outcome's transaction stores it, whatever the outcome).
+struct Called {
+    result: CallResult,
+    unsaved_order: Option<String>,
+}
+
+impl Called {
+    fn failed(failure: AttemptFailure) -> Called {
+        Called {
+            result: Err(failure),
+            unsaved_order: None,
+        }
+    }
+}
+
+/// Create Order (unless an earlier run or attempt got the order), then Create Payment (unless
+/// an earlier one of the date went through). The order id is stored before paying unless this
+/// is the job's `first_run`: then nothing before it can have paid, and a crash after this
+/// point leaves a run that is not the first, which stores the id at once and looks for the
+/// payment (Get Order) before paying.
 fn call_connector(
     db: &impl SubscriptionDatabase,
     connector: &dyn PlatformConnector,
     clock: &dyn Clock,
     context: &AttemptContext,
     amounts: &OrderCharge,
-) -> Result<CallResult, DomainError> {
+    first_run: bool,
+) -> Result<Called, DomainError> {
     let (order, subscription) = (&context.order, &context.subscription);
     let Some(target) = &context.target else {
-        return Ok(Err(AttemptFailure::new(
+        return Ok(Called::failed(AttemptFailure::new(
             "no_orders_destination",
             "the shop has no orders destination",
             "the shop has no live platform connector destination for the orders topic",
@@ -825,18 +870,17 @@ fn call_connector(
         && (subscription.payment_method_token.is_none()
             || subscription.payment_gateway_public_id.is_none())
     {
-        return Ok(Err(AttemptFailure::new(
+        return Ok(Called::failed(AttemptFailure::new(
             "payment_method_missing",
             "the subscription has no payment method",
             "the subscription has no payment_method_token and payment_gateway_public_id to pay with",
         )));
     }
     // This attempt's run before, or an earlier attempt, got past Create Order: it may have
-    // paid, even when its answer was a failure (a timeout after the platform charged).
+    // paid, even when its answer was a failure (a timeout after the platform charged). A run
+    // that is not the job's first may follow one that paid without storing the order id.
     let resumed = order.platform_order_id.is_some();
-    let earlier_payments = context
-        .known_platform_order
-        .is_some()
+    let earlier_payments = (context.known_platform_order.is_some() || !first_run)
         .then(|| payment_keys_of_date(&order.idempotency_key));
     let platform_order_id = match &context.known_platform_order {
         Some(id) => id.clone(),
@@ -850,50 +894,72 @@ fn call_connector(
             );
             match placement::create_order(connector, target, &body, &order.idempotency_key) {
                 Ok(placed) => placed.platform_id,
-                Err(error) => return Ok(Err(AttemptFailure::placement(&error))),
+                Err(error) => return Ok(Called::failed(AttemptFailure::placement(&error))),
             }
         }
     };
-    if !resumed {
-        db.write_tx(|tx| {
-            Ok(tx.set_order_platform_id(order.id, &platform_order_id, clock.now())?)
-        })?;
-    }
+    let unsaved_order = match (resumed, first_run) {
+        (true, _) => None,
+        (false, true) => Some(platform_order_id.clone()),
+        (false, false) => {
+            db.write_tx(|tx| {
+                Ok(tx.set_order_platform_id(order.id, &platform_order_id, clock.now())?)
+            })?;
+            None
+        }
+    };
     if !pays {
-        return Ok(Ok((platform_order_id, None)));
+        return Ok(Called {
+            result: Ok((platform_order_id, None)),
+            unsaved_order,
+        });
     }
     let payment = platform_payment(
         subscription,
         amounts,
         &payment_key(&order.idempotency_key, order.attempt),
     );
-    Ok(
-        match placement::pay_once(
-            connector,
-            target,
-            &platform_order_id,
-            &payment,
-            earlier_payments.as_deref(),
-        ) {
-            Ok(paid) => Ok((platform_order_id, paid.platform_payment_id)),
-            Err(error) => Err(AttemptFailure::placement(&error)),
-        },
-    )
+    let result = match placement::pay_once(
+        connector,
+        target,
+        &platform_order_id,
+        &payment,
+        earlier_payments.as_deref(),
+    ) {
+        Ok(paid) => Ok((platform_order_id, paid.platform_payment_id)),
+        Err(error) => Err(AttemptFailure::placement(&error)),
+    };
+    Ok(Called {
+        result,
+        unsaved_order,
+    })
 }
 
 /// Writes the attempt's outcome and what it does to the subscription, in one transaction, and
-/// only while the attempt is still `placing`.
+/// only while the attempt is still `placing`; the platform order id Create Order answered, when
+/// it was not stored yet, and (in a job runner) the job's completion commit with it.
 fn record_outcome(
     db: &impl SubscriptionDatabase,
     clock: &dyn Clock,
+    control: &dyn JobControl,
     context: &AttemptContext,
     amounts: &OrderCharge,
-    result: CallResult,
+    called: Called,
 ) -> Result<Placement, DomainError> {
     let (order, shop) = (&context.order, &context.shop);
+    let Called {
+        result,
+        unsaved_order,
+    } = called;
     db.write_tx(|tx| {
         let now = clock.now();
+        // First, so that every way out of this transaction ends the job with it.
+        control.complete_in(tx, now)?;
         tx.lock_subscription(shop.id, order.subscription_id)?;
+        if let (Some(platform_order_id), Err(_)) = (&unsaved_order, &result) {
+            // A failed payment's retry must find the order (and look for a charge on it).
+            tx.set_order_platform_id(order.id, platform_order_id, now)?;
+        }
         let end = match &result {
             Ok((platform_order_id, platform_payment_id)) => OrderAttemptEnd::Placed {
                 platform_order_id: platform_order_id.clone(),

@@ -158,7 +158,7 @@ impl World {
             let jobs = self
                 .db
                 .write(|tx| {
-                    Ok(tx.claim_jobs(&[OrderJob::KIND], "test", now, now.plus_seconds(30), 10)?)
+                    Ok(tx.claim_jobs(&[OrderJob::KIND], "held", now, now.plus_seconds(30), 10)?)
                 })
                 .unwrap();
             if jobs.is_empty() {
@@ -166,20 +166,18 @@ impl World {
             }
             for job in jobs {
                 let payload: OrderJob = job.payload().unwrap();
-                placements.push(
-                    place_order(
-                        &self.db,
-                        &self.platform,
-                        &self.clock,
-                        &AsSubscribed,
-                        payload,
-                        &RunToEnd,
-                    )
-                    .unwrap(),
-                );
-                self.db
-                    .write(|tx| Ok(tx.complete_job(job.id, "test", None, now)?))
-                    .unwrap();
+                let control = Held {
+                    job: job.id,
+                    attempt: job.attempts,
+                    failing: false,
+                };
+                placements.push(self.place_held(payload, &control).unwrap());
+                // A run that wrote no outcome leaves its job to the runner to complete.
+                if self.job_exists(job.id) {
+                    self.db
+                        .write(|tx| Ok(tx.complete_job(job.id, "held", None, now)?))
+                        .unwrap();
+                }
             }
         }
     }
@@ -1541,4 +1539,235 @@ fn a_shop_without_a_policy_follows_its_retry_settings() {
         w.get(s.id).latest_status_log.unwrap().reason,
         "max_retries_reached"
     );
+}
+
+// --- the outcome's transaction: the order, the outcome and the job's end, committed together --
+
+/// A job runner's control as the runner gives it: which run of its job this is, and the job's
+/// completion in the outcome's transaction (which fails when `failing`, as a commit would).
+struct Held {
+    job: crate::kernel::ids::JobId,
+    attempt: i64,
+    failing: bool,
+}
+
+impl JobControl for Held {
+    fn should_stop(&self) -> bool {
+        false
+    }
+
+    fn attempt(&self) -> Option<i64> {
+        Some(self.attempt)
+    }
+
+    fn complete_in(
+        &self,
+        tx: &mut dyn crate::kernel::jobs::JobRepository,
+        now: Timestamp,
+    ) -> crate::kernel::error::StoreResult<()> {
+        if self.failing {
+            return Err(StorageError::other("the outcome's commit failed"));
+        }
+        assert!(tx.complete_job(self.job, "held", None, now)?);
+        Ok(())
+    }
+}
+
+impl World {
+    /// Claims the one due order job as worker `held`, as a runner would.
+    fn claim_order_job(&self) -> (crate::kernel::jobs::Job, OrderJob) {
+        let now = self.clock.now();
+        let mut jobs = self
+            .db
+            .write(|tx| {
+                Ok(tx.claim_jobs(&[OrderJob::KIND], "held", now, now.plus_seconds(30), 1)?)
+            })
+            .unwrap();
+        let job = jobs.pop().expect("an order job is due");
+        let payload = job.payload().unwrap();
+        (job, payload)
+    }
+
+    fn place_held(&self, payload: OrderJob, control: &Held) -> Result<Placement, JobFailure> {
+        place_order(
+            &self.db,
+            &self.platform,
+            &self.clock,
+            &AsSubscribed,
+            payload,
+            control,
+        )
+    }
+
+    fn job_exists(&self, id: crate::kernel::ids::JobId) -> bool {
+        self.db.read(|tx| Ok(tx.job(id)?)).unwrap().is_some()
+    }
+}
+
+#[test]
+fn a_first_run_writes_the_order_its_outcome_and_its_jobs_end_in_one_transaction() {
+    let w = World::new("2026-03-01T12:00:00Z");
+    let s = w.create(json!({}));
+    w.clock.set("2026-03-02T14:00:00Z");
+    w.tick();
+    let (job, payload) = w.claim_order_job();
+    let placed = w.place_held(
+        payload,
+        &Held {
+            job: job.id,
+            attempt: 1,
+            failing: false,
+        },
+    );
+    assert!(matches!(placed, Ok(Placement::Placed { attempt: 1, .. })));
+    assert!(
+        !w.job_exists(job.id),
+        "the outcome's transaction ended the job"
+    );
+    let attempt = w.attempts()[0].clone();
+    assert_eq!(attempt.status, OrderAttemptStatus::Placed);
+    assert_eq!(attempt.platform_order_id.as_deref(), Some("ord-1"));
+    assert_eq!(attempt.platform_payment_id.as_deref(), Some("pay-1"));
+    assert_eq!(w.get(s.id).orders_processed, 1);
+    w.platform.state(|p| {
+        assert_eq!(
+            (
+                p.create_order_calls.len(),
+                p.get_order_calls,
+                p.payment_calls
+            ),
+            (1, 0, 1),
+            "a first run looks for no earlier payment"
+        );
+    });
+}
+
+/// The outcome's transaction fails after Create Order and Create Payment went through (a crash
+/// before its commit): nothing of it is left, not the order id, not the job's end, so the job
+/// runs again; that run, not the first, finds the order by its key and the payment on it.
+#[test]
+fn a_first_run_lost_before_its_outcome_is_placed_by_the_next_run_without_a_second_payment() {
+    let w = World::new("2026-03-01T12:00:00Z");
+    let s = w.create(json!({}));
+    w.clock.set("2026-03-02T14:00:00Z");
+    w.tick();
+    let (job, payload) = w.claim_order_job();
+    let sent = w.messages().len();
+    let failing = Held {
+        job: job.id,
+        attempt: 1,
+        failing: true,
+    };
+    assert!(w.place_held(payload, &failing).is_err());
+    let attempt = w.attempts()[0].clone();
+    assert_eq!(attempt.status, OrderAttemptStatus::Placing);
+    assert_eq!(
+        attempt.platform_order_id, None,
+        "nothing written before the outcome"
+    );
+    assert!(
+        w.job_exists(job.id),
+        "the job's end was rolled back with the outcome"
+    );
+    assert_eq!(
+        w.get(s.id).subscription_status,
+        SubscriptionStatus::Processing
+    );
+    assert_eq!(w.messages().len(), sent, "no webhook of the lost outcome");
+
+    let next = Held {
+        job: job.id,
+        attempt: 2,
+        failing: false,
+    };
+    assert!(matches!(
+        w.place_held(payload, &next),
+        Ok(Placement::Placed { attempt: 1, .. })
+    ));
+    w.platform.state(|p| {
+        assert_eq!(p.orders.len(), 1, "the key's first order answered again");
+        assert_eq!(p.create_order_calls.len(), 2);
+        assert_eq!(
+            p.get_order_calls, 1,
+            "the second run looked for the payment"
+        );
+        assert_eq!(p.payment_calls, 1, "and found it: nothing charged twice");
+    });
+    assert_eq!(
+        w.attempts()[0].platform_payment_id.as_deref(),
+        Some("pay-1")
+    );
+    assert!(!w.job_exists(job.id));
+}
+
+/// A job given again to an attempt whose job was gone may follow runs that paid: even its
+/// first run looks for their payment.
+#[test]
+fn a_resumed_attempts_first_run_looks_for_an_earlier_payment() {
+    let w = World::new("2026-03-01T12:00:00Z");
+    w.create(json!({}));
+    w.clock.set("2026-03-02T14:00:00Z");
+    w.tick();
+    let (job, payload) = w.claim_order_job();
+    let failing = Held {
+        job: job.id,
+        attempt: 1,
+        failing: true,
+    };
+    assert!(w.place_held(payload, &failing).is_err());
+    let resumed = OrderJob {
+        resumed: true,
+        ..payload
+    };
+    let first = Held {
+        job: job.id,
+        attempt: 1,
+        failing: false,
+    };
+    assert!(matches!(
+        w.place_held(resumed, &first),
+        Ok(Placement::Placed { .. })
+    ));
+    w.platform
+        .state(|p| assert_eq!((p.get_order_calls, p.payment_calls), (1, 1)));
+}
+
+/// Create Payment's answer lost on a first run: the failure's transaction stores the order id
+/// Create Order answered, so the retry uses that order and finds the charge.
+#[test]
+fn a_first_runs_failed_payment_stores_its_order_with_the_failure() {
+    let mut w = World::new("2026-03-01T12:00:00Z");
+    w.settings(ShopSettings {
+        order_retry_interval_seconds: Some(60),
+        ..ShopSettings::default()
+    });
+    let s = w.create(json!({}));
+    w.platform.state(|p| p.lost_payment_answers = 1);
+    w.clock.set("2026-03-02T14:00:00Z");
+    w.tick();
+    let (job, payload) = w.claim_order_job();
+    let first = Held {
+        job: job.id,
+        attempt: 1,
+        failing: false,
+    };
+    assert!(matches!(
+        w.place_held(payload, &first),
+        Ok(Placement::Failed { attempt: 1, .. })
+    ));
+    let failed = w.attempts()[0].clone();
+    assert_eq!(failed.status, OrderAttemptStatus::Failed);
+    assert_eq!(failed.platform_order_id.as_deref(), Some("ord-1"));
+    assert!(!w.job_exists(job.id));
+    w.clock.advance(60);
+    w.tick();
+    assert!(matches!(
+        w.place_due()[..],
+        [Placement::Placed { attempt: 2, .. }]
+    ));
+    w.platform.state(|p| {
+        assert_eq!(p.create_order_calls.len(), 1, "the stored order was used");
+        assert_eq!(p.payment_calls, 1, "the retry found the charge");
+    });
+    assert_eq!(w.get(s.id).orders_processed, 1);
 }

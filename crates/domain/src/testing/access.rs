@@ -55,6 +55,7 @@ impl ShopRepository for MemoryState {
             expiring_payment_notice_days: DEFAULT_EXPIRING_PAYMENT_NOTICE_DAYS,
             checkout: CheckoutSettings::default(),
             require_message_signatures: false,
+            budgets: Default::default(),
         };
         self.shops.push(shop.clone());
         Ok(shop)

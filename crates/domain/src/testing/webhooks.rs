@@ -180,6 +180,32 @@ impl WebhookRepository for MemoryState {
         Ok(ids)
     }
 
+    fn insert_webhook_messages_for_live_endpoints(
+        &mut self,
+        kind: WebhookKind,
+        messages: &[NewWebhookMessage],
+    ) -> StoreResult<Vec<Option<MessageId>>> {
+        let mut ids = Vec::with_capacity(messages.len());
+        for message in messages {
+            let live = self.webhook_endpoints.iter().any(|(e, deleted)| {
+                !deleted
+                    && e.id == message.endpoint_id
+                    && e.shop_id == message.shop_id
+                    && e.kind == kind
+                    && e.topic == message.topic
+                    && e.is_active()
+            });
+            ids.push(if live {
+                self.insert_webhook_messages(std::slice::from_ref(message))?
+                    .first()
+                    .copied()
+            } else {
+                None
+            });
+        }
+        Ok(ids)
+    }
+
     fn claim_webhook_messages(
         &mut self,
         now: Timestamp,

@@ -552,9 +552,51 @@ pub fn enqueue_for_endpoint(
     payload: &impl Serialize,
     now: Timestamp,
 ) -> Result<(MessageId, String), DomainError> {
-    let message = NewWebhookMessage {
+    let mut message =
+        message_for_known_endpoint(endpoint.shop_id, &KnownEndpoint::of(endpoint), payload, now)?;
+    message.throttled = endpoint.rate_limit_per_s.is_some();
+    let row = tx
+        .insert_webhook_messages(std::slice::from_ref(&message))?
+        .first()
+        .copied()
+        .ok_or_else(|| crate::StorageError::other("no message id came back"))?;
+    Ok((row, message.message_id))
+}
+
+/// What a caller keeps of an endpoint to enqueue for it later without reading it first: its
+/// row id and topic. A message made for it is stored only while the endpoint still takes it
+/// (`WebhookRepository::insert_webhook_messages_for_live_endpoints`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KnownEndpoint {
+    /// The endpoint's row id.
+    pub id: WebhookId,
+    /// Its topic, by name, which the payload was made for.
+    pub topic: String,
+}
+
+impl KnownEndpoint {
+    /// What to keep of `endpoint`.
+    pub fn of(endpoint: &WebhookEndpoint) -> KnownEndpoint {
+        KnownEndpoint {
+            id: endpoint.id,
+            topic: endpoint.topic.clone(),
+        }
+    }
+}
+
+/// A message of `payload` for one endpoint of the shop, not stored yet. It keeps the id of the
+/// request being handled on this thread and the trace context it is made in, as every enqueued
+/// message does. `throttled` is false: storing it for a live endpoint reads that from the
+/// endpoint.
+pub fn message_for_known_endpoint(
+    shop_id: ShopId,
+    endpoint: &KnownEndpoint,
+    payload: &impl Serialize,
+    now: Timestamp,
+) -> Result<NewWebhookMessage, DomainError> {
+    Ok(NewWebhookMessage {
         message_id: new_message_id(),
-        shop_id: endpoint.shop_id,
+        shop_id,
         endpoint_id: endpoint.id,
         topic: endpoint.topic.clone(),
         payload: payload_text(payload)?,
@@ -562,14 +604,8 @@ pub fn enqueue_for_endpoint(
         subject: None,
         request_id: current_request_id().map(|id| id.to_string()),
         trace_parent: current_trace_parent(),
-        throttled: endpoint.rate_limit_per_s.is_some(),
-    };
-    let row = tx
-        .insert_webhook_messages(std::slice::from_ref(&message))?
-        .first()
-        .copied()
-        .ok_or_else(|| crate::StorageError::other("no message id came back"))?;
-    Ok((row, message.message_id))
+        throttled: false,
+    })
 }
 
 #[cfg(test)]

@@ -81,6 +81,17 @@ pub trait WebhookRepository {
         &mut self,
         messages: &[NewWebhookMessage],
     ) -> StoreResult<Vec<MessageId>>;
+    /// Stores each message only if its endpoint (`endpoint_id`) still takes it: of the
+    /// message's shop, of `kind` and of the message's topic, neither deleted nor disabled. A
+    /// message stored is marked throttled when its endpoint has a rate limit (the message's own
+    /// `throttled` is not read). One statement on PostgreSQL, so it may run by
+    /// `Database::write_statement`. Answers each message's row id, in order, None for one not
+    /// stored.
+    fn insert_webhook_messages_for_live_endpoints(
+        &mut self,
+        kind: WebhookKind,
+        messages: &[NewWebhookMessage],
+    ) -> StoreResult<Vec<Option<MessageId>>>;
     /// Up to `limit` pending messages due by `now`, the oldest due taken first, leased: each
     /// is answered, in id order, with its next attempt moved to `lease_until`, so no claim takes
     /// it again before then. One statement, so it may run by `Database::write_statement`.

@@ -7,7 +7,7 @@ use std::pin::Pin;
 
 use actix_web::dev::Payload;
 use actix_web::http::{StatusCode, header};
-use actix_web::{FromRequest, HttpRequest, web};
+use actix_web::{FromRequest, HttpMessage, HttpRequest, web};
 use mercer_domain::DomainError;
 use mercer_domain::access::auth::{Access, authorize_hashed, check_scope};
 use mercer_domain::access::credentials::{Scope, Secret, hash_token, note_token_use};
@@ -16,8 +16,10 @@ use mercer_domain::kernel::limits;
 use mercer_domain::platform::customer_tokens::check_customer_token;
 use serde::de::DeserializeOwned;
 
+use super::budgets;
 use super::error::ApiError;
 use super::state::{AppState, run_blocking};
+use mercer_domain::access::budgets::BudgetKind;
 
 /// The scope a route needs, as a type, so the route declares it in its signature.
 pub trait RequiredScope {
@@ -97,6 +99,7 @@ impl<S: RequiredScope> FromRequest for Authorized<S> {
         let token_hash = bearer_token(request)
             .filter(|token| !token.expose().is_empty())
             .map(|token| hash_token(token.expose()));
+        let request = request.clone();
         Box::pin(async move {
             let state = state.ok_or_else(ApiError::internal)?;
             let token_hash =
@@ -113,6 +116,7 @@ impl<S: RequiredScope> FromRequest for Authorized<S> {
                     access
                 }
             };
+            token_budget(&state, &request, &access).await?;
             check_scope(&access, S::SCOPE)?;
             note_use(&state, &access);
             Ok(Authorized {
@@ -120,6 +124,35 @@ impl<S: RequiredScope> FromRequest for Authorized<S> {
                 scope: PhantomData,
             })
         })
+    }
+}
+
+/// Counts the request against its token's budget, when the shop or the server sets one: 429
+/// past it. Every request the token makes counts, whatever its scope.
+async fn token_budget(
+    state: &AppState,
+    request: &HttpRequest,
+    access: &Access,
+) -> Result<(), ApiError> {
+    let Some(per_s) = state
+        .budgets
+        .effective(&access.shop.budgets, BudgetKind::Token)
+    else {
+        return Ok(());
+    };
+    let decision = state
+        .budgets
+        .admit(BudgetKind::Token, access.token.id.0, per_s)
+        .await;
+    budgets::record(&mut request.extensions_mut(), decision);
+    if decision.allowed {
+        Ok(())
+    } else {
+        Err(budgets::refusal(
+            BudgetKind::Token,
+            access.shop.identifier.as_str(),
+            &decision,
+        ))
     }
 }
 

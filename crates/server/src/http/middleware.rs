@@ -39,6 +39,9 @@ pub async fn api_version(
         HeaderName::from_static(VERSION_HEADER),
         HeaderValue::from_static(version.as_str()),
     );
+    // The request budget's headers, when one applied (`super::budgets`).
+    let request = response.request().clone();
+    super::budgets::write_headers(&request.extensions(), response.headers_mut());
     Ok(response.map_into_left_body())
 }
 
@@ -198,7 +201,11 @@ fn request_id(request: &ServiceRequest) -> String {
 /// storage work on the blocking pool ([`super::state::run_blocking`]): its id, method, route
 /// pattern and shop (the `{shop}` segment of the path, when the route has one).
 fn request_span(request: &ServiceRequest, id: &str) -> tracing::Span {
-    let pattern = request.match_pattern();
+    // The busiest routes' pattern is told without actix's matching, which runs a regex.
+    let pattern = match super::routes::event_route_pattern(request.path()) {
+        Some(pattern) => Some(std::borrow::Cow::Borrowed(pattern)),
+        None => request.match_pattern().map(std::borrow::Cow::Owned),
+    };
     let shop = pattern.as_deref().and_then(|pattern| {
         pattern
             .split('/')

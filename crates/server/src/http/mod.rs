@@ -1,5 +1,6 @@
 //! The HTTP API: actix-web app, routes, extractors, errors, and the server's life cycle.
 
+pub mod budgets;
 pub mod client_address;
 pub mod console;
 pub mod customer_checks;

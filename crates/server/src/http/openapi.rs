@@ -9,6 +9,7 @@ use std::collections::HashSet;
 use std::sync::OnceLock;
 
 use serde_json::{Map, Value, json};
+use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::path::{Operation, Parameter, ParameterBuilder, ParameterIn, PathItem};
 use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::security::{
@@ -153,6 +154,13 @@ pub fn document() -> Document {
         .get_or_insert_with(|| ComponentsBuilder::new().build())
         .parameters
         .insert(VERSION_HEADER.to_string(), RefOr::T(version_header()));
+    if let (Some(components), RefOr::T(answer)) =
+        (document.components.as_mut(), rate_limited_answer())
+    {
+        components
+            .responses
+            .insert(RATE_LIMITED.to_string(), RefOr::T(answer));
+    }
     let version = Ref::new(format!("#/components/parameters/{VERSION_HEADER}"));
     let mut operation_ids = HashSet::new();
     for (path, item) in document.paths.paths.iter_mut() {
@@ -168,6 +176,7 @@ pub fn document() -> Document {
                 .get_or_insert_with(Vec::new)
                 .push(RefOr::Ref(version.clone()));
             operation.security.get_or_insert_with(Vec::new);
+            let budget = has_budget(path, operation);
             let responses = &mut operation.responses.responses;
             for (status, response) in responses.iter_mut() {
                 if let RefOr::T(response) = response
@@ -175,6 +184,11 @@ pub fn document() -> Document {
                 {
                     response.description = reason(status).to_string();
                 }
+            }
+            if budget {
+                responses.entry("429".to_string()).or_insert_with(|| {
+                    RefOr::Ref(Ref::new(format!("#/components/responses/{RATE_LIMITED}")))
+                });
             }
             for (range, description) in ERROR_ANSWERS {
                 responses
@@ -213,6 +227,62 @@ const ERROR_ANSWERS: [(&str, &str); 2] = [
          out of space (507).",
     ),
 ];
+
+/// Whether a request budget may apply to the operation: every route a token authenticates, and
+/// the storefront and checkout routes (docs/rate-limits.md); never the operations routes.
+fn has_budget(path: &str, operation: &Operation) -> bool {
+    let tokened = operation.security.as_ref().is_some_and(|requirements| {
+        serde_json::to_value(requirements)
+            .map(|value| value.to_string().contains(API_TOKEN))
+            .unwrap_or(false)
+    });
+    let storefront =
+        path.starts_with("/checkout/storefront/") || path.starts_with("/checkout/orders/");
+    tokened || storefront
+}
+
+/// The key of [`rate_limited_answer`] under `components/responses`.
+const RATE_LIMITED: &str = "RateLimited";
+
+/// The 429 of a request budget, with its headers (which every answer under a budget carries).
+fn rate_limited_answer() -> RefOr<Response> {
+    let whole = |description: &str| {
+        HeaderBuilder::new()
+            .schema(Some(
+                ObjectBuilder::new()
+                    .schema_type(Type::Integer)
+                    .minimum(Some(0)),
+            ))
+            .description(Some(description))
+            .build()
+    };
+    ResponseBuilder::new()
+        .description(
+            "A request budget is spent (type `rate_limited`, sub_type the budget: `token`, \
+             `connector_events` or `storefront`). Every answer under a budget carries the \
+             `X-RateLimit-*` headers.",
+        )
+        .header(
+            "Retry-After",
+            whole("Seconds until a request may succeed (at least 1)."),
+        )
+        .header(
+            "X-RateLimit-Limit",
+            whole("The budget's burst: twice its rate per second."),
+        )
+        .header("X-RateLimit-Remaining", whole("Requests left at once."))
+        .header(
+            "X-RateLimit-Reset",
+            whole("Seconds until the budget is whole again."),
+        )
+        .content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("ErrorBody")))
+                .build(),
+        )
+        .into()
+}
 
 fn error_answer(description: &str) -> RefOr<Response> {
     ResponseBuilder::new()

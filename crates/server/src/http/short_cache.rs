@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use mercer_domain::access::auth::Access;
 use mercer_domain::access::shop::Shop;
+use mercer_domain::webhooks::KnownEndpoint;
 
 pub const ACCESS_TTL: Duration = Duration::from_secs(2);
 /// How long the connector's "active" for a customer token is trusted before the platform is
@@ -51,10 +52,24 @@ where
     pub fn put(&self, key: K, value: V) {
         self.entries.insert(key, value);
     }
+
+    /// Drops what is kept for `key`.
+    pub fn forget(&self, key: &K) {
+        self.entries.invalidate(key);
+    }
 }
 
 /// Authorizations by (token hash, shop identifier).
 pub type AccessCache = ShortCache<(String, String), Access>;
+
+/// How long a checkout webhook's row id and topic are kept for its test deliveries. Nothing
+/// depends on them being current: the statement that stores a message checks the webhook
+/// again, and one it does not store goes the long way (which answers a deleted or disabled
+/// webhook's error). The time only bounds how long an entry stays unused.
+pub const KNOWN_WEBHOOK_TTL: Duration = Duration::from_secs(300);
+
+/// Checkout webhooks by (shop's row id, webhook's public id), as a test delivery found them.
+pub type KnownWebhooks = ShortCache<(i64, String), KnownEndpoint>;
 
 /// API tokens whose last use this process wrote lately, by token id: a token in it is not
 /// written again until its entry expires (`TOKEN_USE_PRECISION_SECONDS`), so requests do not

@@ -13,7 +13,7 @@ use mercer_store::Store;
 use sha2::{Digest, Sha256};
 
 use super::error::ApiError;
-use super::short_cache::{AccessCache, CustomerTokenCache, TokenUses};
+use super::short_cache::{AccessCache, CustomerTokenCache, KnownWebhooks, TokenUses};
 use super::sign_in_limiter::SignInLimiter;
 use crate::runtime::{Ingest, Wake};
 use mercer_outbound::PrivateAddressGuard;
@@ -42,6 +42,10 @@ pub struct AppState {
     pub customer_tokens: CustomerTokenCache,
     /// Wakes the webhook dispatchers after a message is enqueued.
     pub webhooks: Wake,
+    /// Stores the test deliveries' messages, several requests' in one statement.
+    pub webhook_enqueue: crate::runtime::enqueue::WebhookEnqueue,
+    /// Checkout webhooks a test delivery found, so the next one need not read them first.
+    pub known_webhooks: KnownWebhooks,
     /// Where outgoing calls (connectors, webhook callbacks, overrides) may lead.
     pub address_guard: PrivateAddressGuard,
     /// Calls the checkout's API overrides (signed, within their time limit, guarded).
@@ -63,6 +67,8 @@ pub struct AppState {
     /// Days a finished webhook message keeps its payload and attempts
     /// (`--webhook-retention-days`), as the console's message page says it.
     pub webhook_retention_days: f64,
+    /// Request budgets (rate limits): the defaults and this process's buckets.
+    pub budgets: super::budgets::Budgets,
 }
 
 /// The token a metrics scraper must present, kept as its SHA-256 only.

@@ -7,6 +7,7 @@
 //! copies the WAL back into the database file.
 
 pub mod checkout;
+pub mod enqueue;
 pub mod retention;
 pub mod scheduler;
 

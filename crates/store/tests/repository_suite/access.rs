@@ -65,6 +65,7 @@ fn shop_settings_are_written_to_that_shop_only(db: &impl Database) {
         gift_card_skus: Some(vec!["GC-10".into(), "GC-25".into()]),
         flat_shipping_rate: Some(750),
         require_message_signatures: Some(true),
+        budgets: Default::default(),
     };
     assert!(!first.require_message_signatures, "off for a new shop");
     db.write(|tx| update_shop_settings(tx, first.identifier.as_str(), settings, at(60)))

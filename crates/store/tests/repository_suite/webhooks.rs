@@ -319,6 +319,81 @@ fn webhook_messages_keep_the_request_that_enqueued_them(db: &impl Database) {
 }
 every_database!(webhook_messages_keep_the_request_that_enqueued_them);
 
+/// Messages for endpoints the caller knew (a test delivery's) are stored, in one call, only for
+/// those that still take them: of the message's shop, kind and topic, neither deleted nor
+/// disabled. The others are answered None and leave nothing behind; the stored ones keep their
+/// request id and trace context, in the order given.
+fn messages_are_stored_only_for_endpoints_that_still_take_them(db: &impl Database) {
+    let (shop, other) = (shop(db, "a.shop.test"), shop(db, "b.shop.test"));
+    let hook = |shop_id, kind| endpoint(db, new_endpoint(shop_id, kind, "order/processed", 0));
+    let live = hook(shop.id, WebhookKind::Checkout);
+    let disabled = hook(shop.id, WebhookKind::Checkout);
+    let deleted = hook(shop.id, WebhookKind::Checkout);
+    let subscription = hook(shop.id, WebhookKind::Subscription);
+    db.write(|tx| {
+        tx.set_webhook_endpoint_health(disabled.id, None, Some((at(1), "HTTP 410")), at(1))?;
+        Ok(tx.delete_webhook_endpoint(deleted.id, at(1))?)
+    })
+    .unwrap();
+    let mut traced = message(shop.id, live.id, 1, 2);
+    traced.request_id = Some("req-1".into());
+    traced.trace_parent = Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into());
+    let mut other_topic = message(shop.id, live.id, 6, 2);
+    other_topic.topic = "order/created".into();
+    let messages = [
+        traced,
+        message(shop.id, disabled.id, 2, 2),
+        message(shop.id, deleted.id, 3, 2),
+        message(other.id, live.id, 4, 2),
+        message(shop.id, subscription.id, 5, 2),
+        other_topic,
+        message(shop.id, live.id, 7, 2),
+    ];
+    let ids = db
+        .write_statement(|tx| {
+            Ok(tx.insert_webhook_messages_for_live_endpoints(WebhookKind::Checkout, &messages)?)
+        })
+        .unwrap();
+    let stored: Vec<bool> = ids.iter().map(Option::is_some).collect();
+    assert_eq!(stored, [true, false, false, false, false, false, true]);
+    assert!(ids[0] < ids[6], "rows follow the order given: {ids:?}");
+    let first = db
+        .read(|tx| Ok(tx.webhook_message("msg_1")?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (
+            Some(first.id),
+            first.endpoint_id,
+            first.status,
+            first.next_attempt_at,
+            first.payload.as_str(),
+            first.request_id.as_deref(),
+            first.trace_parent.as_deref(),
+        ),
+        (
+            ids[0],
+            live.id,
+            MessageStatus::Pending,
+            at(2),
+            r#"{"n":1}"#,
+            Some("req-1"),
+            messages[0].trace_parent.as_deref(),
+        )
+    );
+    for refused in ["msg_2", "msg_3", "msg_4", "msg_5", "msg_6"] {
+        let found = db.read(|tx| Ok(tx.webhook_message(refused)?)).unwrap();
+        assert!(found.is_none(), "{refused} was stored");
+    }
+    let none = db
+        .write_statement(|tx| {
+            Ok(tx.insert_webhook_messages_for_live_endpoints(WebhookKind::Checkout, &[])?)
+        })
+        .unwrap();
+    assert!(none.is_empty());
+}
+every_database!(messages_are_stored_only_for_endpoints_that_still_take_them);
+
 fn webhook_messages_are_claimed_attempted_and_requeued(db: &impl Database) {
     let shop = shop(db, "a.shop.test");
     let hook = endpoint(

@@ -13,6 +13,8 @@ mod privacy;
 mod subscriptions;
 mod webhooks;
 
+pub use platform::event_route_pattern;
+
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
 use actix_web::middleware::from_fn;
@@ -32,7 +34,8 @@ pub(super) fn resource(path: &str) -> Resource {
 /// checkout's storefront and the box builder's storefront and customer routes. They read no
 /// cookie (only a bearer JWT of one order, a customer's token, or nothing), so a page of another
 /// site gains nothing by calling them. The other routes (API tokens, the sign-in pages and
-/// their cookie) answer no other origin.
+/// their cookie) answer no other origin. They count against the shop's storefront budget (off
+/// unless set), inside the CORS layer so that a 429 carries its headers too.
 pub(super) fn storefront_resource(
     path: &str,
 ) -> Resource<
@@ -44,7 +47,9 @@ pub(super) fn storefront_resource(
         InitError = (),
     >,
 > {
-    resource(path).wrap(from_fn(cors_any_origin))
+    resource(path)
+        .wrap(from_fn(super::budgets::storefront))
+        .wrap(from_fn(cors_any_origin))
 }
 
 /// Each route folder's part of the OpenAPI document, in the order of [`configure`].

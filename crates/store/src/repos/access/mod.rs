@@ -114,6 +114,10 @@ impl ShopRepository for StoreTx<'_> {
                 shop_settings::gift_card_skus.eq(&settings.gift_card_skus),
                 shop_settings::flat_shipping_rate_cents.eq(settings.flat_shipping_rate_cents),
                 shop_settings::require_message_signatures.eq(settings.require_message_signatures),
+                shop_settings::rate_limit_per_s.eq(settings.rate_limit_per_s),
+                shop_settings::connector_events_rate_limit_per_s
+                    .eq(settings.connector_events_rate_limit_per_s),
+                shop_settings::storefront_rate_limit_per_s.eq(settings.storefront_rate_limit_per_s),
             ))
             .execute(self.conn)
             .map_err(storage_error)?;

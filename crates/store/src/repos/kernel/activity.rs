@@ -1,5 +1,7 @@
 //! Shops' activity counts (kernel::activity): a tally is added with upserts.
 
+use std::collections::BTreeMap;
+
 use diesel::prelude::*;
 use diesel::upsert::excluded;
 use mercer_domain::kernel::activity::{Activity, ActivityCount, ActivityRepository};
@@ -7,18 +9,25 @@ use mercer_domain::kernel::error::StoreResult;
 use mercer_domain::kernel::ids::ShopId;
 use mercer_domain::{StorageError, Timestamp};
 
-use crate::connection::DbConnection;
-use crate::repos::{ROWS_PER_STATEMENT, StoreTx};
+use crate::connection::{DbConnection, KeepPrepared, statement_sites};
+use crate::repos::{ROWS_PER_STATEMENT, StoreTx, next_counter_shard};
 use crate::schema::shop_activity as t;
 use crate::store::storage_error;
 
+statement_sites!(AddActivity);
+
 impl ActivityRepository for StoreTx<'_> {
     fn add_activity(&mut self, counts: &[ActivityCount]) -> StoreResult<()> {
+        let shard = match &*self.conn {
+            DbConnection::Pg(_) => next_counter_shard(),
+            DbConnection::Sqlite(_) => 0,
+        };
         let row = |count: &ActivityCount| {
             (
                 t::shop_id.eq(count.shop_id.0),
                 t::bucket.eq(count.bucket.as_micros()),
                 t::activity.eq(count.activity.as_str()),
+                t::shard.eq(shard),
                 t::count.eq(count.count),
             )
         };
@@ -30,25 +39,28 @@ impl ActivityRepository for StoreTx<'_> {
                     let rows: Vec<_> = chunk.iter().map(row).collect();
                     diesel::insert_into(t::table)
                         .values(&rows)
-                        .on_conflict((t::shop_id, t::bucket, t::activity))
+                        .on_conflict((t::shop_id, t::bucket, t::activity, t::shard))
                         .do_update()
                         .set(t::count.eq(t::count + excluded(t::count)))
                         .execute(c)
                         .map_err(storage_error)?;
                 }
             }
-            // A row at a time: one prepared statement diesel keeps, and no round trip. A
-            // multi-row insert, even of one row, is never kept (diesel marks a `Vec` of values
-            // unsafe to cache), so it would be prepared again each time.
+            // A row at a time: one prepared statement, kept (diesel declines to cache an
+            // upsert by itself; it was parsed and planned again for every row, twice in every
+            // ingest transaction), and no round trip.
             DbConnection::Sqlite(c) => {
                 for count in counts {
-                    diesel::insert_into(t::table)
-                        .values(row(count))
-                        .on_conflict((t::shop_id, t::bucket, t::activity))
-                        .do_update()
-                        .set(t::count.eq(t::count + excluded(t::count)))
-                        .execute(c)
-                        .map_err(storage_error)?;
+                    KeepPrepared::<AddActivity, _>::new(
+                        diesel::insert_into(t::table)
+                            .values(row(count))
+                            .on_conflict((t::shop_id, t::bucket, t::activity, t::shard))
+                            .do_update()
+                            .set(t::count.eq(t::count + excluded(t::count)))
+                            .returning(t::count),
+                    )
+                    .get_result::<i64>(c)
+                    .map_err(storage_error)?;
                 }
             }
         }
@@ -60,14 +72,23 @@ impl ActivityRepository for StoreTx<'_> {
         shop_id: ShopId,
         since: Timestamp,
     ) -> StoreResult<Vec<ActivityCount>> {
-        t::table
+        let rows = t::table
             .filter(t::shop_id.eq(shop_id.0))
             .filter(t::bucket.ge(since.as_micros()))
             .select((t::bucket, t::activity, t::count))
             .load::<(i64, String, i64)>(self.conn)
-            .map_err(storage_error)?
+            .map_err(storage_error)?;
+        // A bucket's shards summed: one count per bucket and activity.
+        let mut summed: BTreeMap<(i64, String), i64> = BTreeMap::new();
+        for (bucket, activity, count) in rows {
+            let sum = summed.entry((bucket, activity)).or_default();
+            *sum = sum.checked_add(count).ok_or_else(|| {
+                StorageError::other("shop activity: a count past the largest integer")
+            })?;
+        }
+        summed
             .into_iter()
-            .map(|(bucket, activity, count)| {
+            .map(|((bucket, activity), count)| {
                 Ok(ActivityCount {
                     shop_id,
                     activity: Activity::parse(&activity).ok_or_else(|| {

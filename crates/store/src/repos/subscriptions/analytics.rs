@@ -9,7 +9,7 @@ use mercer_domain::kernel::ids::{ShopId, SubscriptionId};
 use mercer_domain::subscriptions::analytics::{AnalyticsRepository, DayCount, Metric};
 
 use crate::connection::DbConnection;
-use crate::repos::{ROWS_PER_STATEMENT, StoreTx};
+use crate::repos::{ROWS_PER_STATEMENT, StoreTx, next_counter_shard};
 use crate::schema::{analytics_backfill, shop_analytics as t, subscriptions};
 use crate::store::storage_error;
 
@@ -32,11 +32,16 @@ fn rows(shop_id: ShopId, found: Vec<(i64, String, i64)>) -> StoreResult<Vec<DayC
 impl AnalyticsRepository for StoreTx<'_> {
     fn add_analytics(&mut self, counts: &[DayCount]) -> StoreResult<()> {
         let names: Vec<String> = counts.iter().map(|count| count.metric.name()).collect();
+        let shard = match &*self.conn {
+            DbConnection::Pg(_) => next_counter_shard(),
+            DbConnection::Sqlite(_) => 0,
+        };
         let row = |(count, name): (&DayCount, &String)| {
             (
                 t::shop_id.eq(count.shop_id.0),
                 t::day.eq(count.day),
                 t::metric.eq(name.clone()),
+                t::shard.eq(shard),
                 t::value.eq(count.value),
             )
         };
@@ -48,7 +53,7 @@ impl AnalyticsRepository for StoreTx<'_> {
                 for chunk in all.chunks(ROWS_PER_STATEMENT) {
                     diesel::insert_into(t::table)
                         .values(chunk)
-                        .on_conflict((t::shop_id, t::day, t::metric))
+                        .on_conflict((t::shop_id, t::day, t::metric, t::shard))
                         .do_update()
                         .set(t::value.eq(t::value + excluded(t::value)))
                         .execute(c)
@@ -60,7 +65,7 @@ impl AnalyticsRepository for StoreTx<'_> {
                 for pair in counts.iter().zip(&names) {
                     diesel::insert_into(t::table)
                         .values(row(pair))
-                        .on_conflict((t::shop_id, t::day, t::metric))
+                        .on_conflict((t::shop_id, t::day, t::metric, t::shard))
                         .do_update()
                         .set(t::value.eq(t::value + excluded(t::value)))
                         .execute(c)

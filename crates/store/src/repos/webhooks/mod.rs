@@ -21,6 +21,7 @@ use crate::repos::{ROWS_PER_STATEMENT, StoreTx};
 use crate::schema::{webhook_attempts, webhook_endpoints, webhook_messages};
 use crate::store::{storable, storage_error};
 
+mod live;
 mod retention;
 mod throttles;
 
@@ -535,6 +536,14 @@ impl WebhookRepository for StoreTx<'_> {
             .collect();
         throttles::mark_inserted(self.conn, &throttled).map_err(storage_error)?;
         Ok(ids)
+    }
+
+    fn insert_webhook_messages_for_live_endpoints(
+        &mut self,
+        kind: WebhookKind,
+        messages: &[NewWebhookMessage],
+    ) -> StoreResult<Vec<Option<MessageId>>> {
+        live::insert(self.conn, kind, messages).map_err(storage_error)
     }
 
     /// A claimed message's next attempt moves to the lease's end, so no other worker takes it

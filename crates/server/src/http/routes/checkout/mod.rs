@@ -7,6 +7,7 @@ mod console;
 mod handlers;
 mod storefront;
 
+use actix_web::middleware::from_fn;
 use actix_web::web;
 
 use super::{resource, storefront_resource};
@@ -63,7 +64,12 @@ pub fn configure_topics(config: &mut web::ServiceConfig) {
 
 pub fn configure(config: &mut web::ServiceConfig) {
     config
-        .service(resource("/checkout/orders/{shop}/init").route(web::post().to(handlers::init)))
+        .service(
+            resource("/checkout/orders/{shop}/init")
+                .route(web::post().to(handlers::init))
+                // Checkouts begin here: the shop's storefront budget counts them too.
+                .wrap(from_fn(crate::http::budgets::storefront)),
+        )
         .service(
             resource("/checkout/shop/{shop}/settings")
                 .route(web::get().to(handlers::settings))

@@ -4,6 +4,9 @@ mod console;
 mod destinations;
 mod events;
 
+pub use events::event_route_pattern;
+
+use actix_web::middleware::from_fn;
 use actix_web::web;
 
 use super::resource;
@@ -46,7 +49,9 @@ pub fn configure(config: &mut web::ServiceConfig) {
                     "/",
                     $action
                 ))
-                .route(web::post().to($handler)),
+                .route(web::post().to($handler))
+                // The shop's connector events budget (off unless set).
+                .wrap(from_fn(crate::http::budgets::connector_events)),
             );
         };
     }
