@@ -380,8 +380,7 @@ pub fn count_order(
     record(tx, shop, now, out)
 }
 
-/// The storage of the counters. A day's metric may be kept in several rows (so that concurrent
-/// writers do not queue on one): readers sum every row they are given.
+/// The storage of the counters: one count per shop, day and metric, however it is kept.
 pub trait AnalyticsRepository {
     /// Adds each count to its day's row (created at zero when new).
     fn add_analytics(&mut self, counts: &[DayCount]) -> StoreResult<()>;

@@ -1,6 +1,8 @@
 //! The subscription analytics counters (subscriptions::analytics): additions are upserts into
 //! the shop's day rows; a period reads its days' rows and the running figures' rows before it.
 
+use std::collections::BTreeMap;
+
 use diesel::prelude::*;
 use diesel::upsert::excluded;
 use mercer_domain::StorageError;
@@ -13,10 +15,18 @@ use crate::repos::{ROWS_PER_STATEMENT, StoreTx, next_counter_shard};
 use crate::schema::{analytics_backfill, shop_analytics as t, subscriptions};
 use crate::store::storage_error;
 
+/// The rows found, a day's metric's shards summed into one count.
 fn rows(shop_id: ShopId, found: Vec<(i64, String, i64)>) -> StoreResult<Vec<DayCount>> {
-    found
+    let mut summed: BTreeMap<(i64, String), i64> = BTreeMap::new();
+    for (day, metric, value) in found {
+        let sum = summed.entry((day, metric)).or_default();
+        *sum = sum.checked_add(value).ok_or_else(|| {
+            StorageError::other("shop analytics: a count past the largest integer")
+        })?;
+    }
+    summed
         .into_iter()
-        .map(|(day, metric, value)| {
+        .map(|((day, metric), value)| {
             Ok(DayCount {
                 shop_id,
                 day,
