@@ -3,12 +3,13 @@
 //! events that goes on while Mercer is killed or its database is down, a PostgreSQL cluster of
 //! the test's own to stop and start, and a small file system to fill.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
@@ -119,6 +120,8 @@ impl SentEvent {
 pub struct EventLoad {
     stop: Arc<AtomicBool>,
     base_url: Arc<RwLock<String>>,
+    /// How many requests were answered with each status so far.
+    answered: Arc<Mutex<BTreeMap<u16, usize>>>,
     threads: Vec<JoinHandle<Vec<SentEvent>>>,
 }
 
@@ -126,9 +129,10 @@ impl EventLoad {
     pub fn start(base_url: &str, shop: &str, token: &str, threads: usize) -> EventLoad {
         let stop = Arc::new(AtomicBool::new(false));
         let base_url = Arc::new(RwLock::new(base_url.to_string()));
+        let answered = Arc::new(Mutex::new(BTreeMap::new()));
         let threads = (0..threads)
             .map(|thread| {
-                let (stop, base_url) = (stop.clone(), base_url.clone());
+                let (stop, base_url, answered) = (stop.clone(), base_url.clone(), answered.clone());
                 let path =
                     format!("/customers/v1/shops/{shop}/platforms/custom/webhooks/customers/saved");
                 let token = token.to_string();
@@ -138,6 +142,11 @@ impl EventLoad {
                         let platform_id = format!("chaos-{thread}-{}", sent.len());
                         let base = base_url.read().map(|url| url.clone()).unwrap_or_default();
                         let outcome = send_event(&format!("{base}{path}"), &token, &platform_id);
+                        if let (Outcome::Answered(status, _), Ok(mut answered)) =
+                            (&outcome, answered.lock())
+                        {
+                            *answered.entry(*status).or_default() += 1;
+                        }
                         if outcome != Outcome::Answered(202, None) {
                             // The server is down or says to wait: a client would back off.
                             thread::sleep(Duration::from_millis(25));
@@ -154,8 +163,17 @@ impl EventLoad {
         EventLoad {
             stop,
             base_url,
+            answered,
             threads,
         }
+    }
+
+    /// How many requests were answered with `status` so far.
+    pub fn answered(&self, status: u16) -> usize {
+        self.answered
+            .lock()
+            .map(|answered| answered.get(&status).copied().unwrap_or(0))
+            .unwrap_or(0)
     }
 
     pub fn point_at(&self, base_url: &str) {
