@@ -129,16 +129,20 @@ fn run(binary: &str, label: &str, url: &str) -> Result<(), String> {
     let ratio = flooded_p99 / alone_p99.max(0.001);
     let (sent, refused) = (count(&flood, 200) + count(&flood, 429), count(&flood, 429));
     println!(
-        "{label}: shop B alone: {} requests, p50 {:.2} ms, p99 {alone_p99:.2} ms, {} refused",
+        "{label}: shop B alone: {} requests, p50 {:.2} ms, p99 {alone_p99:.2} ms, max {:.2} ms, \
+         {} refused",
         alone.0.len(),
         p(&alone.0, 0.5),
+        p(&alone.0, 1.0),
         count(&alone.1, 429)
     );
     println!(
         "{label}: shop B while shop A floods: {} requests, p50 {:.2} ms, p99 {flooded_p99:.2} \
-         ms, {} refused; shop A sent {sent} ({:.0}/s), {refused} refused with 429, {} allowed",
+         ms, max {:.2} ms, {} refused; shop A sent {sent} ({:.0}/s), {refused} refused with 429, \
+         {} allowed",
         flooded.0.len(),
         p(&flooded.0, 0.5),
+        p(&flooded.0, 1.0),
         count(&flooded.1, 429),
         sent as f64 / RUN.as_secs_f64(),
         count(&flood, 200)

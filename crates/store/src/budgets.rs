@@ -9,7 +9,9 @@
 //! SQLite serves one process, whose buckets stay in its memory: leases are refused there.
 
 use diesel::prelude::*;
-use diesel::sql_types::{Double, Text};
+use std::time::Duration;
+
+use diesel::sql_types::{BigInt, Double, Text};
 use mercer_domain::StorageError;
 use mercer_domain::access::budgets::{Lease, SharedBudgets, burst_of};
 
@@ -46,9 +48,7 @@ impl SharedBudgets for Store {
     fn lease(&self, key: &str, per_s: u32, wanted: u32) -> Result<Lease, StorageError> {
         let mut conn = self.connection()?;
         let DbConnection::Pg(conn) = &mut *conn else {
-            return Err(StorageError::other(
-                "request budgets are shared on PostgreSQL only",
-            ));
+            return Err(shared_on_postgres_only());
         };
         let per_s = per_s.max(1);
         let row: LeaseRow = diesel::sql_query(lease_statement())
@@ -63,4 +63,23 @@ impl SharedBudgets for Store {
             left: row.tokens,
         })
     }
+
+    fn forget_idle(&self, idle: Duration) -> Result<usize, StorageError> {
+        let mut conn = self.connection()?;
+        let DbConnection::Pg(conn) = &mut *conn else {
+            return Err(shared_on_postgres_only());
+        };
+        let idle_us = i64::try_from(idle.as_micros()).unwrap_or(i64::MAX);
+        diesel::sql_query(
+            "DELETE FROM request_budgets \
+             WHERE refilled_at < (extract(epoch FROM clock_timestamp()) * 1000000)::bigint - $1",
+        )
+        .bind::<BigInt, _>(idle_us)
+        .execute(conn)
+        .map_err(storage_error)
+    }
+}
+
+fn shared_on_postgres_only() -> StorageError {
+    StorageError::other("request budgets are shared on PostgreSQL only")
 }

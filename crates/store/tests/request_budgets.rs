@@ -108,7 +108,31 @@ fn a_shared_bucket_hands_out_its_budget_in_slices(backend: Backend) {
     assert_eq!(lease.granted, 2, "the burst of 1/s is 2");
 }
 
+/// Buckets no lease touched for the idle time are dropped, the others kept; a dropped bucket
+/// starts full again.
+fn idle_shared_buckets_are_dropped(backend: Backend) {
+    let (db, store) = TestDatabase::migrated(backend);
+    if backend == Backend::Sqlite {
+        assert!(store.forget_idle(Duration::from_secs(1)).is_err());
+        return;
+    }
+    store.lease("token:1", 10, 20).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    store.lease("token:2", 10, 20).unwrap();
+    assert_eq!(store.forget_idle(Duration::from_millis(200)).unwrap(), 1);
+    let keys = db.texts("SELECT budget_key AS t FROM request_budgets");
+    assert_eq!(keys, ["token:2"], "the bucket used lately stays");
+    assert_eq!(
+        store.lease("token:1", 10, 20).unwrap().granted,
+        20,
+        "a dropped bucket starts full"
+    );
+    let kept = store.lease("token:2", 10, 20).unwrap().granted;
+    assert!(kept < 10, "a kept one is still spent: {kept} granted");
+}
+
 backend_tests!(
     a_shops_budgets_are_kept_and_cleared,
-    a_shared_bucket_hands_out_its_budget_in_slices
+    a_shared_bucket_hands_out_its_budget_in_slices,
+    idle_shared_buckets_are_dropped
 );

@@ -258,6 +258,11 @@ pub trait SharedBudgets: Send + Sync {
     /// (a new bucket starts full), as [`TokenBucket::take_up_to`] does, on the database's
     /// clock.
     fn lease(&self, key: &str, per_s: u32, wanted: u32) -> Result<Lease, StorageError>;
+
+    /// Drops the buckets no lease touched for `idle` (those of deleted shops and revoked
+    /// tokens among them): a bucket idle for longer than its refill time is full, as a new one
+    /// starts. Answers how many were dropped.
+    fn forget_idle(&self, idle: Duration) -> Result<usize, StorageError>;
 }
 
 /// The slice a process takes of a shared budget of `per_s` at once: a tenth of a second's

@@ -41,6 +41,11 @@ pub const SHOP_TTL: Duration = Duration::from_secs(2);
 const IDLE_BUCKET: Duration = Duration::from_secs(600);
 /// The most buckets kept.
 const MAX_BUCKETS: u64 = 100_000;
+/// Shared: buckets no lease touched this long are dropped from the database (those of deleted
+/// shops and revoked tokens among them; any bucket idle this long is full anyway).
+const IDLE_SHARED_BUCKET: Duration = Duration::from_secs(3600);
+/// Shared: how often a process drops the idle buckets.
+const FORGET_IDLE_EVERY: Duration = Duration::from_secs(600);
 
 /// A shop's id and budgets, by its identifier (None: no such shop).
 type ShopBudgets = Option<(i64, RequestBudgets)>;
@@ -52,6 +57,8 @@ pub struct Budgets {
     buckets: moka::sync::Cache<(BudgetKind, i64), Arc<Bucket>>,
     shops: ShortCache<String, ShopBudgets>,
     epoch: Instant,
+    /// Shared: when this process last dropped the idle buckets.
+    forgot_idle: Mutex<Option<Duration>>,
 }
 
 /// One budget's bucket in this process.
@@ -89,6 +96,7 @@ impl Budgets {
                 .build(),
             shops: ShortCache::new(SHOP_TTL),
             epoch: Instant::now(),
+            forgot_idle: Mutex::new(None),
         }
     }
 
@@ -147,6 +155,7 @@ impl Budgets {
                 }
                 state.leased = lease.granted - 1;
                 state.lease_expires = now + LEASE_LIFETIME;
+                self.forget_idle_now_and_then();
             }
             Err(error) => {
                 tracing::warn!(target: "mercer::http", "request budget not leased, request let through: {error}");
@@ -155,6 +164,32 @@ impl Budgets {
             }
         }
         with_leased(&state, now, true)
+    }
+
+    /// Shared: drops the idle buckets from the database, at most every [`FORGET_IDLE_EVERY`],
+    /// on the blocking pool and without waiting for it.
+    fn forget_idle_now_and_then(&self) {
+        let Some(shared) = self.shared.clone() else {
+            return;
+        };
+        let now = self.now();
+        {
+            let mut last = lock(&self.forgot_idle);
+            if last.is_some_and(|last| now < last + FORGET_IDLE_EVERY) {
+                return;
+            }
+            *last = Some(now);
+        }
+        actix_web::rt::spawn(async move {
+            match run_blocking(move || Ok(shared.forget_idle(IDLE_SHARED_BUCKET)?)).await {
+                Ok(dropped) => {
+                    tracing::debug!(target: "mercer::http", dropped, "idle request budgets dropped")
+                }
+                Err(error) => {
+                    tracing::warn!(target: "mercer::http", "idle request budgets not dropped: {error}")
+                }
+            }
+        });
     }
 
     /// Shared: spends a token of the slice held, or refuses while the shared bucket is known
