@@ -637,20 +637,32 @@ mod tests {
         let writer = {
             let (url, stop) = (url.clone(), stop.clone());
             std::thread::spawn(move || {
-                let mut conn = crate::connection::establish(&url).unwrap();
+                // Opening and writing are tried again while the database is busy for a
+                // moment (opening sets pragmas, and the test's own reads hold it at times): a
+                // panic here left the loop below waiting for rows forever.
+                let mut conn = loop {
+                    match crate::connection::establish(&url) {
+                        Ok(conn) => break conn,
+                        Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                    }
+                };
                 let mut written = 0;
                 while !stop.load(std::sync::atomic::Ordering::SeqCst) {
-                    conn.batch_execute(
-                        "INSERT INTO padding (text) VALUES (printf('%0500d', random()))",
-                    )
-                    .unwrap();
-                    written += 1;
+                    let insert = "INSERT INTO padding (text) VALUES (printf('%0500d', random()))";
+                    if conn.batch_execute(insert).is_ok() {
+                        written += 1;
+                    }
                 }
                 written
             })
         };
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
         while database.count("SELECT count(*) AS n FROM padding") < 2_050 {
-            std::thread::sleep(Duration::from_millis(1));
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the writer wrote no 50 rows in 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(5));
         }
         let options = BackupOptions {
             pages_per_step: 16,
