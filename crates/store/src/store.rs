@@ -16,8 +16,8 @@ use mercer_domain::{DomainError, StorageError, Timestamp};
 use crate::connection::{self, ConnectionManager, DbConnection};
 use crate::migrations::{self, MigrationStatus};
 use crate::processes::{self, Heartbeat, Registration, RunningProcess};
-use crate::repos::StoreTx;
 use crate::repos::platform::events::EVENTS_PER_INSERT;
+use crate::repos::{HeldCounters, StoreTx};
 use crate::url::{Backend, DatabaseUrl};
 
 pub(crate) const SQLITE_MIGRATIONS: EmbeddedMigrations =
@@ -480,7 +480,15 @@ impl Database for Store {
             Backend::Postgres => None,
         };
         connection::begin_write(&mut conn).map_err(storage_error)?;
-        match work(&mut StoreTx::new(&mut conn)) {
+        // PostgreSQL: counter additions are written last (see `HeldCounters`). SQLite has one
+        // writer at a time, which nothing waits behind.
+        let mut held = HeldCounters::default();
+        let done = match self.backend {
+            Backend::Postgres => work(&mut StoreTx::holding_counters(&mut conn, &mut held))
+                .and_then(|value| Ok(held.write(&mut conn).map(|()| value)?)),
+            Backend::Sqlite => work(&mut StoreTx::new(&mut conn)),
+        };
+        match done {
             Ok(value) => {
                 connection::commit(&mut conn).map_err(storage_error)?;
                 Ok(value)
