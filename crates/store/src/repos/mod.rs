@@ -13,13 +13,9 @@ mod privacy;
 mod subscriptions;
 mod webhooks;
 
-use std::collections::BTreeMap;
-
-use mercer_domain::kernel::activity::{Activity, ActivityCount, ActivityRepository};
+use mercer_domain::kernel::activity::{self, ActivityCount};
 use mercer_domain::kernel::error::StoreResult;
-use mercer_domain::kernel::ids::ShopId;
-use mercer_domain::subscriptions::analytics::{AnalyticsRepository, DayCount, Metric};
-use mercer_domain::{StorageError, Timestamp};
+use mercer_domain::subscriptions::analytics::{self, DayCount};
 
 use crate::connection::DbConnection;
 
@@ -50,67 +46,33 @@ pub(crate) fn next_counter_shard() -> i16 {
 /// two transactions never wait for each other's rows in a cycle.
 #[derive(Default)]
 pub struct HeldCounters {
-    activity: BTreeMap<(ShopId, i64, Activity), i64>,
-    analytics: BTreeMap<(ShopId, i64, Metric), i64>,
+    activity: activity::Tally,
+    analytics: analytics::Tally,
 }
 
 impl HeldCounters {
-    fn hold_activity(&mut self, counts: &[ActivityCount]) -> StoreResult<()> {
+    fn hold_activity(&mut self, counts: &[ActivityCount]) {
         for count in counts {
-            let key = (count.shop_id, count.bucket.as_micros(), count.activity);
-            let sum = self.activity.entry(key).or_default();
-            *sum = add_counts(*sum, count.count)?;
+            // A count's bucket is the bucket's start, which is its own bucket.
+            self.activity
+                .add(count.shop_id, count.activity, count.bucket, count.count);
         }
-        Ok(())
     }
 
-    fn hold_analytics(&mut self, counts: &[DayCount]) -> StoreResult<()> {
+    fn hold_analytics(&mut self, counts: &[DayCount]) {
         for count in counts {
-            let key = (count.shop_id, count.day, count.metric.clone());
-            let sum = self.analytics.entry(key).or_default();
-            *sum = add_counts(*sum, count.value)?;
+            self.analytics
+                .add(count.shop_id, count.day, count.metric.clone(), count.value);
         }
-        Ok(())
     }
 
-    /// Writes what is held, on the transaction's connection.
+    /// Writes what is held (merged, in key order, zeros left out), on the transaction's
+    /// connection.
     pub fn write(self, conn: &mut DbConnection) -> StoreResult<()> {
-        let activity: Vec<ActivityCount> = self
-            .activity
-            .into_iter()
-            .filter(|(_, count)| *count != 0)
-            .map(|((shop_id, bucket, activity), count)| ActivityCount {
-                shop_id,
-                activity,
-                bucket: Timestamp::from_micros(bucket),
-                count,
-            })
-            .collect();
-        let analytics: Vec<DayCount> = self
-            .analytics
-            .into_iter()
-            .filter(|(_, value)| *value != 0)
-            .map(|((shop_id, day, metric), value)| DayCount {
-                shop_id,
-                day,
-                metric,
-                value,
-            })
-            .collect();
         let mut tx = StoreTx::new(conn);
-        if !activity.is_empty() {
-            tx.add_activity(&activity)?;
-        }
-        if !analytics.is_empty() {
-            tx.add_analytics(&analytics)?;
-        }
-        Ok(())
+        self.activity.record(&mut tx)?;
+        self.analytics.record(&mut tx)
     }
-}
-
-fn add_counts(a: i64, b: i64) -> StoreResult<i64> {
-    a.checked_add(b)
-        .ok_or_else(|| StorageError::other("a counter past the largest integer"))
 }
 
 /// One connection, inside or outside a transaction, seen through the domain's ports.

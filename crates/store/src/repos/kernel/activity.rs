@@ -19,7 +19,8 @@ statement_sites!(AddActivity);
 impl ActivityRepository for StoreTx<'_> {
     fn add_activity(&mut self, counts: &[ActivityCount]) -> StoreResult<()> {
         if let Some(held) = self.held.as_deref_mut() {
-            return held.hold_activity(counts);
+            held.hold_activity(counts);
+            return Ok(());
         }
         let shard = match &*self.conn {
             DbConnection::Pg(_) => next_counter_shard(),

@@ -42,7 +42,8 @@ fn rows(shop_id: ShopId, found: Vec<(i64, String, i64)>) -> StoreResult<Vec<DayC
 impl AnalyticsRepository for StoreTx<'_> {
     fn add_analytics(&mut self, counts: &[DayCount]) -> StoreResult<()> {
         if let Some(held) = self.held.as_deref_mut() {
-            return held.hold_analytics(counts);
+            held.hold_analytics(counts);
+            return Ok(());
         }
         let names: Vec<String> = counts.iter().map(|count| count.metric.name()).collect();
         let shard = match &*self.conn {
