@@ -470,6 +470,19 @@ pub trait SubscriptionRepository {
         shop_id: ShopId,
         entry: &NewStatusLog,
     ) -> StoreResult<StatusLog>;
+    /// Writes the whole state of a subscription of the shop and appends `entry` to its status
+    /// log, as [`Self::save_subscription`] then [`Self::insert_status_log`] do (a store may do
+    /// both in one statement). The entry as stored.
+    fn save_with_status_log(
+        &mut self,
+        shop_id: ShopId,
+        id: SubscriptionId,
+        state: &SubscriptionState,
+        entry: &NewStatusLog,
+    ) -> StoreResult<StatusLog> {
+        self.save_subscription(shop_id, id, state)?;
+        self.insert_status_log(shop_id, entry)
+    }
     /// The subscription's status log, newest first, at most `limit` entries.
     fn status_logs_of_subscription(
         &mut self,
@@ -671,6 +684,18 @@ pub trait SubscriptionOrderRepository {
         subscription_id: SubscriptionId,
         scheduled_at: Timestamp,
     ) -> StoreResult<Vec<SubscriptionOrder>>;
+    /// Every attempt of each `(subscription, order date)`, by subscription, first attempt
+    /// first: [`Self::attempts_of_date`] for many at once.
+    fn attempts_of_dates(
+        &mut self,
+        dates: &[(SubscriptionId, Timestamp)],
+    ) -> StoreResult<Vec<SubscriptionOrder>> {
+        let mut attempts = Vec::new();
+        for (subscription_id, scheduled_at) in dates {
+            attempts.extend(self.attempts_of_date(*subscription_id, *scheduled_at)?);
+        }
+        Ok(attempts)
+    }
     /// Keeps the platform order id Create Order answered for a placing attempt.
     fn set_order_platform_id(
         &mut self,

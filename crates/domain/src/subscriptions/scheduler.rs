@@ -21,7 +21,7 @@
 
 use crate::kernel::ids::ShopId;
 use crate::subscriptions::analytics::{count_order, count_saved};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
@@ -49,7 +49,9 @@ use crate::subscriptions::resources::{
 };
 use crate::subscriptions::states::{Action, ActionOutcome, NewStatusLog, take_action};
 use crate::subscriptions::topics::Topic;
-use crate::subscriptions::webhooks::{OrderAttemptShown, emit, emit_with_attempt};
+use crate::subscriptions::webhooks::{
+    OrderAttemptShown, emit, emit_each_with_attempt, emit_with_attempt,
+};
 
 /// Subscriptions claimed in one transaction.
 pub(crate) const DUE_BATCH: usize = 100;
@@ -291,9 +293,12 @@ pub(crate) fn begin_due_orders(
                 continue;
             };
             let (mut first_attempts, mut saved) = (Vec::new(), Vec::new());
-            for stored in tx.subscriptions_by_ids(shop.id, &ids)? {
+            let subscriptions = tx.subscriptions_by_ids(shop.id, &ids)?;
+            let mut earlier = earlier_attempts(tx, &subscriptions)?;
+            for stored in subscriptions {
                 handled += 1;
-                if let Some((order, now_stored)) = begin_order(tx, &shop, stored, now)?
+                let earlier = earlier.remove(&stored.id).unwrap_or_default();
+                if let Some((order, now_stored)) = begin_order(tx, &shop, stored, earlier, now)?
                     && order.attempt == 1
                 {
                     first_attempts.push(order);
@@ -303,13 +308,12 @@ pub(crate) fn begin_due_orders(
             if first_attempts.is_empty() {
                 continue;
             }
-            for (subscription, order) in resources(tx, &shop, saved, false)?
-                .into_iter()
-                .zip(&first_attempts)
-            {
+            let subscriptions = resources(tx, &shop, saved, false)?;
+            let mut shown = Vec::with_capacity(subscriptions.len());
+            for (subscription, order) in subscriptions.iter().zip(&first_attempts) {
                 // Amounts too large to charge: the placement will fail with `amount_overflow`
                 // (and say so); no notice announces amounts that will not be charged.
-                let Some(amounts) = try_charge(&subscription) else {
+                let Some(amounts) = try_charge(subscription) else {
                     log::warn!(
                         "subscription {}: no upcoming-order notice, the order's amounts are too \
                          large to charge",
@@ -318,15 +322,13 @@ pub(crate) fn begin_due_orders(
                     continue;
                 };
                 let order = order_data(order, &amounts, subscription.charged_currency.as_str());
-                emit_with_attempt(
-                    tx,
-                    &shop,
-                    Topic::SubscriptionUpcomingOrder,
-                    &subscription,
-                    &order,
-                    now,
-                )?;
+                shown.push((subscription, order));
             }
+            let notices: Vec<_> = shown
+                .iter()
+                .map(|(subscription, order)| (*subscription, order))
+                .collect();
+            emit_each_with_attempt(tx, &shop, Topic::SubscriptionUpcomingOrder, &notices, now)?;
         }
         Ok(Begun {
             begun: handled,
@@ -357,20 +359,41 @@ fn as_saved(
     }
 }
 
-/// Begins the subscription's order: the attempt, and the subscription as it now is. None when
-/// its order date was placed already (a client gave it back as `next_order_datetime`): the
-/// subscription moves on to its next date instead, and no order is placed twice.
+/// The attempts already made for each subscription's next order date, by subscription, first
+/// attempt first: one read for a claimed batch.
+fn earlier_attempts(
+    tx: &mut dyn SubscriptionRepositories,
+    subscriptions: &[StoredSubscription],
+) -> Result<HashMap<SubscriptionId, Vec<SubscriptionOrder>>, DomainError> {
+    let dates: Vec<(SubscriptionId, Timestamp)> = subscriptions
+        .iter()
+        .filter_map(|stored| Some((stored.id, stored.state.next_order_datetime?)))
+        .collect();
+    let mut earlier: HashMap<SubscriptionId, Vec<SubscriptionOrder>> = HashMap::new();
+    for attempt in tx.attempts_of_dates(&dates)? {
+        earlier
+            .entry(attempt.subscription_id)
+            .or_default()
+            .push(attempt);
+    }
+    Ok(earlier)
+}
+
+/// Begins the subscription's order: the attempt, and the subscription as it now is. `earlier`
+/// are the attempts already made for its order date. None when that date was placed already
+/// (a client gave it back as `next_order_datetime`): the subscription moves on to its next date
+/// instead, and no order is placed twice.
 fn begin_order(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
     stored: StoredSubscription,
+    earlier: Vec<SubscriptionOrder>,
     now: Timestamp,
 ) -> Result<Option<(SubscriptionOrder, StoredSubscription)>, DomainError> {
     let mut state = stored.state.clone();
     let Some(scheduled_at) = state.next_order_datetime else {
         return Ok(None);
     };
-    let earlier = tx.attempts_of_date(stored.id, scheduled_at)?;
     if earlier
         .iter()
         .any(|attempt| attempt.status == OrderAttemptStatus::Placed)
@@ -397,7 +420,7 @@ fn begin_order(
     state.subscription_status = outcome.status;
     state.status_changed_at = Some(now);
     state.updated_at = now;
-    tx.save_subscription(shop.id, stored.id, &state)?;
+    let latest = tx.save_with_status_log(shop.id, stored.id, &state, &outcome.log)?;
     count_saved(
         tx,
         shop,
@@ -406,7 +429,6 @@ fn begin_order(
         None,
         now,
     )?;
-    let latest = tx.insert_status_log(shop.id, &outcome.log)?;
     let new = NewSubscriptionOrder {
         shop_id: shop.id,
         subscription_id: stored.id,
@@ -669,6 +691,8 @@ fn read_attempt(
             .map(|(_, target)| target);
         let known_platform_order = match &order.platform_order_id {
             Some(id) => Some(id.clone()),
+            // The date's first attempt has no earlier one to have got an order.
+            None if order.attempt <= 1 => None,
             None => tx
                 .attempts_of_date(order.subscription_id, order.scheduled_at)?
                 .into_iter()
@@ -1105,7 +1129,11 @@ fn order_placed(
         logs.push(completed.log);
         topics.extend(completed.topics);
     }
-    tx.save_subscription(shop.id, id, &state)?;
+    let (first_log, later_logs) = logs.split_first().ok_or_else(|| missing_subscription(id))?;
+    let mut latest = tx.save_with_status_log(shop.id, id, &state, first_log)?;
+    for log in later_logs {
+        latest = tx.insert_status_log(shop.id, log)?;
+    }
     let mut items = stored.line_items.clone();
     for item in &advanced {
         if let Some(slot) = items.iter_mut().find(|slot| slot.id == item.id) {
@@ -1120,11 +1148,6 @@ fn order_placed(
         None,
         now,
     )?;
-    let mut latest = None;
-    for log in &logs {
-        latest = Some(tx.insert_status_log(shop.id, log)?);
-    }
-    let latest = latest.ok_or_else(|| missing_subscription(id))?;
     let saved = as_saved(stored, state, &advanced, latest);
     emit_all(tx, shop, saved, ordered(topics), order, amounts, now)
 }
@@ -1174,7 +1197,11 @@ fn order_failed(
         }
     };
     state.status_changed_at = Some(now);
-    tx.save_subscription(shop.id, id, &state)?;
+    let (first_log, later_logs) = logs.split_first().ok_or_else(|| missing_subscription(id))?;
+    let mut latest = tx.save_with_status_log(shop.id, id, &state, first_log)?;
+    for log in later_logs {
+        latest = tx.insert_status_log(shop.id, log)?;
+    }
     count_saved(
         tx,
         shop,
@@ -1183,11 +1210,6 @@ fn order_failed(
         None,
         now,
     )?;
-    let mut latest = None;
-    for log in &logs {
-        latest = Some(tx.insert_status_log(shop.id, log)?);
-    }
-    let latest = latest.ok_or_else(|| missing_subscription(id))?;
     let mut topics = Vec::with_capacity(own_topics.len() + 1);
     for topic in own_topics {
         topics.push(topic);

@@ -620,14 +620,41 @@ pub(crate) fn emit_with_attempt(
     attempt: &OrderAttemptShown,
     now: Timestamp,
 ) -> Result<(), DomainError> {
-    let payload = OrderEnvelope {
-        topic: topic.as_str().to_string(),
-        shop_identifier: shop.identifier.as_str().to_string(),
-        created_at: now,
-        data: subscription,
-        order: attempt,
-    };
-    enqueue(tx, shop, topic, &payload, now)
+    emit_each_with_attempt(tx, shop, topic, &[(subscription, attempt)], now)
+}
+
+/// [`emit_with_attempt`] for several subscriptions and their attempts, with one read of the
+/// shop's endpoints and one insert.
+pub(crate) fn emit_each_with_attempt(
+    tx: &mut dyn WebhookRepositories,
+    shop: &Shop,
+    topic: Topic,
+    attempts: &[(&Subscription, &OrderAttemptShown)],
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    if attempts.is_empty() {
+        return Ok(());
+    }
+    let payloads: Vec<_> = attempts
+        .iter()
+        .map(|(subscription, attempt)| OrderEnvelope {
+            topic: topic.as_str().to_string(),
+            shop_identifier: shop.identifier.as_str().to_string(),
+            created_at: now,
+            data: *subscription,
+            order: *attempt,
+        })
+        .collect();
+    crate::webhooks::enqueue_all_for_topic(
+        tx,
+        shop.id,
+        WebhookKind::Subscription,
+        topic.as_str(),
+        &payloads,
+        None,
+        now,
+    )?;
+    Ok(())
 }
 
 /// `subscription_order_created` for a subscription a checkout created: its `order` is the

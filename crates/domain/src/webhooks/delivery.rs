@@ -516,6 +516,10 @@ pub(crate) fn enqueue_all_for_topic(
     now: Timestamp,
 ) -> Result<Vec<MessageId>, DomainError> {
     let endpoints = tx.active_webhook_endpoints(shop_id, kind, topic)?;
+    // No one listens: nothing to write, and no payload worth serializing.
+    if endpoints.is_empty() {
+        return Ok(Vec::new());
+    }
     let texts = payloads
         .iter()
         .map(payload_text)

@@ -1310,6 +1310,50 @@ fn a_saved_subscription_reads_back_with_its_new_state(db: &impl Database) {
 }
 every_database!(a_saved_subscription_reads_back_with_its_new_state);
 
+/// The save and the entry in one: the state as written, the entry stored with its cancellation
+/// and made the latest, and another subscription of the shop left as it was.
+fn a_save_with_its_status_log_entry_writes_both(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    let (customer, address) = subscriber(db, shop.id, &fields(None, None, None));
+    let second_address = new_address(db, shop.id, customer, "Paris", false, 2);
+    let state = plain_state(customer, address, SubscriptionStatus::Active);
+    let id = insert_subscription(db, shop.id, &state, 10);
+    let other = insert_subscription(db, shop.id, &state, 11);
+    let actor = Actor {
+        kind: ActorType::Customer,
+        id: 7,
+        name: "Ada".into(),
+    };
+    let mut entry = NewStatusLog::new(
+        id,
+        SubscriptionStatus::Inactive,
+        "cancelled",
+        actor,
+        at(20),
+    );
+    entry.metadata.cancellation = Some(Cancellation {
+        reason: Some("moving".into()),
+        comment: Some("Off to Lisbon".into()),
+    });
+    let mut changed = full_state(customer, second_address, address);
+    changed.subscription_status = SubscriptionStatus::Inactive;
+    let stored = db
+        .write(|tx| Ok(tx.save_with_status_log(shop.id, id, &changed, &entry)?))
+        .unwrap();
+    assert_eq!(stored, entry.clone().stored(stored.id));
+    let after = read_subscription(db, shop.id, id);
+    assert_eq!(after.state, changed);
+    assert_eq!(after.latest_status_log, Some(stored.clone()));
+    let logs = db
+        .read(|tx| Ok(tx.status_logs_of_subscription(shop.id, id, 10)?))
+        .unwrap();
+    assert_eq!(logs, [stored]);
+    let untouched = read_subscription(db, shop.id, other);
+    assert_eq!(untouched.state, state);
+    assert_eq!(untouched.latest_status_log, None);
+}
+every_database!(a_save_with_its_status_log_entry_writes_both);
+
 pub(crate) fn rule(id: i64, number: i64, interval: IntervalType) -> BillingRule {
     BillingRule {
         id: BillingRuleId(id),

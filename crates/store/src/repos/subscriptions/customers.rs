@@ -369,10 +369,17 @@ impl SubscriptionCustomerRepository for StoreTx<'_> {
             return Ok(Vec::new());
         }
         let ids: Vec<i64> = ids.iter().map(|id| id.0).collect();
-        let rows: Vec<(AddressRow, Option<String>)> = t::table
+        let query = t::table
             .inner_join(platform_customers::table)
             .filter(t::shop_id.eq(shop_id.0))
-            .filter(t::id.eq_any(ids))
+            .into_boxed();
+        // One id as `id = $1`: PostgreSQL plans `id = ANY($1)` anew at every call (its generic
+        // plan guesses a longer array), which costs more than the read.
+        let query = match ids.as_slice() {
+            [one] => query.filter(t::id.eq(*one)),
+            _ => query.filter(t::id.eq_any(ids)),
+        };
+        let rows: Vec<(AddressRow, Option<String>)> = query
             .order(t::id.asc())
             .select((AddressRow::as_select(), platform_customers::platform_id))
             .load(self.conn)

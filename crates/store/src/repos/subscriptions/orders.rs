@@ -17,13 +17,17 @@ use mercer_domain::subscriptions::resources::SubscriptionStatus;
 
 use super::records::whole_subscriptions;
 use super::{corrupt, time};
-use crate::connection::{DbConnection, on_backend, planned_each_time};
+use crate::connection::{
+    DbConnection, KeepPrepared, on_backend, planned_each_time, statement_sites,
+};
 use crate::repos::StoreTx;
 use crate::schema::{
     shops, subscription_orders, subscription_payment_notices, subscription_resumptions,
     subscription_schedule,
 };
 use crate::store::{storable, storage_error};
+
+statement_sites!(FinishPlaced, FinishFailed);
 
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = subscription_orders)]
@@ -202,6 +206,31 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
         orders(rows)
     }
 
+    fn attempts_of_dates(
+        &mut self,
+        dates: &[(SubscriptionId, Timestamp)],
+    ) -> StoreResult<Vec<SubscriptionOrder>> {
+        use subscription_orders as t;
+        if dates.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<i64> = dates.iter().map(|(id, _)| id.0).collect();
+        let days: Vec<i64> = dates.iter().map(|(_, at)| at.as_micros()).collect();
+        // Each subscription's and each date's attempts, then only the pairs asked for.
+        let rows = t::table
+            .filter(t::subscription_id.eq_any(&ids))
+            .filter(t::scheduled_at.eq_any(&days))
+            .order((t::subscription_id.asc(), t::attempt.asc()))
+            .select(OrderRow::as_select())
+            .load(self.conn)
+            .map_err(storage_error)?;
+        let attempts = orders(rows)?;
+        Ok(attempts
+            .into_iter()
+            .filter(|attempt| dates.contains(&(attempt.subscription_id, attempt.scheduled_at)))
+            .collect())
+    }
+
     fn set_order_platform_id(
         &mut self,
         id: SubscriptionOrderId,
@@ -233,33 +262,51 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
         let placing = t::table
             .filter(t::id.eq(id.0))
             .filter(t::status.eq(PLACING));
-        let changed = match end {
+        // Kept prepared (diesel plans an UPDATE anew each time otherwise): one runs per order.
+        let ended: Vec<i64> = match end {
             OrderAttemptEnd::Placed {
                 platform_order_id,
                 platform_payment_id,
-            } => diesel::update(placing)
-                .set((
-                    t::status.eq(OrderAttemptStatus::Placed.as_str()),
-                    t::platform_order_id.eq(storable(platform_order_id).as_ref()),
-                    t::platform_payment_id.eq(platform_payment_id
-                        .as_deref()
-                        .map(|id| storable(id).into_owned())),
-                    t::finished_at.eq(now.as_micros()),
-                    t::updated_at.eq(now.as_micros()),
-                ))
-                .execute(self.conn),
-            OrderAttemptEnd::Failed { code, reason } => diesel::update(placing)
-                .set((
-                    t::status.eq(OrderAttemptStatus::Failed.as_str()),
-                    t::failure_code.eq(code.as_str()),
-                    t::failure_reason.eq(storable(reason).as_ref()),
-                    t::finished_at.eq(now.as_micros()),
-                    t::updated_at.eq(now.as_micros()),
-                ))
-                .execute(self.conn),
+            } => {
+                let platform_order_id = storable(platform_order_id);
+                let platform_payment_id = platform_payment_id
+                    .as_deref()
+                    .map(|id| storable(id).into_owned());
+                on_backend!(&mut *self.conn, |c| {
+                    KeepPrepared::<FinishPlaced, _>::new(
+                        diesel::update(placing)
+                            .set((
+                                t::status.eq(OrderAttemptStatus::Placed.as_str()),
+                                t::platform_order_id.eq(platform_order_id.as_ref()),
+                                t::platform_payment_id.eq(platform_payment_id.as_deref()),
+                                t::finished_at.eq(now.as_micros()),
+                                t::updated_at.eq(now.as_micros()),
+                            ))
+                            .returning(t::id),
+                    )
+                    .load(c)
+                })
+            }
+            OrderAttemptEnd::Failed { code, reason } => {
+                let reason = storable(reason);
+                on_backend!(&mut *self.conn, |c| {
+                    KeepPrepared::<FinishFailed, _>::new(
+                        diesel::update(placing)
+                            .set((
+                                t::status.eq(OrderAttemptStatus::Failed.as_str()),
+                                t::failure_code.eq(code.as_str()),
+                                t::failure_reason.eq(reason.as_ref()),
+                                t::finished_at.eq(now.as_micros()),
+                                t::updated_at.eq(now.as_micros()),
+                            ))
+                            .returning(t::id),
+                    )
+                    .load(c)
+                })
+            }
         }
         .map_err(storage_error)?;
-        Ok(changed == 1)
+        Ok(ended.len() == 1)
     }
 
     fn count_placing_orders(&mut self) -> StoreResult<i64> {

@@ -1,8 +1,9 @@
 //! Subscriptions, their line items and status log.
 //!
-//! A subscription row is declared in three parts (`crate::schema`, at `subscriptions`): a new
-//! one is an INSERT of `subscriptions` and an UPDATE of each other part, and reads join the row
-//! to its other parts by id through the aliases below.
+//! A subscription row is declared in several parts (`crate::schema`, at `subscriptions`), as
+//! diesel holds at most 16 columns a table: a new one is an INSERT of `subscriptions` and one
+//! UPDATE of the whole row in plain SQL, and reads join the row to its other parts by id
+//! through the aliases below.
 
 use mercer_domain::kernel::ids::ShopId;
 use std::collections::HashMap;
@@ -25,13 +26,15 @@ use mercer_domain::subscriptions::states::NewStatusLog;
 use mercer_domain::{StorageError, Timestamp};
 
 use super::{corrupt, micros, offset, time};
-use crate::connection::{DbConnection, on_backend};
+use crate::connection::{DbConnection, KeepPrepared, on_backend, statement_sites};
 use crate::repos::StoreTx;
 use crate::schema::{
     subscription_details, subscription_line_items, subscription_resumptions, subscription_schedule,
     subscription_status_logs, subscriptions,
 };
 use crate::store::storage_error;
+
+statement_sites!(SaveSubscription, SaveWithStatusLog, InsertStatusLog);
 
 // The other parts of the row under names of their own in the SQL (`"subscriptions" AS
 // "schedule"`), so the row can be joined to them by id.
@@ -381,8 +384,14 @@ fn assemble(conn: &mut DbConnection, rows: Vec<FullRow>) -> StoreResult<Vec<Stor
     // off, or a table filled faster than it analyzes), AND in a scan of every line item of the
     // shop through the group indexes: 4 ms a read at 120,000 line items, three quarters of an
     // import's time on the server (docs/benchmarks.md).
-    let item_rows: Vec<LineItemRow> = subscription_line_items::table
-        .filter(subscription_line_items::subscription_id.eq_any(&ids))
+    // One id as `= $1`: PostgreSQL plans `= ANY($1)` anew at every call (its generic plan
+    // guesses a longer array), which costs more than the read; a placement reads one.
+    let items = subscription_line_items::table.into_boxed();
+    let items = match ids.as_slice() {
+        [one] => items.filter(subscription_line_items::subscription_id.eq(*one)),
+        _ => items.filter(subscription_line_items::subscription_id.eq_any(&ids)),
+    };
+    let item_rows: Vec<LineItemRow> = items
         .order(subscription_line_items::id.asc())
         .select(LineItemRow::as_select())
         .load(conn)
@@ -396,8 +405,12 @@ fn assemble(conn: &mut DbConnection, rows: Vec<FullRow>) -> StoreResult<Vec<Stor
     }
     let mut logs: HashMap<i64, StatusLog> = HashMap::new();
     if !log_ids.is_empty() {
-        let log_rows: Vec<StatusLogRow> = subscription_status_logs::table
-            .filter(subscription_status_logs::id.eq_any(&log_ids))
+        let logs_read = subscription_status_logs::table.into_boxed();
+        let logs_read = match log_ids.as_slice() {
+            [one] => logs_read.filter(subscription_status_logs::id.eq(*one)),
+            _ => logs_read.filter(subscription_status_logs::id.eq_any(&log_ids)),
+        };
+        let log_rows: Vec<StatusLogRow> = logs_read
             .select(StatusLogRow::as_select())
             .load(conn)
             .map_err(storage_error)?;
@@ -420,76 +433,162 @@ fn json<T: serde::Serialize + ?Sized>(value: &T, what: &str) -> StoreResult<Stri
         .map_err(|error| StorageError::other(format!("{what} as JSON: {error}")))
 }
 
-/// Writes the parts of a subscription's state that are not `subscriptions`' own columns.
-fn write_other_parts(
-    conn: &mut DbConnection,
-    id: i64,
-    state: &SubscriptionState,
-) -> StoreResult<()> {
-    {
-        use subscription_schedule as t;
+/// What `UPDATE subscriptions SET` writes of a state: every column but the key, shop, creation
+/// time and latest status log entry, as `$1`…`$40`.
+macro_rules! state_columns {
+    () => {
+        "customer_id = $1, billing_address_id = $2, shipping_address_id = $3, \
+         subscription_status = $4, payment_rrule = $5, payment_rrule_text = $6, \
+         order_rrule = $7, order_rrule_text = $8, charged_currency = $9, base_currency = $10, \
+         base_to_charged_exchange_rate = $11, updated_at = $12, \
+         orders_processed = $13, current_retries = $14, next_order_datetime = $15, \
+         next_payment_datetime = $16, next_processing_datetime = $17, \
+         last_payment_datetime = $18, last_order_datetime = $19, last_processed_datetime = $20, \
+         status_changed_at = $21, placed_at = $22, skipped_dates = $23, percent_discount = $24, \
+         external_id = $25, idempotency_key = $26, idempotency_fingerprint = $27, \
+         payment_method_token = $28, payment_gateway_public_id = $29, \
+         payment_gateway_customer_id = $30, discount_code = $31, shipping_lines = $32, \
+         last_failure_code = $33, last_failure_reason = $34, last_failure_message = $35, \
+         note = $36, order_note = $37, payment_method_expires_at = $38, resume_on = $39, \
+         resume_at = $40"
+    };
+}
+
+/// A subscription's state in one UPDATE of its row, the id as `$41` and the shop as `$42`. One
+/// statement rather than one per declaration of the row: each UPDATE of a PostgreSQL row
+/// writes a new version of all of it, and a renewal saves every subscription twice.
+const SAVE_SQL: &str = concat!(
+    "UPDATE subscriptions SET ",
+    state_columns!(),
+    " WHERE id = $41 AND shop_id = $42 RETURNING id"
+);
+
+/// [`SAVE_SQL`] and a status log entry (`$43`…`$50`) made the row's latest, in one statement
+/// (PostgreSQL): the row gets one new version, not two.
+const SAVE_WITH_LOG_SQL: &str = concat!(
+    "WITH log AS (INSERT INTO subscription_status_logs (shop_id, subscription_id, \
+     subscription_status, reason, actor_type, actor_id, actor_name, created_at, \
+     cancellation_reason, cancellation_comment) \
+     VALUES ($42, $41, $43, $44, $45, $46, $47, $48, $49, $50) RETURNING id), \
+     saved AS (UPDATE subscriptions SET ",
+    state_columns!(),
+    ", latest_status_log_id = (SELECT id FROM log) WHERE id = $41 AND shop_id = $42 \
+     RETURNING id) SELECT id FROM log"
+);
+
+/// The values of [`state_columns!`] that are not the state's fields as they are.
+struct RowValues<'a> {
+    skipped: String,
+    shipping_lines: String,
+    failure_message: Option<&'a str>,
+    expires_at: Option<i64>,
+    resume_on: Option<String>,
+    resume_at: Option<i64>,
+}
+
+impl<'a> RowValues<'a> {
+    fn of(state: &'a SubscriptionState) -> StoreResult<RowValues<'a>> {
         let skipped: Vec<i64> = state
             .skipped_dates
             .iter()
             .map(|at| at.as_micros())
             .collect();
-        diesel::update(t::table.filter(t::id.eq(id)))
-            .set((
-                t::orders_processed.eq(state.orders_processed),
-                t::current_retries.eq(state.current_retries),
-                t::next_order_datetime.eq(micros(state.next_order_datetime)),
-                t::next_payment_datetime.eq(micros(state.next_payment_datetime)),
-                t::next_processing_datetime.eq(micros(state.next_processing_datetime)),
-                t::last_payment_datetime.eq(micros(state.last_payment_datetime)),
-                t::last_order_datetime.eq(micros(state.last_order_datetime)),
-                t::last_processed_datetime.eq(micros(state.last_processed_datetime)),
-                t::status_changed_at.eq(micros(state.status_changed_at)),
-                t::placed_at.eq(micros(state.placed_at)),
-                t::skipped_dates.eq(json(&skipped, "skipped dates")?),
-                t::percent_discount.eq(state.percent_discount),
-            ))
-            .execute(conn)
-            .map_err(storage_error)?;
+        Ok(RowValues {
+            skipped: json(&skipped, "skipped dates")?,
+            shipping_lines: json(&state.shipping_lines, "shipping lines")?,
+            failure_message: state
+                .last_failure_details
+                .as_ref()
+                .map(|failure| failure.message.as_str()),
+            expires_at: state
+                .payment_method_expires_at
+                .map(|expiry| expiry.expires_at().as_micros()),
+            resume_on: state.resume_on.map(|resume| resume.day()),
+            resume_at: state.resume_on.map(|resume| resume.at.as_micros()),
+        })
     }
-    {
-        use subscription_details as t;
-        diesel::update(t::table.filter(t::id.eq(id)))
-            .set((
-                t::external_id.eq(state.external_id.as_deref()),
-                t::idempotency_key.eq(state.idempotency_key.as_deref()),
-                t::idempotency_fingerprint.eq(state.idempotency_fingerprint.as_deref()),
-                t::payment_method_token.eq(state.payment_method_token.as_deref()),
-                t::payment_gateway_public_id.eq(state.payment_gateway_public_id.as_deref()),
-                t::payment_gateway_customer_id.eq(state.payment_gateway_customer_id.as_deref()),
-                t::discount_code.eq(state.discount_code.as_deref()),
-                t::shipping_lines.eq(json(&state.shipping_lines, "shipping lines")?),
-                t::last_failure_code.eq(state.last_failure_code.as_deref()),
-                t::last_failure_reason.eq(state.last_failure_reason.as_deref()),
-                t::last_failure_message.eq(state
-                    .last_failure_details
-                    .as_ref()
-                    .map(|failure| failure.message.as_str())),
-                t::note.eq(state.note.as_deref()),
-                t::order_note.eq(state.order_note.as_deref()),
-                t::payment_method_expires_at.eq(state
-                    .payment_method_expires_at
-                    .map(|expiry| expiry.expires_at().as_micros())),
+}
+
+/// Binds `$1`…`$42` of [`SAVE_SQL`] (and [`SAVE_WITH_LOG_SQL`]) to a boxed SQL query.
+macro_rules! bind_row {
+    ($query:expr, $state:expr, $values:expr, $id:expr, $shop_id:expr) => {{
+        use diesel::sql_types::{BigInt, Double, Nullable, Text};
+        let (state, values): (&SubscriptionState, &RowValues<'_>) = ($state, $values);
+        $query
+            .bind::<BigInt, _>(state.customer_id.0)
+            .bind::<BigInt, _>(state.billing_address_id.0)
+            .bind::<BigInt, _>(state.shipping_address_id.0)
+            .bind::<Text, _>(state.subscription_status.as_str())
+            .bind::<Text, _>(state.payment_rrule.as_str())
+            .bind::<Text, _>(state.payment_rrule_text.as_str())
+            .bind::<Text, _>(state.order_rrule.as_str())
+            .bind::<Text, _>(state.order_rrule_text.as_str())
+            .bind::<Text, _>(state.charged_currency.as_str())
+            .bind::<Text, _>(state.base_currency.as_str())
+            .bind::<Double, _>(state.base_to_charged_exchange_rate)
+            .bind::<BigInt, _>(state.updated_at.as_micros())
+            .bind::<BigInt, _>(state.orders_processed)
+            .bind::<BigInt, _>(state.current_retries)
+            .bind::<Nullable<BigInt>, _>(micros(state.next_order_datetime))
+            .bind::<Nullable<BigInt>, _>(micros(state.next_payment_datetime))
+            .bind::<Nullable<BigInt>, _>(micros(state.next_processing_datetime))
+            .bind::<Nullable<BigInt>, _>(micros(state.last_payment_datetime))
+            .bind::<Nullable<BigInt>, _>(micros(state.last_order_datetime))
+            .bind::<Nullable<BigInt>, _>(micros(state.last_processed_datetime))
+            .bind::<Nullable<BigInt>, _>(micros(state.status_changed_at))
+            .bind::<Nullable<BigInt>, _>(micros(state.placed_at))
+            .bind::<Text, _>(values.skipped.as_str())
+            .bind::<Double, _>(state.percent_discount)
+            .bind::<Nullable<Text>, _>(state.external_id.as_deref())
+            .bind::<Nullable<Text>, _>(state.idempotency_key.as_deref())
+            .bind::<Nullable<Text>, _>(state.idempotency_fingerprint.as_deref())
+            .bind::<Nullable<Text>, _>(state.payment_method_token.as_deref())
+            .bind::<Nullable<Text>, _>(state.payment_gateway_public_id.as_deref())
+            .bind::<Nullable<Text>, _>(state.payment_gateway_customer_id.as_deref())
+            .bind::<Nullable<Text>, _>(state.discount_code.as_deref())
+            .bind::<Text, _>(values.shipping_lines.as_str())
+            .bind::<Nullable<Text>, _>(state.last_failure_code.as_deref())
+            .bind::<Nullable<Text>, _>(state.last_failure_reason.as_deref())
+            .bind::<Nullable<Text>, _>(values.failure_message)
+            .bind::<Nullable<Text>, _>(state.note.as_deref())
+            .bind::<Nullable<Text>, _>(state.order_note.as_deref())
+            .bind::<Nullable<BigInt>, _>(values.expires_at)
+            .bind::<Nullable<Text>, _>(values.resume_on.as_deref())
+            .bind::<Nullable<BigInt>, _>(values.resume_at)
+            .bind::<BigInt, _>($id)
+            .bind::<BigInt, _>($shop_id)
+    }};
+}
+
+/// Writes `state` to the subscription's row in one statement ([`SAVE_SQL`]), kept prepared;
+/// how many rows it changed (0 when the shop has no such subscription).
+fn write_whole_row(
+    conn: &mut DbConnection,
+    shop_id: i64,
+    id: i64,
+    state: &SubscriptionState,
+) -> StoreResult<usize> {
+    let values = RowValues::of(state)?;
+    macro_rules! save {
+        ($c:expr, $backend:ty) => {
+            KeepPrepared::<SaveSubscription, _>::new(bind_row!(
+                diesel::sql_query(SAVE_SQL).into_boxed::<$backend>(),
+                state,
+                &values,
+                id,
+                shop_id
             ))
-            .execute(conn)
-            .map_err(storage_error)?;
+            .load::<IdRow>($c)
+        };
     }
-    {
-        use subscription_resumptions as t;
-        let resume_on = state.resume_on.map(|resume| resume.day());
-        diesel::update(t::table.filter(t::id.eq(id)))
-            .set((
-                t::resume_on.eq(resume_on),
-                t::resume_at.eq(state.resume_on.map(|resume| resume.at.as_micros())),
-            ))
-            .execute(conn)
-            .map_err(storage_error)?;
+    match conn {
+        // SQLite numbers `$name` parameters in the order they first appear, here `$1`…`$42`,
+        // so both run the same text.
+        DbConnection::Sqlite(c) => save!(c, diesel::sqlite::Sqlite),
+        DbConnection::Pg(c) => save!(c, diesel::pg::Pg),
     }
-    Ok(())
+    .map(|rows| rows.len())
+    .map_err(storage_error)
 }
 
 /// `subscriptions`' own columns of a state but the key, shop and creation time.
@@ -554,7 +653,7 @@ impl SubscriptionRepository for StoreTx<'_> {
         .map_err(storage_error)?;
         // A second subscription with the shop's idempotency key fails here, on the unique
         // index: a unique violation.
-        write_other_parts(self.conn, id, state)?;
+        write_whole_row(self.conn, shop_id.0, id, state)?;
         for item in line_items {
             use subscription_line_items as t;
             let values = (
@@ -588,20 +687,50 @@ impl SubscriptionRepository for StoreTx<'_> {
         id: SubscriptionId,
         state: &SubscriptionState,
     ) -> StoreResult<bool> {
-        let id = id.0;
-        let changed = diesel::update(
-            subscriptions::table
-                .filter(subscriptions::id.eq(id))
-                .filter(subscriptions::shop_id.eq(shop_id.0)),
+        Ok(write_whole_row(self.conn, shop_id.0, id.0, state)? == 1)
+    }
+
+    fn save_with_status_log(
+        &mut self,
+        shop_id: ShopId,
+        id: SubscriptionId,
+        state: &SubscriptionState,
+        entry: &NewStatusLog,
+    ) -> StoreResult<StatusLog> {
+        let DbConnection::Pg(c) = &mut *self.conn else {
+            // SQLite runs in the process: two statements cost about what one does.
+            self.save_subscription(shop_id, id, state)?;
+            return self.insert_status_log(shop_id, entry);
+        };
+        use diesel::sql_types::{BigInt, Nullable, Text};
+        let values = RowValues::of(state)?;
+        let actor = &entry.metadata.user;
+        let cancellation = entry.metadata.cancellation.as_ref();
+        let actor_type = actor_type_name(actor.kind)?;
+        let rows: Vec<IdRow> = KeepPrepared::<SaveWithStatusLog, _>::new(
+            bind_row!(
+                diesel::sql_query(SAVE_WITH_LOG_SQL).into_boxed::<diesel::pg::Pg>(),
+                state,
+                &values,
+                id.0,
+                shop_id.0
+            )
+            .bind::<Text, _>(entry.subscription_status.as_str())
+            .bind::<Text, _>(entry.reason.as_str())
+            .bind::<Text, _>(actor_type.as_str())
+            .bind::<BigInt, _>(actor.id)
+            .bind::<Text, _>(actor.name.as_str())
+            .bind::<BigInt, _>(entry.created_at.as_micros())
+            .bind::<Nullable<Text>, _>(cancellation.and_then(|c| c.reason.as_deref()))
+            .bind::<Nullable<Text>, _>(cancellation.and_then(|c| c.comment.as_deref())),
         )
-        .set(own_columns!(state))
-        .execute(self.conn)
+        .load(c)
         .map_err(storage_error)?;
-        if changed != 1 {
-            return Ok(false);
-        }
-        write_other_parts(self.conn, id, state)?;
-        Ok(true)
+        let log_id = rows
+            .first()
+            .map(|row| row.id)
+            .ok_or_else(|| StorageError::other("a status log entry got no id"))?;
+        Ok(entry.clone().stored(StatusLogId(log_id)))
     }
 
     fn update_line_item(
@@ -667,35 +796,69 @@ impl SubscriptionRepository for StoreTx<'_> {
         use subscription_status_logs as t;
         let actor = &entry.metadata.user;
         let cancellation = entry.metadata.cancellation.as_ref();
-        let values = (
-            t::shop_id.eq(shop_id.0),
-            t::subscription_id.eq(entry.subscription_id.0),
-            t::subscription_status.eq(entry.subscription_status.as_str()),
-            t::reason.eq(entry.reason.as_str()),
-            t::actor_type.eq(actor_type_name(actor.kind)?),
-            t::actor_id.eq(actor.id),
-            t::actor_name.eq(actor.name.as_str()),
-            t::created_at.eq(entry.created_at.as_micros()),
-            (
-                t::cancellation_reason.eq(cancellation.and_then(|c| c.reason.as_deref())),
-                t::cancellation_comment.eq(cancellation.and_then(|c| c.comment.as_deref())),
-            ),
-        );
-        let id: i64 = on_backend!(&mut *self.conn, |c| {
-            diesel::insert_into(t::table)
-                .values(values)
-                .returning(t::id)
-                .get_result(c)
-        })
-        .map_err(storage_error)?;
-        diesel::update(
-            subscriptions::table
-                .filter(subscriptions::id.eq(entry.subscription_id.0))
-                .filter(subscriptions::shop_id.eq(shop_id.0)),
-        )
-        .set(subscriptions::latest_status_log_id.eq(Some(id)))
-        .execute(self.conn)
-        .map_err(storage_error)?;
+        let actor_type = actor_type_name(actor.kind)?;
+        let id = match &mut *self.conn {
+            DbConnection::Pg(c) => {
+                use diesel::sql_types::{BigInt, Nullable, Text};
+                // One round trip: the entry and the row's pointer to it.
+                let rows: Vec<IdRow> = KeepPrepared::<InsertStatusLog, _>::new(
+                    diesel::sql_query(
+                        "WITH log AS (INSERT INTO subscription_status_logs (shop_id, \
+                     subscription_id, subscription_status, reason, actor_type, actor_id, \
+                     actor_name, created_at, cancellation_reason, cancellation_comment) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id), \
+                     latest AS (UPDATE subscriptions SET latest_status_log_id = \
+                     (SELECT id FROM log) WHERE id = $2 AND shop_id = $1) \
+                     SELECT id FROM log",
+                    )
+                    .bind::<BigInt, _>(shop_id.0)
+                    .bind::<BigInt, _>(entry.subscription_id.0)
+                    .bind::<Text, _>(entry.subscription_status.as_str())
+                    .bind::<Text, _>(entry.reason.as_str())
+                    .bind::<Text, _>(actor_type.as_str())
+                    .bind::<BigInt, _>(actor.id)
+                    .bind::<Text, _>(actor.name.as_str())
+                    .bind::<BigInt, _>(entry.created_at.as_micros())
+                    .bind::<Nullable<Text>, _>(cancellation.and_then(|c| c.reason.as_deref()))
+                    .bind::<Nullable<Text>, _>(cancellation.and_then(|c| c.comment.as_deref())),
+                )
+                .load(c)
+                .map_err(storage_error)?;
+                rows.first()
+                    .map(|row| row.id)
+                    .ok_or_else(|| StorageError::other("a status log entry got no id"))?
+            }
+            DbConnection::Sqlite(c) => {
+                let values = (
+                    t::shop_id.eq(shop_id.0),
+                    t::subscription_id.eq(entry.subscription_id.0),
+                    t::subscription_status.eq(entry.subscription_status.as_str()),
+                    t::reason.eq(entry.reason.as_str()),
+                    t::actor_type.eq(actor_type.as_str()),
+                    t::actor_id.eq(actor.id),
+                    t::actor_name.eq(actor.name.as_str()),
+                    t::created_at.eq(entry.created_at.as_micros()),
+                    (
+                        t::cancellation_reason.eq(cancellation.and_then(|c| c.reason.as_deref())),
+                        t::cancellation_comment.eq(cancellation.and_then(|c| c.comment.as_deref())),
+                    ),
+                );
+                let id: i64 = diesel::insert_into(t::table)
+                    .values(values)
+                    .returning(t::id)
+                    .get_result(c)
+                    .map_err(storage_error)?;
+                diesel::update(
+                    subscriptions::table
+                        .filter(subscriptions::id.eq(entry.subscription_id.0))
+                        .filter(subscriptions::shop_id.eq(shop_id.0)),
+                )
+                .set(subscriptions::latest_status_log_id.eq(Some(id)))
+                .execute(c)
+                .map_err(storage_error)?;
+                id
+            }
+        };
         Ok(entry.clone().stored(StatusLogId(id)))
     }
 
