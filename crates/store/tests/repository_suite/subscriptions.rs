@@ -1324,13 +1324,7 @@ fn a_save_with_its_status_log_entry_writes_both(db: &impl Database) {
         id: 7,
         name: "Ada".into(),
     };
-    let mut entry = NewStatusLog::new(
-        id,
-        SubscriptionStatus::Inactive,
-        "cancelled",
-        actor,
-        at(20),
-    );
+    let mut entry = NewStatusLog::new(id, SubscriptionStatus::Inactive, "cancelled", actor, at(20));
     entry.metadata.cancellation = Some(Cancellation {
         reason: Some("moving".into()),
         comment: Some("Off to Lisbon".into()),
