@@ -560,6 +560,33 @@ macro_rules! bind_row {
     }};
 }
 
+/// Binds a status log entry's own values (its status, reason, actor, time and cancellation),
+/// in the order both status log statements take them, after their other binds.
+macro_rules! bind_entry {
+    ($query:expr, $entry:expr, $actor_type:expr) => {{
+        use diesel::sql_types::{BigInt, Nullable, Text};
+        let (entry, actor_type): (&NewStatusLog, &String) = ($entry, $actor_type);
+        let actor = &entry.metadata.user;
+        let cancellation = entry.metadata.cancellation.as_ref();
+        $query
+            .bind::<Text, _>(entry.subscription_status.as_str())
+            .bind::<Text, _>(entry.reason.as_str())
+            .bind::<Text, _>(actor_type.as_str())
+            .bind::<BigInt, _>(actor.id)
+            .bind::<Text, _>(actor.name.as_str())
+            .bind::<BigInt, _>(entry.created_at.as_micros())
+            .bind::<Nullable<Text>, _>(cancellation.and_then(|c| c.reason.as_deref()))
+            .bind::<Nullable<Text>, _>(cancellation.and_then(|c| c.comment.as_deref()))
+    }};
+}
+
+/// The id a status log statement answered for its entry.
+fn entry_id(rows: &[IdRow]) -> StoreResult<i64> {
+    rows.first()
+        .map(|row| row.id)
+        .ok_or_else(|| StorageError::other("a status log entry got no id"))
+}
+
 /// Writes `state` to the subscription's row in one statement ([`SAVE_SQL`]), kept prepared;
 /// how many rows it changed (0 when the shop has no such subscription).
 fn write_whole_row(
@@ -702,34 +729,22 @@ impl SubscriptionRepository for StoreTx<'_> {
             self.save_subscription(shop_id, id, state)?;
             return self.insert_status_log(shop_id, entry);
         };
-        use diesel::sql_types::{BigInt, Nullable, Text};
         let values = RowValues::of(state)?;
-        let actor = &entry.metadata.user;
-        let cancellation = entry.metadata.cancellation.as_ref();
-        let actor_type = actor_type_name(actor.kind)?;
-        let rows: Vec<IdRow> = KeepPrepared::<SaveWithStatusLog, _>::new(
+        let actor_type = actor_type_name(entry.metadata.user.kind)?;
+        let rows: Vec<IdRow> = KeepPrepared::<SaveWithStatusLog, _>::new(bind_entry!(
             bind_row!(
                 diesel::sql_query(SAVE_WITH_LOG_SQL).into_boxed::<diesel::pg::Pg>(),
                 state,
                 &values,
                 id.0,
                 shop_id.0
-            )
-            .bind::<Text, _>(entry.subscription_status.as_str())
-            .bind::<Text, _>(entry.reason.as_str())
-            .bind::<Text, _>(actor_type.as_str())
-            .bind::<BigInt, _>(actor.id)
-            .bind::<Text, _>(actor.name.as_str())
-            .bind::<BigInt, _>(entry.created_at.as_micros())
-            .bind::<Nullable<Text>, _>(cancellation.and_then(|c| c.reason.as_deref()))
-            .bind::<Nullable<Text>, _>(cancellation.and_then(|c| c.comment.as_deref())),
-        )
+            ),
+            entry,
+            &actor_type
+        ))
         .load(c)
         .map_err(storage_error)?;
-        let log_id = rows
-            .first()
-            .map(|row| row.id)
-            .ok_or_else(|| StorageError::other("a status log entry got no id"))?;
+        let log_id = entry_id(&rows)?;
         Ok(entry.clone().stored(StatusLogId(log_id)))
     }
 
@@ -799,34 +814,24 @@ impl SubscriptionRepository for StoreTx<'_> {
         let actor_type = actor_type_name(actor.kind)?;
         let id = match &mut *self.conn {
             DbConnection::Pg(c) => {
-                use diesel::sql_types::{BigInt, Nullable, Text};
+                use diesel::sql_types::BigInt;
                 // One round trip: the entry and the row's pointer to it.
-                let rows: Vec<IdRow> = KeepPrepared::<InsertStatusLog, _>::new(
-                    diesel::sql_query(
-                        "WITH log AS (INSERT INTO subscription_status_logs (shop_id, \
+                let query = diesel::sql_query(
+                    "WITH log AS (INSERT INTO subscription_status_logs (shop_id, \
                      subscription_id, subscription_status, reason, actor_type, actor_id, \
                      actor_name, created_at, cancellation_reason, cancellation_comment) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id), \
                      latest AS (UPDATE subscriptions SET latest_status_log_id = \
                      (SELECT id FROM log) WHERE id = $2 AND shop_id = $1) \
                      SELECT id FROM log",
-                    )
-                    .bind::<BigInt, _>(shop_id.0)
-                    .bind::<BigInt, _>(entry.subscription_id.0)
-                    .bind::<Text, _>(entry.subscription_status.as_str())
-                    .bind::<Text, _>(entry.reason.as_str())
-                    .bind::<Text, _>(actor_type.as_str())
-                    .bind::<BigInt, _>(actor.id)
-                    .bind::<Text, _>(actor.name.as_str())
-                    .bind::<BigInt, _>(entry.created_at.as_micros())
-                    .bind::<Nullable<Text>, _>(cancellation.and_then(|c| c.reason.as_deref()))
-                    .bind::<Nullable<Text>, _>(cancellation.and_then(|c| c.comment.as_deref())),
                 )
-                .load(c)
-                .map_err(storage_error)?;
-                rows.first()
-                    .map(|row| row.id)
-                    .ok_or_else(|| StorageError::other("a status log entry got no id"))?
+                .bind::<BigInt, _>(shop_id.0)
+                .bind::<BigInt, _>(entry.subscription_id.0);
+                let rows: Vec<IdRow> =
+                    KeepPrepared::<InsertStatusLog, _>::new(bind_entry!(query, entry, &actor_type))
+                        .load(c)
+                        .map_err(storage_error)?;
+                entry_id(&rows)?
             }
             DbConnection::Sqlite(c) => {
                 let values = (
