@@ -153,7 +153,7 @@ fn deleting_a_shop_deletes_its_endpoints_and_cancels_their_messages(backend: Bac
             .read(|tx| Ok(tx.active_webhook_endpoints(
                 gone.id,
                 WebhookKind::Subscription,
-                "subscription_created"
+                &["subscription_created"]
             )?))
             .unwrap()
             .is_empty()

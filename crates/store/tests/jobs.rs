@@ -186,6 +186,54 @@ fn unique_keys_coalesce_and_a_running_job_runs_again(backend: Backend) {
     );
 }
 
+fn jobs_enqueued_together_are_new_or_coalesced_as_one_at_a_time(backend: Backend) {
+    let (_db, store) = TestDatabase::migrated(backend);
+    let held = enqueue(&store, &new_job("test.a", Some("held"), at(100))).id();
+    let batch = [
+        new_job("test.a", Some("one"), at(10)),
+        new_job("test.a", Some("held"), at(40)),
+        new_job("test.a", Some("two"), at(20)),
+    ];
+    let answers = store
+        .write(|tx| Ok(tx.enqueue_jobs(&batch, at(0))?))
+        .unwrap();
+    assert_eq!(answers.len(), 3);
+    assert!(matches!(answers[0], Enqueued::New(_)), "{answers:?}");
+    assert_eq!(
+        answers[1],
+        Enqueued::Coalesced(held),
+        "the held key folds in"
+    );
+    assert!(matches!(answers[2], Enqueued::New(_)), "{answers:?}");
+    assert_ne!(answers[0].id(), answers[2].id());
+    let one = job(&store, answers[0].id()).unwrap();
+    let two = job(&store, answers[2].id()).unwrap();
+    assert_eq!(
+        (one.unique_key.as_deref(), one.run_at, one.state),
+        (Some("one"), at(10), JobState::Queued),
+        "each id answers its own job"
+    );
+    assert_eq!(
+        (two.unique_key.as_deref(), two.run_at),
+        (Some("two"), at(20))
+    );
+    assert_eq!(
+        job(&store, held).unwrap().run_at,
+        at(40),
+        "the soonest wins"
+    );
+    // Keys repeated within one call: the second folds into the first, as one at a time.
+    let twice = [
+        new_job("test.a", Some("again"), at(30)),
+        new_job("test.a", Some("again"), at(5)),
+    ];
+    let answers = store
+        .write(|tx| Ok(tx.enqueue_jobs(&twice, at(0))?))
+        .unwrap();
+    assert_eq!(answers[1], Enqueued::Coalesced(answers[0].id()));
+    assert_eq!(job(&store, answers[0].id()).unwrap().run_at, at(5));
+}
+
 fn recurring_jobs_come_back_and_enqueues_roll_back_with_their_transaction(backend: Backend) {
     let (_db, store) = TestDatabase::migrated(backend);
     let id = enqueue(&store, &new_job("test.a", Some("tick"), at(0))).id();
@@ -523,6 +571,7 @@ backend_tests!(
     jobs_are_claimed_leased_and_deleted_when_done,
     a_job_whose_lease_ran_out_is_claimed_again,
     unique_keys_coalesce_and_a_running_job_runs_again,
+    jobs_enqueued_together_are_new_or_coalesced_as_one_at_a_time,
     recurring_jobs_come_back_and_enqueues_roll_back_with_their_transaction,
     failed_runs_back_off_and_operators_retry_and_cancel,
     concurrent_claimers_never_share_a_job,

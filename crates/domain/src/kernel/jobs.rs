@@ -313,6 +313,11 @@ pub struct JobCount {
 pub trait JobRepository {
     /// Inserts a job, or coalesces it into the unfinished job with its unique key.
     fn enqueue_job(&mut self, job: &NewJob, now: Timestamp) -> StoreResult<Enqueued>;
+    /// [`Self::enqueue_job`] for each of `jobs`, answered in their order; a store may insert
+    /// them in one statement.
+    fn enqueue_jobs(&mut self, jobs: &[NewJob], now: Timestamp) -> StoreResult<Vec<Enqueued>> {
+        jobs.iter().map(|job| self.enqueue_job(job, now)).collect()
+    }
     /// Claims up to `limit` due jobs of `kinds` (queued, or running with an ended lease) for
     /// `worker` until `lease_until`, counting an attempt. A job whose ended lease was its
     /// last attempt is failed instead. PostgreSQL: `FOR UPDATE SKIP LOCKED`.
@@ -499,21 +504,42 @@ pub fn enqueue<J: JobPayload>(
     run_at: Timestamp,
     now: Timestamp,
 ) -> Result<Enqueued, DomainError> {
+    Ok(tx.enqueue_job(&new_job(shop_id, job, run_at)?, now)?)
+}
+
+/// [`enqueue`] for each of `jobs`, in one statement where the store can.
+pub fn enqueue_each<J: JobPayload>(
+    tx: &mut (impl JobRepository + ?Sized),
+    shop_id: Option<ShopId>,
+    jobs: &[J],
+    run_at: Timestamp,
+    now: Timestamp,
+) -> Result<Vec<Enqueued>, DomainError> {
+    let new = jobs
+        .iter()
+        .map(|job| new_job(shop_id, job, run_at))
+        .collect::<Result<Vec<NewJob>, DomainError>>()?;
+    Ok(tx.enqueue_jobs(&new, now)?)
+}
+
+/// The row of `job` to enqueue, with the request and trace it is made in.
+fn new_job<J: JobPayload>(
+    shop_id: Option<ShopId>,
+    job: &J,
+    run_at: Timestamp,
+) -> Result<NewJob, DomainError> {
     let payload = serde_json::to_string(job)
         .map_err(|error| StorageError::other(format!("a {} job: {error}", J::KIND)))?;
-    Ok(tx.enqueue_job(
-        &NewJob {
-            kind: J::KIND,
-            payload,
-            unique_key: job.unique_key(),
-            run_at,
-            max_attempts: J::MAX_ATTEMPTS,
-            shop_id,
-            request_id: current_request_id().map(|id| id.to_string()),
-            trace_parent: current_trace_parent(),
-        },
-        now,
-    )?)
+    Ok(NewJob {
+        kind: J::KIND,
+        payload,
+        unique_key: job.unique_key(),
+        run_at,
+        max_attempts: J::MAX_ATTEMPTS,
+        shop_id,
+        request_id: current_request_id().map(|id| id.to_string()),
+        trace_parent: current_trace_parent(),
+    })
 }
 
 #[cfg(test)]

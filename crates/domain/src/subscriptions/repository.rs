@@ -673,6 +673,17 @@ pub trait SubscriptionOrderRepository {
         &mut self,
         order: &NewSubscriptionOrder,
     ) -> StoreResult<SubscriptionOrderId>;
+    /// [`Self::insert_subscription_order`] for each of `orders`; their ids in the same order.
+    /// A store may insert them in one statement.
+    fn insert_subscription_orders(
+        &mut self,
+        orders: &[NewSubscriptionOrder],
+    ) -> StoreResult<Vec<SubscriptionOrderId>> {
+        orders
+            .iter()
+            .map(|order| self.insert_subscription_order(order))
+            .collect()
+    }
     /// The attempt of this id, of any shop; `None` when there is none.
     fn subscription_order(
         &mut self,
@@ -703,13 +714,14 @@ pub trait SubscriptionOrderRepository {
         platform_order_id: &str,
         now: Timestamp,
     ) -> StoreResult<()>;
-    /// Ends a placing attempt; false (and nothing written) when it is not placing any more.
+    /// Ends a placing attempt and answers it as ended; None (and nothing written) when it is not
+    /// placing any more.
     fn finish_subscription_order(
         &mut self,
         id: SubscriptionOrderId,
         end: &OrderAttemptEnd,
         now: Timestamp,
-    ) -> StoreResult<bool>;
+    ) -> StoreResult<Option<SubscriptionOrder>>;
     /// How many attempts are placing now, of every shop.
     fn count_placing_orders(&mut self) -> StoreResult<i64>;
     /// Attempts still placing that began before `before`, oldest first.

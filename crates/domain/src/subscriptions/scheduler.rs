@@ -29,7 +29,7 @@ use crate::access::shop::Shop;
 use crate::kernel::activity::{Activity, record_one};
 use crate::kernel::error::{DomainError, StorageError};
 use crate::kernel::ids::{SubscriptionId, SubscriptionOrderId};
-use crate::kernel::jobs::{Enqueued, JobControl, JobFailure, JobPayload, enqueue};
+use crate::kernel::jobs::{Enqueued, JobControl, JobFailure, JobPayload, enqueue, enqueue_each};
 use crate::kernel::time::{Clock, Timestamp};
 use crate::platform::connector::{ConnectorTarget, PlatformConnector};
 use crate::platform::destinations::{Topic as DestinationTopic, live_target};
@@ -50,7 +50,7 @@ use crate::subscriptions::resources::{
 use crate::subscriptions::states::{Action, ActionOutcome, NewStatusLog, take_action};
 use crate::subscriptions::topics::Topic;
 use crate::subscriptions::webhooks::{
-    OrderAttemptShown, emit, emit_each_with_attempt, emit_with_attempt,
+    OrderAttemptShown, emit, emit_about_attempt, emit_each_with_attempt,
 };
 
 /// Subscriptions claimed in one transaction.
@@ -292,19 +292,23 @@ pub(crate) fn begin_due_orders(
             let Some(shop) = tx.shop_by_id(shop_id)? else {
                 continue;
             };
-            let (mut first_attempts, mut saved) = (Vec::new(), Vec::new());
+            let (mut attempts, mut saved) = (Vec::new(), Vec::new());
             let subscriptions = tx.subscriptions_by_ids(shop.id, &ids)?;
             let mut earlier = earlier_attempts(tx, &subscriptions)?;
             for stored in subscriptions {
                 handled += 1;
                 let earlier = earlier.remove(&stored.id).unwrap_or_default();
-                if let Some((order, now_stored)) = begin_order(tx, &shop, stored, earlier, now)?
-                    && order.attempt == 1
-                {
-                    first_attempts.push(order);
+                if let Some((attempt, now_stored)) = begin_order(tx, &shop, stored, earlier, now)? {
+                    attempts.push(attempt);
                     saved.push(now_stored);
                 }
             }
+            let (first_attempts, saved): (Vec<_>, Vec<_>) =
+                store_attempts(tx, &shop, &attempts, now)?
+                    .into_iter()
+                    .zip(saved)
+                    .filter(|(order, _)| order.attempt == 1)
+                    .unzip();
             if first_attempts.is_empty() {
                 continue;
             }
@@ -379,17 +383,18 @@ fn earlier_attempts(
     Ok(earlier)
 }
 
-/// Begins the subscription's order: the attempt, and the subscription as it now is. `earlier`
-/// are the attempts already made for its order date. None when that date was placed already
-/// (a client gave it back as `next_order_datetime`): the subscription moves on to its next date
-/// instead, and no order is placed twice.
+/// Begins the subscription's order: the subscription is `processing`, and the attempt to store
+/// ([`store_attempts`]) is answered with the subscription as it now is. `earlier` are the
+/// attempts already made for its order date. None when that date was placed already (a client
+/// gave it back as `next_order_datetime`): the subscription moves on to its next date instead,
+/// and no order is placed twice.
 fn begin_order(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
     stored: StoredSubscription,
     earlier: Vec<SubscriptionOrder>,
     now: Timestamp,
-) -> Result<Option<(SubscriptionOrder, StoredSubscription)>, DomainError> {
+) -> Result<Option<(NewSubscriptionOrder, StoredSubscription)>, DomainError> {
     let mut state = stored.state.clone();
     let Some(scheduled_at) = state.next_order_datetime else {
         return Ok(None);
@@ -438,30 +443,50 @@ fn begin_order(
         due_at,
         created_at: now,
     };
-    let id = tx.insert_subscription_order(&new)?;
-    let job = OrderJob {
-        order_id: id,
-        resumed: false,
-    };
-    enqueue(tx, Some(shop.id), &job, now, now)?;
-    let order = SubscriptionOrder {
-        id,
-        shop_id: new.shop_id,
-        subscription_id: new.subscription_id,
-        scheduled_at,
-        attempt,
-        idempotency_key: new.idempotency_key,
-        status: OrderAttemptStatus::Placing,
-        due_at,
-        platform_order_id: None,
-        platform_payment_id: None,
-        failure_code: None,
-        failure_reason: None,
-        finished_at: None,
-        created_at: now,
-        updated_at: now,
-    };
-    Ok(Some((order, as_saved(stored, state, &[], latest))))
+    Ok(Some((new, as_saved(stored, state, &[], latest))))
+}
+
+/// Stores the begun attempts of one shop, `placing`, and a job to place each: one insert of
+/// the attempts and one of the jobs. Answers the attempts as stored, in the order given.
+fn store_attempts(
+    tx: &mut dyn SubscriptionRepositories,
+    shop: &Shop,
+    attempts: &[NewSubscriptionOrder],
+    now: Timestamp,
+) -> Result<Vec<SubscriptionOrder>, DomainError> {
+    if attempts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids = tx.insert_subscription_orders(attempts)?;
+    let jobs: Vec<OrderJob> = ids
+        .iter()
+        .map(|&order_id| OrderJob {
+            order_id,
+            resumed: false,
+        })
+        .collect();
+    enqueue_each(tx, Some(shop.id), &jobs, now, now)?;
+    Ok(attempts
+        .iter()
+        .zip(ids)
+        .map(|(new, id)| SubscriptionOrder {
+            id,
+            shop_id: new.shop_id,
+            subscription_id: new.subscription_id,
+            scheduled_at: new.scheduled_at,
+            attempt: new.attempt,
+            idempotency_key: new.idempotency_key.clone(),
+            status: OrderAttemptStatus::Placing,
+            due_at: new.due_at,
+            platform_order_id: None,
+            platform_payment_id: None,
+            failure_code: None,
+            failure_reason: None,
+            finished_at: None,
+            created_at: new.created_at,
+            updated_at: new.created_at,
+        })
+        .collect())
 }
 
 /// The subscription's order date was placed already: it moves to its next date (or ends when
@@ -994,9 +1019,9 @@ fn record_outcome(
                 reason: failure.message.clone(),
             },
         };
-        if !tx.finish_subscription_order(order.id, &end, now)? {
+        let Some(finished) = tx.finish_subscription_order(order.id, &end, now)? else {
             return Ok(Placement::Nothing);
-        }
+        };
         let stored = tx
             .subscription(shop.id, order.subscription_id)?
             .ok_or_else(|| missing_subscription(order.subscription_id))?;
@@ -1012,9 +1037,6 @@ fn record_outcome(
             );
             return Ok(Placement::Nothing);
         }
-        let finished = tx
-            .subscription_order(order.id)?
-            .ok_or_else(|| StorageError::other(format!("attempt {} is missing", order.id)))?;
         match result {
             Ok(_) => {
                 count_order(tx, shop, &stored.state, Some(amounts.total), now)?;
@@ -1049,18 +1071,7 @@ fn ordered(topics: impl IntoIterator<Item = Topic>) -> Vec<Topic> {
     ordered
 }
 
-/// Whether a topic's payload carries the order attempt.
-fn is_order_topic(topic: Topic) -> bool {
-    matches!(
-        topic,
-        Topic::SubscriptionUpcomingOrder
-            | Topic::SubscriptionOrderCreated
-            | Topic::SubscriptionOrderTransactionFailed
-            | Topic::SubscriptionOrderMaxRetriesReached
-            | Topic::SubscriptionPaymentFailed
-    )
-}
-
+/// Says `topics` about the subscription as saved and the attempt that changed it.
 fn emit_all(
     tx: &mut dyn SubscriptionRepositories,
     shop: &Shop,
@@ -1074,16 +1085,8 @@ fn emit_all(
     let subscription = resources(tx, shop, vec![saved], false)?
         .pop()
         .ok_or_else(|| missing_subscription(id))?;
-    let data = &subscription;
     let order = order_data(order, amounts, subscription.charged_currency.as_str());
-    for topic in topics {
-        if is_order_topic(topic) {
-            emit_with_attempt(tx, shop, topic, data, &order, now)?;
-        } else {
-            emit(tx, shop, topic, data, now)?;
-        }
-    }
-    Ok(())
+    emit_about_attempt(tx, shop, &topics, &subscription, &order, now)
 }
 
 /// The order went through: the subscription counts it, moves to its next order date (or ends

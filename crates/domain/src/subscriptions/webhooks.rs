@@ -19,8 +19,8 @@ use crate::kernel::ids::SubscriptionOrderId;
 use crate::kernel::outbound::{AddressGuard, check_callback_url};
 use crate::kernel::time::Timestamp;
 use crate::webhooks::{
-    NewWebhookEndpoint, WebhookEndpoint, WebhookKind, WebhookRepositories, apply_rate_limit,
-    read_rate_limit, read_rate_limit_change,
+    Listeners, NewWebhookEndpoint, WebhookEndpoint, WebhookKind, WebhookRepositories,
+    apply_rate_limit, read_rate_limit, read_rate_limit_change,
 };
 
 /// The key the bodies and answers wrap a webhook subscription in.
@@ -609,22 +609,10 @@ pub(crate) fn emit_cancelled(
     enqueue(tx, shop, topic, &payload, now)
 }
 
-/// A topic about one of the subscription's orders (`subscription_upcoming_order`,
+/// A topic about one of the subscriptions' orders (`subscription_upcoming_order`,
 /// `subscription_order_*`, `subscription_payment_failed`) with the scheduler's attempt as its
-/// `order` (docs/scheduler.md).
-pub(crate) fn emit_with_attempt(
-    tx: &mut dyn WebhookRepositories,
-    shop: &Shop,
-    topic: Topic,
-    subscription: &Subscription,
-    attempt: &OrderAttemptShown,
-    now: Timestamp,
-) -> Result<(), DomainError> {
-    emit_each_with_attempt(tx, shop, topic, &[(subscription, attempt)], now)
-}
-
-/// [`emit_with_attempt`] for several subscriptions and their attempts, with one read of the
-/// shop's endpoints and one insert.
+/// `order` (docs/scheduler.md), for several subscriptions and their attempts, with one read of
+/// the shop's endpoints and one insert.
 pub(crate) fn emit_each_with_attempt(
     tx: &mut dyn WebhookRepositories,
     shop: &Shop,
@@ -654,6 +642,63 @@ pub(crate) fn emit_each_with_attempt(
         None,
         now,
     )?;
+    Ok(())
+}
+
+/// Whether a topic's payload carries the order attempt as its `order`.
+fn carries_attempt(topic: Topic) -> bool {
+    matches!(
+        topic,
+        Topic::SubscriptionUpcomingOrder
+            | Topic::SubscriptionOrderCreated
+            | Topic::SubscriptionOrderTransactionFailed
+            | Topic::SubscriptionOrderMaxRetriesReached
+            | Topic::SubscriptionPaymentFailed
+    )
+}
+
+/// Enqueues each of `topics`, in that order, about the subscription and the order attempt
+/// that changed it: the order topics with the attempt as their `order` (as
+/// [`emit_each_with_attempt`]), the others as [`emit`] does. One read of the shop's endpoints and
+/// one insert for them all.
+pub(crate) fn emit_about_attempt(
+    tx: &mut dyn WebhookRepositories,
+    shop: &Shop,
+    topics: &[Topic],
+    subscription: &Subscription,
+    attempt: &OrderAttemptShown,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    let names: Vec<&str> = topics.iter().map(|topic| topic.as_str()).collect();
+    let listeners = Listeners::read(tx, shop.id, WebhookKind::Subscription, &names)?;
+    let mut messages = Vec::new();
+    for &topic in topics {
+        let name = topic.as_str();
+        let made = if carries_attempt(topic) {
+            let payload = OrderEnvelope {
+                topic: name.to_string(),
+                shop_identifier: shop.identifier.as_str().to_string(),
+                created_at: now,
+                data: subscription,
+                order: attempt,
+            };
+            listeners.messages(name, &[payload], None, now)?
+        } else if topic == Topic::SubscriptionCancelled {
+            let payload = CancelledEnvelope {
+                topic: name.to_string(),
+                shop_identifier: shop.identifier.as_str().to_string(),
+                created_at: now,
+                data: subscription,
+                cancellation: Cancellation::default(),
+            };
+            listeners.messages(name, &[payload], None, now)?
+        } else {
+            let payload = envelope(shop, topic, subscription, now);
+            listeners.messages(name, &[payload], None, now)?
+        };
+        messages.extend(made);
+    }
+    listeners.insert(tx, &messages)?;
     Ok(())
 }
 

@@ -750,13 +750,13 @@ impl SubscriptionOrderRepository for MemoryState {
         id: SubscriptionOrderId,
         end: &OrderAttemptEnd,
         now: Timestamp,
-    ) -> StoreResult<bool> {
+    ) -> StoreResult<Option<SubscriptionOrder>> {
         let Some(order) = self
             .subscription_orders
             .iter_mut()
             .find(|o| o.id == id && o.status == OrderAttemptStatus::Placing)
         else {
-            return Ok(false);
+            return Ok(None);
         };
         match end {
             OrderAttemptEnd::Placed {
@@ -775,7 +775,7 @@ impl SubscriptionOrderRepository for MemoryState {
         }
         order.finished_at = Some(now);
         order.updated_at = now;
-        Ok(true)
+        Ok(Some(order.clone()))
     }
 
     fn count_placing_orders(&mut self) -> StoreResult<i64> {

@@ -78,12 +78,12 @@ impl WebhookRepository for MemoryState {
         &mut self,
         shop_id: ShopId,
         kind: WebhookKind,
-        topic: &str,
+        topics: &[&str],
     ) -> StoreResult<Vec<WebhookEndpoint>> {
         Ok(self
             .webhook_endpoints(shop_id, kind)?
             .into_iter()
-            .filter(|e| e.topic == topic && e.is_active())
+            .filter(|e| topics.contains(&e.topic.as_str()) && e.is_active())
             .collect())
     }
 

@@ -515,37 +515,95 @@ pub(crate) fn enqueue_all_for_topic(
     subject: Option<&str>,
     now: Timestamp,
 ) -> Result<Vec<MessageId>, DomainError> {
-    let endpoints = tx.active_webhook_endpoints(shop_id, kind, topic)?;
-    // No one listens: nothing to write, and no payload worth serializing.
-    if endpoints.is_empty() {
-        return Ok(Vec::new());
-    }
-    let texts = payloads
-        .iter()
-        .map(payload_text)
-        .collect::<Result<Vec<String>, DomainError>>()?;
-    let request_id = current_request_id();
-    let request_id = request_id.as_deref();
-    let trace_parent = current_trace_parent();
-    let trace_parent = trace_parent.as_deref();
-    let messages: Vec<NewWebhookMessage> = texts
-        .into_iter()
-        .flat_map(|payload| {
-            endpoints.iter().map(move |endpoint| NewWebhookMessage {
-                message_id: new_message_id(),
-                shop_id,
-                endpoint_id: endpoint.id,
-                topic: topic.to_string(),
-                payload: payload.clone(),
-                created_at: now,
-                subject: subject.map(str::to_string),
-                request_id: request_id.map(str::to_string),
-                trace_parent: trace_parent.map(str::to_string),
-                throttled: endpoint.rate_limit_per_s.is_some(),
-            })
+    let listeners = Listeners::read(tx, shop_id, kind, &[topic])?;
+    let messages = listeners.messages(topic, payloads, subject, now)?;
+    listeners.insert(tx, &messages)
+}
+
+/// The shop's active endpoints of one kind for some topics, read at once, so that a change
+/// that says several topics enqueues them all with one read and one insert.
+pub(crate) struct Listeners {
+    shop_id: ShopId,
+    endpoints: Vec<WebhookEndpoint>,
+}
+
+impl Listeners {
+    /// The shop's active endpoints of `kind` for any of `topics`.
+    pub(crate) fn read(
+        tx: &mut dyn WebhookRepositories,
+        shop_id: ShopId,
+        kind: WebhookKind,
+        topics: &[&str],
+    ) -> Result<Listeners, DomainError> {
+        Ok(Listeners {
+            shop_id,
+            endpoints: tx.active_webhook_endpoints(shop_id, kind, topics)?,
         })
-        .collect();
-    Ok(tx.insert_webhook_messages(&messages)?)
+    }
+
+    /// Whether an endpoint listens to `topic`: if none does, its payload need not be made.
+    pub(crate) fn listen_to(&self, topic: &str) -> bool {
+        self.endpoints
+            .iter()
+            .any(|endpoint| endpoint.topic == topic)
+    }
+
+    /// A message of each of `payloads` for every endpoint of `topic`, in that order; none
+    /// (and nothing serialized) when no endpoint listens. The messages keep the id of the
+    /// request being handled on this thread, if any ([`crate::kernel::jobs::within_request`]).
+    pub(crate) fn messages(
+        &self,
+        topic: &str,
+        payloads: &[impl Serialize],
+        subject: Option<&str>,
+        now: Timestamp,
+    ) -> Result<Vec<NewWebhookMessage>, DomainError> {
+        if !self.listen_to(topic) {
+            return Ok(Vec::new());
+        }
+        let texts = payloads
+            .iter()
+            .map(payload_text)
+            .collect::<Result<Vec<String>, DomainError>>()?;
+        let request_id = current_request_id();
+        let request_id = request_id.as_deref();
+        let trace_parent = current_trace_parent();
+        let trace_parent = trace_parent.as_deref();
+        let listening: Vec<&WebhookEndpoint> = self
+            .endpoints
+            .iter()
+            .filter(|endpoint| endpoint.topic == topic)
+            .collect();
+        Ok(texts
+            .into_iter()
+            .flat_map(|payload| {
+                listening.iter().map(move |endpoint| NewWebhookMessage {
+                    message_id: new_message_id(),
+                    shop_id: self.shop_id,
+                    endpoint_id: endpoint.id,
+                    topic: topic.to_string(),
+                    payload: payload.clone(),
+                    created_at: now,
+                    subject: subject.map(str::to_string),
+                    request_id: request_id.map(str::to_string),
+                    trace_parent: trace_parent.map(str::to_string),
+                    throttled: endpoint.rate_limit_per_s.is_some(),
+                })
+            })
+            .collect())
+    }
+
+    /// Stores `messages` in one insert; nothing to do for none.
+    pub(crate) fn insert(
+        &self,
+        tx: &mut dyn WebhookRepositories,
+        messages: &[NewWebhookMessage],
+    ) -> Result<Vec<MessageId>, DomainError> {
+        if messages.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(tx.insert_webhook_messages(messages)?)
+    }
 }
 
 /// Enqueues `payload` for one endpoint (a test delivery, a resend), in the caller's
@@ -852,7 +910,7 @@ pub fn announce_endpoint_disabled(
     };
     let topic = endpoint_disabled_topic(disabled.kind);
     let listeners: Vec<WebhookEndpoint> = tx
-        .active_webhook_endpoints(shop.id, disabled.kind, topic)?
+        .active_webhook_endpoints(shop.id, disabled.kind, &[topic])?
         .into_iter()
         .filter(|endpoint| endpoint.id != disabled.id)
         .collect();

@@ -51,12 +51,13 @@ pub trait WebhookRepository {
         shop_id: ShopId,
         kind: WebhookKind,
     ) -> StoreResult<Vec<WebhookEndpoint>>;
-    /// The endpoints that get messages of `topic`: not deleted, not disabled.
+    /// The endpoints that get messages of any of `topics`: not deleted, not disabled; oldest
+    /// first.
     fn active_webhook_endpoints(
         &mut self,
         shop_id: ShopId,
         kind: WebhookKind,
-        topic: &str,
+        topics: &[&str],
     ) -> StoreResult<Vec<WebhookEndpoint>>;
     /// Writes the endpoint's callback URL, topic and secret, and `updated_at` = `now`.
     fn update_webhook_endpoint(

@@ -172,23 +172,25 @@ fn order_attempts_are_kept_and_end_once(db: &impl Database) {
         code: "payment_declined".into(),
         reason: "the payment was declined".into(),
     };
-    assert!(
-        db.write(|tx| Ok(tx.finish_subscription_order(first, &failed, at(120))?))
-            .unwrap()
-    );
+    let answered = db
+        .write(|tx| Ok(tx.finish_subscription_order(first, &failed, at(120))?))
+        .unwrap()
+        .expect("a placing attempt ends");
     let placed = OrderAttemptEnd::Placed {
         platform_order_id: "ord-1".into(),
         platform_payment_id: Some("pay-1".into()),
     };
-    assert!(
-        !db.write(|tx| Ok(tx.finish_subscription_order(first, &placed, at(121))?))
+    assert_eq!(
+        db.write(|tx| Ok(tx.finish_subscription_order(first, &placed, at(121))?))
             .unwrap(),
+        None,
         "an attempt ends once"
     );
     let ended = db
         .read(|tx| Ok(tx.subscription_order(first)?))
         .unwrap()
         .unwrap();
+    assert_eq!(answered, ended, "the attempt is answered as it was stored");
     assert_eq!(ended.status, OrderAttemptStatus::Failed);
     assert_eq!(ended.failure_code.as_deref(), Some("payment_declined"));
     assert_eq!(
@@ -217,6 +219,7 @@ fn order_attempts_are_kept_and_end_once(db: &impl Database) {
     assert!(
         db.write(|tx| Ok(tx.finish_subscription_order(retry, &placed, at(130))?))
             .unwrap()
+            .is_some()
     );
     let done = db
         .read(|tx| Ok(tx.subscription_order(retry)?))
@@ -260,6 +263,46 @@ fn order_attempts_are_kept_and_end_once(db: &impl Database) {
     assert_eq!(all, [retry, first], "newest first");
 }
 every_database!(order_attempts_are_kept_and_end_once);
+
+fn attempts_inserted_together_get_their_own_ids(db: &impl Database) {
+    let shop = shop(db, "a.shop.test");
+    let customer = subscriber(db, shop.id, &fields(None, None, None));
+    let subscriptions: Vec<SubscriptionId> = (0..3)
+        .map(|_| due_at(db, shop.id, customer, SubscriptionStatus::Active, 100, None))
+        .collect();
+    // Given in an order of their own: the ids must follow the attempts, not the insert.
+    let attempts = vec![
+        new_attempt(subscriptions[2], shop.id, 300, 2),
+        new_attempt(subscriptions[0], shop.id, 100, 1),
+        new_attempt(subscriptions[1], shop.id, 200, 1),
+    ];
+    let ids = db
+        .write(|tx| Ok(tx.insert_subscription_orders(&attempts)?))
+        .unwrap();
+    assert_eq!(ids.len(), 3);
+    for (id, attempt) in ids.iter().zip(&attempts) {
+        let stored = db
+            .read(|tx| Ok(tx.subscription_order(*id)?))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (stored.subscription_id, stored.scheduled_at, stored.attempt),
+            (
+                attempt.subscription_id,
+                attempt.scheduled_at,
+                attempt.attempt
+            )
+        );
+        assert_eq!(stored.status, OrderAttemptStatus::Placing);
+    }
+    assert_eq!(
+        db.write(|tx| Ok(tx.insert_subscription_orders(&[])?))
+            .unwrap(),
+        Vec::new()
+    );
+}
+
+every_database!(attempts_inserted_together_get_their_own_ids);
 
 fn payment_methods_expiring_are_announced_once(db: &impl Database) {
     let shop = shop(db, "a.shop.test");

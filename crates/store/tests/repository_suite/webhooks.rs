@@ -92,7 +92,7 @@ fn webhook_endpoints_live_and_die(db: &impl Database) {
     .unwrap();
     let active = db
         .read(|tx| {
-            Ok(tx.active_webhook_endpoints(shop.id, WebhookKind::Checkout, "order/processed")?)
+            Ok(tx.active_webhook_endpoints(shop.id, WebhookKind::Checkout, &["order/processed"])?)
         })
         .unwrap();
     assert_eq!(
@@ -103,6 +103,20 @@ fn webhook_endpoints_live_and_die(db: &impl Database) {
         active[0].failing_since,
         Some(at(6)),
         "failing, still active"
+    );
+    let either = db
+        .read(|tx| {
+            Ok(tx.active_webhook_endpoints(
+                shop.id,
+                WebhookKind::Checkout,
+                &["order/failed", "order/processed"],
+            )?)
+        })
+        .unwrap();
+    assert_eq!(
+        either.iter().map(|e| e.id).collect::<Vec<_>>(),
+        [one.id, two.id, failed.id],
+        "several topics in one read, oldest first, of the kind"
     );
     assert_eq!(
         (active[1].callback_url.as_str(), active[1].updated_at),
@@ -150,7 +164,7 @@ fn webhook_endpoints_live_and_die(db: &impl Database) {
         db.read(|tx| Ok(tx.active_webhook_endpoints(
             shop.id,
             WebhookKind::Checkout,
-            "order/processed"
+            &["order/processed"]
         )?))
         .unwrap()
         .iter()

@@ -97,6 +97,25 @@ fn due_rows(
     }
 }
 
+/// The columns of a new job's row, `queued`.
+macro_rules! job_values {
+    ($job:expr, $now:expr) => {
+        (
+            jobs::kind.eq($job.kind),
+            jobs::payload.eq(&$job.payload),
+            jobs::unique_key.eq($job.unique_key.as_deref()),
+            jobs::state.eq(QUEUED),
+            jobs::run_at.eq($job.run_at.as_micros()),
+            jobs::attempts.eq(0),
+            jobs::max_attempts.eq($job.max_attempts.max(1)),
+            jobs::created_at.eq($now.as_micros()),
+            jobs::updated_at.eq($now.as_micros()),
+            jobs::shop_id.eq($job.shop_id.map(|shop| shop.0)),
+            jobs::request_id.eq($job.request_id.as_deref()),
+        )
+    };
+}
+
 /// The job `worker` holds.
 macro_rules! held {
     ($id:expr, $worker:expr) => {
@@ -155,19 +174,7 @@ impl StoreTx<'_> {
     }
 
     fn insert_job_row(&mut self, job: &NewJob, now: Timestamp) -> StoreResult<Option<i64>> {
-        let values = (
-            jobs::kind.eq(job.kind),
-            jobs::payload.eq(&job.payload),
-            jobs::unique_key.eq(job.unique_key.as_deref()),
-            jobs::state.eq(QUEUED),
-            jobs::run_at.eq(job.run_at.as_micros()),
-            jobs::attempts.eq(0),
-            jobs::max_attempts.eq(job.max_attempts.max(1)),
-            jobs::created_at.eq(now.as_micros()),
-            jobs::updated_at.eq(now.as_micros()),
-            jobs::shop_id.eq(job.shop_id.map(|shop| shop.0)),
-            jobs::request_id.eq(job.request_id.as_deref()),
-        );
+        let values = job_values!(job, now);
         // A clash with the partial unique index leaves the row out instead of failing the
         // caller's transaction (PostgreSQL would abort it).
         on_backend!(&mut *self.conn, |c| {
@@ -177,6 +184,24 @@ impl StoreTx<'_> {
                 .returning(jobs::id)
                 .get_result::<i64>(c)
                 .optional()
+        })
+        .map_err(storage_error)
+    }
+
+    /// [`Self::insert_job_row`] for several jobs in one statement: the `(id, unique_key)` of
+    /// those inserted, in no promised order.
+    fn insert_job_rows(
+        &mut self,
+        jobs: &[NewJob],
+        now: Timestamp,
+    ) -> StoreResult<Vec<(i64, Option<String>)>> {
+        let rows: Vec<_> = jobs.iter().map(|job| job_values!(job, now)).collect();
+        on_backend!(&mut *self.conn, |c| {
+            diesel::insert_into(jobs::table)
+                .values(&rows)
+                .on_conflict_do_nothing()
+                .returning((jobs::id, jobs::unique_key))
+                .get_results(c)
         })
         .map_err(storage_error)
     }
@@ -251,6 +276,34 @@ impl JobRepository for StoreTx<'_> {
         Err(StorageError::transient(format!(
             "the job {key} kept changing while it was enqueued"
         )))
+    }
+
+    fn enqueue_jobs(&mut self, jobs: &[NewJob], now: Timestamp) -> StoreResult<Vec<Enqueued>> {
+        // Keyed jobs, keys all different, no trace to write: one insert for them all. A job
+        // whose key an unfinished job holds is left out of it and enqueued on its own, which
+        // folds it into that job.
+        let mut keys: Vec<&str> = jobs
+            .iter()
+            .filter_map(|job| job.unique_key.as_deref())
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let one_statement = jobs.len() > 1
+            && keys.len() == jobs.len()
+            && jobs.iter().all(|job| job.trace_parent.is_none());
+        if !one_statement {
+            return jobs.iter().map(|job| self.enqueue_job(job, now)).collect();
+        }
+        let inserted = self.insert_job_rows(jobs, now)?;
+        jobs.iter()
+            .map(|job| {
+                let key = job.unique_key.as_deref();
+                match inserted.iter().find(|(_, held)| held.as_deref() == key) {
+                    Some((id, _)) => Ok(Enqueued::New(JobId(*id))),
+                    None => self.enqueue_job(job, now),
+                }
+            })
+            .collect()
     }
 
     fn claim_jobs(

@@ -5,7 +5,6 @@
 
 use diesel::dsl::count_star;
 use diesel::prelude::*;
-use mercer_domain::Timestamp;
 use mercer_domain::kernel::error::StoreResult;
 use mercer_domain::kernel::ids::ShopId;
 use mercer_domain::kernel::ids::{SubscriptionId, SubscriptionOrderId};
@@ -14,6 +13,7 @@ use mercer_domain::subscriptions::repository::{
     StoredSubscription, SubscriptionOrder, SubscriptionOrderRepository,
 };
 use mercer_domain::subscriptions::resources::SubscriptionStatus;
+use mercer_domain::{StorageError, Timestamp};
 
 use super::records::whole_subscriptions;
 use super::{corrupt, time};
@@ -174,6 +174,60 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
         .map_err(storage_error)
     }
 
+    fn insert_subscription_orders(
+        &mut self,
+        orders: &[NewSubscriptionOrder],
+    ) -> StoreResult<Vec<SubscriptionOrderId>> {
+        use subscription_orders as t;
+        if orders.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows: Vec<_> = orders
+            .iter()
+            .map(|order| {
+                (
+                    t::shop_id.eq(order.shop_id.0),
+                    t::subscription_id.eq(order.subscription_id.0),
+                    t::scheduled_at.eq(order.scheduled_at.as_micros()),
+                    t::attempt.eq(order.attempt),
+                    t::idempotency_key.eq(order.idempotency_key.as_str()),
+                    t::status.eq(PLACING),
+                    t::due_at.eq(order.due_at.as_micros()),
+                    t::created_at.eq(order.created_at.as_micros()),
+                    t::updated_at.eq(order.created_at.as_micros()),
+                )
+            })
+            .collect();
+        // A multi-row insert's RETURNING promises no order: each id is matched to its attempt
+        // by the attempt's unique key (subscription, order date, attempt).
+        let inserted: Vec<(i64, i64, i64, i64)> = on_backend!(&mut *self.conn, |c| {
+            diesel::insert_into(t::table)
+                .values(&rows)
+                .returning((t::id, t::subscription_id, t::scheduled_at, t::attempt))
+                .get_results(c)
+        })
+        .map_err(storage_error)?;
+        orders
+            .iter()
+            .map(|order| {
+                let key = (
+                    order.subscription_id.0,
+                    order.scheduled_at.as_micros(),
+                    order.attempt,
+                );
+                inserted
+                    .iter()
+                    .find(|(_, subscription, date, attempt)| {
+                        (*subscription, *date, *attempt) == key
+                    })
+                    .map(|(id, ..)| SubscriptionOrderId(*id))
+                    .ok_or_else(|| {
+                        StorageError::other("an inserted attempt's id did not come back")
+                    })
+            })
+            .collect()
+    }
+
     fn subscription_order(
         &mut self,
         id: SubscriptionOrderId,
@@ -257,13 +311,13 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
         id: SubscriptionOrderId,
         end: &OrderAttemptEnd,
         now: Timestamp,
-    ) -> StoreResult<bool> {
+    ) -> StoreResult<Option<SubscriptionOrder>> {
         use subscription_orders as t;
         let placing = t::table
             .filter(t::id.eq(id.0))
             .filter(t::status.eq(PLACING));
         // Kept prepared (diesel plans an UPDATE anew each time otherwise): one runs per order.
-        let ended: Vec<i64> = match end {
+        let ended: Vec<OrderRow> = match end {
             OrderAttemptEnd::Placed {
                 platform_order_id,
                 platform_payment_id,
@@ -282,7 +336,7 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
                                 t::finished_at.eq(now.as_micros()),
                                 t::updated_at.eq(now.as_micros()),
                             ))
-                            .returning(t::id),
+                            .returning(OrderRow::as_returning()),
                     )
                     .load(c)
                 })
@@ -299,14 +353,18 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
                                 t::finished_at.eq(now.as_micros()),
                                 t::updated_at.eq(now.as_micros()),
                             ))
-                            .returning(t::id),
+                            .returning(OrderRow::as_returning()),
                     )
                     .load(c)
                 })
             }
         }
         .map_err(storage_error)?;
-        Ok(ended.len() == 1)
+        ended
+            .into_iter()
+            .next()
+            .map(OrderRow::into_order)
+            .transpose()
     }
 
     fn count_placing_orders(&mut self) -> StoreResult<i64> {

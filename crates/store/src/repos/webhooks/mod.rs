@@ -402,12 +402,17 @@ impl WebhookRepository for StoreTx<'_> {
         &mut self,
         shop_id: ShopId,
         kind: WebhookKind,
-        topic: &str,
+        topics: &[&str],
     ) -> StoreResult<Vec<WebhookEndpoint>> {
-        webhook_endpoints::table
+        let endpoints = webhook_endpoints::table.into_boxed();
+        // One topic as `= $1`: PostgreSQL plans `= ANY($1)` anew at every call.
+        let endpoints = match topics {
+            [one] => endpoints.filter(webhook_endpoints::topic.eq(*one)),
+            _ => endpoints.filter(webhook_endpoints::topic.eq_any(topics)),
+        };
+        endpoints
             .filter(webhook_endpoints::shop_id.eq(shop_id.0))
             .filter(webhook_endpoints::kind.eq(kind.as_str()))
-            .filter(webhook_endpoints::topic.eq(topic))
             .filter(webhook_endpoints::deleted_at.is_null())
             .filter(webhook_endpoints::disabled_at.is_null())
             .order(webhook_endpoints::id.asc())
