@@ -404,22 +404,29 @@ impl WebhookRepository for StoreTx<'_> {
         kind: WebhookKind,
         topics: &[&str],
     ) -> StoreResult<Vec<WebhookEndpoint>> {
-        let endpoints = webhook_endpoints::table.into_boxed();
-        // One topic as `= $1`: PostgreSQL plans `= ANY($1)` anew at every call.
-        let endpoints = match topics {
-            [one] => endpoints.filter(webhook_endpoints::topic.eq(*one)),
-            _ => endpoints.filter(webhook_endpoints::topic.eq_any(topics)),
-        };
-        endpoints
-            .filter(webhook_endpoints::shop_id.eq(shop_id.0))
-            .filter(webhook_endpoints::kind.eq(kind.as_str()))
-            .filter(webhook_endpoints::deleted_at.is_null())
-            .filter(webhook_endpoints::disabled_at.is_null())
-            .order(webhook_endpoints::id.asc())
-            .select(EndpointRow::as_select())
-            .load(self.conn)
-            .map_err(storage_error)?
-            .into_iter()
+        // The shop's active endpoints of the kind whose topic passes `$topic`.
+        macro_rules! active_of {
+            ($topic:expr) => {
+                webhook_endpoints::table
+                    .filter($topic)
+                    .filter(webhook_endpoints::shop_id.eq(shop_id.0))
+                    .filter(webhook_endpoints::kind.eq(kind.as_str()))
+                    .filter(webhook_endpoints::deleted_at.is_null())
+                    .filter(webhook_endpoints::disabled_at.is_null())
+                    .order(webhook_endpoints::id.asc())
+                    .select(EndpointRow::as_select())
+                    .load(self.conn)
+            };
+        }
+        // Two fixed statements, not a boxed one, so that each stays prepared (every webhook
+        // enqueue reads them); one topic as `= $1`, since PostgreSQL plans `= ANY($1)` anew at
+        // every call.
+        let rows: Vec<EndpointRow> = match topics {
+            [one] => active_of!(webhook_endpoints::topic.eq(*one)),
+            _ => active_of!(webhook_endpoints::topic.eq_any(topics)),
+        }
+        .map_err(storage_error)?;
+        rows.into_iter()
             .map(|row| row.into_endpoint().map(|(endpoint, _)| endpoint))
             .collect()
     }
