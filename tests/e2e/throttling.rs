@@ -319,7 +319,13 @@ fn deliveries_keep_to_the_limit(servers: &[&MercerServer]) {
         least.as_secs_f64() * 1000.0,
         least_recorded as f64 / 1000.0
     );
-    assert!((rate - RATE).abs() <= RATE * 0.1, "{rate:.2}/s");
+    // Never faster than the limit. Slower only by the dispatcher's lag on a busy machine: a
+    // slot it wakes late for is not made up, the next comes an interval after it (CI, running
+    // the suite's tests side by side on two cores, measured 17.5-17.9/s).
+    assert!(
+        rate <= RATE * 1.1 && rate >= RATE * 0.75,
+        "{rate:.2}/s against a limit of {RATE}/s"
+    );
     assert!(
         least_recorded >= 50_000,
         "two deliveries started {least_recorded} µs apart"
