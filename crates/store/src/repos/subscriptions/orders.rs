@@ -152,26 +152,9 @@ impl SubscriptionOrderRepository for StoreTx<'_> {
         &mut self,
         order: &NewSubscriptionOrder,
     ) -> StoreResult<SubscriptionOrderId> {
-        use subscription_orders as t;
-        let values = (
-            t::shop_id.eq(order.shop_id.0),
-            t::subscription_id.eq(order.subscription_id.0),
-            t::scheduled_at.eq(order.scheduled_at.as_micros()),
-            t::attempt.eq(order.attempt),
-            t::idempotency_key.eq(order.idempotency_key.as_str()),
-            t::status.eq(PLACING),
-            t::due_at.eq(order.due_at.as_micros()),
-            t::created_at.eq(order.created_at.as_micros()),
-            t::updated_at.eq(order.created_at.as_micros()),
-        );
-        on_backend!(&mut *self.conn, |c| {
-            diesel::insert_into(t::table)
-                .values(values)
-                .returning(t::id)
-                .get_result(c)
-        })
-        .map(SubscriptionOrderId)
-        .map_err(storage_error)
+        self.insert_subscription_orders(std::slice::from_ref(order))?
+            .pop()
+            .ok_or_else(|| StorageError::other("an inserted attempt's id did not come back"))
     }
 
     fn insert_subscription_orders(
