@@ -1,8 +1,11 @@
 //! Middleware run on every request: the API version header, and one log line per request.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use actix_web::body::{BoxBody, EitherBody, MessageBody};
@@ -194,19 +197,24 @@ fn request_id(request: &ServiceRequest) -> String {
         .get(REQUEST_ID_HEADER)
         .and_then(|value| value.to_str().ok())
         .filter(|id| (1..=128).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_graphic()))
-        .map_or_else(|| random_hex(16), str::to_string)
+        .map_or_else(new_request_id, str::to_string)
+}
+
+/// A new request id: 32 hex characters, a random half drawn once per process and a counter.
+/// Unique across processes and restarts (the random half), without a system call per request;
+/// an id names a request in logs and is no secret.
+pub(crate) fn new_request_id() -> String {
+    static PROCESS: OnceLock<String> = OnceLock::new();
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let process = PROCESS.get_or_init(|| random_hex(8));
+    format!("{process}{:016x}", NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 /// The request's span, which every log line of its handling names, including those of its
 /// storage work on the blocking pool ([`super::state::run_blocking`]): its id, method, route
 /// pattern and shop (the `{shop}` segment of the path, when the route has one).
-fn request_span(request: &ServiceRequest, id: &str) -> tracing::Span {
-    // The busiest routes' pattern is told without actix's matching, which runs a regex.
-    let pattern = match super::routes::event_route_pattern(request.path()) {
-        Some(pattern) => Some(std::borrow::Cow::Borrowed(pattern)),
-        None => request.match_pattern().map(std::borrow::Cow::Owned),
-    };
-    let shop = pattern.as_deref().and_then(|pattern| {
+fn request_span(request: &ServiceRequest, id: &str, pattern: Option<&str>) -> tracing::Span {
+    let shop = pattern.and_then(|pattern| {
         pattern
             .split('/')
             .zip(request.path().split('/'))
@@ -220,11 +228,20 @@ fn request_span(request: &ServiceRequest, id: &str) -> tracing::Span {
         "request",
         request_id = id,
         method = request.method().as_str(),
-        route = pattern.as_deref().unwrap_or("unmatched"),
+        route = pattern.unwrap_or("unmatched"),
         shop = shop,
         // The answer's status, recorded for traces only.
         status = tracing::field::Empty,
     )
+}
+
+/// The pattern of the route the request's path matches; None when none does. The busiest
+/// routes' pattern is told without actix's matching, which runs a regex.
+fn route_pattern(request: &ServiceRequest) -> Option<Cow<'static, str>> {
+    match super::routes::event_route_pattern(request.path()) {
+        Some(pattern) => Some(Cow::Borrowed(pattern)),
+        None => request.match_pattern().map(Cow::Owned),
+    }
 }
 
 /// Polls `future` within the request `id`: each poll runs under the domain's
@@ -254,7 +271,8 @@ pub async fn log_request(
     let id = request_id(&request);
     let id_header = HeaderValue::from_str(&id).ok();
     let header_name = HeaderName::from_static(REQUEST_ID_HEADER);
-    let span = request_span(&request, &id);
+    let pattern = route_pattern(&request);
+    let span = request_span(&request, &id, pattern.as_deref());
     let traced = jobs::traces_exported().then(|| span.clone());
     let handling = next.call(request).instrument(span);
     let result = match within_request(Arc::from(id.as_str()), handling).await {
@@ -278,10 +296,7 @@ pub async fn log_request(
         // Routes by their pattern, so shop identifiers and ids do not make a label each.
         Ok(response) => (
             response.status(),
-            response
-                .request()
-                .match_pattern()
-                .unwrap_or_else(|| "unmatched".to_string()),
+            pattern.map_or_else(|| "unmatched".to_string(), Cow::into_owned),
         ),
         Err(error) => (error.status_code(), "unmatched".to_string()),
     };
@@ -307,16 +322,38 @@ pub async fn log_request(
     }
     // Every label takes a value from a fixed set, whatever the client sends: a method of its
     // own invention or an unknown path would otherwise make a series each, for good.
-    let labels = [
-        ("method", method_label(&method).to_string()),
-        ("route", route),
-        ("status", status.as_u16().to_string()),
-    ];
-    metrics::counter!("mercer_http_requests_total", &labels).increment(1);
-    metrics::histogram!("mercer_http_request_seconds", &labels[..2]).record(elapsed);
+    record_request(method_label(&method), route, status.as_u16(), elapsed);
     // Outside the request's span, which would name the id a second time: the id is a field.
     tracing::info!(target: "mercer::http", request_id = %id, "{method} {path} {} {:.1}ms", status.as_u16(), elapsed * 1000.0);
     result.map_err(Error::from)
+}
+
+/// Counts a request in `mercer_http_requests_total` and its time in
+/// `mercer_http_request_seconds`. Each worker thread keeps the handles of the label sets it has
+/// seen: asking the recorder for them on every request hashed and copied the labels each time.
+fn record_request(method: &'static str, route: String, status: u16, seconds: f64) {
+    type Handles = HashMap<(&'static str, String, u16), (metrics::Counter, metrics::Histogram)>;
+    thread_local! {
+        static HANDLES: RefCell<Handles> = RefCell::default();
+    }
+    HANDLES.with_borrow_mut(|handles| {
+        let (counter, histogram) =
+            handles
+                .entry((method, route, status))
+                .or_insert_with_key(|(method, route, status)| {
+                    let labels = [
+                        ("method", method.to_string()),
+                        ("route", route.clone()),
+                        ("status", status.to_string()),
+                    ];
+                    (
+                        metrics::counter!("mercer_http_requests_total", &labels),
+                        metrics::histogram!("mercer_http_request_seconds", &labels[..2]),
+                    )
+                });
+        counter.increment(1);
+        histogram.record(seconds);
+    });
 }
 
 /// The method as a metrics label: one of HTTP's own, or `other`.

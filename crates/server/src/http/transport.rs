@@ -421,7 +421,7 @@ fn contract_answer(buf: &[u8], found: &Found) -> Vec<u8> {
     answer.extend_from_slice(b"\r\nconnection: close\r\n");
     // No request was read, so no client id to echo: a new one, like any other answer's.
     answer.extend_from_slice(b"x-request-id: ");
-    answer.extend_from_slice(mercer_domain::access::credentials::random_hex(16).as_bytes());
+    answer.extend_from_slice(super::middleware::new_request_id().as_bytes());
     answer.extend_from_slice(b"\r\n");
     answer.extend_from_slice(&buf[found.date_line.clone()]);
     answer.extend_from_slice(b"\r\n");
