@@ -333,13 +333,14 @@ fn deliveries_keep_to_the_limit(servers: &[&MercerServer]) {
     // Where they arrive, a gap is shorter than between the starts by however much later the
     // earlier request was read than the next: threads waiting for a core on the way. That is
     // well under 10 ms on a machine with cores to spare; on a busy one (CI runs the suite's
-    // tests side by side on two) a few requests wait longer, so the least gaps but the
-    // shortest 2% are held to the interval less 10 ms.
+    // tests side by side on two) a few requests wait longer (CI saw 39.8 ms against a 50 ms
+    // interval while the recorded starts kept to it). Deliveries sent in bursts would arrive
+    // next to each other, so the gaps but the shortest 2% are held to half the interval.
     let mut gaps = arrivals.gaps();
     gaps.sort();
     let tolerated = gaps[gaps.len() * 2 / 100];
     assert!(
-        tolerated >= Duration::from_millis(40),
+        tolerated >= Duration::from_millis(25),
         "deliveries arrived {tolerated:?} apart (least {least:?})"
     );
     // The deliveries log one attempt each: waiting for a turn is no attempt.
